@@ -1,0 +1,50 @@
+# kwire — one entry point for set-up, running, tests and benchmarks.
+# `make run` and `make test` do all set-up on a fresh machine.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+CONFIG ?= config/server.properties
+DATA   ?= data
+
+.PHONY: install run test lint typecheck generate check-generated bench compat-jars clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test,audit]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Regenerate the message codecs from messages/specs.
+generate: install
+	$(PY) -m messages.generator
+
+## Fail when the committed generated modules differ from what the specs produce.
+check-generated: install
+	$(PY) -m messages.generator --check
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+## Stock Kafka jars (the versions pinned in compat/kafka-versions.properties) from Maven Central.
+compat-jars: install
+	bash compat/fetch-kafka.sh
+
+## A standalone controller on localhost:9093, formatted on first use into ./data.
+run: install
+	$(PY) -m tools.cli run-standalone --config $(CONFIG) --data $(DATA)
+
+test: install check-generated lint typecheck compat-jars
+	$(PY) -m pytest -q
+
+bench: install compat-jars
+	$(PY) -m tools.bench
+
+clean:
+	rm -rf $(VENV) compat/.cache .pytest_cache .mypy_cache .ruff_cache .hypothesis
