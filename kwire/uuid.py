@@ -1,0 +1,78 @@
+"""Kafka's 128-bit UUID (org.apache.kafka.common.Uuid).
+
+Layout: 16 bytes, the most significant 64 bits first, both halves big-endian. The text form is
+URL-safe base64 without padding (22 characters), e.g. ``AAAAAAAAAAAAAAAAAAAAAQ`` for the metadata
+topic id (0, 1).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+
+
+class Uuid(bytes):
+    """A Kafka UUID: an immutable 16-byte value whose ``str()`` is Kafka's base64 form.
+
+    Raises ValueError when constructed from anything but exactly 16 bytes.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, value: bytes = b"\0" * 16) -> Uuid:
+        if len(value) != 16:
+            raise ValueError(f"a Uuid is 16 bytes, got {len(value)}")
+        return super().__new__(cls, value)
+
+    @classmethod
+    def from_string(cls, text: str) -> Uuid:
+        """Parse Kafka's base64 form (``Uuid.fromString``). Raises ValueError when malformed."""
+        if len(text) > 24:
+            raise ValueError(f"a Uuid string is at most 24 characters: {text!r}")
+        try:
+            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"not a base64 Uuid: {text!r}") from exc
+        if len(raw) != 16:
+            raise ValueError(f"a Uuid string decodes to 16 bytes: {text!r}")
+        return cls(raw)
+
+    @classmethod
+    def from_longs(cls, most_significant: int, least_significant: int) -> Uuid:
+        """Build from the two signed or unsigned 64-bit halves, as Java's ``new Uuid(msb, lsb)``."""
+        return cls(
+            (most_significant & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "big")
+            + (least_significant & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "big")
+        )
+
+    @classmethod
+    def random(cls) -> Uuid:
+        """A random Uuid as ``Uuid.randomUuid()``: never a reserved value, never a leading '-'."""
+        while True:
+            candidate = cls(os.urandom(16))
+            if candidate.most_significant_bits == 0 and candidate.least_significant_bits < 100:
+                continue
+            if str(candidate).startswith("-"):
+                continue
+            return candidate
+
+    @property
+    def most_significant_bits(self) -> int:
+        return int.from_bytes(self[:8], "big")
+
+    @property
+    def least_significant_bits(self) -> int:
+        return int.from_bytes(self[8:], "big")
+
+    def __str__(self) -> str:
+        return base64.urlsafe_b64encode(bytes(self)).rstrip(b"=").decode("ascii")
+
+    def __repr__(self) -> str:
+        return f"Uuid({str(self)!r})"
+
+
+ZERO_UUID = Uuid(b"\0" * 16)
+"""Uuid.ZERO_UUID: no id (also DirectoryId.MIGRATING)."""
+
+METADATA_TOPIC_ID = Uuid.from_longs(0, 1)
+"""Uuid.METADATA_TOPIC_ID, the topic id of ``__cluster_metadata``: ``AAAAAAAAAAAAAAAAAAAAAQ``."""

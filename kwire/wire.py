@@ -1,0 +1,317 @@
+"""Kafka wire primitives: fixed-width integers, varints, strings, bytes, arrays and tagged fields.
+
+Fixed-width integers are big-endian. Varints follow protobuf: 7 bits per byte, low group first,
+the high bit set on every byte but the last. Kafka's protocol uses *unsigned* varints for compact
+lengths and tagged-field headers (``ByteUtils.writeUnsignedVarint``) and *zig-zag* varints inside
+record batches (``ByteUtils.writeVarint`` / ``writeVarlong``).
+
+Non-flexible versions::
+
+    string   int16 length (-1 = null) + UTF-8
+    bytes    int32 length (-1 = null) + raw
+    array    int32 count  (-1 = null) + elements
+
+Flexible versions (KIP-482)::
+
+    compact string / bytes / array   uvarint (length + 1), 0 = null
+    tagged fields                    uvarint count, then per field: uvarint tag, uvarint size, data
+
+Readers take ``(buf, pos)`` and return ``(value, new_pos)``; they raise :class:`DecodeError` on a
+truncated buffer or an impossible length, never IndexError or struct.error.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+
+INT8 = struct.Struct(">b")
+INT16 = struct.Struct(">h")
+INT32 = struct.Struct(">i")
+INT64 = struct.Struct(">q")
+UINT16 = struct.Struct(">H")
+UINT32 = struct.Struct(">I")
+FLOAT64 = struct.Struct(">d")
+
+
+class DecodeError(ValueError):
+    """Bytes that do not form a valid value of the expected type."""
+
+
+class EncodeError(ValueError):
+    """A value that cannot be written at the requested version (Kafka's UnsupportedVersionException
+    or a null in a non-nullable field)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# unsigned and zig-zag varints
+
+
+def write_uvarint(out: bytearray, value: int) -> None:
+    """Append an unsigned varint (up to 64 bits)."""
+    if value < 0:
+        raise EncodeError(f"unsigned varint cannot be negative: {value}")
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def uvarint_bytes(value: int) -> bytes:
+    out = bytearray()
+    write_uvarint(out, value)
+    return bytes(out)
+
+
+def read_uvarint(buf: bytes | bytearray | memoryview, pos: int, max_bytes: int = 5) -> tuple[int, int]:
+    """Read an unsigned varint of at most ``max_bytes`` bytes (5 for 32-bit, 10 for 64-bit)."""
+    result = 0
+    shift = 0
+    end = len(buf)
+    for _ in range(max_bytes):
+        if pos >= end:
+            raise DecodeError("truncated varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+    raise DecodeError(f"varint longer than {max_bytes} bytes")
+
+
+def write_varint(out: bytearray, value: int) -> None:
+    """Append a zig-zag varint (a signed 32-bit value)."""
+    write_uvarint(out, ((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
+
+
+def write_varlong(out: bytearray, value: int) -> None:
+    """Append a zig-zag varlong (a signed 64-bit value)."""
+    write_uvarint(out, ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
+
+
+def read_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    raw, pos = read_uvarint(buf, pos, 5)
+    if raw > 0xFFFFFFFF:
+        raise DecodeError("varint out of 32-bit range")
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+def read_varlong(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    raw, pos = read_uvarint(buf, pos, 10)
+    if raw > 0xFFFFFFFFFFFFFFFF:
+        raise DecodeError("varlong out of 64-bit range")
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+# ---------------------------------------------------------------------------------------------
+# fixed-width reads with bounds checks
+
+
+def read_struct(s: struct.Struct, buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    end = pos + s.size
+    if end > len(buf):
+        raise DecodeError(f"truncated: need {s.size} bytes at {pos}, have {len(buf) - pos}")
+    return s.unpack_from(buf, pos)[0], end
+
+
+def take(buf: bytes | bytearray | memoryview, pos: int, n: int) -> tuple[bytes, int]:
+    """``n`` raw bytes at ``pos`` as ``bytes``."""
+    end = pos + n
+    if n < 0 or end > len(buf):
+        raise DecodeError(f"truncated: need {n} bytes at {pos}, have {len(buf) - pos}")
+    return bytes(buf[pos:end]), end
+
+
+def _utf8(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DecodeError(f"string is not UTF-8: {exc}") from exc
+
+
+# ---------------------------------------------------------------------------------------------
+# strings and bytes
+
+
+def write_string(out: bytearray, value: str) -> None:
+    raw = value.encode("utf-8")
+    if len(raw) > 0x7FFF:
+        raise EncodeError(f"string of {len(raw)} bytes is longer than 32767")
+    out += INT16.pack(len(raw))
+    out += raw
+
+
+def write_nullable_string(out: bytearray, value: str | None) -> None:
+    if value is None:
+        out += b"\xff\xff"
+    else:
+        write_string(out, value)
+
+
+def write_compact_string(out: bytearray, value: str) -> None:
+    raw = value.encode("utf-8")
+    if len(raw) > 0x7FFF:
+        raise EncodeError(f"string of {len(raw)} bytes is longer than 32767")
+    write_uvarint(out, len(raw) + 1)
+    out += raw
+
+
+def write_compact_nullable_string(out: bytearray, value: str | None) -> None:
+    if value is None:
+        out.append(0)
+    else:
+        write_compact_string(out, value)
+
+
+def read_string(buf: bytes | bytearray | memoryview, pos: int) -> tuple[str, int]:
+    n, pos = read_struct(INT16, buf, pos)
+    if n < 0:
+        raise DecodeError("null where a non-nullable string is required")
+    raw, pos = take(buf, pos, n)
+    return _utf8(raw), pos
+
+
+def read_nullable_string(buf: bytes | bytearray | memoryview, pos: int) -> tuple[str | None, int]:
+    n, pos = read_struct(INT16, buf, pos)
+    if n < 0:
+        if n != -1:
+            raise DecodeError(f"negative string length {n}")
+        return None, pos
+    raw, pos = take(buf, pos, n)
+    return _utf8(raw), pos
+
+
+def read_compact_string(buf: bytes | bytearray | memoryview, pos: int) -> tuple[str, int]:
+    n, pos = read_uvarint(buf, pos)
+    if n == 0:
+        raise DecodeError("null where a non-nullable string is required")
+    raw, pos = take(buf, pos, n - 1)
+    return _utf8(raw), pos
+
+
+def read_compact_nullable_string(
+    buf: bytes | bytearray | memoryview, pos: int
+) -> tuple[str | None, int]:
+    n, pos = read_uvarint(buf, pos)
+    if n == 0:
+        return None, pos
+    raw, pos = take(buf, pos, n - 1)
+    return _utf8(raw), pos
+
+
+def write_bytes(out: bytearray, value: bytes) -> None:
+    out += INT32.pack(len(value))
+    out += value
+
+
+def write_nullable_bytes(out: bytearray, value: bytes | None) -> None:
+    if value is None:
+        out += b"\xff\xff\xff\xff"
+    else:
+        write_bytes(out, value)
+
+
+def write_compact_bytes(out: bytearray, value: bytes) -> None:
+    write_uvarint(out, len(value) + 1)
+    out += value
+
+
+def write_compact_nullable_bytes(out: bytearray, value: bytes | None) -> None:
+    if value is None:
+        out.append(0)
+    else:
+        write_compact_bytes(out, value)
+
+
+def read_bytes(buf: bytes | bytearray | memoryview, pos: int) -> tuple[bytes, int]:
+    n, pos = read_struct(INT32, buf, pos)
+    if n < 0:
+        raise DecodeError("null where non-nullable bytes are required")
+    return take(buf, pos, n)
+
+
+def read_nullable_bytes(buf: bytes | bytearray | memoryview, pos: int) -> tuple[bytes | None, int]:
+    n, pos = read_struct(INT32, buf, pos)
+    if n < 0:
+        if n != -1:
+            raise DecodeError(f"negative bytes length {n}")
+        return None, pos
+    return take(buf, pos, n)
+
+
+def read_compact_bytes(buf: bytes | bytearray | memoryview, pos: int) -> tuple[bytes, int]:
+    n, pos = read_uvarint(buf, pos)
+    if n == 0:
+        raise DecodeError("null where non-nullable bytes are required")
+    return take(buf, pos, n - 1)
+
+
+def read_compact_nullable_bytes(
+    buf: bytes | bytearray | memoryview, pos: int
+) -> tuple[bytes | None, int]:
+    n, pos = read_uvarint(buf, pos)
+    if n == 0:
+        return None, pos
+    return take(buf, pos, n - 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# array lengths
+
+
+def read_array_length(
+    buf: bytes | bytearray | memoryview, pos: int, nullable: bool, min_element_bytes: int = 1
+) -> tuple[int | None, int]:
+    """An int32 element count (-1 = null). Counts that cannot fit in the rest of ``buf`` are
+    refused before anything is allocated."""
+    n, pos = read_struct(INT32, buf, pos)
+    return _check_count(buf, pos, n, nullable, min_element_bytes), pos
+
+
+def read_compact_array_length(
+    buf: bytes | bytearray | memoryview, pos: int, nullable: bool, min_element_bytes: int = 1
+) -> tuple[int | None, int]:
+    """A uvarint (count + 1), 0 = null."""
+    n, pos = read_uvarint(buf, pos)
+    return _check_count(buf, pos, n - 1, nullable, min_element_bytes), pos
+
+
+def _check_count(
+    buf: bytes | bytearray | memoryview, pos: int, n: int, nullable: bool, min_element_bytes: int
+) -> int | None:
+    if n < 0:
+        if n == -1 and nullable:
+            return None
+        raise DecodeError("null or negative count where a non-nullable array is required")
+    if n * min_element_bytes > len(buf) - pos:
+        raise DecodeError(f"array of {n} elements cannot fit in {len(buf) - pos} bytes")
+    return n
+
+
+# ---------------------------------------------------------------------------------------------
+# tagged fields
+
+
+def read_tagged_header(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int, int]:
+    """Read one tagged field's ``(tag, size)`` header; returns ``(tag, size, pos)``."""
+    tag, pos = read_uvarint(buf, pos)
+    size, pos = read_uvarint(buf, pos)
+    if size > len(buf) - pos:
+        raise DecodeError(f"tagged field {tag} of {size} bytes runs past the end")
+    return tag, size, pos
+
+
+def write_unknown_tagged(out: bytearray, tag: int, data: bytes) -> None:
+    write_uvarint(out, tag)
+    write_uvarint(out, len(data))
+    out += data
+
+
+def merge_tagged(
+    known: Sequence[tuple[int, bytes]], unknown: Sequence[tuple[int, bytes]]
+) -> list[tuple[int, bytes]]:
+    """Known and preserved unknown tagged fields, in ascending tag order (Kafka writes them so)."""
+    if not unknown:
+        return list(known)
+    return sorted([*known, *unknown], key=lambda item: item[0])
