@@ -308,6 +308,19 @@ def write_unknown_tagged(out: bytearray, tag: int, data: bytes) -> None:
     out += data
 
 
+def write_tagged(
+    out: bytearray, known: Sequence[tuple[int, bytes]], unknown: Sequence[tuple[int, bytes]]
+) -> None:
+    """Write a tagged-field section: the count, then each ``(tag, data)`` in ascending tag order,
+    known fields merged with preserved unknown ones."""
+    fields = merge_tagged(known, unknown)
+    write_uvarint(out, len(fields))
+    for tag, data in fields:
+        write_uvarint(out, tag)
+        write_uvarint(out, len(data))
+        out += data
+
+
 def merge_tagged(
     known: Sequence[tuple[int, bytes]], unknown: Sequence[tuple[int, bytes]]
 ) -> list[tuple[int, bytes]]:
