@@ -1,0 +1,22 @@
+"""storage: the metadata log directory, byte for byte as Apache Kafka's KRaft writes it.
+
+Synchronous file I/O only (the node runs it off the event loop with ``trio.to_thread``); this
+package never imports trio. Modules, one concept each:
+
+* :mod:`storage.compression` -- the five batch codecs (none, gzip, xerial snappy, lz4 frame, zstd)
+* :mod:`storage.records` -- record batch v2: parsing view, CRC32C, records, builder, file scanning
+* :mod:`storage.control` -- control record keys and values (LeaderChange, Voters, snapshot markers)
+* :mod:`storage.index` -- ``.index`` and ``.timeindex`` files
+* :mod:`storage.segment` -- one ``.log`` segment with its indexes, append and recovery
+* :mod:`storage.leader_epoch` -- ``leader-epoch-checkpoint`` and the epoch cache
+* :mod:`storage.partition_metadata` -- ``partition.metadata``
+* :mod:`storage.producer_snapshot` -- ``<offset>.snapshot`` producer-state files
+* :mod:`storage.log` -- the segmented ``__cluster_metadata-0`` log
+* :mod:`storage.quorum_state` -- ``quorum-state``
+* :mod:`storage.snapshots` -- ``<offset>-<epoch>.checkpoint`` KRaft snapshots
+* :mod:`storage.meta_properties` -- ``meta.properties``
+* :mod:`storage.bootstrap` -- ``bootstrap.checkpoint``
+* :mod:`storage.format` -- what ``kafka-storage format`` writes
+* :mod:`storage.fileio` -- fsync, atomic replace, the data-directory lock
+* :mod:`storage.errors` -- the exceptions raised by all of the above
+"""

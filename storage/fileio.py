@@ -1,0 +1,138 @@
+"""Durable file operations: fsync, directory fsync, atomic replace, and the data-directory lock.
+
+Every function here turns an ``OSError`` into :class:`storage.errors.KafkaStorageError`, so a
+failed write or fsync reaches the node as one exception type that means "stop".
+
+Atomic replace mirrors Kafka's ``CheckpointFile.write`` / ``FileQuorumStateStore.writeElectionState``
+followed by ``Utils.atomicMoveWithFallback``::
+
+    write <name>.tmp  ->  fsync(<name>.tmp)  ->  rename(<name>.tmp, <name>)  ->  fsync(dir)
+
+The directory lock mirrors ``kafka.utils.FileLock`` on ``<data dir>/.lock``. Java's
+``FileChannel.tryLock`` takes a POSIX record lock (``fcntl(F_SETLK)``) on Linux, which does not
+conflict with ``flock``; kwire takes both, so that it excludes another kwire process and a Kafka
+JVM alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from storage.errors import KafkaStorageError, LogDirectoryLockedError
+
+LOCK_FILE_NAME = ".lock"
+
+
+@contextlib.contextmanager
+def io_errors(what: str) -> Iterator[None]:
+    """Re-raise any ``OSError`` inside the block as :class:`KafkaStorageError` naming ``what``."""
+    try:
+        yield
+    except OSError as exc:
+        raise KafkaStorageError(f"{what}: {exc}") from exc
+
+
+def fsync_fd(fd: int) -> None:
+    """Flush a file descriptor's data and metadata to stable storage.
+
+    On macOS ``fsync`` does not flush the drive cache; ``F_FULLFSYNC`` does."""
+    if sys.platform == "darwin" and hasattr(fcntl, "F_FULLFSYNC"):
+        fcntl.fcntl(fd, fcntl.F_FULLFSYNC)
+    else:
+        os.fsync(fd)
+
+
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """fsync a directory so that file creations, renames and deletions in it are durable
+    (``Utils.flushDir``). Raises KafkaStorageError."""
+    with io_errors(f"fsync of directory {path}"):
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            fsync_fd(fd)
+        finally:
+            os.close(fd)
+
+
+def write_all(fd: int, data: bytes | bytearray | memoryview, position: int | None = None) -> None:
+    """Write every byte of ``data`` (at ``position`` if given, else at the file offset).
+
+    ``os.write`` may write less than asked (a signal, a full disk); a short write that makes no
+    progress is reported as ENOSPC rather than looping forever."""
+    view = memoryview(data).cast("B")
+    written = 0
+    while written < len(view):
+        if position is None:
+            n = os.write(fd, view[written:])
+        else:
+            n = os.pwrite(fd, view[written:], position + written)
+        if n <= 0:
+            raise OSError(28, "no progress writing (disk full?)")
+        written += n
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes, *, fsync: bool = True) -> None:
+    """Replace ``path`` with ``data``: write ``<path>.tmp``, fsync it, rename it over ``path``,
+    fsync the parent directory. The temporary file is removed if anything fails.
+
+    Raises KafkaStorageError."""
+    target = Path(path)
+    tmp = target.with_name(target.name + ".tmp")
+    with io_errors(f"atomic write of {target}"):
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                write_all(fd, data)
+                if fsync:
+                    fsync_fd(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    if fsync:
+        fsync_dir(target.parent)
+
+
+class DataDirLock:
+    """An exclusive lock on ``<directory>/.lock`` held until :meth:`release`.
+
+    Raises LogDirectoryLockedError when another process (kwire or a Kafka JVM) holds it, and
+    KafkaStorageError when the file cannot be created."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.path = Path(directory) / LOCK_FILE_NAME
+        with io_errors(f"creating {self.path}"):
+            self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(self._fd)
+            self._fd = None
+            raise LogDirectoryLockedError(
+                f"{self.path} is locked by another process; is another node using "
+                f"{self.path.parent}?"
+            ) from exc
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        """Release the lock (closing the descriptor releases both lock kinds). Idempotent."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+    def __enter__(self) -> DataDirLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
