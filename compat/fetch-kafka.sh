@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Fetch stock Apache Kafka from Maven Central for every release pinned in
+# compat/kafka-versions.properties, and build the Java codec oracle against it.
+#
+# Layout, per pinned version <v> (all under compat/.cache/, which git ignores):
+#   kafka-<v>/lib/        the runtime classpath (kafka_2.13, kafka-tools, kafka-clients,
+#                         kafka-metadata, kafka-raft, kafka-server-common, their dependencies
+#                         and the release's logging binding), resolved by compat/maven/pom.xml
+#   kafka-<v>/config/     log4j.properties (3.x) or log4j2.properties (4.x): WARN to stderr
+#   kafka-<v>/oracle/     compat/oracle/src compiled against lib/
+#   kafka-<v>/*.stamp     what each step was built from; a step whose inputs are unchanged is
+#                         skipped, so a re-run does no network or compiler work
+#
+# Usage: bash compat/fetch-kafka.sh [<version> ...]   (default: every pinned version)
+# Needs: java and javac 17+, mvn, network access to Maven Central on first run.
+set -euo pipefail
+
+COMPAT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PROPS="$COMPAT/kafka-versions.properties"
+POM="$COMPAT/maven/pom.xml"
+CACHE="$COMPAT/.cache"
+
+die() { echo "fetch-kafka: $*" >&2; exit 1; }
+say() { echo "fetch-kafka: $*" >&2; }
+
+# prop KEY: the value of KEY in kafka-versions.properties (empty when absent).
+prop() {
+    sed -n "s/^[[:space:]]*$(printf '%s' "$1" | sed 's/\./\\./g')[[:space:]]*=[[:space:]]*//p" "$PROPS" \
+        | tail -n 1 | sed 's/[[:space:]]*$//'
+}
+
+hash_of() { sha256sum | cut -c1-64; }
+
+for tool in java javac mvn sha256sum flock; do
+    command -v "$tool" >/dev/null 2>&1 || die "'$tool' is not installed (need JDK 17+ with javac, and Maven)"
+done
+java_major="$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')"
+[[ "${java_major:-0}" -ge 17 ]] 2>/dev/null || die "Java 17+ is required (found '${java_major:-?}')"
+
+[[ -f "$PROPS" ]] || die "missing $PROPS"
+IFS=',' read -r -a PINNED <<<"$(prop kafka.versions | tr -d '[:space:]')"
+[[ ${#PINNED[@]} -gt 0 ]] || die "kafka.versions is empty in $PROPS"
+
+if [[ $# -gt 0 ]]; then
+    for want in "$@"; do
+        [[ " ${PINNED[*]} " == *" $want "* ]] || die "$want is not pinned in $PROPS (pinned: ${PINNED[*]})"
+    done
+    VERSIONS=("$@")
+else
+    VERSIONS=("${PINNED[@]}")
+fi
+
+mkdir -p "$CACHE"
+# Several checkouts' test runs may share this cache; one fetch at a time.
+exec 9>"$CACHE/.fetch.lock"
+flock 9
+
+fetch_lib() {
+    local version="$1" home="$2" tools_version="$3" profile="$4"
+    local stamp_file="$home/lib.stamp" stamp
+    stamp="$( { echo "kafka=$version tools=$tools_version profile=$profile"; cat "$POM"; } | hash_of )"
+    if [[ -d "$home/lib" && -f "$stamp_file" && "$(cat "$stamp_file")" == "$stamp" ]]; then
+        return 0
+    fi
+    say "resolving Kafka $version (kafka-tools $tools_version, $profile logging) from Maven Central"
+    rm -rf "$home/lib" "$home/lib.tmp" "$stamp_file"
+    mkdir -p "$home"
+    mvn -q -B -Dstyle.color=never -f "$POM" \
+        -Dkafka.version="$version" \
+        -Dkafka.tools.version="$tools_version" \
+        -Dlib.dir="$home/lib.tmp" \
+        -P"$profile" \
+        dependency:copy-dependencies \
+        || die "Maven could not resolve Kafka $version (see the output above)"
+
+    # Every Kafka module must be the pinned release (kafka-tools*: the tools release).
+    local jar name expected bad=0
+    for name in kafka_2.13 kafka-clients kafka-metadata kafka-raft kafka-server-common kafka-tools; do
+        expected="$version"
+        [[ "$name" == kafka-tools* ]] && expected="$tools_version"
+        [[ -f "$home/lib.tmp/$name-$expected.jar" ]] || { say "missing $name-$expected.jar"; bad=1; }
+    done
+    for jar in "$home"/lib.tmp/kafka*.jar; do
+        name="$(basename "$jar")"
+        expected="$version"
+        [[ "$name" == kafka-tools-* ]] && expected="$tools_version"
+        [[ "$name" == *"-$expected.jar" ]] || { say "unexpected Kafka artifact $name"; bad=1; }
+    done
+    [[ $bad -eq 0 ]] || die "the resolved classpath for Kafka $version is not the pinned release"
+
+    mv "$home/lib.tmp" "$home/lib"
+    echo "$stamp" >"$stamp_file"
+}
+
+write_config() {
+    local home="$1" profile="$2"
+    mkdir -p "$home/config"
+    if [[ "$profile" == reload4j ]]; then
+        cp "$COMPAT/logging/log4j.properties" "$home/config/log4j.properties"
+    else
+        cp "$COMPAT/logging/log4j2.properties" "$home/config/log4j2.properties"
+    fi
+}
+
+build_oracle() {
+    local version="$1" home="$2"
+    local stamp_file="$home/oracle.stamp" stamp sources
+    mapfile -t sources < <(find "$COMPAT/oracle/src" -name '*.java' | LC_ALL=C sort)
+    [[ ${#sources[@]} -gt 0 ]] || die "no Java sources under $COMPAT/oracle/src"
+    stamp="$( { cat "$home/lib.stamp"; javac -version 2>&1; cat "${sources[@]}"; } | hash_of )"
+    if [[ -d "$home/oracle" && -f "$stamp_file" && "$(cat "$stamp_file")" == "$stamp" ]]; then
+        return 0
+    fi
+    say "compiling the codec oracle against Kafka $version"
+    rm -rf "$home/oracle" "$home/oracle.tmp" "$stamp_file"
+    javac -nowarn --release 17 -encoding UTF-8 -cp "$home/lib/*" -d "$home/oracle.tmp" "${sources[@]}" \
+        || die "the codec oracle does not compile against Kafka $version"
+    mv "$home/oracle.tmp" "$home/oracle"
+    echo "$stamp" >"$stamp_file"
+}
+
+for version in "${VERSIONS[@]}"; do
+    [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "malformed version '$version' in $PROPS"
+    home="$CACHE/kafka-$version"
+    tools_version="$(prop "kafka.$version.tools.version")"
+    tools_version="${tools_version:-$version}"
+    if [[ "${version%%.*}" -ge 4 ]]; then profile=log4j2; else profile=reload4j; fi
+    fetch_lib "$version" "$home" "$tools_version" "$profile"
+    write_config "$home" "$profile"
+    build_oracle "$version" "$home"
+done
+say "ready: ${VERSIONS[*]} under $CACHE"
