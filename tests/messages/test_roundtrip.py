@@ -14,7 +14,7 @@ from tests.messages.strategies import message_class, message_strategy
 SPECS = load_all()
 CASES = [(s, v) for s in SPECS for v in s.valid_versions]
 IDS = [f"{s.name}-v{v}" for s, v in CASES]
-COMMON = settings(max_examples=20, deadline=None,
+COMMON = settings(max_examples=12, deadline=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -34,7 +34,7 @@ def test_round_trip(spec, version, data):
 
 
 @pytest.mark.parametrize(("spec", "version"), CASES, ids=IDS)
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_truncated_or_corrupted_bytes_raise_decode_error(spec, version, data):
     cls = message_class(spec)
@@ -53,7 +53,7 @@ def test_truncated_or_corrupted_bytes_raise_decode_error(spec, version, data):
 
 
 @pytest.mark.parametrize(("spec", "version"), CASES, ids=IDS)
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(data=st.data())
 def test_json_round_trip(spec, version, data):
     cls = message_class(spec)

@@ -1,0 +1,309 @@
+"""``kwire metadata-quorum``: what ``kafka-metadata-quorum.sh`` prints, plus ``--json``.
+
+Usage::
+
+    kwire metadata-quorum --bootstrap-controller HOST:PORT describe --status [--json]
+    kwire metadata-quorum --bootstrap-controller HOST:PORT describe --replication
+        [--human-readable] [--json]
+
+Like Kafka's MetadataQuorumCommand with ``--bootstrap-controller`` (KIP-919), it asks the
+bootstrap controller for the controllers (DescribeCluster, EndpointType 2), then asks the active
+controller for the quorum (DescribeQuorum on ``__cluster_metadata-0``). The text output is the
+same as Kafka's tool, byte for byte: ``--status`` pads each label to 24 characters;
+``--replication`` left-aligns every cell, pads it to its column's width and follows it with a tab.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from kwire.errors import Errors
+from kwire.uuid import ZERO_UUID
+from messages.generated.describe_cluster_request import DescribeClusterRequest
+from messages.generated.describe_cluster_response import DescribeClusterResponse
+from messages.generated.describe_quorum_request import (
+    DescribeQuorumRequest,
+)
+from messages.generated.describe_quorum_request import (
+    PartitionData as RequestPartition,
+)
+from messages.generated.describe_quorum_request import (
+    TopicData as RequestTopic,
+)
+from messages.generated.describe_quorum_response import (
+    DescribeQuorumResponse,
+    Node,
+    PartitionData,
+    ReplicaState,
+)
+
+METADATA_TOPIC = "__cluster_metadata"
+CONTROLLER_ENDPOINT_TYPE = 2
+
+
+class QuorumToolError(Exception):
+    """A failure the tool reports on stderr with exit code 1 (Kafka's TerseException)."""
+
+
+@dataclass
+class QuorumView:
+    """What the tool learned: the cluster id and the quorum's partition description."""
+
+    cluster_id: str
+    partition: PartitionData
+    nodes: list[Node]
+
+
+# -------------------------------------------------------------------------------------------
+# formatting (pure)
+
+
+def _endpoint_text(name: str, host: str, port: int) -> str:
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"{name}://{host}:{port}"
+
+
+def _node_text(replica: ReplicaState, nodes: dict[int, Node]) -> str:
+    directory = replica.replica_directory_id
+    dir_text = "null" if directory == ZERO_UUID else f'"{directory}"'
+    text = f'{{"id": {replica.replica_id}, "directoryId": {dir_text}'
+    node = nodes.get(replica.replica_id)
+    if node is not None and node.listeners:
+        endpoints = ", ".join(
+            f'"{_endpoint_text(lst.name, lst.host, lst.port)}"' for lst in node.listeners
+        )
+        text += f", \"endpoints\": [{endpoints}]"
+    return text + "}"
+
+
+def _leader_state(partition: PartitionData) -> ReplicaState:
+    for voter in partition.current_voters:
+        if voter.replica_id == partition.leader_id:
+            return voter
+    raise QuorumToolError(
+        f"the leader {partition.leader_id} is not among the current voters"
+    )
+
+
+def _max_lag(partition: PartitionData) -> tuple[int, int]:
+    """(MaxFollowerLag, MaxFollowerLagTimeMs) as Kafka's tool computes them."""
+    if not partition.current_voters:
+        raise QuorumToolError("the quorum has no current voters")
+    leader = _leader_state(partition)
+    lagging = min(partition.current_voters, key=lambda v: v.log_end_offset)
+    lag = leader.log_end_offset - lagging.log_end_offset
+    if lagging is leader:
+        lag_time = 0
+    elif leader.last_caught_up_timestamp != -1 and lagging.last_caught_up_timestamp != -1:
+        lag_time = leader.last_caught_up_timestamp - lagging.last_caught_up_timestamp
+    else:
+        lag_time = -1
+    return lag, lag_time
+
+
+def format_status(view: QuorumView) -> str:
+    """The text of ``describe --status``."""
+    p = view.partition
+    nodes = {n.node_id: n for n in view.nodes}
+    lag, lag_time = _max_lag(p)
+    rows = [
+        ("ClusterId:", view.cluster_id),
+        ("LeaderId:", p.leader_id),
+        ("LeaderEpoch:", p.leader_epoch),
+        ("HighWatermark:", p.high_watermark),
+        ("MaxFollowerLag:", lag),
+        ("MaxFollowerLagTimeMs:", lag_time),
+        ("CurrentVoters:", "[" + ", ".join(_node_text(v, nodes) for v in p.current_voters) + "]"),
+        ("CurrentObservers:", "[" + ", ".join(_node_text(o, nodes) for o in p.observers) + "]"),
+    ]
+    return "\n".join(f"{label:<24}{value}" for label, value in rows)
+
+
+def _timestamp_cell(value: int, human_readable: bool, now_ms: int) -> str:
+    if value == -1 or not human_readable:
+        return str(value)
+    return f"{now_ms - value} ms ago"
+
+
+def replication_rows(view: QuorumView, human_readable: bool, now_ms: int) -> list[list[str]]:
+    """The rows of ``describe --replication``: the leader, the other voters, the observers."""
+    p = view.partition
+    leader = _leader_state(p)
+    ordered = [(leader, "Leader")]
+    ordered += [(v, "Follower") for v in p.current_voters if v is not leader]
+    ordered += [(o, "Observer") for o in p.observers]
+    return [
+        [
+            str(r.replica_id),
+            str(r.replica_directory_id),
+            str(r.log_end_offset),
+            str(leader.log_end_offset - r.log_end_offset),
+            _timestamp_cell(r.last_fetch_timestamp, human_readable, now_ms),
+            _timestamp_cell(r.last_caught_up_timestamp, human_readable, now_ms),
+            status,
+        ]
+        for r, status in ordered
+    ]
+
+
+REPLICATION_HEADER = [
+    "NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
+    "LastCaughtUpTimestamp", "Status",
+]
+
+
+def format_table(header: list[str], rows: list[list[str]]) -> str:
+    """Kafka's ToolsUtils.prettyPrintTable: each cell padded to its column, then a tab."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["".join(f"{cell:<{widths[i]}}\t" for i, cell in enumerate(r)) for r in [header, *rows]]
+    return "\n".join(lines)
+
+
+def format_replication(view: QuorumView, human_readable: bool, now_ms: int) -> str:
+    return format_table(REPLICATION_HEADER, replication_rows(view, human_readable, now_ms))
+
+
+def _replica_json(r: ReplicaState, role: str, leader_leo: int) -> dict[str, Any]:
+    return {
+        "nodeId": r.replica_id,
+        "directoryId": str(r.replica_directory_id),
+        "logEndOffset": r.log_end_offset,
+        "lag": leader_leo - r.log_end_offset,
+        "lastFetchTimestamp": r.last_fetch_timestamp,
+        "lastCaughtUpTimestamp": r.last_caught_up_timestamp,
+        "status": role,
+    }
+
+
+def status_json(view: QuorumView) -> dict[str, Any]:
+    p = view.partition
+    lag, lag_time = _max_lag(p)
+    nodes = {n.node_id: n for n in view.nodes}
+
+    def node(r: ReplicaState) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "id": r.replica_id,
+            "directoryId": None if r.replica_directory_id == ZERO_UUID
+            else str(r.replica_directory_id),
+        }
+        n = nodes.get(r.replica_id)
+        if n is not None and n.listeners:
+            entry["endpoints"] = [_endpoint_text(x.name, x.host, x.port) for x in n.listeners]
+        return entry
+
+    return {
+        "clusterId": view.cluster_id,
+        "leaderId": p.leader_id,
+        "leaderEpoch": p.leader_epoch,
+        "highWatermark": p.high_watermark,
+        "maxFollowerLag": lag,
+        "maxFollowerLagTimeMs": lag_time,
+        "currentVoters": [node(v) for v in p.current_voters],
+        "currentObservers": [node(o) for o in p.observers],
+    }
+
+
+def replication_json(view: QuorumView) -> list[dict[str, Any]]:
+    p = view.partition
+    leader = _leader_state(p)
+    out = [_replica_json(leader, "Leader", leader.log_end_offset)]
+    out += [_replica_json(v, "Follower", leader.log_end_offset)
+            for v in p.current_voters if v is not leader]
+    out += [_replica_json(o, "Observer", leader.log_end_offset) for o in p.observers]
+    return out
+
+
+# -------------------------------------------------------------------------------------------
+# talking to the quorum
+
+
+def _parse_host_port(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise QuorumToolError(f"not a HOST:PORT address: {text!r}")
+    return host.strip("[]"), int(port)
+
+
+async def describe(bootstrap: str, timeout_s: float = 30.0) -> QuorumView:
+    """Ask the quorum through ``bootstrap`` as Kafka's admin client does with
+    ``bootstrap.controllers``. Raises QuorumToolError with the server's error."""
+    import trio
+
+    from kwire.connection import open_connection
+
+    host, port = _parse_host_port(bootstrap)
+    with trio.fail_after(timeout_s):
+        conn = await open_connection(host, port, client_id="kwire-metadata-quorum")
+        try:
+            cluster = await conn.request(
+                DescribeClusterRequest(endpoint_type=CONTROLLER_ENDPOINT_TYPE)
+            )
+        finally:
+            await conn.aclose()
+        assert isinstance(cluster, DescribeClusterResponse)
+        if cluster.error_code != Errors.NONE:
+            raise QuorumToolError(
+                f"DescribeCluster failed: {Errors.of(cluster.error_code).name}"
+                + (f": {cluster.error_message}" if cluster.error_message else "")
+            )
+        active = next((b for b in cluster.brokers if b.broker_id == cluster.controller_id), None)
+        if active is None:
+            raise QuorumToolError("the quorum has no active controller reachable on this listener")
+        conn = await open_connection(active.host, active.port, client_id="kwire-metadata-quorum")
+        try:
+            quorum = await conn.request(
+                DescribeQuorumRequest([RequestTopic(METADATA_TOPIC, [RequestPartition(0)])])
+            )
+        finally:
+            await conn.aclose()
+    assert isinstance(quorum, DescribeQuorumResponse)
+    if quorum.error_code != Errors.NONE:
+        raise QuorumToolError(f"DescribeQuorum failed: {Errors.of(quorum.error_code).name}")
+    if len(quorum.topics) != 1 or len(quorum.topics[0].partitions) != 1:
+        raise QuorumToolError("DescribeQuorum answered with other than one partition")
+    partition = quorum.topics[0].partitions[0]
+    if partition.error_code != Errors.NONE:
+        raise QuorumToolError(
+            f"DescribeQuorum failed: {Errors.of(partition.error_code).name}"
+            + (f": {partition.error_message}" if partition.error_message else "")
+        )
+    return QuorumView(cluster.cluster_id, partition, quorum.nodes)
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "metadata-quorum", help="describe the KRaft quorum, as kafka-metadata-quorum.sh"
+    )
+    parser.add_argument("--bootstrap-controller", required=True, metavar="HOST:PORT")
+    commands = parser.add_subparsers(dest="quorum_command", required=True)
+    d = commands.add_parser("describe", help="describe the metadata quorum")
+    what = d.add_mutually_exclusive_group(required=True)
+    what.add_argument("--status", action="store_true")
+    what.add_argument("--replication", action="store_true")
+    d.add_argument("--human-readable", action="store_true")
+    d.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def run(args: argparse.Namespace) -> int:
+    import trio
+
+    try:
+        view = trio.run(describe, args.bootstrap_controller)
+    except (QuorumToolError, OSError, trio.TooSlowError) as exc:
+        print(str(exc) or type(exc).__name__, file=sys.stderr)
+        return 1
+    if args.status:
+        print(json.dumps(status_json(view)) if args.json else format_status(view))
+    else:
+        now_ms = int(time.time() * 1000)
+        if args.json:
+            print(json.dumps(replication_json(view)))
+        else:
+            print(format_replication(view, args.human_readable, now_ms))
+    return 0
