@@ -133,7 +133,7 @@ class Message:
         Raises ValueError when a field present at that version (and not tagged) is missing, or
         a value has the wrong JSON type.
         """
-        return _struct_from_json(cls, data, version)  # type: ignore[no-any-return]
+        return _struct_from_json(cls, data, version)  # type: ignore[return-value]
 
 
 def _in(rng: tuple[int, int], version: int) -> bool:
