@@ -1,0 +1,428 @@
+"""``server.properties``: Kafka's KRaft configuration keys, defaults and checks, as a typed
+:class:`KRaftConfig`.
+
+The file is a Java properties file (read with ``javaproperties``, so escapes, continuations and
+``:`` separators behave as in ``java.util.Properties``). ``--override key=value`` pairs, as
+``kafka-server-start.sh`` takes them, replace file entries before anything is checked.
+
+Keys and defaults are Kafka's (``KRaftConfigs``, ``QuorumConfig``, ``SocketServerConfigs``,
+``ServerLogConfigs``, ``MetadataLogConfig``). Keys kwire does not know are kept in
+:attr:`KRaftConfig.raw` and otherwise ignored, as Kafka does (it only logs them). The cluster id
+is not configuration: it lives in ``meta.properties`` in the metadata log directory.
+
+Every problem raises :class:`ConfigError` whose message starts with the key at fault.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import javaproperties
+
+__all__ = [
+    "ConfigError",
+    "Endpoint",
+    "KRaftConfig",
+    "Listener",
+    "QuorumVoter",
+    "load_config",
+    "parse_bootstrap_servers",
+    "parse_listeners",
+    "parse_overrides",
+    "parse_quorum_voters",
+]
+
+SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT"})
+KNOWN_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
+DEFAULT_LISTENER_SECURITY_PROTOCOL_MAP = (
+    "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
+)
+PROCESS_ROLES = ("broker", "controller")
+
+
+class ConfigError(ValueError):
+    """An invalid or missing configuration value; the message names the key."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """One entry of ``listeners`` / ``advertised.listeners``: ``NAME://host:port``.
+
+    ``host`` is None for an empty host (every interface); IPv6 hosts are kept without their
+    brackets. ``port`` 0 asks for an ephemeral port.
+    """
+
+    name: str
+    host: str | None
+    port: int
+
+    def __str__(self) -> str:
+        host = self.host or ""
+        if ":" in host:
+            host = f"[{host}]"
+        return f"{self.name}://{host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """A ``host:port`` to connect to (``controller.quorum.bootstrap.servers``)."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumVoter:
+    """One entry of ``controller.quorum.voters``: ``id@host:port``."""
+
+    node_id: int
+    host: str
+    port: int
+
+
+# Kafka's SocketServer listener regex (``Endpoint.uriParseExp``): NAME://host:port, with the
+# host optionally in brackets (IPv6) and possibly empty.
+_LISTENER_RE = re.compile(r"^(?P<name>[^:/\s]+)://\[?(?P<host>[0-9a-zA-Z\-%._:]*)\]?:(?P<port>-?[0-9]+)$")
+_HOST_PORT_RE = re.compile(r"^\[?(?P<host>[0-9a-zA-Z\-%._:]+?)\]?:(?P<port>[0-9]+)$")
+
+
+def _split_list(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def _port(key: str, text: str, *, allow_zero: bool) -> int:
+    port = int(text)
+    if not (0 if allow_zero else 1) <= port <= 65535:
+        raise ConfigError(key, f"port {port} is out of range")
+    return port
+
+
+def parse_listeners(key: str, value: str) -> tuple[Listener, ...]:
+    """``NAME://host:port,...`` (Kafka's ``listeners`` format). Names are upper-cased, as
+    Kafka's ``ListenerName.normalised`` does, and must be unique."""
+    listeners: list[Listener] = []
+    for item in _split_list(value):
+        m = _LISTENER_RE.match(item)
+        if m is None:
+            raise ConfigError(key, f"{item!r} is not of the form NAME://host:port")
+        name = m["name"].upper()
+        if any(existing.name == name for existing in listeners):
+            raise ConfigError(key, f"listener name {name} appears more than once")
+        listeners.append(Listener(name, m["host"] or None, _port(key, m["port"], allow_zero=True)))
+    return tuple(listeners)
+
+
+def parse_bootstrap_servers(key: str, value: str) -> tuple[Endpoint, ...]:
+    """``host:port,...`` (``controller.quorum.bootstrap.servers``)."""
+    servers: list[Endpoint] = []
+    for item in _split_list(value):
+        m = _HOST_PORT_RE.match(item)
+        if m is None:
+            raise ConfigError(key, f"{item!r} is not of the form host:port")
+        servers.append(Endpoint(m["host"], _port(key, m["port"], allow_zero=False)))
+    return tuple(servers)
+
+
+def parse_quorum_voters(key: str, value: str) -> tuple[QuorumVoter, ...]:
+    """``id@host:port,...`` (``controller.quorum.voters``, ``QuorumConfig.parseVoterConnections``)."""
+    voters: list[QuorumVoter] = []
+    for item in _split_list(value):
+        node_text, at, address = item.partition("@")
+        m = _HOST_PORT_RE.match(address) if at else None
+        if m is None or not re.fullmatch(r"-?[0-9]+", node_text.strip()):
+            raise ConfigError(key, f"{item!r} is not of the form id@host:port")
+        node_id = int(node_text)
+        if node_id < 0:
+            raise ConfigError(key, f"voter id {node_id} is negative")
+        if any(v.node_id == node_id for v in voters):
+            raise ConfigError(key, f"voter id {node_id} appears more than once")
+        voters.append(QuorumVoter(node_id, m["host"], _port(key, m["port"], allow_zero=False)))
+    return tuple(voters)
+
+
+def parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
+    """``key=value`` strings (``--override``) as a dict; a later key wins."""
+    result: dict[str, str] = {}
+    for item in overrides:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ConfigError(item, "an override must be of the form key=value")
+        result[key.strip()] = value.strip()
+    return result
+
+
+class _Reader:
+    """Typed access to the raw properties, naming the key in every error."""
+
+    def __init__(self, props: Mapping[str, str]) -> None:
+        self.props = props
+
+    def get(self, key: str) -> str | None:
+        value = self.props.get(key)
+        if value is None:
+            return None
+        value = value.strip()
+        return value or None
+
+    def string(self, key: str, default: str | None = None) -> str | None:
+        value = self.get(key)
+        return default if value is None else value
+
+    def integer(self, key: str, default: int | None, *, minimum: int | None = None) -> int:
+        text = self.get(key)
+        if text is None:
+            if default is None:
+                raise ConfigError(key, "is required")
+            return default
+        try:
+            value = int(text)
+        except ValueError:
+            raise ConfigError(key, f"{text!r} is not an integer") from None
+        if minimum is not None and value < minimum:
+            raise ConfigError(key, f"{value} is below the minimum of {minimum}")
+        return value
+
+    def names(self, key: str) -> tuple[str, ...]:
+        return tuple(_split_list(self.get(key) or ""))
+
+
+@dataclass(frozen=True, slots=True)
+class KRaftConfig:
+    """A checked ``server.properties``. Durations are in ms, sizes in bytes."""
+
+    process_roles: tuple[str, ...]
+    node_id: int
+    listeners: tuple[Listener, ...]
+    advertised_listeners: tuple[Listener, ...]
+    controller_listener_names: tuple[str, ...]
+    listener_security_protocol_map: Mapping[str, str]
+    metadata_log_dir: str
+    log_dirs: tuple[str, ...]
+    controller_quorum_voters: tuple[QuorumVoter, ...] = ()
+    controller_quorum_bootstrap_servers: tuple[Endpoint, ...] = ()
+    controller_quorum_election_timeout_ms: int = 1000
+    controller_quorum_fetch_timeout_ms: int = 2000
+    controller_quorum_election_backoff_max_ms: int = 1000
+    controller_quorum_request_timeout_ms: int = 2000
+    controller_quorum_retry_backoff_ms: int = 20
+    controller_quorum_append_linger_ms: int = 25
+    socket_request_max_bytes: int = 104_857_600
+    connections_max_idle_ms: int = 600_000
+    metadata_log_segment_bytes: int = 1_073_741_824
+    metadata_log_segment_ms: int = 604_800_000
+    metadata_max_idle_interval_ms: int = 500
+    metadata_max_retention_bytes: int = 104_857_600
+    metadata_max_retention_ms: int = 604_800_000
+    metadata_log_max_record_bytes_between_snapshots: int = 20_971_520
+    metadata_log_max_snapshot_interval_ms: int = 3_600_000
+    raw: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    # -- construction -----------------------------------------------------------------------
+
+    @classmethod
+    def from_properties(
+        cls, props: Mapping[str, str], overrides: Mapping[str, str] | None = None
+    ) -> KRaftConfig:
+        """Check and type ``props`` (with ``overrides`` applied on top)."""
+        merged = dict(props)
+        if overrides:
+            merged.update(overrides)
+        r = _Reader(merged)
+
+        roles = r.names("process.roles")
+        if not roles:
+            raise ConfigError("process.roles", "is required (broker, controller or both)")
+        for role in roles:
+            if role not in PROCESS_ROLES:
+                raise ConfigError("process.roles", f"unknown role {role!r}; expected broker or controller")
+        if len(set(roles)) != len(roles):
+            raise ConfigError("process.roles", "a role appears more than once")
+
+        node_id = r.integer("node.id", None, minimum=0)
+
+        listeners = parse_listeners("listeners", r.string("listeners", "PLAINTEXT://:9092") or "")
+        if not listeners:
+            raise ConfigError("listeners", "at least one listener is required")
+        advertised_text = r.get("advertised.listeners")
+        advertised = (
+            parse_listeners("advertised.listeners", advertised_text)
+            if advertised_text is not None
+            else listeners
+        )
+        for listener in advertised:
+            if listener.host in ("0.0.0.0", "::"):
+                raise ConfigError(
+                    "advertised.listeners",
+                    f"{listener} advertises a wildcard address; clients cannot connect to it",
+                )
+
+        controller_names = tuple(n.upper() for n in r.names("controller.listener.names"))
+        if not controller_names:
+            raise ConfigError("controller.listener.names", "is required in KRaft mode")
+        listener_names = {listener.name for listener in listeners}
+        if "controller" in roles:
+            if not any(name in listener_names for name in controller_names):
+                raise ConfigError(
+                    "controller.listener.names",
+                    "must contain at least one name that appears in 'listeners' "
+                    "when process.roles contains controller",
+                )
+            if "broker" not in roles:
+                extra = sorted(listener_names - set(controller_names))
+                if extra:
+                    raise ConfigError(
+                        "listeners",
+                        f"{', '.join(extra)} not in controller.listener.names; a controller-only "
+                        "node may only have controller listeners",
+                    )
+
+        protocol_map = _security_protocol_map(r, listeners, controller_names)
+
+        log_dirs_text = r.get("log.dirs") or r.get("log.dir") or "/tmp/kafka-logs"
+        log_dirs = tuple(_split_list(log_dirs_text))
+        if not log_dirs:
+            raise ConfigError("log.dirs", "is empty")
+        metadata_log_dir = r.get("metadata.log.dir") or log_dirs[0]
+
+        voters = parse_quorum_voters(
+            "controller.quorum.voters", r.string("controller.quorum.voters", "") or ""
+        )
+        bootstrap = parse_bootstrap_servers(
+            "controller.quorum.bootstrap.servers",
+            r.string("controller.quorum.bootstrap.servers", "") or "",
+        )
+        if not voters and not bootstrap:
+            # KafkaRaftClient: "Missing kraft bootstrap servers".
+            raise ConfigError(
+                "controller.quorum.bootstrap.servers",
+                "is required when controller.quorum.voters is empty",
+            )
+
+        def q(key: str, default: int, minimum: int = 0) -> int:
+            return r.integer(f"controller.quorum.{key}", default, minimum=minimum)
+
+        return cls(
+            process_roles=roles,
+            node_id=node_id,
+            listeners=listeners,
+            advertised_listeners=advertised,
+            controller_listener_names=controller_names,
+            listener_security_protocol_map=protocol_map,
+            metadata_log_dir=metadata_log_dir,
+            log_dirs=log_dirs,
+            controller_quorum_voters=voters,
+            controller_quorum_bootstrap_servers=bootstrap,
+            controller_quorum_election_timeout_ms=q("election.timeout.ms", 1000, 1),
+            controller_quorum_fetch_timeout_ms=q("fetch.timeout.ms", 2000, 1),
+            controller_quorum_election_backoff_max_ms=q("election.backoff.max.ms", 1000, 1),
+            controller_quorum_request_timeout_ms=q("request.timeout.ms", 2000, 1),
+            controller_quorum_retry_backoff_ms=q("retry.backoff.ms", 20),
+            controller_quorum_append_linger_ms=q("append.linger.ms", 25),
+            socket_request_max_bytes=r.integer("socket.request.max.bytes", 104_857_600, minimum=1),
+            connections_max_idle_ms=r.integer("connections.max.idle.ms", 600_000),
+            metadata_log_segment_bytes=r.integer(
+                "metadata.log.segment.bytes", 1_073_741_824, minimum=12
+            ),
+            metadata_log_segment_ms=r.integer("metadata.log.segment.ms", 604_800_000, minimum=1),
+            metadata_max_idle_interval_ms=r.integer("metadata.max.idle.interval.ms", 500),
+            metadata_max_retention_bytes=r.integer(
+                "metadata.max.retention.bytes", 104_857_600, minimum=-1
+            ),
+            metadata_max_retention_ms=r.integer(
+                "metadata.max.retention.ms", 604_800_000, minimum=-1
+            ),
+            metadata_log_max_record_bytes_between_snapshots=r.integer(
+                "metadata.log.max.record.bytes.between.snapshots", 20_971_520, minimum=1
+            ),
+            metadata_log_max_snapshot_interval_ms=r.integer(
+                "metadata.log.max.snapshot.interval.ms", 3_600_000
+            ),
+            raw=merged,
+        )
+
+    # -- derived views ----------------------------------------------------------------------
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.process_roles
+
+    def listener(self, name: str) -> Listener:
+        """The configured listener called ``name``; KeyError if there is none."""
+        for listener in self.listeners:
+            if listener.name == name.upper():
+                return listener
+        raise KeyError(name)
+
+    @property
+    def controller_listeners(self) -> tuple[Listener, ...]:
+        """The ``listeners`` entries named in ``controller.listener.names``, in that order."""
+        by_name = {listener.name: listener for listener in self.listeners}
+        return tuple(by_name[n] for n in self.controller_listener_names if n in by_name)
+
+    def controller_endpoints(self) -> tuple[Listener, ...]:
+        """What this controller advertises (``MetadataQuorumCommand.getControllerAdvertisedListeners``):
+        for each name in ``controller.listener.names`` that has a listener, the
+        ``advertised.listeners`` entry of that name if any, else the ``listeners`` one, with an
+        empty host replaced by ``localhost``."""
+        advertised = {listener.name: listener for listener in self.advertised_listeners}
+        result = []
+        for listener in self.controller_listeners:
+            chosen = advertised.get(listener.name, listener)
+            result.append(Listener(chosen.name, chosen.host or "localhost", chosen.port))
+        return tuple(result)
+
+
+def _security_protocol_map(
+    r: _Reader, listeners: tuple[Listener, ...], controller_names: tuple[str, ...]
+) -> dict[str, str]:
+    key = "listener.security.protocol.map"
+    explicit = r.get(key)
+    mapping: dict[str, str] = {}
+    for item in _split_list(explicit or DEFAULT_LISTENER_SECURITY_PROTOCOL_MAP):
+        name, colon, protocol = item.partition(":")
+        name, protocol = name.strip().upper(), protocol.strip().upper()
+        if not colon or not name or not protocol:
+            raise ConfigError(key, f"{item!r} is not of the form NAME:PROTOCOL")
+        if protocol not in KNOWN_SECURITY_PROTOCOLS:
+            raise ConfigError(key, f"unknown security protocol {protocol!r} for {name}")
+        mapping[name] = protocol
+    # Kafka (KafkaConfig.effectiveListenerSecurityProtocolMap): when the map is not set, a
+    # controller listener with a non-protocol name defaults to PLAINTEXT.
+    if explicit is None:
+        for name in controller_names:
+            mapping.setdefault(name, "PLAINTEXT")
+    for listener in listeners:
+        protocol = mapping.get(listener.name)
+        if protocol is None:
+            raise ConfigError(key, f"no security protocol for listener {listener.name}")
+        if protocol not in SUPPORTED_SECURITY_PROTOCOLS:
+            raise ConfigError(
+                key,
+                f"listener {listener.name} uses {protocol}; kwire supports PLAINTEXT listeners only",
+            )
+    return mapping
+
+
+def load_config(
+    path: str | Path | None, overrides: Iterable[str] | Mapping[str, str] = ()
+) -> KRaftConfig:
+    """Read ``path`` (a properties file; None for none) and apply ``overrides``
+    (``key=value`` strings or a mapping). Raises ConfigError, or OSError for an unreadable
+    file."""
+    props: dict[str, str] = {}
+    if path is not None:
+        # Binary: java.util.Properties.load(InputStream) reads ISO-8859-1 with \uXXXX escapes.
+        with open(path, "rb") as f:
+            props = dict(javaproperties.load(f))
+    extra = dict(overrides) if isinstance(overrides, Mapping) else parse_overrides(overrides)
+    return KRaftConfig.from_properties(props, extra)
