@@ -49,7 +49,7 @@ class BrokerHeartbeatResponse(Message):
     """
 
     throttle_time_ms: int = 0  # Time in ms the response was held back by quota throttling; 0 if none.
-    error_code: int = 0  # Top-level error code; 0 if none.
+    error_code: int = 0  # Error code for the whole response; 0 if none.
     is_caught_up: bool = False  # True once the broker has caught up with the metadata log.
     is_fenced: bool = True  # Whether the controller currently keeps the broker fenced.
     should_shut_down: bool = False  # True if the broker may now finish shutting down.

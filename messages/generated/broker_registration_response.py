@@ -49,7 +49,7 @@ class BrokerRegistrationResponse(Message):
     """
 
     throttle_time_ms: int = 0  # Time in ms the response was held back by quota throttling; 0 if none.
-    error_code: int = 0  # Top-level error code; 0 if none.
+    error_code: int = 0  # Error code for the whole response; 0 if none.
     broker_epoch: int = -1  # Broker epoch given to this registration; -1 on error.
     unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
 

@@ -61,7 +61,7 @@ class DescribeClusterResponse(Message):
     """
 
     throttle_time_ms: int = 0  # Time in ms the response was held back by quota throttling; 0 if none.
-    error_code: int = 0  # Top-level error code; 0 if none.
+    error_code: int = 0  # Error code for the whole response; 0 if none.
     error_message: str | None = None  # Human-readable detail for the error, or null.
     endpoint_type: int = 1  # Kind of nodes listed: 1 brokers, 2 controllers.
     cluster_id: str = ''  # Id of the cluster.

@@ -58,7 +58,7 @@ class PartitionData(Message):
     """The PartitionData struct of DescribeQuorumResponse."""
 
     partition_index: int = 0  # Partition number within the topic.
-    error_code: int = 0  # Partition-level error code; 0 if none.
+    error_code: int = 0  # Error code for this partition; 0 if none.
     error_message: str | None = ''  # Partition-level error detail, or null.
     leader_id: int = 0  # Replica id of the current leader.
     leader_epoch: int = 0  # Epoch in which the current leader was elected.
@@ -103,7 +103,7 @@ class DescribeQuorumResponse(Message):
     Versions 0-2, api key 55; flexible versions 0+.
     """
 
-    error_code: int = 0  # Top-level error code; 0 if none.
+    error_code: int = 0  # Error code for the whole response; 0 if none.
     error_message: str | None = ''  # Human-readable detail for the error, or null.
     topics: list[TopicData] = field(default_factory=list)  # Per-topic results.
     nodes: list[Node] = field(default_factory=list)  # Listener endpoints of the voters.

@@ -70,7 +70,7 @@ class FetchTopic(Message):
     """The FetchTopic struct of FetchRequest."""
 
     topic: str = ''  # Topic name, before topic ids were used.
-    topic_id: Uuid = ZERO_UUID  # UUID of the topic.
+    topic_id: Uuid = ZERO_UUID  # Topic id, which replaces the name from v13.
     partitions: list[FetchPartition] = field(default_factory=list)  # Partition entries to read from.
     unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
 
@@ -80,7 +80,7 @@ class ForgottenTopic(Message):
     """The ForgottenTopic struct of FetchRequest."""
 
     topic: str = ''  # Topic name, before topic ids were used.
-    topic_id: Uuid = ZERO_UUID  # UUID of the topic.
+    topic_id: Uuid = ZERO_UUID  # Topic id, which replaces the name from v13.
     partitions: list[int] = field(default_factory=list)  # Indexes of the partitions to drop.
     unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
 

@@ -82,7 +82,7 @@ class PartitionData(Message):
     """The PartitionData struct of FetchResponse."""
 
     partition_index: int = 0  # Partition number within the topic.
-    error_code: int = 0  # Partition-level error code; 0 if none.
+    error_code: int = 0  # Error code for this partition; 0 if none.
     high_watermark: int = 0  # Leader's high watermark; -1 if unknown.
     last_stable_offset: int = -1  # Offset below which all transactions are decided; -1 if unknown.
     log_start_offset: int = -1  # Leader's log start offset; -1 if unknown.
@@ -100,7 +100,7 @@ class FetchableTopicResponse(Message):
     """The FetchableTopicResponse struct of FetchResponse."""
 
     topic: str = ''  # Topic name, before topic ids were used.
-    topic_id: Uuid = ZERO_UUID  # UUID of the topic.
+    topic_id: Uuid = ZERO_UUID  # Topic id, which replaces the name from v13.
     partitions: list[PartitionData] = field(default_factory=list)  # Per-partition results.
     unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
 
@@ -124,7 +124,7 @@ class FetchResponse(Message):
     """
 
     throttle_time_ms: int = 0  # Time in ms the response was held back by quota throttling; 0 if none.
-    error_code: int = 0  # Top-level error code; 0 if none.
+    error_code: int = 0  # Error code for the whole response; 0 if none.
     session_id: int = 0  # Incremental fetch session id; 0 if none.
     responses: list[FetchableTopicResponse] = field(default_factory=list)  # Per-topic results.
     node_endpoints: list[NodeEndpoint] = field(default_factory=list)  # Endpoints of leaders named in the response (KIP-951).

@@ -64,7 +64,7 @@ class PartitionSnapshot(Message):
     """The PartitionSnapshot struct of FetchSnapshotResponse."""
 
     index: int = 0  # Partition number within the topic.
-    error_code: int = 0  # Partition-level error code; 0 if none.
+    error_code: int = 0  # Error code for this partition; 0 if none.
     snapshot_id: SnapshotId = field(default_factory=SnapshotId)  # Snapshot the bytes come from.
     current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)  # Leader id and epoch known to the responder.
     size: int = 0  # Snapshot length in bytes.
@@ -100,7 +100,7 @@ class FetchSnapshotResponse(Message):
     """
 
     throttle_time_ms: int = 0  # Time in ms the response was held back by quota throttling; 0 if none.
-    error_code: int = 0  # Top-level error code; 0 if none.
+    error_code: int = 0  # Error code for the whole response; 0 if none.
     topics: list[TopicSnapshot] = field(default_factory=list)  # Per-topic results.
     node_endpoints: list[NodeEndpoint] = field(default_factory=list)  # Endpoints, on the request's listener, of leaders named in the response.
     unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)

@@ -56,7 +56,7 @@ class MetadataResponseBroker(Message):
 class MetadataResponsePartition(Message):
     """The MetadataResponsePartition struct of MetadataResponse."""
 
-    error_code: int = 0  # Partition-level error code; 0 if none.
+    error_code: int = 0  # Error code for this partition; 0 if none.
     partition_index: int = 0  # Partition number within the topic.
     leader_id: int = 0  # Broker id of the partition leader, or -1.
     leader_epoch: int = -1  # Partition leader epoch, or -1.
@@ -72,7 +72,7 @@ class MetadataResponseTopic(Message):
 
     error_code: int = 0  # Topic-level error code; 0 if none.
     name: str | None = ''  # Topic name; null for a topic only known by id.
-    topic_id: Uuid = ZERO_UUID  # UUID of the topic.
+    topic_id: Uuid = ZERO_UUID  # Topic id of the described topic.
     is_internal: bool = False  # True for internal topics.
     partitions: list[MetadataResponsePartition] = field(default_factory=list)  # Metadata of each partition of the topic.
     topic_authorized_operations: int = -2147483648  # Bit field of permitted topic operations; INT_MIN if not requested.

@@ -49,7 +49,7 @@ class PartitionChangeRecord(Message):
     """
 
     partition_id: int = -1  # Partition number within the topic.
-    topic_id: Uuid = ZERO_UUID  # UUID of the topic.
+    topic_id: Uuid = ZERO_UUID  # UUID of the topic the partition belongs to.
     isr: list[int] | None = None  # New in-sync replica set; null if unchanged.
     leader: int = -2  # New leader id; -1 for none, -2 if unchanged.
     replicas: list[int] | None = None  # New replica list; null if unchanged.

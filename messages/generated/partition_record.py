@@ -49,7 +49,7 @@ class PartitionRecord(Message):
     """
 
     partition_id: int = -1  # Partition number within the topic.
-    topic_id: Uuid = ZERO_UUID  # UUID of the topic.
+    topic_id: Uuid = ZERO_UUID  # UUID of the topic the partition belongs to.
     replicas: list[int] = field(default_factory=list)  # Broker ids of the replicas, in preference order.
     isr: list[int] = field(default_factory=list)  # Broker ids of the in-sync replicas.
     removing_replicas: list[int] = field(default_factory=list)  # Replicas leaving the partition by reassignment.

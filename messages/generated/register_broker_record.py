@@ -45,7 +45,7 @@ __all__ = ['RegisterBrokerRecord', 'BrokerFeature', 'BrokerEndpoint']
 class BrokerEndpoint(Message):
     """The BrokerEndpoint struct of RegisterBrokerRecord."""
 
-    name: str = ''  # Listener name, e.g. CONTROLLER.
+    name: str = ''  # Listener name, e.g. PLAINTEXT or INTERNAL.
     host: str = ''  # Hostname or IP address of the listener.
     port: int = 0  # TCP port of the listener.
     security_protocol: int = 0  # Security protocol id of the listener, e.g. 0 for PLAINTEXT.

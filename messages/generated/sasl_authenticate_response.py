@@ -48,7 +48,7 @@ class SaslAuthenticateResponse(Message):
     Versions 0-2, api key 36; flexible versions 2+.
     """
 
-    error_code: int = 0  # Top-level error code; 0 if none.
+    error_code: int = 0  # Error code for the whole response; 0 if none.
     error_message: str | None = ''  # Human-readable detail for the error, or null.
     auth_bytes: bytes = b''  # SASL token bytes from the server.
     session_lifetime_ms: int = 0  # Ms until the connection must re-authenticate; 0 if unlimited.

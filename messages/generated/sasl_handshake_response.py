@@ -48,7 +48,7 @@ class SaslHandshakeResponse(Message):
     Versions 0-1, api key 17; flexible versions none.
     """
 
-    error_code: int = 0  # Top-level error code; 0 if none.
+    error_code: int = 0  # Error code for the whole response; 0 if none.
     mechanisms: list[str] = field(default_factory=list)  # SASL mechanism names the server accepts.
     unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
 

@@ -49,7 +49,7 @@ class UnregisterBrokerResponse(Message):
     """
 
     throttle_time_ms: int = 0  # Time in ms the response was held back by quota throttling; 0 if none.
-    error_code: int = 0  # Top-level error code; 0 if none.
+    error_code: int = 0  # Error code for the whole response; 0 if none.
     error_message: str | None = ''  # Human-readable detail for the error, or null.
     unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
 

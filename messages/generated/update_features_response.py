@@ -59,7 +59,7 @@ class UpdateFeaturesResponse(Message):
     """
 
     throttle_time_ms: int = 0  # Time in ms the response was held back by quota throttling; 0 if none.
-    error_code: int = 0  # Top-level error code; 0 if none.
+    error_code: int = 0  # Error code for the whole response; 0 if none.
     error_message: str | None = ''  # Human-readable detail for the error, or null.
     results: list[UpdatableFeatureResult] = field(default_factory=list)  # Per-feature outcomes.
     unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)

@@ -60,7 +60,7 @@ class UpdateRaftVoterResponse(Message):
     """
 
     throttle_time_ms: int = 0  # Time in ms the response was held back by quota throttling; 0 if none.
-    error_code: int = 0  # Top-level error code; 0 if none.
+    error_code: int = 0  # Error code for the whole response; 0 if none.
     current_leader: CurrentLeader = field(default_factory=CurrentLeader)  # Leader known to the responder, with its endpoint.
     unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
 

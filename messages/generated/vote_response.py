@@ -46,7 +46,7 @@ class PartitionData(Message):
     """The PartitionData struct of VoteResponse."""
 
     partition_index: int = 0  # Partition number within the topic.
-    error_code: int = 0  # Partition-level error code; 0 if none.
+    error_code: int = 0  # Error code for this partition; 0 if none.
     leader_id: int = 0  # Leader id known to the responder, or -1 if none.
     leader_epoch: int = 0  # Latest leader epoch known to the responder.
     vote_granted: bool = False  # True if the vote was granted.
@@ -79,7 +79,7 @@ class VoteResponse(Message):
     Versions 0-2, api key 52; flexible versions 0+.
     """
 
-    error_code: int = 0  # Top-level error code; 0 if none.
+    error_code: int = 0  # Error code for the whole response; 0 if none.
     topics: list[TopicData] = field(default_factory=list)  # Per-topic results.
     node_endpoints: list[NodeEndpoint] = field(default_factory=list)  # Endpoints, on the request's listener, of leaders named in the response.
     unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
