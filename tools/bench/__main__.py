@@ -1,0 +1,86 @@
+"""Command line of the benchmarks: ``python -m tools.bench [SECTION...] [--json OUT] [--quick]``.
+
+With no section, every registered section runs. Exit status 1 when a section fails (for
+instance when a precondition such as byte identity with the reference does not hold).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+import traceback
+
+from tools.bench.core import (
+    Result,
+    SectionError,
+    environment,
+    format_environment,
+    format_table,
+    write_json,
+)
+from tools.bench.registry import SECTIONS
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.bench",
+        description="kwire benchmarks, side by side with their reference implementation.",
+    )
+    parser.add_argument("sections", nargs="*", metavar="SECTION",
+                        help=f"sections to run (default: all of {', '.join(SECTIONS)})")
+    parser.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
+    parser.add_argument("--quick", action="store_true",
+                        help="few short runs (smoke checks; figures are rough)")
+    parser.add_argument("--runs", type=int, help="timed runs per side (default 7, quick 3)")
+    parser.add_argument("--min-time", type=float,
+                        help="seconds per timed run (default 0.2, quick 0.02)")
+    parser.add_argument("--profile", action="store_true",
+                        help="sections that support it also print a cProfile of kwire's side")
+    parser.add_argument("--list", action="store_true", help="list the sections and exit")
+    args = parser.parse_args(argv)
+    unknown = [s for s in args.sections if s not in SECTIONS]
+    if unknown:
+        parser.error(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.list:
+        for name, module in SECTIONS.items():
+            print(f"{name}\t{module}")
+        return 0
+    env = environment()
+    print(format_environment(env), flush=True)
+    names = args.sections or list(SECTIONS)
+    results: list[Result] = []
+    failed: list[str] = []
+    for name in names:
+        print(f"== {name}", flush=True)
+        t0 = time.monotonic()
+        try:
+            module = importlib.import_module(SECTIONS[name])
+            section_results = module.run(args)
+        except SectionError as exc:
+            print(f"section {name} stopped: {exc}", file=sys.stderr)
+            failed.append(name)
+            continue
+        except Exception:
+            traceback.print_exc()
+            failed.append(name)
+            continue
+        results.extend(section_results)
+        print(format_table(section_results))
+        print(f"({name}: {time.monotonic() - t0:.1f} s)", flush=True)
+    if args.json:
+        write_json(args.json, env, results)
+    if failed:
+        print(f"failed sections: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

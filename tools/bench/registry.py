@@ -1,0 +1,12 @@
+"""The benchmark sections ``python -m tools.bench`` knows, by name.
+
+A section is a module with ``run(args) -> list[Result]`` (see :mod:`tools.bench.core`); adding one
+is that module plus one line here. Modules are imported only when their section runs, so a
+section whose dependencies are missing does not stop the others.
+"""
+
+from __future__ import annotations
+
+SECTIONS: dict[str, str] = {
+    "codec": "tools.bench.codec",  # generated codecs vs kafka-python 3.x (perf-plan §6(e))
+}
