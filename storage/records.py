@@ -110,6 +110,7 @@ class Record:
 
     offset: int
     timestamp: int
+    timestamp_delta: int
     sequence: int
     key: bytes | None
     value: bytes | None
@@ -386,6 +387,7 @@ def read_record(
     record = Record(
         offset=base_offset + offset_delta,
         timestamp=log_append_time if log_append_time is not None else base_timestamp + timestamp_delta,
+        timestamp_delta=timestamp_delta,
         sequence=(
             increment_sequence(base_sequence, offset_delta) if base_sequence >= 0 else NO_SEQUENCE
         ),
@@ -649,16 +651,17 @@ def scan_batches(
     *,
     start: int = 0,
     expected_offset: int | None = None,
+    contiguous: bool = False,
     validate_crc: bool = True,
     max_batch_bytes: int | None = None,
 ) -> ScanResult:
     """Walk ``buffer`` from ``start`` and find its longest valid prefix of whole batches.
 
     Stops at the first batch that is torn (incomplete), has an impossible size or magic, a bad
-    CRC, a negative LastOffsetDelta, is larger than ``max_batch_bytes``, or whose BaseOffset is
-    not ``expected_offset`` / the previous batch's next offset (when ``expected_offset`` is
-    given). Never raises for bad bytes. This is what segment recovery uses
-    (``LogSegment.recover``).
+    CRC, a negative LastOffsetDelta, or is larger than ``max_batch_bytes``; and, when
+    ``expected_offset`` is given or ``contiguous`` is set, at the first batch whose BaseOffset
+    is not ``expected_offset`` (first batch) or the previous batch's next offset. Never raises
+    for bad bytes. Segment recovery (``LogSegment.recover``) is built on it.
     """
     buf = buffer if isinstance(buffer, memoryview) else memoryview(buffer)
     batches: list[RecordBatch] = []
@@ -696,5 +699,6 @@ def scan_batches(
                 False,
             )
         batches.append(batch)
-        expected = batch.next_offset if expected is not None else None
+        if contiguous or expected_offset is not None:
+            expected = batch.next_offset
         pos += size
