@@ -402,13 +402,13 @@ def _security_protocol_map(
         for name in controller_names:
             mapping.setdefault(name, "PLAINTEXT")
     for listener in listeners:
-        protocol = mapping.get(listener.name)
-        if protocol is None:
+        used = mapping.get(listener.name)
+        if used is None:
             raise ConfigError(key, f"no security protocol for listener {listener.name}")
-        if protocol not in SUPPORTED_SECURITY_PROTOCOLS:
+        if used not in SUPPORTED_SECURITY_PROTOCOLS:
             raise ConfigError(
                 key,
-                f"listener {listener.name} uses {protocol}; kwire supports PLAINTEXT listeners only",
+                f"listener {listener.name} uses {used}; kwire supports PLAINTEXT listeners only",
             )
     return mapping
 

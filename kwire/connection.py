@@ -1,0 +1,254 @@
+"""A small Trio client connection to a Kafka-protocol node (used by the tools and by the node's
+outbound side).
+
+``await open_connection(host, port, client_id)`` connects and negotiates like Kafka's
+``NetworkClient``: it sends ApiVersions at the highest version kwire can encode; on
+``UNSUPPORTED_VERSION`` it retries once at the node's advertised maximum (KIP-511); any other
+error fails the connection. Afterwards ``await conn.request(body)`` sends ``body`` at the highest
+version both sides support (or the ``version`` given) and returns the decoded response body.
+
+One request is in flight at a time (concurrent callers queue on a lock), each frame is written
+with one ``send_all``, correlation ids count up from 0 and every response's id is checked.
+A request that times out, a response that cannot be decoded, or a closed socket closes the
+connection: the byte stream can no longer be trusted.
+
+This is the one ``kwire`` module that imports trio, and it also uses the generated codecs in
+``messages`` (imported by this module only, so ``kwire``'s codecs stay free of them).
+"""
+
+from __future__ import annotations
+
+import math
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _dist_version
+from typing import Any
+
+import trio
+
+from kwire.frame import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, FrameError
+from kwire.negotiation import (
+    API_VERSIONS_KEY,
+    NodeApiVersions,
+    UnsupportedVersionError,
+    api_versions_retry_version,
+)
+from kwire.wire import DecodeError
+from messages.generated.api_versions_request import ApiVersionsRequest
+from messages.generated.api_versions_response import ApiVersionsResponse
+from messages.generated.registry import REQUESTS
+from messages.protocol import decode_response, encode_request
+from messages.runtime import Message
+
+__all__ = [
+    "KafkaConnection",
+    "KafkaConnectionError",
+    "RequestTimeoutError",
+    "UnsupportedVersionError",
+    "open_connection",
+]
+
+RECEIVE_BYTES = 65536
+
+
+def _software_version() -> str:
+    try:
+        return _dist_version("kwire")
+    except PackageNotFoundError:
+        return "0.0.0"
+
+
+def _decode_response(payload: bytes, api_key: int, version: int) -> tuple[Any, Any]:
+    try:
+        return decode_response(payload, api_key, version)
+    except DecodeError:
+        # KIP-511: a node that cannot parse our ApiVersions version answers with a v0 body
+        # (UNSUPPORTED_VERSION); Kafka's ApiVersionsResponse.parse falls back the same way.
+        if api_key != API_VERSIONS_KEY or version == 0:
+            raise
+        return decode_response(payload, api_key, 0)
+
+
+class KafkaConnectionError(ConnectionError):
+    """The connection failed or was closed; it cannot be used any more."""
+
+
+class RequestTimeoutError(KafkaConnectionError, TimeoutError):
+    """No response within the request timeout (the connection is closed, as Kafka does)."""
+
+
+class KafkaConnection:
+    """An open, negotiated connection. Use :func:`open_connection` to make one."""
+
+    def __init__(
+        self,
+        stream: trio.abc.Stream,
+        *,
+        client_id: str | None,
+        request_timeout_ms: int,
+        max_response_bytes: int,
+        peer: str,
+    ) -> None:
+        self._stream = stream
+        self._decoder = FrameDecoder(max_response_bytes)
+        self._lock = trio.Lock()
+        self._next_correlation_id = 0
+        self._closed = False
+        self.client_id = client_id
+        self.request_timeout_ms = request_timeout_ms
+        self.peer = peer
+        self.api_versions: NodeApiVersions = NodeApiVersions({})
+        self.api_versions_response: ApiVersionsResponse | None = None
+        self.api_versions_version = -1
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def aclose(self) -> None:
+        """Close the socket. Idempotent; a request in flight fails with KafkaConnectionError."""
+        self._closed = True
+        await trio.aclose_forcefully(self._stream)
+
+    async def __aenter__(self) -> KafkaConnection:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- requests -------------------------------------------------------------------------
+
+    def version_for(self, body: Message) -> int:
+        """The version :meth:`request` would use for ``body``: the max of the intersection of
+        the codec's versions and the node's; UnsupportedVersionError if there is none."""
+        api_key = body.API_KEY
+        if api_key is None or api_key not in REQUESTS:
+            raise TypeError(f"{type(body).__name__} is not a request")
+        return self.api_versions.latest_usable_version(
+            api_key, type(body).LOWEST_VERSION, type(body).HIGHEST_VERSION
+        )
+
+    async def request(
+        self, body: Message, version: int | None = None, *, timeout_ms: int | None = None
+    ) -> Any:
+        """Send ``body`` and return the response body.
+
+        ``version`` None negotiates (:meth:`version_for`); an explicit version must be one the
+        node advertised. ``timeout_ms`` defaults to the connection's request timeout.
+        Raises UnsupportedVersionError, RequestTimeoutError, KafkaConnectionError.
+        """
+        if version is None:
+            version = self.version_for(body)
+        else:
+            api_key = body.API_KEY
+            if api_key is None:
+                raise TypeError(f"{type(body).__name__} is not a request")
+            self.api_versions.latest_usable_version(api_key, version, version)
+        return await self._exchange(body, version, timeout_ms)
+
+    async def _exchange(self, body: Message, version: int, timeout_ms: int | None) -> Any:
+        api_key = body.API_KEY
+        assert api_key is not None
+        timeout_s = (timeout_ms if timeout_ms is not None else self.request_timeout_ms) / 1000
+        async with self._lock:
+            if self._closed:
+                raise KafkaConnectionError(f"connection to {self.peer} is closed")
+            correlation_id = self._next_correlation_id
+            self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
+            frame = encode_request(body, version, correlation_id, self.client_id)
+            try:
+                with trio.fail_after(timeout_s if timeout_s > 0 else math.inf):
+                    await self._stream.send_all(len(frame).to_bytes(4, "big") + frame)
+                    payload = await self._receive_frame()
+            except trio.TooSlowError:
+                await self.aclose()
+                raise RequestTimeoutError(
+                    f"no response from {self.peer} to {type(body).__name__} v{version} "
+                    f"within {timeout_s * 1000:.0f} ms"
+                ) from None
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                await self.aclose()
+                raise KafkaConnectionError(f"connection to {self.peer} failed: {exc}") from exc
+            try:
+                header, response = _decode_response(payload, api_key, version)
+            except DecodeError as exc:
+                await self.aclose()
+                raise KafkaConnectionError(
+                    f"undecodable {type(body).__name__} v{version} response from {self.peer}: {exc}"
+                ) from exc
+            if header.correlation_id != correlation_id:
+                await self.aclose()
+                raise KafkaConnectionError(
+                    f"response from {self.peer} has correlation id {header.correlation_id}, "
+                    f"expected {correlation_id}"
+                )
+            return response
+
+    async def _receive_frame(self) -> bytes:
+        decoder = self._decoder
+        while True:
+            frame = decoder.next_frame()
+            if frame is not None:
+                return frame
+            data = await self._stream.receive_some(RECEIVE_BYTES)
+            if not data:
+                raise trio.BrokenResourceError("the peer closed the connection")
+            try:
+                decoder.feed(data)
+            except FrameError as exc:
+                raise trio.BrokenResourceError(f"bad response frame: {exc}") from exc
+
+    async def _negotiate(self, software_name: str, software_version: str) -> None:
+        version = ApiVersionsRequest.HIGHEST_VERSION
+        body = ApiVersionsRequest(
+            client_software_name=software_name, client_software_version=software_version
+        )
+        while True:
+            response: ApiVersionsResponse = await self._exchange(body, version, None)
+            retry = api_versions_retry_version(response, version, ApiVersionsRequest.HIGHEST_VERSION)
+            if retry is None:
+                break
+            version = retry
+        self.api_versions = NodeApiVersions.from_response(response)
+        self.api_versions_response = response
+        self.api_versions_version = version
+
+
+async def open_connection(
+    host: str,
+    port: int,
+    client_id: str | None = "kwire",
+    *,
+    request_timeout_ms: int = 30_000,
+    max_response_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    client_software_name: str = "kwire",
+    client_software_version: str | None = None,
+) -> KafkaConnection:
+    """Connect to ``host:port`` and negotiate API versions.
+
+    Connecting and the ApiVersions exchange each get ``request_timeout_ms``. Raises
+    KafkaConnectionError (RequestTimeoutError on timeout), or ApiVersionsError when the node
+    answers ApiVersions with an error other than a retriable UNSUPPORTED_VERSION.
+    """
+    peer = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        with trio.fail_after(request_timeout_ms / 1000):
+            stream = await trio.open_tcp_stream(host, port)
+    except trio.TooSlowError:
+        raise RequestTimeoutError(f"connecting to {peer} timed out") from None
+    except OSError as exc:
+        raise KafkaConnectionError(f"cannot connect to {peer}: {exc}") from exc
+    conn = KafkaConnection(
+        stream,
+        client_id=client_id,
+        request_timeout_ms=request_timeout_ms,
+        max_response_bytes=max_response_bytes,
+        peer=peer,
+    )
+    try:
+        await conn._negotiate(client_software_name, client_software_version or _software_version())
+    except BaseException:
+        await conn.aclose()
+        raise
+    return conn

@@ -1,0 +1,309 @@
+"""The Trio server: listeners, one task per connection, frames in, responses out.
+
+Per connection (Kafka's ``SocketServer`` processor + ``RequestChannel``, simplified)::
+
+    receive_some ──► FrameDecoder (size checked before any body is buffered)
+                 ──► decode_request_header
+                       ApiVersions          → answered here (server.net.api_versions)
+                       enabled key/version  → body decoded → await dispatcher.handle(...)
+                       anything else        → connection closed, reason logged
+                 ──► encode_response ──► one send_all per response
+
+Requests on one connection are handled one at a time, in order; pipelined requests wait in the
+decoder's buffer, which therefore never holds more than one receive beyond the frame being
+handled. A malformed frame (bad size, undecodable header or body, unknown API key or a version
+not enabled) closes that connection only, without a response, as Kafka's
+``processChannelException`` does; other connections and the server keep going.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+import trio
+
+from kwire.api_keys import ApiKey
+from kwire.frame import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, FrameError
+from kwire.wire import DecodeError, EncodeError
+from messages.generated.api_versions_request import ApiVersionsRequest
+from messages.generated.registry import REQUESTS
+from messages.protocol import Request, UnknownApiError, decode_request_header, encode_response
+from server.config import KRaftConfig, Listener
+from server.net.api_versions import ApiVersionsResponder
+from server.net.dispatcher import Dispatcher, RequestContext
+
+__all__ = ["BoundListener", "RunningServer", "serve"]
+
+log = logging.getLogger("server.net")
+
+RECEIVE_BYTES = 65536
+API_VERSIONS = int(ApiKey.API_VERSIONS)
+
+
+@dataclass(frozen=True, slots=True)
+class BoundListener:
+    """A listening socket: the configured listener ``name`` and the address actually bound."""
+
+    name: str
+    host: str
+    port: int
+
+
+@dataclass
+class RunningServer:
+    """What :func:`serve` reports once every listener is bound."""
+
+    listeners: tuple[BoundListener, ...]
+    cancel_scope: trio.CancelScope
+    connections_accepted: int = 0
+    connections_open: int = 0
+    connections_closed_on_error: int = 0
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1), repr=False)
+
+    def port(self, listener_name: str | None = None) -> int:
+        """The bound port of ``listener_name`` (default: the first listener)."""
+        for bound in self.listeners:
+            if listener_name is None or bound.name == listener_name.upper():
+                return bound.port
+        raise KeyError(listener_name)
+
+    def close(self) -> None:
+        """Stop listening and close every connection."""
+        self.cancel_scope.cancel()
+
+
+class _CloseConnection(Exception):
+    """Raised inside a connection to close it, with the reason to log."""
+
+
+class _Connection:
+    """One accepted connection; :meth:`run` is its task."""
+
+    __slots__ = ("_ctx", "_decoder", "_dispatcher", "_enabled", "_responder", "_server", "_stream")
+
+    def __init__(
+        self,
+        stream: trio.SocketStream,
+        ctx: RequestContext,
+        server: _Server,
+    ) -> None:
+        self._stream = stream
+        self._ctx = ctx
+        self._server = server
+        self._decoder = FrameDecoder(server.max_request_bytes)
+        self._dispatcher = server.dispatcher
+        self._enabled = server.enabled
+        self._responder = server.responder
+
+    async def run(self) -> None:
+        stream, decoder = self._stream, self._decoder
+        idle_s = self._server.idle_timeout_s
+        idle = trio.CancelScope()
+        with idle:
+            while True:
+                if idle_s is not None:
+                    idle.deadline = trio.current_time() + idle_s
+                data = await stream.receive_some(RECEIVE_BYTES)
+                if not data:
+                    if decoder.buffered_bytes:
+                        log.info(
+                            "connection %s from %s on %s closed by the peer with %d bytes of an "
+                            "incomplete frame",
+                            self._ctx.connection_id, self._ctx.peer_text,
+                            self._ctx.listener_name, decoder.buffered_bytes,
+                        )
+                    return
+                idle.deadline = math.inf
+                decoder.feed(data)
+                while (frame := decoder.next_frame()) is not None:
+                    await stream.send_all(await self._respond(frame))
+        if idle.cancelled_caught:
+            log.info(
+                "closing connection %s from %s: idle for more than %.0f ms",
+                self._ctx.connection_id, self._ctx.peer_text, (idle_s or 0) * 1000,
+            )
+
+    async def _respond(self, frame: bytes) -> bytearray:
+        try:
+            header, header_version, pos = decode_request_header(frame)
+        except UnknownApiError as exc:
+            if exc.api_key == API_VERSIONS and exc.header is not None:
+                return self._responder.unsupported_version(exc.header.correlation_id)
+            raise _CloseConnection(
+                f"unknown api key {exc.api_key} (version {exc.api_version})"
+            ) from None
+        api_key = header.request_api_key
+        version = header.request_api_version
+        if api_key == API_VERSIONS:
+            body, end = ApiVersionsRequest.read(frame, pos, version)
+            if end != len(frame):
+                raise DecodeError(f"{len(frame) - end} trailing bytes after ApiVersionsRequest")
+            return self._responder.respond(body, version, header.correlation_id)
+        versions = self._enabled.get(api_key)
+        if versions is None or not versions[0] <= version <= versions[1]:
+            raise _CloseConnection(f"api key {api_key} version {version} is not enabled")
+        cls = REQUESTS[api_key]
+        request_body, end = cls.read(frame, pos, version)
+        if end != len(frame):
+            raise DecodeError(f"{len(frame) - end} trailing bytes after {cls.__name__}")
+        response = await self._dispatcher.handle(
+            Request(header, header_version, request_body), self._ctx
+        )
+        return encode_response(response, version, header.correlation_id)
+
+
+@dataclass
+class _Server:
+    dispatcher: Dispatcher
+    enabled: dict[int, tuple[int, int]]
+    responder: ApiVersionsResponder
+    max_request_bytes: int
+    idle_timeout_s: float | None
+    running: RunningServer | None = None
+
+    async def handle(self, listener_name: str, stream: trio.SocketStream) -> None:
+        running = self.running
+        assert running is not None
+        running.connections_accepted += 1
+        running.connections_open += 1
+        try:
+            peer = _peer(stream)
+        except OSError:
+            peer = ("?", 0)
+        ctx = RequestContext(listener_name, peer, next(running._ids))
+        try:
+            await _Connection(stream, ctx, self).run()
+        except (FrameError, DecodeError, _CloseConnection) as exc:
+            running.connections_closed_on_error += 1
+            log.warning(
+                "closing connection %s from %s on %s: %s",
+                ctx.connection_id, ctx.peer_text, listener_name, exc,
+            )
+        except EncodeError as exc:
+            running.connections_closed_on_error += 1
+            log.error(
+                "closing connection %s from %s: the response could not be encoded: %s",
+                ctx.connection_id, ctx.peer_text, exc,
+            )
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            log.debug("connection %s from %s lost: %r", ctx.connection_id, ctx.peer_text, exc)
+        except Exception:
+            running.connections_closed_on_error += 1
+            log.exception(
+                "closing connection %s from %s: request handling failed",
+                ctx.connection_id, ctx.peer_text,
+            )
+        finally:
+            running.connections_open -= 1
+            await trio.aclose_forcefully(stream)
+
+
+def _peer(stream: trio.SocketStream) -> tuple[str, int]:
+    address = stream.socket.getpeername()
+    return (str(address[0]), int(address[1]))
+
+
+def _check_enabled(dispatcher: Dispatcher) -> dict[int, tuple[int, int]]:
+    enabled: dict[int, tuple[int, int]] = {}
+    for key, (lo, hi) in dispatcher.api_versions().items():
+        cls = REQUESTS.get(key)
+        if key == API_VERSIONS:
+            raise ValueError("ApiVersions is answered by the network layer; do not register it")
+        if cls is None:
+            raise ValueError(f"api key {key} has no codec in messages.generated")
+        if not cls.LOWEST_VERSION <= lo <= hi <= cls.HIGHEST_VERSION:
+            raise ValueError(
+                f"{cls.__name__} versions {lo}-{hi} are outside the codec's "
+                f"{cls.LOWEST_VERSION}-{cls.HIGHEST_VERSION}"
+            )
+        enabled[int(key)] = (lo, hi)
+    return enabled
+
+
+async def _bind(listener: Listener) -> list[trio.SocketListener]:
+    """Listening sockets for ``listener``. With port 0 on a name that resolves to several
+    addresses (an empty host, or ``localhost``), every socket gets the port chosen for the
+    first, so that one port number describes the listener; addresses where that port is taken
+    are skipped."""
+    sockets = await trio.open_tcp_listeners(listener.port, host=listener.host)
+    if listener.port != 0 or len(sockets) < 2:
+        return sockets
+    first, rest = sockets[0], sockets[1:]
+    port = first.socket.getsockname()[1]
+    result = [first]
+    for extra in rest:
+        address = extra.socket.getsockname()[0]
+        await extra.aclose()
+        try:
+            result.extend(await trio.open_tcp_listeners(port, host=address))
+        except OSError as exc:
+            log.debug("listener %s: not binding %s port %d: %s", listener.name, address, port, exc)
+    return result
+
+
+async def serve(
+    listeners: KRaftConfig | Sequence[Listener],
+    dispatcher: Dispatcher,
+    *,
+    max_request_bytes: int | None = None,
+    idle_timeout_ms: int | None = None,
+    task_status: trio.TaskStatus[RunningServer] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Listen on every listener and serve until cancelled.
+
+    ``listeners`` is a :class:`KRaftConfig` (its ``listeners``, ``socket.request.max.bytes``
+    and ``connections.max.idle.ms`` are used unless given here) or a list of
+    :class:`Listener`. ``task_status.started`` receives a :class:`RunningServer` once every
+    socket is bound (port 0 gives an ephemeral port; see ``RunningServer.port``).
+    ``idle_timeout_ms`` None (the default for a plain list) never closes idle connections.
+
+    Raises ValueError if the dispatcher advertises a key or version without a codec, OSError
+    if a listener cannot be bound.
+    """
+    if isinstance(listeners, KRaftConfig):
+        config = listeners
+        listeners = config.listeners
+        if max_request_bytes is None:
+            max_request_bytes = config.socket_request_max_bytes
+        if idle_timeout_ms is None:
+            idle_timeout_ms = config.connections_max_idle_ms
+    if max_request_bytes is None:
+        max_request_bytes = DEFAULT_MAX_FRAME_BYTES
+    enabled = _check_enabled(dispatcher)
+    server = _Server(
+        dispatcher=dispatcher,
+        enabled=enabled,
+        responder=ApiVersionsResponder(enabled, dispatcher),
+        max_request_bytes=max_request_bytes,
+        idle_timeout_s=None if idle_timeout_ms is None else idle_timeout_ms / 1000,
+    )
+    async with trio.open_nursery() as nursery:
+        bound: list[BoundListener] = []
+        sockets: list[tuple[str, list[trio.SocketListener]]] = []
+        try:
+            for listener in listeners:
+                socks = await _bind(listener)
+                sockets.append((listener.name, socks))
+                for sock in socks:
+                    host, port = sock.socket.getsockname()[:2]
+                    bound.append(BoundListener(listener.name, host, port))
+        except BaseException:
+            for _, socks in sockets:
+                for sock in socks:
+                    await trio.aclose_forcefully(sock)
+            raise
+        server.running = RunningServer(tuple(bound), nursery.cancel_scope)
+        for name, socks in sockets:
+            # Accepted trio.SocketStreams set TCP_NODELAY themselves.
+            nursery.start_soon(trio.serve_listeners, partial(server.handle, name), socks)
+            log.info(
+                "listening on %s",
+                ", ".join(f"{name}://{s.socket.getsockname()[0]}:{s.socket.getsockname()[1]}"
+                          for s in socks),
+            )
+        task_status.started(server.running)

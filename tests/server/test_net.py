@@ -1,0 +1,318 @@
+"""server.net over real loopback sockets: ApiVersions at every version, KIP-511, dispatch,
+pipelining, and malformed frames closing only their own connection."""
+
+from __future__ import annotations
+
+import logging
+import struct
+
+import pytest
+import trio
+import trio.testing
+
+from kwire.api_keys import ApiKey
+from kwire.connection import open_connection
+from kwire.errors import Errors
+from kwire.frame import frame
+from messages.generated.api_versions_request import ApiVersionsRequest
+from messages.generated.api_versions_response import (
+    ApiVersion,
+    ApiVersionsResponse,
+    FinalizedFeatureKey,
+    SupportedFeatureKey,
+)
+from messages.generated.describe_cluster_request import DescribeClusterRequest
+from messages.generated.describe_quorum_request import DescribeQuorumRequest
+from messages.generated.describe_quorum_request import PartitionData as DQReqPartition
+from messages.generated.describe_quorum_request import TopicData as DQReqTopic
+from messages.generated.describe_quorum_response import DescribeQuorumResponse
+from messages.generated.describe_quorum_response import PartitionData as DQPartition
+from messages.generated.describe_quorum_response import TopicData as DQTopic
+from messages.generated.vote_request import VoteRequest
+from messages.protocol import Request, decode_response, encode_request
+from messages.runtime import Message
+from server.config import Listener
+from server.net import FinalizedFeatures, HandlerTable, RequestContext, RunningServer, serve
+
+LOCAL = [Listener("CONTROLLER", "127.0.0.1", 0)]
+MAX_AV = ApiVersionsRequest.HIGHEST_VERSION
+SUPPORTED = [
+    SupportedFeatureKey("kraft.version", 0, 1),
+    SupportedFeatureKey("metadata.version", 1, 22),
+]
+FINALIZED = FinalizedFeatures(7, [FinalizedFeatureKey("metadata.version", 21, 21)])
+
+
+def make_table(seen: list[tuple[Request, RequestContext]] | None = None) -> HandlerTable:
+    async def describe_quorum(request: Request, ctx: RequestContext) -> Message:
+        if seen is not None:
+            seen.append((request, ctx))
+        await trio.lowlevel.checkpoint()
+        body = request.body
+        assert isinstance(body, DescribeQuorumRequest)
+        part = body.topics[0].partitions[0].partition_index
+        return DescribeQuorumResponse(
+            topics=[DQTopic("__cluster_metadata", [DQPartition(part, leader_id=part, leader_epoch=3)])]
+        )
+
+    table = HandlerTable(supported=SUPPORTED, finalized=FINALIZED)
+    table.register(ApiKey.DESCRIBE_QUORUM, (0, 2), describe_quorum)
+    return table
+
+
+async def start(nursery: trio.Nursery, table: HandlerTable | None = None, **kw: object) -> RunningServer:
+    running: RunningServer = await nursery.start(
+        lambda task_status: serve(LOCAL, table or make_table(), task_status=task_status, **kw)
+    )
+    return running
+
+
+async def read_exactly(stream: trio.SocketStream, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = await stream.receive_some(n - len(buf))
+        if not chunk:
+            raise EOFError(f"closed after {len(buf)} of {n} bytes")
+        buf += chunk
+    return bytes(buf)
+
+
+async def read_frame(stream: trio.SocketStream) -> bytes:
+    (size,) = struct.unpack(">i", await read_exactly(stream, 4))
+    return await read_exactly(stream, size)
+
+
+async def assert_closed(stream: trio.SocketStream, timeout_s: float = 5) -> None:
+    with trio.fail_after(timeout_s):
+        while True:
+            try:
+                data = await stream.receive_some(65536)
+            except trio.BrokenResourceError:
+                return
+            if not data:
+                return
+
+
+def dq_request(partition: int) -> DescribeQuorumRequest:
+    return DescribeQuorumRequest([DQReqTopic("__cluster_metadata", [DQReqPartition(partition)])])
+
+
+def av_request(version: int, name: str = "kwire-test", sw: str = "1.0") -> ApiVersionsRequest:
+    if version < 3:
+        return ApiVersionsRequest()
+    return ApiVersionsRequest(client_software_name=name, client_software_version=sw)
+
+
+EXPECTED_KEYS = [
+    ApiVersion(int(ApiKey.API_VERSIONS), 0, MAX_AV),
+    ApiVersion(int(ApiKey.DESCRIBE_QUORUM), 0, 2),
+]
+
+
+@pytest.mark.parametrize("version", range(0, MAX_AV + 1))
+async def test_api_versions_every_version(nursery: trio.Nursery, version: int) -> None:
+    running = await start(nursery)
+    stream = await trio.open_tcp_stream("127.0.0.1", running.port())
+    await stream.send_all(frame(encode_request(av_request(version), version, 1234, "c")))
+    payload = await read_frame(stream)
+    # Header v0 at every version: just the correlation id, the body right after it.
+    assert payload[:4] == (1234).to_bytes(4, "big")
+    body = ApiVersionsResponse.decode(payload[4:], version)
+    assert body.error_code == Errors.NONE
+    assert body.api_keys == EXPECTED_KEYS
+    if version >= 3:
+        names = [f.name for f in body.supported_features]
+        # Below v4 a supported feature with minimum 0 is left out (Kafka does the same).
+        assert names == (["kraft.version", "metadata.version"] if version >= 4 else ["metadata.version"])
+        assert body.finalized_features_epoch == 7
+        assert body.finalized_features == [FinalizedFeatureKey("metadata.version", 21, 21)]
+    await stream.aclose()
+
+
+@pytest.mark.parametrize("version", [MAX_AV + 1, 127, -1])
+async def test_unknown_api_versions_version_gets_v0_unsupported(nursery: trio.Nursery, version: int) -> None:
+    running = await start(nursery)
+    stream = await trio.open_tcp_stream("127.0.0.1", running.port())
+    # A client from the future: header v2 (flexible), a body we cannot know.
+    header = struct.pack(">hhih", 18, version, 99, 3) + b"abc" + b"\x00"
+    await stream.send_all(frame(header + b"\x07future-body\x00"))
+    payload = await read_frame(stream)
+    assert payload[:4] == (99).to_bytes(4, "big")
+    body = ApiVersionsResponse.decode(payload[4:], 0)
+    assert body.error_code == Errors.UNSUPPORTED_VERSION
+    assert body.api_keys == EXPECTED_KEYS
+    # The connection stays usable: retry at the advertised maximum.
+    await stream.send_all(frame(encode_request(av_request(MAX_AV), MAX_AV, 100, "c")))
+    header_v0, response = decode_response(await read_frame(stream), 18, MAX_AV)
+    assert header_v0.correlation_id == 100
+    assert response.error_code == Errors.NONE
+
+
+@pytest.mark.parametrize(
+    ("name", "sw", "ok"),
+    [
+        ("apache-kafka-java", "3.9.0", True),
+        ("kafka-python", "3.0.12", True),
+        ("a", "1", True),
+        ("", "1.0", False),
+        ("-bad", "1.0", False),
+        ("bad-", "1.0", False),
+        ("ok", "1.0 beta", False),
+        ("ok", "", False),
+    ],
+)
+async def test_api_versions_software_name_validation(
+    nursery: trio.Nursery, name: str, sw: str, ok: bool
+) -> None:
+    running = await start(nursery)
+    stream = await trio.open_tcp_stream("127.0.0.1", running.port())
+    for version in range(3, MAX_AV + 1):
+        await stream.send_all(frame(encode_request(av_request(version, name, sw), version, version, "c")))
+        _, body = decode_response(await read_frame(stream), 18, version)
+        assert body.error_code == (Errors.NONE if ok else Errors.INVALID_REQUEST)
+        assert (body.api_keys == EXPECTED_KEYS) if ok else body.api_keys == []
+    # Versions without the fields are never checked.
+    await stream.send_all(frame(encode_request(ApiVersionsRequest(), 2, 1, "c")))
+    _, body = decode_response(await read_frame(stream), 18, 2)
+    assert body.error_code == Errors.NONE
+
+
+async def test_dispatched_round_trip_every_version(nursery: trio.Nursery) -> None:
+    seen: list[tuple[Request, RequestContext]] = []
+    running = await start(nursery, make_table(seen))
+    async with await open_connection("127.0.0.1", running.port(), "rt-client") as conn:
+        assert conn.version_for(dq_request(0)) == 2
+        for version in (0, 1, 2):
+            response = await conn.request(dq_request(version + 5), version)
+            assert isinstance(response, DescribeQuorumResponse)
+            assert response.topics[0].partitions[0].leader_id == version + 5
+    assert [r.header.request_api_version for r, _ in seen] == [0, 1, 2]
+    assert {ctx.listener_name for _, ctx in seen} == {"CONTROLLER"}
+    assert seen[0][0].header.client_id == "rt-client"
+    assert seen[0][1].peer[0] == "127.0.0.1"
+
+
+async def test_pipelined_requests_answered_in_order(nursery: trio.Nursery) -> None:
+    running = await start(nursery)
+    stream = await trio.open_tcp_stream("127.0.0.1", running.port())
+    n = 200
+    batch = bytearray()
+    kinds = []
+    for corr in range(n):
+        if corr % 3 == 0:
+            batch += frame(encode_request(av_request(MAX_AV), MAX_AV, corr, "p"))
+            kinds.append(18)
+        else:
+            batch += frame(encode_request(dq_request(corr), 2, corr, "p"))
+            kinds.append(55)
+    await stream.send_all(bytes(batch))
+    for corr in range(n):
+        payload = await read_frame(stream)
+        version = MAX_AV if kinds[corr] == 18 else 2
+        header, body = decode_response(payload, kinds[corr], version)
+        assert header.correlation_id == corr
+        if kinds[corr] == 55:
+            assert body.topics[0].partitions[0].leader_id == corr
+
+
+async def test_malformed_frame_closes_only_that_connection(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="server.net")
+    running = await start(nursery)
+    healthy = await open_connection("127.0.0.1", running.port())
+    bad = await trio.open_tcp_stream("127.0.0.1", running.port())
+    bad_port = bad.socket.getsockname()[1]
+    # A DescribeQuorum v2 header followed by junk that is not a valid body.
+    await bad.send_all(frame(encode_request(dq_request(1), 2, 5, "x")[:14] + b"\xff\xff\xff\xff\xff\xff"))
+    await assert_closed(bad)
+    response = await healthy.request(dq_request(3))
+    assert response.topics[0].partitions[0].leader_id == 3
+    assert running.connections_closed_on_error == 1
+    messages = [r.getMessage() for r in caplog.records if r.name == "server.net"]
+    assert any(f"127.0.0.1:{bad_port}" in m and "closing connection" in m for m in messages), messages
+    await healthy.aclose()
+
+
+@pytest.mark.parametrize(
+    ("label", "data"),
+    [
+        ("negative size", struct.pack(">i", -1)),
+        ("size over the limit, no body sent", struct.pack(">i", 4097)),
+        ("unknown api key", frame(struct.pack(">hhih", 999, 0, 1, -1))),
+        ("codec but no handler (Produce)", frame(struct.pack(">hhih", 0, 9, 1, -1))),
+        ("codec but no handler (Vote)", frame(encode_request(VoteRequest(), 0, 1, "x"))),
+        ("version not enabled", frame(struct.pack(">hhih", 55, 3, 1, -1) + b"\x00")),
+        ("header too short", frame(b"\x00\x12")),
+        ("trailing bytes after ApiVersions v0", frame(struct.pack(">hhih", 18, 0, 1, -1) + b"x")),
+        ("bad tagged-field varint", frame(struct.pack(">hhih", 18, 3, 1, -1) + b"\xff\xff\xff\xff\xff\xff")),
+    ],
+)
+async def test_bad_requests_close_the_connection(nursery: trio.Nursery, label: str, data: bytes) -> None:
+    running = await start(nursery, max_request_bytes=4096)
+    stream = await trio.open_tcp_stream("127.0.0.1", running.port())
+    await stream.send_all(data)
+    await assert_closed(stream)
+    assert running.connections_closed_on_error == 1, label
+
+
+async def test_handler_failure_closes_connection_not_server(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def broken(request: Request, ctx: RequestContext) -> Message:
+        raise RuntimeError("handler bug")
+
+    table = make_table()
+    table.register(ApiKey.DESCRIBE_CLUSTER, (0, 2), broken)
+    running = await start(nursery, table)
+    conn = await open_connection("127.0.0.1", running.port())
+    with pytest.raises(ConnectionError):
+        await conn.request(DescribeClusterRequest())
+    assert any("handler bug" in (r.exc_text or "") or r.exc_info for r in caplog.records)
+    async with await open_connection("127.0.0.1", running.port()) as again:
+        assert (await again.request(dq_request(4))).topics[0].partitions[0].leader_id == 4
+
+
+async def test_idle_connections_are_closed(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    running = await start(nursery, idle_timeout_ms=60_000)
+    stream = await trio.open_tcp_stream("127.0.0.1", running.port())
+    start_time = trio.current_time()
+    await assert_closed(stream, timeout_s=120)
+    assert 60 <= trio.current_time() - start_time < 120
+    # A connection that keeps talking is not idle.
+    async with await open_connection("127.0.0.1", running.port()) as conn:
+        for _ in range(5):
+            await trio.sleep(40)
+            await conn.request(dq_request(1))
+
+
+async def test_dispatcher_versions_are_checked() -> None:
+    async def h(request: Request, ctx: RequestContext) -> Message:
+        raise AssertionError
+
+    table = HandlerTable()
+    table.register(ApiKey.DESCRIBE_QUORUM, (0, 99), h)
+    with pytest.raises(ValueError, match="outside the codec"):
+        await serve(LOCAL, table)
+    table = HandlerTable()
+    table.register(ApiKey.API_VERSIONS, (0, 3), h)
+    with pytest.raises(ValueError, match="answered by the network layer"):
+        await serve(LOCAL, table)
+
+
+async def test_port_zero_reports_bound_ports(nursery: trio.Nursery) -> None:
+    running: RunningServer = await nursery.start(
+        lambda task_status: serve(
+            [Listener("A", "127.0.0.1", 0), Listener("B", "localhost", 0)],
+            make_table(),
+            task_status=task_status,
+        )
+    )
+    a, b = running.port("A"), running.port("b")
+    assert a != 0 and b != 0 and a != b
+    assert {bound.port for bound in running.listeners if bound.name == "B"} == {b}
+    for port in (a, b):
+        async with await open_connection("127.0.0.1", port) as conn:
+            assert conn.api_versions.get(55) is not None
