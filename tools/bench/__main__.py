@@ -61,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {name}", flush=True)
         t0 = time.monotonic()
         try:
-            module = importlib.import_module(SECTIONS[name])
-            section_results = module.run(args)
+            section = importlib.import_module(SECTIONS[name])
+            section_results = section.run(args)
         except SectionError as exc:
             print(f"section {name} stopped: {exc}", file=sys.stderr)
             failed.append(name)

@@ -64,7 +64,7 @@ class Case:
 
 
 def _touch_vote(m: Any) -> object:
-    last = m.cluster_id, m.voter_id
+    last: object = m.cluster_id, m.voter_id
     for t in m.topics:
         last = t.topic_name
         for p in t.partitions:
@@ -176,7 +176,7 @@ def _vote_case() -> Case:
 
     replica_dir, ref_replica_dir = _uuid_pair(1)
     voter_dir, ref_voter_dir = _uuid_pair(2)
-    fields = dict(partition_index=0, replica_epoch=42, replica_id=1, last_offset_epoch=41,
+    fields: dict[str, Any] = dict(partition_index=0, replica_epoch=42, replica_id=1, last_offset_epoch=41,
                   last_offset=1_234_567, pre_vote=True)
     kw = k.VoteRequest(
         cluster_id=CLUSTER_ID, voter_id=2,
@@ -204,7 +204,7 @@ def _quorum_case(voters: int = 5, observers: int = 10) -> Case:
     voter_ids = list(range(1, voters + 1))
     observer_ids = list(range(100, 100 + observers))
     dirs = {i: _uuid_pair(i) for i in voter_ids + observer_ids}
-    part = dict(partition_index=0, error_code=0, error_message=None, leader_id=1,
+    part: dict[str, Any] = dict(partition_index=0, error_code=0, error_message=None, leader_id=1,
                 leader_epoch=42, high_watermark=8_999_990)
     RP = R.TopicData.PartitionData
     kw = k.DescribeQuorumResponse(
@@ -265,7 +265,7 @@ def _fetch_case(version: int = 17) -> Case:
     from messages.generated import fetch_response as k
 
     records, count = record_batch()
-    part = dict(partition_index=0, error_code=0, high_watermark=1_000_000 + count,
+    part: dict[str, Any] = dict(partition_index=0, error_code=0, high_watermark=1_000_000 + count,
                 last_stable_offset=1_000_000 + count, log_start_offset=0,
                 aborted_transactions=[], preferred_read_replica=-1, records=records)
     kw = k.FetchResponse(
