@@ -20,7 +20,7 @@ import contextlib
 import fcntl
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from storage.errors import KafkaStorageError, LogDirectoryLockedError
@@ -37,14 +37,21 @@ def io_errors(what: str) -> Iterator[None]:
         raise KafkaStorageError(f"{what}: {exc}") from exc
 
 
-def fsync_fd(fd: int) -> None:
-    """Flush a file descriptor's data and metadata to stable storage.
+def _full_fsync(fd: int) -> None:
+    # On macOS fsync does not flush the drive's cache; F_FULLFSYNC does.
+    fcntl.fcntl(fd, getattr(fcntl, "F_FULLFSYNC"))  # noqa: B009 -- absent from Linux stubs
 
-    On macOS ``fsync`` does not flush the drive cache; ``F_FULLFSYNC`` does."""
-    if sys.platform == "darwin" and hasattr(fcntl, "F_FULLFSYNC"):
-        fcntl.fcntl(fd, fcntl.F_FULLFSYNC)
-    else:
-        os.fsync(fd)
+
+_fsync: Callable[[int], None] = (
+    _full_fsync if sys.platform == "darwin" and hasattr(fcntl, "F_FULLFSYNC") else os.fsync
+)
+"""The system call behind :func:`fsync_fd`; tests of recovery logic (not durability) and
+fault-injection tests replace it."""
+
+
+def fsync_fd(fd: int) -> None:
+    """Flush a file descriptor's data and metadata to stable storage (raises OSError)."""
+    _fsync(fd)
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:

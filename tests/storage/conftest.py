@@ -6,6 +6,9 @@ import types
 
 import cramjam
 import kafka.codec
+import pytest
+
+import storage.fileio
 
 
 def _install_kafka_python_snappy() -> None:
@@ -19,3 +22,12 @@ def _install_kafka_python_snappy() -> None:
 
 
 _install_kafka_python_snappy()
+
+
+@pytest.fixture
+def fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Replace the fsync system call with a recorder: recovery logic does not depend on it,
+    and real fsyncs make every reopen cost tens of milliseconds."""
+    calls: list[int] = []
+    monkeypatch.setattr(storage.fileio, "_fsync", calls.append)
+    return calls

@@ -1,0 +1,428 @@
+"""KRaft snapshots: ``<20-digit end offset>-<10-digit epoch>.checkpoint`` files.
+
+Mirrors ``org.apache.kafka.snapshot``: ``Snapshots`` (names), ``FileRawSnapshotWriter`` /
+``FileRawSnapshotReader`` (bytes), ``RecordsSnapshotWriter`` / ``RecordsSnapshotReader``
+(content) and ``KafkaMetadataLog.recoverSnapshots`` (start-up clean-up).
+
+A snapshot file is record batches back to back, offsets counted from 0 inside the file, every
+batch's PartitionLeaderEpoch = the snapshot epoch::
+
+    control batch   SnapshotHeader{version 0, lastContainedLogTimestamp}
+                    [+ KRaftVersion{0, v} + Voters{...} when kraft.version >= 1]
+    data batch(es)  framed metadata records
+    control batch   SnapshotFooter{version 0}
+
+Names: the id is (end offset exclusive, epoch of the last contained record)::
+
+    00000000000000001234-0000000007.checkpoint               frozen (mode 0400)
+    00000000000000001234-0000000007-<random>.checkpoint.part  being written (mode 0600)
+    00000000000000001234-0000000007.checkpoint.deleted        marked for deletion
+
+Freeze: fsync, close, make read-only, rename to ``.checkpoint``, fsync the directory.
+Readers require the first batch to be a control batch whose first record is a SnapshotHeader.
+``00000000000000000000-0000000000.checkpoint`` is the bootstrap snapshot written by formatting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from messages.generated.kraft_version_record import KRaftVersionRecord
+from messages.generated.snapshot_footer_record import SnapshotFooterRecord
+from messages.generated.snapshot_header_record import SnapshotHeaderRecord
+from messages.generated.voters_record import VotersRecord
+from storage.compression import CompressionType
+from storage.control import (
+    ControlMessage,
+    ControlRecord,
+    ControlRecordType,
+    KRaftBatch,
+    build_control_batch,
+    build_data_batch,
+    read_kraft_batch,
+)
+from storage.errors import CorruptRecordError, InconsistentStateError, StorageError
+from storage.fileio import fsync_dir, fsync_fd, io_errors, write_all
+from storage.records import RecordBatch, scan_batches
+
+SUFFIX = ".checkpoint"
+PARTIAL_SUFFIX = SUFFIX + ".part"
+DELETE_SUFFIX = SUFFIX + ".deleted"
+OFFSET_WIDTH = 20
+EPOCH_WIDTH = 10
+DEFAULT_MAX_BATCH_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class SnapshotId:
+    """``OffsetAndEpoch`` naming a snapshot: ``end_offset`` is exclusive."""
+
+    end_offset: int
+    epoch: int
+
+    @property
+    def file_stem(self) -> str:
+        return f"{self.end_offset:0{OFFSET_WIDTH}d}-{self.epoch:0{EPOCH_WIDTH}d}"
+
+    def __str__(self) -> str:
+        return f"OffsetAndEpoch(offset={self.end_offset}, epoch={self.epoch})"
+
+
+BOOTSTRAP_SNAPSHOT_ID = SnapshotId(0, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotPath:
+    path: Path
+    snapshot_id: SnapshotId
+    partial: bool
+    deleted: bool
+
+
+def snapshot_path(partition_dir: Path, snapshot_id: SnapshotId) -> Path:
+    return partition_dir / (snapshot_id.file_stem + SUFFIX)
+
+
+def parse_snapshot_path(path: Path) -> SnapshotPath | None:
+    """Recognise a snapshot file name (``Snapshots.parse``); None for anything else."""
+    name = path.name
+    partial = name.endswith(PARTIAL_SUFFIX)
+    deleted = name.endswith(DELETE_SUFFIX)
+    if not (partial or deleted or name.endswith(SUFFIX)):
+        return None
+    offset_text = name[:OFFSET_WIDTH]
+    epoch_text = name[OFFSET_WIDTH + 1 : OFFSET_WIDTH + 1 + EPOCH_WIDTH]
+    if (
+        len(name) < OFFSET_WIDTH + 1 + EPOCH_WIDTH
+        or name[OFFSET_WIDTH : OFFSET_WIDTH + 1] != "-"
+        or not offset_text.isdigit()
+        or not epoch_text.isdigit()
+    ):
+        return None
+    return SnapshotPath(path, SnapshotId(int(offset_text), int(epoch_text)), partial, deleted)
+
+
+def list_snapshot_paths(partition_dir: Path) -> list[SnapshotPath]:
+    with io_errors(f"listing {partition_dir}"):
+        names = os.listdir(partition_dir)
+    found = [parse_snapshot_path(partition_dir / name) for name in names]
+    return sorted((p for p in found if p is not None), key=lambda p: (p.snapshot_id, p.path.name))
+
+
+def recover_snapshots(partition_dir: Path, log_start_offset: int) -> list[SnapshotId]:
+    """Delete partial and marked-for-deletion snapshots and those ending below the log start
+    offset; return the rest, ascending (``KafkaMetadataLog.recoverSnapshots``).
+
+    Raises InconsistentStateError when the log starts after 0 but no snapshot reaches its
+    start (the log's prefix would be lost), before anything is deleted."""
+    retain: list[SnapshotId] = []
+    delete: list[Path] = []
+    for found in list_snapshot_paths(partition_dir):
+        if found.partial or found.deleted or found.snapshot_id.end_offset < log_start_offset:
+            delete.append(found.path)
+        else:
+            retain.append(found.snapshot_id)
+    if log_start_offset > 0 and not (retain and retain[-1].end_offset >= log_start_offset):
+        raise InconsistentStateError(
+            "Inconsistent snapshot state: there must be a snapshot at an offset larger then the "
+            f"current log start offset {log_start_offset}, but the latest snapshot is "
+            f"{retain[-1] if retain else None}"
+        )
+    for path in delete:
+        with io_errors(f"deleting {path}"), contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+    if delete:
+        fsync_dir(partition_dir)
+    return sorted(retain)
+
+
+def mark_for_delete(partition_dir: Path, snapshot_id: SnapshotId) -> Path:
+    """Rename ``<id>.checkpoint`` to ``<id>.checkpoint.deleted`` (``Snapshots.markForDelete``)."""
+    source = snapshot_path(partition_dir, snapshot_id)
+    target = partition_dir / (snapshot_id.file_stem + DELETE_SUFFIX)
+    with io_errors(f"renaming {source}"):
+        os.replace(source, target)
+    fsync_dir(partition_dir)
+    return target
+
+
+def delete_snapshot(partition_dir: Path, snapshot_id: SnapshotId) -> bool:
+    """Remove the snapshot and its ``.deleted`` form (``Snapshots.deleteIfExists``)."""
+    removed = False
+    for path in (
+        snapshot_path(partition_dir, snapshot_id),
+        partition_dir / (snapshot_id.file_stem + DELETE_SUFFIX),
+    ):
+        with io_errors(f"deleting {path}"):
+            try:
+                os.unlink(path)
+                removed = True
+            except FileNotFoundError:
+                pass
+    return removed
+
+
+# ---------------------------------------------------------------------------------------------
+# writing
+
+
+class RawSnapshotWriter:
+    """Bytes into ``<id>-<random>.checkpoint.part`` until :meth:`freeze`
+    (``FileRawSnapshotWriter``). A follower appends what FetchSnapshot returns; a leader appends
+    whole batches. Every I/O failure raises KafkaStorageError."""
+
+    def __init__(self, partition_dir: Path, snapshot_id: SnapshotId) -> None:
+        self.dir = partition_dir
+        self.snapshot_id = snapshot_id
+        self.frozen = False
+        self.size_in_bytes = 0
+        with io_errors(f"creating a snapshot file in {partition_dir}"):
+            partition_dir.mkdir(parents=True, exist_ok=True)
+            while True:
+                name = f"{snapshot_id.file_stem}-{secrets.randbelow(2**63)}{PARTIAL_SUFFIX}"
+                self.temp_path = partition_dir / name
+                try:
+                    self._fd: int | None = os.open(
+                        self.temp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600
+                    )
+                    break
+                except FileExistsError:
+                    continue
+
+    def append(self, data: bytes | bytearray | memoryview) -> None:
+        if self.frozen or self._fd is None:
+            raise StorageError(f"Append is not supported. Snapshot is already frozen: id = {self.snapshot_id}")
+        with io_errors(f"writing snapshot {self.temp_path}"):
+            write_all(self._fd, data)
+        self.size_in_bytes += len(data)
+
+    def freeze(self) -> Path:
+        """fsync, close, chmod read-only, rename to ``<id>.checkpoint``, fsync the directory."""
+        if self.frozen or self._fd is None:
+            raise StorageError(f"Freeze is not supported. Snapshot is already frozen: id = {self.snapshot_id}")
+        destination = snapshot_path(self.dir, self.snapshot_id)
+        with io_errors(f"freezing snapshot {self.temp_path}"):
+            fd, self._fd = self._fd, None
+            try:
+                fsync_fd(fd)
+            finally:
+                os.close(fd)
+            os.chmod(self.temp_path, 0o400)
+            os.replace(self.temp_path, destination)
+        fsync_dir(self.dir)
+        self.frozen = True
+        return destination
+
+    def close(self) -> None:
+        """Abandon an unfrozen snapshot (its ``.part`` file is removed); no-op after freeze."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if not self.frozen:
+            with contextlib.suppress(OSError):
+                os.unlink(self.temp_path)
+
+    def __enter__(self) -> RawSnapshotWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def build_snapshot_batches(
+    snapshot_id: SnapshotId,
+    *,
+    last_contained_log_timestamp: int,
+    records: Iterable[bytes],
+    append_time_ms: int,
+    kraft_version: int = 0,
+    voters: VotersRecord | None = None,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    compression: CompressionType = CompressionType.NONE,
+) -> list[bytes]:
+    """The batches of a snapshot (``RecordsSnapshotWriter``): header batch, data batches of at
+    most about ``max_batch_bytes`` of record values each, footer batch; offsets from 0, epoch =
+    the snapshot's epoch."""
+    epoch = snapshot_id.epoch
+    header: list[ControlMessage] = [
+        SnapshotHeaderRecord(last_contained_log_timestamp=last_contained_log_timestamp)
+    ]
+    if kraft_version >= 1:
+        header.append(KRaftVersionRecord(kraft_version=kraft_version))
+        if voters is not None:
+            header.append(voters)
+    batches = [build_control_batch(header, base_offset=0, partition_leader_epoch=epoch, append_time_ms=append_time_ms)]
+    offset = len(header)
+    pending: list[bytes] = []
+    pending_bytes = 0
+    for value in records:
+        if pending and pending_bytes + len(value) > max_batch_bytes:
+            batches.append(
+                build_data_batch(pending, base_offset=offset, partition_leader_epoch=epoch,
+                                 append_time_ms=append_time_ms, compression=compression)
+            )
+            offset += len(pending)
+            pending, pending_bytes = [], 0
+        pending.append(value)
+        pending_bytes += len(value)
+    if pending:
+        batches.append(
+            build_data_batch(pending, base_offset=offset, partition_leader_epoch=epoch,
+                             append_time_ms=append_time_ms, compression=compression)
+        )
+        offset += len(pending)
+    batches.append(
+        build_control_batch([SnapshotFooterRecord()], base_offset=offset, partition_leader_epoch=epoch,
+                            append_time_ms=append_time_ms)
+    )
+    return batches
+
+
+def write_snapshot(
+    partition_dir: Path,
+    snapshot_id: SnapshotId,
+    *,
+    last_contained_log_timestamp: int,
+    records: Iterable[bytes],
+    append_time_ms: int,
+    kraft_version: int = 0,
+    voters: VotersRecord | None = None,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+) -> Path:
+    """Write and freeze a complete snapshot; returns its path. Raises KafkaStorageError."""
+    batches = build_snapshot_batches(
+        snapshot_id,
+        last_contained_log_timestamp=last_contained_log_timestamp,
+        records=records,
+        append_time_ms=append_time_ms,
+        kraft_version=kraft_version,
+        voters=voters,
+        max_batch_bytes=max_batch_bytes,
+    )
+    with RawSnapshotWriter(partition_dir, snapshot_id) as writer:
+        writer.append(b"".join(batches))
+        return writer.freeze()
+
+
+# ---------------------------------------------------------------------------------------------
+# reading
+
+
+class RawSnapshotReader:
+    """A frozen snapshot's bytes (``FileRawSnapshotReader``): :meth:`read` serves FetchSnapshot
+    at any byte position, batch-aligned or not."""
+
+    def __init__(self, path: Path, snapshot_id: SnapshotId) -> None:
+        self.path = path
+        self.snapshot_id = snapshot_id
+        with io_errors(f"opening snapshot {path}"):
+            self._fd: int | None = os.open(path, os.O_RDONLY)
+            self.size_in_bytes = os.fstat(self._fd).st_size
+
+    @classmethod
+    def open(cls, partition_dir: Path, snapshot_id: SnapshotId) -> RawSnapshotReader:
+        """Raises KafkaStorageError (wrapping FileNotFoundError) when it does not exist."""
+        return cls(snapshot_path(partition_dir, snapshot_id), snapshot_id)
+
+    def read(self, position: int, max_bytes: int) -> bytes:
+        if self._fd is None:
+            raise StorageError(f"snapshot {self.path} is closed")
+        with io_errors(f"reading snapshot {self.path}"):
+            return os.pread(self._fd, max(0, min(max_bytes, self.size_in_bytes - position)), position)
+
+    def read_all(self) -> bytes:
+        return self.read(0, self.size_in_bytes)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def __enter__(self) -> RawSnapshotReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotContent:
+    """A validated snapshot: its header, its KRaft batches (header and footer included), and
+    whether it ended with a footer."""
+
+    header: SnapshotHeaderRecord
+    batches: list[KRaftBatch]
+    has_footer: bool
+
+    @property
+    def last_contained_log_timestamp(self) -> int:
+        return self.header.last_contained_log_timestamp
+
+    def data_records(self) -> list[bytes]:
+        """Every data record value, in order."""
+        out: list[bytes] = []
+        for batch in self.batches:
+            if not batch.is_control:
+                out.extend(batch.records)  # type: ignore[arg-type]
+        return out
+
+    def control_records(self) -> list[ControlRecord]:
+        out: list[ControlRecord] = []
+        for batch in self.batches:
+            if batch.is_control:
+                out.extend(batch.records)  # type: ignore[arg-type]
+        return out
+
+    @property
+    def kraft_version(self) -> int:
+        versions = [r.message for r in self.control_records() if r.type is ControlRecordType.KRAFT_VERSION]
+        return versions[-1].kraft_version if versions else 0  # type: ignore[union-attr]
+
+    @property
+    def voters(self) -> VotersRecord | None:
+        found = [r.message for r in self.control_records() if r.type is ControlRecordType.KRAFT_VOTERS]
+        return found[-1] if found else None  # type: ignore[return-value]
+
+
+def read_snapshot_content(data: bytes | bytearray | memoryview) -> SnapshotContent:
+    """Validate and decode snapshot bytes (``RecordsSnapshotReader``): every batch whole with a
+    good CRC and KRaft's record rules; the first batch a control batch whose first record is a
+    SnapshotHeader. Raises CorruptRecordError / InvalidRecordError."""
+    scan = scan_batches(data)
+    if scan.error is not None or scan.torn:
+        raise CorruptRecordError(
+            f"snapshot is corrupt after {scan.valid_bytes} of {len(data)} bytes: "
+            f"{scan.error or 'incomplete batch'}"
+        )
+    batches = [read_kraft_batch(RecordBatch(b.buffer), validate_crc=False) for b in scan.batches]
+    if not batches or not batches[0].is_control or not batches[0].records:
+        raise CorruptRecordError("First batch is not a control batch with at least one record")
+    first = batches[0].records[0]
+    assert isinstance(first, ControlRecord)
+    if first.type is not ControlRecordType.SNAPSHOT_HEADER:
+        raise CorruptRecordError(f"First control record is not a snapshot header ({first.type.name})")
+    assert isinstance(first.message, SnapshotHeaderRecord)
+    last = batches[-1]
+    has_footer = bool(
+        last.is_control
+        and last.records
+        and isinstance(last.records[-1], ControlRecord)
+        and last.records[-1].type is ControlRecordType.SNAPSHOT_FOOTER
+    )
+    return SnapshotContent(first.message, batches, has_footer)
+
+
+def read_snapshot(partition_dir: Path, snapshot_id: SnapshotId) -> SnapshotContent:
+    with RawSnapshotReader.open(partition_dir, snapshot_id) as reader:
+        return read_snapshot_content(reader.read_all())
+
+
+def snapshot_ids(paths: Sequence[SnapshotPath]) -> list[SnapshotId]:
+    return sorted(p.snapshot_id for p in paths if not p.partial and not p.deleted)
