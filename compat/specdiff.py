@@ -216,3 +216,50 @@ def raw_differences(ours: Any, theirs: Any, path: str = "") -> list[str]:
     elif type(ours) is not type(theirs) or ours != theirs:
         out.append(f"{path}: kwire={ours!r} kafka={theirs!r}")
     return out
+
+
+def _camel(name: str) -> str:
+    return name[:1].lower() + name[1:]
+
+
+def translate_json(data: Any, spec: dict[str, Any], renames: dict[str, str], *,
+                   blank_records: bool = False) -> Any:
+    """Kafka JSON written with ``spec``'s field names, re-keyed with the other release's names
+    (``renames`` from :func:`compare_specs`). With ``blank_records``, every non-null ``records``
+    value becomes ``""``: Kafka's ``JsonConverter.write`` never serialises record contents, it
+    writes an empty binary node in their place (``recordsSizeInBytes`` instead when asked not to
+    serialise records). Other values are left as they are."""
+    if not renames and not blank_records:
+        return data
+    common = {s["name"]: s for s in spec.get("commonStructs", [])}
+
+    def struct(obj: Any, fields: list[dict[str, Any]], prefix: str) -> Any:
+        if not isinstance(obj, dict):
+            return obj
+        out = dict(obj)
+        for f in fields:
+            key = _camel(f["name"])
+            if key not in obj:
+                continue
+            path = prefix + f["name"]
+            value = obj[key]
+            element = f["type"][2:] if f["type"].startswith("[]") else f["type"]
+            if f.get("fields"):
+                sub_fields, sub_prefix = f["fields"], path + "/"
+            elif element in common:
+                sub_fields = common[element]["fields"]
+                sub_prefix = f"commonStructs/{element}/"
+            else:
+                sub_fields = []
+            if sub_fields and value is not None:
+                if isinstance(value, list):
+                    value = [struct(v, sub_fields, sub_prefix) for v in value]
+                else:
+                    value = struct(value, sub_fields, sub_prefix)
+            elif blank_records and f["type"] == "records" and value is not None:
+                value = ""
+            del out[key]
+            out[_camel(renames.get(path, f["name"]))] = value
+        return out
+
+    return struct(data, spec.get("fields", []), "")
