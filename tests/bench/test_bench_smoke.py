@@ -63,3 +63,15 @@ def test_cli_quick_codec_section(tmp_path: Path) -> None:
         assert r["kwire_best"] >= r["kwire"] and r["reference_best"] >= r["reference"]
         assert r["bytes_per_op"] > 0 and "bytes identical" in r["conditions"]
         assert len(r["extra"]["kwire_ns"]) == 2 == len(r["extra"]["reference_ns"])
+
+
+def test_codec_floor_prototypes_agree_with_generated_codecs() -> None:
+    from argparse import Namespace
+
+    from tools.bench import codec_floor
+
+    results = codec_floor.run(Namespace(quick=True, runs=1, min_time=0.001))
+    assert [r.what for r in results] == [
+        "VoteRequest v2 decode", "DescribeQuorumResponse v2 decode",
+        "FetchResponse v17 encode", "FetchResponse v17 decode"]
+    assert all(r.reference_name == codec_floor.REFERENCE and r.ratio for r in results)

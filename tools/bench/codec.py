@@ -176,8 +176,8 @@ def _vote_case() -> Case:
 
     replica_dir, ref_replica_dir = _uuid_pair(1)
     voter_dir, ref_voter_dir = _uuid_pair(2)
-    fields: dict[str, Any] = dict(partition_index=0, replica_epoch=42, replica_id=1, last_offset_epoch=41,
-                  last_offset=1_234_567, pre_vote=True)
+    fields: dict[str, Any] = dict(partition_index=0, replica_epoch=42, replica_id=1,
+                                  last_offset_epoch=41, last_offset=1_234_567, pre_vote=True)
     kw = k.VoteRequest(
         cluster_id=CLUSTER_ID, voter_id=2,
         topics=[k.TopicData(topic_name=METADATA_TOPIC, partitions=[k.PartitionData(
@@ -204,8 +204,8 @@ def _quorum_case(voters: int = 5, observers: int = 10) -> Case:
     voter_ids = list(range(1, voters + 1))
     observer_ids = list(range(100, 100 + observers))
     dirs = {i: _uuid_pair(i) for i in voter_ids + observer_ids}
-    part: dict[str, Any] = dict(partition_index=0, error_code=0, error_message=None, leader_id=1,
-                leader_epoch=42, high_watermark=8_999_990)
+    part: dict[str, Any] = dict(partition_index=0, error_code=0, error_message=None,
+                                leader_id=1, leader_epoch=42, high_watermark=8_999_990)
     RP = R.TopicData.PartitionData
     kw = k.DescribeQuorumResponse(
         error_code=0, error_message=None,
@@ -265,9 +265,10 @@ def _fetch_case(version: int = 17) -> Case:
     from messages.generated import fetch_response as k
 
     records, count = record_batch()
-    part: dict[str, Any] = dict(partition_index=0, error_code=0, high_watermark=1_000_000 + count,
-                last_stable_offset=1_000_000 + count, log_start_offset=0,
-                aborted_transactions=[], preferred_read_replica=-1, records=records)
+    part: dict[str, Any] = dict(
+        partition_index=0, error_code=0, high_watermark=1_000_000 + count,
+        last_stable_offset=1_000_000 + count, log_start_offset=0,
+        aborted_transactions=[], preferred_read_replica=-1, records=records)
     kw = k.FetchResponse(
         throttle_time_ms=0, error_code=0, session_id=0,
         responses=[k.FetchableTopicResponse(topic_id=METADATA_TOPIC_ID, partitions=[
