@@ -74,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         results.extend(section_results)
         print(format_table(section_results))
         print(f"({name}: {time.monotonic() - t0:.1f} s)", flush=True)
+    end = environment()
+    env["loadavg_end"] = end["loadavg"]
+    print("load average at the end: " + " ".join(f"{x:.2f}" for x in end["loadavg"]))
     if args.json:
         write_json(args.json, env, results)
     if failed:

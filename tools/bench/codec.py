@@ -372,7 +372,8 @@ def run(args: Any) -> list[Result]:
             conditions = (
                 f"{case.name} v{case.version}, {case.shape}, {len(data)} B/msg; "
                 f"bytes identical; {settings.runs} runs/side interleaved, "
-                f"{kstat.loops}/{rstat.loops} calls per run (kwire/ref), median (best), gc on"
+                f"{kstat.loops}/{rstat.loops} calls per run (kwire/ref), median (best), gc on, "
+                f"CPU share {kstat.median_cpu_share:.0%}/{rstat.median_cpu_share:.0%}"
                 + ("; decode reads every field" if op == "decode" else "")
             )
             results.append(Result(
@@ -384,7 +385,9 @@ def run(args: Any) -> list[Result]:
                 reference_name=ref_name,
                 conditions=conditions,
                 bytes_per_op=len(data),
-                extra={"kwire_ns": kstat.per_op_ns, "reference_ns": rstat.per_op_ns},
+                extra={"kwire_ns": kstat.per_op_ns, "reference_ns": rstat.per_op_ns,
+                       "kwire_cpu_share": kstat.cpu_share,
+                       "reference_cpu_share": rstat.cpu_share},
             ))
         if getattr(args, "profile", False):
             print(profile_case(case, data))

@@ -550,7 +550,8 @@ def run(args: Any) -> list[Result]:
             reference_name=REFERENCE,
             conditions=(f"{case.shape}, {size} B/msg; prototype: {how}; same objects/bytes as "
                         f"generated; {settings.runs} runs/side interleaved, "
-                        f"{kstat.loops}/{rstat.loops} calls per run, median (best), gc on"),
+                        f"{kstat.loops}/{rstat.loops} calls per run, median (best), gc on, "
+                        f"CPU share {kstat.median_cpu_share:.0%}/{rstat.median_cpu_share:.0%}"),
             bytes_per_op=size,
             extra={"kwire_ns": kstat.per_op_ns, "reference_ns": rstat.per_op_ns},
         ))

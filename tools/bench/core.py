@@ -50,10 +50,15 @@ class Stat:
 
     per_op_ns: list[float]
     loops: int
+    cpu_share: list[float] = field(default_factory=list)  # process CPU time / wall time, per run
 
     @property
     def median_ns(self) -> float:
         return statistics.median(self.per_op_ns)
+
+    @property
+    def median_cpu_share(self) -> float:
+        return statistics.median(self.cpu_share) if self.cpu_share else float("nan")
 
     @property
     def min_ns(self) -> float:
@@ -116,12 +121,17 @@ def calibrate(op: Callable[[], object], min_time_s: float) -> int:
         loops *= 4
 
 
-def _time_run(op: Callable[[], object], loops: int) -> float:
+def _time_run(op: Callable[[], object], loops: int) -> tuple[float, float]:
+    """Wall ns per call, and the share of that wall time this process was on a CPU (a run at
+    well under 1.0 was slowed by other processes: the machine is shared)."""
     gc.collect()
+    c0 = time.process_time_ns()
     t0 = time.perf_counter_ns()
     for _ in range(loops):
         op()
-    return (time.perf_counter_ns() - t0) / loops
+    wall = time.perf_counter_ns() - t0
+    cpu = time.process_time_ns() - c0
+    return wall / loops, cpu / max(wall, 1)
 
 
 def measure_pair(
@@ -135,13 +145,15 @@ def measure_pair(
     """
     k_loops = calibrate(kwire_op, settings.min_time_s)
     r_loops = calibrate(reference_op, settings.min_time_s) if reference_op else 0
-    k_runs: list[float] = []
-    r_runs: list[float] = []
+    k = Stat([], k_loops)
+    r = Stat([], r_loops)
     for _ in range(settings.runs):
-        k_runs.append(_time_run(kwire_op, k_loops))
-        if reference_op is not None:
-            r_runs.append(_time_run(reference_op, r_loops))
-    return Stat(k_runs, k_loops), (Stat(r_runs, r_loops) if reference_op else None)
+        for stat, op in ((k, kwire_op), (r, reference_op)):
+            if op is not None:
+                per_op, share = _time_run(op, stat.loops)
+                stat.per_op_ns.append(per_op)
+                stat.cpu_share.append(share)
+    return k, (r if reference_op else None)
 
 
 # ---------------------------------------------------------------------------------------------
