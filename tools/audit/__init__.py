@@ -1,0 +1,16 @@
+"""``kwire audit``: an offline checker of a quorum's metadata logs with PySpark.
+
+* :mod:`tools.audit.scan` -- file discovery and per-file rows (also :func:`scan_rows_python`,
+  the single-process baseline),
+* :mod:`tools.audit.datasource` -- the ``kraftlog`` PySpark Python Data Source,
+* :mod:`tools.audit.jobs` -- the invariant checks and the timeline,
+* :mod:`tools.audit.report` -- summary JSON, violation tables and plots,
+* :mod:`tools.audit.cli` -- ``add_parser(subparsers)`` and ``run(args) -> int``.
+
+Importing this package does not import pyspark.
+"""
+
+from tools.audit.cli import add_parser, run
+from tools.audit.scan import scan_rows_python
+
+__all__ = ["add_parser", "run", "scan_rows_python"]

@@ -1,0 +1,96 @@
+"""``kraftlog``: a PySpark Python Data Source over KRaft metadata-log files.
+
+Usage (Spark 4.x, ``pyspark.sql.datasource``)::
+
+    spark.dataSource.register(KRaftLogDataSource)
+    df = (spark.read.format("kraftlog")
+          .option("paths", "/data/n1,/data/n2,node3=/data/other")   # node dirs, optional names
+          .option("splitBytes", str(64 << 20))                      # optional
+          .load())
+
+Options (strings, as Spark passes them):
+
+* ``paths`` -- comma-separated node directories (a metadata log dir or its
+  ``__cluster_metadata-0``), each optionally ``name=dir``; the node name defaults to the
+  directory's basename.
+* ``splitBytes`` -- segments larger than this are read as several input partitions, cut at
+  batch boundaries found through the ``.index`` (default 64 MiB).
+
+Each input partition is one :class:`tools.audit.scan.FilePart`; rows are produced by
+:func:`tools.audit.scan.read_rows` with the columns of :data:`tools.audit.scan.SCHEMA`.
+Planning (``partitions()``) and reading run in Spark's Python workers, which import this
+module by name (kwire is installed in the environment); heavy imports happen inside the methods.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from tools.audit.scan import DEFAULT_SPLIT_BYTES, SCHEMA
+
+
+class FilePartition(InputPartition):
+    """A picklable input partition carrying one :class:`tools.audit.scan.FilePart`'s fields."""
+
+    def __init__(
+        self, node: str, path: str, source: str, base_offset: int, start: int, end: int
+    ) -> None:
+        self.node = node
+        self.path = path
+        self.source = source
+        self.base_offset = base_offset
+        self.start = start
+        self.end = end
+
+
+class KRaftLogDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "kraftlog"
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def reader(self, schema) -> KRaftLogReader:  # noqa: ANN001 - Spark passes a StructType
+        return KRaftLogReader(dict(self.options))
+
+
+class KRaftLogReader(DataSourceReader):
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = options
+
+    def _option(self, name: str) -> str | None:
+        for key, value in self.options.items():
+            if key.lower() == name.lower():
+                return value
+        return None
+
+    def partitions(self) -> list[FilePartition]:
+        from tools.audit.scan import parse_node_dirs, plan_file_parts
+
+        paths = self._option("paths") or self._option("path")
+        if not paths:
+            raise ValueError("kraftlog needs the option 'paths' (comma-separated node dirs)")
+        split = int(self._option("splitBytes") or DEFAULT_SPLIT_BYTES)
+        parts = plan_file_parts(parse_node_dirs(paths), split)
+        if not parts:  # no files: one empty partition rather than a plan Spark may reject
+            return [FilePartition("", "", "none", 0, 0, 0)]
+        return [
+            FilePartition(p.node, p.path, p.source, p.base_offset, p.start, p.end) for p in parts
+        ]
+
+    def read(self, partition: FilePartition):  # noqa: ANN201 - a generator of row tuples
+        from tools.audit.scan import FilePart, read_rows
+
+        if partition.source == "none":
+            return
+
+        part = FilePart(
+            partition.node,
+            partition.path,
+            partition.source,
+            partition.base_offset,
+            partition.start,
+            partition.end,
+        )
+        yield from read_rows(part)
