@@ -3,10 +3,12 @@ the node (:class:`Dispatcher`). Outbound connections are ``kwire.connection``.""
 
 from server.net.api_versions import ApiVersionsResponder
 from server.net.dispatcher import (
+    ChannelDispatcher,
     Dispatcher,
     FinalizedFeatures,
     Handler,
     HandlerTable,
+    PendingRequest,
     RequestContext,
 )
 from server.net.server import BoundListener, RunningServer, serve
@@ -14,10 +16,12 @@ from server.net.server import BoundListener, RunningServer, serve
 __all__ = [
     "ApiVersionsResponder",
     "BoundListener",
+    "ChannelDispatcher",
     "Dispatcher",
     "FinalizedFeatures",
     "Handler",
     "HandlerTable",
+    "PendingRequest",
     "RequestContext",
     "RunningServer",
     "serve",

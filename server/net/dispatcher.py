@@ -16,11 +16,21 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import trio
+
 from messages.generated.api_versions_response import FinalizedFeatureKey, SupportedFeatureKey
 from messages.protocol import Request
 from messages.runtime import Message
 
-__all__ = ["Dispatcher", "FinalizedFeatures", "Handler", "HandlerTable", "RequestContext"]
+__all__ = [
+    "ChannelDispatcher",
+    "Dispatcher",
+    "FinalizedFeatures",
+    "Handler",
+    "HandlerTable",
+    "PendingRequest",
+    "RequestContext",
+]
 
 
 @dataclass(slots=True)
@@ -95,3 +105,78 @@ class HandlerTable:
     async def handle(self, request: Request, context: RequestContext) -> Message:
         _, handler = self.handlers[request.header.request_api_key]
         return await handler(request, context)
+
+
+class PendingRequest:
+    """A request waiting for the node's answer (see :class:`ChannelDispatcher`).
+
+    The node calls :meth:`respond` with the response body, or :meth:`fail` with an exception,
+    exactly once, from any task; later calls raise RuntimeError.
+    """
+
+    __slots__ = ("_done", "_error", "_response", "context", "request")
+
+    def __init__(self, request: Request, context: RequestContext) -> None:
+        self.request = request
+        self.context = context
+        self._done = trio.Event()
+        self._response: Message | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def respond(self, response: Message) -> None:
+        if self._done.is_set():
+            raise RuntimeError("request already completed")
+        self._response = response
+        self._done.set()
+
+    def fail(self, error: BaseException) -> None:
+        """Complete without a response: the connection is closed and ``error`` logged."""
+        if self._done.is_set():
+            raise RuntimeError("request already completed")
+        self._error = error
+        self._done.set()
+
+    async def wait(self) -> Message:
+        await self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._response is not None
+        return self._response
+
+
+@dataclass
+class ChannelDispatcher:
+    """A :class:`Dispatcher` that hands every request to one consuming task (the node) over a
+    Trio memory channel, as :class:`PendingRequest` objects, and waits for its answer.
+
+    The node may answer requests from different connections in any order; each connection still
+    answers its own requests in order. ``supported`` and ``finalized`` may be reassigned at any
+    time (e.g. when a new metadata.version is committed). If the receiving side is closed, the
+    request fails and its connection is closed.
+    """
+
+    versions: Mapping[int, tuple[int, int]]
+    send_channel: trio.MemorySendChannel[PendingRequest]
+    supported: Sequence[SupportedFeatureKey] = ()
+    finalized: FinalizedFeatures = field(default_factory=FinalizedFeatures)
+
+    def api_versions(self) -> Mapping[int, tuple[int, int]]:
+        return self.versions
+
+    def supported_features(self) -> Sequence[SupportedFeatureKey]:
+        return self.supported
+
+    def finalized_features(self) -> FinalizedFeatures:
+        return self.finalized
+
+    async def handle(self, request: Request, context: RequestContext) -> Message:
+        pending = PendingRequest(request, context)
+        try:
+            await self.send_channel.send(pending)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise RuntimeError("the node is no longer accepting requests") from None
+        return await pending.wait()

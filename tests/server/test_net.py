@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from kwire.api_keys import ApiKey
-from kwire.connection import open_connection
+from kwire.connection import KafkaConnection, open_connection
 from kwire.errors import Errors
 from kwire.frame import frame
 from messages.generated.api_versions_request import ApiVersionsRequest
@@ -32,7 +32,15 @@ from messages.generated.vote_request import VoteRequest
 from messages.protocol import Request, decode_response, encode_request
 from messages.runtime import Message
 from server.config import Listener
-from server.net import FinalizedFeatures, HandlerTable, RequestContext, RunningServer, serve
+from server.net import (
+    ChannelDispatcher,
+    FinalizedFeatures,
+    HandlerTable,
+    PendingRequest,
+    RequestContext,
+    RunningServer,
+    serve,
+)
 
 LOCAL = [Listener("CONTROLLER", "127.0.0.1", 0)]
 MAX_AV = ApiVersionsRequest.HIGHEST_VERSION
@@ -268,7 +276,7 @@ async def test_handler_failure_closes_connection_not_server(
     conn = await open_connection("127.0.0.1", running.port())
     with pytest.raises(ConnectionError):
         await conn.request(DescribeClusterRequest())
-    assert any("handler bug" in (r.exc_text or "") or r.exc_info for r in caplog.records)
+    assert any(r.exc_info and "handler bug" in str(r.exc_info[1]) for r in caplog.records)
     async with await open_connection("127.0.0.1", running.port()) as again:
         assert (await again.request(dq_request(4))).topics[0].partitions[0].leader_id == 4
 
@@ -316,3 +324,57 @@ async def test_port_zero_reports_bound_ports(nursery: trio.Nursery) -> None:
     for port in (a, b):
         async with await open_connection("127.0.0.1", port) as conn:
             assert conn.api_versions.get(55) is not None
+
+
+async def test_channel_dispatcher_answers_out_of_order_across_connections(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    send, receive = trio.open_memory_channel[PendingRequest](0)
+    dispatcher = ChannelDispatcher({int(ApiKey.DESCRIBE_QUORUM): (0, 2)}, send, SUPPORTED, FINALIZED)
+    running: RunningServer = await nursery.start(
+        lambda task_status: serve(LOCAL, dispatcher, task_status=task_status)
+    )
+    a = await open_connection("127.0.0.1", running.port(), "a")
+    b = await open_connection("127.0.0.1", running.port(), "b")
+    results: dict[str, int] = {}
+
+    async def ask(name: str, conn: KafkaConnection, partition: int) -> None:
+        response = await conn.request(dq_request(partition))
+        results[name] = response.topics[0].partitions[0].leader_id
+
+    async with trio.open_nursery() as clients:
+        clients.start_soon(ask, "a", a, 1)
+        first = await receive.receive()
+        clients.start_soon(ask, "b", b, 2)
+        second = await receive.receive()
+        assert (first.context.connection_id, second.context.connection_id) == (1, 2)
+        for pending in (second, first):  # the node answers b before a
+            part = pending.request.body.topics[0].partitions[0].partition_index
+            pending.respond(
+                DescribeQuorumResponse(topics=[DQTopic("__cluster_metadata", [DQPartition(part, leader_id=part * 10)])])
+            )
+        with pytest.raises(RuntimeError):
+            first.respond(DescribeQuorumResponse())
+    assert results == {"a": 10, "b": 20}
+
+    # Features are read on every ApiVersions request, so the node can change them.
+    dispatcher.finalized = FinalizedFeatures(8, [FinalizedFeatureKey("metadata.version", 22, 22)])
+    async with await open_connection("127.0.0.1", running.port()) as c:
+        assert c.api_versions_response is not None
+        assert c.api_versions_response.finalized_features_epoch == 8
+
+    # A failed request closes its connection only.
+    async with trio.open_nursery() as clients:
+        async def failing() -> None:
+            with pytest.raises(ConnectionError):
+                await a.request(dq_request(3))
+
+        clients.start_soon(failing)
+        (await receive.receive()).fail(ValueError("state machine refused"))
+    assert any("state machine refused" in (r.exc_text or str(r.exc_info)) for r in caplog.records)
+
+    # With the node gone, requests close their connections instead of hanging.
+    await receive.aclose()
+    with pytest.raises(ConnectionError):
+        await b.request(dq_request(4))
+    assert running.connections_closed_on_error == 2
