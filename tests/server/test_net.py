@@ -378,3 +378,19 @@ async def test_channel_dispatcher_answers_out_of_order_across_connections(
     with pytest.raises(ConnectionError):
         await b.request(dq_request(4))
     assert running.connections_closed_on_error == 2
+
+
+async def test_ipv6_listener(nursery: trio.Nursery) -> None:
+    try:
+        probe = trio.socket.socket(trio.socket.AF_INET6)
+        with probe:
+            await probe.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback on this machine")
+    running: RunningServer = await nursery.start(
+        lambda task_status: serve([Listener("V6", "::1", 0)], make_table(), task_status=task_status)
+    )
+    assert running.listeners[0].host == "::1"
+    async with await open_connection("::1", running.port()) as conn:
+        assert conn.peer == f"[::1]:{running.port()}"
+        assert (await conn.request(dq_request(6))).topics[0].partitions[0].leader_id == 6
