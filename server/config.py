@@ -301,6 +301,12 @@ class KRaftConfig:
             "controller.quorum.bootstrap.servers",
             r.string("controller.quorum.bootstrap.servers", "") or "",
         )
+        if voters and "controller" in roles and not any(v.node_id == node_id for v in voters):
+            # KafkaConfig.validateControllerQuorumVotersMustContainNodeIdForKRaftController
+            raise ConfigError(
+                "controller.quorum.voters",
+                f"must contain this controller's node.id {node_id} when it is not empty",
+            )
         if not voters and not bootstrap:
             # KafkaRaftClient: "Missing kraft bootstrap servers".
             raise ConfigError(

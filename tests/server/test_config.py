@@ -116,6 +116,7 @@ def test_listener_forms() -> None:
         ("controller.listener.names", None, "required"),
         ("controller.quorum.voters", "1@h", "id@host:port"),
         ("controller.quorum.voters", "1@h:1,1@h:2", "more than once"),
+        ("controller.quorum.voters", "2@h:1,3@h:2", "node.id 1"),
         ("controller.quorum.bootstrap.servers", "nohost", "host:port"),
         ("controller.quorum.election.timeout.ms", "0", "minimum"),
         ("listener.security.protocol.map", "CONTROLLER:SSL", "PLAINTEXT listeners only"),
