@@ -31,7 +31,7 @@ from messages.generated.describe_quorum_response import TopicData as DQTopic
 from messages.generated.vote_request import VoteRequest
 from messages.protocol import Request, decode_response, encode_request
 from messages.runtime import Message
-from server.config import Listener
+from server.config import KRaftConfig, Listener
 from server.net import (
     ChannelDispatcher,
     FinalizedFeatures,
@@ -394,3 +394,26 @@ async def test_ipv6_listener(nursery: trio.Nursery) -> None:
     async with await open_connection("::1", running.port()) as conn:
         assert conn.peer == f"[::1]:{running.port()}"
         assert (await conn.request(dq_request(6))).topics[0].partitions[0].leader_id == 6
+
+
+async def test_serve_from_config_uses_its_limits(nursery: trio.Nursery) -> None:
+    config = KRaftConfig.from_properties(
+        {
+            "process.roles": "controller",
+            "node.id": "1",
+            "listeners": "CONTROLLER://127.0.0.1:0",
+            "controller.listener.names": "CONTROLLER",
+            "controller.quorum.bootstrap.servers": "localhost:9093",
+            "socket.request.max.bytes": "200",
+        }
+    )
+    running: RunningServer = await nursery.start(
+        lambda task_status: serve(config, make_table(), task_status=task_status)
+    )
+    assert [b.name for b in running.listeners] == ["CONTROLLER"]
+    async with await open_connection("127.0.0.1", running.port()) as conn:
+        assert (await conn.request(dq_request(2))).topics[0].partitions[0].leader_id == 2
+    stream = await trio.open_tcp_stream("127.0.0.1", running.port())
+    await stream.send_all(struct.pack(">i", 201))
+    await assert_closed(stream)
+    assert running.connections_closed_on_error == 1
