@@ -234,6 +234,7 @@ async def describe(bootstrap: str, timeout_s: float = 30.0) -> QuorumView:
     """Ask the quorum through ``bootstrap`` as Kafka's admin client does with
     ``bootstrap.controllers``. Raises QuorumToolError with the server's error."""
     import trio
+
     from kwire.connection import open_connection
 
     host, port = _parse_host_port(bootstrap)

@@ -14,7 +14,8 @@ from kwire.wire import DecodeError, EncodeError
 from messages import generator
 from messages.generated.api_versions_response import ApiVersion, ApiVersionsResponse
 from messages.generated.describe_quorum_response import DescribeQuorumResponse, ReplicaState
-from messages.generated.fetch_request import FetchRequest, ReplicaState as FetchReplicaState
+from messages.generated.fetch_request import FetchRequest
+from messages.generated.fetch_request import ReplicaState as FetchReplicaState
 from messages.generated.request_header import RequestHeader
 from messages.generated.vote_request import PartitionData, TopicData, VoteRequest
 from messages.protocol import decode_request, encode_request, encode_response
