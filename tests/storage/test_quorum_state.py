@@ -9,7 +9,12 @@ import pytest
 
 from kwire.uuid import Uuid
 from storage.errors import InconsistentStateError, KafkaStorageError
-from storage.quorum_state import ElectionState, FileQuorumStateStore, decode_quorum_state, encode_quorum_state
+from storage.quorum_state import (
+    ElectionState,
+    FileQuorumStateStore,
+    decode_quorum_state,
+    encode_quorum_state,
+)
 
 DIR_ID = Uuid.from_string("J8aAPcfLQt2bqs1JT_rMgQ")
 

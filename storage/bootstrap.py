@@ -1,0 +1,194 @@
+"""``bootstrap.checkpoint`` and the metadata.version table it refers to.
+
+Mirrors ``org.apache.kafka.metadata.bootstrap.BootstrapDirectory`` / ``BootstrapMetadata`` and
+``metadata.util.BatchFileWriter``. ``kafka-storage format`` writes the file into every
+formatted directory; the first active controller copies its records into the log. It is laid
+out exactly like a snapshot with epoch 0, offsets from 0 and no kraft.version records::
+
+    offset 0     control batch   SnapshotHeader{version 0, lastContainedLogTimestamp 0}
+    offset 1..n  data batch      FeatureLevelRecord(metadata.version) v0 first, then one
+                                 FeatureLevelRecord v0 per other feature with level > 0,
+                                 sorted by name (never kraft.version) [+ SCRAM records]
+    offset n+1   control batch   SnapshotFooter{version 0}
+
+Each batch's timestamps are the time of writing. Written as ``bootstrap.checkpoint.tmp``, then
+renamed (kwire also fsyncs the file and the directory).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kwire.wire import DecodeError
+from messages.generated.feature_level_record import FeatureLevelRecord
+from messages.metadata import decode_record, encode_record
+from messages.runtime import Message
+from storage.errors import FormatError
+from storage.fileio import atomic_write, io_errors
+from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, build_snapshot_batches, read_snapshot_content
+
+BOOTSTRAP_FILE = "bootstrap.checkpoint"
+METADATA_VERSION_FEATURE = "metadata.version"
+KRAFT_VERSION_FEATURE = "kraft.version"
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataVersion:
+    """One ``MetadataVersion``: its feature level, its ``<release>-IV<n>`` name, and whether it
+    is production-ready (at or below ``LATEST_PRODUCTION``)."""
+
+    level: int
+    release: str
+    iv: int
+    production: bool
+
+    @property
+    def name(self) -> str:
+        return f"{self.release}-IV{self.iv}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# (level, release, IV) from MetadataVersion.java at the 4.0.0-SNAPSHOT the reference describes
+# (commit 1eb7644), where LATEST_PRODUCTION = 4.0-IV0 (level 22) and 4.0-IV1..IV3 are unstable.
+_LATEST_PRODUCTION_LEVEL = 22
+METADATA_VERSIONS: tuple[MetadataVersion, ...] = tuple(
+    MetadataVersion(level, release, iv, level <= _LATEST_PRODUCTION_LEVEL)
+    for level, release, iv in (
+        (1, "3.0", 1), (2, "3.1", 0), (3, "3.2", 0),
+        (4, "3.3", 0), (5, "3.3", 1), (6, "3.3", 2), (7, "3.3", 3),
+        (8, "3.4", 0), (9, "3.5", 0), (10, "3.5", 1), (11, "3.5", 2),
+        (12, "3.6", 0), (13, "3.6", 1), (14, "3.6", 2),
+        (15, "3.7", 0), (16, "3.7", 1), (17, "3.7", 2), (18, "3.7", 3), (19, "3.7", 4),
+        (20, "3.8", 0), (21, "3.9", 0),
+        (22, "4.0", 0), (23, "4.0", 1), (24, "4.0", 2), (25, "4.0", 3),
+    )
+)
+MINIMUM_BOOTSTRAP_VERSION = METADATA_VERSIONS[3]  # 3.3-IV0 (MetadataVersion.MINIMUM_BOOTSTRAP_VERSION)
+DEFAULT_RELEASE_VERSION = METADATA_VERSIONS[20]  # 3.9-IV0: KIP-853 dynamic quorums, no 4.x features
+_BY_LEVEL = {mv.level: mv for mv in METADATA_VERSIONS}
+_VERSION_TEXT = re.compile(r"^(\d+\.\d+)(?:-IV(\d+))?$")
+
+
+def metadata_version_from_level(level: int) -> MetadataVersion:
+    """Raises ValueError for a level kwire does not know."""
+    try:
+        return _BY_LEVEL[level]
+    except KeyError:
+        raise ValueError(f"No MetadataVersion with feature level {level}") from None
+
+
+def metadata_version_from_string(text: str) -> MetadataVersion:
+    """``"3.9"`` (the release's last IV) or ``"3.7-IV2"`` (``MetadataVersion.fromVersionString``).
+    Raises ValueError."""
+    match = _VERSION_TEXT.match(text.strip())
+    if match:
+        release, iv = match.group(1), match.group(2)
+        candidates = [mv for mv in METADATA_VERSIONS if mv.release == release]
+        if iv is not None:
+            candidates = [mv for mv in candidates if mv.iv == int(iv)]
+        if candidates:
+            return candidates[-1]
+    raise ValueError(
+        f"Unknown release version '{text}'. Supported versions are: "
+        f"{MINIMUM_BOOTSTRAP_VERSION.name} to {_BY_LEVEL[_LATEST_PRODUCTION_LEVEL].name}"
+    )
+
+
+def bootstrap_records(
+    metadata_version: MetadataVersion, features: Mapping[str, int] | None = None
+) -> list[tuple[Message, int]]:
+    """``BootstrapMetadata.fromVersions``: ``(record, version)`` pairs."""
+    records: list[tuple[Message, int]] = [
+        (FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=metadata_version.level), 0)
+    ]
+    for name in sorted(features or {}):
+        if name in (METADATA_VERSION_FEATURE, KRAFT_VERSION_FEATURE):
+            continue
+        level = (features or {})[name]
+        if level > 0:
+            records.append((FeatureLevelRecord(name=name, feature_level=level), 0))
+    return records
+
+
+def encode_bootstrap_checkpoint(records: Sequence[tuple[Message, int]], now_ms: int) -> bytes:
+    values = [encode_record(message, version) for message, version in records]
+    return b"".join(
+        build_snapshot_batches(
+            BOOTSTRAP_SNAPSHOT_ID,
+            last_contained_log_timestamp=0,
+            records=values,
+            append_time_ms=now_ms,
+        )
+    )
+
+
+def write_bootstrap_checkpoint(
+    directory: str | os.PathLike[str], records: Sequence[tuple[Message, int]], now_ms: int
+) -> Path:
+    """Write ``<directory>/bootstrap.checkpoint`` (``BootstrapDirectory.writeBinaryFile``).
+    Raises KafkaStorageError."""
+    path = Path(directory) / BOOTSTRAP_FILE
+    atomic_write(path, encode_bootstrap_checkpoint(records, now_ms))
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path.with_name(BOOTSTRAP_FILE + ".tmp"))
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapMetadata:
+    """The records of a bootstrap file and the metadata.version among them
+    (``BootstrapMetadata.fromRecords``)."""
+
+    records: list[tuple[Message, int]]
+    metadata_version_level: int
+    source: str
+
+    @property
+    def feature_levels(self) -> dict[str, int]:
+        return {
+            m.name: m.feature_level for m, _ in self.records if isinstance(m, FeatureLevelRecord)
+        }
+
+    @classmethod
+    def from_records(cls, records: list[tuple[Message, int]], source: str) -> BootstrapMetadata:
+        level: int | None = None
+        for message, _ in records:
+            if isinstance(message, FeatureLevelRecord) and message.name == METADATA_VERSION_FEATURE:
+                level = message.feature_level
+        if level is None:
+            raise FormatError(
+                f"No FeatureLevelRecord for {METADATA_VERSION_FEATURE} was found in the bootstrap "
+                f"metadata from {source}"
+            )
+        return cls(records, level, source)
+
+
+def decode_bootstrap_checkpoint(data: bytes, source: str = BOOTSTRAP_FILE) -> BootstrapMetadata:
+    """Raises CorruptRecordError / InvalidRecordError for bad batches, FormatError for records
+    that do not decode or lack metadata.version."""
+    content = read_snapshot_content(data)
+    records: list[tuple[Message, int]] = []
+    for value in content.data_records():
+        try:
+            records.append(decode_record(value))
+        except DecodeError as exc:
+            raise FormatError(f"undecodable record in {source}: {exc}") from exc
+    return BootstrapMetadata.from_records(records, f"the binary bootstrap metadata file: {source}")
+
+
+def read_bootstrap_checkpoint(directory: str | os.PathLike[str]) -> BootstrapMetadata | None:
+    """None when the directory has no bootstrap file."""
+    path = Path(directory) / BOOTSTRAP_FILE
+    with io_errors(f"reading {path}"):
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+    return decode_bootstrap_checkpoint(data, str(path))
