@@ -1,0 +1,142 @@
+"""BeginQuorumEpoch (api key 53): a new leader announces its epoch to the voters.
+
+Versions handled: 0-1 (v1 adds VoterId, VoterDirectoryId, LeaderEndpoints and the response's
+NodeEndpoints). Mirrors ``KafkaRaftClient.handleBeginQuorumEpochRequest`` /
+``handleBeginQuorumEpochResponse``. The leader sends it to every other voter when elected and
+again every ``fetch.timeout.ms / 2`` (kraft-facts §2.4).
+
+Request steps, each with the error it returns:
+
+1. ClusterId present and different -> top-level INCONSISTENT_CLUSTER_ID.
+2. Not exactly one topic ``__cluster_metadata`` with one partition 0 -> top-level
+   INVALID_REQUEST.
+3. LeaderEpoch below the local epoch -> partition FENCED_LEADER_EPOCH; LeaderId < 0 ->
+   INVALID_REQUEST; VoterId / VoterDirectoryId naming another replica -> INVALID_VOTER_KEY.
+4. ``maybe_transition(LeaderId, LeaderEpoch)``: become Follower of that leader (a durable
+   transition: the Outbox persists it before this response leaves). A second leader in the
+   same epoch is a safety violation and raises.
+5. Response: NONE, the leader and epoch now known, and (v1+) the leader's endpoint.
+
+Response handling: a later epoch -> ``maybe_transition``; an error -> per-destination backoff
+(the periodic resend retries).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kwire.errors import Errors
+from kwire.uuid import ZERO_UUID
+from messages.generated.begin_quorum_epoch_request import (
+    BeginQuorumEpochRequest,
+    LeaderEndpoint,
+)
+from messages.generated.begin_quorum_epoch_request import PartitionData as BeginPartition
+from messages.generated.begin_quorum_epoch_request import TopicData as BeginTopic
+from messages.generated.begin_quorum_epoch_response import (
+    BeginQuorumEpochResponse,
+    NodeEndpoint,
+)
+from messages.generated.begin_quorum_epoch_response import PartitionData as BeginResponsePartition
+from messages.generated.begin_quorum_epoch_response import TopicData as BeginResponseTopic
+from server.raft.common import (
+    leader_endpoint,
+    leader_id_or_minus_one,
+    single_partition,
+    validate_voter_only,
+)
+from server.raft.types import METADATA_PARTITION, METADATA_TOPIC_NAME
+
+if TYPE_CHECKING:
+    from server.raft.core import RaftCore
+    from server.raft.events import RequestReceived
+
+VERSIONS = (0, 1)
+
+
+def build_request(core: RaftCore, voter_id: int) -> BeginQuorumEpochRequest:
+    voter = core.voters.get(voter_id)
+    return BeginQuorumEpochRequest(
+        cluster_id=core.identity.cluster_id,
+        voter_id=voter_id,
+        topics=[
+            BeginTopic(
+                topic_name=METADATA_TOPIC_NAME,
+                partitions=[
+                    BeginPartition(
+                        partition_index=METADATA_PARTITION,
+                        voter_directory_id=voter.key.directory_id_or_zero
+                        if voter is not None
+                        else ZERO_UUID,
+                        leader_id=core.identity.node_id,
+                        leader_epoch=core.epoch,
+                    )
+                ],
+            )
+        ],
+        leader_endpoints=[
+            LeaderEndpoint(name=e.name, host=e.host, port=e.port) for e in core.identity.endpoints
+        ],
+    )
+
+
+def response(core: RaftCore, listener: str, version: int, error: Errors) -> BeginQuorumEpochResponse:
+    endpoints: list[NodeEndpoint] = []
+    found = leader_endpoint(core, listener)
+    if version >= 1 and found is not None:
+        endpoints.append(NodeEndpoint(node_id=found[0], host=found[1], port=found[2]))
+    return BeginQuorumEpochResponse(
+        error_code=Errors.NONE,
+        topics=[
+            BeginResponseTopic(
+                topic_name=METADATA_TOPIC_NAME,
+                partitions=[
+                    BeginResponsePartition(
+                        partition_index=METADATA_PARTITION,
+                        error_code=error,
+                        leader_id=leader_id_or_minus_one(core),
+                        leader_epoch=core.epoch,
+                    )
+                ],
+            )
+        ],
+        node_endpoints=endpoints,
+    )
+
+
+def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> BeginQuorumEpochResponse:
+    request: BeginQuorumEpochRequest = event.request
+    if not core.validate_cluster_id(request.cluster_id):
+        return BeginQuorumEpochResponse(error_code=Errors.INCONSISTENT_CLUSTER_ID)
+    partition = single_partition(request.topics, "topic_name", "partition_index")
+    if partition is None:
+        return BeginQuorumEpochResponse(error_code=Errors.INVALID_REQUEST)
+    version = event.api_version
+    error = validate_voter_only(
+        core,
+        partition.leader_epoch,
+        partition.leader_id,
+        request.voter_id if version >= 1 else None,
+        partition.voter_directory_id if version >= 1 else None,
+    )
+    if error != Errors.NONE:
+        return response(core, event.listener, version, error)
+    core.maybe_transition(partition.leader_id, partition.leader_epoch, now_ms)
+    return response(core, event.listener, version, Errors.NONE)
+
+
+def handle_response(
+    core: RaftCore, now_ms: int, source_id: int, message: BeginQuorumEpochResponse
+) -> None:
+    if message.error_code != Errors.NONE:
+        core.backoff(source_id, now_ms)
+        return
+    partition = single_partition(message.topics, "topic_name", "partition_index")
+    if partition is None:
+        core.backoff(source_id, now_ms)
+        return
+    leader = partition.leader_id if partition.leader_id >= 0 else None
+    if core.maybe_transition(leader, partition.leader_epoch, now_ms):
+        return
+    if partition.error_code != Errors.NONE:
+        core.backoff(source_id, now_ms)

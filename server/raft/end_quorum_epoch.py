@@ -1,0 +1,167 @@
+"""EndQuorumEpoch (api key 54): a resigning leader asks the voters to elect a successor.
+
+Versions handled: 0-1 (v0 carries PreferredSuccessors ids, v1 PreferredCandidates replica keys
+and LeaderEndpoints; the response gains NodeEndpoints). Mirrors
+``KafkaRaftClient.handleEndQuorumEpochRequest`` / ``handleEndQuorumEpochResponse``. Sent while
+Resigned to every voter that has not acknowledged it, preferred candidates ordered by
+descending fetch offset (kraft-facts §2.4).
+
+Request steps, each with the error it returns:
+
+1. ClusterId present and different -> top-level INCONSISTENT_CLUSTER_ID.
+2. Not exactly one topic ``__cluster_metadata`` with one partition 0 -> top-level
+   INVALID_REQUEST.
+3. LeaderEpoch below the local epoch -> partition FENCED_LEADER_EPOCH; LeaderId < 0 ->
+   INVALID_REQUEST.
+4. ``maybe_transition(LeaderId, LeaderEpoch)`` (a replica that missed the epoch learns it).
+5. If this replica follows that leader in that epoch, its fetch timer is cut to the election
+   backoff for its position among the preferred candidates: 0 for the first, else
+   ``min(backoff.max, (backoff.max >> (n - 1)) << (position - 1))``; not listed -> the full
+   ``election.backoff.max.ms`` (``KafkaRaftClient.strictExponentialElectionBackoffMs``); the
+   follower will grant pre-votes again since its leader is gone.
+6. Response: NONE with the leader and epoch known.
+
+Response handling: NONE in the same epoch -> that voter has acknowledged and is not asked
+again; a later epoch -> ``maybe_transition``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kwire.errors import Errors
+from messages.generated.end_quorum_epoch_request import (
+    EndQuorumEpochRequest,
+    LeaderEndpoint,
+    ReplicaInfo,
+)
+from messages.generated.end_quorum_epoch_request import PartitionData as EndPartition
+from messages.generated.end_quorum_epoch_request import TopicData as EndTopic
+from messages.generated.end_quorum_epoch_response import EndQuorumEpochResponse, NodeEndpoint
+from messages.generated.end_quorum_epoch_response import PartitionData as EndResponsePartition
+from messages.generated.end_quorum_epoch_response import TopicData as EndResponseTopic
+from server.raft.common import (
+    leader_endpoint,
+    leader_id_or_minus_one,
+    single_partition,
+    validate_voter_only,
+)
+from server.raft.roles import Follower, Resigned
+from server.raft.types import METADATA_PARTITION, METADATA_TOPIC_NAME
+
+if TYPE_CHECKING:
+    from server.raft.core import RaftCore
+    from server.raft.events import RequestReceived
+
+VERSIONS = (0, 1)
+
+
+def build_request(core: RaftCore, state: Resigned) -> EndQuorumEpochRequest:
+    successors = state.preferred_successors
+    return EndQuorumEpochRequest(
+        cluster_id=core.identity.cluster_id,
+        topics=[
+            EndTopic(
+                topic_name=METADATA_TOPIC_NAME,
+                partitions=[
+                    EndPartition(
+                        partition_index=METADATA_PARTITION,
+                        leader_id=core.identity.node_id,
+                        leader_epoch=state.epoch,
+                        preferred_successors=[k.id for k in successors],
+                        preferred_candidates=[
+                            ReplicaInfo(candidate_id=k.id, candidate_directory_id=k.directory_id_or_zero)
+                            for k in successors
+                        ],
+                    )
+                ],
+            )
+        ],
+        leader_endpoints=[
+            LeaderEndpoint(name=e.name, host=e.host, port=e.port) for e in core.identity.endpoints
+        ],
+    )
+
+
+def election_backoff_ms(core: RaftCore, position: int | None, candidates: int) -> int:
+    """``strictExponentialElectionBackoffMs`` for a position among ``candidates``."""
+    max_ms = core.config.election_backoff_max_ms
+    if position is None:
+        return max_ms
+    if position == 0:
+        return 0
+    return min(max_ms, (max_ms >> (candidates - 1)) << (position - 1))
+
+
+def _response(core: RaftCore, listener: str, version: int, error: Errors) -> EndQuorumEpochResponse:
+    endpoints: list[NodeEndpoint] = []
+    found = leader_endpoint(core, listener)
+    if version >= 1 and found is not None:
+        endpoints.append(NodeEndpoint(node_id=found[0], host=found[1], port=found[2]))
+    return EndQuorumEpochResponse(
+        error_code=Errors.NONE,
+        topics=[
+            EndResponseTopic(
+                topic_name=METADATA_TOPIC_NAME,
+                partitions=[
+                    EndResponsePartition(
+                        partition_index=METADATA_PARTITION,
+                        error_code=error,
+                        leader_id=leader_id_or_minus_one(core),
+                        leader_epoch=core.epoch,
+                    )
+                ],
+            )
+        ],
+        node_endpoints=endpoints,
+    )
+
+
+def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> EndQuorumEpochResponse:
+    request: EndQuorumEpochRequest = event.request
+    if not core.validate_cluster_id(request.cluster_id):
+        return EndQuorumEpochResponse(error_code=Errors.INCONSISTENT_CLUSTER_ID)
+    partition = single_partition(request.topics, "topic_name", "partition_index")
+    if partition is None:
+        return EndQuorumEpochResponse(error_code=Errors.INVALID_REQUEST)
+    version = event.api_version
+    error = validate_voter_only(core, partition.leader_epoch, partition.leader_id, None, None)
+    if error != Errors.NONE:
+        return _response(core, event.listener, version, error)
+    core.maybe_transition(partition.leader_id, partition.leader_epoch, now_ms)
+    state = core.state
+    if (
+        isinstance(state, Follower)
+        and state.epoch == partition.leader_epoch
+        and state.leader_id == partition.leader_id
+    ):
+        if version >= 1:
+            ids = [c.candidate_id for c in partition.preferred_candidates]
+        else:
+            ids = list(partition.preferred_successors)
+        position = ids.index(core.identity.node_id) if core.identity.node_id in ids else None
+        backoff = election_backoff_ms(core, position, len(ids))
+        state.fetch_deadline_ms = min(state.fetch_deadline_ms, now_ms + backoff)
+        # the leader is gone: pre-votes may be granted again (KIP-996)
+        state.has_fetched = False
+    return _response(core, event.listener, version, Errors.NONE)
+
+
+def handle_response(
+    core: RaftCore, now_ms: int, source_id: int, message: EndQuorumEpochResponse
+) -> None:
+    if message.error_code != Errors.NONE:
+        core.backoff(source_id, now_ms)
+        return
+    partition = single_partition(message.topics, "topic_name", "partition_index")
+    if partition is None:
+        core.backoff(source_id, now_ms)
+        return
+    leader = partition.leader_id if partition.leader_id >= 0 else None
+    if core.maybe_transition(leader, partition.leader_epoch, now_ms):
+        return
+    state = core.state
+    if partition.error_code == Errors.NONE and isinstance(state, Resigned):
+        state.unacknowledged.discard(source_id)
+    elif partition.error_code != Errors.NONE:
+        core.backoff(source_id, now_ms)

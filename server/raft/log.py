@@ -1,0 +1,246 @@
+"""The log as the KRaft core sees it: a read-only ``RaftLog`` protocol and an in-memory fake.
+
+The core never mutates the log. It reads through :class:`RaftLog` and asks for changes in its
+Outbox (truncation point, batches to append, flush, high watermark); the driver applies them
+with the mutating methods of :class:`MutableRaftLog` before the next ``step`` (see
+``server.raft.events.Outbox``). Mirrors ``org.apache.kafka.raft.ReplicatedLog`` and, for the
+fake, ``MockLog`` (raft/src/test): unflushed batches are lost by :meth:`MemoryRaftLog.crash`,
+truncating below the high watermark and moving the high watermark backwards raise.
+
+Offsets: ``log_start_offset`` inclusive, ``log_end_offset`` exclusive (the next offset to be
+written); ``flushed_offset`` is the exclusive end of the durable prefix. Batches are Kafka
+record batch v2 bytes (``storage.records``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from server.raft.types import OffsetAndEpoch
+from storage.records import iter_batches
+
+
+class LogInvariantError(AssertionError):
+    """A request that would break the log's safety rules (truncating below the high watermark,
+    a high watermark moving backwards or past the end, a non-contiguous append)."""
+
+
+class RaftLog(Protocol):
+    """What the core reads (``ReplicatedLog``)."""
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    @property
+    def flushed_offset(self) -> int:
+        """Exclusive end of the prefix known to be durable (fsynced)."""
+        ...
+
+    @property
+    def last_fetched_epoch(self) -> int:
+        """Epoch of the last batch in the log, else of the latest snapshot, else 0."""
+        ...
+
+    @property
+    def high_watermark(self) -> int: ...
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        """The largest epoch <= ``epoch`` and its end offset (``ReplicatedLog.endOffsetForEpoch``);
+        for an epoch above every known one, ``(log_end_offset, last_fetched_epoch)``."""
+        ...
+
+    def read(self, start_offset: int, max_bytes: int) -> bytes:
+        """Whole batches from the one containing ``start_offset``, at most ``max_bytes`` but
+        always at least one batch if any exists (``minOneMessage``); b"" at the end."""
+        ...
+
+    def latest_snapshot_id(self) -> OffsetAndEpoch | None: ...
+
+    def earliest_snapshot_id(self) -> OffsetAndEpoch | None: ...
+
+
+class MutableRaftLog(RaftLog, Protocol):
+    """What the driver calls to apply an Outbox."""
+
+    def truncate_to(self, offset: int) -> None: ...
+
+    def append(self, batches: bytes) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def update_high_watermark(self, offset: int) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StoredBatch:
+    base_offset: int
+    last_offset: int
+    epoch: int
+    is_control: bool
+    data: bytes
+
+
+class MemoryRaftLog:
+    """An in-memory :class:`MutableRaftLog` with crash semantics, for tests and the simulation.
+
+    ``flush`` is split in two for the simulation: :meth:`begin_flush` captures the end offset
+    to make durable, :meth:`complete_flush` makes it durable unless a truncation happened in
+    between (then that flush is void and a later one covers the new tail).
+    """
+
+    def __init__(self) -> None:
+        self._batches: list[StoredBatch] = []
+        self._start_offset = 0
+        self._flushed = 0
+        self._hwm = 0
+        self._truncations = 0
+        self._snapshots: dict[OffsetAndEpoch, bytes] = {}
+
+    # -- RaftLog
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        if self._batches:
+            return self._batches[-1].last_offset + 1
+        return self._start_offset
+
+    @property
+    def flushed_offset(self) -> int:
+        return self._flushed
+
+    @property
+    def last_fetched_epoch(self) -> int:
+        if self._batches:
+            return self._batches[-1].epoch
+        latest = self.latest_snapshot_id()
+        return latest.epoch if latest is not None else 0
+
+    @property
+    def high_watermark(self) -> int:
+        return self._hwm
+
+    def _epoch_starts(self) -> list[tuple[int, int]]:
+        starts: list[tuple[int, int]] = []
+        for batch in self._batches:
+            if not starts or starts[-1][0] != batch.epoch:
+                starts.append((batch.epoch, batch.base_offset))
+        return starts
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        starts = self._epoch_starts()
+        if starts and epoch == starts[-1][0]:
+            return OffsetAndEpoch(self.log_end_offset, epoch)
+        higher = next(((e, s) for e, s in starts if e > epoch), None)
+        if higher is None:
+            result = OffsetAndEpoch(self.log_end_offset, self.last_fetched_epoch)
+        else:
+            floor = [(e, s) for e, s in starts if e <= epoch]
+            found_epoch = floor[-1][0] if floor else epoch
+            result = OffsetAndEpoch(higher[1], found_epoch)
+        earliest = self.earliest_snapshot_id()
+        if (
+            earliest is not None
+            and result.offset == earliest.offset
+            and result.epoch < earliest.epoch
+        ):
+            return earliest
+        return result
+
+    def read(self, start_offset: int, max_bytes: int) -> bytes:
+        out = bytearray()
+        for batch in self._batches:
+            if batch.last_offset < start_offset:
+                continue
+            if out and len(out) + len(batch.data) > max_bytes:
+                break
+            out += batch.data
+        return bytes(out)
+
+    def latest_snapshot_id(self) -> OffsetAndEpoch | None:
+        if not self._snapshots:
+            return None
+        return max(self._snapshots, key=lambda s: (s.offset, s.epoch))
+
+    def earliest_snapshot_id(self) -> OffsetAndEpoch | None:
+        if not self._snapshots:
+            return None
+        return min(self._snapshots, key=lambda s: (s.offset, s.epoch))
+
+    # -- mutations
+
+    def append(self, batches: bytes) -> None:
+        """Append whole batches; each must start at the current end offset."""
+        for view in iter_batches(batches):
+            expected = self.log_end_offset
+            if view.base_offset != expected:
+                raise LogInvariantError(
+                    f"append at offset {view.base_offset}, log end offset is {expected}"
+                )
+            if self._batches and view.partition_leader_epoch < self._batches[-1].epoch:
+                raise LogInvariantError(
+                    f"batch epoch {view.partition_leader_epoch} below the log's last epoch "
+                    f"{self._batches[-1].epoch}"
+                )
+            self._batches.append(
+                StoredBatch(
+                    view.base_offset,
+                    view.base_offset + view.last_offset_delta,
+                    view.partition_leader_epoch,
+                    view.is_control,
+                    view.to_bytes(),
+                )
+            )
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop every batch at or beyond ``offset`` (which must be a batch boundary)."""
+        if offset < self._hwm:
+            raise LogInvariantError(f"truncate to {offset} below high watermark {self._hwm}")
+        if offset >= self.log_end_offset:
+            return
+        kept = [b for b in self._batches if b.last_offset < offset]
+        if kept and kept[-1].last_offset + 1 != offset and offset > self._start_offset:
+            raise LogInvariantError(f"truncation offset {offset} is inside a batch")
+        self._batches = kept
+        self._flushed = min(self._flushed, offset)
+        self._truncations += 1
+
+    def flush(self) -> None:
+        self._flushed = self.log_end_offset
+
+    def begin_flush(self) -> tuple[int, int]:
+        return (self.log_end_offset, self._truncations)
+
+    def complete_flush(self, token: tuple[int, int]) -> None:
+        end_offset, truncations = token
+        if truncations == self._truncations:
+            self._flushed = max(self._flushed, min(end_offset, self.log_end_offset))
+
+    def update_high_watermark(self, offset: int) -> None:
+        if offset < self._hwm:
+            raise LogInvariantError(f"high watermark moved back from {self._hwm} to {offset}")
+        if offset > self.log_end_offset:
+            raise LogInvariantError(
+                f"high watermark {offset} beyond log end offset {self.log_end_offset}"
+            )
+        self._hwm = offset
+
+    def crash(self) -> None:
+        """Lose every batch not covered by the flushed offset; the high watermark (never
+        durable in KRaft) resets to the log start (``MockLog.reopen``)."""
+        self._batches = [b for b in self._batches if b.last_offset < self._flushed]
+        self._hwm = self._start_offset
+        self._truncations += 1
+
+    # -- inspection
+
+    @property
+    def batches(self) -> list[StoredBatch]:
+        return list(self._batches)

@@ -1,0 +1,398 @@
+"""The six roles of a KRaft replica and the table of legal transitions between them.
+
+One class per role, as Kafka's ``EpochState`` implementations (``UnattachedState``,
+``ProspectiveState``, ``CandidateState``, ``LeaderState``, ``FollowerState``,
+``ResignedState``). Each holds its epoch, its timers (absolute deadlines in ms) and answers
+``can_grant_vote``. The core (``server.raft.core``) performs every transition through
+``RaftCore.transition``, which checks :data:`TRANSITIONS` and that the epoch never decreases.
+
+Transitions (trigger in brackets; "higher epoch" = a request or response from a later epoch):
+
+* Unattached -> Unattached [higher epoch; granting a vote], Prospective [election timeout, voter,
+  pre-vote on], Candidate [election timeout, pre-vote off or single voter], Follower [a leader
+  of this or a later epoch is learned].
+* Prospective -> Unattached [higher epoch; granting a vote], Prospective [pre-vote lost or timed
+  out, retry after backoff], Candidate [a majority granted the pre-vote], Follower [a leader is
+  learned; or the pre-vote is lost while the leader it last followed is known: back to it].
+* Candidate -> Unattached [higher epoch], Prospective [election lost or timed out, pre-vote on],
+  Candidate [same, pre-vote off], Leader [a majority granted the vote], Follower [a leader of this
+  or a later epoch is learned].
+* Leader -> Unattached [higher epoch, leader unknown], Follower [higher epoch with a known
+  leader], Resigned [graceful shutdown, or check-quorum: no majority fetched within 1.5 x
+  fetch.timeout.ms].
+* Follower -> Unattached [higher epoch, leader unknown; an observer whose fetch timed out],
+  Prospective / Candidate [fetch timeout, voter], Follower [a later epoch's leader].
+* Resigned -> Unattached [higher epoch], Prospective / Candidate [election timeout], Follower
+  [a later epoch's leader].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from server.raft.types import ElectionState, ReplicaKey, VoterSet
+
+
+class EpochState:
+    """Base of the roles: the epoch and the durable election state it implies."""
+
+    name = "Base"
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def election(self) -> ElectionState:
+        raise NotImplementedError
+
+    @property
+    def leader_id(self) -> int | None:
+        return None
+
+    def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{self.name}(epoch={self.epoch})"
+
+
+class Unattached(EpochState):
+    """No leader known in ``epoch``; possibly voted for ``voted_key``."""
+
+    name = "Unattached"
+
+    def __init__(
+        self, epoch: int, election_deadline_ms: int | None, voted_key: ReplicaKey | None = None
+    ) -> None:
+        super().__init__(epoch)
+        self.voted_key = voted_key
+        self.election_deadline_ms = election_deadline_ms
+        """None for observers, which never start elections."""
+
+    def election(self) -> ElectionState:
+        return ElectionState(self.epoch, None, self.voted_key)
+
+    def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+        if pre_vote:
+            return log_up_to_date
+        if self.voted_key is not None:
+            return self.voted_key.matches(candidate)
+        return log_up_to_date
+
+
+@dataclass(slots=True)
+class _Election:
+    """Votes gathered by a Prospective or Candidate (``EpochElection``)."""
+
+    voters: VoterSet
+    granted: set[int] = field(default_factory=set)
+    rejected: set[int] = field(default_factory=set)
+
+    def is_won(self) -> bool:
+        return len(self.granted) >= self.voters.majority_size
+
+    def is_lost(self) -> bool:
+        return len(self.rejected) > self.voters.size - self.voters.majority_size
+
+    def unrecorded(self) -> list[int]:
+        return sorted(self.voters.ids - self.granted - self.rejected)
+
+
+class Prospective(EpochState):
+    """Running a KIP-996 pre-vote for ``epoch + 1`` without bumping the epoch."""
+
+    name = "Prospective"
+
+    def __init__(
+        self,
+        epoch: int,
+        voters: VoterSet,
+        local_id: int,
+        election_deadline_ms: int,
+        retries: int,
+        voted_key: ReplicaKey | None = None,
+        leader_id: int | None = None,
+    ) -> None:
+        super().__init__(epoch)
+        self.votes = _Election(voters, granted={local_id})
+        self.election_deadline_ms = election_deadline_ms
+        self.backoff_until_ms: int | None = None
+        self.retries = retries
+        self.voted_key = voted_key
+        self._leader_id = leader_id
+        """The leader it followed before its fetch timed out, if any: learning about that same
+        leader again does not send it back; losing the pre-vote does (KIP-996)."""
+
+    def election(self) -> ElectionState:
+        return ElectionState(self.epoch, self._leader_id, self.voted_key)
+
+    @property
+    def leader_id(self) -> int | None:
+        return self._leader_id
+
+    def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+        if pre_vote:
+            return log_up_to_date
+        if self.voted_key is not None:
+            return self.voted_key.matches(candidate)
+        return log_up_to_date
+
+
+class Candidate(EpochState):
+    """Voted for itself in ``epoch`` and asks the other voters (``CandidateState``)."""
+
+    name = "Candidate"
+
+    def __init__(
+        self,
+        epoch: int,
+        local_key: ReplicaKey,
+        voters: VoterSet,
+        election_deadline_ms: int,
+        retries: int,
+    ) -> None:
+        super().__init__(epoch)
+        self.local_key = local_key
+        self.votes = _Election(voters, granted={local_key.id})
+        self.election_deadline_ms = election_deadline_ms
+        self.backoff_until_ms: int | None = None
+        self.retries = retries
+
+    def election(self) -> ElectionState:
+        return ElectionState(self.epoch, None, self.local_key)
+
+    def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+        return pre_vote and log_up_to_date
+
+
+@dataclass(slots=True)
+class ReplicaState:
+    """What a leader knows about one replica (``LeaderState.ReplicaState``)."""
+
+    key: ReplicaKey
+    end_offset: int | None = None
+    last_fetch_ms: int = -1
+    last_caught_up_ms: int = -1
+    last_fetch_leader_end_offset: int = -1
+
+    def update_follower(self, fetch_offset: int, leader_end_offset: int, now_ms: int) -> None:
+        """``ReplicaState.updateFollowerState``: caught up when its fetch reached the leader's
+        end offset at this fetch, or at the previous one."""
+        if fetch_offset >= leader_end_offset:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
+        elif self.last_fetch_leader_end_offset > 0 and fetch_offset >= self.last_fetch_leader_end_offset:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
+        self.last_fetch_leader_end_offset = leader_end_offset
+        self.last_fetch_ms = now_ms
+        self.end_offset = fetch_offset
+
+
+@dataclass(slots=True)
+class ParkedFetch:
+    """A Fetch held in the leader's purgatory until the log end offset passes ``fetch_offset``
+    or ``expires_ms`` (``ThresholdPurgatory``)."""
+
+    request_id: int
+    api_version: int
+    request: object
+    listener: str
+    fetch_offset: int
+    expires_ms: int
+
+
+class Leader(EpochState):
+    """Leader of ``epoch`` (``LeaderState``): replica progress, high watermark, check-quorum."""
+
+    name = "Leader"
+
+    def __init__(
+        self,
+        epoch: int,
+        local_key: ReplicaKey,
+        voters: VoterSet,
+        epoch_start_offset: int,
+        granting: set[int],
+        now_ms: int,
+        check_quorum_timeout_ms: int,
+    ) -> None:
+        super().__init__(epoch)
+        self.local_key = local_key
+        self.voters = voters
+        self.epoch_start_offset = epoch_start_offset
+        self.granting = set(granting)
+        self.high_watermark: int | None = None
+        self.voter_states: dict[int, ReplicaState] = {
+            v.key.id: ReplicaState(v.key) for v in voters.voters
+        }
+        self.observer_states: dict[ReplicaKey, ReplicaState] = {}
+        self.next_begin_epoch_ms: dict[int, int] = {
+            v: now_ms for v in voters.ids if v != local_key.id
+        }
+        self.check_quorum_timeout_ms = check_quorum_timeout_ms
+        self.check_quorum_deadline_ms = now_ms + check_quorum_timeout_ms
+        self.fetched_voters: set[int] = set()
+        self.parked: list[ParkedFetch] = []
+
+    def election(self) -> ElectionState:
+        return ElectionState(self.epoch, self.local_key.id, self.local_key)
+
+    @property
+    def leader_id(self) -> int | None:
+        return self.local_key.id
+
+    def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+        return False
+
+    def record_voter_fetch(self, voter_id: int, now_ms: int) -> None:
+        """Check-quorum bookkeeping (``LeaderState.updateCheckQuorumForFollowingVoter``)."""
+        if voter_id == self.local_key.id:
+            return
+        self.fetched_voters.add(voter_id)
+        if len(self.fetched_voters) + 1 >= self.voters.majority_size:
+            self.fetched_voters.clear()
+            self.check_quorum_deadline_ms = now_ms + self.check_quorum_timeout_ms
+
+    def check_quorum_expired(self, now_ms: int) -> bool:
+        if self.voters.majority_size <= 1:
+            return False
+        return now_ms >= self.check_quorum_deadline_ms
+
+    def update_local_end_offset(self, end_offset: int, now_ms: int) -> None:
+        state = self.voter_states.get(self.local_key.id)
+        if state is not None:
+            state.end_offset = end_offset
+            state.last_fetch_ms = now_ms
+            state.last_caught_up_ms = now_ms
+
+    def maybe_advance_high_watermark(self) -> int | None:
+        """Recompute the high watermark (``LeaderState.maybeUpdateHighWatermark``): the end
+        offset of the ``voters/2``-th voter sorted descending (unknown last), accepted only past
+        the epoch start offset and only if it grows. Returns the new value, or None."""
+        offsets = sorted(
+            (s.end_offset if s.end_offset is not None else -1 for s in self.voter_states.values()),
+            reverse=True,
+        )
+        candidate = offsets[len(offsets) // 2]
+        if candidate <= self.epoch_start_offset:
+            return None
+        if self.high_watermark is not None and candidate <= self.high_watermark:
+            return None
+        self.high_watermark = candidate
+        return candidate
+
+    def preferred_successors(self) -> list[ReplicaKey]:
+        """Other voters by descending end offset (``LeaderState.nonLeaderVotersByDescendingFetchOffset``)."""
+        others = [s for vid, s in self.voter_states.items() if vid != self.local_key.id]
+        others.sort(key=lambda s: s.end_offset if s.end_offset is not None else -1, reverse=True)
+        return [s.key for s in others]
+
+
+class Follower(EpochState):
+    """Following ``leader_id`` in ``epoch`` (``FollowerState``)."""
+
+    name = "Follower"
+
+    def __init__(
+        self, epoch: int, leader_id: int, fetch_deadline_ms: int, voted_key: ReplicaKey | None
+    ) -> None:
+        super().__init__(epoch)
+        self._leader_id = leader_id
+        self.fetch_deadline_ms = fetch_deadline_ms
+        self.voted_key = voted_key
+        self.has_fetched = False
+        self.backoff_until_ms: int | None = None
+
+    def election(self) -> ElectionState:
+        return ElectionState(self.epoch, self._leader_id, self.voted_key)
+
+    @property
+    def leader_id(self) -> int | None:
+        return self._leader_id
+
+    def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+        # A follower never grants a vote; it grants a pre-vote only when it has not heard
+        # from its leader in this epoch (KIP-996).
+        return pre_vote and not self.has_fetched and log_up_to_date
+
+
+class Resigned(EpochState):
+    """A former leader of ``epoch`` that gave up (``ResignedState``): it tells the other voters
+    with EndQuorumEpoch until each acknowledges, and waits for an election."""
+
+    name = "Resigned"
+
+    def __init__(
+        self,
+        epoch: int,
+        local_key: ReplicaKey,
+        unacknowledged: set[int],
+        election_deadline_ms: int,
+        preferred_successors: list[ReplicaKey],
+    ) -> None:
+        super().__init__(epoch)
+        self.local_key = local_key
+        self.unacknowledged = set(unacknowledged)
+        self.election_deadline_ms = election_deadline_ms
+        self.preferred_successors = preferred_successors
+
+    def election(self) -> ElectionState:
+        return ElectionState(self.epoch, self.local_key.id, self.local_key)
+
+    @property
+    def leader_id(self) -> int | None:
+        return self.local_key.id
+
+    def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+        return pre_vote and log_up_to_date
+
+
+ROLES: tuple[type[EpochState], ...] = (
+    Unattached,
+    Prospective,
+    Candidate,
+    Leader,
+    Follower,
+    Resigned,
+)
+
+TRANSITIONS: dict[type[EpochState], frozenset[type[EpochState]]] = {
+    Unattached: frozenset({Unattached, Prospective, Candidate, Follower}),
+    Prospective: frozenset({Unattached, Prospective, Candidate, Follower}),
+    Candidate: frozenset({Unattached, Prospective, Candidate, Leader, Follower}),
+    Leader: frozenset({Unattached, Follower, Resigned}),
+    Follower: frozenset({Unattached, Prospective, Candidate, Follower}),
+    Resigned: frozenset({Unattached, Prospective, Candidate, Follower}),
+}
+"""Legal ``from -> to`` role changes; anything else is a bug (``IllegalStateException``)."""
+
+SAME_EPOCH_ALLOWED: frozenset[tuple[type[EpochState], type[EpochState]]] = frozenset(
+    {
+        (Unattached, Unattached),  # granting a vote in the current epoch
+        (Unattached, Prospective),
+        (Unattached, Follower),
+        (Prospective, Unattached),  # granting a vote in the current epoch
+        (Prospective, Prospective),
+        (Prospective, Follower),
+        (Candidate, Prospective),  # election lost: pre-vote again, keeping the vote for self
+        (Candidate, Leader),
+        (Candidate, Follower),
+        (Leader, Resigned),
+        (Follower, Prospective),
+        (Resigned, Prospective),
+        (Follower, Unattached),  # an observer whose leader went silent
+    }
+)
+"""Role changes that keep the epoch; every other legal change must raise it (Candidate
+always runs in a new epoch)."""
+
+
+def transition_allowed(
+    old: type[EpochState], new: type[EpochState], old_epoch: int, new_epoch: int
+) -> bool:
+    """True if a change from ``old`` in ``old_epoch`` to ``new`` in ``new_epoch`` is legal."""
+    if new not in TRANSITIONS[old]:
+        return False
+    if new_epoch < old_epoch:
+        return False
+    if new_epoch == old_epoch:
+        return (old, new) in SAME_EPOCH_ALLOWED
+    return True

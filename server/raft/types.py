@@ -1,0 +1,209 @@
+"""Value types of the KRaft core, in Kafka's vocabulary.
+
+Mirrors ``org.apache.kafka.raft``: ``ReplicaKey``, ``OffsetAndEpoch``, ``LeaderAndEpoch``,
+``VoterSet`` (with ``VoterNode``), ``ElectionState`` and ``QuorumConfig``'s defaults
+(kraft-facts §6.1). All immutable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from kwire.uuid import ZERO_UUID, Uuid
+
+METADATA_TOPIC_NAME = "__cluster_metadata"
+METADATA_PARTITION = 0
+
+# KafkaRaftClient constants (kraft-facts §6.1)
+MAX_FETCH_WAIT_MS = 500
+MAX_BATCH_SIZE_BYTES = 8 * 1024 * 1024
+MAX_FETCH_SIZE_BYTES = 8 * 1024 * 1024
+OBSERVER_SESSION_TIMEOUT_MS = 300_000
+ELECTION_BACKOFF_BASE_MS = 100
+CHECK_QUORUM_TIMEOUT_FACTOR = 1.5
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaKey:
+    """A replica's identity: node id plus, under KIP-853, its metadata directory id.
+
+    ``directory_id`` is None when unknown (Kafka maps the zero UUID to empty).
+    """
+
+    id: int
+    directory_id: Uuid | None = None
+
+    @staticmethod
+    def of(replica_id: int, directory_id: Uuid | None) -> ReplicaKey:
+        """Build a key, mapping the zero UUID to "no directory id"."""
+        if directory_id is None or directory_id == ZERO_UUID:
+            return ReplicaKey(replica_id, None)
+        return ReplicaKey(replica_id, directory_id)
+
+    @property
+    def directory_id_or_zero(self) -> Uuid:
+        return ZERO_UUID if self.directory_id is None else self.directory_id
+
+    def matches(self, other: ReplicaKey) -> bool:
+        """Same id and, when both sides know one, the same directory id (``VoterSet.isVoter``)."""
+        if self.id != other.id:
+            return False
+        if self.directory_id is None or other.directory_id is None:
+            return True
+        return self.directory_id == other.directory_id
+
+
+class OffsetAndEpoch(NamedTuple):
+    """An offset and the epoch of the record before it. Ordered epoch first, then offset, as
+    ``OffsetAndEpoch.compareTo`` (kraft-facts §6.2)."""
+
+    offset: int
+    epoch: int
+
+    def key(self) -> tuple[int, int]:
+        return (self.epoch, self.offset)
+
+    def at_least(self, other: OffsetAndEpoch) -> bool:
+        """``self >= other`` in Kafka's epoch-first order."""
+        return self.key() >= other.key()
+
+
+class LeaderAndEpoch(NamedTuple):
+    leader_id: int | None
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """A listener endpoint ``name://host:port`` (a VotersRecord Endpoint)."""
+
+    name: str
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class VoterNode:
+    """One voter: its key, listener endpoints and supported kraft.version range."""
+
+    key: ReplicaKey
+    endpoints: tuple[Endpoint, ...] = ()
+    supported_kraft_versions: tuple[int, int] = (0, 0)
+
+    def endpoint(self, listener: str) -> Endpoint | None:
+        for endpoint in self.endpoints:
+            if endpoint.name == listener:
+                return endpoint
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class VoterSet:
+    """The voters of the quorum, by id (``VoterSet``). Immutable; changes return a new set."""
+
+    voters: tuple[VoterNode, ...]
+
+    def __post_init__(self) -> None:
+        ids = [voter.key.id for voter in self.voters]
+        if len(ids) != len(set(ids)):
+            raise ValueError(f"voter ids must be unique: {ids}")
+
+    @staticmethod
+    def static(
+        voters: dict[int, tuple[str, int]], listener: str = "CONTROLLER"
+    ) -> VoterSet:
+        """The kraft.version 0 set from ``controller.quorum.voters`` (no directory ids,
+        supported kraft versions [0, 0], endpoint named after the default listener)."""
+        return VoterSet(
+            tuple(
+                VoterNode(ReplicaKey(voter_id), (Endpoint(listener, host, port),), (0, 0))
+                for voter_id, (host, port) in sorted(voters.items())
+            )
+        )
+
+    @property
+    def ids(self) -> frozenset[int]:
+        return frozenset(voter.key.id for voter in self.voters)
+
+    @property
+    def size(self) -> int:
+        return len(self.voters)
+
+    @property
+    def majority_size(self) -> int:
+        return len(self.voters) // 2 + 1
+
+    def get(self, voter_id: int) -> VoterNode | None:
+        for voter in self.voters:
+            if voter.key.id == voter_id:
+                return voter
+        return None
+
+    def is_voter(self, key: ReplicaKey) -> bool:
+        """True if ``key`` is a voter: same id and, if both know it, the same directory id."""
+        voter = self.get(key.id)
+        return voter is not None and voter.key.matches(key)
+
+    def is_only_voter(self, key: ReplicaKey) -> bool:
+        return self.size == 1 and self.is_voter(key)
+
+    def add_voter(self, voter: VoterNode) -> VoterSet | None:
+        """A new set with ``voter`` added, or None if its id is already a voter."""
+        if self.get(voter.key.id) is not None:
+            return None
+        return VoterSet(self.voters + (voter,))
+
+    def remove_voter(self, key: ReplicaKey) -> VoterSet | None:
+        """A new set without ``key``, or None if it is not a voter or would leave none."""
+        voter = self.get(key.id)
+        if voter is None or voter.key != key or self.size == 1:
+            return None
+        return VoterSet(tuple(v for v in self.voters if v.key.id != key.id))
+
+    def update_voter(self, voter: VoterNode) -> VoterSet | None:
+        current = self.get(voter.key.id)
+        if current is None or current.key != voter.key:
+            return None
+        return VoterSet(tuple(voter if v.key.id == voter.key.id else v for v in self.voters))
+
+
+@dataclass(frozen=True, slots=True)
+class ElectionState:
+    """What quorum-state holds (``ElectionState``): the epoch, the known leader and the vote.
+
+    At most one of ``leader_id`` and ``voted_key`` describes this epoch's decision; a node may
+    know a leader after voting (Kafka keeps both). Persisted durably on every change.
+    """
+
+    epoch: int
+    leader_id: int | None = None
+    voted_key: ReplicaKey | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumConfig:
+    """The ``controller.quorum.*`` settings (``QuorumConfig``), defaults as Kafka's."""
+
+    election_timeout_ms: int = 1000
+    fetch_timeout_ms: int = 2000
+    election_backoff_max_ms: int = 1000
+    request_timeout_ms: int = 2000
+    retry_backoff_ms: int = 20
+    pre_vote: bool = True
+    """Run a KIP-996 pre-vote (Prospective role) before bumping the epoch (Kafka 4.0+)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaIdentity:
+    """Who this core is: node id, directory id, endpoints, and the cluster it belongs to."""
+
+    node_id: int
+    directory_id: Uuid = ZERO_UUID
+    cluster_id: str | None = None
+    endpoints: tuple[Endpoint, ...] = field(default_factory=tuple)
+    supported_kraft_versions: tuple[int, int] = (0, 1)
+
+    @property
+    def key(self) -> ReplicaKey:
+        return ReplicaKey.of(self.node_id, self.directory_id)

@@ -1,0 +1,173 @@
+"""Vote (api key 52): elections and KIP-996 pre-votes.
+
+Versions handled: 0-2 (v1 adds VoterId, ReplicaDirectoryId, VoterDirectoryId and the response's
+NodeEndpoints; v2 adds PreVote). Mirrors ``KafkaRaftClient.handleVoteRequest`` /
+``handleVoteResponse`` (kraft-facts §2.4, §6.2).
+
+Request steps, each with the error it returns:
+
+1. ClusterId present and different -> top-level INCONSISTENT_CLUSTER_ID.
+2. Not exactly one topic ``__cluster_metadata`` with one partition 0 -> top-level
+   INVALID_REQUEST.
+3. ReplicaEpoch below the local epoch -> partition FENCED_LEADER_EPOCH; ReplicaId < 0 ->
+   INVALID_REQUEST; VoterId / VoterDirectoryId naming another replica -> INVALID_VOTER_KEY.
+4. LastOffset < 0, LastOffsetEpoch < 0 or LastOffsetEpoch >= ReplicaEpoch -> partition
+   INVALID_REQUEST.
+5. A real vote (not pre-vote) for a later epoch moves this replica to Unattached in that epoch.
+6. The vote is granted iff the role allows it (``can_grant_vote``: Unattached/Prospective not
+   yet voted or voted for the same key; Candidate/Leader/Follower/Resigned never, except a
+   pre-vote where the role permits) and the requester's log is at least as up to date:
+   ``(LastOffsetEpoch, LastOffset) >= (last fetched epoch, log end offset)``, epoch first.
+7. A granted real vote moves Unattached/Prospective to Unattached-voted; that election state
+   goes into the Outbox, which makes it durable before this response leaves. Response: NONE,
+   the known leader (or -1), the local epoch, VoteGranted, and (v1+) the leader's endpoint.
+
+Response handling: a later epoch or a leader named in the response -> ``maybe_transition``;
+otherwise a grant or a rejection is recorded for the Prospective / Candidate that asked.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kwire.errors import Errors
+from messages.generated.vote_request import PartitionData as VotePartition
+from messages.generated.vote_request import TopicData as VoteTopic
+from messages.generated.vote_request import VoteRequest
+from messages.generated.vote_response import NodeEndpoint, VoteResponse
+from messages.generated.vote_response import PartitionData as VoteResponsePartition
+from messages.generated.vote_response import TopicData as VoteResponseTopic
+from server.raft.common import (
+    leader_endpoint,
+    leader_id_or_minus_one,
+    single_partition,
+    validate_voter_only,
+)
+from server.raft.roles import Candidate, Prospective, Unattached
+from server.raft.types import METADATA_PARTITION, METADATA_TOPIC_NAME, OffsetAndEpoch, ReplicaKey
+
+if TYPE_CHECKING:
+    from server.raft.core import RaftCore
+    from server.raft.events import RequestReceived
+
+VERSIONS = (0, 2)
+
+
+def build_request(core: RaftCore, voter_id: int, *, pre_vote: bool) -> VoteRequest:
+    """``RaftUtil.singletonVoteRequest``: the receiver's key, the local key, and the local
+    ``(last fetched epoch, log end offset)``. A pre-vote asks for ``epoch + 1``."""
+    end = core.end_offset()
+    voter = core.voters.get(voter_id)
+    voter_dir = voter.key.directory_id_or_zero if voter is not None else ReplicaKey(voter_id).directory_id_or_zero
+    epoch = core.epoch + 1 if pre_vote else core.epoch
+    return VoteRequest(
+        cluster_id=core.identity.cluster_id,
+        voter_id=voter_id,
+        topics=[
+            VoteTopic(
+                topic_name=METADATA_TOPIC_NAME,
+                partitions=[
+                    VotePartition(
+                        partition_index=METADATA_PARTITION,
+                        replica_epoch=epoch,
+                        replica_id=core.identity.node_id,
+                        replica_directory_id=core.identity.directory_id,
+                        voter_directory_id=voter_dir,
+                        last_offset_epoch=end.epoch,
+                        last_offset=end.offset,
+                        pre_vote=pre_vote,
+                    )
+                ],
+            )
+        ],
+    )
+
+
+def _response(
+    core: RaftCore, listener: str, version: int, error: Errors, granted: bool
+) -> VoteResponse:
+    endpoints: list[NodeEndpoint] = []
+    found = leader_endpoint(core, listener)
+    if version >= 1 and found is not None:
+        endpoints.append(NodeEndpoint(node_id=found[0], host=found[1], port=found[2]))
+    return VoteResponse(
+        error_code=Errors.NONE,
+        topics=[
+            VoteResponseTopic(
+                topic_name=METADATA_TOPIC_NAME,
+                partitions=[
+                    VoteResponsePartition(
+                        partition_index=METADATA_PARTITION,
+                        error_code=error,
+                        leader_id=leader_id_or_minus_one(core),
+                        leader_epoch=core.epoch,
+                        vote_granted=granted,
+                    )
+                ],
+            )
+        ],
+        node_endpoints=endpoints,
+    )
+
+
+def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> VoteResponse:
+    request: VoteRequest = event.request
+    if not core.validate_cluster_id(request.cluster_id):
+        return VoteResponse(error_code=Errors.INCONSISTENT_CLUSTER_ID)
+    partition = single_partition(request.topics, "topic_name", "partition_index")
+    if partition is None:
+        return VoteResponse(error_code=Errors.INVALID_REQUEST)
+    version = event.api_version
+    error = validate_voter_only(
+        core,
+        partition.replica_epoch,
+        partition.replica_id,
+        request.voter_id if version >= 1 else None,
+        partition.voter_directory_id if version >= 1 else None,
+    )
+    if error != Errors.NONE:
+        return _response(core, event.listener, version, error, False)
+    if (
+        partition.last_offset < 0
+        or partition.last_offset_epoch < 0
+        or partition.last_offset_epoch >= partition.replica_epoch
+    ):
+        return _response(core, event.listener, version, Errors.INVALID_REQUEST, False)
+    pre_vote = bool(partition.pre_vote) and version >= 2
+    if not pre_vote and partition.replica_epoch > core.epoch:
+        core.transition_to_unattached(partition.replica_epoch, now_ms)
+    candidate = ReplicaKey.of(partition.replica_id, partition.replica_directory_id)
+    remote = OffsetAndEpoch(partition.last_offset, partition.last_offset_epoch)
+    up_to_date = remote.at_least(core.end_offset())
+    granted = core.state.can_grant_vote(candidate, up_to_date, pre_vote)
+    if granted and not pre_vote:
+        state = core.state
+        if isinstance(state, (Unattached, Prospective)) and state.voted_key is None:
+            core.transition_to_unattached(state.epoch, now_ms, voted_key=candidate)
+    return _response(core, event.listener, version, Errors.NONE, granted)
+
+
+def handle_response(core: RaftCore, now_ms: int, source_id: int, response: VoteResponse) -> None:
+    if response.error_code != Errors.NONE:
+        core.backoff(source_id, now_ms)
+        return
+    partition = single_partition(response.topics, "topic_name", "partition_index")
+    if partition is None:
+        core.backoff(source_id, now_ms)
+        return
+    leader = partition.leader_id if partition.leader_id >= 0 else None
+    if core.maybe_transition(leader, partition.leader_epoch, now_ms):
+        return
+    if partition.error_code != Errors.NONE:
+        core.backoff(source_id, now_ms)
+        return
+    state = core.state
+    if not isinstance(state, (Candidate, Prospective)) or partition.leader_epoch != state.epoch:
+        return
+    if source_id not in state.votes.voters.ids:
+        return
+    if partition.vote_granted:
+        state.votes.granted.add(source_id)
+        state.votes.rejected.discard(source_id)
+    else:
+        state.votes.rejected.add(source_id)

@@ -1,0 +1,526 @@
+"""Deterministic simulation of a KRaft quorum of ``RaftCore``s (cf. Kafka's
+``RaftEventSimulationTest``, reliability-plan §1.1 and §6.1).
+
+Everything runs on one virtual clock from one seeded ``random.Random``: an event queue ordered
+by (time, sequence), an in-memory router with per-message loss, latency jitter and directed
+link cuts (partitions), ``MemoryRaftLog``s whose unflushed batches a crash loses, quorum-state
+that is durable as soon as the Outbox is applied, and restarts that rebuild the core from the
+log and the persisted election state. The driver applies each Outbox in the order its
+docstring prescribes.
+
+Invariants checked after every event (``Cluster.check_invariants``):
+
+* ``SingleLeader`` -- at most one leader per epoch, over every election state ever persisted
+  and every live core;
+* ``MonotonicEpoch`` -- each node's persisted epoch never decreases;
+* ``MonotonicHighWatermark`` -- a node's high watermark never decreases while it is up;
+* ``ConsistentCommittedData`` -- every committed batch any node delivers is byte-identical to
+  what every other node delivered at that offset, and each node delivers offsets in order;
+* ``LeaderCompleteness`` -- a node that becomes leader holds every batch committed so far
+  (so committed data is never lost), and committed data is on a majority of durable logs.
+
+Plus the core's and the log's own assertions (no truncation below the HWM, no HWM moving
+backwards, no second leader in an epoch).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from server.raft.core import RaftCore
+from server.raft.events import (
+    ClientAppend,
+    Event,
+    FlushCompleted,
+    Outbox,
+    RequestFailed,
+    RequestReceived,
+    ResponseReceived,
+    Tick,
+)
+from server.raft.log import MemoryRaftLog
+from server.raft.roles import Leader
+from server.raft.types import (
+    ElectionState,
+    Endpoint,
+    QuorumConfig,
+    ReplicaIdentity,
+    VoterSet,
+)
+
+API_VERSIONS = {
+    "VoteRequest": 2,
+    "BeginQuorumEpochRequest": 1,
+    "EndQuorumEpochRequest": 1,
+    "FetchRequest": 17,
+    "DescribeQuorumRequest": 2,
+}
+
+
+class InvariantViolation(AssertionError):
+    pass
+
+
+@dataclass
+class SimNode:
+    node_id: int
+    log: MemoryRaftLog = field(default_factory=MemoryRaftLog)
+    election: ElectionState | None = None
+    core: RaftCore | None = None
+    incarnation: int = 0
+    tick_generation: int = 0
+    last_hwm: int = 0
+    delivered_next: int = 0
+    next_request_id: int = 1
+    pending_replies: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    persisted_epochs: list[int] = field(default_factory=list)
+
+    @property
+    def running(self) -> bool:
+        return self.core is not None
+
+
+class Cluster:
+    def __init__(
+        self,
+        seed: int,
+        voters: int = 3,
+        observers: int = 0,
+        *,
+        drop_rate: float = 0.0,
+        config: QuorumConfig | None = None,
+        kraft_version: int = 0,
+    ) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.now = 0
+        self.config = config or QuorumConfig()
+        self.drop_rate = drop_rate
+        self.kraft_version = kraft_version
+        self.voter_ids = list(range(1, voters + 1))
+        self.observer_ids = list(range(voters + 1, voters + observers + 1))
+        self.voter_set = VoterSet.static({i: (f"node{i}", 9000 + i) for i in self.voter_ids})
+        self.nodes = {i: SimNode(i) for i in self.voter_ids + self.observer_ids}
+        self.queue: list[tuple[int, int, str, Any]] = []
+        self.sequence = 0
+        self.cut: set[tuple[int, int]] = set()
+        self.committed: dict[int, tuple[int, bytes]] = {}
+        """offset of each committed batch -> (last offset, sha of the batch bytes)"""
+        self.committed_end = 0
+        self.leaders_by_epoch: dict[int, int] = {}
+        self.leaders_seen: set[tuple[int, int]] = set()
+        self.events = 0
+        self.next_token = 1
+        self.acked: dict[int, int] = {}
+        self.elections = 0
+        for node_id in self.nodes:
+            self.start(node_id)
+
+    # ------------------------------------------------------------------ scheduling
+
+    def schedule(self, at: int, kind: str, payload: Any) -> None:
+        self.sequence += 1
+        heapq.heappush(self.queue, (at, self.sequence, kind, payload))
+
+    def run_until(self, end_ms: int) -> None:
+        while self.queue and self.queue[0][0] <= end_ms:
+            at, _, kind, payload = heapq.heappop(self.queue)
+            self.now = at
+            self.dispatch(kind, payload)
+            self.events += 1
+            self.check_invariants()
+        self.now = max(self.now, end_ms)
+
+    def dispatch(self, kind: str, payload: Any) -> None:
+        if kind == "tick":
+            node_id, generation = payload
+            node = self.nodes[node_id]
+            if node.running and node.tick_generation == generation:
+                self.step(node_id, Tick())
+        elif kind == "deliver_request":
+            src, dst, src_incarnation, correlation, request = payload
+            node = self.nodes[dst]
+            if not node.running:
+                return
+            request_id = node.next_request_id
+            node.next_request_id += 1
+            node.pending_replies[request_id] = (src, correlation, src_incarnation)
+            version = API_VERSIONS[type(request).__name__]
+            self.step(dst, RequestReceived(request_id, version, request))
+        elif kind == "deliver_response":
+            dst, dst_incarnation, src, correlation, response = payload
+            node = self.nodes[dst]
+            if not node.running or node.incarnation != dst_incarnation:
+                return
+            self.step(dst, ResponseReceived(correlation, src, response))
+        elif kind == "request_failed":
+            node_id, incarnation, peer, correlation = payload
+            node = self.nodes[node_id]
+            if node.running and node.incarnation == incarnation:
+                self.step(node_id, RequestFailed(correlation, peer, "disconnected"))
+        elif kind == "flush":
+            node_id, incarnation, token = payload
+            node = self.nodes[node_id]
+            if not node.running or node.incarnation != incarnation:
+                return
+            node.log.complete_flush(token)
+            self.step(node_id, FlushCompleted())
+        elif kind == "call":
+            payload()
+        else:
+            raise AssertionError(kind)
+
+    # ------------------------------------------------------------------ nodes
+
+    def start(self, node_id: int) -> None:
+        node = self.nodes[node_id]
+        node.incarnation += 1
+        node.pending_replies.clear()
+        node.core = RaftCore(
+            identity=ReplicaIdentity(
+                node_id,
+                cluster_id="sim-cluster",
+                endpoints=(Endpoint("CONTROLLER", f"node{node_id}", 9000 + node_id),),
+            ),
+            log=node.log,
+            voters=self.voter_set,
+            rng=random.Random(self.rng.getrandbits(64)),
+            now_ms=self.now,
+            election=node.election,
+            kraft_version=self.kraft_version,
+            config=self.config,
+        )
+        node.last_hwm = node.core.high_watermark
+        node.delivered_next = node.log.log_start_offset
+        self.step(node_id, Tick())
+
+    def crash(self, node_id: int) -> None:
+        node = self.nodes[node_id]
+        if not node.running:
+            return
+        node.core = None
+        node.log.crash()
+        node.tick_generation += 1
+
+    def restart(self, node_id: int) -> None:
+        if not self.nodes[node_id].running:
+            self.start(node_id)
+
+    def step(self, node_id: int, event: Event) -> None:
+        node = self.nodes[node_id]
+        assert node.core is not None
+        outbox = node.core.step(self.now, event)
+        self.apply(node, outbox)
+
+    def apply(self, node: SimNode, out: Outbox) -> None:
+        core = node.core
+        assert core is not None
+        if out.election_state is not None:
+            self.persist(node, out.election_state)
+        if out.truncate_to is not None:
+            node.log.truncate_to(out.truncate_to)
+        for data in out.appends:
+            node.log.append(data)
+        if out.high_watermark is not None:
+            node.log.update_high_watermark(out.high_watermark)
+        for send in out.sends:
+            self.route_request(node, send.destination_id, send.correlation_id, send.request)
+        for reply in out.replies:
+            src, correlation, src_incarnation = node.pending_replies.pop(reply.request_id)
+            self.route_response(node.node_id, src, src_incarnation, correlation, reply.response)
+        if out.flush:
+            token = node.log.begin_flush()
+            self.schedule(self.now + self.rng.randint(0, 4), "flush", (node.node_id, node.incarnation, token))
+        for batch in out.committed:
+            self.on_committed(node, batch)
+        if isinstance(core.state, Leader) and (core.state.epoch, node.node_id) not in self.leaders_seen:
+            self.leaders_seen.add((core.state.epoch, node.node_id))
+            self.on_new_leader(node, core.state.epoch)
+        if out.next_deadline_ms is not None:
+            node.tick_generation += 1
+            self.schedule(max(out.next_deadline_ms, self.now), "tick", (node.node_id, node.tick_generation))
+
+    def persist(self, node: SimNode, election: ElectionState) -> None:
+        if node.election is not None and election.epoch < node.election.epoch:
+            self.fail(f"MonotonicEpoch: node {node.node_id} persisted epoch {election.epoch} after {node.election.epoch}")
+        node.election = election
+        node.persisted_epochs.append(election.epoch)
+        if election.leader_id is not None:
+            known = self.leaders_by_epoch.get(election.epoch)
+            if known is not None and known != election.leader_id:
+                self.fail(
+                    f"SingleLeader: epoch {election.epoch} has leaders {known} and {election.leader_id}"
+                )
+            self.leaders_by_epoch[election.epoch] = election.leader_id
+
+    # ------------------------------------------------------------------ network
+
+    def reachable(self, src: int, dst: int) -> bool:
+        return (src, dst) not in self.cut
+
+    def route_request(self, node: SimNode, dst: int, correlation: int, request: Any) -> None:
+        if dst not in self.nodes or not self.reachable(node.node_id, dst):
+            return
+        if self.drop_rate and self.rng.random() < self.drop_rate:
+            self.fail_connection(node.node_id, node.incarnation, dst, correlation)
+            return
+        self.schedule(
+            self.now + self.rng.randint(1, 5),
+            "deliver_request",
+            (node.node_id, dst, node.incarnation, correlation, request),
+        )
+
+    def route_response(self, src: int, dst: int, dst_incarnation: int, correlation: int, response: Any) -> None:
+        if not self.reachable(src, dst):
+            return
+        if self.drop_rate and self.rng.random() < self.drop_rate:
+            self.fail_connection(dst, dst_incarnation, src, correlation)
+            return
+        self.schedule(
+            self.now + self.rng.randint(1, 5),
+            "deliver_response",
+            (dst, dst_incarnation, src, correlation, response),
+        )
+
+    def fail_connection(self, requester: int, incarnation: int, peer: int, correlation: int) -> None:
+        """A lost message breaks the connection, as over TCP: the requester learns it soon
+        (a link cut by a partition, by contrast, is a silent black hole)."""
+        self.schedule(
+            self.now + self.rng.randint(1, 30),
+            "request_failed",
+            (requester, incarnation, peer, correlation),
+        )
+
+    def isolate(self, node_id: int) -> None:
+        for other in self.nodes:
+            if other != node_id:
+                self.cut.add((node_id, other))
+                self.cut.add((other, node_id))
+
+    def partition(self, *groups: list[int]) -> None:
+        self.cut.clear()
+        for a in groups:
+            for b in groups:
+                if a is b:
+                    continue
+                for x in a:
+                    for y in b:
+                        self.cut.add((x, y))
+
+    def heal(self) -> None:
+        self.cut.clear()
+
+    # ------------------------------------------------------------------ workload
+
+    def leader(self) -> int | None:
+        leaders = [
+            (n.core.epoch, n.node_id)
+            for n in self.nodes.values()
+            if n.core is not None and isinstance(n.core.state, Leader)
+        ]
+        return max(leaders)[1] if leaders else None
+
+    def append(self) -> None:
+        leader = self.leader()
+        if leader is None:
+            return
+        token = self.next_token
+        self.next_token += 1
+        self.step(leader, ClientAppend(token, (f"value-{token}".encode(),)))
+
+    def start_workload(self, period_ms: int, until_ms: int) -> None:
+        def tick() -> None:
+            self.append()
+            if self.now + period_ms <= until_ms:
+                self.schedule(self.now + period_ms, "call", tick)
+
+        self.schedule(self.now + period_ms, "call", tick)
+
+    # ------------------------------------------------------------------ invariants
+
+    def fail(self, message: str) -> None:
+        raise InvariantViolation(f"seed {self.seed} at t={self.now}ms: {message}\n{describe(self)}")
+
+    def on_committed(self, node: SimNode, batch: Any) -> None:
+        if batch.base_offset != node.delivered_next:
+            self.fail(
+                f"ConsistentCommittedData: node {node.node_id} delivered {batch.base_offset}, "
+                f"expected {node.delivered_next}"
+            )
+        node.delivered_next = batch.last_offset + 1
+        digest = hashlib.blake2b(batch.data, digest_size=16).digest()
+        known = self.committed.get(batch.base_offset)
+        if known is None:
+            if batch.base_offset < self.committed_end:
+                self.fail(f"ConsistentCommittedData: batch at {batch.base_offset} inside a committed batch")
+            self.committed[batch.base_offset] = (batch.last_offset, digest)
+            self.committed_end = max(self.committed_end, batch.last_offset + 1)
+        elif known != (batch.last_offset, digest):
+            self.fail(f"ConsistentCommittedData: node {node.node_id} differs at offset {batch.base_offset}")
+
+    def log_holds_committed(self, log: MemoryRaftLog, durable_only: bool) -> bool:
+        found: dict[int, tuple[int, bytes]] = {}
+        limit = log.flushed_offset if durable_only else log.log_end_offset
+        for stored in log.batches:
+            if stored.last_offset >= limit:
+                break
+            found[stored.base_offset] = (
+                stored.last_offset,
+                hashlib.blake2b(stored.data, digest_size=16).digest(),
+            )
+        return all(found.get(offset) == value for offset, value in self.committed.items())
+
+    def on_new_leader(self, node: SimNode, epoch: int) -> None:
+        self.elections += 1
+        known = self.leaders_by_epoch.get(epoch)
+        if known is not None and known != node.node_id:
+            self.fail(f"SingleLeader: epoch {epoch} led by {known} and {node.node_id}")
+        self.leaders_by_epoch[epoch] = node.node_id
+        if not self.log_holds_committed(node.log, durable_only=False):
+            self.fail(f"LeaderCompleteness: new leader {node.node_id} of epoch {epoch} lacks committed data")
+
+    def check_invariants(self) -> None:
+        leaders: dict[int, int] = {}
+        for node in self.nodes.values():
+            core = node.core
+            if core is None:
+                continue
+            if core.high_watermark < node.last_hwm:
+                self.fail(
+                    f"MonotonicHighWatermark: node {node.node_id} went from {node.last_hwm} to {core.high_watermark}"
+                )
+            node.last_hwm = core.high_watermark
+            if isinstance(core.state, Leader):
+                other = leaders.setdefault(core.epoch, node.node_id)
+                if other != node.node_id:
+                    self.fail(f"SingleLeader: {other} and {node.node_id} both lead epoch {core.epoch}")
+            if node.election is not None and core.persisted_election.epoch != node.election.epoch:
+                self.fail(f"MonotonicEpoch: node {node.node_id} runs epoch {core.epoch}, persisted {node.election.epoch}")
+
+    def check_committed_on_majority(self) -> None:
+        """Committed batches survive on a majority of durable voter logs."""
+        holders = sum(
+            1 for i in self.voter_ids if self.log_holds_committed(self.nodes[i].log, durable_only=True)
+        )
+        if holders < len(self.voter_ids) // 2 + 1:
+            self.fail(f"committed data on only {holders} durable voter logs")
+
+    # ------------------------------------------------------------------ liveness
+
+    def max_high_watermark(self) -> int:
+        return max((n.core.high_watermark for n in self.nodes.values() if n.core is not None), default=0)
+
+
+# ---------------------------------------------------------------------- scenarios
+
+SCENARIOS = ("steady", "leader_crash", "partition_leader", "chaos")
+
+
+@dataclass
+class RunStats:
+    seed: int
+    scenario: str
+    events: int
+    elections: int
+    committed_end: int
+    simulated_ms: int
+
+
+def _liveness(cluster: Cluster, what: str, duration_ms: int) -> None:
+    before = cluster.committed_end
+    end = cluster.now + duration_ms
+    cluster.start_workload(50, end)
+    cluster.run_until(end)
+    if cluster.committed_end <= before:
+        cluster.fail(f"liveness: nothing committed within {duration_ms} ms after {what}")
+
+
+def _await_leader(cluster: Cluster, within_ms: int) -> int:
+    deadline = cluster.now + within_ms
+    while cluster.now < deadline:
+        leader = cluster.leader()
+        if leader is not None:
+            return leader
+        cluster.run_until(cluster.now + 50)
+    cluster.fail(f"no leader elected within {within_ms} ms")
+    raise AssertionError("unreachable")
+
+
+def run_scenario(seed: int, scenario: str | None = None) -> RunStats:
+    """Run one seeded scenario, raising InvariantViolation (or the core's own assertion) on a
+    safety or liveness failure. The scenario is picked by the seed unless given."""
+    rng = random.Random(seed ^ 0x5EED)
+    name = scenario or SCENARIOS[seed % len(SCENARIOS)]
+    voters = rng.choice((1, 3, 3, 5)) if name == "steady" else rng.choice((3, 3, 5))
+    observers = rng.choice((0, 0, 1, 2))
+    drop = rng.choice((0.0, 0.0, 0.01, 0.05)) if name != "chaos" else rng.choice((0.0, 0.02, 0.1))
+    pre_vote = rng.random() < 0.8
+    cluster = Cluster(
+        seed,
+        voters,
+        observers,
+        drop_rate=drop,
+        config=QuorumConfig(pre_vote=pre_vote),
+    )
+    if name == "steady":
+        _liveness(cluster, "start", 6000)
+    elif name == "leader_crash":
+        _liveness(cluster, "start", 5000)
+        leader = _await_leader(cluster, 10_000)
+        cluster.crash(leader)
+        if len(cluster.voter_ids) > 1:
+            _liveness(cluster, "the leader crashed", 6000)
+        cluster.restart(leader)
+        _liveness(cluster, "the old leader restarted", 4000)
+    elif name == "partition_leader":
+        _liveness(cluster, "start", 5000)
+        leader = _await_leader(cluster, 10_000)
+        cluster.isolate(leader)
+        cluster.start_workload(50, cluster.now + 6000)
+        cluster.run_until(cluster.now + 6000)
+        cluster.heal()
+        _liveness(cluster, "healing the partition", 6000)
+    else:  # chaos
+        cluster.start_workload(40, 12000)
+        for _ in range(12):
+            cluster.run_until(cluster.now + rng.randint(200, 1500))
+            action = rng.random()
+            target = rng.choice(list(cluster.nodes))
+            if action < 0.3:
+                cluster.crash(target)
+            elif action < 0.55:
+                cluster.restart(target)
+            elif action < 0.75:
+                cluster.isolate(target)
+            elif action < 0.85:
+                ids = list(cluster.nodes)
+                rng.shuffle(ids)
+                cut = rng.randint(1, len(ids) - 1)
+                cluster.partition(ids[:cut], ids[cut:])
+            else:
+                cluster.heal()
+        cluster.run_until(12000)
+        cluster.heal()
+        cluster.drop_rate = 0.0
+        for node_id in cluster.nodes:
+            cluster.restart(node_id)
+        _liveness(cluster, "healing and restarting everything", 8000)
+    cluster.check_committed_on_majority()
+    return RunStats(seed, name, cluster.events, cluster.elections, cluster.committed_end, cluster.now)
+
+
+def describe(cluster: Cluster) -> str:
+    rows = []
+    for node in cluster.nodes.values():
+        core = node.core
+        state = repr(core.state) if core is not None else "down"
+        hwm = core.high_watermark if core is not None else "-"
+        rows.append(
+            f"node {node.node_id}: {state} hwm={hwm} leo={node.log.log_end_offset} "
+            f"flushed={node.log.flushed_offset} persisted={node.election}"
+        )
+    return "\n".join(rows)
