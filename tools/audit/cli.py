@@ -103,7 +103,9 @@ class StageProgress:
                 return
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, spark=None) -> int:  # noqa: ANN001
+    """Run the audit for parsed ``args``; returns the exit status. A caller may pass its own
+    SparkSession (left running); otherwise one is started for ``--master`` and stopped."""
     from tools.audit.jobs import run_audit
     from tools.audit.report import summary, write_report
     from tools.audit.scan import parse_node_dirs
@@ -122,8 +124,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"kwire audit: no metadata log directory at {', '.join(missing)}", file=sys.stderr)
         return 2
     started = time.monotonic()
-    progress(f"starting Spark ({args.master})")
-    spark = spark_session(args.master)
+    own_session = spark is None
+    if own_session:
+        progress(f"starting Spark ({args.master})")
+        spark = spark_session(args.master)
     try:
         if args.quiet:
             result = run_audit(spark, nodes, high_watermark=args.high_watermark,
@@ -135,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
                                    lagging_ok=args.lagging_ok, split_bytes=args.split_bytes,
                                    max_violations=args.max_violations, progress=progress)
     finally:
-        spark.stop()
+        if own_session:
+            spark.stop()
     elapsed = time.monotonic() - started
     if args.out:
         for path in write_report(result, args.out, elapsed):
@@ -153,6 +158,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"audited {len(result.nodes)} nodes, {result.rows} rows in {elapsed:.1f}s: "
               f"{'OK' if result.ok else f'{total} violations'}, {len(result.warnings)} warnings")
     return 0 if result.ok else 1
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="kwire audit", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    configure(parser)
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
