@@ -1,0 +1,134 @@
+"""``StorageRaftLog``: the on-disk :class:`storage.log.MetadataLog` seen through the KRaft
+core's :class:`server.raft.log.MutableRaftLog` protocol.
+
+Mirrors ``kafka.raft.KafkaMetadataLog`` (the ``ReplicatedLog`` over ``UnifiedLog``). What it
+adds to :class:`~storage.log.MetadataLog`:
+
+* ``read`` returns whole batches across segments (the core reads ranges that may span them);
+* the high watermark, which KRaft keeps in memory only (never persisted);
+* the safety checks of ``ReplicatedLog``: no truncation below the high watermark, no high
+  watermark moving backwards or past the log end offset
+  (:class:`~server.raft.log.LogInvariantError`);
+* snapshot ids as ``OffsetAndEpoch``. The bootstrap checkpoint ``00000000000000000000-
+  0000000000.checkpoint`` that ``kafka-storage format`` writes for a dynamic quorum holds only
+  the initial voters, not log state, so it is not reported as a snapshot: a fetch from offset 0
+  must be served from the log, not redirected to it (``KafkaRaftClient`` and
+  ``ReplicatedLog.validateOffsetAndEpoch`` skip the bootstrap snapshot the same way).
+
+Not thread-safe, like the log it wraps: the node calls it from one task (blocking calls go
+through ``trio.to_thread`` one at a time). Any storage failure raises
+:class:`~storage.errors.KafkaStorageError` and leaves the log unusable.
+"""
+
+from __future__ import annotations
+
+from server.raft.log import LogInvariantError
+from server.raft.types import OffsetAndEpoch
+from storage.log import MetadataLog
+from storage.records import iter_batches
+from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, SnapshotId
+
+__all__ = ["StorageRaftLog"]
+
+
+def _offset_and_epoch(snapshot_id: SnapshotId) -> OffsetAndEpoch:
+    return OffsetAndEpoch(snapshot_id.end_offset, snapshot_id.epoch)
+
+
+class StorageRaftLog:
+    """A :class:`~server.raft.log.MutableRaftLog` over an open :class:`MetadataLog`."""
+
+    def __init__(self, log: MetadataLog) -> None:
+        self.log = log
+        self._high_watermark = log.log_start_offset
+
+    # -- RaftLog
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def flushed_offset(self) -> int:
+        return self.log.flushed_offset
+
+    @property
+    def last_fetched_epoch(self) -> int:
+        return self.log.last_fetched_epoch()
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        offset, found_epoch = self.log.end_offset_for_epoch(epoch)
+        return OffsetAndEpoch(offset, found_epoch)
+
+    def read(self, start_offset: int, max_bytes: int) -> bytes:
+        """Whole batches from the one holding ``start_offset``, across segments, at most
+        ``max_bytes`` but at least one batch when any exists; b"" at or past the end."""
+        if start_offset >= self.log.log_end_offset:
+            return b""
+        start_offset = max(start_offset, self.log.log_start_offset)
+        out = bytearray()
+        offset = start_offset
+        while offset < self.log.log_end_offset:
+            budget = max_bytes - len(out)
+            if out and budget <= 0:
+                break
+            info = self.log.read(offset, max(budget, 1))
+            if not info.records:
+                break
+            if out and len(out) + len(info.records) > max_bytes:
+                break
+            out += info.records
+            last = None
+            for batch in iter_batches(info.records):
+                last = batch
+            if last is None:
+                break
+            offset = last.next_offset
+        return bytes(out)
+
+    def latest_snapshot_id(self) -> OffsetAndEpoch | None:
+        ids = self._snapshot_ids()
+        return ids[-1] if ids else None
+
+    def earliest_snapshot_id(self) -> OffsetAndEpoch | None:
+        ids = self._snapshot_ids()
+        return ids[0] if ids else None
+
+    def _snapshot_ids(self) -> list[OffsetAndEpoch]:
+        return [_offset_and_epoch(s) for s in self.log.snapshots if s != BOOTSTRAP_SNAPSHOT_ID]
+
+    # -- mutations
+
+    def truncate_to(self, offset: int) -> None:
+        if offset < self._high_watermark:
+            raise LogInvariantError(
+                f"truncate to {offset} below the high watermark {self._high_watermark}"
+            )
+        self.log.truncate_to(offset)
+
+    def append(self, batches: bytes) -> None:
+        """Append whole batches at the log end offset (leader and follower alike: the core
+        built or validated them)."""
+        self.log.append_as_follower(batches)
+
+    def flush(self) -> None:
+        self.log.flush()
+
+    def update_high_watermark(self, offset: int) -> None:
+        if offset < self._high_watermark:
+            raise LogInvariantError(
+                f"high watermark moved back from {self._high_watermark} to {offset}"
+            )
+        if offset > self.log.log_end_offset:
+            raise LogInvariantError(
+                f"high watermark {offset} beyond the log end offset {self.log.log_end_offset}"
+            )
+        self._high_watermark = offset

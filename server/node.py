@@ -1,0 +1,626 @@
+"""The node: the Trio driver that owns the KRaft core and executes its Outbox.
+
+One task (:meth:`Node._drive`) owns the :class:`~server.raft.core.RaftCore`. Everything that
+happens to the node reaches it as an item on one memory channel::
+
+    server.net connections ──► ChannelDispatcher ──► PendingRequest ─┐
+    outbound peer tasks (one per destination) ──► ResponseReceived / │
+                                                  RequestFailed ─────┼──► _drive ──► core.step
+    shutdown() ──► Resign ───────────────────────────────────────────┘      │
+                     timer (next_deadline_ms) ──► Tick ─────────────────────┘
+
+and each Outbox is executed in the order its contract states (``server.raft.events.Outbox``):
+
+1. ``election_state`` written to ``quorum-state`` (tmp + fsync + rename) before anything else;
+2.-4. truncation, appends, high watermark applied to the log;
+5. sends handed to the peer tasks, replies completed;
+6. ``flush``: fsync of the log, then a :class:`FlushCompleted` step;
+7. committed batches: the finalized features are read from them.
+
+Every file operation runs through ``trio.to_thread`` (DESIGN rule 3), one at a time, from the
+driving task, so the log (not thread-safe) sees a single caller. A failed write, fsync or a
+broken log invariant raises out of :meth:`Node.run`: the node stops without sending anything
+that the failed write would have had to precede (DESIGN rule 6).
+
+The node answers DescribeCluster itself (``ControllerApis.handleDescribeCluster``,
+kraft-facts §1.5): with EndpointType 2, Brokers = the voters that have an endpoint on the
+listener the request arrived on, ControllerId = the leader if it is among them, else -1.
+
+Start-up (``KafkaRaftServer`` / ``KafkaRaftManager``): meta.properties of the metadata log
+directory (cluster id, node id, directory id), the metadata log (recovered), quorum-state, and
+the bootstrap voters: those of ``controller.quorum.voters`` (kraft.version 0) or of the
+bootstrap checkpoint ``00000000000000000000-0000000000.checkpoint`` that formatting with
+``--standalone`` / ``--initial-controllers`` writes (kraft.version 1).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import trio
+
+from kwire.api_keys import ApiKey
+from kwire.connection import (
+    KafkaConnection,
+    KafkaConnectionError,
+    UnsupportedVersionError,
+    open_connection,
+)
+from kwire.errors import Errors
+from kwire.uuid import Uuid
+from messages.generated.api_versions_response import FinalizedFeatureKey, SupportedFeatureKey
+from messages.generated.describe_cluster_request import DescribeClusterRequest
+from messages.generated.describe_cluster_response import (
+    DescribeClusterBroker,
+    DescribeClusterResponse,
+)
+from messages.generated.feature_level_record import FeatureLevelRecord
+from messages.generated.no_op_record import NoOpRecord
+from messages.metadata import decode_record, encode_record
+from server.config import KRaftConfig
+from server.metadata_log import StorageRaftLog
+from server.net import ChannelDispatcher, FinalizedFeatures, PendingRequest, RunningServer, serve
+from server.raft import begin_quorum_epoch, describe_quorum, end_quorum_epoch, fetch, vote
+from server.raft.control import voter_set_from_record
+from server.raft.core import RaftCore
+from server.raft.events import (
+    ClientAppend,
+    CommittedBatch,
+    Event,
+    FlushCompleted,
+    OutboundRequest,
+    Outbox,
+    RequestFailed,
+    RequestReceived,
+    Resign,
+    ResponseReceived,
+    Tick,
+)
+from server.raft.roles import Leader, Resigned
+from server.raft.types import (
+    ElectionState,
+    Endpoint,
+    QuorumConfig,
+    ReplicaIdentity,
+    ReplicaKey,
+    VoterSet,
+)
+from storage import quorum_state
+from storage.bootstrap import KRAFT_VERSION_FEATURE, METADATA_VERSION_FEATURE, METADATA_VERSIONS
+from storage.control import read_kraft_batch
+from storage.format import check_formatted
+from storage.log import MetadataLog
+from storage.quorum_state import FileQuorumStateStore
+from storage.records import RecordBatch
+from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, read_snapshot, snapshot_path
+
+__all__ = [
+    "CONTROLLER_ENDPOINT_TYPE",
+    "MAX_METADATA_VERSION_LEVEL",
+    "Node",
+    "NodeStartupError",
+    "api_versions",
+    "supported_features",
+]
+
+log = logging.getLogger("server.node")
+
+T = TypeVar("T")
+
+CONTROLLER_ENDPOINT_TYPE = 2
+MAX_METADATA_VERSION_LEVEL = max(mv.level for mv in METADATA_VERSIONS if mv.production)
+"""The newest production metadata.version kwire can format a cluster with."""
+
+class NodeStartupError(RuntimeError):
+    """The node cannot start: unformatted directory, no voters, unreadable state."""
+
+
+def api_versions() -> dict[int, tuple[int, int]]:
+    """What the node advertises besides ApiVersions: exactly the RPCs the core handles (with
+    the versions its handlers accept) plus DescribeCluster, which the node answers."""
+    return {
+        int(ApiKey.FETCH): fetch.VERSIONS,
+        int(ApiKey.VOTE): vote.VERSIONS,
+        int(ApiKey.BEGIN_QUORUM_EPOCH): begin_quorum_epoch.VERSIONS,
+        int(ApiKey.END_QUORUM_EPOCH): end_quorum_epoch.VERSIONS,
+        int(ApiKey.DESCRIBE_QUORUM): describe_quorum.VERSIONS,
+        int(ApiKey.DESCRIBE_CLUSTER): (
+            DescribeClusterRequest.LOWEST_VERSION,
+            DescribeClusterRequest.HIGHEST_VERSION,
+        ),
+    }
+
+
+def supported_features() -> list[SupportedFeatureKey]:
+    """``BrokerFeatures.defaultSupportedFeatures`` for what kwire implements."""
+    return [
+        SupportedFeatureKey(name=KRAFT_VERSION_FEATURE, min_version=0, max_version=1),
+        SupportedFeatureKey(
+            name=METADATA_VERSION_FEATURE, min_version=1, max_version=MAX_METADATA_VERSION_LEVEL
+        ),
+    ]
+
+
+def _to_storage_election(state: ElectionState, voters: VoterSet) -> quorum_state.ElectionState:
+    voted = state.voted_key
+    return quorum_state.ElectionState(
+        epoch=state.epoch,
+        leader_id=state.leader_id,
+        voted_id=None if voted is None else voted.id,
+        voted_directory_id=None if voted is None else voted.directory_id,
+        voters=voters.ids,
+    )
+
+
+def _from_storage_election(state: quorum_state.ElectionState) -> ElectionState:
+    voted = None if state.voted_id is None else ReplicaKey.of(state.voted_id, state.voted_directory_id)
+    return ElectionState(state.epoch, state.leader_id, voted)
+
+
+@dataclass(frozen=True, slots=True)
+class _StoredState:
+    """What start-up reads from disk."""
+
+    cluster_id: str
+    directory_id: Uuid
+    election: ElectionState | None
+    voters: VoterSet
+    kraft_version: int
+
+
+class _Peer:
+    """The outbound side towards one destination: one connection (opened on demand, with
+    ApiVersions negotiation) and one request at a time, as the core never has more than one
+    in flight per destination. Each outcome goes back to the driver as an event."""
+
+    def __init__(self, node: Node, destination_id: int) -> None:
+        self.node = node
+        self.destination_id = destination_id
+        self.send, self.receive = trio.open_memory_channel[OutboundRequest](math.inf)
+        self.connection: KafkaConnection | None = None
+        self.address: tuple[str, int] | None = None
+
+    async def run(self) -> None:
+        try:
+            async for outbound in self.receive:
+                event = await self._exchange(outbound)
+                self.node._post(event)
+        finally:
+            if self.connection is not None:
+                await self.connection.aclose()
+
+    async def _exchange(self, outbound: OutboundRequest) -> Event:
+        failed = RequestFailed(outbound.correlation_id, self.destination_id, "unreachable")
+        endpoint = outbound.endpoint
+        if endpoint is None:
+            return failed
+        address = (endpoint.host, endpoint.port)
+        timeout_s = outbound.timeout_ms / 1000
+        try:
+            with trio.fail_after(timeout_s):
+                if self.connection is None or self.connection.closed or self.address != address:
+                    if self.connection is not None:
+                        await self.connection.aclose()
+                    self.connection = None
+                    self.connection = await open_connection(
+                        endpoint.host,
+                        endpoint.port,
+                        client_id=f"raft-client-{self.node.config.node_id}",
+                        request_timeout_ms=outbound.timeout_ms,
+                    )
+                    self.address = address
+                response = await self.connection.request(
+                    outbound.request, timeout_ms=outbound.timeout_ms
+                )
+        except trio.TooSlowError:
+            await self._drop()
+            return RequestFailed(outbound.correlation_id, self.destination_id, "timeout")
+        except (KafkaConnectionError, UnsupportedVersionError, OSError) as exc:
+            log.debug("request to node %d failed: %s", self.destination_id, exc)
+            await self._drop()
+            return RequestFailed(outbound.correlation_id, self.destination_id, str(exc) or "failed")
+        return ResponseReceived(outbound.correlation_id, self.destination_id, response)
+
+    async def _drop(self) -> None:
+        if self.connection is not None:
+            await self.connection.aclose()
+            self.connection = None
+
+
+class Node:
+    """A KRaft controller node serving ``config``'s listeners.
+
+    ``await node.run(task_status=...)`` starts it (``nursery.start`` gets the node once its
+    listeners are bound and the core is running) and returns after :meth:`shutdown` or
+    :meth:`stop`. Raises :class:`NodeStartupError` for a directory it cannot start from and
+    storage errors (``KafkaStorageError``, ``LogInvariantError``) when the node must stop.
+
+    ``rng`` seeds the election timeouts; ``run_blocking`` runs file I/O off the event loop
+    (default ``trio.to_thread.run_sync``).
+    """
+
+    def __init__(
+        self,
+        config: KRaftConfig,
+        *,
+        rng: random.Random | None = None,
+        run_blocking: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None,
+    ) -> None:
+        self.config = config
+        self.rng = rng or random.Random()
+        self._run_blocking = run_blocking
+        self.core: RaftCore | None = None
+        self.running: RunningServer | None = None
+        self.cluster_id: str | None = None
+        self.directory_id: Uuid | None = None
+        self.metadata_log: MetadataLog | None = None
+        self._raft_log: StorageRaftLog | None = None
+        self._store: FileQuorumStateStore | None = None
+        self._events_send, self._events_receive = trio.open_memory_channel[Any](math.inf)
+        self._pending: dict[int, PendingRequest] = {}
+        self._next_request_id = 1
+        self._peers: dict[int, _Peer] = {}
+        self._in_flight = 0
+        self._nursery: trio.Nursery | None = None
+        self._cancel_scope = trio.CancelScope()
+        self._deadline_ms: int | None = None
+        self._wall_base_ms = 0
+        self._trio_base = 0.0
+        self._features: dict[str, int] = {}
+        self._features_offset = -1
+        self._dispatcher: ChannelDispatcher | None = None
+        self._stopping = False
+        self._resigned = trio.Event()
+        self._idle = trio.Event()
+        self._next_no_op_ms: int | None = None
+        self._no_op_tokens = 0
+
+    # ------------------------------------------------------------------ time
+
+    def now_ms(self) -> int:
+        """Wall-clock milliseconds that never go backwards: the wall clock at start plus the
+        Trio clock since (so a test's virtual clock drives the core)."""
+        return self._wall_base_ms + int((trio.current_time() - self._trio_base) * 1000)
+
+    def _trio_time(self, at_ms: int) -> float:
+        return self._trio_base + (at_ms - self._wall_base_ms) / 1000
+
+    # ------------------------------------------------------------------ public view
+
+    @property
+    def leader_id(self) -> int | None:
+        return None if self.core is None else self.core.leader_and_epoch.leader_id
+
+    @property
+    def port(self) -> int:
+        assert self.running is not None
+        return self.running.port(self.config.controller_listener_names[0])
+
+    @property
+    def endpoints(self) -> tuple[Endpoint, ...]:
+        """The controller endpoints this node advertises, with bound ports for port 0."""
+        result = []
+        for listener in self.config.controller_endpoints():
+            port = listener.port
+            if port == 0 and self.running is not None:
+                port = self.running.port(listener.name)
+            result.append(Endpoint(listener.name, listener.host or "localhost", port))
+        return tuple(result)
+
+    # ------------------------------------------------------------------ start-up
+
+    async def _blocking(self, fn: Callable[[], T]) -> T:
+        if self._run_blocking is not None:
+            result: T = await self._run_blocking(fn)
+            return result
+        return await trio.to_thread.run_sync(fn)
+
+    def _load(self) -> _StoredState:
+        config = self.config
+        meta = check_formatted(config.metadata_log_dir, config.node_id, config.log_dirs)
+        if meta.cluster_id is None or meta.directory_id is None:
+            raise NodeStartupError(f"meta.properties in {config.metadata_log_dir} is incomplete")
+        metadata_log = MetadataLog.open(config.metadata_log_dir)
+        try:
+            self._store = FileQuorumStateStore.in_partition_dir(metadata_log.dir)
+            stored = self._store.read_election_state()
+            checkpoint = snapshot_path(metadata_log.dir, BOOTSTRAP_SNAPSHOT_ID)
+            kraft_version = 0
+            voters: VoterSet | None = None
+            if Path(checkpoint).exists():
+                content = read_snapshot(metadata_log.dir, BOOTSTRAP_SNAPSHOT_ID)
+                kraft_version = content.kraft_version
+                if content.voters is not None:
+                    voters = voter_set_from_record(content.voters)
+            if voters is None and config.controller_quorum_voters:
+                voters = VoterSet.static(
+                    {v.node_id: (v.host, v.port) for v in config.controller_quorum_voters},
+                    config.controller_listener_names[0],
+                )
+            if voters is None:
+                raise NodeStartupError(
+                    "no voters: controller.quorum.voters is empty and the metadata log directory "
+                    f"{config.metadata_log_dir} has no bootstrap checkpoint (format it with "
+                    "--standalone or --initial-controllers)"
+                )
+        except BaseException:
+            metadata_log.close()
+            raise
+        self.metadata_log = metadata_log
+        return _StoredState(
+            meta.cluster_id,
+            meta.directory_id,
+            None if stored is None else _from_storage_election(stored),
+            voters,
+            kraft_version,
+        )
+
+    def _quorum_config(self) -> QuorumConfig:
+        c = self.config
+        return QuorumConfig(
+            election_timeout_ms=c.controller_quorum_election_timeout_ms,
+            fetch_timeout_ms=c.controller_quorum_fetch_timeout_ms,
+            election_backoff_max_ms=c.controller_quorum_election_backoff_max_ms,
+            request_timeout_ms=c.controller_quorum_request_timeout_ms,
+            retry_backoff_ms=c.controller_quorum_retry_backoff_ms,
+        )
+
+    # ------------------------------------------------------------------ running
+
+    async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
+        self._wall_base_ms = time.time_ns() // 1_000_000
+        self._trio_base = trio.current_time()
+        stored = await self._blocking(self._load)
+        self.cluster_id = stored.cluster_id
+        self.directory_id = stored.directory_id
+        assert self.metadata_log is not None
+        request_send, request_receive = trio.open_memory_channel[PendingRequest](0)
+        self._dispatcher = ChannelDispatcher(api_versions(), request_send, supported_features())
+        try:
+            with self._cancel_scope:
+                async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
+                    self.running = await nursery.start(serve, self.config, self._dispatcher)
+                    self._raft_log = StorageRaftLog(self.metadata_log)
+                    self.core = RaftCore(
+                        identity=ReplicaIdentity(
+                            node_id=self.config.node_id,
+                            directory_id=stored.directory_id,
+                            cluster_id=stored.cluster_id,
+                            endpoints=self.endpoints,
+                            supported_kraft_versions=(0, 1),
+                        ),
+                        log=self._raft_log,
+                        voters=stored.voters,
+                        rng=self.rng,
+                        now_ms=self.now_ms(),
+                        election=stored.election,
+                        kraft_version=stored.kraft_version,
+                        config=self._quorum_config(),
+                    )
+                    nursery.start_soon(self._forward_requests, request_receive)
+                    # The first step writes the election state the core starts in.
+                    await self._step(Tick())
+                    task_status.started(self)
+                    await self._drive()
+        finally:
+            for pending in self._pending.values():
+                if not pending.done:
+                    pending.fail(RuntimeError("the node stopped"))
+            self._pending.clear()
+            await self._blocking(self.metadata_log.close)
+
+    async def _forward_requests(self, receive: trio.MemoryReceiveChannel[PendingRequest]) -> None:
+        async for pending in receive:
+            self._post(pending)
+
+    def _post(self, item: Any) -> None:
+        try:
+            self._events_send.send_nowait(item)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass
+
+    async def _drive(self) -> None:
+        while True:
+            due = [d for d in (self._deadline_ms, self._next_no_op_ms) if d is not None]
+            deadline = self._trio_time(min(due)) if due else math.inf
+            item: Any = Tick()
+            with trio.move_on_at(deadline):
+                item = await self._events_receive.receive()
+            if self._next_no_op_ms is not None and self.now_ms() >= self._next_no_op_ms:
+                await self._append_no_op()
+            if isinstance(item, PendingRequest):
+                await self._on_request(item)
+            else:
+                if isinstance(item, (ResponseReceived, RequestFailed)):
+                    self._in_flight -= 1
+                    if self._in_flight == 0:
+                        self._idle.set()
+                await self._step(item)
+
+    async def _on_request(self, pending: PendingRequest) -> None:
+        request = pending.request
+        body = request.body
+        version = request.header.request_api_version
+        if isinstance(body, DescribeClusterRequest):
+            pending.respond(self._describe_cluster(body, version, pending.context.listener_name))
+            return
+        request_id = self._next_request_id
+        self._next_request_id += 1
+        self._pending[request_id] = pending
+        await self._step(RequestReceived(request_id, version, body, pending.context.listener_name))
+
+    async def _step(self, event: Event) -> None:
+        """Step the core with ``event`` and execute the Outbox, then every follow-up step (a
+        completed flush) until nothing is left to do now."""
+        queue: list[Event] = [event]
+        while queue:
+            core = self.core
+            assert core is not None
+            outbox = core.step(self.now_ms(), queue.pop(0))
+            if await self._execute(outbox):
+                queue.append(FlushCompleted())
+
+    async def _execute(self, out: Outbox) -> bool:
+        """Apply one Outbox in its contract's order; True when a flush completed."""
+        core, raft_log, store = self.core, self._raft_log, self._store
+        assert core is not None and raft_log is not None and store is not None
+        if out.election_state is not None:
+            state = _to_storage_election(out.election_state, core.voters)
+            await self._blocking(lambda: store.write_election_state(state, core.kraft_version))
+        if out.truncate_to is not None or out.appends or out.high_watermark is not None:
+
+            def apply() -> None:
+                if out.truncate_to is not None:
+                    raft_log.truncate_to(out.truncate_to)
+                for data in out.appends:
+                    raft_log.append(data)
+                if out.high_watermark is not None:
+                    raft_log.update_high_watermark(out.high_watermark)
+
+            await self._blocking(apply)
+        for outbound in out.sends:
+            self._send(outbound)
+        for reply in out.replies:
+            pending = self._pending.pop(reply.request_id, None)
+            if pending is not None and not pending.done:
+                pending.respond(reply.response)
+        flushed = False
+        if out.flush:
+            await self._blocking(raft_log.flush)
+            flushed = True
+        if out.committed:
+            self._apply_committed(out.committed)
+        self._deadline_ms = out.next_deadline_ms
+        self._schedule_no_op()
+        if isinstance(core.state, Resigned):
+            self._resigned.set()
+        return flushed
+
+    def _schedule_no_op(self) -> None:
+        """An active controller appends a NoOpRecord every ``metadata.max.idle.interval.ms``
+        (``QuorumController.maybeScheduleNextWriteNoOpRecord``), so that the high watermark of
+        an idle quorum keeps advancing and followers see that the leader is alive."""
+        core = self.core
+        interval = self.config.metadata_max_idle_interval_ms
+        if core is None or interval <= 0 or not isinstance(core.state, Leader):
+            self._next_no_op_ms = None
+        elif self._next_no_op_ms is None:
+            self._next_no_op_ms = self.now_ms() + interval
+
+    async def _append_no_op(self) -> None:
+        self._next_no_op_ms = None
+        core = self.core
+        if core is None or not isinstance(core.state, Leader) or self._stopping:
+            return
+        self._no_op_tokens += 1
+        await self._step(ClientAppend(self._no_op_tokens, (encode_record(NoOpRecord(), 0),)))
+
+    def _send(self, outbound: OutboundRequest) -> None:
+        peer = self._peers.get(outbound.destination_id)
+        if peer is None:
+            peer = _Peer(self, outbound.destination_id)
+            self._peers[outbound.destination_id] = peer
+            assert self._nursery is not None
+            self._nursery.start_soon(peer.run)
+        self._in_flight += 1
+        peer.send.send_nowait(outbound)
+
+    # ------------------------------------------------------------------ features
+
+    def _apply_committed(self, batches: list[CommittedBatch]) -> None:
+        """Track FeatureLevelRecords in committed data batches: the finalized features."""
+        changed = False
+        for batch in batches:
+            if batch.is_control:
+                continue
+            kraft_batch = read_kraft_batch(RecordBatch(batch.data), validate_crc=False)
+            for value in kraft_batch.records:
+                assert isinstance(value, bytes | bytearray | memoryview)
+                message, _ = decode_record(value)
+                if isinstance(message, FeatureLevelRecord):
+                    self._features[message.name] = message.feature_level
+                    self._features_offset = batch.last_offset
+                    changed = True
+        if changed or self._dispatcher is not None:
+            self._publish_features()
+
+    def _publish_features(self) -> None:
+        if self._dispatcher is None or self.core is None:
+            return
+        levels = {name: level for name, level in self._features.items() if level > 0}
+        if self.core.kraft_version > 0:
+            levels[KRAFT_VERSION_FEATURE] = self.core.kraft_version
+        epoch = self.core.high_watermark - 1 if levels else -1
+        self._dispatcher.finalized = FinalizedFeatures(
+            epoch,
+            [
+                FinalizedFeatureKey(name=name, max_version_level=level, min_version_level=level)
+                for name, level in sorted(levels.items())
+            ],
+        )
+
+    # ------------------------------------------------------------------ DescribeCluster
+
+    def _describe_cluster(
+        self, request: DescribeClusterRequest, version: int, listener: str
+    ) -> DescribeClusterResponse:
+        if request.endpoint_type != CONTROLLER_ENDPOINT_TYPE:
+            # AuthHelper.computeDescribeClusterResponse on a controller
+            error = Errors.MISMATCHED_ENDPOINT_TYPE if version >= 1 else Errors.INVALID_REQUEST
+            return DescribeClusterResponse(
+                error_code=error,
+                error_message=(
+                    "The request was sent to an endpoint of type CONTROLLER, but we wanted an "
+                    "endpoint of type BROKER"
+                ),
+            )
+        core = self.core
+        assert core is not None and self.cluster_id is not None
+        brokers = []
+        for voter in core.voters.voters:
+            endpoint = voter.endpoint(listener)
+            if endpoint is not None:
+                brokers.append(
+                    DescribeClusterBroker(broker_id=voter.key.id, host=endpoint.host, port=endpoint.port)
+                )
+        leader = core.leader_and_epoch.leader_id
+        listed = {b.broker_id for b in brokers}
+        return DescribeClusterResponse(
+            endpoint_type=CONTROLLER_ENDPOINT_TYPE,
+            cluster_id=self.cluster_id,
+            controller_id=leader if leader is not None and leader in listed else -1,
+            brokers=brokers,
+        )
+
+    # ------------------------------------------------------------------ stopping
+
+    async def shutdown(self, timeout_ms: int | None = None) -> None:
+        """Graceful stop (``KafkaRaftClient.shutdown``): a leader resigns and sends
+        EndQuorumEpoch to the other voters; the node stops once those are answered or after
+        ``timeout_ms`` (default ``controller.quorum.request.timeout.ms``)."""
+        if self._stopping:
+            return
+        self._stopping = True
+        if timeout_ms is None:
+            timeout_ms = self.config.controller_quorum_request_timeout_ms
+        core = self.core
+        if core is not None and isinstance(core.state, Leader):
+            self._post(Resign())
+            with trio.move_on_after(timeout_ms / 1000):
+                await self._resigned.wait()
+                while self._in_flight > 0:
+                    self._idle = trio.Event()
+                    await self._idle.wait()
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop at once: listeners close, outstanding requests fail."""
+        self._cancel_scope.cancel()
