@@ -51,6 +51,10 @@ class KafkaRelease:
     def tool_class(self, tool: str) -> str:
         return _kafka.tool_class(self.version, tool)
 
+    def tool_release(self, tool: str) -> str:
+        """Which release's code runs ``tool`` (see compat.kafka.tool_release)."""
+        return _kafka.tool_release(self.version, tool)
+
     def run(self, main_class: str, args: Sequence[str | os.PathLike[str]] = (),
             **kwargs: object) -> subprocess.CompletedProcess[str]:
         return _kafka.run_kafka_class(self.version, main_class, args, **kwargs)  # type: ignore[arg-type]

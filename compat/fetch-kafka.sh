@@ -6,7 +6,10 @@
 #   kafka-<v>/lib/        the runtime classpath (kafka_2.13, kafka-tools, kafka-clients,
 #                         kafka-metadata, kafka-raft, kafka-server-common, their dependencies
 #                         and the release's logging binding), resolved by compat/maven/pom.xml
-#   kafka-<v>/config/     log4j.properties (3.x) or log4j2.properties (4.x): WARN to stderr
+#   kafka-<v>/tools-lib/  only when kafka-versions.properties names a stand-in tools release
+#                         (kafka.<v>.tools.version): that release's complete classpath with its
+#                         kafka-tools; lib/ then has no kafka-tools
+#   kafka-<v>/config/     log4j.properties (3.x) and log4j2.properties (4.x): WARN to stderr
 #   kafka-<v>/oracle/     compat/oracle/src compiled against lib/
 #   kafka-<v>/*.stamp     what each step was built from; a step whose inputs are unchanged is
 #                         skipped, so a re-run does no network or compiler work
@@ -55,51 +58,48 @@ mkdir -p "$CACHE"
 exec 9>"$CACHE/.fetch.lock"
 flock 9
 
+# fetch_lib VERSION DIR PROFILES: resolve Kafka VERSION's runtime classpath into DIR.
 fetch_lib() {
-    local version="$1" home="$2" tools_version="$3" profile="$4"
-    local stamp_file="$home/lib.stamp" stamp
-    stamp="$( { echo "kafka=$version tools=$tools_version profile=$profile"; cat "$POM"; } | hash_of )"
-    if [[ -d "$home/lib" && -f "$stamp_file" && "$(cat "$stamp_file")" == "$stamp" ]]; then
+    local version="$1" dir="$2" profiles="$3"
+    local stamp_file="$dir.stamp" stamp
+    stamp="$( { echo "kafka=$version profiles=$profiles"; cat "$POM"; } | hash_of )"
+    if [[ -d "$dir" && -f "$stamp_file" && "$(cat "$stamp_file")" == "$stamp" ]]; then
         return 0
     fi
-    say "resolving Kafka $version (kafka-tools $tools_version, $profile logging) from Maven Central"
-    rm -rf "$home/lib" "$home/lib.tmp" "$stamp_file"
-    mkdir -p "$home"
-    mvn -q -B -Dstyle.color=never -f "$POM" \
-        -Dkafka.version="$version" \
-        -Dkafka.tools.version="$tools_version" \
-        -Dlib.dir="$home/lib.tmp" \
-        -P"$profile" \
-        dependency:copy-dependencies \
-        || die "Maven could not resolve Kafka $version (see the output above)"
+    say "resolving Kafka $version ($profiles) from Maven Central into ${dir#"$COMPAT"/}"
+    rm -rf "$dir" "$dir.tmp" "$stamp_file"
+    mkdir -p "$(dirname "$dir")"
+    if ! mvn -q -B -Dstyle.color=never -f "$POM" \
+            -Dkafka.version="$version" \
+            -Dlib.dir="$dir.tmp" \
+            -P"$profiles" \
+            dependency:copy-dependencies >"$dir.mvn.log" 2>&1; then
+        cat "$dir.mvn.log" >&2
+        die "Maven could not resolve Kafka $version (output above, kept in $dir.mvn.log)"
+    fi
+    rm -f "$dir.mvn.log"
 
-    # Every Kafka module must be the pinned release (kafka-tools*: the tools release).
-    local jar name expected bad=0
-    for name in kafka_2.13 kafka-clients kafka-metadata kafka-raft kafka-server-common kafka-tools; do
-        expected="$version"
-        [[ "$name" == kafka-tools* ]] && expected="$tools_version"
-        [[ -f "$home/lib.tmp/$name-$expected.jar" ]] || { say "missing $name-$expected.jar"; bad=1; }
+    # The modules the harness relies on are there, and every Kafka module is this release.
+    local jar name bad=0
+    local wanted=(kafka_2.13 kafka-clients kafka-metadata kafka-raft kafka-server-common)
+    [[ ",$profiles," == *",tools,"* ]] && wanted+=(kafka-tools)
+    for name in "${wanted[@]}"; do
+        [[ -f "$dir.tmp/$name-$version.jar" ]] || { say "missing $name-$version.jar"; bad=1; }
     done
-    for jar in "$home"/lib.tmp/kafka*.jar; do
+    for jar in "$dir".tmp/kafka*.jar; do
         name="$(basename "$jar")"
-        expected="$version"
-        [[ "$name" == kafka-tools-* ]] && expected="$tools_version"
-        [[ "$name" == *"-$expected.jar" ]] || { say "unexpected Kafka artifact $name"; bad=1; }
+        [[ "$name" == *"-$version.jar" ]] || { say "unexpected Kafka artifact $name"; bad=1; }
     done
-    [[ $bad -eq 0 ]] || die "the resolved classpath for Kafka $version is not the pinned release"
+    [[ $bad -eq 0 ]] || die "the resolved classpath for Kafka $version is not that release"
 
-    mv "$home/lib.tmp" "$home/lib"
+    mv "$dir.tmp" "$dir"
     echo "$stamp" >"$stamp_file"
 }
 
 write_config() {
-    local home="$1" profile="$2"
+    local home="$1"
     mkdir -p "$home/config"
-    if [[ "$profile" == reload4j ]]; then
-        cp "$COMPAT/logging/log4j.properties" "$home/config/log4j.properties"
-    else
-        cp "$COMPAT/logging/log4j2.properties" "$home/config/log4j2.properties"
-    fi
+    cp "$COMPAT/logging/log4j.properties" "$COMPAT/logging/log4j2.properties" "$home/config/"
 }
 
 build_oracle() {
@@ -119,14 +119,23 @@ build_oracle() {
     echo "$stamp" >"$stamp_file"
 }
 
+logging_profile() { if [[ "${1%%.*}" -ge 4 ]]; then echo log4j2; else echo reload4j; fi; }
+
 for version in "${VERSIONS[@]}"; do
     [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "malformed version '$version' in $PROPS"
     home="$CACHE/kafka-$version"
     tools_version="$(prop "kafka.$version.tools.version")"
     tools_version="${tools_version:-$version}"
-    if [[ "${version%%.*}" -ge 4 ]]; then profile=log4j2; else profile=reload4j; fi
-    fetch_lib "$version" "$home" "$tools_version" "$profile"
-    write_config "$home" "$profile"
+    if [[ "$tools_version" == "$version" ]]; then
+        fetch_lib "$version" "$home/lib" "$(logging_profile "$version"),tools"
+        rm -rf "$home/tools-lib" "$home/tools-lib.stamp"
+    else
+        [[ "$tools_version" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] \
+            || die "malformed kafka.$version.tools.version '$tools_version' in $PROPS"
+        fetch_lib "$version" "$home/lib" "$(logging_profile "$version")"
+        fetch_lib "$tools_version" "$home/tools-lib" "$(logging_profile "$tools_version"),tools"
+    fi
+    write_config "$home"
     build_oracle "$version" "$home"
 done
 say "ready: ${VERSIONS[*]} under $CACHE"

@@ -3,10 +3,16 @@
 The releases are pinned in ``compat/kafka-versions.properties`` and fetched from Maven Central by
 ``compat/fetch-kafka.sh`` (``make compat-jars``) into ``compat/.cache/kafka-<version>/``:
 
-    lib/      the runtime classpath (kafka_2.13, kafka-tools, kafka-clients, kafka-metadata,
-              kafka-raft, kafka-server-common, dependencies, the release's logging binding)
-    config/   log4j.properties (3.x) or log4j2.properties (4.x): WARN and above, on stderr
-    oracle/   the compiled Java codec oracle (compat/oracle/src, see compat/oracle.py)
+    lib/        the runtime classpath (kafka_2.13, kafka-tools, kafka-clients, kafka-metadata,
+                kafka-raft, kafka-server-common, dependencies, the release's logging binding)
+    tools-lib/  only for a release whose kafka-tools is not on Maven Central: the complete
+                classpath of the release named by ``kafka.<version>.tools.version``, whose
+                kafka-tools classes (DumpLogSegments from 4.3, MetadataQuorumCommand) stand in
+    config/     log4j.properties (3.x) and log4j2.properties (4.x): WARN and above, on stderr
+    oracle/     the compiled Java codec oracle (compat/oracle/src, see compat/oracle.py)
+
+:func:`run_tool` and :func:`tool_class` look a tool up on the release's own classpath first and
+then on its tools classpath; :func:`tool_release` says which release actually runs it.
 
 Typical use from a test::
 
@@ -67,8 +73,8 @@ def _check_pinned(version: str) -> None:
 
 
 def tools_version(version: str) -> str:
-    """The release whose kafka-tools artifact is on ``version``'s classpath: ``version`` itself
-    unless kafka-versions.properties names a stand-in (``kafka.<version>.tools.version``)."""
+    """The release whose kafka-tools classes run for ``version``: ``version`` itself unless
+    kafka-versions.properties names a stand-in (``kafka.<version>.tools.version``)."""
     _check_pinned(version)
     return _properties().get(f"kafka.{version}.tools.version", version).strip() or version
 
@@ -79,7 +85,11 @@ def kafka_home(version: str) -> Path:
     return CACHE_DIR / f"kafka-{version}"
 
 
-def lib_dir(version: str) -> Path:
+def lib_dir(version: str, *, tools: bool = False) -> Path:
+    """``version``'s classpath directory; with ``tools``, the one its kafka-tools classes run
+    from (``tools-lib/`` when the tools are a stand-in release's, else ``lib/``)."""
+    if tools and tools_version(version) != version:
+        return kafka_home(version) / "tools-lib"
     return kafka_home(version) / "lib"
 
 
@@ -88,38 +98,45 @@ def oracle_dir(version: str) -> Path:
     return kafka_home(version) / "oracle"
 
 
-def jars(version: str) -> list[Path]:
-    """Every jar of ``version``'s runtime classpath, sorted by name."""
-    return sorted(lib_dir(version).glob("*.jar"))
+def jars(version: str, *, tools: bool = False) -> list[Path]:
+    """Every jar of ``version``'s runtime classpath (see :func:`lib_dir`), sorted by name."""
+    return sorted(lib_dir(version, tools=tools).glob("*.jar"))
 
 
-def classpath(version: str, extra: Iterable[str | os.PathLike[str]] = ()) -> str:
-    """``version``'s runtime classpath as one ``java -cp`` argument; ``extra`` entries go first."""
-    found = jars(version)
+def classpath(version: str, extra: Iterable[str | os.PathLike[str]] = (), *,
+              tools: bool = False) -> str:
+    """``version``'s runtime classpath (see :func:`lib_dir`) as one ``java -cp`` argument;
+    ``extra`` entries go first."""
+    found = jars(version, tools=tools)
     if not found:
-        raise KafkaUnavailable(f"no jars under {lib_dir(version)}; {FETCH_HINT}")
+        raise KafkaUnavailable(f"no jars under {lib_dir(version, tools=tools)}; {FETCH_HINT}")
     return os.pathsep.join([str(e) for e in extra] + [str(j) for j in found])
 
 
 def kafka_jar(version: str, artifact: str) -> Path:
-    """The jar of one Kafka module, e.g. ``kafka_jar("3.9.2", "kafka-clients")``."""
-    wanted = tools_version(version) if artifact.startswith("kafka-tools") else version
-    path = lib_dir(version) / f"{artifact}-{wanted}.jar"
+    """The jar of one Kafka module, e.g. ``kafka_jar("3.9.2", "kafka-clients")``; kafka-tools
+    and kafka-tools-api come from the tools classpath."""
+    tools = artifact.startswith("kafka-tools")
+    wanted = tools_version(version) if tools else version
+    path = lib_dir(version, tools=tools) / f"{artifact}-{wanted}.jar"
     if not path.is_file():
         raise KafkaUnavailable(f"{path} is missing; {FETCH_HINT}")
     return path
 
 
-def logging_config(version: str) -> Path:
-    """The logging configuration fetch-kafka.sh wrote for ``version`` (WARN to stderr)."""
-    name = "log4j2.properties" if version_tuple(version) >= (4,) else "log4j.properties"
+def logging_config(version: str, *, tools: bool = False) -> Path:
+    """The logging configuration fetch-kafka.sh wrote for ``version``'s classpath (with
+    ``tools``: its tools classpath): WARN and above to stderr."""
+    release = tools_version(version) if tools else version
+    name = "log4j2.properties" if version_tuple(release) >= (4,) else "log4j.properties"
     return kafka_home(version) / "config" / name
 
 
-def logging_flags(version: str) -> list[str]:
-    """The JVM flag that points ``version``'s logging binding at :func:`logging_config`."""
-    config = logging_config(version)
-    if version_tuple(version) >= (4,):
+def logging_flags(version: str, *, tools: bool = False) -> list[str]:
+    """The JVM flag that points the logging binding of ``version``'s classpath (with ``tools``:
+    its tools classpath) at :func:`logging_config`."""
+    config = logging_config(version, tools=tools)
+    if config.name == "log4j2.properties":
         # Log4j 2 (KIP-653); a plain path, as a file: URL breaks on Windows-style paths.
         return [f"-Dlog4j2.configurationFile={config}"]
     return [f"-Dlog4j.configuration={config.as_uri()}"]
@@ -160,17 +177,19 @@ def java_command(
     jvm_args: Sequence[str] = (),
     extra_classpath: Iterable[str | os.PathLike[str]] = (),
     logs_dir: str | os.PathLike[str] | None = None,
+    tools: bool = False,
 ) -> list[str]:
     """The ``java -cp ... <main_class> <args>`` command line that runs ``main_class`` of
     ``version`` the way Kafka's bin scripts would (heap flags, logging configuration,
-    ``kafka.logs.dir``). ``jvm_args`` come last among the JVM flags, so they override."""
+    ``kafka.logs.dir``). ``jvm_args`` come last among the JVM flags, so they override.
+    ``tools`` runs from the tools classpath (see :func:`lib_dir`)."""
     flags = list(COMMON_JVM_FLAGS) + list(SERVER_JVM_FLAGS if server else TOOL_JVM_FLAGS)
-    flags += logging_flags(version)
+    flags += logging_flags(version, tools=tools)
     if logs_dir is not None:
         flags.append(f"-Dkafka.logs.dir={logs_dir}")
     flags += list(jvm_args)
     return [
-        java_executable(), *flags, "-cp", classpath(version, extra_classpath),
+        java_executable(), *flags, "-cp", classpath(version, extra_classpath, tools=tools),
         main_class, *(str(a) for a in args),
     ]
 
@@ -188,16 +207,18 @@ def run_kafka_class(
     server: bool = False,
     jvm_args: Sequence[str] = (),
     extra_classpath: Iterable[str | os.PathLike[str]] = (),
+    tools: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``main_class`` of Kafka ``version`` to completion and capture its output as text.
 
     ``check`` raises :class:`KafkaCommandError` (with stdout and stderr) on a non-zero exit;
     ``timeout`` (seconds) raises ``subprocess.TimeoutExpired``. ``env`` is added to the current
-    environment. Raises KafkaUnavailable when Java or the jars are missing.
+    environment; ``tools`` runs from the tools classpath. Raises KafkaUnavailable when Java or
+    the jars are missing.
     """
     command = java_command(
         version, main_class, args, server=server, jvm_args=jvm_args,
-        extra_classpath=extra_classpath,
+        extra_classpath=extra_classpath, tools=tools,
     )
     full_env = dict(os.environ)
     full_env.update(env or {})
@@ -251,9 +272,9 @@ class KafkaCommandError(RuntimeError):
 # -- classes in the jars --------------------------------------------------------------------
 
 @functools.cache
-def _class_index(version: str) -> frozenset[str]:
+def _class_index(version: str, tools: bool) -> frozenset[str]:
     names: set[str] = set()
-    for jar in jars(version):
+    for jar in jars(version, tools=tools):
         with zipfile.ZipFile(jar) as zf:
             for entry in zf.namelist():
                 if entry.endswith(".class") and "$" not in entry:
@@ -261,9 +282,10 @@ def _class_index(version: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def has_class(version: str, class_name: str) -> bool:
-    """Whether a top-level class ``class_name`` is on ``version``'s classpath."""
-    return class_name in _class_index(version)
+def has_class(version: str, class_name: str, *, tools: bool = False) -> bool:
+    """Whether a top-level class ``class_name`` is on ``version``'s classpath (with ``tools``:
+    its tools classpath)."""
+    return class_name in _class_index(version, tools)
 
 
 # The main class of each Kafka command-line tool, newest location first. DumpLogSegments moved
@@ -277,15 +299,27 @@ TOOL_CLASSES: dict[str, tuple[str, ...]] = {
 }
 
 
-def tool_class(version: str, tool: str) -> str:
-    """The main class that ``kafka-<tool>.sh`` runs in ``version`` (see TOOL_CLASSES), chosen by
-    what the jars actually contain. Raises KeyError for an unknown tool, KafkaUnavailable when
-    none of the candidates is on the classpath."""
+def _locate_tool(version: str, tool: str) -> tuple[str, bool]:
     candidates = TOOL_CLASSES[tool]
-    for name in candidates:
-        if has_class(version, name):
-            return name
+    places = [False] + ([True] if tools_version(version) != version else [])
+    for tools in places:
+        for name in candidates:
+            if has_class(version, name, tools=tools):
+                return name, tools
     raise KafkaUnavailable(f"none of {candidates} is on Kafka {version}'s classpath")
+
+
+def tool_class(version: str, tool: str) -> str:
+    """The main class that ``kafka-<tool>.sh`` runs for ``version`` (see TOOL_CLASSES), chosen
+    by what the jars actually contain: the release's own classpath first, then its tools
+    classpath. Raises KeyError for an unknown tool, KafkaUnavailable when no candidate exists."""
+    return _locate_tool(version, tool)[0]
+
+
+def tool_release(version: str, tool: str) -> str:
+    """The Kafka release whose code runs ``tool`` for ``version``: ``version`` itself, or the
+    stand-in tools release (for 4.4.0, DumpLogSegments and MetadataQuorumCommand are 4.3.1's)."""
+    return tools_version(version) if _locate_tool(version, tool)[1] else version
 
 
 def dump_log_segments_class(version: str) -> str:
@@ -297,8 +331,10 @@ def dump_log_segments_class(version: str) -> str:
 def run_tool(
     version: str, tool: str, args: Sequence[str | os.PathLike[str]] = (), **kwargs: object
 ) -> subprocess.CompletedProcess[str]:
-    """Run one of TOOL_CLASSES through :func:`run_kafka_class` (same keyword arguments)."""
-    return run_kafka_class(version, tool_class(version, tool), args, **kwargs)  # type: ignore[arg-type]
+    """Run one of TOOL_CLASSES through :func:`run_kafka_class` (same keyword arguments), from
+    whichever classpath holds it."""
+    main_class, tools = _locate_tool(version, tool)
+    return run_kafka_class(version, main_class, args, tools=tools, **kwargs)  # type: ignore[arg-type]
 
 
 # -- availability -----------------------------------------------------------------------------
@@ -320,6 +356,11 @@ def kafka_problem(version: str | None = None) -> str | None:
             return f"Kafka {v} jars are not under {home / 'lib'}; {FETCH_HINT}"
         if not (home / "oracle.stamp").is_file():
             return f"the codec oracle for Kafka {v} is not built; {FETCH_HINT}"
+        if tools_version(v) != v and (
+            not (home / "tools-lib.stamp").is_file() or not jars(v, tools=True)
+        ):
+            return (f"the Kafka {tools_version(v)} tools for {v} are not under "
+                    f"{home / 'tools-lib'}; {FETCH_HINT}")
         if not logging_config(v).is_file():
             return f"{logging_config(v)} is missing; {FETCH_HINT}"
     return None

@@ -1,0 +1,96 @@
+"""The harness itself: every pinned release's tools start, link and do their job.
+
+For each release: StorageTool formats a standalone controller's metadata directory, and
+DumpLogSegments (from core up to 4.2, from kafka-tools from 4.3) decodes the bootstrap snapshot
+that StorageTool wrote; MetadataQuorumCommand prints its usage. This is what catches a classpath
+that resolves but does not link (as kafka-tools 4.3.1 on Kafka 4.4.0's classpath does not).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from compat import kafka as k
+from compat.conftest import KafkaRelease
+
+pytestmark = pytest.mark.compat
+
+
+def test_pins_are_well_formed() -> None:
+    assert len(k.PINNED_VERSIONS) == len(set(k.PINNED_VERSIONS)) >= 2
+    assert list(k.PINNED_VERSIONS) == sorted(k.PINNED_VERSIONS, key=k.version_tuple)
+    assert k.PINNED_VERSIONS[0].startswith("3.9.")
+    for v in k.PINNED_VERSIONS:
+        assert re.fullmatch(r"\d+\.\d+\.\d+", v)
+        assert re.fullmatch(r"\d+\.\d+\.\d+", k.tools_version(v))
+        assert k.version_tuple(k.tools_version(v)) <= k.version_tuple(v)
+
+
+def test_require_kafka_fails_in_ci_when_jars_are_missing(monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path) -> None:
+    monkeypatch.setattr(k, "CACHE_DIR", tmp_path)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="must run in CI"):
+        k.require_kafka(k.PINNED_VERSIONS[0])
+    monkeypatch.setenv("CI", "")
+    with pytest.raises(pytest.skip.Exception, match="make compat-jars"):
+        k.require_kafka(k.PINNED_VERSIONS[0])
+
+
+def test_java_command_shape(kafka: KafkaRelease) -> None:
+    cmd = k.java_command(kafka.version, "kafka.Kafka", ["x.properties"], server=True)
+    assert cmd[-2:] == ["kafka.Kafka", "x.properties"]
+    assert "-Xmx512m" in cmd
+    cp = cmd[cmd.index("-cp") + 1].split(":")
+    assert any(Path(e).name == f"kafka-clients-{kafka.version}.jar" for e in cp)
+    assert any(f.startswith(("-Dlog4j.configuration=", "-Dlog4j2.configurationFile="))
+               for f in cmd)
+
+
+def test_dump_log_segments_class_follows_the_release(kafka: KafkaRelease) -> None:
+    release = kafka.tool_release("dump-log")
+    expected = ("org.apache.kafka.tools.DumpLogSegments"
+                if k.version_tuple(release) >= (4, 3) else "kafka.tools.DumpLogSegments")
+    assert kafka.tool_class("dump-log") == expected
+    assert k.dump_log_segments_class(kafka.version) == expected
+
+
+def test_format_and_dump_bootstrap_snapshot(kafka: KafkaRelease, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    props = tmp_path / "controller.properties"
+    props.write_text(
+        "process.roles=controller\n"
+        "node.id=1\n"
+        "controller.quorum.bootstrap.servers=localhost:19093\n"
+        "controller.listener.names=CONTROLLER\n"
+        "listeners=CONTROLLER://localhost:19093\n"
+        f"log.dirs={data}\n",
+        encoding="utf-8",
+    )
+    cluster_id = kafka.run_tool("storage", ["random-uuid"]).stdout.strip()
+    assert re.fullmatch(r"[A-Za-z0-9_-]{22}", cluster_id), cluster_id
+    kafka.run_tool("storage", ["format", "-t", cluster_id, "-c", props, "--standalone"])
+    meta = (data / "meta.properties").read_text(encoding="utf-8")
+    assert f"cluster.id={cluster_id}" in meta
+    snapshot = data / "__cluster_metadata-0" / "00000000000000000000-0000000000.checkpoint"
+    assert snapshot.is_file()
+    # Up to 4.1 the bootstrap records (metadata.version) go to a separate bootstrap.checkpoint;
+    # from 4.2 into the 0-0 snapshot itself (KIP-1170).
+    files = [snapshot] + ([data / "bootstrap.checkpoint"] if not kafka.at_least(4, 2) else [])
+
+    out = kafka.run_tool(
+        "dump-log", ["--cluster-metadata-decoder", "--files", ",".join(map(str, files))]
+    ).stdout
+    assert "SnapshotHeader" in out
+    assert "SnapshotFooter" in out
+    assert '"name":"metadata.version"' in out
+    # Formatting with --standalone (KIP-853) writes this node as the only voter.
+    assert "KRaftVersion" in out and "Voters" in out
+
+
+def test_metadata_quorum_command_starts(kafka: KafkaRelease) -> None:
+    result = kafka.run_tool("metadata-quorum", ["--help"])
+    assert "--bootstrap-controller" in result.stdout + result.stderr
