@@ -13,7 +13,7 @@ check them against the log; ``.snapshot`` prints producer state; anything else i
     deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1747299887693 size: 174 magic: 2
     compresscodec: none crc: 3714449884 isvalid: true
     | offset: 0 CreateTime: 1747299887693 keySize: 4 valueSize: 19 sequence: -1 headerKeys: []
-    LeaderChange {"version":0,"leaderId":1,"voters":[{"voterId":1}],"grantingVoters":[{"voterId":1}]}
+    LeaderChange: {"version":0,"leaderId":1,"voters":[{"voterId":1}],"grantingVoters":[{"voterId":1}]}
 
 (each batch and record is one line). A LeaderChange record is decoded as Kafka 4.1+ does
 (KAFKA-19069); ``--leader-change-as-type`` prints 3.9's ``controlType: LEADER_CHANGE(2)``
@@ -322,7 +322,9 @@ class _Dumper:
             return self._control_error(record, control_type, exc, info)
         data = message.to_json(0)
         info["data"] = data
-        return f" {label} {_compact(data)}", info
+        # KAFKA-19069 printed the new LeaderChange case with a colon after the label
+        separator = ": " if control_type is ControlRecordType.LEADER_CHANGE else " "
+        return f" {label}{separator}{_compact(data)}", info
 
     def _attach_data(self, record: Record, control_type: ControlRecordType, value: bytes, info: dict[str, Any]) -> None:
         try:

@@ -63,7 +63,7 @@ def test_dump_log_text(tmp_path: Path, fsyncs: list[int]) -> None:
     assert lines[2].endswith(" isvalid: true")
     assert lines[3] == (
         '| offset: 0 CreateTime: 5 keySize: 4 valueSize: 19 sequence: -1 headerKeys: [] '
-        'LeaderChange {"version":0,"leaderId":1,"voters":[{"voterId":1}],"grantingVoters":[{"voterId":1}]}'
+        'LeaderChange: {"version":0,"leaderId":1,"voters":[{"voterId":1}],"grantingVoters":[{"voterId":1}]}'
     )
     assert lines[5] == (
         '| offset: 1 CreateTime: 100 keySize: -1 valueSize: 23 sequence: -1 headerKeys: [] payload: '
