@@ -110,32 +110,50 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, fsync: bool = Tru
 class DataDirLock:
     """An exclusive lock on ``<directory>/.lock`` held until :meth:`release`.
 
+    Like Kafka's ``FileLock.destroy`` on shutdown, :meth:`release` removes the file. Because of
+    that, a lock taken on a file that was meanwhile unlinked is worthless; the lock is retried
+    until the locked file is the one at the path.
+
     Raises LogDirectoryLockedError when another process (kwire or a Kafka JVM) holds it, and
     KafkaStorageError when the file cannot be created."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.path = Path(directory) / LOCK_FILE_NAME
-        with io_errors(f"creating {self.path}"):
-            self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(self._fd)
-            self._fd = None
-            raise LogDirectoryLockedError(
-                f"{self.path} is locked by another process; is another node using "
-                f"{self.path.parent}?"
-            ) from exc
+        self._fd: int | None = None
+        while self._fd is None:
+            with io_errors(f"creating {self.path}"):
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                raise LogDirectoryLockedError(
+                    f"{self.path} is locked by another process; is another node using "
+                    f"{self.path.parent}?"
+                ) from exc
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                self._fd = fd
+            else:
+                os.close(fd)  # the holder released and removed it meanwhile: lock the new file
 
     @property
     def held(self) -> bool:
         return self._fd is not None
 
     def release(self) -> None:
-        """Release the lock (closing the descriptor releases both lock kinds). Idempotent."""
+        """Remove the file and release the lock (closing the descriptor releases both lock
+        kinds). Idempotent."""
         if self._fd is not None:
             fd, self._fd = self._fd, None
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
             os.close(fd)
 
     def __enter__(self) -> DataDirLock:

@@ -41,6 +41,7 @@ def test_fresh_directory_layout(tmp_path: Path, fsyncs: list[int]) -> None:
     assert os.path.getsize(part / "00000000000000000000.timeindex") == 10485756
     assert (log.log_start_offset, log.log_end_offset, log.flushed_offset) == (0, 0, 0)
     log.close()
+    assert not (tmp_path / ".lock").exists()  # removed on release, as Kafka's FileLock.destroy
     # trimmed to their (zero) entries on close; no producer snapshot for an empty log
     assert sorted(os.listdir(part)) == [
         "00000000000000000000.index",
