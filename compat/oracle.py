@@ -151,6 +151,24 @@ class JavaOracle:
                 out.append(a["json"])
         return out
 
+    def reencode_many(
+        self, items: Iterable[tuple[str, int, bytes]]
+    ) -> list[bytes | OracleError]:
+        """For each ``(spec or class, version, bytes)``: what Kafka's class writes back after
+        reading those bytes (it keeps unknown tagged fields), or the error it raised. Bytes the
+        class leaves unread are an error."""
+        requests = [{"op": "reencode", "class": self.java_class(name), "version": version,
+                     "hex": bytes(data).hex()} for name, version, data in items]
+        out: list[bytes | OracleError] = []
+        for a in self.call_many(requests):
+            if not a.get("ok"):
+                out.append(OracleError(a.get("error")))
+            elif a.get("remaining"):
+                out.append(OracleError(f"{a['remaining']} bytes left unread"))
+            else:
+                out.append(bytes.fromhex(a["hex"]))
+        return out
+
     def encode(self, name: str, version: int, data: dict[str, Any]) -> bytes:
         result = self.encode_many([(name, version, data)])[0]
         if isinstance(result, OracleError):

@@ -20,6 +20,7 @@ Generation is reproducible: the same ``random.Random`` seed gives the same messa
 
 from __future__ import annotations
 
+import copy as _copy
 import importlib
 import random
 import struct
@@ -204,3 +205,41 @@ def random_messages(spec: MessageSpec, version: int, count: int, seed: str) -> l
     gives the same messages."""
     gen = MessageGenerator(spec, random.Random(seed))
     return [gen.message(version) for _ in range(count)]
+
+
+_UNKNOWN_TAG_CANDIDATES = (*range(0, 8), 31, 127, 128, 1000, 16384, 70000)
+
+
+def with_unknown_tags(message: Any, spec: MessageSpec, version: int,
+                      rng: random.Random) -> Any:
+    """A copy of ``message`` in which about half of the structs (the top level included) carry
+    random unknown tagged fields, as a newer peer would send: distinct tags that no field of that
+    struct has at any version, in ascending order, with 0-8 arbitrary bytes each. ``version``
+    must be flexible."""
+    if not spec.flexible_in(version):
+        raise ValueError(f"{spec.name} v{version} has no tagged fields")
+    copy = _copy.deepcopy(message)
+    structs = spec.structs
+
+    def visit(obj: Any, name: str) -> None:
+        fields = structs[name].fields
+        for f in fields:
+            if not f.present_in(version):
+                continue
+            t = f.type.element if f.type.is_array else f.type
+            if not t.is_struct:
+                continue
+            value = getattr(obj, f.attr)
+            for element in (value or []) if f.type.is_array else [value]:
+                if element is not None:
+                    visit(element, t.text)
+        if rng.random() < 0.5:
+            # Kafka's readers refuse a tag that belongs to a field of the struct at any version
+            # ("Tag 0 is not valid for version 0"), so unknown means unused by every version.
+            known = {f.tag for f in fields if f.tag is not None}
+            free = [t for t in _UNKNOWN_TAG_CANDIDATES if t not in known]
+            tags = sorted(rng.sample(free, rng.randint(1, 3)))
+            obj.unknown_tagged_fields = [(t, rng.randbytes(rng.randint(0, 8))) for t in tags]
+
+    visit(copy, spec.name)
+    return copy

@@ -10,12 +10,17 @@ support, and ``MESSAGES_PER_VERSION`` seeded random messages (compat/randmsg.py)
 2. kwire decodes those Kafka bytes back to ``m``;
 3. Kafka's class reads ``m.encode(v)`` completely, and its ``JsonConverter.write`` gives exactly
    ``m.to_json(v)`` -- except that Kafka writes every non-null ``records`` value as ``""`` (it
-   never serialises record contents to JSON), where kwire writes the bytes in base64 so that its
-   JSON form round-trips; that one difference is allowed for (see compat/DEVIATIONS.md).
+   never serialises record contents to JSON: ``JsonConverter.write`` puts an empty binary node in
+   their place), where kwire writes the bytes in base64 so that its JSON form round-trips; that
+   one difference is allowed for, and only for ``records`` fields.
 
 Against a release whose field names differ from kwire's (3.9's VoteRequest says Candidate* where
 4.x says Replica*; see test_spec_fidelity.py), the JSON is re-keyed with that release's names;
 the bytes are compared unchanged.
+
+Separately, for every flexible version, messages carrying random unknown tagged fields (what a
+newer peer sends) must come back byte for byte from Kafka's classes, which keep such fields, and
+kwire must decode them with the fields preserved.
 
 A failure names the message, version, index and both byte strings; rerun one spec with
 ``pytest compat/test_java_byte_identity.py -k VoteRequest``.
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +39,14 @@ import pytest
 from compat.jarspecs import jar_specs
 from compat.kafka import PINNED_VERSIONS, require_kafka
 from compat.oracle import JavaOracle, OracleError
-from compat.randmsg import message_class, random_messages
+from compat.randmsg import message_class, random_messages, with_unknown_tags
 from compat.specdiff import compare_specs, intersect, parse_versions, translate_json
 from messages.spec import MessageSpec, load_all
 
 pytestmark = pytest.mark.compat
 
 MESSAGES_PER_VERSION = 200
+UNKNOWN_TAG_MESSAGES_PER_VERSION = 25
 SPECS: list[MessageSpec] = load_all()
 MAX_REPORTED = 5
 
@@ -124,6 +131,42 @@ def test_byte_identity(kafka_version: str, spec: MessageSpec,
         f"{len(failures)} disagreements over {len(cases)} messages "
         f"(versions {versions[0]}-{versions[-1]}):\n" + "\n".join(failures[:MAX_REPORTED])
     )
+
+
+@pytest.mark.parametrize("kafka_version", PINNED_VERSIONS, ids=lambda v: f"kafka-{v}")
+def test_unknown_tagged_fields_survive(kafka_version: str,
+                                       java_oracles: dict[str, JavaOracle]) -> None:
+    require_kafka(kafka_version)
+    oracle = java_oracles[kafka_version]
+    cases: list[tuple[str, int, int, Any, bytes]] = []
+    for spec in SPECS:
+        kafka_spec = jar_specs(kafka_version)[spec.name].data
+        for v in _shared_versions(spec, kafka_spec):
+            if not spec.flexible_in(v):
+                continue
+            rng = random.Random(f"{spec.name}/v{v}/unknown-tags")
+            for i, m in enumerate(_messages(spec.name, v)[:UNKNOWN_TAG_MESSAGES_PER_VERSION]):
+                tagged = with_unknown_tags(m, spec, v, rng)
+                cases.append((spec.name, v, i, tagged, tagged.encode(v)))
+    assert len(cases) > 1000
+
+    failures: list[str] = []
+    results = oracle.reencode_many((name, v, raw) for name, v, _i, _m, raw in cases)
+    for (name, v, i, m, ours), theirs in zip(cases, results, strict=True):
+        where = f"{name} v{v} #{i} with unknown tags (Kafka {kafka_version})"
+        if isinstance(theirs, OracleError):
+            failures.append(f"{where}: Kafka could not read kwire's bytes: {theirs}\n"
+                            f"    kwire={ours.hex()}")
+        elif theirs != ours:
+            failures.append(f"{where}: Kafka wrote back different bytes "
+                            f"(offset {_first_difference(ours, theirs)})\n"
+                            f"    kwire={ours.hex()}\n    kafka={theirs.hex()}")
+        else:
+            back = type(m).decode(ours, v)
+            if back != m:
+                failures.append(f"{where}: kwire decoded {back!r:.600}\n    expected {m!r:.600}")
+    assert not failures, (f"{len(failures)} disagreements over {len(cases)} messages:\n"
+                          + "\n".join(failures[:MAX_REPORTED]))
 
 
 def test_every_spec_has_a_shared_version_with_each_release() -> None:

@@ -11,6 +11,10 @@
  *     -> {"ok":true,"json":{...},"remaining":0}
  *                                     <Class>JsonConverter.write(new <Class>(bytes, version),
  *                                     version); "remaining" counts bytes the class did not read
+ *   {"op":"reencode","class":"...","version":1,"hex":"..."}
+ *     -> {"ok":true,"hex":"...","remaining":0}
+ *                                     the bytes the class writes after reading "hex" (unknown
+ *                                     tagged fields are kept by the class and written back)
  *   {"op":"ping"} -> {"ok":true,"kafka":"<version of kafka-clients on the classpath>"}
  *
  * Any failure is answered with {"ok":false,"error":"<exception class>: <message>"}; the loop only
@@ -96,16 +100,19 @@ public final class Oracle {
                     throw new IllegalArgumentException("encode needs \"json\"");
                 }
                 Message message = (Message) codec.jsonRead.invoke(null, json, version);
-                ObjectSerializationCache cache = new ObjectSerializationCache();
-                int size = message.size(cache, version);
-                ByteBuffer buffer = ByteBuffer.allocate(size);
-                message.write(new ByteBufferAccessor(buffer), cache, version);
-                if (buffer.hasRemaining()) {
-                    throw new IllegalStateException("wrote " + buffer.position()
-                        + " bytes but size() said " + size);
-                }
                 out.put("ok", true);
-                out.put("hex", HEX.formatHex(buffer.array()));
+                out.put("hex", HEX.formatHex(serialize(message, version)));
+                return out;
+            }
+            case "reencode": {
+                Codec codec = codec(text(request, "class"));
+                short version = version(request);
+                ByteBuffer buffer = ByteBuffer.wrap(HEX.parseHex(text(request, "hex")));
+                Message message = (Message) codec.fromBytes.newInstance(
+                    new ByteBufferAccessor(buffer), version);
+                out.put("ok", true);
+                out.put("hex", HEX.formatHex(serialize(message, version)));
+                out.put("remaining", buffer.remaining());
                 return out;
             }
             case "decode": {
@@ -123,6 +130,19 @@ public final class Oracle {
             default:
                 throw new IllegalArgumentException("unknown op " + op);
         }
+    }
+
+    /** The bytes {@code message} writes at {@code version}, checked against its own size(). */
+    private static byte[] serialize(Message message, short version) {
+        ObjectSerializationCache cache = new ObjectSerializationCache();
+        int size = message.size(cache, version);
+        ByteBuffer buffer = ByteBuffer.allocate(size);
+        message.write(new ByteBufferAccessor(buffer), cache, version);
+        if (buffer.hasRemaining()) {
+            throw new IllegalStateException("wrote " + buffer.position()
+                + " bytes but size() said " + size);
+        }
+        return buffer.array();
     }
 
     /** The release of the kafka-clients jar this process loaded its message classes from. */
