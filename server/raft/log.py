@@ -14,6 +14,7 @@ record batch v2 bytes (``storage.records``).
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -94,6 +95,9 @@ class MemoryRaftLog:
 
     def __init__(self) -> None:
         self._batches: list[StoredBatch] = []
+        self._bases: list[int] = []
+        self._epochs: list[tuple[int, int]] = []
+        """(epoch, start offset) of each epoch present in the log, ascending."""
         self._start_offset = 0
         self._flushed = 0
         self._hwm = 0
@@ -127,15 +131,15 @@ class MemoryRaftLog:
     def high_watermark(self) -> int:
         return self._hwm
 
-    def _epoch_starts(self) -> list[tuple[int, int]]:
-        starts: list[tuple[int, int]] = []
+    def _reindex(self) -> None:
+        self._bases = [b.base_offset for b in self._batches]
+        self._epochs = []
         for batch in self._batches:
-            if not starts or starts[-1][0] != batch.epoch:
-                starts.append((batch.epoch, batch.base_offset))
-        return starts
+            if not self._epochs or self._epochs[-1][0] != batch.epoch:
+                self._epochs.append((batch.epoch, batch.base_offset))
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
-        starts = self._epoch_starts()
+        starts = self._epochs
         if starts and epoch == starts[-1][0]:
             return OffsetAndEpoch(self.log_end_offset, epoch)
         higher = next(((e, s) for e, s in starts if e > epoch), None)
@@ -156,7 +160,8 @@ class MemoryRaftLog:
 
     def read(self, start_offset: int, max_bytes: int) -> bytes:
         out = bytearray()
-        for batch in self._batches:
+        index = max(bisect.bisect_right(self._bases, start_offset) - 1, 0)
+        for batch in self._batches[index:]:
             if batch.last_offset < start_offset:
                 continue
             if out and len(out) + len(batch.data) > max_bytes:
@@ -198,6 +203,9 @@ class MemoryRaftLog:
                     view.to_bytes(),
                 )
             )
+            self._bases.append(view.base_offset)
+            if not self._epochs or self._epochs[-1][0] != view.partition_leader_epoch:
+                self._epochs.append((view.partition_leader_epoch, view.base_offset))
 
     def truncate_to(self, offset: int) -> None:
         """Drop every batch at or beyond ``offset`` (which must be a batch boundary)."""
@@ -209,6 +217,7 @@ class MemoryRaftLog:
         if kept and kept[-1].last_offset + 1 != offset and offset > self._start_offset:
             raise LogInvariantError(f"truncation offset {offset} is inside a batch")
         self._batches = kept
+        self._reindex()
         self._flushed = min(self._flushed, offset)
         self._truncations += 1
 
@@ -236,6 +245,7 @@ class MemoryRaftLog:
         """Lose every batch not covered by the flushed offset; the high watermark (never
         durable in KRaft) resets to the log start (``MockLog.reopen``)."""
         self._batches = [b for b in self._batches if b.last_offset < self._flushed]
+        self._reindex()
         self._hwm = self._start_offset
         self._truncations += 1
 

@@ -381,8 +381,13 @@ SAME_EPOCH_ALLOWED: frozenset[tuple[type[EpochState], type[EpochState]]] = froze
         (Follower, Unattached),  # an observer whose leader went silent
     }
 )
-"""Role changes that keep the epoch; every other legal change must raise it (Candidate
-always runs in a new epoch)."""
+"""Role changes that may keep the epoch; every other legal change must raise it."""
+
+
+SAME_EPOCH_REQUIRED: frozenset[tuple[type[EpochState], type[EpochState]]] = frozenset(
+    {(Candidate, Leader), (Leader, Resigned)}
+)
+"""A leader leads the epoch it won; a resigned leader keeps the epoch it gave up."""
 
 
 def transition_allowed(
@@ -393,6 +398,10 @@ def transition_allowed(
         return False
     if new_epoch < old_epoch:
         return False
+    if new is Candidate:
+        return new_epoch == old_epoch + 1  # a candidate always bumps the epoch by one
+    if (old, new) in SAME_EPOCH_REQUIRED:
+        return new_epoch == old_epoch
     if new_epoch == old_epoch:
         return (old, new) in SAME_EPOCH_ALLOWED
     return True
