@@ -1,20 +1,15 @@
-"""KRaft control and data batches as bytes (kraft-facts §3).
+"""The KRaft control records the core writes and reads, on top of ``storage.control``.
 
-Control record layout (``ControlRecordType``, ``ControlRecordUtils``)::
-
-    key   = version int16 (0) | type int16          (4 bytes, big-endian)
-    value = the control message at flexible version 0 (its own Version int16 first)
-
-A control batch has attribute bit 5 set, no compression, CREATE_TIME, producer id/epoch/
-sequence -1 and PartitionLeaderEpoch = the leader epoch (``MemoryRecords
-.createKraftControlRecordBuilder``); all its records share one timestamp. Batches are built with
-``storage.records.build_batch``.
+Batch layout and record encoding are ``storage.control``'s (kraft-facts §3): a control batch
+has attribute bit 5 set, every record a 4-byte key ``version int16 | type int16`` and the
+message at flexible version 0 as value. This module adds what the core needs: building the
+start-of-epoch messages from a :class:`~server.raft.types.VoterSet`, turning a VotersRecord
+back into one, and reading the voter set and kraft.version from control batches and from the
+bootstrap checkpoint (``00000000000000000000-0000000000.checkpoint``).
 """
 
 from __future__ import annotations
 
-import enum
-import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -25,68 +20,51 @@ from messages.generated.voters_record import Endpoint as VotersEndpoint
 from messages.generated.voters_record import KRaftVersionFeature, VotersRecord
 from messages.generated.voters_record import Voter as VotersVoter
 from server.raft.types import Endpoint, ReplicaKey, VoterNode, VoterSet
-from storage.records import RecordBatch, SimpleRecord, build_batch, iter_batches
+from storage import control as storage_control
+from storage.control import ControlMessage, ControlRecordType
+from storage.records import RecordBatch, iter_batches
+from storage.snapshots import read_snapshot_content
 
-_KEY = struct.Struct(">hh")
-
-
-class ControlRecordType(enum.IntEnum):
-    ABORT = 0
-    COMMIT = 1
-    LEADER_CHANGE = 2
-    SNAPSHOT_HEADER = 3
-    SNAPSHOT_FOOTER = 4
-    KRAFT_VERSION = 5
-    KRAFT_VOTERS = 6
-
-
-def control_key(record_type: ControlRecordType) -> bytes:
-    return _KEY.pack(0, int(record_type))
-
-
-def control_type_of(key: bytes | None) -> int:
-    """The type in a control record key, or -1 (UNKNOWN) when the key is malformed."""
-    if key is None or len(key) < 4:
-        return -1
-    version, record_type = _KEY.unpack_from(key, 0)
-    return -1 if version < 0 else int(record_type)
-
-
-ControlMessage = LeaderChangeMessage | KRaftVersionRecord | VotersRecord
-
-_TYPE_OF: dict[type, ControlRecordType] = {
-    LeaderChangeMessage: ControlRecordType.LEADER_CHANGE,
-    KRaftVersionRecord: ControlRecordType.KRAFT_VERSION,
-    VotersRecord: ControlRecordType.KRAFT_VOTERS,
-}
+__all__ = [
+    "ControlMessage",
+    "ControlRecordType",
+    "ControlRecord",
+    "build_control_batch",
+    "build_data_batch",
+    "bootstrap_voters",
+    "control_records_of",
+    "control_type_of",
+    "kraft_version_record",
+    "leader_change_message",
+    "voter_set_from_record",
+    "voters_record",
+]
 
 
 def build_control_batch(
     messages: Sequence[ControlMessage], *, base_offset: int, epoch: int, timestamp_ms: int
 ) -> bytes:
-    """One control batch holding ``messages`` in order."""
-    records = [
-        SimpleRecord(
-            value=message.encode(0),
-            key=control_key(_TYPE_OF[type(message)]),
-            timestamp=timestamp_ms,
-        )
-        for message in messages
-    ]
-    return build_batch(
-        records, base_offset=base_offset, partition_leader_epoch=epoch, is_control=True
+    """One KRaft control batch holding ``messages`` in order."""
+    return storage_control.build_control_batch(
+        messages, base_offset=base_offset, partition_leader_epoch=epoch, append_time_ms=timestamp_ms
     )
 
 
 def build_data_batch(
     values: Sequence[bytes], *, base_offset: int, epoch: int, timestamp_ms: int
 ) -> bytes:
-    """One uncompressed data batch of ``values`` (KRaft data records have null keys)."""
-    return build_batch(
-        [SimpleRecord(value=value, timestamp=timestamp_ms) for value in values],
-        base_offset=base_offset,
-        partition_leader_epoch=epoch,
+    """One uncompressed KRaft data batch of ``values`` (null keys, non-empty values)."""
+    return storage_control.build_data_batch(
+        values, base_offset=base_offset, partition_leader_epoch=epoch, append_time_ms=timestamp_ms
     )
+
+
+def control_type_of(key: bytes | None) -> int:
+    """The type in a control record key, or -1 (UNKNOWN) when the key is malformed."""
+    try:
+        return int(storage_control.parse_control_key(key))
+    except ValueError:
+        return -1
 
 
 def leader_change_message(
@@ -99,6 +77,10 @@ def leader_change_message(
         voters=[LeaderChangeVoter(voter_id=v) for v in voters],
         granting_voters=[LeaderChangeVoter(voter_id=v) for v in granting],
     )
+
+
+def kraft_version_record(kraft_version: int) -> KRaftVersionRecord:
+    return KRaftVersionRecord(version_=0, kraft_version=kraft_version)
 
 
 def voters_record(voters: VoterSet) -> VotersRecord:
@@ -137,35 +119,34 @@ def voter_set_from_record(record: VotersRecord) -> VoterSet:
 
 @dataclass(frozen=True, slots=True)
 class ControlRecord:
+    """A KRaft control record with the absolute offset it has in the log."""
+
     offset: int
     epoch: int
     message: ControlMessage
 
 
+def control_records_of(batch: RecordBatch) -> Iterator[ControlRecord]:
+    """The control records of ``batch`` (nothing for a data batch). Raises InvalidRecordError
+    for a control batch that breaks KRaft's record rules."""
+    if not batch.is_control:
+        return
+    kraft = storage_control.read_kraft_batch(batch, validate_crc=False)
+    for index, record in enumerate(kraft.records):
+        assert isinstance(record, storage_control.ControlRecord)
+        yield ControlRecord(batch.base_offset + index, batch.partition_leader_epoch, record.message)
+
+
 def iter_control_records(batches: bytes | memoryview) -> Iterator[ControlRecord]:
-    """The LeaderChange, KRaftVersion and Voters records in ``batches`` (others skipped)."""
     for batch in iter_batches(batches):
         yield from control_records_of(batch)
 
 
-def control_records_of(batch: RecordBatch) -> Iterator[ControlRecord]:
-    if not batch.is_control:
-        return
-    for record in batch.iter_records():
-        record_type = control_type_of(record.key)
-        if record.value is None:
-            continue
-        message: ControlMessage
-        if record_type == ControlRecordType.LEADER_CHANGE:
-            message = LeaderChangeMessage.decode(record.value, 0)
-        elif record_type == ControlRecordType.KRAFT_VERSION:
-            message = KRaftVersionRecord.decode(record.value, 0)
-        elif record_type == ControlRecordType.KRAFT_VOTERS:
-            message = VotersRecord.decode(record.value, 0)
-        else:
-            continue
-        yield ControlRecord(record.offset, batch.partition_leader_epoch, message)
-
-
-def kraft_version_record(kraft_version: int) -> KRaftVersionRecord:
-    return KRaftVersionRecord(version_=0, kraft_version=kraft_version)
+def bootstrap_voters(checkpoint: bytes) -> tuple[int, VoterSet | None]:
+    """``(kraft.version, voter set or None)`` from the bytes of the bootstrap checkpoint
+    ``00000000000000000000-0000000000.checkpoint`` that ``kafka-storage format --standalone`` /
+    ``--initial-controllers`` writes (kraft-facts §3.4, §6.8). Raises CorruptRecordError /
+    InvalidRecordError for bytes that are not a valid snapshot."""
+    content = read_snapshot_content(checkpoint)
+    voters = content.voters
+    return content.kraft_version, (voter_set_from_record(voters) if voters is not None else None)

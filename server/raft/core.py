@@ -25,6 +25,8 @@ from typing import Any
 
 from kwire.errors import Errors
 from messages.generated.fetch_request import FetchRequest
+from messages.generated.kraft_version_record import KRaftVersionRecord
+from messages.generated.voters_record import VotersRecord
 from server.raft import (
     begin_quorum_epoch,
     describe_quorum,
@@ -365,9 +367,6 @@ class RaftCore:
     def _scan_control_batch(self, batch: Any) -> None:
         if not batch.is_control:
             return
-        from messages.generated.kraft_version_record import KRaftVersionRecord
-        from messages.generated.voters_record import VotersRecord
-
         for record in control_records_of(batch):
             if isinstance(record.message, VotersRecord):
                 self._voter_history.append((record.offset, voter_set_from_record(record.message)))
@@ -596,9 +595,15 @@ class RaftCore:
 
     def _client_append(self, now_ms: int, event: ClientAppend) -> None:
         state = self.state
-        if not isinstance(state, Leader) or not event.values:
+        if not isinstance(state, Leader):
             self._out.append_results.append(
                 AppendResult(event.token, -1, -1, state.epoch, Errors.NOT_LEADER_OR_FOLLOWER)
+            )
+            return
+        if not event.values or not all(event.values):
+            # KRaft data records have a non-empty value (RecordsIterator)
+            self._out.append_results.append(
+                AppendResult(event.token, -1, -1, state.epoch, Errors.INVALID_RECORD)
             )
             return
         base = self.log_end_offset()

@@ -7,7 +7,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from kwire.uuid import METADATA_TOPIC_ID, ZERO_UUID
+from kwire.uuid import METADATA_TOPIC_ID, ZERO_UUID, Uuid
 from messages.generated.begin_quorum_epoch_request import BeginQuorumEpochRequest
 from messages.generated.begin_quorum_epoch_request import PartitionData as BeginPartition
 from messages.generated.begin_quorum_epoch_request import TopicData as BeginTopic
@@ -99,11 +99,13 @@ def make_context(
     pre_vote: bool = False,
     kraft_version: int = 0,
     seed: int = 1,
+    directory_id: Uuid = ZERO_UUID,
 ) -> Context:
     log = log or MemoryRaftLog()
     core = RaftCore(
         identity=ReplicaIdentity(
             local_id,
+            directory_id=directory_id,
             cluster_id=CLUSTER_ID,
             endpoints=(Endpoint("CONTROLLER", f"host{local_id}", 9000 + local_id),),
         ),

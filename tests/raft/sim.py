@@ -31,6 +31,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from kwire.uuid import ZERO_UUID, Uuid
 from server.raft.core import RaftCore
 from server.raft.events import (
     ClientAppend,
@@ -49,6 +50,8 @@ from server.raft.types import (
     Endpoint,
     QuorumConfig,
     ReplicaIdentity,
+    ReplicaKey,
+    VoterNode,
     VoterSet,
 )
 
@@ -103,7 +106,24 @@ class Cluster:
         self.kraft_version = kraft_version
         self.voter_ids = list(range(1, voters + 1))
         self.observer_ids = list(range(voters + 1, voters + observers + 1))
-        self.voter_set = VoterSet.static({i: (f"node{i}", 9000 + i) for i in self.voter_ids})
+        self.directory_ids = {
+            i: Uuid.from_longs(seed & 0xFFFFFFFF, i) if kraft_version >= 1 else ZERO_UUID
+            for i in self.voter_ids + self.observer_ids
+        }
+        if kraft_version >= 1:
+            # what the bootstrap checkpoint of `kafka-storage format --initial-controllers` holds
+            self.voter_set = VoterSet(
+                tuple(
+                    VoterNode(
+                        ReplicaKey(i, self.directory_ids[i]),
+                        (Endpoint("CONTROLLER", f"node{i}", 9000 + i),),
+                        (0, 1),
+                    )
+                    for i in self.voter_ids
+                )
+            )
+        else:
+            self.voter_set = VoterSet.static({i: (f"node{i}", 9000 + i) for i in self.voter_ids})
         self.nodes = {i: SimNode(i) for i in self.voter_ids + self.observer_ids}
         self.queue: list[tuple[int, int, str, Any]] = []
         self.sequence = 0
@@ -185,6 +205,7 @@ class Cluster:
         node.core = RaftCore(
             identity=ReplicaIdentity(
                 node_id,
+                directory_id=self.directory_ids[node_id],
                 cluster_id="sim-cluster",
                 endpoints=(Endpoint("CONTROLLER", f"node{node_id}", 9000 + node_id),),
             ),
@@ -467,12 +488,14 @@ def run_scenario(seed: int, scenario: str | None = None) -> RunStats:
     observers = rng.choice((0, 0, 1, 2))
     drop = rng.choice((0.0, 0.0, 0.01, 0.05)) if name != "chaos" else rng.choice((0.0, 0.02, 0.1))
     pre_vote = rng.random() < 0.8
+    kraft_version = rng.choice((0, 1))
     cluster = Cluster(
         seed,
         voters,
         observers,
         drop_rate=drop,
         config=QuorumConfig(pre_vote=pre_vote),
+        kraft_version=kraft_version,
     )
     if name == "steady":
         _liveness(cluster, "start", 4000)
