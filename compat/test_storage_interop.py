@@ -1,0 +1,365 @@
+"""kwire's storage against stock Kafka's tools and controllers, for every pinned release.
+
+* DumpLogSegments prints exactly what ``kwire dump-log`` prints for segments, indexes, producer
+  snapshots, KRaft snapshots and bootstrap files that kwire wrote -- including batches in every
+  compression codec, so Kafka's Java codecs decode kwire's encodings.
+* Directories formatted by ``kafka-storage format`` are read by kwire (meta.properties,
+  bootstrap metadata, the voter snapshot) and dump identically through both tools; for 3.9 the
+  files kwire's formatter writes are the same bytes once timestamps are equal.
+* A stock controller starts on a kwire-formatted directory, writes its log and stops; kwire
+  opens that log (and refuses to while the JVM holds ``.lock``), validates every batch by
+  KRaft's rules, rebuilds the same index files, reads quorum-state and the epoch checkpoint;
+  kwire then appends a new epoch, and the stock controller starts again on top of it.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from compat import kafka as k
+from compat.conftest import KafkaRelease
+from kwire.uuid import Uuid
+from messages.generated.feature_level_record import FeatureLevelRecord
+from messages.generated.kraft_version_record import KRaftVersionRecord
+from messages.generated.leader_change_message import LeaderChangeMessage
+from messages.generated.leader_change_message import Voter as LcVoter
+from messages.generated.no_op_record import NoOpRecord
+from messages.metadata import decode_record, encode_record
+from storage.bootstrap import decode_bootstrap_checkpoint, encode_bootstrap_checkpoint
+from storage.compression import CompressionType
+from storage.control import (
+    ControlRecordType,
+    build_control_batch,
+    build_data_batch,
+    build_kraft_batch,
+    read_kraft_batch,
+)
+from storage.errors import LogDirectoryLockedError
+from storage.format import DynamicVoter, check_formatted, format_directories, voters_record
+from storage.leader_epoch import decode_checkpoint
+from storage.log import MetadataLog
+from storage.meta_properties import read_meta_properties
+from storage.quorum_state import ElectionState, FileQuorumStateStore
+from storage.records import RecordBatch, iter_batches, scan_batches
+from storage.segment import LogConfig
+from storage.snapshots import SnapshotId, read_snapshot_content
+from tools import dump_log
+
+pytestmark = pytest.mark.compat
+
+CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
+DIR_ID = Uuid.from_string("J8aAPcfLQt2bqs1JT_rMgQ")
+PARTITION = "__cluster_metadata-0"
+FEATURE = encode_record(FeatureLevelRecord(name="metadata.version", feature_level=21), 0)
+NO_OP = encode_record(NoOpRecord(), 0)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return int(s.getsockname()[1])
+
+
+def _controller_properties(path: Path, data: Path, port: int) -> Path:
+    path.write_text(
+        "process.roles=controller\n"
+        "node.id=1\n"
+        f"controller.quorum.bootstrap.servers=localhost:{port}\n"
+        "controller.listener.names=CONTROLLER\n"
+        f"listeners=CONTROLLER://localhost:{port}\n"
+        f"log.dirs={data}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def _kwire_dump(kafka: KafkaRelease, files: list[Path], **flags: bool) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    # LeaderChange records are decoded from Kafka 4.1 on (KAFKA-19069)
+    old = k.version_tuple(kafka.tool_release("dump-log")) < (4, 1)
+    dump_log.dump_files([str(f) for f in files], out=out, err=err, leader_change_as_type=old, **flags)  # type: ignore[arg-type]
+    return out.getvalue(), err.getvalue()
+
+
+_REPORT_PREFIXES = (
+    "Mismatches in", "  Index offset", "Found timestamp mismatch", "  Index timestamp",
+    "Found out of order", "The following indexed offsets", "Indexed offset", "Non-consecutive",
+)
+
+
+def _assert_dumps_match(kafka: KafkaRelease, files: list[Path], **flags: bool) -> str:
+    """Stock DumpLogSegments and kwire dump-log print the same lines, and report the same index
+    problems on stderr."""
+    args = [f"--{name.replace('_', '-')}" for name, on in flags.items() if on]
+    stock = kafka.run_tool("dump-log", [*args, "--files", ",".join(map(str, files))])
+    mine, errors = _kwire_dump(kafka, files, **flags)
+    assert mine.splitlines() == stock.stdout.splitlines()
+    lines = stock.stderr.splitlines()
+    stock_report = []
+    for i, line in enumerate(lines):
+        # The Java DumpLogSegments (4.3+) reports every file that does not start at offset 0 as
+        # "-1 is followed by <first offset>" (it lost 3.9's first-record check); kwire keeps 3.9's.
+        if line.startswith("Non-consecutive") and i + 1 < len(lines) and lines[i + 1].startswith("  -1 is followed by"):
+            continue
+        if line.startswith(_REPORT_PREFIXES) or (line.startswith("  ") and " is followed by " in line and "-1 is" not in line):
+            stock_report.append(line)
+    assert errors.splitlines() == stock_report
+    return stock.stdout
+
+
+def _segment_files(part: Path) -> list[Path]:
+    return sorted(part.glob("*.log"))
+
+
+def _log_batches(part: Path) -> list[RecordBatch]:
+    batches: list[RecordBatch] = []
+    for segment in _segment_files(part):
+        batches += scan_batches(segment.read_bytes()).batches
+    return batches
+
+
+def _run_controller(
+    kafka: KafkaRelease, props: Path, part: Path, logs: Path, done: Callable[[list[RecordBatch]], bool],
+    while_running: Callable[[], None] | None = None, timeout_s: float = 180.0,
+) -> None:
+    """Start a stock controller, wait until ``done`` holds for its log, stop it gracefully."""
+    logs.mkdir(exist_ok=True)
+    with open(logs / "stdout.txt", "ab") as out, open(logs / "stderr.txt", "ab") as err:
+        proc = kafka.start("kafka.Kafka", [props], logs_dir=logs, stdout=out.fileno(), stderr=err.fileno())  # type: ignore[arg-type]
+        try:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                batches = _log_batches(part) if part.exists() else []
+                if done(batches):
+                    break
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    tail = (logs / "stderr.txt").read_text(errors="replace")[-3000:]
+                    server_log = logs / "server.log"
+                    if server_log.exists():
+                        tail += server_log.read_text(errors="replace")[-3000:]
+                    pytest.fail(f"stock controller {kafka.version} did not get there (exit {proc.poll()}):\n{tail}")
+                time.sleep(0.5)
+            if while_running is not None:
+                while_running()
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(30)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _kwire_directory(root: Path) -> Path:
+    """A standalone-formatted directory whose log holds a start-of-epoch batch, data batches in
+    every codec (enough for index entries) and a second segment."""
+    data = root / "data"
+    format_directories(
+        cluster_id=CLUSTER_ID, node_id=1, directories=[str(data)], metadata_log_dir=str(data),
+        controller_listener_name="CONTROLLER", initial_controllers=[DynamicVoter(1, "localhost", 9093, DIR_ID)],
+        now_ms=lambda: 1_700_000_000_000, out=lambda _: None,
+    )
+    log = MetadataLog.open(data, config=LogConfig(segment_bytes=6 * 1024))
+    log.initialize_leader_epoch(1)
+    start = build_control_batch(
+        [
+            LeaderChangeMessage(leader_id=1, voters=[LcVoter(1)], granting_voters=[LcVoter(1)]),
+            KRaftVersionRecord(kraft_version=1),
+            voters_record([DynamicVoter(1, "localhost", 9093, DIR_ID)], "CONTROLLER"),
+        ],
+        base_offset=0, partition_leader_epoch=1, append_time_ms=1_700_000_000_100,
+    )
+    log.append_as_leader(start, epoch=1)
+    codecs = list(CompressionType)
+    for i in range(60):
+        log.append_as_leader(
+            build_data_batch(
+                [FEATURE, NO_OP, FEATURE] * (1 + i % 4), base_offset=log.log_end_offset, partition_leader_epoch=1,
+                append_time_ms=1_700_000_000_200 + i, compression=codecs[i % len(codecs)],
+            ),
+            epoch=1,
+        )
+    assert len(log.segments) >= 2
+    log.close()
+    return data
+
+
+def test_dump_log_output_matches(kafka: KafkaRelease, tmp_path: Path) -> None:
+    data = _kwire_directory(tmp_path)
+    part = data / PARTITION
+    files = sorted(p for p in part.iterdir() if p.suffix in (".log", ".index", ".timeindex", ".snapshot", ".checkpoint"))
+    files.append(data / "bootstrap.checkpoint")
+    out = _assert_dumps_match(kafka, files, cluster_metadata_decoder=True)
+    assert "isvalid: false" not in out
+    for codec in ("gzip", "snappy", "lz4", "zstd"):
+        assert f"compresscodec: {codec}" in out
+    assert '"kRaftVersion":1' in out and "KRaftVoters" in out
+    _assert_dumps_match(kafka, files)  # shallow: batches only
+
+
+def test_kafka_formatted_directories_read_by_kwire(kafka: KafkaRelease, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    props = _controller_properties(tmp_path / "c.properties", data, 19093)
+    kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--standalone"])
+    meta = read_meta_properties(data)
+    assert meta is not None and (meta.version, meta.cluster_id, meta.node_id) == (1, CLUSTER_ID, 1)
+    assert check_formatted(str(data), 1) == meta
+    snapshot = data / PARTITION / "00000000000000000000-0000000000.checkpoint"
+    content = read_snapshot_content(snapshot.read_bytes())
+    assert content.has_footer and content.kraft_version == 1
+    voters = content.voters
+    assert voters is not None and [(v.voter_id, v.voter_directory_id) for v in voters.voters] == [(1, meta.directory_id)]
+    assert [(e.name, e.host, e.port) for e in voters.voters[0].endpoints] == [("CONTROLLER", "localhost", 19093)]
+    files = [snapshot]
+    if (data / "bootstrap.checkpoint").exists():
+        boot = decode_bootstrap_checkpoint((data / "bootstrap.checkpoint").read_bytes())
+        files.append(data / "bootstrap.checkpoint")
+    else:  # 4.2+ (KIP-1170): the bootstrap records live in the 0-0 snapshot
+        records = [decode_record(v) for v in content.data_records()]
+        boot = decode_bootstrap_checkpoint(
+            encode_bootstrap_checkpoint(records, 0)  # the same records, as a bootstrap file
+        )
+    assert boot.metadata_version_level >= 21
+    _assert_dumps_match(kafka, files, cluster_metadata_decoder=True)
+    # kwire's log opens a stock-formatted directory
+    log = MetadataLog.open(data)
+    assert log.snapshots == [SnapshotId(0, 0)] and log.log_end_offset == 0
+    log.close()
+
+
+def test_kwire_format_writes_kafka_39_bytes(tmp_path: Path) -> None:
+    version = k.PINNED_VERSIONS[0]
+    k.require_kafka(version)
+    kafka = KafkaRelease(version)
+    spec = f"1@localhost:19093:{DIR_ID}"
+    theirs, mine = tmp_path / "theirs", tmp_path / "mine"
+    props = _controller_properties(tmp_path / "c.properties", theirs, 19093)
+    kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--initial-controllers", spec])
+    format_directories(
+        cluster_id=CLUSTER_ID, node_id=1, directories=[str(mine)], metadata_log_dir=str(mine),
+        controller_listener_name="CONTROLLER", initial_controllers=[DynamicVoter(1, "localhost", 19093, DIR_ID)],
+        out=lambda _: None,
+    )
+    # meta.properties: the same lines in the same (Java 17 hash) order, apart from the date
+    def body(path: Path) -> list[str]:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        assert lines[0] == "#" and lines[1].startswith("#")
+        return lines[2:]
+
+    assert body(mine / "meta.properties") == body(theirs / "meta.properties")
+    # bootstrap.checkpoint and the voter snapshot: the same batches with the same records, and
+    # each stock batch is exactly what kwire's encoder makes of its records and timestamp
+    name = "00000000000000000000-0000000000.checkpoint"
+    for relative in ("bootstrap.checkpoint", f"{PARTITION}/{name}"):
+        stock = list(iter_batches((theirs / relative).read_bytes()))
+        ours = list(iter_batches((mine / relative).read_bytes()))
+        shape = [(b.base_offset, b.last_offset, b.partition_leader_epoch, b.attributes) for b in stock]
+        assert [(b.base_offset, b.last_offset, b.partition_leader_epoch, b.attributes) for b in ours] == shape
+        for a, b in zip(stock, ours, strict=True):
+            assert [(r.key, r.value) for r in a.records()] == [(r.key, r.value) for r in b.records()] or (
+                relative != "bootstrap.checkpoint" and a.is_control  # SnapshotHeader carries the time
+                and read_kraft_batch(a).records[1:] == read_kraft_batch(b).records[1:]
+            )
+            rebuilt = build_kraft_batch(
+                [(r.key, r.value) for r in a.records()], base_offset=a.base_offset,
+                partition_leader_epoch=a.partition_leader_epoch, append_time_ms=a.max_timestamp,
+                is_control=a.is_control,
+            )
+            assert rebuilt == a.to_bytes()
+    assert sorted(p.name for p in (mine / PARTITION).iterdir()) == sorted(p.name for p in (theirs / PARTITION).iterdir())
+
+
+def test_stock_controller_runs_on_a_kwire_directory(kafka: KafkaRelease, tmp_path: Path) -> None:
+    port = _free_port()
+    data = tmp_path / "data"
+    props = _controller_properties(tmp_path / "c.properties", data, port)
+    format_directories(
+        cluster_id=CLUSTER_ID, node_id=1, directories=[str(data)], metadata_log_dir=str(data),
+        controller_listener_name="CONTROLLER", initial_controllers=[DynamicVoter(1, "localhost", port, DIR_ID)],
+        out=lambda _: None,
+    )
+    part = data / PARTITION
+
+    def locked_out() -> None:
+        with pytest.raises(LogDirectoryLockedError):
+            MetadataLog.open(data)
+
+    # 1. the stock controller formats nothing, elects itself, writes, stops
+    _run_controller(kafka, props, part, tmp_path / "logs1", lambda b: sum(x.records_count for x in b) >= 8, locked_out)
+    stock_segments = {p.name: p.read_bytes() for p in part.iterdir() if p.suffix in (".log", ".index", ".timeindex")}
+    stock_epochs = decode_checkpoint((part / "leader-epoch-checkpoint").read_bytes())
+    state = FileQuorumStateStore.in_partition_dir(part).read_election_state()
+    assert state is not None and state.leader_id == 1 and state.epoch >= 1
+
+    # 2. kwire opens it: nothing to repair, every batch valid by KRaft's rules, same indexes
+    log = MetadataLog.open(data)
+    assert log.open_report.error is None and log.open_report.truncated_bytes == 0
+    batches = list(log.iter_batches())
+    assert batches and all(read_kraft_batch(b) for b in batches)
+    assert log.leader_epoch_cache.entries == stock_epochs
+    epoch = state.epoch + 1
+    log.close()
+    # Where the stock controller closed its segment (trimmed indexes, as 3.9 does on shutdown),
+    # kwire's rebuilt and closed indexes are the same bytes; 4.x may leave them pre-sized.
+    trimmed = {
+        n: b for n, b in stock_segments.items()
+        if n.endswith(".log") or len(b) < 10 * 1024 * 1024 - 12
+    }
+    if kafka.version.startswith("3."):
+        assert len(trimmed) == len(stock_segments)
+    assert {n: (part / n).read_bytes() for n in trimmed} == trimmed
+
+    # 3. kwire appends a new epoch and records the election as the controller would
+    log = MetadataLog.open(data)
+    end_before = log.log_end_offset
+    log.initialize_leader_epoch(epoch)
+    log.append_as_leader(
+        build_control_batch(
+            [LeaderChangeMessage(leader_id=1, voters=[LcVoter(1)], granting_voters=[LcVoter(1)])],
+            base_offset=end_before, partition_leader_epoch=epoch, append_time_ms=int(time.time() * 1000),
+        ),
+        epoch=epoch,
+    )
+    log.append_as_leader(
+        build_data_batch([NO_OP] * 3, base_offset=end_before + 1, partition_leader_epoch=epoch,
+                         append_time_ms=int(time.time() * 1000)),
+        epoch=epoch,
+    )
+    log.flush()
+    kwire_end = log.log_end_offset
+    kwire_bytes = b"".join(b.to_bytes() for b in log.iter_batches())
+    log.close()
+    data_version = FileQuorumStateStore.in_partition_dir(part).read_data_version()
+    assert data_version == 1
+    FileQuorumStateStore.in_partition_dir(part).write_election_state(ElectionState(epoch=epoch, leader_id=1), 1)
+
+    # 4. the stock controller starts on top of it and writes a later epoch after kwire's batches
+    _run_controller(
+        kafka, props, part, tmp_path / "logs2",
+        lambda b: any(x.partition_leader_epoch > epoch and not x.is_control for x in b),
+    )
+    final = b"".join(b.to_bytes() for b in _log_batches(part))
+    assert final.startswith(kwire_bytes)
+    later = [b for b in _log_batches(part) if b.base_offset >= kwire_end]
+    assert later and later[0].base_offset == kwire_end and all(b.partition_leader_epoch > epoch for b in later)
+    assert any(
+        r.type is ControlRecordType.LEADER_CHANGE for b in later if b.is_control for r in read_kraft_batch(b).records  # type: ignore[union-attr]
+    )
+    files = _segment_files(part) + sorted(part.glob("*.index")) + sorted(part.glob("*.timeindex"))
+    # Deep iteration, not the metadata decoder: the stock controller also writes record types
+    # (e.g. BeginTransactionRecord around the bootstrap records) whose decoding is the
+    # messages package's concern, not the log's.
+    out = _assert_dumps_match(kafka, files, deep_iteration=True)
+    assert "isvalid: false" not in out
+    shutil.rmtree(tmp_path / "logs1", ignore_errors=True)
