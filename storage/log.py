@@ -23,7 +23,7 @@ returns; :attr:`MetadataLog.flushed_offset` is the exclusive end of what is. Eve
 write, fsync, truncate or rename raises :class:`~storage.errors.KafkaStorageError`; the log is
 then unusable (further calls raise) and the node must stop without acknowledging anything.
 
-Where kwire differs from Kafka (see compat/DEVIATIONS.md): appends must be contiguous (Kafka
+Where kwire differs from Kafka: appends must be contiguous (Kafka
 followers accept offset gaps, which KRaft never produces); truncating to an offset inside a batch
 leaves the log end at that batch's base offset; deleted segments are removed at once rather than
 renamed ``.deleted`` and removed a minute later.
@@ -649,7 +649,7 @@ class MetadataLog:
         try:
             if self._failed is None:
                 for segment in self._segments:
-                    segment.flush()
+                    segment.flush(indexes=True)
                 self.producer_snapshots.take_snapshot(self.log_end_offset)
                 for segment in self._segments:
                     segment.close()

@@ -433,12 +433,16 @@ class LogSegment:
             os.ftruncate(self.fd, size)
         self.size = size
 
-    def flush(self) -> None:
-        """fsync the ``.log`` and both indexes (``LogSegment.flush``)."""
+    def flush(self, *, indexes: bool = False) -> None:
+        """fsync the ``.log`` (``LogSegment.flush``); with ``indexes`` also both index files.
+
+        The indexes are rebuilt from the ``.log`` every time the log is opened, so their
+        durability never matters for correctness; the hot path skips their fsyncs."""
         with io_errors(f"fsync of {self.log_path}"):
             fsync_fd(self.fd)
-        self.offset_index.flush()
-        self.time_index.flush()
+        if indexes:
+            self.offset_index.flush()
+            self.time_index.flush()
 
     def on_become_inactive(self) -> None:
         """Write the final time-index entry and trim both indexes (``onBecomeInactiveSegment``)."""
