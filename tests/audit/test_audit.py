@@ -79,7 +79,7 @@ def test_python_scan_turns_a_torn_and_corrupt_tail_into_invalid_rows(tmp_path):
 @pytest.mark.spark
 def test_consistent_replicas_pass_with_timeline_and_report(spark, tmp_path):
     dirs = make_cluster(tmp_path / "q", HISTORY)
-    result = run_audit(spark, nodes_of(dirs), split_bytes=300)
+    result = run_audit(spark, nodes_of(dirs), split_bytes=600)
     assert result.violations == [] and result.warnings == []
     assert result.rows == 3 * (END + SNAPSHOT_ROWS) and result.invalid_rows == 0
     assert [n["log_end_offset"] for n in result.nodes] == [END] * 3

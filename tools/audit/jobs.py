@@ -90,7 +90,10 @@ def load_rows(spark, paths: Sequence[str] | str, split_bytes: int | None = None)
     )
     if split_bytes is not None:
         reader = reader.option("splitBytes", str(split_bytes))
-    df = reader.load().cache()
+    # One input partition per file (or index-cut range) is read by one Python call; the cached
+    # rows are then held in as many partitions as Spark runs tasks at once, so the dozen small
+    # queries that follow do not each schedule a task per file.
+    df = reader.load().coalesce(max(2, spark.sparkContext.defaultParallelism)).cache()
     df.createOrReplaceTempView(VIEW)
     return df
 
