@@ -50,6 +50,7 @@ def write_plots(timeline: dict[str, Any], out_dir: str) -> list[str]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     written = []
     epochs = timeline.get("epochs", [])
@@ -70,6 +71,7 @@ def write_plots(timeline: dict[str, Any], out_dir: str) -> list[str]:
                         fontsize=8)
     ax.set_xlabel("seconds since the first epoch started")
     ax.set_ylabel("leader epoch")
+    ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_title(f"Leader epochs (reference node {timeline.get('reference_node')})")
     fig.tight_layout()
     path = os.path.join(out_dir, "timeline.png")
