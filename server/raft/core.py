@@ -28,10 +28,13 @@ from messages.generated.fetch_request import FetchRequest
 from messages.generated.kraft_version_record import KRaftVersionRecord
 from messages.generated.voters_record import VotersRecord
 from server.raft import (
+    add_raft_voter,
     begin_quorum_epoch,
     describe_quorum,
     end_quorum_epoch,
     fetch,
+    fetch_snapshot,
+    remove_raft_voter,
     vote,
 )
 from server.raft.control import (
@@ -73,6 +76,7 @@ from server.raft.types import (
     CHECK_QUORUM_TIMEOUT_FACTOR,
     ELECTION_BACKOFF_BASE_MS,
     ElectionState,
+    Endpoint,
     LeaderAndEpoch,
     OffsetAndEpoch,
     QuorumConfig,
@@ -81,6 +85,9 @@ from server.raft.types import (
     VoterSet,
 )
 from storage.records import iter_batches
+from storage.snapshots import read_snapshot_content
+
+BOOTSTRAP_SNAPSHOT_ID = OffsetAndEpoch(0, 0)
 
 
 class IllegalTransitionError(AssertionError):
@@ -131,6 +138,14 @@ class RaftCore:
         self._bootstrap_kraft_version = kraft_version
         self._voter_history: list[tuple[int, VoterSet]] = []
         self._kraft_history: list[tuple[int, int]] = []
+        self._pending_load_snapshot: OffsetAndEpoch | None = None
+        self._delivered_offset = log.log_start_offset
+        latest = log.latest_snapshot_id()
+        if latest is not None and latest != BOOTSTRAP_SNAPSHOT_ID:
+            size = log.snapshot_size(latest) or 0
+            self._read_snapshot_control(latest, log.read_snapshot(latest, 0, size))
+            self._pending_load_snapshot = latest
+            self._delivered_offset = max(self._delivered_offset, latest.offset)
         self._scan_control_records(log.read(log.log_start_offset, 1 << 62))
         self._out = Outbox()
         self._now = now_ms
@@ -138,7 +153,6 @@ class RaftCore:
         self._staged_epoch: int | None = None
         self._staged_truncation = False
         self._high_watermark = log.high_watermark
-        self._delivered_offset = log.log_start_offset
         self._next_correlation = 1
         self._in_flight: dict[int, _InFlight] = {}
         self._backoff_until: dict[int, int] = {}
@@ -195,6 +209,9 @@ class RaftCore:
             self._out.election_state = self._pending_election
             self._persisted = self._pending_election
             self._pending_election = None
+        if self._pending_load_snapshot is not None:
+            self._out.load_snapshot = self._pending_load_snapshot
+            self._pending_load_snapshot = None
         self._on_log_applied(now_ms)
         if isinstance(event, RequestReceived):
             self._handle_request(now_ms, event)
@@ -335,6 +352,9 @@ class RaftCore:
         self._staged_epoch = batches[-1].partition_leader_epoch
         for batch in batches:
             self._scan_control_batch(batch)
+        state = self.state
+        if isinstance(state, Leader) and state.voters != self.voters:
+            state.set_voters(self.voters, self._now)
 
     def stage_truncation(self, offset: int) -> None:
         if offset < self._high_watermark:
@@ -373,9 +393,102 @@ class RaftCore:
             elif isinstance(record.message, KRaftVersionRecord):
                 self._kraft_history.append((record.offset, record.message.kraft_version))
 
+    def _read_snapshot_control(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+        """Voters and kraft.version held by a snapshot count as written at its last offset."""
+        content = read_snapshot_content(data)
+        at = snapshot_id.offset - 1
+        self._voter_history = [(o, v) for o, v in self._voter_history if o < at]
+        self._kraft_history = [(o, v) for o, v in self._kraft_history if o < at]
+        if content.voters is not None:
+            self._voter_history.append((at, voter_set_from_record(content.voters)))
+        if any(r.message.__class__ is KRaftVersionRecord for r in content.control_records()):
+            self._kraft_history.append((at, content.kraft_version))
+
     @property
     def voters_in_log(self) -> bool:
         return bool(self._voter_history)
+
+    def stage_snapshot_install(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+        """A downloaded snapshot replaces the whole log (``truncateToLatestSnapshot``)."""
+        if isinstance(self.state, Leader):
+            raise RaftSafetyError("a leader never loads a snapshot")
+        if snapshot_id.offset < self._high_watermark:
+            raise RaftSafetyError(
+                f"snapshot {snapshot_id} ends below the high watermark {self._high_watermark}"
+            )
+        self._voter_history = []
+        self._kraft_history = []
+        self._read_snapshot_control(snapshot_id, data)
+        self._out.install_snapshot = (snapshot_id, data)
+        self._out.load_snapshot = snapshot_id
+        self._out.committed.clear()
+        self._staged_end = snapshot_id.offset
+        self._staged_epoch = snapshot_id.epoch
+        self._delivered_offset = snapshot_id.offset
+        self.update_high_watermark(snapshot_id.offset)
+
+    @property
+    def default_listener(self) -> str:
+        """The first controller listener (``controller.listener.names``)."""
+        return self.identity.endpoints[0].name if self.identity.endpoints else "CONTROLLER"
+
+    def uncommitted_voter_change(self) -> bool:
+        """True while the latest VotersRecord in the log is above the high watermark."""
+        return bool(self._voter_history) and self._voter_history[-1][0] >= self._high_watermark
+
+    def append_voters_record(self, voters: VoterSet, now_ms: int) -> int:
+        """Leader: append a control batch with one VotersRecord; returns its offset."""
+        state = self.state
+        assert isinstance(state, Leader)
+        offset = self.log_end_offset()
+        self.stage_append(
+            build_control_batch([voters_record(voters)], base_offset=offset, epoch=state.epoch, timestamp_ms=now_ms)
+        )
+        pending = state.pending_voter_change
+        if pending is not None:
+            pending.record_offset = offset
+            if not pending.ack_when_committed:
+                self.finish_voter_change(Errors.NONE)
+        return offset
+
+    def finish_voter_change(self, error: Errors, message: str | None = None) -> None:
+        state = self.state
+        assert isinstance(state, Leader)
+        pending = state.pending_voter_change
+        if pending is None:
+            return
+        state.pending_voter_change = None
+        factory: Any = pending.response_factory
+        self.reply(pending.request_id, factory(error, message))
+
+    def _after_leader_high_watermark(self, now_ms: int) -> None:
+        state = self.state
+        assert isinstance(state, Leader)
+        hwm = self._high_watermark
+        pending = state.pending_voter_change
+        if pending is not None and pending.record_offset is not None and hwm > pending.record_offset:
+            self.finish_voter_change(Errors.NONE)
+        if state.resign_when_committed is not None and hwm > state.resign_when_committed:
+            self._resign(now_ms)
+
+    def validate_snapshot_id(self, snapshot_id: OffsetAndEpoch) -> None:
+        """Raise ValueError unless the state machine may snapshot at ``snapshot_id``: at most
+        the high watermark, at least the log start, and with the epoch of the batch holding
+        ``offset - 1`` (``KafkaRaftClient.createSnapshot``)."""
+        if snapshot_id.offset > self._high_watermark:
+            raise ValueError(f"snapshot {snapshot_id} beyond the high watermark {self._high_watermark}")
+        if snapshot_id.offset <= self.log.log_start_offset:
+            raise ValueError(f"snapshot {snapshot_id} not after the log start offset")
+        for batch in iter_batches(self.log.read(snapshot_id.offset - 1, 1)):
+            if batch.last_offset != snapshot_id.offset - 1:
+                raise ValueError(f"snapshot {snapshot_id} does not end at a batch boundary")
+            if batch.partition_leader_epoch != snapshot_id.epoch:
+                raise ValueError(
+                    f"snapshot {snapshot_id} has epoch {snapshot_id.epoch}, the log has "
+                    f"{batch.partition_leader_epoch} there"
+                )
+            return
+        raise ValueError(f"snapshot {snapshot_id} is not in the log")
 
     # ------------------------------------------------------------------ transitions
 
@@ -386,6 +499,13 @@ class RaftCore:
         if not transition_allowed(type(old), type(new), old.epoch, new.epoch):
             raise IllegalTransitionError(f"{old!r} -> {new!r} is not allowed")
         if isinstance(old, Leader):
+            pending = old.pending_voter_change
+            if pending is not None:
+                old.pending_voter_change = None
+                factory: Any = pending.response_factory
+                self._out.replies.append(
+                    Reply(pending.request_id, factory(Errors.NOT_LEADER_OR_FOLLOWER, None))
+                )
             for parked in old.parked:
                 self._out.replies.append(
                     Reply(parked.request_id, fetch.not_leader_response(self, parked.request))
@@ -524,17 +644,28 @@ class RaftCore:
 
     # ------------------------------------------------------------------ requests out
 
-    def send(self, now_ms: int, destination_id: int, api: str, request: Any) -> None:
+    def send(
+        self,
+        now_ms: int,
+        destination_id: int,
+        api: str,
+        request: Any,
+        endpoint: Endpoint | None = None,
+    ) -> int:
+        """Queue a request; returns its correlation id. The endpoint defaults to the voter's
+        endpoint on the default listener."""
         correlation = self._next_correlation
         self._next_correlation += 1
         voter = self.voters.get(destination_id)
-        endpoint = voter.endpoints[0] if voter is not None and voter.endpoints else None
+        if endpoint is None and voter is not None:
+            endpoint = voter.endpoint(self.default_listener) or (voter.endpoints[0] if voter.endpoints else None)
         self._in_flight[correlation] = _InFlight(
             destination_id, now_ms + self.config.request_timeout_ms, api
         )
         self._out.sends.append(
             OutboundRequest(correlation, destination_id, endpoint, request, self.config.request_timeout_ms)
         )
+        return correlation
 
     def can_send_to(self, destination_id: int, now_ms: int) -> bool:
         if any(f.destination_id == destination_id for f in self._in_flight.values()):
@@ -547,9 +678,8 @@ class RaftCore:
     def _request_failed(self, now_ms: int, correlation_id: int) -> None:
         flight = self._in_flight.pop(correlation_id)
         self._backoff_until[flight.destination_id] = now_ms + self.config.retry_backoff_ms
-        state = self.state
-        if isinstance(state, Unattached) and not self.is_voter:
-            return
+        if flight.api == "ApiVersions":
+            add_raft_voter.handle_api_versions(self, now_ms, correlation_id, None)
 
     # ------------------------------------------------------------------ dispatch
 
@@ -568,6 +698,16 @@ class RaftCore:
                 self.reply(event.request_id, response)
         elif name == "DescribeQuorumRequest":
             self.reply(event.request_id, describe_quorum.handle_request(self, now_ms, event))
+        elif name == "FetchSnapshotRequest":
+            self.reply(event.request_id, fetch_snapshot.handle_request(self, now_ms, event))
+        elif name == "AddRaftVoterRequest":
+            add_response = add_raft_voter.handle_request(self, now_ms, event)
+            if add_response is not None:
+                self.reply(event.request_id, add_response)
+        elif name == "RemoveRaftVoterRequest":
+            remove_response = remove_raft_voter.handle_request(self, now_ms, event)
+            if remove_response is not None:
+                self.reply(event.request_id, remove_response)
         else:
             raise ValueError(f"the KRaft core does not handle {name}")
 
@@ -585,6 +725,10 @@ class RaftCore:
             end_quorum_epoch.handle_response(self, now_ms, event.source_id, event.response)
         elif name == "FetchResponse":
             fetch.handle_response(self, now_ms, event.source_id, event.response)
+        elif name == "FetchSnapshotResponse":
+            fetch_snapshot.handle_response(self, now_ms, event.source_id, event.response)
+        elif name == "ApiVersionsResponse":
+            add_raft_voter.handle_api_versions(self, now_ms, event.correlation_id, event.response)
         else:
             raise ValueError(f"the KRaft core does not expect a {name}")
 
@@ -644,6 +788,7 @@ class RaftCore:
         new = state.maybe_advance_high_watermark()
         if new is not None and new > self._high_watermark:
             self.update_high_watermark(new)
+            self._after_leader_high_watermark(self._now)
 
     def _poll(self, now_ms: int) -> None:
         for correlation, flight in list(self._in_flight.items()):
@@ -667,6 +812,9 @@ class RaftCore:
             self._poll_resigned(now_ms, state)
 
     def _poll_leader(self, now_ms: int, state: Leader) -> None:
+        pending = state.pending_voter_change
+        if pending is not None and now_ms >= pending.deadline_ms:
+            self.finish_voter_change(Errors.REQUEST_TIMED_OUT)
         if state.check_quorum_expired(now_ms):
             self._resign(now_ms)
             self._poll(now_ms)
@@ -696,9 +844,22 @@ class RaftCore:
             return  # wait until the driver applied this step's log changes
         if self.log.flushed_offset < self.log.log_end_offset:
             return  # the fetch offset counts toward the HWM: only flushed data may be reported
+        state = self.state
+        if isinstance(state, Follower) and state.snapshot_download is not None:
+            self.send(
+                now_ms,
+                destination_id,
+                "FetchSnapshot",
+                fetch_snapshot.build_request(self, state.snapshot_download),
+            )
+            return
         self.send(now_ms, destination_id, "Fetch", fetch.build_request(self))
 
     def _poll_unattached(self, now_ms: int, state: Unattached) -> None:
+        if not self.is_voter:
+            state.election_deadline_ms = None
+        elif state.election_deadline_ms is None:
+            state.election_deadline_ms = self._election_deadline(now_ms)  # it became a voter
         if state.election_deadline_ms is not None and now_ms >= state.election_deadline_ms:
             self.start_election(now_ms)
             self._poll(now_ms)
@@ -760,7 +921,10 @@ class RaftCore:
 
     def _poll_resigned(self, now_ms: int, state: Resigned) -> None:
         if now_ms >= state.election_deadline_ms:
-            self.start_election(now_ms)
+            if self.is_voter:
+                self.start_election(now_ms)
+            else:  # it removed itself from the voters: carry on as an observer
+                self.transition_to_unattached(state.epoch, now_ms)
             self._poll(now_ms)
             return
         for voter_id in sorted(state.unacknowledged):
@@ -771,6 +935,8 @@ class RaftCore:
 
     def _deliver_committed(self) -> None:
         """Hand every batch wholly below the high watermark to the state machine, once."""
+        if self._out.install_snapshot is not None:
+            return  # the log is about to be replaced: deliver from the next step on
         limit = min(self._high_watermark, self.log.log_end_offset)
         if self._delivered_offset >= limit:
             return

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.raft.types import ElectionState, Endpoint
+from server.raft.types import ElectionState, Endpoint, OffsetAndEpoch
 
 # --------------------------------------------------------------------------------------------
 # events
@@ -53,8 +53,8 @@ class FlushCompleted:
 
 @dataclass(frozen=True, slots=True)
 class ClientAppend:
-    """The local state machine asks the leader to append ``values`` as one data batch; the
-    answer is an :class:`AppendResult` with the same ``token``."""
+    """The local state machine asks the leader to append ``values`` (non-empty) as one data
+    batch; the answer is an :class:`AppendResult` with the same ``token``."""
 
     token: int
     values: tuple[bytes, ...]
@@ -94,7 +94,8 @@ class Reply:
 @dataclass(frozen=True, slots=True)
 class AppendResult:
     """Where a :class:`ClientAppend` went: ``(base_offset, last_offset, epoch)`` or an error
-    code (``NOT_LEADER_OR_FOLLOWER`` when this node cannot append)."""
+    code (``NOT_LEADER_OR_FOLLOWER`` when this node cannot append, ``INVALID_RECORD`` for an
+    empty value)."""
 
     token: int
     base_offset: int
@@ -126,6 +127,8 @@ class Outbox:
        BeginQuorumEpoch response must never be sent before the vote or epoch it reflects is.
     2. ``truncate_to``: if set, truncate the log to that offset (never below the high
        watermark; the core guarantees it and the log must refuse it).
+       ``install_snapshot``: if set, write that downloaded snapshot (frozen and fsynced) and
+       replace the whole log by it (``MutableRaftLog.install_snapshot``).
     3. ``appends``: append these batch bytes in order at the log end offset.
     4. ``high_watermark``: if set, record it in the log (it only grows).
     5. ``sends`` and ``replies`` may now go out, in order.
@@ -134,7 +137,8 @@ class Outbox:
        high watermark on this replica: the leader counts only ``log.flushed_offset`` for itself,
        and a follower sends its next Fetch (whose FetchOffset is its end offset and counts for
        the leader's high watermark) only once its log is flushed.
-    7. ``committed`` and ``append_results`` go to the state machine.
+    7. ``load_snapshot`` (if set: the state machine reloads from that snapshot first), then
+       ``committed`` and ``append_results`` go to the state machine.
 
     All of 1-4 must be applied before the next ``step`` call (the core reads the log through
     ``RaftLog`` and assumes it reflects them). ``next_deadline_ms`` is the time at which the
@@ -143,11 +147,13 @@ class Outbox:
 
     election_state: ElectionState | None = None
     truncate_to: int | None = None
+    install_snapshot: tuple[OffsetAndEpoch, bytes] | None = None
     appends: list[bytes] = field(default_factory=list)
     high_watermark: int | None = None
     sends: list[OutboundRequest] = field(default_factory=list)
     replies: list[Reply] = field(default_factory=list)
     flush: bool = False
+    load_snapshot: OffsetAndEpoch | None = None
     committed: list[CommittedBatch] = field(default_factory=list)
     append_results: list[AppendResult] = field(default_factory=list)
     next_deadline_ms: int | None = None

@@ -37,7 +37,7 @@ Follower steps on the response:
 4. DivergingEpoch -> truncate to: ``min(EndOffset, LEO)`` for epoch 0; else the local end
    offset of that epoch, ``min``'d with EndOffset when the local epoch matches
    (``ReplicatedLog.truncateToEndOffset``). Below the high watermark -> ``RaftSafetyError``.
-5. SnapshotId -> not implemented yet (FetchSnapshot download); treated as a retriable error.
+5. SnapshotId -> start downloading that snapshot with FetchSnapshot (``fetch_snapshot``).
 6. Records -> CRC and offset checks, then appended; HWM = min(leader HWM, log end offset).
 """
 
@@ -59,7 +59,7 @@ from messages.generated.fetch_response import (
     SnapshotId,
 )
 from server.raft.common import is_diverging, leader_endpoint, validate_leader_only
-from server.raft.roles import Follower, Leader, ParkedFetch, ReplicaState
+from server.raft.roles import Follower, Leader, ParkedFetch, ReplicaState, SnapshotDownload
 from server.raft.types import (
     MAX_FETCH_SIZE_BYTES,
     MAX_FETCH_WAIT_MS,
@@ -175,7 +175,7 @@ def validate_offset_and_epoch(core: RaftCore, fetch_offset: int, last_fetched_ep
     log = core.log
     latest = log.latest_snapshot_id()
     earliest = log.earliest_snapshot_id()
-    if fetch_offset == 0 and latest is not None and latest != BOOTSTRAP_SNAPSHOT_ID and log.log_start_offset > 0:
+    if fetch_offset == 0 and latest is not None and latest != BOOTSTRAP_SNAPSHOT_ID:
         return ("snapshot", latest)
     if log.log_start_offset == 0 and fetch_offset == 0:
         return ("valid", None)
@@ -283,14 +283,14 @@ def truncation_offset(core: RaftCore, diverging: OffsetAndEpoch) -> int:
 
 def handle_response(core: RaftCore, now_ms: int, source_id: int, response: FetchResponse) -> None:
     if response.error_code != Errors.NONE:
-        _retry_later(core, source_id, now_ms)
+        retry_later(core, source_id, now_ms)
         return
     if len(response.responses) != 1:
-        _retry_later(core, source_id, now_ms)
+        retry_later(core, source_id, now_ms)
         return
     topic = response.responses[0]
     if len(topic.partitions) != 1 or topic.partitions[0].partition_index != METADATA_PARTITION:
-        _retry_later(core, source_id, now_ms)
+        retry_later(core, source_id, now_ms)
         return
     partition = topic.partitions[0]
     current = partition.current_leader
@@ -299,7 +299,7 @@ def handle_response(core: RaftCore, now_ms: int, source_id: int, response: Fetch
         if core.maybe_transition(leader, current.leader_epoch, now_ms):
             return
     if partition.error_code != Errors.NONE:
-        _retry_later(core, source_id, now_ms)
+        retry_later(core, source_id, now_ms)
         return
     state = core.state
     if not isinstance(state, Follower) or state.leader_id != source_id:
@@ -316,7 +316,8 @@ def handle_response(core: RaftCore, now_ms: int, source_id: int, response: Fetch
         return
     snapshot = partition.snapshot_id
     if snapshot.epoch >= 0 or snapshot.end_offset >= 0:
-        _retry_later(core, source_id, now_ms)
+        # behind the leader's log start: download its snapshot first (KIP-630)
+        state.snapshot_download = SnapshotDownload(OffsetAndEpoch(snapshot.end_offset, snapshot.epoch))
         return
     records = partition.records
     if records:
@@ -335,7 +336,7 @@ def handle_response(core: RaftCore, now_ms: int, source_id: int, response: Fetch
                     )
                 expected = batch.next_offset
         except CorruptRecordError:
-            _retry_later(core, source_id, now_ms)
+            retry_later(core, source_id, now_ms)
             return
         whole = b"".join(batch.to_bytes() for batch in batches)
         if whole:
@@ -346,7 +347,7 @@ def handle_response(core: RaftCore, now_ms: int, source_id: int, response: Fetch
             core.update_high_watermark(new_hwm)
 
 
-def _retry_later(core: RaftCore, source_id: int, now_ms: int) -> None:
+def retry_later(core: RaftCore, source_id: int, now_ms: int) -> None:
     core.backoff(source_id, now_ms)
     state = core.state
     if isinstance(state, Follower):

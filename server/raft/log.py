@@ -59,13 +59,23 @@ class RaftLog(Protocol):
         always at least one batch if any exists (``minOneMessage``); b"" at the end."""
         ...
 
-    def latest_snapshot_id(self) -> OffsetAndEpoch | None: ...
+    def latest_snapshot_id(self) -> OffsetAndEpoch | None:
+        """The newest frozen snapshot, the bootstrap (0, 0) checkpoint included."""
+        ...
 
     def earliest_snapshot_id(self) -> OffsetAndEpoch | None: ...
 
+    def snapshot_size(self, snapshot_id: OffsetAndEpoch) -> int | None:
+        """Bytes in that frozen snapshot, None if there is none."""
+        ...
+
+    def read_snapshot(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int) -> bytes:
+        """Up to ``max_bytes`` of the snapshot from byte ``position`` (not batch-aligned)."""
+        ...
+
 
 class MutableRaftLog(RaftLog, Protocol):
-    """What the driver calls to apply an Outbox."""
+    """What the driver calls to apply an Outbox, and to store snapshots."""
 
     def truncate_to(self, offset: int) -> None: ...
 
@@ -74,6 +84,21 @@ class MutableRaftLog(RaftLog, Protocol):
     def flush(self) -> None: ...
 
     def update_high_watermark(self, offset: int) -> None: ...
+
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+        """Store a frozen snapshot written by the local state machine (at most the HWM)."""
+        ...
+
+    def install_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+        """Store a snapshot downloaded from the leader and replace the whole log by it: the log
+        becomes empty at ``log_start_offset = log_end_offset = snapshot end offset``
+        (``truncateToLatestSnapshot``)."""
+        ...
+
+    def delete_before_snapshot(self) -> None:
+        """Drop the batches below the latest snapshot and move the log start offset to it
+        (``deleteBeforeSnapshot``)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +204,13 @@ class MemoryRaftLog:
             return None
         return min(self._snapshots, key=lambda s: (s.offset, s.epoch))
 
+    def snapshot_size(self, snapshot_id: OffsetAndEpoch) -> int | None:
+        data = self._snapshots.get(snapshot_id)
+        return None if data is None else len(data)
+
+    def read_snapshot(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int) -> bytes:
+        return self._snapshots[snapshot_id][position : position + max_bytes]
+
     # -- mutations
 
     def append(self, batches: bytes) -> None:
@@ -240,6 +272,40 @@ class MemoryRaftLog:
                 f"high watermark {offset} beyond log end offset {self.log_end_offset}"
             )
         self._hwm = offset
+
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+        if snapshot_id.offset > self._hwm:
+            raise LogInvariantError(
+                f"snapshot {snapshot_id} beyond the high watermark {self._hwm}"
+            )
+        if snapshot_id.offset < self._start_offset:
+            raise LogInvariantError(f"snapshot {snapshot_id} below the log start offset")
+        self._snapshots[snapshot_id] = bytes(data)
+
+    def install_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+        if snapshot_id.offset < self._hwm:
+            raise LogInvariantError(
+                f"installing snapshot {snapshot_id} below the high watermark {self._hwm}"
+            )
+        self._snapshots[snapshot_id] = bytes(data)
+        self._batches = []
+        self._start_offset = snapshot_id.offset
+        self._flushed = snapshot_id.offset
+        self._reindex()
+        self._truncations += 1
+
+    def delete_before_snapshot(self) -> None:
+        latest = self.latest_snapshot_id()
+        if latest is None or latest.offset <= self._start_offset:
+            return
+        if latest.offset > self._hwm:
+            raise LogInvariantError(f"log start {latest.offset} beyond the high watermark")
+        if not any(b.base_offset == latest.offset for b in self._batches) and latest.offset != self.log_end_offset:
+            return  # not a batch boundary of this log: keep the prefix
+        self._batches = [b for b in self._batches if b.base_offset >= latest.offset]
+        self._start_offset = latest.offset
+        self._reindex()
+        self._snapshots = {k: v for k, v in self._snapshots.items() if k.offset >= latest.offset}
 
     def crash(self) -> None:
         """Lose every batch not covered by the flushed offset; the high watermark (never

@@ -22,15 +22,15 @@ Transitions (trigger in brackets; "higher epoch" = a request or response from a 
   fetch.timeout.ms].
 * Follower -> Unattached [higher epoch, leader unknown; an observer whose fetch timed out],
   Prospective / Candidate [fetch timeout, voter], Follower [a later epoch's leader].
-* Resigned -> Unattached [higher epoch], Prospective / Candidate [election timeout], Follower
-  [a later epoch's leader].
+* Resigned -> Unattached [higher epoch; a leader that removed itself, at its election
+  timeout], Prospective / Candidate [election timeout], Follower [a later epoch's leader].
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from server.raft.types import ElectionState, ReplicaKey, VoterSet
+from server.raft.types import ElectionState, OffsetAndEpoch, ReplicaKey, VoterSet
 
 
 class EpochState:
@@ -199,6 +199,23 @@ class ParkedFetch:
     expires_ms: int
 
 
+@dataclass(slots=True)
+class PendingVoterChange:
+    """The one Add/RemoveRaftVoter a leader is working on (``AddVoterHandler`` /
+    ``RemoveVoterHandler``): waiting for the new voter's ApiVersions (``api_versions_correlation``
+    set), then for the VotersRecord at ``record_offset`` to commit."""
+
+    kind: str
+    request_id: int
+    response_factory: object
+    deadline_ms: int
+    new_voters: VoterSet | None = None
+    new_voter_key: ReplicaKey | None = None
+    api_versions_correlation: int | None = None
+    record_offset: int | None = None
+    ack_when_committed: bool = True
+
+
 class Leader(EpochState):
     """Leader of ``epoch`` (``LeaderState``): replica progress, high watermark, check-quorum."""
 
@@ -231,6 +248,25 @@ class Leader(EpochState):
         self.check_quorum_deadline_ms = now_ms + check_quorum_timeout_ms
         self.fetched_voters: set[int] = set()
         self.parked: list[ParkedFetch] = []
+        self.pending_voter_change: PendingVoterChange | None = None
+        self.resign_when_committed: int | None = None
+        """Offset of a VotersRecord that removed this leader: it resigns once it commits."""
+
+    def set_voters(self, voters: VoterSet, now_ms: int) -> None:
+        """Track a new voter set (uncommitted ones included, as ``LeaderState.updateLocalState``):
+        new voters start unknown (an observer's progress carries over), removed ones are dropped."""
+        states: dict[int, ReplicaState] = {}
+        for voter in voters.voters:
+            old = self.voter_states.get(voter.key.id)
+            if old is None:
+                old = self.observer_states.pop(voter.key, None) or ReplicaState(voter.key)
+            states[voter.key.id] = old
+        self.voter_states = states
+        self.voters = voters
+        self.next_begin_epoch_ms = {
+            v: self.next_begin_epoch_ms.get(v, now_ms) for v in voters.ids if v != self.local_key.id
+        }
+        self.fetched_voters &= voters.ids
 
     def election(self) -> ElectionState:
         return ElectionState(self.epoch, self.local_key.id, self.local_key)
@@ -247,7 +283,8 @@ class Leader(EpochState):
         if voter_id == self.local_key.id:
             return
         self.fetched_voters.add(voter_id)
-        if len(self.fetched_voters) + 1 >= self.voters.majority_size:
+        counted = len(self.fetched_voters) + (1 if self.local_key.id in self.voters.ids else 0)
+        if counted >= self.voters.majority_size:
             self.fetched_voters.clear()
             self.check_quorum_deadline_ms = now_ms + self.check_quorum_timeout_ms
 
@@ -286,6 +323,15 @@ class Leader(EpochState):
         return [s.key for s in others]
 
 
+@dataclass(slots=True)
+class SnapshotDownload:
+    """A snapshot being fetched with FetchSnapshot (Kafka's ``.checkpoint.part``)."""
+
+    snapshot_id: OffsetAndEpoch
+    data: bytearray = field(default_factory=bytearray)
+    size: int | None = None
+
+
 class Follower(EpochState):
     """Following ``leader_id`` in ``epoch`` (``FollowerState``)."""
 
@@ -300,6 +346,7 @@ class Follower(EpochState):
         self.voted_key = voted_key
         self.has_fetched = False
         self.backoff_until_ms: int | None = None
+        self.snapshot_download: SnapshotDownload | None = None
 
     def election(self) -> ElectionState:
         return ElectionState(self.epoch, self._leader_id, self.voted_key)
@@ -379,6 +426,7 @@ SAME_EPOCH_ALLOWED: frozenset[tuple[type[EpochState], type[EpochState]]] = froze
         (Follower, Prospective),
         (Resigned, Prospective),
         (Follower, Unattached),  # an observer whose leader went silent
+        (Resigned, Unattached),  # a leader that removed itself from the voters
     }
 )
 """Role changes that may keep the epoch; every other legal change must raise it."""

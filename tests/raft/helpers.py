@@ -60,6 +60,8 @@ class Context:
         out = self.core.step(self.now, event)
         if out.truncate_to is not None:
             self.log.truncate_to(out.truncate_to)
+        if out.install_snapshot is not None:
+            self.log.install_snapshot(*out.install_snapshot)
         for data in out.appends:
             self.log.append(data)
         if out.high_watermark is not None:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from server.raft.control import voters_record
 from server.raft.core import RaftCore
 from server.raft.events import (
     ClientAppend,
@@ -48,12 +49,15 @@ from server.raft.roles import Leader
 from server.raft.types import (
     ElectionState,
     Endpoint,
+    OffsetAndEpoch,
     QuorumConfig,
     ReplicaIdentity,
     ReplicaKey,
     VoterNode,
     VoterSet,
 )
+from storage.records import RecordBatch
+from storage.snapshots import SnapshotId, build_snapshot_batches, read_snapshot_content
 
 API_VERSIONS = {
     "VoteRequest": 2,
@@ -61,6 +65,7 @@ API_VERSIONS = {
     "EndQuorumEpochRequest": 1,
     "FetchRequest": 17,
     "DescribeQuorumRequest": 2,
+    "FetchSnapshotRequest": 1,
 }
 
 
@@ -81,6 +86,7 @@ class SimNode:
     next_request_id: int = 1
     pending_replies: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     persisted_epochs: list[int] = field(default_factory=list)
+    values: list[bytes] = field(default_factory=list)
 
     @property
     def running(self) -> bool:
@@ -97,6 +103,7 @@ class Cluster:
         drop_rate: float = 0.0,
         config: QuorumConfig | None = None,
         kraft_version: int = 0,
+        snapshot_every: int = 0,
     ) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
@@ -139,6 +146,10 @@ class Cluster:
         self.next_token = 1
         self.acked: dict[int, int] = {}
         self.elections = 0
+        self.committed_values: list[bytes] = []
+        self.snapshot_every = snapshot_every
+        self.snapshots_taken = 0
+        self.snapshot_installs = 0
         for node_id in self.nodes:
             self.start(node_id)
 
@@ -219,6 +230,7 @@ class Cluster:
         )
         node.last_hwm = node.core.high_watermark
         node.delivered_next = node.log.log_start_offset
+        node.values = []
         self.step(node_id, Tick())
 
     def crash(self, node_id: int) -> None:
@@ -247,6 +259,11 @@ class Cluster:
             self.persist(node, out.election_state)
         if out.truncate_to is not None:
             node.log.truncate_to(out.truncate_to)
+        if out.install_snapshot is not None:
+            if isinstance(core.state, Leader):
+                self.fail(f"LeaderNeverLoadSnapshot: leader {node.node_id} installs a snapshot")
+            self.snapshot_installs += 1
+            node.log.install_snapshot(*out.install_snapshot)
         for data in out.appends:
             node.log.append(data)
         if out.high_watermark is not None:
@@ -259,8 +276,16 @@ class Cluster:
         if out.flush:
             token = node.log.begin_flush()
             self.schedule(self.now + self.rng.randint(0, 4), "flush", (node.node_id, node.incarnation, token))
+        if out.load_snapshot is not None:
+            self.on_load_snapshot(node, out.load_snapshot)
         for batch in out.committed:
             self.on_committed(node, batch)
+        if (
+            self.snapshot_every
+            and out.committed
+            and node.delivered_next - node.log.log_start_offset >= self.snapshot_every
+        ):
+            self.take_snapshot(node, out.committed[-1].epoch)
         if isinstance(core.state, Leader) and (core.state.epoch, node.node_id) not in self.leaders_seen:
             self.leaders_seen.add((core.state.epoch, node.node_id))
             self.on_new_leader(node, core.state.epoch)
@@ -376,6 +401,16 @@ class Cluster:
                 f"expected {node.delivered_next}"
             )
         node.delivered_next = batch.last_offset + 1
+        if not batch.is_control:
+            for record in RecordBatch(batch.data).iter_records():
+                index = len(node.values)
+                assert record.value is not None
+                node.values.append(record.value)
+                if index < len(self.committed_values):
+                    if self.committed_values[index] != record.value:
+                        self.fail(f"ConsistentCommittedData: node {node.node_id} value #{index} differs")
+                else:
+                    self.committed_values.append(record.value)
         digest = hashlib.blake2b(batch.data, digest_size=16).digest()
         known = self.committed.get(batch.base_offset)
         if known is None:
@@ -385,6 +420,37 @@ class Cluster:
             self.committed_end = max(self.committed_end, batch.last_offset + 1)
         elif known != (batch.last_offset, digest):
             self.fail(f"ConsistentCommittedData: node {node.node_id} differs at offset {batch.base_offset}")
+
+    def take_snapshot(self, node: SimNode, epoch: int) -> None:
+        """The state machine snapshots what it has applied (cf. ReplicatedCounter), and the
+        log drops the prefix the snapshot covers."""
+        core = node.core
+        assert core is not None
+        snapshot_id = OffsetAndEpoch(node.delivered_next, epoch)
+        core.validate_snapshot_id(snapshot_id)
+        voters = voters_record(core.voters) if core.kraft_version >= 1 else None
+        data = b"".join(
+            build_snapshot_batches(
+                SnapshotId(snapshot_id.offset, snapshot_id.epoch),
+                last_contained_log_timestamp=self.now,
+                records=node.values,
+                append_time_ms=self.now,
+                kraft_version=core.kraft_version,
+                voters=voters,
+            )
+        )
+        node.log.create_snapshot(snapshot_id, data)
+        node.log.delete_before_snapshot()
+        self.snapshots_taken += 1
+
+    def on_load_snapshot(self, node: SimNode, snapshot_id: OffsetAndEpoch) -> None:
+        size = node.log.snapshot_size(snapshot_id)
+        assert size is not None
+        values = read_snapshot_content(node.log.read_snapshot(snapshot_id, 0, size)).data_records()
+        if values != self.committed_values[: len(values)]:
+            self.fail(f"ConsistentCommittedData: snapshot {snapshot_id} on node {node.node_id} differs")
+        node.values = list(values)
+        node.delivered_next = snapshot_id.offset
 
     def log_holds_committed(self, log: MemoryRaftLog, durable_only: bool) -> bool:
         found: dict[int, tuple[int, bytes]] = {}
@@ -396,7 +462,10 @@ class Cluster:
                 stored.last_offset,
                 hashlib.blake2b(stored.data, digest_size=16).digest(),
             )
-        return all(found.get(offset) == value for offset, value in self.committed.items())
+        start = log.log_start_offset  # below it, the snapshot holds the data (checked on load)
+        return all(
+            found.get(offset) == value for offset, value in self.committed.items() if offset >= start
+        )
 
     def on_new_leader(self, node: SimNode, epoch: int) -> None:
         self.elections += 1
@@ -457,6 +526,8 @@ class RunStats:
     elections: int
     committed_end: int
     simulated_ms: int
+    snapshots_taken: int = 0
+    snapshot_installs: int = 0
 
 
 def _liveness(cluster: Cluster, what: str, duration_ms: int) -> None:
@@ -496,6 +567,7 @@ def run_scenario(seed: int, scenario: str | None = None) -> RunStats:
         drop_rate=drop,
         config=QuorumConfig(pre_vote=pre_vote),
         kraft_version=kraft_version,
+        snapshot_every=rng.choice((0, 0, 10, 25)),
     )
     if name == "steady":
         _liveness(cluster, "start", 4000)
@@ -541,7 +613,16 @@ def run_scenario(seed: int, scenario: str | None = None) -> RunStats:
             cluster.restart(node_id)
         _liveness(cluster, "healing and restarting everything", 8000)
     cluster.check_committed_on_majority()
-    return RunStats(seed, name, cluster.events, cluster.elections, cluster.committed_end, cluster.now)
+    return RunStats(
+        seed,
+        name,
+        cluster.events,
+        cluster.elections,
+        cluster.committed_end,
+        cluster.now,
+        cluster.snapshots_taken,
+        cluster.snapshot_installs,
+    )
 
 
 def describe(cluster: Cluster) -> str:

@@ -1,0 +1,153 @@
+"""AddRaftVoter (api key 80): the leader adds a caught-up observer to the voter set (KIP-853).
+
+Versions handled: 0-1 (v1 adds AckWhenCommitted, KIP-1186). Mirrors
+``KafkaRaftClient.handleAddVoterRequest`` and ``internals/AddVoterHandler`` (kraft-facts §2.4).
+The request's TimeoutMs is not used: the operation times out after
+``controller.quorum.request.timeout.ms`` with REQUEST_TIMED_OUT, as in Kafka.
+
+Steps, in order, each with the error it returns (ErrorMessage defaults to the error's text):
+
+1. ClusterId present and different -> INCONSISTENT_CLUSTER_ID.
+2. Not the leader -> NOT_LEADER_OR_FOLLOWER.
+3. VoterId < 0 or a zero VoterDirectoryId -> INVALID_REQUEST ("Add voter request didn't include
+   a valid voter").
+4. No listener named like the leader's default (first) listener -> INVALID_REQUEST.
+5. Another voter change in progress -> REQUEST_TIMED_OUT.
+6. The high watermark of this epoch not known yet -> REQUEST_TIMED_OUT.
+7. kraft.version 0 -> UNSUPPORTED_VERSION ("Cluster doesn't support adding voter because the
+   kraft.version feature is 0").
+8. A VotersRecord not yet committed -> REQUEST_TIMED_OUT.
+9. The id already a voter -> DUPLICATE_VOTER.
+10. ApiVersions is sent to the new voter's endpoint; a failure -> REQUEST_TIMED_OUT; a response
+    without ``kraft.version`` in SupportedFeatures covering the finalized level ->
+    INVALID_REQUEST.
+11. The new voter must be an observer of this leader, keyed by (id, directory id), caught up
+    (``last_caught_up_ms >= 0``) and fetching within the last hour -> else REQUEST_TIMED_OUT.
+12. A control batch with the new VotersRecord is appended; the leader counts the new set from
+    then on. NONE is answered when the high watermark passes the record (or at once with
+    AckWhenCommitted=false); losing leadership first -> NOT_LEADER_OR_FOLLOWER.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kwire.errors import Errors
+from messages.generated.add_raft_voter_request import AddRaftVoterRequest
+from messages.generated.add_raft_voter_response import AddRaftVoterResponse
+from messages.generated.api_versions_request import ApiVersionsRequest
+from server.raft.roles import Leader, PendingVoterChange
+from server.raft.types import Endpoint, ReplicaKey, VoterNode
+
+if TYPE_CHECKING:
+    from server.raft.core import RaftCore
+    from server.raft.events import RequestReceived
+
+VERSIONS = (0, 1)
+KRAFT_VERSION_FEATURE = "kraft.version"
+CAUGHT_UP_FETCH_WINDOW_MS = 3_600_000
+
+
+def response(error: Errors, message: str | None = None) -> AddRaftVoterResponse:
+    return AddRaftVoterResponse(
+        error_code=error, error_message=error.message if message is None else message
+    )
+
+
+def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> AddRaftVoterResponse | None:
+    request: AddRaftVoterRequest = event.request
+    if not core.validate_cluster_id(request.cluster_id):
+        return response(
+            Errors.INCONSISTENT_CLUSTER_ID,
+            f"The cluster id {request.cluster_id} does not match {core.identity.cluster_id}",
+        )
+    state = core.state
+    if not isinstance(state, Leader):
+        return response(Errors.NOT_LEADER_OR_FOLLOWER)
+    if request.voter_id < 0 or ReplicaKey.of(request.voter_id, request.voter_directory_id).directory_id is None:
+        return response(Errors.INVALID_REQUEST, "Add voter request didn't include a valid voter")
+    default_listener = core.default_listener
+    listeners = {listener.name: listener for listener in request.listeners}
+    if default_listener not in listeners:
+        return response(
+            Errors.INVALID_REQUEST,
+            f"Add voter request didn't include the endpoint ({default_listener}) for the default listener",
+        )
+    if state.pending_voter_change is not None:
+        return response(Errors.REQUEST_TIMED_OUT, "Request timed out waiting for leader to handle previous voter change request")
+    if state.high_watermark is None:
+        return response(Errors.REQUEST_TIMED_OUT, "Request timed out waiting for leader to establish HWM and fence previous voter changes")
+    if core.kraft_version < 1:
+        return response(
+            Errors.UNSUPPORTED_VERSION,
+            "Cluster doesn't support adding voter because the kraft.version feature is 0",
+        )
+    if core.uncommitted_voter_change():
+        return response(Errors.REQUEST_TIMED_OUT, "Request timed out waiting for voters to commit the latest voter change")
+    new_key = ReplicaKey.of(request.voter_id, request.voter_directory_id)
+    if core.voters.get(new_key.id) is not None:
+        return response(Errors.DUPLICATE_VOTER, f"The voter id for {new_key} is already part of the set of voters")
+    endpoints = tuple(Endpoint(e.name, e.host, e.port) for e in request.listeners)
+    new_voter = VoterNode(new_key, endpoints, (0, 0))
+    new_voters = core.voters.add_voter(new_voter)
+    assert new_voters is not None
+    pending = PendingVoterChange(
+        kind="add",
+        request_id=event.request_id,
+        response_factory=response,
+        deadline_ms=now_ms + core.config.request_timeout_ms,
+        new_voters=new_voters,
+        new_voter_key=new_key,
+        ack_when_committed=bool(request.ack_when_committed) if event.api_version >= 1 else True,
+    )
+    state.pending_voter_change = pending
+    target = listeners[default_listener]
+    pending.api_versions_correlation = core.send(
+        now_ms,
+        new_key.id,
+        "ApiVersions",
+        ApiVersionsRequest(client_software_name="kwire", client_software_version="0"),
+        endpoint=Endpoint(target.name, target.host, target.port),
+    )
+    return None
+
+
+def handle_api_versions(core: RaftCore, now_ms: int, correlation_id: int, message: Any | None) -> None:
+    """Step 10-12, on the new voter's ApiVersions response (None: the request failed)."""
+    state = core.state
+    if not isinstance(state, Leader):
+        return
+    pending = state.pending_voter_change
+    if pending is None or pending.api_versions_correlation != correlation_id:
+        return
+    pending.api_versions_correlation = None
+    if message is None or message.error_code != Errors.NONE:
+        core.finish_voter_change(Errors.REQUEST_TIMED_OUT, "Request timed out waiting for the new voter's ApiVersions")
+        return
+    feature = next((f for f in message.supported_features if f.name == KRAFT_VERSION_FEATURE), None)
+    finalized = core.kraft_version
+    if feature is None or not feature.min_version <= finalized <= feature.max_version:
+        core.finish_voter_change(
+            Errors.INVALID_REQUEST,
+            f"The new voter doesn't support kraft.version {finalized}",
+        )
+        return
+    assert pending.new_voter_key is not None and pending.new_voters is not None
+    observer = state.observer_states.get(pending.new_voter_key)
+    if (
+        observer is None
+        or observer.last_caught_up_ms < 0
+        or now_ms - observer.last_fetch_ms > CAUGHT_UP_FETCH_WINDOW_MS
+    ):
+        core.finish_voter_change(
+            Errors.REQUEST_TIMED_OUT,
+            f"Request timed out waiting for {pending.new_voter_key} to catch up",
+        )
+        return
+    node = pending.new_voters.get(pending.new_voter_key.id)
+    assert node is not None
+    voters = pending.new_voters.update_voter(
+        VoterNode(node.key, node.endpoints, (feature.min_version, feature.max_version))
+    )
+    assert voters is not None
+    core.append_voters_record(voters, now_ms)

@@ -1,0 +1,78 @@
+"""RemoveRaftVoter (api key 81): the leader removes a voter from the voter set (KIP-853).
+
+Version handled: 0. Mirrors ``KafkaRaftClient.handleRemoveVoterRequest`` and
+``internals/RemoveVoterHandler`` (kraft-facts §2.4). Times out after
+``controller.quorum.request.timeout.ms`` with REQUEST_TIMED_OUT.
+
+Steps, in order, each with the error it returns (ErrorMessage defaults to the error's text):
+
+1. ClusterId present and different -> INCONSISTENT_CLUSTER_ID.
+2. Not the leader -> NOT_LEADER_OR_FOLLOWER.
+3. Another voter change in progress -> REQUEST_TIMED_OUT.
+4. The high watermark of this epoch not known yet -> REQUEST_TIMED_OUT.
+5. kraft.version 0 -> UNSUPPORTED_VERSION.
+6. A VotersRecord not yet committed -> REQUEST_TIMED_OUT.
+7. (VoterId, VoterDirectoryId) not a voter, or the last voter -> VOTER_NOT_FOUND.
+8. A control batch with the new VotersRecord is appended and counted at once; NONE is answered
+   when the high watermark passes it. A leader that removed itself resigns then.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kwire.errors import Errors
+from messages.generated.remove_raft_voter_request import RemoveRaftVoterRequest
+from messages.generated.remove_raft_voter_response import RemoveRaftVoterResponse
+from server.raft.roles import Leader, PendingVoterChange
+from server.raft.types import ReplicaKey
+
+if TYPE_CHECKING:
+    from server.raft.core import RaftCore
+    from server.raft.events import RequestReceived
+
+VERSIONS = (0, 0)
+
+
+def response(error: Errors, message: str | None = None) -> RemoveRaftVoterResponse:
+    return RemoveRaftVoterResponse(
+        error_code=error, error_message=error.message if message is None else message
+    )
+
+
+def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> RemoveRaftVoterResponse | None:
+    request: RemoveRaftVoterRequest = event.request
+    if not core.validate_cluster_id(request.cluster_id):
+        return response(
+            Errors.INCONSISTENT_CLUSTER_ID,
+            f"The cluster id {request.cluster_id} does not match {core.identity.cluster_id}",
+        )
+    state = core.state
+    if not isinstance(state, Leader):
+        return response(Errors.NOT_LEADER_OR_FOLLOWER)
+    if state.pending_voter_change is not None:
+        return response(Errors.REQUEST_TIMED_OUT, "Request timed out waiting for leader to handle previous voter change request")
+    if state.high_watermark is None:
+        return response(Errors.REQUEST_TIMED_OUT, "Request timed out waiting for leader to establish HWM and fence previous voter changes")
+    if core.kraft_version < 1:
+        return response(
+            Errors.UNSUPPORTED_VERSION,
+            "Cluster doesn't support removing voter because the kraft.version feature is 0",
+        )
+    if core.uncommitted_voter_change():
+        return response(Errors.REQUEST_TIMED_OUT, "Request timed out waiting for voters to commit the latest voter change")
+    key = ReplicaKey.of(request.voter_id, request.voter_directory_id)
+    new_voters = core.voters.remove_voter(key)
+    if new_voters is None:
+        return response(Errors.VOTER_NOT_FOUND, f"Cannot remove voter {key} from the set of voters")
+    state.pending_voter_change = PendingVoterChange(
+        kind="remove",
+        request_id=event.request_id,
+        response_factory=response,
+        deadline_ms=now_ms + core.config.request_timeout_ms,
+        new_voters=new_voters,
+    )
+    offset = core.append_voters_record(new_voters, now_ms)
+    if key.id == core.identity.node_id:
+        state.resign_when_committed = offset
+    return None
