@@ -32,6 +32,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from messages.generated.add_raft_voter_request import AddRaftVoterRequest, Listener
+from messages.generated.api_versions_request import ApiVersionsRequest
+from messages.generated.api_versions_response import ApiVersionsResponse, SupportedFeatureKey
+from messages.generated.remove_raft_voter_request import RemoveRaftVoterRequest
 from server.raft.control import voters_record
 from server.raft.core import RaftCore
 from server.raft.events import (
@@ -58,6 +62,9 @@ from server.raft.types import (
 )
 from storage.records import RecordBatch
 from storage.snapshots import SnapshotId, build_snapshot_batches, read_snapshot_content
+
+ADMIN = -1000
+"""Source id of admin requests delivered by the simulation itself."""
 
 API_VERSIONS = {
     "VoteRequest": 2,
@@ -146,6 +153,9 @@ class Cluster:
         self.next_token = 1
         self.acked: dict[int, int] = {}
         self.elections = 0
+        self.admin_responses: dict[int, Any] = {}
+        self.next_admin = 0
+        self.voter_changes = 0
         self.committed_values: list[bytes] = []
         self.snapshot_every = snapshot_every
         self.snapshots_taken = 0
@@ -178,6 +188,13 @@ class Cluster:
             src, dst, src_incarnation, correlation, request = payload
             node = self.nodes[dst]
             if not node.running:
+                return
+            if isinstance(request, ApiVersionsRequest):
+                # answered by the node's network layer, not by the KRaft core
+                features = [SupportedFeatureKey(name="kraft.version", min_version=0, max_version=1)]
+                self.route_response(
+                    dst, src, src_incarnation, correlation, ApiVersionsResponse(supported_features=features)
+                )
                 return
             request_id = node.next_request_id
             node.next_request_id += 1
@@ -272,6 +289,9 @@ class Cluster:
             self.route_request(node, send.destination_id, send.correlation_id, send.request)
         for reply in out.replies:
             src, correlation, src_incarnation = node.pending_replies.pop(reply.request_id)
+            if src == ADMIN:
+                self.admin_responses[correlation] = reply.response
+                continue
             self.route_response(node.node_id, src, src_incarnation, correlation, reply.response)
         if out.flush:
             token = node.log.begin_flush()
@@ -343,6 +363,19 @@ class Cluster:
             "request_failed",
             (requester, incarnation, peer, correlation),
         )
+
+    def admin_request(self, node_id: int, request: Any, version: int = 0) -> int:
+        """Deliver an admin request (AddRaftVoter, RemoveRaftVoter, DescribeQuorum) to a node
+        at once; its response lands in ``admin_responses[handle]``."""
+        self.next_admin += 1
+        handle = self.next_admin
+        node = self.nodes[node_id]
+        if node.running:
+            request_id = node.next_request_id
+            node.next_request_id += 1
+            node.pending_replies[request_id] = (ADMIN, handle, 0)
+            self.step(node_id, RequestReceived(request_id, version, request))
+        return handle
 
     def isolate(self, node_id: int) -> None:
         for other in self.nodes:
@@ -499,13 +532,22 @@ class Cluster:
             if node.election is not None and core.persisted_election.epoch != node.election.epoch:
                 self.fail(f"MonotonicEpoch: node {node.node_id} runs epoch {core.epoch}, persisted {node.election.epoch}")
 
+    def current_voter_ids(self) -> list[int]:
+        """The voter set of the running node with the highest epoch (the static set if none)."""
+        cores = [n.core for n in self.nodes.values() if n.core is not None]
+        if not cores:
+            return self.voter_ids
+        newest = max(cores, key=lambda c: (c.epoch, c.log.log_end_offset))
+        return sorted(newest.voters.ids)
+
     def check_committed_on_majority(self) -> None:
         """Committed batches survive on a majority of durable voter logs."""
+        voters = self.current_voter_ids()
         holders = sum(
-            1 for i in self.voter_ids if self.log_holds_committed(self.nodes[i].log, durable_only=True)
+            1 for i in voters if self.log_holds_committed(self.nodes[i].log, durable_only=True)
         )
-        if holders < len(self.voter_ids) // 2 + 1:
-            self.fail(f"committed data on only {holders} durable voter logs")
+        if holders < len(voters) // 2 + 1:
+            self.fail(f"committed data on only {holders} of {len(voters)} durable voter logs")
 
     # ------------------------------------------------------------------ liveness
 
@@ -515,7 +557,7 @@ class Cluster:
 
 # ---------------------------------------------------------------------- scenarios
 
-SCENARIOS = ("steady", "leader_crash", "partition_leader", "chaos")
+SCENARIOS = ("steady", "leader_crash", "partition_leader", "chaos", "reconfig")
 
 
 @dataclass
@@ -528,6 +570,7 @@ class RunStats:
     simulated_ms: int
     snapshots_taken: int = 0
     snapshot_installs: int = 0
+    voter_changes: int = 0
 
 
 def _liveness(cluster: Cluster, what: str, duration_ms: int) -> None:
@@ -537,6 +580,81 @@ def _liveness(cluster: Cluster, what: str, duration_ms: int) -> None:
     cluster.run_until(end)
     if cluster.committed_end <= before:
         cluster.fail(f"liveness: nothing committed within {duration_ms} ms after {what}")
+
+
+def _voter_change(cluster: Cluster, make_request: Any, attempts: int = 20) -> bool:
+    """Send a voter change to the leader until it answers NONE; False if it never does."""
+    for _ in range(attempts):
+        leader = _await_leader(cluster, 15_000)
+        handle = cluster.admin_request(leader, make_request())
+        deadline = cluster.now + 3000
+        while handle not in cluster.admin_responses and cluster.now < deadline:
+            cluster.run_until(cluster.now + 20)
+        response = cluster.admin_responses.pop(handle, None)
+        if response is not None and response.error_code == 0:
+            cluster.voter_changes += 1
+            return True
+        cluster.run_until(cluster.now + 200)
+    return False
+
+
+def _run_reconfig(seed: int, rng: random.Random) -> RunStats:
+    """KIP-853: grow the quorum with observers, shrink it (possibly removing the leader), with
+    message loss and a crash, on a kraft.version 1 cluster."""
+    cluster = Cluster(
+        seed,
+        rng.choice((1, 3, 3)),
+        rng.choice((1, 2)),
+        drop_rate=rng.choice((0.0, 0.0, 0.02)),
+        config=QuorumConfig(pre_vote=rng.random() < 0.8),
+        kraft_version=1,
+        snapshot_every=rng.choice((0, 15)),
+    )
+    cluster.start_workload(100, 60_000)
+    _await_leader(cluster, 10_000)
+    cluster.run_until(cluster.now + 1000)
+    for observer in cluster.observer_ids:
+        key_dir = cluster.directory_ids[observer]
+
+        def add(observer: int = observer, key_dir: Uuid = key_dir) -> AddRaftVoterRequest:
+            return AddRaftVoterRequest(
+                cluster_id="sim-cluster",
+                voter_id=observer,
+                voter_directory_id=key_dir,
+                listeners=[Listener(name="CONTROLLER", host=f"node{observer}", port=9000 + observer)],
+            )
+
+        if not _voter_change(cluster, add):
+            cluster.fail(f"could not add observer {observer} as a voter")
+        if rng.random() < 0.3:
+            victim = rng.choice(cluster.current_voter_ids())
+            cluster.crash(victim)
+            cluster.run_until(cluster.now + rng.randint(100, 2000))
+            cluster.restart(victim)
+    voters = cluster.current_voter_ids()
+    if len(voters) > 1:
+        victim = rng.choice(voters)
+
+        def remove() -> RemoveRaftVoterRequest:
+            return RemoveRaftVoterRequest(
+                cluster_id="sim-cluster", voter_id=victim, voter_directory_id=cluster.directory_ids[victim]
+            )
+
+        if not _voter_change(cluster, remove):
+            cluster.fail(f"could not remove voter {victim}")
+    _liveness(cluster, "the voter changes", 5000)
+    cluster.check_committed_on_majority()
+    return RunStats(
+        seed,
+        "reconfig",
+        cluster.events,
+        cluster.elections,
+        cluster.committed_end,
+        cluster.now,
+        cluster.snapshots_taken,
+        cluster.snapshot_installs,
+        cluster.voter_changes,
+    )
 
 
 def _await_leader(cluster: Cluster, within_ms: int) -> int:
@@ -555,6 +673,8 @@ def run_scenario(seed: int, scenario: str | None = None) -> RunStats:
     safety or liveness failure. The scenario is picked by the seed unless given."""
     rng = random.Random(seed ^ 0x5EED)
     name = scenario or SCENARIOS[seed % len(SCENARIOS)]
+    if name == "reconfig":
+        return _run_reconfig(seed, rng)
     voters = rng.choice((1, 3, 3, 5)) if name == "steady" else rng.choice((3, 3, 5))
     observers = rng.choice((0, 0, 1, 2))
     drop = rng.choice((0.0, 0.0, 0.01, 0.05)) if name != "chaos" else rng.choice((0.0, 0.02, 0.1))

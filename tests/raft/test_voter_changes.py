@@ -1,0 +1,174 @@
+"""AddRaftVoter / RemoveRaftVoter on the leader (KIP-853), KafkaRaftClientReconfigTest style."""
+
+from __future__ import annotations
+
+from kwire.errors import Errors
+from kwire.uuid import ZERO_UUID, Uuid
+from messages.generated.add_raft_voter_request import AddRaftVoterRequest, Listener
+from messages.generated.api_versions_response import ApiVersionsResponse, SupportedFeatureKey
+from messages.generated.fetch_request import FetchRequest
+from messages.generated.remove_raft_voter_request import RemoveRaftVoterRequest
+from server.raft.events import ResponseReceived
+from server.raft.roles import Leader, Resigned
+from server.raft.types import Endpoint, ReplicaKey, VoterNode, VoterSet
+from tests.raft.helpers import CLUSTER_ID, Context, elect_local_leader, fetch_request, make_context
+
+DIRS = {i: Uuid.from_longs(0x77, i) for i in range(1, 6)}
+
+
+def _voters(*ids: int) -> VoterSet:
+    return VoterSet(
+        tuple(
+            VoterNode(ReplicaKey(i, DIRS[i]), (Endpoint("CONTROLLER", f"host{i}", 9000 + i),), (0, 1))
+            for i in ids
+        )
+    )
+
+
+def _fetch(replica: int, epoch: int, offset: int, last_epoch: int) -> FetchRequest:
+    request = fetch_request(replica, epoch, offset, last_epoch)
+    request.topics[0].partitions[0].replica_directory_id = DIRS[replica]
+    return request
+
+
+def _leader(kraft_version: int = 1) -> tuple[Context, Leader]:
+    context = make_context(voters=_voters(1, 2, 3), kraft_version=kraft_version, directory_id=DIRS[1])
+    leader = elect_local_leader(context)
+    end = context.log.log_end_offset
+    context.request(_fetch(2, leader.epoch, end, leader.epoch), 17)
+    assert leader.high_watermark == end
+    return context, leader
+
+
+def _add(voter: int, directory: Uuid | None = None, listener: str = "CONTROLLER") -> AddRaftVoterRequest:
+    return AddRaftVoterRequest(
+        cluster_id=CLUSTER_ID,
+        timeout_ms=30000,
+        voter_id=voter,
+        voter_directory_id=DIRS[voter] if directory is None else directory,
+        listeners=[Listener(name=listener, host=f"host{voter}", port=9000 + voter)],
+    )
+
+
+def _remove(voter: int, directory: Uuid | None = None) -> RemoveRaftVoterRequest:
+    return RemoveRaftVoterRequest(
+        cluster_id=CLUSTER_ID, voter_id=voter, voter_directory_id=DIRS[voter] if directory is None else directory
+    )
+
+
+def _api_versions(max_kraft: int = 1) -> ApiVersionsResponse:
+    return ApiVersionsResponse(
+        supported_features=[SupportedFeatureKey(name="kraft.version", min_version=0, max_version=max_kraft)]
+    )
+
+
+def test_add_voter_checks() -> None:
+    context, leader = _leader()
+    _, response = context.request(_add(2), 0)
+    assert response.error_code == Errors.DUPLICATE_VOTER
+    _, response = context.request(_add(4, ZERO_UUID), 0)
+    assert response.error_code == Errors.INVALID_REQUEST
+    assert response.error_message == "Add voter request didn't include a valid voter"
+    _, response = context.request(_add(4, listener="OTHER"), 0)
+    assert response.error_code == Errors.INVALID_REQUEST
+    bad = _add(4)
+    bad.cluster_id = "other"
+    _, response = context.request(bad, 0)
+    assert response.error_code == Errors.INCONSISTENT_CLUSTER_ID
+
+
+def test_add_voter_needs_kraft_version_1() -> None:
+    context, _ = _leader(kraft_version=0)
+    _, response = context.request(_add(4), 0)
+    assert response.error_code == Errors.UNSUPPORTED_VERSION
+    assert "kraft.version feature is 0" in response.error_message
+    _, response = context.request(_remove(3), 0)
+    assert response.error_code == Errors.UNSUPPORTED_VERSION
+
+
+def test_not_leader_and_no_high_watermark() -> None:
+    context = make_context(voters=_voters(1, 2, 3), kraft_version=1, directory_id=DIRS[1])
+    _, response = context.request(_add(4), 0)
+    assert response.error_code == Errors.NOT_LEADER_OR_FOLLOWER
+    elect_local_leader(context)
+    _, response = context.request(_add(4), 0)
+    assert response.error_code == Errors.REQUEST_TIMED_OUT
+
+
+def test_add_voter_end_to_end() -> None:
+    context, leader = _leader()
+    end = context.log.log_end_offset
+    context.request(_fetch(4, leader.epoch, end, leader.epoch), 17)  # a caught-up observer
+    out, response = context.request(_add(4), 0)
+    assert response is None
+    (send,) = [s for s in out.sends if type(s.request).__name__ == "ApiVersionsRequest"]
+    assert send.destination_id == 4 and send.endpoint == Endpoint("CONTROLLER", "host4", 9004)
+    # a second change must wait
+    _, second = context.request(_remove(3), 0)
+    assert second.error_code == Errors.REQUEST_TIMED_OUT
+    out = context.step(ResponseReceived(send.correlation_id, 4, _api_versions()))
+    assert context.core.voters.ids == frozenset({1, 2, 3, 4})
+    assert leader.voters.ids == frozenset({1, 2, 3, 4})
+    assert context.core.voters.get(4).supported_kraft_versions == (0, 1)  # type: ignore[union-attr]
+    assert not out.replies
+    record_end = context.log.log_end_offset
+    # majority of 4 is 3: the leader and voter 2 are not enough
+    context.request(_fetch(2, leader.epoch, record_end, leader.epoch), 17)
+    assert leader.high_watermark == end
+    out, _ = context.request(_fetch(4, leader.epoch, record_end, leader.epoch), 17)
+    assert leader.high_watermark == record_end
+    replies = [r.response for r in out.replies if type(r.response).__name__ == "AddRaftVoterResponse"]
+    assert replies and replies[0].error_code == Errors.NONE
+
+
+def test_add_voter_that_is_not_caught_up_times_out() -> None:
+    context, leader = _leader()
+    out, _ = context.request(_add(4), 0)
+    send = next(s for s in out.sends if type(s.request).__name__ == "ApiVersionsRequest")
+    out = context.step(ResponseReceived(send.correlation_id, 4, _api_versions()))
+    assert out.replies[0].response.error_code == Errors.REQUEST_TIMED_OUT
+    assert context.core.voters.ids == frozenset({1, 2, 3})
+
+
+def test_add_voter_that_cannot_run_the_kraft_version() -> None:
+    context, leader = _leader()
+    end = context.log.log_end_offset
+    context.request(_fetch(4, leader.epoch, end, leader.epoch), 17)
+    out, _ = context.request(_add(4), 0)
+    send = next(s for s in out.sends if type(s.request).__name__ == "ApiVersionsRequest")
+    out = context.step(ResponseReceived(send.correlation_id, 4, _api_versions(max_kraft=0)))
+    assert out.replies[0].response.error_code == Errors.INVALID_REQUEST
+
+
+def test_voter_change_times_out() -> None:
+    context, leader = _leader()
+    context.request(_add(4), 0)
+    out = context.tick(2000)
+    replies = [r.response for r in out.replies if type(r.response).__name__ == "AddRaftVoterResponse"]
+    assert replies and replies[0].error_code == Errors.REQUEST_TIMED_OUT
+
+
+def test_remove_voter() -> None:
+    context, leader = _leader()
+    _, response = context.request(_remove(3, Uuid.from_longs(1, 1)), 0)
+    assert response.error_code == Errors.VOTER_NOT_FOUND
+    out, response = context.request(_remove(3), 0)
+    assert response is None and leader.voters.ids == frozenset({1, 2})
+    end = context.log.log_end_offset
+    out, _ = context.request(_fetch(2, leader.epoch, end, leader.epoch), 17)
+    replies = [r.response for r in out.replies if type(r.response).__name__ == "RemoveRaftVoterResponse"]
+    assert replies and replies[0].error_code == Errors.NONE
+
+
+def test_leader_removing_itself_resigns_once_committed() -> None:
+    context, leader = _leader()
+    out, response = context.request(_remove(1), 0)
+    assert response is None and isinstance(context.core.state, Leader)
+    end = context.log.log_end_offset
+    context.request(_fetch(2, leader.epoch, end, leader.epoch), 17)
+    assert isinstance(context.core.state, Leader)  # voters {2, 3}: needs both
+    out, _ = context.request(_fetch(3, leader.epoch, end, leader.epoch), 17)
+    assert isinstance(context.core.state, Resigned)
+    replies = [r.response for r in out.replies if type(r.response).__name__ == "RemoveRaftVoterResponse"]
+    assert replies and replies[0].error_code == Errors.NONE
+    assert not context.core.is_voter
