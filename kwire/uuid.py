@@ -71,6 +71,11 @@ class Uuid(bytes):
         return f"Uuid({str(self)!r})"
 
 
+def uuid_from_16_bytes(raw: bytes) -> Uuid:
+    """A Uuid from bytes already known to be 16 long (the codecs' fast path, no length check)."""
+    return bytes.__new__(Uuid, raw)
+
+
 ZERO_UUID = Uuid(b"\0" * 16)
 """Uuid.ZERO_UUID: no id (also DirectoryId.MIGRATING)."""
 

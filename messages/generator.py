@@ -339,7 +339,21 @@ class _Reader:
                     5,
                 )
                 kw = "elif"
-            if tagged:
+            other_tags = sorted(
+                {f.tag for f in self.struct.fields if f.tag is not None}
+                - {f.tag for f in tagged}
+            )
+            if other_tags:
+                cond = f"tag == {other_tags[0]}" if len(other_tags) == 1 else \
+                    f"tag in {tuple(other_tags)!r}"
+                self.emit(f"{kw} {cond}:", 3)
+                self.emit(
+                    f"raise DecodeError('tag ' + str(tag) + ' is not valid for version {v} "
+                    f"of {self.struct.name}')",
+                    4,
+                )
+                kw = "elif"
+            if kw == "elif":
                 self.emit("else:", 3)
                 ind = 4
             else:
@@ -370,7 +384,7 @@ class _Reader:
         self.emit(f"pos += {size}")
         for f in group:
             if f.type.text == "uuid":
-                self.emit(f"v_{f.attr} = Uuid(v_{f.attr})")
+                self.emit(f"v_{f.attr} = _uuid16(v_{f.attr})")
 
     def _read_value(
         self, f: FieldSpec, target: str, ind: int, v: int, force_flexible: bool = False,
@@ -385,8 +399,11 @@ class _Reader:
             el = t.element
             min_size = FIXED_SIZES.get(el.text, 1)
             if flex:
-                self.emit(f"{n}, pos = _ruv(buf, pos)", ind)
-                self.emit(f"{n} -= 1", ind)
+                self.emit(f"{n} = buf[pos] - 1", ind)
+                self.emit("pos += 1", ind)
+                self.emit(f"if {n} >= 0x7f:", ind)
+                self.emit(f"{n}, pos = _ruv(buf, pos - 1)", ind + 1)
+                self.emit(f"{n} -= 1", ind + 1)
             else:
                 self.emit(f"{n}, = _I32.unpack_from(buf, pos)", ind)
                 self.emit("pos += 4", ind)
@@ -440,7 +457,25 @@ class _Reader:
             self.emit(f"{target}, = {self.mod.packer(fmt)}.unpack_from(buf, pos)", ind)
             self.emit(f"pos += {FIXED_SIZES[kind]}", ind)
             if kind == "uuid":
-                self.emit(f"{target} = Uuid({target})", ind)
+                self.emit(f"{target} = _uuid16({target})", ind)
+            return
+        if kind == "string" and flex:
+            self.emit("sn = buf[pos]", ind)
+            self.emit("pos += 1", ind)
+            self.emit("if sn >= 0x80:", ind)
+            self.emit("sn, pos = _ruv(buf, pos - 1)", ind + 1)
+            self.emit("if sn == 0:", ind)
+            if nullable:
+                self.emit(f"{target} = None", ind + 1)
+            else:
+                self.emit(f"raise DecodeError('non-nullable string {name} is null')", ind + 1)
+            self.emit("else:", ind)
+            self.emit("se = pos + sn - 1", ind + 1)
+            self.emit("if sn > 0x8000 or se > len(buf):", ind + 1)
+            self.emit(f"raise DecodeError('string {name} of ' + str(sn - 1) + ' bytes overruns')",
+                      ind + 2)
+            self.emit(f"{target} = str(buf[pos:se], 'utf-8')", ind + 1)
+            self.emit("pos = se", ind + 1)
             return
         if kind == "string":
             fn = "_rcs" if flex else "_rs"
@@ -624,6 +659,7 @@ def generate_module(spec: MessageSpec) -> str:
         "from typing import Any",
         "",
         "from kwire.uuid import ZERO_UUID, Uuid",
+        "from kwire.uuid import uuid_from_16_bytes as _uuid16",
         "from kwire.wire import INT32 as _I32",
         "from kwire.wire import DecodeError, EncodeError",
         "from kwire.wire import read_bytes as _rb",

@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -84,8 +85,30 @@ def _w_ApiVersionsRequest_3(o: ApiVersionsRequest, out: bytearray) -> None:
 
 
 def _r_ApiVersionsRequest_3(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
-    v_client_software_name, pos = _rcs(buf, pos)
-    v_client_software_version, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string ClientSoftwareName is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClientSoftwareName of ' + str(sn - 1) + ' bytes overruns')
+        v_client_software_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string ClientSoftwareVersion is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClientSoftwareVersion of ' + str(sn - 1) + ' bytes overruns')
+        v_client_software_version = str(buf[pos:se], 'utf-8')
+        pos = se
     n = buf[pos]
     pos += 1
     if n >= 0x80:
@@ -130,9 +153,42 @@ def _w_ApiVersionsRequest_5(o: ApiVersionsRequest, out: bytearray) -> None:
 
 
 def _r_ApiVersionsRequest_5(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
-    v_client_software_name, pos = _rcs(buf, pos)
-    v_client_software_version, pos = _rcs(buf, pos)
-    v_cluster_id, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string ClientSoftwareName is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClientSoftwareName of ' + str(sn - 1) + ' bytes overruns')
+        v_client_software_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string ClientSoftwareVersion is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClientSoftwareVersion of ' + str(sn - 1) + ' bytes overruns')
+        v_client_software_version = str(buf[pos:se], 'utf-8')
+        pos = se
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_cluster_id = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_node_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]

@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -154,7 +155,18 @@ def _w_SupportedFeatureKey_3(o: SupportedFeatureKey, out: bytearray) -> None:
 
 
 def _r_SupportedFeatureKey_3(buf: Any, pos: int) -> tuple[SupportedFeatureKey, int]:
-    v_name, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Name is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
     v_min_version, v_max_version = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -207,7 +219,18 @@ def _w_FinalizedFeatureKey_3(o: FinalizedFeatureKey, out: bytearray) -> None:
 
 
 def _r_FinalizedFeatureKey_3(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, int]:
-    v_name, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Name is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
     v_max_version_level, v_min_version_level = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -383,8 +406,11 @@ def _w_ApiVersionsResponse_3(o: ApiVersionsResponse, out: bytearray) -> None:
 def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
     v_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array ApiKeys is null')
     else:
@@ -410,8 +436,11 @@ def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     raise DecodeError('non-nullable array SupportedFeatures is null')
                 else:
@@ -429,8 +458,11 @@ def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                 if pos != end:
                     raise DecodeError('tagged field FinalizedFeaturesEpoch has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 2:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     raise DecodeError('non-nullable array FinalizedFeatures is null')
                 else:
@@ -498,8 +530,11 @@ def _w_ApiVersionsResponse_4(o: ApiVersionsResponse, out: bytearray) -> None:
 def _r_ApiVersionsResponse_4(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
     v_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array ApiKeys is null')
     else:
@@ -525,8 +560,11 @@ def _r_ApiVersionsResponse_4(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     raise DecodeError('non-nullable array SupportedFeatures is null')
                 else:
@@ -544,8 +582,11 @@ def _r_ApiVersionsResponse_4(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                 if pos != end:
                     raise DecodeError('tagged field FinalizedFeaturesEpoch has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 2:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     raise DecodeError('non-nullable array FinalizedFeatures is null')
                 else:
@@ -613,8 +654,11 @@ def _w_ApiVersionsResponse_5(o: ApiVersionsResponse, out: bytearray) -> None:
 def _r_ApiVersionsResponse_5(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
     v_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array ApiKeys is null')
     else:
@@ -640,8 +684,11 @@ def _r_ApiVersionsResponse_5(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     raise DecodeError('non-nullable array SupportedFeatures is null')
                 else:
@@ -659,8 +706,11 @@ def _r_ApiVersionsResponse_5(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                 if pos != end:
                     raise DecodeError('tagged field FinalizedFeaturesEpoch has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 2:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     raise DecodeError('non-nullable array FinalizedFeatures is null')
                 else:

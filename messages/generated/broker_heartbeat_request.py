@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -86,8 +87,11 @@ def _r_BrokerHeartbeatRequest_0(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
         for _ in range(n):
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+            if tag in (0, 1):
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 0 of BrokerHeartbeatRequest')
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
     return BrokerHeartbeatRequest(v_broker_id, v_broker_epoch, v_current_metadata_offset, v_want_fence, v_want_shut_down, [], None, unknown), pos
 
 
@@ -123,8 +127,11 @@ def _r_BrokerHeartbeatRequest_1(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     raise DecodeError('non-nullable array OfflineLogDirs is null')
                 else:
@@ -134,10 +141,12 @@ def _r_BrokerHeartbeatRequest_1(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
                     for i1 in range(n1):
                         x, = _S1.unpack_from(buf, pos)
                         pos += 16
-                        x = Uuid(x)
+                        x = _uuid16(x)
                         v_offline_log_dirs.append(x)
                 if pos != end:
                     raise DecodeError('tagged field OfflineLogDirs has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+            elif tag == 1:
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 1 of BrokerHeartbeatRequest')
             else:
                 unknown.append((tag, bytes(buf[pos:end])))
                 pos = end
@@ -185,8 +194,11 @@ def _r_BrokerHeartbeatRequest_2(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     raise DecodeError('non-nullable array OfflineLogDirs is null')
                 else:
@@ -196,13 +208,16 @@ def _r_BrokerHeartbeatRequest_2(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
                     for i1 in range(n1):
                         x, = _S1.unpack_from(buf, pos)
                         pos += 16
-                        x = Uuid(x)
+                        x = _uuid16(x)
                         v_offline_log_dirs.append(x)
                 if pos != end:
                     raise DecodeError('tagged field OfflineLogDirs has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 1:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_cordoned_log_dirs = None
                 else:
@@ -212,7 +227,7 @@ def _r_BrokerHeartbeatRequest_2(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
                     for i1 in range(n1):
                         x, = _S1.unpack_from(buf, pos)
                         pos += 16
-                        x = Uuid(x)
+                        x = _uuid16(x)
                         v_cordoned_log_dirs.append(x)
                 if pos != end:
                     raise DecodeError('tagged field CordonedLogDirs has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))

@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -96,6 +97,8 @@ def _r_BrokerRegistrationChangeRecord_0(buf: Any, pos: int) -> tuple[BrokerRegis
                 pos += 1
                 if pos != end:
                     raise DecodeError('tagged field Fenced has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+            elif tag in (1, 2, 3):
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 0 of BrokerRegistrationChangeRecord')
             else:
                 unknown.append((tag, bytes(buf[pos:end])))
                 pos = end
@@ -144,6 +147,8 @@ def _r_BrokerRegistrationChangeRecord_1(buf: Any, pos: int) -> tuple[BrokerRegis
                 pos += 1
                 if pos != end:
                     raise DecodeError('tagged field InControlledShutdown has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+            elif tag in (2, 3):
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 1 of BrokerRegistrationChangeRecord')
             else:
                 unknown.append((tag, bytes(buf[pos:end])))
                 pos = end
@@ -202,8 +207,11 @@ def _r_BrokerRegistrationChangeRecord_2(buf: Any, pos: int) -> tuple[BrokerRegis
                 if pos != end:
                     raise DecodeError('tagged field InControlledShutdown has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 2:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     raise DecodeError('non-nullable array LogDirs is null')
                 else:
@@ -213,10 +221,12 @@ def _r_BrokerRegistrationChangeRecord_2(buf: Any, pos: int) -> tuple[BrokerRegis
                     for i1 in range(n1):
                         x, = _S2.unpack_from(buf, pos)
                         pos += 16
-                        x = Uuid(x)
+                        x = _uuid16(x)
                         v_log_dirs.append(x)
                 if pos != end:
                     raise DecodeError('tagged field LogDirs has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+            elif tag == 3:
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 2 of BrokerRegistrationChangeRecord')
             else:
                 unknown.append((tag, bytes(buf[pos:end])))
                 pos = end
@@ -284,8 +294,11 @@ def _r_BrokerRegistrationChangeRecord_3(buf: Any, pos: int) -> tuple[BrokerRegis
                 if pos != end:
                     raise DecodeError('tagged field InControlledShutdown has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 2:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     raise DecodeError('non-nullable array LogDirs is null')
                 else:
@@ -295,13 +308,16 @@ def _r_BrokerRegistrationChangeRecord_3(buf: Any, pos: int) -> tuple[BrokerRegis
                     for i1 in range(n1):
                         x, = _S2.unpack_from(buf, pos)
                         pos += 16
-                        x = Uuid(x)
+                        x = _uuid16(x)
                         v_log_dirs.append(x)
                 if pos != end:
                     raise DecodeError('tagged field LogDirs has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 3:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_cordoned_log_dirs = None
                 else:
@@ -311,7 +327,7 @@ def _r_BrokerRegistrationChangeRecord_3(buf: Any, pos: int) -> tuple[BrokerRegis
                     for i1 in range(n1):
                         x, = _S2.unpack_from(buf, pos)
                         pos += 16
-                        x = Uuid(x)
+                        x = _uuid16(x)
                         v_cordoned_log_dirs.append(x)
                 if pos != end:
                     raise DecodeError('tagged field CordonedLogDirs has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))

@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -106,8 +107,30 @@ def _w_Listener_0(o: Listener, out: bytearray) -> None:
 
 
 def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
-    v_name, pos = _rcs(buf, pos)
-    v_host, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Name is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Host is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+        v_host = str(buf[pos:se], 'utf-8')
+        pos = se
     v_port, v_security_protocol = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -196,7 +219,18 @@ def _w_Feature_0(o: Feature, out: bytearray) -> None:
 
 
 def _r_Feature_0(buf: Any, pos: int) -> tuple[Feature, int]:
-    v_name, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Name is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
     v_min_supported_version, v_max_supported_version = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -293,12 +327,26 @@ def _w_BrokerRegistrationRequest_0(o: BrokerRegistrationRequest, out: bytearray)
 def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
     v_broker_id, = _S2.unpack_from(buf, pos)
     pos += 4
-    v_cluster_id, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string ClusterId is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_incarnation_id, = _S3.unpack_from(buf, pos)
     pos += 16
-    v_incarnation_id = Uuid(v_incarnation_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_incarnation_id = _uuid16(v_incarnation_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Listeners is null')
     else:
@@ -308,8 +356,11 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
         for i1 in range(n1):
             x, pos = _r_Listener_0(buf, pos)
             v_listeners.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:
@@ -319,7 +370,18 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
         for i1 in range(n1):
             x, pos = _r_Feature_0(buf, pos)
             v_features.append(x)
-    v_rack, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_rack = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+        v_rack = str(buf[pos:se], 'utf-8')
+        pos = se
     n = buf[pos]
     pos += 1
     if n >= 0x80:
@@ -365,12 +427,26 @@ def _w_BrokerRegistrationRequest_1(o: BrokerRegistrationRequest, out: bytearray)
 def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
     v_broker_id, = _S2.unpack_from(buf, pos)
     pos += 4
-    v_cluster_id, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string ClusterId is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_incarnation_id, = _S3.unpack_from(buf, pos)
     pos += 16
-    v_incarnation_id = Uuid(v_incarnation_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_incarnation_id = _uuid16(v_incarnation_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Listeners is null')
     else:
@@ -380,8 +456,11 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
         for i1 in range(n1):
             x, pos = _r_Listener_1(buf, pos)
             v_listeners.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:
@@ -391,7 +470,18 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
         for i1 in range(n1):
             x, pos = _r_Feature_1(buf, pos)
             v_features.append(x)
-    v_rack, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_rack = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+        v_rack = str(buf[pos:se], 'utf-8')
+        pos = se
     v_is_migrating_zk_broker, = _S4.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -446,12 +536,26 @@ def _w_BrokerRegistrationRequest_2(o: BrokerRegistrationRequest, out: bytearray)
 def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
     v_broker_id, = _S2.unpack_from(buf, pos)
     pos += 4
-    v_cluster_id, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string ClusterId is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_incarnation_id, = _S3.unpack_from(buf, pos)
     pos += 16
-    v_incarnation_id = Uuid(v_incarnation_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_incarnation_id = _uuid16(v_incarnation_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Listeners is null')
     else:
@@ -461,8 +565,11 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
         for i1 in range(n1):
             x, pos = _r_Listener_2(buf, pos)
             v_listeners.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:
@@ -472,11 +579,25 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
         for i1 in range(n1):
             x, pos = _r_Feature_2(buf, pos)
             v_features.append(x)
-    v_rack, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_rack = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+        v_rack = str(buf[pos:se], 'utf-8')
+        pos = se
     v_is_migrating_zk_broker, = _S4.unpack_from(buf, pos)
     pos += 1
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array LogDirs is null')
     else:
@@ -486,7 +607,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
         for i1 in range(n1):
             x, = _S3.unpack_from(buf, pos)
             pos += 16
-            x = Uuid(x)
+            x = _uuid16(x)
             v_log_dirs.append(x)
     n = buf[pos]
     pos += 1
@@ -541,12 +662,26 @@ def _w_BrokerRegistrationRequest_3(o: BrokerRegistrationRequest, out: bytearray)
 def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
     v_broker_id, = _S2.unpack_from(buf, pos)
     pos += 4
-    v_cluster_id, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string ClusterId is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_incarnation_id, = _S3.unpack_from(buf, pos)
     pos += 16
-    v_incarnation_id = Uuid(v_incarnation_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_incarnation_id = _uuid16(v_incarnation_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Listeners is null')
     else:
@@ -556,8 +691,11 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
         for i1 in range(n1):
             x, pos = _r_Listener_3(buf, pos)
             v_listeners.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:
@@ -567,11 +705,25 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
         for i1 in range(n1):
             x, pos = _r_Feature_3(buf, pos)
             v_features.append(x)
-    v_rack, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_rack = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+        v_rack = str(buf[pos:se], 'utf-8')
+        pos = se
     v_is_migrating_zk_broker, = _S4.unpack_from(buf, pos)
     pos += 1
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array LogDirs is null')
     else:
@@ -581,7 +733,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
         for i1 in range(n1):
             x, = _S3.unpack_from(buf, pos)
             pos += 16
-            x = Uuid(x)
+            x = _uuid16(x)
             v_log_dirs.append(x)
     v_previous_broker_epoch, = _S5.unpack_from(buf, pos)
     pos += 8
@@ -638,12 +790,26 @@ def _w_BrokerRegistrationRequest_4(o: BrokerRegistrationRequest, out: bytearray)
 def _r_BrokerRegistrationRequest_4(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
     v_broker_id, = _S2.unpack_from(buf, pos)
     pos += 4
-    v_cluster_id, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string ClusterId is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_incarnation_id, = _S3.unpack_from(buf, pos)
     pos += 16
-    v_incarnation_id = Uuid(v_incarnation_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_incarnation_id = _uuid16(v_incarnation_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Listeners is null')
     else:
@@ -653,8 +819,11 @@ def _r_BrokerRegistrationRequest_4(buf: Any, pos: int) -> tuple[BrokerRegistrati
         for i1 in range(n1):
             x, pos = _r_Listener_4(buf, pos)
             v_listeners.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:
@@ -664,11 +833,25 @@ def _r_BrokerRegistrationRequest_4(buf: Any, pos: int) -> tuple[BrokerRegistrati
         for i1 in range(n1):
             x, pos = _r_Feature_4(buf, pos)
             v_features.append(x)
-    v_rack, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_rack = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+        v_rack = str(buf[pos:se], 'utf-8')
+        pos = se
     v_is_migrating_zk_broker, = _S4.unpack_from(buf, pos)
     pos += 1
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array LogDirs is null')
     else:
@@ -678,7 +861,7 @@ def _r_BrokerRegistrationRequest_4(buf: Any, pos: int) -> tuple[BrokerRegistrati
         for i1 in range(n1):
             x, = _S3.unpack_from(buf, pos)
             pos += 16
-            x = Uuid(x)
+            x = _uuid16(x)
             v_log_dirs.append(x)
     v_previous_broker_epoch, = _S5.unpack_from(buf, pos)
     pos += 8

@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -69,7 +70,18 @@ def _w_ControllerRegistrationResponse_0(o: ControllerRegistrationResponse, out: 
 def _r_ControllerRegistrationResponse_0(buf: Any, pos: int) -> tuple[ControllerRegistrationResponse, int]:
     v_throttle_time_ms, v_error_code = _S0.unpack_from(buf, pos)
     pos += 6
-    v_error_message, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_error_message = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
+        v_error_message = str(buf[pos:se], 'utf-8')
+        pos = se
     n = buf[pos]
     pos += 1
     if n >= 0x80:

@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -96,10 +97,32 @@ def _w_DescribeClusterBroker_0(o: DescribeClusterBroker, out: bytearray) -> None
 def _r_DescribeClusterBroker_0(buf: Any, pos: int) -> tuple[DescribeClusterBroker, int]:
     v_broker_id, = _S0.unpack_from(buf, pos)
     pos += 4
-    v_host, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Host is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+        v_host = str(buf[pos:se], 'utf-8')
+        pos = se
     v_port, = _S0.unpack_from(buf, pos)
     pos += 4
-    v_rack, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_rack = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+        v_rack = str(buf[pos:se], 'utf-8')
+        pos = se
     n = buf[pos]
     pos += 1
     if n >= 0x80:
@@ -147,10 +170,32 @@ def _w_DescribeClusterBroker_2(o: DescribeClusterBroker, out: bytearray) -> None
 def _r_DescribeClusterBroker_2(buf: Any, pos: int) -> tuple[DescribeClusterBroker, int]:
     v_broker_id, = _S0.unpack_from(buf, pos)
     pos += 4
-    v_host, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Host is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+        v_host = str(buf[pos:se], 'utf-8')
+        pos = se
     v_port, = _S0.unpack_from(buf, pos)
     pos += 4
-    v_rack, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_rack = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+        v_rack = str(buf[pos:se], 'utf-8')
+        pos = se
     v_is_fenced, = _S1.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -193,12 +238,37 @@ def _w_DescribeClusterResponse_0(o: DescribeClusterResponse, out: bytearray) -> 
 def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
     v_throttle_time_ms, v_error_code = _S2.unpack_from(buf, pos)
     pos += 6
-    v_error_message, pos = _rcsn(buf, pos)
-    v_cluster_id, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_error_message = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
+        v_error_message = str(buf[pos:se], 'utf-8')
+        pos = se
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string ClusterId is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
@@ -249,14 +319,39 @@ def _w_DescribeClusterResponse_1(o: DescribeClusterResponse, out: bytearray) -> 
 def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
     v_throttle_time_ms, v_error_code = _S2.unpack_from(buf, pos)
     pos += 6
-    v_error_message, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_error_message = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
+        v_error_message = str(buf[pos:se], 'utf-8')
+        pos = se
     v_endpoint_type, = _S3.unpack_from(buf, pos)
     pos += 1
-    v_cluster_id, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string ClusterId is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
@@ -307,14 +402,39 @@ def _w_DescribeClusterResponse_2(o: DescribeClusterResponse, out: bytearray) -> 
 def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
     v_throttle_time_ms, v_error_code = _S2.unpack_from(buf, pos)
     pos += 6
-    v_error_message, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_error_message = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
+        v_error_message = str(buf[pos:se], 'utf-8')
+        pos = se
     v_endpoint_type, = _S3.unpack_from(buf, pos)
     pos += 1
-    v_cluster_id, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string ClusterId is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:

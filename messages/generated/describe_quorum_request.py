@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -121,9 +122,23 @@ def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
-    v_topic_name, pos = _rcs(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string TopicName is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+        v_topic_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -165,9 +180,23 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
-    v_topic_name, pos = _rcs(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string TopicName is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+        v_topic_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -209,9 +238,23 @@ def _w_TopicData_2(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
-    v_topic_name, pos = _rcs(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string TopicName is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+        v_topic_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -250,8 +293,11 @@ def _w_DescribeQuorumRequest_0(o: DescribeQuorumRequest, out: bytearray) -> None
 
 
 def _r_DescribeQuorumRequest_0(buf: Any, pos: int) -> tuple[DescribeQuorumRequest, int]:
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -290,8 +336,11 @@ def _w_DescribeQuorumRequest_1(o: DescribeQuorumRequest, out: bytearray) -> None
 
 
 def _r_DescribeQuorumRequest_1(buf: Any, pos: int) -> tuple[DescribeQuorumRequest, int]:
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -330,8 +379,11 @@ def _w_DescribeQuorumRequest_2(o: DescribeQuorumRequest, out: bytearray) -> None
 
 
 def _r_DescribeQuorumRequest_2(buf: Any, pos: int) -> tuple[DescribeQuorumRequest, int]:
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:

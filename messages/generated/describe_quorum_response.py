@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -195,7 +196,7 @@ def _w_ReplicaState_2(o: ReplicaState, out: bytearray) -> None:
 def _r_ReplicaState_2(buf: Any, pos: int) -> tuple[ReplicaState, int]:
     v_replica_id, v_replica_directory_id, v_log_end_offset, v_last_fetch_timestamp, v_last_caught_up_timestamp = _S5.unpack_from(buf, pos)
     pos += 44
-    v_replica_directory_id = Uuid(v_replica_directory_id)
+    v_replica_directory_id = _uuid16(v_replica_directory_id)
     n = buf[pos]
     pos += 1
     if n >= 0x80:
@@ -236,8 +237,11 @@ def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
 def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
     v_partition_index, v_error_code, v_leader_id, v_leader_epoch, v_high_watermark = _S8.unpack_from(buf, pos)
     pos += 22
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array CurrentVoters is null')
     else:
@@ -247,8 +251,11 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
         for i1 in range(n1):
             x, pos = _r_ReplicaState_0(buf, pos)
             v_current_voters.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Observers is null')
     else:
@@ -298,8 +305,11 @@ def _w_PartitionData_1(o: PartitionData, out: bytearray) -> None:
 def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     v_partition_index, v_error_code, v_leader_id, v_leader_epoch, v_high_watermark = _S8.unpack_from(buf, pos)
     pos += 22
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array CurrentVoters is null')
     else:
@@ -309,8 +319,11 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
         for i1 in range(n1):
             x, pos = _r_ReplicaState_1(buf, pos)
             v_current_voters.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Observers is null')
     else:
@@ -361,11 +374,25 @@ def _w_PartitionData_2(o: PartitionData, out: bytearray) -> None:
 def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
     v_partition_index, v_error_code = _S6.unpack_from(buf, pos)
     pos += 6
-    v_error_message, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_error_message = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
+        v_error_message = str(buf[pos:se], 'utf-8')
+        pos = se
     v_leader_id, v_leader_epoch, v_high_watermark = _S7.unpack_from(buf, pos)
     pos += 16
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array CurrentVoters is null')
     else:
@@ -375,8 +402,11 @@ def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
         for i1 in range(n1):
             x, pos = _r_ReplicaState_2(buf, pos)
             v_current_voters.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Observers is null')
     else:
@@ -418,9 +448,23 @@ def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
-    v_topic_name, pos = _rcs(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string TopicName is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+        v_topic_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -462,9 +506,23 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
-    v_topic_name, pos = _rcs(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string TopicName is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+        v_topic_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -506,9 +564,23 @@ def _w_TopicData_2(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
-    v_topic_name, pos = _rcs(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string TopicName is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+        v_topic_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -547,8 +619,30 @@ def _w_Listener_2(o: Listener, out: bytearray) -> None:
 
 
 def _r_Listener_2(buf: Any, pos: int) -> tuple[Listener, int]:
-    v_name, pos = _rcs(buf, pos)
-    v_host, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Name is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Host is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+        v_host = str(buf[pos:se], 'utf-8')
+        pos = se
     v_port, = _S9.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -583,8 +677,11 @@ def _w_Node_2(o: Node, out: bytearray) -> None:
 def _r_Node_2(buf: Any, pos: int) -> tuple[Node, int]:
     v_node_id, = _S0.unpack_from(buf, pos)
     pos += 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Listeners is null')
     else:
@@ -628,8 +725,11 @@ def _w_DescribeQuorumResponse_0(o: DescribeQuorumResponse, out: bytearray) -> No
 def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
     v_error_code, = _S10.unpack_from(buf, pos)
     pos += 2
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -673,8 +773,11 @@ def _w_DescribeQuorumResponse_1(o: DescribeQuorumResponse, out: bytearray) -> No
 def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
     v_error_code, = _S10.unpack_from(buf, pos)
     pos += 2
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -724,9 +827,23 @@ def _w_DescribeQuorumResponse_2(o: DescribeQuorumResponse, out: bytearray) -> No
 def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
     v_error_code, = _S10.unpack_from(buf, pos)
     pos += 2
-    v_error_message, pos = _rcsn(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_error_message = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
+        v_error_message = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -736,8 +853,11 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
         for i1 in range(n1):
             x, pos = _r_TopicData_2(buf, pos)
             v_topics.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Nodes is null')
     else:

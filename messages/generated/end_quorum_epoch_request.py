@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -114,7 +115,7 @@ def _w_ReplicaInfo_1(o: ReplicaInfo, out: bytearray) -> None:
 def _r_ReplicaInfo_1(buf: Any, pos: int) -> tuple[ReplicaInfo, int]:
     v_candidate_id, v_candidate_directory_id = _S0.unpack_from(buf, pos)
     pos += 20
-    v_candidate_directory_id = Uuid(v_candidate_directory_id)
+    v_candidate_directory_id = _uuid16(v_candidate_directory_id)
     n = buf[pos]
     pos += 1
     if n >= 0x80:
@@ -172,8 +173,11 @@ def _w_PartitionData_1(o: PartitionData, out: bytearray) -> None:
 def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     v_partition_index, v_leader_id, v_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 12
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array PreferredCandidates is null')
     else:
@@ -244,9 +248,23 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
-    v_topic_name, pos = _rcs(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string TopicName is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+        v_topic_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -285,8 +303,30 @@ def _w_LeaderEndpoint_1(o: LeaderEndpoint, out: bytearray) -> None:
 
 
 def _r_LeaderEndpoint_1(buf: Any, pos: int) -> tuple[LeaderEndpoint, int]:
-    v_name, pos = _rcs(buf, pos)
-    v_host, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Name is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Host is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+        v_host = str(buf[pos:se], 'utf-8')
+        pos = se
     v_port, = _S2.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -353,9 +393,23 @@ def _w_EndQuorumEpochRequest_1(o: EndQuorumEpochRequest, out: bytearray) -> None
 
 
 def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest, int]:
-    v_cluster_id, pos = _rcsn(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_cluster_id = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -365,8 +419,11 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
         for i1 in range(n1):
             x, pos = _r_TopicData_1(buf, pos)
             v_topics.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array LeaderEndpoints is null')
     else:

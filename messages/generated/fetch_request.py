@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -262,17 +263,96 @@ def _r_FetchPartition_12(buf: Any, pos: int) -> tuple[FetchPartition, int]:
         for _ in range(n):
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+            if tag in (0, 1):
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 12 of FetchPartition')
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
     return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, ZERO_UUID, 9223372036854775807, unknown), pos
 _w_FetchPartition_13 = _w_FetchPartition_12
-_r_FetchPartition_13 = _r_FetchPartition_12
+
+
+def _r_FetchPartition_13(buf: Any, pos: int) -> tuple[FetchPartition, int]:
+    v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes = _S8.unpack_from(buf, pos)
+    pos += 32
+    n = buf[pos]
+    pos += 1
+    if n >= 0x80:
+        n, pos = _ruv(buf, pos - 1)
+    unknown = []
+    if n:
+        for _ in range(n):
+            tag, size, pos = _rtag(buf, pos)
+            end = pos + size
+            if tag in (0, 1):
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 13 of FetchPartition')
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, ZERO_UUID, 9223372036854775807, unknown), pos
 _w_FetchPartition_14 = _w_FetchPartition_12
-_r_FetchPartition_14 = _r_FetchPartition_12
+
+
+def _r_FetchPartition_14(buf: Any, pos: int) -> tuple[FetchPartition, int]:
+    v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes = _S8.unpack_from(buf, pos)
+    pos += 32
+    n = buf[pos]
+    pos += 1
+    if n >= 0x80:
+        n, pos = _ruv(buf, pos - 1)
+    unknown = []
+    if n:
+        for _ in range(n):
+            tag, size, pos = _rtag(buf, pos)
+            end = pos + size
+            if tag in (0, 1):
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 14 of FetchPartition')
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, ZERO_UUID, 9223372036854775807, unknown), pos
 _w_FetchPartition_15 = _w_FetchPartition_12
-_r_FetchPartition_15 = _r_FetchPartition_12
+
+
+def _r_FetchPartition_15(buf: Any, pos: int) -> tuple[FetchPartition, int]:
+    v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes = _S8.unpack_from(buf, pos)
+    pos += 32
+    n = buf[pos]
+    pos += 1
+    if n >= 0x80:
+        n, pos = _ruv(buf, pos - 1)
+    unknown = []
+    if n:
+        for _ in range(n):
+            tag, size, pos = _rtag(buf, pos)
+            end = pos + size
+            if tag in (0, 1):
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 15 of FetchPartition')
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, ZERO_UUID, 9223372036854775807, unknown), pos
 _w_FetchPartition_16 = _w_FetchPartition_12
-_r_FetchPartition_16 = _r_FetchPartition_12
+
+
+def _r_FetchPartition_16(buf: Any, pos: int) -> tuple[FetchPartition, int]:
+    v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes = _S8.unpack_from(buf, pos)
+    pos += 32
+    n = buf[pos]
+    pos += 1
+    if n >= 0x80:
+        n, pos = _ruv(buf, pos - 1)
+    unknown = []
+    if n:
+        for _ in range(n):
+            tag, size, pos = _rtag(buf, pos)
+            end = pos + size
+            if tag in (0, 1):
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 16 of FetchPartition')
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
+    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, ZERO_UUID, 9223372036854775807, unknown), pos
 
 
 def _w_FetchPartition_17(o: FetchPartition, out: bytearray) -> None:
@@ -301,9 +381,11 @@ def _r_FetchPartition_17(buf: Any, pos: int) -> tuple[FetchPartition, int]:
             if tag == 0:
                 v_replica_directory_id, = _S9.unpack_from(buf, pos)
                 pos += 16
-                v_replica_directory_id = Uuid(v_replica_directory_id)
+                v_replica_directory_id = _uuid16(v_replica_directory_id)
                 if pos != end:
                     raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+            elif tag == 1:
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 17 of FetchPartition')
             else:
                 unknown.append((tag, bytes(buf[pos:end])))
                 pos = end
@@ -341,7 +423,7 @@ def _r_FetchPartition_18(buf: Any, pos: int) -> tuple[FetchPartition, int]:
             if tag == 0:
                 v_replica_directory_id, = _S9.unpack_from(buf, pos)
                 pos += 16
-                v_replica_directory_id = Uuid(v_replica_directory_id)
+                v_replica_directory_id = _uuid16(v_replica_directory_id)
                 if pos != end:
                     raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 1:
@@ -605,9 +687,23 @@ def _w_FetchTopic_12(o: FetchTopic, out: bytearray) -> None:
 
 
 def _r_FetchTopic_12(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    v_topic, pos = _rcs(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Topic is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Topic of ' + str(sn - 1) + ' bytes overruns')
+        v_topic = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -649,9 +745,12 @@ def _w_FetchTopic_13(o: FetchTopic, out: bytearray) -> None:
 def _r_FetchTopic_13(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     v_topic_id, = _S9.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = Uuid(v_topic_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_topic_id = _uuid16(v_topic_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -693,9 +792,12 @@ def _w_FetchTopic_14(o: FetchTopic, out: bytearray) -> None:
 def _r_FetchTopic_14(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     v_topic_id, = _S9.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = Uuid(v_topic_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_topic_id = _uuid16(v_topic_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -737,9 +839,12 @@ def _w_FetchTopic_15(o: FetchTopic, out: bytearray) -> None:
 def _r_FetchTopic_15(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     v_topic_id, = _S9.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = Uuid(v_topic_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_topic_id = _uuid16(v_topic_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -781,9 +886,12 @@ def _w_FetchTopic_16(o: FetchTopic, out: bytearray) -> None:
 def _r_FetchTopic_16(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     v_topic_id, = _S9.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = Uuid(v_topic_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_topic_id = _uuid16(v_topic_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -825,9 +933,12 @@ def _w_FetchTopic_17(o: FetchTopic, out: bytearray) -> None:
 def _r_FetchTopic_17(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     v_topic_id, = _S9.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = Uuid(v_topic_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_topic_id = _uuid16(v_topic_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -869,9 +980,12 @@ def _w_FetchTopic_18(o: FetchTopic, out: bytearray) -> None:
 def _r_FetchTopic_18(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     v_topic_id, = _S9.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = Uuid(v_topic_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_topic_id = _uuid16(v_topic_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -990,9 +1104,23 @@ def _w_ForgottenTopic_12(o: ForgottenTopic, out: bytearray) -> None:
 
 
 def _r_ForgottenTopic_12(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    v_topic, pos = _rcs(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Topic is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Topic of ' + str(sn - 1) + ' bytes overruns')
+        v_topic = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -1031,9 +1159,12 @@ def _w_ForgottenTopic_13(o: ForgottenTopic, out: bytearray) -> None:
 def _r_ForgottenTopic_13(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     v_topic_id, = _S9.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = Uuid(v_topic_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_topic_id = _uuid16(v_topic_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -1511,8 +1642,11 @@ def _w_FetchRequest_12(o: FetchRequest, out: bytearray) -> None:
 def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch = _S13.unpack_from(buf, pos)
     pos += 25
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -1522,8 +1656,11 @@ def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for i1 in range(n1):
             x, pos = _r_FetchTopic_12(buf, pos)
             v_topics.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array ForgottenTopicsData is null')
     else:
@@ -1533,7 +1670,18 @@ def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for i1 in range(n1):
             x, pos = _r_ForgottenTopic_12(buf, pos)
             v_forgotten_topics_data.append(x)
-    v_rack_id, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string RackId is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
+        v_rack_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_cluster_id = None
     n = buf[pos]
     pos += 1
@@ -1545,9 +1693,22 @@ def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                v_cluster_id, pos = _rcsn(buf, pos)
+                sn = buf[pos]
+                pos += 1
+                if sn >= 0x80:
+                    sn, pos = _ruv(buf, pos - 1)
+                if sn == 0:
+                    v_cluster_id = None
+                else:
+                    se = pos + sn - 1
+                    if sn > 0x8000 or se > len(buf):
+                        raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+                    v_cluster_id = str(buf[pos:se], 'utf-8')
+                    pos = se
                 if pos != end:
                     raise DecodeError('tagged field ClusterId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+            elif tag == 1:
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 12 of FetchRequest')
             else:
                 unknown.append((tag, bytes(buf[pos:end])))
                 pos = end
@@ -1587,8 +1748,11 @@ def _w_FetchRequest_13(o: FetchRequest, out: bytearray) -> None:
 def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch = _S13.unpack_from(buf, pos)
     pos += 25
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -1598,8 +1762,11 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for i1 in range(n1):
             x, pos = _r_FetchTopic_13(buf, pos)
             v_topics.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array ForgottenTopicsData is null')
     else:
@@ -1609,7 +1776,18 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for i1 in range(n1):
             x, pos = _r_ForgottenTopic_13(buf, pos)
             v_forgotten_topics_data.append(x)
-    v_rack_id, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string RackId is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
+        v_rack_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_cluster_id = None
     n = buf[pos]
     pos += 1
@@ -1621,9 +1799,22 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                v_cluster_id, pos = _rcsn(buf, pos)
+                sn = buf[pos]
+                pos += 1
+                if sn >= 0x80:
+                    sn, pos = _ruv(buf, pos - 1)
+                if sn == 0:
+                    v_cluster_id = None
+                else:
+                    se = pos + sn - 1
+                    if sn > 0x8000 or se > len(buf):
+                        raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+                    v_cluster_id = str(buf[pos:se], 'utf-8')
+                    pos = se
                 if pos != end:
                     raise DecodeError('tagged field ClusterId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+            elif tag == 1:
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 13 of FetchRequest')
             else:
                 unknown.append((tag, bytes(buf[pos:end])))
                 pos = end
@@ -1663,8 +1854,11 @@ def _w_FetchRequest_14(o: FetchRequest, out: bytearray) -> None:
 def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch = _S13.unpack_from(buf, pos)
     pos += 25
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -1674,8 +1868,11 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for i1 in range(n1):
             x, pos = _r_FetchTopic_14(buf, pos)
             v_topics.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array ForgottenTopicsData is null')
     else:
@@ -1685,7 +1882,18 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for i1 in range(n1):
             x, pos = _r_ForgottenTopic_14(buf, pos)
             v_forgotten_topics_data.append(x)
-    v_rack_id, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string RackId is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
+        v_rack_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_cluster_id = None
     n = buf[pos]
     pos += 1
@@ -1697,9 +1905,22 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                v_cluster_id, pos = _rcsn(buf, pos)
+                sn = buf[pos]
+                pos += 1
+                if sn >= 0x80:
+                    sn, pos = _ruv(buf, pos - 1)
+                if sn == 0:
+                    v_cluster_id = None
+                else:
+                    se = pos + sn - 1
+                    if sn > 0x8000 or se > len(buf):
+                        raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+                    v_cluster_id = str(buf[pos:se], 'utf-8')
+                    pos = se
                 if pos != end:
                     raise DecodeError('tagged field ClusterId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+            elif tag == 1:
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 14 of FetchRequest')
             else:
                 unknown.append((tag, bytes(buf[pos:end])))
                 pos = end
@@ -1742,8 +1963,11 @@ def _w_FetchRequest_15(o: FetchRequest, out: bytearray) -> None:
 def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch = _S12.unpack_from(buf, pos)
     pos += 21
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -1753,8 +1977,11 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for i1 in range(n1):
             x, pos = _r_FetchTopic_15(buf, pos)
             v_topics.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array ForgottenTopicsData is null')
     else:
@@ -1764,7 +1991,18 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for i1 in range(n1):
             x, pos = _r_ForgottenTopic_15(buf, pos)
             v_forgotten_topics_data.append(x)
-    v_rack_id, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string RackId is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
+        v_rack_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_cluster_id = None
     v_replica_state = ReplicaState()
     n = buf[pos]
@@ -1777,7 +2015,18 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                v_cluster_id, pos = _rcsn(buf, pos)
+                sn = buf[pos]
+                pos += 1
+                if sn >= 0x80:
+                    sn, pos = _ruv(buf, pos - 1)
+                if sn == 0:
+                    v_cluster_id = None
+                else:
+                    se = pos + sn - 1
+                    if sn > 0x8000 or se > len(buf):
+                        raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+                    v_cluster_id = str(buf[pos:se], 'utf-8')
+                    pos = se
                 if pos != end:
                     raise DecodeError('tagged field ClusterId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 1:
@@ -1826,8 +2075,11 @@ def _w_FetchRequest_16(o: FetchRequest, out: bytearray) -> None:
 def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch = _S12.unpack_from(buf, pos)
     pos += 21
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -1837,8 +2089,11 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for i1 in range(n1):
             x, pos = _r_FetchTopic_16(buf, pos)
             v_topics.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array ForgottenTopicsData is null')
     else:
@@ -1848,7 +2103,18 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for i1 in range(n1):
             x, pos = _r_ForgottenTopic_16(buf, pos)
             v_forgotten_topics_data.append(x)
-    v_rack_id, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string RackId is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
+        v_rack_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_cluster_id = None
     v_replica_state = ReplicaState()
     n = buf[pos]
@@ -1861,7 +2127,18 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                v_cluster_id, pos = _rcsn(buf, pos)
+                sn = buf[pos]
+                pos += 1
+                if sn >= 0x80:
+                    sn, pos = _ruv(buf, pos - 1)
+                if sn == 0:
+                    v_cluster_id = None
+                else:
+                    se = pos + sn - 1
+                    if sn > 0x8000 or se > len(buf):
+                        raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+                    v_cluster_id = str(buf[pos:se], 'utf-8')
+                    pos = se
                 if pos != end:
                     raise DecodeError('tagged field ClusterId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 1:
@@ -1910,8 +2187,11 @@ def _w_FetchRequest_17(o: FetchRequest, out: bytearray) -> None:
 def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch = _S12.unpack_from(buf, pos)
     pos += 21
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -1921,8 +2201,11 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for i1 in range(n1):
             x, pos = _r_FetchTopic_17(buf, pos)
             v_topics.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array ForgottenTopicsData is null')
     else:
@@ -1932,7 +2215,18 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for i1 in range(n1):
             x, pos = _r_ForgottenTopic_17(buf, pos)
             v_forgotten_topics_data.append(x)
-    v_rack_id, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string RackId is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
+        v_rack_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_cluster_id = None
     v_replica_state = ReplicaState()
     n = buf[pos]
@@ -1945,7 +2239,18 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                v_cluster_id, pos = _rcsn(buf, pos)
+                sn = buf[pos]
+                pos += 1
+                if sn >= 0x80:
+                    sn, pos = _ruv(buf, pos - 1)
+                if sn == 0:
+                    v_cluster_id = None
+                else:
+                    se = pos + sn - 1
+                    if sn > 0x8000 or se > len(buf):
+                        raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+                    v_cluster_id = str(buf[pos:se], 'utf-8')
+                    pos = se
                 if pos != end:
                     raise DecodeError('tagged field ClusterId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 1:
@@ -1994,8 +2299,11 @@ def _w_FetchRequest_18(o: FetchRequest, out: bytearray) -> None:
 def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch = _S12.unpack_from(buf, pos)
     pos += 21
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -2005,8 +2313,11 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for i1 in range(n1):
             x, pos = _r_FetchTopic_18(buf, pos)
             v_topics.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array ForgottenTopicsData is null')
     else:
@@ -2016,7 +2327,18 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for i1 in range(n1):
             x, pos = _r_ForgottenTopic_18(buf, pos)
             v_forgotten_topics_data.append(x)
-    v_rack_id, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string RackId is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
+        v_rack_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_cluster_id = None
     v_replica_state = ReplicaState()
     n = buf[pos]
@@ -2029,7 +2351,18 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                v_cluster_id, pos = _rcsn(buf, pos)
+                sn = buf[pos]
+                pos += 1
+                if sn >= 0x80:
+                    sn, pos = _ruv(buf, pos - 1)
+                if sn == 0:
+                    v_cluster_id = None
+                else:
+                    se = pos + sn - 1
+                    if sn > 0x8000 or se > len(buf):
+                        raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+                    v_cluster_id = str(buf[pos:se], 'utf-8')
+                    pos = se
                 if pos != end:
                     raise DecodeError('tagged field ClusterId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 1:

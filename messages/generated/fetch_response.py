@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -656,8 +657,11 @@ def _w_PartitionData_12(o: PartitionData, out: bytearray) -> None:
 def _r_PartitionData_12(buf: Any, pos: int) -> tuple[PartitionData, int]:
     v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
     pos += 30
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         v_aborted_transactions = None
     else:
@@ -730,8 +734,11 @@ def _w_PartitionData_13(o: PartitionData, out: bytearray) -> None:
 def _r_PartitionData_13(buf: Any, pos: int) -> tuple[PartitionData, int]:
     v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
     pos += 30
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         v_aborted_transactions = None
     else:
@@ -804,8 +811,11 @@ def _w_PartitionData_14(o: PartitionData, out: bytearray) -> None:
 def _r_PartitionData_14(buf: Any, pos: int) -> tuple[PartitionData, int]:
     v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
     pos += 30
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         v_aborted_transactions = None
     else:
@@ -878,8 +888,11 @@ def _w_PartitionData_15(o: PartitionData, out: bytearray) -> None:
 def _r_PartitionData_15(buf: Any, pos: int) -> tuple[PartitionData, int]:
     v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
     pos += 30
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         v_aborted_transactions = None
     else:
@@ -952,8 +965,11 @@ def _w_PartitionData_16(o: PartitionData, out: bytearray) -> None:
 def _r_PartitionData_16(buf: Any, pos: int) -> tuple[PartitionData, int]:
     v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
     pos += 30
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         v_aborted_transactions = None
     else:
@@ -1026,8 +1042,11 @@ def _w_PartitionData_17(o: PartitionData, out: bytearray) -> None:
 def _r_PartitionData_17(buf: Any, pos: int) -> tuple[PartitionData, int]:
     v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
     pos += 30
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         v_aborted_transactions = None
     else:
@@ -1100,8 +1119,11 @@ def _w_PartitionData_18(o: PartitionData, out: bytearray) -> None:
 def _r_PartitionData_18(buf: Any, pos: int) -> tuple[PartitionData, int]:
     v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
     pos += 30
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         v_aborted_transactions = None
     else:
@@ -1394,9 +1416,23 @@ def _w_FetchableTopicResponse_12(o: FetchableTopicResponse, out: bytearray) -> N
 
 
 def _r_FetchableTopicResponse_12(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    v_topic, pos = _rcs(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Topic is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Topic of ' + str(sn - 1) + ' bytes overruns')
+        v_topic = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -1438,9 +1474,12 @@ def _w_FetchableTopicResponse_13(o: FetchableTopicResponse, out: bytearray) -> N
 def _r_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
     v_topic_id, = _S7.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = Uuid(v_topic_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_topic_id = _uuid16(v_topic_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -1482,9 +1521,12 @@ def _w_FetchableTopicResponse_14(o: FetchableTopicResponse, out: bytearray) -> N
 def _r_FetchableTopicResponse_14(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
     v_topic_id, = _S7.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = Uuid(v_topic_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_topic_id = _uuid16(v_topic_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -1526,9 +1568,12 @@ def _w_FetchableTopicResponse_15(o: FetchableTopicResponse, out: bytearray) -> N
 def _r_FetchableTopicResponse_15(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
     v_topic_id, = _S7.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = Uuid(v_topic_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_topic_id = _uuid16(v_topic_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -1570,9 +1615,12 @@ def _w_FetchableTopicResponse_16(o: FetchableTopicResponse, out: bytearray) -> N
 def _r_FetchableTopicResponse_16(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
     v_topic_id, = _S7.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = Uuid(v_topic_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_topic_id = _uuid16(v_topic_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -1614,9 +1662,12 @@ def _w_FetchableTopicResponse_17(o: FetchableTopicResponse, out: bytearray) -> N
 def _r_FetchableTopicResponse_17(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
     v_topic_id, = _S7.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = Uuid(v_topic_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_topic_id = _uuid16(v_topic_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -1658,9 +1709,12 @@ def _w_FetchableTopicResponse_18(o: FetchableTopicResponse, out: bytearray) -> N
 def _r_FetchableTopicResponse_18(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
     v_topic_id, = _S7.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = Uuid(v_topic_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_topic_id = _uuid16(v_topic_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -1700,10 +1754,32 @@ def _w_NodeEndpoint_16(o: NodeEndpoint, out: bytearray) -> None:
 def _r_NodeEndpoint_16(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
     v_node_id, = _S6.unpack_from(buf, pos)
     pos += 4
-    v_host, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Host is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+        v_host = str(buf[pos:se], 'utf-8')
+        pos = se
     v_port, = _S6.unpack_from(buf, pos)
     pos += 4
-    v_rack, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_rack = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+        v_rack = str(buf[pos:se], 'utf-8')
+        pos = se
     n = buf[pos]
     pos += 1
     if n >= 0x80:
@@ -2012,8 +2088,11 @@ def _w_FetchResponse_12(o: FetchResponse, out: bytearray) -> None:
 def _r_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     v_throttle_time_ms, v_error_code, v_session_id = _S8.unpack_from(buf, pos)
     pos += 10
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Responses is null')
     else:
@@ -2032,8 +2111,11 @@ def _r_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         for _ in range(n):
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+            if tag == 0:
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 12 of FetchResponse')
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
     return FetchResponse(v_throttle_time_ms, v_error_code, v_session_id, v_responses, [], unknown), pos
 
 
@@ -2057,8 +2139,11 @@ def _w_FetchResponse_13(o: FetchResponse, out: bytearray) -> None:
 def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     v_throttle_time_ms, v_error_code, v_session_id = _S8.unpack_from(buf, pos)
     pos += 10
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Responses is null')
     else:
@@ -2077,8 +2162,11 @@ def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         for _ in range(n):
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+            if tag == 0:
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 13 of FetchResponse')
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
     return FetchResponse(v_throttle_time_ms, v_error_code, v_session_id, v_responses, [], unknown), pos
 
 
@@ -2102,8 +2190,11 @@ def _w_FetchResponse_14(o: FetchResponse, out: bytearray) -> None:
 def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     v_throttle_time_ms, v_error_code, v_session_id = _S8.unpack_from(buf, pos)
     pos += 10
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Responses is null')
     else:
@@ -2122,8 +2213,11 @@ def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         for _ in range(n):
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+            if tag == 0:
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 14 of FetchResponse')
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
     return FetchResponse(v_throttle_time_ms, v_error_code, v_session_id, v_responses, [], unknown), pos
 
 
@@ -2147,8 +2241,11 @@ def _w_FetchResponse_15(o: FetchResponse, out: bytearray) -> None:
 def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     v_throttle_time_ms, v_error_code, v_session_id = _S8.unpack_from(buf, pos)
     pos += 10
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Responses is null')
     else:
@@ -2167,8 +2264,11 @@ def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         for _ in range(n):
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+            if tag == 0:
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 15 of FetchResponse')
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
     return FetchResponse(v_throttle_time_ms, v_error_code, v_session_id, v_responses, [], unknown), pos
 
 
@@ -2198,8 +2298,11 @@ def _w_FetchResponse_16(o: FetchResponse, out: bytearray) -> None:
 def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     v_throttle_time_ms, v_error_code, v_session_id = _S8.unpack_from(buf, pos)
     pos += 10
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Responses is null')
     else:
@@ -2220,8 +2323,11 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     raise DecodeError('non-nullable array NodeEndpoints is null')
                 else:
@@ -2265,8 +2371,11 @@ def _w_FetchResponse_17(o: FetchResponse, out: bytearray) -> None:
 def _r_FetchResponse_17(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     v_throttle_time_ms, v_error_code, v_session_id = _S8.unpack_from(buf, pos)
     pos += 10
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Responses is null')
     else:
@@ -2287,8 +2396,11 @@ def _r_FetchResponse_17(buf: Any, pos: int) -> tuple[FetchResponse, int]:
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     raise DecodeError('non-nullable array NodeEndpoints is null')
                 else:
@@ -2332,8 +2444,11 @@ def _w_FetchResponse_18(o: FetchResponse, out: bytearray) -> None:
 def _r_FetchResponse_18(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     v_throttle_time_ms, v_error_code, v_session_id = _S8.unpack_from(buf, pos)
     pos += 10
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Responses is null')
     else:
@@ -2354,8 +2469,11 @@ def _r_FetchResponse_18(buf: Any, pos: int) -> tuple[FetchResponse, int]:
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     raise DecodeError('non-nullable array NodeEndpoints is null')
                 else:

@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -146,8 +147,11 @@ def _r_PartitionSnapshot_0(buf: Any, pos: int) -> tuple[PartitionSnapshot, int]:
         for _ in range(n):
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+            if tag == 0:
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 0 of PartitionSnapshot')
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
     return PartitionSnapshot(v_partition, v_current_leader_epoch, v_snapshot_id, v_position, ZERO_UUID, unknown), pos
 
 
@@ -182,7 +186,7 @@ def _r_PartitionSnapshot_1(buf: Any, pos: int) -> tuple[PartitionSnapshot, int]:
             if tag == 0:
                 v_replica_directory_id, = _S3.unpack_from(buf, pos)
                 pos += 16
-                v_replica_directory_id = Uuid(v_replica_directory_id)
+                v_replica_directory_id = _uuid16(v_replica_directory_id)
                 if pos != end:
                     raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             else:
@@ -209,9 +213,23 @@ def _w_TopicSnapshot_0(o: TopicSnapshot, out: bytearray) -> None:
 
 
 def _r_TopicSnapshot_0(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
-    v_name, pos = _rcs(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Name is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -253,9 +271,23 @@ def _w_TopicSnapshot_1(o: TopicSnapshot, out: bytearray) -> None:
 
 
 def _r_TopicSnapshot_1(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
-    v_name, pos = _rcs(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Name is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -299,8 +331,11 @@ def _w_FetchSnapshotRequest_0(o: FetchSnapshotRequest, out: bytearray) -> None:
 def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest, int]:
     v_replica_id, v_max_bytes = _S1.unpack_from(buf, pos)
     pos += 8
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -321,7 +356,18 @@ def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                v_cluster_id, pos = _rcsn(buf, pos)
+                sn = buf[pos]
+                pos += 1
+                if sn >= 0x80:
+                    sn, pos = _ruv(buf, pos - 1)
+                if sn == 0:
+                    v_cluster_id = None
+                else:
+                    se = pos + sn - 1
+                    if sn > 0x8000 or se > len(buf):
+                        raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+                    v_cluster_id = str(buf[pos:se], 'utf-8')
+                    pos = se
                 if pos != end:
                     raise DecodeError('tagged field ClusterId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             else:
@@ -350,8 +396,11 @@ def _w_FetchSnapshotRequest_1(o: FetchSnapshotRequest, out: bytearray) -> None:
 def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest, int]:
     v_replica_id, v_max_bytes = _S1.unpack_from(buf, pos)
     pos += 8
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -372,7 +421,18 @@ def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                v_cluster_id, pos = _rcsn(buf, pos)
+                sn = buf[pos]
+                pos += 1
+                if sn >= 0x80:
+                    sn, pos = _ruv(buf, pos - 1)
+                if sn == 0:
+                    v_cluster_id = None
+                else:
+                    se = pos + sn - 1
+                    if sn > 0x8000 or se > len(buf):
+                        raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+                    v_cluster_id = str(buf[pos:se], 'utf-8')
+                    pos = se
                 if pos != end:
                     raise DecodeError('tagged field ClusterId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             else:

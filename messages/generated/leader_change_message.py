@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -108,7 +109,7 @@ def _w_Voter_1(o: Voter, out: bytearray) -> None:
 def _r_Voter_1(buf: Any, pos: int) -> tuple[Voter, int]:
     v_voter_id, v_voter_directory_id = _S1.unpack_from(buf, pos)
     pos += 20
-    v_voter_directory_id = Uuid(v_voter_directory_id)
+    v_voter_directory_id = _uuid16(v_voter_directory_id)
     n = buf[pos]
     pos += 1
     if n >= 0x80:
@@ -148,8 +149,11 @@ def _w_LeaderChangeMessage_0(o: LeaderChangeMessage, out: bytearray) -> None:
 def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, int]:
     v_version_, v_leader_id = _S2.unpack_from(buf, pos)
     pos += 6
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Voters is null')
     else:
@@ -159,8 +163,11 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
         for i1 in range(n1):
             x, pos = _r_Voter_0(buf, pos)
             v_voters.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array GrantingVoters is null')
     else:
@@ -209,8 +216,11 @@ def _w_LeaderChangeMessage_1(o: LeaderChangeMessage, out: bytearray) -> None:
 def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, int]:
     v_version_, v_leader_id = _S2.unpack_from(buf, pos)
     pos += 6
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Voters is null')
     else:
@@ -220,8 +230,11 @@ def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
         for i1 in range(n1):
             x, pos = _r_Voter_1(buf, pos)
             v_voters.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array GrantingVoters is null')
     else:

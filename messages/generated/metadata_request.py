@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -149,7 +150,18 @@ def _w_MetadataRequestTopic_9(o: MetadataRequestTopic, out: bytearray) -> None:
 
 
 def _r_MetadataRequestTopic_9(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    v_name, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Name is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
     n = buf[pos]
     pos += 1
     if n >= 0x80:
@@ -176,8 +188,19 @@ def _w_MetadataRequestTopic_10(o: MetadataRequestTopic, out: bytearray) -> None:
 def _r_MetadataRequestTopic_10(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
     v_topic_id, = _S0.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = Uuid(v_topic_id)
-    v_name, pos = _rcsn(buf, pos)
+    v_topic_id = _uuid16(v_topic_id)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_name = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
     n = buf[pos]
     pos += 1
     if n >= 0x80:
@@ -494,8 +517,11 @@ def _w_MetadataRequest_9(o: MetadataRequest, out: bytearray) -> None:
 
 
 def _r_MetadataRequest_9(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         v_topics = None
     else:
@@ -537,8 +563,11 @@ def _w_MetadataRequest_10(o: MetadataRequest, out: bytearray) -> None:
 
 
 def _r_MetadataRequest_10(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         v_topics = None
     else:
@@ -583,8 +612,11 @@ def _w_MetadataRequest_11(o: MetadataRequest, out: bytearray) -> None:
 
 
 def _r_MetadataRequest_11(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         v_topics = None
     else:
@@ -629,8 +661,11 @@ def _w_MetadataRequest_12(o: MetadataRequest, out: bytearray) -> None:
 
 
 def _r_MetadataRequest_12(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         v_topics = None
     else:
@@ -675,8 +710,11 @@ def _w_MetadataRequest_13(o: MetadataRequest, out: bytearray) -> None:
 
 
 def _r_MetadataRequest_13(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         v_topics = None
     else:

@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -229,10 +230,32 @@ def _w_MetadataResponseBroker_9(o: MetadataResponseBroker, out: bytearray) -> No
 def _r_MetadataResponseBroker_9(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
     v_node_id, = _S0.unpack_from(buf, pos)
     pos += 4
-    v_host, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Host is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+        v_host = str(buf[pos:se], 'utf-8')
+        pos = se
     v_port, = _S0.unpack_from(buf, pos)
     pos += 4
-    v_rack, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_rack = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+        v_rack = str(buf[pos:se], 'utf-8')
+        pos = se
     n = buf[pos]
     pos += 1
     if n >= 0x80:
@@ -596,8 +619,11 @@ def _w_MetadataResponsePartition_9(o: MetadataResponsePartition, out: bytearray)
 def _r_MetadataResponsePartition_9(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
     v_error_code, v_partition_index, v_leader_id, v_leader_epoch = _S2.unpack_from(buf, pos)
     pos += 14
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array ReplicaNodes is null')
     else:
@@ -605,8 +631,11 @@ def _r_MetadataResponsePartition_9(buf: Any, pos: int) -> tuple[MetadataResponse
             raise DecodeError('array ReplicaNodes of ' + str(n1) + ' elements overruns the buffer')
         v_replica_nodes = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array IsrNodes is null')
     else:
@@ -614,8 +643,11 @@ def _r_MetadataResponsePartition_9(buf: Any, pos: int) -> tuple[MetadataResponse
             raise DecodeError('array IsrNodes of ' + str(n1) + ' elements overruns the buffer')
         v_isr_nodes = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array OfflineReplicas is null')
     else:
@@ -1099,11 +1131,25 @@ def _w_MetadataResponseTopic_9(o: MetadataResponseTopic, out: bytearray) -> None
 def _r_MetadataResponseTopic_9(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
     v_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    v_name, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Name is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
     v_is_internal, = _S4.unpack_from(buf, pos)
     pos += 1
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -1152,12 +1198,26 @@ def _w_MetadataResponseTopic_10(o: MetadataResponseTopic, out: bytearray) -> Non
 def _r_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
     v_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    v_name, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Name is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
     v_topic_id, v_is_internal = _S5.unpack_from(buf, pos)
     pos += 17
-    v_topic_id = Uuid(v_topic_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_topic_id = _uuid16(v_topic_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -1206,12 +1266,26 @@ def _w_MetadataResponseTopic_11(o: MetadataResponseTopic, out: bytearray) -> Non
 def _r_MetadataResponseTopic_11(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
     v_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    v_name, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Name is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
     v_topic_id, v_is_internal = _S5.unpack_from(buf, pos)
     pos += 17
-    v_topic_id = Uuid(v_topic_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_topic_id = _uuid16(v_topic_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -1258,12 +1332,26 @@ def _w_MetadataResponseTopic_12(o: MetadataResponseTopic, out: bytearray) -> Non
 def _r_MetadataResponseTopic_12(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
     v_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    v_name, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_name = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
     v_topic_id, v_is_internal = _S5.unpack_from(buf, pos)
     pos += 17
-    v_topic_id = Uuid(v_topic_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_topic_id = _uuid16(v_topic_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -1310,12 +1398,26 @@ def _w_MetadataResponseTopic_13(o: MetadataResponseTopic, out: bytearray) -> Non
 def _r_MetadataResponseTopic_13(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
     v_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    v_name, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_name = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
     v_topic_id, v_is_internal = _S5.unpack_from(buf, pos)
     pos += 17
-    v_topic_id = Uuid(v_topic_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_topic_id = _uuid16(v_topic_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -1831,8 +1933,11 @@ def _w_MetadataResponse_9(o: MetadataResponse, out: bytearray) -> None:
 def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     v_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
@@ -1842,11 +1947,25 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         for i1 in range(n1):
             x, pos = _r_MetadataResponseBroker_9(buf, pos)
             v_brokers.append(x)
-    v_cluster_id, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_cluster_id = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -1900,8 +2019,11 @@ def _w_MetadataResponse_10(o: MetadataResponse, out: bytearray) -> None:
 def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     v_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
@@ -1911,11 +2033,25 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         for i1 in range(n1):
             x, pos = _r_MetadataResponseBroker_10(buf, pos)
             v_brokers.append(x)
-    v_cluster_id, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_cluster_id = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -1970,8 +2106,11 @@ def _w_MetadataResponse_11(o: MetadataResponse, out: bytearray) -> None:
 def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     v_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
@@ -1981,11 +2120,25 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         for i1 in range(n1):
             x, pos = _r_MetadataResponseBroker_11(buf, pos)
             v_brokers.append(x)
-    v_cluster_id, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_cluster_id = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -2038,8 +2191,11 @@ def _w_MetadataResponse_12(o: MetadataResponse, out: bytearray) -> None:
 def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     v_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
@@ -2049,11 +2205,25 @@ def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         for i1 in range(n1):
             x, pos = _r_MetadataResponseBroker_12(buf, pos)
             v_brokers.append(x)
-    v_cluster_id, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_cluster_id = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -2107,8 +2277,11 @@ def _w_MetadataResponse_13(o: MetadataResponse, out: bytearray) -> None:
 def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     v_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
@@ -2118,11 +2291,25 @@ def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         for i1 in range(n1):
             x, pos = _r_MetadataResponseBroker_13(buf, pos)
             v_brokers.append(x)
-    v_cluster_id, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_cluster_id = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:

@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -127,7 +128,7 @@ def _w_PartitionChangeRecord_0(o: PartitionChangeRecord, out: bytearray) -> None
 def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecord, int]:
     v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
     pos += 20
-    v_topic_id = Uuid(v_topic_id)
+    v_topic_id = _uuid16(v_topic_id)
     v_isr = None
     v_leader = -2
     v_replicas = None
@@ -144,8 +145,11 @@ def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecor
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_isr = None
                 else:
@@ -161,8 +165,11 @@ def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 if pos != end:
                     raise DecodeError('tagged field Leader has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 2:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_replicas = None
                 else:
@@ -173,8 +180,11 @@ def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 if pos != end:
                     raise DecodeError('tagged field Replicas has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 3:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_removing_replicas = None
                 else:
@@ -185,8 +195,11 @@ def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 if pos != end:
                     raise DecodeError('tagged field RemovingReplicas has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 4:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_adding_replicas = None
                 else:
@@ -201,6 +214,8 @@ def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 pos += 1
                 if pos != end:
                     raise DecodeError('tagged field LeaderRecoveryState has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+            elif tag in (6, 7, 8):
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 0 of PartitionChangeRecord')
             else:
                 unknown.append((tag, bytes(buf[pos:end])))
                 pos = end
@@ -274,7 +289,7 @@ def _w_PartitionChangeRecord_1(o: PartitionChangeRecord, out: bytearray) -> None
 def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecord, int]:
     v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
     pos += 20
-    v_topic_id = Uuid(v_topic_id)
+    v_topic_id = _uuid16(v_topic_id)
     v_isr = None
     v_leader = -2
     v_replicas = None
@@ -292,8 +307,11 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_isr = None
                 else:
@@ -309,8 +327,11 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 if pos != end:
                     raise DecodeError('tagged field Leader has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 2:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_replicas = None
                 else:
@@ -321,8 +342,11 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 if pos != end:
                     raise DecodeError('tagged field Replicas has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 3:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_removing_replicas = None
                 else:
@@ -333,8 +357,11 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 if pos != end:
                     raise DecodeError('tagged field RemovingReplicas has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 4:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_adding_replicas = None
                 else:
@@ -350,8 +377,11 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 if pos != end:
                     raise DecodeError('tagged field LeaderRecoveryState has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 8:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_directories = None
                 else:
@@ -361,10 +391,12 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                     for i1 in range(n1):
                         x, = _S3.unpack_from(buf, pos)
                         pos += 16
-                        x = Uuid(x)
+                        x = _uuid16(x)
                         v_directories.append(x)
                 if pos != end:
                     raise DecodeError('tagged field Directories has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+            elif tag in (6, 7):
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 1 of PartitionChangeRecord')
             else:
                 unknown.append((tag, bytes(buf[pos:end])))
                 pos = end
@@ -452,7 +484,7 @@ def _w_PartitionChangeRecord_2(o: PartitionChangeRecord, out: bytearray) -> None
 def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecord, int]:
     v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
     pos += 20
-    v_topic_id = Uuid(v_topic_id)
+    v_topic_id = _uuid16(v_topic_id)
     v_isr = None
     v_leader = -2
     v_replicas = None
@@ -472,8 +504,11 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_isr = None
                 else:
@@ -489,8 +524,11 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 if pos != end:
                     raise DecodeError('tagged field Leader has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 2:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_replicas = None
                 else:
@@ -501,8 +539,11 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 if pos != end:
                     raise DecodeError('tagged field Replicas has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 3:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_removing_replicas = None
                 else:
@@ -513,8 +554,11 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 if pos != end:
                     raise DecodeError('tagged field RemovingReplicas has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 4:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_adding_replicas = None
                 else:
@@ -530,8 +574,11 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 if pos != end:
                     raise DecodeError('tagged field LeaderRecoveryState has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 6:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_eligible_leader_replicas = None
                 else:
@@ -542,8 +589,11 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 if pos != end:
                     raise DecodeError('tagged field EligibleLeaderReplicas has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 7:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_last_known_elr = None
                 else:
@@ -554,8 +604,11 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 if pos != end:
                     raise DecodeError('tagged field LastKnownElr has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 8:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_directories = None
                 else:
@@ -565,7 +618,7 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                     for i1 in range(n1):
                         x, = _S3.unpack_from(buf, pos)
                         pos += 16
-                        x = Uuid(x)
+                        x = _uuid16(x)
                         v_directories.append(x)
                 if pos != end:
                     raise DecodeError('tagged field Directories has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))

@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -114,9 +115,12 @@ def _w_PartitionRecord_0(o: PartitionRecord, out: bytearray) -> None:
 def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
     pos += 20
-    v_topic_id = Uuid(v_topic_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_topic_id = _uuid16(v_topic_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Replicas is null')
     else:
@@ -124,8 +128,11 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             raise DecodeError('array Replicas of ' + str(n1) + ' elements overruns the buffer')
         v_replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Isr is null')
     else:
@@ -133,8 +140,11 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             raise DecodeError('array Isr of ' + str(n1) + ' elements overruns the buffer')
         v_isr = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array RemovingReplicas is null')
     else:
@@ -142,8 +152,11 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             raise DecodeError('array RemovingReplicas of ' + str(n1) + ' elements overruns the buffer')
         v_removing_replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array AddingReplicas is null')
     else:
@@ -168,6 +181,8 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                 pos += 1
                 if pos != end:
                     raise DecodeError('tagged field LeaderRecoveryState has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+            elif tag in (1, 2):
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 0 of PartitionRecord')
             else:
                 unknown.append((tag, bytes(buf[pos:end])))
                 pos = end
@@ -223,9 +238,12 @@ def _w_PartitionRecord_1(o: PartitionRecord, out: bytearray) -> None:
 def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
     pos += 20
-    v_topic_id = Uuid(v_topic_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_topic_id = _uuid16(v_topic_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Replicas is null')
     else:
@@ -233,8 +251,11 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             raise DecodeError('array Replicas of ' + str(n1) + ' elements overruns the buffer')
         v_replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Isr is null')
     else:
@@ -242,8 +263,11 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             raise DecodeError('array Isr of ' + str(n1) + ' elements overruns the buffer')
         v_isr = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array RemovingReplicas is null')
     else:
@@ -251,8 +275,11 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             raise DecodeError('array RemovingReplicas of ' + str(n1) + ' elements overruns the buffer')
         v_removing_replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array AddingReplicas is null')
     else:
@@ -262,8 +289,11 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
         pos += n1 * 4
     v_leader, v_leader_epoch, v_partition_epoch = _S1.unpack_from(buf, pos)
     pos += 12
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Directories is null')
     else:
@@ -273,7 +303,7 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
         for i1 in range(n1):
             x, = _S3.unpack_from(buf, pos)
             pos += 16
-            x = Uuid(x)
+            x = _uuid16(x)
             v_directories.append(x)
     v_leader_recovery_state = 0
     n = buf[pos]
@@ -290,6 +320,8 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                 pos += 1
                 if pos != end:
                     raise DecodeError('tagged field LeaderRecoveryState has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+            elif tag in (1, 2):
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 1 of PartitionRecord')
             else:
                 unknown.append((tag, bytes(buf[pos:end])))
                 pos = end
@@ -359,9 +391,12 @@ def _w_PartitionRecord_2(o: PartitionRecord, out: bytearray) -> None:
 def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
     pos += 20
-    v_topic_id = Uuid(v_topic_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_topic_id = _uuid16(v_topic_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Replicas is null')
     else:
@@ -369,8 +404,11 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             raise DecodeError('array Replicas of ' + str(n1) + ' elements overruns the buffer')
         v_replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Isr is null')
     else:
@@ -378,8 +416,11 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             raise DecodeError('array Isr of ' + str(n1) + ' elements overruns the buffer')
         v_isr = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array RemovingReplicas is null')
     else:
@@ -387,8 +428,11 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             raise DecodeError('array RemovingReplicas of ' + str(n1) + ' elements overruns the buffer')
         v_removing_replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array AddingReplicas is null')
     else:
@@ -398,8 +442,11 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
         pos += n1 * 4
     v_leader, v_leader_epoch, v_partition_epoch = _S1.unpack_from(buf, pos)
     pos += 12
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Directories is null')
     else:
@@ -409,7 +456,7 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
         for i1 in range(n1):
             x, = _S3.unpack_from(buf, pos)
             pos += 16
-            x = Uuid(x)
+            x = _uuid16(x)
             v_directories.append(x)
     v_leader_recovery_state = 0
     v_eligible_leader_replicas = None
@@ -429,8 +476,11 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                 if pos != end:
                     raise DecodeError('tagged field LeaderRecoveryState has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 1:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_eligible_leader_replicas = None
                 else:
@@ -441,8 +491,11 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                 if pos != end:
                     raise DecodeError('tagged field EligibleLeaderReplicas has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 2:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_last_known_elr = None
                 else:

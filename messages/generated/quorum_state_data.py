@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -121,11 +122,25 @@ def _w_QuorumStateData_0(o: QuorumStateData, out: bytearray) -> None:
 
 
 def _r_QuorumStateData_0(buf: Any, pos: int) -> tuple[QuorumStateData, int]:
-    v_cluster_id, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string ClusterId is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_leader_id, v_leader_epoch, v_voted_id, v_applied_offset = _S3.unpack_from(buf, pos)
     pos += 20
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         v_current_voters = None
     else:
@@ -166,7 +181,7 @@ def _w_QuorumStateData_1(o: QuorumStateData, out: bytearray) -> None:
 def _r_QuorumStateData_1(buf: Any, pos: int) -> tuple[QuorumStateData, int]:
     v_leader_id, v_leader_epoch, v_voted_id, v_voted_directory_id = _S4.unpack_from(buf, pos)
     pos += 28
-    v_voted_directory_id = Uuid(v_voted_directory_id)
+    v_voted_directory_id = _uuid16(v_voted_directory_id)
     n = buf[pos]
     pos += 1
     if n >= 0x80:

@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -111,8 +112,30 @@ def _w_BrokerEndpoint_0(o: BrokerEndpoint, out: bytearray) -> None:
 
 
 def _r_BrokerEndpoint_0(buf: Any, pos: int) -> tuple[BrokerEndpoint, int]:
-    v_name, pos = _rcs(buf, pos)
-    v_host, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Name is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Host is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+        v_host = str(buf[pos:se], 'utf-8')
+        pos = se
     v_port, v_security_protocol = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -201,7 +224,18 @@ def _w_BrokerFeature_0(o: BrokerFeature, out: bytearray) -> None:
 
 
 def _r_BrokerFeature_0(buf: Any, pos: int) -> tuple[BrokerFeature, int]:
-    v_name, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Name is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
     v_min_supported_version, v_max_supported_version = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -302,9 +336,12 @@ def _w_RegisterBrokerRecord_0(o: RegisterBrokerRecord, out: bytearray) -> None:
 def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
     v_broker_id, v_incarnation_id, v_broker_epoch = _S5.unpack_from(buf, pos)
     pos += 28
-    v_incarnation_id = Uuid(v_incarnation_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_incarnation_id = _uuid16(v_incarnation_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array EndPoints is null')
     else:
@@ -314,8 +351,11 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         for i1 in range(n1):
             x, pos = _r_BrokerEndpoint_0(buf, pos)
             v_end_points.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:
@@ -325,7 +365,18 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         for i1 in range(n1):
             x, pos = _r_BrokerFeature_0(buf, pos)
             v_features.append(x)
-    v_rack, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_rack = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+        v_rack = str(buf[pos:se], 'utf-8')
+        pos = se
     v_fenced, = _S4.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -337,8 +388,11 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         for _ in range(n):
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+            if tag in (0, 1):
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 0 of RegisterBrokerRecord')
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
     return RegisterBrokerRecord(v_broker_id, False, v_incarnation_id, v_broker_epoch, v_end_points, v_features, v_rack, v_fenced, False, [], None, unknown), pos
 
 
@@ -376,9 +430,12 @@ def _w_RegisterBrokerRecord_1(o: RegisterBrokerRecord, out: bytearray) -> None:
 def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
     v_broker_id, v_incarnation_id, v_broker_epoch = _S5.unpack_from(buf, pos)
     pos += 28
-    v_incarnation_id = Uuid(v_incarnation_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_incarnation_id = _uuid16(v_incarnation_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array EndPoints is null')
     else:
@@ -388,8 +445,11 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         for i1 in range(n1):
             x, pos = _r_BrokerEndpoint_1(buf, pos)
             v_end_points.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:
@@ -399,7 +459,18 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         for i1 in range(n1):
             x, pos = _r_BrokerFeature_1(buf, pos)
             v_features.append(x)
-    v_rack, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_rack = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+        v_rack = str(buf[pos:se], 'utf-8')
+        pos = se
     v_fenced, v_in_controlled_shutdown = _S6.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -411,8 +482,11 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         for _ in range(n):
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+            if tag in (0, 1):
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 1 of RegisterBrokerRecord')
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
     return RegisterBrokerRecord(v_broker_id, False, v_incarnation_id, v_broker_epoch, v_end_points, v_features, v_rack, v_fenced, v_in_controlled_shutdown, [], None, unknown), pos
 
 
@@ -447,9 +521,12 @@ def _w_RegisterBrokerRecord_2(o: RegisterBrokerRecord, out: bytearray) -> None:
 def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
     v_broker_id, v_is_migrating_zk_broker, v_incarnation_id, v_broker_epoch = _S7.unpack_from(buf, pos)
     pos += 29
-    v_incarnation_id = Uuid(v_incarnation_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_incarnation_id = _uuid16(v_incarnation_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array EndPoints is null')
     else:
@@ -459,8 +536,11 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         for i1 in range(n1):
             x, pos = _r_BrokerEndpoint_2(buf, pos)
             v_end_points.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:
@@ -470,7 +550,18 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         for i1 in range(n1):
             x, pos = _r_BrokerFeature_2(buf, pos)
             v_features.append(x)
-    v_rack, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_rack = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+        v_rack = str(buf[pos:se], 'utf-8')
+        pos = se
     v_fenced, v_in_controlled_shutdown = _S6.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -482,8 +573,11 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         for _ in range(n):
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+            if tag in (0, 1):
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 2 of RegisterBrokerRecord')
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
     return RegisterBrokerRecord(v_broker_id, v_is_migrating_zk_broker, v_incarnation_id, v_broker_epoch, v_end_points, v_features, v_rack, v_fenced, v_in_controlled_shutdown, [], None, unknown), pos
 
 
@@ -524,9 +618,12 @@ def _w_RegisterBrokerRecord_3(o: RegisterBrokerRecord, out: bytearray) -> None:
 def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
     v_broker_id, v_is_migrating_zk_broker, v_incarnation_id, v_broker_epoch = _S7.unpack_from(buf, pos)
     pos += 29
-    v_incarnation_id = Uuid(v_incarnation_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_incarnation_id = _uuid16(v_incarnation_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array EndPoints is null')
     else:
@@ -536,8 +633,11 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         for i1 in range(n1):
             x, pos = _r_BrokerEndpoint_3(buf, pos)
             v_end_points.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:
@@ -547,7 +647,18 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         for i1 in range(n1):
             x, pos = _r_BrokerFeature_3(buf, pos)
             v_features.append(x)
-    v_rack, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_rack = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+        v_rack = str(buf[pos:se], 'utf-8')
+        pos = se
     v_fenced, v_in_controlled_shutdown = _S6.unpack_from(buf, pos)
     pos += 2
     v_log_dirs = []
@@ -561,8 +672,11 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     raise DecodeError('non-nullable array LogDirs is null')
                 else:
@@ -572,10 +686,12 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     for i1 in range(n1):
                         x, = _S8.unpack_from(buf, pos)
                         pos += 16
-                        x = Uuid(x)
+                        x = _uuid16(x)
                         v_log_dirs.append(x)
                 if pos != end:
                     raise DecodeError('tagged field LogDirs has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+            elif tag == 1:
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 3 of RegisterBrokerRecord')
             else:
                 unknown.append((tag, bytes(buf[pos:end])))
                 pos = end
@@ -627,9 +743,12 @@ def _w_RegisterBrokerRecord_4(o: RegisterBrokerRecord, out: bytearray) -> None:
 def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
     v_broker_id, v_is_migrating_zk_broker, v_incarnation_id, v_broker_epoch = _S7.unpack_from(buf, pos)
     pos += 29
-    v_incarnation_id = Uuid(v_incarnation_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_incarnation_id = _uuid16(v_incarnation_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array EndPoints is null')
     else:
@@ -639,8 +758,11 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         for i1 in range(n1):
             x, pos = _r_BrokerEndpoint_4(buf, pos)
             v_end_points.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:
@@ -650,7 +772,18 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         for i1 in range(n1):
             x, pos = _r_BrokerFeature_4(buf, pos)
             v_features.append(x)
-    v_rack, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_rack = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+        v_rack = str(buf[pos:se], 'utf-8')
+        pos = se
     v_fenced, v_in_controlled_shutdown = _S6.unpack_from(buf, pos)
     pos += 2
     v_log_dirs = []
@@ -665,8 +798,11 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     raise DecodeError('non-nullable array LogDirs is null')
                 else:
@@ -676,13 +812,16 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     for i1 in range(n1):
                         x, = _S8.unpack_from(buf, pos)
                         pos += 16
-                        x = Uuid(x)
+                        x = _uuid16(x)
                         v_log_dirs.append(x)
                 if pos != end:
                     raise DecodeError('tagged field LogDirs has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
             elif tag == 1:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     v_cordoned_log_dirs = None
                 else:
@@ -692,7 +831,7 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     for i1 in range(n1):
                         x, = _S8.unpack_from(buf, pos)
                         pos += 16
-                        x = Uuid(x)
+                        x = _uuid16(x)
                         v_cordoned_log_dirs.append(x)
                 if pos != end:
                     raise DecodeError('tagged field CordonedLogDirs has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))

@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -99,8 +100,30 @@ def _w_ControllerEndpoint_0(o: ControllerEndpoint, out: bytearray) -> None:
 
 
 def _r_ControllerEndpoint_0(buf: Any, pos: int) -> tuple[ControllerEndpoint, int]:
-    v_name, pos = _rcs(buf, pos)
-    v_host, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Name is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Host is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+        v_host = str(buf[pos:se], 'utf-8')
+        pos = se
     v_port, v_security_protocol = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -129,7 +152,18 @@ def _w_ControllerFeature_0(o: ControllerFeature, out: bytearray) -> None:
 
 
 def _r_ControllerFeature_0(buf: Any, pos: int) -> tuple[ControllerFeature, int]:
-    v_name, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Name is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
     v_min_supported_version, v_max_supported_version = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -171,9 +205,12 @@ def _w_RegisterControllerRecord_0(o: RegisterControllerRecord, out: bytearray) -
 def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControllerRecord, int]:
     v_controller_id, v_incarnation_id, v_zk_migration_ready = _S2.unpack_from(buf, pos)
     pos += 21
-    v_incarnation_id = Uuid(v_incarnation_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_incarnation_id = _uuid16(v_incarnation_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array EndPoints is null')
     else:
@@ -183,8 +220,11 @@ def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControlle
         for i1 in range(n1):
             x, pos = _r_ControllerEndpoint_0(buf, pos)
             v_end_points.append(x)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:

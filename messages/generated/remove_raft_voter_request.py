@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -67,10 +68,21 @@ def _w_RemoveRaftVoterRequest_0(o: RemoveRaftVoterRequest, out: bytearray) -> No
 
 
 def _r_RemoveRaftVoterRequest_0(buf: Any, pos: int) -> tuple[RemoveRaftVoterRequest, int]:
-    v_cluster_id, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_cluster_id = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_voter_id, v_voter_directory_id = _S0.unpack_from(buf, pos)
     pos += 20
-    v_voter_directory_id = Uuid(v_voter_directory_id)
+    v_voter_directory_id = _uuid16(v_voter_directory_id)
     n = buf[pos]
     pos += 1
     if n >= 0x80:

@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -66,7 +67,7 @@ def _w_RemoveTopicRecord_0(o: RemoveTopicRecord, out: bytearray) -> None:
 def _r_RemoveTopicRecord_0(buf: Any, pos: int) -> tuple[RemoveTopicRecord, int]:
     v_topic_id, = _S0.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = Uuid(v_topic_id)
+    v_topic_id = _uuid16(v_topic_id)
     n = buf[pos]
     pos += 1
     if n >= 0x80:

@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -68,10 +69,21 @@ def _w_TopicRecord_0(o: TopicRecord, out: bytearray) -> None:
 
 
 def _r_TopicRecord_0(buf: Any, pos: int) -> tuple[TopicRecord, int]:
-    v_name, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Name is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
     v_topic_id, = _S0.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = Uuid(v_topic_id)
+    v_topic_id = _uuid16(v_topic_id)
     n = buf[pos]
     pos += 1
     if n >= 0x80:

@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -88,7 +89,18 @@ def _w_FeatureUpdateKey_0(o: FeatureUpdateKey, out: bytearray) -> None:
 
 
 def _r_FeatureUpdateKey_0(buf: Any, pos: int) -> tuple[FeatureUpdateKey, int]:
-    v_feature, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Feature is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
+        v_feature = str(buf[pos:se], 'utf-8')
+        pos = se
     v_max_version_level, v_allow_downgrade = _S0.unpack_from(buf, pos)
     pos += 3
     n = buf[pos]
@@ -120,7 +132,18 @@ def _w_FeatureUpdateKey_1(o: FeatureUpdateKey, out: bytearray) -> None:
 
 
 def _r_FeatureUpdateKey_1(buf: Any, pos: int) -> tuple[FeatureUpdateKey, int]:
-    v_feature, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Feature is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
+        v_feature = str(buf[pos:se], 'utf-8')
+        pos = se
     v_max_version_level, v_upgrade_type = _S3.unpack_from(buf, pos)
     pos += 3
     n = buf[pos]
@@ -172,8 +195,11 @@ def _w_UpdateFeaturesRequest_0(o: UpdateFeaturesRequest, out: bytearray) -> None
 def _r_UpdateFeaturesRequest_0(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest, int]:
     v_timeout_ms, = _S4.unpack_from(buf, pos)
     pos += 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array FeatureUpdates is null')
     else:
@@ -216,8 +242,11 @@ def _w_UpdateFeaturesRequest_1(o: UpdateFeaturesRequest, out: bytearray) -> None
 def _r_UpdateFeaturesRequest_1(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest, int]:
     v_timeout_ms, = _S4.unpack_from(buf, pos)
     pos += 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array FeatureUpdates is null')
     else:
@@ -262,8 +291,11 @@ def _w_UpdateFeaturesRequest_2(o: UpdateFeaturesRequest, out: bytearray) -> None
 def _r_UpdateFeaturesRequest_2(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest, int]:
     v_timeout_ms, = _S4.unpack_from(buf, pos)
     pos += 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array FeatureUpdates is null')
     else:

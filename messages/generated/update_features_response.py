@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -83,10 +84,32 @@ def _w_UpdatableFeatureResult_0(o: UpdatableFeatureResult, out: bytearray) -> No
 
 
 def _r_UpdatableFeatureResult_0(buf: Any, pos: int) -> tuple[UpdatableFeatureResult, int]:
-    v_feature, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Feature is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
+        v_feature = str(buf[pos:se], 'utf-8')
+        pos = se
     v_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
-    v_error_message, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_error_message = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
+        v_error_message = str(buf[pos:se], 'utf-8')
+        pos = se
     n = buf[pos]
     pos += 1
     if n >= 0x80:
@@ -133,9 +156,23 @@ def _w_UpdateFeaturesResponse_0(o: UpdateFeaturesResponse, out: bytearray) -> No
 def _r_UpdateFeaturesResponse_0(buf: Any, pos: int) -> tuple[UpdateFeaturesResponse, int]:
     v_throttle_time_ms, v_error_code = _S1.unpack_from(buf, pos)
     pos += 6
-    v_error_message, pos = _rcsn(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_error_message = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
+        v_error_message = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Results is null')
     else:
@@ -178,9 +215,23 @@ def _w_UpdateFeaturesResponse_1(o: UpdateFeaturesResponse, out: bytearray) -> No
 def _r_UpdateFeaturesResponse_1(buf: Any, pos: int) -> tuple[UpdateFeaturesResponse, int]:
     v_throttle_time_ms, v_error_code = _S1.unpack_from(buf, pos)
     pos += 6
-    v_error_message, pos = _rcsn(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_error_message = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
+        v_error_message = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Results is null')
     else:
@@ -216,7 +267,18 @@ def _w_UpdateFeaturesResponse_2(o: UpdateFeaturesResponse, out: bytearray) -> No
 def _r_UpdateFeaturesResponse_2(buf: Any, pos: int) -> tuple[UpdateFeaturesResponse, int]:
     v_throttle_time_ms, v_error_code = _S1.unpack_from(buf, pos)
     pos += 6
-    v_error_message, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_error_message = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
+        v_error_message = str(buf[pos:se], 'utf-8')
+        pos = se
     n = buf[pos]
     pos += 1
     if n >= 0x80:

@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -98,8 +99,30 @@ def _w_Listener_0(o: Listener, out: bytearray) -> None:
 
 
 def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
-    v_name, pos = _rcs(buf, pos)
-    v_host, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Name is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Host is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+        v_host = str(buf[pos:se], 'utf-8')
+        pos = se
     v_port, = _S0.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -159,12 +182,26 @@ def _w_UpdateRaftVoterRequest_0(o: UpdateRaftVoterRequest, out: bytearray) -> No
 
 
 def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequest, int]:
-    v_cluster_id, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_cluster_id = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_current_leader_epoch, v_voter_id, v_voter_directory_id = _S2.unpack_from(buf, pos)
     pos += 24
-    v_voter_directory_id = Uuid(v_voter_directory_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_voter_directory_id = _uuid16(v_voter_directory_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Listeners is null')
     else:

@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -86,7 +87,18 @@ def _w_CurrentLeader_0(o: CurrentLeader, out: bytearray) -> None:
 def _r_CurrentLeader_0(buf: Any, pos: int) -> tuple[CurrentLeader, int]:
     v_leader_id, v_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 8
-    v_host, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Host is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+        v_host = str(buf[pos:se], 'utf-8')
+        pos = se
     v_port, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]

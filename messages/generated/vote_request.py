@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -129,8 +130,8 @@ def _w_PartitionData_1(o: PartitionData, out: bytearray) -> None:
 def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     v_partition_index, v_replica_epoch, v_replica_id, v_replica_directory_id, v_voter_directory_id, v_last_offset_epoch, v_last_offset = _S3.unpack_from(buf, pos)
     pos += 56
-    v_replica_directory_id = Uuid(v_replica_directory_id)
-    v_voter_directory_id = Uuid(v_voter_directory_id)
+    v_replica_directory_id = _uuid16(v_replica_directory_id)
+    v_voter_directory_id = _uuid16(v_voter_directory_id)
     n = buf[pos]
     pos += 1
     if n >= 0x80:
@@ -156,8 +157,8 @@ def _w_PartitionData_2(o: PartitionData, out: bytearray) -> None:
 def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
     v_partition_index, v_replica_epoch, v_replica_id, v_replica_directory_id, v_voter_directory_id, v_last_offset_epoch, v_last_offset, v_pre_vote = _S4.unpack_from(buf, pos)
     pos += 57
-    v_replica_directory_id = Uuid(v_replica_directory_id)
-    v_voter_directory_id = Uuid(v_voter_directory_id)
+    v_replica_directory_id = _uuid16(v_replica_directory_id)
+    v_voter_directory_id = _uuid16(v_voter_directory_id)
     n = buf[pos]
     pos += 1
     if n >= 0x80:
@@ -190,9 +191,23 @@ def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
-    v_topic_name, pos = _rcs(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string TopicName is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+        v_topic_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -234,9 +249,23 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
-    v_topic_name, pos = _rcs(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string TopicName is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+        v_topic_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -278,9 +307,23 @@ def _w_TopicData_2(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
-    v_topic_name, pos = _rcs(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string TopicName is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+        v_topic_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -320,9 +363,23 @@ def _w_VoteRequest_0(o: VoteRequest, out: bytearray) -> None:
 
 
 def _r_VoteRequest_0(buf: Any, pos: int) -> tuple[VoteRequest, int]:
-    v_cluster_id, pos = _rcsn(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_cluster_id = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -363,11 +420,25 @@ def _w_VoteRequest_1(o: VoteRequest, out: bytearray) -> None:
 
 
 def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
-    v_cluster_id, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_cluster_id = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_voter_id, = _S5.unpack_from(buf, pos)
     pos += 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -408,11 +479,25 @@ def _w_VoteRequest_2(o: VoteRequest, out: bytearray) -> None:
 
 
 def _r_VoteRequest_2(buf: Any, pos: int) -> tuple[VoteRequest, int]:
-    v_cluster_id, pos = _rcsn(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        v_cluster_id = None
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
+        v_cluster_id = str(buf[pos:se], 'utf-8')
+        pos = se
     v_voter_id, = _S5.unpack_from(buf, pos)
     pos += 4
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:

@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -141,9 +142,23 @@ def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
-    v_topic_name, pos = _rcs(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string TopicName is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+        v_topic_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -185,9 +200,23 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
-    v_topic_name, pos = _rcs(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string TopicName is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+        v_topic_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -229,9 +258,23 @@ def _w_TopicData_2(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
-    v_topic_name, pos = _rcs(buf, pos)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string TopicName is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+        v_topic_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
@@ -270,7 +313,18 @@ def _w_NodeEndpoint_1(o: NodeEndpoint, out: bytearray) -> None:
 def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
     v_node_id, = _S1.unpack_from(buf, pos)
     pos += 4
-    v_host, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Host is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+        v_host = str(buf[pos:se], 'utf-8')
+        pos = se
     v_port, = _S2.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -320,8 +374,11 @@ def _w_VoteResponse_0(o: VoteResponse, out: bytearray) -> None:
 def _r_VoteResponse_0(buf: Any, pos: int) -> tuple[VoteResponse, int]:
     v_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -340,8 +397,11 @@ def _r_VoteResponse_0(buf: Any, pos: int) -> tuple[VoteResponse, int]:
         for _ in range(n):
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
+            if tag == 0:
+                raise DecodeError('tag ' + str(tag) + ' is not valid for version 0 of VoteResponse')
+            else:
+                unknown.append((tag, bytes(buf[pos:end])))
+                pos = end
     return VoteResponse(v_error_code, v_topics, [], unknown), pos
 
 
@@ -371,8 +431,11 @@ def _w_VoteResponse_1(o: VoteResponse, out: bytearray) -> None:
 def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
     v_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -393,8 +456,11 @@ def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     raise DecodeError('non-nullable array NodeEndpoints is null')
                 else:
@@ -438,8 +504,11 @@ def _w_VoteResponse_2(o: VoteResponse, out: bytearray) -> None:
 def _r_VoteResponse_2(buf: Any, pos: int) -> tuple[VoteResponse, int]:
     v_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
@@ -460,8 +529,11 @@ def _r_VoteResponse_2(buf: Any, pos: int) -> tuple[VoteResponse, int]:
             tag, size, pos = _rtag(buf, pos)
             end = pos + size
             if tag == 0:
-                n1, pos = _ruv(buf, pos)
-                n1 -= 1
+                n1 = buf[pos] - 1
+                pos += 1
+                if n1 >= 0x7f:
+                    n1, pos = _ruv(buf, pos - 1)
+                    n1 -= 1
                 if n1 < 0:
                     raise DecodeError('non-nullable array NodeEndpoints is null')
                 else:

@@ -14,6 +14,7 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -107,8 +108,30 @@ def _w_Endpoint_0(o: Endpoint, out: bytearray) -> None:
 
 
 def _r_Endpoint_0(buf: Any, pos: int) -> tuple[Endpoint, int]:
-    v_name, pos = _rcs(buf, pos)
-    v_host, pos = _rcs(buf, pos)
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Name is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+        v_name = str(buf[pos:se], 'utf-8')
+        pos = se
+    sn = buf[pos]
+    pos += 1
+    if sn >= 0x80:
+        sn, pos = _ruv(buf, pos - 1)
+    if sn == 0:
+        raise DecodeError('non-nullable string Host is null')
+    else:
+        se = pos + sn - 1
+        if sn > 0x8000 or se > len(buf):
+            raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+        v_host = str(buf[pos:se], 'utf-8')
+        pos = se
     v_port, = _S0.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -169,9 +192,12 @@ def _w_Voter_0(o: Voter, out: bytearray) -> None:
 def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
     v_voter_id, v_voter_directory_id = _S2.unpack_from(buf, pos)
     pos += 20
-    v_voter_directory_id = Uuid(v_voter_directory_id)
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    v_voter_directory_id = _uuid16(v_voter_directory_id)
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Endpoints is null')
     else:
@@ -214,8 +240,11 @@ def _w_VotersRecord_0(o: VotersRecord, out: bytearray) -> None:
 def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
     v_version_, = _S3.unpack_from(buf, pos)
     pos += 2
-    n1, pos = _ruv(buf, pos)
-    n1 -= 1
+    n1 = buf[pos] - 1
+    pos += 1
+    if n1 >= 0x7f:
+        n1, pos = _ruv(buf, pos - 1)
+        n1 -= 1
     if n1 < 0:
         raise DecodeError('non-nullable array Voters is null')
     else:

@@ -66,7 +66,7 @@ def struct_strategy(spec: MessageSpec, struct: StructSpec, version: int) -> st.S
             value = st.one_of(st.just(_default_of(cls, f.attr)), value)
         kwargs[f.attr] = value
     if spec.flexible_in(version):
-        known = {f.tag for f in struct.fields if f.tagged_in(version)}
+        known = {f.tag for f in struct.fields if f.tag is not None}
         tags = st.lists(
             st.integers(0, 40).filter(lambda tag: tag not in known), unique=True, max_size=2
         )

@@ -150,3 +150,12 @@ def test_spec_dir_copy_generates_identically(tmp_path: Path):
     specs = tmp_path / "specs"
     shutil.copytree(generator.SPEC_DIR, specs)
     assert generator.render_all(specs) == generator.render_all()
+
+
+def test_a_tag_of_another_version_is_refused_as_kafka_does():
+    from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
+
+    # OfflineLogDirs is tag 0 from v1; at v0 Kafka throws "Tag 0 is not valid for version 0".
+    data = bytes.fromhex("00000000ffffffffffffffd86c05bfe775eb73c90001010000")
+    with pytest.raises(DecodeError, match="not valid for version 0"):
+        BrokerHeartbeatRequest.decode(data, 0)
