@@ -345,7 +345,7 @@ def _attribute_log_matching(rows: list, basis: str) -> list[dict[str, Any]]:
         by_offset[r["offset"]].append(r)
     out = []
     for offset, group in by_offset.items():
-        involved = Counter()
+        involved: Counter[str] = Counter()
         for r in group:
             involved[r["a"]] += 1
             involved[r["b"]] += 1
@@ -476,6 +476,8 @@ def _snapshot_checks(spark, node_info) -> list[dict]:  # noqa: ANN001
     ends: dict[str, set[int]] = defaultdict(set)
     for r in snaps:
         m = SNAPSHOT_RE.match(r["file"])
+        if m is None:
+            continue
         end, epoch = int(m.group(1)), int(m.group(2))
         ends[r["node"]].add(end)
         if r["first_type"] != 3:
@@ -506,6 +508,8 @@ def _type_name(is_control: bool, control_type: int | None, api_key: int | None) 
     from messages.metadata import record_type_name
 
     if is_control:
+        if control_type is None:
+            return "CONTROL_UNKNOWN"
         return CONTROL_TYPE_NAMES.get(control_type, f"CONTROL_{control_type}")
     return record_type_name(api_key) if api_key is not None else "UNDECODED"
 

@@ -172,13 +172,14 @@ def _decode_control(key: bytes | None, value: bytes | None) -> tuple[int | None,
     from messages.generated.snapshot_footer_record import SnapshotFooterRecord
     from messages.generated.snapshot_header_record import SnapshotHeaderRecord
     from messages.generated.voters_record import VotersRecord
+    from messages.runtime import Message
 
     if key is None or len(key) < 4:
         raise ValueError(f"control record key of {0 if key is None else len(key)} bytes")
     key_version, control_type = _CONTROL_KEY.unpack_from(key, 0)
     if key_version < 0:
         raise ValueError(f"negative control record key version {key_version}")
-    cls = {
+    cls: type[Message] | None = {
         2: LeaderChangeMessage,
         3: SnapshotHeaderRecord,
         4: SnapshotFooterRecord,
@@ -254,6 +255,7 @@ def read_rows(part: FilePart) -> Iterator[tuple]:
                 elif record.value is not None:
                     message, version = decode_record(record.value)
                     api_key = type(message).API_KEY
+                    assert api_key is not None  # every metadata record class has one
                     record_json = json.dumps(
                         {
                             "type": record_type_name(api_key),
