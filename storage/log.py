@@ -465,6 +465,9 @@ class MetadataLog:
         if offset < 0:
             raise ValueError(f"Cannot truncate partition {METADATA_PARTITION_DIR} to a negative offset ({offset}).")
         if offset >= self.log_end_offset:
+            # An epoch may have been started here without any append (a leader that lost
+            # its epoch at once): its entry goes, as in UnifiedLog.truncateTo.
+            self._guard(lambda: self.leader_epoch_cache.truncate_from_end(self.log_end_offset))
             return False
         if offset < self._segments[0].base_offset:
             self.truncate_fully_and_start_at(offset)
@@ -482,6 +485,7 @@ class MetadataLog:
 
         self._guard(do)
         self.flushed_offset = min(self.flushed_offset, self.log_end_offset)
+        self.log_start_offset = min(self.log_start_offset, offset, self.log_end_offset)
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -536,12 +540,15 @@ class MetadataLog:
         target = self.log_end_offset if up_to_offset is None else min(up_to_offset, self.log_end_offset)
         if target <= self.flushed_offset:
             return self.flushed_offset
-        flushed = self.flushed_offset
+        # Offsets below the first segment were deleted, not lost: nothing to make durable.
+        flushed = max(self.flushed_offset, self._segments[0].base_offset)
         for segment in self._segments:
-            if segment.next_offset <= self.flushed_offset or segment.base_offset >= target:
+            if segment.next_offset <= flushed or segment.size == 0:
                 continue
+            if segment.base_offset >= target:
+                break
             self._guard(segment.flush)
-            flushed = max(flushed, segment.next_offset)
+            flushed = segment.next_offset
         self.flushed_offset = flushed
         return flushed
 
