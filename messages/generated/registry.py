@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from messages.runtime import Message
 
+from messages.generated.abort_transaction_record import AbortTransactionRecord
 from messages.generated.add_raft_voter_request import AddRaftVoterRequest
 from messages.generated.add_raft_voter_response import AddRaftVoterResponse
 from messages.generated.api_versions_request import ApiVersionsRequest
 from messages.generated.api_versions_response import ApiVersionsResponse
 from messages.generated.begin_quorum_epoch_request import BeginQuorumEpochRequest
 from messages.generated.begin_quorum_epoch_response import BeginQuorumEpochResponse
+from messages.generated.begin_transaction_record import BeginTransactionRecord
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_heartbeat_response import BrokerHeartbeatResponse
 from messages.generated.broker_registration_change_record import BrokerRegistrationChangeRecord
@@ -26,6 +28,7 @@ from messages.generated.describe_quorum_request import DescribeQuorumRequest
 from messages.generated.describe_quorum_response import DescribeQuorumResponse
 from messages.generated.end_quorum_epoch_request import EndQuorumEpochRequest
 from messages.generated.end_quorum_epoch_response import EndQuorumEpochResponse
+from messages.generated.end_transaction_record import EndTransactionRecord
 from messages.generated.envelope_request import EnvelopeRequest
 from messages.generated.envelope_response import EnvelopeResponse
 from messages.generated.feature_level_record import FeatureLevelRecord
@@ -70,12 +73,14 @@ from messages.generated.vote_response import VoteResponse
 from messages.generated.voters_record import VotersRecord
 
 BY_NAME: dict[str, type[Message]] = {
+    'AbortTransactionRecord': AbortTransactionRecord,
     'AddRaftVoterRequest': AddRaftVoterRequest,
     'AddRaftVoterResponse': AddRaftVoterResponse,
     'ApiVersionsRequest': ApiVersionsRequest,
     'ApiVersionsResponse': ApiVersionsResponse,
     'BeginQuorumEpochRequest': BeginQuorumEpochRequest,
     'BeginQuorumEpochResponse': BeginQuorumEpochResponse,
+    'BeginTransactionRecord': BeginTransactionRecord,
     'BrokerHeartbeatRequest': BrokerHeartbeatRequest,
     'BrokerHeartbeatResponse': BrokerHeartbeatResponse,
     'BrokerRegistrationChangeRecord': BrokerRegistrationChangeRecord,
@@ -90,6 +95,7 @@ BY_NAME: dict[str, type[Message]] = {
     'DescribeQuorumResponse': DescribeQuorumResponse,
     'EndQuorumEpochRequest': EndQuorumEpochRequest,
     'EndQuorumEpochResponse': EndQuorumEpochResponse,
+    'EndTransactionRecord': EndTransactionRecord,
     'EnvelopeRequest': EnvelopeRequest,
     'EnvelopeResponse': EnvelopeResponse,
     'FeatureLevelRecord': FeatureLevelRecord,
@@ -194,16 +200,21 @@ METADATA_RECORDS: dict[int, type[Message]] = {
     15: ProducerIdsRecord,
     17: BrokerRegistrationChangeRecord,
     20: NoOpRecord,
+    23: BeginTransactionRecord,
+    24: EndTransactionRecord,
+    25: AbortTransactionRecord,
     27: RegisterControllerRecord,
 }
 
 FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
+    'AbortTransactionRecord': (0, 32767),
     'AddRaftVoterRequest': (0, 32767),
     'AddRaftVoterResponse': (0, 32767),
     'ApiVersionsRequest': (3, 32767),
     'ApiVersionsResponse': (3, 32767),
     'BeginQuorumEpochRequest': (1, 32767),
     'BeginQuorumEpochResponse': (1, 32767),
+    'BeginTransactionRecord': (0, 32767),
     'BrokerHeartbeatRequest': (0, 32767),
     'BrokerHeartbeatResponse': (0, 32767),
     'BrokerRegistrationChangeRecord': (0, 32767),
@@ -218,6 +229,7 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'DescribeQuorumResponse': (0, 32767),
     'EndQuorumEpochRequest': (1, 32767),
     'EndQuorumEpochResponse': (1, 32767),
+    'EndTransactionRecord': (0, 32767),
     'EnvelopeRequest': (0, 32767),
     'EnvelopeResponse': (0, 32767),
     'FeatureLevelRecord': (0, 32767),
