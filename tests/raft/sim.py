@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,6 +112,7 @@ class Cluster:
         config: QuorumConfig | None = None,
         kraft_version: int = 0,
         snapshot_every: int = 0,
+        log_factory: Callable[[], MemoryRaftLog] = MemoryRaftLog,
     ) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
@@ -138,7 +140,7 @@ class Cluster:
             )
         else:
             self.voter_set = VoterSet.static({i: (f"node{i}", 9000 + i) for i in self.voter_ids})
-        self.nodes = {i: SimNode(i) for i in self.voter_ids + self.observer_ids}
+        self.nodes = {i: SimNode(i, log_factory()) for i in self.voter_ids + self.observer_ids}
         self.queue: list[tuple[int, int, str, Any]] = []
         self.sequence = 0
         self.cut: set[tuple[int, int]] = set()
@@ -610,7 +612,7 @@ def _run_reconfig(seed: int, rng: random.Random) -> RunStats:
         kraft_version=1,
         snapshot_every=rng.choice((0, 15)),
     )
-    cluster.start_workload(100, 60_000)
+    cluster.start_workload(200, 60_000)
     _await_leader(cluster, 10_000)
     cluster.run_until(cluster.now + 1000)
     for observer in cluster.observer_ids:
@@ -692,15 +694,15 @@ def run_scenario(seed: int, scenario: str | None = None) -> RunStats:
     if name == "steady":
         _liveness(cluster, "start", 4000)
     elif name == "leader_crash":
-        _liveness(cluster, "start", 5000)
+        _liveness(cluster, "start", 3500)
         leader = _await_leader(cluster, 10_000)
         cluster.crash(leader)
         if len(cluster.voter_ids) > 1:
             _liveness(cluster, "the leader crashed", 6000)
         cluster.restart(leader)
-        _liveness(cluster, "the old leader restarted", 4000)
+        _liveness(cluster, "the old leader restarted", 3000)
     elif name == "partition_leader":
-        _liveness(cluster, "start", 5000)
+        _liveness(cluster, "start", 3500)
         leader = _await_leader(cluster, 10_000)
         cluster.isolate(leader)
         cluster.start_workload(100, cluster.now + 5000)
