@@ -363,3 +363,45 @@ def test_stock_controller_runs_on_a_kwire_directory(kafka: KafkaRelease, tmp_pat
     out = _assert_dumps_match(kafka, files, deep_iteration=True)
     assert "isvalid: false" not in out
     shutil.rmtree(tmp_path / "logs1", ignore_errors=True)
+
+
+def test_stock_index_checks_pass_on_kwire_indexes(kafka: KafkaRelease, tmp_path: Path) -> None:
+    """DumpLogSegments' --verify-index-only and --index-sanity-check accept kwire's .index and
+    .timeindex files (kraft-facts §5.4: each offset-index entry must name the last offset of the
+    batch at its position)."""
+    data = _kwire_directory(tmp_path)
+    part = data / PARTITION
+    indexes = sorted(p for p in part.iterdir() if p.suffix in (".index", ".timeindex"))
+    assert len(indexes) >= 4
+    files = ",".join(map(str, indexes))
+    for flag in ("--verify-index-only", "--index-sanity-check"):
+        result = kafka.run_tool("dump-log", [flag, "--files", files])
+        report = (result.stdout + result.stderr).lower()
+        assert result.returncode == 0, report
+        for problem in ("mismatch", "failed", "corrupt", "invalid", "exception"):
+            assert problem not in report, f"{flag}: {report}"
+        if flag == "--index-sanity-check":
+            assert report.count("passed sanity check") == len(indexes), report
+
+
+def test_no_initial_controllers_directory_read_by_kwire(kafka: KafkaRelease, tmp_path: Path) -> None:
+    """A directory formatted by stock kafka-storage with --no-initial-controllers (a static,
+    kraft.version 0 metadata directory: no voter snapshot) opens in kwire."""
+    data = tmp_path / "data"
+    props = _controller_properties(tmp_path / "c.properties", data, 19094)
+    kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--no-initial-controllers"])
+    meta = read_meta_properties(data)
+    assert meta is not None and (meta.cluster_id, meta.node_id) == (CLUSTER_ID, 1)
+    assert check_formatted(str(data), 1) == meta
+    log = MetadataLog.open(data)
+    try:
+        assert log.log_end_offset == 0
+        if kafka.version.startswith("3."):
+            assert log.snapshots == []
+        else:  # 4.2+ (KIP-1170) keeps the bootstrap records in a 0-0 snapshot, without voters
+            assert log.snapshots == [SnapshotId(0, 0)]
+            snapshot = data / PARTITION / "00000000000000000000-0000000000.checkpoint"
+            content = read_snapshot_content(snapshot.read_bytes())
+            assert content.has_footer and content.voters is None
+    finally:
+        log.close()
