@@ -121,6 +121,9 @@ def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> Begin
     )
     if error != Errors.NONE:
         return response(core, event.listener, version, error)
+    for endpoint in request.leader_endpoints:
+        if endpoint.name == core.default_listener:
+            core.learn_endpoint(partition.leader_id, endpoint.host, endpoint.port)
     core.maybe_transition(partition.leader_id, partition.leader_epoch, now_ms)
     return response(core, event.listener, version, Errors.NONE)
 

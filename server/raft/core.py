@@ -20,6 +20,7 @@ Known differences from Kafka, by design of this first version:
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,9 +111,11 @@ class RaftCore:
     """One replica of the ``__cluster_metadata`` KRaft quorum, without I/O.
 
     ``voters`` is the bootstrap voter set: the static ``controller.quorum.voters`` at
-    kraft.version 0, or the set from the bootstrap checkpoint at kraft.version 1; a VotersRecord
-    in the log overrides it (``KRaftControlRecordStateMachine``). ``election`` is the persisted
-    quorum-state (None when there is none). Raises ValueError for an empty voter set.
+    kraft.version 0, or the set from the bootstrap checkpoint at kraft.version 1 (empty for a
+    controller formatted without initial controllers); a VotersRecord in the log overrides it
+    (``KRaftControlRecordStateMachine``). ``bootstrap_servers`` are where an observer that knows
+    no leader fetches from. ``election`` is the persisted quorum-state (None when there is
+    none). Raises ValueError when there are neither voters nor bootstrap servers.
     """
 
     def __init__(
@@ -126,10 +129,16 @@ class RaftCore:
         election: ElectionState | None = None,
         kraft_version: int = 0,
         config: QuorumConfig | None = None,
+        bootstrap_servers: Sequence[Endpoint] = (),
     ) -> None:
-        if voters.size == 0:
-            raise ValueError("the voter set is empty")
+        if voters.size == 0 and not bootstrap_servers:
+            raise ValueError("Missing kraft bootstrap servers")  # KafkaRaftClient's ConfigException
         self.identity = identity
+        self.bootstrap_servers: dict[int, Endpoint] = {
+            -2 - index: endpoint for index, endpoint in enumerate(bootstrap_servers)
+        }
+        """``controller.quorum.bootstrap.servers`` by the ids Kafka gives them: -2, -3, ..."""
+        self._learned_endpoints: dict[int, Endpoint] = {}
         self.log = log
         self.config = config or QuorumConfig()
         self.rng = rng
@@ -427,6 +436,12 @@ class RaftCore:
         self._delivered_offset = snapshot_id.offset
         self.update_high_watermark(snapshot_id.offset)
 
+    def learn_endpoint(self, node_id: int, host: str, port: int) -> None:
+        """Remember a leader's endpoint named in a response (NodeEndpoints) or a request
+        (LeaderEndpoints), for leaders that are not (yet) in the local voter set."""
+        if node_id >= 0:
+            self._learned_endpoints[node_id] = Endpoint(self.default_listener, host, port)
+
     @property
     def default_listener(self) -> str:
         """The first controller listener (``controller.listener.names``)."""
@@ -659,6 +674,8 @@ class RaftCore:
         voter = self.voters.get(destination_id)
         if endpoint is None and voter is not None:
             endpoint = voter.endpoint(self.default_listener) or (voter.endpoints[0] if voter.endpoints else None)
+        if endpoint is None:
+            endpoint = self._learned_endpoints.get(destination_id) or self.bootstrap_servers.get(destination_id)
         self._in_flight[correlation] = _InFlight(
             destination_id, now_ms + self.config.request_timeout_ms, api
         )
@@ -865,9 +882,10 @@ class RaftCore:
             self._poll(now_ms)
             return
         if not self.is_voter:
-            # an observer looks for the leader by fetching from any voter (§6.7)
-            candidates = sorted(self.voters.ids)
-            if not any(f.api == "Fetch" for f in self._in_flight.values()):
+            # an observer looks for the leader by fetching from a bootstrap server, or else
+            # from any voter (kraft-facts §6.7)
+            candidates = sorted(self.bootstrap_servers) or sorted(self.voters.ids)
+            if candidates and not any(f.api == "Fetch" for f in self._in_flight.values()):
                 target = self.rng.choice(candidates)
                 self._maybe_send_fetch(now_ms, target)
 

@@ -31,8 +31,9 @@ Follower steps on the response:
 
 1. Top-level error, or no ``__cluster_metadata`` partition -> retry after
    ``retry.backoff.ms``.
-2. CurrentLeader names a later epoch, or a leader this replica did not know ->
-   ``maybe_transition``.
+2. NodeEndpoints (v17) are remembered; CurrentLeader names a later epoch, or a leader this
+   replica did not know -> ``maybe_transition`` (an observer finds its leader this way, from
+   a bootstrap server or any voter).
 3. Partition error -> retry after backoff (the fetch timeout eventually starts an election).
 4. DivergingEpoch -> truncate to: ``min(EndOffset, LEO)`` for epoch 0; else the local end
    offset of that epoch, ``min``'d with EndOffset when the local epoch matches
@@ -293,6 +294,8 @@ def handle_response(core: RaftCore, now_ms: int, source_id: int, response: Fetch
         retry_later(core, source_id, now_ms)
         return
     partition = topic.partitions[0]
+    for endpoint in response.node_endpoints:
+        core.learn_endpoint(endpoint.node_id, endpoint.host, endpoint.port)
     current = partition.current_leader
     if current.leader_epoch >= 0:
         leader = current.leader_id if current.leader_id >= 0 else None

@@ -92,7 +92,8 @@ class SimNode:
     last_hwm: int = 0
     delivered_next: int = 0
     next_request_id: int = 1
-    pending_replies: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    pending_replies: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)
+    """request id -> (requester, its correlation id, its incarnation, the id it sent to)"""
     persisted_epochs: list[int] = field(default_factory=list)
     values: list[bytes] = field(default_factory=list)
 
@@ -113,6 +114,7 @@ class Cluster:
         kraft_version: int = 0,
         snapshot_every: int = 0,
         log_factory: Callable[[], MemoryRaftLog] = MemoryRaftLog,
+        observers_bootstrap: bool = False,
     ) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
@@ -141,6 +143,8 @@ class Cluster:
         else:
             self.voter_set = VoterSet.static({i: (f"node{i}", 9000 + i) for i in self.voter_ids})
         self.nodes = {i: SimNode(i, log_factory()) for i in self.voter_ids + self.observer_ids}
+        self.bootstrap_map = {-2 - index: voter for index, voter in enumerate(self.voter_ids)}
+        self.observers_bootstrap = observers_bootstrap
         self.queue: list[tuple[int, int, str, Any]] = []
         self.sequence = 0
         self.cut: set[tuple[int, int]] = set()
@@ -187,7 +191,7 @@ class Cluster:
             if node.running and node.tick_generation == generation:
                 self.step(node_id, Tick())
         elif kind == "deliver_request":
-            src, dst, src_incarnation, correlation, request = payload
+            src, dst, src_incarnation, correlation, request, named = payload
             node = self.nodes[dst]
             if not node.running:
                 return
@@ -195,12 +199,12 @@ class Cluster:
                 # answered by the node's network layer, not by the KRaft core
                 features = [SupportedFeatureKey(name="kraft.version", min_version=0, max_version=1)]
                 self.route_response(
-                    dst, src, src_incarnation, correlation, ApiVersionsResponse(supported_features=features)
+                    dst, src, src_incarnation, correlation, ApiVersionsResponse(supported_features=features), named
                 )
                 return
             request_id = node.next_request_id
             node.next_request_id += 1
-            node.pending_replies[request_id] = (src, correlation, src_incarnation)
+            node.pending_replies[request_id] = (src, correlation, src_incarnation, named)
             version = API_VERSIONS[type(request).__name__]
             self.step(dst, RequestReceived(request_id, version, request))
         elif kind == "deliver_response":
@@ -232,6 +236,8 @@ class Cluster:
         node = self.nodes[node_id]
         node.incarnation += 1
         node.pending_replies.clear()
+        # a controller formatted without initial controllers knows only the bootstrap servers
+        bootstrap_only = self.observers_bootstrap and node_id in self.observer_ids
         node.core = RaftCore(
             identity=ReplicaIdentity(
                 node_id,
@@ -240,7 +246,12 @@ class Cluster:
                 endpoints=(Endpoint("CONTROLLER", f"node{node_id}", 9000 + node_id),),
             ),
             log=node.log,
-            voters=self.voter_set,
+            voters=VoterSet(()) if bootstrap_only else self.voter_set,
+            bootstrap_servers=[
+                Endpoint("CONTROLLER", f"node{v}", 9000 + v) for v in self.voter_ids
+            ]
+            if bootstrap_only
+            else (),
             rng=random.Random(self.rng.getrandbits(64)),
             now_ms=self.now,
             election=node.election,
@@ -290,11 +301,11 @@ class Cluster:
         for send in out.sends:
             self.route_request(node, send.destination_id, send.correlation_id, send.request)
         for reply in out.replies:
-            src, correlation, src_incarnation = node.pending_replies.pop(reply.request_id)
+            src, correlation, src_incarnation, named = node.pending_replies.pop(reply.request_id)
             if src == ADMIN:
                 self.admin_responses[correlation] = reply.response
                 continue
-            self.route_response(node.node_id, src, src_incarnation, correlation, reply.response)
+            self.route_response(node.node_id, src, src_incarnation, correlation, reply.response, named)
         if out.flush:
             token = node.log.begin_flush()
             self.schedule(self.now + self.rng.randint(0, 4), "flush", (node.node_id, node.incarnation, token))
@@ -333,28 +344,33 @@ class Cluster:
     def reachable(self, src: int, dst: int) -> bool:
         return (src, dst) not in self.cut
 
-    def route_request(self, node: SimNode, dst: int, correlation: int, request: Any) -> None:
+    def route_request(self, node: SimNode, named: int, correlation: int, request: Any) -> None:
+        """``named`` is the destination as the core knows it: a node id, or a bootstrap
+        server's negative id (-2, -3, ...), which the router maps to a voter."""
+        dst = self.bootstrap_map.get(named, named)
         if dst not in self.nodes or not self.reachable(node.node_id, dst):
             return
         if self.drop_rate and self.rng.random() < self.drop_rate:
-            self.fail_connection(node.node_id, node.incarnation, dst, correlation)
+            self.fail_connection(node.node_id, node.incarnation, named, correlation)
             return
         self.schedule(
             self.now + self.rng.randint(1, 5),
             "deliver_request",
-            (node.node_id, dst, node.incarnation, correlation, request),
+            (node.node_id, dst, node.incarnation, correlation, request, named),
         )
 
-    def route_response(self, src: int, dst: int, dst_incarnation: int, correlation: int, response: Any) -> None:
+    def route_response(
+        self, src: int, dst: int, dst_incarnation: int, correlation: int, response: Any, named: int
+    ) -> None:
         if not self.reachable(src, dst):
             return
         if self.drop_rate and self.rng.random() < self.drop_rate:
-            self.fail_connection(dst, dst_incarnation, src, correlation)
+            self.fail_connection(dst, dst_incarnation, named, correlation)
             return
         self.schedule(
             self.now + self.rng.randint(1, 5),
             "deliver_response",
-            (dst, dst_incarnation, src, correlation, response),
+            (dst, dst_incarnation, named, correlation, response),
         )
 
     def fail_connection(self, requester: int, incarnation: int, peer: int, correlation: int) -> None:
@@ -375,7 +391,7 @@ class Cluster:
         if node.running:
             request_id = node.next_request_id
             node.next_request_id += 1
-            node.pending_replies[request_id] = (ADMIN, handle, 0)
+            node.pending_replies[request_id] = (ADMIN, handle, 0, node_id)
             self.step(node_id, RequestReceived(request_id, version, request))
         return handle
 
@@ -611,6 +627,7 @@ def _run_reconfig(seed: int, rng: random.Random) -> RunStats:
         config=QuorumConfig(pre_vote=rng.random() < 0.8),
         kraft_version=1,
         snapshot_every=rng.choice((0, 15)),
+        observers_bootstrap=rng.random() < 0.5,
     )
     cluster.start_workload(200, 60_000)
     _await_leader(cluster, 10_000)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from kwire.errors import Errors
@@ -12,15 +14,16 @@ from messages.generated.fetch_response import (
     FetchableTopicResponse,
     FetchResponse,
     LeaderIdAndEpoch,
+    NodeEndpoint,
     PartitionData,
 )
 from messages.generated.leader_change_message import LeaderChangeMessage
 from server.raft.control import ControlRecordType, build_data_batch, control_type_of
-from server.raft.core import RaftSafetyError
-from server.raft.events import ClientAppend, FlushCompleted, ResponseReceived
+from server.raft.core import RaftCore, RaftSafetyError
+from server.raft.events import ClientAppend, FlushCompleted, ResponseReceived, Tick
 from server.raft.log import MemoryRaftLog
 from server.raft.roles import Follower, Leader, Unattached
-from server.raft.types import ElectionState, ReplicaKey
+from server.raft.types import ElectionState, Endpoint, ReplicaIdentity, ReplicaKey, VoterSet
 from storage.records import iter_batches
 from tests.raft.helpers import (
     append_batches,
@@ -249,3 +252,28 @@ def test_observer_discovers_the_leader() -> None:
     state = context.core.state
     assert isinstance(state, Follower) and state.leader_id == 2 and state.epoch == 4
     assert not isinstance(state, Leader)
+
+
+def test_observer_without_voters_uses_the_bootstrap_servers() -> None:
+    with pytest.raises(ValueError, match="bootstrap servers"):
+        make_context(local_id=7, voters=VoterSet(()))
+    log = MemoryRaftLog()
+    core = RaftCore(
+        identity=ReplicaIdentity(7, cluster_id="test-cluster"),
+        log=log,
+        voters=VoterSet(()),
+        rng=random.Random(3),
+        now_ms=0,
+        bootstrap_servers=[Endpoint("CONTROLLER", "boot1", 9093), Endpoint("CONTROLLER", "boot2", 9094)],
+    )
+    out = core.step(0, Tick())
+    (send,) = out.sends
+    assert send.destination_id in (-2, -3)
+    assert send.endpoint in (Endpoint("CONTROLLER", "boot1", 9093), Endpoint("CONTROLLER", "boot2", 9094))
+    response = _fetch_response(3, 1, error=Errors.NOT_LEADER_OR_FOLLOWER)
+    response.node_endpoints = [NodeEndpoint(node_id=1, host="leader1", port=9095)]
+    out = core.step(5, ResponseReceived(send.correlation_id, send.destination_id, response))
+    state = core.state
+    assert isinstance(state, Follower) and (state.leader_id, state.epoch) == (1, 3)
+    (fetch,) = out.sends
+    assert fetch.destination_id == 1 and fetch.endpoint == Endpoint("CONTROLLER", "leader1", 9095)
