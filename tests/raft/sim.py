@@ -74,6 +74,7 @@ API_VERSIONS = {
     "FetchRequest": 17,
     "DescribeQuorumRequest": 2,
     "FetchSnapshotRequest": 1,
+    "ApiVersionsRequest": 3,
 }
 
 
@@ -115,6 +116,7 @@ class Cluster:
         snapshot_every: int = 0,
         log_factory: Callable[[], MemoryRaftLog] = MemoryRaftLog,
         observers_bootstrap: bool = False,
+        wire: bool = False,
     ) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
@@ -144,6 +146,7 @@ class Cluster:
             self.voter_set = VoterSet.static({i: (f"node{i}", 9000 + i) for i in self.voter_ids})
         self.nodes = {i: SimNode(i, log_factory()) for i in self.voter_ids + self.observer_ids}
         self.bootstrap_map = {-2 - index: voter for index, voter in enumerate(self.voter_ids)}
+        self.wire = wire
         self.observers_bootstrap = observers_bootstrap
         self.queue: list[tuple[int, int, str, Any]] = []
         self.sequence = 0
@@ -350,6 +353,8 @@ class Cluster:
         dst = self.bootstrap_map.get(named, named)
         if dst not in self.nodes or not self.reachable(node.node_id, dst):
             return
+        if self.wire:
+            request = self.over_the_wire(request)
         if self.drop_rate and self.rng.random() < self.drop_rate:
             self.fail_connection(node.node_id, node.incarnation, named, correlation)
             return
@@ -364,6 +369,8 @@ class Cluster:
     ) -> None:
         if not self.reachable(src, dst):
             return
+        if self.wire:
+            response = self.over_the_wire(response)
         if self.drop_rate and self.rng.random() < self.drop_rate:
             self.fail_connection(dst, dst_incarnation, named, correlation)
             return
@@ -372,6 +379,13 @@ class Cluster:
             "deliver_response",
             (dst, dst_incarnation, named, correlation, response),
         )
+
+    def over_the_wire(self, message: Any) -> Any:
+        """Encode and decode a message at the version this simulated network uses, proving
+        that what the core builds is valid at that version."""
+        name = type(message).__name__.replace("Response", "Request")
+        version = API_VERSIONS[name]
+        return type(message).decode(message.encode(version), version)
 
     def fail_connection(self, requester: int, incarnation: int, peer: int, correlation: int) -> None:
         """A lost message breaks the connection, as over TCP: the requester learns it soon

@@ -144,3 +144,19 @@ def test_positive_control_lost_fsyncs_are_caught() -> None:
 def test_the_same_crashes_with_real_fsyncs_lose_nothing() -> None:
     for seed in range(5):
         _crash_everything(seed, MemoryRaftLog)
+
+
+def test_every_message_the_cores_exchange_encodes_at_its_version() -> None:
+    """Run quorums whose router encodes and decodes every request and response (Vote v2,
+    BeginQuorumEpoch/EndQuorumEpoch v1, Fetch v17, FetchSnapshot v1, ApiVersions v3)."""
+    for seed in range(3):
+        cluster = Cluster(seed, voters=3, observers=1, wire=True, kraft_version=seed % 2, snapshot_every=5)
+        cluster.start_workload(50, 4000)
+        cluster.run_until(3000)
+        leader = cluster.leader()
+        assert leader is not None
+        cluster.crash(leader)
+        cluster.run_until(6000)
+        cluster.restart(leader)
+        cluster.run_until(9000)
+        assert cluster.committed_end > 0
