@@ -35,6 +35,10 @@ def _offset_and_epoch(snapshot_id: SnapshotId) -> OffsetAndEpoch:
     return OffsetAndEpoch(snapshot_id.end_offset, snapshot_id.epoch)
 
 
+def _snapshot_id(offset_and_epoch: OffsetAndEpoch) -> SnapshotId:
+    return SnapshotId(offset_and_epoch.offset, offset_and_epoch.epoch)
+
+
 class StorageRaftLog:
     """A :class:`~server.raft.log.MutableRaftLog` over an open :class:`MetadataLog`."""
 
@@ -102,6 +106,20 @@ class StorageRaftLog:
         ids = self._snapshot_ids()
         return ids[0] if ids else None
 
+    def snapshot_size(self, snapshot_id: OffsetAndEpoch) -> int | None:
+        reader = self.log.open_snapshot(_snapshot_id(snapshot_id))
+        if reader is None:
+            return None
+        with reader:
+            return reader.size_in_bytes
+
+    def read_snapshot(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int) -> bytes:
+        reader = self.log.open_snapshot(_snapshot_id(snapshot_id))
+        if reader is None:
+            return b""
+        with reader:
+            return reader.read(position, max_bytes)
+
     def _snapshot_ids(self) -> list[OffsetAndEpoch]:
         return [_offset_and_epoch(s) for s in self.log.snapshots if s != BOOTSTRAP_SNAPSHOT_ID]
 
@@ -121,6 +139,33 @@ class StorageRaftLog:
 
     def flush(self) -> None:
         self.log.flush()
+
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+        """Write and freeze (fsync, rename) a snapshot of the local state machine."""
+        self._write_snapshot(snapshot_id, data)
+
+    def install_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+        """Freeze a snapshot downloaded from the leader, then replace the log by it
+        (``truncateToLatestSnapshot``)."""
+        self._write_snapshot(snapshot_id, data)
+        if not self.log.truncate_to_latest_snapshot():
+            self.log.truncate_fully_and_start_at(snapshot_id.offset)
+        self._high_watermark = max(self._high_watermark, self.log.log_start_offset)
+
+    def delete_before_snapshot(self) -> None:
+        latest = self.log.latest_snapshot_id
+        if latest is not None and latest != BOOTSTRAP_SNAPSHOT_ID:
+            self.log.delete_before_snapshot(latest)
+
+    def _write_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+        sid = _snapshot_id(snapshot_id)
+        writer = self.log.create_snapshot_writer(sid)
+        if writer is None:
+            return  # already there (snapshots are immutable once frozen)
+        with writer:
+            writer.append(data)
+            writer.freeze()
+        self.log.on_snapshot_frozen(sid)
 
     def update_high_watermark(self, offset: int) -> None:
         if offset < self._high_watermark:

@@ -67,7 +67,16 @@ from messages.metadata import decode_record, encode_record
 from server.config import KRaftConfig
 from server.metadata_log import StorageRaftLog
 from server.net import ChannelDispatcher, FinalizedFeatures, PendingRequest, RunningServer, serve
-from server.raft import begin_quorum_epoch, describe_quorum, end_quorum_epoch, fetch, vote
+from server.raft import (
+    add_raft_voter,
+    begin_quorum_epoch,
+    describe_quorum,
+    end_quorum_epoch,
+    fetch,
+    fetch_snapshot,
+    remove_raft_voter,
+    vote,
+)
 from server.raft.control import voter_set_from_record
 from server.raft.core import RaftCore
 from server.raft.events import (
@@ -131,6 +140,9 @@ def api_versions() -> dict[int, tuple[int, int]]:
         int(ApiKey.BEGIN_QUORUM_EPOCH): begin_quorum_epoch.VERSIONS,
         int(ApiKey.END_QUORUM_EPOCH): end_quorum_epoch.VERSIONS,
         int(ApiKey.DESCRIBE_QUORUM): describe_quorum.VERSIONS,
+        int(ApiKey.FETCH_SNAPSHOT): fetch_snapshot.VERSIONS,
+        int(ApiKey.ADD_RAFT_VOTER): add_raft_voter.VERSIONS,
+        int(ApiKey.REMOVE_RAFT_VOTER): remove_raft_voter.VERSIONS,
         int(ApiKey.DESCRIBE_CLUSTER): (
             DescribeClusterRequest.LOWEST_VERSION,
             DescribeClusterRequest.HIGHEST_VERSION,
@@ -287,7 +299,9 @@ class Node:
     def now_ms(self) -> int:
         """Wall-clock milliseconds that never go backwards: the wall clock at start plus the
         Trio clock since (so a test's virtual clock drives the core)."""
-        return self._wall_base_ms + int((trio.current_time() - self._trio_base) * 1000)
+        # round, not truncate: a deadline converted to Trio time must read back as the same
+        # millisecond when it fires, or the driver would spin on an early Tick
+        return self._wall_base_ms + round((trio.current_time() - self._trio_base) * 1000)
 
     def _trio_time(self, at_ms: int) -> float:
         return self._trio_base + (at_ms - self._wall_base_ms) / 1000
@@ -297,6 +311,10 @@ class Node:
     @property
     def leader_id(self) -> int | None:
         return None if self.core is None else self.core.leader_and_epoch.leader_id
+
+    @property
+    def epoch(self) -> int | None:
+        return None if self.core is None else self.core.epoch
 
     @property
     def port(self) -> int:
@@ -415,7 +433,8 @@ class Node:
                 if not pending.done:
                     pending.fail(RuntimeError("the node stopped"))
             self._pending.clear()
-            await self._blocking(self.metadata_log.close)
+            with trio.CancelScope(shield=True):
+                await self._blocking(self.metadata_log.close)
 
     async def _forward_requests(self, receive: trio.MemoryReceiveChannel[PendingRequest]) -> None:
         async for pending in receive:
@@ -475,11 +494,18 @@ class Node:
         if out.election_state is not None:
             state = _to_storage_election(out.election_state, core.voters)
             await self._blocking(lambda: store.write_election_state(state, core.kraft_version))
-        if out.truncate_to is not None or out.appends or out.high_watermark is not None:
+        if (
+            out.truncate_to is not None
+            or out.install_snapshot is not None
+            or out.appends
+            or out.high_watermark is not None
+        ):
 
             def apply() -> None:
                 if out.truncate_to is not None:
                     raft_log.truncate_to(out.truncate_to)
+                if out.install_snapshot is not None:
+                    raft_log.install_snapshot(*out.install_snapshot)
                 for data in out.appends:
                     raft_log.append(data)
                 if out.high_watermark is not None:

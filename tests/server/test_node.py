@@ -1,0 +1,210 @@
+"""server.node: whole nodes on loopback sockets, in one Trio process.
+
+* a standalone node (formatted as ``kafka-storage format --standalone``) elects itself, its
+  high watermark advances, and kwire's own metadata-quorum tool sees it;
+* DescribeCluster as a controller answers it (EndpointType 2 and 1);
+* three nodes with static voters elect one leader and elect another when it stops.
+
+The autojump clock drives the timers. The nodes run their file I/O inline (the
+``run_blocking`` seam) rather than in worker threads: the autojump clock jumps whenever every
+task waits, and a task waiting for a thread would let virtual time race ahead of real work.
+Only loopback socket waits remain, which the kernel answers at once; addresses are numeric so
+that no name lookup goes to a thread either. (The thread path runs in the compat test, which
+starts ``kwire run-standalone`` as a process.)
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from kwire.connection import open_connection
+from kwire.errors import Errors
+from messages.generated.describe_cluster_request import DescribeClusterRequest
+from server.config import KRaftConfig
+from server.node import Node
+from server.raft.roles import Leader
+from storage.format import format_directories
+from storage.quorum_state import FileQuorumStateStore
+from tools.metadata_quorum import describe
+from tools.server_cmd import format_standalone
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _config(data: Path, node_id: int, port: int, voters: str | None = None) -> KRaftConfig:
+    props = {
+        "process.roles": "controller",
+        "node.id": str(node_id),
+        "listeners": f"CONTROLLER://127.0.0.1:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "metadata.log.dir": str(data),
+        "log.dirs": str(data),
+    }
+    if voters is None:
+        props["controller.quorum.bootstrap.servers"] = f"127.0.0.1:{port}"
+    else:
+        props["controller.quorum.voters"] = voters
+    return KRaftConfig.from_properties(props)
+
+
+async def _inline(fn: Callable[[], Any]) -> Any:
+    return fn()
+
+
+async def _until(predicate: Callable[[], bool], timeout_s: float = 60.0) -> None:
+    with trio.fail_after(timeout_s):
+        while not predicate():
+            await trio.sleep(0.05)
+
+
+async def test_standalone_node_elects_itself_and_is_described(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    port = _free_port()
+    config = _config(tmp_path / "data", 1, port)
+    assert format_standalone(config, out=lambda line: None)
+    assert not format_standalone(config, out=lambda line: None)  # formatted once only
+    node = Node(config, rng=random.Random(1), run_blocking=_inline)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(node.run)
+        await _until(lambda: node.leader_id == 1)
+        assert node.core is not None and isinstance(node.core.state, Leader)
+
+        view = await describe(f"127.0.0.1:{port}")
+        assert view.cluster_id == node.cluster_id
+        partition = view.partition
+        assert partition.leader_id == 1
+        assert partition.leader_epoch == node.core.epoch >= 1
+        first_hwm = partition.high_watermark
+        assert first_hwm >= 1
+        [voter] = partition.current_voters
+        assert voter.replica_id == 1
+        assert voter.replica_directory_id == node.directory_id
+        assert voter.log_end_offset >= first_hwm
+        assert [(n.node_id, [(x.name, x.host, x.port) for x in n.listeners]) for n in view.nodes] == [
+            (1, [("CONTROLLER", "127.0.0.1", port)])
+        ]
+
+        # The active controller's NoOpRecords keep the high watermark moving.
+        await trio.sleep(2)
+        again = await describe(f"127.0.0.1:{port}")
+        assert again.partition.high_watermark > first_hwm
+        assert again.partition.leader_epoch == partition.leader_epoch
+
+        # quorum-state was written (kraft.version 1: data_version 1) with this node as leader
+        store = FileQuorumStateStore.in_partition_dir(tmp_path / "data" / "__cluster_metadata-0")
+        state = store.read_election_state()
+        assert state is not None and state.leader_id == 1 and state.epoch == partition.leader_epoch
+        assert store.read_data_version() == 1
+        node.stop()
+
+
+async def test_describe_cluster_as_a_controller(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    port = _free_port()
+    config = _config(tmp_path / "data", 1, port)
+    format_standalone(config, out=lambda line: None)
+    node = Node(config, rng=random.Random(2), run_blocking=_inline)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(node.run)
+        await _until(lambda: node.leader_id == 1)
+        conn = await open_connection("127.0.0.1", port)
+        try:
+            controllers = await conn.request(DescribeClusterRequest(endpoint_type=2), version=1)
+            brokers = await conn.request(DescribeClusterRequest(endpoint_type=1), version=1)
+            v0 = await conn.request(DescribeClusterRequest(), version=0)
+        finally:
+            await conn.aclose()
+        assert controllers.error_code == Errors.NONE
+        assert controllers.endpoint_type == 2
+        assert controllers.cluster_id == node.cluster_id
+        assert controllers.controller_id == 1
+        assert [(b.broker_id, b.host, b.port) for b in controllers.brokers] == [(1, "127.0.0.1", port)]
+        assert brokers.error_code == Errors.MISMATCHED_ENDPOINT_TYPE
+        assert v0.error_code == Errors.INVALID_REQUEST
+        node.stop()
+
+
+async def test_node_refuses_an_unformatted_directory(tmp_path: Path) -> None:
+    from storage.errors import FormatError
+
+    node = Node(_config(tmp_path / "empty", 1, _free_port()), run_blocking=_inline)
+    with pytest.raises(FormatError):
+        await node.run()
+
+
+async def test_three_static_voters_elect_a_leader_and_replace_it(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    ports = {i: _free_port() for i in (1, 2, 3)}
+    voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in ports.items())
+    nodes: dict[int, Node] = {}
+    for i, port in ports.items():
+        data = tmp_path / f"node{i}"
+        format_directories(
+            cluster_id="kwire-test-cluster-0001",
+            node_id=i,
+            directories=[str(data)],
+            metadata_log_dir=str(data),
+            controller_listener_name="CONTROLLER",
+            out=lambda line: None,
+        )
+        nodes[i] = Node(_config(data, i, port, voters), rng=random.Random(i), run_blocking=_inline)
+
+    def leaders(among: dict[int, Node]) -> set[int]:
+        return {
+            i for i, n in among.items() if n.core is not None and isinstance(n.core.state, Leader)
+        }
+
+    def agreed(among: dict[int, Node]) -> int | None:
+        """The leader every node in ``among`` follows, once there is exactly one."""
+        found = leaders(among)
+        if len(found) != 1:
+            return None
+        leader = next(iter(found))
+        epoch = among[leader].epoch
+        if all(n.leader_id == leader and n.epoch == epoch for n in among.values()):
+            return leader
+        return None
+
+    async with trio.open_nursery() as nursery:
+        for node in nodes.values():
+            await nursery.start(node.run)
+        await _until(lambda: agreed(nodes) is not None)
+        first = agreed(nodes)
+        assert first is not None
+        first_epoch = nodes[first].epoch
+        assert first_epoch is not None
+
+        # the followers replicate: every high watermark reaches the leader's start of epoch
+        leader_core = nodes[first].core
+        assert leader_core is not None
+        await _until(lambda: all(n.core is not None and n.core.high_watermark >= 1 for n in nodes.values()))
+        view = await describe(f"127.0.0.1:{ports[first]}")
+        assert view.partition.leader_id == first
+        assert sorted(v.replica_id for v in view.partition.current_voters) == [1, 2, 3]
+
+        # stop the leader without a goodbye: the other two elect a new one in a later epoch
+        nodes[first].stop()
+        rest = {i: n for i, n in nodes.items() if i != first}
+        await _until(lambda: agreed(rest) is not None)
+        second = agreed(rest)
+        assert second is not None and second != first
+        second_epoch = rest[second].epoch
+        assert second_epoch is not None and second_epoch > first_epoch
+        view = await describe(f"127.0.0.1:{ports[second]}")
+        assert view.partition.leader_id == second
+        for node in rest.values():
+            node.stop()
