@@ -1,0 +1,137 @@
+"""Stock ``kafka-metadata-quorum`` against a kwire standalone controller.
+
+For every pinned Kafka release: ``python -m tools.cli run-standalone`` runs as a process on a
+free loopback port with a fresh data directory (formatted on first use, as
+``kafka-storage format --standalone``), and Kafka's own ``MetadataQuorumCommand
+--bootstrap-controller host:port describe --status`` / ``describe --replication`` must
+succeed and agree with kwire's ``tools.metadata_quorum`` (kraft-facts §1.2-§1.6): the cluster
+id, leader id and epoch, a high watermark of at least 1 that advances between two runs (the
+active controller's NoOpRecords), and the voter with its directory id and endpoint.
+
+Under CI=true the ``kafka_version`` fixture fails instead of skipping when Java or the jars are
+missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from compat.conftest import KafkaRelease
+from compat.kafka import REPO_DIR
+from tools.metadata_quorum import describe, status_json
+
+CONFIG = REPO_DIR / "config" / "server.properties"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for_port(proc: subprocess.Popen[bytes], port: int, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"kwire exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"kwire did not listen on port {port} within {timeout_s} s")
+
+
+@pytest.fixture
+def kwire_controller(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    port = _free_port()
+    log_path = tmp_path / "kwire.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "tools.cli", "run-standalone",
+                "--config", str(CONFIG), "--data", str(tmp_path / "data"),
+                "--override", f"listeners=CONTROLLER://127.0.0.1:{port}",
+            ],
+            cwd=REPO_DIR, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    try:
+        _wait_for_port(proc, port)
+        yield f"127.0.0.1:{port}", proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    print(log_path.read_text(errors="replace"))
+
+
+def _status(kafka: KafkaRelease, bootstrap: str) -> dict[str, str]:
+    out = kafka.run_tool(
+        "metadata-quorum", ["--bootstrap-controller", bootstrap, "describe", "--status"]
+    ).stdout
+    fields: dict[str, str] = {}
+    for line in out.splitlines():
+        name, sep, value = line.partition(":")
+        if sep:
+            fields[name.strip()] = value.strip()
+    return fields
+
+
+def test_stock_metadata_quorum_describes_kwire(
+    kafka: KafkaRelease, kwire_controller: tuple[str, subprocess.Popen[bytes]]
+) -> None:
+    bootstrap, proc = kwire_controller
+    first = _status(kafka, bootstrap)
+    ours = trio.run(describe, bootstrap)
+    ours_json = status_json(ours)
+
+    assert first["ClusterId"] == ours.cluster_id
+    assert int(first["LeaderId"]) == ours.partition.leader_id == 1
+    assert int(first["LeaderEpoch"]) == ours.partition.leader_epoch >= 1
+    first_hwm = int(first["HighWatermark"])
+    assert first_hwm >= 1
+    voters = json.loads(first["CurrentVoters"])
+    assert voters == ours_json["currentVoters"]
+    assert json.loads(first["CurrentObservers"]) == ours_json["currentObservers"] == []
+    [voter] = voters
+    [our_voter] = ours.partition.current_voters
+    assert voter["id"] == our_voter.replica_id == 1
+    assert voter["directoryId"] == str(our_voter.replica_directory_id)
+    assert voter["directoryId"] != "AAAAAAAAAAAAAAAAAAAAAA"
+    assert voter["endpoints"] == [f"CONTROLLER://{bootstrap}"]
+
+    second = _status(kafka, bootstrap)
+    assert int(second["HighWatermark"]) > first_hwm
+    assert second["LeaderEpoch"] == first["LeaderEpoch"]
+
+    replication = kafka.run_tool(
+        "metadata-quorum", ["--bootstrap-controller", bootstrap, "describe", "--replication"]
+    ).stdout.splitlines()
+    header = replication[0].split()
+    assert header == [
+        "NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
+        "LastCaughtUpTimestamp", "Status",
+    ]
+    [row] = [line.split() for line in replication[1:] if line.strip()]
+    assert row[0] == "1"
+    assert row[1] == voter["directoryId"]
+    assert int(row[2]) >= int(second["HighWatermark"])
+    assert row[3] == "0"
+    assert row[6] == "Leader"
+    assert proc.poll() is None
