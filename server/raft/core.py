@@ -36,6 +36,7 @@ from server.raft import (
     fetch,
     fetch_snapshot,
     remove_raft_voter,
+    update_raft_voter,
     vote,
 )
 from server.raft.control import (
@@ -725,6 +726,10 @@ class RaftCore:
             remove_response = remove_raft_voter.handle_request(self, now_ms, event)
             if remove_response is not None:
                 self.reply(event.request_id, remove_response)
+        elif name == "UpdateRaftVoterRequest":
+            update_response = update_raft_voter.handle_request(self, now_ms, event)
+            if update_response is not None:
+                self.reply(event.request_id, update_response)
         else:
             raise ValueError(f"the KRaft core does not handle {name}")
 

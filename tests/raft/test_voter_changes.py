@@ -8,6 +8,8 @@ from messages.generated.add_raft_voter_request import AddRaftVoterRequest, Liste
 from messages.generated.api_versions_response import ApiVersionsResponse, SupportedFeatureKey
 from messages.generated.fetch_request import FetchRequest
 from messages.generated.remove_raft_voter_request import RemoveRaftVoterRequest
+from messages.generated.update_raft_voter_request import KRaftVersionFeature, UpdateRaftVoterRequest
+from messages.generated.update_raft_voter_request import Listener as UpdateListener
 from server.raft.events import ResponseReceived
 from server.raft.roles import Leader, Resigned
 from server.raft.types import Endpoint, ReplicaKey, VoterNode, VoterSet
@@ -172,3 +174,42 @@ def test_leader_removing_itself_resigns_once_committed() -> None:
     replies = [r.response for r in out.replies if type(r.response).__name__ == "RemoveRaftVoterResponse"]
     assert replies and replies[0].error_code == Errors.NONE
     assert not context.core.is_voter
+
+
+def _update(voter: int, epoch: int, *, host: str = "new-host", low: int = 0, high: int = 1,
+            listener: str = "CONTROLLER") -> UpdateRaftVoterRequest:
+    return UpdateRaftVoterRequest(
+        cluster_id=CLUSTER_ID,
+        current_leader_epoch=epoch,
+        voter_id=voter,
+        voter_directory_id=DIRS[voter],
+        listeners=[UpdateListener(name=listener, host=host, port=9999)],
+        kraft_version_feature=KRaftVersionFeature(min_supported_version=low, max_supported_version=high),
+    )
+
+
+def test_update_voter() -> None:
+    context, leader = _leader()
+    _, response = context.request(_update(2, leader.epoch - 1), 0)
+    assert response.error_code == Errors.FENCED_LEADER_EPOCH
+    assert (response.current_leader.leader_id, response.current_leader.host) == (1, "host1")
+    _, response = context.request(_update(2, leader.epoch, low=2, high=3), 0)
+    assert response.error_code == Errors.INVALID_REQUEST
+    _, response = context.request(_update(2, leader.epoch, listener="OTHER"), 0)
+    assert response.error_code == Errors.INVALID_REQUEST
+    _, response = context.request(_update(4, leader.epoch), 0)
+    assert response.error_code == Errors.VOTER_NOT_FOUND
+    out, response = context.request(_update(2, leader.epoch), 0)
+    assert response is None
+    assert context.core.voters.get(2).endpoints == (Endpoint("CONTROLLER", "new-host", 9999),)  # type: ignore[union-attr]
+    end = context.log.log_end_offset
+    out, _ = context.request(_fetch(2, leader.epoch, end, leader.epoch), 17)
+    replies = [r.response for r in out.replies if type(r.response).__name__ == "UpdateRaftVoterResponse"]
+    assert replies and replies[0].error_code == Errors.NONE
+    assert replies[0].current_leader.leader_epoch == leader.epoch
+
+
+def test_update_voter_needs_kraft_version_1() -> None:
+    context, leader = _leader(kraft_version=0)
+    _, response = context.request(_update(2, leader.epoch), 0)
+    assert response.error_code == Errors.INVALID_REQUEST

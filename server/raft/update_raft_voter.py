@@ -1,0 +1,99 @@
+"""UpdateRaftVoter (api key 82): a voter tells the leader its current listeners and supported
+kraft.version range (KIP-853).
+
+Version handled: 0. Mirrors ``KafkaRaftClient.handleUpdateVoterRequest`` and
+``internals/UpdateVoterHandler`` (Kafka 3.9; kraft-facts §2.4). The leader side only: kwire
+followers do not send it yet. Times out after ``controller.quorum.request.timeout.ms``.
+
+Steps, in order, each with the error it returns (CurrentLeader is always filled in, with the
+leader's endpoint on the default listener when known):
+
+1. ClusterId present and different -> INCONSISTENT_CLUSTER_ID.
+2. CurrentLeaderEpoch below the local epoch -> FENCED_LEADER_EPOCH; above ->
+   UNKNOWN_LEADER_EPOCH; not the leader -> NOT_LEADER_OR_FOLLOWER.
+3. VoterId < 0 or a zero VoterDirectoryId -> INVALID_REQUEST.
+4. Another voter change in progress -> REQUEST_TIMED_OUT.
+5. The high watermark of this epoch not known yet -> REQUEST_TIMED_OUT.
+6. kraft.version 0 -> INVALID_REQUEST (no update path for static quorums, KAFKA-16538).
+7. A VotersRecord not yet committed -> REQUEST_TIMED_OUT.
+8. KRaftVersionFeature not containing the finalized kraft.version, or min > max ->
+   INVALID_REQUEST.
+9. No listener named like the leader's default listener -> INVALID_REQUEST.
+10. (VoterId, VoterDirectoryId) not a voter -> VOTER_NOT_FOUND.
+11. A control batch with the updated VotersRecord is appended; NONE is answered when the high
+    watermark passes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from kwire.errors import Errors
+from messages.generated.update_raft_voter_request import UpdateRaftVoterRequest
+from messages.generated.update_raft_voter_response import CurrentLeader, UpdateRaftVoterResponse
+from server.raft.common import validate_leader_only
+from server.raft.roles import Leader, PendingVoterChange
+from server.raft.types import Endpoint, ReplicaKey, VoterNode
+
+if TYPE_CHECKING:
+    from server.raft.core import RaftCore
+    from server.raft.events import RequestReceived
+
+VERSIONS = (0, 0)
+
+
+def _factory(core: RaftCore) -> Callable[..., UpdateRaftVoterResponse]:
+    """A response builder that fills CurrentLeader from the core's state at answer time."""
+
+    def build(error: Errors, message: str | None = None) -> UpdateRaftVoterResponse:
+        leader = core.state.leader_id
+        current = CurrentLeader(leader_id=-1 if leader is None else leader, leader_epoch=core.epoch)
+        node = core.voters.get(leader) if leader is not None else None
+        endpoint = node.endpoint(core.default_listener) if node is not None else None
+        if endpoint is not None:
+            current.host = endpoint.host
+            current.port = endpoint.port
+        return UpdateRaftVoterResponse(error_code=error, current_leader=current)
+
+    return build
+
+
+def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> UpdateRaftVoterResponse | None:
+    request: UpdateRaftVoterRequest = event.request
+    response = _factory(core)
+    if not core.validate_cluster_id(request.cluster_id):
+        return response(Errors.INCONSISTENT_CLUSTER_ID)
+    error = validate_leader_only(core, request.current_leader_epoch)
+    if error != Errors.NONE:
+        return response(error)
+    state = core.state
+    assert isinstance(state, Leader)
+    key = ReplicaKey.of(request.voter_id, request.voter_directory_id)
+    if request.voter_id < 0 or key.directory_id is None:
+        return response(Errors.INVALID_REQUEST)
+    if state.pending_voter_change is not None or state.high_watermark is None:
+        return response(Errors.REQUEST_TIMED_OUT)
+    if core.kraft_version < 1:
+        return response(Errors.INVALID_REQUEST)
+    if core.uncommitted_voter_change():
+        return response(Errors.REQUEST_TIMED_OUT)
+    feature = request.kraft_version_feature
+    low, high = feature.min_supported_version, feature.max_supported_version
+    if low > high or not low <= core.kraft_version <= high:
+        return response(Errors.INVALID_REQUEST)
+    if not any(listener.name == core.default_listener for listener in request.listeners):
+        return response(Errors.INVALID_REQUEST)
+    endpoints = tuple(Endpoint(e.name, e.host, e.port) for e in request.listeners)
+    updated = core.voters.update_voter(VoterNode(key, endpoints, (low, high)))
+    if updated is None:
+        return response(Errors.VOTER_NOT_FOUND)
+    state.pending_voter_change = PendingVoterChange(
+        kind="update",
+        request_id=event.request_id,
+        response_factory=response,
+        deadline_ms=now_ms + core.config.request_timeout_ms,
+        new_voters=updated,
+    )
+    core.append_voters_record(updated, now_ms)
+    return None
