@@ -84,6 +84,7 @@ from server.raft.types import (
     QuorumConfig,
     ReplicaIdentity,
     ReplicaKey,
+    VoterNode,
     VoterSet,
 )
 from storage.records import iter_batches
@@ -638,12 +639,25 @@ class RaftCore:
                 self.identity.node_id, sorted(voters.ids), sorted(leader.granting)
             )
         ]
-        if self.kraft_version >= 1 and not self.voters_in_log:
-            messages.append(kraft_version_record(self.kraft_version))
-            messages.append(voters_record(voters))
+        if self.kraft_version >= 1:
+            updated = self._voters_with_current_local_entry(voters)
+            if not self.voters_in_log or updated != voters:
+                # the set came from the bootstrap checkpoint, or this leader's own endpoints
+                # or supported kraft.version range changed since it was written
+                messages.append(kraft_version_record(self.kraft_version))
+                messages.append(voters_record(updated))
         self.stage_append(
             build_control_batch(messages, base_offset=start, epoch=leader.epoch, timestamp_ms=now_ms)
         )
+
+    def _voters_with_current_local_entry(self, voters: VoterSet) -> VoterSet:
+        node = voters.get(self.identity.node_id)
+        if node is None or not self.identity.endpoints:
+            return voters
+        current = VoterNode(node.key, self.identity.endpoints, self.identity.supported_kraft_versions)
+        if current == node:
+            return voters
+        return voters.update_voter(current) or voters
 
     def _resign(self, now_ms: int) -> None:
         state = self.state

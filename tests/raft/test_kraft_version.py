@@ -108,3 +108,24 @@ def test_votes_check_directory_ids() -> None:
     request.topics[0].partitions[0].replica_directory_id = Uuid.from_longs(7, 7)
     _, response = context.request(request, 1)
     assert not response.topics[0].partitions[0].vote_granted
+
+
+def test_leader_refreshes_its_own_voter_entry_at_epoch_start() -> None:
+    log = MemoryRaftLog()
+    stale = VoterSet(
+        tuple(
+            VoterNode(ReplicaKey(i, DIRS[i]), (Endpoint("CONTROLLER", f"old{i}", 1000 + i),), (0, 1))
+            for i in (1, 2, 3)
+        )
+    )
+    log.append(build_control_batch([voters_record(stale)], base_offset=0, epoch=1, timestamp_ms=0))
+    log.flush()
+    context = _dynamic_context(log=log, election=ElectionState(1))
+    elect_local_leader(context)
+    last = list(iter_batches(context.log.read(0, 1 << 20)))[-1]
+    messages = [r.message for r in control_records_of(last)]
+    assert [type(m) for m in messages] == [LeaderChangeMessage, KRaftVersionRecord, VotersRecord]
+    me = context.core.voters.get(1)
+    assert me is not None and me.endpoints == (Endpoint("CONTROLLER", "host1", 9001),)
+    other = context.core.voters.get(2)
+    assert other is not None and other.endpoints == (Endpoint("CONTROLLER", "old2", 1002),)
