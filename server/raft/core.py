@@ -548,6 +548,8 @@ class RaftCore:
                 deadline = state.election_deadline_ms
             elif isinstance(state, (Prospective, Candidate)):
                 deadline = state.election_deadline_ms
+        if voted_key is None and epoch == state.epoch:
+            voted_key = state.election().voted_key  # at most one vote per epoch, ever
         self.transition(Unattached(epoch, deadline, voted_key))
 
     def transition_to_follower(self, epoch: int, leader_id: int, now_ms: int) -> None:

@@ -13,6 +13,7 @@ Invariants checked after every event (``Cluster.check_invariants``):
 * ``SingleLeader`` -- at most one leader per epoch, over every election state ever persisted
   and every live core;
 * ``MonotonicEpoch`` -- each node's persisted epoch never decreases;
+* ``OneVotePerEpoch`` -- no node ever persists votes for two replicas in one epoch;
 * ``MonotonicHighWatermark`` -- a node's high watermark never decreases while it is up;
 * ``ConsistentCommittedData`` -- every committed batch any node delivers is byte-identical to
   what every other node delivered at that offset, and each node delivers offsets in order;
@@ -36,6 +37,9 @@ from kwire.uuid import ZERO_UUID, Uuid
 from messages.generated.add_raft_voter_request import AddRaftVoterRequest, Listener
 from messages.generated.api_versions_request import ApiVersionsRequest
 from messages.generated.api_versions_response import ApiVersionsResponse, SupportedFeatureKey
+from messages.generated.describe_quorum_request import DescribeQuorumRequest
+from messages.generated.describe_quorum_request import PartitionData as DqPartition
+from messages.generated.describe_quorum_request import TopicData as DqTopic
 from messages.generated.remove_raft_voter_request import RemoveRaftVoterRequest
 from server.raft.control import voters_record
 from server.raft.core import RaftCore
@@ -97,6 +101,8 @@ class SimNode:
     """request id -> (requester, its correlation id, its incarnation, the id it sent to)"""
     persisted_epochs: list[int] = field(default_factory=list)
     values: list[bytes] = field(default_factory=list)
+    votes: dict[int, ReplicaKey] = field(default_factory=dict)
+    """epoch -> the one replica this node ever voted for in it (across restarts)"""
 
     @property
     def running(self) -> bool:
@@ -332,6 +338,13 @@ class Cluster:
     def persist(self, node: SimNode, election: ElectionState) -> None:
         if node.election is not None and election.epoch < node.election.epoch:
             self.fail(f"MonotonicEpoch: node {node.node_id} persisted epoch {election.epoch} after {node.election.epoch}")
+        if election.voted_key is not None:
+            earlier = node.votes.setdefault(election.epoch, election.voted_key)
+            if earlier != election.voted_key:
+                self.fail(
+                    f"OneVotePerEpoch: node {node.node_id} voted for {earlier} and "
+                    f"{election.voted_key} in epoch {election.epoch}"
+                )
         node.election = election
         node.persisted_epochs.append(election.epoch)
         if election.leader_id is not None:
@@ -564,6 +577,35 @@ class Cluster:
             if node.election is not None and core.persisted_election.epoch != node.election.epoch:
                 self.fail(f"MonotonicEpoch: node {node.node_id} runs epoch {core.epoch}, persisted {node.election.epoch}")
 
+    def check_describe_quorum(self) -> None:
+        """DescribeQuorum v2 on the leader agrees with the leader's own state."""
+        leader_id = self.leader()
+        if leader_id is None:
+            return
+        core = self.nodes[leader_id].core
+        assert core is not None
+        request = DescribeQuorumRequest(
+            topics=[DqTopic(topic_name="__cluster_metadata", partitions=[DqPartition(partition_index=0)])]
+        )
+        handle = self.admin_request(leader_id, request, version=2)
+        response = self.admin_responses.pop(handle)
+        response = type(response).decode(response.encode(2), 2)
+        part = response.topics[0].partitions[0]
+        state = core.state
+        assert isinstance(state, Leader)
+        expected_hwm = -1 if state.high_watermark is None else state.high_watermark
+        rows = {row.replica_id: row for row in part.current_voters}
+        if (
+            part.error_code != 0
+            or part.leader_id != leader_id
+            or part.leader_epoch != core.epoch
+            or part.high_watermark != expected_hwm
+            or set(rows) != set(core.voters.ids)
+            or {n.node_id for n in response.nodes} != set(core.voters.ids)
+            or (leader_id in rows and rows[leader_id].log_end_offset != core.log.log_end_offset)
+        ):
+            self.fail(f"DescribeQuorum disagrees with leader {leader_id}: {part}")
+
     def current_voter_ids(self) -> list[int]:
         """The voter set of the running node with the highest epoch (the static set if none)."""
         cores = [n.core for n in self.nodes.values() if n.core is not None]
@@ -677,6 +719,7 @@ def _run_reconfig(seed: int, rng: random.Random) -> RunStats:
             cluster.fail(f"could not remove voter {victim}")
     _liveness(cluster, "the voter changes", 5000)
     cluster.check_committed_on_majority()
+    cluster.check_describe_quorum()
     return RunStats(
         seed,
         "reconfig",
@@ -766,6 +809,7 @@ def run_scenario(seed: int, scenario: str | None = None) -> RunStats:
             cluster.restart(node_id)
         _liveness(cluster, "healing and restarting everything", 8000)
     cluster.check_committed_on_majority()
+    cluster.check_describe_quorum()
     return RunStats(
         seed,
         name,
