@@ -171,7 +171,8 @@ class RaftCore:
         self._persisted = election or ElectionState(0)
         self._pending_election: ElectionState | None = None
         self.state: EpochState = self._initial_state(self._persisted, now_ms)
-        if self.state.election() != self._persisted:
+        if election is None or self.state.election() != self._persisted:
+            # written at start-up like QuorumState.initialize's durable transition
             self._pending_election = self.state.election()
 
     # ------------------------------------------------------------------ public view
