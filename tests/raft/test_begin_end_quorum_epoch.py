@@ -119,3 +119,27 @@ def test_resigned_leader_sends_end_quorum_epoch_until_acknowledged() -> None:
     )
     context.respond(out, 2, ack)
     assert state.unacknowledged == {3}
+
+
+def test_end_quorum_epoch_errors() -> None:
+    context = make_context(election=ElectionState(4, 3, None))
+    _, response = context.request(_end_epoch(3, 3, [1]), 1)
+    assert response.topics[0].partitions[0].error_code == Errors.FENCED_LEADER_EPOCH
+    _, response = context.request(_end_epoch(-1, 4, [1]), 1)
+    assert response.topics[0].partitions[0].error_code == Errors.INVALID_REQUEST
+    bad = _end_epoch(3, 4, [1])
+    bad.cluster_id = "other"
+    _, response = context.request(bad, 1)
+    assert response.error_code == Errors.INCONSISTENT_CLUSTER_ID
+    bad = _end_epoch(3, 4, [1])
+    bad.topics[0].partitions[0].partition_index = 1
+    _, response = context.request(bad, 1)
+    assert response.error_code == Errors.INVALID_REQUEST
+    assert isinstance(context.core.state, Follower) and context.core.epoch == 4
+
+
+def test_end_quorum_epoch_from_a_later_epoch_is_learned() -> None:
+    context = make_context(election=ElectionState(2))
+    context.request(_end_epoch(3, 5, [2, 1]), 1)
+    state = context.core.state
+    assert isinstance(state, Follower) and (state.epoch, state.leader_id) == (5, 3)

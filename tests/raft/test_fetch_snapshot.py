@@ -175,3 +175,31 @@ def test_restart_loads_the_latest_snapshot_first() -> None:
     )
     out = core.step(context.now, Tick())
     assert out.load_snapshot == OffsetAndEpoch(4, 1)
+
+
+def test_fetch_snapshot_request_validation() -> None:
+    context, leader, _ = _leader_with_snapshot()
+    bad = _request(leader.epoch, (4, 1), 0)
+    bad.cluster_id = "other"
+    _, response = context.request(bad, 1)
+    assert response.error_code == Errors.INCONSISTENT_CLUSTER_ID
+    bad = _request(leader.epoch, (4, 1), 0)
+    bad.topics[0].name = "other"
+    _, response = context.request(bad, 1)
+    assert response.error_code == Errors.INVALID_REQUEST
+    _, response = context.request(_request(leader.epoch + 1, (4, 1), 0), 1)
+    assert response.topics[0].partitions[0].error_code == Errors.UNKNOWN_LEADER_EPOCH
+
+
+def test_follower_abandons_a_download_on_snapshot_not_found() -> None:
+    context = make_context(election=ElectionState(5, 2, None))
+    out = context.outboxes[-1]
+    response = _fetch_response(5, 2)
+    response.responses[0].partitions[0].snapshot_id.end_offset = 7
+    response.responses[0].partitions[0].snapshot_id.epoch = 3
+    out = context.respond(out, 2, response)
+    state = context.core.state
+    assert isinstance(state, Follower) and state.snapshot_download is not None
+    out = context.respond(out, 2, _snapshot_response(5, 2, (7, 3), 0, 0, b"", error=Errors.SNAPSHOT_NOT_FOUND))
+    assert state.snapshot_download is None
+    assert [type(s.request).__name__ for s in out.sends] == ["FetchRequest"]
