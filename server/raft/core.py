@@ -49,6 +49,7 @@ from server.raft.control import (
     voters_record,
 )
 from server.raft.events import (
+    UNSUPPORTED_VERSION,
     AppendResult,
     ClientAppend,
     CommittedBatch,
@@ -231,7 +232,10 @@ class RaftCore:
             self._handle_response(now_ms, event)
         elif isinstance(event, RequestFailed):
             if event.correlation_id in self._in_flight:
+                flight = self._in_flight[event.correlation_id]
                 self._request_failed(now_ms, event.correlation_id)
+                if event.reason == UNSUPPORTED_VERSION and flight.api == "Vote":
+                    vote.pre_vote_unsupported(self, now_ms)
         elif isinstance(event, ClientAppend):
             self._client_append(now_ms, event)
         elif isinstance(event, Resign):

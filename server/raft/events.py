@@ -34,11 +34,18 @@ class ResponseReceived:
 
 @dataclass(frozen=True, slots=True)
 class RequestFailed:
-    """An outbound request timed out, could not be sent, or its connection broke."""
+    """An outbound request timed out, could not be sent, or its connection broke.
+
+    ``reason`` is free text, except :data:`UNSUPPORTED_VERSION`: the peer does not support a
+    version able to carry the request (e.g. a pre-vote to a Kafka 3.9 voter, whose Vote stops
+    at v1), as Kafka's NetworkClient reports it."""
 
     correlation_id: int
     source_id: int
     reason: str = "timeout"
+
+
+UNSUPPORTED_VERSION = "unsupported_version"
 
 
 @dataclass(frozen=True, slots=True)

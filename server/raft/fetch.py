@@ -1,8 +1,9 @@
 """Fetch (api key 1) on ``__cluster_metadata``-0: log replication and the high watermark.
 
-Versions handled: 4-17 as a leader (topic by TopicId from v13, by name before; the replica id
+Versions handled: 4-18 as a leader (topic by TopicId from v13, by name before; the replica id
 from ReplicaState at v15+, from ReplicaId before; ReplicaDirectoryId from v17; NodeEndpoints in
-the response at v17). The follower side builds the request without a version: the driver
+the response from v17; the v18 request HighWatermark of KIP-1166 is accepted but not used to
+wake parked fetches early). The follower side builds the request without a version: the driver
 encodes it at the negotiated version and, below v15, moves ``replica_state.replica_id`` into
 ``replica_id`` (``FetchRequest.SimpleBuilder``). Mirrors ``KafkaRaftClient.handleFetchRequest``
 / ``tryCompleteFetchRequest`` / ``handleFetchResponse`` (kraft-facts §2.4, §6.3, §6.5, §6.6).
@@ -77,7 +78,7 @@ if TYPE_CHECKING:
     from server.raft.core import RaftCore
     from server.raft.events import RequestReceived
 
-VERSIONS = (4, 17)
+VERSIONS = (4, 18)
 BOOTSTRAP_SNAPSHOT_ID = OffsetAndEpoch(0, 0)
 
 

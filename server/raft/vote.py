@@ -22,8 +22,10 @@ Request steps, each with the error it returns:
    goes into the Outbox, which makes it durable before this response leaves. Response: NONE,
    the known leader (or -1), the local epoch, VoteGranted, and (v1+) the leader's endpoint.
 
-Response handling: a later epoch or a leader named in the response -> ``maybe_transition``;
-otherwise a grant or a rejection is recorded for the Prospective / Candidate that asked.
+Response handling: UNSUPPORTED_VERSION (or a request that failed for that reason) while
+Prospective -> Candidate at once, since part of the quorum cannot pre-vote; a later epoch or a
+leader named in the response -> ``maybe_transition``; otherwise a grant or a rejection is
+recorded for the Prospective / Candidate that asked.
 """
 
 from __future__ import annotations
@@ -147,7 +149,17 @@ def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> VoteR
     return _response(core, event.listener, version, Errors.NONE, granted)
 
 
+def pre_vote_unsupported(core: RaftCore, now_ms: int) -> None:
+    """A voter cannot take a v2 (pre-)vote: the quorum does not fully support KIP-996, so a
+    Prospective becomes a Candidate at once (Kafka 4.0 ``handleVoteResponse``)."""
+    if isinstance(core.state, Prospective):
+        core.become_candidate(now_ms)
+
+
 def handle_response(core: RaftCore, now_ms: int, source_id: int, response: VoteResponse) -> None:
+    if response.error_code == Errors.UNSUPPORTED_VERSION:
+        pre_vote_unsupported(core, now_ms)
+        return
     if response.error_code != Errors.NONE:
         core.backoff(source_id, now_ms)
         return

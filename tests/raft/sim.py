@@ -41,9 +41,11 @@ from messages.generated.describe_quorum_request import DescribeQuorumRequest
 from messages.generated.describe_quorum_request import PartitionData as DqPartition
 from messages.generated.describe_quorum_request import TopicData as DqTopic
 from messages.generated.remove_raft_voter_request import RemoveRaftVoterRequest
+from messages.generated.vote_request import VoteRequest
 from server.raft.control import voters_record
 from server.raft.core import RaftCore
 from server.raft.events import (
+    UNSUPPORTED_VERSION,
     ClientAppend,
     Event,
     FlushCompleted,
@@ -153,6 +155,8 @@ class Cluster:
         self.nodes = {i: SimNode(i, log_factory()) for i in self.voter_ids + self.observer_ids}
         self.bootstrap_map = {-2 - index: voter for index, voter in enumerate(self.voter_ids)}
         self.wire = wire
+        self.vote_v1_nodes: set[int] = set()
+        """Voters that, like Kafka 3.9, do not support Vote v2 (pre-vote)."""
         self.observers_bootstrap = observers_bootstrap
         self.queue: list[tuple[int, int, str, Any]] = []
         self.sequence = 0
@@ -223,10 +227,10 @@ class Cluster:
                 return
             self.step(dst, ResponseReceived(correlation, src, response))
         elif kind == "request_failed":
-            node_id, incarnation, peer, correlation = payload
+            node_id, incarnation, peer, correlation, reason = payload
             node = self.nodes[node_id]
             if node.running and node.incarnation == incarnation:
-                self.step(node_id, RequestFailed(correlation, peer, "disconnected"))
+                self.step(node_id, RequestFailed(correlation, peer, reason))
         elif kind == "flush":
             node_id, incarnation, token = payload
             node = self.nodes[node_id]
@@ -366,6 +370,10 @@ class Cluster:
         dst = self.bootstrap_map.get(named, named)
         if dst not in self.nodes or not self.reachable(node.node_id, dst):
             return
+        if dst in self.vote_v1_nodes and isinstance(request, VoteRequest) and request.topics[0].partitions[0].pre_vote:
+            # a Kafka 3.9 voter: Vote stops at v1, a pre-vote cannot be sent to it
+            self.fail_connection(node.node_id, node.incarnation, named, correlation, UNSUPPORTED_VERSION)
+            return
         if self.wire:
             request = self.over_the_wire(request)
         if self.drop_rate and self.rng.random() < self.drop_rate:
@@ -400,13 +408,15 @@ class Cluster:
         version = API_VERSIONS[name]
         return type(message).decode(message.encode(version), version)
 
-    def fail_connection(self, requester: int, incarnation: int, peer: int, correlation: int) -> None:
+    def fail_connection(
+        self, requester: int, incarnation: int, peer: int, correlation: int, reason: str = "disconnected"
+    ) -> None:
         """A lost message breaks the connection, as over TCP: the requester learns it soon
         (a link cut by a partition, by contrast, is a silent black hole)."""
         self.schedule(
             self.now + self.rng.randint(1, 30),
             "request_failed",
-            (requester, incarnation, peer, correlation),
+            (requester, incarnation, peer, correlation, reason),
         )
 
     def admin_request(self, node_id: int, request: Any, version: int = 0) -> int:
@@ -765,6 +775,8 @@ def run_scenario(seed: int, scenario: str | None = None) -> RunStats:
         kraft_version=kraft_version,
         snapshot_every=rng.choice((0, 0, 10, 25)),
     )
+    if pre_vote and voters > 1 and rng.random() < 0.2:
+        cluster.vote_v1_nodes = {rng.choice(cluster.voter_ids)}
     if name == "steady":
         _liveness(cluster, "start", 4000)
     elif name == "leader_crash":
