@@ -78,6 +78,7 @@ from server.raft.roles import (
 from server.raft.types import (
     CHECK_QUORUM_TIMEOUT_FACTOR,
     ELECTION_BACKOFF_BASE_MS,
+    MAX_FETCH_SIZE_BYTES,
     ElectionState,
     Endpoint,
     LeaderAndEpoch,
@@ -158,7 +159,7 @@ class RaftCore:
             self._read_snapshot_control(latest, log.read_snapshot(latest, 0, size))
             self._pending_load_snapshot = latest
             self._delivered_offset = max(self._delivered_offset, latest.offset)
-        self._scan_control_records(log.read(log.log_start_offset, 1 << 62))
+        self._scan_whole_log()
         self._out = Outbox()
         self._now = now_ms
         self._staged_end: int | None = None
@@ -396,9 +397,19 @@ class RaftCore:
 
     # ------------------------------------------------------------------ control records
 
-    def _scan_control_records(self, data: bytes) -> None:
-        for batch in iter_batches(data):
-            self._scan_control_batch(batch)
+    def _scan_whole_log(self) -> None:
+        """Read the voter set and kraft.version history from the log, a chunk at a time."""
+        offset = self.log.log_start_offset
+        while offset < self.log.log_end_offset:
+            progressed = False
+            for batch in iter_batches(self.log.read(offset, MAX_FETCH_SIZE_BYTES)):
+                if batch.last_offset < offset:
+                    continue
+                self._scan_control_batch(batch)
+                offset = batch.last_offset + 1
+                progressed = True
+            if not progressed:
+                return
 
     def _scan_control_batch(self, batch: Any) -> None:
         if not batch.is_control:
@@ -982,21 +993,22 @@ class RaftCore:
         if self._out.install_snapshot is not None:
             return  # the log is about to be replaced: deliver from the next step on
         limit = min(self._high_watermark, self.log.log_end_offset)
-        if self._delivered_offset >= limit:
-            return
-        data = self.log.read(self._delivered_offset, 1 << 62)
-        for batch in iter_batches(data):
-            last = batch.last_offset
-            if last >= limit:
-                break
-            if last < self._delivered_offset:
-                continue
-            self._out.committed.append(
-                CommittedBatch(
-                    batch.base_offset, last, batch.partition_leader_epoch, batch.is_control, batch.to_bytes()
+        while self._delivered_offset < limit:
+            before = self._delivered_offset
+            for batch in iter_batches(self.log.read(before, MAX_FETCH_SIZE_BYTES)):
+                last = batch.last_offset
+                if last >= limit:
+                    return
+                if last < self._delivered_offset:
+                    continue
+                self._out.committed.append(
+                    CommittedBatch(
+                        batch.base_offset, last, batch.partition_leader_epoch, batch.is_control, batch.to_bytes()
+                    )
                 )
-            )
-            self._delivered_offset = last + 1
+                self._delivered_offset = last + 1
+            if self._delivered_offset == before:
+                return  # nothing readable there (e.g. below the log start): wait
 
     # ------------------------------------------------------------------ helpers for handlers
 
