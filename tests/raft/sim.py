@@ -2,8 +2,10 @@
 ``RaftEventSimulationTest``, reliability-plan §1.1 and §6.1).
 
 Everything runs on one virtual clock from one seeded ``random.Random``: an event queue ordered
-by (time, sequence), an in-memory router with per-message loss, latency jitter and directed
-link cuts (partitions), ``MemoryRaftLog``s whose unflushed batches a crash loses, quorum-state
+by (time, sequence), an in-memory router with per-message loss (seen by the requester as a
+broken connection, as over TCP), latency jitter, late duplicates of requests, directed link
+cuts (silent partitions) and voters without Vote v2 (Kafka 3.9, no pre-vote),
+``MemoryRaftLog``s whose unflushed batches a crash loses, quorum-state
 that is durable as soon as the Outbox is applied, and restarts that rebuild the core from the
 log and the persisted election state. The driver applies each Outbox in the order its
 docstring prescribes.
@@ -155,6 +157,7 @@ class Cluster:
         self.nodes = {i: SimNode(i, log_factory()) for i in self.voter_ids + self.observer_ids}
         self.bootstrap_map = {-2 - index: voter for index, voter in enumerate(self.voter_ids)}
         self.wire = wire
+        self.duplicate_rate = 0.0
         self.vote_v1_nodes: set[int] = set()
         """Voters that, like Kafka 3.9, do not support Vote v2 (pre-vote)."""
         self.observers_bootstrap = observers_bootstrap
@@ -384,6 +387,13 @@ class Cluster:
             "deliver_request",
             (node.node_id, dst, node.incarnation, correlation, request, named),
         )
+        if self.duplicate_rate and self.rng.random() < self.duplicate_rate:
+            # a stale copy arrives much later (after newer traffic): it must be harmless
+            self.schedule(
+                self.now + self.rng.randint(5, 2000),
+                "deliver_request",
+                (node.node_id, dst, node.incarnation, correlation, request, named),
+            )
 
     def route_response(
         self, src: int, dst: int, dst_incarnation: int, correlation: int, response: Any, named: int
@@ -777,6 +787,8 @@ def run_scenario(seed: int, scenario: str | None = None) -> RunStats:
     )
     if pre_vote and voters > 1 and rng.random() < 0.2:
         cluster.vote_v1_nodes = {rng.choice(cluster.voter_ids)}
+    if name == "chaos":
+        cluster.duplicate_rate = rng.choice((0.0, 0.02, 0.05))
     if name == "steady":
         _liveness(cluster, "start", 4000)
     elif name == "leader_crash":
@@ -817,6 +829,7 @@ def run_scenario(seed: int, scenario: str | None = None) -> RunStats:
         cluster.run_until(12000)
         cluster.heal()
         cluster.drop_rate = 0.0
+        cluster.duplicate_rate = 0.0
         for node_id in cluster.nodes:
             cluster.restart(node_id)
         _liveness(cluster, "healing and restarting everything", 8000)
