@@ -6,15 +6,22 @@ clock: time comes in as ``now_ms``, randomness from the injected ``random.Random
 effect goes out in the :class:`~server.raft.events.Outbox`, whose docstring is the ordering
 contract the driver follows. It mirrors ``KafkaRaftClient`` + ``QuorumState``; the handling of
 each RPC lives in its own module (``vote``, ``begin_quorum_epoch``, ``end_quorum_epoch``,
-``fetch``, ``describe_quorum``).
+``fetch``, ``fetch_snapshot``, ``describe_quorum``, ``add_raft_voter``, ``remove_raft_voter``,
+``update_raft_voter``).
 
-Known differences from Kafka, by design of this first version:
+Known differences from Kafka, by design of this version:
 
 * appends are not lingered (``append.linger.ms``): each ``ClientAppend`` is one batch at once;
 * a follower sends its next Fetch only after the previous records are flushed (Kafka fsyncs
   synchronously inside ``appendAsFollower``), and the leader counts only its *flushed* end
-  offset toward the high watermark (Kafka counts its log end offset);
-* in-flight requests are timed out by the core itself after ``request.timeout.ms``.
+  offset toward the high watermark (Kafka counts its log end offset before the fsync);
+* parked fetches are woken when the log end offset the driver applied passes their offset, so
+  followers see new records after the step that appended them (Kafka: right after the append);
+* in-flight requests are timed out by the core itself after ``request.timeout.ms`` (a driver
+  may report failures earlier with ``RequestFailed``);
+* not implemented: followers sending UpdateRaftVoter, controller auto-join, kraft.version
+  upgrades (UpdateFeatures), KIP-1166 early completion of parked fetches, a shutting-down state
+  answering BROKER_NOT_AVAILABLE (``Resign`` is the graceful hand-over).
 """
 
 from __future__ import annotations
