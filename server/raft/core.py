@@ -548,7 +548,10 @@ class RaftCore:
                 )
             for parked in old.parked:
                 self._out.replies.append(
-                    Reply(parked.request_id, fetch.not_leader_response(self, parked.request))
+                    Reply(
+                        parked.request_id,
+                        fetch.not_leader_response(self, parked.api_version, parked.listener),
+                    )
                 )
             old.parked.clear()
         self.state = new

@@ -168,8 +168,9 @@ def _response(
     return FetchResponse(responses=[topic], node_endpoints=endpoints)
 
 
-def not_leader_response(core: RaftCore, request: Any, version: int = 17) -> FetchResponse:
-    return _response(core, version, "CONTROLLER", Errors.NOT_LEADER_OR_FOLLOWER)
+def not_leader_response(core: RaftCore, version: int, listener: str) -> FetchResponse:
+    """The answer to a parked fetch when this replica stops leading."""
+    return _response(core, version, listener, Errors.NOT_LEADER_OR_FOLLOWER)
 
 
 def validate_offset_and_epoch(core: RaftCore, fetch_offset: int, last_fetched_epoch: int) -> tuple[str, OffsetAndEpoch | None]:
