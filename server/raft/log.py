@@ -63,7 +63,11 @@ class RaftLog(Protocol):
         """The newest frozen snapshot, the bootstrap (0, 0) checkpoint included."""
         ...
 
-    def earliest_snapshot_id(self) -> OffsetAndEpoch | None: ...
+    def earliest_snapshot_id(self) -> OffsetAndEpoch | None:
+        """The oldest frozen snapshot. Contract: when the log start offset is above 0 it is the
+        earliest snapshot's end offset, and no snapshot ends below the log start (else a
+        follower at the log start would be sent that older snapshot again and again)."""
+        ...
 
     def snapshot_size(self, snapshot_id: OffsetAndEpoch) -> int | None:
         """Bytes in that frozen snapshot, None if there is none."""
@@ -287,7 +291,9 @@ class MemoryRaftLog:
             raise LogInvariantError(
                 f"installing snapshot {snapshot_id} below the high watermark {self._hwm}"
             )
-        self._snapshots[snapshot_id] = bytes(data)
+        # older snapshots go with the log they covered: the earliest snapshot is at the log
+        # start (RaftEventSimulationTest's SnapshotAtLogStart)
+        self._snapshots = {snapshot_id: bytes(data)}
         self._batches = []
         self._start_offset = snapshot_id.offset
         self._flushed = snapshot_id.offset

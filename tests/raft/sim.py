@@ -19,6 +19,8 @@ Invariants checked after every event (``Cluster.check_invariants``):
 * ``MonotonicHighWatermark`` -- a node's high watermark never decreases while it is up;
 * ``ConsistentCommittedData`` -- every committed batch any node delivers is byte-identical to
   what every other node delivered at that offset, and each node delivers offsets in order;
+* ``SnapshotAtLogStart`` -- a log that starts after 0 starts at its earliest snapshot, and no
+  snapshot lies below the log start;
 * ``LeaderCompleteness`` -- a node that becomes leader holds every batch committed so far
   (so committed data is never lost), and committed data is on a majority of durable logs.
 
@@ -594,6 +596,10 @@ class Cluster:
                     if other is not None and isinstance(other.state, Leader) and other.epoch == core.epoch:
                         self.fail(f"SingleLeader: {other_id} and {node.node_id} both lead epoch {core.epoch}")
                     self.live_leaders[core.epoch] = node.node_id
+            earliest = node.log.earliest_snapshot_id()
+            start = node.log.log_start_offset
+            if (earliest is not None and earliest.offset < start) or (start > 0 and earliest is None):
+                self.fail(f"SnapshotAtLogStart: node {node.node_id} starts at {start}, earliest snapshot {earliest}")
             if node.election is not None and core.persisted_election.epoch != node.election.epoch:
                 self.fail(f"MonotonicEpoch: node {node.node_id} runs epoch {core.epoch}, persisted {node.election.epoch}")
 
