@@ -178,6 +178,9 @@ def validate_offset_and_epoch(core: RaftCore, fetch_offset: int, last_fetched_ep
     log = core.log
     latest = log.latest_snapshot_id()
     earliest = log.earliest_snapshot_id()
+    if latest is not None and latest.offset == log.log_start_offset:
+        # the snapshot the log starts at, even if an older one was not cleaned up yet
+        earliest = latest
     if fetch_offset == 0 and latest is not None and latest != BOOTSTRAP_SNAPSHOT_ID:
         return ("snapshot", latest)
     if log.log_start_offset == 0 and fetch_offset == 0:

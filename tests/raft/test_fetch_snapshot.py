@@ -203,3 +203,14 @@ def test_follower_abandons_a_download_on_snapshot_not_found() -> None:
     out = context.respond(out, 2, _snapshot_response(5, 2, (7, 3), 0, 0, b"", error=Errors.SNAPSHOT_NOT_FOUND))
     assert state.snapshot_download is None
     assert [type(s.request).__name__ for s in out.sends] == ["FetchRequest"]
+
+
+def test_a_follower_at_the_snapshot_the_log_starts_at_is_valid_even_with_older_snapshots() -> None:
+    """Regression (simulation seed 12373): an older snapshot left below the log start must not
+    make the leader send the follower the same snapshot forever."""
+    context, leader, _ = _leader_with_snapshot()  # log start 4, snapshot (4, 1)
+    log = context.log
+    log._snapshots[OffsetAndEpoch(2, 0)] = _snapshot_bytes(2, 0, [b"v0", b"v1"])  # not cleaned up
+    _, response = context.request(fetch_request(2, leader.epoch, 4, 1), 17)
+    part = response.responses[0].partitions[0]
+    assert part.snapshot_id.end_offset == -1 and part.diverging_epoch.epoch == -1
