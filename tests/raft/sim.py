@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -158,7 +159,8 @@ class Cluster:
             self.voter_set = VoterSet.static({i: (f"node{i}", 9000 + i) for i in self.voter_ids})
         self.nodes = {i: SimNode(i, log_factory()) for i in self.voter_ids + self.observer_ids}
         self.bootstrap_map = {-2 - index: voter for index, voter in enumerate(self.voter_ids)}
-        self.wire = wire
+        self.wire = wire or os.environ.get("KWIRE_SIM_WIRE") == "1"
+        """Encode and decode every message (also forced on by KWIRE_SIM_WIRE=1)."""
         self.duplicate_rate = 0.0
         self.vote_v1_nodes: set[int] = set()
         """Voters that, like Kafka 3.9, do not support Vote v2 (pre-vote)."""

@@ -1,8 +1,10 @@
 """Seeded whole-quorum simulations (``tests/raft/sim.py``) with invariants after every event.
 
 ``KWIRE_SIM_SEEDS`` (default 500) sets how many seeds the normal run covers, ``KWIRE_SIM_FIRST``
-the first one (default 0), ``KWIRE_SIM_WORKERS`` the processes used (default 2). A failure
-prints the command that replays its seed alone::
+the first one (default 0), ``KWIRE_SIM_WORKERS`` the processes used (default 2);
+``KWIRE_SIM_WIRE=1`` makes the router encode and decode every message at its API version. A
+nightly run: ``KWIRE_SIM_FIRST=10000 KWIRE_SIM_SEEDS=10000 pytest tests/raft/test_simulation.py
+-k seeds``. A failure prints the command that replays its seed alone::
 
     KWIRE_SIM_SEED=1234 pytest tests/raft/test_simulation.py -k replay
 """
