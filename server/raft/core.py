@@ -19,9 +19,9 @@ Known differences from Kafka, by design of this version:
   followers see new records after the step that appended them (Kafka: right after the append);
 * in-flight requests are timed out by the core itself after ``request.timeout.ms`` (a driver
   may report failures earlier with ``RequestFailed``);
-* not implemented: followers sending UpdateRaftVoter, controller auto-join, kraft.version
-  upgrades (UpdateFeatures), KIP-1166 early completion of parked fetches, a shutting-down state
-  answering BROKER_NOT_AVAILABLE (``Resign`` is the graceful hand-over).
+* not implemented: controller auto-join, kraft.version upgrades (UpdateFeatures), KIP-1166
+  early completion of parked fetches, a shutting-down state answering BROKER_NOT_AVAILABLE
+  (``Resign`` is the graceful hand-over).
 """
 
 from __future__ import annotations
@@ -678,6 +678,14 @@ class RaftCore:
             build_control_batch(messages, base_offset=start, epoch=leader.epoch, timestamp_ms=now_ms)
         )
 
+    def local_voter_entry_is_stale(self) -> bool:
+        """kraft.version >= 1 and this voter's listeners or supported kraft.version range differ
+        from its entry in the voter set (``FollowerState`` / ``shouldSendUpdateVoteRequest``)."""
+        if self.kraft_version < 1 or not self.is_voter:
+            return False
+        voters = self.voters
+        return self._voters_with_current_local_entry(voters) != voters
+
     def _voters_with_current_local_entry(self, voters: VoterSet) -> VoterSet:
         node = voters.get(self.identity.node_id)
         if node is None or not self.identity.endpoints:
@@ -791,6 +799,8 @@ class RaftCore:
             fetch.handle_response(self, now_ms, event.source_id, event.response)
         elif name == "FetchSnapshotResponse":
             fetch_snapshot.handle_response(self, now_ms, event.source_id, event.response)
+        elif name == "UpdateRaftVoterResponse":
+            update_raft_voter.handle_response(self, now_ms, event.source_id, event.response)
         elif name == "ApiVersionsResponse":
             add_raft_voter.handle_api_versions(self, now_ms, event.correlation_id, event.response)
         else:
@@ -909,6 +919,16 @@ class RaftCore:
         if self.log.flushed_offset < self.log.log_end_offset:
             return  # the fetch offset counts toward the HWM: only flushed data may be reported
         state = self.state
+        if (
+            isinstance(state, Follower)
+            and state.has_fetched
+            and now_ms >= state.update_voter_due_ms
+            and self.local_voter_entry_is_stale()
+        ):
+            # in place of this Fetch, as Kafka's pollFollowerAsVoter does
+            state.update_voter_due_ms = now_ms + 3 * self.config.fetch_timeout_ms
+            self.send(now_ms, destination_id, "UpdateRaftVoter", update_raft_voter.build_request(self))
+            return
         if isinstance(state, Follower) and state.snapshot_download is not None:
             self.send(
                 now_ms,

@@ -347,6 +347,8 @@ class Follower(EpochState):
         self.has_fetched = False
         self.backoff_until_ms: int | None = None
         self.snapshot_download: SnapshotDownload | None = None
+        self.update_voter_due_ms = 0
+        """When this voter may next send UpdateRaftVoter (every 3 x fetch.timeout.ms)."""
 
     def election(self) -> ElectionState:
         return ElectionState(self.epoch, self._leader_id, self.voted_key)

@@ -2,8 +2,8 @@
 kraft.version range (KIP-853).
 
 Version handled: 0. Mirrors ``KafkaRaftClient.handleUpdateVoterRequest`` and
-``internals/UpdateVoterHandler`` (Kafka 3.9; kraft-facts §2.4). The leader side only: kwire
-followers do not send it yet. Times out after ``controller.quorum.request.timeout.ms``.
+``internals/UpdateVoterHandler`` (Kafka 3.9; kraft-facts §2.4). Followers send it (``build_request``) when
+their own entry in the voter set is stale; ``handle_response`` treats the answer. Times out after ``controller.quorum.request.timeout.ms``.
 
 Steps, in order, each with the error it returns (CurrentLeader is always filled in, with the
 leader's endpoint on the default listener when known):
@@ -20,8 +20,9 @@ leader's endpoint on the default listener when known):
    INVALID_REQUEST.
 9. No listener named like the leader's default listener -> INVALID_REQUEST.
 10. (VoterId, VoterDirectoryId) not a voter -> VOTER_NOT_FOUND.
-11. A control batch with the updated VotersRecord is appended; NONE is answered when the high
-    watermark passes it.
+11. A control batch with the updated VotersRecord is appended and NONE is answered at once,
+    without waiting for the record to commit (the voter that asked must keep fetching for it
+    to commit; ``UpdateVoterHandler.storeUpdatedVoters``).
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kwire.errors import Errors
+from messages.generated.update_raft_voter_request import KRaftVersionFeature as UpdateFeature
+from messages.generated.update_raft_voter_request import Listener as UpdateListener
 from messages.generated.update_raft_voter_request import UpdateRaftVoterRequest
 from messages.generated.update_raft_voter_response import CurrentLeader, UpdateRaftVoterResponse
 from server.raft.common import validate_leader_only
-from server.raft.roles import Leader, PendingVoterChange
+from server.raft.roles import Follower, Leader
 from server.raft.types import Endpoint, ReplicaKey, VoterNode
 
 if TYPE_CHECKING:
@@ -88,12 +91,36 @@ def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> Updat
     updated = core.voters.update_voter(VoterNode(key, endpoints, (low, high)))
     if updated is None:
         return response(Errors.VOTER_NOT_FOUND)
-    state.pending_voter_change = PendingVoterChange(
-        kind="update",
-        request_id=event.request_id,
-        response_factory=response,
-        deadline_ms=now_ms + core.config.request_timeout_ms,
-        new_voters=updated,
-    )
     core.append_voters_record(updated, now_ms)
-    return None
+    # "Reply immediately and don't wait for the change to commit" (UpdateVoterHandler): the
+    # voter that asked must go on fetching for the record to commit at all
+    return response(Errors.NONE)
+
+
+def build_request(core: RaftCore) -> UpdateRaftVoterRequest:
+    """A follower voter's current listeners and supported kraft.version range
+    (``KafkaRaftClient.buildUpdateVoterRequest``)."""
+    identity = core.identity
+    return UpdateRaftVoterRequest(
+        cluster_id=identity.cluster_id,
+        current_leader_epoch=core.epoch,
+        voter_id=identity.node_id,
+        voter_directory_id=identity.directory_id,
+        listeners=[UpdateListener(name=e.name, host=e.host, port=e.port) for e in identity.endpoints],
+        kraft_version_feature=UpdateFeature(
+            min_supported_version=identity.supported_kraft_versions[0],
+            max_supported_version=identity.supported_kraft_versions[1],
+        ),
+    )
+
+
+def handle_response(core: RaftCore, now_ms: int, source_id: int, message: UpdateRaftVoterResponse) -> None:
+    """A later epoch named in CurrentLeader moves this replica on; an error waits for the next
+    period (``3 x fetch.timeout.ms``); NONE needs nothing: the VotersRecord will replicate."""
+    current = message.current_leader
+    if current.leader_epoch >= 0:
+        leader = current.leader_id if current.leader_id >= 0 else None
+        if core.maybe_transition(leader, current.leader_epoch, now_ms):
+            return
+    if message.error_code != Errors.NONE and isinstance(core.state, Follower):
+        core.backoff(source_id, now_ms)

@@ -85,6 +85,7 @@ API_VERSIONS = {
     "FetchRequest": 17,
     "DescribeQuorumRequest": 2,
     "FetchSnapshotRequest": 1,
+    "UpdateRaftVoterRequest": 0,
     "ApiVersionsRequest": 3,
 }
 
@@ -159,6 +160,8 @@ class Cluster:
             self.voter_set = VoterSet.static({i: (f"node{i}", 9000 + i) for i in self.voter_ids})
         self.nodes = {i: SimNode(i, log_factory()) for i in self.voter_ids + self.observer_ids}
         self.bootstrap_map = {-2 - index: voter for index, voter in enumerate(self.voter_ids)}
+        self.port_bump: dict[int, int] = {}
+        """Listener port changes a restarted node comes back with (KIP-853 UpdateRaftVoter)."""
         self.wire = wire or os.environ.get("KWIRE_SIM_WIRE") == "1"
         """Encode and decode every message (also forced on by KWIRE_SIM_WIRE=1)."""
         self.duplicate_rate = 0.0
@@ -263,7 +266,7 @@ class Cluster:
                 node_id,
                 directory_id=self.directory_ids[node_id],
                 cluster_id="sim-cluster",
-                endpoints=(Endpoint("CONTROLLER", f"node{node_id}", 9000 + node_id),),
+                endpoints=(Endpoint("CONTROLLER", f"node{node_id}", self.port_of(node_id)),),
             ),
             log=node.log,
             voters=VoterSet(()) if bootstrap_only else self.voter_set,
@@ -282,6 +285,9 @@ class Cluster:
         node.delivered_next = node.log.log_start_offset
         node.values = []
         self.step(node_id, Tick())
+
+    def port_of(self, node_id: int) -> int:
+        return 9000 + node_id + self.port_bump.get(node_id, 0)
 
     def crash(self, node_id: int) -> None:
         node = self.nodes[node_id]
@@ -734,6 +740,15 @@ def _run_reconfig(seed: int, rng: random.Random) -> RunStats:
             cluster.crash(victim)
             cluster.run_until(cluster.now + rng.randint(100, 2000))
             cluster.restart(victim)
+    moved = None
+    if rng.random() < 0.5:
+        # a voter restarts listening on another port: it must tell the leader (UpdateRaftVoter)
+        moved = rng.choice(cluster.current_voter_ids())
+        cluster.crash(moved)
+        cluster.port_bump[moved] = 100
+        cluster.run_until(cluster.now + rng.randint(50, 500))
+        cluster.restart(moved)
+        cluster.run_until(cluster.now + 4000)
     voters = cluster.current_voter_ids()
     if len(voters) > 1:
         victim = rng.choice(voters)
@@ -746,6 +761,16 @@ def _run_reconfig(seed: int, rng: random.Random) -> RunStats:
         if not _voter_change(cluster, remove):
             cluster.fail(f"could not remove voter {victim}")
     _liveness(cluster, "the voter changes", 5000)
+    if moved is not None:
+        # an UpdateRaftVoter refused while another change was pending is retried only after
+        # 3 x fetch.timeout.ms (Kafka's update-voter period)
+        cluster.run_until(cluster.now + 3 * cluster.config.fetch_timeout_ms + 1000)
+    leader = _await_leader(cluster, 10_000)
+    leader_core = cluster.nodes[leader].core
+    assert leader_core is not None
+    entry = leader_core.voters.get(moved) if moved is not None else None
+    if entry is not None and entry.endpoints[0].port != cluster.port_of(moved):  # type: ignore[arg-type]
+        cluster.fail(f"voter {moved} moved to port {cluster.port_of(moved)}, the voter set says {entry}")  # type: ignore[arg-type]
     cluster.check_committed_on_majority()
     cluster.check_describe_quorum()
     return RunStats(

@@ -199,17 +199,47 @@ def test_update_voter() -> None:
     assert response.error_code == Errors.INVALID_REQUEST
     _, response = context.request(_update(4, leader.epoch), 0)
     assert response.error_code == Errors.VOTER_NOT_FOUND
+    before = context.log.log_end_offset
     out, response = context.request(_update(2, leader.epoch), 0)
-    assert response is None
+    # answered at once: the voter that asked must keep fetching for the record to commit
+    assert response.error_code == Errors.NONE
+    assert response.current_leader.leader_epoch == leader.epoch
+    assert context.log.log_end_offset == before + 1
     assert context.core.voters.get(2).endpoints == (Endpoint("CONTROLLER", "new-host", 9999),)  # type: ignore[union-attr]
-    end = context.log.log_end_offset
-    out, _ = context.request(_fetch(2, leader.epoch, end, leader.epoch), 17)
-    replies = [r.response for r in out.replies if type(r.response).__name__ == "UpdateRaftVoterResponse"]
-    assert replies and replies[0].error_code == Errors.NONE
-    assert replies[0].current_leader.leader_epoch == leader.epoch
+    assert context.core.uncommitted_voter_change()
 
 
 def test_update_voter_needs_kraft_version_1() -> None:
     context, leader = _leader(kraft_version=0)
     _, response = context.request(_update(2, leader.epoch), 0)
     assert response.error_code == Errors.INVALID_REQUEST
+
+
+def test_follower_with_a_stale_entry_sends_update_raft_voter_in_place_of_a_fetch() -> None:
+    from messages.generated.update_raft_voter_response import CurrentLeader, UpdateRaftVoterResponse
+    from server.raft.types import ElectionState
+    from tests.raft.test_fetch import _fetch_response
+
+    stale = VoterSet(
+        tuple(
+            VoterNode(ReplicaKey(i, DIRS[i]), (Endpoint("CONTROLLER", f"old{i}", 1000 + i),), (0, 1))
+            for i in (1, 2, 3)
+        )
+    )
+    context = make_context(
+        voters=stale, kraft_version=1, directory_id=DIRS[1], election=ElectionState(3, 2, None)
+    )
+    assert context.core.local_voter_entry_is_stale()
+    first = context.outboxes[-1]
+    assert [type(s.request).__name__ for s in first.sends] == ["FetchRequest"]  # not heard yet
+    out = context.respond(first, 2, _fetch_response(3, 2))
+    (update,) = [s for s in out.sends if s.destination_id == 2]
+    assert type(update.request).__name__ == "UpdateRaftVoterRequest"
+    request = update.request
+    assert (request.voter_id, request.voter_directory_id, request.current_leader_epoch) == (1, DIRS[1], 3)
+    assert [(e.host, e.port) for e in request.listeners] == [("host1", 9001)]
+    out = context.respond(out, 2, UpdateRaftVoterResponse(current_leader=CurrentLeader(leader_id=2, leader_epoch=3)))
+    assert [type(s.request).__name__ for s in out.sends] == ["FetchRequest"]
+    # not again before 3 x fetch.timeout.ms
+    out = context.respond(out, 2, _fetch_response(3, 2))
+    assert [type(s.request).__name__ for s in out.sends] == ["FetchRequest"]
