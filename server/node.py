@@ -55,6 +55,7 @@ from kwire.connection import (
 )
 from kwire.errors import Errors
 from kwire.uuid import Uuid
+from kwire.wire import EncodeError
 from messages.generated.api_versions_response import FinalizedFeatureKey, SupportedFeatureKey
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.describe_cluster_response import (
@@ -75,11 +76,13 @@ from server.raft import (
     fetch,
     fetch_snapshot,
     remove_raft_voter,
+    update_raft_voter,
     vote,
 )
 from server.raft.control import voter_set_from_record
 from server.raft.core import RaftCore
 from server.raft.events import (
+    UNSUPPORTED_VERSION,
     ClientAppend,
     CommittedBatch,
     Event,
@@ -143,6 +146,7 @@ def api_versions() -> dict[int, tuple[int, int]]:
         int(ApiKey.FETCH_SNAPSHOT): fetch_snapshot.VERSIONS,
         int(ApiKey.ADD_RAFT_VOTER): add_raft_voter.VERSIONS,
         int(ApiKey.REMOVE_RAFT_VOTER): remove_raft_voter.VERSIONS,
+        int(ApiKey.UPDATE_RAFT_VOTER): update_raft_voter.VERSIONS,
         int(ApiKey.DESCRIBE_CLUSTER): (
             DescribeClusterRequest.LOWEST_VERSION,
             DescribeClusterRequest.HIGHEST_VERSION,
@@ -234,7 +238,13 @@ class _Peer:
         except trio.TooSlowError:
             await self._drop()
             return RequestFailed(outbound.correlation_id, self.destination_id, "timeout")
-        except (KafkaConnectionError, UnsupportedVersionError, OSError) as exc:
+        except (UnsupportedVersionError, EncodeError) as exc:
+            # The peer's versions cannot carry the request (e.g. a pre-vote to a voter that only
+            # speaks Vote v1): Kafka's UnsupportedVersionException, which the core answers by
+            # falling back to a real election.
+            log.debug("request to node %d not expressible: %s", self.destination_id, exc)
+            return RequestFailed(outbound.correlation_id, self.destination_id, UNSUPPORTED_VERSION)
+        except (KafkaConnectionError, OSError) as exc:
             log.debug("request to node %d failed: %s", self.destination_id, exc)
             await self._drop()
             return RequestFailed(outbound.correlation_id, self.destination_id, str(exc) or "failed")
