@@ -57,12 +57,6 @@ def write_uvarint(out: bytearray, value: int) -> None:
     out.append(value)
 
 
-def uvarint_bytes(value: int) -> bytes:
-    out = bytearray()
-    write_uvarint(out, value)
-    return bytes(out)
-
-
 def read_uvarint(buf: bytes | bytearray | memoryview, pos: int, max_bytes: int = 5) -> tuple[int, int]:
     """Read an unsigned varint of at most ``max_bytes`` bytes (5 for 32-bit, 10 for 64-bit)."""
     result = 0
@@ -182,24 +176,6 @@ def read_nullable_string(buf: bytes | bytearray | memoryview, pos: int) -> tuple
     return _utf8(raw), pos
 
 
-def read_compact_string(buf: bytes | bytearray | memoryview, pos: int) -> tuple[str, int]:
-    n, pos = read_uvarint(buf, pos)
-    if n == 0:
-        raise DecodeError("null where a non-nullable string is required")
-    raw, pos = take(buf, pos, n - 1)
-    return _utf8(raw), pos
-
-
-def read_compact_nullable_string(
-    buf: bytes | bytearray | memoryview, pos: int
-) -> tuple[str | None, int]:
-    n, pos = read_uvarint(buf, pos)
-    if n == 0:
-        return None, pos
-    raw, pos = take(buf, pos, n - 1)
-    return _utf8(raw), pos
-
-
 def write_bytes(out: bytearray, value: bytes) -> None:
     out += INT32.pack(len(value))
     out += value
@@ -257,39 +233,6 @@ def read_compact_nullable_bytes(
 
 
 # ---------------------------------------------------------------------------------------------
-# array lengths
-
-
-def read_array_length(
-    buf: bytes | bytearray | memoryview, pos: int, nullable: bool, min_element_bytes: int = 1
-) -> tuple[int | None, int]:
-    """An int32 element count (-1 = null). Counts that cannot fit in the rest of ``buf`` are
-    refused before anything is allocated."""
-    n, pos = read_struct(INT32, buf, pos)
-    return _check_count(buf, pos, n, nullable, min_element_bytes), pos
-
-
-def read_compact_array_length(
-    buf: bytes | bytearray | memoryview, pos: int, nullable: bool, min_element_bytes: int = 1
-) -> tuple[int | None, int]:
-    """A uvarint (count + 1), 0 = null."""
-    n, pos = read_uvarint(buf, pos)
-    return _check_count(buf, pos, n - 1, nullable, min_element_bytes), pos
-
-
-def _check_count(
-    buf: bytes | bytearray | memoryview, pos: int, n: int, nullable: bool, min_element_bytes: int
-) -> int | None:
-    if n < 0:
-        if n == -1 and nullable:
-            return None
-        raise DecodeError("null or negative count where a non-nullable array is required")
-    if n * min_element_bytes > len(buf) - pos:
-        raise DecodeError(f"array of {n} elements cannot fit in {len(buf) - pos} bytes")
-    return n
-
-
-# ---------------------------------------------------------------------------------------------
 # tagged fields
 
 
@@ -300,12 +243,6 @@ def read_tagged_header(buf: bytes | bytearray | memoryview, pos: int) -> tuple[i
     if size > len(buf) - pos:
         raise DecodeError(f"tagged field {tag} of {size} bytes runs past the end")
     return tag, size, pos
-
-
-def write_unknown_tagged(out: bytearray, tag: int, data: bytes) -> None:
-    write_uvarint(out, tag)
-    write_uvarint(out, len(data))
-    out += data
 
 
 def write_tagged(

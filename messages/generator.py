@@ -478,7 +478,7 @@ class _Reader:
             self.emit("pos = se", ind + 1)
             return
         if kind == "string":
-            fn = "_rcs" if flex else "_rs"
+            fn = "_rs"
         elif kind in ("bytes", "records"):
             fn = "_rcb" if flex else "_rb"
         else:
@@ -665,8 +665,6 @@ def generate_module(spec: MessageSpec) -> str:
         "from kwire.wire import read_bytes as _rb",
         "from kwire.wire import read_compact_bytes as _rcb",
         "from kwire.wire import read_compact_nullable_bytes as _rcbn",
-        "from kwire.wire import read_compact_nullable_string as _rcsn",
-        "from kwire.wire import read_compact_string as _rcs",
         "from kwire.wire import read_nullable_bytes as _rbn",
         "from kwire.wire import read_nullable_string as _rsn",
         "from kwire.wire import read_string as _rs",

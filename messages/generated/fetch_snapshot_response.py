@@ -20,8 +20,6 @@ from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
 from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
-from kwire.wire import read_compact_nullable_string as _rcsn
-from kwire.wire import read_compact_string as _rcs
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
