@@ -59,8 +59,11 @@ def test_tagged_fields_written_only_when_not_default_and_in_tag_order():
     with_tag = FetchRequest(max_wait_ms=500, cluster_id="c",
                             replica_state=FetchReplicaState(replica_id=2, replica_epoch=-1))
     tagged = with_tag.encode(15)
-    assert len(tagged) > len(plain)
-    # The top-level tagged section is last: count 2, then tag 0 (ClusterId), then tag 1.
+    assert plain[-1] == 0  # no tagged fields: an empty section
+    # The top-level tagged section is last: count 2; tag 0 (ClusterId), 2 bytes: compact "c";
+    # tag 1 (ReplicaState), 13 bytes: int32 replica id, int64 epoch, its own empty section.
+    assert tagged[-20:] == (bytes([2, 0, 2, 2, ord("c"), 1, 13])
+                            + (2).to_bytes(4, "big") + (-1).to_bytes(8, "big", signed=True) + b"\0")
     decoded = FetchRequest.decode(tagged, 15)
     assert decoded.cluster_id == "c" and decoded.replica_state.replica_id == 2
 
