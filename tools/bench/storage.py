@@ -41,12 +41,14 @@ def _bench_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="kwire-bench-", dir=base))
 
 
-def _batch(base_offset: int, batch_bytes: int) -> bytes:
-    # Framed-looking values (KRaft data records must be non-empty); their content is opaque here.
+def _batch(base_offset: int, batch_bytes: int) -> tuple[bytes, int]:
+    """A data batch of about ``batch_bytes`` and its record count. The values are framed-looking
+    (KRaft data records must be non-empty); their content is opaque to the log."""
     count = max(1, batch_bytes // (RECORD_BYTES + 10))
     value = b"\x01\x14\x00" + b"x" * (RECORD_BYTES - 3)
-    return build_data_batch([value] * count, base_offset=base_offset, partition_leader_epoch=1,
-                            append_time_ms=int(time.time() * 1000))
+    batch = build_data_batch([value] * count, base_offset=base_offset, partition_leader_epoch=1,
+                             append_time_ms=int(time.time() * 1000))
+    return batch, count
 
 
 def _raw_write_fsync(path: Path, size: int, total: int) -> float:
@@ -72,20 +74,19 @@ def _log_append_fsync(directory: Path, batch_bytes: int, total: int) -> tuple[fl
     log = MetadataLog.open(directory)
     try:
         offset = log.log_end_offset
-        template = _batch(0, batch_bytes)
-        count = max(1, template.count(b"\x01\x14\x00"))
-        written = 0
+        written = size = 0
         start = time.perf_counter()
         while written < total:
-            batch = _batch(offset, batch_bytes)
+            batch, count = _batch(offset, batch_bytes)
             log.append_as_leader(batch, epoch=1)
             log.flush()
             offset += count
             written += len(batch)
+            size = len(batch)
         elapsed = time.perf_counter() - start
     finally:
         log.close()
-    return written / elapsed, len(template)
+    return written / elapsed, size
 
 
 def _fill_log(directory: Path, total: int) -> int:
@@ -94,9 +95,9 @@ def _fill_log(directory: Path, total: int) -> int:
         offset = 0
         written = 0
         while written < total:
-            batch = _batch(offset, 1024 * 1024)
+            batch, count = _batch(offset, 1024 * 1024)
             log.append_as_leader(batch, epoch=1)
-            offset += batch.count(b"\x01\x14\x00")
+            offset += count
             written += len(batch)
         log.flush()
     finally:
