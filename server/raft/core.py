@@ -11,7 +11,6 @@ each RPC lives in its own module (``vote``, ``begin_quorum_epoch``, ``end_quorum
 
 Known differences from Kafka, by design of this version:
 
-* appends are not lingered (``append.linger.ms``): each ``ClientAppend`` is one batch at once;
 * a follower sends its next Fetch only after the previous records are flushed (Kafka fsyncs
   synchronously inside ``appendAsFollower``), and the leader counts only its *flushed* end
   offset toward the high watermark (Kafka counts its log end offset before the fsync);
@@ -330,6 +329,8 @@ class RaftCore:
                 deadlines.append(state.check_quorum_deadline_ms)
             deadlines.extend(state.next_begin_epoch_ms.values())
             deadlines.extend(p.expires_ms for p in state.parked)
+            if state.accumulator.deadline_ms is not None:
+                deadlines.append(state.accumulator.deadline_ms)
         elif isinstance(state, Resigned):
             deadlines.append(state.election_deadline_ms)
         # Timers at or before now were acted on by _poll, or wait on an in-flight request, a
@@ -480,6 +481,7 @@ class RaftCore:
         """Leader: append a control batch with one VotersRecord; returns its offset."""
         state = self.state
         assert isinstance(state, Leader)
+        self._drain_appends(now_ms, state)
         offset = self.log_end_offset()
         self.stage_append(
             build_control_batch([voters_record(voters)], base_offset=offset, epoch=state.epoch, timestamp_ms=now_ms)
@@ -660,6 +662,7 @@ class RaftCore:
             state.votes.granted,
             now_ms,
             int(self.config.fetch_timeout_ms * CHECK_QUORUM_TIMEOUT_FACTOR),
+            self.config.append_linger_ms,
         )
         self.transition(leader)
         messages: list[Any] = [
@@ -824,13 +827,24 @@ class RaftCore:
                 AppendResult(event.token, -1, -1, state.epoch, Errors.INVALID_RECORD)
             )
             return
-        base = self.log_end_offset()
-        self.stage_append(
-            build_data_batch(event.values, base_offset=base, epoch=state.epoch, timestamp_ms=now_ms)
-        )
+        accumulator = state.accumulator
+        if not accumulator.fits(event.values):
+            self._out.append_results.append(
+                AppendResult(event.token, -1, -1, state.epoch, Errors.RECORD_LIST_TOO_LARGE)
+            )
+            return
+        base = self.log_end_offset() + len(accumulator)
+        accumulator.append(event.values, now_ms)
         self._out.append_results.append(
             AppendResult(event.token, base, base + len(event.values) - 1, state.epoch)
         )
+
+    def _drain_appends(self, now_ms: int, state: Leader) -> None:
+        """Stage every lingering batch of the accumulator as data batches of this epoch."""
+        for values in state.accumulator.drain():
+            self.stage_append(
+                build_data_batch(values, base_offset=self.log_end_offset(), epoch=state.epoch, timestamp_ms=now_ms)
+            )
 
     # ------------------------------------------------------------------ per-step work
 
@@ -886,6 +900,8 @@ class RaftCore:
             self._poll_resigned(now_ms, state)
 
     def _poll_leader(self, now_ms: int, state: Leader) -> None:
+        if state.accumulator.needs_drain(now_ms):
+            self._drain_appends(now_ms, state)
         pending = state.pending_voter_change
         if pending is not None and now_ms >= pending.deadline_ms:
             self.finish_voter_change(Errors.REQUEST_TIMED_OUT)

@@ -60,8 +60,10 @@ class FlushCompleted:
 
 @dataclass(frozen=True, slots=True)
 class ClientAppend:
-    """The local state machine asks the leader to append ``values`` (non-empty) as one data
-    batch; the answer is an :class:`AppendResult` with the same ``token``."""
+    """The local state machine asks the leader to append ``values`` (non-empty). They join the
+    leader's accumulator (``server.raft.accumulator``) and reach the log in one data batch once
+    ``append.linger.ms`` has passed or a batch filled up; the answer, at once, is an
+    :class:`AppendResult` with the same ``token`` and the offsets the records will have."""
 
     token: int
     values: tuple[bytes, ...]
@@ -100,9 +102,10 @@ class Reply:
 
 @dataclass(frozen=True, slots=True)
 class AppendResult:
-    """Where a :class:`ClientAppend` went: ``(base_offset, last_offset, epoch)`` or an error
+    """Where a :class:`ClientAppend` will go: ``(base_offset, last_offset, epoch)`` or an error
     code (``NOT_LEADER_OR_FOLLOWER`` when this node cannot append, ``INVALID_RECORD`` for an
-    empty value)."""
+    empty value, ``RECORD_LIST_TOO_LARGE`` for more than one batch can hold). Records still
+    lingering when the leader loses its epoch are never written, as in Kafka."""
 
     token: int
     base_offset: int

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from server.raft.accumulator import BatchAccumulator
 from server.raft.types import ElectionState, OffsetAndEpoch, ReplicaKey, VoterSet
 
 
@@ -230,9 +231,12 @@ class Leader(EpochState):
         granting: set[int],
         now_ms: int,
         check_quorum_timeout_ms: int,
+        append_linger_ms: int = 0,
     ) -> None:
         super().__init__(epoch)
         self.local_key = local_key
+        self.accumulator = BatchAccumulator(epoch, append_linger_ms)
+        """The local state machine's records lingering before they become a batch."""
         self.voters = voters
         self.epoch_start_offset = epoch_start_offset
         self.granting = set(granting)

@@ -190,6 +190,8 @@ class QuorumConfig:
     election_backoff_max_ms: int = 1000
     request_timeout_ms: int = 2000
     retry_backoff_ms: int = 20
+    append_linger_ms: int = 25
+    """How long the leader lets appended records gather into one batch."""
     pre_vote: bool = True
     """Run a KIP-996 pre-vote (Prospective role) before bumping the epoch (Kafka 4.0+)."""
 

@@ -102,6 +102,7 @@ def make_context(
     kraft_version: int = 0,
     seed: int = 1,
     directory_id: Uuid = ZERO_UUID,
+    append_linger_ms: int = 0,
 ) -> Context:
     log = log or MemoryRaftLog()
     core = RaftCore(
@@ -117,7 +118,7 @@ def make_context(
         now_ms=0,
         election=election,
         kraft_version=kraft_version,
-        config=QuorumConfig(pre_vote=pre_vote),
+        config=QuorumConfig(pre_vote=pre_vote, append_linger_ms=append_linger_ms),
     )
     context = Context(core, log)
     context.step(Tick())
