@@ -42,7 +42,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import trio
 
@@ -83,6 +83,7 @@ from server.raft.control import voter_set_from_record
 from server.raft.core import RaftCore
 from server.raft.events import (
     UNSUPPORTED_VERSION,
+    AppendResult,
     ClientAppend,
     CommittedBatch,
     Event,
@@ -99,6 +100,7 @@ from server.raft.roles import Leader, Resigned
 from server.raft.types import (
     ElectionState,
     Endpoint,
+    LeaderAndEpoch,
     QuorumConfig,
     ReplicaIdentity,
     ReplicaKey,
@@ -118,6 +120,7 @@ __all__ = [
     "MAX_METADATA_VERSION_LEVEL",
     "Node",
     "NodeStartupError",
+    "RaftListener",
     "api_versions",
     "supported_features",
 ]
@@ -129,6 +132,22 @@ T = TypeVar("T")
 CONTROLLER_ENDPOINT_TYPE = 2
 MAX_METADATA_VERSION_LEVEL = max(mv.level for mv in METADATA_VERSIONS if mv.production)
 """The newest production metadata.version kwire can format a cluster with."""
+
+class RaftListener(Protocol):
+    """A local state machine fed by the node (Kafka's ``RaftClient.Listener``). Called from the
+    driving task, in order, after the Outbox that produced the news was executed; a listener
+    must not block (post work to its own task instead)."""
+
+    def handle_append_result(self, result: AppendResult) -> None:
+        """Where an append made with :meth:`Node.append` will land, or why it was refused."""
+
+    def handle_commit(self, batch: CommittedBatch) -> None:
+        """One batch (control batches included) now wholly below the high watermark, each
+        exactly once and in offset order."""
+
+    def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
+        """The leader or epoch this node knows of changed."""
+
 
 class NodeStartupError(RuntimeError):
     """The node cannot start: unformatted directory, no voters, unreadable state."""
@@ -274,8 +293,10 @@ class Node:
         *,
         rng: random.Random | None = None,
         run_blocking: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None,
+        listener: RaftListener | None = None,
     ) -> None:
         self.config = config
+        self.listener = listener
         self.rng = rng or random.Random()
         self._run_blocking = run_blocking
         self.core: RaftCore | None = None
@@ -302,7 +323,9 @@ class Node:
         self._resigned = trio.Event()
         self._idle = trio.Event()
         self._next_no_op_ms: int | None = None
-        self._no_op_tokens = 0
+        self._next_token = 1
+        self._own_tokens: set[int] = set()
+        self._known_leader: LeaderAndEpoch | None = None
 
     # ------------------------------------------------------------------ time
 
@@ -398,6 +421,7 @@ class Node:
             election_backoff_max_ms=c.controller_quorum_election_backoff_max_ms,
             request_timeout_ms=c.controller_quorum_request_timeout_ms,
             retry_backoff_ms=c.controller_quorum_retry_backoff_ms,
+            append_linger_ms=c.controller_quorum_append_linger_ms,
         )
 
     # ------------------------------------------------------------------ running
@@ -534,11 +558,31 @@ class Node:
             flushed = True
         if out.committed:
             self._apply_committed(out.committed)
+        self._notify(out)
         self._deadline_ms = out.next_deadline_ms
         self._schedule_no_op()
         if isinstance(core.state, Resigned):
             self._resigned.set()
         return flushed
+
+    def _notify(self, out: Outbox) -> None:
+        listener, core = self.listener, self.core
+        results = []
+        for result in out.append_results:
+            if result.token in self._own_tokens:
+                self._own_tokens.discard(result.token)
+            else:
+                results.append(result)
+        if listener is None or core is None:
+            return
+        for result in results:
+            listener.handle_append_result(result)
+        leader = core.leader_and_epoch
+        if leader != self._known_leader:
+            self._known_leader = leader
+            listener.handle_leader_change(leader)
+        for batch in out.committed:
+            listener.handle_commit(batch)
 
     def _schedule_no_op(self) -> None:
         """An active controller appends a NoOpRecord every ``metadata.max.idle.interval.ms``
@@ -556,8 +600,24 @@ class Node:
         core = self.core
         if core is None or not isinstance(core.state, Leader) or self._stopping:
             return
-        self._no_op_tokens += 1
-        await self._step(ClientAppend(self._no_op_tokens, (encode_record(NoOpRecord(), 0),)))
+        token = self._take_token()
+        self._own_tokens.add(token)
+        await self._step(ClientAppend(token, (encode_record(NoOpRecord(), 0),)))
+
+    def _take_token(self) -> int:
+        token = self._next_token
+        self._next_token += 1
+        return token
+
+    def append(self, values: tuple[bytes, ...]) -> int:
+        """Ask the leader in this node to append ``values`` (non-empty byte strings, at most
+        one batch of 8 KiB together) as data records; returns the token the listener's
+        ``handle_append_result`` will carry. Never blocks; the records linger for
+        ``controller.quorum.append.linger.ms`` (Kafka's ``RaftClient.prepareAppend`` +
+        ``schedulePreparedAppend``)."""
+        token = self._take_token()
+        self._post(ClientAppend(token, tuple(values)))
+        return token
 
     def _send(self, outbound: OutboundRequest) -> None:
         peer = self._peers.get(outbound.destination_id)
