@@ -71,6 +71,7 @@ from messages.generated.update_raft_voter_response import UpdateRaftVoterRespons
 from messages.generated.vote_request import VoteRequest
 from messages.generated.vote_response import VoteResponse
 from messages.generated.voters_record import VotersRecord
+from messages.generated.zk_migration_state_record import ZkMigrationStateRecord
 
 BY_NAME: dict[str, type[Message]] = {
     'AbortTransactionRecord': AbortTransactionRecord,
@@ -138,6 +139,7 @@ BY_NAME: dict[str, type[Message]] = {
     'VoteRequest': VoteRequest,
     'VoteResponse': VoteResponse,
     'VotersRecord': VotersRecord,
+    'ZkMigrationStateRecord': ZkMigrationStateRecord,
 }
 
 REQUESTS: dict[int, type[Message]] = {
@@ -200,6 +202,7 @@ METADATA_RECORDS: dict[int, type[Message]] = {
     15: ProducerIdsRecord,
     17: BrokerRegistrationChangeRecord,
     20: NoOpRecord,
+    21: ZkMigrationStateRecord,
     23: BeginTransactionRecord,
     24: EndTransactionRecord,
     25: AbortTransactionRecord,
@@ -272,4 +275,5 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'VoteRequest': (0, 32767),
     'VoteResponse': (0, 32767),
     'VotersRecord': (0, 32767),
+    'ZkMigrationStateRecord': (0, 32767),
 }
