@@ -83,9 +83,13 @@ def _controller_properties(path: Path, data: Path, port: int) -> Path:
 
 def _kwire_dump(kafka: KafkaRelease, files: list[Path], **flags: bool) -> tuple[str, str]:
     out, err = io.StringIO(), io.StringIO()
-    # LeaderChange records are decoded from Kafka 4.1 on (KAFKA-19069)
-    old = k.version_tuple(kafka.tool_release("dump-log")) < (4, 1)
-    dump_log.dump_files([str(f) for f in files], out=out, err=err, leader_change_as_type=old, **flags)  # type: ignore[arg-type]
+    # LeaderChange records are decoded from Kafka 4.1 on (KAFKA-19069); the Scala tool (up to
+    # 4.2) words its index report differently from the Java port (4.3+, KAFKA-14579)
+    release = k.version_tuple(kafka.tool_release("dump-log"))
+    dump_log.dump_files(
+        [str(f) for f in files], out=out, err=err, leader_change_as_type=release < (4, 1),
+        scala_report=release < (4, 3), **flags,  # type: ignore[arg-type]
+    )
     return out.getvalue(), err.getvalue()
 
 

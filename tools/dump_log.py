@@ -17,7 +17,9 @@ check them against the log; ``.snapshot`` prints producer state; anything else i
 
 (each batch and record is one line). A LeaderChange record is decoded as Kafka 4.1+ does
 (KAFKA-19069); ``--leader-change-as-type`` prints 3.9's ``controlType: LEADER_CHANGE(2)``
-instead. ``--json`` prints one JSON object per line (file, batch, record, index entry) instead
+instead. The index report on stderr names the time index whose offsets were not found, as the
+Java tool of Kafka 4.3+ does; ``--scala-report`` prints the Scala tool's (Kafka 3.9 to 4.2)
+``... not found in the log.`` instead. ``--json`` prints one JSON object per line (file, batch, record, index entry) instead
 of text. Problems Kafka's tool would die on (a corrupt size field, an undecodable record) are
 reported on stderr and make the exit status 1.
 """
@@ -92,6 +94,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--leader-change-as-type", action="store_true",
         help="print LeaderChange records as 'controlType: LEADER_CHANGE(2)' (Kafka 3.9's form)",
     )
+    parser.add_argument(
+        "--scala-report", action="store_true",
+        help="word the index report as Kafka 3.9-4.2's Scala tool ('... not found in the log.')",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per line instead of text")
     return parser
 
@@ -112,6 +118,7 @@ class _Options:
     max_message_size: int
     max_bytes: int
     leader_change_as_type: bool
+    scala_report: bool
     json: bool
 
 
@@ -526,8 +533,10 @@ class _Dumper:
             self.err.write(f"Found out of order timestamp in :{name}\n")
             for index_ts, previous in items:
                 self.err.write(f"  Index timestamp: {index_ts}, Previously indexed timestamp: {previous}\n")
-        for items in self.report.time_not_found.values():
-            self.err.write("The following indexed offsets are not found in the log.\n")
+        for name, items in self.report.time_not_found.items():
+            # DumpLogSegments.scala: "... in the log."; the Java port (4.3+) names the file
+            where = "the log." if self.o.scala_report else f":{name}"
+            self.err.write(f"The following indexed offsets are not found in {where}\n")
             for indexed, found in items:
                 self.err.write(f"Indexed offset: {indexed}, found log offset: {found}\n")
         for name, items in self.report.non_consecutive.items():
@@ -548,6 +557,7 @@ def dump_files(
     max_message_size: int = 5 * 1024 * 1024,
     max_bytes: int = INT_MAX,
     leader_change_as_type: bool = False,
+    scala_report: bool = False,
     as_json: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
@@ -564,6 +574,7 @@ def dump_files(
         max_message_size=max_message_size,
         max_bytes=max_bytes,
         leader_change_as_type=leader_change_as_type,
+        scala_report=scala_report,
         json=as_json,
     )
     dumper = _Dumper(options, out or sys.stdout, err or sys.stderr)
@@ -596,5 +607,6 @@ def _run(args: argparse.Namespace, files: list[str]) -> int:
         max_message_size=args.max_message_size,
         max_bytes=args.max_bytes,
         leader_change_as_type=args.leader_change_as_type,
+        scala_report=args.scala_report,
         as_json=args.json,
     )
