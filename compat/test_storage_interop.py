@@ -10,6 +10,10 @@
   opens that log (and refuses to while the JVM holds ``.lock``), validates every batch by
   KRaft's rules, rebuilds the same index files, reads quorum-state and the epoch checkpoint;
   kwire then appends a new epoch, and the stock controller starts again on top of it.
+* storage.bootstrap's metadata.version and feature tables equal what each release's
+  ``MetadataVersion`` and ``Feature`` enums say (a small Java program prints them, ~2 s), and
+  ``kwire storage format --release-version <LATEST_PRODUCTION>`` writes the same bootstrap records
+  as ``kafka-storage format`` with that release version.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -33,7 +38,18 @@ from messages.generated.leader_change_message import LeaderChangeMessage
 from messages.generated.leader_change_message import Voter as LcVoter
 from messages.generated.no_op_record import NoOpRecord
 from messages.metadata import decode_record, encode_record
-from storage.bootstrap import decode_bootstrap_checkpoint, encode_bootstrap_checkpoint
+from server.config import load_config
+from storage.bootstrap import (
+    FEATURES,
+    LATEST_PRODUCTION,
+    METADATA_VERSIONS,
+    decode_bootstrap_checkpoint,
+    default_feature_level,
+    encode_bootstrap_checkpoint,
+    metadata_version_from_level,
+    metadata_version_from_string,
+    read_bootstrap_checkpoint,
+)
 from storage.compression import CompressionType
 from storage.control import (
     ControlRecordType,
@@ -51,7 +67,7 @@ from storage.quorum_state import ElectionState, FileQuorumStateStore
 from storage.records import RecordBatch, iter_batches, scan_batches
 from storage.segment import LogConfig
 from storage.snapshots import SnapshotId, read_snapshot_content
-from tools import dump_log
+from tools import dump_log, storage_cmd
 
 pytestmark = pytest.mark.compat
 
@@ -409,3 +425,154 @@ def test_no_initial_controllers_directory_read_by_kwire(kafka: KafkaRelease, tmp
             assert content.has_footer and content.voters is None
     finally:
         log.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# metadata.version and feature levels: storage.bootstrap's tables against the jars
+
+_FEATURE_PROBE = """\
+import java.lang.reflect.Method;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.kafka.server.common.FeatureVersion;
+import org.apache.kafka.server.common.MetadataVersion;
+
+/** Prints MetadataVersion and the production features of the Kafka release on the classpath. */
+public class KwireFeatureProbe {
+    public static void main(String[] args) throws Exception {
+        for (MetadataVersion mv : MetadataVersion.values()) {
+            System.out.println("MV " + mv.version() + " " + mv.featureLevel() + " " + mv.isProduction());
+        }
+        System.out.println("LATEST_PRODUCTION " + MetadataVersion.LATEST_PRODUCTION.version());
+        Class<?> features;
+        try {
+            features = Class.forName("org.apache.kafka.server.common.Feature");  // 4.0+
+        } catch (ClassNotFoundException e) {
+            features = Class.forName("org.apache.kafka.server.common.Features");  // 3.9
+        }
+        Method defaultLevel;
+        try {
+            defaultLevel = features.getMethod("defaultLevel", MetadataVersion.class);
+        } catch (NoSuchMethodException e) {
+            defaultLevel = features.getMethod("defaultValue", MetadataVersion.class);
+        }
+        List<?> production = (List<?>) features.getField("PRODUCTION_FEATURES").get(null);
+        for (Object f : production) {
+            String name = (String) features.getMethod("featureName").invoke(f);
+            StringBuilder line = new StringBuilder("FEATURE " + name + " " + features.getMethod("latestProduction").invoke(f));
+            for (Object o : (Object[]) features.getMethod("featureVersions").invoke(f)) {
+                FeatureVersion fv = (FeatureVersion) o;
+                line.append(" ").append(fv.featureLevel()).append("/").append(fv.bootstrapMetadataVersion().featureLevel());
+                for (Map.Entry<String, Short> dep : new TreeMap<>(fv.dependencies()).entrySet()) {
+                    line.append("/").append(dep.getKey()).append("=").append(dep.getValue());
+                }
+            }
+            System.out.println(line);
+            StringBuilder defaults = new StringBuilder("DEFAULTS " + name);
+            for (MetadataVersion mv : MetadataVersion.values()) {
+                if (mv.featureLevel() > 0) defaults.append(" ").append(mv.featureLevel()).append("=").append(defaultLevel.invoke(f, mv));
+            }
+            System.out.println(defaults);
+        }
+    }
+}
+"""
+
+
+@dataclass(frozen=True)
+class _JarFeatures:
+    metadata_versions: dict[int, tuple[str, bool]]  # level -> (name, production)
+    latest_production: str
+    features: dict[str, list[tuple[int, int, tuple[tuple[str, int], ...]]]]  # production features
+    defaults: dict[str, dict[int, int]]  # feature -> metadata.version level -> default level
+
+
+def _jar_features(kafka: KafkaRelease, tmp_path: Path) -> _JarFeatures:
+    """What MetadataVersion and Feature(s) of ``kafka``'s jars say, printed by a small Java
+    program run from source against its classpath (about 2 s)."""
+    source = tmp_path / "KwireFeatureProbe.java"
+    source.write_text(_FEATURE_PROBE, encoding="utf-8")
+    result = subprocess.run(
+        [k.java_executable(), *k.TOOL_JVM_FLAGS, "-cp", kafka.classpath, str(source)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    mvs: dict[int, tuple[str, bool]] = {}
+    latest = ""
+    features: dict[str, list[tuple[int, int, tuple[tuple[str, int], ...]]]] = {}
+    defaults: dict[str, dict[int, int]] = {}
+    for line in result.stdout.splitlines():
+        kind, *rest = line.split()
+        if kind == "MV" and int(rest[1]) > 0:  # 3.9 also lists pre-KRaft IBPs at level -1
+            mvs[int(rest[1])] = (rest[0], rest[2] == "true")
+        elif kind == "LATEST_PRODUCTION":
+            latest = rest[0]
+        elif kind == "FEATURE":
+            levels = []
+            for item in rest[2:]:
+                level, boot, *deps = item.split("/")
+                levels.append((int(level), int(boot), tuple((d.split("=")[0], int(d.split("=")[1])) for d in deps)))
+            features[rest[0]] = levels
+        elif kind == "DEFAULTS":
+            defaults[rest[0]] = {int(a): int(b) for a, b in (x.split("=") for x in rest[1:])}
+    assert mvs and latest and features
+    return _JarFeatures(mvs, latest, features, defaults)
+
+
+def test_metadata_versions_and_features_match_kafka(kafka: KafkaRelease, tmp_path: Path) -> None:
+    """storage.bootstrap's METADATA_VERSIONS and FEATURES are Kafka's: every level a pinned
+    release knows has the same name there, nothing production in a release is unstable in
+    kwire, and for the newest pinned release (the table's source) everything from its minimum
+    up -- levels, names, production, LATEST_PRODUCTION, each feature's levels, bootstrap
+    versions, dependencies and defaults -- is exactly the same."""
+    jar = _jar_features(kafka, tmp_path)
+    ours = {mv.level: (mv.name, mv.production) for mv in METADATA_VERSIONS}
+    for level, (name, production) in jar.metadata_versions.items():
+        assert level in ours and ours[level][0] == name, (level, name)
+        assert ours[level][1] or not production, f"{name} is production in {kafka.version}"
+    newest = kafka.version == k.PINNED_VERSIONS[-1]
+    for name, by_level in jar.defaults.items():
+        for level, default in by_level.items():
+            if jar.metadata_versions[level][1] or newest:
+                mv = metadata_version_from_level(level)
+                assert default_feature_level(name, mv) == default, (name, mv.name)
+    for name, levels in jar.features.items():
+        if not newest:  # an older release's production levels exist in kwire's table
+            assert {lv for lv, _, _ in levels} <= {v.level for v in FEATURES[name]}, name
+            continue
+        assert [(v.level, v.bootstrap_metadata_level, v.dependencies) for v in FEATURES[name]] == levels, name
+    if newest:
+        minimum = min(jar.metadata_versions)
+        assert {lv: v for lv, v in ours.items() if lv >= minimum} == jar.metadata_versions
+        assert LATEST_PRODUCTION.name == jar.latest_production
+        assert sorted(FEATURES) == sorted(jar.features)
+
+
+def test_kwire_format_writes_kafkas_bootstrap_records(kafka: KafkaRelease, tmp_path: Path) -> None:
+    """``kwire storage format --release-version <the release's LATEST_PRODUCTION>`` writes the
+    same bootstrap records (metadata.version and every other feature's default level) as
+    ``kafka-storage format`` with the same release version. 4.2+ keeps them in the 0-0
+    checkpoint rather than bootstrap.checkpoint (KIP-1170; see compat/DEVIATIONS.md)."""
+    release = "4.4-IV2" if kafka.at_least(4, 4) else "3.9-IV0"
+    theirs, mine = tmp_path / "theirs", tmp_path / "mine"
+    stock_props = _controller_properties(tmp_path / "theirs.properties", theirs, 19095)
+    kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", stock_props, "--no-initial-controllers",
+                               "--release-version", release])
+    if (theirs / "bootstrap.checkpoint").exists():
+        stock_records = decode_bootstrap_checkpoint((theirs / "bootstrap.checkpoint").read_bytes()).records
+    else:
+        content = read_snapshot_content((theirs / PARTITION / "00000000000000000000-0000000000.checkpoint").read_bytes())
+        stock_records = [decode_record(v) for v in content.data_records()]
+    my_props = _controller_properties(tmp_path / "mine.properties", mine, 19095)
+    out = io.StringIO()
+    status = storage_cmd.format_command(load_config(str(my_props)), cluster_id=CLUSTER_ID,
+                                        no_initial_controllers=True, release_version=release, out=out)
+    assert status == 0 and f"with metadata.version {release}." in out.getvalue()
+    boot = read_bootstrap_checkpoint(mine)
+    assert boot is not None
+    assert boot.records == stock_records
+    levels = [(m.name, m.feature_level) for m, _ in boot.records]  # type: ignore[attr-defined]
+    assert levels[0] == ("metadata.version", metadata_version_from_string(release).level)
+    if kafka.at_least(4, 4):
+        assert len(levels) == 6  # metadata.version + five features at their 4.4-IV2 defaults

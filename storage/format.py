@@ -5,7 +5,9 @@ and verifying every directory's meta.properties) and ``raft.DynamicVoter(s)`` (t
 ``--initial-controllers`` syntax). What formatting writes into each directory that has no
 meta.properties yet (``log.dirs`` plus ``metadata.log.dir``)::
 
-    <dir>/bootstrap.checkpoint        storage.bootstrap: metadata.version (+ other features)
+    <dir>/bootstrap.checkpoint        storage.bootstrap: metadata.version, then every other
+                                      feature at a level > 0 (given, else the release
+                                      version's default), sorted by name
     <dir>/meta.properties             version=1, cluster.id, node.id, directory.id
     and, in the metadata log directory of a dynamic quorum (--standalone / --initial-controllers):
     <dir>/__cluster_metadata-0/00000000000000000000-0000000000.checkpoint
@@ -36,12 +38,15 @@ from kwire.uuid import Uuid
 from messages.generated.voters_record import Endpoint, KRaftVersionFeature, Voter, VotersRecord
 from storage.bootstrap import (
     DEFAULT_RELEASE_VERSION,
+    FEATURES,
     KRAFT_VERSION_FEATURE,
     METADATA_VERSION_FEATURE,
     MINIMUM_BOOTSTRAP_VERSION,
     MetadataVersion,
     bootstrap_records,
+    default_feature_level,
     metadata_version_from_level,
+    validate_feature_levels,
     write_bootstrap_checkpoint,
 )
 from storage.errors import FormatError, KafkaStorageError
@@ -57,9 +62,9 @@ from storage.meta_properties import (
 )
 from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, write_snapshot
 
-SUPPORTED_FEATURES = ("group.version", "kraft.version", "transaction.version")
-"""Features other than metadata.version that formatting accepts (``Features.PRODUCTION_FEATURES``
-of Kafka 3.9)."""
+SUPPORTED_FEATURES = tuple(sorted(FEATURES))
+"""Features other than metadata.version that formatting accepts (``Feature.PRODUCTION_FEATURES``
+of Kafka 4.4), sorted by name as Kafka lists them in its error message."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -390,7 +395,16 @@ def format_directories(
             raise FormatError(f"Invalid level {levels[name]} for feature {name}")
     voters = list(initial_controllers) if initial_controllers else None
     kraft_version = _effective_kraft_version(levels, voters is not None)
-    records = bootstrap_records(release, levels)
+    # Formatter.calculateEffectiveFeatureLevels: the release version's default for every
+    # feature not given, then every level checked with the full map (cross-feature dependencies)
+    effective = {name: levels.get(name, default_feature_level(name, release)) for name in SUPPORTED_FEATURES}
+    effective[KRAFT_VERSION_FEATURE] = kraft_version
+    effective[METADATA_VERSION_FEATURE] = release.level
+    try:
+        validate_feature_levels(effective)
+    except ValueError as exc:
+        raise FormatError(str(exc)) from None
+    records = bootstrap_records(release, effective)
 
     ensemble = MetaPropertiesEnsemble.load(dirs, metadata_log_dir)
     ensemble.verify(cluster_id, node_id)

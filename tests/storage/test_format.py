@@ -12,7 +12,10 @@ from kwire.uuid import Uuid
 from messages.generated.feature_level_record import FeatureLevelRecord
 from storage.bootstrap import (
     DEFAULT_RELEASE_VERSION,
+    LATEST_PRODUCTION,
+    METADATA_VERSIONS,
     decode_bootstrap_checkpoint,
+    default_feature_level,
     metadata_version_from_level,
     metadata_version_from_string,
     read_bootstrap_checkpoint,
@@ -75,6 +78,9 @@ def test_metadata_versions() -> None:
     assert metadata_version_from_string("3.3-IV0").level == 4
     assert metadata_version_from_level(22).name == "4.0-IV0"
     assert DEFAULT_RELEASE_VERSION.name == "3.9-IV0"
+    assert metadata_version_from_string("4.4").name == "4.4-IV2" and LATEST_PRODUCTION.level == 33
+    assert [mv.name for mv in METADATA_VERSIONS if not mv.production] == ["4.5-IV0"]
+    assert [mv.level for mv in METADATA_VERSIONS] == list(range(1, 35))
     with pytest.raises(ValueError):
         metadata_version_from_string("2.8")
     with pytest.raises(ValueError):
@@ -194,7 +200,10 @@ def test_format_argument_errors(tmp_path: Path, fsyncs: list[int]) -> None:
         (dict(controller_listener_name=None), "controller listener"),
         (dict(metadata_log_dir=str(tmp_path / "x")), "was not one of the given directories"),
         (dict(release_version=metadata_version_from_level(2)), "too old"),
-        (dict(release_version=metadata_version_from_level(25)), "not yet stable"),
+        (dict(release_version=metadata_version_from_level(34)), "not yet stable"),
+        (dict(features={"share.version": 3}), "No feature:share.version with feature level 3"),
+        (dict(features={"eligible.leader.replicas.version": 1}),
+         "eligible.leader.replicas.version could not be set to 1 because it depends on metadata.version level 23"),
         (dict(features={"bogus.version": 1}), "Unsupported feature"),
         (dict(features={"kraft.version": 1}), "unless KIP-853"),
         (dict(features={"kraft.version": 0}, initial_controllers=[DynamicVoter(1, "h", 1, DIR_ID)]), "if KIP-853"),
@@ -215,3 +224,31 @@ def test_format_argument_errors(tmp_path: Path, fsyncs: list[int]) -> None:
     assert [(m.name, m.feature_level) for m, _ in boot.records] == [  # type: ignore[attr-defined]
         ("metadata.version", 20), ("group.version", 1), ("transaction.version", 2),
     ]
+
+
+def test_release_version_sets_feature_defaults(tmp_path: Path, fsyncs: list[int]) -> None:
+    """Formatter.calculateEffectiveFeatureLevels: features not given take the release version's
+    default (Feature.defaultLevel), given ones win, kraft.version never reaches the file."""
+    assert default_feature_level("share.version", metadata_version_from_string("4.2-IV0")) == 1
+    assert default_feature_level("share.version", metadata_version_from_string("4.4-IV0")) == 2
+    assert default_feature_level("transaction.version", metadata_version_from_string("4.0-IV1")) == 0
+    assert default_feature_level("group.version", metadata_version_from_level(4)) == 0
+
+    def formatted(name: str, **kwargs: object) -> list[tuple[str, int]]:
+        d = str(tmp_path / name)
+        format_directories(cluster_id="c", node_id=1, directories=[d], metadata_log_dir=d,
+                           controller_listener_name="C", out=lambda _: None, **kwargs)  # type: ignore[arg-type]
+        boot = read_bootstrap_checkpoint(d)
+        assert boot is not None
+        return [(m.name, m.feature_level) for m, _ in boot.records]  # type: ignore[attr-defined]
+
+    assert formatted("latest", release_version=LATEST_PRODUCTION) == [
+        ("metadata.version", 33), ("eligible.leader.replicas.version", 1), ("group.version", 1),
+        ("share.version", 2), ("streams.version", 1), ("transaction.version", 2),
+    ]
+    assert formatted("given", release_version=metadata_version_from_string("4.1"),
+                     features={"group.version": 0, "share.version": 1}) == [
+        ("metadata.version", 27), ("eligible.leader.replicas.version", 1), ("share.version", 1),
+        ("transaction.version", 2),
+    ]
+    assert formatted("old", release_version=metadata_version_from_string("3.9")) == [("metadata.version", 21)]
