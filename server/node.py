@@ -55,7 +55,7 @@ from kwire.connection import (
 )
 from kwire.errors import Errors
 from kwire.uuid import Uuid
-from kwire.wire import EncodeError
+from kwire.wire import EncodeError, read_uvarint
 from messages.generated.api_versions_response import FinalizedFeatureKey, SupportedFeatureKey
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.describe_cluster_response import (
@@ -108,7 +108,6 @@ from server.raft.types import (
 )
 from storage import quorum_state
 from storage.bootstrap import KRAFT_VERSION_FEATURE, METADATA_VERSION_FEATURE, METADATA_VERSIONS
-from storage.control import read_kraft_batch
 from storage.format import check_formatted
 from storage.log import MetadataLog
 from storage.quorum_state import FileQuorumStateStore
@@ -637,9 +636,14 @@ class Node:
         for batch in batches:
             if batch.is_control:
                 continue
-            kraft_batch = read_kraft_batch(RecordBatch(batch.data), validate_crc=False)
-            for value in kraft_batch.records:
-                assert isinstance(value, bytes | bytearray | memoryview)
+            for value in RecordBatch(batch.data).iter_values():
+                # the frame is (frame version, api key, version) varints: peek at the api key
+                # before decoding a whole record that cannot be a FeatureLevelRecord
+                if value is None or len(value) < 2:
+                    continue
+                api_key = value[1] if value[1] < 0x80 else read_uvarint(value, 1)[0]
+                if api_key != FeatureLevelRecord.API_KEY:
+                    continue
                 message, _ = decode_record(value)
                 if isinstance(message, FeatureLevelRecord):
                     self._features[message.name] = message.feature_level

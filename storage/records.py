@@ -297,6 +297,37 @@ class RecordBatch:
         if pos != len(data):
             raise InvalidRecordError("Incorrect declared batch size, records still remaining in file")
 
+    def iter_values(self) -> Iterator[bytes | None]:
+        """Each record's value (None for a null value), without building :class:`Record`
+        objects: for readers that only need the values of batches already validated (e.g. a
+        state machine scanning committed data). Raises InvalidRecordError (or CompressionError)
+        for records that do not parse."""
+        data = self.records_section()
+        end_of_data = len(data)
+        pos = 0
+        try:
+            for _ in range(self.records_count):
+                body_size, pos = read_varint(data, pos)
+                end = pos + body_size
+                if body_size < 0 or end > end_of_data:
+                    raise InvalidRecordError(f"Invalid record size {body_size}")
+                pos += 1  # attributes
+                _, pos = read_varlong(data, pos)  # timestamp delta
+                _, pos = read_varint(data, pos)  # offset delta
+                key_size, pos = read_varint(data, pos)
+                if key_size > 0:
+                    pos += key_size
+                value_size, pos = read_varint(data, pos)
+                if value_size < 0:
+                    yield None
+                elif pos + value_size > end:
+                    raise InvalidRecordError("value runs past the record")
+                else:
+                    yield data[pos : pos + value_size]
+                pos = end
+        except DecodeError as exc:
+            raise InvalidRecordError(f"Invalid record: {exc}") from exc
+
     def __repr__(self) -> str:
         return (
             f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "

@@ -145,6 +145,7 @@ def test_round_trip_and_construct_oracle(
     view.ensure_valid()
     parsed = view.records()
     assert [r.value for r in parsed] == [r.value for r in records]
+    assert list(view.iter_values()) == [r.value for r in records]
     assert [r.key for r in parsed] == [r.key for r in records]
     assert [r.headers for r in parsed] == [r.headers for r in records]
     assert [r.offset for r in parsed] == list(range(base_offset, base_offset + len(records)))
@@ -279,6 +280,10 @@ def test_record_structure_errors() -> None:
 def test_garbage_records_raise_only_invalid_record(garbage: bytes, count: int) -> None:
     try:
         RecordBatch(_batch_with_records_body(garbage, count)).records()
+    except InvalidRecordError:
+        pass
+    try:
+        list(RecordBatch(_batch_with_records_body(garbage, count)).iter_values())
     except InvalidRecordError:
         pass
 
