@@ -231,15 +231,29 @@ def _parse_host_port(text: str) -> tuple[str, int]:
 
 
 async def describe(bootstrap: str, timeout_s: float = 30.0) -> QuorumView:
-    """Ask the quorum through ``bootstrap`` as Kafka's admin client does with
-    ``bootstrap.controllers``. Raises QuorumToolError with the server's error."""
+    """Ask the quorum through ``bootstrap`` (``HOST:PORT[,HOST:PORT...]``) as Kafka's admin
+    client does with ``bootstrap.controllers``: the first address that accepts a connection
+    answers DescribeCluster. Raises QuorumToolError with the server's error, OSError when no
+    address accepts a connection."""
     import trio
 
-    from kwire.connection import open_connection
+    from kwire.connection import KafkaConnection, open_connection
 
-    host, port = _parse_host_port(bootstrap)
+    addresses = [_parse_host_port(a.strip()) for a in bootstrap.split(",") if a.strip()]
+    if not addresses:
+        raise QuorumToolError("--bootstrap-controller names no address")
     with trio.fail_after(timeout_s):
-        conn = await open_connection(host, port, client_id="kwire-metadata-quorum")
+        conn: KafkaConnection | None = None
+        failure: OSError | None = None
+        for host, port in addresses:
+            try:
+                conn = await open_connection(host, port, client_id="kwire-metadata-quorum")
+                break
+            except OSError as exc:
+                failure = exc
+        if conn is None:
+            assert failure is not None
+            raise failure
         try:
             cluster = await conn.request(
                 DescribeClusterRequest(endpoint_type=CONTROLLER_ENDPOINT_TYPE)

@@ -1,0 +1,406 @@
+"""``kwire test-raft-server``: a controller node whose leader writes a steady load of records
+and reports how fast they commit -- the counterpart of Kafka's ``kafka.tools.TestRaftServer``.
+
+Usage (flags as Kafka's tool, plus ``--override``, ``--json`` and ``--stats-interval-ms``)::
+
+    kwire test-raft-server --config server.properties [--throughput 5000] [--record-size 256]
+                           [--replica-directory-id ID] [--override key=value ...] [--json]
+
+The metadata log directory must be formatted (``kwire storage format``; ``kwire dev-cluster``
+does it). While this node is the leader, its :class:`Workload` appends ``--throughput`` records
+per second, each a ``--record-size``-byte record value, and measures the commit latency of each
+record: from the moment it was handed to the node (``Node.append``) to the moment the node
+learned it committed (the record's batch below the high watermark). Appends linger for
+``controller.quorum.append.linger.ms`` like Kafka's.
+
+Each record value is a real metadata record -- a ``ConfigRecord`` for the cluster-wide broker
+default ``kwire.test.raft.workload`` whose value is ``<epoch>.<counter>.<node id>`` padded with
+``x`` -- so ``kafka-dump-log.sh --cluster-metadata-decoder`` decodes the log and a failover test
+can check order: within the log, ``(epoch, counter)`` strictly increases.
+
+Output, every ``--stats-interval-ms`` (default 5000) while leader: Kafka's line
+``Throughput (bytes/second): %.2f, Latency (ms): %.1f p75 %.1f p99 %.1f p999``; with ``--json``
+one JSON object per line instead, keyed by ``event``:
+
+* ``leader``: ``leader_id``, ``epoch`` -- this node learned of a new leader or epoch;
+* ``first-commit``: ``epoch``, ``offset`` -- the first record this leader appended committed;
+* ``committed``: ``epoch``, ``offset``, ``counter`` -- the newest committed record of this
+  leader (at most every 100 ms);
+* ``stats``: ``records`` committed, ``records_per_s``, ``bytes_per_s``, ``latency_ms``
+  (``p50``, ``p75``, ``p99``, ``p999``, ``max``) over the interval, and ``skipped``: records
+  not offered since start because a second of load was still uncommitted;
+* ``summary`` (on SIGTERM/SIGINT): the same figures over every record this node committed as
+  leader since it started.
+
+All carry ``time_ms`` (wall clock). Exit status as ``kwire server-start``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import time
+from array import array
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "Workload",
+    "add_parser",
+    "parse_workload_value",
+    "percentiles",
+    "record_template",
+    "run",
+    "workload_value",
+]
+
+log = logging.getLogger("kwire.test_raft_server")
+
+WORKLOAD_CONFIG_NAME = "kwire.test.raft.workload"
+BROKER_RESOURCE_TYPE = 4
+TICK_S = 0.001
+COMMITTED_REPORT_MS = 100
+
+
+def record_template(record_size: int) -> tuple[bytes, int, int]:
+    """An encoded ``ConfigRecord`` whose total length is ``record_size`` bytes, and the
+    ``(start, length)`` of its value string, in which a marker may be written in place.
+    Raises ValueError when ``record_size`` is too small to hold the record framing."""
+    from messages.generated.config_record import ConfigRecord
+    from messages.metadata import encode_record
+
+    def encoded(value_length: int) -> bytes:
+        record = ConfigRecord(
+            resource_type=BROKER_RESOURCE_TYPE, resource_name="", name=WORKLOAD_CONFIG_NAME,
+            value="x" * value_length,
+        )
+        return encode_record(record, 0)
+
+    overhead = len(encoded(0))
+    length = record_size - overhead
+    # the value's compact-string length varint grows with the length: adjust until exact
+    while length >= 0 and len(encoded(length)) > record_size:
+        length -= 1
+    if length < 40 or len(encoded(length)) != record_size:
+        raise ValueError(f"--record-size {record_size} is too small (at least {overhead + 41})")
+    data = encoded(length)
+    start = len(data) - 1 - length  # the value is followed only by the empty tagged fields
+    assert data[start:start + length] == b"x" * length
+    return data, start, length
+
+
+def workload_value(template: tuple[bytes, int, int], epoch: int, counter: int, node_id: int) -> bytes:
+    """The record value for ``(epoch, counter)`` written by ``node_id``."""
+    data, start, length = template
+    marker = f"{epoch}.{counter}.{node_id}.".encode()
+    if len(marker) > length:
+        raise ValueError("record too small for its marker")
+    return data[:start] + marker + data[start + len(marker):]
+
+
+def parse_workload_value(value: str) -> tuple[int, int, int]:
+    """``(epoch, counter, node_id)`` from a workload ConfigRecord's value string."""
+    epoch, counter, node_id, _ = value.split(".", 3)
+    return int(epoch), int(counter), int(node_id)
+
+
+def percentiles(latencies: Any) -> dict[str, float]:
+    """p50/p75/p99/p999/max (nearest rank) of a sequence of numbers; zeros when empty."""
+    values = sorted(latencies)
+    if not values:
+        return {"p50": 0.0, "p75": 0.0, "p99": 0.0, "p999": 0.0, "max": 0.0}
+    n = len(values)
+
+    def rank(q: float) -> float:
+        return float(values[min(n - 1, max(0, int(q * n + 0.999999) - 1))])
+
+    return {"p50": rank(0.5), "p75": rank(0.75), "p99": rank(0.99), "p999": rank(0.999),
+            "max": float(values[-1])}
+
+
+class Workload:
+    """The leader's load generator and commit-latency meter (a ``server.node.RaftListener``).
+
+    ``throughput`` records/s of ``record_size`` bytes while the local node leads; latencies in
+    whole milliseconds. ``emit`` receives each report as a dict (see the module docstring).
+    """
+
+    def __init__(
+        self,
+        node_id: int,
+        throughput: int,
+        record_size: int,
+        emit: Callable[[dict[str, Any]], None],
+        *,
+        stats_interval_ms: int = 5000,
+    ) -> None:
+        if throughput <= 0:
+            raise ValueError("--throughput must be positive")
+        self.node_id = node_id
+        self.throughput = throughput
+        self.record_size = record_size
+        self.template = record_template(record_size)
+        self.emit = emit
+        self.stats_interval_ms = stats_interval_ms
+        # records of one append must fit one 8 KiB batch (server.raft.accumulator)
+        from server.raft.accumulator import (
+            BATCH_HEADER_BYTES,
+            MAX_BATCH_SIZE_BYTES,
+            record_size_upper_bound,
+        )
+
+        self.per_append = max(1, (MAX_BATCH_SIZE_BYTES - BATCH_HEADER_BYTES) // record_size_upper_bound(record_size))
+        self.node: Any = None
+        self.claimed_epoch: int | None = None
+        self._counter = 0
+        self._generated = 0
+        self._start = 0.0
+        self._tokens: dict[int, tuple[int, int, int]] = {}  # token -> (append ms, count, first counter)
+        self._pending: deque[tuple[int, int, int, int]] = deque()  # (base, last, append ms, first counter)
+        self._first_commit_reported = False
+        self.max_outstanding = max(throughput, self.per_append)
+        """At most one second of load appended and not yet committed: beyond it, due records are
+        skipped (and counted) instead of queueing without bound behind a slow quorum."""
+        self._outstanding = 0
+        self._skipped = 0
+        self._last_committed_report_ms = 0
+        self._last_committed: tuple[int, int] | None = None  # (offset, counter)
+        self._window: array[int] = array("i")
+        self._window_start_ms = _now_ms()
+        self._all: array[int] = array("i")
+
+    # --------------------------------------------------------------- RaftListener
+
+    def handle_leader_change(self, leader: Any) -> None:
+        self.emit({"event": "leader", "time_ms": _now_ms(), "leader_id": leader.leader_id,
+                   "epoch": leader.epoch})
+        if leader.leader_id == self.node_id:
+            import trio
+
+            self.claimed_epoch = leader.epoch
+            self._counter = 0
+            self._generated = 0
+            self._start = trio.current_time()
+            self._first_commit_reported = False
+        else:
+            self.claimed_epoch = None
+        self._tokens.clear()
+        self._pending.clear()
+        self._outstanding = 0
+
+    def handle_append_result(self, result: Any) -> None:
+        entry = self._tokens.pop(result.token, None)
+        if entry is None:
+            return
+        append_ms, count, first_counter = entry
+        if result.error_code != 0 or result.epoch != self.claimed_epoch:
+            self._outstanding -= count
+            return
+        self._pending.append((result.base_offset, result.last_offset, append_ms, first_counter))
+
+    def handle_commit(self, batch: Any) -> None:
+        if self.claimed_epoch is None or batch.epoch != self.claimed_epoch or batch.is_control:
+            return
+        now = _now_ms()
+        pending = self._pending
+        while pending and pending[0][1] <= batch.last_offset:
+            base, last, append_ms, first_counter = pending.popleft()
+            latency = max(0, now - append_ms)
+            count = last - base + 1
+            self._outstanding -= count
+            self._window.extend([latency] * count)
+            self._all.extend([latency] * count)
+            self._last_committed = (last, first_counter + count - 1)
+            if not self._first_commit_reported:
+                self._first_commit_reported = True
+                self.emit({"event": "first-commit", "time_ms": now, "epoch": self.claimed_epoch,
+                           "offset": base})
+        if self._last_committed is not None and now - self._last_committed_report_ms >= COMMITTED_REPORT_MS:
+            self._last_committed_report_ms = now
+            offset, counter = self._last_committed
+            self.emit({"event": "committed", "time_ms": now, "epoch": self.claimed_epoch,
+                       "offset": offset, "counter": counter})
+
+    # --------------------------------------------------------------- tasks
+
+    async def run(self, node: Any) -> None:
+        """Generate records while ``node`` leads and report stats; runs until cancelled."""
+        import trio
+
+        self.node = node
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._report_loop)
+            while True:
+                await trio.sleep(TICK_S)
+                if self.claimed_epoch is not None:
+                    self._generate(trio.current_time())
+
+    def _generate(self, now: float) -> None:
+        due = int((now - self._start) * self.throughput) - self._generated
+        if due <= 0:
+            return
+        if self._outstanding >= self.max_outstanding:
+            self._generated += due
+            self._skipped += due
+            return
+        epoch = self.claimed_epoch
+        assert epoch is not None
+        append_ms = _now_ms()
+        template, node_id = self.template, self.node_id
+        while due > 0:
+            n = min(due, self.per_append)
+            first = self._counter
+            values = tuple(workload_value(template, epoch, first + i, node_id) for i in range(n))
+            token = self.node.append(values)
+            self._tokens[token] = (append_ms, n, first)
+            self._counter += n
+            self._generated += n
+            self._outstanding += n
+            due -= n
+
+    async def _report_loop(self) -> None:
+        import trio
+
+        while True:
+            await trio.sleep(self.stats_interval_ms / 1000)
+            self.report_window()
+
+    def report_window(self) -> None:
+        now = _now_ms()
+        elapsed_s = max(1e-3, (now - self._window_start_ms) / 1000)
+        window = self._window
+        self._window = array("i")
+        self._window_start_ms = now
+        if not window and self.claimed_epoch is None:
+            return
+        self.emit(self._stats("stats", now, window, elapsed_s))
+
+    def summary(self, elapsed_s: float) -> dict[str, Any]:
+        return self._stats("summary", _now_ms(), self._all, elapsed_s)
+
+    def _stats(self, event: str, now: int, latencies: Any, elapsed_s: float) -> dict[str, Any]:
+        records = len(latencies)
+        return {
+            "event": event,
+            "time_ms": now,
+            "epoch": self.claimed_epoch,
+            "records": records,
+            "skipped": self._skipped,
+            "records_per_s": records / elapsed_s,
+            "bytes_per_s": records * self.record_size / elapsed_s,
+            "latency_ms": percentiles(latencies),
+        }
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def kafka_line(report: dict[str, Any]) -> str | None:
+    """Kafka TestRaftServer's summary line for a ``stats`` report."""
+    if report["event"] != "stats":
+        return None
+    lat = report["latency_ms"]
+    return (
+        f"Throughput (bytes/second): {report['bytes_per_s']:.2f}, Latency (ms): "
+        f"{lat['p75']:.1f} p75 {lat['p99']:.1f} p99 {lat['p999']:.1f} p999"
+    )
+
+
+# ------------------------------------------------------------------------------ command
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "test-raft-server", help="a controller whose leader writes a steady load (Kafka's TestRaftServer)"
+    )
+    p.add_argument("--config", required=True, metavar="server.properties")
+    p.add_argument("--throughput", type=int, default=5000, metavar="records/sec",
+                   help="records per second the leader writes (default 5000)")
+    p.add_argument("--record-size", type=int, default=256, metavar="bytes",
+                   help="the size of each record value (default 256)")
+    p.add_argument("--replica-directory-id", metavar="ID",
+                   help="the directory id of the replica (checked against meta.properties)")
+    p.add_argument("--override", action="append", default=[], metavar="key=value",
+                   help="a property that overrides the file's value (repeatable)")
+    p.add_argument("--json", action="store_true", help="one JSON report per line")
+    p.add_argument("--stats-interval-ms", type=int, default=5000, metavar="ms",
+                   help="how often to print throughput and latency (default 5000)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import trio
+
+    from server.config import ConfigError, load_config
+    from server.node import Node, NodeStartupError
+    from storage.errors import FormatError, StorageError
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")
+
+    def emit(report: dict[str, Any]) -> None:
+        if args.json:
+            line: str | None = json.dumps(report, separators=(",", ":"))
+        else:
+            line = kafka_line(report)
+        if line is not None:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+
+    try:
+        config = load_config(args.config, list(args.override))
+        if args.replica_directory_id is not None:
+            from storage.meta_properties import read_meta_properties
+
+            meta = read_meta_properties(config.metadata_log_dir)
+            if meta is None or str(meta.directory_id) != args.replica_directory_id:
+                raise FormatError(
+                    f"--replica-directory-id {args.replica_directory_id} is not the directory id "
+                    f"of {Path(config.metadata_log_dir)}"
+                )
+        workload = Workload(config.node_id, args.throughput, args.record_size, emit,
+                            stats_interval_ms=args.stats_interval_ms)
+        started = time.monotonic()
+        trio.run(_serve, config, workload, Node)
+        if args.json:
+            emit(workload.summary(time.monotonic() - started))
+    except ValueError as exc:
+        print(f"kwire test-raft-server: {exc}", file=sys.stderr)
+        return 1
+    except (ConfigError, FormatError, StorageError, NodeStartupError, OSError) as exc:
+        print(f"kwire test-raft-server: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+async def _serve(config: Any, workload: Workload, node_class: Any) -> None:
+    import trio
+
+    node = node_class(config, listener=workload)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(node.run)
+        log.info("kwire test raft server %d serving %s", config.node_id,
+                 ", ".join(f"{e.name}://{e.host}:{e.port}" for e in node.endpoints))
+        workload_scope = trio.CancelScope()
+
+        async def run_workload() -> None:
+            with workload_scope:
+                await workload.run(node)
+
+        nursery.start_soon(run_workload)
+
+        async def on_signal() -> None:
+            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for _ in signals:
+                    workload_scope.cancel()
+                    await node.shutdown()
+                    return
+
+        nursery.start_soon(on_signal)
