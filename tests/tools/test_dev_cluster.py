@@ -1,0 +1,101 @@
+"""``kwire dev-cluster``: formats N nodes, starts them as processes, prints how to reach the
+quorum, and stops every node on SIGINT; a second run on the same directory starts the same
+cluster again. Cost: about 10 s."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import trio
+
+from tools.dev_cluster import REPO_DIR, DevCluster, DevClusterError, free_ports
+from tools.metadata_quorum import describe
+
+
+def _start(root: Path, base_port: int) -> tuple[subprocess.Popen[str], list[str]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tools.cli", "dev-cluster", "--nodes", "3", "--dir", str(root),
+         "--base-port", str(base_port)],
+        cwd=REPO_DIR, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line.rstrip("\n"))
+        if line.startswith("Ctrl-C stops every node"):
+            return proc, lines
+    proc.kill()
+    raise AssertionError(f"dev-cluster did not come up: {lines} {proc.stderr and proc.stderr.read()}")
+
+
+def _consecutive_free_ports(count: int) -> int:
+    """A base port such that base .. base + count - 1 were all free a moment ago."""
+    for _ in range(50):
+        base = free_ports(1)[0]
+        held: list[socket.socket] = []
+        try:
+            for port in range(base, base + count):
+                s = socket.socket()
+                held.append(s)
+                s.bind(("localhost", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in held:
+                s.close()
+    raise AssertionError("no run of free ports")
+
+
+def test_dev_cluster_runs_three_nodes_and_stops_on_sigint(tmp_path: Path) -> None:
+    root = tmp_path / "dc"
+    base = _consecutive_free_ports(3)
+    proc, lines = _start(root, base)
+    try:
+        bootstrap = ",".join(f"localhost:{base + i}" for i in range(3))
+        assert any(bootstrap in line for line in lines), lines
+        description = json.loads((root / "cluster.json").read_text())
+        assert [n["port"] for n in description["nodes"]] == [base, base + 1, base + 2]
+        view = trio.run(describe, bootstrap)
+        assert view.cluster_id == description["cluster_id"]
+        assert {v.replica_id for v in view.partition.current_voters} == {1, 2, 3}
+        assert view.partition.leader_id in {1, 2, 3}
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+    for node in (1, 2, 3):
+        with pytest.raises(OSError):
+            trio.run(describe, f"localhost:{base + node - 1}", 2.0)
+
+    # the same directory: the same cluster again
+    proc, lines = _start(root, base)
+    try:
+        view = trio.run(describe, f"localhost:{base}")
+        assert view.cluster_id == description["cluster_id"]
+        assert [n.directory_id for n in DevCluster.open(root).nodes.values()] == [
+            n["directory_id"] for n in description["nodes"]
+        ]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+
+
+def test_create_refuses_an_existing_cluster(tmp_path: Path) -> None:
+    DevCluster.create(tmp_path, 1, base_port=None)
+    with pytest.raises(DevClusterError, match="already holds a dev cluster"):
+        DevCluster.create(tmp_path, 1, base_port=None)
+    with pytest.raises(DevClusterError, match="no dev cluster"):
+        DevCluster.open(tmp_path / "elsewhere")
