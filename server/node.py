@@ -107,7 +107,12 @@ from server.raft.types import (
     VoterSet,
 )
 from storage import quorum_state
-from storage.bootstrap import KRAFT_VERSION_FEATURE, METADATA_VERSION_FEATURE, METADATA_VERSIONS
+from storage.bootstrap import (
+    FEATURES,
+    KRAFT_VERSION_FEATURE,
+    METADATA_VERSION_FEATURE,
+    METADATA_VERSIONS,
+)
 from storage.format import check_formatted
 from storage.log import MetadataLog
 from storage.quorum_state import FileQuorumStateStore
@@ -173,13 +178,21 @@ def api_versions() -> dict[int, tuple[int, int]]:
 
 
 def supported_features() -> list[SupportedFeatureKey]:
-    """``BrokerFeatures.defaultSupportedFeatures`` for what kwire implements."""
-    return [
-        SupportedFeatureKey(name=KRAFT_VERSION_FEATURE, min_version=0, max_version=1),
+    """``BrokerFeatures.defaultSupportedFeatures``: metadata.version 1 up to the newest
+    production level, and every feature ``kwire storage format`` can finalize (kraft.version,
+    group, transaction, share, streams, eligible.leader.replicas) from 0 to its newest level, so
+    a cluster formatted with them accepts this node. Only kraft.version changes what the quorum
+    layer does; the others are levels the controller keeps, not behaviour of this node."""
+    keys = [
+        SupportedFeatureKey(name=name, min_version=0, max_version=max(v.level for v in versions))
+        for name, versions in FEATURES.items()
+    ]
+    keys.append(
         SupportedFeatureKey(
             name=METADATA_VERSION_FEATURE, min_version=1, max_version=MAX_METADATA_VERSION_LEVEL
-        ),
-    ]
+        )
+    )
+    return sorted(keys, key=lambda k: k.name)
 
 
 def _to_storage_election(state: ElectionState, voters: VoterSet) -> quorum_state.ElectionState:

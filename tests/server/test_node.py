@@ -208,3 +208,14 @@ async def test_three_static_voters_elect_a_leader_and_replace_it(
         assert view.partition.leader_id == second
         for node in rest.values():
             node.stop()
+
+
+def test_supported_features_cover_what_format_can_finalize() -> None:
+    from server.node import MAX_METADATA_VERSION_LEVEL, supported_features
+    from storage.bootstrap import FEATURES, LATEST_PRODUCTION
+
+    ranges = {k.name: (k.min_version, k.max_version) for k in supported_features()}
+    assert ranges.pop("metadata.version") == (1, MAX_METADATA_VERSION_LEVEL)
+    assert MAX_METADATA_VERSION_LEVEL >= LATEST_PRODUCTION.level
+    assert ranges == {name: (0, versions[-1].level) for name, versions in FEATURES.items()}
+    assert ranges["kraft.version"] == (0, 1)
