@@ -192,6 +192,7 @@ class Workload:
         self._tokens.clear()
         self._pending.clear()
         self._outstanding = 0
+        self._last_committed = None
 
     def handle_append_result(self, result: Any) -> None:
         entry = self._tokens.pop(result.token, None)
