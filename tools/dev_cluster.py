@@ -103,7 +103,9 @@ class DevCluster:
     """A dev cluster rooted at ``root`` (see the module docstring).
 
     ``workload`` is ``(records_per_s, record_size)`` to run ``kwire test-raft-server`` instead
-    of ``kwire server-start``; ``overrides`` are ``key=value`` properties for every node.
+    of ``kwire server-start``; ``overrides`` are ``key=value`` properties for every node;
+    ``stats_interval_ms`` (with a workload) is the workload's ``--stats-interval-ms`` (None: the
+    tool's default, 5000 ms).
     """
 
     def __init__(
@@ -116,6 +118,7 @@ class DevCluster:
         workload: tuple[int, int] | None = None,
         overrides: Sequence[str] = (),
         python: str = sys.executable,
+        stats_interval_ms: int | None = None,
     ) -> None:
         self.root = root
         self.cluster_id = cluster_id
@@ -124,6 +127,7 @@ class DevCluster:
         self.workload = workload
         self.overrides = list(overrides)
         self.python = python
+        self.stats_interval_ms = stats_interval_ms
 
     # ------------------------------------------------------------------ creation
 
@@ -138,6 +142,7 @@ class DevCluster:
         workload: tuple[int, int] | None = None,
         overrides: Sequence[str] = (),
         properties: dict[str, str] | None = None,
+        stats_interval_ms: int | None = None,
     ) -> DevCluster:
         """Write the configurations and format every node's directory. ``base_port`` None picks
         free ports. ``properties`` are extra lines for every ``server.properties``. Raises
@@ -189,11 +194,13 @@ class DevCluster:
             "nodes": [{"id": n.node_id, "port": n.port, "directory_id": n.directory_id} for n in members],
         }
         (root / "cluster.json").write_text(json.dumps(description, indent=2) + "\n")
-        return cls(root, cluster_id, members, host=host, workload=workload, overrides=overrides)
+        return cls(root, cluster_id, members, host=host, workload=workload, overrides=overrides,
+                   stats_interval_ms=stats_interval_ms)
 
     @classmethod
     def open(
-        cls, root: Path | str, *, workload: tuple[int, int] | None = None, overrides: Sequence[str] = ()
+        cls, root: Path | str, *, workload: tuple[int, int] | None = None, overrides: Sequence[str] = (),
+        stats_interval_ms: int | None = None,
     ) -> DevCluster:
         """A cluster ``create`` made earlier. Raises DevClusterError when there is none."""
         root = Path(root).resolve()
@@ -206,7 +213,7 @@ class DevCluster:
             for n in description["nodes"]
         ]
         return cls(root, description["cluster_id"], members, host=description["host"],
-                   workload=workload, overrides=overrides)
+                   workload=workload, overrides=overrides, stats_interval_ms=stats_interval_ms)
 
     # ------------------------------------------------------------------ views
 
@@ -240,10 +247,11 @@ class DevCluster:
         if self.workload is None:
             return [self.python, "-m", "tools.cli", "server-start", str(node.config_path), *overrides]
         throughput, record_size = self.workload
+        interval = [] if self.stats_interval_ms is None else ["--stats-interval-ms", str(self.stats_interval_ms)]
         return [
             self.python, "-m", "tools.cli", "test-raft-server", "--config", str(node.config_path),
             "--throughput", str(throughput), "--record-size", str(record_size),
-            "--replica-directory-id", node.directory_id, "--json", *overrides,
+            "--replica-directory-id", node.directory_id, "--json", *interval, *overrides,
         ]
 
     def start(self, node_ids: Iterable[int] | None = None, *, wait: bool = True, timeout_s: float = 60.0) -> None:
