@@ -1,0 +1,484 @@
+"""Quorum section: a 3-node quorum under Kafka TestRaftServer's workload, kwire and Kafka side by
+side.
+
+The workload is that of ``kafka.tools.TestRaftServer``: the leader writes 20,000 records/s of
+256 bytes (the figures its Oct 2024 source and the pinned 3.9.2 jar hard-code; 4.4.0's honours
+``--throughput``/``--record-size``, and is given those values) and measures each record's commit
+latency, from the append call to the commit callback. Each side runs as three processes on free
+loopback ports, once per ``controller.quorum.append.linger.ms`` in :data:`LINGERS_MS`:
+
+* kwire: three ``kwire test-raft-server --json`` nodes (:class:`tools.dev_cluster.DevCluster`,
+  a formatted dynamic quorum) reporting every ``window`` seconds. The leader's first report
+  covers start-up, election and warm-up; its second report is the measured window: exact
+  p50/p75/p99/p999 (nearest rank over every record committed in the window), committed
+  records/s, and the records the load generator skipped because a second of load was still
+  uncommitted (kwire drops load it cannot keep up with, so committed records/s is what it
+  sustains).
+* Kafka: three ``kafka.tools.TestRaftServer`` JVMs of :data:`KAFKA_VERSION` (static quorum,
+  ``controller.quorum.voters``; heap as Kafka's ``test-kraft-server-start.sh``, 1 GiB). Their
+  only output is the leader's line every ~5 s, ``Throughput (bytes/second): %.2f, Latency (ms):
+  %.1f p75 %.1f p99 %.1f p999``: there is no p50, and the table says so. Its figures are Kafka
+  metrics with the default ``MetricConfig`` (two 30 s samples, the first starting at the first
+  commit), so they are not per-interval: the rate is a true rate only once 30 s of commits are
+  behind it (before that it is divided by the elapsed time plus 30 s), and the percentiles cover
+  the current and the previous 30 s sample. Full runs therefore take the first line printed at
+  least 62 s after the leader's first line: it covers [first commit + 30 s, that line], ~32-38 s
+  after a 30 s warm-up. The histogram spans 0-250 ms (``Percentiles(1000, 250.0, CONSTANT)``):
+  a value of 249 or more means "at or beyond the top". Kafka's throttler never skips load: it
+  sends late records as fast as it can, so its committed rate can exceed the target after a
+  stall.
+
+CPU: utime + stime (``/proc/<pid>/stat``, in ``SC_CLK_TCK`` ticks) of all three processes over
+the measured window, divided by the records committed in it, times one million. For kwire the
+window is between the leader's two reports (its record count); for Kafka between two of its lines
+one ``window`` apart (records = Kafka's rate x the window's length).
+
+``--quick`` (smoke use): 5 s windows for kwire; Kafka's line is the first one 32 s after its first
+line (the earliest at which its rate is a rate), so its latencies include the warm-up.
+
+The nodes' directories live under ``KWIRE_BENCH_DIR`` (default ``./build``: the disk, not tmpfs,
+since both sides fsync the leader's log) and are removed afterwards; every process started is
+stopped, also on errors. When Java or the jars are missing, Kafka's rows say why and kwire's are
+still printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tools.bench.core import Result
+
+SECTION = "quorum"
+THROUGHPUT = 20_000  # records/s: TestRaftServer's hard-coded workload (Oct 2024 source, 3.9.2 jar)
+RECORD_SIZE = 256  # bytes per record value
+NODES = 3
+LINGERS_MS = (25, 0)
+LINGER_KEY = "controller.quorum.append.linger.ms"
+KAFKA_VERSION = "4.4.0"
+KAFKA_MAIN = "kafka.tools.TestRaftServer"
+KAFKA_HEAP = ("-Xmx1G", "-Xms1G")  # KAFKA_HEAP_OPTS of Kafka's raft/bin/test-kraft-server-start.sh
+KAFKA_SAMPLE_S = 30.0  # MetricConfig's default sample window (2 samples)
+POLL_S = 0.05
+
+_KAFKA_LINE = re.compile(
+    r"Throughput \(bytes/second\): ([0-9.]+), Latency \(ms\): ([0-9.]+) p75 ([0-9.]+) p99 "
+    r"([0-9.]+) p999"
+)
+
+
+class QuorumRunError(RuntimeError):
+    """One side's run could not produce figures (a node exited, no leader, no report in time)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """``window_s``: kwire's report interval (warm-up = the first interval, measure = the second)
+    and the CPU window of both sides. ``kafka_report_after_s``: seconds after the Kafka leader's
+    first line from which its next line is the one used. ``timeout_s``: give up on a run."""
+
+    window_s: float
+    kafka_report_after_s: float
+    timeout_s: float
+    description: str
+
+
+FULL = Timing(30.0, 2 * KAFKA_SAMPLE_S + 2, 240.0, "30 s warm-up, 30 s measured")
+QUICK = Timing(5.0, KAFKA_SAMPLE_S + 2, 150.0, "quick: 5 s warm-up, 5 s measured")
+
+
+@dataclass(slots=True)
+class Row:
+    """One implementation at one linger. Latencies in ms, rates in records/s; ``error`` set when
+    the run produced no figures (then the figures are None)."""
+
+    implementation: str
+    linger_ms: int
+    p50: float | None = None
+    p75: float | None = None
+    p99: float | None = None
+    p999: float | None = None
+    records_per_s: float | None = None
+    offered_per_s: float | None = None
+    skipped: int | None = None
+    cpu_s_per_million: float | None = None
+    window_s: float | None = None
+    note: str = ""
+    error: str | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """utime + stime of the processes ``pids`` so far, in seconds (``/proc/<pid>/stat`` fields 14
+    and 15, in ``SC_CLK_TCK`` ticks). Raises OSError when a process is gone."""
+    ticks = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            stat = f.read()
+        fields = stat[stat.rindex(")") + 2:].split()  # fields[0] is field 3 (state)
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def parse_kafka_line(line: str) -> tuple[float, float, float, float] | None:
+    """``(bytes/s, p75, p99, p999)`` of one TestRaftServer stats line, None for other lines."""
+    m = _KAFKA_LINE.search(line)
+    if m is None:
+        return None
+    return float(m[1]), float(m[2]), float(m[3]), float(m[4])
+
+
+class _Tail:
+    """The complete lines appended to a file since the last call."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.pos = 0
+        self.rest = b""
+
+    def lines(self) -> list[str]:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.pos)
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        self.pos += len(data)
+        *complete, self.rest = (self.rest + data).split(b"\n")
+        return [line.decode("utf-8", "replace") for line in complete]
+
+
+def _bench_dir() -> Path:
+    base = os.environ.get("KWIRE_BENCH_DIR") or str(Path.cwd() / "build")
+    Path(base).mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="kwire-bench-quorum-", dir=base))
+
+
+def _tail_text(path: Path, limit: int = 1500) -> str:
+    try:
+        return path.read_text(errors="replace")[-limit:].strip()
+    except OSError:
+        return ""
+
+
+# ---------------------------------------------------------------------------------------------
+# kwire
+
+
+def run_kwire(linger_ms: int, timing: Timing, base: Path) -> Row:
+    """Three ``kwire test-raft-server`` nodes at ``linger_ms``; figures of the leader's second
+    report. Raises QuorumRunError (or DevClusterError) when the run gives no figures."""
+    from tools.dev_cluster import DevCluster
+
+    root = base / f"kwire-linger-{linger_ms}"
+    cluster = DevCluster.create(
+        root, NODES, base_port=None, workload=(THROUGHPUT, RECORD_SIZE),
+        properties={LINGER_KEY: str(linger_ms)}, stats_interval_ms=int(timing.window_s * 1000),
+    )
+    try:
+        cluster.start()
+        pids = [n.process.pid for n in cluster.nodes.values() if n.process is not None]
+        tails = {i: _Tail(n.stdout_path) for i, n in cluster.nodes.items()}
+        reports: dict[int, list[tuple[dict[str, Any], float]]] = {i: [] for i in cluster.nodes}
+        leaders: set[tuple[int, int]] = set()
+        deadline = time.monotonic() + timing.timeout_s
+        while True:
+            for node_id, tail in tails.items():
+                for line in tail.lines():
+                    if not line.startswith("{"):
+                        continue
+                    event = json.loads(line)
+                    if event.get("event") == "leader" and event.get("leader_id") is not None:
+                        leaders.add((event["leader_id"], event["epoch"]))
+                    if event.get("event") == "stats":
+                        reports[node_id].append((event, cpu_seconds(pids)))
+            done = [i for i, r in reports.items() if len(r) >= 2]
+            if done:
+                break
+            for node in cluster.nodes.values():
+                if not node.running:
+                    raise QuorumRunError(
+                        f"kwire node {node.node_id} exited ({node.process and node.process.returncode}): "
+                        f"{_tail_text(node.log_path)}")
+            if time.monotonic() > deadline:
+                raise QuorumRunError(f"kwire: no leader report after {timing.timeout_s:.0f} s")
+            time.sleep(POLL_S)
+        leader = done[0]
+        (first, cpu0), (second, cpu1) = reports[leader][:2]
+    finally:
+        cluster.stop()
+        for node in cluster.nodes.values():  # stop() kills stragglers; make sure of it
+            if node.running:
+                cluster.kill(node.node_id)
+    window = (second["time_ms"] - first["time_ms"]) / 1000
+    skipped = int(second["skipped"]) - int(first["skipped"])
+    records = int(second["records"])
+    lat = second["latency_ms"]
+    notes = [f"leader {leader}"]
+    if len(leaders) > 1:
+        notes.append(f"leaders seen (id, epoch): {sorted(leaders)}")
+    if first["epoch"] != second["epoch"]:
+        notes.append(f"epoch changed {first['epoch']} -> {second['epoch']} in the window")
+    return Row(
+        implementation="kwire", linger_ms=linger_ms,
+        p50=lat["p50"], p75=lat["p75"], p99=lat["p99"], p999=lat["p999"],
+        records_per_s=float(second["records_per_s"]),
+        offered_per_s=THROUGHPUT - skipped / window if window > 0 else None,
+        skipped=skipped,
+        cpu_s_per_million=(cpu1 - cpu0) / records * 1e6 if records else None,
+        window_s=window, note="; ".join(notes),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Kafka
+
+
+def kafka_problem(version: str = KAFKA_VERSION) -> str | None:
+    """Why Kafka ``version``'s TestRaftServer cannot run here, or None."""
+    try:
+        from compat.kafka import KafkaUnavailable, has_class, java_executable, kafka_jar
+    except ImportError as exc:
+        return f"compat.kafka cannot be imported ({exc})"
+    try:
+        java_executable()
+        kafka_jar(version, "kafka_2.13")
+        if not has_class(version, KAFKA_MAIN):
+            return f"{KAFKA_MAIN} is not in Kafka {version}'s jars"
+    except (KafkaUnavailable, ValueError) as exc:
+        return str(exc)
+    return None
+
+
+def kafka_server_properties(node_id: int, port: int, voters: str, data_dir: Path, linger_ms: int) -> str:
+    """A TestRaftServer configuration: static quorum ``voters`` (``id@host:port,...``), one
+    CONTROLLER listener on ``port``, the log under ``data_dir``."""
+    return "\n".join([
+        f"node.id={node_id}",
+        "process.roles=controller",
+        f"listeners=CONTROLLER://localhost:{port}",
+        "controller.listener.names=CONTROLLER",
+        "listener.security.protocol.map=CONTROLLER:PLAINTEXT",
+        f"controller.quorum.voters={voters}",
+        f"metadata.log.dir={data_dir}",
+        f"log.dirs={data_dir}",
+        f"{LINGER_KEY}={linger_ms}",
+    ]) + "\n"
+
+
+def run_kafka(linger_ms: int, timing: Timing, base: Path, version: str = KAFKA_VERSION) -> Row:
+    """Three Kafka TestRaftServer JVMs at ``linger_ms``; figures of the leader's line chosen as
+    the module docstring says. Raises QuorumRunError when the run gives no figures."""
+    from compat.kafka import start_kafka_class
+    from kwire.uuid import Uuid
+    from tools.dev_cluster import free_ports
+
+    root = base / f"kafka-linger-{linger_ms}"
+    ports = free_ports(NODES)
+    voters = ",".join(f"{i + 1}@localhost:{p}" for i, p in enumerate(ports))
+    procs: list[subprocess.Popen[bytes]] = []
+    outs: list[Path] = []
+    errs: list[Path] = []
+    try:
+        for i, port in enumerate(ports):
+            node_dir = root / f"node-{i + 1}"
+            node_dir.mkdir(parents=True)
+            config = node_dir / "server.properties"
+            config.write_text(kafka_server_properties(i + 1, port, voters, node_dir / "data", linger_ms))
+            outs.append(node_dir / "stdout.log")
+            errs.append(node_dir / "stderr.log")
+            with outs[-1].open("wb") as out, errs[-1].open("wb") as err:
+                procs.append(start_kafka_class(
+                    version, KAFKA_MAIN,
+                    ["--config", str(config), "--replica-directory-id", str(Uuid.random()),
+                     "--throughput", str(THROUGHPUT), "--record-size", str(RECORD_SIZE)],
+                    jvm_args=KAFKA_HEAP, logs_dir=node_dir, stdout=out.fileno(), stderr=err.fileno(),
+                ))
+        pids = [p.pid for p in procs]
+        tails = [_Tail(path) for path in outs]
+        leader: int | None = None  # the node that printed last: only a leader records stats
+        lines_seen = [0] * NODES
+        leaders: list[int] = []
+        first_line_t = 0.0
+        cpu_mark: tuple[float, float] | None = None  # (time, cpu s) at the window's first line
+        chosen: tuple[float, float, tuple[float, float, float, float]] | None = None
+        deadline = time.monotonic() + timing.timeout_s + timing.kafka_report_after_s
+        while chosen is None:
+            now = time.monotonic()
+            for i, tail in enumerate(tails):
+                for line in tail.lines():
+                    figures = parse_kafka_line(line)
+                    if figures is None or chosen is not None:
+                        continue
+                    lines_seen[i] += 1
+                    if leader != i + 1:  # a new leader: its figures start afresh
+                        leader, first_line_t, cpu_mark = i + 1, now, None
+                        leaders.append(leader)
+                    since = now - first_line_t
+                    if cpu_mark is None and since >= timing.kafka_report_after_s - timing.window_s:
+                        cpu_mark = (now, cpu_seconds(pids))
+                    elif cpu_mark is not None and since >= timing.kafka_report_after_s:
+                        chosen = (now, cpu_seconds(pids), figures)
+            for n, proc in enumerate(procs):
+                if proc.poll() is not None:
+                    raise QuorumRunError(
+                        f"Kafka {version} node {n + 1} exited ({proc.returncode}): {_tail_text(errs[n])}")
+            if chosen is None and time.monotonic() > deadline:
+                raise QuorumRunError(
+                    f"Kafka {version}: no usable TestRaftServer line after "
+                    f"{timing.timeout_s + timing.kafka_report_after_s:.0f} s (stats lines per node "
+                    f"{lines_seen}, leaders in order {leaders}; last stderr of node {leader}: "
+                    f"{_tail_text(errs[(leader or 1) - 1], 600)})")
+            if chosen is None:
+                time.sleep(POLL_S)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    assert cpu_mark is not None
+    t_end, cpu_end, (bytes_per_s, p75, p99, p999) = chosen
+    window = t_end - cpu_mark[0]
+    records_per_s = bytes_per_s / RECORD_SIZE
+    records = records_per_s * window
+    notes = [f"leader {leader}", "no p50 (TestRaftServer prints p75/p99/p999 only)"]
+    if max(p75, p99, p999) >= 249.0:
+        notes.append("latency histogram tops out at 250 ms: 249+ means at or beyond it")
+    if len(leaders) > 1:
+        notes.append(f"leaders in order {leaders}: figures are the last one's")
+    return Row(
+        implementation=f"Kafka {version}", linger_ms=linger_ms,
+        p75=p75, p99=p99, p999=p999, records_per_s=records_per_s,
+        offered_per_s=float(THROUGHPUT), skipped=None,
+        cpu_s_per_million=(cpu_end - cpu_mark[1]) / records * 1e6 if records else None,
+        window_s=window, note="; ".join(notes),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# table
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def format_rows(rows: Sequence[Row]) -> str:
+    """The section's own table: one line per implementation and linger."""
+    header = ["implementation", "linger", "p50 ms", "p75 ms", "p99 ms", "p999 ms",
+              "committed rec/s", "offered rec/s", "skipped", "CPU-s/M rec", "window s"]
+    lines = [header]
+    for r in rows:
+        if r.error is not None:
+            lines.append([r.implementation, f"{r.linger_ms} ms"] + ["-"] * (len(header) - 2))
+            continue
+        lines.append([
+            r.implementation, f"{r.linger_ms} ms",
+            "n/a" if r.p50 is None else _ms(r.p50), _ms(r.p75), _ms(r.p99), _ms(r.p999),
+            _rate(r.records_per_s), _rate(r.offered_per_s),
+            "-" if r.skipped is None else f"{r.skipped:,}",
+            "-" if r.cpu_s_per_million is None else f"{r.cpu_s_per_million:.1f}",
+            "-" if r.window_s is None else f"{r.window_s:.1f}",
+        ])
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    out = ["  ".join(cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i])
+                     for i, cell in enumerate(line)) for line in lines]
+    out.insert(1, "-" * len(out[0]))
+    for r in rows:
+        text = f"error: {r.error}" if r.error is not None else r.note
+        if text:
+            out.append(f"  {r.implementation}, linger {r.linger_ms} ms: {text}")
+    return "\n".join(out)
+
+
+def to_results(rows: Sequence[Row], timing: Timing) -> list[Result]:
+    """The rows as the runner's kwire-vs-reference results (one per figure and linger)."""
+    results: list[Result] = []
+    kafka_name = f"Kafka {KAFKA_VERSION} TestRaftServer"
+    for linger in LINGERS_MS:
+        k = next((r for r in rows if r.linger_ms == linger and r.implementation == "kwire"), None)
+        ref = next((r for r in rows if r.linger_ms == linger and r.implementation != "kwire"), None)
+        if k is None or k.error is not None:
+            continue
+        ok_ref = ref if ref is not None and ref.error is None else None
+        conditions = (f"{NODES} nodes, {THROUGHPUT} rec/s x {RECORD_SIZE} B offered, linger {linger} ms, "
+                      f"{timing.description}" + ("" if ok_ref else "; no reference figures (see above)"))
+        figures: list[tuple[str, str, float | None, float | None, bool]] = [
+            ("commit latency p50", "ms", k.p50, None, False),
+            ("commit latency p75", "ms", k.p75, ok_ref.p75 if ok_ref else None, False),
+            ("commit latency p99", "ms", k.p99, ok_ref.p99 if ok_ref else None, False),
+            ("committed records/s", "rec/s", k.records_per_s,
+             ok_ref.records_per_s if ok_ref else None, True),
+            ("CPU-s per million records", "s", k.cpu_s_per_million,
+             ok_ref.cpu_s_per_million if ok_ref else None, False),
+        ]
+        for what, unit, kv, rv, higher in figures:
+            if kv is None:
+                continue
+            results.append(Result(
+                section=SECTION, what=f"{what}, linger {linger} ms", unit=unit, kwire=float(kv),
+                reference=None if rv is None else float(rv), reference_name=kafka_name,
+                conditions=conditions, higher_is_better=higher,
+                extra={"kwire_row": _row_dict(k), "reference_row": _row_dict(ref)},
+            ))
+    return results
+
+
+def _row_dict(row: Row | None) -> dict[str, Any] | None:
+    return None if row is None else asdict(row)
+
+
+# ---------------------------------------------------------------------------------------------
+# entry point
+
+
+def run(args: Any) -> list[Result]:
+    timing = QUICK if getattr(args, "quick", False) else FULL
+    problem = kafka_problem()
+    kafka_name = f"Kafka {KAFKA_VERSION}"
+    rows: list[Row] = []
+    base = _bench_dir()
+    print(f"quorum: {NODES} nodes on loopback, leader writes {THROUGHPUT:,} records/s of {RECORD_SIZE} B "
+          f"(TestRaftServer's workload); {timing.description}; directories under {base}", flush=True)
+    try:
+        for linger in LINGERS_MS:
+            for name, runner in (("kwire", run_kwire), (kafka_name, run_kafka)):
+                if name != "kwire" and problem is not None:
+                    rows.append(Row(name, linger, error=f"not run: {problem}"))
+                    continue
+                t0 = time.monotonic()
+                try:
+                    row = runner(linger, timing, base)
+                except Exception as exc:  # noqa: BLE001 - a failed run is a row that says why
+                    row = Row(name, linger, error=f"{type(exc).__name__}: {exc}")
+                rows.append(row)
+                load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+                print(f"  {name}, linger {linger} ms: {time.monotonic() - t0:.0f} s, "
+                      f"load average {load}", flush=True)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    print(format_rows(rows), flush=True)
+    sys.stdout.flush()
+    return to_results(rows, timing)
