@@ -245,6 +245,21 @@ def read_tagged_header(buf: bytes | bytearray | memoryview, pos: int) -> tuple[i
     return tag, size, pos
 
 
+def read_unknown_tagged(
+    buf: bytes | bytearray | memoryview, pos: int
+) -> tuple[list[tuple[int, bytes]], int]:
+    """Read a whole tagged-field section at ``pos`` (its count first) whose tags are all unknown
+    to the reader; returns the ``(tag, data)`` pairs in wire order and the position after it."""
+    n, pos = read_uvarint(buf, pos)
+    fields = []
+    for _ in range(n):
+        tag, size, pos = read_tagged_header(buf, pos)
+        end = pos + size
+        fields.append((tag, bytes(buf[pos:end])))
+        pos = end
+    return fields, pos
+
+
 def write_tagged(
     out: bytearray, known: Sequence[tuple[int, bytes]], unknown: Sequence[tuple[int, bytes]]
 ) -> None:

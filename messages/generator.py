@@ -11,6 +11,10 @@ dataclass with snake-case attributes, and gets, per version, one straight-line w
 reader. Versions whose code is identical share one function. Consecutive fixed-width fields are
 packed and unpacked with a single ``struct.Struct``.
 
+A reader decodes nested structs inline (no call per element), builds objects with
+``object.__new__`` and slot stores, and folds the tagged-field count byte into the last
+``unpack_from`` of a flexible struct; see :class:`_Reader`.
+
 Encoding rules follow Kafka's generator (``MessageDataGenerator``):
 
 * a field the version lacks must hold its default unless the field is ignorable, else
@@ -286,116 +290,164 @@ class _Writer:
 
 
 class _Reader:
-    def __init__(self, mod: _Module, struct: StructSpec, version: int):
+    """The reader of one struct at one version, as the body of a single function.
+
+    Nested structs (struct fields and the elements of struct arrays) are decoded inline, in the
+    parent's code and loops: an element costs no call and no ``(obj, pos)`` tuple. Objects are
+    made with ``_new(Cls)`` (``object.__new__``, skipping the dataclass ``__init__``) and filled
+    by slot stores; a run of fixed-width fields is one ``Struct.unpack_from`` stored straight into
+    the slots and, when the run closes a flexible struct, it also takes the tagged-field count.
+    Locals of a nested struct carry its depth (``o1``, ``n1``, ``tn1``, ...) so that inner code
+    never clobbers the enclosing struct's.
+    """
+
+    def __init__(self, mod: _Module, version: int):
         self.mod = mod
         self.spec = mod.spec
-        self.struct = struct
         self.version = version
-        self.flexible = self.spec.flexible_in(version)
         self.body: list[str] = []
-        self.depth = 0
+        self.stack: list[str] = []
 
-    def emit(self, line: str, indent: int = 1) -> None:
+    def emit(self, line: str, indent: int) -> None:
         self.body.append("    " * indent + line)
 
-    def build(self) -> list[str]:
+    def build(self, struct: StructSpec) -> list[str]:
+        self.emit("blen = len(buf)", 1)
+        self._struct(struct, 0, 1, "blen")
+        self.emit("return o0, pos", 1)
+        return self.body
+
+    def _struct(self, struct: StructSpec, depth: int, ind: int, limit: str) -> None:
+        """Code that decodes ``struct`` at ``pos`` into the local ``o{depth}``."""
+        if struct.name in self.stack:
+            raise SpecError(f"{self.spec.name}: struct {struct.name} contains itself")
+        self.stack.append(struct.name)
         v = self.version
+        o = f"o{depth}"
+        self.emit(f"{o} = _new({struct.name})", ind)
+        for f in struct.fields:
+            if not f.present_in(v) or f.tagged_in(v):
+                self.emit(f"{o}.{f.attr} = {default_expr(self.spec, f)}", ind)
         group: list[FieldSpec] = []
         tagged: list[FieldSpec] = []
-        for f in self.struct.fields:
+        for f in struct.fields:
             if not f.present_in(v):
                 continue
             if f.tagged_in(v):
                 tagged.append(f)
-                continue
-            if f.type.text in FIXED_SIZES:
+            elif f.type.text in FIXED_SIZES:
                 group.append(f)
-                continue
-            self._flush(group)
-            group = []
-            self._read_value(f, f"v_{f.attr}", 1, v)
-        self._flush(group)
-        unknown = "[]"
-        if self.flexible:
-            for f in tagged:
-                self.emit(f"v_{f.attr} = {default_expr(self.spec, f)}")
-            self.emit("n = buf[pos]")
-            self.emit("pos += 1")
-            self.emit("if n >= 0x80:")
-            self.emit("n, pos = _ruv(buf, pos - 1)", 2)
-            self.emit("unknown = []")
-            self.emit("if n:")
-            self.emit("for _ in range(n):", 2)
-            self.emit("tag, size, pos = _rtag(buf, pos)", 3)
-            self.emit("end = pos + size", 3)
-            kw = "if"
-            for f in sorted(tagged, key=lambda x: x.tag or 0):
-                self.emit(f"{kw} tag == {f.tag}:", 3)
-                self._read_value(f, f"v_{f.attr}", 4, v, force_flexible=True, limit="end")
-                self.emit("if pos != end:", 4)
-                self.emit(
-                    f"raise DecodeError('tagged field {f.name} has ' + str(size) + ' bytes "
-                    f"but its value took ' + str(pos - end + size))",
-                    5,
-                )
-                kw = "elif"
-            other_tags = sorted(
-                {f.tag for f in self.struct.fields if f.tag is not None}
-                - {f.tag for f in tagged}
-            )
-            if other_tags:
-                cond = f"tag == {other_tags[0]}" if len(other_tags) == 1 else \
-                    f"tag in {tuple(other_tags)!r}"
-                self.emit(f"{kw} {cond}:", 3)
-                self.emit(
-                    f"raise DecodeError('tag ' + str(tag) + ' is not valid for version {v} "
-                    f"of {self.struct.name}')",
-                    4,
-                )
-                kw = "elif"
-            if kw == "elif":
-                self.emit("else:", 3)
-                ind = 4
             else:
-                ind = 3
-            self.emit("unknown.append((tag, bytes(buf[pos:end])))", ind)
-            self.emit("pos = end", ind)
-            unknown = "unknown"
-        args = []
-        for f in self.struct.fields:
-            if f.present_in(v):
-                args.append(f"v_{f.attr}")
+                self._unpack(group, o, ind)
+                group = []
+                self._value(f, f"{o}.{f.attr}", depth, ind, limit)
+        if self.spec.flexible_in(v):
+            count = f"tn{depth}"
+            if group:
+                self._unpack(group, o, ind, count)
             else:
-                args.append(default_expr(self.spec, f))
-        args.append(unknown)
-        self.emit(f"return {self.struct.name}({', '.join(args)}), pos")
-        return self.body
+                self.emit(f"{count} = buf[pos]", ind)
+                self.emit("pos += 1", ind)
+            self._tagged(struct, tagged, depth, ind, limit)
+        else:
+            self._unpack(group, o, ind)
+            self.emit(f"{o}.unknown_tagged_fields = []", ind)
+        self.stack.pop()
 
-    def _flush(self, group: list[FieldSpec]) -> None:
+    def _unpack(self, group: list[FieldSpec], o: str, ind: int, count: str | None = None) -> None:
+        """One ``unpack_from`` for a run of fixed-width fields, plus the tagged-field count byte
+        of a flexible struct when ``count`` names its local."""
         if not group:
             return
         fmt = ">" + "".join(_STRUCT_CODES[f.type.text] for f in group)
-        name = self.mod.packer(fmt)
         size = sum(FIXED_SIZES[f.type.text] for f in group)
-        targets = ", ".join(f"v_{f.attr}" for f in group)
-        if len(group) == 1:
-            targets += ","
-        self.emit(f"{targets} = {name}.unpack_from(buf, pos)")
-        self.emit(f"pos += {size}")
+        targets: list[str] = []
+        uuids: list[str] = []
         for f in group:
             if f.type.text == "uuid":
-                self.emit(f"v_{f.attr} = _uuid16(v_{f.attr})")
+                tmp = f"u{len(uuids)}"
+                uuids.append(f"{o}.{f.attr} = _bnew(Uuid, {tmp})")
+                targets.append(tmp)
+            else:
+                targets.append(f"{o}.{f.attr}")
+        if count is not None:
+            fmt += "B"
+            size += 1
+            targets.append(count)
+        lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
+        self.emit(f"{lhs} = {self.mod.packer(fmt)}.unpack_from(buf, pos)", ind)
+        self.emit(f"pos += {size}", ind)
+        for line in uuids:
+            self.emit(line, ind)
 
-    def _read_value(
-        self, f: FieldSpec, target: str, ind: int, v: int, force_flexible: bool = False,
-        limit: str = "len(buf)",
+    def _tagged(
+        self, struct: StructSpec, tagged: list[FieldSpec], depth: int, ind: int, limit: str
     ) -> None:
+        """The tagged-field section, its count already in ``tn{depth}`` and ``pos`` past it.
+        An empty section (the usual case) costs one test."""
+        v = self.version
+        o, count = f"o{depth}", f"tn{depth}"
+        self.emit(f"if {count}:", ind)
+        if all(f.tag is None for f in struct.fields):
+            # No field of this struct is ever tagged: every tag is preserved as unknown.
+            self.emit(f"{o}.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)",
+                      ind + 1)
+            self.emit("else:", ind)
+            self.emit(f"{o}.unknown_tagged_fields = []", ind + 1)
+            return
+        tag, size, end, unknown = f"tag{depth}", f"size{depth}", f"end{depth}", f"uk{depth}"
+        i = ind + 1
+        self.emit(f"if {count} >= 0x80:", i)
+        self.emit(f"{count}, pos = _ruv(buf, pos - 1)", i + 1)
+        self.emit(f"{unknown} = []", i)
+        self.emit(f"for _ in range({count}):", i)
+        self.emit(f"{tag}, {size}, pos = _rtag(buf, pos)", i + 1)
+        self.emit(f"{end} = pos + {size}", i + 1)
+        kw = "if"
+        for f in sorted(tagged, key=lambda x: x.tag or 0):
+            self.emit(f"{kw} {tag} == {f.tag}:", i + 1)
+            self._value(f, f"{o}.{f.attr}", depth, i + 2, end, force_flexible=True)
+            self.emit(f"if pos != {end}:", i + 2)
+            self.emit(
+                f"raise DecodeError('tagged field {f.name} has ' + str({size}) + ' bytes "
+                f"but its value took ' + str(pos - {end} + {size}))",
+                i + 3,
+            )
+            kw = "elif"
+        other_tags = sorted(
+            {f.tag for f in struct.fields if f.tag is not None} - {f.tag for f in tagged}
+        )
+        if other_tags:
+            cond = f"{tag} == {other_tags[0]}" if len(other_tags) == 1 else \
+                f"{tag} in {tuple(other_tags)!r}"
+            self.emit(f"{kw} {cond}:", i + 1)
+            self.emit(
+                f"raise DecodeError('tag ' + str({tag}) + ' is not valid for version {v} "
+                f"of {struct.name}')",
+                i + 2,
+            )
+            kw = "elif"
+        j = i + 1
+        if kw == "elif":
+            self.emit("else:", i + 1)
+            j = i + 2
+        self.emit(f"{unknown}.append(({tag}, bytes(buf[pos:{end}])))", j)
+        self.emit(f"pos = {end}", j)
+        self.emit(f"{o}.unknown_tagged_fields = {unknown}", i)
+        self.emit("else:", ind)
+        self.emit(f"{o}.unknown_tagged_fields = []", ind + 1)
+
+    def _value(
+        self, f: FieldSpec, target: str, depth: int, ind: int, limit: str,
+        force_flexible: bool = False,
+    ) -> None:
+        v = self.version
         flex = force_flexible or _flexible_for(self.spec, f, v)
         nullable = f.nullable_in(v)
         t = f.type
         if t.is_array:
-            self.depth += 1
-            n, i = f"n{self.depth}", f"i{self.depth}"
+            d = depth + 1
+            n, a = f"n{d}", f"a{d}"
             el = t.element
             min_size = FIXED_SIZES.get(el.text, 1)
             if flex:
@@ -415,49 +467,53 @@ class _Reader:
             self.emit("else:", ind)
             self.emit(f"if {n} * {min_size} > {limit} - pos:", ind + 1)
             self.emit(
-                f"raise DecodeError('array {f.name} of ' + str({n}) + ' elements overruns the buffer')",
+                f"raise DecodeError('array {f.name} of ' + str({n}) + ' elements overruns "
+                "the buffer')",
                 ind + 2,
             )
             if el.is_struct:
-                fn = f"_r_{el.text}_{v}"
-                self.emit(f"{target} = []", ind + 1)
-                self.emit(f"for {i} in range({n}):", ind + 1)
-                self.emit(f"x, pos = {fn}(buf, pos)", ind + 2)
-                self.emit(f"{target}.append(x)", ind + 2)
+                self.emit(f"{target} = {a} = []", ind + 1)
+                self.emit(f"for _ in range({n}):", ind + 1)
+                self._struct(self.spec.structs[el.text], d, ind + 2, limit)
+                self.emit(f"{a}.append(o{d})", ind + 2)
             elif el.text in FIXED_SIZES and el.text != "uuid":
                 code = _STRUCT_CODES[el.text]
-                self.emit(f"{target} = list(_unpack_from('>%d{code}' % {n}, buf, pos))", ind + 1)
+                self.emit(f"{target} = list(_unpack_from('>%d{code}' % {n}, buf, pos))",
+                          ind + 1)
                 self.emit(f"pos += {n} * {FIXED_SIZES[el.text]}", ind + 1)
             else:
-                self.emit(f"{target} = []", ind + 1)
-                self.emit(f"for {i} in range({n}):", ind + 1)
-                self._read_scalar(el.text, "x", ind + 2, flex, False, f.name)
-                self.emit(f"{target}.append(x)", ind + 2)
-            self.depth -= 1
+                self.emit(f"{target} = {a} = []", ind + 1)
+                self.emit(f"for _ in range({n}):", ind + 1)
+                self._scalar(el.text, "x", ind + 2, flex, False, f.name)
+                self.emit(f"{a}.append(x)", ind + 2)
             return
         if t.is_struct:
-            fn = f"_r_{t.text}_{v}"
+            d = depth + 1
             if nullable:
-                self.emit("marker = buf[pos]", ind)
-                self.emit("pos += 1", ind)
-                self.emit("if marker == 0xff:", ind)
+                self.emit("if buf[pos] == 0xff:", ind)
+                self.emit("pos += 1", ind + 1)
                 self.emit(f"{target} = None", ind + 1)
                 self.emit("else:", ind)
-                self.emit(f"{target}, pos = {fn}(buf, pos)", ind + 1)
+                self.emit("pos += 1", ind + 1)
+                self._struct(self.spec.structs[t.text], d, ind + 1, limit)
+                self.emit(f"{target} = o{d}", ind + 1)
             else:
-                self.emit(f"{target}, pos = {fn}(buf, pos)", ind)
+                self._struct(self.spec.structs[t.text], d, ind, limit)
+                self.emit(f"{target} = o{d}", ind)
             return
-        self._read_scalar(t.text, target, ind, flex, nullable, f.name)
+        self._scalar(t.text, target, ind, flex, nullable, f.name)
 
-    def _read_scalar(
+    def _scalar(
         self, kind: str, target: str, ind: int, flex: bool, nullable: bool, name: str
     ) -> None:
         if kind in FIXED_SIZES:
             fmt = ">" + _STRUCT_CODES[kind]
-            self.emit(f"{target}, = {self.mod.packer(fmt)}.unpack_from(buf, pos)", ind)
-            self.emit(f"pos += {FIXED_SIZES[kind]}", ind)
             if kind == "uuid":
-                self.emit(f"{target} = _uuid16({target})", ind)
+                self.emit(f"u0, = {self.mod.packer(fmt)}.unpack_from(buf, pos)", ind)
+                self.emit(f"{target} = _bnew(Uuid, u0)", ind)
+            else:
+                self.emit(f"{target}, = {self.mod.packer(fmt)}.unpack_from(buf, pos)", ind)
+            self.emit(f"pos += {FIXED_SIZES[kind]}", ind)
             return
         if kind == "string" and flex:
             self.emit("sn = buf[pos]", ind)
@@ -471,7 +527,7 @@ class _Reader:
                 self.emit(f"raise DecodeError('non-nullable string {name} is null')", ind + 1)
             self.emit("else:", ind)
             self.emit("se = pos + sn - 1", ind + 1)
-            self.emit("if sn > 0x8000 or se > len(buf):", ind + 1)
+            self.emit("if sn > 0x8000 or se > blen:", ind + 1)
             self.emit(f"raise DecodeError('string {name} of ' + str(sn - 1) + ' bytes overruns')",
                       ind + 2)
             self.emit(f"{target} = str(buf[pos:se], 'utf-8')", ind + 1)
@@ -601,7 +657,7 @@ def generate_module(spec: MessageSpec) -> str:
         seen_r: dict[str, str] = {}
         for v in reach[name]:
             wbody = "\n".join(_Writer(mod, struct, v).build())
-            rbody = "\n".join(_Reader(mod, struct, v).build())
+            rbody = "\n".join(_Reader(mod, v).build(struct))
             wname = seen_w.get(wbody)
             if wname is None:
                 wname = f"_w_{name}_{v}"
@@ -659,7 +715,6 @@ def generate_module(spec: MessageSpec) -> str:
         "from typing import Any",
         "",
         "from kwire.uuid import ZERO_UUID, Uuid",
-        "from kwire.uuid import uuid_from_16_bytes as _uuid16",
         "from kwire.wire import INT32 as _I32",
         "from kwire.wire import DecodeError, EncodeError",
         "from kwire.wire import read_bytes as _rb",
@@ -669,6 +724,7 @@ def generate_module(spec: MessageSpec) -> str:
         "from kwire.wire import read_nullable_string as _rsn",
         "from kwire.wire import read_string as _rs",
         "from kwire.wire import read_tagged_header as _rtag",
+        "from kwire.wire import read_unknown_tagged as _read_unknown_tagged",
         "from kwire.wire import read_uvarint as _ruv",
         "from kwire.wire import write_bytes as _wb",
         "from kwire.wire import write_compact_bytes as _wcb",
@@ -685,6 +741,9 @@ def generate_module(spec: MessageSpec) -> str:
         f"__all__ = {[*order[::-1]]!r}",
     ]
     packers = [f"{name} = Struct({fmt!r})" for fmt, name in mod.struct_names.items()]
+    # Readers make objects without the dataclass __init__ (every slot is stored) and Uuids
+    # from the 16 bytes unpack_from already guarantees.
+    packers += ["_new = object.__new__", "_bnew = bytes.__new__"]
     parts = header + class_lines + ["", ""] + defaults + packers + fn_lines + tables
     return "\n".join(parts) + "\n"
 

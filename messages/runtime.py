@@ -113,7 +113,20 @@ class Message:
     @classmethod
     def decode(cls, buf: Buffer, version: int) -> Self:
         """Decode a message that fills ``buf`` exactly; trailing bytes are a DecodeError."""
-        message, end = cls.read(buf, 0, version)
+        # read()'s body, inlined: this is the hot entry point and a frame costs as much as a
+        # small struct does.
+        reader = cls._READERS.get(version)
+        if reader is None:
+            raise DecodeError(
+                f"{cls.__name__} has no version {version} "
+                f"(valid {cls.LOWEST_VERSION}-{cls.HIGHEST_VERSION})"
+            )
+        try:
+            message, end = reader(buf, 0)  # type: ignore[arg-type]
+        except DecodeError:
+            raise
+        except (struct.error, IndexError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise DecodeError(f"malformed {cls.__name__} v{version}: {exc}") from exc
         if end != len(buf):
             raise DecodeError(
                 f"{cls.__name__} v{version}: {len(buf) - end} trailing bytes after the message"

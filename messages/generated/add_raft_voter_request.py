@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -68,8 +68,12 @@ class AddRaftVoterRequest(Message):
 
 _DEF_Listener = Listener()
 _S0 = Struct('>H')
-_S1 = Struct('>ii16s')
-_S2 = Struct('>?')
+_S1 = Struct('>HB')
+_S2 = Struct('>ii16s')
+_S3 = Struct('>?')
+_S4 = Struct('>?B')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_Listener_0(o: Listener, out: bytearray) -> None:
@@ -87,6 +91,8 @@ def _w_Listener_0(o: Listener, out: bytearray) -> None:
 
 
 def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
+    blen = len(buf)
+    o0 = _new(Listener)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -95,9 +101,9 @@ def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -107,24 +113,17 @@ def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
         raise DecodeError('non-nullable string Host is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        v_host = str(buf[pos:se], 'utf-8')
+        o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    v_port, = _S0.unpack_from(buf, pos)
-    pos += 2
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return Listener(v_name, v_host, v_port, unknown), pos
+    o0.port, tn0 = _S1.unpack_from(buf, pos)
+    pos += 3
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_Listener_1(o: Listener, out: bytearray) -> None:
@@ -144,7 +143,7 @@ _r_Listener_1 = _r_Listener_0
 
 def _w_AddRaftVoterRequest_0(o: AddRaftVoterRequest, out: bytearray) -> None:
     _wcsn(out, o.cluster_id)
-    out += _S1.pack(o.timeout_ms, o.voter_id, o.voter_directory_id)
+    out += _S2.pack(o.timeout_ms, o.voter_id, o.voter_directory_id)
     a1 = o.listeners
     if a1 is None:
         raise EncodeError('Listeners is not nullable at version 0')
@@ -161,21 +160,24 @@ def _w_AddRaftVoterRequest_0(o: AddRaftVoterRequest, out: bytearray) -> None:
 
 
 def _r_AddRaftVoterRequest_0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, int]:
+    blen = len(buf)
+    o0 = _new(AddRaftVoterRequest)
+    o0.ack_when_committed = True
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_cluster_id = None
+        o0.cluster_id = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_timeout_ms, v_voter_id, v_voter_directory_id = _S1.unpack_from(buf, pos)
+    o0.timeout_ms, o0.voter_id, u0 = _S2.unpack_from(buf, pos)
     pos += 24
-    v_voter_directory_id = _uuid16(v_voter_directory_id)
+    o0.voter_directory_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -184,29 +186,54 @@ def _r_AddRaftVoterRequest_0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
     if n1 < 0:
         raise DecodeError('non-nullable array Listeners is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Listeners of ' + str(n1) + ' elements overruns the buffer')
-        v_listeners = []
-        for i1 in range(n1):
-            x, pos = _r_Listener_0(buf, pos)
-            v_listeners.append(x)
-    n = buf[pos]
+        o0.listeners = a1 = []
+        for _ in range(n1):
+            o1 = _new(Listener)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, tn1 = _S1.unpack_from(buf, pos)
+            pos += 3
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return AddRaftVoterRequest(v_cluster_id, v_timeout_ms, v_voter_id, v_voter_directory_id, v_listeners, True, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_AddRaftVoterRequest_1(o: AddRaftVoterRequest, out: bytearray) -> None:
     _wcsn(out, o.cluster_id)
-    out += _S1.pack(o.timeout_ms, o.voter_id, o.voter_directory_id)
+    out += _S2.pack(o.timeout_ms, o.voter_id, o.voter_directory_id)
     a1 = o.listeners
     if a1 is None:
         raise EncodeError('Listeners is not nullable at version 1')
@@ -214,7 +241,7 @@ def _w_AddRaftVoterRequest_1(o: AddRaftVoterRequest, out: bytearray) -> None:
         _wuv(out, len(a1) + 1)
         for e1 in a1:
             _w_Listener_1(e1, out)
-    out += _S2.pack(o.ack_when_committed)
+    out += _S3.pack(o.ack_when_committed)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -222,21 +249,23 @@ def _w_AddRaftVoterRequest_1(o: AddRaftVoterRequest, out: bytearray) -> None:
 
 
 def _r_AddRaftVoterRequest_1(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, int]:
+    blen = len(buf)
+    o0 = _new(AddRaftVoterRequest)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_cluster_id = None
+        o0.cluster_id = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_timeout_ms, v_voter_id, v_voter_directory_id = _S1.unpack_from(buf, pos)
+    o0.timeout_ms, o0.voter_id, u0 = _S2.unpack_from(buf, pos)
     pos += 24
-    v_voter_directory_id = _uuid16(v_voter_directory_id)
+    o0.voter_directory_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -245,26 +274,49 @@ def _r_AddRaftVoterRequest_1(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
     if n1 < 0:
         raise DecodeError('non-nullable array Listeners is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Listeners of ' + str(n1) + ' elements overruns the buffer')
-        v_listeners = []
-        for i1 in range(n1):
-            x, pos = _r_Listener_1(buf, pos)
-            v_listeners.append(x)
-    v_ack_when_committed, = _S2.unpack_from(buf, pos)
-    pos += 1
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return AddRaftVoterRequest(v_cluster_id, v_timeout_ms, v_voter_id, v_voter_directory_id, v_listeners, v_ack_when_committed, unknown), pos
+        o0.listeners = a1 = []
+        for _ in range(n1):
+            o1 = _new(Listener)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, tn1 = _S1.unpack_from(buf, pos)
+            pos += 3
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.ack_when_committed, tn0 = _S4.unpack_from(buf, pos)
+    pos += 2
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 Listener.SPEC_NAME = 'AddRaftVoterRequest'
 Listener.LOWEST_VERSION = 0

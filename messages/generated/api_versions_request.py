@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -55,6 +55,9 @@ class ApiVersionsRequest(Message):
 
 
 _S0 = Struct('>i')
+_S1 = Struct('>iB')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_ApiVersionsRequest_0(o: ApiVersionsRequest, out: bytearray) -> None:
@@ -62,7 +65,14 @@ def _w_ApiVersionsRequest_0(o: ApiVersionsRequest, out: bytearray) -> None:
 
 
 def _r_ApiVersionsRequest_0(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
-    return ApiVersionsRequest('', '', None, -1, []), pos
+    blen = len(buf)
+    o0 = _new(ApiVersionsRequest)
+    o0.client_software_name = ''
+    o0.client_software_version = ''
+    o0.cluster_id = None
+    o0.node_id = -1
+    o0.unknown_tagged_fields = []
+    return o0, pos
 _w_ApiVersionsRequest_1 = _w_ApiVersionsRequest_0
 _r_ApiVersionsRequest_1 = _r_ApiVersionsRequest_0
 _w_ApiVersionsRequest_2 = _w_ApiVersionsRequest_0
@@ -83,6 +93,10 @@ def _w_ApiVersionsRequest_3(o: ApiVersionsRequest, out: bytearray) -> None:
 
 
 def _r_ApiVersionsRequest_3(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
+    blen = len(buf)
+    o0 = _new(ApiVersionsRequest)
+    o0.cluster_id = None
+    o0.node_id = -1
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -91,9 +105,9 @@ def _r_ApiVersionsRequest_3(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int
         raise DecodeError('non-nullable string ClientSoftwareName is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClientSoftwareName of ' + str(sn - 1) + ' bytes overruns')
-        v_client_software_name = str(buf[pos:se], 'utf-8')
+        o0.client_software_name = str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -103,22 +117,17 @@ def _r_ApiVersionsRequest_3(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int
         raise DecodeError('non-nullable string ClientSoftwareVersion is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClientSoftwareVersion of ' + str(sn - 1) + ' bytes overruns')
-        v_client_software_version = str(buf[pos:se], 'utf-8')
+        o0.client_software_version = str(buf[pos:se], 'utf-8')
         pos = se
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return ApiVersionsRequest(v_client_software_name, v_client_software_version, None, -1, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_ApiVersionsRequest_4(o: ApiVersionsRequest, out: bytearray) -> None:
@@ -151,6 +160,8 @@ def _w_ApiVersionsRequest_5(o: ApiVersionsRequest, out: bytearray) -> None:
 
 
 def _r_ApiVersionsRequest_5(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
+    blen = len(buf)
+    o0 = _new(ApiVersionsRequest)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -159,9 +170,9 @@ def _r_ApiVersionsRequest_5(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int
         raise DecodeError('non-nullable string ClientSoftwareName is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClientSoftwareName of ' + str(sn - 1) + ' bytes overruns')
-        v_client_software_name = str(buf[pos:se], 'utf-8')
+        o0.client_software_name = str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -171,36 +182,29 @@ def _r_ApiVersionsRequest_5(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int
         raise DecodeError('non-nullable string ClientSoftwareVersion is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClientSoftwareVersion of ' + str(sn - 1) + ' bytes overruns')
-        v_client_software_version = str(buf[pos:se], 'utf-8')
+        o0.client_software_version = str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_cluster_id = None
+        o0.cluster_id = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_node_id, = _S0.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return ApiVersionsRequest(v_client_software_name, v_client_software_version, v_cluster_id, v_node_id, unknown), pos
+    o0.node_id, tn0 = _S1.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 ApiVersionsRequest.SPEC_NAME = 'ApiVersionsRequest'
 ApiVersionsRequest.LOWEST_VERSION = 0

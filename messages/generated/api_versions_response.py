@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -91,11 +91,16 @@ _DEF_ApiVersion = ApiVersion()
 _DEF_SupportedFeatureKey = SupportedFeatureKey()
 _DEF_FinalizedFeatureKey = FinalizedFeatureKey()
 _S0 = Struct('>hhh')
-_S1 = Struct('>hh')
-_S2 = Struct('>h')
-_S3 = Struct('>i')
-_S4 = Struct('>q')
-_S5 = Struct('>?')
+_S1 = Struct('>hhhB')
+_S2 = Struct('>hh')
+_S3 = Struct('>hhB')
+_S4 = Struct('>h')
+_S5 = Struct('>i')
+_S6 = Struct('>q')
+_S7 = Struct('>?')
+_S8 = Struct('>iB')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_ApiVersion_0(o: ApiVersion, out: bytearray) -> None:
@@ -103,9 +108,12 @@ def _w_ApiVersion_0(o: ApiVersion, out: bytearray) -> None:
 
 
 def _r_ApiVersion_0(buf: Any, pos: int) -> tuple[ApiVersion, int]:
-    v_api_key, v_min_version, v_max_version = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(ApiVersion)
+    o0.api_key, o0.min_version, o0.max_version = _S0.unpack_from(buf, pos)
     pos += 6
-    return ApiVersion(v_api_key, v_min_version, v_max_version, []), pos
+    o0.unknown_tagged_fields = []
+    return o0, pos
 _w_ApiVersion_1 = _w_ApiVersion_0
 _r_ApiVersion_1 = _r_ApiVersion_0
 _w_ApiVersion_2 = _w_ApiVersion_0
@@ -121,20 +129,15 @@ def _w_ApiVersion_3(o: ApiVersion, out: bytearray) -> None:
 
 
 def _r_ApiVersion_3(buf: Any, pos: int) -> tuple[ApiVersion, int]:
-    v_api_key, v_min_version, v_max_version = _S0.unpack_from(buf, pos)
-    pos += 6
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return ApiVersion(v_api_key, v_min_version, v_max_version, unknown), pos
+    blen = len(buf)
+    o0 = _new(ApiVersion)
+    o0.api_key, o0.min_version, o0.max_version, tn0 = _S1.unpack_from(buf, pos)
+    pos += 7
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 _w_ApiVersion_4 = _w_ApiVersion_3
 _r_ApiVersion_4 = _r_ApiVersion_3
 _w_ApiVersion_5 = _w_ApiVersion_3
@@ -145,7 +148,7 @@ def _w_SupportedFeatureKey_3(o: SupportedFeatureKey, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 3')
     _wcs(out, o.name)
-    out += _S1.pack(o.min_version, o.max_version)
+    out += _S2.pack(o.min_version, o.max_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -153,6 +156,8 @@ def _w_SupportedFeatureKey_3(o: SupportedFeatureKey, out: bytearray) -> None:
 
 
 def _r_SupportedFeatureKey_3(buf: Any, pos: int) -> tuple[SupportedFeatureKey, int]:
+    blen = len(buf)
+    o0 = _new(SupportedFeatureKey)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -161,31 +166,24 @@ def _r_SupportedFeatureKey_3(buf: Any, pos: int) -> tuple[SupportedFeatureKey, i
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
-    v_min_version, v_max_version = _S1.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return SupportedFeatureKey(v_name, v_min_version, v_max_version, unknown), pos
+    o0.min_version, o0.max_version, tn0 = _S3.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_SupportedFeatureKey_4(o: SupportedFeatureKey, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 4')
     _wcs(out, o.name)
-    out += _S1.pack(o.min_version, o.max_version)
+    out += _S2.pack(o.min_version, o.max_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -197,7 +195,7 @@ def _w_SupportedFeatureKey_5(o: SupportedFeatureKey, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 5')
     _wcs(out, o.name)
-    out += _S1.pack(o.min_version, o.max_version)
+    out += _S2.pack(o.min_version, o.max_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -209,7 +207,7 @@ def _w_FinalizedFeatureKey_3(o: FinalizedFeatureKey, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 3')
     _wcs(out, o.name)
-    out += _S1.pack(o.max_version_level, o.min_version_level)
+    out += _S2.pack(o.max_version_level, o.min_version_level)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -217,6 +215,8 @@ def _w_FinalizedFeatureKey_3(o: FinalizedFeatureKey, out: bytearray) -> None:
 
 
 def _r_FinalizedFeatureKey_3(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, int]:
+    blen = len(buf)
+    o0 = _new(FinalizedFeatureKey)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -225,31 +225,24 @@ def _r_FinalizedFeatureKey_3(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, i
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
-    v_max_version_level, v_min_version_level = _S1.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return FinalizedFeatureKey(v_name, v_max_version_level, v_min_version_level, unknown), pos
+    o0.max_version_level, o0.min_version_level, tn0 = _S3.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FinalizedFeatureKey_4(o: FinalizedFeatureKey, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 4')
     _wcs(out, o.name)
-    out += _S1.pack(o.max_version_level, o.min_version_level)
+    out += _S2.pack(o.max_version_level, o.min_version_level)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -261,7 +254,7 @@ def _w_FinalizedFeatureKey_5(o: FinalizedFeatureKey, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 5')
     _wcs(out, o.name)
-    out += _S1.pack(o.max_version_level, o.min_version_level)
+    out += _S2.pack(o.max_version_level, o.min_version_level)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -270,7 +263,7 @@ _r_FinalizedFeatureKey_5 = _r_FinalizedFeatureKey_3
 
 
 def _w_ApiVersionsResponse_0(o: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S2.pack(o.error_code)
+    out += _S4.pack(o.error_code)
     a1 = o.api_keys
     if a1 is None:
         raise EncodeError('ApiKeys is not nullable at version 0')
@@ -281,24 +274,35 @@ def _w_ApiVersionsResponse_0(o: ApiVersionsResponse, out: bytearray) -> None:
 
 
 def _r_ApiVersionsResponse_0(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code, = _S2.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(ApiVersionsResponse)
+    o0.throttle_time_ms = 0
+    o0.supported_features = []
+    o0.finalized_features_epoch = -1
+    o0.finalized_features = []
+    o0.zk_migration_ready = False
+    o0.error_code, = _S4.unpack_from(buf, pos)
     pos += 2
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array ApiKeys is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array ApiKeys of ' + str(n1) + ' elements overruns the buffer')
-        v_api_keys = []
-        for i1 in range(n1):
-            x, pos = _r_ApiVersion_0(buf, pos)
-            v_api_keys.append(x)
-    return ApiVersionsResponse(v_error_code, v_api_keys, 0, [], -1, [], False, []), pos
+        o0.api_keys = a1 = []
+        for _ in range(n1):
+            o1 = _new(ApiVersion)
+            o1.api_key, o1.min_version, o1.max_version = _S0.unpack_from(buf, pos)
+            pos += 6
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_ApiVersionsResponse_1(o: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S2.pack(o.error_code)
+    out += _S4.pack(o.error_code)
     a1 = o.api_keys
     if a1 is None:
         raise EncodeError('ApiKeys is not nullable at version 1')
@@ -306,30 +310,40 @@ def _w_ApiVersionsResponse_1(o: ApiVersionsResponse, out: bytearray) -> None:
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_ApiVersion_1(e1, out)
-    out += _S3.pack(o.throttle_time_ms)
+    out += _S5.pack(o.throttle_time_ms)
 
 
 def _r_ApiVersionsResponse_1(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code, = _S2.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(ApiVersionsResponse)
+    o0.supported_features = []
+    o0.finalized_features_epoch = -1
+    o0.finalized_features = []
+    o0.zk_migration_ready = False
+    o0.error_code, = _S4.unpack_from(buf, pos)
     pos += 2
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array ApiKeys is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array ApiKeys of ' + str(n1) + ' elements overruns the buffer')
-        v_api_keys = []
-        for i1 in range(n1):
-            x, pos = _r_ApiVersion_1(buf, pos)
-            v_api_keys.append(x)
-    v_throttle_time_ms, = _S3.unpack_from(buf, pos)
+        o0.api_keys = a1 = []
+        for _ in range(n1):
+            o1 = _new(ApiVersion)
+            o1.api_key, o1.min_version, o1.max_version = _S0.unpack_from(buf, pos)
+            pos += 6
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.throttle_time_ms, = _S5.unpack_from(buf, pos)
     pos += 4
-    return ApiVersionsResponse(v_error_code, v_api_keys, v_throttle_time_ms, [], -1, [], False, []), pos
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_ApiVersionsResponse_2(o: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S2.pack(o.error_code)
+    out += _S4.pack(o.error_code)
     a1 = o.api_keys
     if a1 is None:
         raise EncodeError('ApiKeys is not nullable at version 2')
@@ -337,30 +351,12 @@ def _w_ApiVersionsResponse_2(o: ApiVersionsResponse, out: bytearray) -> None:
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_ApiVersion_2(e1, out)
-    out += _S3.pack(o.throttle_time_ms)
-
-
-def _r_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code, = _S2.unpack_from(buf, pos)
-    pos += 2
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array ApiKeys is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array ApiKeys of ' + str(n1) + ' elements overruns the buffer')
-        v_api_keys = []
-        for i1 in range(n1):
-            x, pos = _r_ApiVersion_2(buf, pos)
-            v_api_keys.append(x)
-    v_throttle_time_ms, = _S3.unpack_from(buf, pos)
-    pos += 4
-    return ApiVersionsResponse(v_error_code, v_api_keys, v_throttle_time_ms, [], -1, [], False, []), pos
+    out += _S5.pack(o.throttle_time_ms)
+_r_ApiVersionsResponse_2 = _r_ApiVersionsResponse_1
 
 
 def _w_ApiVersionsResponse_3(o: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S2.pack(o.error_code)
+    out += _S4.pack(o.error_code)
     a1 = o.api_keys
     if a1 is None:
         raise EncodeError('ApiKeys is not nullable at version 3')
@@ -368,7 +364,7 @@ def _w_ApiVersionsResponse_3(o: ApiVersionsResponse, out: bytearray) -> None:
         _wuv(out, len(a1) + 1)
         for e1 in a1:
             _w_ApiVersion_3(e1, out)
-    out += _S3.pack(o.throttle_time_ms)
+    out += _S5.pack(o.throttle_time_ms)
     tf = []
     if o.supported_features != []:
         b = bytearray()
@@ -382,7 +378,7 @@ def _w_ApiVersionsResponse_3(o: ApiVersionsResponse, out: bytearray) -> None:
         tf.append((0, bytes(b)))
     if o.finalized_features_epoch != -1:
         b = bytearray()
-        b += _S4.pack(o.finalized_features_epoch)
+        b += _S6.pack(o.finalized_features_epoch)
         tf.append((1, bytes(b)))
     if o.finalized_features != []:
         b = bytearray()
@@ -396,13 +392,19 @@ def _w_ApiVersionsResponse_3(o: ApiVersionsResponse, out: bytearray) -> None:
         tf.append((2, bytes(b)))
     if o.zk_migration_ready != False:
         b = bytearray()
-        b += _S5.pack(o.zk_migration_ready)
+        b += _S7.pack(o.zk_migration_ready)
         tf.append((3, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
 
 
 def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code, = _S2.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(ApiVersionsResponse)
+    o0.supported_features = []
+    o0.finalized_features_epoch = -1
+    o0.finalized_features = []
+    o0.zk_migration_ready = False
+    o0.error_code, = _S4.unpack_from(buf, pos)
     pos += 2
     n1 = buf[pos] - 1
     pos += 1
@@ -412,28 +414,28 @@ def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
     if n1 < 0:
         raise DecodeError('non-nullable array ApiKeys is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array ApiKeys of ' + str(n1) + ' elements overruns the buffer')
-        v_api_keys = []
-        for i1 in range(n1):
-            x, pos = _r_ApiVersion_3(buf, pos)
-            v_api_keys.append(x)
-    v_throttle_time_ms, = _S3.unpack_from(buf, pos)
-    pos += 4
-    v_supported_features = []
-    v_finalized_features_epoch = -1
-    v_finalized_features = []
-    v_zk_migration_ready = False
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+        o0.api_keys = a1 = []
+        for _ in range(n1):
+            o1 = _new(ApiVersion)
+            o1.api_key, o1.min_version, o1.max_version, tn1 = _S1.unpack_from(buf, pos)
+            pos += 7
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.throttle_time_ms, tn0 = _S8.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
@@ -442,20 +444,38 @@ def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                 if n1 < 0:
                     raise DecodeError('non-nullable array SupportedFeatures is null')
                 else:
-                    if n1 * 1 > end - pos:
+                    if n1 * 1 > end0 - pos:
                         raise DecodeError('array SupportedFeatures of ' + str(n1) + ' elements overruns the buffer')
-                    v_supported_features = []
-                    for i1 in range(n1):
-                        x, pos = _r_SupportedFeatureKey_3(buf, pos)
-                        v_supported_features.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field SupportedFeatures has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_finalized_features_epoch, = _S4.unpack_from(buf, pos)
+                    o0.supported_features = a1 = []
+                    for _ in range(n1):
+                        o1 = _new(SupportedFeatureKey)
+                        sn = buf[pos]
+                        pos += 1
+                        if sn >= 0x80:
+                            sn, pos = _ruv(buf, pos - 1)
+                        if sn == 0:
+                            raise DecodeError('non-nullable string Name is null')
+                        else:
+                            se = pos + sn - 1
+                            if sn > 0x8000 or se > blen:
+                                raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                            o1.name = str(buf[pos:se], 'utf-8')
+                            pos = se
+                        o1.min_version, o1.max_version, tn1 = _S3.unpack_from(buf, pos)
+                        pos += 5
+                        if tn1:
+                            o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                        else:
+                            o1.unknown_tagged_fields = []
+                        a1.append(o1)
+                if pos != end0:
+                    raise DecodeError('tagged field SupportedFeatures has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
+                o0.finalized_features_epoch, = _S6.unpack_from(buf, pos)
                 pos += 8
-                if pos != end:
-                    raise DecodeError('tagged field FinalizedFeaturesEpoch has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 2:
+                if pos != end0:
+                    raise DecodeError('tagged field FinalizedFeaturesEpoch has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 2:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
@@ -464,27 +484,48 @@ def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                 if n1 < 0:
                     raise DecodeError('non-nullable array FinalizedFeatures is null')
                 else:
-                    if n1 * 1 > end - pos:
+                    if n1 * 1 > end0 - pos:
                         raise DecodeError('array FinalizedFeatures of ' + str(n1) + ' elements overruns the buffer')
-                    v_finalized_features = []
-                    for i1 in range(n1):
-                        x, pos = _r_FinalizedFeatureKey_3(buf, pos)
-                        v_finalized_features.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field FinalizedFeatures has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 3:
-                v_zk_migration_ready, = _S5.unpack_from(buf, pos)
+                    o0.finalized_features = a1 = []
+                    for _ in range(n1):
+                        o1 = _new(FinalizedFeatureKey)
+                        sn = buf[pos]
+                        pos += 1
+                        if sn >= 0x80:
+                            sn, pos = _ruv(buf, pos - 1)
+                        if sn == 0:
+                            raise DecodeError('non-nullable string Name is null')
+                        else:
+                            se = pos + sn - 1
+                            if sn > 0x8000 or se > blen:
+                                raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                            o1.name = str(buf[pos:se], 'utf-8')
+                            pos = se
+                        o1.max_version_level, o1.min_version_level, tn1 = _S3.unpack_from(buf, pos)
+                        pos += 5
+                        if tn1:
+                            o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                        else:
+                            o1.unknown_tagged_fields = []
+                        a1.append(o1)
+                if pos != end0:
+                    raise DecodeError('tagged field FinalizedFeatures has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 3:
+                o0.zk_migration_ready, = _S7.unpack_from(buf, pos)
                 pos += 1
-                if pos != end:
-                    raise DecodeError('tagged field ZkMigrationReady has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+                if pos != end0:
+                    raise DecodeError('tagged field ZkMigrationReady has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return ApiVersionsResponse(v_error_code, v_api_keys, v_throttle_time_ms, v_supported_features, v_finalized_features_epoch, v_finalized_features, v_zk_migration_ready, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_ApiVersionsResponse_4(o: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S2.pack(o.error_code)
+    out += _S4.pack(o.error_code)
     a1 = o.api_keys
     if a1 is None:
         raise EncodeError('ApiKeys is not nullable at version 4')
@@ -492,7 +533,7 @@ def _w_ApiVersionsResponse_4(o: ApiVersionsResponse, out: bytearray) -> None:
         _wuv(out, len(a1) + 1)
         for e1 in a1:
             _w_ApiVersion_4(e1, out)
-    out += _S3.pack(o.throttle_time_ms)
+    out += _S5.pack(o.throttle_time_ms)
     tf = []
     if o.supported_features != []:
         b = bytearray()
@@ -506,7 +547,7 @@ def _w_ApiVersionsResponse_4(o: ApiVersionsResponse, out: bytearray) -> None:
         tf.append((0, bytes(b)))
     if o.finalized_features_epoch != -1:
         b = bytearray()
-        b += _S4.pack(o.finalized_features_epoch)
+        b += _S6.pack(o.finalized_features_epoch)
         tf.append((1, bytes(b)))
     if o.finalized_features != []:
         b = bytearray()
@@ -520,95 +561,14 @@ def _w_ApiVersionsResponse_4(o: ApiVersionsResponse, out: bytearray) -> None:
         tf.append((2, bytes(b)))
     if o.zk_migration_ready != False:
         b = bytearray()
-        b += _S5.pack(o.zk_migration_ready)
+        b += _S7.pack(o.zk_migration_ready)
         tf.append((3, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
-
-
-def _r_ApiVersionsResponse_4(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code, = _S2.unpack_from(buf, pos)
-    pos += 2
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array ApiKeys is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array ApiKeys of ' + str(n1) + ' elements overruns the buffer')
-        v_api_keys = []
-        for i1 in range(n1):
-            x, pos = _r_ApiVersion_4(buf, pos)
-            v_api_keys.append(x)
-    v_throttle_time_ms, = _S3.unpack_from(buf, pos)
-    pos += 4
-    v_supported_features = []
-    v_finalized_features_epoch = -1
-    v_finalized_features = []
-    v_zk_migration_ready = False
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                n1 = buf[pos] - 1
-                pos += 1
-                if n1 >= 0x7f:
-                    n1, pos = _ruv(buf, pos - 1)
-                    n1 -= 1
-                if n1 < 0:
-                    raise DecodeError('non-nullable array SupportedFeatures is null')
-                else:
-                    if n1 * 1 > end - pos:
-                        raise DecodeError('array SupportedFeatures of ' + str(n1) + ' elements overruns the buffer')
-                    v_supported_features = []
-                    for i1 in range(n1):
-                        x, pos = _r_SupportedFeatureKey_4(buf, pos)
-                        v_supported_features.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field SupportedFeatures has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_finalized_features_epoch, = _S4.unpack_from(buf, pos)
-                pos += 8
-                if pos != end:
-                    raise DecodeError('tagged field FinalizedFeaturesEpoch has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 2:
-                n1 = buf[pos] - 1
-                pos += 1
-                if n1 >= 0x7f:
-                    n1, pos = _ruv(buf, pos - 1)
-                    n1 -= 1
-                if n1 < 0:
-                    raise DecodeError('non-nullable array FinalizedFeatures is null')
-                else:
-                    if n1 * 1 > end - pos:
-                        raise DecodeError('array FinalizedFeatures of ' + str(n1) + ' elements overruns the buffer')
-                    v_finalized_features = []
-                    for i1 in range(n1):
-                        x, pos = _r_FinalizedFeatureKey_4(buf, pos)
-                        v_finalized_features.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field FinalizedFeatures has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 3:
-                v_zk_migration_ready, = _S5.unpack_from(buf, pos)
-                pos += 1
-                if pos != end:
-                    raise DecodeError('tagged field ZkMigrationReady has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return ApiVersionsResponse(v_error_code, v_api_keys, v_throttle_time_ms, v_supported_features, v_finalized_features_epoch, v_finalized_features, v_zk_migration_ready, unknown), pos
+_r_ApiVersionsResponse_4 = _r_ApiVersionsResponse_3
 
 
 def _w_ApiVersionsResponse_5(o: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S2.pack(o.error_code)
+    out += _S4.pack(o.error_code)
     a1 = o.api_keys
     if a1 is None:
         raise EncodeError('ApiKeys is not nullable at version 5')
@@ -616,7 +576,7 @@ def _w_ApiVersionsResponse_5(o: ApiVersionsResponse, out: bytearray) -> None:
         _wuv(out, len(a1) + 1)
         for e1 in a1:
             _w_ApiVersion_5(e1, out)
-    out += _S3.pack(o.throttle_time_ms)
+    out += _S5.pack(o.throttle_time_ms)
     tf = []
     if o.supported_features != []:
         b = bytearray()
@@ -630,7 +590,7 @@ def _w_ApiVersionsResponse_5(o: ApiVersionsResponse, out: bytearray) -> None:
         tf.append((0, bytes(b)))
     if o.finalized_features_epoch != -1:
         b = bytearray()
-        b += _S4.pack(o.finalized_features_epoch)
+        b += _S6.pack(o.finalized_features_epoch)
         tf.append((1, bytes(b)))
     if o.finalized_features != []:
         b = bytearray()
@@ -644,91 +604,10 @@ def _w_ApiVersionsResponse_5(o: ApiVersionsResponse, out: bytearray) -> None:
         tf.append((2, bytes(b)))
     if o.zk_migration_ready != False:
         b = bytearray()
-        b += _S5.pack(o.zk_migration_ready)
+        b += _S7.pack(o.zk_migration_ready)
         tf.append((3, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
-
-
-def _r_ApiVersionsResponse_5(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
-    v_error_code, = _S2.unpack_from(buf, pos)
-    pos += 2
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array ApiKeys is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array ApiKeys of ' + str(n1) + ' elements overruns the buffer')
-        v_api_keys = []
-        for i1 in range(n1):
-            x, pos = _r_ApiVersion_5(buf, pos)
-            v_api_keys.append(x)
-    v_throttle_time_ms, = _S3.unpack_from(buf, pos)
-    pos += 4
-    v_supported_features = []
-    v_finalized_features_epoch = -1
-    v_finalized_features = []
-    v_zk_migration_ready = False
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                n1 = buf[pos] - 1
-                pos += 1
-                if n1 >= 0x7f:
-                    n1, pos = _ruv(buf, pos - 1)
-                    n1 -= 1
-                if n1 < 0:
-                    raise DecodeError('non-nullable array SupportedFeatures is null')
-                else:
-                    if n1 * 1 > end - pos:
-                        raise DecodeError('array SupportedFeatures of ' + str(n1) + ' elements overruns the buffer')
-                    v_supported_features = []
-                    for i1 in range(n1):
-                        x, pos = _r_SupportedFeatureKey_5(buf, pos)
-                        v_supported_features.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field SupportedFeatures has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_finalized_features_epoch, = _S4.unpack_from(buf, pos)
-                pos += 8
-                if pos != end:
-                    raise DecodeError('tagged field FinalizedFeaturesEpoch has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 2:
-                n1 = buf[pos] - 1
-                pos += 1
-                if n1 >= 0x7f:
-                    n1, pos = _ruv(buf, pos - 1)
-                    n1 -= 1
-                if n1 < 0:
-                    raise DecodeError('non-nullable array FinalizedFeatures is null')
-                else:
-                    if n1 * 1 > end - pos:
-                        raise DecodeError('array FinalizedFeatures of ' + str(n1) + ' elements overruns the buffer')
-                    v_finalized_features = []
-                    for i1 in range(n1):
-                        x, pos = _r_FinalizedFeatureKey_5(buf, pos)
-                        v_finalized_features.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field FinalizedFeatures has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 3:
-                v_zk_migration_ready, = _S5.unpack_from(buf, pos)
-                pos += 1
-                if pos != end:
-                    raise DecodeError('tagged field ZkMigrationReady has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return ApiVersionsResponse(v_error_code, v_api_keys, v_throttle_time_ms, v_supported_features, v_finalized_features_epoch, v_finalized_features, v_zk_migration_ready, unknown), pos
+_r_ApiVersionsResponse_5 = _r_ApiVersionsResponse_3
 
 ApiVersion.SPEC_NAME = 'ApiVersionsResponse'
 ApiVersion.LOWEST_VERSION = 0

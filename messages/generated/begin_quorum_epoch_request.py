@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -91,7 +91,11 @@ _S0 = Struct('>i')
 _S1 = Struct('>ii')
 _S2 = Struct('>iii')
 _S3 = Struct('>i16sii')
-_S4 = Struct('>H')
+_S4 = Struct('>i16siiB')
+_S5 = Struct('>H')
+_S6 = Struct('>HB')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
@@ -100,9 +104,13 @@ def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
 
 
 def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_leader_id, v_leader_epoch = _S2.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(PartitionData)
+    o0.voter_directory_id = ZERO_UUID
+    o0.partition_index, o0.leader_id, o0.leader_epoch = _S2.unpack_from(buf, pos)
     pos += 12
-    return PartitionData(v_partition_index, ZERO_UUID, v_leader_id, v_leader_epoch, []), pos
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_PartitionData_1(o: PartitionData, out: bytearray) -> None:
@@ -114,21 +122,16 @@ def _w_PartitionData_1(o: PartitionData, out: bytearray) -> None:
 
 
 def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_voter_directory_id, v_leader_id, v_leader_epoch = _S3.unpack_from(buf, pos)
-    pos += 28
-    v_voter_directory_id = _uuid16(v_voter_directory_id)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return PartitionData(v_partition_index, v_voter_directory_id, v_leader_id, v_leader_epoch, unknown), pos
+    blen = len(buf)
+    o0 = _new(PartitionData)
+    o0.partition_index, u0, o0.leader_id, o0.leader_epoch, tn0 = _S4.unpack_from(buf, pos)
+    pos += 29
+    o0.voter_directory_id = _bnew(Uuid, u0)
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
@@ -145,19 +148,26 @@ def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
-    v_topic_name, pos = _rs(buf, pos)
+    blen = len(buf)
+    o0 = _new(TopicData)
+    o0.topic_name, pos = _rs(buf, pos)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_0(buf, pos)
-            v_partitions.append(x)
-    return TopicData(v_topic_name, v_partitions, []), pos
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionData)
+            o1.voter_directory_id = ZERO_UUID
+            o1.partition_index, o1.leader_id, o1.leader_epoch = _S2.unpack_from(buf, pos)
+            pos += 12
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
@@ -178,6 +188,8 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
+    blen = len(buf)
+    o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -186,9 +198,9 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
         raise DecodeError('non-nullable string TopicName is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        v_topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -198,24 +210,26 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_1(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionData)
+            o1.partition_index, u0, o1.leader_id, o1.leader_epoch, tn1 = _S4.unpack_from(buf, pos)
+            pos += 29
+            o1.voter_directory_id = _bnew(Uuid, u0)
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return TopicData(v_topic_name, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_LeaderEndpoint_1(o: LeaderEndpoint, out: bytearray) -> None:
@@ -225,7 +239,7 @@ def _w_LeaderEndpoint_1(o: LeaderEndpoint, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 1')
     _wcs(out, o.host)
-    out += _S4.pack(o.port)
+    out += _S5.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -233,6 +247,8 @@ def _w_LeaderEndpoint_1(o: LeaderEndpoint, out: bytearray) -> None:
 
 
 def _r_LeaderEndpoint_1(buf: Any, pos: int) -> tuple[LeaderEndpoint, int]:
+    blen = len(buf)
+    o0 = _new(LeaderEndpoint)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -241,9 +257,9 @@ def _r_LeaderEndpoint_1(buf: Any, pos: int) -> tuple[LeaderEndpoint, int]:
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -253,24 +269,17 @@ def _r_LeaderEndpoint_1(buf: Any, pos: int) -> tuple[LeaderEndpoint, int]:
         raise DecodeError('non-nullable string Host is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        v_host = str(buf[pos:se], 'utf-8')
+        o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    v_port, = _S4.unpack_from(buf, pos)
-    pos += 2
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return LeaderEndpoint(v_name, v_host, v_port, unknown), pos
+    o0.port, tn0 = _S6.unpack_from(buf, pos)
+    pos += 3
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_BeginQuorumEpochRequest_0(o: BeginQuorumEpochRequest, out: bytearray) -> None:
@@ -285,19 +294,41 @@ def _w_BeginQuorumEpochRequest_0(o: BeginQuorumEpochRequest, out: bytearray) -> 
 
 
 def _r_BeginQuorumEpochRequest_0(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest, int]:
-    v_cluster_id, pos = _rsn(buf, pos)
+    blen = len(buf)
+    o0 = _new(BeginQuorumEpochRequest)
+    o0.voter_id = -1
+    o0.leader_endpoints = []
+    o0.cluster_id, pos = _rsn(buf, pos)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_TopicData_0(buf, pos)
-            v_topics.append(x)
-    return BeginQuorumEpochRequest(v_cluster_id, -1, v_topics, [], []), pos
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(TopicData)
+            o1.topic_name, pos = _rs(buf, pos)
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.voter_directory_id = ZERO_UUID
+                    o2.partition_index, o2.leader_id, o2.leader_epoch = _S2.unpack_from(buf, pos)
+                    pos += 12
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_BeginQuorumEpochRequest_1(o: BeginQuorumEpochRequest, out: bytearray) -> None:
@@ -324,19 +355,21 @@ def _w_BeginQuorumEpochRequest_1(o: BeginQuorumEpochRequest, out: bytearray) -> 
 
 
 def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest, int]:
+    blen = len(buf)
+    o0 = _new(BeginQuorumEpochRequest)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_cluster_id = None
+        o0.cluster_id = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_voter_id, = _S0.unpack_from(buf, pos)
+    o0.voter_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -346,12 +379,51 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_TopicData_1(buf, pos)
-            v_topics.append(x)
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(TopicData)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string TopicName is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+                o1.topic_name = str(buf[pos:se], 'utf-8')
+                pos = se
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.partition_index, u0, o2.leader_id, o2.leader_epoch, tn2 = _S4.unpack_from(buf, pos)
+                    pos += 29
+                    o2.voter_directory_id = _bnew(Uuid, u0)
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -360,24 +432,49 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
     if n1 < 0:
         raise DecodeError('non-nullable array LeaderEndpoints is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array LeaderEndpoints of ' + str(n1) + ' elements overruns the buffer')
-        v_leader_endpoints = []
-        for i1 in range(n1):
-            x, pos = _r_LeaderEndpoint_1(buf, pos)
-            v_leader_endpoints.append(x)
-    n = buf[pos]
+        o0.leader_endpoints = a1 = []
+        for _ in range(n1):
+            o1 = _new(LeaderEndpoint)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, tn1 = _S6.unpack_from(buf, pos)
+            pos += 3
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return BeginQuorumEpochRequest(v_cluster_id, v_voter_id, v_topics, v_leader_endpoints, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 PartitionData.SPEC_NAME = 'BeginQuorumEpochRequest'
 PartitionData.LOWEST_VERSION = 0

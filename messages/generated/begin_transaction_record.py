@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -51,6 +51,8 @@ class BeginTransactionRecord(Message):
     unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
 
 
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_BeginTransactionRecord_0(o: BeginTransactionRecord, out: bytearray) -> None:
@@ -63,35 +65,40 @@ def _w_BeginTransactionRecord_0(o: BeginTransactionRecord, out: bytearray) -> No
 
 
 def _r_BeginTransactionRecord_0(buf: Any, pos: int) -> tuple[BeginTransactionRecord, int]:
-    v_name = None
-    n = buf[pos]
+    blen = len(buf)
+    o0 = _new(BeginTransactionRecord)
+    o0.name = None
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 sn = buf[pos]
                 pos += 1
                 if sn >= 0x80:
                     sn, pos = _ruv(buf, pos - 1)
                 if sn == 0:
-                    v_name = None
+                    o0.name = None
                 else:
                     se = pos + sn - 1
-                    if sn > 0x8000 or se > len(buf):
+                    if sn > 0x8000 or se > blen:
                         raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                    v_name = str(buf[pos:se], 'utf-8')
+                    o0.name = str(buf[pos:se], 'utf-8')
                     pos = se
-                if pos != end:
-                    raise DecodeError('tagged field Name has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+                if pos != end0:
+                    raise DecodeError('tagged field Name has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return BeginTransactionRecord(v_name, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 BeginTransactionRecord.SPEC_NAME = 'BeginTransactionRecord'
 BeginTransactionRecord.LOWEST_VERSION = 0

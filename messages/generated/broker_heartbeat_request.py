@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -58,7 +58,10 @@ class BrokerHeartbeatRequest(Message):
 
 
 _S0 = Struct('>iqq??')
-_S1 = Struct('>16s')
+_S1 = Struct('>iqq??B')
+_S2 = Struct('>16s')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_BrokerHeartbeatRequest_0(o: BrokerHeartbeatRequest, out: bytearray) -> None:
@@ -74,23 +77,28 @@ def _w_BrokerHeartbeatRequest_0(o: BrokerHeartbeatRequest, out: bytearray) -> No
 
 
 def _r_BrokerHeartbeatRequest_0(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
-    v_broker_id, v_broker_epoch, v_current_metadata_offset, v_want_fence, v_want_shut_down = _S0.unpack_from(buf, pos)
-    pos += 22
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag in (0, 1):
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 0 of BrokerHeartbeatRequest')
+    blen = len(buf)
+    o0 = _new(BrokerHeartbeatRequest)
+    o0.offline_log_dirs = []
+    o0.cordoned_log_dirs = None
+    o0.broker_id, o0.broker_epoch, o0.current_metadata_offset, o0.want_fence, o0.want_shut_down, tn0 = _S1.unpack_from(buf, pos)
+    pos += 23
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 in (0, 1):
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 0 of BrokerHeartbeatRequest')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return BrokerHeartbeatRequest(v_broker_id, v_broker_epoch, v_current_metadata_offset, v_want_fence, v_want_shut_down, [], None, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_BrokerHeartbeatRequest_1(o: BrokerHeartbeatRequest, out: bytearray) -> None:
@@ -106,25 +114,26 @@ def _w_BrokerHeartbeatRequest_1(o: BrokerHeartbeatRequest, out: bytearray) -> No
         else:
             _wuv(b, len(a1) + 1)
             for e1 in a1:
-                b += _S1.pack(e1)
+                b += _S2.pack(e1)
         tf.append((0, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
 
 
 def _r_BrokerHeartbeatRequest_1(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
-    v_broker_id, v_broker_epoch, v_current_metadata_offset, v_want_fence, v_want_shut_down = _S0.unpack_from(buf, pos)
-    pos += 22
-    v_offline_log_dirs = []
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+    blen = len(buf)
+    o0 = _new(BrokerHeartbeatRequest)
+    o0.offline_log_dirs = []
+    o0.cordoned_log_dirs = None
+    o0.broker_id, o0.broker_epoch, o0.current_metadata_offset, o0.want_fence, o0.want_shut_down, tn0 = _S1.unpack_from(buf, pos)
+    pos += 23
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
@@ -133,22 +142,25 @@ def _r_BrokerHeartbeatRequest_1(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
                 if n1 < 0:
                     raise DecodeError('non-nullable array OfflineLogDirs is null')
                 else:
-                    if n1 * 16 > end - pos:
+                    if n1 * 16 > end0 - pos:
                         raise DecodeError('array OfflineLogDirs of ' + str(n1) + ' elements overruns the buffer')
-                    v_offline_log_dirs = []
-                    for i1 in range(n1):
-                        x, = _S1.unpack_from(buf, pos)
+                    o0.offline_log_dirs = a1 = []
+                    for _ in range(n1):
+                        u0, = _S2.unpack_from(buf, pos)
+                        x = _bnew(Uuid, u0)
                         pos += 16
-                        x = _uuid16(x)
-                        v_offline_log_dirs.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field OfflineLogDirs has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 1 of BrokerHeartbeatRequest')
+                        a1.append(x)
+                if pos != end0:
+                    raise DecodeError('tagged field OfflineLogDirs has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 1 of BrokerHeartbeatRequest')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return BrokerHeartbeatRequest(v_broker_id, v_broker_epoch, v_current_metadata_offset, v_want_fence, v_want_shut_down, v_offline_log_dirs, None, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_BrokerHeartbeatRequest_2(o: BrokerHeartbeatRequest, out: bytearray) -> None:
@@ -162,7 +174,7 @@ def _w_BrokerHeartbeatRequest_2(o: BrokerHeartbeatRequest, out: bytearray) -> No
         else:
             _wuv(b, len(a1) + 1)
             for e1 in a1:
-                b += _S1.pack(e1)
+                b += _S2.pack(e1)
         tf.append((0, bytes(b)))
     if o.cordoned_log_dirs != None:
         b = bytearray()
@@ -172,26 +184,26 @@ def _w_BrokerHeartbeatRequest_2(o: BrokerHeartbeatRequest, out: bytearray) -> No
         else:
             _wuv(b, len(a1) + 1)
             for e1 in a1:
-                b += _S1.pack(e1)
+                b += _S2.pack(e1)
         tf.append((1, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
 
 
 def _r_BrokerHeartbeatRequest_2(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
-    v_broker_id, v_broker_epoch, v_current_metadata_offset, v_want_fence, v_want_shut_down = _S0.unpack_from(buf, pos)
-    pos += 22
-    v_offline_log_dirs = []
-    v_cordoned_log_dirs = None
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+    blen = len(buf)
+    o0 = _new(BrokerHeartbeatRequest)
+    o0.offline_log_dirs = []
+    o0.cordoned_log_dirs = None
+    o0.broker_id, o0.broker_epoch, o0.current_metadata_offset, o0.want_fence, o0.want_shut_down, tn0 = _S1.unpack_from(buf, pos)
+    pos += 23
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
@@ -200,39 +212,42 @@ def _r_BrokerHeartbeatRequest_2(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
                 if n1 < 0:
                     raise DecodeError('non-nullable array OfflineLogDirs is null')
                 else:
-                    if n1 * 16 > end - pos:
+                    if n1 * 16 > end0 - pos:
                         raise DecodeError('array OfflineLogDirs of ' + str(n1) + ' elements overruns the buffer')
-                    v_offline_log_dirs = []
-                    for i1 in range(n1):
-                        x, = _S1.unpack_from(buf, pos)
+                    o0.offline_log_dirs = a1 = []
+                    for _ in range(n1):
+                        u0, = _S2.unpack_from(buf, pos)
+                        x = _bnew(Uuid, u0)
                         pos += 16
-                        x = _uuid16(x)
-                        v_offline_log_dirs.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field OfflineLogDirs has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
+                        a1.append(x)
+                if pos != end0:
+                    raise DecodeError('tagged field OfflineLogDirs has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_cordoned_log_dirs = None
+                    o0.cordoned_log_dirs = None
                 else:
-                    if n1 * 16 > end - pos:
+                    if n1 * 16 > end0 - pos:
                         raise DecodeError('array CordonedLogDirs of ' + str(n1) + ' elements overruns the buffer')
-                    v_cordoned_log_dirs = []
-                    for i1 in range(n1):
-                        x, = _S1.unpack_from(buf, pos)
+                    o0.cordoned_log_dirs = a1 = []
+                    for _ in range(n1):
+                        u0, = _S2.unpack_from(buf, pos)
+                        x = _bnew(Uuid, u0)
                         pos += 16
-                        x = _uuid16(x)
-                        v_cordoned_log_dirs.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field CordonedLogDirs has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+                        a1.append(x)
+                if pos != end0:
+                    raise DecodeError('tagged field CordonedLogDirs has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return BrokerHeartbeatRequest(v_broker_id, v_broker_epoch, v_current_metadata_offset, v_want_fence, v_want_shut_down, v_offline_log_dirs, v_cordoned_log_dirs, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 BrokerHeartbeatRequest.SPEC_NAME = 'BrokerHeartbeatRequest'
 BrokerHeartbeatRequest.LOWEST_VERSION = 0

@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -56,6 +56,9 @@ class BrokerHeartbeatResponse(Message):
 
 
 _S0 = Struct('>ih???')
+_S1 = Struct('>ih???B')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_BrokerHeartbeatResponse_0(o: BrokerHeartbeatResponse, out: bytearray) -> None:
@@ -67,20 +70,15 @@ def _w_BrokerHeartbeatResponse_0(o: BrokerHeartbeatResponse, out: bytearray) -> 
 
 
 def _r_BrokerHeartbeatResponse_0(buf: Any, pos: int) -> tuple[BrokerHeartbeatResponse, int]:
-    v_throttle_time_ms, v_error_code, v_is_caught_up, v_is_fenced, v_should_shut_down = _S0.unpack_from(buf, pos)
-    pos += 9
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return BrokerHeartbeatResponse(v_throttle_time_ms, v_error_code, v_is_caught_up, v_is_fenced, v_should_shut_down, unknown), pos
+    blen = len(buf)
+    o0 = _new(BrokerHeartbeatResponse)
+    o0.throttle_time_ms, o0.error_code, o0.is_caught_up, o0.is_fenced, o0.should_shut_down, tn0 = _S1.unpack_from(buf, pos)
+    pos += 10
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 _w_BrokerHeartbeatResponse_1 = _w_BrokerHeartbeatResponse_0
 _r_BrokerHeartbeatResponse_1 = _r_BrokerHeartbeatResponse_0
 _w_BrokerHeartbeatResponse_2 = _w_BrokerHeartbeatResponse_0

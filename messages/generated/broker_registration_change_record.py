@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -58,7 +58,10 @@ class BrokerRegistrationChangeRecord(Message):
 
 _S0 = Struct('>iq')
 _S1 = Struct('>b')
-_S2 = Struct('>16s')
+_S2 = Struct('>iqB')
+_S3 = Struct('>16s')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_BrokerRegistrationChangeRecord_0(o: BrokerRegistrationChangeRecord, out: bytearray) -> None:
@@ -78,29 +81,35 @@ def _w_BrokerRegistrationChangeRecord_0(o: BrokerRegistrationChangeRecord, out: 
 
 
 def _r_BrokerRegistrationChangeRecord_0(buf: Any, pos: int) -> tuple[BrokerRegistrationChangeRecord, int]:
-    v_broker_id, v_broker_epoch = _S0.unpack_from(buf, pos)
-    pos += 12
-    v_fenced = 0
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                v_fenced, = _S1.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(BrokerRegistrationChangeRecord)
+    o0.fenced = 0
+    o0.in_controlled_shutdown = 0
+    o0.log_dirs = []
+    o0.cordoned_log_dirs = None
+    o0.broker_id, o0.broker_epoch, tn0 = _S2.unpack_from(buf, pos)
+    pos += 13
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                o0.fenced, = _S1.unpack_from(buf, pos)
                 pos += 1
-                if pos != end:
-                    raise DecodeError('tagged field Fenced has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag in (1, 2, 3):
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 0 of BrokerRegistrationChangeRecord')
+                if pos != end0:
+                    raise DecodeError('tagged field Fenced has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 in (1, 2, 3):
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 0 of BrokerRegistrationChangeRecord')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return BrokerRegistrationChangeRecord(v_broker_id, v_broker_epoch, v_fenced, 0, [], None, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_BrokerRegistrationChangeRecord_1(o: BrokerRegistrationChangeRecord, out: bytearray) -> None:
@@ -122,35 +131,40 @@ def _w_BrokerRegistrationChangeRecord_1(o: BrokerRegistrationChangeRecord, out: 
 
 
 def _r_BrokerRegistrationChangeRecord_1(buf: Any, pos: int) -> tuple[BrokerRegistrationChangeRecord, int]:
-    v_broker_id, v_broker_epoch = _S0.unpack_from(buf, pos)
-    pos += 12
-    v_fenced = 0
-    v_in_controlled_shutdown = 0
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                v_fenced, = _S1.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(BrokerRegistrationChangeRecord)
+    o0.fenced = 0
+    o0.in_controlled_shutdown = 0
+    o0.log_dirs = []
+    o0.cordoned_log_dirs = None
+    o0.broker_id, o0.broker_epoch, tn0 = _S2.unpack_from(buf, pos)
+    pos += 13
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                o0.fenced, = _S1.unpack_from(buf, pos)
                 pos += 1
-                if pos != end:
-                    raise DecodeError('tagged field Fenced has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_in_controlled_shutdown, = _S1.unpack_from(buf, pos)
+                if pos != end0:
+                    raise DecodeError('tagged field Fenced has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
+                o0.in_controlled_shutdown, = _S1.unpack_from(buf, pos)
                 pos += 1
-                if pos != end:
-                    raise DecodeError('tagged field InControlledShutdown has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag in (2, 3):
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 1 of BrokerRegistrationChangeRecord')
+                if pos != end0:
+                    raise DecodeError('tagged field InControlledShutdown has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 in (2, 3):
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 1 of BrokerRegistrationChangeRecord')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return BrokerRegistrationChangeRecord(v_broker_id, v_broker_epoch, v_fenced, v_in_controlled_shutdown, [], None, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_BrokerRegistrationChangeRecord_2(o: BrokerRegistrationChangeRecord, out: bytearray) -> None:
@@ -174,37 +188,38 @@ def _w_BrokerRegistrationChangeRecord_2(o: BrokerRegistrationChangeRecord, out: 
         else:
             _wuv(b, len(a1) + 1)
             for e1 in a1:
-                b += _S2.pack(e1)
+                b += _S3.pack(e1)
         tf.append((2, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
 
 
 def _r_BrokerRegistrationChangeRecord_2(buf: Any, pos: int) -> tuple[BrokerRegistrationChangeRecord, int]:
-    v_broker_id, v_broker_epoch = _S0.unpack_from(buf, pos)
-    pos += 12
-    v_fenced = 0
-    v_in_controlled_shutdown = 0
-    v_log_dirs = []
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                v_fenced, = _S1.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(BrokerRegistrationChangeRecord)
+    o0.fenced = 0
+    o0.in_controlled_shutdown = 0
+    o0.log_dirs = []
+    o0.cordoned_log_dirs = None
+    o0.broker_id, o0.broker_epoch, tn0 = _S2.unpack_from(buf, pos)
+    pos += 13
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                o0.fenced, = _S1.unpack_from(buf, pos)
                 pos += 1
-                if pos != end:
-                    raise DecodeError('tagged field Fenced has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_in_controlled_shutdown, = _S1.unpack_from(buf, pos)
+                if pos != end0:
+                    raise DecodeError('tagged field Fenced has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
+                o0.in_controlled_shutdown, = _S1.unpack_from(buf, pos)
                 pos += 1
-                if pos != end:
-                    raise DecodeError('tagged field InControlledShutdown has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 2:
+                if pos != end0:
+                    raise DecodeError('tagged field InControlledShutdown has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 2:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
@@ -213,22 +228,25 @@ def _r_BrokerRegistrationChangeRecord_2(buf: Any, pos: int) -> tuple[BrokerRegis
                 if n1 < 0:
                     raise DecodeError('non-nullable array LogDirs is null')
                 else:
-                    if n1 * 16 > end - pos:
+                    if n1 * 16 > end0 - pos:
                         raise DecodeError('array LogDirs of ' + str(n1) + ' elements overruns the buffer')
-                    v_log_dirs = []
-                    for i1 in range(n1):
-                        x, = _S2.unpack_from(buf, pos)
+                    o0.log_dirs = a1 = []
+                    for _ in range(n1):
+                        u0, = _S3.unpack_from(buf, pos)
+                        x = _bnew(Uuid, u0)
                         pos += 16
-                        x = _uuid16(x)
-                        v_log_dirs.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field LogDirs has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 3:
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 2 of BrokerRegistrationChangeRecord')
+                        a1.append(x)
+                if pos != end0:
+                    raise DecodeError('tagged field LogDirs has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 3:
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 2 of BrokerRegistrationChangeRecord')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return BrokerRegistrationChangeRecord(v_broker_id, v_broker_epoch, v_fenced, v_in_controlled_shutdown, v_log_dirs, None, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_BrokerRegistrationChangeRecord_3(o: BrokerRegistrationChangeRecord, out: bytearray) -> None:
@@ -250,7 +268,7 @@ def _w_BrokerRegistrationChangeRecord_3(o: BrokerRegistrationChangeRecord, out: 
         else:
             _wuv(b, len(a1) + 1)
             for e1 in a1:
-                b += _S2.pack(e1)
+                b += _S3.pack(e1)
         tf.append((2, bytes(b)))
     if o.cordoned_log_dirs != None:
         b = bytearray()
@@ -260,38 +278,38 @@ def _w_BrokerRegistrationChangeRecord_3(o: BrokerRegistrationChangeRecord, out: 
         else:
             _wuv(b, len(a1) + 1)
             for e1 in a1:
-                b += _S2.pack(e1)
+                b += _S3.pack(e1)
         tf.append((3, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
 
 
 def _r_BrokerRegistrationChangeRecord_3(buf: Any, pos: int) -> tuple[BrokerRegistrationChangeRecord, int]:
-    v_broker_id, v_broker_epoch = _S0.unpack_from(buf, pos)
-    pos += 12
-    v_fenced = 0
-    v_in_controlled_shutdown = 0
-    v_log_dirs = []
-    v_cordoned_log_dirs = None
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                v_fenced, = _S1.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(BrokerRegistrationChangeRecord)
+    o0.fenced = 0
+    o0.in_controlled_shutdown = 0
+    o0.log_dirs = []
+    o0.cordoned_log_dirs = None
+    o0.broker_id, o0.broker_epoch, tn0 = _S2.unpack_from(buf, pos)
+    pos += 13
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                o0.fenced, = _S1.unpack_from(buf, pos)
                 pos += 1
-                if pos != end:
-                    raise DecodeError('tagged field Fenced has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_in_controlled_shutdown, = _S1.unpack_from(buf, pos)
+                if pos != end0:
+                    raise DecodeError('tagged field Fenced has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
+                o0.in_controlled_shutdown, = _S1.unpack_from(buf, pos)
                 pos += 1
-                if pos != end:
-                    raise DecodeError('tagged field InControlledShutdown has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 2:
+                if pos != end0:
+                    raise DecodeError('tagged field InControlledShutdown has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 2:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
@@ -300,39 +318,42 @@ def _r_BrokerRegistrationChangeRecord_3(buf: Any, pos: int) -> tuple[BrokerRegis
                 if n1 < 0:
                     raise DecodeError('non-nullable array LogDirs is null')
                 else:
-                    if n1 * 16 > end - pos:
+                    if n1 * 16 > end0 - pos:
                         raise DecodeError('array LogDirs of ' + str(n1) + ' elements overruns the buffer')
-                    v_log_dirs = []
-                    for i1 in range(n1):
-                        x, = _S2.unpack_from(buf, pos)
+                    o0.log_dirs = a1 = []
+                    for _ in range(n1):
+                        u0, = _S3.unpack_from(buf, pos)
+                        x = _bnew(Uuid, u0)
                         pos += 16
-                        x = _uuid16(x)
-                        v_log_dirs.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field LogDirs has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 3:
+                        a1.append(x)
+                if pos != end0:
+                    raise DecodeError('tagged field LogDirs has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 3:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_cordoned_log_dirs = None
+                    o0.cordoned_log_dirs = None
                 else:
-                    if n1 * 16 > end - pos:
+                    if n1 * 16 > end0 - pos:
                         raise DecodeError('array CordonedLogDirs of ' + str(n1) + ' elements overruns the buffer')
-                    v_cordoned_log_dirs = []
-                    for i1 in range(n1):
-                        x, = _S2.unpack_from(buf, pos)
+                    o0.cordoned_log_dirs = a1 = []
+                    for _ in range(n1):
+                        u0, = _S3.unpack_from(buf, pos)
+                        x = _bnew(Uuid, u0)
                         pos += 16
-                        x = _uuid16(x)
-                        v_cordoned_log_dirs.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field CordonedLogDirs has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+                        a1.append(x)
+                if pos != end0:
+                    raise DecodeError('tagged field CordonedLogDirs has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return BrokerRegistrationChangeRecord(v_broker_id, v_broker_epoch, v_fenced, v_in_controlled_shutdown, v_log_dirs, v_cordoned_log_dirs, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 BrokerRegistrationChangeRecord.SPEC_NAME = 'BrokerRegistrationChangeRecord'
 BrokerRegistrationChangeRecord.LOWEST_VERSION = 0

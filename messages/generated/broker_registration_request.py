@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -83,11 +83,17 @@ class BrokerRegistrationRequest(Message):
 _DEF_Listener = Listener()
 _DEF_Feature = Feature()
 _S0 = Struct('>Hh')
-_S1 = Struct('>hh')
-_S2 = Struct('>i')
-_S3 = Struct('>16s')
-_S4 = Struct('>?')
-_S5 = Struct('>q')
+_S1 = Struct('>HhB')
+_S2 = Struct('>hh')
+_S3 = Struct('>hhB')
+_S4 = Struct('>i')
+_S5 = Struct('>16s')
+_S6 = Struct('>?')
+_S7 = Struct('>?B')
+_S8 = Struct('>q')
+_S9 = Struct('>qB')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_Listener_0(o: Listener, out: bytearray) -> None:
@@ -105,6 +111,8 @@ def _w_Listener_0(o: Listener, out: bytearray) -> None:
 
 
 def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
+    blen = len(buf)
+    o0 = _new(Listener)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -113,9 +121,9 @@ def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -125,24 +133,17 @@ def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
         raise DecodeError('non-nullable string Host is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        v_host = str(buf[pos:se], 'utf-8')
+        o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    v_port, v_security_protocol = _S0.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return Listener(v_name, v_host, v_port, v_security_protocol, unknown), pos
+    o0.port, o0.security_protocol, tn0 = _S1.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_Listener_1(o: Listener, out: bytearray) -> None:
@@ -209,7 +210,7 @@ def _w_Feature_0(o: Feature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 0')
     _wcs(out, o.name)
-    out += _S1.pack(o.min_supported_version, o.max_supported_version)
+    out += _S2.pack(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -217,6 +218,8 @@ def _w_Feature_0(o: Feature, out: bytearray) -> None:
 
 
 def _r_Feature_0(buf: Any, pos: int) -> tuple[Feature, int]:
+    blen = len(buf)
+    o0 = _new(Feature)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -225,31 +228,24 @@ def _r_Feature_0(buf: Any, pos: int) -> tuple[Feature, int]:
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
-    v_min_supported_version, v_max_supported_version = _S1.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return Feature(v_name, v_min_supported_version, v_max_supported_version, unknown), pos
+    o0.min_supported_version, o0.max_supported_version, tn0 = _S3.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_Feature_1(o: Feature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 1')
     _wcs(out, o.name)
-    out += _S1.pack(o.min_supported_version, o.max_supported_version)
+    out += _S2.pack(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -261,7 +257,7 @@ def _w_Feature_2(o: Feature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 2')
     _wcs(out, o.name)
-    out += _S1.pack(o.min_supported_version, o.max_supported_version)
+    out += _S2.pack(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -273,7 +269,7 @@ def _w_Feature_3(o: Feature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 3')
     _wcs(out, o.name)
-    out += _S1.pack(o.min_supported_version, o.max_supported_version)
+    out += _S2.pack(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -285,7 +281,7 @@ def _w_Feature_4(o: Feature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 4')
     _wcs(out, o.name)
-    out += _S1.pack(o.min_supported_version, o.max_supported_version)
+    out += _S2.pack(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -294,11 +290,11 @@ _r_Feature_4 = _r_Feature_0
 
 
 def _w_BrokerRegistrationRequest_0(o: BrokerRegistrationRequest, out: bytearray) -> None:
-    out += _S2.pack(o.broker_id)
+    out += _S4.pack(o.broker_id)
     if o.cluster_id is None:
         raise EncodeError('ClusterId is not nullable at version 0')
     _wcs(out, o.cluster_id)
-    out += _S3.pack(o.incarnation_id)
+    out += _S5.pack(o.incarnation_id)
     a1 = o.listeners
     if a1 is None:
         raise EncodeError('Listeners is not nullable at version 0')
@@ -323,7 +319,12 @@ def _w_BrokerRegistrationRequest_0(o: BrokerRegistrationRequest, out: bytearray)
 
 
 def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
-    v_broker_id, = _S2.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(BrokerRegistrationRequest)
+    o0.is_migrating_zk_broker = False
+    o0.log_dirs = []
+    o0.previous_broker_epoch = -1
+    o0.broker_id, = _S4.unpack_from(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -333,13 +334,13 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
         raise DecodeError('non-nullable string ClusterId is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_incarnation_id, = _S3.unpack_from(buf, pos)
+    u0, = _S5.unpack_from(buf, pos)
     pos += 16
-    v_incarnation_id = _uuid16(v_incarnation_id)
+    o0.incarnation_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -348,12 +349,42 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
     if n1 < 0:
         raise DecodeError('non-nullable array Listeners is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Listeners of ' + str(n1) + ' elements overruns the buffer')
-        v_listeners = []
-        for i1 in range(n1):
-            x, pos = _r_Listener_0(buf, pos)
-            v_listeners.append(x)
+        o0.listeners = a1 = []
+        for _ in range(n1):
+            o1 = _new(Listener)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, o1.security_protocol, tn1 = _S1.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -362,44 +393,57 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Features of ' + str(n1) + ' elements overruns the buffer')
-        v_features = []
-        for i1 in range(n1):
-            x, pos = _r_Feature_0(buf, pos)
-            v_features.append(x)
+        o0.features = a1 = []
+        for _ in range(n1):
+            o1 = _new(Feature)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_rack = None
+        o0.rack = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        v_rack = str(buf[pos:se], 'utf-8')
+        o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return BrokerRegistrationRequest(v_broker_id, v_cluster_id, v_incarnation_id, v_listeners, v_features, v_rack, False, [], -1, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_BrokerRegistrationRequest_1(o: BrokerRegistrationRequest, out: bytearray) -> None:
-    out += _S2.pack(o.broker_id)
+    out += _S4.pack(o.broker_id)
     if o.cluster_id is None:
         raise EncodeError('ClusterId is not nullable at version 1')
     _wcs(out, o.cluster_id)
-    out += _S3.pack(o.incarnation_id)
+    out += _S5.pack(o.incarnation_id)
     a1 = o.listeners
     if a1 is None:
         raise EncodeError('Listeners is not nullable at version 1')
@@ -415,7 +459,7 @@ def _w_BrokerRegistrationRequest_1(o: BrokerRegistrationRequest, out: bytearray)
         for e1 in a1:
             _w_Feature_1(e1, out)
     _wcsn(out, o.rack)
-    out += _S4.pack(o.is_migrating_zk_broker)
+    out += _S6.pack(o.is_migrating_zk_broker)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -423,7 +467,11 @@ def _w_BrokerRegistrationRequest_1(o: BrokerRegistrationRequest, out: bytearray)
 
 
 def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
-    v_broker_id, = _S2.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(BrokerRegistrationRequest)
+    o0.log_dirs = []
+    o0.previous_broker_epoch = -1
+    o0.broker_id, = _S4.unpack_from(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -433,13 +481,13 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
         raise DecodeError('non-nullable string ClusterId is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_incarnation_id, = _S3.unpack_from(buf, pos)
+    u0, = _S5.unpack_from(buf, pos)
     pos += 16
-    v_incarnation_id = _uuid16(v_incarnation_id)
+    o0.incarnation_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -448,12 +496,42 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
     if n1 < 0:
         raise DecodeError('non-nullable array Listeners is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Listeners of ' + str(n1) + ' elements overruns the buffer')
-        v_listeners = []
-        for i1 in range(n1):
-            x, pos = _r_Listener_1(buf, pos)
-            v_listeners.append(x)
+        o0.listeners = a1 = []
+        for _ in range(n1):
+            o1 = _new(Listener)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, o1.security_protocol, tn1 = _S1.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -462,46 +540,57 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Features of ' + str(n1) + ' elements overruns the buffer')
-        v_features = []
-        for i1 in range(n1):
-            x, pos = _r_Feature_1(buf, pos)
-            v_features.append(x)
+        o0.features = a1 = []
+        for _ in range(n1):
+            o1 = _new(Feature)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_rack = None
+        o0.rack = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        v_rack = str(buf[pos:se], 'utf-8')
+        o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    v_is_migrating_zk_broker, = _S4.unpack_from(buf, pos)
-    pos += 1
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return BrokerRegistrationRequest(v_broker_id, v_cluster_id, v_incarnation_id, v_listeners, v_features, v_rack, v_is_migrating_zk_broker, [], -1, unknown), pos
+    o0.is_migrating_zk_broker, tn0 = _S7.unpack_from(buf, pos)
+    pos += 2
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_BrokerRegistrationRequest_2(o: BrokerRegistrationRequest, out: bytearray) -> None:
-    out += _S2.pack(o.broker_id)
+    out += _S4.pack(o.broker_id)
     if o.cluster_id is None:
         raise EncodeError('ClusterId is not nullable at version 2')
     _wcs(out, o.cluster_id)
-    out += _S3.pack(o.incarnation_id)
+    out += _S5.pack(o.incarnation_id)
     a1 = o.listeners
     if a1 is None:
         raise EncodeError('Listeners is not nullable at version 2')
@@ -517,14 +606,14 @@ def _w_BrokerRegistrationRequest_2(o: BrokerRegistrationRequest, out: bytearray)
         for e1 in a1:
             _w_Feature_2(e1, out)
     _wcsn(out, o.rack)
-    out += _S4.pack(o.is_migrating_zk_broker)
+    out += _S6.pack(o.is_migrating_zk_broker)
     a1 = o.log_dirs
     if a1 is None:
         raise EncodeError('LogDirs is not nullable at version 2')
     else:
         _wuv(out, len(a1) + 1)
         for e1 in a1:
-            out += _S3.pack(e1)
+            out += _S5.pack(e1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -532,7 +621,10 @@ def _w_BrokerRegistrationRequest_2(o: BrokerRegistrationRequest, out: bytearray)
 
 
 def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
-    v_broker_id, = _S2.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(BrokerRegistrationRequest)
+    o0.previous_broker_epoch = -1
+    o0.broker_id, = _S4.unpack_from(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -542,13 +634,13 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
         raise DecodeError('non-nullable string ClusterId is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_incarnation_id, = _S3.unpack_from(buf, pos)
+    u0, = _S5.unpack_from(buf, pos)
     pos += 16
-    v_incarnation_id = _uuid16(v_incarnation_id)
+    o0.incarnation_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -557,12 +649,42 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
     if n1 < 0:
         raise DecodeError('non-nullable array Listeners is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Listeners of ' + str(n1) + ' elements overruns the buffer')
-        v_listeners = []
-        for i1 in range(n1):
-            x, pos = _r_Listener_2(buf, pos)
-            v_listeners.append(x)
+        o0.listeners = a1 = []
+        for _ in range(n1):
+            o1 = _new(Listener)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, o1.security_protocol, tn1 = _S1.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -571,25 +693,43 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Features of ' + str(n1) + ' elements overruns the buffer')
-        v_features = []
-        for i1 in range(n1):
-            x, pos = _r_Feature_2(buf, pos)
-            v_features.append(x)
+        o0.features = a1 = []
+        for _ in range(n1):
+            o1 = _new(Feature)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_rack = None
+        o0.rack = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        v_rack = str(buf[pos:se], 'utf-8')
+        o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    v_is_migrating_zk_broker, = _S4.unpack_from(buf, pos)
+    o0.is_migrating_zk_broker, = _S6.unpack_from(buf, pos)
     pos += 1
     n1 = buf[pos] - 1
     pos += 1
@@ -599,34 +739,29 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
     if n1 < 0:
         raise DecodeError('non-nullable array LogDirs is null')
     else:
-        if n1 * 16 > len(buf) - pos:
+        if n1 * 16 > blen - pos:
             raise DecodeError('array LogDirs of ' + str(n1) + ' elements overruns the buffer')
-        v_log_dirs = []
-        for i1 in range(n1):
-            x, = _S3.unpack_from(buf, pos)
+        o0.log_dirs = a1 = []
+        for _ in range(n1):
+            u0, = _S5.unpack_from(buf, pos)
+            x = _bnew(Uuid, u0)
             pos += 16
-            x = _uuid16(x)
-            v_log_dirs.append(x)
-    n = buf[pos]
+            a1.append(x)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return BrokerRegistrationRequest(v_broker_id, v_cluster_id, v_incarnation_id, v_listeners, v_features, v_rack, v_is_migrating_zk_broker, v_log_dirs, -1, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_BrokerRegistrationRequest_3(o: BrokerRegistrationRequest, out: bytearray) -> None:
-    out += _S2.pack(o.broker_id)
+    out += _S4.pack(o.broker_id)
     if o.cluster_id is None:
         raise EncodeError('ClusterId is not nullable at version 3')
     _wcs(out, o.cluster_id)
-    out += _S3.pack(o.incarnation_id)
+    out += _S5.pack(o.incarnation_id)
     a1 = o.listeners
     if a1 is None:
         raise EncodeError('Listeners is not nullable at version 3')
@@ -642,15 +777,15 @@ def _w_BrokerRegistrationRequest_3(o: BrokerRegistrationRequest, out: bytearray)
         for e1 in a1:
             _w_Feature_3(e1, out)
     _wcsn(out, o.rack)
-    out += _S4.pack(o.is_migrating_zk_broker)
+    out += _S6.pack(o.is_migrating_zk_broker)
     a1 = o.log_dirs
     if a1 is None:
         raise EncodeError('LogDirs is not nullable at version 3')
     else:
         _wuv(out, len(a1) + 1)
         for e1 in a1:
-            out += _S3.pack(e1)
-    out += _S5.pack(o.previous_broker_epoch)
+            out += _S5.pack(e1)
+    out += _S8.pack(o.previous_broker_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -658,7 +793,9 @@ def _w_BrokerRegistrationRequest_3(o: BrokerRegistrationRequest, out: bytearray)
 
 
 def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
-    v_broker_id, = _S2.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(BrokerRegistrationRequest)
+    o0.broker_id, = _S4.unpack_from(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -668,13 +805,13 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
         raise DecodeError('non-nullable string ClusterId is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_incarnation_id, = _S3.unpack_from(buf, pos)
+    u0, = _S5.unpack_from(buf, pos)
     pos += 16
-    v_incarnation_id = _uuid16(v_incarnation_id)
+    o0.incarnation_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -683,12 +820,42 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
     if n1 < 0:
         raise DecodeError('non-nullable array Listeners is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Listeners of ' + str(n1) + ' elements overruns the buffer')
-        v_listeners = []
-        for i1 in range(n1):
-            x, pos = _r_Listener_3(buf, pos)
-            v_listeners.append(x)
+        o0.listeners = a1 = []
+        for _ in range(n1):
+            o1 = _new(Listener)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, o1.security_protocol, tn1 = _S1.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -697,25 +864,43 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Features of ' + str(n1) + ' elements overruns the buffer')
-        v_features = []
-        for i1 in range(n1):
-            x, pos = _r_Feature_3(buf, pos)
-            v_features.append(x)
+        o0.features = a1 = []
+        for _ in range(n1):
+            o1 = _new(Feature)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_rack = None
+        o0.rack = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        v_rack = str(buf[pos:se], 'utf-8')
+        o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    v_is_migrating_zk_broker, = _S4.unpack_from(buf, pos)
+    o0.is_migrating_zk_broker, = _S6.unpack_from(buf, pos)
     pos += 1
     n1 = buf[pos] - 1
     pos += 1
@@ -725,36 +910,29 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
     if n1 < 0:
         raise DecodeError('non-nullable array LogDirs is null')
     else:
-        if n1 * 16 > len(buf) - pos:
+        if n1 * 16 > blen - pos:
             raise DecodeError('array LogDirs of ' + str(n1) + ' elements overruns the buffer')
-        v_log_dirs = []
-        for i1 in range(n1):
-            x, = _S3.unpack_from(buf, pos)
+        o0.log_dirs = a1 = []
+        for _ in range(n1):
+            u0, = _S5.unpack_from(buf, pos)
+            x = _bnew(Uuid, u0)
             pos += 16
-            x = _uuid16(x)
-            v_log_dirs.append(x)
-    v_previous_broker_epoch, = _S5.unpack_from(buf, pos)
-    pos += 8
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return BrokerRegistrationRequest(v_broker_id, v_cluster_id, v_incarnation_id, v_listeners, v_features, v_rack, v_is_migrating_zk_broker, v_log_dirs, v_previous_broker_epoch, unknown), pos
+            a1.append(x)
+    o0.previous_broker_epoch, tn0 = _S9.unpack_from(buf, pos)
+    pos += 9
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_BrokerRegistrationRequest_4(o: BrokerRegistrationRequest, out: bytearray) -> None:
-    out += _S2.pack(o.broker_id)
+    out += _S4.pack(o.broker_id)
     if o.cluster_id is None:
         raise EncodeError('ClusterId is not nullable at version 4')
     _wcs(out, o.cluster_id)
-    out += _S3.pack(o.incarnation_id)
+    out += _S5.pack(o.incarnation_id)
     a1 = o.listeners
     if a1 is None:
         raise EncodeError('Listeners is not nullable at version 4')
@@ -770,111 +948,20 @@ def _w_BrokerRegistrationRequest_4(o: BrokerRegistrationRequest, out: bytearray)
         for e1 in a1:
             _w_Feature_4(e1, out)
     _wcsn(out, o.rack)
-    out += _S4.pack(o.is_migrating_zk_broker)
+    out += _S6.pack(o.is_migrating_zk_broker)
     a1 = o.log_dirs
     if a1 is None:
         raise EncodeError('LogDirs is not nullable at version 4')
     else:
         _wuv(out, len(a1) + 1)
         for e1 in a1:
-            out += _S3.pack(e1)
-    out += _S5.pack(o.previous_broker_epoch)
+            out += _S5.pack(e1)
+    out += _S8.pack(o.previous_broker_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
         out.append(0)
-
-
-def _r_BrokerRegistrationRequest_4(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
-    v_broker_id, = _S2.unpack_from(buf, pos)
-    pos += 4
-    sn = buf[pos]
-    pos += 1
-    if sn >= 0x80:
-        sn, pos = _ruv(buf, pos - 1)
-    if sn == 0:
-        raise DecodeError('non-nullable string ClusterId is null')
-    else:
-        se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
-            raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
-        pos = se
-    v_incarnation_id, = _S3.unpack_from(buf, pos)
-    pos += 16
-    v_incarnation_id = _uuid16(v_incarnation_id)
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array Listeners is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Listeners of ' + str(n1) + ' elements overruns the buffer')
-        v_listeners = []
-        for i1 in range(n1):
-            x, pos = _r_Listener_4(buf, pos)
-            v_listeners.append(x)
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array Features is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Features of ' + str(n1) + ' elements overruns the buffer')
-        v_features = []
-        for i1 in range(n1):
-            x, pos = _r_Feature_4(buf, pos)
-            v_features.append(x)
-    sn = buf[pos]
-    pos += 1
-    if sn >= 0x80:
-        sn, pos = _ruv(buf, pos - 1)
-    if sn == 0:
-        v_rack = None
-    else:
-        se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
-            raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        v_rack = str(buf[pos:se], 'utf-8')
-        pos = se
-    v_is_migrating_zk_broker, = _S4.unpack_from(buf, pos)
-    pos += 1
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array LogDirs is null')
-    else:
-        if n1 * 16 > len(buf) - pos:
-            raise DecodeError('array LogDirs of ' + str(n1) + ' elements overruns the buffer')
-        v_log_dirs = []
-        for i1 in range(n1):
-            x, = _S3.unpack_from(buf, pos)
-            pos += 16
-            x = _uuid16(x)
-            v_log_dirs.append(x)
-    v_previous_broker_epoch, = _S5.unpack_from(buf, pos)
-    pos += 8
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return BrokerRegistrationRequest(v_broker_id, v_cluster_id, v_incarnation_id, v_listeners, v_features, v_rack, v_is_migrating_zk_broker, v_log_dirs, v_previous_broker_epoch, unknown), pos
+_r_BrokerRegistrationRequest_4 = _r_BrokerRegistrationRequest_3
 
 Listener.SPEC_NAME = 'BrokerRegistrationRequest'
 Listener.LOWEST_VERSION = 0

@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -54,6 +54,9 @@ class BrokerRegistrationResponse(Message):
 
 
 _S0 = Struct('>ihq')
+_S1 = Struct('>ihqB')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_BrokerRegistrationResponse_0(o: BrokerRegistrationResponse, out: bytearray) -> None:
@@ -65,20 +68,15 @@ def _w_BrokerRegistrationResponse_0(o: BrokerRegistrationResponse, out: bytearra
 
 
 def _r_BrokerRegistrationResponse_0(buf: Any, pos: int) -> tuple[BrokerRegistrationResponse, int]:
-    v_throttle_time_ms, v_error_code, v_broker_epoch = _S0.unpack_from(buf, pos)
-    pos += 14
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return BrokerRegistrationResponse(v_throttle_time_ms, v_error_code, v_broker_epoch, unknown), pos
+    blen = len(buf)
+    o0 = _new(BrokerRegistrationResponse)
+    o0.throttle_time_ms, o0.error_code, o0.broker_epoch, tn0 = _S1.unpack_from(buf, pos)
+    pos += 15
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 _w_BrokerRegistrationResponse_1 = _w_BrokerRegistrationResponse_0
 _r_BrokerRegistrationResponse_1 = _r_BrokerRegistrationResponse_0
 _w_BrokerRegistrationResponse_2 = _w_BrokerRegistrationResponse_0

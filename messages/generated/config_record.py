@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -55,6 +55,8 @@ class ConfigRecord(Message):
 
 
 _S0 = Struct('>b')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_ConfigRecord_0(o: ConfigRecord, out: bytearray) -> None:
@@ -73,7 +75,9 @@ def _w_ConfigRecord_0(o: ConfigRecord, out: bytearray) -> None:
 
 
 def _r_ConfigRecord_0(buf: Any, pos: int) -> tuple[ConfigRecord, int]:
-    v_resource_type, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(ConfigRecord)
+    o0.resource_type, = _S0.unpack_from(buf, pos)
     pos += 1
     sn = buf[pos]
     pos += 1
@@ -83,9 +87,9 @@ def _r_ConfigRecord_0(buf: Any, pos: int) -> tuple[ConfigRecord, int]:
         raise DecodeError('non-nullable string ResourceName is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ResourceName of ' + str(sn - 1) + ' bytes overruns')
-        v_resource_name = str(buf[pos:se], 'utf-8')
+        o0.resource_name = str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -95,34 +99,29 @@ def _r_ConfigRecord_0(buf: Any, pos: int) -> tuple[ConfigRecord, int]:
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_value = None
+        o0.value = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Value of ' + str(sn - 1) + ' bytes overruns')
-        v_value = str(buf[pos:se], 'utf-8')
+        o0.value = str(buf[pos:se], 'utf-8')
         pos = se
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return ConfigRecord(v_resource_type, v_resource_name, v_name, v_value, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 ConfigRecord.SPEC_NAME = 'ConfigRecord'
 ConfigRecord.LOWEST_VERSION = 0

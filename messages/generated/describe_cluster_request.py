@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -54,8 +54,13 @@ class DescribeClusterRequest(Message):
 
 
 _S0 = Struct('>?')
-_S1 = Struct('>?b')
-_S2 = Struct('>?b?')
+_S1 = Struct('>?B')
+_S2 = Struct('>?b')
+_S3 = Struct('>?bB')
+_S4 = Struct('>?b?')
+_S5 = Struct('>?b?B')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_DescribeClusterRequest_0(o: DescribeClusterRequest, out: bytearray) -> None:
@@ -71,24 +76,21 @@ def _w_DescribeClusterRequest_0(o: DescribeClusterRequest, out: bytearray) -> No
 
 
 def _r_DescribeClusterRequest_0(buf: Any, pos: int) -> tuple[DescribeClusterRequest, int]:
-    v_include_cluster_authorized_operations, = _S0.unpack_from(buf, pos)
-    pos += 1
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return DescribeClusterRequest(v_include_cluster_authorized_operations, 1, False, unknown), pos
+    blen = len(buf)
+    o0 = _new(DescribeClusterRequest)
+    o0.endpoint_type = 1
+    o0.include_fenced_brokers = False
+    o0.include_cluster_authorized_operations, tn0 = _S1.unpack_from(buf, pos)
+    pos += 2
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_DescribeClusterRequest_1(o: DescribeClusterRequest, out: bytearray) -> None:
-    out += _S1.pack(o.include_cluster_authorized_operations, o.endpoint_type)
+    out += _S2.pack(o.include_cluster_authorized_operations, o.endpoint_type)
     if o.include_fenced_brokers != False:
         raise EncodeError('attempted to write a non-default IncludeFencedBrokers at version 1 of DescribeClusterRequest')
     if o.unknown_tagged_fields:
@@ -98,24 +100,20 @@ def _w_DescribeClusterRequest_1(o: DescribeClusterRequest, out: bytearray) -> No
 
 
 def _r_DescribeClusterRequest_1(buf: Any, pos: int) -> tuple[DescribeClusterRequest, int]:
-    v_include_cluster_authorized_operations, v_endpoint_type = _S1.unpack_from(buf, pos)
-    pos += 2
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return DescribeClusterRequest(v_include_cluster_authorized_operations, v_endpoint_type, False, unknown), pos
+    blen = len(buf)
+    o0 = _new(DescribeClusterRequest)
+    o0.include_fenced_brokers = False
+    o0.include_cluster_authorized_operations, o0.endpoint_type, tn0 = _S3.unpack_from(buf, pos)
+    pos += 3
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_DescribeClusterRequest_2(o: DescribeClusterRequest, out: bytearray) -> None:
-    out += _S2.pack(o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers)
+    out += _S4.pack(o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -123,20 +121,15 @@ def _w_DescribeClusterRequest_2(o: DescribeClusterRequest, out: bytearray) -> No
 
 
 def _r_DescribeClusterRequest_2(buf: Any, pos: int) -> tuple[DescribeClusterRequest, int]:
-    v_include_cluster_authorized_operations, v_endpoint_type, v_include_fenced_brokers = _S2.unpack_from(buf, pos)
-    pos += 3
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return DescribeClusterRequest(v_include_cluster_authorized_operations, v_endpoint_type, v_include_fenced_brokers, unknown), pos
+    blen = len(buf)
+    o0 = _new(DescribeClusterRequest)
+    o0.include_cluster_authorized_operations, o0.endpoint_type, o0.include_fenced_brokers, tn0 = _S5.unpack_from(buf, pos)
+    pos += 4
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 DescribeClusterRequest.SPEC_NAME = 'DescribeClusterRequest'
 DescribeClusterRequest.LOWEST_VERSION = 0

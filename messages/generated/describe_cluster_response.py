@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -73,8 +73,12 @@ class DescribeClusterResponse(Message):
 _DEF_DescribeClusterBroker = DescribeClusterBroker()
 _S0 = Struct('>i')
 _S1 = Struct('>?')
-_S2 = Struct('>ih')
-_S3 = Struct('>b')
+_S2 = Struct('>?B')
+_S3 = Struct('>ih')
+_S4 = Struct('>iB')
+_S5 = Struct('>b')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_DescribeClusterBroker_0(o: DescribeClusterBroker, out: bytearray) -> None:
@@ -93,7 +97,10 @@ def _w_DescribeClusterBroker_0(o: DescribeClusterBroker, out: bytearray) -> None
 
 
 def _r_DescribeClusterBroker_0(buf: Any, pos: int) -> tuple[DescribeClusterBroker, int]:
-    v_broker_id, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(DescribeClusterBroker)
+    o0.is_fenced = False
+    o0.broker_id, = _S0.unpack_from(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -103,36 +110,31 @@ def _r_DescribeClusterBroker_0(buf: Any, pos: int) -> tuple[DescribeClusterBroke
         raise DecodeError('non-nullable string Host is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        v_host = str(buf[pos:se], 'utf-8')
+        o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    v_port, = _S0.unpack_from(buf, pos)
+    o0.port, = _S0.unpack_from(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_rack = None
+        o0.rack = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        v_rack = str(buf[pos:se], 'utf-8')
+        o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return DescribeClusterBroker(v_broker_id, v_host, v_port, v_rack, False, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_DescribeClusterBroker_1(o: DescribeClusterBroker, out: bytearray) -> None:
@@ -166,7 +168,9 @@ def _w_DescribeClusterBroker_2(o: DescribeClusterBroker, out: bytearray) -> None
 
 
 def _r_DescribeClusterBroker_2(buf: Any, pos: int) -> tuple[DescribeClusterBroker, int]:
-    v_broker_id, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(DescribeClusterBroker)
+    o0.broker_id, = _S0.unpack_from(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -176,42 +180,35 @@ def _r_DescribeClusterBroker_2(buf: Any, pos: int) -> tuple[DescribeClusterBroke
         raise DecodeError('non-nullable string Host is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        v_host = str(buf[pos:se], 'utf-8')
+        o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    v_port, = _S0.unpack_from(buf, pos)
+    o0.port, = _S0.unpack_from(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_rack = None
+        o0.rack = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        v_rack = str(buf[pos:se], 'utf-8')
+        o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    v_is_fenced, = _S1.unpack_from(buf, pos)
-    pos += 1
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return DescribeClusterBroker(v_broker_id, v_host, v_port, v_rack, v_is_fenced, unknown), pos
+    o0.is_fenced, tn0 = _S2.unpack_from(buf, pos)
+    pos += 2
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_DescribeClusterResponse_0(o: DescribeClusterResponse, out: bytearray) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code)
+    out += _S3.pack(o.throttle_time_ms, o.error_code)
     _wcsn(out, o.error_message)
     if o.endpoint_type != 1:
         raise EncodeError('attempted to write a non-default EndpointType at version 0 of DescribeClusterResponse')
@@ -234,19 +231,22 @@ def _w_DescribeClusterResponse_0(o: DescribeClusterResponse, out: bytearray) -> 
 
 
 def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
-    v_throttle_time_ms, v_error_code = _S2.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(DescribeClusterResponse)
+    o0.endpoint_type = 1
+    o0.throttle_time_ms, o0.error_code = _S3.unpack_from(buf, pos)
     pos += 6
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_error_message = None
+        o0.error_message = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        v_error_message = str(buf[pos:se], 'utf-8')
+        o0.error_message = str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -256,11 +256,11 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
         raise DecodeError('non-nullable string ClusterId is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -270,32 +270,60 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Brokers of ' + str(n1) + ' elements overruns the buffer')
-        v_brokers = []
-        for i1 in range(n1):
-            x, pos = _r_DescribeClusterBroker_0(buf, pos)
-            v_brokers.append(x)
-    v_cluster_authorized_operations, = _S0.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return DescribeClusterResponse(v_throttle_time_ms, v_error_code, v_error_message, 1, v_cluster_id, v_controller_id, v_brokers, v_cluster_authorized_operations, unknown), pos
+        o0.brokers = a1 = []
+        for _ in range(n1):
+            o1 = _new(DescribeClusterBroker)
+            o1.is_fenced = False
+            o1.broker_id, = _S0.unpack_from(buf, pos)
+            pos += 4
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, = _S0.unpack_from(buf, pos)
+            pos += 4
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                o1.rack = None
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+                o1.rack = str(buf[pos:se], 'utf-8')
+                pos = se
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.cluster_authorized_operations, tn0 = _S4.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_DescribeClusterResponse_1(o: DescribeClusterResponse, out: bytearray) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code)
+    out += _S3.pack(o.throttle_time_ms, o.error_code)
     _wcsn(out, o.error_message)
-    out += _S3.pack(o.endpoint_type)
+    out += _S5.pack(o.endpoint_type)
     if o.cluster_id is None:
         raise EncodeError('ClusterId is not nullable at version 1')
     _wcs(out, o.cluster_id)
@@ -315,21 +343,23 @@ def _w_DescribeClusterResponse_1(o: DescribeClusterResponse, out: bytearray) -> 
 
 
 def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
-    v_throttle_time_ms, v_error_code = _S2.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(DescribeClusterResponse)
+    o0.throttle_time_ms, o0.error_code = _S3.unpack_from(buf, pos)
     pos += 6
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_error_message = None
+        o0.error_message = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        v_error_message = str(buf[pos:se], 'utf-8')
+        o0.error_message = str(buf[pos:se], 'utf-8')
         pos = se
-    v_endpoint_type, = _S3.unpack_from(buf, pos)
+    o0.endpoint_type, = _S5.unpack_from(buf, pos)
     pos += 1
     sn = buf[pos]
     pos += 1
@@ -339,11 +369,11 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
         raise DecodeError('non-nullable string ClusterId is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -353,32 +383,60 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Brokers of ' + str(n1) + ' elements overruns the buffer')
-        v_brokers = []
-        for i1 in range(n1):
-            x, pos = _r_DescribeClusterBroker_1(buf, pos)
-            v_brokers.append(x)
-    v_cluster_authorized_operations, = _S0.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return DescribeClusterResponse(v_throttle_time_ms, v_error_code, v_error_message, v_endpoint_type, v_cluster_id, v_controller_id, v_brokers, v_cluster_authorized_operations, unknown), pos
+        o0.brokers = a1 = []
+        for _ in range(n1):
+            o1 = _new(DescribeClusterBroker)
+            o1.is_fenced = False
+            o1.broker_id, = _S0.unpack_from(buf, pos)
+            pos += 4
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, = _S0.unpack_from(buf, pos)
+            pos += 4
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                o1.rack = None
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+                o1.rack = str(buf[pos:se], 'utf-8')
+                pos = se
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.cluster_authorized_operations, tn0 = _S4.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_DescribeClusterResponse_2(o: DescribeClusterResponse, out: bytearray) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code)
+    out += _S3.pack(o.throttle_time_ms, o.error_code)
     _wcsn(out, o.error_message)
-    out += _S3.pack(o.endpoint_type)
+    out += _S5.pack(o.endpoint_type)
     if o.cluster_id is None:
         raise EncodeError('ClusterId is not nullable at version 2')
     _wcs(out, o.cluster_id)
@@ -398,21 +456,23 @@ def _w_DescribeClusterResponse_2(o: DescribeClusterResponse, out: bytearray) -> 
 
 
 def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
-    v_throttle_time_ms, v_error_code = _S2.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(DescribeClusterResponse)
+    o0.throttle_time_ms, o0.error_code = _S3.unpack_from(buf, pos)
     pos += 6
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_error_message = None
+        o0.error_message = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        v_error_message = str(buf[pos:se], 'utf-8')
+        o0.error_message = str(buf[pos:se], 'utf-8')
         pos = se
-    v_endpoint_type, = _S3.unpack_from(buf, pos)
+    o0.endpoint_type, = _S5.unpack_from(buf, pos)
     pos += 1
     sn = buf[pos]
     pos += 1
@@ -422,11 +482,11 @@ def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterRes
         raise DecodeError('non-nullable string ClusterId is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -436,26 +496,53 @@ def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterRes
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Brokers of ' + str(n1) + ' elements overruns the buffer')
-        v_brokers = []
-        for i1 in range(n1):
-            x, pos = _r_DescribeClusterBroker_2(buf, pos)
-            v_brokers.append(x)
-    v_cluster_authorized_operations, = _S0.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return DescribeClusterResponse(v_throttle_time_ms, v_error_code, v_error_message, v_endpoint_type, v_cluster_id, v_controller_id, v_brokers, v_cluster_authorized_operations, unknown), pos
+        o0.brokers = a1 = []
+        for _ in range(n1):
+            o1 = _new(DescribeClusterBroker)
+            o1.broker_id, = _S0.unpack_from(buf, pos)
+            pos += 4
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, = _S0.unpack_from(buf, pos)
+            pos += 4
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                o1.rack = None
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+                o1.rack = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.is_fenced, tn1 = _S2.unpack_from(buf, pos)
+            pos += 2
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.cluster_authorized_operations, tn0 = _S4.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 DescribeClusterBroker.SPEC_NAME = 'DescribeClusterResponse'
 DescribeClusterBroker.LOWEST_VERSION = 0

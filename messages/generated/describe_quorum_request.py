@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -71,6 +71,9 @@ class DescribeQuorumRequest(Message):
 _DEF_PartitionData = PartitionData()
 _DEF_TopicData = TopicData()
 _S0 = Struct('>i')
+_S1 = Struct('>iB')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
@@ -82,20 +85,15 @@ def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
 
 
 def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, = _S0.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return PartitionData(v_partition_index, unknown), pos
+    blen = len(buf)
+    o0 = _new(PartitionData)
+    o0.partition_index, tn0 = _S1.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 _w_PartitionData_1 = _w_PartitionData_0
 _r_PartitionData_1 = _r_PartitionData_0
 _w_PartitionData_2 = _w_PartitionData_0
@@ -120,6 +118,8 @@ def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
+    blen = len(buf)
+    o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -128,9 +128,9 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
         raise DecodeError('non-nullable string TopicName is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        v_topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -140,24 +140,25 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_0(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionData)
+            o1.partition_index, tn1 = _S1.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return TopicData(v_topic_name, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
@@ -175,47 +176,7 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
         out.append(0)
-
-
-def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
-    sn = buf[pos]
-    pos += 1
-    if sn >= 0x80:
-        sn, pos = _ruv(buf, pos - 1)
-    if sn == 0:
-        raise DecodeError('non-nullable string TopicName is null')
-    else:
-        se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
-            raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        v_topic_name = str(buf[pos:se], 'utf-8')
-        pos = se
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_1(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return TopicData(v_topic_name, v_partitions, unknown), pos
+_r_TopicData_1 = _r_TopicData_0
 
 
 def _w_TopicData_2(o: TopicData, out: bytearray) -> None:
@@ -233,47 +194,7 @@ def _w_TopicData_2(o: TopicData, out: bytearray) -> None:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
         out.append(0)
-
-
-def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
-    sn = buf[pos]
-    pos += 1
-    if sn >= 0x80:
-        sn, pos = _ruv(buf, pos - 1)
-    if sn == 0:
-        raise DecodeError('non-nullable string TopicName is null')
-    else:
-        se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
-            raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        v_topic_name = str(buf[pos:se], 'utf-8')
-        pos = se
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_2(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return TopicData(v_topic_name, v_partitions, unknown), pos
+_r_TopicData_2 = _r_TopicData_0
 
 
 def _w_DescribeQuorumRequest_0(o: DescribeQuorumRequest, out: bytearray) -> None:
@@ -291,6 +212,8 @@ def _w_DescribeQuorumRequest_0(o: DescribeQuorumRequest, out: bytearray) -> None
 
 
 def _r_DescribeQuorumRequest_0(buf: Any, pos: int) -> tuple[DescribeQuorumRequest, int]:
+    blen = len(buf)
+    o0 = _new(DescribeQuorumRequest)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -299,24 +222,57 @@ def _r_DescribeQuorumRequest_0(buf: Any, pos: int) -> tuple[DescribeQuorumReques
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_TopicData_0(buf, pos)
-            v_topics.append(x)
-    n = buf[pos]
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(TopicData)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string TopicName is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+                o1.topic_name = str(buf[pos:se], 'utf-8')
+                pos = se
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.partition_index, tn2 = _S1.unpack_from(buf, pos)
+                    pos += 5
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return DescribeQuorumRequest(v_topics, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_DescribeQuorumRequest_1(o: DescribeQuorumRequest, out: bytearray) -> None:
@@ -331,35 +287,7 @@ def _w_DescribeQuorumRequest_1(o: DescribeQuorumRequest, out: bytearray) -> None
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
         out.append(0)
-
-
-def _r_DescribeQuorumRequest_1(buf: Any, pos: int) -> tuple[DescribeQuorumRequest, int]:
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array Topics is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_TopicData_1(buf, pos)
-            v_topics.append(x)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return DescribeQuorumRequest(v_topics, unknown), pos
+_r_DescribeQuorumRequest_1 = _r_DescribeQuorumRequest_0
 
 
 def _w_DescribeQuorumRequest_2(o: DescribeQuorumRequest, out: bytearray) -> None:
@@ -374,35 +302,7 @@ def _w_DescribeQuorumRequest_2(o: DescribeQuorumRequest, out: bytearray) -> None
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
         out.append(0)
-
-
-def _r_DescribeQuorumRequest_2(buf: Any, pos: int) -> tuple[DescribeQuorumRequest, int]:
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array Topics is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_TopicData_2(buf, pos)
-            v_topics.append(x)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return DescribeQuorumRequest(v_topics, unknown), pos
+_r_DescribeQuorumRequest_2 = _r_DescribeQuorumRequest_0
 
 PartitionData.SPEC_NAME = 'DescribeQuorumRequest'
 PartitionData.LOWEST_VERSION = 0

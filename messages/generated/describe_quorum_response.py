@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -116,15 +116,19 @@ _DEF_Listener = Listener()
 _DEF_Node = Node()
 _S0 = Struct('>i')
 _S1 = Struct('>q')
-_S2 = Struct('>iq')
+_S2 = Struct('>iqB')
 _S3 = Struct('>qqq')
-_S4 = Struct('>iqqq')
+_S4 = Struct('>iqqqB')
 _S5 = Struct('>i16sqqq')
-_S6 = Struct('>ih')
-_S7 = Struct('>iiq')
-_S8 = Struct('>ihiiq')
-_S9 = Struct('>H')
-_S10 = Struct('>h')
+_S6 = Struct('>i16sqqqB')
+_S7 = Struct('>ih')
+_S8 = Struct('>iiq')
+_S9 = Struct('>ihiiq')
+_S10 = Struct('>H')
+_S11 = Struct('>HB')
+_S12 = Struct('>h')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_ReplicaState_0(o: ReplicaState, out: bytearray) -> None:
@@ -139,20 +143,18 @@ def _w_ReplicaState_0(o: ReplicaState, out: bytearray) -> None:
 
 
 def _r_ReplicaState_0(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    v_replica_id, v_log_end_offset = _S2.unpack_from(buf, pos)
-    pos += 12
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return ReplicaState(v_replica_id, ZERO_UUID, v_log_end_offset, -1, -1, unknown), pos
+    blen = len(buf)
+    o0 = _new(ReplicaState)
+    o0.replica_directory_id = ZERO_UUID
+    o0.last_fetch_timestamp = -1
+    o0.last_caught_up_timestamp = -1
+    o0.replica_id, o0.log_end_offset, tn0 = _S2.unpack_from(buf, pos)
+    pos += 13
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_ReplicaState_1(o: ReplicaState, out: bytearray) -> None:
@@ -167,20 +169,16 @@ def _w_ReplicaState_1(o: ReplicaState, out: bytearray) -> None:
 
 
 def _r_ReplicaState_1(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    v_replica_id, v_log_end_offset, v_last_fetch_timestamp, v_last_caught_up_timestamp = _S4.unpack_from(buf, pos)
-    pos += 28
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return ReplicaState(v_replica_id, ZERO_UUID, v_log_end_offset, v_last_fetch_timestamp, v_last_caught_up_timestamp, unknown), pos
+    blen = len(buf)
+    o0 = _new(ReplicaState)
+    o0.replica_directory_id = ZERO_UUID
+    o0.replica_id, o0.log_end_offset, o0.last_fetch_timestamp, o0.last_caught_up_timestamp, tn0 = _S4.unpack_from(buf, pos)
+    pos += 29
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_ReplicaState_2(o: ReplicaState, out: bytearray) -> None:
@@ -192,26 +190,21 @@ def _w_ReplicaState_2(o: ReplicaState, out: bytearray) -> None:
 
 
 def _r_ReplicaState_2(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    v_replica_id, v_replica_directory_id, v_log_end_offset, v_last_fetch_timestamp, v_last_caught_up_timestamp = _S5.unpack_from(buf, pos)
-    pos += 44
-    v_replica_directory_id = _uuid16(v_replica_directory_id)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return ReplicaState(v_replica_id, v_replica_directory_id, v_log_end_offset, v_last_fetch_timestamp, v_last_caught_up_timestamp, unknown), pos
+    blen = len(buf)
+    o0 = _new(ReplicaState)
+    o0.replica_id, u0, o0.log_end_offset, o0.last_fetch_timestamp, o0.last_caught_up_timestamp, tn0 = _S6.unpack_from(buf, pos)
+    pos += 45
+    o0.replica_directory_id = _bnew(Uuid, u0)
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
-    out += _S6.pack(o.partition_index, o.error_code)
-    out += _S7.pack(o.leader_id, o.leader_epoch, o.high_watermark)
+    out += _S7.pack(o.partition_index, o.error_code)
+    out += _S8.pack(o.leader_id, o.leader_epoch, o.high_watermark)
     a1 = o.current_voters
     if a1 is None:
         raise EncodeError('CurrentVoters is not nullable at version 0')
@@ -233,7 +226,10 @@ def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
 
 
 def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_error_code, v_leader_id, v_leader_epoch, v_high_watermark = _S8.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(PartitionData)
+    o0.error_message = ''
+    o0.partition_index, o0.error_code, o0.leader_id, o0.leader_epoch, o0.high_watermark = _S9.unpack_from(buf, pos)
     pos += 22
     n1 = buf[pos] - 1
     pos += 1
@@ -243,12 +239,21 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array CurrentVoters is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array CurrentVoters of ' + str(n1) + ' elements overruns the buffer')
-        v_current_voters = []
-        for i1 in range(n1):
-            x, pos = _r_ReplicaState_0(buf, pos)
-            v_current_voters.append(x)
+        o0.current_voters = a1 = []
+        for _ in range(n1):
+            o1 = _new(ReplicaState)
+            o1.replica_directory_id = ZERO_UUID
+            o1.last_fetch_timestamp = -1
+            o1.last_caught_up_timestamp = -1
+            o1.replica_id, o1.log_end_offset, tn1 = _S2.unpack_from(buf, pos)
+            pos += 13
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -257,29 +262,33 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Observers is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Observers of ' + str(n1) + ' elements overruns the buffer')
-        v_observers = []
-        for i1 in range(n1):
-            x, pos = _r_ReplicaState_0(buf, pos)
-            v_observers.append(x)
-    n = buf[pos]
+        o0.observers = a1 = []
+        for _ in range(n1):
+            o1 = _new(ReplicaState)
+            o1.replica_directory_id = ZERO_UUID
+            o1.last_fetch_timestamp = -1
+            o1.last_caught_up_timestamp = -1
+            o1.replica_id, o1.log_end_offset, tn1 = _S2.unpack_from(buf, pos)
+            pos += 13
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return PartitionData(v_partition_index, v_error_code, '', v_leader_id, v_leader_epoch, v_high_watermark, v_current_voters, v_observers, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_PartitionData_1(o: PartitionData, out: bytearray) -> None:
-    out += _S6.pack(o.partition_index, o.error_code)
-    out += _S7.pack(o.leader_id, o.leader_epoch, o.high_watermark)
+    out += _S7.pack(o.partition_index, o.error_code)
+    out += _S8.pack(o.leader_id, o.leader_epoch, o.high_watermark)
     a1 = o.current_voters
     if a1 is None:
         raise EncodeError('CurrentVoters is not nullable at version 1')
@@ -301,7 +310,10 @@ def _w_PartitionData_1(o: PartitionData, out: bytearray) -> None:
 
 
 def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_error_code, v_leader_id, v_leader_epoch, v_high_watermark = _S8.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(PartitionData)
+    o0.error_message = ''
+    o0.partition_index, o0.error_code, o0.leader_id, o0.leader_epoch, o0.high_watermark = _S9.unpack_from(buf, pos)
     pos += 22
     n1 = buf[pos] - 1
     pos += 1
@@ -311,12 +323,19 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array CurrentVoters is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array CurrentVoters of ' + str(n1) + ' elements overruns the buffer')
-        v_current_voters = []
-        for i1 in range(n1):
-            x, pos = _r_ReplicaState_1(buf, pos)
-            v_current_voters.append(x)
+        o0.current_voters = a1 = []
+        for _ in range(n1):
+            o1 = _new(ReplicaState)
+            o1.replica_directory_id = ZERO_UUID
+            o1.replica_id, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, tn1 = _S4.unpack_from(buf, pos)
+            pos += 29
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -325,30 +344,32 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Observers is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Observers of ' + str(n1) + ' elements overruns the buffer')
-        v_observers = []
-        for i1 in range(n1):
-            x, pos = _r_ReplicaState_1(buf, pos)
-            v_observers.append(x)
-    n = buf[pos]
+        o0.observers = a1 = []
+        for _ in range(n1):
+            o1 = _new(ReplicaState)
+            o1.replica_directory_id = ZERO_UUID
+            o1.replica_id, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, tn1 = _S4.unpack_from(buf, pos)
+            pos += 29
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return PartitionData(v_partition_index, v_error_code, '', v_leader_id, v_leader_epoch, v_high_watermark, v_current_voters, v_observers, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_PartitionData_2(o: PartitionData, out: bytearray) -> None:
-    out += _S6.pack(o.partition_index, o.error_code)
+    out += _S7.pack(o.partition_index, o.error_code)
     _wcsn(out, o.error_message)
-    out += _S7.pack(o.leader_id, o.leader_epoch, o.high_watermark)
+    out += _S8.pack(o.leader_id, o.leader_epoch, o.high_watermark)
     a1 = o.current_voters
     if a1 is None:
         raise EncodeError('CurrentVoters is not nullable at version 2')
@@ -370,21 +391,23 @@ def _w_PartitionData_2(o: PartitionData, out: bytearray) -> None:
 
 
 def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_error_code = _S6.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(PartitionData)
+    o0.partition_index, o0.error_code = _S7.unpack_from(buf, pos)
     pos += 6
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_error_message = None
+        o0.error_message = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        v_error_message = str(buf[pos:se], 'utf-8')
+        o0.error_message = str(buf[pos:se], 'utf-8')
         pos = se
-    v_leader_id, v_leader_epoch, v_high_watermark = _S7.unpack_from(buf, pos)
+    o0.leader_id, o0.leader_epoch, o0.high_watermark = _S8.unpack_from(buf, pos)
     pos += 16
     n1 = buf[pos] - 1
     pos += 1
@@ -394,12 +417,19 @@ def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array CurrentVoters is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array CurrentVoters of ' + str(n1) + ' elements overruns the buffer')
-        v_current_voters = []
-        for i1 in range(n1):
-            x, pos = _r_ReplicaState_2(buf, pos)
-            v_current_voters.append(x)
+        o0.current_voters = a1 = []
+        for _ in range(n1):
+            o1 = _new(ReplicaState)
+            o1.replica_id, u0, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, tn1 = _S6.unpack_from(buf, pos)
+            pos += 45
+            o1.replica_directory_id = _bnew(Uuid, u0)
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -408,24 +438,26 @@ def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Observers is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Observers of ' + str(n1) + ' elements overruns the buffer')
-        v_observers = []
-        for i1 in range(n1):
-            x, pos = _r_ReplicaState_2(buf, pos)
-            v_observers.append(x)
-    n = buf[pos]
+        o0.observers = a1 = []
+        for _ in range(n1):
+            o1 = _new(ReplicaState)
+            o1.replica_id, u0, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, tn1 = _S6.unpack_from(buf, pos)
+            pos += 45
+            o1.replica_directory_id = _bnew(Uuid, u0)
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return PartitionData(v_partition_index, v_error_code, v_error_message, v_leader_id, v_leader_epoch, v_high_watermark, v_current_voters, v_observers, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
@@ -446,6 +478,8 @@ def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
+    blen = len(buf)
+    o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -454,9 +488,9 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
         raise DecodeError('non-nullable string TopicName is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        v_topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -466,24 +500,74 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_0(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionData)
+            o1.error_message = ''
+            o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch, o1.high_watermark = _S9.unpack_from(buf, pos)
+            pos += 22
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array CurrentVoters is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array CurrentVoters of ' + str(n2) + ' elements overruns the buffer')
+                o1.current_voters = a2 = []
+                for _ in range(n2):
+                    o2 = _new(ReplicaState)
+                    o2.replica_directory_id = ZERO_UUID
+                    o2.last_fetch_timestamp = -1
+                    o2.last_caught_up_timestamp = -1
+                    o2.replica_id, o2.log_end_offset, tn2 = _S2.unpack_from(buf, pos)
+                    pos += 13
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Observers is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Observers of ' + str(n2) + ' elements overruns the buffer')
+                o1.observers = a2 = []
+                for _ in range(n2):
+                    o2 = _new(ReplicaState)
+                    o2.replica_directory_id = ZERO_UUID
+                    o2.last_fetch_timestamp = -1
+                    o2.last_caught_up_timestamp = -1
+                    o2.replica_id, o2.log_end_offset, tn2 = _S2.unpack_from(buf, pos)
+                    pos += 13
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return TopicData(v_topic_name, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
@@ -504,6 +588,8 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
+    blen = len(buf)
+    o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -512,9 +598,9 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
         raise DecodeError('non-nullable string TopicName is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        v_topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -524,24 +610,70 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_1(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionData)
+            o1.error_message = ''
+            o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch, o1.high_watermark = _S9.unpack_from(buf, pos)
+            pos += 22
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array CurrentVoters is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array CurrentVoters of ' + str(n2) + ' elements overruns the buffer')
+                o1.current_voters = a2 = []
+                for _ in range(n2):
+                    o2 = _new(ReplicaState)
+                    o2.replica_directory_id = ZERO_UUID
+                    o2.replica_id, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, tn2 = _S4.unpack_from(buf, pos)
+                    pos += 29
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Observers is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Observers of ' + str(n2) + ' elements overruns the buffer')
+                o1.observers = a2 = []
+                for _ in range(n2):
+                    o2 = _new(ReplicaState)
+                    o2.replica_directory_id = ZERO_UUID
+                    o2.replica_id, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, tn2 = _S4.unpack_from(buf, pos)
+                    pos += 29
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return TopicData(v_topic_name, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_TopicData_2(o: TopicData, out: bytearray) -> None:
@@ -562,6 +694,8 @@ def _w_TopicData_2(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
+    blen = len(buf)
+    o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -570,9 +704,9 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
         raise DecodeError('non-nullable string TopicName is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        v_topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -582,24 +716,83 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_2(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionData)
+            o1.partition_index, o1.error_code = _S7.unpack_from(buf, pos)
+            pos += 6
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                o1.error_message = None
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
+                o1.error_message = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.leader_id, o1.leader_epoch, o1.high_watermark = _S8.unpack_from(buf, pos)
+            pos += 16
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array CurrentVoters is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array CurrentVoters of ' + str(n2) + ' elements overruns the buffer')
+                o1.current_voters = a2 = []
+                for _ in range(n2):
+                    o2 = _new(ReplicaState)
+                    o2.replica_id, u0, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, tn2 = _S6.unpack_from(buf, pos)
+                    pos += 45
+                    o2.replica_directory_id = _bnew(Uuid, u0)
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Observers is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Observers of ' + str(n2) + ' elements overruns the buffer')
+                o1.observers = a2 = []
+                for _ in range(n2):
+                    o2 = _new(ReplicaState)
+                    o2.replica_id, u0, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, tn2 = _S6.unpack_from(buf, pos)
+                    pos += 45
+                    o2.replica_directory_id = _bnew(Uuid, u0)
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return TopicData(v_topic_name, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_Listener_2(o: Listener, out: bytearray) -> None:
@@ -609,7 +802,7 @@ def _w_Listener_2(o: Listener, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 2')
     _wcs(out, o.host)
-    out += _S9.pack(o.port)
+    out += _S10.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -617,6 +810,8 @@ def _w_Listener_2(o: Listener, out: bytearray) -> None:
 
 
 def _r_Listener_2(buf: Any, pos: int) -> tuple[Listener, int]:
+    blen = len(buf)
+    o0 = _new(Listener)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -625,9 +820,9 @@ def _r_Listener_2(buf: Any, pos: int) -> tuple[Listener, int]:
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -637,24 +832,17 @@ def _r_Listener_2(buf: Any, pos: int) -> tuple[Listener, int]:
         raise DecodeError('non-nullable string Host is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        v_host = str(buf[pos:se], 'utf-8')
+        o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    v_port, = _S9.unpack_from(buf, pos)
-    pos += 2
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return Listener(v_name, v_host, v_port, unknown), pos
+    o0.port, tn0 = _S11.unpack_from(buf, pos)
+    pos += 3
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_Node_2(o: Node, out: bytearray) -> None:
@@ -673,7 +861,9 @@ def _w_Node_2(o: Node, out: bytearray) -> None:
 
 
 def _r_Node_2(buf: Any, pos: int) -> tuple[Node, int]:
-    v_node_id, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(Node)
+    o0.node_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -683,28 +873,53 @@ def _r_Node_2(buf: Any, pos: int) -> tuple[Node, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Listeners is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Listeners of ' + str(n1) + ' elements overruns the buffer')
-        v_listeners = []
-        for i1 in range(n1):
-            x, pos = _r_Listener_2(buf, pos)
-            v_listeners.append(x)
-    n = buf[pos]
+        o0.listeners = a1 = []
+        for _ in range(n1):
+            o1 = _new(Listener)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, tn1 = _S11.unpack_from(buf, pos)
+            pos += 3
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return Node(v_node_id, v_listeners, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_DescribeQuorumResponse_0(o: DescribeQuorumResponse, out: bytearray) -> None:
-    out += _S10.pack(o.error_code)
+    out += _S12.pack(o.error_code)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 0')
@@ -721,7 +936,11 @@ def _w_DescribeQuorumResponse_0(o: DescribeQuorumResponse, out: bytearray) -> No
 
 
 def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
-    v_error_code, = _S10.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(DescribeQuorumResponse)
+    o0.error_message = ''
+    o0.nodes = []
+    o0.error_code, = _S12.unpack_from(buf, pos)
     pos += 2
     n1 = buf[pos] - 1
     pos += 1
@@ -731,28 +950,110 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_TopicData_0(buf, pos)
-            v_topics.append(x)
-    n = buf[pos]
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(TopicData)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string TopicName is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+                o1.topic_name = str(buf[pos:se], 'utf-8')
+                pos = se
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.error_message = ''
+                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark = _S9.unpack_from(buf, pos)
+                    pos += 22
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array CurrentVoters is null')
+                    else:
+                        if n3 * 1 > blen - pos:
+                            raise DecodeError('array CurrentVoters of ' + str(n3) + ' elements overruns the buffer')
+                        o2.current_voters = a3 = []
+                        for _ in range(n3):
+                            o3 = _new(ReplicaState)
+                            o3.replica_directory_id = ZERO_UUID
+                            o3.last_fetch_timestamp = -1
+                            o3.last_caught_up_timestamp = -1
+                            o3.replica_id, o3.log_end_offset, tn3 = _S2.unpack_from(buf, pos)
+                            pos += 13
+                            if tn3:
+                                o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                            else:
+                                o3.unknown_tagged_fields = []
+                            a3.append(o3)
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array Observers is null')
+                    else:
+                        if n3 * 1 > blen - pos:
+                            raise DecodeError('array Observers of ' + str(n3) + ' elements overruns the buffer')
+                        o2.observers = a3 = []
+                        for _ in range(n3):
+                            o3 = _new(ReplicaState)
+                            o3.replica_directory_id = ZERO_UUID
+                            o3.last_fetch_timestamp = -1
+                            o3.last_caught_up_timestamp = -1
+                            o3.replica_id, o3.log_end_offset, tn3 = _S2.unpack_from(buf, pos)
+                            pos += 13
+                            if tn3:
+                                o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                            else:
+                                o3.unknown_tagged_fields = []
+                            a3.append(o3)
+                    tn2 = buf[pos]
+                    pos += 1
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return DescribeQuorumResponse(v_error_code, '', v_topics, [], unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_DescribeQuorumResponse_1(o: DescribeQuorumResponse, out: bytearray) -> None:
-    out += _S10.pack(o.error_code)
+    out += _S12.pack(o.error_code)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 1')
@@ -769,7 +1070,11 @@ def _w_DescribeQuorumResponse_1(o: DescribeQuorumResponse, out: bytearray) -> No
 
 
 def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
-    v_error_code, = _S10.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(DescribeQuorumResponse)
+    o0.error_message = ''
+    o0.nodes = []
+    o0.error_code, = _S12.unpack_from(buf, pos)
     pos += 2
     n1 = buf[pos] - 1
     pos += 1
@@ -779,28 +1084,106 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_TopicData_1(buf, pos)
-            v_topics.append(x)
-    n = buf[pos]
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(TopicData)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string TopicName is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+                o1.topic_name = str(buf[pos:se], 'utf-8')
+                pos = se
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.error_message = ''
+                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark = _S9.unpack_from(buf, pos)
+                    pos += 22
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array CurrentVoters is null')
+                    else:
+                        if n3 * 1 > blen - pos:
+                            raise DecodeError('array CurrentVoters of ' + str(n3) + ' elements overruns the buffer')
+                        o2.current_voters = a3 = []
+                        for _ in range(n3):
+                            o3 = _new(ReplicaState)
+                            o3.replica_directory_id = ZERO_UUID
+                            o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, tn3 = _S4.unpack_from(buf, pos)
+                            pos += 29
+                            if tn3:
+                                o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                            else:
+                                o3.unknown_tagged_fields = []
+                            a3.append(o3)
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array Observers is null')
+                    else:
+                        if n3 * 1 > blen - pos:
+                            raise DecodeError('array Observers of ' + str(n3) + ' elements overruns the buffer')
+                        o2.observers = a3 = []
+                        for _ in range(n3):
+                            o3 = _new(ReplicaState)
+                            o3.replica_directory_id = ZERO_UUID
+                            o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, tn3 = _S4.unpack_from(buf, pos)
+                            pos += 29
+                            if tn3:
+                                o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                            else:
+                                o3.unknown_tagged_fields = []
+                            a3.append(o3)
+                    tn2 = buf[pos]
+                    pos += 1
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return DescribeQuorumResponse(v_error_code, '', v_topics, [], unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_DescribeQuorumResponse_2(o: DescribeQuorumResponse, out: bytearray) -> None:
-    out += _S10.pack(o.error_code)
+    out += _S12.pack(o.error_code)
     _wcsn(out, o.error_message)
     a1 = o.topics
     if a1 is None:
@@ -823,19 +1206,21 @@ def _w_DescribeQuorumResponse_2(o: DescribeQuorumResponse, out: bytearray) -> No
 
 
 def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
-    v_error_code, = _S10.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(DescribeQuorumResponse)
+    o0.error_code, = _S12.unpack_from(buf, pos)
     pos += 2
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_error_message = None
+        o0.error_message = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        v_error_message = str(buf[pos:se], 'utf-8')
+        o0.error_message = str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -845,12 +1230,108 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_TopicData_2(buf, pos)
-            v_topics.append(x)
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(TopicData)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string TopicName is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+                o1.topic_name = str(buf[pos:se], 'utf-8')
+                pos = se
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.partition_index, o2.error_code = _S7.unpack_from(buf, pos)
+                    pos += 6
+                    sn = buf[pos]
+                    pos += 1
+                    if sn >= 0x80:
+                        sn, pos = _ruv(buf, pos - 1)
+                    if sn == 0:
+                        o2.error_message = None
+                    else:
+                        se = pos + sn - 1
+                        if sn > 0x8000 or se > blen:
+                            raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
+                        o2.error_message = str(buf[pos:se], 'utf-8')
+                        pos = se
+                    o2.leader_id, o2.leader_epoch, o2.high_watermark = _S8.unpack_from(buf, pos)
+                    pos += 16
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array CurrentVoters is null')
+                    else:
+                        if n3 * 1 > blen - pos:
+                            raise DecodeError('array CurrentVoters of ' + str(n3) + ' elements overruns the buffer')
+                        o2.current_voters = a3 = []
+                        for _ in range(n3):
+                            o3 = _new(ReplicaState)
+                            o3.replica_id, u0, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, tn3 = _S6.unpack_from(buf, pos)
+                            pos += 45
+                            o3.replica_directory_id = _bnew(Uuid, u0)
+                            if tn3:
+                                o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                            else:
+                                o3.unknown_tagged_fields = []
+                            a3.append(o3)
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array Observers is null')
+                    else:
+                        if n3 * 1 > blen - pos:
+                            raise DecodeError('array Observers of ' + str(n3) + ' elements overruns the buffer')
+                        o2.observers = a3 = []
+                        for _ in range(n3):
+                            o3 = _new(ReplicaState)
+                            o3.replica_id, u0, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, tn3 = _S6.unpack_from(buf, pos)
+                            pos += 45
+                            o3.replica_directory_id = _bnew(Uuid, u0)
+                            if tn3:
+                                o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                            else:
+                                o3.unknown_tagged_fields = []
+                            a3.append(o3)
+                    tn2 = buf[pos]
+                    pos += 1
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -859,24 +1340,71 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
     if n1 < 0:
         raise DecodeError('non-nullable array Nodes is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Nodes of ' + str(n1) + ' elements overruns the buffer')
-        v_nodes = []
-        for i1 in range(n1):
-            x, pos = _r_Node_2(buf, pos)
-            v_nodes.append(x)
-    n = buf[pos]
+        o0.nodes = a1 = []
+        for _ in range(n1):
+            o1 = _new(Node)
+            o1.node_id, = _S0.unpack_from(buf, pos)
+            pos += 4
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Listeners is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Listeners of ' + str(n2) + ' elements overruns the buffer')
+                o1.listeners = a2 = []
+                for _ in range(n2):
+                    o2 = _new(Listener)
+                    sn = buf[pos]
+                    pos += 1
+                    if sn >= 0x80:
+                        sn, pos = _ruv(buf, pos - 1)
+                    if sn == 0:
+                        raise DecodeError('non-nullable string Name is null')
+                    else:
+                        se = pos + sn - 1
+                        if sn > 0x8000 or se > blen:
+                            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                        o2.name = str(buf[pos:se], 'utf-8')
+                        pos = se
+                    sn = buf[pos]
+                    pos += 1
+                    if sn >= 0x80:
+                        sn, pos = _ruv(buf, pos - 1)
+                    if sn == 0:
+                        raise DecodeError('non-nullable string Host is null')
+                    else:
+                        se = pos + sn - 1
+                        if sn > 0x8000 or se > blen:
+                            raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                        o2.host = str(buf[pos:se], 'utf-8')
+                        pos = se
+                    o2.port, tn2 = _S11.unpack_from(buf, pos)
+                    pos += 3
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return DescribeQuorumResponse(v_error_code, v_error_message, v_topics, v_nodes, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 ReplicaState.SPEC_NAME = 'DescribeQuorumResponse'
 ReplicaState.LOWEST_VERSION = 0

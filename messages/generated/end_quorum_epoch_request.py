@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -98,8 +98,12 @@ _DEF_PartitionData = PartitionData()
 _DEF_TopicData = TopicData()
 _DEF_LeaderEndpoint = LeaderEndpoint()
 _S0 = Struct('>i16s')
-_S1 = Struct('>iii')
-_S2 = Struct('>H')
+_S1 = Struct('>i16sB')
+_S2 = Struct('>iii')
+_S3 = Struct('>H')
+_S4 = Struct('>HB')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_ReplicaInfo_1(o: ReplicaInfo, out: bytearray) -> None:
@@ -111,25 +115,20 @@ def _w_ReplicaInfo_1(o: ReplicaInfo, out: bytearray) -> None:
 
 
 def _r_ReplicaInfo_1(buf: Any, pos: int) -> tuple[ReplicaInfo, int]:
-    v_candidate_id, v_candidate_directory_id = _S0.unpack_from(buf, pos)
-    pos += 20
-    v_candidate_directory_id = _uuid16(v_candidate_directory_id)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return ReplicaInfo(v_candidate_id, v_candidate_directory_id, unknown), pos
+    blen = len(buf)
+    o0 = _new(ReplicaInfo)
+    o0.candidate_id, u0, tn0 = _S1.unpack_from(buf, pos)
+    pos += 21
+    o0.candidate_directory_id = _bnew(Uuid, u0)
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
-    out += _S1.pack(o.partition_index, o.leader_id, o.leader_epoch)
+    out += _S2.pack(o.partition_index, o.leader_id, o.leader_epoch)
     a1 = o.preferred_successors
     if a1 is None:
         raise EncodeError('PreferredSuccessors is not nullable at version 0')
@@ -139,22 +138,26 @@ def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
 
 
 def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_leader_id, v_leader_epoch = _S1.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(PartitionData)
+    o0.preferred_candidates = []
+    o0.partition_index, o0.leader_id, o0.leader_epoch = _S2.unpack_from(buf, pos)
     pos += 12
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array PreferredSuccessors is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array PreferredSuccessors of ' + str(n1) + ' elements overruns the buffer')
-        v_preferred_successors = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.preferred_successors = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    return PartitionData(v_partition_index, v_leader_id, v_leader_epoch, v_preferred_successors, [], []), pos
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_PartitionData_1(o: PartitionData, out: bytearray) -> None:
-    out += _S1.pack(o.partition_index, o.leader_id, o.leader_epoch)
+    out += _S2.pack(o.partition_index, o.leader_id, o.leader_epoch)
     a1 = o.preferred_candidates
     if a1 is None:
         raise EncodeError('PreferredCandidates is not nullable at version 1')
@@ -169,7 +172,10 @@ def _w_PartitionData_1(o: PartitionData, out: bytearray) -> None:
 
 
 def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_leader_id, v_leader_epoch = _S1.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(PartitionData)
+    o0.preferred_successors = []
+    o0.partition_index, o0.leader_id, o0.leader_epoch = _S2.unpack_from(buf, pos)
     pos += 12
     n1 = buf[pos] - 1
     pos += 1
@@ -179,24 +185,26 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array PreferredCandidates is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array PreferredCandidates of ' + str(n1) + ' elements overruns the buffer')
-        v_preferred_candidates = []
-        for i1 in range(n1):
-            x, pos = _r_ReplicaInfo_1(buf, pos)
-            v_preferred_candidates.append(x)
-    n = buf[pos]
+        o0.preferred_candidates = a1 = []
+        for _ in range(n1):
+            o1 = _new(ReplicaInfo)
+            o1.candidate_id, u0, tn1 = _S1.unpack_from(buf, pos)
+            pos += 21
+            o1.candidate_directory_id = _bnew(Uuid, u0)
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return PartitionData(v_partition_index, v_leader_id, v_leader_epoch, [], v_preferred_candidates, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
@@ -213,19 +221,35 @@ def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
-    v_topic_name, pos = _rs(buf, pos)
+    blen = len(buf)
+    o0 = _new(TopicData)
+    o0.topic_name, pos = _rs(buf, pos)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_0(buf, pos)
-            v_partitions.append(x)
-    return TopicData(v_topic_name, v_partitions, []), pos
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionData)
+            o1.preferred_candidates = []
+            o1.partition_index, o1.leader_id, o1.leader_epoch = _S2.unpack_from(buf, pos)
+            pos += 12
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array PreferredSuccessors is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array PreferredSuccessors of ' + str(n2) + ' elements overruns the buffer')
+                o1.preferred_successors = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
@@ -246,6 +270,8 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
+    blen = len(buf)
+    o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -254,9 +280,9 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
         raise DecodeError('non-nullable string TopicName is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        v_topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -266,24 +292,49 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_1(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionData)
+            o1.preferred_successors = []
+            o1.partition_index, o1.leader_id, o1.leader_epoch = _S2.unpack_from(buf, pos)
+            pos += 12
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array PreferredCandidates is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array PreferredCandidates of ' + str(n2) + ' elements overruns the buffer')
+                o1.preferred_candidates = a2 = []
+                for _ in range(n2):
+                    o2 = _new(ReplicaInfo)
+                    o2.candidate_id, u0, tn2 = _S1.unpack_from(buf, pos)
+                    pos += 21
+                    o2.candidate_directory_id = _bnew(Uuid, u0)
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return TopicData(v_topic_name, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_LeaderEndpoint_1(o: LeaderEndpoint, out: bytearray) -> None:
@@ -293,7 +344,7 @@ def _w_LeaderEndpoint_1(o: LeaderEndpoint, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 1')
     _wcs(out, o.host)
-    out += _S2.pack(o.port)
+    out += _S3.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -301,6 +352,8 @@ def _w_LeaderEndpoint_1(o: LeaderEndpoint, out: bytearray) -> None:
 
 
 def _r_LeaderEndpoint_1(buf: Any, pos: int) -> tuple[LeaderEndpoint, int]:
+    blen = len(buf)
+    o0 = _new(LeaderEndpoint)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -309,9 +362,9 @@ def _r_LeaderEndpoint_1(buf: Any, pos: int) -> tuple[LeaderEndpoint, int]:
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -321,24 +374,17 @@ def _r_LeaderEndpoint_1(buf: Any, pos: int) -> tuple[LeaderEndpoint, int]:
         raise DecodeError('non-nullable string Host is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        v_host = str(buf[pos:se], 'utf-8')
+        o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    v_port, = _S2.unpack_from(buf, pos)
-    pos += 2
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return LeaderEndpoint(v_name, v_host, v_port, unknown), pos
+    o0.port, tn0 = _S4.unpack_from(buf, pos)
+    pos += 3
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_EndQuorumEpochRequest_0(o: EndQuorumEpochRequest, out: bytearray) -> None:
@@ -353,19 +399,49 @@ def _w_EndQuorumEpochRequest_0(o: EndQuorumEpochRequest, out: bytearray) -> None
 
 
 def _r_EndQuorumEpochRequest_0(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest, int]:
-    v_cluster_id, pos = _rsn(buf, pos)
+    blen = len(buf)
+    o0 = _new(EndQuorumEpochRequest)
+    o0.leader_endpoints = []
+    o0.cluster_id, pos = _rsn(buf, pos)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_TopicData_0(buf, pos)
-            v_topics.append(x)
-    return EndQuorumEpochRequest(v_cluster_id, v_topics, [], []), pos
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(TopicData)
+            o1.topic_name, pos = _rs(buf, pos)
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.preferred_candidates = []
+                    o2.partition_index, o2.leader_id, o2.leader_epoch = _S2.unpack_from(buf, pos)
+                    pos += 12
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array PreferredSuccessors is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array PreferredSuccessors of ' + str(n3) + ' elements overruns the buffer')
+                        o2.preferred_successors = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_EndQuorumEpochRequest_1(o: EndQuorumEpochRequest, out: bytearray) -> None:
@@ -391,17 +467,19 @@ def _w_EndQuorumEpochRequest_1(o: EndQuorumEpochRequest, out: bytearray) -> None
 
 
 def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest, int]:
+    blen = len(buf)
+    o0 = _new(EndQuorumEpochRequest)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_cluster_id = None
+        o0.cluster_id = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -411,12 +489,74 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_TopicData_1(buf, pos)
-            v_topics.append(x)
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(TopicData)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string TopicName is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+                o1.topic_name = str(buf[pos:se], 'utf-8')
+                pos = se
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.preferred_successors = []
+                    o2.partition_index, o2.leader_id, o2.leader_epoch = _S2.unpack_from(buf, pos)
+                    pos += 12
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array PreferredCandidates is null')
+                    else:
+                        if n3 * 1 > blen - pos:
+                            raise DecodeError('array PreferredCandidates of ' + str(n3) + ' elements overruns the buffer')
+                        o2.preferred_candidates = a3 = []
+                        for _ in range(n3):
+                            o3 = _new(ReplicaInfo)
+                            o3.candidate_id, u0, tn3 = _S1.unpack_from(buf, pos)
+                            pos += 21
+                            o3.candidate_directory_id = _bnew(Uuid, u0)
+                            if tn3:
+                                o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                            else:
+                                o3.unknown_tagged_fields = []
+                            a3.append(o3)
+                    tn2 = buf[pos]
+                    pos += 1
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -425,24 +565,49 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
     if n1 < 0:
         raise DecodeError('non-nullable array LeaderEndpoints is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array LeaderEndpoints of ' + str(n1) + ' elements overruns the buffer')
-        v_leader_endpoints = []
-        for i1 in range(n1):
-            x, pos = _r_LeaderEndpoint_1(buf, pos)
-            v_leader_endpoints.append(x)
-    n = buf[pos]
+        o0.leader_endpoints = a1 = []
+        for _ in range(n1):
+            o1 = _new(LeaderEndpoint)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, tn1 = _S4.unpack_from(buf, pos)
+            pos += 3
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return EndQuorumEpochRequest(v_cluster_id, v_topics, v_leader_endpoints, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 ReplicaInfo.SPEC_NAME = 'EndQuorumEpochRequest'
 ReplicaInfo.LOWEST_VERSION = 1

@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -87,9 +87,13 @@ _DEF_PartitionData = PartitionData()
 _DEF_TopicData = TopicData()
 _DEF_NodeEndpoint = NodeEndpoint()
 _S0 = Struct('>ihii')
-_S1 = Struct('>i')
-_S2 = Struct('>H')
-_S3 = Struct('>h')
+_S1 = Struct('>ihiiB')
+_S2 = Struct('>i')
+_S3 = Struct('>H')
+_S4 = Struct('>HB')
+_S5 = Struct('>h')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
@@ -97,9 +101,12 @@ def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
 
 
 def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_error_code, v_leader_id, v_leader_epoch = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(PartitionData)
+    o0.partition_index, o0.error_code, o0.leader_id, o0.leader_epoch = _S0.unpack_from(buf, pos)
     pos += 14
-    return PartitionData(v_partition_index, v_error_code, v_leader_id, v_leader_epoch, []), pos
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_PartitionData_1(o: PartitionData, out: bytearray) -> None:
@@ -111,20 +118,15 @@ def _w_PartitionData_1(o: PartitionData, out: bytearray) -> None:
 
 
 def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_error_code, v_leader_id, v_leader_epoch = _S0.unpack_from(buf, pos)
-    pos += 14
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return PartitionData(v_partition_index, v_error_code, v_leader_id, v_leader_epoch, unknown), pos
+    blen = len(buf)
+    o0 = _new(PartitionData)
+    o0.partition_index, o0.error_code, o0.leader_id, o0.leader_epoch, tn0 = _S1.unpack_from(buf, pos)
+    pos += 15
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
@@ -141,19 +143,25 @@ def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
-    v_topic_name, pos = _rs(buf, pos)
+    blen = len(buf)
+    o0 = _new(TopicData)
+    o0.topic_name, pos = _rs(buf, pos)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_0(buf, pos)
-            v_partitions.append(x)
-    return TopicData(v_topic_name, v_partitions, []), pos
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionData)
+            o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch = _S0.unpack_from(buf, pos)
+            pos += 14
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
@@ -174,6 +182,8 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
+    blen = len(buf)
+    o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -182,9 +192,9 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
         raise DecodeError('non-nullable string TopicName is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        v_topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -194,32 +204,33 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_1(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionData)
+            o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch, tn1 = _S1.unpack_from(buf, pos)
+            pos += 15
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return TopicData(v_topic_name, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_NodeEndpoint_1(o: NodeEndpoint, out: bytearray) -> None:
-    out += _S1.pack(o.node_id)
+    out += _S2.pack(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 1')
     _wcs(out, o.host)
-    out += _S2.pack(o.port)
+    out += _S3.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -227,7 +238,9 @@ def _w_NodeEndpoint_1(o: NodeEndpoint, out: bytearray) -> None:
 
 
 def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    v_node_id, = _S1.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(NodeEndpoint)
+    o0.node_id, = _S2.unpack_from(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -237,28 +250,21 @@ def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
         raise DecodeError('non-nullable string Host is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        v_host = str(buf[pos:se], 'utf-8')
+        o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    v_port, = _S2.unpack_from(buf, pos)
-    pos += 2
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return NodeEndpoint(v_node_id, v_host, v_port, unknown), pos
+    o0.port, tn0 = _S4.unpack_from(buf, pos)
+    pos += 3
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_EndQuorumEpochResponse_0(o: EndQuorumEpochResponse, out: bytearray) -> None:
-    out += _S3.pack(o.error_code)
+    out += _S5.pack(o.error_code)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 0')
@@ -271,24 +277,44 @@ def _w_EndQuorumEpochResponse_0(o: EndQuorumEpochResponse, out: bytearray) -> No
 
 
 def _r_EndQuorumEpochResponse_0(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse, int]:
-    v_error_code, = _S3.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(EndQuorumEpochResponse)
+    o0.node_endpoints = []
+    o0.error_code, = _S5.unpack_from(buf, pos)
     pos += 2
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_TopicData_0(buf, pos)
-            v_topics.append(x)
-    return EndQuorumEpochResponse(v_error_code, v_topics, [], []), pos
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(TopicData)
+            o1.topic_name, pos = _rs(buf, pos)
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _S0.unpack_from(buf, pos)
+                    pos += 14
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_EndQuorumEpochResponse_1(o: EndQuorumEpochResponse, out: bytearray) -> None:
-    out += _S3.pack(o.error_code)
+    out += _S5.pack(o.error_code)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 1')
@@ -311,7 +337,10 @@ def _w_EndQuorumEpochResponse_1(o: EndQuorumEpochResponse, out: bytearray) -> No
 
 
 def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse, int]:
-    v_error_code, = _S3.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(EndQuorumEpochResponse)
+    o0.node_endpoints = []
+    o0.error_code, = _S5.unpack_from(buf, pos)
     pos += 2
     n1 = buf[pos] - 1
     pos += 1
@@ -321,23 +350,60 @@ def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_TopicData_1(buf, pos)
-            v_topics.append(x)
-    v_node_endpoints = []
-    n = buf[pos]
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(TopicData)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string TopicName is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+                o1.topic_name = str(buf[pos:se], 'utf-8')
+                pos = se
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, tn2 = _S1.unpack_from(buf, pos)
+                    pos += 15
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
@@ -346,18 +412,41 @@ def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
                 if n1 < 0:
                     raise DecodeError('non-nullable array NodeEndpoints is null')
                 else:
-                    if n1 * 1 > end - pos:
+                    if n1 * 1 > end0 - pos:
                         raise DecodeError('array NodeEndpoints of ' + str(n1) + ' elements overruns the buffer')
-                    v_node_endpoints = []
-                    for i1 in range(n1):
-                        x, pos = _r_NodeEndpoint_1(buf, pos)
-                        v_node_endpoints.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field NodeEndpoints has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+                    o0.node_endpoints = a1 = []
+                    for _ in range(n1):
+                        o1 = _new(NodeEndpoint)
+                        o1.node_id, = _S2.unpack_from(buf, pos)
+                        pos += 4
+                        sn = buf[pos]
+                        pos += 1
+                        if sn >= 0x80:
+                            sn, pos = _ruv(buf, pos - 1)
+                        if sn == 0:
+                            raise DecodeError('non-nullable string Host is null')
+                        else:
+                            se = pos + sn - 1
+                            if sn > 0x8000 or se > blen:
+                                raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                            o1.host = str(buf[pos:se], 'utf-8')
+                            pos = se
+                        o1.port, tn1 = _S4.unpack_from(buf, pos)
+                        pos += 3
+                        if tn1:
+                            o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                        else:
+                            o1.unknown_tagged_fields = []
+                        a1.append(o1)
+                if pos != end0:
+                    raise DecodeError('tagged field NodeEndpoints has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return EndQuorumEpochResponse(v_error_code, v_topics, v_node_endpoints, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 PartitionData.SPEC_NAME = 'EndQuorumEpochResponse'
 PartitionData.LOWEST_VERSION = 0

@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -53,6 +53,8 @@ class EnvelopeRequest(Message):
     unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
 
 
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_EnvelopeRequest_0(o: EnvelopeRequest, out: bytearray) -> None:
@@ -70,21 +72,18 @@ def _w_EnvelopeRequest_0(o: EnvelopeRequest, out: bytearray) -> None:
 
 
 def _r_EnvelopeRequest_0(buf: Any, pos: int) -> tuple[EnvelopeRequest, int]:
-    v_request_data, pos = _rcb(buf, pos)
-    v_request_principal, pos = _rcbn(buf, pos)
-    v_client_host_address, pos = _rcb(buf, pos)
-    n = buf[pos]
+    blen = len(buf)
+    o0 = _new(EnvelopeRequest)
+    o0.request_data, pos = _rcb(buf, pos)
+    o0.request_principal, pos = _rcbn(buf, pos)
+    o0.client_host_address, pos = _rcb(buf, pos)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return EnvelopeRequest(v_request_data, v_request_principal, v_client_host_address, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 EnvelopeRequest.SPEC_NAME = 'EnvelopeRequest'
 EnvelopeRequest.LOWEST_VERSION = 0

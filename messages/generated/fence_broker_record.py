@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -53,6 +53,9 @@ class FenceBrokerRecord(Message):
 
 
 _S0 = Struct('>iq')
+_S1 = Struct('>iqB')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_FenceBrokerRecord_0(o: FenceBrokerRecord, out: bytearray) -> None:
@@ -64,20 +67,15 @@ def _w_FenceBrokerRecord_0(o: FenceBrokerRecord, out: bytearray) -> None:
 
 
 def _r_FenceBrokerRecord_0(buf: Any, pos: int) -> tuple[FenceBrokerRecord, int]:
-    v_id, v_epoch = _S0.unpack_from(buf, pos)
-    pos += 12
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return FenceBrokerRecord(v_id, v_epoch, unknown), pos
+    blen = len(buf)
+    o0 = _new(FenceBrokerRecord)
+    o0.id, o0.epoch, tn0 = _S1.unpack_from(buf, pos)
+    pos += 13
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 FenceBrokerRecord.SPEC_NAME = 'FenceBrokerRecord'
 FenceBrokerRecord.LOWEST_VERSION = 0

@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -111,19 +111,23 @@ _DEF_FetchPartition = FetchPartition()
 _DEF_FetchTopic = FetchTopic()
 _DEF_ForgottenTopic = ForgottenTopic()
 _S0 = Struct('>iq')
-_S1 = Struct('>i')
-_S2 = Struct('>q')
-_S3 = Struct('>iqi')
-_S4 = Struct('>qi')
-_S5 = Struct('>iqqi')
-_S6 = Struct('>iiq')
-_S7 = Struct('>iiqqi')
-_S8 = Struct('>iiqiqi')
-_S9 = Struct('>16s')
-_S10 = Struct('>iiib')
-_S11 = Struct('>iiiib')
-_S12 = Struct('>iiibii')
-_S13 = Struct('>iiiibii')
+_S1 = Struct('>iqB')
+_S2 = Struct('>i')
+_S3 = Struct('>q')
+_S4 = Struct('>iqi')
+_S5 = Struct('>qi')
+_S6 = Struct('>iqqi')
+_S7 = Struct('>iiq')
+_S8 = Struct('>iiqqi')
+_S9 = Struct('>iiqiqi')
+_S10 = Struct('>iiqiqiB')
+_S11 = Struct('>16s')
+_S12 = Struct('>iiib')
+_S13 = Struct('>iiiib')
+_S14 = Struct('>iiibii')
+_S15 = Struct('>iiiibii')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_ReplicaState_15(o: ReplicaState, out: bytearray) -> None:
@@ -135,20 +139,15 @@ def _w_ReplicaState_15(o: ReplicaState, out: bytearray) -> None:
 
 
 def _r_ReplicaState_15(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    v_replica_id, v_replica_epoch = _S0.unpack_from(buf, pos)
-    pos += 12
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return ReplicaState(v_replica_id, v_replica_epoch, unknown), pos
+    blen = len(buf)
+    o0 = _new(ReplicaState)
+    o0.replica_id, o0.replica_epoch, tn0 = _S1.unpack_from(buf, pos)
+    pos += 13
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 _w_ReplicaState_16 = _w_ReplicaState_15
 _r_ReplicaState_16 = _r_ReplicaState_15
 _w_ReplicaState_17 = _w_ReplicaState_15
@@ -158,91 +157,112 @@ _r_ReplicaState_18 = _r_ReplicaState_15
 
 
 def _w_FetchPartition_4(o: FetchPartition, out: bytearray) -> None:
-    out += _S1.pack(o.partition)
-    out += _S2.pack(o.fetch_offset)
+    out += _S2.pack(o.partition)
+    out += _S3.pack(o.fetch_offset)
     if o.last_fetched_epoch != -1:
         raise EncodeError('attempted to write a non-default LastFetchedEpoch at version 4 of FetchPartition')
-    out += _S1.pack(o.partition_max_bytes)
+    out += _S2.pack(o.partition_max_bytes)
 
 
 def _r_FetchPartition_4(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    v_partition, v_fetch_offset, v_partition_max_bytes = _S3.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchPartition)
+    o0.current_leader_epoch = -1
+    o0.last_fetched_epoch = -1
+    o0.log_start_offset = -1
+    o0.replica_directory_id = ZERO_UUID
+    o0.high_watermark = 9223372036854775807
+    o0.partition, o0.fetch_offset, o0.partition_max_bytes = _S4.unpack_from(buf, pos)
     pos += 16
-    return FetchPartition(v_partition, -1, v_fetch_offset, -1, -1, v_partition_max_bytes, ZERO_UUID, 9223372036854775807, []), pos
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchPartition_5(o: FetchPartition, out: bytearray) -> None:
-    out += _S1.pack(o.partition)
-    out += _S2.pack(o.fetch_offset)
+    out += _S2.pack(o.partition)
+    out += _S3.pack(o.fetch_offset)
     if o.last_fetched_epoch != -1:
         raise EncodeError('attempted to write a non-default LastFetchedEpoch at version 5 of FetchPartition')
-    out += _S4.pack(o.log_start_offset, o.partition_max_bytes)
+    out += _S5.pack(o.log_start_offset, o.partition_max_bytes)
 
 
 def _r_FetchPartition_5(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    v_partition, v_fetch_offset, v_log_start_offset, v_partition_max_bytes = _S5.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchPartition)
+    o0.current_leader_epoch = -1
+    o0.last_fetched_epoch = -1
+    o0.replica_directory_id = ZERO_UUID
+    o0.high_watermark = 9223372036854775807
+    o0.partition, o0.fetch_offset, o0.log_start_offset, o0.partition_max_bytes = _S6.unpack_from(buf, pos)
     pos += 24
-    return FetchPartition(v_partition, -1, v_fetch_offset, -1, v_log_start_offset, v_partition_max_bytes, ZERO_UUID, 9223372036854775807, []), pos
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchPartition_6(o: FetchPartition, out: bytearray) -> None:
-    out += _S1.pack(o.partition)
-    out += _S2.pack(o.fetch_offset)
+    out += _S2.pack(o.partition)
+    out += _S3.pack(o.fetch_offset)
     if o.last_fetched_epoch != -1:
         raise EncodeError('attempted to write a non-default LastFetchedEpoch at version 6 of FetchPartition')
-    out += _S4.pack(o.log_start_offset, o.partition_max_bytes)
+    out += _S5.pack(o.log_start_offset, o.partition_max_bytes)
 _r_FetchPartition_6 = _r_FetchPartition_5
 
 
 def _w_FetchPartition_7(o: FetchPartition, out: bytearray) -> None:
-    out += _S1.pack(o.partition)
-    out += _S2.pack(o.fetch_offset)
+    out += _S2.pack(o.partition)
+    out += _S3.pack(o.fetch_offset)
     if o.last_fetched_epoch != -1:
         raise EncodeError('attempted to write a non-default LastFetchedEpoch at version 7 of FetchPartition')
-    out += _S4.pack(o.log_start_offset, o.partition_max_bytes)
+    out += _S5.pack(o.log_start_offset, o.partition_max_bytes)
 _r_FetchPartition_7 = _r_FetchPartition_5
 
 
 def _w_FetchPartition_8(o: FetchPartition, out: bytearray) -> None:
-    out += _S1.pack(o.partition)
-    out += _S2.pack(o.fetch_offset)
+    out += _S2.pack(o.partition)
+    out += _S3.pack(o.fetch_offset)
     if o.last_fetched_epoch != -1:
         raise EncodeError('attempted to write a non-default LastFetchedEpoch at version 8 of FetchPartition')
-    out += _S4.pack(o.log_start_offset, o.partition_max_bytes)
+    out += _S5.pack(o.log_start_offset, o.partition_max_bytes)
 _r_FetchPartition_8 = _r_FetchPartition_5
 
 
 def _w_FetchPartition_9(o: FetchPartition, out: bytearray) -> None:
-    out += _S6.pack(o.partition, o.current_leader_epoch, o.fetch_offset)
+    out += _S7.pack(o.partition, o.current_leader_epoch, o.fetch_offset)
     if o.last_fetched_epoch != -1:
         raise EncodeError('attempted to write a non-default LastFetchedEpoch at version 9 of FetchPartition')
-    out += _S4.pack(o.log_start_offset, o.partition_max_bytes)
+    out += _S5.pack(o.log_start_offset, o.partition_max_bytes)
 
 
 def _r_FetchPartition_9(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    v_partition, v_current_leader_epoch, v_fetch_offset, v_log_start_offset, v_partition_max_bytes = _S7.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchPartition)
+    o0.last_fetched_epoch = -1
+    o0.replica_directory_id = ZERO_UUID
+    o0.high_watermark = 9223372036854775807
+    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.log_start_offset, o0.partition_max_bytes = _S8.unpack_from(buf, pos)
     pos += 28
-    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, -1, v_log_start_offset, v_partition_max_bytes, ZERO_UUID, 9223372036854775807, []), pos
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchPartition_10(o: FetchPartition, out: bytearray) -> None:
-    out += _S6.pack(o.partition, o.current_leader_epoch, o.fetch_offset)
+    out += _S7.pack(o.partition, o.current_leader_epoch, o.fetch_offset)
     if o.last_fetched_epoch != -1:
         raise EncodeError('attempted to write a non-default LastFetchedEpoch at version 10 of FetchPartition')
-    out += _S4.pack(o.log_start_offset, o.partition_max_bytes)
+    out += _S5.pack(o.log_start_offset, o.partition_max_bytes)
 _r_FetchPartition_10 = _r_FetchPartition_9
 
 
 def _w_FetchPartition_11(o: FetchPartition, out: bytearray) -> None:
-    out += _S6.pack(o.partition, o.current_leader_epoch, o.fetch_offset)
+    out += _S7.pack(o.partition, o.current_leader_epoch, o.fetch_offset)
     if o.last_fetched_epoch != -1:
         raise EncodeError('attempted to write a non-default LastFetchedEpoch at version 11 of FetchPartition')
-    out += _S4.pack(o.log_start_offset, o.partition_max_bytes)
+    out += _S5.pack(o.log_start_offset, o.partition_max_bytes)
 _r_FetchPartition_11 = _r_FetchPartition_9
 
 
 def _w_FetchPartition_12(o: FetchPartition, out: bytearray) -> None:
-    out += _S8.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
+    out += _S9.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -250,189 +270,221 @@ def _w_FetchPartition_12(o: FetchPartition, out: bytearray) -> None:
 
 
 def _r_FetchPartition_12(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes = _S8.unpack_from(buf, pos)
-    pos += 32
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag in (0, 1):
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 12 of FetchPartition')
+    blen = len(buf)
+    o0 = _new(FetchPartition)
+    o0.replica_directory_id = ZERO_UUID
+    o0.high_watermark = 9223372036854775807
+    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _S10.unpack_from(buf, pos)
+    pos += 33
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 in (0, 1):
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 12 of FetchPartition')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, ZERO_UUID, 9223372036854775807, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 _w_FetchPartition_13 = _w_FetchPartition_12
 
 
 def _r_FetchPartition_13(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes = _S8.unpack_from(buf, pos)
-    pos += 32
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag in (0, 1):
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 13 of FetchPartition')
+    blen = len(buf)
+    o0 = _new(FetchPartition)
+    o0.replica_directory_id = ZERO_UUID
+    o0.high_watermark = 9223372036854775807
+    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _S10.unpack_from(buf, pos)
+    pos += 33
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 in (0, 1):
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 13 of FetchPartition')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, ZERO_UUID, 9223372036854775807, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 _w_FetchPartition_14 = _w_FetchPartition_12
 
 
 def _r_FetchPartition_14(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes = _S8.unpack_from(buf, pos)
-    pos += 32
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag in (0, 1):
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 14 of FetchPartition')
+    blen = len(buf)
+    o0 = _new(FetchPartition)
+    o0.replica_directory_id = ZERO_UUID
+    o0.high_watermark = 9223372036854775807
+    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _S10.unpack_from(buf, pos)
+    pos += 33
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 in (0, 1):
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 14 of FetchPartition')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, ZERO_UUID, 9223372036854775807, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 _w_FetchPartition_15 = _w_FetchPartition_12
 
 
 def _r_FetchPartition_15(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes = _S8.unpack_from(buf, pos)
-    pos += 32
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag in (0, 1):
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 15 of FetchPartition')
+    blen = len(buf)
+    o0 = _new(FetchPartition)
+    o0.replica_directory_id = ZERO_UUID
+    o0.high_watermark = 9223372036854775807
+    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _S10.unpack_from(buf, pos)
+    pos += 33
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 in (0, 1):
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 15 of FetchPartition')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, ZERO_UUID, 9223372036854775807, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 _w_FetchPartition_16 = _w_FetchPartition_12
 
 
 def _r_FetchPartition_16(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes = _S8.unpack_from(buf, pos)
-    pos += 32
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag in (0, 1):
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 16 of FetchPartition')
+    blen = len(buf)
+    o0 = _new(FetchPartition)
+    o0.replica_directory_id = ZERO_UUID
+    o0.high_watermark = 9223372036854775807
+    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _S10.unpack_from(buf, pos)
+    pos += 33
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 in (0, 1):
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 16 of FetchPartition')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, ZERO_UUID, 9223372036854775807, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchPartition_17(o: FetchPartition, out: bytearray) -> None:
-    out += _S8.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
+    out += _S9.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
     tf = []
     if o.replica_directory_id != ZERO_UUID:
         b = bytearray()
-        b += _S9.pack(o.replica_directory_id)
+        b += _S11.pack(o.replica_directory_id)
         tf.append((0, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
 
 
 def _r_FetchPartition_17(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes = _S8.unpack_from(buf, pos)
-    pos += 32
-    v_replica_directory_id = ZERO_UUID
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                v_replica_directory_id, = _S9.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchPartition)
+    o0.replica_directory_id = ZERO_UUID
+    o0.high_watermark = 9223372036854775807
+    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _S10.unpack_from(buf, pos)
+    pos += 33
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                u0, = _S11.unpack_from(buf, pos)
+                o0.replica_directory_id = _bnew(Uuid, u0)
                 pos += 16
-                v_replica_directory_id = _uuid16(v_replica_directory_id)
-                if pos != end:
-                    raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 17 of FetchPartition')
+                if pos != end0:
+                    raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 17 of FetchPartition')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, v_replica_directory_id, 9223372036854775807, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchPartition_18(o: FetchPartition, out: bytearray) -> None:
-    out += _S8.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
+    out += _S9.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
     tf = []
     if o.replica_directory_id != ZERO_UUID:
         b = bytearray()
-        b += _S9.pack(o.replica_directory_id)
+        b += _S11.pack(o.replica_directory_id)
         tf.append((0, bytes(b)))
     if o.high_watermark != 9223372036854775807:
         b = bytearray()
-        b += _S2.pack(o.high_watermark)
+        b += _S3.pack(o.high_watermark)
         tf.append((1, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
 
 
 def _r_FetchPartition_18(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes = _S8.unpack_from(buf, pos)
-    pos += 32
-    v_replica_directory_id = ZERO_UUID
-    v_high_watermark = 9223372036854775807
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                v_replica_directory_id, = _S9.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchPartition)
+    o0.replica_directory_id = ZERO_UUID
+    o0.high_watermark = 9223372036854775807
+    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _S10.unpack_from(buf, pos)
+    pos += 33
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                u0, = _S11.unpack_from(buf, pos)
+                o0.replica_directory_id = _bnew(Uuid, u0)
                 pos += 16
-                v_replica_directory_id = _uuid16(v_replica_directory_id)
-                if pos != end:
-                    raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_high_watermark, = _S2.unpack_from(buf, pos)
+                if pos != end0:
+                    raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
+                o0.high_watermark, = _S3.unpack_from(buf, pos)
                 pos += 8
-                if pos != end:
-                    raise DecodeError('tagged field HighWatermark has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+                if pos != end0:
+                    raise DecodeError('tagged field HighWatermark has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, v_replica_directory_id, v_high_watermark, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchTopic_4(o: FetchTopic, out: bytearray) -> None:
@@ -449,19 +501,31 @@ def _w_FetchTopic_4(o: FetchTopic, out: bytearray) -> None:
 
 
 def _r_FetchTopic_4(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    v_topic, pos = _rs(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchTopic)
+    o0.topic_id = ZERO_UUID
+    o0.topic, pos = _rs(buf, pos)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_FetchPartition_4(buf, pos)
-            v_partitions.append(x)
-    return FetchTopic(v_topic, ZERO_UUID, v_partitions, []), pos
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchPartition)
+            o1.current_leader_epoch = -1
+            o1.last_fetched_epoch = -1
+            o1.log_start_offset = -1
+            o1.replica_directory_id = ZERO_UUID
+            o1.high_watermark = 9223372036854775807
+            o1.partition, o1.fetch_offset, o1.partition_max_bytes = _S4.unpack_from(buf, pos)
+            pos += 16
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchTopic_5(o: FetchTopic, out: bytearray) -> None:
@@ -478,19 +542,30 @@ def _w_FetchTopic_5(o: FetchTopic, out: bytearray) -> None:
 
 
 def _r_FetchTopic_5(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    v_topic, pos = _rs(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchTopic)
+    o0.topic_id = ZERO_UUID
+    o0.topic, pos = _rs(buf, pos)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_FetchPartition_5(buf, pos)
-            v_partitions.append(x)
-    return FetchTopic(v_topic, ZERO_UUID, v_partitions, []), pos
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchPartition)
+            o1.current_leader_epoch = -1
+            o1.last_fetched_epoch = -1
+            o1.replica_directory_id = ZERO_UUID
+            o1.high_watermark = 9223372036854775807
+            o1.partition, o1.fetch_offset, o1.log_start_offset, o1.partition_max_bytes = _S6.unpack_from(buf, pos)
+            pos += 24
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchTopic_6(o: FetchTopic, out: bytearray) -> None:
@@ -504,22 +579,7 @@ def _w_FetchTopic_6(o: FetchTopic, out: bytearray) -> None:
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_FetchPartition_6(e1, out)
-
-
-def _r_FetchTopic_6(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    v_topic, pos = _rs(buf, pos)
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_FetchPartition_6(buf, pos)
-            v_partitions.append(x)
-    return FetchTopic(v_topic, ZERO_UUID, v_partitions, []), pos
+_r_FetchTopic_6 = _r_FetchTopic_5
 
 
 def _w_FetchTopic_7(o: FetchTopic, out: bytearray) -> None:
@@ -533,22 +593,7 @@ def _w_FetchTopic_7(o: FetchTopic, out: bytearray) -> None:
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_FetchPartition_7(e1, out)
-
-
-def _r_FetchTopic_7(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    v_topic, pos = _rs(buf, pos)
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_FetchPartition_7(buf, pos)
-            v_partitions.append(x)
-    return FetchTopic(v_topic, ZERO_UUID, v_partitions, []), pos
+_r_FetchTopic_7 = _r_FetchTopic_5
 
 
 def _w_FetchTopic_8(o: FetchTopic, out: bytearray) -> None:
@@ -562,22 +607,7 @@ def _w_FetchTopic_8(o: FetchTopic, out: bytearray) -> None:
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_FetchPartition_8(e1, out)
-
-
-def _r_FetchTopic_8(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    v_topic, pos = _rs(buf, pos)
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_FetchPartition_8(buf, pos)
-            v_partitions.append(x)
-    return FetchTopic(v_topic, ZERO_UUID, v_partitions, []), pos
+_r_FetchTopic_8 = _r_FetchTopic_5
 
 
 def _w_FetchTopic_9(o: FetchTopic, out: bytearray) -> None:
@@ -594,19 +624,29 @@ def _w_FetchTopic_9(o: FetchTopic, out: bytearray) -> None:
 
 
 def _r_FetchTopic_9(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    v_topic, pos = _rs(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchTopic)
+    o0.topic_id = ZERO_UUID
+    o0.topic, pos = _rs(buf, pos)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_FetchPartition_9(buf, pos)
-            v_partitions.append(x)
-    return FetchTopic(v_topic, ZERO_UUID, v_partitions, []), pos
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchPartition)
+            o1.last_fetched_epoch = -1
+            o1.replica_directory_id = ZERO_UUID
+            o1.high_watermark = 9223372036854775807
+            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.log_start_offset, o1.partition_max_bytes = _S8.unpack_from(buf, pos)
+            pos += 28
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchTopic_10(o: FetchTopic, out: bytearray) -> None:
@@ -620,22 +660,7 @@ def _w_FetchTopic_10(o: FetchTopic, out: bytearray) -> None:
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_FetchPartition_10(e1, out)
-
-
-def _r_FetchTopic_10(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    v_topic, pos = _rs(buf, pos)
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_FetchPartition_10(buf, pos)
-            v_partitions.append(x)
-    return FetchTopic(v_topic, ZERO_UUID, v_partitions, []), pos
+_r_FetchTopic_10 = _r_FetchTopic_9
 
 
 def _w_FetchTopic_11(o: FetchTopic, out: bytearray) -> None:
@@ -649,22 +674,7 @@ def _w_FetchTopic_11(o: FetchTopic, out: bytearray) -> None:
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_FetchPartition_11(e1, out)
-
-
-def _r_FetchTopic_11(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    v_topic, pos = _rs(buf, pos)
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_FetchPartition_11(buf, pos)
-            v_partitions.append(x)
-    return FetchTopic(v_topic, ZERO_UUID, v_partitions, []), pos
+_r_FetchTopic_11 = _r_FetchTopic_9
 
 
 def _w_FetchTopic_12(o: FetchTopic, out: bytearray) -> None:
@@ -685,6 +695,9 @@ def _w_FetchTopic_12(o: FetchTopic, out: bytearray) -> None:
 
 
 def _r_FetchTopic_12(buf: Any, pos: int) -> tuple[FetchTopic, int]:
+    blen = len(buf)
+    o0 = _new(FetchTopic)
+    o0.topic_id = ZERO_UUID
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -693,9 +706,9 @@ def _r_FetchTopic_12(buf: Any, pos: int) -> tuple[FetchTopic, int]:
         raise DecodeError('non-nullable string Topic is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Topic of ' + str(sn - 1) + ' bytes overruns')
-        v_topic = str(buf[pos:se], 'utf-8')
+        o0.topic = str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -705,28 +718,42 @@ def _r_FetchTopic_12(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_FetchPartition_12(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchPartition)
+            o1.replica_directory_id = ZERO_UUID
+            o1.high_watermark = 9223372036854775807
+            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _S10.unpack_from(buf, pos)
+            pos += 33
+            if tn1:
+                if tn1 >= 0x80:
+                    tn1, pos = _ruv(buf, pos - 1)
+                uk1 = []
+                for _ in range(tn1):
+                    tag1, size1, pos = _rtag(buf, pos)
+                    end1 = pos + size1
+                    if tag1 in (0, 1):
+                        raise DecodeError('tag ' + str(tag1) + ' is not valid for version 12 of FetchPartition')
+                    else:
+                        uk1.append((tag1, bytes(buf[pos:end1])))
+                        pos = end1
+                o1.unknown_tagged_fields = uk1
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return FetchTopic(v_topic, ZERO_UUID, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchTopic_13(o: FetchTopic, out: bytearray) -> None:
-    out += _S9.pack(o.topic_id)
+    out += _S11.pack(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 13')
@@ -741,9 +768,12 @@ def _w_FetchTopic_13(o: FetchTopic, out: bytearray) -> None:
 
 
 def _r_FetchTopic_13(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    v_topic_id, = _S9.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchTopic)
+    o0.topic = ''
+    u0, = _S11.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = _uuid16(v_topic_id)
+    o0.topic_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -752,28 +782,42 @@ def _r_FetchTopic_13(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_FetchPartition_13(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchPartition)
+            o1.replica_directory_id = ZERO_UUID
+            o1.high_watermark = 9223372036854775807
+            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _S10.unpack_from(buf, pos)
+            pos += 33
+            if tn1:
+                if tn1 >= 0x80:
+                    tn1, pos = _ruv(buf, pos - 1)
+                uk1 = []
+                for _ in range(tn1):
+                    tag1, size1, pos = _rtag(buf, pos)
+                    end1 = pos + size1
+                    if tag1 in (0, 1):
+                        raise DecodeError('tag ' + str(tag1) + ' is not valid for version 13 of FetchPartition')
+                    else:
+                        uk1.append((tag1, bytes(buf[pos:end1])))
+                        pos = end1
+                o1.unknown_tagged_fields = uk1
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return FetchTopic('', v_topic_id, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchTopic_14(o: FetchTopic, out: bytearray) -> None:
-    out += _S9.pack(o.topic_id)
+    out += _S11.pack(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 14')
@@ -788,9 +832,12 @@ def _w_FetchTopic_14(o: FetchTopic, out: bytearray) -> None:
 
 
 def _r_FetchTopic_14(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    v_topic_id, = _S9.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchTopic)
+    o0.topic = ''
+    u0, = _S11.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = _uuid16(v_topic_id)
+    o0.topic_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -799,28 +846,42 @@ def _r_FetchTopic_14(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_FetchPartition_14(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchPartition)
+            o1.replica_directory_id = ZERO_UUID
+            o1.high_watermark = 9223372036854775807
+            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _S10.unpack_from(buf, pos)
+            pos += 33
+            if tn1:
+                if tn1 >= 0x80:
+                    tn1, pos = _ruv(buf, pos - 1)
+                uk1 = []
+                for _ in range(tn1):
+                    tag1, size1, pos = _rtag(buf, pos)
+                    end1 = pos + size1
+                    if tag1 in (0, 1):
+                        raise DecodeError('tag ' + str(tag1) + ' is not valid for version 14 of FetchPartition')
+                    else:
+                        uk1.append((tag1, bytes(buf[pos:end1])))
+                        pos = end1
+                o1.unknown_tagged_fields = uk1
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return FetchTopic('', v_topic_id, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchTopic_15(o: FetchTopic, out: bytearray) -> None:
-    out += _S9.pack(o.topic_id)
+    out += _S11.pack(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 15')
@@ -835,9 +896,12 @@ def _w_FetchTopic_15(o: FetchTopic, out: bytearray) -> None:
 
 
 def _r_FetchTopic_15(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    v_topic_id, = _S9.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchTopic)
+    o0.topic = ''
+    u0, = _S11.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = _uuid16(v_topic_id)
+    o0.topic_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -846,28 +910,42 @@ def _r_FetchTopic_15(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_FetchPartition_15(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchPartition)
+            o1.replica_directory_id = ZERO_UUID
+            o1.high_watermark = 9223372036854775807
+            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _S10.unpack_from(buf, pos)
+            pos += 33
+            if tn1:
+                if tn1 >= 0x80:
+                    tn1, pos = _ruv(buf, pos - 1)
+                uk1 = []
+                for _ in range(tn1):
+                    tag1, size1, pos = _rtag(buf, pos)
+                    end1 = pos + size1
+                    if tag1 in (0, 1):
+                        raise DecodeError('tag ' + str(tag1) + ' is not valid for version 15 of FetchPartition')
+                    else:
+                        uk1.append((tag1, bytes(buf[pos:end1])))
+                        pos = end1
+                o1.unknown_tagged_fields = uk1
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return FetchTopic('', v_topic_id, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchTopic_16(o: FetchTopic, out: bytearray) -> None:
-    out += _S9.pack(o.topic_id)
+    out += _S11.pack(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 16')
@@ -882,9 +960,12 @@ def _w_FetchTopic_16(o: FetchTopic, out: bytearray) -> None:
 
 
 def _r_FetchTopic_16(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    v_topic_id, = _S9.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchTopic)
+    o0.topic = ''
+    u0, = _S11.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = _uuid16(v_topic_id)
+    o0.topic_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -893,28 +974,42 @@ def _r_FetchTopic_16(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_FetchPartition_16(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchPartition)
+            o1.replica_directory_id = ZERO_UUID
+            o1.high_watermark = 9223372036854775807
+            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _S10.unpack_from(buf, pos)
+            pos += 33
+            if tn1:
+                if tn1 >= 0x80:
+                    tn1, pos = _ruv(buf, pos - 1)
+                uk1 = []
+                for _ in range(tn1):
+                    tag1, size1, pos = _rtag(buf, pos)
+                    end1 = pos + size1
+                    if tag1 in (0, 1):
+                        raise DecodeError('tag ' + str(tag1) + ' is not valid for version 16 of FetchPartition')
+                    else:
+                        uk1.append((tag1, bytes(buf[pos:end1])))
+                        pos = end1
+                o1.unknown_tagged_fields = uk1
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return FetchTopic('', v_topic_id, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchTopic_17(o: FetchTopic, out: bytearray) -> None:
-    out += _S9.pack(o.topic_id)
+    out += _S11.pack(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 17')
@@ -929,9 +1024,12 @@ def _w_FetchTopic_17(o: FetchTopic, out: bytearray) -> None:
 
 
 def _r_FetchTopic_17(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    v_topic_id, = _S9.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchTopic)
+    o0.topic = ''
+    u0, = _S11.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = _uuid16(v_topic_id)
+    o0.topic_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -940,28 +1038,48 @@ def _r_FetchTopic_17(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_FetchPartition_17(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchPartition)
+            o1.replica_directory_id = ZERO_UUID
+            o1.high_watermark = 9223372036854775807
+            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _S10.unpack_from(buf, pos)
+            pos += 33
+            if tn1:
+                if tn1 >= 0x80:
+                    tn1, pos = _ruv(buf, pos - 1)
+                uk1 = []
+                for _ in range(tn1):
+                    tag1, size1, pos = _rtag(buf, pos)
+                    end1 = pos + size1
+                    if tag1 == 0:
+                        u0, = _S11.unpack_from(buf, pos)
+                        o1.replica_directory_id = _bnew(Uuid, u0)
+                        pos += 16
+                        if pos != end1:
+                            raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
+                    elif tag1 == 1:
+                        raise DecodeError('tag ' + str(tag1) + ' is not valid for version 17 of FetchPartition')
+                    else:
+                        uk1.append((tag1, bytes(buf[pos:end1])))
+                        pos = end1
+                o1.unknown_tagged_fields = uk1
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return FetchTopic('', v_topic_id, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchTopic_18(o: FetchTopic, out: bytearray) -> None:
-    out += _S9.pack(o.topic_id)
+    out += _S11.pack(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 18')
@@ -976,9 +1094,12 @@ def _w_FetchTopic_18(o: FetchTopic, out: bytearray) -> None:
 
 
 def _r_FetchTopic_18(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    v_topic_id, = _S9.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchTopic)
+    o0.topic = ''
+    u0, = _S11.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = _uuid16(v_topic_id)
+    o0.topic_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -987,24 +1108,47 @@ def _r_FetchTopic_18(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_FetchPartition_18(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchPartition)
+            o1.replica_directory_id = ZERO_UUID
+            o1.high_watermark = 9223372036854775807
+            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _S10.unpack_from(buf, pos)
+            pos += 33
+            if tn1:
+                if tn1 >= 0x80:
+                    tn1, pos = _ruv(buf, pos - 1)
+                uk1 = []
+                for _ in range(tn1):
+                    tag1, size1, pos = _rtag(buf, pos)
+                    end1 = pos + size1
+                    if tag1 == 0:
+                        u0, = _S11.unpack_from(buf, pos)
+                        o1.replica_directory_id = _bnew(Uuid, u0)
+                        pos += 16
+                        if pos != end1:
+                            raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
+                    elif tag1 == 1:
+                        o1.high_watermark, = _S3.unpack_from(buf, pos)
+                        pos += 8
+                        if pos != end1:
+                            raise DecodeError('tagged field HighWatermark has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
+                    else:
+                        uk1.append((tag1, bytes(buf[pos:end1])))
+                        pos = end1
+                o1.unknown_tagged_fields = uk1
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return FetchTopic('', v_topic_id, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_ForgottenTopic_7(o: ForgottenTopic, out: bytearray) -> None:
@@ -1020,17 +1164,21 @@ def _w_ForgottenTopic_7(o: ForgottenTopic, out: bytearray) -> None:
 
 
 def _r_ForgottenTopic_7(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    v_topic, pos = _rs(buf, pos)
+    blen = len(buf)
+    o0 = _new(ForgottenTopic)
+    o0.topic_id = ZERO_UUID
+    o0.topic, pos = _rs(buf, pos)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.partitions = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    return ForgottenTopic(v_topic, ZERO_UUID, v_partitions, []), pos
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_ForgottenTopic_8(o: ForgottenTopic, out: bytearray) -> None:
@@ -1102,6 +1250,9 @@ def _w_ForgottenTopic_12(o: ForgottenTopic, out: bytearray) -> None:
 
 
 def _r_ForgottenTopic_12(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
+    blen = len(buf)
+    o0 = _new(ForgottenTopic)
+    o0.topic_id = ZERO_UUID
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -1110,9 +1261,9 @@ def _r_ForgottenTopic_12(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
         raise DecodeError('non-nullable string Topic is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Topic of ' + str(sn - 1) + ' bytes overruns')
-        v_topic = str(buf[pos:se], 'utf-8')
+        o0.topic = str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -1122,26 +1273,21 @@ def _r_ForgottenTopic_12(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.partitions = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return ForgottenTopic(v_topic, ZERO_UUID, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_ForgottenTopic_13(o: ForgottenTopic, out: bytearray) -> None:
-    out += _S9.pack(o.topic_id)
+    out += _S11.pack(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 13')
@@ -1155,9 +1301,12 @@ def _w_ForgottenTopic_13(o: ForgottenTopic, out: bytearray) -> None:
 
 
 def _r_ForgottenTopic_13(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    v_topic_id, = _S9.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(ForgottenTopic)
+    o0.topic = ''
+    u0, = _S11.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = _uuid16(v_topic_id)
+    o0.topic_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1166,26 +1315,21 @@ def _r_ForgottenTopic_13(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.partitions = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return ForgottenTopic('', v_topic_id, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_ForgottenTopic_14(o: ForgottenTopic, out: bytearray) -> None:
-    out += _S9.pack(o.topic_id)
+    out += _S11.pack(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 14')
@@ -1200,7 +1344,7 @@ _r_ForgottenTopic_14 = _r_ForgottenTopic_13
 
 
 def _w_ForgottenTopic_15(o: ForgottenTopic, out: bytearray) -> None:
-    out += _S9.pack(o.topic_id)
+    out += _S11.pack(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 15')
@@ -1215,7 +1359,7 @@ _r_ForgottenTopic_15 = _r_ForgottenTopic_13
 
 
 def _w_ForgottenTopic_16(o: ForgottenTopic, out: bytearray) -> None:
-    out += _S9.pack(o.topic_id)
+    out += _S11.pack(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 16')
@@ -1230,7 +1374,7 @@ _r_ForgottenTopic_16 = _r_ForgottenTopic_13
 
 
 def _w_ForgottenTopic_17(o: ForgottenTopic, out: bytearray) -> None:
-    out += _S9.pack(o.topic_id)
+    out += _S11.pack(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 17')
@@ -1245,7 +1389,7 @@ _r_ForgottenTopic_17 = _r_ForgottenTopic_13
 
 
 def _w_ForgottenTopic_18(o: ForgottenTopic, out: bytearray) -> None:
-    out += _S9.pack(o.topic_id)
+    out += _S11.pack(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 18')
@@ -1260,10 +1404,10 @@ _r_ForgottenTopic_18 = _r_ForgottenTopic_13
 
 
 def _w_FetchRequest_4(o: FetchRequest, out: bytearray) -> None:
-    out += _S1.pack(o.replica_id)
+    out += _S2.pack(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 4 of FetchRequest')
-    out += _S10.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
+    out += _S12.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 4')
@@ -1276,27 +1420,58 @@ def _w_FetchRequest_4(o: FetchRequest, out: bytearray) -> None:
 
 
 def _r_FetchRequest_4(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level = _S11.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchRequest)
+    o0.cluster_id = None
+    o0.replica_state = ReplicaState()
+    o0.session_id = 0
+    o0.session_epoch = -1
+    o0.forgotten_topics_data = []
+    o0.rack_id = ''
+    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level = _S13.unpack_from(buf, pos)
     pos += 17
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_FetchTopic_4(buf, pos)
-            v_topics.append(x)
-    return FetchRequest(None, v_replica_id, ReplicaState(), v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, 0, -1, v_topics, [], '', []), pos
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchTopic)
+            o1.topic_id = ZERO_UUID
+            o1.topic, pos = _rs(buf, pos)
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(FetchPartition)
+                    o2.current_leader_epoch = -1
+                    o2.last_fetched_epoch = -1
+                    o2.log_start_offset = -1
+                    o2.replica_directory_id = ZERO_UUID
+                    o2.high_watermark = 9223372036854775807
+                    o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S4.unpack_from(buf, pos)
+                    pos += 16
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchRequest_5(o: FetchRequest, out: bytearray) -> None:
-    out += _S1.pack(o.replica_id)
+    out += _S2.pack(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 5 of FetchRequest')
-    out += _S10.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
+    out += _S12.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 5')
@@ -1309,27 +1484,57 @@ def _w_FetchRequest_5(o: FetchRequest, out: bytearray) -> None:
 
 
 def _r_FetchRequest_5(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level = _S11.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchRequest)
+    o0.cluster_id = None
+    o0.replica_state = ReplicaState()
+    o0.session_id = 0
+    o0.session_epoch = -1
+    o0.forgotten_topics_data = []
+    o0.rack_id = ''
+    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level = _S13.unpack_from(buf, pos)
     pos += 17
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_FetchTopic_5(buf, pos)
-            v_topics.append(x)
-    return FetchRequest(None, v_replica_id, ReplicaState(), v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, 0, -1, v_topics, [], '', []), pos
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchTopic)
+            o1.topic_id = ZERO_UUID
+            o1.topic, pos = _rs(buf, pos)
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(FetchPartition)
+                    o2.current_leader_epoch = -1
+                    o2.last_fetched_epoch = -1
+                    o2.replica_directory_id = ZERO_UUID
+                    o2.high_watermark = 9223372036854775807
+                    o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S6.unpack_from(buf, pos)
+                    pos += 24
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchRequest_6(o: FetchRequest, out: bytearray) -> None:
-    out += _S1.pack(o.replica_id)
+    out += _S2.pack(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 6 of FetchRequest')
-    out += _S10.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
+    out += _S12.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 6')
@@ -1339,30 +1544,14 @@ def _w_FetchRequest_6(o: FetchRequest, out: bytearray) -> None:
             _w_FetchTopic_6(e1, out)
     if o.forgotten_topics_data != []:
         raise EncodeError('attempted to write a non-default ForgottenTopicsData at version 6 of FetchRequest')
-
-
-def _r_FetchRequest_6(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level = _S11.unpack_from(buf, pos)
-    pos += 17
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Topics is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_FetchTopic_6(buf, pos)
-            v_topics.append(x)
-    return FetchRequest(None, v_replica_id, ReplicaState(), v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, 0, -1, v_topics, [], '', []), pos
+_r_FetchRequest_6 = _r_FetchRequest_5
 
 
 def _w_FetchRequest_7(o: FetchRequest, out: bytearray) -> None:
-    out += _S1.pack(o.replica_id)
+    out += _S2.pack(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 7 of FetchRequest')
-    out += _S12.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 7')
@@ -1380,38 +1569,77 @@ def _w_FetchRequest_7(o: FetchRequest, out: bytearray) -> None:
 
 
 def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch = _S13.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchRequest)
+    o0.cluster_id = None
+    o0.replica_state = ReplicaState()
+    o0.rack_id = ''
+    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _S15.unpack_from(buf, pos)
     pos += 25
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_FetchTopic_7(buf, pos)
-            v_topics.append(x)
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchTopic)
+            o1.topic_id = ZERO_UUID
+            o1.topic, pos = _rs(buf, pos)
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(FetchPartition)
+                    o2.current_leader_epoch = -1
+                    o2.last_fetched_epoch = -1
+                    o2.replica_directory_id = ZERO_UUID
+                    o2.high_watermark = 9223372036854775807
+                    o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S6.unpack_from(buf, pos)
+                    pos += 24
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array ForgottenTopicsData is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array ForgottenTopicsData of ' + str(n1) + ' elements overruns the buffer')
-        v_forgotten_topics_data = []
-        for i1 in range(n1):
-            x, pos = _r_ForgottenTopic_7(buf, pos)
-            v_forgotten_topics_data.append(x)
-    return FetchRequest(None, v_replica_id, ReplicaState(), v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch, v_topics, v_forgotten_topics_data, '', []), pos
+        o0.forgotten_topics_data = a1 = []
+        for _ in range(n1):
+            o1 = _new(ForgottenTopic)
+            o1.topic_id = ZERO_UUID
+            o1.topic, pos = _rs(buf, pos)
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchRequest_8(o: FetchRequest, out: bytearray) -> None:
-    out += _S1.pack(o.replica_id)
+    out += _S2.pack(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 8 of FetchRequest')
-    out += _S12.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 8')
@@ -1426,41 +1654,14 @@ def _w_FetchRequest_8(o: FetchRequest, out: bytearray) -> None:
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_ForgottenTopic_8(e1, out)
-
-
-def _r_FetchRequest_8(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch = _S13.unpack_from(buf, pos)
-    pos += 25
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Topics is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_FetchTopic_8(buf, pos)
-            v_topics.append(x)
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array ForgottenTopicsData is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array ForgottenTopicsData of ' + str(n1) + ' elements overruns the buffer')
-        v_forgotten_topics_data = []
-        for i1 in range(n1):
-            x, pos = _r_ForgottenTopic_8(buf, pos)
-            v_forgotten_topics_data.append(x)
-    return FetchRequest(None, v_replica_id, ReplicaState(), v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch, v_topics, v_forgotten_topics_data, '', []), pos
+_r_FetchRequest_8 = _r_FetchRequest_7
 
 
 def _w_FetchRequest_9(o: FetchRequest, out: bytearray) -> None:
-    out += _S1.pack(o.replica_id)
+    out += _S2.pack(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 9 of FetchRequest')
-    out += _S12.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 9')
@@ -1478,38 +1679,76 @@ def _w_FetchRequest_9(o: FetchRequest, out: bytearray) -> None:
 
 
 def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch = _S13.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchRequest)
+    o0.cluster_id = None
+    o0.replica_state = ReplicaState()
+    o0.rack_id = ''
+    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _S15.unpack_from(buf, pos)
     pos += 25
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_FetchTopic_9(buf, pos)
-            v_topics.append(x)
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchTopic)
+            o1.topic_id = ZERO_UUID
+            o1.topic, pos = _rs(buf, pos)
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(FetchPartition)
+                    o2.last_fetched_epoch = -1
+                    o2.replica_directory_id = ZERO_UUID
+                    o2.high_watermark = 9223372036854775807
+                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S8.unpack_from(buf, pos)
+                    pos += 28
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array ForgottenTopicsData is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array ForgottenTopicsData of ' + str(n1) + ' elements overruns the buffer')
-        v_forgotten_topics_data = []
-        for i1 in range(n1):
-            x, pos = _r_ForgottenTopic_9(buf, pos)
-            v_forgotten_topics_data.append(x)
-    return FetchRequest(None, v_replica_id, ReplicaState(), v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch, v_topics, v_forgotten_topics_data, '', []), pos
+        o0.forgotten_topics_data = a1 = []
+        for _ in range(n1):
+            o1 = _new(ForgottenTopic)
+            o1.topic_id = ZERO_UUID
+            o1.topic, pos = _rs(buf, pos)
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchRequest_10(o: FetchRequest, out: bytearray) -> None:
-    out += _S1.pack(o.replica_id)
+    out += _S2.pack(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 10 of FetchRequest')
-    out += _S12.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 10')
@@ -1524,41 +1763,14 @@ def _w_FetchRequest_10(o: FetchRequest, out: bytearray) -> None:
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_ForgottenTopic_10(e1, out)
-
-
-def _r_FetchRequest_10(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch = _S13.unpack_from(buf, pos)
-    pos += 25
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Topics is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_FetchTopic_10(buf, pos)
-            v_topics.append(x)
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array ForgottenTopicsData is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array ForgottenTopicsData of ' + str(n1) + ' elements overruns the buffer')
-        v_forgotten_topics_data = []
-        for i1 in range(n1):
-            x, pos = _r_ForgottenTopic_10(buf, pos)
-            v_forgotten_topics_data.append(x)
-    return FetchRequest(None, v_replica_id, ReplicaState(), v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch, v_topics, v_forgotten_topics_data, '', []), pos
+_r_FetchRequest_10 = _r_FetchRequest_9
 
 
 def _w_FetchRequest_11(o: FetchRequest, out: bytearray) -> None:
-    out += _S1.pack(o.replica_id)
+    out += _S2.pack(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 11 of FetchRequest')
-    out += _S12.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 11')
@@ -1579,39 +1791,76 @@ def _w_FetchRequest_11(o: FetchRequest, out: bytearray) -> None:
 
 
 def _r_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch = _S13.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchRequest)
+    o0.cluster_id = None
+    o0.replica_state = ReplicaState()
+    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _S15.unpack_from(buf, pos)
     pos += 25
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_FetchTopic_11(buf, pos)
-            v_topics.append(x)
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchTopic)
+            o1.topic_id = ZERO_UUID
+            o1.topic, pos = _rs(buf, pos)
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(FetchPartition)
+                    o2.last_fetched_epoch = -1
+                    o2.replica_directory_id = ZERO_UUID
+                    o2.high_watermark = 9223372036854775807
+                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S8.unpack_from(buf, pos)
+                    pos += 28
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array ForgottenTopicsData is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array ForgottenTopicsData of ' + str(n1) + ' elements overruns the buffer')
-        v_forgotten_topics_data = []
-        for i1 in range(n1):
-            x, pos = _r_ForgottenTopic_11(buf, pos)
-            v_forgotten_topics_data.append(x)
-    v_rack_id, pos = _rs(buf, pos)
-    return FetchRequest(None, v_replica_id, ReplicaState(), v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch, v_topics, v_forgotten_topics_data, v_rack_id, []), pos
+        o0.forgotten_topics_data = a1 = []
+        for _ in range(n1):
+            o1 = _new(ForgottenTopic)
+            o1.topic_id = ZERO_UUID
+            o1.topic, pos = _rs(buf, pos)
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.rack_id, pos = _rs(buf, pos)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchRequest_12(o: FetchRequest, out: bytearray) -> None:
-    out += _S1.pack(o.replica_id)
+    out += _S2.pack(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 12 of FetchRequest')
-    out += _S12.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 12')
@@ -1638,7 +1887,11 @@ def _w_FetchRequest_12(o: FetchRequest, out: bytearray) -> None:
 
 
 def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch = _S13.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchRequest)
+    o0.cluster_id = None
+    o0.replica_state = ReplicaState()
+    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _S15.unpack_from(buf, pos)
     pos += 25
     n1 = buf[pos] - 1
     pos += 1
@@ -1648,12 +1901,64 @@ def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_FetchTopic_12(buf, pos)
-            v_topics.append(x)
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchTopic)
+            o1.topic_id = ZERO_UUID
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Topic is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Topic of ' + str(sn - 1) + ' bytes overruns')
+                o1.topic = str(buf[pos:se], 'utf-8')
+                pos = se
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(FetchPartition)
+                    o2.replica_directory_id = ZERO_UUID
+                    o2.high_watermark = 9223372036854775807
+                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _S10.unpack_from(buf, pos)
+                    pos += 33
+                    if tn2:
+                        if tn2 >= 0x80:
+                            tn2, pos = _ruv(buf, pos - 1)
+                        uk2 = []
+                        for _ in range(tn2):
+                            tag2, size2, pos = _rtag(buf, pos)
+                            end2 = pos + size2
+                            if tag2 in (0, 1):
+                                raise DecodeError('tag ' + str(tag2) + ' is not valid for version 12 of FetchPartition')
+                            else:
+                                uk2.append((tag2, bytes(buf[pos:end2])))
+                                pos = end2
+                        o2.unknown_tagged_fields = uk2
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1662,12 +1967,43 @@ def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array ForgottenTopicsData is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array ForgottenTopicsData of ' + str(n1) + ' elements overruns the buffer')
-        v_forgotten_topics_data = []
-        for i1 in range(n1):
-            x, pos = _r_ForgottenTopic_12(buf, pos)
-            v_forgotten_topics_data.append(x)
+        o0.forgotten_topics_data = a1 = []
+        for _ in range(n1):
+            o1 = _new(ForgottenTopic)
+            o1.topic_id = ZERO_UUID
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Topic is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Topic of ' + str(sn - 1) + ' bytes overruns')
+                o1.topic = str(buf[pos:se], 'utf-8')
+                pos = se
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -1676,48 +2012,50 @@ def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('non-nullable string RackId is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
-        v_rack_id = str(buf[pos:se], 'utf-8')
+        o0.rack_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_cluster_id = None
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 sn = buf[pos]
                 pos += 1
                 if sn >= 0x80:
                     sn, pos = _ruv(buf, pos - 1)
                 if sn == 0:
-                    v_cluster_id = None
+                    o0.cluster_id = None
                 else:
                     se = pos + sn - 1
-                    if sn > 0x8000 or se > len(buf):
+                    if sn > 0x8000 or se > blen:
                         raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-                    v_cluster_id = str(buf[pos:se], 'utf-8')
+                    o0.cluster_id = str(buf[pos:se], 'utf-8')
                     pos = se
-                if pos != end:
-                    raise DecodeError('tagged field ClusterId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 12 of FetchRequest')
+                if pos != end0:
+                    raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 12 of FetchRequest')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchRequest(v_cluster_id, v_replica_id, ReplicaState(), v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch, v_topics, v_forgotten_topics_data, v_rack_id, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchRequest_13(o: FetchRequest, out: bytearray) -> None:
-    out += _S1.pack(o.replica_id)
+    out += _S2.pack(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 13 of FetchRequest')
-    out += _S12.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 13')
@@ -1744,7 +2082,11 @@ def _w_FetchRequest_13(o: FetchRequest, out: bytearray) -> None:
 
 
 def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch = _S13.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchRequest)
+    o0.cluster_id = None
+    o0.replica_state = ReplicaState()
+    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _S15.unpack_from(buf, pos)
     pos += 25
     n1 = buf[pos] - 1
     pos += 1
@@ -1754,12 +2096,55 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_FetchTopic_13(buf, pos)
-            v_topics.append(x)
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchTopic)
+            o1.topic = ''
+            u0, = _S11.unpack_from(buf, pos)
+            pos += 16
+            o1.topic_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(FetchPartition)
+                    o2.replica_directory_id = ZERO_UUID
+                    o2.high_watermark = 9223372036854775807
+                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _S10.unpack_from(buf, pos)
+                    pos += 33
+                    if tn2:
+                        if tn2 >= 0x80:
+                            tn2, pos = _ruv(buf, pos - 1)
+                        uk2 = []
+                        for _ in range(tn2):
+                            tag2, size2, pos = _rtag(buf, pos)
+                            end2 = pos + size2
+                            if tag2 in (0, 1):
+                                raise DecodeError('tag ' + str(tag2) + ' is not valid for version 13 of FetchPartition')
+                            else:
+                                uk2.append((tag2, bytes(buf[pos:end2])))
+                                pos = end2
+                        o2.unknown_tagged_fields = uk2
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1768,12 +2153,34 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array ForgottenTopicsData is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array ForgottenTopicsData of ' + str(n1) + ' elements overruns the buffer')
-        v_forgotten_topics_data = []
-        for i1 in range(n1):
-            x, pos = _r_ForgottenTopic_13(buf, pos)
-            v_forgotten_topics_data.append(x)
+        o0.forgotten_topics_data = a1 = []
+        for _ in range(n1):
+            o1 = _new(ForgottenTopic)
+            o1.topic = ''
+            u0, = _S11.unpack_from(buf, pos)
+            pos += 16
+            o1.topic_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -1782,48 +2189,50 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('non-nullable string RackId is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
-        v_rack_id = str(buf[pos:se], 'utf-8')
+        o0.rack_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_cluster_id = None
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 sn = buf[pos]
                 pos += 1
                 if sn >= 0x80:
                     sn, pos = _ruv(buf, pos - 1)
                 if sn == 0:
-                    v_cluster_id = None
+                    o0.cluster_id = None
                 else:
                     se = pos + sn - 1
-                    if sn > 0x8000 or se > len(buf):
+                    if sn > 0x8000 or se > blen:
                         raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-                    v_cluster_id = str(buf[pos:se], 'utf-8')
+                    o0.cluster_id = str(buf[pos:se], 'utf-8')
                     pos = se
-                if pos != end:
-                    raise DecodeError('tagged field ClusterId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 13 of FetchRequest')
+                if pos != end0:
+                    raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 13 of FetchRequest')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchRequest(v_cluster_id, v_replica_id, ReplicaState(), v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch, v_topics, v_forgotten_topics_data, v_rack_id, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchRequest_14(o: FetchRequest, out: bytearray) -> None:
-    out += _S1.pack(o.replica_id)
+    out += _S2.pack(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 14 of FetchRequest')
-    out += _S12.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 14')
@@ -1850,7 +2259,11 @@ def _w_FetchRequest_14(o: FetchRequest, out: bytearray) -> None:
 
 
 def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch = _S13.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchRequest)
+    o0.cluster_id = None
+    o0.replica_state = ReplicaState()
+    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _S15.unpack_from(buf, pos)
     pos += 25
     n1 = buf[pos] - 1
     pos += 1
@@ -1860,12 +2273,55 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_FetchTopic_14(buf, pos)
-            v_topics.append(x)
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchTopic)
+            o1.topic = ''
+            u0, = _S11.unpack_from(buf, pos)
+            pos += 16
+            o1.topic_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(FetchPartition)
+                    o2.replica_directory_id = ZERO_UUID
+                    o2.high_watermark = 9223372036854775807
+                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _S10.unpack_from(buf, pos)
+                    pos += 33
+                    if tn2:
+                        if tn2 >= 0x80:
+                            tn2, pos = _ruv(buf, pos - 1)
+                        uk2 = []
+                        for _ in range(tn2):
+                            tag2, size2, pos = _rtag(buf, pos)
+                            end2 = pos + size2
+                            if tag2 in (0, 1):
+                                raise DecodeError('tag ' + str(tag2) + ' is not valid for version 14 of FetchPartition')
+                            else:
+                                uk2.append((tag2, bytes(buf[pos:end2])))
+                                pos = end2
+                        o2.unknown_tagged_fields = uk2
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1874,12 +2330,34 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array ForgottenTopicsData is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array ForgottenTopicsData of ' + str(n1) + ' elements overruns the buffer')
-        v_forgotten_topics_data = []
-        for i1 in range(n1):
-            x, pos = _r_ForgottenTopic_14(buf, pos)
-            v_forgotten_topics_data.append(x)
+        o0.forgotten_topics_data = a1 = []
+        for _ in range(n1):
+            o1 = _new(ForgottenTopic)
+            o1.topic = ''
+            u0, = _S11.unpack_from(buf, pos)
+            pos += 16
+            o1.topic_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -1888,47 +2366,49 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('non-nullable string RackId is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
-        v_rack_id = str(buf[pos:se], 'utf-8')
+        o0.rack_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_cluster_id = None
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 sn = buf[pos]
                 pos += 1
                 if sn >= 0x80:
                     sn, pos = _ruv(buf, pos - 1)
                 if sn == 0:
-                    v_cluster_id = None
+                    o0.cluster_id = None
                 else:
                     se = pos + sn - 1
-                    if sn > 0x8000 or se > len(buf):
+                    if sn > 0x8000 or se > blen:
                         raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-                    v_cluster_id = str(buf[pos:se], 'utf-8')
+                    o0.cluster_id = str(buf[pos:se], 'utf-8')
                     pos = se
-                if pos != end:
-                    raise DecodeError('tagged field ClusterId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 14 of FetchRequest')
+                if pos != end0:
+                    raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 14 of FetchRequest')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchRequest(v_cluster_id, v_replica_id, ReplicaState(), v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch, v_topics, v_forgotten_topics_data, v_rack_id, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchRequest_15(o: FetchRequest, out: bytearray) -> None:
     if o.replica_id != -1:
         raise EncodeError('attempted to write a non-default ReplicaId at version 15 of FetchRequest')
-    out += _S12.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 15')
@@ -1959,7 +2439,12 @@ def _w_FetchRequest_15(o: FetchRequest, out: bytearray) -> None:
 
 
 def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch = _S12.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchRequest)
+    o0.cluster_id = None
+    o0.replica_id = -1
+    o0.replica_state = ReplicaState()
+    o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _S14.unpack_from(buf, pos)
     pos += 21
     n1 = buf[pos] - 1
     pos += 1
@@ -1969,12 +2454,55 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_FetchTopic_15(buf, pos)
-            v_topics.append(x)
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchTopic)
+            o1.topic = ''
+            u0, = _S11.unpack_from(buf, pos)
+            pos += 16
+            o1.topic_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(FetchPartition)
+                    o2.replica_directory_id = ZERO_UUID
+                    o2.high_watermark = 9223372036854775807
+                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _S10.unpack_from(buf, pos)
+                    pos += 33
+                    if tn2:
+                        if tn2 >= 0x80:
+                            tn2, pos = _ruv(buf, pos - 1)
+                        uk2 = []
+                        for _ in range(tn2):
+                            tag2, size2, pos = _rtag(buf, pos)
+                            end2 = pos + size2
+                            if tag2 in (0, 1):
+                                raise DecodeError('tag ' + str(tag2) + ' is not valid for version 15 of FetchPartition')
+                            else:
+                                uk2.append((tag2, bytes(buf[pos:end2])))
+                                pos = end2
+                        o2.unknown_tagged_fields = uk2
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1983,12 +2511,34 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array ForgottenTopicsData is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array ForgottenTopicsData of ' + str(n1) + ' elements overruns the buffer')
-        v_forgotten_topics_data = []
-        for i1 in range(n1):
-            x, pos = _r_ForgottenTopic_15(buf, pos)
-            v_forgotten_topics_data.append(x)
+        o0.forgotten_topics_data = a1 = []
+        for _ in range(n1):
+            o1 = _new(ForgottenTopic)
+            o1.topic = ''
+            u0, = _S11.unpack_from(buf, pos)
+            pos += 16
+            o1.topic_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -1997,50 +2547,58 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('non-nullable string RackId is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
-        v_rack_id = str(buf[pos:se], 'utf-8')
+        o0.rack_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_cluster_id = None
-    v_replica_state = ReplicaState()
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 sn = buf[pos]
                 pos += 1
                 if sn >= 0x80:
                     sn, pos = _ruv(buf, pos - 1)
                 if sn == 0:
-                    v_cluster_id = None
+                    o0.cluster_id = None
                 else:
                     se = pos + sn - 1
-                    if sn > 0x8000 or se > len(buf):
+                    if sn > 0x8000 or se > blen:
                         raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-                    v_cluster_id = str(buf[pos:se], 'utf-8')
+                    o0.cluster_id = str(buf[pos:se], 'utf-8')
                     pos = se
-                if pos != end:
-                    raise DecodeError('tagged field ClusterId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_replica_state, pos = _r_ReplicaState_15(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field ReplicaState has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+                if pos != end0:
+                    raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
+                o1 = _new(ReplicaState)
+                o1.replica_id, o1.replica_epoch, tn1 = _S1.unpack_from(buf, pos)
+                pos += 13
+                if tn1:
+                    o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                else:
+                    o1.unknown_tagged_fields = []
+                o0.replica_state = o1
+                if pos != end0:
+                    raise DecodeError('tagged field ReplicaState has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchRequest(v_cluster_id, -1, v_replica_state, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch, v_topics, v_forgotten_topics_data, v_rack_id, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchRequest_16(o: FetchRequest, out: bytearray) -> None:
     if o.replica_id != -1:
         raise EncodeError('attempted to write a non-default ReplicaId at version 16 of FetchRequest')
-    out += _S12.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 16')
@@ -2071,7 +2629,12 @@ def _w_FetchRequest_16(o: FetchRequest, out: bytearray) -> None:
 
 
 def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch = _S12.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchRequest)
+    o0.cluster_id = None
+    o0.replica_id = -1
+    o0.replica_state = ReplicaState()
+    o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _S14.unpack_from(buf, pos)
     pos += 21
     n1 = buf[pos] - 1
     pos += 1
@@ -2081,12 +2644,55 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_FetchTopic_16(buf, pos)
-            v_topics.append(x)
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchTopic)
+            o1.topic = ''
+            u0, = _S11.unpack_from(buf, pos)
+            pos += 16
+            o1.topic_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(FetchPartition)
+                    o2.replica_directory_id = ZERO_UUID
+                    o2.high_watermark = 9223372036854775807
+                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _S10.unpack_from(buf, pos)
+                    pos += 33
+                    if tn2:
+                        if tn2 >= 0x80:
+                            tn2, pos = _ruv(buf, pos - 1)
+                        uk2 = []
+                        for _ in range(tn2):
+                            tag2, size2, pos = _rtag(buf, pos)
+                            end2 = pos + size2
+                            if tag2 in (0, 1):
+                                raise DecodeError('tag ' + str(tag2) + ' is not valid for version 16 of FetchPartition')
+                            else:
+                                uk2.append((tag2, bytes(buf[pos:end2])))
+                                pos = end2
+                        o2.unknown_tagged_fields = uk2
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -2095,12 +2701,34 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array ForgottenTopicsData is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array ForgottenTopicsData of ' + str(n1) + ' elements overruns the buffer')
-        v_forgotten_topics_data = []
-        for i1 in range(n1):
-            x, pos = _r_ForgottenTopic_16(buf, pos)
-            v_forgotten_topics_data.append(x)
+        o0.forgotten_topics_data = a1 = []
+        for _ in range(n1):
+            o1 = _new(ForgottenTopic)
+            o1.topic = ''
+            u0, = _S11.unpack_from(buf, pos)
+            pos += 16
+            o1.topic_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -2109,50 +2737,58 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('non-nullable string RackId is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
-        v_rack_id = str(buf[pos:se], 'utf-8')
+        o0.rack_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_cluster_id = None
-    v_replica_state = ReplicaState()
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 sn = buf[pos]
                 pos += 1
                 if sn >= 0x80:
                     sn, pos = _ruv(buf, pos - 1)
                 if sn == 0:
-                    v_cluster_id = None
+                    o0.cluster_id = None
                 else:
                     se = pos + sn - 1
-                    if sn > 0x8000 or se > len(buf):
+                    if sn > 0x8000 or se > blen:
                         raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-                    v_cluster_id = str(buf[pos:se], 'utf-8')
+                    o0.cluster_id = str(buf[pos:se], 'utf-8')
                     pos = se
-                if pos != end:
-                    raise DecodeError('tagged field ClusterId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_replica_state, pos = _r_ReplicaState_16(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field ReplicaState has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+                if pos != end0:
+                    raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
+                o1 = _new(ReplicaState)
+                o1.replica_id, o1.replica_epoch, tn1 = _S1.unpack_from(buf, pos)
+                pos += 13
+                if tn1:
+                    o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                else:
+                    o1.unknown_tagged_fields = []
+                o0.replica_state = o1
+                if pos != end0:
+                    raise DecodeError('tagged field ReplicaState has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchRequest(v_cluster_id, -1, v_replica_state, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch, v_topics, v_forgotten_topics_data, v_rack_id, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchRequest_17(o: FetchRequest, out: bytearray) -> None:
     if o.replica_id != -1:
         raise EncodeError('attempted to write a non-default ReplicaId at version 17 of FetchRequest')
-    out += _S12.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 17')
@@ -2183,7 +2819,12 @@ def _w_FetchRequest_17(o: FetchRequest, out: bytearray) -> None:
 
 
 def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch = _S12.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchRequest)
+    o0.cluster_id = None
+    o0.replica_id = -1
+    o0.replica_state = ReplicaState()
+    o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _S14.unpack_from(buf, pos)
     pos += 21
     n1 = buf[pos] - 1
     pos += 1
@@ -2193,12 +2834,61 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_FetchTopic_17(buf, pos)
-            v_topics.append(x)
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchTopic)
+            o1.topic = ''
+            u0, = _S11.unpack_from(buf, pos)
+            pos += 16
+            o1.topic_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(FetchPartition)
+                    o2.replica_directory_id = ZERO_UUID
+                    o2.high_watermark = 9223372036854775807
+                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _S10.unpack_from(buf, pos)
+                    pos += 33
+                    if tn2:
+                        if tn2 >= 0x80:
+                            tn2, pos = _ruv(buf, pos - 1)
+                        uk2 = []
+                        for _ in range(tn2):
+                            tag2, size2, pos = _rtag(buf, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                u0, = _S11.unpack_from(buf, pos)
+                                o2.replica_directory_id = _bnew(Uuid, u0)
+                                pos += 16
+                                if pos != end2:
+                                    raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            elif tag2 == 1:
+                                raise DecodeError('tag ' + str(tag2) + ' is not valid for version 17 of FetchPartition')
+                            else:
+                                uk2.append((tag2, bytes(buf[pos:end2])))
+                                pos = end2
+                        o2.unknown_tagged_fields = uk2
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -2207,12 +2897,34 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array ForgottenTopicsData is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array ForgottenTopicsData of ' + str(n1) + ' elements overruns the buffer')
-        v_forgotten_topics_data = []
-        for i1 in range(n1):
-            x, pos = _r_ForgottenTopic_17(buf, pos)
-            v_forgotten_topics_data.append(x)
+        o0.forgotten_topics_data = a1 = []
+        for _ in range(n1):
+            o1 = _new(ForgottenTopic)
+            o1.topic = ''
+            u0, = _S11.unpack_from(buf, pos)
+            pos += 16
+            o1.topic_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -2221,50 +2933,58 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('non-nullable string RackId is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
-        v_rack_id = str(buf[pos:se], 'utf-8')
+        o0.rack_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_cluster_id = None
-    v_replica_state = ReplicaState()
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 sn = buf[pos]
                 pos += 1
                 if sn >= 0x80:
                     sn, pos = _ruv(buf, pos - 1)
                 if sn == 0:
-                    v_cluster_id = None
+                    o0.cluster_id = None
                 else:
                     se = pos + sn - 1
-                    if sn > 0x8000 or se > len(buf):
+                    if sn > 0x8000 or se > blen:
                         raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-                    v_cluster_id = str(buf[pos:se], 'utf-8')
+                    o0.cluster_id = str(buf[pos:se], 'utf-8')
                     pos = se
-                if pos != end:
-                    raise DecodeError('tagged field ClusterId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_replica_state, pos = _r_ReplicaState_17(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field ReplicaState has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+                if pos != end0:
+                    raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
+                o1 = _new(ReplicaState)
+                o1.replica_id, o1.replica_epoch, tn1 = _S1.unpack_from(buf, pos)
+                pos += 13
+                if tn1:
+                    o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                else:
+                    o1.unknown_tagged_fields = []
+                o0.replica_state = o1
+                if pos != end0:
+                    raise DecodeError('tagged field ReplicaState has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchRequest(v_cluster_id, -1, v_replica_state, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch, v_topics, v_forgotten_topics_data, v_rack_id, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchRequest_18(o: FetchRequest, out: bytearray) -> None:
     if o.replica_id != -1:
         raise EncodeError('attempted to write a non-default ReplicaId at version 18 of FetchRequest')
-    out += _S12.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 18')
@@ -2295,7 +3015,12 @@ def _w_FetchRequest_18(o: FetchRequest, out: bytearray) -> None:
 
 
 def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch = _S12.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchRequest)
+    o0.cluster_id = None
+    o0.replica_id = -1
+    o0.replica_state = ReplicaState()
+    o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _S14.unpack_from(buf, pos)
     pos += 21
     n1 = buf[pos] - 1
     pos += 1
@@ -2305,12 +3030,64 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_FetchTopic_18(buf, pos)
-            v_topics.append(x)
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchTopic)
+            o1.topic = ''
+            u0, = _S11.unpack_from(buf, pos)
+            pos += 16
+            o1.topic_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(FetchPartition)
+                    o2.replica_directory_id = ZERO_UUID
+                    o2.high_watermark = 9223372036854775807
+                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _S10.unpack_from(buf, pos)
+                    pos += 33
+                    if tn2:
+                        if tn2 >= 0x80:
+                            tn2, pos = _ruv(buf, pos - 1)
+                        uk2 = []
+                        for _ in range(tn2):
+                            tag2, size2, pos = _rtag(buf, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                u0, = _S11.unpack_from(buf, pos)
+                                o2.replica_directory_id = _bnew(Uuid, u0)
+                                pos += 16
+                                if pos != end2:
+                                    raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            elif tag2 == 1:
+                                o2.high_watermark, = _S3.unpack_from(buf, pos)
+                                pos += 8
+                                if pos != end2:
+                                    raise DecodeError('tagged field HighWatermark has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            else:
+                                uk2.append((tag2, bytes(buf[pos:end2])))
+                                pos = end2
+                        o2.unknown_tagged_fields = uk2
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -2319,12 +3096,34 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array ForgottenTopicsData is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array ForgottenTopicsData of ' + str(n1) + ' elements overruns the buffer')
-        v_forgotten_topics_data = []
-        for i1 in range(n1):
-            x, pos = _r_ForgottenTopic_18(buf, pos)
-            v_forgotten_topics_data.append(x)
+        o0.forgotten_topics_data = a1 = []
+        for _ in range(n1):
+            o1 = _new(ForgottenTopic)
+            o1.topic = ''
+            u0, = _S11.unpack_from(buf, pos)
+            pos += 16
+            o1.topic_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -2333,44 +3132,52 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('non-nullable string RackId is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
-        v_rack_id = str(buf[pos:se], 'utf-8')
+        o0.rack_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_cluster_id = None
-    v_replica_state = ReplicaState()
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 sn = buf[pos]
                 pos += 1
                 if sn >= 0x80:
                     sn, pos = _ruv(buf, pos - 1)
                 if sn == 0:
-                    v_cluster_id = None
+                    o0.cluster_id = None
                 else:
                     se = pos + sn - 1
-                    if sn > 0x8000 or se > len(buf):
+                    if sn > 0x8000 or se > blen:
                         raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-                    v_cluster_id = str(buf[pos:se], 'utf-8')
+                    o0.cluster_id = str(buf[pos:se], 'utf-8')
                     pos = se
-                if pos != end:
-                    raise DecodeError('tagged field ClusterId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_replica_state, pos = _r_ReplicaState_18(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field ReplicaState has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+                if pos != end0:
+                    raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
+                o1 = _new(ReplicaState)
+                o1.replica_id, o1.replica_epoch, tn1 = _S1.unpack_from(buf, pos)
+                pos += 13
+                if tn1:
+                    o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                else:
+                    o1.unknown_tagged_fields = []
+                o0.replica_state = o1
+                if pos != end0:
+                    raise DecodeError('tagged field ReplicaState has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchRequest(v_cluster_id, -1, v_replica_state, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch, v_topics, v_forgotten_topics_data, v_rack_id, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 ReplicaState.SPEC_NAME = 'FetchRequest'
 ReplicaState.LOWEST_VERSION = 15

@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -138,14 +138,20 @@ _DEF_PartitionData = PartitionData()
 _DEF_FetchableTopicResponse = FetchableTopicResponse()
 _DEF_NodeEndpoint = NodeEndpoint()
 _S0 = Struct('>iq')
-_S1 = Struct('>ii')
-_S2 = Struct('>qi')
-_S3 = Struct('>qq')
-_S4 = Struct('>ihqq')
-_S5 = Struct('>ihqqq')
-_S6 = Struct('>i')
-_S7 = Struct('>16s')
-_S8 = Struct('>ihi')
+_S1 = Struct('>iqB')
+_S2 = Struct('>ii')
+_S3 = Struct('>iiB')
+_S4 = Struct('>qi')
+_S5 = Struct('>qiB')
+_S6 = Struct('>qq')
+_S7 = Struct('>qqB')
+_S8 = Struct('>ihqq')
+_S9 = Struct('>ihqqq')
+_S10 = Struct('>i')
+_S11 = Struct('>16s')
+_S12 = Struct('>ihi')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_EpochEndOffset_12(o: EpochEndOffset, out: bytearray) -> None:
@@ -157,20 +163,15 @@ def _w_EpochEndOffset_12(o: EpochEndOffset, out: bytearray) -> None:
 
 
 def _r_EpochEndOffset_12(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    v_epoch, v_end_offset = _S0.unpack_from(buf, pos)
-    pos += 12
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return EpochEndOffset(v_epoch, v_end_offset, unknown), pos
+    blen = len(buf)
+    o0 = _new(EpochEndOffset)
+    o0.epoch, o0.end_offset, tn0 = _S1.unpack_from(buf, pos)
+    pos += 13
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 _w_EpochEndOffset_13 = _w_EpochEndOffset_12
 _r_EpochEndOffset_13 = _r_EpochEndOffset_12
 _w_EpochEndOffset_14 = _w_EpochEndOffset_12
@@ -186,7 +187,7 @@ _r_EpochEndOffset_18 = _r_EpochEndOffset_12
 
 
 def _w_LeaderIdAndEpoch_12(o: LeaderIdAndEpoch, out: bytearray) -> None:
-    out += _S1.pack(o.leader_id, o.leader_epoch)
+    out += _S2.pack(o.leader_id, o.leader_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -194,20 +195,15 @@ def _w_LeaderIdAndEpoch_12(o: LeaderIdAndEpoch, out: bytearray) -> None:
 
 
 def _r_LeaderIdAndEpoch_12(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    v_leader_id, v_leader_epoch = _S1.unpack_from(buf, pos)
-    pos += 8
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return LeaderIdAndEpoch(v_leader_id, v_leader_epoch, unknown), pos
+    blen = len(buf)
+    o0 = _new(LeaderIdAndEpoch)
+    o0.leader_id, o0.leader_epoch, tn0 = _S3.unpack_from(buf, pos)
+    pos += 9
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 _w_LeaderIdAndEpoch_13 = _w_LeaderIdAndEpoch_12
 _r_LeaderIdAndEpoch_13 = _r_LeaderIdAndEpoch_12
 _w_LeaderIdAndEpoch_14 = _w_LeaderIdAndEpoch_12
@@ -223,7 +219,7 @@ _r_LeaderIdAndEpoch_18 = _r_LeaderIdAndEpoch_12
 
 
 def _w_SnapshotId_12(o: SnapshotId, out: bytearray) -> None:
-    out += _S2.pack(o.end_offset, o.epoch)
+    out += _S4.pack(o.end_offset, o.epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -231,20 +227,15 @@ def _w_SnapshotId_12(o: SnapshotId, out: bytearray) -> None:
 
 
 def _r_SnapshotId_12(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    v_end_offset, v_epoch = _S2.unpack_from(buf, pos)
-    pos += 12
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return SnapshotId(v_end_offset, v_epoch, unknown), pos
+    blen = len(buf)
+    o0 = _new(SnapshotId)
+    o0.end_offset, o0.epoch, tn0 = _S5.unpack_from(buf, pos)
+    pos += 13
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 _w_SnapshotId_13 = _w_SnapshotId_12
 _r_SnapshotId_13 = _r_SnapshotId_12
 _w_SnapshotId_14 = _w_SnapshotId_12
@@ -260,13 +251,16 @@ _r_SnapshotId_18 = _r_SnapshotId_12
 
 
 def _w_AbortedTransaction_4(o: AbortedTransaction, out: bytearray) -> None:
-    out += _S3.pack(o.producer_id, o.first_offset)
+    out += _S6.pack(o.producer_id, o.first_offset)
 
 
 def _r_AbortedTransaction_4(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    v_producer_id, v_first_offset = _S3.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(AbortedTransaction)
+    o0.producer_id, o0.first_offset = _S6.unpack_from(buf, pos)
     pos += 16
-    return AbortedTransaction(v_producer_id, v_first_offset, []), pos
+    o0.unknown_tagged_fields = []
+    return o0, pos
 _w_AbortedTransaction_5 = _w_AbortedTransaction_4
 _r_AbortedTransaction_5 = _r_AbortedTransaction_4
 _w_AbortedTransaction_6 = _w_AbortedTransaction_4
@@ -284,7 +278,7 @@ _r_AbortedTransaction_11 = _r_AbortedTransaction_4
 
 
 def _w_AbortedTransaction_12(o: AbortedTransaction, out: bytearray) -> None:
-    out += _S3.pack(o.producer_id, o.first_offset)
+    out += _S6.pack(o.producer_id, o.first_offset)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -292,20 +286,15 @@ def _w_AbortedTransaction_12(o: AbortedTransaction, out: bytearray) -> None:
 
 
 def _r_AbortedTransaction_12(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    v_producer_id, v_first_offset = _S3.unpack_from(buf, pos)
-    pos += 16
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return AbortedTransaction(v_producer_id, v_first_offset, unknown), pos
+    blen = len(buf)
+    o0 = _new(AbortedTransaction)
+    o0.producer_id, o0.first_offset, tn0 = _S7.unpack_from(buf, pos)
+    pos += 17
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 _w_AbortedTransaction_13 = _w_AbortedTransaction_12
 _r_AbortedTransaction_13 = _r_AbortedTransaction_12
 _w_AbortedTransaction_14 = _w_AbortedTransaction_12
@@ -321,7 +310,7 @@ _r_AbortedTransaction_18 = _r_AbortedTransaction_12
 
 
 def _w_PartitionData_4(o: PartitionData, out: bytearray) -> None:
-    out += _S4.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset)
+    out += _S8.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset)
     if o.diverging_epoch != _DEF_EpochEndOffset:
         raise EncodeError('attempted to write a non-default DivergingEpoch at version 4 of PartitionData')
     if o.current_leader != _DEF_LeaderIdAndEpoch:
@@ -341,25 +330,36 @@ def _w_PartitionData_4(o: PartitionData, out: bytearray) -> None:
 
 
 def _r_PartitionData_4(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset = _S4.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(PartitionData)
+    o0.log_start_offset = -1
+    o0.diverging_epoch = EpochEndOffset()
+    o0.current_leader = LeaderIdAndEpoch()
+    o0.snapshot_id = SnapshotId()
+    o0.preferred_read_replica = -1
+    o0.partition_index, o0.error_code, o0.high_watermark, o0.last_stable_offset = _S8.unpack_from(buf, pos)
     pos += 22
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
-        v_aborted_transactions = None
+        o0.aborted_transactions = None
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array AbortedTransactions of ' + str(n1) + ' elements overruns the buffer')
-        v_aborted_transactions = []
-        for i1 in range(n1):
-            x, pos = _r_AbortedTransaction_4(buf, pos)
-            v_aborted_transactions.append(x)
-    v_records, pos = _rbn(buf, pos)
-    return PartitionData(v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, -1, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v_aborted_transactions, -1, v_records, []), pos
+        o0.aborted_transactions = a1 = []
+        for _ in range(n1):
+            o1 = _new(AbortedTransaction)
+            o1.producer_id, o1.first_offset = _S6.unpack_from(buf, pos)
+            pos += 16
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.records, pos = _rbn(buf, pos)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_PartitionData_5(o: PartitionData, out: bytearray) -> None:
-    out += _S5.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     if o.diverging_epoch != _DEF_EpochEndOffset:
         raise EncodeError('attempted to write a non-default DivergingEpoch at version 5 of PartitionData')
     if o.current_leader != _DEF_LeaderIdAndEpoch:
@@ -379,25 +379,35 @@ def _w_PartitionData_5(o: PartitionData, out: bytearray) -> None:
 
 
 def _r_PartitionData_5(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(PartitionData)
+    o0.diverging_epoch = EpochEndOffset()
+    o0.current_leader = LeaderIdAndEpoch()
+    o0.snapshot_id = SnapshotId()
+    o0.preferred_read_replica = -1
+    o0.partition_index, o0.error_code, o0.high_watermark, o0.last_stable_offset, o0.log_start_offset = _S9.unpack_from(buf, pos)
     pos += 30
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
-        v_aborted_transactions = None
+        o0.aborted_transactions = None
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array AbortedTransactions of ' + str(n1) + ' elements overruns the buffer')
-        v_aborted_transactions = []
-        for i1 in range(n1):
-            x, pos = _r_AbortedTransaction_5(buf, pos)
-            v_aborted_transactions.append(x)
-    v_records, pos = _rbn(buf, pos)
-    return PartitionData(v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v_aborted_transactions, -1, v_records, []), pos
+        o0.aborted_transactions = a1 = []
+        for _ in range(n1):
+            o1 = _new(AbortedTransaction)
+            o1.producer_id, o1.first_offset = _S6.unpack_from(buf, pos)
+            pos += 16
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.records, pos = _rbn(buf, pos)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_PartitionData_6(o: PartitionData, out: bytearray) -> None:
-    out += _S5.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     if o.diverging_epoch != _DEF_EpochEndOffset:
         raise EncodeError('attempted to write a non-default DivergingEpoch at version 6 of PartitionData')
     if o.current_leader != _DEF_LeaderIdAndEpoch:
@@ -414,28 +424,11 @@ def _w_PartitionData_6(o: PartitionData, out: bytearray) -> None:
     if o.preferred_read_replica != -1:
         raise EncodeError('attempted to write a non-default PreferredReadReplica at version 6 of PartitionData')
     _wbn(out, o.records)
-
-
-def _r_PartitionData_6(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
-    pos += 30
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        v_aborted_transactions = None
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array AbortedTransactions of ' + str(n1) + ' elements overruns the buffer')
-        v_aborted_transactions = []
-        for i1 in range(n1):
-            x, pos = _r_AbortedTransaction_6(buf, pos)
-            v_aborted_transactions.append(x)
-    v_records, pos = _rbn(buf, pos)
-    return PartitionData(v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v_aborted_transactions, -1, v_records, []), pos
+_r_PartitionData_6 = _r_PartitionData_5
 
 
 def _w_PartitionData_7(o: PartitionData, out: bytearray) -> None:
-    out += _S5.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     if o.diverging_epoch != _DEF_EpochEndOffset:
         raise EncodeError('attempted to write a non-default DivergingEpoch at version 7 of PartitionData')
     if o.current_leader != _DEF_LeaderIdAndEpoch:
@@ -452,28 +445,11 @@ def _w_PartitionData_7(o: PartitionData, out: bytearray) -> None:
     if o.preferred_read_replica != -1:
         raise EncodeError('attempted to write a non-default PreferredReadReplica at version 7 of PartitionData')
     _wbn(out, o.records)
-
-
-def _r_PartitionData_7(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
-    pos += 30
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        v_aborted_transactions = None
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array AbortedTransactions of ' + str(n1) + ' elements overruns the buffer')
-        v_aborted_transactions = []
-        for i1 in range(n1):
-            x, pos = _r_AbortedTransaction_7(buf, pos)
-            v_aborted_transactions.append(x)
-    v_records, pos = _rbn(buf, pos)
-    return PartitionData(v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v_aborted_transactions, -1, v_records, []), pos
+_r_PartitionData_7 = _r_PartitionData_5
 
 
 def _w_PartitionData_8(o: PartitionData, out: bytearray) -> None:
-    out += _S5.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     if o.diverging_epoch != _DEF_EpochEndOffset:
         raise EncodeError('attempted to write a non-default DivergingEpoch at version 8 of PartitionData')
     if o.current_leader != _DEF_LeaderIdAndEpoch:
@@ -490,28 +466,11 @@ def _w_PartitionData_8(o: PartitionData, out: bytearray) -> None:
     if o.preferred_read_replica != -1:
         raise EncodeError('attempted to write a non-default PreferredReadReplica at version 8 of PartitionData')
     _wbn(out, o.records)
-
-
-def _r_PartitionData_8(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
-    pos += 30
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        v_aborted_transactions = None
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array AbortedTransactions of ' + str(n1) + ' elements overruns the buffer')
-        v_aborted_transactions = []
-        for i1 in range(n1):
-            x, pos = _r_AbortedTransaction_8(buf, pos)
-            v_aborted_transactions.append(x)
-    v_records, pos = _rbn(buf, pos)
-    return PartitionData(v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v_aborted_transactions, -1, v_records, []), pos
+_r_PartitionData_8 = _r_PartitionData_5
 
 
 def _w_PartitionData_9(o: PartitionData, out: bytearray) -> None:
-    out += _S5.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     if o.diverging_epoch != _DEF_EpochEndOffset:
         raise EncodeError('attempted to write a non-default DivergingEpoch at version 9 of PartitionData')
     if o.current_leader != _DEF_LeaderIdAndEpoch:
@@ -528,28 +487,11 @@ def _w_PartitionData_9(o: PartitionData, out: bytearray) -> None:
     if o.preferred_read_replica != -1:
         raise EncodeError('attempted to write a non-default PreferredReadReplica at version 9 of PartitionData')
     _wbn(out, o.records)
-
-
-def _r_PartitionData_9(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
-    pos += 30
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        v_aborted_transactions = None
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array AbortedTransactions of ' + str(n1) + ' elements overruns the buffer')
-        v_aborted_transactions = []
-        for i1 in range(n1):
-            x, pos = _r_AbortedTransaction_9(buf, pos)
-            v_aborted_transactions.append(x)
-    v_records, pos = _rbn(buf, pos)
-    return PartitionData(v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v_aborted_transactions, -1, v_records, []), pos
+_r_PartitionData_9 = _r_PartitionData_5
 
 
 def _w_PartitionData_10(o: PartitionData, out: bytearray) -> None:
-    out += _S5.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     if o.diverging_epoch != _DEF_EpochEndOffset:
         raise EncodeError('attempted to write a non-default DivergingEpoch at version 10 of PartitionData')
     if o.current_leader != _DEF_LeaderIdAndEpoch:
@@ -566,28 +508,11 @@ def _w_PartitionData_10(o: PartitionData, out: bytearray) -> None:
     if o.preferred_read_replica != -1:
         raise EncodeError('attempted to write a non-default PreferredReadReplica at version 10 of PartitionData')
     _wbn(out, o.records)
-
-
-def _r_PartitionData_10(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
-    pos += 30
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        v_aborted_transactions = None
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array AbortedTransactions of ' + str(n1) + ' elements overruns the buffer')
-        v_aborted_transactions = []
-        for i1 in range(n1):
-            x, pos = _r_AbortedTransaction_10(buf, pos)
-            v_aborted_transactions.append(x)
-    v_records, pos = _rbn(buf, pos)
-    return PartitionData(v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v_aborted_transactions, -1, v_records, []), pos
+_r_PartitionData_10 = _r_PartitionData_5
 
 
 def _w_PartitionData_11(o: PartitionData, out: bytearray) -> None:
-    out += _S5.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     if o.diverging_epoch != _DEF_EpochEndOffset:
         raise EncodeError('attempted to write a non-default DivergingEpoch at version 11 of PartitionData')
     if o.current_leader != _DEF_LeaderIdAndEpoch:
@@ -601,32 +526,41 @@ def _w_PartitionData_11(o: PartitionData, out: bytearray) -> None:
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_AbortedTransaction_11(e1, out)
-    out += _S6.pack(o.preferred_read_replica)
+    out += _S10.pack(o.preferred_read_replica)
     _wbn(out, o.records)
 
 
 def _r_PartitionData_11(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(PartitionData)
+    o0.diverging_epoch = EpochEndOffset()
+    o0.current_leader = LeaderIdAndEpoch()
+    o0.snapshot_id = SnapshotId()
+    o0.partition_index, o0.error_code, o0.high_watermark, o0.last_stable_offset, o0.log_start_offset = _S9.unpack_from(buf, pos)
     pos += 30
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
-        v_aborted_transactions = None
+        o0.aborted_transactions = None
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array AbortedTransactions of ' + str(n1) + ' elements overruns the buffer')
-        v_aborted_transactions = []
-        for i1 in range(n1):
-            x, pos = _r_AbortedTransaction_11(buf, pos)
-            v_aborted_transactions.append(x)
-    v_preferred_read_replica, = _S6.unpack_from(buf, pos)
+        o0.aborted_transactions = a1 = []
+        for _ in range(n1):
+            o1 = _new(AbortedTransaction)
+            o1.producer_id, o1.first_offset = _S6.unpack_from(buf, pos)
+            pos += 16
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.preferred_read_replica, = _S10.unpack_from(buf, pos)
     pos += 4
-    v_records, pos = _rbn(buf, pos)
-    return PartitionData(v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), v_aborted_transactions, v_preferred_read_replica, v_records, []), pos
+    o0.records, pos = _rbn(buf, pos)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_PartitionData_12(o: PartitionData, out: bytearray) -> None:
-    out += _S5.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     a1 = o.aborted_transactions
     if a1 is None:
         out.append(0)
@@ -634,7 +568,7 @@ def _w_PartitionData_12(o: PartitionData, out: bytearray) -> None:
         _wuv(out, len(a1) + 1)
         for e1 in a1:
             _w_AbortedTransaction_12(e1, out)
-    out += _S6.pack(o.preferred_read_replica)
+    out += _S10.pack(o.preferred_read_replica)
     _wcbn(out, o.records)
     tf = []
     if o.diverging_epoch != _DEF_EpochEndOffset:
@@ -653,7 +587,12 @@ def _w_PartitionData_12(o: PartitionData, out: bytearray) -> None:
 
 
 def _r_PartitionData_12(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(PartitionData)
+    o0.diverging_epoch = EpochEndOffset()
+    o0.current_leader = LeaderIdAndEpoch()
+    o0.snapshot_id = SnapshotId()
+    o0.partition_index, o0.error_code, o0.high_watermark, o0.last_stable_offset, o0.log_start_offset = _S9.unpack_from(buf, pos)
     pos += 30
     n1 = buf[pos] - 1
     pos += 1
@@ -661,49 +600,76 @@ def _r_PartitionData_12(buf: Any, pos: int) -> tuple[PartitionData, int]:
         n1, pos = _ruv(buf, pos - 1)
         n1 -= 1
     if n1 < 0:
-        v_aborted_transactions = None
+        o0.aborted_transactions = None
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array AbortedTransactions of ' + str(n1) + ' elements overruns the buffer')
-        v_aborted_transactions = []
-        for i1 in range(n1):
-            x, pos = _r_AbortedTransaction_12(buf, pos)
-            v_aborted_transactions.append(x)
-    v_preferred_read_replica, = _S6.unpack_from(buf, pos)
-    pos += 4
-    v_records, pos = _rcbn(buf, pos)
-    v_diverging_epoch = EpochEndOffset()
-    v_current_leader = LeaderIdAndEpoch()
-    v_snapshot_id = SnapshotId()
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                v_diverging_epoch, pos = _r_EpochEndOffset_12(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field DivergingEpoch has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_current_leader, pos = _r_LeaderIdAndEpoch_12(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field CurrentLeader has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 2:
-                v_snapshot_id, pos = _r_SnapshotId_12(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field SnapshotId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+        o0.aborted_transactions = a1 = []
+        for _ in range(n1):
+            o1 = _new(AbortedTransaction)
+            o1.producer_id, o1.first_offset, tn1 = _S7.unpack_from(buf, pos)
+            pos += 17
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return PartitionData(v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset, v_diverging_epoch, v_current_leader, v_snapshot_id, v_aborted_transactions, v_preferred_read_replica, v_records, unknown), pos
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.preferred_read_replica, = _S10.unpack_from(buf, pos)
+    pos += 4
+    o0.records, pos = _rcbn(buf, pos)
+    tn0 = buf[pos]
+    pos += 1
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                o1 = _new(EpochEndOffset)
+                o1.epoch, o1.end_offset, tn1 = _S1.unpack_from(buf, pos)
+                pos += 13
+                if tn1:
+                    o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                else:
+                    o1.unknown_tagged_fields = []
+                o0.diverging_epoch = o1
+                if pos != end0:
+                    raise DecodeError('tagged field DivergingEpoch has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
+                o1 = _new(LeaderIdAndEpoch)
+                o1.leader_id, o1.leader_epoch, tn1 = _S3.unpack_from(buf, pos)
+                pos += 9
+                if tn1:
+                    o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                else:
+                    o1.unknown_tagged_fields = []
+                o0.current_leader = o1
+                if pos != end0:
+                    raise DecodeError('tagged field CurrentLeader has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 2:
+                o1 = _new(SnapshotId)
+                o1.end_offset, o1.epoch, tn1 = _S5.unpack_from(buf, pos)
+                pos += 13
+                if tn1:
+                    o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                else:
+                    o1.unknown_tagged_fields = []
+                o0.snapshot_id = o1
+                if pos != end0:
+                    raise DecodeError('tagged field SnapshotId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            else:
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_PartitionData_13(o: PartitionData, out: bytearray) -> None:
-    out += _S5.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     a1 = o.aborted_transactions
     if a1 is None:
         out.append(0)
@@ -711,7 +677,7 @@ def _w_PartitionData_13(o: PartitionData, out: bytearray) -> None:
         _wuv(out, len(a1) + 1)
         for e1 in a1:
             _w_AbortedTransaction_13(e1, out)
-    out += _S6.pack(o.preferred_read_replica)
+    out += _S10.pack(o.preferred_read_replica)
     _wcbn(out, o.records)
     tf = []
     if o.diverging_epoch != _DEF_EpochEndOffset:
@@ -727,60 +693,11 @@ def _w_PartitionData_13(o: PartitionData, out: bytearray) -> None:
         _w_SnapshotId_13(o.snapshot_id, b)
         tf.append((2, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
-
-
-def _r_PartitionData_13(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
-    pos += 30
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        v_aborted_transactions = None
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array AbortedTransactions of ' + str(n1) + ' elements overruns the buffer')
-        v_aborted_transactions = []
-        for i1 in range(n1):
-            x, pos = _r_AbortedTransaction_13(buf, pos)
-            v_aborted_transactions.append(x)
-    v_preferred_read_replica, = _S6.unpack_from(buf, pos)
-    pos += 4
-    v_records, pos = _rcbn(buf, pos)
-    v_diverging_epoch = EpochEndOffset()
-    v_current_leader = LeaderIdAndEpoch()
-    v_snapshot_id = SnapshotId()
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                v_diverging_epoch, pos = _r_EpochEndOffset_13(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field DivergingEpoch has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_current_leader, pos = _r_LeaderIdAndEpoch_13(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field CurrentLeader has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 2:
-                v_snapshot_id, pos = _r_SnapshotId_13(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field SnapshotId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return PartitionData(v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset, v_diverging_epoch, v_current_leader, v_snapshot_id, v_aborted_transactions, v_preferred_read_replica, v_records, unknown), pos
+_r_PartitionData_13 = _r_PartitionData_12
 
 
 def _w_PartitionData_14(o: PartitionData, out: bytearray) -> None:
-    out += _S5.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     a1 = o.aborted_transactions
     if a1 is None:
         out.append(0)
@@ -788,7 +705,7 @@ def _w_PartitionData_14(o: PartitionData, out: bytearray) -> None:
         _wuv(out, len(a1) + 1)
         for e1 in a1:
             _w_AbortedTransaction_14(e1, out)
-    out += _S6.pack(o.preferred_read_replica)
+    out += _S10.pack(o.preferred_read_replica)
     _wcbn(out, o.records)
     tf = []
     if o.diverging_epoch != _DEF_EpochEndOffset:
@@ -804,60 +721,11 @@ def _w_PartitionData_14(o: PartitionData, out: bytearray) -> None:
         _w_SnapshotId_14(o.snapshot_id, b)
         tf.append((2, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
-
-
-def _r_PartitionData_14(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
-    pos += 30
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        v_aborted_transactions = None
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array AbortedTransactions of ' + str(n1) + ' elements overruns the buffer')
-        v_aborted_transactions = []
-        for i1 in range(n1):
-            x, pos = _r_AbortedTransaction_14(buf, pos)
-            v_aborted_transactions.append(x)
-    v_preferred_read_replica, = _S6.unpack_from(buf, pos)
-    pos += 4
-    v_records, pos = _rcbn(buf, pos)
-    v_diverging_epoch = EpochEndOffset()
-    v_current_leader = LeaderIdAndEpoch()
-    v_snapshot_id = SnapshotId()
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                v_diverging_epoch, pos = _r_EpochEndOffset_14(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field DivergingEpoch has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_current_leader, pos = _r_LeaderIdAndEpoch_14(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field CurrentLeader has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 2:
-                v_snapshot_id, pos = _r_SnapshotId_14(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field SnapshotId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return PartitionData(v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset, v_diverging_epoch, v_current_leader, v_snapshot_id, v_aborted_transactions, v_preferred_read_replica, v_records, unknown), pos
+_r_PartitionData_14 = _r_PartitionData_12
 
 
 def _w_PartitionData_15(o: PartitionData, out: bytearray) -> None:
-    out += _S5.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     a1 = o.aborted_transactions
     if a1 is None:
         out.append(0)
@@ -865,7 +733,7 @@ def _w_PartitionData_15(o: PartitionData, out: bytearray) -> None:
         _wuv(out, len(a1) + 1)
         for e1 in a1:
             _w_AbortedTransaction_15(e1, out)
-    out += _S6.pack(o.preferred_read_replica)
+    out += _S10.pack(o.preferred_read_replica)
     _wcbn(out, o.records)
     tf = []
     if o.diverging_epoch != _DEF_EpochEndOffset:
@@ -881,60 +749,11 @@ def _w_PartitionData_15(o: PartitionData, out: bytearray) -> None:
         _w_SnapshotId_15(o.snapshot_id, b)
         tf.append((2, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
-
-
-def _r_PartitionData_15(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
-    pos += 30
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        v_aborted_transactions = None
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array AbortedTransactions of ' + str(n1) + ' elements overruns the buffer')
-        v_aborted_transactions = []
-        for i1 in range(n1):
-            x, pos = _r_AbortedTransaction_15(buf, pos)
-            v_aborted_transactions.append(x)
-    v_preferred_read_replica, = _S6.unpack_from(buf, pos)
-    pos += 4
-    v_records, pos = _rcbn(buf, pos)
-    v_diverging_epoch = EpochEndOffset()
-    v_current_leader = LeaderIdAndEpoch()
-    v_snapshot_id = SnapshotId()
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                v_diverging_epoch, pos = _r_EpochEndOffset_15(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field DivergingEpoch has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_current_leader, pos = _r_LeaderIdAndEpoch_15(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field CurrentLeader has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 2:
-                v_snapshot_id, pos = _r_SnapshotId_15(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field SnapshotId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return PartitionData(v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset, v_diverging_epoch, v_current_leader, v_snapshot_id, v_aborted_transactions, v_preferred_read_replica, v_records, unknown), pos
+_r_PartitionData_15 = _r_PartitionData_12
 
 
 def _w_PartitionData_16(o: PartitionData, out: bytearray) -> None:
-    out += _S5.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     a1 = o.aborted_transactions
     if a1 is None:
         out.append(0)
@@ -942,7 +761,7 @@ def _w_PartitionData_16(o: PartitionData, out: bytearray) -> None:
         _wuv(out, len(a1) + 1)
         for e1 in a1:
             _w_AbortedTransaction_16(e1, out)
-    out += _S6.pack(o.preferred_read_replica)
+    out += _S10.pack(o.preferred_read_replica)
     _wcbn(out, o.records)
     tf = []
     if o.diverging_epoch != _DEF_EpochEndOffset:
@@ -958,60 +777,11 @@ def _w_PartitionData_16(o: PartitionData, out: bytearray) -> None:
         _w_SnapshotId_16(o.snapshot_id, b)
         tf.append((2, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
-
-
-def _r_PartitionData_16(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
-    pos += 30
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        v_aborted_transactions = None
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array AbortedTransactions of ' + str(n1) + ' elements overruns the buffer')
-        v_aborted_transactions = []
-        for i1 in range(n1):
-            x, pos = _r_AbortedTransaction_16(buf, pos)
-            v_aborted_transactions.append(x)
-    v_preferred_read_replica, = _S6.unpack_from(buf, pos)
-    pos += 4
-    v_records, pos = _rcbn(buf, pos)
-    v_diverging_epoch = EpochEndOffset()
-    v_current_leader = LeaderIdAndEpoch()
-    v_snapshot_id = SnapshotId()
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                v_diverging_epoch, pos = _r_EpochEndOffset_16(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field DivergingEpoch has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_current_leader, pos = _r_LeaderIdAndEpoch_16(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field CurrentLeader has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 2:
-                v_snapshot_id, pos = _r_SnapshotId_16(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field SnapshotId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return PartitionData(v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset, v_diverging_epoch, v_current_leader, v_snapshot_id, v_aborted_transactions, v_preferred_read_replica, v_records, unknown), pos
+_r_PartitionData_16 = _r_PartitionData_12
 
 
 def _w_PartitionData_17(o: PartitionData, out: bytearray) -> None:
-    out += _S5.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     a1 = o.aborted_transactions
     if a1 is None:
         out.append(0)
@@ -1019,7 +789,7 @@ def _w_PartitionData_17(o: PartitionData, out: bytearray) -> None:
         _wuv(out, len(a1) + 1)
         for e1 in a1:
             _w_AbortedTransaction_17(e1, out)
-    out += _S6.pack(o.preferred_read_replica)
+    out += _S10.pack(o.preferred_read_replica)
     _wcbn(out, o.records)
     tf = []
     if o.diverging_epoch != _DEF_EpochEndOffset:
@@ -1035,60 +805,11 @@ def _w_PartitionData_17(o: PartitionData, out: bytearray) -> None:
         _w_SnapshotId_17(o.snapshot_id, b)
         tf.append((2, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
-
-
-def _r_PartitionData_17(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
-    pos += 30
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        v_aborted_transactions = None
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array AbortedTransactions of ' + str(n1) + ' elements overruns the buffer')
-        v_aborted_transactions = []
-        for i1 in range(n1):
-            x, pos = _r_AbortedTransaction_17(buf, pos)
-            v_aborted_transactions.append(x)
-    v_preferred_read_replica, = _S6.unpack_from(buf, pos)
-    pos += 4
-    v_records, pos = _rcbn(buf, pos)
-    v_diverging_epoch = EpochEndOffset()
-    v_current_leader = LeaderIdAndEpoch()
-    v_snapshot_id = SnapshotId()
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                v_diverging_epoch, pos = _r_EpochEndOffset_17(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field DivergingEpoch has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_current_leader, pos = _r_LeaderIdAndEpoch_17(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field CurrentLeader has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 2:
-                v_snapshot_id, pos = _r_SnapshotId_17(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field SnapshotId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return PartitionData(v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset, v_diverging_epoch, v_current_leader, v_snapshot_id, v_aborted_transactions, v_preferred_read_replica, v_records, unknown), pos
+_r_PartitionData_17 = _r_PartitionData_12
 
 
 def _w_PartitionData_18(o: PartitionData, out: bytearray) -> None:
-    out += _S5.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     a1 = o.aborted_transactions
     if a1 is None:
         out.append(0)
@@ -1096,7 +817,7 @@ def _w_PartitionData_18(o: PartitionData, out: bytearray) -> None:
         _wuv(out, len(a1) + 1)
         for e1 in a1:
             _w_AbortedTransaction_18(e1, out)
-    out += _S6.pack(o.preferred_read_replica)
+    out += _S10.pack(o.preferred_read_replica)
     _wcbn(out, o.records)
     tf = []
     if o.diverging_epoch != _DEF_EpochEndOffset:
@@ -1112,56 +833,7 @@ def _w_PartitionData_18(o: PartitionData, out: bytearray) -> None:
         _w_SnapshotId_18(o.snapshot_id, b)
         tf.append((2, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
-
-
-def _r_PartitionData_18(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset = _S5.unpack_from(buf, pos)
-    pos += 30
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        v_aborted_transactions = None
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array AbortedTransactions of ' + str(n1) + ' elements overruns the buffer')
-        v_aborted_transactions = []
-        for i1 in range(n1):
-            x, pos = _r_AbortedTransaction_18(buf, pos)
-            v_aborted_transactions.append(x)
-    v_preferred_read_replica, = _S6.unpack_from(buf, pos)
-    pos += 4
-    v_records, pos = _rcbn(buf, pos)
-    v_diverging_epoch = EpochEndOffset()
-    v_current_leader = LeaderIdAndEpoch()
-    v_snapshot_id = SnapshotId()
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                v_diverging_epoch, pos = _r_EpochEndOffset_18(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field DivergingEpoch has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_current_leader, pos = _r_LeaderIdAndEpoch_18(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field CurrentLeader has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 2:
-                v_snapshot_id, pos = _r_SnapshotId_18(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field SnapshotId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return PartitionData(v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset, v_diverging_epoch, v_current_leader, v_snapshot_id, v_aborted_transactions, v_preferred_read_replica, v_records, unknown), pos
+_r_PartitionData_18 = _r_PartitionData_12
 
 
 def _w_FetchableTopicResponse_4(o: FetchableTopicResponse, out: bytearray) -> None:
@@ -1178,19 +850,46 @@ def _w_FetchableTopicResponse_4(o: FetchableTopicResponse, out: bytearray) -> No
 
 
 def _r_FetchableTopicResponse_4(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    v_topic, pos = _rs(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchableTopicResponse)
+    o0.topic_id = ZERO_UUID
+    o0.topic, pos = _rs(buf, pos)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_4(buf, pos)
-            v_partitions.append(x)
-    return FetchableTopicResponse(v_topic, ZERO_UUID, v_partitions, []), pos
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionData)
+            o1.log_start_offset = -1
+            o1.diverging_epoch = EpochEndOffset()
+            o1.current_leader = LeaderIdAndEpoch()
+            o1.snapshot_id = SnapshotId()
+            o1.preferred_read_replica = -1
+            o1.partition_index, o1.error_code, o1.high_watermark, o1.last_stable_offset = _S8.unpack_from(buf, pos)
+            pos += 22
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                o1.aborted_transactions = None
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array AbortedTransactions of ' + str(n2) + ' elements overruns the buffer')
+                o1.aborted_transactions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(AbortedTransaction)
+                    o2.producer_id, o2.first_offset = _S6.unpack_from(buf, pos)
+                    pos += 16
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.records, pos = _rbn(buf, pos)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchableTopicResponse_5(o: FetchableTopicResponse, out: bytearray) -> None:
@@ -1207,19 +906,45 @@ def _w_FetchableTopicResponse_5(o: FetchableTopicResponse, out: bytearray) -> No
 
 
 def _r_FetchableTopicResponse_5(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    v_topic, pos = _rs(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchableTopicResponse)
+    o0.topic_id = ZERO_UUID
+    o0.topic, pos = _rs(buf, pos)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_5(buf, pos)
-            v_partitions.append(x)
-    return FetchableTopicResponse(v_topic, ZERO_UUID, v_partitions, []), pos
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionData)
+            o1.diverging_epoch = EpochEndOffset()
+            o1.current_leader = LeaderIdAndEpoch()
+            o1.snapshot_id = SnapshotId()
+            o1.preferred_read_replica = -1
+            o1.partition_index, o1.error_code, o1.high_watermark, o1.last_stable_offset, o1.log_start_offset = _S9.unpack_from(buf, pos)
+            pos += 30
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                o1.aborted_transactions = None
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array AbortedTransactions of ' + str(n2) + ' elements overruns the buffer')
+                o1.aborted_transactions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(AbortedTransaction)
+                    o2.producer_id, o2.first_offset = _S6.unpack_from(buf, pos)
+                    pos += 16
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.records, pos = _rbn(buf, pos)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchableTopicResponse_6(o: FetchableTopicResponse, out: bytearray) -> None:
@@ -1233,22 +958,7 @@ def _w_FetchableTopicResponse_6(o: FetchableTopicResponse, out: bytearray) -> No
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_PartitionData_6(e1, out)
-
-
-def _r_FetchableTopicResponse_6(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    v_topic, pos = _rs(buf, pos)
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_6(buf, pos)
-            v_partitions.append(x)
-    return FetchableTopicResponse(v_topic, ZERO_UUID, v_partitions, []), pos
+_r_FetchableTopicResponse_6 = _r_FetchableTopicResponse_5
 
 
 def _w_FetchableTopicResponse_7(o: FetchableTopicResponse, out: bytearray) -> None:
@@ -1262,22 +972,7 @@ def _w_FetchableTopicResponse_7(o: FetchableTopicResponse, out: bytearray) -> No
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_PartitionData_7(e1, out)
-
-
-def _r_FetchableTopicResponse_7(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    v_topic, pos = _rs(buf, pos)
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_7(buf, pos)
-            v_partitions.append(x)
-    return FetchableTopicResponse(v_topic, ZERO_UUID, v_partitions, []), pos
+_r_FetchableTopicResponse_7 = _r_FetchableTopicResponse_5
 
 
 def _w_FetchableTopicResponse_8(o: FetchableTopicResponse, out: bytearray) -> None:
@@ -1291,22 +986,7 @@ def _w_FetchableTopicResponse_8(o: FetchableTopicResponse, out: bytearray) -> No
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_PartitionData_8(e1, out)
-
-
-def _r_FetchableTopicResponse_8(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    v_topic, pos = _rs(buf, pos)
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_8(buf, pos)
-            v_partitions.append(x)
-    return FetchableTopicResponse(v_topic, ZERO_UUID, v_partitions, []), pos
+_r_FetchableTopicResponse_8 = _r_FetchableTopicResponse_5
 
 
 def _w_FetchableTopicResponse_9(o: FetchableTopicResponse, out: bytearray) -> None:
@@ -1320,22 +1000,7 @@ def _w_FetchableTopicResponse_9(o: FetchableTopicResponse, out: bytearray) -> No
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_PartitionData_9(e1, out)
-
-
-def _r_FetchableTopicResponse_9(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    v_topic, pos = _rs(buf, pos)
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_9(buf, pos)
-            v_partitions.append(x)
-    return FetchableTopicResponse(v_topic, ZERO_UUID, v_partitions, []), pos
+_r_FetchableTopicResponse_9 = _r_FetchableTopicResponse_5
 
 
 def _w_FetchableTopicResponse_10(o: FetchableTopicResponse, out: bytearray) -> None:
@@ -1349,22 +1014,7 @@ def _w_FetchableTopicResponse_10(o: FetchableTopicResponse, out: bytearray) -> N
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_PartitionData_10(e1, out)
-
-
-def _r_FetchableTopicResponse_10(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    v_topic, pos = _rs(buf, pos)
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_10(buf, pos)
-            v_partitions.append(x)
-    return FetchableTopicResponse(v_topic, ZERO_UUID, v_partitions, []), pos
+_r_FetchableTopicResponse_10 = _r_FetchableTopicResponse_5
 
 
 def _w_FetchableTopicResponse_11(o: FetchableTopicResponse, out: bytearray) -> None:
@@ -1381,19 +1031,46 @@ def _w_FetchableTopicResponse_11(o: FetchableTopicResponse, out: bytearray) -> N
 
 
 def _r_FetchableTopicResponse_11(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    v_topic, pos = _rs(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchableTopicResponse)
+    o0.topic_id = ZERO_UUID
+    o0.topic, pos = _rs(buf, pos)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_11(buf, pos)
-            v_partitions.append(x)
-    return FetchableTopicResponse(v_topic, ZERO_UUID, v_partitions, []), pos
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionData)
+            o1.diverging_epoch = EpochEndOffset()
+            o1.current_leader = LeaderIdAndEpoch()
+            o1.snapshot_id = SnapshotId()
+            o1.partition_index, o1.error_code, o1.high_watermark, o1.last_stable_offset, o1.log_start_offset = _S9.unpack_from(buf, pos)
+            pos += 30
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                o1.aborted_transactions = None
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array AbortedTransactions of ' + str(n2) + ' elements overruns the buffer')
+                o1.aborted_transactions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(AbortedTransaction)
+                    o2.producer_id, o2.first_offset = _S6.unpack_from(buf, pos)
+                    pos += 16
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.preferred_read_replica, = _S10.unpack_from(buf, pos)
+            pos += 4
+            o1.records, pos = _rbn(buf, pos)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchableTopicResponse_12(o: FetchableTopicResponse, out: bytearray) -> None:
@@ -1414,6 +1091,9 @@ def _w_FetchableTopicResponse_12(o: FetchableTopicResponse, out: bytearray) -> N
 
 
 def _r_FetchableTopicResponse_12(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
+    blen = len(buf)
+    o0 = _new(FetchableTopicResponse)
+    o0.topic_id = ZERO_UUID
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -1422,9 +1102,9 @@ def _r_FetchableTopicResponse_12(buf: Any, pos: int) -> tuple[FetchableTopicResp
         raise DecodeError('non-nullable string Topic is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Topic of ' + str(sn - 1) + ' bytes overruns')
-        v_topic = str(buf[pos:se], 'utf-8')
+        o0.topic = str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -1434,28 +1114,99 @@ def _r_FetchableTopicResponse_12(buf: Any, pos: int) -> tuple[FetchableTopicResp
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_12(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionData)
+            o1.diverging_epoch = EpochEndOffset()
+            o1.current_leader = LeaderIdAndEpoch()
+            o1.snapshot_id = SnapshotId()
+            o1.partition_index, o1.error_code, o1.high_watermark, o1.last_stable_offset, o1.log_start_offset = _S9.unpack_from(buf, pos)
+            pos += 30
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                o1.aborted_transactions = None
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array AbortedTransactions of ' + str(n2) + ' elements overruns the buffer')
+                o1.aborted_transactions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(AbortedTransaction)
+                    o2.producer_id, o2.first_offset, tn2 = _S7.unpack_from(buf, pos)
+                    pos += 17
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.preferred_read_replica, = _S10.unpack_from(buf, pos)
+            pos += 4
+            o1.records, pos = _rcbn(buf, pos)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                if tn1 >= 0x80:
+                    tn1, pos = _ruv(buf, pos - 1)
+                uk1 = []
+                for _ in range(tn1):
+                    tag1, size1, pos = _rtag(buf, pos)
+                    end1 = pos + size1
+                    if tag1 == 0:
+                        o2 = _new(EpochEndOffset)
+                        o2.epoch, o2.end_offset, tn2 = _S1.unpack_from(buf, pos)
+                        pos += 13
+                        if tn2:
+                            o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                        else:
+                            o2.unknown_tagged_fields = []
+                        o1.diverging_epoch = o2
+                        if pos != end1:
+                            raise DecodeError('tagged field DivergingEpoch has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
+                    elif tag1 == 1:
+                        o2 = _new(LeaderIdAndEpoch)
+                        o2.leader_id, o2.leader_epoch, tn2 = _S3.unpack_from(buf, pos)
+                        pos += 9
+                        if tn2:
+                            o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                        else:
+                            o2.unknown_tagged_fields = []
+                        o1.current_leader = o2
+                        if pos != end1:
+                            raise DecodeError('tagged field CurrentLeader has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
+                    elif tag1 == 2:
+                        o2 = _new(SnapshotId)
+                        o2.end_offset, o2.epoch, tn2 = _S5.unpack_from(buf, pos)
+                        pos += 13
+                        if tn2:
+                            o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                        else:
+                            o2.unknown_tagged_fields = []
+                        o1.snapshot_id = o2
+                        if pos != end1:
+                            raise DecodeError('tagged field SnapshotId has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
+                    else:
+                        uk1.append((tag1, bytes(buf[pos:end1])))
+                        pos = end1
+                o1.unknown_tagged_fields = uk1
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return FetchableTopicResponse(v_topic, ZERO_UUID, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchableTopicResponse_13(o: FetchableTopicResponse, out: bytearray) -> None:
-    out += _S7.pack(o.topic_id)
+    out += _S11.pack(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 13')
@@ -1470,9 +1221,12 @@ def _w_FetchableTopicResponse_13(o: FetchableTopicResponse, out: bytearray) -> N
 
 
 def _r_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    v_topic_id, = _S7.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchableTopicResponse)
+    o0.topic = ''
+    u0, = _S11.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = _uuid16(v_topic_id)
+    o0.topic_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1481,28 +1235,99 @@ def _r_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResp
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_13(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionData)
+            o1.diverging_epoch = EpochEndOffset()
+            o1.current_leader = LeaderIdAndEpoch()
+            o1.snapshot_id = SnapshotId()
+            o1.partition_index, o1.error_code, o1.high_watermark, o1.last_stable_offset, o1.log_start_offset = _S9.unpack_from(buf, pos)
+            pos += 30
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                o1.aborted_transactions = None
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array AbortedTransactions of ' + str(n2) + ' elements overruns the buffer')
+                o1.aborted_transactions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(AbortedTransaction)
+                    o2.producer_id, o2.first_offset, tn2 = _S7.unpack_from(buf, pos)
+                    pos += 17
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.preferred_read_replica, = _S10.unpack_from(buf, pos)
+            pos += 4
+            o1.records, pos = _rcbn(buf, pos)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                if tn1 >= 0x80:
+                    tn1, pos = _ruv(buf, pos - 1)
+                uk1 = []
+                for _ in range(tn1):
+                    tag1, size1, pos = _rtag(buf, pos)
+                    end1 = pos + size1
+                    if tag1 == 0:
+                        o2 = _new(EpochEndOffset)
+                        o2.epoch, o2.end_offset, tn2 = _S1.unpack_from(buf, pos)
+                        pos += 13
+                        if tn2:
+                            o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                        else:
+                            o2.unknown_tagged_fields = []
+                        o1.diverging_epoch = o2
+                        if pos != end1:
+                            raise DecodeError('tagged field DivergingEpoch has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
+                    elif tag1 == 1:
+                        o2 = _new(LeaderIdAndEpoch)
+                        o2.leader_id, o2.leader_epoch, tn2 = _S3.unpack_from(buf, pos)
+                        pos += 9
+                        if tn2:
+                            o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                        else:
+                            o2.unknown_tagged_fields = []
+                        o1.current_leader = o2
+                        if pos != end1:
+                            raise DecodeError('tagged field CurrentLeader has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
+                    elif tag1 == 2:
+                        o2 = _new(SnapshotId)
+                        o2.end_offset, o2.epoch, tn2 = _S5.unpack_from(buf, pos)
+                        pos += 13
+                        if tn2:
+                            o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                        else:
+                            o2.unknown_tagged_fields = []
+                        o1.snapshot_id = o2
+                        if pos != end1:
+                            raise DecodeError('tagged field SnapshotId has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
+                    else:
+                        uk1.append((tag1, bytes(buf[pos:end1])))
+                        pos = end1
+                o1.unknown_tagged_fields = uk1
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return FetchableTopicResponse('', v_topic_id, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchableTopicResponse_14(o: FetchableTopicResponse, out: bytearray) -> None:
-    out += _S7.pack(o.topic_id)
+    out += _S11.pack(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 14')
@@ -1514,42 +1339,11 @@ def _w_FetchableTopicResponse_14(o: FetchableTopicResponse, out: bytearray) -> N
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
         out.append(0)
-
-
-def _r_FetchableTopicResponse_14(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    v_topic_id, = _S7.unpack_from(buf, pos)
-    pos += 16
-    v_topic_id = _uuid16(v_topic_id)
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_14(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return FetchableTopicResponse('', v_topic_id, v_partitions, unknown), pos
+_r_FetchableTopicResponse_14 = _r_FetchableTopicResponse_13
 
 
 def _w_FetchableTopicResponse_15(o: FetchableTopicResponse, out: bytearray) -> None:
-    out += _S7.pack(o.topic_id)
+    out += _S11.pack(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 15')
@@ -1561,42 +1355,11 @@ def _w_FetchableTopicResponse_15(o: FetchableTopicResponse, out: bytearray) -> N
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
         out.append(0)
-
-
-def _r_FetchableTopicResponse_15(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    v_topic_id, = _S7.unpack_from(buf, pos)
-    pos += 16
-    v_topic_id = _uuid16(v_topic_id)
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_15(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return FetchableTopicResponse('', v_topic_id, v_partitions, unknown), pos
+_r_FetchableTopicResponse_15 = _r_FetchableTopicResponse_13
 
 
 def _w_FetchableTopicResponse_16(o: FetchableTopicResponse, out: bytearray) -> None:
-    out += _S7.pack(o.topic_id)
+    out += _S11.pack(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 16')
@@ -1608,42 +1371,11 @@ def _w_FetchableTopicResponse_16(o: FetchableTopicResponse, out: bytearray) -> N
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
         out.append(0)
-
-
-def _r_FetchableTopicResponse_16(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    v_topic_id, = _S7.unpack_from(buf, pos)
-    pos += 16
-    v_topic_id = _uuid16(v_topic_id)
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_16(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return FetchableTopicResponse('', v_topic_id, v_partitions, unknown), pos
+_r_FetchableTopicResponse_16 = _r_FetchableTopicResponse_13
 
 
 def _w_FetchableTopicResponse_17(o: FetchableTopicResponse, out: bytearray) -> None:
-    out += _S7.pack(o.topic_id)
+    out += _S11.pack(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 17')
@@ -1655,42 +1387,11 @@ def _w_FetchableTopicResponse_17(o: FetchableTopicResponse, out: bytearray) -> N
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
         out.append(0)
-
-
-def _r_FetchableTopicResponse_17(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    v_topic_id, = _S7.unpack_from(buf, pos)
-    pos += 16
-    v_topic_id = _uuid16(v_topic_id)
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_17(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return FetchableTopicResponse('', v_topic_id, v_partitions, unknown), pos
+_r_FetchableTopicResponse_17 = _r_FetchableTopicResponse_13
 
 
 def _w_FetchableTopicResponse_18(o: FetchableTopicResponse, out: bytearray) -> None:
-    out += _S7.pack(o.topic_id)
+    out += _S11.pack(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 18')
@@ -1702,46 +1403,15 @@ def _w_FetchableTopicResponse_18(o: FetchableTopicResponse, out: bytearray) -> N
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
         out.append(0)
-
-
-def _r_FetchableTopicResponse_18(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    v_topic_id, = _S7.unpack_from(buf, pos)
-    pos += 16
-    v_topic_id = _uuid16(v_topic_id)
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_18(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return FetchableTopicResponse('', v_topic_id, v_partitions, unknown), pos
+_r_FetchableTopicResponse_18 = _r_FetchableTopicResponse_13
 
 
 def _w_NodeEndpoint_16(o: NodeEndpoint, out: bytearray) -> None:
-    out += _S6.pack(o.node_id)
+    out += _S10.pack(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 16')
     _wcs(out, o.host)
-    out += _S6.pack(o.port)
+    out += _S10.pack(o.port)
     _wcsn(out, o.rack)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -1750,7 +1420,9 @@ def _w_NodeEndpoint_16(o: NodeEndpoint, out: bytearray) -> None:
 
 
 def _r_NodeEndpoint_16(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    v_node_id, = _S6.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(NodeEndpoint)
+    o0.node_id, = _S10.unpack_from(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -1760,44 +1432,39 @@ def _r_NodeEndpoint_16(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
         raise DecodeError('non-nullable string Host is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        v_host = str(buf[pos:se], 'utf-8')
+        o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    v_port, = _S6.unpack_from(buf, pos)
+    o0.port, = _S10.unpack_from(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_rack = None
+        o0.rack = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        v_rack = str(buf[pos:se], 'utf-8')
+        o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return NodeEndpoint(v_node_id, v_host, v_port, v_rack, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_NodeEndpoint_17(o: NodeEndpoint, out: bytearray) -> None:
-    out += _S6.pack(o.node_id)
+    out += _S10.pack(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 17')
     _wcs(out, o.host)
-    out += _S6.pack(o.port)
+    out += _S10.pack(o.port)
     _wcsn(out, o.rack)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -1807,11 +1474,11 @@ _r_NodeEndpoint_17 = _r_NodeEndpoint_16
 
 
 def _w_NodeEndpoint_18(o: NodeEndpoint, out: bytearray) -> None:
-    out += _S6.pack(o.node_id)
+    out += _S10.pack(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 18')
     _wcs(out, o.host)
-    out += _S6.pack(o.port)
+    out += _S10.pack(o.port)
     _wcsn(out, o.rack)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -1821,7 +1488,7 @@ _r_NodeEndpoint_18 = _r_NodeEndpoint_16
 
 
 def _w_FetchResponse_4(o: FetchResponse, out: bytearray) -> None:
-    out += _S6.pack(o.throttle_time_ms)
+    out += _S10.pack(o.throttle_time_ms)
     if o.session_id != 0:
         raise EncodeError('attempted to write a non-default SessionId at version 4 of FetchResponse')
     a1 = o.responses
@@ -1836,24 +1503,67 @@ def _w_FetchResponse_4(o: FetchResponse, out: bytearray) -> None:
 
 
 def _r_FetchResponse_4(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms, = _S6.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchResponse)
+    o0.error_code = 0
+    o0.session_id = 0
+    o0.node_endpoints = []
+    o0.throttle_time_ms, = _S10.unpack_from(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Responses is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Responses of ' + str(n1) + ' elements overruns the buffer')
-        v_responses = []
-        for i1 in range(n1):
-            x, pos = _r_FetchableTopicResponse_4(buf, pos)
-            v_responses.append(x)
-    return FetchResponse(v_throttle_time_ms, 0, 0, v_responses, [], []), pos
+        o0.responses = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchableTopicResponse)
+            o1.topic_id = ZERO_UUID
+            o1.topic, pos = _rs(buf, pos)
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.log_start_offset = -1
+                    o2.diverging_epoch = EpochEndOffset()
+                    o2.current_leader = LeaderIdAndEpoch()
+                    o2.snapshot_id = SnapshotId()
+                    o2.preferred_read_replica = -1
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset = _S8.unpack_from(buf, pos)
+                    pos += 22
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        o2.aborted_transactions = None
+                    else:
+                        if n3 * 1 > blen - pos:
+                            raise DecodeError('array AbortedTransactions of ' + str(n3) + ' elements overruns the buffer')
+                        o2.aborted_transactions = a3 = []
+                        for _ in range(n3):
+                            o3 = _new(AbortedTransaction)
+                            o3.producer_id, o3.first_offset = _S6.unpack_from(buf, pos)
+                            pos += 16
+                            o3.unknown_tagged_fields = []
+                            a3.append(o3)
+                    o2.records, pos = _rbn(buf, pos)
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchResponse_5(o: FetchResponse, out: bytearray) -> None:
-    out += _S6.pack(o.throttle_time_ms)
+    out += _S10.pack(o.throttle_time_ms)
     if o.session_id != 0:
         raise EncodeError('attempted to write a non-default SessionId at version 5 of FetchResponse')
     a1 = o.responses
@@ -1868,24 +1578,66 @@ def _w_FetchResponse_5(o: FetchResponse, out: bytearray) -> None:
 
 
 def _r_FetchResponse_5(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms, = _S6.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchResponse)
+    o0.error_code = 0
+    o0.session_id = 0
+    o0.node_endpoints = []
+    o0.throttle_time_ms, = _S10.unpack_from(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Responses is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Responses of ' + str(n1) + ' elements overruns the buffer')
-        v_responses = []
-        for i1 in range(n1):
-            x, pos = _r_FetchableTopicResponse_5(buf, pos)
-            v_responses.append(x)
-    return FetchResponse(v_throttle_time_ms, 0, 0, v_responses, [], []), pos
+        o0.responses = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchableTopicResponse)
+            o1.topic_id = ZERO_UUID
+            o1.topic, pos = _rs(buf, pos)
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.diverging_epoch = EpochEndOffset()
+                    o2.current_leader = LeaderIdAndEpoch()
+                    o2.snapshot_id = SnapshotId()
+                    o2.preferred_read_replica = -1
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _S9.unpack_from(buf, pos)
+                    pos += 30
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        o2.aborted_transactions = None
+                    else:
+                        if n3 * 1 > blen - pos:
+                            raise DecodeError('array AbortedTransactions of ' + str(n3) + ' elements overruns the buffer')
+                        o2.aborted_transactions = a3 = []
+                        for _ in range(n3):
+                            o3 = _new(AbortedTransaction)
+                            o3.producer_id, o3.first_offset = _S6.unpack_from(buf, pos)
+                            pos += 16
+                            o3.unknown_tagged_fields = []
+                            a3.append(o3)
+                    o2.records, pos = _rbn(buf, pos)
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchResponse_6(o: FetchResponse, out: bytearray) -> None:
-    out += _S6.pack(o.throttle_time_ms)
+    out += _S10.pack(o.throttle_time_ms)
     if o.session_id != 0:
         raise EncodeError('attempted to write a non-default SessionId at version 6 of FetchResponse')
     a1 = o.responses
@@ -1897,27 +1649,11 @@ def _w_FetchResponse_6(o: FetchResponse, out: bytearray) -> None:
             _w_FetchableTopicResponse_6(e1, out)
     if o.node_endpoints != []:
         raise EncodeError('attempted to write a non-default NodeEndpoints at version 6 of FetchResponse')
-
-
-def _r_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms, = _S6.unpack_from(buf, pos)
-    pos += 4
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Responses is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Responses of ' + str(n1) + ' elements overruns the buffer')
-        v_responses = []
-        for i1 in range(n1):
-            x, pos = _r_FetchableTopicResponse_6(buf, pos)
-            v_responses.append(x)
-    return FetchResponse(v_throttle_time_ms, 0, 0, v_responses, [], []), pos
+_r_FetchResponse_6 = _r_FetchResponse_5
 
 
 def _w_FetchResponse_7(o: FetchResponse, out: bytearray) -> None:
-    out += _S8.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 7')
@@ -1930,24 +1666,64 @@ def _w_FetchResponse_7(o: FetchResponse, out: bytearray) -> None:
 
 
 def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms, v_error_code, v_session_id = _S8.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchResponse)
+    o0.node_endpoints = []
+    o0.throttle_time_ms, o0.error_code, o0.session_id = _S12.unpack_from(buf, pos)
     pos += 10
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Responses is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Responses of ' + str(n1) + ' elements overruns the buffer')
-        v_responses = []
-        for i1 in range(n1):
-            x, pos = _r_FetchableTopicResponse_7(buf, pos)
-            v_responses.append(x)
-    return FetchResponse(v_throttle_time_ms, v_error_code, v_session_id, v_responses, [], []), pos
+        o0.responses = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchableTopicResponse)
+            o1.topic_id = ZERO_UUID
+            o1.topic, pos = _rs(buf, pos)
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.diverging_epoch = EpochEndOffset()
+                    o2.current_leader = LeaderIdAndEpoch()
+                    o2.snapshot_id = SnapshotId()
+                    o2.preferred_read_replica = -1
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _S9.unpack_from(buf, pos)
+                    pos += 30
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        o2.aborted_transactions = None
+                    else:
+                        if n3 * 1 > blen - pos:
+                            raise DecodeError('array AbortedTransactions of ' + str(n3) + ' elements overruns the buffer')
+                        o2.aborted_transactions = a3 = []
+                        for _ in range(n3):
+                            o3 = _new(AbortedTransaction)
+                            o3.producer_id, o3.first_offset = _S6.unpack_from(buf, pos)
+                            pos += 16
+                            o3.unknown_tagged_fields = []
+                            a3.append(o3)
+                    o2.records, pos = _rbn(buf, pos)
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchResponse_8(o: FetchResponse, out: bytearray) -> None:
-    out += _S8.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 8')
@@ -1957,27 +1733,11 @@ def _w_FetchResponse_8(o: FetchResponse, out: bytearray) -> None:
             _w_FetchableTopicResponse_8(e1, out)
     if o.node_endpoints != []:
         raise EncodeError('attempted to write a non-default NodeEndpoints at version 8 of FetchResponse')
-
-
-def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms, v_error_code, v_session_id = _S8.unpack_from(buf, pos)
-    pos += 10
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Responses is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Responses of ' + str(n1) + ' elements overruns the buffer')
-        v_responses = []
-        for i1 in range(n1):
-            x, pos = _r_FetchableTopicResponse_8(buf, pos)
-            v_responses.append(x)
-    return FetchResponse(v_throttle_time_ms, v_error_code, v_session_id, v_responses, [], []), pos
+_r_FetchResponse_8 = _r_FetchResponse_7
 
 
 def _w_FetchResponse_9(o: FetchResponse, out: bytearray) -> None:
-    out += _S8.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 9')
@@ -1987,27 +1747,11 @@ def _w_FetchResponse_9(o: FetchResponse, out: bytearray) -> None:
             _w_FetchableTopicResponse_9(e1, out)
     if o.node_endpoints != []:
         raise EncodeError('attempted to write a non-default NodeEndpoints at version 9 of FetchResponse')
-
-
-def _r_FetchResponse_9(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms, v_error_code, v_session_id = _S8.unpack_from(buf, pos)
-    pos += 10
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Responses is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Responses of ' + str(n1) + ' elements overruns the buffer')
-        v_responses = []
-        for i1 in range(n1):
-            x, pos = _r_FetchableTopicResponse_9(buf, pos)
-            v_responses.append(x)
-    return FetchResponse(v_throttle_time_ms, v_error_code, v_session_id, v_responses, [], []), pos
+_r_FetchResponse_9 = _r_FetchResponse_7
 
 
 def _w_FetchResponse_10(o: FetchResponse, out: bytearray) -> None:
-    out += _S8.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 10')
@@ -2017,27 +1761,11 @@ def _w_FetchResponse_10(o: FetchResponse, out: bytearray) -> None:
             _w_FetchableTopicResponse_10(e1, out)
     if o.node_endpoints != []:
         raise EncodeError('attempted to write a non-default NodeEndpoints at version 10 of FetchResponse')
-
-
-def _r_FetchResponse_10(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms, v_error_code, v_session_id = _S8.unpack_from(buf, pos)
-    pos += 10
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Responses is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Responses of ' + str(n1) + ' elements overruns the buffer')
-        v_responses = []
-        for i1 in range(n1):
-            x, pos = _r_FetchableTopicResponse_10(buf, pos)
-            v_responses.append(x)
-    return FetchResponse(v_throttle_time_ms, v_error_code, v_session_id, v_responses, [], []), pos
+_r_FetchResponse_10 = _r_FetchResponse_7
 
 
 def _w_FetchResponse_11(o: FetchResponse, out: bytearray) -> None:
-    out += _S8.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 11')
@@ -2050,24 +1778,65 @@ def _w_FetchResponse_11(o: FetchResponse, out: bytearray) -> None:
 
 
 def _r_FetchResponse_11(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms, v_error_code, v_session_id = _S8.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchResponse)
+    o0.node_endpoints = []
+    o0.throttle_time_ms, o0.error_code, o0.session_id = _S12.unpack_from(buf, pos)
     pos += 10
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Responses is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Responses of ' + str(n1) + ' elements overruns the buffer')
-        v_responses = []
-        for i1 in range(n1):
-            x, pos = _r_FetchableTopicResponse_11(buf, pos)
-            v_responses.append(x)
-    return FetchResponse(v_throttle_time_ms, v_error_code, v_session_id, v_responses, [], []), pos
+        o0.responses = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchableTopicResponse)
+            o1.topic_id = ZERO_UUID
+            o1.topic, pos = _rs(buf, pos)
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.diverging_epoch = EpochEndOffset()
+                    o2.current_leader = LeaderIdAndEpoch()
+                    o2.snapshot_id = SnapshotId()
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _S9.unpack_from(buf, pos)
+                    pos += 30
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        o2.aborted_transactions = None
+                    else:
+                        if n3 * 1 > blen - pos:
+                            raise DecodeError('array AbortedTransactions of ' + str(n3) + ' elements overruns the buffer')
+                        o2.aborted_transactions = a3 = []
+                        for _ in range(n3):
+                            o3 = _new(AbortedTransaction)
+                            o3.producer_id, o3.first_offset = _S6.unpack_from(buf, pos)
+                            pos += 16
+                            o3.unknown_tagged_fields = []
+                            a3.append(o3)
+                    o2.preferred_read_replica, = _S10.unpack_from(buf, pos)
+                    pos += 4
+                    o2.records, pos = _rbn(buf, pos)
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchResponse_12(o: FetchResponse, out: bytearray) -> None:
-    out += _S8.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 12')
@@ -2084,7 +1853,10 @@ def _w_FetchResponse_12(o: FetchResponse, out: bytearray) -> None:
 
 
 def _r_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms, v_error_code, v_session_id = _S8.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchResponse)
+    o0.node_endpoints = []
+    o0.throttle_time_ms, o0.error_code, o0.session_id = _S12.unpack_from(buf, pos)
     pos += 10
     n1 = buf[pos] - 1
     pos += 1
@@ -2094,31 +1866,143 @@ def _r_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Responses is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Responses of ' + str(n1) + ' elements overruns the buffer')
-        v_responses = []
-        for i1 in range(n1):
-            x, pos = _r_FetchableTopicResponse_12(buf, pos)
-            v_responses.append(x)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 12 of FetchResponse')
+        o0.responses = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchableTopicResponse)
+            o1.topic_id = ZERO_UUID
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Topic is null')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchResponse(v_throttle_time_ms, v_error_code, v_session_id, v_responses, [], unknown), pos
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Topic of ' + str(sn - 1) + ' bytes overruns')
+                o1.topic = str(buf[pos:se], 'utf-8')
+                pos = se
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.diverging_epoch = EpochEndOffset()
+                    o2.current_leader = LeaderIdAndEpoch()
+                    o2.snapshot_id = SnapshotId()
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _S9.unpack_from(buf, pos)
+                    pos += 30
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        o2.aborted_transactions = None
+                    else:
+                        if n3 * 1 > blen - pos:
+                            raise DecodeError('array AbortedTransactions of ' + str(n3) + ' elements overruns the buffer')
+                        o2.aborted_transactions = a3 = []
+                        for _ in range(n3):
+                            o3 = _new(AbortedTransaction)
+                            o3.producer_id, o3.first_offset, tn3 = _S7.unpack_from(buf, pos)
+                            pos += 17
+                            if tn3:
+                                o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                            else:
+                                o3.unknown_tagged_fields = []
+                            a3.append(o3)
+                    o2.preferred_read_replica, = _S10.unpack_from(buf, pos)
+                    pos += 4
+                    o2.records, pos = _rcbn(buf, pos)
+                    tn2 = buf[pos]
+                    pos += 1
+                    if tn2:
+                        if tn2 >= 0x80:
+                            tn2, pos = _ruv(buf, pos - 1)
+                        uk2 = []
+                        for _ in range(tn2):
+                            tag2, size2, pos = _rtag(buf, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                o3 = _new(EpochEndOffset)
+                                o3.epoch, o3.end_offset, tn3 = _S1.unpack_from(buf, pos)
+                                pos += 13
+                                if tn3:
+                                    o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                                else:
+                                    o3.unknown_tagged_fields = []
+                                o2.diverging_epoch = o3
+                                if pos != end2:
+                                    raise DecodeError('tagged field DivergingEpoch has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            elif tag2 == 1:
+                                o3 = _new(LeaderIdAndEpoch)
+                                o3.leader_id, o3.leader_epoch, tn3 = _S3.unpack_from(buf, pos)
+                                pos += 9
+                                if tn3:
+                                    o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                                else:
+                                    o3.unknown_tagged_fields = []
+                                o2.current_leader = o3
+                                if pos != end2:
+                                    raise DecodeError('tagged field CurrentLeader has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            elif tag2 == 2:
+                                o3 = _new(SnapshotId)
+                                o3.end_offset, o3.epoch, tn3 = _S5.unpack_from(buf, pos)
+                                pos += 13
+                                if tn3:
+                                    o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                                else:
+                                    o3.unknown_tagged_fields = []
+                                o2.snapshot_id = o3
+                                if pos != end2:
+                                    raise DecodeError('tagged field SnapshotId has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            else:
+                                uk2.append((tag2, bytes(buf[pos:end2])))
+                                pos = end2
+                        o2.unknown_tagged_fields = uk2
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
+    pos += 1
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 12 of FetchResponse')
+            else:
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchResponse_13(o: FetchResponse, out: bytearray) -> None:
-    out += _S8.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 13')
@@ -2135,7 +2019,10 @@ def _w_FetchResponse_13(o: FetchResponse, out: bytearray) -> None:
 
 
 def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms, v_error_code, v_session_id = _S8.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchResponse)
+    o0.node_endpoints = []
+    o0.throttle_time_ms, o0.error_code, o0.session_id = _S12.unpack_from(buf, pos)
     pos += 10
     n1 = buf[pos] - 1
     pos += 1
@@ -2145,31 +2032,134 @@ def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Responses is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Responses of ' + str(n1) + ' elements overruns the buffer')
-        v_responses = []
-        for i1 in range(n1):
-            x, pos = _r_FetchableTopicResponse_13(buf, pos)
-            v_responses.append(x)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 13 of FetchResponse')
+        o0.responses = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchableTopicResponse)
+            o1.topic = ''
+            u0, = _S11.unpack_from(buf, pos)
+            pos += 16
+            o1.topic_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchResponse(v_throttle_time_ms, v_error_code, v_session_id, v_responses, [], unknown), pos
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.diverging_epoch = EpochEndOffset()
+                    o2.current_leader = LeaderIdAndEpoch()
+                    o2.snapshot_id = SnapshotId()
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _S9.unpack_from(buf, pos)
+                    pos += 30
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        o2.aborted_transactions = None
+                    else:
+                        if n3 * 1 > blen - pos:
+                            raise DecodeError('array AbortedTransactions of ' + str(n3) + ' elements overruns the buffer')
+                        o2.aborted_transactions = a3 = []
+                        for _ in range(n3):
+                            o3 = _new(AbortedTransaction)
+                            o3.producer_id, o3.first_offset, tn3 = _S7.unpack_from(buf, pos)
+                            pos += 17
+                            if tn3:
+                                o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                            else:
+                                o3.unknown_tagged_fields = []
+                            a3.append(o3)
+                    o2.preferred_read_replica, = _S10.unpack_from(buf, pos)
+                    pos += 4
+                    o2.records, pos = _rcbn(buf, pos)
+                    tn2 = buf[pos]
+                    pos += 1
+                    if tn2:
+                        if tn2 >= 0x80:
+                            tn2, pos = _ruv(buf, pos - 1)
+                        uk2 = []
+                        for _ in range(tn2):
+                            tag2, size2, pos = _rtag(buf, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                o3 = _new(EpochEndOffset)
+                                o3.epoch, o3.end_offset, tn3 = _S1.unpack_from(buf, pos)
+                                pos += 13
+                                if tn3:
+                                    o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                                else:
+                                    o3.unknown_tagged_fields = []
+                                o2.diverging_epoch = o3
+                                if pos != end2:
+                                    raise DecodeError('tagged field DivergingEpoch has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            elif tag2 == 1:
+                                o3 = _new(LeaderIdAndEpoch)
+                                o3.leader_id, o3.leader_epoch, tn3 = _S3.unpack_from(buf, pos)
+                                pos += 9
+                                if tn3:
+                                    o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                                else:
+                                    o3.unknown_tagged_fields = []
+                                o2.current_leader = o3
+                                if pos != end2:
+                                    raise DecodeError('tagged field CurrentLeader has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            elif tag2 == 2:
+                                o3 = _new(SnapshotId)
+                                o3.end_offset, o3.epoch, tn3 = _S5.unpack_from(buf, pos)
+                                pos += 13
+                                if tn3:
+                                    o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                                else:
+                                    o3.unknown_tagged_fields = []
+                                o2.snapshot_id = o3
+                                if pos != end2:
+                                    raise DecodeError('tagged field SnapshotId has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            else:
+                                uk2.append((tag2, bytes(buf[pos:end2])))
+                                pos = end2
+                        o2.unknown_tagged_fields = uk2
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
+    pos += 1
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 13 of FetchResponse')
+            else:
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchResponse_14(o: FetchResponse, out: bytearray) -> None:
-    out += _S8.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 14')
@@ -2186,7 +2176,10 @@ def _w_FetchResponse_14(o: FetchResponse, out: bytearray) -> None:
 
 
 def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms, v_error_code, v_session_id = _S8.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchResponse)
+    o0.node_endpoints = []
+    o0.throttle_time_ms, o0.error_code, o0.session_id = _S12.unpack_from(buf, pos)
     pos += 10
     n1 = buf[pos] - 1
     pos += 1
@@ -2196,31 +2189,134 @@ def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Responses is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Responses of ' + str(n1) + ' elements overruns the buffer')
-        v_responses = []
-        for i1 in range(n1):
-            x, pos = _r_FetchableTopicResponse_14(buf, pos)
-            v_responses.append(x)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 14 of FetchResponse')
+        o0.responses = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchableTopicResponse)
+            o1.topic = ''
+            u0, = _S11.unpack_from(buf, pos)
+            pos += 16
+            o1.topic_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchResponse(v_throttle_time_ms, v_error_code, v_session_id, v_responses, [], unknown), pos
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.diverging_epoch = EpochEndOffset()
+                    o2.current_leader = LeaderIdAndEpoch()
+                    o2.snapshot_id = SnapshotId()
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _S9.unpack_from(buf, pos)
+                    pos += 30
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        o2.aborted_transactions = None
+                    else:
+                        if n3 * 1 > blen - pos:
+                            raise DecodeError('array AbortedTransactions of ' + str(n3) + ' elements overruns the buffer')
+                        o2.aborted_transactions = a3 = []
+                        for _ in range(n3):
+                            o3 = _new(AbortedTransaction)
+                            o3.producer_id, o3.first_offset, tn3 = _S7.unpack_from(buf, pos)
+                            pos += 17
+                            if tn3:
+                                o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                            else:
+                                o3.unknown_tagged_fields = []
+                            a3.append(o3)
+                    o2.preferred_read_replica, = _S10.unpack_from(buf, pos)
+                    pos += 4
+                    o2.records, pos = _rcbn(buf, pos)
+                    tn2 = buf[pos]
+                    pos += 1
+                    if tn2:
+                        if tn2 >= 0x80:
+                            tn2, pos = _ruv(buf, pos - 1)
+                        uk2 = []
+                        for _ in range(tn2):
+                            tag2, size2, pos = _rtag(buf, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                o3 = _new(EpochEndOffset)
+                                o3.epoch, o3.end_offset, tn3 = _S1.unpack_from(buf, pos)
+                                pos += 13
+                                if tn3:
+                                    o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                                else:
+                                    o3.unknown_tagged_fields = []
+                                o2.diverging_epoch = o3
+                                if pos != end2:
+                                    raise DecodeError('tagged field DivergingEpoch has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            elif tag2 == 1:
+                                o3 = _new(LeaderIdAndEpoch)
+                                o3.leader_id, o3.leader_epoch, tn3 = _S3.unpack_from(buf, pos)
+                                pos += 9
+                                if tn3:
+                                    o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                                else:
+                                    o3.unknown_tagged_fields = []
+                                o2.current_leader = o3
+                                if pos != end2:
+                                    raise DecodeError('tagged field CurrentLeader has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            elif tag2 == 2:
+                                o3 = _new(SnapshotId)
+                                o3.end_offset, o3.epoch, tn3 = _S5.unpack_from(buf, pos)
+                                pos += 13
+                                if tn3:
+                                    o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                                else:
+                                    o3.unknown_tagged_fields = []
+                                o2.snapshot_id = o3
+                                if pos != end2:
+                                    raise DecodeError('tagged field SnapshotId has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            else:
+                                uk2.append((tag2, bytes(buf[pos:end2])))
+                                pos = end2
+                        o2.unknown_tagged_fields = uk2
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
+    pos += 1
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 14 of FetchResponse')
+            else:
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchResponse_15(o: FetchResponse, out: bytearray) -> None:
-    out += _S8.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 15')
@@ -2237,7 +2333,10 @@ def _w_FetchResponse_15(o: FetchResponse, out: bytearray) -> None:
 
 
 def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms, v_error_code, v_session_id = _S8.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchResponse)
+    o0.node_endpoints = []
+    o0.throttle_time_ms, o0.error_code, o0.session_id = _S12.unpack_from(buf, pos)
     pos += 10
     n1 = buf[pos] - 1
     pos += 1
@@ -2247,31 +2346,134 @@ def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Responses is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Responses of ' + str(n1) + ' elements overruns the buffer')
-        v_responses = []
-        for i1 in range(n1):
-            x, pos = _r_FetchableTopicResponse_15(buf, pos)
-            v_responses.append(x)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 15 of FetchResponse')
+        o0.responses = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchableTopicResponse)
+            o1.topic = ''
+            u0, = _S11.unpack_from(buf, pos)
+            pos += 16
+            o1.topic_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchResponse(v_throttle_time_ms, v_error_code, v_session_id, v_responses, [], unknown), pos
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.diverging_epoch = EpochEndOffset()
+                    o2.current_leader = LeaderIdAndEpoch()
+                    o2.snapshot_id = SnapshotId()
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _S9.unpack_from(buf, pos)
+                    pos += 30
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        o2.aborted_transactions = None
+                    else:
+                        if n3 * 1 > blen - pos:
+                            raise DecodeError('array AbortedTransactions of ' + str(n3) + ' elements overruns the buffer')
+                        o2.aborted_transactions = a3 = []
+                        for _ in range(n3):
+                            o3 = _new(AbortedTransaction)
+                            o3.producer_id, o3.first_offset, tn3 = _S7.unpack_from(buf, pos)
+                            pos += 17
+                            if tn3:
+                                o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                            else:
+                                o3.unknown_tagged_fields = []
+                            a3.append(o3)
+                    o2.preferred_read_replica, = _S10.unpack_from(buf, pos)
+                    pos += 4
+                    o2.records, pos = _rcbn(buf, pos)
+                    tn2 = buf[pos]
+                    pos += 1
+                    if tn2:
+                        if tn2 >= 0x80:
+                            tn2, pos = _ruv(buf, pos - 1)
+                        uk2 = []
+                        for _ in range(tn2):
+                            tag2, size2, pos = _rtag(buf, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                o3 = _new(EpochEndOffset)
+                                o3.epoch, o3.end_offset, tn3 = _S1.unpack_from(buf, pos)
+                                pos += 13
+                                if tn3:
+                                    o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                                else:
+                                    o3.unknown_tagged_fields = []
+                                o2.diverging_epoch = o3
+                                if pos != end2:
+                                    raise DecodeError('tagged field DivergingEpoch has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            elif tag2 == 1:
+                                o3 = _new(LeaderIdAndEpoch)
+                                o3.leader_id, o3.leader_epoch, tn3 = _S3.unpack_from(buf, pos)
+                                pos += 9
+                                if tn3:
+                                    o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                                else:
+                                    o3.unknown_tagged_fields = []
+                                o2.current_leader = o3
+                                if pos != end2:
+                                    raise DecodeError('tagged field CurrentLeader has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            elif tag2 == 2:
+                                o3 = _new(SnapshotId)
+                                o3.end_offset, o3.epoch, tn3 = _S5.unpack_from(buf, pos)
+                                pos += 13
+                                if tn3:
+                                    o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                                else:
+                                    o3.unknown_tagged_fields = []
+                                o2.snapshot_id = o3
+                                if pos != end2:
+                                    raise DecodeError('tagged field SnapshotId has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            else:
+                                uk2.append((tag2, bytes(buf[pos:end2])))
+                                pos = end2
+                        o2.unknown_tagged_fields = uk2
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
+    pos += 1
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 15 of FetchResponse')
+            else:
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchResponse_16(o: FetchResponse, out: bytearray) -> None:
-    out += _S8.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 16')
@@ -2294,7 +2496,10 @@ def _w_FetchResponse_16(o: FetchResponse, out: bytearray) -> None:
 
 
 def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms, v_error_code, v_session_id = _S8.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchResponse)
+    o0.node_endpoints = []
+    o0.throttle_time_ms, o0.error_code, o0.session_id = _S12.unpack_from(buf, pos)
     pos += 10
     n1 = buf[pos] - 1
     pos += 1
@@ -2304,23 +2509,122 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Responses is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Responses of ' + str(n1) + ' elements overruns the buffer')
-        v_responses = []
-        for i1 in range(n1):
-            x, pos = _r_FetchableTopicResponse_16(buf, pos)
-            v_responses.append(x)
-    v_node_endpoints = []
-    n = buf[pos]
+        o0.responses = a1 = []
+        for _ in range(n1):
+            o1 = _new(FetchableTopicResponse)
+            o1.topic = ''
+            u0, = _S11.unpack_from(buf, pos)
+            pos += 16
+            o1.topic_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.diverging_epoch = EpochEndOffset()
+                    o2.current_leader = LeaderIdAndEpoch()
+                    o2.snapshot_id = SnapshotId()
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _S9.unpack_from(buf, pos)
+                    pos += 30
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        o2.aborted_transactions = None
+                    else:
+                        if n3 * 1 > blen - pos:
+                            raise DecodeError('array AbortedTransactions of ' + str(n3) + ' elements overruns the buffer')
+                        o2.aborted_transactions = a3 = []
+                        for _ in range(n3):
+                            o3 = _new(AbortedTransaction)
+                            o3.producer_id, o3.first_offset, tn3 = _S7.unpack_from(buf, pos)
+                            pos += 17
+                            if tn3:
+                                o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                            else:
+                                o3.unknown_tagged_fields = []
+                            a3.append(o3)
+                    o2.preferred_read_replica, = _S10.unpack_from(buf, pos)
+                    pos += 4
+                    o2.records, pos = _rcbn(buf, pos)
+                    tn2 = buf[pos]
+                    pos += 1
+                    if tn2:
+                        if tn2 >= 0x80:
+                            tn2, pos = _ruv(buf, pos - 1)
+                        uk2 = []
+                        for _ in range(tn2):
+                            tag2, size2, pos = _rtag(buf, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                o3 = _new(EpochEndOffset)
+                                o3.epoch, o3.end_offset, tn3 = _S1.unpack_from(buf, pos)
+                                pos += 13
+                                if tn3:
+                                    o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                                else:
+                                    o3.unknown_tagged_fields = []
+                                o2.diverging_epoch = o3
+                                if pos != end2:
+                                    raise DecodeError('tagged field DivergingEpoch has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            elif tag2 == 1:
+                                o3 = _new(LeaderIdAndEpoch)
+                                o3.leader_id, o3.leader_epoch, tn3 = _S3.unpack_from(buf, pos)
+                                pos += 9
+                                if tn3:
+                                    o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                                else:
+                                    o3.unknown_tagged_fields = []
+                                o2.current_leader = o3
+                                if pos != end2:
+                                    raise DecodeError('tagged field CurrentLeader has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            elif tag2 == 2:
+                                o3 = _new(SnapshotId)
+                                o3.end_offset, o3.epoch, tn3 = _S5.unpack_from(buf, pos)
+                                pos += 13
+                                if tn3:
+                                    o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                                else:
+                                    o3.unknown_tagged_fields = []
+                                o2.snapshot_id = o3
+                                if pos != end2:
+                                    raise DecodeError('tagged field SnapshotId has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            else:
+                                uk2.append((tag2, bytes(buf[pos:end2])))
+                                pos = end2
+                        o2.unknown_tagged_fields = uk2
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
@@ -2329,22 +2633,59 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                 if n1 < 0:
                     raise DecodeError('non-nullable array NodeEndpoints is null')
                 else:
-                    if n1 * 1 > end - pos:
+                    if n1 * 1 > end0 - pos:
                         raise DecodeError('array NodeEndpoints of ' + str(n1) + ' elements overruns the buffer')
-                    v_node_endpoints = []
-                    for i1 in range(n1):
-                        x, pos = _r_NodeEndpoint_16(buf, pos)
-                        v_node_endpoints.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field NodeEndpoints has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+                    o0.node_endpoints = a1 = []
+                    for _ in range(n1):
+                        o1 = _new(NodeEndpoint)
+                        o1.node_id, = _S10.unpack_from(buf, pos)
+                        pos += 4
+                        sn = buf[pos]
+                        pos += 1
+                        if sn >= 0x80:
+                            sn, pos = _ruv(buf, pos - 1)
+                        if sn == 0:
+                            raise DecodeError('non-nullable string Host is null')
+                        else:
+                            se = pos + sn - 1
+                            if sn > 0x8000 or se > blen:
+                                raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                            o1.host = str(buf[pos:se], 'utf-8')
+                            pos = se
+                        o1.port, = _S10.unpack_from(buf, pos)
+                        pos += 4
+                        sn = buf[pos]
+                        pos += 1
+                        if sn >= 0x80:
+                            sn, pos = _ruv(buf, pos - 1)
+                        if sn == 0:
+                            o1.rack = None
+                        else:
+                            se = pos + sn - 1
+                            if sn > 0x8000 or se > blen:
+                                raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+                            o1.rack = str(buf[pos:se], 'utf-8')
+                            pos = se
+                        tn1 = buf[pos]
+                        pos += 1
+                        if tn1:
+                            o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                        else:
+                            o1.unknown_tagged_fields = []
+                        a1.append(o1)
+                if pos != end0:
+                    raise DecodeError('tagged field NodeEndpoints has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchResponse(v_throttle_time_ms, v_error_code, v_session_id, v_responses, v_node_endpoints, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchResponse_17(o: FetchResponse, out: bytearray) -> None:
-    out += _S8.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 17')
@@ -2364,60 +2705,11 @@ def _w_FetchResponse_17(o: FetchResponse, out: bytearray) -> None:
                 _w_NodeEndpoint_17(e1, b)
         tf.append((0, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
-
-
-def _r_FetchResponse_17(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms, v_error_code, v_session_id = _S8.unpack_from(buf, pos)
-    pos += 10
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array Responses is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Responses of ' + str(n1) + ' elements overruns the buffer')
-        v_responses = []
-        for i1 in range(n1):
-            x, pos = _r_FetchableTopicResponse_17(buf, pos)
-            v_responses.append(x)
-    v_node_endpoints = []
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                n1 = buf[pos] - 1
-                pos += 1
-                if n1 >= 0x7f:
-                    n1, pos = _ruv(buf, pos - 1)
-                    n1 -= 1
-                if n1 < 0:
-                    raise DecodeError('non-nullable array NodeEndpoints is null')
-                else:
-                    if n1 * 1 > end - pos:
-                        raise DecodeError('array NodeEndpoints of ' + str(n1) + ' elements overruns the buffer')
-                    v_node_endpoints = []
-                    for i1 in range(n1):
-                        x, pos = _r_NodeEndpoint_17(buf, pos)
-                        v_node_endpoints.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field NodeEndpoints has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchResponse(v_throttle_time_ms, v_error_code, v_session_id, v_responses, v_node_endpoints, unknown), pos
+_r_FetchResponse_17 = _r_FetchResponse_16
 
 
 def _w_FetchResponse_18(o: FetchResponse, out: bytearray) -> None:
-    out += _S8.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 18')
@@ -2437,56 +2729,7 @@ def _w_FetchResponse_18(o: FetchResponse, out: bytearray) -> None:
                 _w_NodeEndpoint_18(e1, b)
         tf.append((0, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
-
-
-def _r_FetchResponse_18(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    v_throttle_time_ms, v_error_code, v_session_id = _S8.unpack_from(buf, pos)
-    pos += 10
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array Responses is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Responses of ' + str(n1) + ' elements overruns the buffer')
-        v_responses = []
-        for i1 in range(n1):
-            x, pos = _r_FetchableTopicResponse_18(buf, pos)
-            v_responses.append(x)
-    v_node_endpoints = []
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                n1 = buf[pos] - 1
-                pos += 1
-                if n1 >= 0x7f:
-                    n1, pos = _ruv(buf, pos - 1)
-                    n1 -= 1
-                if n1 < 0:
-                    raise DecodeError('non-nullable array NodeEndpoints is null')
-                else:
-                    if n1 * 1 > end - pos:
-                        raise DecodeError('array NodeEndpoints of ' + str(n1) + ' elements overruns the buffer')
-                    v_node_endpoints = []
-                    for i1 in range(n1):
-                        x, pos = _r_NodeEndpoint_18(buf, pos)
-                        v_node_endpoints.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field NodeEndpoints has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchResponse(v_throttle_time_ms, v_error_code, v_session_id, v_responses, v_node_endpoints, unknown), pos
+_r_FetchResponse_18 = _r_FetchResponse_16
 
 EpochEndOffset.SPEC_NAME = 'FetchResponse'
 EpochEndOffset.LOWEST_VERSION = 12

@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -88,9 +88,13 @@ _DEF_SnapshotId = SnapshotId()
 _DEF_PartitionSnapshot = PartitionSnapshot()
 _DEF_TopicSnapshot = TopicSnapshot()
 _S0 = Struct('>qi')
-_S1 = Struct('>ii')
-_S2 = Struct('>q')
-_S3 = Struct('>16s')
+_S1 = Struct('>qiB')
+_S2 = Struct('>ii')
+_S3 = Struct('>q')
+_S4 = Struct('>qB')
+_S5 = Struct('>16s')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_SnapshotId_0(o: SnapshotId, out: bytearray) -> None:
@@ -102,28 +106,23 @@ def _w_SnapshotId_0(o: SnapshotId, out: bytearray) -> None:
 
 
 def _r_SnapshotId_0(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    v_end_offset, v_epoch = _S0.unpack_from(buf, pos)
-    pos += 12
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return SnapshotId(v_end_offset, v_epoch, unknown), pos
+    blen = len(buf)
+    o0 = _new(SnapshotId)
+    o0.end_offset, o0.epoch, tn0 = _S1.unpack_from(buf, pos)
+    pos += 13
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 _w_SnapshotId_1 = _w_SnapshotId_0
 _r_SnapshotId_1 = _r_SnapshotId_0
 
 
 def _w_PartitionSnapshot_0(o: PartitionSnapshot, out: bytearray) -> None:
-    out += _S1.pack(o.partition, o.current_leader_epoch)
+    out += _S2.pack(o.partition, o.current_leader_epoch)
     _w_SnapshotId_0(o.snapshot_id, out)
-    out += _S2.pack(o.position)
+    out += _S3.pack(o.position)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -131,66 +130,87 @@ def _w_PartitionSnapshot_0(o: PartitionSnapshot, out: bytearray) -> None:
 
 
 def _r_PartitionSnapshot_0(buf: Any, pos: int) -> tuple[PartitionSnapshot, int]:
-    v_partition, v_current_leader_epoch = _S1.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(PartitionSnapshot)
+    o0.replica_directory_id = ZERO_UUID
+    o0.partition, o0.current_leader_epoch = _S2.unpack_from(buf, pos)
     pos += 8
-    v_snapshot_id, pos = _r_SnapshotId_0(buf, pos)
-    v_position, = _S2.unpack_from(buf, pos)
-    pos += 8
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 0 of PartitionSnapshot')
+    o1 = _new(SnapshotId)
+    o1.end_offset, o1.epoch, tn1 = _S1.unpack_from(buf, pos)
+    pos += 13
+    if tn1:
+        o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o1.unknown_tagged_fields = []
+    o0.snapshot_id = o1
+    o0.position, tn0 = _S4.unpack_from(buf, pos)
+    pos += 9
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 0 of PartitionSnapshot')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return PartitionSnapshot(v_partition, v_current_leader_epoch, v_snapshot_id, v_position, ZERO_UUID, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_PartitionSnapshot_1(o: PartitionSnapshot, out: bytearray) -> None:
-    out += _S1.pack(o.partition, o.current_leader_epoch)
+    out += _S2.pack(o.partition, o.current_leader_epoch)
     _w_SnapshotId_1(o.snapshot_id, out)
-    out += _S2.pack(o.position)
+    out += _S3.pack(o.position)
     tf = []
     if o.replica_directory_id != ZERO_UUID:
         b = bytearray()
-        b += _S3.pack(o.replica_directory_id)
+        b += _S5.pack(o.replica_directory_id)
         tf.append((0, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
 
 
 def _r_PartitionSnapshot_1(buf: Any, pos: int) -> tuple[PartitionSnapshot, int]:
-    v_partition, v_current_leader_epoch = _S1.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(PartitionSnapshot)
+    o0.replica_directory_id = ZERO_UUID
+    o0.partition, o0.current_leader_epoch = _S2.unpack_from(buf, pos)
     pos += 8
-    v_snapshot_id, pos = _r_SnapshotId_1(buf, pos)
-    v_position, = _S2.unpack_from(buf, pos)
-    pos += 8
-    v_replica_directory_id = ZERO_UUID
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                v_replica_directory_id, = _S3.unpack_from(buf, pos)
+    o1 = _new(SnapshotId)
+    o1.end_offset, o1.epoch, tn1 = _S1.unpack_from(buf, pos)
+    pos += 13
+    if tn1:
+        o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o1.unknown_tagged_fields = []
+    o0.snapshot_id = o1
+    o0.position, tn0 = _S4.unpack_from(buf, pos)
+    pos += 9
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                u0, = _S5.unpack_from(buf, pos)
+                o0.replica_directory_id = _bnew(Uuid, u0)
                 pos += 16
-                v_replica_directory_id = _uuid16(v_replica_directory_id)
-                if pos != end:
-                    raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+                if pos != end0:
+                    raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return PartitionSnapshot(v_partition, v_current_leader_epoch, v_snapshot_id, v_position, v_replica_directory_id, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_TopicSnapshot_0(o: TopicSnapshot, out: bytearray) -> None:
@@ -211,6 +231,8 @@ def _w_TopicSnapshot_0(o: TopicSnapshot, out: bytearray) -> None:
 
 
 def _r_TopicSnapshot_0(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
+    blen = len(buf)
+    o0 = _new(TopicSnapshot)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -219,9 +241,9 @@ def _r_TopicSnapshot_0(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -231,24 +253,47 @@ def _r_TopicSnapshot_0(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionSnapshot_0(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionSnapshot)
+            o1.replica_directory_id = ZERO_UUID
+            o1.partition, o1.current_leader_epoch = _S2.unpack_from(buf, pos)
+            pos += 8
+            o2 = _new(SnapshotId)
+            o2.end_offset, o2.epoch, tn2 = _S1.unpack_from(buf, pos)
+            pos += 13
+            if tn2:
+                o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o2.unknown_tagged_fields = []
+            o1.snapshot_id = o2
+            o1.position, tn1 = _S4.unpack_from(buf, pos)
+            pos += 9
+            if tn1:
+                if tn1 >= 0x80:
+                    tn1, pos = _ruv(buf, pos - 1)
+                uk1 = []
+                for _ in range(tn1):
+                    tag1, size1, pos = _rtag(buf, pos)
+                    end1 = pos + size1
+                    if tag1 == 0:
+                        raise DecodeError('tag ' + str(tag1) + ' is not valid for version 0 of PartitionSnapshot')
+                    else:
+                        uk1.append((tag1, bytes(buf[pos:end1])))
+                        pos = end1
+                o1.unknown_tagged_fields = uk1
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return TopicSnapshot(v_name, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_TopicSnapshot_1(o: TopicSnapshot, out: bytearray) -> None:
@@ -269,6 +314,8 @@ def _w_TopicSnapshot_1(o: TopicSnapshot, out: bytearray) -> None:
 
 
 def _r_TopicSnapshot_1(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
+    blen = len(buf)
+    o0 = _new(TopicSnapshot)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -277,9 +324,9 @@ def _r_TopicSnapshot_1(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -289,28 +336,55 @@ def _r_TopicSnapshot_1(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionSnapshot_1(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionSnapshot)
+            o1.replica_directory_id = ZERO_UUID
+            o1.partition, o1.current_leader_epoch = _S2.unpack_from(buf, pos)
+            pos += 8
+            o2 = _new(SnapshotId)
+            o2.end_offset, o2.epoch, tn2 = _S1.unpack_from(buf, pos)
+            pos += 13
+            if tn2:
+                o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o2.unknown_tagged_fields = []
+            o1.snapshot_id = o2
+            o1.position, tn1 = _S4.unpack_from(buf, pos)
+            pos += 9
+            if tn1:
+                if tn1 >= 0x80:
+                    tn1, pos = _ruv(buf, pos - 1)
+                uk1 = []
+                for _ in range(tn1):
+                    tag1, size1, pos = _rtag(buf, pos)
+                    end1 = pos + size1
+                    if tag1 == 0:
+                        u0, = _S5.unpack_from(buf, pos)
+                        o1.replica_directory_id = _bnew(Uuid, u0)
+                        pos += 16
+                        if pos != end1:
+                            raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
+                    else:
+                        uk1.append((tag1, bytes(buf[pos:end1])))
+                        pos = end1
+                o1.unknown_tagged_fields = uk1
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return TopicSnapshot(v_name, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchSnapshotRequest_0(o: FetchSnapshotRequest, out: bytearray) -> None:
-    out += _S1.pack(o.replica_id, o.max_bytes)
+    out += _S2.pack(o.replica_id, o.max_bytes)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 0')
@@ -327,7 +401,10 @@ def _w_FetchSnapshotRequest_0(o: FetchSnapshotRequest, out: bytearray) -> None:
 
 
 def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest, int]:
-    v_replica_id, v_max_bytes = _S1.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchSnapshotRequest)
+    o0.cluster_id = None
+    o0.replica_id, o0.max_bytes = _S2.unpack_from(buf, pos)
     pos += 8
     n1 = buf[pos] - 1
     pos += 1
@@ -337,45 +414,107 @@ def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_TopicSnapshot_0(buf, pos)
-            v_topics.append(x)
-    v_cluster_id = None
-    n = buf[pos]
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(TopicSnapshot)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionSnapshot)
+                    o2.replica_directory_id = ZERO_UUID
+                    o2.partition, o2.current_leader_epoch = _S2.unpack_from(buf, pos)
+                    pos += 8
+                    o3 = _new(SnapshotId)
+                    o3.end_offset, o3.epoch, tn3 = _S1.unpack_from(buf, pos)
+                    pos += 13
+                    if tn3:
+                        o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o3.unknown_tagged_fields = []
+                    o2.snapshot_id = o3
+                    o2.position, tn2 = _S4.unpack_from(buf, pos)
+                    pos += 9
+                    if tn2:
+                        if tn2 >= 0x80:
+                            tn2, pos = _ruv(buf, pos - 1)
+                        uk2 = []
+                        for _ in range(tn2):
+                            tag2, size2, pos = _rtag(buf, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                raise DecodeError('tag ' + str(tag2) + ' is not valid for version 0 of PartitionSnapshot')
+                            else:
+                                uk2.append((tag2, bytes(buf[pos:end2])))
+                                pos = end2
+                        o2.unknown_tagged_fields = uk2
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 sn = buf[pos]
                 pos += 1
                 if sn >= 0x80:
                     sn, pos = _ruv(buf, pos - 1)
                 if sn == 0:
-                    v_cluster_id = None
+                    o0.cluster_id = None
                 else:
                     se = pos + sn - 1
-                    if sn > 0x8000 or se > len(buf):
+                    if sn > 0x8000 or se > blen:
                         raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-                    v_cluster_id = str(buf[pos:se], 'utf-8')
+                    o0.cluster_id = str(buf[pos:se], 'utf-8')
                     pos = se
-                if pos != end:
-                    raise DecodeError('tagged field ClusterId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+                if pos != end0:
+                    raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchSnapshotRequest(v_cluster_id, v_replica_id, v_max_bytes, v_topics, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchSnapshotRequest_1(o: FetchSnapshotRequest, out: bytearray) -> None:
-    out += _S1.pack(o.replica_id, o.max_bytes)
+    out += _S2.pack(o.replica_id, o.max_bytes)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 1')
@@ -392,7 +531,10 @@ def _w_FetchSnapshotRequest_1(o: FetchSnapshotRequest, out: bytearray) -> None:
 
 
 def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest, int]:
-    v_replica_id, v_max_bytes = _S1.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchSnapshotRequest)
+    o0.cluster_id = None
+    o0.replica_id, o0.max_bytes = _S2.unpack_from(buf, pos)
     pos += 8
     n1 = buf[pos] - 1
     pos += 1
@@ -402,41 +544,107 @@ def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_TopicSnapshot_1(buf, pos)
-            v_topics.append(x)
-    v_cluster_id = None
-    n = buf[pos]
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(TopicSnapshot)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionSnapshot)
+                    o2.replica_directory_id = ZERO_UUID
+                    o2.partition, o2.current_leader_epoch = _S2.unpack_from(buf, pos)
+                    pos += 8
+                    o3 = _new(SnapshotId)
+                    o3.end_offset, o3.epoch, tn3 = _S1.unpack_from(buf, pos)
+                    pos += 13
+                    if tn3:
+                        o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o3.unknown_tagged_fields = []
+                    o2.snapshot_id = o3
+                    o2.position, tn2 = _S4.unpack_from(buf, pos)
+                    pos += 9
+                    if tn2:
+                        if tn2 >= 0x80:
+                            tn2, pos = _ruv(buf, pos - 1)
+                        uk2 = []
+                        for _ in range(tn2):
+                            tag2, size2, pos = _rtag(buf, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                u0, = _S5.unpack_from(buf, pos)
+                                o2.replica_directory_id = _bnew(Uuid, u0)
+                                pos += 16
+                                if pos != end2:
+                                    raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            else:
+                                uk2.append((tag2, bytes(buf[pos:end2])))
+                                pos = end2
+                        o2.unknown_tagged_fields = uk2
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 sn = buf[pos]
                 pos += 1
                 if sn >= 0x80:
                     sn, pos = _ruv(buf, pos - 1)
                 if sn == 0:
-                    v_cluster_id = None
+                    o0.cluster_id = None
                 else:
                     se = pos + sn - 1
-                    if sn > 0x8000 or se > len(buf):
+                    if sn > 0x8000 or se > blen:
                         raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-                    v_cluster_id = str(buf[pos:se], 'utf-8')
+                    o0.cluster_id = str(buf[pos:se], 'utf-8')
                     pos = se
-                if pos != end:
-                    raise DecodeError('tagged field ClusterId has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+                if pos != end0:
+                    raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchSnapshotRequest(v_cluster_id, v_replica_id, v_max_bytes, v_topics, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 SnapshotId.SPEC_NAME = 'FetchSnapshotRequest'
 SnapshotId.LOWEST_VERSION = 0

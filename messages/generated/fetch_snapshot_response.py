@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -111,11 +111,16 @@ _DEF_PartitionSnapshot = PartitionSnapshot()
 _DEF_TopicSnapshot = TopicSnapshot()
 _DEF_NodeEndpoint = NodeEndpoint()
 _S0 = Struct('>qi')
-_S1 = Struct('>ii')
-_S2 = Struct('>ih')
-_S3 = Struct('>qq')
-_S4 = Struct('>i')
-_S5 = Struct('>H')
+_S1 = Struct('>qiB')
+_S2 = Struct('>ii')
+_S3 = Struct('>iiB')
+_S4 = Struct('>ih')
+_S5 = Struct('>qq')
+_S6 = Struct('>i')
+_S7 = Struct('>H')
+_S8 = Struct('>HB')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_SnapshotId_0(o: SnapshotId, out: bytearray) -> None:
@@ -127,26 +132,21 @@ def _w_SnapshotId_0(o: SnapshotId, out: bytearray) -> None:
 
 
 def _r_SnapshotId_0(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    v_end_offset, v_epoch = _S0.unpack_from(buf, pos)
-    pos += 12
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return SnapshotId(v_end_offset, v_epoch, unknown), pos
+    blen = len(buf)
+    o0 = _new(SnapshotId)
+    o0.end_offset, o0.epoch, tn0 = _S1.unpack_from(buf, pos)
+    pos += 13
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 _w_SnapshotId_1 = _w_SnapshotId_0
 _r_SnapshotId_1 = _r_SnapshotId_0
 
 
 def _w_LeaderIdAndEpoch_0(o: LeaderIdAndEpoch, out: bytearray) -> None:
-    out += _S1.pack(o.leader_id, o.leader_epoch)
+    out += _S2.pack(o.leader_id, o.leader_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -154,28 +154,23 @@ def _w_LeaderIdAndEpoch_0(o: LeaderIdAndEpoch, out: bytearray) -> None:
 
 
 def _r_LeaderIdAndEpoch_0(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    v_leader_id, v_leader_epoch = _S1.unpack_from(buf, pos)
-    pos += 8
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return LeaderIdAndEpoch(v_leader_id, v_leader_epoch, unknown), pos
+    blen = len(buf)
+    o0 = _new(LeaderIdAndEpoch)
+    o0.leader_id, o0.leader_epoch, tn0 = _S3.unpack_from(buf, pos)
+    pos += 9
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 _w_LeaderIdAndEpoch_1 = _w_LeaderIdAndEpoch_0
 _r_LeaderIdAndEpoch_1 = _r_LeaderIdAndEpoch_0
 
 
 def _w_PartitionSnapshot_0(o: PartitionSnapshot, out: bytearray) -> None:
-    out += _S2.pack(o.index, o.error_code)
+    out += _S4.pack(o.index, o.error_code)
     _w_SnapshotId_0(o.snapshot_id, out)
-    out += _S3.pack(o.size, o.position)
+    out += _S5.pack(o.size, o.position)
     if o.unaligned_records is None:
         raise EncodeError('UnalignedRecords is not nullable at version 0')
     _wcb(out, o.unaligned_records)
@@ -188,36 +183,55 @@ def _w_PartitionSnapshot_0(o: PartitionSnapshot, out: bytearray) -> None:
 
 
 def _r_PartitionSnapshot_0(buf: Any, pos: int) -> tuple[PartitionSnapshot, int]:
-    v_index, v_error_code = _S2.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(PartitionSnapshot)
+    o0.current_leader = LeaderIdAndEpoch()
+    o0.index, o0.error_code = _S4.unpack_from(buf, pos)
     pos += 6
-    v_snapshot_id, pos = _r_SnapshotId_0(buf, pos)
-    v_size, v_position = _S3.unpack_from(buf, pos)
+    o1 = _new(SnapshotId)
+    o1.end_offset, o1.epoch, tn1 = _S1.unpack_from(buf, pos)
+    pos += 13
+    if tn1:
+        o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o1.unknown_tagged_fields = []
+    o0.snapshot_id = o1
+    o0.size, o0.position = _S5.unpack_from(buf, pos)
     pos += 16
-    v_unaligned_records, pos = _rcb(buf, pos)
-    v_current_leader = LeaderIdAndEpoch()
-    n = buf[pos]
+    o0.unaligned_records, pos = _rcb(buf, pos)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                v_current_leader, pos = _r_LeaderIdAndEpoch_0(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field CurrentLeader has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                o1 = _new(LeaderIdAndEpoch)
+                o1.leader_id, o1.leader_epoch, tn1 = _S3.unpack_from(buf, pos)
+                pos += 9
+                if tn1:
+                    o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                else:
+                    o1.unknown_tagged_fields = []
+                o0.current_leader = o1
+                if pos != end0:
+                    raise DecodeError('tagged field CurrentLeader has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return PartitionSnapshot(v_index, v_error_code, v_snapshot_id, v_current_leader, v_size, v_position, v_unaligned_records, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_PartitionSnapshot_1(o: PartitionSnapshot, out: bytearray) -> None:
-    out += _S2.pack(o.index, o.error_code)
+    out += _S4.pack(o.index, o.error_code)
     _w_SnapshotId_1(o.snapshot_id, out)
-    out += _S3.pack(o.size, o.position)
+    out += _S5.pack(o.size, o.position)
     if o.unaligned_records is None:
         raise EncodeError('UnalignedRecords is not nullable at version 1')
     _wcb(out, o.unaligned_records)
@@ -227,33 +241,7 @@ def _w_PartitionSnapshot_1(o: PartitionSnapshot, out: bytearray) -> None:
         _w_LeaderIdAndEpoch_1(o.current_leader, b)
         tf.append((0, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
-
-
-def _r_PartitionSnapshot_1(buf: Any, pos: int) -> tuple[PartitionSnapshot, int]:
-    v_index, v_error_code = _S2.unpack_from(buf, pos)
-    pos += 6
-    v_snapshot_id, pos = _r_SnapshotId_1(buf, pos)
-    v_size, v_position = _S3.unpack_from(buf, pos)
-    pos += 16
-    v_unaligned_records, pos = _rcb(buf, pos)
-    v_current_leader = LeaderIdAndEpoch()
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                v_current_leader, pos = _r_LeaderIdAndEpoch_1(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field CurrentLeader has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return PartitionSnapshot(v_index, v_error_code, v_snapshot_id, v_current_leader, v_size, v_position, v_unaligned_records, unknown), pos
+_r_PartitionSnapshot_1 = _r_PartitionSnapshot_0
 
 
 def _w_TopicSnapshot_0(o: TopicSnapshot, out: bytearray) -> None:
@@ -274,6 +262,8 @@ def _w_TopicSnapshot_0(o: TopicSnapshot, out: bytearray) -> None:
 
 
 def _r_TopicSnapshot_0(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
+    blen = len(buf)
+    o0 = _new(TopicSnapshot)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -282,9 +272,9 @@ def _r_TopicSnapshot_0(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -294,24 +284,59 @@ def _r_TopicSnapshot_0(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionSnapshot_0(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionSnapshot)
+            o1.current_leader = LeaderIdAndEpoch()
+            o1.index, o1.error_code = _S4.unpack_from(buf, pos)
+            pos += 6
+            o2 = _new(SnapshotId)
+            o2.end_offset, o2.epoch, tn2 = _S1.unpack_from(buf, pos)
+            pos += 13
+            if tn2:
+                o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o2.unknown_tagged_fields = []
+            o1.snapshot_id = o2
+            o1.size, o1.position = _S5.unpack_from(buf, pos)
+            pos += 16
+            o1.unaligned_records, pos = _rcb(buf, pos)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                if tn1 >= 0x80:
+                    tn1, pos = _ruv(buf, pos - 1)
+                uk1 = []
+                for _ in range(tn1):
+                    tag1, size1, pos = _rtag(buf, pos)
+                    end1 = pos + size1
+                    if tag1 == 0:
+                        o2 = _new(LeaderIdAndEpoch)
+                        o2.leader_id, o2.leader_epoch, tn2 = _S3.unpack_from(buf, pos)
+                        pos += 9
+                        if tn2:
+                            o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                        else:
+                            o2.unknown_tagged_fields = []
+                        o1.current_leader = o2
+                        if pos != end1:
+                            raise DecodeError('tagged field CurrentLeader has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
+                    else:
+                        uk1.append((tag1, bytes(buf[pos:end1])))
+                        pos = end1
+                o1.unknown_tagged_fields = uk1
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return TopicSnapshot(v_name, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_TopicSnapshot_1(o: TopicSnapshot, out: bytearray) -> None:
@@ -329,55 +354,15 @@ def _w_TopicSnapshot_1(o: TopicSnapshot, out: bytearray) -> None:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
         out.append(0)
-
-
-def _r_TopicSnapshot_1(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
-    sn = buf[pos]
-    pos += 1
-    if sn >= 0x80:
-        sn, pos = _ruv(buf, pos - 1)
-    if sn == 0:
-        raise DecodeError('non-nullable string Name is null')
-    else:
-        se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
-            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
-        pos = se
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionSnapshot_1(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return TopicSnapshot(v_name, v_partitions, unknown), pos
+_r_TopicSnapshot_1 = _r_TopicSnapshot_0
 
 
 def _w_NodeEndpoint_1(o: NodeEndpoint, out: bytearray) -> None:
-    out += _S4.pack(o.node_id)
+    out += _S6.pack(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 1')
     _wcs(out, o.host)
-    out += _S5.pack(o.port)
+    out += _S7.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -385,7 +370,9 @@ def _w_NodeEndpoint_1(o: NodeEndpoint, out: bytearray) -> None:
 
 
 def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    v_node_id, = _S4.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(NodeEndpoint)
+    o0.node_id, = _S6.unpack_from(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -395,28 +382,21 @@ def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
         raise DecodeError('non-nullable string Host is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        v_host = str(buf[pos:se], 'utf-8')
+        o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    v_port, = _S5.unpack_from(buf, pos)
-    pos += 2
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return NodeEndpoint(v_node_id, v_host, v_port, unknown), pos
+    o0.port, tn0 = _S8.unpack_from(buf, pos)
+    pos += 3
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchSnapshotResponse_0(o: FetchSnapshotResponse, out: bytearray) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code)
+    out += _S4.pack(o.throttle_time_ms, o.error_code)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 0')
@@ -433,7 +413,10 @@ def _w_FetchSnapshotResponse_0(o: FetchSnapshotResponse, out: bytearray) -> None
 
 
 def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotResponse, int]:
-    v_throttle_time_ms, v_error_code = _S2.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchSnapshotResponse)
+    o0.node_endpoints = []
+    o0.throttle_time_ms, o0.error_code = _S4.unpack_from(buf, pos)
     pos += 6
     n1 = buf[pos] - 1
     pos += 1
@@ -443,31 +426,106 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_TopicSnapshot_0(buf, pos)
-            v_topics.append(x)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 0 of FetchSnapshotResponse')
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(TopicSnapshot)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchSnapshotResponse(v_throttle_time_ms, v_error_code, v_topics, [], unknown), pos
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionSnapshot)
+                    o2.current_leader = LeaderIdAndEpoch()
+                    o2.index, o2.error_code = _S4.unpack_from(buf, pos)
+                    pos += 6
+                    o3 = _new(SnapshotId)
+                    o3.end_offset, o3.epoch, tn3 = _S1.unpack_from(buf, pos)
+                    pos += 13
+                    if tn3:
+                        o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o3.unknown_tagged_fields = []
+                    o2.snapshot_id = o3
+                    o2.size, o2.position = _S5.unpack_from(buf, pos)
+                    pos += 16
+                    o2.unaligned_records, pos = _rcb(buf, pos)
+                    tn2 = buf[pos]
+                    pos += 1
+                    if tn2:
+                        if tn2 >= 0x80:
+                            tn2, pos = _ruv(buf, pos - 1)
+                        uk2 = []
+                        for _ in range(tn2):
+                            tag2, size2, pos = _rtag(buf, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                o3 = _new(LeaderIdAndEpoch)
+                                o3.leader_id, o3.leader_epoch, tn3 = _S3.unpack_from(buf, pos)
+                                pos += 9
+                                if tn3:
+                                    o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                                else:
+                                    o3.unknown_tagged_fields = []
+                                o2.current_leader = o3
+                                if pos != end2:
+                                    raise DecodeError('tagged field CurrentLeader has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            else:
+                                uk2.append((tag2, bytes(buf[pos:end2])))
+                                pos = end2
+                        o2.unknown_tagged_fields = uk2
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
+    pos += 1
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 0 of FetchSnapshotResponse')
+            else:
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FetchSnapshotResponse_1(o: FetchSnapshotResponse, out: bytearray) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code)
+    out += _S4.pack(o.throttle_time_ms, o.error_code)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 1')
@@ -490,7 +548,10 @@ def _w_FetchSnapshotResponse_1(o: FetchSnapshotResponse, out: bytearray) -> None
 
 
 def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotResponse, int]:
-    v_throttle_time_ms, v_error_code = _S2.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(FetchSnapshotResponse)
+    o0.node_endpoints = []
+    o0.throttle_time_ms, o0.error_code = _S4.unpack_from(buf, pos)
     pos += 6
     n1 = buf[pos] - 1
     pos += 1
@@ -500,23 +561,94 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_TopicSnapshot_1(buf, pos)
-            v_topics.append(x)
-    v_node_endpoints = []
-    n = buf[pos]
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(TopicSnapshot)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionSnapshot)
+                    o2.current_leader = LeaderIdAndEpoch()
+                    o2.index, o2.error_code = _S4.unpack_from(buf, pos)
+                    pos += 6
+                    o3 = _new(SnapshotId)
+                    o3.end_offset, o3.epoch, tn3 = _S1.unpack_from(buf, pos)
+                    pos += 13
+                    if tn3:
+                        o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o3.unknown_tagged_fields = []
+                    o2.snapshot_id = o3
+                    o2.size, o2.position = _S5.unpack_from(buf, pos)
+                    pos += 16
+                    o2.unaligned_records, pos = _rcb(buf, pos)
+                    tn2 = buf[pos]
+                    pos += 1
+                    if tn2:
+                        if tn2 >= 0x80:
+                            tn2, pos = _ruv(buf, pos - 1)
+                        uk2 = []
+                        for _ in range(tn2):
+                            tag2, size2, pos = _rtag(buf, pos)
+                            end2 = pos + size2
+                            if tag2 == 0:
+                                o3 = _new(LeaderIdAndEpoch)
+                                o3.leader_id, o3.leader_epoch, tn3 = _S3.unpack_from(buf, pos)
+                                pos += 9
+                                if tn3:
+                                    o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                                else:
+                                    o3.unknown_tagged_fields = []
+                                o2.current_leader = o3
+                                if pos != end2:
+                                    raise DecodeError('tagged field CurrentLeader has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
+                            else:
+                                uk2.append((tag2, bytes(buf[pos:end2])))
+                                pos = end2
+                        o2.unknown_tagged_fields = uk2
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
@@ -525,18 +657,41 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                 if n1 < 0:
                     raise DecodeError('non-nullable array NodeEndpoints is null')
                 else:
-                    if n1 * 1 > end - pos:
+                    if n1 * 1 > end0 - pos:
                         raise DecodeError('array NodeEndpoints of ' + str(n1) + ' elements overruns the buffer')
-                    v_node_endpoints = []
-                    for i1 in range(n1):
-                        x, pos = _r_NodeEndpoint_1(buf, pos)
-                        v_node_endpoints.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field NodeEndpoints has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+                    o0.node_endpoints = a1 = []
+                    for _ in range(n1):
+                        o1 = _new(NodeEndpoint)
+                        o1.node_id, = _S6.unpack_from(buf, pos)
+                        pos += 4
+                        sn = buf[pos]
+                        pos += 1
+                        if sn >= 0x80:
+                            sn, pos = _ruv(buf, pos - 1)
+                        if sn == 0:
+                            raise DecodeError('non-nullable string Host is null')
+                        else:
+                            se = pos + sn - 1
+                            if sn > 0x8000 or se > blen:
+                                raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                            o1.host = str(buf[pos:se], 'utf-8')
+                            pos = se
+                        o1.port, tn1 = _S8.unpack_from(buf, pos)
+                        pos += 3
+                        if tn1:
+                            o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                        else:
+                            o1.unknown_tagged_fields = []
+                        a1.append(o1)
+                if pos != end0:
+                    raise DecodeError('tagged field NodeEndpoints has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return FetchSnapshotResponse(v_throttle_time_ms, v_error_code, v_topics, v_node_endpoints, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 SnapshotId.SPEC_NAME = 'FetchSnapshotResponse'
 SnapshotId.LOWEST_VERSION = 0

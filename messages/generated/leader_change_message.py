@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -65,8 +65,12 @@ class LeaderChangeMessage(Message):
 
 _DEF_Voter = Voter()
 _S0 = Struct('>i')
-_S1 = Struct('>i16s')
-_S2 = Struct('>hi')
+_S1 = Struct('>iB')
+_S2 = Struct('>i16s')
+_S3 = Struct('>i16sB')
+_S4 = Struct('>hi')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_Voter_0(o: Voter, out: bytearray) -> None:
@@ -80,24 +84,20 @@ def _w_Voter_0(o: Voter, out: bytearray) -> None:
 
 
 def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
-    v_voter_id, = _S0.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return Voter(v_voter_id, ZERO_UUID, unknown), pos
+    blen = len(buf)
+    o0 = _new(Voter)
+    o0.voter_directory_id = ZERO_UUID
+    o0.voter_id, tn0 = _S1.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_Voter_1(o: Voter, out: bytearray) -> None:
-    out += _S1.pack(o.voter_id, o.voter_directory_id)
+    out += _S2.pack(o.voter_id, o.voter_directory_id)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -105,25 +105,20 @@ def _w_Voter_1(o: Voter, out: bytearray) -> None:
 
 
 def _r_Voter_1(buf: Any, pos: int) -> tuple[Voter, int]:
-    v_voter_id, v_voter_directory_id = _S1.unpack_from(buf, pos)
-    pos += 20
-    v_voter_directory_id = _uuid16(v_voter_directory_id)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return Voter(v_voter_id, v_voter_directory_id, unknown), pos
+    blen = len(buf)
+    o0 = _new(Voter)
+    o0.voter_id, u0, tn0 = _S3.unpack_from(buf, pos)
+    pos += 21
+    o0.voter_directory_id = _bnew(Uuid, u0)
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_LeaderChangeMessage_0(o: LeaderChangeMessage, out: bytearray) -> None:
-    out += _S2.pack(o.version_, o.leader_id)
+    out += _S4.pack(o.version_, o.leader_id)
     a1 = o.voters
     if a1 is None:
         raise EncodeError('Voters is not nullable at version 0')
@@ -145,7 +140,9 @@ def _w_LeaderChangeMessage_0(o: LeaderChangeMessage, out: bytearray) -> None:
 
 
 def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, int]:
-    v_version_, v_leader_id = _S2.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(LeaderChangeMessage)
+    o0.version_, o0.leader_id = _S4.unpack_from(buf, pos)
     pos += 6
     n1 = buf[pos] - 1
     pos += 1
@@ -155,12 +152,19 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
     if n1 < 0:
         raise DecodeError('non-nullable array Voters is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Voters of ' + str(n1) + ' elements overruns the buffer')
-        v_voters = []
-        for i1 in range(n1):
-            x, pos = _r_Voter_0(buf, pos)
-            v_voters.append(x)
+        o0.voters = a1 = []
+        for _ in range(n1):
+            o1 = _new(Voter)
+            o1.voter_directory_id = ZERO_UUID
+            o1.voter_id, tn1 = _S1.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -169,28 +173,30 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
     if n1 < 0:
         raise DecodeError('non-nullable array GrantingVoters is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array GrantingVoters of ' + str(n1) + ' elements overruns the buffer')
-        v_granting_voters = []
-        for i1 in range(n1):
-            x, pos = _r_Voter_0(buf, pos)
-            v_granting_voters.append(x)
-    n = buf[pos]
+        o0.granting_voters = a1 = []
+        for _ in range(n1):
+            o1 = _new(Voter)
+            o1.voter_directory_id = ZERO_UUID
+            o1.voter_id, tn1 = _S1.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return LeaderChangeMessage(v_version_, v_leader_id, v_voters, v_granting_voters, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_LeaderChangeMessage_1(o: LeaderChangeMessage, out: bytearray) -> None:
-    out += _S2.pack(o.version_, o.leader_id)
+    out += _S4.pack(o.version_, o.leader_id)
     a1 = o.voters
     if a1 is None:
         raise EncodeError('Voters is not nullable at version 1')
@@ -212,7 +218,9 @@ def _w_LeaderChangeMessage_1(o: LeaderChangeMessage, out: bytearray) -> None:
 
 
 def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, int]:
-    v_version_, v_leader_id = _S2.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(LeaderChangeMessage)
+    o0.version_, o0.leader_id = _S4.unpack_from(buf, pos)
     pos += 6
     n1 = buf[pos] - 1
     pos += 1
@@ -222,12 +230,19 @@ def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
     if n1 < 0:
         raise DecodeError('non-nullable array Voters is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Voters of ' + str(n1) + ' elements overruns the buffer')
-        v_voters = []
-        for i1 in range(n1):
-            x, pos = _r_Voter_1(buf, pos)
-            v_voters.append(x)
+        o0.voters = a1 = []
+        for _ in range(n1):
+            o1 = _new(Voter)
+            o1.voter_id, u0, tn1 = _S3.unpack_from(buf, pos)
+            pos += 21
+            o1.voter_directory_id = _bnew(Uuid, u0)
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -236,24 +251,26 @@ def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
     if n1 < 0:
         raise DecodeError('non-nullable array GrantingVoters is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array GrantingVoters of ' + str(n1) + ' elements overruns the buffer')
-        v_granting_voters = []
-        for i1 in range(n1):
-            x, pos = _r_Voter_1(buf, pos)
-            v_granting_voters.append(x)
-    n = buf[pos]
+        o0.granting_voters = a1 = []
+        for _ in range(n1):
+            o1 = _new(Voter)
+            o1.voter_id, u0, tn1 = _S3.unpack_from(buf, pos)
+            pos += 21
+            o1.voter_directory_id = _bnew(Uuid, u0)
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return LeaderChangeMessage(v_version_, v_leader_id, v_voters, v_granting_voters, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 Voter.SPEC_NAME = 'LeaderChangeMessage'
 Voter.LOWEST_VERSION = 0

@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -67,7 +67,10 @@ _DEF_MetadataRequestTopic = MetadataRequestTopic()
 _S0 = Struct('>16s')
 _S1 = Struct('>?')
 _S2 = Struct('>???')
-_S3 = Struct('>??')
+_S3 = Struct('>???B')
+_S4 = Struct('>??B')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_MetadataRequestTopic_0(o: MetadataRequestTopic, out: bytearray) -> None:
@@ -77,8 +80,12 @@ def _w_MetadataRequestTopic_0(o: MetadataRequestTopic, out: bytearray) -> None:
 
 
 def _r_MetadataRequestTopic_0(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    v_name, pos = _rs(buf, pos)
-    return MetadataRequestTopic(ZERO_UUID, v_name, []), pos
+    blen = len(buf)
+    o0 = _new(MetadataRequestTopic)
+    o0.topic_id = ZERO_UUID
+    o0.name, pos = _rs(buf, pos)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataRequestTopic_1(o: MetadataRequestTopic, out: bytearray) -> None:
@@ -148,6 +155,9 @@ def _w_MetadataRequestTopic_9(o: MetadataRequestTopic, out: bytearray) -> None:
 
 
 def _r_MetadataRequestTopic_9(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
+    blen = len(buf)
+    o0 = _new(MetadataRequestTopic)
+    o0.topic_id = ZERO_UUID
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -156,22 +166,17 @@ def _r_MetadataRequestTopic_9(buf: Any, pos: int) -> tuple[MetadataRequestTopic,
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return MetadataRequestTopic(ZERO_UUID, v_name, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataRequestTopic_10(o: MetadataRequestTopic, out: bytearray) -> None:
@@ -184,33 +189,30 @@ def _w_MetadataRequestTopic_10(o: MetadataRequestTopic, out: bytearray) -> None:
 
 
 def _r_MetadataRequestTopic_10(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    v_topic_id, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataRequestTopic)
+    u0, = _S0.unpack_from(buf, pos)
     pos += 16
-    v_topic_id = _uuid16(v_topic_id)
+    o0.topic_id = _bnew(Uuid, u0)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_name = None
+        o0.name = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return MetadataRequestTopic(v_topic_id, v_name, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 _w_MetadataRequestTopic_11 = _w_MetadataRequestTopic_10
 _r_MetadataRequestTopic_11 = _r_MetadataRequestTopic_10
 _w_MetadataRequestTopic_12 = _w_MetadataRequestTopic_10
@@ -236,18 +238,27 @@ def _w_MetadataRequest_0(o: MetadataRequest, out: bytearray) -> None:
 
 
 def _r_MetadataRequest_0(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
+    blen = len(buf)
+    o0 = _new(MetadataRequest)
+    o0.allow_auto_topic_creation = True
+    o0.include_cluster_authorized_operations = False
+    o0.include_topic_authorized_operations = False
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataRequestTopic_0(buf, pos)
-            v_topics.append(x)
-    return MetadataRequest(v_topics, True, False, False, []), pos
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataRequestTopic)
+            o1.topic_id = ZERO_UUID
+            o1.name, pos = _rs(buf, pos)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataRequest_1(o: MetadataRequest, out: bytearray) -> None:
@@ -267,18 +278,27 @@ def _w_MetadataRequest_1(o: MetadataRequest, out: bytearray) -> None:
 
 
 def _r_MetadataRequest_1(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
+    blen = len(buf)
+    o0 = _new(MetadataRequest)
+    o0.allow_auto_topic_creation = True
+    o0.include_cluster_authorized_operations = False
+    o0.include_topic_authorized_operations = False
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
-        v_topics = None
+        o0.topics = None
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataRequestTopic_1(buf, pos)
-            v_topics.append(x)
-    return MetadataRequest(v_topics, True, False, False, []), pos
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataRequestTopic)
+            o1.topic_id = ZERO_UUID
+            o1.name, pos = _rs(buf, pos)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataRequest_2(o: MetadataRequest, out: bytearray) -> None:
@@ -295,21 +315,7 @@ def _w_MetadataRequest_2(o: MetadataRequest, out: bytearray) -> None:
         raise EncodeError('attempted to write a non-default IncludeClusterAuthorizedOperations at version 2 of MetadataRequest')
     if o.include_topic_authorized_operations != False:
         raise EncodeError('attempted to write a non-default IncludeTopicAuthorizedOperations at version 2 of MetadataRequest')
-
-
-def _r_MetadataRequest_2(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        v_topics = None
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataRequestTopic_2(buf, pos)
-            v_topics.append(x)
-    return MetadataRequest(v_topics, True, False, False, []), pos
+_r_MetadataRequest_2 = _r_MetadataRequest_1
 
 
 def _w_MetadataRequest_3(o: MetadataRequest, out: bytearray) -> None:
@@ -326,21 +332,7 @@ def _w_MetadataRequest_3(o: MetadataRequest, out: bytearray) -> None:
         raise EncodeError('attempted to write a non-default IncludeClusterAuthorizedOperations at version 3 of MetadataRequest')
     if o.include_topic_authorized_operations != False:
         raise EncodeError('attempted to write a non-default IncludeTopicAuthorizedOperations at version 3 of MetadataRequest')
-
-
-def _r_MetadataRequest_3(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        v_topics = None
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataRequestTopic_3(buf, pos)
-            v_topics.append(x)
-    return MetadataRequest(v_topics, True, False, False, []), pos
+_r_MetadataRequest_3 = _r_MetadataRequest_1
 
 
 def _w_MetadataRequest_4(o: MetadataRequest, out: bytearray) -> None:
@@ -359,20 +351,28 @@ def _w_MetadataRequest_4(o: MetadataRequest, out: bytearray) -> None:
 
 
 def _r_MetadataRequest_4(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
+    blen = len(buf)
+    o0 = _new(MetadataRequest)
+    o0.include_cluster_authorized_operations = False
+    o0.include_topic_authorized_operations = False
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
-        v_topics = None
+        o0.topics = None
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataRequestTopic_4(buf, pos)
-            v_topics.append(x)
-    v_allow_auto_topic_creation, = _S1.unpack_from(buf, pos)
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataRequestTopic)
+            o1.topic_id = ZERO_UUID
+            o1.name, pos = _rs(buf, pos)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.allow_auto_topic_creation, = _S1.unpack_from(buf, pos)
     pos += 1
-    return MetadataRequest(v_topics, v_allow_auto_topic_creation, False, False, []), pos
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataRequest_5(o: MetadataRequest, out: bytearray) -> None:
@@ -388,23 +388,7 @@ def _w_MetadataRequest_5(o: MetadataRequest, out: bytearray) -> None:
         raise EncodeError('attempted to write a non-default IncludeClusterAuthorizedOperations at version 5 of MetadataRequest')
     if o.include_topic_authorized_operations != False:
         raise EncodeError('attempted to write a non-default IncludeTopicAuthorizedOperations at version 5 of MetadataRequest')
-
-
-def _r_MetadataRequest_5(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        v_topics = None
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataRequestTopic_5(buf, pos)
-            v_topics.append(x)
-    v_allow_auto_topic_creation, = _S1.unpack_from(buf, pos)
-    pos += 1
-    return MetadataRequest(v_topics, v_allow_auto_topic_creation, False, False, []), pos
+_r_MetadataRequest_5 = _r_MetadataRequest_4
 
 
 def _w_MetadataRequest_6(o: MetadataRequest, out: bytearray) -> None:
@@ -420,23 +404,7 @@ def _w_MetadataRequest_6(o: MetadataRequest, out: bytearray) -> None:
         raise EncodeError('attempted to write a non-default IncludeClusterAuthorizedOperations at version 6 of MetadataRequest')
     if o.include_topic_authorized_operations != False:
         raise EncodeError('attempted to write a non-default IncludeTopicAuthorizedOperations at version 6 of MetadataRequest')
-
-
-def _r_MetadataRequest_6(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        v_topics = None
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataRequestTopic_6(buf, pos)
-            v_topics.append(x)
-    v_allow_auto_topic_creation, = _S1.unpack_from(buf, pos)
-    pos += 1
-    return MetadataRequest(v_topics, v_allow_auto_topic_creation, False, False, []), pos
+_r_MetadataRequest_6 = _r_MetadataRequest_4
 
 
 def _w_MetadataRequest_7(o: MetadataRequest, out: bytearray) -> None:
@@ -452,23 +420,7 @@ def _w_MetadataRequest_7(o: MetadataRequest, out: bytearray) -> None:
         raise EncodeError('attempted to write a non-default IncludeClusterAuthorizedOperations at version 7 of MetadataRequest')
     if o.include_topic_authorized_operations != False:
         raise EncodeError('attempted to write a non-default IncludeTopicAuthorizedOperations at version 7 of MetadataRequest')
-
-
-def _r_MetadataRequest_7(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        v_topics = None
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataRequestTopic_7(buf, pos)
-            v_topics.append(x)
-    v_allow_auto_topic_creation, = _S1.unpack_from(buf, pos)
-    pos += 1
-    return MetadataRequest(v_topics, v_allow_auto_topic_creation, False, False, []), pos
+_r_MetadataRequest_7 = _r_MetadataRequest_4
 
 
 def _w_MetadataRequest_8(o: MetadataRequest, out: bytearray) -> None:
@@ -483,20 +435,26 @@ def _w_MetadataRequest_8(o: MetadataRequest, out: bytearray) -> None:
 
 
 def _r_MetadataRequest_8(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
+    blen = len(buf)
+    o0 = _new(MetadataRequest)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
-        v_topics = None
+        o0.topics = None
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataRequestTopic_8(buf, pos)
-            v_topics.append(x)
-    v_allow_auto_topic_creation, v_include_cluster_authorized_operations, v_include_topic_authorized_operations = _S2.unpack_from(buf, pos)
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataRequestTopic)
+            o1.topic_id = ZERO_UUID
+            o1.name, pos = _rs(buf, pos)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.allow_auto_topic_creation, o0.include_cluster_authorized_operations, o0.include_topic_authorized_operations = _S2.unpack_from(buf, pos)
     pos += 3
-    return MetadataRequest(v_topics, v_allow_auto_topic_creation, v_include_cluster_authorized_operations, v_include_topic_authorized_operations, []), pos
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataRequest_9(o: MetadataRequest, out: bytearray) -> None:
@@ -515,34 +473,48 @@ def _w_MetadataRequest_9(o: MetadataRequest, out: bytearray) -> None:
 
 
 def _r_MetadataRequest_9(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
+    blen = len(buf)
+    o0 = _new(MetadataRequest)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
         n1, pos = _ruv(buf, pos - 1)
         n1 -= 1
     if n1 < 0:
-        v_topics = None
+        o0.topics = None
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataRequestTopic_9(buf, pos)
-            v_topics.append(x)
-    v_allow_auto_topic_creation, v_include_cluster_authorized_operations, v_include_topic_authorized_operations = _S2.unpack_from(buf, pos)
-    pos += 3
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return MetadataRequest(v_topics, v_allow_auto_topic_creation, v_include_cluster_authorized_operations, v_include_topic_authorized_operations, unknown), pos
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataRequestTopic)
+            o1.topic_id = ZERO_UUID
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.allow_auto_topic_creation, o0.include_cluster_authorized_operations, o0.include_topic_authorized_operations, tn0 = _S3.unpack_from(buf, pos)
+    pos += 4
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataRequest_10(o: MetadataRequest, out: bytearray) -> None:
@@ -561,34 +533,50 @@ def _w_MetadataRequest_10(o: MetadataRequest, out: bytearray) -> None:
 
 
 def _r_MetadataRequest_10(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
+    blen = len(buf)
+    o0 = _new(MetadataRequest)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
         n1, pos = _ruv(buf, pos - 1)
         n1 -= 1
     if n1 < 0:
-        v_topics = None
+        o0.topics = None
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataRequestTopic_10(buf, pos)
-            v_topics.append(x)
-    v_allow_auto_topic_creation, v_include_cluster_authorized_operations, v_include_topic_authorized_operations = _S2.unpack_from(buf, pos)
-    pos += 3
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return MetadataRequest(v_topics, v_allow_auto_topic_creation, v_include_cluster_authorized_operations, v_include_topic_authorized_operations, unknown), pos
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataRequestTopic)
+            u0, = _S0.unpack_from(buf, pos)
+            pos += 16
+            o1.topic_id = _bnew(Uuid, u0)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                o1.name = None
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.allow_auto_topic_creation, o0.include_cluster_authorized_operations, o0.include_topic_authorized_operations, tn0 = _S3.unpack_from(buf, pos)
+    pos += 4
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataRequest_11(o: MetadataRequest, out: bytearray) -> None:
@@ -610,34 +598,51 @@ def _w_MetadataRequest_11(o: MetadataRequest, out: bytearray) -> None:
 
 
 def _r_MetadataRequest_11(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
+    blen = len(buf)
+    o0 = _new(MetadataRequest)
+    o0.include_cluster_authorized_operations = False
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
         n1, pos = _ruv(buf, pos - 1)
         n1 -= 1
     if n1 < 0:
-        v_topics = None
+        o0.topics = None
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataRequestTopic_11(buf, pos)
-            v_topics.append(x)
-    v_allow_auto_topic_creation, v_include_topic_authorized_operations = _S3.unpack_from(buf, pos)
-    pos += 2
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return MetadataRequest(v_topics, v_allow_auto_topic_creation, False, v_include_topic_authorized_operations, unknown), pos
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataRequestTopic)
+            u0, = _S0.unpack_from(buf, pos)
+            pos += 16
+            o1.topic_id = _bnew(Uuid, u0)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                o1.name = None
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.allow_auto_topic_creation, o0.include_topic_authorized_operations, tn0 = _S4.unpack_from(buf, pos)
+    pos += 3
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataRequest_12(o: MetadataRequest, out: bytearray) -> None:
@@ -656,37 +661,7 @@ def _w_MetadataRequest_12(o: MetadataRequest, out: bytearray) -> None:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
         out.append(0)
-
-
-def _r_MetadataRequest_12(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        v_topics = None
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataRequestTopic_12(buf, pos)
-            v_topics.append(x)
-    v_allow_auto_topic_creation, v_include_topic_authorized_operations = _S3.unpack_from(buf, pos)
-    pos += 2
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return MetadataRequest(v_topics, v_allow_auto_topic_creation, False, v_include_topic_authorized_operations, unknown), pos
+_r_MetadataRequest_12 = _r_MetadataRequest_11
 
 
 def _w_MetadataRequest_13(o: MetadataRequest, out: bytearray) -> None:
@@ -705,37 +680,7 @@ def _w_MetadataRequest_13(o: MetadataRequest, out: bytearray) -> None:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
         out.append(0)
-
-
-def _r_MetadataRequest_13(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        v_topics = None
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataRequestTopic_13(buf, pos)
-            v_topics.append(x)
-    v_allow_auto_topic_creation, v_include_topic_authorized_operations = _S3.unpack_from(buf, pos)
-    pos += 2
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return MetadataRequest(v_topics, v_allow_auto_topic_creation, False, v_include_topic_authorized_operations, unknown), pos
+_r_MetadataRequest_13 = _r_MetadataRequest_11
 
 MetadataRequestTopic.SPEC_NAME = 'MetadataRequest'
 MetadataRequestTopic.LOWEST_VERSION = 0

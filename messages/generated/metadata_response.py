@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -103,7 +103,11 @@ _S1 = Struct('>hii')
 _S2 = Struct('>hiii')
 _S3 = Struct('>h')
 _S4 = Struct('>?')
-_S5 = Struct('>16s?')
+_S5 = Struct('>iB')
+_S6 = Struct('>16s?')
+_S7 = Struct('>hB')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_MetadataResponseBroker_0(o: MetadataResponseBroker, out: bytearray) -> None:
@@ -115,12 +119,16 @@ def _w_MetadataResponseBroker_0(o: MetadataResponseBroker, out: bytearray) -> No
 
 
 def _r_MetadataResponseBroker_0(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    v_node_id, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponseBroker)
+    o0.rack = None
+    o0.node_id, = _S0.unpack_from(buf, pos)
     pos += 4
-    v_host, pos = _rs(buf, pos)
-    v_port, = _S0.unpack_from(buf, pos)
+    o0.host, pos = _rs(buf, pos)
+    o0.port, = _S0.unpack_from(buf, pos)
     pos += 4
-    return MetadataResponseBroker(v_node_id, v_host, v_port, None, []), pos
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponseBroker_1(o: MetadataResponseBroker, out: bytearray) -> None:
@@ -133,13 +141,16 @@ def _w_MetadataResponseBroker_1(o: MetadataResponseBroker, out: bytearray) -> No
 
 
 def _r_MetadataResponseBroker_1(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    v_node_id, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponseBroker)
+    o0.node_id, = _S0.unpack_from(buf, pos)
     pos += 4
-    v_host, pos = _rs(buf, pos)
-    v_port, = _S0.unpack_from(buf, pos)
+    o0.host, pos = _rs(buf, pos)
+    o0.port, = _S0.unpack_from(buf, pos)
     pos += 4
-    v_rack, pos = _rsn(buf, pos)
-    return MetadataResponseBroker(v_node_id, v_host, v_port, v_rack, []), pos
+    o0.rack, pos = _rsn(buf, pos)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponseBroker_2(o: MetadataResponseBroker, out: bytearray) -> None:
@@ -226,7 +237,9 @@ def _w_MetadataResponseBroker_9(o: MetadataResponseBroker, out: bytearray) -> No
 
 
 def _r_MetadataResponseBroker_9(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    v_node_id, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponseBroker)
+    o0.node_id, = _S0.unpack_from(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -236,36 +249,31 @@ def _r_MetadataResponseBroker_9(buf: Any, pos: int) -> tuple[MetadataResponseBro
         raise DecodeError('non-nullable string Host is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        v_host = str(buf[pos:se], 'utf-8')
+        o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    v_port, = _S0.unpack_from(buf, pos)
+    o0.port, = _S0.unpack_from(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_rack = None
+        o0.rack = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        v_rack = str(buf[pos:se], 'utf-8')
+        o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return MetadataResponseBroker(v_node_id, v_host, v_port, v_rack, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponseBroker_10(o: MetadataResponseBroker, out: bytearray) -> None:
@@ -341,27 +349,32 @@ def _w_MetadataResponsePartition_0(o: MetadataResponsePartition, out: bytearray)
 
 
 def _r_MetadataResponsePartition_0(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    v_error_code, v_partition_index, v_leader_id = _S1.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponsePartition)
+    o0.leader_epoch = -1
+    o0.offline_replicas = []
+    o0.error_code, o0.partition_index, o0.leader_id = _S1.unpack_from(buf, pos)
     pos += 10
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array ReplicaNodes is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array ReplicaNodes of ' + str(n1) + ' elements overruns the buffer')
-        v_replica_nodes = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.replica_nodes = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array IsrNodes is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array IsrNodes of ' + str(n1) + ' elements overruns the buffer')
-        v_isr_nodes = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.isr_nodes = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    return MetadataResponsePartition(v_error_code, v_partition_index, v_leader_id, -1, v_replica_nodes, v_isr_nodes, [], []), pos
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponsePartition_1(o: MetadataResponsePartition, out: bytearray) -> None:
@@ -455,36 +468,40 @@ def _w_MetadataResponsePartition_5(o: MetadataResponsePartition, out: bytearray)
 
 
 def _r_MetadataResponsePartition_5(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    v_error_code, v_partition_index, v_leader_id = _S1.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponsePartition)
+    o0.leader_epoch = -1
+    o0.error_code, o0.partition_index, o0.leader_id = _S1.unpack_from(buf, pos)
     pos += 10
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array ReplicaNodes is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array ReplicaNodes of ' + str(n1) + ' elements overruns the buffer')
-        v_replica_nodes = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.replica_nodes = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array IsrNodes is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array IsrNodes of ' + str(n1) + ' elements overruns the buffer')
-        v_isr_nodes = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.isr_nodes = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array OfflineReplicas is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array OfflineReplicas of ' + str(n1) + ' elements overruns the buffer')
-        v_offline_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.offline_replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    return MetadataResponsePartition(v_error_code, v_partition_index, v_leader_id, -1, v_replica_nodes, v_isr_nodes, v_offline_replicas, []), pos
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponsePartition_6(o: MetadataResponsePartition, out: bytearray) -> None:
@@ -533,36 +550,39 @@ def _w_MetadataResponsePartition_7(o: MetadataResponsePartition, out: bytearray)
 
 
 def _r_MetadataResponsePartition_7(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    v_error_code, v_partition_index, v_leader_id, v_leader_epoch = _S2.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponsePartition)
+    o0.error_code, o0.partition_index, o0.leader_id, o0.leader_epoch = _S2.unpack_from(buf, pos)
     pos += 14
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array ReplicaNodes is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array ReplicaNodes of ' + str(n1) + ' elements overruns the buffer')
-        v_replica_nodes = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.replica_nodes = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array IsrNodes is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array IsrNodes of ' + str(n1) + ' elements overruns the buffer')
-        v_isr_nodes = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.isr_nodes = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array OfflineReplicas is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array OfflineReplicas of ' + str(n1) + ' elements overruns the buffer')
-        v_offline_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.offline_replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    return MetadataResponsePartition(v_error_code, v_partition_index, v_leader_id, v_leader_epoch, v_replica_nodes, v_isr_nodes, v_offline_replicas, []), pos
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponsePartition_8(o: MetadataResponsePartition, out: bytearray) -> None:
@@ -615,7 +635,9 @@ def _w_MetadataResponsePartition_9(o: MetadataResponsePartition, out: bytearray)
 
 
 def _r_MetadataResponsePartition_9(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    v_error_code, v_partition_index, v_leader_id, v_leader_epoch = _S2.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponsePartition)
+    o0.error_code, o0.partition_index, o0.leader_id, o0.leader_epoch = _S2.unpack_from(buf, pos)
     pos += 14
     n1 = buf[pos] - 1
     pos += 1
@@ -625,9 +647,9 @@ def _r_MetadataResponsePartition_9(buf: Any, pos: int) -> tuple[MetadataResponse
     if n1 < 0:
         raise DecodeError('non-nullable array ReplicaNodes is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array ReplicaNodes of ' + str(n1) + ' elements overruns the buffer')
-        v_replica_nodes = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.replica_nodes = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
     n1 = buf[pos] - 1
     pos += 1
@@ -637,9 +659,9 @@ def _r_MetadataResponsePartition_9(buf: Any, pos: int) -> tuple[MetadataResponse
     if n1 < 0:
         raise DecodeError('non-nullable array IsrNodes is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array IsrNodes of ' + str(n1) + ' elements overruns the buffer')
-        v_isr_nodes = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.isr_nodes = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
     n1 = buf[pos] - 1
     pos += 1
@@ -649,22 +671,17 @@ def _r_MetadataResponsePartition_9(buf: Any, pos: int) -> tuple[MetadataResponse
     if n1 < 0:
         raise DecodeError('non-nullable array OfflineReplicas is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array OfflineReplicas of ' + str(n1) + ' elements overruns the buffer')
-        v_offline_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.offline_replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return MetadataResponsePartition(v_error_code, v_partition_index, v_leader_id, v_leader_epoch, v_replica_nodes, v_isr_nodes, v_offline_replicas, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponsePartition_10(o: MetadataResponsePartition, out: bytearray) -> None:
@@ -792,21 +809,50 @@ def _w_MetadataResponseTopic_0(o: MetadataResponseTopic, out: bytearray) -> None
 
 
 def _r_MetadataResponseTopic_0(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    v_error_code, = _S3.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponseTopic)
+    o0.topic_id = ZERO_UUID
+    o0.is_internal = False
+    o0.topic_authorized_operations = -2147483648
+    o0.error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    v_name, pos = _rs(buf, pos)
+    o0.name, pos = _rs(buf, pos)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponsePartition_0(buf, pos)
-            v_partitions.append(x)
-    return MetadataResponseTopic(v_error_code, v_name, ZERO_UUID, False, v_partitions, -2147483648, []), pos
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponsePartition)
+            o1.leader_epoch = -1
+            o1.offline_replicas = []
+            o1.error_code, o1.partition_index, o1.leader_id = _S1.unpack_from(buf, pos)
+            pos += 10
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array ReplicaNodes is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array ReplicaNodes of ' + str(n2) + ' elements overruns the buffer')
+                o1.replica_nodes = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array IsrNodes is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array IsrNodes of ' + str(n2) + ' elements overruns the buffer')
+                o1.isr_nodes = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponseTopic_1(o: MetadataResponseTopic, out: bytearray) -> None:
@@ -827,23 +873,51 @@ def _w_MetadataResponseTopic_1(o: MetadataResponseTopic, out: bytearray) -> None
 
 
 def _r_MetadataResponseTopic_1(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    v_error_code, = _S3.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponseTopic)
+    o0.topic_id = ZERO_UUID
+    o0.topic_authorized_operations = -2147483648
+    o0.error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    v_name, pos = _rs(buf, pos)
-    v_is_internal, = _S4.unpack_from(buf, pos)
+    o0.name, pos = _rs(buf, pos)
+    o0.is_internal, = _S4.unpack_from(buf, pos)
     pos += 1
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponsePartition_1(buf, pos)
-            v_partitions.append(x)
-    return MetadataResponseTopic(v_error_code, v_name, ZERO_UUID, v_is_internal, v_partitions, -2147483648, []), pos
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponsePartition)
+            o1.leader_epoch = -1
+            o1.offline_replicas = []
+            o1.error_code, o1.partition_index, o1.leader_id = _S1.unpack_from(buf, pos)
+            pos += 10
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array ReplicaNodes is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array ReplicaNodes of ' + str(n2) + ' elements overruns the buffer')
+                o1.replica_nodes = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array IsrNodes is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array IsrNodes of ' + str(n2) + ' elements overruns the buffer')
+                o1.isr_nodes = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponseTopic_2(o: MetadataResponseTopic, out: bytearray) -> None:
@@ -861,26 +935,7 @@ def _w_MetadataResponseTopic_2(o: MetadataResponseTopic, out: bytearray) -> None
             _w_MetadataResponsePartition_2(e1, out)
     if o.topic_authorized_operations != -2147483648:
         raise EncodeError('attempted to write a non-default TopicAuthorizedOperations at version 2 of MetadataResponseTopic')
-
-
-def _r_MetadataResponseTopic_2(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    v_error_code, = _S3.unpack_from(buf, pos)
-    pos += 2
-    v_name, pos = _rs(buf, pos)
-    v_is_internal, = _S4.unpack_from(buf, pos)
-    pos += 1
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponsePartition_2(buf, pos)
-            v_partitions.append(x)
-    return MetadataResponseTopic(v_error_code, v_name, ZERO_UUID, v_is_internal, v_partitions, -2147483648, []), pos
+_r_MetadataResponseTopic_2 = _r_MetadataResponseTopic_1
 
 
 def _w_MetadataResponseTopic_3(o: MetadataResponseTopic, out: bytearray) -> None:
@@ -898,26 +953,7 @@ def _w_MetadataResponseTopic_3(o: MetadataResponseTopic, out: bytearray) -> None
             _w_MetadataResponsePartition_3(e1, out)
     if o.topic_authorized_operations != -2147483648:
         raise EncodeError('attempted to write a non-default TopicAuthorizedOperations at version 3 of MetadataResponseTopic')
-
-
-def _r_MetadataResponseTopic_3(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    v_error_code, = _S3.unpack_from(buf, pos)
-    pos += 2
-    v_name, pos = _rs(buf, pos)
-    v_is_internal, = _S4.unpack_from(buf, pos)
-    pos += 1
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponsePartition_3(buf, pos)
-            v_partitions.append(x)
-    return MetadataResponseTopic(v_error_code, v_name, ZERO_UUID, v_is_internal, v_partitions, -2147483648, []), pos
+_r_MetadataResponseTopic_3 = _r_MetadataResponseTopic_1
 
 
 def _w_MetadataResponseTopic_4(o: MetadataResponseTopic, out: bytearray) -> None:
@@ -935,26 +971,7 @@ def _w_MetadataResponseTopic_4(o: MetadataResponseTopic, out: bytearray) -> None
             _w_MetadataResponsePartition_4(e1, out)
     if o.topic_authorized_operations != -2147483648:
         raise EncodeError('attempted to write a non-default TopicAuthorizedOperations at version 4 of MetadataResponseTopic')
-
-
-def _r_MetadataResponseTopic_4(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    v_error_code, = _S3.unpack_from(buf, pos)
-    pos += 2
-    v_name, pos = _rs(buf, pos)
-    v_is_internal, = _S4.unpack_from(buf, pos)
-    pos += 1
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponsePartition_4(buf, pos)
-            v_partitions.append(x)
-    return MetadataResponseTopic(v_error_code, v_name, ZERO_UUID, v_is_internal, v_partitions, -2147483648, []), pos
+_r_MetadataResponseTopic_4 = _r_MetadataResponseTopic_1
 
 
 def _w_MetadataResponseTopic_5(o: MetadataResponseTopic, out: bytearray) -> None:
@@ -975,23 +992,59 @@ def _w_MetadataResponseTopic_5(o: MetadataResponseTopic, out: bytearray) -> None
 
 
 def _r_MetadataResponseTopic_5(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    v_error_code, = _S3.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponseTopic)
+    o0.topic_id = ZERO_UUID
+    o0.topic_authorized_operations = -2147483648
+    o0.error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    v_name, pos = _rs(buf, pos)
-    v_is_internal, = _S4.unpack_from(buf, pos)
+    o0.name, pos = _rs(buf, pos)
+    o0.is_internal, = _S4.unpack_from(buf, pos)
     pos += 1
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponsePartition_5(buf, pos)
-            v_partitions.append(x)
-    return MetadataResponseTopic(v_error_code, v_name, ZERO_UUID, v_is_internal, v_partitions, -2147483648, []), pos
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponsePartition)
+            o1.leader_epoch = -1
+            o1.error_code, o1.partition_index, o1.leader_id = _S1.unpack_from(buf, pos)
+            pos += 10
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array ReplicaNodes is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array ReplicaNodes of ' + str(n2) + ' elements overruns the buffer')
+                o1.replica_nodes = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array IsrNodes is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array IsrNodes of ' + str(n2) + ' elements overruns the buffer')
+                o1.isr_nodes = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array OfflineReplicas is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array OfflineReplicas of ' + str(n2) + ' elements overruns the buffer')
+                o1.offline_replicas = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponseTopic_6(o: MetadataResponseTopic, out: bytearray) -> None:
@@ -1009,26 +1062,7 @@ def _w_MetadataResponseTopic_6(o: MetadataResponseTopic, out: bytearray) -> None
             _w_MetadataResponsePartition_6(e1, out)
     if o.topic_authorized_operations != -2147483648:
         raise EncodeError('attempted to write a non-default TopicAuthorizedOperations at version 6 of MetadataResponseTopic')
-
-
-def _r_MetadataResponseTopic_6(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    v_error_code, = _S3.unpack_from(buf, pos)
-    pos += 2
-    v_name, pos = _rs(buf, pos)
-    v_is_internal, = _S4.unpack_from(buf, pos)
-    pos += 1
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponsePartition_6(buf, pos)
-            v_partitions.append(x)
-    return MetadataResponseTopic(v_error_code, v_name, ZERO_UUID, v_is_internal, v_partitions, -2147483648, []), pos
+_r_MetadataResponseTopic_6 = _r_MetadataResponseTopic_5
 
 
 def _w_MetadataResponseTopic_7(o: MetadataResponseTopic, out: bytearray) -> None:
@@ -1049,23 +1083,58 @@ def _w_MetadataResponseTopic_7(o: MetadataResponseTopic, out: bytearray) -> None
 
 
 def _r_MetadataResponseTopic_7(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    v_error_code, = _S3.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponseTopic)
+    o0.topic_id = ZERO_UUID
+    o0.topic_authorized_operations = -2147483648
+    o0.error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    v_name, pos = _rs(buf, pos)
-    v_is_internal, = _S4.unpack_from(buf, pos)
+    o0.name, pos = _rs(buf, pos)
+    o0.is_internal, = _S4.unpack_from(buf, pos)
     pos += 1
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponsePartition_7(buf, pos)
-            v_partitions.append(x)
-    return MetadataResponseTopic(v_error_code, v_name, ZERO_UUID, v_is_internal, v_partitions, -2147483648, []), pos
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponsePartition)
+            o1.error_code, o1.partition_index, o1.leader_id, o1.leader_epoch = _S2.unpack_from(buf, pos)
+            pos += 14
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array ReplicaNodes is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array ReplicaNodes of ' + str(n2) + ' elements overruns the buffer')
+                o1.replica_nodes = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array IsrNodes is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array IsrNodes of ' + str(n2) + ' elements overruns the buffer')
+                o1.isr_nodes = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array OfflineReplicas is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array OfflineReplicas of ' + str(n2) + ' elements overruns the buffer')
+                o1.offline_replicas = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponseTopic_8(o: MetadataResponseTopic, out: bytearray) -> None:
@@ -1085,25 +1154,59 @@ def _w_MetadataResponseTopic_8(o: MetadataResponseTopic, out: bytearray) -> None
 
 
 def _r_MetadataResponseTopic_8(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    v_error_code, = _S3.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponseTopic)
+    o0.topic_id = ZERO_UUID
+    o0.error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    v_name, pos = _rs(buf, pos)
-    v_is_internal, = _S4.unpack_from(buf, pos)
+    o0.name, pos = _rs(buf, pos)
+    o0.is_internal, = _S4.unpack_from(buf, pos)
     pos += 1
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponsePartition_8(buf, pos)
-            v_partitions.append(x)
-    v_topic_authorized_operations, = _S0.unpack_from(buf, pos)
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponsePartition)
+            o1.error_code, o1.partition_index, o1.leader_id, o1.leader_epoch = _S2.unpack_from(buf, pos)
+            pos += 14
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array ReplicaNodes is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array ReplicaNodes of ' + str(n2) + ' elements overruns the buffer')
+                o1.replica_nodes = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array IsrNodes is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array IsrNodes of ' + str(n2) + ' elements overruns the buffer')
+                o1.isr_nodes = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array OfflineReplicas is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array OfflineReplicas of ' + str(n2) + ' elements overruns the buffer')
+                o1.offline_replicas = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.topic_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 4
-    return MetadataResponseTopic(v_error_code, v_name, ZERO_UUID, v_is_internal, v_partitions, v_topic_authorized_operations, []), pos
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponseTopic_9(o: MetadataResponseTopic, out: bytearray) -> None:
@@ -1127,7 +1230,10 @@ def _w_MetadataResponseTopic_9(o: MetadataResponseTopic, out: bytearray) -> None
 
 
 def _r_MetadataResponseTopic_9(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    v_error_code, = _S3.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponseTopic)
+    o0.topic_id = ZERO_UUID
+    o0.error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     sn = buf[pos]
     pos += 1
@@ -1137,11 +1243,11 @@ def _r_MetadataResponseTopic_9(buf: Any, pos: int) -> tuple[MetadataResponseTopi
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
-    v_is_internal, = _S4.unpack_from(buf, pos)
+    o0.is_internal, = _S4.unpack_from(buf, pos)
     pos += 1
     n1 = buf[pos] - 1
     pos += 1
@@ -1151,26 +1257,63 @@ def _r_MetadataResponseTopic_9(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponsePartition_9(buf, pos)
-            v_partitions.append(x)
-    v_topic_authorized_operations, = _S0.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return MetadataResponseTopic(v_error_code, v_name, ZERO_UUID, v_is_internal, v_partitions, v_topic_authorized_operations, unknown), pos
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponsePartition)
+            o1.error_code, o1.partition_index, o1.leader_id, o1.leader_epoch = _S2.unpack_from(buf, pos)
+            pos += 14
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array ReplicaNodes is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array ReplicaNodes of ' + str(n2) + ' elements overruns the buffer')
+                o1.replica_nodes = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array IsrNodes is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array IsrNodes of ' + str(n2) + ' elements overruns the buffer')
+                o1.isr_nodes = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array OfflineReplicas is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array OfflineReplicas of ' + str(n2) + ' elements overruns the buffer')
+                o1.offline_replicas = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.topic_authorized_operations, tn0 = _S5.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponseTopic_10(o: MetadataResponseTopic, out: bytearray) -> None:
@@ -1178,7 +1321,7 @@ def _w_MetadataResponseTopic_10(o: MetadataResponseTopic, out: bytearray) -> Non
     if o.name is None:
         raise EncodeError('Name is not nullable at version 10')
     _wcs(out, o.name)
-    out += _S5.pack(o.topic_id, o.is_internal)
+    out += _S6.pack(o.topic_id, o.is_internal)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 10')
@@ -1194,7 +1337,9 @@ def _w_MetadataResponseTopic_10(o: MetadataResponseTopic, out: bytearray) -> Non
 
 
 def _r_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    v_error_code, = _S3.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponseTopic)
+    o0.error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     sn = buf[pos]
     pos += 1
@@ -1204,13 +1349,13 @@ def _r_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTop
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
-    v_topic_id, v_is_internal = _S5.unpack_from(buf, pos)
+    u0, o0.is_internal = _S6.unpack_from(buf, pos)
     pos += 17
-    v_topic_id = _uuid16(v_topic_id)
+    o0.topic_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1219,26 +1364,63 @@ def _r_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTop
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponsePartition_10(buf, pos)
-            v_partitions.append(x)
-    v_topic_authorized_operations, = _S0.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return MetadataResponseTopic(v_error_code, v_name, v_topic_id, v_is_internal, v_partitions, v_topic_authorized_operations, unknown), pos
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponsePartition)
+            o1.error_code, o1.partition_index, o1.leader_id, o1.leader_epoch = _S2.unpack_from(buf, pos)
+            pos += 14
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array ReplicaNodes is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array ReplicaNodes of ' + str(n2) + ' elements overruns the buffer')
+                o1.replica_nodes = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array IsrNodes is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array IsrNodes of ' + str(n2) + ' elements overruns the buffer')
+                o1.isr_nodes = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array OfflineReplicas is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array OfflineReplicas of ' + str(n2) + ' elements overruns the buffer')
+                o1.offline_replicas = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.topic_authorized_operations, tn0 = _S5.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponseTopic_11(o: MetadataResponseTopic, out: bytearray) -> None:
@@ -1246,7 +1428,7 @@ def _w_MetadataResponseTopic_11(o: MetadataResponseTopic, out: bytearray) -> Non
     if o.name is None:
         raise EncodeError('Name is not nullable at version 11')
     _wcs(out, o.name)
-    out += _S5.pack(o.topic_id, o.is_internal)
+    out += _S6.pack(o.topic_id, o.is_internal)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 11')
@@ -1259,60 +1441,13 @@ def _w_MetadataResponseTopic_11(o: MetadataResponseTopic, out: bytearray) -> Non
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
         out.append(0)
-
-
-def _r_MetadataResponseTopic_11(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    v_error_code, = _S3.unpack_from(buf, pos)
-    pos += 2
-    sn = buf[pos]
-    pos += 1
-    if sn >= 0x80:
-        sn, pos = _ruv(buf, pos - 1)
-    if sn == 0:
-        raise DecodeError('non-nullable string Name is null')
-    else:
-        se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
-            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
-        pos = se
-    v_topic_id, v_is_internal = _S5.unpack_from(buf, pos)
-    pos += 17
-    v_topic_id = _uuid16(v_topic_id)
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponsePartition_11(buf, pos)
-            v_partitions.append(x)
-    v_topic_authorized_operations, = _S0.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return MetadataResponseTopic(v_error_code, v_name, v_topic_id, v_is_internal, v_partitions, v_topic_authorized_operations, unknown), pos
+_r_MetadataResponseTopic_11 = _r_MetadataResponseTopic_10
 
 
 def _w_MetadataResponseTopic_12(o: MetadataResponseTopic, out: bytearray) -> None:
     out += _S3.pack(o.error_code)
     _wcsn(out, o.name)
-    out += _S5.pack(o.topic_id, o.is_internal)
+    out += _S6.pack(o.topic_id, o.is_internal)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 12')
@@ -1328,23 +1463,25 @@ def _w_MetadataResponseTopic_12(o: MetadataResponseTopic, out: bytearray) -> Non
 
 
 def _r_MetadataResponseTopic_12(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    v_error_code, = _S3.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponseTopic)
+    o0.error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_name = None
+        o0.name = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
-    v_topic_id, v_is_internal = _S5.unpack_from(buf, pos)
+    u0, o0.is_internal = _S6.unpack_from(buf, pos)
     pos += 17
-    v_topic_id = _uuid16(v_topic_id)
+    o0.topic_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1353,32 +1490,69 @@ def _r_MetadataResponseTopic_12(buf: Any, pos: int) -> tuple[MetadataResponseTop
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponsePartition_12(buf, pos)
-            v_partitions.append(x)
-    v_topic_authorized_operations, = _S0.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return MetadataResponseTopic(v_error_code, v_name, v_topic_id, v_is_internal, v_partitions, v_topic_authorized_operations, unknown), pos
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponsePartition)
+            o1.error_code, o1.partition_index, o1.leader_id, o1.leader_epoch = _S2.unpack_from(buf, pos)
+            pos += 14
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array ReplicaNodes is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array ReplicaNodes of ' + str(n2) + ' elements overruns the buffer')
+                o1.replica_nodes = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array IsrNodes is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array IsrNodes of ' + str(n2) + ' elements overruns the buffer')
+                o1.isr_nodes = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array OfflineReplicas is null')
+            else:
+                if n2 * 4 > blen - pos:
+                    raise DecodeError('array OfflineReplicas of ' + str(n2) + ' elements overruns the buffer')
+                o1.offline_replicas = list(_unpack_from('>%di' % n2, buf, pos))
+                pos += n2 * 4
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.topic_authorized_operations, tn0 = _S5.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponseTopic_13(o: MetadataResponseTopic, out: bytearray) -> None:
     out += _S3.pack(o.error_code)
     _wcsn(out, o.name)
-    out += _S5.pack(o.topic_id, o.is_internal)
+    out += _S6.pack(o.topic_id, o.is_internal)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 13')
@@ -1391,54 +1565,7 @@ def _w_MetadataResponseTopic_13(o: MetadataResponseTopic, out: bytearray) -> Non
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
         out.append(0)
-
-
-def _r_MetadataResponseTopic_13(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    v_error_code, = _S3.unpack_from(buf, pos)
-    pos += 2
-    sn = buf[pos]
-    pos += 1
-    if sn >= 0x80:
-        sn, pos = _ruv(buf, pos - 1)
-    if sn == 0:
-        v_name = None
-    else:
-        se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
-            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
-        pos = se
-    v_topic_id, v_is_internal = _S5.unpack_from(buf, pos)
-    pos += 17
-    v_topic_id = _uuid16(v_topic_id)
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array Partitions is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponsePartition_13(buf, pos)
-            v_partitions.append(x)
-    v_topic_authorized_operations, = _S0.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return MetadataResponseTopic(v_error_code, v_name, v_topic_id, v_is_internal, v_partitions, v_topic_authorized_operations, unknown), pos
+_r_MetadataResponseTopic_13 = _r_MetadataResponseTopic_12
 
 
 def _w_MetadataResponse_0(o: MetadataResponse, out: bytearray) -> None:
@@ -1461,29 +1588,85 @@ def _w_MetadataResponse_0(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _r_MetadataResponse_0(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
+    blen = len(buf)
+    o0 = _new(MetadataResponse)
+    o0.throttle_time_ms = 0
+    o0.cluster_id = None
+    o0.controller_id = -1
+    o0.cluster_authorized_operations = -2147483648
+    o0.error_code = 0
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Brokers of ' + str(n1) + ' elements overruns the buffer')
-        v_brokers = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseBroker_0(buf, pos)
-            v_brokers.append(x)
+        o0.brokers = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseBroker)
+            o1.rack = None
+            o1.node_id, = _S0.unpack_from(buf, pos)
+            pos += 4
+            o1.host, pos = _rs(buf, pos)
+            o1.port, = _S0.unpack_from(buf, pos)
+            pos += 4
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseTopic_0(buf, pos)
-            v_topics.append(x)
-    return MetadataResponse(0, v_brokers, None, -1, v_topics, -2147483648, 0, []), pos
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseTopic)
+            o1.topic_id = ZERO_UUID
+            o1.is_internal = False
+            o1.topic_authorized_operations = -2147483648
+            o1.error_code, = _S3.unpack_from(buf, pos)
+            pos += 2
+            o1.name, pos = _rs(buf, pos)
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(MetadataResponsePartition)
+                    o2.leader_epoch = -1
+                    o2.offline_replicas = []
+                    o2.error_code, o2.partition_index, o2.leader_id = _S1.unpack_from(buf, pos)
+                    pos += 10
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array ReplicaNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array ReplicaNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.replica_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array IsrNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array IsrNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.isr_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponse_1(o: MetadataResponse, out: bytearray) -> None:
@@ -1507,31 +1690,87 @@ def _w_MetadataResponse_1(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _r_MetadataResponse_1(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
+    blen = len(buf)
+    o0 = _new(MetadataResponse)
+    o0.throttle_time_ms = 0
+    o0.cluster_id = None
+    o0.cluster_authorized_operations = -2147483648
+    o0.error_code = 0
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Brokers of ' + str(n1) + ' elements overruns the buffer')
-        v_brokers = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseBroker_1(buf, pos)
-            v_brokers.append(x)
-    v_controller_id, = _S0.unpack_from(buf, pos)
+        o0.brokers = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseBroker)
+            o1.node_id, = _S0.unpack_from(buf, pos)
+            pos += 4
+            o1.host, pos = _rs(buf, pos)
+            o1.port, = _S0.unpack_from(buf, pos)
+            pos += 4
+            o1.rack, pos = _rsn(buf, pos)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseTopic_1(buf, pos)
-            v_topics.append(x)
-    return MetadataResponse(0, v_brokers, None, v_controller_id, v_topics, -2147483648, 0, []), pos
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseTopic)
+            o1.topic_id = ZERO_UUID
+            o1.topic_authorized_operations = -2147483648
+            o1.error_code, = _S3.unpack_from(buf, pos)
+            pos += 2
+            o1.name, pos = _rs(buf, pos)
+            o1.is_internal, = _S4.unpack_from(buf, pos)
+            pos += 1
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(MetadataResponsePartition)
+                    o2.leader_epoch = -1
+                    o2.offline_replicas = []
+                    o2.error_code, o2.partition_index, o2.leader_id = _S1.unpack_from(buf, pos)
+                    pos += 10
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array ReplicaNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array ReplicaNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.replica_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array IsrNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array IsrNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.isr_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponse_2(o: MetadataResponse, out: bytearray) -> None:
@@ -1556,32 +1795,87 @@ def _w_MetadataResponse_2(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _r_MetadataResponse_2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
+    blen = len(buf)
+    o0 = _new(MetadataResponse)
+    o0.throttle_time_ms = 0
+    o0.cluster_authorized_operations = -2147483648
+    o0.error_code = 0
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Brokers of ' + str(n1) + ' elements overruns the buffer')
-        v_brokers = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseBroker_2(buf, pos)
-            v_brokers.append(x)
-    v_cluster_id, pos = _rsn(buf, pos)
-    v_controller_id, = _S0.unpack_from(buf, pos)
+        o0.brokers = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseBroker)
+            o1.node_id, = _S0.unpack_from(buf, pos)
+            pos += 4
+            o1.host, pos = _rs(buf, pos)
+            o1.port, = _S0.unpack_from(buf, pos)
+            pos += 4
+            o1.rack, pos = _rsn(buf, pos)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.cluster_id, pos = _rsn(buf, pos)
+    o0.controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseTopic_2(buf, pos)
-            v_topics.append(x)
-    return MetadataResponse(0, v_brokers, v_cluster_id, v_controller_id, v_topics, -2147483648, 0, []), pos
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseTopic)
+            o1.topic_id = ZERO_UUID
+            o1.topic_authorized_operations = -2147483648
+            o1.error_code, = _S3.unpack_from(buf, pos)
+            pos += 2
+            o1.name, pos = _rs(buf, pos)
+            o1.is_internal, = _S4.unpack_from(buf, pos)
+            pos += 1
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(MetadataResponsePartition)
+                    o2.leader_epoch = -1
+                    o2.offline_replicas = []
+                    o2.error_code, o2.partition_index, o2.leader_id = _S1.unpack_from(buf, pos)
+                    pos += 10
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array ReplicaNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array ReplicaNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.replica_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array IsrNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array IsrNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.isr_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponse_3(o: MetadataResponse, out: bytearray) -> None:
@@ -1607,34 +1901,88 @@ def _w_MetadataResponse_3(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _r_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponse)
+    o0.cluster_authorized_operations = -2147483648
+    o0.error_code = 0
+    o0.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Brokers of ' + str(n1) + ' elements overruns the buffer')
-        v_brokers = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseBroker_3(buf, pos)
-            v_brokers.append(x)
-    v_cluster_id, pos = _rsn(buf, pos)
-    v_controller_id, = _S0.unpack_from(buf, pos)
+        o0.brokers = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseBroker)
+            o1.node_id, = _S0.unpack_from(buf, pos)
+            pos += 4
+            o1.host, pos = _rs(buf, pos)
+            o1.port, = _S0.unpack_from(buf, pos)
+            pos += 4
+            o1.rack, pos = _rsn(buf, pos)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.cluster_id, pos = _rsn(buf, pos)
+    o0.controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseTopic_3(buf, pos)
-            v_topics.append(x)
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, -2147483648, 0, []), pos
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseTopic)
+            o1.topic_id = ZERO_UUID
+            o1.topic_authorized_operations = -2147483648
+            o1.error_code, = _S3.unpack_from(buf, pos)
+            pos += 2
+            o1.name, pos = _rs(buf, pos)
+            o1.is_internal, = _S4.unpack_from(buf, pos)
+            pos += 1
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(MetadataResponsePartition)
+                    o2.leader_epoch = -1
+                    o2.offline_replicas = []
+                    o2.error_code, o2.partition_index, o2.leader_id = _S1.unpack_from(buf, pos)
+                    pos += 10
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array ReplicaNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array ReplicaNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.replica_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array IsrNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array IsrNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.isr_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponse_4(o: MetadataResponse, out: bytearray) -> None:
@@ -1657,37 +2005,7 @@ def _w_MetadataResponse_4(o: MetadataResponse, out: bytearray) -> None:
             _w_MetadataResponseTopic_4(e1, out)
     if o.cluster_authorized_operations != -2147483648:
         raise EncodeError('attempted to write a non-default ClusterAuthorizedOperations at version 4 of MetadataResponse')
-
-
-def _r_MetadataResponse_4(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms, = _S0.unpack_from(buf, pos)
-    pos += 4
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Brokers is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Brokers of ' + str(n1) + ' elements overruns the buffer')
-        v_brokers = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseBroker_4(buf, pos)
-            v_brokers.append(x)
-    v_cluster_id, pos = _rsn(buf, pos)
-    v_controller_id, = _S0.unpack_from(buf, pos)
-    pos += 4
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Topics is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseTopic_4(buf, pos)
-            v_topics.append(x)
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, -2147483648, 0, []), pos
+_r_MetadataResponse_4 = _r_MetadataResponse_3
 
 
 def _w_MetadataResponse_5(o: MetadataResponse, out: bytearray) -> None:
@@ -1713,34 +2031,96 @@ def _w_MetadataResponse_5(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _r_MetadataResponse_5(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponse)
+    o0.cluster_authorized_operations = -2147483648
+    o0.error_code = 0
+    o0.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Brokers of ' + str(n1) + ' elements overruns the buffer')
-        v_brokers = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseBroker_5(buf, pos)
-            v_brokers.append(x)
-    v_cluster_id, pos = _rsn(buf, pos)
-    v_controller_id, = _S0.unpack_from(buf, pos)
+        o0.brokers = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseBroker)
+            o1.node_id, = _S0.unpack_from(buf, pos)
+            pos += 4
+            o1.host, pos = _rs(buf, pos)
+            o1.port, = _S0.unpack_from(buf, pos)
+            pos += 4
+            o1.rack, pos = _rsn(buf, pos)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.cluster_id, pos = _rsn(buf, pos)
+    o0.controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseTopic_5(buf, pos)
-            v_topics.append(x)
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, -2147483648, 0, []), pos
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseTopic)
+            o1.topic_id = ZERO_UUID
+            o1.topic_authorized_operations = -2147483648
+            o1.error_code, = _S3.unpack_from(buf, pos)
+            pos += 2
+            o1.name, pos = _rs(buf, pos)
+            o1.is_internal, = _S4.unpack_from(buf, pos)
+            pos += 1
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(MetadataResponsePartition)
+                    o2.leader_epoch = -1
+                    o2.error_code, o2.partition_index, o2.leader_id = _S1.unpack_from(buf, pos)
+                    pos += 10
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array ReplicaNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array ReplicaNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.replica_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array IsrNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array IsrNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.isr_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array OfflineReplicas is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array OfflineReplicas of ' + str(n3) + ' elements overruns the buffer')
+                        o2.offline_replicas = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponse_6(o: MetadataResponse, out: bytearray) -> None:
@@ -1763,37 +2143,7 @@ def _w_MetadataResponse_6(o: MetadataResponse, out: bytearray) -> None:
             _w_MetadataResponseTopic_6(e1, out)
     if o.cluster_authorized_operations != -2147483648:
         raise EncodeError('attempted to write a non-default ClusterAuthorizedOperations at version 6 of MetadataResponse')
-
-
-def _r_MetadataResponse_6(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms, = _S0.unpack_from(buf, pos)
-    pos += 4
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Brokers is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Brokers of ' + str(n1) + ' elements overruns the buffer')
-        v_brokers = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseBroker_6(buf, pos)
-            v_brokers.append(x)
-    v_cluster_id, pos = _rsn(buf, pos)
-    v_controller_id, = _S0.unpack_from(buf, pos)
-    pos += 4
-    n1, = _I32.unpack_from(buf, pos)
-    pos += 4
-    if n1 < 0:
-        raise DecodeError('non-nullable array Topics is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseTopic_6(buf, pos)
-            v_topics.append(x)
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, -2147483648, 0, []), pos
+_r_MetadataResponse_6 = _r_MetadataResponse_5
 
 
 def _w_MetadataResponse_7(o: MetadataResponse, out: bytearray) -> None:
@@ -1819,34 +2169,95 @@ def _w_MetadataResponse_7(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponse)
+    o0.cluster_authorized_operations = -2147483648
+    o0.error_code = 0
+    o0.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Brokers of ' + str(n1) + ' elements overruns the buffer')
-        v_brokers = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseBroker_7(buf, pos)
-            v_brokers.append(x)
-    v_cluster_id, pos = _rsn(buf, pos)
-    v_controller_id, = _S0.unpack_from(buf, pos)
+        o0.brokers = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseBroker)
+            o1.node_id, = _S0.unpack_from(buf, pos)
+            pos += 4
+            o1.host, pos = _rs(buf, pos)
+            o1.port, = _S0.unpack_from(buf, pos)
+            pos += 4
+            o1.rack, pos = _rsn(buf, pos)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.cluster_id, pos = _rsn(buf, pos)
+    o0.controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseTopic_7(buf, pos)
-            v_topics.append(x)
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, -2147483648, 0, []), pos
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseTopic)
+            o1.topic_id = ZERO_UUID
+            o1.topic_authorized_operations = -2147483648
+            o1.error_code, = _S3.unpack_from(buf, pos)
+            pos += 2
+            o1.name, pos = _rs(buf, pos)
+            o1.is_internal, = _S4.unpack_from(buf, pos)
+            pos += 1
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(MetadataResponsePartition)
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _S2.unpack_from(buf, pos)
+                    pos += 14
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array ReplicaNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array ReplicaNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.replica_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array IsrNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array IsrNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.isr_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array OfflineReplicas is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array OfflineReplicas of ' + str(n3) + ' elements overruns the buffer')
+                        o2.offline_replicas = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponse_8(o: MetadataResponse, out: bytearray) -> None:
@@ -1871,36 +2282,97 @@ def _w_MetadataResponse_8(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponse)
+    o0.error_code = 0
+    o0.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Brokers of ' + str(n1) + ' elements overruns the buffer')
-        v_brokers = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseBroker_8(buf, pos)
-            v_brokers.append(x)
-    v_cluster_id, pos = _rsn(buf, pos)
-    v_controller_id, = _S0.unpack_from(buf, pos)
+        o0.brokers = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseBroker)
+            o1.node_id, = _S0.unpack_from(buf, pos)
+            pos += 4
+            o1.host, pos = _rs(buf, pos)
+            o1.port, = _S0.unpack_from(buf, pos)
+            pos += 4
+            o1.rack, pos = _rsn(buf, pos)
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.cluster_id, pos = _rsn(buf, pos)
+    o0.controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseTopic_8(buf, pos)
-            v_topics.append(x)
-    v_cluster_authorized_operations, = _S0.unpack_from(buf, pos)
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseTopic)
+            o1.topic_id = ZERO_UUID
+            o1.error_code, = _S3.unpack_from(buf, pos)
+            pos += 2
+            o1.name, pos = _rs(buf, pos)
+            o1.is_internal, = _S4.unpack_from(buf, pos)
+            pos += 1
+            n2, = _I32.unpack_from(buf, pos)
+            pos += 4
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(MetadataResponsePartition)
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _S2.unpack_from(buf, pos)
+                    pos += 14
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array ReplicaNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array ReplicaNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.replica_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array IsrNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array IsrNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.isr_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    n3, = _I32.unpack_from(buf, pos)
+                    pos += 4
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array OfflineReplicas is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array OfflineReplicas of ' + str(n3) + ' elements overruns the buffer')
+                        o2.offline_replicas = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.topic_authorized_operations, = _S0.unpack_from(buf, pos)
+            pos += 4
+            o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.cluster_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 4
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, 0, []), pos
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponse_9(o: MetadataResponse, out: bytearray) -> None:
@@ -1929,7 +2401,10 @@ def _w_MetadataResponse_9(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponse)
+    o0.error_code = 0
+    o0.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -1939,25 +2414,59 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Brokers of ' + str(n1) + ' elements overruns the buffer')
-        v_brokers = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseBroker_9(buf, pos)
-            v_brokers.append(x)
+        o0.brokers = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseBroker)
+            o1.node_id, = _S0.unpack_from(buf, pos)
+            pos += 4
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, = _S0.unpack_from(buf, pos)
+            pos += 4
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                o1.rack = None
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+                o1.rack = str(buf[pos:se], 'utf-8')
+                pos = se
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_cluster_id = None
+        o0.cluster_id = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -1967,26 +2476,100 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseTopic_9(buf, pos)
-            v_topics.append(x)
-    v_cluster_authorized_operations, = _S0.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, 0, unknown), pos
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseTopic)
+            o1.topic_id = ZERO_UUID
+            o1.error_code, = _S3.unpack_from(buf, pos)
+            pos += 2
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.is_internal, = _S4.unpack_from(buf, pos)
+            pos += 1
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(MetadataResponsePartition)
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _S2.unpack_from(buf, pos)
+                    pos += 14
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array ReplicaNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array ReplicaNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.replica_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array IsrNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array IsrNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.isr_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array OfflineReplicas is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array OfflineReplicas of ' + str(n3) + ' elements overruns the buffer')
+                        o2.offline_replicas = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    tn2 = buf[pos]
+                    pos += 1
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.topic_authorized_operations, tn1 = _S5.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.cluster_authorized_operations, tn0 = _S5.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponse_10(o: MetadataResponse, out: bytearray) -> None:
@@ -2015,7 +2598,10 @@ def _w_MetadataResponse_10(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponse)
+    o0.error_code = 0
+    o0.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -2025,25 +2611,59 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Brokers of ' + str(n1) + ' elements overruns the buffer')
-        v_brokers = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseBroker_10(buf, pos)
-            v_brokers.append(x)
+        o0.brokers = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseBroker)
+            o1.node_id, = _S0.unpack_from(buf, pos)
+            pos += 4
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, = _S0.unpack_from(buf, pos)
+            pos += 4
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                o1.rack = None
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+                o1.rack = str(buf[pos:se], 'utf-8')
+                pos = se
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_cluster_id = None
+        o0.cluster_id = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -2053,26 +2673,100 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseTopic_10(buf, pos)
-            v_topics.append(x)
-    v_cluster_authorized_operations, = _S0.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, 0, unknown), pos
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseTopic)
+            o1.error_code, = _S3.unpack_from(buf, pos)
+            pos += 2
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            u0, o1.is_internal = _S6.unpack_from(buf, pos)
+            pos += 17
+            o1.topic_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(MetadataResponsePartition)
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _S2.unpack_from(buf, pos)
+                    pos += 14
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array ReplicaNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array ReplicaNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.replica_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array IsrNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array IsrNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.isr_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array OfflineReplicas is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array OfflineReplicas of ' + str(n3) + ' elements overruns the buffer')
+                        o2.offline_replicas = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    tn2 = buf[pos]
+                    pos += 1
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.topic_authorized_operations, tn1 = _S5.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.cluster_authorized_operations, tn0 = _S5.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponse_11(o: MetadataResponse, out: bytearray) -> None:
@@ -2102,7 +2796,11 @@ def _w_MetadataResponse_11(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponse)
+    o0.cluster_authorized_operations = -2147483648
+    o0.error_code = 0
+    o0.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -2112,25 +2810,59 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Brokers of ' + str(n1) + ' elements overruns the buffer')
-        v_brokers = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseBroker_11(buf, pos)
-            v_brokers.append(x)
+        o0.brokers = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseBroker)
+            o1.node_id, = _S0.unpack_from(buf, pos)
+            pos += 4
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, = _S0.unpack_from(buf, pos)
+            pos += 4
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                o1.rack = None
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+                o1.rack = str(buf[pos:se], 'utf-8')
+                pos = se
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_cluster_id = None
+        o0.cluster_id = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -2140,24 +2872,100 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseTopic_11(buf, pos)
-            v_topics.append(x)
-    n = buf[pos]
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseTopic)
+            o1.error_code, = _S3.unpack_from(buf, pos)
+            pos += 2
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            u0, o1.is_internal = _S6.unpack_from(buf, pos)
+            pos += 17
+            o1.topic_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(MetadataResponsePartition)
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _S2.unpack_from(buf, pos)
+                    pos += 14
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array ReplicaNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array ReplicaNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.replica_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array IsrNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array IsrNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.isr_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array OfflineReplicas is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array OfflineReplicas of ' + str(n3) + ' elements overruns the buffer')
+                        o2.offline_replicas = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    tn2 = buf[pos]
+                    pos += 1
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.topic_authorized_operations, tn1 = _S5.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, -2147483648, 0, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponse_12(o: MetadataResponse, out: bytearray) -> None:
@@ -2187,7 +2995,11 @@ def _w_MetadataResponse_12(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponse)
+    o0.cluster_authorized_operations = -2147483648
+    o0.error_code = 0
+    o0.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -2197,25 +3009,59 @@ def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Brokers of ' + str(n1) + ' elements overruns the buffer')
-        v_brokers = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseBroker_12(buf, pos)
-            v_brokers.append(x)
+        o0.brokers = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseBroker)
+            o1.node_id, = _S0.unpack_from(buf, pos)
+            pos += 4
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, = _S0.unpack_from(buf, pos)
+            pos += 4
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                o1.rack = None
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+                o1.rack = str(buf[pos:se], 'utf-8')
+                pos = se
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_cluster_id = None
+        o0.cluster_id = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -2225,24 +3071,100 @@ def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseTopic_12(buf, pos)
-            v_topics.append(x)
-    n = buf[pos]
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseTopic)
+            o1.error_code, = _S3.unpack_from(buf, pos)
+            pos += 2
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                o1.name = None
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            u0, o1.is_internal = _S6.unpack_from(buf, pos)
+            pos += 17
+            o1.topic_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(MetadataResponsePartition)
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _S2.unpack_from(buf, pos)
+                    pos += 14
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array ReplicaNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array ReplicaNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.replica_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array IsrNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array IsrNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.isr_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array OfflineReplicas is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array OfflineReplicas of ' + str(n3) + ' elements overruns the buffer')
+                        o2.offline_replicas = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    tn2 = buf[pos]
+                    pos += 1
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.topic_authorized_operations, tn1 = _S5.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, -2147483648, 0, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_MetadataResponse_13(o: MetadataResponse, out: bytearray) -> None:
@@ -2273,7 +3195,10 @@ def _w_MetadataResponse_13(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    v_throttle_time_ms, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(MetadataResponse)
+    o0.cluster_authorized_operations = -2147483648
+    o0.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -2283,25 +3208,59 @@ def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Brokers is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Brokers of ' + str(n1) + ' elements overruns the buffer')
-        v_brokers = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseBroker_13(buf, pos)
-            v_brokers.append(x)
+        o0.brokers = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseBroker)
+            o1.node_id, = _S0.unpack_from(buf, pos)
+            pos += 4
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, = _S0.unpack_from(buf, pos)
+            pos += 4
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                o1.rack = None
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
+                o1.rack = str(buf[pos:se], 'utf-8')
+                pos = se
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_cluster_id = None
+        o0.cluster_id = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -2311,26 +3270,100 @@ def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_MetadataResponseTopic_13(buf, pos)
-            v_topics.append(x)
-    v_error_code, = _S3.unpack_from(buf, pos)
-    pos += 2
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, -2147483648, v_error_code, unknown), pos
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(MetadataResponseTopic)
+            o1.error_code, = _S3.unpack_from(buf, pos)
+            pos += 2
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                o1.name = None
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            u0, o1.is_internal = _S6.unpack_from(buf, pos)
+            pos += 17
+            o1.topic_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(MetadataResponsePartition)
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _S2.unpack_from(buf, pos)
+                    pos += 14
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array ReplicaNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array ReplicaNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.replica_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array IsrNodes is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array IsrNodes of ' + str(n3) + ' elements overruns the buffer')
+                        o2.isr_nodes = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    n3 = buf[pos] - 1
+                    pos += 1
+                    if n3 >= 0x7f:
+                        n3, pos = _ruv(buf, pos - 1)
+                        n3 -= 1
+                    if n3 < 0:
+                        raise DecodeError('non-nullable array OfflineReplicas is null')
+                    else:
+                        if n3 * 4 > blen - pos:
+                            raise DecodeError('array OfflineReplicas of ' + str(n3) + ' elements overruns the buffer')
+                        o2.offline_replicas = list(_unpack_from('>%di' % n3, buf, pos))
+                        pos += n3 * 4
+                    tn2 = buf[pos]
+                    pos += 1
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o1.topic_authorized_operations, tn1 = _S5.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.error_code, tn0 = _S7.unpack_from(buf, pos)
+    pos += 3
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 MetadataResponseBroker.SPEC_NAME = 'MetadataResponse'
 MetadataResponseBroker.LOWEST_VERSION = 0

@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -64,7 +64,10 @@ class PartitionChangeRecord(Message):
 _S0 = Struct('>i16s')
 _S1 = Struct('>i')
 _S2 = Struct('>b')
-_S3 = Struct('>16s')
+_S3 = Struct('>i16sB')
+_S4 = Struct('>16s')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_PartitionChangeRecord_0(o: PartitionChangeRecord, out: bytearray) -> None:
@@ -124,100 +127,106 @@ def _w_PartitionChangeRecord_0(o: PartitionChangeRecord, out: bytearray) -> None
 
 
 def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecord, int]:
-    v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
-    pos += 20
-    v_topic_id = _uuid16(v_topic_id)
-    v_isr = None
-    v_leader = -2
-    v_replicas = None
-    v_removing_replicas = None
-    v_adding_replicas = None
-    v_leader_recovery_state = -1
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+    blen = len(buf)
+    o0 = _new(PartitionChangeRecord)
+    o0.isr = None
+    o0.leader = -2
+    o0.replicas = None
+    o0.removing_replicas = None
+    o0.adding_replicas = None
+    o0.leader_recovery_state = -1
+    o0.directories = None
+    o0.eligible_leader_replicas = None
+    o0.last_known_elr = None
+    o0.partition_id, u0, tn0 = _S3.unpack_from(buf, pos)
+    pos += 21
+    o0.topic_id = _bnew(Uuid, u0)
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_isr = None
+                    o0.isr = None
                 else:
-                    if n1 * 4 > end - pos:
+                    if n1 * 4 > end0 - pos:
                         raise DecodeError('array Isr of ' + str(n1) + ' elements overruns the buffer')
-                    v_isr = list(_unpack_from('>%di' % n1, buf, pos))
+                    o0.isr = list(_unpack_from('>%di' % n1, buf, pos))
                     pos += n1 * 4
-                if pos != end:
-                    raise DecodeError('tagged field Isr has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_leader, = _S1.unpack_from(buf, pos)
+                if pos != end0:
+                    raise DecodeError('tagged field Isr has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
+                o0.leader, = _S1.unpack_from(buf, pos)
                 pos += 4
-                if pos != end:
-                    raise DecodeError('tagged field Leader has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 2:
+                if pos != end0:
+                    raise DecodeError('tagged field Leader has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 2:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_replicas = None
+                    o0.replicas = None
                 else:
-                    if n1 * 4 > end - pos:
+                    if n1 * 4 > end0 - pos:
                         raise DecodeError('array Replicas of ' + str(n1) + ' elements overruns the buffer')
-                    v_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+                    o0.replicas = list(_unpack_from('>%di' % n1, buf, pos))
                     pos += n1 * 4
-                if pos != end:
-                    raise DecodeError('tagged field Replicas has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 3:
+                if pos != end0:
+                    raise DecodeError('tagged field Replicas has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 3:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_removing_replicas = None
+                    o0.removing_replicas = None
                 else:
-                    if n1 * 4 > end - pos:
+                    if n1 * 4 > end0 - pos:
                         raise DecodeError('array RemovingReplicas of ' + str(n1) + ' elements overruns the buffer')
-                    v_removing_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+                    o0.removing_replicas = list(_unpack_from('>%di' % n1, buf, pos))
                     pos += n1 * 4
-                if pos != end:
-                    raise DecodeError('tagged field RemovingReplicas has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 4:
+                if pos != end0:
+                    raise DecodeError('tagged field RemovingReplicas has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 4:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_adding_replicas = None
+                    o0.adding_replicas = None
                 else:
-                    if n1 * 4 > end - pos:
+                    if n1 * 4 > end0 - pos:
                         raise DecodeError('array AddingReplicas of ' + str(n1) + ' elements overruns the buffer')
-                    v_adding_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+                    o0.adding_replicas = list(_unpack_from('>%di' % n1, buf, pos))
                     pos += n1 * 4
-                if pos != end:
-                    raise DecodeError('tagged field AddingReplicas has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 5:
-                v_leader_recovery_state, = _S2.unpack_from(buf, pos)
+                if pos != end0:
+                    raise DecodeError('tagged field AddingReplicas has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 5:
+                o0.leader_recovery_state, = _S2.unpack_from(buf, pos)
                 pos += 1
-                if pos != end:
-                    raise DecodeError('tagged field LeaderRecoveryState has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag in (6, 7, 8):
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 0 of PartitionChangeRecord')
+                if pos != end0:
+                    raise DecodeError('tagged field LeaderRecoveryState has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 in (6, 7, 8):
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 0 of PartitionChangeRecord')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return PartitionChangeRecord(v_partition_id, v_topic_id, v_isr, v_leader, v_replicas, v_removing_replicas, v_adding_replicas, v_leader_recovery_state, None, None, None, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_PartitionChangeRecord_1(o: PartitionChangeRecord, out: bytearray) -> None:
@@ -279,126 +288,131 @@ def _w_PartitionChangeRecord_1(o: PartitionChangeRecord, out: bytearray) -> None
         else:
             _wuv(b, len(a1) + 1)
             for e1 in a1:
-                b += _S3.pack(e1)
+                b += _S4.pack(e1)
         tf.append((8, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
 
 
 def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecord, int]:
-    v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
-    pos += 20
-    v_topic_id = _uuid16(v_topic_id)
-    v_isr = None
-    v_leader = -2
-    v_replicas = None
-    v_removing_replicas = None
-    v_adding_replicas = None
-    v_leader_recovery_state = -1
-    v_directories = None
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+    blen = len(buf)
+    o0 = _new(PartitionChangeRecord)
+    o0.isr = None
+    o0.leader = -2
+    o0.replicas = None
+    o0.removing_replicas = None
+    o0.adding_replicas = None
+    o0.leader_recovery_state = -1
+    o0.directories = None
+    o0.eligible_leader_replicas = None
+    o0.last_known_elr = None
+    o0.partition_id, u0, tn0 = _S3.unpack_from(buf, pos)
+    pos += 21
+    o0.topic_id = _bnew(Uuid, u0)
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_isr = None
+                    o0.isr = None
                 else:
-                    if n1 * 4 > end - pos:
+                    if n1 * 4 > end0 - pos:
                         raise DecodeError('array Isr of ' + str(n1) + ' elements overruns the buffer')
-                    v_isr = list(_unpack_from('>%di' % n1, buf, pos))
+                    o0.isr = list(_unpack_from('>%di' % n1, buf, pos))
                     pos += n1 * 4
-                if pos != end:
-                    raise DecodeError('tagged field Isr has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_leader, = _S1.unpack_from(buf, pos)
+                if pos != end0:
+                    raise DecodeError('tagged field Isr has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
+                o0.leader, = _S1.unpack_from(buf, pos)
                 pos += 4
-                if pos != end:
-                    raise DecodeError('tagged field Leader has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 2:
+                if pos != end0:
+                    raise DecodeError('tagged field Leader has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 2:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_replicas = None
+                    o0.replicas = None
                 else:
-                    if n1 * 4 > end - pos:
+                    if n1 * 4 > end0 - pos:
                         raise DecodeError('array Replicas of ' + str(n1) + ' elements overruns the buffer')
-                    v_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+                    o0.replicas = list(_unpack_from('>%di' % n1, buf, pos))
                     pos += n1 * 4
-                if pos != end:
-                    raise DecodeError('tagged field Replicas has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 3:
+                if pos != end0:
+                    raise DecodeError('tagged field Replicas has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 3:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_removing_replicas = None
+                    o0.removing_replicas = None
                 else:
-                    if n1 * 4 > end - pos:
+                    if n1 * 4 > end0 - pos:
                         raise DecodeError('array RemovingReplicas of ' + str(n1) + ' elements overruns the buffer')
-                    v_removing_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+                    o0.removing_replicas = list(_unpack_from('>%di' % n1, buf, pos))
                     pos += n1 * 4
-                if pos != end:
-                    raise DecodeError('tagged field RemovingReplicas has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 4:
+                if pos != end0:
+                    raise DecodeError('tagged field RemovingReplicas has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 4:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_adding_replicas = None
+                    o0.adding_replicas = None
                 else:
-                    if n1 * 4 > end - pos:
+                    if n1 * 4 > end0 - pos:
                         raise DecodeError('array AddingReplicas of ' + str(n1) + ' elements overruns the buffer')
-                    v_adding_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+                    o0.adding_replicas = list(_unpack_from('>%di' % n1, buf, pos))
                     pos += n1 * 4
-                if pos != end:
-                    raise DecodeError('tagged field AddingReplicas has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 5:
-                v_leader_recovery_state, = _S2.unpack_from(buf, pos)
+                if pos != end0:
+                    raise DecodeError('tagged field AddingReplicas has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 5:
+                o0.leader_recovery_state, = _S2.unpack_from(buf, pos)
                 pos += 1
-                if pos != end:
-                    raise DecodeError('tagged field LeaderRecoveryState has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 8:
+                if pos != end0:
+                    raise DecodeError('tagged field LeaderRecoveryState has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 8:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_directories = None
+                    o0.directories = None
                 else:
-                    if n1 * 16 > end - pos:
+                    if n1 * 16 > end0 - pos:
                         raise DecodeError('array Directories of ' + str(n1) + ' elements overruns the buffer')
-                    v_directories = []
-                    for i1 in range(n1):
-                        x, = _S3.unpack_from(buf, pos)
+                    o0.directories = a1 = []
+                    for _ in range(n1):
+                        u0, = _S4.unpack_from(buf, pos)
+                        x = _bnew(Uuid, u0)
                         pos += 16
-                        x = _uuid16(x)
-                        v_directories.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field Directories has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag in (6, 7):
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 1 of PartitionChangeRecord')
+                        a1.append(x)
+                if pos != end0:
+                    raise DecodeError('tagged field Directories has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 in (6, 7):
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 1 of PartitionChangeRecord')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return PartitionChangeRecord(v_partition_id, v_topic_id, v_isr, v_leader, v_replicas, v_removing_replicas, v_adding_replicas, v_leader_recovery_state, v_directories, None, None, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_PartitionChangeRecord_2(o: PartitionChangeRecord, out: bytearray) -> None:
@@ -474,156 +488,159 @@ def _w_PartitionChangeRecord_2(o: PartitionChangeRecord, out: bytearray) -> None
         else:
             _wuv(b, len(a1) + 1)
             for e1 in a1:
-                b += _S3.pack(e1)
+                b += _S4.pack(e1)
         tf.append((8, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
 
 
 def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecord, int]:
-    v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
-    pos += 20
-    v_topic_id = _uuid16(v_topic_id)
-    v_isr = None
-    v_leader = -2
-    v_replicas = None
-    v_removing_replicas = None
-    v_adding_replicas = None
-    v_leader_recovery_state = -1
-    v_directories = None
-    v_eligible_leader_replicas = None
-    v_last_known_elr = None
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+    blen = len(buf)
+    o0 = _new(PartitionChangeRecord)
+    o0.isr = None
+    o0.leader = -2
+    o0.replicas = None
+    o0.removing_replicas = None
+    o0.adding_replicas = None
+    o0.leader_recovery_state = -1
+    o0.directories = None
+    o0.eligible_leader_replicas = None
+    o0.last_known_elr = None
+    o0.partition_id, u0, tn0 = _S3.unpack_from(buf, pos)
+    pos += 21
+    o0.topic_id = _bnew(Uuid, u0)
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_isr = None
+                    o0.isr = None
                 else:
-                    if n1 * 4 > end - pos:
+                    if n1 * 4 > end0 - pos:
                         raise DecodeError('array Isr of ' + str(n1) + ' elements overruns the buffer')
-                    v_isr = list(_unpack_from('>%di' % n1, buf, pos))
+                    o0.isr = list(_unpack_from('>%di' % n1, buf, pos))
                     pos += n1 * 4
-                if pos != end:
-                    raise DecodeError('tagged field Isr has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                v_leader, = _S1.unpack_from(buf, pos)
+                if pos != end0:
+                    raise DecodeError('tagged field Isr has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
+                o0.leader, = _S1.unpack_from(buf, pos)
                 pos += 4
-                if pos != end:
-                    raise DecodeError('tagged field Leader has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 2:
+                if pos != end0:
+                    raise DecodeError('tagged field Leader has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 2:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_replicas = None
+                    o0.replicas = None
                 else:
-                    if n1 * 4 > end - pos:
+                    if n1 * 4 > end0 - pos:
                         raise DecodeError('array Replicas of ' + str(n1) + ' elements overruns the buffer')
-                    v_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+                    o0.replicas = list(_unpack_from('>%di' % n1, buf, pos))
                     pos += n1 * 4
-                if pos != end:
-                    raise DecodeError('tagged field Replicas has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 3:
+                if pos != end0:
+                    raise DecodeError('tagged field Replicas has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 3:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_removing_replicas = None
+                    o0.removing_replicas = None
                 else:
-                    if n1 * 4 > end - pos:
+                    if n1 * 4 > end0 - pos:
                         raise DecodeError('array RemovingReplicas of ' + str(n1) + ' elements overruns the buffer')
-                    v_removing_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+                    o0.removing_replicas = list(_unpack_from('>%di' % n1, buf, pos))
                     pos += n1 * 4
-                if pos != end:
-                    raise DecodeError('tagged field RemovingReplicas has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 4:
+                if pos != end0:
+                    raise DecodeError('tagged field RemovingReplicas has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 4:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_adding_replicas = None
+                    o0.adding_replicas = None
                 else:
-                    if n1 * 4 > end - pos:
+                    if n1 * 4 > end0 - pos:
                         raise DecodeError('array AddingReplicas of ' + str(n1) + ' elements overruns the buffer')
-                    v_adding_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+                    o0.adding_replicas = list(_unpack_from('>%di' % n1, buf, pos))
                     pos += n1 * 4
-                if pos != end:
-                    raise DecodeError('tagged field AddingReplicas has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 5:
-                v_leader_recovery_state, = _S2.unpack_from(buf, pos)
+                if pos != end0:
+                    raise DecodeError('tagged field AddingReplicas has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 5:
+                o0.leader_recovery_state, = _S2.unpack_from(buf, pos)
                 pos += 1
-                if pos != end:
-                    raise DecodeError('tagged field LeaderRecoveryState has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 6:
+                if pos != end0:
+                    raise DecodeError('tagged field LeaderRecoveryState has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 6:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_eligible_leader_replicas = None
+                    o0.eligible_leader_replicas = None
                 else:
-                    if n1 * 4 > end - pos:
+                    if n1 * 4 > end0 - pos:
                         raise DecodeError('array EligibleLeaderReplicas of ' + str(n1) + ' elements overruns the buffer')
-                    v_eligible_leader_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+                    o0.eligible_leader_replicas = list(_unpack_from('>%di' % n1, buf, pos))
                     pos += n1 * 4
-                if pos != end:
-                    raise DecodeError('tagged field EligibleLeaderReplicas has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 7:
+                if pos != end0:
+                    raise DecodeError('tagged field EligibleLeaderReplicas has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 7:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_last_known_elr = None
+                    o0.last_known_elr = None
                 else:
-                    if n1 * 4 > end - pos:
+                    if n1 * 4 > end0 - pos:
                         raise DecodeError('array LastKnownElr of ' + str(n1) + ' elements overruns the buffer')
-                    v_last_known_elr = list(_unpack_from('>%di' % n1, buf, pos))
+                    o0.last_known_elr = list(_unpack_from('>%di' % n1, buf, pos))
                     pos += n1 * 4
-                if pos != end:
-                    raise DecodeError('tagged field LastKnownElr has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 8:
+                if pos != end0:
+                    raise DecodeError('tagged field LastKnownElr has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 8:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_directories = None
+                    o0.directories = None
                 else:
-                    if n1 * 16 > end - pos:
+                    if n1 * 16 > end0 - pos:
                         raise DecodeError('array Directories of ' + str(n1) + ' elements overruns the buffer')
-                    v_directories = []
-                    for i1 in range(n1):
-                        x, = _S3.unpack_from(buf, pos)
+                    o0.directories = a1 = []
+                    for _ in range(n1):
+                        u0, = _S4.unpack_from(buf, pos)
+                        x = _bnew(Uuid, u0)
                         pos += 16
-                        x = _uuid16(x)
-                        v_directories.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field Directories has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+                        a1.append(x)
+                if pos != end0:
+                    raise DecodeError('tagged field Directories has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return PartitionChangeRecord(v_partition_id, v_topic_id, v_isr, v_leader, v_replicas, v_removing_replicas, v_adding_replicas, v_leader_recovery_state, v_directories, v_eligible_leader_replicas, v_last_known_elr, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 PartitionChangeRecord.SPEC_NAME = 'PartitionChangeRecord'
 PartitionChangeRecord.LOWEST_VERSION = 0

@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -66,7 +66,10 @@ class PartitionRecord(Message):
 _S0 = Struct('>i16s')
 _S1 = Struct('>iii')
 _S2 = Struct('>b')
-_S3 = Struct('>16s')
+_S3 = Struct('>iiiB')
+_S4 = Struct('>16s')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_PartitionRecord_0(o: PartitionRecord, out: bytearray) -> None:
@@ -111,9 +114,15 @@ def _w_PartitionRecord_0(o: PartitionRecord, out: bytearray) -> None:
 
 
 def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
-    v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(PartitionRecord)
+    o0.leader_recovery_state = 0
+    o0.directories = []
+    o0.eligible_leader_replicas = None
+    o0.last_known_elr = None
+    o0.partition_id, u0 = _S0.unpack_from(buf, pos)
     pos += 20
-    v_topic_id = _uuid16(v_topic_id)
+    o0.topic_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -122,9 +131,9 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Replicas is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array Replicas of ' + str(n1) + ' elements overruns the buffer')
-        v_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
     n1 = buf[pos] - 1
     pos += 1
@@ -134,9 +143,9 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Isr is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array Isr of ' + str(n1) + ' elements overruns the buffer')
-        v_isr = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.isr = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
     n1 = buf[pos] - 1
     pos += 1
@@ -146,9 +155,9 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array RemovingReplicas is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array RemovingReplicas of ' + str(n1) + ' elements overruns the buffer')
-        v_removing_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.removing_replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
     n1 = buf[pos] - 1
     pos += 1
@@ -158,33 +167,33 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array AddingReplicas is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array AddingReplicas of ' + str(n1) + ' elements overruns the buffer')
-        v_adding_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.adding_replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    v_leader, v_leader_epoch, v_partition_epoch = _S1.unpack_from(buf, pos)
-    pos += 12
-    v_leader_recovery_state = 0
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                v_leader_recovery_state, = _S2.unpack_from(buf, pos)
+    o0.leader, o0.leader_epoch, o0.partition_epoch, tn0 = _S3.unpack_from(buf, pos)
+    pos += 13
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                o0.leader_recovery_state, = _S2.unpack_from(buf, pos)
                 pos += 1
-                if pos != end:
-                    raise DecodeError('tagged field LeaderRecoveryState has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag in (1, 2):
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 0 of PartitionRecord')
+                if pos != end0:
+                    raise DecodeError('tagged field LeaderRecoveryState has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 in (1, 2):
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 0 of PartitionRecord')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return PartitionRecord(v_partition_id, v_topic_id, v_replicas, v_isr, v_removing_replicas, v_adding_replicas, v_leader, v_leader_recovery_state, v_leader_epoch, v_partition_epoch, [], None, None, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_PartitionRecord_1(o: PartitionRecord, out: bytearray) -> None:
@@ -220,7 +229,7 @@ def _w_PartitionRecord_1(o: PartitionRecord, out: bytearray) -> None:
     else:
         _wuv(out, len(a1) + 1)
         for e1 in a1:
-            out += _S3.pack(e1)
+            out += _S4.pack(e1)
     if o.eligible_leader_replicas != None:
         raise EncodeError('attempted to write a non-default EligibleLeaderReplicas at version 1 of PartitionRecord')
     if o.last_known_elr != None:
@@ -234,9 +243,14 @@ def _w_PartitionRecord_1(o: PartitionRecord, out: bytearray) -> None:
 
 
 def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
-    v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(PartitionRecord)
+    o0.leader_recovery_state = 0
+    o0.eligible_leader_replicas = None
+    o0.last_known_elr = None
+    o0.partition_id, u0 = _S0.unpack_from(buf, pos)
     pos += 20
-    v_topic_id = _uuid16(v_topic_id)
+    o0.topic_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -245,9 +259,9 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Replicas is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array Replicas of ' + str(n1) + ' elements overruns the buffer')
-        v_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
     n1 = buf[pos] - 1
     pos += 1
@@ -257,9 +271,9 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Isr is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array Isr of ' + str(n1) + ' elements overruns the buffer')
-        v_isr = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.isr = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
     n1 = buf[pos] - 1
     pos += 1
@@ -269,9 +283,9 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array RemovingReplicas is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array RemovingReplicas of ' + str(n1) + ' elements overruns the buffer')
-        v_removing_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.removing_replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
     n1 = buf[pos] - 1
     pos += 1
@@ -281,11 +295,11 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array AddingReplicas is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array AddingReplicas of ' + str(n1) + ' elements overruns the buffer')
-        v_adding_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.adding_replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    v_leader, v_leader_epoch, v_partition_epoch = _S1.unpack_from(buf, pos)
+    o0.leader, o0.leader_epoch, o0.partition_epoch = _S1.unpack_from(buf, pos)
     pos += 12
     n1 = buf[pos] - 1
     pos += 1
@@ -295,35 +309,37 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Directories is null')
     else:
-        if n1 * 16 > len(buf) - pos:
+        if n1 * 16 > blen - pos:
             raise DecodeError('array Directories of ' + str(n1) + ' elements overruns the buffer')
-        v_directories = []
-        for i1 in range(n1):
-            x, = _S3.unpack_from(buf, pos)
+        o0.directories = a1 = []
+        for _ in range(n1):
+            u0, = _S4.unpack_from(buf, pos)
+            x = _bnew(Uuid, u0)
             pos += 16
-            x = _uuid16(x)
-            v_directories.append(x)
-    v_leader_recovery_state = 0
-    n = buf[pos]
+            a1.append(x)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                v_leader_recovery_state, = _S2.unpack_from(buf, pos)
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                o0.leader_recovery_state, = _S2.unpack_from(buf, pos)
                 pos += 1
-                if pos != end:
-                    raise DecodeError('tagged field LeaderRecoveryState has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag in (1, 2):
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 1 of PartitionRecord')
+                if pos != end0:
+                    raise DecodeError('tagged field LeaderRecoveryState has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 in (1, 2):
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 1 of PartitionRecord')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return PartitionRecord(v_partition_id, v_topic_id, v_replicas, v_isr, v_removing_replicas, v_adding_replicas, v_leader, v_leader_recovery_state, v_leader_epoch, v_partition_epoch, v_directories, None, None, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_PartitionRecord_2(o: PartitionRecord, out: bytearray) -> None:
@@ -359,7 +375,7 @@ def _w_PartitionRecord_2(o: PartitionRecord, out: bytearray) -> None:
     else:
         _wuv(out, len(a1) + 1)
         for e1 in a1:
-            out += _S3.pack(e1)
+            out += _S4.pack(e1)
     tf = []
     if o.leader_recovery_state != 0:
         b = bytearray()
@@ -387,9 +403,14 @@ def _w_PartitionRecord_2(o: PartitionRecord, out: bytearray) -> None:
 
 
 def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
-    v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(PartitionRecord)
+    o0.leader_recovery_state = 0
+    o0.eligible_leader_replicas = None
+    o0.last_known_elr = None
+    o0.partition_id, u0 = _S0.unpack_from(buf, pos)
     pos += 20
-    v_topic_id = _uuid16(v_topic_id)
+    o0.topic_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -398,9 +419,9 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Replicas is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array Replicas of ' + str(n1) + ' elements overruns the buffer')
-        v_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
     n1 = buf[pos] - 1
     pos += 1
@@ -410,9 +431,9 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Isr is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array Isr of ' + str(n1) + ' elements overruns the buffer')
-        v_isr = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.isr = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
     n1 = buf[pos] - 1
     pos += 1
@@ -422,9 +443,9 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array RemovingReplicas is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array RemovingReplicas of ' + str(n1) + ' elements overruns the buffer')
-        v_removing_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.removing_replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
     n1 = buf[pos] - 1
     pos += 1
@@ -434,11 +455,11 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array AddingReplicas is null')
     else:
-        if n1 * 4 > len(buf) - pos:
+        if n1 * 4 > blen - pos:
             raise DecodeError('array AddingReplicas of ' + str(n1) + ' elements overruns the buffer')
-        v_adding_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+        o0.adding_replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    v_leader, v_leader_epoch, v_partition_epoch = _S1.unpack_from(buf, pos)
+    o0.leader, o0.leader_epoch, o0.partition_epoch = _S1.unpack_from(buf, pos)
     pos += 12
     n1 = buf[pos] - 1
     pos += 1
@@ -448,65 +469,65 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Directories is null')
     else:
-        if n1 * 16 > len(buf) - pos:
+        if n1 * 16 > blen - pos:
             raise DecodeError('array Directories of ' + str(n1) + ' elements overruns the buffer')
-        v_directories = []
-        for i1 in range(n1):
-            x, = _S3.unpack_from(buf, pos)
+        o0.directories = a1 = []
+        for _ in range(n1):
+            u0, = _S4.unpack_from(buf, pos)
+            x = _bnew(Uuid, u0)
             pos += 16
-            x = _uuid16(x)
-            v_directories.append(x)
-    v_leader_recovery_state = 0
-    v_eligible_leader_replicas = None
-    v_last_known_elr = None
-    n = buf[pos]
+            a1.append(x)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                v_leader_recovery_state, = _S2.unpack_from(buf, pos)
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                o0.leader_recovery_state, = _S2.unpack_from(buf, pos)
                 pos += 1
-                if pos != end:
-                    raise DecodeError('tagged field LeaderRecoveryState has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
+                if pos != end0:
+                    raise DecodeError('tagged field LeaderRecoveryState has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_eligible_leader_replicas = None
+                    o0.eligible_leader_replicas = None
                 else:
-                    if n1 * 4 > end - pos:
+                    if n1 * 4 > end0 - pos:
                         raise DecodeError('array EligibleLeaderReplicas of ' + str(n1) + ' elements overruns the buffer')
-                    v_eligible_leader_replicas = list(_unpack_from('>%di' % n1, buf, pos))
+                    o0.eligible_leader_replicas = list(_unpack_from('>%di' % n1, buf, pos))
                     pos += n1 * 4
-                if pos != end:
-                    raise DecodeError('tagged field EligibleLeaderReplicas has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 2:
+                if pos != end0:
+                    raise DecodeError('tagged field EligibleLeaderReplicas has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 2:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_last_known_elr = None
+                    o0.last_known_elr = None
                 else:
-                    if n1 * 4 > end - pos:
+                    if n1 * 4 > end0 - pos:
                         raise DecodeError('array LastKnownElr of ' + str(n1) + ' elements overruns the buffer')
-                    v_last_known_elr = list(_unpack_from('>%di' % n1, buf, pos))
+                    o0.last_known_elr = list(_unpack_from('>%di' % n1, buf, pos))
                     pos += n1 * 4
-                if pos != end:
-                    raise DecodeError('tagged field LastKnownElr has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+                if pos != end0:
+                    raise DecodeError('tagged field LastKnownElr has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return PartitionRecord(v_partition_id, v_topic_id, v_replicas, v_isr, v_removing_replicas, v_adding_replicas, v_leader, v_leader_recovery_state, v_leader_epoch, v_partition_epoch, v_directories, v_eligible_leader_replicas, v_last_known_elr, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 PartitionRecord.SPEC_NAME = 'PartitionRecord'
 PartitionRecord.LOWEST_VERSION = 0

@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -67,10 +67,14 @@ class QuorumStateData(Message):
 
 _DEF_Voter = Voter()
 _S0 = Struct('>i')
-_S1 = Struct('>iii')
-_S2 = Struct('>q')
-_S3 = Struct('>iiiq')
-_S4 = Struct('>iii16s')
+_S1 = Struct('>iB')
+_S2 = Struct('>iii')
+_S3 = Struct('>q')
+_S4 = Struct('>iiiq')
+_S5 = Struct('>iii16s')
+_S6 = Struct('>iii16sB')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_Voter_0(o: Voter, out: bytearray) -> None:
@@ -82,30 +86,25 @@ def _w_Voter_0(o: Voter, out: bytearray) -> None:
 
 
 def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
-    v_voter_id, = _S0.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return Voter(v_voter_id, unknown), pos
+    blen = len(buf)
+    o0 = _new(Voter)
+    o0.voter_id, tn0 = _S1.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_QuorumStateData_0(o: QuorumStateData, out: bytearray) -> None:
     if o.cluster_id is None:
         raise EncodeError('ClusterId is not nullable at version 0')
     _wcs(out, o.cluster_id)
-    out += _S1.pack(o.leader_id, o.leader_epoch, o.voted_id)
+    out += _S2.pack(o.leader_id, o.leader_epoch, o.voted_id)
     if o.voted_directory_id != ZERO_UUID:
         raise EncodeError('attempted to write a non-default VotedDirectoryId at version 0 of QuorumStateData')
-    out += _S2.pack(o.applied_offset)
+    out += _S3.pack(o.applied_offset)
     a1 = o.current_voters
     if a1 is None:
         out.append(0)
@@ -120,6 +119,9 @@ def _w_QuorumStateData_0(o: QuorumStateData, out: bytearray) -> None:
 
 
 def _r_QuorumStateData_0(buf: Any, pos: int) -> tuple[QuorumStateData, int]:
+    blen = len(buf)
+    o0 = _new(QuorumStateData)
+    o0.voted_directory_id = ZERO_UUID
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -128,11 +130,11 @@ def _r_QuorumStateData_0(buf: Any, pos: int) -> tuple[QuorumStateData, int]:
         raise DecodeError('non-nullable string ClusterId is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_leader_id, v_leader_epoch, v_voted_id, v_applied_offset = _S3.unpack_from(buf, pos)
+    o0.leader_id, o0.leader_epoch, o0.voted_id, o0.applied_offset = _S4.unpack_from(buf, pos)
     pos += 20
     n1 = buf[pos] - 1
     pos += 1
@@ -140,32 +142,33 @@ def _r_QuorumStateData_0(buf: Any, pos: int) -> tuple[QuorumStateData, int]:
         n1, pos = _ruv(buf, pos - 1)
         n1 -= 1
     if n1 < 0:
-        v_current_voters = None
+        o0.current_voters = None
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array CurrentVoters of ' + str(n1) + ' elements overruns the buffer')
-        v_current_voters = []
-        for i1 in range(n1):
-            x, pos = _r_Voter_0(buf, pos)
-            v_current_voters.append(x)
-    n = buf[pos]
+        o0.current_voters = a1 = []
+        for _ in range(n1):
+            o1 = _new(Voter)
+            o1.voter_id, tn1 = _S1.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return QuorumStateData(v_cluster_id, v_leader_id, v_leader_epoch, v_voted_id, ZERO_UUID, v_applied_offset, v_current_voters, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_QuorumStateData_1(o: QuorumStateData, out: bytearray) -> None:
     if o.cluster_id != '':
         raise EncodeError('attempted to write a non-default ClusterId at version 1 of QuorumStateData')
-    out += _S4.pack(o.leader_id, o.leader_epoch, o.voted_id, o.voted_directory_id)
+    out += _S5.pack(o.leader_id, o.leader_epoch, o.voted_id, o.voted_directory_id)
     if o.applied_offset != 0:
         raise EncodeError('attempted to write a non-default AppliedOffset at version 1 of QuorumStateData')
     if o.current_voters != []:
@@ -177,21 +180,19 @@ def _w_QuorumStateData_1(o: QuorumStateData, out: bytearray) -> None:
 
 
 def _r_QuorumStateData_1(buf: Any, pos: int) -> tuple[QuorumStateData, int]:
-    v_leader_id, v_leader_epoch, v_voted_id, v_voted_directory_id = _S4.unpack_from(buf, pos)
-    pos += 28
-    v_voted_directory_id = _uuid16(v_voted_directory_id)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return QuorumStateData('', v_leader_id, v_leader_epoch, v_voted_id, v_voted_directory_id, 0, [], unknown), pos
+    blen = len(buf)
+    o0 = _new(QuorumStateData)
+    o0.cluster_id = ''
+    o0.applied_offset = 0
+    o0.current_voters = []
+    o0.leader_id, o0.leader_epoch, o0.voted_id, u0, tn0 = _S6.unpack_from(buf, pos)
+    pos += 29
+    o0.voted_directory_id = _bnew(Uuid, u0)
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 Voter.SPEC_NAME = 'QuorumStateData'
 Voter.LOWEST_VERSION = 0

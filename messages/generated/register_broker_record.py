@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -85,14 +85,20 @@ class RegisterBrokerRecord(Message):
 _DEF_BrokerEndpoint = BrokerEndpoint()
 _DEF_BrokerFeature = BrokerFeature()
 _S0 = Struct('>Hh')
-_S1 = Struct('>hh')
-_S2 = Struct('>i')
-_S3 = Struct('>16sq')
-_S4 = Struct('>?')
-_S5 = Struct('>i16sq')
-_S6 = Struct('>??')
-_S7 = Struct('>i?16sq')
-_S8 = Struct('>16s')
+_S1 = Struct('>HhB')
+_S2 = Struct('>hh')
+_S3 = Struct('>hhB')
+_S4 = Struct('>i')
+_S5 = Struct('>16sq')
+_S6 = Struct('>?')
+_S7 = Struct('>i16sq')
+_S8 = Struct('>?B')
+_S9 = Struct('>??')
+_S10 = Struct('>??B')
+_S11 = Struct('>i?16sq')
+_S12 = Struct('>16s')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_BrokerEndpoint_0(o: BrokerEndpoint, out: bytearray) -> None:
@@ -110,6 +116,8 @@ def _w_BrokerEndpoint_0(o: BrokerEndpoint, out: bytearray) -> None:
 
 
 def _r_BrokerEndpoint_0(buf: Any, pos: int) -> tuple[BrokerEndpoint, int]:
+    blen = len(buf)
+    o0 = _new(BrokerEndpoint)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -118,9 +126,9 @@ def _r_BrokerEndpoint_0(buf: Any, pos: int) -> tuple[BrokerEndpoint, int]:
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -130,24 +138,17 @@ def _r_BrokerEndpoint_0(buf: Any, pos: int) -> tuple[BrokerEndpoint, int]:
         raise DecodeError('non-nullable string Host is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        v_host = str(buf[pos:se], 'utf-8')
+        o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    v_port, v_security_protocol = _S0.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return BrokerEndpoint(v_name, v_host, v_port, v_security_protocol, unknown), pos
+    o0.port, o0.security_protocol, tn0 = _S1.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_BrokerEndpoint_1(o: BrokerEndpoint, out: bytearray) -> None:
@@ -214,7 +215,7 @@ def _w_BrokerFeature_0(o: BrokerFeature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 0')
     _wcs(out, o.name)
-    out += _S1.pack(o.min_supported_version, o.max_supported_version)
+    out += _S2.pack(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -222,6 +223,8 @@ def _w_BrokerFeature_0(o: BrokerFeature, out: bytearray) -> None:
 
 
 def _r_BrokerFeature_0(buf: Any, pos: int) -> tuple[BrokerFeature, int]:
+    blen = len(buf)
+    o0 = _new(BrokerFeature)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -230,31 +233,24 @@ def _r_BrokerFeature_0(buf: Any, pos: int) -> tuple[BrokerFeature, int]:
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
-    v_min_supported_version, v_max_supported_version = _S1.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return BrokerFeature(v_name, v_min_supported_version, v_max_supported_version, unknown), pos
+    o0.min_supported_version, o0.max_supported_version, tn0 = _S3.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_BrokerFeature_1(o: BrokerFeature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 1')
     _wcs(out, o.name)
-    out += _S1.pack(o.min_supported_version, o.max_supported_version)
+    out += _S2.pack(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -266,7 +262,7 @@ def _w_BrokerFeature_2(o: BrokerFeature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 2')
     _wcs(out, o.name)
-    out += _S1.pack(o.min_supported_version, o.max_supported_version)
+    out += _S2.pack(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -278,7 +274,7 @@ def _w_BrokerFeature_3(o: BrokerFeature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 3')
     _wcs(out, o.name)
-    out += _S1.pack(o.min_supported_version, o.max_supported_version)
+    out += _S2.pack(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -290,7 +286,7 @@ def _w_BrokerFeature_4(o: BrokerFeature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 4')
     _wcs(out, o.name)
-    out += _S1.pack(o.min_supported_version, o.max_supported_version)
+    out += _S2.pack(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -299,10 +295,10 @@ _r_BrokerFeature_4 = _r_BrokerFeature_0
 
 
 def _w_RegisterBrokerRecord_0(o: RegisterBrokerRecord, out: bytearray) -> None:
-    out += _S2.pack(o.broker_id)
+    out += _S4.pack(o.broker_id)
     if o.is_migrating_zk_broker != False:
         raise EncodeError('attempted to write a non-default IsMigratingZkBroker at version 0 of RegisterBrokerRecord')
-    out += _S3.pack(o.incarnation_id, o.broker_epoch)
+    out += _S5.pack(o.incarnation_id, o.broker_epoch)
     a1 = o.end_points
     if a1 is None:
         raise EncodeError('EndPoints is not nullable at version 0')
@@ -318,7 +314,7 @@ def _w_RegisterBrokerRecord_0(o: RegisterBrokerRecord, out: bytearray) -> None:
         for e1 in a1:
             _w_BrokerFeature_0(e1, out)
     _wcsn(out, o.rack)
-    out += _S4.pack(o.fenced)
+    out += _S6.pack(o.fenced)
     if o.in_controlled_shutdown != False:
         raise EncodeError('attempted to write a non-default InControlledShutdown at version 0 of RegisterBrokerRecord')
     if o.log_dirs != []:
@@ -332,9 +328,15 @@ def _w_RegisterBrokerRecord_0(o: RegisterBrokerRecord, out: bytearray) -> None:
 
 
 def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
-    v_broker_id, v_incarnation_id, v_broker_epoch = _S5.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(RegisterBrokerRecord)
+    o0.is_migrating_zk_broker = False
+    o0.in_controlled_shutdown = False
+    o0.log_dirs = []
+    o0.cordoned_log_dirs = None
+    o0.broker_id, u0, o0.broker_epoch = _S7.unpack_from(buf, pos)
     pos += 28
-    v_incarnation_id = _uuid16(v_incarnation_id)
+    o0.incarnation_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -343,12 +345,42 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     if n1 < 0:
         raise DecodeError('non-nullable array EndPoints is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array EndPoints of ' + str(n1) + ' elements overruns the buffer')
-        v_end_points = []
-        for i1 in range(n1):
-            x, pos = _r_BrokerEndpoint_0(buf, pos)
-            v_end_points.append(x)
+        o0.end_points = a1 = []
+        for _ in range(n1):
+            o1 = _new(BrokerEndpoint)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, o1.security_protocol, tn1 = _S1.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -357,48 +389,67 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Features of ' + str(n1) + ' elements overruns the buffer')
-        v_features = []
-        for i1 in range(n1):
-            x, pos = _r_BrokerFeature_0(buf, pos)
-            v_features.append(x)
+        o0.features = a1 = []
+        for _ in range(n1):
+            o1 = _new(BrokerFeature)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_rack = None
+        o0.rack = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        v_rack = str(buf[pos:se], 'utf-8')
+        o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    v_fenced, = _S4.unpack_from(buf, pos)
-    pos += 1
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag in (0, 1):
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 0 of RegisterBrokerRecord')
+    o0.fenced, tn0 = _S8.unpack_from(buf, pos)
+    pos += 2
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 in (0, 1):
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 0 of RegisterBrokerRecord')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return RegisterBrokerRecord(v_broker_id, False, v_incarnation_id, v_broker_epoch, v_end_points, v_features, v_rack, v_fenced, False, [], None, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_RegisterBrokerRecord_1(o: RegisterBrokerRecord, out: bytearray) -> None:
-    out += _S2.pack(o.broker_id)
+    out += _S4.pack(o.broker_id)
     if o.is_migrating_zk_broker != False:
         raise EncodeError('attempted to write a non-default IsMigratingZkBroker at version 1 of RegisterBrokerRecord')
-    out += _S3.pack(o.incarnation_id, o.broker_epoch)
+    out += _S5.pack(o.incarnation_id, o.broker_epoch)
     a1 = o.end_points
     if a1 is None:
         raise EncodeError('EndPoints is not nullable at version 1')
@@ -414,7 +465,7 @@ def _w_RegisterBrokerRecord_1(o: RegisterBrokerRecord, out: bytearray) -> None:
         for e1 in a1:
             _w_BrokerFeature_1(e1, out)
     _wcsn(out, o.rack)
-    out += _S6.pack(o.fenced, o.in_controlled_shutdown)
+    out += _S9.pack(o.fenced, o.in_controlled_shutdown)
     if o.log_dirs != []:
         raise EncodeError('attempted to write a non-default LogDirs at version 1 of RegisterBrokerRecord')
     if o.cordoned_log_dirs != None:
@@ -426,9 +477,14 @@ def _w_RegisterBrokerRecord_1(o: RegisterBrokerRecord, out: bytearray) -> None:
 
 
 def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
-    v_broker_id, v_incarnation_id, v_broker_epoch = _S5.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(RegisterBrokerRecord)
+    o0.is_migrating_zk_broker = False
+    o0.log_dirs = []
+    o0.cordoned_log_dirs = None
+    o0.broker_id, u0, o0.broker_epoch = _S7.unpack_from(buf, pos)
     pos += 28
-    v_incarnation_id = _uuid16(v_incarnation_id)
+    o0.incarnation_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -437,12 +493,42 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     if n1 < 0:
         raise DecodeError('non-nullable array EndPoints is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array EndPoints of ' + str(n1) + ' elements overruns the buffer')
-        v_end_points = []
-        for i1 in range(n1):
-            x, pos = _r_BrokerEndpoint_1(buf, pos)
-            v_end_points.append(x)
+        o0.end_points = a1 = []
+        for _ in range(n1):
+            o1 = _new(BrokerEndpoint)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, o1.security_protocol, tn1 = _S1.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -451,45 +537,64 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Features of ' + str(n1) + ' elements overruns the buffer')
-        v_features = []
-        for i1 in range(n1):
-            x, pos = _r_BrokerFeature_1(buf, pos)
-            v_features.append(x)
+        o0.features = a1 = []
+        for _ in range(n1):
+            o1 = _new(BrokerFeature)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_rack = None
+        o0.rack = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        v_rack = str(buf[pos:se], 'utf-8')
+        o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    v_fenced, v_in_controlled_shutdown = _S6.unpack_from(buf, pos)
-    pos += 2
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag in (0, 1):
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 1 of RegisterBrokerRecord')
+    o0.fenced, o0.in_controlled_shutdown, tn0 = _S10.unpack_from(buf, pos)
+    pos += 3
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 in (0, 1):
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 1 of RegisterBrokerRecord')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return RegisterBrokerRecord(v_broker_id, False, v_incarnation_id, v_broker_epoch, v_end_points, v_features, v_rack, v_fenced, v_in_controlled_shutdown, [], None, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_RegisterBrokerRecord_2(o: RegisterBrokerRecord, out: bytearray) -> None:
-    out += _S7.pack(o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch)
+    out += _S11.pack(o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch)
     a1 = o.end_points
     if a1 is None:
         raise EncodeError('EndPoints is not nullable at version 2')
@@ -505,7 +610,7 @@ def _w_RegisterBrokerRecord_2(o: RegisterBrokerRecord, out: bytearray) -> None:
         for e1 in a1:
             _w_BrokerFeature_2(e1, out)
     _wcsn(out, o.rack)
-    out += _S6.pack(o.fenced, o.in_controlled_shutdown)
+    out += _S9.pack(o.fenced, o.in_controlled_shutdown)
     if o.log_dirs != []:
         raise EncodeError('attempted to write a non-default LogDirs at version 2 of RegisterBrokerRecord')
     if o.cordoned_log_dirs != None:
@@ -517,9 +622,13 @@ def _w_RegisterBrokerRecord_2(o: RegisterBrokerRecord, out: bytearray) -> None:
 
 
 def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
-    v_broker_id, v_is_migrating_zk_broker, v_incarnation_id, v_broker_epoch = _S7.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(RegisterBrokerRecord)
+    o0.log_dirs = []
+    o0.cordoned_log_dirs = None
+    o0.broker_id, o0.is_migrating_zk_broker, u0, o0.broker_epoch = _S11.unpack_from(buf, pos)
     pos += 29
-    v_incarnation_id = _uuid16(v_incarnation_id)
+    o0.incarnation_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -528,12 +637,42 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     if n1 < 0:
         raise DecodeError('non-nullable array EndPoints is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array EndPoints of ' + str(n1) + ' elements overruns the buffer')
-        v_end_points = []
-        for i1 in range(n1):
-            x, pos = _r_BrokerEndpoint_2(buf, pos)
-            v_end_points.append(x)
+        o0.end_points = a1 = []
+        for _ in range(n1):
+            o1 = _new(BrokerEndpoint)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, o1.security_protocol, tn1 = _S1.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -542,45 +681,64 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Features of ' + str(n1) + ' elements overruns the buffer')
-        v_features = []
-        for i1 in range(n1):
-            x, pos = _r_BrokerFeature_2(buf, pos)
-            v_features.append(x)
+        o0.features = a1 = []
+        for _ in range(n1):
+            o1 = _new(BrokerFeature)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_rack = None
+        o0.rack = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        v_rack = str(buf[pos:se], 'utf-8')
+        o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    v_fenced, v_in_controlled_shutdown = _S6.unpack_from(buf, pos)
-    pos += 2
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag in (0, 1):
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 2 of RegisterBrokerRecord')
+    o0.fenced, o0.in_controlled_shutdown, tn0 = _S10.unpack_from(buf, pos)
+    pos += 3
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 in (0, 1):
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 2 of RegisterBrokerRecord')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return RegisterBrokerRecord(v_broker_id, v_is_migrating_zk_broker, v_incarnation_id, v_broker_epoch, v_end_points, v_features, v_rack, v_fenced, v_in_controlled_shutdown, [], None, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_RegisterBrokerRecord_3(o: RegisterBrokerRecord, out: bytearray) -> None:
-    out += _S7.pack(o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch)
+    out += _S11.pack(o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch)
     a1 = o.end_points
     if a1 is None:
         raise EncodeError('EndPoints is not nullable at version 3')
@@ -596,7 +754,7 @@ def _w_RegisterBrokerRecord_3(o: RegisterBrokerRecord, out: bytearray) -> None:
         for e1 in a1:
             _w_BrokerFeature_3(e1, out)
     _wcsn(out, o.rack)
-    out += _S6.pack(o.fenced, o.in_controlled_shutdown)
+    out += _S9.pack(o.fenced, o.in_controlled_shutdown)
     if o.cordoned_log_dirs != None:
         raise EncodeError('attempted to write a non-default CordonedLogDirs at version 3 of RegisterBrokerRecord')
     tf = []
@@ -608,15 +766,19 @@ def _w_RegisterBrokerRecord_3(o: RegisterBrokerRecord, out: bytearray) -> None:
         else:
             _wuv(b, len(a1) + 1)
             for e1 in a1:
-                b += _S8.pack(e1)
+                b += _S12.pack(e1)
         tf.append((0, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
 
 
 def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
-    v_broker_id, v_is_migrating_zk_broker, v_incarnation_id, v_broker_epoch = _S7.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(RegisterBrokerRecord)
+    o0.log_dirs = []
+    o0.cordoned_log_dirs = None
+    o0.broker_id, o0.is_migrating_zk_broker, u0, o0.broker_epoch = _S11.unpack_from(buf, pos)
     pos += 29
-    v_incarnation_id = _uuid16(v_incarnation_id)
+    o0.incarnation_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -625,12 +787,42 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     if n1 < 0:
         raise DecodeError('non-nullable array EndPoints is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array EndPoints of ' + str(n1) + ' elements overruns the buffer')
-        v_end_points = []
-        for i1 in range(n1):
-            x, pos = _r_BrokerEndpoint_3(buf, pos)
-            v_end_points.append(x)
+        o0.end_points = a1 = []
+        for _ in range(n1):
+            o1 = _new(BrokerEndpoint)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, o1.security_protocol, tn1 = _S1.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -639,37 +831,52 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Features of ' + str(n1) + ' elements overruns the buffer')
-        v_features = []
-        for i1 in range(n1):
-            x, pos = _r_BrokerFeature_3(buf, pos)
-            v_features.append(x)
+        o0.features = a1 = []
+        for _ in range(n1):
+            o1 = _new(BrokerFeature)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_rack = None
+        o0.rack = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        v_rack = str(buf[pos:se], 'utf-8')
+        o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    v_fenced, v_in_controlled_shutdown = _S6.unpack_from(buf, pos)
-    pos += 2
-    v_log_dirs = []
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+    o0.fenced, o0.in_controlled_shutdown, tn0 = _S10.unpack_from(buf, pos)
+    pos += 3
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
@@ -678,26 +885,29 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 if n1 < 0:
                     raise DecodeError('non-nullable array LogDirs is null')
                 else:
-                    if n1 * 16 > end - pos:
+                    if n1 * 16 > end0 - pos:
                         raise DecodeError('array LogDirs of ' + str(n1) + ' elements overruns the buffer')
-                    v_log_dirs = []
-                    for i1 in range(n1):
-                        x, = _S8.unpack_from(buf, pos)
+                    o0.log_dirs = a1 = []
+                    for _ in range(n1):
+                        u0, = _S12.unpack_from(buf, pos)
+                        x = _bnew(Uuid, u0)
                         pos += 16
-                        x = _uuid16(x)
-                        v_log_dirs.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field LogDirs has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
-                raise DecodeError('tag ' + str(tag) + ' is not valid for version 3 of RegisterBrokerRecord')
+                        a1.append(x)
+                if pos != end0:
+                    raise DecodeError('tagged field LogDirs has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
+                raise DecodeError('tag ' + str(tag0) + ' is not valid for version 3 of RegisterBrokerRecord')
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return RegisterBrokerRecord(v_broker_id, v_is_migrating_zk_broker, v_incarnation_id, v_broker_epoch, v_end_points, v_features, v_rack, v_fenced, v_in_controlled_shutdown, v_log_dirs, None, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_RegisterBrokerRecord_4(o: RegisterBrokerRecord, out: bytearray) -> None:
-    out += _S7.pack(o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch)
+    out += _S11.pack(o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch)
     a1 = o.end_points
     if a1 is None:
         raise EncodeError('EndPoints is not nullable at version 4')
@@ -713,7 +923,7 @@ def _w_RegisterBrokerRecord_4(o: RegisterBrokerRecord, out: bytearray) -> None:
         for e1 in a1:
             _w_BrokerFeature_4(e1, out)
     _wcsn(out, o.rack)
-    out += _S6.pack(o.fenced, o.in_controlled_shutdown)
+    out += _S9.pack(o.fenced, o.in_controlled_shutdown)
     tf = []
     if o.log_dirs != []:
         b = bytearray()
@@ -723,7 +933,7 @@ def _w_RegisterBrokerRecord_4(o: RegisterBrokerRecord, out: bytearray) -> None:
         else:
             _wuv(b, len(a1) + 1)
             for e1 in a1:
-                b += _S8.pack(e1)
+                b += _S12.pack(e1)
         tf.append((0, bytes(b)))
     if o.cordoned_log_dirs != None:
         b = bytearray()
@@ -733,15 +943,19 @@ def _w_RegisterBrokerRecord_4(o: RegisterBrokerRecord, out: bytearray) -> None:
         else:
             _wuv(b, len(a1) + 1)
             for e1 in a1:
-                b += _S8.pack(e1)
+                b += _S12.pack(e1)
         tf.append((1, bytes(b)))
     _write_tagged(out, tf, o.unknown_tagged_fields)
 
 
 def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
-    v_broker_id, v_is_migrating_zk_broker, v_incarnation_id, v_broker_epoch = _S7.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(RegisterBrokerRecord)
+    o0.log_dirs = []
+    o0.cordoned_log_dirs = None
+    o0.broker_id, o0.is_migrating_zk_broker, u0, o0.broker_epoch = _S11.unpack_from(buf, pos)
     pos += 29
-    v_incarnation_id = _uuid16(v_incarnation_id)
+    o0.incarnation_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -750,12 +964,42 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     if n1 < 0:
         raise DecodeError('non-nullable array EndPoints is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array EndPoints of ' + str(n1) + ' elements overruns the buffer')
-        v_end_points = []
-        for i1 in range(n1):
-            x, pos = _r_BrokerEndpoint_4(buf, pos)
-            v_end_points.append(x)
+        o0.end_points = a1 = []
+        for _ in range(n1):
+            o1 = _new(BrokerEndpoint)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, o1.security_protocol, tn1 = _S1.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -764,38 +1008,52 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Features of ' + str(n1) + ' elements overruns the buffer')
-        v_features = []
-        for i1 in range(n1):
-            x, pos = _r_BrokerFeature_4(buf, pos)
-            v_features.append(x)
+        o0.features = a1 = []
+        for _ in range(n1):
+            o1 = _new(BrokerFeature)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_rack = None
+        o0.rack = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        v_rack = str(buf[pos:se], 'utf-8')
+        o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    v_fenced, v_in_controlled_shutdown = _S6.unpack_from(buf, pos)
-    pos += 2
-    v_log_dirs = []
-    v_cordoned_log_dirs = None
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
+    o0.fenced, o0.in_controlled_shutdown, tn0 = _S10.unpack_from(buf, pos)
+    pos += 3
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
@@ -804,39 +1062,42 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 if n1 < 0:
                     raise DecodeError('non-nullable array LogDirs is null')
                 else:
-                    if n1 * 16 > end - pos:
+                    if n1 * 16 > end0 - pos:
                         raise DecodeError('array LogDirs of ' + str(n1) + ' elements overruns the buffer')
-                    v_log_dirs = []
-                    for i1 in range(n1):
-                        x, = _S8.unpack_from(buf, pos)
+                    o0.log_dirs = a1 = []
+                    for _ in range(n1):
+                        u0, = _S12.unpack_from(buf, pos)
+                        x = _bnew(Uuid, u0)
                         pos += 16
-                        x = _uuid16(x)
-                        v_log_dirs.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field LogDirs has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
-            elif tag == 1:
+                        a1.append(x)
+                if pos != end0:
+                    raise DecodeError('tagged field LogDirs has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
+            elif tag0 == 1:
                 n1 = buf[pos] - 1
                 pos += 1
                 if n1 >= 0x7f:
                     n1, pos = _ruv(buf, pos - 1)
                     n1 -= 1
                 if n1 < 0:
-                    v_cordoned_log_dirs = None
+                    o0.cordoned_log_dirs = None
                 else:
-                    if n1 * 16 > end - pos:
+                    if n1 * 16 > end0 - pos:
                         raise DecodeError('array CordonedLogDirs of ' + str(n1) + ' elements overruns the buffer')
-                    v_cordoned_log_dirs = []
-                    for i1 in range(n1):
-                        x, = _S8.unpack_from(buf, pos)
+                    o0.cordoned_log_dirs = a1 = []
+                    for _ in range(n1):
+                        u0, = _S12.unpack_from(buf, pos)
+                        x = _bnew(Uuid, u0)
                         pos += 16
-                        x = _uuid16(x)
-                        v_cordoned_log_dirs.append(x)
-                if pos != end:
-                    raise DecodeError('tagged field CordonedLogDirs has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+                        a1.append(x)
+                if pos != end0:
+                    raise DecodeError('tagged field CordonedLogDirs has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return RegisterBrokerRecord(v_broker_id, v_is_migrating_zk_broker, v_incarnation_id, v_broker_epoch, v_end_points, v_features, v_rack, v_fenced, v_in_controlled_shutdown, v_log_dirs, v_cordoned_log_dirs, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 BrokerEndpoint.SPEC_NAME = 'RegisterBrokerRecord'
 BrokerEndpoint.LOWEST_VERSION = 0

@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -79,8 +79,12 @@ class RegisterControllerRecord(Message):
 _DEF_ControllerEndpoint = ControllerEndpoint()
 _DEF_ControllerFeature = ControllerFeature()
 _S0 = Struct('>Hh')
-_S1 = Struct('>hh')
-_S2 = Struct('>i16s?')
+_S1 = Struct('>HhB')
+_S2 = Struct('>hh')
+_S3 = Struct('>hhB')
+_S4 = Struct('>i16s?')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_ControllerEndpoint_0(o: ControllerEndpoint, out: bytearray) -> None:
@@ -98,6 +102,8 @@ def _w_ControllerEndpoint_0(o: ControllerEndpoint, out: bytearray) -> None:
 
 
 def _r_ControllerEndpoint_0(buf: Any, pos: int) -> tuple[ControllerEndpoint, int]:
+    blen = len(buf)
+    o0 = _new(ControllerEndpoint)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -106,9 +112,9 @@ def _r_ControllerEndpoint_0(buf: Any, pos: int) -> tuple[ControllerEndpoint, int
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -118,31 +124,24 @@ def _r_ControllerEndpoint_0(buf: Any, pos: int) -> tuple[ControllerEndpoint, int
         raise DecodeError('non-nullable string Host is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        v_host = str(buf[pos:se], 'utf-8')
+        o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    v_port, v_security_protocol = _S0.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return ControllerEndpoint(v_name, v_host, v_port, v_security_protocol, unknown), pos
+    o0.port, o0.security_protocol, tn0 = _S1.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_ControllerFeature_0(o: ControllerFeature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 0')
     _wcs(out, o.name)
-    out += _S1.pack(o.min_supported_version, o.max_supported_version)
+    out += _S2.pack(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -150,6 +149,8 @@ def _w_ControllerFeature_0(o: ControllerFeature, out: bytearray) -> None:
 
 
 def _r_ControllerFeature_0(buf: Any, pos: int) -> tuple[ControllerFeature, int]:
+    blen = len(buf)
+    o0 = _new(ControllerFeature)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -158,28 +159,21 @@ def _r_ControllerFeature_0(buf: Any, pos: int) -> tuple[ControllerFeature, int]:
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
-    v_min_supported_version, v_max_supported_version = _S1.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return ControllerFeature(v_name, v_min_supported_version, v_max_supported_version, unknown), pos
+    o0.min_supported_version, o0.max_supported_version, tn0 = _S3.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_RegisterControllerRecord_0(o: RegisterControllerRecord, out: bytearray) -> None:
-    out += _S2.pack(o.controller_id, o.incarnation_id, o.zk_migration_ready)
+    out += _S4.pack(o.controller_id, o.incarnation_id, o.zk_migration_ready)
     a1 = o.end_points
     if a1 is None:
         raise EncodeError('EndPoints is not nullable at version 0')
@@ -201,9 +195,11 @@ def _w_RegisterControllerRecord_0(o: RegisterControllerRecord, out: bytearray) -
 
 
 def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControllerRecord, int]:
-    v_controller_id, v_incarnation_id, v_zk_migration_ready = _S2.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(RegisterControllerRecord)
+    o0.controller_id, u0, o0.zk_migration_ready = _S4.unpack_from(buf, pos)
     pos += 21
-    v_incarnation_id = _uuid16(v_incarnation_id)
+    o0.incarnation_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -212,12 +208,42 @@ def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControlle
     if n1 < 0:
         raise DecodeError('non-nullable array EndPoints is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array EndPoints of ' + str(n1) + ' elements overruns the buffer')
-        v_end_points = []
-        for i1 in range(n1):
-            x, pos = _r_ControllerEndpoint_0(buf, pos)
-            v_end_points.append(x)
+        o0.end_points = a1 = []
+        for _ in range(n1):
+            o1 = _new(ControllerEndpoint)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, o1.security_protocol, tn1 = _S1.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -226,24 +252,37 @@ def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControlle
     if n1 < 0:
         raise DecodeError('non-nullable array Features is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Features of ' + str(n1) + ' elements overruns the buffer')
-        v_features = []
-        for i1 in range(n1):
-            x, pos = _r_ControllerFeature_0(buf, pos)
-            v_features.append(x)
-    n = buf[pos]
+        o0.features = a1 = []
+        for _ in range(n1):
+            o1 = _new(ControllerFeature)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+            pos += 5
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return RegisterControllerRecord(v_controller_id, v_incarnation_id, v_zk_migration_ready, v_end_points, v_features, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 ControllerEndpoint.SPEC_NAME = 'RegisterControllerRecord'
 ControllerEndpoint.LOWEST_VERSION = 0

@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -54,6 +54,9 @@ class RemoveRaftVoterRequest(Message):
 
 
 _S0 = Struct('>i16s')
+_S1 = Struct('>i16sB')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_RemoveRaftVoterRequest_0(o: RemoveRaftVoterRequest, out: bytearray) -> None:
@@ -66,33 +69,28 @@ def _w_RemoveRaftVoterRequest_0(o: RemoveRaftVoterRequest, out: bytearray) -> No
 
 
 def _r_RemoveRaftVoterRequest_0(buf: Any, pos: int) -> tuple[RemoveRaftVoterRequest, int]:
+    blen = len(buf)
+    o0 = _new(RemoveRaftVoterRequest)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_cluster_id = None
+        o0.cluster_id = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_voter_id, v_voter_directory_id = _S0.unpack_from(buf, pos)
-    pos += 20
-    v_voter_directory_id = _uuid16(v_voter_directory_id)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return RemoveRaftVoterRequest(v_cluster_id, v_voter_id, v_voter_directory_id, unknown), pos
+    o0.voter_id, u0, tn0 = _S1.unpack_from(buf, pos)
+    pos += 21
+    o0.voter_directory_id = _bnew(Uuid, u0)
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 RemoveRaftVoterRequest.SPEC_NAME = 'RemoveRaftVoterRequest'
 RemoveRaftVoterRequest.LOWEST_VERSION = 0

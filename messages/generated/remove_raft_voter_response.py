@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -54,6 +54,8 @@ class RemoveRaftVoterResponse(Message):
 
 
 _S0 = Struct('>ih')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_RemoveRaftVoterResponse_0(o: RemoveRaftVoterResponse, out: bytearray) -> None:
@@ -66,32 +68,29 @@ def _w_RemoveRaftVoterResponse_0(o: RemoveRaftVoterResponse, out: bytearray) -> 
 
 
 def _r_RemoveRaftVoterResponse_0(buf: Any, pos: int) -> tuple[RemoveRaftVoterResponse, int]:
-    v_throttle_time_ms, v_error_code = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(RemoveRaftVoterResponse)
+    o0.throttle_time_ms, o0.error_code = _S0.unpack_from(buf, pos)
     pos += 6
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_error_message = None
+        o0.error_message = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        v_error_message = str(buf[pos:se], 'utf-8')
+        o0.error_message = str(buf[pos:se], 'utf-8')
         pos = se
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return RemoveRaftVoterResponse(v_throttle_time_ms, v_error_code, v_error_message, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 RemoveRaftVoterResponse.SPEC_NAME = 'RemoveRaftVoterResponse'
 RemoveRaftVoterResponse.LOWEST_VERSION = 0

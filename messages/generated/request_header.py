@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -55,6 +55,8 @@ class RequestHeader(Message):
 
 
 _S0 = Struct('>hhi')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_RequestHeader_1(o: RequestHeader, out: bytearray) -> None:
@@ -63,10 +65,13 @@ def _w_RequestHeader_1(o: RequestHeader, out: bytearray) -> None:
 
 
 def _r_RequestHeader_1(buf: Any, pos: int) -> tuple[RequestHeader, int]:
-    v_request_api_key, v_request_api_version, v_correlation_id = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(RequestHeader)
+    o0.request_api_key, o0.request_api_version, o0.correlation_id = _S0.unpack_from(buf, pos)
     pos += 8
-    v_client_id, pos = _rsn(buf, pos)
-    return RequestHeader(v_request_api_key, v_request_api_version, v_correlation_id, v_client_id, []), pos
+    o0.client_id, pos = _rsn(buf, pos)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_RequestHeader_2(o: RequestHeader, out: bytearray) -> None:
@@ -79,21 +84,18 @@ def _w_RequestHeader_2(o: RequestHeader, out: bytearray) -> None:
 
 
 def _r_RequestHeader_2(buf: Any, pos: int) -> tuple[RequestHeader, int]:
-    v_request_api_key, v_request_api_version, v_correlation_id = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(RequestHeader)
+    o0.request_api_key, o0.request_api_version, o0.correlation_id = _S0.unpack_from(buf, pos)
     pos += 8
-    v_client_id, pos = _rsn(buf, pos)
-    n = buf[pos]
+    o0.client_id, pos = _rsn(buf, pos)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return RequestHeader(v_request_api_key, v_request_api_version, v_correlation_id, v_client_id, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 RequestHeader.SPEC_NAME = 'RequestHeader'
 RequestHeader.LOWEST_VERSION = 1

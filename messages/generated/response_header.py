@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -52,6 +52,9 @@ class ResponseHeader(Message):
 
 
 _S0 = Struct('>i')
+_S1 = Struct('>iB')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_ResponseHeader_0(o: ResponseHeader, out: bytearray) -> None:
@@ -59,9 +62,12 @@ def _w_ResponseHeader_0(o: ResponseHeader, out: bytearray) -> None:
 
 
 def _r_ResponseHeader_0(buf: Any, pos: int) -> tuple[ResponseHeader, int]:
-    v_correlation_id, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(ResponseHeader)
+    o0.correlation_id, = _S0.unpack_from(buf, pos)
     pos += 4
-    return ResponseHeader(v_correlation_id, []), pos
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_ResponseHeader_1(o: ResponseHeader, out: bytearray) -> None:
@@ -73,20 +79,15 @@ def _w_ResponseHeader_1(o: ResponseHeader, out: bytearray) -> None:
 
 
 def _r_ResponseHeader_1(buf: Any, pos: int) -> tuple[ResponseHeader, int]:
-    v_correlation_id, = _S0.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return ResponseHeader(v_correlation_id, unknown), pos
+    blen = len(buf)
+    o0 = _new(ResponseHeader)
+    o0.correlation_id, tn0 = _S1.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 ResponseHeader.SPEC_NAME = 'ResponseHeader'
 ResponseHeader.LOWEST_VERSION = 0

@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -56,6 +56,9 @@ class SaslAuthenticateResponse(Message):
 
 _S0 = Struct('>h')
 _S1 = Struct('>q')
+_S2 = Struct('>qB')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_SaslAuthenticateResponse_0(o: SaslAuthenticateResponse, out: bytearray) -> None:
@@ -67,11 +70,15 @@ def _w_SaslAuthenticateResponse_0(o: SaslAuthenticateResponse, out: bytearray) -
 
 
 def _r_SaslAuthenticateResponse_0(buf: Any, pos: int) -> tuple[SaslAuthenticateResponse, int]:
-    v_error_code, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(SaslAuthenticateResponse)
+    o0.session_lifetime_ms = 0
+    o0.error_code, = _S0.unpack_from(buf, pos)
     pos += 2
-    v_error_message, pos = _rsn(buf, pos)
-    v_auth_bytes, pos = _rb(buf, pos)
-    return SaslAuthenticateResponse(v_error_code, v_error_message, v_auth_bytes, 0, []), pos
+    o0.error_message, pos = _rsn(buf, pos)
+    o0.auth_bytes, pos = _rb(buf, pos)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_SaslAuthenticateResponse_1(o: SaslAuthenticateResponse, out: bytearray) -> None:
@@ -84,13 +91,16 @@ def _w_SaslAuthenticateResponse_1(o: SaslAuthenticateResponse, out: bytearray) -
 
 
 def _r_SaslAuthenticateResponse_1(buf: Any, pos: int) -> tuple[SaslAuthenticateResponse, int]:
-    v_error_code, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(SaslAuthenticateResponse)
+    o0.error_code, = _S0.unpack_from(buf, pos)
     pos += 2
-    v_error_message, pos = _rsn(buf, pos)
-    v_auth_bytes, pos = _rb(buf, pos)
-    v_session_lifetime_ms, = _S1.unpack_from(buf, pos)
+    o0.error_message, pos = _rsn(buf, pos)
+    o0.auth_bytes, pos = _rb(buf, pos)
+    o0.session_lifetime_ms, = _S1.unpack_from(buf, pos)
     pos += 8
-    return SaslAuthenticateResponse(v_error_code, v_error_message, v_auth_bytes, v_session_lifetime_ms, []), pos
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_SaslAuthenticateResponse_2(o: SaslAuthenticateResponse, out: bytearray) -> None:
@@ -107,35 +117,30 @@ def _w_SaslAuthenticateResponse_2(o: SaslAuthenticateResponse, out: bytearray) -
 
 
 def _r_SaslAuthenticateResponse_2(buf: Any, pos: int) -> tuple[SaslAuthenticateResponse, int]:
-    v_error_code, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(SaslAuthenticateResponse)
+    o0.error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_error_message = None
+        o0.error_message = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        v_error_message = str(buf[pos:se], 'utf-8')
+        o0.error_message = str(buf[pos:se], 'utf-8')
         pos = se
-    v_auth_bytes, pos = _rcb(buf, pos)
-    v_session_lifetime_ms, = _S1.unpack_from(buf, pos)
-    pos += 8
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return SaslAuthenticateResponse(v_error_code, v_error_message, v_auth_bytes, v_session_lifetime_ms, unknown), pos
+    o0.auth_bytes, pos = _rcb(buf, pos)
+    o0.session_lifetime_ms, tn0 = _S2.unpack_from(buf, pos)
+    pos += 9
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 SaslAuthenticateResponse.SPEC_NAME = 'SaslAuthenticateResponse'
 SaslAuthenticateResponse.LOWEST_VERSION = 0

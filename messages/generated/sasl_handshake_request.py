@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -51,6 +51,8 @@ class SaslHandshakeRequest(Message):
     unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
 
 
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_SaslHandshakeRequest_0(o: SaslHandshakeRequest, out: bytearray) -> None:
@@ -60,8 +62,11 @@ def _w_SaslHandshakeRequest_0(o: SaslHandshakeRequest, out: bytearray) -> None:
 
 
 def _r_SaslHandshakeRequest_0(buf: Any, pos: int) -> tuple[SaslHandshakeRequest, int]:
-    v_mechanism, pos = _rs(buf, pos)
-    return SaslHandshakeRequest(v_mechanism, []), pos
+    blen = len(buf)
+    o0 = _new(SaslHandshakeRequest)
+    o0.mechanism, pos = _rs(buf, pos)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_SaslHandshakeRequest_1(o: SaslHandshakeRequest, out: bytearray) -> None:

@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -53,6 +53,8 @@ class SaslHandshakeResponse(Message):
 
 
 _S0 = Struct('>h')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_SaslHandshakeResponse_0(o: SaslHandshakeResponse, out: bytearray) -> None:
@@ -69,20 +71,23 @@ def _w_SaslHandshakeResponse_0(o: SaslHandshakeResponse, out: bytearray) -> None
 
 
 def _r_SaslHandshakeResponse_0(buf: Any, pos: int) -> tuple[SaslHandshakeResponse, int]:
-    v_error_code, = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(SaslHandshakeResponse)
+    o0.error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
     if n1 < 0:
         raise DecodeError('non-nullable array Mechanisms is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Mechanisms of ' + str(n1) + ' elements overruns the buffer')
-        v_mechanisms = []
-        for i1 in range(n1):
+        o0.mechanisms = a1 = []
+        for _ in range(n1):
             x, pos = _rs(buf, pos)
-            v_mechanisms.append(x)
-    return SaslHandshakeResponse(v_error_code, v_mechanisms, []), pos
+            a1.append(x)
+    o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_SaslHandshakeResponse_1(o: SaslHandshakeResponse, out: bytearray) -> None:

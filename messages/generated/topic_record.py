@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -53,6 +53,9 @@ class TopicRecord(Message):
 
 
 _S0 = Struct('>16s')
+_S1 = Struct('>16sB')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_TopicRecord_0(o: TopicRecord, out: bytearray) -> None:
@@ -67,6 +70,8 @@ def _w_TopicRecord_0(o: TopicRecord, out: bytearray) -> None:
 
 
 def _r_TopicRecord_0(buf: Any, pos: int) -> tuple[TopicRecord, int]:
+    blen = len(buf)
+    o0 = _new(TopicRecord)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -75,25 +80,18 @@ def _r_TopicRecord_0(buf: Any, pos: int) -> tuple[TopicRecord, int]:
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
-    v_topic_id, = _S0.unpack_from(buf, pos)
-    pos += 16
-    v_topic_id = _uuid16(v_topic_id)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return TopicRecord(v_name, v_topic_id, unknown), pos
+    u0, tn0 = _S1.unpack_from(buf, pos)
+    pos += 17
+    o0.topic_id = _bnew(Uuid, u0)
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 TopicRecord.SPEC_NAME = 'TopicRecord'
 TopicRecord.LOWEST_VERSION = 0

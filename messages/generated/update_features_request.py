@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -66,11 +66,15 @@ class UpdateFeaturesRequest(Message):
 
 _DEF_FeatureUpdateKey = FeatureUpdateKey()
 _S0 = Struct('>h?')
-_S1 = Struct('>h')
-_S2 = Struct('>b')
-_S3 = Struct('>hb')
-_S4 = Struct('>i')
-_S5 = Struct('>?')
+_S1 = Struct('>h?B')
+_S2 = Struct('>h')
+_S3 = Struct('>b')
+_S4 = Struct('>hbB')
+_S5 = Struct('>i')
+_S6 = Struct('>?')
+_S7 = Struct('>?B')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_FeatureUpdateKey_0(o: FeatureUpdateKey, out: bytearray) -> None:
@@ -87,6 +91,9 @@ def _w_FeatureUpdateKey_0(o: FeatureUpdateKey, out: bytearray) -> None:
 
 
 def _r_FeatureUpdateKey_0(buf: Any, pos: int) -> tuple[FeatureUpdateKey, int]:
+    blen = len(buf)
+    o0 = _new(FeatureUpdateKey)
+    o0.upgrade_type = 1
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -95,34 +102,27 @@ def _r_FeatureUpdateKey_0(buf: Any, pos: int) -> tuple[FeatureUpdateKey, int]:
         raise DecodeError('non-nullable string Feature is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
-        v_feature = str(buf[pos:se], 'utf-8')
+        o0.feature = str(buf[pos:se], 'utf-8')
         pos = se
-    v_max_version_level, v_allow_downgrade = _S0.unpack_from(buf, pos)
-    pos += 3
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return FeatureUpdateKey(v_feature, v_max_version_level, v_allow_downgrade, 1, unknown), pos
+    o0.max_version_level, o0.allow_downgrade, tn0 = _S1.unpack_from(buf, pos)
+    pos += 4
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FeatureUpdateKey_1(o: FeatureUpdateKey, out: bytearray) -> None:
     if o.feature is None:
         raise EncodeError('Feature is not nullable at version 1')
     _wcs(out, o.feature)
-    out += _S1.pack(o.max_version_level)
+    out += _S2.pack(o.max_version_level)
     if o.allow_downgrade != False:
         raise EncodeError('attempted to write a non-default AllowDowngrade at version 1 of FeatureUpdateKey')
-    out += _S2.pack(o.upgrade_type)
+    out += _S3.pack(o.upgrade_type)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -130,6 +130,9 @@ def _w_FeatureUpdateKey_1(o: FeatureUpdateKey, out: bytearray) -> None:
 
 
 def _r_FeatureUpdateKey_1(buf: Any, pos: int) -> tuple[FeatureUpdateKey, int]:
+    blen = len(buf)
+    o0 = _new(FeatureUpdateKey)
+    o0.allow_downgrade = False
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -138,34 +141,27 @@ def _r_FeatureUpdateKey_1(buf: Any, pos: int) -> tuple[FeatureUpdateKey, int]:
         raise DecodeError('non-nullable string Feature is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
-        v_feature = str(buf[pos:se], 'utf-8')
+        o0.feature = str(buf[pos:se], 'utf-8')
         pos = se
-    v_max_version_level, v_upgrade_type = _S3.unpack_from(buf, pos)
-    pos += 3
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return FeatureUpdateKey(v_feature, v_max_version_level, False, v_upgrade_type, unknown), pos
+    o0.max_version_level, o0.upgrade_type, tn0 = _S4.unpack_from(buf, pos)
+    pos += 4
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_FeatureUpdateKey_2(o: FeatureUpdateKey, out: bytearray) -> None:
     if o.feature is None:
         raise EncodeError('Feature is not nullable at version 2')
     _wcs(out, o.feature)
-    out += _S1.pack(o.max_version_level)
+    out += _S2.pack(o.max_version_level)
     if o.allow_downgrade != False:
         raise EncodeError('attempted to write a non-default AllowDowngrade at version 2 of FeatureUpdateKey')
-    out += _S2.pack(o.upgrade_type)
+    out += _S3.pack(o.upgrade_type)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -174,7 +170,7 @@ _r_FeatureUpdateKey_2 = _r_FeatureUpdateKey_1
 
 
 def _w_UpdateFeaturesRequest_0(o: UpdateFeaturesRequest, out: bytearray) -> None:
-    out += _S4.pack(o.timeout_ms)
+    out += _S5.pack(o.timeout_ms)
     a1 = o.feature_updates
     if a1 is None:
         raise EncodeError('FeatureUpdates is not nullable at version 0')
@@ -191,7 +187,10 @@ def _w_UpdateFeaturesRequest_0(o: UpdateFeaturesRequest, out: bytearray) -> None
 
 
 def _r_UpdateFeaturesRequest_0(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest, int]:
-    v_timeout_ms, = _S4.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(UpdateFeaturesRequest)
+    o0.validate_only = False
+    o0.timeout_ms, = _S5.unpack_from(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -201,28 +200,42 @@ def _r_UpdateFeaturesRequest_0(buf: Any, pos: int) -> tuple[UpdateFeaturesReques
     if n1 < 0:
         raise DecodeError('non-nullable array FeatureUpdates is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array FeatureUpdates of ' + str(n1) + ' elements overruns the buffer')
-        v_feature_updates = []
-        for i1 in range(n1):
-            x, pos = _r_FeatureUpdateKey_0(buf, pos)
-            v_feature_updates.append(x)
-    n = buf[pos]
+        o0.feature_updates = a1 = []
+        for _ in range(n1):
+            o1 = _new(FeatureUpdateKey)
+            o1.upgrade_type = 1
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Feature is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
+                o1.feature = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.max_version_level, o1.allow_downgrade, tn1 = _S1.unpack_from(buf, pos)
+            pos += 4
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return UpdateFeaturesRequest(v_timeout_ms, v_feature_updates, False, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_UpdateFeaturesRequest_1(o: UpdateFeaturesRequest, out: bytearray) -> None:
-    out += _S4.pack(o.timeout_ms)
+    out += _S5.pack(o.timeout_ms)
     a1 = o.feature_updates
     if a1 is None:
         raise EncodeError('FeatureUpdates is not nullable at version 1')
@@ -230,7 +243,7 @@ def _w_UpdateFeaturesRequest_1(o: UpdateFeaturesRequest, out: bytearray) -> None
         _wuv(out, len(a1) + 1)
         for e1 in a1:
             _w_FeatureUpdateKey_1(e1, out)
-    out += _S5.pack(o.validate_only)
+    out += _S6.pack(o.validate_only)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -238,7 +251,9 @@ def _w_UpdateFeaturesRequest_1(o: UpdateFeaturesRequest, out: bytearray) -> None
 
 
 def _r_UpdateFeaturesRequest_1(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest, int]:
-    v_timeout_ms, = _S4.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(UpdateFeaturesRequest)
+    o0.timeout_ms, = _S5.unpack_from(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -248,30 +263,42 @@ def _r_UpdateFeaturesRequest_1(buf: Any, pos: int) -> tuple[UpdateFeaturesReques
     if n1 < 0:
         raise DecodeError('non-nullable array FeatureUpdates is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array FeatureUpdates of ' + str(n1) + ' elements overruns the buffer')
-        v_feature_updates = []
-        for i1 in range(n1):
-            x, pos = _r_FeatureUpdateKey_1(buf, pos)
-            v_feature_updates.append(x)
-    v_validate_only, = _S5.unpack_from(buf, pos)
-    pos += 1
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return UpdateFeaturesRequest(v_timeout_ms, v_feature_updates, v_validate_only, unknown), pos
+        o0.feature_updates = a1 = []
+        for _ in range(n1):
+            o1 = _new(FeatureUpdateKey)
+            o1.allow_downgrade = False
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Feature is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
+                o1.feature = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.max_version_level, o1.upgrade_type, tn1 = _S4.unpack_from(buf, pos)
+            pos += 4
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o0.validate_only, tn0 = _S7.unpack_from(buf, pos)
+    pos += 2
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_UpdateFeaturesRequest_2(o: UpdateFeaturesRequest, out: bytearray) -> None:
-    out += _S4.pack(o.timeout_ms)
+    out += _S5.pack(o.timeout_ms)
     a1 = o.feature_updates
     if a1 is None:
         raise EncodeError('FeatureUpdates is not nullable at version 2')
@@ -279,44 +306,12 @@ def _w_UpdateFeaturesRequest_2(o: UpdateFeaturesRequest, out: bytearray) -> None
         _wuv(out, len(a1) + 1)
         for e1 in a1:
             _w_FeatureUpdateKey_2(e1, out)
-    out += _S5.pack(o.validate_only)
+    out += _S6.pack(o.validate_only)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
         out.append(0)
-
-
-def _r_UpdateFeaturesRequest_2(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest, int]:
-    v_timeout_ms, = _S4.unpack_from(buf, pos)
-    pos += 4
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array FeatureUpdates is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array FeatureUpdates of ' + str(n1) + ' elements overruns the buffer')
-        v_feature_updates = []
-        for i1 in range(n1):
-            x, pos = _r_FeatureUpdateKey_2(buf, pos)
-            v_feature_updates.append(x)
-    v_validate_only, = _S5.unpack_from(buf, pos)
-    pos += 1
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return UpdateFeaturesRequest(v_timeout_ms, v_feature_updates, v_validate_only, unknown), pos
+_r_UpdateFeaturesRequest_2 = _r_UpdateFeaturesRequest_1
 
 FeatureUpdateKey.SPEC_NAME = 'UpdateFeaturesRequest'
 FeatureUpdateKey.LOWEST_VERSION = 0

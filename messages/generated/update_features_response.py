@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -67,6 +67,8 @@ class UpdateFeaturesResponse(Message):
 _DEF_UpdatableFeatureResult = UpdatableFeatureResult()
 _S0 = Struct('>h')
 _S1 = Struct('>ih')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_UpdatableFeatureResult_0(o: UpdatableFeatureResult, out: bytearray) -> None:
@@ -82,6 +84,8 @@ def _w_UpdatableFeatureResult_0(o: UpdatableFeatureResult, out: bytearray) -> No
 
 
 def _r_UpdatableFeatureResult_0(buf: Any, pos: int) -> tuple[UpdatableFeatureResult, int]:
+    blen = len(buf)
+    o0 = _new(UpdatableFeatureResult)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -90,36 +94,31 @@ def _r_UpdatableFeatureResult_0(buf: Any, pos: int) -> tuple[UpdatableFeatureRes
         raise DecodeError('non-nullable string Feature is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
-        v_feature = str(buf[pos:se], 'utf-8')
+        o0.feature = str(buf[pos:se], 'utf-8')
         pos = se
-    v_error_code, = _S0.unpack_from(buf, pos)
+    o0.error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_error_message = None
+        o0.error_message = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        v_error_message = str(buf[pos:se], 'utf-8')
+        o0.error_message = str(buf[pos:se], 'utf-8')
         pos = se
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return UpdatableFeatureResult(v_feature, v_error_code, v_error_message, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_UpdatableFeatureResult_1(o: UpdatableFeatureResult, out: bytearray) -> None:
@@ -152,19 +151,21 @@ def _w_UpdateFeaturesResponse_0(o: UpdateFeaturesResponse, out: bytearray) -> No
 
 
 def _r_UpdateFeaturesResponse_0(buf: Any, pos: int) -> tuple[UpdateFeaturesResponse, int]:
-    v_throttle_time_ms, v_error_code = _S1.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(UpdateFeaturesResponse)
+    o0.throttle_time_ms, o0.error_code = _S1.unpack_from(buf, pos)
     pos += 6
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_error_message = None
+        o0.error_message = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        v_error_message = str(buf[pos:se], 'utf-8')
+        o0.error_message = str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -174,24 +175,51 @@ def _r_UpdateFeaturesResponse_0(buf: Any, pos: int) -> tuple[UpdateFeaturesRespo
     if n1 < 0:
         raise DecodeError('non-nullable array Results is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Results of ' + str(n1) + ' elements overruns the buffer')
-        v_results = []
-        for i1 in range(n1):
-            x, pos = _r_UpdatableFeatureResult_0(buf, pos)
-            v_results.append(x)
-    n = buf[pos]
+        o0.results = a1 = []
+        for _ in range(n1):
+            o1 = _new(UpdatableFeatureResult)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Feature is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
+                o1.feature = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.error_code, = _S0.unpack_from(buf, pos)
+            pos += 2
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                o1.error_message = None
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
+                o1.error_message = str(buf[pos:se], 'utf-8')
+                pos = se
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return UpdateFeaturesResponse(v_throttle_time_ms, v_error_code, v_error_message, v_results, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_UpdateFeaturesResponse_1(o: UpdateFeaturesResponse, out: bytearray) -> None:
@@ -208,49 +236,7 @@ def _w_UpdateFeaturesResponse_1(o: UpdateFeaturesResponse, out: bytearray) -> No
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
         out.append(0)
-
-
-def _r_UpdateFeaturesResponse_1(buf: Any, pos: int) -> tuple[UpdateFeaturesResponse, int]:
-    v_throttle_time_ms, v_error_code = _S1.unpack_from(buf, pos)
-    pos += 6
-    sn = buf[pos]
-    pos += 1
-    if sn >= 0x80:
-        sn, pos = _ruv(buf, pos - 1)
-    if sn == 0:
-        v_error_message = None
-    else:
-        se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
-            raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        v_error_message = str(buf[pos:se], 'utf-8')
-        pos = se
-    n1 = buf[pos] - 1
-    pos += 1
-    if n1 >= 0x7f:
-        n1, pos = _ruv(buf, pos - 1)
-        n1 -= 1
-    if n1 < 0:
-        raise DecodeError('non-nullable array Results is null')
-    else:
-        if n1 * 1 > len(buf) - pos:
-            raise DecodeError('array Results of ' + str(n1) + ' elements overruns the buffer')
-        v_results = []
-        for i1 in range(n1):
-            x, pos = _r_UpdatableFeatureResult_1(buf, pos)
-            v_results.append(x)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return UpdateFeaturesResponse(v_throttle_time_ms, v_error_code, v_error_message, v_results, unknown), pos
+_r_UpdateFeaturesResponse_1 = _r_UpdateFeaturesResponse_0
 
 
 def _w_UpdateFeaturesResponse_2(o: UpdateFeaturesResponse, out: bytearray) -> None:
@@ -263,32 +249,30 @@ def _w_UpdateFeaturesResponse_2(o: UpdateFeaturesResponse, out: bytearray) -> No
 
 
 def _r_UpdateFeaturesResponse_2(buf: Any, pos: int) -> tuple[UpdateFeaturesResponse, int]:
-    v_throttle_time_ms, v_error_code = _S1.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(UpdateFeaturesResponse)
+    o0.results = []
+    o0.throttle_time_ms, o0.error_code = _S1.unpack_from(buf, pos)
     pos += 6
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_error_message = None
+        o0.error_message = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        v_error_message = str(buf[pos:se], 'utf-8')
+        o0.error_message = str(buf[pos:se], 'utf-8')
         pos = se
-    n = buf[pos]
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return UpdateFeaturesResponse(v_throttle_time_ms, v_error_code, v_error_message, [], unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 UpdatableFeatureResult.SPEC_NAME = 'UpdateFeaturesResponse'
 UpdatableFeatureResult.LOWEST_VERSION = 0

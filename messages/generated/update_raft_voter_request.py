@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -78,8 +78,12 @@ class UpdateRaftVoterRequest(Message):
 _DEF_Listener = Listener()
 _DEF_KRaftVersionFeature = KRaftVersionFeature()
 _S0 = Struct('>H')
-_S1 = Struct('>hh')
-_S2 = Struct('>ii16s')
+_S1 = Struct('>HB')
+_S2 = Struct('>hh')
+_S3 = Struct('>hhB')
+_S4 = Struct('>ii16s')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_Listener_0(o: Listener, out: bytearray) -> None:
@@ -97,6 +101,8 @@ def _w_Listener_0(o: Listener, out: bytearray) -> None:
 
 
 def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
+    blen = len(buf)
+    o0 = _new(Listener)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -105,9 +111,9 @@ def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -117,28 +123,21 @@ def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
         raise DecodeError('non-nullable string Host is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        v_host = str(buf[pos:se], 'utf-8')
+        o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    v_port, = _S0.unpack_from(buf, pos)
-    pos += 2
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return Listener(v_name, v_host, v_port, unknown), pos
+    o0.port, tn0 = _S1.unpack_from(buf, pos)
+    pos += 3
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_KRaftVersionFeature_0(o: KRaftVersionFeature, out: bytearray) -> None:
-    out += _S1.pack(o.min_supported_version, o.max_supported_version)
+    out += _S2.pack(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -146,25 +145,20 @@ def _w_KRaftVersionFeature_0(o: KRaftVersionFeature, out: bytearray) -> None:
 
 
 def _r_KRaftVersionFeature_0(buf: Any, pos: int) -> tuple[KRaftVersionFeature, int]:
-    v_min_supported_version, v_max_supported_version = _S1.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return KRaftVersionFeature(v_min_supported_version, v_max_supported_version, unknown), pos
+    blen = len(buf)
+    o0 = _new(KRaftVersionFeature)
+    o0.min_supported_version, o0.max_supported_version, tn0 = _S3.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_UpdateRaftVoterRequest_0(o: UpdateRaftVoterRequest, out: bytearray) -> None:
     _wcsn(out, o.cluster_id)
-    out += _S2.pack(o.current_leader_epoch, o.voter_id, o.voter_directory_id)
+    out += _S4.pack(o.current_leader_epoch, o.voter_id, o.voter_directory_id)
     a1 = o.listeners
     if a1 is None:
         raise EncodeError('Listeners is not nullable at version 0')
@@ -180,21 +174,23 @@ def _w_UpdateRaftVoterRequest_0(o: UpdateRaftVoterRequest, out: bytearray) -> No
 
 
 def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequest, int]:
+    blen = len(buf)
+    o0 = _new(UpdateRaftVoterRequest)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_cluster_id = None
+        o0.cluster_id = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_current_leader_epoch, v_voter_id, v_voter_directory_id = _S2.unpack_from(buf, pos)
+    o0.current_leader_epoch, o0.voter_id, u0 = _S4.unpack_from(buf, pos)
     pos += 24
-    v_voter_directory_id = _uuid16(v_voter_directory_id)
+    o0.voter_directory_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -203,25 +199,57 @@ def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequ
     if n1 < 0:
         raise DecodeError('non-nullable array Listeners is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Listeners of ' + str(n1) + ' elements overruns the buffer')
-        v_listeners = []
-        for i1 in range(n1):
-            x, pos = _r_Listener_0(buf, pos)
-            v_listeners.append(x)
-    v_kraft_version_feature, pos = _r_KRaftVersionFeature_0(buf, pos)
-    n = buf[pos]
+        o0.listeners = a1 = []
+        for _ in range(n1):
+            o1 = _new(Listener)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, tn1 = _S1.unpack_from(buf, pos)
+            pos += 3
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o1 = _new(KRaftVersionFeature)
+    o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+    pos += 5
+    if tn1:
+        o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o1.unknown_tagged_fields = []
+    o0.kraft_version_feature = o1
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return UpdateRaftVoterRequest(v_cluster_id, v_current_leader_epoch, v_voter_id, v_voter_directory_id, v_listeners, v_kraft_version_feature, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 Listener.SPEC_NAME = 'UpdateRaftVoterRequest'
 Listener.LOWEST_VERSION = 0

@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -67,7 +67,11 @@ class UpdateRaftVoterResponse(Message):
 _DEF_CurrentLeader = CurrentLeader()
 _S0 = Struct('>ii')
 _S1 = Struct('>i')
-_S2 = Struct('>ih')
+_S2 = Struct('>iB')
+_S3 = Struct('>ih')
+_S4 = Struct('>ihB')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_CurrentLeader_0(o: CurrentLeader, out: bytearray) -> None:
@@ -83,7 +87,9 @@ def _w_CurrentLeader_0(o: CurrentLeader, out: bytearray) -> None:
 
 
 def _r_CurrentLeader_0(buf: Any, pos: int) -> tuple[CurrentLeader, int]:
-    v_leader_id, v_leader_epoch = _S0.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(CurrentLeader)
+    o0.leader_id, o0.leader_epoch = _S0.unpack_from(buf, pos)
     pos += 8
     sn = buf[pos]
     pos += 1
@@ -93,28 +99,21 @@ def _r_CurrentLeader_0(buf: Any, pos: int) -> tuple[CurrentLeader, int]:
         raise DecodeError('non-nullable string Host is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        v_host = str(buf[pos:se], 'utf-8')
+        o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    v_port, = _S1.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return CurrentLeader(v_leader_id, v_leader_epoch, v_host, v_port, unknown), pos
+    o0.port, tn0 = _S2.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_UpdateRaftVoterResponse_0(o: UpdateRaftVoterResponse, out: bytearray) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code)
+    out += _S3.pack(o.throttle_time_ms, o.error_code)
     tf = []
     if o.current_leader != _DEF_CurrentLeader:
         b = bytearray()
@@ -124,26 +123,50 @@ def _w_UpdateRaftVoterResponse_0(o: UpdateRaftVoterResponse, out: bytearray) -> 
 
 
 def _r_UpdateRaftVoterResponse_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterResponse, int]:
-    v_throttle_time_ms, v_error_code = _S2.unpack_from(buf, pos)
-    pos += 6
-    v_current_leader = CurrentLeader()
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            if tag == 0:
-                v_current_leader, pos = _r_CurrentLeader_0(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field CurrentLeader has ' + str(size) + ' bytes but its value took ' + str(pos - end + size))
+    blen = len(buf)
+    o0 = _new(UpdateRaftVoterResponse)
+    o0.current_leader = CurrentLeader()
+    o0.throttle_time_ms, o0.error_code, tn0 = _S4.unpack_from(buf, pos)
+    pos += 7
+    if tn0:
+        if tn0 >= 0x80:
+            tn0, pos = _ruv(buf, pos - 1)
+        uk0 = []
+        for _ in range(tn0):
+            tag0, size0, pos = _rtag(buf, pos)
+            end0 = pos + size0
+            if tag0 == 0:
+                o1 = _new(CurrentLeader)
+                o1.leader_id, o1.leader_epoch = _S0.unpack_from(buf, pos)
+                pos += 8
+                sn = buf[pos]
+                pos += 1
+                if sn >= 0x80:
+                    sn, pos = _ruv(buf, pos - 1)
+                if sn == 0:
+                    raise DecodeError('non-nullable string Host is null')
+                else:
+                    se = pos + sn - 1
+                    if sn > 0x8000 or se > blen:
+                        raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                    o1.host = str(buf[pos:se], 'utf-8')
+                    pos = se
+                o1.port, tn1 = _S2.unpack_from(buf, pos)
+                pos += 5
+                if tn1:
+                    o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                else:
+                    o1.unknown_tagged_fields = []
+                o0.current_leader = o1
+                if pos != end0:
+                    raise DecodeError('tagged field CurrentLeader has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
-                unknown.append((tag, bytes(buf[pos:end])))
-                pos = end
-    return UpdateRaftVoterResponse(v_throttle_time_ms, v_error_code, v_current_leader, unknown), pos
+                uk0.append((tag0, bytes(buf[pos:end0])))
+                pos = end0
+        o0.unknown_tagged_fields = uk0
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 CurrentLeader.SPEC_NAME = 'UpdateRaftVoterResponse'
 CurrentLeader.LOWEST_VERSION = 0

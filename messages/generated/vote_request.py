@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -81,10 +81,14 @@ _DEF_PartitionData = PartitionData()
 _DEF_TopicData = TopicData()
 _S0 = Struct('>iii')
 _S1 = Struct('>iq')
-_S2 = Struct('>iiiiq')
+_S2 = Struct('>iiiiqB')
 _S3 = Struct('>iii16s16siq')
-_S4 = Struct('>iii16s16siq?')
-_S5 = Struct('>i')
+_S4 = Struct('>iii16s16siqB')
+_S5 = Struct('>iii16s16siq?')
+_S6 = Struct('>iii16s16siq?B')
+_S7 = Struct('>i')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
@@ -99,20 +103,18 @@ def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
 
 
 def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_replica_epoch, v_replica_id, v_last_offset_epoch, v_last_offset = _S2.unpack_from(buf, pos)
-    pos += 24
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return PartitionData(v_partition_index, v_replica_epoch, v_replica_id, ZERO_UUID, ZERO_UUID, v_last_offset_epoch, v_last_offset, False, unknown), pos
+    blen = len(buf)
+    o0 = _new(PartitionData)
+    o0.replica_directory_id = ZERO_UUID
+    o0.voter_directory_id = ZERO_UUID
+    o0.pre_vote = False
+    o0.partition_index, o0.replica_epoch, o0.replica_id, o0.last_offset_epoch, o0.last_offset, tn0 = _S2.unpack_from(buf, pos)
+    pos += 25
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_PartitionData_1(o: PartitionData, out: bytearray) -> None:
@@ -126,26 +128,22 @@ def _w_PartitionData_1(o: PartitionData, out: bytearray) -> None:
 
 
 def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_replica_epoch, v_replica_id, v_replica_directory_id, v_voter_directory_id, v_last_offset_epoch, v_last_offset = _S3.unpack_from(buf, pos)
-    pos += 56
-    v_replica_directory_id = _uuid16(v_replica_directory_id)
-    v_voter_directory_id = _uuid16(v_voter_directory_id)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return PartitionData(v_partition_index, v_replica_epoch, v_replica_id, v_replica_directory_id, v_voter_directory_id, v_last_offset_epoch, v_last_offset, False, unknown), pos
+    blen = len(buf)
+    o0 = _new(PartitionData)
+    o0.pre_vote = False
+    o0.partition_index, o0.replica_epoch, o0.replica_id, u0, u1, o0.last_offset_epoch, o0.last_offset, tn0 = _S4.unpack_from(buf, pos)
+    pos += 57
+    o0.replica_directory_id = _bnew(Uuid, u0)
+    o0.voter_directory_id = _bnew(Uuid, u1)
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_PartitionData_2(o: PartitionData, out: bytearray) -> None:
-    out += _S4.pack(o.partition_index, o.replica_epoch, o.replica_id, o.replica_directory_id, o.voter_directory_id, o.last_offset_epoch, o.last_offset, o.pre_vote)
+    out += _S5.pack(o.partition_index, o.replica_epoch, o.replica_id, o.replica_directory_id, o.voter_directory_id, o.last_offset_epoch, o.last_offset, o.pre_vote)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -153,22 +151,17 @@ def _w_PartitionData_2(o: PartitionData, out: bytearray) -> None:
 
 
 def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    v_partition_index, v_replica_epoch, v_replica_id, v_replica_directory_id, v_voter_directory_id, v_last_offset_epoch, v_last_offset, v_pre_vote = _S4.unpack_from(buf, pos)
-    pos += 57
-    v_replica_directory_id = _uuid16(v_replica_directory_id)
-    v_voter_directory_id = _uuid16(v_voter_directory_id)
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return PartitionData(v_partition_index, v_replica_epoch, v_replica_id, v_replica_directory_id, v_voter_directory_id, v_last_offset_epoch, v_last_offset, v_pre_vote, unknown), pos
+    blen = len(buf)
+    o0 = _new(PartitionData)
+    o0.partition_index, o0.replica_epoch, o0.replica_id, u0, u1, o0.last_offset_epoch, o0.last_offset, o0.pre_vote, tn0 = _S6.unpack_from(buf, pos)
+    pos += 58
+    o0.replica_directory_id = _bnew(Uuid, u0)
+    o0.voter_directory_id = _bnew(Uuid, u1)
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
@@ -189,6 +182,8 @@ def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
+    blen = len(buf)
+    o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -197,9 +192,9 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
         raise DecodeError('non-nullable string TopicName is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        v_topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -209,24 +204,28 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_0(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionData)
+            o1.replica_directory_id = ZERO_UUID
+            o1.voter_directory_id = ZERO_UUID
+            o1.pre_vote = False
+            o1.partition_index, o1.replica_epoch, o1.replica_id, o1.last_offset_epoch, o1.last_offset, tn1 = _S2.unpack_from(buf, pos)
+            pos += 25
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return TopicData(v_topic_name, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
@@ -247,6 +246,8 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
+    blen = len(buf)
+    o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -255,9 +256,9 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
         raise DecodeError('non-nullable string TopicName is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        v_topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -267,24 +268,28 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_1(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionData)
+            o1.pre_vote = False
+            o1.partition_index, o1.replica_epoch, o1.replica_id, u0, u1, o1.last_offset_epoch, o1.last_offset, tn1 = _S4.unpack_from(buf, pos)
+            pos += 57
+            o1.replica_directory_id = _bnew(Uuid, u0)
+            o1.voter_directory_id = _bnew(Uuid, u1)
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return TopicData(v_topic_name, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_TopicData_2(o: TopicData, out: bytearray) -> None:
@@ -305,6 +310,8 @@ def _w_TopicData_2(o: TopicData, out: bytearray) -> None:
 
 
 def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
+    blen = len(buf)
+    o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -313,9 +320,9 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
         raise DecodeError('non-nullable string TopicName is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        v_topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -325,24 +332,27 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
-        v_partitions = []
-        for i1 in range(n1):
-            x, pos = _r_PartitionData_2(buf, pos)
-            v_partitions.append(x)
-    n = buf[pos]
+        o0.partitions = a1 = []
+        for _ in range(n1):
+            o1 = _new(PartitionData)
+            o1.partition_index, o1.replica_epoch, o1.replica_id, u0, u1, o1.last_offset_epoch, o1.last_offset, o1.pre_vote, tn1 = _S6.unpack_from(buf, pos)
+            pos += 58
+            o1.replica_directory_id = _bnew(Uuid, u0)
+            o1.voter_directory_id = _bnew(Uuid, u1)
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return TopicData(v_topic_name, v_partitions, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_VoteRequest_0(o: VoteRequest, out: bytearray) -> None:
@@ -361,17 +371,20 @@ def _w_VoteRequest_0(o: VoteRequest, out: bytearray) -> None:
 
 
 def _r_VoteRequest_0(buf: Any, pos: int) -> tuple[VoteRequest, int]:
+    blen = len(buf)
+    o0 = _new(VoteRequest)
+    o0.voter_id = -1
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_cluster_id = None
+        o0.cluster_id = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -381,29 +394,65 @@ def _r_VoteRequest_0(buf: Any, pos: int) -> tuple[VoteRequest, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_TopicData_0(buf, pos)
-            v_topics.append(x)
-    n = buf[pos]
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(TopicData)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string TopicName is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+                o1.topic_name = str(buf[pos:se], 'utf-8')
+                pos = se
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.replica_directory_id = ZERO_UUID
+                    o2.voter_directory_id = ZERO_UUID
+                    o2.pre_vote = False
+                    o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset, tn2 = _S2.unpack_from(buf, pos)
+                    pos += 25
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return VoteRequest(v_cluster_id, -1, v_topics, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_VoteRequest_1(o: VoteRequest, out: bytearray) -> None:
     _wcsn(out, o.cluster_id)
-    out += _S5.pack(o.voter_id)
+    out += _S7.pack(o.voter_id)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 1')
@@ -418,19 +467,21 @@ def _w_VoteRequest_1(o: VoteRequest, out: bytearray) -> None:
 
 
 def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
+    blen = len(buf)
+    o0 = _new(VoteRequest)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_cluster_id = None
+        o0.cluster_id = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_voter_id, = _S5.unpack_from(buf, pos)
+    o0.voter_id, = _S7.unpack_from(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -440,29 +491,65 @@ def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_TopicData_1(buf, pos)
-            v_topics.append(x)
-    n = buf[pos]
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(TopicData)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string TopicName is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+                o1.topic_name = str(buf[pos:se], 'utf-8')
+                pos = se
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.pre_vote = False
+                    o2.partition_index, o2.replica_epoch, o2.replica_id, u0, u1, o2.last_offset_epoch, o2.last_offset, tn2 = _S4.unpack_from(buf, pos)
+                    pos += 57
+                    o2.replica_directory_id = _bnew(Uuid, u0)
+                    o2.voter_directory_id = _bnew(Uuid, u1)
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return VoteRequest(v_cluster_id, v_voter_id, v_topics, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_VoteRequest_2(o: VoteRequest, out: bytearray) -> None:
     _wcsn(out, o.cluster_id)
-    out += _S5.pack(o.voter_id)
+    out += _S7.pack(o.voter_id)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 2')
@@ -477,19 +564,21 @@ def _w_VoteRequest_2(o: VoteRequest, out: bytearray) -> None:
 
 
 def _r_VoteRequest_2(buf: Any, pos: int) -> tuple[VoteRequest, int]:
+    blen = len(buf)
+    o0 = _new(VoteRequest)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
         sn, pos = _ruv(buf, pos - 1)
     if sn == 0:
-        v_cluster_id = None
+        o0.cluster_id = None
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        v_cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    v_voter_id, = _S5.unpack_from(buf, pos)
+    o0.voter_id, = _S7.unpack_from(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -499,24 +588,59 @@ def _r_VoteRequest_2(buf: Any, pos: int) -> tuple[VoteRequest, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Topics is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Topics of ' + str(n1) + ' elements overruns the buffer')
-        v_topics = []
-        for i1 in range(n1):
-            x, pos = _r_TopicData_2(buf, pos)
-            v_topics.append(x)
-    n = buf[pos]
+        o0.topics = a1 = []
+        for _ in range(n1):
+            o1 = _new(TopicData)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string TopicName is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
+                o1.topic_name = str(buf[pos:se], 'utf-8')
+                pos = se
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Partitions is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
+                o1.partitions = a2 = []
+                for _ in range(n2):
+                    o2 = _new(PartitionData)
+                    o2.partition_index, o2.replica_epoch, o2.replica_id, u0, u1, o2.last_offset_epoch, o2.last_offset, o2.pre_vote, tn2 = _S6.unpack_from(buf, pos)
+                    pos += 58
+                    o2.replica_directory_id = _bnew(Uuid, u0)
+                    o2.voter_directory_id = _bnew(Uuid, u1)
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return VoteRequest(v_cluster_id, v_voter_id, v_topics, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 PartitionData.SPEC_NAME = 'VoteRequest'
 PartitionData.LOWEST_VERSION = 0

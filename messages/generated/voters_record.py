@@ -14,7 +14,6 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
-from kwire.uuid import uuid_from_16_bytes as _uuid16
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -24,6 +23,7 @@ from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
+from kwire.wire import read_unknown_tagged as _read_unknown_tagged
 from kwire.wire import read_uvarint as _ruv
 from kwire.wire import write_bytes as _wb
 from kwire.wire import write_compact_bytes as _wcb
@@ -86,9 +86,13 @@ _DEF_Endpoint = Endpoint()
 _DEF_KRaftVersionFeature = KRaftVersionFeature()
 _DEF_Voter = Voter()
 _S0 = Struct('>H')
-_S1 = Struct('>hh')
-_S2 = Struct('>i16s')
-_S3 = Struct('>h')
+_S1 = Struct('>HB')
+_S2 = Struct('>hh')
+_S3 = Struct('>hhB')
+_S4 = Struct('>i16s')
+_S5 = Struct('>h')
+_new = object.__new__
+_bnew = bytes.__new__
 
 
 def _w_Endpoint_0(o: Endpoint, out: bytearray) -> None:
@@ -106,6 +110,8 @@ def _w_Endpoint_0(o: Endpoint, out: bytearray) -> None:
 
 
 def _r_Endpoint_0(buf: Any, pos: int) -> tuple[Endpoint, int]:
+    blen = len(buf)
+    o0 = _new(Endpoint)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -114,9 +120,9 @@ def _r_Endpoint_0(buf: Any, pos: int) -> tuple[Endpoint, int]:
         raise DecodeError('non-nullable string Name is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        v_name = str(buf[pos:se], 'utf-8')
+        o0.name = str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -126,28 +132,21 @@ def _r_Endpoint_0(buf: Any, pos: int) -> tuple[Endpoint, int]:
         raise DecodeError('non-nullable string Host is null')
     else:
         se = pos + sn - 1
-        if sn > 0x8000 or se > len(buf):
+        if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        v_host = str(buf[pos:se], 'utf-8')
+        o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    v_port, = _S0.unpack_from(buf, pos)
-    pos += 2
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return Endpoint(v_name, v_host, v_port, unknown), pos
+    o0.port, tn0 = _S1.unpack_from(buf, pos)
+    pos += 3
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_KRaftVersionFeature_0(o: KRaftVersionFeature, out: bytearray) -> None:
-    out += _S1.pack(o.min_supported_version, o.max_supported_version)
+    out += _S2.pack(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -155,24 +154,19 @@ def _w_KRaftVersionFeature_0(o: KRaftVersionFeature, out: bytearray) -> None:
 
 
 def _r_KRaftVersionFeature_0(buf: Any, pos: int) -> tuple[KRaftVersionFeature, int]:
-    v_min_supported_version, v_max_supported_version = _S1.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos]
-    pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return KRaftVersionFeature(v_min_supported_version, v_max_supported_version, unknown), pos
+    blen = len(buf)
+    o0 = _new(KRaftVersionFeature)
+    o0.min_supported_version, o0.max_supported_version, tn0 = _S3.unpack_from(buf, pos)
+    pos += 5
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_Voter_0(o: Voter, out: bytearray) -> None:
-    out += _S2.pack(o.voter_id, o.voter_directory_id)
+    out += _S4.pack(o.voter_id, o.voter_directory_id)
     a1 = o.endpoints
     if a1 is None:
         raise EncodeError('Endpoints is not nullable at version 0')
@@ -188,9 +182,11 @@ def _w_Voter_0(o: Voter, out: bytearray) -> None:
 
 
 def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
-    v_voter_id, v_voter_directory_id = _S2.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(Voter)
+    o0.voter_id, u0 = _S4.unpack_from(buf, pos)
     pos += 20
-    v_voter_directory_id = _uuid16(v_voter_directory_id)
+    o0.voter_directory_id = _bnew(Uuid, u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -199,29 +195,61 @@ def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Endpoints is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Endpoints of ' + str(n1) + ' elements overruns the buffer')
-        v_endpoints = []
-        for i1 in range(n1):
-            x, pos = _r_Endpoint_0(buf, pos)
-            v_endpoints.append(x)
-    v_kraft_version_feature, pos = _r_KRaftVersionFeature_0(buf, pos)
-    n = buf[pos]
+        o0.endpoints = a1 = []
+        for _ in range(n1):
+            o1 = _new(Endpoint)
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Name is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                o1.name = str(buf[pos:se], 'utf-8')
+                pos = se
+            sn = buf[pos]
+            pos += 1
+            if sn >= 0x80:
+                sn, pos = _ruv(buf, pos - 1)
+            if sn == 0:
+                raise DecodeError('non-nullable string Host is null')
+            else:
+                se = pos + sn - 1
+                if sn > 0x8000 or se > blen:
+                    raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                o1.host = str(buf[pos:se], 'utf-8')
+                pos = se
+            o1.port, tn1 = _S1.unpack_from(buf, pos)
+            pos += 3
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    o1 = _new(KRaftVersionFeature)
+    o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+    pos += 5
+    if tn1:
+        o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o1.unknown_tagged_fields = []
+    o0.kraft_version_feature = o1
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return Voter(v_voter_id, v_voter_directory_id, v_endpoints, v_kraft_version_feature, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 
 def _w_VotersRecord_0(o: VotersRecord, out: bytearray) -> None:
-    out += _S3.pack(o.version_)
+    out += _S5.pack(o.version_)
     a1 = o.voters
     if a1 is None:
         raise EncodeError('Voters is not nullable at version 0')
@@ -236,7 +264,9 @@ def _w_VotersRecord_0(o: VotersRecord, out: bytearray) -> None:
 
 
 def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
-    v_version_, = _S3.unpack_from(buf, pos)
+    blen = len(buf)
+    o0 = _new(VotersRecord)
+    o0.version_, = _S5.unpack_from(buf, pos)
     pos += 2
     n1 = buf[pos] - 1
     pos += 1
@@ -246,24 +276,80 @@ def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Voters is null')
     else:
-        if n1 * 1 > len(buf) - pos:
+        if n1 * 1 > blen - pos:
             raise DecodeError('array Voters of ' + str(n1) + ' elements overruns the buffer')
-        v_voters = []
-        for i1 in range(n1):
-            x, pos = _r_Voter_0(buf, pos)
-            v_voters.append(x)
-    n = buf[pos]
+        o0.voters = a1 = []
+        for _ in range(n1):
+            o1 = _new(Voter)
+            o1.voter_id, u0 = _S4.unpack_from(buf, pos)
+            pos += 20
+            o1.voter_directory_id = _bnew(Uuid, u0)
+            n2 = buf[pos] - 1
+            pos += 1
+            if n2 >= 0x7f:
+                n2, pos = _ruv(buf, pos - 1)
+                n2 -= 1
+            if n2 < 0:
+                raise DecodeError('non-nullable array Endpoints is null')
+            else:
+                if n2 * 1 > blen - pos:
+                    raise DecodeError('array Endpoints of ' + str(n2) + ' elements overruns the buffer')
+                o1.endpoints = a2 = []
+                for _ in range(n2):
+                    o2 = _new(Endpoint)
+                    sn = buf[pos]
+                    pos += 1
+                    if sn >= 0x80:
+                        sn, pos = _ruv(buf, pos - 1)
+                    if sn == 0:
+                        raise DecodeError('non-nullable string Name is null')
+                    else:
+                        se = pos + sn - 1
+                        if sn > 0x8000 or se > blen:
+                            raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
+                        o2.name = str(buf[pos:se], 'utf-8')
+                        pos = se
+                    sn = buf[pos]
+                    pos += 1
+                    if sn >= 0x80:
+                        sn, pos = _ruv(buf, pos - 1)
+                    if sn == 0:
+                        raise DecodeError('non-nullable string Host is null')
+                    else:
+                        se = pos + sn - 1
+                        if sn > 0x8000 or se > blen:
+                            raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
+                        o2.host = str(buf[pos:se], 'utf-8')
+                        pos = se
+                    o2.port, tn2 = _S1.unpack_from(buf, pos)
+                    pos += 3
+                    if tn2:
+                        o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+                    else:
+                        o2.unknown_tagged_fields = []
+                    a2.append(o2)
+            o2 = _new(KRaftVersionFeature)
+            o2.min_supported_version, o2.max_supported_version, tn2 = _S3.unpack_from(buf, pos)
+            pos += 5
+            if tn2:
+                o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o2.unknown_tagged_fields = []
+            o1.kraft_version_feature = o2
+            tn1 = buf[pos]
+            pos += 1
+            if tn1:
+                o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+            else:
+                o1.unknown_tagged_fields = []
+            a1.append(o1)
+    tn0 = buf[pos]
     pos += 1
-    if n >= 0x80:
-        n, pos = _ruv(buf, pos - 1)
-    unknown = []
-    if n:
-        for _ in range(n):
-            tag, size, pos = _rtag(buf, pos)
-            end = pos + size
-            unknown.append((tag, bytes(buf[pos:end])))
-            pos = end
-    return VotersRecord(v_version_, v_voters, unknown), pos
+    if tn0:
+        o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
+    else:
+        o0.unknown_tagged_fields = []
+    return o0, pos
 
 Endpoint.SPEC_NAME = 'VotersRecord'
 Endpoint.LOWEST_VERSION = 0
