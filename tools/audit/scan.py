@@ -29,6 +29,10 @@ import re
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from messages.runtime import Message
 
 METADATA_PARTITION_DIR = "__cluster_metadata-0"
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
@@ -165,27 +169,48 @@ def plan_file_parts(
     return parts
 
 
+_CONTROL_CLASSES: dict[int, type[Message]] | None = None
+_TYPE_NAMES: dict[int, str] = {}
+
+
+def _control_classes() -> dict[int, type[Message]]:
+    """Control type -> message class (imported once per process)."""
+    global _CONTROL_CLASSES
+    if _CONTROL_CLASSES is None:
+        from messages.generated.kraft_version_record import KRaftVersionRecord
+        from messages.generated.leader_change_message import LeaderChangeMessage
+        from messages.generated.snapshot_footer_record import SnapshotFooterRecord
+        from messages.generated.snapshot_header_record import SnapshotHeaderRecord
+        from messages.generated.voters_record import VotersRecord
+
+        _CONTROL_CLASSES = {
+            2: LeaderChangeMessage,
+            3: SnapshotHeaderRecord,
+            4: SnapshotFooterRecord,
+            5: KRaftVersionRecord,
+            6: VotersRecord,
+        }
+    return _CONTROL_CLASSES
+
+
+def _record_type_name(api_key: int) -> str:
+    """:func:`messages.metadata.record_type_name`, memoized (it is called once per row)."""
+    name = _TYPE_NAMES.get(api_key)
+    if name is None:
+        from messages.metadata import record_type_name
+
+        name = _TYPE_NAMES[api_key] = record_type_name(api_key)
+    return name
+
+
 def _decode_control(key: bytes | None, value: bytes | None) -> tuple[int | None, int | None, str]:
     """``(control type, value version, json)`` of a control record."""
-    from messages.generated.kraft_version_record import KRaftVersionRecord
-    from messages.generated.leader_change_message import LeaderChangeMessage
-    from messages.generated.snapshot_footer_record import SnapshotFooterRecord
-    from messages.generated.snapshot_header_record import SnapshotHeaderRecord
-    from messages.generated.voters_record import VotersRecord
-    from messages.runtime import Message
-
     if key is None or len(key) < 4:
         raise ValueError(f"control record key of {0 if key is None else len(key)} bytes")
     key_version, control_type = _CONTROL_KEY.unpack_from(key, 0)
     if key_version < 0:
         raise ValueError(f"negative control record key version {key_version}")
-    cls: type[Message] | None = {
-        2: LeaderChangeMessage,
-        3: SnapshotHeaderRecord,
-        4: SnapshotFooterRecord,
-        5: KRaftVersionRecord,
-        6: VotersRecord,
-    }.get(control_type)
+    cls = _control_classes().get(control_type)
     name = CONTROL_TYPE_NAMES.get(control_type, "UNKNOWN")
     if cls is None or value is None:
         return control_type, None, json.dumps({"type": name})
@@ -196,7 +221,7 @@ def _decode_control(key: bytes | None, value: bytes | None) -> tuple[int | None,
 def read_rows(part: FilePart) -> Iterator[tuple]:
     """The rows (tuples in :data:`COLUMNS` order) of one file part. Never raises for bad
     content; an unreadable file gives one error row."""
-    from messages.metadata import decode_record, record_type_name
+    from messages.metadata import decode_record
     from storage.errors import CorruptRecordError
     from storage.records import RecordBatch, next_batch_size
 
@@ -258,7 +283,7 @@ def read_rows(part: FilePart) -> Iterator[tuple]:
                     assert api_key is not None  # every metadata record class has one
                     record_json = json.dumps(
                         {
-                            "type": record_type_name(api_key),
+                            "type": _record_type_name(api_key),
                             "version": version,
                             "data": message.to_json(version),
                         }
