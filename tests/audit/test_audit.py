@@ -73,6 +73,30 @@ def test_python_scan_turns_a_torn_and_corrupt_tail_into_invalid_rows(tmp_path):
     assert len(torn) == 1 and torn[0][19].startswith("torn batch")
 
 
+def test_arrow_batches_carry_the_rows_under_the_schema_spark_expects(tmp_path):
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("pyspark")
+    import pyspark.sql.types as T
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from tools.audit.datasource import arrow_batches, arrow_schema
+    from tools.audit.scan import COLUMNS, SCHEMA
+
+    sql_types = {"string": T.StringType(), "long": T.LongType(), "int": T.IntegerType(),
+                 "boolean": T.BooleanType(), "binary": T.BinaryType()}
+    struct = T.StructType([T.StructField(p.split()[0], sql_types[p.split()[1]])
+                           for p in SCHEMA.split(",")])
+    assert arrow_schema().equals(to_arrow_schema(struct, timezone="UTC"))
+
+    dirs = make_cluster(tmp_path, HISTORY)
+    rows = [r for p in plan_file_parts(nodes_of(dirs)) for r in read_rows(p)]
+    batches = list(arrow_batches(iter(rows), batch_rows=50))
+    assert [b.num_rows for b in batches[:-1]] == [50] * (len(batches) - 1)
+    back = [tuple(b.column(i)[j].as_py() for i in range(len(COLUMNS)))
+            for b in batches for j in range(b.num_rows)]
+    assert back == rows
+
+
 # -- Spark -------------------------------------------------------------------------------------
 
 
