@@ -11,5 +11,6 @@ SECTIONS: dict[str, str] = {
     "codec": "tools.bench.codec",  # generated codecs vs kafka-python 3.x (perf-plan §6(e))
     "codec-floor": "tools.bench.codec_floor",  # generated codecs vs hand-inlined prototypes
     "storage": "tools.bench.storage",  # log append+fsync and recovery vs the disk and crc32c
+    "audit": "tools.bench.audit",  # kraftlog scan on Spark local[2] vs one Python process
     "quorum": "tools.bench.quorum",  # 3-node TestRaftServer workload vs Kafka's TestRaftServer
 }
