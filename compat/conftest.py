@@ -63,6 +63,37 @@ class KafkaRelease:
                  **kwargs: object) -> subprocess.CompletedProcess[str]:
         return _kafka.run_tool(self.version, tool, args, **kwargs)
 
+    def quorum_status(self, bootstrap: str) -> dict[str, str]:
+        """``kafka-metadata-quorum --bootstrap-controller BOOTSTRAP describe --status`` as a
+        ``{field: value}`` dict (ClusterId, LeaderId, LeaderEpoch, HighWatermark, ...)."""
+        out = self.run_tool(
+            "metadata-quorum", ["--bootstrap-controller", bootstrap, "describe", "--status"]
+        ).stdout
+        fields: dict[str, str] = {}
+        for line in out.splitlines():
+            name, sep, value = line.partition(":")
+            if sep:
+                fields[name.strip()] = value.strip()
+        return fields
+
+    def kwire_dump(self, files: Sequence[str | os.PathLike[str]], **flags: bool) -> tuple[str, str]:
+        """``(stdout, stderr)`` of ``kwire dump-log`` over ``files`` worded as this release's
+        DumpLogSegments words it: LeaderChange records are decoded from Kafka 4.1 on
+        (KAFKA-19069), and the Scala tool (up to 4.2) reports index problems differently from the
+        Java port (4.3+, KAFKA-14579). ``flags`` are dump-log's options, e.g.
+        ``cluster_metadata_decoder=True``."""
+        import io
+
+        from tools import dump_log
+
+        out, err = io.StringIO(), io.StringIO()
+        release = _kafka.version_tuple(self.tool_release("dump-log"))
+        dump_log.dump_files(
+            [str(f) for f in files], out=out, err=err, leader_change_as_type=release < (4, 1),
+            scala_report=release < (4, 3), **flags,  # type: ignore[arg-type]
+        )
+        return out.getvalue(), err.getvalue()
+
     def start(self, main_class: str, args: Sequence[str | os.PathLike[str]] = (),
               **kwargs: object) -> subprocess.Popen[bytes]:
         return _kafka.start_kafka_class(self.version, main_class, args, **kwargs)  # type: ignore[arg-type]

@@ -81,23 +81,11 @@ def kwire_controller(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[byt
     print(log_path.read_text(errors="replace"))
 
 
-def _status(kafka: KafkaRelease, bootstrap: str) -> dict[str, str]:
-    out = kafka.run_tool(
-        "metadata-quorum", ["--bootstrap-controller", bootstrap, "describe", "--status"]
-    ).stdout
-    fields: dict[str, str] = {}
-    for line in out.splitlines():
-        name, sep, value = line.partition(":")
-        if sep:
-            fields[name.strip()] = value.strip()
-    return fields
-
-
 def test_stock_metadata_quorum_describes_kwire(
     kafka: KafkaRelease, kwire_controller: tuple[str, subprocess.Popen[bytes]]
 ) -> None:
     bootstrap, proc = kwire_controller
-    first = _status(kafka, bootstrap)
+    first = kafka.quorum_status(bootstrap)
     ours = trio.run(describe, bootstrap)
     ours_json = status_json(ours)
 
@@ -116,7 +104,7 @@ def test_stock_metadata_quorum_describes_kwire(
     assert voter["directoryId"] != "AAAAAAAAAAAAAAAAAAAAAA"
     assert voter["endpoints"] == [f"CONTROLLER://{bootstrap}"]
 
-    second = _status(kafka, bootstrap)
+    second = kafka.quorum_status(bootstrap)
     assert int(second["HighWatermark"]) > first_hwm
     assert second["LeaderEpoch"] == first["LeaderEpoch"]
 

@@ -18,18 +18,14 @@ Cost: about 25 s for the quorum, 3-5 s per stock tool run.
 
 from __future__ import annotations
 
-import io
 import json
 import signal
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import trio
 
-from compat import kafka as k
 from compat.conftest import KafkaRelease
-from tools import dump_log
 from tools.dev_cluster import DevCluster
 from tools.metadata_quorum import QuorumView, describe, replication_json, status_json
 
@@ -56,16 +52,6 @@ def _view(cluster: DevCluster) -> QuorumView:
     return trio.run(describe, cluster.bootstrap_controllers)
 
 
-def _status(kafka: KafkaRelease, bootstrap: str) -> dict[str, str]:
-    out = kafka.run_tool("metadata-quorum", ["--bootstrap-controller", bootstrap, "describe", "--status"]).stdout
-    fields: dict[str, str] = {}
-    for line in out.splitlines():
-        name, sep, value = line.partition(":")
-        if sep:
-            fields[name.strip()] = value.strip()
-    return fields
-
-
 def _wait_all_voters_caught_up(cluster: DevCluster) -> None:
     """Until the restarted node fetches again (its last fetch time is known to the leader)."""
     import time
@@ -82,7 +68,7 @@ def _wait_all_voters_caught_up(cluster: DevCluster) -> None:
 def test_stock_describe_status_of_a_three_node_quorum(kafka: KafkaRelease, quorum: DevCluster) -> None:
     _wait_all_voters_caught_up(quorum)
     before = _view(quorum)
-    stock = _status(kafka, quorum.bootstrap_controllers)
+    stock = kafka.quorum_status(quorum.bootstrap_controllers)
     after = _view(quorum)
     ours = status_json(after)
 
@@ -101,7 +87,7 @@ def test_stock_describe_status_of_a_three_node_quorum(kafka: KafkaRelease, quoru
     assert all(len(v["endpoints"]) == 1 for v in voters)
     assert json.loads(stock["CurrentObservers"]) == ours["currentObservers"] == []
 
-    later = _status(kafka, quorum.bootstrap_controllers)
+    later = kafka.quorum_status(quorum.bootstrap_controllers)
     assert int(later["HighWatermark"]) > hwm
     assert later["LeaderEpoch"] == stock["LeaderEpoch"]
 
@@ -133,16 +119,6 @@ def test_stock_describe_replication_of_a_three_node_quorum(kafka: KafkaRelease, 
     assert rows[leader][3] == "0"
 
 
-def _kwire_dump(kafka: KafkaRelease, files: list[Path]) -> str:
-    out, err = io.StringIO(), io.StringIO()
-    release = k.version_tuple(kafka.tool_release("dump-log"))
-    dump_log.dump_files(
-        [str(f) for f in files], out=out, err=err, leader_change_as_type=release < (4, 1),
-        scala_report=release < (4, 3), cluster_metadata_decoder=True,
-    )
-    return out.getvalue()
-
-
 def test_stock_dump_log_reads_every_node_after_the_run(kafka: KafkaRelease, quorum: DevCluster) -> None:
     quorum.stop()
     for node in quorum.nodes.values():
@@ -156,4 +132,4 @@ def test_stock_dump_log_reads_every_node_after_the_run(kafka: KafkaRelease, quor
         assert "invalid bytes" not in stock.stdout + stock.stderr
         assert not [line for line in lines if "Error" in line or "Exception" in line]
         assert sum("kwire.test.raft.workload" in line for line in lines) > 100
-        assert _kwire_dump(kafka, files).splitlines() == lines
+        assert kafka.kwire_dump(files, cluster_metadata_decoder=True)[0].splitlines() == lines

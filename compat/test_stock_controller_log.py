@@ -35,7 +35,6 @@ from compat.test_storage_interop import (
     PARTITION,
     _assert_dumps_match,
     _free_port,
-    _kwire_dump,
     _run_controller,
 )
 from messages.generated.feature_level_record import FeatureLevelRecord
@@ -178,7 +177,7 @@ def _assert_json_agrees(kafka: KafkaRelease, files: list[Path], stock_text: str)
     """``kwire dump-log --json --cluster-metadata-decoder`` has one object per stock line, with
     the same values; returns how many objects were compared."""
     out = io.StringIO()
-    old = k.version_tuple(kafka.tool_release("dump-log")) < (4, 1)  # as _kwire_dump decides
+    old = k.version_tuple(kafka.tool_release("dump-log")) < (4, 1)  # as KafkaRelease.kwire_dump decides
     status = dump_log.dump_files([str(f) for f in files], cluster_metadata_decoder=True, as_json=True,
                                  leader_change_as_type=old, out=out, err=io.StringIO())
     assert status == 0
@@ -218,7 +217,7 @@ def test_kwire_reads_a_long_running_stock_controller(kafka: KafkaRelease, tmp_pa
     assert "isvalid: false" not in text and "invalid bytes" not in text and "Error at" not in text
     assert text.count("Snapshot end offset:") == len(checkpoints)
     assert '"type":"NO_OP_RECORD"' in text and '"type":"FEATURE_LEVEL_RECORD"' in text
-    mine, errors = _kwire_dump(kafka, segments + checkpoints, deep_iteration=True)
+    mine, errors = kafka.kwire_dump(segments + checkpoints, deep_iteration=True)
     assert errors == ""
     # ... and kwire's JSON lines carry the same batches and records as the stock text
     compared = _assert_json_agrees(kafka, segments + checkpoints + bootstrap, _logs_and_snapshots(text))

@@ -67,7 +67,7 @@ from storage.quorum_state import ElectionState, FileQuorumStateStore
 from storage.records import RecordBatch, iter_batches, scan_batches
 from storage.segment import LogConfig
 from storage.snapshots import SnapshotId, read_snapshot_content
-from tools import dump_log, storage_cmd
+from tools import storage_cmd
 
 pytestmark = pytest.mark.compat
 
@@ -97,18 +97,6 @@ def _controller_properties(path: Path, data: Path, port: int) -> Path:
     return path
 
 
-def _kwire_dump(kafka: KafkaRelease, files: list[Path], **flags: bool) -> tuple[str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    # LeaderChange records are decoded from Kafka 4.1 on (KAFKA-19069); the Scala tool (up to
-    # 4.2) words its index report differently from the Java port (4.3+, KAFKA-14579)
-    release = k.version_tuple(kafka.tool_release("dump-log"))
-    dump_log.dump_files(
-        [str(f) for f in files], out=out, err=err, leader_change_as_type=release < (4, 1),
-        scala_report=release < (4, 3), **flags,  # type: ignore[arg-type]
-    )
-    return out.getvalue(), err.getvalue()
-
-
 _REPORT_PREFIXES = (
     "Mismatches in", "  Index offset", "Found timestamp mismatch", "  Index timestamp",
     "Found out of order", "The following indexed offsets", "Indexed offset", "Non-consecutive",
@@ -120,7 +108,7 @@ def _assert_dumps_match(kafka: KafkaRelease, files: list[Path], **flags: bool) -
     problems on stderr."""
     args = [f"--{name.replace('_', '-')}" for name, on in flags.items() if on]
     stock = kafka.run_tool("dump-log", [*args, "--files", ",".join(map(str, files))])
-    mine, errors = _kwire_dump(kafka, files, **flags)
+    mine, errors = kafka.kwire_dump(files, **flags)
     assert mine.splitlines() == stock.stdout.splitlines()
     lines = stock.stderr.splitlines()
     stock_report = []
