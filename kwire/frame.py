@@ -64,7 +64,9 @@ class FrameDecoder:
         end = 4 + self._need
         if len(self._buf) < end:
             return None
-        frame = bytes(self._buf[4:end])
+        # one copy: slicing the bytearray itself would copy the frame twice
+        with memoryview(self._buf) as view:
+            frame = bytes(view[4:end])
         del self._buf[:end]
         self._need = -1
         self._check_size()

@@ -346,9 +346,9 @@ def handle_response(core: RaftCore, now_ms: int, source_id: int, response: Fetch
         except CorruptRecordError:
             retry_later(core, source_id, now_ms)
             return
-        whole = b"".join(batch.to_bytes() for batch in batches)
-        if whole:
-            core.stage_append(whole)
+        if batches:
+            # the whole batches as one copy; a partial batch at the end is left out
+            core.stage_append(bytes(records[: sum(b.size_in_bytes for b in batches)]))
     if partition.high_watermark >= 0:
         new_hwm = min(partition.high_watermark, core.log_end_offset())
         if new_hwm > core.high_watermark:
