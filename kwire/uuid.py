@@ -71,9 +71,30 @@ class Uuid(bytes):
         return f"Uuid({str(self)!r})"
 
 
-def uuid_from_16_bytes(raw: bytes) -> Uuid:
-    """A Uuid from bytes already known to be 16 long (the codecs' fast path, no length check)."""
-    return bytes.__new__(Uuid, raw)
+# The codecs' Uuids. A quorum sees few distinct ids (a directory id per replica, a topic id per
+# topic, one cluster), and a decoded message carries them over and over: the decoders take
+# each one from this table instead of making a new bytes subclass for every occurrence. Uuids
+# are immutable, so a shared object is indistinguishable from a fresh one. The table is bounded:
+# at INTERNED_UUIDS_MAX entries it starts again, so that a peer sending ever-new ids costs a
+# miss each, not memory.
+
+INTERNED_UUIDS_MAX = 4096
+_interned: dict[bytes, Uuid] = {}
+
+interned_uuid = _interned.get
+"""``interned_uuid(raw)``: the interned Uuid of 16 raw bytes, or None when not yet interned.
+The decoders' fast path, ``interned_uuid(raw) or intern_uuid(raw)`` (a Uuid is never falsy)."""
+
+
+def intern_uuid(raw: bytes) -> Uuid:
+    """The interned Uuid of ``raw``, which the caller guarantees is 16 bytes (the codecs take it
+    from ``unpack_from('16s')``); made and interned on first use."""
+    found = _interned.get(raw)
+    if found is None:
+        if len(_interned) >= INTERNED_UUIDS_MAX:
+            _interned.clear()
+        found = _interned[raw] = bytes.__new__(Uuid, raw)
+    return found
 
 
 ZERO_UUID = Uuid(b"\0" * 16)

@@ -233,6 +233,124 @@ def read_compact_nullable_bytes(
 
 
 # ---------------------------------------------------------------------------------------------
+# records (the ``records`` field type: Kafka's BaseRecords)
+#
+# Records travel by reference, as in Kafka, where a FetchResponse's records are a MemoryRecords
+# slice of the receive buffer and a response's records are sent from their own buffer rather than
+# copied into the message. A decoded records field is a read-only memoryview of the input when
+# the input cannot change under it (``bytes``, or a read-only memoryview); a mutable input
+# (``bytearray``) is copied, so that a later change to it cannot reach the message. Encoding into
+# a ScatterBuffer (what ``Message.encode`` uses) keeps a large value by reference and copies it
+# once, when the buffer is turned into bytes, or not at all when its parts are sent.
+
+RECORDS_BY_REFERENCE_MIN_BYTES = 16 * 1024
+"""Records values of at least this many bytes are held by reference in a ScatterBuffer; a
+smaller one costs less to copy than to splice in later."""
+
+
+class ScatterBuffer(bytearray):
+    """An output buffer for writers that holds large records values by reference.
+
+    Writers append to it as to any bytearray; :func:`write_records` records ``(position,
+    value)`` in ``refs`` instead of copying a value of RECORDS_BY_REFERENCE_MIN_BYTES or more.
+    The encoding is then either :meth:`parts`, the buffers to write to a socket in order (no
+    copy of a held value, as Kafka sends a response's records from their own buffer), or
+    :meth:`to_bytes` (also ``bytes(buffer)``), one ``bytes`` with each value copied in once.
+    ``len(buffer)`` counts only the inline bytes; :attr:`nbytes` counts the held ones too.
+
+    Until the first held value ``refs`` is the class's empty tuple, so that a buffer costs no
+    more to make and to turn into bytes than a bytearray (no ``__slots__``: a slot would have no default).
+    """
+
+    refs: list[tuple[int, bytes | bytearray | memoryview]] | tuple[()] = ()
+
+    def hold(self, value: bytes | bytearray | memoryview) -> None:
+        """Splice ``value`` in at the current end, instead of copying it now."""
+        if self.refs:
+            self.refs.append((len(self), value))  # type: ignore[union-attr]
+        else:
+            self.refs = [(len(self), value)]
+
+    @property
+    def nbytes(self) -> int:
+        """The length of the whole encoding in bytes, held values included."""
+        return len(self) + sum(len(value) for _, value in self.refs)
+
+    def parts(self) -> list[bytes | bytearray | memoryview]:
+        """The encoding as buffers to write in order: views of this buffer between the held
+        values, and the values themselves. This buffer cannot be resized while they live."""
+        if not self.refs:
+            return [self]
+        view = memoryview(self)
+        parts: list[bytes | bytearray | memoryview] = []
+        last = 0
+        for at, value in self.refs:
+            parts += (view[last:at], value)
+            last = at
+        parts.append(view[last:])
+        return parts
+
+    def to_bytes(self) -> bytes:
+        """The encoding as one ``bytes``, each held value copied in once."""
+        if not self.refs:
+            with memoryview(self) as view:
+                return bytes(view)
+        return b"".join(self.parts())
+
+    __bytes__ = to_bytes
+
+
+def write_records(
+    out: bytearray, value: bytes | bytearray | memoryview | None, compact: bool
+) -> None:
+    """Write a records field: its length (compact: uvarint length + 1, 0 for null; else int32,
+    -1 for null) and its bytes, held by reference when ``out`` is a ScatterBuffer and the value
+    is large. A non-nullable field's null is refused by the caller (the generated writer)."""
+    if value is None:
+        if compact:
+            out.append(0)
+        else:
+            out += b"\xff\xff\xff\xff"
+        return
+    n = len(value)
+    if compact:
+        write_uvarint(out, n + 1)
+    else:
+        out += INT32.pack(n)
+    if n >= RECORDS_BY_REFERENCE_MIN_BYTES and type(out) is ScatterBuffer:
+        out.hold(value)
+    else:
+        out += value
+
+
+def read_records(
+    buf: bytes | bytearray | memoryview, pos: int, compact: bool, nullable: bool
+) -> tuple[bytes | memoryview | None, int]:
+    """Read a records field at ``pos``: ``(value, new_pos)`` where value is a read-only
+    memoryview of ``buf`` when ``buf`` is immutable (``bytes``, or a read-only memoryview whose
+    owner leaves it unchanged while the message is in use), else a copy (``bytes``); None for null.
+    Raises DecodeError for a null in a non-nullable field, an impossible length or truncation."""
+    if compact:
+        n, pos = read_uvarint(buf, pos)
+        n -= 1
+    else:
+        n, pos = read_struct(INT32, buf, pos)
+        if n < -1:
+            raise DecodeError(f"negative records length {n}")
+    if n < 0:
+        if not nullable:
+            raise DecodeError("null where non-nullable records are required")
+        return None, pos
+    end = pos + n
+    if end > len(buf):
+        raise DecodeError(f"truncated: need {n} bytes of records at {pos}, have {len(buf) - pos}")
+    view = memoryview(buf)
+    if view.readonly:
+        return view[pos:end], end
+    return bytes(view[pos:end]), end
+
+
+# ---------------------------------------------------------------------------------------------
 # tagged fields
 
 

@@ -12,8 +12,11 @@ reader. Versions whose code is identical share one function. Consecutive fixed-w
 packed and unpacked with a single ``struct.Struct``.
 
 A reader decodes nested structs inline (no call per element), builds objects with
-``object.__new__`` and slot stores, and folds the tagged-field count byte into the last
-``unpack_from`` of a flexible struct; see :class:`_Reader`.
+``object.__new__`` and slot stores, folds the tagged-field count byte into the last
+``unpack_from`` of a flexible struct, and takes Uuids from ``kwire.uuid``'s table of interned ids;
+see :class:`_Reader`. ``Struct.pack`` and ``Struct.unpack_from`` are bound once per module.
+A ``records`` field travels by reference: decoded as a view of an immutable input, held by a
+``ScatterBuffer`` on encode (``kwire.wire.read_records`` / ``write_records``).
 
 Encoding rules follow Kafka's generator (``MessageDataGenerator``):
 
@@ -55,7 +58,7 @@ _STRUCT_CODES = {
 _PY_TYPES = {
     "bool": "bool", "int8": "int", "int16": "int", "int32": "int", "int64": "int",
     "uint16": "int", "uint32": "int", "float64": "float", "string": "str", "bytes": "bytes",
-    "records": "bytes", "uuid": "Uuid",
+    "records": "bytes | memoryview", "uuid": "Uuid",
 }
 
 
@@ -73,6 +76,8 @@ class _Module:
     spec: MessageSpec
     structs: dict[int, str] = field(default_factory=dict)  # format id -> Struct source
     struct_names: dict[str, str] = field(default_factory=dict)
+    unpackers: dict[str, str] = field(default_factory=dict)  # Struct name -> its unpack_from
+    pack_fns: dict[str, str] = field(default_factory=dict)  # Struct name -> its pack
     lines: list[str] = field(default_factory=list)
 
     def packer(self, fmt: str) -> str:
@@ -81,6 +86,17 @@ class _Module:
             name = f"_S{len(self.struct_names)}"
             self.struct_names[fmt] = name
         return name
+
+    def unpacker(self, fmt: str) -> str:
+        """The module-level name of ``Struct(fmt).unpack_from``, bound once: a reader's call
+        then skips the attribute lookup."""
+        name = self.packer(fmt)
+        return self.unpackers.setdefault(name, "_U" + name[2:])
+
+    def pack_fn(self, fmt: str) -> str:
+        """The module-level name of ``Struct(fmt).pack``, bound once (see :meth:`unpacker`)."""
+        name = self.packer(fmt)
+        return self.pack_fns.setdefault(name, "_P" + name[2:])
 
 
 def _flexible_for(spec: MessageSpec, f: FieldSpec, version: int) -> bool:
@@ -204,7 +220,10 @@ class _Writer:
                     self.emit("b = bytearray()", 2)
                     self._write_value(f, f"o.{f.attr}", "b", 2, v, force_flexible=True)
                     self.emit(f"tf.append(({f.tag}, bytes(b)))", 2)
-                self.emit("_write_tagged(out, tf, o.unknown_tagged_fields)")
+                self.emit("if tf or o.unknown_tagged_fields:")
+                self.emit("_write_tagged(out, tf, o.unknown_tagged_fields)", 2)
+                self.emit("else:")
+                self.emit("out.append(0)", 2)
         if not self.body:
             self.emit("pass")
         return self.body
@@ -213,9 +232,8 @@ class _Writer:
         if not group:
             return
         fmt = ">" + "".join(_STRUCT_CODES[f.type.text] for f in group)
-        name = self.mod.packer(fmt)
         args = ", ".join(f"o.{f.attr}" for f in group)
-        self.emit(f"out += {name}.pack({args})")
+        self.emit(f"out += {self.mod.pack_fn(fmt)}({args})")
 
     def _write_value(
         self, f: FieldSpec, expr: str, out: str, ind: int, v: int, force_flexible: bool = False
@@ -234,7 +252,13 @@ class _Writer:
                 self.emit(f"raise EncodeError('{f.name} is not nullable at version {v}')", ind + 1)
             self.emit("else:", ind)
             if flex:
-                self.emit(f"_wuv({out}, len({a}) + 1)", ind + 1)
+                # a count below 127 is one byte: no call
+                n = f"n{self.depth}"
+                self.emit(f"{n} = len({a}) + 1", ind + 1)
+                self.emit(f"if {n} < 0x80:", ind + 1)
+                self.emit(f"{out}.append({n})", ind + 2)
+                self.emit("else:", ind + 1)
+                self.emit(f"_wuv({out}, {n})", ind + 2)
             else:
                 self.emit(f"{out} += _I32.pack(len({a}))", ind + 1)
             el = t.element
@@ -269,11 +293,17 @@ class _Writer:
     ) -> None:
         if kind in FIXED_SIZES:
             fmt = ">" + _STRUCT_CODES[kind]
-            self.emit(f"{out} += {self.mod.packer(fmt)}.pack({expr})", ind)
+            self.emit(f"{out} += {self.mod.pack_fn(fmt)}({expr})", ind)
+            return
+        if kind == "records":
+            if not nullable:
+                self.emit(f"if {expr} is None:", ind)
+                self.emit(f"raise EncodeError('{name} is not nullable at version {v}')", ind + 1)
+            self.emit(f"_wrec({out}, {expr}, {flex})", ind)
             return
         if kind == "string":
             base = "_wcs" if flex else "_ws"
-        elif kind in ("bytes", "records"):
+        elif kind == "bytes":
             base = "_wcb" if flex else "_wb"
         else:
             raise SpecError(f"cannot write {kind}")
@@ -366,7 +396,7 @@ class _Reader:
         for f in group:
             if f.type.text == "uuid":
                 tmp = f"u{len(uuids)}"
-                uuids.append(f"{o}.{f.attr} = _bnew(Uuid, {tmp})")
+                uuids.append(f"{o}.{f.attr} = _ug({tmp}) or _ui({tmp})")
                 targets.append(tmp)
             else:
                 targets.append(f"{o}.{f.attr}")
@@ -375,7 +405,7 @@ class _Reader:
             size += 1
             targets.append(count)
         lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
-        self.emit(f"{lhs} = {self.mod.packer(fmt)}.unpack_from(buf, pos)", ind)
+        self.emit(f"{lhs} = {self.mod.unpacker(fmt)}(buf, pos)", ind)
         self.emit(f"pos += {size}", ind)
         for line in uuids:
             self.emit(line, ind)
@@ -509,10 +539,10 @@ class _Reader:
         if kind in FIXED_SIZES:
             fmt = ">" + _STRUCT_CODES[kind]
             if kind == "uuid":
-                self.emit(f"u0, = {self.mod.packer(fmt)}.unpack_from(buf, pos)", ind)
-                self.emit(f"{target} = _bnew(Uuid, u0)", ind)
+                self.emit(f"u0, = {self.mod.unpacker(fmt)}(buf, pos)", ind)
+                self.emit(f"{target} = _ug(u0) or _ui(u0)", ind)
             else:
-                self.emit(f"{target}, = {self.mod.packer(fmt)}.unpack_from(buf, pos)", ind)
+                self.emit(f"{target}, = {self.mod.unpacker(fmt)}(buf, pos)", ind)
             self.emit(f"pos += {FIXED_SIZES[kind]}", ind)
             return
         if kind == "string" and flex:
@@ -533,9 +563,12 @@ class _Reader:
             self.emit(f"{target} = str(buf[pos:se], 'utf-8')", ind + 1)
             self.emit("pos = se", ind + 1)
             return
+        if kind == "records":
+            self.emit(f"{target}, pos = _rrec(buf, pos, {flex}, {nullable})", ind)
+            return
         if kind == "string":
             fn = "_rs"
-        elif kind in ("bytes", "records"):
+        elif kind == "bytes":
             fn = "_rcb" if flex else "_rb"
         else:
             raise SpecError(f"cannot read {kind}")
@@ -715,6 +748,8 @@ def generate_module(spec: MessageSpec) -> str:
         "from typing import Any",
         "",
         "from kwire.uuid import ZERO_UUID, Uuid",
+        "from kwire.uuid import intern_uuid as _ui",
+        "from kwire.uuid import interned_uuid as _ug",
         "from kwire.wire import INT32 as _I32",
         "from kwire.wire import DecodeError, EncodeError",
         "from kwire.wire import read_bytes as _rb",
@@ -722,6 +757,7 @@ def generate_module(spec: MessageSpec) -> str:
         "from kwire.wire import read_compact_nullable_bytes as _rcbn",
         "from kwire.wire import read_nullable_bytes as _rbn",
         "from kwire.wire import read_nullable_string as _rsn",
+        "from kwire.wire import read_records as _rrec",
         "from kwire.wire import read_string as _rs",
         "from kwire.wire import read_tagged_header as _rtag",
         "from kwire.wire import read_unknown_tagged as _read_unknown_tagged",
@@ -733,6 +769,7 @@ def generate_module(spec: MessageSpec) -> str:
         "from kwire.wire import write_compact_string as _wcs",
         "from kwire.wire import write_nullable_bytes as _wbn",
         "from kwire.wire import write_nullable_string as _wsn",
+        "from kwire.wire import write_records as _wrec",
         "from kwire.wire import write_string as _ws",
         "from kwire.wire import write_tagged as _write_tagged",
         "from kwire.wire import write_uvarint as _wuv",
@@ -741,9 +778,10 @@ def generate_module(spec: MessageSpec) -> str:
         f"__all__ = {[*order[::-1]]!r}",
     ]
     packers = [f"{name} = Struct({fmt!r})" for fmt, name in mod.struct_names.items()]
-    # Readers make objects without the dataclass __init__ (every slot is stored) and Uuids
-    # from the 16 bytes unpack_from already guarantees.
-    packers += ["_new = object.__new__", "_bnew = bytes.__new__"]
+    packers += [f"{p} = {name}.pack" for name, p in mod.pack_fns.items()]
+    packers += [f"{u} = {name}.unpack_from" for name, u in mod.unpackers.items()]
+    # Readers make objects without the dataclass __init__ (every slot is stored).
+    packers += ["_new = object.__new__"]
     parts = header + class_lines + ["", ""] + defaults + packers + fn_lines + tables
     return "\n".join(parts) + "\n"
 

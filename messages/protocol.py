@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kwire.headers import request_header_version, response_header_version
-from kwire.wire import INT16, DecodeError, EncodeError
+from kwire.wire import INT16, DecodeError, EncodeError, ScatterBuffer
 from messages.generated.registry import FLEXIBLE_VERSIONS, REQUESTS, RESPONSES
 from messages.generated.request_header import RequestHeader
 from messages.generated.response_header import ResponseHeader
@@ -109,22 +109,20 @@ def encode_request(
     return bytes(out)
 
 
-def encode_response(
-    body: Message, api_version: int, correlation_id: int, out: bytearray | None = None
-) -> bytearray:
-    """A response frame *with* its size prefix, for ``body`` at ``api_version``."""
+def encode_response(body: Message, api_version: int, correlation_id: int) -> ScatterBuffer:
+    """A response frame *with* its size prefix, for ``body`` at ``api_version``: a ScatterBuffer
+    holding large records by reference; send its ``parts()`` in order, or take ``bytes()`` of
+    it (``kwire.wire.ScatterBuffer``)."""
     api_key = body.API_KEY
     if api_key is None:
         raise EncodeError(f"{type(body).__name__} is not a response")
     hv = response_header_version(
         api_key, api_version, is_flexible(body.SPEC_NAME, api_version)
     )
-    buf = out if out is not None else bytearray()
-    start = len(buf)
-    buf += b"\0\0\0\0"
+    buf = ScatterBuffer(b"\0\0\0\0")
     ResponseHeader(correlation_id).write(buf, hv)
     body.write(buf, api_version)
-    buf[start:start + 4] = (len(buf) - start - 4).to_bytes(4, "big")
+    buf[0:4] = (buf.nbytes - 4).to_bytes(4, "big")
     return buf
 
 

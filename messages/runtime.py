@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 from kwire.uuid import Uuid
-from kwire.wire import DecodeError, EncodeError
+from kwire.wire import DecodeError, EncodeError, ScatterBuffer
 
 Buffer = bytes | bytearray | memoryview
 
@@ -85,10 +85,13 @@ class Message:
             ) from exc
 
     def encode(self, version: int) -> bytes:
-        """This message's bytes at ``version`` (the body only, no header). See :meth:`write`."""
-        out = bytearray()
+        """This message's bytes at ``version`` (the body only, no header). See :meth:`write`.
+
+        A large ``records`` value is copied once, into the result, not once into a growing
+        buffer and again into ``bytes`` (``kwire.wire.ScatterBuffer``)."""
+        out = ScatterBuffer()
         self.write(out, version)
-        return bytes(out)
+        return out.to_bytes()
 
     @classmethod
     def read(cls, buf: Buffer, pos: int, version: int) -> tuple[Self, int]:

@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -72,8 +76,13 @@ _S1 = Struct('>HB')
 _S2 = Struct('>ii16s')
 _S3 = Struct('>?')
 _S4 = Struct('>?B')
+_P0 = _S0.pack
+_P2 = _S2.pack
+_P3 = _S3.pack
+_U1 = _S1.unpack_from
+_U2 = _S2.unpack_from
+_U4 = _S4.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_Listener_0(o: Listener, out: bytearray) -> None:
@@ -83,7 +92,7 @@ def _w_Listener_0(o: Listener, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 0')
     _wcs(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -117,7 +126,7 @@ def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
         o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.port, tn0 = _S1.unpack_from(buf, pos)
+    o0.port, tn0 = _U1(buf, pos)
     pos += 3
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -133,7 +142,7 @@ def _w_Listener_1(o: Listener, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 1')
     _wcs(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -143,12 +152,16 @@ _r_Listener_1 = _r_Listener_0
 
 def _w_AddRaftVoterRequest_0(o: AddRaftVoterRequest, out: bytearray) -> None:
     _wcsn(out, o.cluster_id)
-    out += _S2.pack(o.timeout_ms, o.voter_id, o.voter_directory_id)
+    out += _P2(o.timeout_ms, o.voter_id, o.voter_directory_id)
     a1 = o.listeners
     if a1 is None:
         raise EncodeError('Listeners is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Listener_0(e1, out)
     if o.ack_when_committed != True:
@@ -175,9 +188,9 @@ def _r_AddRaftVoterRequest_0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
         o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.timeout_ms, o0.voter_id, u0 = _S2.unpack_from(buf, pos)
+    o0.timeout_ms, o0.voter_id, u0 = _U2(buf, pos)
     pos += 24
-    o0.voter_directory_id = _bnew(Uuid, u0)
+    o0.voter_directory_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -215,7 +228,7 @@ def _r_AddRaftVoterRequest_0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, tn1 = _S1.unpack_from(buf, pos)
+            o1.port, tn1 = _U1(buf, pos)
             pos += 3
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -233,15 +246,19 @@ def _r_AddRaftVoterRequest_0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
 
 def _w_AddRaftVoterRequest_1(o: AddRaftVoterRequest, out: bytearray) -> None:
     _wcsn(out, o.cluster_id)
-    out += _S2.pack(o.timeout_ms, o.voter_id, o.voter_directory_id)
+    out += _P2(o.timeout_ms, o.voter_id, o.voter_directory_id)
     a1 = o.listeners
     if a1 is None:
         raise EncodeError('Listeners is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Listener_1(e1, out)
-    out += _S3.pack(o.ack_when_committed)
+    out += _P3(o.ack_when_committed)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -263,9 +280,9 @@ def _r_AddRaftVoterRequest_1(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
         o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.timeout_ms, o0.voter_id, u0 = _S2.unpack_from(buf, pos)
+    o0.timeout_ms, o0.voter_id, u0 = _U2(buf, pos)
     pos += 24
-    o0.voter_directory_id = _bnew(Uuid, u0)
+    o0.voter_directory_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -303,14 +320,14 @@ def _r_AddRaftVoterRequest_1(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, tn1 = _S1.unpack_from(buf, pos)
+            o1.port, tn1 = _U1(buf, pos)
             pos += 3
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
                 o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.ack_when_committed, tn0 = _S4.unpack_from(buf, pos)
+    o0.ack_when_committed, tn0 = _U4(buf, pos)
     pos += 2
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

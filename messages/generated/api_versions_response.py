@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -99,18 +103,31 @@ _S5 = Struct('>i')
 _S6 = Struct('>q')
 _S7 = Struct('>?')
 _S8 = Struct('>iB')
+_P0 = _S0.pack
+_P2 = _S2.pack
+_P4 = _S4.pack
+_P5 = _S5.pack
+_P6 = _S6.pack
+_P7 = _S7.pack
+_U0 = _S0.unpack_from
+_U1 = _S1.unpack_from
+_U3 = _S3.unpack_from
+_U4 = _S4.unpack_from
+_U5 = _S5.unpack_from
+_U8 = _S8.unpack_from
+_U6 = _S6.unpack_from
+_U7 = _S7.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_ApiVersion_0(o: ApiVersion, out: bytearray) -> None:
-    out += _S0.pack(o.api_key, o.min_version, o.max_version)
+    out += _P0(o.api_key, o.min_version, o.max_version)
 
 
 def _r_ApiVersion_0(buf: Any, pos: int) -> tuple[ApiVersion, int]:
     blen = len(buf)
     o0 = _new(ApiVersion)
-    o0.api_key, o0.min_version, o0.max_version = _S0.unpack_from(buf, pos)
+    o0.api_key, o0.min_version, o0.max_version = _U0(buf, pos)
     pos += 6
     o0.unknown_tagged_fields = []
     return o0, pos
@@ -121,7 +138,7 @@ _r_ApiVersion_2 = _r_ApiVersion_0
 
 
 def _w_ApiVersion_3(o: ApiVersion, out: bytearray) -> None:
-    out += _S0.pack(o.api_key, o.min_version, o.max_version)
+    out += _P0(o.api_key, o.min_version, o.max_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -131,7 +148,7 @@ def _w_ApiVersion_3(o: ApiVersion, out: bytearray) -> None:
 def _r_ApiVersion_3(buf: Any, pos: int) -> tuple[ApiVersion, int]:
     blen = len(buf)
     o0 = _new(ApiVersion)
-    o0.api_key, o0.min_version, o0.max_version, tn0 = _S1.unpack_from(buf, pos)
+    o0.api_key, o0.min_version, o0.max_version, tn0 = _U1(buf, pos)
     pos += 7
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -148,7 +165,7 @@ def _w_SupportedFeatureKey_3(o: SupportedFeatureKey, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 3')
     _wcs(out, o.name)
-    out += _S2.pack(o.min_version, o.max_version)
+    out += _P2(o.min_version, o.max_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -170,7 +187,7 @@ def _r_SupportedFeatureKey_3(buf: Any, pos: int) -> tuple[SupportedFeatureKey, i
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
         o0.name = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.min_version, o0.max_version, tn0 = _S3.unpack_from(buf, pos)
+    o0.min_version, o0.max_version, tn0 = _U3(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -183,7 +200,7 @@ def _w_SupportedFeatureKey_4(o: SupportedFeatureKey, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 4')
     _wcs(out, o.name)
-    out += _S2.pack(o.min_version, o.max_version)
+    out += _P2(o.min_version, o.max_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -195,7 +212,7 @@ def _w_SupportedFeatureKey_5(o: SupportedFeatureKey, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 5')
     _wcs(out, o.name)
-    out += _S2.pack(o.min_version, o.max_version)
+    out += _P2(o.min_version, o.max_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -207,7 +224,7 @@ def _w_FinalizedFeatureKey_3(o: FinalizedFeatureKey, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 3')
     _wcs(out, o.name)
-    out += _S2.pack(o.max_version_level, o.min_version_level)
+    out += _P2(o.max_version_level, o.min_version_level)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -229,7 +246,7 @@ def _r_FinalizedFeatureKey_3(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, i
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
         o0.name = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.max_version_level, o0.min_version_level, tn0 = _S3.unpack_from(buf, pos)
+    o0.max_version_level, o0.min_version_level, tn0 = _U3(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -242,7 +259,7 @@ def _w_FinalizedFeatureKey_4(o: FinalizedFeatureKey, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 4')
     _wcs(out, o.name)
-    out += _S2.pack(o.max_version_level, o.min_version_level)
+    out += _P2(o.max_version_level, o.min_version_level)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -254,7 +271,7 @@ def _w_FinalizedFeatureKey_5(o: FinalizedFeatureKey, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 5')
     _wcs(out, o.name)
-    out += _S2.pack(o.max_version_level, o.min_version_level)
+    out += _P2(o.max_version_level, o.min_version_level)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -263,7 +280,7 @@ _r_FinalizedFeatureKey_5 = _r_FinalizedFeatureKey_3
 
 
 def _w_ApiVersionsResponse_0(o: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S4.pack(o.error_code)
+    out += _P4(o.error_code)
     a1 = o.api_keys
     if a1 is None:
         raise EncodeError('ApiKeys is not nullable at version 0')
@@ -281,7 +298,7 @@ def _r_ApiVersionsResponse_0(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
     o0.finalized_features_epoch = -1
     o0.finalized_features = []
     o0.zk_migration_ready = False
-    o0.error_code, = _S4.unpack_from(buf, pos)
+    o0.error_code, = _U4(buf, pos)
     pos += 2
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -293,7 +310,7 @@ def _r_ApiVersionsResponse_0(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
         o0.api_keys = a1 = []
         for _ in range(n1):
             o1 = _new(ApiVersion)
-            o1.api_key, o1.min_version, o1.max_version = _S0.unpack_from(buf, pos)
+            o1.api_key, o1.min_version, o1.max_version = _U0(buf, pos)
             pos += 6
             o1.unknown_tagged_fields = []
             a1.append(o1)
@@ -302,7 +319,7 @@ def _r_ApiVersionsResponse_0(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
 
 
 def _w_ApiVersionsResponse_1(o: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S4.pack(o.error_code)
+    out += _P4(o.error_code)
     a1 = o.api_keys
     if a1 is None:
         raise EncodeError('ApiKeys is not nullable at version 1')
@@ -310,7 +327,7 @@ def _w_ApiVersionsResponse_1(o: ApiVersionsResponse, out: bytearray) -> None:
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_ApiVersion_1(e1, out)
-    out += _S5.pack(o.throttle_time_ms)
+    out += _P5(o.throttle_time_ms)
 
 
 def _r_ApiVersionsResponse_1(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
@@ -320,7 +337,7 @@ def _r_ApiVersionsResponse_1(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
     o0.finalized_features_epoch = -1
     o0.finalized_features = []
     o0.zk_migration_ready = False
-    o0.error_code, = _S4.unpack_from(buf, pos)
+    o0.error_code, = _U4(buf, pos)
     pos += 2
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -332,18 +349,18 @@ def _r_ApiVersionsResponse_1(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
         o0.api_keys = a1 = []
         for _ in range(n1):
             o1 = _new(ApiVersion)
-            o1.api_key, o1.min_version, o1.max_version = _S0.unpack_from(buf, pos)
+            o1.api_key, o1.min_version, o1.max_version = _U0(buf, pos)
             pos += 6
             o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.throttle_time_ms, = _S5.unpack_from(buf, pos)
+    o0.throttle_time_ms, = _U5(buf, pos)
     pos += 4
     o0.unknown_tagged_fields = []
     return o0, pos
 
 
 def _w_ApiVersionsResponse_2(o: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S4.pack(o.error_code)
+    out += _P4(o.error_code)
     a1 = o.api_keys
     if a1 is None:
         raise EncodeError('ApiKeys is not nullable at version 2')
@@ -351,20 +368,24 @@ def _w_ApiVersionsResponse_2(o: ApiVersionsResponse, out: bytearray) -> None:
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_ApiVersion_2(e1, out)
-    out += _S5.pack(o.throttle_time_ms)
+    out += _P5(o.throttle_time_ms)
 _r_ApiVersionsResponse_2 = _r_ApiVersionsResponse_1
 
 
 def _w_ApiVersionsResponse_3(o: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S4.pack(o.error_code)
+    out += _P4(o.error_code)
     a1 = o.api_keys
     if a1 is None:
         raise EncodeError('ApiKeys is not nullable at version 3')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_ApiVersion_3(e1, out)
-    out += _S5.pack(o.throttle_time_ms)
+    out += _P5(o.throttle_time_ms)
     tf = []
     if o.supported_features != []:
         b = bytearray()
@@ -372,13 +393,17 @@ def _w_ApiVersionsResponse_3(o: ApiVersionsResponse, out: bytearray) -> None:
         if a1 is None:
             raise EncodeError('SupportedFeatures is not nullable at version 3')
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
                 _w_SupportedFeatureKey_3(e1, b)
         tf.append((0, bytes(b)))
     if o.finalized_features_epoch != -1:
         b = bytearray()
-        b += _S6.pack(o.finalized_features_epoch)
+        b += _P6(o.finalized_features_epoch)
         tf.append((1, bytes(b)))
     if o.finalized_features != []:
         b = bytearray()
@@ -386,15 +411,22 @@ def _w_ApiVersionsResponse_3(o: ApiVersionsResponse, out: bytearray) -> None:
         if a1 is None:
             raise EncodeError('FinalizedFeatures is not nullable at version 3')
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
                 _w_FinalizedFeatureKey_3(e1, b)
         tf.append((2, bytes(b)))
     if o.zk_migration_ready != False:
         b = bytearray()
-        b += _S7.pack(o.zk_migration_ready)
+        b += _P7(o.zk_migration_ready)
         tf.append((3, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
@@ -404,7 +436,7 @@ def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
     o0.finalized_features_epoch = -1
     o0.finalized_features = []
     o0.zk_migration_ready = False
-    o0.error_code, = _S4.unpack_from(buf, pos)
+    o0.error_code, = _U4(buf, pos)
     pos += 2
     n1 = buf[pos] - 1
     pos += 1
@@ -419,14 +451,14 @@ def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
         o0.api_keys = a1 = []
         for _ in range(n1):
             o1 = _new(ApiVersion)
-            o1.api_key, o1.min_version, o1.max_version, tn1 = _S1.unpack_from(buf, pos)
+            o1.api_key, o1.min_version, o1.max_version, tn1 = _U1(buf, pos)
             pos += 7
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
                 o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.throttle_time_ms, tn0 = _S8.unpack_from(buf, pos)
+    o0.throttle_time_ms, tn0 = _U8(buf, pos)
     pos += 5
     if tn0:
         if tn0 >= 0x80:
@@ -461,7 +493,7 @@ def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                                 raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
                             o1.name = str(buf[pos:se], 'utf-8')
                             pos = se
-                        o1.min_version, o1.max_version, tn1 = _S3.unpack_from(buf, pos)
+                        o1.min_version, o1.max_version, tn1 = _U3(buf, pos)
                         pos += 5
                         if tn1:
                             o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -471,7 +503,7 @@ def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                 if pos != end0:
                     raise DecodeError('tagged field SupportedFeatures has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             elif tag0 == 1:
-                o0.finalized_features_epoch, = _S6.unpack_from(buf, pos)
+                o0.finalized_features_epoch, = _U6(buf, pos)
                 pos += 8
                 if pos != end0:
                     raise DecodeError('tagged field FinalizedFeaturesEpoch has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -501,7 +533,7 @@ def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                                 raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
                             o1.name = str(buf[pos:se], 'utf-8')
                             pos = se
-                        o1.max_version_level, o1.min_version_level, tn1 = _S3.unpack_from(buf, pos)
+                        o1.max_version_level, o1.min_version_level, tn1 = _U3(buf, pos)
                         pos += 5
                         if tn1:
                             o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -511,7 +543,7 @@ def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                 if pos != end0:
                     raise DecodeError('tagged field FinalizedFeatures has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             elif tag0 == 3:
-                o0.zk_migration_ready, = _S7.unpack_from(buf, pos)
+                o0.zk_migration_ready, = _U7(buf, pos)
                 pos += 1
                 if pos != end0:
                     raise DecodeError('tagged field ZkMigrationReady has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -525,15 +557,19 @@ def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
 
 
 def _w_ApiVersionsResponse_4(o: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S4.pack(o.error_code)
+    out += _P4(o.error_code)
     a1 = o.api_keys
     if a1 is None:
         raise EncodeError('ApiKeys is not nullable at version 4')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_ApiVersion_4(e1, out)
-    out += _S5.pack(o.throttle_time_ms)
+    out += _P5(o.throttle_time_ms)
     tf = []
     if o.supported_features != []:
         b = bytearray()
@@ -541,13 +577,17 @@ def _w_ApiVersionsResponse_4(o: ApiVersionsResponse, out: bytearray) -> None:
         if a1 is None:
             raise EncodeError('SupportedFeatures is not nullable at version 4')
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
                 _w_SupportedFeatureKey_4(e1, b)
         tf.append((0, bytes(b)))
     if o.finalized_features_epoch != -1:
         b = bytearray()
-        b += _S6.pack(o.finalized_features_epoch)
+        b += _P6(o.finalized_features_epoch)
         tf.append((1, bytes(b)))
     if o.finalized_features != []:
         b = bytearray()
@@ -555,28 +595,39 @@ def _w_ApiVersionsResponse_4(o: ApiVersionsResponse, out: bytearray) -> None:
         if a1 is None:
             raise EncodeError('FinalizedFeatures is not nullable at version 4')
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
                 _w_FinalizedFeatureKey_4(e1, b)
         tf.append((2, bytes(b)))
     if o.zk_migration_ready != False:
         b = bytearray()
-        b += _S7.pack(o.zk_migration_ready)
+        b += _P7(o.zk_migration_ready)
         tf.append((3, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 _r_ApiVersionsResponse_4 = _r_ApiVersionsResponse_3
 
 
 def _w_ApiVersionsResponse_5(o: ApiVersionsResponse, out: bytearray) -> None:
-    out += _S4.pack(o.error_code)
+    out += _P4(o.error_code)
     a1 = o.api_keys
     if a1 is None:
         raise EncodeError('ApiKeys is not nullable at version 5')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_ApiVersion_5(e1, out)
-    out += _S5.pack(o.throttle_time_ms)
+    out += _P5(o.throttle_time_ms)
     tf = []
     if o.supported_features != []:
         b = bytearray()
@@ -584,13 +635,17 @@ def _w_ApiVersionsResponse_5(o: ApiVersionsResponse, out: bytearray) -> None:
         if a1 is None:
             raise EncodeError('SupportedFeatures is not nullable at version 5')
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
                 _w_SupportedFeatureKey_5(e1, b)
         tf.append((0, bytes(b)))
     if o.finalized_features_epoch != -1:
         b = bytearray()
-        b += _S6.pack(o.finalized_features_epoch)
+        b += _P6(o.finalized_features_epoch)
         tf.append((1, bytes(b)))
     if o.finalized_features != []:
         b = bytearray()
@@ -598,15 +653,22 @@ def _w_ApiVersionsResponse_5(o: ApiVersionsResponse, out: bytearray) -> None:
         if a1 is None:
             raise EncodeError('FinalizedFeatures is not nullable at version 5')
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
                 _w_FinalizedFeatureKey_5(e1, b)
         tf.append((2, bytes(b)))
     if o.zk_migration_ready != False:
         b = bytearray()
-        b += _S7.pack(o.zk_migration_ready)
+        b += _P7(o.zk_migration_ready)
         tf.append((3, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 _r_ApiVersionsResponse_5 = _r_ApiVersionsResponse_3
 
 ApiVersion.SPEC_NAME = 'ApiVersionsResponse'

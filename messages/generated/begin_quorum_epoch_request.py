@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -94,27 +98,34 @@ _S3 = Struct('>i16sii')
 _S4 = Struct('>i16siiB')
 _S5 = Struct('>H')
 _S6 = Struct('>HB')
+_P0 = _S0.pack
+_P1 = _S1.pack
+_P3 = _S3.pack
+_P5 = _S5.pack
+_U2 = _S2.unpack_from
+_U4 = _S4.unpack_from
+_U6 = _S6.unpack_from
+_U0 = _S0.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
-    out += _S0.pack(o.partition_index)
-    out += _S1.pack(o.leader_id, o.leader_epoch)
+    out += _P0(o.partition_index)
+    out += _P1(o.leader_id, o.leader_epoch)
 
 
 def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
     blen = len(buf)
     o0 = _new(PartitionData)
     o0.voter_directory_id = ZERO_UUID
-    o0.partition_index, o0.leader_id, o0.leader_epoch = _S2.unpack_from(buf, pos)
+    o0.partition_index, o0.leader_id, o0.leader_epoch = _U2(buf, pos)
     pos += 12
     o0.unknown_tagged_fields = []
     return o0, pos
 
 
 def _w_PartitionData_1(o: PartitionData, out: bytearray) -> None:
-    out += _S3.pack(o.partition_index, o.voter_directory_id, o.leader_id, o.leader_epoch)
+    out += _P3(o.partition_index, o.voter_directory_id, o.leader_id, o.leader_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -124,9 +135,9 @@ def _w_PartitionData_1(o: PartitionData, out: bytearray) -> None:
 def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     blen = len(buf)
     o0 = _new(PartitionData)
-    o0.partition_index, u0, o0.leader_id, o0.leader_epoch, tn0 = _S4.unpack_from(buf, pos)
+    o0.partition_index, u0, o0.leader_id, o0.leader_epoch, tn0 = _U4(buf, pos)
     pos += 29
-    o0.voter_directory_id = _bnew(Uuid, u0)
+    o0.voter_directory_id = _ug(u0) or _ui(u0)
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
@@ -162,7 +173,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
         for _ in range(n1):
             o1 = _new(PartitionData)
             o1.voter_directory_id = ZERO_UUID
-            o1.partition_index, o1.leader_id, o1.leader_epoch = _S2.unpack_from(buf, pos)
+            o1.partition_index, o1.leader_id, o1.leader_epoch = _U2(buf, pos)
             pos += 12
             o1.unknown_tagged_fields = []
             a1.append(o1)
@@ -178,7 +189,11 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_1(e1, out)
     if o.unknown_tagged_fields:
@@ -215,9 +230,9 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
         o0.partitions = a1 = []
         for _ in range(n1):
             o1 = _new(PartitionData)
-            o1.partition_index, u0, o1.leader_id, o1.leader_epoch, tn1 = _S4.unpack_from(buf, pos)
+            o1.partition_index, u0, o1.leader_id, o1.leader_epoch, tn1 = _U4(buf, pos)
             pos += 29
-            o1.voter_directory_id = _bnew(Uuid, u0)
+            o1.voter_directory_id = _ug(u0) or _ui(u0)
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
@@ -239,7 +254,7 @@ def _w_LeaderEndpoint_1(o: LeaderEndpoint, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 1')
     _wcs(out, o.host)
-    out += _S5.pack(o.port)
+    out += _P5(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -273,7 +288,7 @@ def _r_LeaderEndpoint_1(buf: Any, pos: int) -> tuple[LeaderEndpoint, int]:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
         o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.port, tn0 = _S6.unpack_from(buf, pos)
+    o0.port, tn0 = _U6(buf, pos)
     pos += 3
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -321,7 +336,7 @@ def _r_BeginQuorumEpochRequest_0(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                 for _ in range(n2):
                     o2 = _new(PartitionData)
                     o2.voter_directory_id = ZERO_UUID
-                    o2.partition_index, o2.leader_id, o2.leader_epoch = _S2.unpack_from(buf, pos)
+                    o2.partition_index, o2.leader_id, o2.leader_epoch = _U2(buf, pos)
                     pos += 12
                     o2.unknown_tagged_fields = []
                     a2.append(o2)
@@ -333,19 +348,27 @@ def _r_BeginQuorumEpochRequest_0(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
 
 def _w_BeginQuorumEpochRequest_1(o: BeginQuorumEpochRequest, out: bytearray) -> None:
     _wcsn(out, o.cluster_id)
-    out += _S0.pack(o.voter_id)
+    out += _P0(o.voter_id)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_TopicData_1(e1, out)
     a1 = o.leader_endpoints
     if a1 is None:
         raise EncodeError('LeaderEndpoints is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_LeaderEndpoint_1(e1, out)
     if o.unknown_tagged_fields:
@@ -369,7 +392,7 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
         o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.voter_id, = _S0.unpack_from(buf, pos)
+    o0.voter_id, = _U0(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -409,9 +432,9 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                 o1.partitions = a2 = []
                 for _ in range(n2):
                     o2 = _new(PartitionData)
-                    o2.partition_index, u0, o2.leader_id, o2.leader_epoch, tn2 = _S4.unpack_from(buf, pos)
+                    o2.partition_index, u0, o2.leader_id, o2.leader_epoch, tn2 = _U4(buf, pos)
                     pos += 29
-                    o2.voter_directory_id = _bnew(Uuid, u0)
+                    o2.voter_directory_id = _ug(u0) or _ui(u0)
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
@@ -461,7 +484,7 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, tn1 = _S6.unpack_from(buf, pos)
+            o1.port, tn1 = _U6(buf, pos)
             pos += 3
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -60,12 +64,15 @@ class BrokerHeartbeatRequest(Message):
 _S0 = Struct('>iqq??')
 _S1 = Struct('>iqq??B')
 _S2 = Struct('>16s')
+_P0 = _S0.pack
+_P2 = _S2.pack
+_U1 = _S1.unpack_from
+_U2 = _S2.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_BrokerHeartbeatRequest_0(o: BrokerHeartbeatRequest, out: bytearray) -> None:
-    out += _S0.pack(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
+    out += _P0(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
     if o.offline_log_dirs != []:
         raise EncodeError('attempted to write a non-default OfflineLogDirs at version 0 of BrokerHeartbeatRequest')
     if o.cordoned_log_dirs != None:
@@ -81,7 +88,7 @@ def _r_BrokerHeartbeatRequest_0(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
     o0 = _new(BrokerHeartbeatRequest)
     o0.offline_log_dirs = []
     o0.cordoned_log_dirs = None
-    o0.broker_id, o0.broker_epoch, o0.current_metadata_offset, o0.want_fence, o0.want_shut_down, tn0 = _S1.unpack_from(buf, pos)
+    o0.broker_id, o0.broker_epoch, o0.current_metadata_offset, o0.want_fence, o0.want_shut_down, tn0 = _U1(buf, pos)
     pos += 23
     if tn0:
         if tn0 >= 0x80:
@@ -102,7 +109,7 @@ def _r_BrokerHeartbeatRequest_0(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
 
 
 def _w_BrokerHeartbeatRequest_1(o: BrokerHeartbeatRequest, out: bytearray) -> None:
-    out += _S0.pack(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
+    out += _P0(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
     if o.cordoned_log_dirs != None:
         raise EncodeError('attempted to write a non-default CordonedLogDirs at version 1 of BrokerHeartbeatRequest')
     tf = []
@@ -112,11 +119,18 @@ def _w_BrokerHeartbeatRequest_1(o: BrokerHeartbeatRequest, out: bytearray) -> No
         if a1 is None:
             raise EncodeError('OfflineLogDirs is not nullable at version 1')
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
-                b += _S2.pack(e1)
+                b += _P2(e1)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_BrokerHeartbeatRequest_1(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
@@ -124,7 +138,7 @@ def _r_BrokerHeartbeatRequest_1(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
     o0 = _new(BrokerHeartbeatRequest)
     o0.offline_log_dirs = []
     o0.cordoned_log_dirs = None
-    o0.broker_id, o0.broker_epoch, o0.current_metadata_offset, o0.want_fence, o0.want_shut_down, tn0 = _S1.unpack_from(buf, pos)
+    o0.broker_id, o0.broker_epoch, o0.current_metadata_offset, o0.want_fence, o0.want_shut_down, tn0 = _U1(buf, pos)
     pos += 23
     if tn0:
         if tn0 >= 0x80:
@@ -146,8 +160,8 @@ def _r_BrokerHeartbeatRequest_1(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
                         raise DecodeError('array OfflineLogDirs of ' + str(n1) + ' elements overruns the buffer')
                     o0.offline_log_dirs = a1 = []
                     for _ in range(n1):
-                        u0, = _S2.unpack_from(buf, pos)
-                        x = _bnew(Uuid, u0)
+                        u0, = _U2(buf, pos)
+                        x = _ug(u0) or _ui(u0)
                         pos += 16
                         a1.append(x)
                 if pos != end0:
@@ -164,7 +178,7 @@ def _r_BrokerHeartbeatRequest_1(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
 
 
 def _w_BrokerHeartbeatRequest_2(o: BrokerHeartbeatRequest, out: bytearray) -> None:
-    out += _S0.pack(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
+    out += _P0(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
     tf = []
     if o.offline_log_dirs != []:
         b = bytearray()
@@ -172,9 +186,13 @@ def _w_BrokerHeartbeatRequest_2(o: BrokerHeartbeatRequest, out: bytearray) -> No
         if a1 is None:
             raise EncodeError('OfflineLogDirs is not nullable at version 2')
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
-                b += _S2.pack(e1)
+                b += _P2(e1)
         tf.append((0, bytes(b)))
     if o.cordoned_log_dirs != None:
         b = bytearray()
@@ -182,11 +200,18 @@ def _w_BrokerHeartbeatRequest_2(o: BrokerHeartbeatRequest, out: bytearray) -> No
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
-                b += _S2.pack(e1)
+                b += _P2(e1)
         tf.append((1, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_BrokerHeartbeatRequest_2(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
@@ -194,7 +219,7 @@ def _r_BrokerHeartbeatRequest_2(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
     o0 = _new(BrokerHeartbeatRequest)
     o0.offline_log_dirs = []
     o0.cordoned_log_dirs = None
-    o0.broker_id, o0.broker_epoch, o0.current_metadata_offset, o0.want_fence, o0.want_shut_down, tn0 = _S1.unpack_from(buf, pos)
+    o0.broker_id, o0.broker_epoch, o0.current_metadata_offset, o0.want_fence, o0.want_shut_down, tn0 = _U1(buf, pos)
     pos += 23
     if tn0:
         if tn0 >= 0x80:
@@ -216,8 +241,8 @@ def _r_BrokerHeartbeatRequest_2(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
                         raise DecodeError('array OfflineLogDirs of ' + str(n1) + ' elements overruns the buffer')
                     o0.offline_log_dirs = a1 = []
                     for _ in range(n1):
-                        u0, = _S2.unpack_from(buf, pos)
-                        x = _bnew(Uuid, u0)
+                        u0, = _U2(buf, pos)
+                        x = _ug(u0) or _ui(u0)
                         pos += 16
                         a1.append(x)
                 if pos != end0:
@@ -235,8 +260,8 @@ def _r_BrokerHeartbeatRequest_2(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
                         raise DecodeError('array CordonedLogDirs of ' + str(n1) + ' elements overruns the buffer')
                     o0.cordoned_log_dirs = a1 = []
                     for _ in range(n1):
-                        u0, = _S2.unpack_from(buf, pos)
-                        x = _bnew(Uuid, u0)
+                        u0, = _U2(buf, pos)
+                        x = _ug(u0) or _ui(u0)
                         pos += 16
                         a1.append(x)
                 if pos != end0:

@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -60,12 +64,17 @@ _S0 = Struct('>iq')
 _S1 = Struct('>b')
 _S2 = Struct('>iqB')
 _S3 = Struct('>16s')
+_P0 = _S0.pack
+_P1 = _S1.pack
+_P3 = _S3.pack
+_U2 = _S2.unpack_from
+_U1 = _S1.unpack_from
+_U3 = _S3.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_BrokerRegistrationChangeRecord_0(o: BrokerRegistrationChangeRecord, out: bytearray) -> None:
-    out += _S0.pack(o.broker_id, o.broker_epoch)
+    out += _P0(o.broker_id, o.broker_epoch)
     if o.in_controlled_shutdown != 0:
         raise EncodeError('attempted to write a non-default InControlledShutdown at version 0 of BrokerRegistrationChangeRecord')
     if o.log_dirs != []:
@@ -75,9 +84,12 @@ def _w_BrokerRegistrationChangeRecord_0(o: BrokerRegistrationChangeRecord, out: 
     tf = []
     if o.fenced != 0:
         b = bytearray()
-        b += _S1.pack(o.fenced)
+        b += _P1(o.fenced)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_BrokerRegistrationChangeRecord_0(buf: Any, pos: int) -> tuple[BrokerRegistrationChangeRecord, int]:
@@ -87,7 +99,7 @@ def _r_BrokerRegistrationChangeRecord_0(buf: Any, pos: int) -> tuple[BrokerRegis
     o0.in_controlled_shutdown = 0
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
-    o0.broker_id, o0.broker_epoch, tn0 = _S2.unpack_from(buf, pos)
+    o0.broker_id, o0.broker_epoch, tn0 = _U2(buf, pos)
     pos += 13
     if tn0:
         if tn0 >= 0x80:
@@ -97,7 +109,7 @@ def _r_BrokerRegistrationChangeRecord_0(buf: Any, pos: int) -> tuple[BrokerRegis
             tag0, size0, pos = _rtag(buf, pos)
             end0 = pos + size0
             if tag0 == 0:
-                o0.fenced, = _S1.unpack_from(buf, pos)
+                o0.fenced, = _U1(buf, pos)
                 pos += 1
                 if pos != end0:
                     raise DecodeError('tagged field Fenced has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -113,7 +125,7 @@ def _r_BrokerRegistrationChangeRecord_0(buf: Any, pos: int) -> tuple[BrokerRegis
 
 
 def _w_BrokerRegistrationChangeRecord_1(o: BrokerRegistrationChangeRecord, out: bytearray) -> None:
-    out += _S0.pack(o.broker_id, o.broker_epoch)
+    out += _P0(o.broker_id, o.broker_epoch)
     if o.log_dirs != []:
         raise EncodeError('attempted to write a non-default LogDirs at version 1 of BrokerRegistrationChangeRecord')
     if o.cordoned_log_dirs != None:
@@ -121,13 +133,16 @@ def _w_BrokerRegistrationChangeRecord_1(o: BrokerRegistrationChangeRecord, out: 
     tf = []
     if o.fenced != 0:
         b = bytearray()
-        b += _S1.pack(o.fenced)
+        b += _P1(o.fenced)
         tf.append((0, bytes(b)))
     if o.in_controlled_shutdown != 0:
         b = bytearray()
-        b += _S1.pack(o.in_controlled_shutdown)
+        b += _P1(o.in_controlled_shutdown)
         tf.append((1, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_BrokerRegistrationChangeRecord_1(buf: Any, pos: int) -> tuple[BrokerRegistrationChangeRecord, int]:
@@ -137,7 +152,7 @@ def _r_BrokerRegistrationChangeRecord_1(buf: Any, pos: int) -> tuple[BrokerRegis
     o0.in_controlled_shutdown = 0
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
-    o0.broker_id, o0.broker_epoch, tn0 = _S2.unpack_from(buf, pos)
+    o0.broker_id, o0.broker_epoch, tn0 = _U2(buf, pos)
     pos += 13
     if tn0:
         if tn0 >= 0x80:
@@ -147,12 +162,12 @@ def _r_BrokerRegistrationChangeRecord_1(buf: Any, pos: int) -> tuple[BrokerRegis
             tag0, size0, pos = _rtag(buf, pos)
             end0 = pos + size0
             if tag0 == 0:
-                o0.fenced, = _S1.unpack_from(buf, pos)
+                o0.fenced, = _U1(buf, pos)
                 pos += 1
                 if pos != end0:
                     raise DecodeError('tagged field Fenced has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             elif tag0 == 1:
-                o0.in_controlled_shutdown, = _S1.unpack_from(buf, pos)
+                o0.in_controlled_shutdown, = _U1(buf, pos)
                 pos += 1
                 if pos != end0:
                     raise DecodeError('tagged field InControlledShutdown has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -168,17 +183,17 @@ def _r_BrokerRegistrationChangeRecord_1(buf: Any, pos: int) -> tuple[BrokerRegis
 
 
 def _w_BrokerRegistrationChangeRecord_2(o: BrokerRegistrationChangeRecord, out: bytearray) -> None:
-    out += _S0.pack(o.broker_id, o.broker_epoch)
+    out += _P0(o.broker_id, o.broker_epoch)
     if o.cordoned_log_dirs != None:
         raise EncodeError('attempted to write a non-default CordonedLogDirs at version 2 of BrokerRegistrationChangeRecord')
     tf = []
     if o.fenced != 0:
         b = bytearray()
-        b += _S1.pack(o.fenced)
+        b += _P1(o.fenced)
         tf.append((0, bytes(b)))
     if o.in_controlled_shutdown != 0:
         b = bytearray()
-        b += _S1.pack(o.in_controlled_shutdown)
+        b += _P1(o.in_controlled_shutdown)
         tf.append((1, bytes(b)))
     if o.log_dirs != []:
         b = bytearray()
@@ -186,11 +201,18 @@ def _w_BrokerRegistrationChangeRecord_2(o: BrokerRegistrationChangeRecord, out: 
         if a1 is None:
             raise EncodeError('LogDirs is not nullable at version 2')
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
-                b += _S3.pack(e1)
+                b += _P3(e1)
         tf.append((2, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_BrokerRegistrationChangeRecord_2(buf: Any, pos: int) -> tuple[BrokerRegistrationChangeRecord, int]:
@@ -200,7 +222,7 @@ def _r_BrokerRegistrationChangeRecord_2(buf: Any, pos: int) -> tuple[BrokerRegis
     o0.in_controlled_shutdown = 0
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
-    o0.broker_id, o0.broker_epoch, tn0 = _S2.unpack_from(buf, pos)
+    o0.broker_id, o0.broker_epoch, tn0 = _U2(buf, pos)
     pos += 13
     if tn0:
         if tn0 >= 0x80:
@@ -210,12 +232,12 @@ def _r_BrokerRegistrationChangeRecord_2(buf: Any, pos: int) -> tuple[BrokerRegis
             tag0, size0, pos = _rtag(buf, pos)
             end0 = pos + size0
             if tag0 == 0:
-                o0.fenced, = _S1.unpack_from(buf, pos)
+                o0.fenced, = _U1(buf, pos)
                 pos += 1
                 if pos != end0:
                     raise DecodeError('tagged field Fenced has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             elif tag0 == 1:
-                o0.in_controlled_shutdown, = _S1.unpack_from(buf, pos)
+                o0.in_controlled_shutdown, = _U1(buf, pos)
                 pos += 1
                 if pos != end0:
                     raise DecodeError('tagged field InControlledShutdown has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -232,8 +254,8 @@ def _r_BrokerRegistrationChangeRecord_2(buf: Any, pos: int) -> tuple[BrokerRegis
                         raise DecodeError('array LogDirs of ' + str(n1) + ' elements overruns the buffer')
                     o0.log_dirs = a1 = []
                     for _ in range(n1):
-                        u0, = _S3.unpack_from(buf, pos)
-                        x = _bnew(Uuid, u0)
+                        u0, = _U3(buf, pos)
+                        x = _ug(u0) or _ui(u0)
                         pos += 16
                         a1.append(x)
                 if pos != end0:
@@ -250,15 +272,15 @@ def _r_BrokerRegistrationChangeRecord_2(buf: Any, pos: int) -> tuple[BrokerRegis
 
 
 def _w_BrokerRegistrationChangeRecord_3(o: BrokerRegistrationChangeRecord, out: bytearray) -> None:
-    out += _S0.pack(o.broker_id, o.broker_epoch)
+    out += _P0(o.broker_id, o.broker_epoch)
     tf = []
     if o.fenced != 0:
         b = bytearray()
-        b += _S1.pack(o.fenced)
+        b += _P1(o.fenced)
         tf.append((0, bytes(b)))
     if o.in_controlled_shutdown != 0:
         b = bytearray()
-        b += _S1.pack(o.in_controlled_shutdown)
+        b += _P1(o.in_controlled_shutdown)
         tf.append((1, bytes(b)))
     if o.log_dirs != []:
         b = bytearray()
@@ -266,9 +288,13 @@ def _w_BrokerRegistrationChangeRecord_3(o: BrokerRegistrationChangeRecord, out: 
         if a1 is None:
             raise EncodeError('LogDirs is not nullable at version 3')
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
-                b += _S3.pack(e1)
+                b += _P3(e1)
         tf.append((2, bytes(b)))
     if o.cordoned_log_dirs != None:
         b = bytearray()
@@ -276,11 +302,18 @@ def _w_BrokerRegistrationChangeRecord_3(o: BrokerRegistrationChangeRecord, out: 
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
-                b += _S3.pack(e1)
+                b += _P3(e1)
         tf.append((3, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_BrokerRegistrationChangeRecord_3(buf: Any, pos: int) -> tuple[BrokerRegistrationChangeRecord, int]:
@@ -290,7 +323,7 @@ def _r_BrokerRegistrationChangeRecord_3(buf: Any, pos: int) -> tuple[BrokerRegis
     o0.in_controlled_shutdown = 0
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
-    o0.broker_id, o0.broker_epoch, tn0 = _S2.unpack_from(buf, pos)
+    o0.broker_id, o0.broker_epoch, tn0 = _U2(buf, pos)
     pos += 13
     if tn0:
         if tn0 >= 0x80:
@@ -300,12 +333,12 @@ def _r_BrokerRegistrationChangeRecord_3(buf: Any, pos: int) -> tuple[BrokerRegis
             tag0, size0, pos = _rtag(buf, pos)
             end0 = pos + size0
             if tag0 == 0:
-                o0.fenced, = _S1.unpack_from(buf, pos)
+                o0.fenced, = _U1(buf, pos)
                 pos += 1
                 if pos != end0:
                     raise DecodeError('tagged field Fenced has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             elif tag0 == 1:
-                o0.in_controlled_shutdown, = _S1.unpack_from(buf, pos)
+                o0.in_controlled_shutdown, = _U1(buf, pos)
                 pos += 1
                 if pos != end0:
                     raise DecodeError('tagged field InControlledShutdown has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -322,8 +355,8 @@ def _r_BrokerRegistrationChangeRecord_3(buf: Any, pos: int) -> tuple[BrokerRegis
                         raise DecodeError('array LogDirs of ' + str(n1) + ' elements overruns the buffer')
                     o0.log_dirs = a1 = []
                     for _ in range(n1):
-                        u0, = _S3.unpack_from(buf, pos)
-                        x = _bnew(Uuid, u0)
+                        u0, = _U3(buf, pos)
+                        x = _ug(u0) or _ui(u0)
                         pos += 16
                         a1.append(x)
                 if pos != end0:
@@ -341,8 +374,8 @@ def _r_BrokerRegistrationChangeRecord_3(buf: Any, pos: int) -> tuple[BrokerRegis
                         raise DecodeError('array CordonedLogDirs of ' + str(n1) + ' elements overruns the buffer')
                     o0.cordoned_log_dirs = a1 = []
                     for _ in range(n1):
-                        u0, = _S3.unpack_from(buf, pos)
-                        x = _bnew(Uuid, u0)
+                        u0, = _U3(buf, pos)
+                        x = _ug(u0) or _ui(u0)
                         pos += 16
                         a1.append(x)
                 if pos != end0:

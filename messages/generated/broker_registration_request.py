@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -92,8 +96,20 @@ _S6 = Struct('>?')
 _S7 = Struct('>?B')
 _S8 = Struct('>q')
 _S9 = Struct('>qB')
+_P0 = _S0.pack
+_P2 = _S2.pack
+_P4 = _S4.pack
+_P5 = _S5.pack
+_P6 = _S6.pack
+_P8 = _S8.pack
+_U1 = _S1.unpack_from
+_U3 = _S3.unpack_from
+_U4 = _S4.unpack_from
+_U5 = _S5.unpack_from
+_U7 = _S7.unpack_from
+_U6 = _S6.unpack_from
+_U9 = _S9.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_Listener_0(o: Listener, out: bytearray) -> None:
@@ -103,7 +119,7 @@ def _w_Listener_0(o: Listener, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 0')
     _wcs(out, o.host)
-    out += _S0.pack(o.port, o.security_protocol)
+    out += _P0(o.port, o.security_protocol)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -137,7 +153,7 @@ def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
         o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.port, o0.security_protocol, tn0 = _S1.unpack_from(buf, pos)
+    o0.port, o0.security_protocol, tn0 = _U1(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -153,7 +169,7 @@ def _w_Listener_1(o: Listener, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 1')
     _wcs(out, o.host)
-    out += _S0.pack(o.port, o.security_protocol)
+    out += _P0(o.port, o.security_protocol)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -168,7 +184,7 @@ def _w_Listener_2(o: Listener, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 2')
     _wcs(out, o.host)
-    out += _S0.pack(o.port, o.security_protocol)
+    out += _P0(o.port, o.security_protocol)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -183,7 +199,7 @@ def _w_Listener_3(o: Listener, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 3')
     _wcs(out, o.host)
-    out += _S0.pack(o.port, o.security_protocol)
+    out += _P0(o.port, o.security_protocol)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -198,7 +214,7 @@ def _w_Listener_4(o: Listener, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 4')
     _wcs(out, o.host)
-    out += _S0.pack(o.port, o.security_protocol)
+    out += _P0(o.port, o.security_protocol)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -210,7 +226,7 @@ def _w_Feature_0(o: Feature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 0')
     _wcs(out, o.name)
-    out += _S2.pack(o.min_supported_version, o.max_supported_version)
+    out += _P2(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -232,7 +248,7 @@ def _r_Feature_0(buf: Any, pos: int) -> tuple[Feature, int]:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
         o0.name = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.min_supported_version, o0.max_supported_version, tn0 = _S3.unpack_from(buf, pos)
+    o0.min_supported_version, o0.max_supported_version, tn0 = _U3(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -245,7 +261,7 @@ def _w_Feature_1(o: Feature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 1')
     _wcs(out, o.name)
-    out += _S2.pack(o.min_supported_version, o.max_supported_version)
+    out += _P2(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -257,7 +273,7 @@ def _w_Feature_2(o: Feature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 2')
     _wcs(out, o.name)
-    out += _S2.pack(o.min_supported_version, o.max_supported_version)
+    out += _P2(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -269,7 +285,7 @@ def _w_Feature_3(o: Feature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 3')
     _wcs(out, o.name)
-    out += _S2.pack(o.min_supported_version, o.max_supported_version)
+    out += _P2(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -281,7 +297,7 @@ def _w_Feature_4(o: Feature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 4')
     _wcs(out, o.name)
-    out += _S2.pack(o.min_supported_version, o.max_supported_version)
+    out += _P2(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -290,23 +306,31 @@ _r_Feature_4 = _r_Feature_0
 
 
 def _w_BrokerRegistrationRequest_0(o: BrokerRegistrationRequest, out: bytearray) -> None:
-    out += _S4.pack(o.broker_id)
+    out += _P4(o.broker_id)
     if o.cluster_id is None:
         raise EncodeError('ClusterId is not nullable at version 0')
     _wcs(out, o.cluster_id)
-    out += _S5.pack(o.incarnation_id)
+    out += _P5(o.incarnation_id)
     a1 = o.listeners
     if a1 is None:
         raise EncodeError('Listeners is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Listener_0(e1, out)
     a1 = o.features
     if a1 is None:
         raise EncodeError('Features is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Feature_0(e1, out)
     _wcsn(out, o.rack)
@@ -324,7 +348,7 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
     o0.is_migrating_zk_broker = False
     o0.log_dirs = []
     o0.previous_broker_epoch = -1
-    o0.broker_id, = _S4.unpack_from(buf, pos)
+    o0.broker_id, = _U4(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -338,9 +362,9 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
         o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    u0, = _S5.unpack_from(buf, pos)
+    u0, = _U5(buf, pos)
     pos += 16
-    o0.incarnation_id = _bnew(Uuid, u0)
+    o0.incarnation_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -378,7 +402,7 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, o1.security_protocol, tn1 = _S1.unpack_from(buf, pos)
+            o1.port, o1.security_protocol, tn1 = _U1(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -410,7 +434,7 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
                 o1.name = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+            o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -439,27 +463,35 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
 
 
 def _w_BrokerRegistrationRequest_1(o: BrokerRegistrationRequest, out: bytearray) -> None:
-    out += _S4.pack(o.broker_id)
+    out += _P4(o.broker_id)
     if o.cluster_id is None:
         raise EncodeError('ClusterId is not nullable at version 1')
     _wcs(out, o.cluster_id)
-    out += _S5.pack(o.incarnation_id)
+    out += _P5(o.incarnation_id)
     a1 = o.listeners
     if a1 is None:
         raise EncodeError('Listeners is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Listener_1(e1, out)
     a1 = o.features
     if a1 is None:
         raise EncodeError('Features is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Feature_1(e1, out)
     _wcsn(out, o.rack)
-    out += _S6.pack(o.is_migrating_zk_broker)
+    out += _P6(o.is_migrating_zk_broker)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -471,7 +503,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
     o0 = _new(BrokerRegistrationRequest)
     o0.log_dirs = []
     o0.previous_broker_epoch = -1
-    o0.broker_id, = _S4.unpack_from(buf, pos)
+    o0.broker_id, = _U4(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -485,9 +517,9 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
         o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    u0, = _S5.unpack_from(buf, pos)
+    u0, = _U5(buf, pos)
     pos += 16
-    o0.incarnation_id = _bnew(Uuid, u0)
+    o0.incarnation_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -525,7 +557,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, o1.security_protocol, tn1 = _S1.unpack_from(buf, pos)
+            o1.port, o1.security_protocol, tn1 = _U1(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -557,7 +589,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
                 o1.name = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+            o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -576,7 +608,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
         o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.is_migrating_zk_broker, tn0 = _S7.unpack_from(buf, pos)
+    o0.is_migrating_zk_broker, tn0 = _U7(buf, pos)
     pos += 2
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -586,34 +618,46 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
 
 
 def _w_BrokerRegistrationRequest_2(o: BrokerRegistrationRequest, out: bytearray) -> None:
-    out += _S4.pack(o.broker_id)
+    out += _P4(o.broker_id)
     if o.cluster_id is None:
         raise EncodeError('ClusterId is not nullable at version 2')
     _wcs(out, o.cluster_id)
-    out += _S5.pack(o.incarnation_id)
+    out += _P5(o.incarnation_id)
     a1 = o.listeners
     if a1 is None:
         raise EncodeError('Listeners is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Listener_2(e1, out)
     a1 = o.features
     if a1 is None:
         raise EncodeError('Features is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Feature_2(e1, out)
     _wcsn(out, o.rack)
-    out += _S6.pack(o.is_migrating_zk_broker)
+    out += _P6(o.is_migrating_zk_broker)
     a1 = o.log_dirs
     if a1 is None:
         raise EncodeError('LogDirs is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
-            out += _S5.pack(e1)
+            out += _P5(e1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -624,7 +668,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
     blen = len(buf)
     o0 = _new(BrokerRegistrationRequest)
     o0.previous_broker_epoch = -1
-    o0.broker_id, = _S4.unpack_from(buf, pos)
+    o0.broker_id, = _U4(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -638,9 +682,9 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
         o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    u0, = _S5.unpack_from(buf, pos)
+    u0, = _U5(buf, pos)
     pos += 16
-    o0.incarnation_id = _bnew(Uuid, u0)
+    o0.incarnation_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -678,7 +722,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, o1.security_protocol, tn1 = _S1.unpack_from(buf, pos)
+            o1.port, o1.security_protocol, tn1 = _U1(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -710,7 +754,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
                 o1.name = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+            o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -729,7 +773,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
         o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.is_migrating_zk_broker, = _S6.unpack_from(buf, pos)
+    o0.is_migrating_zk_broker, = _U6(buf, pos)
     pos += 1
     n1 = buf[pos] - 1
     pos += 1
@@ -743,8 +787,8 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
             raise DecodeError('array LogDirs of ' + str(n1) + ' elements overruns the buffer')
         o0.log_dirs = a1 = []
         for _ in range(n1):
-            u0, = _S5.unpack_from(buf, pos)
-            x = _bnew(Uuid, u0)
+            u0, = _U5(buf, pos)
+            x = _ug(u0) or _ui(u0)
             pos += 16
             a1.append(x)
     tn0 = buf[pos]
@@ -757,35 +801,47 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
 
 
 def _w_BrokerRegistrationRequest_3(o: BrokerRegistrationRequest, out: bytearray) -> None:
-    out += _S4.pack(o.broker_id)
+    out += _P4(o.broker_id)
     if o.cluster_id is None:
         raise EncodeError('ClusterId is not nullable at version 3')
     _wcs(out, o.cluster_id)
-    out += _S5.pack(o.incarnation_id)
+    out += _P5(o.incarnation_id)
     a1 = o.listeners
     if a1 is None:
         raise EncodeError('Listeners is not nullable at version 3')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Listener_3(e1, out)
     a1 = o.features
     if a1 is None:
         raise EncodeError('Features is not nullable at version 3')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Feature_3(e1, out)
     _wcsn(out, o.rack)
-    out += _S6.pack(o.is_migrating_zk_broker)
+    out += _P6(o.is_migrating_zk_broker)
     a1 = o.log_dirs
     if a1 is None:
         raise EncodeError('LogDirs is not nullable at version 3')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
-            out += _S5.pack(e1)
-    out += _S8.pack(o.previous_broker_epoch)
+            out += _P5(e1)
+    out += _P8(o.previous_broker_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -795,7 +851,7 @@ def _w_BrokerRegistrationRequest_3(o: BrokerRegistrationRequest, out: bytearray)
 def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
     blen = len(buf)
     o0 = _new(BrokerRegistrationRequest)
-    o0.broker_id, = _S4.unpack_from(buf, pos)
+    o0.broker_id, = _U4(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -809,9 +865,9 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
         o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    u0, = _S5.unpack_from(buf, pos)
+    u0, = _U5(buf, pos)
     pos += 16
-    o0.incarnation_id = _bnew(Uuid, u0)
+    o0.incarnation_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -849,7 +905,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, o1.security_protocol, tn1 = _S1.unpack_from(buf, pos)
+            o1.port, o1.security_protocol, tn1 = _U1(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -881,7 +937,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
                 o1.name = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+            o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -900,7 +956,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
         o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.is_migrating_zk_broker, = _S6.unpack_from(buf, pos)
+    o0.is_migrating_zk_broker, = _U6(buf, pos)
     pos += 1
     n1 = buf[pos] - 1
     pos += 1
@@ -914,11 +970,11 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
             raise DecodeError('array LogDirs of ' + str(n1) + ' elements overruns the buffer')
         o0.log_dirs = a1 = []
         for _ in range(n1):
-            u0, = _S5.unpack_from(buf, pos)
-            x = _bnew(Uuid, u0)
+            u0, = _U5(buf, pos)
+            x = _ug(u0) or _ui(u0)
             pos += 16
             a1.append(x)
-    o0.previous_broker_epoch, tn0 = _S9.unpack_from(buf, pos)
+    o0.previous_broker_epoch, tn0 = _U9(buf, pos)
     pos += 9
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -928,35 +984,47 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
 
 
 def _w_BrokerRegistrationRequest_4(o: BrokerRegistrationRequest, out: bytearray) -> None:
-    out += _S4.pack(o.broker_id)
+    out += _P4(o.broker_id)
     if o.cluster_id is None:
         raise EncodeError('ClusterId is not nullable at version 4')
     _wcs(out, o.cluster_id)
-    out += _S5.pack(o.incarnation_id)
+    out += _P5(o.incarnation_id)
     a1 = o.listeners
     if a1 is None:
         raise EncodeError('Listeners is not nullable at version 4')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Listener_4(e1, out)
     a1 = o.features
     if a1 is None:
         raise EncodeError('Features is not nullable at version 4')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Feature_4(e1, out)
     _wcsn(out, o.rack)
-    out += _S6.pack(o.is_migrating_zk_broker)
+    out += _P6(o.is_migrating_zk_broker)
     a1 = o.log_dirs
     if a1 is None:
         raise EncodeError('LogDirs is not nullable at version 4')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
-            out += _S5.pack(e1)
-    out += _S8.pack(o.previous_broker_epoch)
+            out += _P5(e1)
+    out += _P8(o.previous_broker_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

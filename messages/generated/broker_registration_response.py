@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -55,12 +59,13 @@ class BrokerRegistrationResponse(Message):
 
 _S0 = Struct('>ihq')
 _S1 = Struct('>ihqB')
+_P0 = _S0.pack
+_U1 = _S1.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_BrokerRegistrationResponse_0(o: BrokerRegistrationResponse, out: bytearray) -> None:
-    out += _S0.pack(o.throttle_time_ms, o.error_code, o.broker_epoch)
+    out += _P0(o.throttle_time_ms, o.error_code, o.broker_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -70,7 +75,7 @@ def _w_BrokerRegistrationResponse_0(o: BrokerRegistrationResponse, out: bytearra
 def _r_BrokerRegistrationResponse_0(buf: Any, pos: int) -> tuple[BrokerRegistrationResponse, int]:
     blen = len(buf)
     o0 = _new(BrokerRegistrationResponse)
-    o0.throttle_time_ms, o0.error_code, o0.broker_epoch, tn0 = _S1.unpack_from(buf, pos)
+    o0.throttle_time_ms, o0.error_code, o0.broker_epoch, tn0 = _U1(buf, pos)
     pos += 15
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

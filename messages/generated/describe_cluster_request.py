@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -59,12 +63,17 @@ _S2 = Struct('>?b')
 _S3 = Struct('>?bB')
 _S4 = Struct('>?b?')
 _S5 = Struct('>?b?B')
+_P0 = _S0.pack
+_P2 = _S2.pack
+_P4 = _S4.pack
+_U1 = _S1.unpack_from
+_U3 = _S3.unpack_from
+_U5 = _S5.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_DescribeClusterRequest_0(o: DescribeClusterRequest, out: bytearray) -> None:
-    out += _S0.pack(o.include_cluster_authorized_operations)
+    out += _P0(o.include_cluster_authorized_operations)
     if o.endpoint_type != 1:
         raise EncodeError('attempted to write a non-default EndpointType at version 0 of DescribeClusterRequest')
     if o.include_fenced_brokers != False:
@@ -80,7 +89,7 @@ def _r_DescribeClusterRequest_0(buf: Any, pos: int) -> tuple[DescribeClusterRequ
     o0 = _new(DescribeClusterRequest)
     o0.endpoint_type = 1
     o0.include_fenced_brokers = False
-    o0.include_cluster_authorized_operations, tn0 = _S1.unpack_from(buf, pos)
+    o0.include_cluster_authorized_operations, tn0 = _U1(buf, pos)
     pos += 2
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -90,7 +99,7 @@ def _r_DescribeClusterRequest_0(buf: Any, pos: int) -> tuple[DescribeClusterRequ
 
 
 def _w_DescribeClusterRequest_1(o: DescribeClusterRequest, out: bytearray) -> None:
-    out += _S2.pack(o.include_cluster_authorized_operations, o.endpoint_type)
+    out += _P2(o.include_cluster_authorized_operations, o.endpoint_type)
     if o.include_fenced_brokers != False:
         raise EncodeError('attempted to write a non-default IncludeFencedBrokers at version 1 of DescribeClusterRequest')
     if o.unknown_tagged_fields:
@@ -103,7 +112,7 @@ def _r_DescribeClusterRequest_1(buf: Any, pos: int) -> tuple[DescribeClusterRequ
     blen = len(buf)
     o0 = _new(DescribeClusterRequest)
     o0.include_fenced_brokers = False
-    o0.include_cluster_authorized_operations, o0.endpoint_type, tn0 = _S3.unpack_from(buf, pos)
+    o0.include_cluster_authorized_operations, o0.endpoint_type, tn0 = _U3(buf, pos)
     pos += 3
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -113,7 +122,7 @@ def _r_DescribeClusterRequest_1(buf: Any, pos: int) -> tuple[DescribeClusterRequ
 
 
 def _w_DescribeClusterRequest_2(o: DescribeClusterRequest, out: bytearray) -> None:
-    out += _S4.pack(o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers)
+    out += _P4(o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -123,7 +132,7 @@ def _w_DescribeClusterRequest_2(o: DescribeClusterRequest, out: bytearray) -> No
 def _r_DescribeClusterRequest_2(buf: Any, pos: int) -> tuple[DescribeClusterRequest, int]:
     blen = len(buf)
     o0 = _new(DescribeClusterRequest)
-    o0.include_cluster_authorized_operations, o0.endpoint_type, o0.include_fenced_brokers, tn0 = _S5.unpack_from(buf, pos)
+    o0.include_cluster_authorized_operations, o0.endpoint_type, o0.include_fenced_brokers, tn0 = _U5(buf, pos)
     pos += 4
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

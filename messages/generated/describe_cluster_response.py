@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -77,16 +81,24 @@ _S2 = Struct('>?B')
 _S3 = Struct('>ih')
 _S4 = Struct('>iB')
 _S5 = Struct('>b')
+_P0 = _S0.pack
+_P1 = _S1.pack
+_P3 = _S3.pack
+_P5 = _S5.pack
+_U0 = _S0.unpack_from
+_U2 = _S2.unpack_from
+_U3 = _S3.unpack_from
+_U4 = _S4.unpack_from
+_U5 = _S5.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_DescribeClusterBroker_0(o: DescribeClusterBroker, out: bytearray) -> None:
-    out += _S0.pack(o.broker_id)
+    out += _P0(o.broker_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 0')
     _wcs(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
     _wcsn(out, o.rack)
     if o.is_fenced != False:
         raise EncodeError('attempted to write a non-default IsFenced at version 0 of DescribeClusterBroker')
@@ -100,7 +112,7 @@ def _r_DescribeClusterBroker_0(buf: Any, pos: int) -> tuple[DescribeClusterBroke
     blen = len(buf)
     o0 = _new(DescribeClusterBroker)
     o0.is_fenced = False
-    o0.broker_id, = _S0.unpack_from(buf, pos)
+    o0.broker_id, = _U0(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -114,7 +126,7 @@ def _r_DescribeClusterBroker_0(buf: Any, pos: int) -> tuple[DescribeClusterBroke
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
         o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.port, = _S0.unpack_from(buf, pos)
+    o0.port, = _U0(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -138,11 +150,11 @@ def _r_DescribeClusterBroker_0(buf: Any, pos: int) -> tuple[DescribeClusterBroke
 
 
 def _w_DescribeClusterBroker_1(o: DescribeClusterBroker, out: bytearray) -> None:
-    out += _S0.pack(o.broker_id)
+    out += _P0(o.broker_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 1')
     _wcs(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
     _wcsn(out, o.rack)
     if o.is_fenced != False:
         raise EncodeError('attempted to write a non-default IsFenced at version 1 of DescribeClusterBroker')
@@ -154,13 +166,13 @@ _r_DescribeClusterBroker_1 = _r_DescribeClusterBroker_0
 
 
 def _w_DescribeClusterBroker_2(o: DescribeClusterBroker, out: bytearray) -> None:
-    out += _S0.pack(o.broker_id)
+    out += _P0(o.broker_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 2')
     _wcs(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
     _wcsn(out, o.rack)
-    out += _S1.pack(o.is_fenced)
+    out += _P1(o.is_fenced)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -170,7 +182,7 @@ def _w_DescribeClusterBroker_2(o: DescribeClusterBroker, out: bytearray) -> None
 def _r_DescribeClusterBroker_2(buf: Any, pos: int) -> tuple[DescribeClusterBroker, int]:
     blen = len(buf)
     o0 = _new(DescribeClusterBroker)
-    o0.broker_id, = _S0.unpack_from(buf, pos)
+    o0.broker_id, = _U0(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -184,7 +196,7 @@ def _r_DescribeClusterBroker_2(buf: Any, pos: int) -> tuple[DescribeClusterBroke
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
         o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.port, = _S0.unpack_from(buf, pos)
+    o0.port, = _U0(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -198,7 +210,7 @@ def _r_DescribeClusterBroker_2(buf: Any, pos: int) -> tuple[DescribeClusterBroke
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
         o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.is_fenced, tn0 = _S2.unpack_from(buf, pos)
+    o0.is_fenced, tn0 = _U2(buf, pos)
     pos += 2
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -208,22 +220,26 @@ def _r_DescribeClusterBroker_2(buf: Any, pos: int) -> tuple[DescribeClusterBroke
 
 
 def _w_DescribeClusterResponse_0(o: DescribeClusterResponse, out: bytearray) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code)
+    out += _P3(o.throttle_time_ms, o.error_code)
     _wcsn(out, o.error_message)
     if o.endpoint_type != 1:
         raise EncodeError('attempted to write a non-default EndpointType at version 0 of DescribeClusterResponse')
     if o.cluster_id is None:
         raise EncodeError('ClusterId is not nullable at version 0')
     _wcs(out, o.cluster_id)
-    out += _S0.pack(o.controller_id)
+    out += _P0(o.controller_id)
     a1 = o.brokers
     if a1 is None:
         raise EncodeError('Brokers is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_DescribeClusterBroker_0(e1, out)
-    out += _S0.pack(o.cluster_authorized_operations)
+    out += _P0(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -234,7 +250,7 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
     blen = len(buf)
     o0 = _new(DescribeClusterResponse)
     o0.endpoint_type = 1
-    o0.throttle_time_ms, o0.error_code = _S3.unpack_from(buf, pos)
+    o0.throttle_time_ms, o0.error_code = _U3(buf, pos)
     pos += 6
     sn = buf[pos]
     pos += 1
@@ -260,7 +276,7 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
         o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _U0(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -276,7 +292,7 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
         for _ in range(n1):
             o1 = _new(DescribeClusterBroker)
             o1.is_fenced = False
-            o1.broker_id, = _S0.unpack_from(buf, pos)
+            o1.broker_id, = _U0(buf, pos)
             pos += 4
             sn = buf[pos]
             pos += 1
@@ -290,7 +306,7 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, = _S0.unpack_from(buf, pos)
+            o1.port, = _U0(buf, pos)
             pos += 4
             sn = buf[pos]
             pos += 1
@@ -311,7 +327,7 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
             else:
                 o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.cluster_authorized_operations, tn0 = _S4.unpack_from(buf, pos)
+    o0.cluster_authorized_operations, tn0 = _U4(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -321,21 +337,25 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
 
 
 def _w_DescribeClusterResponse_1(o: DescribeClusterResponse, out: bytearray) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code)
+    out += _P3(o.throttle_time_ms, o.error_code)
     _wcsn(out, o.error_message)
-    out += _S5.pack(o.endpoint_type)
+    out += _P5(o.endpoint_type)
     if o.cluster_id is None:
         raise EncodeError('ClusterId is not nullable at version 1')
     _wcs(out, o.cluster_id)
-    out += _S0.pack(o.controller_id)
+    out += _P0(o.controller_id)
     a1 = o.brokers
     if a1 is None:
         raise EncodeError('Brokers is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_DescribeClusterBroker_1(e1, out)
-    out += _S0.pack(o.cluster_authorized_operations)
+    out += _P0(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -345,7 +365,7 @@ def _w_DescribeClusterResponse_1(o: DescribeClusterResponse, out: bytearray) -> 
 def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
     blen = len(buf)
     o0 = _new(DescribeClusterResponse)
-    o0.throttle_time_ms, o0.error_code = _S3.unpack_from(buf, pos)
+    o0.throttle_time_ms, o0.error_code = _U3(buf, pos)
     pos += 6
     sn = buf[pos]
     pos += 1
@@ -359,7 +379,7 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
         o0.error_message = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.endpoint_type, = _S5.unpack_from(buf, pos)
+    o0.endpoint_type, = _U5(buf, pos)
     pos += 1
     sn = buf[pos]
     pos += 1
@@ -373,7 +393,7 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
         o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _U0(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -389,7 +409,7 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
         for _ in range(n1):
             o1 = _new(DescribeClusterBroker)
             o1.is_fenced = False
-            o1.broker_id, = _S0.unpack_from(buf, pos)
+            o1.broker_id, = _U0(buf, pos)
             pos += 4
             sn = buf[pos]
             pos += 1
@@ -403,7 +423,7 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, = _S0.unpack_from(buf, pos)
+            o1.port, = _U0(buf, pos)
             pos += 4
             sn = buf[pos]
             pos += 1
@@ -424,7 +444,7 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
             else:
                 o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.cluster_authorized_operations, tn0 = _S4.unpack_from(buf, pos)
+    o0.cluster_authorized_operations, tn0 = _U4(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -434,21 +454,25 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
 
 
 def _w_DescribeClusterResponse_2(o: DescribeClusterResponse, out: bytearray) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code)
+    out += _P3(o.throttle_time_ms, o.error_code)
     _wcsn(out, o.error_message)
-    out += _S5.pack(o.endpoint_type)
+    out += _P5(o.endpoint_type)
     if o.cluster_id is None:
         raise EncodeError('ClusterId is not nullable at version 2')
     _wcs(out, o.cluster_id)
-    out += _S0.pack(o.controller_id)
+    out += _P0(o.controller_id)
     a1 = o.brokers
     if a1 is None:
         raise EncodeError('Brokers is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_DescribeClusterBroker_2(e1, out)
-    out += _S0.pack(o.cluster_authorized_operations)
+    out += _P0(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -458,7 +482,7 @@ def _w_DescribeClusterResponse_2(o: DescribeClusterResponse, out: bytearray) -> 
 def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
     blen = len(buf)
     o0 = _new(DescribeClusterResponse)
-    o0.throttle_time_ms, o0.error_code = _S3.unpack_from(buf, pos)
+    o0.throttle_time_ms, o0.error_code = _U3(buf, pos)
     pos += 6
     sn = buf[pos]
     pos += 1
@@ -472,7 +496,7 @@ def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterRes
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
         o0.error_message = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.endpoint_type, = _S5.unpack_from(buf, pos)
+    o0.endpoint_type, = _U5(buf, pos)
     pos += 1
     sn = buf[pos]
     pos += 1
@@ -486,7 +510,7 @@ def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterRes
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
         o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _U0(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -501,7 +525,7 @@ def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterRes
         o0.brokers = a1 = []
         for _ in range(n1):
             o1 = _new(DescribeClusterBroker)
-            o1.broker_id, = _S0.unpack_from(buf, pos)
+            o1.broker_id, = _U0(buf, pos)
             pos += 4
             sn = buf[pos]
             pos += 1
@@ -515,7 +539,7 @@ def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterRes
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, = _S0.unpack_from(buf, pos)
+            o1.port, = _U0(buf, pos)
             pos += 4
             sn = buf[pos]
             pos += 1
@@ -529,14 +553,14 @@ def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterRes
                     raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
                 o1.rack = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.is_fenced, tn1 = _S2.unpack_from(buf, pos)
+            o1.is_fenced, tn1 = _U2(buf, pos)
             pos += 2
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
                 o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.cluster_authorized_operations, tn0 = _S4.unpack_from(buf, pos)
+    o0.cluster_authorized_operations, tn0 = _U4(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

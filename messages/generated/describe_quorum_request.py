@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -72,12 +76,13 @@ _DEF_PartitionData = PartitionData()
 _DEF_TopicData = TopicData()
 _S0 = Struct('>i')
 _S1 = Struct('>iB')
+_P0 = _S0.pack
+_U1 = _S1.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
-    out += _S0.pack(o.partition_index)
+    out += _P0(o.partition_index)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -87,7 +92,7 @@ def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
 def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
     blen = len(buf)
     o0 = _new(PartitionData)
-    o0.partition_index, tn0 = _S1.unpack_from(buf, pos)
+    o0.partition_index, tn0 = _U1(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -108,7 +113,11 @@ def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_0(e1, out)
     if o.unknown_tagged_fields:
@@ -145,7 +154,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
         o0.partitions = a1 = []
         for _ in range(n1):
             o1 = _new(PartitionData)
-            o1.partition_index, tn1 = _S1.unpack_from(buf, pos)
+            o1.partition_index, tn1 = _U1(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -169,7 +178,11 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_1(e1, out)
     if o.unknown_tagged_fields:
@@ -187,7 +200,11 @@ def _w_TopicData_2(o: TopicData, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_2(e1, out)
     if o.unknown_tagged_fields:
@@ -202,7 +219,11 @@ def _w_DescribeQuorumRequest_0(o: DescribeQuorumRequest, out: bytearray) -> None
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_TopicData_0(e1, out)
     if o.unknown_tagged_fields:
@@ -252,7 +273,7 @@ def _r_DescribeQuorumRequest_0(buf: Any, pos: int) -> tuple[DescribeQuorumReques
                 o1.partitions = a2 = []
                 for _ in range(n2):
                     o2 = _new(PartitionData)
-                    o2.partition_index, tn2 = _S1.unpack_from(buf, pos)
+                    o2.partition_index, tn2 = _U1(buf, pos)
                     pos += 5
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -280,7 +301,11 @@ def _w_DescribeQuorumRequest_1(o: DescribeQuorumRequest, out: bytearray) -> None
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_TopicData_1(e1, out)
     if o.unknown_tagged_fields:
@@ -295,7 +320,11 @@ def _w_DescribeQuorumRequest_2(o: DescribeQuorumRequest, out: bytearray) -> None
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_TopicData_2(e1, out)
     if o.unknown_tagged_fields:

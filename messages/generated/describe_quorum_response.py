@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -127,15 +131,31 @@ _S9 = Struct('>ihiiq')
 _S10 = Struct('>H')
 _S11 = Struct('>HB')
 _S12 = Struct('>h')
+_P0 = _S0.pack
+_P1 = _S1.pack
+_P3 = _S3.pack
+_P5 = _S5.pack
+_P7 = _S7.pack
+_P8 = _S8.pack
+_P10 = _S10.pack
+_P12 = _S12.pack
+_U2 = _S2.unpack_from
+_U4 = _S4.unpack_from
+_U6 = _S6.unpack_from
+_U9 = _S9.unpack_from
+_U7 = _S7.unpack_from
+_U8 = _S8.unpack_from
+_U11 = _S11.unpack_from
+_U0 = _S0.unpack_from
+_U12 = _S12.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_ReplicaState_0(o: ReplicaState, out: bytearray) -> None:
-    out += _S0.pack(o.replica_id)
+    out += _P0(o.replica_id)
     if o.replica_directory_id != ZERO_UUID:
         raise EncodeError('attempted to write a non-default ReplicaDirectoryId at version 0 of ReplicaState')
-    out += _S1.pack(o.log_end_offset)
+    out += _P1(o.log_end_offset)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -148,7 +168,7 @@ def _r_ReplicaState_0(buf: Any, pos: int) -> tuple[ReplicaState, int]:
     o0.replica_directory_id = ZERO_UUID
     o0.last_fetch_timestamp = -1
     o0.last_caught_up_timestamp = -1
-    o0.replica_id, o0.log_end_offset, tn0 = _S2.unpack_from(buf, pos)
+    o0.replica_id, o0.log_end_offset, tn0 = _U2(buf, pos)
     pos += 13
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -158,10 +178,10 @@ def _r_ReplicaState_0(buf: Any, pos: int) -> tuple[ReplicaState, int]:
 
 
 def _w_ReplicaState_1(o: ReplicaState, out: bytearray) -> None:
-    out += _S0.pack(o.replica_id)
+    out += _P0(o.replica_id)
     if o.replica_directory_id != ZERO_UUID:
         raise EncodeError('attempted to write a non-default ReplicaDirectoryId at version 1 of ReplicaState')
-    out += _S3.pack(o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp)
+    out += _P3(o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -172,7 +192,7 @@ def _r_ReplicaState_1(buf: Any, pos: int) -> tuple[ReplicaState, int]:
     blen = len(buf)
     o0 = _new(ReplicaState)
     o0.replica_directory_id = ZERO_UUID
-    o0.replica_id, o0.log_end_offset, o0.last_fetch_timestamp, o0.last_caught_up_timestamp, tn0 = _S4.unpack_from(buf, pos)
+    o0.replica_id, o0.log_end_offset, o0.last_fetch_timestamp, o0.last_caught_up_timestamp, tn0 = _U4(buf, pos)
     pos += 29
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -182,7 +202,7 @@ def _r_ReplicaState_1(buf: Any, pos: int) -> tuple[ReplicaState, int]:
 
 
 def _w_ReplicaState_2(o: ReplicaState, out: bytearray) -> None:
-    out += _S5.pack(o.replica_id, o.replica_directory_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp)
+    out += _P5(o.replica_id, o.replica_directory_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -192,9 +212,9 @@ def _w_ReplicaState_2(o: ReplicaState, out: bytearray) -> None:
 def _r_ReplicaState_2(buf: Any, pos: int) -> tuple[ReplicaState, int]:
     blen = len(buf)
     o0 = _new(ReplicaState)
-    o0.replica_id, u0, o0.log_end_offset, o0.last_fetch_timestamp, o0.last_caught_up_timestamp, tn0 = _S6.unpack_from(buf, pos)
+    o0.replica_id, u0, o0.log_end_offset, o0.last_fetch_timestamp, o0.last_caught_up_timestamp, tn0 = _U6(buf, pos)
     pos += 45
-    o0.replica_directory_id = _bnew(Uuid, u0)
+    o0.replica_directory_id = _ug(u0) or _ui(u0)
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
@@ -203,20 +223,28 @@ def _r_ReplicaState_2(buf: Any, pos: int) -> tuple[ReplicaState, int]:
 
 
 def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
-    out += _S7.pack(o.partition_index, o.error_code)
-    out += _S8.pack(o.leader_id, o.leader_epoch, o.high_watermark)
+    out += _P7(o.partition_index, o.error_code)
+    out += _P8(o.leader_id, o.leader_epoch, o.high_watermark)
     a1 = o.current_voters
     if a1 is None:
         raise EncodeError('CurrentVoters is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_ReplicaState_0(e1, out)
     a1 = o.observers
     if a1 is None:
         raise EncodeError('Observers is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_ReplicaState_0(e1, out)
     if o.unknown_tagged_fields:
@@ -229,7 +257,7 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
     blen = len(buf)
     o0 = _new(PartitionData)
     o0.error_message = ''
-    o0.partition_index, o0.error_code, o0.leader_id, o0.leader_epoch, o0.high_watermark = _S9.unpack_from(buf, pos)
+    o0.partition_index, o0.error_code, o0.leader_id, o0.leader_epoch, o0.high_watermark = _U9(buf, pos)
     pos += 22
     n1 = buf[pos] - 1
     pos += 1
@@ -247,7 +275,7 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
             o1.replica_directory_id = ZERO_UUID
             o1.last_fetch_timestamp = -1
             o1.last_caught_up_timestamp = -1
-            o1.replica_id, o1.log_end_offset, tn1 = _S2.unpack_from(buf, pos)
+            o1.replica_id, o1.log_end_offset, tn1 = _U2(buf, pos)
             pos += 13
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -270,7 +298,7 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
             o1.replica_directory_id = ZERO_UUID
             o1.last_fetch_timestamp = -1
             o1.last_caught_up_timestamp = -1
-            o1.replica_id, o1.log_end_offset, tn1 = _S2.unpack_from(buf, pos)
+            o1.replica_id, o1.log_end_offset, tn1 = _U2(buf, pos)
             pos += 13
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -287,20 +315,28 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
 
 
 def _w_PartitionData_1(o: PartitionData, out: bytearray) -> None:
-    out += _S7.pack(o.partition_index, o.error_code)
-    out += _S8.pack(o.leader_id, o.leader_epoch, o.high_watermark)
+    out += _P7(o.partition_index, o.error_code)
+    out += _P8(o.leader_id, o.leader_epoch, o.high_watermark)
     a1 = o.current_voters
     if a1 is None:
         raise EncodeError('CurrentVoters is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_ReplicaState_1(e1, out)
     a1 = o.observers
     if a1 is None:
         raise EncodeError('Observers is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_ReplicaState_1(e1, out)
     if o.unknown_tagged_fields:
@@ -313,7 +349,7 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     blen = len(buf)
     o0 = _new(PartitionData)
     o0.error_message = ''
-    o0.partition_index, o0.error_code, o0.leader_id, o0.leader_epoch, o0.high_watermark = _S9.unpack_from(buf, pos)
+    o0.partition_index, o0.error_code, o0.leader_id, o0.leader_epoch, o0.high_watermark = _U9(buf, pos)
     pos += 22
     n1 = buf[pos] - 1
     pos += 1
@@ -329,7 +365,7 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
         for _ in range(n1):
             o1 = _new(ReplicaState)
             o1.replica_directory_id = ZERO_UUID
-            o1.replica_id, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, tn1 = _S4.unpack_from(buf, pos)
+            o1.replica_id, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, tn1 = _U4(buf, pos)
             pos += 29
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -350,7 +386,7 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
         for _ in range(n1):
             o1 = _new(ReplicaState)
             o1.replica_directory_id = ZERO_UUID
-            o1.replica_id, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, tn1 = _S4.unpack_from(buf, pos)
+            o1.replica_id, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, tn1 = _U4(buf, pos)
             pos += 29
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -367,21 +403,29 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
 
 
 def _w_PartitionData_2(o: PartitionData, out: bytearray) -> None:
-    out += _S7.pack(o.partition_index, o.error_code)
+    out += _P7(o.partition_index, o.error_code)
     _wcsn(out, o.error_message)
-    out += _S8.pack(o.leader_id, o.leader_epoch, o.high_watermark)
+    out += _P8(o.leader_id, o.leader_epoch, o.high_watermark)
     a1 = o.current_voters
     if a1 is None:
         raise EncodeError('CurrentVoters is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_ReplicaState_2(e1, out)
     a1 = o.observers
     if a1 is None:
         raise EncodeError('Observers is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_ReplicaState_2(e1, out)
     if o.unknown_tagged_fields:
@@ -393,7 +437,7 @@ def _w_PartitionData_2(o: PartitionData, out: bytearray) -> None:
 def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
     blen = len(buf)
     o0 = _new(PartitionData)
-    o0.partition_index, o0.error_code = _S7.unpack_from(buf, pos)
+    o0.partition_index, o0.error_code = _U7(buf, pos)
     pos += 6
     sn = buf[pos]
     pos += 1
@@ -407,7 +451,7 @@ def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
         o0.error_message = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.leader_id, o0.leader_epoch, o0.high_watermark = _S8.unpack_from(buf, pos)
+    o0.leader_id, o0.leader_epoch, o0.high_watermark = _U8(buf, pos)
     pos += 16
     n1 = buf[pos] - 1
     pos += 1
@@ -422,9 +466,9 @@ def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
         o0.current_voters = a1 = []
         for _ in range(n1):
             o1 = _new(ReplicaState)
-            o1.replica_id, u0, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, tn1 = _S6.unpack_from(buf, pos)
+            o1.replica_id, u0, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, tn1 = _U6(buf, pos)
             pos += 45
-            o1.replica_directory_id = _bnew(Uuid, u0)
+            o1.replica_directory_id = _ug(u0) or _ui(u0)
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
@@ -443,9 +487,9 @@ def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
         o0.observers = a1 = []
         for _ in range(n1):
             o1 = _new(ReplicaState)
-            o1.replica_id, u0, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, tn1 = _S6.unpack_from(buf, pos)
+            o1.replica_id, u0, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, tn1 = _U6(buf, pos)
             pos += 45
-            o1.replica_directory_id = _bnew(Uuid, u0)
+            o1.replica_directory_id = _ug(u0) or _ui(u0)
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
@@ -468,7 +512,11 @@ def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_0(e1, out)
     if o.unknown_tagged_fields:
@@ -506,7 +554,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
         for _ in range(n1):
             o1 = _new(PartitionData)
             o1.error_message = ''
-            o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch, o1.high_watermark = _S9.unpack_from(buf, pos)
+            o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch, o1.high_watermark = _U9(buf, pos)
             pos += 22
             n2 = buf[pos] - 1
             pos += 1
@@ -524,7 +572,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
                     o2.replica_directory_id = ZERO_UUID
                     o2.last_fetch_timestamp = -1
                     o2.last_caught_up_timestamp = -1
-                    o2.replica_id, o2.log_end_offset, tn2 = _S2.unpack_from(buf, pos)
+                    o2.replica_id, o2.log_end_offset, tn2 = _U2(buf, pos)
                     pos += 13
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -547,7 +595,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
                     o2.replica_directory_id = ZERO_UUID
                     o2.last_fetch_timestamp = -1
                     o2.last_caught_up_timestamp = -1
-                    o2.replica_id, o2.log_end_offset, tn2 = _S2.unpack_from(buf, pos)
+                    o2.replica_id, o2.log_end_offset, tn2 = _U2(buf, pos)
                     pos += 13
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -578,7 +626,11 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_1(e1, out)
     if o.unknown_tagged_fields:
@@ -616,7 +668,7 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
         for _ in range(n1):
             o1 = _new(PartitionData)
             o1.error_message = ''
-            o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch, o1.high_watermark = _S9.unpack_from(buf, pos)
+            o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch, o1.high_watermark = _U9(buf, pos)
             pos += 22
             n2 = buf[pos] - 1
             pos += 1
@@ -632,7 +684,7 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
                 for _ in range(n2):
                     o2 = _new(ReplicaState)
                     o2.replica_directory_id = ZERO_UUID
-                    o2.replica_id, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, tn2 = _S4.unpack_from(buf, pos)
+                    o2.replica_id, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, tn2 = _U4(buf, pos)
                     pos += 29
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -653,7 +705,7 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
                 for _ in range(n2):
                     o2 = _new(ReplicaState)
                     o2.replica_directory_id = ZERO_UUID
-                    o2.replica_id, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, tn2 = _S4.unpack_from(buf, pos)
+                    o2.replica_id, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, tn2 = _U4(buf, pos)
                     pos += 29
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -684,7 +736,11 @@ def _w_TopicData_2(o: TopicData, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_2(e1, out)
     if o.unknown_tagged_fields:
@@ -721,7 +777,7 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
         o0.partitions = a1 = []
         for _ in range(n1):
             o1 = _new(PartitionData)
-            o1.partition_index, o1.error_code = _S7.unpack_from(buf, pos)
+            o1.partition_index, o1.error_code = _U7(buf, pos)
             pos += 6
             sn = buf[pos]
             pos += 1
@@ -735,7 +791,7 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
                     raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
                 o1.error_message = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.leader_id, o1.leader_epoch, o1.high_watermark = _S8.unpack_from(buf, pos)
+            o1.leader_id, o1.leader_epoch, o1.high_watermark = _U8(buf, pos)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1
@@ -750,9 +806,9 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
                 o1.current_voters = a2 = []
                 for _ in range(n2):
                     o2 = _new(ReplicaState)
-                    o2.replica_id, u0, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, tn2 = _S6.unpack_from(buf, pos)
+                    o2.replica_id, u0, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, tn2 = _U6(buf, pos)
                     pos += 45
-                    o2.replica_directory_id = _bnew(Uuid, u0)
+                    o2.replica_directory_id = _ug(u0) or _ui(u0)
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
@@ -771,9 +827,9 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
                 o1.observers = a2 = []
                 for _ in range(n2):
                     o2 = _new(ReplicaState)
-                    o2.replica_id, u0, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, tn2 = _S6.unpack_from(buf, pos)
+                    o2.replica_id, u0, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, tn2 = _U6(buf, pos)
                     pos += 45
-                    o2.replica_directory_id = _bnew(Uuid, u0)
+                    o2.replica_directory_id = _ug(u0) or _ui(u0)
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
@@ -802,7 +858,7 @@ def _w_Listener_2(o: Listener, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 2')
     _wcs(out, o.host)
-    out += _S10.pack(o.port)
+    out += _P10(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -836,7 +892,7 @@ def _r_Listener_2(buf: Any, pos: int) -> tuple[Listener, int]:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
         o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.port, tn0 = _S11.unpack_from(buf, pos)
+    o0.port, tn0 = _U11(buf, pos)
     pos += 3
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -846,12 +902,16 @@ def _r_Listener_2(buf: Any, pos: int) -> tuple[Listener, int]:
 
 
 def _w_Node_2(o: Node, out: bytearray) -> None:
-    out += _S0.pack(o.node_id)
+    out += _P0(o.node_id)
     a1 = o.listeners
     if a1 is None:
         raise EncodeError('Listeners is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Listener_2(e1, out)
     if o.unknown_tagged_fields:
@@ -863,7 +923,7 @@ def _w_Node_2(o: Node, out: bytearray) -> None:
 def _r_Node_2(buf: Any, pos: int) -> tuple[Node, int]:
     blen = len(buf)
     o0 = _new(Node)
-    o0.node_id, = _S0.unpack_from(buf, pos)
+    o0.node_id, = _U0(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -902,7 +962,7 @@ def _r_Node_2(buf: Any, pos: int) -> tuple[Node, int]:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, tn1 = _S11.unpack_from(buf, pos)
+            o1.port, tn1 = _U11(buf, pos)
             pos += 3
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -919,12 +979,16 @@ def _r_Node_2(buf: Any, pos: int) -> tuple[Node, int]:
 
 
 def _w_DescribeQuorumResponse_0(o: DescribeQuorumResponse, out: bytearray) -> None:
-    out += _S12.pack(o.error_code)
+    out += _P12(o.error_code)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_TopicData_0(e1, out)
     if o.nodes != []:
@@ -940,7 +1004,7 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
     o0 = _new(DescribeQuorumResponse)
     o0.error_message = ''
     o0.nodes = []
-    o0.error_code, = _S12.unpack_from(buf, pos)
+    o0.error_code, = _U12(buf, pos)
     pos += 2
     n1 = buf[pos] - 1
     pos += 1
@@ -981,7 +1045,7 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                 for _ in range(n2):
                     o2 = _new(PartitionData)
                     o2.error_message = ''
-                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark = _S9.unpack_from(buf, pos)
+                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark = _U9(buf, pos)
                     pos += 22
                     n3 = buf[pos] - 1
                     pos += 1
@@ -999,7 +1063,7 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                             o3.replica_directory_id = ZERO_UUID
                             o3.last_fetch_timestamp = -1
                             o3.last_caught_up_timestamp = -1
-                            o3.replica_id, o3.log_end_offset, tn3 = _S2.unpack_from(buf, pos)
+                            o3.replica_id, o3.log_end_offset, tn3 = _U2(buf, pos)
                             pos += 13
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1022,7 +1086,7 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                             o3.replica_directory_id = ZERO_UUID
                             o3.last_fetch_timestamp = -1
                             o3.last_caught_up_timestamp = -1
-                            o3.replica_id, o3.log_end_offset, tn3 = _S2.unpack_from(buf, pos)
+                            o3.replica_id, o3.log_end_offset, tn3 = _U2(buf, pos)
                             pos += 13
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1053,12 +1117,16 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
 
 
 def _w_DescribeQuorumResponse_1(o: DescribeQuorumResponse, out: bytearray) -> None:
-    out += _S12.pack(o.error_code)
+    out += _P12(o.error_code)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_TopicData_1(e1, out)
     if o.nodes != []:
@@ -1074,7 +1142,7 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
     o0 = _new(DescribeQuorumResponse)
     o0.error_message = ''
     o0.nodes = []
-    o0.error_code, = _S12.unpack_from(buf, pos)
+    o0.error_code, = _U12(buf, pos)
     pos += 2
     n1 = buf[pos] - 1
     pos += 1
@@ -1115,7 +1183,7 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                 for _ in range(n2):
                     o2 = _new(PartitionData)
                     o2.error_message = ''
-                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark = _S9.unpack_from(buf, pos)
+                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark = _U9(buf, pos)
                     pos += 22
                     n3 = buf[pos] - 1
                     pos += 1
@@ -1131,7 +1199,7 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                         for _ in range(n3):
                             o3 = _new(ReplicaState)
                             o3.replica_directory_id = ZERO_UUID
-                            o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, tn3 = _S4.unpack_from(buf, pos)
+                            o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, tn3 = _U4(buf, pos)
                             pos += 29
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1152,7 +1220,7 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                         for _ in range(n3):
                             o3 = _new(ReplicaState)
                             o3.replica_directory_id = ZERO_UUID
-                            o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, tn3 = _S4.unpack_from(buf, pos)
+                            o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, tn3 = _U4(buf, pos)
                             pos += 29
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1183,20 +1251,28 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
 
 
 def _w_DescribeQuorumResponse_2(o: DescribeQuorumResponse, out: bytearray) -> None:
-    out += _S12.pack(o.error_code)
+    out += _P12(o.error_code)
     _wcsn(out, o.error_message)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_TopicData_2(e1, out)
     a1 = o.nodes
     if a1 is None:
         raise EncodeError('Nodes is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Node_2(e1, out)
     if o.unknown_tagged_fields:
@@ -1208,7 +1284,7 @@ def _w_DescribeQuorumResponse_2(o: DescribeQuorumResponse, out: bytearray) -> No
 def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
     blen = len(buf)
     o0 = _new(DescribeQuorumResponse)
-    o0.error_code, = _S12.unpack_from(buf, pos)
+    o0.error_code, = _U12(buf, pos)
     pos += 2
     sn = buf[pos]
     pos += 1
@@ -1260,7 +1336,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                 o1.partitions = a2 = []
                 for _ in range(n2):
                     o2 = _new(PartitionData)
-                    o2.partition_index, o2.error_code = _S7.unpack_from(buf, pos)
+                    o2.partition_index, o2.error_code = _U7(buf, pos)
                     pos += 6
                     sn = buf[pos]
                     pos += 1
@@ -1274,7 +1350,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
                         o2.error_message = str(buf[pos:se], 'utf-8')
                         pos = se
-                    o2.leader_id, o2.leader_epoch, o2.high_watermark = _S8.unpack_from(buf, pos)
+                    o2.leader_id, o2.leader_epoch, o2.high_watermark = _U8(buf, pos)
                     pos += 16
                     n3 = buf[pos] - 1
                     pos += 1
@@ -1289,9 +1365,9 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                         o2.current_voters = a3 = []
                         for _ in range(n3):
                             o3 = _new(ReplicaState)
-                            o3.replica_id, u0, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, tn3 = _S6.unpack_from(buf, pos)
+                            o3.replica_id, u0, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, tn3 = _U6(buf, pos)
                             pos += 45
-                            o3.replica_directory_id = _bnew(Uuid, u0)
+                            o3.replica_directory_id = _ug(u0) or _ui(u0)
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
@@ -1310,9 +1386,9 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                         o2.observers = a3 = []
                         for _ in range(n3):
                             o3 = _new(ReplicaState)
-                            o3.replica_id, u0, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, tn3 = _S6.unpack_from(buf, pos)
+                            o3.replica_id, u0, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, tn3 = _U6(buf, pos)
                             pos += 45
-                            o3.replica_directory_id = _bnew(Uuid, u0)
+                            o3.replica_directory_id = _ug(u0) or _ui(u0)
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
@@ -1345,7 +1421,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
         o0.nodes = a1 = []
         for _ in range(n1):
             o1 = _new(Node)
-            o1.node_id, = _S0.unpack_from(buf, pos)
+            o1.node_id, = _U0(buf, pos)
             pos += 4
             n2 = buf[pos] - 1
             pos += 1
@@ -1384,7 +1460,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                         o2.host = str(buf[pos:se], 'utf-8')
                         pos = se
-                    o2.port, tn2 = _S11.unpack_from(buf, pos)
+                    o2.port, tn2 = _U11(buf, pos)
                     pos += 3
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

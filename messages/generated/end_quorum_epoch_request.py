@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -102,12 +106,17 @@ _S1 = Struct('>i16sB')
 _S2 = Struct('>iii')
 _S3 = Struct('>H')
 _S4 = Struct('>HB')
+_P0 = _S0.pack
+_P2 = _S2.pack
+_P3 = _S3.pack
+_U1 = _S1.unpack_from
+_U2 = _S2.unpack_from
+_U4 = _S4.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_ReplicaInfo_1(o: ReplicaInfo, out: bytearray) -> None:
-    out += _S0.pack(o.candidate_id, o.candidate_directory_id)
+    out += _P0(o.candidate_id, o.candidate_directory_id)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -117,9 +126,9 @@ def _w_ReplicaInfo_1(o: ReplicaInfo, out: bytearray) -> None:
 def _r_ReplicaInfo_1(buf: Any, pos: int) -> tuple[ReplicaInfo, int]:
     blen = len(buf)
     o0 = _new(ReplicaInfo)
-    o0.candidate_id, u0, tn0 = _S1.unpack_from(buf, pos)
+    o0.candidate_id, u0, tn0 = _U1(buf, pos)
     pos += 21
-    o0.candidate_directory_id = _bnew(Uuid, u0)
+    o0.candidate_directory_id = _ug(u0) or _ui(u0)
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
@@ -128,7 +137,7 @@ def _r_ReplicaInfo_1(buf: Any, pos: int) -> tuple[ReplicaInfo, int]:
 
 
 def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
-    out += _S2.pack(o.partition_index, o.leader_id, o.leader_epoch)
+    out += _P2(o.partition_index, o.leader_id, o.leader_epoch)
     a1 = o.preferred_successors
     if a1 is None:
         raise EncodeError('PreferredSuccessors is not nullable at version 0')
@@ -141,7 +150,7 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
     blen = len(buf)
     o0 = _new(PartitionData)
     o0.preferred_candidates = []
-    o0.partition_index, o0.leader_id, o0.leader_epoch = _S2.unpack_from(buf, pos)
+    o0.partition_index, o0.leader_id, o0.leader_epoch = _U2(buf, pos)
     pos += 12
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -157,12 +166,16 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
 
 
 def _w_PartitionData_1(o: PartitionData, out: bytearray) -> None:
-    out += _S2.pack(o.partition_index, o.leader_id, o.leader_epoch)
+    out += _P2(o.partition_index, o.leader_id, o.leader_epoch)
     a1 = o.preferred_candidates
     if a1 is None:
         raise EncodeError('PreferredCandidates is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_ReplicaInfo_1(e1, out)
     if o.unknown_tagged_fields:
@@ -175,7 +188,7 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     blen = len(buf)
     o0 = _new(PartitionData)
     o0.preferred_successors = []
-    o0.partition_index, o0.leader_id, o0.leader_epoch = _S2.unpack_from(buf, pos)
+    o0.partition_index, o0.leader_id, o0.leader_epoch = _U2(buf, pos)
     pos += 12
     n1 = buf[pos] - 1
     pos += 1
@@ -190,9 +203,9 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
         o0.preferred_candidates = a1 = []
         for _ in range(n1):
             o1 = _new(ReplicaInfo)
-            o1.candidate_id, u0, tn1 = _S1.unpack_from(buf, pos)
+            o1.candidate_id, u0, tn1 = _U1(buf, pos)
             pos += 21
-            o1.candidate_directory_id = _bnew(Uuid, u0)
+            o1.candidate_directory_id = _ug(u0) or _ui(u0)
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
@@ -235,7 +248,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
         for _ in range(n1):
             o1 = _new(PartitionData)
             o1.preferred_candidates = []
-            o1.partition_index, o1.leader_id, o1.leader_epoch = _S2.unpack_from(buf, pos)
+            o1.partition_index, o1.leader_id, o1.leader_epoch = _U2(buf, pos)
             pos += 12
             n2, = _I32.unpack_from(buf, pos)
             pos += 4
@@ -260,7 +273,11 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_1(e1, out)
     if o.unknown_tagged_fields:
@@ -298,7 +315,7 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
         for _ in range(n1):
             o1 = _new(PartitionData)
             o1.preferred_successors = []
-            o1.partition_index, o1.leader_id, o1.leader_epoch = _S2.unpack_from(buf, pos)
+            o1.partition_index, o1.leader_id, o1.leader_epoch = _U2(buf, pos)
             pos += 12
             n2 = buf[pos] - 1
             pos += 1
@@ -313,9 +330,9 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
                 o1.preferred_candidates = a2 = []
                 for _ in range(n2):
                     o2 = _new(ReplicaInfo)
-                    o2.candidate_id, u0, tn2 = _S1.unpack_from(buf, pos)
+                    o2.candidate_id, u0, tn2 = _U1(buf, pos)
                     pos += 21
-                    o2.candidate_directory_id = _bnew(Uuid, u0)
+                    o2.candidate_directory_id = _ug(u0) or _ui(u0)
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
@@ -344,7 +361,7 @@ def _w_LeaderEndpoint_1(o: LeaderEndpoint, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 1')
     _wcs(out, o.host)
-    out += _S3.pack(o.port)
+    out += _P3(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -378,7 +395,7 @@ def _r_LeaderEndpoint_1(buf: Any, pos: int) -> tuple[LeaderEndpoint, int]:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
         o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.port, tn0 = _S4.unpack_from(buf, pos)
+    o0.port, tn0 = _U4(buf, pos)
     pos += 3
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -425,7 +442,7 @@ def _r_EndQuorumEpochRequest_0(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                 for _ in range(n2):
                     o2 = _new(PartitionData)
                     o2.preferred_candidates = []
-                    o2.partition_index, o2.leader_id, o2.leader_epoch = _S2.unpack_from(buf, pos)
+                    o2.partition_index, o2.leader_id, o2.leader_epoch = _U2(buf, pos)
                     pos += 12
                     n3, = _I32.unpack_from(buf, pos)
                     pos += 4
@@ -450,14 +467,22 @@ def _w_EndQuorumEpochRequest_1(o: EndQuorumEpochRequest, out: bytearray) -> None
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_TopicData_1(e1, out)
     a1 = o.leader_endpoints
     if a1 is None:
         raise EncodeError('LeaderEndpoints is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_LeaderEndpoint_1(e1, out)
     if o.unknown_tagged_fields:
@@ -520,7 +545,7 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                 for _ in range(n2):
                     o2 = _new(PartitionData)
                     o2.preferred_successors = []
-                    o2.partition_index, o2.leader_id, o2.leader_epoch = _S2.unpack_from(buf, pos)
+                    o2.partition_index, o2.leader_id, o2.leader_epoch = _U2(buf, pos)
                     pos += 12
                     n3 = buf[pos] - 1
                     pos += 1
@@ -535,9 +560,9 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                         o2.preferred_candidates = a3 = []
                         for _ in range(n3):
                             o3 = _new(ReplicaInfo)
-                            o3.candidate_id, u0, tn3 = _S1.unpack_from(buf, pos)
+                            o3.candidate_id, u0, tn3 = _U1(buf, pos)
                             pos += 21
-                            o3.candidate_directory_id = _bnew(Uuid, u0)
+                            o3.candidate_directory_id = _ug(u0) or _ui(u0)
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
@@ -594,7 +619,7 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, tn1 = _S4.unpack_from(buf, pos)
+            o1.port, tn1 = _U4(buf, pos)
             pos += 3
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -92,25 +96,33 @@ _S2 = Struct('>i')
 _S3 = Struct('>H')
 _S4 = Struct('>HB')
 _S5 = Struct('>h')
+_P0 = _S0.pack
+_P2 = _S2.pack
+_P3 = _S3.pack
+_P5 = _S5.pack
+_U0 = _S0.unpack_from
+_U1 = _S1.unpack_from
+_U2 = _S2.unpack_from
+_U4 = _S4.unpack_from
+_U5 = _S5.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
-    out += _S0.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
+    out += _P0(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
 
 
 def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
     blen = len(buf)
     o0 = _new(PartitionData)
-    o0.partition_index, o0.error_code, o0.leader_id, o0.leader_epoch = _S0.unpack_from(buf, pos)
+    o0.partition_index, o0.error_code, o0.leader_id, o0.leader_epoch = _U0(buf, pos)
     pos += 14
     o0.unknown_tagged_fields = []
     return o0, pos
 
 
 def _w_PartitionData_1(o: PartitionData, out: bytearray) -> None:
-    out += _S0.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
+    out += _P0(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -120,7 +132,7 @@ def _w_PartitionData_1(o: PartitionData, out: bytearray) -> None:
 def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     blen = len(buf)
     o0 = _new(PartitionData)
-    o0.partition_index, o0.error_code, o0.leader_id, o0.leader_epoch, tn0 = _S1.unpack_from(buf, pos)
+    o0.partition_index, o0.error_code, o0.leader_id, o0.leader_epoch, tn0 = _U1(buf, pos)
     pos += 15
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -156,7 +168,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
         o0.partitions = a1 = []
         for _ in range(n1):
             o1 = _new(PartitionData)
-            o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch = _S0.unpack_from(buf, pos)
+            o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch = _U0(buf, pos)
             pos += 14
             o1.unknown_tagged_fields = []
             a1.append(o1)
@@ -172,7 +184,11 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_1(e1, out)
     if o.unknown_tagged_fields:
@@ -209,7 +225,7 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
         o0.partitions = a1 = []
         for _ in range(n1):
             o1 = _new(PartitionData)
-            o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch, tn1 = _S1.unpack_from(buf, pos)
+            o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch, tn1 = _U1(buf, pos)
             pos += 15
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -226,11 +242,11 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
 
 
 def _w_NodeEndpoint_1(o: NodeEndpoint, out: bytearray) -> None:
-    out += _S2.pack(o.node_id)
+    out += _P2(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 1')
     _wcs(out, o.host)
-    out += _S3.pack(o.port)
+    out += _P3(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -240,7 +256,7 @@ def _w_NodeEndpoint_1(o: NodeEndpoint, out: bytearray) -> None:
 def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
     blen = len(buf)
     o0 = _new(NodeEndpoint)
-    o0.node_id, = _S2.unpack_from(buf, pos)
+    o0.node_id, = _U2(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -254,7 +270,7 @@ def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
         o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.port, tn0 = _S4.unpack_from(buf, pos)
+    o0.port, tn0 = _U4(buf, pos)
     pos += 3
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -264,7 +280,7 @@ def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
 
 
 def _w_EndQuorumEpochResponse_0(o: EndQuorumEpochResponse, out: bytearray) -> None:
-    out += _S5.pack(o.error_code)
+    out += _P5(o.error_code)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 0')
@@ -280,7 +296,7 @@ def _r_EndQuorumEpochResponse_0(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
     blen = len(buf)
     o0 = _new(EndQuorumEpochResponse)
     o0.node_endpoints = []
-    o0.error_code, = _S5.unpack_from(buf, pos)
+    o0.error_code, = _U5(buf, pos)
     pos += 2
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -303,7 +319,7 @@ def _r_EndQuorumEpochResponse_0(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
                 o1.partitions = a2 = []
                 for _ in range(n2):
                     o2 = _new(PartitionData)
-                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _S0.unpack_from(buf, pos)
+                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _U0(buf, pos)
                     pos += 14
                     o2.unknown_tagged_fields = []
                     a2.append(o2)
@@ -314,12 +330,16 @@ def _r_EndQuorumEpochResponse_0(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
 
 
 def _w_EndQuorumEpochResponse_1(o: EndQuorumEpochResponse, out: bytearray) -> None:
-    out += _S5.pack(o.error_code)
+    out += _P5(o.error_code)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_TopicData_1(e1, out)
     tf = []
@@ -329,18 +349,25 @@ def _w_EndQuorumEpochResponse_1(o: EndQuorumEpochResponse, out: bytearray) -> No
         if a1 is None:
             raise EncodeError('NodeEndpoints is not nullable at version 1')
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
                 _w_NodeEndpoint_1(e1, b)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse, int]:
     blen = len(buf)
     o0 = _new(EndQuorumEpochResponse)
     o0.node_endpoints = []
-    o0.error_code, = _S5.unpack_from(buf, pos)
+    o0.error_code, = _U5(buf, pos)
     pos += 2
     n1 = buf[pos] - 1
     pos += 1
@@ -380,7 +407,7 @@ def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
                 o1.partitions = a2 = []
                 for _ in range(n2):
                     o2 = _new(PartitionData)
-                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, tn2 = _S1.unpack_from(buf, pos)
+                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, tn2 = _U1(buf, pos)
                     pos += 15
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -417,7 +444,7 @@ def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
                     o0.node_endpoints = a1 = []
                     for _ in range(n1):
                         o1 = _new(NodeEndpoint)
-                        o1.node_id, = _S2.unpack_from(buf, pos)
+                        o1.node_id, = _U2(buf, pos)
                         pos += 4
                         sn = buf[pos]
                         pos += 1
@@ -431,7 +458,7 @@ def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
                                 raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                             o1.host = str(buf[pos:se], 'utf-8')
                             pos = se
-                        o1.port, tn1 = _S4.unpack_from(buf, pos)
+                        o1.port, tn1 = _U4(buf, pos)
                         pos += 3
                         if tn1:
                             o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -126,12 +130,30 @@ _S12 = Struct('>iiib')
 _S13 = Struct('>iiiib')
 _S14 = Struct('>iiibii')
 _S15 = Struct('>iiiibii')
+_P0 = _S0.pack
+_P2 = _S2.pack
+_P3 = _S3.pack
+_P5 = _S5.pack
+_P7 = _S7.pack
+_P9 = _S9.pack
+_P11 = _S11.pack
+_P12 = _S12.pack
+_P14 = _S14.pack
+_U1 = _S1.unpack_from
+_U4 = _S4.unpack_from
+_U6 = _S6.unpack_from
+_U8 = _S8.unpack_from
+_U10 = _S10.unpack_from
+_U11 = _S11.unpack_from
+_U3 = _S3.unpack_from
+_U13 = _S13.unpack_from
+_U15 = _S15.unpack_from
+_U14 = _S14.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_ReplicaState_15(o: ReplicaState, out: bytearray) -> None:
-    out += _S0.pack(o.replica_id, o.replica_epoch)
+    out += _P0(o.replica_id, o.replica_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -141,7 +163,7 @@ def _w_ReplicaState_15(o: ReplicaState, out: bytearray) -> None:
 def _r_ReplicaState_15(buf: Any, pos: int) -> tuple[ReplicaState, int]:
     blen = len(buf)
     o0 = _new(ReplicaState)
-    o0.replica_id, o0.replica_epoch, tn0 = _S1.unpack_from(buf, pos)
+    o0.replica_id, o0.replica_epoch, tn0 = _U1(buf, pos)
     pos += 13
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -157,11 +179,11 @@ _r_ReplicaState_18 = _r_ReplicaState_15
 
 
 def _w_FetchPartition_4(o: FetchPartition, out: bytearray) -> None:
-    out += _S2.pack(o.partition)
-    out += _S3.pack(o.fetch_offset)
+    out += _P2(o.partition)
+    out += _P3(o.fetch_offset)
     if o.last_fetched_epoch != -1:
         raise EncodeError('attempted to write a non-default LastFetchedEpoch at version 4 of FetchPartition')
-    out += _S2.pack(o.partition_max_bytes)
+    out += _P2(o.partition_max_bytes)
 
 
 def _r_FetchPartition_4(buf: Any, pos: int) -> tuple[FetchPartition, int]:
@@ -172,18 +194,18 @@ def _r_FetchPartition_4(buf: Any, pos: int) -> tuple[FetchPartition, int]:
     o0.log_start_offset = -1
     o0.replica_directory_id = ZERO_UUID
     o0.high_watermark = 9223372036854775807
-    o0.partition, o0.fetch_offset, o0.partition_max_bytes = _S4.unpack_from(buf, pos)
+    o0.partition, o0.fetch_offset, o0.partition_max_bytes = _U4(buf, pos)
     pos += 16
     o0.unknown_tagged_fields = []
     return o0, pos
 
 
 def _w_FetchPartition_5(o: FetchPartition, out: bytearray) -> None:
-    out += _S2.pack(o.partition)
-    out += _S3.pack(o.fetch_offset)
+    out += _P2(o.partition)
+    out += _P3(o.fetch_offset)
     if o.last_fetched_epoch != -1:
         raise EncodeError('attempted to write a non-default LastFetchedEpoch at version 5 of FetchPartition')
-    out += _S5.pack(o.log_start_offset, o.partition_max_bytes)
+    out += _P5(o.log_start_offset, o.partition_max_bytes)
 
 
 def _r_FetchPartition_5(buf: Any, pos: int) -> tuple[FetchPartition, int]:
@@ -193,44 +215,44 @@ def _r_FetchPartition_5(buf: Any, pos: int) -> tuple[FetchPartition, int]:
     o0.last_fetched_epoch = -1
     o0.replica_directory_id = ZERO_UUID
     o0.high_watermark = 9223372036854775807
-    o0.partition, o0.fetch_offset, o0.log_start_offset, o0.partition_max_bytes = _S6.unpack_from(buf, pos)
+    o0.partition, o0.fetch_offset, o0.log_start_offset, o0.partition_max_bytes = _U6(buf, pos)
     pos += 24
     o0.unknown_tagged_fields = []
     return o0, pos
 
 
 def _w_FetchPartition_6(o: FetchPartition, out: bytearray) -> None:
-    out += _S2.pack(o.partition)
-    out += _S3.pack(o.fetch_offset)
+    out += _P2(o.partition)
+    out += _P3(o.fetch_offset)
     if o.last_fetched_epoch != -1:
         raise EncodeError('attempted to write a non-default LastFetchedEpoch at version 6 of FetchPartition')
-    out += _S5.pack(o.log_start_offset, o.partition_max_bytes)
+    out += _P5(o.log_start_offset, o.partition_max_bytes)
 _r_FetchPartition_6 = _r_FetchPartition_5
 
 
 def _w_FetchPartition_7(o: FetchPartition, out: bytearray) -> None:
-    out += _S2.pack(o.partition)
-    out += _S3.pack(o.fetch_offset)
+    out += _P2(o.partition)
+    out += _P3(o.fetch_offset)
     if o.last_fetched_epoch != -1:
         raise EncodeError('attempted to write a non-default LastFetchedEpoch at version 7 of FetchPartition')
-    out += _S5.pack(o.log_start_offset, o.partition_max_bytes)
+    out += _P5(o.log_start_offset, o.partition_max_bytes)
 _r_FetchPartition_7 = _r_FetchPartition_5
 
 
 def _w_FetchPartition_8(o: FetchPartition, out: bytearray) -> None:
-    out += _S2.pack(o.partition)
-    out += _S3.pack(o.fetch_offset)
+    out += _P2(o.partition)
+    out += _P3(o.fetch_offset)
     if o.last_fetched_epoch != -1:
         raise EncodeError('attempted to write a non-default LastFetchedEpoch at version 8 of FetchPartition')
-    out += _S5.pack(o.log_start_offset, o.partition_max_bytes)
+    out += _P5(o.log_start_offset, o.partition_max_bytes)
 _r_FetchPartition_8 = _r_FetchPartition_5
 
 
 def _w_FetchPartition_9(o: FetchPartition, out: bytearray) -> None:
-    out += _S7.pack(o.partition, o.current_leader_epoch, o.fetch_offset)
+    out += _P7(o.partition, o.current_leader_epoch, o.fetch_offset)
     if o.last_fetched_epoch != -1:
         raise EncodeError('attempted to write a non-default LastFetchedEpoch at version 9 of FetchPartition')
-    out += _S5.pack(o.log_start_offset, o.partition_max_bytes)
+    out += _P5(o.log_start_offset, o.partition_max_bytes)
 
 
 def _r_FetchPartition_9(buf: Any, pos: int) -> tuple[FetchPartition, int]:
@@ -239,30 +261,30 @@ def _r_FetchPartition_9(buf: Any, pos: int) -> tuple[FetchPartition, int]:
     o0.last_fetched_epoch = -1
     o0.replica_directory_id = ZERO_UUID
     o0.high_watermark = 9223372036854775807
-    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.log_start_offset, o0.partition_max_bytes = _S8.unpack_from(buf, pos)
+    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.log_start_offset, o0.partition_max_bytes = _U8(buf, pos)
     pos += 28
     o0.unknown_tagged_fields = []
     return o0, pos
 
 
 def _w_FetchPartition_10(o: FetchPartition, out: bytearray) -> None:
-    out += _S7.pack(o.partition, o.current_leader_epoch, o.fetch_offset)
+    out += _P7(o.partition, o.current_leader_epoch, o.fetch_offset)
     if o.last_fetched_epoch != -1:
         raise EncodeError('attempted to write a non-default LastFetchedEpoch at version 10 of FetchPartition')
-    out += _S5.pack(o.log_start_offset, o.partition_max_bytes)
+    out += _P5(o.log_start_offset, o.partition_max_bytes)
 _r_FetchPartition_10 = _r_FetchPartition_9
 
 
 def _w_FetchPartition_11(o: FetchPartition, out: bytearray) -> None:
-    out += _S7.pack(o.partition, o.current_leader_epoch, o.fetch_offset)
+    out += _P7(o.partition, o.current_leader_epoch, o.fetch_offset)
     if o.last_fetched_epoch != -1:
         raise EncodeError('attempted to write a non-default LastFetchedEpoch at version 11 of FetchPartition')
-    out += _S5.pack(o.log_start_offset, o.partition_max_bytes)
+    out += _P5(o.log_start_offset, o.partition_max_bytes)
 _r_FetchPartition_11 = _r_FetchPartition_9
 
 
 def _w_FetchPartition_12(o: FetchPartition, out: bytearray) -> None:
-    out += _S9.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
+    out += _P9(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -274,7 +296,7 @@ def _r_FetchPartition_12(buf: Any, pos: int) -> tuple[FetchPartition, int]:
     o0 = _new(FetchPartition)
     o0.replica_directory_id = ZERO_UUID
     o0.high_watermark = 9223372036854775807
-    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _S10.unpack_from(buf, pos)
+    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _U10(buf, pos)
     pos += 33
     if tn0:
         if tn0 >= 0x80:
@@ -300,7 +322,7 @@ def _r_FetchPartition_13(buf: Any, pos: int) -> tuple[FetchPartition, int]:
     o0 = _new(FetchPartition)
     o0.replica_directory_id = ZERO_UUID
     o0.high_watermark = 9223372036854775807
-    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _S10.unpack_from(buf, pos)
+    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _U10(buf, pos)
     pos += 33
     if tn0:
         if tn0 >= 0x80:
@@ -326,7 +348,7 @@ def _r_FetchPartition_14(buf: Any, pos: int) -> tuple[FetchPartition, int]:
     o0 = _new(FetchPartition)
     o0.replica_directory_id = ZERO_UUID
     o0.high_watermark = 9223372036854775807
-    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _S10.unpack_from(buf, pos)
+    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _U10(buf, pos)
     pos += 33
     if tn0:
         if tn0 >= 0x80:
@@ -352,7 +374,7 @@ def _r_FetchPartition_15(buf: Any, pos: int) -> tuple[FetchPartition, int]:
     o0 = _new(FetchPartition)
     o0.replica_directory_id = ZERO_UUID
     o0.high_watermark = 9223372036854775807
-    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _S10.unpack_from(buf, pos)
+    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _U10(buf, pos)
     pos += 33
     if tn0:
         if tn0 >= 0x80:
@@ -378,7 +400,7 @@ def _r_FetchPartition_16(buf: Any, pos: int) -> tuple[FetchPartition, int]:
     o0 = _new(FetchPartition)
     o0.replica_directory_id = ZERO_UUID
     o0.high_watermark = 9223372036854775807
-    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _S10.unpack_from(buf, pos)
+    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _U10(buf, pos)
     pos += 33
     if tn0:
         if tn0 >= 0x80:
@@ -399,13 +421,16 @@ def _r_FetchPartition_16(buf: Any, pos: int) -> tuple[FetchPartition, int]:
 
 
 def _w_FetchPartition_17(o: FetchPartition, out: bytearray) -> None:
-    out += _S9.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
+    out += _P9(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
     tf = []
     if o.replica_directory_id != ZERO_UUID:
         b = bytearray()
-        b += _S11.pack(o.replica_directory_id)
+        b += _P11(o.replica_directory_id)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchPartition_17(buf: Any, pos: int) -> tuple[FetchPartition, int]:
@@ -413,7 +438,7 @@ def _r_FetchPartition_17(buf: Any, pos: int) -> tuple[FetchPartition, int]:
     o0 = _new(FetchPartition)
     o0.replica_directory_id = ZERO_UUID
     o0.high_watermark = 9223372036854775807
-    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _S10.unpack_from(buf, pos)
+    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _U10(buf, pos)
     pos += 33
     if tn0:
         if tn0 >= 0x80:
@@ -423,8 +448,8 @@ def _r_FetchPartition_17(buf: Any, pos: int) -> tuple[FetchPartition, int]:
             tag0, size0, pos = _rtag(buf, pos)
             end0 = pos + size0
             if tag0 == 0:
-                u0, = _S11.unpack_from(buf, pos)
-                o0.replica_directory_id = _bnew(Uuid, u0)
+                u0, = _U11(buf, pos)
+                o0.replica_directory_id = _ug(u0) or _ui(u0)
                 pos += 16
                 if pos != end0:
                     raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -440,17 +465,20 @@ def _r_FetchPartition_17(buf: Any, pos: int) -> tuple[FetchPartition, int]:
 
 
 def _w_FetchPartition_18(o: FetchPartition, out: bytearray) -> None:
-    out += _S9.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
+    out += _P9(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
     tf = []
     if o.replica_directory_id != ZERO_UUID:
         b = bytearray()
-        b += _S11.pack(o.replica_directory_id)
+        b += _P11(o.replica_directory_id)
         tf.append((0, bytes(b)))
     if o.high_watermark != 9223372036854775807:
         b = bytearray()
-        b += _S3.pack(o.high_watermark)
+        b += _P3(o.high_watermark)
         tf.append((1, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchPartition_18(buf: Any, pos: int) -> tuple[FetchPartition, int]:
@@ -458,7 +486,7 @@ def _r_FetchPartition_18(buf: Any, pos: int) -> tuple[FetchPartition, int]:
     o0 = _new(FetchPartition)
     o0.replica_directory_id = ZERO_UUID
     o0.high_watermark = 9223372036854775807
-    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _S10.unpack_from(buf, pos)
+    o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.last_fetched_epoch, o0.log_start_offset, o0.partition_max_bytes, tn0 = _U10(buf, pos)
     pos += 33
     if tn0:
         if tn0 >= 0x80:
@@ -468,13 +496,13 @@ def _r_FetchPartition_18(buf: Any, pos: int) -> tuple[FetchPartition, int]:
             tag0, size0, pos = _rtag(buf, pos)
             end0 = pos + size0
             if tag0 == 0:
-                u0, = _S11.unpack_from(buf, pos)
-                o0.replica_directory_id = _bnew(Uuid, u0)
+                u0, = _U11(buf, pos)
+                o0.replica_directory_id = _ug(u0) or _ui(u0)
                 pos += 16
                 if pos != end0:
                     raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             elif tag0 == 1:
-                o0.high_watermark, = _S3.unpack_from(buf, pos)
+                o0.high_watermark, = _U3(buf, pos)
                 pos += 8
                 if pos != end0:
                     raise DecodeError('tagged field HighWatermark has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -520,7 +548,7 @@ def _r_FetchTopic_4(buf: Any, pos: int) -> tuple[FetchTopic, int]:
             o1.log_start_offset = -1
             o1.replica_directory_id = ZERO_UUID
             o1.high_watermark = 9223372036854775807
-            o1.partition, o1.fetch_offset, o1.partition_max_bytes = _S4.unpack_from(buf, pos)
+            o1.partition, o1.fetch_offset, o1.partition_max_bytes = _U4(buf, pos)
             pos += 16
             o1.unknown_tagged_fields = []
             a1.append(o1)
@@ -560,7 +588,7 @@ def _r_FetchTopic_5(buf: Any, pos: int) -> tuple[FetchTopic, int]:
             o1.last_fetched_epoch = -1
             o1.replica_directory_id = ZERO_UUID
             o1.high_watermark = 9223372036854775807
-            o1.partition, o1.fetch_offset, o1.log_start_offset, o1.partition_max_bytes = _S6.unpack_from(buf, pos)
+            o1.partition, o1.fetch_offset, o1.log_start_offset, o1.partition_max_bytes = _U6(buf, pos)
             pos += 24
             o1.unknown_tagged_fields = []
             a1.append(o1)
@@ -641,7 +669,7 @@ def _r_FetchTopic_9(buf: Any, pos: int) -> tuple[FetchTopic, int]:
             o1.last_fetched_epoch = -1
             o1.replica_directory_id = ZERO_UUID
             o1.high_watermark = 9223372036854775807
-            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.log_start_offset, o1.partition_max_bytes = _S8.unpack_from(buf, pos)
+            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.log_start_offset, o1.partition_max_bytes = _U8(buf, pos)
             pos += 28
             o1.unknown_tagged_fields = []
             a1.append(o1)
@@ -685,7 +713,11 @@ def _w_FetchTopic_12(o: FetchTopic, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 12')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchPartition_12(e1, out)
     if o.unknown_tagged_fields:
@@ -725,7 +757,7 @@ def _r_FetchTopic_12(buf: Any, pos: int) -> tuple[FetchTopic, int]:
             o1 = _new(FetchPartition)
             o1.replica_directory_id = ZERO_UUID
             o1.high_watermark = 9223372036854775807
-            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _S10.unpack_from(buf, pos)
+            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _U10(buf, pos)
             pos += 33
             if tn1:
                 if tn1 >= 0x80:
@@ -753,12 +785,16 @@ def _r_FetchTopic_12(buf: Any, pos: int) -> tuple[FetchTopic, int]:
 
 
 def _w_FetchTopic_13(o: FetchTopic, out: bytearray) -> None:
-    out += _S11.pack(o.topic_id)
+    out += _P11(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 13')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchPartition_13(e1, out)
     if o.unknown_tagged_fields:
@@ -771,9 +807,9 @@ def _r_FetchTopic_13(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     blen = len(buf)
     o0 = _new(FetchTopic)
     o0.topic = ''
-    u0, = _S11.unpack_from(buf, pos)
+    u0, = _U11(buf, pos)
     pos += 16
-    o0.topic_id = _bnew(Uuid, u0)
+    o0.topic_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -789,7 +825,7 @@ def _r_FetchTopic_13(buf: Any, pos: int) -> tuple[FetchTopic, int]:
             o1 = _new(FetchPartition)
             o1.replica_directory_id = ZERO_UUID
             o1.high_watermark = 9223372036854775807
-            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _S10.unpack_from(buf, pos)
+            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _U10(buf, pos)
             pos += 33
             if tn1:
                 if tn1 >= 0x80:
@@ -817,12 +853,16 @@ def _r_FetchTopic_13(buf: Any, pos: int) -> tuple[FetchTopic, int]:
 
 
 def _w_FetchTopic_14(o: FetchTopic, out: bytearray) -> None:
-    out += _S11.pack(o.topic_id)
+    out += _P11(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 14')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchPartition_14(e1, out)
     if o.unknown_tagged_fields:
@@ -835,9 +875,9 @@ def _r_FetchTopic_14(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     blen = len(buf)
     o0 = _new(FetchTopic)
     o0.topic = ''
-    u0, = _S11.unpack_from(buf, pos)
+    u0, = _U11(buf, pos)
     pos += 16
-    o0.topic_id = _bnew(Uuid, u0)
+    o0.topic_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -853,7 +893,7 @@ def _r_FetchTopic_14(buf: Any, pos: int) -> tuple[FetchTopic, int]:
             o1 = _new(FetchPartition)
             o1.replica_directory_id = ZERO_UUID
             o1.high_watermark = 9223372036854775807
-            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _S10.unpack_from(buf, pos)
+            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _U10(buf, pos)
             pos += 33
             if tn1:
                 if tn1 >= 0x80:
@@ -881,12 +921,16 @@ def _r_FetchTopic_14(buf: Any, pos: int) -> tuple[FetchTopic, int]:
 
 
 def _w_FetchTopic_15(o: FetchTopic, out: bytearray) -> None:
-    out += _S11.pack(o.topic_id)
+    out += _P11(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 15')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchPartition_15(e1, out)
     if o.unknown_tagged_fields:
@@ -899,9 +943,9 @@ def _r_FetchTopic_15(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     blen = len(buf)
     o0 = _new(FetchTopic)
     o0.topic = ''
-    u0, = _S11.unpack_from(buf, pos)
+    u0, = _U11(buf, pos)
     pos += 16
-    o0.topic_id = _bnew(Uuid, u0)
+    o0.topic_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -917,7 +961,7 @@ def _r_FetchTopic_15(buf: Any, pos: int) -> tuple[FetchTopic, int]:
             o1 = _new(FetchPartition)
             o1.replica_directory_id = ZERO_UUID
             o1.high_watermark = 9223372036854775807
-            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _S10.unpack_from(buf, pos)
+            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _U10(buf, pos)
             pos += 33
             if tn1:
                 if tn1 >= 0x80:
@@ -945,12 +989,16 @@ def _r_FetchTopic_15(buf: Any, pos: int) -> tuple[FetchTopic, int]:
 
 
 def _w_FetchTopic_16(o: FetchTopic, out: bytearray) -> None:
-    out += _S11.pack(o.topic_id)
+    out += _P11(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 16')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchPartition_16(e1, out)
     if o.unknown_tagged_fields:
@@ -963,9 +1011,9 @@ def _r_FetchTopic_16(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     blen = len(buf)
     o0 = _new(FetchTopic)
     o0.topic = ''
-    u0, = _S11.unpack_from(buf, pos)
+    u0, = _U11(buf, pos)
     pos += 16
-    o0.topic_id = _bnew(Uuid, u0)
+    o0.topic_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -981,7 +1029,7 @@ def _r_FetchTopic_16(buf: Any, pos: int) -> tuple[FetchTopic, int]:
             o1 = _new(FetchPartition)
             o1.replica_directory_id = ZERO_UUID
             o1.high_watermark = 9223372036854775807
-            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _S10.unpack_from(buf, pos)
+            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _U10(buf, pos)
             pos += 33
             if tn1:
                 if tn1 >= 0x80:
@@ -1009,12 +1057,16 @@ def _r_FetchTopic_16(buf: Any, pos: int) -> tuple[FetchTopic, int]:
 
 
 def _w_FetchTopic_17(o: FetchTopic, out: bytearray) -> None:
-    out += _S11.pack(o.topic_id)
+    out += _P11(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 17')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchPartition_17(e1, out)
     if o.unknown_tagged_fields:
@@ -1027,9 +1079,9 @@ def _r_FetchTopic_17(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     blen = len(buf)
     o0 = _new(FetchTopic)
     o0.topic = ''
-    u0, = _S11.unpack_from(buf, pos)
+    u0, = _U11(buf, pos)
     pos += 16
-    o0.topic_id = _bnew(Uuid, u0)
+    o0.topic_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1045,7 +1097,7 @@ def _r_FetchTopic_17(buf: Any, pos: int) -> tuple[FetchTopic, int]:
             o1 = _new(FetchPartition)
             o1.replica_directory_id = ZERO_UUID
             o1.high_watermark = 9223372036854775807
-            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _S10.unpack_from(buf, pos)
+            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _U10(buf, pos)
             pos += 33
             if tn1:
                 if tn1 >= 0x80:
@@ -1055,8 +1107,8 @@ def _r_FetchTopic_17(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                     tag1, size1, pos = _rtag(buf, pos)
                     end1 = pos + size1
                     if tag1 == 0:
-                        u0, = _S11.unpack_from(buf, pos)
-                        o1.replica_directory_id = _bnew(Uuid, u0)
+                        u0, = _U11(buf, pos)
+                        o1.replica_directory_id = _ug(u0) or _ui(u0)
                         pos += 16
                         if pos != end1:
                             raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
@@ -1079,12 +1131,16 @@ def _r_FetchTopic_17(buf: Any, pos: int) -> tuple[FetchTopic, int]:
 
 
 def _w_FetchTopic_18(o: FetchTopic, out: bytearray) -> None:
-    out += _S11.pack(o.topic_id)
+    out += _P11(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 18')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchPartition_18(e1, out)
     if o.unknown_tagged_fields:
@@ -1097,9 +1153,9 @@ def _r_FetchTopic_18(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     blen = len(buf)
     o0 = _new(FetchTopic)
     o0.topic = ''
-    u0, = _S11.unpack_from(buf, pos)
+    u0, = _U11(buf, pos)
     pos += 16
-    o0.topic_id = _bnew(Uuid, u0)
+    o0.topic_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1115,7 +1171,7 @@ def _r_FetchTopic_18(buf: Any, pos: int) -> tuple[FetchTopic, int]:
             o1 = _new(FetchPartition)
             o1.replica_directory_id = ZERO_UUID
             o1.high_watermark = 9223372036854775807
-            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _S10.unpack_from(buf, pos)
+            o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, tn1 = _U10(buf, pos)
             pos += 33
             if tn1:
                 if tn1 >= 0x80:
@@ -1125,13 +1181,13 @@ def _r_FetchTopic_18(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                     tag1, size1, pos = _rtag(buf, pos)
                     end1 = pos + size1
                     if tag1 == 0:
-                        u0, = _S11.unpack_from(buf, pos)
-                        o1.replica_directory_id = _bnew(Uuid, u0)
+                        u0, = _U11(buf, pos)
+                        o1.replica_directory_id = _ug(u0) or _ui(u0)
                         pos += 16
                         if pos != end1:
                             raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
                     elif tag1 == 1:
-                        o1.high_watermark, = _S3.unpack_from(buf, pos)
+                        o1.high_watermark, = _U3(buf, pos)
                         pos += 8
                         if pos != end1:
                             raise DecodeError('tagged field HighWatermark has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
@@ -1241,7 +1297,11 @@ def _w_ForgottenTopic_12(o: ForgottenTopic, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 12')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -1287,12 +1347,16 @@ def _r_ForgottenTopic_12(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
 
 
 def _w_ForgottenTopic_13(o: ForgottenTopic, out: bytearray) -> None:
-    out += _S11.pack(o.topic_id)
+    out += _P11(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 13')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -1304,9 +1368,9 @@ def _r_ForgottenTopic_13(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     blen = len(buf)
     o0 = _new(ForgottenTopic)
     o0.topic = ''
-    u0, = _S11.unpack_from(buf, pos)
+    u0, = _U11(buf, pos)
     pos += 16
-    o0.topic_id = _bnew(Uuid, u0)
+    o0.topic_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1329,12 +1393,16 @@ def _r_ForgottenTopic_13(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
 
 
 def _w_ForgottenTopic_14(o: ForgottenTopic, out: bytearray) -> None:
-    out += _S11.pack(o.topic_id)
+    out += _P11(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 14')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -1344,12 +1412,16 @@ _r_ForgottenTopic_14 = _r_ForgottenTopic_13
 
 
 def _w_ForgottenTopic_15(o: ForgottenTopic, out: bytearray) -> None:
-    out += _S11.pack(o.topic_id)
+    out += _P11(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 15')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -1359,12 +1431,16 @@ _r_ForgottenTopic_15 = _r_ForgottenTopic_13
 
 
 def _w_ForgottenTopic_16(o: ForgottenTopic, out: bytearray) -> None:
-    out += _S11.pack(o.topic_id)
+    out += _P11(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 16')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -1374,12 +1450,16 @@ _r_ForgottenTopic_16 = _r_ForgottenTopic_13
 
 
 def _w_ForgottenTopic_17(o: ForgottenTopic, out: bytearray) -> None:
-    out += _S11.pack(o.topic_id)
+    out += _P11(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 17')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -1389,12 +1469,16 @@ _r_ForgottenTopic_17 = _r_ForgottenTopic_13
 
 
 def _w_ForgottenTopic_18(o: ForgottenTopic, out: bytearray) -> None:
-    out += _S11.pack(o.topic_id)
+    out += _P11(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 18')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -1404,10 +1488,10 @@ _r_ForgottenTopic_18 = _r_ForgottenTopic_13
 
 
 def _w_FetchRequest_4(o: FetchRequest, out: bytearray) -> None:
-    out += _S2.pack(o.replica_id)
+    out += _P2(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 4 of FetchRequest')
-    out += _S12.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
+    out += _P12(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 4')
@@ -1428,7 +1512,7 @@ def _r_FetchRequest_4(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     o0.session_epoch = -1
     o0.forgotten_topics_data = []
     o0.rack_id = ''
-    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level = _S13.unpack_from(buf, pos)
+    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level = _U13(buf, pos)
     pos += 17
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1457,7 +1541,7 @@ def _r_FetchRequest_4(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     o2.log_start_offset = -1
                     o2.replica_directory_id = ZERO_UUID
                     o2.high_watermark = 9223372036854775807
-                    o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S4.unpack_from(buf, pos)
+                    o2.partition, o2.fetch_offset, o2.partition_max_bytes = _U4(buf, pos)
                     pos += 16
                     o2.unknown_tagged_fields = []
                     a2.append(o2)
@@ -1468,10 +1552,10 @@ def _r_FetchRequest_4(buf: Any, pos: int) -> tuple[FetchRequest, int]:
 
 
 def _w_FetchRequest_5(o: FetchRequest, out: bytearray) -> None:
-    out += _S2.pack(o.replica_id)
+    out += _P2(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 5 of FetchRequest')
-    out += _S12.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
+    out += _P12(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 5')
@@ -1492,7 +1576,7 @@ def _r_FetchRequest_5(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     o0.session_epoch = -1
     o0.forgotten_topics_data = []
     o0.rack_id = ''
-    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level = _S13.unpack_from(buf, pos)
+    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level = _U13(buf, pos)
     pos += 17
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1520,7 +1604,7 @@ def _r_FetchRequest_5(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     o2.last_fetched_epoch = -1
                     o2.replica_directory_id = ZERO_UUID
                     o2.high_watermark = 9223372036854775807
-                    o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S6.unpack_from(buf, pos)
+                    o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _U6(buf, pos)
                     pos += 24
                     o2.unknown_tagged_fields = []
                     a2.append(o2)
@@ -1531,10 +1615,10 @@ def _r_FetchRequest_5(buf: Any, pos: int) -> tuple[FetchRequest, int]:
 
 
 def _w_FetchRequest_6(o: FetchRequest, out: bytearray) -> None:
-    out += _S2.pack(o.replica_id)
+    out += _P2(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 6 of FetchRequest')
-    out += _S12.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
+    out += _P12(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 6')
@@ -1548,10 +1632,10 @@ _r_FetchRequest_6 = _r_FetchRequest_5
 
 
 def _w_FetchRequest_7(o: FetchRequest, out: bytearray) -> None:
-    out += _S2.pack(o.replica_id)
+    out += _P2(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 7 of FetchRequest')
-    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _P14(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 7')
@@ -1574,7 +1658,7 @@ def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     o0.cluster_id = None
     o0.replica_state = ReplicaState()
     o0.rack_id = ''
-    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _S15.unpack_from(buf, pos)
+    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _U15(buf, pos)
     pos += 25
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1602,7 +1686,7 @@ def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     o2.last_fetched_epoch = -1
                     o2.replica_directory_id = ZERO_UUID
                     o2.high_watermark = 9223372036854775807
-                    o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S6.unpack_from(buf, pos)
+                    o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _U6(buf, pos)
                     pos += 24
                     o2.unknown_tagged_fields = []
                     a2.append(o2)
@@ -1636,10 +1720,10 @@ def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
 
 
 def _w_FetchRequest_8(o: FetchRequest, out: bytearray) -> None:
-    out += _S2.pack(o.replica_id)
+    out += _P2(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 8 of FetchRequest')
-    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _P14(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 8')
@@ -1658,10 +1742,10 @@ _r_FetchRequest_8 = _r_FetchRequest_7
 
 
 def _w_FetchRequest_9(o: FetchRequest, out: bytearray) -> None:
-    out += _S2.pack(o.replica_id)
+    out += _P2(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 9 of FetchRequest')
-    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _P14(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 9')
@@ -1684,7 +1768,7 @@ def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     o0.cluster_id = None
     o0.replica_state = ReplicaState()
     o0.rack_id = ''
-    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _S15.unpack_from(buf, pos)
+    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _U15(buf, pos)
     pos += 25
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1711,7 +1795,7 @@ def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     o2.last_fetched_epoch = -1
                     o2.replica_directory_id = ZERO_UUID
                     o2.high_watermark = 9223372036854775807
-                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S8.unpack_from(buf, pos)
+                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _U8(buf, pos)
                     pos += 28
                     o2.unknown_tagged_fields = []
                     a2.append(o2)
@@ -1745,10 +1829,10 @@ def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
 
 
 def _w_FetchRequest_10(o: FetchRequest, out: bytearray) -> None:
-    out += _S2.pack(o.replica_id)
+    out += _P2(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 10 of FetchRequest')
-    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _P14(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 10')
@@ -1767,10 +1851,10 @@ _r_FetchRequest_10 = _r_FetchRequest_9
 
 
 def _w_FetchRequest_11(o: FetchRequest, out: bytearray) -> None:
-    out += _S2.pack(o.replica_id)
+    out += _P2(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 11 of FetchRequest')
-    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _P14(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 11')
@@ -1795,7 +1879,7 @@ def _r_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     o0 = _new(FetchRequest)
     o0.cluster_id = None
     o0.replica_state = ReplicaState()
-    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _S15.unpack_from(buf, pos)
+    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _U15(buf, pos)
     pos += 25
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1822,7 +1906,7 @@ def _r_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     o2.last_fetched_epoch = -1
                     o2.replica_directory_id = ZERO_UUID
                     o2.high_watermark = 9223372036854775807
-                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S8.unpack_from(buf, pos)
+                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _U8(buf, pos)
                     pos += 28
                     o2.unknown_tagged_fields = []
                     a2.append(o2)
@@ -1857,22 +1941,30 @@ def _r_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
 
 
 def _w_FetchRequest_12(o: FetchRequest, out: bytearray) -> None:
-    out += _S2.pack(o.replica_id)
+    out += _P2(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 12 of FetchRequest')
-    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _P14(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 12')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchTopic_12(e1, out)
     a1 = o.forgotten_topics_data
     if a1 is None:
         raise EncodeError('ForgottenTopicsData is not nullable at version 12')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_ForgottenTopic_12(e1, out)
     if o.rack_id is None:
@@ -1883,7 +1975,10 @@ def _w_FetchRequest_12(o: FetchRequest, out: bytearray) -> None:
         b = bytearray()
         _wcsn(b, o.cluster_id)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
@@ -1891,7 +1986,7 @@ def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     o0 = _new(FetchRequest)
     o0.cluster_id = None
     o0.replica_state = ReplicaState()
-    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _S15.unpack_from(buf, pos)
+    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _U15(buf, pos)
     pos += 25
     n1 = buf[pos] - 1
     pos += 1
@@ -1934,7 +2029,7 @@ def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     o2 = _new(FetchPartition)
                     o2.replica_directory_id = ZERO_UUID
                     o2.high_watermark = 9223372036854775807
-                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _S10.unpack_from(buf, pos)
+                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _U10(buf, pos)
                     pos += 33
                     if tn2:
                         if tn2 >= 0x80:
@@ -2052,22 +2147,30 @@ def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
 
 
 def _w_FetchRequest_13(o: FetchRequest, out: bytearray) -> None:
-    out += _S2.pack(o.replica_id)
+    out += _P2(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 13 of FetchRequest')
-    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _P14(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 13')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchTopic_13(e1, out)
     a1 = o.forgotten_topics_data
     if a1 is None:
         raise EncodeError('ForgottenTopicsData is not nullable at version 13')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_ForgottenTopic_13(e1, out)
     if o.rack_id is None:
@@ -2078,7 +2181,10 @@ def _w_FetchRequest_13(o: FetchRequest, out: bytearray) -> None:
         b = bytearray()
         _wcsn(b, o.cluster_id)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
@@ -2086,7 +2192,7 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     o0 = _new(FetchRequest)
     o0.cluster_id = None
     o0.replica_state = ReplicaState()
-    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _S15.unpack_from(buf, pos)
+    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _U15(buf, pos)
     pos += 25
     n1 = buf[pos] - 1
     pos += 1
@@ -2102,9 +2208,9 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for _ in range(n1):
             o1 = _new(FetchTopic)
             o1.topic = ''
-            u0, = _S11.unpack_from(buf, pos)
+            u0, = _U11(buf, pos)
             pos += 16
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2120,7 +2226,7 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     o2 = _new(FetchPartition)
                     o2.replica_directory_id = ZERO_UUID
                     o2.high_watermark = 9223372036854775807
-                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _S10.unpack_from(buf, pos)
+                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _U10(buf, pos)
                     pos += 33
                     if tn2:
                         if tn2 >= 0x80:
@@ -2159,9 +2265,9 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for _ in range(n1):
             o1 = _new(ForgottenTopic)
             o1.topic = ''
-            u0, = _S11.unpack_from(buf, pos)
+            u0, = _U11(buf, pos)
             pos += 16
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2229,22 +2335,30 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
 
 
 def _w_FetchRequest_14(o: FetchRequest, out: bytearray) -> None:
-    out += _S2.pack(o.replica_id)
+    out += _P2(o.replica_id)
     if o.replica_state != _DEF_ReplicaState:
         raise EncodeError('attempted to write a non-default ReplicaState at version 14 of FetchRequest')
-    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _P14(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 14')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchTopic_14(e1, out)
     a1 = o.forgotten_topics_data
     if a1 is None:
         raise EncodeError('ForgottenTopicsData is not nullable at version 14')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_ForgottenTopic_14(e1, out)
     if o.rack_id is None:
@@ -2255,7 +2369,10 @@ def _w_FetchRequest_14(o: FetchRequest, out: bytearray) -> None:
         b = bytearray()
         _wcsn(b, o.cluster_id)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
@@ -2263,7 +2380,7 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     o0 = _new(FetchRequest)
     o0.cluster_id = None
     o0.replica_state = ReplicaState()
-    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _S15.unpack_from(buf, pos)
+    o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _U15(buf, pos)
     pos += 25
     n1 = buf[pos] - 1
     pos += 1
@@ -2279,9 +2396,9 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for _ in range(n1):
             o1 = _new(FetchTopic)
             o1.topic = ''
-            u0, = _S11.unpack_from(buf, pos)
+            u0, = _U11(buf, pos)
             pos += 16
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2297,7 +2414,7 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     o2 = _new(FetchPartition)
                     o2.replica_directory_id = ZERO_UUID
                     o2.high_watermark = 9223372036854775807
-                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _S10.unpack_from(buf, pos)
+                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _U10(buf, pos)
                     pos += 33
                     if tn2:
                         if tn2 >= 0x80:
@@ -2336,9 +2453,9 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for _ in range(n1):
             o1 = _new(ForgottenTopic)
             o1.topic = ''
-            u0, = _S11.unpack_from(buf, pos)
+            u0, = _U11(buf, pos)
             pos += 16
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2408,19 +2525,27 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
 def _w_FetchRequest_15(o: FetchRequest, out: bytearray) -> None:
     if o.replica_id != -1:
         raise EncodeError('attempted to write a non-default ReplicaId at version 15 of FetchRequest')
-    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _P14(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 15')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchTopic_15(e1, out)
     a1 = o.forgotten_topics_data
     if a1 is None:
         raise EncodeError('ForgottenTopicsData is not nullable at version 15')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_ForgottenTopic_15(e1, out)
     if o.rack_id is None:
@@ -2435,7 +2560,10 @@ def _w_FetchRequest_15(o: FetchRequest, out: bytearray) -> None:
         b = bytearray()
         _w_ReplicaState_15(o.replica_state, b)
         tf.append((1, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
@@ -2444,7 +2572,7 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     o0.cluster_id = None
     o0.replica_id = -1
     o0.replica_state = ReplicaState()
-    o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _S14.unpack_from(buf, pos)
+    o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _U14(buf, pos)
     pos += 21
     n1 = buf[pos] - 1
     pos += 1
@@ -2460,9 +2588,9 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for _ in range(n1):
             o1 = _new(FetchTopic)
             o1.topic = ''
-            u0, = _S11.unpack_from(buf, pos)
+            u0, = _U11(buf, pos)
             pos += 16
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2478,7 +2606,7 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     o2 = _new(FetchPartition)
                     o2.replica_directory_id = ZERO_UUID
                     o2.high_watermark = 9223372036854775807
-                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _S10.unpack_from(buf, pos)
+                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _U10(buf, pos)
                     pos += 33
                     if tn2:
                         if tn2 >= 0x80:
@@ -2517,9 +2645,9 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for _ in range(n1):
             o1 = _new(ForgottenTopic)
             o1.topic = ''
-            u0, = _S11.unpack_from(buf, pos)
+            u0, = _U11(buf, pos)
             pos += 16
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2577,7 +2705,7 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             elif tag0 == 1:
                 o1 = _new(ReplicaState)
-                o1.replica_id, o1.replica_epoch, tn1 = _S1.unpack_from(buf, pos)
+                o1.replica_id, o1.replica_epoch, tn1 = _U1(buf, pos)
                 pos += 13
                 if tn1:
                     o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -2598,19 +2726,27 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
 def _w_FetchRequest_16(o: FetchRequest, out: bytearray) -> None:
     if o.replica_id != -1:
         raise EncodeError('attempted to write a non-default ReplicaId at version 16 of FetchRequest')
-    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _P14(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 16')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchTopic_16(e1, out)
     a1 = o.forgotten_topics_data
     if a1 is None:
         raise EncodeError('ForgottenTopicsData is not nullable at version 16')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_ForgottenTopic_16(e1, out)
     if o.rack_id is None:
@@ -2625,7 +2761,10 @@ def _w_FetchRequest_16(o: FetchRequest, out: bytearray) -> None:
         b = bytearray()
         _w_ReplicaState_16(o.replica_state, b)
         tf.append((1, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
@@ -2634,7 +2773,7 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     o0.cluster_id = None
     o0.replica_id = -1
     o0.replica_state = ReplicaState()
-    o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _S14.unpack_from(buf, pos)
+    o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _U14(buf, pos)
     pos += 21
     n1 = buf[pos] - 1
     pos += 1
@@ -2650,9 +2789,9 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for _ in range(n1):
             o1 = _new(FetchTopic)
             o1.topic = ''
-            u0, = _S11.unpack_from(buf, pos)
+            u0, = _U11(buf, pos)
             pos += 16
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2668,7 +2807,7 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     o2 = _new(FetchPartition)
                     o2.replica_directory_id = ZERO_UUID
                     o2.high_watermark = 9223372036854775807
-                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _S10.unpack_from(buf, pos)
+                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _U10(buf, pos)
                     pos += 33
                     if tn2:
                         if tn2 >= 0x80:
@@ -2707,9 +2846,9 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for _ in range(n1):
             o1 = _new(ForgottenTopic)
             o1.topic = ''
-            u0, = _S11.unpack_from(buf, pos)
+            u0, = _U11(buf, pos)
             pos += 16
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2767,7 +2906,7 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             elif tag0 == 1:
                 o1 = _new(ReplicaState)
-                o1.replica_id, o1.replica_epoch, tn1 = _S1.unpack_from(buf, pos)
+                o1.replica_id, o1.replica_epoch, tn1 = _U1(buf, pos)
                 pos += 13
                 if tn1:
                     o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -2788,19 +2927,27 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
 def _w_FetchRequest_17(o: FetchRequest, out: bytearray) -> None:
     if o.replica_id != -1:
         raise EncodeError('attempted to write a non-default ReplicaId at version 17 of FetchRequest')
-    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _P14(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 17')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchTopic_17(e1, out)
     a1 = o.forgotten_topics_data
     if a1 is None:
         raise EncodeError('ForgottenTopicsData is not nullable at version 17')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_ForgottenTopic_17(e1, out)
     if o.rack_id is None:
@@ -2815,7 +2962,10 @@ def _w_FetchRequest_17(o: FetchRequest, out: bytearray) -> None:
         b = bytearray()
         _w_ReplicaState_17(o.replica_state, b)
         tf.append((1, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
@@ -2824,7 +2974,7 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     o0.cluster_id = None
     o0.replica_id = -1
     o0.replica_state = ReplicaState()
-    o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _S14.unpack_from(buf, pos)
+    o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _U14(buf, pos)
     pos += 21
     n1 = buf[pos] - 1
     pos += 1
@@ -2840,9 +2990,9 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for _ in range(n1):
             o1 = _new(FetchTopic)
             o1.topic = ''
-            u0, = _S11.unpack_from(buf, pos)
+            u0, = _U11(buf, pos)
             pos += 16
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2858,7 +3008,7 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     o2 = _new(FetchPartition)
                     o2.replica_directory_id = ZERO_UUID
                     o2.high_watermark = 9223372036854775807
-                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _S10.unpack_from(buf, pos)
+                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _U10(buf, pos)
                     pos += 33
                     if tn2:
                         if tn2 >= 0x80:
@@ -2868,8 +3018,8 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                             tag2, size2, pos = _rtag(buf, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                u0, = _S11.unpack_from(buf, pos)
-                                o2.replica_directory_id = _bnew(Uuid, u0)
+                                u0, = _U11(buf, pos)
+                                o2.replica_directory_id = _ug(u0) or _ui(u0)
                                 pos += 16
                                 if pos != end2:
                                     raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
@@ -2903,9 +3053,9 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for _ in range(n1):
             o1 = _new(ForgottenTopic)
             o1.topic = ''
-            u0, = _S11.unpack_from(buf, pos)
+            u0, = _U11(buf, pos)
             pos += 16
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2963,7 +3113,7 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             elif tag0 == 1:
                 o1 = _new(ReplicaState)
-                o1.replica_id, o1.replica_epoch, tn1 = _S1.unpack_from(buf, pos)
+                o1.replica_id, o1.replica_epoch, tn1 = _U1(buf, pos)
                 pos += 13
                 if tn1:
                     o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -2984,19 +3134,27 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
 def _w_FetchRequest_18(o: FetchRequest, out: bytearray) -> None:
     if o.replica_id != -1:
         raise EncodeError('attempted to write a non-default ReplicaId at version 18 of FetchRequest')
-    out += _S14.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    out += _P14(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 18')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchTopic_18(e1, out)
     a1 = o.forgotten_topics_data
     if a1 is None:
         raise EncodeError('ForgottenTopicsData is not nullable at version 18')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_ForgottenTopic_18(e1, out)
     if o.rack_id is None:
@@ -3011,7 +3169,10 @@ def _w_FetchRequest_18(o: FetchRequest, out: bytearray) -> None:
         b = bytearray()
         _w_ReplicaState_18(o.replica_state, b)
         tf.append((1, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
@@ -3020,7 +3181,7 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     o0.cluster_id = None
     o0.replica_id = -1
     o0.replica_state = ReplicaState()
-    o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _S14.unpack_from(buf, pos)
+    o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch = _U14(buf, pos)
     pos += 21
     n1 = buf[pos] - 1
     pos += 1
@@ -3036,9 +3197,9 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for _ in range(n1):
             o1 = _new(FetchTopic)
             o1.topic = ''
-            u0, = _S11.unpack_from(buf, pos)
+            u0, = _U11(buf, pos)
             pos += 16
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -3054,7 +3215,7 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     o2 = _new(FetchPartition)
                     o2.replica_directory_id = ZERO_UUID
                     o2.high_watermark = 9223372036854775807
-                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _S10.unpack_from(buf, pos)
+                    o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, tn2 = _U10(buf, pos)
                     pos += 33
                     if tn2:
                         if tn2 >= 0x80:
@@ -3064,13 +3225,13 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                             tag2, size2, pos = _rtag(buf, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                u0, = _S11.unpack_from(buf, pos)
-                                o2.replica_directory_id = _bnew(Uuid, u0)
+                                u0, = _U11(buf, pos)
+                                o2.replica_directory_id = _ug(u0) or _ui(u0)
                                 pos += 16
                                 if pos != end2:
                                     raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
                             elif tag2 == 1:
-                                o2.high_watermark, = _S3.unpack_from(buf, pos)
+                                o2.high_watermark, = _U3(buf, pos)
                                 pos += 8
                                 if pos != end2:
                                     raise DecodeError('tagged field HighWatermark has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
@@ -3102,9 +3263,9 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         for _ in range(n1):
             o1 = _new(ForgottenTopic)
             o1.topic = ''
-            u0, = _S11.unpack_from(buf, pos)
+            u0, = _U11(buf, pos)
             pos += 16
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -3162,7 +3323,7 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             elif tag0 == 1:
                 o1 = _new(ReplicaState)
-                o1.replica_id, o1.replica_epoch, tn1 = _S1.unpack_from(buf, pos)
+                o1.replica_id, o1.replica_epoch, tn1 = _U1(buf, pos)
                 pos += 13
                 if tn1:
                     o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -90,7 +94,7 @@ class PartitionData(Message):
     snapshot_id: SnapshotId = field(default_factory=SnapshotId)  # Set when the fetcher must first load this snapshot.
     aborted_transactions: list[AbortedTransaction] | None = field(default_factory=list)  # Aborted transactions overlapping the returned records.
     preferred_read_replica: int = -1  # Replica the consumer should read from instead; -1 if none.
-    records: bytes | None = None  # Returned record batches.
+    records: bytes | memoryview | None = None  # Returned record batches.
     unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
 
 
@@ -150,12 +154,30 @@ _S9 = Struct('>ihqqq')
 _S10 = Struct('>i')
 _S11 = Struct('>16s')
 _S12 = Struct('>ihi')
+_P0 = _S0.pack
+_P2 = _S2.pack
+_P4 = _S4.pack
+_P6 = _S6.pack
+_P8 = _S8.pack
+_P9 = _S9.pack
+_P10 = _S10.pack
+_P11 = _S11.pack
+_P12 = _S12.pack
+_U1 = _S1.unpack_from
+_U3 = _S3.unpack_from
+_U5 = _S5.unpack_from
+_U6 = _S6.unpack_from
+_U7 = _S7.unpack_from
+_U8 = _S8.unpack_from
+_U9 = _S9.unpack_from
+_U10 = _S10.unpack_from
+_U11 = _S11.unpack_from
+_U12 = _S12.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_EpochEndOffset_12(o: EpochEndOffset, out: bytearray) -> None:
-    out += _S0.pack(o.epoch, o.end_offset)
+    out += _P0(o.epoch, o.end_offset)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -165,7 +187,7 @@ def _w_EpochEndOffset_12(o: EpochEndOffset, out: bytearray) -> None:
 def _r_EpochEndOffset_12(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
     blen = len(buf)
     o0 = _new(EpochEndOffset)
-    o0.epoch, o0.end_offset, tn0 = _S1.unpack_from(buf, pos)
+    o0.epoch, o0.end_offset, tn0 = _U1(buf, pos)
     pos += 13
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -187,7 +209,7 @@ _r_EpochEndOffset_18 = _r_EpochEndOffset_12
 
 
 def _w_LeaderIdAndEpoch_12(o: LeaderIdAndEpoch, out: bytearray) -> None:
-    out += _S2.pack(o.leader_id, o.leader_epoch)
+    out += _P2(o.leader_id, o.leader_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -197,7 +219,7 @@ def _w_LeaderIdAndEpoch_12(o: LeaderIdAndEpoch, out: bytearray) -> None:
 def _r_LeaderIdAndEpoch_12(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
     blen = len(buf)
     o0 = _new(LeaderIdAndEpoch)
-    o0.leader_id, o0.leader_epoch, tn0 = _S3.unpack_from(buf, pos)
+    o0.leader_id, o0.leader_epoch, tn0 = _U3(buf, pos)
     pos += 9
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -219,7 +241,7 @@ _r_LeaderIdAndEpoch_18 = _r_LeaderIdAndEpoch_12
 
 
 def _w_SnapshotId_12(o: SnapshotId, out: bytearray) -> None:
-    out += _S4.pack(o.end_offset, o.epoch)
+    out += _P4(o.end_offset, o.epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -229,7 +251,7 @@ def _w_SnapshotId_12(o: SnapshotId, out: bytearray) -> None:
 def _r_SnapshotId_12(buf: Any, pos: int) -> tuple[SnapshotId, int]:
     blen = len(buf)
     o0 = _new(SnapshotId)
-    o0.end_offset, o0.epoch, tn0 = _S5.unpack_from(buf, pos)
+    o0.end_offset, o0.epoch, tn0 = _U5(buf, pos)
     pos += 13
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -251,13 +273,13 @@ _r_SnapshotId_18 = _r_SnapshotId_12
 
 
 def _w_AbortedTransaction_4(o: AbortedTransaction, out: bytearray) -> None:
-    out += _S6.pack(o.producer_id, o.first_offset)
+    out += _P6(o.producer_id, o.first_offset)
 
 
 def _r_AbortedTransaction_4(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
     blen = len(buf)
     o0 = _new(AbortedTransaction)
-    o0.producer_id, o0.first_offset = _S6.unpack_from(buf, pos)
+    o0.producer_id, o0.first_offset = _U6(buf, pos)
     pos += 16
     o0.unknown_tagged_fields = []
     return o0, pos
@@ -278,7 +300,7 @@ _r_AbortedTransaction_11 = _r_AbortedTransaction_4
 
 
 def _w_AbortedTransaction_12(o: AbortedTransaction, out: bytearray) -> None:
-    out += _S6.pack(o.producer_id, o.first_offset)
+    out += _P6(o.producer_id, o.first_offset)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -288,7 +310,7 @@ def _w_AbortedTransaction_12(o: AbortedTransaction, out: bytearray) -> None:
 def _r_AbortedTransaction_12(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
     blen = len(buf)
     o0 = _new(AbortedTransaction)
-    o0.producer_id, o0.first_offset, tn0 = _S7.unpack_from(buf, pos)
+    o0.producer_id, o0.first_offset, tn0 = _U7(buf, pos)
     pos += 17
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -310,7 +332,7 @@ _r_AbortedTransaction_18 = _r_AbortedTransaction_12
 
 
 def _w_PartitionData_4(o: PartitionData, out: bytearray) -> None:
-    out += _S8.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset)
+    out += _P8(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset)
     if o.diverging_epoch != _DEF_EpochEndOffset:
         raise EncodeError('attempted to write a non-default DivergingEpoch at version 4 of PartitionData')
     if o.current_leader != _DEF_LeaderIdAndEpoch:
@@ -326,7 +348,7 @@ def _w_PartitionData_4(o: PartitionData, out: bytearray) -> None:
             _w_AbortedTransaction_4(e1, out)
     if o.preferred_read_replica != -1:
         raise EncodeError('attempted to write a non-default PreferredReadReplica at version 4 of PartitionData')
-    _wbn(out, o.records)
+    _wrec(out, o.records, False)
 
 
 def _r_PartitionData_4(buf: Any, pos: int) -> tuple[PartitionData, int]:
@@ -337,7 +359,7 @@ def _r_PartitionData_4(buf: Any, pos: int) -> tuple[PartitionData, int]:
     o0.current_leader = LeaderIdAndEpoch()
     o0.snapshot_id = SnapshotId()
     o0.preferred_read_replica = -1
-    o0.partition_index, o0.error_code, o0.high_watermark, o0.last_stable_offset = _S8.unpack_from(buf, pos)
+    o0.partition_index, o0.error_code, o0.high_watermark, o0.last_stable_offset = _U8(buf, pos)
     pos += 22
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -349,17 +371,17 @@ def _r_PartitionData_4(buf: Any, pos: int) -> tuple[PartitionData, int]:
         o0.aborted_transactions = a1 = []
         for _ in range(n1):
             o1 = _new(AbortedTransaction)
-            o1.producer_id, o1.first_offset = _S6.unpack_from(buf, pos)
+            o1.producer_id, o1.first_offset = _U6(buf, pos)
             pos += 16
             o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.records, pos = _rbn(buf, pos)
+    o0.records, pos = _rrec(buf, pos, False, True)
     o0.unknown_tagged_fields = []
     return o0, pos
 
 
 def _w_PartitionData_5(o: PartitionData, out: bytearray) -> None:
-    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _P9(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     if o.diverging_epoch != _DEF_EpochEndOffset:
         raise EncodeError('attempted to write a non-default DivergingEpoch at version 5 of PartitionData')
     if o.current_leader != _DEF_LeaderIdAndEpoch:
@@ -375,7 +397,7 @@ def _w_PartitionData_5(o: PartitionData, out: bytearray) -> None:
             _w_AbortedTransaction_5(e1, out)
     if o.preferred_read_replica != -1:
         raise EncodeError('attempted to write a non-default PreferredReadReplica at version 5 of PartitionData')
-    _wbn(out, o.records)
+    _wrec(out, o.records, False)
 
 
 def _r_PartitionData_5(buf: Any, pos: int) -> tuple[PartitionData, int]:
@@ -385,7 +407,7 @@ def _r_PartitionData_5(buf: Any, pos: int) -> tuple[PartitionData, int]:
     o0.current_leader = LeaderIdAndEpoch()
     o0.snapshot_id = SnapshotId()
     o0.preferred_read_replica = -1
-    o0.partition_index, o0.error_code, o0.high_watermark, o0.last_stable_offset, o0.log_start_offset = _S9.unpack_from(buf, pos)
+    o0.partition_index, o0.error_code, o0.high_watermark, o0.last_stable_offset, o0.log_start_offset = _U9(buf, pos)
     pos += 30
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -397,17 +419,17 @@ def _r_PartitionData_5(buf: Any, pos: int) -> tuple[PartitionData, int]:
         o0.aborted_transactions = a1 = []
         for _ in range(n1):
             o1 = _new(AbortedTransaction)
-            o1.producer_id, o1.first_offset = _S6.unpack_from(buf, pos)
+            o1.producer_id, o1.first_offset = _U6(buf, pos)
             pos += 16
             o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.records, pos = _rbn(buf, pos)
+    o0.records, pos = _rrec(buf, pos, False, True)
     o0.unknown_tagged_fields = []
     return o0, pos
 
 
 def _w_PartitionData_6(o: PartitionData, out: bytearray) -> None:
-    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _P9(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     if o.diverging_epoch != _DEF_EpochEndOffset:
         raise EncodeError('attempted to write a non-default DivergingEpoch at version 6 of PartitionData')
     if o.current_leader != _DEF_LeaderIdAndEpoch:
@@ -423,12 +445,12 @@ def _w_PartitionData_6(o: PartitionData, out: bytearray) -> None:
             _w_AbortedTransaction_6(e1, out)
     if o.preferred_read_replica != -1:
         raise EncodeError('attempted to write a non-default PreferredReadReplica at version 6 of PartitionData')
-    _wbn(out, o.records)
+    _wrec(out, o.records, False)
 _r_PartitionData_6 = _r_PartitionData_5
 
 
 def _w_PartitionData_7(o: PartitionData, out: bytearray) -> None:
-    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _P9(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     if o.diverging_epoch != _DEF_EpochEndOffset:
         raise EncodeError('attempted to write a non-default DivergingEpoch at version 7 of PartitionData')
     if o.current_leader != _DEF_LeaderIdAndEpoch:
@@ -444,12 +466,12 @@ def _w_PartitionData_7(o: PartitionData, out: bytearray) -> None:
             _w_AbortedTransaction_7(e1, out)
     if o.preferred_read_replica != -1:
         raise EncodeError('attempted to write a non-default PreferredReadReplica at version 7 of PartitionData')
-    _wbn(out, o.records)
+    _wrec(out, o.records, False)
 _r_PartitionData_7 = _r_PartitionData_5
 
 
 def _w_PartitionData_8(o: PartitionData, out: bytearray) -> None:
-    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _P9(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     if o.diverging_epoch != _DEF_EpochEndOffset:
         raise EncodeError('attempted to write a non-default DivergingEpoch at version 8 of PartitionData')
     if o.current_leader != _DEF_LeaderIdAndEpoch:
@@ -465,12 +487,12 @@ def _w_PartitionData_8(o: PartitionData, out: bytearray) -> None:
             _w_AbortedTransaction_8(e1, out)
     if o.preferred_read_replica != -1:
         raise EncodeError('attempted to write a non-default PreferredReadReplica at version 8 of PartitionData')
-    _wbn(out, o.records)
+    _wrec(out, o.records, False)
 _r_PartitionData_8 = _r_PartitionData_5
 
 
 def _w_PartitionData_9(o: PartitionData, out: bytearray) -> None:
-    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _P9(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     if o.diverging_epoch != _DEF_EpochEndOffset:
         raise EncodeError('attempted to write a non-default DivergingEpoch at version 9 of PartitionData')
     if o.current_leader != _DEF_LeaderIdAndEpoch:
@@ -486,12 +508,12 @@ def _w_PartitionData_9(o: PartitionData, out: bytearray) -> None:
             _w_AbortedTransaction_9(e1, out)
     if o.preferred_read_replica != -1:
         raise EncodeError('attempted to write a non-default PreferredReadReplica at version 9 of PartitionData')
-    _wbn(out, o.records)
+    _wrec(out, o.records, False)
 _r_PartitionData_9 = _r_PartitionData_5
 
 
 def _w_PartitionData_10(o: PartitionData, out: bytearray) -> None:
-    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _P9(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     if o.diverging_epoch != _DEF_EpochEndOffset:
         raise EncodeError('attempted to write a non-default DivergingEpoch at version 10 of PartitionData')
     if o.current_leader != _DEF_LeaderIdAndEpoch:
@@ -507,12 +529,12 @@ def _w_PartitionData_10(o: PartitionData, out: bytearray) -> None:
             _w_AbortedTransaction_10(e1, out)
     if o.preferred_read_replica != -1:
         raise EncodeError('attempted to write a non-default PreferredReadReplica at version 10 of PartitionData')
-    _wbn(out, o.records)
+    _wrec(out, o.records, False)
 _r_PartitionData_10 = _r_PartitionData_5
 
 
 def _w_PartitionData_11(o: PartitionData, out: bytearray) -> None:
-    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _P9(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     if o.diverging_epoch != _DEF_EpochEndOffset:
         raise EncodeError('attempted to write a non-default DivergingEpoch at version 11 of PartitionData')
     if o.current_leader != _DEF_LeaderIdAndEpoch:
@@ -526,8 +548,8 @@ def _w_PartitionData_11(o: PartitionData, out: bytearray) -> None:
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_AbortedTransaction_11(e1, out)
-    out += _S10.pack(o.preferred_read_replica)
-    _wbn(out, o.records)
+    out += _P10(o.preferred_read_replica)
+    _wrec(out, o.records, False)
 
 
 def _r_PartitionData_11(buf: Any, pos: int) -> tuple[PartitionData, int]:
@@ -536,7 +558,7 @@ def _r_PartitionData_11(buf: Any, pos: int) -> tuple[PartitionData, int]:
     o0.diverging_epoch = EpochEndOffset()
     o0.current_leader = LeaderIdAndEpoch()
     o0.snapshot_id = SnapshotId()
-    o0.partition_index, o0.error_code, o0.high_watermark, o0.last_stable_offset, o0.log_start_offset = _S9.unpack_from(buf, pos)
+    o0.partition_index, o0.error_code, o0.high_watermark, o0.last_stable_offset, o0.log_start_offset = _U9(buf, pos)
     pos += 30
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -548,28 +570,32 @@ def _r_PartitionData_11(buf: Any, pos: int) -> tuple[PartitionData, int]:
         o0.aborted_transactions = a1 = []
         for _ in range(n1):
             o1 = _new(AbortedTransaction)
-            o1.producer_id, o1.first_offset = _S6.unpack_from(buf, pos)
+            o1.producer_id, o1.first_offset = _U6(buf, pos)
             pos += 16
             o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.preferred_read_replica, = _S10.unpack_from(buf, pos)
+    o0.preferred_read_replica, = _U10(buf, pos)
     pos += 4
-    o0.records, pos = _rbn(buf, pos)
+    o0.records, pos = _rrec(buf, pos, False, True)
     o0.unknown_tagged_fields = []
     return o0, pos
 
 
 def _w_PartitionData_12(o: PartitionData, out: bytearray) -> None:
-    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _P9(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     a1 = o.aborted_transactions
     if a1 is None:
         out.append(0)
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_AbortedTransaction_12(e1, out)
-    out += _S10.pack(o.preferred_read_replica)
-    _wcbn(out, o.records)
+    out += _P10(o.preferred_read_replica)
+    _wrec(out, o.records, True)
     tf = []
     if o.diverging_epoch != _DEF_EpochEndOffset:
         b = bytearray()
@@ -583,7 +609,10 @@ def _w_PartitionData_12(o: PartitionData, out: bytearray) -> None:
         b = bytearray()
         _w_SnapshotId_12(o.snapshot_id, b)
         tf.append((2, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_PartitionData_12(buf: Any, pos: int) -> tuple[PartitionData, int]:
@@ -592,7 +621,7 @@ def _r_PartitionData_12(buf: Any, pos: int) -> tuple[PartitionData, int]:
     o0.diverging_epoch = EpochEndOffset()
     o0.current_leader = LeaderIdAndEpoch()
     o0.snapshot_id = SnapshotId()
-    o0.partition_index, o0.error_code, o0.high_watermark, o0.last_stable_offset, o0.log_start_offset = _S9.unpack_from(buf, pos)
+    o0.partition_index, o0.error_code, o0.high_watermark, o0.last_stable_offset, o0.log_start_offset = _U9(buf, pos)
     pos += 30
     n1 = buf[pos] - 1
     pos += 1
@@ -607,16 +636,16 @@ def _r_PartitionData_12(buf: Any, pos: int) -> tuple[PartitionData, int]:
         o0.aborted_transactions = a1 = []
         for _ in range(n1):
             o1 = _new(AbortedTransaction)
-            o1.producer_id, o1.first_offset, tn1 = _S7.unpack_from(buf, pos)
+            o1.producer_id, o1.first_offset, tn1 = _U7(buf, pos)
             pos += 17
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
                 o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.preferred_read_replica, = _S10.unpack_from(buf, pos)
+    o0.preferred_read_replica, = _U10(buf, pos)
     pos += 4
-    o0.records, pos = _rcbn(buf, pos)
+    o0.records, pos = _rrec(buf, pos, True, True)
     tn0 = buf[pos]
     pos += 1
     if tn0:
@@ -628,7 +657,7 @@ def _r_PartitionData_12(buf: Any, pos: int) -> tuple[PartitionData, int]:
             end0 = pos + size0
             if tag0 == 0:
                 o1 = _new(EpochEndOffset)
-                o1.epoch, o1.end_offset, tn1 = _S1.unpack_from(buf, pos)
+                o1.epoch, o1.end_offset, tn1 = _U1(buf, pos)
                 pos += 13
                 if tn1:
                     o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -639,7 +668,7 @@ def _r_PartitionData_12(buf: Any, pos: int) -> tuple[PartitionData, int]:
                     raise DecodeError('tagged field DivergingEpoch has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             elif tag0 == 1:
                 o1 = _new(LeaderIdAndEpoch)
-                o1.leader_id, o1.leader_epoch, tn1 = _S3.unpack_from(buf, pos)
+                o1.leader_id, o1.leader_epoch, tn1 = _U3(buf, pos)
                 pos += 9
                 if tn1:
                     o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -650,7 +679,7 @@ def _r_PartitionData_12(buf: Any, pos: int) -> tuple[PartitionData, int]:
                     raise DecodeError('tagged field CurrentLeader has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             elif tag0 == 2:
                 o1 = _new(SnapshotId)
-                o1.end_offset, o1.epoch, tn1 = _S5.unpack_from(buf, pos)
+                o1.end_offset, o1.epoch, tn1 = _U5(buf, pos)
                 pos += 13
                 if tn1:
                     o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -669,16 +698,20 @@ def _r_PartitionData_12(buf: Any, pos: int) -> tuple[PartitionData, int]:
 
 
 def _w_PartitionData_13(o: PartitionData, out: bytearray) -> None:
-    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _P9(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     a1 = o.aborted_transactions
     if a1 is None:
         out.append(0)
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_AbortedTransaction_13(e1, out)
-    out += _S10.pack(o.preferred_read_replica)
-    _wcbn(out, o.records)
+    out += _P10(o.preferred_read_replica)
+    _wrec(out, o.records, True)
     tf = []
     if o.diverging_epoch != _DEF_EpochEndOffset:
         b = bytearray()
@@ -692,21 +725,28 @@ def _w_PartitionData_13(o: PartitionData, out: bytearray) -> None:
         b = bytearray()
         _w_SnapshotId_13(o.snapshot_id, b)
         tf.append((2, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 _r_PartitionData_13 = _r_PartitionData_12
 
 
 def _w_PartitionData_14(o: PartitionData, out: bytearray) -> None:
-    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _P9(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     a1 = o.aborted_transactions
     if a1 is None:
         out.append(0)
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_AbortedTransaction_14(e1, out)
-    out += _S10.pack(o.preferred_read_replica)
-    _wcbn(out, o.records)
+    out += _P10(o.preferred_read_replica)
+    _wrec(out, o.records, True)
     tf = []
     if o.diverging_epoch != _DEF_EpochEndOffset:
         b = bytearray()
@@ -720,21 +760,28 @@ def _w_PartitionData_14(o: PartitionData, out: bytearray) -> None:
         b = bytearray()
         _w_SnapshotId_14(o.snapshot_id, b)
         tf.append((2, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 _r_PartitionData_14 = _r_PartitionData_12
 
 
 def _w_PartitionData_15(o: PartitionData, out: bytearray) -> None:
-    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _P9(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     a1 = o.aborted_transactions
     if a1 is None:
         out.append(0)
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_AbortedTransaction_15(e1, out)
-    out += _S10.pack(o.preferred_read_replica)
-    _wcbn(out, o.records)
+    out += _P10(o.preferred_read_replica)
+    _wrec(out, o.records, True)
     tf = []
     if o.diverging_epoch != _DEF_EpochEndOffset:
         b = bytearray()
@@ -748,21 +795,28 @@ def _w_PartitionData_15(o: PartitionData, out: bytearray) -> None:
         b = bytearray()
         _w_SnapshotId_15(o.snapshot_id, b)
         tf.append((2, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 _r_PartitionData_15 = _r_PartitionData_12
 
 
 def _w_PartitionData_16(o: PartitionData, out: bytearray) -> None:
-    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _P9(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     a1 = o.aborted_transactions
     if a1 is None:
         out.append(0)
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_AbortedTransaction_16(e1, out)
-    out += _S10.pack(o.preferred_read_replica)
-    _wcbn(out, o.records)
+    out += _P10(o.preferred_read_replica)
+    _wrec(out, o.records, True)
     tf = []
     if o.diverging_epoch != _DEF_EpochEndOffset:
         b = bytearray()
@@ -776,21 +830,28 @@ def _w_PartitionData_16(o: PartitionData, out: bytearray) -> None:
         b = bytearray()
         _w_SnapshotId_16(o.snapshot_id, b)
         tf.append((2, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 _r_PartitionData_16 = _r_PartitionData_12
 
 
 def _w_PartitionData_17(o: PartitionData, out: bytearray) -> None:
-    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _P9(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     a1 = o.aborted_transactions
     if a1 is None:
         out.append(0)
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_AbortedTransaction_17(e1, out)
-    out += _S10.pack(o.preferred_read_replica)
-    _wcbn(out, o.records)
+    out += _P10(o.preferred_read_replica)
+    _wrec(out, o.records, True)
     tf = []
     if o.diverging_epoch != _DEF_EpochEndOffset:
         b = bytearray()
@@ -804,21 +865,28 @@ def _w_PartitionData_17(o: PartitionData, out: bytearray) -> None:
         b = bytearray()
         _w_SnapshotId_17(o.snapshot_id, b)
         tf.append((2, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 _r_PartitionData_17 = _r_PartitionData_12
 
 
 def _w_PartitionData_18(o: PartitionData, out: bytearray) -> None:
-    out += _S9.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    out += _P9(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     a1 = o.aborted_transactions
     if a1 is None:
         out.append(0)
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_AbortedTransaction_18(e1, out)
-    out += _S10.pack(o.preferred_read_replica)
-    _wcbn(out, o.records)
+    out += _P10(o.preferred_read_replica)
+    _wrec(out, o.records, True)
     tf = []
     if o.diverging_epoch != _DEF_EpochEndOffset:
         b = bytearray()
@@ -832,7 +900,10 @@ def _w_PartitionData_18(o: PartitionData, out: bytearray) -> None:
         b = bytearray()
         _w_SnapshotId_18(o.snapshot_id, b)
         tf.append((2, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 _r_PartitionData_18 = _r_PartitionData_12
 
 
@@ -869,7 +940,7 @@ def _r_FetchableTopicResponse_4(buf: Any, pos: int) -> tuple[FetchableTopicRespo
             o1.current_leader = LeaderIdAndEpoch()
             o1.snapshot_id = SnapshotId()
             o1.preferred_read_replica = -1
-            o1.partition_index, o1.error_code, o1.high_watermark, o1.last_stable_offset = _S8.unpack_from(buf, pos)
+            o1.partition_index, o1.error_code, o1.high_watermark, o1.last_stable_offset = _U8(buf, pos)
             pos += 22
             n2, = _I32.unpack_from(buf, pos)
             pos += 4
@@ -881,11 +952,11 @@ def _r_FetchableTopicResponse_4(buf: Any, pos: int) -> tuple[FetchableTopicRespo
                 o1.aborted_transactions = a2 = []
                 for _ in range(n2):
                     o2 = _new(AbortedTransaction)
-                    o2.producer_id, o2.first_offset = _S6.unpack_from(buf, pos)
+                    o2.producer_id, o2.first_offset = _U6(buf, pos)
                     pos += 16
                     o2.unknown_tagged_fields = []
                     a2.append(o2)
-            o1.records, pos = _rbn(buf, pos)
+            o1.records, pos = _rrec(buf, pos, False, True)
             o1.unknown_tagged_fields = []
             a1.append(o1)
     o0.unknown_tagged_fields = []
@@ -924,7 +995,7 @@ def _r_FetchableTopicResponse_5(buf: Any, pos: int) -> tuple[FetchableTopicRespo
             o1.current_leader = LeaderIdAndEpoch()
             o1.snapshot_id = SnapshotId()
             o1.preferred_read_replica = -1
-            o1.partition_index, o1.error_code, o1.high_watermark, o1.last_stable_offset, o1.log_start_offset = _S9.unpack_from(buf, pos)
+            o1.partition_index, o1.error_code, o1.high_watermark, o1.last_stable_offset, o1.log_start_offset = _U9(buf, pos)
             pos += 30
             n2, = _I32.unpack_from(buf, pos)
             pos += 4
@@ -936,11 +1007,11 @@ def _r_FetchableTopicResponse_5(buf: Any, pos: int) -> tuple[FetchableTopicRespo
                 o1.aborted_transactions = a2 = []
                 for _ in range(n2):
                     o2 = _new(AbortedTransaction)
-                    o2.producer_id, o2.first_offset = _S6.unpack_from(buf, pos)
+                    o2.producer_id, o2.first_offset = _U6(buf, pos)
                     pos += 16
                     o2.unknown_tagged_fields = []
                     a2.append(o2)
-            o1.records, pos = _rbn(buf, pos)
+            o1.records, pos = _rrec(buf, pos, False, True)
             o1.unknown_tagged_fields = []
             a1.append(o1)
     o0.unknown_tagged_fields = []
@@ -1048,7 +1119,7 @@ def _r_FetchableTopicResponse_11(buf: Any, pos: int) -> tuple[FetchableTopicResp
             o1.diverging_epoch = EpochEndOffset()
             o1.current_leader = LeaderIdAndEpoch()
             o1.snapshot_id = SnapshotId()
-            o1.partition_index, o1.error_code, o1.high_watermark, o1.last_stable_offset, o1.log_start_offset = _S9.unpack_from(buf, pos)
+            o1.partition_index, o1.error_code, o1.high_watermark, o1.last_stable_offset, o1.log_start_offset = _U9(buf, pos)
             pos += 30
             n2, = _I32.unpack_from(buf, pos)
             pos += 4
@@ -1060,13 +1131,13 @@ def _r_FetchableTopicResponse_11(buf: Any, pos: int) -> tuple[FetchableTopicResp
                 o1.aborted_transactions = a2 = []
                 for _ in range(n2):
                     o2 = _new(AbortedTransaction)
-                    o2.producer_id, o2.first_offset = _S6.unpack_from(buf, pos)
+                    o2.producer_id, o2.first_offset = _U6(buf, pos)
                     pos += 16
                     o2.unknown_tagged_fields = []
                     a2.append(o2)
-            o1.preferred_read_replica, = _S10.unpack_from(buf, pos)
+            o1.preferred_read_replica, = _U10(buf, pos)
             pos += 4
-            o1.records, pos = _rbn(buf, pos)
+            o1.records, pos = _rrec(buf, pos, False, True)
             o1.unknown_tagged_fields = []
             a1.append(o1)
     o0.unknown_tagged_fields = []
@@ -1081,7 +1152,11 @@ def _w_FetchableTopicResponse_12(o: FetchableTopicResponse, out: bytearray) -> N
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 12')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_12(e1, out)
     if o.unknown_tagged_fields:
@@ -1122,7 +1197,7 @@ def _r_FetchableTopicResponse_12(buf: Any, pos: int) -> tuple[FetchableTopicResp
             o1.diverging_epoch = EpochEndOffset()
             o1.current_leader = LeaderIdAndEpoch()
             o1.snapshot_id = SnapshotId()
-            o1.partition_index, o1.error_code, o1.high_watermark, o1.last_stable_offset, o1.log_start_offset = _S9.unpack_from(buf, pos)
+            o1.partition_index, o1.error_code, o1.high_watermark, o1.last_stable_offset, o1.log_start_offset = _U9(buf, pos)
             pos += 30
             n2 = buf[pos] - 1
             pos += 1
@@ -1137,16 +1212,16 @@ def _r_FetchableTopicResponse_12(buf: Any, pos: int) -> tuple[FetchableTopicResp
                 o1.aborted_transactions = a2 = []
                 for _ in range(n2):
                     o2 = _new(AbortedTransaction)
-                    o2.producer_id, o2.first_offset, tn2 = _S7.unpack_from(buf, pos)
+                    o2.producer_id, o2.first_offset, tn2 = _U7(buf, pos)
                     pos += 17
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
                         o2.unknown_tagged_fields = []
                     a2.append(o2)
-            o1.preferred_read_replica, = _S10.unpack_from(buf, pos)
+            o1.preferred_read_replica, = _U10(buf, pos)
             pos += 4
-            o1.records, pos = _rcbn(buf, pos)
+            o1.records, pos = _rrec(buf, pos, True, True)
             tn1 = buf[pos]
             pos += 1
             if tn1:
@@ -1158,7 +1233,7 @@ def _r_FetchableTopicResponse_12(buf: Any, pos: int) -> tuple[FetchableTopicResp
                     end1 = pos + size1
                     if tag1 == 0:
                         o2 = _new(EpochEndOffset)
-                        o2.epoch, o2.end_offset, tn2 = _S1.unpack_from(buf, pos)
+                        o2.epoch, o2.end_offset, tn2 = _U1(buf, pos)
                         pos += 13
                         if tn2:
                             o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1169,7 +1244,7 @@ def _r_FetchableTopicResponse_12(buf: Any, pos: int) -> tuple[FetchableTopicResp
                             raise DecodeError('tagged field DivergingEpoch has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
                     elif tag1 == 1:
                         o2 = _new(LeaderIdAndEpoch)
-                        o2.leader_id, o2.leader_epoch, tn2 = _S3.unpack_from(buf, pos)
+                        o2.leader_id, o2.leader_epoch, tn2 = _U3(buf, pos)
                         pos += 9
                         if tn2:
                             o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1180,7 +1255,7 @@ def _r_FetchableTopicResponse_12(buf: Any, pos: int) -> tuple[FetchableTopicResp
                             raise DecodeError('tagged field CurrentLeader has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
                     elif tag1 == 2:
                         o2 = _new(SnapshotId)
-                        o2.end_offset, o2.epoch, tn2 = _S5.unpack_from(buf, pos)
+                        o2.end_offset, o2.epoch, tn2 = _U5(buf, pos)
                         pos += 13
                         if tn2:
                             o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1206,12 +1281,16 @@ def _r_FetchableTopicResponse_12(buf: Any, pos: int) -> tuple[FetchableTopicResp
 
 
 def _w_FetchableTopicResponse_13(o: FetchableTopicResponse, out: bytearray) -> None:
-    out += _S11.pack(o.topic_id)
+    out += _P11(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 13')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_13(e1, out)
     if o.unknown_tagged_fields:
@@ -1224,9 +1303,9 @@ def _r_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResp
     blen = len(buf)
     o0 = _new(FetchableTopicResponse)
     o0.topic = ''
-    u0, = _S11.unpack_from(buf, pos)
+    u0, = _U11(buf, pos)
     pos += 16
-    o0.topic_id = _bnew(Uuid, u0)
+    o0.topic_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1243,7 +1322,7 @@ def _r_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResp
             o1.diverging_epoch = EpochEndOffset()
             o1.current_leader = LeaderIdAndEpoch()
             o1.snapshot_id = SnapshotId()
-            o1.partition_index, o1.error_code, o1.high_watermark, o1.last_stable_offset, o1.log_start_offset = _S9.unpack_from(buf, pos)
+            o1.partition_index, o1.error_code, o1.high_watermark, o1.last_stable_offset, o1.log_start_offset = _U9(buf, pos)
             pos += 30
             n2 = buf[pos] - 1
             pos += 1
@@ -1258,16 +1337,16 @@ def _r_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResp
                 o1.aborted_transactions = a2 = []
                 for _ in range(n2):
                     o2 = _new(AbortedTransaction)
-                    o2.producer_id, o2.first_offset, tn2 = _S7.unpack_from(buf, pos)
+                    o2.producer_id, o2.first_offset, tn2 = _U7(buf, pos)
                     pos += 17
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
                         o2.unknown_tagged_fields = []
                     a2.append(o2)
-            o1.preferred_read_replica, = _S10.unpack_from(buf, pos)
+            o1.preferred_read_replica, = _U10(buf, pos)
             pos += 4
-            o1.records, pos = _rcbn(buf, pos)
+            o1.records, pos = _rrec(buf, pos, True, True)
             tn1 = buf[pos]
             pos += 1
             if tn1:
@@ -1279,7 +1358,7 @@ def _r_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResp
                     end1 = pos + size1
                     if tag1 == 0:
                         o2 = _new(EpochEndOffset)
-                        o2.epoch, o2.end_offset, tn2 = _S1.unpack_from(buf, pos)
+                        o2.epoch, o2.end_offset, tn2 = _U1(buf, pos)
                         pos += 13
                         if tn2:
                             o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1290,7 +1369,7 @@ def _r_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResp
                             raise DecodeError('tagged field DivergingEpoch has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
                     elif tag1 == 1:
                         o2 = _new(LeaderIdAndEpoch)
-                        o2.leader_id, o2.leader_epoch, tn2 = _S3.unpack_from(buf, pos)
+                        o2.leader_id, o2.leader_epoch, tn2 = _U3(buf, pos)
                         pos += 9
                         if tn2:
                             o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1301,7 +1380,7 @@ def _r_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResp
                             raise DecodeError('tagged field CurrentLeader has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
                     elif tag1 == 2:
                         o2 = _new(SnapshotId)
-                        o2.end_offset, o2.epoch, tn2 = _S5.unpack_from(buf, pos)
+                        o2.end_offset, o2.epoch, tn2 = _U5(buf, pos)
                         pos += 13
                         if tn2:
                             o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1327,12 +1406,16 @@ def _r_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResp
 
 
 def _w_FetchableTopicResponse_14(o: FetchableTopicResponse, out: bytearray) -> None:
-    out += _S11.pack(o.topic_id)
+    out += _P11(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 14')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_14(e1, out)
     if o.unknown_tagged_fields:
@@ -1343,12 +1426,16 @@ _r_FetchableTopicResponse_14 = _r_FetchableTopicResponse_13
 
 
 def _w_FetchableTopicResponse_15(o: FetchableTopicResponse, out: bytearray) -> None:
-    out += _S11.pack(o.topic_id)
+    out += _P11(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 15')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_15(e1, out)
     if o.unknown_tagged_fields:
@@ -1359,12 +1446,16 @@ _r_FetchableTopicResponse_15 = _r_FetchableTopicResponse_13
 
 
 def _w_FetchableTopicResponse_16(o: FetchableTopicResponse, out: bytearray) -> None:
-    out += _S11.pack(o.topic_id)
+    out += _P11(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 16')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_16(e1, out)
     if o.unknown_tagged_fields:
@@ -1375,12 +1466,16 @@ _r_FetchableTopicResponse_16 = _r_FetchableTopicResponse_13
 
 
 def _w_FetchableTopicResponse_17(o: FetchableTopicResponse, out: bytearray) -> None:
-    out += _S11.pack(o.topic_id)
+    out += _P11(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 17')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_17(e1, out)
     if o.unknown_tagged_fields:
@@ -1391,12 +1486,16 @@ _r_FetchableTopicResponse_17 = _r_FetchableTopicResponse_13
 
 
 def _w_FetchableTopicResponse_18(o: FetchableTopicResponse, out: bytearray) -> None:
-    out += _S11.pack(o.topic_id)
+    out += _P11(o.topic_id)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 18')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_18(e1, out)
     if o.unknown_tagged_fields:
@@ -1407,11 +1506,11 @@ _r_FetchableTopicResponse_18 = _r_FetchableTopicResponse_13
 
 
 def _w_NodeEndpoint_16(o: NodeEndpoint, out: bytearray) -> None:
-    out += _S10.pack(o.node_id)
+    out += _P10(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 16')
     _wcs(out, o.host)
-    out += _S10.pack(o.port)
+    out += _P10(o.port)
     _wcsn(out, o.rack)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -1422,7 +1521,7 @@ def _w_NodeEndpoint_16(o: NodeEndpoint, out: bytearray) -> None:
 def _r_NodeEndpoint_16(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
     blen = len(buf)
     o0 = _new(NodeEndpoint)
-    o0.node_id, = _S10.unpack_from(buf, pos)
+    o0.node_id, = _U10(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -1436,7 +1535,7 @@ def _r_NodeEndpoint_16(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
         o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.port, = _S10.unpack_from(buf, pos)
+    o0.port, = _U10(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -1460,11 +1559,11 @@ def _r_NodeEndpoint_16(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
 
 
 def _w_NodeEndpoint_17(o: NodeEndpoint, out: bytearray) -> None:
-    out += _S10.pack(o.node_id)
+    out += _P10(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 17')
     _wcs(out, o.host)
-    out += _S10.pack(o.port)
+    out += _P10(o.port)
     _wcsn(out, o.rack)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -1474,11 +1573,11 @@ _r_NodeEndpoint_17 = _r_NodeEndpoint_16
 
 
 def _w_NodeEndpoint_18(o: NodeEndpoint, out: bytearray) -> None:
-    out += _S10.pack(o.node_id)
+    out += _P10(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 18')
     _wcs(out, o.host)
-    out += _S10.pack(o.port)
+    out += _P10(o.port)
     _wcsn(out, o.rack)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -1488,7 +1587,7 @@ _r_NodeEndpoint_18 = _r_NodeEndpoint_16
 
 
 def _w_FetchResponse_4(o: FetchResponse, out: bytearray) -> None:
-    out += _S10.pack(o.throttle_time_ms)
+    out += _P10(o.throttle_time_ms)
     if o.session_id != 0:
         raise EncodeError('attempted to write a non-default SessionId at version 4 of FetchResponse')
     a1 = o.responses
@@ -1508,7 +1607,7 @@ def _r_FetchResponse_4(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     o0.error_code = 0
     o0.session_id = 0
     o0.node_endpoints = []
-    o0.throttle_time_ms, = _S10.unpack_from(buf, pos)
+    o0.throttle_time_ms, = _U10(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1537,7 +1636,7 @@ def _r_FetchResponse_4(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     o2.current_leader = LeaderIdAndEpoch()
                     o2.snapshot_id = SnapshotId()
                     o2.preferred_read_replica = -1
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset = _S8.unpack_from(buf, pos)
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset = _U8(buf, pos)
                     pos += 22
                     n3, = _I32.unpack_from(buf, pos)
                     pos += 4
@@ -1549,11 +1648,11 @@ def _r_FetchResponse_4(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                         o2.aborted_transactions = a3 = []
                         for _ in range(n3):
                             o3 = _new(AbortedTransaction)
-                            o3.producer_id, o3.first_offset = _S6.unpack_from(buf, pos)
+                            o3.producer_id, o3.first_offset = _U6(buf, pos)
                             pos += 16
                             o3.unknown_tagged_fields = []
                             a3.append(o3)
-                    o2.records, pos = _rbn(buf, pos)
+                    o2.records, pos = _rrec(buf, pos, False, True)
                     o2.unknown_tagged_fields = []
                     a2.append(o2)
             o1.unknown_tagged_fields = []
@@ -1563,7 +1662,7 @@ def _r_FetchResponse_4(buf: Any, pos: int) -> tuple[FetchResponse, int]:
 
 
 def _w_FetchResponse_5(o: FetchResponse, out: bytearray) -> None:
-    out += _S10.pack(o.throttle_time_ms)
+    out += _P10(o.throttle_time_ms)
     if o.session_id != 0:
         raise EncodeError('attempted to write a non-default SessionId at version 5 of FetchResponse')
     a1 = o.responses
@@ -1583,7 +1682,7 @@ def _r_FetchResponse_5(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     o0.error_code = 0
     o0.session_id = 0
     o0.node_endpoints = []
-    o0.throttle_time_ms, = _S10.unpack_from(buf, pos)
+    o0.throttle_time_ms, = _U10(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1611,7 +1710,7 @@ def _r_FetchResponse_5(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     o2.current_leader = LeaderIdAndEpoch()
                     o2.snapshot_id = SnapshotId()
                     o2.preferred_read_replica = -1
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _S9.unpack_from(buf, pos)
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _U9(buf, pos)
                     pos += 30
                     n3, = _I32.unpack_from(buf, pos)
                     pos += 4
@@ -1623,11 +1722,11 @@ def _r_FetchResponse_5(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                         o2.aborted_transactions = a3 = []
                         for _ in range(n3):
                             o3 = _new(AbortedTransaction)
-                            o3.producer_id, o3.first_offset = _S6.unpack_from(buf, pos)
+                            o3.producer_id, o3.first_offset = _U6(buf, pos)
                             pos += 16
                             o3.unknown_tagged_fields = []
                             a3.append(o3)
-                    o2.records, pos = _rbn(buf, pos)
+                    o2.records, pos = _rrec(buf, pos, False, True)
                     o2.unknown_tagged_fields = []
                     a2.append(o2)
             o1.unknown_tagged_fields = []
@@ -1637,7 +1736,7 @@ def _r_FetchResponse_5(buf: Any, pos: int) -> tuple[FetchResponse, int]:
 
 
 def _w_FetchResponse_6(o: FetchResponse, out: bytearray) -> None:
-    out += _S10.pack(o.throttle_time_ms)
+    out += _P10(o.throttle_time_ms)
     if o.session_id != 0:
         raise EncodeError('attempted to write a non-default SessionId at version 6 of FetchResponse')
     a1 = o.responses
@@ -1653,7 +1752,7 @@ _r_FetchResponse_6 = _r_FetchResponse_5
 
 
 def _w_FetchResponse_7(o: FetchResponse, out: bytearray) -> None:
-    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _P12(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 7')
@@ -1669,7 +1768,7 @@ def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     blen = len(buf)
     o0 = _new(FetchResponse)
     o0.node_endpoints = []
-    o0.throttle_time_ms, o0.error_code, o0.session_id = _S12.unpack_from(buf, pos)
+    o0.throttle_time_ms, o0.error_code, o0.session_id = _U12(buf, pos)
     pos += 10
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1697,7 +1796,7 @@ def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     o2.current_leader = LeaderIdAndEpoch()
                     o2.snapshot_id = SnapshotId()
                     o2.preferred_read_replica = -1
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _S9.unpack_from(buf, pos)
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _U9(buf, pos)
                     pos += 30
                     n3, = _I32.unpack_from(buf, pos)
                     pos += 4
@@ -1709,11 +1808,11 @@ def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                         o2.aborted_transactions = a3 = []
                         for _ in range(n3):
                             o3 = _new(AbortedTransaction)
-                            o3.producer_id, o3.first_offset = _S6.unpack_from(buf, pos)
+                            o3.producer_id, o3.first_offset = _U6(buf, pos)
                             pos += 16
                             o3.unknown_tagged_fields = []
                             a3.append(o3)
-                    o2.records, pos = _rbn(buf, pos)
+                    o2.records, pos = _rrec(buf, pos, False, True)
                     o2.unknown_tagged_fields = []
                     a2.append(o2)
             o1.unknown_tagged_fields = []
@@ -1723,7 +1822,7 @@ def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
 
 
 def _w_FetchResponse_8(o: FetchResponse, out: bytearray) -> None:
-    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _P12(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 8')
@@ -1737,7 +1836,7 @@ _r_FetchResponse_8 = _r_FetchResponse_7
 
 
 def _w_FetchResponse_9(o: FetchResponse, out: bytearray) -> None:
-    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _P12(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 9')
@@ -1751,7 +1850,7 @@ _r_FetchResponse_9 = _r_FetchResponse_7
 
 
 def _w_FetchResponse_10(o: FetchResponse, out: bytearray) -> None:
-    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _P12(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 10')
@@ -1765,7 +1864,7 @@ _r_FetchResponse_10 = _r_FetchResponse_7
 
 
 def _w_FetchResponse_11(o: FetchResponse, out: bytearray) -> None:
-    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _P12(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 11')
@@ -1781,7 +1880,7 @@ def _r_FetchResponse_11(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     blen = len(buf)
     o0 = _new(FetchResponse)
     o0.node_endpoints = []
-    o0.throttle_time_ms, o0.error_code, o0.session_id = _S12.unpack_from(buf, pos)
+    o0.throttle_time_ms, o0.error_code, o0.session_id = _U12(buf, pos)
     pos += 10
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1808,7 +1907,7 @@ def _r_FetchResponse_11(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     o2.diverging_epoch = EpochEndOffset()
                     o2.current_leader = LeaderIdAndEpoch()
                     o2.snapshot_id = SnapshotId()
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _S9.unpack_from(buf, pos)
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _U9(buf, pos)
                     pos += 30
                     n3, = _I32.unpack_from(buf, pos)
                     pos += 4
@@ -1820,13 +1919,13 @@ def _r_FetchResponse_11(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                         o2.aborted_transactions = a3 = []
                         for _ in range(n3):
                             o3 = _new(AbortedTransaction)
-                            o3.producer_id, o3.first_offset = _S6.unpack_from(buf, pos)
+                            o3.producer_id, o3.first_offset = _U6(buf, pos)
                             pos += 16
                             o3.unknown_tagged_fields = []
                             a3.append(o3)
-                    o2.preferred_read_replica, = _S10.unpack_from(buf, pos)
+                    o2.preferred_read_replica, = _U10(buf, pos)
                     pos += 4
-                    o2.records, pos = _rbn(buf, pos)
+                    o2.records, pos = _rrec(buf, pos, False, True)
                     o2.unknown_tagged_fields = []
                     a2.append(o2)
             o1.unknown_tagged_fields = []
@@ -1836,12 +1935,16 @@ def _r_FetchResponse_11(buf: Any, pos: int) -> tuple[FetchResponse, int]:
 
 
 def _w_FetchResponse_12(o: FetchResponse, out: bytearray) -> None:
-    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _P12(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 12')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchableTopicResponse_12(e1, out)
     if o.node_endpoints != []:
@@ -1856,7 +1959,7 @@ def _r_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     blen = len(buf)
     o0 = _new(FetchResponse)
     o0.node_endpoints = []
-    o0.throttle_time_ms, o0.error_code, o0.session_id = _S12.unpack_from(buf, pos)
+    o0.throttle_time_ms, o0.error_code, o0.session_id = _U12(buf, pos)
     pos += 10
     n1 = buf[pos] - 1
     pos += 1
@@ -1900,7 +2003,7 @@ def _r_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     o2.diverging_epoch = EpochEndOffset()
                     o2.current_leader = LeaderIdAndEpoch()
                     o2.snapshot_id = SnapshotId()
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _S9.unpack_from(buf, pos)
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _U9(buf, pos)
                     pos += 30
                     n3 = buf[pos] - 1
                     pos += 1
@@ -1915,16 +2018,16 @@ def _r_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                         o2.aborted_transactions = a3 = []
                         for _ in range(n3):
                             o3 = _new(AbortedTransaction)
-                            o3.producer_id, o3.first_offset, tn3 = _S7.unpack_from(buf, pos)
+                            o3.producer_id, o3.first_offset, tn3 = _U7(buf, pos)
                             pos += 17
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
                                 o3.unknown_tagged_fields = []
                             a3.append(o3)
-                    o2.preferred_read_replica, = _S10.unpack_from(buf, pos)
+                    o2.preferred_read_replica, = _U10(buf, pos)
                     pos += 4
-                    o2.records, pos = _rcbn(buf, pos)
+                    o2.records, pos = _rrec(buf, pos, True, True)
                     tn2 = buf[pos]
                     pos += 1
                     if tn2:
@@ -1936,7 +2039,7 @@ def _r_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             end2 = pos + size2
                             if tag2 == 0:
                                 o3 = _new(EpochEndOffset)
-                                o3.epoch, o3.end_offset, tn3 = _S1.unpack_from(buf, pos)
+                                o3.epoch, o3.end_offset, tn3 = _U1(buf, pos)
                                 pos += 13
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1947,7 +2050,7 @@ def _r_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     raise DecodeError('tagged field DivergingEpoch has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
                             elif tag2 == 1:
                                 o3 = _new(LeaderIdAndEpoch)
-                                o3.leader_id, o3.leader_epoch, tn3 = _S3.unpack_from(buf, pos)
+                                o3.leader_id, o3.leader_epoch, tn3 = _U3(buf, pos)
                                 pos += 9
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1958,7 +2061,7 @@ def _r_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     raise DecodeError('tagged field CurrentLeader has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
                             elif tag2 == 2:
                                 o3 = _new(SnapshotId)
-                                o3.end_offset, o3.epoch, tn3 = _S5.unpack_from(buf, pos)
+                                o3.end_offset, o3.epoch, tn3 = _U5(buf, pos)
                                 pos += 13
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -2002,12 +2105,16 @@ def _r_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
 
 
 def _w_FetchResponse_13(o: FetchResponse, out: bytearray) -> None:
-    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _P12(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 13')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchableTopicResponse_13(e1, out)
     if o.node_endpoints != []:
@@ -2022,7 +2129,7 @@ def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     blen = len(buf)
     o0 = _new(FetchResponse)
     o0.node_endpoints = []
-    o0.throttle_time_ms, o0.error_code, o0.session_id = _S12.unpack_from(buf, pos)
+    o0.throttle_time_ms, o0.error_code, o0.session_id = _U12(buf, pos)
     pos += 10
     n1 = buf[pos] - 1
     pos += 1
@@ -2038,9 +2145,9 @@ def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         for _ in range(n1):
             o1 = _new(FetchableTopicResponse)
             o1.topic = ''
-            u0, = _S11.unpack_from(buf, pos)
+            u0, = _U11(buf, pos)
             pos += 16
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2057,7 +2164,7 @@ def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     o2.diverging_epoch = EpochEndOffset()
                     o2.current_leader = LeaderIdAndEpoch()
                     o2.snapshot_id = SnapshotId()
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _S9.unpack_from(buf, pos)
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _U9(buf, pos)
                     pos += 30
                     n3 = buf[pos] - 1
                     pos += 1
@@ -2072,16 +2179,16 @@ def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                         o2.aborted_transactions = a3 = []
                         for _ in range(n3):
                             o3 = _new(AbortedTransaction)
-                            o3.producer_id, o3.first_offset, tn3 = _S7.unpack_from(buf, pos)
+                            o3.producer_id, o3.first_offset, tn3 = _U7(buf, pos)
                             pos += 17
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
                                 o3.unknown_tagged_fields = []
                             a3.append(o3)
-                    o2.preferred_read_replica, = _S10.unpack_from(buf, pos)
+                    o2.preferred_read_replica, = _U10(buf, pos)
                     pos += 4
-                    o2.records, pos = _rcbn(buf, pos)
+                    o2.records, pos = _rrec(buf, pos, True, True)
                     tn2 = buf[pos]
                     pos += 1
                     if tn2:
@@ -2093,7 +2200,7 @@ def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             end2 = pos + size2
                             if tag2 == 0:
                                 o3 = _new(EpochEndOffset)
-                                o3.epoch, o3.end_offset, tn3 = _S1.unpack_from(buf, pos)
+                                o3.epoch, o3.end_offset, tn3 = _U1(buf, pos)
                                 pos += 13
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -2104,7 +2211,7 @@ def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     raise DecodeError('tagged field DivergingEpoch has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
                             elif tag2 == 1:
                                 o3 = _new(LeaderIdAndEpoch)
-                                o3.leader_id, o3.leader_epoch, tn3 = _S3.unpack_from(buf, pos)
+                                o3.leader_id, o3.leader_epoch, tn3 = _U3(buf, pos)
                                 pos += 9
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -2115,7 +2222,7 @@ def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     raise DecodeError('tagged field CurrentLeader has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
                             elif tag2 == 2:
                                 o3 = _new(SnapshotId)
-                                o3.end_offset, o3.epoch, tn3 = _S5.unpack_from(buf, pos)
+                                o3.end_offset, o3.epoch, tn3 = _U5(buf, pos)
                                 pos += 13
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -2159,12 +2266,16 @@ def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
 
 
 def _w_FetchResponse_14(o: FetchResponse, out: bytearray) -> None:
-    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _P12(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 14')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchableTopicResponse_14(e1, out)
     if o.node_endpoints != []:
@@ -2179,7 +2290,7 @@ def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     blen = len(buf)
     o0 = _new(FetchResponse)
     o0.node_endpoints = []
-    o0.throttle_time_ms, o0.error_code, o0.session_id = _S12.unpack_from(buf, pos)
+    o0.throttle_time_ms, o0.error_code, o0.session_id = _U12(buf, pos)
     pos += 10
     n1 = buf[pos] - 1
     pos += 1
@@ -2195,9 +2306,9 @@ def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         for _ in range(n1):
             o1 = _new(FetchableTopicResponse)
             o1.topic = ''
-            u0, = _S11.unpack_from(buf, pos)
+            u0, = _U11(buf, pos)
             pos += 16
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2214,7 +2325,7 @@ def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     o2.diverging_epoch = EpochEndOffset()
                     o2.current_leader = LeaderIdAndEpoch()
                     o2.snapshot_id = SnapshotId()
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _S9.unpack_from(buf, pos)
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _U9(buf, pos)
                     pos += 30
                     n3 = buf[pos] - 1
                     pos += 1
@@ -2229,16 +2340,16 @@ def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                         o2.aborted_transactions = a3 = []
                         for _ in range(n3):
                             o3 = _new(AbortedTransaction)
-                            o3.producer_id, o3.first_offset, tn3 = _S7.unpack_from(buf, pos)
+                            o3.producer_id, o3.first_offset, tn3 = _U7(buf, pos)
                             pos += 17
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
                                 o3.unknown_tagged_fields = []
                             a3.append(o3)
-                    o2.preferred_read_replica, = _S10.unpack_from(buf, pos)
+                    o2.preferred_read_replica, = _U10(buf, pos)
                     pos += 4
-                    o2.records, pos = _rcbn(buf, pos)
+                    o2.records, pos = _rrec(buf, pos, True, True)
                     tn2 = buf[pos]
                     pos += 1
                     if tn2:
@@ -2250,7 +2361,7 @@ def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             end2 = pos + size2
                             if tag2 == 0:
                                 o3 = _new(EpochEndOffset)
-                                o3.epoch, o3.end_offset, tn3 = _S1.unpack_from(buf, pos)
+                                o3.epoch, o3.end_offset, tn3 = _U1(buf, pos)
                                 pos += 13
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -2261,7 +2372,7 @@ def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     raise DecodeError('tagged field DivergingEpoch has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
                             elif tag2 == 1:
                                 o3 = _new(LeaderIdAndEpoch)
-                                o3.leader_id, o3.leader_epoch, tn3 = _S3.unpack_from(buf, pos)
+                                o3.leader_id, o3.leader_epoch, tn3 = _U3(buf, pos)
                                 pos += 9
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -2272,7 +2383,7 @@ def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     raise DecodeError('tagged field CurrentLeader has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
                             elif tag2 == 2:
                                 o3 = _new(SnapshotId)
-                                o3.end_offset, o3.epoch, tn3 = _S5.unpack_from(buf, pos)
+                                o3.end_offset, o3.epoch, tn3 = _U5(buf, pos)
                                 pos += 13
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -2316,12 +2427,16 @@ def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
 
 
 def _w_FetchResponse_15(o: FetchResponse, out: bytearray) -> None:
-    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _P12(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 15')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchableTopicResponse_15(e1, out)
     if o.node_endpoints != []:
@@ -2336,7 +2451,7 @@ def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     blen = len(buf)
     o0 = _new(FetchResponse)
     o0.node_endpoints = []
-    o0.throttle_time_ms, o0.error_code, o0.session_id = _S12.unpack_from(buf, pos)
+    o0.throttle_time_ms, o0.error_code, o0.session_id = _U12(buf, pos)
     pos += 10
     n1 = buf[pos] - 1
     pos += 1
@@ -2352,9 +2467,9 @@ def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         for _ in range(n1):
             o1 = _new(FetchableTopicResponse)
             o1.topic = ''
-            u0, = _S11.unpack_from(buf, pos)
+            u0, = _U11(buf, pos)
             pos += 16
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2371,7 +2486,7 @@ def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     o2.diverging_epoch = EpochEndOffset()
                     o2.current_leader = LeaderIdAndEpoch()
                     o2.snapshot_id = SnapshotId()
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _S9.unpack_from(buf, pos)
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _U9(buf, pos)
                     pos += 30
                     n3 = buf[pos] - 1
                     pos += 1
@@ -2386,16 +2501,16 @@ def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                         o2.aborted_transactions = a3 = []
                         for _ in range(n3):
                             o3 = _new(AbortedTransaction)
-                            o3.producer_id, o3.first_offset, tn3 = _S7.unpack_from(buf, pos)
+                            o3.producer_id, o3.first_offset, tn3 = _U7(buf, pos)
                             pos += 17
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
                                 o3.unknown_tagged_fields = []
                             a3.append(o3)
-                    o2.preferred_read_replica, = _S10.unpack_from(buf, pos)
+                    o2.preferred_read_replica, = _U10(buf, pos)
                     pos += 4
-                    o2.records, pos = _rcbn(buf, pos)
+                    o2.records, pos = _rrec(buf, pos, True, True)
                     tn2 = buf[pos]
                     pos += 1
                     if tn2:
@@ -2407,7 +2522,7 @@ def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             end2 = pos + size2
                             if tag2 == 0:
                                 o3 = _new(EpochEndOffset)
-                                o3.epoch, o3.end_offset, tn3 = _S1.unpack_from(buf, pos)
+                                o3.epoch, o3.end_offset, tn3 = _U1(buf, pos)
                                 pos += 13
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -2418,7 +2533,7 @@ def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     raise DecodeError('tagged field DivergingEpoch has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
                             elif tag2 == 1:
                                 o3 = _new(LeaderIdAndEpoch)
-                                o3.leader_id, o3.leader_epoch, tn3 = _S3.unpack_from(buf, pos)
+                                o3.leader_id, o3.leader_epoch, tn3 = _U3(buf, pos)
                                 pos += 9
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -2429,7 +2544,7 @@ def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     raise DecodeError('tagged field CurrentLeader has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
                             elif tag2 == 2:
                                 o3 = _new(SnapshotId)
-                                o3.end_offset, o3.epoch, tn3 = _S5.unpack_from(buf, pos)
+                                o3.end_offset, o3.epoch, tn3 = _U5(buf, pos)
                                 pos += 13
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -2473,12 +2588,16 @@ def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
 
 
 def _w_FetchResponse_16(o: FetchResponse, out: bytearray) -> None:
-    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _P12(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 16')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchableTopicResponse_16(e1, out)
     tf = []
@@ -2488,18 +2607,25 @@ def _w_FetchResponse_16(o: FetchResponse, out: bytearray) -> None:
         if a1 is None:
             raise EncodeError('NodeEndpoints is not nullable at version 16')
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
                 _w_NodeEndpoint_16(e1, b)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     blen = len(buf)
     o0 = _new(FetchResponse)
     o0.node_endpoints = []
-    o0.throttle_time_ms, o0.error_code, o0.session_id = _S12.unpack_from(buf, pos)
+    o0.throttle_time_ms, o0.error_code, o0.session_id = _U12(buf, pos)
     pos += 10
     n1 = buf[pos] - 1
     pos += 1
@@ -2515,9 +2641,9 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         for _ in range(n1):
             o1 = _new(FetchableTopicResponse)
             o1.topic = ''
-            u0, = _S11.unpack_from(buf, pos)
+            u0, = _U11(buf, pos)
             pos += 16
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2534,7 +2660,7 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     o2.diverging_epoch = EpochEndOffset()
                     o2.current_leader = LeaderIdAndEpoch()
                     o2.snapshot_id = SnapshotId()
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _S9.unpack_from(buf, pos)
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset = _U9(buf, pos)
                     pos += 30
                     n3 = buf[pos] - 1
                     pos += 1
@@ -2549,16 +2675,16 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                         o2.aborted_transactions = a3 = []
                         for _ in range(n3):
                             o3 = _new(AbortedTransaction)
-                            o3.producer_id, o3.first_offset, tn3 = _S7.unpack_from(buf, pos)
+                            o3.producer_id, o3.first_offset, tn3 = _U7(buf, pos)
                             pos += 17
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
                                 o3.unknown_tagged_fields = []
                             a3.append(o3)
-                    o2.preferred_read_replica, = _S10.unpack_from(buf, pos)
+                    o2.preferred_read_replica, = _U10(buf, pos)
                     pos += 4
-                    o2.records, pos = _rcbn(buf, pos)
+                    o2.records, pos = _rrec(buf, pos, True, True)
                     tn2 = buf[pos]
                     pos += 1
                     if tn2:
@@ -2570,7 +2696,7 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             end2 = pos + size2
                             if tag2 == 0:
                                 o3 = _new(EpochEndOffset)
-                                o3.epoch, o3.end_offset, tn3 = _S1.unpack_from(buf, pos)
+                                o3.epoch, o3.end_offset, tn3 = _U1(buf, pos)
                                 pos += 13
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -2581,7 +2707,7 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     raise DecodeError('tagged field DivergingEpoch has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
                             elif tag2 == 1:
                                 o3 = _new(LeaderIdAndEpoch)
-                                o3.leader_id, o3.leader_epoch, tn3 = _S3.unpack_from(buf, pos)
+                                o3.leader_id, o3.leader_epoch, tn3 = _U3(buf, pos)
                                 pos += 9
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -2592,7 +2718,7 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     raise DecodeError('tagged field CurrentLeader has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
                             elif tag2 == 2:
                                 o3 = _new(SnapshotId)
-                                o3.end_offset, o3.epoch, tn3 = _S5.unpack_from(buf, pos)
+                                o3.end_offset, o3.epoch, tn3 = _U5(buf, pos)
                                 pos += 13
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -2638,7 +2764,7 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     o0.node_endpoints = a1 = []
                     for _ in range(n1):
                         o1 = _new(NodeEndpoint)
-                        o1.node_id, = _S10.unpack_from(buf, pos)
+                        o1.node_id, = _U10(buf, pos)
                         pos += 4
                         sn = buf[pos]
                         pos += 1
@@ -2652,7 +2778,7 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                             o1.host = str(buf[pos:se], 'utf-8')
                             pos = se
-                        o1.port, = _S10.unpack_from(buf, pos)
+                        o1.port, = _U10(buf, pos)
                         pos += 4
                         sn = buf[pos]
                         pos += 1
@@ -2685,12 +2811,16 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
 
 
 def _w_FetchResponse_17(o: FetchResponse, out: bytearray) -> None:
-    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _P12(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 17')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchableTopicResponse_17(e1, out)
     tf = []
@@ -2700,21 +2830,32 @@ def _w_FetchResponse_17(o: FetchResponse, out: bytearray) -> None:
         if a1 is None:
             raise EncodeError('NodeEndpoints is not nullable at version 17')
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
                 _w_NodeEndpoint_17(e1, b)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 _r_FetchResponse_17 = _r_FetchResponse_16
 
 
 def _w_FetchResponse_18(o: FetchResponse, out: bytearray) -> None:
-    out += _S12.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    out += _P12(o.throttle_time_ms, o.error_code, o.session_id)
     a1 = o.responses
     if a1 is None:
         raise EncodeError('Responses is not nullable at version 18')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FetchableTopicResponse_18(e1, out)
     tf = []
@@ -2724,11 +2865,18 @@ def _w_FetchResponse_18(o: FetchResponse, out: bytearray) -> None:
         if a1 is None:
             raise EncodeError('NodeEndpoints is not nullable at version 18')
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
                 _w_NodeEndpoint_18(e1, b)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 _r_FetchResponse_18 = _r_FetchResponse_16
 
 EpochEndOffset.SPEC_NAME = 'FetchResponse'

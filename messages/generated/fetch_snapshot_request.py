@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -93,12 +97,19 @@ _S2 = Struct('>ii')
 _S3 = Struct('>q')
 _S4 = Struct('>qB')
 _S5 = Struct('>16s')
+_P0 = _S0.pack
+_P2 = _S2.pack
+_P3 = _S3.pack
+_P5 = _S5.pack
+_U1 = _S1.unpack_from
+_U2 = _S2.unpack_from
+_U4 = _S4.unpack_from
+_U5 = _S5.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_SnapshotId_0(o: SnapshotId, out: bytearray) -> None:
-    out += _S0.pack(o.end_offset, o.epoch)
+    out += _P0(o.end_offset, o.epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -108,7 +119,7 @@ def _w_SnapshotId_0(o: SnapshotId, out: bytearray) -> None:
 def _r_SnapshotId_0(buf: Any, pos: int) -> tuple[SnapshotId, int]:
     blen = len(buf)
     o0 = _new(SnapshotId)
-    o0.end_offset, o0.epoch, tn0 = _S1.unpack_from(buf, pos)
+    o0.end_offset, o0.epoch, tn0 = _U1(buf, pos)
     pos += 13
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -120,9 +131,9 @@ _r_SnapshotId_1 = _r_SnapshotId_0
 
 
 def _w_PartitionSnapshot_0(o: PartitionSnapshot, out: bytearray) -> None:
-    out += _S2.pack(o.partition, o.current_leader_epoch)
+    out += _P2(o.partition, o.current_leader_epoch)
     _w_SnapshotId_0(o.snapshot_id, out)
-    out += _S3.pack(o.position)
+    out += _P3(o.position)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -133,17 +144,17 @@ def _r_PartitionSnapshot_0(buf: Any, pos: int) -> tuple[PartitionSnapshot, int]:
     blen = len(buf)
     o0 = _new(PartitionSnapshot)
     o0.replica_directory_id = ZERO_UUID
-    o0.partition, o0.current_leader_epoch = _S2.unpack_from(buf, pos)
+    o0.partition, o0.current_leader_epoch = _U2(buf, pos)
     pos += 8
     o1 = _new(SnapshotId)
-    o1.end_offset, o1.epoch, tn1 = _S1.unpack_from(buf, pos)
+    o1.end_offset, o1.epoch, tn1 = _U1(buf, pos)
     pos += 13
     if tn1:
         o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
         o1.unknown_tagged_fields = []
     o0.snapshot_id = o1
-    o0.position, tn0 = _S4.unpack_from(buf, pos)
+    o0.position, tn0 = _U4(buf, pos)
     pos += 9
     if tn0:
         if tn0 >= 0x80:
@@ -164,32 +175,35 @@ def _r_PartitionSnapshot_0(buf: Any, pos: int) -> tuple[PartitionSnapshot, int]:
 
 
 def _w_PartitionSnapshot_1(o: PartitionSnapshot, out: bytearray) -> None:
-    out += _S2.pack(o.partition, o.current_leader_epoch)
+    out += _P2(o.partition, o.current_leader_epoch)
     _w_SnapshotId_1(o.snapshot_id, out)
-    out += _S3.pack(o.position)
+    out += _P3(o.position)
     tf = []
     if o.replica_directory_id != ZERO_UUID:
         b = bytearray()
-        b += _S5.pack(o.replica_directory_id)
+        b += _P5(o.replica_directory_id)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_PartitionSnapshot_1(buf: Any, pos: int) -> tuple[PartitionSnapshot, int]:
     blen = len(buf)
     o0 = _new(PartitionSnapshot)
     o0.replica_directory_id = ZERO_UUID
-    o0.partition, o0.current_leader_epoch = _S2.unpack_from(buf, pos)
+    o0.partition, o0.current_leader_epoch = _U2(buf, pos)
     pos += 8
     o1 = _new(SnapshotId)
-    o1.end_offset, o1.epoch, tn1 = _S1.unpack_from(buf, pos)
+    o1.end_offset, o1.epoch, tn1 = _U1(buf, pos)
     pos += 13
     if tn1:
         o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
         o1.unknown_tagged_fields = []
     o0.snapshot_id = o1
-    o0.position, tn0 = _S4.unpack_from(buf, pos)
+    o0.position, tn0 = _U4(buf, pos)
     pos += 9
     if tn0:
         if tn0 >= 0x80:
@@ -199,8 +213,8 @@ def _r_PartitionSnapshot_1(buf: Any, pos: int) -> tuple[PartitionSnapshot, int]:
             tag0, size0, pos = _rtag(buf, pos)
             end0 = pos + size0
             if tag0 == 0:
-                u0, = _S5.unpack_from(buf, pos)
-                o0.replica_directory_id = _bnew(Uuid, u0)
+                u0, = _U5(buf, pos)
+                o0.replica_directory_id = _ug(u0) or _ui(u0)
                 pos += 16
                 if pos != end0:
                     raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -221,7 +235,11 @@ def _w_TopicSnapshot_0(o: TopicSnapshot, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionSnapshot_0(e1, out)
     if o.unknown_tagged_fields:
@@ -259,17 +277,17 @@ def _r_TopicSnapshot_0(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
         for _ in range(n1):
             o1 = _new(PartitionSnapshot)
             o1.replica_directory_id = ZERO_UUID
-            o1.partition, o1.current_leader_epoch = _S2.unpack_from(buf, pos)
+            o1.partition, o1.current_leader_epoch = _U2(buf, pos)
             pos += 8
             o2 = _new(SnapshotId)
-            o2.end_offset, o2.epoch, tn2 = _S1.unpack_from(buf, pos)
+            o2.end_offset, o2.epoch, tn2 = _U1(buf, pos)
             pos += 13
             if tn2:
                 o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
                 o2.unknown_tagged_fields = []
             o1.snapshot_id = o2
-            o1.position, tn1 = _S4.unpack_from(buf, pos)
+            o1.position, tn1 = _U4(buf, pos)
             pos += 9
             if tn1:
                 if tn1 >= 0x80:
@@ -304,7 +322,11 @@ def _w_TopicSnapshot_1(o: TopicSnapshot, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionSnapshot_1(e1, out)
     if o.unknown_tagged_fields:
@@ -342,17 +364,17 @@ def _r_TopicSnapshot_1(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
         for _ in range(n1):
             o1 = _new(PartitionSnapshot)
             o1.replica_directory_id = ZERO_UUID
-            o1.partition, o1.current_leader_epoch = _S2.unpack_from(buf, pos)
+            o1.partition, o1.current_leader_epoch = _U2(buf, pos)
             pos += 8
             o2 = _new(SnapshotId)
-            o2.end_offset, o2.epoch, tn2 = _S1.unpack_from(buf, pos)
+            o2.end_offset, o2.epoch, tn2 = _U1(buf, pos)
             pos += 13
             if tn2:
                 o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
                 o2.unknown_tagged_fields = []
             o1.snapshot_id = o2
-            o1.position, tn1 = _S4.unpack_from(buf, pos)
+            o1.position, tn1 = _U4(buf, pos)
             pos += 9
             if tn1:
                 if tn1 >= 0x80:
@@ -362,8 +384,8 @@ def _r_TopicSnapshot_1(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
                     tag1, size1, pos = _rtag(buf, pos)
                     end1 = pos + size1
                     if tag1 == 0:
-                        u0, = _S5.unpack_from(buf, pos)
-                        o1.replica_directory_id = _bnew(Uuid, u0)
+                        u0, = _U5(buf, pos)
+                        o1.replica_directory_id = _ug(u0) or _ui(u0)
                         pos += 16
                         if pos != end1:
                             raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
@@ -384,12 +406,16 @@ def _r_TopicSnapshot_1(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
 
 
 def _w_FetchSnapshotRequest_0(o: FetchSnapshotRequest, out: bytearray) -> None:
-    out += _S2.pack(o.replica_id, o.max_bytes)
+    out += _P2(o.replica_id, o.max_bytes)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_TopicSnapshot_0(e1, out)
     tf = []
@@ -397,14 +423,17 @@ def _w_FetchSnapshotRequest_0(o: FetchSnapshotRequest, out: bytearray) -> None:
         b = bytearray()
         _wcsn(b, o.cluster_id)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest, int]:
     blen = len(buf)
     o0 = _new(FetchSnapshotRequest)
     o0.cluster_id = None
-    o0.replica_id, o0.max_bytes = _S2.unpack_from(buf, pos)
+    o0.replica_id, o0.max_bytes = _U2(buf, pos)
     pos += 8
     n1 = buf[pos] - 1
     pos += 1
@@ -445,17 +474,17 @@ def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                 for _ in range(n2):
                     o2 = _new(PartitionSnapshot)
                     o2.replica_directory_id = ZERO_UUID
-                    o2.partition, o2.current_leader_epoch = _S2.unpack_from(buf, pos)
+                    o2.partition, o2.current_leader_epoch = _U2(buf, pos)
                     pos += 8
                     o3 = _new(SnapshotId)
-                    o3.end_offset, o3.epoch, tn3 = _S1.unpack_from(buf, pos)
+                    o3.end_offset, o3.epoch, tn3 = _U1(buf, pos)
                     pos += 13
                     if tn3:
                         o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
                         o3.unknown_tagged_fields = []
                     o2.snapshot_id = o3
-                    o2.position, tn2 = _S4.unpack_from(buf, pos)
+                    o2.position, tn2 = _U4(buf, pos)
                     pos += 9
                     if tn2:
                         if tn2 >= 0x80:
@@ -514,12 +543,16 @@ def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
 
 
 def _w_FetchSnapshotRequest_1(o: FetchSnapshotRequest, out: bytearray) -> None:
-    out += _S2.pack(o.replica_id, o.max_bytes)
+    out += _P2(o.replica_id, o.max_bytes)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_TopicSnapshot_1(e1, out)
     tf = []
@@ -527,14 +560,17 @@ def _w_FetchSnapshotRequest_1(o: FetchSnapshotRequest, out: bytearray) -> None:
         b = bytearray()
         _wcsn(b, o.cluster_id)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest, int]:
     blen = len(buf)
     o0 = _new(FetchSnapshotRequest)
     o0.cluster_id = None
-    o0.replica_id, o0.max_bytes = _S2.unpack_from(buf, pos)
+    o0.replica_id, o0.max_bytes = _U2(buf, pos)
     pos += 8
     n1 = buf[pos] - 1
     pos += 1
@@ -575,17 +611,17 @@ def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                 for _ in range(n2):
                     o2 = _new(PartitionSnapshot)
                     o2.replica_directory_id = ZERO_UUID
-                    o2.partition, o2.current_leader_epoch = _S2.unpack_from(buf, pos)
+                    o2.partition, o2.current_leader_epoch = _U2(buf, pos)
                     pos += 8
                     o3 = _new(SnapshotId)
-                    o3.end_offset, o3.epoch, tn3 = _S1.unpack_from(buf, pos)
+                    o3.end_offset, o3.epoch, tn3 = _U1(buf, pos)
                     pos += 13
                     if tn3:
                         o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
                         o3.unknown_tagged_fields = []
                     o2.snapshot_id = o3
-                    o2.position, tn2 = _S4.unpack_from(buf, pos)
+                    o2.position, tn2 = _U4(buf, pos)
                     pos += 9
                     if tn2:
                         if tn2 >= 0x80:
@@ -595,8 +631,8 @@ def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                             tag2, size2, pos = _rtag(buf, pos)
                             end2 = pos + size2
                             if tag2 == 0:
-                                u0, = _S5.unpack_from(buf, pos)
-                                o2.replica_directory_id = _bnew(Uuid, u0)
+                                u0, = _U5(buf, pos)
+                                o2.replica_directory_id = _ug(u0) or _ui(u0)
                                 pos += 16
                                 if pos != end2:
                                     raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))

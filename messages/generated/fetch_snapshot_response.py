@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -68,7 +72,7 @@ class PartitionSnapshot(Message):
     current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)  # Leader id and epoch known to the responder.
     size: int = 0  # Snapshot length in bytes.
     position: int = 0  # Byte position in the snapshot of the returned data.
-    unaligned_records: bytes = b''  # Raw snapshot bytes; may cut through record batches.
+    unaligned_records: bytes | memoryview = b''  # Raw snapshot bytes; may cut through record batches.
     unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
 
 
@@ -119,12 +123,23 @@ _S5 = Struct('>qq')
 _S6 = Struct('>i')
 _S7 = Struct('>H')
 _S8 = Struct('>HB')
+_P0 = _S0.pack
+_P2 = _S2.pack
+_P4 = _S4.pack
+_P5 = _S5.pack
+_P6 = _S6.pack
+_P7 = _S7.pack
+_U1 = _S1.unpack_from
+_U3 = _S3.unpack_from
+_U4 = _S4.unpack_from
+_U5 = _S5.unpack_from
+_U6 = _S6.unpack_from
+_U8 = _S8.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_SnapshotId_0(o: SnapshotId, out: bytearray) -> None:
-    out += _S0.pack(o.end_offset, o.epoch)
+    out += _P0(o.end_offset, o.epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -134,7 +149,7 @@ def _w_SnapshotId_0(o: SnapshotId, out: bytearray) -> None:
 def _r_SnapshotId_0(buf: Any, pos: int) -> tuple[SnapshotId, int]:
     blen = len(buf)
     o0 = _new(SnapshotId)
-    o0.end_offset, o0.epoch, tn0 = _S1.unpack_from(buf, pos)
+    o0.end_offset, o0.epoch, tn0 = _U1(buf, pos)
     pos += 13
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -146,7 +161,7 @@ _r_SnapshotId_1 = _r_SnapshotId_0
 
 
 def _w_LeaderIdAndEpoch_0(o: LeaderIdAndEpoch, out: bytearray) -> None:
-    out += _S2.pack(o.leader_id, o.leader_epoch)
+    out += _P2(o.leader_id, o.leader_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -156,7 +171,7 @@ def _w_LeaderIdAndEpoch_0(o: LeaderIdAndEpoch, out: bytearray) -> None:
 def _r_LeaderIdAndEpoch_0(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
     blen = len(buf)
     o0 = _new(LeaderIdAndEpoch)
-    o0.leader_id, o0.leader_epoch, tn0 = _S3.unpack_from(buf, pos)
+    o0.leader_id, o0.leader_epoch, tn0 = _U3(buf, pos)
     pos += 9
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -168,37 +183,40 @@ _r_LeaderIdAndEpoch_1 = _r_LeaderIdAndEpoch_0
 
 
 def _w_PartitionSnapshot_0(o: PartitionSnapshot, out: bytearray) -> None:
-    out += _S4.pack(o.index, o.error_code)
+    out += _P4(o.index, o.error_code)
     _w_SnapshotId_0(o.snapshot_id, out)
-    out += _S5.pack(o.size, o.position)
+    out += _P5(o.size, o.position)
     if o.unaligned_records is None:
         raise EncodeError('UnalignedRecords is not nullable at version 0')
-    _wcb(out, o.unaligned_records)
+    _wrec(out, o.unaligned_records, True)
     tf = []
     if o.current_leader != _DEF_LeaderIdAndEpoch:
         b = bytearray()
         _w_LeaderIdAndEpoch_0(o.current_leader, b)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_PartitionSnapshot_0(buf: Any, pos: int) -> tuple[PartitionSnapshot, int]:
     blen = len(buf)
     o0 = _new(PartitionSnapshot)
     o0.current_leader = LeaderIdAndEpoch()
-    o0.index, o0.error_code = _S4.unpack_from(buf, pos)
+    o0.index, o0.error_code = _U4(buf, pos)
     pos += 6
     o1 = _new(SnapshotId)
-    o1.end_offset, o1.epoch, tn1 = _S1.unpack_from(buf, pos)
+    o1.end_offset, o1.epoch, tn1 = _U1(buf, pos)
     pos += 13
     if tn1:
         o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
         o1.unknown_tagged_fields = []
     o0.snapshot_id = o1
-    o0.size, o0.position = _S5.unpack_from(buf, pos)
+    o0.size, o0.position = _U5(buf, pos)
     pos += 16
-    o0.unaligned_records, pos = _rcb(buf, pos)
+    o0.unaligned_records, pos = _rrec(buf, pos, True, False)
     tn0 = buf[pos]
     pos += 1
     if tn0:
@@ -210,7 +228,7 @@ def _r_PartitionSnapshot_0(buf: Any, pos: int) -> tuple[PartitionSnapshot, int]:
             end0 = pos + size0
             if tag0 == 0:
                 o1 = _new(LeaderIdAndEpoch)
-                o1.leader_id, o1.leader_epoch, tn1 = _S3.unpack_from(buf, pos)
+                o1.leader_id, o1.leader_epoch, tn1 = _U3(buf, pos)
                 pos += 9
                 if tn1:
                     o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -229,18 +247,21 @@ def _r_PartitionSnapshot_0(buf: Any, pos: int) -> tuple[PartitionSnapshot, int]:
 
 
 def _w_PartitionSnapshot_1(o: PartitionSnapshot, out: bytearray) -> None:
-    out += _S4.pack(o.index, o.error_code)
+    out += _P4(o.index, o.error_code)
     _w_SnapshotId_1(o.snapshot_id, out)
-    out += _S5.pack(o.size, o.position)
+    out += _P5(o.size, o.position)
     if o.unaligned_records is None:
         raise EncodeError('UnalignedRecords is not nullable at version 1')
-    _wcb(out, o.unaligned_records)
+    _wrec(out, o.unaligned_records, True)
     tf = []
     if o.current_leader != _DEF_LeaderIdAndEpoch:
         b = bytearray()
         _w_LeaderIdAndEpoch_1(o.current_leader, b)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 _r_PartitionSnapshot_1 = _r_PartitionSnapshot_0
 
 
@@ -252,7 +273,11 @@ def _w_TopicSnapshot_0(o: TopicSnapshot, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionSnapshot_0(e1, out)
     if o.unknown_tagged_fields:
@@ -290,19 +315,19 @@ def _r_TopicSnapshot_0(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
         for _ in range(n1):
             o1 = _new(PartitionSnapshot)
             o1.current_leader = LeaderIdAndEpoch()
-            o1.index, o1.error_code = _S4.unpack_from(buf, pos)
+            o1.index, o1.error_code = _U4(buf, pos)
             pos += 6
             o2 = _new(SnapshotId)
-            o2.end_offset, o2.epoch, tn2 = _S1.unpack_from(buf, pos)
+            o2.end_offset, o2.epoch, tn2 = _U1(buf, pos)
             pos += 13
             if tn2:
                 o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
                 o2.unknown_tagged_fields = []
             o1.snapshot_id = o2
-            o1.size, o1.position = _S5.unpack_from(buf, pos)
+            o1.size, o1.position = _U5(buf, pos)
             pos += 16
-            o1.unaligned_records, pos = _rcb(buf, pos)
+            o1.unaligned_records, pos = _rrec(buf, pos, True, False)
             tn1 = buf[pos]
             pos += 1
             if tn1:
@@ -314,7 +339,7 @@ def _r_TopicSnapshot_0(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
                     end1 = pos + size1
                     if tag1 == 0:
                         o2 = _new(LeaderIdAndEpoch)
-                        o2.leader_id, o2.leader_epoch, tn2 = _S3.unpack_from(buf, pos)
+                        o2.leader_id, o2.leader_epoch, tn2 = _U3(buf, pos)
                         pos += 9
                         if tn2:
                             o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -347,7 +372,11 @@ def _w_TopicSnapshot_1(o: TopicSnapshot, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionSnapshot_1(e1, out)
     if o.unknown_tagged_fields:
@@ -358,11 +387,11 @@ _r_TopicSnapshot_1 = _r_TopicSnapshot_0
 
 
 def _w_NodeEndpoint_1(o: NodeEndpoint, out: bytearray) -> None:
-    out += _S6.pack(o.node_id)
+    out += _P6(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 1')
     _wcs(out, o.host)
-    out += _S7.pack(o.port)
+    out += _P7(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -372,7 +401,7 @@ def _w_NodeEndpoint_1(o: NodeEndpoint, out: bytearray) -> None:
 def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
     blen = len(buf)
     o0 = _new(NodeEndpoint)
-    o0.node_id, = _S6.unpack_from(buf, pos)
+    o0.node_id, = _U6(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -386,7 +415,7 @@ def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
         o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.port, tn0 = _S8.unpack_from(buf, pos)
+    o0.port, tn0 = _U8(buf, pos)
     pos += 3
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -396,12 +425,16 @@ def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
 
 
 def _w_FetchSnapshotResponse_0(o: FetchSnapshotResponse, out: bytearray) -> None:
-    out += _S4.pack(o.throttle_time_ms, o.error_code)
+    out += _P4(o.throttle_time_ms, o.error_code)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_TopicSnapshot_0(e1, out)
     if o.node_endpoints != []:
@@ -416,7 +449,7 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
     blen = len(buf)
     o0 = _new(FetchSnapshotResponse)
     o0.node_endpoints = []
-    o0.throttle_time_ms, o0.error_code = _S4.unpack_from(buf, pos)
+    o0.throttle_time_ms, o0.error_code = _U4(buf, pos)
     pos += 6
     n1 = buf[pos] - 1
     pos += 1
@@ -457,19 +490,19 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                 for _ in range(n2):
                     o2 = _new(PartitionSnapshot)
                     o2.current_leader = LeaderIdAndEpoch()
-                    o2.index, o2.error_code = _S4.unpack_from(buf, pos)
+                    o2.index, o2.error_code = _U4(buf, pos)
                     pos += 6
                     o3 = _new(SnapshotId)
-                    o3.end_offset, o3.epoch, tn3 = _S1.unpack_from(buf, pos)
+                    o3.end_offset, o3.epoch, tn3 = _U1(buf, pos)
                     pos += 13
                     if tn3:
                         o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
                         o3.unknown_tagged_fields = []
                     o2.snapshot_id = o3
-                    o2.size, o2.position = _S5.unpack_from(buf, pos)
+                    o2.size, o2.position = _U5(buf, pos)
                     pos += 16
-                    o2.unaligned_records, pos = _rcb(buf, pos)
+                    o2.unaligned_records, pos = _rrec(buf, pos, True, False)
                     tn2 = buf[pos]
                     pos += 1
                     if tn2:
@@ -481,7 +514,7 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                             end2 = pos + size2
                             if tag2 == 0:
                                 o3 = _new(LeaderIdAndEpoch)
-                                o3.leader_id, o3.leader_epoch, tn3 = _S3.unpack_from(buf, pos)
+                                o3.leader_id, o3.leader_epoch, tn3 = _U3(buf, pos)
                                 pos += 9
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -525,12 +558,16 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
 
 
 def _w_FetchSnapshotResponse_1(o: FetchSnapshotResponse, out: bytearray) -> None:
-    out += _S4.pack(o.throttle_time_ms, o.error_code)
+    out += _P4(o.throttle_time_ms, o.error_code)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_TopicSnapshot_1(e1, out)
     tf = []
@@ -540,18 +577,25 @@ def _w_FetchSnapshotResponse_1(o: FetchSnapshotResponse, out: bytearray) -> None
         if a1 is None:
             raise EncodeError('NodeEndpoints is not nullable at version 1')
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
                 _w_NodeEndpoint_1(e1, b)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotResponse, int]:
     blen = len(buf)
     o0 = _new(FetchSnapshotResponse)
     o0.node_endpoints = []
-    o0.throttle_time_ms, o0.error_code = _S4.unpack_from(buf, pos)
+    o0.throttle_time_ms, o0.error_code = _U4(buf, pos)
     pos += 6
     n1 = buf[pos] - 1
     pos += 1
@@ -592,19 +636,19 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                 for _ in range(n2):
                     o2 = _new(PartitionSnapshot)
                     o2.current_leader = LeaderIdAndEpoch()
-                    o2.index, o2.error_code = _S4.unpack_from(buf, pos)
+                    o2.index, o2.error_code = _U4(buf, pos)
                     pos += 6
                     o3 = _new(SnapshotId)
-                    o3.end_offset, o3.epoch, tn3 = _S1.unpack_from(buf, pos)
+                    o3.end_offset, o3.epoch, tn3 = _U1(buf, pos)
                     pos += 13
                     if tn3:
                         o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
                         o3.unknown_tagged_fields = []
                     o2.snapshot_id = o3
-                    o2.size, o2.position = _S5.unpack_from(buf, pos)
+                    o2.size, o2.position = _U5(buf, pos)
                     pos += 16
-                    o2.unaligned_records, pos = _rcb(buf, pos)
+                    o2.unaligned_records, pos = _rrec(buf, pos, True, False)
                     tn2 = buf[pos]
                     pos += 1
                     if tn2:
@@ -616,7 +660,7 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                             end2 = pos + size2
                             if tag2 == 0:
                                 o3 = _new(LeaderIdAndEpoch)
-                                o3.leader_id, o3.leader_epoch, tn3 = _S3.unpack_from(buf, pos)
+                                o3.leader_id, o3.leader_epoch, tn3 = _U3(buf, pos)
                                 pos += 9
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -662,7 +706,7 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                     o0.node_endpoints = a1 = []
                     for _ in range(n1):
                         o1 = _new(NodeEndpoint)
-                        o1.node_id, = _S6.unpack_from(buf, pos)
+                        o1.node_id, = _U6(buf, pos)
                         pos += 4
                         sn = buf[pos]
                         pos += 1
@@ -676,7 +720,7 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                                 raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                             o1.host = str(buf[pos:se], 'utf-8')
                             pos = se
-                        o1.port, tn1 = _S8.unpack_from(buf, pos)
+                        o1.port, tn1 = _U8(buf, pos)
                         pos += 3
                         if tn1:
                             o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

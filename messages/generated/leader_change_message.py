@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -69,12 +73,17 @@ _S1 = Struct('>iB')
 _S2 = Struct('>i16s')
 _S3 = Struct('>i16sB')
 _S4 = Struct('>hi')
+_P0 = _S0.pack
+_P2 = _S2.pack
+_P4 = _S4.pack
+_U1 = _S1.unpack_from
+_U3 = _S3.unpack_from
+_U4 = _S4.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_Voter_0(o: Voter, out: bytearray) -> None:
-    out += _S0.pack(o.voter_id)
+    out += _P0(o.voter_id)
     if o.voter_directory_id != ZERO_UUID:
         raise EncodeError('attempted to write a non-default VoterDirectoryId at version 0 of Voter')
     if o.unknown_tagged_fields:
@@ -87,7 +96,7 @@ def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
     blen = len(buf)
     o0 = _new(Voter)
     o0.voter_directory_id = ZERO_UUID
-    o0.voter_id, tn0 = _S1.unpack_from(buf, pos)
+    o0.voter_id, tn0 = _U1(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -97,7 +106,7 @@ def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
 
 
 def _w_Voter_1(o: Voter, out: bytearray) -> None:
-    out += _S2.pack(o.voter_id, o.voter_directory_id)
+    out += _P2(o.voter_id, o.voter_directory_id)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -107,9 +116,9 @@ def _w_Voter_1(o: Voter, out: bytearray) -> None:
 def _r_Voter_1(buf: Any, pos: int) -> tuple[Voter, int]:
     blen = len(buf)
     o0 = _new(Voter)
-    o0.voter_id, u0, tn0 = _S3.unpack_from(buf, pos)
+    o0.voter_id, u0, tn0 = _U3(buf, pos)
     pos += 21
-    o0.voter_directory_id = _bnew(Uuid, u0)
+    o0.voter_directory_id = _ug(u0) or _ui(u0)
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
@@ -118,19 +127,27 @@ def _r_Voter_1(buf: Any, pos: int) -> tuple[Voter, int]:
 
 
 def _w_LeaderChangeMessage_0(o: LeaderChangeMessage, out: bytearray) -> None:
-    out += _S4.pack(o.version_, o.leader_id)
+    out += _P4(o.version_, o.leader_id)
     a1 = o.voters
     if a1 is None:
         raise EncodeError('Voters is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Voter_0(e1, out)
     a1 = o.granting_voters
     if a1 is None:
         raise EncodeError('GrantingVoters is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Voter_0(e1, out)
     if o.unknown_tagged_fields:
@@ -142,7 +159,7 @@ def _w_LeaderChangeMessage_0(o: LeaderChangeMessage, out: bytearray) -> None:
 def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, int]:
     blen = len(buf)
     o0 = _new(LeaderChangeMessage)
-    o0.version_, o0.leader_id = _S4.unpack_from(buf, pos)
+    o0.version_, o0.leader_id = _U4(buf, pos)
     pos += 6
     n1 = buf[pos] - 1
     pos += 1
@@ -158,7 +175,7 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
         for _ in range(n1):
             o1 = _new(Voter)
             o1.voter_directory_id = ZERO_UUID
-            o1.voter_id, tn1 = _S1.unpack_from(buf, pos)
+            o1.voter_id, tn1 = _U1(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -179,7 +196,7 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
         for _ in range(n1):
             o1 = _new(Voter)
             o1.voter_directory_id = ZERO_UUID
-            o1.voter_id, tn1 = _S1.unpack_from(buf, pos)
+            o1.voter_id, tn1 = _U1(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -196,19 +213,27 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
 
 
 def _w_LeaderChangeMessage_1(o: LeaderChangeMessage, out: bytearray) -> None:
-    out += _S4.pack(o.version_, o.leader_id)
+    out += _P4(o.version_, o.leader_id)
     a1 = o.voters
     if a1 is None:
         raise EncodeError('Voters is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Voter_1(e1, out)
     a1 = o.granting_voters
     if a1 is None:
         raise EncodeError('GrantingVoters is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Voter_1(e1, out)
     if o.unknown_tagged_fields:
@@ -220,7 +245,7 @@ def _w_LeaderChangeMessage_1(o: LeaderChangeMessage, out: bytearray) -> None:
 def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, int]:
     blen = len(buf)
     o0 = _new(LeaderChangeMessage)
-    o0.version_, o0.leader_id = _S4.unpack_from(buf, pos)
+    o0.version_, o0.leader_id = _U4(buf, pos)
     pos += 6
     n1 = buf[pos] - 1
     pos += 1
@@ -235,9 +260,9 @@ def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
         o0.voters = a1 = []
         for _ in range(n1):
             o1 = _new(Voter)
-            o1.voter_id, u0, tn1 = _S3.unpack_from(buf, pos)
+            o1.voter_id, u0, tn1 = _U3(buf, pos)
             pos += 21
-            o1.voter_directory_id = _bnew(Uuid, u0)
+            o1.voter_directory_id = _ug(u0) or _ui(u0)
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
@@ -256,9 +281,9 @@ def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
         o0.granting_voters = a1 = []
         for _ in range(n1):
             o1 = _new(Voter)
-            o1.voter_id, u0, tn1 = _S3.unpack_from(buf, pos)
+            o1.voter_id, u0, tn1 = _U3(buf, pos)
             pos += 21
-            o1.voter_directory_id = _bnew(Uuid, u0)
+            o1.voter_directory_id = _ug(u0) or _ui(u0)
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:

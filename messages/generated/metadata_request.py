@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -69,8 +73,15 @@ _S1 = Struct('>?')
 _S2 = Struct('>???')
 _S3 = Struct('>???B')
 _S4 = Struct('>??B')
+_P0 = _S0.pack
+_P1 = _S1.pack
+_P2 = _S2.pack
+_U0 = _S0.unpack_from
+_U1 = _S1.unpack_from
+_U2 = _S2.unpack_from
+_U3 = _S3.unpack_from
+_U4 = _S4.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_MetadataRequestTopic_0(o: MetadataRequestTopic, out: bytearray) -> None:
@@ -180,7 +191,7 @@ def _r_MetadataRequestTopic_9(buf: Any, pos: int) -> tuple[MetadataRequestTopic,
 
 
 def _w_MetadataRequestTopic_10(o: MetadataRequestTopic, out: bytearray) -> None:
-    out += _S0.pack(o.topic_id)
+    out += _P0(o.topic_id)
     _wcsn(out, o.name)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -191,9 +202,9 @@ def _w_MetadataRequestTopic_10(o: MetadataRequestTopic, out: bytearray) -> None:
 def _r_MetadataRequestTopic_10(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
     blen = len(buf)
     o0 = _new(MetadataRequestTopic)
-    u0, = _S0.unpack_from(buf, pos)
+    u0, = _U0(buf, pos)
     pos += 16
-    o0.topic_id = _bnew(Uuid, u0)
+    o0.topic_id = _ug(u0) or _ui(u0)
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -343,7 +354,7 @@ def _w_MetadataRequest_4(o: MetadataRequest, out: bytearray) -> None:
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_MetadataRequestTopic_4(e1, out)
-    out += _S1.pack(o.allow_auto_topic_creation)
+    out += _P1(o.allow_auto_topic_creation)
     if o.include_cluster_authorized_operations != False:
         raise EncodeError('attempted to write a non-default IncludeClusterAuthorizedOperations at version 4 of MetadataRequest')
     if o.include_topic_authorized_operations != False:
@@ -369,7 +380,7 @@ def _r_MetadataRequest_4(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
             o1.name, pos = _rs(buf, pos)
             o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.allow_auto_topic_creation, = _S1.unpack_from(buf, pos)
+    o0.allow_auto_topic_creation, = _U1(buf, pos)
     pos += 1
     o0.unknown_tagged_fields = []
     return o0, pos
@@ -383,7 +394,7 @@ def _w_MetadataRequest_5(o: MetadataRequest, out: bytearray) -> None:
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_MetadataRequestTopic_5(e1, out)
-    out += _S1.pack(o.allow_auto_topic_creation)
+    out += _P1(o.allow_auto_topic_creation)
     if o.include_cluster_authorized_operations != False:
         raise EncodeError('attempted to write a non-default IncludeClusterAuthorizedOperations at version 5 of MetadataRequest')
     if o.include_topic_authorized_operations != False:
@@ -399,7 +410,7 @@ def _w_MetadataRequest_6(o: MetadataRequest, out: bytearray) -> None:
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_MetadataRequestTopic_6(e1, out)
-    out += _S1.pack(o.allow_auto_topic_creation)
+    out += _P1(o.allow_auto_topic_creation)
     if o.include_cluster_authorized_operations != False:
         raise EncodeError('attempted to write a non-default IncludeClusterAuthorizedOperations at version 6 of MetadataRequest')
     if o.include_topic_authorized_operations != False:
@@ -415,7 +426,7 @@ def _w_MetadataRequest_7(o: MetadataRequest, out: bytearray) -> None:
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_MetadataRequestTopic_7(e1, out)
-    out += _S1.pack(o.allow_auto_topic_creation)
+    out += _P1(o.allow_auto_topic_creation)
     if o.include_cluster_authorized_operations != False:
         raise EncodeError('attempted to write a non-default IncludeClusterAuthorizedOperations at version 7 of MetadataRequest')
     if o.include_topic_authorized_operations != False:
@@ -431,7 +442,7 @@ def _w_MetadataRequest_8(o: MetadataRequest, out: bytearray) -> None:
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_MetadataRequestTopic_8(e1, out)
-    out += _S2.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
+    out += _P2(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
 
 
 def _r_MetadataRequest_8(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
@@ -451,7 +462,7 @@ def _r_MetadataRequest_8(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
             o1.name, pos = _rs(buf, pos)
             o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.allow_auto_topic_creation, o0.include_cluster_authorized_operations, o0.include_topic_authorized_operations = _S2.unpack_from(buf, pos)
+    o0.allow_auto_topic_creation, o0.include_cluster_authorized_operations, o0.include_topic_authorized_operations = _U2(buf, pos)
     pos += 3
     o0.unknown_tagged_fields = []
     return o0, pos
@@ -462,10 +473,14 @@ def _w_MetadataRequest_9(o: MetadataRequest, out: bytearray) -> None:
     if a1 is None:
         out.append(0)
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_MetadataRequestTopic_9(e1, out)
-    out += _S2.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
+    out += _P2(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -508,7 +523,7 @@ def _r_MetadataRequest_9(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
             else:
                 o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.allow_auto_topic_creation, o0.include_cluster_authorized_operations, o0.include_topic_authorized_operations, tn0 = _S3.unpack_from(buf, pos)
+    o0.allow_auto_topic_creation, o0.include_cluster_authorized_operations, o0.include_topic_authorized_operations, tn0 = _U3(buf, pos)
     pos += 4
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -522,10 +537,14 @@ def _w_MetadataRequest_10(o: MetadataRequest, out: bytearray) -> None:
     if a1 is None:
         out.append(0)
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_MetadataRequestTopic_10(e1, out)
-    out += _S2.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
+    out += _P2(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -548,9 +567,9 @@ def _r_MetadataRequest_10(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         o0.topics = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataRequestTopic)
-            u0, = _S0.unpack_from(buf, pos)
+            u0, = _U0(buf, pos)
             pos += 16
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             sn = buf[pos]
             pos += 1
             if sn >= 0x80:
@@ -570,7 +589,7 @@ def _r_MetadataRequest_10(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
             else:
                 o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.allow_auto_topic_creation, o0.include_cluster_authorized_operations, o0.include_topic_authorized_operations, tn0 = _S3.unpack_from(buf, pos)
+    o0.allow_auto_topic_creation, o0.include_cluster_authorized_operations, o0.include_topic_authorized_operations, tn0 = _U3(buf, pos)
     pos += 4
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -584,13 +603,17 @@ def _w_MetadataRequest_11(o: MetadataRequest, out: bytearray) -> None:
     if a1 is None:
         out.append(0)
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_MetadataRequestTopic_11(e1, out)
-    out += _S1.pack(o.allow_auto_topic_creation)
+    out += _P1(o.allow_auto_topic_creation)
     if o.include_cluster_authorized_operations != False:
         raise EncodeError('attempted to write a non-default IncludeClusterAuthorizedOperations at version 11 of MetadataRequest')
-    out += _S1.pack(o.include_topic_authorized_operations)
+    out += _P1(o.include_topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -614,9 +637,9 @@ def _r_MetadataRequest_11(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         o0.topics = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataRequestTopic)
-            u0, = _S0.unpack_from(buf, pos)
+            u0, = _U0(buf, pos)
             pos += 16
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             sn = buf[pos]
             pos += 1
             if sn >= 0x80:
@@ -636,7 +659,7 @@ def _r_MetadataRequest_11(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
             else:
                 o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.allow_auto_topic_creation, o0.include_topic_authorized_operations, tn0 = _S4.unpack_from(buf, pos)
+    o0.allow_auto_topic_creation, o0.include_topic_authorized_operations, tn0 = _U4(buf, pos)
     pos += 3
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -650,13 +673,17 @@ def _w_MetadataRequest_12(o: MetadataRequest, out: bytearray) -> None:
     if a1 is None:
         out.append(0)
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_MetadataRequestTopic_12(e1, out)
-    out += _S1.pack(o.allow_auto_topic_creation)
+    out += _P1(o.allow_auto_topic_creation)
     if o.include_cluster_authorized_operations != False:
         raise EncodeError('attempted to write a non-default IncludeClusterAuthorizedOperations at version 12 of MetadataRequest')
-    out += _S1.pack(o.include_topic_authorized_operations)
+    out += _P1(o.include_topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -669,13 +696,17 @@ def _w_MetadataRequest_13(o: MetadataRequest, out: bytearray) -> None:
     if a1 is None:
         out.append(0)
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_MetadataRequestTopic_13(e1, out)
-    out += _S1.pack(o.allow_auto_topic_creation)
+    out += _P1(o.allow_auto_topic_creation)
     if o.include_cluster_authorized_operations != False:
         raise EncodeError('attempted to write a non-default IncludeClusterAuthorizedOperations at version 13 of MetadataRequest')
-    out += _S1.pack(o.include_topic_authorized_operations)
+    out += _P1(o.include_topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -106,47 +110,60 @@ _S4 = Struct('>?')
 _S5 = Struct('>iB')
 _S6 = Struct('>16s?')
 _S7 = Struct('>hB')
+_P0 = _S0.pack
+_P1 = _S1.pack
+_P2 = _S2.pack
+_P3 = _S3.pack
+_P4 = _S4.pack
+_P6 = _S6.pack
+_U0 = _S0.unpack_from
+_U1 = _S1.unpack_from
+_U2 = _S2.unpack_from
+_U3 = _S3.unpack_from
+_U4 = _S4.unpack_from
+_U5 = _S5.unpack_from
+_U6 = _S6.unpack_from
+_U7 = _S7.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_MetadataResponseBroker_0(o: MetadataResponseBroker, out: bytearray) -> None:
-    out += _S0.pack(o.node_id)
+    out += _P0(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 0')
     _ws(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
 
 
 def _r_MetadataResponseBroker_0(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
     blen = len(buf)
     o0 = _new(MetadataResponseBroker)
     o0.rack = None
-    o0.node_id, = _S0.unpack_from(buf, pos)
+    o0.node_id, = _U0(buf, pos)
     pos += 4
     o0.host, pos = _rs(buf, pos)
-    o0.port, = _S0.unpack_from(buf, pos)
+    o0.port, = _U0(buf, pos)
     pos += 4
     o0.unknown_tagged_fields = []
     return o0, pos
 
 
 def _w_MetadataResponseBroker_1(o: MetadataResponseBroker, out: bytearray) -> None:
-    out += _S0.pack(o.node_id)
+    out += _P0(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 1')
     _ws(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
     _wsn(out, o.rack)
 
 
 def _r_MetadataResponseBroker_1(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
     blen = len(buf)
     o0 = _new(MetadataResponseBroker)
-    o0.node_id, = _S0.unpack_from(buf, pos)
+    o0.node_id, = _U0(buf, pos)
     pos += 4
     o0.host, pos = _rs(buf, pos)
-    o0.port, = _S0.unpack_from(buf, pos)
+    o0.port, = _U0(buf, pos)
     pos += 4
     o0.rack, pos = _rsn(buf, pos)
     o0.unknown_tagged_fields = []
@@ -154,81 +171,81 @@ def _r_MetadataResponseBroker_1(buf: Any, pos: int) -> tuple[MetadataResponseBro
 
 
 def _w_MetadataResponseBroker_2(o: MetadataResponseBroker, out: bytearray) -> None:
-    out += _S0.pack(o.node_id)
+    out += _P0(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 2')
     _ws(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
     _wsn(out, o.rack)
 _r_MetadataResponseBroker_2 = _r_MetadataResponseBroker_1
 
 
 def _w_MetadataResponseBroker_3(o: MetadataResponseBroker, out: bytearray) -> None:
-    out += _S0.pack(o.node_id)
+    out += _P0(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 3')
     _ws(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
     _wsn(out, o.rack)
 _r_MetadataResponseBroker_3 = _r_MetadataResponseBroker_1
 
 
 def _w_MetadataResponseBroker_4(o: MetadataResponseBroker, out: bytearray) -> None:
-    out += _S0.pack(o.node_id)
+    out += _P0(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 4')
     _ws(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
     _wsn(out, o.rack)
 _r_MetadataResponseBroker_4 = _r_MetadataResponseBroker_1
 
 
 def _w_MetadataResponseBroker_5(o: MetadataResponseBroker, out: bytearray) -> None:
-    out += _S0.pack(o.node_id)
+    out += _P0(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 5')
     _ws(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
     _wsn(out, o.rack)
 _r_MetadataResponseBroker_5 = _r_MetadataResponseBroker_1
 
 
 def _w_MetadataResponseBroker_6(o: MetadataResponseBroker, out: bytearray) -> None:
-    out += _S0.pack(o.node_id)
+    out += _P0(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 6')
     _ws(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
     _wsn(out, o.rack)
 _r_MetadataResponseBroker_6 = _r_MetadataResponseBroker_1
 
 
 def _w_MetadataResponseBroker_7(o: MetadataResponseBroker, out: bytearray) -> None:
-    out += _S0.pack(o.node_id)
+    out += _P0(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 7')
     _ws(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
     _wsn(out, o.rack)
 _r_MetadataResponseBroker_7 = _r_MetadataResponseBroker_1
 
 
 def _w_MetadataResponseBroker_8(o: MetadataResponseBroker, out: bytearray) -> None:
-    out += _S0.pack(o.node_id)
+    out += _P0(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 8')
     _ws(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
     _wsn(out, o.rack)
 _r_MetadataResponseBroker_8 = _r_MetadataResponseBroker_1
 
 
 def _w_MetadataResponseBroker_9(o: MetadataResponseBroker, out: bytearray) -> None:
-    out += _S0.pack(o.node_id)
+    out += _P0(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 9')
     _wcs(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
     _wcsn(out, o.rack)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -239,7 +256,7 @@ def _w_MetadataResponseBroker_9(o: MetadataResponseBroker, out: bytearray) -> No
 def _r_MetadataResponseBroker_9(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
     blen = len(buf)
     o0 = _new(MetadataResponseBroker)
-    o0.node_id, = _S0.unpack_from(buf, pos)
+    o0.node_id, = _U0(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -253,7 +270,7 @@ def _r_MetadataResponseBroker_9(buf: Any, pos: int) -> tuple[MetadataResponseBro
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
         o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.port, = _S0.unpack_from(buf, pos)
+    o0.port, = _U0(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -277,11 +294,11 @@ def _r_MetadataResponseBroker_9(buf: Any, pos: int) -> tuple[MetadataResponseBro
 
 
 def _w_MetadataResponseBroker_10(o: MetadataResponseBroker, out: bytearray) -> None:
-    out += _S0.pack(o.node_id)
+    out += _P0(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 10')
     _wcs(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
     _wcsn(out, o.rack)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -291,11 +308,11 @@ _r_MetadataResponseBroker_10 = _r_MetadataResponseBroker_9
 
 
 def _w_MetadataResponseBroker_11(o: MetadataResponseBroker, out: bytearray) -> None:
-    out += _S0.pack(o.node_id)
+    out += _P0(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 11')
     _wcs(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
     _wcsn(out, o.rack)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -305,11 +322,11 @@ _r_MetadataResponseBroker_11 = _r_MetadataResponseBroker_9
 
 
 def _w_MetadataResponseBroker_12(o: MetadataResponseBroker, out: bytearray) -> None:
-    out += _S0.pack(o.node_id)
+    out += _P0(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 12')
     _wcs(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
     _wcsn(out, o.rack)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -319,11 +336,11 @@ _r_MetadataResponseBroker_12 = _r_MetadataResponseBroker_9
 
 
 def _w_MetadataResponseBroker_13(o: MetadataResponseBroker, out: bytearray) -> None:
-    out += _S0.pack(o.node_id)
+    out += _P0(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 13')
     _wcs(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
     _wcsn(out, o.rack)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -333,7 +350,7 @@ _r_MetadataResponseBroker_13 = _r_MetadataResponseBroker_9
 
 
 def _w_MetadataResponsePartition_0(o: MetadataResponsePartition, out: bytearray) -> None:
-    out += _S1.pack(o.error_code, o.partition_index, o.leader_id)
+    out += _P1(o.error_code, o.partition_index, o.leader_id)
     a1 = o.replica_nodes
     if a1 is None:
         raise EncodeError('ReplicaNodes is not nullable at version 0')
@@ -353,7 +370,7 @@ def _r_MetadataResponsePartition_0(buf: Any, pos: int) -> tuple[MetadataResponse
     o0 = _new(MetadataResponsePartition)
     o0.leader_epoch = -1
     o0.offline_replicas = []
-    o0.error_code, o0.partition_index, o0.leader_id = _S1.unpack_from(buf, pos)
+    o0.error_code, o0.partition_index, o0.leader_id = _U1(buf, pos)
     pos += 10
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -378,7 +395,7 @@ def _r_MetadataResponsePartition_0(buf: Any, pos: int) -> tuple[MetadataResponse
 
 
 def _w_MetadataResponsePartition_1(o: MetadataResponsePartition, out: bytearray) -> None:
-    out += _S1.pack(o.error_code, o.partition_index, o.leader_id)
+    out += _P1(o.error_code, o.partition_index, o.leader_id)
     a1 = o.replica_nodes
     if a1 is None:
         raise EncodeError('ReplicaNodes is not nullable at version 1')
@@ -395,7 +412,7 @@ _r_MetadataResponsePartition_1 = _r_MetadataResponsePartition_0
 
 
 def _w_MetadataResponsePartition_2(o: MetadataResponsePartition, out: bytearray) -> None:
-    out += _S1.pack(o.error_code, o.partition_index, o.leader_id)
+    out += _P1(o.error_code, o.partition_index, o.leader_id)
     a1 = o.replica_nodes
     if a1 is None:
         raise EncodeError('ReplicaNodes is not nullable at version 2')
@@ -412,7 +429,7 @@ _r_MetadataResponsePartition_2 = _r_MetadataResponsePartition_0
 
 
 def _w_MetadataResponsePartition_3(o: MetadataResponsePartition, out: bytearray) -> None:
-    out += _S1.pack(o.error_code, o.partition_index, o.leader_id)
+    out += _P1(o.error_code, o.partition_index, o.leader_id)
     a1 = o.replica_nodes
     if a1 is None:
         raise EncodeError('ReplicaNodes is not nullable at version 3')
@@ -429,7 +446,7 @@ _r_MetadataResponsePartition_3 = _r_MetadataResponsePartition_0
 
 
 def _w_MetadataResponsePartition_4(o: MetadataResponsePartition, out: bytearray) -> None:
-    out += _S1.pack(o.error_code, o.partition_index, o.leader_id)
+    out += _P1(o.error_code, o.partition_index, o.leader_id)
     a1 = o.replica_nodes
     if a1 is None:
         raise EncodeError('ReplicaNodes is not nullable at version 4')
@@ -446,7 +463,7 @@ _r_MetadataResponsePartition_4 = _r_MetadataResponsePartition_0
 
 
 def _w_MetadataResponsePartition_5(o: MetadataResponsePartition, out: bytearray) -> None:
-    out += _S1.pack(o.error_code, o.partition_index, o.leader_id)
+    out += _P1(o.error_code, o.partition_index, o.leader_id)
     a1 = o.replica_nodes
     if a1 is None:
         raise EncodeError('ReplicaNodes is not nullable at version 5')
@@ -471,7 +488,7 @@ def _r_MetadataResponsePartition_5(buf: Any, pos: int) -> tuple[MetadataResponse
     blen = len(buf)
     o0 = _new(MetadataResponsePartition)
     o0.leader_epoch = -1
-    o0.error_code, o0.partition_index, o0.leader_id = _S1.unpack_from(buf, pos)
+    o0.error_code, o0.partition_index, o0.leader_id = _U1(buf, pos)
     pos += 10
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -505,7 +522,7 @@ def _r_MetadataResponsePartition_5(buf: Any, pos: int) -> tuple[MetadataResponse
 
 
 def _w_MetadataResponsePartition_6(o: MetadataResponsePartition, out: bytearray) -> None:
-    out += _S1.pack(o.error_code, o.partition_index, o.leader_id)
+    out += _P1(o.error_code, o.partition_index, o.leader_id)
     a1 = o.replica_nodes
     if a1 is None:
         raise EncodeError('ReplicaNodes is not nullable at version 6')
@@ -528,7 +545,7 @@ _r_MetadataResponsePartition_6 = _r_MetadataResponsePartition_5
 
 
 def _w_MetadataResponsePartition_7(o: MetadataResponsePartition, out: bytearray) -> None:
-    out += _S2.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
+    out += _P2(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     a1 = o.replica_nodes
     if a1 is None:
         raise EncodeError('ReplicaNodes is not nullable at version 7')
@@ -552,7 +569,7 @@ def _w_MetadataResponsePartition_7(o: MetadataResponsePartition, out: bytearray)
 def _r_MetadataResponsePartition_7(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
     blen = len(buf)
     o0 = _new(MetadataResponsePartition)
-    o0.error_code, o0.partition_index, o0.leader_id, o0.leader_epoch = _S2.unpack_from(buf, pos)
+    o0.error_code, o0.partition_index, o0.leader_id, o0.leader_epoch = _U2(buf, pos)
     pos += 14
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -586,7 +603,7 @@ def _r_MetadataResponsePartition_7(buf: Any, pos: int) -> tuple[MetadataResponse
 
 
 def _w_MetadataResponsePartition_8(o: MetadataResponsePartition, out: bytearray) -> None:
-    out += _S2.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
+    out += _P2(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     a1 = o.replica_nodes
     if a1 is None:
         raise EncodeError('ReplicaNodes is not nullable at version 8')
@@ -609,24 +626,36 @@ _r_MetadataResponsePartition_8 = _r_MetadataResponsePartition_7
 
 
 def _w_MetadataResponsePartition_9(o: MetadataResponsePartition, out: bytearray) -> None:
-    out += _S2.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
+    out += _P2(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     a1 = o.replica_nodes
     if a1 is None:
         raise EncodeError('ReplicaNodes is not nullable at version 9')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     a1 = o.isr_nodes
     if a1 is None:
         raise EncodeError('IsrNodes is not nullable at version 9')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     a1 = o.offline_replicas
     if a1 is None:
         raise EncodeError('OfflineReplicas is not nullable at version 9')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -637,7 +666,7 @@ def _w_MetadataResponsePartition_9(o: MetadataResponsePartition, out: bytearray)
 def _r_MetadataResponsePartition_9(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
     blen = len(buf)
     o0 = _new(MetadataResponsePartition)
-    o0.error_code, o0.partition_index, o0.leader_id, o0.leader_epoch = _S2.unpack_from(buf, pos)
+    o0.error_code, o0.partition_index, o0.leader_id, o0.leader_epoch = _U2(buf, pos)
     pos += 14
     n1 = buf[pos] - 1
     pos += 1
@@ -685,24 +714,36 @@ def _r_MetadataResponsePartition_9(buf: Any, pos: int) -> tuple[MetadataResponse
 
 
 def _w_MetadataResponsePartition_10(o: MetadataResponsePartition, out: bytearray) -> None:
-    out += _S2.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
+    out += _P2(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     a1 = o.replica_nodes
     if a1 is None:
         raise EncodeError('ReplicaNodes is not nullable at version 10')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     a1 = o.isr_nodes
     if a1 is None:
         raise EncodeError('IsrNodes is not nullable at version 10')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     a1 = o.offline_replicas
     if a1 is None:
         raise EncodeError('OfflineReplicas is not nullable at version 10')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -712,24 +753,36 @@ _r_MetadataResponsePartition_10 = _r_MetadataResponsePartition_9
 
 
 def _w_MetadataResponsePartition_11(o: MetadataResponsePartition, out: bytearray) -> None:
-    out += _S2.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
+    out += _P2(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     a1 = o.replica_nodes
     if a1 is None:
         raise EncodeError('ReplicaNodes is not nullable at version 11')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     a1 = o.isr_nodes
     if a1 is None:
         raise EncodeError('IsrNodes is not nullable at version 11')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     a1 = o.offline_replicas
     if a1 is None:
         raise EncodeError('OfflineReplicas is not nullable at version 11')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -739,24 +792,36 @@ _r_MetadataResponsePartition_11 = _r_MetadataResponsePartition_9
 
 
 def _w_MetadataResponsePartition_12(o: MetadataResponsePartition, out: bytearray) -> None:
-    out += _S2.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
+    out += _P2(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     a1 = o.replica_nodes
     if a1 is None:
         raise EncodeError('ReplicaNodes is not nullable at version 12')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     a1 = o.isr_nodes
     if a1 is None:
         raise EncodeError('IsrNodes is not nullable at version 12')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     a1 = o.offline_replicas
     if a1 is None:
         raise EncodeError('OfflineReplicas is not nullable at version 12')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -766,24 +831,36 @@ _r_MetadataResponsePartition_12 = _r_MetadataResponsePartition_9
 
 
 def _w_MetadataResponsePartition_13(o: MetadataResponsePartition, out: bytearray) -> None:
-    out += _S2.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
+    out += _P2(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     a1 = o.replica_nodes
     if a1 is None:
         raise EncodeError('ReplicaNodes is not nullable at version 13')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     a1 = o.isr_nodes
     if a1 is None:
         raise EncodeError('IsrNodes is not nullable at version 13')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     a1 = o.offline_replicas
     if a1 is None:
         raise EncodeError('OfflineReplicas is not nullable at version 13')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -793,7 +870,7 @@ _r_MetadataResponsePartition_13 = _r_MetadataResponsePartition_9
 
 
 def _w_MetadataResponseTopic_0(o: MetadataResponseTopic, out: bytearray) -> None:
-    out += _S3.pack(o.error_code)
+    out += _P3(o.error_code)
     if o.name is None:
         raise EncodeError('Name is not nullable at version 0')
     _ws(out, o.name)
@@ -814,7 +891,7 @@ def _r_MetadataResponseTopic_0(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     o0.topic_id = ZERO_UUID
     o0.is_internal = False
     o0.topic_authorized_operations = -2147483648
-    o0.error_code, = _S3.unpack_from(buf, pos)
+    o0.error_code, = _U3(buf, pos)
     pos += 2
     o0.name, pos = _rs(buf, pos)
     n1, = _I32.unpack_from(buf, pos)
@@ -829,7 +906,7 @@ def _r_MetadataResponseTopic_0(buf: Any, pos: int) -> tuple[MetadataResponseTopi
             o1 = _new(MetadataResponsePartition)
             o1.leader_epoch = -1
             o1.offline_replicas = []
-            o1.error_code, o1.partition_index, o1.leader_id = _S1.unpack_from(buf, pos)
+            o1.error_code, o1.partition_index, o1.leader_id = _U1(buf, pos)
             pos += 10
             n2, = _I32.unpack_from(buf, pos)
             pos += 4
@@ -856,11 +933,11 @@ def _r_MetadataResponseTopic_0(buf: Any, pos: int) -> tuple[MetadataResponseTopi
 
 
 def _w_MetadataResponseTopic_1(o: MetadataResponseTopic, out: bytearray) -> None:
-    out += _S3.pack(o.error_code)
+    out += _P3(o.error_code)
     if o.name is None:
         raise EncodeError('Name is not nullable at version 1')
     _ws(out, o.name)
-    out += _S4.pack(o.is_internal)
+    out += _P4(o.is_internal)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 1')
@@ -877,10 +954,10 @@ def _r_MetadataResponseTopic_1(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     o0 = _new(MetadataResponseTopic)
     o0.topic_id = ZERO_UUID
     o0.topic_authorized_operations = -2147483648
-    o0.error_code, = _S3.unpack_from(buf, pos)
+    o0.error_code, = _U3(buf, pos)
     pos += 2
     o0.name, pos = _rs(buf, pos)
-    o0.is_internal, = _S4.unpack_from(buf, pos)
+    o0.is_internal, = _U4(buf, pos)
     pos += 1
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -894,7 +971,7 @@ def _r_MetadataResponseTopic_1(buf: Any, pos: int) -> tuple[MetadataResponseTopi
             o1 = _new(MetadataResponsePartition)
             o1.leader_epoch = -1
             o1.offline_replicas = []
-            o1.error_code, o1.partition_index, o1.leader_id = _S1.unpack_from(buf, pos)
+            o1.error_code, o1.partition_index, o1.leader_id = _U1(buf, pos)
             pos += 10
             n2, = _I32.unpack_from(buf, pos)
             pos += 4
@@ -921,11 +998,11 @@ def _r_MetadataResponseTopic_1(buf: Any, pos: int) -> tuple[MetadataResponseTopi
 
 
 def _w_MetadataResponseTopic_2(o: MetadataResponseTopic, out: bytearray) -> None:
-    out += _S3.pack(o.error_code)
+    out += _P3(o.error_code)
     if o.name is None:
         raise EncodeError('Name is not nullable at version 2')
     _ws(out, o.name)
-    out += _S4.pack(o.is_internal)
+    out += _P4(o.is_internal)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 2')
@@ -939,11 +1016,11 @@ _r_MetadataResponseTopic_2 = _r_MetadataResponseTopic_1
 
 
 def _w_MetadataResponseTopic_3(o: MetadataResponseTopic, out: bytearray) -> None:
-    out += _S3.pack(o.error_code)
+    out += _P3(o.error_code)
     if o.name is None:
         raise EncodeError('Name is not nullable at version 3')
     _ws(out, o.name)
-    out += _S4.pack(o.is_internal)
+    out += _P4(o.is_internal)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 3')
@@ -957,11 +1034,11 @@ _r_MetadataResponseTopic_3 = _r_MetadataResponseTopic_1
 
 
 def _w_MetadataResponseTopic_4(o: MetadataResponseTopic, out: bytearray) -> None:
-    out += _S3.pack(o.error_code)
+    out += _P3(o.error_code)
     if o.name is None:
         raise EncodeError('Name is not nullable at version 4')
     _ws(out, o.name)
-    out += _S4.pack(o.is_internal)
+    out += _P4(o.is_internal)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 4')
@@ -975,11 +1052,11 @@ _r_MetadataResponseTopic_4 = _r_MetadataResponseTopic_1
 
 
 def _w_MetadataResponseTopic_5(o: MetadataResponseTopic, out: bytearray) -> None:
-    out += _S3.pack(o.error_code)
+    out += _P3(o.error_code)
     if o.name is None:
         raise EncodeError('Name is not nullable at version 5')
     _ws(out, o.name)
-    out += _S4.pack(o.is_internal)
+    out += _P4(o.is_internal)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 5')
@@ -996,10 +1073,10 @@ def _r_MetadataResponseTopic_5(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     o0 = _new(MetadataResponseTopic)
     o0.topic_id = ZERO_UUID
     o0.topic_authorized_operations = -2147483648
-    o0.error_code, = _S3.unpack_from(buf, pos)
+    o0.error_code, = _U3(buf, pos)
     pos += 2
     o0.name, pos = _rs(buf, pos)
-    o0.is_internal, = _S4.unpack_from(buf, pos)
+    o0.is_internal, = _U4(buf, pos)
     pos += 1
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1012,7 +1089,7 @@ def _r_MetadataResponseTopic_5(buf: Any, pos: int) -> tuple[MetadataResponseTopi
         for _ in range(n1):
             o1 = _new(MetadataResponsePartition)
             o1.leader_epoch = -1
-            o1.error_code, o1.partition_index, o1.leader_id = _S1.unpack_from(buf, pos)
+            o1.error_code, o1.partition_index, o1.leader_id = _U1(buf, pos)
             pos += 10
             n2, = _I32.unpack_from(buf, pos)
             pos += 4
@@ -1048,11 +1125,11 @@ def _r_MetadataResponseTopic_5(buf: Any, pos: int) -> tuple[MetadataResponseTopi
 
 
 def _w_MetadataResponseTopic_6(o: MetadataResponseTopic, out: bytearray) -> None:
-    out += _S3.pack(o.error_code)
+    out += _P3(o.error_code)
     if o.name is None:
         raise EncodeError('Name is not nullable at version 6')
     _ws(out, o.name)
-    out += _S4.pack(o.is_internal)
+    out += _P4(o.is_internal)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 6')
@@ -1066,11 +1143,11 @@ _r_MetadataResponseTopic_6 = _r_MetadataResponseTopic_5
 
 
 def _w_MetadataResponseTopic_7(o: MetadataResponseTopic, out: bytearray) -> None:
-    out += _S3.pack(o.error_code)
+    out += _P3(o.error_code)
     if o.name is None:
         raise EncodeError('Name is not nullable at version 7')
     _ws(out, o.name)
-    out += _S4.pack(o.is_internal)
+    out += _P4(o.is_internal)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 7')
@@ -1087,10 +1164,10 @@ def _r_MetadataResponseTopic_7(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     o0 = _new(MetadataResponseTopic)
     o0.topic_id = ZERO_UUID
     o0.topic_authorized_operations = -2147483648
-    o0.error_code, = _S3.unpack_from(buf, pos)
+    o0.error_code, = _U3(buf, pos)
     pos += 2
     o0.name, pos = _rs(buf, pos)
-    o0.is_internal, = _S4.unpack_from(buf, pos)
+    o0.is_internal, = _U4(buf, pos)
     pos += 1
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1102,7 +1179,7 @@ def _r_MetadataResponseTopic_7(buf: Any, pos: int) -> tuple[MetadataResponseTopi
         o0.partitions = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataResponsePartition)
-            o1.error_code, o1.partition_index, o1.leader_id, o1.leader_epoch = _S2.unpack_from(buf, pos)
+            o1.error_code, o1.partition_index, o1.leader_id, o1.leader_epoch = _U2(buf, pos)
             pos += 14
             n2, = _I32.unpack_from(buf, pos)
             pos += 4
@@ -1138,11 +1215,11 @@ def _r_MetadataResponseTopic_7(buf: Any, pos: int) -> tuple[MetadataResponseTopi
 
 
 def _w_MetadataResponseTopic_8(o: MetadataResponseTopic, out: bytearray) -> None:
-    out += _S3.pack(o.error_code)
+    out += _P3(o.error_code)
     if o.name is None:
         raise EncodeError('Name is not nullable at version 8')
     _ws(out, o.name)
-    out += _S4.pack(o.is_internal)
+    out += _P4(o.is_internal)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 8')
@@ -1150,17 +1227,17 @@ def _w_MetadataResponseTopic_8(o: MetadataResponseTopic, out: bytearray) -> None
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_MetadataResponsePartition_8(e1, out)
-    out += _S0.pack(o.topic_authorized_operations)
+    out += _P0(o.topic_authorized_operations)
 
 
 def _r_MetadataResponseTopic_8(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
     blen = len(buf)
     o0 = _new(MetadataResponseTopic)
     o0.topic_id = ZERO_UUID
-    o0.error_code, = _S3.unpack_from(buf, pos)
+    o0.error_code, = _U3(buf, pos)
     pos += 2
     o0.name, pos = _rs(buf, pos)
-    o0.is_internal, = _S4.unpack_from(buf, pos)
+    o0.is_internal, = _U4(buf, pos)
     pos += 1
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1172,7 +1249,7 @@ def _r_MetadataResponseTopic_8(buf: Any, pos: int) -> tuple[MetadataResponseTopi
         o0.partitions = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataResponsePartition)
-            o1.error_code, o1.partition_index, o1.leader_id, o1.leader_epoch = _S2.unpack_from(buf, pos)
+            o1.error_code, o1.partition_index, o1.leader_id, o1.leader_epoch = _U2(buf, pos)
             pos += 14
             n2, = _I32.unpack_from(buf, pos)
             pos += 4
@@ -1203,26 +1280,30 @@ def _r_MetadataResponseTopic_8(buf: Any, pos: int) -> tuple[MetadataResponseTopi
                 pos += n2 * 4
             o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.topic_authorized_operations, = _S0.unpack_from(buf, pos)
+    o0.topic_authorized_operations, = _U0(buf, pos)
     pos += 4
     o0.unknown_tagged_fields = []
     return o0, pos
 
 
 def _w_MetadataResponseTopic_9(o: MetadataResponseTopic, out: bytearray) -> None:
-    out += _S3.pack(o.error_code)
+    out += _P3(o.error_code)
     if o.name is None:
         raise EncodeError('Name is not nullable at version 9')
     _wcs(out, o.name)
-    out += _S4.pack(o.is_internal)
+    out += _P4(o.is_internal)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 9')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_MetadataResponsePartition_9(e1, out)
-    out += _S0.pack(o.topic_authorized_operations)
+    out += _P0(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -1233,7 +1314,7 @@ def _r_MetadataResponseTopic_9(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     blen = len(buf)
     o0 = _new(MetadataResponseTopic)
     o0.topic_id = ZERO_UUID
-    o0.error_code, = _S3.unpack_from(buf, pos)
+    o0.error_code, = _U3(buf, pos)
     pos += 2
     sn = buf[pos]
     pos += 1
@@ -1247,7 +1328,7 @@ def _r_MetadataResponseTopic_9(buf: Any, pos: int) -> tuple[MetadataResponseTopi
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
         o0.name = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.is_internal, = _S4.unpack_from(buf, pos)
+    o0.is_internal, = _U4(buf, pos)
     pos += 1
     n1 = buf[pos] - 1
     pos += 1
@@ -1262,7 +1343,7 @@ def _r_MetadataResponseTopic_9(buf: Any, pos: int) -> tuple[MetadataResponseTopi
         o0.partitions = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataResponsePartition)
-            o1.error_code, o1.partition_index, o1.leader_id, o1.leader_epoch = _S2.unpack_from(buf, pos)
+            o1.error_code, o1.partition_index, o1.leader_id, o1.leader_epoch = _U2(buf, pos)
             pos += 14
             n2 = buf[pos] - 1
             pos += 1
@@ -1307,7 +1388,7 @@ def _r_MetadataResponseTopic_9(buf: Any, pos: int) -> tuple[MetadataResponseTopi
             else:
                 o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.topic_authorized_operations, tn0 = _S5.unpack_from(buf, pos)
+    o0.topic_authorized_operations, tn0 = _U5(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1317,19 +1398,23 @@ def _r_MetadataResponseTopic_9(buf: Any, pos: int) -> tuple[MetadataResponseTopi
 
 
 def _w_MetadataResponseTopic_10(o: MetadataResponseTopic, out: bytearray) -> None:
-    out += _S3.pack(o.error_code)
+    out += _P3(o.error_code)
     if o.name is None:
         raise EncodeError('Name is not nullable at version 10')
     _wcs(out, o.name)
-    out += _S6.pack(o.topic_id, o.is_internal)
+    out += _P6(o.topic_id, o.is_internal)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 10')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_MetadataResponsePartition_10(e1, out)
-    out += _S0.pack(o.topic_authorized_operations)
+    out += _P0(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -1339,7 +1424,7 @@ def _w_MetadataResponseTopic_10(o: MetadataResponseTopic, out: bytearray) -> Non
 def _r_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
     blen = len(buf)
     o0 = _new(MetadataResponseTopic)
-    o0.error_code, = _S3.unpack_from(buf, pos)
+    o0.error_code, = _U3(buf, pos)
     pos += 2
     sn = buf[pos]
     pos += 1
@@ -1353,9 +1438,9 @@ def _r_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTop
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
         o0.name = str(buf[pos:se], 'utf-8')
         pos = se
-    u0, o0.is_internal = _S6.unpack_from(buf, pos)
+    u0, o0.is_internal = _U6(buf, pos)
     pos += 17
-    o0.topic_id = _bnew(Uuid, u0)
+    o0.topic_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1369,7 +1454,7 @@ def _r_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTop
         o0.partitions = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataResponsePartition)
-            o1.error_code, o1.partition_index, o1.leader_id, o1.leader_epoch = _S2.unpack_from(buf, pos)
+            o1.error_code, o1.partition_index, o1.leader_id, o1.leader_epoch = _U2(buf, pos)
             pos += 14
             n2 = buf[pos] - 1
             pos += 1
@@ -1414,7 +1499,7 @@ def _r_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTop
             else:
                 o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.topic_authorized_operations, tn0 = _S5.unpack_from(buf, pos)
+    o0.topic_authorized_operations, tn0 = _U5(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1424,19 +1509,23 @@ def _r_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTop
 
 
 def _w_MetadataResponseTopic_11(o: MetadataResponseTopic, out: bytearray) -> None:
-    out += _S3.pack(o.error_code)
+    out += _P3(o.error_code)
     if o.name is None:
         raise EncodeError('Name is not nullable at version 11')
     _wcs(out, o.name)
-    out += _S6.pack(o.topic_id, o.is_internal)
+    out += _P6(o.topic_id, o.is_internal)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 11')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_MetadataResponsePartition_11(e1, out)
-    out += _S0.pack(o.topic_authorized_operations)
+    out += _P0(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -1445,17 +1534,21 @@ _r_MetadataResponseTopic_11 = _r_MetadataResponseTopic_10
 
 
 def _w_MetadataResponseTopic_12(o: MetadataResponseTopic, out: bytearray) -> None:
-    out += _S3.pack(o.error_code)
+    out += _P3(o.error_code)
     _wcsn(out, o.name)
-    out += _S6.pack(o.topic_id, o.is_internal)
+    out += _P6(o.topic_id, o.is_internal)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 12')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_MetadataResponsePartition_12(e1, out)
-    out += _S0.pack(o.topic_authorized_operations)
+    out += _P0(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -1465,7 +1558,7 @@ def _w_MetadataResponseTopic_12(o: MetadataResponseTopic, out: bytearray) -> Non
 def _r_MetadataResponseTopic_12(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
     blen = len(buf)
     o0 = _new(MetadataResponseTopic)
-    o0.error_code, = _S3.unpack_from(buf, pos)
+    o0.error_code, = _U3(buf, pos)
     pos += 2
     sn = buf[pos]
     pos += 1
@@ -1479,9 +1572,9 @@ def _r_MetadataResponseTopic_12(buf: Any, pos: int) -> tuple[MetadataResponseTop
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
         o0.name = str(buf[pos:se], 'utf-8')
         pos = se
-    u0, o0.is_internal = _S6.unpack_from(buf, pos)
+    u0, o0.is_internal = _U6(buf, pos)
     pos += 17
-    o0.topic_id = _bnew(Uuid, u0)
+    o0.topic_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1495,7 +1588,7 @@ def _r_MetadataResponseTopic_12(buf: Any, pos: int) -> tuple[MetadataResponseTop
         o0.partitions = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataResponsePartition)
-            o1.error_code, o1.partition_index, o1.leader_id, o1.leader_epoch = _S2.unpack_from(buf, pos)
+            o1.error_code, o1.partition_index, o1.leader_id, o1.leader_epoch = _U2(buf, pos)
             pos += 14
             n2 = buf[pos] - 1
             pos += 1
@@ -1540,7 +1633,7 @@ def _r_MetadataResponseTopic_12(buf: Any, pos: int) -> tuple[MetadataResponseTop
             else:
                 o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.topic_authorized_operations, tn0 = _S5.unpack_from(buf, pos)
+    o0.topic_authorized_operations, tn0 = _U5(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1550,17 +1643,21 @@ def _r_MetadataResponseTopic_12(buf: Any, pos: int) -> tuple[MetadataResponseTop
 
 
 def _w_MetadataResponseTopic_13(o: MetadataResponseTopic, out: bytearray) -> None:
-    out += _S3.pack(o.error_code)
+    out += _P3(o.error_code)
     _wcsn(out, o.name)
-    out += _S6.pack(o.topic_id, o.is_internal)
+    out += _P6(o.topic_id, o.is_internal)
     a1 = o.partitions
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 13')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_MetadataResponsePartition_13(e1, out)
-    out += _S0.pack(o.topic_authorized_operations)
+    out += _P0(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -1606,10 +1703,10 @@ def _r_MetadataResponse_0(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         for _ in range(n1):
             o1 = _new(MetadataResponseBroker)
             o1.rack = None
-            o1.node_id, = _S0.unpack_from(buf, pos)
+            o1.node_id, = _U0(buf, pos)
             pos += 4
             o1.host, pos = _rs(buf, pos)
-            o1.port, = _S0.unpack_from(buf, pos)
+            o1.port, = _U0(buf, pos)
             pos += 4
             o1.unknown_tagged_fields = []
             a1.append(o1)
@@ -1626,7 +1723,7 @@ def _r_MetadataResponse_0(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             o1.topic_id = ZERO_UUID
             o1.is_internal = False
             o1.topic_authorized_operations = -2147483648
-            o1.error_code, = _S3.unpack_from(buf, pos)
+            o1.error_code, = _U3(buf, pos)
             pos += 2
             o1.name, pos = _rs(buf, pos)
             n2, = _I32.unpack_from(buf, pos)
@@ -1641,7 +1738,7 @@ def _r_MetadataResponse_0(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     o2 = _new(MetadataResponsePartition)
                     o2.leader_epoch = -1
                     o2.offline_replicas = []
-                    o2.error_code, o2.partition_index, o2.leader_id = _S1.unpack_from(buf, pos)
+                    o2.error_code, o2.partition_index, o2.leader_id = _U1(buf, pos)
                     pos += 10
                     n3, = _I32.unpack_from(buf, pos)
                     pos += 4
@@ -1677,7 +1774,7 @@ def _w_MetadataResponse_1(o: MetadataResponse, out: bytearray) -> None:
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_MetadataResponseBroker_1(e1, out)
-    out += _S0.pack(o.controller_id)
+    out += _P0(o.controller_id)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 1')
@@ -1706,15 +1803,15 @@ def _r_MetadataResponse_1(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         o0.brokers = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataResponseBroker)
-            o1.node_id, = _S0.unpack_from(buf, pos)
+            o1.node_id, = _U0(buf, pos)
             pos += 4
             o1.host, pos = _rs(buf, pos)
-            o1.port, = _S0.unpack_from(buf, pos)
+            o1.port, = _U0(buf, pos)
             pos += 4
             o1.rack, pos = _rsn(buf, pos)
             o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _U0(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1728,10 +1825,10 @@ def _r_MetadataResponse_1(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             o1 = _new(MetadataResponseTopic)
             o1.topic_id = ZERO_UUID
             o1.topic_authorized_operations = -2147483648
-            o1.error_code, = _S3.unpack_from(buf, pos)
+            o1.error_code, = _U3(buf, pos)
             pos += 2
             o1.name, pos = _rs(buf, pos)
-            o1.is_internal, = _S4.unpack_from(buf, pos)
+            o1.is_internal, = _U4(buf, pos)
             pos += 1
             n2, = _I32.unpack_from(buf, pos)
             pos += 4
@@ -1745,7 +1842,7 @@ def _r_MetadataResponse_1(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     o2 = _new(MetadataResponsePartition)
                     o2.leader_epoch = -1
                     o2.offline_replicas = []
-                    o2.error_code, o2.partition_index, o2.leader_id = _S1.unpack_from(buf, pos)
+                    o2.error_code, o2.partition_index, o2.leader_id = _U1(buf, pos)
                     pos += 10
                     n3, = _I32.unpack_from(buf, pos)
                     pos += 4
@@ -1782,7 +1879,7 @@ def _w_MetadataResponse_2(o: MetadataResponse, out: bytearray) -> None:
         for e1 in a1:
             _w_MetadataResponseBroker_2(e1, out)
     _wsn(out, o.cluster_id)
-    out += _S0.pack(o.controller_id)
+    out += _P0(o.controller_id)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 2')
@@ -1810,16 +1907,16 @@ def _r_MetadataResponse_2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         o0.brokers = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataResponseBroker)
-            o1.node_id, = _S0.unpack_from(buf, pos)
+            o1.node_id, = _U0(buf, pos)
             pos += 4
             o1.host, pos = _rs(buf, pos)
-            o1.port, = _S0.unpack_from(buf, pos)
+            o1.port, = _U0(buf, pos)
             pos += 4
             o1.rack, pos = _rsn(buf, pos)
             o1.unknown_tagged_fields = []
             a1.append(o1)
     o0.cluster_id, pos = _rsn(buf, pos)
-    o0.controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _U0(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1833,10 +1930,10 @@ def _r_MetadataResponse_2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             o1 = _new(MetadataResponseTopic)
             o1.topic_id = ZERO_UUID
             o1.topic_authorized_operations = -2147483648
-            o1.error_code, = _S3.unpack_from(buf, pos)
+            o1.error_code, = _U3(buf, pos)
             pos += 2
             o1.name, pos = _rs(buf, pos)
-            o1.is_internal, = _S4.unpack_from(buf, pos)
+            o1.is_internal, = _U4(buf, pos)
             pos += 1
             n2, = _I32.unpack_from(buf, pos)
             pos += 4
@@ -1850,7 +1947,7 @@ def _r_MetadataResponse_2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     o2 = _new(MetadataResponsePartition)
                     o2.leader_epoch = -1
                     o2.offline_replicas = []
-                    o2.error_code, o2.partition_index, o2.leader_id = _S1.unpack_from(buf, pos)
+                    o2.error_code, o2.partition_index, o2.leader_id = _U1(buf, pos)
                     pos += 10
                     n3, = _I32.unpack_from(buf, pos)
                     pos += 4
@@ -1879,7 +1976,7 @@ def _r_MetadataResponse_2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
 
 
 def _w_MetadataResponse_3(o: MetadataResponse, out: bytearray) -> None:
-    out += _S0.pack(o.throttle_time_ms)
+    out += _P0(o.throttle_time_ms)
     a1 = o.brokers
     if a1 is None:
         raise EncodeError('Brokers is not nullable at version 3')
@@ -1888,7 +1985,7 @@ def _w_MetadataResponse_3(o: MetadataResponse, out: bytearray) -> None:
         for e1 in a1:
             _w_MetadataResponseBroker_3(e1, out)
     _wsn(out, o.cluster_id)
-    out += _S0.pack(o.controller_id)
+    out += _P0(o.controller_id)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 3')
@@ -1905,7 +2002,7 @@ def _r_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     o0 = _new(MetadataResponse)
     o0.cluster_authorized_operations = -2147483648
     o0.error_code = 0
-    o0.throttle_time_ms, = _S0.unpack_from(buf, pos)
+    o0.throttle_time_ms, = _U0(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1917,16 +2014,16 @@ def _r_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         o0.brokers = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataResponseBroker)
-            o1.node_id, = _S0.unpack_from(buf, pos)
+            o1.node_id, = _U0(buf, pos)
             pos += 4
             o1.host, pos = _rs(buf, pos)
-            o1.port, = _S0.unpack_from(buf, pos)
+            o1.port, = _U0(buf, pos)
             pos += 4
             o1.rack, pos = _rsn(buf, pos)
             o1.unknown_tagged_fields = []
             a1.append(o1)
     o0.cluster_id, pos = _rsn(buf, pos)
-    o0.controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _U0(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1940,10 +2037,10 @@ def _r_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             o1 = _new(MetadataResponseTopic)
             o1.topic_id = ZERO_UUID
             o1.topic_authorized_operations = -2147483648
-            o1.error_code, = _S3.unpack_from(buf, pos)
+            o1.error_code, = _U3(buf, pos)
             pos += 2
             o1.name, pos = _rs(buf, pos)
-            o1.is_internal, = _S4.unpack_from(buf, pos)
+            o1.is_internal, = _U4(buf, pos)
             pos += 1
             n2, = _I32.unpack_from(buf, pos)
             pos += 4
@@ -1957,7 +2054,7 @@ def _r_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     o2 = _new(MetadataResponsePartition)
                     o2.leader_epoch = -1
                     o2.offline_replicas = []
-                    o2.error_code, o2.partition_index, o2.leader_id = _S1.unpack_from(buf, pos)
+                    o2.error_code, o2.partition_index, o2.leader_id = _U1(buf, pos)
                     pos += 10
                     n3, = _I32.unpack_from(buf, pos)
                     pos += 4
@@ -1986,7 +2083,7 @@ def _r_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
 
 
 def _w_MetadataResponse_4(o: MetadataResponse, out: bytearray) -> None:
-    out += _S0.pack(o.throttle_time_ms)
+    out += _P0(o.throttle_time_ms)
     a1 = o.brokers
     if a1 is None:
         raise EncodeError('Brokers is not nullable at version 4')
@@ -1995,7 +2092,7 @@ def _w_MetadataResponse_4(o: MetadataResponse, out: bytearray) -> None:
         for e1 in a1:
             _w_MetadataResponseBroker_4(e1, out)
     _wsn(out, o.cluster_id)
-    out += _S0.pack(o.controller_id)
+    out += _P0(o.controller_id)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 4')
@@ -2009,7 +2106,7 @@ _r_MetadataResponse_4 = _r_MetadataResponse_3
 
 
 def _w_MetadataResponse_5(o: MetadataResponse, out: bytearray) -> None:
-    out += _S0.pack(o.throttle_time_ms)
+    out += _P0(o.throttle_time_ms)
     a1 = o.brokers
     if a1 is None:
         raise EncodeError('Brokers is not nullable at version 5')
@@ -2018,7 +2115,7 @@ def _w_MetadataResponse_5(o: MetadataResponse, out: bytearray) -> None:
         for e1 in a1:
             _w_MetadataResponseBroker_5(e1, out)
     _wsn(out, o.cluster_id)
-    out += _S0.pack(o.controller_id)
+    out += _P0(o.controller_id)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 5')
@@ -2035,7 +2132,7 @@ def _r_MetadataResponse_5(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     o0 = _new(MetadataResponse)
     o0.cluster_authorized_operations = -2147483648
     o0.error_code = 0
-    o0.throttle_time_ms, = _S0.unpack_from(buf, pos)
+    o0.throttle_time_ms, = _U0(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -2047,16 +2144,16 @@ def _r_MetadataResponse_5(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         o0.brokers = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataResponseBroker)
-            o1.node_id, = _S0.unpack_from(buf, pos)
+            o1.node_id, = _U0(buf, pos)
             pos += 4
             o1.host, pos = _rs(buf, pos)
-            o1.port, = _S0.unpack_from(buf, pos)
+            o1.port, = _U0(buf, pos)
             pos += 4
             o1.rack, pos = _rsn(buf, pos)
             o1.unknown_tagged_fields = []
             a1.append(o1)
     o0.cluster_id, pos = _rsn(buf, pos)
-    o0.controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _U0(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -2070,10 +2167,10 @@ def _r_MetadataResponse_5(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             o1 = _new(MetadataResponseTopic)
             o1.topic_id = ZERO_UUID
             o1.topic_authorized_operations = -2147483648
-            o1.error_code, = _S3.unpack_from(buf, pos)
+            o1.error_code, = _U3(buf, pos)
             pos += 2
             o1.name, pos = _rs(buf, pos)
-            o1.is_internal, = _S4.unpack_from(buf, pos)
+            o1.is_internal, = _U4(buf, pos)
             pos += 1
             n2, = _I32.unpack_from(buf, pos)
             pos += 4
@@ -2086,7 +2183,7 @@ def _r_MetadataResponse_5(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 for _ in range(n2):
                     o2 = _new(MetadataResponsePartition)
                     o2.leader_epoch = -1
-                    o2.error_code, o2.partition_index, o2.leader_id = _S1.unpack_from(buf, pos)
+                    o2.error_code, o2.partition_index, o2.leader_id = _U1(buf, pos)
                     pos += 10
                     n3, = _I32.unpack_from(buf, pos)
                     pos += 4
@@ -2124,7 +2221,7 @@ def _r_MetadataResponse_5(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
 
 
 def _w_MetadataResponse_6(o: MetadataResponse, out: bytearray) -> None:
-    out += _S0.pack(o.throttle_time_ms)
+    out += _P0(o.throttle_time_ms)
     a1 = o.brokers
     if a1 is None:
         raise EncodeError('Brokers is not nullable at version 6')
@@ -2133,7 +2230,7 @@ def _w_MetadataResponse_6(o: MetadataResponse, out: bytearray) -> None:
         for e1 in a1:
             _w_MetadataResponseBroker_6(e1, out)
     _wsn(out, o.cluster_id)
-    out += _S0.pack(o.controller_id)
+    out += _P0(o.controller_id)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 6')
@@ -2147,7 +2244,7 @@ _r_MetadataResponse_6 = _r_MetadataResponse_5
 
 
 def _w_MetadataResponse_7(o: MetadataResponse, out: bytearray) -> None:
-    out += _S0.pack(o.throttle_time_ms)
+    out += _P0(o.throttle_time_ms)
     a1 = o.brokers
     if a1 is None:
         raise EncodeError('Brokers is not nullable at version 7')
@@ -2156,7 +2253,7 @@ def _w_MetadataResponse_7(o: MetadataResponse, out: bytearray) -> None:
         for e1 in a1:
             _w_MetadataResponseBroker_7(e1, out)
     _wsn(out, o.cluster_id)
-    out += _S0.pack(o.controller_id)
+    out += _P0(o.controller_id)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 7')
@@ -2173,7 +2270,7 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     o0 = _new(MetadataResponse)
     o0.cluster_authorized_operations = -2147483648
     o0.error_code = 0
-    o0.throttle_time_ms, = _S0.unpack_from(buf, pos)
+    o0.throttle_time_ms, = _U0(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -2185,16 +2282,16 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         o0.brokers = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataResponseBroker)
-            o1.node_id, = _S0.unpack_from(buf, pos)
+            o1.node_id, = _U0(buf, pos)
             pos += 4
             o1.host, pos = _rs(buf, pos)
-            o1.port, = _S0.unpack_from(buf, pos)
+            o1.port, = _U0(buf, pos)
             pos += 4
             o1.rack, pos = _rsn(buf, pos)
             o1.unknown_tagged_fields = []
             a1.append(o1)
     o0.cluster_id, pos = _rsn(buf, pos)
-    o0.controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _U0(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -2208,10 +2305,10 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             o1 = _new(MetadataResponseTopic)
             o1.topic_id = ZERO_UUID
             o1.topic_authorized_operations = -2147483648
-            o1.error_code, = _S3.unpack_from(buf, pos)
+            o1.error_code, = _U3(buf, pos)
             pos += 2
             o1.name, pos = _rs(buf, pos)
-            o1.is_internal, = _S4.unpack_from(buf, pos)
+            o1.is_internal, = _U4(buf, pos)
             pos += 1
             n2, = _I32.unpack_from(buf, pos)
             pos += 4
@@ -2223,7 +2320,7 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 o1.partitions = a2 = []
                 for _ in range(n2):
                     o2 = _new(MetadataResponsePartition)
-                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _S2.unpack_from(buf, pos)
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _U2(buf, pos)
                     pos += 14
                     n3, = _I32.unpack_from(buf, pos)
                     pos += 4
@@ -2261,7 +2358,7 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
 
 
 def _w_MetadataResponse_8(o: MetadataResponse, out: bytearray) -> None:
-    out += _S0.pack(o.throttle_time_ms)
+    out += _P0(o.throttle_time_ms)
     a1 = o.brokers
     if a1 is None:
         raise EncodeError('Brokers is not nullable at version 8')
@@ -2270,7 +2367,7 @@ def _w_MetadataResponse_8(o: MetadataResponse, out: bytearray) -> None:
         for e1 in a1:
             _w_MetadataResponseBroker_8(e1, out)
     _wsn(out, o.cluster_id)
-    out += _S0.pack(o.controller_id)
+    out += _P0(o.controller_id)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 8')
@@ -2278,14 +2375,14 @@ def _w_MetadataResponse_8(o: MetadataResponse, out: bytearray) -> None:
         out += _I32.pack(len(a1))
         for e1 in a1:
             _w_MetadataResponseTopic_8(e1, out)
-    out += _S0.pack(o.cluster_authorized_operations)
+    out += _P0(o.cluster_authorized_operations)
 
 
 def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     blen = len(buf)
     o0 = _new(MetadataResponse)
     o0.error_code = 0
-    o0.throttle_time_ms, = _S0.unpack_from(buf, pos)
+    o0.throttle_time_ms, = _U0(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -2297,16 +2394,16 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         o0.brokers = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataResponseBroker)
-            o1.node_id, = _S0.unpack_from(buf, pos)
+            o1.node_id, = _U0(buf, pos)
             pos += 4
             o1.host, pos = _rs(buf, pos)
-            o1.port, = _S0.unpack_from(buf, pos)
+            o1.port, = _U0(buf, pos)
             pos += 4
             o1.rack, pos = _rsn(buf, pos)
             o1.unknown_tagged_fields = []
             a1.append(o1)
     o0.cluster_id, pos = _rsn(buf, pos)
-    o0.controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _U0(buf, pos)
     pos += 4
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -2319,10 +2416,10 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         for _ in range(n1):
             o1 = _new(MetadataResponseTopic)
             o1.topic_id = ZERO_UUID
-            o1.error_code, = _S3.unpack_from(buf, pos)
+            o1.error_code, = _U3(buf, pos)
             pos += 2
             o1.name, pos = _rs(buf, pos)
-            o1.is_internal, = _S4.unpack_from(buf, pos)
+            o1.is_internal, = _U4(buf, pos)
             pos += 1
             n2, = _I32.unpack_from(buf, pos)
             pos += 4
@@ -2334,7 +2431,7 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 o1.partitions = a2 = []
                 for _ in range(n2):
                     o2 = _new(MetadataResponsePartition)
-                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _S2.unpack_from(buf, pos)
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _U2(buf, pos)
                     pos += 14
                     n3, = _I32.unpack_from(buf, pos)
                     pos += 4
@@ -2365,35 +2462,43 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                         pos += n3 * 4
                     o2.unknown_tagged_fields = []
                     a2.append(o2)
-            o1.topic_authorized_operations, = _S0.unpack_from(buf, pos)
+            o1.topic_authorized_operations, = _U0(buf, pos)
             pos += 4
             o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.cluster_authorized_operations, = _S0.unpack_from(buf, pos)
+    o0.cluster_authorized_operations, = _U0(buf, pos)
     pos += 4
     o0.unknown_tagged_fields = []
     return o0, pos
 
 
 def _w_MetadataResponse_9(o: MetadataResponse, out: bytearray) -> None:
-    out += _S0.pack(o.throttle_time_ms)
+    out += _P0(o.throttle_time_ms)
     a1 = o.brokers
     if a1 is None:
         raise EncodeError('Brokers is not nullable at version 9')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_MetadataResponseBroker_9(e1, out)
     _wcsn(out, o.cluster_id)
-    out += _S0.pack(o.controller_id)
+    out += _P0(o.controller_id)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 9')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_MetadataResponseTopic_9(e1, out)
-    out += _S0.pack(o.cluster_authorized_operations)
+    out += _P0(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -2404,7 +2509,7 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     blen = len(buf)
     o0 = _new(MetadataResponse)
     o0.error_code = 0
-    o0.throttle_time_ms, = _S0.unpack_from(buf, pos)
+    o0.throttle_time_ms, = _U0(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -2419,7 +2524,7 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         o0.brokers = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataResponseBroker)
-            o1.node_id, = _S0.unpack_from(buf, pos)
+            o1.node_id, = _U0(buf, pos)
             pos += 4
             sn = buf[pos]
             pos += 1
@@ -2433,7 +2538,7 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, = _S0.unpack_from(buf, pos)
+            o1.port, = _U0(buf, pos)
             pos += 4
             sn = buf[pos]
             pos += 1
@@ -2466,7 +2571,7 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
         o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _U0(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -2482,7 +2587,7 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         for _ in range(n1):
             o1 = _new(MetadataResponseTopic)
             o1.topic_id = ZERO_UUID
-            o1.error_code, = _S3.unpack_from(buf, pos)
+            o1.error_code, = _U3(buf, pos)
             pos += 2
             sn = buf[pos]
             pos += 1
@@ -2496,7 +2601,7 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
                 o1.name = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.is_internal, = _S4.unpack_from(buf, pos)
+            o1.is_internal, = _U4(buf, pos)
             pos += 1
             n2 = buf[pos] - 1
             pos += 1
@@ -2511,7 +2616,7 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 o1.partitions = a2 = []
                 for _ in range(n2):
                     o2 = _new(MetadataResponsePartition)
-                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _S2.unpack_from(buf, pos)
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _U2(buf, pos)
                     pos += 14
                     n3 = buf[pos] - 1
                     pos += 1
@@ -2556,14 +2661,14 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     else:
                         o2.unknown_tagged_fields = []
                     a2.append(o2)
-            o1.topic_authorized_operations, tn1 = _S5.unpack_from(buf, pos)
+            o1.topic_authorized_operations, tn1 = _U5(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
                 o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.cluster_authorized_operations, tn0 = _S5.unpack_from(buf, pos)
+    o0.cluster_authorized_operations, tn0 = _U5(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -2573,24 +2678,32 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
 
 
 def _w_MetadataResponse_10(o: MetadataResponse, out: bytearray) -> None:
-    out += _S0.pack(o.throttle_time_ms)
+    out += _P0(o.throttle_time_ms)
     a1 = o.brokers
     if a1 is None:
         raise EncodeError('Brokers is not nullable at version 10')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_MetadataResponseBroker_10(e1, out)
     _wcsn(out, o.cluster_id)
-    out += _S0.pack(o.controller_id)
+    out += _P0(o.controller_id)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 10')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_MetadataResponseTopic_10(e1, out)
-    out += _S0.pack(o.cluster_authorized_operations)
+    out += _P0(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -2601,7 +2714,7 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     blen = len(buf)
     o0 = _new(MetadataResponse)
     o0.error_code = 0
-    o0.throttle_time_ms, = _S0.unpack_from(buf, pos)
+    o0.throttle_time_ms, = _U0(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -2616,7 +2729,7 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         o0.brokers = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataResponseBroker)
-            o1.node_id, = _S0.unpack_from(buf, pos)
+            o1.node_id, = _U0(buf, pos)
             pos += 4
             sn = buf[pos]
             pos += 1
@@ -2630,7 +2743,7 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, = _S0.unpack_from(buf, pos)
+            o1.port, = _U0(buf, pos)
             pos += 4
             sn = buf[pos]
             pos += 1
@@ -2663,7 +2776,7 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
         o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _U0(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -2678,7 +2791,7 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         o0.topics = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataResponseTopic)
-            o1.error_code, = _S3.unpack_from(buf, pos)
+            o1.error_code, = _U3(buf, pos)
             pos += 2
             sn = buf[pos]
             pos += 1
@@ -2692,9 +2805,9 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
                 o1.name = str(buf[pos:se], 'utf-8')
                 pos = se
-            u0, o1.is_internal = _S6.unpack_from(buf, pos)
+            u0, o1.is_internal = _U6(buf, pos)
             pos += 17
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2708,7 +2821,7 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 o1.partitions = a2 = []
                 for _ in range(n2):
                     o2 = _new(MetadataResponsePartition)
-                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _S2.unpack_from(buf, pos)
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _U2(buf, pos)
                     pos += 14
                     n3 = buf[pos] - 1
                     pos += 1
@@ -2753,14 +2866,14 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     else:
                         o2.unknown_tagged_fields = []
                     a2.append(o2)
-            o1.topic_authorized_operations, tn1 = _S5.unpack_from(buf, pos)
+            o1.topic_authorized_operations, tn1 = _U5(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
                 o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.cluster_authorized_operations, tn0 = _S5.unpack_from(buf, pos)
+    o0.cluster_authorized_operations, tn0 = _U5(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -2770,21 +2883,29 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
 
 
 def _w_MetadataResponse_11(o: MetadataResponse, out: bytearray) -> None:
-    out += _S0.pack(o.throttle_time_ms)
+    out += _P0(o.throttle_time_ms)
     a1 = o.brokers
     if a1 is None:
         raise EncodeError('Brokers is not nullable at version 11')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_MetadataResponseBroker_11(e1, out)
     _wcsn(out, o.cluster_id)
-    out += _S0.pack(o.controller_id)
+    out += _P0(o.controller_id)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 11')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_MetadataResponseTopic_11(e1, out)
     if o.cluster_authorized_operations != -2147483648:
@@ -2800,7 +2921,7 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     o0 = _new(MetadataResponse)
     o0.cluster_authorized_operations = -2147483648
     o0.error_code = 0
-    o0.throttle_time_ms, = _S0.unpack_from(buf, pos)
+    o0.throttle_time_ms, = _U0(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -2815,7 +2936,7 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         o0.brokers = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataResponseBroker)
-            o1.node_id, = _S0.unpack_from(buf, pos)
+            o1.node_id, = _U0(buf, pos)
             pos += 4
             sn = buf[pos]
             pos += 1
@@ -2829,7 +2950,7 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, = _S0.unpack_from(buf, pos)
+            o1.port, = _U0(buf, pos)
             pos += 4
             sn = buf[pos]
             pos += 1
@@ -2862,7 +2983,7 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
         o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _U0(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -2877,7 +2998,7 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         o0.topics = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataResponseTopic)
-            o1.error_code, = _S3.unpack_from(buf, pos)
+            o1.error_code, = _U3(buf, pos)
             pos += 2
             sn = buf[pos]
             pos += 1
@@ -2891,9 +3012,9 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
                 o1.name = str(buf[pos:se], 'utf-8')
                 pos = se
-            u0, o1.is_internal = _S6.unpack_from(buf, pos)
+            u0, o1.is_internal = _U6(buf, pos)
             pos += 17
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2907,7 +3028,7 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 o1.partitions = a2 = []
                 for _ in range(n2):
                     o2 = _new(MetadataResponsePartition)
-                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _S2.unpack_from(buf, pos)
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _U2(buf, pos)
                     pos += 14
                     n3 = buf[pos] - 1
                     pos += 1
@@ -2952,7 +3073,7 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     else:
                         o2.unknown_tagged_fields = []
                     a2.append(o2)
-            o1.topic_authorized_operations, tn1 = _S5.unpack_from(buf, pos)
+            o1.topic_authorized_operations, tn1 = _U5(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -2969,21 +3090,29 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
 
 
 def _w_MetadataResponse_12(o: MetadataResponse, out: bytearray) -> None:
-    out += _S0.pack(o.throttle_time_ms)
+    out += _P0(o.throttle_time_ms)
     a1 = o.brokers
     if a1 is None:
         raise EncodeError('Brokers is not nullable at version 12')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_MetadataResponseBroker_12(e1, out)
     _wcsn(out, o.cluster_id)
-    out += _S0.pack(o.controller_id)
+    out += _P0(o.controller_id)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 12')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_MetadataResponseTopic_12(e1, out)
     if o.cluster_authorized_operations != -2147483648:
@@ -2999,7 +3128,7 @@ def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     o0 = _new(MetadataResponse)
     o0.cluster_authorized_operations = -2147483648
     o0.error_code = 0
-    o0.throttle_time_ms, = _S0.unpack_from(buf, pos)
+    o0.throttle_time_ms, = _U0(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -3014,7 +3143,7 @@ def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         o0.brokers = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataResponseBroker)
-            o1.node_id, = _S0.unpack_from(buf, pos)
+            o1.node_id, = _U0(buf, pos)
             pos += 4
             sn = buf[pos]
             pos += 1
@@ -3028,7 +3157,7 @@ def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, = _S0.unpack_from(buf, pos)
+            o1.port, = _U0(buf, pos)
             pos += 4
             sn = buf[pos]
             pos += 1
@@ -3061,7 +3190,7 @@ def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
         o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _U0(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -3076,7 +3205,7 @@ def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         o0.topics = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataResponseTopic)
-            o1.error_code, = _S3.unpack_from(buf, pos)
+            o1.error_code, = _U3(buf, pos)
             pos += 2
             sn = buf[pos]
             pos += 1
@@ -3090,9 +3219,9 @@ def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
                 o1.name = str(buf[pos:se], 'utf-8')
                 pos = se
-            u0, o1.is_internal = _S6.unpack_from(buf, pos)
+            u0, o1.is_internal = _U6(buf, pos)
             pos += 17
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -3106,7 +3235,7 @@ def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 o1.partitions = a2 = []
                 for _ in range(n2):
                     o2 = _new(MetadataResponsePartition)
-                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _S2.unpack_from(buf, pos)
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _U2(buf, pos)
                     pos += 14
                     n3 = buf[pos] - 1
                     pos += 1
@@ -3151,7 +3280,7 @@ def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     else:
                         o2.unknown_tagged_fields = []
                     a2.append(o2)
-            o1.topic_authorized_operations, tn1 = _S5.unpack_from(buf, pos)
+            o1.topic_authorized_operations, tn1 = _U5(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -3168,26 +3297,34 @@ def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
 
 
 def _w_MetadataResponse_13(o: MetadataResponse, out: bytearray) -> None:
-    out += _S0.pack(o.throttle_time_ms)
+    out += _P0(o.throttle_time_ms)
     a1 = o.brokers
     if a1 is None:
         raise EncodeError('Brokers is not nullable at version 13')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_MetadataResponseBroker_13(e1, out)
     _wcsn(out, o.cluster_id)
-    out += _S0.pack(o.controller_id)
+    out += _P0(o.controller_id)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 13')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_MetadataResponseTopic_13(e1, out)
     if o.cluster_authorized_operations != -2147483648:
         raise EncodeError('attempted to write a non-default ClusterAuthorizedOperations at version 13 of MetadataResponse')
-    out += _S3.pack(o.error_code)
+    out += _P3(o.error_code)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -3198,7 +3335,7 @@ def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     blen = len(buf)
     o0 = _new(MetadataResponse)
     o0.cluster_authorized_operations = -2147483648
-    o0.throttle_time_ms, = _S0.unpack_from(buf, pos)
+    o0.throttle_time_ms, = _U0(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -3213,7 +3350,7 @@ def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         o0.brokers = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataResponseBroker)
-            o1.node_id, = _S0.unpack_from(buf, pos)
+            o1.node_id, = _U0(buf, pos)
             pos += 4
             sn = buf[pos]
             pos += 1
@@ -3227,7 +3364,7 @@ def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, = _S0.unpack_from(buf, pos)
+            o1.port, = _U0(buf, pos)
             pos += 4
             sn = buf[pos]
             pos += 1
@@ -3260,7 +3397,7 @@ def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
         o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.controller_id, = _S0.unpack_from(buf, pos)
+    o0.controller_id, = _U0(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -3275,7 +3412,7 @@ def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         o0.topics = a1 = []
         for _ in range(n1):
             o1 = _new(MetadataResponseTopic)
-            o1.error_code, = _S3.unpack_from(buf, pos)
+            o1.error_code, = _U3(buf, pos)
             pos += 2
             sn = buf[pos]
             pos += 1
@@ -3289,9 +3426,9 @@ def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
                 o1.name = str(buf[pos:se], 'utf-8')
                 pos = se
-            u0, o1.is_internal = _S6.unpack_from(buf, pos)
+            u0, o1.is_internal = _U6(buf, pos)
             pos += 17
-            o1.topic_id = _bnew(Uuid, u0)
+            o1.topic_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -3305,7 +3442,7 @@ def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 o1.partitions = a2 = []
                 for _ in range(n2):
                     o2 = _new(MetadataResponsePartition)
-                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _S2.unpack_from(buf, pos)
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch = _U2(buf, pos)
                     pos += 14
                     n3 = buf[pos] - 1
                     pos += 1
@@ -3350,14 +3487,14 @@ def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     else:
                         o2.unknown_tagged_fields = []
                     a2.append(o2)
-            o1.topic_authorized_operations, tn1 = _S5.unpack_from(buf, pos)
+            o1.topic_authorized_operations, tn1 = _U5(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
                 o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.error_code, tn0 = _S7.unpack_from(buf, pos)
+    o0.error_code, tn0 = _U7(buf, pos)
     pos += 3
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -66,12 +70,19 @@ _S1 = Struct('>i')
 _S2 = Struct('>b')
 _S3 = Struct('>i16sB')
 _S4 = Struct('>16s')
+_P0 = _S0.pack
+_P1 = _S1.pack
+_P2 = _S2.pack
+_P4 = _S4.pack
+_U3 = _S3.unpack_from
+_U1 = _S1.unpack_from
+_U2 = _S2.unpack_from
+_U4 = _S4.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_PartitionChangeRecord_0(o: PartitionChangeRecord, out: bytearray) -> None:
-    out += _S0.pack(o.partition_id, o.topic_id)
+    out += _P0(o.partition_id, o.topic_id)
     if o.directories != None:
         raise EncodeError('attempted to write a non-default Directories at version 0 of PartitionChangeRecord')
     if o.eligible_leader_replicas != None:
@@ -85,12 +96,16 @@ def _w_PartitionChangeRecord_0(o: PartitionChangeRecord, out: bytearray) -> None
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             b += _pack('>%di' % len(a1), *a1)
         tf.append((0, bytes(b)))
     if o.leader != -2:
         b = bytearray()
-        b += _S1.pack(o.leader)
+        b += _P1(o.leader)
         tf.append((1, bytes(b)))
     if o.replicas != None:
         b = bytearray()
@@ -98,7 +113,11 @@ def _w_PartitionChangeRecord_0(o: PartitionChangeRecord, out: bytearray) -> None
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             b += _pack('>%di' % len(a1), *a1)
         tf.append((2, bytes(b)))
     if o.removing_replicas != None:
@@ -107,7 +126,11 @@ def _w_PartitionChangeRecord_0(o: PartitionChangeRecord, out: bytearray) -> None
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             b += _pack('>%di' % len(a1), *a1)
         tf.append((3, bytes(b)))
     if o.adding_replicas != None:
@@ -116,14 +139,21 @@ def _w_PartitionChangeRecord_0(o: PartitionChangeRecord, out: bytearray) -> None
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             b += _pack('>%di' % len(a1), *a1)
         tf.append((4, bytes(b)))
     if o.leader_recovery_state != -1:
         b = bytearray()
-        b += _S2.pack(o.leader_recovery_state)
+        b += _P2(o.leader_recovery_state)
         tf.append((5, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecord, int]:
@@ -138,9 +168,9 @@ def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecor
     o0.directories = None
     o0.eligible_leader_replicas = None
     o0.last_known_elr = None
-    o0.partition_id, u0, tn0 = _S3.unpack_from(buf, pos)
+    o0.partition_id, u0, tn0 = _U3(buf, pos)
     pos += 21
-    o0.topic_id = _bnew(Uuid, u0)
+    o0.topic_id = _ug(u0) or _ui(u0)
     if tn0:
         if tn0 >= 0x80:
             tn0, pos = _ruv(buf, pos - 1)
@@ -164,7 +194,7 @@ def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 if pos != end0:
                     raise DecodeError('tagged field Isr has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             elif tag0 == 1:
-                o0.leader, = _S1.unpack_from(buf, pos)
+                o0.leader, = _U1(buf, pos)
                 pos += 4
                 if pos != end0:
                     raise DecodeError('tagged field Leader has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -214,7 +244,7 @@ def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 if pos != end0:
                     raise DecodeError('tagged field AddingReplicas has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             elif tag0 == 5:
-                o0.leader_recovery_state, = _S2.unpack_from(buf, pos)
+                o0.leader_recovery_state, = _U2(buf, pos)
                 pos += 1
                 if pos != end0:
                     raise DecodeError('tagged field LeaderRecoveryState has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -230,7 +260,7 @@ def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecor
 
 
 def _w_PartitionChangeRecord_1(o: PartitionChangeRecord, out: bytearray) -> None:
-    out += _S0.pack(o.partition_id, o.topic_id)
+    out += _P0(o.partition_id, o.topic_id)
     if o.eligible_leader_replicas != None:
         raise EncodeError('attempted to write a non-default EligibleLeaderReplicas at version 1 of PartitionChangeRecord')
     if o.last_known_elr != None:
@@ -242,12 +272,16 @@ def _w_PartitionChangeRecord_1(o: PartitionChangeRecord, out: bytearray) -> None
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             b += _pack('>%di' % len(a1), *a1)
         tf.append((0, bytes(b)))
     if o.leader != -2:
         b = bytearray()
-        b += _S1.pack(o.leader)
+        b += _P1(o.leader)
         tf.append((1, bytes(b)))
     if o.replicas != None:
         b = bytearray()
@@ -255,7 +289,11 @@ def _w_PartitionChangeRecord_1(o: PartitionChangeRecord, out: bytearray) -> None
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             b += _pack('>%di' % len(a1), *a1)
         tf.append((2, bytes(b)))
     if o.removing_replicas != None:
@@ -264,7 +302,11 @@ def _w_PartitionChangeRecord_1(o: PartitionChangeRecord, out: bytearray) -> None
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             b += _pack('>%di' % len(a1), *a1)
         tf.append((3, bytes(b)))
     if o.adding_replicas != None:
@@ -273,12 +315,16 @@ def _w_PartitionChangeRecord_1(o: PartitionChangeRecord, out: bytearray) -> None
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             b += _pack('>%di' % len(a1), *a1)
         tf.append((4, bytes(b)))
     if o.leader_recovery_state != -1:
         b = bytearray()
-        b += _S2.pack(o.leader_recovery_state)
+        b += _P2(o.leader_recovery_state)
         tf.append((5, bytes(b)))
     if o.directories != None:
         b = bytearray()
@@ -286,11 +332,18 @@ def _w_PartitionChangeRecord_1(o: PartitionChangeRecord, out: bytearray) -> None
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
-                b += _S4.pack(e1)
+                b += _P4(e1)
         tf.append((8, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecord, int]:
@@ -305,9 +358,9 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
     o0.directories = None
     o0.eligible_leader_replicas = None
     o0.last_known_elr = None
-    o0.partition_id, u0, tn0 = _S3.unpack_from(buf, pos)
+    o0.partition_id, u0, tn0 = _U3(buf, pos)
     pos += 21
-    o0.topic_id = _bnew(Uuid, u0)
+    o0.topic_id = _ug(u0) or _ui(u0)
     if tn0:
         if tn0 >= 0x80:
             tn0, pos = _ruv(buf, pos - 1)
@@ -331,7 +384,7 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 if pos != end0:
                     raise DecodeError('tagged field Isr has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             elif tag0 == 1:
-                o0.leader, = _S1.unpack_from(buf, pos)
+                o0.leader, = _U1(buf, pos)
                 pos += 4
                 if pos != end0:
                     raise DecodeError('tagged field Leader has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -381,7 +434,7 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 if pos != end0:
                     raise DecodeError('tagged field AddingReplicas has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             elif tag0 == 5:
-                o0.leader_recovery_state, = _S2.unpack_from(buf, pos)
+                o0.leader_recovery_state, = _U2(buf, pos)
                 pos += 1
                 if pos != end0:
                     raise DecodeError('tagged field LeaderRecoveryState has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -398,8 +451,8 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                         raise DecodeError('array Directories of ' + str(n1) + ' elements overruns the buffer')
                     o0.directories = a1 = []
                     for _ in range(n1):
-                        u0, = _S4.unpack_from(buf, pos)
-                        x = _bnew(Uuid, u0)
+                        u0, = _U4(buf, pos)
+                        x = _ug(u0) or _ui(u0)
                         pos += 16
                         a1.append(x)
                 if pos != end0:
@@ -416,7 +469,7 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
 
 
 def _w_PartitionChangeRecord_2(o: PartitionChangeRecord, out: bytearray) -> None:
-    out += _S0.pack(o.partition_id, o.topic_id)
+    out += _P0(o.partition_id, o.topic_id)
     tf = []
     if o.isr != None:
         b = bytearray()
@@ -424,12 +477,16 @@ def _w_PartitionChangeRecord_2(o: PartitionChangeRecord, out: bytearray) -> None
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             b += _pack('>%di' % len(a1), *a1)
         tf.append((0, bytes(b)))
     if o.leader != -2:
         b = bytearray()
-        b += _S1.pack(o.leader)
+        b += _P1(o.leader)
         tf.append((1, bytes(b)))
     if o.replicas != None:
         b = bytearray()
@@ -437,7 +494,11 @@ def _w_PartitionChangeRecord_2(o: PartitionChangeRecord, out: bytearray) -> None
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             b += _pack('>%di' % len(a1), *a1)
         tf.append((2, bytes(b)))
     if o.removing_replicas != None:
@@ -446,7 +507,11 @@ def _w_PartitionChangeRecord_2(o: PartitionChangeRecord, out: bytearray) -> None
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             b += _pack('>%di' % len(a1), *a1)
         tf.append((3, bytes(b)))
     if o.adding_replicas != None:
@@ -455,12 +520,16 @@ def _w_PartitionChangeRecord_2(o: PartitionChangeRecord, out: bytearray) -> None
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             b += _pack('>%di' % len(a1), *a1)
         tf.append((4, bytes(b)))
     if o.leader_recovery_state != -1:
         b = bytearray()
-        b += _S2.pack(o.leader_recovery_state)
+        b += _P2(o.leader_recovery_state)
         tf.append((5, bytes(b)))
     if o.eligible_leader_replicas != None:
         b = bytearray()
@@ -468,7 +537,11 @@ def _w_PartitionChangeRecord_2(o: PartitionChangeRecord, out: bytearray) -> None
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             b += _pack('>%di' % len(a1), *a1)
         tf.append((6, bytes(b)))
     if o.last_known_elr != None:
@@ -477,7 +550,11 @@ def _w_PartitionChangeRecord_2(o: PartitionChangeRecord, out: bytearray) -> None
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             b += _pack('>%di' % len(a1), *a1)
         tf.append((7, bytes(b)))
     if o.directories != None:
@@ -486,11 +563,18 @@ def _w_PartitionChangeRecord_2(o: PartitionChangeRecord, out: bytearray) -> None
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
-                b += _S4.pack(e1)
+                b += _P4(e1)
         tf.append((8, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecord, int]:
@@ -505,9 +589,9 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
     o0.directories = None
     o0.eligible_leader_replicas = None
     o0.last_known_elr = None
-    o0.partition_id, u0, tn0 = _S3.unpack_from(buf, pos)
+    o0.partition_id, u0, tn0 = _U3(buf, pos)
     pos += 21
-    o0.topic_id = _bnew(Uuid, u0)
+    o0.topic_id = _ug(u0) or _ui(u0)
     if tn0:
         if tn0 >= 0x80:
             tn0, pos = _ruv(buf, pos - 1)
@@ -531,7 +615,7 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 if pos != end0:
                     raise DecodeError('tagged field Isr has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             elif tag0 == 1:
-                o0.leader, = _S1.unpack_from(buf, pos)
+                o0.leader, = _U1(buf, pos)
                 pos += 4
                 if pos != end0:
                     raise DecodeError('tagged field Leader has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -581,7 +665,7 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 if pos != end0:
                     raise DecodeError('tagged field AddingReplicas has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             elif tag0 == 5:
-                o0.leader_recovery_state, = _S2.unpack_from(buf, pos)
+                o0.leader_recovery_state, = _U2(buf, pos)
                 pos += 1
                 if pos != end0:
                     raise DecodeError('tagged field LeaderRecoveryState has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -628,8 +712,8 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                         raise DecodeError('array Directories of ' + str(n1) + ' elements overruns the buffer')
                     o0.directories = a1 = []
                     for _ in range(n1):
-                        u0, = _S4.unpack_from(buf, pos)
-                        x = _bnew(Uuid, u0)
+                        u0, = _U4(buf, pos)
+                        x = _ug(u0) or _ui(u0)
                         pos += 16
                         a1.append(x)
                 if pos != end0:

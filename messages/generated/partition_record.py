@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -68,37 +72,61 @@ _S1 = Struct('>iii')
 _S2 = Struct('>b')
 _S3 = Struct('>iiiB')
 _S4 = Struct('>16s')
+_P0 = _S0.pack
+_P1 = _S1.pack
+_P2 = _S2.pack
+_P4 = _S4.pack
+_U0 = _S0.unpack_from
+_U3 = _S3.unpack_from
+_U2 = _S2.unpack_from
+_U1 = _S1.unpack_from
+_U4 = _S4.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_PartitionRecord_0(o: PartitionRecord, out: bytearray) -> None:
-    out += _S0.pack(o.partition_id, o.topic_id)
+    out += _P0(o.partition_id, o.topic_id)
     a1 = o.replicas
     if a1 is None:
         raise EncodeError('Replicas is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     a1 = o.isr
     if a1 is None:
         raise EncodeError('Isr is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     a1 = o.removing_replicas
     if a1 is None:
         raise EncodeError('RemovingReplicas is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     a1 = o.adding_replicas
     if a1 is None:
         raise EncodeError('AddingReplicas is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
-    out += _S1.pack(o.leader, o.leader_epoch, o.partition_epoch)
+    out += _P1(o.leader, o.leader_epoch, o.partition_epoch)
     if o.directories != []:
         raise EncodeError('attempted to write a non-default Directories at version 0 of PartitionRecord')
     if o.eligible_leader_replicas != None:
@@ -108,9 +136,12 @@ def _w_PartitionRecord_0(o: PartitionRecord, out: bytearray) -> None:
     tf = []
     if o.leader_recovery_state != 0:
         b = bytearray()
-        b += _S2.pack(o.leader_recovery_state)
+        b += _P2(o.leader_recovery_state)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
@@ -120,9 +151,9 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     o0.directories = []
     o0.eligible_leader_replicas = None
     o0.last_known_elr = None
-    o0.partition_id, u0 = _S0.unpack_from(buf, pos)
+    o0.partition_id, u0 = _U0(buf, pos)
     pos += 20
-    o0.topic_id = _bnew(Uuid, u0)
+    o0.topic_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -171,7 +202,7 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             raise DecodeError('array AddingReplicas of ' + str(n1) + ' elements overruns the buffer')
         o0.adding_replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    o0.leader, o0.leader_epoch, o0.partition_epoch, tn0 = _S3.unpack_from(buf, pos)
+    o0.leader, o0.leader_epoch, o0.partition_epoch, tn0 = _U3(buf, pos)
     pos += 13
     if tn0:
         if tn0 >= 0x80:
@@ -181,7 +212,7 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             tag0, size0, pos = _rtag(buf, pos)
             end0 = pos + size0
             if tag0 == 0:
-                o0.leader_recovery_state, = _S2.unpack_from(buf, pos)
+                o0.leader_recovery_state, = _U2(buf, pos)
                 pos += 1
                 if pos != end0:
                     raise DecodeError('tagged field LeaderRecoveryState has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -197,39 +228,59 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
 
 
 def _w_PartitionRecord_1(o: PartitionRecord, out: bytearray) -> None:
-    out += _S0.pack(o.partition_id, o.topic_id)
+    out += _P0(o.partition_id, o.topic_id)
     a1 = o.replicas
     if a1 is None:
         raise EncodeError('Replicas is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     a1 = o.isr
     if a1 is None:
         raise EncodeError('Isr is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     a1 = o.removing_replicas
     if a1 is None:
         raise EncodeError('RemovingReplicas is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     a1 = o.adding_replicas
     if a1 is None:
         raise EncodeError('AddingReplicas is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
-    out += _S1.pack(o.leader, o.leader_epoch, o.partition_epoch)
+    out += _P1(o.leader, o.leader_epoch, o.partition_epoch)
     a1 = o.directories
     if a1 is None:
         raise EncodeError('Directories is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
-            out += _S4.pack(e1)
+            out += _P4(e1)
     if o.eligible_leader_replicas != None:
         raise EncodeError('attempted to write a non-default EligibleLeaderReplicas at version 1 of PartitionRecord')
     if o.last_known_elr != None:
@@ -237,9 +288,12 @@ def _w_PartitionRecord_1(o: PartitionRecord, out: bytearray) -> None:
     tf = []
     if o.leader_recovery_state != 0:
         b = bytearray()
-        b += _S2.pack(o.leader_recovery_state)
+        b += _P2(o.leader_recovery_state)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
@@ -248,9 +302,9 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     o0.leader_recovery_state = 0
     o0.eligible_leader_replicas = None
     o0.last_known_elr = None
-    o0.partition_id, u0 = _S0.unpack_from(buf, pos)
+    o0.partition_id, u0 = _U0(buf, pos)
     pos += 20
-    o0.topic_id = _bnew(Uuid, u0)
+    o0.topic_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -299,7 +353,7 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             raise DecodeError('array AddingReplicas of ' + str(n1) + ' elements overruns the buffer')
         o0.adding_replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    o0.leader, o0.leader_epoch, o0.partition_epoch = _S1.unpack_from(buf, pos)
+    o0.leader, o0.leader_epoch, o0.partition_epoch = _U1(buf, pos)
     pos += 12
     n1 = buf[pos] - 1
     pos += 1
@@ -313,8 +367,8 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             raise DecodeError('array Directories of ' + str(n1) + ' elements overruns the buffer')
         o0.directories = a1 = []
         for _ in range(n1):
-            u0, = _S4.unpack_from(buf, pos)
-            x = _bnew(Uuid, u0)
+            u0, = _U4(buf, pos)
+            x = _ug(u0) or _ui(u0)
             pos += 16
             a1.append(x)
     tn0 = buf[pos]
@@ -327,7 +381,7 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             tag0, size0, pos = _rtag(buf, pos)
             end0 = pos + size0
             if tag0 == 0:
-                o0.leader_recovery_state, = _S2.unpack_from(buf, pos)
+                o0.leader_recovery_state, = _U2(buf, pos)
                 pos += 1
                 if pos != end0:
                     raise DecodeError('tagged field LeaderRecoveryState has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -343,43 +397,63 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
 
 
 def _w_PartitionRecord_2(o: PartitionRecord, out: bytearray) -> None:
-    out += _S0.pack(o.partition_id, o.topic_id)
+    out += _P0(o.partition_id, o.topic_id)
     a1 = o.replicas
     if a1 is None:
         raise EncodeError('Replicas is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     a1 = o.isr
     if a1 is None:
         raise EncodeError('Isr is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     a1 = o.removing_replicas
     if a1 is None:
         raise EncodeError('RemovingReplicas is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
     a1 = o.adding_replicas
     if a1 is None:
         raise EncodeError('AddingReplicas is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         out += _pack('>%di' % len(a1), *a1)
-    out += _S1.pack(o.leader, o.leader_epoch, o.partition_epoch)
+    out += _P1(o.leader, o.leader_epoch, o.partition_epoch)
     a1 = o.directories
     if a1 is None:
         raise EncodeError('Directories is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
-            out += _S4.pack(e1)
+            out += _P4(e1)
     tf = []
     if o.leader_recovery_state != 0:
         b = bytearray()
-        b += _S2.pack(o.leader_recovery_state)
+        b += _P2(o.leader_recovery_state)
         tf.append((0, bytes(b)))
     if o.eligible_leader_replicas != None:
         b = bytearray()
@@ -387,7 +461,11 @@ def _w_PartitionRecord_2(o: PartitionRecord, out: bytearray) -> None:
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             b += _pack('>%di' % len(a1), *a1)
         tf.append((1, bytes(b)))
     if o.last_known_elr != None:
@@ -396,10 +474,17 @@ def _w_PartitionRecord_2(o: PartitionRecord, out: bytearray) -> None:
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             b += _pack('>%di' % len(a1), *a1)
         tf.append((2, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
@@ -408,9 +493,9 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     o0.leader_recovery_state = 0
     o0.eligible_leader_replicas = None
     o0.last_known_elr = None
-    o0.partition_id, u0 = _S0.unpack_from(buf, pos)
+    o0.partition_id, u0 = _U0(buf, pos)
     pos += 20
-    o0.topic_id = _bnew(Uuid, u0)
+    o0.topic_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -459,7 +544,7 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             raise DecodeError('array AddingReplicas of ' + str(n1) + ' elements overruns the buffer')
         o0.adding_replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    o0.leader, o0.leader_epoch, o0.partition_epoch = _S1.unpack_from(buf, pos)
+    o0.leader, o0.leader_epoch, o0.partition_epoch = _U1(buf, pos)
     pos += 12
     n1 = buf[pos] - 1
     pos += 1
@@ -473,8 +558,8 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             raise DecodeError('array Directories of ' + str(n1) + ' elements overruns the buffer')
         o0.directories = a1 = []
         for _ in range(n1):
-            u0, = _S4.unpack_from(buf, pos)
-            x = _bnew(Uuid, u0)
+            u0, = _U4(buf, pos)
+            x = _ug(u0) or _ui(u0)
             pos += 16
             a1.append(x)
     tn0 = buf[pos]
@@ -487,7 +572,7 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             tag0, size0, pos = _rtag(buf, pos)
             end0 = pos + size0
             if tag0 == 0:
-                o0.leader_recovery_state, = _S2.unpack_from(buf, pos)
+                o0.leader_recovery_state, = _U2(buf, pos)
                 pos += 1
                 if pos != end0:
                     raise DecodeError('tagged field LeaderRecoveryState has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))

@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -73,12 +77,18 @@ _S3 = Struct('>q')
 _S4 = Struct('>iiiq')
 _S5 = Struct('>iii16s')
 _S6 = Struct('>iii16sB')
+_P0 = _S0.pack
+_P2 = _S2.pack
+_P3 = _S3.pack
+_P5 = _S5.pack
+_U1 = _S1.unpack_from
+_U4 = _S4.unpack_from
+_U6 = _S6.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_Voter_0(o: Voter, out: bytearray) -> None:
-    out += _S0.pack(o.voter_id)
+    out += _P0(o.voter_id)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -88,7 +98,7 @@ def _w_Voter_0(o: Voter, out: bytearray) -> None:
 def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
     blen = len(buf)
     o0 = _new(Voter)
-    o0.voter_id, tn0 = _S1.unpack_from(buf, pos)
+    o0.voter_id, tn0 = _U1(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -101,15 +111,19 @@ def _w_QuorumStateData_0(o: QuorumStateData, out: bytearray) -> None:
     if o.cluster_id is None:
         raise EncodeError('ClusterId is not nullable at version 0')
     _wcs(out, o.cluster_id)
-    out += _S2.pack(o.leader_id, o.leader_epoch, o.voted_id)
+    out += _P2(o.leader_id, o.leader_epoch, o.voted_id)
     if o.voted_directory_id != ZERO_UUID:
         raise EncodeError('attempted to write a non-default VotedDirectoryId at version 0 of QuorumStateData')
-    out += _S3.pack(o.applied_offset)
+    out += _P3(o.applied_offset)
     a1 = o.current_voters
     if a1 is None:
         out.append(0)
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Voter_0(e1, out)
     if o.unknown_tagged_fields:
@@ -134,7 +148,7 @@ def _r_QuorumStateData_0(buf: Any, pos: int) -> tuple[QuorumStateData, int]:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
         o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.leader_id, o0.leader_epoch, o0.voted_id, o0.applied_offset = _S4.unpack_from(buf, pos)
+    o0.leader_id, o0.leader_epoch, o0.voted_id, o0.applied_offset = _U4(buf, pos)
     pos += 20
     n1 = buf[pos] - 1
     pos += 1
@@ -149,7 +163,7 @@ def _r_QuorumStateData_0(buf: Any, pos: int) -> tuple[QuorumStateData, int]:
         o0.current_voters = a1 = []
         for _ in range(n1):
             o1 = _new(Voter)
-            o1.voter_id, tn1 = _S1.unpack_from(buf, pos)
+            o1.voter_id, tn1 = _U1(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -168,7 +182,7 @@ def _r_QuorumStateData_0(buf: Any, pos: int) -> tuple[QuorumStateData, int]:
 def _w_QuorumStateData_1(o: QuorumStateData, out: bytearray) -> None:
     if o.cluster_id != '':
         raise EncodeError('attempted to write a non-default ClusterId at version 1 of QuorumStateData')
-    out += _S5.pack(o.leader_id, o.leader_epoch, o.voted_id, o.voted_directory_id)
+    out += _P5(o.leader_id, o.leader_epoch, o.voted_id, o.voted_directory_id)
     if o.applied_offset != 0:
         raise EncodeError('attempted to write a non-default AppliedOffset at version 1 of QuorumStateData')
     if o.current_voters != []:
@@ -185,9 +199,9 @@ def _r_QuorumStateData_1(buf: Any, pos: int) -> tuple[QuorumStateData, int]:
     o0.cluster_id = ''
     o0.applied_offset = 0
     o0.current_voters = []
-    o0.leader_id, o0.leader_epoch, o0.voted_id, u0, tn0 = _S6.unpack_from(buf, pos)
+    o0.leader_id, o0.leader_epoch, o0.voted_id, u0, tn0 = _U6(buf, pos)
     pos += 29
-    o0.voted_directory_id = _bnew(Uuid, u0)
+    o0.voted_directory_id = _ug(u0) or _ui(u0)
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:

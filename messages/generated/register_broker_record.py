@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -97,8 +101,22 @@ _S9 = Struct('>??')
 _S10 = Struct('>??B')
 _S11 = Struct('>i?16sq')
 _S12 = Struct('>16s')
+_P0 = _S0.pack
+_P2 = _S2.pack
+_P4 = _S4.pack
+_P5 = _S5.pack
+_P6 = _S6.pack
+_P9 = _S9.pack
+_P11 = _S11.pack
+_P12 = _S12.pack
+_U1 = _S1.unpack_from
+_U3 = _S3.unpack_from
+_U7 = _S7.unpack_from
+_U8 = _S8.unpack_from
+_U10 = _S10.unpack_from
+_U11 = _S11.unpack_from
+_U12 = _S12.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_BrokerEndpoint_0(o: BrokerEndpoint, out: bytearray) -> None:
@@ -108,7 +126,7 @@ def _w_BrokerEndpoint_0(o: BrokerEndpoint, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 0')
     _wcs(out, o.host)
-    out += _S0.pack(o.port, o.security_protocol)
+    out += _P0(o.port, o.security_protocol)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -142,7 +160,7 @@ def _r_BrokerEndpoint_0(buf: Any, pos: int) -> tuple[BrokerEndpoint, int]:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
         o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.port, o0.security_protocol, tn0 = _S1.unpack_from(buf, pos)
+    o0.port, o0.security_protocol, tn0 = _U1(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -158,7 +176,7 @@ def _w_BrokerEndpoint_1(o: BrokerEndpoint, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 1')
     _wcs(out, o.host)
-    out += _S0.pack(o.port, o.security_protocol)
+    out += _P0(o.port, o.security_protocol)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -173,7 +191,7 @@ def _w_BrokerEndpoint_2(o: BrokerEndpoint, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 2')
     _wcs(out, o.host)
-    out += _S0.pack(o.port, o.security_protocol)
+    out += _P0(o.port, o.security_protocol)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -188,7 +206,7 @@ def _w_BrokerEndpoint_3(o: BrokerEndpoint, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 3')
     _wcs(out, o.host)
-    out += _S0.pack(o.port, o.security_protocol)
+    out += _P0(o.port, o.security_protocol)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -203,7 +221,7 @@ def _w_BrokerEndpoint_4(o: BrokerEndpoint, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 4')
     _wcs(out, o.host)
-    out += _S0.pack(o.port, o.security_protocol)
+    out += _P0(o.port, o.security_protocol)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -215,7 +233,7 @@ def _w_BrokerFeature_0(o: BrokerFeature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 0')
     _wcs(out, o.name)
-    out += _S2.pack(o.min_supported_version, o.max_supported_version)
+    out += _P2(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -237,7 +255,7 @@ def _r_BrokerFeature_0(buf: Any, pos: int) -> tuple[BrokerFeature, int]:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
         o0.name = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.min_supported_version, o0.max_supported_version, tn0 = _S3.unpack_from(buf, pos)
+    o0.min_supported_version, o0.max_supported_version, tn0 = _U3(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -250,7 +268,7 @@ def _w_BrokerFeature_1(o: BrokerFeature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 1')
     _wcs(out, o.name)
-    out += _S2.pack(o.min_supported_version, o.max_supported_version)
+    out += _P2(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -262,7 +280,7 @@ def _w_BrokerFeature_2(o: BrokerFeature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 2')
     _wcs(out, o.name)
-    out += _S2.pack(o.min_supported_version, o.max_supported_version)
+    out += _P2(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -274,7 +292,7 @@ def _w_BrokerFeature_3(o: BrokerFeature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 3')
     _wcs(out, o.name)
-    out += _S2.pack(o.min_supported_version, o.max_supported_version)
+    out += _P2(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -286,7 +304,7 @@ def _w_BrokerFeature_4(o: BrokerFeature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 4')
     _wcs(out, o.name)
-    out += _S2.pack(o.min_supported_version, o.max_supported_version)
+    out += _P2(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -295,26 +313,34 @@ _r_BrokerFeature_4 = _r_BrokerFeature_0
 
 
 def _w_RegisterBrokerRecord_0(o: RegisterBrokerRecord, out: bytearray) -> None:
-    out += _S4.pack(o.broker_id)
+    out += _P4(o.broker_id)
     if o.is_migrating_zk_broker != False:
         raise EncodeError('attempted to write a non-default IsMigratingZkBroker at version 0 of RegisterBrokerRecord')
-    out += _S5.pack(o.incarnation_id, o.broker_epoch)
+    out += _P5(o.incarnation_id, o.broker_epoch)
     a1 = o.end_points
     if a1 is None:
         raise EncodeError('EndPoints is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_BrokerEndpoint_0(e1, out)
     a1 = o.features
     if a1 is None:
         raise EncodeError('Features is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_BrokerFeature_0(e1, out)
     _wcsn(out, o.rack)
-    out += _S6.pack(o.fenced)
+    out += _P6(o.fenced)
     if o.in_controlled_shutdown != False:
         raise EncodeError('attempted to write a non-default InControlledShutdown at version 0 of RegisterBrokerRecord')
     if o.log_dirs != []:
@@ -334,9 +360,9 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     o0.in_controlled_shutdown = False
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
-    o0.broker_id, u0, o0.broker_epoch = _S7.unpack_from(buf, pos)
+    o0.broker_id, u0, o0.broker_epoch = _U7(buf, pos)
     pos += 28
-    o0.incarnation_id = _bnew(Uuid, u0)
+    o0.incarnation_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -374,7 +400,7 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, o1.security_protocol, tn1 = _S1.unpack_from(buf, pos)
+            o1.port, o1.security_protocol, tn1 = _U1(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -406,7 +432,7 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
                 o1.name = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+            o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -425,7 +451,7 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
         o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.fenced, tn0 = _S8.unpack_from(buf, pos)
+    o0.fenced, tn0 = _U8(buf, pos)
     pos += 2
     if tn0:
         if tn0 >= 0x80:
@@ -446,26 +472,34 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
 
 
 def _w_RegisterBrokerRecord_1(o: RegisterBrokerRecord, out: bytearray) -> None:
-    out += _S4.pack(o.broker_id)
+    out += _P4(o.broker_id)
     if o.is_migrating_zk_broker != False:
         raise EncodeError('attempted to write a non-default IsMigratingZkBroker at version 1 of RegisterBrokerRecord')
-    out += _S5.pack(o.incarnation_id, o.broker_epoch)
+    out += _P5(o.incarnation_id, o.broker_epoch)
     a1 = o.end_points
     if a1 is None:
         raise EncodeError('EndPoints is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_BrokerEndpoint_1(e1, out)
     a1 = o.features
     if a1 is None:
         raise EncodeError('Features is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_BrokerFeature_1(e1, out)
     _wcsn(out, o.rack)
-    out += _S9.pack(o.fenced, o.in_controlled_shutdown)
+    out += _P9(o.fenced, o.in_controlled_shutdown)
     if o.log_dirs != []:
         raise EncodeError('attempted to write a non-default LogDirs at version 1 of RegisterBrokerRecord')
     if o.cordoned_log_dirs != None:
@@ -482,9 +516,9 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     o0.is_migrating_zk_broker = False
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
-    o0.broker_id, u0, o0.broker_epoch = _S7.unpack_from(buf, pos)
+    o0.broker_id, u0, o0.broker_epoch = _U7(buf, pos)
     pos += 28
-    o0.incarnation_id = _bnew(Uuid, u0)
+    o0.incarnation_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -522,7 +556,7 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, o1.security_protocol, tn1 = _S1.unpack_from(buf, pos)
+            o1.port, o1.security_protocol, tn1 = _U1(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -554,7 +588,7 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
                 o1.name = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+            o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -573,7 +607,7 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
         o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.fenced, o0.in_controlled_shutdown, tn0 = _S10.unpack_from(buf, pos)
+    o0.fenced, o0.in_controlled_shutdown, tn0 = _U10(buf, pos)
     pos += 3
     if tn0:
         if tn0 >= 0x80:
@@ -594,23 +628,31 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
 
 
 def _w_RegisterBrokerRecord_2(o: RegisterBrokerRecord, out: bytearray) -> None:
-    out += _S11.pack(o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch)
+    out += _P11(o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch)
     a1 = o.end_points
     if a1 is None:
         raise EncodeError('EndPoints is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_BrokerEndpoint_2(e1, out)
     a1 = o.features
     if a1 is None:
         raise EncodeError('Features is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_BrokerFeature_2(e1, out)
     _wcsn(out, o.rack)
-    out += _S9.pack(o.fenced, o.in_controlled_shutdown)
+    out += _P9(o.fenced, o.in_controlled_shutdown)
     if o.log_dirs != []:
         raise EncodeError('attempted to write a non-default LogDirs at version 2 of RegisterBrokerRecord')
     if o.cordoned_log_dirs != None:
@@ -626,9 +668,9 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     o0 = _new(RegisterBrokerRecord)
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
-    o0.broker_id, o0.is_migrating_zk_broker, u0, o0.broker_epoch = _S11.unpack_from(buf, pos)
+    o0.broker_id, o0.is_migrating_zk_broker, u0, o0.broker_epoch = _U11(buf, pos)
     pos += 29
-    o0.incarnation_id = _bnew(Uuid, u0)
+    o0.incarnation_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -666,7 +708,7 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, o1.security_protocol, tn1 = _S1.unpack_from(buf, pos)
+            o1.port, o1.security_protocol, tn1 = _U1(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -698,7 +740,7 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
                 o1.name = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+            o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -717,7 +759,7 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
         o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.fenced, o0.in_controlled_shutdown, tn0 = _S10.unpack_from(buf, pos)
+    o0.fenced, o0.in_controlled_shutdown, tn0 = _U10(buf, pos)
     pos += 3
     if tn0:
         if tn0 >= 0x80:
@@ -738,23 +780,31 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
 
 
 def _w_RegisterBrokerRecord_3(o: RegisterBrokerRecord, out: bytearray) -> None:
-    out += _S11.pack(o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch)
+    out += _P11(o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch)
     a1 = o.end_points
     if a1 is None:
         raise EncodeError('EndPoints is not nullable at version 3')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_BrokerEndpoint_3(e1, out)
     a1 = o.features
     if a1 is None:
         raise EncodeError('Features is not nullable at version 3')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_BrokerFeature_3(e1, out)
     _wcsn(out, o.rack)
-    out += _S9.pack(o.fenced, o.in_controlled_shutdown)
+    out += _P9(o.fenced, o.in_controlled_shutdown)
     if o.cordoned_log_dirs != None:
         raise EncodeError('attempted to write a non-default CordonedLogDirs at version 3 of RegisterBrokerRecord')
     tf = []
@@ -764,11 +814,18 @@ def _w_RegisterBrokerRecord_3(o: RegisterBrokerRecord, out: bytearray) -> None:
         if a1 is None:
             raise EncodeError('LogDirs is not nullable at version 3')
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
-                b += _S12.pack(e1)
+                b += _P12(e1)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
@@ -776,9 +833,9 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     o0 = _new(RegisterBrokerRecord)
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
-    o0.broker_id, o0.is_migrating_zk_broker, u0, o0.broker_epoch = _S11.unpack_from(buf, pos)
+    o0.broker_id, o0.is_migrating_zk_broker, u0, o0.broker_epoch = _U11(buf, pos)
     pos += 29
-    o0.incarnation_id = _bnew(Uuid, u0)
+    o0.incarnation_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -816,7 +873,7 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, o1.security_protocol, tn1 = _S1.unpack_from(buf, pos)
+            o1.port, o1.security_protocol, tn1 = _U1(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -848,7 +905,7 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
                 o1.name = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+            o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -867,7 +924,7 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
         o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.fenced, o0.in_controlled_shutdown, tn0 = _S10.unpack_from(buf, pos)
+    o0.fenced, o0.in_controlled_shutdown, tn0 = _U10(buf, pos)
     pos += 3
     if tn0:
         if tn0 >= 0x80:
@@ -889,8 +946,8 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                         raise DecodeError('array LogDirs of ' + str(n1) + ' elements overruns the buffer')
                     o0.log_dirs = a1 = []
                     for _ in range(n1):
-                        u0, = _S12.unpack_from(buf, pos)
-                        x = _bnew(Uuid, u0)
+                        u0, = _U12(buf, pos)
+                        x = _ug(u0) or _ui(u0)
                         pos += 16
                         a1.append(x)
                 if pos != end0:
@@ -907,23 +964,31 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
 
 
 def _w_RegisterBrokerRecord_4(o: RegisterBrokerRecord, out: bytearray) -> None:
-    out += _S11.pack(o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch)
+    out += _P11(o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch)
     a1 = o.end_points
     if a1 is None:
         raise EncodeError('EndPoints is not nullable at version 4')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_BrokerEndpoint_4(e1, out)
     a1 = o.features
     if a1 is None:
         raise EncodeError('Features is not nullable at version 4')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_BrokerFeature_4(e1, out)
     _wcsn(out, o.rack)
-    out += _S9.pack(o.fenced, o.in_controlled_shutdown)
+    out += _P9(o.fenced, o.in_controlled_shutdown)
     tf = []
     if o.log_dirs != []:
         b = bytearray()
@@ -931,9 +996,13 @@ def _w_RegisterBrokerRecord_4(o: RegisterBrokerRecord, out: bytearray) -> None:
         if a1 is None:
             raise EncodeError('LogDirs is not nullable at version 4')
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
-                b += _S12.pack(e1)
+                b += _P12(e1)
         tf.append((0, bytes(b)))
     if o.cordoned_log_dirs != None:
         b = bytearray()
@@ -941,11 +1010,18 @@ def _w_RegisterBrokerRecord_4(o: RegisterBrokerRecord, out: bytearray) -> None:
         if a1 is None:
             b.append(0)
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
-                b += _S12.pack(e1)
+                b += _P12(e1)
         tf.append((1, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
@@ -953,9 +1029,9 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     o0 = _new(RegisterBrokerRecord)
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
-    o0.broker_id, o0.is_migrating_zk_broker, u0, o0.broker_epoch = _S11.unpack_from(buf, pos)
+    o0.broker_id, o0.is_migrating_zk_broker, u0, o0.broker_epoch = _U11(buf, pos)
     pos += 29
-    o0.incarnation_id = _bnew(Uuid, u0)
+    o0.incarnation_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -993,7 +1069,7 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, o1.security_protocol, tn1 = _S1.unpack_from(buf, pos)
+            o1.port, o1.security_protocol, tn1 = _U1(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1025,7 +1101,7 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
                 o1.name = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+            o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1044,7 +1120,7 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
         o0.rack = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.fenced, o0.in_controlled_shutdown, tn0 = _S10.unpack_from(buf, pos)
+    o0.fenced, o0.in_controlled_shutdown, tn0 = _U10(buf, pos)
     pos += 3
     if tn0:
         if tn0 >= 0x80:
@@ -1066,8 +1142,8 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                         raise DecodeError('array LogDirs of ' + str(n1) + ' elements overruns the buffer')
                     o0.log_dirs = a1 = []
                     for _ in range(n1):
-                        u0, = _S12.unpack_from(buf, pos)
-                        x = _bnew(Uuid, u0)
+                        u0, = _U12(buf, pos)
+                        x = _ug(u0) or _ui(u0)
                         pos += 16
                         a1.append(x)
                 if pos != end0:
@@ -1085,8 +1161,8 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                         raise DecodeError('array CordonedLogDirs of ' + str(n1) + ' elements overruns the buffer')
                     o0.cordoned_log_dirs = a1 = []
                     for _ in range(n1):
-                        u0, = _S12.unpack_from(buf, pos)
-                        x = _bnew(Uuid, u0)
+                        u0, = _U12(buf, pos)
+                        x = _ug(u0) or _ui(u0)
                         pos += 16
                         a1.append(x)
                 if pos != end0:

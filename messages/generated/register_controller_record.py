@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -83,8 +87,13 @@ _S1 = Struct('>HhB')
 _S2 = Struct('>hh')
 _S3 = Struct('>hhB')
 _S4 = Struct('>i16s?')
+_P0 = _S0.pack
+_P2 = _S2.pack
+_P4 = _S4.pack
+_U1 = _S1.unpack_from
+_U3 = _S3.unpack_from
+_U4 = _S4.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_ControllerEndpoint_0(o: ControllerEndpoint, out: bytearray) -> None:
@@ -94,7 +103,7 @@ def _w_ControllerEndpoint_0(o: ControllerEndpoint, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 0')
     _wcs(out, o.host)
-    out += _S0.pack(o.port, o.security_protocol)
+    out += _P0(o.port, o.security_protocol)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -128,7 +137,7 @@ def _r_ControllerEndpoint_0(buf: Any, pos: int) -> tuple[ControllerEndpoint, int
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
         o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.port, o0.security_protocol, tn0 = _S1.unpack_from(buf, pos)
+    o0.port, o0.security_protocol, tn0 = _U1(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -141,7 +150,7 @@ def _w_ControllerFeature_0(o: ControllerFeature, out: bytearray) -> None:
     if o.name is None:
         raise EncodeError('Name is not nullable at version 0')
     _wcs(out, o.name)
-    out += _S2.pack(o.min_supported_version, o.max_supported_version)
+    out += _P2(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -163,7 +172,7 @@ def _r_ControllerFeature_0(buf: Any, pos: int) -> tuple[ControllerFeature, int]:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
         o0.name = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.min_supported_version, o0.max_supported_version, tn0 = _S3.unpack_from(buf, pos)
+    o0.min_supported_version, o0.max_supported_version, tn0 = _U3(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -173,19 +182,27 @@ def _r_ControllerFeature_0(buf: Any, pos: int) -> tuple[ControllerFeature, int]:
 
 
 def _w_RegisterControllerRecord_0(o: RegisterControllerRecord, out: bytearray) -> None:
-    out += _S4.pack(o.controller_id, o.incarnation_id, o.zk_migration_ready)
+    out += _P4(o.controller_id, o.incarnation_id, o.zk_migration_ready)
     a1 = o.end_points
     if a1 is None:
         raise EncodeError('EndPoints is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_ControllerEndpoint_0(e1, out)
     a1 = o.features
     if a1 is None:
         raise EncodeError('Features is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_ControllerFeature_0(e1, out)
     if o.unknown_tagged_fields:
@@ -197,9 +214,9 @@ def _w_RegisterControllerRecord_0(o: RegisterControllerRecord, out: bytearray) -
 def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControllerRecord, int]:
     blen = len(buf)
     o0 = _new(RegisterControllerRecord)
-    o0.controller_id, u0, o0.zk_migration_ready = _S4.unpack_from(buf, pos)
+    o0.controller_id, u0, o0.zk_migration_ready = _U4(buf, pos)
     pos += 21
-    o0.incarnation_id = _bnew(Uuid, u0)
+    o0.incarnation_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -237,7 +254,7 @@ def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControlle
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, o1.security_protocol, tn1 = _S1.unpack_from(buf, pos)
+            o1.port, o1.security_protocol, tn1 = _U1(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -269,7 +286,7 @@ def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControlle
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
                 o1.name = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+            o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -55,19 +59,20 @@ class RequestHeader(Message):
 
 
 _S0 = Struct('>hhi')
+_P0 = _S0.pack
+_U0 = _S0.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_RequestHeader_1(o: RequestHeader, out: bytearray) -> None:
-    out += _S0.pack(o.request_api_key, o.request_api_version, o.correlation_id)
+    out += _P0(o.request_api_key, o.request_api_version, o.correlation_id)
     _wsn(out, o.client_id)
 
 
 def _r_RequestHeader_1(buf: Any, pos: int) -> tuple[RequestHeader, int]:
     blen = len(buf)
     o0 = _new(RequestHeader)
-    o0.request_api_key, o0.request_api_version, o0.correlation_id = _S0.unpack_from(buf, pos)
+    o0.request_api_key, o0.request_api_version, o0.correlation_id = _U0(buf, pos)
     pos += 8
     o0.client_id, pos = _rsn(buf, pos)
     o0.unknown_tagged_fields = []
@@ -75,7 +80,7 @@ def _r_RequestHeader_1(buf: Any, pos: int) -> tuple[RequestHeader, int]:
 
 
 def _w_RequestHeader_2(o: RequestHeader, out: bytearray) -> None:
-    out += _S0.pack(o.request_api_key, o.request_api_version, o.correlation_id)
+    out += _P0(o.request_api_key, o.request_api_version, o.correlation_id)
     _wsn(out, o.client_id)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -86,7 +91,7 @@ def _w_RequestHeader_2(o: RequestHeader, out: bytearray) -> None:
 def _r_RequestHeader_2(buf: Any, pos: int) -> tuple[RequestHeader, int]:
     blen = len(buf)
     o0 = _new(RequestHeader)
-    o0.request_api_key, o0.request_api_version, o0.correlation_id = _S0.unpack_from(buf, pos)
+    o0.request_api_key, o0.request_api_version, o0.correlation_id = _U0(buf, pos)
     pos += 8
     o0.client_id, pos = _rsn(buf, pos)
     tn0 = buf[pos]

@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -57,12 +61,16 @@ class SaslAuthenticateResponse(Message):
 _S0 = Struct('>h')
 _S1 = Struct('>q')
 _S2 = Struct('>qB')
+_P0 = _S0.pack
+_P1 = _S1.pack
+_U0 = _S0.unpack_from
+_U1 = _S1.unpack_from
+_U2 = _S2.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_SaslAuthenticateResponse_0(o: SaslAuthenticateResponse, out: bytearray) -> None:
-    out += _S0.pack(o.error_code)
+    out += _P0(o.error_code)
     _wsn(out, o.error_message)
     if o.auth_bytes is None:
         raise EncodeError('AuthBytes is not nullable at version 0')
@@ -73,7 +81,7 @@ def _r_SaslAuthenticateResponse_0(buf: Any, pos: int) -> tuple[SaslAuthenticateR
     blen = len(buf)
     o0 = _new(SaslAuthenticateResponse)
     o0.session_lifetime_ms = 0
-    o0.error_code, = _S0.unpack_from(buf, pos)
+    o0.error_code, = _U0(buf, pos)
     pos += 2
     o0.error_message, pos = _rsn(buf, pos)
     o0.auth_bytes, pos = _rb(buf, pos)
@@ -82,34 +90,34 @@ def _r_SaslAuthenticateResponse_0(buf: Any, pos: int) -> tuple[SaslAuthenticateR
 
 
 def _w_SaslAuthenticateResponse_1(o: SaslAuthenticateResponse, out: bytearray) -> None:
-    out += _S0.pack(o.error_code)
+    out += _P0(o.error_code)
     _wsn(out, o.error_message)
     if o.auth_bytes is None:
         raise EncodeError('AuthBytes is not nullable at version 1')
     _wb(out, o.auth_bytes)
-    out += _S1.pack(o.session_lifetime_ms)
+    out += _P1(o.session_lifetime_ms)
 
 
 def _r_SaslAuthenticateResponse_1(buf: Any, pos: int) -> tuple[SaslAuthenticateResponse, int]:
     blen = len(buf)
     o0 = _new(SaslAuthenticateResponse)
-    o0.error_code, = _S0.unpack_from(buf, pos)
+    o0.error_code, = _U0(buf, pos)
     pos += 2
     o0.error_message, pos = _rsn(buf, pos)
     o0.auth_bytes, pos = _rb(buf, pos)
-    o0.session_lifetime_ms, = _S1.unpack_from(buf, pos)
+    o0.session_lifetime_ms, = _U1(buf, pos)
     pos += 8
     o0.unknown_tagged_fields = []
     return o0, pos
 
 
 def _w_SaslAuthenticateResponse_2(o: SaslAuthenticateResponse, out: bytearray) -> None:
-    out += _S0.pack(o.error_code)
+    out += _P0(o.error_code)
     _wcsn(out, o.error_message)
     if o.auth_bytes is None:
         raise EncodeError('AuthBytes is not nullable at version 2')
     _wcb(out, o.auth_bytes)
-    out += _S1.pack(o.session_lifetime_ms)
+    out += _P1(o.session_lifetime_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -119,7 +127,7 @@ def _w_SaslAuthenticateResponse_2(o: SaslAuthenticateResponse, out: bytearray) -
 def _r_SaslAuthenticateResponse_2(buf: Any, pos: int) -> tuple[SaslAuthenticateResponse, int]:
     blen = len(buf)
     o0 = _new(SaslAuthenticateResponse)
-    o0.error_code, = _S0.unpack_from(buf, pos)
+    o0.error_code, = _U0(buf, pos)
     pos += 2
     sn = buf[pos]
     pos += 1
@@ -134,7 +142,7 @@ def _r_SaslAuthenticateResponse_2(buf: Any, pos: int) -> tuple[SaslAuthenticateR
         o0.error_message = str(buf[pos:se], 'utf-8')
         pos = se
     o0.auth_bytes, pos = _rcb(buf, pos)
-    o0.session_lifetime_ms, tn0 = _S2.unpack_from(buf, pos)
+    o0.session_lifetime_ms, tn0 = _U2(buf, pos)
     pos += 9
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -53,12 +57,13 @@ class UnregisterBrokerRequest(Message):
 
 _S0 = Struct('>i')
 _S1 = Struct('>iB')
+_P0 = _S0.pack
+_U1 = _S1.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_UnregisterBrokerRequest_0(o: UnregisterBrokerRequest, out: bytearray) -> None:
-    out += _S0.pack(o.broker_id)
+    out += _P0(o.broker_id)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -68,7 +73,7 @@ def _w_UnregisterBrokerRequest_0(o: UnregisterBrokerRequest, out: bytearray) -> 
 def _r_UnregisterBrokerRequest_0(buf: Any, pos: int) -> tuple[UnregisterBrokerRequest, int]:
     blen = len(buf)
     o0 = _new(UnregisterBrokerRequest)
-    o0.broker_id, tn0 = _S1.unpack_from(buf, pos)
+    o0.broker_id, tn0 = _U1(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -73,15 +77,23 @@ _S4 = Struct('>hbB')
 _S5 = Struct('>i')
 _S6 = Struct('>?')
 _S7 = Struct('>?B')
+_P0 = _S0.pack
+_P2 = _S2.pack
+_P3 = _S3.pack
+_P5 = _S5.pack
+_P6 = _S6.pack
+_U1 = _S1.unpack_from
+_U4 = _S4.unpack_from
+_U5 = _S5.unpack_from
+_U7 = _S7.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_FeatureUpdateKey_0(o: FeatureUpdateKey, out: bytearray) -> None:
     if o.feature is None:
         raise EncodeError('Feature is not nullable at version 0')
     _wcs(out, o.feature)
-    out += _S0.pack(o.max_version_level, o.allow_downgrade)
+    out += _P0(o.max_version_level, o.allow_downgrade)
     if o.upgrade_type != 1:
         raise EncodeError('attempted to write a non-default UpgradeType at version 0 of FeatureUpdateKey')
     if o.unknown_tagged_fields:
@@ -106,7 +118,7 @@ def _r_FeatureUpdateKey_0(buf: Any, pos: int) -> tuple[FeatureUpdateKey, int]:
             raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
         o0.feature = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.max_version_level, o0.allow_downgrade, tn0 = _S1.unpack_from(buf, pos)
+    o0.max_version_level, o0.allow_downgrade, tn0 = _U1(buf, pos)
     pos += 4
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -119,10 +131,10 @@ def _w_FeatureUpdateKey_1(o: FeatureUpdateKey, out: bytearray) -> None:
     if o.feature is None:
         raise EncodeError('Feature is not nullable at version 1')
     _wcs(out, o.feature)
-    out += _S2.pack(o.max_version_level)
+    out += _P2(o.max_version_level)
     if o.allow_downgrade != False:
         raise EncodeError('attempted to write a non-default AllowDowngrade at version 1 of FeatureUpdateKey')
-    out += _S3.pack(o.upgrade_type)
+    out += _P3(o.upgrade_type)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -145,7 +157,7 @@ def _r_FeatureUpdateKey_1(buf: Any, pos: int) -> tuple[FeatureUpdateKey, int]:
             raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
         o0.feature = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.max_version_level, o0.upgrade_type, tn0 = _S4.unpack_from(buf, pos)
+    o0.max_version_level, o0.upgrade_type, tn0 = _U4(buf, pos)
     pos += 4
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -158,10 +170,10 @@ def _w_FeatureUpdateKey_2(o: FeatureUpdateKey, out: bytearray) -> None:
     if o.feature is None:
         raise EncodeError('Feature is not nullable at version 2')
     _wcs(out, o.feature)
-    out += _S2.pack(o.max_version_level)
+    out += _P2(o.max_version_level)
     if o.allow_downgrade != False:
         raise EncodeError('attempted to write a non-default AllowDowngrade at version 2 of FeatureUpdateKey')
-    out += _S3.pack(o.upgrade_type)
+    out += _P3(o.upgrade_type)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -170,12 +182,16 @@ _r_FeatureUpdateKey_2 = _r_FeatureUpdateKey_1
 
 
 def _w_UpdateFeaturesRequest_0(o: UpdateFeaturesRequest, out: bytearray) -> None:
-    out += _S5.pack(o.timeout_ms)
+    out += _P5(o.timeout_ms)
     a1 = o.feature_updates
     if a1 is None:
         raise EncodeError('FeatureUpdates is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FeatureUpdateKey_0(e1, out)
     if o.validate_only != False:
@@ -190,7 +206,7 @@ def _r_UpdateFeaturesRequest_0(buf: Any, pos: int) -> tuple[UpdateFeaturesReques
     blen = len(buf)
     o0 = _new(UpdateFeaturesRequest)
     o0.validate_only = False
-    o0.timeout_ms, = _S5.unpack_from(buf, pos)
+    o0.timeout_ms, = _U5(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -218,7 +234,7 @@ def _r_UpdateFeaturesRequest_0(buf: Any, pos: int) -> tuple[UpdateFeaturesReques
                     raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
                 o1.feature = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.max_version_level, o1.allow_downgrade, tn1 = _S1.unpack_from(buf, pos)
+            o1.max_version_level, o1.allow_downgrade, tn1 = _U1(buf, pos)
             pos += 4
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -235,15 +251,19 @@ def _r_UpdateFeaturesRequest_0(buf: Any, pos: int) -> tuple[UpdateFeaturesReques
 
 
 def _w_UpdateFeaturesRequest_1(o: UpdateFeaturesRequest, out: bytearray) -> None:
-    out += _S5.pack(o.timeout_ms)
+    out += _P5(o.timeout_ms)
     a1 = o.feature_updates
     if a1 is None:
         raise EncodeError('FeatureUpdates is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FeatureUpdateKey_1(e1, out)
-    out += _S6.pack(o.validate_only)
+    out += _P6(o.validate_only)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -253,7 +273,7 @@ def _w_UpdateFeaturesRequest_1(o: UpdateFeaturesRequest, out: bytearray) -> None
 def _r_UpdateFeaturesRequest_1(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest, int]:
     blen = len(buf)
     o0 = _new(UpdateFeaturesRequest)
-    o0.timeout_ms, = _S5.unpack_from(buf, pos)
+    o0.timeout_ms, = _U5(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -281,14 +301,14 @@ def _r_UpdateFeaturesRequest_1(buf: Any, pos: int) -> tuple[UpdateFeaturesReques
                     raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
                 o1.feature = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.max_version_level, o1.upgrade_type, tn1 = _S4.unpack_from(buf, pos)
+            o1.max_version_level, o1.upgrade_type, tn1 = _U4(buf, pos)
             pos += 4
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
                 o1.unknown_tagged_fields = []
             a1.append(o1)
-    o0.validate_only, tn0 = _S7.unpack_from(buf, pos)
+    o0.validate_only, tn0 = _U7(buf, pos)
     pos += 2
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -298,15 +318,19 @@ def _r_UpdateFeaturesRequest_1(buf: Any, pos: int) -> tuple[UpdateFeaturesReques
 
 
 def _w_UpdateFeaturesRequest_2(o: UpdateFeaturesRequest, out: bytearray) -> None:
-    out += _S5.pack(o.timeout_ms)
+    out += _P5(o.timeout_ms)
     a1 = o.feature_updates
     if a1 is None:
         raise EncodeError('FeatureUpdates is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_FeatureUpdateKey_2(e1, out)
-    out += _S6.pack(o.validate_only)
+    out += _P6(o.validate_only)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

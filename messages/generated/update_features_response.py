@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -67,15 +71,18 @@ class UpdateFeaturesResponse(Message):
 _DEF_UpdatableFeatureResult = UpdatableFeatureResult()
 _S0 = Struct('>h')
 _S1 = Struct('>ih')
+_P0 = _S0.pack
+_P1 = _S1.pack
+_U0 = _S0.unpack_from
+_U1 = _S1.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_UpdatableFeatureResult_0(o: UpdatableFeatureResult, out: bytearray) -> None:
     if o.feature is None:
         raise EncodeError('Feature is not nullable at version 0')
     _wcs(out, o.feature)
-    out += _S0.pack(o.error_code)
+    out += _P0(o.error_code)
     _wcsn(out, o.error_message)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -98,7 +105,7 @@ def _r_UpdatableFeatureResult_0(buf: Any, pos: int) -> tuple[UpdatableFeatureRes
             raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
         o0.feature = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.error_code, = _S0.unpack_from(buf, pos)
+    o0.error_code, = _U0(buf, pos)
     pos += 2
     sn = buf[pos]
     pos += 1
@@ -125,7 +132,7 @@ def _w_UpdatableFeatureResult_1(o: UpdatableFeatureResult, out: bytearray) -> No
     if o.feature is None:
         raise EncodeError('Feature is not nullable at version 1')
     _wcs(out, o.feature)
-    out += _S0.pack(o.error_code)
+    out += _P0(o.error_code)
     _wcsn(out, o.error_message)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -135,13 +142,17 @@ _r_UpdatableFeatureResult_1 = _r_UpdatableFeatureResult_0
 
 
 def _w_UpdateFeaturesResponse_0(o: UpdateFeaturesResponse, out: bytearray) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
+    out += _P1(o.throttle_time_ms, o.error_code)
     _wcsn(out, o.error_message)
     a1 = o.results
     if a1 is None:
         raise EncodeError('Results is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_UpdatableFeatureResult_0(e1, out)
     if o.unknown_tagged_fields:
@@ -153,7 +164,7 @@ def _w_UpdateFeaturesResponse_0(o: UpdateFeaturesResponse, out: bytearray) -> No
 def _r_UpdateFeaturesResponse_0(buf: Any, pos: int) -> tuple[UpdateFeaturesResponse, int]:
     blen = len(buf)
     o0 = _new(UpdateFeaturesResponse)
-    o0.throttle_time_ms, o0.error_code = _S1.unpack_from(buf, pos)
+    o0.throttle_time_ms, o0.error_code = _U1(buf, pos)
     pos += 6
     sn = buf[pos]
     pos += 1
@@ -192,7 +203,7 @@ def _r_UpdateFeaturesResponse_0(buf: Any, pos: int) -> tuple[UpdateFeaturesRespo
                     raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
                 o1.feature = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.error_code, = _S0.unpack_from(buf, pos)
+            o1.error_code, = _U0(buf, pos)
             pos += 2
             sn = buf[pos]
             pos += 1
@@ -223,13 +234,17 @@ def _r_UpdateFeaturesResponse_0(buf: Any, pos: int) -> tuple[UpdateFeaturesRespo
 
 
 def _w_UpdateFeaturesResponse_1(o: UpdateFeaturesResponse, out: bytearray) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
+    out += _P1(o.throttle_time_ms, o.error_code)
     _wcsn(out, o.error_message)
     a1 = o.results
     if a1 is None:
         raise EncodeError('Results is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_UpdatableFeatureResult_1(e1, out)
     if o.unknown_tagged_fields:
@@ -240,7 +255,7 @@ _r_UpdateFeaturesResponse_1 = _r_UpdateFeaturesResponse_0
 
 
 def _w_UpdateFeaturesResponse_2(o: UpdateFeaturesResponse, out: bytearray) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
+    out += _P1(o.throttle_time_ms, o.error_code)
     _wcsn(out, o.error_message)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -252,7 +267,7 @@ def _r_UpdateFeaturesResponse_2(buf: Any, pos: int) -> tuple[UpdateFeaturesRespo
     blen = len(buf)
     o0 = _new(UpdateFeaturesResponse)
     o0.results = []
-    o0.throttle_time_ms, o0.error_code = _S1.unpack_from(buf, pos)
+    o0.throttle_time_ms, o0.error_code = _U1(buf, pos)
     pos += 6
     sn = buf[pos]
     pos += 1

@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -82,8 +86,13 @@ _S1 = Struct('>HB')
 _S2 = Struct('>hh')
 _S3 = Struct('>hhB')
 _S4 = Struct('>ii16s')
+_P0 = _S0.pack
+_P2 = _S2.pack
+_P4 = _S4.pack
+_U1 = _S1.unpack_from
+_U3 = _S3.unpack_from
+_U4 = _S4.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_Listener_0(o: Listener, out: bytearray) -> None:
@@ -93,7 +102,7 @@ def _w_Listener_0(o: Listener, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 0')
     _wcs(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -127,7 +136,7 @@ def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
         o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.port, tn0 = _S1.unpack_from(buf, pos)
+    o0.port, tn0 = _U1(buf, pos)
     pos += 3
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -137,7 +146,7 @@ def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
 
 
 def _w_KRaftVersionFeature_0(o: KRaftVersionFeature, out: bytearray) -> None:
-    out += _S2.pack(o.min_supported_version, o.max_supported_version)
+    out += _P2(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -147,7 +156,7 @@ def _w_KRaftVersionFeature_0(o: KRaftVersionFeature, out: bytearray) -> None:
 def _r_KRaftVersionFeature_0(buf: Any, pos: int) -> tuple[KRaftVersionFeature, int]:
     blen = len(buf)
     o0 = _new(KRaftVersionFeature)
-    o0.min_supported_version, o0.max_supported_version, tn0 = _S3.unpack_from(buf, pos)
+    o0.min_supported_version, o0.max_supported_version, tn0 = _U3(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -158,12 +167,16 @@ def _r_KRaftVersionFeature_0(buf: Any, pos: int) -> tuple[KRaftVersionFeature, i
 
 def _w_UpdateRaftVoterRequest_0(o: UpdateRaftVoterRequest, out: bytearray) -> None:
     _wcsn(out, o.cluster_id)
-    out += _S4.pack(o.current_leader_epoch, o.voter_id, o.voter_directory_id)
+    out += _P4(o.current_leader_epoch, o.voter_id, o.voter_directory_id)
     a1 = o.listeners
     if a1 is None:
         raise EncodeError('Listeners is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Listener_0(e1, out)
     _w_KRaftVersionFeature_0(o.kraft_version_feature, out)
@@ -188,9 +201,9 @@ def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequ
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
         o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.current_leader_epoch, o0.voter_id, u0 = _S4.unpack_from(buf, pos)
+    o0.current_leader_epoch, o0.voter_id, u0 = _U4(buf, pos)
     pos += 24
-    o0.voter_directory_id = _bnew(Uuid, u0)
+    o0.voter_directory_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -228,7 +241,7 @@ def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequ
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, tn1 = _S1.unpack_from(buf, pos)
+            o1.port, tn1 = _U1(buf, pos)
             pos += 3
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -236,7 +249,7 @@ def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequ
                 o1.unknown_tagged_fields = []
             a1.append(o1)
     o1 = _new(KRaftVersionFeature)
-    o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+    o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
     pos += 5
     if tn1:
         o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -70,16 +74,21 @@ _S1 = Struct('>i')
 _S2 = Struct('>iB')
 _S3 = Struct('>ih')
 _S4 = Struct('>ihB')
+_P0 = _S0.pack
+_P1 = _S1.pack
+_P3 = _S3.pack
+_U0 = _S0.unpack_from
+_U2 = _S2.unpack_from
+_U4 = _S4.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_CurrentLeader_0(o: CurrentLeader, out: bytearray) -> None:
-    out += _S0.pack(o.leader_id, o.leader_epoch)
+    out += _P0(o.leader_id, o.leader_epoch)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 0')
     _wcs(out, o.host)
-    out += _S1.pack(o.port)
+    out += _P1(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -89,7 +98,7 @@ def _w_CurrentLeader_0(o: CurrentLeader, out: bytearray) -> None:
 def _r_CurrentLeader_0(buf: Any, pos: int) -> tuple[CurrentLeader, int]:
     blen = len(buf)
     o0 = _new(CurrentLeader)
-    o0.leader_id, o0.leader_epoch = _S0.unpack_from(buf, pos)
+    o0.leader_id, o0.leader_epoch = _U0(buf, pos)
     pos += 8
     sn = buf[pos]
     pos += 1
@@ -103,7 +112,7 @@ def _r_CurrentLeader_0(buf: Any, pos: int) -> tuple[CurrentLeader, int]:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
         o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.port, tn0 = _S2.unpack_from(buf, pos)
+    o0.port, tn0 = _U2(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -113,20 +122,23 @@ def _r_CurrentLeader_0(buf: Any, pos: int) -> tuple[CurrentLeader, int]:
 
 
 def _w_UpdateRaftVoterResponse_0(o: UpdateRaftVoterResponse, out: bytearray) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code)
+    out += _P3(o.throttle_time_ms, o.error_code)
     tf = []
     if o.current_leader != _DEF_CurrentLeader:
         b = bytearray()
         _w_CurrentLeader_0(o.current_leader, b)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_UpdateRaftVoterResponse_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterResponse, int]:
     blen = len(buf)
     o0 = _new(UpdateRaftVoterResponse)
     o0.current_leader = CurrentLeader()
-    o0.throttle_time_ms, o0.error_code, tn0 = _S4.unpack_from(buf, pos)
+    o0.throttle_time_ms, o0.error_code, tn0 = _U4(buf, pos)
     pos += 7
     if tn0:
         if tn0 >= 0x80:
@@ -137,7 +149,7 @@ def _r_UpdateRaftVoterResponse_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRes
             end0 = pos + size0
             if tag0 == 0:
                 o1 = _new(CurrentLeader)
-                o1.leader_id, o1.leader_epoch = _S0.unpack_from(buf, pos)
+                o1.leader_id, o1.leader_epoch = _U0(buf, pos)
                 pos += 8
                 sn = buf[pos]
                 pos += 1
@@ -151,7 +163,7 @@ def _r_UpdateRaftVoterResponse_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRes
                         raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                     o1.host = str(buf[pos:se], 'utf-8')
                     pos = se
-                o1.port, tn1 = _S2.unpack_from(buf, pos)
+                o1.port, tn1 = _U2(buf, pos)
                 pos += 5
                 if tn1:
                     o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

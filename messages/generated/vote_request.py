@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -87,13 +91,21 @@ _S4 = Struct('>iii16s16siqB')
 _S5 = Struct('>iii16s16siq?')
 _S6 = Struct('>iii16s16siq?B')
 _S7 = Struct('>i')
+_P0 = _S0.pack
+_P1 = _S1.pack
+_P3 = _S3.pack
+_P5 = _S5.pack
+_P7 = _S7.pack
+_U2 = _S2.unpack_from
+_U4 = _S4.unpack_from
+_U6 = _S6.unpack_from
+_U7 = _S7.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
-    out += _S0.pack(o.partition_index, o.replica_epoch, o.replica_id)
-    out += _S1.pack(o.last_offset_epoch, o.last_offset)
+    out += _P0(o.partition_index, o.replica_epoch, o.replica_id)
+    out += _P1(o.last_offset_epoch, o.last_offset)
     if o.pre_vote != False:
         raise EncodeError('attempted to write a non-default PreVote at version 0 of PartitionData')
     if o.unknown_tagged_fields:
@@ -108,7 +120,7 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
     o0.replica_directory_id = ZERO_UUID
     o0.voter_directory_id = ZERO_UUID
     o0.pre_vote = False
-    o0.partition_index, o0.replica_epoch, o0.replica_id, o0.last_offset_epoch, o0.last_offset, tn0 = _S2.unpack_from(buf, pos)
+    o0.partition_index, o0.replica_epoch, o0.replica_id, o0.last_offset_epoch, o0.last_offset, tn0 = _U2(buf, pos)
     pos += 25
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -118,7 +130,7 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
 
 
 def _w_PartitionData_1(o: PartitionData, out: bytearray) -> None:
-    out += _S3.pack(o.partition_index, o.replica_epoch, o.replica_id, o.replica_directory_id, o.voter_directory_id, o.last_offset_epoch, o.last_offset)
+    out += _P3(o.partition_index, o.replica_epoch, o.replica_id, o.replica_directory_id, o.voter_directory_id, o.last_offset_epoch, o.last_offset)
     if o.pre_vote != False:
         raise EncodeError('attempted to write a non-default PreVote at version 1 of PartitionData')
     if o.unknown_tagged_fields:
@@ -131,10 +143,10 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     blen = len(buf)
     o0 = _new(PartitionData)
     o0.pre_vote = False
-    o0.partition_index, o0.replica_epoch, o0.replica_id, u0, u1, o0.last_offset_epoch, o0.last_offset, tn0 = _S4.unpack_from(buf, pos)
+    o0.partition_index, o0.replica_epoch, o0.replica_id, u0, u1, o0.last_offset_epoch, o0.last_offset, tn0 = _U4(buf, pos)
     pos += 57
-    o0.replica_directory_id = _bnew(Uuid, u0)
-    o0.voter_directory_id = _bnew(Uuid, u1)
+    o0.replica_directory_id = _ug(u0) or _ui(u0)
+    o0.voter_directory_id = _ug(u1) or _ui(u1)
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
@@ -143,7 +155,7 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
 
 
 def _w_PartitionData_2(o: PartitionData, out: bytearray) -> None:
-    out += _S5.pack(o.partition_index, o.replica_epoch, o.replica_id, o.replica_directory_id, o.voter_directory_id, o.last_offset_epoch, o.last_offset, o.pre_vote)
+    out += _P5(o.partition_index, o.replica_epoch, o.replica_id, o.replica_directory_id, o.voter_directory_id, o.last_offset_epoch, o.last_offset, o.pre_vote)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -153,10 +165,10 @@ def _w_PartitionData_2(o: PartitionData, out: bytearray) -> None:
 def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
     blen = len(buf)
     o0 = _new(PartitionData)
-    o0.partition_index, o0.replica_epoch, o0.replica_id, u0, u1, o0.last_offset_epoch, o0.last_offset, o0.pre_vote, tn0 = _S6.unpack_from(buf, pos)
+    o0.partition_index, o0.replica_epoch, o0.replica_id, u0, u1, o0.last_offset_epoch, o0.last_offset, o0.pre_vote, tn0 = _U6(buf, pos)
     pos += 58
-    o0.replica_directory_id = _bnew(Uuid, u0)
-    o0.voter_directory_id = _bnew(Uuid, u1)
+    o0.replica_directory_id = _ug(u0) or _ui(u0)
+    o0.voter_directory_id = _ug(u1) or _ui(u1)
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
@@ -172,7 +184,11 @@ def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_0(e1, out)
     if o.unknown_tagged_fields:
@@ -212,7 +228,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
             o1.replica_directory_id = ZERO_UUID
             o1.voter_directory_id = ZERO_UUID
             o1.pre_vote = False
-            o1.partition_index, o1.replica_epoch, o1.replica_id, o1.last_offset_epoch, o1.last_offset, tn1 = _S2.unpack_from(buf, pos)
+            o1.partition_index, o1.replica_epoch, o1.replica_id, o1.last_offset_epoch, o1.last_offset, tn1 = _U2(buf, pos)
             pos += 25
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -236,7 +252,11 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_1(e1, out)
     if o.unknown_tagged_fields:
@@ -274,10 +294,10 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
         for _ in range(n1):
             o1 = _new(PartitionData)
             o1.pre_vote = False
-            o1.partition_index, o1.replica_epoch, o1.replica_id, u0, u1, o1.last_offset_epoch, o1.last_offset, tn1 = _S4.unpack_from(buf, pos)
+            o1.partition_index, o1.replica_epoch, o1.replica_id, u0, u1, o1.last_offset_epoch, o1.last_offset, tn1 = _U4(buf, pos)
             pos += 57
-            o1.replica_directory_id = _bnew(Uuid, u0)
-            o1.voter_directory_id = _bnew(Uuid, u1)
+            o1.replica_directory_id = _ug(u0) or _ui(u0)
+            o1.voter_directory_id = _ug(u1) or _ui(u1)
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
@@ -300,7 +320,11 @@ def _w_TopicData_2(o: TopicData, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_2(e1, out)
     if o.unknown_tagged_fields:
@@ -337,10 +361,10 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
         o0.partitions = a1 = []
         for _ in range(n1):
             o1 = _new(PartitionData)
-            o1.partition_index, o1.replica_epoch, o1.replica_id, u0, u1, o1.last_offset_epoch, o1.last_offset, o1.pre_vote, tn1 = _S6.unpack_from(buf, pos)
+            o1.partition_index, o1.replica_epoch, o1.replica_id, u0, u1, o1.last_offset_epoch, o1.last_offset, o1.pre_vote, tn1 = _U6(buf, pos)
             pos += 58
-            o1.replica_directory_id = _bnew(Uuid, u0)
-            o1.voter_directory_id = _bnew(Uuid, u1)
+            o1.replica_directory_id = _ug(u0) or _ui(u0)
+            o1.voter_directory_id = _ug(u1) or _ui(u1)
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
@@ -361,7 +385,11 @@ def _w_VoteRequest_0(o: VoteRequest, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_TopicData_0(e1, out)
     if o.unknown_tagged_fields:
@@ -427,7 +455,7 @@ def _r_VoteRequest_0(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                     o2.replica_directory_id = ZERO_UUID
                     o2.voter_directory_id = ZERO_UUID
                     o2.pre_vote = False
-                    o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset, tn2 = _S2.unpack_from(buf, pos)
+                    o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset, tn2 = _U2(buf, pos)
                     pos += 25
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -452,12 +480,16 @@ def _r_VoteRequest_0(buf: Any, pos: int) -> tuple[VoteRequest, int]:
 
 def _w_VoteRequest_1(o: VoteRequest, out: bytearray) -> None:
     _wcsn(out, o.cluster_id)
-    out += _S7.pack(o.voter_id)
+    out += _P7(o.voter_id)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_TopicData_1(e1, out)
     if o.unknown_tagged_fields:
@@ -481,7 +513,7 @@ def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
         o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.voter_id, = _S7.unpack_from(buf, pos)
+    o0.voter_id, = _U7(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -522,10 +554,10 @@ def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                 for _ in range(n2):
                     o2 = _new(PartitionData)
                     o2.pre_vote = False
-                    o2.partition_index, o2.replica_epoch, o2.replica_id, u0, u1, o2.last_offset_epoch, o2.last_offset, tn2 = _S4.unpack_from(buf, pos)
+                    o2.partition_index, o2.replica_epoch, o2.replica_id, u0, u1, o2.last_offset_epoch, o2.last_offset, tn2 = _U4(buf, pos)
                     pos += 57
-                    o2.replica_directory_id = _bnew(Uuid, u0)
-                    o2.voter_directory_id = _bnew(Uuid, u1)
+                    o2.replica_directory_id = _ug(u0) or _ui(u0)
+                    o2.voter_directory_id = _ug(u1) or _ui(u1)
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
@@ -549,12 +581,16 @@ def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
 
 def _w_VoteRequest_2(o: VoteRequest, out: bytearray) -> None:
     _wcsn(out, o.cluster_id)
-    out += _S7.pack(o.voter_id)
+    out += _P7(o.voter_id)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_TopicData_2(e1, out)
     if o.unknown_tagged_fields:
@@ -578,7 +614,7 @@ def _r_VoteRequest_2(buf: Any, pos: int) -> tuple[VoteRequest, int]:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
         o0.cluster_id = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.voter_id, = _S7.unpack_from(buf, pos)
+    o0.voter_id, = _U7(buf, pos)
     pos += 4
     n1 = buf[pos] - 1
     pos += 1
@@ -618,10 +654,10 @@ def _r_VoteRequest_2(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                 o1.partitions = a2 = []
                 for _ in range(n2):
                     o2 = _new(PartitionData)
-                    o2.partition_index, o2.replica_epoch, o2.replica_id, u0, u1, o2.last_offset_epoch, o2.last_offset, o2.pre_vote, tn2 = _S6.unpack_from(buf, pos)
+                    o2.partition_index, o2.replica_epoch, o2.replica_id, u0, u1, o2.last_offset_epoch, o2.last_offset, o2.pre_vote, tn2 = _U6(buf, pos)
                     pos += 58
-                    o2.replica_directory_id = _bnew(Uuid, u0)
-                    o2.voter_directory_id = _bnew(Uuid, u1)
+                    o2.replica_directory_id = _ug(u0) or _ui(u0)
+                    o2.voter_directory_id = _ug(u1) or _ui(u1)
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:

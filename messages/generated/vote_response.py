@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -93,12 +97,19 @@ _S2 = Struct('>i')
 _S3 = Struct('>H')
 _S4 = Struct('>HB')
 _S5 = Struct('>h')
+_P0 = _S0.pack
+_P2 = _S2.pack
+_P3 = _S3.pack
+_P5 = _S5.pack
+_U1 = _S1.unpack_from
+_U2 = _S2.unpack_from
+_U4 = _S4.unpack_from
+_U5 = _S5.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
-    out += _S0.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.vote_granted)
+    out += _P0(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.vote_granted)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -108,7 +119,7 @@ def _w_PartitionData_0(o: PartitionData, out: bytearray) -> None:
 def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
     blen = len(buf)
     o0 = _new(PartitionData)
-    o0.partition_index, o0.error_code, o0.leader_id, o0.leader_epoch, o0.vote_granted, tn0 = _S1.unpack_from(buf, pos)
+    o0.partition_index, o0.error_code, o0.leader_id, o0.leader_epoch, o0.vote_granted, tn0 = _U1(buf, pos)
     pos += 16
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -129,7 +140,11 @@ def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_0(e1, out)
     if o.unknown_tagged_fields:
@@ -166,7 +181,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
         o0.partitions = a1 = []
         for _ in range(n1):
             o1 = _new(PartitionData)
-            o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch, o1.vote_granted, tn1 = _S1.unpack_from(buf, pos)
+            o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch, o1.vote_granted, tn1 = _U1(buf, pos)
             pos += 16
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -190,7 +205,11 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_1(e1, out)
     if o.unknown_tagged_fields:
@@ -208,7 +227,11 @@ def _w_TopicData_2(o: TopicData, out: bytearray) -> None:
     if a1 is None:
         raise EncodeError('Partitions is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_PartitionData_2(e1, out)
     if o.unknown_tagged_fields:
@@ -219,11 +242,11 @@ _r_TopicData_2 = _r_TopicData_0
 
 
 def _w_NodeEndpoint_1(o: NodeEndpoint, out: bytearray) -> None:
-    out += _S2.pack(o.node_id)
+    out += _P2(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 1')
     _wcs(out, o.host)
-    out += _S3.pack(o.port)
+    out += _P3(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -233,7 +256,7 @@ def _w_NodeEndpoint_1(o: NodeEndpoint, out: bytearray) -> None:
 def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
     blen = len(buf)
     o0 = _new(NodeEndpoint)
-    o0.node_id, = _S2.unpack_from(buf, pos)
+    o0.node_id, = _U2(buf, pos)
     pos += 4
     sn = buf[pos]
     pos += 1
@@ -247,7 +270,7 @@ def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
         o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.port, tn0 = _S4.unpack_from(buf, pos)
+    o0.port, tn0 = _U4(buf, pos)
     pos += 3
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -257,11 +280,11 @@ def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
 
 
 def _w_NodeEndpoint_2(o: NodeEndpoint, out: bytearray) -> None:
-    out += _S2.pack(o.node_id)
+    out += _P2(o.node_id)
     if o.host is None:
         raise EncodeError('Host is not nullable at version 2')
     _wcs(out, o.host)
-    out += _S3.pack(o.port)
+    out += _P3(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -270,12 +293,16 @@ _r_NodeEndpoint_2 = _r_NodeEndpoint_1
 
 
 def _w_VoteResponse_0(o: VoteResponse, out: bytearray) -> None:
-    out += _S5.pack(o.error_code)
+    out += _P5(o.error_code)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_TopicData_0(e1, out)
     if o.node_endpoints != []:
@@ -290,7 +317,7 @@ def _r_VoteResponse_0(buf: Any, pos: int) -> tuple[VoteResponse, int]:
     blen = len(buf)
     o0 = _new(VoteResponse)
     o0.node_endpoints = []
-    o0.error_code, = _S5.unpack_from(buf, pos)
+    o0.error_code, = _U5(buf, pos)
     pos += 2
     n1 = buf[pos] - 1
     pos += 1
@@ -330,7 +357,7 @@ def _r_VoteResponse_0(buf: Any, pos: int) -> tuple[VoteResponse, int]:
                 o1.partitions = a2 = []
                 for _ in range(n2):
                     o2 = _new(PartitionData)
-                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, tn2 = _S1.unpack_from(buf, pos)
+                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, tn2 = _U1(buf, pos)
                     pos += 16
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -365,12 +392,16 @@ def _r_VoteResponse_0(buf: Any, pos: int) -> tuple[VoteResponse, int]:
 
 
 def _w_VoteResponse_1(o: VoteResponse, out: bytearray) -> None:
-    out += _S5.pack(o.error_code)
+    out += _P5(o.error_code)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 1')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_TopicData_1(e1, out)
     tf = []
@@ -380,18 +411,25 @@ def _w_VoteResponse_1(o: VoteResponse, out: bytearray) -> None:
         if a1 is None:
             raise EncodeError('NodeEndpoints is not nullable at version 1')
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
                 _w_NodeEndpoint_1(e1, b)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
     blen = len(buf)
     o0 = _new(VoteResponse)
     o0.node_endpoints = []
-    o0.error_code, = _S5.unpack_from(buf, pos)
+    o0.error_code, = _U5(buf, pos)
     pos += 2
     n1 = buf[pos] - 1
     pos += 1
@@ -431,7 +469,7 @@ def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
                 o1.partitions = a2 = []
                 for _ in range(n2):
                     o2 = _new(PartitionData)
-                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, tn2 = _S1.unpack_from(buf, pos)
+                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, tn2 = _U1(buf, pos)
                     pos += 16
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -468,7 +506,7 @@ def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
                     o0.node_endpoints = a1 = []
                     for _ in range(n1):
                         o1 = _new(NodeEndpoint)
-                        o1.node_id, = _S2.unpack_from(buf, pos)
+                        o1.node_id, = _U2(buf, pos)
                         pos += 4
                         sn = buf[pos]
                         pos += 1
@@ -482,7 +520,7 @@ def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
                                 raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                             o1.host = str(buf[pos:se], 'utf-8')
                             pos = se
-                        o1.port, tn1 = _S4.unpack_from(buf, pos)
+                        o1.port, tn1 = _U4(buf, pos)
                         pos += 3
                         if tn1:
                             o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -501,12 +539,16 @@ def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
 
 
 def _w_VoteResponse_2(o: VoteResponse, out: bytearray) -> None:
-    out += _S5.pack(o.error_code)
+    out += _P5(o.error_code)
     a1 = o.topics
     if a1 is None:
         raise EncodeError('Topics is not nullable at version 2')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_TopicData_2(e1, out)
     tf = []
@@ -516,11 +558,18 @@ def _w_VoteResponse_2(o: VoteResponse, out: bytearray) -> None:
         if a1 is None:
             raise EncodeError('NodeEndpoints is not nullable at version 2')
         else:
-            _wuv(b, len(a1) + 1)
+            n1 = len(a1) + 1
+            if n1 < 0x80:
+                b.append(n1)
+            else:
+                _wuv(b, n1)
             for e1 in a1:
                 _w_NodeEndpoint_2(e1, b)
         tf.append((0, bytes(b)))
-    _write_tagged(out, tf, o.unknown_tagged_fields)
+    if tf or o.unknown_tagged_fields:
+        _write_tagged(out, tf, o.unknown_tagged_fields)
+    else:
+        out.append(0)
 _r_VoteResponse_2 = _r_VoteResponse_1
 
 PartitionData.SPEC_NAME = 'VoteResponse'

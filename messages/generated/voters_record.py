@@ -14,6 +14,8 @@ from struct import unpack_from as _unpack_from
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
+from kwire.uuid import intern_uuid as _ui
+from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -21,6 +23,7 @@ from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
 from kwire.wire import read_nullable_bytes as _rbn
 from kwire.wire import read_nullable_string as _rsn
+from kwire.wire import read_records as _rrec
 from kwire.wire import read_string as _rs
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_unknown_tagged as _read_unknown_tagged
@@ -32,6 +35,7 @@ from kwire.wire import write_compact_nullable_string as _wcsn
 from kwire.wire import write_compact_string as _wcs
 from kwire.wire import write_nullable_bytes as _wbn
 from kwire.wire import write_nullable_string as _wsn
+from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
@@ -91,8 +95,15 @@ _S2 = Struct('>hh')
 _S3 = Struct('>hhB')
 _S4 = Struct('>i16s')
 _S5 = Struct('>h')
+_P0 = _S0.pack
+_P2 = _S2.pack
+_P4 = _S4.pack
+_P5 = _S5.pack
+_U1 = _S1.unpack_from
+_U3 = _S3.unpack_from
+_U4 = _S4.unpack_from
+_U5 = _S5.unpack_from
 _new = object.__new__
-_bnew = bytes.__new__
 
 
 def _w_Endpoint_0(o: Endpoint, out: bytearray) -> None:
@@ -102,7 +113,7 @@ def _w_Endpoint_0(o: Endpoint, out: bytearray) -> None:
     if o.host is None:
         raise EncodeError('Host is not nullable at version 0')
     _wcs(out, o.host)
-    out += _S0.pack(o.port)
+    out += _P0(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -136,7 +147,7 @@ def _r_Endpoint_0(buf: Any, pos: int) -> tuple[Endpoint, int]:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
         o0.host = str(buf[pos:se], 'utf-8')
         pos = se
-    o0.port, tn0 = _S1.unpack_from(buf, pos)
+    o0.port, tn0 = _U1(buf, pos)
     pos += 3
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -146,7 +157,7 @@ def _r_Endpoint_0(buf: Any, pos: int) -> tuple[Endpoint, int]:
 
 
 def _w_KRaftVersionFeature_0(o: KRaftVersionFeature, out: bytearray) -> None:
-    out += _S2.pack(o.min_supported_version, o.max_supported_version)
+    out += _P2(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -156,7 +167,7 @@ def _w_KRaftVersionFeature_0(o: KRaftVersionFeature, out: bytearray) -> None:
 def _r_KRaftVersionFeature_0(buf: Any, pos: int) -> tuple[KRaftVersionFeature, int]:
     blen = len(buf)
     o0 = _new(KRaftVersionFeature)
-    o0.min_supported_version, o0.max_supported_version, tn0 = _S3.unpack_from(buf, pos)
+    o0.min_supported_version, o0.max_supported_version, tn0 = _U3(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -166,12 +177,16 @@ def _r_KRaftVersionFeature_0(buf: Any, pos: int) -> tuple[KRaftVersionFeature, i
 
 
 def _w_Voter_0(o: Voter, out: bytearray) -> None:
-    out += _S4.pack(o.voter_id, o.voter_directory_id)
+    out += _P4(o.voter_id, o.voter_directory_id)
     a1 = o.endpoints
     if a1 is None:
         raise EncodeError('Endpoints is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Endpoint_0(e1, out)
     _w_KRaftVersionFeature_0(o.kraft_version_feature, out)
@@ -184,9 +199,9 @@ def _w_Voter_0(o: Voter, out: bytearray) -> None:
 def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
     blen = len(buf)
     o0 = _new(Voter)
-    o0.voter_id, u0 = _S4.unpack_from(buf, pos)
+    o0.voter_id, u0 = _U4(buf, pos)
     pos += 20
-    o0.voter_directory_id = _bnew(Uuid, u0)
+    o0.voter_directory_id = _ug(u0) or _ui(u0)
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -224,7 +239,7 @@ def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                 o1.host = str(buf[pos:se], 'utf-8')
                 pos = se
-            o1.port, tn1 = _S1.unpack_from(buf, pos)
+            o1.port, tn1 = _U1(buf, pos)
             pos += 3
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -232,7 +247,7 @@ def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
                 o1.unknown_tagged_fields = []
             a1.append(o1)
     o1 = _new(KRaftVersionFeature)
-    o1.min_supported_version, o1.max_supported_version, tn1 = _S3.unpack_from(buf, pos)
+    o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
     pos += 5
     if tn1:
         o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -249,12 +264,16 @@ def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
 
 
 def _w_VotersRecord_0(o: VotersRecord, out: bytearray) -> None:
-    out += _S5.pack(o.version_)
+    out += _P5(o.version_)
     a1 = o.voters
     if a1 is None:
         raise EncodeError('Voters is not nullable at version 0')
     else:
-        _wuv(out, len(a1) + 1)
+        n1 = len(a1) + 1
+        if n1 < 0x80:
+            out.append(n1)
+        else:
+            _wuv(out, n1)
         for e1 in a1:
             _w_Voter_0(e1, out)
     if o.unknown_tagged_fields:
@@ -266,7 +285,7 @@ def _w_VotersRecord_0(o: VotersRecord, out: bytearray) -> None:
 def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
     blen = len(buf)
     o0 = _new(VotersRecord)
-    o0.version_, = _S5.unpack_from(buf, pos)
+    o0.version_, = _U5(buf, pos)
     pos += 2
     n1 = buf[pos] - 1
     pos += 1
@@ -281,9 +300,9 @@ def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
         o0.voters = a1 = []
         for _ in range(n1):
             o1 = _new(Voter)
-            o1.voter_id, u0 = _S4.unpack_from(buf, pos)
+            o1.voter_id, u0 = _U4(buf, pos)
             pos += 20
-            o1.voter_directory_id = _bnew(Uuid, u0)
+            o1.voter_directory_id = _ug(u0) or _ui(u0)
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -321,7 +340,7 @@ def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
                             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
                         o2.host = str(buf[pos:se], 'utf-8')
                         pos = se
-                    o2.port, tn2 = _S1.unpack_from(buf, pos)
+                    o2.port, tn2 = _U1(buf, pos)
                     pos += 3
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -329,7 +348,7 @@ def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
                         o2.unknown_tagged_fields = []
                     a2.append(o2)
             o2 = _new(KRaftVersionFeature)
-            o2.min_supported_version, o2.max_supported_version, tn2 = _S3.unpack_from(buf, pos)
+            o2.min_supported_version, o2.max_supported_version, tn2 = _U3(buf, pos)
             pos += 5
             if tn2:
                 o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

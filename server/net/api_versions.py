@@ -22,6 +22,7 @@ from collections.abc import Mapping
 
 from kwire.api_keys import ApiKey
 from kwire.errors import Errors
+from kwire.wire import ScatterBuffer
 from messages.generated.api_versions_request import ApiVersionsRequest
 from messages.generated.api_versions_response import ApiVersion, ApiVersionsResponse
 from messages.protocol import encode_response
@@ -55,11 +56,11 @@ class ApiVersionsResponder:
     def api_keys(self) -> list[ApiVersion]:
         return list(self._api_keys)
 
-    def unsupported_version(self, correlation_id: int) -> bytearray:
+    def unsupported_version(self, correlation_id: int) -> ScatterBuffer:
         """The frame (with size prefix) answering an ApiVersions version kwire cannot parse."""
         return encode_response(self._unsupported_body, 0, correlation_id)
 
-    def respond(self, request: ApiVersionsRequest, version: int, correlation_id: int) -> bytearray:
+    def respond(self, request: ApiVersionsRequest, version: int, correlation_id: int) -> ScatterBuffer:
         """The frame (with size prefix) answering a parsed ApiVersions request at ``version``."""
         if version >= 3 and not (
             SOFTWARE_NAME_VERSION_PATTERN.fullmatch(request.client_software_name)

@@ -7,7 +7,7 @@ Per connection (Kafka's ``SocketServer`` processor + ``RequestChannel``, simplif
                        ApiVersions          → answered here (server.net.api_versions)
                        enabled key/version  → body decoded → await dispatcher.handle(...)
                        anything else        → connection closed, reason logged
-                 ──► encode_response ──► one send_all per response
+                 ──► encode_response ──► its parts sent in order (records from their own buffer)
 
 Requests on one connection are handled one at a time, in order; pipelined requests wait in the
 decoder's buffer, which therefore never holds more than one receive beyond the frame being
@@ -29,7 +29,7 @@ import trio
 
 from kwire.api_keys import ApiKey
 from kwire.frame import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, FrameError
-from kwire.wire import DecodeError, EncodeError
+from kwire.wire import DecodeError, EncodeError, ScatterBuffer
 from messages.generated.api_versions_request import ApiVersionsRequest
 from messages.generated.registry import REQUESTS
 from messages.protocol import Request, UnknownApiError, decode_request_header, encode_response
@@ -121,14 +121,16 @@ class _Connection:
                 idle.deadline = math.inf
                 decoder.feed(data)
                 while (frame := decoder.next_frame()) is not None:
-                    await stream.send_all(await self._respond(frame))
+                    response = await self._respond(frame)
+                    for part in response.parts():
+                        await stream.send_all(part)
         if idle.cancelled_caught:
             log.info(
                 "closing connection %s from %s: idle for more than %.0f ms",
                 self._ctx.connection_id, self._ctx.peer_text, (idle_s or 0) * 1000,
             )
 
-    async def _respond(self, frame: bytes) -> bytearray:
+    async def _respond(self, frame: bytes) -> ScatterBuffer:
         try:
             header, header_version, pos = decode_request_header(frame)
         except UnknownApiError as exc:

@@ -4,26 +4,27 @@ codecs, to show how much of the time is the shape of the generated code (perf-pl
 
 The prototypes below are what a generator could emit for one message version; each produces the
 same kwire dataclasses (decode) or the same bytes (encode) as the generated module, which is
-checked before timing. What they do differently from ``messages/generated`` today:
+checked before timing. The prototypes were written to find what the generator should emit, and
+it now emits each of these:
 
 * one function per message version: nested structs and arrays are decoded inline, with no call
   and no ``(obj, pos)`` tuple per element;
 * varints (array counts, string lengths, tag counts) are read inline with a one-byte fast path;
-  strings are ``str(buf[pos:end], "utf-8")`` after a bounds check, instead of
-  ``read_compact_string -> read_uvarint -> take -> _utf8`` (four Python frames per string);
-* uuids are ``bytes.__new__(Uuid, raw)``: ``unpack_from('16s')`` already guarantees 16 bytes,
-  so ``Uuid.__new__``'s Python-level length check is skipped;
+  strings are ``str(buf[pos:end], "utf-8")`` after a bounds check;
 * objects are ``object.__new__(Cls)`` plus slot stores rather than the dataclass ``__init__``;
-* Fetch: ``records`` kept as a memoryview of the input (no 1 MiB copy), and encoding joins
-  ``head + records + tail`` once (one copy, instead of growing a bytearray and copying it again
-  into ``bytes``).
+* Fetch: ``records`` kept as a memoryview of the input (no 1 MiB copy), and encoding copies
+  ``head + records + tail`` once.
+
+The generated code goes further in two ways the prototypes do not: uuids come from the table of
+interned ids (``kwire.uuid.intern_uuid``) where the prototypes make ``bytes.__new__(Uuid, raw)``
+each time, and ``Struct`` methods are bound once at module level.
 
 Safety is kept: truncation raises (``unpack_from`` and explicit bounds checks), counts larger than
 the remaining bytes are refused before allocation, unknown tagged fields take a slow path that
 preserves them, trailing bytes are an error, and malformed UTF-8 raises.
 
-Rows: ``kwire`` is the generated codec, ``reference`` the prototype; a ratio below 1 is headroom
-left in the generated code.
+Rows: ``kwire`` is the generated codec, ``reference`` the prototype; a ratio below 1 would be
+headroom left in the generated code.
 """
 
 from __future__ import annotations

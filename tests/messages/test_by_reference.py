@@ -1,0 +1,137 @@
+"""Records by reference (kwire.wire: read_records, write_records, ScatterBuffer) and the interned
+Uuids of the decoders (kwire.uuid)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kwire import uuid as kuuid
+from kwire.uuid import METADATA_TOPIC_ID, Uuid
+from kwire.wire import (
+    RECORDS_BY_REFERENCE_MIN_BYTES,
+    DecodeError,
+    ScatterBuffer,
+    read_records,
+    write_records,
+)
+from messages.generated.describe_quorum_response import ReplicaState
+from messages.generated.fetch_response import FetchableTopicResponse, FetchResponse, PartitionData
+from messages.generated.fetch_snapshot_response import (
+    FetchSnapshotResponse,
+    PartitionSnapshot,
+    TopicSnapshot,
+)
+from messages.protocol import decode_response, encode_response
+
+BIG = bytes(range(256)) * (RECORDS_BY_REFERENCE_MIN_BYTES // 256 + 1)
+
+
+def _fetch(records: bytes | None) -> FetchResponse:
+    return FetchResponse(responses=[FetchableTopicResponse(
+        topic_id=METADATA_TOPIC_ID, partitions=[PartitionData(high_watermark=7, records=records)])])
+
+
+def _plain_encoding(message: FetchResponse | FetchSnapshotResponse, version: int) -> bytes:
+    """What the writers put in an ordinary bytearray: every byte copied in place."""
+    out = bytearray()
+    message.write(out, version)
+    return bytes(out)
+
+
+@pytest.mark.parametrize("version", [4, 12, 17])
+def test_decoded_records_are_a_read_only_view_of_immutable_input(version: int) -> None:
+    data = _fetch(BIG).encode(version)
+    records = FetchResponse.decode(data, version).responses[0].partitions[0].records
+    assert isinstance(records, memoryview) and records.readonly
+    assert records.obj is data
+    assert records == BIG
+
+
+def test_records_of_a_mutable_input_are_copied_so_later_changes_cannot_reach_them() -> None:
+    data = bytearray(_fetch(BIG).encode(17))
+    records = FetchResponse.decode(data, 17).responses[0].partitions[0].records
+    assert isinstance(records, bytes)
+    data[-200:-100] = b"\xee" * 100
+    assert records == BIG
+
+
+@pytest.mark.parametrize("version", [4, 17])
+def test_null_and_empty_records(version: int) -> None:
+    for value in (None, b""):
+        decoded = FetchResponse.decode(_fetch(value).encode(version), version)
+        assert decoded.responses[0].partitions[0].records == value
+
+
+@pytest.mark.parametrize(
+    ("data", "compact", "nullable", "why"),
+    [
+        (b"\x00", True, False, "null where non-nullable"),
+        (b"\xff\xff\xff\xff", False, False, "null where non-nullable"),
+        (b"\xff\xff\xff\xfe", False, True, "negative records length"),
+        (b"\x05abc", True, True, "truncated"),
+        (b"\x00\x00\x00\x04abc", False, True, "truncated"),
+    ],
+)
+def test_malformed_records_are_decode_errors(
+    data: bytes, compact: bool, nullable: bool, why: str
+) -> None:
+    with pytest.raises(DecodeError, match=why):
+        read_records(data, 0, compact, nullable)
+
+
+def test_a_scatter_buffer_holds_large_values_and_copies_small_ones() -> None:
+    out = ScatterBuffer(b"head")
+    write_records(out, b"small", True)
+    write_records(out, BIG, True)
+    out += b"tail"
+    assert out.refs == [(len(b"head") + 6 + 3, BIG)]  # the big value's uvarint length is 3 bytes
+    assert len(out) == 4 + 6 + 3 + 4
+    assert out.nbytes == len(out) + len(BIG)
+    plain = bytearray(b"head")
+    write_records(plain, b"small", True)
+    write_records(plain, BIG, True)
+    plain += b"tail"
+    assert bytes(out) == out.to_bytes() == b"".join(out.parts()) == plain
+    assert [len(p) for p in out.parts()] == [13, len(BIG), 4]
+
+
+def test_encode_copies_held_records_into_the_same_bytes_as_a_plain_buffer() -> None:
+    for version in (4, 17):
+        message = _fetch(BIG)
+        assert message.encode(version) == _plain_encoding(message, version)
+    snapshot = FetchSnapshotResponse(topics=[TopicSnapshot(name="__cluster_metadata", partitions=[
+        PartitionSnapshot(size=len(BIG), unaligned_records=BIG)])])
+    data = snapshot.encode(1)
+    assert data == _plain_encoding(snapshot, 1)
+    decoded = FetchSnapshotResponse.decode(data, 1)
+    assert decoded == snapshot
+    assert isinstance(decoded.topics[0].partitions[0].unaligned_records, memoryview)
+
+
+def test_a_response_frame_counts_held_records_in_its_size_prefix() -> None:
+    frame = encode_response(_fetch(BIG), 17, correlation_id=41)
+    assert frame.refs, "the records should be held, not copied"
+    wire = b"".join(frame.parts())
+    assert int.from_bytes(wire[:4], "big") == len(wire) - 4 == frame.nbytes - 4
+    header, body = decode_response(wire[4:], FetchResponse.API_KEY, 17)  # type: ignore[arg-type]
+    assert header.correlation_id == 41
+    assert body == _fetch(BIG)
+
+
+def test_decoders_share_one_uuid_object_per_id() -> None:
+    dir_id = Uuid.from_longs(12, 34)
+    state = ReplicaState(replica_id=1, replica_directory_id=dir_id)
+    data = state.encode(2)
+    first = ReplicaState.decode(data, 2).replica_directory_id
+    second = ReplicaState.decode(data, 2).replica_directory_id
+    assert first == dir_id and type(first) is Uuid and str(first) == str(dir_id)
+    assert first is second
+
+
+def test_the_uuid_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kuuid, "INTERNED_UUIDS_MAX", 8)
+    made = [kuuid.intern_uuid(i.to_bytes(16, "big")) for i in range(20)]
+    assert len(kuuid._interned) <= 8
+    assert [int.from_bytes(u, "big") for u in made] == list(range(20))
+    assert all(type(u) is Uuid for u in made)
+    assert kuuid.interned_uuid(made[-1]) is made[-1]
