@@ -51,6 +51,10 @@ from messages.spec import (
 
 OUT_DIR = Path(__file__).with_name("generated")
 
+FIXED_RUN_MIN_ELEMENTS = 4
+"""Arrays of fixed-layout structs with at least this many elements are decoded with one
+``iter_unpack`` (:meth:`_Reader._fixed_run`); a shorter run costs more to set up than it saves."""
+
 _STRUCT_CODES = {
     "bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
     "uint16": "H", "uint32": "I", "float64": "d", "uuid": "16s",
@@ -78,6 +82,7 @@ class _Module:
     struct_names: dict[str, str] = field(default_factory=dict)
     unpackers: dict[str, str] = field(default_factory=dict)  # Struct name -> its unpack_from
     pack_fns: dict[str, str] = field(default_factory=dict)  # Struct name -> its pack
+    iter_unpackers: dict[str, str] = field(default_factory=dict)  # Struct name -> iter_unpack
     lines: list[str] = field(default_factory=list)
 
     def packer(self, fmt: str) -> str:
@@ -92,6 +97,11 @@ class _Module:
         then skips the attribute lookup."""
         name = self.packer(fmt)
         return self.unpackers.setdefault(name, "_U" + name[2:])
+
+    def iter_unpacker(self, fmt: str) -> str:
+        """The module-level name of ``Struct(fmt).iter_unpack`` (see :meth:`unpacker`)."""
+        name = self.packer(fmt)
+        return self.iter_unpackers.setdefault(name, "_IT" + name[2:])
 
     def pack_fn(self, fmt: str) -> str:
         """The module-level name of ``Struct(fmt).pack``, bound once (see :meth:`unpacker`)."""
@@ -337,6 +347,7 @@ class _Reader:
         self.version = version
         self.body: list[str] = []
         self.stack: list[str] = []
+        self.uses_decode = False  # a compact string is read: the prologue sets ``isb``
 
     def emit(self, line: str, indent: int) -> None:
         self.body.append("    " * indent + line)
@@ -345,6 +356,10 @@ class _Reader:
         self.emit("blen = len(buf)", 1)
         self._struct(struct, 0, 1, "blen")
         self.emit("return o0, pos", 1)
+        if self.uses_decode:
+            # bytes and bytearray slices decode with .decode(), cheaper than str(slice, 'utf-8');
+            # a memoryview slice has no .decode()
+            self.body.insert(1, "    isb = type(buf) is not memoryview")
         return self.body
 
     def _struct(self, struct: StructSpec, depth: int, ind: int, limit: str) -> None:
@@ -383,6 +398,63 @@ class _Reader:
             self._unpack(group, o, ind)
             self.emit(f"{o}.unknown_tagged_fields = []", ind)
         self.stack.pop()
+
+    def _fixed_layout(self, name: str) -> tuple[list[FieldSpec], str, int] | None:
+        """``(fields, format, size)`` when every field of struct ``name`` on the wire at this
+        version (tagged ones aside) is fixed-width: then an element without tagged fields is
+        exactly ``size`` bytes, its tagged-field count (flexible versions) the last one."""
+        v = self.version
+        fields = [f for f in self.spec.structs[name].fields
+                  if f.present_in(v) and not f.tagged_in(v)]
+        if not fields or any(f.type.text not in FIXED_SIZES for f in fields):
+            return None
+        fmt = ">" + "".join(_STRUCT_CODES[f.type.text] for f in fields)
+        size = sum(FIXED_SIZES[f.type.text] for f in fields)
+        if self.spec.flexible_in(v):
+            fmt += "B"
+            size += 1
+        return fields, fmt, size
+
+    def _fixed_run(
+        self, name: str, layout: tuple[list[FieldSpec], str, int], n: str, a: str, depth: int,
+        ind: int,
+    ) -> None:
+        """Decode the leading elements of an array of fixed-layout structs with one
+        ``iter_unpack``, up to the first element that carries tagged fields (its size is then
+        unknown): the caller's element loop decodes the rest, from ``pos``. Below
+        FIXED_RUN_MIN_ELEMENTS elements the run is not worth the slice and iterator."""
+        fields, fmt, size = layout
+        flexible = self.spec.flexible_in(self.version)
+        o = f"o{depth}"
+        self.emit(f"if {n} >= {FIXED_RUN_MIN_ELEMENTS}:", ind)
+        i = ind + 1
+        self.emit(f"for t{depth} in {self.mod.iter_unpacker(fmt)}(buf[pos:pos + {n} * {size}]):",
+                  i)
+        if flexible:
+            self.emit(f"if t{depth}[-1]:", i + 1)
+            self.emit("break", i + 2)
+        self.emit(f"{o} = _new({name})", i + 1)
+        targets: list[str] = []
+        uuids: list[str] = []
+        for f in fields:
+            if f.type.text == "uuid":
+                tmp = f"u{len(uuids)}"
+                uuids.append(f"{o}.{f.attr} = _ug({tmp}) or _ui({tmp})")
+                targets.append(tmp)
+            else:
+                targets.append(f"{o}.{f.attr}")
+        if flexible:
+            targets.append("_")
+        lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
+        self.emit(f"{lhs} = t{depth}", i + 1)
+        for line in uuids:
+            self.emit(line, i + 1)
+        for f in self.spec.structs[name].fields:
+            if not f.present_in(self.version) or f.tagged_in(self.version):
+                self.emit(f"{o}.{f.attr} = {default_expr(self.spec, f)}", i + 1)
+        self.emit(f"{o}.unknown_tagged_fields = []", i + 1)
+        self.emit(f"{a}.append({o})", i + 1)
+        self.emit(f"pos += {size} * len({a})", i)
 
     def _unpack(self, group: list[FieldSpec], o: str, ind: int, count: str | None = None) -> None:
         """One ``unpack_from`` for a run of fixed-width fields, plus the tagged-field count byte
@@ -479,7 +551,8 @@ class _Reader:
             d = depth + 1
             n, a = f"n{d}", f"a{d}"
             el = t.element
-            min_size = FIXED_SIZES.get(el.text, 1)
+            fixed = self._fixed_layout(el.text) if el.is_struct else None
+            min_size = fixed[2] if fixed else FIXED_SIZES.get(el.text, 1)
             if flex:
                 self.emit(f"{n} = buf[pos] - 1", ind)
                 self.emit("pos += 1", ind)
@@ -503,7 +576,11 @@ class _Reader:
             )
             if el.is_struct:
                 self.emit(f"{target} = {a} = []", ind + 1)
-                self.emit(f"for _ in range({n}):", ind + 1)
+                loop = f"for _ in range({n}):"
+                if fixed:
+                    self._fixed_run(el.text, fixed, n, a, d, ind + 1)
+                    loop = f"for _ in range({n} - len({a})):"
+                self.emit(loop, ind + 1)
                 self._struct(self.spec.structs[el.text], d, ind + 2, limit)
                 self.emit(f"{a}.append(o{d})", ind + 2)
             elif el.text in FIXED_SIZES and el.text != "uuid":
@@ -560,7 +637,9 @@ class _Reader:
             self.emit("if sn > 0x8000 or se > blen:", ind + 1)
             self.emit(f"raise DecodeError('string {name} of ' + str(sn - 1) + ' bytes overruns')",
                       ind + 2)
-            self.emit(f"{target} = str(buf[pos:se], 'utf-8')", ind + 1)
+            self.emit(f"{target} = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')",
+                      ind + 1)
+            self.uses_decode = True
             self.emit("pos = se", ind + 1)
             return
         if kind == "records":
@@ -780,6 +859,7 @@ def generate_module(spec: MessageSpec) -> str:
     packers = [f"{name} = Struct({fmt!r})" for fmt, name in mod.struct_names.items()]
     packers += [f"{p} = {name}.pack" for name, p in mod.pack_fns.items()]
     packers += [f"{u} = {name}.unpack_from" for name, u in mod.unpackers.items()]
+    packers += [f"{u} = {name}.iter_unpack" for name, u in mod.iter_unpackers.items()]
     # Readers make objects without the dataclass __init__ (every slot is stored).
     packers += ["_new = object.__new__"]
     parts = header + class_lines + ["", ""] + defaults + packers + fn_lines + tables

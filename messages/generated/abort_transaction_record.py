@@ -72,6 +72,7 @@ def _w_AbortTransactionRecord_0(o: AbortTransactionRecord, out: bytearray) -> No
 
 def _r_AbortTransactionRecord_0(buf: Any, pos: int) -> tuple[AbortTransactionRecord, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(AbortTransactionRecord)
     o0.reason = None
     tn0 = buf[pos]
@@ -94,7 +95,7 @@ def _r_AbortTransactionRecord_0(buf: Any, pos: int) -> tuple[AbortTransactionRec
                     se = pos + sn - 1
                     if sn > 0x8000 or se > blen:
                         raise DecodeError('string Reason of ' + str(sn - 1) + ' bytes overruns')
-                    o0.reason = str(buf[pos:se], 'utf-8')
+                    o0.reason = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                     pos = se
                 if pos != end0:
                     raise DecodeError('tagged field Reason has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))

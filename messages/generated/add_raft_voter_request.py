@@ -101,6 +101,7 @@ def _w_Listener_0(o: Listener, out: bytearray) -> None:
 
 def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(Listener)
     sn = buf[pos]
     pos += 1
@@ -112,7 +113,7 @@ def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -124,7 +125,7 @@ def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        o0.host = str(buf[pos:se], 'utf-8')
+        o0.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.port, tn0 = _U1(buf, pos)
     pos += 3
@@ -174,6 +175,7 @@ def _w_AddRaftVoterRequest_0(o: AddRaftVoterRequest, out: bytearray) -> None:
 
 def _r_AddRaftVoterRequest_0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(AddRaftVoterRequest)
     o0.ack_when_committed = True
     sn = buf[pos]
@@ -186,7 +188,7 @@ def _r_AddRaftVoterRequest_0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.timeout_ms, o0.voter_id, u0 = _U2(buf, pos)
     pos += 24
@@ -214,7 +216,7 @@ def _r_AddRaftVoterRequest_0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             sn = buf[pos]
             pos += 1
@@ -226,7 +228,7 @@ def _r_AddRaftVoterRequest_0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, tn1 = _U1(buf, pos)
             pos += 3
@@ -267,6 +269,7 @@ def _w_AddRaftVoterRequest_1(o: AddRaftVoterRequest, out: bytearray) -> None:
 
 def _r_AddRaftVoterRequest_1(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(AddRaftVoterRequest)
     sn = buf[pos]
     pos += 1
@@ -278,7 +281,7 @@ def _r_AddRaftVoterRequest_1(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.timeout_ms, o0.voter_id, u0 = _U2(buf, pos)
     pos += 24
@@ -306,7 +309,7 @@ def _r_AddRaftVoterRequest_1(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             sn = buf[pos]
             pos += 1
@@ -318,7 +321,7 @@ def _r_AddRaftVoterRequest_1(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, tn1 = _U1(buf, pos)
             pos += 3

@@ -74,6 +74,7 @@ def _w_AddRaftVoterResponse_0(o: AddRaftVoterResponse, out: bytearray) -> None:
 
 def _r_AddRaftVoterResponse_0(buf: Any, pos: int) -> tuple[AddRaftVoterResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(AddRaftVoterResponse)
     o0.throttle_time_ms, o0.error_code = _U0(buf, pos)
     pos += 6
@@ -87,7 +88,7 @@ def _r_AddRaftVoterResponse_0(buf: Any, pos: int) -> tuple[AddRaftVoterResponse,
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        o0.error_message = str(buf[pos:se], 'utf-8')
+        o0.error_message = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     tn0 = buf[pos]
     pos += 1

@@ -99,6 +99,7 @@ def _w_ApiVersionsRequest_3(o: ApiVersionsRequest, out: bytearray) -> None:
 
 def _r_ApiVersionsRequest_3(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(ApiVersionsRequest)
     o0.cluster_id = None
     o0.node_id = -1
@@ -112,7 +113,7 @@ def _r_ApiVersionsRequest_3(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClientSoftwareName of ' + str(sn - 1) + ' bytes overruns')
-        o0.client_software_name = str(buf[pos:se], 'utf-8')
+        o0.client_software_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -124,7 +125,7 @@ def _r_ApiVersionsRequest_3(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClientSoftwareVersion of ' + str(sn - 1) + ' bytes overruns')
-        o0.client_software_version = str(buf[pos:se], 'utf-8')
+        o0.client_software_version = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     tn0 = buf[pos]
     pos += 1
@@ -166,6 +167,7 @@ def _w_ApiVersionsRequest_5(o: ApiVersionsRequest, out: bytearray) -> None:
 
 def _r_ApiVersionsRequest_5(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(ApiVersionsRequest)
     sn = buf[pos]
     pos += 1
@@ -177,7 +179,7 @@ def _r_ApiVersionsRequest_5(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClientSoftwareName of ' + str(sn - 1) + ' bytes overruns')
-        o0.client_software_name = str(buf[pos:se], 'utf-8')
+        o0.client_software_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -189,7 +191,7 @@ def _r_ApiVersionsRequest_5(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClientSoftwareVersion of ' + str(sn - 1) + ' bytes overruns')
-        o0.client_software_version = str(buf[pos:se], 'utf-8')
+        o0.client_software_version = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -201,7 +203,7 @@ def _r_ApiVersionsRequest_5(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.node_id, tn0 = _U1(buf, pos)
     pos += 5

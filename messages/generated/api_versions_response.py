@@ -117,6 +117,8 @@ _U5 = _S5.unpack_from
 _U8 = _S8.unpack_from
 _U6 = _S6.unpack_from
 _U7 = _S7.unpack_from
+_IT0 = _S0.iter_unpack
+_IT1 = _S1.iter_unpack
 _new = object.__new__
 
 
@@ -174,6 +176,7 @@ def _w_SupportedFeatureKey_3(o: SupportedFeatureKey, out: bytearray) -> None:
 
 def _r_SupportedFeatureKey_3(buf: Any, pos: int) -> tuple[SupportedFeatureKey, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(SupportedFeatureKey)
     sn = buf[pos]
     pos += 1
@@ -185,7 +188,7 @@ def _r_SupportedFeatureKey_3(buf: Any, pos: int) -> tuple[SupportedFeatureKey, i
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.min_version, o0.max_version, tn0 = _U3(buf, pos)
     pos += 5
@@ -233,6 +236,7 @@ def _w_FinalizedFeatureKey_3(o: FinalizedFeatureKey, out: bytearray) -> None:
 
 def _r_FinalizedFeatureKey_3(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(FinalizedFeatureKey)
     sn = buf[pos]
     pos += 1
@@ -244,7 +248,7 @@ def _r_FinalizedFeatureKey_3(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, i
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.max_version_level, o0.min_version_level, tn0 = _U3(buf, pos)
     pos += 5
@@ -305,10 +309,17 @@ def _r_ApiVersionsResponse_0(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
     if n1 < 0:
         raise DecodeError('non-nullable array ApiKeys is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 6 > blen - pos:
             raise DecodeError('array ApiKeys of ' + str(n1) + ' elements overruns the buffer')
         o0.api_keys = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT0(buf[pos:pos + n1 * 6]):
+                o1 = _new(ApiVersion)
+                o1.api_key, o1.min_version, o1.max_version = t1
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 6 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(ApiVersion)
             o1.api_key, o1.min_version, o1.max_version = _U0(buf, pos)
             pos += 6
@@ -344,10 +355,17 @@ def _r_ApiVersionsResponse_1(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
     if n1 < 0:
         raise DecodeError('non-nullable array ApiKeys is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 6 > blen - pos:
             raise DecodeError('array ApiKeys of ' + str(n1) + ' elements overruns the buffer')
         o0.api_keys = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT0(buf[pos:pos + n1 * 6]):
+                o1 = _new(ApiVersion)
+                o1.api_key, o1.min_version, o1.max_version = t1
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 6 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(ApiVersion)
             o1.api_key, o1.min_version, o1.max_version = _U0(buf, pos)
             pos += 6
@@ -431,6 +449,7 @@ def _w_ApiVersionsResponse_3(o: ApiVersionsResponse, out: bytearray) -> None:
 
 def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(ApiVersionsResponse)
     o0.supported_features = []
     o0.finalized_features_epoch = -1
@@ -446,10 +465,19 @@ def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
     if n1 < 0:
         raise DecodeError('non-nullable array ApiKeys is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 7 > blen - pos:
             raise DecodeError('array ApiKeys of ' + str(n1) + ' elements overruns the buffer')
         o0.api_keys = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT1(buf[pos:pos + n1 * 7]):
+                if t1[-1]:
+                    break
+                o1 = _new(ApiVersion)
+                o1.api_key, o1.min_version, o1.max_version, _ = t1
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 7 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(ApiVersion)
             o1.api_key, o1.min_version, o1.max_version, tn1 = _U1(buf, pos)
             pos += 7
@@ -491,7 +519,7 @@ def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                             se = pos + sn - 1
                             if sn > 0x8000 or se > blen:
                                 raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                            o1.name = str(buf[pos:se], 'utf-8')
+                            o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                             pos = se
                         o1.min_version, o1.max_version, tn1 = _U3(buf, pos)
                         pos += 5
@@ -531,7 +559,7 @@ def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                             se = pos + sn - 1
                             if sn > 0x8000 or se > blen:
                                 raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                            o1.name = str(buf[pos:se], 'utf-8')
+                            o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                             pos = se
                         o1.max_version_level, o1.min_version_level, tn1 = _U3(buf, pos)
                         pos += 5

@@ -106,6 +106,8 @@ _U2 = _S2.unpack_from
 _U4 = _S4.unpack_from
 _U6 = _S6.unpack_from
 _U0 = _S0.unpack_from
+_IT2 = _S2.iter_unpack
+_IT4 = _S4.iter_unpack
 _new = object.__new__
 
 
@@ -167,10 +169,18 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 12 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
         o0.partitions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT2(buf[pos:pos + n1 * 12]):
+                o1 = _new(PartitionData)
+                o1.partition_index, o1.leader_id, o1.leader_epoch = t1
+                o1.voter_directory_id = ZERO_UUID
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 12 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(PartitionData)
             o1.voter_directory_id = ZERO_UUID
             o1.partition_index, o1.leader_id, o1.leader_epoch = _U2(buf, pos)
@@ -204,6 +214,7 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
 
 def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
@@ -215,7 +226,7 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        o0.topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -225,10 +236,20 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 29 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
         o0.partitions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT4(buf[pos:pos + n1 * 29]):
+                if t1[-1]:
+                    break
+                o1 = _new(PartitionData)
+                o1.partition_index, u0, o1.leader_id, o1.leader_epoch, _ = t1
+                o1.voter_directory_id = _ug(u0) or _ui(u0)
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 29 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(PartitionData)
             o1.partition_index, u0, o1.leader_id, o1.leader_epoch, tn1 = _U4(buf, pos)
             pos += 29
@@ -263,6 +284,7 @@ def _w_LeaderEndpoint_1(o: LeaderEndpoint, out: bytearray) -> None:
 
 def _r_LeaderEndpoint_1(buf: Any, pos: int) -> tuple[LeaderEndpoint, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(LeaderEndpoint)
     sn = buf[pos]
     pos += 1
@@ -274,7 +296,7 @@ def _r_LeaderEndpoint_1(buf: Any, pos: int) -> tuple[LeaderEndpoint, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -286,7 +308,7 @@ def _r_LeaderEndpoint_1(buf: Any, pos: int) -> tuple[LeaderEndpoint, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        o0.host = str(buf[pos:se], 'utf-8')
+        o0.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.port, tn0 = _U6(buf, pos)
     pos += 3
@@ -330,10 +352,18 @@ def _r_BeginQuorumEpochRequest_0(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 12 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT2(buf[pos:pos + n2 * 12]):
+                        o2 = _new(PartitionData)
+                        o2.partition_index, o2.leader_id, o2.leader_epoch = t2
+                        o2.voter_directory_id = ZERO_UUID
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 12 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(PartitionData)
                     o2.voter_directory_id = ZERO_UUID
                     o2.partition_index, o2.leader_id, o2.leader_epoch = _U2(buf, pos)
@@ -379,6 +409,7 @@ def _w_BeginQuorumEpochRequest_1(o: BeginQuorumEpochRequest, out: bytearray) -> 
 
 def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(BeginQuorumEpochRequest)
     sn = buf[pos]
     pos += 1
@@ -390,7 +421,7 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.voter_id, = _U0(buf, pos)
     pos += 4
@@ -417,7 +448,7 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-                o1.topic_name = str(buf[pos:se], 'utf-8')
+                o1.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             n2 = buf[pos] - 1
             pos += 1
@@ -427,10 +458,20 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 29 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT4(buf[pos:pos + n2 * 29]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(PartitionData)
+                        o2.partition_index, u0, o2.leader_id, o2.leader_epoch, _ = t2
+                        o2.voter_directory_id = _ug(u0) or _ui(u0)
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 29 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(PartitionData)
                     o2.partition_index, u0, o2.leader_id, o2.leader_epoch, tn2 = _U4(buf, pos)
                     pos += 29
@@ -470,7 +511,7 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             sn = buf[pos]
             pos += 1
@@ -482,7 +523,7 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, tn1 = _U6(buf, pos)
             pos += 3

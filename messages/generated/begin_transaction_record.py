@@ -72,6 +72,7 @@ def _w_BeginTransactionRecord_0(o: BeginTransactionRecord, out: bytearray) -> No
 
 def _r_BeginTransactionRecord_0(buf: Any, pos: int) -> tuple[BeginTransactionRecord, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(BeginTransactionRecord)
     o0.name = None
     tn0 = buf[pos]
@@ -94,7 +95,7 @@ def _r_BeginTransactionRecord_0(buf: Any, pos: int) -> tuple[BeginTransactionRec
                     se = pos + sn - 1
                     if sn > 0x8000 or se > blen:
                         raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                    o0.name = str(buf[pos:se], 'utf-8')
+                    o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                     pos = se
                 if pos != end0:
                     raise DecodeError('tagged field Name has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))

@@ -128,6 +128,7 @@ def _w_Listener_0(o: Listener, out: bytearray) -> None:
 
 def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(Listener)
     sn = buf[pos]
     pos += 1
@@ -139,7 +140,7 @@ def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -151,7 +152,7 @@ def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        o0.host = str(buf[pos:se], 'utf-8')
+        o0.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.port, o0.security_protocol, tn0 = _U1(buf, pos)
     pos += 5
@@ -235,6 +236,7 @@ def _w_Feature_0(o: Feature, out: bytearray) -> None:
 
 def _r_Feature_0(buf: Any, pos: int) -> tuple[Feature, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(Feature)
     sn = buf[pos]
     pos += 1
@@ -246,7 +248,7 @@ def _r_Feature_0(buf: Any, pos: int) -> tuple[Feature, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.min_supported_version, o0.max_supported_version, tn0 = _U3(buf, pos)
     pos += 5
@@ -344,6 +346,7 @@ def _w_BrokerRegistrationRequest_0(o: BrokerRegistrationRequest, out: bytearray)
 
 def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(BrokerRegistrationRequest)
     o0.is_migrating_zk_broker = False
     o0.log_dirs = []
@@ -360,7 +363,7 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, = _U5(buf, pos)
     pos += 16
@@ -388,7 +391,7 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             sn = buf[pos]
             pos += 1
@@ -400,7 +403,7 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, o1.security_protocol, tn1 = _U1(buf, pos)
             pos += 5
@@ -432,7 +435,7 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
             pos += 5
@@ -451,7 +454,7 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        o0.rack = str(buf[pos:se], 'utf-8')
+        o0.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     tn0 = buf[pos]
     pos += 1
@@ -500,6 +503,7 @@ def _w_BrokerRegistrationRequest_1(o: BrokerRegistrationRequest, out: bytearray)
 
 def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(BrokerRegistrationRequest)
     o0.log_dirs = []
     o0.previous_broker_epoch = -1
@@ -515,7 +519,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, = _U5(buf, pos)
     pos += 16
@@ -543,7 +547,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             sn = buf[pos]
             pos += 1
@@ -555,7 +559,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, o1.security_protocol, tn1 = _U1(buf, pos)
             pos += 5
@@ -587,7 +591,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
             pos += 5
@@ -606,7 +610,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        o0.rack = str(buf[pos:se], 'utf-8')
+        o0.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.is_migrating_zk_broker, tn0 = _U7(buf, pos)
     pos += 2
@@ -666,6 +670,7 @@ def _w_BrokerRegistrationRequest_2(o: BrokerRegistrationRequest, out: bytearray)
 
 def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(BrokerRegistrationRequest)
     o0.previous_broker_epoch = -1
     o0.broker_id, = _U4(buf, pos)
@@ -680,7 +685,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, = _U5(buf, pos)
     pos += 16
@@ -708,7 +713,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             sn = buf[pos]
             pos += 1
@@ -720,7 +725,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, o1.security_protocol, tn1 = _U1(buf, pos)
             pos += 5
@@ -752,7 +757,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
             pos += 5
@@ -771,7 +776,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        o0.rack = str(buf[pos:se], 'utf-8')
+        o0.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.is_migrating_zk_broker, = _U6(buf, pos)
     pos += 1
@@ -850,6 +855,7 @@ def _w_BrokerRegistrationRequest_3(o: BrokerRegistrationRequest, out: bytearray)
 
 def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(BrokerRegistrationRequest)
     o0.broker_id, = _U4(buf, pos)
     pos += 4
@@ -863,7 +869,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, = _U5(buf, pos)
     pos += 16
@@ -891,7 +897,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             sn = buf[pos]
             pos += 1
@@ -903,7 +909,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, o1.security_protocol, tn1 = _U1(buf, pos)
             pos += 5
@@ -935,7 +941,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
             pos += 5
@@ -954,7 +960,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        o0.rack = str(buf[pos:se], 'utf-8')
+        o0.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.is_migrating_zk_broker, = _U6(buf, pos)
     pos += 1

@@ -81,6 +81,7 @@ def _w_ConfigRecord_0(o: ConfigRecord, out: bytearray) -> None:
 
 def _r_ConfigRecord_0(buf: Any, pos: int) -> tuple[ConfigRecord, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(ConfigRecord)
     o0.resource_type, = _U0(buf, pos)
     pos += 1
@@ -94,7 +95,7 @@ def _r_ConfigRecord_0(buf: Any, pos: int) -> tuple[ConfigRecord, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ResourceName of ' + str(sn - 1) + ' bytes overruns')
-        o0.resource_name = str(buf[pos:se], 'utf-8')
+        o0.resource_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -106,7 +107,7 @@ def _r_ConfigRecord_0(buf: Any, pos: int) -> tuple[ConfigRecord, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -118,7 +119,7 @@ def _r_ConfigRecord_0(buf: Any, pos: int) -> tuple[ConfigRecord, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Value of ' + str(sn - 1) + ' bytes overruns')
-        o0.value = str(buf[pos:se], 'utf-8')
+        o0.value = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     tn0 = buf[pos]
     pos += 1

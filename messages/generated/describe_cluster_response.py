@@ -110,6 +110,7 @@ def _w_DescribeClusterBroker_0(o: DescribeClusterBroker, out: bytearray) -> None
 
 def _r_DescribeClusterBroker_0(buf: Any, pos: int) -> tuple[DescribeClusterBroker, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(DescribeClusterBroker)
     o0.is_fenced = False
     o0.broker_id, = _U0(buf, pos)
@@ -124,7 +125,7 @@ def _r_DescribeClusterBroker_0(buf: Any, pos: int) -> tuple[DescribeClusterBroke
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        o0.host = str(buf[pos:se], 'utf-8')
+        o0.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.port, = _U0(buf, pos)
     pos += 4
@@ -138,7 +139,7 @@ def _r_DescribeClusterBroker_0(buf: Any, pos: int) -> tuple[DescribeClusterBroke
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        o0.rack = str(buf[pos:se], 'utf-8')
+        o0.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     tn0 = buf[pos]
     pos += 1
@@ -181,6 +182,7 @@ def _w_DescribeClusterBroker_2(o: DescribeClusterBroker, out: bytearray) -> None
 
 def _r_DescribeClusterBroker_2(buf: Any, pos: int) -> tuple[DescribeClusterBroker, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(DescribeClusterBroker)
     o0.broker_id, = _U0(buf, pos)
     pos += 4
@@ -194,7 +196,7 @@ def _r_DescribeClusterBroker_2(buf: Any, pos: int) -> tuple[DescribeClusterBroke
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        o0.host = str(buf[pos:se], 'utf-8')
+        o0.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.port, = _U0(buf, pos)
     pos += 4
@@ -208,7 +210,7 @@ def _r_DescribeClusterBroker_2(buf: Any, pos: int) -> tuple[DescribeClusterBroke
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        o0.rack = str(buf[pos:se], 'utf-8')
+        o0.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.is_fenced, tn0 = _U2(buf, pos)
     pos += 2
@@ -248,6 +250,7 @@ def _w_DescribeClusterResponse_0(o: DescribeClusterResponse, out: bytearray) -> 
 
 def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(DescribeClusterResponse)
     o0.endpoint_type = 1
     o0.throttle_time_ms, o0.error_code = _U3(buf, pos)
@@ -262,7 +265,7 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        o0.error_message = str(buf[pos:se], 'utf-8')
+        o0.error_message = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -274,7 +277,7 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.controller_id, = _U0(buf, pos)
     pos += 4
@@ -304,7 +307,7 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, = _U0(buf, pos)
             pos += 4
@@ -318,7 +321,7 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-                o1.rack = str(buf[pos:se], 'utf-8')
+                o1.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             tn1 = buf[pos]
             pos += 1
@@ -364,6 +367,7 @@ def _w_DescribeClusterResponse_1(o: DescribeClusterResponse, out: bytearray) -> 
 
 def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(DescribeClusterResponse)
     o0.throttle_time_ms, o0.error_code = _U3(buf, pos)
     pos += 6
@@ -377,7 +381,7 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        o0.error_message = str(buf[pos:se], 'utf-8')
+        o0.error_message = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.endpoint_type, = _U5(buf, pos)
     pos += 1
@@ -391,7 +395,7 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.controller_id, = _U0(buf, pos)
     pos += 4
@@ -421,7 +425,7 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, = _U0(buf, pos)
             pos += 4
@@ -435,7 +439,7 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-                o1.rack = str(buf[pos:se], 'utf-8')
+                o1.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             tn1 = buf[pos]
             pos += 1
@@ -481,6 +485,7 @@ def _w_DescribeClusterResponse_2(o: DescribeClusterResponse, out: bytearray) -> 
 
 def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(DescribeClusterResponse)
     o0.throttle_time_ms, o0.error_code = _U3(buf, pos)
     pos += 6
@@ -494,7 +499,7 @@ def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterRes
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        o0.error_message = str(buf[pos:se], 'utf-8')
+        o0.error_message = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.endpoint_type, = _U5(buf, pos)
     pos += 1
@@ -508,7 +513,7 @@ def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterRes
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.controller_id, = _U0(buf, pos)
     pos += 4
@@ -537,7 +542,7 @@ def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterRes
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, = _U0(buf, pos)
             pos += 4
@@ -551,7 +556,7 @@ def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterRes
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-                o1.rack = str(buf[pos:se], 'utf-8')
+                o1.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.is_fenced, tn1 = _U2(buf, pos)
             pos += 2

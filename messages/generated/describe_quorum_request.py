@@ -78,6 +78,7 @@ _S0 = Struct('>i')
 _S1 = Struct('>iB')
 _P0 = _S0.pack
 _U1 = _S1.unpack_from
+_IT1 = _S1.iter_unpack
 _new = object.__new__
 
 
@@ -128,6 +129,7 @@ def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
 
 def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
@@ -139,7 +141,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        o0.topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -149,10 +151,19 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 5 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
         o0.partitions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT1(buf[pos:pos + n1 * 5]):
+                if t1[-1]:
+                    break
+                o1 = _new(PartitionData)
+                o1.partition_index, _ = t1
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 5 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(PartitionData)
             o1.partition_index, tn1 = _U1(buf, pos)
             pos += 5
@@ -234,6 +245,7 @@ def _w_DescribeQuorumRequest_0(o: DescribeQuorumRequest, out: bytearray) -> None
 
 def _r_DescribeQuorumRequest_0(buf: Any, pos: int) -> tuple[DescribeQuorumRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(DescribeQuorumRequest)
     n1 = buf[pos] - 1
     pos += 1
@@ -258,7 +270,7 @@ def _r_DescribeQuorumRequest_0(buf: Any, pos: int) -> tuple[DescribeQuorumReques
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-                o1.topic_name = str(buf[pos:se], 'utf-8')
+                o1.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             n2 = buf[pos] - 1
             pos += 1
@@ -268,10 +280,19 @@ def _r_DescribeQuorumRequest_0(buf: Any, pos: int) -> tuple[DescribeQuorumReques
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 5 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT1(buf[pos:pos + n2 * 5]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(PartitionData)
+                        o2.partition_index, _ = t2
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 5 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(PartitionData)
                     o2.partition_index, tn2 = _U1(buf, pos)
                     pos += 5

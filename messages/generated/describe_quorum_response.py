@@ -148,6 +148,9 @@ _U8 = _S8.unpack_from
 _U11 = _S11.unpack_from
 _U0 = _S0.unpack_from
 _U12 = _S12.unpack_from
+_IT2 = _S2.iter_unpack
+_IT4 = _S4.iter_unpack
+_IT6 = _S6.iter_unpack
 _new = object.__new__
 
 
@@ -267,10 +270,22 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array CurrentVoters is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 13 > blen - pos:
             raise DecodeError('array CurrentVoters of ' + str(n1) + ' elements overruns the buffer')
         o0.current_voters = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT2(buf[pos:pos + n1 * 13]):
+                if t1[-1]:
+                    break
+                o1 = _new(ReplicaState)
+                o1.replica_id, o1.log_end_offset, _ = t1
+                o1.replica_directory_id = ZERO_UUID
+                o1.last_fetch_timestamp = -1
+                o1.last_caught_up_timestamp = -1
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 13 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(ReplicaState)
             o1.replica_directory_id = ZERO_UUID
             o1.last_fetch_timestamp = -1
@@ -290,10 +305,22 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Observers is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 13 > blen - pos:
             raise DecodeError('array Observers of ' + str(n1) + ' elements overruns the buffer')
         o0.observers = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT2(buf[pos:pos + n1 * 13]):
+                if t1[-1]:
+                    break
+                o1 = _new(ReplicaState)
+                o1.replica_id, o1.log_end_offset, _ = t1
+                o1.replica_directory_id = ZERO_UUID
+                o1.last_fetch_timestamp = -1
+                o1.last_caught_up_timestamp = -1
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 13 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(ReplicaState)
             o1.replica_directory_id = ZERO_UUID
             o1.last_fetch_timestamp = -1
@@ -359,10 +386,20 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array CurrentVoters is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 29 > blen - pos:
             raise DecodeError('array CurrentVoters of ' + str(n1) + ' elements overruns the buffer')
         o0.current_voters = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT4(buf[pos:pos + n1 * 29]):
+                if t1[-1]:
+                    break
+                o1 = _new(ReplicaState)
+                o1.replica_id, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, _ = t1
+                o1.replica_directory_id = ZERO_UUID
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 29 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(ReplicaState)
             o1.replica_directory_id = ZERO_UUID
             o1.replica_id, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, tn1 = _U4(buf, pos)
@@ -380,10 +417,20 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Observers is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 29 > blen - pos:
             raise DecodeError('array Observers of ' + str(n1) + ' elements overruns the buffer')
         o0.observers = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT4(buf[pos:pos + n1 * 29]):
+                if t1[-1]:
+                    break
+                o1 = _new(ReplicaState)
+                o1.replica_id, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, _ = t1
+                o1.replica_directory_id = ZERO_UUID
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 29 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(ReplicaState)
             o1.replica_directory_id = ZERO_UUID
             o1.replica_id, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, tn1 = _U4(buf, pos)
@@ -436,6 +483,7 @@ def _w_PartitionData_2(o: PartitionData, out: bytearray) -> None:
 
 def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(PartitionData)
     o0.partition_index, o0.error_code = _U7(buf, pos)
     pos += 6
@@ -449,7 +497,7 @@ def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        o0.error_message = str(buf[pos:se], 'utf-8')
+        o0.error_message = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.leader_id, o0.leader_epoch, o0.high_watermark = _U8(buf, pos)
     pos += 16
@@ -461,10 +509,20 @@ def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array CurrentVoters is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 45 > blen - pos:
             raise DecodeError('array CurrentVoters of ' + str(n1) + ' elements overruns the buffer')
         o0.current_voters = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT6(buf[pos:pos + n1 * 45]):
+                if t1[-1]:
+                    break
+                o1 = _new(ReplicaState)
+                o1.replica_id, u0, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, _ = t1
+                o1.replica_directory_id = _ug(u0) or _ui(u0)
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 45 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(ReplicaState)
             o1.replica_id, u0, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, tn1 = _U6(buf, pos)
             pos += 45
@@ -482,10 +540,20 @@ def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Observers is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 45 > blen - pos:
             raise DecodeError('array Observers of ' + str(n1) + ' elements overruns the buffer')
         o0.observers = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT6(buf[pos:pos + n1 * 45]):
+                if t1[-1]:
+                    break
+                o1 = _new(ReplicaState)
+                o1.replica_id, u0, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, _ = t1
+                o1.replica_directory_id = _ug(u0) or _ui(u0)
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 45 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(ReplicaState)
             o1.replica_id, u0, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, tn1 = _U6(buf, pos)
             pos += 45
@@ -527,6 +595,7 @@ def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
 
 def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
@@ -538,7 +607,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        o0.topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -564,10 +633,22 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array CurrentVoters is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 13 > blen - pos:
                     raise DecodeError('array CurrentVoters of ' + str(n2) + ' elements overruns the buffer')
                 o1.current_voters = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT2(buf[pos:pos + n2 * 13]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(ReplicaState)
+                        o2.replica_id, o2.log_end_offset, _ = t2
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.last_fetch_timestamp = -1
+                        o2.last_caught_up_timestamp = -1
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 13 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(ReplicaState)
                     o2.replica_directory_id = ZERO_UUID
                     o2.last_fetch_timestamp = -1
@@ -587,10 +668,22 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array Observers is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 13 > blen - pos:
                     raise DecodeError('array Observers of ' + str(n2) + ' elements overruns the buffer')
                 o1.observers = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT2(buf[pos:pos + n2 * 13]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(ReplicaState)
+                        o2.replica_id, o2.log_end_offset, _ = t2
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.last_fetch_timestamp = -1
+                        o2.last_caught_up_timestamp = -1
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 13 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(ReplicaState)
                     o2.replica_directory_id = ZERO_UUID
                     o2.last_fetch_timestamp = -1
@@ -641,6 +734,7 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
 
 def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
@@ -652,7 +746,7 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        o0.topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -678,10 +772,20 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array CurrentVoters is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 29 > blen - pos:
                     raise DecodeError('array CurrentVoters of ' + str(n2) + ' elements overruns the buffer')
                 o1.current_voters = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT4(buf[pos:pos + n2 * 29]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(ReplicaState)
+                        o2.replica_id, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, _ = t2
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 29 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(ReplicaState)
                     o2.replica_directory_id = ZERO_UUID
                     o2.replica_id, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, tn2 = _U4(buf, pos)
@@ -699,10 +803,20 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array Observers is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 29 > blen - pos:
                     raise DecodeError('array Observers of ' + str(n2) + ' elements overruns the buffer')
                 o1.observers = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT4(buf[pos:pos + n2 * 29]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(ReplicaState)
+                        o2.replica_id, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, _ = t2
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 29 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(ReplicaState)
                     o2.replica_directory_id = ZERO_UUID
                     o2.replica_id, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, tn2 = _U4(buf, pos)
@@ -751,6 +865,7 @@ def _w_TopicData_2(o: TopicData, out: bytearray) -> None:
 
 def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
@@ -762,7 +877,7 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        o0.topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -789,7 +904,7 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-                o1.error_message = str(buf[pos:se], 'utf-8')
+                o1.error_message = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.leader_id, o1.leader_epoch, o1.high_watermark = _U8(buf, pos)
             pos += 16
@@ -801,10 +916,20 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array CurrentVoters is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 45 > blen - pos:
                     raise DecodeError('array CurrentVoters of ' + str(n2) + ' elements overruns the buffer')
                 o1.current_voters = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT6(buf[pos:pos + n2 * 45]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(ReplicaState)
+                        o2.replica_id, u0, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, _ = t2
+                        o2.replica_directory_id = _ug(u0) or _ui(u0)
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 45 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(ReplicaState)
                     o2.replica_id, u0, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, tn2 = _U6(buf, pos)
                     pos += 45
@@ -822,10 +947,20 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array Observers is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 45 > blen - pos:
                     raise DecodeError('array Observers of ' + str(n2) + ' elements overruns the buffer')
                 o1.observers = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT6(buf[pos:pos + n2 * 45]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(ReplicaState)
+                        o2.replica_id, u0, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, _ = t2
+                        o2.replica_directory_id = _ug(u0) or _ui(u0)
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 45 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(ReplicaState)
                     o2.replica_id, u0, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, tn2 = _U6(buf, pos)
                     pos += 45
@@ -867,6 +1002,7 @@ def _w_Listener_2(o: Listener, out: bytearray) -> None:
 
 def _r_Listener_2(buf: Any, pos: int) -> tuple[Listener, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(Listener)
     sn = buf[pos]
     pos += 1
@@ -878,7 +1014,7 @@ def _r_Listener_2(buf: Any, pos: int) -> tuple[Listener, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -890,7 +1026,7 @@ def _r_Listener_2(buf: Any, pos: int) -> tuple[Listener, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        o0.host = str(buf[pos:se], 'utf-8')
+        o0.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.port, tn0 = _U11(buf, pos)
     pos += 3
@@ -922,6 +1058,7 @@ def _w_Node_2(o: Node, out: bytearray) -> None:
 
 def _r_Node_2(buf: Any, pos: int) -> tuple[Node, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(Node)
     o0.node_id, = _U0(buf, pos)
     pos += 4
@@ -948,7 +1085,7 @@ def _r_Node_2(buf: Any, pos: int) -> tuple[Node, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             sn = buf[pos]
             pos += 1
@@ -960,7 +1097,7 @@ def _r_Node_2(buf: Any, pos: int) -> tuple[Node, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, tn1 = _U11(buf, pos)
             pos += 3
@@ -1001,6 +1138,7 @@ def _w_DescribeQuorumResponse_0(o: DescribeQuorumResponse, out: bytearray) -> No
 
 def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(DescribeQuorumResponse)
     o0.error_message = ''
     o0.nodes = []
@@ -1029,7 +1167,7 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-                o1.topic_name = str(buf[pos:se], 'utf-8')
+                o1.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             n2 = buf[pos] - 1
             pos += 1
@@ -1055,10 +1193,22 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                     if n3 < 0:
                         raise DecodeError('non-nullable array CurrentVoters is null')
                     else:
-                        if n3 * 1 > blen - pos:
+                        if n3 * 13 > blen - pos:
                             raise DecodeError('array CurrentVoters of ' + str(n3) + ' elements overruns the buffer')
                         o2.current_voters = a3 = []
-                        for _ in range(n3):
+                        if n3 >= 4:
+                            for t3 in _IT2(buf[pos:pos + n3 * 13]):
+                                if t3[-1]:
+                                    break
+                                o3 = _new(ReplicaState)
+                                o3.replica_id, o3.log_end_offset, _ = t3
+                                o3.replica_directory_id = ZERO_UUID
+                                o3.last_fetch_timestamp = -1
+                                o3.last_caught_up_timestamp = -1
+                                o3.unknown_tagged_fields = []
+                                a3.append(o3)
+                            pos += 13 * len(a3)
+                        for _ in range(n3 - len(a3)):
                             o3 = _new(ReplicaState)
                             o3.replica_directory_id = ZERO_UUID
                             o3.last_fetch_timestamp = -1
@@ -1078,10 +1228,22 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                     if n3 < 0:
                         raise DecodeError('non-nullable array Observers is null')
                     else:
-                        if n3 * 1 > blen - pos:
+                        if n3 * 13 > blen - pos:
                             raise DecodeError('array Observers of ' + str(n3) + ' elements overruns the buffer')
                         o2.observers = a3 = []
-                        for _ in range(n3):
+                        if n3 >= 4:
+                            for t3 in _IT2(buf[pos:pos + n3 * 13]):
+                                if t3[-1]:
+                                    break
+                                o3 = _new(ReplicaState)
+                                o3.replica_id, o3.log_end_offset, _ = t3
+                                o3.replica_directory_id = ZERO_UUID
+                                o3.last_fetch_timestamp = -1
+                                o3.last_caught_up_timestamp = -1
+                                o3.unknown_tagged_fields = []
+                                a3.append(o3)
+                            pos += 13 * len(a3)
+                        for _ in range(n3 - len(a3)):
                             o3 = _new(ReplicaState)
                             o3.replica_directory_id = ZERO_UUID
                             o3.last_fetch_timestamp = -1
@@ -1139,6 +1301,7 @@ def _w_DescribeQuorumResponse_1(o: DescribeQuorumResponse, out: bytearray) -> No
 
 def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(DescribeQuorumResponse)
     o0.error_message = ''
     o0.nodes = []
@@ -1167,7 +1330,7 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-                o1.topic_name = str(buf[pos:se], 'utf-8')
+                o1.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             n2 = buf[pos] - 1
             pos += 1
@@ -1193,10 +1356,20 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                     if n3 < 0:
                         raise DecodeError('non-nullable array CurrentVoters is null')
                     else:
-                        if n3 * 1 > blen - pos:
+                        if n3 * 29 > blen - pos:
                             raise DecodeError('array CurrentVoters of ' + str(n3) + ' elements overruns the buffer')
                         o2.current_voters = a3 = []
-                        for _ in range(n3):
+                        if n3 >= 4:
+                            for t3 in _IT4(buf[pos:pos + n3 * 29]):
+                                if t3[-1]:
+                                    break
+                                o3 = _new(ReplicaState)
+                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, _ = t3
+                                o3.replica_directory_id = ZERO_UUID
+                                o3.unknown_tagged_fields = []
+                                a3.append(o3)
+                            pos += 29 * len(a3)
+                        for _ in range(n3 - len(a3)):
                             o3 = _new(ReplicaState)
                             o3.replica_directory_id = ZERO_UUID
                             o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, tn3 = _U4(buf, pos)
@@ -1214,10 +1387,20 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                     if n3 < 0:
                         raise DecodeError('non-nullable array Observers is null')
                     else:
-                        if n3 * 1 > blen - pos:
+                        if n3 * 29 > blen - pos:
                             raise DecodeError('array Observers of ' + str(n3) + ' elements overruns the buffer')
                         o2.observers = a3 = []
-                        for _ in range(n3):
+                        if n3 >= 4:
+                            for t3 in _IT4(buf[pos:pos + n3 * 29]):
+                                if t3[-1]:
+                                    break
+                                o3 = _new(ReplicaState)
+                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, _ = t3
+                                o3.replica_directory_id = ZERO_UUID
+                                o3.unknown_tagged_fields = []
+                                a3.append(o3)
+                            pos += 29 * len(a3)
+                        for _ in range(n3 - len(a3)):
                             o3 = _new(ReplicaState)
                             o3.replica_directory_id = ZERO_UUID
                             o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, tn3 = _U4(buf, pos)
@@ -1283,6 +1466,7 @@ def _w_DescribeQuorumResponse_2(o: DescribeQuorumResponse, out: bytearray) -> No
 
 def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(DescribeQuorumResponse)
     o0.error_code, = _U12(buf, pos)
     pos += 2
@@ -1296,7 +1480,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        o0.error_message = str(buf[pos:se], 'utf-8')
+        o0.error_message = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -1321,7 +1505,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-                o1.topic_name = str(buf[pos:se], 'utf-8')
+                o1.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             n2 = buf[pos] - 1
             pos += 1
@@ -1348,7 +1532,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                         se = pos + sn - 1
                         if sn > 0x8000 or se > blen:
                             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-                        o2.error_message = str(buf[pos:se], 'utf-8')
+                        o2.error_message = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                         pos = se
                     o2.leader_id, o2.leader_epoch, o2.high_watermark = _U8(buf, pos)
                     pos += 16
@@ -1360,10 +1544,20 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                     if n3 < 0:
                         raise DecodeError('non-nullable array CurrentVoters is null')
                     else:
-                        if n3 * 1 > blen - pos:
+                        if n3 * 45 > blen - pos:
                             raise DecodeError('array CurrentVoters of ' + str(n3) + ' elements overruns the buffer')
                         o2.current_voters = a3 = []
-                        for _ in range(n3):
+                        if n3 >= 4:
+                            for t3 in _IT6(buf[pos:pos + n3 * 45]):
+                                if t3[-1]:
+                                    break
+                                o3 = _new(ReplicaState)
+                                o3.replica_id, u0, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, _ = t3
+                                o3.replica_directory_id = _ug(u0) or _ui(u0)
+                                o3.unknown_tagged_fields = []
+                                a3.append(o3)
+                            pos += 45 * len(a3)
+                        for _ in range(n3 - len(a3)):
                             o3 = _new(ReplicaState)
                             o3.replica_id, u0, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, tn3 = _U6(buf, pos)
                             pos += 45
@@ -1381,10 +1575,20 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                     if n3 < 0:
                         raise DecodeError('non-nullable array Observers is null')
                     else:
-                        if n3 * 1 > blen - pos:
+                        if n3 * 45 > blen - pos:
                             raise DecodeError('array Observers of ' + str(n3) + ' elements overruns the buffer')
                         o2.observers = a3 = []
-                        for _ in range(n3):
+                        if n3 >= 4:
+                            for t3 in _IT6(buf[pos:pos + n3 * 45]):
+                                if t3[-1]:
+                                    break
+                                o3 = _new(ReplicaState)
+                                o3.replica_id, u0, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, _ = t3
+                                o3.replica_directory_id = _ug(u0) or _ui(u0)
+                                o3.unknown_tagged_fields = []
+                                a3.append(o3)
+                            pos += 45 * len(a3)
+                        for _ in range(n3 - len(a3)):
                             o3 = _new(ReplicaState)
                             o3.replica_id, u0, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, tn3 = _U6(buf, pos)
                             pos += 45
@@ -1446,7 +1650,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                         se = pos + sn - 1
                         if sn > 0x8000 or se > blen:
                             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                        o2.name = str(buf[pos:se], 'utf-8')
+                        o2.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                         pos = se
                     sn = buf[pos]
                     pos += 1
@@ -1458,7 +1662,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                         se = pos + sn - 1
                         if sn > 0x8000 or se > blen:
                             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                        o2.host = str(buf[pos:se], 'utf-8')
+                        o2.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                         pos = se
                     o2.port, tn2 = _U11(buf, pos)
                     pos += 3

@@ -112,6 +112,7 @@ _P3 = _S3.pack
 _U1 = _S1.unpack_from
 _U2 = _S2.unpack_from
 _U4 = _S4.unpack_from
+_IT1 = _S1.iter_unpack
 _new = object.__new__
 
 
@@ -198,10 +199,20 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array PreferredCandidates is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 21 > blen - pos:
             raise DecodeError('array PreferredCandidates of ' + str(n1) + ' elements overruns the buffer')
         o0.preferred_candidates = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT1(buf[pos:pos + n1 * 21]):
+                if t1[-1]:
+                    break
+                o1 = _new(ReplicaInfo)
+                o1.candidate_id, u0, _ = t1
+                o1.candidate_directory_id = _ug(u0) or _ui(u0)
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 21 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(ReplicaInfo)
             o1.candidate_id, u0, tn1 = _U1(buf, pos)
             pos += 21
@@ -288,6 +299,7 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
 
 def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
@@ -299,7 +311,7 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        o0.topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -325,10 +337,20 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array PreferredCandidates is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 21 > blen - pos:
                     raise DecodeError('array PreferredCandidates of ' + str(n2) + ' elements overruns the buffer')
                 o1.preferred_candidates = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT1(buf[pos:pos + n2 * 21]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(ReplicaInfo)
+                        o2.candidate_id, u0, _ = t2
+                        o2.candidate_directory_id = _ug(u0) or _ui(u0)
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 21 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(ReplicaInfo)
                     o2.candidate_id, u0, tn2 = _U1(buf, pos)
                     pos += 21
@@ -370,6 +392,7 @@ def _w_LeaderEndpoint_1(o: LeaderEndpoint, out: bytearray) -> None:
 
 def _r_LeaderEndpoint_1(buf: Any, pos: int) -> tuple[LeaderEndpoint, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(LeaderEndpoint)
     sn = buf[pos]
     pos += 1
@@ -381,7 +404,7 @@ def _r_LeaderEndpoint_1(buf: Any, pos: int) -> tuple[LeaderEndpoint, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -393,7 +416,7 @@ def _r_LeaderEndpoint_1(buf: Any, pos: int) -> tuple[LeaderEndpoint, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        o0.host = str(buf[pos:se], 'utf-8')
+        o0.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.port, tn0 = _U4(buf, pos)
     pos += 3
@@ -493,6 +516,7 @@ def _w_EndQuorumEpochRequest_1(o: EndQuorumEpochRequest, out: bytearray) -> None
 
 def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(EndQuorumEpochRequest)
     sn = buf[pos]
     pos += 1
@@ -504,7 +528,7 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -529,7 +553,7 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-                o1.topic_name = str(buf[pos:se], 'utf-8')
+                o1.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             n2 = buf[pos] - 1
             pos += 1
@@ -555,10 +579,20 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                     if n3 < 0:
                         raise DecodeError('non-nullable array PreferredCandidates is null')
                     else:
-                        if n3 * 1 > blen - pos:
+                        if n3 * 21 > blen - pos:
                             raise DecodeError('array PreferredCandidates of ' + str(n3) + ' elements overruns the buffer')
                         o2.preferred_candidates = a3 = []
-                        for _ in range(n3):
+                        if n3 >= 4:
+                            for t3 in _IT1(buf[pos:pos + n3 * 21]):
+                                if t3[-1]:
+                                    break
+                                o3 = _new(ReplicaInfo)
+                                o3.candidate_id, u0, _ = t3
+                                o3.candidate_directory_id = _ug(u0) or _ui(u0)
+                                o3.unknown_tagged_fields = []
+                                a3.append(o3)
+                            pos += 21 * len(a3)
+                        for _ in range(n3 - len(a3)):
                             o3 = _new(ReplicaInfo)
                             o3.candidate_id, u0, tn3 = _U1(buf, pos)
                             pos += 21
@@ -605,7 +639,7 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             sn = buf[pos]
             pos += 1
@@ -617,7 +651,7 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, tn1 = _U4(buf, pos)
             pos += 3

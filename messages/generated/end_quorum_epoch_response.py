@@ -105,6 +105,8 @@ _U1 = _S1.unpack_from
 _U2 = _S2.unpack_from
 _U4 = _S4.unpack_from
 _U5 = _S5.unpack_from
+_IT0 = _S0.iter_unpack
+_IT1 = _S1.iter_unpack
 _new = object.__new__
 
 
@@ -163,10 +165,17 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 14 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
         o0.partitions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT0(buf[pos:pos + n1 * 14]):
+                o1 = _new(PartitionData)
+                o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch = t1
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 14 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(PartitionData)
             o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch = _U0(buf, pos)
             pos += 14
@@ -199,6 +208,7 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
 
 def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
@@ -210,7 +220,7 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        o0.topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -220,10 +230,19 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 15 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
         o0.partitions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT1(buf[pos:pos + n1 * 15]):
+                if t1[-1]:
+                    break
+                o1 = _new(PartitionData)
+                o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch, _ = t1
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 15 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(PartitionData)
             o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch, tn1 = _U1(buf, pos)
             pos += 15
@@ -255,6 +274,7 @@ def _w_NodeEndpoint_1(o: NodeEndpoint, out: bytearray) -> None:
 
 def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(NodeEndpoint)
     o0.node_id, = _U2(buf, pos)
     pos += 4
@@ -268,7 +288,7 @@ def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        o0.host = str(buf[pos:se], 'utf-8')
+        o0.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.port, tn0 = _U4(buf, pos)
     pos += 3
@@ -314,10 +334,17 @@ def _r_EndQuorumEpochResponse_0(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 14 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT0(buf[pos:pos + n2 * 14]):
+                        o2 = _new(PartitionData)
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = t2
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 14 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(PartitionData)
                     o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _U0(buf, pos)
                     pos += 14
@@ -365,6 +392,7 @@ def _w_EndQuorumEpochResponse_1(o: EndQuorumEpochResponse, out: bytearray) -> No
 
 def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(EndQuorumEpochResponse)
     o0.node_endpoints = []
     o0.error_code, = _U5(buf, pos)
@@ -392,7 +420,7 @@ def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-                o1.topic_name = str(buf[pos:se], 'utf-8')
+                o1.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             n2 = buf[pos] - 1
             pos += 1
@@ -402,10 +430,19 @@ def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 15 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT1(buf[pos:pos + n2 * 15]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(PartitionData)
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, _ = t2
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 15 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(PartitionData)
                     o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, tn2 = _U1(buf, pos)
                     pos += 15
@@ -456,7 +493,7 @@ def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
                             se = pos + sn - 1
                             if sn > 0x8000 or se > blen:
                                 raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                            o1.host = str(buf[pos:se], 'utf-8')
+                            o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                             pos = se
                         o1.port, tn1 = _U4(buf, pos)
                         pos += 3

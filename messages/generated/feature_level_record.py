@@ -76,6 +76,7 @@ def _w_FeatureLevelRecord_0(o: FeatureLevelRecord, out: bytearray) -> None:
 
 def _r_FeatureLevelRecord_0(buf: Any, pos: int) -> tuple[FeatureLevelRecord, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(FeatureLevelRecord)
     sn = buf[pos]
     pos += 1
@@ -87,7 +88,7 @@ def _r_FeatureLevelRecord_0(buf: Any, pos: int) -> tuple[FeatureLevelRecord, int
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.feature_level, tn0 = _U1(buf, pos)
     pos += 3

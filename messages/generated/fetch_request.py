@@ -149,6 +149,10 @@ _U3 = _S3.unpack_from
 _U13 = _S13.unpack_from
 _U15 = _S15.unpack_from
 _U14 = _S14.unpack_from
+_IT4 = _S4.iter_unpack
+_IT6 = _S6.iter_unpack
+_IT8 = _S8.iter_unpack
+_IT10 = _S10.iter_unpack
 _new = object.__new__
 
 
@@ -538,10 +542,22 @@ def _r_FetchTopic_4(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 16 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
         o0.partitions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT4(buf[pos:pos + n1 * 16]):
+                o1 = _new(FetchPartition)
+                o1.partition, o1.fetch_offset, o1.partition_max_bytes = t1
+                o1.current_leader_epoch = -1
+                o1.last_fetched_epoch = -1
+                o1.log_start_offset = -1
+                o1.replica_directory_id = ZERO_UUID
+                o1.high_watermark = 9223372036854775807
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 16 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(FetchPartition)
             o1.current_leader_epoch = -1
             o1.last_fetched_epoch = -1
@@ -579,10 +595,21 @@ def _r_FetchTopic_5(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 24 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
         o0.partitions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT6(buf[pos:pos + n1 * 24]):
+                o1 = _new(FetchPartition)
+                o1.partition, o1.fetch_offset, o1.log_start_offset, o1.partition_max_bytes = t1
+                o1.current_leader_epoch = -1
+                o1.last_fetched_epoch = -1
+                o1.replica_directory_id = ZERO_UUID
+                o1.high_watermark = 9223372036854775807
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 24 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(FetchPartition)
             o1.current_leader_epoch = -1
             o1.last_fetched_epoch = -1
@@ -661,10 +688,20 @@ def _r_FetchTopic_9(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 28 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
         o0.partitions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT8(buf[pos:pos + n1 * 28]):
+                o1 = _new(FetchPartition)
+                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.log_start_offset, o1.partition_max_bytes = t1
+                o1.last_fetched_epoch = -1
+                o1.replica_directory_id = ZERO_UUID
+                o1.high_watermark = 9223372036854775807
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 28 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(FetchPartition)
             o1.last_fetched_epoch = -1
             o1.replica_directory_id = ZERO_UUID
@@ -728,6 +765,7 @@ def _w_FetchTopic_12(o: FetchTopic, out: bytearray) -> None:
 
 def _r_FetchTopic_12(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(FetchTopic)
     o0.topic_id = ZERO_UUID
     sn = buf[pos]
@@ -740,7 +778,7 @@ def _r_FetchTopic_12(buf: Any, pos: int) -> tuple[FetchTopic, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Topic of ' + str(sn - 1) + ' bytes overruns')
-        o0.topic = str(buf[pos:se], 'utf-8')
+        o0.topic = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -750,10 +788,21 @@ def _r_FetchTopic_12(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 33 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
         o0.partitions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT10(buf[pos:pos + n1 * 33]):
+                if t1[-1]:
+                    break
+                o1 = _new(FetchPartition)
+                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
+                o1.replica_directory_id = ZERO_UUID
+                o1.high_watermark = 9223372036854775807
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 33 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(FetchPartition)
             o1.replica_directory_id = ZERO_UUID
             o1.high_watermark = 9223372036854775807
@@ -818,10 +867,21 @@ def _r_FetchTopic_13(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 33 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
         o0.partitions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT10(buf[pos:pos + n1 * 33]):
+                if t1[-1]:
+                    break
+                o1 = _new(FetchPartition)
+                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
+                o1.replica_directory_id = ZERO_UUID
+                o1.high_watermark = 9223372036854775807
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 33 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(FetchPartition)
             o1.replica_directory_id = ZERO_UUID
             o1.high_watermark = 9223372036854775807
@@ -886,10 +946,21 @@ def _r_FetchTopic_14(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 33 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
         o0.partitions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT10(buf[pos:pos + n1 * 33]):
+                if t1[-1]:
+                    break
+                o1 = _new(FetchPartition)
+                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
+                o1.replica_directory_id = ZERO_UUID
+                o1.high_watermark = 9223372036854775807
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 33 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(FetchPartition)
             o1.replica_directory_id = ZERO_UUID
             o1.high_watermark = 9223372036854775807
@@ -954,10 +1025,21 @@ def _r_FetchTopic_15(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 33 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
         o0.partitions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT10(buf[pos:pos + n1 * 33]):
+                if t1[-1]:
+                    break
+                o1 = _new(FetchPartition)
+                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
+                o1.replica_directory_id = ZERO_UUID
+                o1.high_watermark = 9223372036854775807
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 33 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(FetchPartition)
             o1.replica_directory_id = ZERO_UUID
             o1.high_watermark = 9223372036854775807
@@ -1022,10 +1104,21 @@ def _r_FetchTopic_16(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 33 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
         o0.partitions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT10(buf[pos:pos + n1 * 33]):
+                if t1[-1]:
+                    break
+                o1 = _new(FetchPartition)
+                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
+                o1.replica_directory_id = ZERO_UUID
+                o1.high_watermark = 9223372036854775807
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 33 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(FetchPartition)
             o1.replica_directory_id = ZERO_UUID
             o1.high_watermark = 9223372036854775807
@@ -1090,10 +1183,21 @@ def _r_FetchTopic_17(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 33 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
         o0.partitions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT10(buf[pos:pos + n1 * 33]):
+                if t1[-1]:
+                    break
+                o1 = _new(FetchPartition)
+                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
+                o1.replica_directory_id = ZERO_UUID
+                o1.high_watermark = 9223372036854775807
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 33 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(FetchPartition)
             o1.replica_directory_id = ZERO_UUID
             o1.high_watermark = 9223372036854775807
@@ -1164,10 +1268,21 @@ def _r_FetchTopic_18(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 33 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
         o0.partitions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT10(buf[pos:pos + n1 * 33]):
+                if t1[-1]:
+                    break
+                o1 = _new(FetchPartition)
+                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
+                o1.replica_directory_id = ZERO_UUID
+                o1.high_watermark = 9223372036854775807
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 33 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(FetchPartition)
             o1.replica_directory_id = ZERO_UUID
             o1.high_watermark = 9223372036854775807
@@ -1311,6 +1426,7 @@ def _w_ForgottenTopic_12(o: ForgottenTopic, out: bytearray) -> None:
 
 def _r_ForgottenTopic_12(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(ForgottenTopic)
     o0.topic_id = ZERO_UUID
     sn = buf[pos]
@@ -1323,7 +1439,7 @@ def _r_ForgottenTopic_12(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Topic of ' + str(sn - 1) + ' bytes overruns')
-        o0.topic = str(buf[pos:se], 'utf-8')
+        o0.topic = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -1531,10 +1647,22 @@ def _r_FetchRequest_4(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 16 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT4(buf[pos:pos + n2 * 16]):
+                        o2 = _new(FetchPartition)
+                        o2.partition, o2.fetch_offset, o2.partition_max_bytes = t2
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.log_start_offset = -1
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 16 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(FetchPartition)
                     o2.current_leader_epoch = -1
                     o2.last_fetched_epoch = -1
@@ -1595,10 +1723,21 @@ def _r_FetchRequest_5(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 24 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT6(buf[pos:pos + n2 * 24]):
+                        o2 = _new(FetchPartition)
+                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = t2
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 24 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(FetchPartition)
                     o2.current_leader_epoch = -1
                     o2.last_fetched_epoch = -1
@@ -1677,10 +1816,21 @@ def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 24 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT6(buf[pos:pos + n2 * 24]):
+                        o2 = _new(FetchPartition)
+                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = t2
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 24 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(FetchPartition)
                     o2.current_leader_epoch = -1
                     o2.last_fetched_epoch = -1
@@ -1787,10 +1937,20 @@ def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 28 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT8(buf[pos:pos + n2 * 28]):
+                        o2 = _new(FetchPartition)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = t2
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 28 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(FetchPartition)
                     o2.last_fetched_epoch = -1
                     o2.replica_directory_id = ZERO_UUID
@@ -1898,10 +2058,20 @@ def _r_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 28 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT8(buf[pos:pos + n2 * 28]):
+                        o2 = _new(FetchPartition)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = t2
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 28 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(FetchPartition)
                     o2.last_fetched_epoch = -1
                     o2.replica_directory_id = ZERO_UUID
@@ -1983,6 +2153,7 @@ def _w_FetchRequest_12(o: FetchRequest, out: bytearray) -> None:
 
 def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(FetchRequest)
     o0.cluster_id = None
     o0.replica_state = ReplicaState()
@@ -2012,7 +2183,7 @@ def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Topic of ' + str(sn - 1) + ' bytes overruns')
-                o1.topic = str(buf[pos:se], 'utf-8')
+                o1.topic = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             n2 = buf[pos] - 1
             pos += 1
@@ -2022,10 +2193,21 @@ def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 33 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT10(buf[pos:pos + n2 * 33]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(FetchPartition)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 33 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(FetchPartition)
                     o2.replica_directory_id = ZERO_UUID
                     o2.high_watermark = 9223372036854775807
@@ -2078,7 +2260,7 @@ def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Topic of ' + str(sn - 1) + ' bytes overruns')
-                o1.topic = str(buf[pos:se], 'utf-8')
+                o1.topic = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             n2 = buf[pos] - 1
             pos += 1
@@ -2109,7 +2291,7 @@ def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
-        o0.rack_id = str(buf[pos:se], 'utf-8')
+        o0.rack_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     tn0 = buf[pos]
     pos += 1
@@ -2131,7 +2313,7 @@ def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     se = pos + sn - 1
                     if sn > 0x8000 or se > blen:
                         raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-                    o0.cluster_id = str(buf[pos:se], 'utf-8')
+                    o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                     pos = se
                 if pos != end0:
                     raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -2189,6 +2371,7 @@ def _w_FetchRequest_13(o: FetchRequest, out: bytearray) -> None:
 
 def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(FetchRequest)
     o0.cluster_id = None
     o0.replica_state = ReplicaState()
@@ -2219,10 +2402,21 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 33 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT10(buf[pos:pos + n2 * 33]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(FetchPartition)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 33 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(FetchPartition)
                     o2.replica_directory_id = ZERO_UUID
                     o2.high_watermark = 9223372036854775807
@@ -2297,7 +2491,7 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
-        o0.rack_id = str(buf[pos:se], 'utf-8')
+        o0.rack_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     tn0 = buf[pos]
     pos += 1
@@ -2319,7 +2513,7 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     se = pos + sn - 1
                     if sn > 0x8000 or se > blen:
                         raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-                    o0.cluster_id = str(buf[pos:se], 'utf-8')
+                    o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                     pos = se
                 if pos != end0:
                     raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -2377,6 +2571,7 @@ def _w_FetchRequest_14(o: FetchRequest, out: bytearray) -> None:
 
 def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(FetchRequest)
     o0.cluster_id = None
     o0.replica_state = ReplicaState()
@@ -2407,10 +2602,21 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 33 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT10(buf[pos:pos + n2 * 33]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(FetchPartition)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 33 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(FetchPartition)
                     o2.replica_directory_id = ZERO_UUID
                     o2.high_watermark = 9223372036854775807
@@ -2485,7 +2691,7 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
-        o0.rack_id = str(buf[pos:se], 'utf-8')
+        o0.rack_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     tn0 = buf[pos]
     pos += 1
@@ -2507,7 +2713,7 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     se = pos + sn - 1
                     if sn > 0x8000 or se > blen:
                         raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-                    o0.cluster_id = str(buf[pos:se], 'utf-8')
+                    o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                     pos = se
                 if pos != end0:
                     raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -2568,6 +2774,7 @@ def _w_FetchRequest_15(o: FetchRequest, out: bytearray) -> None:
 
 def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(FetchRequest)
     o0.cluster_id = None
     o0.replica_id = -1
@@ -2599,10 +2806,21 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 33 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT10(buf[pos:pos + n2 * 33]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(FetchPartition)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 33 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(FetchPartition)
                     o2.replica_directory_id = ZERO_UUID
                     o2.high_watermark = 9223372036854775807
@@ -2677,7 +2895,7 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
-        o0.rack_id = str(buf[pos:se], 'utf-8')
+        o0.rack_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     tn0 = buf[pos]
     pos += 1
@@ -2699,7 +2917,7 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     se = pos + sn - 1
                     if sn > 0x8000 or se > blen:
                         raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-                    o0.cluster_id = str(buf[pos:se], 'utf-8')
+                    o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                     pos = se
                 if pos != end0:
                     raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -2769,6 +2987,7 @@ def _w_FetchRequest_16(o: FetchRequest, out: bytearray) -> None:
 
 def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(FetchRequest)
     o0.cluster_id = None
     o0.replica_id = -1
@@ -2800,10 +3019,21 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 33 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT10(buf[pos:pos + n2 * 33]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(FetchPartition)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 33 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(FetchPartition)
                     o2.replica_directory_id = ZERO_UUID
                     o2.high_watermark = 9223372036854775807
@@ -2878,7 +3108,7 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
-        o0.rack_id = str(buf[pos:se], 'utf-8')
+        o0.rack_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     tn0 = buf[pos]
     pos += 1
@@ -2900,7 +3130,7 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     se = pos + sn - 1
                     if sn > 0x8000 or se > blen:
                         raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-                    o0.cluster_id = str(buf[pos:se], 'utf-8')
+                    o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                     pos = se
                 if pos != end0:
                     raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -2970,6 +3200,7 @@ def _w_FetchRequest_17(o: FetchRequest, out: bytearray) -> None:
 
 def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(FetchRequest)
     o0.cluster_id = None
     o0.replica_id = -1
@@ -3001,10 +3232,21 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 33 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT10(buf[pos:pos + n2 * 33]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(FetchPartition)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 33 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(FetchPartition)
                     o2.replica_directory_id = ZERO_UUID
                     o2.high_watermark = 9223372036854775807
@@ -3085,7 +3327,7 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
-        o0.rack_id = str(buf[pos:se], 'utf-8')
+        o0.rack_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     tn0 = buf[pos]
     pos += 1
@@ -3107,7 +3349,7 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     se = pos + sn - 1
                     if sn > 0x8000 or se > blen:
                         raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-                    o0.cluster_id = str(buf[pos:se], 'utf-8')
+                    o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                     pos = se
                 if pos != end0:
                     raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -3177,6 +3419,7 @@ def _w_FetchRequest_18(o: FetchRequest, out: bytearray) -> None:
 
 def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(FetchRequest)
     o0.cluster_id = None
     o0.replica_id = -1
@@ -3208,10 +3451,21 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 33 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT10(buf[pos:pos + n2 * 33]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(FetchPartition)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 33 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(FetchPartition)
                     o2.replica_directory_id = ZERO_UUID
                     o2.high_watermark = 9223372036854775807
@@ -3295,7 +3549,7 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string RackId of ' + str(sn - 1) + ' bytes overruns')
-        o0.rack_id = str(buf[pos:se], 'utf-8')
+        o0.rack_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     tn0 = buf[pos]
     pos += 1
@@ -3317,7 +3571,7 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     se = pos + sn - 1
                     if sn > 0x8000 or se > blen:
                         raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-                    o0.cluster_id = str(buf[pos:se], 'utf-8')
+                    o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                     pos = se
                 if pos != end0:
                     raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))

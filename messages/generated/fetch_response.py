@@ -173,6 +173,8 @@ _U9 = _S9.unpack_from
 _U10 = _S10.unpack_from
 _U11 = _S11.unpack_from
 _U12 = _S12.unpack_from
+_IT6 = _S6.iter_unpack
+_IT7 = _S7.iter_unpack
 _new = object.__new__
 
 
@@ -366,10 +368,17 @@ def _r_PartitionData_4(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if n1 < 0:
         o0.aborted_transactions = None
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 16 > blen - pos:
             raise DecodeError('array AbortedTransactions of ' + str(n1) + ' elements overruns the buffer')
         o0.aborted_transactions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT6(buf[pos:pos + n1 * 16]):
+                o1 = _new(AbortedTransaction)
+                o1.producer_id, o1.first_offset = t1
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 16 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(AbortedTransaction)
             o1.producer_id, o1.first_offset = _U6(buf, pos)
             pos += 16
@@ -414,10 +423,17 @@ def _r_PartitionData_5(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if n1 < 0:
         o0.aborted_transactions = None
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 16 > blen - pos:
             raise DecodeError('array AbortedTransactions of ' + str(n1) + ' elements overruns the buffer')
         o0.aborted_transactions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT6(buf[pos:pos + n1 * 16]):
+                o1 = _new(AbortedTransaction)
+                o1.producer_id, o1.first_offset = t1
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 16 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(AbortedTransaction)
             o1.producer_id, o1.first_offset = _U6(buf, pos)
             pos += 16
@@ -565,10 +581,17 @@ def _r_PartitionData_11(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if n1 < 0:
         o0.aborted_transactions = None
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 16 > blen - pos:
             raise DecodeError('array AbortedTransactions of ' + str(n1) + ' elements overruns the buffer')
         o0.aborted_transactions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT6(buf[pos:pos + n1 * 16]):
+                o1 = _new(AbortedTransaction)
+                o1.producer_id, o1.first_offset = t1
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 16 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(AbortedTransaction)
             o1.producer_id, o1.first_offset = _U6(buf, pos)
             pos += 16
@@ -631,10 +654,19 @@ def _r_PartitionData_12(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if n1 < 0:
         o0.aborted_transactions = None
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 17 > blen - pos:
             raise DecodeError('array AbortedTransactions of ' + str(n1) + ' elements overruns the buffer')
         o0.aborted_transactions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT7(buf[pos:pos + n1 * 17]):
+                if t1[-1]:
+                    break
+                o1 = _new(AbortedTransaction)
+                o1.producer_id, o1.first_offset, _ = t1
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 17 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(AbortedTransaction)
             o1.producer_id, o1.first_offset, tn1 = _U7(buf, pos)
             pos += 17
@@ -947,10 +979,17 @@ def _r_FetchableTopicResponse_4(buf: Any, pos: int) -> tuple[FetchableTopicRespo
             if n2 < 0:
                 o1.aborted_transactions = None
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 16 > blen - pos:
                     raise DecodeError('array AbortedTransactions of ' + str(n2) + ' elements overruns the buffer')
                 o1.aborted_transactions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT6(buf[pos:pos + n2 * 16]):
+                        o2 = _new(AbortedTransaction)
+                        o2.producer_id, o2.first_offset = t2
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 16 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(AbortedTransaction)
                     o2.producer_id, o2.first_offset = _U6(buf, pos)
                     pos += 16
@@ -1002,10 +1041,17 @@ def _r_FetchableTopicResponse_5(buf: Any, pos: int) -> tuple[FetchableTopicRespo
             if n2 < 0:
                 o1.aborted_transactions = None
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 16 > blen - pos:
                     raise DecodeError('array AbortedTransactions of ' + str(n2) + ' elements overruns the buffer')
                 o1.aborted_transactions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT6(buf[pos:pos + n2 * 16]):
+                        o2 = _new(AbortedTransaction)
+                        o2.producer_id, o2.first_offset = t2
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 16 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(AbortedTransaction)
                     o2.producer_id, o2.first_offset = _U6(buf, pos)
                     pos += 16
@@ -1126,10 +1172,17 @@ def _r_FetchableTopicResponse_11(buf: Any, pos: int) -> tuple[FetchableTopicResp
             if n2 < 0:
                 o1.aborted_transactions = None
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 16 > blen - pos:
                     raise DecodeError('array AbortedTransactions of ' + str(n2) + ' elements overruns the buffer')
                 o1.aborted_transactions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT6(buf[pos:pos + n2 * 16]):
+                        o2 = _new(AbortedTransaction)
+                        o2.producer_id, o2.first_offset = t2
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 16 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(AbortedTransaction)
                     o2.producer_id, o2.first_offset = _U6(buf, pos)
                     pos += 16
@@ -1167,6 +1220,7 @@ def _w_FetchableTopicResponse_12(o: FetchableTopicResponse, out: bytearray) -> N
 
 def _r_FetchableTopicResponse_12(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(FetchableTopicResponse)
     o0.topic_id = ZERO_UUID
     sn = buf[pos]
@@ -1179,7 +1233,7 @@ def _r_FetchableTopicResponse_12(buf: Any, pos: int) -> tuple[FetchableTopicResp
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Topic of ' + str(sn - 1) + ' bytes overruns')
-        o0.topic = str(buf[pos:se], 'utf-8')
+        o0.topic = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -1207,10 +1261,19 @@ def _r_FetchableTopicResponse_12(buf: Any, pos: int) -> tuple[FetchableTopicResp
             if n2 < 0:
                 o1.aborted_transactions = None
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 17 > blen - pos:
                     raise DecodeError('array AbortedTransactions of ' + str(n2) + ' elements overruns the buffer')
                 o1.aborted_transactions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT7(buf[pos:pos + n2 * 17]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(AbortedTransaction)
+                        o2.producer_id, o2.first_offset, _ = t2
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 17 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(AbortedTransaction)
                     o2.producer_id, o2.first_offset, tn2 = _U7(buf, pos)
                     pos += 17
@@ -1332,10 +1395,19 @@ def _r_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResp
             if n2 < 0:
                 o1.aborted_transactions = None
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 17 > blen - pos:
                     raise DecodeError('array AbortedTransactions of ' + str(n2) + ' elements overruns the buffer')
                 o1.aborted_transactions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT7(buf[pos:pos + n2 * 17]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(AbortedTransaction)
+                        o2.producer_id, o2.first_offset, _ = t2
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 17 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(AbortedTransaction)
                     o2.producer_id, o2.first_offset, tn2 = _U7(buf, pos)
                     pos += 17
@@ -1520,6 +1592,7 @@ def _w_NodeEndpoint_16(o: NodeEndpoint, out: bytearray) -> None:
 
 def _r_NodeEndpoint_16(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(NodeEndpoint)
     o0.node_id, = _U10(buf, pos)
     pos += 4
@@ -1533,7 +1606,7 @@ def _r_NodeEndpoint_16(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        o0.host = str(buf[pos:se], 'utf-8')
+        o0.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.port, = _U10(buf, pos)
     pos += 4
@@ -1547,7 +1620,7 @@ def _r_NodeEndpoint_16(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        o0.rack = str(buf[pos:se], 'utf-8')
+        o0.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     tn0 = buf[pos]
     pos += 1
@@ -1643,10 +1716,17 @@ def _r_FetchResponse_4(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     if n3 < 0:
                         o2.aborted_transactions = None
                     else:
-                        if n3 * 1 > blen - pos:
+                        if n3 * 16 > blen - pos:
                             raise DecodeError('array AbortedTransactions of ' + str(n3) + ' elements overruns the buffer')
                         o2.aborted_transactions = a3 = []
-                        for _ in range(n3):
+                        if n3 >= 4:
+                            for t3 in _IT6(buf[pos:pos + n3 * 16]):
+                                o3 = _new(AbortedTransaction)
+                                o3.producer_id, o3.first_offset = t3
+                                o3.unknown_tagged_fields = []
+                                a3.append(o3)
+                            pos += 16 * len(a3)
+                        for _ in range(n3 - len(a3)):
                             o3 = _new(AbortedTransaction)
                             o3.producer_id, o3.first_offset = _U6(buf, pos)
                             pos += 16
@@ -1717,10 +1797,17 @@ def _r_FetchResponse_5(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     if n3 < 0:
                         o2.aborted_transactions = None
                     else:
-                        if n3 * 1 > blen - pos:
+                        if n3 * 16 > blen - pos:
                             raise DecodeError('array AbortedTransactions of ' + str(n3) + ' elements overruns the buffer')
                         o2.aborted_transactions = a3 = []
-                        for _ in range(n3):
+                        if n3 >= 4:
+                            for t3 in _IT6(buf[pos:pos + n3 * 16]):
+                                o3 = _new(AbortedTransaction)
+                                o3.producer_id, o3.first_offset = t3
+                                o3.unknown_tagged_fields = []
+                                a3.append(o3)
+                            pos += 16 * len(a3)
+                        for _ in range(n3 - len(a3)):
                             o3 = _new(AbortedTransaction)
                             o3.producer_id, o3.first_offset = _U6(buf, pos)
                             pos += 16
@@ -1803,10 +1890,17 @@ def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     if n3 < 0:
                         o2.aborted_transactions = None
                     else:
-                        if n3 * 1 > blen - pos:
+                        if n3 * 16 > blen - pos:
                             raise DecodeError('array AbortedTransactions of ' + str(n3) + ' elements overruns the buffer')
                         o2.aborted_transactions = a3 = []
-                        for _ in range(n3):
+                        if n3 >= 4:
+                            for t3 in _IT6(buf[pos:pos + n3 * 16]):
+                                o3 = _new(AbortedTransaction)
+                                o3.producer_id, o3.first_offset = t3
+                                o3.unknown_tagged_fields = []
+                                a3.append(o3)
+                            pos += 16 * len(a3)
+                        for _ in range(n3 - len(a3)):
                             o3 = _new(AbortedTransaction)
                             o3.producer_id, o3.first_offset = _U6(buf, pos)
                             pos += 16
@@ -1914,10 +2008,17 @@ def _r_FetchResponse_11(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     if n3 < 0:
                         o2.aborted_transactions = None
                     else:
-                        if n3 * 1 > blen - pos:
+                        if n3 * 16 > blen - pos:
                             raise DecodeError('array AbortedTransactions of ' + str(n3) + ' elements overruns the buffer')
                         o2.aborted_transactions = a3 = []
-                        for _ in range(n3):
+                        if n3 >= 4:
+                            for t3 in _IT6(buf[pos:pos + n3 * 16]):
+                                o3 = _new(AbortedTransaction)
+                                o3.producer_id, o3.first_offset = t3
+                                o3.unknown_tagged_fields = []
+                                a3.append(o3)
+                            pos += 16 * len(a3)
+                        for _ in range(n3 - len(a3)):
                             o3 = _new(AbortedTransaction)
                             o3.producer_id, o3.first_offset = _U6(buf, pos)
                             pos += 16
@@ -1957,6 +2058,7 @@ def _w_FetchResponse_12(o: FetchResponse, out: bytearray) -> None:
 
 def _r_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(FetchResponse)
     o0.node_endpoints = []
     o0.throttle_time_ms, o0.error_code, o0.session_id = _U12(buf, pos)
@@ -1985,7 +2087,7 @@ def _r_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Topic of ' + str(sn - 1) + ' bytes overruns')
-                o1.topic = str(buf[pos:se], 'utf-8')
+                o1.topic = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             n2 = buf[pos] - 1
             pos += 1
@@ -2013,10 +2115,19 @@ def _r_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     if n3 < 0:
                         o2.aborted_transactions = None
                     else:
-                        if n3 * 1 > blen - pos:
+                        if n3 * 17 > blen - pos:
                             raise DecodeError('array AbortedTransactions of ' + str(n3) + ' elements overruns the buffer')
                         o2.aborted_transactions = a3 = []
-                        for _ in range(n3):
+                        if n3 >= 4:
+                            for t3 in _IT7(buf[pos:pos + n3 * 17]):
+                                if t3[-1]:
+                                    break
+                                o3 = _new(AbortedTransaction)
+                                o3.producer_id, o3.first_offset, _ = t3
+                                o3.unknown_tagged_fields = []
+                                a3.append(o3)
+                            pos += 17 * len(a3)
+                        for _ in range(n3 - len(a3)):
                             o3 = _new(AbortedTransaction)
                             o3.producer_id, o3.first_offset, tn3 = _U7(buf, pos)
                             pos += 17
@@ -2174,10 +2285,19 @@ def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     if n3 < 0:
                         o2.aborted_transactions = None
                     else:
-                        if n3 * 1 > blen - pos:
+                        if n3 * 17 > blen - pos:
                             raise DecodeError('array AbortedTransactions of ' + str(n3) + ' elements overruns the buffer')
                         o2.aborted_transactions = a3 = []
-                        for _ in range(n3):
+                        if n3 >= 4:
+                            for t3 in _IT7(buf[pos:pos + n3 * 17]):
+                                if t3[-1]:
+                                    break
+                                o3 = _new(AbortedTransaction)
+                                o3.producer_id, o3.first_offset, _ = t3
+                                o3.unknown_tagged_fields = []
+                                a3.append(o3)
+                            pos += 17 * len(a3)
+                        for _ in range(n3 - len(a3)):
                             o3 = _new(AbortedTransaction)
                             o3.producer_id, o3.first_offset, tn3 = _U7(buf, pos)
                             pos += 17
@@ -2335,10 +2455,19 @@ def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     if n3 < 0:
                         o2.aborted_transactions = None
                     else:
-                        if n3 * 1 > blen - pos:
+                        if n3 * 17 > blen - pos:
                             raise DecodeError('array AbortedTransactions of ' + str(n3) + ' elements overruns the buffer')
                         o2.aborted_transactions = a3 = []
-                        for _ in range(n3):
+                        if n3 >= 4:
+                            for t3 in _IT7(buf[pos:pos + n3 * 17]):
+                                if t3[-1]:
+                                    break
+                                o3 = _new(AbortedTransaction)
+                                o3.producer_id, o3.first_offset, _ = t3
+                                o3.unknown_tagged_fields = []
+                                a3.append(o3)
+                            pos += 17 * len(a3)
+                        for _ in range(n3 - len(a3)):
                             o3 = _new(AbortedTransaction)
                             o3.producer_id, o3.first_offset, tn3 = _U7(buf, pos)
                             pos += 17
@@ -2496,10 +2625,19 @@ def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     if n3 < 0:
                         o2.aborted_transactions = None
                     else:
-                        if n3 * 1 > blen - pos:
+                        if n3 * 17 > blen - pos:
                             raise DecodeError('array AbortedTransactions of ' + str(n3) + ' elements overruns the buffer')
                         o2.aborted_transactions = a3 = []
-                        for _ in range(n3):
+                        if n3 >= 4:
+                            for t3 in _IT7(buf[pos:pos + n3 * 17]):
+                                if t3[-1]:
+                                    break
+                                o3 = _new(AbortedTransaction)
+                                o3.producer_id, o3.first_offset, _ = t3
+                                o3.unknown_tagged_fields = []
+                                a3.append(o3)
+                            pos += 17 * len(a3)
+                        for _ in range(n3 - len(a3)):
                             o3 = _new(AbortedTransaction)
                             o3.producer_id, o3.first_offset, tn3 = _U7(buf, pos)
                             pos += 17
@@ -2623,6 +2761,7 @@ def _w_FetchResponse_16(o: FetchResponse, out: bytearray) -> None:
 
 def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(FetchResponse)
     o0.node_endpoints = []
     o0.throttle_time_ms, o0.error_code, o0.session_id = _U12(buf, pos)
@@ -2670,10 +2809,19 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     if n3 < 0:
                         o2.aborted_transactions = None
                     else:
-                        if n3 * 1 > blen - pos:
+                        if n3 * 17 > blen - pos:
                             raise DecodeError('array AbortedTransactions of ' + str(n3) + ' elements overruns the buffer')
                         o2.aborted_transactions = a3 = []
-                        for _ in range(n3):
+                        if n3 >= 4:
+                            for t3 in _IT7(buf[pos:pos + n3 * 17]):
+                                if t3[-1]:
+                                    break
+                                o3 = _new(AbortedTransaction)
+                                o3.producer_id, o3.first_offset, _ = t3
+                                o3.unknown_tagged_fields = []
+                                a3.append(o3)
+                            pos += 17 * len(a3)
+                        for _ in range(n3 - len(a3)):
                             o3 = _new(AbortedTransaction)
                             o3.producer_id, o3.first_offset, tn3 = _U7(buf, pos)
                             pos += 17
@@ -2776,7 +2924,7 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             se = pos + sn - 1
                             if sn > 0x8000 or se > blen:
                                 raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                            o1.host = str(buf[pos:se], 'utf-8')
+                            o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                             pos = se
                         o1.port, = _U10(buf, pos)
                         pos += 4
@@ -2790,7 +2938,7 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             se = pos + sn - 1
                             if sn > 0x8000 or se > blen:
                                 raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-                            o1.rack = str(buf[pos:se], 'utf-8')
+                            o1.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                             pos = se
                         tn1 = buf[pos]
                         pos += 1

@@ -250,6 +250,7 @@ def _w_TopicSnapshot_0(o: TopicSnapshot, out: bytearray) -> None:
 
 def _r_TopicSnapshot_0(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(TopicSnapshot)
     sn = buf[pos]
     pos += 1
@@ -261,7 +262,7 @@ def _r_TopicSnapshot_0(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -337,6 +338,7 @@ def _w_TopicSnapshot_1(o: TopicSnapshot, out: bytearray) -> None:
 
 def _r_TopicSnapshot_1(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(TopicSnapshot)
     sn = buf[pos]
     pos += 1
@@ -348,7 +350,7 @@ def _r_TopicSnapshot_1(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -431,6 +433,7 @@ def _w_FetchSnapshotRequest_0(o: FetchSnapshotRequest, out: bytearray) -> None:
 
 def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(FetchSnapshotRequest)
     o0.cluster_id = None
     o0.replica_id, o0.max_bytes = _U2(buf, pos)
@@ -458,7 +461,7 @@ def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             n2 = buf[pos] - 1
             pos += 1
@@ -529,7 +532,7 @@ def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                     se = pos + sn - 1
                     if sn > 0x8000 or se > blen:
                         raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-                    o0.cluster_id = str(buf[pos:se], 'utf-8')
+                    o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                     pos = se
                 if pos != end0:
                     raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -568,6 +571,7 @@ def _w_FetchSnapshotRequest_1(o: FetchSnapshotRequest, out: bytearray) -> None:
 
 def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(FetchSnapshotRequest)
     o0.cluster_id = None
     o0.replica_id, o0.max_bytes = _U2(buf, pos)
@@ -595,7 +599,7 @@ def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             n2 = buf[pos] - 1
             pos += 1
@@ -670,7 +674,7 @@ def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                     se = pos + sn - 1
                     if sn > 0x8000 or se > blen:
                         raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-                    o0.cluster_id = str(buf[pos:se], 'utf-8')
+                    o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                     pos = se
                 if pos != end0:
                     raise DecodeError('tagged field ClusterId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))

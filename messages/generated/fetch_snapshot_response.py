@@ -288,6 +288,7 @@ def _w_TopicSnapshot_0(o: TopicSnapshot, out: bytearray) -> None:
 
 def _r_TopicSnapshot_0(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(TopicSnapshot)
     sn = buf[pos]
     pos += 1
@@ -299,7 +300,7 @@ def _r_TopicSnapshot_0(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -400,6 +401,7 @@ def _w_NodeEndpoint_1(o: NodeEndpoint, out: bytearray) -> None:
 
 def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(NodeEndpoint)
     o0.node_id, = _U6(buf, pos)
     pos += 4
@@ -413,7 +415,7 @@ def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        o0.host = str(buf[pos:se], 'utf-8')
+        o0.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.port, tn0 = _U8(buf, pos)
     pos += 3
@@ -447,6 +449,7 @@ def _w_FetchSnapshotResponse_0(o: FetchSnapshotResponse, out: bytearray) -> None
 
 def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(FetchSnapshotResponse)
     o0.node_endpoints = []
     o0.throttle_time_ms, o0.error_code = _U4(buf, pos)
@@ -474,7 +477,7 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             n2 = buf[pos] - 1
             pos += 1
@@ -593,6 +596,7 @@ def _w_FetchSnapshotResponse_1(o: FetchSnapshotResponse, out: bytearray) -> None
 
 def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(FetchSnapshotResponse)
     o0.node_endpoints = []
     o0.throttle_time_ms, o0.error_code = _U4(buf, pos)
@@ -620,7 +624,7 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             n2 = buf[pos] - 1
             pos += 1
@@ -718,7 +722,7 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                             se = pos + sn - 1
                             if sn > 0x8000 or se > blen:
                                 raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                            o1.host = str(buf[pos:se], 'utf-8')
+                            o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                             pos = se
                         o1.port, tn1 = _U8(buf, pos)
                         pos += 3

@@ -79,6 +79,8 @@ _P4 = _S4.pack
 _U1 = _S1.unpack_from
 _U3 = _S3.unpack_from
 _U4 = _S4.unpack_from
+_IT1 = _S1.iter_unpack
+_IT3 = _S3.iter_unpack
 _new = object.__new__
 
 
@@ -169,10 +171,20 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
     if n1 < 0:
         raise DecodeError('non-nullable array Voters is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 5 > blen - pos:
             raise DecodeError('array Voters of ' + str(n1) + ' elements overruns the buffer')
         o0.voters = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT1(buf[pos:pos + n1 * 5]):
+                if t1[-1]:
+                    break
+                o1 = _new(Voter)
+                o1.voter_id, _ = t1
+                o1.voter_directory_id = ZERO_UUID
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 5 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(Voter)
             o1.voter_directory_id = ZERO_UUID
             o1.voter_id, tn1 = _U1(buf, pos)
@@ -190,10 +202,20 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
     if n1 < 0:
         raise DecodeError('non-nullable array GrantingVoters is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 5 > blen - pos:
             raise DecodeError('array GrantingVoters of ' + str(n1) + ' elements overruns the buffer')
         o0.granting_voters = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT1(buf[pos:pos + n1 * 5]):
+                if t1[-1]:
+                    break
+                o1 = _new(Voter)
+                o1.voter_id, _ = t1
+                o1.voter_directory_id = ZERO_UUID
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 5 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(Voter)
             o1.voter_directory_id = ZERO_UUID
             o1.voter_id, tn1 = _U1(buf, pos)
@@ -255,10 +277,20 @@ def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
     if n1 < 0:
         raise DecodeError('non-nullable array Voters is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 21 > blen - pos:
             raise DecodeError('array Voters of ' + str(n1) + ' elements overruns the buffer')
         o0.voters = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT3(buf[pos:pos + n1 * 21]):
+                if t1[-1]:
+                    break
+                o1 = _new(Voter)
+                o1.voter_id, u0, _ = t1
+                o1.voter_directory_id = _ug(u0) or _ui(u0)
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 21 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(Voter)
             o1.voter_id, u0, tn1 = _U3(buf, pos)
             pos += 21
@@ -276,10 +308,20 @@ def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
     if n1 < 0:
         raise DecodeError('non-nullable array GrantingVoters is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 21 > blen - pos:
             raise DecodeError('array GrantingVoters of ' + str(n1) + ' elements overruns the buffer')
         o0.granting_voters = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT3(buf[pos:pos + n1 * 21]):
+                if t1[-1]:
+                    break
+                o1 = _new(Voter)
+                o1.voter_id, u0, _ = t1
+                o1.voter_directory_id = _ug(u0) or _ui(u0)
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 21 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(Voter)
             o1.voter_id, u0, tn1 = _U3(buf, pos)
             pos += 21

@@ -167,6 +167,7 @@ def _w_MetadataRequestTopic_9(o: MetadataRequestTopic, out: bytearray) -> None:
 
 def _r_MetadataRequestTopic_9(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(MetadataRequestTopic)
     o0.topic_id = ZERO_UUID
     sn = buf[pos]
@@ -179,7 +180,7 @@ def _r_MetadataRequestTopic_9(buf: Any, pos: int) -> tuple[MetadataRequestTopic,
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     tn0 = buf[pos]
     pos += 1
@@ -201,6 +202,7 @@ def _w_MetadataRequestTopic_10(o: MetadataRequestTopic, out: bytearray) -> None:
 
 def _r_MetadataRequestTopic_10(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(MetadataRequestTopic)
     u0, = _U0(buf, pos)
     pos += 16
@@ -215,7 +217,7 @@ def _r_MetadataRequestTopic_10(buf: Any, pos: int) -> tuple[MetadataRequestTopic
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     tn0 = buf[pos]
     pos += 1
@@ -489,6 +491,7 @@ def _w_MetadataRequest_9(o: MetadataRequest, out: bytearray) -> None:
 
 def _r_MetadataRequest_9(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(MetadataRequest)
     n1 = buf[pos] - 1
     pos += 1
@@ -514,7 +517,7 @@ def _r_MetadataRequest_9(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             tn1 = buf[pos]
             pos += 1
@@ -553,6 +556,7 @@ def _w_MetadataRequest_10(o: MetadataRequest, out: bytearray) -> None:
 
 def _r_MetadataRequest_10(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(MetadataRequest)
     n1 = buf[pos] - 1
     pos += 1
@@ -580,7 +584,7 @@ def _r_MetadataRequest_10(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             tn1 = buf[pos]
             pos += 1
@@ -622,6 +626,7 @@ def _w_MetadataRequest_11(o: MetadataRequest, out: bytearray) -> None:
 
 def _r_MetadataRequest_11(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(MetadataRequest)
     o0.include_cluster_authorized_operations = False
     n1 = buf[pos] - 1
@@ -650,7 +655,7 @@ def _r_MetadataRequest_11(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             tn1 = buf[pos]
             pos += 1

@@ -255,6 +255,7 @@ def _w_MetadataResponseBroker_9(o: MetadataResponseBroker, out: bytearray) -> No
 
 def _r_MetadataResponseBroker_9(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(MetadataResponseBroker)
     o0.node_id, = _U0(buf, pos)
     pos += 4
@@ -268,7 +269,7 @@ def _r_MetadataResponseBroker_9(buf: Any, pos: int) -> tuple[MetadataResponseBro
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        o0.host = str(buf[pos:se], 'utf-8')
+        o0.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.port, = _U0(buf, pos)
     pos += 4
@@ -282,7 +283,7 @@ def _r_MetadataResponseBroker_9(buf: Any, pos: int) -> tuple[MetadataResponseBro
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        o0.rack = str(buf[pos:se], 'utf-8')
+        o0.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     tn0 = buf[pos]
     pos += 1
@@ -1312,6 +1313,7 @@ def _w_MetadataResponseTopic_9(o: MetadataResponseTopic, out: bytearray) -> None
 
 def _r_MetadataResponseTopic_9(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(MetadataResponseTopic)
     o0.topic_id = ZERO_UUID
     o0.error_code, = _U3(buf, pos)
@@ -1326,7 +1328,7 @@ def _r_MetadataResponseTopic_9(buf: Any, pos: int) -> tuple[MetadataResponseTopi
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.is_internal, = _U4(buf, pos)
     pos += 1
@@ -1423,6 +1425,7 @@ def _w_MetadataResponseTopic_10(o: MetadataResponseTopic, out: bytearray) -> Non
 
 def _r_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(MetadataResponseTopic)
     o0.error_code, = _U3(buf, pos)
     pos += 2
@@ -1436,7 +1439,7 @@ def _r_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTop
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, o0.is_internal = _U6(buf, pos)
     pos += 17
@@ -1557,6 +1560,7 @@ def _w_MetadataResponseTopic_12(o: MetadataResponseTopic, out: bytearray) -> Non
 
 def _r_MetadataResponseTopic_12(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(MetadataResponseTopic)
     o0.error_code, = _U3(buf, pos)
     pos += 2
@@ -1570,7 +1574,7 @@ def _r_MetadataResponseTopic_12(buf: Any, pos: int) -> tuple[MetadataResponseTop
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, o0.is_internal = _U6(buf, pos)
     pos += 17
@@ -2507,6 +2511,7 @@ def _w_MetadataResponse_9(o: MetadataResponse, out: bytearray) -> None:
 
 def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(MetadataResponse)
     o0.error_code = 0
     o0.throttle_time_ms, = _U0(buf, pos)
@@ -2536,7 +2541,7 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, = _U0(buf, pos)
             pos += 4
@@ -2550,7 +2555,7 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-                o1.rack = str(buf[pos:se], 'utf-8')
+                o1.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             tn1 = buf[pos]
             pos += 1
@@ -2569,7 +2574,7 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.controller_id, = _U0(buf, pos)
     pos += 4
@@ -2599,7 +2604,7 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.is_internal, = _U4(buf, pos)
             pos += 1
@@ -2712,6 +2717,7 @@ def _w_MetadataResponse_10(o: MetadataResponse, out: bytearray) -> None:
 
 def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(MetadataResponse)
     o0.error_code = 0
     o0.throttle_time_ms, = _U0(buf, pos)
@@ -2741,7 +2747,7 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, = _U0(buf, pos)
             pos += 4
@@ -2755,7 +2761,7 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-                o1.rack = str(buf[pos:se], 'utf-8')
+                o1.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             tn1 = buf[pos]
             pos += 1
@@ -2774,7 +2780,7 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.controller_id, = _U0(buf, pos)
     pos += 4
@@ -2803,7 +2809,7 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             u0, o1.is_internal = _U6(buf, pos)
             pos += 17
@@ -2918,6 +2924,7 @@ def _w_MetadataResponse_11(o: MetadataResponse, out: bytearray) -> None:
 
 def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(MetadataResponse)
     o0.cluster_authorized_operations = -2147483648
     o0.error_code = 0
@@ -2948,7 +2955,7 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, = _U0(buf, pos)
             pos += 4
@@ -2962,7 +2969,7 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-                o1.rack = str(buf[pos:se], 'utf-8')
+                o1.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             tn1 = buf[pos]
             pos += 1
@@ -2981,7 +2988,7 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.controller_id, = _U0(buf, pos)
     pos += 4
@@ -3010,7 +3017,7 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             u0, o1.is_internal = _U6(buf, pos)
             pos += 17
@@ -3125,6 +3132,7 @@ def _w_MetadataResponse_12(o: MetadataResponse, out: bytearray) -> None:
 
 def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(MetadataResponse)
     o0.cluster_authorized_operations = -2147483648
     o0.error_code = 0
@@ -3155,7 +3163,7 @@ def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, = _U0(buf, pos)
             pos += 4
@@ -3169,7 +3177,7 @@ def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-                o1.rack = str(buf[pos:se], 'utf-8')
+                o1.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             tn1 = buf[pos]
             pos += 1
@@ -3188,7 +3196,7 @@ def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.controller_id, = _U0(buf, pos)
     pos += 4
@@ -3217,7 +3225,7 @@ def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             u0, o1.is_internal = _U6(buf, pos)
             pos += 17
@@ -3333,6 +3341,7 @@ def _w_MetadataResponse_13(o: MetadataResponse, out: bytearray) -> None:
 
 def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(MetadataResponse)
     o0.cluster_authorized_operations = -2147483648
     o0.throttle_time_ms, = _U0(buf, pos)
@@ -3362,7 +3371,7 @@ def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, = _U0(buf, pos)
             pos += 4
@@ -3376,7 +3385,7 @@ def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-                o1.rack = str(buf[pos:se], 'utf-8')
+                o1.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             tn1 = buf[pos]
             pos += 1
@@ -3395,7 +3404,7 @@ def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.controller_id, = _U0(buf, pos)
     pos += 4
@@ -3424,7 +3433,7 @@ def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             u0, o1.is_internal = _U6(buf, pos)
             pos += 17

@@ -84,6 +84,7 @@ _P5 = _S5.pack
 _U1 = _S1.unpack_from
 _U4 = _S4.unpack_from
 _U6 = _S6.unpack_from
+_IT1 = _S1.iter_unpack
 _new = object.__new__
 
 
@@ -134,6 +135,7 @@ def _w_QuorumStateData_0(o: QuorumStateData, out: bytearray) -> None:
 
 def _r_QuorumStateData_0(buf: Any, pos: int) -> tuple[QuorumStateData, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(QuorumStateData)
     o0.voted_directory_id = ZERO_UUID
     sn = buf[pos]
@@ -146,7 +148,7 @@ def _r_QuorumStateData_0(buf: Any, pos: int) -> tuple[QuorumStateData, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.leader_id, o0.leader_epoch, o0.voted_id, o0.applied_offset = _U4(buf, pos)
     pos += 20
@@ -158,10 +160,19 @@ def _r_QuorumStateData_0(buf: Any, pos: int) -> tuple[QuorumStateData, int]:
     if n1 < 0:
         o0.current_voters = None
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 5 > blen - pos:
             raise DecodeError('array CurrentVoters of ' + str(n1) + ' elements overruns the buffer')
         o0.current_voters = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT1(buf[pos:pos + n1 * 5]):
+                if t1[-1]:
+                    break
+                o1 = _new(Voter)
+                o1.voter_id, _ = t1
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 5 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(Voter)
             o1.voter_id, tn1 = _U1(buf, pos)
             pos += 5

@@ -135,6 +135,7 @@ def _w_BrokerEndpoint_0(o: BrokerEndpoint, out: bytearray) -> None:
 
 def _r_BrokerEndpoint_0(buf: Any, pos: int) -> tuple[BrokerEndpoint, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(BrokerEndpoint)
     sn = buf[pos]
     pos += 1
@@ -146,7 +147,7 @@ def _r_BrokerEndpoint_0(buf: Any, pos: int) -> tuple[BrokerEndpoint, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -158,7 +159,7 @@ def _r_BrokerEndpoint_0(buf: Any, pos: int) -> tuple[BrokerEndpoint, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        o0.host = str(buf[pos:se], 'utf-8')
+        o0.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.port, o0.security_protocol, tn0 = _U1(buf, pos)
     pos += 5
@@ -242,6 +243,7 @@ def _w_BrokerFeature_0(o: BrokerFeature, out: bytearray) -> None:
 
 def _r_BrokerFeature_0(buf: Any, pos: int) -> tuple[BrokerFeature, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(BrokerFeature)
     sn = buf[pos]
     pos += 1
@@ -253,7 +255,7 @@ def _r_BrokerFeature_0(buf: Any, pos: int) -> tuple[BrokerFeature, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.min_supported_version, o0.max_supported_version, tn0 = _U3(buf, pos)
     pos += 5
@@ -355,6 +357,7 @@ def _w_RegisterBrokerRecord_0(o: RegisterBrokerRecord, out: bytearray) -> None:
 
 def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(RegisterBrokerRecord)
     o0.is_migrating_zk_broker = False
     o0.in_controlled_shutdown = False
@@ -386,7 +389,7 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             sn = buf[pos]
             pos += 1
@@ -398,7 +401,7 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, o1.security_protocol, tn1 = _U1(buf, pos)
             pos += 5
@@ -430,7 +433,7 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
             pos += 5
@@ -449,7 +452,7 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        o0.rack = str(buf[pos:se], 'utf-8')
+        o0.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.fenced, tn0 = _U8(buf, pos)
     pos += 2
@@ -512,6 +515,7 @@ def _w_RegisterBrokerRecord_1(o: RegisterBrokerRecord, out: bytearray) -> None:
 
 def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(RegisterBrokerRecord)
     o0.is_migrating_zk_broker = False
     o0.log_dirs = []
@@ -542,7 +546,7 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             sn = buf[pos]
             pos += 1
@@ -554,7 +558,7 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, o1.security_protocol, tn1 = _U1(buf, pos)
             pos += 5
@@ -586,7 +590,7 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
             pos += 5
@@ -605,7 +609,7 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        o0.rack = str(buf[pos:se], 'utf-8')
+        o0.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.fenced, o0.in_controlled_shutdown, tn0 = _U10(buf, pos)
     pos += 3
@@ -665,6 +669,7 @@ def _w_RegisterBrokerRecord_2(o: RegisterBrokerRecord, out: bytearray) -> None:
 
 def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(RegisterBrokerRecord)
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
@@ -694,7 +699,7 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             sn = buf[pos]
             pos += 1
@@ -706,7 +711,7 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, o1.security_protocol, tn1 = _U1(buf, pos)
             pos += 5
@@ -738,7 +743,7 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
             pos += 5
@@ -757,7 +762,7 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        o0.rack = str(buf[pos:se], 'utf-8')
+        o0.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.fenced, o0.in_controlled_shutdown, tn0 = _U10(buf, pos)
     pos += 3
@@ -830,6 +835,7 @@ def _w_RegisterBrokerRecord_3(o: RegisterBrokerRecord, out: bytearray) -> None:
 
 def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(RegisterBrokerRecord)
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
@@ -859,7 +865,7 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             sn = buf[pos]
             pos += 1
@@ -871,7 +877,7 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, o1.security_protocol, tn1 = _U1(buf, pos)
             pos += 5
@@ -903,7 +909,7 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
             pos += 5
@@ -922,7 +928,7 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        o0.rack = str(buf[pos:se], 'utf-8')
+        o0.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.fenced, o0.in_controlled_shutdown, tn0 = _U10(buf, pos)
     pos += 3
@@ -1026,6 +1032,7 @@ def _w_RegisterBrokerRecord_4(o: RegisterBrokerRecord, out: bytearray) -> None:
 
 def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(RegisterBrokerRecord)
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
@@ -1055,7 +1062,7 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             sn = buf[pos]
             pos += 1
@@ -1067,7 +1074,7 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, o1.security_protocol, tn1 = _U1(buf, pos)
             pos += 5
@@ -1099,7 +1106,7 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
             pos += 5
@@ -1118,7 +1125,7 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Rack of ' + str(sn - 1) + ' bytes overruns')
-        o0.rack = str(buf[pos:se], 'utf-8')
+        o0.rack = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.fenced, o0.in_controlled_shutdown, tn0 = _U10(buf, pos)
     pos += 3

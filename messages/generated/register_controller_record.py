@@ -112,6 +112,7 @@ def _w_ControllerEndpoint_0(o: ControllerEndpoint, out: bytearray) -> None:
 
 def _r_ControllerEndpoint_0(buf: Any, pos: int) -> tuple[ControllerEndpoint, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(ControllerEndpoint)
     sn = buf[pos]
     pos += 1
@@ -123,7 +124,7 @@ def _r_ControllerEndpoint_0(buf: Any, pos: int) -> tuple[ControllerEndpoint, int
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -135,7 +136,7 @@ def _r_ControllerEndpoint_0(buf: Any, pos: int) -> tuple[ControllerEndpoint, int
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        o0.host = str(buf[pos:se], 'utf-8')
+        o0.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.port, o0.security_protocol, tn0 = _U1(buf, pos)
     pos += 5
@@ -159,6 +160,7 @@ def _w_ControllerFeature_0(o: ControllerFeature, out: bytearray) -> None:
 
 def _r_ControllerFeature_0(buf: Any, pos: int) -> tuple[ControllerFeature, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(ControllerFeature)
     sn = buf[pos]
     pos += 1
@@ -170,7 +172,7 @@ def _r_ControllerFeature_0(buf: Any, pos: int) -> tuple[ControllerFeature, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.min_supported_version, o0.max_supported_version, tn0 = _U3(buf, pos)
     pos += 5
@@ -213,6 +215,7 @@ def _w_RegisterControllerRecord_0(o: RegisterControllerRecord, out: bytearray) -
 
 def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControllerRecord, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(RegisterControllerRecord)
     o0.controller_id, u0, o0.zk_migration_ready = _U4(buf, pos)
     pos += 21
@@ -240,7 +243,7 @@ def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControlle
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             sn = buf[pos]
             pos += 1
@@ -252,7 +255,7 @@ def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControlle
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, o1.security_protocol, tn1 = _U1(buf, pos)
             pos += 5
@@ -284,7 +287,7 @@ def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControlle
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
             pos += 5

@@ -75,6 +75,7 @@ def _w_RemoveRaftVoterRequest_0(o: RemoveRaftVoterRequest, out: bytearray) -> No
 
 def _r_RemoveRaftVoterRequest_0(buf: Any, pos: int) -> tuple[RemoveRaftVoterRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(RemoveRaftVoterRequest)
     sn = buf[pos]
     pos += 1
@@ -86,7 +87,7 @@ def _r_RemoveRaftVoterRequest_0(buf: Any, pos: int) -> tuple[RemoveRaftVoterRequ
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.voter_id, u0, tn0 = _U1(buf, pos)
     pos += 21

@@ -126,6 +126,7 @@ def _w_SaslAuthenticateResponse_2(o: SaslAuthenticateResponse, out: bytearray) -
 
 def _r_SaslAuthenticateResponse_2(buf: Any, pos: int) -> tuple[SaslAuthenticateResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(SaslAuthenticateResponse)
     o0.error_code, = _U0(buf, pos)
     pos += 2
@@ -139,7 +140,7 @@ def _r_SaslAuthenticateResponse_2(buf: Any, pos: int) -> tuple[SaslAuthenticateR
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        o0.error_message = str(buf[pos:se], 'utf-8')
+        o0.error_message = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.auth_bytes, pos = _rcb(buf, pos)
     o0.session_lifetime_ms, tn0 = _U2(buf, pos)

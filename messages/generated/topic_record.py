@@ -76,6 +76,7 @@ def _w_TopicRecord_0(o: TopicRecord, out: bytearray) -> None:
 
 def _r_TopicRecord_0(buf: Any, pos: int) -> tuple[TopicRecord, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(TopicRecord)
     sn = buf[pos]
     pos += 1
@@ -87,7 +88,7 @@ def _r_TopicRecord_0(buf: Any, pos: int) -> tuple[TopicRecord, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, tn0 = _U1(buf, pos)
     pos += 17

@@ -104,6 +104,7 @@ def _w_FeatureUpdateKey_0(o: FeatureUpdateKey, out: bytearray) -> None:
 
 def _r_FeatureUpdateKey_0(buf: Any, pos: int) -> tuple[FeatureUpdateKey, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(FeatureUpdateKey)
     o0.upgrade_type = 1
     sn = buf[pos]
@@ -116,7 +117,7 @@ def _r_FeatureUpdateKey_0(buf: Any, pos: int) -> tuple[FeatureUpdateKey, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
-        o0.feature = str(buf[pos:se], 'utf-8')
+        o0.feature = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.max_version_level, o0.allow_downgrade, tn0 = _U1(buf, pos)
     pos += 4
@@ -143,6 +144,7 @@ def _w_FeatureUpdateKey_1(o: FeatureUpdateKey, out: bytearray) -> None:
 
 def _r_FeatureUpdateKey_1(buf: Any, pos: int) -> tuple[FeatureUpdateKey, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(FeatureUpdateKey)
     o0.allow_downgrade = False
     sn = buf[pos]
@@ -155,7 +157,7 @@ def _r_FeatureUpdateKey_1(buf: Any, pos: int) -> tuple[FeatureUpdateKey, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
-        o0.feature = str(buf[pos:se], 'utf-8')
+        o0.feature = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.max_version_level, o0.upgrade_type, tn0 = _U4(buf, pos)
     pos += 4
@@ -204,6 +206,7 @@ def _w_UpdateFeaturesRequest_0(o: UpdateFeaturesRequest, out: bytearray) -> None
 
 def _r_UpdateFeaturesRequest_0(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(UpdateFeaturesRequest)
     o0.validate_only = False
     o0.timeout_ms, = _U5(buf, pos)
@@ -232,7 +235,7 @@ def _r_UpdateFeaturesRequest_0(buf: Any, pos: int) -> tuple[UpdateFeaturesReques
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
-                o1.feature = str(buf[pos:se], 'utf-8')
+                o1.feature = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.max_version_level, o1.allow_downgrade, tn1 = _U1(buf, pos)
             pos += 4
@@ -272,6 +275,7 @@ def _w_UpdateFeaturesRequest_1(o: UpdateFeaturesRequest, out: bytearray) -> None
 
 def _r_UpdateFeaturesRequest_1(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(UpdateFeaturesRequest)
     o0.timeout_ms, = _U5(buf, pos)
     pos += 4
@@ -299,7 +303,7 @@ def _r_UpdateFeaturesRequest_1(buf: Any, pos: int) -> tuple[UpdateFeaturesReques
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
-                o1.feature = str(buf[pos:se], 'utf-8')
+                o1.feature = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.max_version_level, o1.upgrade_type, tn1 = _U4(buf, pos)
             pos += 4

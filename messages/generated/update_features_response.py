@@ -92,6 +92,7 @@ def _w_UpdatableFeatureResult_0(o: UpdatableFeatureResult, out: bytearray) -> No
 
 def _r_UpdatableFeatureResult_0(buf: Any, pos: int) -> tuple[UpdatableFeatureResult, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(UpdatableFeatureResult)
     sn = buf[pos]
     pos += 1
@@ -103,7 +104,7 @@ def _r_UpdatableFeatureResult_0(buf: Any, pos: int) -> tuple[UpdatableFeatureRes
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
-        o0.feature = str(buf[pos:se], 'utf-8')
+        o0.feature = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.error_code, = _U0(buf, pos)
     pos += 2
@@ -117,7 +118,7 @@ def _r_UpdatableFeatureResult_0(buf: Any, pos: int) -> tuple[UpdatableFeatureRes
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        o0.error_message = str(buf[pos:se], 'utf-8')
+        o0.error_message = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     tn0 = buf[pos]
     pos += 1
@@ -163,6 +164,7 @@ def _w_UpdateFeaturesResponse_0(o: UpdateFeaturesResponse, out: bytearray) -> No
 
 def _r_UpdateFeaturesResponse_0(buf: Any, pos: int) -> tuple[UpdateFeaturesResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(UpdateFeaturesResponse)
     o0.throttle_time_ms, o0.error_code = _U1(buf, pos)
     pos += 6
@@ -176,7 +178,7 @@ def _r_UpdateFeaturesResponse_0(buf: Any, pos: int) -> tuple[UpdateFeaturesRespo
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        o0.error_message = str(buf[pos:se], 'utf-8')
+        o0.error_message = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -201,7 +203,7 @@ def _r_UpdateFeaturesResponse_0(buf: Any, pos: int) -> tuple[UpdateFeaturesRespo
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Feature of ' + str(sn - 1) + ' bytes overruns')
-                o1.feature = str(buf[pos:se], 'utf-8')
+                o1.feature = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.error_code, = _U0(buf, pos)
             pos += 2
@@ -215,7 +217,7 @@ def _r_UpdateFeaturesResponse_0(buf: Any, pos: int) -> tuple[UpdateFeaturesRespo
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-                o1.error_message = str(buf[pos:se], 'utf-8')
+                o1.error_message = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             tn1 = buf[pos]
             pos += 1
@@ -265,6 +267,7 @@ def _w_UpdateFeaturesResponse_2(o: UpdateFeaturesResponse, out: bytearray) -> No
 
 def _r_UpdateFeaturesResponse_2(buf: Any, pos: int) -> tuple[UpdateFeaturesResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(UpdateFeaturesResponse)
     o0.results = []
     o0.throttle_time_ms, o0.error_code = _U1(buf, pos)
@@ -279,7 +282,7 @@ def _r_UpdateFeaturesResponse_2(buf: Any, pos: int) -> tuple[UpdateFeaturesRespo
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ErrorMessage of ' + str(sn - 1) + ' bytes overruns')
-        o0.error_message = str(buf[pos:se], 'utf-8')
+        o0.error_message = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     tn0 = buf[pos]
     pos += 1

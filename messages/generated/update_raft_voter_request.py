@@ -111,6 +111,7 @@ def _w_Listener_0(o: Listener, out: bytearray) -> None:
 
 def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(Listener)
     sn = buf[pos]
     pos += 1
@@ -122,7 +123,7 @@ def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -134,7 +135,7 @@ def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        o0.host = str(buf[pos:se], 'utf-8')
+        o0.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.port, tn0 = _U1(buf, pos)
     pos += 3
@@ -188,6 +189,7 @@ def _w_UpdateRaftVoterRequest_0(o: UpdateRaftVoterRequest, out: bytearray) -> No
 
 def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(UpdateRaftVoterRequest)
     sn = buf[pos]
     pos += 1
@@ -199,7 +201,7 @@ def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequ
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.current_leader_epoch, o0.voter_id, u0 = _U4(buf, pos)
     pos += 24
@@ -227,7 +229,7 @@ def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequ
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             sn = buf[pos]
             pos += 1
@@ -239,7 +241,7 @@ def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequ
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, tn1 = _U1(buf, pos)
             pos += 3

@@ -97,6 +97,7 @@ def _w_CurrentLeader_0(o: CurrentLeader, out: bytearray) -> None:
 
 def _r_CurrentLeader_0(buf: Any, pos: int) -> tuple[CurrentLeader, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(CurrentLeader)
     o0.leader_id, o0.leader_epoch = _U0(buf, pos)
     pos += 8
@@ -110,7 +111,7 @@ def _r_CurrentLeader_0(buf: Any, pos: int) -> tuple[CurrentLeader, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        o0.host = str(buf[pos:se], 'utf-8')
+        o0.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.port, tn0 = _U2(buf, pos)
     pos += 5
@@ -136,6 +137,7 @@ def _w_UpdateRaftVoterResponse_0(o: UpdateRaftVoterResponse, out: bytearray) -> 
 
 def _r_UpdateRaftVoterResponse_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(UpdateRaftVoterResponse)
     o0.current_leader = CurrentLeader()
     o0.throttle_time_ms, o0.error_code, tn0 = _U4(buf, pos)
@@ -161,7 +163,7 @@ def _r_UpdateRaftVoterResponse_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRes
                     se = pos + sn - 1
                     if sn > 0x8000 or se > blen:
                         raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                    o1.host = str(buf[pos:se], 'utf-8')
+                    o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                     pos = se
                 o1.port, tn1 = _U2(buf, pos)
                 pos += 5

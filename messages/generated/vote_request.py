@@ -100,6 +100,9 @@ _U2 = _S2.unpack_from
 _U4 = _S4.unpack_from
 _U6 = _S6.unpack_from
 _U7 = _S7.unpack_from
+_IT2 = _S2.iter_unpack
+_IT4 = _S4.iter_unpack
+_IT6 = _S6.iter_unpack
 _new = object.__new__
 
 
@@ -199,6 +202,7 @@ def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
 
 def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
@@ -210,7 +214,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        o0.topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -220,10 +224,22 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 25 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
         o0.partitions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT2(buf[pos:pos + n1 * 25]):
+                if t1[-1]:
+                    break
+                o1 = _new(PartitionData)
+                o1.partition_index, o1.replica_epoch, o1.replica_id, o1.last_offset_epoch, o1.last_offset, _ = t1
+                o1.replica_directory_id = ZERO_UUID
+                o1.voter_directory_id = ZERO_UUID
+                o1.pre_vote = False
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 25 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(PartitionData)
             o1.replica_directory_id = ZERO_UUID
             o1.voter_directory_id = ZERO_UUID
@@ -267,6 +283,7 @@ def _w_TopicData_1(o: TopicData, out: bytearray) -> None:
 
 def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
@@ -278,7 +295,7 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        o0.topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -288,10 +305,22 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 57 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
         o0.partitions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT4(buf[pos:pos + n1 * 57]):
+                if t1[-1]:
+                    break
+                o1 = _new(PartitionData)
+                o1.partition_index, o1.replica_epoch, o1.replica_id, u0, u1, o1.last_offset_epoch, o1.last_offset, _ = t1
+                o1.replica_directory_id = _ug(u0) or _ui(u0)
+                o1.voter_directory_id = _ug(u1) or _ui(u1)
+                o1.pre_vote = False
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 57 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(PartitionData)
             o1.pre_vote = False
             o1.partition_index, o1.replica_epoch, o1.replica_id, u0, u1, o1.last_offset_epoch, o1.last_offset, tn1 = _U4(buf, pos)
@@ -335,6 +364,7 @@ def _w_TopicData_2(o: TopicData, out: bytearray) -> None:
 
 def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
@@ -346,7 +376,7 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        o0.topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -356,10 +386,21 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 58 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
         o0.partitions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT6(buf[pos:pos + n1 * 58]):
+                if t1[-1]:
+                    break
+                o1 = _new(PartitionData)
+                o1.partition_index, o1.replica_epoch, o1.replica_id, u0, u1, o1.last_offset_epoch, o1.last_offset, o1.pre_vote, _ = t1
+                o1.replica_directory_id = _ug(u0) or _ui(u0)
+                o1.voter_directory_id = _ug(u1) or _ui(u1)
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 58 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(PartitionData)
             o1.partition_index, o1.replica_epoch, o1.replica_id, u0, u1, o1.last_offset_epoch, o1.last_offset, o1.pre_vote, tn1 = _U6(buf, pos)
             pos += 58
@@ -400,6 +441,7 @@ def _w_VoteRequest_0(o: VoteRequest, out: bytearray) -> None:
 
 def _r_VoteRequest_0(buf: Any, pos: int) -> tuple[VoteRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(VoteRequest)
     o0.voter_id = -1
     sn = buf[pos]
@@ -412,7 +454,7 @@ def _r_VoteRequest_0(buf: Any, pos: int) -> tuple[VoteRequest, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -437,7 +479,7 @@ def _r_VoteRequest_0(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-                o1.topic_name = str(buf[pos:se], 'utf-8')
+                o1.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             n2 = buf[pos] - 1
             pos += 1
@@ -447,10 +489,22 @@ def _r_VoteRequest_0(buf: Any, pos: int) -> tuple[VoteRequest, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 25 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT2(buf[pos:pos + n2 * 25]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(PartitionData)
+                        o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset, _ = t2
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.voter_directory_id = ZERO_UUID
+                        o2.pre_vote = False
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 25 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(PartitionData)
                     o2.replica_directory_id = ZERO_UUID
                     o2.voter_directory_id = ZERO_UUID
@@ -500,6 +554,7 @@ def _w_VoteRequest_1(o: VoteRequest, out: bytearray) -> None:
 
 def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(VoteRequest)
     sn = buf[pos]
     pos += 1
@@ -511,7 +566,7 @@ def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.voter_id, = _U7(buf, pos)
     pos += 4
@@ -538,7 +593,7 @@ def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-                o1.topic_name = str(buf[pos:se], 'utf-8')
+                o1.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             n2 = buf[pos] - 1
             pos += 1
@@ -548,10 +603,22 @@ def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 57 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT4(buf[pos:pos + n2 * 57]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(PartitionData)
+                        o2.partition_index, o2.replica_epoch, o2.replica_id, u0, u1, o2.last_offset_epoch, o2.last_offset, _ = t2
+                        o2.replica_directory_id = _ug(u0) or _ui(u0)
+                        o2.voter_directory_id = _ug(u1) or _ui(u1)
+                        o2.pre_vote = False
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 57 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(PartitionData)
                     o2.pre_vote = False
                     o2.partition_index, o2.replica_epoch, o2.replica_id, u0, u1, o2.last_offset_epoch, o2.last_offset, tn2 = _U4(buf, pos)
@@ -601,6 +668,7 @@ def _w_VoteRequest_2(o: VoteRequest, out: bytearray) -> None:
 
 def _r_VoteRequest_2(buf: Any, pos: int) -> tuple[VoteRequest, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(VoteRequest)
     sn = buf[pos]
     pos += 1
@@ -612,7 +680,7 @@ def _r_VoteRequest_2(buf: Any, pos: int) -> tuple[VoteRequest, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string ClusterId of ' + str(sn - 1) + ' bytes overruns')
-        o0.cluster_id = str(buf[pos:se], 'utf-8')
+        o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.voter_id, = _U7(buf, pos)
     pos += 4
@@ -639,7 +707,7 @@ def _r_VoteRequest_2(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-                o1.topic_name = str(buf[pos:se], 'utf-8')
+                o1.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             n2 = buf[pos] - 1
             pos += 1
@@ -649,10 +717,21 @@ def _r_VoteRequest_2(buf: Any, pos: int) -> tuple[VoteRequest, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 58 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT6(buf[pos:pos + n2 * 58]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(PartitionData)
+                        o2.partition_index, o2.replica_epoch, o2.replica_id, u0, u1, o2.last_offset_epoch, o2.last_offset, o2.pre_vote, _ = t2
+                        o2.replica_directory_id = _ug(u0) or _ui(u0)
+                        o2.voter_directory_id = _ug(u1) or _ui(u1)
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 58 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(PartitionData)
                     o2.partition_index, o2.replica_epoch, o2.replica_id, u0, u1, o2.last_offset_epoch, o2.last_offset, o2.pre_vote, tn2 = _U6(buf, pos)
                     pos += 58

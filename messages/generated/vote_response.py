@@ -105,6 +105,7 @@ _U1 = _S1.unpack_from
 _U2 = _S2.unpack_from
 _U4 = _S4.unpack_from
 _U5 = _S5.unpack_from
+_IT1 = _S1.iter_unpack
 _new = object.__new__
 
 
@@ -155,6 +156,7 @@ def _w_TopicData_0(o: TopicData, out: bytearray) -> None:
 
 def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(TopicData)
     sn = buf[pos]
     pos += 1
@@ -166,7 +168,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-        o0.topic_name = str(buf[pos:se], 'utf-8')
+        o0.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     n1 = buf[pos] - 1
     pos += 1
@@ -176,10 +178,19 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
     if n1 < 0:
         raise DecodeError('non-nullable array Partitions is null')
     else:
-        if n1 * 1 > blen - pos:
+        if n1 * 16 > blen - pos:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
         o0.partitions = a1 = []
-        for _ in range(n1):
+        if n1 >= 4:
+            for t1 in _IT1(buf[pos:pos + n1 * 16]):
+                if t1[-1]:
+                    break
+                o1 = _new(PartitionData)
+                o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch, o1.vote_granted, _ = t1
+                o1.unknown_tagged_fields = []
+                a1.append(o1)
+            pos += 16 * len(a1)
+        for _ in range(n1 - len(a1)):
             o1 = _new(PartitionData)
             o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch, o1.vote_granted, tn1 = _U1(buf, pos)
             pos += 16
@@ -255,6 +266,7 @@ def _w_NodeEndpoint_1(o: NodeEndpoint, out: bytearray) -> None:
 
 def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(NodeEndpoint)
     o0.node_id, = _U2(buf, pos)
     pos += 4
@@ -268,7 +280,7 @@ def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        o0.host = str(buf[pos:se], 'utf-8')
+        o0.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.port, tn0 = _U4(buf, pos)
     pos += 3
@@ -315,6 +327,7 @@ def _w_VoteResponse_0(o: VoteResponse, out: bytearray) -> None:
 
 def _r_VoteResponse_0(buf: Any, pos: int) -> tuple[VoteResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(VoteResponse)
     o0.node_endpoints = []
     o0.error_code, = _U5(buf, pos)
@@ -342,7 +355,7 @@ def _r_VoteResponse_0(buf: Any, pos: int) -> tuple[VoteResponse, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-                o1.topic_name = str(buf[pos:se], 'utf-8')
+                o1.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             n2 = buf[pos] - 1
             pos += 1
@@ -352,10 +365,19 @@ def _r_VoteResponse_0(buf: Any, pos: int) -> tuple[VoteResponse, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 16 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT1(buf[pos:pos + n2 * 16]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(PartitionData)
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, _ = t2
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 16 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(PartitionData)
                     o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, tn2 = _U1(buf, pos)
                     pos += 16
@@ -427,6 +449,7 @@ def _w_VoteResponse_1(o: VoteResponse, out: bytearray) -> None:
 
 def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(VoteResponse)
     o0.node_endpoints = []
     o0.error_code, = _U5(buf, pos)
@@ -454,7 +477,7 @@ def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string TopicName of ' + str(sn - 1) + ' bytes overruns')
-                o1.topic_name = str(buf[pos:se], 'utf-8')
+                o1.topic_name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             n2 = buf[pos] - 1
             pos += 1
@@ -464,10 +487,19 @@ def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
             if n2 < 0:
                 raise DecodeError('non-nullable array Partitions is null')
             else:
-                if n2 * 1 > blen - pos:
+                if n2 * 16 > blen - pos:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = a2 = []
-                for _ in range(n2):
+                if n2 >= 4:
+                    for t2 in _IT1(buf[pos:pos + n2 * 16]):
+                        if t2[-1]:
+                            break
+                        o2 = _new(PartitionData)
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, _ = t2
+                        o2.unknown_tagged_fields = []
+                        a2.append(o2)
+                    pos += 16 * len(a2)
+                for _ in range(n2 - len(a2)):
                     o2 = _new(PartitionData)
                     o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, tn2 = _U1(buf, pos)
                     pos += 16
@@ -518,7 +550,7 @@ def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
                             se = pos + sn - 1
                             if sn > 0x8000 or se > blen:
                                 raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                            o1.host = str(buf[pos:se], 'utf-8')
+                            o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                             pos = se
                         o1.port, tn1 = _U4(buf, pos)
                         pos += 3

@@ -122,6 +122,7 @@ def _w_Endpoint_0(o: Endpoint, out: bytearray) -> None:
 
 def _r_Endpoint_0(buf: Any, pos: int) -> tuple[Endpoint, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(Endpoint)
     sn = buf[pos]
     pos += 1
@@ -133,7 +134,7 @@ def _r_Endpoint_0(buf: Any, pos: int) -> tuple[Endpoint, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-        o0.name = str(buf[pos:se], 'utf-8')
+        o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     sn = buf[pos]
     pos += 1
@@ -145,7 +146,7 @@ def _r_Endpoint_0(buf: Any, pos: int) -> tuple[Endpoint, int]:
         se = pos + sn - 1
         if sn > 0x8000 or se > blen:
             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-        o0.host = str(buf[pos:se], 'utf-8')
+        o0.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.port, tn0 = _U1(buf, pos)
     pos += 3
@@ -198,6 +199,7 @@ def _w_Voter_0(o: Voter, out: bytearray) -> None:
 
 def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(Voter)
     o0.voter_id, u0 = _U4(buf, pos)
     pos += 20
@@ -225,7 +227,7 @@ def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                o1.name = str(buf[pos:se], 'utf-8')
+                o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             sn = buf[pos]
             pos += 1
@@ -237,7 +239,7 @@ def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
                 se = pos + sn - 1
                 if sn > 0x8000 or se > blen:
                     raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                o1.host = str(buf[pos:se], 'utf-8')
+                o1.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             o1.port, tn1 = _U1(buf, pos)
             pos += 3
@@ -284,6 +286,7 @@ def _w_VotersRecord_0(o: VotersRecord, out: bytearray) -> None:
 
 def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
     blen = len(buf)
+    isb = type(buf) is not memoryview
     o0 = _new(VotersRecord)
     o0.version_, = _U5(buf, pos)
     pos += 2
@@ -326,7 +329,7 @@ def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
                         se = pos + sn - 1
                         if sn > 0x8000 or se > blen:
                             raise DecodeError('string Name of ' + str(sn - 1) + ' bytes overruns')
-                        o2.name = str(buf[pos:se], 'utf-8')
+                        o2.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                         pos = se
                     sn = buf[pos]
                     pos += 1
@@ -338,7 +341,7 @@ def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
                         se = pos + sn - 1
                         if sn > 0x8000 or se > blen:
                             raise DecodeError('string Host of ' + str(sn - 1) + ' bytes overruns')
-                        o2.host = str(buf[pos:se], 'utf-8')
+                        o2.host = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                         pos = se
                     o2.port, tn2 = _U1(buf, pos)
                     pos += 3

@@ -135,3 +135,43 @@ def test_the_uuid_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [int.from_bytes(u, "big") for u in made] == list(range(20))
     assert all(type(u) is Uuid for u in made)
     assert kuuid.interned_uuid(made[-1]) is made[-1]
+
+
+def _replicas(n: int) -> list[ReplicaState]:
+    return [ReplicaState(replica_id=i, replica_directory_id=Uuid.from_longs(i, i + 1),
+                         log_end_offset=100 + i, last_fetch_timestamp=-1,
+                         last_caught_up_timestamp=7 * i) for i in range(n)]
+
+
+@pytest.mark.parametrize("tagged_at", [None, 0, 2, 5])
+def test_fixed_layout_arrays_decode_in_one_run_up_to_an_element_with_tags(
+    tagged_at: int | None,
+) -> None:
+    from messages.generated.describe_quorum_response import (
+        DescribeQuorumResponse,
+        TopicData,
+    )
+    from messages.generated.describe_quorum_response import PartitionData as QuorumPartition
+
+    voters = _replicas(6)
+    if tagged_at is not None:
+        voters[tagged_at].unknown_tagged_fields = [(5, b"\x01\x02\x03")]
+    message = DescribeQuorumResponse(topics=[TopicData(topic_name="__cluster_metadata", partitions=[
+        QuorumPartition(current_voters=voters, observers=_replicas(3))])])
+    data = message.encode(2)
+    decoded = DescribeQuorumResponse.decode(data, 2)
+    assert decoded == message
+    assert decoded.encode(2) == data
+    with pytest.raises(DecodeError):
+        DescribeQuorumResponse.decode(data[:-30], 2)
+
+
+def test_fixed_layout_arrays_of_a_non_flexible_version() -> None:
+    from messages.generated.fetch_response import AbortedTransaction
+
+    aborted = [AbortedTransaction(producer_id=i, first_offset=10 * i) for i in range(5)]
+    message = _fetch(b"")
+    message.responses[0].partitions[0].aborted_transactions = aborted
+    for version in (4, 11, 12):
+        decoded = FetchResponse.decode(message.encode(version), version)
+        assert decoded.responses[0].partitions[0].aborted_transactions == aborted
