@@ -417,3 +417,43 @@ async def test_serve_from_config_uses_its_limits(nursery: trio.Nursery) -> None:
     await stream.send_all(struct.pack(">i", 201))
     await assert_closed(stream)
     assert running.connections_closed_on_error == 1
+
+
+async def test_large_records_are_sent_from_their_own_buffer_intact_and_in_order(
+    nursery: trio.Nursery,
+) -> None:
+    """A response's records of 16 KiB or more are held by reference and sent as a part of their
+    own (kwire.wire.ScatterBuffer); the frames on the wire must be whole and in order."""
+    from kwire.uuid import METADATA_TOPIC_ID
+    from messages.generated.fetch_request import FetchPartition, FetchRequest, FetchTopic
+    from messages.generated.fetch_response import FetchableTopicResponse, FetchResponse
+    from messages.generated.fetch_response import PartitionData as FetchPartitionData
+
+    def records_for(offset: int) -> bytes:
+        return bytes((offset + i) & 0xFF for i in range(256)) * 4096  # 1 MiB
+
+    async def fetch(request: Request, ctx: RequestContext) -> Message:
+        body = request.body
+        assert isinstance(body, FetchRequest)
+        offset = body.topics[0].partitions[0].fetch_offset
+        return FetchResponse(responses=[FetchableTopicResponse(topic_id=METADATA_TOPIC_ID, partitions=[
+            FetchPartitionData(high_watermark=offset, records=records_for(offset))])])
+
+    table = make_table()
+    table.register(ApiKey.FETCH, (13, 17), fetch)
+    running = await start(nursery, table)
+    async with await open_connection("127.0.0.1", running.port(), "fetch-client") as conn:
+        async def ask(offset: int) -> None:
+            request = FetchRequest(topics=[FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=[
+                FetchPartition(fetch_offset=offset)])])
+            response = await conn.request(request, 17)
+            assert isinstance(response, FetchResponse)
+            partition = response.responses[0].partitions[0]
+            assert partition.high_watermark == offset
+            assert partition.records == records_for(offset)
+
+        async with trio.open_nursery() as asks:
+            for offset in range(6):
+                asks.start_soon(ask, offset)
+        described = await conn.request(dq_request(3), 2)
+        assert isinstance(described, DescribeQuorumResponse)
