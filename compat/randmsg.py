@@ -239,7 +239,7 @@ def with_unknown_tags(message: Any, spec: MessageSpec, version: int,
             known = {f.tag for f in fields if f.tag is not None}
             free = [t for t in _UNKNOWN_TAG_CANDIDATES if t not in known]
             tags = sorted(rng.sample(free, rng.randint(1, 3)))
-            obj.unknown_tagged_fields = [(t, rng.randbytes(rng.randint(0, 8))) for t in tags]
+            obj.unknown_tagged_fields = tuple((t, rng.randbytes(rng.randint(0, 8))) for t in tags)
 
     visit(copy, spec.name)
     return copy

@@ -365,7 +365,7 @@ def read_tagged_header(buf: bytes | bytearray | memoryview, pos: int) -> tuple[i
 
 def read_unknown_tagged(
     buf: bytes | bytearray | memoryview, pos: int
-) -> tuple[list[tuple[int, bytes]], int]:
+) -> tuple[tuple[tuple[int, bytes], ...], int]:
     """Read a whole tagged-field section at ``pos`` (its count first) whose tags are all unknown
     to the reader; returns the ``(tag, data)`` pairs in wire order and the position after it."""
     n, pos = read_uvarint(buf, pos)
@@ -375,7 +375,7 @@ def read_unknown_tagged(
         end = pos + size
         fields.append((tag, bytes(buf[pos:end])))
         pos = end
-    return fields, pos
+    return tuple(fields), pos
 
 
 def write_tagged(

@@ -396,7 +396,7 @@ class _Reader:
             self._tagged(struct, tagged, depth, ind, limit)
         else:
             self._unpack(group, o, ind)
-            self.emit(f"{o}.unknown_tagged_fields = []", ind)
+            self.emit(f"{o}.unknown_tagged_fields = ()", ind)
         self.stack.pop()
 
     def _fixed_layout(self, name: str) -> tuple[list[FieldSpec], str, int] | None:
@@ -452,7 +452,7 @@ class _Reader:
         for f in self.spec.structs[name].fields:
             if not f.present_in(self.version) or f.tagged_in(self.version):
                 self.emit(f"{o}.{f.attr} = {default_expr(self.spec, f)}", i + 1)
-        self.emit(f"{o}.unknown_tagged_fields = []", i + 1)
+        self.emit(f"{o}.unknown_tagged_fields = ()", i + 1)
         self.emit(f"{a}.append({o})", i + 1)
         self.emit(f"pos += {size} * len({a})", i)
 
@@ -495,7 +495,7 @@ class _Reader:
             self.emit(f"{o}.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)",
                       ind + 1)
             self.emit("else:", ind)
-            self.emit(f"{o}.unknown_tagged_fields = []", ind + 1)
+            self.emit(f"{o}.unknown_tagged_fields = ()", ind + 1)
             return
         tag, size, end, unknown = f"tag{depth}", f"size{depth}", f"end{depth}", f"uk{depth}"
         i = ind + 1
@@ -535,9 +535,9 @@ class _Reader:
             j = i + 2
         self.emit(f"{unknown}.append(({tag}, bytes(buf[pos:{end}])))", j)
         self.emit(f"pos = {end}", j)
-        self.emit(f"{o}.unknown_tagged_fields = {unknown}", i)
+        self.emit(f"{o}.unknown_tagged_fields = tuple({unknown})", i)
         self.emit("else:", ind)
-        self.emit(f"{o}.unknown_tagged_fields = []", ind + 1)
+        self.emit(f"{o}.unknown_tagged_fields = ()", ind + 1)
 
     def _value(
         self, f: FieldSpec, target: str, depth: int, ind: int, limit: str,
@@ -703,8 +703,7 @@ def _class_source(spec: MessageSpec, struct: StructSpec) -> list[str]:
         comment = f"  # {f.about}" if f.about else ""
         lines.append(f"    {f.attr}: {ann} = {rhs}{comment}")
     lines.append(
-        "    unknown_tagged_fields: list[tuple[int, bytes]] = "
-        "field(default_factory=list, repr=False)"
+        "    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)"
     )
     return lines
 

@@ -52,7 +52,7 @@ class AbortTransactionRecord(Message):
     """
 
     reason: str | None = None  # Why the group was abandoned; null if not given.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _new = object.__new__
@@ -102,9 +102,9 @@ def _r_AbortTransactionRecord_0(buf: Any, pos: int) -> tuple[AbortTransactionRec
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 AbortTransactionRecord.SPEC_NAME = 'AbortTransactionRecord'

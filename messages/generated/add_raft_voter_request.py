@@ -51,7 +51,7 @@ class Listener(Message):
     name: str = ''  # Listener name, e.g. CONTROLLER.
     host: str = ''  # Hostname or IP address of the listener.
     port: int = 0  # TCP port of the listener.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -67,7 +67,7 @@ class AddRaftVoterRequest(Message):
     voter_directory_id: Uuid = ZERO_UUID  # Directory id completing the new voter's replica key.
     listeners: list[Listener] = field(default_factory=list)  # Listener endpoints of the new voter.
     ack_when_committed: bool = True  # True: reply once the new VotersRecord commits; false: reply without waiting (KIP-1186).
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_Listener = Listener()
@@ -132,7 +132,7 @@ def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -235,14 +235,14 @@ def _r_AddRaftVoterRequest_0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -328,14 +328,14 @@ def _r_AddRaftVoterRequest_1(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.ack_when_committed, tn0 = _U4(buf, pos)
     pos += 2
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 Listener.SPEC_NAME = 'AddRaftVoterRequest'

@@ -55,7 +55,7 @@ class ApiVersionsRequest(Message):
     client_software_version: str = ''  # Version string of the client library.
     cluster_id: str | None = None  # Cluster id known to the sender, or null if unknown.
     node_id: int = -1  # Node id of the sender, or -1 if it has none.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>i')
@@ -76,7 +76,7 @@ def _r_ApiVersionsRequest_0(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int
     o0.client_software_version = ''
     o0.cluster_id = None
     o0.node_id = -1
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 _w_ApiVersionsRequest_1 = _w_ApiVersionsRequest_0
 _r_ApiVersionsRequest_1 = _r_ApiVersionsRequest_0
@@ -132,7 +132,7 @@ def _r_ApiVersionsRequest_3(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -210,7 +210,7 @@ def _r_ApiVersionsRequest_5(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 ApiVersionsRequest.SPEC_NAME = 'ApiVersionsRequest'

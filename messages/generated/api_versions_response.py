@@ -51,7 +51,7 @@ class ApiVersion(Message):
     api_key: int = 0  # Numeric API key.
     min_version: int = 0  # Lowest supported version of this API.
     max_version: int = 0  # Highest supported version of this API.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -61,7 +61,7 @@ class SupportedFeatureKey(Message):
     name: str = ''  # Feature name, e.g. metadata.version or kraft.version.
     min_version: int = 0  # Lowest level of the feature this node supports.
     max_version: int = 0  # Highest level of the feature this node supports.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -71,7 +71,7 @@ class FinalizedFeatureKey(Message):
     name: str = ''  # Finalized feature, e.g. metadata.version.
     max_version_level: int = 0  # Highest finalized level of the feature.
     min_version_level: int = 0  # Lowest finalized level of the feature.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -88,7 +88,7 @@ class ApiVersionsResponse(Message):
     finalized_features_epoch: int = -1  # Epoch of the finalized feature levels; -1 if not known.
     finalized_features: list[FinalizedFeatureKey] = field(default_factory=list)  # Feature levels currently finalized in the cluster.
     zk_migration_ready: bool = False  # True if the controller is ready for ZooKeeper-to-KRaft migration.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_ApiVersion = ApiVersion()
@@ -131,7 +131,7 @@ def _r_ApiVersion_0(buf: Any, pos: int) -> tuple[ApiVersion, int]:
     o0 = _new(ApiVersion)
     o0.api_key, o0.min_version, o0.max_version = _U0(buf, pos)
     pos += 6
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 _w_ApiVersion_1 = _w_ApiVersion_0
 _r_ApiVersion_1 = _r_ApiVersion_0
@@ -155,7 +155,7 @@ def _r_ApiVersion_3(buf: Any, pos: int) -> tuple[ApiVersion, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 _w_ApiVersion_4 = _w_ApiVersion_3
 _r_ApiVersion_4 = _r_ApiVersion_3
@@ -195,7 +195,7 @@ def _r_SupportedFeatureKey_3(buf: Any, pos: int) -> tuple[SupportedFeatureKey, i
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -255,7 +255,7 @@ def _r_FinalizedFeatureKey_3(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, i
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -316,16 +316,16 @@ def _r_ApiVersionsResponse_0(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
             for t1 in _IT0(buf[pos:pos + n1 * 6]):
                 o1 = _new(ApiVersion)
                 o1.api_key, o1.min_version, o1.max_version = t1
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 6 * len(a1)
         for _ in range(n1 - len(a1)):
             o1 = _new(ApiVersion)
             o1.api_key, o1.min_version, o1.max_version = _U0(buf, pos)
             pos += 6
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -362,18 +362,18 @@ def _r_ApiVersionsResponse_1(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
             for t1 in _IT0(buf[pos:pos + n1 * 6]):
                 o1 = _new(ApiVersion)
                 o1.api_key, o1.min_version, o1.max_version = t1
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 6 * len(a1)
         for _ in range(n1 - len(a1)):
             o1 = _new(ApiVersion)
             o1.api_key, o1.min_version, o1.max_version = _U0(buf, pos)
             pos += 6
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.throttle_time_ms, = _U5(buf, pos)
     pos += 4
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -474,7 +474,7 @@ def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                     break
                 o1 = _new(ApiVersion)
                 o1.api_key, o1.min_version, o1.max_version, _ = t1
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 7 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -484,7 +484,7 @@ def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.throttle_time_ms, tn0 = _U8(buf, pos)
     pos += 5
@@ -526,7 +526,7 @@ def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                         if tn1:
                             o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                         else:
-                            o1.unknown_tagged_fields = []
+                            o1.unknown_tagged_fields = ()
                         a1.append(o1)
                 if pos != end0:
                     raise DecodeError('tagged field SupportedFeatures has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -566,7 +566,7 @@ def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                         if tn1:
                             o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                         else:
-                            o1.unknown_tagged_fields = []
+                            o1.unknown_tagged_fields = ()
                         a1.append(o1)
                 if pos != end0:
                     raise DecodeError('tagged field FinalizedFeatures has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -578,9 +578,9 @@ def _r_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 

@@ -52,7 +52,7 @@ class PartitionData(Message):
     voter_directory_id: Uuid = ZERO_UUID  # Directory id of the receiving voter's replica key.
     leader_id: int = 0  # Replica id of the new leader.
     leader_epoch: int = 0  # Epoch in which the leader was elected.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -61,7 +61,7 @@ class TopicData(Message):
 
     topic_name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
     partitions: list[PartitionData] = field(default_factory=list)  # Partitions of the topic.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -71,7 +71,7 @@ class LeaderEndpoint(Message):
     name: str = ''  # Listener name, e.g. CONTROLLER.
     host: str = ''  # Hostname or IP address of the listener.
     port: int = 0  # TCP port of the listener.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -85,7 +85,7 @@ class BeginQuorumEpochRequest(Message):
     voter_id: int = -1  # Id of the voter this request is addressed to.
     topics: list[TopicData] = field(default_factory=list)  # Topics concerned; in KRaft only __cluster_metadata.
     leader_endpoints: list[LeaderEndpoint] = field(default_factory=list)  # Listener endpoints of the leader.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_PartitionData = PartitionData()
@@ -122,7 +122,7 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
     o0.voter_directory_id = ZERO_UUID
     o0.partition_index, o0.leader_id, o0.leader_epoch = _U2(buf, pos)
     pos += 12
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -143,7 +143,7 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -177,7 +177,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
                 o1 = _new(PartitionData)
                 o1.partition_index, o1.leader_id, o1.leader_epoch = t1
                 o1.voter_directory_id = ZERO_UUID
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 12 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -185,9 +185,9 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
             o1.voter_directory_id = ZERO_UUID
             o1.partition_index, o1.leader_id, o1.leader_epoch = _U2(buf, pos)
             pos += 12
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -246,7 +246,7 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
                 o1 = _new(PartitionData)
                 o1.partition_index, u0, o1.leader_id, o1.leader_epoch, _ = t1
                 o1.voter_directory_id = _ug(u0) or _ui(u0)
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 29 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -257,14 +257,14 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -315,7 +315,7 @@ def _r_LeaderEndpoint_1(buf: Any, pos: int) -> tuple[LeaderEndpoint, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -360,7 +360,7 @@ def _r_BeginQuorumEpochRequest_0(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                         o2 = _new(PartitionData)
                         o2.partition_index, o2.leader_id, o2.leader_epoch = t2
                         o2.voter_directory_id = ZERO_UUID
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 12 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -368,11 +368,11 @@ def _r_BeginQuorumEpochRequest_0(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                     o2.voter_directory_id = ZERO_UUID
                     o2.partition_index, o2.leader_id, o2.leader_epoch = _U2(buf, pos)
                     pos += 12
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -468,7 +468,7 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                         o2 = _new(PartitionData)
                         o2.partition_index, u0, o2.leader_id, o2.leader_epoch, _ = t2
                         o2.voter_directory_id = _ug(u0) or _ui(u0)
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 29 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -479,14 +479,14 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -530,14 +530,14 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 PartitionData.SPEC_NAME = 'BeginQuorumEpochRequest'

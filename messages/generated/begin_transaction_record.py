@@ -52,7 +52,7 @@ class BeginTransactionRecord(Message):
     """
 
     name: str | None = None  # Label of the group, for logs and tools; null if none.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _new = object.__new__
@@ -102,9 +102,9 @@ def _r_BeginTransactionRecord_0(buf: Any, pos: int) -> tuple[BeginTransactionRec
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 BeginTransactionRecord.SPEC_NAME = 'BeginTransactionRecord'

@@ -58,7 +58,7 @@ class BrokerHeartbeatRequest(Message):
     want_shut_down: bool = False  # True if the broker wants a controlled shutdown.
     offline_log_dirs: list[Uuid] = field(default_factory=list)  # Directory ids of the broker's failed log directories.
     cordoned_log_dirs: list[Uuid] | None = None  # Directory ids of cordoned log directories, which take no new replicas; or null.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>iqq??')
@@ -102,9 +102,9 @@ def _r_BrokerHeartbeatRequest_0(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -171,9 +171,9 @@ def _r_BrokerHeartbeatRequest_1(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -269,9 +269,9 @@ def _r_BrokerHeartbeatRequest_2(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 BrokerHeartbeatRequest.SPEC_NAME = 'BrokerHeartbeatRequest'

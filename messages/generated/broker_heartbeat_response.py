@@ -56,7 +56,7 @@ class BrokerHeartbeatResponse(Message):
     is_caught_up: bool = False  # True once the broker has caught up with the metadata log.
     is_fenced: bool = True  # Whether the controller currently keeps the broker fenced.
     should_shut_down: bool = False  # True if the broker may now finish shutting down.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>ih???')
@@ -82,7 +82,7 @@ def _r_BrokerHeartbeatResponse_0(buf: Any, pos: int) -> tuple[BrokerHeartbeatRes
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 _w_BrokerHeartbeatResponse_1 = _w_BrokerHeartbeatResponse_0
 _r_BrokerHeartbeatResponse_1 = _r_BrokerHeartbeatResponse_0

@@ -57,7 +57,7 @@ class BrokerRegistrationChangeRecord(Message):
     in_controlled_shutdown: int = 0  # 1 if the broker entered controlled shutdown, 0 for no change.
     log_dirs: list[Uuid] = field(default_factory=list)  # New list of the broker's log directory ids.
     cordoned_log_dirs: list[Uuid] | None = None  # New list of cordoned log directory ids; null if unchanged.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>iq')
@@ -118,9 +118,9 @@ def _r_BrokerRegistrationChangeRecord_0(buf: Any, pos: int) -> tuple[BrokerRegis
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -176,9 +176,9 @@ def _r_BrokerRegistrationChangeRecord_1(buf: Any, pos: int) -> tuple[BrokerRegis
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -265,9 +265,9 @@ def _r_BrokerRegistrationChangeRecord_2(buf: Any, pos: int) -> tuple[BrokerRegis
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -383,9 +383,9 @@ def _r_BrokerRegistrationChangeRecord_3(buf: Any, pos: int) -> tuple[BrokerRegis
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 BrokerRegistrationChangeRecord.SPEC_NAME = 'BrokerRegistrationChangeRecord'

@@ -52,7 +52,7 @@ class Listener(Message):
     host: str = ''  # Hostname or IP address of the listener.
     port: int = 0  # TCP port of the listener.
     security_protocol: int = 0  # Security protocol id of the listener, e.g. 0 for PLAINTEXT.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -62,7 +62,7 @@ class Feature(Message):
     name: str = ''  # Feature name, e.g. metadata.version.
     min_supported_version: int = 0  # Lowest level of the feature that is supported.
     max_supported_version: int = 0  # Highest level of the feature that is supported.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -81,7 +81,7 @@ class BrokerRegistrationRequest(Message):
     is_migrating_zk_broker: bool = False  # True if a ZooKeeper-mode broker registers during migration.
     log_dirs: list[Uuid] = field(default_factory=list)  # Directory ids of the broker's online log directories.
     previous_broker_epoch: int = -1  # Broker epoch before a clean shutdown; -1 if unknown or unclean.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_Listener = Listener()
@@ -159,7 +159,7 @@ def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -255,7 +255,7 @@ def _r_Feature_0(buf: Any, pos: int) -> tuple[Feature, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -410,7 +410,7 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -442,7 +442,7 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -461,7 +461,7 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -566,7 +566,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -598,7 +598,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -617,7 +617,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -732,7 +732,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -764,7 +764,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -801,7 +801,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -916,7 +916,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -948,7 +948,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -985,7 +985,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 

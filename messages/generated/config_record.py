@@ -55,7 +55,7 @@ class ConfigRecord(Message):
     resource_name: str = ''  # Name of the resource; empty for the cluster-wide default.
     name: str = ''  # Key of the configuration entry.
     value: str | None = ''  # Configuration value, or null to delete the key.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>b')
@@ -126,7 +126,7 @@ def _r_ConfigRecord_0(buf: Any, pos: int) -> tuple[ConfigRecord, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 ConfigRecord.SPEC_NAME = 'ConfigRecord'

@@ -54,7 +54,7 @@ class DescribeClusterRequest(Message):
     include_cluster_authorized_operations: bool = False  # Whether to return the cluster operations the caller may perform.
     endpoint_type: int = 1  # Nodes to list: 1 brokers, 2 controllers (KIP-919).
     include_fenced_brokers: bool = False  # Whether fenced brokers are listed too (KIP-1073).
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>?')
@@ -94,7 +94,7 @@ def _r_DescribeClusterRequest_0(buf: Any, pos: int) -> tuple[DescribeClusterRequ
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -117,7 +117,7 @@ def _r_DescribeClusterRequest_1(buf: Any, pos: int) -> tuple[DescribeClusterRequ
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -137,7 +137,7 @@ def _r_DescribeClusterRequest_2(buf: Any, pos: int) -> tuple[DescribeClusterRequ
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 DescribeClusterRequest.SPEC_NAME = 'DescribeClusterRequest'

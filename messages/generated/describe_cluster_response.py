@@ -53,7 +53,7 @@ class DescribeClusterBroker(Message):
     port: int = 0  # TCP port of the node.
     rack: str | None = None  # Rack of the node, or null.
     is_fenced: bool = False  # Whether the listed broker is currently fenced (KIP-1073).
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -71,7 +71,7 @@ class DescribeClusterResponse(Message):
     controller_id: int = -1  # Id of the node to use as controller; -1 if none.
     brokers: list[DescribeClusterBroker] = field(default_factory=list)  # Listed nodes, brokers or controllers per EndpointType.
     cluster_authorized_operations: int = -2147483648  # Bit field of permitted cluster operations; INT_MIN if not requested.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_DescribeClusterBroker = DescribeClusterBroker()
@@ -146,7 +146,7 @@ def _r_DescribeClusterBroker_0(buf: Any, pos: int) -> tuple[DescribeClusterBroke
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -217,7 +217,7 @@ def _r_DescribeClusterBroker_2(buf: Any, pos: int) -> tuple[DescribeClusterBroke
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -328,14 +328,14 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.cluster_authorized_operations, tn0 = _U4(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -446,14 +446,14 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.cluster_authorized_operations, tn0 = _U4(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -563,14 +563,14 @@ def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterRes
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.cluster_authorized_operations, tn0 = _U4(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 DescribeClusterBroker.SPEC_NAME = 'DescribeClusterResponse'

@@ -49,7 +49,7 @@ class PartitionData(Message):
     """The PartitionData struct of DescribeQuorumRequest."""
 
     partition_index: int = 0  # Partition number within the topic.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -58,7 +58,7 @@ class TopicData(Message):
 
     topic_name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
     partitions: list[PartitionData] = field(default_factory=list)  # Partitions to describe.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -69,7 +69,7 @@ class DescribeQuorumRequest(Message):
     """
 
     topics: list[TopicData] = field(default_factory=list)  # Topics concerned; in KRaft only __cluster_metadata.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_PartitionData = PartitionData()
@@ -98,7 +98,7 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 _w_PartitionData_1 = _w_PartitionData_0
 _r_PartitionData_1 = _r_PartitionData_0
@@ -160,7 +160,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
                     break
                 o1 = _new(PartitionData)
                 o1.partition_index, _ = t1
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 5 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -170,14 +170,14 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -289,7 +289,7 @@ def _r_DescribeQuorumRequest_0(buf: Any, pos: int) -> tuple[DescribeQuorumReques
                             break
                         o2 = _new(PartitionData)
                         o2.partition_index, _ = t2
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 5 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -299,21 +299,21 @@ def _r_DescribeQuorumRequest_0(buf: Any, pos: int) -> tuple[DescribeQuorumReques
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 

@@ -53,7 +53,7 @@ class ReplicaState(Message):
     log_end_offset: int = 0  # Log end offset last known for the replica; -1 if unknown.
     last_fetch_timestamp: int = -1  # Wall-clock ms of the replica's last fetch; -1 if unknown.
     last_caught_up_timestamp: int = -1  # Wall-clock ms when the replica last reached the leader's log end offset; -1 if unknown.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -68,7 +68,7 @@ class PartitionData(Message):
     high_watermark: int = 0  # Leader's high watermark; -1 if not yet known.
     current_voters: list[ReplicaState] = field(default_factory=list)  # Replication state of each voter.
     observers: list[ReplicaState] = field(default_factory=list)  # Replication state of recently fetching observers.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -77,7 +77,7 @@ class TopicData(Message):
 
     topic_name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
     partitions: list[PartitionData] = field(default_factory=list)  # Per-partition results.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -87,7 +87,7 @@ class Listener(Message):
     name: str = ''  # Listener name, e.g. CONTROLLER.
     host: str = ''  # Hostname or IP address of the listener.
     port: int = 0  # TCP port of the listener.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -96,7 +96,7 @@ class Node(Message):
 
     node_id: int = 0  # Node id of the voter.
     listeners: list[Listener] = field(default_factory=list)  # Listener endpoints of the voter.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -110,7 +110,7 @@ class DescribeQuorumResponse(Message):
     error_message: str | None = ''  # Human-readable detail for the error, or null.
     topics: list[TopicData] = field(default_factory=list)  # Per-topic results.
     nodes: list[Node] = field(default_factory=list)  # Listener endpoints of the voters.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_ReplicaState = ReplicaState()
@@ -176,7 +176,7 @@ def _r_ReplicaState_0(buf: Any, pos: int) -> tuple[ReplicaState, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -200,7 +200,7 @@ def _r_ReplicaState_1(buf: Any, pos: int) -> tuple[ReplicaState, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -221,7 +221,7 @@ def _r_ReplicaState_2(buf: Any, pos: int) -> tuple[ReplicaState, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -282,7 +282,7 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
                 o1.replica_directory_id = ZERO_UUID
                 o1.last_fetch_timestamp = -1
                 o1.last_caught_up_timestamp = -1
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 13 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -295,7 +295,7 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -317,7 +317,7 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
                 o1.replica_directory_id = ZERO_UUID
                 o1.last_fetch_timestamp = -1
                 o1.last_caught_up_timestamp = -1
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 13 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -330,14 +330,14 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -396,7 +396,7 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
                 o1 = _new(ReplicaState)
                 o1.replica_id, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, _ = t1
                 o1.replica_directory_id = ZERO_UUID
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 29 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -407,7 +407,7 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -427,7 +427,7 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
                 o1 = _new(ReplicaState)
                 o1.replica_id, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, _ = t1
                 o1.replica_directory_id = ZERO_UUID
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 29 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -438,14 +438,14 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -519,7 +519,7 @@ def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
                 o1 = _new(ReplicaState)
                 o1.replica_id, u0, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, _ = t1
                 o1.replica_directory_id = _ug(u0) or _ui(u0)
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 45 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -530,7 +530,7 @@ def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -550,7 +550,7 @@ def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
                 o1 = _new(ReplicaState)
                 o1.replica_id, u0, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, _ = t1
                 o1.replica_directory_id = _ug(u0) or _ui(u0)
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 45 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -561,14 +561,14 @@ def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -645,7 +645,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
                         o2.replica_directory_id = ZERO_UUID
                         o2.last_fetch_timestamp = -1
                         o2.last_caught_up_timestamp = -1
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 13 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -658,7 +658,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             n2 = buf[pos] - 1
             pos += 1
@@ -680,7 +680,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
                         o2.replica_directory_id = ZERO_UUID
                         o2.last_fetch_timestamp = -1
                         o2.last_caught_up_timestamp = -1
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 13 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -693,21 +693,21 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -782,7 +782,7 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
                         o2 = _new(ReplicaState)
                         o2.replica_id, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, _ = t2
                         o2.replica_directory_id = ZERO_UUID
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 29 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -793,7 +793,7 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             n2 = buf[pos] - 1
             pos += 1
@@ -813,7 +813,7 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
                         o2 = _new(ReplicaState)
                         o2.replica_id, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, _ = t2
                         o2.replica_directory_id = ZERO_UUID
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 29 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -824,21 +824,21 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -926,7 +926,7 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
                         o2 = _new(ReplicaState)
                         o2.replica_id, u0, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, _ = t2
                         o2.replica_directory_id = _ug(u0) or _ui(u0)
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 45 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -937,7 +937,7 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             n2 = buf[pos] - 1
             pos += 1
@@ -957,7 +957,7 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
                         o2 = _new(ReplicaState)
                         o2.replica_id, u0, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, _ = t2
                         o2.replica_directory_id = _ug(u0) or _ui(u0)
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 45 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -968,21 +968,21 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1033,7 +1033,7 @@ def _r_Listener_2(buf: Any, pos: int) -> tuple[Listener, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1104,14 +1104,14 @@ def _r_Node_2(buf: Any, pos: int) -> tuple[Node, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1205,7 +1205,7 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                                 o3.replica_directory_id = ZERO_UUID
                                 o3.last_fetch_timestamp = -1
                                 o3.last_caught_up_timestamp = -1
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 13 * len(a3)
                         for _ in range(n3 - len(a3)):
@@ -1218,7 +1218,7 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                             a3.append(o3)
                     n3 = buf[pos] - 1
                     pos += 1
@@ -1240,7 +1240,7 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                                 o3.replica_directory_id = ZERO_UUID
                                 o3.last_fetch_timestamp = -1
                                 o3.last_caught_up_timestamp = -1
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 13 * len(a3)
                         for _ in range(n3 - len(a3)):
@@ -1253,28 +1253,28 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                             a3.append(o3)
                     tn2 = buf[pos]
                     pos += 1
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1366,7 +1366,7 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                                 o3 = _new(ReplicaState)
                                 o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, _ = t3
                                 o3.replica_directory_id = ZERO_UUID
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 29 * len(a3)
                         for _ in range(n3 - len(a3)):
@@ -1377,7 +1377,7 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                             a3.append(o3)
                     n3 = buf[pos] - 1
                     pos += 1
@@ -1397,7 +1397,7 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                                 o3 = _new(ReplicaState)
                                 o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, _ = t3
                                 o3.replica_directory_id = ZERO_UUID
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 29 * len(a3)
                         for _ in range(n3 - len(a3)):
@@ -1408,28 +1408,28 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                             a3.append(o3)
                     tn2 = buf[pos]
                     pos += 1
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1554,7 +1554,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                                 o3 = _new(ReplicaState)
                                 o3.replica_id, u0, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, _ = t3
                                 o3.replica_directory_id = _ug(u0) or _ui(u0)
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 45 * len(a3)
                         for _ in range(n3 - len(a3)):
@@ -1565,7 +1565,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                             a3.append(o3)
                     n3 = buf[pos] - 1
                     pos += 1
@@ -1585,7 +1585,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                                 o3 = _new(ReplicaState)
                                 o3.replica_id, u0, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, _ = t3
                                 o3.replica_directory_id = _ug(u0) or _ui(u0)
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 45 * len(a3)
                         for _ in range(n3 - len(a3)):
@@ -1596,21 +1596,21 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                             a3.append(o3)
                     tn2 = buf[pos]
                     pos += 1
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -1669,21 +1669,21 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 ReplicaState.SPEC_NAME = 'DescribeQuorumResponse'

@@ -50,7 +50,7 @@ class ReplicaInfo(Message):
 
     candidate_id: int = 0  # Replica id of a preferred candidate.
     candidate_directory_id: Uuid = ZERO_UUID  # Directory id of the preferred candidate.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -62,7 +62,7 @@ class PartitionData(Message):
     leader_epoch: int = 0  # Epoch the leader is giving up.
     preferred_successors: list[int] = field(default_factory=list)  # Voter ids ordered from most to least caught up.
     preferred_candidates: list[ReplicaInfo] = field(default_factory=list)  # Voter replica keys ordered from most to least caught up.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -71,7 +71,7 @@ class TopicData(Message):
 
     topic_name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
     partitions: list[PartitionData] = field(default_factory=list)  # Partitions of the topic.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -81,7 +81,7 @@ class LeaderEndpoint(Message):
     name: str = ''  # Listener name, e.g. CONTROLLER.
     host: str = ''  # Hostname or IP address of the listener.
     port: int = 0  # TCP port of the listener.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -94,7 +94,7 @@ class EndQuorumEpochRequest(Message):
     cluster_id: str | None = None  # Cluster id of the leader; null skips the check.
     topics: list[TopicData] = field(default_factory=list)  # Topics concerned; in KRaft only __cluster_metadata.
     leader_endpoints: list[LeaderEndpoint] = field(default_factory=list)  # Listener endpoints of the resigning leader.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_ReplicaInfo = ReplicaInfo()
@@ -133,7 +133,7 @@ def _r_ReplicaInfo_1(buf: Any, pos: int) -> tuple[ReplicaInfo, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -162,7 +162,7 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
             raise DecodeError('array PreferredSuccessors of ' + str(n1) + ' elements overruns the buffer')
         o0.preferred_successors = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -209,7 +209,7 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
                 o1 = _new(ReplicaInfo)
                 o1.candidate_id, u0, _ = t1
                 o1.candidate_directory_id = _ug(u0) or _ui(u0)
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 21 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -220,14 +220,14 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -270,9 +270,9 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
                     raise DecodeError('array PreferredSuccessors of ' + str(n2) + ' elements overruns the buffer')
                 o1.preferred_successors = list(_unpack_from('>%di' % n2, buf, pos))
                 pos += n2 * 4
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -347,7 +347,7 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
                         o2 = _new(ReplicaInfo)
                         o2.candidate_id, u0, _ = t2
                         o2.candidate_directory_id = _ug(u0) or _ui(u0)
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 21 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -358,21 +358,21 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -423,7 +423,7 @@ def _r_LeaderEndpoint_1(buf: Any, pos: int) -> tuple[LeaderEndpoint, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -476,11 +476,11 @@ def _r_EndQuorumEpochRequest_0(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                             raise DecodeError('array PreferredSuccessors of ' + str(n3) + ' elements overruns the buffer')
                         o2.preferred_successors = list(_unpack_from('>%di' % n3, buf, pos))
                         pos += n3 * 4
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -589,7 +589,7 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                                 o3 = _new(ReplicaInfo)
                                 o3.candidate_id, u0, _ = t3
                                 o3.candidate_directory_id = _ug(u0) or _ui(u0)
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 21 * len(a3)
                         for _ in range(n3 - len(a3)):
@@ -600,21 +600,21 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                             a3.append(o3)
                     tn2 = buf[pos]
                     pos += 1
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -658,14 +658,14 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 ReplicaInfo.SPEC_NAME = 'EndQuorumEpochRequest'

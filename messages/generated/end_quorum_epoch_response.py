@@ -52,7 +52,7 @@ class PartitionData(Message):
     error_code: int = 0  # Error code for this partition; 0 if none.
     leader_id: int = 0  # Leader id known to the responder, or -1 if none.
     leader_epoch: int = 0  # Latest leader epoch known to the responder.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -61,7 +61,7 @@ class TopicData(Message):
 
     topic_name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
     partitions: list[PartitionData] = field(default_factory=list)  # Per-partition results.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -71,7 +71,7 @@ class NodeEndpoint(Message):
     node_id: int = 0  # Node id the endpoint belongs to.
     host: str = ''  # Hostname or IP address of the node.
     port: int = 0  # TCP port of the node.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -84,7 +84,7 @@ class EndQuorumEpochResponse(Message):
     error_code: int = 0  # Error code for the whole response; 0 if none.
     topics: list[TopicData] = field(default_factory=list)  # Per-topic results.
     node_endpoints: list[NodeEndpoint] = field(default_factory=list)  # Endpoints, on the request's listener, of leaders named in the response.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_PartitionData = PartitionData()
@@ -119,7 +119,7 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
     o0 = _new(PartitionData)
     o0.partition_index, o0.error_code, o0.leader_id, o0.leader_epoch = _U0(buf, pos)
     pos += 14
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -139,7 +139,7 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -172,16 +172,16 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
             for t1 in _IT0(buf[pos:pos + n1 * 14]):
                 o1 = _new(PartitionData)
                 o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch = t1
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 14 * len(a1)
         for _ in range(n1 - len(a1)):
             o1 = _new(PartitionData)
             o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch = _U0(buf, pos)
             pos += 14
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -239,7 +239,7 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
                     break
                 o1 = _new(PartitionData)
                 o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch, _ = t1
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 15 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -249,14 +249,14 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -295,7 +295,7 @@ def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -341,18 +341,18 @@ def _r_EndQuorumEpochResponse_0(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
                     for t2 in _IT0(buf[pos:pos + n2 * 14]):
                         o2 = _new(PartitionData)
                         o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = t2
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 14 * len(a2)
                 for _ in range(n2 - len(a2)):
                     o2 = _new(PartitionData)
                     o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _U0(buf, pos)
                     pos += 14
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -439,7 +439,7 @@ def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
                             break
                         o2 = _new(PartitionData)
                         o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, _ = t2
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 15 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -449,14 +449,14 @@ def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
@@ -500,16 +500,16 @@ def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
                         if tn1:
                             o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                         else:
-                            o1.unknown_tagged_fields = []
+                            o1.unknown_tagged_fields = ()
                         a1.append(o1)
                 if pos != end0:
                     raise DecodeError('tagged field NodeEndpoints has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 PartitionData.SPEC_NAME = 'EndQuorumEpochResponse'

@@ -54,7 +54,7 @@ class EnvelopeRequest(Message):
     request_data: bytes = b''  # Serialized header and body of the forwarded request.
     request_principal: bytes | None = b''  # Serialized principal of the original client, or null.
     client_host_address: bytes = b''  # Raw IP address bytes of the original client.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _new = object.__new__
@@ -85,7 +85,7 @@ def _r_EnvelopeRequest_0(buf: Any, pos: int) -> tuple[EnvelopeRequest, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 EnvelopeRequest.SPEC_NAME = 'EnvelopeRequest'

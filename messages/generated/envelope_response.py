@@ -53,7 +53,7 @@ class EnvelopeResponse(Message):
 
     response_data: bytes | None = None  # Serialized response to the forwarded request, or null on error.
     error_code: int = 0  # Envelope-level error code; 0 if the inner request was handled.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>h')
@@ -81,7 +81,7 @@ def _r_EnvelopeResponse_0(buf: Any, pos: int) -> tuple[EnvelopeResponse, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 EnvelopeResponse.SPEC_NAME = 'EnvelopeResponse'

@@ -53,7 +53,7 @@ class FeatureLevelRecord(Message):
 
     name: str = ''  # Feature name, e.g. metadata.version.
     feature_level: int = 0  # Finalized level of the feature; 0 removes it.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>h')
@@ -95,7 +95,7 @@ def _r_FeatureLevelRecord_0(buf: Any, pos: int) -> tuple[FeatureLevelRecord, int
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 FeatureLevelRecord.SPEC_NAME = 'FeatureLevelRecord'

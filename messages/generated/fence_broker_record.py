@@ -53,7 +53,7 @@ class FenceBrokerRecord(Message):
 
     id: int = 0  # Node id of the broker being fenced.
     epoch: int = 0  # Broker epoch of the registration being fenced.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>iq')
@@ -79,7 +79,7 @@ def _r_FenceBrokerRecord_0(buf: Any, pos: int) -> tuple[FenceBrokerRecord, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 FenceBrokerRecord.SPEC_NAME = 'FenceBrokerRecord'

@@ -50,7 +50,7 @@ class ReplicaState(Message):
 
     replica_id: int = -1  # Id of the fetching replica; -1 for consumers.
     replica_epoch: int = -1  # Broker epoch of the fetching replica; -1 if unknown.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -65,7 +65,7 @@ class FetchPartition(Message):
     partition_max_bytes: int = 0  # Upper bound on the bytes returned for this partition.
     replica_directory_id: Uuid = ZERO_UUID  # Directory id of the fetching replica's key (KIP-853).
     high_watermark: int = 9223372036854775807  # High watermark known to the fetcher (KIP-1166); -1 unknown, Long.MAX_VALUE unsupported.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -75,7 +75,7 @@ class FetchTopic(Message):
     topic: str = ''  # Topic name, before topic ids were used.
     topic_id: Uuid = ZERO_UUID  # Topic id, which replaces the name from v13.
     partitions: list[FetchPartition] = field(default_factory=list)  # Partition entries to read from.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -85,7 +85,7 @@ class ForgottenTopic(Message):
     topic: str = ''  # Topic name, before topic ids were used.
     topic_id: Uuid = ZERO_UUID  # Topic id, which replaces the name from v13.
     partitions: list[int] = field(default_factory=list)  # Indexes of the partitions to drop.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -107,7 +107,7 @@ class FetchRequest(Message):
     topics: list[FetchTopic] = field(default_factory=list)  # Topic entries to read from.
     forgotten_topics_data: list[ForgottenTopic] = field(default_factory=list)  # Partitions to drop from the incremental fetch session.
     rack_id: str = ''  # Rack of the consumer, for fetching from the closest replica.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_ReplicaState = ReplicaState()
@@ -172,7 +172,7 @@ def _r_ReplicaState_15(buf: Any, pos: int) -> tuple[ReplicaState, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 _w_ReplicaState_16 = _w_ReplicaState_15
 _r_ReplicaState_16 = _r_ReplicaState_15
@@ -200,7 +200,7 @@ def _r_FetchPartition_4(buf: Any, pos: int) -> tuple[FetchPartition, int]:
     o0.high_watermark = 9223372036854775807
     o0.partition, o0.fetch_offset, o0.partition_max_bytes = _U4(buf, pos)
     pos += 16
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -221,7 +221,7 @@ def _r_FetchPartition_5(buf: Any, pos: int) -> tuple[FetchPartition, int]:
     o0.high_watermark = 9223372036854775807
     o0.partition, o0.fetch_offset, o0.log_start_offset, o0.partition_max_bytes = _U6(buf, pos)
     pos += 24
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -267,7 +267,7 @@ def _r_FetchPartition_9(buf: Any, pos: int) -> tuple[FetchPartition, int]:
     o0.high_watermark = 9223372036854775807
     o0.partition, o0.current_leader_epoch, o0.fetch_offset, o0.log_start_offset, o0.partition_max_bytes = _U8(buf, pos)
     pos += 28
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -314,9 +314,9 @@ def _r_FetchPartition_12(buf: Any, pos: int) -> tuple[FetchPartition, int]:
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 _w_FetchPartition_13 = _w_FetchPartition_12
 
@@ -340,9 +340,9 @@ def _r_FetchPartition_13(buf: Any, pos: int) -> tuple[FetchPartition, int]:
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 _w_FetchPartition_14 = _w_FetchPartition_12
 
@@ -366,9 +366,9 @@ def _r_FetchPartition_14(buf: Any, pos: int) -> tuple[FetchPartition, int]:
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 _w_FetchPartition_15 = _w_FetchPartition_12
 
@@ -392,9 +392,9 @@ def _r_FetchPartition_15(buf: Any, pos: int) -> tuple[FetchPartition, int]:
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 _w_FetchPartition_16 = _w_FetchPartition_12
 
@@ -418,9 +418,9 @@ def _r_FetchPartition_16(buf: Any, pos: int) -> tuple[FetchPartition, int]:
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -462,9 +462,9 @@ def _r_FetchPartition_17(buf: Any, pos: int) -> tuple[FetchPartition, int]:
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -513,9 +513,9 @@ def _r_FetchPartition_18(buf: Any, pos: int) -> tuple[FetchPartition, int]:
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -554,7 +554,7 @@ def _r_FetchTopic_4(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                 o1.log_start_offset = -1
                 o1.replica_directory_id = ZERO_UUID
                 o1.high_watermark = 9223372036854775807
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 16 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -566,9 +566,9 @@ def _r_FetchTopic_4(buf: Any, pos: int) -> tuple[FetchTopic, int]:
             o1.high_watermark = 9223372036854775807
             o1.partition, o1.fetch_offset, o1.partition_max_bytes = _U4(buf, pos)
             pos += 16
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -606,7 +606,7 @@ def _r_FetchTopic_5(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                 o1.last_fetched_epoch = -1
                 o1.replica_directory_id = ZERO_UUID
                 o1.high_watermark = 9223372036854775807
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 24 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -617,9 +617,9 @@ def _r_FetchTopic_5(buf: Any, pos: int) -> tuple[FetchTopic, int]:
             o1.high_watermark = 9223372036854775807
             o1.partition, o1.fetch_offset, o1.log_start_offset, o1.partition_max_bytes = _U6(buf, pos)
             pos += 24
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -698,7 +698,7 @@ def _r_FetchTopic_9(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                 o1.last_fetched_epoch = -1
                 o1.replica_directory_id = ZERO_UUID
                 o1.high_watermark = 9223372036854775807
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 28 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -708,9 +708,9 @@ def _r_FetchTopic_9(buf: Any, pos: int) -> tuple[FetchTopic, int]:
             o1.high_watermark = 9223372036854775807
             o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.log_start_offset, o1.partition_max_bytes = _U8(buf, pos)
             pos += 28
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -799,7 +799,7 @@ def _r_FetchTopic_12(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                 o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.replica_directory_id = ZERO_UUID
                 o1.high_watermark = 9223372036854775807
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 33 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -820,16 +820,16 @@ def _r_FetchTopic_12(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                     else:
                         uk1.append((tag1, bytes(buf[pos:end1])))
                         pos = end1
-                o1.unknown_tagged_fields = uk1
+                o1.unknown_tagged_fields = tuple(uk1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -878,7 +878,7 @@ def _r_FetchTopic_13(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                 o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.replica_directory_id = ZERO_UUID
                 o1.high_watermark = 9223372036854775807
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 33 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -899,16 +899,16 @@ def _r_FetchTopic_13(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                     else:
                         uk1.append((tag1, bytes(buf[pos:end1])))
                         pos = end1
-                o1.unknown_tagged_fields = uk1
+                o1.unknown_tagged_fields = tuple(uk1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -957,7 +957,7 @@ def _r_FetchTopic_14(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                 o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.replica_directory_id = ZERO_UUID
                 o1.high_watermark = 9223372036854775807
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 33 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -978,16 +978,16 @@ def _r_FetchTopic_14(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                     else:
                         uk1.append((tag1, bytes(buf[pos:end1])))
                         pos = end1
-                o1.unknown_tagged_fields = uk1
+                o1.unknown_tagged_fields = tuple(uk1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1036,7 +1036,7 @@ def _r_FetchTopic_15(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                 o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.replica_directory_id = ZERO_UUID
                 o1.high_watermark = 9223372036854775807
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 33 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -1057,16 +1057,16 @@ def _r_FetchTopic_15(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                     else:
                         uk1.append((tag1, bytes(buf[pos:end1])))
                         pos = end1
-                o1.unknown_tagged_fields = uk1
+                o1.unknown_tagged_fields = tuple(uk1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1115,7 +1115,7 @@ def _r_FetchTopic_16(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                 o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.replica_directory_id = ZERO_UUID
                 o1.high_watermark = 9223372036854775807
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 33 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -1136,16 +1136,16 @@ def _r_FetchTopic_16(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                     else:
                         uk1.append((tag1, bytes(buf[pos:end1])))
                         pos = end1
-                o1.unknown_tagged_fields = uk1
+                o1.unknown_tagged_fields = tuple(uk1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1194,7 +1194,7 @@ def _r_FetchTopic_17(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                 o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.replica_directory_id = ZERO_UUID
                 o1.high_watermark = 9223372036854775807
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 33 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -1221,16 +1221,16 @@ def _r_FetchTopic_17(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                     else:
                         uk1.append((tag1, bytes(buf[pos:end1])))
                         pos = end1
-                o1.unknown_tagged_fields = uk1
+                o1.unknown_tagged_fields = tuple(uk1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1279,7 +1279,7 @@ def _r_FetchTopic_18(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                 o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.replica_directory_id = ZERO_UUID
                 o1.high_watermark = 9223372036854775807
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 33 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -1309,16 +1309,16 @@ def _r_FetchTopic_18(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                     else:
                         uk1.append((tag1, bytes(buf[pos:end1])))
                         pos = end1
-                o1.unknown_tagged_fields = uk1
+                o1.unknown_tagged_fields = tuple(uk1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1348,7 +1348,7 @@ def _r_ForgottenTopic_7(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
             raise DecodeError('array Partitions of ' + str(n1) + ' elements overruns the buffer')
         o0.partitions = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1458,7 +1458,7 @@ def _r_ForgottenTopic_12(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1504,7 +1504,7 @@ def _r_ForgottenTopic_13(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1659,7 +1659,7 @@ def _r_FetchRequest_4(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         o2.log_start_offset = -1
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 16 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -1671,11 +1671,11 @@ def _r_FetchRequest_4(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     o2.high_watermark = 9223372036854775807
                     o2.partition, o2.fetch_offset, o2.partition_max_bytes = _U4(buf, pos)
                     pos += 16
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1734,7 +1734,7 @@ def _r_FetchRequest_5(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         o2.last_fetched_epoch = -1
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 24 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -1745,11 +1745,11 @@ def _r_FetchRequest_5(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     o2.high_watermark = 9223372036854775807
                     o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _U6(buf, pos)
                     pos += 24
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1827,7 +1827,7 @@ def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         o2.last_fetched_epoch = -1
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 24 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -1838,9 +1838,9 @@ def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     o2.high_watermark = 9223372036854775807
                     o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _U6(buf, pos)
                     pos += 24
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1863,9 +1863,9 @@ def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = list(_unpack_from('>%di' % n2, buf, pos))
                 pos += n2 * 4
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1947,7 +1947,7 @@ def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         o2.last_fetched_epoch = -1
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 28 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -1957,9 +1957,9 @@ def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     o2.high_watermark = 9223372036854775807
                     o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _U8(buf, pos)
                     pos += 28
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1982,9 +1982,9 @@ def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = list(_unpack_from('>%di' % n2, buf, pos))
                 pos += n2 * 4
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -2068,7 +2068,7 @@ def _r_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         o2.last_fetched_epoch = -1
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 28 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -2078,9 +2078,9 @@ def _r_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     o2.high_watermark = 9223372036854775807
                     o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _U8(buf, pos)
                     pos += 28
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -2103,10 +2103,10 @@ def _r_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     raise DecodeError('array Partitions of ' + str(n2) + ' elements overruns the buffer')
                 o1.partitions = list(_unpack_from('>%di' % n2, buf, pos))
                 pos += n2 * 4
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.rack_id, pos = _rs(buf, pos)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -2204,7 +2204,7 @@ def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 33 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -2225,16 +2225,16 @@ def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                             else:
                                 uk2.append((tag2, bytes(buf[pos:end2])))
                                 pos = end2
-                        o2.unknown_tagged_fields = uk2
+                        o2.unknown_tagged_fields = tuple(uk2)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -2279,7 +2279,7 @@ def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -2322,9 +2322,9 @@ def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -2413,7 +2413,7 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 33 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -2434,16 +2434,16 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                             else:
                                 uk2.append((tag2, bytes(buf[pos:end2])))
                                 pos = end2
-                        o2.unknown_tagged_fields = uk2
+                        o2.unknown_tagged_fields = tuple(uk2)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -2479,7 +2479,7 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -2522,9 +2522,9 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -2613,7 +2613,7 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 33 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -2634,16 +2634,16 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                             else:
                                 uk2.append((tag2, bytes(buf[pos:end2])))
                                 pos = end2
-                        o2.unknown_tagged_fields = uk2
+                        o2.unknown_tagged_fields = tuple(uk2)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -2679,7 +2679,7 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -2722,9 +2722,9 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -2817,7 +2817,7 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 33 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -2838,16 +2838,16 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                             else:
                                 uk2.append((tag2, bytes(buf[pos:end2])))
                                 pos = end2
-                        o2.unknown_tagged_fields = uk2
+                        o2.unknown_tagged_fields = tuple(uk2)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -2883,7 +2883,7 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -2928,16 +2928,16 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if tn1:
                     o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                 else:
-                    o1.unknown_tagged_fields = []
+                    o1.unknown_tagged_fields = ()
                 o0.replica_state = o1
                 if pos != end0:
                     raise DecodeError('tagged field ReplicaState has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -3030,7 +3030,7 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 33 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -3051,16 +3051,16 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                             else:
                                 uk2.append((tag2, bytes(buf[pos:end2])))
                                 pos = end2
-                        o2.unknown_tagged_fields = uk2
+                        o2.unknown_tagged_fields = tuple(uk2)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -3096,7 +3096,7 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -3141,16 +3141,16 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if tn1:
                     o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                 else:
-                    o1.unknown_tagged_fields = []
+                    o1.unknown_tagged_fields = ()
                 o0.replica_state = o1
                 if pos != end0:
                     raise DecodeError('tagged field ReplicaState has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -3243,7 +3243,7 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 33 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -3270,16 +3270,16 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                             else:
                                 uk2.append((tag2, bytes(buf[pos:end2])))
                                 pos = end2
-                        o2.unknown_tagged_fields = uk2
+                        o2.unknown_tagged_fields = tuple(uk2)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -3315,7 +3315,7 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -3360,16 +3360,16 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if tn1:
                     o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                 else:
-                    o1.unknown_tagged_fields = []
+                    o1.unknown_tagged_fields = ()
                 o0.replica_state = o1
                 if pos != end0:
                     raise DecodeError('tagged field ReplicaState has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -3462,7 +3462,7 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 33 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -3492,16 +3492,16 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                             else:
                                 uk2.append((tag2, bytes(buf[pos:end2])))
                                 pos = end2
-                        o2.unknown_tagged_fields = uk2
+                        o2.unknown_tagged_fields = tuple(uk2)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -3537,7 +3537,7 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -3582,16 +3582,16 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if tn1:
                     o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                 else:
-                    o1.unknown_tagged_fields = []
+                    o1.unknown_tagged_fields = ()
                 o0.replica_state = o1
                 if pos != end0:
                     raise DecodeError('tagged field ReplicaState has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 ReplicaState.SPEC_NAME = 'FetchRequest'

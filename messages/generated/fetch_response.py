@@ -50,7 +50,7 @@ class EpochEndOffset(Message):
 
     epoch: int = -1  # Largest leader epoch the two logs share.
     end_offset: int = -1  # End offset of that epoch in the leader's log.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -59,7 +59,7 @@ class LeaderIdAndEpoch(Message):
 
     leader_id: int = -1  # Id of the current leader, or -1.
     leader_epoch: int = -1  # Epoch of that leader, or -1 if unknown.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -68,7 +68,7 @@ class SnapshotId(Message):
 
     end_offset: int = -1  # End offset of the snapshot.
     epoch: int = -1  # Epoch of the snapshot.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -77,7 +77,7 @@ class AbortedTransaction(Message):
 
     producer_id: int = 0  # Producer id that wrote the aborted transaction.
     first_offset: int = 0  # Offset at which the aborted transaction begins.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -95,7 +95,7 @@ class PartitionData(Message):
     aborted_transactions: list[AbortedTransaction] | None = field(default_factory=list)  # Aborted transactions overlapping the returned records.
     preferred_read_replica: int = -1  # Replica the consumer should read from instead; -1 if none.
     records: bytes | memoryview | None = None  # Returned record batches.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -105,7 +105,7 @@ class FetchableTopicResponse(Message):
     topic: str = ''  # Topic name, before topic ids were used.
     topic_id: Uuid = ZERO_UUID  # Topic id, which replaces the name from v13.
     partitions: list[PartitionData] = field(default_factory=list)  # Per-partition results.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -116,7 +116,7 @@ class NodeEndpoint(Message):
     host: str = ''  # Hostname or IP address of the node.
     port: int = 0  # TCP port of the node.
     rack: str | None = None  # Rack of the node, or null.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -131,7 +131,7 @@ class FetchResponse(Message):
     session_id: int = 0  # Incremental fetch session id; 0 if none.
     responses: list[FetchableTopicResponse] = field(default_factory=list)  # Per-topic results.
     node_endpoints: list[NodeEndpoint] = field(default_factory=list)  # Endpoints of leaders named in the response (KIP-951).
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_EpochEndOffset = EpochEndOffset()
@@ -194,7 +194,7 @@ def _r_EpochEndOffset_12(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 _w_EpochEndOffset_13 = _w_EpochEndOffset_12
 _r_EpochEndOffset_13 = _r_EpochEndOffset_12
@@ -226,7 +226,7 @@ def _r_LeaderIdAndEpoch_12(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 _w_LeaderIdAndEpoch_13 = _w_LeaderIdAndEpoch_12
 _r_LeaderIdAndEpoch_13 = _r_LeaderIdAndEpoch_12
@@ -258,7 +258,7 @@ def _r_SnapshotId_12(buf: Any, pos: int) -> tuple[SnapshotId, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 _w_SnapshotId_13 = _w_SnapshotId_12
 _r_SnapshotId_13 = _r_SnapshotId_12
@@ -283,7 +283,7 @@ def _r_AbortedTransaction_4(buf: Any, pos: int) -> tuple[AbortedTransaction, int
     o0 = _new(AbortedTransaction)
     o0.producer_id, o0.first_offset = _U6(buf, pos)
     pos += 16
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 _w_AbortedTransaction_5 = _w_AbortedTransaction_4
 _r_AbortedTransaction_5 = _r_AbortedTransaction_4
@@ -317,7 +317,7 @@ def _r_AbortedTransaction_12(buf: Any, pos: int) -> tuple[AbortedTransaction, in
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 _w_AbortedTransaction_13 = _w_AbortedTransaction_12
 _r_AbortedTransaction_13 = _r_AbortedTransaction_12
@@ -375,17 +375,17 @@ def _r_PartitionData_4(buf: Any, pos: int) -> tuple[PartitionData, int]:
             for t1 in _IT6(buf[pos:pos + n1 * 16]):
                 o1 = _new(AbortedTransaction)
                 o1.producer_id, o1.first_offset = t1
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 16 * len(a1)
         for _ in range(n1 - len(a1)):
             o1 = _new(AbortedTransaction)
             o1.producer_id, o1.first_offset = _U6(buf, pos)
             pos += 16
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.records, pos = _rrec(buf, pos, False, True)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -430,17 +430,17 @@ def _r_PartitionData_5(buf: Any, pos: int) -> tuple[PartitionData, int]:
             for t1 in _IT6(buf[pos:pos + n1 * 16]):
                 o1 = _new(AbortedTransaction)
                 o1.producer_id, o1.first_offset = t1
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 16 * len(a1)
         for _ in range(n1 - len(a1)):
             o1 = _new(AbortedTransaction)
             o1.producer_id, o1.first_offset = _U6(buf, pos)
             pos += 16
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.records, pos = _rrec(buf, pos, False, True)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -588,19 +588,19 @@ def _r_PartitionData_11(buf: Any, pos: int) -> tuple[PartitionData, int]:
             for t1 in _IT6(buf[pos:pos + n1 * 16]):
                 o1 = _new(AbortedTransaction)
                 o1.producer_id, o1.first_offset = t1
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 16 * len(a1)
         for _ in range(n1 - len(a1)):
             o1 = _new(AbortedTransaction)
             o1.producer_id, o1.first_offset = _U6(buf, pos)
             pos += 16
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.preferred_read_replica, = _U10(buf, pos)
     pos += 4
     o0.records, pos = _rrec(buf, pos, False, True)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -663,7 +663,7 @@ def _r_PartitionData_12(buf: Any, pos: int) -> tuple[PartitionData, int]:
                     break
                 o1 = _new(AbortedTransaction)
                 o1.producer_id, o1.first_offset, _ = t1
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 17 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -673,7 +673,7 @@ def _r_PartitionData_12(buf: Any, pos: int) -> tuple[PartitionData, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.preferred_read_replica, = _U10(buf, pos)
     pos += 4
@@ -694,7 +694,7 @@ def _r_PartitionData_12(buf: Any, pos: int) -> tuple[PartitionData, int]:
                 if tn1:
                     o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                 else:
-                    o1.unknown_tagged_fields = []
+                    o1.unknown_tagged_fields = ()
                 o0.diverging_epoch = o1
                 if pos != end0:
                     raise DecodeError('tagged field DivergingEpoch has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -705,7 +705,7 @@ def _r_PartitionData_12(buf: Any, pos: int) -> tuple[PartitionData, int]:
                 if tn1:
                     o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                 else:
-                    o1.unknown_tagged_fields = []
+                    o1.unknown_tagged_fields = ()
                 o0.current_leader = o1
                 if pos != end0:
                     raise DecodeError('tagged field CurrentLeader has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -716,16 +716,16 @@ def _r_PartitionData_12(buf: Any, pos: int) -> tuple[PartitionData, int]:
                 if tn1:
                     o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                 else:
-                    o1.unknown_tagged_fields = []
+                    o1.unknown_tagged_fields = ()
                 o0.snapshot_id = o1
                 if pos != end0:
                     raise DecodeError('tagged field SnapshotId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -986,19 +986,19 @@ def _r_FetchableTopicResponse_4(buf: Any, pos: int) -> tuple[FetchableTopicRespo
                     for t2 in _IT6(buf[pos:pos + n2 * 16]):
                         o2 = _new(AbortedTransaction)
                         o2.producer_id, o2.first_offset = t2
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 16 * len(a2)
                 for _ in range(n2 - len(a2)):
                     o2 = _new(AbortedTransaction)
                     o2.producer_id, o2.first_offset = _U6(buf, pos)
                     pos += 16
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
             o1.records, pos = _rrec(buf, pos, False, True)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1048,19 +1048,19 @@ def _r_FetchableTopicResponse_5(buf: Any, pos: int) -> tuple[FetchableTopicRespo
                     for t2 in _IT6(buf[pos:pos + n2 * 16]):
                         o2 = _new(AbortedTransaction)
                         o2.producer_id, o2.first_offset = t2
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 16 * len(a2)
                 for _ in range(n2 - len(a2)):
                     o2 = _new(AbortedTransaction)
                     o2.producer_id, o2.first_offset = _U6(buf, pos)
                     pos += 16
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
             o1.records, pos = _rrec(buf, pos, False, True)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1179,21 +1179,21 @@ def _r_FetchableTopicResponse_11(buf: Any, pos: int) -> tuple[FetchableTopicResp
                     for t2 in _IT6(buf[pos:pos + n2 * 16]):
                         o2 = _new(AbortedTransaction)
                         o2.producer_id, o2.first_offset = t2
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 16 * len(a2)
                 for _ in range(n2 - len(a2)):
                     o2 = _new(AbortedTransaction)
                     o2.producer_id, o2.first_offset = _U6(buf, pos)
                     pos += 16
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
             o1.preferred_read_replica, = _U10(buf, pos)
             pos += 4
             o1.records, pos = _rrec(buf, pos, False, True)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1270,7 +1270,7 @@ def _r_FetchableTopicResponse_12(buf: Any, pos: int) -> tuple[FetchableTopicResp
                             break
                         o2 = _new(AbortedTransaction)
                         o2.producer_id, o2.first_offset, _ = t2
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 17 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -1280,7 +1280,7 @@ def _r_FetchableTopicResponse_12(buf: Any, pos: int) -> tuple[FetchableTopicResp
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             o1.preferred_read_replica, = _U10(buf, pos)
             pos += 4
@@ -1301,7 +1301,7 @@ def _r_FetchableTopicResponse_12(buf: Any, pos: int) -> tuple[FetchableTopicResp
                         if tn2:
                             o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                         else:
-                            o2.unknown_tagged_fields = []
+                            o2.unknown_tagged_fields = ()
                         o1.diverging_epoch = o2
                         if pos != end1:
                             raise DecodeError('tagged field DivergingEpoch has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
@@ -1312,7 +1312,7 @@ def _r_FetchableTopicResponse_12(buf: Any, pos: int) -> tuple[FetchableTopicResp
                         if tn2:
                             o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                         else:
-                            o2.unknown_tagged_fields = []
+                            o2.unknown_tagged_fields = ()
                         o1.current_leader = o2
                         if pos != end1:
                             raise DecodeError('tagged field CurrentLeader has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
@@ -1323,23 +1323,23 @@ def _r_FetchableTopicResponse_12(buf: Any, pos: int) -> tuple[FetchableTopicResp
                         if tn2:
                             o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                         else:
-                            o2.unknown_tagged_fields = []
+                            o2.unknown_tagged_fields = ()
                         o1.snapshot_id = o2
                         if pos != end1:
                             raise DecodeError('tagged field SnapshotId has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
                     else:
                         uk1.append((tag1, bytes(buf[pos:end1])))
                         pos = end1
-                o1.unknown_tagged_fields = uk1
+                o1.unknown_tagged_fields = tuple(uk1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1404,7 +1404,7 @@ def _r_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResp
                             break
                         o2 = _new(AbortedTransaction)
                         o2.producer_id, o2.first_offset, _ = t2
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 17 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -1414,7 +1414,7 @@ def _r_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResp
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             o1.preferred_read_replica, = _U10(buf, pos)
             pos += 4
@@ -1435,7 +1435,7 @@ def _r_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResp
                         if tn2:
                             o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                         else:
-                            o2.unknown_tagged_fields = []
+                            o2.unknown_tagged_fields = ()
                         o1.diverging_epoch = o2
                         if pos != end1:
                             raise DecodeError('tagged field DivergingEpoch has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
@@ -1446,7 +1446,7 @@ def _r_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResp
                         if tn2:
                             o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                         else:
-                            o2.unknown_tagged_fields = []
+                            o2.unknown_tagged_fields = ()
                         o1.current_leader = o2
                         if pos != end1:
                             raise DecodeError('tagged field CurrentLeader has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
@@ -1457,23 +1457,23 @@ def _r_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResp
                         if tn2:
                             o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                         else:
-                            o2.unknown_tagged_fields = []
+                            o2.unknown_tagged_fields = ()
                         o1.snapshot_id = o2
                         if pos != end1:
                             raise DecodeError('tagged field SnapshotId has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
                     else:
                         uk1.append((tag1, bytes(buf[pos:end1])))
                         pos = end1
-                o1.unknown_tagged_fields = uk1
+                o1.unknown_tagged_fields = tuple(uk1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1627,7 +1627,7 @@ def _r_NodeEndpoint_16(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1723,21 +1723,21 @@ def _r_FetchResponse_4(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             for t3 in _IT6(buf[pos:pos + n3 * 16]):
                                 o3 = _new(AbortedTransaction)
                                 o3.producer_id, o3.first_offset = t3
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 16 * len(a3)
                         for _ in range(n3 - len(a3)):
                             o3 = _new(AbortedTransaction)
                             o3.producer_id, o3.first_offset = _U6(buf, pos)
                             pos += 16
-                            o3.unknown_tagged_fields = []
+                            o3.unknown_tagged_fields = ()
                             a3.append(o3)
                     o2.records, pos = _rrec(buf, pos, False, True)
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1804,21 +1804,21 @@ def _r_FetchResponse_5(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             for t3 in _IT6(buf[pos:pos + n3 * 16]):
                                 o3 = _new(AbortedTransaction)
                                 o3.producer_id, o3.first_offset = t3
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 16 * len(a3)
                         for _ in range(n3 - len(a3)):
                             o3 = _new(AbortedTransaction)
                             o3.producer_id, o3.first_offset = _U6(buf, pos)
                             pos += 16
-                            o3.unknown_tagged_fields = []
+                            o3.unknown_tagged_fields = ()
                             a3.append(o3)
                     o2.records, pos = _rrec(buf, pos, False, True)
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1897,21 +1897,21 @@ def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             for t3 in _IT6(buf[pos:pos + n3 * 16]):
                                 o3 = _new(AbortedTransaction)
                                 o3.producer_id, o3.first_offset = t3
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 16 * len(a3)
                         for _ in range(n3 - len(a3)):
                             o3 = _new(AbortedTransaction)
                             o3.producer_id, o3.first_offset = _U6(buf, pos)
                             pos += 16
-                            o3.unknown_tagged_fields = []
+                            o3.unknown_tagged_fields = ()
                             a3.append(o3)
                     o2.records, pos = _rrec(buf, pos, False, True)
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -2015,23 +2015,23 @@ def _r_FetchResponse_11(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             for t3 in _IT6(buf[pos:pos + n3 * 16]):
                                 o3 = _new(AbortedTransaction)
                                 o3.producer_id, o3.first_offset = t3
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 16 * len(a3)
                         for _ in range(n3 - len(a3)):
                             o3 = _new(AbortedTransaction)
                             o3.producer_id, o3.first_offset = _U6(buf, pos)
                             pos += 16
-                            o3.unknown_tagged_fields = []
+                            o3.unknown_tagged_fields = ()
                             a3.append(o3)
                     o2.preferred_read_replica, = _U10(buf, pos)
                     pos += 4
                     o2.records, pos = _rrec(buf, pos, False, True)
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -2124,7 +2124,7 @@ def _r_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     break
                                 o3 = _new(AbortedTransaction)
                                 o3.producer_id, o3.first_offset, _ = t3
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 17 * len(a3)
                         for _ in range(n3 - len(a3)):
@@ -2134,7 +2134,7 @@ def _r_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                             a3.append(o3)
                     o2.preferred_read_replica, = _U10(buf, pos)
                     pos += 4
@@ -2155,7 +2155,7 @@ def _r_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                                 else:
-                                    o3.unknown_tagged_fields = []
+                                    o3.unknown_tagged_fields = ()
                                 o2.diverging_epoch = o3
                                 if pos != end2:
                                     raise DecodeError('tagged field DivergingEpoch has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
@@ -2166,7 +2166,7 @@ def _r_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                                 else:
-                                    o3.unknown_tagged_fields = []
+                                    o3.unknown_tagged_fields = ()
                                 o2.current_leader = o3
                                 if pos != end2:
                                     raise DecodeError('tagged field CurrentLeader has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
@@ -2177,23 +2177,23 @@ def _r_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                                 else:
-                                    o3.unknown_tagged_fields = []
+                                    o3.unknown_tagged_fields = ()
                                 o2.snapshot_id = o3
                                 if pos != end2:
                                     raise DecodeError('tagged field SnapshotId has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
                             else:
                                 uk2.append((tag2, bytes(buf[pos:end2])))
                                 pos = end2
-                        o2.unknown_tagged_fields = uk2
+                        o2.unknown_tagged_fields = tuple(uk2)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
@@ -2209,9 +2209,9 @@ def _r_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -2294,7 +2294,7 @@ def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     break
                                 o3 = _new(AbortedTransaction)
                                 o3.producer_id, o3.first_offset, _ = t3
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 17 * len(a3)
                         for _ in range(n3 - len(a3)):
@@ -2304,7 +2304,7 @@ def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                             a3.append(o3)
                     o2.preferred_read_replica, = _U10(buf, pos)
                     pos += 4
@@ -2325,7 +2325,7 @@ def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                                 else:
-                                    o3.unknown_tagged_fields = []
+                                    o3.unknown_tagged_fields = ()
                                 o2.diverging_epoch = o3
                                 if pos != end2:
                                     raise DecodeError('tagged field DivergingEpoch has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
@@ -2336,7 +2336,7 @@ def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                                 else:
-                                    o3.unknown_tagged_fields = []
+                                    o3.unknown_tagged_fields = ()
                                 o2.current_leader = o3
                                 if pos != end2:
                                     raise DecodeError('tagged field CurrentLeader has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
@@ -2347,23 +2347,23 @@ def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                                 else:
-                                    o3.unknown_tagged_fields = []
+                                    o3.unknown_tagged_fields = ()
                                 o2.snapshot_id = o3
                                 if pos != end2:
                                     raise DecodeError('tagged field SnapshotId has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
                             else:
                                 uk2.append((tag2, bytes(buf[pos:end2])))
                                 pos = end2
-                        o2.unknown_tagged_fields = uk2
+                        o2.unknown_tagged_fields = tuple(uk2)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
@@ -2379,9 +2379,9 @@ def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -2464,7 +2464,7 @@ def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     break
                                 o3 = _new(AbortedTransaction)
                                 o3.producer_id, o3.first_offset, _ = t3
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 17 * len(a3)
                         for _ in range(n3 - len(a3)):
@@ -2474,7 +2474,7 @@ def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                             a3.append(o3)
                     o2.preferred_read_replica, = _U10(buf, pos)
                     pos += 4
@@ -2495,7 +2495,7 @@ def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                                 else:
-                                    o3.unknown_tagged_fields = []
+                                    o3.unknown_tagged_fields = ()
                                 o2.diverging_epoch = o3
                                 if pos != end2:
                                     raise DecodeError('tagged field DivergingEpoch has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
@@ -2506,7 +2506,7 @@ def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                                 else:
-                                    o3.unknown_tagged_fields = []
+                                    o3.unknown_tagged_fields = ()
                                 o2.current_leader = o3
                                 if pos != end2:
                                     raise DecodeError('tagged field CurrentLeader has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
@@ -2517,23 +2517,23 @@ def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                                 else:
-                                    o3.unknown_tagged_fields = []
+                                    o3.unknown_tagged_fields = ()
                                 o2.snapshot_id = o3
                                 if pos != end2:
                                     raise DecodeError('tagged field SnapshotId has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
                             else:
                                 uk2.append((tag2, bytes(buf[pos:end2])))
                                 pos = end2
-                        o2.unknown_tagged_fields = uk2
+                        o2.unknown_tagged_fields = tuple(uk2)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
@@ -2549,9 +2549,9 @@ def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -2634,7 +2634,7 @@ def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     break
                                 o3 = _new(AbortedTransaction)
                                 o3.producer_id, o3.first_offset, _ = t3
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 17 * len(a3)
                         for _ in range(n3 - len(a3)):
@@ -2644,7 +2644,7 @@ def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                             a3.append(o3)
                     o2.preferred_read_replica, = _U10(buf, pos)
                     pos += 4
@@ -2665,7 +2665,7 @@ def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                                 else:
-                                    o3.unknown_tagged_fields = []
+                                    o3.unknown_tagged_fields = ()
                                 o2.diverging_epoch = o3
                                 if pos != end2:
                                     raise DecodeError('tagged field DivergingEpoch has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
@@ -2676,7 +2676,7 @@ def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                                 else:
-                                    o3.unknown_tagged_fields = []
+                                    o3.unknown_tagged_fields = ()
                                 o2.current_leader = o3
                                 if pos != end2:
                                     raise DecodeError('tagged field CurrentLeader has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
@@ -2687,23 +2687,23 @@ def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                                 else:
-                                    o3.unknown_tagged_fields = []
+                                    o3.unknown_tagged_fields = ()
                                 o2.snapshot_id = o3
                                 if pos != end2:
                                     raise DecodeError('tagged field SnapshotId has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
                             else:
                                 uk2.append((tag2, bytes(buf[pos:end2])))
                                 pos = end2
-                        o2.unknown_tagged_fields = uk2
+                        o2.unknown_tagged_fields = tuple(uk2)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
@@ -2719,9 +2719,9 @@ def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -2818,7 +2818,7 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     break
                                 o3 = _new(AbortedTransaction)
                                 o3.producer_id, o3.first_offset, _ = t3
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 17 * len(a3)
                         for _ in range(n3 - len(a3)):
@@ -2828,7 +2828,7 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
-                                o3.unknown_tagged_fields = []
+                                o3.unknown_tagged_fields = ()
                             a3.append(o3)
                     o2.preferred_read_replica, = _U10(buf, pos)
                     pos += 4
@@ -2849,7 +2849,7 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                                 else:
-                                    o3.unknown_tagged_fields = []
+                                    o3.unknown_tagged_fields = ()
                                 o2.diverging_epoch = o3
                                 if pos != end2:
                                     raise DecodeError('tagged field DivergingEpoch has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
@@ -2860,7 +2860,7 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                                 else:
-                                    o3.unknown_tagged_fields = []
+                                    o3.unknown_tagged_fields = ()
                                 o2.current_leader = o3
                                 if pos != end2:
                                     raise DecodeError('tagged field CurrentLeader has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
@@ -2871,23 +2871,23 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                                 else:
-                                    o3.unknown_tagged_fields = []
+                                    o3.unknown_tagged_fields = ()
                                 o2.snapshot_id = o3
                                 if pos != end2:
                                     raise DecodeError('tagged field SnapshotId has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
                             else:
                                 uk2.append((tag2, bytes(buf[pos:end2])))
                                 pos = end2
-                        o2.unknown_tagged_fields = uk2
+                        o2.unknown_tagged_fields = tuple(uk2)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
@@ -2945,16 +2945,16 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                         if tn1:
                             o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                         else:
-                            o1.unknown_tagged_fields = []
+                            o1.unknown_tagged_fields = ()
                         a1.append(o1)
                 if pos != end0:
                     raise DecodeError('tagged field NodeEndpoints has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 

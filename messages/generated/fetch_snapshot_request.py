@@ -50,7 +50,7 @@ class SnapshotId(Message):
 
     end_offset: int = 0  # End offset of the snapshot.
     epoch: int = 0  # Epoch of the snapshot.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -62,7 +62,7 @@ class PartitionSnapshot(Message):
     snapshot_id: SnapshotId = field(default_factory=SnapshotId)  # Snapshot to download.
     position: int = 0  # Byte position in the snapshot to read from.
     replica_directory_id: Uuid = ZERO_UUID  # Directory id of the fetching replica's key.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -71,7 +71,7 @@ class TopicSnapshot(Message):
 
     name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
     partitions: list[PartitionSnapshot] = field(default_factory=list)  # Partitions to read from.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -85,7 +85,7 @@ class FetchSnapshotRequest(Message):
     replica_id: int = -1  # Id of the replica fetching the snapshot.
     max_bytes: int = 2147483647  # Upper bound on the bytes returned.
     topics: list[TopicSnapshot] = field(default_factory=list)  # Topics to read from; in KRaft only __cluster_metadata.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_SnapshotId = SnapshotId()
@@ -124,7 +124,7 @@ def _r_SnapshotId_0(buf: Any, pos: int) -> tuple[SnapshotId, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 _w_SnapshotId_1 = _w_SnapshotId_0
 _r_SnapshotId_1 = _r_SnapshotId_0
@@ -152,7 +152,7 @@ def _r_PartitionSnapshot_0(buf: Any, pos: int) -> tuple[PartitionSnapshot, int]:
     if tn1:
         o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o1.unknown_tagged_fields = []
+        o1.unknown_tagged_fields = ()
     o0.snapshot_id = o1
     o0.position, tn0 = _U4(buf, pos)
     pos += 9
@@ -168,9 +168,9 @@ def _r_PartitionSnapshot_0(buf: Any, pos: int) -> tuple[PartitionSnapshot, int]:
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -201,7 +201,7 @@ def _r_PartitionSnapshot_1(buf: Any, pos: int) -> tuple[PartitionSnapshot, int]:
     if tn1:
         o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o1.unknown_tagged_fields = []
+        o1.unknown_tagged_fields = ()
     o0.snapshot_id = o1
     o0.position, tn0 = _U4(buf, pos)
     pos += 9
@@ -221,9 +221,9 @@ def _r_PartitionSnapshot_1(buf: Any, pos: int) -> tuple[PartitionSnapshot, int]:
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -286,7 +286,7 @@ def _r_TopicSnapshot_0(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
             if tn2:
                 o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o2.unknown_tagged_fields = []
+                o2.unknown_tagged_fields = ()
             o1.snapshot_id = o2
             o1.position, tn1 = _U4(buf, pos)
             pos += 9
@@ -302,16 +302,16 @@ def _r_TopicSnapshot_0(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
                     else:
                         uk1.append((tag1, bytes(buf[pos:end1])))
                         pos = end1
-                o1.unknown_tagged_fields = uk1
+                o1.unknown_tagged_fields = tuple(uk1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -374,7 +374,7 @@ def _r_TopicSnapshot_1(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
             if tn2:
                 o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o2.unknown_tagged_fields = []
+                o2.unknown_tagged_fields = ()
             o1.snapshot_id = o2
             o1.position, tn1 = _U4(buf, pos)
             pos += 9
@@ -394,16 +394,16 @@ def _r_TopicSnapshot_1(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
                     else:
                         uk1.append((tag1, bytes(buf[pos:end1])))
                         pos = end1
-                o1.unknown_tagged_fields = uk1
+                o1.unknown_tagged_fields = tuple(uk1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -485,7 +485,7 @@ def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                     if tn3:
                         o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o3.unknown_tagged_fields = []
+                        o3.unknown_tagged_fields = ()
                     o2.snapshot_id = o3
                     o2.position, tn2 = _U4(buf, pos)
                     pos += 9
@@ -501,16 +501,16 @@ def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                             else:
                                 uk2.append((tag2, bytes(buf[pos:end2])))
                                 pos = end2
-                        o2.unknown_tagged_fields = uk2
+                        o2.unknown_tagged_fields = tuple(uk2)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
@@ -539,9 +539,9 @@ def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -623,7 +623,7 @@ def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                     if tn3:
                         o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o3.unknown_tagged_fields = []
+                        o3.unknown_tagged_fields = ()
                     o2.snapshot_id = o3
                     o2.position, tn2 = _U4(buf, pos)
                     pos += 9
@@ -643,16 +643,16 @@ def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                             else:
                                 uk2.append((tag2, bytes(buf[pos:end2])))
                                 pos = end2
-                        o2.unknown_tagged_fields = uk2
+                        o2.unknown_tagged_fields = tuple(uk2)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
@@ -681,9 +681,9 @@ def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 SnapshotId.SPEC_NAME = 'FetchSnapshotRequest'

@@ -50,7 +50,7 @@ class SnapshotId(Message):
 
     end_offset: int = 0  # End offset of the snapshot.
     epoch: int = 0  # Epoch of the snapshot.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -59,7 +59,7 @@ class LeaderIdAndEpoch(Message):
 
     leader_id: int = 0  # Id of the current leader, or -1.
     leader_epoch: int = 0  # Epoch of that leader, or -1 if unknown.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -73,7 +73,7 @@ class PartitionSnapshot(Message):
     size: int = 0  # Snapshot length in bytes.
     position: int = 0  # Byte position in the snapshot of the returned data.
     unaligned_records: bytes | memoryview = b''  # Raw snapshot bytes; may cut through record batches.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -82,7 +82,7 @@ class TopicSnapshot(Message):
 
     name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
     partitions: list[PartitionSnapshot] = field(default_factory=list)  # Per-partition results.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -92,7 +92,7 @@ class NodeEndpoint(Message):
     node_id: int = 0  # Node id the endpoint belongs to.
     host: str = ''  # Hostname or IP address of the node.
     port: int = 0  # TCP port of the node.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -106,7 +106,7 @@ class FetchSnapshotResponse(Message):
     error_code: int = 0  # Error code for the whole response; 0 if none.
     topics: list[TopicSnapshot] = field(default_factory=list)  # Per-topic results.
     node_endpoints: list[NodeEndpoint] = field(default_factory=list)  # Endpoints, on the request's listener, of leaders named in the response.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_SnapshotId = SnapshotId()
@@ -154,7 +154,7 @@ def _r_SnapshotId_0(buf: Any, pos: int) -> tuple[SnapshotId, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 _w_SnapshotId_1 = _w_SnapshotId_0
 _r_SnapshotId_1 = _r_SnapshotId_0
@@ -176,7 +176,7 @@ def _r_LeaderIdAndEpoch_0(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 _w_LeaderIdAndEpoch_1 = _w_LeaderIdAndEpoch_0
 _r_LeaderIdAndEpoch_1 = _r_LeaderIdAndEpoch_0
@@ -212,7 +212,7 @@ def _r_PartitionSnapshot_0(buf: Any, pos: int) -> tuple[PartitionSnapshot, int]:
     if tn1:
         o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o1.unknown_tagged_fields = []
+        o1.unknown_tagged_fields = ()
     o0.snapshot_id = o1
     o0.size, o0.position = _U5(buf, pos)
     pos += 16
@@ -233,16 +233,16 @@ def _r_PartitionSnapshot_0(buf: Any, pos: int) -> tuple[PartitionSnapshot, int]:
                 if tn1:
                     o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                 else:
-                    o1.unknown_tagged_fields = []
+                    o1.unknown_tagged_fields = ()
                 o0.current_leader = o1
                 if pos != end0:
                     raise DecodeError('tagged field CurrentLeader has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -324,7 +324,7 @@ def _r_TopicSnapshot_0(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
             if tn2:
                 o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o2.unknown_tagged_fields = []
+                o2.unknown_tagged_fields = ()
             o1.snapshot_id = o2
             o1.size, o1.position = _U5(buf, pos)
             pos += 16
@@ -345,23 +345,23 @@ def _r_TopicSnapshot_0(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
                         if tn2:
                             o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                         else:
-                            o2.unknown_tagged_fields = []
+                            o2.unknown_tagged_fields = ()
                         o1.current_leader = o2
                         if pos != end1:
                             raise DecodeError('tagged field CurrentLeader has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
                     else:
                         uk1.append((tag1, bytes(buf[pos:end1])))
                         pos = end1
-                o1.unknown_tagged_fields = uk1
+                o1.unknown_tagged_fields = tuple(uk1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -422,7 +422,7 @@ def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -501,7 +501,7 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                     if tn3:
                         o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o3.unknown_tagged_fields = []
+                        o3.unknown_tagged_fields = ()
                     o2.snapshot_id = o3
                     o2.size, o2.position = _U5(buf, pos)
                     pos += 16
@@ -522,23 +522,23 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                                 else:
-                                    o3.unknown_tagged_fields = []
+                                    o3.unknown_tagged_fields = ()
                                 o2.current_leader = o3
                                 if pos != end2:
                                     raise DecodeError('tagged field CurrentLeader has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
                             else:
                                 uk2.append((tag2, bytes(buf[pos:end2])))
                                 pos = end2
-                        o2.unknown_tagged_fields = uk2
+                        o2.unknown_tagged_fields = tuple(uk2)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
@@ -554,9 +554,9 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -648,7 +648,7 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                     if tn3:
                         o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o3.unknown_tagged_fields = []
+                        o3.unknown_tagged_fields = ()
                     o2.snapshot_id = o3
                     o2.size, o2.position = _U5(buf, pos)
                     pos += 16
@@ -669,23 +669,23 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                                 if tn3:
                                     o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                                 else:
-                                    o3.unknown_tagged_fields = []
+                                    o3.unknown_tagged_fields = ()
                                 o2.current_leader = o3
                                 if pos != end2:
                                     raise DecodeError('tagged field CurrentLeader has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
                             else:
                                 uk2.append((tag2, bytes(buf[pos:end2])))
                                 pos = end2
-                        o2.unknown_tagged_fields = uk2
+                        o2.unknown_tagged_fields = tuple(uk2)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
@@ -729,16 +729,16 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                         if tn1:
                             o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                         else:
-                            o1.unknown_tagged_fields = []
+                            o1.unknown_tagged_fields = ()
                         a1.append(o1)
                 if pos != end0:
                     raise DecodeError('tagged field NodeEndpoints has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 SnapshotId.SPEC_NAME = 'FetchSnapshotResponse'

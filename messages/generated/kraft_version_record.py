@@ -53,7 +53,7 @@ class KRaftVersionRecord(Message):
 
     version_: int = 0  # Schema version of this record.
     kraft_version: int = 0  # Finalized kraft.version; 1 enables dynamic voter changes.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>hh')
@@ -79,7 +79,7 @@ def _r_KRaftVersionRecord_0(buf: Any, pos: int) -> tuple[KRaftVersionRecord, int
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 KRaftVersionRecord.SPEC_NAME = 'KRaftVersionRecord'

@@ -50,7 +50,7 @@ class Voter(Message):
 
     voter_id: int = 0  # Replica id of the voter.
     voter_directory_id: Uuid = ZERO_UUID  # Directory id of the voter's replica key.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -64,7 +64,7 @@ class LeaderChangeMessage(Message):
     leader_id: int = 0  # Replica id of the new leader.
     voters: list[Voter] = field(default_factory=list)  # Voters of the quorum when the leader was elected.
     granting_voters: list[Voter] = field(default_factory=list)  # Voters that granted their vote to the leader.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_Voter = Voter()
@@ -103,7 +103,7 @@ def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -124,7 +124,7 @@ def _r_Voter_1(buf: Any, pos: int) -> tuple[Voter, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -181,7 +181,7 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
                 o1 = _new(Voter)
                 o1.voter_id, _ = t1
                 o1.voter_directory_id = ZERO_UUID
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 5 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -192,7 +192,7 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -212,7 +212,7 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
                 o1 = _new(Voter)
                 o1.voter_id, _ = t1
                 o1.voter_directory_id = ZERO_UUID
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 5 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -223,14 +223,14 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -287,7 +287,7 @@ def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
                 o1 = _new(Voter)
                 o1.voter_id, u0, _ = t1
                 o1.voter_directory_id = _ug(u0) or _ui(u0)
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 21 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -298,7 +298,7 @@ def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -318,7 +318,7 @@ def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
                 o1 = _new(Voter)
                 o1.voter_id, u0, _ = t1
                 o1.voter_directory_id = _ug(u0) or _ui(u0)
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 21 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -329,14 +329,14 @@ def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 Voter.SPEC_NAME = 'LeaderChangeMessage'

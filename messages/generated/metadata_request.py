@@ -50,7 +50,7 @@ class MetadataRequestTopic(Message):
 
     topic_id: Uuid = ZERO_UUID  # Id of the topic; zero UUID when looked up by name.
     name: str | None = ''  # Name of the topic; null when looked up by id.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -64,7 +64,7 @@ class MetadataRequest(Message):
     allow_auto_topic_creation: bool = True  # Whether missing topics may be auto-created.
     include_cluster_authorized_operations: bool = False  # Whether to return the cluster operations the caller may perform.
     include_topic_authorized_operations: bool = False  # Whether to return the topic operations the caller may perform.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_MetadataRequestTopic = MetadataRequestTopic()
@@ -95,7 +95,7 @@ def _r_MetadataRequestTopic_0(buf: Any, pos: int) -> tuple[MetadataRequestTopic,
     o0 = _new(MetadataRequestTopic)
     o0.topic_id = ZERO_UUID
     o0.name, pos = _rs(buf, pos)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -187,7 +187,7 @@ def _r_MetadataRequestTopic_9(buf: Any, pos: int) -> tuple[MetadataRequestTopic,
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -224,7 +224,7 @@ def _r_MetadataRequestTopic_10(buf: Any, pos: int) -> tuple[MetadataRequestTopic
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 _w_MetadataRequestTopic_11 = _w_MetadataRequestTopic_10
 _r_MetadataRequestTopic_11 = _r_MetadataRequestTopic_10
@@ -268,9 +268,9 @@ def _r_MetadataRequest_0(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
             o1 = _new(MetadataRequestTopic)
             o1.topic_id = ZERO_UUID
             o1.name, pos = _rs(buf, pos)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -308,9 +308,9 @@ def _r_MetadataRequest_1(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
             o1 = _new(MetadataRequestTopic)
             o1.topic_id = ZERO_UUID
             o1.name, pos = _rs(buf, pos)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -380,11 +380,11 @@ def _r_MetadataRequest_4(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
             o1 = _new(MetadataRequestTopic)
             o1.topic_id = ZERO_UUID
             o1.name, pos = _rs(buf, pos)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.allow_auto_topic_creation, = _U1(buf, pos)
     pos += 1
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -462,11 +462,11 @@ def _r_MetadataRequest_8(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
             o1 = _new(MetadataRequestTopic)
             o1.topic_id = ZERO_UUID
             o1.name, pos = _rs(buf, pos)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.allow_auto_topic_creation, o0.include_cluster_authorized_operations, o0.include_topic_authorized_operations = _U2(buf, pos)
     pos += 3
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -524,14 +524,14 @@ def _r_MetadataRequest_9(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.allow_auto_topic_creation, o0.include_cluster_authorized_operations, o0.include_topic_authorized_operations, tn0 = _U3(buf, pos)
     pos += 4
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -591,14 +591,14 @@ def _r_MetadataRequest_10(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.allow_auto_topic_creation, o0.include_cluster_authorized_operations, o0.include_topic_authorized_operations, tn0 = _U3(buf, pos)
     pos += 4
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -662,14 +662,14 @@ def _r_MetadataRequest_11(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.allow_auto_topic_creation, o0.include_topic_authorized_operations, tn0 = _U4(buf, pos)
     pos += 3
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 

@@ -52,7 +52,7 @@ class MetadataResponseBroker(Message):
     host: str = ''  # Hostname or IP address of the broker.
     port: int = 0  # TCP port of the broker.
     rack: str | None = None  # Rack of the broker, or null.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -66,7 +66,7 @@ class MetadataResponsePartition(Message):
     replica_nodes: list[int] = field(default_factory=list)  # Broker ids of all replicas.
     isr_nodes: list[int] = field(default_factory=list)  # Broker ids of the in-sync replicas.
     offline_replicas: list[int] = field(default_factory=list)  # Broker ids of replicas that are offline.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -79,7 +79,7 @@ class MetadataResponseTopic(Message):
     is_internal: bool = False  # True for internal topics.
     partitions: list[MetadataResponsePartition] = field(default_factory=list)  # Metadata of each partition of the topic.
     topic_authorized_operations: int = -2147483648  # Bit field of permitted topic operations; INT_MIN if not requested.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -96,7 +96,7 @@ class MetadataResponse(Message):
     topics: list[MetadataResponseTopic] = field(default_factory=list)  # Per-topic metadata.
     cluster_authorized_operations: int = -2147483648  # Bit field of permitted cluster operations; INT_MIN if not requested.
     error_code: int = 0  # Top-level error code, e.g. REBOOTSTRAP_REQUIRED (KIP-1102); 0 if none.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_MetadataResponseBroker = MetadataResponseBroker()
@@ -144,7 +144,7 @@ def _r_MetadataResponseBroker_0(buf: Any, pos: int) -> tuple[MetadataResponseBro
     o0.host, pos = _rs(buf, pos)
     o0.port, = _U0(buf, pos)
     pos += 4
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -166,7 +166,7 @@ def _r_MetadataResponseBroker_1(buf: Any, pos: int) -> tuple[MetadataResponseBro
     o0.port, = _U0(buf, pos)
     pos += 4
     o0.rack, pos = _rsn(buf, pos)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -290,7 +290,7 @@ def _r_MetadataResponseBroker_9(buf: Any, pos: int) -> tuple[MetadataResponseBro
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -391,7 +391,7 @@ def _r_MetadataResponsePartition_0(buf: Any, pos: int) -> tuple[MetadataResponse
             raise DecodeError('array IsrNodes of ' + str(n1) + ' elements overruns the buffer')
         o0.isr_nodes = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -518,7 +518,7 @@ def _r_MetadataResponsePartition_5(buf: Any, pos: int) -> tuple[MetadataResponse
             raise DecodeError('array OfflineReplicas of ' + str(n1) + ' elements overruns the buffer')
         o0.offline_replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -599,7 +599,7 @@ def _r_MetadataResponsePartition_7(buf: Any, pos: int) -> tuple[MetadataResponse
             raise DecodeError('array OfflineReplicas of ' + str(n1) + ' elements overruns the buffer')
         o0.offline_replicas = list(_unpack_from('>%di' % n1, buf, pos))
         pos += n1 * 4
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -710,7 +710,7 @@ def _r_MetadataResponsePartition_9(buf: Any, pos: int) -> tuple[MetadataResponse
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -927,9 +927,9 @@ def _r_MetadataResponseTopic_0(buf: Any, pos: int) -> tuple[MetadataResponseTopi
                     raise DecodeError('array IsrNodes of ' + str(n2) + ' elements overruns the buffer')
                 o1.isr_nodes = list(_unpack_from('>%di' % n2, buf, pos))
                 pos += n2 * 4
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -992,9 +992,9 @@ def _r_MetadataResponseTopic_1(buf: Any, pos: int) -> tuple[MetadataResponseTopi
                     raise DecodeError('array IsrNodes of ' + str(n2) + ' elements overruns the buffer')
                 o1.isr_nodes = list(_unpack_from('>%di' % n2, buf, pos))
                 pos += n2 * 4
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1119,9 +1119,9 @@ def _r_MetadataResponseTopic_5(buf: Any, pos: int) -> tuple[MetadataResponseTopi
                     raise DecodeError('array OfflineReplicas of ' + str(n2) + ' elements overruns the buffer')
                 o1.offline_replicas = list(_unpack_from('>%di' % n2, buf, pos))
                 pos += n2 * 4
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1209,9 +1209,9 @@ def _r_MetadataResponseTopic_7(buf: Any, pos: int) -> tuple[MetadataResponseTopi
                     raise DecodeError('array OfflineReplicas of ' + str(n2) + ' elements overruns the buffer')
                 o1.offline_replicas = list(_unpack_from('>%di' % n2, buf, pos))
                 pos += n2 * 4
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1279,11 +1279,11 @@ def _r_MetadataResponseTopic_8(buf: Any, pos: int) -> tuple[MetadataResponseTopi
                     raise DecodeError('array OfflineReplicas of ' + str(n2) + ' elements overruns the buffer')
                 o1.offline_replicas = list(_unpack_from('>%di' % n2, buf, pos))
                 pos += n2 * 4
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.topic_authorized_operations, = _U0(buf, pos)
     pos += 4
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1388,14 +1388,14 @@ def _r_MetadataResponseTopic_9(buf: Any, pos: int) -> tuple[MetadataResponseTopi
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.topic_authorized_operations, tn0 = _U5(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1500,14 +1500,14 @@ def _r_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTop
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.topic_authorized_operations, tn0 = _U5(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1635,14 +1635,14 @@ def _r_MetadataResponseTopic_12(buf: Any, pos: int) -> tuple[MetadataResponseTop
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.topic_authorized_operations, tn0 = _U5(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1712,7 +1712,7 @@ def _r_MetadataResponse_0(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             o1.host, pos = _rs(buf, pos)
             o1.port, = _U0(buf, pos)
             pos += 4
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1762,11 +1762,11 @@ def _r_MetadataResponse_0(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                             raise DecodeError('array IsrNodes of ' + str(n3) + ' elements overruns the buffer')
                         o2.isr_nodes = list(_unpack_from('>%di' % n3, buf, pos))
                         pos += n3 * 4
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1813,7 +1813,7 @@ def _r_MetadataResponse_1(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             o1.port, = _U0(buf, pos)
             pos += 4
             o1.rack, pos = _rsn(buf, pos)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.controller_id, = _U0(buf, pos)
     pos += 4
@@ -1866,11 +1866,11 @@ def _r_MetadataResponse_1(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                             raise DecodeError('array IsrNodes of ' + str(n3) + ' elements overruns the buffer')
                         o2.isr_nodes = list(_unpack_from('>%di' % n3, buf, pos))
                         pos += n3 * 4
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1917,7 +1917,7 @@ def _r_MetadataResponse_2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             o1.port, = _U0(buf, pos)
             pos += 4
             o1.rack, pos = _rsn(buf, pos)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.cluster_id, pos = _rsn(buf, pos)
     o0.controller_id, = _U0(buf, pos)
@@ -1971,11 +1971,11 @@ def _r_MetadataResponse_2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                             raise DecodeError('array IsrNodes of ' + str(n3) + ' elements overruns the buffer')
                         o2.isr_nodes = list(_unpack_from('>%di' % n3, buf, pos))
                         pos += n3 * 4
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -2024,7 +2024,7 @@ def _r_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             o1.port, = _U0(buf, pos)
             pos += 4
             o1.rack, pos = _rsn(buf, pos)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.cluster_id, pos = _rsn(buf, pos)
     o0.controller_id, = _U0(buf, pos)
@@ -2078,11 +2078,11 @@ def _r_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                             raise DecodeError('array IsrNodes of ' + str(n3) + ' elements overruns the buffer')
                         o2.isr_nodes = list(_unpack_from('>%di' % n3, buf, pos))
                         pos += n3 * 4
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -2154,7 +2154,7 @@ def _r_MetadataResponse_5(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             o1.port, = _U0(buf, pos)
             pos += 4
             o1.rack, pos = _rsn(buf, pos)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.cluster_id, pos = _rsn(buf, pos)
     o0.controller_id, = _U0(buf, pos)
@@ -2216,11 +2216,11 @@ def _r_MetadataResponse_5(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                             raise DecodeError('array OfflineReplicas of ' + str(n3) + ' elements overruns the buffer')
                         o2.offline_replicas = list(_unpack_from('>%di' % n3, buf, pos))
                         pos += n3 * 4
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -2292,7 +2292,7 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             o1.port, = _U0(buf, pos)
             pos += 4
             o1.rack, pos = _rsn(buf, pos)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.cluster_id, pos = _rsn(buf, pos)
     o0.controller_id, = _U0(buf, pos)
@@ -2353,11 +2353,11 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                             raise DecodeError('array OfflineReplicas of ' + str(n3) + ' elements overruns the buffer')
                         o2.offline_replicas = list(_unpack_from('>%di' % n3, buf, pos))
                         pos += n3 * 4
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -2404,7 +2404,7 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             o1.port, = _U0(buf, pos)
             pos += 4
             o1.rack, pos = _rsn(buf, pos)
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.cluster_id, pos = _rsn(buf, pos)
     o0.controller_id, = _U0(buf, pos)
@@ -2464,15 +2464,15 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                             raise DecodeError('array OfflineReplicas of ' + str(n3) + ' elements overruns the buffer')
                         o2.offline_replicas = list(_unpack_from('>%di' % n3, buf, pos))
                         pos += n3 * 4
-                    o2.unknown_tagged_fields = []
+                    o2.unknown_tagged_fields = ()
                     a2.append(o2)
             o1.topic_authorized_operations, = _U0(buf, pos)
             pos += 4
-            o1.unknown_tagged_fields = []
+            o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.cluster_authorized_operations, = _U0(buf, pos)
     pos += 4
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -2562,7 +2562,7 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -2664,21 +2664,21 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             o1.topic_authorized_operations, tn1 = _U5(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.cluster_authorized_operations, tn0 = _U5(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -2768,7 +2768,7 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -2870,21 +2870,21 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             o1.topic_authorized_operations, tn1 = _U5(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.cluster_authorized_operations, tn0 = _U5(buf, pos)
     pos += 5
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -2976,7 +2976,7 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -3078,21 +3078,21 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             o1.topic_authorized_operations, tn1 = _U5(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -3184,7 +3184,7 @@ def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -3286,21 +3286,21 @@ def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             o1.topic_authorized_operations, tn1 = _U5(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -3392,7 +3392,7 @@ def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -3494,21 +3494,21 @@ def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             o1.topic_authorized_operations, tn1 = _U5(buf, pos)
             pos += 5
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.error_code, tn0 = _U7(buf, pos)
     pos += 3
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 MetadataResponseBroker.SPEC_NAME = 'MetadataResponse'

@@ -51,7 +51,7 @@ class NoOpRecord(Message):
     Versions 0, api key 20; flexible versions 0+.
     """
 
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _new = object.__new__
@@ -72,7 +72,7 @@ def _r_NoOpRecord_0(buf: Any, pos: int) -> tuple[NoOpRecord, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 NoOpRecord.SPEC_NAME = 'NoOpRecord'

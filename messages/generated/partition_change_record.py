@@ -62,7 +62,7 @@ class PartitionChangeRecord(Message):
     directories: list[Uuid] | None = None  # New log directory id per replica; null if unchanged.
     eligible_leader_replicas: list[int] | None = None  # New eligible leader replicas (KIP-966); null if unchanged.
     last_known_elr: list[int] | None = None  # New last known eligible leader replicas (KIP-966); null if unchanged.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>i16s')
@@ -253,9 +253,9 @@ def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecor
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -462,9 +462,9 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -721,9 +721,9 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 PartitionChangeRecord.SPEC_NAME = 'PartitionChangeRecord'

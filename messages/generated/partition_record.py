@@ -64,7 +64,7 @@ class PartitionRecord(Message):
     directories: list[Uuid] = field(default_factory=list)  # Log directory id of each replica, aligned with Replicas.
     eligible_leader_replicas: list[int] | None = None  # Eligible leader replicas (KIP-966), or null.
     last_known_elr: list[int] | None = None  # Last known eligible leader replicas (KIP-966), or null.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>i16s')
@@ -221,9 +221,9 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -390,9 +390,9 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -609,9 +609,9 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 PartitionRecord.SPEC_NAME = 'PartitionRecord'

@@ -54,7 +54,7 @@ class ProducerIdsRecord(Message):
     broker_id: int = 0  # Id of the broker that received the block.
     broker_epoch: int = -1  # Broker epoch of that broker; -1 if unknown.
     next_producer_id: int = 0  # First producer id not yet handed out.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>iqq')
@@ -80,7 +80,7 @@ def _r_ProducerIdsRecord_0(buf: Any, pos: int) -> tuple[ProducerIdsRecord, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 ProducerIdsRecord.SPEC_NAME = 'ProducerIdsRecord'

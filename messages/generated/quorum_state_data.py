@@ -49,7 +49,7 @@ class Voter(Message):
     """The Voter struct of QuorumStateData."""
 
     voter_id: int = 0  # Id of a voter.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -66,7 +66,7 @@ class QuorumStateData(Message):
     voted_directory_id: Uuid = ZERO_UUID  # Directory id of the candidate voted for.
     applied_offset: int = 0  # Unused offset; version 0 only.
     current_voters: list[Voter] | None = field(default_factory=list)  # Voter ids; version 0 only, null if unknown.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_Voter = Voter()
@@ -104,7 +104,7 @@ def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -169,7 +169,7 @@ def _r_QuorumStateData_0(buf: Any, pos: int) -> tuple[QuorumStateData, int]:
                     break
                 o1 = _new(Voter)
                 o1.voter_id, _ = t1
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 5 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -179,14 +179,14 @@ def _r_QuorumStateData_0(buf: Any, pos: int) -> tuple[QuorumStateData, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -216,7 +216,7 @@ def _r_QuorumStateData_1(buf: Any, pos: int) -> tuple[QuorumStateData, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 Voter.SPEC_NAME = 'QuorumStateData'

@@ -52,7 +52,7 @@ class BrokerEndpoint(Message):
     host: str = ''  # Hostname or IP address of the listener.
     port: int = 0  # TCP port of the listener.
     security_protocol: int = 0  # Security protocol id of the listener, e.g. 0 for PLAINTEXT.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -62,7 +62,7 @@ class BrokerFeature(Message):
     name: str = ''  # Feature name, e.g. metadata.version.
     min_supported_version: int = 0  # Lowest level of the feature that is supported.
     max_supported_version: int = 0  # Highest level of the feature that is supported.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -83,7 +83,7 @@ class RegisterBrokerRecord(Message):
     in_controlled_shutdown: bool = False  # Whether the broker is shutting down in a controlled way.
     log_dirs: list[Uuid] = field(default_factory=list)  # Directory ids of the broker's online log directories.
     cordoned_log_dirs: list[Uuid] | None = None  # Directory ids of cordoned log directories, or null.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_BrokerEndpoint = BrokerEndpoint()
@@ -166,7 +166,7 @@ def _r_BrokerEndpoint_0(buf: Any, pos: int) -> tuple[BrokerEndpoint, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -262,7 +262,7 @@ def _r_BrokerFeature_0(buf: Any, pos: int) -> tuple[BrokerFeature, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -408,7 +408,7 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -440,7 +440,7 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -468,9 +468,9 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -565,7 +565,7 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -597,7 +597,7 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -625,9 +625,9 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -718,7 +718,7 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -750,7 +750,7 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -778,9 +778,9 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -884,7 +884,7 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -916,7 +916,7 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -963,9 +963,9 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -1081,7 +1081,7 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -1113,7 +1113,7 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     sn = buf[pos]
     pos += 1
@@ -1177,9 +1177,9 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 BrokerEndpoint.SPEC_NAME = 'RegisterBrokerRecord'

@@ -52,7 +52,7 @@ class ControllerEndpoint(Message):
     host: str = ''  # Hostname or IP address of the listener.
     port: int = 0  # TCP port of the listener.
     security_protocol: int = 0  # Security protocol id of the listener, e.g. 0 for PLAINTEXT.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -62,7 +62,7 @@ class ControllerFeature(Message):
     name: str = ''  # Feature name, e.g. metadata.version.
     min_supported_version: int = 0  # Lowest level of the feature that is supported.
     max_supported_version: int = 0  # Highest level of the feature that is supported.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -77,7 +77,7 @@ class RegisterControllerRecord(Message):
     zk_migration_ready: bool = False  # True if the controller is ready for ZooKeeper migration.
     end_points: list[ControllerEndpoint] = field(default_factory=list)  # Listener endpoints of the controller.
     features: list[ControllerFeature] = field(default_factory=list)  # Features and level ranges the controller supports.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_ControllerEndpoint = ControllerEndpoint()
@@ -143,7 +143,7 @@ def _r_ControllerEndpoint_0(buf: Any, pos: int) -> tuple[ControllerEndpoint, int
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -179,7 +179,7 @@ def _r_ControllerFeature_0(buf: Any, pos: int) -> tuple[ControllerFeature, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -262,7 +262,7 @@ def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControlle
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     n1 = buf[pos] - 1
     pos += 1
@@ -294,14 +294,14 @@ def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControlle
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 ControllerEndpoint.SPEC_NAME = 'RegisterControllerRecord'

@@ -54,7 +54,7 @@ class RemoveRaftVoterRequest(Message):
     cluster_id: str | None = ''  # Cluster id the sender expects; null skips the check.
     voter_id: int = 0  # Replica id of the voter to remove.
     voter_directory_id: Uuid = ZERO_UUID  # Directory id of the voter to remove.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>i16s')
@@ -95,7 +95,7 @@ def _r_RemoveRaftVoterRequest_0(buf: Any, pos: int) -> tuple[RemoveRaftVoterRequ
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 RemoveRaftVoterRequest.SPEC_NAME = 'RemoveRaftVoterRequest'

@@ -54,7 +54,7 @@ class RemoveRaftVoterResponse(Message):
     throttle_time_ms: int = 0  # Time in ms the response was held back by quota throttling; 0 if none.
     error_code: int = 0  # Error code; 0 if the voter was removed.
     error_message: str | None = ''  # Human-readable detail for the error, or null.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>ih')
@@ -95,7 +95,7 @@ def _r_RemoveRaftVoterResponse_0(buf: Any, pos: int) -> tuple[RemoveRaftVoterRes
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 RemoveRaftVoterResponse.SPEC_NAME = 'RemoveRaftVoterResponse'

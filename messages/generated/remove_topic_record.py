@@ -52,7 +52,7 @@ class RemoveTopicRecord(Message):
     """
 
     topic_id: Uuid = ZERO_UUID  # UUID of the topic being deleted.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>16s')
@@ -79,7 +79,7 @@ def _r_RemoveTopicRecord_0(buf: Any, pos: int) -> tuple[RemoveTopicRecord, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 RemoveTopicRecord.SPEC_NAME = 'RemoveTopicRecord'

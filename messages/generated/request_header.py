@@ -55,7 +55,7 @@ class RequestHeader(Message):
     request_api_version: int = 0  # Version of the API used for the body.
     correlation_id: int = 0  # Id echoed in the response so it can be matched to the request.
     client_id: str | None = ''  # Identifier chosen by the client, or null.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>hhi')
@@ -75,7 +75,7 @@ def _r_RequestHeader_1(buf: Any, pos: int) -> tuple[RequestHeader, int]:
     o0.request_api_key, o0.request_api_version, o0.correlation_id = _U0(buf, pos)
     pos += 8
     o0.client_id, pos = _rsn(buf, pos)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -99,7 +99,7 @@ def _r_RequestHeader_2(buf: Any, pos: int) -> tuple[RequestHeader, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 RequestHeader.SPEC_NAME = 'RequestHeader'

@@ -52,7 +52,7 @@ class ResponseHeader(Message):
     """
 
     correlation_id: int = 0  # Correlation id copied from the request.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>i')
@@ -72,7 +72,7 @@ def _r_ResponseHeader_0(buf: Any, pos: int) -> tuple[ResponseHeader, int]:
     o0 = _new(ResponseHeader)
     o0.correlation_id, = _U0(buf, pos)
     pos += 4
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -92,7 +92,7 @@ def _r_ResponseHeader_1(buf: Any, pos: int) -> tuple[ResponseHeader, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 ResponseHeader.SPEC_NAME = 'ResponseHeader'

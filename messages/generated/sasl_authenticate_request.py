@@ -52,7 +52,7 @@ class SaslAuthenticateRequest(Message):
     """
 
     auth_bytes: bytes = b''  # SASL token bytes of the chosen mechanism.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _new = object.__new__
@@ -68,7 +68,7 @@ def _r_SaslAuthenticateRequest_0(buf: Any, pos: int) -> tuple[SaslAuthenticateRe
     blen = len(buf)
     o0 = _new(SaslAuthenticateRequest)
     o0.auth_bytes, pos = _rb(buf, pos)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -98,7 +98,7 @@ def _r_SaslAuthenticateRequest_2(buf: Any, pos: int) -> tuple[SaslAuthenticateRe
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 SaslAuthenticateRequest.SPEC_NAME = 'SaslAuthenticateRequest'

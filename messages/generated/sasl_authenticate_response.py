@@ -55,7 +55,7 @@ class SaslAuthenticateResponse(Message):
     error_message: str | None = ''  # Human-readable detail for the error, or null.
     auth_bytes: bytes = b''  # SASL token bytes from the server.
     session_lifetime_ms: int = 0  # Ms until the connection must re-authenticate; 0 if unlimited.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>h')
@@ -85,7 +85,7 @@ def _r_SaslAuthenticateResponse_0(buf: Any, pos: int) -> tuple[SaslAuthenticateR
     pos += 2
     o0.error_message, pos = _rsn(buf, pos)
     o0.auth_bytes, pos = _rb(buf, pos)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -107,7 +107,7 @@ def _r_SaslAuthenticateResponse_1(buf: Any, pos: int) -> tuple[SaslAuthenticateR
     o0.auth_bytes, pos = _rb(buf, pos)
     o0.session_lifetime_ms, = _U1(buf, pos)
     pos += 8
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -148,7 +148,7 @@ def _r_SaslAuthenticateResponse_2(buf: Any, pos: int) -> tuple[SaslAuthenticateR
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 SaslAuthenticateResponse.SPEC_NAME = 'SaslAuthenticateResponse'

@@ -52,7 +52,7 @@ class SaslHandshakeRequest(Message):
     """
 
     mechanism: str = ''  # Name of the SASL mechanism, e.g. PLAIN or SCRAM-SHA-256.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _new = object.__new__
@@ -68,7 +68,7 @@ def _r_SaslHandshakeRequest_0(buf: Any, pos: int) -> tuple[SaslHandshakeRequest,
     blen = len(buf)
     o0 = _new(SaslHandshakeRequest)
     o0.mechanism, pos = _rs(buf, pos)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 

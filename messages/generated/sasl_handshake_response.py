@@ -53,7 +53,7 @@ class SaslHandshakeResponse(Message):
 
     error_code: int = 0  # Error code for the whole response; 0 if none.
     mechanisms: list[str] = field(default_factory=list)  # SASL mechanism names the server accepts.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>h')
@@ -91,7 +91,7 @@ def _r_SaslHandshakeResponse_0(buf: Any, pos: int) -> tuple[SaslHandshakeRespons
         for _ in range(n1):
             x, pos = _rs(buf, pos)
             a1.append(x)
-    o0.unknown_tagged_fields = []
+    o0.unknown_tagged_fields = ()
     return o0, pos
 
 

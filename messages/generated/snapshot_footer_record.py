@@ -52,7 +52,7 @@ class SnapshotFooterRecord(Message):
     """
 
     version_: int = 0  # Schema version of this record.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>h')
@@ -78,7 +78,7 @@ def _r_SnapshotFooterRecord_0(buf: Any, pos: int) -> tuple[SnapshotFooterRecord,
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 SnapshotFooterRecord.SPEC_NAME = 'SnapshotFooterRecord'

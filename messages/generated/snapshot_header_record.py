@@ -53,7 +53,7 @@ class SnapshotHeaderRecord(Message):
 
     version_: int = 0  # Schema version of this record.
     last_contained_log_timestamp: int = 0  # Append time of the last log record included in the snapshot.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>hq')
@@ -79,7 +79,7 @@ def _r_SnapshotHeaderRecord_0(buf: Any, pos: int) -> tuple[SnapshotHeaderRecord,
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 SnapshotHeaderRecord.SPEC_NAME = 'SnapshotHeaderRecord'

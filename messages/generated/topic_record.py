@@ -53,7 +53,7 @@ class TopicRecord(Message):
 
     name: str = ''  # Topic name chosen at creation.
     topic_id: Uuid = ZERO_UUID  # UUID given to the new topic.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>16s')
@@ -96,7 +96,7 @@ def _r_TopicRecord_0(buf: Any, pos: int) -> tuple[TopicRecord, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 TopicRecord.SPEC_NAME = 'TopicRecord'

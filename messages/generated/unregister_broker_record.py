@@ -53,7 +53,7 @@ class UnregisterBrokerRecord(Message):
 
     broker_id: int = 0  # Id of the broker to remove.
     broker_epoch: int = 0  # Broker epoch of the registration being removed.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>iq')
@@ -79,7 +79,7 @@ def _r_UnregisterBrokerRecord_0(buf: Any, pos: int) -> tuple[UnregisterBrokerRec
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 UnregisterBrokerRecord.SPEC_NAME = 'UnregisterBrokerRecord'

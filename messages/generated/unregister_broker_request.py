@@ -52,7 +52,7 @@ class UnregisterBrokerRequest(Message):
     """
 
     broker_id: int = 0  # Node id whose registration should be removed.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>i')
@@ -78,7 +78,7 @@ def _r_UnregisterBrokerRequest_0(buf: Any, pos: int) -> tuple[UnregisterBrokerRe
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 UnregisterBrokerRequest.SPEC_NAME = 'UnregisterBrokerRequest'

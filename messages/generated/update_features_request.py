@@ -52,7 +52,7 @@ class FeatureUpdateKey(Message):
     max_version_level: int = 0  # Target finalized level; a value below 1 deletes the feature.
     allow_downgrade: bool = False  # Whether the target may be lower than the current level.
     upgrade_type: int = 1  # 1 upgrade, 2 safe downgrade, 3 unsafe downgrade.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -65,7 +65,7 @@ class UpdateFeaturesRequest(Message):
     timeout_ms: int = 60000  # Time in ms to wait for the update to finish.
     feature_updates: list[FeatureUpdateKey] = field(default_factory=list)  # Feature level changes to apply.
     validate_only: bool = False  # If true, only check the update without applying it.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_FeatureUpdateKey = FeatureUpdateKey()
@@ -124,7 +124,7 @@ def _r_FeatureUpdateKey_0(buf: Any, pos: int) -> tuple[FeatureUpdateKey, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -164,7 +164,7 @@ def _r_FeatureUpdateKey_1(buf: Any, pos: int) -> tuple[FeatureUpdateKey, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -242,14 +242,14 @@ def _r_UpdateFeaturesRequest_0(buf: Any, pos: int) -> tuple[UpdateFeaturesReques
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -310,14 +310,14 @@ def _r_UpdateFeaturesRequest_1(buf: Any, pos: int) -> tuple[UpdateFeaturesReques
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     o0.validate_only, tn0 = _U7(buf, pos)
     pos += 2
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 

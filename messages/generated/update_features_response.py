@@ -51,7 +51,7 @@ class UpdatableFeatureResult(Message):
     feature: str = ''  # Feature the outcome refers to.
     error_code: int = 0  # Feature-level error code; 0 if none.
     error_message: str | None = ''  # Feature-level error detail, or null.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -65,7 +65,7 @@ class UpdateFeaturesResponse(Message):
     error_code: int = 0  # Error code for the whole response; 0 if none.
     error_message: str | None = ''  # Human-readable detail for the error, or null.
     results: list[UpdatableFeatureResult] = field(default_factory=list)  # Per-feature outcomes.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_UpdatableFeatureResult = UpdatableFeatureResult()
@@ -125,7 +125,7 @@ def _r_UpdatableFeatureResult_0(buf: Any, pos: int) -> tuple[UpdatableFeatureRes
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -224,14 +224,14 @@ def _r_UpdateFeaturesResponse_0(buf: Any, pos: int) -> tuple[UpdateFeaturesRespo
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -289,7 +289,7 @@ def _r_UpdateFeaturesResponse_2(buf: Any, pos: int) -> tuple[UpdateFeaturesRespo
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 UpdatableFeatureResult.SPEC_NAME = 'UpdateFeaturesResponse'

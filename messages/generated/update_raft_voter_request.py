@@ -51,7 +51,7 @@ class Listener(Message):
     name: str = ''  # Listener name, e.g. CONTROLLER.
     host: str = ''  # Hostname or IP address of the listener.
     port: int = 0  # TCP port of the listener.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -60,7 +60,7 @@ class KRaftVersionFeature(Message):
 
     min_supported_version: int = 0  # Lowest kraft.version level supported.
     max_supported_version: int = 0  # Highest kraft.version level supported.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -76,7 +76,7 @@ class UpdateRaftVoterRequest(Message):
     voter_directory_id: Uuid = ZERO_UUID  # Directory id of the voter being updated.
     listeners: list[Listener] = field(default_factory=list)  # Listener endpoints of the voter.
     kraft_version_feature: KRaftVersionFeature = field(default_factory=KRaftVersionFeature)  # Range of kraft.version levels the voter supports.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_Listener = Listener()
@@ -142,7 +142,7 @@ def _r_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -162,7 +162,7 @@ def _r_KRaftVersionFeature_0(buf: Any, pos: int) -> tuple[KRaftVersionFeature, i
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -248,7 +248,7 @@ def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequ
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     o1 = _new(KRaftVersionFeature)
     o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
@@ -256,14 +256,14 @@ def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequ
     if tn1:
         o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o1.unknown_tagged_fields = []
+        o1.unknown_tagged_fields = ()
     o0.kraft_version_feature = o1
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 Listener.SPEC_NAME = 'UpdateRaftVoterRequest'

@@ -52,7 +52,7 @@ class CurrentLeader(Message):
     leader_epoch: int = -1  # Epoch of that leader, or -1 if unknown.
     host: str = ''  # Hostname or IP address of the leader's endpoint.
     port: int = 0  # TCP port of the leader's endpoint.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -65,7 +65,7 @@ class UpdateRaftVoterResponse(Message):
     throttle_time_ms: int = 0  # Time in ms the response was held back by quota throttling; 0 if none.
     error_code: int = 0  # Error code for the whole response; 0 if none.
     current_leader: CurrentLeader = field(default_factory=CurrentLeader)  # Leader known to the responder, with its endpoint.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_CurrentLeader = CurrentLeader()
@@ -118,7 +118,7 @@ def _r_CurrentLeader_0(buf: Any, pos: int) -> tuple[CurrentLeader, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -170,16 +170,16 @@ def _r_UpdateRaftVoterResponse_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRes
                 if tn1:
                     o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                 else:
-                    o1.unknown_tagged_fields = []
+                    o1.unknown_tagged_fields = ()
                 o0.current_leader = o1
                 if pos != end0:
                     raise DecodeError('tagged field CurrentLeader has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 CurrentLeader.SPEC_NAME = 'UpdateRaftVoterResponse'

@@ -56,7 +56,7 @@ class PartitionData(Message):
     last_offset_epoch: int = 0  # Epoch of the last record in the requester's log.
     last_offset: int = 0  # Log end offset of the requester.
     pre_vote: bool = False  # True for a pre-vote, which does not bump the epoch (KIP-996).
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -65,7 +65,7 @@ class TopicData(Message):
 
     topic_name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
     partitions: list[PartitionData] = field(default_factory=list)  # Partitions of the topic.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -78,7 +78,7 @@ class VoteRequest(Message):
     cluster_id: str | None = None  # Cluster id of the requester; null skips the check.
     voter_id: int = -1  # Replica id of the voter asked for its vote.
     topics: list[TopicData] = field(default_factory=list)  # Topics concerned; in KRaft only __cluster_metadata.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_PartitionData = PartitionData()
@@ -128,7 +128,7 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -153,7 +153,7 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -175,7 +175,7 @@ def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -236,7 +236,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
                 o1.replica_directory_id = ZERO_UUID
                 o1.voter_directory_id = ZERO_UUID
                 o1.pre_vote = False
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 25 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -249,14 +249,14 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -317,7 +317,7 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
                 o1.replica_directory_id = _ug(u0) or _ui(u0)
                 o1.voter_directory_id = _ug(u1) or _ui(u1)
                 o1.pre_vote = False
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 57 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -330,14 +330,14 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -397,7 +397,7 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
                 o1.partition_index, o1.replica_epoch, o1.replica_id, u0, u1, o1.last_offset_epoch, o1.last_offset, o1.pre_vote, _ = t1
                 o1.replica_directory_id = _ug(u0) or _ui(u0)
                 o1.voter_directory_id = _ug(u1) or _ui(u1)
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 58 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -409,14 +409,14 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -501,7 +501,7 @@ def _r_VoteRequest_0(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                         o2.replica_directory_id = ZERO_UUID
                         o2.voter_directory_id = ZERO_UUID
                         o2.pre_vote = False
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 25 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -514,21 +514,21 @@ def _r_VoteRequest_0(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -615,7 +615,7 @@ def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                         o2.replica_directory_id = _ug(u0) or _ui(u0)
                         o2.voter_directory_id = _ug(u1) or _ui(u1)
                         o2.pre_vote = False
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 57 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -628,21 +628,21 @@ def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -728,7 +728,7 @@ def _r_VoteRequest_2(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                         o2.partition_index, o2.replica_epoch, o2.replica_id, u0, u1, o2.last_offset_epoch, o2.last_offset, o2.pre_vote, _ = t2
                         o2.replica_directory_id = _ug(u0) or _ui(u0)
                         o2.voter_directory_id = _ug(u1) or _ui(u1)
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 58 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -740,21 +740,21 @@ def _r_VoteRequest_2(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 PartitionData.SPEC_NAME = 'VoteRequest'

@@ -53,7 +53,7 @@ class PartitionData(Message):
     leader_id: int = 0  # Leader id known to the responder, or -1 if none.
     leader_epoch: int = 0  # Latest leader epoch known to the responder.
     vote_granted: bool = False  # True if the vote was granted.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -62,7 +62,7 @@ class TopicData(Message):
 
     topic_name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
     partitions: list[PartitionData] = field(default_factory=list)  # Per-partition results.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -72,7 +72,7 @@ class NodeEndpoint(Message):
     node_id: int = 0  # Node id the endpoint belongs to.
     host: str = ''  # Hostname or IP address of the node.
     port: int = 0  # TCP port of the node.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -85,7 +85,7 @@ class VoteResponse(Message):
     error_code: int = 0  # Error code for the whole response; 0 if none.
     topics: list[TopicData] = field(default_factory=list)  # Per-topic results.
     node_endpoints: list[NodeEndpoint] = field(default_factory=list)  # Endpoints, on the request's listener, of leaders named in the response.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_PartitionData = PartitionData()
@@ -125,7 +125,7 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 _w_PartitionData_1 = _w_PartitionData_0
 _r_PartitionData_1 = _r_PartitionData_0
@@ -187,7 +187,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
                     break
                 o1 = _new(PartitionData)
                 o1.partition_index, o1.error_code, o1.leader_id, o1.leader_epoch, o1.vote_granted, _ = t1
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 16 * len(a1)
         for _ in range(n1 - len(a1)):
@@ -197,14 +197,14 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -287,7 +287,7 @@ def _r_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -374,7 +374,7 @@ def _r_VoteResponse_0(buf: Any, pos: int) -> tuple[VoteResponse, int]:
                             break
                         o2 = _new(PartitionData)
                         o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, _ = t2
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 16 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -384,14 +384,14 @@ def _r_VoteResponse_0(buf: Any, pos: int) -> tuple[VoteResponse, int]:
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
@@ -407,9 +407,9 @@ def _r_VoteResponse_0(buf: Any, pos: int) -> tuple[VoteResponse, int]:
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -496,7 +496,7 @@ def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
                             break
                         o2 = _new(PartitionData)
                         o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, _ = t2
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 16 * len(a2)
                 for _ in range(n2 - len(a2)):
@@ -506,14 +506,14 @@ def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
@@ -557,16 +557,16 @@ def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
                         if tn1:
                             o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                         else:
-                            o1.unknown_tagged_fields = []
+                            o1.unknown_tagged_fields = ()
                         a1.append(o1)
                 if pos != end0:
                     raise DecodeError('tagged field NodeEndpoints has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
             else:
                 uk0.append((tag0, bytes(buf[pos:end0])))
                 pos = end0
-        o0.unknown_tagged_fields = uk0
+        o0.unknown_tagged_fields = tuple(uk0)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 

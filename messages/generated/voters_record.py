@@ -51,7 +51,7 @@ class Endpoint(Message):
     name: str = ''  # Listener name, e.g. CONTROLLER.
     host: str = ''  # Hostname or IP address of the listener.
     port: int = 0  # TCP port of the listener.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -60,7 +60,7 @@ class KRaftVersionFeature(Message):
 
     min_supported_version: int = 0  # Lowest kraft.version level supported.
     max_supported_version: int = 0  # Highest kraft.version level supported.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -71,7 +71,7 @@ class Voter(Message):
     voter_directory_id: Uuid = ZERO_UUID  # Directory id of the voter's replica key.
     endpoints: list[Endpoint] = field(default_factory=list)  # Listener endpoints of the voter.
     kraft_version_feature: KRaftVersionFeature = field(default_factory=KRaftVersionFeature)  # Range of kraft.version levels the voter supports.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)
@@ -83,7 +83,7 @@ class VotersRecord(Message):
 
     version_: int = 0  # Schema version of this record.
     voters: list[Voter] = field(default_factory=list)  # Every voter of the quorum.
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _DEF_Endpoint = Endpoint()
@@ -153,7 +153,7 @@ def _r_Endpoint_0(buf: Any, pos: int) -> tuple[Endpoint, int]:
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -173,7 +173,7 @@ def _r_KRaftVersionFeature_0(buf: Any, pos: int) -> tuple[KRaftVersionFeature, i
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -246,7 +246,7 @@ def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     o1 = _new(KRaftVersionFeature)
     o1.min_supported_version, o1.max_supported_version, tn1 = _U3(buf, pos)
@@ -254,14 +254,14 @@ def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
     if tn1:
         o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o1.unknown_tagged_fields = []
+        o1.unknown_tagged_fields = ()
     o0.kraft_version_feature = o1
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 
@@ -348,7 +348,7 @@ def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
-                        o2.unknown_tagged_fields = []
+                        o2.unknown_tagged_fields = ()
                     a2.append(o2)
             o2 = _new(KRaftVersionFeature)
             o2.min_supported_version, o2.max_supported_version, tn2 = _U3(buf, pos)
@@ -356,21 +356,21 @@ def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
             if tn2:
                 o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o2.unknown_tagged_fields = []
+                o2.unknown_tagged_fields = ()
             o1.kraft_version_feature = o2
             tn1 = buf[pos]
             pos += 1
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
-                o1.unknown_tagged_fields = []
+                o1.unknown_tagged_fields = ()
             a1.append(o1)
     tn0 = buf[pos]
     pos += 1
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 Endpoint.SPEC_NAME = 'VotersRecord'

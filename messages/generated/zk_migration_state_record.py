@@ -52,7 +52,7 @@ class ZkMigrationStateRecord(Message):
     """
 
     zk_migration_state: int = 0  # 0 None, 1 Migration, 2 PreMigration, 3 PostMigration (the 3.5+ numbering).
-    unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
 
 _S0 = Struct('>b')
@@ -78,7 +78,7 @@ def _r_ZkMigrationStateRecord_0(buf: Any, pos: int) -> tuple[ZkMigrationStateRec
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
-        o0.unknown_tagged_fields = []
+        o0.unknown_tagged_fields = ()
     return o0, pos
 
 ZkMigrationStateRecord.SPEC_NAME = 'ZkMigrationStateRecord'

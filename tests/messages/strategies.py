@@ -72,7 +72,7 @@ def struct_strategy(spec: MessageSpec, struct: StructSpec, version: int) -> st.S
         )
         kwargs["unknown_tagged_fields"] = tags.flatmap(
             lambda ts: st.tuples(*[st.tuples(st.just(t), st.binary(max_size=8)) for t in sorted(ts)])
-        ).map(list)
+        )
     return st.builds(cls, **kwargs)
 
 

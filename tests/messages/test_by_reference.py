@@ -155,7 +155,7 @@ def test_fixed_layout_arrays_decode_in_one_run_up_to_an_element_with_tags(
 
     voters = _replicas(6)
     if tagged_at is not None:
-        voters[tagged_at].unknown_tagged_fields = [(5, b"\x01\x02\x03")]
+        voters[tagged_at].unknown_tagged_fields = ((5, b"\x01\x02\x03"),)
     message = DescribeQuorumResponse(topics=[TopicData(topic_name="__cluster_metadata", partitions=[
         QuorumPartition(current_voters=voters, observers=_replicas(3))])])
     data = message.encode(2)

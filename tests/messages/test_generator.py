@@ -71,11 +71,11 @@ def test_tagged_fields_written_only_when_not_default_and_in_tag_order():
 def test_unknown_tagged_fields_are_preserved_in_order():
     message = ApiVersionsResponse(
         api_keys=[ApiVersion(18, 0, 4)],
-        unknown_tagged_fields=[(7, b"\x01\x02"), (9, b"")],
+        unknown_tagged_fields=((7, b"\x01\x02"), (9, b"")),
     )
     data = message.encode(3)
     decoded = ApiVersionsResponse.decode(data, 3)
-    assert decoded.unknown_tagged_fields == [(7, b"\x01\x02"), (9, b"")]
+    assert decoded.unknown_tagged_fields == ((7, b"\x01\x02"), (9, b""))
     assert decoded.encode(3) == data
 
 

@@ -58,7 +58,7 @@ def test_truncated_or_corrupted_bytes_raise_decode_error(spec, version, data):
 def test_json_round_trip(spec, version, data):
     cls = message_class(spec)
     message = data.draw(message_strategy(spec, version))
-    message.unknown_tagged_fields = []  # Kafka's JSON form has no place for unknown tags
+    message.unknown_tagged_fields = ()  # Kafka's JSON form has no place for unknown tags
     _strip_unknown(message)
     assert cls.from_json(message.to_json(version), version) == message
 
@@ -67,7 +67,7 @@ def _strip_unknown(obj):
     for name in obj.__slots__:
         value = getattr(obj, name)
         if name == "unknown_tagged_fields":
-            setattr(obj, name, [])
+            setattr(obj, name, ())
         elif isinstance(value, list):
             for item in value:
                 if hasattr(item, "unknown_tagged_fields"):

@@ -60,16 +60,16 @@ _FETCH_TOP = struct.Struct(">ihi")
 _FETCH_PART = struct.Struct(">ihqqq")
 
 
-def _unknown(buf: Any, pos: int) -> tuple[list[tuple[int, bytes]], int]:
+def _unknown(buf: Any, pos: int) -> tuple[tuple[tuple[int, bytes], ...], int]:
     """Slow path: a tagged-field section with fields (all unknown to the caller)."""
     n, pos = _ruv(buf, pos)
-    unknown = []
+    found = []
     for _ in range(n):
         tag, size, pos = _rtag(buf, pos)
         end = pos + size
-        unknown.append((tag, bytes(buf[pos:end])))
+        found.append((tag, bytes(buf[pos:end])))
         pos = end
-    return unknown, pos
+    return tuple(found), pos
 
 
 # ---------------------------------------------------------------------------------------------
@@ -131,7 +131,7 @@ def decode_vote_v2(buf: Any) -> vr.VoteRequest:
                     unknown, pos = _unknown(buf, pos)
                 else:
                     pos += 1
-                    unknown = []
+                    unknown = ()
                 p = _new(vr.PartitionData)
                 p.partition_index = a
                 p.replica_epoch = b
@@ -147,7 +147,7 @@ def decode_vote_v2(buf: Any) -> vr.VoteRequest:
                 unknown, pos = _unknown(buf, pos)
             else:
                 pos += 1
-                unknown = []
+                unknown = ()
             t = _new(vr.TopicData)
             t.topic_name = topic_name
             t.partitions = parts
@@ -157,7 +157,7 @@ def decode_vote_v2(buf: Any) -> vr.VoteRequest:
             unknown, pos = _unknown(buf, pos)
         else:
             pos += 1
-            unknown = []
+            unknown = ()
         if pos != size:
             raise DecodeError("trailing bytes")
     except (struct.error, IndexError, UnicodeDecodeError) as exc:
@@ -195,7 +195,7 @@ def _dq_replicas(buf: Any, pos: int, size: int) -> tuple[list[dq.ReplicaState], 
             unknown, pos = _unknown(buf, pos)
         else:
             pos += 1
-            unknown = []
+            unknown = ()
         r = _new(cls)
         r.replica_id = a
         r.replica_directory_id = _bnew(Uuid, b)
@@ -278,7 +278,7 @@ def decode_quorum_v2(buf: Any) -> dq.DescribeQuorumResponse:
                     unknown, pos = _unknown(buf, pos)
                 else:
                     pos += 1
-                    unknown = []
+                    unknown = ()
                 p = _new(dq.PartitionData)
                 p.partition_index = partition_index
                 p.error_code = p_error_code
@@ -294,7 +294,7 @@ def decode_quorum_v2(buf: Any) -> dq.DescribeQuorumResponse:
                 unknown, pos = _unknown(buf, pos)
             else:
                 pos += 1
-                unknown = []
+                unknown = ()
             t = _new(dq.TopicData)
             t.topic_name = topic_name
             t.partitions = parts
@@ -348,7 +348,7 @@ def decode_quorum_v2(buf: Any) -> dq.DescribeQuorumResponse:
                     unknown, pos = _unknown(buf, pos)
                 else:
                     pos += 1
-                    unknown = []
+                    unknown = ()
                 listener = _new(dq.Listener)
                 listener.name = name
                 listener.host = host
@@ -359,7 +359,7 @@ def decode_quorum_v2(buf: Any) -> dq.DescribeQuorumResponse:
                 unknown, pos = _unknown(buf, pos)
             else:
                 pos += 1
-                unknown = []
+                unknown = ()
             node = _new(dq.Node)
             node.node_id = node_id
             node.listeners = listeners
@@ -369,7 +369,7 @@ def decode_quorum_v2(buf: Any) -> dq.DescribeQuorumResponse:
             unknown, pos = _unknown(buf, pos)
         else:
             pos += 1
-            unknown = []
+            unknown = ()
         if pos != size:
             raise DecodeError("trailing bytes")
     except (struct.error, IndexError, UnicodeDecodeError) as exc:
@@ -479,24 +479,24 @@ def _decode_fetch_view(view: memoryview) -> fr.FetchResponse:
                     lid, lep = _LEADER.unpack_from(view, pos)
                     if view[pos + 8]:
                         raise NotImplementedError("tagged fields inside CurrentLeader")
-                    leader = fr.LeaderIdAndEpoch(lid, lep, [])
+                    leader = fr.LeaderIdAndEpoch(lid, lep, ())
                 else:
                     unknown.append((tag, bytes(view[pos:pos + tsize])))
                 pos += tsize
             parts.append(fr.PartitionData(a, b, c, d, e, fr.EpochEndOffset(), leader,
                                           fr.SnapshotId(), [], preferred,
                                           records,  # type: ignore[arg-type]  # a view on purpose
-                                          unknown))
+                                          tuple(unknown)))
         if view[pos]:
             raise NotImplementedError("topic tagged fields")
         pos += 1
-        responses.append(fr.FetchableTopicResponse("", topic_id, parts, []))
+        responses.append(fr.FetchableTopicResponse("", topic_id, parts, ()))
     if view[pos]:
         raise NotImplementedError("message tagged fields")
     pos += 1
     if pos != size:
         raise DecodeError("trailing bytes")
-    return fr.FetchResponse(throttle, error_code, session_id, responses, [], [])
+    return fr.FetchResponse(throttle, error_code, session_id, responses, [], ())
 
 
 # ---------------------------------------------------------------------------------------------
