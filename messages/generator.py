@@ -370,9 +370,7 @@ class _Reader:
         v = self.version
         o = f"o{depth}"
         self.emit(f"{o} = _new({struct.name})", ind)
-        for f in struct.fields:
-            if not f.present_in(v) or f.tagged_in(v):
-                self.emit(f"{o}.{f.attr} = {default_expr(self.spec, f)}", ind)
+        self._defaults(struct, o, ind)
         group: list[FieldSpec] = []
         tagged: list[FieldSpec] = []
         for f in struct.fields:
@@ -434,24 +432,8 @@ class _Reader:
             self.emit(f"if t{depth}[-1]:", i + 1)
             self.emit("break", i + 2)
         self.emit(f"{o} = _new({name})", i + 1)
-        targets: list[str] = []
-        uuids: list[str] = []
-        for f in fields:
-            if f.type.text == "uuid":
-                tmp = f"u{len(uuids)}"
-                uuids.append(f"{o}.{f.attr} = _ug({tmp}) or _ui({tmp})")
-                targets.append(tmp)
-            else:
-                targets.append(f"{o}.{f.attr}")
-        if flexible:
-            targets.append("_")
-        lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
-        self.emit(f"{lhs} = t{depth}", i + 1)
-        for line in uuids:
-            self.emit(line, i + 1)
-        for f in self.spec.structs[name].fields:
-            if not f.present_in(self.version) or f.tagged_in(self.version):
-                self.emit(f"{o}.{f.attr} = {default_expr(self.spec, f)}", i + 1)
+        self._defaults(self.spec.structs[name], o, i + 1)
+        self._store(fields, o, f"t{depth}", "_" if flexible else None, i + 1)
         self.emit(f"{o}.unknown_tagged_fields = ()", i + 1)
         self.emit(f"{a}.append({o})", i + 1)
         self.emit(f"pos += {size} * len({a})", i)
@@ -463,9 +445,20 @@ class _Reader:
             return
         fmt = ">" + "".join(_STRUCT_CODES[f.type.text] for f in group)
         size = sum(FIXED_SIZES[f.type.text] for f in group)
+        if count is not None:
+            fmt += "B"
+            size += 1
+        self._store(group, o, f"{self.mod.unpacker(fmt)}(buf, pos)", count, ind)
+        self.emit(f"pos += {size}", ind)
+
+    def _store(
+        self, fields: list[FieldSpec], o: str, source: str, count: str | None, ind: int
+    ) -> None:
+        """``<slots of fields>[, count] = source`` for a tuple of fixed-width values; a uuid goes
+        through a local and the table of interned ids."""
         targets: list[str] = []
         uuids: list[str] = []
-        for f in group:
+        for f in fields:
             if f.type.text == "uuid":
                 tmp = f"u{len(uuids)}"
                 uuids.append(f"{o}.{f.attr} = _ug({tmp}) or _ui({tmp})")
@@ -473,14 +466,19 @@ class _Reader:
             else:
                 targets.append(f"{o}.{f.attr}")
         if count is not None:
-            fmt += "B"
-            size += 1
             targets.append(count)
         lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
-        self.emit(f"{lhs} = {self.mod.unpacker(fmt)}(buf, pos)", ind)
-        self.emit(f"pos += {size}", ind)
+        self.emit(f"{lhs} = {source}", ind)
         for line in uuids:
             self.emit(line, ind)
+
+    def _defaults(self, struct: StructSpec, o: str, ind: int) -> None:
+        """Store the default of every field that is not on the wire at this version (absent, or
+        tagged: a tagged value read later replaces it)."""
+        v = self.version
+        for f in struct.fields:
+            if not f.present_in(v) or f.tagged_in(v):
+                self.emit(f"{o}.{f.attr} = {default_expr(self.spec, f)}", ind)
 
     def _tagged(
         self, struct: StructSpec, tagged: list[FieldSpec], depth: int, ind: int, limit: str

@@ -191,8 +191,8 @@ def _r_AddRaftVoterRequest_0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
         o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.timeout_ms, o0.voter_id, u0 = _U2(buf, pos)
-    pos += 24
     o0.voter_directory_id = _ug(u0) or _ui(u0)
+    pos += 24
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -284,8 +284,8 @@ def _r_AddRaftVoterRequest_1(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
         o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.timeout_ms, o0.voter_id, u0 = _U2(buf, pos)
-    pos += 24
     o0.voter_directory_id = _ug(u0) or _ui(u0)
+    pos += 24
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:

@@ -138,8 +138,8 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     blen = len(buf)
     o0 = _new(PartitionData)
     o0.partition_index, u0, o0.leader_id, o0.leader_epoch, tn0 = _U4(buf, pos)
-    pos += 29
     o0.voter_directory_id = _ug(u0) or _ui(u0)
+    pos += 29
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
@@ -175,8 +175,8 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
         if n1 >= 4:
             for t1 in _IT2(buf[pos:pos + n1 * 12]):
                 o1 = _new(PartitionData)
-                o1.partition_index, o1.leader_id, o1.leader_epoch = t1
                 o1.voter_directory_id = ZERO_UUID
+                o1.partition_index, o1.leader_id, o1.leader_epoch = t1
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 12 * len(a1)
@@ -252,8 +252,8 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
         for _ in range(n1 - len(a1)):
             o1 = _new(PartitionData)
             o1.partition_index, u0, o1.leader_id, o1.leader_epoch, tn1 = _U4(buf, pos)
-            pos += 29
             o1.voter_directory_id = _ug(u0) or _ui(u0)
+            pos += 29
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
@@ -358,8 +358,8 @@ def _r_BeginQuorumEpochRequest_0(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                 if n2 >= 4:
                     for t2 in _IT2(buf[pos:pos + n2 * 12]):
                         o2 = _new(PartitionData)
-                        o2.partition_index, o2.leader_id, o2.leader_epoch = t2
                         o2.voter_directory_id = ZERO_UUID
+                        o2.partition_index, o2.leader_id, o2.leader_epoch = t2
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 12 * len(a2)
@@ -474,8 +474,8 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                 for _ in range(n2 - len(a2)):
                     o2 = _new(PartitionData)
                     o2.partition_index, u0, o2.leader_id, o2.leader_epoch, tn2 = _U4(buf, pos)
-                    pos += 29
                     o2.voter_directory_id = _ug(u0) or _ui(u0)
+                    pos += 29
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:

@@ -366,8 +366,8 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
         o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, = _U5(buf, pos)
-    pos += 16
     o0.incarnation_id = _ug(u0) or _ui(u0)
+    pos += 16
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -522,8 +522,8 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
         o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, = _U5(buf, pos)
-    pos += 16
     o0.incarnation_id = _ug(u0) or _ui(u0)
+    pos += 16
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -688,8 +688,8 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
         o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, = _U5(buf, pos)
-    pos += 16
     o0.incarnation_id = _ug(u0) or _ui(u0)
+    pos += 16
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -872,8 +872,8 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
         o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, = _U5(buf, pos)
-    pos += 16
     o0.incarnation_id = _ug(u0) or _ui(u0)
+    pos += 16
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:

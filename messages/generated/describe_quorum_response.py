@@ -216,8 +216,8 @@ def _r_ReplicaState_2(buf: Any, pos: int) -> tuple[ReplicaState, int]:
     blen = len(buf)
     o0 = _new(ReplicaState)
     o0.replica_id, u0, o0.log_end_offset, o0.last_fetch_timestamp, o0.last_caught_up_timestamp, tn0 = _U6(buf, pos)
-    pos += 45
     o0.replica_directory_id = _ug(u0) or _ui(u0)
+    pos += 45
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
@@ -278,10 +278,10 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
                 if t1[-1]:
                     break
                 o1 = _new(ReplicaState)
-                o1.replica_id, o1.log_end_offset, _ = t1
                 o1.replica_directory_id = ZERO_UUID
                 o1.last_fetch_timestamp = -1
                 o1.last_caught_up_timestamp = -1
+                o1.replica_id, o1.log_end_offset, _ = t1
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 13 * len(a1)
@@ -313,10 +313,10 @@ def _r_PartitionData_0(buf: Any, pos: int) -> tuple[PartitionData, int]:
                 if t1[-1]:
                     break
                 o1 = _new(ReplicaState)
-                o1.replica_id, o1.log_end_offset, _ = t1
                 o1.replica_directory_id = ZERO_UUID
                 o1.last_fetch_timestamp = -1
                 o1.last_caught_up_timestamp = -1
+                o1.replica_id, o1.log_end_offset, _ = t1
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 13 * len(a1)
@@ -394,8 +394,8 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
                 if t1[-1]:
                     break
                 o1 = _new(ReplicaState)
-                o1.replica_id, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, _ = t1
                 o1.replica_directory_id = ZERO_UUID
+                o1.replica_id, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, _ = t1
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 29 * len(a1)
@@ -425,8 +425,8 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
                 if t1[-1]:
                     break
                 o1 = _new(ReplicaState)
-                o1.replica_id, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, _ = t1
                 o1.replica_directory_id = ZERO_UUID
+                o1.replica_id, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, _ = t1
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 29 * len(a1)
@@ -525,8 +525,8 @@ def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
         for _ in range(n1 - len(a1)):
             o1 = _new(ReplicaState)
             o1.replica_id, u0, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, tn1 = _U6(buf, pos)
-            pos += 45
             o1.replica_directory_id = _ug(u0) or _ui(u0)
+            pos += 45
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
@@ -556,8 +556,8 @@ def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
         for _ in range(n1 - len(a1)):
             o1 = _new(ReplicaState)
             o1.replica_id, u0, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, tn1 = _U6(buf, pos)
-            pos += 45
             o1.replica_directory_id = _ug(u0) or _ui(u0)
+            pos += 45
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
@@ -641,10 +641,10 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
                         if t2[-1]:
                             break
                         o2 = _new(ReplicaState)
-                        o2.replica_id, o2.log_end_offset, _ = t2
                         o2.replica_directory_id = ZERO_UUID
                         o2.last_fetch_timestamp = -1
                         o2.last_caught_up_timestamp = -1
+                        o2.replica_id, o2.log_end_offset, _ = t2
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 13 * len(a2)
@@ -676,10 +676,10 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
                         if t2[-1]:
                             break
                         o2 = _new(ReplicaState)
-                        o2.replica_id, o2.log_end_offset, _ = t2
                         o2.replica_directory_id = ZERO_UUID
                         o2.last_fetch_timestamp = -1
                         o2.last_caught_up_timestamp = -1
+                        o2.replica_id, o2.log_end_offset, _ = t2
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 13 * len(a2)
@@ -780,8 +780,8 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
                         if t2[-1]:
                             break
                         o2 = _new(ReplicaState)
-                        o2.replica_id, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, _ = t2
                         o2.replica_directory_id = ZERO_UUID
+                        o2.replica_id, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, _ = t2
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 29 * len(a2)
@@ -811,8 +811,8 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
                         if t2[-1]:
                             break
                         o2 = _new(ReplicaState)
-                        o2.replica_id, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, _ = t2
                         o2.replica_directory_id = ZERO_UUID
+                        o2.replica_id, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, _ = t2
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 29 * len(a2)
@@ -932,8 +932,8 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
                 for _ in range(n2 - len(a2)):
                     o2 = _new(ReplicaState)
                     o2.replica_id, u0, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, tn2 = _U6(buf, pos)
-                    pos += 45
                     o2.replica_directory_id = _ug(u0) or _ui(u0)
+                    pos += 45
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
@@ -963,8 +963,8 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
                 for _ in range(n2 - len(a2)):
                     o2 = _new(ReplicaState)
                     o2.replica_id, u0, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, tn2 = _U6(buf, pos)
-                    pos += 45
                     o2.replica_directory_id = _ug(u0) or _ui(u0)
+                    pos += 45
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
@@ -1201,10 +1201,10 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                                 if t3[-1]:
                                     break
                                 o3 = _new(ReplicaState)
-                                o3.replica_id, o3.log_end_offset, _ = t3
                                 o3.replica_directory_id = ZERO_UUID
                                 o3.last_fetch_timestamp = -1
                                 o3.last_caught_up_timestamp = -1
+                                o3.replica_id, o3.log_end_offset, _ = t3
                                 o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 13 * len(a3)
@@ -1236,10 +1236,10 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                                 if t3[-1]:
                                     break
                                 o3 = _new(ReplicaState)
-                                o3.replica_id, o3.log_end_offset, _ = t3
                                 o3.replica_directory_id = ZERO_UUID
                                 o3.last_fetch_timestamp = -1
                                 o3.last_caught_up_timestamp = -1
+                                o3.replica_id, o3.log_end_offset, _ = t3
                                 o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 13 * len(a3)
@@ -1364,8 +1364,8 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                                 if t3[-1]:
                                     break
                                 o3 = _new(ReplicaState)
-                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, _ = t3
                                 o3.replica_directory_id = ZERO_UUID
+                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, _ = t3
                                 o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 29 * len(a3)
@@ -1395,8 +1395,8 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                                 if t3[-1]:
                                     break
                                 o3 = _new(ReplicaState)
-                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, _ = t3
                                 o3.replica_directory_id = ZERO_UUID
+                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, _ = t3
                                 o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 29 * len(a3)
@@ -1560,8 +1560,8 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                         for _ in range(n3 - len(a3)):
                             o3 = _new(ReplicaState)
                             o3.replica_id, u0, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, tn3 = _U6(buf, pos)
-                            pos += 45
                             o3.replica_directory_id = _ug(u0) or _ui(u0)
+                            pos += 45
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:
@@ -1591,8 +1591,8 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                         for _ in range(n3 - len(a3)):
                             o3 = _new(ReplicaState)
                             o3.replica_id, u0, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, tn3 = _U6(buf, pos)
-                            pos += 45
                             o3.replica_directory_id = _ug(u0) or _ui(u0)
+                            pos += 45
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:

@@ -128,8 +128,8 @@ def _r_ReplicaInfo_1(buf: Any, pos: int) -> tuple[ReplicaInfo, int]:
     blen = len(buf)
     o0 = _new(ReplicaInfo)
     o0.candidate_id, u0, tn0 = _U1(buf, pos)
-    pos += 21
     o0.candidate_directory_id = _ug(u0) or _ui(u0)
+    pos += 21
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
@@ -215,8 +215,8 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
         for _ in range(n1 - len(a1)):
             o1 = _new(ReplicaInfo)
             o1.candidate_id, u0, tn1 = _U1(buf, pos)
-            pos += 21
             o1.candidate_directory_id = _ug(u0) or _ui(u0)
+            pos += 21
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
@@ -353,8 +353,8 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
                 for _ in range(n2 - len(a2)):
                     o2 = _new(ReplicaInfo)
                     o2.candidate_id, u0, tn2 = _U1(buf, pos)
-                    pos += 21
                     o2.candidate_directory_id = _ug(u0) or _ui(u0)
+                    pos += 21
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
@@ -595,8 +595,8 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                         for _ in range(n3 - len(a3)):
                             o3 = _new(ReplicaInfo)
                             o3.candidate_id, u0, tn3 = _U1(buf, pos)
-                            pos += 21
                             o3.candidate_directory_id = _ug(u0) or _ui(u0)
+                            pos += 21
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                             else:

@@ -548,12 +548,12 @@ def _r_FetchTopic_4(buf: Any, pos: int) -> tuple[FetchTopic, int]:
         if n1 >= 4:
             for t1 in _IT4(buf[pos:pos + n1 * 16]):
                 o1 = _new(FetchPartition)
-                o1.partition, o1.fetch_offset, o1.partition_max_bytes = t1
                 o1.current_leader_epoch = -1
                 o1.last_fetched_epoch = -1
                 o1.log_start_offset = -1
                 o1.replica_directory_id = ZERO_UUID
                 o1.high_watermark = 9223372036854775807
+                o1.partition, o1.fetch_offset, o1.partition_max_bytes = t1
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 16 * len(a1)
@@ -601,11 +601,11 @@ def _r_FetchTopic_5(buf: Any, pos: int) -> tuple[FetchTopic, int]:
         if n1 >= 4:
             for t1 in _IT6(buf[pos:pos + n1 * 24]):
                 o1 = _new(FetchPartition)
-                o1.partition, o1.fetch_offset, o1.log_start_offset, o1.partition_max_bytes = t1
                 o1.current_leader_epoch = -1
                 o1.last_fetched_epoch = -1
                 o1.replica_directory_id = ZERO_UUID
                 o1.high_watermark = 9223372036854775807
+                o1.partition, o1.fetch_offset, o1.log_start_offset, o1.partition_max_bytes = t1
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 24 * len(a1)
@@ -694,10 +694,10 @@ def _r_FetchTopic_9(buf: Any, pos: int) -> tuple[FetchTopic, int]:
         if n1 >= 4:
             for t1 in _IT8(buf[pos:pos + n1 * 28]):
                 o1 = _new(FetchPartition)
-                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.log_start_offset, o1.partition_max_bytes = t1
                 o1.last_fetched_epoch = -1
                 o1.replica_directory_id = ZERO_UUID
                 o1.high_watermark = 9223372036854775807
+                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.log_start_offset, o1.partition_max_bytes = t1
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 28 * len(a1)
@@ -796,9 +796,9 @@ def _r_FetchTopic_12(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                 if t1[-1]:
                     break
                 o1 = _new(FetchPartition)
-                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.replica_directory_id = ZERO_UUID
                 o1.high_watermark = 9223372036854775807
+                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 33 * len(a1)
@@ -857,8 +857,8 @@ def _r_FetchTopic_13(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     o0 = _new(FetchTopic)
     o0.topic = ''
     u0, = _U11(buf, pos)
-    pos += 16
     o0.topic_id = _ug(u0) or _ui(u0)
+    pos += 16
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -875,9 +875,9 @@ def _r_FetchTopic_13(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                 if t1[-1]:
                     break
                 o1 = _new(FetchPartition)
-                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.replica_directory_id = ZERO_UUID
                 o1.high_watermark = 9223372036854775807
+                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 33 * len(a1)
@@ -936,8 +936,8 @@ def _r_FetchTopic_14(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     o0 = _new(FetchTopic)
     o0.topic = ''
     u0, = _U11(buf, pos)
-    pos += 16
     o0.topic_id = _ug(u0) or _ui(u0)
+    pos += 16
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -954,9 +954,9 @@ def _r_FetchTopic_14(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                 if t1[-1]:
                     break
                 o1 = _new(FetchPartition)
-                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.replica_directory_id = ZERO_UUID
                 o1.high_watermark = 9223372036854775807
+                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 33 * len(a1)
@@ -1015,8 +1015,8 @@ def _r_FetchTopic_15(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     o0 = _new(FetchTopic)
     o0.topic = ''
     u0, = _U11(buf, pos)
-    pos += 16
     o0.topic_id = _ug(u0) or _ui(u0)
+    pos += 16
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1033,9 +1033,9 @@ def _r_FetchTopic_15(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                 if t1[-1]:
                     break
                 o1 = _new(FetchPartition)
-                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.replica_directory_id = ZERO_UUID
                 o1.high_watermark = 9223372036854775807
+                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 33 * len(a1)
@@ -1094,8 +1094,8 @@ def _r_FetchTopic_16(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     o0 = _new(FetchTopic)
     o0.topic = ''
     u0, = _U11(buf, pos)
-    pos += 16
     o0.topic_id = _ug(u0) or _ui(u0)
+    pos += 16
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1112,9 +1112,9 @@ def _r_FetchTopic_16(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                 if t1[-1]:
                     break
                 o1 = _new(FetchPartition)
-                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.replica_directory_id = ZERO_UUID
                 o1.high_watermark = 9223372036854775807
+                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 33 * len(a1)
@@ -1173,8 +1173,8 @@ def _r_FetchTopic_17(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     o0 = _new(FetchTopic)
     o0.topic = ''
     u0, = _U11(buf, pos)
-    pos += 16
     o0.topic_id = _ug(u0) or _ui(u0)
+    pos += 16
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1191,9 +1191,9 @@ def _r_FetchTopic_17(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                 if t1[-1]:
                     break
                 o1 = _new(FetchPartition)
-                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.replica_directory_id = ZERO_UUID
                 o1.high_watermark = 9223372036854775807
+                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 33 * len(a1)
@@ -1258,8 +1258,8 @@ def _r_FetchTopic_18(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     o0 = _new(FetchTopic)
     o0.topic = ''
     u0, = _U11(buf, pos)
-    pos += 16
     o0.topic_id = _ug(u0) or _ui(u0)
+    pos += 16
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1276,9 +1276,9 @@ def _r_FetchTopic_18(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                 if t1[-1]:
                     break
                 o1 = _new(FetchPartition)
-                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.replica_directory_id = ZERO_UUID
                 o1.high_watermark = 9223372036854775807
+                o1.partition, o1.current_leader_epoch, o1.fetch_offset, o1.last_fetched_epoch, o1.log_start_offset, o1.partition_max_bytes, _ = t1
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 33 * len(a1)
@@ -1485,8 +1485,8 @@ def _r_ForgottenTopic_13(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     o0 = _new(ForgottenTopic)
     o0.topic = ''
     u0, = _U11(buf, pos)
-    pos += 16
     o0.topic_id = _ug(u0) or _ui(u0)
+    pos += 16
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1653,12 +1653,12 @@ def _r_FetchRequest_4(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if n2 >= 4:
                     for t2 in _IT4(buf[pos:pos + n2 * 16]):
                         o2 = _new(FetchPartition)
-                        o2.partition, o2.fetch_offset, o2.partition_max_bytes = t2
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
                         o2.log_start_offset = -1
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.fetch_offset, o2.partition_max_bytes = t2
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 16 * len(a2)
@@ -1729,11 +1729,11 @@ def _r_FetchRequest_5(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if n2 >= 4:
                     for t2 in _IT6(buf[pos:pos + n2 * 24]):
                         o2 = _new(FetchPartition)
-                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = t2
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = t2
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 24 * len(a2)
@@ -1822,11 +1822,11 @@ def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if n2 >= 4:
                     for t2 in _IT6(buf[pos:pos + n2 * 24]):
                         o2 = _new(FetchPartition)
-                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = t2
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = t2
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 24 * len(a2)
@@ -1943,10 +1943,10 @@ def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if n2 >= 4:
                     for t2 in _IT8(buf[pos:pos + n2 * 28]):
                         o2 = _new(FetchPartition)
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = t2
                         o2.last_fetched_epoch = -1
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = t2
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 28 * len(a2)
@@ -2064,10 +2064,10 @@ def _r_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if n2 >= 4:
                     for t2 in _IT8(buf[pos:pos + n2 * 28]):
                         o2 = _new(FetchPartition)
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = t2
                         o2.last_fetched_epoch = -1
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = t2
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 28 * len(a2)
@@ -2201,9 +2201,9 @@ def _r_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         if t2[-1]:
                             break
                         o2 = _new(FetchPartition)
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 33 * len(a2)
@@ -2392,8 +2392,8 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(FetchTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            pos += 16
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 16
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2410,9 +2410,9 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         if t2[-1]:
                             break
                         o2 = _new(FetchPartition)
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 33 * len(a2)
@@ -2460,8 +2460,8 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(ForgottenTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            pos += 16
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 16
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2592,8 +2592,8 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(FetchTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            pos += 16
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 16
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2610,9 +2610,9 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         if t2[-1]:
                             break
                         o2 = _new(FetchPartition)
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 33 * len(a2)
@@ -2660,8 +2660,8 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(ForgottenTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            pos += 16
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 16
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2796,8 +2796,8 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(FetchTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            pos += 16
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 16
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2814,9 +2814,9 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         if t2[-1]:
                             break
                         o2 = _new(FetchPartition)
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 33 * len(a2)
@@ -2864,8 +2864,8 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(ForgottenTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            pos += 16
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 16
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -3009,8 +3009,8 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(FetchTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            pos += 16
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 16
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -3027,9 +3027,9 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         if t2[-1]:
                             break
                         o2 = _new(FetchPartition)
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 33 * len(a2)
@@ -3077,8 +3077,8 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(ForgottenTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            pos += 16
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 16
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -3222,8 +3222,8 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(FetchTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            pos += 16
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 16
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -3240,9 +3240,9 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         if t2[-1]:
                             break
                         o2 = _new(FetchPartition)
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 33 * len(a2)
@@ -3296,8 +3296,8 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(ForgottenTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            pos += 16
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 16
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -3441,8 +3441,8 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(FetchTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            pos += 16
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 16
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -3459,9 +3459,9 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         if t2[-1]:
                             break
                         o2 = _new(FetchPartition)
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, _ = t2
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 33 * len(a2)
@@ -3518,8 +3518,8 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(ForgottenTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            pos += 16
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 16
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:

@@ -1367,8 +1367,8 @@ def _r_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResp
     o0 = _new(FetchableTopicResponse)
     o0.topic = ''
     u0, = _U11(buf, pos)
-    pos += 16
     o0.topic_id = _ug(u0) or _ui(u0)
+    pos += 16
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -2257,8 +2257,8 @@ def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
             o1 = _new(FetchableTopicResponse)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            pos += 16
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 16
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2427,8 +2427,8 @@ def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
             o1 = _new(FetchableTopicResponse)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            pos += 16
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 16
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2597,8 +2597,8 @@ def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
             o1 = _new(FetchableTopicResponse)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            pos += 16
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 16
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -2781,8 +2781,8 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
             o1 = _new(FetchableTopicResponse)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            pos += 16
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 16
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:

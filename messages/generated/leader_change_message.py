@@ -119,8 +119,8 @@ def _r_Voter_1(buf: Any, pos: int) -> tuple[Voter, int]:
     blen = len(buf)
     o0 = _new(Voter)
     o0.voter_id, u0, tn0 = _U3(buf, pos)
-    pos += 21
     o0.voter_directory_id = _ug(u0) or _ui(u0)
+    pos += 21
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
@@ -179,8 +179,8 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
                 if t1[-1]:
                     break
                 o1 = _new(Voter)
-                o1.voter_id, _ = t1
                 o1.voter_directory_id = ZERO_UUID
+                o1.voter_id, _ = t1
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 5 * len(a1)
@@ -210,8 +210,8 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
                 if t1[-1]:
                     break
                 o1 = _new(Voter)
-                o1.voter_id, _ = t1
                 o1.voter_directory_id = ZERO_UUID
+                o1.voter_id, _ = t1
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 5 * len(a1)
@@ -293,8 +293,8 @@ def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
         for _ in range(n1 - len(a1)):
             o1 = _new(Voter)
             o1.voter_id, u0, tn1 = _U3(buf, pos)
-            pos += 21
             o1.voter_directory_id = _ug(u0) or _ui(u0)
+            pos += 21
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
@@ -324,8 +324,8 @@ def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
         for _ in range(n1 - len(a1)):
             o1 = _new(Voter)
             o1.voter_id, u0, tn1 = _U3(buf, pos)
-            pos += 21
             o1.voter_directory_id = _ug(u0) or _ui(u0)
+            pos += 21
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:

@@ -205,8 +205,8 @@ def _r_MetadataRequestTopic_10(buf: Any, pos: int) -> tuple[MetadataRequestTopic
     isb = type(buf) is not memoryview
     o0 = _new(MetadataRequestTopic)
     u0, = _U0(buf, pos)
-    pos += 16
     o0.topic_id = _ug(u0) or _ui(u0)
+    pos += 16
     sn = buf[pos]
     pos += 1
     if sn >= 0x80:
@@ -572,8 +572,8 @@ def _r_MetadataRequest_10(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         for _ in range(n1):
             o1 = _new(MetadataRequestTopic)
             u0, = _U0(buf, pos)
-            pos += 16
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 16
             sn = buf[pos]
             pos += 1
             if sn >= 0x80:
@@ -643,8 +643,8 @@ def _r_MetadataRequest_11(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         for _ in range(n1):
             o1 = _new(MetadataRequestTopic)
             u0, = _U0(buf, pos)
-            pos += 16
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 16
             sn = buf[pos]
             pos += 1
             if sn >= 0x80:

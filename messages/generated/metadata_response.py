@@ -1442,8 +1442,8 @@ def _r_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTop
         o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, o0.is_internal = _U6(buf, pos)
-    pos += 17
     o0.topic_id = _ug(u0) or _ui(u0)
+    pos += 17
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1577,8 +1577,8 @@ def _r_MetadataResponseTopic_12(buf: Any, pos: int) -> tuple[MetadataResponseTop
         o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, o0.is_internal = _U6(buf, pos)
-    pos += 17
     o0.topic_id = _ug(u0) or _ui(u0)
+    pos += 17
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -2812,8 +2812,8 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             u0, o1.is_internal = _U6(buf, pos)
-            pos += 17
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 17
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -3020,8 +3020,8 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             u0, o1.is_internal = _U6(buf, pos)
-            pos += 17
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 17
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -3228,8 +3228,8 @@ def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             u0, o1.is_internal = _U6(buf, pos)
-            pos += 17
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 17
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
@@ -3436,8 +3436,8 @@ def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             u0, o1.is_internal = _U6(buf, pos)
-            pos += 17
             o1.topic_id = _ug(u0) or _ui(u0)
+            pos += 17
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:

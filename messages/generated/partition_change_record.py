@@ -169,8 +169,8 @@ def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecor
     o0.eligible_leader_replicas = None
     o0.last_known_elr = None
     o0.partition_id, u0, tn0 = _U3(buf, pos)
-    pos += 21
     o0.topic_id = _ug(u0) or _ui(u0)
+    pos += 21
     if tn0:
         if tn0 >= 0x80:
             tn0, pos = _ruv(buf, pos - 1)
@@ -359,8 +359,8 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
     o0.eligible_leader_replicas = None
     o0.last_known_elr = None
     o0.partition_id, u0, tn0 = _U3(buf, pos)
-    pos += 21
     o0.topic_id = _ug(u0) or _ui(u0)
+    pos += 21
     if tn0:
         if tn0 >= 0x80:
             tn0, pos = _ruv(buf, pos - 1)
@@ -590,8 +590,8 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
     o0.eligible_leader_replicas = None
     o0.last_known_elr = None
     o0.partition_id, u0, tn0 = _U3(buf, pos)
-    pos += 21
     o0.topic_id = _ug(u0) or _ui(u0)
+    pos += 21
     if tn0:
         if tn0 >= 0x80:
             tn0, pos = _ruv(buf, pos - 1)

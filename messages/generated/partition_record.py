@@ -152,8 +152,8 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     o0.eligible_leader_replicas = None
     o0.last_known_elr = None
     o0.partition_id, u0 = _U0(buf, pos)
-    pos += 20
     o0.topic_id = _ug(u0) or _ui(u0)
+    pos += 20
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -303,8 +303,8 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     o0.eligible_leader_replicas = None
     o0.last_known_elr = None
     o0.partition_id, u0 = _U0(buf, pos)
-    pos += 20
     o0.topic_id = _ug(u0) or _ui(u0)
+    pos += 20
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -494,8 +494,8 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     o0.eligible_leader_replicas = None
     o0.last_known_elr = None
     o0.partition_id, u0 = _U0(buf, pos)
-    pos += 20
     o0.topic_id = _ug(u0) or _ui(u0)
+    pos += 20
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:

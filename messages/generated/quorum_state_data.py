@@ -211,8 +211,8 @@ def _r_QuorumStateData_1(buf: Any, pos: int) -> tuple[QuorumStateData, int]:
     o0.applied_offset = 0
     o0.current_voters = []
     o0.leader_id, o0.leader_epoch, o0.voted_id, u0, tn0 = _U6(buf, pos)
-    pos += 29
     o0.voted_directory_id = _ug(u0) or _ui(u0)
+    pos += 29
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:

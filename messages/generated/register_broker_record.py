@@ -364,8 +364,8 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
     o0.broker_id, u0, o0.broker_epoch = _U7(buf, pos)
-    pos += 28
     o0.incarnation_id = _ug(u0) or _ui(u0)
+    pos += 28
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -521,8 +521,8 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
     o0.broker_id, u0, o0.broker_epoch = _U7(buf, pos)
-    pos += 28
     o0.incarnation_id = _ug(u0) or _ui(u0)
+    pos += 28
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -674,8 +674,8 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
     o0.broker_id, o0.is_migrating_zk_broker, u0, o0.broker_epoch = _U11(buf, pos)
-    pos += 29
     o0.incarnation_id = _ug(u0) or _ui(u0)
+    pos += 29
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -840,8 +840,8 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
     o0.broker_id, o0.is_migrating_zk_broker, u0, o0.broker_epoch = _U11(buf, pos)
-    pos += 29
     o0.incarnation_id = _ug(u0) or _ui(u0)
+    pos += 29
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -1037,8 +1037,8 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
     o0.broker_id, o0.is_migrating_zk_broker, u0, o0.broker_epoch = _U11(buf, pos)
-    pos += 29
     o0.incarnation_id = _ug(u0) or _ui(u0)
+    pos += 29
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:

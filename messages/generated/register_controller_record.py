@@ -218,8 +218,8 @@ def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControlle
     isb = type(buf) is not memoryview
     o0 = _new(RegisterControllerRecord)
     o0.controller_id, u0, o0.zk_migration_ready = _U4(buf, pos)
-    pos += 21
     o0.incarnation_id = _ug(u0) or _ui(u0)
+    pos += 21
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:

@@ -90,8 +90,8 @@ def _r_RemoveRaftVoterRequest_0(buf: Any, pos: int) -> tuple[RemoveRaftVoterRequ
         o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.voter_id, u0, tn0 = _U1(buf, pos)
-    pos += 21
     o0.voter_directory_id = _ug(u0) or _ui(u0)
+    pos += 21
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:

@@ -74,8 +74,8 @@ def _r_RemoveTopicRecord_0(buf: Any, pos: int) -> tuple[RemoveTopicRecord, int]:
     blen = len(buf)
     o0 = _new(RemoveTopicRecord)
     u0, tn0 = _U1(buf, pos)
-    pos += 17
     o0.topic_id = _ug(u0) or _ui(u0)
+    pos += 17
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:

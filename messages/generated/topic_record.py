@@ -91,8 +91,8 @@ def _r_TopicRecord_0(buf: Any, pos: int) -> tuple[TopicRecord, int]:
         o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, tn0 = _U1(buf, pos)
-    pos += 17
     o0.topic_id = _ug(u0) or _ui(u0)
+    pos += 17
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:

@@ -204,8 +204,8 @@ def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequ
         o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.current_leader_epoch, o0.voter_id, u0 = _U4(buf, pos)
-    pos += 24
     o0.voter_directory_id = _ug(u0) or _ui(u0)
+    pos += 24
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:

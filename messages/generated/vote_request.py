@@ -147,9 +147,9 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     o0 = _new(PartitionData)
     o0.pre_vote = False
     o0.partition_index, o0.replica_epoch, o0.replica_id, u0, u1, o0.last_offset_epoch, o0.last_offset, tn0 = _U4(buf, pos)
-    pos += 57
     o0.replica_directory_id = _ug(u0) or _ui(u0)
     o0.voter_directory_id = _ug(u1) or _ui(u1)
+    pos += 57
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
@@ -169,9 +169,9 @@ def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
     blen = len(buf)
     o0 = _new(PartitionData)
     o0.partition_index, o0.replica_epoch, o0.replica_id, u0, u1, o0.last_offset_epoch, o0.last_offset, o0.pre_vote, tn0 = _U6(buf, pos)
-    pos += 58
     o0.replica_directory_id = _ug(u0) or _ui(u0)
     o0.voter_directory_id = _ug(u1) or _ui(u1)
+    pos += 58
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
     else:
@@ -232,10 +232,10 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
                 if t1[-1]:
                     break
                 o1 = _new(PartitionData)
-                o1.partition_index, o1.replica_epoch, o1.replica_id, o1.last_offset_epoch, o1.last_offset, _ = t1
                 o1.replica_directory_id = ZERO_UUID
                 o1.voter_directory_id = ZERO_UUID
                 o1.pre_vote = False
+                o1.partition_index, o1.replica_epoch, o1.replica_id, o1.last_offset_epoch, o1.last_offset, _ = t1
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 25 * len(a1)
@@ -313,10 +313,10 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
                 if t1[-1]:
                     break
                 o1 = _new(PartitionData)
+                o1.pre_vote = False
                 o1.partition_index, o1.replica_epoch, o1.replica_id, u0, u1, o1.last_offset_epoch, o1.last_offset, _ = t1
                 o1.replica_directory_id = _ug(u0) or _ui(u0)
                 o1.voter_directory_id = _ug(u1) or _ui(u1)
-                o1.pre_vote = False
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 57 * len(a1)
@@ -324,9 +324,9 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
             o1 = _new(PartitionData)
             o1.pre_vote = False
             o1.partition_index, o1.replica_epoch, o1.replica_id, u0, u1, o1.last_offset_epoch, o1.last_offset, tn1 = _U4(buf, pos)
-            pos += 57
             o1.replica_directory_id = _ug(u0) or _ui(u0)
             o1.voter_directory_id = _ug(u1) or _ui(u1)
+            pos += 57
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
@@ -403,9 +403,9 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
         for _ in range(n1 - len(a1)):
             o1 = _new(PartitionData)
             o1.partition_index, o1.replica_epoch, o1.replica_id, u0, u1, o1.last_offset_epoch, o1.last_offset, o1.pre_vote, tn1 = _U6(buf, pos)
-            pos += 58
             o1.replica_directory_id = _ug(u0) or _ui(u0)
             o1.voter_directory_id = _ug(u1) or _ui(u1)
+            pos += 58
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
             else:
@@ -497,10 +497,10 @@ def _r_VoteRequest_0(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                         if t2[-1]:
                             break
                         o2 = _new(PartitionData)
-                        o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset, _ = t2
                         o2.replica_directory_id = ZERO_UUID
                         o2.voter_directory_id = ZERO_UUID
                         o2.pre_vote = False
+                        o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset, _ = t2
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 25 * len(a2)
@@ -611,10 +611,10 @@ def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                         if t2[-1]:
                             break
                         o2 = _new(PartitionData)
+                        o2.pre_vote = False
                         o2.partition_index, o2.replica_epoch, o2.replica_id, u0, u1, o2.last_offset_epoch, o2.last_offset, _ = t2
                         o2.replica_directory_id = _ug(u0) or _ui(u0)
                         o2.voter_directory_id = _ug(u1) or _ui(u1)
-                        o2.pre_vote = False
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 57 * len(a2)
@@ -622,9 +622,9 @@ def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                     o2 = _new(PartitionData)
                     o2.pre_vote = False
                     o2.partition_index, o2.replica_epoch, o2.replica_id, u0, u1, o2.last_offset_epoch, o2.last_offset, tn2 = _U4(buf, pos)
-                    pos += 57
                     o2.replica_directory_id = _ug(u0) or _ui(u0)
                     o2.voter_directory_id = _ug(u1) or _ui(u1)
+                    pos += 57
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:
@@ -734,9 +734,9 @@ def _r_VoteRequest_2(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                 for _ in range(n2 - len(a2)):
                     o2 = _new(PartitionData)
                     o2.partition_index, o2.replica_epoch, o2.replica_id, u0, u1, o2.last_offset_epoch, o2.last_offset, o2.pre_vote, tn2 = _U6(buf, pos)
-                    pos += 58
                     o2.replica_directory_id = _ug(u0) or _ui(u0)
                     o2.voter_directory_id = _ug(u1) or _ui(u1)
+                    pos += 58
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
                     else:

@@ -202,8 +202,8 @@ def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
     isb = type(buf) is not memoryview
     o0 = _new(Voter)
     o0.voter_id, u0 = _U4(buf, pos)
-    pos += 20
     o0.voter_directory_id = _ug(u0) or _ui(u0)
+    pos += 20
     n1 = buf[pos] - 1
     pos += 1
     if n1 >= 0x7f:
@@ -304,8 +304,8 @@ def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
         for _ in range(n1):
             o1 = _new(Voter)
             o1.voter_id, u0 = _U4(buf, pos)
-            pos += 20
             o1.voter_directory_id = _ug(u0) or _ui(u0)
+            pos += 20
             n2 = buf[pos] - 1
             pos += 1
             if n2 >= 0x7f:
