@@ -188,6 +188,21 @@ def test_tail_cut_below_the_high_watermark_fails_the_command(spark, tmp_path, ca
 
 
 @pytest.mark.spark
+def test_lagging_ok_still_names_the_last_leader_missing_committed_entries(spark, tmp_path):
+    dirs = make_cluster(tmp_path / "q", HISTORY)
+    cut = END - 6
+    for p in (dirs[2] / PARTITION).iterdir():  # node3 led the last epoch
+        p.unlink()
+    write_node(dirs[2], HISTORY, upto=cut)
+    result = run_audit(spark, nodes_of(dirs), high_watermark=END, lagging_ok=True,
+                       timeline=False)
+    assert [(v["invariant"], v["node"], v["offset"]) for v in result.violations] == [
+        ("committed_entry_missing", "node3", cut)
+    ]
+    assert "last epoch's leader (node.id 3)" in result.violations[0]["detail"]
+
+
+@pytest.mark.spark
 def test_corrupt_tail_gives_invalid_rows_not_a_failed_job(spark, tmp_path):
     dirs = make_cluster(tmp_path / "q", HISTORY)
     last = segment_files(dirs[1] / PARTITION)[-1]

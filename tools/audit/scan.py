@@ -108,6 +108,24 @@ def parse_node_dirs(spec: str | Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
+def input_bytes(nodes: Sequence[tuple[str, str]]) -> int:
+    """Total size in bytes of the segment and snapshot files the scan would read in the
+    partition dirs of ``nodes`` (``[(name, partition dir)]``); a missing dir counts 0."""
+    total = 0
+    for _node, pdir in nodes:
+        try:
+            names = os.listdir(pdir)
+        except OSError:
+            continue
+        for name in names:
+            if SEGMENT_RE.match(name) or SNAPSHOT_RE.match(name):
+                try:
+                    total += os.path.getsize(os.path.join(pdir, name))
+                except OSError:
+                    pass
+    return total
+
+
 def _cut_is_batch_start(fd: int, position: int, base_offset: int) -> bool:
     head = os.pread(fd, _HEADER_PREFIX.size, position)
     if len(head) < _HEADER_PREFIX.size:
