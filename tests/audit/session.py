@@ -2,9 +2,16 @@
 compat audit tests (compat/test_audit_stock_quorum.py), so Spark's start-up (about 10 s, more on
 a loaded machine) is paid once per pytest process.
 
-:func:`shared_spark` starts it on first use (``local[2]``, no UI, 2 shuffle partitions, 1 GiB
-driver) and returns the same session afterwards; :func:`stop_shared_spark` stops it (the
-session-scoped ``spark`` fixture of tests/audit/conftest.py does so at the end of the run).
+:func:`shared_spark` starts it on first use and returns the same session afterwards. It is
+tuned for many small audits of kilobytes to a few megabytes on a small machine (:data:`CONFIG`):
+``local[2]``, no UI, a 1 GiB driver, one shuffle partition, no adaptive execution, and no
+generated code -- Spark's expressions are interpreted and its JVM compiles with C1 only
+(``-XX:TieredStopAtLevel=1``, serial GC). Compiling generated classes and C2's optimisation of
+Spark's own code are paid back only on large data; for the test audits they were most of the
+CPU time (about half of a warm audit, more of the first one).
+
+:func:`stop_shared_spark` stops it (the session-scoped ``spark`` fixture of
+tests/audit/conftest.py does so at the end of the run).
 Without pyspark the calling test is skipped, or fails under ``CI=true``: CI must run it.
 """
 
@@ -17,6 +24,18 @@ from typing import Any
 import pytest
 
 _session: Any = None
+
+CONFIG = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.memory": "1g",
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.sql.shuffle.partitions": "1",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+"""The shared session's Spark settings (see the module docstring)."""
 
 
 def _require_pyspark() -> None:
@@ -40,15 +59,10 @@ def shared_spark() -> Any:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("kwire-audit-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "1g")
-        .getOrCreate()
-    )
+    builder = SparkSession.builder.master("local[2]").appName("kwire-audit-tests")
+    for key, value in CONFIG.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     _session = session
     return session
