@@ -16,9 +16,10 @@ own DescribeQuorum client, tools.metadata_quorum, polls cheaply for the next lea
 followers to catch up). Two leader changes
 are forced: the first leader is killed with SIGKILL (an unclean stop: its unreplicated tail must
 be truncated when it rejoins) and restarted, then the second leader is stopped with SIGTERM (a
-graceful resignation, EndQuorumEpoch) and restarted. Once the restarted controllers have caught
-up, a last status is recorded, the followers are stopped, then the leader (so no deposed leader
-keeps an uncommitted tail), and the audit runs over the three directories on the shared Spark
+graceful resignation, EndQuorumEpoch) and restarted; the stock tool samples each new epoch while
+the stopped controller restarts. Once the restarted controllers have caught up, a last status is
+recorded, the followers are stopped (together), then the leader (so no deposed leader keeps an
+uncommitted tail), and the audit runs over the three directories on the shared Spark
 session (tests/audit/session.py) with the strict committed point (``min-leo``: every pair of
 replicas must agree on everything both hold).
 
@@ -31,9 +32,12 @@ bootstrap checkpoint is the three controllers.
 
 Kafka's logs are the reference: a violation found here is a bug of the audit.
 
-Cost (2 shared cores, load 2-7): 45-60 s per release for the quorum (three formats, five
-controller starts, four stock tool runs) plus 15 s for the audit on the warm shared Spark session;
-run alone, add Spark's start-up and first scan (about 60 s).
+The quorum runs of all releases start together when the module's first test starts
+(:func:`stock_runs`), and the controllers' JVMs compile with C1 only (:data:`CONTROLLER_JVM`).
+Cost (2 shared cores, load 2-3): 25-28 s per release for the quorum alone (three formats, five
+controller starts, four stock tool runs; about 30 CPU-s), about 42 s for both at once; then 2 s
+per audit on the warm shared Spark session. Run alone, Spark's start-up overlaps the quorum
+runs, and the first audit of the session takes about 15 s more.
 Under CI=true a missing Java, jar or pyspark fails the test instead of skipping it.
 """
 
@@ -45,7 +49,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +58,7 @@ import pytest
 import trio
 
 from compat.conftest import KafkaRelease
+from compat.kafka import kafka_problem
 from kwire.uuid import Uuid
 from tests.audit.session import shared_spark
 from tools.metadata_quorum import QuorumView, describe
@@ -63,6 +68,9 @@ pytestmark = [pytest.mark.compat, pytest.mark.spark]
 NODES = (1, 2, 3)
 CLUSTER_ID = str(Uuid(b"kwire-audit-test"))  # any fixed 16 bytes: Kafka's base64 text form
 PARTITION = "__cluster_metadata-0"
+CONTROLLER_JVM = ["-XX:TieredStopAtLevel=1"]
+"""Extra JVM flags of the controllers: C1 only. A short run on a small machine never pays back
+C2's compilations; they were about a third of the controllers' CPU time."""
 
 
 @pytest.fixture(scope="module")
@@ -135,23 +143,31 @@ class StockQuorum:
         assert all(r.returncode == 0 for r in done)
 
     def start(self, n: int) -> None:
+        """Start controller ``n`` (Kafka's server JVM flags, but C1 only: see CONTROLLER_JVM)."""
         with (self.root / f"node{n}.out").open("ab") as out:
             self.procs[n] = self.kafka.start(
-                "kafka.Kafka", [self.config(n)], stdout=out, stderr=subprocess.STDOUT)
+                "kafka.Kafka", [self.config(n)], jvm_args=CONTROLLER_JVM, stdout=out,
+                stderr=subprocess.STDOUT)
 
     def stop(self, n: int, sig: int = signal.SIGTERM, timeout_s: float = 60.0) -> None:
-        proc = self.procs.pop(n)
-        if proc.poll() is None:
-            proc.send_signal(sig)
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        self.stop_many([n], sig, timeout_s)
+
+    def stop_many(self, ns: list[int], sig: int = signal.SIGTERM, timeout_s: float = 60.0) -> None:
+        """Send ``sig`` to controllers ``ns`` at once, then wait for each (SIGKILL after
+        ``timeout_s``)."""
+        procs = [self.procs.pop(n) for n in ns]
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(sig)
+        for proc in procs:
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
     def stop_all(self) -> None:
-        for n in list(self.procs):
-            self.stop(n)
+        self.stop_many(list(self.procs))
 
     def view(self) -> QuorumView | None:
         """kwire's DescribeQuorum through the running controllers (cheap, for waiting), or None
@@ -211,42 +227,80 @@ def _caught_up(view: QuorumView) -> bool:
         v.log_end_offset >= p.high_watermark for v in p.current_voters)
 
 
-@pytest.fixture
-def stock_run(kafka: KafkaRelease, tmp_path: Path) -> Iterator[tuple[StockQuorum, list[Sample]]]:
-    """Run the quorum through two leader changes; yields it (stopped) and the stock samples."""
-    quorum = StockQuorum(kafka, tmp_path / "quorum")
+def run_stock_quorum(kafka: KafkaRelease, root: Path) -> tuple[StockQuorum, list[Sample]]:
+    """Run a quorum of ``kafka`` in ``root`` through two leader changes and stop it; returns it
+    (stopped) and the stock tool's samples, one per leader epoch plus a last one. Raises
+    AssertionError when a controller exits or a step times out (see :meth:`StockQuorum.wait`)."""
+    quorum = StockQuorum(kafka, root)
     samples: list[Sample] = []
-    try:
-        quorum.format()
-        for n in NODES:
-            quorum.start(n)
-        view = quorum.wait("a first leader", _elected)
-        samples.append(quorum.stock_status())
-        for sig in (signal.SIGKILL, signal.SIGTERM):
-            leader, epoch = samples[-1].leader, samples[-1].epoch
-            quorum.stop(leader, sig)
-            view = quorum.wait(f"a leader after {leader} stopped",
-                               lambda v, e=epoch: _elected(v, e + 1))
+    # the stock tool (a JVM start, 1-2 s) samples a new epoch while the stopped leader restarts
+    with ThreadPoolExecutor(1) as tool:
+        try:
+            quorum.format()
+            for n in NODES:
+                quorum.start(n)
+            quorum.wait("a first leader", _elected)
             samples.append(quorum.stock_status())
-            quorum.start(leader)
-            quorum.wait(f"controller {leader} to catch up", _caught_up)
-        samples.append(quorum.stock_status())
-        view = quorum.wait("all voters caught up before the stop", _caught_up)
-        leader = view.partition.leader_id
-        for n in NODES:
-            if n != leader:
-                quorum.stop(n)
-        quorum.stop(leader)
-        for s in samples:
-            print(f"stock describe --status: leader {s.leader} epoch {s.epoch} "
-                  f"high watermark {s.high_watermark}")
-        yield quorum, samples
+            for sig in (signal.SIGKILL, signal.SIGTERM):
+                leader, epoch = samples[-1].leader, samples[-1].epoch
+                quorum.stop(leader, sig)
+                quorum.wait(f"a leader after {leader} stopped",
+                            lambda v, e=epoch: _elected(v, e + 1))
+                status = tool.submit(quorum.stock_status)
+                quorum.start(leader)
+                quorum.wait(f"controller {leader} to catch up", _caught_up)
+                samples.append(status.result())
+            samples.append(quorum.stock_status())
+            view = quorum.wait("all voters caught up before the stop", _caught_up)
+            leader = view.partition.leader_id
+            quorum.stop_many([n for n in NODES if n != leader])
+            quorum.stop(leader)
+        finally:
+            quorum.stop_all()
+    return quorum, samples
+
+
+@pytest.fixture(scope="module")
+def stock_runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Future[tuple[StockQuorum, list[Sample]]]]]:
+    """``{version: future of run_stock_quorum(...)}`` for the releases the collected tests of
+    this module ask for, all started at once, each in its own thread, when the first of those
+    tests starts: a run is mostly JVM start-ups, elections and stock tool runs, so the releases
+    overlap well. Releases Kafka cannot run here are left out (their tests fail or skip through
+    the ``kafka`` fixture). Waits for every run (each stops its controllers) at the end."""
+    versions = sorted({
+        item.callspec.params["kafka_version"]
+        for item in request.session.items
+        if getattr(item, "module", None) is request.module
+        and "kafka_version" in getattr(getattr(item, "callspec", None), "params", {})
+    })
+    runnable = [v for v in versions if kafka_problem(v) is None]
+    pool = ThreadPoolExecutor(max(1, len(runnable)))
+    try:
+        yield {
+            v: pool.submit(run_stock_quorum, KafkaRelease(v),
+                           tmp_path_factory.mktemp(f"kafka-{v}") / "quorum")
+            for v in runnable
+        }
     finally:
-        quorum.stop_all()
+        pool.shutdown(wait=True)
+
+
+@pytest.fixture
+def stock_run(
+    kafka: KafkaRelease, stock_runs: dict[str, Future[tuple[StockQuorum, list[Sample]]]]
+) -> tuple[StockQuorum, list[Sample]]:
+    """This release's run (see :func:`stock_runs`): the stopped quorum and the stock samples."""
+    quorum, samples = stock_runs[kafka.version].result()
+    for s in samples:
+        print(f"stock describe --status: leader {s.leader} epoch {s.epoch} "
+              f"high watermark {s.high_watermark}")
+    return quorum, samples
 
 
 def test_audit_passes_on_stock_quorum_logs_and_matches_the_stock_timeline(
-    spark: Any, stock_run: tuple[StockQuorum, list[Sample]]
+    stock_run: tuple[StockQuorum, list[Sample]], spark: Any
 ) -> None:
     from tools.audit.jobs import run_audit
 
