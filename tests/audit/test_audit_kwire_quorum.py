@@ -7,20 +7,22 @@ so only a comparison with the other replicas can tell), one batch's leader epoch
 node-3, node-1's log cut below the commit point -- fails, and each damage is reported with its
 node, offset and invariant.
 
-Cost: the quorum run about 15 s, two audit passes on the shared Spark session.
+Cost: the quorum run about 17 s, started in the background when the first audit test starts
+(tests/audit/conftest.py), so it overlaps the synthetic-log tests; two audits of 2-3 s on the
+shared Spark session.
 """
 
 from __future__ import annotations
 
 import shutil
 import struct
-from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
 
 from storage.records import ATTRIBUTES_OFFSET, CRC_OFFSET, iter_batches
-from tests.quorum_run import FailoverRun, run_failovers
+from tests.quorum_run import FailoverRun
 from tools.audit.jobs import run_audit
 
 pytestmark = pytest.mark.spark
@@ -30,8 +32,9 @@ SEGMENT = "00000000000000000000.log"
 
 
 @pytest.fixture(scope="module")
-def failover_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FailoverRun]:
-    yield run_failovers(tmp_path_factory.mktemp("kwire-quorum") / "q", 3, throughput=300)
+def failover_run(failover_run_future: Future[FailoverRun]) -> FailoverRun:
+    """The run, started in the background by tests/audit/conftest.py; re-raises its failure."""
+    return failover_run_future.result()
 
 
 def _nodes(root: Path) -> list[tuple[str, str]]:
