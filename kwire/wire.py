@@ -259,7 +259,8 @@ class ScatterBuffer(bytearray):
     ``len(buffer)`` counts only the inline bytes; :attr:`nbytes` counts the held ones too.
 
     Until the first held value ``refs`` is the class's empty tuple, so that a buffer costs no
-    more to make and to turn into bytes than a bytearray (no ``__slots__``: a slot would have no default).
+    more to make and to turn into bytes than a bytearray (no ``__slots__``: a slot would have no
+    default).
     """
 
     refs: list[tuple[int, bytes | bytearray | memoryview]] | tuple[()] = ()
@@ -293,7 +294,7 @@ class ScatterBuffer(bytearray):
     def to_bytes(self) -> bytes:
         """The encoding as one ``bytes``, each held value copied in once."""
         if not self.refs:
-            with memoryview(self) as view:
+            with memoryview(self) as view:  # bytes(self) would call this method again
                 return bytes(view)
         return b"".join(self.parts())
 

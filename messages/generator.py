@@ -51,6 +51,8 @@ from messages.spec import (
 
 OUT_DIR = Path(__file__).with_name("generated")
 
+_BOUND_PREFIX = {"pack": "_P", "unpack_from": "_U", "iter_unpack": "_IT"}
+
 FIXED_RUN_MIN_ELEMENTS = 4
 """Arrays of fixed-layout structs with at least this many elements are decoded with one
 ``iter_unpack`` (:meth:`_Reader._fixed_run`); a shorter run costs more to set up than it saves."""
@@ -78,12 +80,8 @@ class _Module:
     """Accumulates the source of one generated module."""
 
     spec: MessageSpec
-    structs: dict[int, str] = field(default_factory=dict)  # format id -> Struct source
-    struct_names: dict[str, str] = field(default_factory=dict)
-    unpackers: dict[str, str] = field(default_factory=dict)  # Struct name -> its unpack_from
-    pack_fns: dict[str, str] = field(default_factory=dict)  # Struct name -> its pack
-    iter_unpackers: dict[str, str] = field(default_factory=dict)  # Struct name -> iter_unpack
-    lines: list[str] = field(default_factory=list)
+    struct_names: dict[str, str] = field(default_factory=dict)  # format -> Struct name
+    bound: dict[tuple[str, str], str] = field(default_factory=dict)  # (Struct, method) -> name
 
     def packer(self, fmt: str) -> str:
         name = self.struct_names.get(fmt)
@@ -92,21 +90,19 @@ class _Module:
             self.struct_names[fmt] = name
         return name
 
-    def unpacker(self, fmt: str) -> str:
-        """The module-level name of ``Struct(fmt).unpack_from``, bound once: a reader's call
-        then skips the attribute lookup."""
+    def method(self, fmt: str, method: str) -> str:
+        """The module-level name of ``Struct(fmt).<method>`` (``pack``, ``unpack_from`` or
+        ``iter_unpack``), bound once: a call then skips the attribute lookup."""
         name = self.packer(fmt)
-        return self.unpackers.setdefault(name, "_U" + name[2:])
+        return self.bound.setdefault((name, method), _BOUND_PREFIX[method] + name[2:])
 
-    def iter_unpacker(self, fmt: str) -> str:
-        """The module-level name of ``Struct(fmt).iter_unpack`` (see :meth:`unpacker`)."""
-        name = self.packer(fmt)
-        return self.iter_unpackers.setdefault(name, "_IT" + name[2:])
 
-    def pack_fn(self, fmt: str) -> str:
-        """The module-level name of ``Struct(fmt).pack``, bound once (see :meth:`unpacker`)."""
-        name = self.packer(fmt)
-        return self.pack_fns.setdefault(name, "_P" + name[2:])
+def _layout(fields: list[FieldSpec], count: bool = False) -> tuple[str, int]:
+    """The ``struct`` format and size in bytes of a run of fixed-width fields, with the one-byte
+    tagged-field count of a flexible struct after them when ``count``."""
+    fmt = ">" + "".join(_STRUCT_CODES[f.type.text] for f in fields)
+    size = sum(FIXED_SIZES[f.type.text] for f in fields)
+    return (fmt + "B", size + 1) if count else (fmt, size)
 
 
 def _flexible_for(spec: MessageSpec, f: FieldSpec, version: int) -> bool:
@@ -241,9 +237,9 @@ class _Writer:
     def _flush(self, group: list[FieldSpec]) -> None:
         if not group:
             return
-        fmt = ">" + "".join(_STRUCT_CODES[f.type.text] for f in group)
+        fmt, _ = _layout(group)
         args = ", ".join(f"o.{f.attr}" for f in group)
-        self.emit(f"out += {self.mod.pack_fn(fmt)}({args})")
+        self.emit(f"out += {self.mod.method(fmt, 'pack')}({args})")
 
     def _write_value(
         self, f: FieldSpec, expr: str, out: str, ind: int, v: int, force_flexible: bool = False
@@ -303,26 +299,19 @@ class _Writer:
     ) -> None:
         if kind in FIXED_SIZES:
             fmt = ">" + _STRUCT_CODES[kind]
-            self.emit(f"{out} += {self.mod.pack_fn(fmt)}({expr})", ind)
+            self.emit(f"{out} += {self.mod.method(fmt, 'pack')}({expr})", ind)
             return
         if kind == "records":
-            if not nullable:
-                self.emit(f"if {expr} is None:", ind)
-                self.emit(f"raise EncodeError('{name} is not nullable at version {v}')", ind + 1)
-            self.emit(f"_wrec({out}, {expr}, {flex})", ind)
-            return
-        if kind == "string":
-            base = "_wcs" if flex else "_ws"
-        elif kind == "bytes":
-            base = "_wcb" if flex else "_wb"
+            call = f"_wrec({out}, {expr}, {flex})"  # writes a null itself
+        elif kind in ("string", "bytes"):
+            base = ("_wcs" if flex else "_ws") if kind == "string" else ("_wcb" if flex else "_wb")
+            call = f"{base}{'n' if nullable else ''}({out}, {expr})"
         else:
             raise SpecError(f"cannot write {kind}")
-        if nullable:
-            self.emit(f"{base}n({out}, {expr})", ind)
-        else:
+        if not nullable:
             self.emit(f"if {expr} is None:", ind)
             self.emit(f"raise EncodeError('{name} is not nullable at version {v}')", ind + 1)
-            self.emit(f"{base}({out}, {expr})", ind)
+        self.emit(call, ind)
 
 
 # -------------------------------------------------------------------------------------------
@@ -406,11 +395,7 @@ class _Reader:
                   if f.present_in(v) and not f.tagged_in(v)]
         if not fields or any(f.type.text not in FIXED_SIZES for f in fields):
             return None
-        fmt = ">" + "".join(_STRUCT_CODES[f.type.text] for f in fields)
-        size = sum(FIXED_SIZES[f.type.text] for f in fields)
-        if self.spec.flexible_in(v):
-            fmt += "B"
-            size += 1
+        fmt, size = _layout(fields, self.spec.flexible_in(v))
         return fields, fmt, size
 
     def _fixed_run(
@@ -426,8 +411,8 @@ class _Reader:
         o = f"o{depth}"
         self.emit(f"if {n} >= {FIXED_RUN_MIN_ELEMENTS}:", ind)
         i = ind + 1
-        self.emit(f"for t{depth} in {self.mod.iter_unpacker(fmt)}(buf[pos:pos + {n} * {size}]):",
-                  i)
+        run = f"{self.mod.method(fmt, 'iter_unpack')}(buf[pos:pos + {n} * {size}])"
+        self.emit(f"for t{depth} in {run}:", i)
         if flexible:
             self.emit(f"if t{depth}[-1]:", i + 1)
             self.emit("break", i + 2)
@@ -443,12 +428,8 @@ class _Reader:
         of a flexible struct when ``count`` names its local."""
         if not group:
             return
-        fmt = ">" + "".join(_STRUCT_CODES[f.type.text] for f in group)
-        size = sum(FIXED_SIZES[f.type.text] for f in group)
-        if count is not None:
-            fmt += "B"
-            size += 1
-        self._store(group, o, f"{self.mod.unpacker(fmt)}(buf, pos)", count, ind)
+        fmt, size = _layout(group, count is not None)
+        self._store(group, o, f"{self.mod.method(fmt, 'unpack_from')}(buf, pos)", count, ind)
         self.emit(f"pos += {size}", ind)
 
     def _store(
@@ -614,10 +595,10 @@ class _Reader:
         if kind in FIXED_SIZES:
             fmt = ">" + _STRUCT_CODES[kind]
             if kind == "uuid":
-                self.emit(f"u0, = {self.mod.unpacker(fmt)}(buf, pos)", ind)
+                self.emit(f"u0, = {self.mod.method(fmt, 'unpack_from')}(buf, pos)", ind)
                 self.emit(f"{target} = _ug(u0) or _ui(u0)", ind)
             else:
-                self.emit(f"{target}, = {self.mod.unpacker(fmt)}(buf, pos)", ind)
+                self.emit(f"{target}, = {self.mod.method(fmt, 'unpack_from')}(buf, pos)", ind)
             self.emit(f"pos += {FIXED_SIZES[kind]}", ind)
             return
         if kind == "string" and flex:
@@ -854,9 +835,9 @@ def generate_module(spec: MessageSpec) -> str:
         f"__all__ = {[*order[::-1]]!r}",
     ]
     packers = [f"{name} = Struct({fmt!r})" for fmt, name in mod.struct_names.items()]
-    packers += [f"{p} = {name}.pack" for name, p in mod.pack_fns.items()]
-    packers += [f"{u} = {name}.unpack_from" for name, u in mod.unpackers.items()]
-    packers += [f"{u} = {name}.iter_unpack" for name, u in mod.iter_unpackers.items()]
+    for kind in _BOUND_PREFIX:
+        packers += [f"{alias} = {name}.{method}" for (name, method), alias in mod.bound.items()
+                    if method == kind]
     # Readers make objects without the dataclass __init__ (every slot is stored).
     packers += ["_new = object.__new__"]
     parts = header + class_lines + ["", ""] + defaults + packers + fn_lines + tables
