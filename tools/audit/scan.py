@@ -27,6 +27,7 @@ import json
 import os
 import re
 import struct
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -110,20 +111,9 @@ def parse_node_dirs(spec: str | Sequence[str]) -> list[tuple[str, str]]:
 
 def input_bytes(nodes: Sequence[tuple[str, str]]) -> int:
     """Total size in bytes of the segment and snapshot files the scan would read in the
-    partition dirs of ``nodes`` (``[(name, partition dir)]``); a missing dir counts 0."""
-    total = 0
-    for _node, pdir in nodes:
-        try:
-            names = os.listdir(pdir)
-        except OSError:
-            continue
-        for name in names:
-            if SEGMENT_RE.match(name) or SNAPSHOT_RE.match(name):
-                try:
-                    total += os.path.getsize(os.path.join(pdir, name))
-                except OSError:
-                    pass
-    return total
+    partition dirs of ``nodes`` (``[(name, partition dir)]``); a missing dir counts 0. The files
+    are those of :func:`plan_file_parts`, taken whole (no index is read)."""
+    return sum(p.end - p.start for p in plan_file_parts(nodes, split_bytes=sys.maxsize))
 
 
 def _cut_is_batch_start(fd: int, position: int, base_offset: int) -> bool:
