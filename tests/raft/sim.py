@@ -94,6 +94,55 @@ class InvariantViolation(AssertionError):
     pass
 
 
+def _key(key: Any) -> Any:
+    return None if key is None else (key.id, key.directory_id)
+
+
+def _endpoint(endpoint: Any) -> Any:
+    return None if endpoint is None else (endpoint.name, endpoint.host, endpoint.port)
+
+
+def _bytes(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=8).hexdigest()
+
+
+def trace_line(now: int, node_id: int, event: Event, out: Outbox, core: RaftCore) -> bytes:
+    """One step of a run as the core saw and answered it, in field values only (no class of the
+    core's own but the role's name), so that a refactoring of the core that keeps its
+    behaviour keeps every run's digest (``tests/raft/sim_traces.txt``)."""
+    if isinstance(event, RequestReceived):
+        seen: Any = ("request", event.request_id, event.api_version, repr(event.request), event.listener)
+    elif isinstance(event, ResponseReceived):
+        seen = ("response", event.correlation_id, event.source_id, repr(event.response))
+    elif isinstance(event, RequestFailed):
+        seen = ("failed", event.correlation_id, event.source_id, str(event.reason))
+    elif isinstance(event, ClientAppend):
+        seen = ("append", event.token, event.values)
+    else:
+        seen = (type(event).__name__,)
+    election = out.election_state
+    did = (
+        None if election is None else (election.epoch, election.leader_id, _key(election.voted_key)),
+        out.truncate_to,
+        None
+        if out.install_snapshot is None
+        else (tuple(out.install_snapshot[0]), _bytes(out.install_snapshot[1])),
+        [_bytes(data) for data in out.appends],
+        out.high_watermark,
+        [
+            (s.correlation_id, s.destination_id, _endpoint(s.endpoint), repr(s.request), s.timeout_ms)
+            for s in out.sends
+        ],
+        [(r.request_id, repr(r.response)) for r in out.replies],
+        out.flush,
+        None if out.load_snapshot is None else tuple(out.load_snapshot),
+        [(b.base_offset, b.last_offset, b.epoch, b.is_control, _bytes(b.data)) for b in out.committed],
+        [(r.token, r.base_offset, r.last_offset, r.epoch, int(r.error_code)) for r in out.append_results],
+        out.next_deadline_ms,
+    )
+    return repr((now, node_id, seen, did, type(core.state).__name__, core.epoch)).encode()
+
+
 @dataclass
 class SimNode:
     node_id: int
@@ -189,6 +238,8 @@ class Cluster:
         self.snapshot_every = snapshot_every
         self.snapshots_taken = 0
         self.snapshot_installs = 0
+        self.trace = hashlib.blake2b(digest_size=16)
+        """Digest of every step: the event, the Outbox and the role after it (``trace_line``)."""
         for node_id in self.nodes:
             self.start(node_id)
 
@@ -306,6 +357,7 @@ class Cluster:
         assert node.core is not None
         self.touched.add(node_id)
         outbox = node.core.step(self.now, event)
+        self.trace.update(trace_line(self.now, node_id, event, outbox, node.core))
         self.apply(node, outbox)
 
     def apply(self, node: SimNode, out: Outbox) -> None:
@@ -679,6 +731,8 @@ class RunStats:
     snapshots_taken: int = 0
     snapshot_installs: int = 0
     voter_changes: int = 0
+    trace_digest: str = ""
+    """``Cluster.trace``: equal for two runs of a seed iff the cores did exactly the same."""
 
 
 def _liveness(cluster: Cluster, what: str, duration_ms: int) -> None:
@@ -789,6 +843,7 @@ def _run_reconfig(seed: int, rng: random.Random) -> RunStats:
         cluster.snapshots_taken,
         cluster.snapshot_installs,
         cluster.voter_changes,
+        cluster.trace.hexdigest(),
     )
 
 
@@ -883,6 +938,7 @@ def run_scenario(seed: int, scenario: str | None = None) -> RunStats:
         cluster.now,
         cluster.snapshots_taken,
         cluster.snapshot_installs,
+        trace_digest=cluster.trace.hexdigest(),
     )
 
 

@@ -7,6 +7,13 @@ nightly run: ``KWIRE_SIM_FIRST=10000 KWIRE_SIM_SEEDS=10000 pytest tests/raft/tes
 -k seeds``. A failure prints the command that replays its seed alone::
 
     KWIRE_SIM_SEED=1234 pytest tests/raft/test_simulation.py -k replay
+
+Every seed's run also yields a digest of each step's event, Outbox and resulting role
+(``sim.trace_line``). ``sim_traces.txt`` holds the digests of seeds 0-499 as the core behaves
+today: a change meant to keep behaviour (a refactoring) must keep them all. A change meant to
+alter behaviour re-records them, and says so in its commit::
+
+    KWIRE_SIM_RECORD=1 pytest tests/raft/test_simulation.py -k seeds
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import random
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -25,18 +33,24 @@ from tests.raft.sim import SCENARIOS, Cluster, InvariantViolation, run_scenario
 SEEDS = int(os.environ.get("KWIRE_SIM_SEEDS", "500"))
 FIRST = int(os.environ.get("KWIRE_SIM_FIRST", "0"))
 WORKERS = int(os.environ.get("KWIRE_SIM_WORKERS", "2"))
+TRACES = Path(__file__).with_name("sim_traces.txt")
+
+
+def _recorded_traces() -> dict[int, str]:
+    rows = (line.split() for line in TRACES.read_text().splitlines() if line.strip())
+    return {int(seed): digest for seed, digest in rows}
 
 
 def _replay_command(seed: int) -> str:
     return f"KWIRE_SIM_SEED={seed} pytest tests/raft/test_simulation.py -k replay"
 
 
-def _run(seed: int) -> tuple[int, str | None, int]:
+def _run(seed: int) -> tuple[int, str | None, int, str]:
     try:
         stats = run_scenario(seed)
     except Exception:  # report every failure with its seed, not only invariant violations
-        return (seed, traceback.format_exc(), 0)
-    return (seed, None, stats.events)
+        return (seed, traceback.format_exc(), 0, "")
+    return (seed, None, stats.events, stats.trace_digest)
 
 
 def test_simulation_seeds() -> None:
@@ -47,8 +61,8 @@ def test_simulation_seeds() -> None:
             results = list(pool.map(_run, seeds, chunksize=8))
     else:
         results = [_run(seed) for seed in seeds]
-    failures = [(seed, error) for seed, error, _ in results if error is not None]
-    events = sum(count for _, _, count in results)
+    failures = [(seed, error) for seed, error, _, _ in results if error is not None]
+    events = sum(count for _, _, count, _ in results)
     print(
         f"{len(results)} seeds ({', '.join(SCENARIOS)}), {events} events, "
         f"{time.monotonic() - started:.1f} s"
@@ -60,6 +74,21 @@ def test_simulation_seeds() -> None:
             f"{[s for s, _ in failures][:20]}\n"
             f"first failure, replay with: {_replay_command(seed)}\n{error}"
         )
+    digests = {seed: digest for seed, _, _, digest in results}
+    if os.environ.get("KWIRE_SIM_RECORD") == "1":
+        recorded = _recorded_traces() | digests
+        TRACES.write_text("".join(f"{seed} {recorded[seed]}\n" for seed in sorted(recorded)))
+        return
+    recorded = _recorded_traces()
+    changed = sorted(seed for seed, digest in digests.items() if recorded.get(seed, digest) != digest)
+    assert not changed, (
+        f"{len(changed)} seeds behave differently from sim_traces.txt: {changed[:20]} "
+        "(re-record with KWIRE_SIM_RECORD=1 only if the change is meant to alter behaviour)"
+    )
+
+
+def test_recorded_traces_cover_the_default_seeds() -> None:
+    assert set(_recorded_traces()) >= set(range(500))
 
 
 def test_replay() -> None:
