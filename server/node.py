@@ -47,12 +47,6 @@ from typing import Any, Protocol, TypeVar
 import trio
 
 from kwire.api_keys import ApiKey
-from kwire.connection import (
-    KafkaConnection,
-    KafkaConnectionError,
-    UnsupportedVersionError,
-    open_connection,
-)
 from kwire.errors import Errors
 from kwire.uuid import Uuid
 from kwire.wire import EncodeError, read_uvarint
@@ -68,6 +62,12 @@ from messages.metadata import decode_record, encode_record
 from server.config import KRaftConfig
 from server.metadata_log import StorageRaftLog
 from server.net import ChannelDispatcher, FinalizedFeatures, PendingRequest, RunningServer, serve
+from server.net.client import (
+    KafkaConnection,
+    KafkaConnectionError,
+    UnsupportedVersionError,
+    open_connection,
+)
 from server.raft import (
     add_raft_voter,
     begin_quorum_epoch,

@@ -74,7 +74,7 @@ def _usable(api_key: int, lo: int, hi: int) -> tuple[int | None, str]:
 async def describe(address: str, client_id: str, timeout_ms: int) -> dict[str, Any]:
     """Connect, negotiate and return the node's ApiVersions as the JSON-ready dict that
     :func:`to_json` documents."""
-    from kwire.connection import open_connection
+    from server.net.client import open_connection
 
     host, port = _host_port(address)
     async with await open_connection(host, port, client_id, request_timeout_ms=timeout_ms) as conn:
@@ -143,7 +143,7 @@ def format_text(view: dict[str, Any]) -> str:
 def run(args: argparse.Namespace) -> int:
     import trio
 
-    from kwire.connection import KafkaConnectionError
+    from server.net.client import KafkaConnectionError
 
     address = args.bootstrap_controller or args.bootstrap_server
     try:

@@ -237,7 +237,7 @@ async def describe(bootstrap: str, timeout_s: float = 30.0) -> QuorumView:
     address accepts a connection."""
     import trio
 
-    from kwire.connection import KafkaConnection, open_connection
+    from server.net.client import KafkaConnection, open_connection
 
     addresses = [_parse_host_port(a.strip()) for a in bootstrap.split(",") if a.strip()]
     if not addresses:

@@ -1,5 +1,5 @@
 """Trio networking: the listeners that serve Kafka's protocol (:func:`serve`) and the seam to
-the node (:class:`Dispatcher`). Outbound connections are ``kwire.connection``."""
+the node (:class:`Dispatcher`). Outbound connections are ``server.net.client``."""
 
 from server.net.api_versions import ApiVersionsResponder
 from server.net.dispatcher import (

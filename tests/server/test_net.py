@@ -11,7 +11,6 @@ import trio
 import trio.testing
 
 from kwire.api_keys import ApiKey
-from kwire.connection import KafkaConnection, open_connection
 from kwire.errors import Errors
 from kwire.frame import frame
 from messages.generated.api_versions_request import ApiVersionsRequest
@@ -41,6 +40,7 @@ from server.net import (
     RunningServer,
     serve,
 )
+from server.net.client import KafkaConnection, open_connection
 
 LOCAL = [Listener("CONTROLLER", "127.0.0.1", 0)]
 MAX_AV = ApiVersionsRequest.HIGHEST_VERSION

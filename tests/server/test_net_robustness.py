@@ -23,7 +23,6 @@ from pathlib import Path
 import pytest
 import trio
 
-from kwire.connection import open_connection
 from kwire.frame import frame
 from kwire.wire import write_uvarint
 from messages.generated.api_versions_request import ApiVersionsRequest
@@ -32,6 +31,7 @@ from messages.generated.describe_quorum_request import PartitionData as DQReqPar
 from messages.generated.describe_quorum_request import TopicData as DQReqTopic
 from messages.generated.vote_request import VoteRequest
 from messages.protocol import encode_request
+from server.net.client import open_connection
 
 REPO = Path(__file__).resolve().parents[2]
 ATTACKS = 10_000

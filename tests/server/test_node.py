@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 import trio
 
-from kwire.connection import open_connection
 from kwire.errors import Errors
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from server.config import KRaftConfig
+from server.net.client import open_connection
 from server.node import Node
 from server.raft.roles import Leader
 from storage.format import format_directories

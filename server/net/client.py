@@ -12,8 +12,8 @@ with one ``send_all``, correlation ids count up from 0 and every response's id i
 A request that times out, a response that cannot be decoded, or a closed socket closes the
 connection: the byte stream can no longer be trusted.
 
-This is the one ``kwire`` module that imports trio, and it also uses the generated codecs in
-``messages`` (imported by this module only, so ``kwire``'s codecs stay free of them).
+It lives in ``server.net``, above ``messages``: it uses the generated codecs and trio, which the
+bottom package ``kwire`` (whose framing and negotiation it builds on) must not import.
 """
 
 from __future__ import annotations

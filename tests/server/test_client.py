@@ -1,4 +1,4 @@
-"""kwire.connection against server.net and against scripted fake nodes."""
+"""server.net.client against server.net and against scripted fake nodes."""
 
 from __future__ import annotations
 
@@ -9,12 +9,6 @@ import trio
 import trio.testing
 
 from kwire.api_keys import ApiKey
-from kwire.connection import (
-    KafkaConnectionError,
-    RequestTimeoutError,
-    UnsupportedVersionError,
-    open_connection,
-)
 from kwire.errors import Errors
 from kwire.frame import FrameDecoder
 from kwire.negotiation import ApiVersionsError
@@ -28,6 +22,12 @@ from messages.protocol import Request, decode_request, encode_response
 from messages.runtime import Message
 from server.config import Listener
 from server.net import HandlerTable, RequestContext, RunningServer, serve
+from server.net.client import (
+    KafkaConnectionError,
+    RequestTimeoutError,
+    UnsupportedVersionError,
+    open_connection,
+)
 
 MAX_AV = ApiVersionsRequest.HIGHEST_VERSION
 
