@@ -68,25 +68,15 @@ from server.net.client import (
     UnsupportedVersionError,
     open_connection,
 )
-from server.raft import (
-    add_raft_voter,
-    begin_quorum_epoch,
-    describe_quorum,
-    end_quorum_epoch,
-    fetch,
-    fetch_snapshot,
-    remove_raft_voter,
-    update_raft_voter,
-    vote,
-)
+from server.raft import registry
 from server.raft.control import voter_set_from_record
 from server.raft.core import RaftCore
 from server.raft.events import (
-    UNSUPPORTED_VERSION,
     AppendResult,
     ClientAppend,
     CommittedBatch,
     Event,
+    FailureReason,
     FlushCompleted,
     OutboundRequest,
     Outbox,
@@ -159,22 +149,14 @@ class NodeStartupError(RuntimeError):
 
 def api_versions() -> dict[int, tuple[int, int]]:
     """What the node advertises besides ApiVersions: exactly the RPCs the core handles (with
-    the versions its handlers accept) plus DescribeCluster, which the node answers."""
-    return {
-        int(ApiKey.FETCH): fetch.VERSIONS,
-        int(ApiKey.VOTE): vote.VERSIONS,
-        int(ApiKey.BEGIN_QUORUM_EPOCH): begin_quorum_epoch.VERSIONS,
-        int(ApiKey.END_QUORUM_EPOCH): end_quorum_epoch.VERSIONS,
-        int(ApiKey.DESCRIBE_QUORUM): describe_quorum.VERSIONS,
-        int(ApiKey.FETCH_SNAPSHOT): fetch_snapshot.VERSIONS,
-        int(ApiKey.ADD_RAFT_VOTER): add_raft_voter.VERSIONS,
-        int(ApiKey.REMOVE_RAFT_VOTER): remove_raft_voter.VERSIONS,
-        int(ApiKey.UPDATE_RAFT_VOTER): update_raft_voter.VERSIONS,
-        int(ApiKey.DESCRIBE_CLUSTER): (
-            DescribeClusterRequest.LOWEST_VERSION,
-            DescribeClusterRequest.HIGHEST_VERSION,
-        ),
-    }
+    the versions its handlers accept, from ``server.raft.registry``) plus DescribeCluster,
+    which the node answers."""
+    versions = registry.advertised_versions()
+    versions[int(ApiKey.DESCRIBE_CLUSTER)] = (
+        DescribeClusterRequest.LOWEST_VERSION,
+        DescribeClusterRequest.HIGHEST_VERSION,
+    )
+    return versions
 
 
 def supported_features() -> list[SupportedFeatureKey]:
@@ -244,7 +226,7 @@ class _Peer:
                 await self.connection.aclose()
 
     async def _exchange(self, outbound: OutboundRequest) -> Event:
-        failed = RequestFailed(outbound.correlation_id, self.destination_id, "unreachable")
+        failed = RequestFailed(outbound.correlation_id, self.destination_id, FailureReason.UNREACHABLE)
         endpoint = outbound.endpoint
         if endpoint is None:
             return failed
@@ -268,17 +250,19 @@ class _Peer:
                 )
         except trio.TooSlowError:
             await self._drop()
-            return RequestFailed(outbound.correlation_id, self.destination_id, "timeout")
+            return RequestFailed(outbound.correlation_id, self.destination_id, FailureReason.TIMEOUT)
         except (UnsupportedVersionError, EncodeError) as exc:
             # The peer's versions cannot carry the request (e.g. a pre-vote to a voter that only
             # speaks Vote v1): Kafka's UnsupportedVersionException, which the core answers by
             # falling back to a real election.
             log.debug("request to node %d not expressible: %s", self.destination_id, exc)
-            return RequestFailed(outbound.correlation_id, self.destination_id, UNSUPPORTED_VERSION)
+            return RequestFailed(
+                outbound.correlation_id, self.destination_id, FailureReason.UNSUPPORTED_VERSION
+            )
         except (KafkaConnectionError, OSError) as exc:
             log.debug("request to node %d failed: %s", self.destination_id, exc)
             await self._drop()
-            return RequestFailed(outbound.correlation_id, self.destination_id, str(exc) or "failed")
+            return RequestFailed(outbound.correlation_id, self.destination_id, FailureReason.DISCONNECTED)
         return ResponseReceived(outbound.correlation_id, self.destination_id, response)
 
     async def _drop(self) -> None:

@@ -32,16 +32,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kwire.api_keys import ApiKey
 from kwire.errors import Errors
 from messages.generated.add_raft_voter_request import AddRaftVoterRequest
 from messages.generated.add_raft_voter_response import AddRaftVoterResponse
 from messages.generated.api_versions_request import ApiVersionsRequest
-from server.raft.roles import Leader, PendingVoterChange
+from server.raft import voter_change
+from server.raft.roles import Leader, PendingVoterChange, VoterChangeKind
 from server.raft.types import Endpoint, ReplicaKey, VoterNode
 
 if TYPE_CHECKING:
-    from server.raft.core import RaftCore
-    from server.raft.events import RequestReceived
+    from server.raft.context import RaftContext
+    from server.raft.events import FailureReason, RequestReceived, ResponseReceived
 
 VERSIONS = (0, 1)
 KRAFT_VERSION_FEATURE = "kraft.version"
@@ -54,19 +56,19 @@ def response(error: Errors, message: str | None = None) -> AddRaftVoterResponse:
     )
 
 
-def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> AddRaftVoterResponse | None:
+def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> AddRaftVoterResponse | None:
     request: AddRaftVoterRequest = event.request
-    if not core.validate_cluster_id(request.cluster_id):
+    if not ctx.validate_cluster_id(request.cluster_id):
         return response(
             Errors.INCONSISTENT_CLUSTER_ID,
-            f"The cluster id {request.cluster_id} does not match {core.identity.cluster_id}",
+            f"The cluster id {request.cluster_id} does not match {ctx.identity.cluster_id}",
         )
-    state = core.state
+    state = ctx.quorum.state
     if not isinstance(state, Leader):
         return response(Errors.NOT_LEADER_OR_FOLLOWER)
     if request.voter_id < 0 or ReplicaKey.of(request.voter_id, request.voter_directory_id).directory_id is None:
         return response(Errors.INVALID_REQUEST, "Add voter request didn't include a valid voter")
-    default_listener = core.default_listener
+    default_listener = ctx.default_listener
     listeners = {listener.name: listener for listener in request.listeners}
     if default_listener not in listeners:
         return response(
@@ -77,44 +79,53 @@ def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> AddRa
         return response(Errors.REQUEST_TIMED_OUT, "Request timed out waiting for leader to handle previous voter change request")
     if state.high_watermark is None:
         return response(Errors.REQUEST_TIMED_OUT, "Request timed out waiting for leader to establish HWM and fence previous voter changes")
-    if core.kraft_version < 1:
+    if ctx.control.kraft_version < 1:
         return response(
             Errors.UNSUPPORTED_VERSION,
             "Cluster doesn't support adding voter because the kraft.version feature is 0",
         )
-    if core.uncommitted_voter_change():
+    if voter_change.uncommitted(ctx):
         return response(Errors.REQUEST_TIMED_OUT, "Request timed out waiting for voters to commit the latest voter change")
     new_key = ReplicaKey.of(request.voter_id, request.voter_directory_id)
-    if core.voters.get(new_key.id) is not None:
+    if ctx.control.voters.get(new_key.id) is not None:
         return response(Errors.DUPLICATE_VOTER, f"The voter id for {new_key} is already part of the set of voters")
     endpoints = tuple(Endpoint(e.name, e.host, e.port) for e in request.listeners)
     new_voter = VoterNode(new_key, endpoints, (0, 0))
-    new_voters = core.voters.add_voter(new_voter)
+    new_voters = ctx.control.voters.add_voter(new_voter)
     assert new_voters is not None
     pending = PendingVoterChange(
-        kind="add",
+        kind=VoterChangeKind.ADD,
         request_id=event.request_id,
         response_factory=response,
-        deadline_ms=now_ms + core.config.request_timeout_ms,
+        deadline_ms=now_ms + ctx.config.request_timeout_ms,
         new_voters=new_voters,
         new_voter_key=new_key,
         ack_when_committed=bool(request.ack_when_committed) if event.api_version >= 1 else True,
     )
     state.pending_voter_change = pending
     target = listeners[default_listener]
-    pending.api_versions_correlation = core.send(
+    pending.api_versions_correlation = ctx.send(
         now_ms,
         new_key.id,
-        "ApiVersions",
+        ApiKey.API_VERSIONS,
         ApiVersionsRequest(client_software_name="kwire", client_software_version="0"),
         endpoint=Endpoint(target.name, target.host, target.port),
     )
     return None
 
 
-def handle_api_versions(core: RaftCore, now_ms: int, correlation_id: int, message: Any | None) -> None:
-    """Step 10-12, on the new voter's ApiVersions response (None: the request failed)."""
-    state = core.state
+def handle_api_versions(ctx: RaftContext, now_ms: int, event: ResponseReceived) -> None:
+    """Steps 10-12, on the new voter's ApiVersions response."""
+    _api_versions_answered(ctx, now_ms, event.correlation_id, event.response)
+
+
+def on_api_versions_failure(ctx: RaftContext, now_ms: int, correlation_id: int, reason: FailureReason) -> None:
+    """Step 10: the new voter did not answer ApiVersions -> REQUEST_TIMED_OUT."""
+    _api_versions_answered(ctx, now_ms, correlation_id, None)
+
+
+def _api_versions_answered(ctx: RaftContext, now_ms: int, correlation_id: int, message: Any | None) -> None:
+    state = ctx.quorum.state
     if not isinstance(state, Leader):
         return
     pending = state.pending_voter_change
@@ -122,12 +133,12 @@ def handle_api_versions(core: RaftCore, now_ms: int, correlation_id: int, messag
         return
     pending.api_versions_correlation = None
     if message is None or message.error_code != Errors.NONE:
-        core.finish_voter_change(Errors.REQUEST_TIMED_OUT, "Request timed out waiting for the new voter's ApiVersions")
+        voter_change.finish(ctx, Errors.REQUEST_TIMED_OUT, "Request timed out waiting for the new voter's ApiVersions")
         return
     feature = next((f for f in message.supported_features if f.name == KRAFT_VERSION_FEATURE), None)
-    finalized = core.kraft_version
+    finalized = ctx.control.kraft_version
     if feature is None or not feature.min_version <= finalized <= feature.max_version:
-        core.finish_voter_change(
+        voter_change.finish(ctx,
             Errors.INVALID_REQUEST,
             f"The new voter doesn't support kraft.version {finalized}",
         )
@@ -139,7 +150,7 @@ def handle_api_versions(core: RaftCore, now_ms: int, correlation_id: int, messag
         or observer.last_caught_up_ms < 0
         or now_ms - observer.last_fetch_ms > CAUGHT_UP_FETCH_WINDOW_MS
     ):
-        core.finish_voter_change(
+        voter_change.finish(ctx,
             Errors.REQUEST_TIMED_OUT,
             f"Request timed out waiting for {pending.new_voter_key} to catch up",
         )
@@ -150,4 +161,4 @@ def handle_api_versions(core: RaftCore, now_ms: int, correlation_id: int, messag
         VoterNode(node.key, node.endpoints, (feature.min_version, feature.max_version))
     )
     assert voters is not None
-    core.append_voters_record(voters, now_ms)
+    voter_change.append_voters_record(ctx, voters, now_ms)

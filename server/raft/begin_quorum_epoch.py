@@ -48,16 +48,16 @@ from server.raft.common import (
 from server.raft.types import METADATA_PARTITION, METADATA_TOPIC_NAME
 
 if TYPE_CHECKING:
-    from server.raft.core import RaftCore
-    from server.raft.events import RequestReceived
+    from server.raft.context import RaftContext
+    from server.raft.events import RequestReceived, ResponseReceived
 
 VERSIONS = (0, 1)
 
 
-def build_request(core: RaftCore, voter_id: int) -> BeginQuorumEpochRequest:
-    voter = core.voters.get(voter_id)
+def build_request(ctx: RaftContext, voter_id: int) -> BeginQuorumEpochRequest:
+    voter = ctx.control.voters.get(voter_id)
     return BeginQuorumEpochRequest(
-        cluster_id=core.identity.cluster_id,
+        cluster_id=ctx.identity.cluster_id,
         voter_id=voter_id,
         topics=[
             BeginTopic(
@@ -68,21 +68,21 @@ def build_request(core: RaftCore, voter_id: int) -> BeginQuorumEpochRequest:
                         voter_directory_id=voter.key.directory_id_or_zero
                         if voter is not None
                         else ZERO_UUID,
-                        leader_id=core.identity.node_id,
-                        leader_epoch=core.epoch,
+                        leader_id=ctx.identity.node_id,
+                        leader_epoch=ctx.quorum.epoch,
                     )
                 ],
             )
         ],
         leader_endpoints=[
-            LeaderEndpoint(name=e.name, host=e.host, port=e.port) for e in core.identity.endpoints
+            LeaderEndpoint(name=e.name, host=e.host, port=e.port) for e in ctx.identity.endpoints
         ],
     )
 
 
-def response(core: RaftCore, listener: str, version: int, error: Errors) -> BeginQuorumEpochResponse:
+def response(ctx: RaftContext, listener: str, version: int, error: Errors) -> BeginQuorumEpochResponse:
     endpoints: list[NodeEndpoint] = []
-    found = leader_endpoint(core, listener)
+    found = leader_endpoint(ctx, listener)
     if version >= 1 and found is not None:
         endpoints.append(NodeEndpoint(node_id=found[0], host=found[1], port=found[2]))
     return BeginQuorumEpochResponse(
@@ -94,8 +94,8 @@ def response(core: RaftCore, listener: str, version: int, error: Errors) -> Begi
                     BeginResponsePartition(
                         partition_index=METADATA_PARTITION,
                         error_code=error,
-                        leader_id=leader_id_or_minus_one(core),
-                        leader_epoch=core.epoch,
+                        leader_id=leader_id_or_minus_one(ctx),
+                        leader_epoch=ctx.quorum.epoch,
                     )
                 ],
             )
@@ -104,42 +104,41 @@ def response(core: RaftCore, listener: str, version: int, error: Errors) -> Begi
     )
 
 
-def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> BeginQuorumEpochResponse:
+def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> BeginQuorumEpochResponse:
     request: BeginQuorumEpochRequest = event.request
-    if not core.validate_cluster_id(request.cluster_id):
+    if not ctx.validate_cluster_id(request.cluster_id):
         return BeginQuorumEpochResponse(error_code=Errors.INCONSISTENT_CLUSTER_ID)
     partition = single_partition(request.topics, "topic_name", "partition_index")
     if partition is None:
         return BeginQuorumEpochResponse(error_code=Errors.INVALID_REQUEST)
     version = event.api_version
     error = validate_voter_only(
-        core,
+        ctx,
         partition.leader_epoch,
         partition.leader_id,
         request.voter_id if version >= 1 else None,
         partition.voter_directory_id if version >= 1 else None,
     )
     if error != Errors.NONE:
-        return response(core, event.listener, version, error)
+        return response(ctx, event.listener, version, error)
     for endpoint in request.leader_endpoints:
-        if endpoint.name == core.default_listener:
-            core.learn_endpoint(partition.leader_id, endpoint.host, endpoint.port)
-    core.maybe_transition(partition.leader_id, partition.leader_epoch, now_ms)
-    return response(core, event.listener, version, Errors.NONE)
+        if endpoint.name == ctx.default_listener:
+            ctx.learn_endpoint(partition.leader_id, endpoint.host, endpoint.port)
+    ctx.quorum.maybe_transition(partition.leader_id, partition.leader_epoch, now_ms)
+    return response(ctx, event.listener, version, Errors.NONE)
 
 
-def handle_response(
-    core: RaftCore, now_ms: int, source_id: int, message: BeginQuorumEpochResponse
-) -> None:
+def handle_response(ctx: RaftContext, now_ms: int, event: ResponseReceived) -> None:
+    source_id, message = event.source_id, event.response
     if message.error_code != Errors.NONE:
-        core.backoff(source_id, now_ms)
+        ctx.requests.backoff(source_id, now_ms)
         return
     partition = single_partition(message.topics, "topic_name", "partition_index")
     if partition is None:
-        core.backoff(source_id, now_ms)
+        ctx.requests.backoff(source_id, now_ms)
         return
     leader = partition.leader_id if partition.leader_id >= 0 else None
-    if core.maybe_transition(leader, partition.leader_epoch, now_ms):
+    if ctx.quorum.maybe_transition(leader, partition.leader_epoch, now_ms):
         return
     if partition.error_code != Errors.NONE:
-        core.backoff(source_id, now_ms)
+        ctx.requests.backoff(source_id, now_ms)

@@ -9,7 +9,7 @@ from kwire.uuid import ZERO_UUID, Uuid
 from server.raft.types import METADATA_PARTITION, METADATA_TOPIC_NAME
 
 if TYPE_CHECKING:
-    from server.raft.core import RaftCore
+    from server.raft.context import RaftContext
 
 
 def single_partition(topics: list[Any], name_attr: str, partition_attr: str) -> Any | None:
@@ -27,7 +27,7 @@ def single_partition(topics: list[Any], name_attr: str, partition_attr: str) -> 
 
 
 def validate_voter_only(
-    core: RaftCore,
+    ctx: RaftContext,
     request_epoch: int,
     remote_id: int,
     voter_id: int | None,
@@ -40,46 +40,46 @@ def validate_voter_only(
     3. the request names a receiver (VoterId / VoterDirectoryId, v1+) that is not this replica
        -> INVALID_VOTER_KEY.
     """
-    if request_epoch < core.epoch:
+    if request_epoch < ctx.quorum.epoch:
         return Errors.FENCED_LEADER_EPOCH
     if remote_id < 0:
         return Errors.INVALID_REQUEST
-    if voter_id is not None and voter_id >= 0 and voter_id != core.identity.node_id:
+    if voter_id is not None and voter_id >= 0 and voter_id != ctx.identity.node_id:
         return Errors.INVALID_VOTER_KEY
     if (
         voter_directory_id is not None
         and voter_directory_id != ZERO_UUID
-        and voter_directory_id != core.identity.directory_id
+        and voter_directory_id != ctx.identity.directory_id
     ):
         return Errors.INVALID_VOTER_KEY
     return Errors.NONE
 
 
-def validate_leader_only(core: RaftCore, request_epoch: int) -> Errors:
+def validate_leader_only(ctx: RaftContext, request_epoch: int) -> Errors:
     """``KafkaRaftClient.validateLeaderOnlyRequest``: FENCED_LEADER_EPOCH for an older epoch,
     UNKNOWN_LEADER_EPOCH for a newer one, NOT_LEADER_OR_FOLLOWER when not the leader."""
     from server.raft.roles import Leader
 
-    if request_epoch < core.epoch:
+    if request_epoch < ctx.quorum.epoch:
         return Errors.FENCED_LEADER_EPOCH
-    if request_epoch > core.epoch:
+    if request_epoch > ctx.quorum.epoch:
         return Errors.UNKNOWN_LEADER_EPOCH
-    if not isinstance(core.state, Leader):
+    if not isinstance(ctx.quorum.state, Leader):
         return Errors.NOT_LEADER_OR_FOLLOWER
     return Errors.NONE
 
 
-def leader_id_or_minus_one(core: RaftCore) -> int:
-    leader = core.state.leader_id
+def leader_id_or_minus_one(ctx: RaftContext) -> int:
+    leader = ctx.quorum.state.leader_id
     return -1 if leader is None else leader
 
 
-def leader_endpoint(core: RaftCore, listener: str) -> tuple[int, str, int] | None:
+def leader_endpoint(ctx: RaftContext, listener: str) -> tuple[int, str, int] | None:
     """The known leader's endpoint on ``listener``, for NodeEndpoints in responses."""
-    leader = core.state.leader_id
+    leader = ctx.quorum.state.leader_id
     if leader is None:
         return None
-    node = core.voters.get(leader)
+    node = ctx.control.voters.get(leader)
     if node is None:
         return None
     endpoint = node.endpoint(listener)

@@ -41,7 +41,7 @@ from server.raft.types import (
 )
 
 if TYPE_CHECKING:
-    from server.raft.core import RaftCore
+    from server.raft.context import RaftContext
     from server.raft.events import RequestReceived
 
 VERSIONS = (0, 2)
@@ -74,19 +74,19 @@ def _row(state: LeaderReplicaState, version: int) -> ReplicaState:
     )
 
 
-def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> DescribeQuorumResponse:
+def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> DescribeQuorumResponse:
     request: DescribeQuorumRequest = event.request
     version = event.api_version
     if single_partition(request.topics, "topic_name", "partition_index") is None:
         return _error(Errors.UNKNOWN_TOPIC_OR_PARTITION)
-    state = core.state
+    state = ctx.quorum.state
     if not isinstance(state, Leader):
         return _error(Errors.NOT_LEADER_OR_FOLLOWER)
     voters: list[ReplicaState] = []
     for voter_id, replica in state.voter_states.items():
         row = _row(replica, version)
-        if voter_id == core.identity.node_id:
-            row.log_end_offset = core.log.log_end_offset
+        if voter_id == ctx.identity.node_id:
+            row.log_end_offset = ctx.log.log_end_offset
             row.last_fetch_timestamp = now_ms
             row.last_caught_up_timestamp = now_ms
         voters.append(row)
@@ -112,7 +112,7 @@ def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> Descr
                     PartitionData(
                         partition_index=METADATA_PARTITION,
                         error_code=Errors.NONE,
-                        leader_id=core.identity.node_id,
+                        leader_id=ctx.identity.node_id,
                         leader_epoch=state.epoch,
                         high_watermark=-1 if state.high_watermark is None else state.high_watermark,
                         current_voters=voters,

@@ -50,23 +50,23 @@ from server.raft.roles import Follower, Resigned
 from server.raft.types import METADATA_PARTITION, METADATA_TOPIC_NAME
 
 if TYPE_CHECKING:
-    from server.raft.core import RaftCore
-    from server.raft.events import RequestReceived
+    from server.raft.context import RaftContext
+    from server.raft.events import RequestReceived, ResponseReceived
 
 VERSIONS = (0, 1)
 
 
-def build_request(core: RaftCore, state: Resigned) -> EndQuorumEpochRequest:
+def build_request(ctx: RaftContext, state: Resigned) -> EndQuorumEpochRequest:
     successors = state.preferred_successors
     return EndQuorumEpochRequest(
-        cluster_id=core.identity.cluster_id,
+        cluster_id=ctx.identity.cluster_id,
         topics=[
             EndTopic(
                 topic_name=METADATA_TOPIC_NAME,
                 partitions=[
                     EndPartition(
                         partition_index=METADATA_PARTITION,
-                        leader_id=core.identity.node_id,
+                        leader_id=ctx.identity.node_id,
                         leader_epoch=state.epoch,
                         preferred_successors=[k.id for k in successors],
                         preferred_candidates=[
@@ -78,14 +78,14 @@ def build_request(core: RaftCore, state: Resigned) -> EndQuorumEpochRequest:
             )
         ],
         leader_endpoints=[
-            LeaderEndpoint(name=e.name, host=e.host, port=e.port) for e in core.identity.endpoints
+            LeaderEndpoint(name=e.name, host=e.host, port=e.port) for e in ctx.identity.endpoints
         ],
     )
 
 
-def election_backoff_ms(core: RaftCore, position: int | None, candidates: int) -> int:
+def election_backoff_ms(ctx: RaftContext, position: int | None, candidates: int) -> int:
     """``strictExponentialElectionBackoffMs`` for a position among ``candidates``."""
-    max_ms = core.config.election_backoff_max_ms
+    max_ms = ctx.config.election_backoff_max_ms
     if position is None:
         return max_ms
     if position == 0:
@@ -93,9 +93,9 @@ def election_backoff_ms(core: RaftCore, position: int | None, candidates: int) -
     return min(max_ms, (max_ms >> (candidates - 1)) << (position - 1))
 
 
-def _response(core: RaftCore, listener: str, version: int, error: Errors) -> EndQuorumEpochResponse:
+def _response(ctx: RaftContext, listener: str, version: int, error: Errors) -> EndQuorumEpochResponse:
     endpoints: list[NodeEndpoint] = []
-    found = leader_endpoint(core, listener)
+    found = leader_endpoint(ctx, listener)
     if version >= 1 and found is not None:
         endpoints.append(NodeEndpoint(node_id=found[0], host=found[1], port=found[2]))
     return EndQuorumEpochResponse(
@@ -107,8 +107,8 @@ def _response(core: RaftCore, listener: str, version: int, error: Errors) -> End
                     EndResponsePartition(
                         partition_index=METADATA_PARTITION,
                         error_code=error,
-                        leader_id=leader_id_or_minus_one(core),
-                        leader_epoch=core.epoch,
+                        leader_id=leader_id_or_minus_one(ctx),
+                        leader_epoch=ctx.quorum.epoch,
                     )
                 ],
             )
@@ -117,19 +117,19 @@ def _response(core: RaftCore, listener: str, version: int, error: Errors) -> End
     )
 
 
-def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> EndQuorumEpochResponse:
+def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> EndQuorumEpochResponse:
     request: EndQuorumEpochRequest = event.request
-    if not core.validate_cluster_id(request.cluster_id):
+    if not ctx.validate_cluster_id(request.cluster_id):
         return EndQuorumEpochResponse(error_code=Errors.INCONSISTENT_CLUSTER_ID)
     partition = single_partition(request.topics, "topic_name", "partition_index")
     if partition is None:
         return EndQuorumEpochResponse(error_code=Errors.INVALID_REQUEST)
     version = event.api_version
-    error = validate_voter_only(core, partition.leader_epoch, partition.leader_id, None, None)
+    error = validate_voter_only(ctx, partition.leader_epoch, partition.leader_id, None, None)
     if error != Errors.NONE:
-        return _response(core, event.listener, version, error)
-    core.maybe_transition(partition.leader_id, partition.leader_epoch, now_ms)
-    state = core.state
+        return _response(ctx, event.listener, version, error)
+    ctx.quorum.maybe_transition(partition.leader_id, partition.leader_epoch, now_ms)
+    state = ctx.quorum.state
     if (
         isinstance(state, Follower)
         and state.epoch == partition.leader_epoch
@@ -139,29 +139,28 @@ def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> EndQu
             ids = [c.candidate_id for c in partition.preferred_candidates]
         else:
             ids = list(partition.preferred_successors)
-        position = ids.index(core.identity.node_id) if core.identity.node_id in ids else None
-        backoff = election_backoff_ms(core, position, len(ids))
+        position = ids.index(ctx.identity.node_id) if ctx.identity.node_id in ids else None
+        backoff = election_backoff_ms(ctx, position, len(ids))
         state.fetch_deadline_ms = min(state.fetch_deadline_ms, now_ms + backoff)
         # the leader is gone: pre-votes may be granted again (KIP-996)
         state.has_fetched = False
-    return _response(core, event.listener, version, Errors.NONE)
+    return _response(ctx, event.listener, version, Errors.NONE)
 
 
-def handle_response(
-    core: RaftCore, now_ms: int, source_id: int, message: EndQuorumEpochResponse
-) -> None:
+def handle_response(ctx: RaftContext, now_ms: int, event: ResponseReceived) -> None:
+    source_id, message = event.source_id, event.response
     if message.error_code != Errors.NONE:
-        core.backoff(source_id, now_ms)
+        ctx.requests.backoff(source_id, now_ms)
         return
     partition = single_partition(message.topics, "topic_name", "partition_index")
     if partition is None:
-        core.backoff(source_id, now_ms)
+        ctx.requests.backoff(source_id, now_ms)
         return
     leader = partition.leader_id if partition.leader_id >= 0 else None
-    if core.maybe_transition(leader, partition.leader_epoch, now_ms):
+    if ctx.quorum.maybe_transition(leader, partition.leader_epoch, now_ms):
         return
-    state = core.state
+    state = ctx.quorum.state
     if partition.error_code == Errors.NONE and isinstance(state, Resigned):
         state.unacknowledged.discard(source_id)
     elif partition.error_code != Errors.NONE:
-        core.backoff(source_id, now_ms)
+        ctx.requests.backoff(source_id, now_ms)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from server.raft.types import ElectionState, Endpoint, OffsetAndEpoch
@@ -32,20 +33,27 @@ class ResponseReceived:
     response: Any
 
 
+class FailureReason(StrEnum):
+    """Why an outbound request got no answer (Kafka's ``NetworkClient`` outcomes)."""
+
+    TIMEOUT = "timeout"
+    """No answer within ``request.timeout.ms``."""
+    DISCONNECTED = "disconnected"
+    """The connection broke before the answer arrived."""
+    UNREACHABLE = "unreachable"
+    """No connection could be made, or the destination's endpoint is unknown."""
+    UNSUPPORTED_VERSION = "unsupported_version"
+    """The peer supports no version able to carry the request (e.g. a pre-vote to a Kafka 3.9
+    voter, whose Vote stops at v1)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RequestFailed:
-    """An outbound request timed out, could not be sent, or its connection broke.
-
-    ``reason`` is free text, except :data:`UNSUPPORTED_VERSION`: the peer does not support a
-    version able to carry the request (e.g. a pre-vote to a Kafka 3.9 voter, whose Vote stops
-    at v1), as Kafka's NetworkClient reports it."""
+    """An outbound request timed out, could not be sent, or its connection broke."""
 
     correlation_id: int
     source_id: int
-    reason: str = "timeout"
-
-
-UNSUPPORTED_VERSION = "unsupported_version"
+    reason: FailureReason = FailureReason.TIMEOUT
 
 
 @dataclass(frozen=True, slots=True)

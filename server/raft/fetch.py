@@ -45,6 +45,7 @@ Follower steps on the response:
 
 from __future__ import annotations
 
+import enum
 from typing import TYPE_CHECKING, Any
 
 from kwire.errors import Errors
@@ -60,9 +61,11 @@ from messages.generated.fetch_response import (
     PartitionData,
     SnapshotId,
 )
+from server.raft import leadership
 from server.raft.common import is_diverging, leader_endpoint, validate_leader_only
 from server.raft.roles import Follower, Leader, ParkedFetch, ReplicaState, SnapshotDownload
 from server.raft.types import (
+    BOOTSTRAP_SNAPSHOT_ID,
     MAX_FETCH_SIZE_BYTES,
     MAX_FETCH_WAIT_MS,
     METADATA_PARTITION,
@@ -75,20 +78,19 @@ from storage.errors import CorruptRecordError
 from storage.records import iter_batches
 
 if TYPE_CHECKING:
-    from server.raft.core import RaftCore
-    from server.raft.events import RequestReceived
+    from server.raft.context import RaftContext
+    from server.raft.events import RequestReceived, ResponseReceived
 
 VERSIONS = (4, 18)
-BOOTSTRAP_SNAPSHOT_ID = OffsetAndEpoch(0, 0)
 
 
-def build_request(core: RaftCore) -> FetchRequest:
+def build_request(ctx: RaftContext) -> FetchRequest:
     """The follower/observer Fetch (``KafkaRaftClient.buildFetchRequest``)."""
-    end = core.end_offset()
+    end = ctx.view.end_offset()
     return FetchRequest(
-        cluster_id=core.identity.cluster_id,
+        cluster_id=ctx.identity.cluster_id,
         replica_id=-1,
-        replica_state=FetchReplicaState(replica_id=core.identity.node_id, replica_epoch=-1),
+        replica_state=FetchReplicaState(replica_id=ctx.identity.node_id, replica_epoch=-1),
         max_wait_ms=MAX_FETCH_WAIT_MS,
         min_bytes=0,
         max_bytes=MAX_FETCH_SIZE_BYTES,
@@ -98,12 +100,12 @@ def build_request(core: RaftCore) -> FetchRequest:
                 partitions=[
                     FetchPartition(
                         partition=METADATA_PARTITION,
-                        current_leader_epoch=core.epoch,
+                        current_leader_epoch=ctx.quorum.epoch,
                         fetch_offset=end.offset,
                         last_fetched_epoch=end.epoch,
-                        log_start_offset=core.log.log_start_offset,
+                        log_start_offset=ctx.log.log_start_offset,
                         partition_max_bytes=0,
-                        replica_directory_id=core.identity.directory_id,
+                        replica_directory_id=ctx.identity.directory_id,
                     )
                 ],
             )
@@ -128,7 +130,7 @@ def _single_partition(topics: list[Any], version: int) -> Any | None:
 
 
 def _response(
-    core: RaftCore,
+    ctx: RaftContext,
     version: int,
     listener: str,
     error: Errors,
@@ -137,7 +139,7 @@ def _response(
     diverging: OffsetAndEpoch | None = None,
     snapshot: OffsetAndEpoch | None = None,
 ) -> FetchResponse:
-    state = core.state
+    state = ctx.quorum.state
     high_watermark = -1
     if isinstance(state, Leader) and state.high_watermark is not None:
         high_watermark = state.high_watermark
@@ -145,10 +147,10 @@ def _response(
         partition_index=METADATA_PARTITION,
         error_code=error,
         high_watermark=high_watermark,
-        log_start_offset=core.log.log_start_offset,
+        log_start_offset=ctx.log.log_start_offset,
         current_leader=LeaderIdAndEpoch(
             leader_id=-1 if state.leader_id is None else state.leader_id,
-            leader_epoch=core.epoch,
+            leader_epoch=ctx.quorum.epoch,
         ),
         records=records if records else None,
     )
@@ -162,47 +164,61 @@ def _response(
     else:
         topic.topic = METADATA_TOPIC_NAME
     endpoints: list[NodeEndpoint] = []
-    found = leader_endpoint(core, listener)
+    found = leader_endpoint(ctx, listener)
     if version >= 17 and found is not None:
         endpoints.append(NodeEndpoint(node_id=found[0], host=found[1], port=found[2]))
     return FetchResponse(responses=[topic], node_endpoints=endpoints)
 
 
-def not_leader_response(core: RaftCore, version: int, listener: str) -> FetchResponse:
+def not_leader_response(ctx: RaftContext, version: int, listener: str) -> FetchResponse:
     """The answer to a parked fetch when this replica stops leading."""
-    return _response(core, version, listener, Errors.NOT_LEADER_OR_FOLLOWER)
+    return _response(ctx, version, listener, Errors.NOT_LEADER_OR_FOLLOWER)
 
 
-def validate_offset_and_epoch(core: RaftCore, fetch_offset: int, last_fetched_epoch: int) -> tuple[str, OffsetAndEpoch | None]:
-    """``("valid" | "diverging" | "snapshot", offset and epoch)``."""
-    log = core.log
+class FetchValidation(enum.Enum):
+    """How a fetch position relates to the leader's log (``ValidOffsetAndEpoch.Kind``)."""
+
+    VALID = "valid"
+    """The follower's log matches up to its fetch offset: send records."""
+    DIVERGING = "diverging"
+    """The follower's last fetched epoch ends earlier here: answer DivergingEpoch."""
+    SNAPSHOT = "snapshot"
+    """The position is below the log start (or at 0 past a snapshot): answer SnapshotId."""
+
+
+def validate_offset_and_epoch(
+    ctx: RaftContext, fetch_offset: int, last_fetched_epoch: int
+) -> tuple[FetchValidation, OffsetAndEpoch | None]:
+    """The relation of ``(fetch_offset, last_fetched_epoch)`` to the local log, with the
+    diverging end offset or the snapshot id to send (``ReplicatedLog.validateOffsetAndEpoch``)."""
+    log = ctx.log
     latest = log.latest_snapshot_id()
     earliest = log.earliest_snapshot_id()
     if latest is not None and latest.offset == log.log_start_offset:
         # the snapshot the log starts at, even if an older one was not cleaned up yet
         earliest = latest
     if fetch_offset == 0 and latest is not None and latest != BOOTSTRAP_SNAPSHOT_ID:
-        return ("snapshot", latest)
+        return (FetchValidation.SNAPSHOT, latest)
     if log.log_start_offset == 0 and fetch_offset == 0:
-        return ("valid", None)
+        return (FetchValidation.VALID, None)
     if earliest is not None and earliest != BOOTSTRAP_SNAPSHOT_ID and (
         fetch_offset < log.log_start_offset
         or (fetch_offset == log.log_start_offset and last_fetched_epoch != earliest.epoch)
         or last_fetched_epoch < earliest.epoch
     ):
-        return ("snapshot", latest)
+        return (FetchValidation.SNAPSHOT, latest)
     end = log.end_offset_for_epoch(last_fetched_epoch)
     if end.epoch != last_fetched_epoch or end.offset < fetch_offset:
-        return ("diverging", end)
-    return ("valid", None)
+        return (FetchValidation.DIVERGING, end)
+    return (FetchValidation.VALID, None)
 
 
 def handle_request(
-    core: RaftCore, now_ms: int, event: RequestReceived, *, may_park: bool
+    ctx: RaftContext, now_ms: int, event: RequestReceived, *, may_park: bool = True
 ) -> FetchResponse | None:
     request: FetchRequest = event.request
     version = event.api_version
-    if not core.validate_cluster_id(request.cluster_id):
+    if not ctx.validate_cluster_id(request.cluster_id):
         return FetchResponse(error_code=Errors.INCONSISTENT_CLUSTER_ID)
     partition = _single_partition(request.topics, version)
     if partition is None:
@@ -214,20 +230,19 @@ def handle_request(
         or partition.last_fetched_epoch > partition.current_leader_epoch
     ):
         return FetchResponse(error_code=Errors.INVALID_REQUEST)
-    error = validate_leader_only(core, partition.current_leader_epoch)
+    error = validate_leader_only(ctx, partition.current_leader_epoch)
     if error != Errors.NONE:
-        return _response(core, version, event.listener, error)
-    state = core.state
-    assert isinstance(state, Leader)
+        return _response(ctx, version, event.listener, error)
+    state = ctx.quorum.leader()
     replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
     key = ReplicaKey.of(replica_id, partition.replica_directory_id if version >= 17 else None)
-    kind, found = validate_offset_and_epoch(core, partition.fetch_offset, partition.last_fetched_epoch)
-    if kind == "diverging":
-        return _response(core, version, event.listener, Errors.NONE, diverging=found)
-    if kind == "snapshot":
-        return _response(core, version, event.listener, Errors.NONE, snapshot=found)
-    _update_replica_state(core, state, key, partition.fetch_offset, now_ms)
-    records = core.log.read(partition.fetch_offset, MAX_FETCH_SIZE_BYTES)
+    kind, found = validate_offset_and_epoch(ctx, partition.fetch_offset, partition.last_fetched_epoch)
+    if kind is FetchValidation.DIVERGING:
+        return _response(ctx, version, event.listener, Errors.NONE, diverging=found)
+    if kind is FetchValidation.SNAPSHOT:
+        return _response(ctx, version, event.listener, Errors.NONE, snapshot=found)
+    _update_replica_state(ctx, state, key, partition.fetch_offset, now_ms)
+    records = ctx.log.read(partition.fetch_offset, MAX_FETCH_SIZE_BYTES)
     if not records and may_park and request.max_wait_ms > 0:
         state.parked.append(
             ParkedFetch(
@@ -240,23 +255,23 @@ def handle_request(
             )
         )
         return None
-    return _response(core, version, event.listener, Errors.NONE, records=records)
+    return _response(ctx, version, event.listener, Errors.NONE, records=records)
 
 
 def _update_replica_state(
-    core: RaftCore, state: Leader, key: ReplicaKey, fetch_offset: int, now_ms: int
+    ctx: RaftContext, state: Leader, key: ReplicaKey, fetch_offset: int, now_ms: int
 ) -> None:
     """``LeaderState.updateReplicaState``: voters move the HWM, observers are just tracked."""
     if key.id < 0:
         return
-    leader_end = core.log.log_end_offset
-    if state.voters.is_voter(key) and key.id != core.identity.node_id:
+    leader_end = ctx.log.log_end_offset
+    if state.voters.is_voter(key) and key.id != ctx.identity.node_id:
         replica = state.voter_states[key.id]
         replica.update_follower(fetch_offset, leader_end, now_ms)
         state.record_voter_fetch(key.id, now_ms)
-        core.maybe_advance_leader_high_watermark()
+        leadership.advance_high_watermark(ctx, now_ms)
         return
-    if key.id == core.identity.node_id:
+    if key.id == ctx.identity.node_id:
         return
     observer = state.observer_states.get(key)
     if observer is None:
@@ -276,50 +291,51 @@ def _update_replica_state(
 # follower side
 
 
-def truncation_offset(core: RaftCore, diverging: OffsetAndEpoch) -> int:
+def truncation_offset(ctx: RaftContext, diverging: OffsetAndEpoch) -> int:
     """``ReplicatedLog.truncateToEndOffset``."""
-    leo = core.log_end_offset()
+    leo = ctx.view.log_end_offset()
     if diverging.epoch == 0:
         return min(diverging.offset, leo)
-    local = core.log.end_offset_for_epoch(diverging.epoch)
+    local = ctx.log.end_offset_for_epoch(diverging.epoch)
     if local.epoch == diverging.epoch:
         return min(local.offset, diverging.offset)
     return local.offset
 
 
-def handle_response(core: RaftCore, now_ms: int, source_id: int, response: FetchResponse) -> None:
+def handle_response(ctx: RaftContext, now_ms: int, event: ResponseReceived) -> None:
+    source_id, response = event.source_id, event.response
     if response.error_code != Errors.NONE:
-        retry_later(core, source_id, now_ms)
+        retry_later(ctx, source_id, now_ms)
         return
     if len(response.responses) != 1:
-        retry_later(core, source_id, now_ms)
+        retry_later(ctx, source_id, now_ms)
         return
     topic = response.responses[0]
     if len(topic.partitions) != 1 or topic.partitions[0].partition_index != METADATA_PARTITION:
-        retry_later(core, source_id, now_ms)
+        retry_later(ctx, source_id, now_ms)
         return
     partition = topic.partitions[0]
     for endpoint in response.node_endpoints:
-        core.learn_endpoint(endpoint.node_id, endpoint.host, endpoint.port)
+        ctx.learn_endpoint(endpoint.node_id, endpoint.host, endpoint.port)
     current = partition.current_leader
     if current.leader_epoch >= 0:
         leader = current.leader_id if current.leader_id >= 0 else None
-        if core.maybe_transition(leader, current.leader_epoch, now_ms):
+        if ctx.quorum.maybe_transition(leader, current.leader_epoch, now_ms):
             return
     if partition.error_code != Errors.NONE:
-        retry_later(core, source_id, now_ms)
+        retry_later(ctx, source_id, now_ms)
         return
-    state = core.state
+    state = ctx.quorum.state
     if not isinstance(state, Follower) or state.leader_id != source_id:
         return
     if current.leader_epoch != state.epoch:
         return
-    state.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms
+    state.fetch_deadline_ms = now_ms + ctx.config.fetch_timeout_ms
     state.has_fetched = True
     diverging = partition.diverging_epoch
     if is_diverging(diverging.epoch, diverging.end_offset):
-        core.stage_truncation(
-            truncation_offset(core, OffsetAndEpoch(diverging.end_offset, diverging.epoch))
+        ctx.view.stage_truncation(
+            truncation_offset(ctx, OffsetAndEpoch(diverging.end_offset, diverging.epoch))
         )
         return
     snapshot = partition.snapshot_id
@@ -331,7 +347,7 @@ def handle_response(core: RaftCore, now_ms: int, source_id: int, response: Fetch
     if records:
         try:
             batches = list(iter_batches(records))
-            expected = core.log_end_offset()
+            expected = ctx.view.log_end_offset()
             for batch in batches:
                 batch.ensure_valid()
                 if batch.base_offset != expected or batch.last_offset_delta < 0:
@@ -344,19 +360,19 @@ def handle_response(core: RaftCore, now_ms: int, source_id: int, response: Fetch
                     )
                 expected = batch.next_offset
         except CorruptRecordError:
-            retry_later(core, source_id, now_ms)
+            retry_later(ctx, source_id, now_ms)
             return
         if batches:
             # the whole batches as one copy; a partial batch at the end is left out
-            core.stage_append(bytes(records[: sum(b.size_in_bytes for b in batches)]))
+            ctx.view.stage_append(bytes(records[: sum(b.size_in_bytes for b in batches)]))
     if partition.high_watermark >= 0:
-        new_hwm = min(partition.high_watermark, core.log_end_offset())
-        if new_hwm > core.high_watermark:
-            core.update_high_watermark(new_hwm)
+        new_hwm = min(partition.high_watermark, ctx.view.log_end_offset())
+        if new_hwm > ctx.view.high_watermark:
+            ctx.view.update_high_watermark(new_hwm)
 
 
-def retry_later(core: RaftCore, source_id: int, now_ms: int) -> None:
-    core.backoff(source_id, now_ms)
-    state = core.state
+def retry_later(ctx: RaftContext, source_id: int, now_ms: int) -> None:
+    ctx.requests.backoff(source_id, now_ms)
+    state = ctx.quorum.state
     if isinstance(state, Follower):
-        state.backoff_until_ms = now_ms + core.config.retry_backoff_ms
+        state.backoff_until_ms = now_ms + ctx.config.retry_backoff_ms

@@ -31,7 +31,7 @@ Follower steps (while its Follower state holds a download started by a Fetch Sna
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kwire.errors import Errors
 from messages.generated.fetch_snapshot_request import (
@@ -49,8 +49,10 @@ from messages.generated.fetch_snapshot_response import PartitionSnapshot as Resp
 from messages.generated.fetch_snapshot_response import SnapshotId as ResponseSnapshotId
 from messages.generated.fetch_snapshot_response import TopicSnapshot as ResponseTopic
 from server.raft.common import leader_endpoint, single_partition, validate_leader_only
-from server.raft.roles import Follower, Leader, SnapshotDownload
+from server.raft.fetch import retry_later
+from server.raft.roles import Follower, SnapshotDownload
 from server.raft.types import (
+    BOOTSTRAP_SNAPSHOT_ID,
     MAX_FETCH_SIZE_BYTES,
     METADATA_PARTITION,
     METADATA_TOPIC_NAME,
@@ -59,17 +61,16 @@ from server.raft.types import (
 )
 
 if TYPE_CHECKING:
-    from server.raft.core import RaftCore
-    from server.raft.events import RequestReceived
+    from server.raft.context import RaftContext
+    from server.raft.events import RequestReceived, ResponseReceived
 
 VERSIONS = (0, 1)
-BOOTSTRAP_SNAPSHOT_ID = OffsetAndEpoch(0, 0)
 
 
-def build_request(core: RaftCore, download: SnapshotDownload) -> FetchSnapshotRequest:
+def build_request(ctx: RaftContext, download: SnapshotDownload) -> FetchSnapshotRequest:
     return FetchSnapshotRequest(
-        cluster_id=core.identity.cluster_id,
-        replica_id=core.identity.node_id,
+        cluster_id=ctx.identity.cluster_id,
+        replica_id=ctx.identity.node_id,
         max_bytes=MAX_FETCH_SIZE_BYTES,
         topics=[
             TopicSnapshot(
@@ -77,12 +78,12 @@ def build_request(core: RaftCore, download: SnapshotDownload) -> FetchSnapshotRe
                 partitions=[
                     PartitionSnapshot(
                         partition=METADATA_PARTITION,
-                        current_leader_epoch=core.epoch,
+                        current_leader_epoch=ctx.quorum.epoch,
                         snapshot_id=RequestSnapshotId(
                             end_offset=download.snapshot_id.offset, epoch=download.snapshot_id.epoch
                         ),
                         position=len(download.data),
-                        replica_directory_id=core.identity.directory_id,
+                        replica_directory_id=ctx.identity.directory_id,
                     )
                 ],
             )
@@ -91,7 +92,7 @@ def build_request(core: RaftCore, download: SnapshotDownload) -> FetchSnapshotRe
 
 
 def _response(
-    core: RaftCore,
+    ctx: RaftContext,
     version: int,
     listener: str,
     error: Errors,
@@ -101,11 +102,11 @@ def _response(
     position: int = 0,
     data: bytes = b"",
 ) -> FetchSnapshotResponse:
-    leader = core.state.leader_id
+    leader = ctx.quorum.state.leader_id
     partition = ResponsePartition(
         index=METADATA_PARTITION,
         error_code=error,
-        current_leader=LeaderIdAndEpoch(leader_id=-1 if leader is None else leader, leader_epoch=core.epoch),
+        current_leader=LeaderIdAndEpoch(leader_id=-1 if leader is None else leader, leader_epoch=ctx.quorum.epoch),
         size=size,
         position=position,
         unaligned_records=data,
@@ -113,7 +114,7 @@ def _response(
     if snapshot_id is not None:
         partition.snapshot_id = ResponseSnapshotId(end_offset=snapshot_id.offset, epoch=snapshot_id.epoch)
     endpoints: list[NodeEndpoint] = []
-    found = leader_endpoint(core, listener)
+    found = leader_endpoint(ctx, listener)
     if version >= 1 and found is not None:
         endpoints.append(NodeEndpoint(node_id=found[0], host=found[1], port=found[2]))
     return FetchSnapshotResponse(
@@ -122,32 +123,31 @@ def _response(
     )
 
 
-def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> FetchSnapshotResponse:
+def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> FetchSnapshotResponse:
     request: FetchSnapshotRequest = event.request
     version = event.api_version
-    if not core.validate_cluster_id(request.cluster_id):
+    if not ctx.validate_cluster_id(request.cluster_id):
         return FetchSnapshotResponse(error_code=Errors.INCONSISTENT_CLUSTER_ID)
     partition = single_partition(request.topics, "name", "partition")
     if partition is None:
         return FetchSnapshotResponse(error_code=Errors.INVALID_REQUEST)
-    error = validate_leader_only(core, partition.current_leader_epoch)
+    error = validate_leader_only(ctx, partition.current_leader_epoch)
     if error != Errors.NONE:
-        return _response(core, version, event.listener, error)
-    state = core.state
-    assert isinstance(state, Leader)
+        return _response(ctx, version, event.listener, error)
+    state = ctx.quorum.leader()
     snapshot_id = OffsetAndEpoch(partition.snapshot_id.end_offset, partition.snapshot_id.epoch)
-    size = core.log.snapshot_size(snapshot_id)
+    size = ctx.log.snapshot_size(snapshot_id)
     if snapshot_id == BOOTSTRAP_SNAPSHOT_ID or size is None:
-        return _response(core, version, event.listener, Errors.SNAPSHOT_NOT_FOUND, snapshot_id)
+        return _response(ctx, version, event.listener, Errors.SNAPSHOT_NOT_FOUND, snapshot_id)
     if partition.position < 0 or partition.position >= size:
-        return _response(core, version, event.listener, Errors.POSITION_OUT_OF_RANGE, snapshot_id)
+        return _response(ctx, version, event.listener, Errors.POSITION_OUT_OF_RANGE, snapshot_id)
     key = ReplicaKey.of(request.replica_id, partition.replica_directory_id if version >= 1 else None)
     if state.voters.is_voter(key):
         state.record_voter_fetch(key.id, now_ms)
     max_bytes = max(0, min(request.max_bytes, MAX_FETCH_SIZE_BYTES))
-    data = core.log.read_snapshot(snapshot_id, partition.position, max_bytes)
+    data = ctx.log.read_snapshot(snapshot_id, partition.position, max_bytes)
     return _response(
-        core,
+        ctx,
         version,
         event.listener,
         Errors.NONE,
@@ -158,22 +158,21 @@ def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> Fetch
     )
 
 
-def handle_response(core: RaftCore, now_ms: int, source_id: int, response: Any) -> None:
-    from server.raft.fetch import retry_later
-
+def handle_response(ctx: RaftContext, now_ms: int, event: ResponseReceived) -> None:
+    source_id, response = event.source_id, event.response
     if response.error_code != Errors.NONE:
-        retry_later(core, source_id, now_ms)
+        retry_later(ctx, source_id, now_ms)
         return
     partition = single_partition(response.topics, "name", "index")
     if partition is None:
-        retry_later(core, source_id, now_ms)
+        retry_later(ctx, source_id, now_ms)
         return
     current = partition.current_leader
     if current.leader_epoch >= 0:
         leader = current.leader_id if current.leader_id >= 0 else None
-        if core.maybe_transition(leader, current.leader_epoch, now_ms):
+        if ctx.quorum.maybe_transition(leader, current.leader_epoch, now_ms):
             return
-    state = core.state
+    state = ctx.quorum.state
     if not isinstance(state, Follower) or state.leader_id != source_id or state.snapshot_download is None:
         return
     download = state.snapshot_download
@@ -181,13 +180,13 @@ def handle_response(core: RaftCore, now_ms: int, source_id: int, response: Any) 
         state.snapshot_download = None
         return
     if partition.error_code != Errors.NONE:
-        retry_later(core, source_id, now_ms)
+        retry_later(ctx, source_id, now_ms)
         return
     snapshot_id = OffsetAndEpoch(partition.snapshot_id.end_offset, partition.snapshot_id.epoch)
     if snapshot_id != download.snapshot_id or partition.position != len(download.data):
         state.snapshot_download = None
         return
-    state.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms
+    state.fetch_deadline_ms = now_ms + ctx.config.fetch_timeout_ms
     state.has_fetched = True
     download.size = partition.size
     download.data += partition.unaligned_records
@@ -196,4 +195,4 @@ def handle_response(core: RaftCore, now_ms: int, source_id: int, response: Any) 
         return
     if len(download.data) == partition.size:
         state.snapshot_download = None
-        core.stage_snapshot_install(download.snapshot_id, bytes(download.data))
+        ctx.view.stage_snapshot_install(download.snapshot_id, bytes(download.data))

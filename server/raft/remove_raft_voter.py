@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING
 from kwire.errors import Errors
 from messages.generated.remove_raft_voter_request import RemoveRaftVoterRequest
 from messages.generated.remove_raft_voter_response import RemoveRaftVoterResponse
-from server.raft.roles import Leader, PendingVoterChange
+from server.raft import voter_change
+from server.raft.roles import Leader, PendingVoterChange, VoterChangeKind
 from server.raft.types import ReplicaKey
 
 if TYPE_CHECKING:
-    from server.raft.core import RaftCore
+    from server.raft.context import RaftContext
     from server.raft.events import RequestReceived
 
 VERSIONS = (0, 0)
@@ -40,39 +41,39 @@ def response(error: Errors, message: str | None = None) -> RemoveRaftVoterRespon
     )
 
 
-def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> RemoveRaftVoterResponse | None:
+def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> RemoveRaftVoterResponse | None:
     request: RemoveRaftVoterRequest = event.request
-    if not core.validate_cluster_id(request.cluster_id):
+    if not ctx.validate_cluster_id(request.cluster_id):
         return response(
             Errors.INCONSISTENT_CLUSTER_ID,
-            f"The cluster id {request.cluster_id} does not match {core.identity.cluster_id}",
+            f"The cluster id {request.cluster_id} does not match {ctx.identity.cluster_id}",
         )
-    state = core.state
+    state = ctx.quorum.state
     if not isinstance(state, Leader):
         return response(Errors.NOT_LEADER_OR_FOLLOWER)
     if state.pending_voter_change is not None:
         return response(Errors.REQUEST_TIMED_OUT, "Request timed out waiting for leader to handle previous voter change request")
     if state.high_watermark is None:
         return response(Errors.REQUEST_TIMED_OUT, "Request timed out waiting for leader to establish HWM and fence previous voter changes")
-    if core.kraft_version < 1:
+    if ctx.control.kraft_version < 1:
         return response(
             Errors.UNSUPPORTED_VERSION,
             "Cluster doesn't support removing voter because the kraft.version feature is 0",
         )
-    if core.uncommitted_voter_change():
+    if voter_change.uncommitted(ctx):
         return response(Errors.REQUEST_TIMED_OUT, "Request timed out waiting for voters to commit the latest voter change")
     key = ReplicaKey.of(request.voter_id, request.voter_directory_id)
-    new_voters = core.voters.remove_voter(key)
+    new_voters = ctx.control.voters.remove_voter(key)
     if new_voters is None:
         return response(Errors.VOTER_NOT_FOUND, f"Cannot remove voter {key} from the set of voters")
     state.pending_voter_change = PendingVoterChange(
-        kind="remove",
+        kind=VoterChangeKind.REMOVE,
         request_id=event.request_id,
         response_factory=response,
-        deadline_ms=now_ms + core.config.request_timeout_ms,
+        deadline_ms=now_ms + ctx.config.request_timeout_ms,
         new_voters=new_voters,
     )
-    offset = core.append_voters_record(new_voters, now_ms)
-    if key.id == core.identity.node_id:
+    offset = voter_change.append_voters_record(ctx, new_voters, now_ms)
+    if key.id == ctx.identity.node_id:
         state.resign_when_committed = offset
     return None

@@ -29,6 +29,7 @@ Transitions (trigger in brackets; "higher epoch" = a request or response from a 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from server.raft.accumulator import BatchAccumulator
 from server.raft.types import ElectionState, OffsetAndEpoch, ReplicaKey, VoterSet
@@ -200,13 +201,20 @@ class ParkedFetch:
     expires_ms: int
 
 
+class VoterChangeKind(StrEnum):
+    """Which admin RPC a pending voter change answers."""
+
+    ADD = "add"
+    REMOVE = "remove"
+
+
 @dataclass(slots=True)
 class PendingVoterChange:
     """The one Add/RemoveRaftVoter a leader is working on (``AddVoterHandler`` /
     ``RemoveVoterHandler``): waiting for the new voter's ApiVersions (``api_versions_correlation``
     set), then for the VotersRecord at ``record_offset`` to commit."""
 
-    kind: str
+    kind: VoterChangeKind
     request_id: int
     response_factory: object
     deadline_ms: int

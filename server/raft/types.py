@@ -69,6 +69,11 @@ class OffsetAndEpoch(NamedTuple):
         return self.key() >= other.key()
 
 
+BOOTSTRAP_SNAPSHOT_ID = OffsetAndEpoch(0, 0)
+"""The id of the bootstrap checkpoint ``00000000000000000000-0000000000.checkpoint`` that
+``kafka-storage format`` writes: never loaded as a state-machine snapshot."""
+
+
 class LeaderAndEpoch(NamedTuple):
     leader_id: int | None
     epoch: int

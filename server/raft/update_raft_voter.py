@@ -35,25 +35,26 @@ from messages.generated.update_raft_voter_request import KRaftVersionFeature as 
 from messages.generated.update_raft_voter_request import Listener as UpdateListener
 from messages.generated.update_raft_voter_request import UpdateRaftVoterRequest
 from messages.generated.update_raft_voter_response import CurrentLeader, UpdateRaftVoterResponse
+from server.raft import voter_change
 from server.raft.common import validate_leader_only
-from server.raft.roles import Follower, Leader
+from server.raft.roles import Follower
 from server.raft.types import Endpoint, ReplicaKey, VoterNode
 
 if TYPE_CHECKING:
-    from server.raft.core import RaftCore
-    from server.raft.events import RequestReceived
+    from server.raft.context import RaftContext
+    from server.raft.events import RequestReceived, ResponseReceived
 
 VERSIONS = (0, 0)
 
 
-def _factory(core: RaftCore) -> Callable[..., UpdateRaftVoterResponse]:
-    """A response builder that fills CurrentLeader from the core's state at answer time."""
+def _factory(ctx: RaftContext) -> Callable[..., UpdateRaftVoterResponse]:
+    """A response builder that fills CurrentLeader from the replica's state at answer time."""
 
     def build(error: Errors, message: str | None = None) -> UpdateRaftVoterResponse:
-        leader = core.state.leader_id
-        current = CurrentLeader(leader_id=-1 if leader is None else leader, leader_epoch=core.epoch)
-        node = core.voters.get(leader) if leader is not None else None
-        endpoint = node.endpoint(core.default_listener) if node is not None else None
+        leader = ctx.quorum.state.leader_id
+        current = CurrentLeader(leader_id=-1 if leader is None else leader, leader_epoch=ctx.quorum.epoch)
+        node = ctx.control.voters.get(leader) if leader is not None else None
+        endpoint = node.endpoint(ctx.default_listener) if node is not None else None
         if endpoint is not None:
             current.host = endpoint.host
             current.port = endpoint.port
@@ -62,48 +63,47 @@ def _factory(core: RaftCore) -> Callable[..., UpdateRaftVoterResponse]:
     return build
 
 
-def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> UpdateRaftVoterResponse | None:
+def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> UpdateRaftVoterResponse | None:
     request: UpdateRaftVoterRequest = event.request
-    response = _factory(core)
-    if not core.validate_cluster_id(request.cluster_id):
+    response = _factory(ctx)
+    if not ctx.validate_cluster_id(request.cluster_id):
         return response(Errors.INCONSISTENT_CLUSTER_ID)
-    error = validate_leader_only(core, request.current_leader_epoch)
+    error = validate_leader_only(ctx, request.current_leader_epoch)
     if error != Errors.NONE:
         return response(error)
-    state = core.state
-    assert isinstance(state, Leader)
+    state = ctx.quorum.leader()
     key = ReplicaKey.of(request.voter_id, request.voter_directory_id)
     if request.voter_id < 0 or key.directory_id is None:
         return response(Errors.INVALID_REQUEST)
     if state.pending_voter_change is not None or state.high_watermark is None:
         return response(Errors.REQUEST_TIMED_OUT)
-    if core.kraft_version < 1:
+    if ctx.control.kraft_version < 1:
         return response(Errors.INVALID_REQUEST)
-    if core.uncommitted_voter_change():
+    if voter_change.uncommitted(ctx):
         return response(Errors.REQUEST_TIMED_OUT)
     feature = request.kraft_version_feature
     low, high = feature.min_supported_version, feature.max_supported_version
-    if low > high or not low <= core.kraft_version <= high:
+    if low > high or not low <= ctx.control.kraft_version <= high:
         return response(Errors.INVALID_REQUEST)
-    if not any(listener.name == core.default_listener for listener in request.listeners):
+    if not any(listener.name == ctx.default_listener for listener in request.listeners):
         return response(Errors.INVALID_REQUEST)
     endpoints = tuple(Endpoint(e.name, e.host, e.port) for e in request.listeners)
-    updated = core.voters.update_voter(VoterNode(key, endpoints, (low, high)))
+    updated = ctx.control.voters.update_voter(VoterNode(key, endpoints, (low, high)))
     if updated is None:
         return response(Errors.VOTER_NOT_FOUND)
-    core.append_voters_record(updated, now_ms)
+    voter_change.append_voters_record(ctx, updated, now_ms)
     # "Reply immediately and don't wait for the change to commit" (UpdateVoterHandler): the
     # voter that asked must go on fetching for the record to commit at all
     return response(Errors.NONE)
 
 
-def build_request(core: RaftCore) -> UpdateRaftVoterRequest:
+def build_request(ctx: RaftContext) -> UpdateRaftVoterRequest:
     """A follower voter's current listeners and supported kraft.version range
     (``KafkaRaftClient.buildUpdateVoterRequest``)."""
-    identity = core.identity
+    identity = ctx.identity
     return UpdateRaftVoterRequest(
         cluster_id=identity.cluster_id,
-        current_leader_epoch=core.epoch,
+        current_leader_epoch=ctx.quorum.epoch,
         voter_id=identity.node_id,
         voter_directory_id=identity.directory_id,
         listeners=[UpdateListener(name=e.name, host=e.host, port=e.port) for e in identity.endpoints],
@@ -114,13 +114,14 @@ def build_request(core: RaftCore) -> UpdateRaftVoterRequest:
     )
 
 
-def handle_response(core: RaftCore, now_ms: int, source_id: int, message: UpdateRaftVoterResponse) -> None:
+def handle_response(ctx: RaftContext, now_ms: int, event: ResponseReceived) -> None:
     """A later epoch named in CurrentLeader moves this replica on; an error waits for the next
     period (``3 x fetch.timeout.ms``); NONE needs nothing: the VotersRecord will replicate."""
+    source_id, message = event.source_id, event.response
     current = message.current_leader
     if current.leader_epoch >= 0:
         leader = current.leader_id if current.leader_id >= 0 else None
-        if core.maybe_transition(leader, current.leader_epoch, now_ms):
+        if ctx.quorum.maybe_transition(leader, current.leader_epoch, now_ms):
             return
-    if message.error_code != Errors.NONE and isinstance(core.state, Follower):
-        core.backoff(source_id, now_ms)
+    if message.error_code != Errors.NONE and isinstance(ctx.quorum.state, Follower):
+        ctx.requests.backoff(source_id, now_ms)

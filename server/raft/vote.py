@@ -45,25 +45,26 @@ from server.raft.common import (
     single_partition,
     validate_voter_only,
 )
+from server.raft.events import FailureReason
 from server.raft.roles import Candidate, Prospective, Unattached
 from server.raft.types import METADATA_PARTITION, METADATA_TOPIC_NAME, OffsetAndEpoch, ReplicaKey
 
 if TYPE_CHECKING:
-    from server.raft.core import RaftCore
-    from server.raft.events import RequestReceived
+    from server.raft.context import RaftContext
+    from server.raft.events import RequestReceived, ResponseReceived
 
 VERSIONS = (0, 2)
 
 
-def build_request(core: RaftCore, voter_id: int, *, pre_vote: bool) -> VoteRequest:
+def build_request(ctx: RaftContext, voter_id: int, *, pre_vote: bool) -> VoteRequest:
     """``RaftUtil.singletonVoteRequest``: the receiver's key, the local key, and the local
     ``(last fetched epoch, log end offset)``. A pre-vote asks for ``epoch + 1``."""
-    end = core.end_offset()
-    voter = core.voters.get(voter_id)
+    end = ctx.view.end_offset()
+    voter = ctx.control.voters.get(voter_id)
     voter_dir = voter.key.directory_id_or_zero if voter is not None else ReplicaKey(voter_id).directory_id_or_zero
-    epoch = core.epoch + 1 if pre_vote else core.epoch
+    epoch = ctx.quorum.epoch + 1 if pre_vote else ctx.quorum.epoch
     return VoteRequest(
-        cluster_id=core.identity.cluster_id,
+        cluster_id=ctx.identity.cluster_id,
         voter_id=voter_id,
         topics=[
             VoteTopic(
@@ -72,8 +73,8 @@ def build_request(core: RaftCore, voter_id: int, *, pre_vote: bool) -> VoteReque
                     VotePartition(
                         partition_index=METADATA_PARTITION,
                         replica_epoch=epoch,
-                        replica_id=core.identity.node_id,
-                        replica_directory_id=core.identity.directory_id,
+                        replica_id=ctx.identity.node_id,
+                        replica_directory_id=ctx.identity.directory_id,
                         voter_directory_id=voter_dir,
                         last_offset_epoch=end.epoch,
                         last_offset=end.offset,
@@ -86,10 +87,10 @@ def build_request(core: RaftCore, voter_id: int, *, pre_vote: bool) -> VoteReque
 
 
 def _response(
-    core: RaftCore, listener: str, version: int, error: Errors, granted: bool
+    ctx: RaftContext, listener: str, version: int, error: Errors, granted: bool
 ) -> VoteResponse:
     endpoints: list[NodeEndpoint] = []
-    found = leader_endpoint(core, listener)
+    found = leader_endpoint(ctx, listener)
     if version >= 1 and found is not None:
         endpoints.append(NodeEndpoint(node_id=found[0], host=found[1], port=found[2]))
     return VoteResponse(
@@ -101,8 +102,8 @@ def _response(
                     VoteResponsePartition(
                         partition_index=METADATA_PARTITION,
                         error_code=error,
-                        leader_id=leader_id_or_minus_one(core),
-                        leader_epoch=core.epoch,
+                        leader_id=leader_id_or_minus_one(ctx),
+                        leader_epoch=ctx.quorum.epoch,
                         vote_granted=granted,
                     )
                 ],
@@ -112,68 +113,76 @@ def _response(
     )
 
 
-def handle_request(core: RaftCore, now_ms: int, event: RequestReceived) -> VoteResponse:
+def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> VoteResponse:
     request: VoteRequest = event.request
-    if not core.validate_cluster_id(request.cluster_id):
+    if not ctx.validate_cluster_id(request.cluster_id):
         return VoteResponse(error_code=Errors.INCONSISTENT_CLUSTER_ID)
     partition = single_partition(request.topics, "topic_name", "partition_index")
     if partition is None:
         return VoteResponse(error_code=Errors.INVALID_REQUEST)
     version = event.api_version
     error = validate_voter_only(
-        core,
+        ctx,
         partition.replica_epoch,
         partition.replica_id,
         request.voter_id if version >= 1 else None,
         partition.voter_directory_id if version >= 1 else None,
     )
     if error != Errors.NONE:
-        return _response(core, event.listener, version, error, False)
+        return _response(ctx, event.listener, version, error, False)
     if (
         partition.last_offset < 0
         or partition.last_offset_epoch < 0
         or partition.last_offset_epoch >= partition.replica_epoch
     ):
-        return _response(core, event.listener, version, Errors.INVALID_REQUEST, False)
+        return _response(ctx, event.listener, version, Errors.INVALID_REQUEST, False)
     pre_vote = bool(partition.pre_vote) and version >= 2
-    if not pre_vote and partition.replica_epoch > core.epoch:
-        core.transition_to_unattached(partition.replica_epoch, now_ms)
+    if not pre_vote and partition.replica_epoch > ctx.quorum.epoch:
+        ctx.quorum.transition_to_unattached(partition.replica_epoch, now_ms)
     candidate = ReplicaKey.of(partition.replica_id, partition.replica_directory_id)
     remote = OffsetAndEpoch(partition.last_offset, partition.last_offset_epoch)
-    up_to_date = remote.at_least(core.end_offset())
-    granted = core.state.can_grant_vote(candidate, up_to_date, pre_vote)
+    up_to_date = remote.at_least(ctx.view.end_offset())
+    granted = ctx.quorum.state.can_grant_vote(candidate, up_to_date, pre_vote)
     if granted and not pre_vote:
-        state = core.state
+        state = ctx.quorum.state
         if isinstance(state, (Unattached, Prospective)) and state.voted_key is None:
-            core.transition_to_unattached(state.epoch, now_ms, voted_key=candidate)
-    return _response(core, event.listener, version, Errors.NONE, granted)
+            ctx.quorum.transition_to_unattached(state.epoch, now_ms, voted_key=candidate)
+    return _response(ctx, event.listener, version, Errors.NONE, granted)
 
 
-def pre_vote_unsupported(core: RaftCore, now_ms: int) -> None:
+def _pre_vote_unsupported(ctx: RaftContext, now_ms: int) -> None:
     """A voter cannot take a v2 (pre-)vote: the quorum does not fully support KIP-996, so a
     Prospective becomes a Candidate at once (Kafka 4.0 ``handleVoteResponse``)."""
-    if isinstance(core.state, Prospective):
-        core.become_candidate(now_ms)
+    if isinstance(ctx.quorum.state, Prospective):
+        ctx.quorum.become_candidate(now_ms)
 
 
-def handle_response(core: RaftCore, now_ms: int, source_id: int, response: VoteResponse) -> None:
+def on_failure(ctx: RaftContext, now_ms: int, correlation_id: int, reason: FailureReason) -> None:
+    """A Vote the peer's versions cannot carry (a pre-vote to a Kafka 3.9 voter) counts as an
+    UNSUPPORTED_VERSION answer; other failures only back off (done by the core)."""
+    if reason == FailureReason.UNSUPPORTED_VERSION:
+        _pre_vote_unsupported(ctx, now_ms)
+
+
+def handle_response(ctx: RaftContext, now_ms: int, event: ResponseReceived) -> None:
+    source_id, response = event.source_id, event.response
     if response.error_code == Errors.UNSUPPORTED_VERSION:
-        pre_vote_unsupported(core, now_ms)
+        _pre_vote_unsupported(ctx, now_ms)
         return
     if response.error_code != Errors.NONE:
-        core.backoff(source_id, now_ms)
+        ctx.requests.backoff(source_id, now_ms)
         return
     partition = single_partition(response.topics, "topic_name", "partition_index")
     if partition is None:
-        core.backoff(source_id, now_ms)
+        ctx.requests.backoff(source_id, now_ms)
         return
     leader = partition.leader_id if partition.leader_id >= 0 else None
-    if core.maybe_transition(leader, partition.leader_epoch, now_ms):
+    if ctx.quorum.maybe_transition(leader, partition.leader_epoch, now_ms):
         return
     if partition.error_code != Errors.NONE:
-        core.backoff(source_id, now_ms)
+        ctx.requests.backoff(source_id, now_ms)
         return
-    state = core.state
+    state = ctx.quorum.state
     if not isinstance(state, (Candidate, Prospective)) or partition.leader_epoch != state.epoch:
         return
     if source_id not in state.votes.voters.ids:

@@ -50,9 +50,9 @@ from messages.generated.vote_request import VoteRequest
 from server.raft.control import voters_record
 from server.raft.core import RaftCore
 from server.raft.events import (
-    UNSUPPORTED_VERSION,
     ClientAppend,
     Event,
+    FailureReason,
     FlushCompleted,
     Outbox,
     RequestFailed,
@@ -437,7 +437,7 @@ class Cluster:
             return
         if dst in self.vote_v1_nodes and isinstance(request, VoteRequest) and request.topics[0].partitions[0].pre_vote:
             # a Kafka 3.9 voter: Vote stops at v1, a pre-vote cannot be sent to it
-            self.fail_connection(node.node_id, node.incarnation, named, correlation, UNSUPPORTED_VERSION)
+            self.fail_connection(node.node_id, node.incarnation, named, correlation, FailureReason.UNSUPPORTED_VERSION)
             return
         if self.wire:
             request = self.over_the_wire(request)
@@ -481,7 +481,7 @@ class Cluster:
         return type(message).decode(message.encode(version), version)
 
     def fail_connection(
-        self, requester: int, incarnation: int, peer: int, correlation: int, reason: str = "disconnected"
+        self, requester: int, incarnation: int, peer: int, correlation: int, reason: FailureReason = FailureReason.DISCONNECTED
     ) -> None:
         """A lost message breaks the connection, as over TCP: the requester learns it soon
         (a link cut by a partition, by contrast, is a silent black hole)."""
@@ -587,7 +587,7 @@ class Cluster:
         core = node.core
         assert core is not None
         snapshot_id = OffsetAndEpoch(node.delivered_next, epoch)
-        core.validate_snapshot_id(snapshot_id)
+        core.view.validate_snapshot_id(snapshot_id)
         voters = voters_record(core.voters) if core.kraft_version >= 1 else None
         data = b"".join(
             build_snapshot_batches(

@@ -26,7 +26,7 @@ def _data_batches(out_appends: list[bytes]) -> list[tuple[int, list[bytes]]]:
 def test_records_linger_then_leave_as_one_batch_at_the_promised_offsets() -> None:
     context = make_context(append_linger_ms=25)
     leader = elect_local_leader(context)
-    end = context.core.log_end_offset()
+    end = context.core.view.log_end_offset()
     start = context.now
     out1 = context.step(ClientAppend(1, (b"a", b"b")))
     context.now += 10
@@ -43,13 +43,13 @@ def test_records_linger_then_leave_as_one_batch_at_the_promised_offsets() -> Non
     out = context.tick()
     assert _data_batches(out.appends) == [(end, [b"a", b"b", b"c"])]
     assert out.flush
-    assert context.core.log_end_offset() == end + 3
+    assert context.core.view.log_end_offset() == end + 3
 
 
 def test_linger_zero_appends_in_the_same_step() -> None:
     context = make_context(append_linger_ms=0)
     elect_local_leader(context)
-    end = context.core.log_end_offset()
+    end = context.core.view.log_end_offset()
     out = context.step(ClientAppend(1, (b"x",)))
     assert _data_batches(out.appends) == [(end, [b"x"])]
 
@@ -57,7 +57,7 @@ def test_linger_zero_appends_in_the_same_step() -> None:
 def test_a_full_batch_is_drained_without_waiting_for_the_linger() -> None:
     context = make_context(append_linger_ms=1000)
     elect_local_leader(context)
-    end = context.core.log_end_offset()
+    end = context.core.view.log_end_offset()
     value = b"v" * 900
     outs = [context.step(ClientAppend(token, (value, value))) for token in range(1, 6)]
     # 2 x 923 bytes per append: the fifth no longer fits in the first 8 KiB batch
@@ -78,14 +78,14 @@ def test_an_append_bigger_than_a_batch_is_refused() -> None:
 def test_lingering_records_are_dropped_with_the_epoch() -> None:
     context = make_context(append_linger_ms=25)
     leader = elect_local_leader(context)
-    end = context.core.log_end_offset()
+    end = context.core.view.log_end_offset()
     context.step(ClientAppend(1, (b"lost",)))
     out, _ = context.request(begin_epoch_request(2, leader.epoch + 1), 1)
     assert not isinstance(context.core.state, Leader)
     assert not _data_batches(out.appends)
     context.now += 100
     assert not _data_batches(context.tick().appends)
-    assert context.core.log_end_offset() == end
+    assert context.core.view.log_end_offset() == end
 
 
 def test_appends_after_losing_leadership_are_refused() -> None:

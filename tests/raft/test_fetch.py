@@ -19,9 +19,10 @@ from messages.generated.fetch_response import (
 )
 from messages.generated.leader_change_message import LeaderChangeMessage
 from server.raft.control import ControlRecordType, build_data_batch, control_type_of
-from server.raft.core import RaftCore, RaftSafetyError
+from server.raft.core import RaftCore
 from server.raft.events import ClientAppend, FlushCompleted, ResponseReceived, Tick
 from server.raft.log import MemoryRaftLog
+from server.raft.quorum_state import RaftSafetyError
 from server.raft.roles import Follower, Leader, Unattached
 from server.raft.types import ElectionState, Endpoint, ReplicaIdentity, ReplicaKey, VoterSet
 from storage.records import iter_batches
@@ -219,7 +220,7 @@ def test_follower_refuses_to_truncate_below_its_high_watermark() -> None:
     log = MemoryRaftLog()
     append_batches(log, [1, 1, 2, 2])
     context, out = _follower(log)
-    context.core.update_high_watermark(3)
+    context.core.view.update_high_watermark(3)
     with pytest.raises(RaftSafetyError):
         context.respond(out, 2, _fetch_response(5, 2, diverging=(1, 1)))
 

@@ -63,4 +63,4 @@ def test_observer_never_campaigns() -> None:
     context.tick(60_000)
     assert isinstance(context.core.state, Unattached) and context.core.epoch == 0
     context.step(Tick())
-    assert not context.core.is_voter
+    assert not context.core.quorum.is_voter

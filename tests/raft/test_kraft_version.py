@@ -67,7 +67,7 @@ def test_first_leader_copies_the_voter_set_into_the_log_once() -> None:
     assert [type(m) for m in messages] == [LeaderChangeMessage, KRaftVersionRecord, VotersRecord]
     assert messages[1].kraft_version == 1  # type: ignore[union-attr]
     assert messages[2] == voters_record(context.core.voters)
-    assert context.core.voters_in_log
+    assert context.core.control.voters_in_log
     # the next epoch's start batch has only the LeaderChange
     context.step(Resign())
     assert isinstance(context.core.state, Resigned)
@@ -88,7 +88,7 @@ def test_voter_set_in_the_log_overrides_the_bootstrap_one() -> None:
     context = _dynamic_context(log=log, election=ElectionState(1))
     assert context.core.voters == smaller
     # a truncation that removes the record brings the bootstrap set back
-    context.core.stage_truncation(0)
+    context.core.view.stage_truncation(0)
     assert context.core.voters.ids == frozenset({1, 2, 3})
 
 

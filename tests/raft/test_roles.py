@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.raft.core import IllegalTransitionError
+from server.raft.quorum_state import IllegalTransitionError
 from server.raft.roles import (
     ROLES,
     TRANSITIONS,
@@ -65,8 +65,8 @@ def test_core_refuses_an_illegal_transition() -> None:
     context = make_context()
     state = elect_local_leader(context)
     with pytest.raises(IllegalTransitionError):
-        context.core.transition(
-            Candidate(state.epoch + 1, context.core.local_key, context.core.voters, 0, 1)
+        context.core.quorum.transition(
+            Candidate(state.epoch + 1, context.core.quorum.local_key, context.core.voters, 0, 1)
         )
     assert isinstance(context.core.state, Leader)
 

@@ -151,12 +151,12 @@ def test_prospective_becomes_candidate_after_a_pre_vote_majority() -> None:
 
 
 def test_prospective_runs_a_real_election_when_a_voter_cannot_pre_vote() -> None:
-    from server.raft.events import UNSUPPORTED_VERSION, RequestFailed
+    from server.raft.events import FailureReason, RequestFailed
 
     context = make_context(pre_vote=True, election=ElectionState(4))
     out = context.tick(3000)
     assert isinstance(context.core.state, Prospective)
     send = next(s for s in out.sends if s.destination_id == 2)
-    out = context.step(RequestFailed(send.correlation_id, 2, UNSUPPORTED_VERSION))
+    out = context.step(RequestFailed(send.correlation_id, 2, FailureReason.UNSUPPORTED_VERSION))
     assert isinstance(context.core.state, Candidate) and context.core.epoch == 5
     assert all(not s.request.topics[0].partitions[0].pre_vote for s in out.sends)

@@ -10,6 +10,7 @@ from messages.generated.fetch_request import FetchRequest
 from messages.generated.remove_raft_voter_request import RemoveRaftVoterRequest
 from messages.generated.update_raft_voter_request import KRaftVersionFeature, UpdateRaftVoterRequest
 from messages.generated.update_raft_voter_request import Listener as UpdateListener
+from server.raft import voter_change
 from server.raft.events import ResponseReceived
 from server.raft.roles import Leader, Resigned
 from server.raft.types import Endpoint, ReplicaKey, VoterNode, VoterSet
@@ -173,7 +174,7 @@ def test_leader_removing_itself_resigns_once_committed() -> None:
     assert isinstance(context.core.state, Resigned)
     replies = [r.response for r in out.replies if type(r.response).__name__ == "RemoveRaftVoterResponse"]
     assert replies and replies[0].error_code == Errors.NONE
-    assert not context.core.is_voter
+    assert not context.core.quorum.is_voter
 
 
 def _update(voter: int, epoch: int, *, host: str = "new-host", low: int = 0, high: int = 1,
@@ -206,7 +207,7 @@ def test_update_voter() -> None:
     assert response.current_leader.leader_epoch == leader.epoch
     assert context.log.log_end_offset == before + 1
     assert context.core.voters.get(2).endpoints == (Endpoint("CONTROLLER", "new-host", 9999),)  # type: ignore[union-attr]
-    assert context.core.uncommitted_voter_change()
+    assert voter_change.uncommitted(context.core)
 
 
 def test_update_voter_needs_kraft_version_1() -> None:
@@ -229,7 +230,7 @@ def test_follower_with_a_stale_entry_sends_update_raft_voter_in_place_of_a_fetch
     context = make_context(
         voters=stale, kraft_version=1, directory_id=DIRS[1], election=ElectionState(3, 2, None)
     )
-    assert context.core.local_voter_entry_is_stale()
+    assert voter_change.local_entry_is_stale(context.core)
     first = context.outboxes[-1]
     assert [type(s.request).__name__ for s in first.sends] == ["FetchRequest"]  # not heard yet
     out = context.respond(first, 2, _fetch_response(3, 2))

@@ -10,7 +10,7 @@ from messages.generated.vote_response import VoteResponse
 from server.config import Listener
 from server.net import serve
 from server.net.dispatcher import HandlerTable
-from server.raft.events import UNSUPPORTED_VERSION, OutboundRequest, RequestFailed, ResponseReceived
+from server.raft.events import FailureReason, OutboundRequest, RequestFailed, ResponseReceived
 from server.raft.types import Endpoint
 
 LOCAL = [Listener("CONTROLLER", "127.0.0.1", 0)]
@@ -51,7 +51,7 @@ async def test_a_pre_vote_to_a_voter_without_vote_v2_fails_as_unsupported_versio
     request = VoteRequest(topics=[TopicData("__cluster_metadata", [PartitionData(pre_vote=True)])])
     event = await _exchange(request)
     assert isinstance(event, RequestFailed)
-    assert event.reason == UNSUPPORTED_VERSION and event.correlation_id == 7
+    assert event.reason == FailureReason.UNSUPPORTED_VERSION and event.correlation_id == 7
 
 
 async def test_an_ordinary_vote_to_the_same_voter_goes_through():
