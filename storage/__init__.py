@@ -14,6 +14,7 @@ package never imports trio. Modules, one concept each:
 * :mod:`storage.log` -- the segmented ``__cluster_metadata-0`` log
 * :mod:`storage.quorum_state` -- ``quorum-state``
 * :mod:`storage.snapshots` -- ``<offset>-<epoch>.checkpoint`` KRaft snapshots
+* :mod:`storage.snapshot_format` -- a snapshot's id and contents from and to bytes (no file I/O)
 * :mod:`storage.meta_properties` -- ``meta.properties``
 * :mod:`storage.bootstrap` -- ``bootstrap.checkpoint``
 * :mod:`storage.format` -- what ``kafka-storage format`` writes

@@ -23,7 +23,7 @@ from server.raft.types import Endpoint, ReplicaKey, VoterNode, VoterSet
 from storage import control as storage_control
 from storage.control import ControlMessage, ControlRecordType
 from storage.records import RecordBatch, iter_batches
-from storage.snapshots import read_snapshot_content
+from storage.snapshot_format import read_snapshot_content
 
 __all__ = [
     "ControlMessage",

@@ -1,0 +1,175 @@
+"""A KRaft snapshot's id and contents, from and to bytes: no file I/O.
+
+The sans-IO half of :mod:`storage.snapshots` (which re-exports every name here and adds the
+files: names, writers, readers, recovery). The KRaft core uses it to check snapshot bytes that
+reach it in memory, so it never imports a module that touches the disk.
+
+Mirrors ``OffsetAndEpoch`` (the id), ``RecordsSnapshotWriter`` (:func:`build_snapshot_batches`)
+and ``RecordsSnapshotReader`` (:func:`read_snapshot_content`). A snapshot is record batches back
+to back, offsets counted from 0, every batch's PartitionLeaderEpoch = the snapshot epoch::
+
+    control batch   SnapshotHeader{version 0, lastContainedLogTimestamp}
+                    [+ KRaftVersion{0, v} + Voters{...} when kraft.version >= 1]
+    data batch(es)  framed metadata records
+    control batch   SnapshotFooter{version 0}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from messages.generated.kraft_version_record import KRaftVersionRecord
+from messages.generated.snapshot_footer_record import SnapshotFooterRecord
+from messages.generated.snapshot_header_record import SnapshotHeaderRecord
+from messages.generated.voters_record import VotersRecord
+from storage.compression import CompressionType
+from storage.control import (
+    ControlMessage,
+    ControlRecord,
+    ControlRecordType,
+    KRaftBatch,
+    build_control_batch,
+    build_data_batch,
+    read_kraft_batch,
+)
+from storage.errors import CorruptRecordError
+from storage.records import RecordBatch, scan_batches
+
+OFFSET_WIDTH = 20
+EPOCH_WIDTH = 10
+DEFAULT_MAX_BATCH_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class SnapshotId:
+    """``OffsetAndEpoch`` naming a snapshot: ``end_offset`` is exclusive."""
+
+    end_offset: int
+    epoch: int
+
+    @property
+    def file_stem(self) -> str:
+        return f"{self.end_offset:0{OFFSET_WIDTH}d}-{self.epoch:0{EPOCH_WIDTH}d}"
+
+    def __str__(self) -> str:
+        return f"OffsetAndEpoch(offset={self.end_offset}, epoch={self.epoch})"
+
+
+BOOTSTRAP_SNAPSHOT_ID = SnapshotId(0, 0)
+
+
+def build_snapshot_batches(
+    snapshot_id: SnapshotId,
+    *,
+    last_contained_log_timestamp: int,
+    records: Iterable[bytes],
+    append_time_ms: int,
+    kraft_version: int = 0,
+    voters: VotersRecord | None = None,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    compression: CompressionType = CompressionType.NONE,
+) -> list[bytes]:
+    """The batches of a snapshot (``RecordsSnapshotWriter``): header batch, data batches of at
+    most about ``max_batch_bytes`` of record values each, footer batch; offsets from 0, epoch =
+    the snapshot's epoch."""
+    epoch = snapshot_id.epoch
+    header: list[ControlMessage] = [
+        SnapshotHeaderRecord(last_contained_log_timestamp=last_contained_log_timestamp)
+    ]
+    if kraft_version >= 1:
+        header.append(KRaftVersionRecord(kraft_version=kraft_version))
+        if voters is not None:
+            header.append(voters)
+    batches = [build_control_batch(header, base_offset=0, partition_leader_epoch=epoch, append_time_ms=append_time_ms)]
+    offset = len(header)
+    pending: list[bytes] = []
+    pending_bytes = 0
+    for value in records:
+        if pending and pending_bytes + len(value) > max_batch_bytes:
+            batches.append(
+                build_data_batch(pending, base_offset=offset, partition_leader_epoch=epoch,
+                                 append_time_ms=append_time_ms, compression=compression)
+            )
+            offset += len(pending)
+            pending, pending_bytes = [], 0
+        pending.append(value)
+        pending_bytes += len(value)
+    if pending:
+        batches.append(
+            build_data_batch(pending, base_offset=offset, partition_leader_epoch=epoch,
+                             append_time_ms=append_time_ms, compression=compression)
+        )
+        offset += len(pending)
+    batches.append(
+        build_control_batch([SnapshotFooterRecord()], base_offset=offset, partition_leader_epoch=epoch,
+                            append_time_ms=append_time_ms)
+    )
+    return batches
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotContent:
+    """A validated snapshot: its header, its KRaft batches (header and footer included), and
+    whether it ended with a footer."""
+
+    header: SnapshotHeaderRecord
+    batches: list[KRaftBatch]
+    has_footer: bool
+
+    @property
+    def last_contained_log_timestamp(self) -> int:
+        return self.header.last_contained_log_timestamp
+
+    def data_records(self) -> list[bytes]:
+        """Every data record value, in order."""
+        out: list[bytes] = []
+        for batch in self.batches:
+            if not batch.is_control:
+                out.extend(batch.records)  # type: ignore[arg-type]
+        return out
+
+    def control_records(self) -> list[ControlRecord]:
+        out: list[ControlRecord] = []
+        for batch in self.batches:
+            if batch.is_control:
+                out.extend(batch.records)  # type: ignore[arg-type]
+        return out
+
+    @property
+    def kraft_version(self) -> int:
+        versions = [r.message for r in self.control_records() if r.type is ControlRecordType.KRAFT_VERSION]
+        return versions[-1].kraft_version if versions else 0  # type: ignore[union-attr]
+
+    @property
+    def voters(self) -> VotersRecord | None:
+        found = [r.message for r in self.control_records() if r.type is ControlRecordType.KRAFT_VOTERS]
+        return found[-1] if found else None  # type: ignore[return-value]
+
+
+def read_snapshot_content(data: bytes | bytearray | memoryview) -> SnapshotContent:
+    """Validate and decode snapshot bytes (``RecordsSnapshotReader``): every batch whole with a
+    good CRC and KRaft's record rules; the first batch a control batch whose first record is a
+    SnapshotHeader. Raises CorruptRecordError / InvalidRecordError."""
+    scan = scan_batches(data)
+    if scan.error is not None or scan.torn:
+        raise CorruptRecordError(
+            f"snapshot is corrupt after {scan.valid_bytes} of {len(data)} bytes: "
+            f"{scan.error or 'incomplete batch'}"
+        )
+    batches = [read_kraft_batch(RecordBatch(b.buffer), validate_crc=False) for b in scan.batches]
+    if not batches or not batches[0].is_control or not batches[0].records:
+        raise CorruptRecordError("First batch is not a control batch with at least one record")
+    first = batches[0].records[0]
+    assert isinstance(first, ControlRecord)
+    if first.type is not ControlRecordType.SNAPSHOT_HEADER:
+        raise CorruptRecordError(f"First control record is not a snapshot header ({first.type.name})")
+    assert isinstance(first.message, SnapshotHeaderRecord)
+    last = batches[-1]
+    has_footer = bool(
+        last.is_control
+        and last.records
+        and isinstance(last.records[-1], ControlRecord)
+        and last.records[-1].type is ControlRecordType.SNAPSHOT_FOOTER
+    )
+    return SnapshotContent(first.message, batches, has_footer)
