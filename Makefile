@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CONFIG ?= config/server.properties
 DATA   ?= data
 
-.PHONY: install run test lint typecheck generate check-generated bench compat-jars clean
+.PHONY: install run test lint lint-imports typecheck generate check-generated bench compat-jars clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy
 
+## The layer contracts in pyproject.toml [tool.importlinter] (DESIGN §1, §2 rule 1).
+lint-imports: install
+	$(VENV)/bin/lint-imports --no-logo
+
 ## Stock Kafka jars (the versions pinned in compat/kafka-versions.properties) from Maven Central.
 compat-jars: install
 	bash compat/fetch-kafka.sh
@@ -40,11 +44,11 @@ compat-jars: install
 run: install
 	$(PY) -m tools.cli run-standalone --config $(CONFIG) --data $(DATA)
 
-test: install check-generated lint typecheck compat-jars
+test: install check-generated lint lint-imports typecheck compat-jars
 	$(PY) -m pytest -q
 
 bench: install compat-jars
 	$(PY) -m tools.bench
 
 clean:
-	rm -rf $(VENV) compat/.cache .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) compat/.cache .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache
