@@ -5,8 +5,13 @@ free loopback port with a fresh data directory (formatted on first use, as
 ``kafka-storage format --standalone``), and Kafka's own ``MetadataQuorumCommand
 --bootstrap-controller host:port describe --status`` / ``describe --replication`` must
 succeed and agree with kwire's ``tools.metadata_quorum`` (kraft-facts §1.2-§1.6): the cluster
-id, leader id and epoch, a high watermark of at least 1 that advances between two runs (the
-active controller's NoOpRecords), and the voter with its directory id and endpoint.
+id, leader id and epoch, a high watermark of at least 1 that advances from one run to a later
+one (the active controller's NoOpRecords), and the voter with its directory id and endpoint.
+
+The advance is waited for: NoOpRecords come every metadata.max.idle.interval.ms (500 ms), so two
+runs of the tool may land inside one interval. The test polls kwire's DescribeQuorum view until
+its high watermark is above the one the stock tool printed (up to a deadline), and only then runs
+the stock tool again, which must print a high watermark at least that high.
 
 Under CI=true the ``kafka_version`` fixture fails instead of skipping when Java or the jars are
 missing.
@@ -51,6 +56,29 @@ def _wait_for_port(proc: subprocess.Popen[bytes], port: int, timeout_s: float = 
         except OSError:
             time.sleep(0.1)
     raise AssertionError(f"kwire did not listen on port {port} within {timeout_s} s")
+
+
+HWM_ADVANCE_TIMEOUT_S = 60.0
+"""How long the high watermark may take to move past a value: many NoOp intervals (500 ms) even
+on a loaded machine."""
+
+
+def _wait_for_high_watermark_above(bootstrap: str, floor: int,
+                                   timeout_s: float = HWM_ADVANCE_TIMEOUT_S) -> int:
+    """Poll kwire's DescribeQuorum view until its high watermark is above ``floor``; returns
+    it. Fails when it is not within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        seen = trio.run(describe, bootstrap).partition.high_watermark
+        if seen > floor:
+            return seen
+        if time.monotonic() >= deadline:
+            raise AssertionError(
+                f"the high watermark did not advance past {floor} (the stock tool's reading) "
+                f"within {timeout_s} s: DescribeQuorum still reports {seen}; the active "
+                "controller should append a NoOpRecord every metadata.max.idle.interval.ms"
+            )
+        time.sleep(0.1)  # poll interval
 
 
 @pytest.fixture
@@ -104,8 +132,9 @@ def test_stock_metadata_quorum_describes_kwire(
     assert voter["directoryId"] != "AAAAAAAAAAAAAAAAAAAAAA"
     assert voter["endpoints"] == [f"CONTROLLER://{bootstrap}"]
 
+    advanced = _wait_for_high_watermark_above(bootstrap, first_hwm)
     second = kafka.quorum_status(bootstrap)
-    assert int(second["HighWatermark"]) > first_hwm
+    assert int(second["HighWatermark"]) >= advanced > first_hwm
     assert second["LeaderEpoch"] == first["LeaderEpoch"]
 
     replication = kafka.run_tool(
