@@ -11,8 +11,9 @@ Usage (Spark 4.x, ``pyspark.sql.datasource``)::
 Options (strings, as Spark passes them):
 
 * ``paths`` -- comma-separated node directories (a metadata log dir or its
-  ``__cluster_metadata-0``), each optionally ``name=dir``; the node name defaults to the
-  directory's basename.
+  ``__cluster_metadata-0``), each optionally ``name=dir``; without a name a node is named by
+  :func:`tools.audit.scan.parse_node_dirs` (its ``node.id`` from ``meta.properties``, else the
+  directory's basename).
 * ``splitBytes`` -- segments larger than this are read as several input partitions, cut at
   batch boundaries found through the ``.index`` (default 64 MiB).
 

@@ -47,7 +47,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tools.audit.scan import CONTROL_TYPE_NAMES, SNAPSHOT_RE, input_bytes, parse_node_dirs
+from tools.audit.scan import (
+    CONTROL_TYPE_NAMES,
+    SNAPSHOT_RE,
+    input_bytes,
+    node_meta,
+    parse_node_dirs,
+)
 
 VIEW = "kraftlog_rows"
 
@@ -488,19 +494,14 @@ def _election_violations(conflicts: list[dict[str, Any]]) -> list[dict[str, Any]
 
 
 def node_id(name: str, partition_dir: str) -> int | None:
-    """The replica id: ``node.id`` from ``meta.properties`` beside the partition dir, else the
-    trailing digits of the node name (``node3`` -> 3), else None."""
+    """The replica id: ``node.id`` from ``meta.properties`` beside the partition dir
+    (:func:`tools.audit.scan.node_meta`), else the trailing digits of the node name
+    (``node3`` -> 3), else None."""
     import re
 
-    path = os.path.join(os.path.dirname(partition_dir), "meta.properties")
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                key, _, value = line.strip().partition("=")
-                if key.strip() == "node.id":
-                    return int(value.strip())
-    except (OSError, ValueError):
-        pass
+    meta = node_meta(partition_dir)
+    if meta is not None and meta.node_id is not None:
+        return meta.node_id
     m = re.search(r"(\d+)$", name)
     return int(m.group(1)) if m else None
 

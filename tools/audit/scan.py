@@ -28,12 +28,14 @@ import os
 import re
 import struct
 import sys
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from messages.runtime import Message
+    from storage.meta_properties import MetaProperties
 
 METADATA_PARTITION_DIR = "__cluster_metadata-0"
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
@@ -79,12 +81,66 @@ class FilePart:
     end: int
 
 
+def node_meta(partition_dir: str) -> MetaProperties | None:
+    """The ``meta.properties`` of the node dir holding ``partition_dir`` (the metadata log dir,
+    its parent), read as Kafka writes it (:mod:`storage.meta_properties`); None when there is
+    none, or when it cannot be read or parsed (a damaged directory is still audited)."""
+    from storage.errors import StorageError
+    from storage.meta_properties import read_meta_properties
+
+    try:
+        return read_meta_properties(os.path.dirname(partition_dir))
+    except StorageError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeDir:
+    """One node directory given to the audit, before it is named: ``explicit`` is the name of
+    ``name=dir`` (None without one), ``dir_name`` the node dir's basename, ``node_id`` and
+    ``directory_id`` come from its ``meta.properties`` (None when absent)."""
+
+    partition_dir: str
+    dir_name: str
+    explicit: str | None = None
+    node_id: int | None = None
+    directory_id: str | None = None
+
+
+def node_names(dirs: Sequence[NodeDir]) -> list[str]:
+    """The audit's name of each of ``dirs``, in order: the explicit name when given; else the
+    ``node.id`` of its ``meta.properties``; when another unnamed directory has the same node id,
+    its ``directory.id``; without either (no ``meta.properties``, or a shared node id and no
+    directory id) its directory name. Raises ValueError when two names are still equal."""
+    shared = Counter(d.node_id for d in dirs if d.explicit is None and d.node_id is not None)
+    names: list[str] = []
+    for d in dirs:
+        if d.explicit is not None:
+            names.append(d.explicit)
+        elif d.node_id is not None and shared[d.node_id] == 1:
+            names.append(str(d.node_id))
+        elif d.node_id is not None and d.directory_id is not None:
+            names.append(d.directory_id)
+        else:
+            names.append(d.dir_name)
+    by_name: dict[str, list[str]] = {}
+    for name, d in zip(names, dirs, strict=True):
+        by_name.setdefault(name, []).append(d.partition_dir)
+    dupes = {name: where for name, where in by_name.items() if len(where) > 1}
+    if dupes:
+        detail = "; ".join(f"{name!r} for {', '.join(where)}" for name, where in sorted(dupes.items()))
+        raise ValueError(f"duplicate node names: {detail}; name them explicitly as name=DIR")
+    return names
+
+
 def parse_node_dirs(spec: str | Sequence[str]) -> list[tuple[str, str]]:
     """``[(node name, partition dir)]`` from ``"dirA,dirB"`` or ``"name=dir,..."`` (or a list of
-    such items). The name defaults to the node dir's basename (or its parent's when the dir is
-    ``__cluster_metadata-0`` itself). Raises ValueError on a duplicate name or an empty list."""
+    such items). A node dir is a metadata log dir or its ``__cluster_metadata-0``; an item
+    without ``name=`` is named by :func:`node_names` from the ``meta.properties`` of the
+    metadata log dir, falling back to its basename. Raises ValueError when names collide or
+    the list is empty."""
     items = spec.split(",") if isinstance(spec, str) else list(spec)
-    out: list[tuple[str, str]] = []
+    dirs: list[NodeDir] = []
     for raw in items:
         item = raw.strip()
         if not item:
@@ -95,18 +151,18 @@ def parse_node_dirs(spec: str | Sequence[str]) -> list[tuple[str, str]]:
         path = os.path.abspath(item)
         if os.path.basename(path) == METADATA_PARTITION_DIR:
             partition_dir = path
-            default_name = os.path.basename(os.path.dirname(path))
         else:
             partition_dir = os.path.join(path, METADATA_PARTITION_DIR)
-            default_name = os.path.basename(path)
-        out.append((name or default_name, partition_dir))
-    if not out:
+        dir_name = os.path.basename(os.path.dirname(partition_dir))
+        meta = None if name else node_meta(partition_dir)
+        dirs.append(NodeDir(
+            partition_dir, dir_name, explicit=name or None,
+            node_id=meta.node_id if meta else None,
+            directory_id=str(meta.directory_id) if meta and meta.directory_id else None,
+        ))
+    if not dirs:
         raise ValueError("no node directories given")
-    names = [n for n, _ in out]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise ValueError(f"duplicate node names {dupes}; name them explicitly as name=dir")
-    return out
+    return list(zip(node_names(dirs), (d.partition_dir for d in dirs), strict=True))
 
 
 def input_bytes(nodes: Sequence[tuple[str, str]]) -> int:
