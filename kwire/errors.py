@@ -151,6 +151,9 @@ class Errors(IntEnum):
 
     @property
     def retriable(self) -> bool:
+        """True when Kafka's exception for this code is a ``RetriableException`` subclass
+        (``Errors.exception()`` in org.apache.kafka.common.protocol.Errors), so a client may
+        resend the same request; False otherwise, NONE included."""
         return self in _RETRIABLE
 
     @property
@@ -162,8 +165,8 @@ class Errors(IntEnum):
 
     @classmethod
     def of(cls, code: int) -> Errors:
-        """The member for ``code``; codes Kafka added after this table map to
-        UNKNOWN_SERVER_ERROR."""
+        """The member for the int16 ``code`` (``Errors.forCode``); codes Kafka added after this
+        table map to UNKNOWN_SERVER_ERROR. Never raises."""
         try:
             return cls(code)
         except ValueError:

@@ -40,9 +40,16 @@ class FrameDecoder:
 
     @property
     def buffered_bytes(self) -> int:
+        """Bytes fed but not yet returned as frames, size prefixes included."""
         return len(self._buf)
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Append bytes read from the socket (any split, empty allowed); ``data`` is copied.
+
+        Raises :class:`FrameError` as soon as the size prefix of the frame being read is
+        complete and is negative or larger than ``max_frame_bytes``; the decoder then keeps
+        raising and must be dropped with its connection.
+        """
         self._buf += data
         if self._need < 0:
             self._check_size()
@@ -59,6 +66,13 @@ class FrameDecoder:
             self._need = size
 
     def next_frame(self) -> bytes | None:
+        """The next complete frame (header + body, without the 4 size bytes), or None.
+
+        None means more bytes are needed. Call it until None after each :meth:`feed`: one feed
+        may complete several frames. Raises :class:`FrameError` when the size prefix of the
+        following frame, already buffered, is out of range (the completed frame is then not
+        returned).
+        """
         if self._need < 0:
             return None
         end = 4 + self._need

@@ -17,12 +17,23 @@ from kwire.api_keys import ApiKey
 
 
 def request_header_version(api_key: int, api_version: int, flexible: bool) -> int:
+    """The RequestHeader version (0, 1 or 2) for request ``api_key`` at ``api_version``.
+
+    ``flexible`` says whether that request version uses the flexible (tagged-field) encoding.
+    Mirrors ``ApiMessageType.requestHeaderVersion``; raises nothing, unknown keys follow the
+    general rule.
+    """
     if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:
         return 0
     return 2 if flexible else 1
 
 
 def response_header_version(api_key: int, api_version: int, flexible: bool) -> int:
+    """The ResponseHeader version (0 or 1) for the response to ``api_key`` at ``api_version``.
+
+    ``flexible`` says whether that response version is flexible; ApiVersions is always 0
+    (KIP-511). Mirrors ``ApiMessageType.responseHeaderVersion``; raises nothing.
+    """
     if api_key == ApiKey.API_VERSIONS:
         return 0
     return 1 if flexible else 0

@@ -73,6 +73,7 @@ class VersionRange:
     max_version: int
 
     def intersect(self, other: VersionRange) -> VersionRange | None:
+        """The inclusive overlap of the two ranges, or None when they share no version."""
         lo = max(self.min_version, other.min_version)
         hi = min(self.max_version, other.max_version)
         return VersionRange(lo, hi) if lo <= hi else None
@@ -89,7 +90,10 @@ def _name(api_key: int) -> str:
 
 
 class NodeApiVersions:
-    """The API version ranges one node advertised."""
+    """The API version ranges one node advertised: api key (int16) -> inclusive VersionRange.
+
+    Mirrors ``org.apache.kafka.clients.NodeApiVersions``.
+    """
 
     __slots__ = ("_ranges",)
 
@@ -108,9 +112,11 @@ class NodeApiVersions:
 
     @property
     def ranges(self) -> dict[int, VersionRange]:
+        """A copy of every advertised range, keyed by api key (unknown keys included)."""
         return dict(self._ranges)
 
     def get(self, api_key: int) -> VersionRange | None:
+        """The node's inclusive range for ``api_key``, or None when the node does not list it."""
         return self._ranges.get(api_key)
 
     def latest_usable_version(self, api_key: int, min_version: int, max_version: int) -> int:
@@ -152,7 +158,11 @@ def api_versions_retry_version(
 ) -> int | None:
     """After an ApiVersions response to a request at ``tried_version``: the version to retry
     with, or None when there is nothing to retry (success, another error, a failure at
-    version 0, or no lower version to try)."""
+    version 0, or no lower version to try).
+
+    The retry version is ``min(node's ApiKeys[18].MaxVersion or 0, client_max_version)``, as
+    ``NetworkClient.handleApiVersionsResponse`` does after UNSUPPORTED_VERSION (KIP-511).
+    """
     if response.error_code != UNSUPPORTED_VERSION or tried_version <= 0:
         return None
     node_max = 0

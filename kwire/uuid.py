@@ -58,10 +58,14 @@ class Uuid(bytes):
 
     @property
     def most_significant_bits(self) -> int:
+        """The first 8 bytes as an unsigned 64-bit int (Java's ``getMostSignificantBits`` is the
+        same bits, signed)."""
         return int.from_bytes(self[:8], "big")
 
     @property
     def least_significant_bits(self) -> int:
+        """The last 8 bytes as an unsigned 64-bit int (Java's ``getLeastSignificantBits`` is
+        the same bits, signed)."""
         return int.from_bytes(self[8:], "big")
 
     def __str__(self) -> str:

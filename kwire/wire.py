@@ -48,7 +48,9 @@ class EncodeError(ValueError):
 
 
 def write_uvarint(out: bytearray, value: int) -> None:
-    """Append an unsigned varint (up to 64 bits)."""
+    """Append an unsigned varint (up to 64 bits; ``ByteUtils.writeUnsignedVarint``/``Varlong``).
+
+    Raises EncodeError for a negative value."""
     if value < 0:
         raise EncodeError(f"unsigned varint cannot be negative: {value}")
     while value >= 0x80:
@@ -58,7 +60,9 @@ def write_uvarint(out: bytearray, value: int) -> None:
 
 
 def read_uvarint(buf: bytes | bytearray | memoryview, pos: int, max_bytes: int = 5) -> tuple[int, int]:
-    """Read an unsigned varint of at most ``max_bytes`` bytes (5 for 32-bit, 10 for 64-bit)."""
+    """Read an unsigned varint of at most ``max_bytes`` bytes (5 for 32-bit, 10 for 64-bit);
+    returns ``(value, new_pos)``. Raises DecodeError when truncated or longer than
+    ``max_bytes``."""
     result = 0
     shift = 0
     end = len(buf)
@@ -85,6 +89,8 @@ def write_varlong(out: bytearray, value: int) -> None:
 
 
 def read_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    """Read a zig-zag varint (signed 32-bit, at most 5 bytes; ``ByteUtils.readVarint``);
+    returns ``(value, new_pos)``. Raises DecodeError when truncated or out of 32-bit range."""
     raw, pos = read_uvarint(buf, pos, 5)
     if raw > 0xFFFFFFFF:
         raise DecodeError("varint out of 32-bit range")
@@ -92,6 +98,8 @@ def read_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int
 
 
 def read_varlong(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    """Read a zig-zag varlong (signed 64-bit, at most 10 bytes; ``ByteUtils.readVarlong``);
+    returns ``(value, new_pos)``. Raises DecodeError when truncated or out of 64-bit range."""
     raw, pos = read_uvarint(buf, pos, 10)
     if raw > 0xFFFFFFFFFFFFFFFF:
         raise DecodeError("varlong out of 64-bit range")
@@ -103,6 +111,8 @@ def read_varlong(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, in
 
 
 def read_struct(s: struct.Struct, buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    """Unpack the single value of ``s`` (one of INT8 ... FLOAT64 above) at ``pos``; returns
+    ``(value, pos + s.size)``. Raises DecodeError when fewer than ``s.size`` bytes remain."""
     end = pos + s.size
     if end > len(buf):
         raise DecodeError(f"truncated: need {s.size} bytes at {pos}, have {len(buf) - pos}")
@@ -110,7 +120,8 @@ def read_struct(s: struct.Struct, buf: bytes | bytearray | memoryview, pos: int)
 
 
 def take(buf: bytes | bytearray | memoryview, pos: int, n: int) -> tuple[bytes, int]:
-    """``n`` raw bytes at ``pos`` as ``bytes``."""
+    """``n`` raw bytes at ``pos`` as a copy (``bytes``); returns ``(data, pos + n)``.
+    Raises DecodeError when ``n`` is negative or fewer than ``n`` bytes remain."""
     end = pos + n
     if n < 0 or end > len(buf):
         raise DecodeError(f"truncated: need {n} bytes at {pos}, have {len(buf) - pos}")
@@ -129,6 +140,8 @@ def _utf8(raw: bytes) -> str:
 
 
 def write_string(out: bytearray, value: str) -> None:
+    """Append a non-nullable STRING: int16 byte length + UTF-8. Raises EncodeError when the
+    UTF-8 form is longer than 32767 bytes (Kafka's limit for every string field)."""
     raw = value.encode("utf-8")
     if len(raw) > 0x7FFF:
         raise EncodeError(f"string of {len(raw)} bytes is longer than 32767")
@@ -137,6 +150,8 @@ def write_string(out: bytearray, value: str) -> None:
 
 
 def write_nullable_string(out: bytearray, value: str | None) -> None:
+    """Append a NULLABLE_STRING: length -1 for None, else as :func:`write_string` (same
+    EncodeError)."""
     if value is None:
         out += b"\xff\xff"
     else:
@@ -144,6 +159,8 @@ def write_nullable_string(out: bytearray, value: str | None) -> None:
 
 
 def write_compact_string(out: bytearray, value: str) -> None:
+    """Append a COMPACT_STRING: uvarint (byte length + 1) + UTF-8. Raises EncodeError when the
+    UTF-8 form is longer than 32767 bytes."""
     raw = value.encode("utf-8")
     if len(raw) > 0x7FFF:
         raise EncodeError(f"string of {len(raw)} bytes is longer than 32767")
@@ -152,6 +169,8 @@ def write_compact_string(out: bytearray, value: str) -> None:
 
 
 def write_compact_nullable_string(out: bytearray, value: str | None) -> None:
+    """Append a COMPACT_NULLABLE_STRING: uvarint 0 for None, else as
+    :func:`write_compact_string` (same EncodeError)."""
     if value is None:
         out.append(0)
     else:
@@ -159,6 +178,8 @@ def write_compact_nullable_string(out: bytearray, value: str | None) -> None:
 
 
 def read_string(buf: bytes | bytearray | memoryview, pos: int) -> tuple[str, int]:
+    """Read a non-nullable STRING (int16 length + UTF-8); returns ``(text, new_pos)``. Raises
+    DecodeError for a negative length (null), truncation or bytes that are not UTF-8."""
     n, pos = read_struct(INT16, buf, pos)
     if n < 0:
         raise DecodeError("null where a non-nullable string is required")
@@ -167,6 +188,8 @@ def read_string(buf: bytes | bytearray | memoryview, pos: int) -> tuple[str, int
 
 
 def read_nullable_string(buf: bytes | bytearray | memoryview, pos: int) -> tuple[str | None, int]:
+    """Read a NULLABLE_STRING; returns ``(text or None, new_pos)``, None for length -1. Raises
+    DecodeError for any other negative length, truncation or bytes that are not UTF-8."""
     n, pos = read_struct(INT16, buf, pos)
     if n < 0:
         if n != -1:
@@ -177,11 +200,13 @@ def read_nullable_string(buf: bytes | bytearray | memoryview, pos: int) -> tuple
 
 
 def write_bytes(out: bytearray, value: bytes) -> None:
+    """Append non-nullable BYTES: int32 length + the raw bytes."""
     out += INT32.pack(len(value))
     out += value
 
 
 def write_nullable_bytes(out: bytearray, value: bytes | None) -> None:
+    """Append NULLABLE_BYTES: int32 length -1 for None, else as :func:`write_bytes`."""
     if value is None:
         out += b"\xff\xff\xff\xff"
     else:
@@ -189,11 +214,13 @@ def write_nullable_bytes(out: bytearray, value: bytes | None) -> None:
 
 
 def write_compact_bytes(out: bytearray, value: bytes) -> None:
+    """Append COMPACT_BYTES: uvarint (length + 1) + the raw bytes."""
     write_uvarint(out, len(value) + 1)
     out += value
 
 
 def write_compact_nullable_bytes(out: bytearray, value: bytes | None) -> None:
+    """Append COMPACT_NULLABLE_BYTES: uvarint 0 for None, else as :func:`write_compact_bytes`."""
     if value is None:
         out.append(0)
     else:
@@ -201,6 +228,8 @@ def write_compact_nullable_bytes(out: bytearray, value: bytes | None) -> None:
 
 
 def read_bytes(buf: bytes | bytearray | memoryview, pos: int) -> tuple[bytes, int]:
+    """Read non-nullable BYTES (int32 length + data) as a copy; returns ``(data, new_pos)``.
+    Raises DecodeError for a negative length (null) or truncation."""
     n, pos = read_struct(INT32, buf, pos)
     if n < 0:
         raise DecodeError("null where non-nullable bytes are required")
@@ -208,6 +237,8 @@ def read_bytes(buf: bytes | bytearray | memoryview, pos: int) -> tuple[bytes, in
 
 
 def read_nullable_bytes(buf: bytes | bytearray | memoryview, pos: int) -> tuple[bytes | None, int]:
+    """Read NULLABLE_BYTES as a copy; returns ``(data or None, new_pos)``, None for length -1.
+    Raises DecodeError for any other negative length or truncation."""
     n, pos = read_struct(INT32, buf, pos)
     if n < 0:
         if n != -1:
@@ -217,6 +248,8 @@ def read_nullable_bytes(buf: bytes | bytearray | memoryview, pos: int) -> tuple[
 
 
 def read_compact_bytes(buf: bytes | bytearray | memoryview, pos: int) -> tuple[bytes, int]:
+    """Read COMPACT_BYTES (uvarint length + 1, then data) as a copy; returns ``(data,
+    new_pos)``. Raises DecodeError for a null (uvarint 0), a bad varint or truncation."""
     n, pos = read_uvarint(buf, pos)
     if n == 0:
         raise DecodeError("null where non-nullable bytes are required")
@@ -226,6 +259,8 @@ def read_compact_bytes(buf: bytes | bytearray | memoryview, pos: int) -> tuple[b
 def read_compact_nullable_bytes(
     buf: bytes | bytearray | memoryview, pos: int
 ) -> tuple[bytes | None, int]:
+    """Read COMPACT_NULLABLE_BYTES as a copy; returns ``(data or None, new_pos)``, None for a
+    uvarint 0. Raises DecodeError for a bad varint or truncation."""
     n, pos = read_uvarint(buf, pos)
     if n == 0:
         return None, pos
@@ -356,7 +391,9 @@ def read_records(
 
 
 def read_tagged_header(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int, int]:
-    """Read one tagged field's ``(tag, size)`` header; returns ``(tag, size, pos)``."""
+    """Read one tagged field's ``(tag, size)`` header; returns ``(tag, size, pos)`` with
+    ``pos`` at the field's data. Raises DecodeError for a bad varint or a size (bytes) that runs
+    past the end of ``buf``."""
     tag, pos = read_uvarint(buf, pos)
     size, pos = read_uvarint(buf, pos)
     if size > len(buf) - pos:
@@ -368,7 +405,8 @@ def read_unknown_tagged(
     buf: bytes | bytearray | memoryview, pos: int
 ) -> tuple[tuple[tuple[int, bytes], ...], int]:
     """Read a whole tagged-field section at ``pos`` (its count first) whose tags are all unknown
-    to the reader; returns the ``(tag, data)`` pairs in wire order and the position after it."""
+    to the reader; returns the ``(tag, data)`` pairs in wire order and the position after it.
+    Raises DecodeError as :func:`read_tagged_header` does."""
     n, pos = read_uvarint(buf, pos)
     fields = []
     for _ in range(n):
