@@ -49,6 +49,7 @@ class MetadataVersion:
 
     @property
     def name(self) -> str:
+        """The ``<release>-IV<n>`` form, e.g. ``3.9-IV0`` (``MetadataVersion.version()``)."""
         return f"{self.release}-IV{self.iv}"
 
     def __str__(self) -> str:
@@ -83,7 +84,8 @@ _VERSION_TEXT = re.compile(r"^(\d+\.\d+)(?:-IV(\d+))?$")
 
 
 def metadata_version_from_level(level: int) -> MetadataVersion:
-    """Raises ValueError for a level kwire does not know."""
+    """The MetadataVersion with feature level ``level`` (``MetadataVersion.fromFeatureLevel``).
+    Raises ValueError for a level kwire does not know."""
     try:
         return _BY_LEVEL[level]
     except KeyError:
@@ -177,7 +179,10 @@ def validate_feature_levels(levels: Mapping[str, int]) -> None:
 def bootstrap_records(
     metadata_version: MetadataVersion, features: Mapping[str, int] | None = None
 ) -> list[tuple[Message, int]]:
-    """``BootstrapMetadata.fromVersions``: ``(record, version)`` pairs."""
+    """``BootstrapMetadata.fromVersions``: ``(record, version)`` pairs, FeatureLevelRecord v0 for
+    metadata.version first, then one per other feature of ``features`` (name -> level) with a
+    level > 0, by name; kraft.version is never written here (it lives in the snapshot's control
+    records). Levels are not validated (see :func:`validate_feature_levels`)."""
     records: list[tuple[Message, int]] = [
         (FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=metadata_version.level), 0)
     ]
@@ -191,6 +196,11 @@ def bootstrap_records(
 
 
 def encode_bootstrap_checkpoint(records: Sequence[tuple[Message, int]], now_ms: int) -> bytes:
+    """The whole ``bootstrap.checkpoint`` file: ``records`` (``(metadata record, version)``
+    pairs, framed by ``messages.metadata.encode_record``) between a SnapshotHeader
+    (LastContainedLogTimestamp 0) and a SnapshotFooter, epoch 0, offsets from 0, every batch
+    timestamped ``now_ms`` (``BatchFileWriter``). Raises EncodeError for a record that is not
+    a metadata record or lacks that version."""
     values = [encode_record(message, version) for message, version in records]
     return b"".join(
         build_snapshot_batches(
@@ -217,7 +227,9 @@ def write_bootstrap_checkpoint(
 @dataclass(frozen=True, slots=True)
 class BootstrapMetadata:
     """The records of a bootstrap file and the metadata.version among them
-    (``BootstrapMetadata.fromRecords``)."""
+    (``org.apache.kafka.metadata.bootstrap.BootstrapMetadata``): ``records`` are ``(metadata
+    record, version)`` pairs in file order, ``metadata_version_level`` the feature level of the
+    metadata.version record, ``source`` a description of where they came from, for messages."""
 
     records: list[tuple[Message, int]]
     metadata_version_level: int
@@ -225,12 +237,16 @@ class BootstrapMetadata:
 
     @property
     def feature_levels(self) -> dict[str, int]:
+        """Feature name -> level of every FeatureLevelRecord, metadata.version included (the
+        last record wins for a name listed twice)."""
         return {
             m.name: m.feature_level for m, _ in self.records if isinstance(m, FeatureLevelRecord)
         }
 
     @classmethod
     def from_records(cls, records: list[tuple[Message, int]], source: str) -> BootstrapMetadata:
+        """Wrap ``records`` (``BootstrapMetadata.fromRecords``), taking the level of the last
+        metadata.version FeatureLevelRecord. Raises FormatError when there is none."""
         level: int | None = None
         for message, _ in records:
             if isinstance(message, FeatureLevelRecord) and message.name == METADATA_VERSION_FEATURE:
@@ -244,7 +260,10 @@ class BootstrapMetadata:
 
 
 def decode_bootstrap_checkpoint(data: bytes, source: str = BOOTSTRAP_FILE) -> BootstrapMetadata:
-    """Raises CorruptRecordError / InvalidRecordError for bad batches, FormatError for records
+    """The records of a ``bootstrap.checkpoint`` file's bytes
+    (``BootstrapDirectory.readFromBinaryFile``); ``source`` names the file in messages.
+
+    Raises CorruptRecordError / InvalidRecordError for bad batches, FormatError for records
     that do not decode or lack metadata.version."""
     content = read_snapshot_content(data)
     records: list[tuple[Message, int]] = []
@@ -257,7 +276,9 @@ def decode_bootstrap_checkpoint(data: bytes, source: str = BOOTSTRAP_FILE) -> Bo
 
 
 def read_bootstrap_checkpoint(directory: str | os.PathLike[str]) -> BootstrapMetadata | None:
-    """None when the directory has no bootstrap file."""
+    """The bootstrap metadata in ``<directory>/bootstrap.checkpoint``, None when the directory
+    has no such file. Raises KafkaStorageError when it cannot be read, and as
+    :func:`decode_bootstrap_checkpoint` when it is invalid."""
     path = Path(directory) / BOOTSTRAP_FILE
     with io_errors(f"reading {path}"):
         try:

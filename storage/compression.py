@@ -88,6 +88,9 @@ ZSTD_DEFAULT_LEVEL = 3  # CompressionType.ZSTD default level
 
 
 def snappy_xerial_compress(data: Buffer) -> bytes:
+    """``data`` in xerial framing, as snappy-java's ``SnappyOutputStream`` writes it: the
+    16-byte header, then for each 32 KiB of input an int32 length and a raw snappy block.
+    Empty input gives the header alone. Raises nothing."""
     out = bytearray(XERIAL_HEADER)
     view = memoryview(data).cast("B")
     for start in range(0, len(view), XERIAL_BLOCK_SIZE):
@@ -98,6 +101,10 @@ def snappy_xerial_compress(data: Buffer) -> bytes:
 
 
 def snappy_xerial_decompress(data: Buffer) -> bytes:
+    """The bytes of a xerial-framed stream (headers may repeat, as in concatenated streams), or
+    of one raw snappy block when the magic is missing (``SnappyInputStream``'s fallback).
+    Raises CompressionError for a truncated header or length, a block running past the end, or
+    an invalid snappy block."""
     view = memoryview(data).cast("B")
     if len(view) < len(XERIAL_MAGIC) or bytes(view[:8]) != XERIAL_MAGIC:
         # Not framed: snappy-java reads the whole input as one raw block.
@@ -136,7 +143,10 @@ def _snappy_raw(block: memoryview) -> bytes:
 
 def compress(codec: CompressionType, data: Buffer, level: int | None = None) -> bytes:
     """Compress a batch's records section with ``codec`` (``level`` as Kafka's
-    ``compression.<codec>.level``; None = Kafka's default)."""
+    ``compression.<codec>.level``; None = gzip 6 and zstd 3 as Kafka, lz4 the python-lz4
+    default; snappy has no level and ignores it). NONE returns a copy. Returns one stream in the
+    framing drawn at the top of this module (``Compression.wrapForOutput``). Raises ValueError
+    for an unknown codec or a level the library refuses."""
     if codec == CompressionType.NONE:
         return bytes(data)
     if codec == CompressionType.GZIP:
@@ -163,7 +173,8 @@ def compress(codec: CompressionType, data: Buffer, level: int | None = None) -> 
 
 
 def decompress(codec: CompressionType, data: Buffer) -> bytes:
-    """Decompress a batch's records section. Raises CompressionError."""
+    """Decompress a batch's records section (``Compression.wrapForInput``); NONE returns a copy.
+    Raises CompressionError for malformed or truncated data and for an unknown codec."""
     if codec == CompressionType.NONE:
         return bytes(data)
     try:

@@ -67,13 +67,16 @@ class ControlRecordType(enum.IntEnum):
 
     @classmethod
     def from_type_id(cls, type_id: int) -> ControlRecordType:
+        """The member for an int16 type id, UNKNOWN for any other
+        (``ControlRecordType.fromTypeId``); never raises."""
         try:
             return cls(type_id)
         except ValueError:
             return cls.UNKNOWN
 
     def key_bytes(self) -> bytes:
-        """The 4-byte record key (``ControlRecordType.recordKey``)."""
+        """The 4-byte record key: int16 version 0 + int16 type (``ControlRecordType.recordKey``).
+        Raises ValueError for UNKNOWN."""
         if self is ControlRecordType.UNKNOWN:
             raise ValueError("Cannot serialize UNKNOWN control record type")
         return CONTROL_KEY.pack(CURRENT_CONTROL_RECORD_KEY_VERSION, int(self))
@@ -95,16 +98,23 @@ def parse_control_key(key: bytes | memoryview | None) -> ControlRecordType:
 
 @dataclass(frozen=True, slots=True)
 class EndTransactionMarker:
-    """The value of an ABORT or COMMIT control record (``EndTransactionMarker``)."""
+    """The value of an ABORT or COMMIT control record
+    (``org.apache.kafka.common.record.EndTransactionMarker``). KRaft never writes one; kwire
+    decodes them so that dump-log can print them."""
 
     control_type: ControlRecordType
     coordinator_epoch: int
 
     def value_bytes(self) -> bytes:
+        """The 6-byte value: int16 version 0 + int32 coordinator epoch (``serializeValue``)."""
         return END_TXN_MARKER.pack(0, self.coordinator_epoch)
 
     @classmethod
     def deserialize(cls, control_type: ControlRecordType, value: bytes) -> EndTransactionMarker:
+        """The marker in a record value; ``control_type`` (ABORT or COMMIT, from the key) is
+        stored, not checked. Bytes after the first 6 are ignored. Raises InvalidRecordError for
+        a value shorter than 6 bytes or a negative version
+        (``EndTransactionMarker.deserialize``)."""
         if len(value) < END_TXN_MARKER.size:
             raise InvalidRecordError(f"end transaction marker of {len(value)} bytes is too short")
         version, coordinator_epoch = END_TXN_MARKER.unpack_from(value, 0)
@@ -130,6 +140,8 @@ KRAFT_CONTROL_TYPES = frozenset(_MESSAGE_TYPES)
 
 
 def control_type_of(message: ControlMessage) -> ControlRecordType:
+    """The control record type whose value ``message`` is (LeaderChangeMessage ->
+    LEADER_CHANGE, ...). Raises TypeError for any other object."""
     try:
         return _TYPES_BY_CLASS[type(message)]
     except KeyError:
@@ -168,7 +180,12 @@ def build_kraft_batch(
     compression: CompressionType = CompressionType.NONE,
 ) -> bytes:
     """A batch as KRaft writes it: ``records`` are ``(key, value)`` pairs at consecutive
-    offsets from ``base_offset``, every timestamp the append time, no headers, no producer."""
+    offsets from ``base_offset``, every timestamp the append time (ms), no headers, no producer.
+
+    Returns the whole batch (header, CRC and records) as bytes, ``partition_leader_epoch`` in its
+    PartitionLeaderEpoch field. Mirrors ``raft.internals.BatchBuilder`` and
+    ``MemoryRecords.createKraftControlRecordBuilder``. Raises ValueError when ``records`` is
+    empty."""
     if not records:
         raise ValueError("a KRaft batch needs at least one record")
     body = bytearray()
@@ -195,7 +212,9 @@ def build_data_batch(
     append_time_ms: int,
     compression: CompressionType = CompressionType.NONE,
 ) -> bytes:
-    """A KRaft data batch of framed metadata records (``messages.metadata.encode_record``)."""
+    """A KRaft data batch of framed metadata records (``messages.metadata.encode_record``), one
+    keyless record per value, as bytes. Raises ValueError for no values or an empty value
+    (``RecordsIterator`` would reject the batch)."""
     for value in values:
         if not value:
             raise ValueError("KRaft data records need a non-empty value")
@@ -217,7 +236,9 @@ def build_control_batch(
     append_time_ms: int,
 ) -> bytes:
     """A KRaft control batch holding ``messages`` in order (e.g. LeaderChange, KRaftVersion,
-    Voters at the start of an epoch; SnapshotHeader ... in a snapshot)."""
+    Voters at the start of an epoch; SnapshotHeader ... in a snapshot), uncompressed, as bytes;
+    each value encoded at schema version 0. Raises TypeError for a message that is not a KRaft
+    control record and ValueError for no messages."""
     return build_kraft_batch(
         [(control_type_of(m).key_bytes(), encode_control_value(m)) for m in messages],
         base_offset=base_offset,
@@ -233,14 +254,23 @@ def build_control_batch(
 
 @dataclass(frozen=True, slots=True)
 class ControlRecord:
+    """One decoded record of a KRaft control batch: its type (from the key) and its value
+    decoded at schema version 0 (``org.apache.kafka.raft.ControlRecord``)."""
+
     type: ControlRecordType
     message: ControlMessage
 
 
 @dataclass(frozen=True, slots=True)
 class KRaftBatch:
-    """A validated KRaft batch (``raft.Batch``): ``records`` are the data records' values
-    (framed metadata records, undecoded) or, for a control batch, :class:`ControlRecord`s."""
+    """A validated KRaft batch (``org.apache.kafka.raft.Batch``): ``records`` are the data
+    records' values (framed metadata records, undecoded) or, for a control batch,
+    :class:`ControlRecord`s.
+
+    ``base_offset`` and ``last_offset`` are inclusive offsets, ``epoch`` the batch's
+    PartitionLeaderEpoch, ``append_timestamp`` its MaxTimestamp in ms, ``size_in_bytes`` the
+    whole batch on disk.
+    """
 
     base_offset: int
     last_offset: int

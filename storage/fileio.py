@@ -143,6 +143,7 @@ class DataDirLock:
 
     @property
     def held(self) -> bool:
+        """True from construction until :meth:`release`."""
         return self._fd is not None
 
     def release(self) -> None:

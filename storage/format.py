@@ -172,7 +172,9 @@ def voters_record(voters: Sequence[DynamicVoter], controller_listener_name: str)
 
 @dataclass(slots=True)
 class MetaPropertiesEnsemble:
-    """Every directory's meta.properties state (``MetaPropertiesEnsemble``)."""
+    """Every directory's meta.properties state (``MetaPropertiesEnsemble``): ``empty`` holds the
+    directories without the file, ``errors`` maps each unreadable or malformed one to its
+    message, ``props`` maps the rest to their contents; directories are paths as given."""
 
     empty: set[str] = field(default_factory=set)
     errors: dict[str, str] = field(default_factory=dict)
@@ -181,6 +183,10 @@ class MetaPropertiesEnsemble:
 
     @classmethod
     def load(cls, directories: Sequence[str], metadata_log_dir: str | None = None) -> MetaPropertiesEnsemble:
+        """Read ``meta.properties`` in each directory (duplicates once, in sorted order;
+        ``MetaPropertiesEnsemble.Loader.load``). A FormatError or KafkaStorageError from one
+        directory is recorded in ``errors``, not raised. Raises FormatError when
+        ``directories`` is empty."""
         if not directories:
             raise FormatError("You must specify at least one log directory.")
         ensemble = cls(metadata_log_dir=metadata_log_dir)
@@ -198,6 +204,8 @@ class MetaPropertiesEnsemble:
 
     @property
     def cluster_id(self) -> str | None:
+        """The cluster.id of the first directory, in sorted order, whose file has one; None
+        when none has."""
         for meta in self.props.values():
             if meta.cluster_id is not None:
                 return meta.cluster_id
@@ -211,7 +219,11 @@ class MetaPropertiesEnsemble:
         require_at_least_one_valid: bool = False,
         require_metadata_log_dir: bool = False,
     ) -> None:
-        """``MetaPropertiesEnsemble.verify``. Raises FormatError."""
+        """Check the loaded files agree (``MetaPropertiesEnsemble.verify``): one cluster.id and one
+        node id (the expected ones when given, else the first found), v1 files carrying both,
+        directory ids neither reserved nor repeated, the metadata log directory (if set) not
+        among ``errors``; optionally at least one readable file and a metadata log directory
+        set. Raises FormatError with Kafka's message for the first violation."""
         if require_at_least_one_valid and not self.props:
             raise FormatError("No readable meta.properties files found.")
         seen: dict[Uuid, str] = {}
@@ -292,6 +304,9 @@ def check_formatted(
 
 
 class DirectoryType(enum.Enum):
+    """The kind of a directory being formatted (``Formatter.DirectoryType``); each value is the
+    description printed in ``Formatting <description> <dir> with metadata.version <mv>.``"""
+
     LOG_DIRECTORY = "data directory"
     STATIC_METADATA_DIRECTORY = "metadata directory"
     DYNAMIC_METADATA_NON_VOTER_DIRECTORY = "dynamic metadata directory"
@@ -299,6 +314,8 @@ class DirectoryType(enum.Enum):
 
     @property
     def is_dynamic_metadata_directory(self) -> bool:
+        """True for the two metadata-log-directory types of a dynamic (KIP-853) quorum, which
+        also get the bootstrap snapshot ``00000000000000000000-0000000000.checkpoint``."""
         return self in (
             DirectoryType.DYNAMIC_METADATA_NON_VOTER_DIRECTORY,
             DirectoryType.DYNAMIC_METADATA_VOTER_DIRECTORY,
@@ -308,7 +325,7 @@ class DirectoryType(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class FormatResult:
     """What was written: per formatted directory its type and meta.properties; the
-    kraft.version in effect; the lines printed."""
+    kraft.version in effect; the metadata.version bootstrapped; the lines printed."""
 
     formatted: dict[str, tuple[DirectoryType, MetaProperties]]
     kraft_version: int

@@ -93,6 +93,8 @@ class _Index:
         self.max_entries = rounded // self.ENTRY_SIZE
 
     def trim_to_valid_size(self) -> None:
+        """Shrink the file to exactly its entries (``AbstractIndex.trimToValidSize``). Raises
+        KafkaStorageError."""
         self.resize(self.ENTRY_SIZE * self.entries)
 
     def reset(self) -> None:
@@ -101,6 +103,8 @@ class _Index:
         self.resize(self.max_index_size)
 
     def flush(self) -> None:
+        """fsync the index file (``AbstractIndex.flush``). Raises KafkaStorageError, also when
+        the index is closed."""
         with io_errors(f"fsync of index {self.path}"):
             fsync_fd(self._require_fd())
 
@@ -125,6 +129,8 @@ class _Index:
                 pass
 
     def delete(self) -> None:
+        """Close and unlink the file; a missing file is not an error
+        (``AbstractIndex.deleteIfExists``). Raises KafkaStorageError."""
         self.close_handler()
         with io_errors(f"deleting index {self.path}"):
             try:
@@ -133,22 +139,29 @@ class _Index:
                 pass
 
     def rename(self, new_path: Path) -> None:
+        """Move the file to ``new_path`` (replacing any file there) and keep using it there.
+        Raises KafkaStorageError."""
         with io_errors(f"renaming index {self.path}"):
             os.replace(self.path, new_path)
         self.path = new_path
 
     @property
     def size_in_bytes(self) -> int:
+        """Bytes taken by the entries (entries × entry size), not the pre-sized file length."""
         return self.ENTRY_SIZE * self.entries
 
     @property
     def file_length(self) -> int:
+        """The file's current length in bytes, pre-sized space included."""
         return self._length
 
     def is_full(self) -> bool:
+        """True when no entry fits in the file's current size (``AbstractIndex.isFull``)."""
         return self.entries >= self.max_entries
 
     def relative_offset(self, offset: int) -> int:
+        """``offset - base_offset`` as stored in an entry. Raises InvalidOffsetError when that
+        is negative or above 2**31 - 1 (``AbstractIndex.relativeOffset``)."""
         relative = offset - self.base_offset
         if not 0 <= relative <= 0x7FFFFFFF:
             raise InvalidOffsetError(
@@ -157,6 +170,8 @@ class _Index:
         return relative
 
     def can_append_offset(self, offset: int) -> bool:
+        """Whether ``offset`` fits as a relative offset: 0 <= offset - base_offset <= 2**31 - 1
+        (``AbstractIndex.canAppendOffset``)."""
         return 0 <= offset - self.base_offset <= 0x7FFFFFFF
 
     def _require_fd(self) -> int:
@@ -190,7 +205,12 @@ class _Index:
 
 
 class OffsetIndex(_Index):
-    """``<base>.index``: offset -> file position, sparse."""
+    """``<base>.index``: offset -> byte position in the ``.log``, sparse (``OffsetIndex``).
+
+    Offsets here are absolute; the file stores them relative to ``base_offset``. Construction
+    touches no file (call :meth:`open_empty`) and raises ValueError when ``max_index_size``
+    (bytes) is smaller than one 8-byte entry. File operations raise KafkaStorageError.
+    """
 
     ENTRY_SIZE = OFFSET_ENTRY.size
 
@@ -203,16 +223,22 @@ class OffsetIndex(_Index):
 
     @property
     def entries(self) -> int:  # type: ignore[override]
+        """The number of entries held."""
         return len(self._offsets)
 
     @property
     def last_offset(self) -> int:
+        """The (absolute) offset of the last entry, ``base_offset`` when empty
+        (``OffsetIndex.lastOffset``)."""
         return self._offsets[-1] if self._offsets else self.base_offset
 
     def entry(self, slot: int) -> tuple[int, int]:
+        """``(offset, position)`` of entry number ``slot`` (0-based; negative counts from the
+        end). Raises IndexError for a slot out of range (``OffsetIndex.entry``)."""
         return self._offsets[slot], self._positions[slot]
 
     def entry_list(self) -> list[tuple[int, int]]:
+        """Every ``(offset, position)`` entry, in file order."""
         return list(zip(self._offsets, self._positions, strict=True))
 
     def append(self, offset: int, position: int) -> None:
@@ -253,7 +279,13 @@ class OffsetIndex(_Index):
 
 
 class TimeIndex(_Index):
-    """``<base>.timeindex``: timestamp -> offset, sparse, timestamps strictly increasing."""
+    """``<base>.timeindex``: timestamp (ms) -> offset, sparse, timestamps strictly increasing
+    (``TimeIndex``).
+
+    Construction touches no file (call :meth:`open_empty`) and raises ValueError when
+    ``max_index_size`` (bytes) is smaller than one 12-byte entry. File operations raise
+    KafkaStorageError.
+    """
 
     ENTRY_SIZE = TIME_ENTRY.size
 
@@ -266,6 +298,7 @@ class TimeIndex(_Index):
 
     @property
     def entries(self) -> int:  # type: ignore[override]
+        """The number of entries held."""
         return len(self._offsets)
 
     @property
@@ -276,9 +309,12 @@ class TimeIndex(_Index):
         return self._timestamps[-1], self._offsets[-1]
 
     def entry_list(self) -> list[tuple[int, int]]:
+        """Every ``(timestamp, offset)`` entry, in file order."""
         return list(zip(self._timestamps, self._offsets, strict=True))
 
     def is_full(self) -> bool:
+        """True one entry early, keeping the last slot for the entry written when the segment
+        becomes inactive (``TimeIndex.isFull``)."""
         return self.entries >= self.max_entries - 1
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:

@@ -33,11 +33,17 @@ UNDEFINED_EPOCH_OFFSET = -1
 
 @dataclass(frozen=True, slots=True, order=True)
 class EpochEntry:
+    """One line of the checkpoint: leader ``epoch`` and the first offset written in it
+    (``org.apache.kafka.storage.internals.log.EpochEntry``). Orders by epoch, then offset."""
+
     epoch: int
     start_offset: int
 
 
 def encode_checkpoint(entries: list[EpochEntry]) -> bytes:
+    """The whole file for ``entries`` in the given order: version line, count line, one
+    ``<epoch> <start offset>`` line each, every line ending in ``\\n`` (``CheckpointFile.write``).
+    Raises nothing."""
     lines = [str(CHECKPOINT_VERSION), str(len(entries))]
     lines += [f"{e.epoch} {e.start_offset}" for e in entries]
     return ("\n".join(lines) + "\n").encode("utf-8")
@@ -86,9 +92,12 @@ def decode_checkpoint(data: bytes, location: str = "leader-epoch-checkpoint") ->
 
 
 class LeaderEpochCache:
-    """Epoch -> start offset, ascending in both, persisted to ``leader-epoch-checkpoint``.
+    """Epoch -> start offset, ascending in both, persisted to ``leader-epoch-checkpoint``
+    (``LeaderEpochFileCache``).
 
-    ``path`` None keeps the cache in memory only (for tests and tools)."""
+    ``path`` None keeps the cache in memory only (for tests and tools). Every change is written
+    at once with :func:`storage.fileio.atomic_write` and raises KafkaStorageError when that
+    fails."""
 
     def __init__(self, path: Path | None, entries: list[EpochEntry] | None = None) -> None:
         self.path = path
@@ -113,22 +122,27 @@ class LeaderEpochCache:
 
     @property
     def entries(self) -> list[EpochEntry]:
+        """A copy of the entries, ascending."""
         return list(self._entries)
 
     @property
     def latest_epoch(self) -> int | None:
+        """The highest epoch, None when empty (``LeaderEpochFileCache.latestEpoch``)."""
         return self._entries[-1].epoch if self._entries else None
 
     @property
     def latest_entry(self) -> EpochEntry | None:
+        """The entry with the highest epoch, None when empty."""
         return self._entries[-1] if self._entries else None
 
     @property
     def earliest_entry(self) -> EpochEntry | None:
+        """The entry with the lowest epoch, None when empty."""
         return self._entries[0] if self._entries else None
 
     def epoch_for_offset(self, offset: int) -> int | None:
-        """The epoch whose range holds ``offset`` (``LeaderEpochFileCache.epochForOffset``)."""
+        """The epoch whose range holds ``offset``: the last entry starting at or before it, None
+        when ``offset`` precedes every entry (``LeaderEpochFileCache.epochForOffset``)."""
         starts = [e.start_offset for e in self._entries]
         slot = bisect_right(starts, offset) - 1
         return self._entries[slot].epoch if slot >= 0 else None
@@ -157,7 +171,8 @@ class LeaderEpochCache:
         """Record that ``epoch`` starts at ``start_offset`` (``LeaderEpochFileCache.assign``):
         a no-op unless the epoch differs from the latest or starts earlier; entries with an
         epoch >= ``epoch`` or a start offset >= ``start_offset`` are removed first. Returns
-        True when the cache changed. Raises ValueError for negative values."""
+        True when the cache changed. Raises ValueError for negative values and
+        KafkaStorageError when the file cannot be written."""
         if epoch < 0 or start_offset < 0:
             raise ValueError(f"Received invalid partition leader epoch entry ({epoch}, {start_offset})")
         latest = self.latest_entry
@@ -172,7 +187,10 @@ class LeaderEpochCache:
         return True
 
     def truncate_from_end(self, end_offset: int) -> bool:
-        """Remove entries starting at or after ``end_offset`` (after a log truncation)."""
+        """Remove entries starting at or after ``end_offset`` (after a log truncation to
+        ``end_offset``, exclusive; ``LeaderEpochFileCache.truncateFromEndAsyncFlush``). A negative
+        ``end_offset`` changes nothing. Returns True when the cache changed. Raises
+        KafkaStorageError."""
         if end_offset < 0 or not self._entries or self._entries[-1].start_offset < end_offset:
             return False
         starts = [e.start_offset for e in self._entries]
@@ -182,7 +200,9 @@ class LeaderEpochCache:
 
     def truncate_from_start(self, start_offset: int) -> bool:
         """Drop entries wholly before a new log start offset; the last of them is kept with
-        its start moved up to ``start_offset`` (``truncateFromStart``)."""
+        its start moved up to ``start_offset`` (``truncateFromStartAsyncFlush``). Entries starting
+        at or before ``start_offset`` count as before it. Returns True when the cache changed.
+        Raises KafkaStorageError."""
         removed = [e for e in self._entries if e.start_offset <= start_offset]
         if not removed:
             return False
@@ -192,7 +212,8 @@ class LeaderEpochCache:
         return True
 
     def clear(self) -> None:
-        """Remove every entry (``clearAndFlush``)."""
+        """Remove every entry and write the empty file (``clearAndFlush``). Raises
+        KafkaStorageError."""
         self._entries.clear()
         self._write()
 

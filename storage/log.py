@@ -87,7 +87,8 @@ METADATA_PARTITION_DIR = f"{METADATA_TOPIC_NAME}-{METADATA_PARTITION}"
 
 @dataclass(frozen=True, slots=True)
 class LogAppendInfo:
-    """Offsets of an append, inclusive (``raft.LogAppendInfo``)."""
+    """Offsets of an append, inclusive (``raft.LogAppendInfo``): ``first_offset`` ..
+    ``last_offset``, the number of ``batches`` and their total ``size_in_bytes``."""
 
     first_offset: int
     last_offset: int
@@ -98,7 +99,11 @@ class LogAppendInfo:
 @dataclass(frozen=True, slots=True)
 class LogReadInfo:
     """What :meth:`MetadataLog.read` returns: whole batches as stored (possibly empty), and
-    where they start (``LogFetchInfo`` / ``LogOffsetMetadata``)."""
+    where they start (``LogFetchInfo`` / ``LogOffsetMetadata``).
+
+    ``start_offset`` is the offset asked for (the first batch may begin before it);
+    ``segment_base_offset`` names the segment read and ``position`` is the byte offset of
+    ``records`` in its ``.log`` (the segment's size when nothing was read)."""
 
     records: bytes
     start_offset: int
@@ -108,7 +113,10 @@ class LogReadInfo:
 
 @dataclass(frozen=True, slots=True)
 class OpenReport:
-    """What recovery found when the log was opened."""
+    """What recovery found when the log was opened: ``segments`` kept, valid ``batches``,
+    ``truncated_bytes`` cut off a torn or corrupt tail, base offsets of ``deleted_segments``
+    (those after a torn or corrupt segment, or from a gap between segments on), and ``error``
+    describing the damage (None for a clean log)."""
 
     segments: int
     batches: int
@@ -122,7 +130,14 @@ def _wall_clock_ms() -> int:
 
 
 class MetadataLog:
-    """The segmented metadata log of one node. Not thread-safe: one caller at a time."""
+    """The segmented metadata log of one node (``kafka.raft.KafkaMetadataLog``). Not
+    thread-safe: one caller at a time.
+
+    Public state: ``log_start_offset`` (inclusive), ``flushed_offset`` (exclusive end of what is
+    durable), ``leader_epoch_cache``, ``producer_snapshots``, ``snapshots`` (ids of the frozen
+    KRaft snapshots, ascending) and ``open_report``. After :meth:`close` every operation that
+    checks usability raises StorageError; after a KafkaStorageError it raises KafkaStorageError.
+    """
 
     def __init__(
         self,
@@ -282,18 +297,22 @@ class MetadataLog:
 
     @property
     def segments(self) -> list[LogSegment]:
+        """A copy of the segment list, ascending by base offset; the last is the active one."""
         return list(self._segments)
 
     @property
     def log_end_offset(self) -> int:
+        """The offset the next append must start at (exclusive end of the log)."""
         return self._active.next_offset
 
     @property
     def size_in_bytes(self) -> int:
+        """Total bytes of every ``.log`` file (indexes not counted)."""
         return sum(s.size for s in self._segments)
 
     @property
     def latest_epoch(self) -> int | None:
+        """The highest leader epoch in ``leader-epoch-checkpoint``, None when it is empty."""
         return self.leader_epoch_cache.latest_epoch
 
     def last_fetched_epoch(self) -> int:
@@ -326,7 +345,9 @@ class MetadataLog:
         return found_offset, found_epoch
 
     def initialize_leader_epoch(self, epoch: int) -> None:
-        """A new leader's epoch starts at the log end offset (``initializeLeaderEpoch``)."""
+        """A new leader's epoch starts at the log end offset (``initializeLeaderEpoch``). Raises
+        ValueError for a negative epoch and KafkaStorageError when the checkpoint cannot be
+        written."""
         self._check_usable()
         self._guard(lambda: self.leader_epoch_cache.assign(epoch, self.log_end_offset))
 
@@ -335,12 +356,20 @@ class MetadataLog:
 
     def append_as_leader(self, records: bytes | bytearray | memoryview, epoch: int) -> LogAppendInfo:
         """Append batches the leader built: offsets must start at the log end offset and every
-        batch must carry ``epoch`` as its PartitionLeaderEpoch."""
+        batch must carry ``epoch`` as its PartitionLeaderEpoch
+        (``KafkaMetadataLog.appendAsLeader``).
+
+        Every batch is checked before anything is written. Raises ValueError for no batch or a
+        batch of another epoch, RecordTooLargeError for a batch above ``max_batch_bytes``,
+        CorruptRecordError for a bad size, magic or CRC or a batch without records,
+        UnexpectedAppendOffsetError for a gap or overlap, and KafkaStorageError when the write
+        fails. Not durable until :meth:`flush`."""
         return self._append(records, leader_epoch=epoch)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches exactly as a Fetch response carried them (whole batches; a trailing
-        partial batch is ignored, as Kafka's follower does)."""
+        partial batch is ignored, as Kafka's follower does; ``KafkaMetadataLog.appendAsFollower``).
+        Raises as :meth:`append_as_leader`, without the epoch check."""
         return self._append(records, leader_epoch=None)
 
     def _append(self, records: bytes | bytearray | memoryview, leader_epoch: int | None) -> LogAppendInfo:
@@ -386,7 +415,8 @@ class MetadataLog:
         self._guard(lambda: self.leader_epoch_cache.assign(epoch, start_offset))
 
     def roll(self) -> LogSegment:
-        """Start a new segment at the log end offset (no-op while the active one is empty)."""
+        """Start a new segment at the log end offset (no-op while the active one is empty);
+        returns the active segment. Raises KafkaStorageError."""
         self._check_usable()
         if self._active.size > 0:
             self._guard(lambda: self._roll(self.log_end_offset))
@@ -406,8 +436,9 @@ class MetadataLog:
     def read(self, start_offset: int, max_bytes: int = 8 * 1024 * 1024, max_offset: int | None = None) -> LogReadInfo:
         """Whole batches from the one holding ``start_offset``, within one segment: at most
         ``max_bytes`` but at least one batch; with ``max_offset`` (exclusive, e.g. the high
-        watermark) only batches whose last offset is below it. Raises OffsetOutOfRangeError
-        outside ``[log_start_offset, log_end_offset]``."""
+        watermark) only batches whose last offset is below it. ``max_bytes`` is in bytes.
+        Raises OffsetOutOfRangeError outside ``[log_start_offset, log_end_offset]`` (both
+        inclusive; at the end the records are empty) and KafkaStorageError on I/O failure."""
         self._check_usable()
         if start_offset < self.log_start_offset or start_offset > self.log_end_offset:
             raise OffsetOutOfRangeError(
@@ -444,7 +475,8 @@ class MetadataLog:
 
     def iter_batches(self, start_offset: int | None = None) -> Iterator[RecordBatch]:
         """Every batch from the one holding ``start_offset`` (default: the log start) to the
-        end -- for tools, tests and state rebuilding."""
+        end -- for tools, tests and state rebuilding. CRCs are not checked here. Raises as
+        :meth:`read`."""
         offset = self.log_start_offset if start_offset is None else start_offset
         while offset < self.log_end_offset:
             info = self.read(offset, self.config.max_batch_bytes)
@@ -460,7 +492,8 @@ class MetadataLog:
     def truncate_to(self, offset: int) -> bool:
         """Remove everything at or after ``offset`` (``UnifiedLog.truncateTo``); a batch holding
         ``offset`` is removed whole. Returns True when anything was removed. The caller must
-        not truncate below the high watermark (the raft core enforces that)."""
+        not truncate below the high watermark (the raft core enforces that). Raises ValueError
+        for a negative offset and KafkaStorageError."""
         self._check_usable()
         if offset < 0:
             raise ValueError(f"Cannot truncate partition {METADATA_PARTITION_DIR} to a negative offset ({offset}).")
@@ -490,7 +523,8 @@ class MetadataLog:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and start empty at ``offset`` (``truncateFullyAndStartAt``),
-        e.g. after installing a snapshot that ends past the log."""
+        e.g. after installing a snapshot that ends past the log. The epoch cache and producer
+        snapshots are cleared; ``flushed_offset`` becomes ``offset``. Raises KafkaStorageError."""
         self._check_usable()
 
         def do() -> None:
@@ -508,7 +542,8 @@ class MetadataLog:
     def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:
         """Move the log start offset up (never past the log end) and delete segments wholly
         below it (``maybeIncrementLogStartOffset`` + ``deleteOldSegments``). Returns True
-        when it moved."""
+        when it moved. Raises OffsetOutOfRangeError past the log end offset and
+        KafkaStorageError."""
         self._check_usable()
         if new_log_start_offset <= self.log_start_offset:
             return False
@@ -557,27 +592,34 @@ class MetadataLog:
 
     @property
     def latest_snapshot_id(self) -> SnapshotId | None:
+        """The id of the newest frozen snapshot, None when there is none (``latestSnapshotId``)."""
         return self.snapshots[-1] if self.snapshots else None
 
     @property
     def earliest_snapshot_id(self) -> SnapshotId | None:
+        """The id of the oldest frozen snapshot, None when there is none
+        (``earliestSnapshotId``)."""
         return self.snapshots[0] if self.snapshots else None
 
     def create_snapshot_writer(self, snapshot_id: SnapshotId) -> RawSnapshotWriter | None:
         """A writer for a new snapshot, None if that id already exists
-        (``createNewSnapshotUnchecked``). Call :meth:`on_snapshot_frozen` after freezing."""
+        (``createNewSnapshotUnchecked``). Call :meth:`on_snapshot_frozen` after freezing.
+        Raises KafkaStorageError when the ``.part`` file cannot be created."""
         self._check_usable()
         if snapshot_id in self.snapshots:
             return None
         return self._guard(lambda: RawSnapshotWriter(self.dir, snapshot_id))
 
     def on_snapshot_frozen(self, snapshot_id: SnapshotId) -> None:
+        """Add a snapshot frozen by a writer from :meth:`create_snapshot_writer` to
+        ``snapshots`` (``KafkaMetadataLog.onSnapshotFrozen``); idempotent, touches no file."""
         if snapshot_id not in self.snapshots:
             self.snapshots.append(snapshot_id)
             self.snapshots.sort()
 
     def open_snapshot(self, snapshot_id: SnapshotId) -> RawSnapshotReader | None:
-        """A reader of a frozen snapshot, None when it does not exist."""
+        """A reader of a frozen snapshot, None when it is not known or its file has vanished
+        (it is then forgotten). Raises KafkaStorageError for any other failure to open it."""
         if snapshot_id not in self.snapshots:
             return None
         try:
@@ -645,6 +687,7 @@ class MetadataLog:
 
     @property
     def failed(self) -> bool:
+        """True once an operation raised KafkaStorageError; the log is then unusable."""
         return self._failed is not None
 
     def close(self) -> None:

@@ -52,7 +52,9 @@ class MetaProperties:
     directory_id: Uuid | None = None
 
     def to_properties(self) -> dict[str, str]:
-        """Keys in the order Kafka inserts them (``MetaProperties.toProperties``)."""
+        """Keys in the order Kafka inserts them (``MetaProperties.toProperties``); version 0 writes
+        ``broker.id``, version 1 ``node.id``. Raises ValueError for version 1 without a node
+        id."""
         props = {VERSION_PROP: str(self.version)}
         if self.cluster_id is not None:
             props[CLUSTER_ID_PROP] = self.cluster_id
@@ -69,7 +71,10 @@ class MetaProperties:
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str], location: str = META_PROPERTIES_FILE) -> MetaProperties:
-        """Parse (``MetaProperties.Builder(Properties)``). Raises FormatError."""
+        """Parse (``MetaProperties.Builder(Properties)``); a missing ``version`` means 0 and
+        unknown keys are ignored. Raises FormatError for a version other than 0 or 1, a
+        version-1 file without ``node.id``, a node id that is not a base-10 int, or a
+        ``directory.id`` that is not a Uuid; ``location`` names the file in the message."""
         version_text = props.get(VERSION_PROP, "0")
         if version_text not in ("0", "1"):
             raise FormatError(f"Unknown meta.properties version number {version_text} in {location}")
@@ -127,6 +132,9 @@ def java17_properties_order(keys: Iterable[str]) -> list[str]:
 
 
 def encode_meta_properties(meta: MetaProperties, now: datetime.datetime | None = None) -> bytes:
+    """The whole file as UTF-8 bytes, as ``Properties.store(writer, "")`` writes it: an empty
+    comment, the ``Date.toString()`` line for ``now`` (default: the local time now), then the
+    keys in Java 17's order. Raises ValueError as :meth:`MetaProperties.to_properties` does."""
     props = meta.to_properties()
     stamp = now or datetime.datetime.now().astimezone()  # Date.toString(): local time zone
     text = javaproperties.dumps(
@@ -139,6 +147,9 @@ def encode_meta_properties(meta: MetaProperties, now: datetime.datetime | None =
 
 
 def decode_meta_properties(data: bytes, location: str = META_PROPERTIES_FILE) -> MetaProperties:
+    """Parse the file's bytes (UTF-8, else ISO-8859-1) in ``java.util.Properties`` syntax.
+    Raises FormatError when the syntax or the values are invalid (see
+    :meth:`MetaProperties.from_properties`)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -151,6 +162,7 @@ def decode_meta_properties(data: bytes, location: str = META_PROPERTIES_FILE) ->
 
 
 def meta_properties_path(directory: str | os.PathLike[str]) -> Path:
+    """``<directory>/meta.properties``; touches no file."""
     return Path(directory) / META_PROPERTIES_FILE
 
 

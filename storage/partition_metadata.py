@@ -23,12 +23,15 @@ _WHITESPACE = re.compile(r":\s+")
 
 
 def encode_partition_metadata(topic_id: Uuid) -> bytes:
+    """The whole file for ``topic_id``: ``version: 0\\ntopic_id: <base64 uuid>`` in UTF-8, no
+    trailing newline (``PartitionMetadata.encode``). Raises nothing."""
     return f"version: {CURRENT_VERSION}\ntopic_id: {topic_id}".encode()
 
 
 def decode_partition_metadata(data: bytes, location: str = PARTITION_METADATA_FILE) -> Uuid:
-    """The topic id in the file. Raises InconsistentStateError when malformed, of an unknown
-    version, or holding the zero uuid."""
+    """The topic id in the file's bytes (``PartitionMetadataReadBuffer.read``); ``location``
+    only names the file in error messages. Raises InconsistentStateError when malformed, of a
+    version below 0, or holding the zero uuid."""
     lines = data.decode("utf-8", "replace").splitlines()
     if len(lines) < 2:
         raise InconsistentStateError(f"Malformed line in partition metadata file ({location})")

@@ -37,6 +37,15 @@ _ENTRY = struct.Struct(">qhiqiqiq")
 
 @dataclass(frozen=True, slots=True)
 class ProducerSnapshotEntry:
+    """One producer's row of a snapshot (``ProducerSnapshot.json`` ProducerEntry), in file order.
+
+    ``producer_id`` int64, ``epoch`` int16, ``last_sequence`` int32, ``last_offset`` int64 (an
+    offset), ``offset_delta`` int32, ``timestamp`` int64 (ms since the epoch),
+    ``coordinator_epoch`` int32, ``current_txn_first_offset`` int64 (an offset, -1 when no
+    transaction is open). The metadata log never has any; the type exists so that files written
+    by a broker's ``ProducerStateManager`` can be read.
+    """
+
     producer_id: int
     epoch: int
     last_sequence: int
@@ -48,6 +57,9 @@ class ProducerSnapshotEntry:
 
 
 def encode_producer_snapshot(entries: list[ProducerSnapshotEntry] | None = None) -> bytes:
+    """A whole ``.snapshot`` file (version 1, CRC-32C over the count and entries) holding
+    ``entries`` in order; None or empty gives the 10-byte empty form. Raises struct.error when
+    a field does not fit its width."""
     body = struct.pack(">i", len(entries or []))
     for e in entries or []:
         body += _ENTRY.pack(
@@ -62,8 +74,12 @@ assert EMPTY_PRODUCER_SNAPSHOT == bytes.fromhex("000148674bc700000000")
 
 
 def decode_producer_snapshot(data: bytes) -> list[ProducerSnapshotEntry]:
-    """Raises CorruptRecordError (``CorruptSnapshotException``) on a bad version, CRC or
-    length."""
+    """The entries of a whole ``.snapshot`` file, in file order
+    (``ProducerStateManager.readSnapshot``).
+
+    Raises CorruptRecordError (where Kafka raises ``CorruptSnapshotException``) when the file is
+    shorter than its 10-byte header, its version is not 1, its CRC-32C does not match, or its
+    length is not exactly header + count × 46 bytes."""
     if len(data) < _HEADER.size:
         raise CorruptRecordError(f"producer snapshot of {len(data)} bytes is too short")
     version, crc, count = _HEADER.unpack_from(data, 0)
@@ -83,10 +99,14 @@ def decode_producer_snapshot(data: bytes) -> list[ProducerSnapshotEntry]:
 
 
 def producer_snapshot_path(partition_dir: Path, offset: int) -> Path:
+    """``<partition_dir>/<offset, 20 digits zero-padded>.snapshot``
+    (``LogFileUtils.producerSnapshotFile``); touches no file."""
     return partition_dir / f"{offset:020d}{SNAPSHOT_SUFFIX}"
 
 
 def offset_from_snapshot_name(name: str) -> int | None:
+    """The offset in a file name such as ``00000000000000000042.snapshot``, or None when the
+    name is not a producer snapshot's (any other suffix, or a stem that is not all digits)."""
     stem = name[: -len(SNAPSHOT_SUFFIX)]
     if name.endswith(SNAPSHOT_SUFFIX) and stem.isdigit():
         return int(stem)
@@ -94,7 +114,13 @@ def offset_from_snapshot_name(name: str) -> int | None:
 
 
 class ProducerSnapshots:
-    """The ``.snapshot`` files of one partition directory."""
+    """The ``.snapshot`` files of one partition directory, tracked by offset in ``offsets``.
+
+    The file-management half of ``ProducerStateManager`` (the producer state itself is always
+    empty in the metadata log). Constructing it lists ``partition_dir``; raises
+    KafkaStorageError when that fails. Every method that touches files raises
+    KafkaStorageError on I/O failure.
+    """
 
     def __init__(self, partition_dir: Path) -> None:
         self.dir = partition_dir
@@ -107,11 +133,14 @@ class ProducerSnapshots:
 
     @property
     def latest_offset(self) -> int | None:
+        """The highest offset with a snapshot file, or None when there is none."""
         return max(self.offsets) if self.offsets else None
 
     def take_snapshot(self, offset: int, *, sync: bool = True) -> bool:
         """Write ``<offset>.snapshot`` unless a snapshot at or after ``offset`` exists
-        (``ProducerStateManager.takeSnapshot``). Returns True when written."""
+        (``ProducerStateManager.takeSnapshot``); offsets <= 0 are never written. Returns True
+        when written. ``sync=False`` skips the fsync (the caller syncs later or does not need
+        durability). Raises KafkaStorageError."""
         latest = self.latest_offset
         if offset <= 0 or (latest is not None and offset <= latest):
             return False
@@ -137,15 +166,21 @@ class ProducerSnapshots:
             self._delete(offset)
 
     def delete_after(self, end_offset: int) -> None:
-        """Delete snapshots past ``end_offset`` (a truncation)."""
+        """Delete snapshots at offsets > ``end_offset`` (exclusive bound; a truncation to
+        ``end_offset``). Raises KafkaStorageError."""
         for offset in [o for o in self.offsets if o > end_offset]:
             self._delete(offset)
 
     def delete_before(self, offset: int) -> None:
+        """Delete snapshots at offsets < ``offset`` (exclusive bound; the log start moved to a
+        later segment, ``ProducerStateManager.deleteSnapshotsBefore``). A missing file is not an
+        error. Raises KafkaStorageError."""
         for o in [o for o in self.offsets if o < offset]:
             self._delete(o)
 
     def delete_all(self) -> None:
+        """Delete every snapshot (the log was emptied, as ``truncateFullyAndStartAt`` does). A
+        missing file is not an error. Raises KafkaStorageError."""
         for offset in list(self.offsets):
             self._delete(offset)
 

@@ -55,7 +55,9 @@ class ElectionState:
     voters: frozenset[int] = field(default_factory=frozenset)
 
     def to_quorum_state_data(self, version: int) -> QuorumStateData:
-        """``ElectionState.toQuorumStateData``."""
+        """The ``QuorumStateData`` message for ``version`` (``ElectionState.toQuorumStateData``):
+        None ids become -1; version 0 carries the voter ids, version 1 the voted directory id
+        (zero uuid when none). Raises ValueError for a version other than 0 or 1."""
         data = QuorumStateData(
             leader_epoch=self.epoch,
             leader_id=UNKNOWN_LEADER_ID if self.leader_id is None else self.leader_id,
@@ -71,6 +73,9 @@ class ElectionState:
 
     @classmethod
     def from_quorum_state_data(cls, data: QuorumStateData) -> ElectionState:
+        """The inverse of :meth:`to_quorum_state_data` (``ElectionState.fromQuorumStateData``):
+        leader and voted id -1 become None, a zero or absent voted directory id becomes None,
+        and the directory id is dropped when there is no vote."""
         voted = data.voted_id != NOT_VOTED
         directory = data.voted_directory_id
         return cls(
@@ -130,13 +135,17 @@ def decode_quorum_state(data: bytes, location: str = QUORUM_STATE_FILE) -> tuple
 
 
 class FileQuorumStateStore:
-    """``<partition dir>/quorum-state``."""
+    """``<partition dir>/quorum-state`` (``org.apache.kafka.raft.FileQuorumStateStore``).
+
+    Construction touches no file. Reads raise InconsistentStateError for a malformed file and
+    KafkaStorageError on I/O failure."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
 
     @classmethod
     def in_partition_dir(cls, partition_dir: str | os.PathLike[str]) -> FileQuorumStateStore:
+        """The store of ``<partition_dir>/quorum-state`` (e.g. ``__cluster_metadata-0``)."""
         return cls(Path(partition_dir) / QUORUM_STATE_FILE)
 
     def read_election_state(self) -> ElectionState | None:
@@ -150,6 +159,8 @@ class FileQuorumStateStore:
         return decode_quorum_state(data, str(self.path))[0]
 
     def read_data_version(self) -> int | None:
+        """The file's ``data_version`` (0 or 1), None when the file does not exist. Raises
+        InconsistentStateError when it is malformed and KafkaStorageError on I/O failure."""
         with io_errors(f"reading {self.path}"):
             try:
                 data = self.path.read_bytes()
@@ -163,6 +174,8 @@ class FileQuorumStateStore:
         atomic_write(self.path, encode_quorum_state(state, kraft_version))
 
     def clear(self) -> None:
+        """Delete ``quorum-state`` and ``quorum-state.tmp``; missing files are not an error
+        (``FileQuorumStateStore.clear``). Raises KafkaStorageError."""
         for path in (self.path, self.path.with_name(self.path.name + ".tmp")):
             with io_errors(f"deleting {path}"), contextlib.suppress(FileNotFoundError):
                 os.unlink(path)

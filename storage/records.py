@@ -86,6 +86,7 @@ class TimestampType(enum.IntEnum):
 
     @property
     def label(self) -> str:
+        """``CreateTime`` or ``LogAppendTime``, as DumpLogSegments prints it."""
         return "CreateTime" if self is TimestampType.CREATE_TIME else "LogAppendTime"
 
 
@@ -106,7 +107,12 @@ class Header:
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    """One decoded record of a batch (``DefaultRecord``)."""
+    """One decoded record of a batch (``DefaultRecord``).
+
+    ``offset`` is absolute (base offset + delta); ``timestamp`` is in ms (the batch's
+    MaxTimestamp for a LogAppendTime batch, else BaseTimestamp + ``timestamp_delta``);
+    ``sequence`` is -1 when the batch has no base sequence; ``attributes`` is the unused int8.
+    """
 
     offset: int
     timestamp: int
@@ -121,10 +127,12 @@ class Record:
 
     @property
     def key_size(self) -> int:
+        """Key length in bytes, -1 for a null key (``DefaultRecord.keySize``)."""
         return -1 if self.key is None else len(self.key)
 
     @property
     def value_size(self) -> int:
+        """Value length in bytes, -1 for a null value (``DefaultRecord.valueSize``)."""
         return -1 if self.value is None else len(self.value)
 
 
@@ -195,22 +203,28 @@ class RecordBatch:
         return self._buf
 
     def to_bytes(self) -> bytes:
+        """A copy of the whole batch."""
         return bytes(self._buf)
 
     @property
     def size_in_bytes(self) -> int:
+        """The whole batch in bytes: Length + 12 (``sizeInBytes``)."""
         return len(self._buf)
 
     @property
     def last_offset(self) -> int:
+        """Offset of the batch's last record, inclusive: BaseOffset + LastOffsetDelta."""
         return self.base_offset + self.last_offset_delta
 
     @property
     def next_offset(self) -> int:
+        """The offset after the batch: :attr:`last_offset` + 1 (``nextOffset``)."""
         return self.last_offset + 1
 
     @property
     def last_sequence(self) -> int:
+        """Sequence of the last record, wrapping past INT32_MAX; -1 when BaseSequence is -1
+        (``DefaultRecordBatch.lastSequence``)."""
         if self.base_sequence == NO_SEQUENCE:
             return NO_SEQUENCE
         return increment_sequence(self.base_sequence, self.last_offset_delta)
@@ -219,10 +233,12 @@ class RecordBatch:
 
     @property
     def compression(self) -> CompressionType:
+        """Attribute bits 0-2. Raises CompressionError for ids 5-7."""
         return CompressionType.for_id(self.attributes & COMPRESSION_CODEC_MASK)
 
     @property
     def timestamp_type(self) -> TimestampType:
+        """Attribute bit 3: LOG_APPEND_TIME when set, else CREATE_TIME."""
         return (
             TimestampType.LOG_APPEND_TIME
             if self.attributes & TIMESTAMP_TYPE_MASK
@@ -231,14 +247,17 @@ class RecordBatch:
 
     @property
     def is_transactional(self) -> bool:
+        """Attribute bit 4."""
         return bool(self.attributes & TRANSACTIONAL_FLAG_MASK)
 
     @property
     def is_control(self) -> bool:
+        """Attribute bit 5: the batch holds control records (see :mod:`storage.control`)."""
         return bool(self.attributes & CONTROL_FLAG_MASK)
 
     @property
     def has_delete_horizon(self) -> bool:
+        """Attribute bit 6: BaseTimestamp holds the delete horizon (ms) set by log compaction."""
         return bool(self.attributes & DELETE_HORIZON_FLAG_MASK)
 
     @property
@@ -248,14 +267,18 @@ class RecordBatch:
 
     @property
     def has_producer_id(self) -> bool:
+        """True when ProducerId is not -1 (``hasProducerId``); KRaft batches never have one."""
         return self.producer_id > NO_PRODUCER_ID
 
     # -- integrity
 
     def compute_crc(self) -> int:
+        """CRC-32C (unsigned 32-bit) of bytes [21, end of batch), Attributes onwards
+        (``DefaultRecordBatch.computeChecksum``)."""
         return crc32c.crc32c(self._buf[ATTRIBUTES_OFFSET:])
 
     def is_valid(self) -> bool:
+        """True when the stored CRC matches :meth:`compute_crc` (``isValid``); never raises."""
         return self.compute_crc() == self.crc
 
     def ensure_valid(self) -> None:
@@ -282,6 +305,8 @@ class RecordBatch:
         return list(self.iter_records())
 
     def iter_records(self) -> Iterator[Record]:
+        """Decode the records one at a time, as :meth:`records` does; the errors it names are
+        raised while iterating, after the records before the bad one were yielded."""
         if self.records_count < 0:
             raise InvalidRecordError(f"Found invalid record count {self.records_count} in magic v2 batch")
         data = self.records_section()
@@ -462,7 +487,10 @@ def encode_record(
     value: bytes | None,
     headers: Sequence[Header] = (),
 ) -> None:
-    """Append one record (``DefaultRecord.writeTo``) to ``out``."""
+    """Append one record (``DefaultRecord.writeTo``) to ``out``: ``offset_delta`` and
+    ``timestamp_delta`` (ms) are relative to the batch's BaseOffset and BaseTimestamp; a None
+    key, value or header value is written as length -1. Header keys are encoded UTF-8 with
+    surrogate escapes, so keys read by :func:`read_record` round-trip."""
     body = bytearray(b"\x00")  # attributes: unused, always 0
     write_varlong(body, timestamp_delta)
     write_varint(body, offset_delta)
@@ -573,7 +601,11 @@ def assemble_batch(
     has_delete_horizon: bool = False,
 ) -> bytes:
     """Compress already-encoded records, write the 61-byte header and its CRC
-    (``DefaultRecordBatch.writeHeader``)."""
+    (``DefaultRecordBatch.writeHeader``); returns the whole batch as bytes.
+
+    ``records_body`` is ``record_count`` records as :func:`encode_record` writes them; the
+    header fields are taken as given, unchecked. Raises ValueError as
+    :func:`storage.compression.compress` does."""
     payload = compress(compression, records_body, compression_level)
     attributes = int(compression) | (int(timestamp_type) << 3)
     if is_transactional:
@@ -637,6 +669,7 @@ class ScanResult:
 
     @property
     def next_offset(self) -> int | None:
+        """The offset after the last valid batch, None when no batch was valid."""
         return self.batches[-1].next_offset if self.batches else None
 
 

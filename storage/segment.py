@@ -69,14 +69,21 @@ class LogConfig:
     segment_ms: int = 7 * 24 * 60 * 60 * 1000
     """``metadata.log.segment.ms``."""
     index_interval_bytes: int = 4096
+    """``index.interval.bytes``: bytes appended between two offset-index entries."""
     max_index_size: int = DEFAULT_MAX_INDEX_SIZE
+    """``segment.index.bytes``: the pre-sized length of each index file, in bytes."""
     max_batch_bytes: int = 8 * 1024 * 1024
     """``max.message.bytes`` of the metadata log = ``KafkaRaftClient.MAX_BATCH_SIZE_BYTES``."""
 
 
 @dataclass(frozen=True, slots=True)
 class BatchInfo:
-    """The header facts of one batch in a segment, as recovery reports them."""
+    """The header facts of one batch in a segment, as recovery reports them.
+
+    ``position`` is the batch's byte offset in the ``.log``; ``base_offset`` and ``last_offset``
+    are inclusive; ``max_timestamp`` is in ms (-1 when none); ``size_in_bytes`` is the whole
+    batch, its 12-byte log overhead included.
+    """
 
     position: int
     base_offset: int
@@ -88,6 +95,15 @@ class BatchInfo:
 
 @dataclass(frozen=True, slots=True)
 class RecoveryResult:
+    """What :meth:`LogSegment.recover` kept (Kafka's ``LogSegment.recover`` returns only the
+    truncated byte count).
+
+    ``valid_bytes``: length of the ``.log`` after recovery; ``truncated_bytes``: bytes cut off
+    its tail; ``next_offset``: the offset after the last valid batch (``expected_offset``, or
+    the base offset, when none); ``batches``: valid batches kept; ``error``: why scanning
+    stopped before the end, None for a clean end or a torn tail.
+    """
+
     valid_bytes: int
     truncated_bytes: int
     next_offset: int
@@ -96,8 +112,14 @@ class RecoveryResult:
 
 
 class LogSegment:
-    """An open segment. Create with :meth:`create` or :meth:`load`; every I/O failure raises
-    KafkaStorageError."""
+    """An open segment (``org.apache.kafka.storage.internals.log.LogSegment``). Create with
+    :meth:`create` or :meth:`load`; every I/O failure raises KafkaStorageError.
+
+    Public state: ``size`` (bytes in the ``.log``), ``next_offset`` (the offset after the last
+    batch), ``created_ms`` (ms), ``max_timestamp_so_far`` (ms, -1 when none) with
+    ``offset_of_max_timestamp_so_far``, ``rolling_based_timestamp`` (the first batch's max
+    timestamp, ms) and ``first_batch_leader_epoch``.
+    """
 
     def __init__(
         self, directory: Path, base_offset: int, config: LogConfig, created_ms: int
@@ -158,6 +180,8 @@ class LogSegment:
 
     @property
     def fd(self) -> int:
+        """The open ``.log`` file descriptor. Raises KafkaStorageError when the segment is
+        closed."""
         if self._fd is None:
             raise KafkaStorageError(f"segment {self.log_path} is closed")
         return self._fd
@@ -272,8 +296,9 @@ class LogSegment:
         """Append one set of already validated batches (``data`` is exactly their bytes) at
         the end of the file, adding index entries per the interval rule (``LogSegment.append``).
 
-        Raises KafkaStorageError; after that the segment's in-memory state is unchanged but the
-        file may hold a partial write, which recovery removes."""
+        Raises ValueError when the last offset cannot be stored relative to the base offset
+        (nothing written), and KafkaStorageError; after that the segment's in-memory state is
+        unchanged but the file may hold a partial write, which recovery removes."""
         if not batches:
             return
         largest_timestamp = NO_TIMESTAMP
@@ -307,6 +332,9 @@ class LogSegment:
         self._bytes_since_last_index_entry += len(data)
 
     def time_waited_for_roll(self, now_ms: int, max_timestamp_in_messages: int) -> int:
+        """ms this segment has aged, for ``segment.ms``: ``max_timestamp_in_messages`` (ms) minus
+        the first batch's max timestamp when that is known and >= 0, else ``now_ms`` minus
+        ``created_ms`` (``LogSegment.timeWaitedForRoll``)."""
         ts = self.rolling_based_timestamp
         if ts is not None and ts >= 0:
             return max_timestamp_in_messages - ts

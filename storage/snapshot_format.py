@@ -50,6 +50,8 @@ class SnapshotId:
 
     @property
     def file_stem(self) -> str:
+        """``<end offset, 20 digits>-<epoch, 10 digits>``, zero-padded: the ``.checkpoint``
+        file name without its suffix (``Snapshots.filenameFromSnapshotId``)."""
         return f"{self.end_offset:0{OFFSET_WIDTH}d}-{self.epoch:0{EPOCH_WIDTH}d}"
 
     def __str__(self) -> str:
@@ -72,7 +74,13 @@ def build_snapshot_batches(
 ) -> list[bytes]:
     """The batches of a snapshot (``RecordsSnapshotWriter``): header batch, data batches of at
     most about ``max_batch_bytes`` of record values each, footer batch; offsets from 0, epoch =
-    the snapshot's epoch."""
+    the snapshot's epoch.
+
+    ``records`` are framed metadata records, in order; a value larger than ``max_batch_bytes``
+    gets a batch of its own. ``last_contained_log_timestamp`` and ``append_time_ms`` are in ms.
+    KRaftVersion and (when given) ``voters`` go into the header batch only when
+    ``kraft_version`` >= 1. Returns each batch as bytes, in file order. Raises ValueError for
+    an empty record value."""
     epoch = snapshot_id.epoch
     header: list[ControlMessage] = [
         SnapshotHeaderRecord(last_contained_log_timestamp=last_contained_log_timestamp)
@@ -119,6 +127,7 @@ class SnapshotContent:
 
     @property
     def last_contained_log_timestamp(self) -> int:
+        """The SnapshotHeader's LastContainedLogTimestamp, in ms."""
         return self.header.last_contained_log_timestamp
 
     def data_records(self) -> list[bytes]:
@@ -130,6 +139,7 @@ class SnapshotContent:
         return out
 
     def control_records(self) -> list[ControlRecord]:
+        """Every control record (header and footer included), in order."""
         out: list[ControlRecord] = []
         for batch in self.batches:
             if batch.is_control:
@@ -138,11 +148,13 @@ class SnapshotContent:
 
     @property
     def kraft_version(self) -> int:
+        """The last KRaftVersionRecord's kraft.version, 0 when the snapshot has none."""
         versions = [r.message for r in self.control_records() if r.type is ControlRecordType.KRAFT_VERSION]
         return versions[-1].kraft_version if versions else 0  # type: ignore[union-attr]
 
     @property
     def voters(self) -> VotersRecord | None:
+        """The last VotersRecord, None when the snapshot has none (kraft.version 0)."""
         found = [r.message for r in self.control_records() if r.type is ControlRecordType.KRAFT_VOTERS]
         return found[-1] if found else None  # type: ignore[return-value]
 

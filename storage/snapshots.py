@@ -52,6 +52,11 @@ DELETE_SUFFIX = SUFFIX + ".deleted"
 
 @dataclass(frozen=True, slots=True)
 class SnapshotPath:
+    """A snapshot file found in a partition directory
+    (``org.apache.kafka.snapshot.SnapshotPath``): its path, the id in its name, and whether it
+    is a ``.checkpoint.part`` (``partial``) or a ``.checkpoint.deleted`` (``deleted``) file;
+    both False for a frozen snapshot."""
+
     path: Path
     snapshot_id: SnapshotId
     partial: bool
@@ -59,6 +64,8 @@ class SnapshotPath:
 
 
 def snapshot_path(partition_dir: Path, snapshot_id: SnapshotId) -> Path:
+    """``<partition_dir>/<end offset>-<epoch>.checkpoint``, the frozen snapshot's path
+    (``Snapshots.snapshotPath``); touches no file."""
     return partition_dir / (snapshot_id.file_stem + SUFFIX)
 
 
@@ -82,6 +89,8 @@ def parse_snapshot_path(path: Path) -> SnapshotPath | None:
 
 
 def list_snapshot_paths(partition_dir: Path) -> list[SnapshotPath]:
+    """Every snapshot file in ``partition_dir`` (frozen, partial and deleted alike), ordered by
+    id, then file name. Raises KafkaStorageError when the directory cannot be listed."""
     with io_errors(f"listing {partition_dir}"):
         names = os.listdir(partition_dir)
     found = [parse_snapshot_path(partition_dir / name) for name in names]
@@ -93,7 +102,8 @@ def recover_snapshots(partition_dir: Path, log_start_offset: int) -> list[Snapsh
     offset; return the rest, ascending (``KafkaMetadataLog.recoverSnapshots``).
 
     Raises InconsistentStateError when the log starts after 0 but no snapshot reaches its
-    start (the log's prefix would be lost), before anything is deleted."""
+    start (the log's prefix would be lost), before anything is deleted, and KafkaStorageError
+    when a file cannot be deleted or the directory not listed or fsynced."""
     retain: list[SnapshotId] = []
     delete: list[Path] = []
     for found in list_snapshot_paths(partition_dir):
@@ -116,7 +126,9 @@ def recover_snapshots(partition_dir: Path, log_start_offset: int) -> list[Snapsh
 
 
 def mark_for_delete(partition_dir: Path, snapshot_id: SnapshotId) -> Path:
-    """Rename ``<id>.checkpoint`` to ``<id>.checkpoint.deleted`` (``Snapshots.markForDelete``)."""
+    """Rename ``<id>.checkpoint`` to ``<id>.checkpoint.deleted`` and fsync the directory
+    (``Snapshots.markForDelete``); returns the new path. Raises KafkaStorageError, also when
+    the snapshot does not exist."""
     source = snapshot_path(partition_dir, snapshot_id)
     target = partition_dir / (snapshot_id.file_stem + DELETE_SUFFIX)
     with io_errors(f"renaming {source}"):
@@ -126,7 +138,8 @@ def mark_for_delete(partition_dir: Path, snapshot_id: SnapshotId) -> Path:
 
 
 def delete_snapshot(partition_dir: Path, snapshot_id: SnapshotId) -> bool:
-    """Remove the snapshot and its ``.deleted`` form (``Snapshots.deleteIfExists``)."""
+    """Remove the snapshot and its ``.deleted`` form (``Snapshots.deleteIfExists``); returns
+    True when either file existed. The directory is not fsynced. Raises KafkaStorageError."""
     removed = False
     for path in (
         snapshot_path(partition_dir, snapshot_id),
@@ -169,6 +182,9 @@ class RawSnapshotWriter:
                     continue
 
     def append(self, data: bytes | bytearray | memoryview) -> None:
+        """Write ``data`` at the end of the ``.part`` file, adding its length to
+        ``size_in_bytes``. Raises StorageError after :meth:`freeze` or :meth:`close`, and
+        KafkaStorageError on I/O failure."""
         if self.frozen or self._fd is None:
             raise StorageError(f"Append is not supported. Snapshot is already frozen: id = {self.snapshot_id}")
         with io_errors(f"writing snapshot {self.temp_path}"):
@@ -176,7 +192,9 @@ class RawSnapshotWriter:
         self.size_in_bytes += len(data)
 
     def freeze(self) -> Path:
-        """fsync, close, chmod read-only, rename to ``<id>.checkpoint``, fsync the directory."""
+        """fsync, close, chmod read-only, rename to ``<id>.checkpoint``, fsync the directory;
+        returns the frozen path. Raises StorageError when already frozen or closed, and
+        KafkaStorageError on I/O failure."""
         if self.frozen or self._fd is None:
             raise StorageError(f"Freeze is not supported. Snapshot is already frozen: id = {self.snapshot_id}")
         destination = snapshot_path(self.dir, self.snapshot_id)
@@ -220,7 +238,10 @@ def write_snapshot(
     voters: VotersRecord | None = None,
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
 ) -> Path:
-    """Write and freeze a complete snapshot; returns its path. Raises KafkaStorageError."""
+    """Write and freeze a complete snapshot (the batches of
+    :func:`storage.snapshot_format.build_snapshot_batches`, uncompressed); returns its path.
+    Raises ValueError for an empty record value and KafkaStorageError on I/O failure; the
+    ``.part`` file is removed on failure."""
     batches = build_snapshot_batches(
         snapshot_id,
         last_contained_log_timestamp=last_contained_log_timestamp,
@@ -241,7 +262,10 @@ def write_snapshot(
 
 class RawSnapshotReader:
     """A frozen snapshot's bytes (``FileRawSnapshotReader``): :meth:`read` serves FetchSnapshot
-    at any byte position, batch-aligned or not."""
+    at any byte position, batch-aligned or not.
+
+    Opening reads the size (``size_in_bytes``); raises KafkaStorageError when the file cannot be
+    opened."""
 
     def __init__(self, path: Path, snapshot_id: SnapshotId) -> None:
         self.path = path
@@ -256,15 +280,20 @@ class RawSnapshotReader:
         return cls(snapshot_path(partition_dir, snapshot_id), snapshot_id)
 
     def read(self, position: int, max_bytes: int) -> bytes:
+        """Up to ``max_bytes`` bytes from byte ``position`` (``FileRawSnapshotReader.slice``);
+        empty at or past the end. Raises StorageError after :meth:`close` and
+        KafkaStorageError on I/O failure (a negative position included)."""
         if self._fd is None:
             raise StorageError(f"snapshot {self.path} is closed")
         with io_errors(f"reading snapshot {self.path}"):
             return os.pread(self._fd, max(0, min(max_bytes, self.size_in_bytes - position)), position)
 
     def read_all(self) -> bytes:
+        """The whole file. Raises as :meth:`read`."""
         return self.read(0, self.size_in_bytes)
 
     def close(self) -> None:
+        """Close the file; idempotent, never raises."""
         if self._fd is not None:
             fd, self._fd = self._fd, None
             with contextlib.suppress(OSError):
@@ -278,9 +307,14 @@ class RawSnapshotReader:
 
 
 def read_snapshot(partition_dir: Path, snapshot_id: SnapshotId) -> SnapshotContent:
+    """Read and validate the frozen snapshot ``snapshot_id`` in ``partition_dir``. Raises
+    KafkaStorageError when it cannot be read (or does not exist) and CorruptRecordError /
+    InvalidRecordError as :func:`storage.snapshot_format.read_snapshot_content` does."""
     with RawSnapshotReader.open(partition_dir, snapshot_id) as reader:
         return read_snapshot_content(reader.read_all())
 
 
 def snapshot_ids(paths: Sequence[SnapshotPath]) -> list[SnapshotId]:
+    """The ids of the frozen snapshots among ``paths`` (partial and deleted ones skipped),
+    ascending."""
     return sorted(p.snapshot_id for p in paths if not p.partial and not p.deleted)
