@@ -23,7 +23,7 @@ from messages.generated.config_record import ConfigRecord
 from messages.metadata import decode_record
 from storage.log import MetadataLog
 from tools.dev_cluster import DevCluster, DevClusterError
-from tools.test_raft_server import WORKLOAD_CONFIG_NAME, parse_workload_value
+from tools.raft_server_load import WORKLOAD_CONFIG_NAME, parse_workload_value
 
 __all__ = ["Failover", "FailoverRun", "LogRecord", "check_logs", "read_node_log", "run_failovers"]
 

@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "api-versions": ("tools.api_versions", "print the API versions and features a node advertises"),
     "dev-cluster": ("tools.dev_cluster", "run a local multi-node quorum for development"),
     "test-raft-server": (
-        "tools.test_raft_server",
+        "tools.raft_server_load",
         "a controller whose leader writes a steady load, as Kafka's TestRaftServer",
     ),
     "audit": ("tools.audit", "check a quorum's metadata logs with PySpark"),

@@ -33,6 +33,9 @@ one JSON object per line instead, keyed by ``event``:
   leader since it started.
 
 All carry ``time_ms`` (wall clock). Exit status as ``kwire server-start``.
+
+The module is named for what it provides (the load generator :class:`Workload` and its record
+format, which tests and ``kwire dev-cluster`` use too); the command keeps Kafka's tool's name.
 """
 
 from __future__ import annotations
@@ -177,6 +180,8 @@ class Workload:
     # --------------------------------------------------------------- RaftListener
 
     def handle_leader_change(self, leader: Any) -> None:
+        """Report the new leader and epoch; when it is this node, start a fresh load for that
+        epoch (counter from 0), else stop generating. Outstanding appends are forgotten."""
         self.emit({"event": "leader", "time_ms": _now_ms(), "leader_id": leader.leader_id,
                    "epoch": leader.epoch})
         if leader.leader_id == self.node_id:
@@ -195,6 +200,8 @@ class Workload:
         self._last_committed = None
 
     def handle_append_result(self, result: Any) -> None:
+        """Note where one of this load's appends landed (its offsets), to time its commit; a
+        refused append or one of another epoch only frees its place among the outstanding."""
         entry = self._tokens.pop(result.token, None)
         if entry is None:
             return
@@ -205,6 +212,9 @@ class Workload:
         self._pending.append((result.base_offset, result.last_offset, append_ms, first_counter))
 
     def handle_commit(self, batch: Any) -> None:
+        """Record the commit latency (ms since the append) of every record of this epoch's load
+        up to ``batch``'s last offset; report the first commit, and the newest committed record
+        at most every 100 ms."""
         if self.claimed_epoch is None or batch.epoch != self.claimed_epoch or batch.is_control:
             return
         now = _now_ms()
@@ -272,6 +282,8 @@ class Workload:
             self.report_window()
 
     def report_window(self) -> None:
+        """Emit a ``stats`` report over the records committed since the last one, and start a
+        new window; nothing when the window is empty and this node does not lead."""
         now = _now_ms()
         elapsed_s = max(1e-3, (now - self._window_start_ms) / 1000)
         window = self._window
@@ -282,6 +294,8 @@ class Workload:
         self.emit(self._stats("stats", now, window, elapsed_s))
 
     def summary(self, elapsed_s: float) -> dict[str, Any]:
+        """The ``summary`` report: every record committed as leader since start, rates over
+        ``elapsed_s`` seconds."""
         return self._stats("summary", _now_ms(), self._all, elapsed_s)
 
     def _stats(self, event: str, now: int, latencies: Any, elapsed_s: float) -> dict[str, Any]:
