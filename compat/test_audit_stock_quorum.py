@@ -12,7 +12,7 @@ jars) are formatted with the release's own ``kafka-storage format`` and run on l
 During the run, stock ``kafka-metadata-quorum --bootstrap-controller <all three> describe
 --status`` (MetadataQuorumCommand; for 4.4 the 4.3.1 tools, see compat/kafka.py) is run once
 per leader epoch and its LeaderId, LeaderEpoch and HighWatermark recorded (in between, kwire's
-own DescribeQuorum client, tools.metadata_quorum, polls cheaply for the next leader or for the
+own DescribeQuorum client, tools.quorum_client, polls cheaply for the next leader or for the
 followers to catch up). Two leader changes
 are forced: the first leader is killed with SIGKILL (an unclean stop: its unreplicated tail must
 be truncated when it rejoins) and restarted, then the second leader is stopped with SIGTERM (a
@@ -61,7 +61,7 @@ from compat.conftest import KafkaRelease
 from compat.kafka import kafka_problem
 from kwire.uuid import Uuid
 from tests.audit.session import shared_spark
-from tools.metadata_quorum import QuorumView, describe
+from tools.quorum_client import QuorumView, describe
 
 pytestmark = [pytest.mark.compat, pytest.mark.spark]
 

@@ -34,7 +34,8 @@ import trio
 
 from compat.conftest import KafkaRelease
 from compat.kafka import REPO_DIR
-from tools.metadata_quorum import describe, status_json
+from tools.metadata_quorum import status_json
+from tools.quorum_client import describe
 
 CONFIG = REPO_DIR / "config" / "server.properties"
 

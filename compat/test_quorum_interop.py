@@ -26,8 +26,9 @@ import pytest
 import trio
 
 from compat.conftest import KafkaRelease
-from tools.dev_cluster import DevCluster
-from tools.metadata_quorum import QuorumView, describe, replication_json, status_json
+from tools.local_cluster import DevCluster
+from tools.metadata_quorum import replication_json, status_json
+from tools.quorum_client import QuorumView, describe
 
 pytestmark = pytest.mark.compat
 

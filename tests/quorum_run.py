@@ -4,7 +4,7 @@ Shared by the failover test (tests/server/test_failover.py), the stock-tool inte
 a multi-node quorum (compat/) and the audit tests (tests/audit/), which all need real directories
 written by real processes.
 
-:func:`run_failovers` starts a :class:`~tools.dev_cluster.DevCluster` whose leader writes a
+:func:`run_failovers` starts a :class:`~tools.local_cluster.DevCluster` whose leader writes a
 steady load (``kwire test-raft-server``), kills the leader with SIGKILL ``kills`` times (each
 time waiting for a new leader's first commit, then restarting the killed node), lets every node
 catch up to the last committed offset any leader reported, and stops the nodes gracefully.
@@ -22,7 +22,7 @@ from typing import Any
 from messages.generated.config_record import ConfigRecord
 from messages.metadata import decode_record
 from storage.log import MetadataLog
-from tools.dev_cluster import DevCluster, DevClusterError
+from tools.local_cluster import DevCluster, DevClusterError
 from tools.raft_server_load import WORKLOAD_CONFIG_NAME, parse_workload_value
 
 __all__ = ["Failover", "FailoverRun", "LogRecord", "check_logs", "read_node_log", "run_failovers"]

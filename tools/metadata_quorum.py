@@ -8,9 +8,11 @@ Usage::
 
 Like Kafka's MetadataQuorumCommand with ``--bootstrap-controller`` (KIP-919), it asks the
 bootstrap controller for the controllers (DescribeCluster, EndpointType 2), then asks the active
-controller for the quorum (DescribeQuorum on ``__cluster_metadata-0``). The text output is the
-same as Kafka's tool, byte for byte: ``--status`` pads each label to 24 characters;
-``--replication`` left-aligns every cell, pads it to its column's width and follows it with a tab.
+controller for the quorum (DescribeQuorum on ``__cluster_metadata-0``), through
+:func:`tools.quorum_client.describe`; this module parses the arguments and prints. The text
+output is the same as Kafka's tool, byte for byte: ``--status`` pads each label to 24
+characters; ``--replication`` left-aligns every cell, pads it to its column's width and follows
+it with a tab.
 """
 
 from __future__ import annotations
@@ -19,45 +21,15 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any
 
-from kwire.errors import Errors
 from kwire.uuid import ZERO_UUID
-from messages.generated.describe_cluster_request import DescribeClusterRequest
-from messages.generated.describe_cluster_response import DescribeClusterResponse
-from messages.generated.describe_quorum_request import (
-    DescribeQuorumRequest,
-)
-from messages.generated.describe_quorum_request import (
-    PartitionData as RequestPartition,
-)
-from messages.generated.describe_quorum_request import (
-    TopicData as RequestTopic,
-)
 from messages.generated.describe_quorum_response import (
-    DescribeQuorumResponse,
     Node,
     PartitionData,
     ReplicaState,
 )
-
-METADATA_TOPIC = "__cluster_metadata"
-CONTROLLER_ENDPOINT_TYPE = 2
-
-
-class QuorumToolError(Exception):
-    """A failure the tool reports on stderr with exit code 1 (Kafka's TerseException)."""
-
-
-@dataclass
-class QuorumView:
-    """What the tool learned: the cluster id and the quorum's partition description."""
-
-    cluster_id: str
-    partition: PartitionData
-    nodes: list[Node]
-
+from tools.quorum_client import QuorumToolError, QuorumView, describe
 
 # -------------------------------------------------------------------------------------------
 # formatting (pure)
@@ -217,77 +189,6 @@ def replication_json(view: QuorumView) -> list[dict[str, Any]]:
             for v in p.current_voters if v is not leader]
     out += [_replica_json(o, "Observer", leader.log_end_offset) for o in p.observers]
     return out
-
-
-# -------------------------------------------------------------------------------------------
-# talking to the quorum
-
-
-def _parse_host_port(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit():
-        raise QuorumToolError(f"not a HOST:PORT address: {text!r}")
-    return host.strip("[]"), int(port)
-
-
-async def describe(bootstrap: str, timeout_s: float = 30.0) -> QuorumView:
-    """Ask the quorum through ``bootstrap`` (``HOST:PORT[,HOST:PORT...]``) as Kafka's admin
-    client does with ``bootstrap.controllers``: the first address that accepts a connection
-    answers DescribeCluster. Raises QuorumToolError with the server's error, OSError when no
-    address accepts a connection."""
-    import trio
-
-    from server.net.client import KafkaConnection, open_connection
-
-    addresses = [_parse_host_port(a.strip()) for a in bootstrap.split(",") if a.strip()]
-    if not addresses:
-        raise QuorumToolError("--bootstrap-controller names no address")
-    with trio.fail_after(timeout_s):
-        conn: KafkaConnection | None = None
-        failure: OSError | None = None
-        for host, port in addresses:
-            try:
-                conn = await open_connection(host, port, client_id="kwire-metadata-quorum")
-                break
-            except OSError as exc:
-                failure = exc
-        if conn is None:
-            assert failure is not None
-            raise failure
-        try:
-            cluster = await conn.request(
-                DescribeClusterRequest(endpoint_type=CONTROLLER_ENDPOINT_TYPE)
-            )
-        finally:
-            await conn.aclose()
-        assert isinstance(cluster, DescribeClusterResponse)
-        if cluster.error_code != Errors.NONE:
-            raise QuorumToolError(
-                f"DescribeCluster failed: {Errors.of(cluster.error_code).name}"
-                + (f": {cluster.error_message}" if cluster.error_message else "")
-            )
-        active = next((b for b in cluster.brokers if b.broker_id == cluster.controller_id), None)
-        if active is None:
-            raise QuorumToolError("the quorum has no active controller reachable on this listener")
-        conn = await open_connection(active.host, active.port, client_id="kwire-metadata-quorum")
-        try:
-            quorum = await conn.request(
-                DescribeQuorumRequest([RequestTopic(METADATA_TOPIC, [RequestPartition(0)])])
-            )
-        finally:
-            await conn.aclose()
-    assert isinstance(quorum, DescribeQuorumResponse)
-    if quorum.error_code != Errors.NONE:
-        raise QuorumToolError(f"DescribeQuorum failed: {Errors.of(quorum.error_code).name}")
-    if len(quorum.topics) != 1 or len(quorum.topics[0].partitions) != 1:
-        raise QuorumToolError("DescribeQuorum answered with other than one partition")
-    partition = quorum.topics[0].partitions[0]
-    if partition.error_code != Errors.NONE:
-        raise QuorumToolError(
-            f"DescribeQuorum failed: {Errors.of(partition.error_code).name}"
-            + (f": {partition.error_message}" if partition.error_message else "")
-        )
-    return QuorumView(cluster.cluster_id, partition, quorum.nodes)
 
 
 def add_parser(subparsers: Any) -> None:

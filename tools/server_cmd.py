@@ -7,7 +7,8 @@ metadata log directory must already be formatted (``kwire storage format``).
 ``kwire run-standalone --config F --data D [--override key=value ...]`` is what ``make run``
 starts: ``D`` becomes ``metadata.log.dir`` and ``log.dirs``; on first use ``D`` is formatted as
 ``kafka-storage format --standalone`` does (a random cluster id, this node the single initial
-voter at its first advertised controller listener, kraft.version 1); then the node serves.
+voter at its first advertised controller listener, kraft.version 1;
+:func:`tools.storage_format.format_standalone`); then the node serves.
 
 Both log one line with the listener address once serving. SIGTERM or SIGINT stops the node
 gracefully (a leader resigns and sends EndQuorumEpoch) and the command exits 0. Exit status 1
@@ -23,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_parser", "format_standalone", "run"]
+__all__ = ["add_parser", "run"]
 
 log = logging.getLogger("kwire.server")
 
@@ -47,40 +48,6 @@ def add_parser(subparsers: Any) -> None:
         "--override", action="append", default=[], metavar="key=value",
         help="a property that overrides the file's value (repeatable)",
     )
-
-
-def format_standalone(config: Any, out: Any = print) -> bool:
-    """Format ``config.metadata_log_dir`` (and ``log.dirs``) as ``kafka-storage format
-    --standalone`` with a random cluster id, unless it is formatted already. Returns True when
-    it formatted. Raises FormatError (e.g. for a controller listener on port 0, which cannot
-    name the initial voter)."""
-    from kwire.uuid import Uuid
-    from storage.errors import FormatError
-    from storage.format import DynamicVoter, format_directories
-    from storage.meta_properties import generate_directory_id, read_meta_properties
-
-    if read_meta_properties(config.metadata_log_dir) is not None:
-        return False
-    endpoints = config.controller_endpoints()
-    if not endpoints:
-        raise FormatError("--standalone needs a controller listener")
-    first = endpoints[0]
-    if first.port == 0:
-        raise FormatError(
-            f"--standalone: the controller listener {first} has port 0; the initial voter needs "
-            "the port peers and tools will reach"
-        )
-    voter = DynamicVoter(config.node_id, first.host or "localhost", first.port, generate_directory_id())
-    format_directories(
-        cluster_id=str(Uuid.random()),
-        node_id=config.node_id,
-        directories=[*config.log_dirs, config.metadata_log_dir],
-        metadata_log_dir=config.metadata_log_dir,
-        controller_listener_name=config.controller_listener_names[0],
-        initial_controllers=[voter],
-        out=out,
-    )
-    return True
 
 
 async def serve_until_signalled(config: Any) -> None:
@@ -118,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
     from server.config import ConfigError, load_config
     from server.node import NodeStartupError
     from storage.errors import FormatError, StorageError
+    from tools.storage_format import format_standalone
 
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr,

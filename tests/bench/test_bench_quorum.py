@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from tools.bench import quorum
-from tools.dev_cluster import DevCluster
+from tools.local_cluster import DevCluster
 
 KAFKA_FORMAT = "Throughput (bytes/second): %.2f, Latency (ms): %.1f p75 %.1f p99 %.1f p999"
 

@@ -32,8 +32,8 @@ from server.node import Node
 from server.raft.roles import Leader
 from storage.format import format_directories
 from storage.quorum_state import FileQuorumStateStore
-from tools.metadata_quorum import describe
-from tools.server_cmd import format_standalone
+from tools.quorum_client import describe
+from tools.storage_format import format_standalone
 
 
 def _free_port() -> int:

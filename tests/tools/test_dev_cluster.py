@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from tools.dev_cluster import REPO_DIR, DevCluster, DevClusterError, free_ports
-from tools.metadata_quorum import describe
+from tools.local_cluster import REPO_DIR, DevCluster, DevClusterError, free_ports
+from tools.quorum_client import describe
 
 
 def _start(root: Path, base_port: int) -> tuple[subprocess.Popen[str], list[str]]:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from kwire.uuid import ZERO_UUID, Uuid
 from messages.generated.describe_quorum_response import Listener, Node, PartitionData, ReplicaState
 from tools.metadata_quorum import (
-    QuorumView,
     format_replication,
     format_status,
     replication_json,
     status_json,
 )
+from tools.quorum_client import QuorumView
 
 DIR1 = Uuid.from_longs(1, 1)
 DIR2 = Uuid.from_longs(2, 2)

@@ -7,7 +7,7 @@ The workload is that of ``kafka.tools.TestRaftServer``: the leader writes 20,000
 latency, from the append call to the commit callback. Each side runs as three processes on free
 loopback ports, once per ``controller.quorum.append.linger.ms`` in :data:`LINGERS_MS`:
 
-* kwire: three ``kwire test-raft-server --json`` nodes (:class:`tools.dev_cluster.DevCluster`,
+* kwire: three ``kwire test-raft-server --json`` nodes (:class:`tools.local_cluster.DevCluster`,
   a formatted dynamic quorum) reporting every ``window`` seconds. The leader's first report
   covers start-up, election and warm-up; its second report is the measured window: exact
   p50/p75/p99/p999 (nearest rank over every record committed in the window), committed
@@ -181,7 +181,7 @@ def _tail_text(path: Path, limit: int = 1500) -> str:
 def run_kwire(linger_ms: int, timing: Timing, base: Path) -> Row:
     """Three ``kwire test-raft-server`` nodes at ``linger_ms``; figures of the leader's second
     report. Raises QuorumRunError (or DevClusterError) when the run gives no figures."""
-    from tools.dev_cluster import DevCluster
+    from tools.local_cluster import DevCluster
 
     root = base / f"kwire-linger-{linger_ms}"
     cluster = DevCluster.create(
@@ -284,7 +284,7 @@ def run_kafka(linger_ms: int, timing: Timing, base: Path, version: str = KAFKA_V
     the module docstring says. Raises QuorumRunError when the run gives no figures."""
     from compat.kafka import start_kafka_class
     from kwire.uuid import Uuid
-    from tools.dev_cluster import free_ports
+    from tools.local_cluster import free_ports
 
     root = base / f"kafka-linger-{linger_ms}"
     ports = free_ports(NODES)
