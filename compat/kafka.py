@@ -1,18 +1,12 @@
 """The stock Kafka releases kwire is checked against, and how to run their classes.
 
 The releases are pinned in ``compat/kafka-versions.properties`` and fetched from Maven Central by
-``compat/fetch-kafka.sh`` (``make compat-jars``) into ``compat/.cache/kafka-<version>/``:
-
-    lib/        the runtime classpath (kafka_2.13, kafka-tools, kafka-clients, kafka-metadata,
-                kafka-raft, kafka-server-common, dependencies, the release's logging binding)
-    tools-lib/  only for a release whose kafka-tools is not on Maven Central: the complete
-                classpath of the release named by ``kafka.<version>.tools.version``, whose
-                kafka-tools classes (DumpLogSegments from 4.3, MetadataQuorumCommand) stand in
-    config/     log4j.properties (3.x) and log4j2.properties (4.x): WARN and above, on stderr
-    oracle/     the compiled Java codec oracle (compat/oracle/src, see compat/oracle.py)
-
-:func:`run_tool` and :func:`tool_class` look a tool up on the release's own classpath first and
-then on its tools classpath; :func:`tool_release` says which release actually runs it.
+``compat/fetch-kafka.sh`` (``make compat-jars``) into ``compat/.cache/kafka-<version>/``. Finding
+and running them (pins, classpaths, ``java`` command lines, stock tools and controllers) is
+:mod:`tools.stock_kafka`, installed with kwire so that the benchmarks can use it too; this module
+re-exports it for the tests and adds what only the harness needs: the codec oracle's directory,
+and :func:`require_kafka`, which fails a test under CI and skips it elsewhere when Java, the jars
+or the oracle are missing.
 
 Typical use from a test::
 
@@ -27,314 +21,57 @@ or through the fixtures of ``compat/conftest.py`` (``kafka``, ``kafka_version``)
 
 from __future__ import annotations
 
-import functools
 import os
-import shutil
-import subprocess
-import zipfile
-from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-import javaproperties
+from tools.stock_kafka import (
+    CACHE_DIR,
+    COMMON_JVM_FLAGS,
+    FETCH_HINT,
+    PINNED_VERSIONS,
+    SERVER_JVM_FLAGS,
+    TOOL_CLASSES,
+    TOOL_JVM_FLAGS,
+    VERSIONS_FILE,
+    KafkaCommandError,
+    KafkaUnavailable,
+    classpath,
+    dump_log_segments_class,
+    has_class,
+    jars,
+    java_command,
+    java_executable,
+    kafka_home,
+    kafka_jar,
+    lib_dir,
+    logging_config,
+    logging_flags,
+    run_kafka_class,
+    run_tool,
+    start_kafka_class,
+    tool_class,
+    tool_release,
+    tools_version,
+    version_tuple,
+)
+
+__all__ = [
+    "CACHE_DIR", "COMMON_JVM_FLAGS", "COMPAT_DIR", "FETCH_HINT", "FETCH_SCRIPT", "PINNED_VERSIONS",
+    "REPO_DIR", "SERVER_JVM_FLAGS", "TOOL_CLASSES", "TOOL_JVM_FLAGS", "VERSIONS_FILE",
+    "KafkaCommandError", "KafkaUnavailable", "classpath", "dump_log_segments_class", "has_class",
+    "in_ci", "java_command", "java_executable", "jars", "kafka_home", "kafka_jar", "kafka_problem",
+    "lib_dir", "logging_config", "logging_flags", "oracle_dir", "require_kafka", "run_kafka_class",
+    "run_tool", "start_kafka_class", "tool_class", "tool_release", "tools_version", "version_tuple",
+]
 
 COMPAT_DIR = Path(__file__).resolve().parent
 REPO_DIR = COMPAT_DIR.parent
-VERSIONS_FILE = COMPAT_DIR / "kafka-versions.properties"
-CACHE_DIR = COMPAT_DIR / ".cache"
 FETCH_SCRIPT = COMPAT_DIR / "fetch-kafka.sh"
-FETCH_HINT = "run `make compat-jars` (bash compat/fetch-kafka.sh)"
-
-
-def _properties() -> dict[str, str]:
-    with VERSIONS_FILE.open(encoding="utf-8") as fh:
-        return dict(javaproperties.load(fh))
-
-
-def _pinned() -> tuple[str, ...]:
-    raw = _properties().get("kafka.versions", "")
-    versions = tuple(v.strip() for v in raw.split(",") if v.strip())
-    if not versions:
-        raise RuntimeError(f"kafka.versions is empty in {VERSIONS_FILE}")
-    return versions
-
-
-PINNED_VERSIONS: tuple[str, ...] = _pinned()
-"""Every pinned Kafka release, oldest first (``kafka.versions``)."""
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    """``"4.4.0"`` -> ``(4, 4, 0)``, for comparisons such as ``version_tuple(v) >= (4, 3)``."""
-    return tuple(int(part) for part in version.split("."))
-
-
-def _check_pinned(version: str) -> None:
-    if version not in PINNED_VERSIONS:
-        raise ValueError(f"Kafka {version} is not pinned in {VERSIONS_FILE} ({PINNED_VERSIONS})")
-
-
-def tools_version(version: str) -> str:
-    """The release whose kafka-tools classes run for ``version``: ``version`` itself unless
-    kafka-versions.properties names a stand-in (``kafka.<version>.tools.version``)."""
-    _check_pinned(version)
-    return _properties().get(f"kafka.{version}.tools.version", version).strip() or version
-
-
-def kafka_home(version: str) -> Path:
-    """``compat/.cache/kafka-<version>``: holds ``lib/``, ``config/`` and ``oracle/``."""
-    _check_pinned(version)
-    return CACHE_DIR / f"kafka-{version}"
-
-
-def lib_dir(version: str, *, tools: bool = False) -> Path:
-    """``version``'s classpath directory; with ``tools``, the one its kafka-tools classes run
-    from (``tools-lib/`` when the tools are a stand-in release's, else ``lib/``)."""
-    if tools and tools_version(version) != version:
-        return kafka_home(version) / "tools-lib"
-    return kafka_home(version) / "lib"
 
 
 def oracle_dir(version: str) -> Path:
     """The compiled codec oracle's class directory for ``version``."""
     return kafka_home(version) / "oracle"
-
-
-def jars(version: str, *, tools: bool = False) -> list[Path]:
-    """Every jar of ``version``'s runtime classpath (see :func:`lib_dir`), sorted by name."""
-    return sorted(lib_dir(version, tools=tools).glob("*.jar"))
-
-
-def classpath(version: str, extra: Iterable[str | os.PathLike[str]] = (), *,
-              tools: bool = False) -> str:
-    """``version``'s runtime classpath (see :func:`lib_dir`) as one ``java -cp`` argument;
-    ``extra`` entries go first."""
-    found = jars(version, tools=tools)
-    if not found:
-        raise KafkaUnavailable(f"no jars under {lib_dir(version, tools=tools)}; {FETCH_HINT}")
-    return os.pathsep.join([str(e) for e in extra] + [str(j) for j in found])
-
-
-def kafka_jar(version: str, artifact: str) -> Path:
-    """The jar of one Kafka module, e.g. ``kafka_jar("3.9.2", "kafka-clients")``; kafka-tools
-    and kafka-tools-api come from the tools classpath."""
-    tools = artifact.startswith("kafka-tools")
-    wanted = tools_version(version) if tools else version
-    path = lib_dir(version, tools=tools) / f"{artifact}-{wanted}.jar"
-    if not path.is_file():
-        raise KafkaUnavailable(f"{path} is missing; {FETCH_HINT}")
-    return path
-
-
-def logging_config(version: str, *, tools: bool = False) -> Path:
-    """The logging configuration fetch-kafka.sh wrote for ``version``'s classpath (with
-    ``tools``: its tools classpath): WARN and above to stderr."""
-    release = tools_version(version) if tools else version
-    name = "log4j2.properties" if version_tuple(release) >= (4,) else "log4j.properties"
-    return kafka_home(version) / "config" / name
-
-
-def logging_flags(version: str, *, tools: bool = False) -> list[str]:
-    """The JVM flag that points the logging binding of ``version``'s classpath (with ``tools``:
-    its tools classpath) at :func:`logging_config`."""
-    config = logging_config(version, tools=tools)
-    if config.name == "log4j2.properties":
-        # Log4j 2 (KIP-653); a plain path, as a file: URL breaks on Windows-style paths.
-        return [f"-Dlog4j2.configurationFile={config}"]
-    return [f"-Dlog4j.configuration={config.as_uri()}"]
-
-
-# JVM settings. Tools are short-lived: a small serial-GC heap and the C1 compiler start fastest.
-# A server gets Kafka's own defaults from kafka-run-class.sh / kafka-server-start.sh, scaled to
-# the small machines the tests run on.
-TOOL_JVM_FLAGS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
-SERVER_JVM_FLAGS = (
-    "-Xmx512m", "-Xms512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-    "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
-)
-COMMON_JVM_FLAGS = ("-Djava.awt.headless=true", "-XX:-UsePerfData")
-
-
-class KafkaUnavailable(RuntimeError):
-    """Java or a pinned release's jars are not available on this machine."""
-
-
-def java_executable() -> str:
-    """``$JAVA_HOME/bin/java`` when set, else ``java`` on PATH. Raises KafkaUnavailable."""
-    home = os.environ.get("JAVA_HOME")
-    if home and (Path(home) / "bin" / "java").is_file():
-        return str(Path(home) / "bin" / "java")
-    found = shutil.which("java")
-    if not found:
-        raise KafkaUnavailable("no `java` on PATH (install a JDK 17+, or set JAVA_HOME)")
-    return found
-
-
-def java_command(
-    version: str,
-    main_class: str,
-    args: Sequence[str | os.PathLike[str]] = (),
-    *,
-    server: bool = False,
-    jvm_args: Sequence[str] = (),
-    extra_classpath: Iterable[str | os.PathLike[str]] = (),
-    logs_dir: str | os.PathLike[str] | None = None,
-    tools: bool = False,
-) -> list[str]:
-    """The ``java -cp ... <main_class> <args>`` command line that runs ``main_class`` of
-    ``version`` the way Kafka's bin scripts would (heap flags, logging configuration,
-    ``kafka.logs.dir``). ``jvm_args`` come last among the JVM flags, so they override.
-    ``tools`` runs from the tools classpath (see :func:`lib_dir`)."""
-    flags = list(COMMON_JVM_FLAGS) + list(SERVER_JVM_FLAGS if server else TOOL_JVM_FLAGS)
-    flags += logging_flags(version, tools=tools)
-    if logs_dir is not None:
-        flags.append(f"-Dkafka.logs.dir={logs_dir}")
-    flags += list(jvm_args)
-    return [
-        java_executable(), *flags, "-cp", classpath(version, extra_classpath, tools=tools),
-        main_class, *(str(a) for a in args),
-    ]
-
-
-def run_kafka_class(
-    version: str,
-    main_class: str,
-    args: Sequence[str | os.PathLike[str]] = (),
-    *,
-    check: bool = True,
-    timeout: float = 120.0,
-    input: str | None = None,
-    cwd: str | os.PathLike[str] | None = None,
-    env: Mapping[str, str] | None = None,
-    server: bool = False,
-    jvm_args: Sequence[str] = (),
-    extra_classpath: Iterable[str | os.PathLike[str]] = (),
-    tools: bool = False,
-) -> subprocess.CompletedProcess[str]:
-    """Run ``main_class`` of Kafka ``version`` to completion and capture its output as text.
-
-    ``check`` raises :class:`KafkaCommandError` (with stdout and stderr) on a non-zero exit;
-    ``timeout`` (seconds) raises ``subprocess.TimeoutExpired``. ``env`` is added to the current
-    environment; ``tools`` runs from the tools classpath. Raises KafkaUnavailable when Java or
-    the jars are missing.
-    """
-    command = java_command(
-        version, main_class, args, server=server, jvm_args=jvm_args,
-        extra_classpath=extra_classpath, tools=tools,
-    )
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    result = subprocess.run(
-        command, input=input, capture_output=True, text=True, timeout=timeout,
-        cwd=cwd, env=full_env, check=False,
-    )
-    if check and result.returncode != 0:
-        raise KafkaCommandError(version, main_class, result)
-    return result
-
-
-def start_kafka_class(
-    version: str,
-    main_class: str,
-    args: Sequence[str | os.PathLike[str]] = (),
-    *,
-    server: bool = True,
-    cwd: str | os.PathLike[str] | None = None,
-    env: Mapping[str, str] | None = None,
-    jvm_args: Sequence[str] = (),
-    logs_dir: str | os.PathLike[str] | None = None,
-    stdout: int | None = subprocess.PIPE,
-    stderr: int | None = subprocess.PIPE,
-) -> subprocess.Popen[bytes]:
-    """Start a long-running Kafka process (e.g. ``kafka.Kafka controller.properties``) with
-    server JVM settings and return it; the caller terminates it (``proc.terminate()``) and
-    waits for it."""
-    command = java_command(
-        version, main_class, args, server=server, jvm_args=jvm_args, logs_dir=logs_dir,
-    )
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    return subprocess.Popen(command, cwd=cwd, env=full_env, stdout=stdout, stderr=stderr)
-
-
-class KafkaCommandError(RuntimeError):
-    """A Kafka main class exited with a non-zero status."""
-
-    def __init__(self, version: str, main_class: str,
-                 result: subprocess.CompletedProcess[str]) -> None:
-        self.version = version
-        self.main_class = main_class
-        self.result = result
-        super().__init__(
-            f"Kafka {version} {main_class} exited with {result.returncode}\n"
-            f"--- stdout ---\n{result.stdout[-4000:]}\n--- stderr ---\n{result.stderr[-4000:]}"
-        )
-
-
-# -- classes in the jars --------------------------------------------------------------------
-
-@functools.cache
-def _class_index(version: str, tools: bool) -> frozenset[str]:
-    names: set[str] = set()
-    for jar in jars(version, tools=tools):
-        with zipfile.ZipFile(jar) as zf:
-            for entry in zf.namelist():
-                if entry.endswith(".class") and "$" not in entry:
-                    names.add(entry[: -len(".class")].replace("/", "."))
-    return frozenset(names)
-
-
-def has_class(version: str, class_name: str, *, tools: bool = False) -> bool:
-    """Whether a top-level class ``class_name`` is on ``version``'s classpath (with ``tools``:
-    its tools classpath)."""
-    return class_name in _class_index(version, tools)
-
-
-# The main class of each Kafka command-line tool, newest location first. DumpLogSegments moved
-# from core (Scala, kafka.tools) to the tools module (Java) in 4.3 (KAFKA-14579).
-TOOL_CLASSES: dict[str, tuple[str, ...]] = {
-    "dump-log": ("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments"),
-    "storage": ("kafka.tools.StorageTool",),
-    "metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand",),
-    "server": ("kafka.Kafka",),
-    "test-raft-server": ("kafka.tools.TestRaftServer",),
-}
-
-
-def _locate_tool(version: str, tool: str) -> tuple[str, bool]:
-    candidates = TOOL_CLASSES[tool]
-    places = [False] + ([True] if tools_version(version) != version else [])
-    for tools in places:
-        for name in candidates:
-            if has_class(version, name, tools=tools):
-                return name, tools
-    raise KafkaUnavailable(f"none of {candidates} is on Kafka {version}'s classpath")
-
-
-def tool_class(version: str, tool: str) -> str:
-    """The main class that ``kafka-<tool>.sh`` runs for ``version`` (see TOOL_CLASSES), chosen
-    by what the jars actually contain: the release's own classpath first, then its tools
-    classpath. Raises KeyError for an unknown tool, KafkaUnavailable when no candidate exists."""
-    return _locate_tool(version, tool)[0]
-
-
-def tool_release(version: str, tool: str) -> str:
-    """The Kafka release whose code runs ``tool`` for ``version``: ``version`` itself, or the
-    stand-in tools release (for 4.4.0, DumpLogSegments and MetadataQuorumCommand are 4.3.1's)."""
-    return tools_version(version) if _locate_tool(version, tool)[1] else version
-
-
-def dump_log_segments_class(version: str) -> str:
-    """``kafka.tools.DumpLogSegments`` up to 4.2, ``org.apache.kafka.tools.DumpLogSegments``
-    from 4.3."""
-    return tool_class(version, "dump-log")
-
-
-def run_tool(
-    version: str, tool: str, args: Sequence[str | os.PathLike[str]] = (), **kwargs: object
-) -> subprocess.CompletedProcess[str]:
-    """Run one of TOOL_CLASSES through :func:`run_kafka_class` (same keyword arguments), from
-    whichever classpath holds it."""
-    main_class, tools = _locate_tool(version, tool)
-    return run_kafka_class(version, main_class, args, tools=tools, **kwargs)  # type: ignore[arg-type]
 
 
 # -- availability -----------------------------------------------------------------------------

@@ -10,7 +10,7 @@ jars) are formatted with the release's own ``kafka-storage format`` and run on l
 * 3.9: a static quorum, ``controller.quorum.voters`` -- kraft.version 0.
 
 During the run, stock ``kafka-metadata-quorum --bootstrap-controller <all three> describe
---status`` (MetadataQuorumCommand; for 4.4 the 4.3.1 tools, see compat/kafka.py) is run once
+--status`` (MetadataQuorumCommand; for 4.4 the 4.3.1 tools, see tools/stock_kafka.py) is run once
 per leader epoch and its LeaderId, LeaderEpoch and HighWatermark recorded (in between, kwire's
 own DescribeQuorum client, tools.quorum_client, polls cheaply for the next leader or for the
 followers to catch up). Two leader changes

@@ -15,6 +15,7 @@ import pytest
 
 from compat import kafka as k
 from compat.conftest import KafkaRelease
+from tools import stock_kafka
 
 pytestmark = pytest.mark.compat
 
@@ -31,7 +32,7 @@ def test_pins_are_well_formed() -> None:
 
 def test_require_kafka_fails_in_ci_when_jars_are_missing(monkeypatch: pytest.MonkeyPatch,
                                                          tmp_path: Path) -> None:
-    monkeypatch.setattr(k, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(stock_kafka, "CACHE_DIR", tmp_path)
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="must run in CI"):
         k.require_kafka(k.PINNED_VERSIONS[0])

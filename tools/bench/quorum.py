@@ -38,8 +38,9 @@ line (the earliest at which its rate is a rate), so its latencies include the wa
 
 The nodes' directories live under ``KWIRE_BENCH_DIR`` (default ``./build``: the disk, not tmpfs,
 since both sides fsync the leader's log) and are removed afterwards; every process started is
-stopped, also on errors. When Java or the jars are missing, Kafka's rows say why and kwire's are
-still printed.
+stopped, also on errors. Kafka runs through :mod:`tools.stock_kafka` (the jars ``make
+compat-jars`` fetched; an installed copy finds them through ``KWIRE_COMPAT_DIR``). When Java or
+the jars are missing, Kafka's rows say why and kwire's are still printed.
 """
 
 from __future__ import annotations
@@ -249,10 +250,8 @@ def run_kwire(linger_ms: int, timing: Timing, base: Path) -> Row:
 
 def kafka_problem(version: str = KAFKA_VERSION) -> str | None:
     """Why Kafka ``version``'s TestRaftServer cannot run here, or None."""
-    try:
-        from compat.kafka import KafkaUnavailable, has_class, java_executable, kafka_jar
-    except ImportError as exc:
-        return f"compat.kafka cannot be imported ({exc})"
+    from tools.stock_kafka import KafkaUnavailable, has_class, java_executable, kafka_jar
+
     try:
         java_executable()
         kafka_jar(version, "kafka_2.13")
@@ -282,9 +281,9 @@ def kafka_server_properties(node_id: int, port: int, voters: str, data_dir: Path
 def run_kafka(linger_ms: int, timing: Timing, base: Path, version: str = KAFKA_VERSION) -> Row:
     """Three Kafka TestRaftServer JVMs at ``linger_ms``; figures of the leader's line chosen as
     the module docstring says. Raises QuorumRunError when the run gives no figures."""
-    from compat.kafka import start_kafka_class
     from kwire.uuid import Uuid
     from tools.local_cluster import free_ports
+    from tools.stock_kafka import start_kafka_class
 
     root = base / f"kafka-linger-{linger_ms}"
     ports = free_ports(NODES)
