@@ -80,17 +80,21 @@ from server.raft.events import (
     FlushCompleted,
     OutboundRequest,
     Outbox,
+    Reply,
     RequestFailed,
     RequestReceived,
     Resign,
     ResponseReceived,
     Tick,
 )
+from server.raft.outbox import apply as apply_outbox
+from server.raft.outbox import apply_log_changes
 from server.raft.roles import Leader, Resigned
 from server.raft.types import (
     ElectionState,
     Endpoint,
     LeaderAndEpoch,
+    OffsetAndEpoch,
     QuorumConfig,
     ReplicaIdentity,
     ReplicaKey,
@@ -107,7 +111,7 @@ from storage.format import check_formatted
 from storage.log import MetadataLog
 from storage.quorum_state import FileQuorumStateStore
 from storage.records import RecordBatch
-from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, read_snapshot, snapshot_path
+from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, SnapshotId, read_snapshot, snapshot_path
 
 __all__ = [
     "CONTROLLER_ENDPOINT_TYPE",
@@ -151,7 +155,7 @@ def api_versions() -> dict[int, tuple[int, int]]:
     """What the node advertises besides ApiVersions: exactly the RPCs the core handles (with
     the versions its handlers accept, from ``server.raft.registry``) plus DescribeCluster,
     which the node answers."""
-    versions = registry.advertised_versions()
+    versions = registry.DEFAULT.advertised_versions()
     versions[int(ApiKey.DESCRIBE_CLUSTER)] = (
         DescribeClusterRequest.LOWEST_VERSION,
         DescribeClusterRequest.HIGHEST_VERSION,
@@ -313,7 +317,9 @@ class Node:
         self._wall_base_ms = 0
         self._trio_base = 0.0
         self._features: dict[str, int] = {}
-        self._features_offset = -1
+        self._flushed = False
+        self._features_seen = False
+        """Committed data or a snapshot arrived in this Outbox: publish the features again."""
         self._dispatcher: ChannelDispatcher | None = None
         self._stopping = False
         self._resigned = trio.Event()
@@ -518,67 +524,96 @@ class Node:
                 queue.append(FlushCompleted())
 
     async def _execute(self, out: Outbox) -> bool:
-        """Apply one Outbox in its contract's order; True when a flush completed."""
-        core, raft_log, store = self.core, self._raft_log, self._store
-        assert core is not None and raft_log is not None and store is not None
-        if out.election_state is not None:
-            state = _to_storage_election(out.election_state, core.voters)
-            await self._blocking(lambda: store.write_election_state(state, core.kraft_version))
-        if (
-            out.truncate_to is not None
-            or out.install_snapshot is not None
-            or out.appends
-            or out.high_watermark is not None
-        ):
+        """Apply one Outbox through ``server.raft.outbox``; True when a flush completed."""
+        self._flushed = False
+        self._features_seen = False
+        await apply_outbox(out, self)
+        return self._flushed
 
-            def apply() -> None:
-                if out.truncate_to is not None:
-                    raft_log.truncate_to(out.truncate_to)
-                if out.install_snapshot is not None:
-                    raft_log.install_snapshot(*out.install_snapshot)
-                for data in out.appends:
-                    raft_log.append(data)
-                if out.high_watermark is not None:
-                    raft_log.update_high_watermark(out.high_watermark)
+    # ------------------------------------------------------------------ OutboxTarget
 
-            await self._blocking(apply)
-        for outbound in out.sends:
-            self._send(outbound)
-        for reply in out.replies:
-            pending = self._pending.pop(reply.request_id, None)
-            if pending is not None and not pending.done:
-                pending.respond(reply.response)
-        flushed = False
-        if out.flush:
-            await self._blocking(raft_log.flush)
-            flushed = True
-        if out.committed:
-            self._apply_committed(out.committed)
-        self._notify(out)
-        self._deadline_ms = out.next_deadline_ms
-        self._schedule_no_op()
-        if isinstance(core.state, Resigned):
-            self._resigned.set()
-        return flushed
+    async def persist_election(self, election: ElectionState) -> None:
+        """quorum-state, written and fsynced off the event loop."""
+        core, store = self.core, self._store
+        assert core is not None and store is not None
+        state = _to_storage_election(election, core.voters)
+        await self._blocking(lambda: store.write_election_state(state, core.kraft_version))
 
-    def _notify(self, out: Outbox) -> None:
-        listener, core = self.listener, self.core
-        results = []
-        for result in out.append_results:
-            if result.token in self._own_tokens:
-                self._own_tokens.discard(result.token)
-            else:
-                results.append(result)
-        if listener is None or core is None:
+    async def write_log(self, out: Outbox) -> None:
+        """The log changes, in one trip off the event loop."""
+        raft_log = self._raft_log
+        assert raft_log is not None
+        await self._blocking(lambda: apply_log_changes(raft_log, out))
+
+    def send(self, request: OutboundRequest) -> None:
+        """Hand the request to the destination's peer task."""
+        self._send(request)
+
+    def reply(self, reply: Reply) -> None:
+        """Answer the pending request, unless its connection went away."""
+        pending = self._pending.pop(reply.request_id, None)
+        if pending is not None and not pending.done:
+            pending.respond(reply.response)
+
+    async def flush(self) -> None:
+        """fsync the log off the event loop; the core hears of it in a FlushCompleted step."""
+        raft_log = self._raft_log
+        assert raft_log is not None
+        await self._blocking(raft_log.flush)
+        self._flushed = True
+
+    async def load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        """The finalized features start again from the snapshot's FeatureLevelRecords."""
+        metadata_log = self.metadata_log
+        assert metadata_log is not None
+        snapshot = SnapshotId(snapshot_id.offset, snapshot_id.epoch)
+        content = await self._blocking(lambda: read_snapshot(metadata_log.dir, snapshot))
+        self._features = {}
+        for value in content.data_records():
+            self._track_feature_level(value)
+        self._features_seen = True
+        self._maybe_notify_leader()
+
+    def commit(self, batch: CommittedBatch) -> None:
+        """Track FeatureLevelRecords (the finalized features), then tell the listener."""
+        if not batch.is_control:
+            for value in RecordBatch(batch.data).iter_values():
+                self._track_feature_level(value)
+        self._features_seen = True
+        self._maybe_notify_leader()
+        if self.listener is not None:
+            self.listener.handle_commit(batch)
+
+    def append_result(self, result: AppendResult) -> None:
+        """The node's own NoOp appends stay here; others go to the listener."""
+        if result.token in self._own_tokens:
+            self._own_tokens.discard(result.token)
             return
-        for result in results:
-            listener.handle_append_result(result)
+        self._maybe_notify_leader()
+        if self.listener is not None:
+            self.listener.handle_append_result(result)
+
+    def schedule(self, deadline_ms: int | None) -> None:
+        """The core's next deadline; then the news of this Outbox as a whole: finalized
+        features, the leader, NoOp scheduling, a resignation to wait for."""
+        self._maybe_notify_leader()
+        if self._features_seen:
+            self._features_seen = False
+            self._publish_features()
+        self._deadline_ms = deadline_ms
+        self._schedule_no_op()
+        core = self.core
+        if core is not None and isinstance(core.state, Resigned):
+            self._resigned.set()
+
+    def _maybe_notify_leader(self) -> None:
+        core, listener = self.core, self.listener
+        if core is None or listener is None:
+            return
         leader = core.leader_and_epoch
         if leader != self._known_leader:
             self._known_leader = leader
             listener.handle_leader_change(leader)
-        for batch in out.committed:
-            listener.handle_commit(batch)
 
     def _schedule_no_op(self) -> None:
         """An active controller appends a NoOpRecord every ``metadata.max.idle.interval.ms``
@@ -627,27 +662,18 @@ class Node:
 
     # ------------------------------------------------------------------ features
 
-    def _apply_committed(self, batches: list[CommittedBatch]) -> None:
-        """Track FeatureLevelRecords in committed data batches: the finalized features."""
-        changed = False
-        for batch in batches:
-            if batch.is_control:
-                continue
-            for value in RecordBatch(batch.data).iter_values():
-                # the frame is (frame version, api key, version) varints: peek at the api key
-                # before decoding a whole record that cannot be a FeatureLevelRecord
-                if value is None or len(value) < 2:
-                    continue
-                api_key = value[1] if value[1] < 0x80 else read_uvarint(value, 1)[0]
-                if api_key != FeatureLevelRecord.API_KEY:
-                    continue
-                message, _ = decode_record(value)
-                if isinstance(message, FeatureLevelRecord):
-                    self._features[message.name] = message.feature_level
-                    self._features_offset = batch.last_offset
-                    changed = True
-        if changed or self._dispatcher is not None:
-            self._publish_features()
+    def _track_feature_level(self, value: bytes | None) -> None:
+        """Take a FeatureLevelRecord's level from one metadata record value."""
+        # the frame is (frame version, api key, version) varints: peek at the api key before
+        # decoding a whole record that cannot be a FeatureLevelRecord
+        if value is None or len(value) < 2:
+            return
+        api_key = value[1] if value[1] < 0x80 else read_uvarint(value, 1)[0]
+        if api_key != FeatureLevelRecord.API_KEY:
+            return
+        message, _ = decode_record(value)
+        if isinstance(message, FeatureLevelRecord):
+            self._features[message.name] = message.feature_level
 
     def _publish_features(self) -> None:
         if self._dispatcher is None or self.core is None:

@@ -58,7 +58,7 @@ def response(error: Errors, message: str | None = None) -> AddRaftVoterResponse:
 
 def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> AddRaftVoterResponse | None:
     request: AddRaftVoterRequest = event.request
-    if not ctx.validate_cluster_id(request.cluster_id):
+    if not ctx.identity.validate_cluster_id(request.cluster_id):
         return response(
             Errors.INCONSISTENT_CLUSTER_ID,
             f"The cluster id {request.cluster_id} does not match {ctx.identity.cluster_id}",
@@ -68,7 +68,7 @@ def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> Add
         return response(Errors.NOT_LEADER_OR_FOLLOWER)
     if request.voter_id < 0 or ReplicaKey.of(request.voter_id, request.voter_directory_id).directory_id is None:
         return response(Errors.INVALID_REQUEST, "Add voter request didn't include a valid voter")
-    default_listener = ctx.default_listener
+    default_listener = ctx.identity.default_listener
     listeners = {listener.name: listener for listener in request.listeners}
     if default_listener not in listeners:
         return response(

@@ -106,7 +106,7 @@ def response(ctx: RaftContext, listener: str, version: int, error: Errors) -> Be
 
 def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> BeginQuorumEpochResponse:
     request: BeginQuorumEpochRequest = event.request
-    if not ctx.validate_cluster_id(request.cluster_id):
+    if not ctx.identity.validate_cluster_id(request.cluster_id):
         return BeginQuorumEpochResponse(error_code=Errors.INCONSISTENT_CLUSTER_ID)
     partition = single_partition(request.topics, "topic_name", "partition_index")
     if partition is None:
@@ -122,8 +122,8 @@ def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> Beg
     if error != Errors.NONE:
         return response(ctx, event.listener, version, error)
     for endpoint in request.leader_endpoints:
-        if endpoint.name == ctx.default_listener:
-            ctx.learn_endpoint(partition.leader_id, endpoint.host, endpoint.port)
+        if endpoint.name == ctx.identity.default_listener:
+            ctx.requests.learn_endpoint(partition.leader_id, endpoint.host, endpoint.port)
     ctx.quorum.maybe_transition(partition.leader_id, partition.leader_epoch, now_ms)
     return response(ctx, event.listener, version, Errors.NONE)
 

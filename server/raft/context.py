@@ -34,20 +34,6 @@ class RaftContext(Protocol):
     view: LogView
     requests: RequestManager
 
-    @property
-    def default_listener(self) -> str:
-        """The first controller listener's name (``controller.listener.names``)."""
-        ...
-
-    def validate_cluster_id(self, cluster_id: str | None) -> bool:
-        """``KafkaRaftClient.hasValidClusterId``: a null id skips the check."""
-        ...
-
-    def learn_endpoint(self, node_id: int, host: str, port: int) -> None:
-        """Remember a leader's endpoint on the default listener, for leaders not (yet) in the
-        local voter set."""
-        ...
-
     def send(
         self, now_ms: int, destination_id: int, api_key: ApiKey, request: Any, endpoint: Endpoint | None = None
     ) -> int:

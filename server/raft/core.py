@@ -3,27 +3,15 @@
 The core reads the log through ``RaftLog`` and never touches a socket, a file or the clock:
 time comes in as ``now_ms``, randomness from the injected ``random.Random``, and every effect
 goes out in the :class:`~server.raft.events.Outbox`, whose docstring is the ordering contract
-the driver follows. It mirrors ``KafkaRaftClient``; its parts mirror Kafka's seams:
-
-* :mod:`~server.raft.quorum_state` -- the role and its transitions (``QuorumState``);
-* :mod:`~server.raft.requests` -- outbound requests in flight (``RequestManager``);
-* :mod:`~server.raft.control_state` -- voter set and kraft.version history
-  (``KRaftControlRecordStateMachine``);
-* :mod:`~server.raft.log_view` -- staged log changes, the high watermark, committed batches;
-* :mod:`~server.raft.registry` -- one handler module per RPC, reached through one table.
-
-The core keeps ``step``, the per-role polling and the Outbox. Known differences from Kafka:
-
-* a follower sends its next Fetch only after the previous records are flushed (Kafka fsyncs
-  synchronously inside ``appendAsFollower``), and the leader counts only its *flushed* end
-  offset toward the high watermark (Kafka counts its log end offset before the fsync);
-* parked fetches are woken when the log end offset the driver applied passes their offset, so
-  followers see new records after the step that appended them (Kafka: right after the append);
-* in-flight requests are timed out by the core itself after ``request.timeout.ms`` (a driver
-  may report failures earlier with ``RequestFailed``);
-* not implemented: controller auto-join, kraft.version upgrades (UpdateFeatures), KIP-1166
-  early completion of parked fetches, a shutting-down state answering BROKER_NOT_AVAILABLE
-  (``Resign`` is the graceful hand-over).
+the driver follows (``server.raft.outbox`` applies it). It mirrors ``KafkaRaftClient``; its
+parts mirror Kafka's seams: :mod:`~server.raft.quorum_state` (``QuorumState``),
+:mod:`~server.raft.requests` (``RequestManager``), :mod:`~server.raft.control_state`
+(``KRaftControlRecordStateMachine``), :mod:`~server.raft.log_view` (staged log changes, the high
+watermark, committed batches), :mod:`~server.raft.leadership`, and one handler module per RPC
+reached through :mod:`~server.raft.registry`. The core keeps ``step``, the per-role polling and
+the Outbox. Where it deliberately differs from Kafka (a follower fetches again only after its
+flush; parked fetches wake after the step that appended; the core times out its own requests)
+is written down in ``compat/DEVIATIONS.md``.
 """
 
 from __future__ import annotations
@@ -62,7 +50,7 @@ from server.raft.events import (
 from server.raft.log import RaftLog
 from server.raft.log_view import LogView
 from server.raft.quorum_state import QuorumState
-from server.raft.registry import BY_API_KEY, BY_REQUEST_TYPE, BY_RESPONSE_TYPE
+from server.raft.registry import DEFAULT, Registry
 from server.raft.requests import RequestManager
 from server.raft.roles import (
     Candidate,
@@ -91,7 +79,8 @@ class RaftCore:
     controller formatted without initial controllers); a VotersRecord in the log overrides it.
     ``bootstrap_servers`` are where an observer that knows no leader fetches from.
     ``election`` is the persisted quorum-state (None when there is none). Raises ValueError
-    when there are neither voters nor bootstrap servers.
+    when there are neither voters nor bootstrap servers. ``registry`` is the table of RPCs
+    the core dispatches to.
     """
 
     def __init__(
@@ -106,6 +95,7 @@ class RaftCore:
         kraft_version: int = 0,
         config: QuorumConfig | None = None,
         bootstrap_servers: Sequence[Endpoint] = (),
+        registry: Registry = DEFAULT,
     ) -> None:
         if voters.size == 0 and not bootstrap_servers:
             raise ValueError("Missing kraft bootstrap servers")  # KafkaRaftClient's ConfigException
@@ -113,14 +103,14 @@ class RaftCore:
         self.log = log
         self.config = config or QuorumConfig()
         self.rng = rng
-        self.bootstrap_servers: dict[int, Endpoint] = {-2 - i: e for i, e in enumerate(bootstrap_servers)}
-        """``controller.quorum.bootstrap.servers`` by the ids Kafka gives them: -2, -3, ..."""
-        self._learned_endpoints: dict[int, Endpoint] = {}
+        self.registry = registry
         self.control = ControlRecordStateMachine(voters, kraft_version)
         self._pending_load_snapshot = self.control.load(log)
         self._out = Outbox()
         self._now = now_ms
-        self.requests = RequestManager(self.config.request_timeout_ms, self.config.retry_backoff_ms)
+        self.requests = RequestManager(
+            self.config.request_timeout_ms, self.config.retry_backoff_ms, identity.default_listener, tuple(bootstrap_servers)
+        )
         self.quorum = QuorumState(
             identity=identity,
             control=self.control,
@@ -172,21 +162,6 @@ class RaftCore:
         """The election state last handed to the driver for persisting."""
         return self.quorum.persisted_election
 
-    @property
-    def default_listener(self) -> str:
-        """The first controller listener (``controller.listener.names``)."""
-        return self.identity.endpoints[0].name if self.identity.endpoints else "CONTROLLER"
-
-    def validate_cluster_id(self, cluster_id: str | None) -> bool:
-        """``KafkaRaftClient.hasValidClusterId``: a null id skips the check."""
-        return cluster_id is None or self.identity.cluster_id is None or cluster_id == self.identity.cluster_id
-
-    def learn_endpoint(self, node_id: int, host: str, port: int) -> None:
-        """Remember a leader's endpoint named in a response (NodeEndpoints) or a request
-        (LeaderEndpoints), for leaders that are not (yet) in the local voter set."""
-        if node_id >= 0:
-            self._learned_endpoints[node_id] = Endpoint(self.default_listener, host, port)
-
     # ------------------------------------------------------------------ step
 
     def step(self, now_ms: int, event: Event) -> Outbox:
@@ -201,7 +176,7 @@ class RaftCore:
             out.load_snapshot, self._pending_load_snapshot = self._pending_load_snapshot, None
         self._on_log_applied(now_ms)
         if isinstance(event, RequestReceived):
-            handler = BY_REQUEST_TYPE.get(type(event.request))
+            handler = self.registry.by_request_type.get(type(event.request))
             if handler is None or handler.handle_request is None:
                 raise ValueError(f"the KRaft core does not handle {type(event.request).__name__}")
             response = handler.handle_request(self, now_ms, event)
@@ -209,7 +184,7 @@ class RaftCore:
                 self.reply(event.request_id, response)
         elif isinstance(event, ResponseReceived):
             if self.requests.take_response(event.correlation_id, event.source_id) is not None:
-                answered = BY_RESPONSE_TYPE.get(type(event.response))
+                answered = self.registry.by_response_type.get(type(event.response))
                 if answered is None or answered.handle_response is None:
                     raise ValueError(f"the KRaft core does not expect a {type(event.response).__name__}")
                 answered.handle_response(self, now_ms, event)
@@ -230,24 +205,7 @@ class RaftCore:
         return out
 
     def _next_deadline(self, now_ms: int) -> int | None:
-        deadlines = self.requests.deadlines()
-        state = self.quorum.state
-        if isinstance(state, Unattached):
-            if state.election_deadline_ms is not None:
-                deadlines.append(state.election_deadline_ms)
-        elif isinstance(state, (Prospective, Candidate, Follower)):
-            deadlines.append(state.fetch_deadline_ms if isinstance(state, Follower) else state.election_deadline_ms)
-            if state.backoff_until_ms is not None:
-                deadlines.append(state.backoff_until_ms)
-        elif isinstance(state, Leader):
-            if state.voters.majority_size > 1:
-                deadlines.append(state.check_quorum_deadline_ms)
-            deadlines.extend(state.next_begin_epoch_ms.values())
-            deadlines.extend(p.expires_ms for p in state.parked)
-            if state.accumulator.deadline_ms is not None:
-                deadlines.append(state.accumulator.deadline_ms)
-        elif isinstance(state, Resigned):
-            deadlines.append(state.election_deadline_ms)
+        deadlines = self.requests.deadlines() + self.quorum.state.deadlines()
         # Timers at or before now were acted on by _poll, or wait on an in-flight request, a
         # backoff or a flush, each of which brings its own later deadline or event.
         future = [d for d in deadlines if d > now_ms]
@@ -262,11 +220,8 @@ class RaftCore:
     ) -> int:
         """Queue a request; returns its correlation id. The endpoint defaults to the voter's
         endpoint on the default listener, then a learned or bootstrap endpoint."""
-        voter = self.control.voters.get(destination_id)
-        if endpoint is None and voter is not None:
-            endpoint = voter.endpoint(self.default_listener) or (voter.endpoints[0] if voter.endpoints else None)
         if endpoint is None:
-            endpoint = self._learned_endpoints.get(destination_id) or self.bootstrap_servers.get(destination_id)
+            endpoint = self.requests.endpoint_of(destination_id, self.control.voters)
         correlation = self.requests.register(destination_id, api_key, now_ms)
         self._out.sends.append(
             OutboundRequest(correlation, destination_id, endpoint, request, self.config.request_timeout_ms)
@@ -279,7 +234,7 @@ class RaftCore:
 
     def _request_failed(self, now_ms: int, correlation_id: int, reason: FailureReason) -> None:
         flight = self.requests.fail(correlation_id, now_ms)
-        on_failure = BY_API_KEY[flight.api_key].on_failure
+        on_failure = self.registry.by_api_key[flight.api_key].on_failure
         if on_failure is not None:
             on_failure(self, now_ms, correlation_id, reason)
 
@@ -336,7 +291,7 @@ class RaftCore:
 
     def _poll_leader(self, now_ms: int, state: Leader) -> None:
         if state.accumulator.needs_drain(now_ms):
-            leadership.drain_appends(self, now_ms, state)
+            self.view.stage_lingering(state, now_ms)
         pending = state.pending_voter_change
         if pending is not None and now_ms >= pending.deadline_ms:
             voter_change.finish(self, Errors.REQUEST_TIMED_OUT)
@@ -395,7 +350,7 @@ class RaftCore:
         if not is_voter:
             # an observer looks for the leader by fetching from a bootstrap server, or else
             # from any voter (kraft-facts §6.7)
-            candidates = sorted(self.bootstrap_servers) or sorted(self.control.voters.ids)
+            candidates = sorted(self.requests.bootstrap_servers) or sorted(self.control.voters.ids)
             if candidates and not self.requests.has_in_flight(ApiKey.FETCH):
                 self._maybe_send_fetch(now_ms, self.rng.choice(candidates))
 

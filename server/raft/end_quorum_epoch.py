@@ -119,7 +119,7 @@ def _response(ctx: RaftContext, listener: str, version: int, error: Errors) -> E
 
 def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> EndQuorumEpochResponse:
     request: EndQuorumEpochRequest = event.request
-    if not ctx.validate_cluster_id(request.cluster_id):
+    if not ctx.identity.validate_cluster_id(request.cluster_id):
         return EndQuorumEpochResponse(error_code=Errors.INCONSISTENT_CLUSTER_ID)
     partition = single_partition(request.topics, "topic_name", "partition_index")
     if partition is None:

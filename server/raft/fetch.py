@@ -218,7 +218,7 @@ def handle_request(
 ) -> FetchResponse | None:
     request: FetchRequest = event.request
     version = event.api_version
-    if not ctx.validate_cluster_id(request.cluster_id):
+    if not ctx.identity.validate_cluster_id(request.cluster_id):
         return FetchResponse(error_code=Errors.INCONSISTENT_CLUSTER_ID)
     partition = _single_partition(request.topics, version)
     if partition is None:
@@ -316,7 +316,7 @@ def handle_response(ctx: RaftContext, now_ms: int, event: ResponseReceived) -> N
         return
     partition = topic.partitions[0]
     for endpoint in response.node_endpoints:
-        ctx.learn_endpoint(endpoint.node_id, endpoint.host, endpoint.port)
+        ctx.requests.learn_endpoint(endpoint.node_id, endpoint.host, endpoint.port)
     current = partition.current_leader
     if current.leader_epoch >= 0:
         leader = current.leader_id if current.leader_id >= 0 else None

@@ -126,7 +126,7 @@ def _response(
 def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> FetchSnapshotResponse:
     request: FetchSnapshotRequest = event.request
     version = event.api_version
-    if not ctx.validate_cluster_id(request.cluster_id):
+    if not ctx.identity.validate_cluster_id(request.cluster_id):
         return FetchSnapshotResponse(error_code=Errors.INCONSISTENT_CLUSTER_ID)
     partition = single_partition(request.topics, "name", "partition")
     if partition is None:

@@ -14,7 +14,6 @@ from server.raft import voter_change
 from server.raft.context import RaftContext
 from server.raft.control import (
     build_control_batch,
-    build_data_batch,
     kraft_version_record,
     leader_change_message,
     voters_record,
@@ -55,14 +54,6 @@ def client_append(ctx: RaftContext, now_ms: int, event: ClientAppend) -> AppendR
     base = ctx.view.log_end_offset() + len(state.accumulator)
     state.accumulator.append(event.values, now_ms)
     return AppendResult(event.token, base, base + len(event.values) - 1, state.epoch)
-
-
-def drain_appends(ctx: RaftContext, now_ms: int, leader: Leader) -> None:
-    """Stage every lingering batch of the accumulator as data batches of this epoch."""
-    for values in leader.accumulator.drain():
-        ctx.view.stage_append(
-            build_data_batch(values, base_offset=ctx.view.log_end_offset(), epoch=leader.epoch, timestamp_ms=now_ms)
-        )
 
 
 def advance_high_watermark(ctx: RaftContext, now_ms: int) -> None:

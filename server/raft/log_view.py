@@ -11,6 +11,7 @@ in offset order. Offsets are log offsets; sizes are bytes.
 
 from __future__ import annotations
 
+from server.raft.control import build_data_batch
 from server.raft.control_state import ControlRecordStateMachine
 from server.raft.events import CommittedBatch, Outbox
 from server.raft.log import RaftLog
@@ -96,6 +97,14 @@ class LogView:
         state = self._quorum.state
         if isinstance(state, Leader) and state.voters != self._control.voters:
             state.set_voters(self._control.voters, self._now_ms)
+
+    def stage_lingering(self, leader: Leader, now_ms: int) -> None:
+        """Stage every lingering batch of the leader's accumulator as data batches of its
+        epoch, timestamped ``now_ms``."""
+        for values in leader.accumulator.drain():
+            self.stage_append(
+                build_data_batch(values, base_offset=self.log_end_offset(), epoch=leader.epoch, timestamp_ms=now_ms)
+            )
 
     def stage_truncation(self, offset: int) -> None:
         """Truncate the log to ``offset`` via the Outbox. Raises :class:`RaftSafetyError` below

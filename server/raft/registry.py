@@ -82,11 +82,39 @@ HANDLERS: tuple[RpcHandler, ...] = (
     RpcHandler(ApiKey.API_VERSIONS, (ApiVersionsRequest.LOWEST_VERSION, ApiVersionsRequest.HIGHEST_VERSION), None, None, ApiVersionsResponse, add_raft_voter.handle_api_versions, add_raft_voter.on_api_versions_failure),
 )  # fmt: skip
 
-BY_API_KEY: dict[ApiKey, RpcHandler] = {h.api_key: h for h in HANDLERS}
-BY_REQUEST_TYPE: dict[type, RpcHandler] = {h.request_type: h for h in HANDLERS if h.request_type is not None}
-BY_RESPONSE_TYPE: dict[type, RpcHandler] = {h.response_type: h for h in HANDLERS if h.response_type is not None}
 
 
-def advertised_versions() -> dict[int, tuple[int, int]]:
-    """``{api key: (min, max)}`` of every RPC the core answers, for ApiVersions."""
-    return {int(h.api_key): h.versions for h in HANDLERS if h.request_type is not None}
+class Registry:
+    """Handlers looked up by API key, request class and response class. Raises ValueError
+    when two handlers claim one API key, request class or response class."""
+
+    def __init__(self, handlers: tuple[RpcHandler, ...]) -> None:
+        self.handlers = handlers
+        self.by_api_key = {h.api_key: h for h in handlers}
+        self.by_request_type = {h.request_type: h for h in handlers if h.request_type is not None}
+        self.by_response_type = {h.response_type: h for h in handlers if h.response_type is not None}
+        claimed = len(self.by_api_key), len(self.by_request_type), len(self.by_response_type)
+        expected = (
+            len(handlers),
+            sum(h.request_type is not None for h in handlers),
+            sum(h.response_type is not None for h in handlers),
+        )
+        if claimed != expected:
+            raise ValueError("two handlers claim the same API key, request or response class")
+
+    def advertised_versions(self) -> dict[int, tuple[int, int]]:
+        """``{api key: (min, max)}`` of every RPC the core answers, for ApiVersions."""
+        return {int(h.api_key): h.versions for h in self.handlers if h.request_type is not None}
+
+    def highest_versions(self) -> dict[type, int]:
+        """``{request or response class: highest version}`` of every RPC in the table."""
+        versions: dict[type, int] = {}
+        for h in self.handlers:
+            for message_type in (h.request_type, h.response_type):
+                if message_type is not None:
+                    versions[message_type] = h.versions[1]
+        return versions
+
+
+DEFAULT = Registry(HANDLERS)
+"""The core's RPCs."""

@@ -43,7 +43,7 @@ def response(error: Errors, message: str | None = None) -> RemoveRaftVoterRespon
 
 def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> RemoveRaftVoterResponse | None:
     request: RemoveRaftVoterRequest = event.request
-    if not ctx.validate_cluster_id(request.cluster_id):
+    if not ctx.identity.validate_cluster_id(request.cluster_id):
         return response(
             Errors.INCONSISTENT_CLUSTER_ID,
             f"The cluster id {request.cluster_id} does not match {ctx.identity.cluster_id}",

@@ -1,6 +1,8 @@
-"""The core's outbound requests in flight (Kafka's ``RequestManager``).
+"""The core's outbound requests in flight and where they go (Kafka's ``RequestManager``).
 
-Each request gets a correlation id, a deadline (``request.timeout.ms``) and the API key it was
+A destination is a voter (its endpoint on the default listener), a leader learned from a
+request or response, or a bootstrap server (ids -2, -3, ... as Kafka numbers
+``controller.quorum.bootstrap.servers``). Each request gets a correlation id, a deadline (``request.timeout.ms``) and the API key it was
 sent with. At most one request is in flight to a destination at a time; after a failure or an
 error answer the destination is backed off for ``retry.backoff.ms``. Every role change forgets
 both (responses to requests of an earlier role are ignored).
@@ -11,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kwire.api_keys import ApiKey
+from server.raft.types import Endpoint, VoterSet
 
 
 @dataclass(slots=True)
@@ -25,12 +28,38 @@ class InFlight:
 class RequestManager:
     """In-flight requests by correlation id, and per-destination backoff deadlines (ms)."""
 
-    def __init__(self, request_timeout_ms: int, retry_backoff_ms: int) -> None:
+    def __init__(
+        self,
+        request_timeout_ms: int,
+        retry_backoff_ms: int,
+        default_listener: str,
+        bootstrap_servers: tuple[Endpoint, ...] = (),
+    ) -> None:
+        self.default_listener = default_listener
+        self.bootstrap_servers: dict[int, Endpoint] = {-2 - i: e for i, e in enumerate(bootstrap_servers)}
+        """``controller.quorum.bootstrap.servers`` by the ids Kafka gives them: -2, -3, ..."""
+        self._learned_endpoints: dict[int, Endpoint] = {}
         self._request_timeout_ms = request_timeout_ms
         self._retry_backoff_ms = retry_backoff_ms
         self._next_correlation = 1
         self._in_flight: dict[int, InFlight] = {}
         self._backoff_until: dict[int, int] = {}
+
+    def learn_endpoint(self, node_id: int, host: str, port: int) -> None:
+        """Remember a leader's endpoint named in a response (NodeEndpoints) or a request
+        (LeaderEndpoints), for leaders that are not (yet) in the local voter set."""
+        if node_id >= 0:
+            self._learned_endpoints[node_id] = Endpoint(self.default_listener, host, port)
+
+    def endpoint_of(self, destination_id: int, voters: VoterSet) -> Endpoint | None:
+        """A voter's endpoint on the default listener (else its first), else a learned or
+        bootstrap endpoint; None when nothing is known."""
+        voter = voters.get(destination_id)
+        if voter is not None:
+            endpoint = voter.endpoint(self.default_listener) or (voter.endpoints[0] if voter.endpoints else None)
+            if endpoint is not None:
+                return endpoint
+        return self._learned_endpoints.get(destination_id) or self.bootstrap_servers.get(destination_id)
 
     def register(self, destination_id: int, api_key: ApiKey, now_ms: int) -> int:
         """Record a request about to be sent; returns its correlation id (1, 2, ...)."""

@@ -51,7 +51,12 @@ class EpochState:
         return None
 
     def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+        """Whether this role may grant ``candidate`` a vote (or a pre-vote) in its epoch."""
         raise NotImplementedError
+
+    def deadlines(self) -> list[int]:
+        """This role's timers (absolute ms): the core polls again at the earliest one."""
+        return []
 
     def __repr__(self) -> str:
         return f"{self.name}(epoch={self.epoch})"
@@ -72,6 +77,9 @@ class Unattached(EpochState):
 
     def election(self) -> ElectionState:
         return ElectionState(self.epoch, None, self.voted_key)
+
+    def deadlines(self) -> list[int]:
+        return [] if self.election_deadline_ms is None else [self.election_deadline_ms]
 
     def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
         if pre_vote:
@@ -127,6 +135,9 @@ class Prospective(EpochState):
     def election(self) -> ElectionState:
         return ElectionState(self.epoch, self._leader_id, self.voted_key)
 
+    def deadlines(self) -> list[int]:
+        return [self.election_deadline_ms] + ([] if self.backoff_until_ms is None else [self.backoff_until_ms])
+
     @property
     def leader_id(self) -> int | None:
         return self._leader_id
@@ -161,6 +172,9 @@ class Candidate(EpochState):
 
     def election(self) -> ElectionState:
         return ElectionState(self.epoch, None, self.local_key)
+
+    def deadlines(self) -> list[int]:
+        return [self.election_deadline_ms] + ([] if self.backoff_until_ms is None else [self.backoff_until_ms])
 
     def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
         return pre_vote and log_up_to_date
@@ -283,6 +297,14 @@ class Leader(EpochState):
     def election(self) -> ElectionState:
         return ElectionState(self.epoch, self.local_key.id, self.local_key)
 
+    def deadlines(self) -> list[int]:
+        deadlines = [self.check_quorum_deadline_ms] if self.voters.majority_size > 1 else []
+        deadlines.extend(self.next_begin_epoch_ms.values())
+        deadlines.extend(p.expires_ms for p in self.parked)
+        if self.accumulator.deadline_ms is not None:
+            deadlines.append(self.accumulator.deadline_ms)
+        return deadlines
+
     @property
     def leader_id(self) -> int | None:
         return self.local_key.id
@@ -365,6 +387,9 @@ class Follower(EpochState):
     def election(self) -> ElectionState:
         return ElectionState(self.epoch, self._leader_id, self.voted_key)
 
+    def deadlines(self) -> list[int]:
+        return [self.fetch_deadline_ms] + ([] if self.backoff_until_ms is None else [self.backoff_until_ms])
+
     @property
     def leader_id(self) -> int | None:
         return self._leader_id
@@ -397,6 +422,9 @@ class Resigned(EpochState):
 
     def election(self) -> ElectionState:
         return ElectionState(self.epoch, self.local_key.id, self.local_key)
+
+    def deadlines(self) -> list[int]:
+        return [self.election_deadline_ms]
 
     @property
     def leader_id(self) -> int | None:

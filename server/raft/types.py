@@ -213,4 +213,14 @@ class ReplicaIdentity:
 
     @property
     def key(self) -> ReplicaKey:
+        """``(node id, directory id)``; the directory id is None when unset (zero)."""
         return ReplicaKey.of(self.node_id, self.directory_id)
+
+    @property
+    def default_listener(self) -> str:
+        """The first controller listener's name (``controller.listener.names``)."""
+        return self.endpoints[0].name if self.endpoints else "CONTROLLER"
+
+    def validate_cluster_id(self, cluster_id: str | None) -> bool:
+        """``KafkaRaftClient.hasValidClusterId``: a null id on either side skips the check."""
+        return cluster_id is None or self.cluster_id is None or cluster_id == self.cluster_id

@@ -54,7 +54,7 @@ def _factory(ctx: RaftContext) -> Callable[..., UpdateRaftVoterResponse]:
         leader = ctx.quorum.state.leader_id
         current = CurrentLeader(leader_id=-1 if leader is None else leader, leader_epoch=ctx.quorum.epoch)
         node = ctx.control.voters.get(leader) if leader is not None else None
-        endpoint = node.endpoint(ctx.default_listener) if node is not None else None
+        endpoint = node.endpoint(ctx.identity.default_listener) if node is not None else None
         if endpoint is not None:
             current.host = endpoint.host
             current.port = endpoint.port
@@ -66,7 +66,7 @@ def _factory(ctx: RaftContext) -> Callable[..., UpdateRaftVoterResponse]:
 def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> UpdateRaftVoterResponse | None:
     request: UpdateRaftVoterRequest = event.request
     response = _factory(ctx)
-    if not ctx.validate_cluster_id(request.cluster_id):
+    if not ctx.identity.validate_cluster_id(request.cluster_id):
         return response(Errors.INCONSISTENT_CLUSTER_ID)
     error = validate_leader_only(ctx, request.current_leader_epoch)
     if error != Errors.NONE:
@@ -85,7 +85,7 @@ def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> Upd
     low, high = feature.min_supported_version, feature.max_supported_version
     if low > high or not low <= ctx.control.kraft_version <= high:
         return response(Errors.INVALID_REQUEST)
-    if not any(listener.name == ctx.default_listener for listener in request.listeners):
+    if not any(listener.name == ctx.identity.default_listener for listener in request.listeners):
         return response(Errors.INVALID_REQUEST)
     endpoints = tuple(Endpoint(e.name, e.host, e.port) for e in request.listeners)
     updated = ctx.control.voters.update_voter(VoterNode(key, endpoints, (low, high)))

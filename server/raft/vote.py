@@ -115,7 +115,7 @@ def _response(
 
 def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> VoteResponse:
     request: VoteRequest = event.request
-    if not ctx.validate_cluster_id(request.cluster_id):
+    if not ctx.identity.validate_cluster_id(request.cluster_id):
         return VoteResponse(error_code=Errors.INCONSISTENT_CLUSTER_ID)
     partition = single_partition(request.topics, "topic_name", "partition_index")
     if partition is None:

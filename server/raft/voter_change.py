@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from kwire.errors import Errors
-from server.raft import leadership
 from server.raft.context import RaftContext
 from server.raft.control import build_control_batch, voters_record
 from server.raft.quorum_state import voters_with_local_entry
@@ -31,7 +30,7 @@ def append_voters_record(ctx: RaftContext, voters: VoterSet, now_ms: int) -> int
     ``voters``; returns its offset. A pending change that does not wait for the commit
     (AckWhenCommitted=false) is answered NONE at once. Raises NotInRoleError off the leader."""
     state = ctx.quorum.leader()
-    leadership.drain_appends(ctx, now_ms, state)
+    ctx.view.stage_lingering(state, now_ms)
     offset = ctx.view.log_end_offset()
     ctx.view.stage_append(
         build_control_batch([voters_record(voters)], base_offset=offset, epoch=state.epoch, timestamp_ms=now_ms)

@@ -22,19 +22,25 @@ from messages.generated.vote_response import VoteResponse
 from server.raft.control import build_control_batch, build_data_batch, leader_change_message
 from server.raft.core import RaftCore
 from server.raft.events import (
+    AppendResult,
+    CommittedBatch,
     Event,
     FlushCompleted,
+    OutboundRequest,
     Outbox,
+    Reply,
     RequestReceived,
     ResponseReceived,
     Tick,
 )
 from server.raft.log import MemoryRaftLog
+from server.raft.outbox import apply_log_changes, apply_now
 from server.raft.roles import Candidate, Leader
 from server.raft.types import (
     METADATA_TOPIC_NAME,
     ElectionState,
     Endpoint,
+    OffsetAndEpoch,
     QuorumConfig,
     ReplicaIdentity,
     VoterSet,
@@ -49,26 +55,50 @@ def static_voters(*ids: int) -> VoterSet:
 
 @dataclass
 class Context:
+    """A core over a ``MemoryRaftLog``; Outboxes are applied through ``server.raft.outbox``
+    (the election state a test can read in ``elections``; messages stay in the Outboxes)."""
+
     core: RaftCore
     log: MemoryRaftLog
     now: int = 0
     next_request_id: int = 1
     outboxes: list[Outbox] = field(default_factory=list)
     auto_flush: bool = True
+    elections: list[ElectionState] = field(default_factory=list)
+
+    async def persist_election(self, election: ElectionState) -> None:
+        self.elections.append(election)
+
+    async def write_log(self, out: Outbox) -> None:
+        apply_log_changes(self.log, out)
+
+    def send(self, request: OutboundRequest) -> None:
+        pass  # the test answers from the Outbox
+
+    def reply(self, reply: Reply) -> None:
+        pass
+
+    async def flush(self) -> None:
+        if self.auto_flush:
+            self.log.flush()
+
+    async def load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        pass
+
+    def commit(self, batch: CommittedBatch) -> None:
+        pass
+
+    def append_result(self, result: AppendResult) -> None:
+        pass
+
+    def schedule(self, deadline_ms: int | None) -> None:
+        pass  # the test moves time itself
 
     def step(self, event: Event) -> Outbox:
         out = self.core.step(self.now, event)
-        if out.truncate_to is not None:
-            self.log.truncate_to(out.truncate_to)
-        if out.install_snapshot is not None:
-            self.log.install_snapshot(*out.install_snapshot)
-        for data in out.appends:
-            self.log.append(data)
-        if out.high_watermark is not None:
-            self.log.update_high_watermark(out.high_watermark)
+        apply_now(out, self)
         self.outboxes.append(out)
         if out.flush and self.auto_flush:
-            self.log.flush()
             follow = self.step(FlushCompleted())
             out.replies.extend(follow.replies)
             out.sends.extend(follow.sends)

@@ -50,17 +50,22 @@ from messages.generated.vote_request import VoteRequest
 from server.raft.control import voters_record
 from server.raft.core import RaftCore
 from server.raft.events import (
+    AppendResult,
     ClientAppend,
+    CommittedBatch,
     Event,
     FailureReason,
     FlushCompleted,
+    OutboundRequest,
     Outbox,
+    Reply,
     RequestFailed,
     RequestReceived,
     ResponseReceived,
     Tick,
 )
 from server.raft.log import MemoryRaftLog
+from server.raft.outbox import apply_log_changes, apply_now
 from server.raft.roles import Leader
 from server.raft.types import (
     ElectionState,
@@ -164,6 +169,58 @@ class SimNode:
     @property
     def running(self) -> bool:
         return self.core is not None
+
+
+class _SimTarget:
+    """An Outbox's effects on a simulated node: quorum-state durable at once, the in-memory
+    log, the router, a flush that completes 0-4 ms later, the invariant checks on what the
+    state machine receives, and the node's next tick."""
+
+    def __init__(self, cluster: Cluster, node: SimNode) -> None:
+        self.cluster = cluster
+        self.node = node
+
+    async def persist_election(self, election: ElectionState) -> None:
+        self.cluster.persist(self.node, election)
+
+    async def write_log(self, out: Outbox) -> None:
+        if out.install_snapshot is not None:
+            core = self.node.core
+            if core is not None and isinstance(core.state, Leader):
+                self.cluster.fail(f"LeaderNeverLoadSnapshot: leader {self.node.node_id} installs a snapshot")
+            self.cluster.snapshot_installs += 1
+        apply_log_changes(self.node.log, out)
+
+    def send(self, request: OutboundRequest) -> None:
+        self.cluster.route_request(self.node, request.destination_id, request.correlation_id, request.request)
+
+    def reply(self, reply: Reply) -> None:
+        node = self.node
+        src, correlation, src_incarnation, named = node.pending_replies.pop(reply.request_id)
+        if src == ADMIN:
+            self.cluster.admin_responses[correlation] = reply.response
+            return
+        self.cluster.route_response(node.node_id, src, src_incarnation, correlation, reply.response, named)
+
+    async def flush(self) -> None:
+        cluster, node = self.cluster, self.node
+        token = node.log.begin_flush()
+        cluster.schedule(cluster.now + cluster.rng.randint(0, 4), "flush", (node.node_id, node.incarnation, token))
+
+    async def load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        self.cluster.on_load_snapshot(self.node, snapshot_id)
+
+    def commit(self, batch: CommittedBatch) -> None:
+        self.cluster.on_committed(self.node, batch)
+
+    def append_result(self, result: AppendResult) -> None:
+        pass  # the workload reads what commits, not what was promised
+
+    def schedule(self, deadline_ms: int | None) -> None:
+        if deadline_ms is not None:
+            node = self.node
+            node.tick_generation += 1
+            self.cluster.schedule(max(deadline_ms, self.cluster.now), "tick", (node.node_id, node.tick_generation))
 
 
 class Cluster:
@@ -363,34 +420,7 @@ class Cluster:
     def apply(self, node: SimNode, out: Outbox) -> None:
         core = node.core
         assert core is not None
-        if out.election_state is not None:
-            self.persist(node, out.election_state)
-        if out.truncate_to is not None:
-            node.log.truncate_to(out.truncate_to)
-        if out.install_snapshot is not None:
-            if isinstance(core.state, Leader):
-                self.fail(f"LeaderNeverLoadSnapshot: leader {node.node_id} installs a snapshot")
-            self.snapshot_installs += 1
-            node.log.install_snapshot(*out.install_snapshot)
-        for data in out.appends:
-            node.log.append(data)
-        if out.high_watermark is not None:
-            node.log.update_high_watermark(out.high_watermark)
-        for send in out.sends:
-            self.route_request(node, send.destination_id, send.correlation_id, send.request)
-        for reply in out.replies:
-            src, correlation, src_incarnation, named = node.pending_replies.pop(reply.request_id)
-            if src == ADMIN:
-                self.admin_responses[correlation] = reply.response
-                continue
-            self.route_response(node.node_id, src, src_incarnation, correlation, reply.response, named)
-        if out.flush:
-            token = node.log.begin_flush()
-            self.schedule(self.now + self.rng.randint(0, 4), "flush", (node.node_id, node.incarnation, token))
-        if out.load_snapshot is not None:
-            self.on_load_snapshot(node, out.load_snapshot)
-        for batch in out.committed:
-            self.on_committed(node, batch)
+        apply_now(out, _SimTarget(self, node))
         if (
             self.snapshot_every
             and out.committed
@@ -400,9 +430,6 @@ class Cluster:
         if isinstance(core.state, Leader) and (core.state.epoch, node.node_id) not in self.leaders_seen:
             self.leaders_seen.add((core.state.epoch, node.node_id))
             self.on_new_leader(node, core.state.epoch)
-        if out.next_deadline_ms is not None:
-            node.tick_generation += 1
-            self.schedule(max(out.next_deadline_ms, self.now), "tick", (node.node_id, node.tick_generation))
 
     def persist(self, node: SimNode, election: ElectionState) -> None:
         if node.election is not None and election.epoch < node.election.epoch:
