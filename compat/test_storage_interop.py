@@ -63,7 +63,7 @@ from storage.format import DynamicVoter, check_formatted, format_directories, vo
 from storage.leader_epoch import decode_checkpoint
 from storage.log import MetadataLog
 from storage.meta_properties import read_meta_properties
-from storage.quorum_state import ElectionState, FileQuorumStateStore
+from storage.quorum_state import FileQuorumStateStore, StoredElectionState
 from storage.records import RecordBatch, iter_batches, scan_batches
 from storage.segment import LogConfig
 from storage.snapshots import SnapshotId, read_snapshot_content
@@ -350,7 +350,7 @@ def test_stock_controller_runs_on_a_kwire_directory(kafka: KafkaRelease, tmp_pat
     log.close()
     data_version = FileQuorumStateStore.in_partition_dir(part).read_data_version()
     assert data_version == 1
-    FileQuorumStateStore.in_partition_dir(part).write_election_state(ElectionState(epoch=epoch, leader_id=1), 1)
+    FileQuorumStateStore.in_partition_dir(part).write_election_state(StoredElectionState(epoch=epoch, leader_id=1), 1)
 
     # 4. the stock controller starts on top of it and writes a later epoch after kwire's batches
     _run_controller(

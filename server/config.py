@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import javaproperties
 
+from server.raft.types import QuorumConfig
+
 __all__ = [
+    "BootstrapServer",
     "ConfigError",
-    "Endpoint",
     "KRaftConfig",
     "Listener",
     "QuorumVoter",
@@ -71,8 +73,9 @@ class Listener:
 
 
 @dataclass(frozen=True, slots=True)
-class Endpoint:
-    """A ``host:port`` to connect to (``controller.quorum.bootstrap.servers``)."""
+class BootstrapServer:
+    """One ``host:port`` of ``controller.quorum.bootstrap.servers`` (Kafka parses them to
+    ``InetSocketAddress``es); no listener name, unlike ``server.raft.types.Endpoint``."""
 
     host: str
     port: int
@@ -122,14 +125,14 @@ def parse_listeners(key: str, value: str) -> tuple[Listener, ...]:
     return tuple(listeners)
 
 
-def parse_bootstrap_servers(key: str, value: str) -> tuple[Endpoint, ...]:
+def parse_bootstrap_servers(key: str, value: str) -> tuple[BootstrapServer, ...]:
     """``host:port,...`` (``controller.quorum.bootstrap.servers``)."""
-    servers: list[Endpoint] = []
+    servers: list[BootstrapServer] = []
     for item in _split_list(value):
         m = _HOST_PORT_RE.match(item)
         if m is None:
             raise ConfigError(key, f"{item!r} is not of the form host:port")
-        servers.append(Endpoint(m["host"], _port(key, m["port"], allow_zero=False)))
+        servers.append(BootstrapServer(m["host"], _port(key, m["port"], allow_zero=False)))
     return tuple(servers)
 
 
@@ -196,6 +199,11 @@ class _Reader:
         return tuple(_split_list(self.get(key) or ""))
 
 
+_QUORUM_DEFAULTS = QuorumConfig()
+"""Kafka's ``controller.quorum.*`` defaults, written once on ``QuorumConfig`` (as Kafka's
+``KafkaConfig`` takes them from ``QuorumConfig``'s ConfigDef)."""
+
+
 @dataclass(frozen=True, slots=True)
 class KRaftConfig:
     """A checked ``server.properties``. Durations are in ms, sizes in bytes."""
@@ -209,13 +217,13 @@ class KRaftConfig:
     metadata_log_dir: str
     log_dirs: tuple[str, ...]
     controller_quorum_voters: tuple[QuorumVoter, ...] = ()
-    controller_quorum_bootstrap_servers: tuple[Endpoint, ...] = ()
-    controller_quorum_election_timeout_ms: int = 1000
-    controller_quorum_fetch_timeout_ms: int = 2000
-    controller_quorum_election_backoff_max_ms: int = 1000
-    controller_quorum_request_timeout_ms: int = 2000
-    controller_quorum_retry_backoff_ms: int = 20
-    controller_quorum_append_linger_ms: int = 25
+    controller_quorum_bootstrap_servers: tuple[BootstrapServer, ...] = ()
+    controller_quorum_election_timeout_ms: int = _QUORUM_DEFAULTS.election_timeout_ms
+    controller_quorum_fetch_timeout_ms: int = _QUORUM_DEFAULTS.fetch_timeout_ms
+    controller_quorum_election_backoff_max_ms: int = _QUORUM_DEFAULTS.election_backoff_max_ms
+    controller_quorum_request_timeout_ms: int = _QUORUM_DEFAULTS.request_timeout_ms
+    controller_quorum_retry_backoff_ms: int = _QUORUM_DEFAULTS.retry_backoff_ms
+    controller_quorum_append_linger_ms: int = _QUORUM_DEFAULTS.append_linger_ms
     socket_request_max_bytes: int = 104_857_600
     connections_max_idle_ms: int = 600_000
     metadata_log_segment_bytes: int = 1_073_741_824
@@ -314,8 +322,13 @@ class KRaftConfig:
                 "is required when controller.quorum.voters is empty",
             )
 
-        def q(key: str, default: int, minimum: int = 0) -> int:
-            return r.integer(f"controller.quorum.{key}", default, minimum=minimum)
+        def integer(key: str, name: str, minimum: int = 0) -> int:
+            # the default is the field's: each is written once, on the dataclass
+            return r.integer(key, _FIELD_DEFAULTS[name], minimum=minimum)
+
+        def q(key: str, minimum: int = 0) -> int:
+            name = "controller_quorum_" + key.replace(".", "_")
+            return integer(f"controller.quorum.{key}", name, minimum)
 
         return cls(
             process_roles=roles,
@@ -328,35 +341,54 @@ class KRaftConfig:
             log_dirs=log_dirs,
             controller_quorum_voters=voters,
             controller_quorum_bootstrap_servers=bootstrap,
-            controller_quorum_election_timeout_ms=q("election.timeout.ms", 1000, 1),
-            controller_quorum_fetch_timeout_ms=q("fetch.timeout.ms", 2000, 1),
-            controller_quorum_election_backoff_max_ms=q("election.backoff.max.ms", 1000, 1),
-            controller_quorum_request_timeout_ms=q("request.timeout.ms", 2000, 1),
-            controller_quorum_retry_backoff_ms=q("retry.backoff.ms", 20),
-            controller_quorum_append_linger_ms=q("append.linger.ms", 25),
-            socket_request_max_bytes=r.integer("socket.request.max.bytes", 104_857_600, minimum=1),
-            connections_max_idle_ms=r.integer("connections.max.idle.ms", 600_000),
-            metadata_log_segment_bytes=r.integer(
-                "metadata.log.segment.bytes", 1_073_741_824, minimum=12
+            controller_quorum_election_timeout_ms=q("election.timeout.ms", 1),
+            controller_quorum_fetch_timeout_ms=q("fetch.timeout.ms", 1),
+            controller_quorum_election_backoff_max_ms=q("election.backoff.max.ms", 1),
+            controller_quorum_request_timeout_ms=q("request.timeout.ms", 1),
+            controller_quorum_retry_backoff_ms=q("retry.backoff.ms"),
+            controller_quorum_append_linger_ms=q("append.linger.ms"),
+            socket_request_max_bytes=integer(
+                "socket.request.max.bytes", "socket_request_max_bytes", 1
             ),
-            metadata_log_segment_ms=r.integer("metadata.log.segment.ms", 604_800_000, minimum=1),
-            metadata_max_idle_interval_ms=r.integer("metadata.max.idle.interval.ms", 500),
-            metadata_max_retention_bytes=r.integer(
-                "metadata.max.retention.bytes", 104_857_600, minimum=-1
+            connections_max_idle_ms=integer("connections.max.idle.ms", "connections_max_idle_ms"),
+            metadata_log_segment_bytes=integer(
+                "metadata.log.segment.bytes", "metadata_log_segment_bytes", 12
             ),
-            metadata_max_retention_ms=r.integer(
-                "metadata.max.retention.ms", 604_800_000, minimum=-1
+            metadata_log_segment_ms=integer(
+                "metadata.log.segment.ms", "metadata_log_segment_ms", 1
             ),
-            metadata_log_max_record_bytes_between_snapshots=r.integer(
-                "metadata.log.max.record.bytes.between.snapshots", 20_971_520, minimum=1
+            metadata_max_idle_interval_ms=integer(
+                "metadata.max.idle.interval.ms", "metadata_max_idle_interval_ms"
             ),
-            metadata_log_max_snapshot_interval_ms=r.integer(
-                "metadata.log.max.snapshot.interval.ms", 3_600_000
+            metadata_max_retention_bytes=integer(
+                "metadata.max.retention.bytes", "metadata_max_retention_bytes", -1
+            ),
+            metadata_max_retention_ms=integer(
+                "metadata.max.retention.ms", "metadata_max_retention_ms", -1
+            ),
+            metadata_log_max_record_bytes_between_snapshots=integer(
+                "metadata.log.max.record.bytes.between.snapshots",
+                "metadata_log_max_record_bytes_between_snapshots",
+                1,
+            ),
+            metadata_log_max_snapshot_interval_ms=integer(
+                "metadata.log.max.snapshot.interval.ms", "metadata_log_max_snapshot_interval_ms"
             ),
             raw=merged,
         )
 
     # -- derived views ----------------------------------------------------------------------
+
+    def quorum_config(self) -> QuorumConfig:
+        """The ``controller.quorum.*`` timings as the KRaft core takes them (all in ms)."""
+        return QuorumConfig(
+            election_timeout_ms=self.controller_quorum_election_timeout_ms,
+            fetch_timeout_ms=self.controller_quorum_fetch_timeout_ms,
+            election_backoff_max_ms=self.controller_quorum_election_backoff_max_ms,
+            request_timeout_ms=self.controller_quorum_request_timeout_ms,
+            retry_backoff_ms=self.controller_quorum_retry_backoff_ms,
+            append_linger_ms=self.controller_quorum_append_linger_ms,
+        )
 
     @property
     def is_controller(self) -> bool:
@@ -386,6 +418,12 @@ class KRaftConfig:
             chosen = advertised.get(listener.name, listener)
             result.append(Listener(chosen.name, chosen.host or "localhost", chosen.port))
         return tuple(result)
+
+
+_FIELD_DEFAULTS: dict[str, int] = {
+    f.name: f.default for f in fields(KRaftConfig) if isinstance(f.default, int)
+}
+"""The integer settings' defaults, read from the fields of :class:`KRaftConfig`."""
 
 
 def _security_protocol_map(

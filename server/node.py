@@ -60,7 +60,6 @@ from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.no_op_record import NoOpRecord
 from messages.metadata import decode_record, encode_record
 from server.config import KRaftConfig
-from server.metadata_log import StorageRaftLog
 from server.net import ChannelDispatcher, FinalizedFeatures, PendingRequest, RunningServer, serve
 from server.net.client import (
     KafkaConnection,
@@ -95,11 +94,11 @@ from server.raft.types import (
     Endpoint,
     LeaderAndEpoch,
     OffsetAndEpoch,
-    QuorumConfig,
     ReplicaIdentity,
     ReplicaKey,
     VoterSet,
 )
+from server.storage_raft_log import StorageRaftLog
 from storage import quorum_state
 from storage.bootstrap import (
     FEATURES,
@@ -181,9 +180,9 @@ def supported_features() -> list[SupportedFeatureKey]:
     return sorted(keys, key=lambda k: k.name)
 
 
-def _to_storage_election(state: ElectionState, voters: VoterSet) -> quorum_state.ElectionState:
+def _to_storage_election(state: ElectionState, voters: VoterSet) -> quorum_state.StoredElectionState:
     voted = state.voted_key
-    return quorum_state.ElectionState(
+    return quorum_state.StoredElectionState(
         epoch=state.epoch,
         leader_id=state.leader_id,
         voted_id=None if voted is None else voted.id,
@@ -192,7 +191,7 @@ def _to_storage_election(state: ElectionState, voters: VoterSet) -> quorum_state
     )
 
 
-def _from_storage_election(state: quorum_state.ElectionState) -> ElectionState:
+def _from_storage_election(state: quorum_state.StoredElectionState) -> ElectionState:
     voted = None if state.voted_id is None else ReplicaKey.of(state.voted_id, state.voted_directory_id)
     return ElectionState(state.epoch, state.leader_id, voted)
 
@@ -415,17 +414,6 @@ class Node:
             kraft_version,
         )
 
-    def _quorum_config(self) -> QuorumConfig:
-        c = self.config
-        return QuorumConfig(
-            election_timeout_ms=c.controller_quorum_election_timeout_ms,
-            fetch_timeout_ms=c.controller_quorum_fetch_timeout_ms,
-            election_backoff_max_ms=c.controller_quorum_election_backoff_max_ms,
-            request_timeout_ms=c.controller_quorum_request_timeout_ms,
-            retry_backoff_ms=c.controller_quorum_retry_backoff_ms,
-            append_linger_ms=c.controller_quorum_append_linger_ms,
-        )
-
     # ------------------------------------------------------------------ running
 
     async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
@@ -457,7 +445,7 @@ class Node:
                         now_ms=self.now_ms(),
                         election=stored.election,
                         kraft_version=stored.kraft_version,
-                        config=self._quorum_config(),
+                        config=self.config.quorum_config(),
                     )
                     nursery.start_soon(self._forward_requests, request_receive)
                     # The first step writes the election state the core starts in.

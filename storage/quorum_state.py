@@ -43,10 +43,11 @@ _MANDATORY = {
 
 
 @dataclass(frozen=True, slots=True)
-class ElectionState:
-    """What ``quorum-state`` records (``ElectionState``): the epoch, the known leader, the vote
-    cast in that epoch (id and, with kraft.version 1, directory id), and for data_version 0 the
-    static voter ids."""
+class StoredElectionState:
+    """What ``quorum-state`` records (Kafka's ``ElectionState`` in its file form): the epoch,
+    the known leader, the vote cast in that epoch (id and, with kraft.version 1, directory id),
+    and for data_version 0 the static voter ids. The core's own view of the same state, with a
+    replica key for the vote, is ``server.raft.types.ElectionState``; the node converts."""
 
     epoch: int
     leader_id: int | None = None
@@ -72,7 +73,7 @@ class ElectionState:
         return data
 
     @classmethod
-    def from_quorum_state_data(cls, data: QuorumStateData) -> ElectionState:
+    def from_quorum_state_data(cls, data: QuorumStateData) -> StoredElectionState:
         """The inverse of :meth:`to_quorum_state_data` (``ElectionState.fromQuorumStateData``):
         leader and voted id -1 become None, a zero or absent voted directory id becomes None,
         and the directory id is dropped when there is no vote."""
@@ -87,7 +88,7 @@ class ElectionState:
         )
 
 
-def encode_quorum_state(state: ElectionState, data_version: int) -> bytes:
+def encode_quorum_state(state: StoredElectionState, data_version: int) -> bytes:
     """The file's exact bytes. Raises ValueError for an unsupported ``data_version``."""
     if not LOWEST_SUPPORTED_VERSION <= data_version <= HIGHEST_SUPPORTED_VERSION:
         raise ValueError(
@@ -100,7 +101,7 @@ def encode_quorum_state(state: ElectionState, data_version: int) -> bytes:
     return json.dumps(node, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def decode_quorum_state(data: bytes, location: str = QUORUM_STATE_FILE) -> tuple[ElectionState, int]:
+def decode_quorum_state(data: bytes, location: str = QUORUM_STATE_FILE) -> tuple[StoredElectionState, int]:
     """``(state, data_version)`` from the file's bytes (first line only). Raises
     InconsistentStateError when it is not valid."""
     first_line = data.split(b"\n", 1)[0].rstrip(b"\r")
@@ -131,7 +132,7 @@ def decode_quorum_state(data: bytes, location: str = QUORUM_STATE_FILE) -> tuple
         parsed = QuorumStateData.from_json(node, version)
     except (ValueError, TypeError, KeyError) as exc:
         raise InconsistentStateError(f"invalid quorum state in {location}: {exc}") from exc
-    return ElectionState.from_quorum_state_data(parsed), version
+    return StoredElectionState.from_quorum_state_data(parsed), version
 
 
 class FileQuorumStateStore:
@@ -148,7 +149,7 @@ class FileQuorumStateStore:
         """The store of ``<partition_dir>/quorum-state`` (e.g. ``__cluster_metadata-0``)."""
         return cls(Path(partition_dir) / QUORUM_STATE_FILE)
 
-    def read_election_state(self) -> ElectionState | None:
+    def read_election_state(self) -> StoredElectionState | None:
         """None when the file does not exist. Raises InconsistentStateError when it is
         malformed and KafkaStorageError on I/O failure."""
         with io_errors(f"reading {self.path}"):
@@ -168,7 +169,7 @@ class FileQuorumStateStore:
                 return None
         return decode_quorum_state(data, str(self.path))[1]
 
-    def write_election_state(self, state: ElectionState, kraft_version: int) -> None:
+    def write_election_state(self, state: StoredElectionState, kraft_version: int) -> None:
         """Durably replace the file (data_version = ``kraft_version``). Raises
         KafkaStorageError; the caller must not act on the new state after that."""
         atomic_write(self.path, encode_quorum_state(state, kraft_version))

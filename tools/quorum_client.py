@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kwire.errors import Errors
+from kwire.topics import METADATA_PARTITION, METADATA_TOPIC_NAME
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.describe_cluster_response import DescribeClusterResponse
 from messages.generated.describe_quorum_request import (
@@ -32,10 +33,9 @@ from messages.generated.describe_quorum_response import (
 )
 
 __all__ = [
-    "CONTROLLER_ENDPOINT_TYPE", "METADATA_TOPIC", "QuorumToolError", "QuorumView", "describe",
+    "CONTROLLER_ENDPOINT_TYPE", "QuorumToolError", "QuorumView", "describe",
 ]
 
-METADATA_TOPIC = "__cluster_metadata"
 CONTROLLER_ENDPOINT_TYPE = 2
 
 
@@ -112,7 +112,7 @@ async def describe(bootstrap: str, timeout_s: float = 30.0) -> QuorumView:
         conn = await open_connection(active.host, active.port, client_id="kwire-metadata-quorum")
         try:
             quorum = await conn.request(
-                DescribeQuorumRequest([RequestTopic(METADATA_TOPIC, [RequestPartition(0)])])
+                DescribeQuorumRequest([RequestTopic(METADATA_TOPIC_NAME, [RequestPartition(METADATA_PARTITION)])])
             )
         finally:
             await conn.aclose()

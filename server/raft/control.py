@@ -28,12 +28,11 @@ from storage.snapshot_format import read_snapshot_content
 __all__ = [
     "ControlMessage",
     "ControlRecordType",
-    "ControlRecord",
+    "LogControlRecord",
     "build_control_batch",
     "build_data_batch",
     "bootstrap_voters",
     "control_records_of",
-    "control_type_of",
     "kraft_version_record",
     "leader_change_message",
     "voter_set_from_record",
@@ -57,14 +56,6 @@ def build_data_batch(
     return storage_control.build_data_batch(
         values, base_offset=base_offset, partition_leader_epoch=epoch, append_time_ms=timestamp_ms
     )
-
-
-def control_type_of(key: bytes | None) -> int:
-    """The type in a control record key, or -1 (UNKNOWN) when the key is malformed."""
-    try:
-        return int(storage_control.parse_control_key(key))
-    except ValueError:
-        return -1
 
 
 def leader_change_message(
@@ -118,15 +109,16 @@ def voter_set_from_record(record: VotersRecord) -> VoterSet:
 
 
 @dataclass(frozen=True, slots=True)
-class ControlRecord:
-    """A KRaft control record with the absolute offset it has in the log."""
+class LogControlRecord:
+    """A KRaft control record where the log holds it: its absolute offset, the leader epoch of
+    its batch and its decoded value (``storage.control.ControlRecord`` is the record alone)."""
 
     offset: int
     epoch: int
     message: ControlMessage
 
 
-def control_records_of(batch: RecordBatch) -> Iterator[ControlRecord]:
+def control_records_of(batch: RecordBatch) -> Iterator[LogControlRecord]:
     """The control records of ``batch`` (nothing for a data batch). Raises InvalidRecordError
     for a control batch that breaks KRaft's record rules."""
     if not batch.is_control:
@@ -134,10 +126,11 @@ def control_records_of(batch: RecordBatch) -> Iterator[ControlRecord]:
     kraft = storage_control.read_kraft_batch(batch, validate_crc=False)
     for index, record in enumerate(kraft.records):
         assert isinstance(record, storage_control.ControlRecord)
-        yield ControlRecord(batch.base_offset + index, batch.partition_leader_epoch, record.message)
+        epoch = batch.partition_leader_epoch
+        yield LogControlRecord(batch.base_offset + index, epoch, record.message)
 
 
-def iter_control_records(batches: bytes | memoryview) -> Iterator[ControlRecord]:
+def iter_control_records(batches: bytes | memoryview) -> Iterator[LogControlRecord]:
     for batch in iter_batches(batches):
         yield from control_records_of(batch)
 

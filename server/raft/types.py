@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from kwire.topics import METADATA_PARTITION as METADATA_PARTITION
+from kwire.topics import METADATA_TOPIC_NAME as METADATA_TOPIC_NAME
 from kwire.uuid import ZERO_UUID, Uuid
-
-METADATA_TOPIC_NAME = "__cluster_metadata"
-METADATA_PARTITION = 0
+from storage.snapshot_format import BOOTSTRAP_SNAPSHOT_ID as _BOOTSTRAP_SNAPSHOT
 
 # KafkaRaftClient constants (kraft-facts §6.1)
 MAX_FETCH_WAIT_MS = 500
@@ -69,9 +69,10 @@ class OffsetAndEpoch(NamedTuple):
         return self.key() >= other.key()
 
 
-BOOTSTRAP_SNAPSHOT_ID = OffsetAndEpoch(0, 0)
-"""The id of the bootstrap checkpoint ``00000000000000000000-0000000000.checkpoint`` that
-``kafka-storage format`` writes: never loaded as a state-machine snapshot."""
+BOOTSTRAP_SNAPSHOT_ID = OffsetAndEpoch(_BOOTSTRAP_SNAPSHOT.end_offset, _BOOTSTRAP_SNAPSHOT.epoch)
+"""``storage.snapshot_format.BOOTSTRAP_SNAPSHOT_ID`` as the core's ``OffsetAndEpoch``: the
+bootstrap checkpoint ``00000000000000000000-0000000000.checkpoint`` that ``kafka-storage
+format`` writes, never loaded as a state-machine snapshot."""
 
 
 class LeaderAndEpoch(NamedTuple):

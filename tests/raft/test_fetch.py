@@ -18,13 +18,14 @@ from messages.generated.fetch_response import (
     PartitionData,
 )
 from messages.generated.leader_change_message import LeaderChangeMessage
-from server.raft.control import ControlRecordType, build_data_batch, control_type_of
+from server.raft.control import ControlRecordType, build_data_batch
 from server.raft.core import RaftCore
 from server.raft.events import ClientAppend, FlushCompleted, ResponseReceived, Tick
 from server.raft.log import MemoryRaftLog
 from server.raft.quorum_state import RaftSafetyError
 from server.raft.roles import Follower, Leader, Unattached
 from server.raft.types import ElectionState, Endpoint, ReplicaIdentity, ReplicaKey, VoterSet
+from storage.control import parse_control_key
 from storage.records import iter_batches
 from tests.raft.helpers import (
     append_batches,
@@ -45,7 +46,7 @@ def test_start_of_epoch_control_batch() -> None:
     (batch,) = list(iter_batches(context.log.read(0, 1 << 20)))
     assert batch.is_control and batch.partition_leader_epoch == leader.epoch
     (record,) = batch.records()
-    assert control_type_of(record.key) == ControlRecordType.LEADER_CHANGE
+    assert parse_control_key(record.key) == ControlRecordType.LEADER_CHANGE
     assert record.value is not None
     message = LeaderChangeMessage.decode(record.value, 0)
     assert message.leader_id == 1

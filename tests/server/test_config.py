@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 
 from server.config import (
+    BootstrapServer,
     ConfigError,
-    Endpoint,
     KRaftConfig,
     Listener,
     QuorumVoter,
@@ -40,7 +40,7 @@ def test_shipped_default_config() -> None:
     assert c.node_id == 1
     assert c.listeners == (Listener("CONTROLLER", "localhost", 9093),)
     assert c.controller_listener_names == ("CONTROLLER",)
-    assert c.controller_quorum_bootstrap_servers == (Endpoint("localhost", 9093),)
+    assert c.controller_quorum_bootstrap_servers == (BootstrapServer("localhost", 9093),)
     assert c.metadata_log_dir == "./data"
     assert c.controller_endpoints() == (Listener("CONTROLLER", "localhost", 9093),)
 

@@ -28,7 +28,7 @@ from server.raft.control import build_data_batch
 from server.raft.roles import Follower, Leader
 from storage.format import format_directories
 from storage.log import METADATA_PARTITION_DIR, MetadataLog
-from storage.quorum_state import ElectionState, FileQuorumStateStore
+from storage.quorum_state import FileQuorumStateStore, StoredElectionState
 from storage.snapshots import SnapshotId, build_snapshot_batches
 from tests.server.test_node import _config, _free_port, _inline, _until
 
@@ -62,7 +62,7 @@ def _knows_epoch_1(data: Path) -> None:
     partition_dir = data / METADATA_PARTITION_DIR
     partition_dir.mkdir(exist_ok=True)
     store = FileQuorumStateStore.in_partition_dir(partition_dir)
-    store.write_election_state(ElectionState(epoch=1), kraft_version=0)
+    store.write_election_state(StoredElectionState(epoch=1), kraft_version=0)
 
 
 async def test_follower_behind_the_log_start_loads_the_snapshot_and_its_features(

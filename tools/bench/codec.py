@@ -40,13 +40,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kwire.topics import METADATA_TOPIC_NAME
 from tools.bench.core import Result, SectionError, Settings, measure_pair
 
 SECTION = "codec"
 REFERENCE = "kafka-python"
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qk"
-METADATA_TOPIC = "__cluster_metadata"
 RECORD_VALUE_BYTES = 256
 FETCH_RECORDS_TARGET_BYTES = 1 << 20
 
@@ -187,11 +187,11 @@ def _vote_case() -> Case:
                                   last_offset_epoch=41, last_offset=1_234_567, pre_vote=True)
     kw = k.VoteRequest(
         cluster_id=CLUSTER_ID, voter_id=2,
-        topics=[k.TopicData(topic_name=METADATA_TOPIC, partitions=[k.PartitionData(
+        topics=[k.TopicData(topic_name=METADATA_TOPIC_NAME, partitions=[k.PartitionData(
             replica_directory_id=replica_dir, voter_directory_id=voter_dir, **fields)])])
     R = VoteRequest
     ref = R(cluster_id=CLUSTER_ID, voter_id=2, topics=[R.TopicData(
-        topic_name=METADATA_TOPIC, partitions=[R.TopicData.PartitionData(
+        topic_name=METADATA_TOPIC_NAME, partitions=[R.TopicData.PartitionData(
             replica_directory_id=ref_replica_dir, voter_directory_id=ref_voter_dir, **fields)])])
     return Case("VoteRequest", 2, "1 topic x 1 partition, pre-vote, directory ids",
                 kw, k.VoteRequest, ref, R, _touch_vote, _leaves_vote)
@@ -216,7 +216,7 @@ def _quorum_case(voters: int = 5, observers: int = 10) -> Case:
     RP = R.TopicData.PartitionData
     kw = k.DescribeQuorumResponse(
         error_code=0, error_message=None,
-        topics=[k.TopicData(topic_name=METADATA_TOPIC, partitions=[k.PartitionData(
+        topics=[k.TopicData(topic_name=METADATA_TOPIC_NAME, partitions=[k.PartitionData(
             current_voters=[k.ReplicaState(replica_directory_id=dirs[i][0], **replica(i))
                             for i in voter_ids],
             observers=[k.ReplicaState(replica_directory_id=dirs[i][0], **replica(i))
@@ -227,7 +227,7 @@ def _quorum_case(voters: int = 5, observers: int = 10) -> Case:
             for i in voter_ids])
     ref = R(
         error_code=0, error_message=None,
-        topics=[R.TopicData(topic_name=METADATA_TOPIC, partitions=[RP(
+        topics=[R.TopicData(topic_name=METADATA_TOPIC_NAME, partitions=[RP(
             current_voters=[RP.ReplicaState(replica_directory_id=dirs[i][1], **replica(i))
                             for i in voter_ids],
             observers=[RP.ReplicaState(replica_directory_id=dirs[i][1], **replica(i))
