@@ -1,4 +1,4 @@
-"""The node's outbound side towards one peer (server.node._Peer)."""
+"""The node's outbound side towards one peer (server.node.peer.Peer)."""
 
 from __future__ import annotations
 
@@ -17,18 +17,17 @@ LOCAL = [Listener("CONTROLLER", "127.0.0.1", 0)]
 
 
 class _Recorder:
-    """Stands in for the Node: collects what the peer posts back."""
+    """Collects what the peer posts back, as the node's event channel would."""
 
     def __init__(self) -> None:
         self.events: list[object] = []
-        self.config = type("Config", (), {"node_id": 1})()
 
     def _post(self, event: object) -> None:
         self.events.append(event)
 
 
 async def _exchange(request: VoteRequest) -> object:
-    from server.node import _Peer
+    from server.node.peer import Peer
 
     async def vote(_request: object, _ctx: object) -> VoteResponse:
         return VoteResponse()
@@ -38,7 +37,7 @@ async def _exchange(request: VoteRequest) -> object:
     async with trio.open_nursery() as nursery:
         running = await nursery.start(lambda task_status: serve(LOCAL, table, task_status=task_status))
         node = _Recorder()
-        peer = _Peer(node, 2)  # type: ignore[arg-type]
+        peer = Peer(2, node._post, "raft-client-1")
         outbound = OutboundRequest(7, 2, Endpoint("CONTROLLER", "127.0.0.1", running.port()), request, 2000)
         event = await peer._exchange(outbound)
         if peer.connection is not None:

@@ -1,4 +1,4 @@
-"""The node: the Trio driver that owns the KRaft core and executes its Outbox.
+"""The Trio driver that owns the KRaft core and carries out its Outboxes: :class:`Node`.
 
 One task (:meth:`Node._drive`) owns the :class:`~server.raft.core.RaftCore`. Everything that
 happens to the node reaches it as an item on one memory channel::
@@ -9,73 +9,44 @@ happens to the node reaches it as an item on one memory channel::
     shutdown() ──► Resign ───────────────────────────────────────────┘      │
                      timer (next_deadline_ms) ──► Tick ─────────────────────┘
 
-and each Outbox is executed in the order its contract states (``server.raft.events.Outbox``):
-
-1. ``election_state`` written to ``quorum-state`` (tmp + fsync + rename) before anything else;
-2.-4. truncation, appends, high watermark applied to the log;
-5. sends handed to the peer tasks, replies completed;
-6. ``flush``: fsync of the log, then a :class:`FlushCompleted` step;
-7. committed batches: the finalized features are read from them.
+Each Outbox is carried out by ``server.raft.outbox.apply`` (the one applier, with the order
+of the Outbox contract); the node is its ``OutboxTarget``: the election state goes to
+quorum-state (tmp + fsync + rename) first, log changes and the fsync run off the event loop,
+sends go to the :class:`~server.node.peer.Peer` tasks, replies complete the pending requests,
+and a loaded snapshot or committed batches update the finalized features and the listener.
 
 Every file operation runs through ``trio.to_thread`` (DESIGN rule 3), one at a time, from the
 driving task, so the log (not thread-safe) sees a single caller. A failed write, fsync or a
 broken log invariant raises out of :meth:`Node.run`: the node stops without sending anything
 that the failed write would have had to precede (DESIGN rule 6).
-
-The node answers DescribeCluster itself (``ControllerApis.handleDescribeCluster``,
-kraft-facts §1.5): with EndpointType 2, Brokers = the voters that have an endpoint on the
-listener the request arrived on, ControllerId = the leader if it is among them, else -1.
-
-Start-up (``KafkaRaftServer`` / ``KafkaRaftManager``): meta.properties of the metadata log
-directory (cluster id, node id, directory id), the metadata log (recovered), quorum-state, and
-the bootstrap voters: those of ``controller.quorum.voters`` (kraft.version 0) or of the
-bootstrap checkpoint ``00000000000000000000-0000000000.checkpoint`` that formatting with
-``--standalone`` / ``--initial-controllers`` writes (kraft.version 1).
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import random
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import trio
 
-from kwire.api_keys import ApiKey
-from kwire.errors import Errors
 from kwire.uuid import Uuid
-from kwire.wire import EncodeError, read_uvarint
-from messages.generated.api_versions_response import FinalizedFeatureKey, SupportedFeatureKey
 from messages.generated.describe_cluster_request import DescribeClusterRequest
-from messages.generated.describe_cluster_response import (
-    DescribeClusterBroker,
-    DescribeClusterResponse,
-)
-from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.no_op_record import NoOpRecord
-from messages.metadata import decode_record, encode_record
+from messages.metadata import encode_record
 from server.config import KRaftConfig
-from server.net import ChannelDispatcher, FinalizedFeatures, PendingRequest, RunningServer, serve
-from server.net.client import (
-    KafkaConnection,
-    KafkaConnectionError,
-    UnsupportedVersionError,
-    open_connection,
-)
-from server.raft import registry
-from server.raft.control import voter_set_from_record
+from server.net import ChannelDispatcher, PendingRequest, RunningServer, serve
+from server.node.apis import api_versions, describe_cluster, supported_features
+from server.node.features import FinalizedFeatureLevels
+from server.node.peer import Peer
+from server.node.startup import load_stored_state, to_stored_election
 from server.raft.core import RaftCore
 from server.raft.events import (
     AppendResult,
     ClientAppend,
     CommittedBatch,
     Event,
-    FailureReason,
     FlushCompleted,
     OutboundRequest,
     Outbox,
@@ -95,40 +66,17 @@ from server.raft.types import (
     LeaderAndEpoch,
     OffsetAndEpoch,
     ReplicaIdentity,
-    ReplicaKey,
-    VoterSet,
 )
 from server.storage_raft_log import StorageRaftLog
-from storage import quorum_state
-from storage.bootstrap import (
-    FEATURES,
-    KRAFT_VERSION_FEATURE,
-    METADATA_VERSION_FEATURE,
-    METADATA_VERSIONS,
-)
-from storage.format import check_formatted
 from storage.log import MetadataLog
 from storage.quorum_state import FileQuorumStateStore
 from storage.records import RecordBatch
-from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, SnapshotId, read_snapshot, snapshot_path
+from storage.snapshots import SnapshotId, read_snapshot
 
-__all__ = [
-    "CONTROLLER_ENDPOINT_TYPE",
-    "MAX_METADATA_VERSION_LEVEL",
-    "Node",
-    "NodeStartupError",
-    "RaftListener",
-    "api_versions",
-    "supported_features",
-]
-
-log = logging.getLogger("server.node")
+__all__ = ["Node", "RaftListener"]
 
 T = TypeVar("T")
 
-CONTROLLER_ENDPOINT_TYPE = 2
-MAX_METADATA_VERSION_LEVEL = max(mv.level for mv in METADATA_VERSIONS if mv.production)
-"""The newest production metadata.version kwire can format a cluster with."""
 
 class RaftListener(Protocol):
     """A local state machine fed by the node (Kafka's ``RaftClient.Listener``). Called from the
@@ -146,144 +94,18 @@ class RaftListener(Protocol):
         """The leader or epoch this node knows of changed."""
 
 
-class NodeStartupError(RuntimeError):
-    """The node cannot start: unformatted directory, no voters, unreadable state."""
-
-
-def api_versions() -> dict[int, tuple[int, int]]:
-    """What the node advertises besides ApiVersions: exactly the RPCs the core handles (with
-    the versions its handlers accept, from ``server.raft.registry``) plus DescribeCluster,
-    which the node answers."""
-    versions = registry.DEFAULT.advertised_versions()
-    versions[int(ApiKey.DESCRIBE_CLUSTER)] = (
-        DescribeClusterRequest.LOWEST_VERSION,
-        DescribeClusterRequest.HIGHEST_VERSION,
-    )
-    return versions
-
-
-def supported_features() -> list[SupportedFeatureKey]:
-    """``BrokerFeatures.defaultSupportedFeatures``: metadata.version 1 up to the newest
-    production level, and every feature ``kwire storage format`` can finalize (kraft.version,
-    group, transaction, share, streams, eligible.leader.replicas) from 0 to its newest level, so
-    a cluster formatted with them accepts this node. Only kraft.version changes what the quorum
-    layer does; the others are levels the controller keeps, not behaviour of this node."""
-    keys = [
-        SupportedFeatureKey(name=name, min_version=0, max_version=max(v.level for v in versions))
-        for name, versions in FEATURES.items()
-    ]
-    keys.append(
-        SupportedFeatureKey(
-            name=METADATA_VERSION_FEATURE, min_version=1, max_version=MAX_METADATA_VERSION_LEVEL
-        )
-    )
-    return sorted(keys, key=lambda k: k.name)
-
-
-def _to_storage_election(state: ElectionState, voters: VoterSet) -> quorum_state.StoredElectionState:
-    voted = state.voted_key
-    return quorum_state.StoredElectionState(
-        epoch=state.epoch,
-        leader_id=state.leader_id,
-        voted_id=None if voted is None else voted.id,
-        voted_directory_id=None if voted is None else voted.directory_id,
-        voters=voters.ids,
-    )
-
-
-def _from_storage_election(state: quorum_state.StoredElectionState) -> ElectionState:
-    voted = None if state.voted_id is None else ReplicaKey.of(state.voted_id, state.voted_directory_id)
-    return ElectionState(state.epoch, state.leader_id, voted)
-
-
-@dataclass(frozen=True, slots=True)
-class _StoredState:
-    """What start-up reads from disk."""
-
-    cluster_id: str
-    directory_id: Uuid
-    election: ElectionState | None
-    voters: VoterSet
-    kraft_version: int
-
-
-class _Peer:
-    """The outbound side towards one destination: one connection (opened on demand, with
-    ApiVersions negotiation) and one request at a time, as the core never has more than one
-    in flight per destination. Each outcome goes back to the driver as an event."""
-
-    def __init__(self, node: Node, destination_id: int) -> None:
-        self.node = node
-        self.destination_id = destination_id
-        self.send, self.receive = trio.open_memory_channel[OutboundRequest](math.inf)
-        self.connection: KafkaConnection | None = None
-        self.address: tuple[str, int] | None = None
-
-    async def run(self) -> None:
-        try:
-            async for outbound in self.receive:
-                event = await self._exchange(outbound)
-                self.node._post(event)
-        finally:
-            if self.connection is not None:
-                await self.connection.aclose()
-
-    async def _exchange(self, outbound: OutboundRequest) -> Event:
-        failed = RequestFailed(outbound.correlation_id, self.destination_id, FailureReason.UNREACHABLE)
-        endpoint = outbound.endpoint
-        if endpoint is None:
-            return failed
-        address = (endpoint.host, endpoint.port)
-        timeout_s = outbound.timeout_ms / 1000
-        try:
-            with trio.fail_after(timeout_s):
-                if self.connection is None or self.connection.closed or self.address != address:
-                    if self.connection is not None:
-                        await self.connection.aclose()
-                    self.connection = None
-                    self.connection = await open_connection(
-                        endpoint.host,
-                        endpoint.port,
-                        client_id=f"raft-client-{self.node.config.node_id}",
-                        request_timeout_ms=outbound.timeout_ms,
-                    )
-                    self.address = address
-                response = await self.connection.request(
-                    outbound.request, timeout_ms=outbound.timeout_ms
-                )
-        except trio.TooSlowError:
-            await self._drop()
-            return RequestFailed(outbound.correlation_id, self.destination_id, FailureReason.TIMEOUT)
-        except (UnsupportedVersionError, EncodeError) as exc:
-            # The peer's versions cannot carry the request (e.g. a pre-vote to a voter that only
-            # speaks Vote v1): Kafka's UnsupportedVersionException, which the core answers by
-            # falling back to a real election.
-            log.debug("request to node %d not expressible: %s", self.destination_id, exc)
-            return RequestFailed(
-                outbound.correlation_id, self.destination_id, FailureReason.UNSUPPORTED_VERSION
-            )
-        except (KafkaConnectionError, OSError) as exc:
-            log.debug("request to node %d failed: %s", self.destination_id, exc)
-            await self._drop()
-            return RequestFailed(outbound.correlation_id, self.destination_id, FailureReason.DISCONNECTED)
-        return ResponseReceived(outbound.correlation_id, self.destination_id, response)
-
-    async def _drop(self) -> None:
-        if self.connection is not None:
-            await self.connection.aclose()
-            self.connection = None
-
-
 class Node:
     """A KRaft controller node serving ``config``'s listeners.
 
     ``await node.run(task_status=...)`` starts it (``nursery.start`` gets the node once its
     listeners are bound and the core is running) and returns after :meth:`shutdown` or
-    :meth:`stop`. Raises :class:`NodeStartupError` for a directory it cannot start from and
-    storage errors (``KafkaStorageError``, ``LogInvariantError``) when the node must stop.
+    :meth:`stop`. Raises :class:`~server.node.startup.NodeStartupError` for a directory it
+    cannot start from and storage errors (``KafkaStorageError``, ``LogInvariantError``) when
+    the node must stop.
 
     ``rng`` seeds the election timeouts; ``run_blocking`` runs file I/O off the event loop
-    (default ``trio.to_thread.run_sync``).
+    (default ``trio.to_thread.run_sync``); ``listener`` is told of appends, commits and
+    leader changes.
     """
 
     def __init__(
@@ -308,14 +130,14 @@ class Node:
         self._events_send, self._events_receive = trio.open_memory_channel[Any](math.inf)
         self._pending: dict[int, PendingRequest] = {}
         self._next_request_id = 1
-        self._peers: dict[int, _Peer] = {}
+        self._peers: dict[int, Peer] = {}
         self._in_flight = 0
         self._nursery: trio.Nursery | None = None
         self._cancel_scope = trio.CancelScope()
         self._deadline_ms: int | None = None
         self._wall_base_ms = 0
         self._trio_base = 0.0
-        self._features: dict[str, int] = {}
+        self._features = FinalizedFeatureLevels()
         self._flushed = False
         self._features_seen = False
         """Committed data or a snapshot arrived in this Outbox: publish the features again."""
@@ -344,14 +166,17 @@ class Node:
 
     @property
     def leader_id(self) -> int | None:
+        """The leader this node knows of, None before start-up or while there is none."""
         return None if self.core is None else self.core.leader_and_epoch.leader_id
 
     @property
     def epoch(self) -> int | None:
+        """The node's current leader epoch, None before start-up."""
         return None if self.core is None else self.core.epoch
 
     @property
     def port(self) -> int:
+        """The bound port of the first controller listener (once :meth:`run` started)."""
         assert self.running is not None
         return self.running.port(self.config.controller_listener_names[0])
 
@@ -366,7 +191,7 @@ class Node:
             result.append(Endpoint(listener.name, listener.host or "localhost", port))
         return tuple(result)
 
-    # ------------------------------------------------------------------ start-up
+    # ------------------------------------------------------------------ running
 
     async def _blocking(self, fn: Callable[[], T]) -> T:
         if self._run_blocking is not None:
@@ -374,55 +199,15 @@ class Node:
             return result
         return await trio.to_thread.run_sync(fn)
 
-    def _load(self) -> _StoredState:
-        config = self.config
-        meta = check_formatted(config.metadata_log_dir, config.node_id, config.log_dirs)
-        if meta.cluster_id is None or meta.directory_id is None:
-            raise NodeStartupError(f"meta.properties in {config.metadata_log_dir} is incomplete")
-        metadata_log = MetadataLog.open(config.metadata_log_dir)
-        try:
-            self._store = FileQuorumStateStore.in_partition_dir(metadata_log.dir)
-            stored = self._store.read_election_state()
-            checkpoint = snapshot_path(metadata_log.dir, BOOTSTRAP_SNAPSHOT_ID)
-            kraft_version = 0
-            voters: VoterSet | None = None
-            if Path(checkpoint).exists():
-                content = read_snapshot(metadata_log.dir, BOOTSTRAP_SNAPSHOT_ID)
-                kraft_version = content.kraft_version
-                if content.voters is not None:
-                    voters = voter_set_from_record(content.voters)
-            if voters is None and config.controller_quorum_voters:
-                voters = VoterSet.static(
-                    {v.node_id: (v.host, v.port) for v in config.controller_quorum_voters},
-                    config.controller_listener_names[0],
-                )
-            if voters is None:
-                raise NodeStartupError(
-                    "no voters: controller.quorum.voters is empty and the metadata log directory "
-                    f"{config.metadata_log_dir} has no bootstrap checkpoint (format it with "
-                    "--standalone or --initial-controllers)"
-                )
-        except BaseException:
-            metadata_log.close()
-            raise
-        self.metadata_log = metadata_log
-        return _StoredState(
-            meta.cluster_id,
-            meta.directory_id,
-            None if stored is None else _from_storage_election(stored),
-            voters,
-            kraft_version,
-        )
-
-    # ------------------------------------------------------------------ running
-
     async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
+        """Start up, serve and drive the core until stopped (see the class docstring)."""
         self._wall_base_ms = time.time_ns() // 1_000_000
         self._trio_base = trio.current_time()
-        stored = await self._blocking(self._load)
+        stored = await self._blocking(lambda: load_stored_state(self.config))
+        self.metadata_log = metadata_log = stored.metadata_log
+        self._store = stored.store
         self.cluster_id = stored.cluster_id
         self.directory_id = stored.directory_id
-        assert self.metadata_log is not None
         request_send, request_receive = trio.open_memory_channel[PendingRequest](0)
         self._dispatcher = ChannelDispatcher(api_versions(), request_send, supported_features())
         try:
@@ -430,7 +215,7 @@ class Node:
                 async with trio.open_nursery() as nursery:
                     self._nursery = nursery
                     self.running = await nursery.start(serve, self.config, self._dispatcher)
-                    self._raft_log = StorageRaftLog(self.metadata_log)
+                    self._raft_log = StorageRaftLog(metadata_log)
                     self.core = RaftCore(
                         identity=ReplicaIdentity(
                             node_id=self.config.node_id,
@@ -458,7 +243,7 @@ class Node:
                     pending.fail(RuntimeError("the node stopped"))
             self._pending.clear()
             with trio.CancelScope(shield=True):
-                await self._blocking(self.metadata_log.close)
+                await self._blocking(metadata_log.close)
 
     async def _forward_requests(self, receive: trio.MemoryReceiveChannel[PendingRequest]) -> None:
         async for pending in receive:
@@ -493,7 +278,18 @@ class Node:
         body = request.body
         version = request.header.request_api_version
         if isinstance(body, DescribeClusterRequest):
-            pending.respond(self._describe_cluster(body, version, pending.context.listener_name))
+            core, cluster_id = self.core, self.cluster_id
+            assert core is not None and cluster_id is not None
+            pending.respond(
+                describe_cluster(
+                    body,
+                    version,
+                    pending.context.listener_name,
+                    cluster_id=cluster_id,
+                    voters=core.voters,
+                    leader_id=core.leader_and_epoch.leader_id,
+                )
+            )
             return
         request_id = self._next_request_id
         self._next_request_id += 1
@@ -524,7 +320,7 @@ class Node:
         """quorum-state, written and fsynced off the event loop."""
         core, store = self.core, self._store
         assert core is not None and store is not None
-        state = _to_storage_election(election, core.voters)
+        state = to_stored_election(election, core.voters)
         await self._blocking(lambda: store.write_election_state(state, core.kraft_version))
 
     async def write_log(self, out: Outbox) -> None:
@@ -534,8 +330,16 @@ class Node:
         await self._blocking(lambda: apply_log_changes(raft_log, out))
 
     def send(self, request: OutboundRequest) -> None:
-        """Hand the request to the destination's peer task."""
-        self._send(request)
+        """Hand the request to the destination's peer task (started on first use)."""
+        peer = self._peers.get(request.destination_id)
+        if peer is None:
+            client_id = f"raft-client-{self.config.node_id}"
+            peer = Peer(request.destination_id, self._post, client_id)
+            self._peers[request.destination_id] = peer
+            assert self._nursery is not None
+            self._nursery.start_soon(peer.run)
+        self._in_flight += 1
+        peer.send.send_nowait(request)
 
     def reply(self, reply: Reply) -> None:
         """Answer the pending request, unless its connection went away."""
@@ -556,9 +360,7 @@ class Node:
         assert metadata_log is not None
         snapshot = SnapshotId(snapshot_id.offset, snapshot_id.epoch)
         content = await self._blocking(lambda: read_snapshot(metadata_log.dir, snapshot))
-        self._features = {}
-        for value in content.data_records():
-            self._track_feature_level(value)
+        self._features.reset(content.data_records())
         self._features_seen = True
         self._maybe_notify_leader()
 
@@ -566,7 +368,7 @@ class Node:
         """Track FeatureLevelRecords (the finalized features), then tell the listener."""
         if not batch.is_control:
             for value in RecordBatch(batch.data).iter_values():
-                self._track_feature_level(value)
+                self._features.track(value)
         self._features_seen = True
         self._maybe_notify_leader()
         if self.listener is not None:
@@ -603,6 +405,15 @@ class Node:
             self._known_leader = leader
             listener.handle_leader_change(leader)
 
+    def _publish_features(self) -> None:
+        if self._dispatcher is None or self.core is None:
+            return
+        self._dispatcher.finalized = self._features.finalized(
+            self.core.high_watermark, self.core.kraft_version
+        )
+
+    # ------------------------------------------------------------------ appends
+
     def _schedule_no_op(self) -> None:
         """An active controller appends a NoOpRecord every ``metadata.max.idle.interval.ms``
         (``QuorumController.maybeScheduleNextWriteNoOpRecord``), so that the high watermark of
@@ -637,79 +448,6 @@ class Node:
         token = self._take_token()
         self._post(ClientAppend(token, tuple(values)))
         return token
-
-    def _send(self, outbound: OutboundRequest) -> None:
-        peer = self._peers.get(outbound.destination_id)
-        if peer is None:
-            peer = _Peer(self, outbound.destination_id)
-            self._peers[outbound.destination_id] = peer
-            assert self._nursery is not None
-            self._nursery.start_soon(peer.run)
-        self._in_flight += 1
-        peer.send.send_nowait(outbound)
-
-    # ------------------------------------------------------------------ features
-
-    def _track_feature_level(self, value: bytes | None) -> None:
-        """Take a FeatureLevelRecord's level from one metadata record value."""
-        # the frame is (frame version, api key, version) varints: peek at the api key before
-        # decoding a whole record that cannot be a FeatureLevelRecord
-        if value is None or len(value) < 2:
-            return
-        api_key = value[1] if value[1] < 0x80 else read_uvarint(value, 1)[0]
-        if api_key != FeatureLevelRecord.API_KEY:
-            return
-        message, _ = decode_record(value)
-        if isinstance(message, FeatureLevelRecord):
-            self._features[message.name] = message.feature_level
-
-    def _publish_features(self) -> None:
-        if self._dispatcher is None or self.core is None:
-            return
-        levels = {name: level for name, level in self._features.items() if level > 0}
-        if self.core.kraft_version > 0:
-            levels[KRAFT_VERSION_FEATURE] = self.core.kraft_version
-        epoch = self.core.high_watermark - 1 if levels else -1
-        self._dispatcher.finalized = FinalizedFeatures(
-            epoch,
-            [
-                FinalizedFeatureKey(name=name, max_version_level=level, min_version_level=level)
-                for name, level in sorted(levels.items())
-            ],
-        )
-
-    # ------------------------------------------------------------------ DescribeCluster
-
-    def _describe_cluster(
-        self, request: DescribeClusterRequest, version: int, listener: str
-    ) -> DescribeClusterResponse:
-        if request.endpoint_type != CONTROLLER_ENDPOINT_TYPE:
-            # AuthHelper.computeDescribeClusterResponse on a controller
-            error = Errors.MISMATCHED_ENDPOINT_TYPE if version >= 1 else Errors.INVALID_REQUEST
-            return DescribeClusterResponse(
-                error_code=error,
-                error_message=(
-                    "The request was sent to an endpoint of type CONTROLLER, but we wanted an "
-                    "endpoint of type BROKER"
-                ),
-            )
-        core = self.core
-        assert core is not None and self.cluster_id is not None
-        brokers = []
-        for voter in core.voters.voters:
-            endpoint = voter.endpoint(listener)
-            if endpoint is not None:
-                brokers.append(
-                    DescribeClusterBroker(broker_id=voter.key.id, host=endpoint.host, port=endpoint.port)
-                )
-        leader = core.leader_and_epoch.leader_id
-        listed = {b.broker_id for b in brokers}
-        return DescribeClusterResponse(
-            endpoint_type=CONTROLLER_ENDPOINT_TYPE,
-            cluster_id=self.cluster_id,
-            controller_id=leader if leader is not None and leader in listed else -1,
-            brokers=brokers,
-        )
 
     # ------------------------------------------------------------------ stopping
 

@@ -1,0 +1,107 @@
+"""The node's outbound side towards one peer: one connection and one request at a time.
+
+The core never has more than one request in flight per destination (``RequestManager``), so a
+:class:`Peer` is a task reading the requests for its destination from a channel, exchanging
+each over one connection (opened on demand, with ApiVersions negotiation, kept while the
+endpoint stays the same) and posting the outcome back to the driver as a core event:
+``ResponseReceived`` or ``RequestFailed`` with a :class:`~server.raft.events.FailureReason`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+
+import trio
+
+from kwire.wire import EncodeError
+from server.net.client import (
+    KafkaConnection,
+    KafkaConnectionError,
+    UnsupportedVersionError,
+    open_connection,
+)
+from server.raft.events import (
+    Event,
+    FailureReason,
+    OutboundRequest,
+    RequestFailed,
+    ResponseReceived,
+)
+
+__all__ = ["Peer"]
+
+log = logging.getLogger("server.node")
+
+
+class Peer:
+    """The outbound side towards node ``destination_id``.
+
+    ``post`` takes each outcome (called from :meth:`run`'s task); ``client_id`` goes into every
+    request header (Kafka's raft client sends ``raft-client-<node id>``). Feed requests with
+    ``peer.send.send_nowait(outbound)``; the channel is unbounded because the core bounds it.
+    """
+
+    def __init__(self, destination_id: int, post: Callable[[Event], None], client_id: str) -> None:
+        self.destination_id = destination_id
+        self.post = post
+        self.client_id = client_id
+        self.send, self.receive = trio.open_memory_channel[OutboundRequest](math.inf)
+        self.connection: KafkaConnection | None = None
+        self.address: tuple[str, int] | None = None
+
+    async def run(self) -> None:
+        """Exchange requests until the channel closes or the task is cancelled; the
+        connection is closed on the way out."""
+        try:
+            async for outbound in self.receive:
+                self.post(await self._exchange(outbound))
+        finally:
+            if self.connection is not None:
+                await self.connection.aclose()
+
+    async def _exchange(self, outbound: OutboundRequest) -> Event:
+        failed = RequestFailed(outbound.correlation_id, self.destination_id, FailureReason.UNREACHABLE)
+        endpoint = outbound.endpoint
+        if endpoint is None:
+            return failed
+        address = (endpoint.host, endpoint.port)
+        timeout_s = outbound.timeout_ms / 1000
+        try:
+            with trio.fail_after(timeout_s):
+                if self.connection is None or self.connection.closed or self.address != address:
+                    if self.connection is not None:
+                        await self.connection.aclose()
+                    self.connection = None
+                    self.connection = await open_connection(
+                        endpoint.host,
+                        endpoint.port,
+                        client_id=self.client_id,
+                        request_timeout_ms=outbound.timeout_ms,
+                    )
+                    self.address = address
+                response = await self.connection.request(
+                    outbound.request, timeout_ms=outbound.timeout_ms
+                )
+        except trio.TooSlowError:
+            await self._drop()
+            return RequestFailed(outbound.correlation_id, self.destination_id, FailureReason.TIMEOUT)
+        except (UnsupportedVersionError, EncodeError) as exc:
+            # The peer's versions cannot carry the request (e.g. a pre-vote to a voter that only
+            # speaks Vote v1): Kafka's UnsupportedVersionException, which the core answers by
+            # falling back to a real election.
+            log.debug("request to node %d not expressible: %s", self.destination_id, exc)
+            return RequestFailed(
+                outbound.correlation_id, self.destination_id, FailureReason.UNSUPPORTED_VERSION
+            )
+        except (KafkaConnectionError, OSError) as exc:
+            log.debug("request to node %d failed: %s", self.destination_id, exc)
+            await self._drop()
+            return RequestFailed(outbound.correlation_id, self.destination_id, FailureReason.DISCONNECTED)
+        return ResponseReceived(outbound.correlation_id, self.destination_id, response)
+
+    async def _drop(self) -> None:
+        if self.connection is not None:
+            await self.connection.aclose()
+            self.connection = None

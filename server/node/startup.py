@@ -1,0 +1,114 @@
+"""What the node reads from disk before the core starts (``KafkaRaftServer`` /
+``KafkaRaftManager`` start-up).
+
+In order: meta.properties of the metadata log directory (cluster id, node id, directory id),
+the metadata log (recovered: a corrupt tail is truncated by CRC), quorum-state, and the
+bootstrap voters: those of the bootstrap checkpoint ``00000000000000000000-0000000000.checkpoint``
+that formatting with ``--standalone`` / ``--initial-controllers`` writes (kraft.version 1), else
+those of ``controller.quorum.voters`` (kraft.version 0).
+
+Blocking file I/O throughout: the node calls :func:`load_stored_state` off the event loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from kwire.uuid import Uuid
+from server.config import KRaftConfig
+from server.raft.control import voter_set_from_record
+from server.raft.types import ElectionState, ReplicaKey, VoterSet
+from storage.format import check_formatted
+from storage.log import MetadataLog
+from storage.quorum_state import FileQuorumStateStore, StoredElectionState
+from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, read_snapshot, snapshot_path
+
+__all__ = [
+    "NodeStartupError",
+    "StoredState",
+    "from_stored_election",
+    "load_stored_state",
+    "to_stored_election",
+]
+
+
+class NodeStartupError(RuntimeError):
+    """The node cannot start: unformatted directory, no voters, unreadable state."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredState:
+    """What start-up read: the opened metadata log (the caller closes it), its quorum-state
+    store, and the identity, election state, voters and kraft.version the core starts from."""
+
+    metadata_log: MetadataLog
+    store: FileQuorumStateStore
+    cluster_id: str
+    directory_id: Uuid
+    election: ElectionState | None
+    voters: VoterSet
+    kraft_version: int
+
+
+def to_stored_election(state: ElectionState, voters: VoterSet) -> StoredElectionState:
+    """The core's election state in quorum-state's form (with the voter ids data_version 0
+    records)."""
+    voted = state.voted_key
+    return StoredElectionState(
+        epoch=state.epoch,
+        leader_id=state.leader_id,
+        voted_id=None if voted is None else voted.id,
+        voted_directory_id=None if voted is None else voted.directory_id,
+        voters=voters.ids,
+    )
+
+
+def from_stored_election(state: StoredElectionState) -> ElectionState:
+    """quorum-state's election state as the core's (the vote as a replica key)."""
+    voted = None if state.voted_id is None else ReplicaKey.of(state.voted_id, state.voted_directory_id)
+    return ElectionState(state.epoch, state.leader_id, voted)
+
+
+def load_stored_state(config: KRaftConfig) -> StoredState:
+    """Read everything the core starts from. Raises :class:`NodeStartupError` (unformatted or
+    incomplete directory, no voters), ``storage.errors.KafkaStorageError`` for unreadable
+    files; the metadata log is closed again when it raises."""
+    meta = check_formatted(config.metadata_log_dir, config.node_id, config.log_dirs)
+    if meta.cluster_id is None or meta.directory_id is None:
+        raise NodeStartupError(f"meta.properties in {config.metadata_log_dir} is incomplete")
+    metadata_log = MetadataLog.open(config.metadata_log_dir)
+    try:
+        store = FileQuorumStateStore.in_partition_dir(metadata_log.dir)
+        stored = store.read_election_state()
+        checkpoint = snapshot_path(metadata_log.dir, BOOTSTRAP_SNAPSHOT_ID)
+        kraft_version = 0
+        voters: VoterSet | None = None
+        if Path(checkpoint).exists():
+            content = read_snapshot(metadata_log.dir, BOOTSTRAP_SNAPSHOT_ID)
+            kraft_version = content.kraft_version
+            if content.voters is not None:
+                voters = voter_set_from_record(content.voters)
+        if voters is None and config.controller_quorum_voters:
+            voters = VoterSet.static(
+                {v.node_id: (v.host, v.port) for v in config.controller_quorum_voters},
+                config.controller_listener_names[0],
+            )
+        if voters is None:
+            raise NodeStartupError(
+                "no voters: controller.quorum.voters is empty and the metadata log directory "
+                f"{config.metadata_log_dir} has no bootstrap checkpoint (format it with "
+                "--standalone or --initial-controllers)"
+            )
+    except BaseException:
+        metadata_log.close()
+        raise
+    return StoredState(
+        metadata_log,
+        store,
+        meta.cluster_id,
+        meta.directory_id,
+        None if stored is None else from_stored_election(stored),
+        voters,
+        kraft_version,
+    )
