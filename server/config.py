@@ -392,6 +392,7 @@ class KRaftConfig:
 
     @property
     def is_controller(self) -> bool:
+        """True when ``process.roles`` includes controller."""
         return "controller" in self.process_roles
 
     def listener(self, name: str) -> Listener:

@@ -50,25 +50,34 @@ class StorageRaftLog:
 
     @property
     def log_start_offset(self) -> int:
+        """The first offset the log holds (the latest snapshot's end offset once older
+        segments are deleted)."""
         return self.log.log_start_offset
 
     @property
     def log_end_offset(self) -> int:
+        """The offset the next appended record gets (exclusive end of the log)."""
         return self.log.log_end_offset
 
     @property
     def flushed_offset(self) -> int:
+        """The end offset (exclusive) up to which the log is fsynced."""
         return self.log.flushed_offset
 
     @property
     def last_fetched_epoch(self) -> int:
+        """The leader epoch of the last batch in the log (or of the latest snapshot when the
+        log is empty after it); 0 for an empty log."""
         return self.log.last_fetched_epoch()
 
     @property
     def high_watermark(self) -> int:
+        """The high watermark (exclusive): in memory only, as in Kafka."""
         return self._high_watermark
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        """``(end offset, epoch)`` of the largest epoch <= ``epoch`` in the leader epoch
+        checkpoint (``ReplicatedLog.endOffsetForEpoch``)."""
         offset, found_epoch = self.log.end_offset_for_epoch(epoch)
         return OffsetAndEpoch(offset, found_epoch)
 
@@ -99,14 +108,17 @@ class StorageRaftLog:
         return bytes(out)
 
     def latest_snapshot_id(self) -> OffsetAndEpoch | None:
+        """The newest frozen snapshot's id, the bootstrap checkpoint excepted; None if none."""
         ids = self._snapshot_ids()
         return ids[-1] if ids else None
 
     def earliest_snapshot_id(self) -> OffsetAndEpoch | None:
+        """The oldest frozen snapshot's id, the bootstrap checkpoint excepted; None if none."""
         ids = self._snapshot_ids()
         return ids[0] if ids else None
 
     def snapshot_size(self, snapshot_id: OffsetAndEpoch) -> int | None:
+        """The snapshot file's size in bytes, or None if there is no such snapshot."""
         reader = self.log.open_snapshot(_snapshot_id(snapshot_id))
         if reader is None:
             return None
@@ -114,6 +126,8 @@ class StorageRaftLog:
             return reader.size_in_bytes
 
     def read_snapshot(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int) -> bytes:
+        """At most ``max_bytes`` of the snapshot file from byte ``position`` (FetchSnapshot);
+        b"" if there is no such snapshot or ``position`` is at its end."""
         reader = self.log.open_snapshot(_snapshot_id(snapshot_id))
         if reader is None:
             return b""
@@ -126,6 +140,8 @@ class StorageRaftLog:
     # -- mutations
 
     def truncate_to(self, offset: int) -> None:
+        """Remove every record at or after ``offset``. Raises LogInvariantError below the high
+        watermark (committed records are never truncated)."""
         if offset < self._high_watermark:
             raise LogInvariantError(
                 f"truncate to {offset} below the high watermark {self._high_watermark}"
@@ -138,6 +154,7 @@ class StorageRaftLog:
         self.log.append_as_follower(batches)
 
     def flush(self) -> None:
+        """fsync the log up to its end offset. Raises KafkaStorageError on failure."""
         self.log.flush()
 
     def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
@@ -153,6 +170,8 @@ class StorageRaftLog:
         self._high_watermark = max(self._high_watermark, self.log.log_start_offset)
 
     def delete_before_snapshot(self) -> None:
+        """Delete the segments wholly below the latest snapshot and advance the log start
+        offset to it (``ReplicatedLog.deleteBeforeSnapshot``); nothing without a snapshot."""
         latest = self.log.latest_snapshot_id
         if latest is not None and latest != BOOTSTRAP_SNAPSHOT_ID:
             self.log.delete_before_snapshot(latest)
@@ -168,6 +187,8 @@ class StorageRaftLog:
         self.log.on_snapshot_frozen(sid)
 
     def update_high_watermark(self, offset: int) -> None:
+        """Record the high watermark the core computed. Raises LogInvariantError if it moves
+        back or past the log end offset."""
         if offset < self._high_watermark:
             raise LogInvariantError(
                 f"high watermark moved back from {self._high_watermark} to {offset}"

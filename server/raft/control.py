@@ -71,10 +71,14 @@ def leader_change_message(
 
 
 def kraft_version_record(kraft_version: int) -> KRaftVersionRecord:
+    """The KRaftVersion control record (version 0) finalizing ``kraft_version`` (KIP-853)."""
     return KRaftVersionRecord(version_=0, kraft_version=kraft_version)
 
 
 def voters_record(voters: VoterSet) -> VotersRecord:
+    """The Voters control record (version 0) of ``voters``: ids, directory ids (zero when
+    unknown), endpoints and supported kraft.version ranges (KIP-853,
+    ``VoterSet.toVotersRecord``)."""
     return VotersRecord(
         version_=0,
         voters=[
@@ -93,6 +97,8 @@ def voters_record(voters: VoterSet) -> VotersRecord:
 
 
 def voter_set_from_record(record: VotersRecord) -> VoterSet:
+    """The voter set a Voters control record describes (``VoterSet.fromVotersRecord``); the
+    zero directory id means none. Raises ValueError for repeated voter ids."""
     return VoterSet(
         tuple(
             VoterNode(
@@ -131,6 +137,9 @@ def control_records_of(batch: RecordBatch) -> Iterator[LogControlRecord]:
 
 
 def iter_control_records(batches: bytes | memoryview) -> Iterator[LogControlRecord]:
+    """The control records of every batch in ``batches`` (concatenated record batches, as
+    read from a segment or a Fetch response), in offset order. Raises as
+    :func:`control_records_of`."""
     for batch in iter_batches(batches):
         yield from control_records_of(batch)
 

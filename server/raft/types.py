@@ -43,6 +43,7 @@ class ReplicaKey:
 
     @property
     def directory_id_or_zero(self) -> Uuid:
+        """The directory id as the wire carries it: the zero UUID when unknown."""
         return ZERO_UUID if self.directory_id is None else self.directory_id
 
     def matches(self, other: ReplicaKey) -> bool:
@@ -62,6 +63,7 @@ class OffsetAndEpoch(NamedTuple):
     epoch: int
 
     def key(self) -> tuple[int, int]:
+        """``(epoch, offset)``: the sort key of Kafka's epoch-first order."""
         return (self.epoch, self.offset)
 
     def at_least(self, other: OffsetAndEpoch) -> bool:
@@ -76,6 +78,8 @@ format`` writes, never loaded as a state-machine snapshot."""
 
 
 class LeaderAndEpoch(NamedTuple):
+    """The leader a replica knows of (None: unknown) in a leader epoch (``LeaderAndEpoch``)."""
+
     leader_id: int | None
     epoch: int
 
@@ -98,6 +102,7 @@ class VoterNode:
     supported_kraft_versions: tuple[int, int] = (0, 0)
 
     def endpoint(self, listener: str) -> Endpoint | None:
+        """The voter's endpoint on the listener named ``listener``, or None if it has none."""
         for endpoint in self.endpoints:
             if endpoint.name == listener:
                 return endpoint
@@ -130,17 +135,21 @@ class VoterSet:
 
     @property
     def ids(self) -> frozenset[int]:
+        """The voters' node ids."""
         return frozenset(voter.key.id for voter in self.voters)
 
     @property
     def size(self) -> int:
+        """The number of voters."""
         return len(self.voters)
 
     @property
     def majority_size(self) -> int:
+        """Votes (or acknowledged replicas) that make a majority: ``size // 2 + 1``."""
         return len(self.voters) // 2 + 1
 
     def get(self, voter_id: int) -> VoterNode | None:
+        """The voter with node id ``voter_id`` (whatever its directory id), or None."""
         for voter in self.voters:
             if voter.key.id == voter_id:
                 return voter
@@ -152,6 +161,7 @@ class VoterSet:
         return voter is not None and voter.key.matches(key)
 
     def is_only_voter(self, key: ReplicaKey) -> bool:
+        """True if ``key`` is the one voter of a single-voter set (``VoterSet.isOnlyVoter``)."""
         return self.size == 1 and self.is_voter(key)
 
     def add_voter(self, voter: VoterNode) -> VoterSet | None:
@@ -168,6 +178,9 @@ class VoterSet:
         return VoterSet(tuple(v for v in self.voters if v.key.id != key.id))
 
     def update_voter(self, voter: VoterNode) -> VoterSet | None:
+        """A new set with ``voter``'s endpoints and kraft.version range replacing those of the
+        voter with the same replica key (KIP-853 UpdateRaftVoter), or None if no voter has that
+        exact key."""
         current = self.get(voter.key.id)
         if current is None or current.key != voter.key:
             return None
