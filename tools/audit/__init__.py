@@ -5,6 +5,7 @@
 * :mod:`tools.audit.datasource` -- the ``kraftlog`` PySpark Python Data Source,
 * :mod:`tools.audit.jobs` -- the invariant checks and the timeline,
 * :mod:`tools.audit.report` -- summary JSON, violation tables and plots,
+* :mod:`tools.audit.spark` -- the SparkSession the jobs run in,
 * :mod:`tools.audit.cli` -- ``add_parser(subparsers)`` and ``run(args) -> int``.
 
 Importing this package does not import pyspark.

@@ -14,6 +14,8 @@ import sys
 import threading
 import time
 
+from tools.audit.spark import spark_session
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:  # noqa: ANN001 - argparse's private type
     """Add the ``audit`` subcommand to ``subparsers``; its handler is :func:`run`."""
@@ -46,27 +48,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="read segments larger than this as several Spark partitions")
     parser.add_argument("--max-violations", type=int, default=10_000)
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-
-
-def spark_session(master: str, app_name: str = "kwire-audit"):  # noqa: ANN201
-    """A SparkSession whose Python workers use this interpreter (kwire is importable there)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    if master.startswith("local"):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-
-    spark = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.driver.memory", "1g")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
 
 
 class StageProgress:

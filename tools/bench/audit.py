@@ -229,8 +229,8 @@ def spark_scan(spark: Any, dirs: list[str], split_bytes: int) -> dict[str, Any]:
 
 
 def run(args: Any) -> list[Result]:
-    from tools.audit.cli import spark_session
     from tools.audit.scan import parse_node_dirs, plan_file_parts, scan_rows_python
+    from tools.audit.spark import spark_session
 
     quick = bool(getattr(args, "quick", False))
     total = int(getattr(args, "audit_bytes", None) or (QUICK_BYTES if quick else FULL_BYTES))

@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.bench.core import Result
+from tools.stock_kafka import PINNED_VERSIONS
 
 SECTION = "quorum"
 THROUGHPUT = 20_000  # records/s: TestRaftServer's hard-coded workload (Oct 2024 source, 3.9.2 jar)
@@ -66,7 +67,9 @@ RECORD_SIZE = 256  # bytes per record value
 NODES = 3
 LINGERS_MS = (25, 0)
 LINGER_KEY = "controller.quorum.append.linger.ms"
-KAFKA_VERSION = "4.4.0"
+KAFKA_VERSION = PINNED_VERSIONS[-1] if PINNED_VERSIONS else "(none pinned)"
+"""The newest pinned Kafka release (``compat/kafka-versions.properties``, the one place
+releases are pinned)."""
 KAFKA_MAIN = "kafka.tools.TestRaftServer"
 KAFKA_HEAP = ("-Xmx1G", "-Xms1G")  # KAFKA_HEAP_OPTS of Kafka's raft/bin/test-kraft-server-start.sh
 KAFKA_SAMPLE_S = 30.0  # MetricConfig's default sample window (2 samples)
