@@ -54,6 +54,8 @@ class ApiVersionsResponder:
 
     @property
     def api_keys(self) -> list[ApiVersion]:
+        """A copy of the advertised ApiKeys entries (key, inclusive min and max version),
+        ApiVersions itself included, sorted by key."""
         return list(self._api_keys)
 
     def unsupported_version(self, correlation_id: int) -> ScatterBuffer:

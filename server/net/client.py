@@ -104,6 +104,8 @@ class KafkaConnection:
 
     @property
     def closed(self) -> bool:
+        """True once closed, by :meth:`aclose` or after a failed request (timeout, broken socket,
+        undecodable response)."""
         return self._closed
 
     async def aclose(self) -> None:

@@ -48,6 +48,7 @@ class RequestContext:
 
     @property
     def peer_text(self) -> str:
+        """The peer as ``host:port`` for logs, an IPv6 host in brackets (``[::1]:9093``)."""
         host, port = self.peer
         return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
@@ -70,13 +71,25 @@ class Dispatcher(Protocol):
     connection (the error is logged).
     """
 
-    def api_versions(self) -> Mapping[int, tuple[int, int]]: ...
+    def api_versions(self) -> Mapping[int, tuple[int, int]]:
+        """API key -> inclusive ``(min_version, max_version)`` to accept and advertise, without
+        ApiVersions (18); read once at start."""
+        ...
 
-    def supported_features(self) -> Sequence[SupportedFeatureKey]: ...
+    def supported_features(self) -> Sequence[SupportedFeatureKey]:
+        """SupportedFeatures for ApiVersions v3+ (name, inclusive level range); read on every
+        ApiVersions request."""
+        ...
 
-    def finalized_features(self) -> FinalizedFeatures: ...
+    def finalized_features(self) -> FinalizedFeatures:
+        """Finalized feature levels and their epoch for ApiVersions v3+; read on every
+        ApiVersions request."""
+        ...
 
-    async def handle(self, request: Request, context: RequestContext) -> Message: ...
+    async def handle(self, request: Request, context: RequestContext) -> Message:
+        """Answer one decoded request: the response body at the request's version. Raising closes
+        the connection."""
+        ...
 
 
 Handler = Callable[[Request, RequestContext], Awaitable[Message]]
@@ -91,18 +104,24 @@ class HandlerTable:
     finalized: FinalizedFeatures = field(default_factory=FinalizedFeatures)
 
     def register(self, api_key: int, versions: tuple[int, int], handler: Handler) -> None:
+        """Serve ``api_key`` at ``versions`` (inclusive ``(min, max)``) with ``handler``,
+        replacing any earlier entry."""
         self.handlers[int(api_key)] = (versions, handler)
 
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
+        """The registered API keys and their version ranges."""
         return {key: versions for key, (versions, _) in self.handlers.items()}
 
     def supported_features(self) -> Sequence[SupportedFeatureKey]:
+        """The ``supported`` field."""
         return self.supported
 
     def finalized_features(self) -> FinalizedFeatures:
+        """The ``finalized`` field."""
         return self.finalized
 
     async def handle(self, request: Request, context: RequestContext) -> Message:
+        """Await the handler registered for the request's API key."""
         _, handler = self.handlers[request.header.request_api_key]
         return await handler(request, context)
 
@@ -125,9 +144,12 @@ class PendingRequest:
 
     @property
     def done(self) -> bool:
+        """True once :meth:`respond` or :meth:`fail` was called."""
         return self._done.is_set()
 
     def respond(self, response: Message) -> None:
+        """Complete with ``response``, the body at the request's version; RuntimeError if already
+        completed."""
         if self._done.is_set():
             raise RuntimeError("request already completed")
         self._response = response
@@ -141,6 +163,7 @@ class PendingRequest:
         self._done.set()
 
     async def wait(self) -> Message:
+        """Wait for completion: return the response, or raise the error given to :meth:`fail`."""
         await self._done.wait()
         if self._error is not None:
             raise self._error
@@ -165,15 +188,20 @@ class ChannelDispatcher:
     finalized: FinalizedFeatures = field(default_factory=FinalizedFeatures)
 
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
+        """The fixed ``versions`` table."""
         return self.versions
 
     def supported_features(self) -> Sequence[SupportedFeatureKey]:
+        """The current ``supported`` value."""
         return self.supported
 
     def finalized_features(self) -> FinalizedFeatures:
+        """The current ``finalized`` value."""
         return self.finalized
 
     async def handle(self, request: Request, context: RequestContext) -> Message:
+        """Send the request to the node as a :class:`PendingRequest` and wait for its answer;
+        RuntimeError (closing the connection) if the node no longer receives."""
         pending = PendingRequest(request, context)
         try:
             await self.send_channel.send(pending)

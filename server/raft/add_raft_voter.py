@@ -51,12 +51,16 @@ CAUGHT_UP_FETCH_WINDOW_MS = 3_600_000
 
 
 def response(error: Errors, message: str | None = None) -> AddRaftVoterResponse:
+    """An AddRaftVoterResponse with ``error`` and ``message`` (default: the error's own message)."""
     return AddRaftVoterResponse(
         error_code=error, error_message=error.message if message is None else message
     )
 
 
 def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> AddRaftVoterResponse | None:
+    """Steps 1-9 above, then sends ApiVersions to the new voter (step 10;
+    ``handleAddVoterRequest``). Returns an error response, or None: the answer comes once the
+    voter change completes."""
     request: AddRaftVoterRequest = event.request
     if not ctx.identity.validate_cluster_id(request.cluster_id):
         return response(

@@ -55,6 +55,9 @@ VERSIONS = (0, 1)
 
 
 def build_request(ctx: RaftContext, voter_id: int) -> BeginQuorumEpochRequest:
+    """The leader's BeginQuorumEpoch for voter ``voter_id`` in the current epoch, with that
+    voter's directory id (zero if unknown) and the leader's endpoints
+    (``KafkaRaftClient.buildBeginQuorumEpochRequest``)."""
     voter = ctx.control.voters.get(voter_id)
     return BeginQuorumEpochRequest(
         cluster_id=ctx.identity.cluster_id,
@@ -81,6 +84,8 @@ def build_request(ctx: RaftContext, voter_id: int) -> BeginQuorumEpochRequest:
 
 
 def response(ctx: RaftContext, listener: str, version: int, error: Errors) -> BeginQuorumEpochResponse:
+    """A response with ``error`` at the partition level, the known leader (or -1), the local
+    epoch and, at v1+, the leader's endpoint on ``listener`` when known."""
     endpoints: list[NodeEndpoint] = []
     found = leader_endpoint(ctx, listener)
     if version >= 1 and found is not None:
@@ -105,6 +110,8 @@ def response(ctx: RaftContext, listener: str, version: int, error: Errors) -> Be
 
 
 def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> BeginQuorumEpochResponse:
+    """Request steps 1-5 above (``handleBeginQuorumEpochRequest``); returns the response, with a
+    top-level error for steps 1-2."""
     request: BeginQuorumEpochRequest = event.request
     if not ctx.identity.validate_cluster_id(request.cluster_id):
         return BeginQuorumEpochResponse(error_code=Errors.INCONSISTENT_CLUSTER_ID)
@@ -129,6 +136,8 @@ def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> Beg
 
 
 def handle_response(ctx: RaftContext, now_ms: int, event: ResponseReceived) -> None:
+    """Response handling above (``handleBeginQuorumEpochResponse``): a later epoch or leader
+    moves this replica on, an error backs off that voter. Returns nothing."""
     source_id, message = event.source_id, event.response
     if message.error_code != Errors.NONE:
         ctx.requests.backoff(source_id, now_ms)

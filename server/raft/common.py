@@ -70,6 +70,8 @@ def validate_leader_only(ctx: RaftContext, request_epoch: int) -> Errors:
 
 
 def leader_id_or_minus_one(ctx: RaftContext) -> int:
+    """The leader known in the current epoch, or -1: the LeaderId of Vote, BeginQuorumEpoch and
+    EndQuorumEpoch responses."""
     leader = ctx.quorum.state.leader_id
     return -1 if leader is None else leader
 
@@ -89,4 +91,6 @@ def leader_endpoint(ctx: RaftContext, listener: str) -> tuple[int, str, int] | N
 
 
 def is_diverging(epoch: int, end_offset: int) -> bool:
+    """Whether a Fetch response's DivergingEpoch is set: its epoch or end offset is not the
+    default -1 (``FetchResponse.isDivergingEpoch`` looks at the epoch only)."""
     return epoch >= 0 or end_offset >= 0

@@ -75,6 +75,8 @@ def _row(state: LeaderReplicaState, version: int) -> ReplicaState:
 
 
 def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> DescribeQuorumResponse:
+    """Steps 1-3 above (``handleDescribeQuorumRequest``); returns the leader's view of the
+    replicas, or a partition-level error."""
     request: DescribeQuorumRequest = event.request
     version = event.api_version
     if single_partition(request.topics, "topic_name", "partition_index") is None:

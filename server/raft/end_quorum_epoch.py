@@ -57,6 +57,9 @@ VERSIONS = (0, 1)
 
 
 def build_request(ctx: RaftContext, state: Resigned) -> EndQuorumEpochRequest:
+    """The resigned leader's EndQuorumEpoch for its epoch: preferred successors by descending end
+    offset (ids for v0, replica keys for v1) and its endpoints
+    (``KafkaRaftClient.buildEndQuorumEpochRequest``)."""
     successors = state.preferred_successors
     return EndQuorumEpochRequest(
         cluster_id=ctx.identity.cluster_id,
@@ -118,6 +121,8 @@ def _response(ctx: RaftContext, listener: str, version: int, error: Errors) -> E
 
 
 def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> EndQuorumEpochResponse:
+    """Request steps 1-6 above (``handleEndQuorumEpochRequest``); returns the response, with a
+    top-level error for steps 1-2."""
     request: EndQuorumEpochRequest = event.request
     if not ctx.identity.validate_cluster_id(request.cluster_id):
         return EndQuorumEpochResponse(error_code=Errors.INCONSISTENT_CLUSTER_ID)
@@ -148,6 +153,9 @@ def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> End
 
 
 def handle_response(ctx: RaftContext, now_ms: int, event: ResponseReceived) -> None:
+    """Response handling above (``handleEndQuorumEpochResponse``): NONE marks that voter as
+    having acknowledged, a later epoch moves this replica on, an error backs off that voter.
+    Returns nothing."""
     source_id, message = event.source_id, event.response
     if message.error_code != Errors.NONE:
         ctx.requests.backoff(source_id, now_ms)

@@ -216,6 +216,8 @@ def validate_offset_and_epoch(
 def handle_request(
     ctx: RaftContext, now_ms: int, event: RequestReceived, *, may_park: bool = True
 ) -> FetchResponse | None:
+    """Leader steps 1-7 above (``handleFetchRequest``). Returns the response, or None when the
+    fetch is parked; with ``may_park=False`` (a parked fetch woken up) it always answers."""
     request: FetchRequest = event.request
     version = event.api_version
     if not ctx.identity.validate_cluster_id(request.cluster_id):
@@ -303,6 +305,8 @@ def truncation_offset(ctx: RaftContext, diverging: OffsetAndEpoch) -> int:
 
 
 def handle_response(ctx: RaftContext, now_ms: int, event: ResponseReceived) -> None:
+    """Follower steps 1-6 above (``handleFetchResponse``): truncation, appends and the high
+    watermark go through ``ctx.view``, a SnapshotId starts a download. Returns nothing."""
     source_id, response = event.source_id, event.response
     if response.error_code != Errors.NONE:
         retry_later(ctx, source_id, now_ms)
@@ -372,6 +376,8 @@ def handle_response(ctx: RaftContext, now_ms: int, event: ResponseReceived) -> N
 
 
 def retry_later(ctx: RaftContext, source_id: int, now_ms: int) -> None:
+    """Back off ``source_id`` and, as a Follower, send no Fetch or FetchSnapshot for
+    ``retry.backoff.ms``."""
     ctx.requests.backoff(source_id, now_ms)
     state = ctx.quorum.state
     if isinstance(state, Follower):

@@ -68,6 +68,8 @@ VERSIONS = (0, 1)
 
 
 def build_request(ctx: RaftContext, download: SnapshotDownload) -> FetchSnapshotRequest:
+    """The follower's FetchSnapshot for the snapshot being downloaded, from byte position
+    ``len(download.data)``, at most 8 MiB (``KafkaRaftClient.buildFetchSnapshotRequest``)."""
     return FetchSnapshotRequest(
         cluster_id=ctx.identity.cluster_id,
         replica_id=ctx.identity.node_id,
@@ -124,6 +126,8 @@ def _response(
 
 
 def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> FetchSnapshotResponse:
+    """Leader steps 1-6 above (``handleFetchSnapshotRequest``); returns the response: a chunk of
+    the snapshot, or an error."""
     request: FetchSnapshotRequest = event.request
     version = event.api_version
     if not ctx.identity.validate_cluster_id(request.cluster_id):
@@ -159,6 +163,8 @@ def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> Fet
 
 
 def handle_response(ctx: RaftContext, now_ms: int, event: ResponseReceived) -> None:
+    """Follower steps 1-5 above (``handleFetchSnapshotResponse``): the complete snapshot is
+    staged for install through ``ctx.view``. Returns nothing."""
     source_id, response = event.source_id, event.response
     if response.error_code != Errors.NONE:
         retry_later(ctx, source_id, now_ms)

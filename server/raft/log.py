@@ -31,10 +31,17 @@ class RaftLog(Protocol):
     """What the core reads (``ReplicatedLog``)."""
 
     @property
-    def log_start_offset(self) -> int: ...
+    def log_start_offset(self) -> int:
+        """First offset held, inclusive (``ReplicatedLog.startOffset``): 0 until the prefix
+        before a snapshot is deleted or a snapshot replaces the log, then that snapshot's end
+        offset."""
+        ...
 
     @property
-    def log_end_offset(self) -> int: ...
+    def log_end_offset(self) -> int:
+        """Offset the next appended record gets: the exclusive end of the log
+        (``ReplicatedLog.endOffset``)."""
+        ...
 
     @property
     def flushed_offset(self) -> int:
@@ -47,7 +54,10 @@ class RaftLog(Protocol):
         ...
 
     @property
-    def high_watermark(self) -> int: ...
+    def high_watermark(self) -> int:
+        """Exclusive end of the committed prefix (``ReplicatedLog.highWatermark``), at most
+        ``log_end_offset``; kept in memory only, never persisted."""
+        ...
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
         """The largest epoch <= ``epoch`` and its end offset (``ReplicatedLog.endOffsetForEpoch``);
@@ -60,7 +70,8 @@ class RaftLog(Protocol):
         ...
 
     def latest_snapshot_id(self) -> OffsetAndEpoch | None:
-        """The newest frozen snapshot, the bootstrap (0, 0) checkpoint included."""
+        """The newest frozen snapshot, or None. It may be the bootstrap (0, 0) checkpoint, which
+        the core skips (``StorageRaftLog`` leaves it out)."""
         ...
 
     def earliest_snapshot_id(self) -> OffsetAndEpoch | None:
@@ -81,13 +92,27 @@ class RaftLog(Protocol):
 class MutableRaftLog(RaftLog, Protocol):
     """What the driver calls to apply an Outbox, and to store snapshots."""
 
-    def truncate_to(self, offset: int) -> None: ...
+    def truncate_to(self, offset: int) -> None:
+        """Remove every record at or above ``offset`` (``ReplicatedLog.truncateTo``); the core
+        passes a batch boundary, and an offset at or past the log end offset removes nothing.
+        Raises :class:`LogInvariantError` below the high watermark."""
+        ...
 
-    def append(self, batches: bytes) -> None: ...
+    def append(self, batches: bytes) -> None:
+        """Append whole record batches (v2) whose first base offset is the log end offset
+        (``appendAsLeader`` / ``appendAsFollower``); raises when they do not start there. They
+        are not durable until :meth:`flush`."""
+        ...
 
-    def flush(self) -> None: ...
+    def flush(self) -> None:
+        """Make everything appended durable (fsync): ``flushed_offset`` becomes
+        ``log_end_offset`` (``ReplicatedLog.flush``)."""
+        ...
 
-    def update_high_watermark(self, offset: int) -> None: ...
+    def update_high_watermark(self, offset: int) -> None:
+        """Set the high watermark to ``offset`` (``ReplicatedLog.updateHighWatermark``). Raises
+        :class:`LogInvariantError` if it would move backwards or past the log end offset."""
+        ...
 
     def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
         """Store a frozen snapshot written by the local state machine (at most the HWM)."""
@@ -107,6 +132,9 @@ class MutableRaftLog(RaftLog, Protocol):
 
 @dataclass(frozen=True, slots=True)
 class StoredBatch:
+    """One record batch held by :class:`MemoryRaftLog`: its offsets ``base_offset`` to
+    ``last_offset`` (both inclusive), partition leader epoch, control flag and bytes."""
+
     base_offset: int
     last_offset: int
     epoch: int
@@ -137,20 +165,25 @@ class MemoryRaftLog:
 
     @property
     def log_start_offset(self) -> int:
+        """First offset held, inclusive: 0 until :meth:`install_snapshot` or
+        :meth:`delete_before_snapshot` moves it to a snapshot's end offset."""
         return self._start_offset
 
     @property
     def log_end_offset(self) -> int:
+        """One past the last batch's last offset; the log start offset when no batch is held."""
         if self._batches:
             return self._batches[-1].last_offset + 1
         return self._start_offset
 
     @property
     def flushed_offset(self) -> int:
+        """Exclusive end of the flushed prefix: what survives :meth:`crash`."""
         return self._flushed
 
     @property
     def last_fetched_epoch(self) -> int:
+        """Epoch of the last batch, else of the latest snapshot, else 0."""
         if self._batches:
             return self._batches[-1].epoch
         latest = self.latest_snapshot_id()
@@ -158,6 +191,7 @@ class MemoryRaftLog:
 
     @property
     def high_watermark(self) -> int:
+        """The high watermark (exclusive); :meth:`crash` resets it to the log start offset."""
         return self._hwm
 
     def _reindex(self) -> None:
@@ -168,6 +202,9 @@ class MemoryRaftLog:
                 self._epochs.append((batch.epoch, batch.base_offset))
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        """As :meth:`RaftLog.end_offset_for_epoch`, from each epoch's start offset (``MockLog``):
+        an epoch ends where the next held epoch starts. An answer at the earliest snapshot's end
+        offset with an older epoch is replaced by that snapshot's id."""
         starts = self._epochs
         if starts and epoch == starts[-1][0]:
             return OffsetAndEpoch(self.log_end_offset, epoch)
@@ -188,6 +225,8 @@ class MemoryRaftLog:
         return result
 
     def read(self, start_offset: int, max_bytes: int) -> bytes:
+        """Whole batches from the one holding ``start_offset``, at most ``max_bytes`` but at
+        least one batch if any is left; b"" past the end."""
         out = bytearray()
         index = max(bisect.bisect_right(self._bases, start_offset) - 1, 0)
         for batch in self._batches[index:]:
@@ -199,20 +238,26 @@ class MemoryRaftLog:
         return bytes(out)
 
     def latest_snapshot_id(self) -> OffsetAndEpoch | None:
+        """The stored snapshot with the largest end offset (then epoch), or None; the bootstrap
+        (0, 0) checkpoint counts if a test stored it."""
         if not self._snapshots:
             return None
         return max(self._snapshots, key=lambda s: (s.offset, s.epoch))
 
     def earliest_snapshot_id(self) -> OffsetAndEpoch | None:
+        """The stored snapshot with the smallest end offset (then epoch), or None."""
         if not self._snapshots:
             return None
         return min(self._snapshots, key=lambda s: (s.offset, s.epoch))
 
     def snapshot_size(self, snapshot_id: OffsetAndEpoch) -> int | None:
+        """Length in bytes of that stored snapshot, None if there is none."""
         data = self._snapshots.get(snapshot_id)
         return None if data is None else len(data)
 
     def read_snapshot(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int) -> bytes:
+        """Bytes ``[position, position + max_bytes)`` of that snapshot; KeyError if it is not
+        stored."""
         return self._snapshots[snapshot_id][position : position + max_bytes]
 
     # -- mutations
@@ -258,17 +303,25 @@ class MemoryRaftLog:
         self._truncations += 1
 
     def flush(self) -> None:
+        """Make the whole log durable at once: ``flushed_offset = log_end_offset``."""
         self._flushed = self.log_end_offset
 
     def begin_flush(self) -> tuple[int, int]:
+        """Start a two-step flush: returns the token for :meth:`complete_flush` (the log end
+        offset to make durable and the count of truncations so far)."""
         return (self.log_end_offset, self._truncations)
 
     def complete_flush(self, token: tuple[int, int]) -> None:
+        """Finish the flush ``token`` came from: the flushed offset moves up to its end offset
+        (capped at the current log end offset), unless a truncation, snapshot install or crash
+        happened since."""
         end_offset, truncations = token
         if truncations == self._truncations:
             self._flushed = max(self._flushed, min(end_offset, self.log_end_offset))
 
     def update_high_watermark(self, offset: int) -> None:
+        """Set the high watermark; :class:`LogInvariantError` if it moves backwards or past the
+        log end offset."""
         if offset < self._hwm:
             raise LogInvariantError(f"high watermark moved back from {self._hwm} to {offset}")
         if offset > self.log_end_offset:
@@ -278,6 +331,8 @@ class MemoryRaftLog:
         self._hwm = offset
 
     def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+        """Store a frozen snapshot, leaving the log as it is; :class:`LogInvariantError` if it
+        ends above the high watermark or below the log start offset."""
         if snapshot_id.offset > self._hwm:
             raise LogInvariantError(
                 f"snapshot {snapshot_id} beyond the high watermark {self._hwm}"
@@ -287,6 +342,9 @@ class MemoryRaftLog:
         self._snapshots[snapshot_id] = bytes(data)
 
     def install_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+        """Replace the log and every stored snapshot by this one (``truncateToLatestSnapshot``):
+        the log becomes empty and durable at its end offset. :class:`LogInvariantError` if it
+        ends below the high watermark."""
         if snapshot_id.offset < self._hwm:
             raise LogInvariantError(
                 f"installing snapshot {snapshot_id} below the high watermark {self._hwm}"
@@ -301,6 +359,10 @@ class MemoryRaftLog:
         self._truncations += 1
 
     def delete_before_snapshot(self) -> None:
+        """Drop the batches and the snapshots below the latest snapshot and move the log start
+        offset to its end offset (``deleteBeforeSnapshot``). Nothing changes when that offset is
+        not above the log start or not a batch boundary here; :class:`LogInvariantError` if it is
+        above the high watermark."""
         latest = self.latest_snapshot_id()
         if latest is None or latest.offset <= self._start_offset:
             return
@@ -325,4 +387,5 @@ class MemoryRaftLog:
 
     @property
     def batches(self) -> list[StoredBatch]:
+        """A copy of the held batches, oldest first (for assertions)."""
         return list(self._batches)

@@ -36,12 +36,16 @@ VERSIONS = (0, 0)
 
 
 def response(error: Errors, message: str | None = None) -> RemoveRaftVoterResponse:
+    """A RemoveRaftVoterResponse with ``error`` and ``message`` (default: the error's own
+    message)."""
     return RemoveRaftVoterResponse(
         error_code=error, error_message=error.message if message is None else message
     )
 
 
 def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> RemoveRaftVoterResponse | None:
+    """Steps 1-8 above (``handleRemoveVoterRequest``). Returns an error response, or None once
+    the VotersRecord is appended: NONE is answered when it commits."""
     request: RemoveRaftVoterRequest = event.request
     if not ctx.identity.validate_cluster_id(request.cluster_id):
         return response(

@@ -44,10 +44,13 @@ class EpochState:
         self.epoch = epoch
 
     def election(self) -> ElectionState:
+        """The :class:`ElectionState` this role stands for, which quorum-state persists
+        (``EpochState.election``)."""
         raise NotImplementedError
 
     @property
     def leader_id(self) -> int | None:
+        """The leader known in this epoch, or None."""
         return None
 
     def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
@@ -76,12 +79,16 @@ class Unattached(EpochState):
         """None for observers, which never start elections."""
 
     def election(self) -> ElectionState:
+        """This epoch, no leader, and the vote cast in it if any."""
         return ElectionState(self.epoch, None, self.voted_key)
 
     def deadlines(self) -> list[int]:
+        """The election timeout; none for an observer."""
         return [] if self.election_deadline_ms is None else [self.election_deadline_ms]
 
     def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+        """A pre-vote to an up-to-date log; a vote to the key already voted for or, not having
+        voted, to an up-to-date log (``UnattachedState.canGrantVote``)."""
         if pre_vote:
             return log_up_to_date
         if self.voted_key is not None:
@@ -133,16 +140,22 @@ class Prospective(EpochState):
         leader again does not send it back; losing the pre-vote does (KIP-996)."""
 
     def election(self) -> ElectionState:
+        """This epoch, the leader followed before the fetch timed out (if any) and the vote cast
+        in this epoch (if any): a pre-vote changes nothing durable."""
         return ElectionState(self.epoch, self._leader_id, self.voted_key)
 
     def deadlines(self) -> list[int]:
+        """The pre-vote's election timeout and, after it was lost or timed out, the end of its
+        backoff."""
         return [self.election_deadline_ms] + ([] if self.backoff_until_ms is None else [self.backoff_until_ms])
 
     @property
     def leader_id(self) -> int | None:
+        """The leader it followed before its fetch timed out, if any (KIP-996)."""
         return self._leader_id
 
     def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+        """The same rule as :class:`Unattached` (``ProspectiveState.canGrantVote``)."""
         if pre_vote:
             return log_up_to_date
         if self.voted_key is not None:
@@ -171,12 +184,17 @@ class Candidate(EpochState):
         self.retries = retries
 
     def election(self) -> ElectionState:
+        """This epoch, no leader, and the vote for itself."""
         return ElectionState(self.epoch, None, self.local_key)
 
     def deadlines(self) -> list[int]:
+        """The election timeout and, after the election was lost or timed out, the end of its
+        backoff."""
         return [self.election_deadline_ms] + ([] if self.backoff_until_ms is None else [self.backoff_until_ms])
 
     def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+        """Only a pre-vote, to an up-to-date log: its vote went to itself
+        (``CandidateState.canGrantVote``)."""
         return pre_vote and log_up_to_date
 
 
@@ -295,9 +313,12 @@ class Leader(EpochState):
         self.fetched_voters &= voters.ids
 
     def election(self) -> ElectionState:
+        """This epoch, itself as leader, and its vote for itself."""
         return ElectionState(self.epoch, self.local_key.id, self.local_key)
 
     def deadlines(self) -> list[int]:
+        """The check-quorum expiry (with two or more voters), each voter's next BeginQuorumEpoch,
+        the expiry of each parked Fetch and the lingering batch's deadline."""
         deadlines = [self.check_quorum_deadline_ms] if self.voters.majority_size > 1 else []
         deadlines.extend(self.next_begin_epoch_ms.values())
         deadlines.extend(p.expires_ms for p in self.parked)
@@ -307,9 +328,11 @@ class Leader(EpochState):
 
     @property
     def leader_id(self) -> int | None:
+        """This replica's id."""
         return self.local_key.id
 
     def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+        """Never, not even a pre-vote (``LeaderState.canGrantVote``)."""
         return False
 
     def record_voter_fetch(self, voter_id: int, now_ms: int) -> None:
@@ -323,11 +346,17 @@ class Leader(EpochState):
             self.check_quorum_deadline_ms = now_ms + self.check_quorum_timeout_ms
 
     def check_quorum_expired(self, now_ms: int) -> bool:
+        """True once no majority of voters has fetched within the check-quorum timeout (1.5 x
+        ``fetch.timeout.ms``); never with a single voter
+        (``LeaderState.timeUntilCheckQuorumExpires``)."""
         if self.voters.majority_size <= 1:
             return False
         return now_ms >= self.check_quorum_deadline_ms
 
     def update_local_end_offset(self, end_offset: int, now_ms: int) -> None:
+        """Record the leader's own (flushed) log end offset at ``now_ms``: it counts toward the
+        high watermark like a voter's fetch offset (``LeaderState.updateLocalState``). Ignored
+        when the leader is not a voter."""
         state = self.voter_states.get(self.local_key.id)
         if state is not None:
             state.end_offset = end_offset
@@ -385,18 +414,21 @@ class Follower(EpochState):
         """When this voter may next send UpdateRaftVoter (every 3 x fetch.timeout.ms)."""
 
     def election(self) -> ElectionState:
+        """This epoch, the leader followed, and the vote cast in this epoch if any."""
         return ElectionState(self.epoch, self._leader_id, self.voted_key)
 
     def deadlines(self) -> list[int]:
+        """The fetch timeout and, after a failed Fetch, the end of the retry backoff."""
         return [self.fetch_deadline_ms] + ([] if self.backoff_until_ms is None else [self.backoff_until_ms])
 
     @property
     def leader_id(self) -> int | None:
+        """The leader being followed."""
         return self._leader_id
 
     def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
-        # A follower never grants a vote; it grants a pre-vote only when it has not heard
-        # from its leader in this epoch (KIP-996).
+        """Never a vote; a pre-vote to an up-to-date log only while it has not fetched from its
+        leader in this epoch (``FollowerState.canGrantVote``, KIP-996)."""
         return pre_vote and not self.has_fetched and log_up_to_date
 
 
@@ -421,16 +453,20 @@ class Resigned(EpochState):
         self.preferred_successors = preferred_successors
 
     def election(self) -> ElectionState:
+        """This epoch and itself as leader, as while it led."""
         return ElectionState(self.epoch, self.local_key.id, self.local_key)
 
     def deadlines(self) -> list[int]:
+        """The election timeout."""
         return [self.election_deadline_ms]
 
     @property
     def leader_id(self) -> int | None:
+        """Its own id: it led this epoch."""
         return self.local_key.id
 
     def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+        """Only a pre-vote, to an up-to-date log (``ResignedState.canGrantVote``)."""
         return pre_vote and log_up_to_date
 
 

@@ -64,6 +64,8 @@ def _factory(ctx: RaftContext) -> Callable[..., UpdateRaftVoterResponse]:
 
 
 def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> UpdateRaftVoterResponse | None:
+    """Steps 1-11 above (``handleUpdateVoterRequest``); returns the response, NONE as soon as the
+    VotersRecord is appended."""
     request: UpdateRaftVoterRequest = event.request
     response = _factory(ctx)
     if not ctx.identity.validate_cluster_id(request.cluster_id):

@@ -114,6 +114,8 @@ def _response(
 
 
 def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> VoteResponse:
+    """Request steps 1-7 above (``handleVoteRequest``); returns the response with VoteGranted, a
+    top-level error for steps 1-2."""
     request: VoteRequest = event.request
     if not ctx.identity.validate_cluster_id(request.cluster_id):
         return VoteResponse(error_code=Errors.INCONSISTENT_CLUSTER_ID)
@@ -165,6 +167,8 @@ def on_failure(ctx: RaftContext, now_ms: int, correlation_id: int, reason: Failu
 
 
 def handle_response(ctx: RaftContext, now_ms: int, event: ResponseReceived) -> None:
+    """Response handling above (``handleVoteResponse``): records a grant or a rejection for the
+    Prospective or Candidate of that epoch. Returns nothing."""
     source_id, response = event.source_id, event.response
     if response.error_code == Errors.UNSUPPORTED_VERSION:
         _pre_vote_unsupported(ctx, now_ms)
