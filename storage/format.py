@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kwire.topics import METADATA_PARTITION_DIR
 from kwire.uuid import Uuid
 from messages.generated.voters_record import Endpoint, KRaftVersionFeature, Voter, VotersRecord
 from storage.bootstrap import (
@@ -51,7 +52,6 @@ from storage.bootstrap import (
 )
 from storage.errors import FormatError, KafkaStorageError
 from storage.fileio import fsync_dir, io_errors
-from storage.log import METADATA_PARTITION_DIR
 from storage.meta_properties import (
     META_PROPERTIES_FILE,
     MetaProperties,

@@ -41,7 +41,7 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
-from kwire.topics import METADATA_PARTITION, METADATA_TOPIC_NAME
+from kwire.topics import METADATA_PARTITION_DIR
 from kwire.uuid import METADATA_TOPIC_ID, Uuid
 from storage.errors import (
     InconsistentStateError,
@@ -81,7 +81,6 @@ from storage.snapshots import (
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-METADATA_PARTITION_DIR = f"{METADATA_TOPIC_NAME}-{METADATA_PARTITION}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kwire.topics import METADATA_PARTITION_DIR
+
 __all__ = ["DEFAULT_BASE_PORT", "DevCluster", "DevClusterError", "DevNode", "free_ports"]
 
 REPO_DIR = Path(__file__).resolve().parent.parent
@@ -88,7 +90,7 @@ class DevNode:
     @property
     def partition_dir(self) -> Path:
         """The ``__cluster_metadata-0`` log directory."""
-        return self.data_dir / "__cluster_metadata-0"
+        return self.data_dir / METADATA_PARTITION_DIR
 
     @property
     def running(self) -> bool:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import trio
 
+from kwire.topics import METADATA_PARTITION_DIR
 from messages.generated.api_versions_request import ApiVersionsRequest
 from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.no_op_record import NoOpRecord
@@ -27,7 +28,7 @@ from server.node import Node
 from server.raft.control import build_data_batch
 from server.raft.roles import Follower, Leader
 from storage.format import format_directories
-from storage.log import METADATA_PARTITION_DIR, MetadataLog
+from storage.log import MetadataLog
 from storage.quorum_state import FileQuorumStateStore, StoredElectionState
 from storage.snapshots import SnapshotId, build_snapshot_batches
 from tests.server.test_node import _config, _free_port, _inline, _until

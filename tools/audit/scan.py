@@ -33,11 +33,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kwire.topics import METADATA_PARTITION_DIR
+
 if TYPE_CHECKING:
     from messages.runtime import Message
     from storage.meta_properties import MetaProperties
 
-METADATA_PARTITION_DIR = "__cluster_metadata-0"
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
 
 SCHEMA = (

@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kwire.topics import METADATA_PARTITION_DIR
 from tools.bench.core import Result, SectionError
 
 SECTION = "audit"
@@ -49,7 +50,6 @@ QUICK_BYTES = 32 << 20
 NODES = ("node1", "node2", "node3")
 EPOCHS = 8
 TEMPLATES_PER_EPOCH = 48
-PARTITION_DIR = "__cluster_metadata-0"
 T0_MS = 1_700_000_000_000
 
 
@@ -199,7 +199,7 @@ def generate(root: Path, total_bytes: int, seed: int = 7) -> dict[str, Any]:
     for name in NODES[1:]:
         shutil.copytree(first, root / name)
         dirs.append(root / name)
-    on_disk = sum(p.stat().st_size for d in dirs for p in (d / PARTITION_DIR).glob("*.log"))
+    on_disk = sum(p.stat().st_size for d in dirs for p in (d / METADATA_PARTITION_DIR).glob("*.log"))
     return {"dirs": [str(d) for d in dirs], "bytes": on_disk, "rows": offset * len(NODES),
             "batches": batches}
 

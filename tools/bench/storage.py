@@ -29,6 +29,7 @@ from typing import Any
 
 import crc32c
 
+from kwire.topics import METADATA_PARTITION_DIR
 from storage.control import build_data_batch
 from storage.log import MetadataLog
 from storage.segment import LogConfig
@@ -117,7 +118,7 @@ def _fill_log(directory: Path, total: int) -> int:
 def _read_and_crc(directory: Path) -> float:
     """Seconds to read every segment file and CRC-32C it."""
     start = time.perf_counter()
-    for path in sorted((directory / "__cluster_metadata-0").glob("*.log")):
+    for path in sorted((directory / METADATA_PARTITION_DIR).glob("*.log")):
         with open(path, "rb") as f:
             crc = 0
             while chunk := f.read(_CHUNK):
