@@ -47,6 +47,7 @@ from messages.generated.describe_quorum_request import PartitionData as DqPartit
 from messages.generated.describe_quorum_request import TopicData as DqTopic
 from messages.generated.remove_raft_voter_request import RemoveRaftVoterRequest
 from messages.generated.vote_request import VoteRequest
+from server.raft import registry
 from server.raft.control import voters_record
 from server.raft.core import RaftCore
 from server.raft.events import (
@@ -84,15 +85,11 @@ ADMIN = -1000
 """Source id of admin requests delivered by the simulation itself."""
 
 API_VERSIONS = {
-    "VoteRequest": 2,
-    "BeginQuorumEpochRequest": 1,
-    "EndQuorumEpochRequest": 1,
-    "FetchRequest": 17,
-    "DescribeQuorumRequest": 2,
-    "FetchSnapshotRequest": 1,
-    "UpdateRaftVoterRequest": 0,
-    "ApiVersionsRequest": 3,
+    message_type.__name__.replace("Response", "Request"): version
+    for message_type, version in registry.DEFAULT.highest_versions().items()
 }
+"""``{request class name: version}`` the simulated peers speak: the highest each handler in
+``server.raft.registry`` accepts (one table for the core, the node's ApiVersions and this)."""
 
 
 class InvariantViolation(AssertionError):
