@@ -1,0 +1,102 @@
+"""The RPC registry (``server.raft.registry``): a new RPC is its spec, its handler module and
+one registry entry; the same table drives the core's dispatch and the node's ApiVersions."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import random
+
+import pytest
+
+import server.raft
+from kwire.api_keys import ApiKey
+from messages.generated.describe_cluster_request import DescribeClusterRequest
+from messages.generated.describe_cluster_response import DescribeClusterResponse
+from server.node import api_versions
+from server.raft.context import RaftContext
+from server.raft.core import RaftCore
+from server.raft.events import RequestReceived, Tick
+from server.raft.log import MemoryRaftLog
+from server.raft.registry import DEFAULT, HANDLERS, Registry, RpcHandler
+from server.raft.roles import Leader
+from server.raft.types import ReplicaIdentity
+from tests.raft.helpers import CLUSTER_ID, Context, static_voters
+
+# ---- a toy RPC: the "handler module" (any generated request the core does not handle) ----
+
+TOY_VERSIONS = (0, 1)
+
+
+def toy_handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> DescribeClusterResponse:
+    """Answers from the context alone: the cluster id and the leader this replica knows."""
+    leader = ctx.quorum.leader_and_epoch.leader_id
+    return DescribeClusterResponse(
+        cluster_id=ctx.identity.cluster_id or "",
+        controller_id=-1 if leader is None else leader,
+    )
+
+
+# ---- the one registry line ----
+TOY = RpcHandler(ApiKey.DESCRIBE_CLUSTER, TOY_VERSIONS, DescribeClusterRequest, toy_handle_request)
+
+
+def _context(registry: Registry) -> Context:
+    log = MemoryRaftLog()
+    core = RaftCore(
+        identity=ReplicaIdentity(1, cluster_id=CLUSTER_ID),
+        log=log,
+        voters=static_voters(1),
+        rng=random.Random(1),
+        now_ms=0,
+        registry=registry,
+    )
+    context = Context(core, log)
+    context.step(Tick())
+    return context
+
+
+def test_a_new_rpc_is_a_handler_and_one_registry_entry() -> None:
+    context = _context(Registry((*HANDLERS, TOY)))
+    context.tick(3000)
+    assert isinstance(context.core.state, Leader)  # a single voter elects itself
+    _, response = context.request(DescribeClusterRequest(), version=1)
+    assert isinstance(response, DescribeClusterResponse)
+    assert response.cluster_id == CLUSTER_ID
+    assert response.controller_id == 1  # the single voter leads
+    advertised = Registry((*HANDLERS, TOY)).advertised_versions()
+    assert advertised[int(ApiKey.DESCRIBE_CLUSTER)] == TOY_VERSIONS
+
+
+def test_without_its_registry_entry_the_core_refuses_the_request() -> None:
+    context = _context(DEFAULT)
+    with pytest.raises(ValueError, match="does not handle DescribeClusterRequest"):
+        context.request(DescribeClusterRequest(), version=1)
+
+
+def test_two_entries_for_one_api_key_are_refused() -> None:
+    other = RpcHandler(ApiKey.DESCRIBE_CLUSTER, (0, 0), None, None)
+    with pytest.raises(ValueError, match="claim the same API key"):
+        Registry((*HANDLERS, TOY, other))
+
+
+def test_the_node_advertises_the_registry_plus_describe_cluster() -> None:
+    advertised = api_versions()
+    node_only = {int(ApiKey.DESCRIBE_CLUSTER)}
+    assert {k: v for k, v in advertised.items() if k not in node_only} == DEFAULT.advertised_versions()
+    assert set(advertised) - set(DEFAULT.advertised_versions()) == node_only
+
+
+def test_every_handler_module_is_registered_with_its_versions() -> None:
+    modules = []
+    for info in pkgutil.iter_modules(server.raft.__path__):
+        module = importlib.import_module(f"server.raft.{info.name}")
+        versions = getattr(module, "VERSIONS", None)
+        if versions is None:
+            continue
+        modules.append(info.name)
+        handlers = [h for h in HANDLERS if getattr(h.handle_request, "__module__", None) == module.__name__]
+        assert len(handlers) == 1, f"{info.name} defines VERSIONS but is not in HANDLERS"
+        assert handlers[0].versions == versions, info.name
+    # vote, begin/end quorum epoch, fetch, fetch snapshot, describe quorum, three voter changes
+    assert len(modules) == 9, modules
