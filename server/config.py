@@ -233,6 +233,7 @@ class KRaftConfig:
     metadata_max_retention_ms: int = 604_800_000
     metadata_log_max_record_bytes_between_snapshots: int = 20_971_520
     metadata_log_max_snapshot_interval_ms: int = 3_600_000
+    min_insync_replicas: int = 1
     raw: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     # -- construction -----------------------------------------------------------------------
@@ -374,6 +375,7 @@ class KRaftConfig:
             metadata_log_max_snapshot_interval_ms=integer(
                 "metadata.log.max.snapshot.interval.ms", "metadata_log_max_snapshot_interval_ms"
             ),
+            min_insync_replicas=integer("min.insync.replicas", "min_insync_replicas", 1),
             raw=merged,
         )
 

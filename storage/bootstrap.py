@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -286,3 +286,35 @@ def read_bootstrap_checkpoint(directory: str | os.PathLike[str]) -> BootstrapMet
         except FileNotFoundError:
             return None
     return decode_bootstrap_checkpoint(data, str(path))
+
+
+def bootstrap_from_checkpoint_records(
+    values: Iterable[bytes | None], source: str
+) -> BootstrapMetadata | None:
+    """The bootstrap metadata kept in the 0-0 checkpoint's data records (Kafka 4.2+'s layout),
+    None when they hold no metadata.version FeatureLevelRecord (3.9's layout keeps them in
+    ``bootstrap.checkpoint``). Raises FormatError for a record that does not decode."""
+    records: list[tuple[Message, int]] = []
+    for value in values:
+        if value is None:
+            continue
+        try:
+            records.append(decode_record(value))
+        except DecodeError as exc:
+            raise FormatError(f"undecodable record in {source}: {exc}") from exc
+    if not any(
+        isinstance(m, FeatureLevelRecord) and m.name == METADATA_VERSION_FEATURE for m, _ in records
+    ):
+        return None
+    return BootstrapMetadata.from_records(records, source)
+
+
+def default_bootstrap_metadata() -> BootstrapMetadata:
+    """What a node formatted without bootstrap records starts a log with: kwire's default
+    release version (:data:`DEFAULT_RELEASE_VERSION`) and its default feature levels."""
+    levels = {name: default_feature_level(name, DEFAULT_RELEASE_VERSION) for name in FEATURES}
+    return BootstrapMetadata(
+        bootstrap_records(DEFAULT_RELEASE_VERSION, levels),
+        DEFAULT_RELEASE_VERSION.level,
+        "the default bootstrap",
+    )

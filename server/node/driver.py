@@ -36,9 +36,10 @@ from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.no_op_record import NoOpRecord
 from messages.metadata import encode_record
 from server.config import KRaftConfig
+from server.controller.controller import QuorumController
 from server.net import ChannelDispatcher, PendingRequest, RunningServer, serve
 from server.node.apis import api_versions, describe_cluster, supported_features
-from server.node.features import FinalizedFeatureLevels
+from server.node.features import finalized_features
 from server.node.peer import Peer
 from server.node.startup import load_stored_state, to_stored_election
 from server.raft.core import RaftCore
@@ -137,7 +138,9 @@ class Node:
         self._deadline_ms: int | None = None
         self._wall_base_ms = 0
         self._trio_base = 0.0
-        self._features = FinalizedFeatureLevels()
+        self.controller: QuorumController | None = None
+        self._replayed_offset = 0
+        """The offset after the last committed batch (or snapshot) the controller replayed."""
         self._flushed = False
         self._features_seen = False
         """Committed data or a snapshot arrived in this Outbox: publish the features again."""
@@ -208,6 +211,9 @@ class Node:
         self._store = stored.store
         self.cluster_id = stored.cluster_id
         self.directory_id = stored.directory_id
+        self.controller = QuorumController(
+            bootstrap=stored.bootstrap.records, min_insync_replicas=self.config.min_insync_replicas
+        )
         request_send, request_receive = trio.open_memory_channel[PendingRequest](0)
         self._dispatcher = ChannelDispatcher(api_versions(), request_send, supported_features())
         try:
@@ -355,20 +361,24 @@ class Node:
         self._flushed = True
 
     async def load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
-        """The finalized features start again from the snapshot's FeatureLevelRecords."""
-        metadata_log = self.metadata_log
-        assert metadata_log is not None
+        """The controller starts again from the snapshot's records."""
+        metadata_log, controller = self.metadata_log, self.controller
+        assert metadata_log is not None and controller is not None
         snapshot = SnapshotId(snapshot_id.offset, snapshot_id.epoch)
         content = await self._blocking(lambda: read_snapshot(metadata_log.dir, snapshot))
-        self._features.reset(content.data_records())
+        controller.reset(content.data_records())
+        self._replayed_offset = snapshot_id.offset
         self._features_seen = True
         self._maybe_notify_leader()
 
     def commit(self, batch: CommittedBatch) -> None:
-        """Track FeatureLevelRecords (the finalized features), then tell the listener."""
+        """The controller replays the batch's records, then the listener hears of it."""
+        controller = self.controller
+        assert controller is not None
         if not batch.is_control:
             for value in RecordBatch(batch.data).iter_values():
-                self._features.track(value)
+                controller.replay(value)
+        self._replayed_offset = batch.last_offset + 1
         self._features_seen = True
         self._maybe_notify_leader()
         if self.listener is not None:
@@ -391,6 +401,7 @@ class Node:
             self._features_seen = False
             self._publish_features()
         self._deadline_ms = deadline_ms
+        self._maybe_activate()
         self._schedule_no_op()
         core = self.core
         if core is not None and isinstance(core.state, Resigned):
@@ -406,21 +417,52 @@ class Node:
             listener.handle_leader_change(leader)
 
     def _publish_features(self) -> None:
-        if self._dispatcher is None or self.core is None:
+        if self._dispatcher is None or self.core is None or self.controller is None:
             return
-        self._dispatcher.finalized = self._features.finalized(
-            self.core.high_watermark, self.core.kraft_version
+        self._dispatcher.finalized = finalized_features(
+            self.controller.feature_levels, self.core.high_watermark, self.core.kraft_version
         )
+
+    def _maybe_activate(self) -> None:
+        """Claim the controller once this node leads and has replayed everything committed
+        before its epoch's start (``QuorumController`` claims when ``KafkaRaftClient`` reports
+        its own leadership, at that same point), and append the activation records: the
+        bootstrap records on a log without metadata.version. A node that is not the leader
+        renounces."""
+        core, controller = self.core, self.controller
+        if core is None or controller is None:
+            return
+        state = core.state
+        if not isinstance(state, Leader):
+            controller.renounce()
+            return
+        if self._stopping or self._replayed_offset < state.epoch_start_offset:
+            return
+        activation = controller.activate(state.epoch)
+        if activation is None or not activation.records:
+            return
+        # one ClientAppend is one batch: atomic activations stay whole
+        token = self._take_token()
+        self._own_tokens.add(token)
+        self._post(ClientAppend(token, tuple(encode_record(m, v) for m, v in activation.records)))
 
     # ------------------------------------------------------------------ appends
 
     def _schedule_no_op(self) -> None:
         """An active controller appends a NoOpRecord every ``metadata.max.idle.interval.ms``
-        (``QuorumController.maybeScheduleNextWriteNoOpRecord``), so that the high watermark of
-        an idle quorum keeps advancing and followers see that the leader is alive."""
+        (``QuorumController.maybeScheduleNextWriteNoOpRecord``), once activated, so that the
+        high watermark of an idle quorum keeps advancing and followers see that the leader is
+        alive."""
         core = self.core
         interval = self.config.metadata_max_idle_interval_ms
-        if core is None or interval <= 0 or not isinstance(core.state, Leader):
+        controller = self.controller
+        if (
+            core is None
+            or controller is None
+            or interval <= 0
+            or not isinstance(core.state, Leader)
+            or controller.active_epoch != core.epoch
+        ):
             self._next_no_op_ms = None
         elif self._next_no_op_ms is None:
             self._next_no_op_ms = self.now_ms() + interval

@@ -5,7 +5,9 @@ In order: meta.properties of the metadata log directory (cluster id, node id, di
 the metadata log (recovered: a corrupt tail is truncated by CRC), quorum-state, and the
 bootstrap voters: those of the bootstrap checkpoint ``00000000000000000000-0000000000.checkpoint``
 that formatting with ``--standalone`` / ``--initial-controllers`` writes (kraft.version 1), else
-those of ``controller.quorum.voters`` (kraft.version 0).
+those of ``controller.quorum.voters`` (kraft.version 0); and the bootstrap metadata: the
+records of the 0-0 checkpoint when they hold metadata.version (Kafka 4.2+'s layout), else
+``bootstrap.checkpoint`` (3.9's), else kwire's default release version.
 
 Blocking file I/O throughout: the node calls :func:`load_stored_state` off the event loop.
 """
@@ -19,6 +21,12 @@ from kwire.uuid import Uuid
 from server.config import KRaftConfig
 from server.raft.control import voter_set_from_record
 from server.raft.types import ElectionState, ReplicaKey, VoterSet
+from storage.bootstrap import (
+    BootstrapMetadata,
+    bootstrap_from_checkpoint_records,
+    default_bootstrap_metadata,
+    read_bootstrap_checkpoint,
+)
 from storage.format import check_formatted
 from storage.log import MetadataLog
 from storage.quorum_state import FileQuorumStateStore, StoredElectionState
@@ -40,7 +48,8 @@ class NodeStartupError(RuntimeError):
 @dataclass(frozen=True, slots=True)
 class StoredState:
     """What start-up read: the opened metadata log (the caller closes it), its quorum-state
-    store, and the identity, election state, voters and kraft.version the core starts from."""
+    store, the identity, election state, voters and kraft.version the core starts from, and the
+    bootstrap metadata a first active controller writes to an empty log."""
 
     metadata_log: MetadataLog
     store: FileQuorumStateStore
@@ -49,6 +58,7 @@ class StoredState:
     election: ElectionState | None
     voters: VoterSet
     kraft_version: int
+    bootstrap: BootstrapMetadata
 
 
 def to_stored_election(state: ElectionState, voters: VoterSet) -> StoredElectionState:
@@ -84,11 +94,17 @@ def load_stored_state(config: KRaftConfig) -> StoredState:
         checkpoint = snapshot_path(metadata_log.dir, BOOTSTRAP_SNAPSHOT_ID)
         kraft_version = 0
         voters: VoterSet | None = None
+        bootstrap: BootstrapMetadata | None = None
         if Path(checkpoint).exists():
             content = read_snapshot(metadata_log.dir, BOOTSTRAP_SNAPSHOT_ID)
             kraft_version = content.kraft_version
             if content.voters is not None:
                 voters = voter_set_from_record(content.voters)
+            bootstrap = bootstrap_from_checkpoint_records(content.data_records(), str(checkpoint))
+        if bootstrap is None:
+            bootstrap = read_bootstrap_checkpoint(config.metadata_log_dir)
+        if bootstrap is None:
+            bootstrap = default_bootstrap_metadata()
         if voters is None and config.controller_quorum_voters:
             voters = VoterSet.static(
                 {v.node_id: (v.host, v.port) for v in config.controller_quorum_voters},
@@ -111,4 +127,5 @@ def load_stored_state(config: KRaftConfig) -> StoredState:
         None if stored is None else from_stored_election(stored),
         voters,
         kraft_version,
+        bootstrap,
     )

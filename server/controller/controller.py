@@ -1,0 +1,111 @@
+"""The replayed state of the metadata log and the controller's claim on it (the part of Kafka's
+``QuorumController``, ``FeatureControlManager`` and ``OffsetControlManager`` built so far).
+
+The host feeds every committed data record in log order (:meth:`QuorumController.replay`),
+starting again from a snapshot's records when one is loaded (:meth:`QuorumController.reset`).
+When its raft leadership of some epoch has replayed everything before that epoch's start, the
+host calls :meth:`QuorumController.activate` and appends what it returns (Kafka claims
+leadership at the same point: ``KafkaRaftClient`` tells its listener of its own leadership once
+the listener has read up to the epoch start offset). No I/O and no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from kwire.wire import read_uvarint
+from messages.generated.abort_transaction_record import AbortTransactionRecord
+from messages.generated.begin_transaction_record import BeginTransactionRecord
+from messages.generated.end_transaction_record import EndTransactionRecord
+from messages.generated.feature_level_record import FeatureLevelRecord
+from messages.metadata import decode_record
+from server.controller.activation import (
+    METADATA_VERSION_FEATURE,
+    ActivationRecords,
+    Record,
+    activation_records,
+)
+
+__all__ = ["QuorumController"]
+
+_REPLAYED_KEYS = frozenset(
+    {
+        FeatureLevelRecord.API_KEY,
+        BeginTransactionRecord.API_KEY,
+        EndTransactionRecord.API_KEY,
+        AbortTransactionRecord.API_KEY,
+    }
+)
+
+
+class QuorumController:
+    """The controller of one node: finalized feature levels and metadata-transaction state from
+    the committed records, and the epoch it is active in.
+
+    ``bootstrap`` is the formatted bootstrap metadata (``(record, version)`` pairs, the
+    metadata.version FeatureLevelRecord among them); ``min_insync_replicas`` the node's
+    ``min.insync.replicas``, which 4.x activation writes as a cluster default.
+    """
+
+    def __init__(self, *, bootstrap: Sequence[Record], min_insync_replicas: int = 1) -> None:
+        self.bootstrap = tuple(bootstrap)
+        self.min_insync_replicas = min_insync_replicas
+        self.feature_levels: dict[str, int] = {}
+        """Feature name -> finalized level, from FeatureLevelRecords (0: not finalized)."""
+        self.transaction_open = False
+        """A BeginTransactionRecord was replayed without its End or Abort."""
+        self.active_epoch: int | None = None
+        """The leader epoch this controller is active in, None while it is not."""
+
+    # ------------------------------------------------------------------ replay
+
+    @property
+    def metadata_version(self) -> int | None:
+        """The finalized metadata.version level, None before its FeatureLevelRecord."""
+        level = self.feature_levels.get(METADATA_VERSION_FEATURE, 0)
+        return level if level > 0 else None
+
+    def reset(self, record_values: Iterable[bytes | None]) -> None:
+        """Start again from a snapshot whose data records' values are ``record_values``."""
+        self.feature_levels = {}
+        self.transaction_open = False
+        for value in record_values:
+            self.replay(value)
+
+    def replay(self, value: bytes | None) -> None:
+        """Replay one committed data record value (a framed metadata record). Only the record
+        types this controller keeps are decoded: the api key is read first. Raises
+        ``kwire.wire.DecodeError`` for a record of those types that does not decode."""
+        # the frame is (frame version, api key, version) varints
+        if value is None or len(value) < 2:
+            return
+        api_key = value[1] if value[1] < 0x80 else read_uvarint(value, 1)[0]
+        if api_key not in _REPLAYED_KEYS:
+            return
+        message, _ = decode_record(value)
+        if isinstance(message, FeatureLevelRecord):
+            self.feature_levels[message.name] = message.feature_level
+        elif isinstance(message, BeginTransactionRecord):
+            self.transaction_open = True
+        else:  # End or Abort
+            self.transaction_open = False
+
+    # ------------------------------------------------------------------ leadership
+
+    def activate(self, epoch: int) -> ActivationRecords | None:
+        """Become the active controller of leader epoch ``epoch``: the records to append first
+        (possibly none), or None when already active in that epoch. Call only once everything
+        committed before the epoch's start has been replayed."""
+        if self.active_epoch == epoch:
+            return None
+        self.active_epoch = epoch
+        return activation_records(
+            metadata_version_replayed=self.metadata_version is not None,
+            transaction_open=self.transaction_open,
+            bootstrap=self.bootstrap,
+            min_insync_replicas=self.min_insync_replicas,
+        )
+
+    def renounce(self) -> None:
+        """No longer the active controller (leadership lost or resigned)."""
+        self.active_epoch = None
