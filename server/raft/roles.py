@@ -65,6 +65,14 @@ class EpochState:
         return f"{self.name}(epoch={self.epoch})"
 
 
+def _same_vote(voted: ReplicaKey, candidate: ReplicaKey) -> bool:
+    """Whether a vote already cast for ``voted`` covers ``candidate``: the same id, and the same
+    directory id unless the vote recorded none."""
+    return voted.id == candidate.id and (
+        voted.directory_id is None or voted.directory_id == candidate.directory_id
+    )
+
+
 class Unattached(EpochState):
     """No leader known in ``epoch``; possibly voted for ``voted_key``."""
 
@@ -92,7 +100,7 @@ class Unattached(EpochState):
         if pre_vote:
             return log_up_to_date
         if self.voted_key is not None:
-            return self.voted_key.matches(candidate)
+            return _same_vote(self.voted_key, candidate)
         return log_up_to_date
 
 
@@ -155,11 +163,15 @@ class Prospective(EpochState):
         return self._leader_id
 
     def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
-        """The same rule as :class:`Unattached` (``ProspectiveState.canGrantVote``)."""
+        """The rule of :class:`Unattached`, except that a Prospective that still knows the
+        leader it followed refuses a real vote it has not already given
+        (``QuorumState.unattachedOrProspectiveCanGrantVote``)."""
         if pre_vote:
             return log_up_to_date
         if self.voted_key is not None:
-            return self.voted_key.matches(candidate)
+            return _same_vote(self.voted_key, candidate)
+        if self._leader_id is not None:
+            return False
         return log_up_to_date
 
 

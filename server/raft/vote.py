@@ -9,11 +9,12 @@ Request steps, each with the error it returns:
 1. ClusterId present and different -> top-level INCONSISTENT_CLUSTER_ID.
 2. Not exactly one topic ``__cluster_metadata`` with one partition 0 -> top-level
    INVALID_REQUEST.
-3. ReplicaEpoch below the local epoch -> partition FENCED_LEADER_EPOCH; ReplicaId < 0 ->
-   INVALID_REQUEST; VoterId / VoterDirectoryId naming another replica -> INVALID_VOTER_KEY.
-4. LastOffset < 0, LastOffsetEpoch < 0 or LastOffsetEpoch >= ReplicaEpoch -> partition
+3. LastOffset < 0, LastOffsetEpoch < 0, or LastOffsetEpoch >= ReplicaEpoch (> for a pre-vote,
+   which a Prospective sends in its own epoch) -> partition INVALID_REQUEST.
+4. ReplicaEpoch below the local epoch -> partition FENCED_LEADER_EPOCH; ReplicaId < 0 ->
    INVALID_REQUEST.
-5. A real vote (not pre-vote) for a later epoch moves this replica to Unattached in that epoch.
+5. A later ReplicaEpoch, vote or pre-vote, moves this replica to Unattached in that epoch.
+   Then (v1+) VoterId / VoterDirectoryId naming another replica -> INVALID_VOTER_KEY.
 6. The vote is granted iff the role allows it (``can_grant_vote``: Unattached/Prospective not
    yet voted or voted for the same key; Candidate/Leader/Follower/Resigned never, except a
    pre-vote where the role permits) and the requester's log is at least as up to date:
@@ -58,11 +59,12 @@ VERSIONS = (0, 2)
 
 def build_request(ctx: RaftContext, voter_id: int, *, pre_vote: bool) -> VoteRequest:
     """``RaftUtil.singletonVoteRequest``: the receiver's key, the local key, and the local
-    ``(last fetched epoch, log end offset)``. A pre-vote asks for ``epoch + 1``."""
+    ``(last fetched epoch, log end offset)``, in the local epoch: a Prospective pre-votes in
+    the epoch it is in, a Candidate votes in the epoch it moved to."""
     end = ctx.view.end_offset()
     voter = ctx.control.voters.get(voter_id)
     voter_dir = voter.key.directory_id_or_zero if voter is not None else ReplicaKey(voter_id).directory_id_or_zero
-    epoch = ctx.quorum.epoch + 1 if pre_vote else ctx.quorum.epoch
+    epoch = ctx.quorum.epoch
     return VoteRequest(
         cluster_id=ctx.identity.cluster_id,
         voter_id=voter_id,
@@ -123,24 +125,27 @@ def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> Vot
     if partition is None:
         return VoteResponse(error_code=Errors.INVALID_REQUEST)
     version = event.api_version
-    error = validate_voter_only(
-        ctx,
-        partition.replica_epoch,
-        partition.replica_id,
-        request.voter_id if version >= 1 else None,
-        partition.voter_directory_id if version >= 1 else None,
+    pre_vote = bool(partition.pre_vote) and version >= 2
+    # a pre-vote asks for the Prospective's own epoch, so its last epoch may equal it
+    illegal_epoch = (
+        partition.last_offset_epoch > partition.replica_epoch
+        if pre_vote
+        else partition.last_offset_epoch >= partition.replica_epoch
     )
+    if partition.last_offset < 0 or partition.last_offset_epoch < 0 or illegal_epoch:
+        return _response(ctx, event.listener, version, Errors.INVALID_REQUEST, False)
+    error = validate_voter_only(ctx, partition.replica_epoch, partition.replica_id, None, None)
     if error != Errors.NONE:
         return _response(ctx, event.listener, version, error, False)
-    if (
-        partition.last_offset < 0
-        or partition.last_offset_epoch < 0
-        or partition.last_offset_epoch >= partition.replica_epoch
-    ):
-        return _response(ctx, event.listener, version, Errors.INVALID_REQUEST, False)
-    pre_vote = bool(partition.pre_vote) and version >= 2
-    if not pre_vote and partition.replica_epoch > ctx.quorum.epoch:
+    if partition.replica_epoch > ctx.quorum.epoch:
+        # pre-votes too: the Prospective is in that epoch already
         ctx.quorum.transition_to_unattached(partition.replica_epoch, now_ms)
+    if version >= 1:
+        error = validate_voter_only(
+            ctx, partition.replica_epoch, partition.replica_id, request.voter_id, partition.voter_directory_id
+        )
+        if error != Errors.NONE:
+            return _response(ctx, event.listener, version, error, False)
     candidate = ReplicaKey.of(partition.replica_id, partition.replica_directory_id)
     remote = OffsetAndEpoch(partition.last_offset, partition.last_offset_epoch)
     up_to_date = remote.at_least(ctx.view.end_offset())

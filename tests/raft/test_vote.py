@@ -119,12 +119,33 @@ def test_candidate_steps_down_on_higher_epoch_response() -> None:
 
 
 def test_pre_vote_keeps_epoch_and_vote() -> None:
+    # a Prospective pre-votes in its own epoch (KafkaRaftClient.buildVoteRequest)
     context = make_context(pre_vote=True, election=ElectionState(2))
-    out, response = context.request(vote_request(2, 3, 0, 0, pre_vote=True), 2)
-    assert _partition(response).vote_granted
+    out, response = context.request(vote_request(2, 2, 2, 0, pre_vote=True), 2)
+    assert _partition(response).vote_granted and _partition(response).error_code == Errors.NONE
     assert out.election_state is None
     assert context.core.epoch == 2 and isinstance(context.core.state, Unattached)
     assert context.core.state.voted_key is None
+
+
+def test_pre_vote_from_a_later_epoch_moves_to_that_epoch_without_voting() -> None:
+    # handleVoteRequest moves to Unattached for any later ReplicaEpoch, pre-vote or not
+    context = make_context(pre_vote=True, election=ElectionState(2))
+    out, response = context.request(vote_request(2, 5, 0, 0, pre_vote=True), 2)
+    assert _partition(response).vote_granted and _partition(response).leader_epoch == 5
+    assert out.election_state == ElectionState(5)
+    assert isinstance(context.core.state, Unattached) and context.core.state.voted_key is None
+
+
+def test_pre_vote_whose_last_epoch_equals_its_epoch_is_valid_but_a_vote_is_not() -> None:
+    # a stock Prospective in epoch 0 with an empty log sends (0, 0, 0); a real vote cannot
+    context = make_context(pre_vote=True)
+    _, response = context.request(vote_request(2, 0, 0, 0, pre_vote=True), 2)
+    assert _partition(response).error_code == Errors.NONE and _partition(response).vote_granted
+    _, response = context.request(vote_request(2, 0, 0, 0), 2)
+    assert _partition(response).error_code == Errors.INVALID_REQUEST
+    _, response = context.request(vote_request(2, 0, 1, 0, pre_vote=True), 2)
+    assert _partition(response).error_code == Errors.INVALID_REQUEST
 
 
 def test_follower_that_hears_from_its_leader_rejects_pre_votes() -> None:
@@ -132,10 +153,11 @@ def test_follower_that_hears_from_its_leader_rejects_pre_votes() -> None:
     context.request(begin_epoch_request(2, 1), 1)
     state = context.core.state
     assert isinstance(state, Follower)
-    _, response = context.request(vote_request(3, 2, 0, 0, pre_vote=True), 2)
+    _, response = context.request(vote_request(3, state.epoch, 0, 0, pre_vote=True), 2)
     assert _partition(response).vote_granted  # it has not fetched yet
     state.has_fetched = True
-    _, response = context.request(vote_request(3, 2, 0, 0, pre_vote=True), 2)
+    _, response = context.request(vote_request(3, state.epoch, 0, 0, pre_vote=True), 2)
+    assert context.core.state is state
     assert not _partition(response).vote_granted
 
 
@@ -144,7 +166,7 @@ def test_prospective_becomes_candidate_after_a_pre_vote_majority() -> None:
     out = context.tick(3000)
     assert isinstance(context.core.state, Prospective) and context.core.epoch == 4
     sent = out.sends[0].request.topics[0].partitions[0]
-    assert sent.pre_vote and sent.replica_epoch == 5
+    assert sent.pre_vote and sent.replica_epoch == 4
     out = context.respond(out, 2, vote_response(4, True))
     assert isinstance(context.core.state, Candidate) and context.core.epoch == 5
     assert out.election_state == ElectionState(5, None, ReplicaKey(1))
