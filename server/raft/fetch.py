@@ -14,9 +14,10 @@ Leader steps, each with the error it returns:
 2. Not exactly one topic (TopicId ``METADATA_TOPIC_ID``, or name ``__cluster_metadata`` below
    v13) with one partition 0 -> top-level INVALID_REQUEST.
 3. MaxWaitMs < 0, FetchOffset < 0, LastFetchedEpoch < 0 or LastFetchedEpoch >
-   CurrentLeaderEpoch -> top-level INVALID_REQUEST.
+   CurrentLeaderEpoch -> partition INVALID_REQUEST.
 4. CurrentLeaderEpoch below the local epoch -> partition FENCED_LEADER_EPOCH; above ->
-   UNKNOWN_LEADER_EPOCH; not the leader -> NOT_LEADER_OR_FOLLOWER. CurrentLeader is always set.
+   UNKNOWN_LEADER_EPOCH; not the leader -> NOT_LEADER_OR_FOLLOWER. CurrentLeader is always set;
+   a partition error carries HighWatermark -1 (``buildEmptyFetchResponse``).
 5. Offset validation (``ReplicatedLog.validateOffsetAndEpoch``): behind the log start, or at
    it with another epoch, or an epoch older than the earliest snapshot -> SnapshotId = latest
    snapshot; otherwise ``end_offset_for_epoch(LastFetchedEpoch)``: another epoch, or an end
@@ -140,8 +141,8 @@ def _response(
     snapshot: OffsetAndEpoch | None = None,
 ) -> FetchResponse:
     state = ctx.quorum.state
-    high_watermark = -1
-    if isinstance(state, Leader) and state.high_watermark is not None:
+    high_watermark = -1  # an error answer carries none (buildEmptyFetchResponse)
+    if error == Errors.NONE and isinstance(state, Leader) and state.high_watermark is not None:
         high_watermark = state.high_watermark
     partition = PartitionData(
         partition_index=METADATA_PARTITION,
@@ -231,7 +232,7 @@ def handle_request(
         or partition.last_fetched_epoch < 0
         or partition.last_fetched_epoch > partition.current_leader_epoch
     ):
-        return FetchResponse(error_code=Errors.INVALID_REQUEST)
+        return _response(ctx, version, event.listener, Errors.INVALID_REQUEST)
     error = validate_leader_only(ctx, partition.current_leader_epoch)
     if error != Errors.NONE:
         return _response(ctx, version, event.listener, error)

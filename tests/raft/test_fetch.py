@@ -92,10 +92,11 @@ def test_fetch_errors() -> None:
     assert _part(response).current_leader.leader_id == 1
     _, response = context.request(fetch_request(2, leader.epoch + 1, 0, 0), 17)
     assert _part(response).error_code == Errors.UNKNOWN_LEADER_EPOCH
+    assert _part(response).high_watermark == -1  # errors carry no high watermark
     _, response = context.request(fetch_request(2, leader.epoch, 0, leader.epoch + 1), 17)
-    assert response.error_code == Errors.INVALID_REQUEST
+    assert response.error_code == Errors.NONE and _part(response).error_code == Errors.INVALID_REQUEST
     _, response = context.request(fetch_request(2, leader.epoch, -1, 0), 17)
-    assert response.error_code == Errors.INVALID_REQUEST
+    assert _part(response).error_code == Errors.INVALID_REQUEST and _part(response).high_watermark == -1
     bad = fetch_request(2, leader.epoch, 0, 0)
     bad.topics[0].topic_id = bad.topics[0].topic_id.from_longs(0, 2)
     _, response = context.request(bad, 17)
