@@ -305,6 +305,10 @@ class Leader(EpochState):
         self.fetched_voters: set[int] = set()
         self.parked: list[ParkedFetch] = []
         self.pending_voter_change: PendingVoterChange | None = None
+        self.volatile_voters: VoterSet | None = None
+        """kraft.version 0: the voters as their UpdateRaftVoter requests describe them (ids,
+        directory ids, endpoints), kept in memory only (``LeaderState.volatileVoters``, Kafka
+        4.1+); None until the first such update."""
         self.resign_when_committed: int | None = None
         """Offset of a VotersRecord that removed this leader: it resigns once it commits."""
 

@@ -2,7 +2,7 @@
 kraft.version range (KIP-853).
 
 Version handled: 0. Mirrors ``KafkaRaftClient.handleUpdateVoterRequest`` and
-``internals/UpdateVoterHandler`` (Kafka 3.9; kraft-facts §2.4). Followers send it (``build_request``) when
+``internals/UpdateVoterHandler`` (Kafka 4.4; kraft-facts §2.4). Followers send it (``build_request``) when
 their own entry in the voter set is stale; ``handle_response`` treats the answer. Times out after ``controller.quorum.request.timeout.ms``.
 
 Steps, in order, each with the error it returns (CurrentLeader is always filled in, with the
@@ -14,7 +14,12 @@ leader's endpoint on the default listener when known):
 3. VoterId < 0 or a zero VoterDirectoryId -> INVALID_REQUEST.
 4. Another voter change in progress -> REQUEST_TIMED_OUT.
 5. The high watermark of this epoch not known yet -> REQUEST_TIMED_OUT.
-6. kraft.version 0 -> INVALID_REQUEST (no update path for static quorums, KAFKA-16538).
+6. kraft.version 0 (a static quorum; Kafka 4.1+ followers send the request there too):
+   KRaftVersionFeature not containing 0 or min > max -> INVALID_REQUEST; no listener named
+   like the leader's default listener -> INVALID_REQUEST; VoterId not a voter ->
+   VOTER_NOT_FOUND; else the leader keeps the voter's directory id, endpoints and range in
+   memory (``Leader.volatile_voters``), writes nothing and answers NONE. (Kafka 3.9 answered
+   INVALID_REQUEST here, which a 4.x follower takes as fatal.)
 7. A VotersRecord not yet committed -> REQUEST_TIMED_OUT.
 8. KRaftVersionFeature not containing the finalized kraft.version, or min > max ->
    INVALID_REQUEST.
@@ -37,8 +42,8 @@ from messages.generated.update_raft_voter_request import UpdateRaftVoterRequest
 from messages.generated.update_raft_voter_response import CurrentLeader, UpdateRaftVoterResponse
 from server.raft import voter_change
 from server.raft.common import validate_leader_only
-from server.raft.roles import Follower
-from server.raft.types import Endpoint, ReplicaKey, VoterNode
+from server.raft.roles import Follower, Leader
+from server.raft.types import Endpoint, ReplicaKey, VoterNode, VoterSet
 
 if TYPE_CHECKING:
     from server.raft.context import RaftContext
@@ -80,7 +85,7 @@ def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> Upd
     if state.pending_voter_change is not None or state.high_watermark is None:
         return response(Errors.REQUEST_TIMED_OUT)
     if ctx.control.kraft_version < 1:
-        return response(Errors.INVALID_REQUEST)
+        return _update_static(ctx, state, key, request, response, now_ms)
     if voter_change.uncommitted(ctx):
         return response(Errors.REQUEST_TIMED_OUT)
     feature = request.kraft_version_feature
@@ -96,6 +101,32 @@ def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> Upd
     voter_change.append_voters_record(ctx, updated, now_ms)
     # "Reply immediately and don't wait for the change to commit" (UpdateVoterHandler): the
     # voter that asked must go on fetching for the record to commit at all
+    return response(Errors.NONE)
+
+
+def _update_static(
+    ctx: RaftContext,
+    state: Leader,
+    key: ReplicaKey,
+    request: UpdateRaftVoterRequest,
+    response: Callable[..., UpdateRaftVoterResponse],
+    now_ms: int,
+) -> UpdateRaftVoterResponse:
+    """Step 6: kraft.version 0 keeps the update in memory (``UpdateVoterHandler`` with
+    ``volatileVoters``; ``VoterSet.updateVoterIgnoringDirectoryId``)."""
+    feature = request.kraft_version_feature
+    low, high = feature.min_supported_version, feature.max_supported_version
+    if low > high or not low <= 0 <= high:
+        return response(Errors.INVALID_REQUEST)
+    if not any(listener.name == ctx.identity.default_listener for listener in request.listeners):
+        return response(Errors.INVALID_REQUEST)
+    voters = state.volatile_voters or ctx.control.voters
+    if voters.get(key.id) is None:
+        return response(Errors.VOTER_NOT_FOUND)
+    endpoints = tuple(Endpoint(e.name, e.host, e.port) for e in request.listeners)
+    updated = VoterNode(key, endpoints, (low, high))
+    state.volatile_voters = VoterSet(tuple(updated if v.key.id == key.id else v for v in voters.voters))
+    state.record_voter_fetch(key.id, now_ms)
     return response(Errors.NONE)
 
 

@@ -210,10 +210,23 @@ def test_update_voter() -> None:
     assert voter_change.uncommitted(context.core)
 
 
-def test_update_voter_needs_kraft_version_1() -> None:
+def test_update_voter_of_a_static_quorum_is_kept_in_memory() -> None:
+    # Kafka 4.1+ followers send UpdateRaftVoter to a kraft.version 0 leader too; an error
+    # answer stops them (IllegalStateException), so the leader takes it as 4.4's does
     context, leader = _leader(kraft_version=0)
-    _, response = context.request(_update(2, leader.epoch), 0)
+    before = context.log.log_end_offset
+    _, response = context.request(_update(2, leader.epoch, low=1, high=1), 0)
+    assert response.error_code == Errors.INVALID_REQUEST  # cannot run kraft.version 0
+    _, response = context.request(_update(2, leader.epoch, listener="OTHER"), 0)
     assert response.error_code == Errors.INVALID_REQUEST
+    _, response = context.request(_update(4, leader.epoch), 0)
+    assert response.error_code == Errors.VOTER_NOT_FOUND
+    _, response = context.request(_update(2, leader.epoch), 0)
+    assert response.error_code == Errors.NONE
+    assert context.log.log_end_offset == before  # nothing written
+    assert leader.volatile_voters is not None
+    assert leader.volatile_voters.get(2).endpoints == (Endpoint("CONTROLLER", "new-host", 9999),)  # type: ignore[union-attr]
+    assert context.core.voters.get(2).endpoints == (Endpoint("CONTROLLER", "host2", 9002),)  # type: ignore[union-attr]
 
 
 def test_follower_with_a_stale_entry_sends_update_raft_voter_in_place_of_a_fetch() -> None:
