@@ -1,0 +1,144 @@
+"""Mixed quorums: kwire nodes and stock controllers of each pinned release in one static quorum.
+
+Three voters (``controller.quorum.voters``, kraft.version 0; each directory formatted by its own
+kind's ``storage format --no-initial-controllers``): one kwire node and two stock controllers,
+then two kwire nodes and one stock controller. The leader is killed with SIGKILL
+``LEADER_CHANGES`` times and restarted each time. Asserted:
+
+* after every kill another voter leads within ``ELECTION_BOUND_S`` (the fetch timeout plus two
+  election timeouts, plus slack for DescribeQuorum polling on a loaded machine);
+* no process dies but the killed ones, and no stock controller logs a fatal fault (a Vote,
+  UpdateRaftVoter or Fetch answer it cannot take; a log it cannot load);
+* the quorum's high watermark keeps moving after the last restart.
+
+Who wins each election is up to the race of timeouts; the leaders are printed. Cost: three
+processes (one or two JVMs) for ~30 s per configuration.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import trio
+
+from compat.conftest import KafkaRelease
+from compat.test_storage_interop import CLUSTER_ID, _free_port
+from tools.quorum_client import QuorumToolError, describe
+
+pytestmark = pytest.mark.compat
+
+REPO_DIR = Path(__file__).resolve().parent.parent
+LEADER_CHANGES = 3
+ELECTION_TIMEOUT_MS = 1000
+FETCH_TIMEOUT_MS = 2000
+ELECTION_BOUND_S = (FETCH_TIMEOUT_MS + 2 * ELECTION_TIMEOUT_MS) / 1000 + 6.0
+START_TIMEOUT_S = 90.0
+
+
+class Quorum:
+    def __init__(self, kafka: KafkaRelease, root: Path, kwire_ids: set[int]) -> None:
+        self.kafka, self.root, self.kwire_ids = kafka, root, kwire_ids
+        self.ports = {i: _free_port() for i in (1, 2, 3)}
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        voters = ",".join(f"{i}@localhost:{p}" for i, p in self.ports.items())
+        for i, port in self.ports.items():
+            (root / f"{i}.properties").write_text(
+                f"process.roles=controller\nnode.id={i}\ncontroller.quorum.voters={voters}\n"
+                f"controller.listener.names=CONTROLLER\nlisteners=CONTROLLER://localhost:{port}\n"
+                f"log.dirs={root / f'data{i}'}\n"
+                f"controller.quorum.election.timeout.ms={ELECTION_TIMEOUT_MS}\n"
+                f"controller.quorum.fetch.timeout.ms={FETCH_TIMEOUT_MS}\n",
+                encoding="utf-8",
+            )
+            props = root / f"{i}.properties"
+            if i in kwire_ids:
+                subprocess.run(
+                    [sys.executable, "-m", "tools.cli", "storage", "format", "-c", str(props), "-t", CLUSTER_ID,
+                     "--no-initial-controllers"], cwd=REPO_DIR, check=True, capture_output=True,
+                )
+            else:
+                kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--no-initial-controllers"])
+
+    def start(self, i: int) -> None:
+        props = self.root / f"{i}.properties"
+        with open(self.root / f"{i}.out", "ab") as out:
+            if i in self.kwire_ids:
+                self.procs[i] = subprocess.Popen(
+                    [sys.executable, "-m", "tools.cli", "server-start", str(props)], cwd=REPO_DIR,
+                    stdout=out, stderr=subprocess.STDOUT,
+                )
+            else:
+                self.procs[i] = self.kafka.start(
+                    "kafka.Kafka", [props], logs_dir=self.root / f"logs{i}", stdout=out.fileno(), stderr=out.fileno(),  # type: ignore[arg-type]
+                )
+
+    def leader(self, excluded: int | None = None) -> tuple[int, int, int] | None:
+        """(leader id, epoch, high watermark) as a live node other than ``excluded`` sees it."""
+        for i, port in self.ports.items():
+            if i == excluded or self.procs[i].poll() is not None:
+                continue
+            try:
+                view = trio.run(describe, f"localhost:{port}", 3.0)
+            except (OSError, QuorumToolError, trio.TooSlowError):
+                continue
+            p = view.partition
+            if p.leader_id >= 0 and p.leader_id != excluded:
+                return p.leader_id, p.leader_epoch, p.high_watermark
+        return None
+
+    def wait_leader(self, timeout_s: float, excluded: int | None = None) -> tuple[int, int, int]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            found = self.leader(excluded)
+            if found is not None:
+                return found
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no leader (other than {excluded}) within {timeout_s} s")
+            time.sleep(0.1)  # poll interval
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs.values():
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.mark.parametrize("kwire_ids", [{1}, {1, 2}], ids=["1-kwire-2-stock", "2-kwire-1-stock"])
+def test_leaders_killed_in_a_mixed_quorum(kafka: KafkaRelease, tmp_path: Path, kwire_ids: set[int]) -> None:
+    quorum = Quorum(kafka, tmp_path, kwire_ids)
+    leaders: list[tuple[int, float]] = []
+    try:
+        for i in (1, 2, 3):
+            quorum.start(i)
+        leader, _, _ = quorum.wait_leader(START_TIMEOUT_S)
+        for _ in range(LEADER_CHANGES):
+            quorum.procs[leader].send_signal(signal.SIGKILL)
+            quorum.procs[leader].wait()
+            killed_at = time.monotonic()
+            new_leader, _, _ = quorum.wait_leader(ELECTION_BOUND_S, excluded=leader)
+            leaders.append((new_leader, round(time.monotonic() - killed_at, 1)))
+            quorum.start(leader)
+            leader = new_leader
+        dead = {i: p.returncode for i, p in quorum.procs.items() if p.poll() is not None}
+        assert not dead, f"processes died: {dead}"
+        _, _, hwm = quorum.wait_leader(ELECTION_BOUND_S)
+        deadline = time.monotonic() + 30
+        while (quorum.wait_leader(ELECTION_BOUND_S)[2]) <= hwm:
+            assert time.monotonic() < deadline, "the high watermark stopped after the last restart"
+            time.sleep(0.2)  # poll interval
+    finally:
+        quorum.stop()
+        print("leaders after each kill (id, seconds):", leaders)
+    for i in set(quorum.ports) - kwire_ids:
+        text = (tmp_path / f"{i}.out").read_text(errors="replace")
+        assert "fatal fault" not in text and "IllegalStateException" not in text, text[-3000:]
