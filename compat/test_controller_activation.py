@@ -32,6 +32,7 @@ from compat.conftest import KafkaRelease
 from compat.test_storage_interop import (
     CLUSTER_ID,
     PARTITION,
+    _controller_properties,
     _free_port,
     _log_batches,
     _run_controller,
@@ -48,19 +49,6 @@ pytestmark = pytest.mark.compat
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 KWIRE_START_TIMEOUT_S = 60.0
-
-
-def _properties(path: Path, data: Path, port: int) -> Path:
-    path.write_text(
-        "process.roles=controller\n"
-        "node.id=1\n"
-        f"controller.quorum.bootstrap.servers=localhost:{port}\n"
-        "controller.listener.names=CONTROLLER\n"
-        f"listeners=CONTROLLER://localhost:{port}\n"
-        f"log.dirs={data}\n",
-        encoding="utf-8",
-    )
-    return path
 
 
 def _data_records(batches: list[RecordBatch]) -> list[tuple[Message, int]]:
@@ -127,8 +115,8 @@ def _run_kwire(props: Path, part: Path, logs: Path, port: int) -> None:
 def test_kwire_activates_an_empty_log_as_stock_does(kafka: KafkaRelease, tmp_path: Path) -> None:
     port = _free_port()
     stock_data, kwire_data = tmp_path / "stock", tmp_path / "kwire"
-    stock_props = _properties(tmp_path / "stock.properties", stock_data, port)
-    kwire_props = _properties(tmp_path / "kwire.properties", kwire_data, port)
+    stock_props = _controller_properties(tmp_path / "stock.properties", stock_data, port)
+    kwire_props = _controller_properties(tmp_path / "kwire.properties", kwire_data, port)
     kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", stock_props, "--standalone"])
     shutil.copytree(stock_data, kwire_data)
     logs = tmp_path / "logs"

@@ -37,7 +37,7 @@ import pytest
 import trio
 
 from compat.conftest import KafkaRelease
-from compat.test_storage_interop import CLUSTER_ID, _free_port
+from compat.test_storage_interop import CLUSTER_ID, _controller_properties, _free_port
 from kwire.topics import METADATA_PARTITION, METADATA_TOPIC_NAME
 from kwire.uuid import METADATA_TOPIC_ID, Uuid
 from messages.generated import add_raft_voter_request as arv
@@ -77,20 +77,6 @@ class Case:
 
 
 # ----------------------------------------------------------------------------- nodes
-
-
-def _properties(path: Path, data: Path, port: int) -> Path:
-    path.write_text(
-        "process.roles=controller\n"
-        "node.id=1\n"
-        f"controller.quorum.bootstrap.servers=localhost:{port}\n"
-        "controller.listener.names=CONTROLLER\n"
-        f"listeners=CONTROLLER://localhost:{port}\n"
-        f"log.dirs={data}\n"
-        "metadata.max.idle.interval.ms=0\n",
-        encoding="utf-8",
-    )
-    return path
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -137,7 +123,9 @@ def nodes(kafka: KafkaRelease, tmp_path: Path) -> Iterator[dict[str, tuple[int, 
     try:
         for name in ("stock", "kwire"):
             port = _free_port()
-            props = _properties(tmp_path / f"{name}.properties", tmp_path / name, port)
+            props = _controller_properties(
+                tmp_path / f"{name}.properties", tmp_path / name, port, "metadata.max.idle.interval.ms=0\n"
+            )
             kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--standalone"])
             out = open(logs / f"{name}.txt", "wb")  # noqa: SIM115 - closed with the process
             if name == "stock":

@@ -84,14 +84,16 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _controller_properties(path: Path, data: Path, port: int) -> Path:
+def _controller_properties(path: Path, data: Path, port: int, extra: str = "") -> Path:
+    """A standalone controller (node 1) on ``port`` with its log in ``data``; ``extra`` lines
+    appended as they are."""
     path.write_text(
         "process.roles=controller\n"
         "node.id=1\n"
         f"controller.quorum.bootstrap.servers=localhost:{port}\n"
         "controller.listener.names=CONTROLLER\n"
         f"listeners=CONTROLLER://localhost:{port}\n"
-        f"log.dirs={data}\n",
+        f"log.dirs={data}\n" + extra,
         encoding="utf-8",
     )
     return path
