@@ -23,6 +23,7 @@ that the failed write would have had to precede (DESIGN rule 6).
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 import time
@@ -77,6 +78,7 @@ from storage.snapshots import SnapshotId, read_snapshot
 __all__ = ["Node", "RaftListener"]
 
 T = TypeVar("T")
+log = logging.getLogger("kwire.node")
 
 
 class RaftListener(Protocol):
@@ -152,6 +154,7 @@ class Node:
         self._next_token = 1
         self._own_tokens: set[int] = set()
         self._known_leader: LeaderAndEpoch | None = None
+        self._known_role: tuple[str, int, int | None, bool] | None = None
 
     # ------------------------------------------------------------------ time
 
@@ -237,6 +240,10 @@ class Node:
                         election=stored.election,
                         kraft_version=stored.kraft_version,
                         config=self.config.quorum_config(),
+                        bootstrap_servers=[
+                            Endpoint(self.config.controller_listener_names[0], b.host, b.port)
+                            for b in self.config.controller_quorum_bootstrap_servers
+                        ],
                     )
                     nursery.start_soon(self._forward_requests, request_receive)
                     # The first step writes the election state the core starts in.
@@ -397,6 +404,7 @@ class Node:
         """The core's next deadline; then the news of this Outbox as a whole: finalized
         features, the leader, NoOp scheduling, a resignation to wait for."""
         self._maybe_notify_leader()
+        self._log_transition()
         if self._features_seen:
             self._features_seen = False
             self._publish_features()
@@ -406,6 +414,23 @@ class Node:
         core = self.core
         if core is not None and isinstance(core.state, Resigned):
             self._resigned.set()
+
+    def _log_transition(self) -> None:
+        """Log each change of role, epoch or known leader at INFO, as Kafka's ``QuorumState``
+        logs its completed transitions."""
+        core = self.core
+        if core is None:
+            return
+        state = core.state
+        role = (state.name, state.epoch, state.leader_id, core.quorum.is_voter)
+        if role != self._known_role:
+            self._known_role = role
+            log.info(
+                "node %d: %s in epoch %d (leader %s, %s)",
+                self.config.node_id, state.name, state.epoch,
+                "none" if state.leader_id is None else state.leader_id,
+                "voter" if role[3] else "observer",
+            )
 
     def _maybe_notify_leader(self) -> None:
         core, listener = self.core, self.listener

@@ -5,7 +5,9 @@ In order: meta.properties of the metadata log directory (cluster id, node id, di
 the metadata log (recovered: a corrupt tail is truncated by CRC), quorum-state, and the
 bootstrap voters: those of the bootstrap checkpoint ``00000000000000000000-0000000000.checkpoint``
 that formatting with ``--standalone`` / ``--initial-controllers`` writes (kraft.version 1), else
-those of ``controller.quorum.voters`` (kraft.version 0); and the bootstrap metadata: the
+those of ``controller.quorum.voters`` (kraft.version 0), else none: a directory formatted with
+``--no-initial-controllers`` starts as an observer that finds the voters through
+``controller.quorum.bootstrap.servers``; and the bootstrap metadata: the
 records of the 0-0 checkpoint when they hold metadata.version (Kafka 4.2+'s layout), else
 ``bootstrap.checkpoint`` (3.9's), else kwire's default release version.
 
@@ -110,11 +112,15 @@ def load_stored_state(config: KRaftConfig) -> StoredState:
                 {v.node_id: (v.host, v.port) for v in config.controller_quorum_voters},
                 config.controller_listener_names[0],
             )
+        if voters is None and config.controller_quorum_bootstrap_servers:
+            # formatted with --no-initial-controllers: an observer that finds the voters
+            # through controller.quorum.bootstrap.servers (KIP-853), as Kafka starts it
+            voters = VoterSet(())
         if voters is None:
             raise NodeStartupError(
-                "no voters: controller.quorum.voters is empty and the metadata log directory "
-                f"{config.metadata_log_dir} has no bootstrap checkpoint (format it with "
-                "--standalone or --initial-controllers)"
+                "no voters: controller.quorum.voters and controller.quorum.bootstrap.servers are "
+                f"empty and the metadata log directory {config.metadata_log_dir} has no bootstrap "
+                "checkpoint (format it with --standalone or --initial-controllers)"
             )
     except BaseException:
         metadata_log.close()
