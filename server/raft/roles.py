@@ -322,6 +322,9 @@ class Leader(EpochState):
                 old = self.observer_states.pop(voter.key, None) or ReplicaState(voter.key)
             states[voter.key.id] = old
         self.voter_states = states
+        if self.voters.majority_size <= 1 < voters.majority_size:
+            # the check-quorum timer ran idle while this leader was alone: it starts now
+            self.check_quorum_deadline_ms = now_ms + self.check_quorum_timeout_ms
         self.voters = voters
         self.next_begin_epoch_ms = {
             v: self.next_begin_epoch_ms.get(v, now_ms) for v in voters.ids if v != self.local_key.id
@@ -363,9 +366,10 @@ class Leader(EpochState):
 
     def check_quorum_expired(self, now_ms: int) -> bool:
         """True once no majority of voters has fetched within the check-quorum timeout (1.5 x
-        ``fetch.timeout.ms``); never with a single voter
+        ``fetch.timeout.ms``); never with a single voter, whose timer restarts at every poll
         (``LeaderState.timeUntilCheckQuorumExpires``)."""
         if self.voters.majority_size <= 1:
+            self.check_quorum_deadline_ms = now_ms + self.check_quorum_timeout_ms
             return False
         return now_ms >= self.check_quorum_deadline_ms
 

@@ -257,3 +257,28 @@ def test_follower_with_a_stale_entry_sends_update_raft_voter_in_place_of_a_fetch
     # not again before 3 x fetch.timeout.ms
     out = context.respond(out, 2, _fetch_response(3, 2))
     assert [type(s.request).__name__ for s in out.sends] == ["FetchRequest"]
+
+
+def test_a_leader_alone_for_long_adds_a_voter_without_resigning() -> None:
+    # KafkaRaftClient restarts the check-quorum timer of a single-voter leader at every poll;
+    # kwire let it expire, so the first added voter made the leader resign at once (epoch bump,
+    # NOT_LEADER_OR_FOLLOWER to AddRaftVoter, then DuplicateVoterException from the stock tool)
+    context = make_context(voters=_voters(1), kraft_version=1, directory_id=DIRS[1])
+    context.tick(0)  # the only voter leads at once
+    leader = context.core.state
+    assert isinstance(leader, Leader)
+    context.request(_fetch(4, leader.epoch, context.log.log_end_offset, leader.epoch), 17)
+    context.tick(60_000)  # a minute alone, far past 1.5 x fetch.timeout.ms
+    end = context.log.log_end_offset
+    context.request(_fetch(4, leader.epoch, end, leader.epoch), 17)  # the caught-up joiner
+    out, _ = context.request(_add(4), 0)
+    (send,) = [s for s in out.sends if type(s.request).__name__ == "ApiVersionsRequest"]
+    context.step(ResponseReceived(send.correlation_id, 4, _api_versions()))
+    assert context.core.voters.ids == frozenset({1, 4})
+    context.tick(1)
+    assert context.core.state is leader and context.core.epoch == leader.epoch
+    out, _ = context.request(_fetch(4, leader.epoch, context.log.log_end_offset, leader.epoch), 17)
+    replies = [r.response for r in out.replies if type(r.response).__name__ == "AddRaftVoterResponse"]
+    assert replies and replies[0].error_code == Errors.NONE
+    context.tick(2_000)  # within the check-quorum timeout of the voter's last fetch
+    assert context.core.state is leader

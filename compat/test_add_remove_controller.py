@@ -1,0 +1,142 @@
+"""Stock ``kafka-metadata-quorum add-controller`` / ``remove-controller`` across kinds (KIP-853).
+
+For every pinned release, in both directions: a standalone leader of one kind (formatted with
+``--standalone``) and a joiner of the other kind, formatted with ``--no-initial-controllers``
+and started with only ``controller.quorum.bootstrap.servers``. Asserted:
+
+* the joiner starts as an observer of the leader (DescribeQuorum lists it among the observers);
+* the stock tool, run with the joiner's configuration (``--command-config``), adds it: exit 0,
+  ``Added controller 2``, voters {1, 2}, and the leader epoch unchanged (kwire's leader used to
+  resign on the first added voter: its check-quorum timer had run out while it was alone);
+* the stock tool removes it again (``--controller-id 2 --controller-directory-id``): exit 0,
+  voters {1}, the removed controller still fetching as an observer, the epoch unchanged;
+* both processes are still running.
+
+Cost: one JVM and one kwire process for ~15 s per case.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import trio
+
+from compat.conftest import KafkaRelease
+from compat.test_storage_interop import CLUSTER_ID, _controller_properties, _free_port
+from storage.meta_properties import read_meta_properties
+from tools.quorum_client import QuorumToolError, describe
+
+pytestmark = pytest.mark.compat
+
+REPO_DIR = Path(__file__).resolve().parent.parent
+WAIT_S = 60.0
+FETCH_TIMEOUT_MS = 1000
+ALONE_S = 3 * FETCH_TIMEOUT_MS / 1000
+"""How long the leader leads alone before the add: past its check-quorum timeout (1.5 x
+fetch.timeout.ms), where kwire's leader resigned on the first added voter."""
+
+
+def _view(port: int) -> tuple[list[int], list[int], int] | None:
+    """(voter ids, observer ids, leader epoch) as the leader reports them, None while it
+    does not answer."""
+    try:
+        p = trio.run(describe, f"localhost:{port}", 5.0).partition
+    except (OSError, QuorumToolError, trio.TooSlowError):
+        return None
+    return sorted(v.replica_id for v in p.current_voters), sorted(o.replica_id for o in p.observers), p.leader_epoch
+
+
+def _wait(port: int, what: str, holds: Callable[[tuple[list[int], list[int], int]], bool]) -> tuple[list[int], list[int], int]:
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        view = _view(port)
+        if view is not None and holds(view):
+            return view
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {WAIT_S} s (last view {view})")
+        time.sleep(0.2)  # poll interval
+
+
+@pytest.mark.parametrize("leader_kind", ["kwire", "stock"])
+def test_stock_tool_adds_and_removes_a_controller_of_the_other_kind(
+    kafka: KafkaRelease, tmp_path: Path, leader_kind: str
+) -> None:
+    joiner_kind = "stock" if leader_kind == "kwire" else "kwire"
+    ports = {1: _free_port(), 2: _free_port()}
+    procs: dict[int, subprocess.Popen[bytes]] = {}
+    props = {}
+    for node, kind, flag in ((1, leader_kind, "--standalone"), (2, joiner_kind, "--no-initial-controllers")):
+        props[node] = _controller_properties(
+            tmp_path / f"{node}.properties", tmp_path / f"data{node}", ports[node],
+            f"controller.quorum.fetch.timeout.ms={FETCH_TIMEOUT_MS}\n",
+        )
+        # node.id and the bootstrap server: every node starts from the leader's address
+        props[node].write_text(
+            props[node].read_text().replace("node.id=1", f"node.id={node}")
+            .replace(f"bootstrap.servers=localhost:{ports[node]}", f"bootstrap.servers=localhost:{ports[1]}"),
+            encoding="utf-8",
+        )
+        if kind == "kwire":
+            subprocess.run(
+                [sys.executable, "-m", "tools.cli", "storage", "format", "-c", str(props[node]), "-t", CLUSTER_ID, flag],
+                cwd=REPO_DIR, check=True, capture_output=True,
+            )
+        else:
+            kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props[node], flag])
+    try:
+        for node, kind in ((1, leader_kind), (2, joiner_kind)):
+            with open(tmp_path / f"{node}.out", "wb") as out:
+                if kind == "kwire":
+                    procs[node] = subprocess.Popen(
+                        [sys.executable, "-m", "tools.cli", "server-start", str(props[node])], cwd=REPO_DIR,
+                        stdout=out, stderr=subprocess.STDOUT,
+                    )
+                else:
+                    procs[node] = kafka.start(
+                        "kafka.Kafka", [props[node]], logs_dir=tmp_path / f"logs{node}",
+                        stdout=out.fileno(), stderr=out.fileno(),  # type: ignore[arg-type]
+                    )
+            if node == 1:
+                _wait(ports[1], "the leader leads", lambda v: v[0] == [1])
+                alone_since = time.monotonic()
+        _, _, epoch = _wait(ports[1], "the joiner fetches as an observer", lambda v: 2 in v[1])
+        time.sleep(max(0.0, alone_since + ALONE_S - time.monotonic()))  # a precondition, not a wait for a result
+
+        bootstrap = f"localhost:{ports[1]}"
+        added = kafka.run_tool(
+            "metadata-quorum", ["--command-config", props[2], "--bootstrap-controller", bootstrap, "add-controller"],
+            check=False,
+        )
+        assert added.returncode == 0, added.stdout + added.stderr
+        assert "Added controller 2" in added.stdout
+        voters, _, after = _wait(ports[1], "voters {1, 2}", lambda v: v[0] == [1, 2])
+        assert after == epoch
+
+        directory = read_meta_properties(tmp_path / "data2").directory_id  # type: ignore[union-attr]
+        removed = kafka.run_tool(
+            "metadata-quorum",
+            ["--bootstrap-controller", bootstrap, "remove-controller", "--controller-id", "2",
+             "--controller-directory-id", str(directory)],
+            check=False,
+        )
+        assert removed.returncode == 0, removed.stdout + removed.stderr
+        assert "Removed" in removed.stdout
+        _, _, after = _wait(ports[1], "voters {1}, 2 observing", lambda v: v[0] == [1] and 2 in v[1])
+        assert after == epoch
+        assert all(p.poll() is None for p in procs.values()), {n: p.poll() for n, p in procs.items()}
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in procs.values():
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
