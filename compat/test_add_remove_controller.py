@@ -5,11 +5,15 @@ For every pinned release, in both directions: a standalone leader of one kind (f
 and started with only ``controller.quorum.bootstrap.servers``. Asserted:
 
 * the joiner starts as an observer of the leader (DescribeQuorum lists it among the observers);
+* ``--dry-run`` of add-controller and remove-controller prints the same line from the stock
+  tool and from ``kwire metadata-quorum``, and changes nothing;
 * the stock tool, run with the joiner's configuration (``--command-config``), adds it: exit 0,
   ``Added controller 2``, voters {1, 2}, and the leader epoch unchanged (kwire's leader used to
   resign on the first added voter: its check-quorum timer had run out while it was alone);
-* the stock tool removes it again (``--controller-id 2 --controller-directory-id``): exit 0,
-  voters {1}, the removed controller still fetching as an observer, the epoch unchanged;
+  then removes it (``--controller-id 2 --controller-directory-id``): exit 0, voters {1}, the
+  removed controller still fetching as an observer, the epoch unchanged; then
+  ``kwire metadata-quorum`` does the same, printing what the stock tool printed;
+* removing it once more fails in both tools with VoterNotFoundException (exit 1);
 * both processes are still running.
 
 Cost: one JVM and one kwire process for ~15 s per case.
@@ -17,6 +21,7 @@ Cost: one JVM and one kwire process for ~15 s per case.
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -40,6 +45,13 @@ FETCH_TIMEOUT_MS = 1000
 ALONE_S = 3 * FETCH_TIMEOUT_MS / 1000
 """How long the leader leads alone before the add: past its check-quorum timeout (1.5 x
 fetch.timeout.ms), where kwire's leader resigned on the first added voter."""
+
+
+def _kwire_tool(args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tools.cli", "metadata-quorum", *args], cwd=REPO_DIR, capture_output=True,
+        text=True, timeout=120,
+    )
 
 
 def _view(port: int) -> tuple[list[int], list[int], int] | None:
@@ -109,26 +121,40 @@ def test_stock_tool_adds_and_removes_a_controller_of_the_other_kind(
         time.sleep(max(0.0, alone_since + ALONE_S - time.monotonic()))  # a precondition, not a wait for a result
 
         bootstrap = f"localhost:{ports[1]}"
-        added = kafka.run_tool(
-            "metadata-quorum", ["--command-config", props[2], "--bootstrap-controller", bootstrap, "add-controller"],
-            check=False,
-        )
-        assert added.returncode == 0, added.stdout + added.stderr
-        assert "Added controller 2" in added.stdout
-        voters, _, after = _wait(ports[1], "voters {1, 2}", lambda v: v[0] == [1, 2])
-        assert after == epoch
-
         directory = read_meta_properties(tmp_path / "data2").directory_id  # type: ignore[union-attr]
-        removed = kafka.run_tool(
-            "metadata-quorum",
-            ["--bootstrap-controller", bootstrap, "remove-controller", "--controller-id", "2",
-             "--controller-directory-id", str(directory)],
-            check=False,
-        )
-        assert removed.returncode == 0, removed.stdout + removed.stderr
-        assert "Removed" in removed.stdout
-        _, _, after = _wait(ports[1], "voters {1}, 2 observing", lambda v: v[0] == [1] and 2 in v[1])
-        assert after == epoch
+        add_args = ["--command-config", str(props[2]), "--bootstrap-controller", bootstrap, "add-controller"]
+        remove_args = ["--bootstrap-controller", bootstrap, "remove-controller", "--controller-id", "2",
+                       "--controller-directory-id", str(directory)]
+        # the dry runs change nothing and print the same line from both tools
+        for args in (add_args, remove_args):
+            stock = kafka.run_tool("metadata-quorum", [*args, "--dry-run"], check=False)
+            ours = _kwire_tool([*args, "--dry-run"])
+            assert stock.returncode == ours.returncode == 0, stock.stderr + ours.stderr
+            assert ours.stdout == stock.stdout and "DRY RUN" in ours.stdout
+        assert _view(ports[1])[:2] == ([1], [2])  # type: ignore[index]
+
+        outputs: dict[str, list[str]] = {}
+        for tool in ("stock", "kwire"):  # each tool adds and removes once
+            run = (lambda a: kafka.run_tool("metadata-quorum", a, check=False)) if tool == "stock" else _kwire_tool
+            added = run(add_args)
+            assert added.returncode == 0, added.stdout + added.stderr
+            assert "Added controller 2" in added.stdout
+            _, _, after = _wait(ports[1], f"{tool}: voters {{1, 2}}", lambda v: v[0] == [1, 2])
+            assert after == epoch
+            removed = run(remove_args)
+            assert removed.returncode == 0, removed.stdout + removed.stderr
+            _, _, after = _wait(ports[1], f"{tool}: voters {{1}}, 2 observing", lambda v: v[0] == [1] and 2 in v[1])
+            assert after == epoch
+            outputs[tool] = [added.stdout, removed.stdout]
+        assert outputs["kwire"] == outputs["stock"]
+
+        # errors: both tools fail the same way on a replica key that is not a voter
+        stock = kafka.run_tool("metadata-quorum", remove_args, check=False)
+        ours = _kwire_tool(remove_args)
+        assert stock.returncode == ours.returncode == 1
+        assert "VoterNotFoundException" in stock.stderr and "VoterNotFoundException" in ours.stderr
+        as_json = json.loads(_kwire_tool([*add_args, "--dry-run", "--json"]).stdout)
+        assert as_json["controllerId"] == 2 and as_json["directoryId"] == str(directory)
         assert all(p.poll() is None for p in procs.values()), {n: p.poll() for n, p in procs.items()}
     finally:
         for proc in procs.values():

@@ -5,6 +5,10 @@ Usage::
     kwire metadata-quorum --bootstrap-controller HOST:PORT describe --status [--json]
     kwire metadata-quorum --bootstrap-controller HOST:PORT describe --replication
         [--human-readable] [--json]
+    kwire metadata-quorum --bootstrap-controller HOST:PORT --command-config CONTROLLER.properties
+        add-controller [--dry-run] [--json]
+    kwire metadata-quorum --bootstrap-controller HOST:PORT remove-controller
+        --controller-id ID --controller-directory-id DIRECTORY_ID [--dry-run] [--json]
 
 Like Kafka's MetadataQuorumCommand with ``--bootstrap-controller`` (KIP-919), it asks the
 bootstrap controller for the controllers (DescribeCluster, EndpointType 2), then asks the active
@@ -13,6 +17,15 @@ controller for the quorum (DescribeQuorum on ``__cluster_metadata-0``), through
 output is the same as Kafka's tool, byte for byte: ``--status`` pads each label to 24
 characters; ``--replication`` left-aligns every cell, pads it to its column's width and follows
 it with a tab.
+
+``add-controller`` reads the joining controller's own configuration (``--command-config``) as
+Kafka's tool does: ``node.id``, ``process.roles`` with ``controller``, the metadata directory
+(``metadata.log.dir``, else the first of ``log.dirs``) and the directory id in its
+meta.properties, and the endpoints of ``controller.listener.names`` (``advertised.listeners``
+over ``listeners``; no host means ``localhost``); it sends AddRaftVoter. ``remove-controller``
+sends RemoveRaftVoter. Both print Kafka's line (``Added controller ...``, ``Removed KRaft
+controller ...``, or ``DRY RUN of ...`` without sending anything), and Kafka's messages on
+errors (exit 1).
 """
 
 from __future__ import annotations
@@ -21,15 +34,22 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
-from kwire.uuid import ZERO_UUID
+from kwire.uuid import ZERO_UUID, Uuid
 from messages.generated.describe_quorum_response import (
     Node,
     PartitionData,
     ReplicaState,
 )
-from tools.quorum_client import QuorumToolError, QuorumView, describe
+from tools.quorum_client import (
+    QuorumToolError,
+    QuorumView,
+    add_raft_voter,
+    describe,
+    remove_raft_voter,
+)
 
 # -------------------------------------------------------------------------------------------
 # formatting (pure)
@@ -191,11 +211,142 @@ def replication_json(view: QuorumView) -> list[dict[str, Any]]:
     return out
 
 
+# -------------------------------------------------------------------------------------------
+# add-controller / remove-controller
+
+
+@dataclass(frozen=True)
+class ControllerToAdd:
+    """What add-controller reads from the joining controller's configuration."""
+
+    controller_id: int
+    directory_id: Uuid
+    endpoints: tuple[tuple[str, str, int], ...]
+    """``(listener, host, port)`` of each of ``controller.listener.names``, in that order."""
+
+
+def controller_to_add(path: str) -> ControllerToAdd:
+    """Read ``path`` (a controller's server.properties) as Kafka's MetadataQuorumCommand does;
+    raises QuorumToolError with its messages."""
+    import javaproperties
+
+    from server.config import ConfigError, parse_listeners
+    from storage.errors import KafkaStorageError
+    from storage.meta_properties import read_meta_properties
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            props = dict(javaproperties.load(fh))
+    except OSError as exc:
+        raise QuorumToolError(f"cannot read {path}: {exc}") from exc
+    if "node.id" not in props:
+        raise QuorumToolError("node.id not found in configuration file. Is this a valid controller configuration file?")
+    node_id = int(props["node.id"])
+    if node_id < 0:
+        raise QuorumToolError("node.id was negative in configuration file. Is this a valid controller configuration file?")
+    if "controller" not in props.get("process.roles", ""):
+        raise QuorumToolError(
+            "process.roles did not contain 'controller' in configuration file. Is this a valid controller "
+            "configuration file?"
+        )
+    if "metadata.log.dir" in props:
+        directory = props["metadata.log.dir"]
+    elif "log.dirs" in props:
+        directory = props["log.dirs"].strip().split(",")[0]
+    else:
+        raise QuorumToolError(
+            "Neither metadata.log.dir nor log.dirs were found. Is this a valid controller configuration file?"
+        )
+    try:
+        meta = read_meta_properties(directory)
+    except KafkaStorageError as exc:
+        raise QuorumToolError(f"Unable to read meta.properties from {directory}: {exc}") from exc
+    if meta is None:
+        raise QuorumToolError(f"Unable to read meta.properties from {directory}")
+    if meta.directory_id is None:
+        raise QuorumToolError(f"No directory id found in {directory}")
+    try:
+        listeners = {x.name: x for x in parse_listeners("listeners", props.get("listeners", ""))}
+        listeners.update({x.name: x for x in parse_listeners("advertised.listeners", props.get("advertised.listeners", ""))})
+    except ConfigError as exc:
+        raise QuorumToolError(str(exc)) from exc
+    if "controller.listener.names" not in props:
+        raise QuorumToolError("controller.listener.names was not found. Is this a valid controller configuration file?")
+    endpoints: list[tuple[str, str, int]] = []
+    for name in props["controller.listener.names"].split(","):
+        name = name.strip().upper()
+        listener = listeners.get(name)
+        if listener is None:
+            raise QuorumToolError(f"Cannot find information about controller listener name: {name}")
+        endpoint = (listener.name, listener.host or "localhost", listener.port)
+        if endpoint not in endpoints:
+            endpoints.append(endpoint)
+    return ControllerToAdd(node_id, meta.directory_id, tuple(endpoints))
+
+
+def format_add(controller: ControllerToAdd, dry_run: bool) -> str:
+    """Kafka's add-controller line."""
+    endpoints = ", ".join(
+        f"{name}://{f'[{host}]' if ':' in host else host}:{port}" for name, host, port in controller.endpoints
+    )
+    return (
+        f"{'DRY RUN of adding' if dry_run else 'Added'} controller {controller.controller_id} "
+        f"with directory id {controller.directory_id} and endpoints: {endpoints}"
+    )
+
+
+def format_remove(controller_id: int, directory_id: Uuid, dry_run: bool) -> str:
+    """Kafka's remove-controller line (two spaces after "removing"/"Removed", as Kafka prints)."""
+    return f"{'DRY RUN of removing ' if dry_run else 'Removed '} KRaft controller {controller_id} with directory id {directory_id}"
+
+
+def _voter_change(args: argparse.Namespace) -> int:
+    import trio
+
+    if args.quorum_command == "add-controller":
+        if args.command_config is None:
+            raise QuorumToolError(
+                "You must supply the configuration file of the controller you are adding when using add-controller."
+            )
+        controller = controller_to_add(args.command_config)
+        if not args.dry_run:
+            trio.run(
+                add_raft_voter, args.bootstrap_controller, controller.controller_id, controller.directory_id,
+                controller.endpoints,
+            )
+        document: dict[str, Any] = {
+            "command": "add-controller", "dryRun": args.dry_run, "controllerId": controller.controller_id,
+            "directoryId": str(controller.directory_id),
+            "endpoints": [{"listener": n, "host": h, "port": p} for n, h, p in controller.endpoints],
+        }
+        text = format_add(controller, args.dry_run)
+    else:
+        if args.controller_id < 0:
+            raise QuorumToolError(f"Invalid negative --controller-id: {args.controller_id}")
+        try:
+            directory_id = Uuid.from_string(args.controller_directory_id)
+        except ValueError as exc:
+            raise QuorumToolError(f"Failed to parse --controller-directory-id: {exc}") from exc
+        if not args.dry_run:
+            trio.run(remove_raft_voter, args.bootstrap_controller, args.controller_id, directory_id)
+        document = {
+            "command": "remove-controller", "dryRun": args.dry_run, "controllerId": args.controller_id,
+            "directoryId": str(directory_id),
+        }
+        text = format_remove(args.controller_id, directory_id, args.dry_run)
+    print(json.dumps(document) if args.json else text)
+    return 0
+
+
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "metadata-quorum", help="describe the KRaft quorum, as kafka-metadata-quorum.sh"
+        "metadata-quorum", help="describe and change the KRaft quorum, as kafka-metadata-quorum.sh"
     )
     parser.add_argument("--bootstrap-controller", required=True, metavar="HOST:PORT")
+    parser.add_argument(
+        "--command-config", metavar="FILE",
+        help="for add-controller: the configuration file of the controller to add",
+    )
     commands = parser.add_subparsers(dest="quorum_command", required=True)
     d = commands.add_parser("describe", help="describe the metadata quorum")
     what = d.add_mutually_exclusive_group(required=True)
@@ -203,11 +354,27 @@ def add_parser(subparsers: Any) -> None:
     what.add_argument("--replication", action="store_true")
     d.add_argument("--human-readable", action="store_true")
     d.add_argument("--json", action="store_true", help="print JSON instead of text")
+    a = commands.add_parser("add-controller", help="Add a controller to the KRaft controller cluster")
+    a.add_argument("--dry-run", action="store_true", help="print what would be done, but do not do it")
+    a.add_argument("--json", action="store_true", help="print JSON instead of text")
+    r = commands.add_parser("remove-controller", help="Remove a controller from the KRaft controller cluster")
+    r.add_argument("--controller-id", "-i", type=int, required=True, help="The id of the controller to remove.")
+    r.add_argument(
+        "--controller-directory-id", "-d", required=True, help="The directory ID of the controller to remove."
+    )
+    r.add_argument("--dry-run", action="store_true", help="print what would be done, but do not do it")
+    r.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
 def run(args: argparse.Namespace) -> int:
     import trio
 
+    if args.quorum_command in ("add-controller", "remove-controller"):
+        try:
+            return _voter_change(args)
+        except (QuorumToolError, OSError, trio.TooSlowError) as exc:
+            print(str(exc) or type(exc).__name__, file=sys.stderr)
+            return 1
     try:
         view = trio.run(describe, args.bootstrap_controller)
     except (QuorumToolError, OSError, trio.TooSlowError) as exc:

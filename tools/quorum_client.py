@@ -1,20 +1,28 @@
-"""A DescribeQuorum client: what Kafka's admin client does for ``describeMetadataQuorum()`` with
-``bootstrap.controllers`` (KIP-919), as ``kafka-metadata-quorum.sh --bootstrap-controller``
-(``org.apache.kafka.tools.MetadataQuorumCommand``) uses it.
+"""A quorum admin client: what Kafka's admin client does for ``describeMetadataQuorum()``,
+``addRaftVoter()`` and ``removeRaftVoter()`` with ``bootstrap.controllers`` (KIP-919, KIP-853),
+as ``kafka-metadata-quorum.sh --bootstrap-controller``
+(``org.apache.kafka.tools.MetadataQuorumCommand``) uses them.
 
-:func:`describe` asks a bootstrap controller for the controllers (DescribeCluster with
-EndpointType 2), then the active controller for the quorum (DescribeQuorum on
-``__cluster_metadata-0``), and returns a :class:`QuorumView`. ``kwire metadata-quorum``
+Each call asks a bootstrap controller for the controllers (DescribeCluster with EndpointType 2),
+then sends its request to the active controller. :func:`describe` (DescribeQuorum on
+``__cluster_metadata-0``) returns a :class:`QuorumView`; :func:`add_raft_voter` and
+:func:`remove_raft_voter` return once the leader accepted the change (AddRaftVoter v1+ asks it to
+answer once the new voter set is committed, KIP-1186), retrying while the leader moves. ``kwire metadata-quorum``
 (:mod:`tools.metadata_quorum`) prints it; ``DevCluster``, the tests and the compat harness use
 it to find the leader and compare with the stock tool.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kwire.errors import Errors
 from kwire.topics import METADATA_PARTITION, METADATA_TOPIC_NAME
+from kwire.uuid import Uuid
+from messages.generated.add_raft_voter_request import AddRaftVoterRequest
+from messages.generated.add_raft_voter_request import Listener as AddListener
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.describe_cluster_response import DescribeClusterResponse
 from messages.generated.describe_quorum_request import (
@@ -31,17 +39,32 @@ from messages.generated.describe_quorum_response import (
     Node,
     PartitionData,
 )
+from messages.generated.remove_raft_voter_request import RemoveRaftVoterRequest
 
 __all__ = [
-    "CONTROLLER_ENDPOINT_TYPE", "QuorumToolError", "QuorumView", "describe",
+    "CONTROLLER_ENDPOINT_TYPE", "QuorumToolError", "QuorumView", "VoterChangeError",
+    "add_raft_voter", "describe", "remove_raft_voter",
 ]
 
 CONTROLLER_ENDPOINT_TYPE = 2
+VOTER_CHANGE_TIMEOUT_MS = 60_000
+"""The admin client's ``default.api.timeout.ms``, which it sends as AddRaftVoter's TimeoutMs."""
+_LEADER_MOVED = frozenset({Errors.NOT_LEADER_OR_FOLLOWER, Errors.NOT_CONTROLLER})
 
 
 class QuorumToolError(Exception):
     """A failure of the exchange or of its answer, which ``kwire metadata-quorum`` reports on
     stderr with exit code 1 (Kafka's TerseException)."""
+
+
+class VoterChangeError(QuorumToolError):
+    """The leader refused a voter change: ``error`` is its code, the message Kafka's exception
+    name and the leader's message (e.g. ``DuplicateVoterException: The voter id ...``)."""
+
+    def __init__(self, error: Errors, message: str | None) -> None:
+        name = "".join(part.capitalize() for part in error.name.split("_")) + "Exception"
+        super().__init__(f"{name}: {message or error.message}")
+        self.error = error
 
 
 @dataclass
@@ -77,45 +100,12 @@ async def describe(bootstrap: str, timeout_s: float = 30.0) -> QuorumView:
     OSError when no address accepts a connection, ``trio.TooSlowError`` after ``timeout_s``."""
     import trio
 
-    from server.net.client import KafkaConnection, open_connection
-
-    addresses = [_parse_host_port(a.strip()) for a in bootstrap.split(",") if a.strip()]
-    if not addresses:
-        raise QuorumToolError("--bootstrap-controller names no address")
     with trio.fail_after(timeout_s):
-        conn: KafkaConnection | None = None
-        failure: OSError | None = None
-        for host, port in addresses:
-            try:
-                conn = await open_connection(host, port, client_id="kwire-metadata-quorum")
-                break
-            except OSError as exc:
-                failure = exc
-        if conn is None:
-            assert failure is not None
-            raise failure
-        try:
-            cluster = await conn.request(
-                DescribeClusterRequest(endpoint_type=CONTROLLER_ENDPOINT_TYPE)
-            )
-        finally:
-            await conn.aclose()
-        assert isinstance(cluster, DescribeClusterResponse)
-        if cluster.error_code != Errors.NONE:
-            raise QuorumToolError(
-                f"DescribeCluster failed: {Errors.of(cluster.error_code).name}"
-                + (f": {cluster.error_message}" if cluster.error_message else "")
-            )
-        active = next((b for b in cluster.brokers if b.broker_id == cluster.controller_id), None)
-        if active is None:
-            raise QuorumToolError("the quorum has no active controller reachable on this listener")
-        conn = await open_connection(active.host, active.port, client_id="kwire-metadata-quorum")
-        try:
-            quorum = await conn.request(
-                DescribeQuorumRequest([RequestTopic(METADATA_TOPIC_NAME, [RequestPartition(METADATA_PARTITION)])])
-            )
-        finally:
-            await conn.aclose()
+        cluster_id, host, port = await _active_controller(bootstrap)
+        quorum = await _request(
+            host, port,
+            DescribeQuorumRequest([RequestTopic(METADATA_TOPIC_NAME, [RequestPartition(METADATA_PARTITION)])]),
+        )
     assert isinstance(quorum, DescribeQuorumResponse)
     if quorum.error_code != Errors.NONE:
         raise QuorumToolError(f"DescribeQuorum failed: {Errors.of(quorum.error_code).name}")
@@ -127,4 +117,95 @@ async def describe(bootstrap: str, timeout_s: float = 30.0) -> QuorumView:
             f"DescribeQuorum failed: {Errors.of(partition.error_code).name}"
             + (f": {partition.error_message}" if partition.error_message else "")
         )
-    return QuorumView(cluster.cluster_id, partition, quorum.nodes)
+    return QuorumView(cluster_id, partition, quorum.nodes)
+
+
+async def _active_controller(bootstrap: str) -> tuple[str, str, int]:
+    """``(cluster id, host, port)`` of the active controller, from the first address of
+    ``bootstrap`` that accepts a connection (DescribeCluster, EndpointType 2)."""
+    from server.net.client import KafkaConnection, open_connection
+
+    addresses = [_parse_host_port(a.strip()) for a in bootstrap.split(",") if a.strip()]
+    if not addresses:
+        raise QuorumToolError("--bootstrap-controller names no address")
+    conn: KafkaConnection | None = None
+    failure: OSError | None = None
+    for host, port in addresses:
+        try:
+            conn = await open_connection(host, port, client_id="kwire-metadata-quorum")
+            break
+        except OSError as exc:
+            failure = exc
+    if conn is None:
+        assert failure is not None
+        raise failure
+    try:
+        cluster = await conn.request(DescribeClusterRequest(endpoint_type=CONTROLLER_ENDPOINT_TYPE))
+    finally:
+        await conn.aclose()
+    assert isinstance(cluster, DescribeClusterResponse)
+    if cluster.error_code != Errors.NONE:
+        raise QuorumToolError(
+            f"DescribeCluster failed: {Errors.of(cluster.error_code).name}"
+            + (f": {cluster.error_message}" if cluster.error_message else "")
+        )
+    active = next((b for b in cluster.brokers if b.broker_id == cluster.controller_id), None)
+    if active is None:
+        raise QuorumToolError("the quorum has no active controller reachable on this listener")
+    return cluster.cluster_id, active.host, active.port
+
+
+async def _request(host: str, port: int, body: Any) -> Any:
+    from server.net.client import open_connection
+
+    conn = await open_connection(host, port, client_id="kwire-metadata-quorum")
+    try:
+        return await conn.request(body)
+    finally:
+        await conn.aclose()
+
+
+async def _voter_change(bootstrap: str, body: Any, timeout_s: float) -> None:
+    """Send ``body`` to the active controller until it answers other than "not the leader"
+    (the admin client's retry of NOT_LEADER_OR_FOLLOWER / NOT_CONTROLLER, with
+    ``retry.backoff.ms`` 100 ms), within ``timeout_s``. Raises VoterChangeError."""
+    import trio
+
+    with trio.fail_after(timeout_s):
+        while True:
+            _, host, port = await _active_controller(bootstrap)
+            response = await _request(host, port, body)
+            error = Errors.of(response.error_code)
+            if error == Errors.NONE:
+                return
+            if error not in _LEADER_MOVED:
+                raise VoterChangeError(error, response.error_message)
+            await trio.sleep(0.1)  # retry.backoff.ms
+
+
+async def add_raft_voter(
+    bootstrap: str, voter_id: int, directory_id: Uuid, endpoints: Sequence[tuple[str, str, int]],
+    timeout_s: float = VOTER_CHANGE_TIMEOUT_MS / 1000,
+) -> None:
+    """``Admin.addRaftVoter``: add ``(voter_id, directory_id)`` with ``endpoints`` (``(listener,
+    host, port)``) to the voter set. Raises VoterChangeError for the leader's refusal (e.g.
+    DUPLICATE_VOTER), QuorumToolError / OSError as :func:`describe`, ``trio.TooSlowError``
+    after ``timeout_s``."""
+    request = AddRaftVoterRequest(
+        cluster_id=None,
+        timeout_ms=VOTER_CHANGE_TIMEOUT_MS,
+        voter_id=voter_id,
+        voter_directory_id=directory_id,
+        listeners=[AddListener(name=name, host=host, port=port) for name, host, port in endpoints],
+        ack_when_committed=True,
+    )
+    await _voter_change(bootstrap, request, timeout_s)
+
+
+async def remove_raft_voter(
+    bootstrap: str, voter_id: int, directory_id: Uuid, timeout_s: float = VOTER_CHANGE_TIMEOUT_MS / 1000
+) -> None:
+    """``Admin.removeRaftVoter``: remove ``(voter_id, directory_id)`` from the voter set. Raises
+    as :func:`add_raft_voter` (VOTER_NOT_FOUND for a replica key that is not a voter)."""
+    request = RemoveRaftVoterRequest(cluster_id=None, voter_id=voter_id, voter_directory_id=directory_id)
+    await _voter_change(bootstrap, request, timeout_s)
