@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CONFIG ?= config/server.properties
 DATA   ?= data
 
-.PHONY: install run test lint lint-imports typecheck generate check-generated bench compat-jars clean
+.PHONY: install run test nightly lint lint-imports typecheck generate check-generated bench compat-jars clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,12 @@ run: install
 
 test: install check-generated lint lint-imports typecheck compat-jars
 	$(PY) -m pytest -q
+
+## Long soaks, not part of `make test`: 10,000 more simulation seeds, and 100 leader kills in
+## each of the eight mixed kwire/Kafka quorum configurations.
+nightly: install compat-jars
+	KWIRE_SIM_FIRST=10000 KWIRE_SIM_SEEDS=10000 $(PY) -m pytest -q tests/raft/test_simulation.py
+	KWIRE_MIXED_LEADER_CHANGES=100 $(PY) -m pytest -q compat/test_mixed_quorum.py
 
 bench: install compat-jars
 	$(PY) -m tools.bench

@@ -1,15 +1,19 @@
-"""Mixed quorums: kwire nodes and stock controllers of each pinned release in one static quorum.
+"""Mixed quorums: kwire nodes and stock controllers of each pinned release in one quorum.
 
-Three voters (``controller.quorum.voters``, kraft.version 0; each directory formatted by its own
-kind's ``storage format --no-initial-controllers``): one kwire node and two stock controllers,
-then two kwire nodes and one stock controller. The leader is killed with SIGKILL
-``LEADER_CHANGES`` times and restarted each time. Asserted:
+Three voters, static (``controller.quorum.voters``, kraft.version 0; each directory formatted
+by its own kind's ``storage format --no-initial-controllers``) or dynamic (KIP-853: every
+directory formatted with the same ``--initial-controllers``, the nodes configured with
+``controller.quorum.bootstrap.servers``): one kwire node and two stock controllers, then two
+kwire nodes and one stock controller. The leader is killed with SIGKILL ``LEADER_CHANGES``
+times and restarted each time. Asserted:
 
 * after every kill another voter leads within ``ELECTION_BOUND_S`` (the fetch timeout plus two
   election timeouts, plus slack for DescribeQuorum polling on a loaded machine);
 * no process dies but the killed ones, and no stock controller logs a fatal fault while the
   quorum runs (a Vote, UpdateRaftVoter or Fetch answer it cannot take; a log it cannot load);
-* the quorum's high watermark keeps moving after the last restart.
+* the quorum's high watermark keeps moving after the last restart;
+* once every voter has caught up and all are stopped, their logs hold the same batches, byte
+  for byte, below the final high watermark.
 
 Who wins each election is up to the race of timeouts; the leaders are printed. Cost: three
 processes (one or two JVMs) for ~30 s per configuration.
@@ -17,6 +21,7 @@ processes (one or two JVMs) for ~30 s per configuration.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -27,13 +32,16 @@ import pytest
 import trio
 
 from compat.conftest import KafkaRelease
-from compat.test_storage_interop import CLUSTER_ID, _free_port
+from compat.test_storage_interop import CLUSTER_ID, PARTITION, _free_port, _log_batches
+from kwire.uuid import Uuid
 from tools.quorum_client import QuorumToolError, describe
 
 pytestmark = pytest.mark.compat
 
 REPO_DIR = Path(__file__).resolve().parent.parent
-LEADER_CHANGES = 3
+LEADER_CHANGES = int(os.environ.get("KWIRE_MIXED_LEADER_CHANGES", "3"))
+"""Kills per configuration: 3 in ``make test`` (24 over the eight configurations), 100 in
+``make nightly``."""
 ELECTION_TIMEOUT_MS = 1000
 FETCH_TIMEOUT_MS = 2000
 ELECTION_BOUND_S = (FETCH_TIMEOUT_MS + 2 * ELECTION_TIMEOUT_MS) / 1000 + 6.0
@@ -41,14 +49,18 @@ START_TIMEOUT_S = 90.0
 
 
 class Quorum:
-    def __init__(self, kafka: KafkaRelease, root: Path, kwire_ids: set[int]) -> None:
+    def __init__(self, kafka: KafkaRelease, root: Path, kwire_ids: set[int], dynamic: bool) -> None:
         self.kafka, self.root, self.kwire_ids = kafka, root, kwire_ids
         self.ports = {i: _free_port() for i in (1, 2, 3)}
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         voters = ",".join(f"{i}@localhost:{p}" for i, p in self.ports.items())
+        bootstrap = ",".join(f"localhost:{p}" for p in self.ports.values())
+        initial = ",".join(f"{i}@localhost:{p}:{Uuid.random()}" for i, p in self.ports.items())
+        quorum = f"controller.quorum.bootstrap.servers={bootstrap}" if dynamic else f"controller.quorum.voters={voters}"
+        format_flags = ["--initial-controllers", initial] if dynamic else ["--no-initial-controllers"]
         for i, port in self.ports.items():
             (root / f"{i}.properties").write_text(
-                f"process.roles=controller\nnode.id={i}\ncontroller.quorum.voters={voters}\n"
+                f"process.roles=controller\nnode.id={i}\n{quorum}\n"
                 f"controller.listener.names=CONTROLLER\nlisteners=CONTROLLER://localhost:{port}\n"
                 f"log.dirs={root / f'data{i}'}\n"
                 f"controller.quorum.election.timeout.ms={ELECTION_TIMEOUT_MS}\n"
@@ -59,10 +71,10 @@ class Quorum:
             if i in kwire_ids:
                 subprocess.run(
                     [sys.executable, "-m", "tools.cli", "storage", "format", "-c", str(props), "-t", CLUSTER_ID,
-                     "--no-initial-controllers"], cwd=REPO_DIR, check=True, capture_output=True,
+                     *format_flags], cwd=REPO_DIR, check=True, capture_output=True,
                 )
             else:
-                kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--no-initial-controllers"])
+                kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, *format_flags])
 
     def start(self, i: int) -> None:
         props = self.root / f"{i}.properties"
@@ -113,9 +125,30 @@ class Quorum:
                 proc.wait()
 
 
+    def voters_caught_up(self, high_watermark: int) -> bool:
+        """Whether every voter's log end offset, as the leader reports it, reached
+        ``high_watermark``."""
+        for i, port in self.ports.items():
+            if self.procs[i].poll() is not None:
+                continue
+            try:
+                view = trio.run(describe, f"localhost:{port}", 3.0)
+            except (OSError, QuorumToolError, trio.TooSlowError):
+                continue
+            return all(v.log_end_offset >= high_watermark for v in view.partition.current_voters)
+        return False
+
+
+def _batches_below(data: Path, high_watermark: int) -> list[bytes]:
+    return [b.to_bytes() for b in _log_batches(data / PARTITION) if b.last_offset < high_watermark]
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
 @pytest.mark.parametrize("kwire_ids", [{1}, {1, 2}], ids=["1-kwire-2-stock", "2-kwire-1-stock"])
-def test_leaders_killed_in_a_mixed_quorum(kafka: KafkaRelease, tmp_path: Path, kwire_ids: set[int]) -> None:
-    quorum = Quorum(kafka, tmp_path, kwire_ids)
+def test_leaders_killed_in_a_mixed_quorum(
+    kafka: KafkaRelease, tmp_path: Path, kwire_ids: set[int], dynamic: bool
+) -> None:
+    quorum = Quorum(kafka, tmp_path, kwire_ids, dynamic)
     leaders: list[tuple[int, float]] = []
     try:
         for i in (1, 2, 3):
@@ -136,6 +169,11 @@ def test_leaders_killed_in_a_mixed_quorum(kafka: KafkaRelease, tmp_path: Path, k
         while (quorum.wait_leader(ELECTION_BOUND_S)[2]) <= hwm:
             assert time.monotonic() < deadline, "the high watermark stopped after the last restart"
             time.sleep(0.2)  # poll interval
+        _, _, final_hwm = quorum.wait_leader(ELECTION_BOUND_S)
+        deadline = time.monotonic() + 60
+        while not quorum.voters_caught_up(final_hwm):
+            assert time.monotonic() < deadline, f"the voters did not all reach offset {final_hwm}"
+            time.sleep(0.2)  # poll interval
         # what the stock nodes logged while the quorum ran; stopping a JVM that is still
         # starting (the last one restarted) can log a fatal fault of its own shutdown
         logged = {i: (tmp_path / f"{i}.out").read_bytes() for i in set(quorum.ports) - kwire_ids}
@@ -145,3 +183,6 @@ def test_leaders_killed_in_a_mixed_quorum(kafka: KafkaRelease, tmp_path: Path, k
     for raw in logged.values():
         text = raw.decode(errors="replace")
         assert "fatal fault" not in text and "IllegalStateException" not in text, text[-3000:]
+    logs = {i: _batches_below(tmp_path / f"data{i}", final_hwm) for i in quorum.ports}
+    assert logs[1] and sum(len(b) for b in logs[1]) > 0
+    assert logs[1] == logs[2] == logs[3], {i: len(b) for i, b in logs.items()}
