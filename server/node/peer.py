@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
+from typing import Any
 
 import trio
 
@@ -19,6 +20,7 @@ from kwire.wire import EncodeError
 from server.net.client import (
     KafkaConnection,
     KafkaConnectionError,
+    RequestTimeoutError,
     UnsupportedVersionError,
     open_connection,
 )
@@ -29,6 +31,7 @@ from server.raft.events import (
     RequestFailed,
     ResponseReceived,
 )
+from server.raft.types import Endpoint
 
 __all__ = ["Peer"]
 
@@ -70,20 +73,18 @@ class Peer:
         timeout_s = outbound.timeout_ms / 1000
         try:
             with trio.fail_after(timeout_s):
-                if self.connection is None or self.connection.closed or self.address != address:
-                    if self.connection is not None:
-                        await self.connection.aclose()
-                    self.connection = None
-                    self.connection = await open_connection(
-                        endpoint.host,
-                        endpoint.port,
-                        client_id=self.client_id,
-                        request_timeout_ms=outbound.timeout_ms,
-                    )
-                    self.address = address
-                response = await self.connection.request(
-                    outbound.request, timeout_ms=outbound.timeout_ms
-                )
+                reused = not (self.connection is None or self.connection.closed or self.address != address)
+                try:
+                    response = await self._send_on(outbound, endpoint, address)
+                except (KafkaConnectionError, OSError) as exc:
+                    if not reused or isinstance(exc, RequestTimeoutError):
+                        raise
+                    # an idle connection whose peer went away (a killed node restarted on the
+                    # same address) fails on first use: Kafka's NetworkClient sees the close
+                    # and reconnects; here the request goes once more on a new connection
+                    log.debug("connection to node %d was gone (%s): reconnecting", self.destination_id, exc)
+                    await self._drop()
+                    response = await self._send_on(outbound, endpoint, address)
         except trio.TooSlowError:
             await self._drop()
             return RequestFailed(outbound.correlation_id, self.destination_id, FailureReason.TIMEOUT)
@@ -100,6 +101,21 @@ class Peer:
             await self._drop()
             return RequestFailed(outbound.correlation_id, self.destination_id, FailureReason.DISCONNECTED)
         return ResponseReceived(outbound.correlation_id, self.destination_id, response)
+
+    async def _send_on(self, outbound: OutboundRequest, endpoint: Endpoint, address: tuple[str, int]) -> Any:
+        """Send on the current connection to ``address``, opening one first if needed."""
+        if self.connection is None or self.connection.closed or self.address != address:
+            if self.connection is not None:
+                await self.connection.aclose()
+            self.connection = None
+            self.connection = await open_connection(
+                endpoint.host,
+                endpoint.port,
+                client_id=self.client_id,
+                request_timeout_ms=outbound.timeout_ms,
+            )
+            self.address = address
+        return await self.connection.request(outbound.request, timeout_ms=outbound.timeout_ms)
 
     async def _drop(self) -> None:
         if self.connection is not None:

@@ -57,3 +57,34 @@ async def test_an_ordinary_vote_to_the_same_voter_goes_through():
     request = VoteRequest(topics=[TopicData("__cluster_metadata", [PartitionData()])])
     event = await _exchange(request)
     assert isinstance(event, ResponseReceived) and isinstance(event.response, VoteResponse)
+
+
+async def test_a_peer_restarted_on_the_same_address_is_reached_on_a_new_connection():
+    # the idle connection to a killed node fails on first use; the request goes once more on a
+    # new connection to the node now listening there (a lost-disk voter restarted on its port)
+    from server.node.peer import Peer
+
+    async def vote(_request: object, _ctx: object) -> VoteResponse:
+        return VoteResponse()
+
+    table = HandlerTable()
+    table.register(ApiKey.VOTE, (0, 1), vote)
+    request = VoteRequest(topics=[TopicData("__cluster_metadata", [PartitionData()])])
+    node = _Recorder()
+    peer = Peer(2, node._post, "raft-client-1")
+    async with trio.open_nursery() as nursery:
+        running = await nursery.start(lambda task_status: serve(LOCAL, table, task_status=task_status))
+        port = running.port()
+        endpoint = Endpoint("CONTROLLER", "127.0.0.1", port)
+        event = await peer._exchange(OutboundRequest(1, 2, endpoint, request, 2000))
+        assert isinstance(event, ResponseReceived)
+        nursery.cancel_scope.cancel()  # the node goes away; the peer's connection stays idle
+    assert peer.connection is not None and not peer.connection.closed
+    async with trio.open_nursery() as nursery:
+        again = [Listener("CONTROLLER", "127.0.0.1", port)]
+        await nursery.start(lambda task_status: serve(again, table, task_status=task_status))
+        event = await peer._exchange(OutboundRequest(2, 2, endpoint, request, 2000))
+        assert isinstance(event, ResponseReceived) and event.correlation_id == 2
+        if peer.connection is not None:
+            await peer.connection.aclose()
+        nursery.cancel_scope.cancel()
