@@ -9,6 +9,10 @@ Usage::
         add-controller [--dry-run] [--json]
     kwire metadata-quorum --bootstrap-controller HOST:PORT remove-controller
         --controller-id ID --controller-directory-id DIRECTORY_ID [--dry-run] [--json]
+    kwire metadata-quorum --bootstrap-controller HOST:PORT --command-config NEW.properties
+        replace-controller [--format] [--dry-run] [--json]
+    kwire metadata-quorum --bootstrap-controller HOST:PORT reassign
+        --voters ID@HOST:PORT:DIRECTORY_ID,... [--listener NAME] [--dry-run] [--json]
 
 Like Kafka's MetadataQuorumCommand with ``--bootstrap-controller`` (KIP-919), it asks the
 bootstrap controller for the controllers (DescribeCluster, EndpointType 2), then asks the active
@@ -26,6 +30,11 @@ over ``listeners``; no host means ``localhost``); it sends AddRaftVoter. ``remov
 sends RemoveRaftVoter. Both print Kafka's line (``Added controller ...``, ``Removed KRaft
 controller ...``, or ``DRY RUN of ...`` without sending anything), and Kafka's messages on
 errors (exit 1).
+
+``replace-controller`` (a voter whose disk was lost) and ``reassign`` (a whole new voter set)
+are kwire's own: they plan single-voter changes that keep a caught-up majority and carry them
+out through the same admin RPCs (:mod:`tools.voter_changes`), so they work on Kafka
+controllers too. ``--dry-run`` prints the plan; running again after an interruption resumes.
 """
 
 from __future__ import annotations
@@ -50,6 +59,7 @@ from tools.quorum_client import (
     describe,
     remove_raft_voter,
 )
+from tools.voter_changes import DEFAULT_CATCH_UP_TIMEOUT_MS, DEFAULT_MAX_LAG_MS
 
 # -------------------------------------------------------------------------------------------
 # formatting (pure)
@@ -225,9 +235,10 @@ class ControllerToAdd:
     """``(listener, host, port)`` of each of ``controller.listener.names``, in that order."""
 
 
-def controller_to_add(path: str) -> ControllerToAdd:
+def controller_to_add(path: str, *, unformatted_ok: bool = False) -> ControllerToAdd:
     """Read ``path`` (a controller's server.properties) as Kafka's MetadataQuorumCommand does;
-    raises QuorumToolError with its messages."""
+    raises QuorumToolError with its messages. With ``unformatted_ok``, a metadata directory not
+    formatted yet gives the zero UUID as its directory id."""
     import javaproperties
 
     from server.config import ConfigError, parse_listeners
@@ -261,9 +272,10 @@ def controller_to_add(path: str) -> ControllerToAdd:
         meta = read_meta_properties(directory)
     except KafkaStorageError as exc:
         raise QuorumToolError(f"Unable to read meta.properties from {directory}: {exc}") from exc
-    if meta is None:
+    if meta is None and not unformatted_ok:
         raise QuorumToolError(f"Unable to read meta.properties from {directory}")
-    if meta.directory_id is None:
+    directory_id = ZERO_UUID if meta is None else meta.directory_id
+    if directory_id is None:
         raise QuorumToolError(f"No directory id found in {directory}")
     try:
         listeners = {x.name: x for x in parse_listeners("listeners", props.get("listeners", ""))}
@@ -281,7 +293,7 @@ def controller_to_add(path: str) -> ControllerToAdd:
         endpoint = (listener.name, listener.host or "localhost", listener.port)
         if endpoint not in endpoints:
             endpoints.append(endpoint)
-    return ControllerToAdd(node_id, meta.directory_id, tuple(endpoints))
+    return ControllerToAdd(node_id, directory_id, tuple(endpoints))
 
 
 def format_add(controller: ControllerToAdd, dry_run: bool) -> str:
@@ -338,6 +350,70 @@ def _voter_change(args: argparse.Namespace) -> int:
     return 0
 
 
+def _planned_change(args: argparse.Namespace) -> int:
+    import trio
+
+    from storage.errors import FormatError
+    from storage.format import parse_dynamic_voters
+    from tools.voter_changes import TargetVoter, execute, plan_reassignment, plan_replacement
+
+    view = trio.run(describe, args.bootstrap_controller)
+    if args.quorum_command == "replace-controller":
+        if args.command_config is None:
+            raise QuorumToolError(
+                "You must supply the configuration file of the replacing controller when using replace-controller."
+            )
+        if args.format and not args.dry_run:
+            _format_observer(args.command_config, view.cluster_id)
+        new = controller_to_add(args.command_config, unformatted_ok=args.format and args.dry_run)
+        steps = plan_replacement(view, TargetVoter(new.controller_id, new.directory_id, new.endpoints))
+    else:
+        try:
+            voters = parse_dynamic_voters(args.voters)
+        except FormatError as exc:
+            raise QuorumToolError(f"--voters: {exc}") from exc
+        listener = args.listener.upper()
+        target = [TargetVoter(v.node_id, v.directory_id, ((listener, v.host, v.port),)) for v in voters]
+        steps = plan_reassignment(view, target)
+    lines = [f"{i}. {step.describe()}" for i, step in enumerate(steps, 1)] or ["nothing to do: the voter set is already the target"]
+    if args.dry_run:
+        if args.json:
+            print(json.dumps({"command": args.quorum_command, "dryRun": True, "steps": [s.to_json() for s in steps]}))
+        else:
+            print("\n".join(["DRY RUN of:", *lines]))
+        return 0
+    report = (lambda _line: None) if args.json else print
+    after = trio.run(
+        lambda: execute(
+            args.bootstrap_controller, steps, max_lag_ms=args.max_lag_ms,
+            catch_up_timeout_ms=args.catch_up_timeout_ms, report=report,
+        )
+    )
+    voters_now = [(v.replica_id, str(v.replica_directory_id)) for v in after.partition.current_voters]
+    if args.json:
+        print(json.dumps({
+            "command": args.quorum_command, "dryRun": False, "steps": [s.to_json() for s in steps],
+            "voters": [{"controllerId": i, "directoryId": d} for i, d in voters_now],
+            "leaderId": after.partition.leader_id, "leaderEpoch": after.partition.leader_epoch,
+        }))
+    else:
+        print("voters now: " + ", ".join(f"{i} ({d})" for i, d in voters_now))
+    return 0
+
+
+def _format_observer(path: str, cluster_id: str) -> None:
+    """Format the replacing controller's directories, if they are not yet, as
+    ``kwire storage format --no-initial-controllers`` with the quorum's cluster id."""
+    from server.config import ConfigError, load_config
+    from storage.errors import FormatError, KafkaStorageError
+    from tools.storage_cmd import format_command
+
+    try:
+        format_command(load_config(path), cluster_id=cluster_id, no_initial_controllers=True, ignore_formatted=True)
+    except (ConfigError, FormatError, KafkaStorageError, OSError) as exc:
+        raise QuorumToolError(f"formatting for {path}: {exc}") from exc
+
+
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "metadata-quorum", help="describe and change the KRaft quorum, as kafka-metadata-quorum.sh"
@@ -364,13 +440,31 @@ def add_parser(subparsers: Any) -> None:
     )
     r.add_argument("--dry-run", action="store_true", help="print what would be done, but do not do it")
     r.add_argument("--json", action="store_true", help="print JSON instead of text")
+    rp = commands.add_parser(
+        "replace-controller",
+        help="replace a voter whose disk was lost by the same node id with a new directory id "
+        "(the controller of --command-config), keeping a caught-up majority",
+    )
+    rp.add_argument("--format", action="store_true", help="format the new controller's directories first if needed")
+    ra = commands.add_parser("reassign", help="move the voter set to --voters by safe single-voter changes")
+    ra.add_argument("--voters", required=True, metavar="ID@HOST:PORT:DIRECTORY_ID,...")
+    ra.add_argument("--listener", default="CONTROLLER", help="the listener name of the --voters endpoints")
+    for sub in (rp, ra):
+        sub.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+        sub.add_argument("--json", action="store_true", help="print JSON instead of text")
+        sub.add_argument("--max-lag-ms", type=int, default=DEFAULT_MAX_LAG_MS,
+                         help="how recently a voter must have caught up to count toward a safe majority")
+        sub.add_argument("--catch-up-timeout-ms", type=int, default=DEFAULT_CATCH_UP_TIMEOUT_MS,
+                         help="how long to wait for a new controller to catch up as an observer")
 
 
 def run(args: argparse.Namespace) -> int:
     import trio
 
-    if args.quorum_command in ("add-controller", "remove-controller"):
+    if args.quorum_command in ("add-controller", "remove-controller", "replace-controller", "reassign"):
         try:
+            if args.quorum_command in ("replace-controller", "reassign"):
+                return _planned_change(args)
             return _voter_change(args)
         except (QuorumToolError, OSError, trio.TooSlowError) as exc:
             print(str(exc) or type(exc).__name__, file=sys.stderr)
