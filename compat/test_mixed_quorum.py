@@ -49,16 +49,27 @@ START_TIMEOUT_S = 90.0
 
 
 class Quorum:
-    def __init__(self, kafka: KafkaRelease, root: Path, kwire_ids: set[int], dynamic: bool) -> None:
+    """Controllers ``ids`` (kwire for ``kwire_ids``, stock otherwise) under ``root``: node i has
+    ``i.properties``, ``data<i>``, ``i.out``. Static: every node a voter. Dynamic: the
+    ``voter_ids`` (default all) are the initial controllers, the others are formatted with
+    ``--no-initial-controllers`` and start as observers."""
+
+    def __init__(
+        self, kafka: KafkaRelease, root: Path, kwire_ids: set[int], dynamic: bool,
+        ids: tuple[int, ...] = (1, 2, 3), voter_ids: tuple[int, ...] | None = None,
+    ) -> None:
         self.kafka, self.root, self.kwire_ids = kafka, root, kwire_ids
-        self.ports = {i: _free_port() for i in (1, 2, 3)}
+        self.ports = {i: _free_port() for i in ids}
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        voter_ids = ids if voter_ids is None else voter_ids
         voters = ",".join(f"{i}@localhost:{p}" for i, p in self.ports.items())
         bootstrap = ",".join(f"localhost:{p}" for p in self.ports.values())
-        initial = ",".join(f"{i}@localhost:{p}:{Uuid.random()}" for i, p in self.ports.items())
+        initial = ",".join(f"{i}@localhost:{self.ports[i]}:{Uuid.random()}" for i in voter_ids)
         quorum = f"controller.quorum.bootstrap.servers={bootstrap}" if dynamic else f"controller.quorum.voters={voters}"
-        format_flags = ["--initial-controllers", initial] if dynamic else ["--no-initial-controllers"]
         for i, port in self.ports.items():
+            format_flags = (
+                ["--initial-controllers", initial] if dynamic and i in voter_ids else ["--no-initial-controllers"]
+            )
             (root / f"{i}.properties").write_text(
                 f"process.roles=controller\nnode.id={i}\n{quorum}\n"
                 f"controller.listener.names=CONTROLLER\nlisteners=CONTROLLER://localhost:{port}\n"
