@@ -199,6 +199,7 @@ class RaftCore:
         elif not isinstance(event, (Tick, FlushCompleted)):
             raise TypeError(f"unknown event {event!r}")
         self._poll(now_ms)
+        self._wake_parked(now_ms, None)  # a fetch in this step may have moved the high watermark
         self.view.deliver_committed()
         out.election_state = self.quorum.take_unwritten_election()
         out.next_deadline_ms = self._next_deadline(now_ms)
@@ -261,8 +262,20 @@ class RaftCore:
             return
         state.update_local_end_offset(self.log.flushed_offset, now_ms)
         leadership.advance_high_watermark(self, now_ms)
-        end = self.log.log_end_offset
-        ready = [p for p in state.parked if end > p.fetch_offset or now_ms >= p.expires_ms]
+        self._wake_parked(now_ms, self.log.log_end_offset)
+
+    def _wake_parked(self, now_ms: int, end: int | None) -> None:
+        """Answer the parked fetches whose offset the log end offset ``end`` has passed (None:
+        not known in this step), whose high watermark is behind the leader's, or whose wait
+        expired."""
+        state = self.quorum.state
+        if not isinstance(state, Leader) or not state.parked:
+            return
+        hwm = -1 if state.high_watermark is None else state.high_watermark
+        ready = [
+            p for p in state.parked
+            if (end is not None and end > p.fetch_offset) or hwm > p.high_watermark or now_ms >= p.expires_ms
+        ]
         if ready:
             state.parked = [p for p in state.parked if p not in ready]
             for parked in ready:

@@ -2,8 +2,8 @@
 
 Versions handled: 4-18 as a leader (topic by TopicId from v13, by name before; the replica id
 from ReplicaState at v15+, from ReplicaId before; ReplicaDirectoryId from v17; NodeEndpoints in
-the response from v17; the v18 request HighWatermark of KIP-1166 is accepted but not used to
-wake parked fetches early). The follower side builds the request without a version: the driver
+the response from v17; v18's HighWatermark of KIP-1166: the follower sends the one it knows,
+and the leader answers at once a follower that knows an older one). The follower side builds the request without a version: the driver
 encodes it at the negotiated version and, below v15, moves ``replica_state.replica_id`` into
 ``replica_id`` (``FetchRequest.SimpleBuilder``). Mirrors ``KafkaRaftClient.handleFetchRequest``
 / ``tryCompleteFetchRequest`` / ``handleFetchResponse`` (kraft-facts §2.4, §6.3, §6.5, §6.6).
@@ -25,8 +25,10 @@ Leader steps, each with the error it returns:
 6. A valid fetch updates the replica's state: a voter (matching id and, if known, directory
    id) moves the high watermark (only past the epoch start offset) and check-quorum; anyone
    else is tracked as an observer. Records: up to 8 MiB of whole batches from FetchOffset.
-7. No records, no error, no divergence, no snapshot and MaxWaitMs > 0 -> parked until the log
-   end offset passes FetchOffset or MaxWaitMs expires; then answered as above. Leaving the
+7. No records, no error, no divergence, no snapshot, MaxWaitMs > 0 and (v18) a HighWatermark
+   not below the leader's -> parked until the log end offset passes FetchOffset, the high
+   watermark moves (``KafkaRaftClient.onUpdateLeaderHighWatermark`` completes every parked
+   fetch) or MaxWaitMs expires; then answered as above. Leaving the
    leader role answers parked fetches with NOT_LEADER_OR_FOLLOWER.
 
 Follower steps on the response:
@@ -107,6 +109,7 @@ def build_request(ctx: RaftContext) -> FetchRequest:
                         log_start_offset=ctx.log.log_start_offset,
                         partition_max_bytes=0,
                         replica_directory_id=ctx.identity.directory_id,
+                        high_watermark=ctx.view.high_watermark,
                     )
                 ],
             )
@@ -246,7 +249,10 @@ def handle_request(
         return _response(ctx, version, event.listener, Errors.NONE, snapshot=found)
     _update_replica_state(ctx, state, key, partition.fetch_offset, now_ms)
     records = ctx.log.read(partition.fetch_offset, MAX_FETCH_SIZE_BYTES)
-    if not records and may_park and request.max_wait_ms > 0:
+    leader_hwm = -1 if state.high_watermark is None else state.high_watermark
+    # v18 (KIP-1166): a follower that knows an older high watermark is answered at once
+    stale_hwm = version >= 18 and partition.high_watermark < leader_hwm
+    if not records and may_park and request.max_wait_ms > 0 and not stale_hwm:
         state.parked.append(
             ParkedFetch(
                 event.request_id,
@@ -255,6 +261,7 @@ def handle_request(
                 event.listener,
                 partition.fetch_offset,
                 now_ms + request.max_wait_ms,
+                leader_hwm,
             )
         )
         return None

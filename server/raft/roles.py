@@ -234,8 +234,10 @@ class ReplicaState:
 
 @dataclass(slots=True)
 class ParkedFetch:
-    """A Fetch held in the leader's purgatory until the log end offset passes ``fetch_offset``
-    or ``expires_ms`` (``ThresholdPurgatory``)."""
+    """A Fetch held in the leader's purgatory until the log end offset passes ``fetch_offset``,
+    the high watermark passes ``high_watermark`` (the leader's when it was parked: Kafka 4.x
+    completes every parked fetch when the high watermark moves, KIP-1166) or ``expires_ms``
+    (``ThresholdPurgatory``)."""
 
     request_id: int
     api_version: int
@@ -243,6 +245,7 @@ class ParkedFetch:
     listener: str
     fetch_offset: int
     expires_ms: int
+    high_watermark: int = -1
 
 
 class VoterChangeKind(StrEnum):

@@ -33,6 +33,7 @@ from tests.raft.helpers import (
     elect_local_leader,
     fetch_request,
     make_context,
+    static_voters,
 )
 
 
@@ -149,6 +150,37 @@ def test_long_poll_parks_until_the_log_grows_or_max_wait() -> None:
     assert not out.replies
     out = context.tick(1)
     assert len(out.replies) == 1 and not _part(out.replies[0].response).records
+
+
+def test_a_parked_fetch_is_answered_when_the_high_watermark_moves() -> None:
+    # KafkaRaftClient.onUpdateLeaderHighWatermark completes every parked fetch, so that
+    # followers learn the new high watermark at once (KIP-1166)
+    context = make_context(voters=static_voters(1, 2, 3, 4, 5))
+    leader = elect_local_leader(context)
+    end = context.log.log_end_offset
+    _, parked = context.request(fetch_request(2, leader.epoch, end, leader.epoch, max_wait_ms=500), 17)
+    assert parked is None and leader.high_watermark is None  # the leader and 2 are not a majority of 5
+    out, answered = context.request(fetch_request(3, leader.epoch, end, leader.epoch, max_wait_ms=500), 17)
+    assert leader.high_watermark == end
+    woken = [r.response for r in out.replies if r.response is not answered]
+    assert len(woken) == 1 and _part(woken[0]).high_watermark == end and not _part(woken[0]).records
+    assert len(leader.parked) == 1  # 3's own fetch waits: it was parked knowing this high watermark
+
+
+def test_a_v18_fetch_knowing_an_older_high_watermark_is_answered_at_once() -> None:
+    context = make_context()
+    leader = elect_local_leader(context)
+    end = context.log.log_end_offset
+    context.request(fetch_request(2, leader.epoch, end, leader.epoch), 18)
+    assert leader.high_watermark == end
+    stale = fetch_request(3, leader.epoch, end, leader.epoch, max_wait_ms=500)
+    stale.topics[0].partitions[0].high_watermark = end - 1
+    _, response = context.request(stale, 18)
+    assert response is not None and _part(response).high_watermark == end
+    current = fetch_request(3, leader.epoch, end, leader.epoch, max_wait_ms=500)
+    current.topics[0].partitions[0].high_watermark = end
+    _, response = context.request(current, 18)
+    assert response is None  # parked: nothing new to tell
 
 
 def test_parked_fetches_fail_when_leadership_is_lost() -> None:
