@@ -3,12 +3,12 @@
 # compat/kafka-versions.properties, and build the Java codec oracle against it.
 #
 # Layout, per pinned version <v> (all under compat/.cache/, which git ignores):
-#   kafka-<v>/lib/        the runtime classpath (kafka_2.13, kafka-tools, kafka-clients,
+#   kafka-<v>/lib/        the runtime classpath (kafka_2.13, kafka-tools, kafka-shell, kafka-clients,
 #                         kafka-metadata, kafka-raft, kafka-server-common, their dependencies
 #                         and the release's logging binding), resolved by compat/maven/pom.xml
 #   kafka-<v>/tools-lib/  only when kafka-versions.properties names a stand-in tools release
 #                         (kafka.<v>.tools.version): that release's complete classpath with its
-#                         kafka-tools; lib/ then has no kafka-tools
+#                         kafka-tools and kafka-shell; lib/ then has neither
 #   kafka-<v>/config/     log4j.properties (3.x) and log4j2.properties (4.x): WARN to stderr
 #   kafka-<v>/oracle/     compat/oracle/src compiled against lib/
 #   kafka-<v>/*.stamp     what each step was built from; a step whose inputs are unchanged is
@@ -82,7 +82,7 @@ fetch_lib() {
     # The modules the harness relies on are there, and every Kafka module is this release.
     local jar name bad=0
     local wanted=(kafka_2.13 kafka-clients kafka-metadata kafka-raft kafka-server-common)
-    [[ ",$profiles," == *",tools,"* ]] && wanted+=(kafka-tools)
+    [[ ",$profiles," == *",tools,"* ]] && wanted+=(kafka-tools kafka-shell)
     for name in "${wanted[@]}"; do
         [[ -f "$dir.tmp/$name-$version.jar" ]] || { say "missing $name-$version.jar"; bad=1; }
     done

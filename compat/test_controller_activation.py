@@ -29,6 +29,7 @@ import pytest
 import trio
 
 from compat.conftest import KafkaRelease
+from compat.kafka import version_tuple
 from compat.test_storage_interop import (
     CLUSTER_ID,
     PARTITION,
@@ -134,3 +135,27 @@ def test_kwire_activates_an_empty_log_as_stock_does(kafka: KafkaRelease, tmp_pat
     out = kafka.run_tool("dump-log", ["--cluster-metadata-decoder", "--files", segment]).stdout
     assert f'"name":"metadata.version","featureLevel":{levels[0]}' in out
     assert "isvalid: false" not in out
+
+
+def test_stock_metadata_shell_reads_kwires_metadata_version(kafka: KafkaRelease, tmp_path: Path) -> None:
+    """Stock ``kafka-metadata-shell --snapshot <kwire's segment>`` loads the image and shows the
+    metadata.version kwire wrote on activation. For the 4.4 line the shell is 4.3.1's (no
+    kafka-shell 4.4.0 on Maven Central), which knows metadata.version up to 4.3-IV0: the
+    directory is formatted at that release version there, at 3.9-IV0 for 3.9.2."""
+    release = "4.3-IV0" if version_tuple(kafka.tool_release("metadata-shell")) >= (4, 3) else "3.9-IV0"
+    port = _free_port()
+    data = tmp_path / "kwire"
+    props = _controller_properties(tmp_path / "kwire.properties", data, port)
+    subprocess.run(
+        [sys.executable, "-m", "tools.cli", "storage", "format", "-c", str(props), "-t", CLUSTER_ID,
+         "--standalone", "--release-version", release],
+        cwd=REPO_DIR, check=True, capture_output=True,
+    )
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    _run_kwire(props, data / PARTITION, logs, port)
+    segment = data / PARTITION / "00000000000000000000.log"
+    shown = kafka.run_tool("metadata-shell", ["--snapshot", segment, "cat", "/image/features/metadataVersion"])
+    # 4.x keeps the level Optional in its image and prints it so
+    assert shown.stdout.strip() in (release, f"Optional[{release}]"), shown.stdout + shown.stderr[-2000:]
+    assert "Unhandled fault" not in shown.stderr and "Exception" not in shown.stderr, shown.stderr[-2000:]

@@ -328,6 +328,7 @@ TOOL_CLASSES: dict[str, tuple[str, ...]] = {
     "dump-log": ("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments"),
     "storage": ("kafka.tools.StorageTool",),
     "metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand",),
+    "metadata-shell": ("org.apache.kafka.shell.MetadataShell",),
     "server": ("kafka.Kafka",),
     "test-raft-server": ("kafka.tools.TestRaftServer",),
 }
