@@ -1,8 +1,10 @@
 """Differential probe: the same crafted KRaft requests to a stock controller and to kwire.
 
-For every pinned release, a stock controller and a kwire node each run as the standalone
-leader of a directory formatted by that release's ``kafka-storage format --standalone`` (same
-cluster id, NoOps off so that their logs stand still). Every case builds one request from the
+For every pinned release and two roles, a stock controller and a kwire node are put in the same
+state: the standalone leader of a directory formatted by that release's ``kafka-storage format
+--standalone`` (same cluster id, NoOps off so that their logs stand still), or an observer
+formatted with ``--no-initial-controllers`` whose bootstrap server never answers (Unattached in
+epoch 0 with an empty log). Every case builds one request from the
 receiver's own state (its leader epoch E, log end offset and directory id, read through
 DescribeQuorum just before), sends it to both at the same version, and compares the answers
 after taking out what differs by construction (absolute epochs become E-relative, the
@@ -18,13 +20,15 @@ receiver's own id becomes "self", records become "some"/"none"):
 
 Cases that make the receiver leave its epoch (a later-epoch Vote) run last; both nodes are
 leaders again, re-elected on their own, before each. A difference fails the test with a table of
-every differing case. Cost: one stock controller JVM and one kwire process per release.
+every differing case (``KWIRE_PROBE_PRINT=1`` prints every case's answer). Cost: one stock
+controller JVM and one kwire process per release and role.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -47,6 +51,8 @@ from messages.generated import fetch_request as fr
 from messages.generated import vote_request as vr
 from messages.runtime import Message
 from server.net.client import KafkaConnectionError, open_connection
+from storage.meta_properties import read_meta_properties
+from tools.api_versions import describe as api_versions_describe
 from tools.quorum_client import QuorumToolError, describe
 
 pytestmark = pytest.mark.compat
@@ -74,6 +80,9 @@ class Case:
     version: int
     build: Callable[[State], Message]
     moves_epoch: bool = False
+    leader_only: bool = False
+    """Names the receiver itself as the leader: only a leader can be told that (Kafka stops
+    with IllegalStateException on an inconsistent leader, as kwire raises RaftSafetyError)."""
 
 
 # ----------------------------------------------------------------------------- nodes
@@ -102,31 +111,62 @@ async def _state(port: int) -> State | None:
     return State(1, p.leader_epoch, voter.log_end_offset, p.high_watermark, voter.replica_directory_id)
 
 
-def _wait_leader(port: int, proc: subprocess.Popen[bytes], what: str, timeout_s: float) -> State:
+def _wait_ready(
+    get_state: Callable[[], State | None], proc: subprocess.Popen[bytes], what: str, timeout_s: float
+) -> State:
     deadline = time.monotonic() + timeout_s
     while True:
-        state = trio.run(_state, port)
+        state = get_state()
         if state is not None and state.high_watermark >= state.log_end:
             return state
         if proc.poll() is not None:
             pytest.fail(f"{what} exited with {proc.returncode}")
         if time.monotonic() > deadline:
-            pytest.fail(f"{what} did not lead with a settled log within {timeout_s} s (last: {state})")
+            pytest.fail(f"{what} was not ready (leading with a settled log, or observing) within {timeout_s} s (last: {state})")
         time.sleep(0.2)  # poll interval
 
 
+def _observer_state(port: int, data: Path) -> State | None:
+    """An observer that never finds a leader stays in epoch 0 with an empty log; it is ready
+    once it answers ApiVersions."""
+    try:
+        trio.run(api_versions_describe, f"localhost:{port}", "differential-probe", 5000)
+    except (KafkaConnectionError, OSError):
+        return None
+    meta = read_meta_properties(data)
+    assert meta is not None and meta.directory_id is not None
+    return State(1, 0, 0, 0, meta.directory_id)
+
+
+@pytest.fixture(params=["leader", "observer"])
+def role(request: pytest.FixtureRequest) -> str:
+    """The receiver's role: the standalone leader of its quorum, or an observer formatted with
+    --no-initial-controllers whose bootstrap server never answers (Unattached in epoch 0)."""
+    return str(request.param)
+
+
 @pytest.fixture
-def nodes(kafka: KafkaRelease, tmp_path: Path) -> Iterator[dict[str, tuple[int, subprocess.Popen[bytes]]]]:
-    started: dict[str, tuple[int, subprocess.Popen[bytes]]] = {}
+def nodes(
+    kafka: KafkaRelease, tmp_path: Path, role: str
+) -> Iterator[dict[str, tuple[int, subprocess.Popen[bytes], Callable[[], State | None]]]]:
+    started: dict[str, tuple[int, subprocess.Popen[bytes], Callable[[], State | None]]] = {}
     logs = tmp_path / "logs"
     logs.mkdir()
+    # an observer's bootstrap server: bound (so no node gets the port) but not listening
+    holder = socket.socket()
+    holder.bind(("localhost", 0))
+    nowhere = holder.getsockname()[1]
     try:
         for name in ("stock", "kwire"):
             port = _free_port()
             props = _controller_properties(
                 tmp_path / f"{name}.properties", tmp_path / name, port, "metadata.max.idle.interval.ms=0\n"
             )
-            kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--standalone"])
+            if role == "observer":
+                props.write_text(props.read_text().replace(f"servers=localhost:{port}", f"servers=localhost:{nowhere}"))
+                kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--no-initial-controllers"])
+            else:
+                kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--standalone"])
             out = open(logs / f"{name}.txt", "wb")  # noqa: SIM115 - closed with the process
             if name == "stock":
                 proc = kafka.start("kafka.Kafka", [props], logs_dir=logs, stdout=out.fileno(), stderr=out.fileno())  # type: ignore[arg-type]
@@ -136,13 +176,19 @@ def nodes(kafka: KafkaRelease, tmp_path: Path) -> Iterator[dict[str, tuple[int, 
                     stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
                 )
             out.close()
-            started[name] = (port, proc)
-        for name, (port, proc) in started.items():
-            _wait_leader(port, proc, name, START_TIMEOUT_S)
+            data = tmp_path / name
+
+            def state(port: int = port, data: Path = data) -> State | None:
+                return trio.run(_state, port) if role == "leader" else _observer_state(port, data)
+
+            started[name] = (port, proc, state)
+        for name, (_, proc, state) in started.items():
+            _wait_ready(state, proc, name, START_TIMEOUT_S)
         yield started
     finally:
-        for _, proc in started.values():
+        for _, proc, _ in started.values():
             _stop(proc)
+        holder.close()
     for name in started:
         print(f"--- {name}\n" + (logs / f"{name}.txt").read_text(errors="replace")[-4000:])
 
@@ -241,19 +287,19 @@ def _cases(vote_version: int, fetch_version: int, add_voter_version: int) -> lis
         tag = f"begin-epoch v{version}"
         cases += [
             Case(f"{tag} older epoch", version, lambda s: begin_epoch(s, epoch=s.epoch - 1, leader=2)),
-            Case(f"{tag} itself as leader", version, lambda s: begin_epoch(s, epoch=s.epoch, leader=1)),
+            Case(f"{tag} itself as leader", version, lambda s: begin_epoch(s, epoch=s.epoch, leader=1), leader_only=True),
             Case(f"{tag} leader -1", version, lambda s: begin_epoch(s, epoch=s.epoch, leader=-1)),
-            Case(f"{tag} other cluster", version, lambda s: begin_epoch(s, epoch=s.epoch, leader=1, cluster="x")),
+            Case(f"{tag} other cluster", version, lambda s: begin_epoch(s, epoch=s.epoch, leader=1, cluster="x"), leader_only=True),
         ]
         if version >= 1:
             cases.append(Case(f"{tag} to voter 7", version,
-                              lambda s: begin_epoch(s, epoch=s.epoch, leader=1, voter_id=7)))
+                              lambda s: begin_epoch(s, epoch=s.epoch, leader=1, voter_id=7), leader_only=True))
         tag = f"end-epoch v{version}"
         cases += [
             Case(f"{tag} older epoch", version, lambda s: end_epoch(s, epoch=s.epoch - 1, leader=2)),
-            Case(f"{tag} itself", version, lambda s: end_epoch(s, epoch=s.epoch, leader=1)),
+            Case(f"{tag} itself", version, lambda s: end_epoch(s, epoch=s.epoch, leader=1), leader_only=True),
             Case(f"{tag} leader -1", version, lambda s: end_epoch(s, epoch=s.epoch, leader=-1)),
-            Case(f"{tag} other cluster", version, lambda s: end_epoch(s, epoch=s.epoch, leader=1, cluster="x")),
+            Case(f"{tag} other cluster", version, lambda s: end_epoch(s, epoch=s.epoch, leader=1, cluster="x"), leader_only=True),
         ]
     tag = f"fetch v{fetch_version}"
     for de in (-1, 0, 1):
@@ -335,22 +381,29 @@ async def _send(port: int, body: Message, version: int) -> Any:
             return f"connection error: {exc}"
 
 
-def test_stock_and_kwire_answer_alike(kafka: KafkaRelease, nodes: dict[str, tuple[int, subprocess.Popen[bytes]]]) -> None:
+def test_stock_and_kwire_answer_alike(
+    kafka: KafkaRelease, role: str,
+    nodes: dict[str, tuple[int, subprocess.Popen[bytes], Callable[[], State | None]]],
+) -> None:
     # the newest versions the stock release takes (3.9: Vote 0-1, Fetch 0-17, AddRaftVoter 0)
     vote_version = 2 if kafka.at_least(4, 0) else 1
     fetch_version = 18 if kafka.at_least(4, 0) else 17
     add_voter_version = 1 if kafka.at_least(4, 1) else 0
     cases = _cases(vote_version, fetch_version, add_voter_version)
+    if role == "observer":  # it stays in epoch 0: no case may move it
+        cases = [c for c in cases if not (c.moves_epoch or c.leader_only)]
     assert len(cases) >= 50
     differences: list[str] = []
     for case in cases:
         answers = {}
-        for name, (port, proc) in nodes.items():
-            state = _wait_leader(port, proc, name, RELEAD_TIMEOUT_S)
+        for name, (port, proc, get_state) in nodes.items():
+            state = _wait_ready(get_state, proc, name, RELEAD_TIMEOUT_S)
             response = trio.run(_send, port, case.build(state), case.version)
             answers[name] = response if isinstance(response, str) else normalize(response, state)
+        if os.environ.get("KWIRE_PROBE_PRINT"):
+            print(case.name, answers["stock"])
         if answers["stock"] != answers["kwire"]:
             differences.append(f"{case.name}:\n    stock {answers['stock']}\n    kwire {answers['kwire']}")
-    for name, (_, proc) in nodes.items():
+    for name, (_, proc, _) in nodes.items():
         assert proc.poll() is None, f"{name} died during the probe"
     assert not differences, f"{len(differences)} of {len(cases)} cases differ:\n" + "\n".join(differences)
