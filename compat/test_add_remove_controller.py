@@ -14,25 +14,29 @@ and started with only ``controller.quorum.bootstrap.servers``. Asserted:
   removed controller still fetching as an observer, the epoch unchanged; then
   ``kwire metadata-quorum`` does the same, printing what the stock tool printed;
 * removing it once more fails in both tools with VoterNotFoundException (exit 1);
-* both processes are still running.
+* both processes are still running;
+* with ``controller.quorum.auto.join.enable=true`` (newest pinned release) the joiner of either
+  kind becomes a voter by itself.
 
 Cost: one JVM and one kwire process for ~15 s per case.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import trio
 
 from compat.conftest import KafkaRelease
+from compat.kafka import PINNED_VERSIONS, require_kafka
 from compat.test_storage_interop import CLUSTER_ID, _controller_properties, _free_port
 from storage.meta_properties import read_meta_properties
 from tools.quorum_client import QuorumToolError, describe
@@ -75,10 +79,13 @@ def _wait(port: int, what: str, holds: Callable[[tuple[list[int], list[int], int
         time.sleep(0.2)  # poll interval
 
 
-@pytest.mark.parametrize("leader_kind", ["kwire", "stock"])
-def test_stock_tool_adds_and_removes_a_controller_of_the_other_kind(
-    kafka: KafkaRelease, tmp_path: Path, leader_kind: str
-) -> None:
+@contextlib.contextmanager
+def _pair(
+    kafka: KafkaRelease, tmp_path: Path, leader_kind: str, joiner_extra: str = ""
+) -> Iterator[tuple[dict[int, int], dict[int, subprocess.Popen[bytes]], dict[int, Path], float]]:
+    """A standalone leader (node 1) of ``leader_kind`` and a ``--no-initial-controllers``
+    joiner (node 2) of the other kind, both started from the leader's address, the joiner with
+    ``joiner_extra`` properties. Yields (ports, processes, properties, when the leader led)."""
     joiner_kind = "stock" if leader_kind == "kwire" else "kwire"
     ports = {1: _free_port(), 2: _free_port()}
     procs: dict[int, subprocess.Popen[bytes]] = {}
@@ -86,7 +93,7 @@ def test_stock_tool_adds_and_removes_a_controller_of_the_other_kind(
     for node, kind, flag in ((1, leader_kind, "--standalone"), (2, joiner_kind, "--no-initial-controllers")):
         props[node] = _controller_properties(
             tmp_path / f"{node}.properties", tmp_path / f"data{node}", ports[node],
-            f"controller.quorum.fetch.timeout.ms={FETCH_TIMEOUT_MS}\n",
+            f"controller.quorum.fetch.timeout.ms={FETCH_TIMEOUT_MS}\n" + (joiner_extra if node == 2 else ""),
         )
         # node.id and the bootstrap server: every node starts from the leader's address
         props[node].write_text(
@@ -102,6 +109,7 @@ def test_stock_tool_adds_and_removes_a_controller_of_the_other_kind(
         else:
             kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props[node], flag])
     try:
+        alone_since = 0.0
         for node, kind in ((1, leader_kind), (2, joiner_kind)):
             with open(tmp_path / f"{node}.out", "wb") as out:
                 if kind == "kwire":
@@ -117,6 +125,24 @@ def test_stock_tool_adds_and_removes_a_controller_of_the_other_kind(
             if node == 1:
                 _wait(ports[1], "the leader leads", lambda v: v[0] == [1])
                 alone_since = time.monotonic()
+        yield ports, procs, props, alone_since
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in procs.values():
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.mark.parametrize("leader_kind", ["kwire", "stock"])
+def test_stock_tool_adds_and_removes_a_controller_of_the_other_kind(
+    kafka: KafkaRelease, tmp_path: Path, leader_kind: str
+) -> None:
+    with _pair(kafka, tmp_path, leader_kind) as (ports, procs, props, alone_since):
         _, _, epoch = _wait(ports[1], "the joiner fetches as an observer", lambda v: 2 in v[1])
         time.sleep(max(0.0, alone_since + ALONE_S - time.monotonic()))  # a precondition, not a wait for a result
 
@@ -156,13 +182,21 @@ def test_stock_tool_adds_and_removes_a_controller_of_the_other_kind(
         as_json = json.loads(_kwire_tool([*add_args, "--dry-run", "--json"]).stdout)
         assert as_json["controllerId"] == 2 and as_json["directoryId"] == str(directory)
         assert all(p.poll() is None for p in procs.values()), {n: p.poll() for n, p in procs.items()}
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in procs.values():
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+
+
+@pytest.mark.parametrize("leader_kind", ["kwire", "stock"])
+def test_a_joiner_with_auto_join_becomes_a_voter_by_itself(tmp_path: Path, leader_kind: str) -> None:
+    """``controller.quorum.auto.join.enable=true`` (Kafka 4.x; the newest pinned release runs the
+    stock side): the observer asks the leader to add it, with no tool, whichever kind leads."""
+    version = PINNED_VERSIONS[-1]
+    require_kafka(version)
+    kafka = KafkaRelease(version)
+    with _pair(kafka, tmp_path, leader_kind, "controller.quorum.auto.join.enable=true\n") as (ports, procs, _, _):
+        _, _, epoch = _wait(ports[1], "the joiner made itself a voter", lambda v: v[0] == [1, 2])
+        directory = read_meta_properties(tmp_path / "data2").directory_id  # type: ignore[union-attr]
+        view = trio.run(describe, f"localhost:{ports[1]}", 5.0).partition
+        assert [(v.replica_id, v.replica_directory_id) for v in view.current_voters if v.replica_id == 2] == [
+            (2, directory)
+        ]
+        assert view.leader_epoch == epoch and view.leader_id == 1
+        assert all(p.poll() is None for p in procs.values()), {n: p.poll() for n, p in procs.items()}

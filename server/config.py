@@ -195,6 +195,16 @@ class _Reader:
             raise ConfigError(key, f"{value} is below the minimum of {minimum}")
         return value
 
+    def boolean(self, key: str, default: bool) -> bool:
+        """``true`` / ``false`` in any case (Java's ConfigDef BOOLEAN); ConfigError otherwise."""
+        text = self.get(key)
+        if text is None:
+            return default
+        value = text.strip().lower()
+        if value not in ("true", "false"):
+            raise ConfigError(key, f"expected true or false, got {text!r}")
+        return value == "true"
+
     def names(self, key: str) -> tuple[str, ...]:
         return tuple(_split_list(self.get(key) or ""))
 
@@ -224,6 +234,7 @@ class KRaftConfig:
     controller_quorum_request_timeout_ms: int = _QUORUM_DEFAULTS.request_timeout_ms
     controller_quorum_retry_backoff_ms: int = _QUORUM_DEFAULTS.retry_backoff_ms
     controller_quorum_append_linger_ms: int = _QUORUM_DEFAULTS.append_linger_ms
+    controller_quorum_auto_join_enable: bool = _QUORUM_DEFAULTS.auto_join
     socket_request_max_bytes: int = 104_857_600
     connections_max_idle_ms: int = 600_000
     metadata_log_segment_bytes: int = 1_073_741_824
@@ -348,6 +359,9 @@ class KRaftConfig:
             controller_quorum_request_timeout_ms=q("request.timeout.ms", 1),
             controller_quorum_retry_backoff_ms=q("retry.backoff.ms"),
             controller_quorum_append_linger_ms=q("append.linger.ms"),
+            controller_quorum_auto_join_enable=r.boolean(
+                "controller.quorum.auto.join.enable", _QUORUM_DEFAULTS.auto_join
+            ),
             socket_request_max_bytes=integer(
                 "socket.request.max.bytes", "socket_request_max_bytes", 1
             ),
@@ -390,6 +404,7 @@ class KRaftConfig:
             request_timeout_ms=self.controller_quorum_request_timeout_ms,
             retry_backoff_ms=self.controller_quorum_retry_backoff_ms,
             append_linger_ms=self.controller_quorum_append_linger_ms,
+            auto_join=self.controller_quorum_auto_join_enable,
         )
 
     @property

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from kwire.api_keys import ApiKey
 from kwire.errors import Errors
-from messages.generated.add_raft_voter_request import AddRaftVoterRequest
+from messages.generated.add_raft_voter_request import AddRaftVoterRequest, Listener
 from messages.generated.add_raft_voter_response import AddRaftVoterResponse
 from messages.generated.api_versions_request import ApiVersionsRequest
 from server.raft import voter_change
@@ -166,3 +166,25 @@ def _api_versions_answered(ctx: RaftContext, now_ms: int, correlation_id: int, m
     )
     assert voters is not None
     voter_change.append_voters_record(ctx, voters, now_ms)
+
+
+def build_request(ctx: RaftContext) -> AddRaftVoterRequest:
+    """An observer's request to join as a voter (auto-join, ``RaftUtil.addVoterRequest``): its
+    replica key and listeners, ``request.timeout.ms``, AckWhenCommitted false."""
+    identity = ctx.identity
+    return AddRaftVoterRequest(
+        cluster_id=identity.cluster_id,
+        timeout_ms=ctx.config.request_timeout_ms,
+        voter_id=identity.node_id,
+        voter_directory_id=identity.directory_id,
+        listeners=[Listener(name=e.name, host=e.host, port=e.port) for e in identity.endpoints],
+        ack_when_committed=False,
+    )
+
+
+def handle_response(ctx: RaftContext, now_ms: int, event: ResponseReceived) -> None:
+    """The leader's answer to an auto-join: NONE, REQUEST_TIMED_OUT and DUPLICATE_VOTER wait
+    for the next attempt; any other error backs the leader off (``handleAddVoterResponse``)."""
+    error = Errors.of(event.response.error_code)
+    if error not in (Errors.NONE, Errors.REQUEST_TIMED_OUT, Errors.DUPLICATE_VOTER):
+        ctx.requests.backoff(event.source_id, now_ms)

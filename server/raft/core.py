@@ -23,11 +23,13 @@ from typing import Any
 from kwire.api_keys import ApiKey
 from kwire.errors import Errors
 from server.raft import (
+    add_raft_voter,
     begin_quorum_epoch,
     end_quorum_epoch,
     fetch,
     fetch_snapshot,
     leadership,
+    remove_raft_voter,
     update_raft_voter,
     vote,
     voter_change,
@@ -339,6 +341,8 @@ class RaftCore:
             return  # the fetch offset counts toward the HWM: only flushed data may be reported
         state = self.quorum.state
         if isinstance(state, Follower):
+            if self._maybe_auto_join(now_ms, state, destination_id):
+                return
             if state.has_fetched and now_ms >= state.update_voter_due_ms and voter_change.local_entry_is_stale(self):
                 # in place of this Fetch, as Kafka's pollFollowerAsVoter does
                 state.update_voter_due_ms = now_ms + 3 * self.config.fetch_timeout_ms
@@ -349,6 +353,25 @@ class RaftCore:
                 self.send(now_ms, destination_id, ApiKey.FETCH_SNAPSHOT, request)
                 return
         self.send(now_ms, destination_id, ApiKey.FETCH, fetch.build_request(self))
+
+    def _maybe_auto_join(self, now_ms: int, state: Follower, leader_id: int) -> bool:
+        """An observer of a dynamic quorum with ``auto_join`` asks the leader, in place of a
+        Fetch and once per fetch timeout, to remove the voter holding its id (another
+        directory) or else to add it (``KafkaRaftClient.pollFollowerAsObserver``). True when a
+        request went out."""
+        if not self.config.auto_join or self.quorum.is_voter or self.control.kraft_version < 1:
+            return False
+        if state.auto_join_due_ms is None:
+            state.auto_join_due_ms = now_ms + self.config.fetch_timeout_ms
+        if now_ms < state.auto_join_due_ms:
+            return False
+        state.auto_join_due_ms = now_ms + self.config.fetch_timeout_ms
+        old = self.control.voters.get(self.identity.node_id)
+        if old is not None:
+            self.send(now_ms, leader_id, ApiKey.REMOVE_RAFT_VOTER, remove_raft_voter.build_request(self, old.key))
+        else:
+            self.send(now_ms, leader_id, ApiKey.ADD_RAFT_VOTER, add_raft_voter.build_request(self))
+        return True
 
     def _poll_unattached(self, now_ms: int, state: Unattached) -> None:
         is_voter = self.quorum.is_voter

@@ -14,6 +14,7 @@ from typing import Any
 
 from kwire.api_keys import ApiKey
 from messages.generated.add_raft_voter_request import AddRaftVoterRequest
+from messages.generated.add_raft_voter_response import AddRaftVoterResponse
 from messages.generated.api_versions_request import ApiVersionsRequest
 from messages.generated.api_versions_response import ApiVersionsResponse
 from messages.generated.begin_quorum_epoch_request import BeginQuorumEpochRequest
@@ -26,6 +27,7 @@ from messages.generated.fetch_response import FetchResponse
 from messages.generated.fetch_snapshot_request import FetchSnapshotRequest
 from messages.generated.fetch_snapshot_response import FetchSnapshotResponse
 from messages.generated.remove_raft_voter_request import RemoveRaftVoterRequest
+from messages.generated.remove_raft_voter_response import RemoveRaftVoterResponse
 from messages.generated.update_raft_voter_request import UpdateRaftVoterRequest
 from messages.generated.update_raft_voter_response import UpdateRaftVoterResponse
 from messages.generated.vote_request import VoteRequest
@@ -76,8 +78,8 @@ HANDLERS: tuple[RpcHandler, ...] = (
     RpcHandler(ApiKey.FETCH, fetch.VERSIONS, FetchRequest, fetch.handle_request, FetchResponse, fetch.handle_response),
     RpcHandler(ApiKey.DESCRIBE_QUORUM, describe_quorum.VERSIONS, DescribeQuorumRequest, describe_quorum.handle_request),
     RpcHandler(ApiKey.FETCH_SNAPSHOT, fetch_snapshot.VERSIONS, FetchSnapshotRequest, fetch_snapshot.handle_request, FetchSnapshotResponse, fetch_snapshot.handle_response),
-    RpcHandler(ApiKey.ADD_RAFT_VOTER, add_raft_voter.VERSIONS, AddRaftVoterRequest, add_raft_voter.handle_request),
-    RpcHandler(ApiKey.REMOVE_RAFT_VOTER, remove_raft_voter.VERSIONS, RemoveRaftVoterRequest, remove_raft_voter.handle_request),
+    RpcHandler(ApiKey.ADD_RAFT_VOTER, add_raft_voter.VERSIONS, AddRaftVoterRequest, add_raft_voter.handle_request, AddRaftVoterResponse, add_raft_voter.handle_response),
+    RpcHandler(ApiKey.REMOVE_RAFT_VOTER, remove_raft_voter.VERSIONS, RemoveRaftVoterRequest, remove_raft_voter.handle_request, RemoveRaftVoterResponse, remove_raft_voter.handle_response),
     RpcHandler(ApiKey.UPDATE_RAFT_VOTER, update_raft_voter.VERSIONS, UpdateRaftVoterRequest, update_raft_voter.handle_request, UpdateRaftVoterResponse, update_raft_voter.handle_response),
     RpcHandler(ApiKey.API_VERSIONS, (ApiVersionsRequest.LOWEST_VERSION, ApiVersionsRequest.HIGHEST_VERSION), None, None, ApiVersionsResponse, add_raft_voter.handle_api_versions, add_raft_voter.on_api_versions_failure),
 )  # fmt: skip

@@ -30,7 +30,7 @@ from server.raft.types import ReplicaKey
 
 if TYPE_CHECKING:
     from server.raft.context import RaftContext
-    from server.raft.events import RequestReceived
+    from server.raft.events import RequestReceived, ResponseReceived
 
 VERSIONS = (0, 0)
 
@@ -81,3 +81,19 @@ def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> Rem
     if key.id == ctx.identity.node_id:
         state.resign_when_committed = offset
     return None
+
+
+def build_request(ctx: RaftContext, key: ReplicaKey) -> RemoveRaftVoterRequest:
+    """An auto-joining observer's request to remove the voter ``key`` that holds its node id
+    with another directory (``RaftUtil.removeVoterRequest``)."""
+    return RemoveRaftVoterRequest(
+        cluster_id=ctx.identity.cluster_id, voter_id=key.id, voter_directory_id=key.directory_id_or_zero
+    )
+
+
+def handle_response(ctx: RaftContext, now_ms: int, event: ResponseReceived) -> None:
+    """NONE, REQUEST_TIMED_OUT and VOTER_NOT_FOUND wait for the next attempt; any other error
+    backs the leader off (``handleRemoveVoterResponse``)."""
+    error = Errors.of(event.response.error_code)
+    if error not in (Errors.NONE, Errors.REQUEST_TIMED_OUT, Errors.VOTER_NOT_FOUND):
+        ctx.requests.backoff(event.source_id, now_ms)

@@ -435,6 +435,10 @@ class Follower(EpochState):
         self.snapshot_download: SnapshotDownload | None = None
         self.update_voter_due_ms = 0
         """When this voter may next send UpdateRaftVoter (every 3 x fetch.timeout.ms)."""
+        self.auto_join_due_ms: int | None = None
+        """When this observer may next ask to join (``controller.quorum.auto.join.enable``):
+        one fetch timeout after it started following, then after each attempt
+        (``FollowerState.updateVoterSetPeriodTimer``); None until first polled."""
 
     def election(self) -> ElectionState:
         """This epoch, the leader followed, and the vote cast in this epoch if any."""

@@ -213,6 +213,9 @@ class QuorumConfig:
     """How long the leader lets appended records gather into one batch."""
     pre_vote: bool = True
     """Run a KIP-996 pre-vote (Prospective role) before bumping the epoch (Kafka 4.0+)."""
+    auto_join: bool = False
+    """``controller.quorum.auto.join.enable`` (Kafka 4.x): an observer controller of a dynamic
+    quorum asks the leader to make it a voter, removing an old replica key with its id first."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -133,6 +133,7 @@ def make_context(
     seed: int = 1,
     directory_id: Uuid = ZERO_UUID,
     append_linger_ms: int = 0,
+    auto_join: bool = False,
 ) -> Context:
     log = log or MemoryRaftLog()
     core = RaftCore(
@@ -148,7 +149,7 @@ def make_context(
         now_ms=0,
         election=election,
         kraft_version=kraft_version,
-        config=QuorumConfig(pre_vote=pre_vote, append_linger_ms=append_linger_ms),
+        config=QuorumConfig(pre_vote=pre_vote, append_linger_ms=append_linger_ms, auto_join=auto_join),
     )
     context = Context(core, log)
     context.step(Tick())

@@ -11,7 +11,7 @@ from messages.generated.remove_raft_voter_request import RemoveRaftVoterRequest
 from messages.generated.update_raft_voter_request import KRaftVersionFeature, UpdateRaftVoterRequest
 from messages.generated.update_raft_voter_request import Listener as UpdateListener
 from server.raft import voter_change
-from server.raft.events import ResponseReceived
+from server.raft.events import Outbox, ResponseReceived
 from server.raft.roles import Leader, Resigned
 from server.raft.types import Endpoint, ReplicaKey, VoterNode, VoterSet
 from tests.raft.helpers import CLUSTER_ID, Context, elect_local_leader, fetch_request, make_context
@@ -282,3 +282,62 @@ def test_a_leader_alone_for_long_adds_a_voter_without_resigning() -> None:
     assert replies and replies[0].error_code == Errors.NONE
     context.tick(2_000)  # within the check-quorum timeout of the voter's last fetch
     assert context.core.state is leader
+
+
+def _observer(voters: VoterSet, *, auto_join: bool = True) -> tuple[Context, Outbox]:
+    """Node 4 (directory DIRS[4]) observing the dynamic quorum ``voters`` led by 1 in epoch 3,
+    after its first successful Fetch."""
+    from server.raft.types import ElectionState
+    from tests.raft.test_fetch import _fetch_response
+
+    context = make_context(
+        local_id=4, voters=voters, kraft_version=1, directory_id=DIRS[4],
+        election=ElectionState(3, 1, None), auto_join=auto_join,
+    )
+    out = context.respond(context.outboxes[-1], 1, _fetch_response(3, 1))
+    return context, out
+
+
+def _sent(out: Outbox) -> list[str]:
+    return [type(s.request).__name__ for s in out.sends]
+
+
+def test_an_observer_with_auto_join_asks_to_be_added_once_per_fetch_timeout() -> None:
+    from messages.generated.add_raft_voter_response import AddRaftVoterResponse
+    from tests.raft.test_fetch import _fetch_response
+
+    context, out = _observer(_voters(1, 2, 3))
+    assert _sent(out) == ["FetchRequest"]  # not before a fetch timeout has passed
+    context.now += 2000
+    out = context.respond(out, 1, _fetch_response(3, 1))
+    assert _sent(out) == ["AddRaftVoterRequest"]
+    request = out.sends[0].request
+    assert (request.voter_id, request.voter_directory_id, request.ack_when_committed) == (4, DIRS[4], False)
+    assert [(e.name, e.host, e.port) for e in request.listeners] == [("CONTROLLER", "host4", 9004)]
+    out = context.respond(out, 1, AddRaftVoterResponse(error_code=Errors.REQUEST_TIMED_OUT))
+    assert _sent(out) == ["FetchRequest"]  # the next attempt waits another fetch timeout
+    out = context.respond(out, 1, _fetch_response(3, 1))
+    assert _sent(out) == ["FetchRequest"]
+
+
+def test_an_observer_whose_id_is_held_by_another_directory_asks_to_remove_it_first() -> None:
+    from tests.raft.test_fetch import _fetch_response
+
+    held = VoterSet(tuple(
+        VoterNode(ReplicaKey(i, DIRS[5] if i == 4 else DIRS[i]), (Endpoint("CONTROLLER", f"host{i}", 9000 + i),), (0, 1))
+        for i in (1, 2, 4)
+    ))
+    context, out = _observer(held)
+    context.now += 2000
+    out = context.respond(out, 1, _fetch_response(3, 1))
+    assert _sent(out) == ["RemoveRaftVoterRequest"]
+    assert (out.sends[0].request.voter_id, out.sends[0].request.voter_directory_id) == (4, DIRS[5])
+
+
+def test_without_auto_join_an_observer_only_fetches() -> None:
+    from tests.raft.test_fetch import _fetch_response
+
+    context, out = _observer(_voters(1, 2, 3), auto_join=False)
+    context.now += 10_000
+    out = context.respond(out, 1, _fetch_response(3, 1))
+    assert _sent(out) == ["FetchRequest"]
