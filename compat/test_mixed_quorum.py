@@ -153,6 +153,19 @@ class Quorum:
         return False
 
 
+    def settled_high_watermark(self) -> int:
+        """The high watermark once every voter has reached it (within 60 s), after checking
+        that no process died."""
+        dead = {i: p.returncode for i, p in self.procs.items() if p.poll() is not None}
+        assert not dead, f"processes died: {dead}"
+        _, _, hwm = self.wait_leader(ELECTION_BOUND_S)
+        deadline = time.monotonic() + 60
+        while not self.voters_caught_up(hwm):
+            assert time.monotonic() < deadline, f"the voters did not all reach offset {hwm}"
+            time.sleep(0.2)  # poll interval
+        return hwm
+
+
 def _batches_below(data: Path, high_watermark: int) -> list[bytes]:
     return [b.to_bytes() for b in _log_batches(data / PARTITION) if b.last_offset < high_watermark]
 
@@ -176,18 +189,12 @@ def test_leaders_killed_in_a_mixed_quorum(
             leaders.append((new_leader, round(time.monotonic() - killed_at, 1)))
             quorum.start(leader)
             leader = new_leader
-        dead = {i: p.returncode for i, p in quorum.procs.items() if p.poll() is not None}
-        assert not dead, f"processes died: {dead}"
         _, _, hwm = quorum.wait_leader(ELECTION_BOUND_S)
         deadline = time.monotonic() + 30
         while (quorum.wait_leader(ELECTION_BOUND_S)[2]) <= hwm:
             assert time.monotonic() < deadline, "the high watermark stopped after the last restart"
             time.sleep(0.2)  # poll interval
-        _, _, final_hwm = quorum.wait_leader(ELECTION_BOUND_S)
-        deadline = time.monotonic() + 60
-        while not quorum.voters_caught_up(final_hwm):
-            assert time.monotonic() < deadline, f"the voters did not all reach offset {final_hwm}"
-            time.sleep(0.2)  # poll interval
+        final_hwm = quorum.settled_high_watermark()
         # what the stock nodes logged while the quorum ran; stopping a JVM that is still
         # starting (the last one restarted) can log a fatal fault of its own shutdown
         logged = {i: (tmp_path / f"{i}.out").read_bytes() for i in set(quorum.ports) - kwire_ids}

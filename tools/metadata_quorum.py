@@ -355,9 +355,15 @@ def _planned_change(args: argparse.Namespace) -> int:
 
     from storage.errors import FormatError
     from storage.format import parse_dynamic_voters
-    from tools.voter_changes import TargetVoter, execute, plan_reassignment, plan_replacement
+    from tools.voter_changes import (
+        TargetVoter,
+        describe_when_led,
+        execute,
+        plan_reassignment,
+        plan_replacement,
+    )
 
-    view = trio.run(describe, args.bootstrap_controller)
+    view = trio.run(describe_when_led, args.bootstrap_controller)
     if args.quorum_command == "replace-controller":
         if args.command_config is None:
             raise QuorumToolError(
@@ -386,9 +392,11 @@ def _planned_change(args: argparse.Namespace) -> int:
     after = trio.run(
         lambda: execute(
             args.bootstrap_controller, steps, max_lag_ms=args.max_lag_ms,
-            catch_up_timeout_ms=args.catch_up_timeout_ms, report=report,
+            catch_up_timeout_ms=args.catch_up_timeout_ms, max_steps=args.max_steps, report=report,
         )
     )
+    if args.max_steps is not None and args.max_steps < len(steps) and not args.json:
+        print(f"stopped after {args.max_steps} of {len(steps)} steps: run the command again to continue")
     voters_now = [(v.replica_id, str(v.replica_directory_id)) for v in after.partition.current_voters]
     if args.json:
         print(json.dumps({
@@ -456,6 +464,8 @@ def add_parser(subparsers: Any) -> None:
                          help="how recently a voter must have caught up to count toward a safe majority")
         sub.add_argument("--catch-up-timeout-ms", type=int, default=DEFAULT_CATCH_UP_TIMEOUT_MS,
                          help="how long to wait for a new controller to catch up as an observer")
+        sub.add_argument("--max-steps", type=int, metavar="N",
+                         help="carry out at most N steps of the plan, then stop (run again to go on)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -167,14 +167,21 @@ async def _request(host: str, port: int, body: Any) -> Any:
 
 async def _voter_change(bootstrap: str, body: Any, timeout_s: float) -> None:
     """Send ``body`` to the active controller until it answers other than "not the leader"
-    (the admin client's retry of NOT_LEADER_OR_FOLLOWER / NOT_CONTROLLER, with
-    ``retry.backoff.ms`` 100 ms), within ``timeout_s``. Raises VoterChangeError."""
+    (the admin client's retries: no active controller known yet, NOT_LEADER_OR_FOLLOWER,
+    NOT_CONTROLLER, a connection lost before the answer; ``retry.backoff.ms`` 100 ms), within
+    ``timeout_s``. Raises VoterChangeError, or ``trio.TooSlowError`` when the time is up."""
     import trio
+
+    from server.net.client import KafkaConnectionError
 
     with trio.fail_after(timeout_s):
         while True:
-            _, host, port = await _active_controller(bootstrap)
-            response = await _request(host, port, body)
+            try:
+                _, host, port = await _active_controller(bootstrap)
+                response = await _request(host, port, body)
+            except (QuorumToolError, KafkaConnectionError, OSError):
+                await trio.sleep(0.1)  # retry.backoff.ms: the leader is moving
+                continue
             error = Errors.of(response.error_code)
             if error == Errors.NONE:
                 return

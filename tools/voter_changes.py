@@ -41,6 +41,7 @@ __all__ = [
     "Step",
     "TargetVoter",
     "caught_up_voters",
+    "describe_when_led",
     "execute",
     "plan_reassignment",
     "plan_replacement",
@@ -160,8 +161,9 @@ LEADER_WAIT_S = 60.0
 """How long :func:`execute` waits for a leader between steps (a removed leader resigns)."""
 
 
-async def _describe_led(bootstrap: str, clock: Callable[[], float]) -> QuorumView:
-    """DescribeQuorum once the quorum has a leader again, within LEADER_WAIT_S."""
+async def describe_when_led(bootstrap: str, clock: Callable[[], float] = time.monotonic) -> QuorumView:
+    """DescribeQuorum once the quorum has a leader (again), within LEADER_WAIT_S. Raises as
+    :func:`tools.quorum_client.describe` when there is still none."""
     import trio
 
     deadline = clock() + LEADER_WAIT_S
@@ -179,7 +181,7 @@ async def _wait_observer(bootstrap: str, step: Step, timeout_s: float, clock: Ca
 
     deadline = clock() + timeout_s
     while True:
-        view = await _describe_led(bootstrap, clock)
+        view = await describe_when_led(bootstrap, clock)
         p = view.partition
         for o in p.observers:
             if (o.replica_id, o.replica_directory_id) == (step.voter_id, step.directory_id) and o.log_end_offset >= p.high_watermark:
@@ -198,16 +200,18 @@ async def execute(
     *,
     max_lag_ms: int = DEFAULT_MAX_LAG_MS,
     catch_up_timeout_ms: int = DEFAULT_CATCH_UP_TIMEOUT_MS,
+    max_steps: int | None = None,
     report: Callable[[str], None] = print,
     clock: Callable[[], float] = time.monotonic,
 ) -> QuorumView:
     """Carry out ``steps`` in order through ``bootstrap`` (see the module docstring), telling
-    ``report`` of each; returns the quorum as it is afterwards. Raises QuorumToolError (an
+    ``report`` of each, and stop after ``max_steps`` of them if given; returns the quorum as it
+    is afterwards. Raises QuorumToolError (an
     unsafe removal, a replica that does not catch up), VoterChangeError (the leader refused),
     OSError / ``trio.TooSlowError`` (no answer)."""
-    for step in steps:
+    for step in steps[:max_steps]:
         if step.kind == "remove":
-            view = await _describe_led(bootstrap, clock)
+            view = await describe_when_led(bootstrap, clock)
             _check_removal(view, step, int(time.time() * 1000), max_lag_ms)
             report(f"removing voter {step.voter_id} with directory id {step.directory_id}")
             await remove_raft_voter(bootstrap, step.voter_id, step.directory_id)
@@ -216,4 +220,4 @@ async def execute(
             await _wait_observer(bootstrap, step, catch_up_timeout_ms / 1000, clock)
             report(f"adding voter {step.voter_id} with directory id {step.directory_id}")
             await add_raft_voter(bootstrap, step.voter_id, step.directory_id, step.endpoints)
-    return await _describe_led(bootstrap, clock)
+    return await describe_when_led(bootstrap, clock)
