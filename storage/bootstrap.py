@@ -265,14 +265,22 @@ def decode_bootstrap_checkpoint(data: bytes, source: str = BOOTSTRAP_FILE) -> Bo
 
     Raises CorruptRecordError / InvalidRecordError for bad batches, FormatError for records
     that do not decode or lack metadata.version."""
-    content = read_snapshot_content(data)
+    records = _decode_records(read_snapshot_content(data).data_records(), source)
+    return BootstrapMetadata.from_records(records, f"the binary bootstrap metadata file: {source}")
+
+
+def _decode_records(values: Iterable[bytes | None], source: str) -> list[tuple[Message, int]]:
+    """``(record, version)`` of each non-null value; FormatError naming ``source`` for one that
+    does not decode."""
     records: list[tuple[Message, int]] = []
-    for value in content.data_records():
+    for value in values:
+        if value is None:
+            continue
         try:
             records.append(decode_record(value))
         except DecodeError as exc:
             raise FormatError(f"undecodable record in {source}: {exc}") from exc
-    return BootstrapMetadata.from_records(records, f"the binary bootstrap metadata file: {source}")
+    return records
 
 
 def read_bootstrap_checkpoint(directory: str | os.PathLike[str]) -> BootstrapMetadata | None:
@@ -294,14 +302,7 @@ def bootstrap_from_checkpoint_records(
     """The bootstrap metadata kept in the 0-0 checkpoint's data records (Kafka 4.2+'s layout),
     None when they hold no metadata.version FeatureLevelRecord (3.9's layout keeps them in
     ``bootstrap.checkpoint``). Raises FormatError for a record that does not decode."""
-    records: list[tuple[Message, int]] = []
-    for value in values:
-        if value is None:
-            continue
-        try:
-            records.append(decode_record(value))
-        except DecodeError as exc:
-            raise FormatError(f"undecodable record in {source}: {exc}") from exc
+    records = _decode_records(values, source)
     if not any(
         isinstance(m, FeatureLevelRecord) and m.name == METADATA_VERSION_FEATURE for m, _ in records
     ):
