@@ -177,12 +177,13 @@ class VoterSet:
             return None
         return VoterSet(tuple(v for v in self.voters if v.key.id != key.id))
 
-    def update_voter(self, voter: VoterNode) -> VoterSet | None:
-        """A new set with ``voter``'s endpoints and kraft.version range replacing those of the
-        voter with the same replica key (KIP-853 UpdateRaftVoter), or None if no voter has that
-        exact key."""
+    def update_voter(self, voter: VoterNode, *, ignoring_directory_id: bool = False) -> VoterSet | None:
+        """A new set with ``voter`` replacing the voter with the same replica key (KIP-853
+        UpdateRaftVoter), or None if no voter has that exact key. ``ignoring_directory_id``
+        matches by id alone and takes ``voter``'s directory id (a static quorum's voters have
+        none; ``VoterSet.updateVoterIgnoringDirectoryId``)."""
         current = self.get(voter.key.id)
-        if current is None or current.key != voter.key:
+        if current is None or (current.key != voter.key and not ignoring_directory_id):
             return None
         return VoterSet(tuple(voter if v.key.id == voter.key.id else v for v in self.voters))
 

@@ -14,20 +14,19 @@ leader's endpoint on the default listener when known):
 3. VoterId < 0 or a zero VoterDirectoryId -> INVALID_REQUEST.
 4. Another voter change in progress -> REQUEST_TIMED_OUT.
 5. The high watermark of this epoch not known yet -> REQUEST_TIMED_OUT.
-6. kraft.version 0 (a static quorum; Kafka 4.1+ followers send the request there too):
-   KRaftVersionFeature not containing 0 or min > max -> INVALID_REQUEST; no listener named
-   like the leader's default listener -> INVALID_REQUEST; VoterId not a voter ->
-   VOTER_NOT_FOUND; else the leader keeps the voter's directory id, endpoints and range in
-   memory (``Leader.volatile_voters``), writes nothing and answers NONE. (Kafka 3.9 answered
-   INVALID_REQUEST here, which a 4.x follower takes as fatal.)
-7. A VotersRecord not yet committed -> REQUEST_TIMED_OUT.
-8. KRaftVersionFeature not containing the finalized kraft.version, or min > max ->
+6. A VotersRecord not yet committed (kraft.version 1) -> REQUEST_TIMED_OUT.
+7. KRaftVersionFeature not containing the finalized kraft.version, or min > max ->
    INVALID_REQUEST.
-9. No listener named like the leader's default listener -> INVALID_REQUEST.
-10. (VoterId, VoterDirectoryId) not a voter -> VOTER_NOT_FOUND.
-11. A control batch with the updated VotersRecord is appended and NONE is answered at once,
-    without waiting for the record to commit (the voter that asked must keep fetching for it
-    to commit; ``UpdateVoterHandler.storeUpdatedVoters``).
+8. No listener named like the leader's default listener -> INVALID_REQUEST.
+9. (VoterId, VoterDirectoryId) not a voter -> VOTER_NOT_FOUND; at kraft.version 0 the id
+   alone is matched (a static voter set has no directory ids).
+10. kraft.version 1: a control batch with the updated VotersRecord is appended and NONE is
+    answered at once, without waiting for the record to commit (the voter that asked must keep
+    fetching for it to commit; ``UpdateVoterHandler.storeUpdatedVoters``). kraft.version 0 (a
+    static quorum, where Kafka 4.1+ followers send the request too): the leader keeps the
+    voter's directory id, endpoints and range in memory (``Leader.volatile_voters``), writes
+    nothing and answers NONE. (Kafka 3.9 answered INVALID_REQUEST there, which a 4.x follower
+    takes as fatal.)
 """
 
 from __future__ import annotations
@@ -42,8 +41,8 @@ from messages.generated.update_raft_voter_request import UpdateRaftVoterRequest
 from messages.generated.update_raft_voter_response import CurrentLeader, UpdateRaftVoterResponse
 from server.raft import voter_change
 from server.raft.common import validate_leader_only
-from server.raft.roles import Follower, Leader
-from server.raft.types import Endpoint, ReplicaKey, VoterNode, VoterSet
+from server.raft.roles import Follower
+from server.raft.types import Endpoint, ReplicaKey, VoterNode
 
 if TYPE_CHECKING:
     from server.raft.context import RaftContext
@@ -69,7 +68,7 @@ def _factory(ctx: RaftContext) -> Callable[..., UpdateRaftVoterResponse]:
 
 
 def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> UpdateRaftVoterResponse | None:
-    """Steps 1-11 above (``handleUpdateVoterRequest``); returns the response, NONE as soon as the
+    """Steps 1-10 above (``handleUpdateVoterRequest``); returns the response, NONE as soon as the
     VotersRecord is appended."""
     request: UpdateRaftVoterRequest = event.request
     response = _factory(ctx)
@@ -84,9 +83,8 @@ def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> Upd
         return response(Errors.INVALID_REQUEST)
     if state.pending_voter_change is not None or state.high_watermark is None:
         return response(Errors.REQUEST_TIMED_OUT)
-    if ctx.control.kraft_version < 1:
-        return _update_static(ctx, state, key, request, response, now_ms)
-    if voter_change.uncommitted(ctx):
+    static = ctx.control.kraft_version < 1
+    if not static and voter_change.uncommitted(ctx):
         return response(Errors.REQUEST_TIMED_OUT)
     feature = request.kraft_version_feature
     low, high = feature.min_supported_version, feature.max_supported_version
@@ -95,38 +93,21 @@ def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> Upd
     if not any(listener.name == ctx.identity.default_listener for listener in request.listeners):
         return response(Errors.INVALID_REQUEST)
     endpoints = tuple(Endpoint(e.name, e.host, e.port) for e in request.listeners)
-    updated = ctx.control.voters.update_voter(VoterNode(key, endpoints, (low, high)))
+    voter = VoterNode(key, endpoints, (low, high))
+    if static:
+        # step 6: kept in memory only (UpdateVoterHandler's volatile voters)
+        updated = (state.volatile_voters or ctx.control.voters).update_voter(voter, ignoring_directory_id=True)
+        if updated is None:
+            return response(Errors.VOTER_NOT_FOUND)
+        state.volatile_voters = updated
+        state.record_voter_fetch(key.id, now_ms)
+        return response(Errors.NONE)
+    updated = ctx.control.voters.update_voter(voter)
     if updated is None:
         return response(Errors.VOTER_NOT_FOUND)
     voter_change.append_voters_record(ctx, updated, now_ms)
     # "Reply immediately and don't wait for the change to commit" (UpdateVoterHandler): the
     # voter that asked must go on fetching for the record to commit at all
-    return response(Errors.NONE)
-
-
-def _update_static(
-    ctx: RaftContext,
-    state: Leader,
-    key: ReplicaKey,
-    request: UpdateRaftVoterRequest,
-    response: Callable[..., UpdateRaftVoterResponse],
-    now_ms: int,
-) -> UpdateRaftVoterResponse:
-    """Step 6: kraft.version 0 keeps the update in memory (``UpdateVoterHandler`` with
-    ``volatileVoters``; ``VoterSet.updateVoterIgnoringDirectoryId``)."""
-    feature = request.kraft_version_feature
-    low, high = feature.min_supported_version, feature.max_supported_version
-    if low > high or not low <= 0 <= high:
-        return response(Errors.INVALID_REQUEST)
-    if not any(listener.name == ctx.identity.default_listener for listener in request.listeners):
-        return response(Errors.INVALID_REQUEST)
-    voters = state.volatile_voters or ctx.control.voters
-    if voters.get(key.id) is None:
-        return response(Errors.VOTER_NOT_FOUND)
-    endpoints = tuple(Endpoint(e.name, e.host, e.port) for e in request.listeners)
-    updated = VoterNode(key, endpoints, (low, high))
-    state.volatile_voters = VoterSet(tuple(updated if v.key.id == key.id else v for v in voters.voters))
-    state.record_voter_fetch(key.id, now_ms)
     return response(Errors.NONE)
 
 
