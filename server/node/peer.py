@@ -73,7 +73,7 @@ class Peer:
         timeout_s = outbound.timeout_ms / 1000
         try:
             with trio.fail_after(timeout_s):
-                reused = not (self.connection is None or self.connection.closed or self.address != address)
+                reused = self._connected_to(address)
                 try:
                     response = await self._send_on(outbound, endpoint, address)
                 except (KafkaConnectionError, OSError) as exc:
@@ -104,7 +104,7 @@ class Peer:
 
     async def _send_on(self, outbound: OutboundRequest, endpoint: Endpoint, address: tuple[str, int]) -> Any:
         """Send on the current connection to ``address``, opening one first if needed."""
-        if self.connection is None or self.connection.closed or self.address != address:
+        if not self._connected_to(address):
             if self.connection is not None:
                 await self.connection.aclose()
             self.connection = None
@@ -115,7 +115,12 @@ class Peer:
                 request_timeout_ms=outbound.timeout_ms,
             )
             self.address = address
-        return await self.connection.request(outbound.request, timeout_ms=outbound.timeout_ms)
+        connection = self.connection
+        assert connection is not None
+        return await connection.request(outbound.request, timeout_ms=outbound.timeout_ms)
+
+    def _connected_to(self, address: tuple[str, int]) -> bool:
+        return self.connection is not None and not self.connection.closed and self.address == address
 
     async def _drop(self) -> None:
         if self.connection is not None:
