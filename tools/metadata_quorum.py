@@ -43,7 +43,6 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
@@ -59,7 +58,12 @@ from tools.quorum_client import (
     describe,
     remove_raft_voter,
 )
-from tools.voter_changes import DEFAULT_CATCH_UP_TIMEOUT_MS, DEFAULT_MAX_LAG_MS
+from tools.voter_changes import (
+    DEFAULT_CATCH_UP_TIMEOUT_MS,
+    DEFAULT_MAX_LAG_MS,
+    TargetVoter,
+    endpoints_text,
+)
 
 # -------------------------------------------------------------------------------------------
 # formatting (pure)
@@ -225,17 +229,7 @@ def replication_json(view: QuorumView) -> list[dict[str, Any]]:
 # add-controller / remove-controller
 
 
-@dataclass(frozen=True)
-class ControllerToAdd:
-    """What add-controller reads from the joining controller's configuration."""
-
-    controller_id: int
-    directory_id: Uuid
-    endpoints: tuple[tuple[str, str, int], ...]
-    """``(listener, host, port)`` of each of ``controller.listener.names``, in that order."""
-
-
-def controller_to_add(path: str, *, unformatted_ok: bool = False) -> ControllerToAdd:
+def controller_to_add(path: str, *, unformatted_ok: bool = False) -> TargetVoter:
     """Read ``path`` (a controller's server.properties) as Kafka's MetadataQuorumCommand does;
     raises QuorumToolError with its messages. With ``unformatted_ok``, a metadata directory not
     formatted yet gives the zero UUID as its directory id."""
@@ -293,17 +287,14 @@ def controller_to_add(path: str, *, unformatted_ok: bool = False) -> ControllerT
         endpoint = (listener.name, listener.host or "localhost", listener.port)
         if endpoint not in endpoints:
             endpoints.append(endpoint)
-    return ControllerToAdd(node_id, directory_id, tuple(endpoints))
+    return TargetVoter(node_id, directory_id, tuple(endpoints))
 
 
-def format_add(controller: ControllerToAdd, dry_run: bool) -> str:
+def format_add(controller: TargetVoter, dry_run: bool) -> str:
     """Kafka's add-controller line."""
-    endpoints = ", ".join(
-        f"{name}://{f'[{host}]' if ':' in host else host}:{port}" for name, host, port in controller.endpoints
-    )
     return (
-        f"{'DRY RUN of adding' if dry_run else 'Added'} controller {controller.controller_id} "
-        f"with directory id {controller.directory_id} and endpoints: {endpoints}"
+        f"{'DRY RUN of adding' if dry_run else 'Added'} controller {controller.voter_id} "
+        f"with directory id {controller.directory_id} and endpoints: {endpoints_text(controller.endpoints)}"
     )
 
 
@@ -323,11 +314,11 @@ def _voter_change(args: argparse.Namespace) -> int:
         controller = controller_to_add(args.command_config)
         if not args.dry_run:
             trio.run(
-                add_raft_voter, args.bootstrap_controller, controller.controller_id, controller.directory_id,
+                add_raft_voter, args.bootstrap_controller, controller.voter_id, controller.directory_id,
                 controller.endpoints,
             )
         document: dict[str, Any] = {
-            "command": "add-controller", "dryRun": args.dry_run, "controllerId": controller.controller_id,
+            "command": "add-controller", "dryRun": args.dry_run, "controllerId": controller.voter_id,
             "directoryId": str(controller.directory_id),
             "endpoints": [{"listener": n, "host": h, "port": p} for n, h, p in controller.endpoints],
         }
@@ -355,13 +346,7 @@ def _planned_change(args: argparse.Namespace) -> int:
 
     from storage.errors import FormatError
     from storage.format import parse_dynamic_voters
-    from tools.voter_changes import (
-        TargetVoter,
-        describe_when_led,
-        execute,
-        plan_reassignment,
-        plan_replacement,
-    )
+    from tools.voter_changes import describe_when_led, execute, plan_reassignment, plan_replacement
 
     view = trio.run(describe_when_led, args.bootstrap_controller)
     if args.quorum_command == "replace-controller":
@@ -372,7 +357,7 @@ def _planned_change(args: argparse.Namespace) -> int:
         if args.format and not args.dry_run:
             _format_observer(args.command_config, view.cluster_id)
         new = controller_to_add(args.command_config, unformatted_ok=args.format and args.dry_run)
-        steps = plan_replacement(view, TargetVoter(new.controller_id, new.directory_id, new.endpoints))
+        steps = plan_replacement(view, new)
     else:
         try:
             voters = parse_dynamic_voters(args.voters)
@@ -439,15 +424,11 @@ def add_parser(subparsers: Any) -> None:
     d.add_argument("--human-readable", action="store_true")
     d.add_argument("--json", action="store_true", help="print JSON instead of text")
     a = commands.add_parser("add-controller", help="Add a controller to the KRaft controller cluster")
-    a.add_argument("--dry-run", action="store_true", help="print what would be done, but do not do it")
-    a.add_argument("--json", action="store_true", help="print JSON instead of text")
     r = commands.add_parser("remove-controller", help="Remove a controller from the KRaft controller cluster")
     r.add_argument("--controller-id", "-i", type=int, required=True, help="The id of the controller to remove.")
     r.add_argument(
         "--controller-directory-id", "-d", required=True, help="The directory ID of the controller to remove."
     )
-    r.add_argument("--dry-run", action="store_true", help="print what would be done, but do not do it")
-    r.add_argument("--json", action="store_true", help="print JSON instead of text")
     rp = commands.add_parser(
         "replace-controller",
         help="replace a voter whose disk was lost by the same node id with a new directory id "
@@ -457,9 +438,10 @@ def add_parser(subparsers: Any) -> None:
     ra = commands.add_parser("reassign", help="move the voter set to --voters by safe single-voter changes")
     ra.add_argument("--voters", required=True, metavar="ID@HOST:PORT:DIRECTORY_ID,...")
     ra.add_argument("--listener", default="CONTROLLER", help="the listener name of the --voters endpoints")
-    for sub in (rp, ra):
-        sub.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    for sub in (a, r, rp, ra):
+        sub.add_argument("--dry-run", action="store_true", help="print what would be done (the plan), change nothing")
         sub.add_argument("--json", action="store_true", help="print JSON instead of text")
+    for sub in (rp, ra):
         sub.add_argument("--max-lag-ms", type=int, default=DEFAULT_MAX_LAG_MS,
                          help="how recently a voter must have caught up to count toward a safe majority")
         sub.add_argument("--catch-up-timeout-ms", type=int, default=DEFAULT_CATCH_UP_TIMEOUT_MS,

@@ -41,6 +41,7 @@ __all__ = [
     "Step",
     "TargetVoter",
     "caught_up_voters",
+    "endpoints_text",
     "describe_when_led",
     "execute",
     "plan_reassignment",
@@ -57,9 +58,16 @@ Endpoints = tuple[tuple[str, str, int], ...]
 """``(listener, host, port)`` of a voter."""
 
 
+def endpoints_text(endpoints: Endpoints) -> str:
+    """``NAME://host:port, ...`` as Kafka's tools print endpoints (IPv6 hosts in brackets)."""
+    return ", ".join(f"{name}://{f'[{host}]' if ':' in host else host}:{port}" for name, host, port in endpoints)
+
+
 @dataclass(frozen=True)
 class TargetVoter:
-    """A voter of the wanted set: replica key and endpoints."""
+    """A voter of the wanted set, or the controller add-controller reads from its
+    configuration: replica key and endpoints (``(listener, host, port)``, in
+    ``controller.listener.names`` order)."""
 
     voter_id: int
     directory_id: Uuid
@@ -78,7 +86,7 @@ class Step:
     def describe(self) -> str:
         """A line for the operator (and ``--dry-run``)."""
         if self.kind == "add":
-            where = ", ".join(f"{n}://{h}:{p}" for n, h, p in self.endpoints)
+            where = endpoints_text(self.endpoints)
             directory = "the new directory id" if self.directory_id == ZERO_UUID else f"directory id {self.directory_id}"
             return (
                 f"wait until controller {self.voter_id} ({directory}) has caught up "
