@@ -8,7 +8,9 @@ kwire nodes and one stock controller. The leader is killed with SIGKILL ``LEADER
 times and restarted each time. Asserted:
 
 * after every kill another voter leads within ``ELECTION_BOUND_S`` (the fetch timeout plus two
-  election timeouts, plus slack for DescribeQuorum polling on a loaded machine);
+  election timeouts, plus slack for DescribeQuorum polling on a loaded machine); each kill waits
+  until every voter is up and has reached the high watermark, so that the survivors are a
+  fetching majority (a JVM restarted after the previous kill can take seconds to start);
 * no process dies but the killed ones, and no stock controller logs a fatal fault while the
   quorum runs (a Vote, UpdateRaftVoter or Fetch answer it cannot take; a log it cannot load);
 * the quorum's high watermark keeps moving after the last restart;
@@ -36,6 +38,7 @@ from compat.conftest import KafkaRelease
 from compat.test_storage_interop import CLUSTER_ID, PARTITION, _free_port, _log_batches
 from kwire.uuid import Uuid
 from tools.quorum_client import QuorumToolError, describe
+from tools.stock_kafka import logging_config
 
 pytestmark = pytest.mark.compat
 
@@ -64,6 +67,7 @@ class Quorum:
         self.kafka, self.root, self.kwire_ids = kafka, root, kwire_ids
         self.ports = {i: _free_port() for i in ids}
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        self.logging = self._raft_logging(root)
         voter_ids = ids if voter_ids is None else voter_ids
         voters = ",".join(f"{i}@localhost:{p}" for i, p in self.ports.items())
         bootstrap = ",".join(f"localhost:{p}" for p in self.ports.values())
@@ -90,6 +94,46 @@ class Quorum:
             else:
                 kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, *format_flags])
 
+    def _raft_logging(self, root: Path) -> Path:
+        """The harness's stock logging config plus Kafka's raft package at INFO (its role
+        transitions), written under ``root``, so a failed run shows how each election went."""
+        base = logging_config(self.kafka.version)
+        extra = (
+            "logger.raft.name = org.apache.kafka.raft\nlogger.raft.level = INFO\n"
+            if base.name == "log4j2.properties"
+            else "log4j.logger.org.apache.kafka.raft=INFO\n"
+        )
+        path = root / base.name
+        path.write_text(base.read_text(encoding="utf-8") + extra, encoding="utf-8")
+        return path
+
+    def _logging_flag(self) -> str:
+        if self.logging.name == "log4j2.properties":
+            return f"-Dlog4j2.configurationFile={self.logging}"
+        return f"-Dlog4j.configuration={self.logging.as_uri()}"
+
+    def report(self) -> str:
+        """Each node's kind and state (running or its exit code) and the last role
+        transitions, errors and faults in its output."""
+        lines: list[str] = []
+        for i in self.ports:
+            proc = self.procs.get(i)
+            state = "not started" if proc is None else "running" if proc.poll() is None else f"exited {proc.returncode}"
+            kind = "kwire" if i in self.kwire_ids else f"kafka {self.kafka.version}"
+            lines.append(f"--- node {i} ({kind}, {state}) ---")
+            out = self.root / f"{i}.out"
+            text = out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
+            wanted = [
+                line for line in text.splitlines()
+                if any(k in line for k in ("kwire.node", "transition", "ERROR", "WARN", "fatal", "Exception", "Traceback"))
+                and "DESCRIBE_CLUSTER" not in line and "Direct-to-controller" not in line
+            ]
+            lines.extend(line[:400] for line in wanted[-30:])
+            if proc is not None and proc.poll() is not None:
+                lines.append("(last lines of its output)")
+                lines.extend(line[:400] for line in text.splitlines()[-15:])
+        return "\n".join(lines)
+
     def start(self, i: int) -> None:
         props = self.root / f"{i}.properties"
         with open(self.root / f"{i}.out", "ab") as out:
@@ -100,7 +144,8 @@ class Quorum:
                 )
             else:
                 self.procs[i] = self.kafka.start(
-                    "kafka.Kafka", [props], logs_dir=self.root / f"logs{i}", stdout=out.fileno(), stderr=out.fileno(),  # type: ignore[arg-type]
+                    "kafka.Kafka", [props], logs_dir=self.root / f"logs{i}", jvm_args=[self._logging_flag()],
+                    stdout=out.fileno(), stderr=out.fileno(),  # type: ignore[arg-type]
                 )
 
     def leader(self, excluded: int | None = None) -> tuple[int, int, int] | None:
@@ -180,15 +225,18 @@ def test_leaders_killed_in_a_mixed_quorum(
     try:
         for i in (1, 2, 3):
             quorum.start(i)
-        leader, _, _ = quorum.wait_leader(START_TIMEOUT_S)
+        quorum.wait_leader(START_TIMEOUT_S)
         for _ in range(LEADER_CHANGES):
+            # the bound holds for a quorum whose other voters are up and fetching: a JVM still
+            # starting (at first, or restarted after the last kill) is not yet one of them
+            quorum.settled_high_watermark()
+            leader, _, _ = quorum.wait_leader(ELECTION_BOUND_S)
             quorum.procs[leader].send_signal(signal.SIGKILL)
             quorum.procs[leader].wait()
             killed_at = time.monotonic()
             new_leader, _, _ = quorum.wait_leader(ELECTION_BOUND_S, excluded=leader)
             leaders.append((new_leader, round(time.monotonic() - killed_at, 1)))
             quorum.start(leader)
-            leader = new_leader
         _, _, hwm = quorum.wait_leader(ELECTION_BOUND_S)
         deadline = time.monotonic() + 30
         while (quorum.wait_leader(ELECTION_BOUND_S)[2]) <= hwm:
@@ -198,6 +246,9 @@ def test_leaders_killed_in_a_mixed_quorum(
         # what the stock nodes logged while the quorum ran; stopping a JVM that is still
         # starting (the last one restarted) can log a fatal fault of its own shutdown
         logged = {i: (tmp_path / f"{i}.out").read_bytes() for i in set(quorum.ports) - kwire_ids}
+    except BaseException:
+        print(quorum.report())
+        raise
     finally:
         quorum.stop()
         print("leaders after each kill (id, seconds):", leaders)
