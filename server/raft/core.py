@@ -28,6 +28,7 @@ from server.raft import (
     end_quorum_epoch,
     fetch,
     fetch_snapshot,
+    kraft_upgrade,
     leadership,
     remove_raft_voter,
     update_raft_voter,
@@ -48,6 +49,7 @@ from server.raft.events import (
     Resign,
     ResponseReceived,
     Tick,
+    UpgradeKRaftVersion,
 )
 from server.raft.log import RaftLog
 from server.raft.log_view import LogView
@@ -166,6 +168,13 @@ class RaftCore:
 
     # ------------------------------------------------------------------ step
 
+    def check_kraft_upgrade(self, epoch: int, level: int) -> bool:
+        """Whether this leader of ``epoch`` can move kraft.version to ``level``: True when an
+        :class:`UpgradeKRaftVersion` step will append it, False when there is nothing to do
+        (``server.raft.kraft_upgrade.check_upgrade``). Reads state only. Raises
+        ``kraft_upgrade.UpgradeRefused``."""
+        return kraft_upgrade.check_upgrade(self, epoch, level)
+
     def step(self, now_ms: int, event: Event) -> Outbox:
         """Feed one event at ``now_ms``; returns what the driver must do (see ``Outbox``).
         Raises ValueError when time goes backwards or for a request no handler takes."""
@@ -195,6 +204,8 @@ class RaftCore:
                 self._request_failed(now_ms, event.correlation_id, event.reason)
         elif isinstance(event, ClientAppend):
             out.append_results.append(leadership.client_append(self, now_ms, event))
+        elif isinstance(event, UpgradeKRaftVersion):
+            kraft_upgrade.append_upgrade(self, now_ms, event.level)
         elif isinstance(event, Resign):
             if isinstance(self.quorum.state, Leader):
                 self.quorum.resign(now_ms)
@@ -343,7 +354,7 @@ class RaftCore:
         if isinstance(state, Follower):
             if self._maybe_auto_join(now_ms, state, destination_id):
                 return
-            if state.has_fetched and now_ms >= state.update_voter_due_ms and voter_change.local_entry_is_stale(self):
+            if state.has_fetched and now_ms >= state.update_voter_due_ms and voter_change.should_send_update_voter(self, state):
                 # in place of this Fetch, as Kafka's pollFollowerAsVoter does
                 state.update_voter_due_ms = now_ms + 3 * self.config.fetch_timeout_ms
                 self.send(now_ms, destination_id, ApiKey.UPDATE_RAFT_VOTER, update_raft_voter.build_request(self))

@@ -78,11 +78,22 @@ class ClientAppend:
 
 
 @dataclass(frozen=True, slots=True)
+class UpgradeKRaftVersion:
+    """The controller upgrades kraft.version to ``level`` (UpdateFeatures) after
+    ``RaftCore.check_kraft_upgrade`` allowed it in the same state: the leader appends the
+    KRaftVersion (and Voters) control batch (``server.raft.kraft_upgrade``)."""
+
+    level: int
+
+
+@dataclass(frozen=True, slots=True)
 class Resign:
     """Graceful shutdown of a leader: move to Resigned and send EndQuorumEpoch."""
 
 
-Event = RequestReceived | ResponseReceived | RequestFailed | Tick | FlushCompleted | ClientAppend | Resign
+Event = (
+    RequestReceived | ResponseReceived | RequestFailed | Tick | FlushCompleted | ClientAppend | UpgradeKRaftVersion | Resign
+)
 
 # --------------------------------------------------------------------------------------------
 # outputs

@@ -21,6 +21,7 @@ from server.raft.control import (
 from server.raft.events import AppendResult, ClientAppend
 from server.raft.quorum_state import voters_with_local_entry
 from server.raft.roles import Leader
+from server.raft.types import ReplicaKey, VoterNode
 
 
 def become_leader(ctx: RaftContext, now_ms: int) -> None:
@@ -31,6 +32,12 @@ def become_leader(ctx: RaftContext, now_ms: int) -> None:
     start = ctx.view.log_end_offset()
     leader = ctx.quorum.become_leader(now_ms, start, ctx.config.append_linger_ms)
     voters = leader.voters
+    if ctx.control.kraft_version < 1:
+        # LeaderState: the in-memory voters a static-to-dynamic upgrade writes, starting with
+        # this leader's own directory id, endpoints and supported range
+        identity = ctx.identity
+        local = VoterNode(ReplicaKey.of(identity.node_id, identity.directory_id), identity.endpoints, identity.supported_kraft_versions)
+        leader.volatile_voters = voters.update_voter(local, ignoring_directory_id=True)
     messages: list[Any] = [leader_change_message(ctx.identity.node_id, sorted(voters.ids), sorted(leader.granting))]
     if ctx.control.kraft_version >= 1:
         updated = voters_with_local_entry(ctx.identity, voters)

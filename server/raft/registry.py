@@ -80,7 +80,7 @@ HANDLERS: tuple[RpcHandler, ...] = (
     RpcHandler(ApiKey.FETCH_SNAPSHOT, fetch_snapshot.VERSIONS, FetchSnapshotRequest, fetch_snapshot.handle_request, FetchSnapshotResponse, fetch_snapshot.handle_response),
     RpcHandler(ApiKey.ADD_RAFT_VOTER, add_raft_voter.VERSIONS, AddRaftVoterRequest, add_raft_voter.handle_request, AddRaftVoterResponse, add_raft_voter.handle_response),
     RpcHandler(ApiKey.REMOVE_RAFT_VOTER, remove_raft_voter.VERSIONS, RemoveRaftVoterRequest, remove_raft_voter.handle_request, RemoveRaftVoterResponse, remove_raft_voter.handle_response),
-    RpcHandler(ApiKey.UPDATE_RAFT_VOTER, update_raft_voter.VERSIONS, UpdateRaftVoterRequest, update_raft_voter.handle_request, UpdateRaftVoterResponse, update_raft_voter.handle_response),
+    RpcHandler(ApiKey.UPDATE_RAFT_VOTER, update_raft_voter.VERSIONS, UpdateRaftVoterRequest, update_raft_voter.handle_request, UpdateRaftVoterResponse, update_raft_voter.handle_response, update_raft_voter.on_failure),
     RpcHandler(ApiKey.API_VERSIONS, (ApiVersionsRequest.LOWEST_VERSION, ApiVersionsRequest.HIGHEST_VERSION), None, None, ApiVersionsResponse, add_raft_voter.handle_api_versions, add_raft_voter.on_api_versions_failure),
 )  # fmt: skip
 

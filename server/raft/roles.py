@@ -232,6 +232,12 @@ class ReplicaState:
         self.end_offset = fetch_offset
 
 
+def _matches_key(state_key: ReplicaKey, key: ReplicaKey) -> bool:
+    """``ReplicaState.matchesKey``: same id, and the same directory id unless the state has
+    none (a static voter's)."""
+    return state_key.id == key.id and (state_key.directory_id is None or state_key.directory_id == key.directory_id)
+
+
 @dataclass(slots=True)
 class ParkedFetch:
     """A Fetch held in the leader's purgatory until the log end offset passes ``fetch_offset``,
@@ -310,19 +316,25 @@ class Leader(EpochState):
         self.pending_voter_change: PendingVoterChange | None = None
         self.volatile_voters: VoterSet | None = None
         """kraft.version 0: the voters as their UpdateRaftVoter requests describe them (ids,
-        directory ids, endpoints), kept in memory only (``LeaderState.volatileVoters``, Kafka
-        4.1+); None until the first such update."""
+        directory ids, endpoints, supported kraft.version ranges), kept in memory only
+        (``LeaderState.volatileVoters``, Kafka 4.1+), this leader's own entry set when it
+        became leader; None at kraft.version 1."""
+        self.requested_kraft_version: int | None = None
+        """The kraft.version this leader appended an upgrade to (``LeaderState
+        .requestedKRaftVersion``); None when none is pending."""
         self.resign_when_committed: int | None = None
         """Offset of a VotersRecord that removed this leader: it resigns once it commits."""
 
     def set_voters(self, voters: VoterSet, now_ms: int) -> None:
         """Track a new voter set (uncommitted ones included, as ``LeaderState.updateLocalState``):
-        new voters start unknown (an observer's progress carries over), removed ones are dropped."""
+        new voters start unknown (an observer's progress carries over), removed ones are
+        dropped, and a kept voter takes the set's replica key (``ReplicaState.setReplicaKey``)."""
         states: dict[int, ReplicaState] = {}
         for voter in voters.voters:
             old = self.voter_states.get(voter.key.id)
-            if old is None:
+            if old is None or not _matches_key(old.key, voter.key):
                 old = self.observer_states.pop(voter.key, None) or ReplicaState(voter.key)
+            old.key = voter.key  # a static voter's entry gains its directory id
             states[voter.key.id] = old
         self.voter_states = states
         if self.voters.majority_size <= 1 < voters.majority_size:
@@ -435,6 +447,10 @@ class Follower(EpochState):
         self.snapshot_download: SnapshotDownload | None = None
         self.update_voter_due_ms = 0
         """When this voter may next send UpdateRaftVoter (every 3 x fetch.timeout.ms)."""
+        self.has_updated_leader = False
+        """kraft.version 0: this leader answered an UpdateRaftVoter with NONE or
+        UNSUPPORTED_VERSION, so it holds this voter's directory id and endpoints in memory
+        (``FollowerState.hasUpdatedLeader``)."""
         self.auto_join_due_ms: int | None = None
         """When this observer may next ask to join (``controller.quorum.auto.join.enable``):
         one fetch timeout after it started following, then after each attempt

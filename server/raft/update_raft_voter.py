@@ -1,9 +1,10 @@
 """UpdateRaftVoter (api key 82): a voter tells the leader its current listeners and supported
-kraft.version range (KIP-853).
+kraft.version range (KIP-853), at kraft.version 0 too (Kafka 4.1+).
 
 Version handled: 0. Mirrors ``KafkaRaftClient.handleUpdateVoterRequest`` and
-``internals/UpdateVoterHandler`` (Kafka 4.4; kraft-facts §2.4). Followers send it (``build_request``) when
-their own entry in the voter set is stale; ``handle_response`` treats the answer. Times out after ``controller.quorum.request.timeout.ms``.
+``internals/UpdateVoterHandler`` (Kafka 4.4; kraft-facts §2.4). Followers send it (``build_request``)
+when their own entry in the voter set is stale, and at kraft.version 0 once to each leader
+(``voter_change.should_send_update_voter``); ``handle_response`` treats the answer. Times out after ``controller.quorum.request.timeout.ms``.
 
 Steps, in order, each with the error it returns (CurrentLeader is always filled in, with the
 leader's endpoint on the default listener when known):
@@ -41,6 +42,7 @@ from messages.generated.update_raft_voter_request import UpdateRaftVoterRequest
 from messages.generated.update_raft_voter_response import CurrentLeader, UpdateRaftVoterResponse
 from server.raft import voter_change
 from server.raft.common import validate_leader_only
+from server.raft.events import FailureReason
 from server.raft.roles import Follower
 from server.raft.types import Endpoint, ReplicaKey, VoterNode
 
@@ -129,13 +131,28 @@ def build_request(ctx: RaftContext) -> UpdateRaftVoterRequest:
 
 
 def handle_response(ctx: RaftContext, now_ms: int, event: ResponseReceived) -> None:
-    """A later epoch named in CurrentLeader moves this replica on; an error waits for the next
-    period (``3 x fetch.timeout.ms``); NONE needs nothing: the VotersRecord will replicate."""
+    """A later epoch named in CurrentLeader moves this replica on; NONE or UNSUPPORTED_VERSION
+    tells a kraft.version 0 follower that this leader is updated (``handleUpdateVoterResponse``;
+    at kraft.version 1 the VotersRecord will replicate); another error backs off and waits for
+    the next period (``3 x fetch.timeout.ms``)."""
     source_id, message = event.source_id, event.response
     current = message.current_leader
     if current.leader_epoch >= 0:
         leader = current.leader_id if current.leader_id >= 0 else None
         if ctx.quorum.maybe_transition(leader, current.leader_epoch, now_ms):
             return
-    if message.error_code != Errors.NONE and isinstance(ctx.quorum.state, Follower):
+    state = ctx.quorum.state
+    if not isinstance(state, Follower):
+        return
+    if message.error_code in (Errors.NONE, Errors.UNSUPPORTED_VERSION):
+        state.has_updated_leader = True
+    else:
         ctx.requests.backoff(source_id, now_ms)
+
+
+def on_failure(ctx: RaftContext, now_ms: int, correlation_id: int, reason: FailureReason) -> None:
+    """A leader whose versions lack UpdateRaftVoter (Kafka before 3.9) counts as one that
+    answered UNSUPPORTED_VERSION: a kraft.version 0 follower stops asking it."""
+    state = ctx.quorum.state
+    if reason == FailureReason.UNSUPPORTED_VERSION and isinstance(state, Follower):
+        state.has_updated_leader = True

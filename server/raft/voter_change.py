@@ -16,6 +16,7 @@ from kwire.errors import Errors
 from server.raft.context import RaftContext
 from server.raft.control import build_control_batch, voters_record
 from server.raft.quorum_state import voters_with_local_entry
+from server.raft.roles import Follower
 from server.raft.types import VoterSet
 
 
@@ -66,10 +67,15 @@ def after_high_watermark(ctx: RaftContext, now_ms: int) -> None:
         ctx.quorum.resign(now_ms)
 
 
-def local_entry_is_stale(ctx: RaftContext) -> bool:
-    """kraft.version >= 1 and this voter's listeners or supported kraft.version range differ
-    from its entry in the voter set (``FollowerState`` / ``shouldSendUpdateVoteRequest``)."""
-    if ctx.control.kraft_version < 1 or not ctx.quorum.is_voter:
+def should_send_update_voter(ctx: RaftContext, state: Follower) -> bool:
+    """Whether this follower voter owes its leader an UpdateRaftVoter
+    (``KafkaRaftClient.shouldSendUpdateVoteRequest``): at kraft.version >= 1 when its listeners
+    or supported kraft.version range differ from its entry in the voter set; at kraft.version 0
+    (Kafka 4.1+) until this leader has taken one, so that the leader learns the directory ids
+    a static-to-dynamic upgrade needs."""
+    if not ctx.quorum.is_voter:
         return False
+    if ctx.control.kraft_version < 1:
+        return not state.has_updated_leader
     voters = ctx.control.voters
     return voters_with_local_entry(ctx.identity, voters) != voters

@@ -18,6 +18,8 @@ from messages.generated.fetch_response import (
     PartitionData,
 )
 from messages.generated.leader_change_message import LeaderChangeMessage
+from messages.generated.update_raft_voter_request import UpdateRaftVoterRequest
+from messages.generated.update_raft_voter_response import CurrentLeader, UpdateRaftVoterResponse
 from server.raft.control import ControlRecordType, build_data_batch
 from server.raft.core import RaftCore
 from server.raft.events import ClientAppend, FlushCompleted, ResponseReceived, Tick
@@ -224,6 +226,10 @@ def test_follower_appends_and_takes_min_of_leader_hwm_and_its_end() -> None:
     out = context.respond(out, 2, _fetch_response(5, 2, records=data, hwm=10))
     assert context.log.log_end_offset == 2
     assert context.core.high_watermark == 2
+    # a static voter first tells this leader its directory id (Kafka 4.1+), in place of a fetch
+    (update,) = [s for s in out.sends if s.destination_id == 2]
+    assert isinstance(update.request, UpdateRaftVoterRequest)
+    out = context.respond(out, 2, UpdateRaftVoterResponse(current_leader=CurrentLeader(leader_id=2, leader_epoch=5)))
     # the next fetch goes out once the append is flushed, from the new end offset
     fetches = [s for s in out.sends if s.destination_id == 2]
     assert fetches and fetches[-1].request.topics[0].partitions[0].fetch_offset == 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kwire.errors import Errors
 from kwire.uuid import ZERO_UUID, Uuid
 from messages.generated.add_raft_voter_request import AddRaftVoterRequest, Listener
@@ -12,7 +14,7 @@ from messages.generated.update_raft_voter_request import KRaftVersionFeature, Up
 from messages.generated.update_raft_voter_request import Listener as UpdateListener
 from server.raft import voter_change
 from server.raft.events import Outbox, ResponseReceived
-from server.raft.roles import Leader, Resigned
+from server.raft.roles import Follower, Leader, Resigned
 from server.raft.types import Endpoint, ReplicaKey, VoterNode, VoterSet
 from tests.raft.helpers import CLUSTER_ID, Context, elect_local_leader, fetch_request, make_context
 
@@ -243,7 +245,7 @@ def test_follower_with_a_stale_entry_sends_update_raft_voter_in_place_of_a_fetch
     context = make_context(
         voters=stale, kraft_version=1, directory_id=DIRS[1], election=ElectionState(3, 2, None)
     )
-    assert voter_change.local_entry_is_stale(context.core)
+    assert voter_change.should_send_update_voter(context.core, Follower(3, 2, 0, None))
     first = context.outboxes[-1]
     assert [type(s.request).__name__ for s in first.sends] == ["FetchRequest"]  # not heard yet
     out = context.respond(first, 2, _fetch_response(3, 2))
@@ -257,6 +259,43 @@ def test_follower_with_a_stale_entry_sends_update_raft_voter_in_place_of_a_fetch
     # not again before 3 x fetch.timeout.ms
     out = context.respond(out, 2, _fetch_response(3, 2))
     assert [type(s.request).__name__ for s in out.sends] == ["FetchRequest"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "asks_again"),
+    [(Errors.NONE, False), (Errors.UNSUPPORTED_VERSION, False), (Errors.INVALID_REQUEST, True)],
+)
+def test_static_follower_sends_update_raft_voter_once_per_leader(answer: Errors, asks_again: bool) -> None:
+    # Kafka 4.1+ followers of a kraft.version 0 quorum tell each new leader their directory id
+    # and endpoints (FollowerState.hasUpdatedLeader), which a static-to-dynamic upgrade needs;
+    # NONE or UNSUPPORTED_VERSION ends it for that leader, another error (Kafka 3.9's
+    # INVALID_REQUEST) is asked again after 3 x fetch.timeout.ms
+    from messages.generated.update_raft_voter_response import CurrentLeader, UpdateRaftVoterResponse
+    from server.raft.types import ElectionState
+    from tests.raft.test_fetch import _fetch_response
+
+    context = make_context(directory_id=DIRS[1], election=ElectionState(3, 2, None))
+    out = context.respond(context.outboxes[-1], 2, _fetch_response(3, 2))
+    (update,) = [s for s in out.sends if s.destination_id == 2]
+    assert type(update.request).__name__ == "UpdateRaftVoterRequest"
+    assert (update.request.voter_id, update.request.voter_directory_id) == (1, DIRS[1])
+    feature = update.request.kraft_version_feature
+    assert (feature.min_supported_version, feature.max_supported_version) == (0, 1)  # the identity's range
+    out = context.respond(
+        out, 2, UpdateRaftVoterResponse(error_code=answer, current_leader=CurrentLeader(leader_id=2, leader_epoch=3))
+    )
+    follower = context.core.state
+    assert isinstance(follower, Follower) and follower.has_updated_leader is not asks_again
+    sent = [type(s.request).__name__ for s in out.sends]
+    for _ in range(8):  # 8 s in 1 s steps (fetch.timeout.ms 2 s): past 3 x fetch.timeout.ms
+        if any(type(s.request).__name__ == "FetchRequest" for s in out.sends):
+            context.now += 1000  # the leader answers the fetch a second later
+            out = context.respond(out, 2, _fetch_response(3, 2))
+        else:
+            out = context.tick(1000)
+        sent.extend(type(s.request).__name__ for s in out.sends)
+    assert ("UpdateRaftVoterRequest" in sent) is asks_again, sent
+    assert "FetchRequest" in sent
 
 
 def test_a_leader_alone_for_long_adds_a_voter_without_resigning() -> None:
