@@ -151,7 +151,7 @@ class Quorum:
     def leader(self, excluded: int | None = None) -> tuple[int, int, int] | None:
         """(leader id, epoch, high watermark) as a live node other than ``excluded`` sees it."""
         for i, port in self.ports.items():
-            if i == excluded or self.procs[i].poll() is not None:
+            if i == excluded or i not in self.procs or self.procs[i].poll() is not None:
                 continue
             try:
                 view = trio.run(describe, f"localhost:{port}", 3.0)
@@ -188,7 +188,7 @@ class Quorum:
         """Whether every voter's log end offset, as the leader reports it, reached
         ``high_watermark``."""
         for i, port in self.ports.items():
-            if self.procs[i].poll() is not None:
+            if i not in self.procs or self.procs[i].poll() is not None:
                 continue
             try:
                 view = trio.run(describe, f"localhost:{port}", 3.0)

@@ -40,14 +40,8 @@ from messages.generated.no_op_record import NoOpRecord
 from messages.metadata import decode_record, encode_record
 from server.config import load_config
 from storage.bootstrap import (
-    FEATURES,
-    LATEST_PRODUCTION,
-    METADATA_VERSIONS,
     decode_bootstrap_checkpoint,
-    default_feature_level,
     encode_bootstrap_checkpoint,
-    metadata_version_from_level,
-    metadata_version_from_string,
     read_bootstrap_checkpoint,
 )
 from storage.compression import CompressionType
@@ -59,6 +53,14 @@ from storage.control import (
     read_kraft_batch,
 )
 from storage.errors import LogDirectoryLockedError
+from storage.features import (
+    FEATURES,
+    LATEST_PRODUCTION,
+    METADATA_VERSIONS,
+    default_feature_level,
+    metadata_version_from_level,
+    metadata_version_from_string,
+)
 from storage.format import DynamicVoter, check_formatted, format_directories, voters_record
 from storage.leader_epoch import decode_checkpoint
 from storage.log import MetadataLog

@@ -37,20 +37,19 @@ from pathlib import Path
 from kwire.topics import METADATA_PARTITION_DIR
 from kwire.uuid import Uuid
 from messages.generated.voters_record import Endpoint, KRaftVersionFeature, Voter, VotersRecord
-from storage.bootstrap import (
+from storage.bootstrap import bootstrap_records, write_bootstrap_checkpoint
+from storage.errors import FormatError, KafkaStorageError
+from storage.features import (
     DEFAULT_RELEASE_VERSION,
     FEATURES,
     KRAFT_VERSION_FEATURE,
     METADATA_VERSION_FEATURE,
     MINIMUM_BOOTSTRAP_VERSION,
     MetadataVersion,
-    bootstrap_records,
     default_feature_level,
     metadata_version_from_level,
     validate_feature_levels,
-    write_bootstrap_checkpoint,
 )
-from storage.errors import FormatError, KafkaStorageError
 from storage.fileio import fsync_dir, io_errors
 from storage.meta_properties import (
     META_PROPERTIES_FILE,

@@ -96,8 +96,9 @@ async def describe(bootstrap: str, timeout_s: float = 30.0) -> QuorumView:
     that accepts a connection answers DescribeCluster, the active controller it names answers
     DescribeQuorum. Runs under Trio; the whole exchange has ``timeout_s`` seconds.
 
-    Raises QuorumToolError for a malformed address, the server's error or no active controller,
-    OSError when no address accepts a connection, ``trio.TooSlowError`` after ``timeout_s``."""
+    Raises QuorumToolError for a malformed address or the server's error, OSError when no
+    address accepts a connection, ``trio.TooSlowError`` after ``timeout_s`` (also when no
+    active controller was listed by then)."""
     import trio
 
     with trio.fail_after(timeout_s):
@@ -122,7 +123,27 @@ async def describe(bootstrap: str, timeout_s: float = 30.0) -> QuorumView:
 
 async def _active_controller(bootstrap: str) -> tuple[str, str, int]:
     """``(cluster id, host, port)`` of the active controller, from the first address of
-    ``bootstrap`` that accepts a connection (DescribeCluster, EndpointType 2)."""
+    ``bootstrap`` that accepts a connection (DescribeCluster, EndpointType 2). While the
+    answer does not list the active controller (no leader yet, its KIP-919 registration not
+    yet committed, or no metadata.version replayed yet) it asks again every
+    ``retry.backoff.ms``, as the admin client waits for the controller to appear in its
+    metadata: the caller bounds the time."""
+    import trio
+
+    while True:
+        found = await _describe_cluster(bootstrap)
+        if found is not None:
+            return found
+        await trio.sleep(0.1)  # retry.backoff.ms
+
+
+_NO_METADATA_VERSION = "There is no finalized MetadataVersion"
+"""The start of a controller's DescribeCluster error before it replayed its metadata.version
+(``ControllerApis.handleDescribeCluster``); any other UNSUPPORTED_VERSION (a metadata.version
+before 3.7-IV0) is final."""
+
+
+async def _describe_cluster(bootstrap: str) -> tuple[str, str, int] | None:
     from server.net.client import KafkaConnection, open_connection
 
     addresses = [_parse_host_port(a.strip()) for a in bootstrap.split(",") if a.strip()]
@@ -144,6 +165,8 @@ async def _active_controller(bootstrap: str) -> tuple[str, str, int]:
     finally:
         await conn.aclose()
     assert isinstance(cluster, DescribeClusterResponse)
+    if cluster.error_code == Errors.UNSUPPORTED_VERSION and (cluster.error_message or "").startswith(_NO_METADATA_VERSION):
+        return None  # a controller that has not replayed its metadata.version yet: it will
     if cluster.error_code != Errors.NONE:
         raise QuorumToolError(
             f"DescribeCluster failed: {Errors.of(cluster.error_code).name}"
@@ -151,7 +174,7 @@ async def _active_controller(bootstrap: str) -> tuple[str, str, int]:
         )
     active = next((b for b in cluster.brokers if b.broker_id == cluster.controller_id), None)
     if active is None:
-        raise QuorumToolError("the quorum has no active controller reachable on this listener")
+        return None
     return cluster.cluster_id, active.host, active.port
 
 

@@ -329,6 +329,7 @@ TOOL_CLASSES: dict[str, tuple[str, ...]] = {
     "storage": ("kafka.tools.StorageTool",),
     "metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand",),
     "metadata-shell": ("org.apache.kafka.shell.MetadataShell",),
+    "features": ("org.apache.kafka.tools.FeatureCommand",),
     "server": ("kafka.Kafka",),
     "test-raft-server": ("kafka.tools.TestRaftServer",),
 }

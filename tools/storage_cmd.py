@@ -24,8 +24,8 @@ from typing import Any, TextIO
 
 from kwire.uuid import Uuid
 from server.config import ConfigError, KRaftConfig, load_config
-from storage.bootstrap import MetadataVersion, metadata_version_from_string
 from storage.errors import FormatError, KafkaStorageError
+from storage.features import MetadataVersion, metadata_version_from_string
 from storage.format import DynamicVoter, format_directories, parse_dynamic_voters
 from storage.meta_properties import META_PROPERTIES_FILE, read_meta_properties
 

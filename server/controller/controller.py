@@ -11,13 +11,23 @@ the listener has read up to the epoch start offset). No I/O and no clock.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
+from kwire.errors import Errors
+from kwire.uuid import Uuid
 from kwire.wire import read_uvarint
 from messages.generated.abort_transaction_record import AbortTransactionRecord
 from messages.generated.begin_transaction_record import BeginTransactionRecord
+from messages.generated.controller_registration_request import ControllerRegistrationRequest
 from messages.generated.end_transaction_record import EndTransactionRecord
 from messages.generated.feature_level_record import FeatureLevelRecord
+from messages.generated.register_controller_record import (
+    ControllerEndpoint,
+    ControllerFeature,
+    RegisterControllerRecord,
+)
+from messages.generated.unregister_controller_record import UnregisterControllerRecord
 from messages.metadata import decode_record
 from server.controller.activation import (
     METADATA_VERSION_FEATURE,
@@ -25,8 +35,10 @@ from server.controller.activation import (
     Record,
     activation_records,
 )
+from server.controller.errors import ApiError
+from server.controller.features import CONTROLLER_REGISTRATION_LEVEL
 
-__all__ = ["QuorumController"]
+__all__ = ["ControllerRegistration", "QuorumController"]
 
 _REPLAYED_KEYS = frozenset(
     {
@@ -34,8 +46,32 @@ _REPLAYED_KEYS = frozenset(
         BeginTransactionRecord.API_KEY,
         EndTransactionRecord.API_KEY,
         AbortTransactionRecord.API_KEY,
+        RegisterControllerRecord.API_KEY,
+        UnregisterControllerRecord.API_KEY,
     }
 )
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerRegistration:
+    """A controller as its RegisterControllerRecord registered it (KIP-919,
+    ``ControllerRegistration``): ``endpoints`` as ``(listener name, host, port, security
+    protocol id)``, ``features`` as name -> (min, max) supported level."""
+
+    controller_id: int
+    incarnation_id: Uuid
+    endpoints: tuple[tuple[str, str, int, int], ...]
+    features: Mapping[str, tuple[int, int]]
+
+    @classmethod
+    def from_record(cls, record: RegisterControllerRecord) -> ControllerRegistration:
+        """The registration a replayed RegisterControllerRecord holds."""
+        return cls(
+            record.controller_id,
+            record.incarnation_id,
+            tuple((e.name, e.host, e.port, e.security_protocol) for e in record.end_points),
+            {f.name: (f.min_supported_version, f.max_supported_version) for f in record.features},
+        )
 
 
 class QuorumController:
@@ -54,6 +90,8 @@ class QuorumController:
         """Feature name -> finalized level, from FeatureLevelRecords (0: not finalized)."""
         self.transaction_open = False
         """A BeginTransactionRecord was replayed without its End or Abort."""
+        self.controllers: dict[int, ControllerRegistration] = {}
+        """Controller id -> its latest registration (``ClusterImage.controllers``)."""
         self.active_epoch: int | None = None
         """The leader epoch this controller is active in, None while it is not."""
 
@@ -69,6 +107,7 @@ class QuorumController:
         """Start again from a snapshot whose data records' values are ``record_values``."""
         self.feature_levels = {}
         self.transaction_open = False
+        self.controllers = {}
         for value in record_values:
             self.replay(value)
 
@@ -87,8 +126,42 @@ class QuorumController:
             self.feature_levels[message.name] = message.feature_level
         elif isinstance(message, BeginTransactionRecord):
             self.transaction_open = True
+        elif isinstance(message, RegisterControllerRecord):
+            self.controllers[message.controller_id] = ControllerRegistration.from_record(message)
+        elif isinstance(message, UnregisterControllerRecord):
+            self.controllers.pop(message.controller_id, None)
         else:  # End or Abort
             self.transaction_open = False
+
+    # ------------------------------------------------------------------ writes
+
+    def register_controller(self, request: ControllerRegistrationRequest) -> list[Record]:
+        """ControllerRegistration at the active controller (``ClusterControlManager
+        .registerController``): one RegisterControllerRecord v0 of the request's id,
+        incarnation, listeners and features, ZkMigrationReady false; the features are not
+        checked. Raises ApiError UNSUPPORTED_VERSION below metadata.version 3.7-IV0."""
+        level = self.metadata_version
+        if level is None or level < CONTROLLER_REGISTRATION_LEVEL:
+            raise ApiError(
+                Errors.UNSUPPORTED_VERSION,
+                "The current MetadataVersion is too old to support controller registrations.",
+            )
+        record = RegisterControllerRecord(
+            controller_id=request.controller_id,
+            incarnation_id=request.incarnation_id,
+            zk_migration_ready=False,
+            end_points=[
+                ControllerEndpoint(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
+                for e in request.listeners
+            ],
+            features=[
+                ControllerFeature(
+                    name=f.name, min_supported_version=f.min_supported_version, max_supported_version=f.max_supported_version
+                )
+                for f in request.features
+            ],
+        )
+        return [(record, 0)]
 
     # ------------------------------------------------------------------ leadership
 

@@ -1,28 +1,37 @@
-"""What the node advertises and the one API it answers itself.
+"""What the node advertises and the APIs it answers outside the KRaft core.
 
 * :func:`api_versions`: the ApiVersions table, exactly the RPCs the KRaft core handles (with
-  the versions their handlers accept, from ``server.raft.registry``) plus DescribeCluster.
+  the versions their handlers accept, from ``server.raft.registry``) plus the controller's:
+  DescribeCluster, UpdateFeatures and ControllerRegistration.
 * :func:`supported_features`: the SupportedFeatures of ApiVersions v3+
   (``BrokerFeatures.defaultSupportedFeatures``).
 * :func:`describe_cluster`: DescribeCluster on a controller listener
-  (``ControllerApis.handleDescribeCluster``, kraft-facts §1.5): EndpointType 2, Brokers = the
-  voters that have an endpoint on the listener the request arrived on, ControllerId = the
-  leader if it is among them, else -1.
+  (``ControllerApis.handleDescribeCluster``, controller-facts §5.4): from metadata.version
+  3.7-IV0 on, EndpointType 2, Brokers = the registered controllers (KIP-919) that have an
+  endpoint on the listener the request arrived on, ControllerId = the raft leader.
 """
 
 from __future__ import annotations
 
-from kwire.api_keys import ApiKey
+from collections.abc import Mapping
+
 from kwire.errors import Errors
 from messages.generated.api_versions_response import SupportedFeatureKey
+from messages.generated.controller_registration_request import ControllerRegistrationRequest
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.describe_cluster_response import (
     DescribeClusterBroker,
     DescribeClusterResponse,
 )
+from messages.generated.update_features_request import UpdateFeaturesRequest
+from server.controller.controller import ControllerRegistration
+from server.controller.features import CONTROLLER_REGISTRATION_LEVEL
 from server.raft import registry
-from server.raft.types import VoterSet
-from storage.bootstrap import FEATURES, METADATA_VERSION_FEATURE, METADATA_VERSIONS
+from storage.features import (
+    FEATURES,
+    METADATA_VERSION_FEATURE,
+    METADATA_VERSIONS,
+)
 
 __all__ = [
     "CONTROLLER_ENDPOINT_TYPE",
@@ -41,12 +50,12 @@ MAX_METADATA_VERSION_LEVEL = max(mv.level for mv in METADATA_VERSIONS if mv.prod
 
 def api_versions() -> dict[int, tuple[int, int]]:
     """``{api key: (min version, max version)}`` the node advertises besides ApiVersions: the
-    core's registry (``server.raft.registry.DEFAULT``) plus DescribeCluster."""
+    core's registry (``server.raft.registry.DEFAULT``) plus the controller's RPCs, each with
+    the union of the pinned releases' versions (controller-facts §7.1)."""
     versions = registry.DEFAULT.advertised_versions()
-    versions[int(ApiKey.DESCRIBE_CLUSTER)] = (
-        DescribeClusterRequest.LOWEST_VERSION,
-        DescribeClusterRequest.HIGHEST_VERSION,
-    )
+    for request in (DescribeClusterRequest, UpdateFeaturesRequest, ControllerRegistrationRequest):
+        assert request.API_KEY is not None
+        versions[request.API_KEY] = (request.LOWEST_VERSION, request.HIGHEST_VERSION)
     return versions
 
 
@@ -75,13 +84,28 @@ def describe_cluster(
     listener: str,
     *,
     cluster_id: str,
-    voters: VoterSet,
+    metadata_version: int | None,
+    controllers: Mapping[int, ControllerRegistration],
     leader_id: int | None,
 ) -> DescribeClusterResponse:
-    """The DescribeCluster response of a controller whose voter set is ``voters`` and whose
-    known leader is ``leader_id``, for a request (at ``version``) that arrived on ``listener``.
-    A request for broker endpoints gets MISMATCHED_ENDPOINT_TYPE (v1+) or INVALID_REQUEST (v0),
-    as ``AuthHelper.computeDescribeClusterResponse`` on a controller."""
+    """The DescribeCluster response of a controller at ``metadata_version`` (None before one is
+    finalized) whose registered controllers are ``controllers`` and whose raft leader is
+    ``leader_id``, for a request (at ``version``) that arrived on ``listener``. Before 3.7-IV0,
+    or with no metadata.version, UNSUPPORTED_VERSION (direct-to-controller clients need KIP-919
+    registrations); a request for broker endpoints gets MISMATCHED_ENDPOINT_TYPE (v1+) or
+    INVALID_REQUEST (v0), as ``AuthHelper.computeDescribeClusterResponse`` on a controller."""
+    if metadata_version is None:
+        return DescribeClusterResponse(
+            error_code=Errors.UNSUPPORTED_VERSION,
+            error_message=(
+                "There is no finalized MetadataVersion, so direct-to-controller communication is not supported."
+            ),
+        )
+    if metadata_version < CONTROLLER_REGISTRATION_LEVEL:
+        return DescribeClusterResponse(
+            error_code=Errors.UNSUPPORTED_VERSION,
+            error_message="Direct-to-controller communication is not supported with the current MetadataVersion.",
+        )
     if request.endpoint_type != CONTROLLER_ENDPOINT_TYPE:
         error = Errors.MISMATCHED_ENDPOINT_TYPE if version >= 1 else Errors.INVALID_REQUEST
         return DescribeClusterResponse(
@@ -92,16 +116,13 @@ def describe_cluster(
             ),
         )
     brokers = []
-    for voter in voters.voters:
-        endpoint = voter.endpoint(listener)
+    for controller_id in sorted(controllers):
+        endpoint = next((e for e in controllers[controller_id].endpoints if e[0] == listener), None)
         if endpoint is not None:
-            brokers.append(
-                DescribeClusterBroker(broker_id=voter.key.id, host=endpoint.host, port=endpoint.port)
-            )
-    listed = {b.broker_id for b in brokers}
+            brokers.append(DescribeClusterBroker(broker_id=controller_id, host=endpoint[1], port=endpoint[2]))
     return DescribeClusterResponse(
         endpoint_type=CONTROLLER_ENDPOINT_TYPE,
         cluster_id=cluster_id,
-        controller_id=leader_id if leader_id is not None and leader_id in listed else -1,
+        controller_id=leader_id if leader_id is not None else -1,
         brokers=brokers,
     )

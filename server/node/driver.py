@@ -28,18 +28,33 @@ import math
 import random
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import trio
 
+from kwire.errors import Errors
 from kwire.uuid import Uuid
+from messages.generated.controller_registration_request import ControllerRegistrationRequest
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.no_op_record import NoOpRecord
+from messages.generated.update_features_request import UpdateFeaturesRequest
 from messages.metadata import encode_record
+from messages.runtime import Message
 from server.config import KRaftConfig
 from server.controller.controller import QuorumController
+from server.controller.errors import ApiError
+from server.controller.features import CONTROLLER_REGISTRATION_LEVEL, update_features
 from server.net import ChannelDispatcher, PendingRequest, RunningServer, serve
 from server.node.apis import api_versions, describe_cluster, supported_features
+from server.node.controller_apis import (
+    SECURITY_PROTOCOL_IDS,
+    feature_updates,
+    not_controller,
+    registration_request,
+    registration_response,
+    update_features_response,
+)
 from server.node.features import finalized_features
 from server.node.peer import Peer
 from server.node.startup import load_stored_state, to_stored_election
@@ -58,7 +73,9 @@ from server.raft.events import (
     Resign,
     ResponseReceived,
     Tick,
+    UpgradeKRaftVersion,
 )
+from server.raft.kraft_upgrade import UpgradeRefused
 from server.raft.outbox import apply as apply_outbox
 from server.raft.outbox import apply_log_changes
 from server.raft.roles import Leader, Resigned
@@ -79,6 +96,19 @@ __all__ = ["Node", "RaftListener"]
 
 T = TypeVar("T")
 log = logging.getLogger("kwire.node")
+
+_REGISTRATION_BACKOFF_MS = (100, 120_000)
+"""``ControllerRegistrationManager``'s resend backoff: 100 ms doubling up to 2 minutes."""
+
+
+@dataclass(slots=True)
+class _ControllerWrite:
+    """A controller RPC whose records are on their way to the log: answered with ``respond``
+    (None: success) once the batch up to ``last_offset`` is committed."""
+
+    pending: PendingRequest
+    respond: Callable[[ApiError | None], Message]
+    last_offset: int | None = None
 
 
 class RaftListener(Protocol):
@@ -155,6 +185,14 @@ class Node:
         self._own_tokens: set[int] = set()
         self._known_leader: LeaderAndEpoch | None = None
         self._known_role: tuple[str, int, int | None, bool] | None = None
+        self._writes: dict[int, _ControllerWrite] = {}
+        """Controller writes by the token of their append."""
+        self.incarnation_id = Uuid.random()
+        """This run's controller incarnation (KIP-919 registration)."""
+        self._registration_wakeup = trio.Event()
+        self._registered_in_epoch: int | None = None
+        """The leader epoch whose controller accepted this incarnation's registration: no
+        resend while that epoch lasts (its record is on its way to the log)."""
 
     # ------------------------------------------------------------------ time
 
@@ -246,6 +284,7 @@ class Node:
                         ],
                     )
                     nursery.start_soon(self._forward_requests, request_receive)
+                    nursery.start_soon(self._register_controller)
                     # The first step writes the election state the core starts in.
                     await self._step(Tick())
                     task_status.started(self)
@@ -291,23 +330,212 @@ class Node:
         body = request.body
         version = request.header.request_api_version
         if isinstance(body, DescribeClusterRequest):
-            core, cluster_id = self.core, self.cluster_id
-            assert core is not None and cluster_id is not None
+            core, cluster_id, controller = self.core, self.cluster_id, self.controller
+            assert core is not None and cluster_id is not None and controller is not None
             pending.respond(
                 describe_cluster(
                     body,
                     version,
                     pending.context.listener_name,
                     cluster_id=cluster_id,
-                    voters=core.voters,
+                    metadata_version=controller.metadata_version,
+                    controllers=controller.controllers,
                     leader_id=core.leader_and_epoch.leader_id,
                 )
             )
+            return
+        if isinstance(body, ControllerRegistrationRequest):
+            await self._controller_write(pending, lambda c: c.register_controller(body), registration_response)
+            return
+        if isinstance(body, UpdateFeaturesRequest):
+            await self._update_features(pending, body, version)
             return
         request_id = self._next_request_id
         self._next_request_id += 1
         self._pending[request_id] = pending
         await self._step(RequestReceived(request_id, version, body, pending.context.listener_name))
+
+    # ------------------------------------------------------------------ controller writes
+
+    def _active_controller(self) -> QuorumController | None:
+        """The controller when this node is the active one and has replayed a
+        metadata.version (Kafka's active controller knows it from its first record on)."""
+        core, controller = self.core, self.controller
+        if (
+            core is None
+            or controller is None
+            or not isinstance(core.state, Leader)
+            or controller.active_epoch != core.epoch
+            or controller.metadata_version is None
+        ):
+            return None
+        return controller
+
+    def _not_controller(self) -> ApiError:
+        core = self.core
+        leader = None if core is None else core.leader_and_epoch.leader_id
+        return not_controller(None if leader == self.config.node_id and self._active_controller() is None else leader)
+
+    async def _controller_write(
+        self,
+        pending: PendingRequest,
+        generate: Callable[[QuorumController], list[tuple[Message, int]]],
+        respond: Callable[[ApiError | None], Message],
+    ) -> None:
+        """Run ``generate`` on the active controller and append its records as one batch; the
+        answer (``respond``) leaves when the batch commits. An ApiError from ``generate``, or
+        not being the active controller, is answered at once."""
+        controller = self._active_controller()
+        if controller is None:
+            pending.respond(respond(self._not_controller()))
+            return
+        try:
+            records = generate(controller)
+        except ApiError as exc:
+            pending.respond(respond(exc))
+            return
+        await self._append_write(pending, records, respond)
+
+    async def _append_write(
+        self, pending: PendingRequest, records: list[tuple[Message, int]], respond: Callable[[ApiError | None], Message]
+    ) -> None:
+        if not records:
+            pending.respond(respond(None))
+            return
+        token = self._take_token()
+        self._writes[token] = _ControllerWrite(pending, respond)
+        await self._step(ClientAppend(token, tuple(encode_record(m, v) for m, v in records)))
+
+    def _finish_writes(self, committed_offset: int | None) -> None:
+        """Answer the writes committed up to ``committed_offset`` (inclusive); with None, fail
+        every write with NOT_CONTROLLER (leadership lost)."""
+        for token, write in list(self._writes.items()):
+            if committed_offset is None:
+                error: ApiError | None = self._not_controller()
+            elif write.last_offset is not None and write.last_offset <= committed_offset:
+                error = None
+            else:
+                continue
+            del self._writes[token]
+            if not write.pending.done:
+                write.pending.respond(write.respond(error))
+
+    async def _update_features(self, pending: PendingRequest, body: UpdateFeaturesRequest, version: int) -> None:
+        """UpdateFeatures (``QuorumController.updateFeatures``, ``server.controller.features``):
+        a kraft.version upgrade is checked by the raft leader and its control batch appended
+        before the request's own records (a NoOpRecord)."""
+        controller, core = self._active_controller(), self.core
+        if controller is None or core is None:
+            pending.respond(update_features_response(body, version, self._not_controller(), wrong_controller=True))
+            return
+        epoch = controller.active_epoch
+        assert epoch is not None
+        kraft_level: int | None = None
+
+        def upgrade_kraft(level: int, validate_only: bool) -> None:
+            nonlocal kraft_level
+            assert core is not None
+            try:
+                needed = core.check_kraft_upgrade(epoch, level)
+            except UpgradeRefused as exc:
+                raise ApiError(exc.error, exc.message) from None
+            if needed and not validate_only:
+                kraft_level = level
+
+        finalized = {name: level for name, level in controller.feature_levels.items() if level > 0}
+        try:
+            records = update_features(
+                feature_updates(body, version),
+                finalized=finalized,
+                kraft_version=core.kraft_version,
+                node_id=self.config.node_id,
+                local_supported={f.name: (f.min_version, f.max_version) for f in supported_features()},
+                brokers_supported={},
+                controllers_supported={i: r.features for i, r in controller.controllers.items()},
+                quorum_node_ids=frozenset(v.node_id for v in self.config.controller_quorum_voters),
+                validate_only=bool(body.validate_only) if version >= 1 else False,
+                upgrade_kraft=upgrade_kraft,
+            )
+        except ApiError as exc:
+            pending.respond(update_features_response(body, version, exc))
+            return
+        if kraft_level is not None:
+            await self._step(UpgradeKRaftVersion(kraft_level))
+        await self._append_write(pending, records, lambda error: update_features_response(body, version, error))
+
+    # ------------------------------------------------------------------ registration
+
+    def _needs_registration(self) -> bool:
+        """``ControllerRegistrationManager.maybeSendControllerRegistration``: metadata.version
+        3.7-IV0 or later is known and this incarnation is not registered in the log yet."""
+        controller = self.controller
+        if controller is None or self._stopping:
+            return False
+        level = controller.metadata_version
+        if level is None or level < CONTROLLER_REGISTRATION_LEVEL:
+            return False
+        current = controller.controllers.get(self.config.node_id)
+        if current is not None and current.incarnation_id == self.incarnation_id:
+            return False
+        return self.core is not None and self.core.epoch != self._registered_in_epoch
+
+    def _leader_address(self) -> tuple[str, int] | None:
+        core = self.core
+        if core is None:
+            return None
+        leader = core.leader_and_epoch.leader_id
+        if leader is None:
+            return None
+        node = core.voters.get(leader)
+        endpoint = None if node is None else node.endpoint(self.config.controller_listener_names[0])
+        return None if endpoint is None else (endpoint.host, endpoint.port)
+
+    async def _register_controller(self) -> None:
+        """Register this controller with the active controller (KIP-919) whenever the log lacks
+        this incarnation's registration, as every Kafka controller does; failures back off
+        exponentially (100 ms to 2 min)."""
+        from server.net.client import KafkaConnectionError, open_connection
+
+        failures = 0
+        while True:
+            await self._registration_wakeup.wait()
+            self._registration_wakeup = trio.Event()
+            address = self._leader_address()
+            if address is None or not self._needs_registration():
+                continue
+            assert self.core is not None
+            epoch = self.core.epoch
+            body = registration_request(
+                self.config.node_id,
+                self.incarnation_id,
+                [
+                    (e.name, e.host, e.port, SECURITY_PROTOCOL_IDS.get(self.config.listener_security_protocol_map.get(e.name, "PLAINTEXT"), 0))
+                    for e in self.endpoints
+                ],
+                {f.name: (f.min_version, f.max_version) for f in supported_features()},
+            )
+            error: Errors | None
+            try:
+                conn = await open_connection(address[0], address[1], client_id=f"controller-{self.config.node_id}-registration")
+                try:
+                    response = await conn.request(body)
+                finally:
+                    await conn.aclose()
+                error = Errors.of(response.error_code)
+            except (OSError, KafkaConnectionError) as exc:
+                log.debug("controller registration with %s failed: %s", address, exc)
+                error = None
+                failures += 1
+            else:
+                if error == Errors.NONE:
+                    failures = 0
+                    self._registered_in_epoch = epoch  # registered once the record is replayed
+                    continue
+                log.info("controller registration answered %s", error.name)
+                failures += 1
+            low, high = _REGISTRATION_BACKOFF_MS
+            await trio.sleep(min(high, low * 2 ** min(failures - 1, 20)) / 1000)
+            self._registration_wakeup.set()
 
     async def _step(self, event: Event) -> None:
         """Step the core with ``event`` and execute the Outbox, then every follow-up step (a
@@ -387,12 +615,23 @@ class Node:
                 controller.replay(value)
         self._replayed_offset = batch.last_offset + 1
         self._features_seen = True
+        if self._writes:
+            self._finish_writes(batch.last_offset)
         self._maybe_notify_leader()
         if self.listener is not None:
             self.listener.handle_commit(batch)
 
     def append_result(self, result: AppendResult) -> None:
-        """The node's own NoOp appends stay here; others go to the listener."""
+        """The node's own appends (NoOps, activation, controller writes) stay here; others go
+        to the listener."""
+        write = self._writes.get(result.token)
+        if write is not None:
+            if result.error_code != Errors.NONE:
+                del self._writes[result.token]
+                write.pending.respond(write.respond(self._not_controller()))
+            else:
+                write.last_offset = result.last_offset
+            return
         if result.token in self._own_tokens:
             self._own_tokens.discard(result.token)
             return
@@ -411,6 +650,8 @@ class Node:
         self._deadline_ms = deadline_ms
         self._maybe_activate()
         self._schedule_no_op()
+        if self._needs_registration():
+            self._registration_wakeup.set()
         core = self.core
         if core is not None and isinstance(core.state, Resigned):
             self._resigned.set()
@@ -460,6 +701,8 @@ class Node:
         state = core.state
         if not isinstance(state, Leader):
             controller.renounce()
+            if self._writes:
+                self._finish_writes(None)
             return
         if self._stopping or self._replayed_offset < state.epoch_start_offset:
             return

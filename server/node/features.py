@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from messages.generated.api_versions_response import FinalizedFeatureKey
 from server.net import FinalizedFeatures
-from storage.bootstrap import KRAFT_VERSION_FEATURE
+from storage.features import KRAFT_VERSION_FEATURE
 
 __all__ = ["finalized_features"]
 

@@ -80,9 +80,11 @@ def test_two_entries_for_one_api_key_are_refused() -> None:
         Registry((*HANDLERS, TOY, other))
 
 
-def test_the_node_advertises_the_registry_plus_describe_cluster() -> None:
+def test_the_node_advertises_the_registry_plus_the_controller_rpcs() -> None:
     advertised = api_versions()
-    node_only = {int(ApiKey.DESCRIBE_CLUSTER)}
+    node_only = {int(ApiKey.DESCRIBE_CLUSTER), int(ApiKey.UPDATE_FEATURES), int(ApiKey.CONTROLLER_REGISTRATION)}
+    assert advertised[int(ApiKey.UPDATE_FEATURES)] == (0, 2)  # 3.9.2 has 0-1, 4.4.0 0-2
+    assert advertised[int(ApiKey.CONTROLLER_REGISTRATION)] == (0, 0)
     assert {k: v for k, v in advertised.items() if k not in node_only} == DEFAULT.advertised_versions()
     assert set(advertised) - set(DEFAULT.advertised_versions()) == node_only
 

@@ -2,7 +2,8 @@
 
 * a standalone node (formatted as ``kafka-storage format --standalone``) elects itself, its
   high watermark advances, and kwire's own metadata-quorum tool sees it;
-* DescribeCluster as a controller answers it (EndpointType 2 and 1);
+* DescribeCluster as a controller answers it (EndpointType 2 and 1), listing the controllers
+  registered through ControllerRegistration (KIP-919), the node itself among them;
 * three nodes with static voters elect one leader and elect another when it stops.
 
 The autojump clock drives the timers. The nodes run their file I/O inline (the
@@ -120,6 +121,12 @@ async def test_describe_cluster_as_a_controller(
     async with trio.open_nursery() as nursery:
         await nursery.start(node.run)
         await _until(lambda: node.leader_id == 1)
+        # the controllers listed are the registered ones (KIP-919): the node registers itself
+        await _until(lambda: node.controller is not None and 1 in node.controller.controllers)
+        registration = node.controller.controllers[1]  # type: ignore[union-attr]
+        assert registration.incarnation_id == node.incarnation_id
+        assert registration.endpoints == (("CONTROLLER", "127.0.0.1", port, 0),)
+        assert registration.features["kraft.version"] == (0, 1)
         conn = await open_connection("127.0.0.1", port)
         try:
             controllers = await conn.request(DescribeClusterRequest(endpoint_type=2), version=1)
@@ -212,7 +219,7 @@ async def test_three_static_voters_elect_a_leader_and_replace_it(
 
 def test_supported_features_cover_what_format_can_finalize() -> None:
     from server.node import MAX_METADATA_VERSION_LEVEL, supported_features
-    from storage.bootstrap import FEATURES, LATEST_PRODUCTION
+    from storage.features import FEATURES, LATEST_PRODUCTION
 
     ranges = {k.name: (k.min_version, k.max_version) for k in supported_features()}
     assert ranges.pop("metadata.version") == (1, MAX_METADATA_VERSION_LEVEL)

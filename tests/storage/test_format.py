@@ -10,18 +10,17 @@ import pytest
 
 from kwire.uuid import Uuid
 from messages.generated.feature_level_record import FeatureLevelRecord
-from storage.bootstrap import (
+from storage.bootstrap import decode_bootstrap_checkpoint, read_bootstrap_checkpoint
+from storage.control import ControlRecordType
+from storage.errors import FormatError
+from storage.features import (
     DEFAULT_RELEASE_VERSION,
     LATEST_PRODUCTION,
     METADATA_VERSIONS,
-    decode_bootstrap_checkpoint,
     default_feature_level,
     metadata_version_from_level,
     metadata_version_from_string,
-    read_bootstrap_checkpoint,
 )
-from storage.control import ControlRecordType
-from storage.errors import FormatError
 from storage.format import (
     DirectoryType,
     DynamicVoter,

@@ -1,0 +1,166 @@
+"""The controller RPCs kwire answers outside the KRaft core, against a stock controller of the
+newest pinned release put in the same state (a standalone controller, node 1, formatted by the
+stock tool): UpdateFeatures (good and bad inputs, v0-2), ControllerRegistration and the
+DescribeCluster that lists the registrations (KIP-919).
+
+Each case goes to both nodes in turn; the answers (error codes, messages, per-feature results,
+the registered controllers) must be equal. kwire answers UpdateFeatures as Kafka 4.x does
+(3.9.2 reports each feature's error under a top-level NONE and has no kraft.version upgrade;
+compat/DEVIATIONS.md), so the stock side is the newest release.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import trio
+
+from compat.conftest import KafkaRelease
+from compat.kafka import PINNED_VERSIONS, require_kafka
+from compat.test_differential_probe import State, _send, nodes  # noqa: F401 - a fixture
+from kwire.uuid import Uuid
+from messages.generated.controller_registration_request import (
+    ControllerRegistrationRequest,
+    Feature,
+    Listener,
+)
+from messages.generated.describe_cluster_request import DescribeClusterRequest
+from messages.generated.update_features_request import FeatureUpdateKey, UpdateFeaturesRequest
+from messages.runtime import Message
+
+pytestmark = pytest.mark.compat
+
+REGISTRATION_TIMEOUT_S = 60.0
+
+Nodes = dict[str, tuple[int, subprocess.Popen[bytes], Callable[[], State | None]]]
+
+
+@pytest.fixture
+def kafka() -> KafkaRelease:
+    """The newest pinned release (the ``nodes`` fixture's stock side)."""
+    version = PINNED_VERSIONS[-1]
+    require_kafka(version)
+    return KafkaRelease(version)
+
+
+@pytest.fixture
+def role() -> str:
+    """The receiver is the standalone leader (the ``nodes`` fixture's role)."""
+    return "leader"
+
+
+def _features(version: int, *updates: tuple[str, int, int], validate_only: bool = False) -> UpdateFeaturesRequest:
+    keys = []
+    for name, level, upgrade_type in updates:
+        key = FeatureUpdateKey(feature=name, max_version_level=level)
+        if version == 0:
+            key.allow_downgrade = upgrade_type != 1
+        else:
+            key.upgrade_type = upgrade_type
+        keys.append(key)
+    return UpdateFeaturesRequest(timeout_ms=30_000, feature_updates=keys, validate_only=validate_only)
+
+
+def _update_cases() -> list[tuple[str, Message, int]]:
+    """Each case at v0, v1 and v2 (v0 has no UpgradeType: AllowDowngrade stands in for it)."""
+    cases: list[tuple[str, Message, int]] = []
+    for v in range(3):
+        validate = v >= 1  # v0 has no ValidateOnly: its accepted cases change nothing anyway
+        cases += [
+            (f"v{v} group.version=9", _features(v, ("group.version", 9, 1)), v),
+            (f"v{v} unknown feature", _features(v, ("no.such.feature", 1, 1)), v),
+            (f"v{v} unknown feature to 0", _features(v, ("no.such.feature", 0, 1)), v),
+            (f"v{v} negative level", _features(v, ("group.version", -1, 1)), v),
+            (f"v{v} metadata.version down, upgrade type", _features(v, ("metadata.version", 7, 1)), v),
+            (f"v{v} metadata.version down, unsafe", _features(v, ("metadata.version", 7, 3)), v),
+            (f"v{v} metadata.version down, safe", _features(v, ("metadata.version", 21, 2), validate_only=validate), v),
+            (f"v{v} metadata.version unchanged", _features(v, ("metadata.version", 33, 1), validate_only=validate), v),
+            (f"v{v} group.version safe down to 0", _features(v, ("group.version", 0, 2), validate_only=validate), v),
+            (f"v{v} one bad of two", _features(v, ("group.version", 0, 2), ("group.version.x", 1, 1)), v),
+            (f"v{v} kraft.version=2", _features(v, ("kraft.version", 2, 1)), v),
+            (f"v{v} kraft.version already 1", _features(v, ("kraft.version", 1, 1)), v),
+            (f"v{v} kraft.version down to 0", _features(v, ("kraft.version", 0, 2)), v),
+        ]
+        if v >= 1:
+            cases += [
+                (f"v{v} unknown upgrade type", _features(v, ("group.version", 1, 7)), v),
+                (f"v{v} upgrade to a lower level", _features(v, ("transaction.version", 0, 1)), v),
+                (f"v{v} downgrade to a newer level", _features(v, ("group.version", 1, 2)), v),
+            ]
+    return cases
+
+
+def _normalize(response: Any) -> tuple[Any, ...]:
+    results = sorted((r.feature, int(r.error_code), r.error_message) for r in getattr(response, "results", []))
+    return int(response.error_code), response.error_message, results
+
+
+def _registration(controller_id: int, port: int) -> ControllerRegistrationRequest:
+    return ControllerRegistrationRequest(
+        controller_id=controller_id,
+        incarnation_id=Uuid.from_longs(0x5151, controller_id),
+        zk_migration_ready=False,
+        listeners=[Listener(name="CONTROLLER", host="elsewhere", port=port, security_protocol=0)],
+        features=[Feature(name="kraft.version", min_supported_version=0, max_supported_version=1)],
+    )
+
+
+def _cluster(response: Any, ports: dict[int, int]) -> tuple[Any, ...]:
+    """DescribeCluster with each node's own port written as "own"."""
+    brokers = sorted(
+        (b.broker_id, b.host, "own" if b.port in ports.values() else b.port)
+        for b in response.brokers
+    )
+    return int(response.error_code), response.controller_id, brokers
+
+
+def test_update_features_and_registrations_answer_alike(nodes: Nodes) -> None:  # noqa: F811
+    ports = {name: port for name, (port, _, _) in nodes.items()}
+    # both nodes register themselves (KIP-919) before DescribeCluster lists them
+    for name, port in ports.items():
+        _wait_registered(port, name)
+    differences: list[str] = []
+    cases = _update_cases()
+    assert len(cases) >= 40
+    for case, body, version in cases:
+        answers = {name: _normalize(trio.run(_send, port, body, version)) for name, port in ports.items()}
+        if answers["stock"] != answers["kwire"]:
+            differences.append(f"{case}:\n    stock {answers['stock']}\n    kwire {answers['kwire']}")
+    # another controller registers; both list it next to themselves
+    registered = {name: trio.run(_send, port, _registration(9, 19093), 0) for name, port in ports.items()}
+    assert registered["stock"].error_code == 0, registered
+    if registered["stock"] != registered["kwire"]:
+        differences.append(f"ControllerRegistration:\n    stock {registered['stock']}\n    kwire {registered['kwire']}")
+    listed = {}
+    for name, port in ports.items():
+        listed[name] = _wait_listed(port, 9)
+    if listed["stock"] != listed["kwire"]:
+        differences.append(f"DescribeCluster after a registration:\n    stock {listed['stock']}\n    kwire {listed['kwire']}")
+    for name, (_, proc, _) in nodes.items():
+        assert proc.poll() is None, f"{name} died"
+    assert not differences, f"{len(differences)} cases differ:\n" + "\n".join(differences)
+
+
+def _wait_registered(port: int, name: str) -> None:
+    """Until DescribeCluster lists node 1 itself."""
+    deadline = time.monotonic() + REGISTRATION_TIMEOUT_S
+    while True:
+        response = trio.run(_send, port, DescribeClusterRequest(endpoint_type=2), 1)
+        if not isinstance(response, str) and any(b.broker_id == 1 for b in response.brokers):
+            return
+        assert time.monotonic() < deadline, f"{name} did not register itself: {response}"
+        time.sleep(0.2)  # poll interval
+
+
+def _wait_listed(port: int, controller_id: int) -> tuple[Any, ...]:
+    deadline = time.monotonic() + REGISTRATION_TIMEOUT_S
+    while True:
+        response = trio.run(_send, port, DescribeClusterRequest(endpoint_type=2), 1)
+        if any(b.broker_id == controller_id for b in response.brokers):
+            return _cluster(response, {1: port})
+        assert time.monotonic() < deadline, f"controller {controller_id} not listed: {response}"
+        time.sleep(0.2)  # poll interval

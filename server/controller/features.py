@@ -1,0 +1,235 @@
+"""UpdateFeatures at the active controller (Kafka's ``FeatureControlManager.updateFeatures`` and
+``QuorumController.updateFeatures``, 4.4; controller-facts §5.3).
+
+:func:`update_features` checks a whole request and returns the records to append (one atomic
+batch) or the first error, which fails every update of the request. Per feature, in order:
+
+1. UpgradeType unknown -> INVALID_UPDATE_VERSION "The controller does not support the given
+   upgrade type."
+2. level < 0 -> INVALID_UPDATE_VERSION "A feature version cannot be less than 0."
+3. Not supported by this controller, by a registered broker, or (metadata.version 3.7-IV0 and
+   later, KIP-919) by every registered controller, or a static voter id without a registration
+   -> INVALID_UPDATE_VERSION with the reason.
+4. A lower level with UpgradeType UPGRADE, or a higher one with a downgrade type ->
+   INVALID_UPDATE_VERSION.
+5. metadata.version: an unknown level, or a downgrade that changes metadata ->
+   INVALID_UPDATE_VERSION; else a FeatureLevelRecord.
+6. kraft.version: an upgrade goes to the raft leader (``upgrade_kraft``, which raises
+   :class:`ApiError` for its refusals) and a NoOpRecord is written; a downgrade to
+   another level is refused.
+7. Another feature: its level must exist and its dependencies hold against the levels this
+   request leaves (``Feature.validateVersion``); a FeatureLevelRecord (level 0 removes it).
+
+Messages carry Kafka's wording, prefixed "Invalid update version N for feature F." as
+``invalidUpdateVersion`` builds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from enum import IntEnum
+
+from kwire.errors import Errors
+from messages.generated.feature_level_record import FeatureLevelRecord
+from messages.generated.no_op_record import NoOpRecord
+from messages.runtime import Message
+from server.controller.errors import ApiError
+from storage.features import (
+    KRAFT_VERSION_FEATURE,
+    METADATA_VERSION_FEATURE,
+    METADATA_VERSIONS,
+    metadata_version_from_level,
+    validate_feature_level,
+)
+
+__all__ = [
+    "CONTROLLER_REGISTRATION_LEVEL",
+    "UpgradeType",
+    "range_text",
+    "update_features",
+]
+
+CONTROLLER_REGISTRATION_LEVEL = 15
+"""metadata.version 3.7-IV0: controllers register (KIP-919) and answer DescribeCluster
+(``MetadataVersion.isControllerRegistrationSupported``)."""
+
+_METADATA_CHANGE_LEVELS = frozenset({7, 8, 11, 13, 14, 15, 17, 23, 30, 32, 33})
+"""metadata.version levels whose records differ from the level below
+(``MetadataVersion.didMetadataChange`` in Kafka 4.4.0): a downgrade across one of them could
+drop metadata."""
+
+Record = tuple[Message, int]
+
+
+class UpgradeType(IntEnum):
+    """``FeatureUpdate.UpgradeType``: the UpgradeType field of UpdateFeatures v1+."""
+
+    UNKNOWN = 0
+    UPGRADE = 1
+    SAFE_DOWNGRADE = 2
+    UNSAFE_DOWNGRADE = 3
+
+    @classmethod
+    def of(cls, code: int) -> UpgradeType:
+        """The type of ``code``; UNKNOWN for a code Kafka does not define."""
+        try:
+            return cls(code)
+        except ValueError:
+            return cls.UNKNOWN
+
+
+def range_text(low: int, high: int) -> str:
+    """``VersionRange.toString``: ``"3"``, ``"1-4"``, or ``"1+"`` for an open range."""
+    if low == high:
+        return str(low)
+    return f"{low}+" if high == 32767 else f"{low}-{high}"
+
+
+def _not_supported(level: int, what: str, supported: tuple[int, int] | None) -> str | None:
+    """``QuorumFeatures.reasonNotSupported``; ``supported`` None is the DISABLED range 0-0."""
+    low, high = supported if supported is not None else (0, 0)
+    if low <= level <= high:
+        return None
+    if high == 0:
+        return f"{what} does not support this feature."
+    return f"{what} only supports versions {range_text(low, high)}"
+
+
+def _invalid(feature: str, level: int, message: str) -> ApiError:
+    return ApiError(
+        Errors.INVALID_UPDATE_VERSION, f"Invalid update version {level} for feature {feature}. {message}"
+    )
+
+
+def _metadata_changed(current: int, target: int) -> bool:
+    """Whether any level in ``(target, current]`` changed metadata (``checkIfMetadataChanged``)."""
+    return any(target < level <= current for level in _METADATA_CHANGE_LEVELS)
+
+
+def update_features(
+    updates: Mapping[str, tuple[int, UpgradeType]],
+    *,
+    finalized: Mapping[str, int],
+    kraft_version: int,
+    node_id: int,
+    local_supported: Mapping[str, tuple[int, int]],
+    brokers_supported: Mapping[int, Mapping[str, tuple[int, int]]],
+    controllers_supported: Mapping[int, Mapping[str, tuple[int, int]]],
+    quorum_node_ids: frozenset[int],
+    validate_only: bool,
+    upgrade_kraft: Callable[[int, bool], None],
+) -> list[Record]:
+    """The records of an UpdateFeatures request (``feature name -> (level, upgrade type)``) on a
+    controller whose finalized levels are ``finalized`` (metadata.version among them, level 0
+    omitted) and whose quorum is at ``kraft_version``; empty for ``validate_only``.
+
+    ``local_supported``, ``brokers_supported`` and ``controllers_supported`` give supported
+    ranges (name -> (min, max)) of this controller, each registered broker and each registered
+    controller; ``quorum_node_ids`` are the static voter ids (``controller.quorum.voters``;
+    empty for a dynamic quorum), each of which must be registered from 3.7-IV0 on.
+    ``upgrade_kraft(level, validate_only)`` asks the raft leader to move kraft.version up.
+
+    Raises :class:`ApiError` (INVALID_UPDATE_VERSION, or what ``upgrade_kraft``
+    raises) for the first update that fails."""
+    metadata_level = finalized[METADATA_VERSION_FEATURE]
+    proposed = dict(finalized)
+    for name, (level, _) in updates.items():
+        proposed[name] = level
+    records: list[Record] = []
+    for name, (level, upgrade_type) in updates.items():
+        if upgrade_type == UpgradeType.UNKNOWN:
+            raise _invalid(name, level, "The controller does not support the given upgrade type.")
+        if name == KRAFT_VERSION_FEATURE:
+            current = kraft_version
+        else:
+            current = finalized.get(name, 0)
+        if level < 0:
+            raise _invalid(name, level, "A feature version cannot be less than 0.")
+        reason = _reason_not_supported(
+            name, level, metadata_level, node_id, local_supported, brokers_supported,
+            controllers_supported, quorum_node_ids,
+        )
+        if reason is not None:
+            raise _invalid(name, level, reason)
+        if level < current and upgrade_type == UpgradeType.UPGRADE:
+            raise _invalid(
+                name, level,
+                "Can't downgrade the version of this feature without setting the upgrade type to "
+                "either safe or unsafe downgrade.",
+            )
+        if level > current and upgrade_type != UpgradeType.UPGRADE:
+            raise _invalid(name, level, "Can't downgrade to a newer version.")
+        if name == METADATA_VERSION_FEATURE:
+            records.append(_metadata_version_record(metadata_level, level, upgrade_type))
+        elif name == KRAFT_VERSION_FEATURE:
+            if upgrade_type == UpgradeType.UPGRADE:
+                upgrade_kraft(level, validate_only)
+                records.append((NoOpRecord(), 0))
+            elif level != current:
+                raise _invalid(name, level, "Can't downgrade the version of this feature.")
+        else:
+            try:
+                validate_feature_level(name, level, proposed)
+            except ValueError as exc:
+                raise _invalid(name, level, str(exc)) from None
+            records.append((FeatureLevelRecord(name=name, feature_level=level), 0))
+    return [] if validate_only else records
+
+
+def _reason_not_supported(
+    name: str,
+    level: int,
+    metadata_level: int,
+    node_id: int,
+    local_supported: Mapping[str, tuple[int, int]],
+    brokers_supported: Mapping[int, Mapping[str, tuple[int, int]]],
+    controllers_supported: Mapping[int, Mapping[str, tuple[int, int]]],
+    quorum_node_ids: frozenset[int],
+) -> str | None:
+    """``FeatureControlManager.reasonNotSupported``: this controller, every registered broker,
+    then (3.7-IV0+) every other registered controller and every static voter id."""
+    reason = _not_supported(level, f"Local controller {node_id}", local_supported.get(name))
+    if reason is not None:
+        return reason
+    for broker_id in sorted(brokers_supported):
+        reason = _not_supported(level, f"Broker {broker_id}", brokers_supported[broker_id].get(name))
+        if reason is not None:
+            return reason
+    if metadata_level < CONTROLLER_REGISTRATION_LEVEL:
+        return None
+    found = {node_id}
+    for controller_id in sorted(controllers_supported):
+        if controller_id == node_id:
+            continue
+        reason = _not_supported(level, f"Controller {controller_id}", controllers_supported[controller_id].get(name))
+        if reason is not None:
+            return reason
+        found.add(controller_id)
+    for voter_id in sorted(quorum_node_ids):
+        if voter_id not in found:
+            return f"controller {voter_id} has not registered, and may not support this feature"
+    return None
+
+
+def _metadata_version_record(current: int, level: int, upgrade_type: UpgradeType) -> Record:
+    """``FeatureControlManager.updateMetadataVersion``."""
+    try:
+        metadata_version_from_level(level)
+    except ValueError:
+        raise ApiError(
+            Errors.INVALID_UPDATE_VERSION,
+            f"Invalid metadata.version {level}. Valid versions are from {min(mv.level for mv in METADATA_VERSIONS)} "
+            f"to {max(mv.level for mv in METADATA_VERSIONS)}.",
+        ) from None
+    if level < current and _metadata_changed(current, level):
+        detail = (
+            "Unsafe metadata downgrade is not supported in this version."
+            if upgrade_type == UpgradeType.UNSAFE_DOWNGRADE
+            else "Refusing to perform the requested downgrade because it might delete metadata information."
+        )
+        raise ApiError(
+            Errors.INVALID_UPDATE_VERSION,
+            f"Unsupported metadata.version downgrade from {current} to {level}. {detail}",
+        )
+    return FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=level), 0
+

@@ -1,0 +1,108 @@
+"""The controller RPCs the node answers outside the KRaft core, as a Kafka controller's
+``ControllerApis`` does: UpdateFeatures (key 57) and ControllerRegistration (key 70, KIP-919);
+and the node's own registration (``ControllerRegistrationManager``).
+
+Only the active controller writes: elsewhere, and before the active controller has replayed a
+metadata.version, a write gets NOT_CONTROLLER ("The active controller appears to be node N" or
+"No controller appears to be active."), which clients answer by finding the controller again.
+A write's records go to the log as one batch; the answer leaves once that batch is committed,
+and NOT_CONTROLLER if the node loses its leadership first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from kwire.errors import Errors
+from kwire.uuid import Uuid
+from messages.generated.controller_registration_request import (
+    ControllerRegistrationRequest,
+    Feature,
+    Listener,
+)
+from messages.generated.controller_registration_response import ControllerRegistrationResponse
+from messages.generated.update_features_request import UpdateFeaturesRequest
+from messages.generated.update_features_response import (
+    UpdatableFeatureResult,
+    UpdateFeaturesResponse,
+)
+from server.controller.errors import ApiError
+from server.controller.features import UpgradeType
+
+__all__ = [
+    "SECURITY_PROTOCOL_IDS",
+    "feature_updates",
+    "not_controller",
+    "registration_request",
+    "registration_response",
+    "update_features_response",
+]
+
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+"""``SecurityProtocol`` ids, as registrations carry them."""
+
+_FAILED_PREFIX = "The update failed for all features since the following feature had an error: "
+
+
+def not_controller(leader_id: int | None) -> ApiError:
+    """``ControllerExceptions.newWrongControllerException``: NOT_CONTROLLER naming the leader."""
+    if leader_id is None:
+        return ApiError(Errors.NOT_CONTROLLER, "No controller appears to be active.")
+    return ApiError(Errors.NOT_CONTROLLER, f"The active controller appears to be node {leader_id}.")
+
+
+def feature_updates(request: UpdateFeaturesRequest, version: int) -> dict[str, tuple[int, UpgradeType]]:
+    """Feature name -> (target level, upgrade type) of an UpdateFeatures request. v0 has no
+    UpgradeType: its default, UPGRADE, holds whatever AllowDowngrade says (Kafka 4.x's
+    controller reads the field the same way)."""
+    return {
+        update.feature: (update.max_version_level, UpgradeType.UPGRADE if version == 0 else UpgradeType.of(update.upgrade_type))
+        for update in request.feature_updates
+    }
+
+
+def update_features_response(
+    request: UpdateFeaturesRequest, version: int, error: ApiError | None, *, wrong_controller: bool = False
+) -> UpdateFeaturesResponse:
+    """``QuorumController.updateFeatures``'s answer: an error fails every update (its message
+    prefixed as Kafka does, unless the request never reached the feature checks:
+    ``wrong_controller``); success at v0-1 lists each feature with NONE and the message
+    "NONE" (``Errors.NONE.message()``)."""
+    if error is not None:
+        message = error.message if wrong_controller else _FAILED_PREFIX + (error.message or "")
+        return UpdateFeaturesResponse(error_code=error.error, error_message=message)
+    results = (
+        [UpdatableFeatureResult(feature=u.feature, error_code=Errors.NONE, error_message="NONE") for u in request.feature_updates]
+        if version <= 1
+        else []
+    )
+    return UpdateFeaturesResponse(error_code=Errors.NONE, error_message=None, results=results)
+
+
+def registration_response(error: ApiError | None) -> ControllerRegistrationResponse:
+    """The ControllerRegistration answer: NONE once the record is committed (with an empty
+    ErrorMessage, as Kafka sends it), or the error."""
+    if error is None:
+        return ControllerRegistrationResponse(error_code=Errors.NONE, error_message="")
+    return ControllerRegistrationResponse(error_code=error.error, error_message=error.message)
+
+
+def registration_request(
+    node_id: int,
+    incarnation_id: Uuid,
+    listeners: Sequence[tuple[str, str, int, int]],
+    features: Mapping[str, tuple[int, int]],
+) -> ControllerRegistrationRequest:
+    """``ControllerRegistrationManager.sendControllerRegistration``: this controller's id, the
+    incarnation id of this run, its listeners ``(name, host, port, security protocol id)`` and
+    supported features (name -> (min, max)); ZkMigrationReady false."""
+    return ControllerRegistrationRequest(
+        controller_id=node_id,
+        incarnation_id=incarnation_id,
+        zk_migration_ready=False,
+        listeners=[Listener(name=n, host=h, port=p, security_protocol=s) for n, h, p, s in listeners],
+        features=[
+            Feature(name=name, min_supported_version=low, max_supported_version=high)
+            for name, (low, high) in sorted(features.items())
+        ],
+    )
