@@ -64,7 +64,6 @@ from messages.generated.unfence_broker_record import UnfenceBrokerRecord
 from messages.generated.unregister_broker_record import UnregisterBrokerRecord
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.generated.unregister_broker_response import UnregisterBrokerResponse
-from messages.generated.unregister_controller_record import UnregisterControllerRecord
 from messages.generated.update_features_request import UpdateFeaturesRequest
 from messages.generated.update_features_response import UpdateFeaturesResponse
 from messages.generated.update_raft_voter_request import UpdateRaftVoterRequest
@@ -133,7 +132,6 @@ BY_NAME: dict[str, type[Message]] = {
     'UnregisterBrokerRecord': UnregisterBrokerRecord,
     'UnregisterBrokerRequest': UnregisterBrokerRequest,
     'UnregisterBrokerResponse': UnregisterBrokerResponse,
-    'UnregisterControllerRecord': UnregisterControllerRecord,
     'UpdateFeaturesRequest': UpdateFeaturesRequest,
     'UpdateFeaturesResponse': UpdateFeaturesResponse,
     'UpdateRaftVoterRequest': UpdateRaftVoterRequest,
@@ -209,7 +207,6 @@ METADATA_RECORDS: dict[int, type[Message]] = {
     24: EndTransactionRecord,
     25: AbortTransactionRecord,
     27: RegisterControllerRecord,
-    29: UnregisterControllerRecord,
 }
 
 FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
@@ -271,7 +268,6 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'UnregisterBrokerRecord': (0, 32767),
     'UnregisterBrokerRequest': (0, 32767),
     'UnregisterBrokerResponse': (0, 32767),
-    'UnregisterControllerRecord': (0, 32767),
     'UpdateFeaturesRequest': (0, 32767),
     'UpdateFeaturesResponse': (0, 32767),
     'UpdateRaftVoterRequest': (0, 32767),

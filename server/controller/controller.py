@@ -27,7 +27,6 @@ from messages.generated.register_controller_record import (
     ControllerFeature,
     RegisterControllerRecord,
 )
-from messages.generated.unregister_controller_record import UnregisterControllerRecord
 from messages.metadata import decode_record
 from server.controller.activation import (
     METADATA_VERSION_FEATURE,
@@ -47,7 +46,6 @@ _REPLAYED_KEYS = frozenset(
         EndTransactionRecord.API_KEY,
         AbortTransactionRecord.API_KEY,
         RegisterControllerRecord.API_KEY,
-        UnregisterControllerRecord.API_KEY,
     }
 )
 
@@ -128,8 +126,6 @@ class QuorumController:
             self.transaction_open = True
         elif isinstance(message, RegisterControllerRecord):
             self.controllers[message.controller_id] = ControllerRegistration.from_record(message)
-        elif isinstance(message, UnregisterControllerRecord):
-            self.controllers.pop(message.controller_id, None)
         else:  # End or Abort
             self.transaction_open = False
 
