@@ -4,8 +4,10 @@ Three voters, static (``controller.quorum.voters``, kraft.version 0; each direct
 by its own kind's ``storage format --no-initial-controllers``) or dynamic (KIP-853: every
 directory formatted with the same ``--initial-controllers``, the nodes configured with
 ``controller.quorum.bootstrap.servers``): one kwire node and two stock controllers, then two
-kwire nodes and one stock controller. The leader is killed with SIGKILL ``LEADER_CHANGES``
-times and restarted each time. Asserted:
+kwire nodes and one stock controller. Each leader appends a NoOpRecord every
+``LOAD_INTERVAL_MS`` (``metadata.max.idle.interval.ms``, Kafka's 500 ms cut to a steady 10
+records a second). The leader is stopped ``LEADER_CHANGES`` times, by SIGKILL and SIGTERM in
+turn (a graceful leader resigns and sends EndQuorumEpoch), and restarted each time. Asserted:
 
 * after every kill another voter leads within ``ELECTION_BOUND_S`` (the fetch timeout plus two
   election timeouts, plus slack for DescribeQuorum polling on a loaded machine); each kill waits
@@ -52,17 +54,20 @@ ELECTION_TIMEOUT_MS = 1000
 FETCH_TIMEOUT_MS = 2000
 ELECTION_BOUND_S = (FETCH_TIMEOUT_MS + 2 * ELECTION_TIMEOUT_MS) / 1000 + 6.0
 START_TIMEOUT_S = 90.0
+LOAD_INTERVAL_MS = 100
 
 
 class Quorum:
     """Controllers ``ids`` (kwire for ``kwire_ids``, stock otherwise) under ``root``: node i has
     ``i.properties``, ``data<i>``, ``i.out``. Static: every node a voter. Dynamic: the
     ``voter_ids`` (default all) are the initial controllers, the others are formatted with
-    ``--no-initial-controllers`` and start as observers."""
+    ``--no-initial-controllers`` and start as observers. ``extra`` lines go into every node's
+    properties."""
 
     def __init__(
         self, kafka: KafkaRelease, root: Path, kwire_ids: set[int], dynamic: bool,
         ids: tuple[int, ...] = (1, 2, 3), voter_ids: tuple[int, ...] | None = None,
+        extra: str = "",
     ) -> None:
         self.kafka, self.root, self.kwire_ids = kafka, root, kwire_ids
         self.ports = {i: _free_port() for i in ids}
@@ -82,7 +87,7 @@ class Quorum:
                 f"controller.listener.names=CONTROLLER\nlisteners=CONTROLLER://localhost:{port}\n"
                 f"log.dirs={root / f'data{i}'}\n"
                 f"controller.quorum.election.timeout.ms={ELECTION_TIMEOUT_MS}\n"
-                f"controller.quorum.fetch.timeout.ms={FETCH_TIMEOUT_MS}\n",
+                f"controller.quorum.fetch.timeout.ms={FETCH_TIMEOUT_MS}\n" + extra,
                 encoding="utf-8",
             )
             props = root / f"{i}.properties"
@@ -220,20 +225,20 @@ def _batches_below(data: Path, high_watermark: int) -> list[bytes]:
 def test_leaders_killed_in_a_mixed_quorum(
     kafka: KafkaRelease, tmp_path: Path, kwire_ids: set[int], dynamic: bool
 ) -> None:
-    quorum = Quorum(kafka, tmp_path, kwire_ids, dynamic)
+    quorum = Quorum(kafka, tmp_path, kwire_ids, dynamic, extra=f"metadata.max.idle.interval.ms={LOAD_INTERVAL_MS}\n")
     leaders: list[tuple[int, float]] = []
     try:
         for i in (1, 2, 3):
             quorum.start(i)
         quorum.wait_leader(START_TIMEOUT_S)
-        for _ in range(LEADER_CHANGES):
+        for change in range(LEADER_CHANGES):
             # the bound holds for a quorum whose other voters are up and fetching: a JVM still
             # starting (at first, or restarted after the last kill) is not yet one of them
             quorum.settled_high_watermark()
             leader, _, _ = quorum.wait_leader(ELECTION_BOUND_S)
-            quorum.procs[leader].send_signal(signal.SIGKILL)
-            quorum.procs[leader].wait()
             killed_at = time.monotonic()
+            quorum.procs[leader].send_signal(signal.SIGKILL if change % 2 == 0 else signal.SIGTERM)
+            quorum.procs[leader].wait(60)
             new_leader, _, _ = quorum.wait_leader(ELECTION_BOUND_S, excluded=leader)
             leaders.append((new_leader, round(time.monotonic() - killed_at, 1)))
             quorum.start(leader)
