@@ -27,6 +27,7 @@ Messages carry Kafka's wording, prefixed "Invalid update version N for feature F
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from enum import IntEnum
 
 from kwire.errors import Errors
@@ -44,6 +45,7 @@ from storage.features import (
 
 __all__ = [
     "CONTROLLER_REGISTRATION_LEVEL",
+    "ClusterSupport",
     "UpgradeType",
     "range_text",
     "update_features",
@@ -106,28 +108,35 @@ def _metadata_changed(current: int, target: int) -> bool:
     return any(target < level <= current for level in _METADATA_CHANGE_LEVELS)
 
 
+@dataclass(frozen=True, slots=True)
+class ClusterSupport:
+    """Who must support a new feature level, each as name -> (min, max) supported level: this
+    controller (``node_id``, ``local``), every registered broker and every registered
+    controller (by id); ``quorum_node_ids`` are the static voter ids
+    (``controller.quorum.voters``; empty for a dynamic quorum), each of which must have
+    registered from metadata.version 3.7-IV0 on (``QuorumFeatures.quorumNodeIds``)."""
+
+    node_id: int
+    local: Mapping[str, tuple[int, int]]
+    brokers: Mapping[int, Mapping[str, tuple[int, int]]]
+    controllers: Mapping[int, Mapping[str, tuple[int, int]]]
+    quorum_node_ids: frozenset[int]
+
+
 def update_features(
     updates: Mapping[str, tuple[int, UpgradeType]],
     *,
     finalized: Mapping[str, int],
     kraft_version: int,
-    node_id: int,
-    local_supported: Mapping[str, tuple[int, int]],
-    brokers_supported: Mapping[int, Mapping[str, tuple[int, int]]],
-    controllers_supported: Mapping[int, Mapping[str, tuple[int, int]]],
-    quorum_node_ids: frozenset[int],
+    support: ClusterSupport,
     validate_only: bool,
     upgrade_kraft: Callable[[int, bool], None],
 ) -> list[Record]:
     """The records of an UpdateFeatures request (``feature name -> (level, upgrade type)``) on a
     controller whose finalized levels are ``finalized`` (metadata.version among them, level 0
-    omitted) and whose quorum is at ``kraft_version``; empty for ``validate_only``.
-
-    ``local_supported``, ``brokers_supported`` and ``controllers_supported`` give supported
-    ranges (name -> (min, max)) of this controller, each registered broker and each registered
-    controller; ``quorum_node_ids`` are the static voter ids (``controller.quorum.voters``;
-    empty for a dynamic quorum), each of which must be registered from 3.7-IV0 on.
-    ``upgrade_kraft(level, validate_only)`` asks the raft leader to move kraft.version up.
+    omitted), whose quorum is at ``kraft_version`` and whose cluster is ``support``; empty for
+    ``validate_only``. ``upgrade_kraft(level, validate_only)`` asks the raft leader to move
+    kraft.version up.
 
     Raises :class:`ApiError` (INVALID_UPDATE_VERSION, or what ``upgrade_kraft``
     raises) for the first update that fails."""
@@ -145,10 +154,7 @@ def update_features(
             current = finalized.get(name, 0)
         if level < 0:
             raise _invalid(name, level, "A feature version cannot be less than 0.")
-        reason = _reason_not_supported(
-            name, level, metadata_level, node_id, local_supported, brokers_supported,
-            controllers_supported, quorum_node_ids,
-        )
+        reason = _reason_not_supported(name, level, metadata_level, support)
         if reason is not None:
             raise _invalid(name, level, reason)
         if level < current and upgrade_type == UpgradeType.UPGRADE:
@@ -176,36 +182,27 @@ def update_features(
     return [] if validate_only else records
 
 
-def _reason_not_supported(
-    name: str,
-    level: int,
-    metadata_level: int,
-    node_id: int,
-    local_supported: Mapping[str, tuple[int, int]],
-    brokers_supported: Mapping[int, Mapping[str, tuple[int, int]]],
-    controllers_supported: Mapping[int, Mapping[str, tuple[int, int]]],
-    quorum_node_ids: frozenset[int],
-) -> str | None:
+def _reason_not_supported(name: str, level: int, metadata_level: int, support: ClusterSupport) -> str | None:
     """``FeatureControlManager.reasonNotSupported``: this controller, every registered broker,
     then (3.7-IV0+) every other registered controller and every static voter id."""
-    reason = _not_supported(level, f"Local controller {node_id}", local_supported.get(name))
+    reason = _not_supported(level, f"Local controller {support.node_id}", support.local.get(name))
     if reason is not None:
         return reason
-    for broker_id in sorted(brokers_supported):
-        reason = _not_supported(level, f"Broker {broker_id}", brokers_supported[broker_id].get(name))
+    for broker_id in sorted(support.brokers):
+        reason = _not_supported(level, f"Broker {broker_id}", support.brokers[broker_id].get(name))
         if reason is not None:
             return reason
     if metadata_level < CONTROLLER_REGISTRATION_LEVEL:
         return None
-    found = {node_id}
-    for controller_id in sorted(controllers_supported):
-        if controller_id == node_id:
+    found = {support.node_id}
+    for controller_id in sorted(support.controllers):
+        if controller_id == support.node_id:
             continue
-        reason = _not_supported(level, f"Controller {controller_id}", controllers_supported[controller_id].get(name))
+        reason = _not_supported(level, f"Controller {controller_id}", support.controllers[controller_id].get(name))
         if reason is not None:
             return reason
         found.add(controller_id)
-    for voter_id in sorted(quorum_node_ids):
+    for voter_id in sorted(support.quorum_node_ids):
         if voter_id not in found:
             return f"controller {voter_id} has not registered, and may not support this feature"
     return None

@@ -44,7 +44,11 @@ from messages.runtime import Message
 from server.config import KRaftConfig
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
-from server.controller.features import CONTROLLER_REGISTRATION_LEVEL, update_features
+from server.controller.features import (
+    CONTROLLER_REGISTRATION_LEVEL,
+    ClusterSupport,
+    update_features,
+)
 from server.net import ChannelDispatcher, PendingRequest, RunningServer, serve
 from server.node.apis import api_versions, describe_cluster, supported_features
 from server.node.controller_apis import (
@@ -448,11 +452,13 @@ class Node:
                 feature_updates(body, version),
                 finalized=finalized,
                 kraft_version=core.kraft_version,
-                node_id=self.config.node_id,
-                local_supported={f.name: (f.min_version, f.max_version) for f in supported_features()},
-                brokers_supported={},
-                controllers_supported={i: r.features for i, r in controller.controllers.items()},
-                quorum_node_ids=frozenset(v.node_id for v in self.config.controller_quorum_voters),
+                support=ClusterSupport(
+                    node_id=self.config.node_id,
+                    local={f.name: (f.min_version, f.max_version) for f in supported_features()},
+                    brokers={},
+                    controllers={i: r.features for i, r in controller.controllers.items()},
+                    quorum_node_ids=frozenset(v.node_id for v in self.config.controller_quorum_voters),
+                ),
                 validate_only=bool(body.validate_only) if version >= 1 else False,
                 upgrade_kraft=upgrade_kraft,
             )

@@ -20,7 +20,7 @@ from messages.generated.no_op_record import NoOpRecord
 from messages.metadata import encode_record
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
-from server.controller.features import UpgradeType, update_features
+from server.controller.features import ClusterSupport, UpgradeType, update_features
 
 LOCAL = {
     "metadata.version": (1, 33),
@@ -46,11 +46,13 @@ def _update(
         updates,
         finalized={"metadata.version": metadata_level, **(finalized or {})},
         kraft_version=kraft_version,
-        node_id=1,
-        local_supported=LOCAL,
-        brokers_supported={},
-        controllers_supported=controllers if controllers is not None else {1: LOCAL, 2: LOCAL, 3: LOCAL},
-        quorum_node_ids=quorum_node_ids,
+        support=ClusterSupport(
+            node_id=1,
+            local=LOCAL,
+            brokers={},
+            controllers=controllers if controllers is not None else {1: LOCAL, 2: LOCAL, 3: LOCAL},
+            quorum_node_ids=quorum_node_ids,
+        ),
         validate_only=validate_only,
         upgrade_kraft=lambda level, only: kraft_calls.append((level, only)),
     )
@@ -128,11 +130,7 @@ def test_one_refused_update_fails_the_whole_request() -> None:
             {"kraft.version": (1, UpgradeType.UPGRADE), "group.version": (5, UpgradeType.UPGRADE)},
             finalized={"metadata.version": 21},
             kraft_version=0,
-            node_id=1,
-            local_supported=LOCAL,
-            brokers_supported={},
-            controllers_supported={},
-            quorum_node_ids=frozenset(),
+            support=ClusterSupport(node_id=1, local=LOCAL, brokers={}, controllers={}, quorum_node_ids=frozenset()),
             validate_only=False,
             upgrade_kraft=lambda level, only: calls.append((level, only)),
         )
