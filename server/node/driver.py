@@ -34,6 +34,7 @@ from typing import Any, Protocol, TypeVar
 import trio
 
 from kwire.errors import Errors
+from kwire.negotiation import UnsupportedVersionError
 from kwire.uuid import Uuid
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
 from messages.generated.describe_cluster_request import DescribeClusterRequest
@@ -520,7 +521,6 @@ class Node:
                 ],
                 {f.name: (f.min_version, f.max_version) for f in supported_features()},
             )
-            error: Errors | None
             try:
                 conn = await open_connection(address[0], address[1], client_id=f"controller-{self.config.node_id}-registration")
                 try:
@@ -528,9 +528,9 @@ class Node:
                 finally:
                     await conn.aclose()
                 error = Errors.of(response.error_code)
-            except (OSError, KafkaConnectionError) as exc:
+            except (OSError, KafkaConnectionError, UnsupportedVersionError) as exc:
+                # unreachable, gone, or a leader without ControllerRegistration: try again later
                 log.debug("controller registration with %s failed: %s", address, exc)
-                error = None
                 failures += 1
             else:
                 if error == Errors.NONE:
