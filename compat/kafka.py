@@ -5,8 +5,8 @@ The releases are pinned in ``compat/kafka-versions.properties`` and fetched from
 and running them (pins, classpaths, ``java`` command lines, stock tools and controllers) is
 :mod:`tools.stock_kafka`, installed with kwire so that the benchmarks can use it too; this module
 re-exports it for the tests and adds what only the harness needs: the codec oracle's directory,
-and :func:`require_kafka`, which fails a test under CI and skips it elsewhere when Java, the jars
-or the oracle are missing.
+:func:`require_kafka`, which fails a test under CI and skips it elsewhere when Java, the jars
+or the oracle are missing, and :func:`stop_processes` for the nodes a test started.
 
 Typical use from a test::
 
@@ -22,6 +22,9 @@ or through the fixtures of ``compat/conftest.py`` (``kafka``, ``kafka_version``)
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 
 from tools.stock_kafka import (
@@ -117,3 +120,20 @@ def require_kafka(version: str | None = None) -> None:
     if in_ci():
         pytest.fail(f"compat tests must run in CI, but {problem}", pytrace=False)
     pytest.skip(problem)
+
+
+def stop_processes(
+    procs: Iterable[subprocess.Popen[bytes]], sig: int = signal.SIGTERM, timeout_s: float = 60.0
+) -> None:
+    """Send ``sig`` to every process still running, all at once (a quorum stops together, so
+    no survivor waits on a dead leader), then wait for each; SIGKILL after ``timeout_s``."""
+    procs = list(procs)
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(sig)
+    for proc in procs:
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import signal
 import subprocess
 import sys
 import time
@@ -36,7 +35,7 @@ import pytest
 import trio
 
 from compat.conftest import KafkaRelease
-from compat.kafka import PINNED_VERSIONS, require_kafka
+from compat.kafka import PINNED_VERSIONS, require_kafka, stop_processes
 from compat.test_storage_interop import CLUSTER_ID, _controller_properties, _free_port
 from storage.meta_properties import read_meta_properties
 from tools.quorum_client import QuorumToolError, describe
@@ -127,15 +126,7 @@ def _pair(
                 alone_since = time.monotonic()
         yield ports, procs, props, alone_since
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in procs.values():
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_processes(procs.values())
 
 
 @pytest.mark.parametrize("leader_kind", ["kwire", "stock"])

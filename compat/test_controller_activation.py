@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ import pytest
 import trio
 
 from compat.conftest import KafkaRelease
-from compat.kafka import version_tuple
+from compat.kafka import stop_processes, version_tuple
 from compat.test_storage_interop import (
     CLUSTER_ID,
     PARTITION,
@@ -104,12 +103,7 @@ def _run_kwire(props: Path, part: Path, logs: Path, port: int) -> None:
                 )
             time.sleep(0.2)  # poll interval
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_processes([proc], timeout_s=30)
     assert proc.returncode == 0, (logs / "kwire.log").read_text(errors="replace")[-3000:]
 
 

@@ -27,7 +27,6 @@ controller JVM and one kwire process per release and role.
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -41,6 +40,7 @@ import pytest
 import trio
 
 from compat.conftest import KafkaRelease
+from compat.kafka import stop_processes
 from compat.test_storage_interop import CLUSTER_ID, _controller_properties, _free_port
 from kwire.topics import METADATA_PARTITION, METADATA_TOPIC_NAME
 from kwire.uuid import METADATA_TOPIC_ID, Uuid
@@ -86,16 +86,6 @@ class Case:
 
 
 # ----------------------------------------------------------------------------- nodes
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 async def _state(port: int) -> State | None:
@@ -186,8 +176,7 @@ def nodes(
             _wait_ready(state, proc, name, START_TIMEOUT_S)
         yield started
     finally:
-        for _, proc, _ in started.values():
-            _stop(proc)
+        stop_processes(proc for _, proc, _ in started.values())
         holder.close()
     for name in started:
         print(f"--- {name}\n" + (logs / f"{name}.txt").read_text(errors="replace")[-4000:])

@@ -37,6 +37,7 @@ import pytest
 import trio
 
 from compat.conftest import KafkaRelease
+from compat.kafka import stop_processes
 from compat.test_storage_interop import CLUSTER_ID, PARTITION, _free_port, _log_batches
 from kwire.uuid import Uuid
 from tools.quorum_client import QuorumToolError, describe
@@ -178,15 +179,7 @@ class Quorum:
             time.sleep(0.1)  # poll interval
 
     def stop(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.procs.values():
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_processes(self.procs.values())
 
 
     def voters_caught_up(self, high_watermark: int) -> bool:
