@@ -62,6 +62,18 @@ LATEST_PRODUCTION = _BY_LEVEL[_LATEST_PRODUCTION_LEVEL]
 _VERSION_TEXT = re.compile(r"^(\d+\.\d+)(?:-IV(\d+))?$")
 
 
+_METADATA_CHANGED_LEVELS = frozenset({7, 8, 11, 13, 14, 15, 17, 23, 30, 32, 33})
+"""metadata.version levels whose records differ from the level below
+(``MetadataVersion.didMetadataChange`` in Kafka 4.4.0, which starts at level 7)."""
+
+
+def metadata_changed_between(low: int, high: int) -> bool:
+    """Whether a level in ``(low, high]`` changed the metadata records
+    (``MetadataVersion.checkIfMetadataChanged``): a downgrade from ``high`` to ``low`` could
+    then lose metadata."""
+    return any(low < level <= high for level in _METADATA_CHANGED_LEVELS)
+
+
 def metadata_version_from_level(level: int) -> MetadataVersion:
     """The MetadataVersion with feature level ``level`` (``MetadataVersion.fromFeatureLevel``).
     Raises ValueError for a level kwire does not know."""

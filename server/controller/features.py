@@ -12,7 +12,7 @@ batch) or the first error, which fails every update of the request. Per feature,
    -> INVALID_UPDATE_VERSION with the reason.
 4. A lower level with UpgradeType UPGRADE, or a higher one with a downgrade type ->
    INVALID_UPDATE_VERSION.
-5. metadata.version: an unknown level, or a downgrade that changes metadata ->
+5. metadata.version: a downgrade across a level that changed the metadata records ->
    INVALID_UPDATE_VERSION; else a FeatureLevelRecord.
 6. kraft.version: an upgrade goes to the raft leader (``upgrade_kraft``, which raises
    :class:`ApiError` for its refusals) and a NoOpRecord is written; a downgrade to
@@ -38,8 +38,7 @@ from server.controller.errors import ApiError
 from storage.features import (
     KRAFT_VERSION_FEATURE,
     METADATA_VERSION_FEATURE,
-    METADATA_VERSIONS,
-    metadata_version_from_level,
+    metadata_changed_between,
     validate_feature_level,
 )
 
@@ -54,11 +53,6 @@ __all__ = [
 CONTROLLER_REGISTRATION_LEVEL = 15
 """metadata.version 3.7-IV0: controllers register (KIP-919) and answer DescribeCluster
 (``MetadataVersion.isControllerRegistrationSupported``)."""
-
-_METADATA_CHANGE_LEVELS = frozenset({7, 8, 11, 13, 14, 15, 17, 23, 30, 32, 33})
-"""metadata.version levels whose records differ from the level below
-(``MetadataVersion.didMetadataChange`` in Kafka 4.4.0): a downgrade across one of them could
-drop metadata."""
 
 Record = tuple[Message, int]
 
@@ -101,11 +95,6 @@ def _invalid(feature: str, level: int, message: str) -> ApiError:
     return ApiError(
         Errors.INVALID_UPDATE_VERSION, f"Invalid update version {level} for feature {feature}. {message}"
     )
-
-
-def _metadata_changed(current: int, target: int) -> bool:
-    """Whether any level in ``(target, current]`` changed metadata (``checkIfMetadataChanged``)."""
-    return any(target < level <= current for level in _METADATA_CHANGE_LEVELS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,16 +198,9 @@ def _reason_not_supported(name: str, level: int, metadata_level: int, support: C
 
 
 def _metadata_version_record(current: int, level: int, upgrade_type: UpgradeType) -> Record:
-    """``FeatureControlManager.updateMetadataVersion``."""
-    try:
-        metadata_version_from_level(level)
-    except ValueError:
-        raise ApiError(
-            Errors.INVALID_UPDATE_VERSION,
-            f"Invalid metadata.version {level}. Valid versions are from {min(mv.level for mv in METADATA_VERSIONS)} "
-            f"to {max(mv.level for mv in METADATA_VERSIONS)}.",
-        ) from None
-    if level < current and _metadata_changed(current, level):
+    """``FeatureControlManager.updateMetadataVersion``, for a level this controller supports
+    (checked before: every supported level is a known one)."""
+    if level < current and metadata_changed_between(level, current):
         detail = (
             "Unsafe metadata downgrade is not supported in this version."
             if upgrade_type == UpgradeType.UNSAFE_DOWNGRADE
