@@ -76,8 +76,8 @@ def test_reassign_to_new_voter_sets_with_an_interruption(kafka: KafkaRelease, tm
             quorum.start(i)
         leader, epoch, _ = quorum.wait_leader(START_TIMEOUT_S)
         deadline = time.monotonic() + START_TIMEOUT_S
-        while {4, 5, 6} - {o.replica_id for o in trio.run(describe, bootstrap).partition.observers}:
-            assert time.monotonic() < deadline, "4, 5 and 6 did not start fetching as observers"
+        while missing := {4, 5, 6} - {o.replica_id for o in trio.run(describe, bootstrap).partition.observers}:
+            assert time.monotonic() < deadline, f"observers {sorted(missing)} did not start fetching"
             time.sleep(0.2)  # poll interval
 
         code, plan = _reassign(quorum, bootstrap, (4, 5, 6), "--dry-run")
@@ -108,6 +108,9 @@ def test_reassign_to_new_voter_sets_with_an_interruption(kafka: KafkaRelease, tm
         new_leader, new_epoch, _ = quorum.wait_leader(ELECTION_BOUND_S)
         assert new_leader in (4, 5, 6) and new_epoch > epoch
         final_hwm = quorum.settled_high_watermark()
+    except BaseException:
+        print(quorum.report())
+        raise
     finally:
         quorum.stop()
     logs = {i: _batches_below(tmp_path / f"data{i}", final_hwm) for i in (4, 5, 6)}

@@ -77,14 +77,21 @@ def leader_id_or_minus_one(ctx: RaftContext) -> int:
 
 
 def leader_endpoint(ctx: RaftContext, listener: str) -> tuple[int, str, int] | None:
-    """The known leader's endpoint on ``listener``, for NodeEndpoints in responses."""
+    """The known leader's endpoint on ``listener``, for NodeEndpoints in responses: from the
+    voter set, else (a leader not in this node's voter set, e.g. an observer's before it read
+    the VotersRecord) as a response or request named it, as Kafka's ``FollowerState`` keeps
+    the leader's endpoints. A stock node that hears of a leader outside its voter set without
+    an endpoint stops (``KafkaRaftClient.transitionToFollower``)."""
     leader = ctx.quorum.state.leader_id
     if leader is None:
         return None
     node = ctx.control.voters.get(leader)
-    if node is None:
-        return None
-    endpoint = node.endpoint(listener)
+    if node is not None:
+        endpoint = node.endpoint(listener)
+    else:
+        endpoint = ctx.requests.learned_endpoint(leader)
+        if endpoint is not None and endpoint.name != listener:
+            endpoint = None
     if endpoint is None:
         return None
     return (leader, endpoint.host, endpoint.port)

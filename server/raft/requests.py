@@ -51,6 +51,10 @@ class RequestManager:
         if node_id >= 0:
             self._learned_endpoints[node_id] = Endpoint(self.default_listener, host, port)
 
+    def learned_endpoint(self, node_id: int) -> Endpoint | None:
+        """The endpoint a response or request named for ``node_id``, if any."""
+        return self._learned_endpoints.get(node_id)
+
     def endpoint_of(self, destination_id: int, voters: VoterSet) -> Endpoint | None:
         """A voter's endpoint on the default listener (else its first), else a learned or
         bootstrap endpoint; None when nothing is known."""

@@ -22,7 +22,7 @@ from messages.generated.update_raft_voter_request import UpdateRaftVoterRequest
 from messages.generated.update_raft_voter_response import CurrentLeader, UpdateRaftVoterResponse
 from server.raft.control import ControlRecordType, build_data_batch
 from server.raft.core import RaftCore
-from server.raft.events import ClientAppend, FlushCompleted, ResponseReceived, Tick
+from server.raft.events import ClientAppend, FlushCompleted, RequestReceived, ResponseReceived, Tick
 from server.raft.log import MemoryRaftLog
 from server.raft.quorum_state import RaftSafetyError
 from server.raft.roles import Follower, Leader, Unattached
@@ -30,6 +30,7 @@ from server.raft.types import ElectionState, Endpoint, ReplicaIdentity, ReplicaK
 from storage.control import parse_control_key
 from storage.records import iter_batches
 from tests.raft.helpers import (
+    CLUSTER_ID,
     append_batches,
     begin_epoch_request,
     elect_local_leader,
@@ -318,3 +319,31 @@ def test_observer_without_voters_uses_the_bootstrap_servers() -> None:
     assert isinstance(state, Follower) and (state.leader_id, state.epoch) == (1, 3)
     (fetch,) = out.sends
     assert fetch.destination_id == 1 and fetch.endpoint == Endpoint("CONTROLLER", "leader1", 9095)
+
+
+def test_an_observer_names_a_leader_outside_its_voter_set_with_the_endpoint_it_learned() -> None:
+    # an observer with no voters yet follows leader 1, learned from a bootstrap server's answer;
+    # another observer asking it must get leader 1's endpoint too: a stock node told of a
+    # leader outside its voter set without one stops (KafkaRaftClient.transitionToFollower)
+    core = RaftCore(
+        identity=ReplicaIdentity(7, cluster_id=CLUSTER_ID),
+        log=MemoryRaftLog(),
+        voters=VoterSet(()),
+        rng=random.Random(3),
+        now_ms=0,
+        bootstrap_servers=[Endpoint("CONTROLLER", "boot1", 9093)],
+    )
+    (send,) = core.step(0, Tick()).sends
+    response = _fetch_response(3, 1, error=Errors.NOT_LEADER_OR_FOLLOWER)
+    response.node_endpoints = [NodeEndpoint(node_id=1, host="leader1", port=9095)]
+    core.step(5, ResponseReceived(send.correlation_id, send.destination_id, response))
+    assert isinstance(core.state, Follower) and core.state.leader_id == 1
+    out = core.step(6, RequestReceived(1, 17, fetch_request(8, 3, 0, 0)))
+    (reply,) = out.replies
+    partition = reply.response.responses[0].partitions[0]
+    assert partition.error_code == Errors.NOT_LEADER_OR_FOLLOWER
+    assert (partition.current_leader.leader_id, partition.current_leader.leader_epoch) == (1, 3)
+    assert [(e.node_id, e.host, e.port) for e in reply.response.node_endpoints] == [(1, "leader1", 9095)]
+    # on another listener it knows no endpoint of the leader, and names none
+    out = core.step(7, RequestReceived(2, 17, fetch_request(8, 3, 0, 0), listener="OTHER"))
+    assert out.replies[0].response.node_endpoints == []
