@@ -245,6 +245,8 @@ class KRaftConfig:
     metadata_log_max_record_bytes_between_snapshots: int = 20_971_520
     metadata_log_max_snapshot_interval_ms: int = 3_600_000
     min_insync_replicas: int = 1
+    broker_session_timeout_ms: int = 9000
+    broker_heartbeat_interval_ms: int = 2000
     raw: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     # -- construction -----------------------------------------------------------------------
@@ -390,6 +392,10 @@ class KRaftConfig:
                 "metadata.log.max.snapshot.interval.ms", "metadata_log_max_snapshot_interval_ms"
             ),
             min_insync_replicas=integer("min.insync.replicas", "min_insync_replicas", 1),
+            broker_session_timeout_ms=integer("broker.session.timeout.ms", "broker_session_timeout_ms", 1),
+            broker_heartbeat_interval_ms=integer(
+                "broker.heartbeat.interval.ms", "broker_heartbeat_interval_ms", 1
+            ),
             raw=merged,
         )
 

@@ -19,14 +19,19 @@ from kwire.uuid import Uuid
 from kwire.wire import read_uvarint
 from messages.generated.abort_transaction_record import AbortTransactionRecord
 from messages.generated.begin_transaction_record import BeginTransactionRecord
+from messages.generated.broker_registration_change_record import BrokerRegistrationChangeRecord
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
 from messages.generated.end_transaction_record import EndTransactionRecord
 from messages.generated.feature_level_record import FeatureLevelRecord
+from messages.generated.fence_broker_record import FenceBrokerRecord
+from messages.generated.register_broker_record import RegisterBrokerRecord
 from messages.generated.register_controller_record import (
     ControllerEndpoint,
     ControllerFeature,
     RegisterControllerRecord,
 )
+from messages.generated.unfence_broker_record import UnfenceBrokerRecord
+from messages.generated.unregister_broker_record import UnregisterBrokerRecord
 from messages.metadata import decode_record
 from server.controller.activation import (
     METADATA_VERSION_FEATURE,
@@ -34,6 +39,7 @@ from server.controller.activation import (
     Record,
     activation_records,
 )
+from server.controller.cluster import ClusterControl
 from server.controller.errors import ApiError
 from server.controller.features import CONTROLLER_REGISTRATION_LEVEL
 
@@ -46,7 +52,19 @@ _REPLAYED_KEYS = frozenset(
         EndTransactionRecord.API_KEY,
         AbortTransactionRecord.API_KEY,
         RegisterControllerRecord.API_KEY,
+        RegisterBrokerRecord.API_KEY,
+        BrokerRegistrationChangeRecord.API_KEY,
+        FenceBrokerRecord.API_KEY,
+        UnfenceBrokerRecord.API_KEY,
+        UnregisterBrokerRecord.API_KEY,
     }
+)
+_BROKER_RECORDS = (
+    RegisterBrokerRecord,
+    BrokerRegistrationChangeRecord,
+    FenceBrokerRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
 )
 
 
@@ -73,17 +91,29 @@ class ControllerRegistration:
 
 
 class QuorumController:
-    """The controller of one node: finalized feature levels and metadata-transaction state from
-    the committed records, and the epoch it is active in.
+    """The controller of one node: finalized feature levels, metadata-transaction state,
+    controller and broker registrations from the committed records, and the epoch it is active
+    in.
 
     ``bootstrap`` is the formatted bootstrap metadata (``(record, version)`` pairs, the
     metadata.version FeatureLevelRecord among them); ``min_insync_replicas`` the node's
-    ``min.insync.replicas``, which 4.x activation writes as a cluster default.
+    ``min.insync.replicas``, which 4.x activation writes as a cluster default; ``cluster_id``
+    the id brokers must register with; ``session_timeout_ms`` the node's
+    ``broker.session.timeout.ms``.
     """
 
-    def __init__(self, *, bootstrap: Sequence[Record], min_insync_replicas: int = 1) -> None:
+    def __init__(
+        self,
+        *,
+        bootstrap: Sequence[Record],
+        min_insync_replicas: int = 1,
+        cluster_id: str = "",
+        session_timeout_ms: int = 9000,
+    ) -> None:
         self.bootstrap = tuple(bootstrap)
         self.min_insync_replicas = min_insync_replicas
+        self.cluster = ClusterControl(cluster_id, session_timeout_ms)
+        """Broker registrations, and broker sessions while active (``ClusterControlManager``)."""
         self.feature_levels: dict[str, int] = {}
         """Feature name -> finalized level, from FeatureLevelRecords (0: not finalized)."""
         self.transaction_open = False
@@ -101,18 +131,22 @@ class QuorumController:
         level = self.feature_levels.get(METADATA_VERSION_FEATURE, 0)
         return level if level > 0 else None
 
-    def reset(self, record_values: Iterable[bytes | None]) -> None:
-        """Start again from a snapshot whose data records' values are ``record_values``."""
+    def reset(self, record_values: Iterable[bytes | None], offset: int = -1) -> None:
+        """Start again from a snapshot whose data records' values are ``record_values``;
+        ``offset`` is its last contained offset, which its records are replayed at."""
         self.feature_levels = {}
         self.transaction_open = False
         self.controllers = {}
+        self.cluster.reset()
         for value in record_values:
-            self.replay(value)
+            self.replay(value, offset)
 
-    def replay(self, value: bytes | None) -> None:
-        """Replay one committed data record value (a framed metadata record). Only the record
-        types this controller keeps are decoded: the api key is read first. Raises
-        ``kwire.wire.DecodeError`` for a record of those types that does not decode."""
+    def replay(self, value: bytes | None, offset: int = -1) -> None:
+        """Replay one committed data record value (a framed metadata record) at log offset
+        ``offset``. Only the record types this controller keeps are decoded: the api key is
+        read first. Raises ``kwire.wire.DecodeError`` for a record of those types that does
+        not decode, and ``server.controller.cluster.ReplayError`` for a broker record that
+        does not fit the registrations (the record is then skipped)."""
         # the frame is (frame version, api key, version) varints
         if value is None or len(value) < 2:
             return
@@ -126,6 +160,8 @@ class QuorumController:
             self.transaction_open = True
         elif isinstance(message, RegisterControllerRecord):
             self.controllers[message.controller_id] = ControllerRegistration.from_record(message)
+        elif isinstance(message, _BROKER_RECORDS):
+            self.cluster.replay(message, offset)
         else:  # End or Abort
             self.transaction_open = False
 
@@ -161,13 +197,15 @@ class QuorumController:
 
     # ------------------------------------------------------------------ leadership
 
-    def activate(self, epoch: int) -> ActivationRecords | None:
-        """Become the active controller of leader epoch ``epoch``: the records to append first
-        (possibly none), or None when already active in that epoch. Call only once everything
-        committed before the epoch's start has been replayed."""
+    def activate(self, epoch: int, now_ms: int = 0) -> ActivationRecords | None:
+        """Become the active controller of leader epoch ``epoch`` at ``now_ms``: the records
+        to append first (possibly none), or None when already active in that epoch. Every
+        registered broker's session starts afresh. Call only once everything committed before
+        the epoch's start has been replayed."""
         if self.active_epoch == epoch:
             return None
         self.active_epoch = epoch
+        self.cluster.activate(now_ms)
         return activation_records(
             metadata_version_replayed=self.metadata_version is not None,
             transaction_open=self.transaction_open,
@@ -178,3 +216,4 @@ class QuorumController:
     def renounce(self) -> None:
         """No longer the active controller (leadership lost or resigned)."""
         self.active_epoch = None
+        self.cluster.deactivate()

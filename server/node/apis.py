@@ -2,7 +2,8 @@
 
 * :func:`api_versions`: the ApiVersions table, exactly the RPCs the KRaft core handles (with
   the versions their handlers accept, from ``server.raft.registry``) plus the controller's:
-  DescribeCluster, UpdateFeatures and ControllerRegistration.
+  DescribeCluster, UpdateFeatures, ControllerRegistration, BrokerRegistration,
+  BrokerHeartbeat and UnregisterBroker.
 * :func:`supported_features`: the SupportedFeatures of ApiVersions v3+
   (``BrokerFeatures.defaultSupportedFeatures``).
 * :func:`describe_cluster`: DescribeCluster on a controller listener
@@ -17,12 +18,15 @@ from collections.abc import Mapping
 
 from kwire.errors import Errors
 from messages.generated.api_versions_response import SupportedFeatureKey
+from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from messages.generated.broker_registration_request import BrokerRegistrationRequest
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.describe_cluster_response import (
     DescribeClusterBroker,
     DescribeClusterResponse,
 )
+from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.generated.update_features_request import UpdateFeaturesRequest
 from server.controller.controller import ControllerRegistration
 from server.controller.features import CONTROLLER_REGISTRATION_LEVEL
@@ -53,7 +57,14 @@ def api_versions() -> dict[int, tuple[int, int]]:
     core's registry (``server.raft.registry.DEFAULT``) plus the controller's RPCs, each with
     the union of the pinned releases' versions (controller-facts §7.1)."""
     versions = registry.DEFAULT.advertised_versions()
-    for request in (DescribeClusterRequest, UpdateFeaturesRequest, ControllerRegistrationRequest):
+    for request in (
+        DescribeClusterRequest,
+        UpdateFeaturesRequest,
+        ControllerRegistrationRequest,
+        BrokerRegistrationRequest,
+        BrokerHeartbeatRequest,
+        UnregisterBrokerRequest,
+    ):
         assert request.API_KEY is not None
         versions[request.API_KEY] = (request.LOWEST_VERSION, request.HIGHEST_VERSION)
     return versions

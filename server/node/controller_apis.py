@@ -1,6 +1,7 @@
 """The controller RPCs the node answers outside the KRaft core, as a Kafka controller's
-``ControllerApis`` does: UpdateFeatures (key 57) and ControllerRegistration (key 70, KIP-919);
-and the node's own registration (``ControllerRegistrationManager``).
+``ControllerApis`` does: UpdateFeatures (key 57), ControllerRegistration (key 70, KIP-919),
+BrokerRegistration (62), BrokerHeartbeat (63) and UnregisterBroker (64); and the node's own
+registration (``ControllerRegistrationManager``).
 
 Only the active controller writes: elsewhere, and before the active controller has replayed a
 metadata.version, a write gets NOT_CONTROLLER ("The active controller appears to be node N" or
@@ -15,22 +16,29 @@ from collections.abc import Mapping, Sequence
 
 from kwire.errors import Errors
 from kwire.uuid import Uuid
+from messages.generated.broker_heartbeat_response import BrokerHeartbeatResponse
+from messages.generated.broker_registration_response import BrokerRegistrationResponse
 from messages.generated.controller_registration_request import (
     ControllerRegistrationRequest,
     Feature,
     Listener,
 )
 from messages.generated.controller_registration_response import ControllerRegistrationResponse
+from messages.generated.unregister_broker_response import UnregisterBrokerResponse
 from messages.generated.update_features_request import UpdateFeaturesRequest
 from messages.generated.update_features_response import (
     UpdatableFeatureResult,
     UpdateFeaturesResponse,
 )
+from server.controller.cluster import BrokerHeartbeatReply
 from server.controller.errors import ApiError
 from server.controller.features import UpgradeType
 
 __all__ = [
     "SECURITY_PROTOCOL_IDS",
+    "broker_heartbeat_response",
+    "broker_registration_response",
+    "unregister_broker_response",
     "feature_updates",
     "not_controller",
     "registration_request",
@@ -106,3 +114,32 @@ def registration_request(
             for name, (low, high) in sorted(features.items())
         ],
     )
+
+
+def broker_registration_response(error: ApiError | None, broker_epoch: int = -1) -> BrokerRegistrationResponse:
+    """The BrokerRegistration answer: the broker epoch once the registration is committed, or
+    the error code alone (BrokerEpoch -1, no message field), as ``ControllerApis`` builds it."""
+    if error is not None:
+        return BrokerRegistrationResponse(error_code=error.error, broker_epoch=-1)
+    return BrokerRegistrationResponse(error_code=Errors.NONE, broker_epoch=broker_epoch)
+
+
+def broker_heartbeat_response(answer: ApiError | BrokerHeartbeatReply) -> BrokerHeartbeatResponse:
+    """The BrokerHeartbeat answer: the reply's IsCaughtUp, IsFenced and ShouldShutDown, or an
+    error code with the fields' defaults (not caught up, fenced)."""
+    if isinstance(answer, ApiError):
+        return BrokerHeartbeatResponse(error_code=answer.error, is_caught_up=False, is_fenced=True, should_shut_down=False)
+    return BrokerHeartbeatResponse(
+        error_code=Errors.NONE,
+        is_caught_up=answer.is_caught_up,
+        is_fenced=answer.is_fenced,
+        should_shut_down=answer.should_shut_down,
+    )
+
+
+def unregister_broker_response(error: ApiError | None) -> UnregisterBrokerResponse:
+    """The UnregisterBroker answer: NONE with an empty message once committed, or the error
+    with its message."""
+    if error is None:
+        return UnregisterBrokerResponse(error_code=Errors.NONE, error_message="")
+    return UnregisterBrokerResponse(error_code=error.error, error_message=error.message)

@@ -27,6 +27,7 @@ import logging
 import math
 import random
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -36,13 +37,17 @@ import trio
 from kwire.errors import Errors
 from kwire.negotiation import UnsupportedVersionError
 from kwire.uuid import Uuid
+from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from messages.generated.broker_registration_request import BrokerRegistrationRequest
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.no_op_record import NoOpRecord
+from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.generated.update_features_request import UpdateFeaturesRequest
 from messages.metadata import encode_record
 from messages.runtime import Message
 from server.config import KRaftConfig
+from server.controller.cluster import ReplayError
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
 from server.controller.features import (
@@ -54,10 +59,13 @@ from server.net import ChannelDispatcher, PendingRequest, RunningServer, serve
 from server.node.apis import api_versions, describe_cluster, supported_features
 from server.node.controller_apis import (
     SECURITY_PROTOCOL_IDS,
+    broker_heartbeat_response,
+    broker_registration_response,
     feature_updates,
     not_controller,
     registration_request,
     registration_response,
+    unregister_broker_response,
     update_features_response,
 )
 from server.node.features import finalized_features
@@ -106,14 +114,33 @@ _REGISTRATION_BACKOFF_MS = (100, 120_000)
 """``ControllerRegistrationManager``'s resend backoff: 100 ms doubling up to 2 minutes."""
 
 
+_CONTROLLER_OPS = (
+    ControllerRegistrationRequest,
+    UpdateFeaturesRequest,
+    BrokerRegistrationRequest,
+    BrokerHeartbeatRequest,
+    UnregisterBrokerRequest,
+)
+"""Requests the active controller answers from its state: one at a time, each after the writes
+before it are committed (see ``Node._on_request``)."""
+
+
 @dataclass(slots=True)
 class _ControllerWrite:
-    """A controller RPC whose records are on their way to the log: answered with ``respond``
-    (None: success) once the batch up to ``last_offset`` is committed."""
+    """A controller write whose records are on their way to the log: answered with ``respond``
+    (None: success) once the batch up to ``last_offset`` is committed; ``pending`` is None for
+    the controller's own writes (fencing a broker whose session expired), and ``committed``
+    is told the batch's last offset."""
 
-    pending: PendingRequest
+    pending: PendingRequest | None
     respond: Callable[[ApiError | None], Message]
     last_offset: int | None = None
+    committed: Callable[[int], None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Resume:
+    """The controller's writes are all committed (or abandoned): run the parked requests."""
 
 
 class RaftListener(Protocol):
@@ -192,6 +219,10 @@ class Node:
         self._known_role: tuple[str, int, int | None, bool] | None = None
         self._writes: dict[int, _ControllerWrite] = {}
         """Controller writes by the token of their append."""
+        self._parked: deque[PendingRequest] = deque()
+        """Controller requests waiting for the writes before them to commit."""
+        self._next_fence_check_ms: int | None = None
+        """When the active controller next looks for an expired broker session."""
         self.incarnation_id = Uuid.random()
         """This run's controller incarnation (KIP-919 registration)."""
         self._registration_wakeup = trio.Event()
@@ -258,7 +289,10 @@ class Node:
         self.cluster_id = stored.cluster_id
         self.directory_id = stored.directory_id
         self.controller = QuorumController(
-            bootstrap=stored.bootstrap.records, min_insync_replicas=self.config.min_insync_replicas
+            bootstrap=stored.bootstrap.records,
+            min_insync_replicas=self.config.min_insync_replicas,
+            cluster_id=stored.cluster_id,
+            session_timeout_ms=self.config.broker_session_timeout_ms,
         )
         request_send, request_receive = trio.open_memory_channel[PendingRequest](0)
         self._dispatcher = ChannelDispatcher(api_versions(), request_send, supported_features())
@@ -314,15 +348,20 @@ class Node:
 
     async def _drive(self) -> None:
         while True:
-            due = [d for d in (self._deadline_ms, self._next_no_op_ms) if d is not None]
+            due = [d for d in (self._deadline_ms, self._next_no_op_ms, self._next_fence_check_ms) if d is not None]
             deadline = self._trio_time(min(due)) if due else math.inf
             item: Any = Tick()
             with trio.move_on_at(deadline):
                 item = await self._events_receive.receive()
             if self._next_no_op_ms is not None and self.now_ms() >= self._next_no_op_ms:
                 await self._append_no_op()
+            if self._next_fence_check_ms is not None and self.now_ms() >= self._next_fence_check_ms:
+                await self._maybe_fence_stale_broker()
             if isinstance(item, PendingRequest):
                 await self._on_request(item)
+            elif isinstance(item, _Resume):
+                while self._parked and not self._writes:
+                    await self._on_request(self._parked.popleft())
             else:
                 if isinstance(item, (ResponseReceived, RequestFailed)):
                     self._in_flight -= 1
@@ -349,11 +388,8 @@ class Node:
                 )
             )
             return
-        if isinstance(body, ControllerRegistrationRequest):
-            await self._controller_write(pending, lambda c: c.register_controller(body), registration_response)
-            return
-        if isinstance(body, UpdateFeaturesRequest):
-            await self._update_features(pending, body, version)
+        if isinstance(body, _CONTROLLER_OPS):
+            await self._controller_op(pending)
             return
         request_id = self._next_request_id
         self._next_request_id += 1
@@ -361,6 +397,110 @@ class Node:
         await self._step(RequestReceived(request_id, version, body, pending.context.listener_name))
 
     # ------------------------------------------------------------------ controller writes
+
+    async def _controller_op(self, pending: PendingRequest) -> None:
+        """A controller RPC. Kafka's controller applies a write's records to its state before
+        they commit, so each operation sees the ones before it; this controller applies
+        committed records only, so an operation waits (parked) until the writes before it
+        are committed, and then runs. A heartbeat's contact counts at once
+        (``trackBrokerHeartbeat``)."""
+        body = pending.request.body
+        version = pending.request.header.request_api_version
+        controller = self.controller
+        if isinstance(body, BrokerHeartbeatRequest) and controller is not None:
+            controller.cluster.track_heartbeat(body.broker_id, body.broker_epoch, self.now_ms())
+        if self._writes and self._active_controller() is not None:
+            self._parked.append(pending)
+            return
+        if isinstance(body, ControllerRegistrationRequest):
+            await self._controller_write(pending, lambda c: c.register_controller(body), registration_response)
+        elif isinstance(body, UpdateFeaturesRequest):
+            await self._update_features(pending, body, version)
+        elif isinstance(body, BrokerRegistrationRequest):
+            await self._register_broker(pending, body)
+        elif isinstance(body, BrokerHeartbeatRequest):
+            await self._broker_heartbeat(pending, body)
+        elif isinstance(body, UnregisterBrokerRequest):
+            await self._controller_write(
+                pending, lambda c: c.cluster.unregister_broker(body.broker_id), unregister_broker_response
+            )
+
+    def _finalized_with_kraft(self, controller: QuorumController) -> dict[str, int]:
+        """The finalized levels a broker registers against: the FeatureLevelRecords' and the
+        quorum's kraft.version (``QuorumController.registerBroker``)."""
+        assert self.core is not None
+        finalized = {name: level for name, level in controller.feature_levels.items() if level > 0}
+        finalized["kraft.version"] = self.core.kraft_version
+        return finalized
+
+    async def _register_broker(self, pending: PendingRequest, body: BrokerRegistrationRequest) -> None:
+        """BrokerRegistration (``ClusterControlManager.registerBroker``): a new incarnation's
+        epoch is the offset its batch will start at."""
+        controller, core = self._active_controller(), self.core
+        if controller is None or core is None:
+            pending.respond(broker_registration_response(self._not_controller()))
+            return
+        next_offset = core.next_append_offset
+        assert next_offset is not None and controller.metadata_version is not None
+        try:
+            records, epoch = controller.cluster.register_broker(
+                body,
+                new_epoch=next_offset,
+                finalized=self._finalized_with_kraft(controller),
+                metadata_version=controller.metadata_version,
+                now_ms=self.now_ms(),
+            )
+        except ApiError as exc:
+            log.info("broker %d registration refused: %s %s", body.broker_id, exc.error.name, exc.message)
+            pending.respond(broker_registration_response(exc))
+            return
+        log.info("registering broker %d (incarnation %s) with broker epoch %d", body.broker_id, body.incarnation_id, epoch)
+        await self._append_write(pending, records, lambda error: broker_registration_response(error, epoch))
+
+    async def _broker_heartbeat(self, pending: PendingRequest, body: BrokerHeartbeatRequest) -> None:
+        """BrokerHeartbeat (``QuorumController.processBrokerHeartbeat``): answered when its
+        records (a fencing change) are committed, at once when it has none."""
+        controller = self._active_controller()
+        if controller is None:
+            pending.respond(broker_heartbeat_response(self._not_controller()))
+            return
+        assert controller.metadata_version is not None
+        try:
+            records, reply = controller.cluster.process_heartbeat(body, metadata_version=controller.metadata_version)
+        except ApiError as exc:
+            pending.respond(broker_heartbeat_response(exc))
+            return
+        for record, _ in records:
+            log.info("broker %d heartbeat: %s", body.broker_id, record)
+        committed = None
+        if reply.in_controlled_shutdown:
+            broker_id = body.broker_id
+            committed = lambda offset: controller.cluster.controlled_shutdown_committed(broker_id, offset)  # noqa: E731
+        await self._append_write(
+            pending, records, lambda error: broker_heartbeat_response(error or reply), committed=committed
+        )
+
+    async def _maybe_fence_stale_broker(self) -> None:
+        """Every ``broker.session.timeout.ms`` / 8 the active controller fences one broker whose
+        session expired, and looks again at once after it found one
+        (``QuorumController.registerMaybeFenceStaleBroker``)."""
+        controller = self._active_controller()
+        if controller is None:
+            self._next_fence_check_ms = None
+            return
+        now = self.now_ms()
+        if self._writes:  # after the writes before it are committed
+            self._next_fence_check_ms = now + 10
+            return
+        assert controller.metadata_version is not None
+        records = controller.cluster.maybe_fence_stale_broker(now, metadata_version=controller.metadata_version)
+        self._next_fence_check_ms = now + (0 if records is not None else max(1, self.config.broker_session_timeout_ms // 8))
+        if records:
+            for record, _ in records:
+                log.info("fencing a broker whose session expired: %s", record)
+            token = self._take_token()
+            self._writes[token] = _ControllerWrite(None, lambda error: NoOpRecord())
+            await self._step(ClientAppend(token, tuple(encode_record(m, v) for m, v in records)))
 
     def _active_controller(self) -> QuorumController | None:
         """The controller when this node is the active one and has replayed a
@@ -402,13 +542,18 @@ class Node:
         await self._append_write(pending, records, respond)
 
     async def _append_write(
-        self, pending: PendingRequest, records: list[tuple[Message, int]], respond: Callable[[ApiError | None], Message]
+        self,
+        pending: PendingRequest,
+        records: list[tuple[Message, int]],
+        respond: Callable[[ApiError | None], Message],
+        *,
+        committed: Callable[[int], None] | None = None,
     ) -> None:
         if not records:
             pending.respond(respond(None))
             return
         token = self._take_token()
-        self._writes[token] = _ControllerWrite(pending, respond)
+        self._writes[token] = _ControllerWrite(pending, respond, committed=committed)
         await self._step(ClientAppend(token, tuple(encode_record(m, v) for m, v in records)))
 
     def _finish_writes(self, committed_offset: int | None) -> None:
@@ -422,8 +567,12 @@ class Node:
             else:
                 continue
             del self._writes[token]
-            if not write.pending.done:
+            if error is None and write.committed is not None and write.last_offset is not None:
+                write.committed(write.last_offset)
+            if write.pending is not None and not write.pending.done:
                 write.pending.respond(write.respond(error))
+        if not self._writes and self._parked:
+            self._post(_Resume())
 
     async def _update_features(self, pending: PendingRequest, body: UpdateFeaturesRequest, version: int) -> None:
         """UpdateFeatures (``QuorumController.updateFeatures``, ``server.controller.features``):
@@ -607,7 +756,7 @@ class Node:
         assert metadata_log is not None and controller is not None
         snapshot = SnapshotId(snapshot_id.offset, snapshot_id.epoch)
         content = await self._blocking(lambda: read_snapshot(metadata_log.dir, snapshot))
-        controller.reset(content.data_records())
+        controller.reset(content.data_records(), snapshot_id.offset - 1)
         self._replayed_offset = snapshot_id.offset
         self._features_seen = True
         self._maybe_notify_leader()
@@ -617,8 +766,11 @@ class Node:
         controller = self.controller
         assert controller is not None
         if not batch.is_control:
-            for value in RecordBatch(batch.data).iter_values():
-                controller.replay(value)
+            for offset, value in enumerate(RecordBatch(batch.data).iter_values(), batch.base_offset):
+                try:
+                    controller.replay(value, offset)
+                except ReplayError as exc:  # Kafka's controller counts a metadata fault
+                    log.error("skipped a committed record at offset %d: %s", offset, exc)
         self._replayed_offset = batch.last_offset + 1
         self._features_seen = True
         if self._writes:
@@ -634,7 +786,10 @@ class Node:
         if write is not None:
             if result.error_code != Errors.NONE:
                 del self._writes[result.token]
-                write.pending.respond(write.respond(self._not_controller()))
+                if write.pending is not None:
+                    write.pending.respond(write.respond(self._not_controller()))
+                if not self._writes and self._parked:
+                    self._post(_Resume())
             else:
                 write.last_offset = result.last_offset
             return
@@ -712,8 +867,11 @@ class Node:
             return
         if self._stopping or self._replayed_offset < state.epoch_start_offset:
             return
-        activation = controller.activate(state.epoch)
-        if activation is None or not activation.records:
+        activation = controller.activate(state.epoch, self.now_ms())
+        if activation is None:
+            return
+        self._next_fence_check_ms = self.now_ms() + max(1, self.config.broker_session_timeout_ms // 8)
+        if not activation.records:
             return
         # one ClientAppend is one batch: atomic activations stay whole
         token = self._take_token()

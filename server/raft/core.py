@@ -162,6 +162,16 @@ class RaftCore:
         return self.control.kraft_version
 
     @property
+    def next_append_offset(self) -> int | None:
+        """The offset the next :class:`ClientAppend` will start at on this leader (the log end
+        offset plus the records lingering in its accumulator; Kafka's
+        ``OffsetControlManager.nextWriteOffset``); None off the leader."""
+        state = self.quorum.state
+        if not isinstance(state, Leader):
+            return None
+        return self.view.log_end_offset() + len(state.accumulator)
+
+    @property
     def persisted_election(self) -> ElectionState:
         """The election state last handed to the driver for persisting."""
         return self.quorum.persisted_election

@@ -82,9 +82,19 @@ def test_two_entries_for_one_api_key_are_refused() -> None:
 
 def test_the_node_advertises_the_registry_plus_the_controller_rpcs() -> None:
     advertised = api_versions()
-    node_only = {int(ApiKey.DESCRIBE_CLUSTER), int(ApiKey.UPDATE_FEATURES), int(ApiKey.CONTROLLER_REGISTRATION)}
+    node_only = {
+        int(ApiKey.DESCRIBE_CLUSTER),
+        int(ApiKey.UPDATE_FEATURES),
+        int(ApiKey.CONTROLLER_REGISTRATION),
+        int(ApiKey.BROKER_REGISTRATION),
+        int(ApiKey.BROKER_HEARTBEAT),
+        int(ApiKey.UNREGISTER_BROKER),
+    }
     assert advertised[int(ApiKey.UPDATE_FEATURES)] == (0, 2)  # 3.9.2 has 0-1, 4.4.0 0-2
     assert advertised[int(ApiKey.CONTROLLER_REGISTRATION)] == (0, 0)
+    assert advertised[int(ApiKey.BROKER_REGISTRATION)] == (0, 4)
+    assert advertised[int(ApiKey.BROKER_HEARTBEAT)] == (0, 2)  # 3.9.2 has 0-1, 4.4.0 0-2
+    assert advertised[int(ApiKey.UNREGISTER_BROKER)] == (0, 0)
     assert {k: v for k, v in advertised.items() if k not in node_only} == DEFAULT.advertised_versions()
     assert set(advertised) - set(DEFAULT.advertised_versions()) == node_only
 

@@ -58,6 +58,7 @@ def test_kafka_defaults() -> None:
     assert c.metadata_max_idle_interval_ms == 500
     assert c.metadata_max_retention_bytes == 104_857_600
     assert c.metadata_max_retention_ms == 604_800_000
+    assert (c.broker_session_timeout_ms, c.broker_heartbeat_interval_ms) == (9000, 2000)
     assert c.log_dirs == ("/tmp/kafka-logs",)
     assert c.metadata_log_dir == "/tmp/kafka-logs"
     assert c.advertised_listeners == c.listeners

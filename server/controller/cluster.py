@@ -1,0 +1,615 @@
+"""Broker registrations and their lifecycle at the controller (Kafka 4.4's
+``ClusterControlManager``, ``BrokerHeartbeatManager``, ``BrokerHeartbeatTracker`` and the broker
+parts of ``ReplicationControlManager``; KIP-631; controller-facts §3).
+
+:class:`ClusterControl` holds every broker's registration as the committed records left it
+(replayed on every node, standby or active) and, on the active controller only, each broker's
+session: its last contact per broker epoch, whether it is fenced, the metadata offset it last
+reported and its controlled-shutdown offset. The write operations return the records to append
+and the answer; they raise :class:`~server.controller.errors.ApiError` with Kafka's error for a
+refused request. Times are milliseconds of the host's clock, passed in: no I/O, no clock.
+
+Partitions are not yet part of the image, so no broker leads one: fencing, unfencing and
+controlled shutdown write only the registration changes (Kafka first moves leadership and ISR
+off the broker, then writes the same changes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+from kwire.errors import Errors
+from kwire.uuid import Uuid
+from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from messages.generated.broker_registration_change_record import BrokerRegistrationChangeRecord
+from messages.generated.broker_registration_request import BrokerRegistrationRequest
+from messages.generated.fence_broker_record import FenceBrokerRecord
+from messages.generated.register_broker_record import (
+    BrokerEndpoint,
+    BrokerFeature,
+    RegisterBrokerRecord,
+)
+from messages.generated.unfence_broker_record import UnfenceBrokerRecord
+from messages.generated.unregister_broker_record import UnregisterBrokerRecord
+from messages.runtime import Message
+from server.controller.errors import ApiError
+from storage.features import METADATA_VERSION_FEATURE
+
+__all__ = [
+    "BrokerControlState",
+    "BrokerHeartbeatReply",
+    "BrokerHeartbeats",
+    "BrokerRegistration",
+    "ClusterControl",
+    "ReplayError",
+    "register_broker_record_version",
+]
+
+Record = tuple[Message, int]
+
+_REGISTRATION_CHANGE_LEVEL = 6
+"""metadata.version 3.3-IV2: BrokerRegistrationChangeRecord replaces Fence/UnfenceBrokerRecord."""
+_CONTROLLED_SHUTDOWN_LEVEL = 7
+"""3.3-IV3: registrations carry InControlledShutdown (RegisterBrokerRecord v1, change record v1)."""
+_MIGRATION_LEVEL = 8
+"""3.4-IV0: RegisterBrokerRecord v2."""
+_DIRECTORY_ASSIGNMENT_LEVEL = 17
+"""3.7-IV2: brokers register their log directories (RegisterBrokerRecord v3, KIP-858)."""
+_CORDONED_LOG_DIRS_LEVEL = 30
+"""4.3-IV0: cordoned log directories (RegisterBrokerRecord v4, change record v3)."""
+
+_FENCE, _UNFENCE = 1, -1
+"""``BrokerRegistrationFencingChange`` values of the Fenced field (0: no change)."""
+
+
+def register_broker_record_version(metadata_version: int) -> int:
+    """``MetadataVersion.registerBrokerRecordVersion`` for a metadata.version level."""
+    if metadata_version >= _CORDONED_LOG_DIRS_LEVEL:
+        return 4
+    if metadata_version >= _DIRECTORY_ASSIGNMENT_LEVEL:
+        return 3
+    if metadata_version >= _MIGRATION_LEVEL:
+        return 2
+    return 1 if metadata_version >= _CONTROLLED_SHUTDOWN_LEVEL else 0
+
+
+def _reserved_directory(directory: Uuid) -> bool:
+    """``DirectoryId.reserved``: the ids UNASSIGNED, MIGRATING, LOST and the rest below 100."""
+    return directory.most_significant_bits == 0 and directory.least_significant_bits < 100
+
+
+class ReplayError(Exception):
+    """A committed record that does not fit the registrations (a change or unregistration of an
+    unknown broker or epoch). Kafka's controller treats it as a fault."""
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistration:
+    """A broker as its records registered it (``org.apache.kafka.metadata.BrokerRegistration``):
+    ``endpoints`` as ``(listener name, host, port, security protocol id)``, ``features`` as
+    name -> (min, max) supported level, ``log_dirs`` the online directory ids and
+    ``cordoned_log_dirs`` the cordoned ones (None: never reported)."""
+
+    broker_id: int
+    epoch: int
+    incarnation_id: Uuid
+    endpoints: tuple[tuple[str, str, int, int], ...]
+    features: Mapping[str, tuple[int, int]]
+    rack: str | None
+    fenced: bool
+    in_controlled_shutdown: bool
+    log_dirs: tuple[Uuid, ...]
+    cordoned_log_dirs: tuple[Uuid, ...] | None
+
+    @classmethod
+    def from_record(cls, record: RegisterBrokerRecord) -> BrokerRegistration:
+        """The registration a replayed RegisterBrokerRecord holds."""
+        return cls(
+            broker_id=record.broker_id,
+            epoch=record.broker_epoch,
+            incarnation_id=record.incarnation_id,
+            endpoints=tuple((e.name, e.host, e.port, e.security_protocol) for e in record.end_points),
+            features={f.name: (f.min_supported_version, f.max_supported_version) for f in record.features},
+            rack=record.rack,
+            fenced=record.fenced,
+            in_controlled_shutdown=record.in_controlled_shutdown,
+            log_dirs=tuple(record.log_dirs),
+            cordoned_log_dirs=None if record.cordoned_log_dirs is None else tuple(record.cordoned_log_dirs),
+        )
+
+
+class BrokerControlState(Enum):
+    """``BrokerControlState``: where a heartbeat leaves a broker."""
+
+    FENCED = "FENCED"
+    UNFENCED = "UNFENCED"
+    CONTROLLED_SHUTDOWN = "CONTROLLED_SHUTDOWN"
+    SHUTDOWN_NOW = "SHUTDOWN_NOW"
+
+    @property
+    def fenced(self) -> bool:
+        """The answer's IsFenced."""
+        return self in (BrokerControlState.FENCED, BrokerControlState.SHUTDOWN_NOW)
+
+    @property
+    def should_shut_down(self) -> bool:
+        """The answer's ShouldShutDown."""
+        return self is BrokerControlState.SHUTDOWN_NOW
+
+
+_FENCED_STATES = frozenset({BrokerControlState.FENCED, BrokerControlState.SHUTDOWN_NOW})
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerHeartbeatReply:
+    """The fields of a successful BrokerHeartbeatResponse (``BrokerHeartbeatReply``)."""
+
+    is_caught_up: bool
+    is_fenced: bool
+    in_controlled_shutdown: bool
+    should_shut_down: bool
+
+
+@dataclass(slots=True)
+class _HeartbeatState:
+    fenced: bool
+    metadata_offset: int = -1
+    controlled_shutdown_offset: int = -1
+
+    @property
+    def shutting_down(self) -> bool:
+        return self.controlled_shutdown_offset >= 0
+
+
+@dataclass(slots=True)
+class BrokerHeartbeats:
+    """The active controller's view of broker sessions (``BrokerHeartbeatManager`` with its
+    ``BrokerHeartbeatTracker``). A session is a (broker id, broker epoch) with the time of its
+    last contact; it is valid until ``session_timeout_ms`` (``broker.session.timeout.ms``)
+    has passed without one."""
+
+    session_timeout_ms: int
+    contact_ms: dict[tuple[int, int], int] = field(default_factory=dict)
+    states: dict[int, _HeartbeatState] = field(default_factory=dict)
+
+    def update_contact(self, broker_id: int, epoch: int, now_ms: int) -> None:
+        """The broker at ``epoch`` was heard from at ``now_ms``."""
+        self.contact_ms[(broker_id, epoch)] = now_ms
+
+    def _expired(self, contact_ms: int, now_ms: int) -> bool:
+        return now_ms > contact_ms and contact_ms + self.session_timeout_ms < now_ms
+
+    def has_valid_session(self, broker_id: int, epoch: int, now_ms: int) -> bool:
+        """Whether the broker at ``epoch`` was heard from within the session timeout."""
+        contact = self.contact_ms.get((broker_id, epoch))
+        return contact is not None and not self._expired(contact, now_ms)
+
+    def remove_expired(self, now_ms: int) -> tuple[int, int] | None:
+        """Forget and return one session whose time is up, None when none is."""
+        for key, contact in self.contact_ms.items():
+            if self._expired(contact, now_ms):
+                del self.contact_ms[key]
+                return key
+        return None
+
+    def next_expiry_ms(self) -> int | None:
+        """When the oldest session expires (the first millisecond past its timeout)."""
+        if not self.contact_ms:
+            return None
+        return min(self.contact_ms.values()) + self.session_timeout_ms + 1
+
+    def register(self, broker_id: int, fenced: bool) -> None:
+        """Track the broker (again) as ``fenced``; its reported offset survives only a change
+        of fencing."""
+        state = self.states.get(broker_id)
+        offset = -1
+        if state is None:
+            self.states[broker_id] = state = _HeartbeatState(fenced)
+        elif state.fenced != fenced:
+            offset = state.metadata_offset
+        self.touch(broker_id, fenced, offset)
+
+    def touch(self, broker_id: int, fenced: bool, metadata_offset: int) -> None:
+        """After a heartbeat: the broker's fencing and the metadata offset it reported; fencing
+        ends a controlled shutdown."""
+        state = self.states[broker_id]
+        state.fenced = fenced
+        state.metadata_offset = metadata_offset
+        if fenced:
+            state.controlled_shutdown_offset = -1
+
+    def fence(self, broker_id: int) -> None:
+        """The broker's session expired and it is being fenced."""
+        state = self.states.get(broker_id)
+        if state is not None:
+            state.fenced = True
+
+    def remove(self, broker_id: int) -> None:
+        """Stop tracking the broker (a new incarnation or an unregistration)."""
+        self.states.pop(broker_id, None)
+
+    def lowest_active_offset(self) -> int:
+        """The lowest metadata offset reported by an unfenced broker not shutting down."""
+        offsets = [s.metadata_offset for s in self.states.values() if not s.fenced and not s.shutting_down]
+        return min(offsets) if offsets else 2**63 - 1
+
+    def update_controlled_shutdown_offset(self, broker_id: int, offset: int) -> None:
+        """The broker entered controlled shutdown with a batch ending at ``offset`` (kept from
+        the first time)."""
+        state = self.states[broker_id]
+        if state.controlled_shutdown_offset < 0:
+            state.controlled_shutdown_offset = offset
+
+    def current_state(self, broker_id: int) -> BrokerControlState:
+        """CONTROLLED_SHUTDOWN, FENCED or UNFENCED, in that order of precedence."""
+        state = self.states[broker_id]
+        if state.shutting_down:
+            return BrokerControlState.CONTROLLED_SHUTDOWN
+        return BrokerControlState.FENCED if state.fenced else BrokerControlState.UNFENCED
+
+    def next_state(
+        self, broker_id: int, request: BrokerHeartbeatRequest, register_offset: int, leads_partitions: bool
+    ) -> tuple[BrokerControlState, BrokerControlState]:
+        """(current, next) state for a heartbeat (``calculateNextBrokerState``)."""
+        current = self.current_state(broker_id)
+        S = BrokerControlState
+        if current is S.FENCED:
+            if request.want_shut_down:
+                return current, S.SHUTDOWN_NOW
+            if not request.want_fence and request.current_metadata_offset >= register_offset:
+                return current, S.UNFENCED
+            return current, S.FENCED
+        if current is S.UNFENCED:
+            if request.want_fence:
+                return current, S.SHUTDOWN_NOW if request.want_shut_down else S.FENCED
+            if request.want_shut_down:
+                return current, S.CONTROLLED_SHUTDOWN if leads_partitions else S.SHUTDOWN_NOW
+            return current, S.UNFENCED
+        if leads_partitions:
+            return current, S.CONTROLLED_SHUTDOWN
+        state = self.states[broker_id]
+        if state.controlled_shutdown_offset <= self.lowest_active_offset():
+            return current, S.SHUTDOWN_NOW
+        return current, S.CONTROLLED_SHUTDOWN
+
+
+class ClusterControl:
+    """The brokers of the cluster ``cluster_id`` (see the module docstring). Sessions exist
+    between :meth:`activate` and :meth:`deactivate`; a write outside them raises
+    RuntimeError, as Kafka's does."""
+
+    def __init__(self, cluster_id: str, session_timeout_ms: int) -> None:
+        self.cluster_id = cluster_id
+        self.session_timeout_ms = session_timeout_ms
+        self.registrations: dict[int, BrokerRegistration] = {}
+        """Broker id -> its registration (``ClusterImage.brokers``)."""
+        self.register_offsets: dict[int, int] = {}
+        """Broker id -> offset of its latest RegisterBrokerRecord: caught up means past it."""
+        self.directory_to_broker: dict[Uuid, int] = {}
+        self.heartbeats: BrokerHeartbeats | None = None
+
+    # ------------------------------------------------------------------ replay
+
+    def reset(self) -> None:
+        """Forget every registration (a snapshot is about to be replayed)."""
+        self.registrations = {}
+        self.register_offsets = {}
+        self.directory_to_broker = {}
+
+    def replay(self, message: Message, offset: int) -> None:
+        """Replay a committed broker record at ``offset``. Raises :class:`ReplayError` for a
+        change or removal that names no registered broker and epoch."""
+        if isinstance(message, RegisterBrokerRecord):
+            self._replay_register(message, offset)
+        elif isinstance(message, BrokerRegistrationChangeRecord):
+            if message.fenced not in (-1, 0, 1) or message.in_controlled_shutdown not in (0, 1):
+                raise ReplayError(f"unknown value in {message}")
+            self._replay_change(
+                message,
+                message.broker_id,
+                message.broker_epoch,
+                fenced=None if message.fenced == 0 else message.fenced == _FENCE,
+                in_controlled_shutdown=True if message.in_controlled_shutdown == 1 else None,
+                log_dirs=tuple(message.log_dirs) if message.log_dirs else None,
+                cordoned=None if message.cordoned_log_dirs is None else tuple(message.cordoned_log_dirs),
+            )
+        elif isinstance(message, FenceBrokerRecord):
+            self._replay_change(message, message.id, message.epoch, fenced=True)
+        elif isinstance(message, UnfenceBrokerRecord):
+            self._replay_change(message, message.id, message.epoch, fenced=False)
+        elif isinstance(message, UnregisterBrokerRecord):
+            self._replay_unregister(message)
+
+    def _replay_register(self, record: RegisterBrokerRecord, offset: int) -> None:
+        registration = BrokerRegistration.from_record(record)
+        previous = self.registrations.get(record.broker_id)
+        self.registrations[record.broker_id] = registration
+        self.register_offsets[record.broker_id] = offset
+        self._update_directories(record.broker_id, () if previous is None else previous.log_dirs, registration.log_dirs)
+        if self.heartbeats is not None:
+            if previous is not None:
+                self.heartbeats.remove(record.broker_id)
+            self.heartbeats.register(record.broker_id, registration.fenced)
+
+    def _replay_change(
+        self,
+        record: Message,
+        broker_id: int,
+        epoch: int,
+        *,
+        fenced: bool | None = None,
+        in_controlled_shutdown: bool | None = None,
+        log_dirs: tuple[Uuid, ...] | None = None,
+        cordoned: tuple[Uuid, ...] | None = None,
+    ) -> None:
+        current = self.registrations.get(broker_id)
+        if current is None:
+            raise ReplayError(f"Unable to replay {record}: no broker registration found for that id")
+        if current.epoch != epoch:
+            raise ReplayError(f"Unable to replay {record}: no broker registration with that epoch found")
+        changed = replace(
+            current,
+            fenced=current.fenced if fenced is None else fenced,
+            in_controlled_shutdown=current.in_controlled_shutdown if in_controlled_shutdown is None else in_controlled_shutdown,
+            log_dirs=current.log_dirs if log_dirs is None else log_dirs,
+            cordoned_log_dirs=current.cordoned_log_dirs if cordoned is None else cordoned,
+        )
+        self.registrations[broker_id] = changed
+        self._update_directories(broker_id, current.log_dirs, changed.log_dirs)
+        if self.heartbeats is not None:
+            self.heartbeats.register(broker_id, changed.fenced)
+
+    def _replay_unregister(self, record: UnregisterBrokerRecord) -> None:
+        current = self.registrations.get(record.broker_id)
+        if current is None:
+            raise ReplayError(f"Unable to replay {record}: no broker registration found for that id")
+        if current.epoch != record.broker_epoch:
+            raise ReplayError(f"Unable to replay {record}: no broker registration with that epoch found")
+        self.register_offsets.pop(record.broker_id, None)
+        if self.heartbeats is not None:
+            self.heartbeats.remove(record.broker_id)
+        self._update_directories(record.broker_id, current.log_dirs, ())
+        del self.registrations[record.broker_id]
+
+    def _update_directories(self, broker_id: int, before: Iterable[Uuid], after: Iterable[Uuid]) -> None:
+        after = tuple(after)
+        for directory in before:
+            if directory not in after and self.directory_to_broker.get(directory) == broker_id:
+                del self.directory_to_broker[directory]
+        for directory in after:
+            self.directory_to_broker[directory] = broker_id
+
+    # ------------------------------------------------------------------ leadership
+
+    def activate(self, now_ms: int) -> None:
+        """Start sessions (``ClusterControlManager.activate``): every registered broker is
+        tracked, and each unfenced one gets a fresh session starting ``now_ms``."""
+        self.heartbeats = BrokerHeartbeats(self.session_timeout_ms)
+        for registration in self.registrations.values():
+            self.heartbeats.register(registration.broker_id, registration.fenced)
+            if not registration.fenced:
+                self.heartbeats.update_contact(registration.broker_id, registration.epoch, now_ms)
+
+    def deactivate(self) -> None:
+        """End every session (no longer the active controller)."""
+        self.heartbeats = None
+
+    def _sessions(self) -> BrokerHeartbeats:
+        if self.heartbeats is None:
+            raise RuntimeError("ClusterControlManager is not active.")
+        return self.heartbeats
+
+    # ------------------------------------------------------------------ writes
+
+    def register_broker(
+        self,
+        request: BrokerRegistrationRequest,
+        *,
+        new_epoch: int,
+        finalized: Mapping[str, int],
+        metadata_version: int,
+        now_ms: int,
+    ) -> tuple[list[Record], int]:
+        """BrokerRegistration (``ClusterControlManager.registerBroker``, 4.4): the records
+        (one RegisterBrokerRecord) and the broker epoch to answer. A new incarnation gets
+        ``new_epoch`` (the offset its batch will start at) and starts fenced; the same
+        incarnation again keeps its epoch and state. ``finalized`` holds every finalized
+        feature level (kraft.version included).
+
+        Raises ApiError: INCONSISTENT_CLUSTER_ID; DUPLICATE_BROKER_REGISTRATION while another
+        incarnation holds a valid session; BROKER_ID_NOT_REGISTERED for a migrating ZooKeeper
+        broker; INVALID_REGISTRATION for log directories (from metadata.version 3.7-IV2: none,
+        reserved, duplicated or another broker's) or no metadata.version among the features;
+        UNSUPPORTED_VERSION for a finalized level outside the broker's range."""
+        sessions = self._sessions()
+        if request.cluster_id != self.cluster_id:
+            raise ApiError(
+                Errors.INCONSISTENT_CLUSTER_ID,
+                f"Expected cluster ID {self.cluster_id}, but got cluster ID {request.cluster_id}",
+            )
+        broker_id = request.broker_id
+        existing = self.registrations.get(broker_id)
+        if (
+            existing is not None
+            and sessions.has_valid_session(broker_id, existing.epoch, now_ms)
+            and request.incarnation_id != existing.incarnation_id
+        ):
+            raise ApiError(
+                Errors.DUPLICATE_BROKER_REGISTRATION,
+                "Another broker is registered with that broker id. If the broker was recently restarted this "
+                "should self-resolve once the heartbeat manager expires the broker's session.",
+            )
+        if request.is_migrating_zk_broker:
+            raise ApiError(Errors.BROKER_ID_NOT_REGISTERED, "Controller does not support registering ZK brokers.")
+        directories = metadata_version >= _DIRECTORY_ASSIGNMENT_LEVEL
+        if directories:
+            self._check_log_dirs(broker_id, request.log_dirs)
+        for feature in request.features:
+            _check_feature(feature.name, feature.min_supported_version, feature.max_supported_version, finalized)
+        listed = {f.name for f in request.features}
+        if METADATA_VERSION_FEATURE not in listed:
+            raise ApiError(Errors.INVALID_REGISTRATION, "Request features do not contain 'metadata.version'")
+        for name, level in finalized.items():
+            if level != 0 and name not in listed:
+                _check_feature(name, 0, 0, finalized)
+        same_incarnation = existing is not None and existing.incarnation_id == request.incarnation_id
+        record = RegisterBrokerRecord(
+            broker_id=broker_id,
+            is_migrating_zk_broker=False,
+            incarnation_id=request.incarnation_id,
+            broker_epoch=existing.epoch if existing is not None and same_incarnation else new_epoch,
+            end_points=[
+                BrokerEndpoint(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
+                for e in request.listeners
+            ],
+            features=[
+                BrokerFeature(name=f.name, min_supported_version=f.min_supported_version, max_supported_version=f.max_supported_version)
+                for f in request.features
+            ],
+            rack=request.rack,
+            fenced=existing.fenced if existing is not None and same_incarnation else True,
+            in_controlled_shutdown=existing.in_controlled_shutdown if existing is not None and same_incarnation else False,
+            log_dirs=list(request.log_dirs) if directories else [],
+        )
+        if not same_incarnation:
+            sessions.remove(broker_id)
+        sessions.register(broker_id, record.fenced)
+        return [(record, register_broker_record_version(metadata_version))], record.broker_epoch
+
+    def _check_log_dirs(self, broker_id: int, log_dirs: list[Uuid]) -> None:
+        if not log_dirs:
+            raise ApiError(Errors.INVALID_REGISTRATION, "No directories specified in request")
+        if any(_reserved_directory(d) for d in log_dirs):
+            raise ApiError(Errors.INVALID_REGISTRATION, "Reserved directory ID in request")
+        if len(set(log_dirs)) != len(log_dirs):
+            raise ApiError(Errors.INVALID_REGISTRATION, "Duplicate directory ID in request")
+        for directory in log_dirs:
+            owner = self.directory_to_broker.get(directory)
+            if owner is not None and owner != broker_id:
+                raise ApiError(
+                    Errors.INVALID_REGISTRATION, f"Broker {owner} is already registered with directory {directory}"
+                )
+
+    def track_heartbeat(self, broker_id: int, epoch: int, now_ms: int) -> bool:
+        """Note a heartbeat's contact before it is processed (``trackBrokerHeartbeat``);
+        False when this controller is not active."""
+        if self.heartbeats is None:
+            return False
+        self.heartbeats.update_contact(broker_id, epoch, now_ms)
+        return True
+
+    def check_broker_epoch(self, broker_id: int, epoch: int) -> None:
+        """Raises ApiError STALE_BROKER_EPOCH unless ``broker_id`` is registered at ``epoch``."""
+        registration = self.registrations.get(broker_id)
+        if registration is None:
+            raise ApiError(Errors.STALE_BROKER_EPOCH, f"No broker registration found for broker id {broker_id}")
+        if registration.epoch != epoch:
+            raise ApiError(
+                Errors.STALE_BROKER_EPOCH, f"Expected broker epoch {registration.epoch}, but got broker epoch {epoch}"
+            )
+
+    def process_heartbeat(
+        self, request: BrokerHeartbeatRequest, *, metadata_version: int
+    ) -> tuple[list[Record], BrokerHeartbeatReply]:
+        """BrokerHeartbeat (``QuorumController.processBrokerHeartbeat`` and
+        ``ReplicationControlManager.processBrokerHeartbeat``): the records of the broker's
+        state change and of newly offline or cordoned log directories, and the answer. Call
+        :meth:`track_heartbeat` first. Raises ApiError STALE_BROKER_EPOCH before the broker's
+        registration or for another epoch."""
+        sessions = self._sessions()
+        broker_id, epoch = request.broker_id, request.broker_epoch
+        register_offset = self.register_offsets.get(broker_id)
+        if register_offset is None:
+            raise ApiError(Errors.STALE_BROKER_EPOCH, f"Receive a heartbeat from broker {broker_id} before registration")
+        self.check_broker_epoch(broker_id, epoch)
+        current, following = sessions.next_state(broker_id, request, register_offset, leads_partitions=False)
+        records: list[Record] = []
+        if current is not following:
+            if following in _FENCED_STATES:
+                records.extend(self._fence_records(broker_id, metadata_version))
+            elif following is BrokerControlState.UNFENCED:
+                records.append(self._unfence_record(broker_id, epoch, metadata_version))
+            elif not self.registrations[broker_id].in_controlled_shutdown:
+                records.append(
+                    (BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch, in_controlled_shutdown=1), 1)
+                )
+        sessions.touch(broker_id, following.fenced, request.current_metadata_offset)
+        registration = self.registrations[broker_id]
+        if metadata_version >= _DIRECTORY_ASSIGNMENT_LEVEL:
+            offline = [d for d in registration.log_dirs if d in request.offline_log_dirs]
+            if offline:
+                online = [d for d in registration.log_dirs if d not in request.offline_log_dirs]
+                records.append((BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch, log_dirs=online), 2))
+        cordoned = request.cordoned_log_dirs
+        if metadata_version >= _CORDONED_LOG_DIRS_LEVEL and cordoned is not None:
+            if registration.cordoned_log_dirs is None or set(registration.cordoned_log_dirs) != set(cordoned):
+                records.append(
+                    (BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch, cordoned_log_dirs=list(cordoned)), 3)
+                )
+        reply = BrokerHeartbeatReply(
+            is_caught_up=request.current_metadata_offset >= register_offset,
+            is_fenced=following.fenced,
+            in_controlled_shutdown=following is BrokerControlState.CONTROLLED_SHUTDOWN,
+            should_shut_down=following.should_shut_down,
+        )
+        return records, reply
+
+    def _fence_records(self, broker_id: int, metadata_version: int) -> list[Record]:
+        epoch = self.registrations[broker_id].epoch
+        if metadata_version >= _REGISTRATION_CHANGE_LEVEL:
+            return [(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch, fenced=_FENCE), 0)]
+        return [(FenceBrokerRecord(id=broker_id, epoch=epoch), 0)]
+
+    def _unfence_record(self, broker_id: int, epoch: int, metadata_version: int) -> Record:
+        if metadata_version >= _REGISTRATION_CHANGE_LEVEL:
+            return BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch, fenced=_UNFENCE), 0
+        return UnfenceBrokerRecord(id=broker_id, epoch=epoch), 0
+
+    def maybe_fence_stale_broker(self, now_ms: int, *, metadata_version: int) -> list[Record] | None:
+        """One expired session (``maybeFenceOneStaleBroker``): None when no session expired;
+        else the records fencing its broker (none when that broker is gone or has another
+        epoch now). Kafka runs it every ``broker.session.timeout.ms`` / 8, and again at once
+        after it found one."""
+        sessions = self._sessions()
+        expired = sessions.remove_expired(now_ms)
+        if expired is None:
+            return None
+        broker_id, epoch = expired
+        registration = self.registrations.get(broker_id)
+        if registration is None:
+            sessions.remove(broker_id)
+            return []
+        if registration.epoch != epoch:
+            return []
+        records = self._fence_records(broker_id, metadata_version)
+        sessions.fence(broker_id)
+        return records
+
+    def unregister_broker(self, broker_id: int) -> list[Record]:
+        """UnregisterBroker (``ReplicationControlManager.unregisterBroker``): an
+        UnregisterBrokerRecord of the broker's epoch. Raises ApiError BROKER_ID_NOT_REGISTERED
+        for an id without a registration."""
+        registration = self.registrations.get(broker_id)
+        if registration is None:
+            raise ApiError(Errors.BROKER_ID_NOT_REGISTERED, f"Broker ID {broker_id} is not currently registered")
+        return [(UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=registration.epoch), 0)]
+
+    def controlled_shutdown_committed(self, broker_id: int, end_offset: int) -> None:
+        """A heartbeat that put the broker in controlled shutdown had its batch end at
+        ``end_offset`` (``maybeUpdateControlledShutdownOffset``)."""
+        if self.heartbeats is not None and broker_id in self.heartbeats.states:
+            self.heartbeats.update_controlled_shutdown_offset(broker_id, end_offset)
+
+
+def _check_feature(name: str, low: int, high: int, finalized: Mapping[str, int]) -> None:
+    """``processRegistrationFeature``: the finalized level (0 when not finalized) must lie in
+    the broker's range, else UNSUPPORTED_VERSION."""
+    level = finalized.get(name, 0)
+    if not low <= level <= high:
+        raise ApiError(
+            Errors.UNSUPPORTED_VERSION,
+            f"Unable to register because the broker does not support finalized version {level} of {name}. "
+            f"The broker wants a version between {low} and {high}, inclusive.",
+        )
