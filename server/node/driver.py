@@ -605,7 +605,7 @@ class Node:
                 support=ClusterSupport(
                     node_id=self.config.node_id,
                     local={f.name: (f.min_version, f.max_version) for f in supported_features()},
-                    brokers={},
+                    brokers={i: r.features for i, r in controller.cluster.registrations.items()},
                     controllers={i: r.features for i, r in controller.controllers.items()},
                     quorum_node_ids=frozenset(v.node_id for v in self.config.controller_quorum_voters),
                 ),
