@@ -20,16 +20,22 @@ from kwire.wire import read_uvarint
 from messages.generated.abort_transaction_record import AbortTransactionRecord
 from messages.generated.begin_transaction_record import BeginTransactionRecord
 from messages.generated.broker_registration_change_record import BrokerRegistrationChangeRecord
+from messages.generated.config_record import ConfigRecord
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
 from messages.generated.end_transaction_record import EndTransactionRecord
 from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.fence_broker_record import FenceBrokerRecord
+from messages.generated.partition_change_record import PartitionChangeRecord
+from messages.generated.partition_record import PartitionRecord
+from messages.generated.producer_ids_record import ProducerIdsRecord
 from messages.generated.register_broker_record import RegisterBrokerRecord
 from messages.generated.register_controller_record import (
     ControllerEndpoint,
     ControllerFeature,
     RegisterControllerRecord,
 )
+from messages.generated.remove_topic_record import RemoveTopicRecord
+from messages.generated.topic_record import TopicRecord
 from messages.generated.unfence_broker_record import UnfenceBrokerRecord
 from messages.generated.unregister_broker_record import UnregisterBrokerRecord
 from messages.metadata import decode_record
@@ -42,6 +48,7 @@ from server.controller.activation import (
 from server.controller.cluster import ClusterControl
 from server.controller.errors import ApiError
 from server.controller.features import CONTROLLER_REGISTRATION_LEVEL
+from server.controller.replication import ReplicationImage
 
 __all__ = ["ControllerRegistration", "QuorumController"]
 
@@ -57,6 +64,12 @@ _REPLAYED_KEYS = frozenset(
         FenceBrokerRecord.API_KEY,
         UnfenceBrokerRecord.API_KEY,
         UnregisterBrokerRecord.API_KEY,
+        TopicRecord.API_KEY,
+        PartitionRecord.API_KEY,
+        PartitionChangeRecord.API_KEY,
+        RemoveTopicRecord.API_KEY,
+        ConfigRecord.API_KEY,
+        ProducerIdsRecord.API_KEY,
     }
 )
 _BROKER_RECORDS = (
@@ -65,6 +78,14 @@ _BROKER_RECORDS = (
     FenceBrokerRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+)
+_REPLICATION_RECORDS = (
+    TopicRecord,
+    PartitionRecord,
+    PartitionChangeRecord,
+    RemoveTopicRecord,
+    ConfigRecord,
+    ProducerIdsRecord,
 )
 
 
@@ -92,8 +113,8 @@ class ControllerRegistration:
 
 class QuorumController:
     """The controller of one node: finalized feature levels, metadata-transaction state,
-    controller and broker registrations from the committed records, and the epoch it is active
-    in.
+    controller and broker registrations, topics, partitions, configs and producer ids from the
+    committed records, and the epoch it is active in.
 
     ``bootstrap`` is the formatted bootstrap metadata (``(record, version)`` pairs, the
     metadata.version FeatureLevelRecord among them); ``min_insync_replicas`` the node's
@@ -114,6 +135,8 @@ class QuorumController:
         self.min_insync_replicas = min_insync_replicas
         self.cluster = ClusterControl(cluster_id, session_timeout_ms)
         """Broker registrations, and broker sessions while active (``ClusterControlManager``)."""
+        self.replication = ReplicationImage()
+        """Topics, partitions, configs and producer ids (``server.controller.replication``)."""
         self.feature_levels: dict[str, int] = {}
         """Feature name -> finalized level, from FeatureLevelRecords (0: not finalized)."""
         self.transaction_open = False
@@ -138,6 +161,7 @@ class QuorumController:
         self.transaction_open = False
         self.controllers = {}
         self.cluster.reset()
+        self.replication = ReplicationImage()
         for value in record_values:
             self.replay(value, offset)
 
@@ -145,8 +169,8 @@ class QuorumController:
         """Replay one committed data record value (a framed metadata record) at log offset
         ``offset``. Only the record types this controller keeps are decoded: the api key is
         read first. Raises ``kwire.wire.DecodeError`` for a record of those types that does
-        not decode, and ``server.controller.cluster.ReplayError`` for a broker record that
-        does not fit the registrations (the record is then skipped)."""
+        not decode, and ``server.controller.cluster.ReplayError`` for a record that does not
+        fit the image (a change of an unknown broker, topic or partition; it is skipped)."""
         # the frame is (frame version, api key, version) varints
         if value is None or len(value) < 2:
             return
@@ -162,6 +186,8 @@ class QuorumController:
             self.controllers[message.controller_id] = ControllerRegistration.from_record(message)
         elif isinstance(message, _BROKER_RECORDS):
             self.cluster.replay(message, offset)
+        elif isinstance(message, _REPLICATION_RECORDS):
+            self.replication.replay(message)
         else:  # End or Abort
             self.transaction_open = False
 

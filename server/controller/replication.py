@@ -1,0 +1,177 @@
+"""Topics, partitions, configs and producer ids as the committed records leave them (the image
+parts of Kafka's ``ReplicationControlManager``, ``ConfigurationControlManager`` and
+``ProducerIdControlManager``; KIP-631, controller-facts §4-§6).
+
+Every node replays TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord,
+ConfigRecord and ProducerIdsRecord into one :class:`ReplicationImage`, so a kwire controller
+that takes over from a stock one (or starts from a snapshot) holds the same topics. A change
+to a partition is merged as ``PartitionRegistration.merge`` does: each field the record sets
+replaces the old one, a set leader bumps the leader epoch, and every change bumps the
+partition epoch. No I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from kwire.uuid import Uuid
+from messages.generated.config_record import ConfigRecord
+from messages.generated.partition_change_record import PartitionChangeRecord
+from messages.generated.partition_record import PartitionRecord
+from messages.generated.producer_ids_record import ProducerIdsRecord
+from messages.generated.remove_topic_record import RemoveTopicRecord
+from messages.generated.topic_record import TopicRecord
+from messages.runtime import Message
+from server.controller.cluster import ReplayError
+
+__all__ = ["NO_LEADER", "NO_LEADER_CHANGE", "PartitionRegistration", "ReplicationImage", "TopicImage"]
+
+NO_LEADER = -1
+NO_LEADER_CHANGE = -2
+"""PartitionChangeRecord's Leader when the leader stays (``LeaderConstants.NO_LEADER_CHANGE``)."""
+MIGRATING_DIRECTORY = Uuid.from_longs(0, 0)
+"""``DirectoryId.MIGRATING``: a replica whose directory is not known (records before v1)."""
+
+TOPIC_RESOURCE = 2
+"""ConfigRecord's ResourceType of a topic (``ConfigResource.Type.TOPIC``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRegistration:
+    """One partition (``org.apache.kafka.metadata.PartitionRegistration``): broker ids in
+    preference order, the in-sync replicas, the leader (-1: none), and the epochs."""
+
+    replicas: tuple[int, ...]
+    directories: tuple[Uuid, ...]
+    isr: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    leader: int
+    leader_recovery_state: int
+    leader_epoch: int
+    partition_epoch: int
+    elr: tuple[int, ...]
+    last_known_elr: tuple[int, ...]
+
+    @classmethod
+    def from_record(cls, record: PartitionRecord) -> PartitionRegistration:
+        """The partition a replayed PartitionRecord creates. Raises ReplayError when its
+        Directories are neither empty nor one per replica (``PartitionRegistration``'s check)."""
+        replicas = tuple(record.replicas)
+        return cls(
+            replicas=replicas,
+            directories=_directories(record.directories, len(replicas), record),
+            isr=tuple(record.isr),
+            removing_replicas=tuple(record.removing_replicas),
+            adding_replicas=tuple(record.adding_replicas),
+            leader=record.leader,
+            leader_recovery_state=record.leader_recovery_state,
+            leader_epoch=record.leader_epoch,
+            partition_epoch=record.partition_epoch,
+            elr=tuple(record.eligible_leader_replicas or ()),
+            last_known_elr=tuple(record.last_known_elr or ()),
+        )
+
+    def merge(self, record: PartitionChangeRecord) -> PartitionRegistration:
+        """This partition after ``record`` (``PartitionRegistration.merge``)."""
+        replicas = self.replicas if record.replicas is None else tuple(record.replicas)
+        directories = (
+            self.directories if record.directories is None else _directories(record.directories, len(replicas), record)
+        )
+        if len(directories) != len(replicas):  # new replicas of an unknown directory
+            directories = (MIGRATING_DIRECTORY,) * len(replicas)
+        if record.leader == NO_LEADER_CHANGE:
+            leader, leader_epoch = self.leader, self.leader_epoch
+        else:
+            leader, leader_epoch = record.leader, self.leader_epoch + 1
+        return replace(
+            self,
+            replicas=replicas,
+            directories=directories,
+            isr=self.isr if record.isr is None else tuple(record.isr),
+            removing_replicas=self.removing_replicas if record.removing_replicas is None else tuple(record.removing_replicas),
+            adding_replicas=self.adding_replicas if record.adding_replicas is None else tuple(record.adding_replicas),
+            leader=leader,
+            leader_recovery_state=(
+                self.leader_recovery_state if record.leader_recovery_state == -1 else record.leader_recovery_state
+            ),
+            leader_epoch=leader_epoch,
+            partition_epoch=self.partition_epoch + 1,
+            elr=self.elr if record.eligible_leader_replicas is None else tuple(record.eligible_leader_replicas),
+            last_known_elr=self.last_known_elr if record.last_known_elr is None else tuple(record.last_known_elr),
+        )
+
+
+def _directories(directories: list[Uuid], replica_count: int, record: Message) -> tuple[Uuid, ...]:
+    if not directories:
+        return (MIGRATING_DIRECTORY,) * replica_count
+    if len(directories) != replica_count:
+        raise ReplayError(f"{record}: {len(directories)} directories for {replica_count} replicas")
+    return tuple(directories)
+
+
+@dataclass(slots=True)
+class TopicImage:
+    """A topic: its name, id and partitions by index."""
+
+    name: str
+    topic_id: Uuid
+    partitions: dict[int, PartitionRegistration] = field(default_factory=dict)
+
+
+class ReplicationImage:
+    """Topics (by id and by name), resource configs and the next producer id."""
+
+    def __init__(self) -> None:
+        self.topics: dict[Uuid, TopicImage] = {}
+        self.topic_ids: dict[str, Uuid] = {}
+        """Topic name -> id."""
+        self.configs: dict[tuple[int, str], dict[str, str]] = {}
+        """(resource type, resource name) -> config name -> value (``ConfigurationImage``)."""
+        self.next_producer_id = 0
+        """The first producer id not yet handed to a broker (``ProducerIdsImage``)."""
+
+    def replay(self, message: Message) -> None:
+        """Replay a committed topic, partition, config or producer-id record. Raises
+        :class:`ReplayError` for a partition of an unknown topic, or a change of an unknown
+        partition."""
+        if isinstance(message, TopicRecord):
+            self.topics[message.topic_id] = TopicImage(message.name, message.topic_id)
+            self.topic_ids[message.name] = message.topic_id
+        elif isinstance(message, PartitionRecord):
+            topic = self._topic(message.topic_id, message)
+            topic.partitions[message.partition_id] = PartitionRegistration.from_record(message)
+        elif isinstance(message, PartitionChangeRecord):
+            topic = self._topic(message.topic_id, message)
+            current = topic.partitions.get(message.partition_id)
+            if current is None:
+                raise ReplayError(f"Unable to replay {message}: no partition {message.partition_id}")
+            topic.partitions[message.partition_id] = current.merge(message)
+        elif isinstance(message, RemoveTopicRecord):
+            removed = self.topics.pop(message.topic_id, None)
+            if removed is None:
+                raise ReplayError(f"Unable to replay {message}: no topic with that id")
+            del self.topic_ids[removed.name]
+            self.configs.pop((TOPIC_RESOURCE, removed.name), None)
+        elif isinstance(message, ConfigRecord):
+            key = (message.resource_type, message.resource_name)
+            if message.value is None:
+                entries = self.configs.get(key)
+                if entries is not None:
+                    entries.pop(message.name, None)
+                    if not entries:
+                        del self.configs[key]
+            else:
+                self.configs.setdefault(key, {})[message.name] = message.value
+        elif isinstance(message, ProducerIdsRecord):
+            if message.next_producer_id < self.next_producer_id:
+                raise ReplayError(
+                    f"Unable to replay {message}: the next producer id would go back from {self.next_producer_id}"
+                )
+            self.next_producer_id = message.next_producer_id
+
+    def _topic(self, topic_id: Uuid, record: Message) -> TopicImage:
+        topic = self.topics.get(topic_id)
+        if topic is None:
+            raise ReplayError(f"Unable to replay {record}: no topic with that id")
+        return topic
