@@ -6,8 +6,9 @@ and ``RaftUtil.singletonDescribeQuorumResponse`` (kraft-facts §2.4).
 
 Steps, each with the error it returns:
 
-1. Not exactly one topic ``__cluster_metadata`` with one partition 0 -> partition-level
-   UNKNOWN_TOPIC_OR_PARTITION (``DescribeQuorumResponse.singletonErrorResponse``).
+1. Not exactly one topic ``__cluster_metadata`` with one partition 0 -> UNKNOWN_TOPIC_OR_PARTITION
+   for each partition the request names, under its topic (``DescribeQuorumRequest
+   .getPartitionLevelErrorResponse``; a request naming none gets no topics).
 2. Not the leader -> partition-level NOT_LEADER_OR_FOLLOWER with its message.
 3. Leader: LeaderId = self, LeaderEpoch, HighWatermark (-1 until established in this epoch),
    CurrentVoters (the leader's row has LastFetchTimestamp = LastCaughtUpTimestamp = now and its
@@ -80,7 +81,19 @@ def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> Des
     request: DescribeQuorumRequest = event.request
     version = event.api_version
     if single_partition(request.topics, "topic_name", "partition_index") is None:
-        return _error(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+        error = Errors.UNKNOWN_TOPIC_OR_PARTITION
+        return DescribeQuorumResponse(
+            topics=[
+                TopicData(
+                    topic_name=topic.topic_name,
+                    partitions=[
+                        PartitionData(partition_index=p.partition_index, error_code=error, error_message=error.message)
+                        for p in topic.partitions
+                    ],
+                )
+                for topic in request.topics
+            ]
+        )
     state = ctx.quorum.state
     if not isinstance(state, Leader):
         return _error(Errors.NOT_LEADER_OR_FOLLOWER)

@@ -30,7 +30,11 @@ def test_unknown_topic() -> None:
     context = make_context()
     elect_local_leader(context)
     _, response = context.request(_request("other"), 2)
+    assert response.topics[0].topic_name == "other"
     assert response.topics[0].partitions[0].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    # the answer mirrors what was asked: nothing asked, nothing answered
+    _, response = context.request(DescribeQuorumRequest(), 2)
+    assert response.topics == []
 
 
 def test_leader_view() -> None:
