@@ -1,7 +1,8 @@
 """The broker-facing lifecycle RPCs (KIP-631) against a stock controller of the newest pinned
 release put in the same state (a standalone controller, node 1, formatted by the stock tool):
 BrokerRegistration (v0-4, good and bad inputs), BrokerHeartbeat (v0-2, through fencing,
-unfencing and shutdown) and UnregisterBroker.
+unfencing and shutdown), UnregisterBroker, and Envelope (KIP-590: bad envelopes, and
+UnregisterBroker and DescribeQuorum forwarded in one).
 
 One sequence of requests goes to both nodes, each request to the stock node and then to kwire;
 the answers must be equal, and so must the broker records each wrote to its log (type, version
@@ -34,8 +35,12 @@ from messages.generated.broker_registration_request import (
     Feature,
     Listener,
 )
+from messages.generated.describe_quorum_request import DescribeQuorumRequest
+from messages.generated.envelope_request import EnvelopeRequest
+from messages.generated.fetch_request import FetchRequest
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.metadata import decode_record
+from messages.protocol import decode_response, encode_request
 from messages.runtime import Message
 from tools.api_versions import describe
 
@@ -121,6 +126,36 @@ def _heartbeat(broker_id: int, offset: int, *, fence: bool = False, shut_down: b
     return build
 
 
+PRINCIPAL = b"\x00\x00" + b"\x05User" + b"\x0aANONYMOUS" + b"\x00" + b"\x00"
+"""A forwarded principal as a broker serializes User:ANONYMOUS (DefaultPrincipalData v0)."""
+_INNER = {6400: (64, 0), 5502: (55, 2)}
+"""Correlation id of a forwarded request -> its (api key, version), to read the answer."""
+
+
+def _envelope(inner: bytes, principal: bytes | None = PRINCIPAL, address: bytes = b"\x7f\x00\x00\x01") -> Message:
+    return EnvelopeRequest(request_data=inner, request_principal=principal, client_host_address=address)
+
+
+def _envelope_cases() -> list[tuple[str, Callable[[Side], Message], int]]:
+    unregister = encode_request(UnregisterBrokerRequest(broker_id=77), 0, 6400, "adminclient-1")
+    describe_quorum = encode_request(DescribeQuorumRequest(), 2, 5502, "adminclient-1")
+    fetch = encode_request(FetchRequest(cluster_id=CLUSTER_ID), 17, 1700, "adminclient-1")
+    return [
+        (f"envelope: {name}", (lambda _side, body=body: body), 0)
+        for name, body in (
+            ("forwarded UnregisterBroker 77", _envelope(unregister)),
+            ("forwarded DescribeQuorum", _envelope(describe_quorum)),
+            ("no principal", _envelope(unregister, principal=None)),
+            ("principal of version 1", _envelope(unregister, principal=b"\x00\x01" + PRINCIPAL[2:])),
+            ("truncated principal", _envelope(unregister, principal=PRINCIPAL[:-2])),
+            ("a 3-byte client address", _envelope(unregister, address=b"\x01\x02\x03")),
+            ("no request header", _envelope(b"\x00")),
+            ("Fetch (not forwardable)", _envelope(fetch)),
+            ("truncated forwarded body", _envelope(unregister[:-2])),
+        )
+    ]
+
+
 def _cases(features: list[Feature]) -> list[tuple[str, Callable[[Side], Message], int]]:
     def fixed(body: Message) -> Callable[[Side], Message]:
         return lambda _side: body
@@ -159,6 +194,7 @@ def _cases(features: list[Feature]) -> list[tuple[str, Callable[[Side], Message]
         ("unregister 77 (unknown)", fixed(UnregisterBrokerRequest(broker_id=77)), 0),
         ("unregister 5", fixed(UnregisterBrokerRequest(broker_id=5)), 0),
         ("heartbeat 5 after its unregistration", _heartbeat(5, CAUGHT_UP), 1),
+        *_envelope_cases(),
     ]
 
 
@@ -169,6 +205,17 @@ def _normalize(response: Any, broker_id: int | None, side: Side) -> tuple[Any, .
         if epoch >= 0 and broker_id is not None:
             epoch = side.label(broker_id, epoch)
         return name, int(response.error_code), epoch
+    if name == "EnvelopeResponse":
+        data = response.response_data
+        if data is None:
+            return name, int(response.error_code), None
+        correlation = int.from_bytes(data[:4], "big")
+        header, inner = decode_response(data, *_INNER[correlation])
+        inner_name = type(inner).__name__
+        inner_fields = (int(inner.error_code), getattr(inner, "error_message", None))
+        if inner_name == "DescribeQuorumResponse":  # the quorums differ: who leads, in which shape
+            inner_fields = (int(inner.error_code), [(t.topic_name, len(t.partitions)) for t in inner.topics])
+        return name, int(response.error_code), header.correlation_id, inner_name, inner_fields
     if name == "BrokerHeartbeatResponse":
         return name, int(response.error_code), response.is_caught_up, response.is_fenced, response.should_shut_down
     return name, int(response.error_code), response.error_message

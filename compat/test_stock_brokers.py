@@ -5,6 +5,8 @@ the stock tool, ``controller.quorum.bootstrap.servers`` naming the controllers).
 
 * every broker registers, is unfenced and reaches RUNNING: its client listener answers, and
   the Metadata response of every broker lists all three (a broker lists unfenced brokers only);
+* stock ``kafka-metadata-quorum --bootstrap-server <broker> describe --status``, which the
+  broker forwards to the active controller in an Envelope (KIP-590), names kwire's leader;
 * kill -9 of a broker: the other brokers stop listing it within ``broker.session.timeout.ms``
   plus the controller's fencing period (``broker.session.timeout.ms`` / 8) and a margin;
   restarted, it registers a new incarnation and is listed again;
@@ -141,6 +143,12 @@ def test_stock_brokers_run_on_a_kwire_quorum(kafka: KafkaRelease, tmp_path: Path
         for i in BROKER_IDS:
             text = (tmp_path / f"broker{i}.out").read_text(encoding="utf-8", errors="replace")
             assert "Transitioning from RECOVERY to RUNNING" in text, brokers.report()
+        leader, epoch, _ = quorum.wait_leader(ELECTION_BOUND_S)
+        status = kafka.run_tool(
+            "metadata-quorum", ["--bootstrap-server", f"localhost:{brokers.ports[BROKER_IDS[0]]}", "describe", "--status"]
+        ).stdout
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        assert (fields["LeaderId"].strip(), fields["LeaderEpoch"].strip()) == (str(leader), str(epoch)), status
 
         # a broker killed: fenced once its session expires, back after a restart
         victim = BROKER_IDS[-1]

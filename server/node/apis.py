@@ -3,7 +3,7 @@
 * :func:`api_versions`: the ApiVersions table, exactly the RPCs the KRaft core handles (with
   the versions their handlers accept, from ``server.raft.registry``) plus the controller's:
   DescribeCluster, UpdateFeatures, ControllerRegistration, BrokerRegistration,
-  BrokerHeartbeat and UnregisterBroker.
+  BrokerHeartbeat, UnregisterBroker and Envelope.
 * :func:`supported_features`: the SupportedFeatures of ApiVersions v3+
   (``BrokerFeatures.defaultSupportedFeatures``).
 * :func:`describe_cluster`: DescribeCluster on a controller listener
@@ -26,6 +26,7 @@ from messages.generated.describe_cluster_response import (
     DescribeClusterBroker,
     DescribeClusterResponse,
 )
+from messages.generated.envelope_request import EnvelopeRequest
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.generated.update_features_request import UpdateFeaturesRequest
 from server.controller.controller import ControllerRegistration
@@ -64,6 +65,7 @@ def api_versions() -> dict[int, tuple[int, int]]:
         BrokerRegistrationRequest,
         BrokerHeartbeatRequest,
         UnregisterBrokerRequest,
+        EnvelopeRequest,
     ):
         assert request.API_KEY is not None
         versions[request.API_KEY] = (request.LOWEST_VERSION, request.HIGHEST_VERSION)

@@ -41,10 +41,13 @@ from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
 from messages.generated.describe_cluster_request import DescribeClusterRequest
+from messages.generated.envelope_request import EnvelopeRequest
+from messages.generated.envelope_response import EnvelopeResponse
 from messages.generated.no_op_record import NoOpRecord
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.generated.update_features_request import UpdateFeaturesRequest
 from messages.metadata import encode_record
+from messages.protocol import Request
 from messages.runtime import Message
 from server.config import KRaftConfig
 from server.controller.cluster import ReplayError
@@ -68,6 +71,7 @@ from server.node.controller_apis import (
     unregister_broker_response,
     update_features_response,
 )
+from server.node.envelope import envelope_response, open_envelope
 from server.node.features import finalized_features
 from server.node.peer import Peer
 from server.node.startup import load_stored_state, to_stored_election
@@ -391,10 +395,36 @@ class Node:
         if isinstance(body, _CONTROLLER_OPS):
             await self._controller_op(pending)
             return
+        if isinstance(body, EnvelopeRequest):
+            await self._on_envelope(pending, body)
+            return
         request_id = self._next_request_id
         self._next_request_id += 1
         self._pending[request_id] = pending
         await self._step(RequestReceived(request_id, version, body, pending.context.listener_name))
+
+    async def _on_envelope(self, pending: PendingRequest, body: EnvelopeRequest) -> None:
+        """A request a broker forwarded (``server.node.envelope``): answered as if the client
+        had sent it here, the answer wrapped in the EnvelopeResponse."""
+        assert self._dispatcher is not None and self._nursery is not None
+        forwarded = open_envelope(body, self._dispatcher.api_versions())
+        if not isinstance(forwarded, Request):
+            pending.respond(EnvelopeResponse(error_code=forwarded))
+            return
+        inner = PendingRequest(forwarded, pending.context)
+        self._nursery.start_soon(self._relay_envelope, pending, inner)
+        await self._on_request(inner)
+
+    @staticmethod
+    async def _relay_envelope(outer: PendingRequest, inner: PendingRequest) -> None:
+        try:
+            response = await inner.wait()
+        except Exception as exc:  # the forwarded request failed: so does its envelope
+            if not outer.done:
+                outer.fail(exc)
+            return
+        if not outer.done:
+            outer.respond(envelope_response(inner.request, response))
 
     # ------------------------------------------------------------------ controller writes
 
