@@ -1,7 +1,7 @@
 """The broker-facing lifecycle RPCs (KIP-631) against a stock controller of the newest pinned
 release put in the same state (a standalone controller, node 1, formatted by the stock tool):
 BrokerRegistration (v0-4, good and bad inputs), BrokerHeartbeat (v0-2, through fencing,
-unfencing and shutdown), UnregisterBroker, and Envelope (KIP-590: bad envelopes, and
+unfencing and shutdown), UnregisterBroker, AllocateProducerIds, and Envelope (KIP-590: bad envelopes, and
 UnregisterBroker and DescribeQuorum forwarded in one).
 
 One sequence of requests goes to both nodes, each request to the stock node and then to kwire;
@@ -29,6 +29,7 @@ from compat.kafka import PINNED_VERSIONS, require_kafka
 from compat.test_differential_probe import State, _send, nodes  # noqa: F401 - a fixture
 from compat.test_storage_interop import CLUSTER_ID, PARTITION, _log_batches
 from kwire.uuid import Uuid
+from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import (
     BrokerRegistrationRequest,
@@ -126,6 +127,12 @@ def _heartbeat(broker_id: int, offset: int, *, fence: bool = False, shut_down: b
     return build
 
 
+def _allocate(broker_id: int, *, epoch: int | None = None) -> Callable[[Side], Message]:
+    def build(side: Side) -> Message:
+        return AllocateProducerIdsRequest(broker_id=broker_id, broker_epoch=side.latest(broker_id) if epoch is None else epoch)
+    return build
+
+
 PRINCIPAL = b"\x00\x00" + b"\x05User" + b"\x0aANONYMOUS" + b"\x00" + b"\x00"
 """A forwarded principal as a broker serializes User:ANONYMOUS (DefaultPrincipalData v0)."""
 _INNER = {6400: (64, 0), 5502: (55, 2)}
@@ -190,6 +197,10 @@ def _cases(features: list[Feature]) -> list[tuple[str, Callable[[Side], Message]
         ("heartbeat 5 asking to be fenced", _heartbeat(5, CAUGHT_UP, fence=True), 1),
         ("heartbeat 5 caught up again", _heartbeat(5, CAUGHT_UP), 1),
         ("heartbeat 5 shutting down, leading nothing", _heartbeat(5, CAUGHT_UP, shut_down=True), 1),
+        ("producer ids for 6", _allocate(6), 0),
+        ("more producer ids for 6", _allocate(6), 0),
+        ("producer ids for 6 at a stale epoch", _allocate(6, epoch=3), 0),
+        ("producer ids for 99 (unregistered)", _allocate(99, epoch=1), 0),
         ("heartbeat 6 shutting down while fenced", _heartbeat(6, 0, shut_down=True), 0),
         ("unregister 77 (unknown)", fixed(UnregisterBrokerRequest(broker_id=77)), 0),
         ("unregister 5", fixed(UnregisterBrokerRequest(broker_id=5)), 0),
@@ -205,6 +216,8 @@ def _normalize(response: Any, broker_id: int | None, side: Side) -> tuple[Any, .
         if epoch >= 0 and broker_id is not None:
             epoch = side.label(broker_id, epoch)
         return name, int(response.error_code), epoch
+    if name == "AllocateProducerIdsResponse":
+        return name, int(response.error_code), response.producer_id_start, response.producer_id_len
     if name == "EnvelopeResponse":
         data = response.response_data
         if data is None:
@@ -221,7 +234,7 @@ def _normalize(response: Any, broker_id: int | None, side: Side) -> tuple[Any, .
     return name, int(response.error_code), response.error_message
 
 
-_BROKER_RECORDS = ("RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "UnregisterBrokerRecord")
+_BROKER_RECORDS = ("RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "UnregisterBrokerRecord", "ProducerIdsRecord")
 
 
 def _broker_records(data: Path, side: Side) -> list[tuple[str, int, dict[str, Any]]]:
@@ -278,6 +291,7 @@ def test_broker_lifecycle_rpcs_answer_alike(nodes: Nodes, tmp_path: Path) -> Non
         print(trace)
     assert outcomes["register 5"] == ("BrokerRegistrationResponse", 0, "epoch 1"), trace
     assert outcomes["heartbeat 5 caught up: unfenced"] == ("BrokerHeartbeatResponse", 0, True, False, False), trace
+    assert outcomes["more producer ids for 6"] == ("AllocateProducerIdsResponse", 0, 1000, 1000), trace
     assert outcomes["heartbeat 5 shutting down, leading nothing"] == ("BrokerHeartbeatResponse", 0, True, True, True), trace
     assert not differences, f"{len(differences)} of {len(cases)} cases differ:\n" + "\n".join(differences) + "\n" + trace
     records = {name: _broker_records(tmp_path / name, sides[name]) for name in ports}

@@ -100,6 +100,7 @@ EXPECTED_DIFFERENCES: dict[str, dict[tuple[str, str, str], tuple[Any, Any, str]]
             "ReplicaId", "CandidateId", "renamed with KIP-996 (see ReplicaEpoch)"),
         ("VoteRequest", "Topics/Partitions/ReplicaDirectoryId", "name"): (
             "ReplicaDirectoryId", "CandidateDirectoryId", "renamed with KIP-996 (see ReplicaEpoch)"),
+        ("AllocateProducerIdsRequest", "", "listeners"): (["controller"], ["zkBroker", "controller"], _ZK),
         ("ApiVersionsRequest", "", "listeners"): (
             ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
         ("DescribeClusterRequest", "", "listeners"): (

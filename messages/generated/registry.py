@@ -9,6 +9,8 @@ from messages.runtime import Message
 from messages.generated.abort_transaction_record import AbortTransactionRecord
 from messages.generated.add_raft_voter_request import AddRaftVoterRequest
 from messages.generated.add_raft_voter_response import AddRaftVoterResponse
+from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
+from messages.generated.allocate_producer_ids_response import AllocateProducerIdsResponse
 from messages.generated.api_versions_request import ApiVersionsRequest
 from messages.generated.api_versions_response import ApiVersionsResponse
 from messages.generated.begin_quorum_epoch_request import BeginQuorumEpochRequest
@@ -77,6 +79,8 @@ BY_NAME: dict[str, type[Message]] = {
     'AbortTransactionRecord': AbortTransactionRecord,
     'AddRaftVoterRequest': AddRaftVoterRequest,
     'AddRaftVoterResponse': AddRaftVoterResponse,
+    'AllocateProducerIdsRequest': AllocateProducerIdsRequest,
+    'AllocateProducerIdsResponse': AllocateProducerIdsResponse,
     'ApiVersionsRequest': ApiVersionsRequest,
     'ApiVersionsResponse': ApiVersionsResponse,
     'BeginQuorumEpochRequest': BeginQuorumEpochRequest,
@@ -159,6 +163,7 @@ REQUESTS: dict[int, type[Message]] = {
     62: BrokerRegistrationRequest,
     63: BrokerHeartbeatRequest,
     64: UnregisterBrokerRequest,
+    67: AllocateProducerIdsRequest,
     70: ControllerRegistrationRequest,
     80: AddRaftVoterRequest,
     81: RemoveRaftVoterRequest,
@@ -182,6 +187,7 @@ RESPONSES: dict[int, type[Message]] = {
     62: BrokerRegistrationResponse,
     63: BrokerHeartbeatResponse,
     64: UnregisterBrokerResponse,
+    67: AllocateProducerIdsResponse,
     70: ControllerRegistrationResponse,
     80: AddRaftVoterResponse,
     81: RemoveRaftVoterResponse,
@@ -213,6 +219,8 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'AbortTransactionRecord': (0, 32767),
     'AddRaftVoterRequest': (0, 32767),
     'AddRaftVoterResponse': (0, 32767),
+    'AllocateProducerIdsRequest': (0, 32767),
+    'AllocateProducerIdsResponse': (0, 32767),
     'ApiVersionsRequest': (3, 32767),
     'ApiVersionsResponse': (3, 32767),
     'BeginQuorumEpochRequest': (1, 32767),

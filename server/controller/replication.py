@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from kwire.errors import Errors
 from kwire.uuid import Uuid
 from messages.generated.config_record import ConfigRecord
 from messages.generated.partition_change_record import PartitionChangeRecord
@@ -23,14 +24,27 @@ from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.topic_record import TopicRecord
 from messages.runtime import Message
 from server.controller.cluster import ReplayError
+from server.controller.errors import ApiError
 
-__all__ = ["NO_LEADER", "NO_LEADER_CHANGE", "PartitionRegistration", "ReplicationImage", "TopicImage"]
+__all__ = [
+    "NO_LEADER",
+    "NO_LEADER_CHANGE",
+    "PRODUCER_ID_BLOCK_SIZE",
+    "PartitionRegistration",
+    "ReplicationImage",
+    "TopicImage",
+]
 
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2
 """PartitionChangeRecord's Leader when the leader stays (``LeaderConstants.NO_LEADER_CHANGE``)."""
 MIGRATING_DIRECTORY = Uuid.from_longs(0, 0)
 """``DirectoryId.MIGRATING``: a replica whose directory is not known (records before v1)."""
+
+PRODUCER_ID_BLOCK_SIZE = 1000
+"""Producer ids per AllocateProducerIds answer (``ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE``)."""
+_LAST_BLOCK_START = 2**63 - 1 - PRODUCER_ID_BLOCK_SIZE
+"""The highest first id of a block that still ends inside int64."""
 
 TOPIC_RESOURCE = 2
 """ConfigRecord's ResourceType of a topic (``ConfigResource.Type.TOPIC``)."""
@@ -130,6 +144,8 @@ class ReplicationImage:
         """(resource type, resource name) -> config name -> value (``ConfigurationImage``)."""
         self.next_producer_id = 0
         """The first producer id not yet handed to a broker (``ProducerIdsImage``)."""
+        self.producer_ids_replayed = False
+        """A ProducerIdsRecord was replayed (before one, the first block starts at 0)."""
 
     def replay(self, message: Message) -> None:
         """Replay a committed topic, partition, config or producer-id record. Raises
@@ -164,11 +180,26 @@ class ReplicationImage:
             else:
                 self.configs.setdefault(key, {})[message.name] = message.value
         elif isinstance(message, ProducerIdsRecord):
-            if message.next_producer_id < self.next_producer_id:
+            if self.producer_ids_replayed and message.next_producer_id <= self.next_producer_id:
                 raise ReplayError(
-                    f"Unable to replay {message}: the next producer id would go back from {self.next_producer_id}"
+                    f"Unable to replay {message}: the next producer id is not greater than {self.next_producer_id}"
                 )
             self.next_producer_id = message.next_producer_id
+            self.producer_ids_replayed = True
+
+    def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[list[tuple[Message, int]], int]:
+        """The next block of :data:`PRODUCER_ID_BLOCK_SIZE` producer ids for a broker
+        (``ProducerIdControlManager.generateNextProducerId``): a ProducerIdsRecord moving the
+        next id past the block, and the block's first id. The caller checks the broker epoch.
+        Raises ApiError UNKNOWN_SERVER_ERROR once the ids are exhausted."""
+        start = self.next_producer_id
+        if start > _LAST_BLOCK_START:
+            raise ApiError(
+                Errors.UNKNOWN_SERVER_ERROR,
+                "Exhausted all producerIds as the next block's end producerId has exceeded the int64 type limit",
+            )
+        record = ProducerIdsRecord(broker_id=broker_id, broker_epoch=broker_epoch, next_producer_id=start + PRODUCER_ID_BLOCK_SIZE)
+        return [(record, 0)], start
 
     def _topic(self, topic_id: Uuid, record: Message) -> TopicImage:
         topic = self.topics.get(topic_id)

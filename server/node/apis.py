@@ -3,7 +3,7 @@
 * :func:`api_versions`: the ApiVersions table, exactly the RPCs the KRaft core handles (with
   the versions their handlers accept, from ``server.raft.registry``) plus the controller's:
   DescribeCluster, UpdateFeatures, ControllerRegistration, BrokerRegistration,
-  BrokerHeartbeat, UnregisterBroker and Envelope.
+  BrokerHeartbeat, UnregisterBroker, Envelope and AllocateProducerIds.
 * :func:`supported_features`: the SupportedFeatures of ApiVersions v3+
   (``BrokerFeatures.defaultSupportedFeatures``).
 * :func:`describe_cluster`: DescribeCluster on a controller listener
@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kwire.errors import Errors
+from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from messages.generated.api_versions_response import SupportedFeatureKey
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
@@ -66,6 +67,7 @@ def api_versions() -> dict[int, tuple[int, int]]:
         BrokerHeartbeatRequest,
         UnregisterBrokerRequest,
         EnvelopeRequest,
+        AllocateProducerIdsRequest,
     ):
         assert request.API_KEY is not None
         versions[request.API_KEY] = (request.LOWEST_VERSION, request.HIGHEST_VERSION)

@@ -1,6 +1,7 @@
 """The controller RPCs the node answers outside the KRaft core, as a Kafka controller's
 ``ControllerApis`` does: UpdateFeatures (key 57), ControllerRegistration (key 70, KIP-919),
-BrokerRegistration (62), BrokerHeartbeat (63) and UnregisterBroker (64); and the node's own
+BrokerRegistration (62), BrokerHeartbeat (63), UnregisterBroker (64) and AllocateProducerIds
+(67); and the node's own
 registration (``ControllerRegistrationManager``).
 
 Only the active controller writes: elsewhere, and before the active controller has replayed a
@@ -16,6 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from kwire.errors import Errors
 from kwire.uuid import Uuid
+from messages.generated.allocate_producer_ids_response import AllocateProducerIdsResponse
 from messages.generated.broker_heartbeat_response import BrokerHeartbeatResponse
 from messages.generated.broker_registration_response import BrokerRegistrationResponse
 from messages.generated.controller_registration_request import (
@@ -36,6 +38,7 @@ from server.controller.features import UpgradeType
 
 __all__ = [
     "SECURITY_PROTOCOL_IDS",
+    "allocate_producer_ids_response",
     "broker_heartbeat_response",
     "broker_registration_response",
     "unregister_broker_response",
@@ -143,3 +146,11 @@ def unregister_broker_response(error: ApiError | None) -> UnregisterBrokerRespon
     if error is None:
         return UnregisterBrokerResponse(error_code=Errors.NONE, error_message="")
     return UnregisterBrokerResponse(error_code=error.error, error_message=error.message)
+
+
+def allocate_producer_ids_response(error: ApiError | None, start: int = 0, length: int = 0) -> AllocateProducerIdsResponse:
+    """The AllocateProducerIds answer: the block once its record is committed, or the error
+    code with an empty block."""
+    if error is not None:
+        return AllocateProducerIdsResponse(error_code=error.error, producer_id_start=0, producer_id_len=0)
+    return AllocateProducerIdsResponse(error_code=Errors.NONE, producer_id_start=start, producer_id_len=length)

@@ -37,6 +37,7 @@ import trio
 from kwire.errors import Errors
 from kwire.negotiation import UnsupportedVersionError
 from kwire.uuid import Uuid
+from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
@@ -58,10 +59,12 @@ from server.controller.features import (
     ClusterSupport,
     update_features,
 )
+from server.controller.replication import PRODUCER_ID_BLOCK_SIZE
 from server.net import ChannelDispatcher, PendingRequest, RunningServer, serve
 from server.node.apis import api_versions, describe_cluster, supported_features
 from server.node.controller_apis import (
     SECURITY_PROTOCOL_IDS,
+    allocate_producer_ids_response,
     broker_heartbeat_response,
     broker_registration_response,
     feature_updates,
@@ -124,6 +127,7 @@ _CONTROLLER_OPS = (
     BrokerRegistrationRequest,
     BrokerHeartbeatRequest,
     UnregisterBrokerRequest,
+    AllocateProducerIdsRequest,
 )
 """Requests the active controller answers from its state: one at a time, each after the writes
 before it are committed (see ``Node._on_request``)."""
@@ -454,6 +458,8 @@ class Node:
             await self._controller_write(
                 pending, lambda c: c.cluster.unregister_broker(body.broker_id), unregister_broker_response
             )
+        elif isinstance(body, AllocateProducerIdsRequest):
+            await self._allocate_producer_ids(pending, body)
 
     def _finalized_with_kraft(self, controller: QuorumController) -> dict[str, int]:
         """The finalized levels a broker registers against: the FeatureLevelRecords' and the
@@ -508,6 +514,24 @@ class Node:
             committed = lambda offset: controller.cluster.controlled_shutdown_committed(broker_id, offset)  # noqa: E731
         await self._append_write(
             pending, records, lambda error: broker_heartbeat_response(error or reply), committed=committed
+        )
+
+    async def _allocate_producer_ids(self, pending: PendingRequest, body: AllocateProducerIdsRequest) -> None:
+        """AllocateProducerIds (``ProducerIdControlManager``): a block of 1000 ids for a
+        registered broker at its epoch, answered once the record moving the next id is
+        committed. STALE_BROKER_EPOCH for another epoch."""
+        controller = self._active_controller()
+        if controller is None:
+            pending.respond(allocate_producer_ids_response(self._not_controller()))
+            return
+        try:
+            controller.cluster.check_broker_epoch(body.broker_id, body.broker_epoch)
+            records, start = controller.replication.allocate_producer_ids(body.broker_id, body.broker_epoch)
+        except ApiError as exc:
+            pending.respond(allocate_producer_ids_response(exc))
+            return
+        await self._append_write(
+            pending, records, lambda error: allocate_producer_ids_response(error, start, PRODUCER_ID_BLOCK_SIZE)
         )
 
     async def _maybe_fence_stale_broker(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from kwire.errors import Errors
 from kwire.uuid import Uuid
 from messages.generated.config_record import ConfigRecord
 from messages.generated.partition_change_record import PartitionChangeRecord
@@ -16,6 +17,7 @@ from messages.generated.topic_record import TopicRecord
 from messages.metadata import encode_record
 from server.controller.cluster import ReplayError
 from server.controller.controller import QuorumController
+from server.controller.errors import ApiError
 from server.controller.replication import MIGRATING_DIRECTORY, ReplicationImage
 
 TOPIC = Uuid.from_longs(0xAB, 0xCD)
@@ -94,8 +96,20 @@ def test_producer_id_blocks_only_move_forward() -> None:
     image.replay(ProducerIdsRecord(broker_id=1, broker_epoch=5, next_producer_id=1000))
     image.replay(ProducerIdsRecord(broker_id=2, broker_epoch=6, next_producer_id=2000))
     assert image.next_producer_id == 2000
-    with pytest.raises(ReplayError, match="go back"):
-        image.replay(ProducerIdsRecord(broker_id=1, broker_epoch=5, next_producer_id=1000))
+    with pytest.raises(ReplayError, match="not greater than 2000"):
+        image.replay(ProducerIdsRecord(broker_id=1, broker_epoch=5, next_producer_id=2000))
+
+
+def test_producer_id_blocks_start_at_zero_and_follow_each_other() -> None:
+    image = ReplicationImage()
+    records, start = image.allocate_producer_ids(3, 42)
+    assert start == 0 and records == [(ProducerIdsRecord(broker_id=3, broker_epoch=42, next_producer_id=1000), 0)]
+    image.replay(records[0][0])
+    assert image.allocate_producer_ids(4, 43)[1] == 1000
+    image.replay(ProducerIdsRecord(broker_id=1, broker_epoch=1, next_producer_id=2**63 - 1000))
+    with pytest.raises(ApiError, match="Exhausted all producerIds") as exhausted:
+        image.allocate_producer_ids(1, 1)
+    assert exhausted.value.error == Errors.UNKNOWN_SERVER_ERROR
 
 
 def test_the_controller_keeps_the_image_and_a_snapshot_replaces_it() -> None:

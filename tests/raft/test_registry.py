@@ -90,6 +90,7 @@ def test_the_node_advertises_the_registry_plus_the_controller_rpcs() -> None:
         int(ApiKey.BROKER_HEARTBEAT),
         int(ApiKey.UNREGISTER_BROKER),
         int(ApiKey.ENVELOPE),
+        int(ApiKey.ALLOCATE_PRODUCER_IDS),
     }
     assert advertised[int(ApiKey.UPDATE_FEATURES)] == (0, 2)  # 3.9.2 has 0-1, 4.4.0 0-2
     assert advertised[int(ApiKey.CONTROLLER_REGISTRATION)] == (0, 0)
