@@ -4,6 +4,7 @@ Usage::
 
     kwire dev-cluster [--nodes 3] [--dir ./dev-cluster] [--base-port 19093] [--fresh]
                       [--throughput RECORDS_PER_S [--record-size 256]] [--override key=value ...]
+                      [--brokers N [--kafka-version VERSION]]
 
 On first use ``--dir`` gets one directory per node (``node-<id>/``: ``server.properties``,
 ``data/`` formatted as ``kafka-storage format --initial-controllers`` formats it -- a dynamic
@@ -18,13 +19,20 @@ Each node runs ``kwire server-start``, or ``kwire test-raft-server --json`` with
 stops every node gracefully (SIGTERM; a leader resigns). A node that dies is reported, not
 restarted.
 
-The cluster itself is :class:`tools.local_cluster.DevCluster`, which tests and benchmarks use as a
-library; this module parses the arguments and prints.
+``--brokers N`` adds N stock Kafka brokers of a pinned release (``make compat-jars``; default the
+newest) with ids 101.., each in ``broker-<id>/`` with its client listener on
+``PLAINTEXT://localhost:<base-port + 100 + i>`` (``brokers.json`` records them): they register
+with the kwire quorum and the command prints their bootstrap servers once every one is running.
+
+The cluster itself is :class:`tools.local_cluster.DevCluster` (and
+:class:`tools.stock_brokers.StockBrokers` for the brokers), which tests and benchmarks use as
+libraries; this module parses the arguments and prints.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import signal
 import sys
@@ -33,6 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from tools.local_cluster import DEFAULT_BASE_PORT, DevCluster, DevClusterError
+from tools.stock_brokers import BrokerNode, StockBrokerError, StockBrokers
+
+BROKER_ID_BASE = 101
+BROKER_PORT_OFFSET = 100
+BROKER_START_TIMEOUT_S = 120.0
 
 __all__ = ["add_parser", "run"]
 
@@ -50,10 +63,41 @@ def add_parser(subparsers: Any) -> None:
                    help="record value size for --throughput (default 256)")
     p.add_argument("--override", action="append", default=[], metavar="key=value",
                    help="a property for every node (repeatable)")
+    p.add_argument("--brokers", type=int, default=0, metavar="N",
+                   help="also run N stock Kafka brokers on the quorum (ids 101..; needs make compat-jars)")
+    p.add_argument("--kafka-version", default=None,
+                   help="pinned Kafka release of the brokers (default: the newest pinned)")
+
+
+def _brokers(root: Path, cluster: DevCluster, count: int, version: str | None, base_port: int) -> StockBrokers | None:
+    """The cluster's stock brokers: those ``brokers.json`` records, else ``count`` new ones."""
+    from tools import stock_kafka
+
+    described = root / "brokers.json"
+    if described.exists():
+        saved = json.loads(described.read_text())
+        if count not in (0, len(saved["brokers"])):
+            raise DevClusterError(f"{root} holds {len(saved['brokers'])} brokers, not {count} (use --fresh)")
+        nodes = [BrokerNode(b["id"], b["port"], root / f"broker-{b['id']}") for b in saved["brokers"]]
+        return StockBrokers(root, saved["version"], nodes, cluster.host)
+    if count <= 0:
+        return None
+    version = version or stock_kafka.PINNED_VERSIONS[-1]
+    if version not in stock_kafka.PINNED_VERSIONS:
+        raise DevClusterError(f"Kafka {version} is not pinned (pinned: {', '.join(stock_kafka.PINNED_VERSIONS)})")
+    ports = {BROKER_ID_BASE + i: base_port + BROKER_PORT_OFFSET + i for i in range(count)}
+    brokers = StockBrokers.create(
+        root, version, cluster_id=cluster.cluster_id, bootstrap_controllers=cluster.bootstrap_controllers,
+        ports=ports, host=cluster.host,
+    )
+    described.write_text(json.dumps(
+        {"version": version, "brokers": [{"id": i, "port": p} for i, p in ports.items()]}, indent=2) + "\n")
+    return brokers
 
 
 def run(args: argparse.Namespace) -> int:
     from storage.errors import FormatError
+    from tools import stock_kafka
 
     root = Path(args.dir).resolve()
     workload = None if args.throughput is None else (args.throughput, args.record_size)
@@ -69,8 +113,13 @@ def run(args: argparse.Namespace) -> int:
         else:
             cluster = DevCluster.create(root, args.nodes, base_port=args.base_port, workload=workload,
                                         overrides=args.override)
+        base_port = min(n.port for n in cluster.nodes.values())
+        brokers = _brokers(root, cluster, args.brokers, args.kafka_version, base_port)
     except (DevClusterError, FormatError, OSError) as exc:
         print(f"kwire dev-cluster: {exc}", file=sys.stderr)
+        return 1
+    except (stock_kafka.KafkaUnavailable, stock_kafka.KafkaCommandError) as exc:
+        print(f"kwire dev-cluster: stock Kafka brokers need the pinned jars (make compat-jars): {exc}", file=sys.stderr)
         return 1
 
     stop_requested = False
@@ -84,8 +133,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         cluster.start()
         leader, epoch = cluster.wait_for_leader(60.0)
-    except DevClusterError as exc:
+        if brokers is not None:
+            brokers.start()
+            brokers.wait_listed(set(brokers.nodes), BROKER_START_TIMEOUT_S)
+    except (DevClusterError, StockBrokerError) as exc:
         print(f"kwire dev-cluster: {exc}", file=sys.stderr)
+        if brokers is not None:
+            brokers.stop()
         cluster.stop()
         return 1
     print(f"kwire dev-cluster: {len(cluster.nodes)} controllers, cluster id {cluster.cluster_id}, "
@@ -98,6 +152,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"  kafka-metadata-quorum.sh --bootstrap-controller {cluster.address(leader)} describe --replication")
     if workload is not None:
         print(f"  workload reports (JSON lines): {root}/node-*/stdout.log")
+    if brokers is not None:
+        print(f"  {len(brokers.nodes)} stock Kafka {brokers.version} brokers, all running: "
+              f"--bootstrap-server {brokers.bootstrap_servers}  (output: {root}/broker-*/stdout.log)")
     print("Ctrl-C stops every node.", flush=True)
     reported: set[int] = set()
     while not stop_requested:
@@ -107,6 +164,13 @@ def run(args: argparse.Namespace) -> int:
                 reported.add(node.node_id)
                 print(f"kwire dev-cluster: node {node.node_id} exited with status "
                       f"{node.process.returncode}; see {node.log_path}", flush=True)
+        for broker in [] if brokers is None else brokers.nodes.values():
+            if broker.process is not None and not broker.running and -broker.broker_id not in reported:
+                reported.add(-broker.broker_id)
+                print(f"kwire dev-cluster: broker {broker.broker_id} exited with status "
+                      f"{broker.process.returncode}; see {broker.stdout_path}", flush=True)
     print("kwire dev-cluster: stopping", flush=True)
+    if brokers is not None:
+        brokers.stop()
     cluster.stop()
     return 0

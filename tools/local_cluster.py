@@ -265,9 +265,11 @@ class DevCluster:
             if node.running:
                 continue
             with node.stdout_path.open("ab") as out, node.log_path.open("ab") as err:
+                # its own session: a Ctrl-C to the caller's process group leaves the node to
+                # stop(), so that brokers on the quorum can shut down before it does
                 node.process = subprocess.Popen(
                     self.command(node_id), cwd=REPO_DIR, stdout=out, stderr=err,
-                    env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                    env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
                 )
         if wait:
             for node_id in ids:

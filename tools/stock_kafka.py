@@ -272,18 +272,23 @@ def start_kafka_class(
     logs_dir: str | os.PathLike[str] | None = None,
     stdout: int | None = subprocess.PIPE,
     stderr: int | None = subprocess.PIPE,
+    start_new_session: bool = False,
 ) -> subprocess.Popen[bytes]:
     """Start a long-running Kafka process (e.g. ``kafka.Kafka controller.properties``, as
     ``kafka-server-start.sh`` does, or ``kafka.tools.TestRaftServer``) with server JVM settings
     and return it; ``stdout``/``stderr`` are ``subprocess`` targets (default: pipes), ``logs_dir``
     becomes ``-Dkafka.logs.dir``. The caller terminates it (``proc.terminate()``) and waits for
-    it. Raises KafkaUnavailable when Java or the jars are missing."""
+    it; ``start_new_session`` keeps it out of the caller's process group (a terminal's Ctrl-C
+    then reaches only the caller, which stops it in its own order). Raises KafkaUnavailable when
+    Java or the jars are missing."""
     command = java_command(
         version, main_class, args, server=server, jvm_args=jvm_args, logs_dir=logs_dir,
     )
     full_env = dict(os.environ)
     full_env.update(env or {})
-    return subprocess.Popen(command, cwd=cwd, env=full_env, stdout=stdout, stderr=stderr)
+    return subprocess.Popen(
+        command, cwd=cwd, env=full_env, stdout=stdout, stderr=stderr, start_new_session=start_new_session
+    )
 
 
 class KafkaCommandError(RuntimeError):

@@ -1,0 +1,65 @@
+"""``kwire dev-cluster --brokers N``: a kwire quorum with stock brokers of a pinned release on it.
+
+One controller and one stock broker of the newest pinned release: the command prints the
+brokers' bootstrap servers once every broker runs (the broker answers Metadata listing itself),
+and a Ctrl-C to the whole process group (as a terminal sends it) stops the broker first, with a
+controlled shutdown against the live quorum, then the controller; nothing is left running.
+Cost: one broker JVM, about 20 s.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from compat.kafka import PINNED_VERSIONS, require_kafka
+from compat.test_storage_interop import _free_port
+from tools.local_cluster import REPO_DIR
+from tools.stock_brokers import BrokerNode, StockBrokers
+
+pytestmark = pytest.mark.compat
+
+START_TIMEOUT_S = 150.0
+
+
+def test_dev_cluster_runs_stock_brokers_and_stops_them_first(tmp_path: Path) -> None:
+    version = PINNED_VERSIONS[-1]
+    require_kafka(version)
+    root = tmp_path / "cluster"
+    base = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tools.cli", "dev-cluster", "--nodes", "1", "--brokers", "1", "--dir", str(root),
+         "--base-port", str(base)],
+        cwd=REPO_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
+    )
+    assert proc.stdout is not None
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not any(line.startswith("Ctrl-C stops every node") for line in lines):
+            line = proc.stdout.readline()
+            assert line and time.monotonic() < deadline, f"dev-cluster did not come up: {lines}"
+            lines.append(line.rstrip("\n"))
+        [running] = [line for line in lines if "brokers, all running" in line]
+        assert f"1 stock Kafka {version} brokers" in running and f"--bootstrap-server localhost:{base + 100}" in running
+        broker = BrokerNode(101, base + 100, root / "broker-101")
+        assert StockBrokers(root, version, [broker]).listed_by(101) == {101}
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the whole group
+        code = proc.wait(90)
+    rest = proc.stdout.read()
+    assert code == 0, lines + [rest]
+    output = (root / "broker-101" / "stdout.log").read_text(encoding="utf-8", errors="replace")
+    assert "Transition from STARTED to SHUTTING_DOWN" in output
+    # the broker's controlled shutdown reached the controller: it answered ShouldShutDown
+    server_log = (root / "node-1" / "server.log").read_text(encoding="utf-8", errors="replace")
+    assert "fenced=1" in server_log, server_log[-3000:]
+    leftovers = subprocess.run(["pgrep", "-f", str(root)], capture_output=True, text=True).stdout.split()
+    assert leftovers == [], leftovers
