@@ -149,7 +149,7 @@ def test_stock_metadata_shell_reads_kwires_metadata_version(kafka: KafkaRelease,
     logs.mkdir()
     _run_kwire(props, data / PARTITION, logs, port)
     segment = data / PARTITION / "00000000000000000000.log"
-    shown = kafka.run_tool("metadata-shell", ["--snapshot", segment, "cat", "/image/features/metadataVersion"])
+    shown = kafka.metadata_shell(segment, "cat", "/image/features/metadataVersion")
     # 4.x keeps the level Optional in its image and prints it so
     assert shown.stdout.strip() in (release, f"Optional[{release}]"), shown.stdout + shown.stderr[-2000:]
     assert "Unhandled fault" not in shown.stderr and "Exception" not in shown.stderr, shown.stderr[-2000:]
