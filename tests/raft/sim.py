@@ -1022,6 +1022,10 @@ def run_scenario(seed: int, scenario: str | None = None) -> RunStats:
         return _run_reconfig(seed, rng)
     if name == "stray":
         return _run_stray(seed, rng)
+    if name == "brokers":
+        from tests.raft.sim_brokers import run_brokers  # it builds on this module
+
+        return run_brokers(seed, rng)
     voters = rng.choice((1, 3, 3, 5)) if name == "steady" else rng.choice((3, 3, 5))
     observers = rng.choice((0, 0, 1, 2))
     drop = rng.choice((0.0, 0.0, 0.01, 0.05)) if name != "chaos" else rng.choice((0.0, 0.02, 0.1))

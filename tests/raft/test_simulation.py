@@ -4,7 +4,8 @@
 the first one (default 0), ``KWIRE_SIM_WORKERS`` the processes used (default 2);
 ``KWIRE_SIM_WIRE=1`` makes the router encode and decode every message at its API version.
 ``test_stray_request_seeds`` runs the "stray" scenario (the differential probe's request shapes
-from outside the quorum) on a fifth as many seeds. A
+from outside the quorum) on a fifth as many seeds, ``test_broker_seeds`` the "brokers" scenario
+(``sim_brokers``: simulated brokers against the simulated controllers) on as many. A
 nightly run: ``KWIRE_SIM_FIRST=10000 KWIRE_SIM_SEEDS=10000 pytest tests/raft/test_simulation.py
 -k seeds``. A failure prints the command that replays its seed alone::
 
@@ -117,6 +118,35 @@ def test_stray_request_seeds() -> None:
         pytest.fail(
             f"{len(failures)} of {len(results)} stray seeds failed: {[s for s, _ in failures][:20]}\n"
             f"first failure, replay with: KWIRE_SIM_SCENARIO=stray {_replay_command(seed)}\n{error}"
+        )
+
+
+def _run_brokers(seed: int) -> tuple[int, str | None]:
+    try:
+        run_scenario(seed, "brokers")
+    except Exception:
+        return (seed, traceback.format_exc())
+    return (seed, None)
+
+
+def test_broker_seeds() -> None:
+    """Simulated brokers register and heartbeat with the active controller through leader
+    crashes, isolation and broker deaths (``tests/raft/sim_brokers.py``): broker epochs are the
+    offsets of their registrations, every node holds the same image at the same offset, and
+    every broker runs again once the faults end. ``KWIRE_SIM_SEEDS`` seeds from
+    ``KWIRE_SIM_FIRST``; replay one with ``KWIRE_SIM_SEED=N KWIRE_SIM_SCENARIO=brokers``."""
+    seeds = range(FIRST, FIRST + SEEDS)
+    if WORKERS > 1:
+        with ProcessPoolExecutor(max_workers=WORKERS) as pool:
+            results = list(pool.map(_run_brokers, seeds, chunksize=8))
+    else:
+        results = [_run_brokers(seed) for seed in seeds]
+    failures = [(seed, error) for seed, error in results if error is not None]
+    if failures:
+        seed, error = failures[0]
+        pytest.fail(
+            f"{len(failures)} of {len(results)} broker seeds failed: {[s for s, _ in failures][:20]}\n"
+            f"first failure, replay with: KWIRE_SIM_SCENARIO=brokers {_replay_command(seed)}\n{error}"
         )
 
 

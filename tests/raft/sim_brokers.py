@@ -1,0 +1,305 @@
+"""The "brokers" simulation: simulated brokers register and heartbeat with the simulated quorum's
+active controller (``server.controller``) while leaders crash and the network splits.
+
+Every simulated node runs a :class:`~server.controller.controller.QuorumController` beside its
+core, fed with what the core commits (a loaded snapshot resets it). The leader's controller is
+activated once it has replayed everything before its epoch's start, appends its activation
+records (the bootstrap metadata.version), then takes the brokers' requests one at a time, each
+after the writes before it committed, as ``server.node.driver`` runs them: BrokerRegistration,
+BrokerHeartbeat (the broker reports the leader's high watermark as its metadata offset) and,
+every ``session/8`` ms, the expiry check that fences one broker. Brokers crash (they stop
+heartbeating) and come back as new incarnations.
+
+Checked after every committed batch, on every node:
+
+* the records replay without a fault (a change of an unknown broker or epoch fails the run);
+* a new incarnation's broker epoch is the offset of its RegisterBrokerRecord, so broker epochs
+  are unique; the same incarnation re-registering keeps its epoch;
+* every node that replayed up to the same offset holds the same image (registrations and
+  feature levels).
+
+At the end, with the network healed and every broker back, each broker is registered and
+unfenced within a bounded time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from kwire.uuid import Uuid
+from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from messages.generated.broker_registration_request import (
+    BrokerRegistrationRequest,
+    Feature,
+    Listener,
+)
+from messages.generated.feature_level_record import FeatureLevelRecord
+from messages.generated.register_broker_record import RegisterBrokerRecord
+from messages.metadata import decode_record, encode_record
+from server.controller.cluster import ReplayError
+from server.controller.controller import QuorumController
+from server.controller.errors import ApiError
+from server.raft.events import ClientAppend
+from server.raft.roles import Leader
+from server.raft.types import OffsetAndEpoch
+from storage.records import RecordBatch
+from tests.raft.sim import Cluster, RunStats, SimNode, _linger_ms, _liveness
+
+__all__ = ["run_brokers"]
+
+METADATA_VERSION = 21  # 3.9-IV0
+SESSION_TIMEOUT_MS = 3000
+HEARTBEAT_INTERVAL_MS = 300
+CLUSTER_ID = "sim-cluster"
+FAULT_ROUNDS = 20
+
+
+@dataclass
+class SimBroker:
+    broker_id: int
+    incarnation: Uuid
+    epoch: int | None = None
+    alive: bool = True
+    fenced: bool = True
+
+
+class BrokerCluster(Cluster):
+    """A simulated quorum whose nodes run a controller each (module docstring)."""
+
+    def __init__(self, seed: int, voters: int, **kwargs: Any) -> None:
+        self.controllers: dict[int, QuorumController] = {}
+        self.pending_until: dict[int, int] = {}
+        """node id -> last offset of its controller's newest uncommitted write."""
+        self.images: dict[int, bytes] = {}
+        """offset -> digest of the image every node holds once it replayed up to it."""
+        self.epochs_seen: dict[tuple[int, int], Uuid] = {}
+        """(broker id, broker epoch) -> the incarnation that registered with it."""
+        self.broker_ops = 0
+        super().__init__(seed, voters, **kwargs)
+
+    def _controller(self) -> QuorumController:
+        bootstrap = [(FeatureLevelRecord(name="metadata.version", feature_level=METADATA_VERSION), 0)]
+        return QuorumController(bootstrap=bootstrap, cluster_id=CLUSTER_ID, session_timeout_ms=SESSION_TIMEOUT_MS)
+
+    def start(self, node_id: int) -> None:
+        self.controllers[node_id] = self._controller()
+        self.pending_until.pop(node_id, None)
+        super().start(node_id)
+
+    def on_load_snapshot(self, node: SimNode, snapshot_id: OffsetAndEpoch) -> None:
+        super().on_load_snapshot(node, snapshot_id)
+        controller = self.controllers[node.node_id] = self._controller()
+        try:
+            controller.reset(node.values, snapshot_id.offset - 1)
+        except ReplayError as exc:
+            self.fail(f"ReplayFault: node {node.node_id} loading snapshot {snapshot_id}: {exc}")
+
+    def on_committed(self, node: SimNode, batch: Any) -> None:
+        super().on_committed(node, batch)
+        controller = self.controllers[node.node_id]
+        if not batch.is_control:
+            for offset, value in enumerate(RecordBatch(batch.data).iter_values(), batch.base_offset):
+                if value is not None and len(value) > 2 and value[1] == RegisterBrokerRecord.API_KEY:
+                    self._check_registration(node, controller, value, offset)
+                try:
+                    controller.replay(value, offset)
+                except ReplayError as exc:
+                    self.fail(f"ReplayFault: node {node.node_id} at offset {offset}: {exc}")
+        digest = _image_digest(controller)
+        known = self.images.setdefault(batch.last_offset + 1, digest)
+        if known != digest:
+            self.fail(f"SameImage: node {node.node_id} differs from another node at offset {batch.last_offset + 1}")
+
+    def _check_registration(self, node: SimNode, controller: QuorumController, value: bytes, offset: int) -> None:
+        message, _ = decode_record(value)
+        if not isinstance(message, RegisterBrokerRecord):
+            return
+        previous = controller.cluster.registrations.get(message.broker_id)
+        if previous is None or previous.incarnation_id != message.incarnation_id:
+            if message.broker_epoch != offset:
+                self.fail(f"BrokerEpoch: node {node.node_id}: {message} is at offset {offset}")
+        elif message.broker_epoch != previous.epoch:
+            self.fail(f"BrokerEpoch: node {node.node_id}: the same incarnation moved from {previous.epoch}: {message}")
+        holder = self.epochs_seen.setdefault((message.broker_id, message.broker_epoch), message.incarnation_id)
+        if holder != message.incarnation_id:
+            self.fail(f"UniqueBrokerEpoch: epoch {message.broker_epoch} of broker {message.broker_id} given twice")
+
+    # ------------------------------------------------------------------ the active controller
+
+    def active(self) -> tuple[int, QuorumController] | None:
+        """The leader's controller once it may take requests: activated (its activation
+        records appended), and no write of its own uncommitted."""
+        leader = self.leader()
+        if leader is None:
+            return None
+        node, controller = self.nodes[leader], self.controllers[leader]
+        core = node.core
+        assert core is not None and isinstance(core.state, Leader)
+        if controller.active_epoch != core.epoch:
+            if node.delivered_next < core.state.epoch_start_offset:
+                return None
+            for other_id, other in self.controllers.items():
+                if other_id != leader:
+                    other.renounce()
+            activation = controller.activate(core.epoch, self.now)
+            self.pending_until.pop(leader, None)
+            if activation is not None and activation.records:
+                self._append(leader, activation.records)
+            return None
+        if self.pending_until.get(leader, -1) >= node.delivered_next:
+            return None
+        if controller.metadata_version is None:
+            return None
+        return leader, controller
+
+    def _append(self, node_id: int, records: list[tuple[Any, int]]) -> None:
+        core = self.nodes[node_id].core
+        assert core is not None
+        start = core.next_append_offset
+        assert start is not None
+        token = self.next_token
+        self.next_token += 1
+        self.pending_until[node_id] = start + len(records) - 1
+        self.step(node_id, ClientAppend(token, tuple(encode_record(m, v) for m, v in records)))
+
+    def broker_tick(self, broker: SimBroker) -> None:
+        """One request of a live broker: a registration until it has an epoch, else a
+        heartbeat (a STALE_BROKER_EPOCH answer sends it back to registering)."""
+        found = self.active()
+        if found is None or not broker.alive:
+            return
+        leader, controller = found
+        core = self.nodes[leader].core
+        assert core is not None and controller.metadata_version is not None
+        self.broker_ops += 1
+        registered = controller.cluster.registrations.get(broker.broker_id)
+        if broker.epoch is None and registered is not None and registered.incarnation_id == broker.incarnation:
+            broker.epoch = registered.epoch
+        if broker.epoch is None:
+            request = BrokerRegistrationRequest(
+                broker_id=broker.broker_id, cluster_id=CLUSTER_ID, incarnation_id=broker.incarnation,
+                listeners=[Listener(name="PLAINTEXT", host="broker", port=9092, security_protocol=0)],
+                features=[Feature(name="metadata.version", min_supported_version=1, max_supported_version=METADATA_VERSION),
+                          Feature(name="kraft.version", min_supported_version=0, max_supported_version=1)],
+                rack=None, log_dirs=[Uuid.from_longs(broker.broker_id, 7)],
+            )
+            finalized = {"metadata.version": controller.metadata_version, "kraft.version": core.kraft_version}
+            next_offset = core.next_append_offset
+            assert next_offset is not None
+            try:
+                records, _ = controller.cluster.register_broker(
+                    request, new_epoch=next_offset, finalized=finalized,
+                    metadata_version=controller.metadata_version, now_ms=self.now,
+                )
+            except ApiError:
+                return  # e.g. the old incarnation's session is still valid: retried later
+            self._append(leader, records)
+            return
+        controller.cluster.track_heartbeat(broker.broker_id, broker.epoch, self.now)
+        heartbeat = BrokerHeartbeatRequest(
+            broker_id=broker.broker_id, broker_epoch=broker.epoch, current_metadata_offset=core.high_watermark - 1,
+            want_fence=False, want_shut_down=False,
+        )
+        try:
+            records, reply = controller.cluster.process_heartbeat(heartbeat, metadata_version=controller.metadata_version)
+        except ApiError:
+            broker.epoch = None  # stale: register again
+            return
+        broker.fenced = reply.is_fenced
+        if records:
+            self._append(leader, records)
+
+    def fence_check(self) -> None:
+        found = self.active()
+        if found is None:
+            return
+        leader, controller = found
+        assert controller.metadata_version is not None
+        records = controller.cluster.maybe_fence_stale_broker(self.now, metadata_version=controller.metadata_version)
+        if records:
+            self._append(leader, records)
+
+
+def _image_digest(controller: QuorumController) -> bytes:
+    registrations = sorted(
+        (r.broker_id, r.epoch, str(r.incarnation_id), r.fenced, r.in_controlled_shutdown, r.log_dirs)
+        for r in controller.cluster.registrations.values()
+    )
+    features = sorted(controller.feature_levels.items())
+    return hashlib.blake2b(repr((registrations, features)).encode(), digest_size=16).digest()
+
+
+def run_brokers(seed: int, rng: random.Random) -> RunStats:
+    """The scenario (module docstring): 3 or 5 voters, three brokers, 20 rounds of faults, then
+    every broker must be registered and unfenced within 10 s of healing."""
+    from server.raft.types import QuorumConfig
+
+    cluster = BrokerCluster(
+        seed,
+        rng.choice((3, 3, 5)),
+        observers=rng.choice((0, 1)),
+        config=QuorumConfig(pre_vote=rng.random() < 0.8, append_linger_ms=_linger_ms(seed)),
+        kraft_version=rng.choice((0, 1)),
+        drop_rate=rng.choice((0.0, 0.01, 0.05)),
+        snapshot_every=rng.choice((0, 0, 25)),
+    )
+    brokers = [SimBroker(100 + i, Uuid.from_longs(seed & 0xFFFF, 100 + i)) for i in range(3)]
+
+    def every(period_ms: int, action: Any) -> None:
+        def tick() -> None:
+            action()
+            cluster.schedule(cluster.now + period_ms, "call", tick)
+
+        cluster.schedule(cluster.now + rng.randint(1, period_ms), "call", tick)
+
+    for broker in brokers:
+        every(HEARTBEAT_INTERVAL_MS, lambda broker=broker: cluster.broker_tick(broker))
+    every(max(1, SESSION_TIMEOUT_MS // 8), cluster.fence_check)
+    _liveness(cluster, "start", 3500)
+    for _ in range(FAULT_ROUNDS):
+        cluster.run_until(cluster.now + rng.randint(300, 1500))
+        action = rng.random()
+        if action < 0.25:
+            leader = cluster.leader()
+            if leader is not None:
+                cluster.crash(leader)
+        elif action < 0.45:
+            broker = rng.choice(brokers)
+            broker.alive = False  # stops heartbeating; its session expires
+        elif action < 0.6:
+            for broker in brokers:
+                if not broker.alive:
+                    broker.alive, broker.epoch = True, None
+                    broker.incarnation = Uuid.from_longs(rng.getrandbits(32), broker.broker_id)
+        elif action < 0.75:
+            cluster.isolate(rng.choice(list(cluster.nodes)))
+        else:
+            cluster.heal()
+            for node_id in cluster.nodes:
+                cluster.restart(node_id)
+    cluster.heal()
+    cluster.drop_rate = 0.0
+    for node_id in cluster.nodes:
+        cluster.restart(node_id)
+    for broker in brokers:
+        if not broker.alive:
+            broker.alive, broker.epoch = True, None
+            broker.incarnation = Uuid.from_longs(rng.getrandbits(32), broker.broker_id)
+    deadline = cluster.now + 10_000 + SESSION_TIMEOUT_MS
+    while True:
+        found = cluster.active()
+        images = {} if found is None else found[1].cluster.registrations
+        if all(b.broker_id in images and not images[b.broker_id].fenced and b.epoch == images[b.broker_id].epoch
+               for b in brokers):
+            break
+        if cluster.now > deadline:
+            cluster.fail(f"BrokersRunning: brokers {[(b.broker_id, b.epoch) for b in brokers]}, image {images}")
+        cluster.run_until(cluster.now + 100)
+    cluster.check_committed_on_majority()
+    return RunStats(
+        seed, "brokers", cluster.events, cluster.elections, cluster.committed_end, cluster.now,
+        cluster.snapshots_taken, cluster.snapshot_installs, trace_digest=cluster.trace.hexdigest(),
+    )
