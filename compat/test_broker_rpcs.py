@@ -24,8 +24,7 @@ from typing import Any
 import pytest
 import trio
 
-from compat.conftest import KafkaRelease
-from compat.kafka import PINNED_VERSIONS, require_kafka
+from compat.test_controller_rpcs import kafka, role  # noqa: F401 - fixtures: the newest release, the leader
 from compat.test_differential_probe import State, _send, nodes  # noqa: F401 - a fixture
 from compat.test_storage_interop import CLUSTER_ID, PARTITION, _log_batches
 from kwire.uuid import Uuid
@@ -52,20 +51,6 @@ CAUGHT_UP = 1 << 40
 """A metadata offset past any registration."""
 DIR_A, DIR_B, DIR_C = Uuid.from_longs(7, 1001), Uuid.from_longs(7, 1002), Uuid.from_longs(7, 1003)
 INCARNATION, OTHER_INCARNATION = Uuid.from_longs(0x77, 1), Uuid.from_longs(0x77, 2)
-
-
-@pytest.fixture
-def kafka() -> KafkaRelease:
-    """The newest pinned release (the ``nodes`` fixture's stock side)."""
-    version = PINNED_VERSIONS[-1]
-    require_kafka(version)
-    return KafkaRelease(version)
-
-
-@pytest.fixture
-def role() -> str:
-    """The receiver is the standalone leader (the ``nodes`` fixture's role)."""
-    return "leader"
 
 
 @dataclass

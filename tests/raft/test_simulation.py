@@ -21,6 +21,7 @@ alter behaviour re-records them, and says so in its commit::
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import time
@@ -92,12 +93,30 @@ def test_simulation_seeds() -> None:
     )
 
 
-def _run_stray(seed: int) -> tuple[int, str | None]:
+def _run_named(scenario: str, seed: int) -> tuple[int, str | None]:
     try:
-        run_scenario(seed, "stray")
+        run_scenario(seed, scenario)
     except Exception:
         return (seed, traceback.format_exc())
     return (seed, None)
+
+
+def _check_scenario_seeds(scenario: str, seeds: range, chunksize: int) -> None:
+    """Run ``scenario`` on ``seeds`` (``WORKERS`` processes); fail with the first failure and
+    the command that replays it."""
+    run = functools.partial(_run_named, scenario)
+    if WORKERS > 1:
+        with ProcessPoolExecutor(max_workers=WORKERS) as pool:
+            results = list(pool.map(run, seeds, chunksize=chunksize))
+    else:
+        results = [run(seed) for seed in seeds]
+    failures = [(seed, error) for seed, error in results if error is not None]
+    if failures:
+        seed, error = failures[0]
+        pytest.fail(
+            f"{len(failures)} of {len(results)} {scenario} seeds failed: {[s for s, _ in failures][:20]}\n"
+            f"first failure, replay with: KWIRE_SIM_SCENARIO={scenario} {_replay_command(seed)}\n{error}"
+        )
 
 
 def test_stray_request_seeds() -> None:
@@ -106,27 +125,7 @@ def test_stray_request_seeds() -> None:
     event and the quorum commits afterwards. ``KWIRE_SIM_SEEDS / 5`` seeds from
     ``KWIRE_SIM_FIRST`` (100 by default); replay one with ``KWIRE_SIM_SEED=N
     KWIRE_SIM_SCENARIO=stray``."""
-    seeds = range(FIRST, FIRST + max(1, SEEDS // 5))
-    if WORKERS > 1:
-        with ProcessPoolExecutor(max_workers=WORKERS) as pool:
-            results = list(pool.map(_run_stray, seeds, chunksize=4))
-    else:
-        results = [_run_stray(seed) for seed in seeds]
-    failures = [(seed, error) for seed, error in results if error is not None]
-    if failures:
-        seed, error = failures[0]
-        pytest.fail(
-            f"{len(failures)} of {len(results)} stray seeds failed: {[s for s, _ in failures][:20]}\n"
-            f"first failure, replay with: KWIRE_SIM_SCENARIO=stray {_replay_command(seed)}\n{error}"
-        )
-
-
-def _run_brokers(seed: int) -> tuple[int, str | None]:
-    try:
-        run_scenario(seed, "brokers")
-    except Exception:
-        return (seed, traceback.format_exc())
-    return (seed, None)
+    _check_scenario_seeds("stray", range(FIRST, FIRST + max(1, SEEDS // 5)), chunksize=4)
 
 
 def test_broker_seeds() -> None:
@@ -135,19 +134,7 @@ def test_broker_seeds() -> None:
     offsets of their registrations, every node holds the same image at the same offset, and
     every broker runs again once the faults end. ``KWIRE_SIM_SEEDS`` seeds from
     ``KWIRE_SIM_FIRST``; replay one with ``KWIRE_SIM_SEED=N KWIRE_SIM_SCENARIO=brokers``."""
-    seeds = range(FIRST, FIRST + SEEDS)
-    if WORKERS > 1:
-        with ProcessPoolExecutor(max_workers=WORKERS) as pool:
-            results = list(pool.map(_run_brokers, seeds, chunksize=8))
-    else:
-        results = [_run_brokers(seed) for seed in seeds]
-    failures = [(seed, error) for seed, error in results if error is not None]
-    if failures:
-        seed, error = failures[0]
-        pytest.fail(
-            f"{len(failures)} of {len(results)} broker seeds failed: {[s for s, _ in failures][:20]}\n"
-            f"first failure, replay with: KWIRE_SIM_SCENARIO=brokers {_replay_command(seed)}\n{error}"
-        )
+    _check_scenario_seeds("brokers", range(FIRST, FIRST + SEEDS), chunksize=8)
 
 
 def test_recorded_traces_cover_the_default_seeds() -> None:
