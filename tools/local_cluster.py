@@ -32,7 +32,7 @@ from typing import Any
 
 from kwire.topics import METADATA_PARTITION_DIR
 
-__all__ = ["DEFAULT_BASE_PORT", "DevCluster", "DevClusterError", "DevNode", "free_ports"]
+__all__ = ["DEFAULT_BASE_PORT", "DevCluster", "DevClusterError", "DevNode", "ProcessDirectory", "free_ports"]
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_BASE_PORT = 19093
@@ -57,15 +57,12 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
             s.close()
 
 
-@dataclass
-class DevNode:
-    """One node of a dev cluster and its process (None when not running)."""
+class ProcessDirectory:
+    """A server process kept in one directory ``root``: its ``server.properties``, its data
+    directory and its output; ``process`` is None until started."""
 
-    node_id: int
-    port: int
-    directory_id: str
     root: Path
-    process: subprocess.Popen[bytes] | None = None
+    process: subprocess.Popen[bytes] | None
 
     @property
     def config_path(self) -> Path:
@@ -74,13 +71,30 @@ class DevNode:
 
     @property
     def data_dir(self) -> Path:
-        """``metadata.log.dir`` and ``log.dirs``."""
+        """``log.dirs`` (and for a controller ``metadata.log.dir``)."""
         return self.root / "data"
 
     @property
     def stdout_path(self) -> Path:
-        """The process's stdout (the workload's JSON reports), appended across restarts."""
+        """The process's stdout, appended across restarts."""
         return self.root / "stdout.log"
+
+    @property
+    def running(self) -> bool:
+        """Whether the process was started and has not exited."""
+        return self.process is not None and self.process.poll() is None
+
+
+@dataclass
+class DevNode(ProcessDirectory):
+    """One node of a dev cluster and its process (None when not running); its stdout holds a
+    workload's JSON reports."""
+
+    node_id: int
+    port: int
+    directory_id: str
+    root: Path
+    process: subprocess.Popen[bytes] | None = None
 
     @property
     def log_path(self) -> Path:
@@ -91,11 +105,6 @@ class DevNode:
     def partition_dir(self) -> Path:
         """The ``__cluster_metadata-0`` log directory."""
         return self.data_dir / METADATA_PARTITION_DIR
-
-    @property
-    def running(self) -> bool:
-        """Whether the node's process was started and has not exited."""
-        return self.process is not None and self.process.poll() is None
 
 
 class DevCluster:

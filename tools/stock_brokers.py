@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tools import stock_kafka
+from tools.local_cluster import ProcessDirectory
 
 __all__ = ["BrokerNode", "StockBrokerError", "StockBrokers"]
 
@@ -37,29 +38,13 @@ class StockBrokerError(RuntimeError):
 
 
 @dataclass
-class BrokerNode:
+class BrokerNode(ProcessDirectory):
     """One broker: id, client port, directory, and its process once started."""
 
     broker_id: int
     port: int
     root: Path
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-
-    @property
-    def config_path(self) -> Path:
-        return self.root / "server.properties"
-
-    @property
-    def data_dir(self) -> Path:
-        return self.root / "data"
-
-    @property
-    def stdout_path(self) -> Path:
-        return self.root / "stdout.log"
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
 
 
 class StockBrokers:
