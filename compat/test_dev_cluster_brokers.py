@@ -4,7 +4,7 @@ One controller and one stock broker of the newest pinned release: the command pr
 brokers' bootstrap servers once every broker runs (the broker answers Metadata listing itself),
 and a Ctrl-C to the whole process group (as a terminal sends it) stops the broker first, with a
 controlled shutdown against the live quorum, then the controller; nothing is left running.
-Cost: one broker JVM, about 20 s.
+Cost: one broker JVM, a few seconds.
 """
 
 from __future__ import annotations
@@ -56,9 +56,9 @@ def test_dev_cluster_runs_stock_brokers_and_stops_them_first(tmp_path: Path) -> 
         code = proc.wait(90)
     rest = proc.stdout.read()
     assert code == 0, lines + [rest]
-    output = (root / "broker-101" / "stdout.log").read_text(encoding="utf-8", errors="replace")
-    assert "Transition from STARTED to SHUTTING_DOWN" in output
-    # the broker's controlled shutdown reached the controller: it answered ShouldShutDown
+    # the broker's controlled shutdown reached the controller, which fenced it and answered
+    # ShouldShutDown (the broker's own log of it is not reliable: its logging may already be
+    # shut down by then)
     server_log = (root / "node-1" / "server.log").read_text(encoding="utf-8", errors="replace")
     assert "fenced=1" in server_log, server_log[-3000:]
     leftovers = subprocess.run(["pgrep", "-f", str(root)], capture_output=True, text=True).stdout.split()
