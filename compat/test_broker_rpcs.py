@@ -282,3 +282,30 @@ def test_broker_lifecycle_rpcs_answer_alike(nodes: Nodes, tmp_path: Path) -> Non
     records = {name: _broker_records(tmp_path / name, sides[name]) for name in ports}
     assert len(records["stock"]) >= 10, records["stock"]
     assert records["kwire"] == records["stock"]
+
+
+@pytest.mark.parametrize("role", ["observer"])
+def test_off_the_active_controller_broker_rpcs_answer_alike(nodes: Nodes, role: str) -> None:  # noqa: F811
+    """A node that is not the active controller (an observer of a quorum whose voters are not
+    up) answers each broker RPC, bare or forwarded, as a stock one does: NOT_CONTROLLER."""
+    ports = {name: port for name, (port, _, _) in nodes.items()}
+    features = [Feature(name="metadata.version", min_supported_version=1, max_supported_version=33)]
+    unregister = encode_request(UnregisterBrokerRequest(broker_id=5), 0, 6400, "adminclient-1")
+    cases: list[tuple[str, Message, int]] = [
+        ("registration", _register(5, features), 4),
+        ("heartbeat", BrokerHeartbeatRequest(broker_id=5, broker_epoch=3, current_metadata_offset=0), 1),
+        ("producer ids", AllocateProducerIdsRequest(broker_id=5, broker_epoch=3), 0),
+        ("unregistration", UnregisterBrokerRequest(broker_id=5), 0),
+        ("forwarded unregistration", _envelope(unregister), 0),
+    ]
+    differences = []
+    for case, body, version in cases:
+        answers = {}
+        for name, port in ports.items():
+            response = trio.run(_send, port, body, version)
+            answers[name] = response if isinstance(response, str) else _normalize(response, None, Side({}))
+        if answers["stock"] != answers["kwire"]:
+            differences.append(f"{case}:\n    stock {answers['stock']}\n    kwire {answers['kwire']}")
+        if case == "registration":
+            assert answers["stock"][1] == 41, answers  # NOT_CONTROLLER: the case is about that
+    assert not differences, "\n".join(differences)

@@ -14,7 +14,9 @@ request (its header, header version and body), or the envelope-level error:
 
 The forwarded request is answered as if it came from the client; :func:`envelope_response`
 wraps that answer with its own response header (the client's correlation id), without a size
-prefix, in ResponseData.
+prefix, in ResponseData; an answer holding NOT_CONTROLLER anywhere is replaced by an envelope
+NOT_CONTROLLER without data (``RequestChannel.Request.buildResponseSend``), which tells the
+broker to find the active controller again.
 """
 
 from __future__ import annotations
@@ -104,8 +106,26 @@ def open_envelope(envelope: EnvelopeRequest, served: Mapping[int, tuple[int, int
     return Request(header, header_version, body)
 
 
+def _holds_error(message: Message, error: Errors) -> bool:
+    """Whether ``message`` or any message inside it has ``error`` in an ErrorCode field
+    (Kafka's ``AbstractResponse.errorCounts``)."""
+    for name in message.__dataclass_fields__:  # type: ignore[attr-defined]
+        value = getattr(message, name)
+        if name == "error_code" and value == error:
+            return True
+        if isinstance(value, list) and value and isinstance(value[0], Message):
+            if any(_holds_error(item, error) for item in value):
+                return True
+        elif isinstance(value, Message) and _holds_error(value, error):
+            return True
+    return False
+
+
 def envelope_response(forwarded: Request, response: Message) -> EnvelopeResponse:
     """The EnvelopeResponse carrying ``response`` to the forwarded request: its response
-    header and body at the request's version, as the client will read them."""
+    header and body at the request's version, as the client will read them; NOT_CONTROLLER
+    alone when the answer holds that error."""
+    if _holds_error(response, Errors.NOT_CONTROLLER):
+        return EnvelopeResponse(response_data=None, error_code=Errors.NOT_CONTROLLER)
     frame = bytes(encode_response(response, forwarded.header.request_api_version, forwarded.header.correlation_id))
     return EnvelopeResponse(response_data=frame[4:], error_code=Errors.NONE)

@@ -6,7 +6,11 @@ import pytest
 
 from kwire.errors import Errors
 from messages.generated.describe_quorum_request import DescribeQuorumRequest
-from messages.generated.describe_quorum_response import DescribeQuorumResponse
+from messages.generated.describe_quorum_response import (
+    DescribeQuorumResponse,
+    PartitionData,
+    TopicData,
+)
 from messages.generated.envelope_request import EnvelopeRequest
 from messages.generated.fetch_request import FetchRequest
 from messages.protocol import Request, decode_response, encode_request
@@ -58,3 +62,15 @@ def test_a_forwardable_request_this_node_does_not_serve_is_unsupported() -> None
     served = {k: v for k, v in api_versions().items() if k != 55}
     assert open_envelope(_envelope(_describe_quorum()), served) == Errors.UNSUPPORTED_VERSION
     assert 55 in FORWARDABLE and 1 not in FORWARDABLE and len(FORWARDABLE) == 21
+
+
+def test_an_answer_holding_not_controller_goes_back_as_the_envelopes_error() -> None:
+    forwarded = open_envelope(_envelope(_describe_quorum()), api_versions())
+    assert isinstance(forwarded, Request)
+    top = envelope_response(forwarded, DescribeQuorumResponse(error_code=Errors.NOT_CONTROLLER))
+    nested = envelope_response(
+        forwarded,
+        DescribeQuorumResponse(topics=[TopicData(partitions=[PartitionData(error_code=Errors.NOT_CONTROLLER)])]),
+    )
+    for wrapped in (top, nested):
+        assert (wrapped.error_code, wrapped.response_data) == (Errors.NOT_CONTROLLER, None)
