@@ -27,9 +27,7 @@ import logging
 import math
 import random
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import trio
@@ -37,43 +35,25 @@ import trio
 from kwire.errors import Errors
 from kwire.negotiation import UnsupportedVersionError
 from kwire.uuid import Uuid
-from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
-from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
-from messages.generated.broker_registration_request import BrokerRegistrationRequest
-from messages.generated.controller_registration_request import ControllerRegistrationRequest
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.envelope_request import EnvelopeRequest
 from messages.generated.envelope_response import EnvelopeResponse
 from messages.generated.no_op_record import NoOpRecord
-from messages.generated.unregister_broker_request import UnregisterBrokerRequest
-from messages.generated.update_features_request import UpdateFeaturesRequest
 from messages.metadata import encode_record
 from messages.protocol import Request
-from messages.runtime import Message
 from server.config import KRaftConfig
 from server.controller.cluster import ReplayError
 from server.controller.controller import QuorumController
-from server.controller.errors import ApiError
 from server.controller.features import (
     CONTROLLER_REGISTRATION_LEVEL,
-    ClusterSupport,
-    update_features,
 )
-from server.controller.replication import PRODUCER_ID_BLOCK_SIZE
 from server.net import ChannelDispatcher, PendingRequest, RunningServer, serve
 from server.node.apis import api_versions, describe_cluster, supported_features
 from server.node.controller_apis import (
     SECURITY_PROTOCOL_IDS,
-    allocate_producer_ids_response,
-    broker_heartbeat_response,
-    broker_registration_response,
-    feature_updates,
-    not_controller,
     registration_request,
-    registration_response,
-    unregister_broker_response,
-    update_features_response,
 )
+from server.node.controller_requests import CONTROLLER_OPS, ControllerRequests, Resume
 from server.node.envelope import envelope_response, open_envelope
 from server.node.features import finalized_features
 from server.node.peer import Peer
@@ -93,9 +73,7 @@ from server.raft.events import (
     Resign,
     ResponseReceived,
     Tick,
-    UpgradeKRaftVersion,
 )
-from server.raft.kraft_upgrade import UpgradeRefused
 from server.raft.outbox import apply as apply_outbox
 from server.raft.outbox import apply_log_changes
 from server.raft.roles import Leader, Resigned
@@ -119,36 +97,6 @@ log = logging.getLogger("kwire.node")
 
 _REGISTRATION_BACKOFF_MS = (100, 120_000)
 """``ControllerRegistrationManager``'s resend backoff: 100 ms doubling up to 2 minutes."""
-
-
-_CONTROLLER_OPS = (
-    ControllerRegistrationRequest,
-    UpdateFeaturesRequest,
-    BrokerRegistrationRequest,
-    BrokerHeartbeatRequest,
-    UnregisterBrokerRequest,
-    AllocateProducerIdsRequest,
-)
-"""Requests the active controller answers from its state: one at a time, each after the writes
-before it are committed (see ``Node._on_request``)."""
-
-
-@dataclass(slots=True)
-class _ControllerWrite:
-    """A controller write whose records are on their way to the log: answered with ``respond``
-    (None: success) once the batch up to ``last_offset`` is committed; ``pending`` is None for
-    the controller's own writes (fencing a broker whose session expired), and ``committed``
-    is told the batch's last offset."""
-
-    pending: PendingRequest | None
-    respond: Callable[[ApiError | None], Message]
-    last_offset: int | None = None
-    committed: Callable[[int], None] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Resume:
-    """The controller's writes are all committed (or abandoned): run the parked requests."""
 
 
 class RaftListener(Protocol):
@@ -225,12 +173,8 @@ class Node:
         self._own_tokens: set[int] = set()
         self._known_leader: LeaderAndEpoch | None = None
         self._known_role: tuple[str, int, int | None, bool] | None = None
-        self._writes: dict[int, _ControllerWrite] = {}
-        """Controller writes by the token of their append."""
-        self._parked: deque[PendingRequest] = deque()
-        """Controller requests waiting for the writes before them to commit."""
-        self._next_fence_check_ms: int | None = None
-        """When the active controller next looks for an expired broker session."""
+        self._requests = ControllerRequests(self, step=self._step, post=self._post, take_token=self._take_token)
+        """The active controller's requests (``server.node.controller_requests``)."""
         self.incarnation_id = Uuid.random()
         """This run's controller incarnation (KIP-919 registration)."""
         self._registration_wakeup = trio.Event()
@@ -356,20 +300,20 @@ class Node:
 
     async def _drive(self) -> None:
         while True:
-            due = [d for d in (self._deadline_ms, self._next_no_op_ms, self._next_fence_check_ms) if d is not None]
+            due = [d for d in (self._deadline_ms, self._next_no_op_ms, self._requests.next_check_ms) if d is not None]
             deadline = self._trio_time(min(due)) if due else math.inf
             item: Any = Tick()
             with trio.move_on_at(deadline):
                 item = await self._events_receive.receive()
             if self._next_no_op_ms is not None and self.now_ms() >= self._next_no_op_ms:
                 await self._append_no_op()
-            if self._next_fence_check_ms is not None and self.now_ms() >= self._next_fence_check_ms:
-                await self._maybe_fence_stale_broker()
+            check_at = self._requests.next_check_ms
+            if check_at is not None and self.now_ms() >= check_at:
+                await self._requests.check_sessions()
             if isinstance(item, PendingRequest):
                 await self._on_request(item)
-            elif isinstance(item, _Resume):
-                while self._parked and not self._writes:
-                    await self._on_request(self._parked.popleft())
+            elif isinstance(item, Resume):
+                await self._requests.resume()
             else:
                 if isinstance(item, (ResponseReceived, RequestFailed)):
                     self._in_flight -= 1
@@ -396,8 +340,8 @@ class Node:
                 )
             )
             return
-        if isinstance(body, _CONTROLLER_OPS):
-            await self._controller_op(pending)
+        if isinstance(body, CONTROLLER_OPS):
+            await self._requests.handle(pending)
             return
         if isinstance(body, EnvelopeRequest):
             await self._on_envelope(pending, body)
@@ -431,249 +375,6 @@ class Node:
             outer.respond(envelope_response(inner.request, response))
 
     # ------------------------------------------------------------------ controller writes
-
-    async def _controller_op(self, pending: PendingRequest) -> None:
-        """A controller RPC. Kafka's controller applies a write's records to its state before
-        they commit, so each operation sees the ones before it; this controller applies
-        committed records only, so an operation waits (parked) until the writes before it
-        are committed, and then runs. A heartbeat's contact counts at once
-        (``trackBrokerHeartbeat``)."""
-        body = pending.request.body
-        version = pending.request.header.request_api_version
-        controller = self.controller
-        if isinstance(body, BrokerHeartbeatRequest) and controller is not None:
-            controller.cluster.track_heartbeat(body.broker_id, body.broker_epoch, self.now_ms())
-        if self._writes and self._active_controller() is not None:
-            self._parked.append(pending)
-            return
-        if isinstance(body, ControllerRegistrationRequest):
-            await self._controller_write(pending, lambda c: c.register_controller(body), registration_response)
-        elif isinstance(body, UpdateFeaturesRequest):
-            await self._update_features(pending, body, version)
-        elif isinstance(body, BrokerRegistrationRequest):
-            await self._register_broker(pending, body)
-        elif isinstance(body, BrokerHeartbeatRequest):
-            await self._broker_heartbeat(pending, body)
-        elif isinstance(body, UnregisterBrokerRequest):
-            await self._controller_write(
-                pending, lambda c: c.cluster.unregister_broker(body.broker_id), unregister_broker_response
-            )
-        elif isinstance(body, AllocateProducerIdsRequest):
-            await self._allocate_producer_ids(pending, body)
-
-    def _finalized_with_kraft(self, controller: QuorumController) -> dict[str, int]:
-        """The finalized levels a broker registers against: the FeatureLevelRecords' and the
-        quorum's kraft.version (``QuorumController.registerBroker``)."""
-        assert self.core is not None
-        finalized = {name: level for name, level in controller.feature_levels.items() if level > 0}
-        finalized["kraft.version"] = self.core.kraft_version
-        return finalized
-
-    async def _register_broker(self, pending: PendingRequest, body: BrokerRegistrationRequest) -> None:
-        """BrokerRegistration (``ClusterControlManager.registerBroker``): a new incarnation's
-        epoch is the offset its batch will start at."""
-        controller, core = self._active_controller(), self.core
-        if controller is None or core is None:
-            pending.respond(broker_registration_response(self._not_controller()))
-            return
-        next_offset = core.next_append_offset
-        assert next_offset is not None and controller.metadata_version is not None
-        try:
-            records, epoch = controller.cluster.register_broker(
-                body,
-                new_epoch=next_offset,
-                finalized=self._finalized_with_kraft(controller),
-                metadata_version=controller.metadata_version,
-                now_ms=self.now_ms(),
-            )
-        except ApiError as exc:
-            log.info("broker %d registration refused: %s %s", body.broker_id, exc.error.name, exc.message)
-            pending.respond(broker_registration_response(exc))
-            return
-        log.info("registering broker %d (incarnation %s) with broker epoch %d", body.broker_id, body.incarnation_id, epoch)
-        await self._append_write(pending, records, lambda error: broker_registration_response(error, epoch))
-
-    async def _broker_heartbeat(self, pending: PendingRequest, body: BrokerHeartbeatRequest) -> None:
-        """BrokerHeartbeat (``QuorumController.processBrokerHeartbeat``): answered when its
-        records (a fencing change) are committed, at once when it has none."""
-        controller = self._active_controller()
-        if controller is None:
-            pending.respond(broker_heartbeat_response(self._not_controller()))
-            return
-        assert controller.metadata_version is not None
-        try:
-            records, reply = controller.cluster.process_heartbeat(body, metadata_version=controller.metadata_version)
-        except ApiError as exc:
-            pending.respond(broker_heartbeat_response(exc))
-            return
-        for record, _ in records:
-            log.info("broker %d heartbeat: %s", body.broker_id, record)
-        committed = None
-        if reply.in_controlled_shutdown:
-            broker_id = body.broker_id
-            committed = lambda offset: controller.cluster.controlled_shutdown_committed(broker_id, offset)  # noqa: E731
-        await self._append_write(
-            pending, records, lambda error: broker_heartbeat_response(error or reply), committed=committed
-        )
-
-    async def _allocate_producer_ids(self, pending: PendingRequest, body: AllocateProducerIdsRequest) -> None:
-        """AllocateProducerIds (``ProducerIdControlManager``): a block of 1000 ids for a
-        registered broker at its epoch, answered once the record moving the next id is
-        committed. STALE_BROKER_EPOCH for another epoch."""
-        controller = self._active_controller()
-        if controller is None:
-            pending.respond(allocate_producer_ids_response(self._not_controller()))
-            return
-        try:
-            controller.cluster.check_broker_epoch(body.broker_id, body.broker_epoch)
-            records, start = controller.replication.allocate_producer_ids(body.broker_id, body.broker_epoch)
-        except ApiError as exc:
-            pending.respond(allocate_producer_ids_response(exc))
-            return
-        await self._append_write(
-            pending, records, lambda error: allocate_producer_ids_response(error, start, PRODUCER_ID_BLOCK_SIZE)
-        )
-
-    async def _maybe_fence_stale_broker(self) -> None:
-        """Every ``broker.session.timeout.ms`` / 8 the active controller fences one broker whose
-        session expired, and looks again at once after it found one
-        (``QuorumController.registerMaybeFenceStaleBroker``)."""
-        controller = self._active_controller()
-        if controller is None:
-            self._next_fence_check_ms = None
-            return
-        now = self.now_ms()
-        if self._writes:  # after the writes before it are committed
-            self._next_fence_check_ms = now + 10
-            return
-        assert controller.metadata_version is not None
-        records = controller.cluster.maybe_fence_stale_broker(now, metadata_version=controller.metadata_version)
-        self._next_fence_check_ms = now + (0 if records is not None else max(1, self.config.broker_session_timeout_ms // 8))
-        if records:
-            for record, _ in records:
-                log.info("fencing a broker whose session expired: %s", record)
-            token = self._take_token()
-            self._writes[token] = _ControllerWrite(None, lambda error: NoOpRecord())
-            await self._step(ClientAppend(token, tuple(encode_record(m, v) for m, v in records)))
-
-    def _active_controller(self) -> QuorumController | None:
-        """The controller when this node is the active one and has replayed a
-        metadata.version (Kafka's active controller knows it from its first record on)."""
-        core, controller = self.core, self.controller
-        if (
-            core is None
-            or controller is None
-            or not isinstance(core.state, Leader)
-            or controller.active_epoch != core.epoch
-            or controller.metadata_version is None
-        ):
-            return None
-        return controller
-
-    def _not_controller(self) -> ApiError:
-        core = self.core
-        leader = None if core is None else core.leader_and_epoch.leader_id
-        return not_controller(None if leader == self.config.node_id and self._active_controller() is None else leader)
-
-    async def _controller_write(
-        self,
-        pending: PendingRequest,
-        generate: Callable[[QuorumController], list[tuple[Message, int]]],
-        respond: Callable[[ApiError | None], Message],
-    ) -> None:
-        """Run ``generate`` on the active controller and append its records as one batch; the
-        answer (``respond``) leaves when the batch commits. An ApiError from ``generate``, or
-        not being the active controller, is answered at once."""
-        controller = self._active_controller()
-        if controller is None:
-            pending.respond(respond(self._not_controller()))
-            return
-        try:
-            records = generate(controller)
-        except ApiError as exc:
-            pending.respond(respond(exc))
-            return
-        await self._append_write(pending, records, respond)
-
-    async def _append_write(
-        self,
-        pending: PendingRequest,
-        records: list[tuple[Message, int]],
-        respond: Callable[[ApiError | None], Message],
-        *,
-        committed: Callable[[int], None] | None = None,
-    ) -> None:
-        if not records:
-            pending.respond(respond(None))
-            return
-        token = self._take_token()
-        self._writes[token] = _ControllerWrite(pending, respond, committed=committed)
-        await self._step(ClientAppend(token, tuple(encode_record(m, v) for m, v in records)))
-
-    def _finish_writes(self, committed_offset: int | None) -> None:
-        """Answer the writes committed up to ``committed_offset`` (inclusive); with None, fail
-        every write with NOT_CONTROLLER (leadership lost)."""
-        for token, write in list(self._writes.items()):
-            if committed_offset is None:
-                error: ApiError | None = self._not_controller()
-            elif write.last_offset is not None and write.last_offset <= committed_offset:
-                error = None
-            else:
-                continue
-            del self._writes[token]
-            if error is None and write.committed is not None and write.last_offset is not None:
-                write.committed(write.last_offset)
-            if write.pending is not None and not write.pending.done:
-                write.pending.respond(write.respond(error))
-        if not self._writes and self._parked:
-            self._post(_Resume())
-
-    async def _update_features(self, pending: PendingRequest, body: UpdateFeaturesRequest, version: int) -> None:
-        """UpdateFeatures (``QuorumController.updateFeatures``, ``server.controller.features``):
-        a kraft.version upgrade is checked by the raft leader and its control batch appended
-        before the request's own records (a NoOpRecord)."""
-        controller, core = self._active_controller(), self.core
-        if controller is None or core is None:
-            pending.respond(update_features_response(body, version, self._not_controller(), wrong_controller=True))
-            return
-        epoch = controller.active_epoch
-        assert epoch is not None
-        kraft_level: int | None = None
-
-        def upgrade_kraft(level: int, validate_only: bool) -> None:
-            nonlocal kraft_level
-            assert core is not None
-            try:
-                needed = core.check_kraft_upgrade(epoch, level)
-            except UpgradeRefused as exc:
-                raise ApiError(exc.error, exc.message) from None
-            if needed and not validate_only:
-                kraft_level = level
-
-        finalized = {name: level for name, level in controller.feature_levels.items() if level > 0}
-        try:
-            records = update_features(
-                feature_updates(body, version),
-                finalized=finalized,
-                kraft_version=core.kraft_version,
-                support=ClusterSupport(
-                    node_id=self.config.node_id,
-                    local={f.name: (f.min_version, f.max_version) for f in supported_features()},
-                    brokers={i: r.features for i, r in controller.cluster.registrations.items()},
-                    controllers={i: r.features for i, r in controller.controllers.items()},
-                    quorum_node_ids=frozenset(v.node_id for v in self.config.controller_quorum_voters),
-                ),
-                validate_only=bool(body.validate_only) if version >= 1 else False,
-                upgrade_kraft=upgrade_kraft,
-            )
-        except ApiError as exc:
-            pending.respond(update_features_response(body, version, exc))
-            return
-        if kraft_level is not None:
-            await self._step(UpgradeKRaftVersion(kraft_level))
-        await self._append_write(pending, records, lambda error: update_features_response(body, version, error))
-
-    # ------------------------------------------------------------------ registration
 
     def _needs_registration(self) -> bool:
         """``ControllerRegistrationManager.maybeSendControllerRegistration``: metadata.version
@@ -827,8 +528,8 @@ class Node:
                     log.error("skipped a committed record at offset %d: %s", offset, exc)
         self._replayed_offset = batch.last_offset + 1
         self._features_seen = True
-        if self._writes:
-            self._finish_writes(batch.last_offset)
+        if self._requests.writes:
+            self._requests.finish_writes(batch.last_offset)
         self._maybe_notify_leader()
         if self.listener is not None:
             self.listener.handle_commit(batch)
@@ -836,16 +537,7 @@ class Node:
     def append_result(self, result: AppendResult) -> None:
         """The node's own appends (NoOps, activation, controller writes) stay here; others go
         to the listener."""
-        write = self._writes.get(result.token)
-        if write is not None:
-            if result.error_code != Errors.NONE:
-                del self._writes[result.token]
-                if write.pending is not None:
-                    write.pending.respond(write.respond(self._not_controller()))
-                if not self._writes and self._parked:
-                    self._post(_Resume())
-            else:
-                write.last_offset = result.last_offset
+        if self._requests.append_result(result):
             return
         if result.token in self._own_tokens:
             self._own_tokens.discard(result.token)
@@ -916,15 +608,15 @@ class Node:
         state = core.state
         if not isinstance(state, Leader):
             controller.renounce()
-            if self._writes:
-                self._finish_writes(None)
+            if self._requests.writes:
+                self._requests.finish_writes(None)
             return
         if self._stopping or self._replayed_offset < state.epoch_start_offset:
             return
         activation = controller.activate(state.epoch, self.now_ms())
         if activation is None:
             return
-        self._next_fence_check_ms = self.now_ms() + max(1, self.config.broker_session_timeout_ms // 8)
+        self._requests.activated()
         if not activation.records:
             return
         # one ClientAppend is one batch: atomic activations stay whole

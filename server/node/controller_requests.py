@@ -1,0 +1,395 @@
+"""The active controller's requests on a node: :class:`ControllerRequests`.
+
+Kafka's controller applies a write's records to its in-memory image as it appends them, so each
+operation sees the ones before it. This controller applies committed records only, so the node
+runs controller requests one at a time: a request that arrives while an earlier write is
+uncommitted is parked, and runs once that write has committed (:meth:`ControllerRequests.
+finish_writes` posts :class:`Resume`). A write's records go to the log as one ``ClientAppend``;
+its answer leaves when that batch commits, NOT_CONTROLLER if leadership is lost first. Off the
+active controller every request gets NOT_CONTROLLER at once.
+
+Handled here: ControllerRegistration and UpdateFeatures (KIP-919, ``server.controller.features``),
+BrokerRegistration, BrokerHeartbeat, UnregisterBroker and AllocateProducerIds
+(``server.controller.cluster`` and ``.replication``), and the session-expiry check that fences a
+broker every ``broker.session.timeout.ms`` / 8.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kwire.errors import Errors
+from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
+from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from messages.generated.broker_registration_request import BrokerRegistrationRequest
+from messages.generated.controller_registration_request import ControllerRegistrationRequest
+from messages.generated.no_op_record import NoOpRecord
+from messages.generated.unregister_broker_request import UnregisterBrokerRequest
+from messages.generated.update_features_request import UpdateFeaturesRequest
+from messages.metadata import encode_record
+from messages.runtime import Message
+from server.config import KRaftConfig
+from server.controller.controller import QuorumController
+from server.controller.errors import ApiError
+from server.controller.features import ClusterSupport, update_features
+from server.controller.replication import PRODUCER_ID_BLOCK_SIZE
+from server.net import PendingRequest
+from server.node.apis import supported_features
+from server.node.controller_apis import (
+    allocate_producer_ids_response,
+    broker_heartbeat_response,
+    broker_registration_response,
+    feature_updates,
+    not_controller,
+    registration_response,
+    unregister_broker_response,
+    update_features_response,
+)
+from server.raft.core import RaftCore
+from server.raft.events import AppendResult, ClientAppend, Event, UpgradeKRaftVersion
+from server.raft.kraft_upgrade import UpgradeRefused
+from server.raft.roles import Leader
+
+__all__ = ["CONTROLLER_OPS", "ControllerHost", "ControllerRequests", "Resume"]
+
+log = logging.getLogger("kwire.node")
+
+
+CONTROLLER_OPS = (
+    ControllerRegistrationRequest,
+    UpdateFeaturesRequest,
+    BrokerRegistrationRequest,
+    BrokerHeartbeatRequest,
+    UnregisterBrokerRequest,
+    AllocateProducerIdsRequest,
+)
+"""Requests the active controller answers from its state: one at a time, each after the writes
+before it are committed (see :class:`ControllerRequests`)."""
+
+
+@dataclass(slots=True)
+class _ControllerWrite:
+    """A controller write whose records are on their way to the log: answered with ``respond``
+    (None: success) once the batch up to ``last_offset`` is committed; ``pending`` is None for
+    the controller's own writes (fencing a broker whose session expired), and ``committed``
+    is told the batch's last offset."""
+
+    pending: PendingRequest | None
+    respond: Callable[[ApiError | None], Message]
+    last_offset: int | None = None
+    committed: Callable[[int], None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """The controller's writes are all committed (or abandoned): run the parked requests."""
+
+
+class ControllerHost(Protocol):
+    """What the requests read of the node that hosts them (``server.node.driver.Node``)."""
+
+    core: RaftCore | None
+    controller: QuorumController | None
+    config: KRaftConfig
+
+    def now_ms(self) -> int:
+        """The node's clock in milliseconds."""
+
+
+class ControllerRequests:
+    """The controller requests of ``node`` (module docstring). ``step`` feeds the node's core
+    an event and carries out its Outbox, ``post`` puts an item on the node's channel,
+    ``take_token`` gives a fresh append token."""
+
+    def __init__(
+        self,
+        node: ControllerHost,
+        *,
+        step: Callable[[Event], Awaitable[None]],
+        post: Callable[[Any], None],
+        take_token: Callable[[], int],
+    ) -> None:
+        self._node = node
+        self._step = step
+        self._post = post
+        self._take_token = take_token
+        self.writes: dict[int, _ControllerWrite] = {}
+        """Controller writes by the token of their append."""
+        self.parked: deque[PendingRequest] = deque()
+        """Requests waiting for the writes before them to commit."""
+        self.next_check_ms: int | None = None
+        """When the active controller next looks for an expired broker session."""
+
+    async def resume(self) -> None:
+        """Run the parked requests, in order, until one of them writes again."""
+        while self.parked and not self.writes:
+            await self.handle(self.parked.popleft())
+
+    def activated(self) -> None:
+        """This node became the active controller: sessions are checked from now on."""
+        self.next_check_ms = self._node.now_ms() + max(1, self._node.config.broker_session_timeout_ms // 8)
+
+    def append_result(self, result: AppendResult) -> bool:
+        """Note where a controller write will land (or answer NOT_CONTROLLER when it was
+        refused); False when ``result`` is not a controller write's."""
+        write = self.writes.get(result.token)
+        if write is None:
+            return False
+        if result.error_code != Errors.NONE:
+            del self.writes[result.token]
+            if write.pending is not None:
+                write.pending.respond(write.respond(self.not_controller()))
+            if not self.writes and self.parked:
+                self._post(Resume())
+        else:
+            write.last_offset = result.last_offset
+        return True
+
+    async def handle(self, pending: PendingRequest) -> None:
+        """A controller RPC. Kafka's controller applies a write's records to its state before
+        they commit, so each operation sees the ones before it; this controller applies
+        committed records only, so an operation waits (parked) until the writes before it
+        are committed, and then runs. A heartbeat's contact counts at once
+        (``trackBrokerHeartbeat``)."""
+        body = pending.request.body
+        version = pending.request.header.request_api_version
+        controller = self._node.controller
+        if isinstance(body, BrokerHeartbeatRequest) and controller is not None:
+            controller.cluster.track_heartbeat(body.broker_id, body.broker_epoch, self._node.now_ms())
+        if self.writes and self.active_controller() is not None:
+            self.parked.append(pending)
+            return
+        if isinstance(body, ControllerRegistrationRequest):
+            await self._controller_write(pending, lambda c: c.register_controller(body), registration_response)
+        elif isinstance(body, UpdateFeaturesRequest):
+            await self._update_features(pending, body, version)
+        elif isinstance(body, BrokerRegistrationRequest):
+            await self._register_broker(pending, body)
+        elif isinstance(body, BrokerHeartbeatRequest):
+            await self._broker_heartbeat(pending, body)
+        elif isinstance(body, UnregisterBrokerRequest):
+            await self._controller_write(
+                pending, lambda c: c.cluster.unregister_broker(body.broker_id), unregister_broker_response
+            )
+        elif isinstance(body, AllocateProducerIdsRequest):
+            await self._allocate_producer_ids(pending, body)
+
+    def _finalized_with_kraft(self, controller: QuorumController) -> dict[str, int]:
+        """The finalized levels a broker registers against: the FeatureLevelRecords' and the
+        quorum's kraft.version (``QuorumController.registerBroker``)."""
+        assert self._node.core is not None
+        finalized = {name: level for name, level in controller.feature_levels.items() if level > 0}
+        finalized["kraft.version"] = self._node.core.kraft_version
+        return finalized
+
+    async def _register_broker(self, pending: PendingRequest, body: BrokerRegistrationRequest) -> None:
+        """BrokerRegistration (``ClusterControlManager.registerBroker``): a new incarnation's
+        epoch is the offset its batch will start at."""
+        controller, core = self.active_controller(), self._node.core
+        if controller is None or core is None:
+            pending.respond(broker_registration_response(self.not_controller()))
+            return
+        next_offset = core.next_append_offset
+        assert next_offset is not None and controller.metadata_version is not None
+        try:
+            records, epoch = controller.cluster.register_broker(
+                body,
+                new_epoch=next_offset,
+                finalized=self._finalized_with_kraft(controller),
+                metadata_version=controller.metadata_version,
+                now_ms=self._node.now_ms(),
+            )
+        except ApiError as exc:
+            log.info("broker %d registration refused: %s %s", body.broker_id, exc.error.name, exc.message)
+            pending.respond(broker_registration_response(exc))
+            return
+        log.info("registering broker %d (incarnation %s) with broker epoch %d", body.broker_id, body.incarnation_id, epoch)
+        await self._append_write(pending, records, lambda error: broker_registration_response(error, epoch))
+
+    async def _broker_heartbeat(self, pending: PendingRequest, body: BrokerHeartbeatRequest) -> None:
+        """BrokerHeartbeat (``QuorumController.processBrokerHeartbeat``): answered when its
+        records (a fencing change) are committed, at once when it has none."""
+        controller = self.active_controller()
+        if controller is None:
+            pending.respond(broker_heartbeat_response(self.not_controller()))
+            return
+        assert controller.metadata_version is not None
+        try:
+            records, reply = controller.cluster.process_heartbeat(body, metadata_version=controller.metadata_version)
+        except ApiError as exc:
+            pending.respond(broker_heartbeat_response(exc))
+            return
+        for record, _ in records:
+            log.info("broker %d heartbeat: %s", body.broker_id, record)
+        committed = None
+        if reply.in_controlled_shutdown:
+            broker_id = body.broker_id
+            committed = lambda offset: controller.cluster.controlled_shutdown_committed(broker_id, offset)  # noqa: E731
+        await self._append_write(
+            pending, records, lambda error: broker_heartbeat_response(error or reply), committed=committed
+        )
+
+    async def _allocate_producer_ids(self, pending: PendingRequest, body: AllocateProducerIdsRequest) -> None:
+        """AllocateProducerIds (``ProducerIdControlManager``): a block of 1000 ids for a
+        registered broker at its epoch, answered once the record moving the next id is
+        committed. STALE_BROKER_EPOCH for another epoch."""
+        controller = self.active_controller()
+        if controller is None:
+            pending.respond(allocate_producer_ids_response(self.not_controller()))
+            return
+        try:
+            controller.cluster.check_broker_epoch(body.broker_id, body.broker_epoch)
+            records, start = controller.replication.allocate_producer_ids(body.broker_id, body.broker_epoch)
+        except ApiError as exc:
+            pending.respond(allocate_producer_ids_response(exc))
+            return
+        await self._append_write(
+            pending, records, lambda error: allocate_producer_ids_response(error, start, PRODUCER_ID_BLOCK_SIZE)
+        )
+
+    async def check_sessions(self) -> None:
+        """Every ``broker.session.timeout.ms`` / 8 the active controller fences one broker whose
+        session expired, and looks again at once after it found one
+        (``QuorumController.registerMaybeFenceStaleBroker``)."""
+        controller = self.active_controller()
+        if controller is None:
+            self.next_check_ms = None
+            return
+        now = self._node.now_ms()
+        if self.writes:  # after the writes before it are committed
+            self.next_check_ms = now + 10
+            return
+        assert controller.metadata_version is not None
+        records = controller.cluster.maybe_fence_stale_broker(now, metadata_version=controller.metadata_version)
+        self.next_check_ms = now + (0 if records is not None else max(1, self._node.config.broker_session_timeout_ms // 8))
+        if records:
+            for record, _ in records:
+                log.info("fencing a broker whose session expired: %s", record)
+            token = self._take_token()
+            self.writes[token] = _ControllerWrite(None, lambda error: NoOpRecord())
+            await self._step(ClientAppend(token, tuple(encode_record(m, v) for m, v in records)))
+
+    def active_controller(self) -> QuorumController | None:
+        """The controller when this node is the active one and has replayed a
+        metadata.version (Kafka's active controller knows it from its first record on)."""
+        core, controller = self._node.core, self._node.controller
+        if (
+            core is None
+            or controller is None
+            or not isinstance(core.state, Leader)
+            or controller.active_epoch != core.epoch
+            or controller.metadata_version is None
+        ):
+            return None
+        return controller
+
+    def not_controller(self) -> ApiError:
+        """NOT_CONTROLLER naming the leader, or none while this node leads without being the
+        active controller yet."""
+        core = self._node.core
+        leader = None if core is None else core.leader_and_epoch.leader_id
+        return not_controller(None if leader == self._node.config.node_id and self.active_controller() is None else leader)
+
+    async def _controller_write(
+        self,
+        pending: PendingRequest,
+        generate: Callable[[QuorumController], list[tuple[Message, int]]],
+        respond: Callable[[ApiError | None], Message],
+    ) -> None:
+        """Run ``generate`` on the active controller and append its records as one batch; the
+        answer (``respond``) leaves when the batch commits. An ApiError from ``generate``, or
+        not being the active controller, is answered at once."""
+        controller = self.active_controller()
+        if controller is None:
+            pending.respond(respond(self.not_controller()))
+            return
+        try:
+            records = generate(controller)
+        except ApiError as exc:
+            pending.respond(respond(exc))
+            return
+        await self._append_write(pending, records, respond)
+
+    async def _append_write(
+        self,
+        pending: PendingRequest,
+        records: list[tuple[Message, int]],
+        respond: Callable[[ApiError | None], Message],
+        *,
+        committed: Callable[[int], None] | None = None,
+    ) -> None:
+        if not records:
+            pending.respond(respond(None))
+            return
+        token = self._take_token()
+        self.writes[token] = _ControllerWrite(pending, respond, committed=committed)
+        await self._step(ClientAppend(token, tuple(encode_record(m, v) for m, v in records)))
+
+    def finish_writes(self, committed_offset: int | None) -> None:
+        """Answer the writes committed up to ``committed_offset`` (inclusive); with None, fail
+        every write with NOT_CONTROLLER (leadership lost)."""
+        for token, write in list(self.writes.items()):
+            if committed_offset is None:
+                error: ApiError | None = self.not_controller()
+            elif write.last_offset is not None and write.last_offset <= committed_offset:
+                error = None
+            else:
+                continue
+            del self.writes[token]
+            if error is None and write.committed is not None and write.last_offset is not None:
+                write.committed(write.last_offset)
+            if write.pending is not None and not write.pending.done:
+                write.pending.respond(write.respond(error))
+        if not self.writes and self.parked:
+            self._post(Resume())
+
+    async def _update_features(self, pending: PendingRequest, body: UpdateFeaturesRequest, version: int) -> None:
+        """UpdateFeatures (``QuorumController.updateFeatures``, ``server.controller.features``):
+        a kraft.version upgrade is checked by the raft leader and its control batch appended
+        before the request's own records (a NoOpRecord)."""
+        controller, core = self.active_controller(), self._node.core
+        if controller is None or core is None:
+            pending.respond(update_features_response(body, version, self.not_controller(), wrong_controller=True))
+            return
+        epoch = controller.active_epoch
+        assert epoch is not None
+        kraft_level: int | None = None
+
+        def upgrade_kraft(level: int, validate_only: bool) -> None:
+            nonlocal kraft_level
+            assert core is not None
+            try:
+                needed = core.check_kraft_upgrade(epoch, level)
+            except UpgradeRefused as exc:
+                raise ApiError(exc.error, exc.message) from None
+            if needed and not validate_only:
+                kraft_level = level
+
+        finalized = {name: level for name, level in controller.feature_levels.items() if level > 0}
+        try:
+            records = update_features(
+                feature_updates(body, version),
+                finalized=finalized,
+                kraft_version=core.kraft_version,
+                support=ClusterSupport(
+                    node_id=self._node.config.node_id,
+                    local={f.name: (f.min_version, f.max_version) for f in supported_features()},
+                    brokers={i: r.features for i, r in controller.cluster.registrations.items()},
+                    controllers={i: r.features for i, r in controller.controllers.items()},
+                    quorum_node_ids=frozenset(v.node_id for v in self._node.config.controller_quorum_voters),
+                ),
+                validate_only=bool(body.validate_only) if version >= 1 else False,
+                upgrade_kraft=upgrade_kraft,
+            )
+        except ApiError as exc:
+            pending.respond(update_features_response(body, version, exc))
+            return
+        if kraft_level is not None:
+            await self._step(UpgradeKRaftVersion(kraft_level))
+        await self._append_write(pending, records, lambda error: update_features_response(body, version, error))
+
+    # ------------------------------------------------------------------ registration
