@@ -27,12 +27,15 @@ from server.controller.cluster import ReplayError
 from server.controller.errors import ApiError
 
 __all__ = [
+    "MAX_TOPIC_NAME_LENGTH",
     "NO_LEADER",
     "NO_LEADER_CHANGE",
     "PRODUCER_ID_BLOCK_SIZE",
     "PartitionRegistration",
     "ReplicationImage",
     "TopicImage",
+    "invalid_topic_name",
+    "topic_collision_key",
 ]
 
 NO_LEADER = -1
@@ -45,6 +48,8 @@ PRODUCER_ID_BLOCK_SIZE = 1000
 """Producer ids per AllocateProducerIds answer (``ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE``)."""
 _LAST_BLOCK_START = 2**63 - 1 - PRODUCER_ID_BLOCK_SIZE
 """The highest first id of a block that still ends inside int64."""
+
+MAX_TOPIC_NAME_LENGTH = 249
 
 TOPIC_RESOURCE = 2
 """ConfigRecord's ResourceType of a topic (``ConfigResource.Type.TOPIC``)."""
@@ -116,6 +121,29 @@ class PartitionRegistration:
         )
 
 
+def invalid_topic_name(name: str) -> str | None:
+    """Why ``name`` cannot name a topic (``Topic.validate``'s reason, e.g. "'.' is not
+    allowed"), None when it can: not empty, not "." or "..", at most 249 characters (UTF-16
+    units, as Java counts them), only ASCII letters, digits, '.', '_' and '-'."""
+    if not name:
+        return "the empty string is not allowed"
+    if name in (".", ".."):
+        return f"'{name}' is not allowed"
+    if len(name.encode("utf-16-le")) // 2 > MAX_TOPIC_NAME_LENGTH:
+        return f"the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}"
+    if not all(c.isascii() and (c.isalnum() or c in "._-") for c in name):
+        return f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
+    return None
+
+
+def topic_collision_key(name: str) -> str | None:
+    """The form two names that collide share (``Topic.unifyCollisionChars``: '.' read as '_'),
+    None for a name without '.' or '_', which collides with nothing."""
+    if "." not in name and "_" not in name:
+        return None
+    return name.replace(".", "_")
+
+
 def _directories(directories: list[Uuid], replica_count: int, record: Message) -> tuple[Uuid, ...]:
     if not directories:
         return (MIGRATING_DIRECTORY,) * replica_count
@@ -140,6 +168,8 @@ class ReplicationImage:
         self.topics: dict[Uuid, TopicImage] = {}
         self.topic_ids: dict[str, Uuid] = {}
         """Topic name -> id."""
+        self.colliding: dict[str, set[str]] = {}
+        """:func:`topic_collision_key` -> the topic names that have it."""
         self.configs: dict[tuple[int, str], dict[str, str]] = {}
         """(resource type, resource name) -> config name -> value (``ConfigurationImage``)."""
         self.next_producer_id = 0
@@ -154,6 +184,9 @@ class ReplicationImage:
         if isinstance(message, TopicRecord):
             self.topics[message.topic_id] = TopicImage(message.name, message.topic_id)
             self.topic_ids[message.name] = message.topic_id
+            collision = topic_collision_key(message.name)
+            if collision is not None:
+                self.colliding.setdefault(collision, set()).add(message.name)
         elif isinstance(message, PartitionRecord):
             topic = self._topic(message.topic_id, message)
             topic.partitions[message.partition_id] = PartitionRegistration.from_record(message)
@@ -169,6 +202,12 @@ class ReplicationImage:
                 raise ReplayError(f"Unable to replay {message}: no topic with that id")
             del self.topic_ids[removed.name]
             self.configs.pop((TOPIC_RESOURCE, removed.name), None)
+            collision = topic_collision_key(removed.name)
+            if collision is not None:
+                names = self.colliding[collision]
+                names.discard(removed.name)
+                if not names:
+                    del self.colliding[collision]
         elif isinstance(message, ConfigRecord):
             key = (message.resource_type, message.resource_name)
             if message.value is None:

@@ -18,7 +18,12 @@ from messages.metadata import encode_record
 from server.controller.cluster import ReplayError
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
-from server.controller.replication import MIGRATING_DIRECTORY, ReplicationImage
+from server.controller.replication import (
+    MIGRATING_DIRECTORY,
+    ReplicationImage,
+    invalid_topic_name,
+    topic_collision_key,
+)
 
 TOPIC = Uuid.from_longs(0xAB, 0xCD)
 DIRS = [Uuid.from_longs(9, 1), Uuid.from_longs(9, 2), Uuid.from_longs(9, 3)]
@@ -119,3 +124,30 @@ def test_the_controller_keeps_the_image_and_a_snapshot_replaces_it() -> None:
     assert set(controller.replication.topics[TOPIC].partitions) == {0}
     controller.reset([encode_record(ProducerIdsRecord(broker_id=1, next_producer_id=3000), 0)], 20)
     assert controller.replication.topics == {} and controller.replication.next_producer_id == 3000
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("orders", None),
+        ("a.b_c-D9", None),
+        ("x" * 249, None),
+        ("", "the empty string is not allowed"),
+        (".", "'.' is not allowed"),
+        ("..", "'..' is not allowed"),
+        ("x" * 250, f"the length of '{'x' * 250}' is longer than the max allowed length 249"),
+        ("a b", "'a b' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"),
+        ("caf\u00e9", "'caf\u00e9' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"),
+    ],
+)
+def test_topic_names_as_kafka_validates_them(name: str, reason: str | None) -> None:
+    assert invalid_topic_name(name) == reason
+
+
+def test_names_that_differ_only_in_dot_and_underscore_collide() -> None:
+    image = ReplicationImage()
+    image.replay(TopicRecord(name="a.b", topic_id=TOPIC))
+    assert topic_collision_key("a_b") == "a_b" and image.colliding == {"a_b": {"a.b"}}
+    assert topic_collision_key("plain") is None
+    image.replay(RemoveTopicRecord(topic_id=TOPIC))
+    assert image.colliding == {}
