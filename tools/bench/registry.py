@@ -13,4 +13,5 @@ SECTIONS: dict[str, str] = {
     "storage": "tools.bench.storage",  # log append+fsync and recovery vs the disk and crc32c
     "audit": "tools.bench.audit",  # kraftlog scan on Spark local[2] vs one Python process
     "quorum": "tools.bench.quorum",  # 3-node TestRaftServer workload vs Kafka's TestRaftServer
+    "brokers": "tools.bench.brokers",  # simulated brokers heartbeating: kwire vs Kafka's controller
 }

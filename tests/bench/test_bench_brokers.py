@@ -1,0 +1,37 @@
+"""Smoke run of the brokers section (``tools.bench.brokers``): a tiny load on each side gives
+every figure, and no process is left. Figures are never asserted on: benchmarks are not tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from compat.kafka import require_kafka
+from tools.bench import brokers
+
+
+def _leftovers(root: Path) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if str(root).encode() in cmdline:
+                found.append(entry.name)
+    return found
+
+
+def test_tiny_runs_report_every_figure_and_leave_no_process(tmp_path: Path) -> None:
+    require_kafka(brokers.KAFKA_VERSION)
+    load = brokers.Load(5, 0.5, 2.5, "test: 5 brokers")
+    for kind in ("kwire", "kafka"):
+        row = brokers.run_side(kind, kind, load, tmp_path)
+        assert row.error is None, row.error
+        assert row.p50 is not None and row.p99 is not None and row.max_ms is not None
+        assert 0 < row.p50 <= row.p99 <= row.max_ms
+        assert row.heartbeats_per_s is not None and row.heartbeats_per_s > 0
+        assert row.all_unfenced_s is not None and row.all_unfenced_s > 0
+        assert row.cpu_s_per_1000 is not None and row.cpu_s_per_1000 >= 0
+        assert row.errors == 0
+    assert _leftovers(tmp_path) == []

@@ -1,0 +1,316 @@
+"""Brokers section: simulated brokers register with a standalone controller and heartbeat every
+``broker.heartbeat.interval.ms`` (2 s, Kafka's default), kwire and Kafka side by side.
+
+Each side is one controller process (``kwire server-start`` on a directory kwire's ``storage
+format --standalone`` wrote; ``kafka.Kafka`` of the newest pinned release on one its own
+``kafka-storage format --standalone`` wrote, so each runs at its own default metadata.version).
+The load generator (this process, Trio) opens one connection per broker, as each Kafka broker
+keeps its own heartbeat channel, registers every broker (v4, one log directory, the finalized
+features the controller's ApiVersions reports), heartbeats each one until it is unfenced, and
+then keeps every broker heartbeating at its interval from a random phase, as caught up.
+
+Measured: the time from the first registration sent to every broker unfenced (each broker's
+registration and its unfencing are controller writes); then, over the window that follows the
+warm-up, heartbeat latency (request sent to answer
+read, p50/p99/max, every heartbeat in the window), heartbeats answered per second, and the
+controller process's CPU seconds (utime + stime, ``/proc``) per thousand heartbeats. Both sides
+share this machine with the load generator, whose own cost is the same for both.
+
+``--quick``: 50 brokers, 3 s warm-up, 5 s window (a smoke run); full: 1,000 brokers, 10 s
+warm-up, 30 s window. Directories live under ``KWIRE_BENCH_DIR`` (default ``./build``) and are
+removed afterwards; Kafka's row says why when Java or the jars are missing.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tools.bench.core import Result
+from tools.bench.quorum import cpu_seconds
+from tools.stock_kafka import PINNED_VERSIONS
+
+SECTION = "brokers"
+KAFKA_VERSION = PINNED_VERSIONS[-1] if PINNED_VERSIONS else "(none pinned)"
+HEARTBEAT_INTERVAL_MS = 2000
+CLUSTER_ID = "YnJva2Vycy1iZW5jaC1xdQ"
+FIRST_BROKER_ID = 1000
+START_TIMEOUT_S = 240.0
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    brokers: int
+    warmup_s: float
+    window_s: float
+    description: str
+
+
+FULL = Load(1000, 10.0, 30.0, "1,000 brokers, 10 s warm-up, 30 s measured")
+QUICK = Load(50, 3.0, 5.0, "quick: 50 brokers, 3 s warm-up, 5 s measured")
+
+
+@dataclass(slots=True)
+class Row:
+    """One controller's figures (latencies in ms); ``error`` when the run gave none."""
+
+    implementation: str
+    p50: float | None = None
+    p99: float | None = None
+    max_ms: float | None = None
+    heartbeats_per_s: float | None = None
+    all_unfenced_s: float | None = None
+    cpu_s_per_1000: float | None = None
+    errors: int = 0
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class _Window:
+    start: float
+    end: float
+    latencies: list[float] = field(default_factory=list)
+    errors: int = 0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _properties(path: Path, data: Path, port: int) -> Path:
+    path.write_text(
+        "process.roles=controller\nnode.id=1\n"
+        f"controller.quorum.bootstrap.servers=127.0.0.1:{port}\n"
+        f"listeners=CONTROLLER://127.0.0.1:{port}\ncontroller.listener.names=CONTROLLER\n"
+        f"log.dirs={data}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def _start(kind: str, root: Path) -> tuple[subprocess.Popen[bytes], int]:
+    from tools import stock_kafka
+
+    port = _free_port()
+    props = _properties(root / f"{kind}.properties", root / kind, port)
+    out = (root / f"{kind}.out").open("wb")
+    if kind == "kwire":
+        subprocess.run(
+            [sys.executable, "-m", "tools.cli", "storage", "format", "-c", str(props), "-t", CLUSTER_ID, "--standalone"],
+            check=True, capture_output=True,
+        )
+        proc = subprocess.Popen([sys.executable, "-m", "tools.cli", "server-start", str(props)], stdout=out, stderr=out)
+    else:
+        stock_kafka.run_tool(KAFKA_VERSION, "storage", ["format", "-t", CLUSTER_ID, "-c", props, "--standalone"])
+        proc = stock_kafka.start_kafka_class(
+            KAFKA_VERSION, "kafka.Kafka", [props], logs_dir=root / "logs", stdout=out.fileno(), stderr=out.fileno()
+        )
+    out.close()
+    return proc, port
+
+
+async def _finalized(port: int) -> dict[str, int]:
+    """The finalized features, once the controller reports a metadata.version."""
+    import trio
+
+    from tools.api_versions import describe
+
+    with trio.fail_after(START_TIMEOUT_S):
+        while True:
+            try:
+                info = await describe(f"127.0.0.1:{port}", "bench-brokers", 5000)
+            except OSError:
+                info = None
+            if info is not None:
+                levels = {f["name"]: f["maxVersionLevel"] for f in info["finalizedFeatures"]}
+                if levels.get("metadata.version", 0) > 0:
+                    return levels
+            await trio.sleep(0.2)
+
+
+async def _broker(port: int, broker_id: int, finalized: dict[str, int], window: _Window, rng: random.Random,
+                  unfenced: Any) -> None:
+    import trio
+
+    from kwire.uuid import Uuid
+    from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
+    from messages.generated.broker_registration_request import (
+        BrokerRegistrationRequest,
+        Feature,
+        Listener,
+    )
+    from server.net.client import open_connection
+
+    features = [
+        Feature(name=name, min_supported_version=1 if name == "metadata.version" else 0, max_supported_version=level)
+        for name, level in sorted(finalized.items())
+    ]
+    registration = BrokerRegistrationRequest(
+        broker_id=broker_id, cluster_id=CLUSTER_ID, incarnation_id=Uuid.from_longs(broker_id, 1),
+        listeners=[Listener(name="PLAINTEXT", host="127.0.0.1", port=9092, security_protocol=0)],
+        features=features, rack=None, log_dirs=[Uuid.from_longs(broker_id, 77)],
+    )
+    async with await open_connection("127.0.0.1", port, f"broker-{broker_id}", request_timeout_ms=int(START_TIMEOUT_S * 1000)) as conn:
+        while True:
+            answer = await conn.request(registration, 4)
+            if answer.error_code == 0:
+                break
+            await trio.sleep(0.1)
+        beat = BrokerHeartbeatRequest(
+            broker_id=broker_id, broker_epoch=answer.broker_epoch, current_metadata_offset=1 << 62,
+            want_fence=False, want_shut_down=False,
+        )
+        while (await conn.request(beat, 1)).is_fenced:
+            await trio.sleep(0.05)
+        unfenced()
+        await trio.sleep(rng.random() * HEARTBEAT_INTERVAL_MS / 1000)
+        while True:
+            sent = time.monotonic()
+            response = await conn.request(beat, 1)
+            done = time.monotonic()
+            if window.start <= sent < window.end:
+                window.latencies.append((done - sent) * 1000)
+                if response.error_code != 0:
+                    window.errors += 1
+            if done >= window.end:
+                return
+            await trio.sleep(max(0.0, sent + HEARTBEAT_INTERVAL_MS / 1000 - time.monotonic()))
+
+
+async def _drive(port: int, pid: int, load: Load) -> Row | str:
+    import trio
+
+    finalized = await _finalized(port)
+    ready = 0
+
+    def unfenced() -> None:
+        nonlocal ready
+        ready += 1
+
+    window = _Window(float("inf"), float("inf"))
+    rng = random.Random(5)
+    started = time.monotonic()
+    async with trio.open_nursery() as nursery:
+        for i in range(load.brokers):
+            nursery.start_soon(_broker, port, FIRST_BROKER_ID + i, finalized, window, rng, unfenced)
+        with trio.move_on_after(START_TIMEOUT_S):
+            while ready < load.brokers:
+                await trio.sleep(0.1)
+        if ready < load.brokers:
+            nursery.cancel_scope.cancel()
+            return f"only {ready} of {load.brokers} brokers were unfenced within {START_TIMEOUT_S:.0f} s"
+        all_unfenced_s = time.monotonic() - started
+        window.start = time.monotonic() + load.warmup_s
+        window.end = window.start + load.window_s
+        await trio.sleep(load.warmup_s)
+        cpu_before = cpu_seconds([pid])
+        await trio.sleep(load.window_s)
+        cpu_after = cpu_seconds([pid])
+    latencies = sorted(window.latencies)
+    if not latencies:
+        return "no heartbeat in the window"
+
+    def rank(q: float) -> float:
+        return latencies[min(len(latencies) - 1, max(0, round(q * len(latencies)) - 1))]
+
+    return Row(
+        implementation="",
+        p50=rank(0.50), p99=rank(0.99), max_ms=latencies[-1],
+        heartbeats_per_s=len(latencies) / load.window_s,
+        all_unfenced_s=all_unfenced_s,
+        cpu_s_per_1000=(cpu_after - cpu_before) / len(latencies) * 1000,
+        errors=window.errors,
+    )
+
+
+def run_side(kind: str, name: str, load: Load, base: Path) -> Row:
+    """One side's run (``kind`` "kwire" or "kafka") under ``base``; a Row with ``error`` set
+    when it gave no figures. The controller process is stopped in every case."""
+    import trio
+
+    root = base / kind
+    root.mkdir(parents=True)
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        proc, port = _start(kind, root)
+        outcome = trio.run(_drive, port, proc.pid, load)
+        if isinstance(outcome, str):
+            return Row(name, error=outcome)
+        outcome.implementation = name
+        return outcome
+    except Exception as exc:  # noqa: BLE001 - a failed run is a row that says why
+        return Row(name, error=f"{type(exc).__name__}: {exc}")
+    finally:
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def run(args: Any) -> list[Result]:
+    from tools.bench.quorum import kafka_problem
+
+    load = QUICK if getattr(args, "quick", False) else FULL
+    base_dir = os.environ.get("KWIRE_BENCH_DIR") or str(Path.cwd() / "build")
+    Path(base_dir).mkdir(parents=True, exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix="kwire-bench-brokers-", dir=base_dir))
+    kafka_name = f"Kafka {KAFKA_VERSION} controller"
+    print(f"brokers: {load.description}, one heartbeat per broker every {HEARTBEAT_INTERVAL_MS} ms; "
+          f"directories under {base}", flush=True)
+    rows: list[Row] = []
+    problem = kafka_problem()
+    try:
+        for kind, name in (("kwire", "kwire"), ("kafka", kafka_name)):
+            if kind == "kafka" and problem is not None:
+                rows.append(Row(name, error=f"not run: {problem}"))
+                continue
+            t0 = time.monotonic()
+            rows.append(run_side(kind, name, load, base))
+            load_avg = " ".join(f"{x:.2f}" for x in os.getloadavg())
+            print(f"  {name}: {time.monotonic() - t0:.0f} s, load average {load_avg}", flush=True)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    print(f"{'implementation':<28} {'unfenced s':>10} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'hb/s':>8} "
+          f"{'CPU-s/1000 hb':>14} {'errors':>7}")
+    for row in rows:
+        if row.error is not None:
+            print(f"{row.implementation:<28} {row.error}")
+            continue
+        print(f"{row.implementation:<28} {_fmt(row.all_unfenced_s):>10} {_fmt(row.p50, 2):>8} {_fmt(row.p99, 2):>8} {_fmt(row.max_ms, 1):>8} "
+              f"{_fmt(row.heartbeats_per_s):>8} {_fmt(row.cpu_s_per_1000, 3):>14} {row.errors:>7}")
+    kwire, ref = rows[0], rows[1] if len(rows) > 1 else None
+    if kwire.error is not None:
+        return []
+    ok_ref = ref if ref is not None and ref.error is None else None
+    results = []
+    for what, unit, kv, rv, higher in (
+        ("every broker registered and unfenced", "s", kwire.all_unfenced_s, ok_ref.all_unfenced_s if ok_ref else None, False),
+        ("heartbeat latency p50", "ms", kwire.p50, ok_ref.p50 if ok_ref else None, False),
+        ("heartbeat latency p99", "ms", kwire.p99, ok_ref.p99 if ok_ref else None, False),
+        ("controller CPU-s per 1000 heartbeats", "s", kwire.cpu_s_per_1000, ok_ref.cpu_s_per_1000 if ok_ref else None, False),
+    ):
+        if kv is None:
+            continue
+        results.append(Result(
+            section=SECTION, what=what, unit=unit, kwire=float(kv), reference=None if rv is None else float(rv),
+            reference_name=kafka_name, conditions=load.description, higher_is_better=higher,
+        ))
+    return results
