@@ -6,20 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from compat.kafka import require_kafka
+from tests.bench import leftover_processes
 from tools.bench import brokers
-
-
-def _leftovers(root: Path) -> list[str]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if str(root).encode() in cmdline:
-                found.append(entry.name)
-    return found
 
 
 def test_tiny_runs_report_every_figure_and_leave_no_process(tmp_path: Path) -> None:
@@ -34,4 +22,4 @@ def test_tiny_runs_report_every_figure_and_leave_no_process(tmp_path: Path) -> N
         assert row.all_unfenced_s is not None and row.all_unfenced_s > 0
         assert row.cpu_s_per_1000 is not None and row.cpu_s_per_1000 >= 0
         assert row.errors == 0
-    assert _leftovers(tmp_path) == []
+    assert leftover_processes(tmp_path) == []

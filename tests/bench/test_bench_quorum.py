@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tests.bench import leftover_processes
 from tools.bench import quorum
 from tools.local_cluster import DevCluster
 
@@ -88,13 +89,4 @@ def test_tiny_kwire_run_reports_and_leaves_no_process(tmp_path: Path) -> None:
     assert row.skipped is not None and row.skipped >= 0
     assert row.cpu_s_per_million is not None and row.cpu_s_per_million > 0
     assert row.window_s is not None and row.window_s > 0
-    leftovers = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if str(tmp_path).encode() in cmdline:
-                leftovers.append(entry.name)
-    assert leftovers == []
+    assert leftover_processes(tmp_path) == []
