@@ -4,9 +4,10 @@ The releases are pinned in ``compat/kafka-versions.properties`` and fetched from
 ``compat/fetch-kafka.sh`` (``make compat-jars``) into ``compat/.cache/kafka-<version>/``. Finding
 and running them (pins, classpaths, ``java`` command lines, stock tools and controllers) is
 :mod:`tools.stock_kafka`, installed with kwire so that the benchmarks can use it too; this module
-re-exports it for the tests and adds what only the harness needs: the codec oracle's directory,
-:func:`require_kafka`, which fails a test under CI and skips it elsewhere when Java, the jars
-or the oracle are missing, and :func:`stop_processes` for the nodes a test started.
+re-exports it (and :func:`tools.local_cluster.stop_processes`, for the nodes a test started) for
+the tests and adds what only the harness needs: the codec oracle's directory, and
+:func:`require_kafka`, which fails a test under CI and skips it elsewhere when Java, the jars or
+the oracle are missing.
 
 Typical use from a test::
 
@@ -22,11 +23,9 @@ or through the fixtures of ``compat/conftest.py`` (``kafka``, ``kafka_version``)
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-from collections.abc import Iterable
 from pathlib import Path
 
+from tools.local_cluster import stop_processes
 from tools.stock_kafka import (
     CACHE_DIR,
     COMMON_JVM_FLAGS,
@@ -64,7 +63,8 @@ __all__ = [
     "KafkaCommandError", "KafkaUnavailable", "classpath", "dump_log_segments_class", "has_class",
     "in_ci", "java_command", "java_executable", "jars", "kafka_home", "kafka_jar", "kafka_problem",
     "lib_dir", "logging_config", "logging_flags", "oracle_dir", "require_kafka", "run_kafka_class",
-    "run_tool", "start_kafka_class", "tool_class", "tool_release", "tools_version", "version_tuple",
+    "run_tool", "start_kafka_class", "stop_processes", "tool_class", "tool_release", "tools_version",
+    "version_tuple",
 ]
 
 COMPAT_DIR = Path(__file__).resolve().parent
@@ -122,18 +122,3 @@ def require_kafka(version: str | None = None) -> None:
     pytest.skip(problem)
 
 
-def stop_processes(
-    procs: Iterable[subprocess.Popen[bytes]], sig: int = signal.SIGTERM, timeout_s: float = 60.0
-) -> None:
-    """Send ``sig`` to every process still running, all at once (a quorum stops together, so
-    no survivor waits on a dead leader), then wait for each; SIGKILL after ``timeout_s``."""
-    procs = list(procs)
-    for proc in procs:
-        if proc.poll() is None:
-            proc.send_signal(sig)
-    for proc in procs:
-        try:
-            proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()

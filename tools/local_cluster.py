@@ -32,7 +32,15 @@ from typing import Any
 
 from kwire.topics import METADATA_PARTITION_DIR
 
-__all__ = ["DEFAULT_BASE_PORT", "DevCluster", "DevClusterError", "DevNode", "ProcessDirectory", "free_ports"]
+__all__ = [
+    "DEFAULT_BASE_PORT",
+    "DevCluster",
+    "DevClusterError",
+    "DevNode",
+    "ProcessDirectory",
+    "free_ports",
+    "stop_processes",
+]
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_BASE_PORT = 19093
@@ -41,6 +49,25 @@ LISTENER = "CONTROLLER"
 
 class DevClusterError(RuntimeError):
     """The cluster cannot be created, started or reached."""
+
+
+def stop_processes(
+    procs: Iterable[subprocess.Popen[bytes] | None], sig: int = signal.SIGTERM, timeout_s: float = 60.0
+) -> None:
+    """Send ``sig`` to every process still running, all at once (a quorum stops together, so
+    no survivor waits on a dead leader), then wait for them; SIGKILL any still running
+    ``timeout_s`` seconds after the signal. None entries (never started) are skipped."""
+    started = [proc for proc in procs if proc is not None]
+    for proc in started:
+        if proc.poll() is None:
+            proc.send_signal(sig)
+    deadline = time.monotonic() + timeout_s
+    for proc in started:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
@@ -315,19 +342,7 @@ class DevCluster:
         """Graceful stop (SIGTERM, a leader resigns) of the given nodes, killing any that has
         not exited after ``timeout_s``."""
         ids = list(self.nodes) if node_ids is None else list(node_ids)
-        procs = [self.nodes[i].process for i in ids]
-        for proc in procs:
-            if proc is not None and proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        for proc in procs:
-            if proc is None:
-                continue
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_processes((self.nodes[i].process for i in ids), timeout_s=timeout_s)
 
     def __enter__(self) -> DevCluster:
         return self

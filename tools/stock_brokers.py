@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tools import stock_kafka
-from tools.local_cluster import ProcessDirectory
+from tools.local_cluster import ProcessDirectory, stop_processes
 
 __all__ = ["BrokerNode", "StockBrokerError", "StockBrokers"]
 
@@ -132,17 +132,7 @@ class StockBrokers:
     def stop(self, timeout_s: float = 60.0) -> None:
         """SIGTERM every running broker (a controlled shutdown), SIGKILL any still running
         after ``timeout_s``."""
-        procs = [n.process for n in self.nodes.values() if n.process is not None]
-        for proc in procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        for proc in procs:
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_processes((n.process for n in self.nodes.values()), timeout_s=timeout_s)
 
     # ------------------------------------------------------------------ views
 

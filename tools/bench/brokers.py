@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ from typing import Any
 
 from tools.bench.core import Result
 from tools.bench.quorum import cpu_seconds
+from tools.local_cluster import stop_processes
 from tools.stock_kafka import PINNED_VERSIONS
 
 SECTION = "brokers"
@@ -82,12 +82,6 @@ class _Window:
     errors: int = 0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _properties(path: Path, data: Path, port: int) -> Path:
     path.write_text(
         "process.roles=controller\nnode.id=1\n"
@@ -101,8 +95,9 @@ def _properties(path: Path, data: Path, port: int) -> Path:
 
 def _start(kind: str, root: Path) -> tuple[subprocess.Popen[bytes], int]:
     from tools import stock_kafka
+    from tools.local_cluster import free_ports
 
-    port = _free_port()
+    port = free_ports(1)[0]
     props = _properties(root / f"{kind}.properties", root / kind, port)
     out = (root / f"{kind}.out").open("wb")
     if kind == "kwire":
@@ -252,13 +247,7 @@ def run_side(kind: str, name: str, load: Load, base: Path) -> Row:
     except Exception as exc:  # noqa: BLE001 - a failed run is a row that says why
         return Row(name, error=f"{type(exc).__name__}: {exc}")
     finally:
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_processes([proc], timeout_s=30)
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
