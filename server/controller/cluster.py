@@ -194,12 +194,6 @@ class BrokerHeartbeats:
                 return key
         return None
 
-    def next_expiry_ms(self) -> int | None:
-        """When the oldest session expires (the first millisecond past its timeout)."""
-        if not self.contact_ms:
-            return None
-        return min(self.contact_ms.values()) + self.session_timeout_ms + 1
-
     def register(self, broker_id: int, fenced: bool) -> None:
         """Track the broker (again) as ``fenced``; its reported offset survives only a change
         of fencing."""

@@ -27,7 +27,6 @@ from messages.generated.allocate_producer_ids_request import AllocateProducerIds
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
-from messages.generated.no_op_record import NoOpRecord
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.generated.update_features_request import UpdateFeaturesRequest
 from messages.metadata import encode_record
@@ -73,15 +72,24 @@ before it are committed (see :class:`ControllerRequests`)."""
 
 @dataclass(slots=True)
 class _ControllerWrite:
-    """A controller write whose records are on their way to the log: answered with ``respond``
-    (None: success) once the batch up to ``last_offset`` is committed; ``pending`` is None for
-    the controller's own writes (fencing a broker whose session expired), and ``committed``
-    is told the batch's last offset."""
+    """A controller write whose records are on their way to the log: ``answer`` is told the
+    outcome (None: success) once the batch up to ``last_offset`` is committed, and
+    ``committed`` the batch's last offset; ``answer`` is None for the controller's own writes
+    (fencing a broker whose session expired)."""
 
-    pending: PendingRequest | None
-    respond: Callable[[ApiError | None], Message]
+    answer: Callable[[ApiError | None], None] | None
     last_offset: int | None = None
     committed: Callable[[int], None] | None = None
+
+
+def _answering(pending: PendingRequest, respond: Callable[[ApiError | None], Message]) -> Callable[[ApiError | None], None]:
+    """Answer ``pending`` with ``respond(outcome)``, unless it was answered already."""
+
+    def answer(error: ApiError | None) -> None:
+        if not pending.done:
+            pending.respond(respond(error))
+
+    return answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,8 +149,8 @@ class ControllerRequests:
             return False
         if result.error_code != Errors.NONE:
             del self.writes[result.token]
-            if write.pending is not None:
-                write.pending.respond(write.respond(self.not_controller()))
+            if write.answer is not None:
+                write.answer(self.not_controller())
             if not self.writes and self.parked:
                 self._post(Resume())
         else:
@@ -269,9 +277,7 @@ class ControllerRequests:
         if records:
             for record, _ in records:
                 log.info("fencing a broker whose session expired: %s", record)
-            token = self._take_token()
-            self.writes[token] = _ControllerWrite(None, lambda error: NoOpRecord())
-            await self._step(ClientAppend(token, tuple(encode_record(m, v) for m, v in records)))
+            await self._append(records, None)
 
     def active_controller(self) -> QuorumController | None:
         """The controller when this node is the active one and has replayed a
@@ -325,8 +331,17 @@ class ControllerRequests:
         if not records:
             pending.respond(respond(None))
             return
+        await self._append(records, _answering(pending, respond), committed)
+
+    async def _append(
+        self,
+        records: list[tuple[Message, int]],
+        answer: Callable[[ApiError | None], None] | None,
+        committed: Callable[[int], None] | None = None,
+    ) -> None:
+        """Append ``records`` as one batch and remember the write until it commits."""
         token = self._take_token()
-        self.writes[token] = _ControllerWrite(pending, respond, committed=committed)
+        self.writes[token] = _ControllerWrite(answer, committed=committed)
         await self._step(ClientAppend(token, tuple(encode_record(m, v) for m, v in records)))
 
     def finish_writes(self, committed_offset: int | None) -> None:
@@ -342,8 +357,8 @@ class ControllerRequests:
             del self.writes[token]
             if error is None and write.committed is not None and write.last_offset is not None:
                 write.committed(write.last_offset)
-            if write.pending is not None and not write.pending.done:
-                write.pending.respond(write.respond(error))
+            if write.answer is not None:
+                write.answer(error)
         if not self.writes and self.parked:
             self._post(Resume())
 
