@@ -21,9 +21,14 @@ from messages.generated.broker_heartbeat_response import BrokerHeartbeatResponse
 from messages.generated.broker_registration_change_record import BrokerRegistrationChangeRecord
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
 from messages.generated.broker_registration_response import BrokerRegistrationResponse
+from messages.generated.clear_elr_record import ClearElrRecord
 from messages.generated.config_record import ConfigRecord
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
 from messages.generated.controller_registration_response import ControllerRegistrationResponse
+from messages.generated.create_topics_request import CreateTopicsRequest
+from messages.generated.create_topics_response import CreateTopicsResponse
+from messages.generated.delete_topics_request import DeleteTopicsRequest
+from messages.generated.delete_topics_response import DeleteTopicsResponse
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.describe_cluster_response import DescribeClusterResponse
 from messages.generated.describe_quorum_request import DescribeQuorumRequest
@@ -91,9 +96,14 @@ BY_NAME: dict[str, type[Message]] = {
     'BrokerRegistrationChangeRecord': BrokerRegistrationChangeRecord,
     'BrokerRegistrationRequest': BrokerRegistrationRequest,
     'BrokerRegistrationResponse': BrokerRegistrationResponse,
+    'ClearElrRecord': ClearElrRecord,
     'ConfigRecord': ConfigRecord,
     'ControllerRegistrationRequest': ControllerRegistrationRequest,
     'ControllerRegistrationResponse': ControllerRegistrationResponse,
+    'CreateTopicsRequest': CreateTopicsRequest,
+    'CreateTopicsResponse': CreateTopicsResponse,
+    'DeleteTopicsRequest': DeleteTopicsRequest,
+    'DeleteTopicsResponse': DeleteTopicsResponse,
     'DescribeClusterRequest': DescribeClusterRequest,
     'DescribeClusterResponse': DescribeClusterResponse,
     'DescribeQuorumRequest': DescribeQuorumRequest,
@@ -151,6 +161,8 @@ REQUESTS: dict[int, type[Message]] = {
     3: MetadataRequest,
     17: SaslHandshakeRequest,
     18: ApiVersionsRequest,
+    19: CreateTopicsRequest,
+    20: DeleteTopicsRequest,
     36: SaslAuthenticateRequest,
     52: VoteRequest,
     53: BeginQuorumEpochRequest,
@@ -175,6 +187,8 @@ RESPONSES: dict[int, type[Message]] = {
     3: MetadataResponse,
     17: SaslHandshakeResponse,
     18: ApiVersionsResponse,
+    19: CreateTopicsResponse,
+    20: DeleteTopicsResponse,
     36: SaslAuthenticateResponse,
     52: VoteResponse,
     53: BeginQuorumEpochResponse,
@@ -213,6 +227,7 @@ METADATA_RECORDS: dict[int, type[Message]] = {
     24: EndTransactionRecord,
     25: AbortTransactionRecord,
     27: RegisterControllerRecord,
+    28: ClearElrRecord,
 }
 
 FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
@@ -231,9 +246,14 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'BrokerRegistrationChangeRecord': (0, 32767),
     'BrokerRegistrationRequest': (0, 32767),
     'BrokerRegistrationResponse': (0, 32767),
+    'ClearElrRecord': (0, 32767),
     'ConfigRecord': (0, 32767),
     'ControllerRegistrationRequest': (0, 32767),
     'ControllerRegistrationResponse': (0, 32767),
+    'CreateTopicsRequest': (5, 32767),
+    'CreateTopicsResponse': (5, 32767),
+    'DeleteTopicsRequest': (4, 32767),
+    'DeleteTopicsResponse': (4, 32767),
     'DescribeClusterRequest': (0, 32767),
     'DescribeClusterResponse': (0, 32767),
     'DescribeQuorumRequest': (0, 32767),
