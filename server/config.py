@@ -247,6 +247,12 @@ class KRaftConfig:
     min_insync_replicas: int = 1
     broker_session_timeout_ms: int = 9000
     broker_heartbeat_interval_ms: int = 2000
+    num_partitions: int = 1
+    """Partitions of a topic created without a count (``num.partitions``)."""
+    default_replication_factor: int = 1
+    """Replicas of a topic created without a replication factor (``default.replication.factor``)."""
+    delete_topic_enable: bool = True
+    """DeleteTopics may delete topics (``delete.topic.enable``)."""
     raw: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     # -- construction -----------------------------------------------------------------------
@@ -396,6 +402,9 @@ class KRaftConfig:
             broker_heartbeat_interval_ms=integer(
                 "broker.heartbeat.interval.ms", "broker_heartbeat_interval_ms", 1
             ),
+            num_partitions=integer("num.partitions", "num_partitions", 1),
+            default_replication_factor=integer("default.replication.factor", "default_replication_factor", 1),
+            delete_topic_enable=r.boolean("delete.topic.enable", True),
             raw=merged,
         )
 

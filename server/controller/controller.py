@@ -20,6 +20,7 @@ from kwire.wire import read_uvarint
 from messages.generated.abort_transaction_record import AbortTransactionRecord
 from messages.generated.begin_transaction_record import BeginTransactionRecord
 from messages.generated.broker_registration_change_record import BrokerRegistrationChangeRecord
+from messages.generated.clear_elr_record import ClearElrRecord
 from messages.generated.config_record import ConfigRecord
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
 from messages.generated.end_transaction_record import EndTransactionRecord
@@ -70,6 +71,7 @@ _REPLAYED_KEYS = frozenset(
         RemoveTopicRecord.API_KEY,
         ConfigRecord.API_KEY,
         ProducerIdsRecord.API_KEY,
+        ClearElrRecord.API_KEY,
     }
 )
 _BROKER_RECORDS = (
@@ -86,6 +88,7 @@ _REPLICATION_RECORDS = (
     RemoveTopicRecord,
     ConfigRecord,
     ProducerIdsRecord,
+    ClearElrRecord,
 )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from kwire.errors import Errors
 from kwire.uuid import Uuid
+from messages.generated.clear_elr_record import ClearElrRecord
 from messages.generated.config_record import ConfigRecord
 from messages.generated.partition_change_record import PartitionChangeRecord
 from messages.generated.partition_record import PartitionRecord
@@ -218,6 +219,8 @@ class ReplicationImage:
                         del self.configs[key]
             else:
                 self.configs.setdefault(key, {})[message.name] = message.value
+        elif isinstance(message, ClearElrRecord):
+            self._clear_elr(message)
         elif isinstance(message, ProducerIdsRecord):
             if self.producer_ids_replayed and message.next_producer_id <= self.next_producer_id:
                 raise ReplayError(
@@ -225,6 +228,29 @@ class ReplicationImage:
                 )
             self.next_producer_id = message.next_producer_id
             self.producer_ids_replayed = True
+
+    def _clear_elr(self, record: ClearElrRecord) -> None:
+        """Empty the eligible leader replicas of one topic (all topics for an empty name); each
+        partition that had some is merged with a change that empties them, which bumps its
+        partition epoch (``ReplicationControlManager.replay(ClearElrRecord)``)."""
+        if record.topic_name:
+            topic_id = self.topic_ids.get(record.topic_name)
+            if topic_id is None:
+                raise ReplayError(f"Unable to find a topic named {record.topic_name} in order to clear its ELRs.")
+            topics = [self.topics[topic_id]]
+        else:
+            topics = list(self.topics.values())
+        for topic in topics:
+            for index, partition in list(topic.partitions.items()):
+                if partition.elr or partition.last_known_elr:
+                    topic.partitions[index] = partition.merge(
+                        PartitionChangeRecord(
+                            partition_id=index,
+                            topic_id=topic.topic_id,
+                            eligible_leader_replicas=[],
+                            last_known_elr=[],
+                        )
+                    )
 
     def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[list[tuple[Message, int]], int]:
         """The next block of :data:`PRODUCER_ID_BLOCK_SIZE` producer ids for a broker
