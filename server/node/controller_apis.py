@@ -1,7 +1,7 @@
 """The controller RPCs the node answers outside the KRaft core, as a Kafka controller's
 ``ControllerApis`` does: UpdateFeatures (key 57), ControllerRegistration (key 70, KIP-919),
-BrokerRegistration (62), BrokerHeartbeat (63), UnregisterBroker (64) and AllocateProducerIds
-(67); and the node's own
+BrokerRegistration (62), BrokerHeartbeat (63), UnregisterBroker (64), AllocateProducerIds
+(67), CreateTopics (19) and DeleteTopics (20); and the node's own
 registration (``ControllerRegistrationManager``).
 
 Only the active controller writes: elsewhere, and before the active controller has replayed a
@@ -26,6 +26,10 @@ from messages.generated.controller_registration_request import (
     Listener,
 )
 from messages.generated.controller_registration_response import ControllerRegistrationResponse
+from messages.generated.create_topics_request import CreateTopicsRequest
+from messages.generated.create_topics_response import CreatableTopicResult, CreateTopicsResponse
+from messages.generated.delete_topics_request import DeleteTopicsRequest
+from messages.generated.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
 from messages.generated.unregister_broker_response import UnregisterBrokerResponse
 from messages.generated.update_features_request import UpdateFeaturesRequest
 from messages.generated.update_features_response import (
@@ -41,6 +45,8 @@ __all__ = [
     "allocate_producer_ids_response",
     "broker_heartbeat_response",
     "broker_registration_response",
+    "create_topics_response",
+    "delete_topics_response",
     "unregister_broker_response",
     "feature_updates",
     "not_controller",
@@ -154,3 +160,34 @@ def allocate_producer_ids_response(error: ApiError | None, start: int = 0, lengt
     if error is not None:
         return AllocateProducerIdsResponse(error_code=error.error, producer_id_start=0, producer_id_len=0)
     return AllocateProducerIdsResponse(error_code=Errors.NONE, producer_id_start=start, producer_id_len=length)
+
+
+def create_topics_response(
+    request: CreateTopicsRequest, outcome: ApiError | list[CreatableTopicResult]
+) -> CreateTopicsResponse:
+    """The CreateTopics answer: the per-topic results, or one error for every requested topic
+    (``CreateTopicsRequest.getErrorResponse``: a request over the partition bound, or
+    NOT_CONTROLLER)."""
+    if isinstance(outcome, ApiError):
+        outcome = [
+            CreatableTopicResult(name=topic.name, error_code=outcome.error, error_message=outcome.message)
+            for topic in request.topics
+        ]
+    return CreateTopicsResponse(throttle_time_ms=0, topics=outcome)
+
+
+def delete_topics_response(
+    request: DeleteTopicsRequest, version: int, outcome: ApiError | list[DeletableTopicResult]
+) -> DeleteTopicsResponse:
+    """The DeleteTopics answer: the per-topic results, or one error for every requested topic
+    (``DeleteTopicsRequest.getErrorResponse``: names, or names and ids at v6; no message)."""
+    if isinstance(outcome, ApiError):
+        error = outcome.error
+        if version < 6:
+            outcome = [DeletableTopicResult(name=name, error_code=error) for name in request.topic_names]
+        else:
+            outcome = [
+                DeletableTopicResult(name=topic.name, topic_id=topic.topic_id, error_code=error)
+                for topic in request.topics
+            ]
+    return DeleteTopicsResponse(throttle_time_ms=0, responses=outcome)

@@ -10,13 +10,15 @@ active controller every request gets NOT_CONTROLLER at once.
 
 Handled here: ControllerRegistration and UpdateFeatures (KIP-919, ``server.controller.features``),
 BrokerRegistration, BrokerHeartbeat, UnregisterBroker and AllocateProducerIds
-(``server.controller.cluster`` and ``.replication``), and the session-expiry check that fences a
+(``server.controller.cluster`` and ``.replication``), CreateTopics and DeleteTopics
+(``server.controller.topics``), and the session-expiry check that fences a
 broker every ``broker.session.timeout.ms`` / 8.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -27,21 +29,27 @@ from messages.generated.allocate_producer_ids_request import AllocateProducerIds
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
+from messages.generated.create_topics_request import CreateTopicsRequest
+from messages.generated.delete_topics_request import DeleteTopicsRequest
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.generated.update_features_request import UpdateFeaturesRequest
 from messages.metadata import encode_record
 from messages.runtime import Message
 from server.config import KRaftConfig
+from server.controller.activation import ELIGIBLE_LEADER_REPLICAS_FEATURE
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
 from server.controller.features import ClusterSupport, update_features
 from server.controller.replication import PRODUCER_ID_BLOCK_SIZE
+from server.controller.topics import TopicDefaults, create_topics, delete_topics
 from server.net import PendingRequest
 from server.node.apis import supported_features
 from server.node.controller_apis import (
     allocate_producer_ids_response,
     broker_heartbeat_response,
     broker_registration_response,
+    create_topics_response,
+    delete_topics_response,
     feature_updates,
     not_controller,
     registration_response,
@@ -65,6 +73,8 @@ CONTROLLER_OPS = (
     BrokerHeartbeatRequest,
     UnregisterBrokerRequest,
     AllocateProducerIdsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
 )
 """Requests the active controller answers from its state: one at a time, each after the writes
 before it are committed (see :class:`ControllerRequests`)."""
@@ -103,6 +113,7 @@ class ControllerHost(Protocol):
     core: RaftCore | None
     controller: QuorumController | None
     config: KRaftConfig
+    rng: random.Random
 
     def now_ms(self) -> int:
         """The node's clock in milliseconds."""
@@ -185,6 +196,58 @@ class ControllerRequests:
             )
         elif isinstance(body, AllocateProducerIdsRequest):
             await self._allocate_producer_ids(pending, body)
+        elif isinstance(body, CreateTopicsRequest):
+            await self._create_topics(pending, body)
+        elif isinstance(body, DeleteTopicsRequest):
+            await self._delete_topics(pending, body, version)
+
+    async def _create_topics(self, pending: PendingRequest, body: CreateTopicsRequest) -> None:
+        """CreateTopics (``server.controller.topics.create_topics``): answered once the topics'
+        records are committed, at once when nothing is written (validateOnly, every topic
+        refused)."""
+        controller = self.active_controller()
+        if controller is None:
+            pending.respond(create_topics_response(body, self.not_controller()))
+            return
+        config = self._node.config
+        assert controller.metadata_version is not None
+        try:
+            records, results = create_topics(
+                body,
+                image=controller.replication,
+                cluster=controller.cluster,
+                metadata_version=controller.metadata_version,
+                elr_enabled=controller.feature_levels.get(ELIGIBLE_LEADER_REPLICAS_FEATURE, 0) >= 1,
+                defaults=TopicDefaults(
+                    num_partitions=config.num_partitions,
+                    replication_factor=config.default_replication_factor,
+                    node_id=config.node_id,
+                    static_config=config.raw,
+                ),
+                rng=self._node.rng,
+            )
+        except ApiError as exc:
+            pending.respond(create_topics_response(body, exc))
+            return
+        for result in results:
+            log.info("CreateTopics %s: %s %s", result.name, Errors.of(result.error_code).name, result.error_message or "")
+        await self._append_write(pending, records, lambda error: create_topics_response(body, error or results))
+
+    async def _delete_topics(self, pending: PendingRequest, body: DeleteTopicsRequest, version: int) -> None:
+        """DeleteTopics (``server.controller.topics.delete_topics``): answered once the
+        RemoveTopicRecords are committed."""
+        controller = self.active_controller()
+        if controller is None:
+            pending.respond(delete_topics_response(body, version, self.not_controller()))
+            return
+        try:
+            records, results = delete_topics(
+                body, version, image=controller.replication, delete_enabled=self._node.config.delete_topic_enable
+            )
+        except ApiError as exc:
+            pending.respond(delete_topics_response(body, version, exc))
+            return
+        await self._append_write(pending, records, lambda error: delete_topics_response(body, version, error or results))
 
     def _finalized_with_kraft(self, controller: QuorumController) -> dict[str, int]:
         """The finalized levels a broker registers against: the FeatureLevelRecords' and the

@@ -1,0 +1,251 @@
+"""CreateTopics and DeleteTopics against a stock controller of the newest pinned release put in
+the same state (a standalone controller, node 1, three registered and unfenced brokers: 5 and
+6 with one log directory each, 7 with two).
+
+One sequence of requests goes to both nodes, each request to the stock node and then to kwire;
+the answers must be equal (topic ids compared as "set or not", and as the id the node gave when
+a request names one), and so must the topic records each wrote to its log. Replica placement is
+random on both sides, so a placed partition is compared by its shape: the number of its
+replicas, its ISR being all of them, its leader being the first, and each replica's directory
+being its broker's one directory (or unassigned for broker 7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from compat.test_broker_rpcs import CAUGHT_UP, Nodes, _finalized, _register, _supported
+from compat.test_controller_rpcs import kafka, role  # noqa: F401 - fixtures: the newest release, the leader
+from compat.test_differential_probe import _send, nodes  # noqa: F401 - a fixture
+from compat.test_storage_interop import PARTITION, _log_batches
+from kwire.uuid import Uuid
+from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from messages.generated.create_topics_request import (
+    CreatableReplicaAssignment,
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
+from messages.generated.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
+from messages.metadata import decode_record
+from messages.runtime import Message
+
+pytestmark = pytest.mark.compat
+
+DIRS = {5: (Uuid.from_longs(9, 5),), 6: (Uuid.from_longs(9, 6),), 7: (Uuid.from_longs(9, 71), Uuid.from_longs(9, 72))}
+BROKERS = tuple(DIRS)
+UNASSIGNED = Uuid.from_longs(0, 1)
+"""``DirectoryId.UNASSIGNED``: the directory of a replica on a broker with several."""
+
+
+@dataclass
+class Side:
+    """What one node told: the broker epochs it gave and the ids of the topics it created."""
+
+    epochs: dict[int, int] = field(default_factory=dict)
+    topic_ids: dict[str, Uuid] = field(default_factory=dict)
+
+    def id_label(self, topic_id: Uuid) -> str:
+        if topic_id == Uuid():
+            return "zero"
+        names = [name for name, known in self.topic_ids.items() if known == topic_id]
+        return f"id of {names[0]}" if names else "a new id"
+
+
+def _topic(
+    name: str, partitions: int = 1, rf: int = 1, *, configs: dict[str, str | None] | None = None,
+    assignments: dict[int, list[int]] | None = None,
+) -> CreatableTopic:
+    return CreatableTopic(
+        name=name,
+        num_partitions=partitions,
+        replication_factor=rf,
+        assignments=[CreatableReplicaAssignment(partition_index=i, broker_ids=b) for i, b in (assignments or {}).items()],
+        configs=[CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()],
+    )
+
+
+def _create(*topics: CreatableTopic, validate_only: bool = False) -> Callable[[Side], Message]:
+    return lambda _side: CreateTopicsRequest(topics=list(topics), timeout_ms=10_000, validate_only=validate_only)
+
+
+def _delete_names(*names: str) -> Callable[[Side], Message]:
+    return lambda _side: DeleteTopicsRequest(topic_names=list(names), timeout_ms=10_000)
+
+
+def _delete_states(*states: tuple[str | None, str | None]) -> Callable[[Side], Message]:
+    """v6 topics: (name, None) by name, (None, topic) by the id this node gave ``topic``,
+    (None, None) neither; an unknown topic's id is a fixed unknown id."""
+
+    def build(side: Side) -> Message:
+        return DeleteTopicsRequest(
+            topics=[
+                DeleteTopicState(name=name, topic_id=Uuid() if by_id is None else side.topic_ids.get(by_id, Uuid.from_longs(5, 5)))
+                for name, by_id in states
+            ],
+            timeout_ms=10_000,
+        )
+
+    return build
+
+
+def _cases() -> list[tuple[str, Callable[[Side], Message], int]]:
+    big = {"cleanup.policy": "compact", "retention.ms": "1000", "min.insync.replicas": "2", "segment.bytes": "2000000"}
+    return [
+        ("create t1: 6 partitions, replication factor 3", _create(_topic("t1", 6, 3)), 7),
+        ("create t1 again", _create(_topic("t1", 6, 3)), 7),
+        ("create with configs", _create(_topic("configured", 2, 2, configs=big)), 7),
+        ("create with defaults (-1, -1)", _create(_topic("defaults", -1, -1)), 7),
+        ("create a.b", _create(_topic("a.b")), 7),
+        ("create a_b (collides)", _create(_topic("a_b")), 7),
+        ("invalid names", _create(_topic(""), _topic("bad name"), _topic("x" * 250), _topic("."), _topic("..")), 7),
+        ("duplicate names", _create(_topic("dup"), _topic("dup"), _topic("single")), 7),
+        ("__cluster_metadata", _create(_topic("__cluster_metadata")), 7),
+        ("replication factor 0, -2 and 4", _create(_topic("rf0", 1, 0), _topic("rfm2", 1, -2), _topic("rf4", 1, 4)), 7),
+        ("partitions 0 and -3", _create(_topic("p0", 0, 1), _topic("pm3", -3, 1)), 7),
+        ("unknown config", _create(_topic("c1", configs={"no.such.config": "1"})), 7),
+        ("bad config values", _create(
+            _topic("c2", configs={"retention.ms": "abc"}),
+            _topic("c3", configs={"segment.bytes": "100"}),
+            _topic("c4", configs={"cleanup.policy": "foo"}),
+            _topic("c5", configs={"compression.type": "bad"}),
+            _topic("c6", configs={"min.cleanable.dirty.ratio": "2"}),
+            _topic("c7", configs={"preallocate": "yes"}),
+            _topic("c8", configs={"cleanup.policy": "compact,"}),
+            _topic("c9", configs={"remote.storage.enable": "true"}),
+            _topic("c10", configs={"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"}),
+        ), 7),
+        ("null config value", _create(_topic("c11", configs={"retention.ms": None})), 7),
+        ("manual assignment", _create(_topic("manual", -1, -1, assignments={0: [5, 6], 1: [6, 7], 2: [7, 5]})), 7),
+        ("manual with a replication factor", _create(_topic("m1", -1, 2, assignments={0: [5, 6]})), 7),
+        ("manual with a partition count", _create(_topic("m2", 1, -1, assignments={0: [5, 6]})), 7),
+        ("manual with a gap", _create(_topic("m3", -1, -1, assignments={0: [5], 2: [6]})), 7),
+        ("manual with an unknown broker", _create(_topic("m4", -1, -1, assignments={0: [5, 99]})), 7),
+        ("manual naming a broker twice", _create(_topic("m5", -1, -1, assignments={0: [5, 5]})), 7),
+        ("manual of uneven sizes", _create(_topic("m6", -1, -1, assignments={0: [5, 6], 1: [5]})), 7),
+        ("manual, empty", _create(_topic("m7", -1, -1, assignments={0: []})), 7),
+        ("validate only", _create(_topic("checked", 3, 2), validate_only=True), 7),
+        ("too many partitions", _create(_topic("huge1", 6000, 1), _topic("huge2", 5000, 1)), 7),
+        ("create v2", _create(_topic("v2topic", 2, 1)), 2),
+        ("create v5", _create(_topic("v5topic", 2, 1, configs={"retention.ms": "5000"})), 5),
+        ("delete t1 by id, v6", _delete_states((None, "t1")), 6),
+        ("delete unknown name and unknown id, v6", _delete_states(("nope", None), (None, "never-created")), 6),
+        ("delete with neither name nor id", _delete_states((None, None)), 6),
+        ("delete with name and id", lambda side: DeleteTopicsRequest(
+            topics=[DeleteTopicState(name="configured", topic_id=side.topic_ids.get("configured", Uuid()))],
+            timeout_ms=10_000), 6),
+        ("delete a name twice, v5", _delete_names("dup2", "dup2"), 5),
+        ("delete by name and by its id", _delete_states(("defaults", None), (None, "defaults")), 6),
+        ("delete configured and a.b, v1", _delete_names("configured", "a.b"), 1),
+        ("delete again, v4", _delete_names("configured"), 4),
+        ("create t1 after its deletion", _create(_topic("t1", 3, 3)), 7),
+        ("create a_b after a.b's deletion", _create(_topic("a_b")), 7),
+    ]
+
+
+def _normalize(response: Any, side: Side) -> tuple[Any, ...]:
+    name = type(response).__name__
+    if name == "CreateTopicsResponse":
+        results = []
+        for topic in response.topics:
+            if topic.error_code == 0 and topic.topic_id != Uuid():
+                side.topic_ids.setdefault(topic.name, topic.topic_id)
+            configs = None if topic.configs is None else sorted(
+                (c.name, c.value, c.read_only, c.config_source, c.is_sensitive) for c in topic.configs
+            )
+            results.append((
+                topic.name, int(topic.error_code), topic.error_message, topic.topic_id != Uuid(),
+                topic.topic_config_error_code, topic.num_partitions, topic.replication_factor, configs,
+            ))
+        return name, sorted(results, key=repr)
+    if name == "DeleteTopicsResponse":
+        results = sorted(
+            ((r.name, side.id_label(r.topic_id), int(r.error_code), r.error_message) for r in response.responses), key=repr
+        )
+        return name, results
+    return name, int(response.error_code)
+
+
+def _heartbeat_all(port: int, side: Side) -> None:
+    for broker_id in BROKERS:
+        trio.run(_send, port, BrokerHeartbeatRequest(
+            broker_id=broker_id, broker_epoch=side.epochs[broker_id], current_metadata_offset=CAUGHT_UP), 2)
+
+
+def _topic_records(data: Path, side: Side) -> list[tuple[Any, ...]]:
+    """The topic records of a node's log, placed partitions by their shape (module docstring)."""
+    names = {topic_id: name for name, topic_id in side.topic_ids.items()}
+    own_dir = {broker: dirs[0] if len(dirs) == 1 else UNASSIGNED for broker, dirs in DIRS.items()}
+    out: list[tuple[Any, ...]] = []
+    for batch in _log_batches(data / PARTITION):
+        if batch.is_control:
+            continue
+        for value in batch.iter_values():
+            assert value is not None
+            message, version = decode_record(value)
+            kind = type(message).__name__
+            if kind == "TopicRecord":
+                out.append((kind, version, message.name, names.get(message.topic_id)))
+            elif kind == "ConfigRecord":
+                out.append((kind, version, message.resource_type, message.resource_name, message.name, message.value))
+            elif kind == "ClearElrRecord":
+                out.append((kind, version, message.topic_name))
+            elif kind == "RemoveTopicRecord":
+                out.append((kind, version, names.get(message.topic_id)))
+            elif kind == "PartitionRecord":
+                replicas = list(message.replicas)
+                topic = names.get(message.topic_id)
+                # placed replicas are random: kept are their count, the ISR being all of them, and
+                # each directory being its broker's; a manual assignment is compared whole
+                shape = (replicas, message.isr) if topic == "manual" else (len(replicas), sorted(message.isr) == sorted(replicas))
+                out.append((
+                    kind, version, topic, message.partition_id, shape, message.leader == replicas[0],
+                    message.leader_epoch, message.partition_epoch,
+                    sorted(d == own_dir[b] for b, d in zip(replicas, message.directories, strict=True)),
+                    message.removing_replicas, message.adding_replicas, message.leader_recovery_state,
+                    message.eligible_leader_replicas, message.last_known_elr,
+                ))
+    return out
+
+
+def test_topic_rpcs_answer_alike(nodes: Nodes, tmp_path: Path) -> None:  # noqa: F811
+    ports = {name: port for name, (port, _, _) in nodes.items()}
+    finalized = {name: _finalized(port) for name, port in ports.items()}
+    assert finalized["stock"] == finalized["kwire"]
+    features = _supported(finalized["stock"])
+    sides = {name: Side() for name in ports}
+    for name, port in ports.items():
+        for broker_id in BROKERS:
+            response = trio.run(_send, port, _register(broker_id, features, dirs=DIRS[broker_id]), 4)
+            assert not isinstance(response, str) and response.error_code == 0, response
+            sides[name].epochs[broker_id] = response.broker_epoch
+        _heartbeat_all(port, sides[name])  # caught up: unfenced
+    differences: list[str] = []
+    answered: list[tuple[str, tuple[Any, ...]]] = []
+    for case, build, version in _cases():
+        answers = {}
+        for name, port in ports.items():
+            _heartbeat_all(port, sides[name])  # keep every session alive
+            response = trio.run(_send, port, build(sides[name]), version)
+            answers[name] = response if isinstance(response, str) else _normalize(response, sides[name])
+        answered.append((case, answers["stock"]))
+        if answers["stock"] != answers["kwire"]:
+            differences.append(f"{case}:\n    stock {answers['stock']}\n    kwire {answers['kwire']}")
+    for name, (_, proc, _) in nodes.items():
+        assert proc.poll() is None, f"{name} died"
+    outcomes = dict(answered)
+    trace = "\n".join(f"{case}: {answer}" for case, answer in answered)
+    # the sequence reached what it is about on the stock side
+    created = outcomes["create t1: 6 partitions, replication factor 3"][1][0]
+    assert created[1:3] == (0, None) and created[5:7] == (6, 3) and len(created[7]) >= 36, trace
+    assert outcomes["create t1 again"][1][0][1] == 36, trace  # TOPIC_ALREADY_EXISTS
+    assert not differences, f"{len(differences)} cases differ:\n" + "\n".join(differences) + "\n" + trace
+    records = {name: _topic_records(tmp_path / name, sides[name]) for name in ports}
+    assert sum(1 for r in records["stock"] if r[0] == "PartitionRecord") >= 10, records["stock"]
+    assert records["kwire"] == records["stock"]
