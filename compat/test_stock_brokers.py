@@ -13,6 +13,10 @@ the stock tool, ``controller.quorum.bootstrap.servers`` naming the controllers).
 * kill -9 of the active kwire controller: a new one is elected, no broker stops or is fenced
   (the new active controller gives every broker a fresh session), and the brokers list each
   other again once the killed controller is back;
+* the stock topic tool creates a topic of 6 partitions and replication factor 3 (each broker
+  leads two, every ISR holds all three); the stock console producer (idempotent, acks=all)
+  writes 100,000 records and the stock console consumer reads exactly those back; kafka-python
+  creates a second topic and does the same;
 * afterwards, stock ``kafka-metadata-shell`` shows each broker's registration in kwire's log
   as kwire's own image holds it (epoch, incarnation, fenced), and stock ``kafka-dump-log
   --cluster-metadata-decoder`` decodes every data record of it.
@@ -24,10 +28,18 @@ from __future__ import annotations
 
 import signal
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from compat.clients import (
+    create_topic,
+    describe_topic,
+    python_round_trip,
+    records,
+    stock_round_trip,
+)
 from compat.conftest import KafkaRelease
 from compat.test_mixed_quorum import ELECTION_BOUND_S, START_TIMEOUT_S, Quorum
 from compat.test_storage_interop import CLUSTER_ID, PARTITION, _free_port, _log_batches
@@ -42,6 +54,8 @@ FENCE_BOUND_S = (SESSION_TIMEOUT_MS + SESSION_TIMEOUT_MS // 8) / 1000 + 3.0
 """Session timeout, plus one period of the controller's expiry check, plus the time for the
 fencing record to reach the brokers (a margin for a loaded machine)."""
 BROKER_START_TIMEOUT_S = 90.0
+RECORDS = 100_000
+"""Records each client writes and reads back."""
 
 
 def test_stock_brokers_run_on_a_kwire_quorum(kafka: KafkaRelease, tmp_path: Path) -> None:
@@ -87,6 +101,25 @@ def test_stock_brokers_run_on_a_kwire_quorum(kafka: KafkaRelease, tmp_path: Path
         brokers.wait_listed(set(BROKER_IDS), 1.0)
         assert all(n.running for n in brokers.nodes.values()), brokers.report()
         assert all(p.poll() is None for p in quorum.procs.values()), quorum.report()
+
+        # a topic through the stock tool, records through the stock console clients and kafka-python
+        bootstrap = brokers.bootstrap_servers
+        assert "Created topic orders." in create_topic(kafka, bootstrap, "orders", 6, 3)
+        described = describe_topic(kafka, bootstrap, "orders")
+        assert sorted(described) == list(range(6)), described
+        for leader, replicas, isr in described.values():
+            assert sorted(replicas) == list(BROKER_IDS) and sorted(isr) == list(BROKER_IDS), described
+            assert leader == replicas[0], described
+        assert {replicas[0] for _, replicas, _ in described.values()} == set(BROKER_IDS), described
+        started = time.monotonic()
+        back = stock_round_trip(kafka, bootstrap, "orders", RECORDS)
+        print(f"stock console producer and consumer: {RECORDS} records in {time.monotonic() - started:.1f} s")
+        assert back == Counter(records("orders", RECORDS)), _lost(back, "orders")
+        started = time.monotonic()
+        back = python_round_trip(bootstrap, "py-orders", RECORDS, 6, 3)
+        print(f"kafka-python: {RECORDS} records in {time.monotonic() - started:.1f} s")
+        assert back == Counter(records("py-orders", RECORDS)), _lost(back, "py-orders")
+        assert all(n.running for n in brokers.nodes.values()), brokers.report()
     except BaseException:
         print(quorum.report())
         print(brokers.report())
@@ -95,6 +128,12 @@ def test_stock_brokers_run_on_a_kwire_quorum(kafka: KafkaRelease, tmp_path: Path
         brokers.stop()
         quorum.stop()
     _check_stock_readers(kafka, tmp_path / "data1" / PARTITION)
+
+
+def _lost(back: Counter[str], topic: str) -> str:
+    expected = set(records(topic, RECORDS))
+    missing, duplicated = expected - set(back), [v for v, n in back.items() if n > 1]
+    return f"{len(missing)} missing (e.g. {sorted(missing)[:3]}), {len(duplicated)} duplicated, {len(back)} read"
 
 
 def _check_stock_readers(kafka: KafkaRelease, partition: Path) -> None:

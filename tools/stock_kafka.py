@@ -337,6 +337,9 @@ TOOL_CLASSES: dict[str, tuple[str, ...]] = {
     "features": ("org.apache.kafka.tools.FeatureCommand",),
     "server": ("kafka.Kafka",),
     "test-raft-server": ("kafka.tools.TestRaftServer",),
+    "topics": ("org.apache.kafka.tools.TopicCommand",),
+    "console-producer": ("org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer"),
+    "console-consumer": ("org.apache.kafka.tools.consumer.ConsoleConsumer",),
 }
 
 
