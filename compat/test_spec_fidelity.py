@@ -119,6 +119,8 @@ EXPECTED_DIFFERENCES: dict[str, dict[tuple[str, str, str], tuple[Any, Any, str]]
         ("DeleteTopicsRequest", "", "listeners"): (
             ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
         ("DeleteTopicsResponse", "", "validVersions"): ("1-6", "0-6", _KIP_896),
+        ("CreatePartitionsRequest", "", "listeners"): (
+            ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
         ("ApiVersionsRequest", "", "listeners"): (
             ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
         ("DescribeClusterRequest", "", "listeners"): (

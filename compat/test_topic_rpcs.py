@@ -1,4 +1,4 @@
-"""CreateTopics and DeleteTopics against a stock controller of the newest pinned release put in
+"""CreateTopics, CreatePartitions and DeleteTopics against a stock controller of the newest pinned release put in
 the same state (a standalone controller, node 1, three registered and unfenced brokers: 5 and
 6 with one log directory each, 7 with two).
 
@@ -26,6 +26,11 @@ from compat.test_differential_probe import _send, nodes  # noqa: F401 - a fixtur
 from compat.test_storage_interop import PARTITION, _log_batches
 from kwire.uuid import Uuid
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from messages.generated.create_partitions_request import (
+    CreatePartitionsAssignment,
+    CreatePartitionsRequest,
+    CreatePartitionsTopic,
+)
 from messages.generated.create_topics_request import (
     CreatableReplicaAssignment,
     CreatableTopic,
@@ -73,6 +78,20 @@ def _topic(
 
 def _create(*topics: CreatableTopic, validate_only: bool = False) -> Callable[[Side], Message]:
     return lambda _side: CreateTopicsRequest(topics=list(topics), timeout_ms=10_000, validate_only=validate_only)
+
+
+def _grow(*topics: tuple[str, int, list[list[int]] | None], validate_only: bool = False) -> Callable[[Side], Message]:
+    return lambda _side: CreatePartitionsRequest(
+        topics=[
+            CreatePartitionsTopic(
+                name=name, count=count,
+                assignments=None if given is None else [CreatePartitionsAssignment(broker_ids=b) for b in given],
+            )
+            for name, count, given in topics
+        ],
+        timeout_ms=10_000,
+        validate_only=validate_only,
+    )
 
 
 def _delete_names(*names: str) -> Callable[[Side], Message]:
@@ -134,6 +153,18 @@ def _cases() -> list[tuple[str, Callable[[Side], Message], int]]:
         ("too many partitions", _create(_topic("huge1", 6000, 1), _topic("huge2", 5000, 1)), 7),
         ("create v2", _create(_topic("v2topic", 2, 1)), 2),
         ("create v5", _create(_topic("v5topic", 2, 1, configs={"retention.ms": "5000"})), 5),
+        ("grow t1 to 8", _grow(("t1", 8, None)), 3),
+        ("grow manual to 5, given", _grow(("manual", 5, [[5, 7], [6, 5]])), 3),
+        ("grow t1 to 8 again", _grow(("t1", 8, None)), 3),
+        ("shrink t1 to 2", _grow(("t1", 2, None)), 3),
+        ("grow an unknown topic", _grow(("nope", 3, None)), 3),
+        ("grow a topic twice in one request", _grow(("defaults", 3, None), ("defaults", 4, None)), 3),
+        ("grow with too few assignments", _grow(("configured", 5, [[5, 6]])), 3),
+        ("grow with a replica count unlike the topic's", _grow(("configured", 3, [[5]])), 3),
+        ("grow with an unknown broker", _grow(("configured", 3, [[5, 99]])), 3),
+        ("grow, validate only", _grow(("v2topic", 4, None), validate_only=True), 3),
+        ("grow by too many", _grow(("a.b", 12000, None)), 3),
+        ("grow v0", _grow(("v5topic", 3, None)), 0),
         ("delete t1 by id, v6", _delete_states((None, "t1")), 6),
         ("delete unknown name and unknown id, v6", _delete_states(("nope", None), (None, "never-created")), 6),
         ("delete with neither name nor id", _delete_states((None, None)), 6),
@@ -164,6 +195,8 @@ def _normalize(response: Any, side: Side) -> tuple[Any, ...]:
                 topic.topic_config_error_code, topic.num_partitions, topic.replication_factor, configs,
             ))
         return name, sorted(results, key=repr)
+    if name == "CreatePartitionsResponse":
+        return name, sorted(((r.name, int(r.error_code), r.error_message) for r in response.results), key=repr)
     if name == "DeleteTopicsResponse":
         results = sorted(
             ((r.name, side.id_label(r.topic_id), int(r.error_code), r.error_message) for r in response.responses), key=repr

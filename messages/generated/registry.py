@@ -25,6 +25,8 @@ from messages.generated.clear_elr_record import ClearElrRecord
 from messages.generated.config_record import ConfigRecord
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
 from messages.generated.controller_registration_response import ControllerRegistrationResponse
+from messages.generated.create_partitions_request import CreatePartitionsRequest
+from messages.generated.create_partitions_response import CreatePartitionsResponse
 from messages.generated.create_topics_request import CreateTopicsRequest
 from messages.generated.create_topics_response import CreateTopicsResponse
 from messages.generated.delete_topics_request import DeleteTopicsRequest
@@ -100,6 +102,8 @@ BY_NAME: dict[str, type[Message]] = {
     'ConfigRecord': ConfigRecord,
     'ControllerRegistrationRequest': ControllerRegistrationRequest,
     'ControllerRegistrationResponse': ControllerRegistrationResponse,
+    'CreatePartitionsRequest': CreatePartitionsRequest,
+    'CreatePartitionsResponse': CreatePartitionsResponse,
     'CreateTopicsRequest': CreateTopicsRequest,
     'CreateTopicsResponse': CreateTopicsResponse,
     'DeleteTopicsRequest': DeleteTopicsRequest,
@@ -164,6 +168,7 @@ REQUESTS: dict[int, type[Message]] = {
     19: CreateTopicsRequest,
     20: DeleteTopicsRequest,
     36: SaslAuthenticateRequest,
+    37: CreatePartitionsRequest,
     52: VoteRequest,
     53: BeginQuorumEpochRequest,
     54: EndQuorumEpochRequest,
@@ -190,6 +195,7 @@ RESPONSES: dict[int, type[Message]] = {
     19: CreateTopicsResponse,
     20: DeleteTopicsResponse,
     36: SaslAuthenticateResponse,
+    37: CreatePartitionsResponse,
     52: VoteResponse,
     53: BeginQuorumEpochResponse,
     54: EndQuorumEpochResponse,
@@ -250,6 +256,8 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'ConfigRecord': (0, 32767),
     'ControllerRegistrationRequest': (0, 32767),
     'ControllerRegistrationResponse': (0, 32767),
+    'CreatePartitionsRequest': (2, 32767),
+    'CreatePartitionsResponse': (2, 32767),
     'CreateTopicsRequest': (5, 32767),
     'CreateTopicsResponse': (5, 32767),
     'DeleteTopicsRequest': (4, 32767),

@@ -17,6 +17,12 @@ CreateTopics
     first of them), all in one batch; its result carries the new topic id, the partition count,
     the replication factor and every effective topic config.
 
+CreatePartitions
+    More partitions for existing topics, placed as new topics' are (from the next partition
+    index on) or given, with the topic's replication factor; fewer or as many partitions answer
+    INVALID_PARTITIONS, an unknown topic UNKNOWN_TOPIC_OR_PARTITION, more than 10,000 new
+    partitions in one request POLICY_VIOLATION for every topic.
+
 DeleteTopics
     Topics named or given by id (v6), each deleted with one RemoveTopicRecord; unknown names
     answer UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID, and with
@@ -36,6 +42,11 @@ from kwire.topics import METADATA_TOPIC_NAME
 from kwire.uuid import Uuid
 from messages.generated.clear_elr_record import ClearElrRecord
 from messages.generated.config_record import ConfigRecord
+from messages.generated.create_partitions_request import (
+    CreatePartitionsRequest,
+    CreatePartitionsTopic,
+)
+from messages.generated.create_partitions_response import CreatePartitionsTopicResult
 from messages.generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from messages.generated.create_topics_response import CreatableTopicConfigs, CreatableTopicResult
 from messages.generated.delete_topics_request import DeleteTopicsRequest
@@ -64,6 +75,7 @@ __all__ = [
     "MAX_PARTITIONS_PER_REQUEST",
     "MIN_INSYNC_REPLICAS",
     "TopicDefaults",
+    "create_partitions",
     "create_topics",
     "delete_topics",
     "partition_record_version",
@@ -142,6 +154,28 @@ def _usable_brokers(cluster: ClusterControl) -> list[UsableBroker]:
             continue
         usable.append(UsableBroker(broker_id, registration.rack, state.fenced))
     return usable
+
+
+def _partition_record(
+    cluster: ClusterControl, topic_id: Uuid, index: int, replicas: list[int], isr: list[int], version: int
+) -> Record:
+    """A new partition (``buildPartitionRegistration``): led by the first in-sync replica, each
+    replica in its broker's default directory, epochs 0."""
+    directories = [_default_directory(cluster, broker) for broker in replicas]
+    record = PartitionRecord(
+        partition_id=index,
+        topic_id=topic_id,
+        replicas=replicas,
+        isr=isr,
+        removing_replicas=[],
+        adding_replicas=[],
+        leader=isr[0],
+        leader_recovery_state=0,
+        leader_epoch=0,
+        partition_epoch=0,
+        directories=directories if version >= 1 else [],
+    )
+    return record, version
 
 
 def _total_partitions(topics: list[CreatableTopic], default_partitions: int) -> None:
@@ -359,25 +393,7 @@ def create_topics(
             records.append((ClearElrRecord(topic_name=topic.name), 0))
         for index in sorted(parts):
             replicas, isr = parts[index]
-            directories = [_default_directory(cluster, broker) for broker in replicas]
-            records.append(
-                (
-                    PartitionRecord(
-                        partition_id=index,
-                        topic_id=topic_id,
-                        replicas=replicas,
-                        isr=isr,
-                        removing_replicas=[],
-                        adding_replicas=[],
-                        leader=isr[0],
-                        leader_recovery_state=0,
-                        leader_epoch=0,
-                        partition_epoch=0,
-                        directories=directories if version >= 1 else [],
-                    ),
-                    version,
-                )
-            )
+            records.append(_partition_record(cluster, topic_id, index, replicas, isr, version))
 
     answers = []
     for topic in topics:
@@ -466,3 +482,97 @@ def delete_topics(
         records.append((RemoveTopicRecord(topic_id=topic_id), 0))
         answer(name, topic_id)
     return records, results
+
+
+def _grow_topic(
+    topic: CreatePartitionsTopic, image: ReplicationImage, cluster: ClusterControl, version: int, rng: random.Random
+) -> list[Record]:
+    """The PartitionRecords that take ``topic`` to its requested count
+    (``ReplicationControlManager.createPartitions``). Raises ApiError."""
+    topic_id = image.topic_ids.get(topic.name)
+    if topic_id is None:
+        raise ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+    existing = image.topics[topic_id].partitions
+    if topic.count == len(existing):
+        raise ApiError(Errors.INVALID_PARTITIONS, f"Topic already has {len(existing)} partition(s).")
+    if topic.count < len(existing):
+        raise ApiError(
+            Errors.INVALID_PARTITIONS,
+            f"The topic {topic.name} currently has {len(existing)} partition(s); {topic.count} would not be an increase.",
+        )
+    additional = topic.count - len(existing)
+    if topic.assignments is not None and len(topic.assignments) != additional:
+        raise ApiError(
+            Errors.INVALID_REPLICA_ASSIGNMENT,
+            f"Attempted to add {additional} additional partition(s), but only {len(topic.assignments)} "
+            "assignment(s) were specified.",
+        )
+    if not existing:
+        raise ApiError(Errors.UNKNOWN_SERVER_ERROR, f"Invalid state: topic {topic.name} appears to have no partitions.")
+    replication_factor = len(next(iter(existing.values())).replicas)
+    start = len(existing)
+    if topic.assignments is not None:
+        placed = []
+        for i, assignment in enumerate(topic.assignments):
+            replicas = list(assignment.broker_ids)
+            _check_manual_replicas(replicas, replication_factor, cluster)
+            if not any(_is_active(cluster, broker) for broker in replicas):
+                raise ApiError(
+                    Errors.INVALID_REPLICA_ASSIGNMENT,
+                    f"All brokers specified in the manual partition assignment for partition {start + i} "
+                    "are fenced or in controlled shutdown.",
+                )
+            placed.append(replicas)
+    else:
+        placed = place_replicas(additional, replication_factor, _usable_brokers(cluster), rng)
+    records = []
+    for i, replicas in enumerate(placed):
+        isr = [broker for broker in replicas if _is_active(cluster, broker)]
+        if not isr:
+            raise ApiError(
+                Errors.INVALID_REPLICATION_FACTOR,
+                f"Unable to replicate the partition {replication_factor} time(s): All brokers are currently fenced "
+                "or in controlled shutdown.",
+            )
+        records.append(_partition_record(cluster, topic_id, start + i, replicas, isr, version))
+    return records
+
+
+def create_partitions(
+    request: CreatePartitionsRequest,
+    *,
+    image: ReplicationImage,
+    cluster: ClusterControl,
+    metadata_version: int,
+    rng: random.Random,
+) -> tuple[list[Record], list[CreatePartitionsTopicResult]]:
+    """CreatePartitions at the active controller (module docstring): the records to append as
+    one batch (none when ``ValidateOnly``) and one result per topic: the names given twice
+    first, then the others in request order. Raises ApiError POLICY_VIOLATION for more than
+    10,000 new partitions (every topic fails with it)."""
+    counts: dict[str, int] = {}
+    for topic in request.topics:
+        counts[topic.name] = counts.get(topic.name, 0) + 1
+    results = [
+        CreatePartitionsTopicResult(name=name, error_code=Errors.INVALID_REQUEST, error_message="Duplicate topic name.")
+        for name, count in counts.items()
+        if count > 1
+    ]
+    topics = [t for t in request.topics if counts[t.name] == 1]
+    total = 0
+    for topic in topics:
+        topic_id = image.topic_ids.get(topic.name)
+        if topic.count >= 0 and topic_id is not None:
+            total += max(0, topic.count - len(image.topics[topic_id].partitions))
+            if total > MAX_PARTITIONS_PER_REQUEST:
+                raise ApiError(Errors.POLICY_VIOLATION, "Excessively large number of additional partitions per request.")
+    version = partition_record_version(metadata_version)
+    records: list[Record] = []
+    for topic in topics:
+        try:
+            records.extend(_grow_topic(topic, image, cluster, version, rng))
+        except ApiError as exc:
+            results.append(CreatePartitionsTopicResult(name=topic.name, error_code=exc.error, error_message=exc.message))
+        else:
+            results.append(CreatePartitionsTopicResult(name=topic.name, error_code=Errors.NONE, error_message=None))
+    return ([] if request.validate_only else records), results

@@ -3,7 +3,8 @@
 * :func:`api_versions`: the ApiVersions table, exactly the RPCs the KRaft core handles (with
   the versions their handlers accept, from ``server.raft.registry``) plus the controller's:
   DescribeCluster, UpdateFeatures, ControllerRegistration, BrokerRegistration,
-  BrokerHeartbeat, UnregisterBroker, Envelope, AllocateProducerIds, CreateTopics and DeleteTopics.
+  BrokerHeartbeat, UnregisterBroker, Envelope, AllocateProducerIds, CreateTopics,
+  DeleteTopics and CreatePartitions.
 * :func:`supported_features`: the SupportedFeatures of ApiVersions v3+
   (``BrokerFeatures.defaultSupportedFeatures``).
 * :func:`describe_cluster`: DescribeCluster on a controller listener
@@ -22,6 +23,7 @@ from messages.generated.api_versions_response import SupportedFeatureKey
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
+from messages.generated.create_partitions_request import CreatePartitionsRequest
 from messages.generated.create_topics_request import CreateTopicsRequest
 from messages.generated.delete_topics_request import DeleteTopicsRequest
 from messages.generated.describe_cluster_request import DescribeClusterRequest
@@ -72,6 +74,7 @@ def api_versions() -> dict[int, tuple[int, int]]:
         AllocateProducerIdsRequest,
         CreateTopicsRequest,
         DeleteTopicsRequest,
+        CreatePartitionsRequest,
     ):
         assert request.API_KEY is not None
         versions[request.API_KEY] = (request.LOWEST_VERSION, request.HIGHEST_VERSION)

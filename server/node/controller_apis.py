@@ -1,7 +1,7 @@
 """The controller RPCs the node answers outside the KRaft core, as a Kafka controller's
 ``ControllerApis`` does: UpdateFeatures (key 57), ControllerRegistration (key 70, KIP-919),
 BrokerRegistration (62), BrokerHeartbeat (63), UnregisterBroker (64), AllocateProducerIds
-(67), CreateTopics (19) and DeleteTopics (20); and the node's own
+(67), CreateTopics (19), DeleteTopics (20) and CreatePartitions (37); and the node's own
 registration (``ControllerRegistrationManager``).
 
 Only the active controller writes: elsewhere, and before the active controller has replayed a
@@ -26,6 +26,11 @@ from messages.generated.controller_registration_request import (
     Listener,
 )
 from messages.generated.controller_registration_response import ControllerRegistrationResponse
+from messages.generated.create_partitions_request import CreatePartitionsRequest
+from messages.generated.create_partitions_response import (
+    CreatePartitionsResponse,
+    CreatePartitionsTopicResult,
+)
 from messages.generated.create_topics_request import CreateTopicsRequest
 from messages.generated.create_topics_response import CreatableTopicResult, CreateTopicsResponse
 from messages.generated.delete_topics_request import DeleteTopicsRequest
@@ -45,6 +50,7 @@ __all__ = [
     "allocate_producer_ids_response",
     "broker_heartbeat_response",
     "broker_registration_response",
+    "create_partitions_response",
     "create_topics_response",
     "delete_topics_response",
     "unregister_broker_response",
@@ -191,3 +197,16 @@ def delete_topics_response(
                 for topic in request.topics
             ]
     return DeleteTopicsResponse(throttle_time_ms=0, responses=outcome)
+
+
+def create_partitions_response(
+    request: CreatePartitionsRequest, outcome: ApiError | list[CreatePartitionsTopicResult]
+) -> CreatePartitionsResponse:
+    """The CreatePartitions answer: the per-topic results, or one error for every requested
+    topic (``CreatePartitionsRequest.getErrorResponse``)."""
+    if isinstance(outcome, ApiError):
+        outcome = [
+            CreatePartitionsTopicResult(name=topic.name, error_code=outcome.error, error_message=outcome.message)
+            for topic in request.topics
+        ]
+    return CreatePartitionsResponse(throttle_time_ms=0, results=outcome)

@@ -10,8 +10,8 @@ active controller every request gets NOT_CONTROLLER at once.
 
 Handled here: ControllerRegistration and UpdateFeatures (KIP-919, ``server.controller.features``),
 BrokerRegistration, BrokerHeartbeat, UnregisterBroker and AllocateProducerIds
-(``server.controller.cluster`` and ``.replication``), CreateTopics and DeleteTopics
-(``server.controller.topics``), and the session-expiry check that fences a
+(``server.controller.cluster`` and ``.replication``), CreateTopics, DeleteTopics and
+CreatePartitions (``server.controller.topics``), and the session-expiry check that fences a
 broker every ``broker.session.timeout.ms`` / 8.
 """
 
@@ -29,6 +29,7 @@ from messages.generated.allocate_producer_ids_request import AllocateProducerIds
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
+from messages.generated.create_partitions_request import CreatePartitionsRequest
 from messages.generated.create_topics_request import CreateTopicsRequest
 from messages.generated.delete_topics_request import DeleteTopicsRequest
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
@@ -41,13 +42,14 @@ from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
 from server.controller.features import ClusterSupport, update_features
 from server.controller.replication import PRODUCER_ID_BLOCK_SIZE
-from server.controller.topics import TopicDefaults, create_topics, delete_topics
+from server.controller.topics import TopicDefaults, create_partitions, create_topics, delete_topics
 from server.net import PendingRequest
 from server.node.apis import supported_features
 from server.node.controller_apis import (
     allocate_producer_ids_response,
     broker_heartbeat_response,
     broker_registration_response,
+    create_partitions_response,
     create_topics_response,
     delete_topics_response,
     feature_updates,
@@ -75,6 +77,7 @@ CONTROLLER_OPS = (
     AllocateProducerIdsRequest,
     CreateTopicsRequest,
     DeleteTopicsRequest,
+    CreatePartitionsRequest,
 )
 """Requests the active controller answers from its state: one at a time, each after the writes
 before it are committed (see :class:`ControllerRequests`)."""
@@ -200,6 +203,29 @@ class ControllerRequests:
             await self._create_topics(pending, body)
         elif isinstance(body, DeleteTopicsRequest):
             await self._delete_topics(pending, body, version)
+        elif isinstance(body, CreatePartitionsRequest):
+            await self._create_partitions(pending, body)
+
+    async def _create_partitions(self, pending: PendingRequest, body: CreatePartitionsRequest) -> None:
+        """CreatePartitions (``server.controller.topics.create_partitions``): answered once the
+        new partitions' records are committed."""
+        controller = self.active_controller()
+        if controller is None:
+            pending.respond(create_partitions_response(body, self.not_controller()))
+            return
+        assert controller.metadata_version is not None
+        try:
+            records, results = create_partitions(
+                body,
+                image=controller.replication,
+                cluster=controller.cluster,
+                metadata_version=controller.metadata_version,
+                rng=self._node.rng,
+            )
+        except ApiError as exc:
+            pending.respond(create_partitions_response(body, exc))
+            return
+        await self._append_write(pending, records, lambda error: create_partitions_response(body, error or results))
 
     async def _create_topics(self, pending: PendingRequest, body: CreateTopicsRequest) -> None:
         """CreateTopics (``server.controller.topics.create_topics``): answered once the topics'
