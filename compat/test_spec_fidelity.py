@@ -121,6 +121,9 @@ EXPECTED_DIFFERENCES: dict[str, dict[tuple[str, str, str], tuple[Any, Any, str]]
         ("DeleteTopicsResponse", "", "validVersions"): ("1-6", "0-6", _KIP_896),
         ("CreatePartitionsRequest", "", "listeners"): (
             ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
+        ("AlterPartitionRequest", "", "validVersions"): ("2-3", "0-3", _KIP_896),
+        ("AlterPartitionRequest", "", "listeners"): (["controller"], ["zkBroker", "controller"], _ZK),
+        ("AlterPartitionResponse", "", "validVersions"): ("2-3", "0-3", _KIP_896),
         ("ApiVersionsRequest", "", "listeners"): (
             ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
         ("DescribeClusterRequest", "", "listeners"): (

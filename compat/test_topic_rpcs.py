@@ -1,4 +1,4 @@
-"""CreateTopics, CreatePartitions and DeleteTopics against a stock controller of the newest pinned release put in
+"""CreateTopics, CreatePartitions, AlterPartition and DeleteTopics against a stock controller of the newest pinned release put in
 the same state (a standalone controller, node 1, three registered and unfenced brokers: 5 and
 6 with one log directory each, 7 with two).
 
@@ -25,6 +25,9 @@ from compat.test_controller_rpcs import kafka, role  # noqa: F401 - fixtures: th
 from compat.test_differential_probe import _send, nodes  # noqa: F401 - a fixture
 from compat.test_storage_interop import PARTITION, _log_batches
 from kwire.uuid import Uuid
+from messages.generated.alter_partition_request import AlterPartitionRequest, BrokerState
+from messages.generated.alter_partition_request import PartitionData as AlterData
+from messages.generated.alter_partition_request import TopicData as AlterTopic
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.create_partitions_request import (
     CreatePartitionsAssignment,
@@ -92,6 +95,33 @@ def _grow(*topics: tuple[str, int, list[list[int]] | None], validate_only: bool 
         timeout_ms=10_000,
         validate_only=validate_only,
     )
+
+
+def _alter(
+    broker: int, topic: str, index: int, isr: list[int], *, leader_epoch: int = 0, partition_epoch: int,
+    recovery: int = 0, epochs: dict[int, int] | None = None, broker_epoch: int | None = None, version: int = 3,
+) -> Callable[[Side], Message]:
+    """AlterPartition from ``broker`` for ``topic``-``index`` (topic id as this node gave it,
+    a fixed unknown id for an unknown name); ISR members carry this node's broker epochs unless
+    ``epochs`` overrides them, and the request this node's epoch of ``broker`` unless
+    ``broker_epoch`` does. At v2 the ISR is sent without epochs."""
+
+    def build(side: Side) -> Message:
+        members = [BrokerState(broker_id=b, broker_epoch=(epochs or {}).get(b, side.epochs.get(b, -1))) for b in isr]
+        return AlterPartitionRequest(
+            broker_id=broker,
+            broker_epoch=side.epochs[broker] if broker_epoch is None else broker_epoch,
+            topics=[AlterTopic(
+                topic_id=side.topic_ids.get(topic, Uuid.from_longs(5, 5)),
+                partitions=[AlterData(
+                    partition_index=index, leader_epoch=leader_epoch,
+                    new_isr=isr if version < 3 else [], new_isr_with_epochs=members if version >= 3 else [],
+                    leader_recovery_state=recovery, partition_epoch=partition_epoch,
+                )],
+            )],
+        )
+
+    return build
 
 
 def _delete_names(*names: str) -> Callable[[Side], Message]:
@@ -165,6 +195,27 @@ def _cases() -> list[tuple[str, Callable[[Side], Message], int]]:
         ("grow, validate only", _grow(("v2topic", 4, None), validate_only=True), 3),
         ("grow by too many", _grow(("a.b", 12000, None)), 3),
         ("grow v0", _grow(("v5topic", 3, None)), 0),
+        ("create isr: manual, min.insync.replicas 2", _create(_topic(
+            "isr", -1, -1, assignments={0: [5, 6, 7], 1: [6, 7, 5]}, configs={"min.insync.replicas": "2"})), 7),
+        ("shrink manual-0 to its leader", _alter(5, "manual", 0, [5], partition_epoch=0), 3),
+        ("expand manual-0 again", _alter(5, "manual", 0, [5, 6], partition_epoch=1), 3),
+        ("stale partition epoch", _alter(5, "manual", 0, [5], partition_epoch=0), 3),
+        ("partition epoch ahead", _alter(5, "manual", 0, [5], partition_epoch=9), 3),
+        ("leader epoch ahead", _alter(5, "manual", 0, [5], leader_epoch=4, partition_epoch=2), 3),
+        ("not the leader", _alter(6, "manual", 0, [6], partition_epoch=2), 3),
+        ("ISR without the leader", _alter(5, "manual", 0, [6], partition_epoch=2), 3),
+        ("ISR with a non-replica", _alter(5, "manual", 0, [5, 7], partition_epoch=2), 3),
+        ("ISR naming a broker twice", _alter(5, "manual", 0, [5, 5], partition_epoch=2), 3),
+        ("ISR member at another broker epoch", _alter(5, "manual", 0, [5, 6], partition_epoch=2, epochs={6: 1}), 3),
+        ("stale broker epoch of the sender", _alter(5, "manual", 0, [5], partition_epoch=2, broker_epoch=1), 3),
+        ("unknown topic id", _alter(5, "never-created", 0, [5], partition_epoch=0), 3),
+        ("unknown partition", _alter(5, "manual", 9, [5], partition_epoch=0), 3),
+        ("recovering with two in sync", _alter(5, "manual", 0, [5, 6], partition_epoch=2, recovery=1), 3),
+        ("nothing to change", _alter(5, "manual", 0, [5, 6], partition_epoch=2), 3),
+        ("v2 shrink of manual-1", _alter(6, "manual", 1, [6], partition_epoch=0, version=2), 2),
+        ("shrink isr-0 below min.insync.replicas", _alter(5, "isr", 0, [5], partition_epoch=0), 3),
+        ("expand isr-0 to min.insync.replicas", _alter(5, "isr", 0, [5, 7], partition_epoch=1), 3),
+        ("expand isr-0 fully", _alter(5, "isr", 0, [5, 6, 7], partition_epoch=2), 3),
         ("delete t1 by id, v6", _delete_states((None, "t1")), 6),
         ("delete unknown name and unknown id, v6", _delete_states(("nope", None), (None, "never-created")), 6),
         ("delete with neither name nor id", _delete_states((None, None)), 6),
@@ -195,6 +246,13 @@ def _normalize(response: Any, side: Side) -> tuple[Any, ...]:
                 topic.topic_config_error_code, topic.num_partitions, topic.replication_factor, configs,
             ))
         return name, sorted(results, key=repr)
+    if name == "AlterPartitionResponse":
+        return name, int(response.error_code), [
+            (side.id_label(t.topic_id), [
+                (p.partition_index, int(p.error_code), p.leader_id, p.leader_epoch, p.isr, p.leader_recovery_state,
+                 p.partition_epoch) for p in t.partitions
+            ]) for t in response.topics
+        ]
     if name == "CreatePartitionsResponse":
         return name, sorted(((r.name, int(r.error_code), r.error_message) for r in response.results), key=repr)
     if name == "DeleteTopicsResponse":
@@ -227,6 +285,10 @@ def _topic_records(data: Path, side: Side) -> list[tuple[Any, ...]]:
                 out.append((kind, version, message.name, names.get(message.topic_id)))
             elif kind == "ConfigRecord":
                 out.append((kind, version, message.resource_type, message.resource_name, message.name, message.value))
+            elif kind == "PartitionChangeRecord":
+                fields = message.to_json(version)
+                fields["topicId"] = names.get(message.topic_id)
+                out.append((kind, version, fields))
             elif kind == "ClearElrRecord":
                 out.append((kind, version, message.topic_name))
             elif kind == "RemoveTopicRecord":
@@ -278,7 +340,12 @@ def test_topic_rpcs_answer_alike(nodes: Nodes, tmp_path: Path) -> None:  # noqa:
     created = outcomes["create t1: 6 partitions, replication factor 3"][1][0]
     assert created[1:3] == (0, None) and created[5:7] == (6, 3) and len(created[7]) >= 36, trace
     assert outcomes["create t1 again"][1][0][1] == 36, trace  # TOPIC_ALREADY_EXISTS
+    shrunk = outcomes["shrink manual-0 to its leader"]
+    assert shrunk[1] == 0 and shrunk[2][0][1] == [(0, 0, 5, 0, [5], 0, 1)], trace
+    assert outcomes["stale partition epoch"][2][0][1][0][1] == 95, trace  # INVALID_UPDATE_VERSION
     assert not differences, f"{len(differences)} cases differ:\n" + "\n".join(differences) + "\n" + trace
     records = {name: _topic_records(tmp_path / name, sides[name]) for name in ports}
     assert sum(1 for r in records["stock"] if r[0] == "PartitionRecord") >= 10, records["stock"]
     assert records["kwire"] == records["stock"]
+    elr = [r for r in records["stock"] if r[0] == "PartitionChangeRecord" and r[2].get("eligibleLeaderReplicas")]
+    assert elr, "no ISR shrink below min.insync.replicas reached the log"

@@ -11,6 +11,8 @@ from messages.generated.add_raft_voter_request import AddRaftVoterRequest
 from messages.generated.add_raft_voter_response import AddRaftVoterResponse
 from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from messages.generated.allocate_producer_ids_response import AllocateProducerIdsResponse
+from messages.generated.alter_partition_request import AlterPartitionRequest
+from messages.generated.alter_partition_response import AlterPartitionResponse
 from messages.generated.api_versions_request import ApiVersionsRequest
 from messages.generated.api_versions_response import ApiVersionsResponse
 from messages.generated.begin_quorum_epoch_request import BeginQuorumEpochRequest
@@ -88,6 +90,8 @@ BY_NAME: dict[str, type[Message]] = {
     'AddRaftVoterResponse': AddRaftVoterResponse,
     'AllocateProducerIdsRequest': AllocateProducerIdsRequest,
     'AllocateProducerIdsResponse': AllocateProducerIdsResponse,
+    'AlterPartitionRequest': AlterPartitionRequest,
+    'AlterPartitionResponse': AlterPartitionResponse,
     'ApiVersionsRequest': ApiVersionsRequest,
     'ApiVersionsResponse': ApiVersionsResponse,
     'BeginQuorumEpochRequest': BeginQuorumEpochRequest,
@@ -173,6 +177,7 @@ REQUESTS: dict[int, type[Message]] = {
     53: BeginQuorumEpochRequest,
     54: EndQuorumEpochRequest,
     55: DescribeQuorumRequest,
+    56: AlterPartitionRequest,
     57: UpdateFeaturesRequest,
     58: EnvelopeRequest,
     59: FetchSnapshotRequest,
@@ -200,6 +205,7 @@ RESPONSES: dict[int, type[Message]] = {
     53: BeginQuorumEpochResponse,
     54: EndQuorumEpochResponse,
     55: DescribeQuorumResponse,
+    56: AlterPartitionResponse,
     57: UpdateFeaturesResponse,
     58: EnvelopeResponse,
     59: FetchSnapshotResponse,
@@ -242,6 +248,8 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'AddRaftVoterResponse': (0, 32767),
     'AllocateProducerIdsRequest': (0, 32767),
     'AllocateProducerIdsResponse': (0, 32767),
+    'AlterPartitionRequest': (0, 32767),
+    'AlterPartitionResponse': (0, 32767),
     'ApiVersionsRequest': (3, 32767),
     'ApiVersionsResponse': (3, 32767),
     'BeginQuorumEpochRequest': (1, 32767),

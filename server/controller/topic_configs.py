@@ -30,6 +30,7 @@ __all__ = [
     "ConfigType",
     "EffectiveConfig",
     "TopicConfigKey",
+    "effective_topic_config",
     "effective_topic_configs",
     "java_double_string",
     "java_hash_map_order",
@@ -499,3 +500,18 @@ def effective_topic_configs(
         value, source = _resolve(key, topic, node_dynamic, cluster_dynamic, static_config)
         entries.append(EffectiveConfig(key.name, value, source))
     return sorted(entries, key=lambda entry: entry.name)
+
+
+def effective_topic_config(
+    name: str,
+    topic: Mapping[str, str],
+    *,
+    node_dynamic: Mapping[str, str],
+    cluster_dynamic: Mapping[str, str],
+    static_config: Mapping[str, str],
+) -> EffectiveConfig:
+    """One topic config's effective value and source (``ConfigurationControlManager
+    .getTopicConfig``), from the same layers as :func:`effective_topic_configs`. Raises
+    KeyError for a name that is not a topic config."""
+    value, source = _resolve(_BY_NAME[name], topic, node_dynamic, cluster_dynamic, static_config)
+    return EffectiveConfig(name, value, source)

@@ -4,7 +4,7 @@
   the versions their handlers accept, from ``server.raft.registry``) plus the controller's:
   DescribeCluster, UpdateFeatures, ControllerRegistration, BrokerRegistration,
   BrokerHeartbeat, UnregisterBroker, Envelope, AllocateProducerIds, CreateTopics,
-  DeleteTopics and CreatePartitions.
+  DeleteTopics, CreatePartitions and AlterPartition.
 * :func:`supported_features`: the SupportedFeatures of ApiVersions v3+
   (``BrokerFeatures.defaultSupportedFeatures``).
 * :func:`describe_cluster`: DescribeCluster on a controller listener
@@ -19,6 +19,7 @@ from collections.abc import Mapping
 
 from kwire.errors import Errors
 from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
+from messages.generated.alter_partition_request import AlterPartitionRequest
 from messages.generated.api_versions_response import SupportedFeatureKey
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
@@ -75,6 +76,7 @@ def api_versions() -> dict[int, tuple[int, int]]:
         CreateTopicsRequest,
         DeleteTopicsRequest,
         CreatePartitionsRequest,
+        AlterPartitionRequest,
     ):
         assert request.API_KEY is not None
         versions[request.API_KEY] = (request.LOWEST_VERSION, request.HIGHEST_VERSION)

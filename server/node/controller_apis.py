@@ -1,7 +1,8 @@
 """The controller RPCs the node answers outside the KRaft core, as a Kafka controller's
 ``ControllerApis`` does: UpdateFeatures (key 57), ControllerRegistration (key 70, KIP-919),
 BrokerRegistration (62), BrokerHeartbeat (63), UnregisterBroker (64), AllocateProducerIds
-(67), CreateTopics (19), DeleteTopics (20) and CreatePartitions (37); and the node's own
+(67), CreateTopics (19), DeleteTopics (20), CreatePartitions (37) and AlterPartition (56); and
+the node's own
 registration (``ControllerRegistrationManager``).
 
 Only the active controller writes: elsewhere, and before the active controller has replayed a
@@ -18,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from kwire.errors import Errors
 from kwire.uuid import Uuid
 from messages.generated.allocate_producer_ids_response import AllocateProducerIdsResponse
+from messages.generated.alter_partition_response import AlterPartitionResponse
 from messages.generated.broker_heartbeat_response import BrokerHeartbeatResponse
 from messages.generated.broker_registration_response import BrokerRegistrationResponse
 from messages.generated.controller_registration_request import (
@@ -48,6 +50,7 @@ from server.controller.features import UpgradeType
 __all__ = [
     "SECURITY_PROTOCOL_IDS",
     "allocate_producer_ids_response",
+    "alter_partition_response",
     "broker_heartbeat_response",
     "broker_registration_response",
     "create_partitions_response",
@@ -210,3 +213,11 @@ def create_partitions_response(
             for topic in request.topics
         ]
     return CreatePartitionsResponse(throttle_time_ms=0, results=outcome)
+
+
+def alter_partition_response(outcome: ApiError | AlterPartitionResponse) -> AlterPartitionResponse:
+    """The AlterPartition answer: per partition, or one error code for the whole request and no
+    topics (``AlterPartitionRequest.getErrorResponse``)."""
+    if isinstance(outcome, ApiError):
+        return AlterPartitionResponse(throttle_time_ms=0, error_code=outcome.error, topics=[])
+    return outcome

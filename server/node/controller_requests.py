@@ -11,7 +11,8 @@ active controller every request gets NOT_CONTROLLER at once.
 Handled here: ControllerRegistration and UpdateFeatures (KIP-919, ``server.controller.features``),
 BrokerRegistration, BrokerHeartbeat, UnregisterBroker and AllocateProducerIds
 (``server.controller.cluster`` and ``.replication``), CreateTopics, DeleteTopics and
-CreatePartitions (``server.controller.topics``), and the session-expiry check that fences a
+CreatePartitions (``server.controller.topics``), AlterPartition
+(``server.controller.alter_partition``), and the session-expiry check that fences a
 broker every ``broker.session.timeout.ms`` / 8.
 """
 
@@ -26,6 +27,7 @@ from typing import Any, Protocol
 
 from kwire.errors import Errors
 from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
+from messages.generated.alter_partition_request import AlterPartitionRequest
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
@@ -38,6 +40,7 @@ from messages.metadata import encode_record
 from messages.runtime import Message
 from server.config import KRaftConfig
 from server.controller.activation import ELIGIBLE_LEADER_REPLICAS_FEATURE
+from server.controller.alter_partition import TopicConfigLayers, alter_partition
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
 from server.controller.features import ClusterSupport, update_features
@@ -47,6 +50,7 @@ from server.net import PendingRequest
 from server.node.apis import supported_features
 from server.node.controller_apis import (
     allocate_producer_ids_response,
+    alter_partition_response,
     broker_heartbeat_response,
     broker_registration_response,
     create_partitions_response,
@@ -78,6 +82,7 @@ CONTROLLER_OPS = (
     CreateTopicsRequest,
     DeleteTopicsRequest,
     CreatePartitionsRequest,
+    AlterPartitionRequest,
 )
 """Requests the active controller answers from its state: one at a time, each after the writes
 before it are committed (see :class:`ControllerRequests`)."""
@@ -205,6 +210,36 @@ class ControllerRequests:
             await self._delete_topics(pending, body, version)
         elif isinstance(body, CreatePartitionsRequest):
             await self._create_partitions(pending, body)
+        elif isinstance(body, AlterPartitionRequest):
+            await self._alter_partition(pending, body, version)
+
+    def _elr_enabled(self, controller: QuorumController) -> bool:
+        """The eligible.leader.replicas.version feature is finalized at 1 or more."""
+        return controller.feature_levels.get(ELIGIBLE_LEADER_REPLICAS_FEATURE, 0) >= 1
+
+    async def _alter_partition(self, pending: PendingRequest, body: AlterPartitionRequest, version: int) -> None:
+        """AlterPartition (``server.controller.alter_partition``): answered once the partition
+        changes are committed."""
+        controller = self.active_controller()
+        if controller is None:
+            pending.respond(alter_partition_response(self.not_controller()))
+            return
+        assert controller.metadata_version is not None
+        config = self._node.config
+        try:
+            records, response = alter_partition(
+                body,
+                version,
+                image=controller.replication,
+                cluster=controller.cluster,
+                configs=TopicConfigLayers(controller.replication, config.node_id, config.raw),
+                metadata_version=controller.metadata_version,
+                elr_enabled=self._elr_enabled(controller),
+            )
+        except ApiError as exc:
+            pending.respond(alter_partition_response(exc))
+            return
+        await self._append_write(pending, records, lambda error: alter_partition_response(error or response))
 
     async def _create_partitions(self, pending: PendingRequest, body: CreatePartitionsRequest) -> None:
         """CreatePartitions (``server.controller.topics.create_partitions``): answered once the
@@ -243,7 +278,7 @@ class ControllerRequests:
                 image=controller.replication,
                 cluster=controller.cluster,
                 metadata_version=controller.metadata_version,
-                elr_enabled=controller.feature_levels.get(ELIGIBLE_LEADER_REPLICAS_FEATURE, 0) >= 1,
+                elr_enabled=self._elr_enabled(controller),
                 defaults=TopicDefaults(
                     num_partitions=config.num_partitions,
                     replication_factor=config.default_replication_factor,

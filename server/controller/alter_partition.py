@@ -1,0 +1,208 @@
+"""AlterPartition (KIP-497, KIP-903 for broker epochs in the ISR) at the active controller, as
+Kafka 4.4's ``ReplicationControlManager.alterPartition``: a partition leader asks to change the
+ISR (or leader recovery state) of its partitions.
+
+The request's broker epoch must be current (else STALE_BROKER_EPOCH for the whole request). An
+unknown topic id answers UNKNOWN_TOPIC_ID for each of its partitions. Each partition is checked
+in Kafka's order: unknown (UNKNOWN_TOPIC_OR_PARTITION); a leader epoch or partition epoch ahead
+of the controller's (NOT_CONTROLLER: this controller is behind); a stale leader epoch
+(FENCED_LEADER_EPOCH); a sender that is not the leader (INVALID_REQUEST); a stale partition
+epoch (INVALID_UPDATE_VERSION); an ISR that repeats a broker, names a non-replica or leaves the
+leader out, or a RECOVERING state with more than one in-sync replica or after RECOVERED
+(INVALID_REQUEST); an ISR member not registered, shutting down, fenced or at another broker
+epoch (INELIGIBLE_REPLICA). A valid change becomes one PartitionChangeRecord
+(``server.controller.partition_change``) and is answered with the partition's state after it;
+a change that moves leadership away from the sender answers NEW_LEADER_ELECTED. No I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+
+from kwire.errors import Errors
+from kwire.uuid import Uuid
+from messages.generated.alter_partition_request import AlterPartitionRequest, BrokerState
+from messages.generated.alter_partition_request import PartitionData as RequestPartition
+from messages.generated.alter_partition_response import (
+    AlterPartitionResponse,
+    PartitionData,
+    TopicData,
+)
+from messages.runtime import Message
+from server.controller.cluster import ClusterControl
+from server.controller.partition_change import (
+    RECOVERED,
+    RECOVERING,
+    Election,
+    PartitionChange,
+    partition_change_record_version,
+)
+from server.controller.replication import (
+    MIGRATING_DIRECTORY,
+    NO_LEADER_CHANGE,
+    PartitionRegistration,
+    ReplicationImage,
+)
+from server.controller.topic_configs import effective_topic_config
+
+__all__ = ["TopicConfigLayers", "alter_partition", "is_online_dir", "leader_acceptable"]
+
+Record = tuple[Message, int]
+_LOST_DIRECTORY = Uuid.from_longs(0, 2)
+_UNASSIGNED_DIRECTORY = Uuid.from_longs(0, 1)
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+
+
+class TopicConfigLayers:
+    """The configs a topic's effective values come from: the image's topic configs, this node's
+    dynamic broker configs, the cluster's default broker configs and the node's properties."""
+
+    def __init__(self, image: ReplicationImage, node_id: int, static_config: Mapping[str, str]) -> None:
+        self.image = image
+        self.node_dynamic = image.configs.get((BROKER_RESOURCE, str(node_id)), {})
+        self.cluster_dynamic = image.configs.get((BROKER_RESOURCE, ""), {})
+        self.static_config = static_config
+
+    def value(self, topic: str, name: str) -> str | None:
+        """The effective value of topic config ``name`` for ``topic``."""
+        return effective_topic_config(
+            name,
+            self.image.configs.get((TOPIC_RESOURCE, topic), {}),
+            node_dynamic=self.node_dynamic,
+            cluster_dynamic=self.cluster_dynamic,
+            static_config=self.static_config,
+        ).value
+
+
+def is_online_dir(directory: Uuid, online: tuple[Uuid, ...]) -> bool:
+    """``DirectoryId.isOnline``: unassigned and migrating replicas count as online, lost ones
+    not; a broker that registered no directories has every directory online."""
+    if directory in (_UNASSIGNED_DIRECTORY, MIGRATING_DIRECTORY):
+        return True
+    if directory == _LOST_DIRECTORY:
+        return False
+    return not online or directory in online
+
+
+def leader_acceptable(cluster: ClusterControl, partition: PartitionRegistration, broker_id: int) -> bool:
+    """``LeaderAcceptor``: registered, unfenced, not shutting down, and the replica's directory
+    online on that broker."""
+    registration = cluster.registrations.get(broker_id)
+    if registration is None or registration.fenced or registration.in_controlled_shutdown:
+        return False
+    directory = dict(zip(partition.replicas, partition.directories, strict=True)).get(broker_id, _UNASSIGNED_DIRECTORY)
+    return is_online_dir(directory, registration.log_dirs)
+
+
+def _valid_isr(replicas: tuple[int, ...], isr: list[int]) -> bool:
+    """``Replicas.validateIsr``: distinct, non-negative members of the replicas."""
+    return all(b >= 0 for b in isr) and len(set(isr)) == len(isr) and set(isr) <= set(replicas)
+
+
+def _check(
+    broker_id: int, partition: PartitionRegistration | None, data: RequestPartition, isr: list[BrokerState], cluster: ClusterControl
+) -> Errors:
+    """``validateAlterPartitionData``."""
+    if partition is None:
+        return Errors.UNKNOWN_TOPIC_OR_PARTITION
+    if data.leader_epoch > partition.leader_epoch or data.partition_epoch > partition.partition_epoch:
+        return Errors.NOT_CONTROLLER
+    if data.leader_epoch < partition.leader_epoch:
+        return Errors.FENCED_LEADER_EPOCH
+    if broker_id != partition.leader:
+        return Errors.INVALID_REQUEST
+    if data.partition_epoch < partition.partition_epoch:
+        return Errors.INVALID_UPDATE_VERSION
+    new_isr = [state.broker_id for state in isr]
+    if not _valid_isr(partition.replicas, new_isr) or partition.leader not in new_isr:
+        return Errors.INVALID_REQUEST
+    if data.leader_recovery_state == RECOVERING and len(new_isr) > 1:
+        return Errors.INVALID_REQUEST
+    if partition.leader_recovery_state == RECOVERED and data.leader_recovery_state == RECOVERING:
+        return Errors.INVALID_REQUEST
+    for state in isr:
+        registration = cluster.registrations.get(state.broker_id)
+        if (
+            registration is None
+            or registration.in_controlled_shutdown
+            or registration.fenced
+            or (state.broker_epoch != -1 and registration.epoch != state.broker_epoch)
+        ):
+            return Errors.INELIGIBLE_REPLICA
+    return Errors.NONE
+
+
+def alter_partition(
+    request: AlterPartitionRequest,
+    version: int,
+    *,
+    image: ReplicationImage,
+    cluster: ClusterControl,
+    configs: TopicConfigLayers,
+    metadata_version: int,
+    elr_enabled: bool,
+) -> tuple[list[Record], AlterPartitionResponse]:
+    """AlterPartition at the active controller (module docstring): the PartitionChangeRecords
+    to append (each partition's change stands alone) and the answer. Raises ApiError
+    STALE_BROKER_EPOCH for a sender that is not registered at the request's broker epoch."""
+    cluster.check_broker_epoch(request.broker_id, request.broker_epoch)
+    record_version = partition_change_record_version(metadata_version)
+    records: list[Record] = []
+    topics = []
+    for topic_data in request.topics:
+        answered = TopicData(topic_id=topic_data.topic_id, partitions=[])
+        topics.append(answered)
+        topic = image.topics.get(topic_data.topic_id) if topic_data.topic_id != Uuid() else None
+        if topic is None:
+            answered.partitions = [
+                PartitionData(partition_index=p.partition_index, error_code=Errors.UNKNOWN_TOPIC_ID)
+                for p in topic_data.partitions
+            ]
+            continue
+        for data in topic_data.partitions:
+            index = data.partition_index
+            isr = (
+                [BrokerState(broker_id=b, broker_epoch=-1) for b in data.new_isr]
+                if version < 3
+                else list(data.new_isr_with_epochs)
+            )
+            partition = topic.partitions.get(index)
+            error = _check(request.broker_id, partition, data, isr, cluster)
+            if error != Errors.NONE or partition is None:
+                answered.partitions.append(PartitionData(partition_index=index, error_code=error))
+                continue
+            replication_factor = len(topic.partitions[0].replicas) if 0 in topic.partitions else len(partition.replicas)
+            min_isr = min(int(configs.value(topic.name, "min.insync.replicas") or "1"), replication_factor)
+            unclean = (configs.value(topic.name, "unclean.leader.election.enable") or "").strip().lower() == "true"
+            change = PartitionChange(
+                partition=partition,
+                topic_id=topic.topic_id,
+                partition_id=index,
+                acceptable_leader=partial(leader_acceptable, cluster, partition),
+                metadata_version=metadata_version,
+                min_isr=min_isr,
+                elr_enabled=elr_enabled,
+                election=Election.UNCLEAN if unclean else Election.ONLINE,
+            )
+            change.target_isr = [state.broker_id for state in isr]
+            change.target_leader_recovery_state = data.leader_recovery_state
+            record = change.build()
+            if record is not None:
+                records.append((record, record_version))
+                partition = partition.merge(record)
+                if record.leader not in (request.broker_id, NO_LEADER_CHANGE):
+                    answered.partitions.append(PartitionData(partition_index=index, error_code=Errors.NEW_LEADER_ELECTED))
+                    continue
+            answered.partitions.append(
+                PartitionData(
+                    partition_index=index,
+                    error_code=Errors.NONE,
+                    leader_id=partition.leader,
+                    isr=list(partition.isr),
+                    leader_recovery_state=partition.leader_recovery_state,
+                    leader_epoch=partition.leader_epoch,
+                    partition_epoch=partition.partition_epoch,
+                )
+            )
+    return records, AlterPartitionResponse(throttle_time_ms=0, error_code=Errors.NONE, topics=topics)
