@@ -124,6 +124,10 @@ EXPECTED_DIFFERENCES: dict[str, dict[tuple[str, str, str], tuple[Any, Any, str]]
         ("AlterPartitionRequest", "", "validVersions"): ("2-3", "0-3", _KIP_896),
         ("AlterPartitionRequest", "", "listeners"): (["controller"], ["zkBroker", "controller"], _ZK),
         ("AlterPartitionResponse", "", "validVersions"): ("2-3", "0-3", _KIP_896),
+        ("AlterConfigsRequest", "", "listeners"): (
+            ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
+        ("IncrementalAlterConfigsRequest", "", "listeners"): (
+            ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
         ("ApiVersionsRequest", "", "listeners"): (
             ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
         ("DescribeClusterRequest", "", "listeners"): (

@@ -1,4 +1,5 @@
-"""CreateTopics, CreatePartitions, AlterPartition and DeleteTopics against a stock controller of the newest pinned release put in
+"""CreateTopics, CreatePartitions, AlterPartition, IncrementalAlterConfigs, AlterConfigs and
+DeleteTopics against a stock controller of the newest pinned release put in
 the same state (a standalone controller, node 1, three registered and unfenced brokers: 5 and
 6 with one log directory each, 7 with two).
 
@@ -25,6 +26,9 @@ from compat.test_controller_rpcs import kafka, role  # noqa: F401 - fixtures: th
 from compat.test_differential_probe import _send, nodes  # noqa: F401 - a fixture
 from compat.test_storage_interop import PARTITION, _log_batches
 from kwire.uuid import Uuid
+from messages.generated.alter_configs_request import AlterableConfig as LegacyConfig
+from messages.generated.alter_configs_request import AlterConfigsRequest
+from messages.generated.alter_configs_request import AlterConfigsResource as LegacyResource
 from messages.generated.alter_partition_request import AlterPartitionRequest, BrokerState
 from messages.generated.alter_partition_request import PartitionData as AlterData
 from messages.generated.alter_partition_request import TopicData as AlterTopic
@@ -41,6 +45,11 @@ from messages.generated.create_topics_request import (
     CreateTopicsRequest,
 )
 from messages.generated.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
+from messages.generated.incremental_alter_configs_request import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
 from messages.metadata import decode_record
 from messages.runtime import Message
 
@@ -122,6 +131,39 @@ def _alter(
         )
 
     return build
+
+
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+def _configs(
+    *resources: tuple[int, str, list[tuple[str, int, str | None]]], validate_only: bool = False
+) -> Callable[[Side], Message]:
+    """IncrementalAlterConfigs: (type, name, [(config, operation, value)])."""
+    return lambda _side: IncrementalAlterConfigsRequest(
+        resources=[
+            AlterConfigsResource(
+                resource_type=t, resource_name=n,
+                configs=[AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in configs],
+            )
+            for t, n, configs in resources
+        ],
+        validate_only=validate_only,
+    )
+
+
+def _legacy(*resources: tuple[int, str, dict[str, str | None]]) -> Callable[[Side], Message]:
+    """AlterConfigs: (type, name, {config: value})."""
+    return lambda _side: AlterConfigsRequest(
+        resources=[
+            LegacyResource(
+                resource_type=t, resource_name=n, configs=[LegacyConfig(name=k, value=v) for k, v in configs.items()]
+            )
+            for t, n, configs in resources
+        ],
+        validate_only=False,
+    )
 
 
 def _delete_names(*names: str) -> Callable[[Side], Message]:
@@ -216,6 +258,40 @@ def _cases() -> list[tuple[str, Callable[[Side], Message], int]]:
         ("shrink isr-0 below min.insync.replicas", _alter(5, "isr", 0, [5], partition_epoch=0), 3),
         ("expand isr-0 to min.insync.replicas", _alter(5, "isr", 0, [5, 7], partition_epoch=1), 3),
         ("expand isr-0 fully", _alter(5, "isr", 0, [5, 6, 7], partition_epoch=2), 3),
+        ("set a topic config", _configs((TOPIC, "manual", [("retention.ms", SET, "5000")])), 1),
+        ("append to a list topic config", _configs((TOPIC, "manual", [("cleanup.policy", APPEND, "compact")])), 1),
+        ("subtract from a list topic config", _configs((TOPIC, "manual", [("cleanup.policy", SUBTRACT, "delete")])), 1),
+        ("append to a number", _configs((TOPIC, "manual", [("retention.ms", APPEND, "1")])), 1),
+        ("delete a topic config", _configs((TOPIC, "manual", [("retention.ms", DELETE, None)])), 1),
+        ("a bad topic config value", _configs((TOPIC, "manual", [("segment.bytes", SET, "1")])), 1),
+        ("an unknown topic config", _configs((TOPIC, "manual", [("no.such", SET, "1")])), 0),
+        ("configs of an unknown topic", _configs((TOPIC, "nope", [("retention.ms", SET, "1")])), 1),
+        ("the default topic resource", _configs((TOPIC, "", [("retention.ms", SET, "1")])), 1),
+        ("min.insync.replicas of a topic", _configs((TOPIC, "manual", [("min.insync.replicas", SET, "2")])), 1),
+        ("a broker's config", _configs((BROKER, "5", [("log.retention.ms", SET, "1000")])), 1),
+        ("the same value again", _configs((BROKER, "5", [("log.retention.ms", SET, "1000")])), 1),
+        ("the controller's own config", _configs((BROKER, "1", [("log.retention.ms", SET, "1000")])), 1),
+        ("an unregistered broker", _configs((BROKER, "99", [("log.retention.ms", SET, "1")])), 1),
+        ("a broker name that is no number", _configs((BROKER, "abc", [("log.retention.ms", SET, "1")])), 1),
+        ("a negative broker id", _configs((BROKER, "-3", [("log.retention.ms", SET, "1")])), 1),
+        ("a cluster default", _configs((BROKER, "", [("log.cleaner.threads", SET, "2")])), 1),
+        ("append to a broker list config", _configs((BROKER, "", [("ssl.cipher.suites", APPEND, "A,B")])), 1),
+        ("broker-level min.insync.replicas", _configs((BROKER, "6", [("min.insync.replicas", SET, "2")])), 1),
+        ("cluster-level min.insync.replicas removed", _configs((BROKER, "", [("min.insync.replicas", DELETE, None)])), 1),
+        ("cluster-level min.insync.replicas set", _configs((BROKER, "", [("min.insync.replicas", SET, "1")])), 1),
+        ("an unknown resource type", _configs((99, "x", [("a", SET, "b")])), 1),
+        ("a resource twice", _configs(
+            (TOPIC, "isr", [("retention.ms", SET, "1")]), (TOPIC, "isr", [("retention.ms", SET, "2")])), 1),
+        ("several resources at once", _configs(
+            (TOPIC, "isr", [("retention.ms", SET, "7000"), ("segment.ms", SET, "9000")]),
+            (BROKER, "7", [("log.flush.interval.ms", SET, "100")]),
+            (TOPIC, "nope", [("retention.ms", SET, "1")])), 1),
+        ("validate only", _configs((TOPIC, "isr", [("retention.ms", SET, "8000")]), validate_only=True), 1),
+        ("replace a topic's configs", _legacy((TOPIC, "isr", {"segment.ms": "10000"})), 2),
+        ("replace a broker's configs", _legacy((BROKER, "5", {"log.flush.interval.ms": "5"})), 1),
+        ("replace the configs of an unknown topic", _legacy((TOPIC, "nope", {"retention.ms": "1"})), 0),
+        ("replace with a bad value", _legacy((TOPIC, "isr", {"retention.ms": "x"})), 2),
+        ("replace a broker logger's configs", _legacy((BROKER_LOGGER, "1", {"kafka": "DEBUG"})), 2),
         ("delete t1 by id, v6", _delete_states((None, "t1")), 6),
         ("delete unknown name and unknown id, v6", _delete_states(("nope", None), (None, "never-created")), 6),
         ("delete with neither name nor id", _delete_states((None, None)), 6),
@@ -253,6 +329,10 @@ def _normalize(response: Any, side: Side) -> tuple[Any, ...]:
                  p.partition_epoch) for p in t.partitions
             ]) for t in response.topics
         ]
+    if name in ("IncrementalAlterConfigsResponse", "AlterConfigsResponse"):
+        return name, sorted(
+            ((r.resource_type, r.resource_name, int(r.error_code), r.error_message) for r in response.responses), key=repr
+        )
     if name == "CreatePartitionsResponse":
         return name, sorted(((r.name, int(r.error_code), r.error_message) for r in response.results), key=repr)
     if name == "DeleteTopicsResponse":

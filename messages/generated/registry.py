@@ -11,6 +11,8 @@ from messages.generated.add_raft_voter_request import AddRaftVoterRequest
 from messages.generated.add_raft_voter_response import AddRaftVoterResponse
 from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from messages.generated.allocate_producer_ids_response import AllocateProducerIdsResponse
+from messages.generated.alter_configs_request import AlterConfigsRequest
+from messages.generated.alter_configs_response import AlterConfigsResponse
 from messages.generated.alter_partition_request import AlterPartitionRequest
 from messages.generated.alter_partition_response import AlterPartitionResponse
 from messages.generated.api_versions_request import ApiVersionsRequest
@@ -48,6 +50,8 @@ from messages.generated.fetch_request import FetchRequest
 from messages.generated.fetch_response import FetchResponse
 from messages.generated.fetch_snapshot_request import FetchSnapshotRequest
 from messages.generated.fetch_snapshot_response import FetchSnapshotResponse
+from messages.generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
+from messages.generated.incremental_alter_configs_response import IncrementalAlterConfigsResponse
 from messages.generated.kraft_version_record import KRaftVersionRecord
 from messages.generated.leader_change_message import LeaderChangeMessage
 from messages.generated.metadata_request import MetadataRequest
@@ -90,6 +94,8 @@ BY_NAME: dict[str, type[Message]] = {
     'AddRaftVoterResponse': AddRaftVoterResponse,
     'AllocateProducerIdsRequest': AllocateProducerIdsRequest,
     'AllocateProducerIdsResponse': AllocateProducerIdsResponse,
+    'AlterConfigsRequest': AlterConfigsRequest,
+    'AlterConfigsResponse': AlterConfigsResponse,
     'AlterPartitionRequest': AlterPartitionRequest,
     'AlterPartitionResponse': AlterPartitionResponse,
     'ApiVersionsRequest': ApiVersionsRequest,
@@ -127,6 +133,8 @@ BY_NAME: dict[str, type[Message]] = {
     'FetchResponse': FetchResponse,
     'FetchSnapshotRequest': FetchSnapshotRequest,
     'FetchSnapshotResponse': FetchSnapshotResponse,
+    'IncrementalAlterConfigsRequest': IncrementalAlterConfigsRequest,
+    'IncrementalAlterConfigsResponse': IncrementalAlterConfigsResponse,
     'KRaftVersionRecord': KRaftVersionRecord,
     'LeaderChangeMessage': LeaderChangeMessage,
     'MetadataRequest': MetadataRequest,
@@ -171,8 +179,10 @@ REQUESTS: dict[int, type[Message]] = {
     18: ApiVersionsRequest,
     19: CreateTopicsRequest,
     20: DeleteTopicsRequest,
+    33: AlterConfigsRequest,
     36: SaslAuthenticateRequest,
     37: CreatePartitionsRequest,
+    44: IncrementalAlterConfigsRequest,
     52: VoteRequest,
     53: BeginQuorumEpochRequest,
     54: EndQuorumEpochRequest,
@@ -199,8 +209,10 @@ RESPONSES: dict[int, type[Message]] = {
     18: ApiVersionsResponse,
     19: CreateTopicsResponse,
     20: DeleteTopicsResponse,
+    33: AlterConfigsResponse,
     36: SaslAuthenticateResponse,
     37: CreatePartitionsResponse,
+    44: IncrementalAlterConfigsResponse,
     52: VoteResponse,
     53: BeginQuorumEpochResponse,
     54: EndQuorumEpochResponse,
@@ -248,6 +260,8 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'AddRaftVoterResponse': (0, 32767),
     'AllocateProducerIdsRequest': (0, 32767),
     'AllocateProducerIdsResponse': (0, 32767),
+    'AlterConfigsRequest': (2, 32767),
+    'AlterConfigsResponse': (2, 32767),
     'AlterPartitionRequest': (0, 32767),
     'AlterPartitionResponse': (0, 32767),
     'ApiVersionsRequest': (3, 32767),
@@ -285,6 +299,8 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'FetchResponse': (12, 32767),
     'FetchSnapshotRequest': (0, 32767),
     'FetchSnapshotResponse': (0, 32767),
+    'IncrementalAlterConfigsRequest': (1, 32767),
+    'IncrementalAlterConfigsResponse': (1, 32767),
     'KRaftVersionRecord': (0, 32767),
     'LeaderChangeMessage': (0, 32767),
     'MetadataRequest': (9, 32767),

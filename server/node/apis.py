@@ -4,7 +4,7 @@
   the versions their handlers accept, from ``server.raft.registry``) plus the controller's:
   DescribeCluster, UpdateFeatures, ControllerRegistration, BrokerRegistration,
   BrokerHeartbeat, UnregisterBroker, Envelope, AllocateProducerIds, CreateTopics,
-  DeleteTopics, CreatePartitions and AlterPartition.
+  DeleteTopics, CreatePartitions, AlterPartition, IncrementalAlterConfigs and AlterConfigs.
 * :func:`supported_features`: the SupportedFeatures of ApiVersions v3+
   (``BrokerFeatures.defaultSupportedFeatures``).
 * :func:`describe_cluster`: DescribeCluster on a controller listener
@@ -19,6 +19,7 @@ from collections.abc import Mapping
 
 from kwire.errors import Errors
 from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
+from messages.generated.alter_configs_request import AlterConfigsRequest
 from messages.generated.alter_partition_request import AlterPartitionRequest
 from messages.generated.api_versions_response import SupportedFeatureKey
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
@@ -33,6 +34,7 @@ from messages.generated.describe_cluster_response import (
     DescribeClusterResponse,
 )
 from messages.generated.envelope_request import EnvelopeRequest
+from messages.generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.generated.update_features_request import UpdateFeaturesRequest
 from server.controller.controller import ControllerRegistration
@@ -77,6 +79,8 @@ def api_versions() -> dict[int, tuple[int, int]]:
         DeleteTopicsRequest,
         CreatePartitionsRequest,
         AlterPartitionRequest,
+        IncrementalAlterConfigsRequest,
+        AlterConfigsRequest,
     ):
         assert request.API_KEY is not None
         versions[request.API_KEY] = (request.LOWEST_VERSION, request.HIGHEST_VERSION)

@@ -1,8 +1,8 @@
 """The controller RPCs the node answers outside the KRaft core, as a Kafka controller's
 ``ControllerApis`` does: UpdateFeatures (key 57), ControllerRegistration (key 70, KIP-919),
 BrokerRegistration (62), BrokerHeartbeat (63), UnregisterBroker (64), AllocateProducerIds
-(67), CreateTopics (19), DeleteTopics (20), CreatePartitions (37) and AlterPartition (56); and
-the node's own
+(67), CreateTopics (19), DeleteTopics (20), CreatePartitions (37), AlterPartition (56),
+IncrementalAlterConfigs (44) and AlterConfigs (33); and the node's own
 registration (``ControllerRegistrationManager``).
 
 Only the active controller writes: elsewhere, and before the active controller has replayed a
@@ -19,6 +19,9 @@ from collections.abc import Mapping, Sequence
 from kwire.errors import Errors
 from kwire.uuid import Uuid
 from messages.generated.allocate_producer_ids_response import AllocateProducerIdsResponse
+from messages.generated.alter_configs_request import AlterConfigsRequest
+from messages.generated.alter_configs_response import AlterConfigsResourceResponse as LegacyResult
+from messages.generated.alter_configs_response import AlterConfigsResponse
 from messages.generated.alter_partition_response import AlterPartitionResponse
 from messages.generated.broker_heartbeat_response import BrokerHeartbeatResponse
 from messages.generated.broker_registration_response import BrokerRegistrationResponse
@@ -37,6 +40,11 @@ from messages.generated.create_topics_request import CreateTopicsRequest
 from messages.generated.create_topics_response import CreatableTopicResult, CreateTopicsResponse
 from messages.generated.delete_topics_request import DeleteTopicsRequest
 from messages.generated.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
+from messages.generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
+from messages.generated.incremental_alter_configs_response import (
+    AlterConfigsResourceResponse as IncrementalResult,
+)
+from messages.generated.incremental_alter_configs_response import IncrementalAlterConfigsResponse
 from messages.generated.unregister_broker_response import UnregisterBrokerResponse
 from messages.generated.update_features_request import UpdateFeaturesRequest
 from messages.generated.update_features_response import (
@@ -50,7 +58,9 @@ from server.controller.features import UpgradeType
 __all__ = [
     "SECURITY_PROTOCOL_IDS",
     "allocate_producer_ids_response",
+    "alter_configs_response",
     "alter_partition_response",
+    "incremental_alter_configs_response",
     "broker_heartbeat_response",
     "broker_registration_response",
     "create_partitions_response",
@@ -221,3 +231,31 @@ def alter_partition_response(outcome: ApiError | AlterPartitionResponse) -> Alte
     if isinstance(outcome, ApiError):
         return AlterPartitionResponse(throttle_time_ms=0, error_code=outcome.error, topics=[])
     return outcome
+
+
+def incremental_alter_configs_response(
+    request: IncrementalAlterConfigsRequest, outcome: ApiError | list[IncrementalResult]
+) -> IncrementalAlterConfigsResponse:
+    """The IncrementalAlterConfigs answer: per resource, or one error for every resource."""
+    if isinstance(outcome, ApiError):
+        outcome = [
+            IncrementalResult(
+                error_code=outcome.error, error_message=outcome.message, resource_type=r.resource_type,
+                resource_name=r.resource_name,
+            )
+            for r in request.resources
+        ]
+    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=outcome)
+
+
+def alter_configs_response(request: AlterConfigsRequest, outcome: ApiError | list[LegacyResult]) -> AlterConfigsResponse:
+    """The AlterConfigs answer: per resource, or one error for every resource."""
+    if isinstance(outcome, ApiError):
+        outcome = [
+            LegacyResult(
+                error_code=outcome.error, error_message=outcome.message, resource_type=r.resource_type,
+                resource_name=r.resource_name,
+            )
+            for r in request.resources
+        ]
+    return AlterConfigsResponse(throttle_time_ms=0, responses=outcome)

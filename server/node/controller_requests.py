@@ -12,7 +12,8 @@ Handled here: ControllerRegistration and UpdateFeatures (KIP-919, ``server.contr
 BrokerRegistration, BrokerHeartbeat, UnregisterBroker and AllocateProducerIds
 (``server.controller.cluster`` and ``.replication``), CreateTopics, DeleteTopics and
 CreatePartitions (``server.controller.topics``), AlterPartition
-(``server.controller.alter_partition``), and the session-expiry check that fences a
+(``server.controller.alter_partition``), IncrementalAlterConfigs and AlterConfigs
+(``server.controller.configs``), and the session-expiry check that fences a
 broker every ``broker.session.timeout.ms`` / 8.
 """
 
@@ -27,6 +28,7 @@ from typing import Any, Protocol
 
 from kwire.errors import Errors
 from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
+from messages.generated.alter_configs_request import AlterConfigsRequest
 from messages.generated.alter_partition_request import AlterPartitionRequest
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
@@ -34,6 +36,7 @@ from messages.generated.controller_registration_request import ControllerRegistr
 from messages.generated.create_partitions_request import CreatePartitionsRequest
 from messages.generated.create_topics_request import CreateTopicsRequest
 from messages.generated.delete_topics_request import DeleteTopicsRequest
+from messages.generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.generated.update_features_request import UpdateFeaturesRequest
 from messages.metadata import encode_record
@@ -41,6 +44,7 @@ from messages.runtime import Message
 from server.config import KRaftConfig
 from server.controller.activation import ELIGIBLE_LEADER_REPLICAS_FEATURE
 from server.controller.alter_partition import TopicConfigLayers, alter_partition
+from server.controller.configs import ConfigContext, incremental_alter_configs, legacy_alter_configs
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
 from server.controller.features import ClusterSupport, update_features
@@ -50,6 +54,7 @@ from server.net import PendingRequest
 from server.node.apis import supported_features
 from server.node.controller_apis import (
     allocate_producer_ids_response,
+    alter_configs_response,
     alter_partition_response,
     broker_heartbeat_response,
     broker_registration_response,
@@ -57,6 +62,7 @@ from server.node.controller_apis import (
     create_topics_response,
     delete_topics_response,
     feature_updates,
+    incremental_alter_configs_response,
     not_controller,
     registration_response,
     unregister_broker_response,
@@ -83,6 +89,8 @@ CONTROLLER_OPS = (
     DeleteTopicsRequest,
     CreatePartitionsRequest,
     AlterPartitionRequest,
+    IncrementalAlterConfigsRequest,
+    AlterConfigsRequest,
 )
 """Requests the active controller answers from its state: one at a time, each after the writes
 before it are committed (see :class:`ControllerRequests`)."""
@@ -212,13 +220,39 @@ class ControllerRequests:
             await self._create_partitions(pending, body)
         elif isinstance(body, AlterPartitionRequest):
             await self._alter_partition(pending, body, version)
+        elif isinstance(body, IncrementalAlterConfigsRequest):
+            await self._alter_configs(pending, body, incremental_alter_configs, incremental_alter_configs_response)
+        elif isinstance(body, AlterConfigsRequest):
+            await self._alter_configs(pending, body, legacy_alter_configs, alter_configs_response)
+
+    async def _alter_configs(
+        self,
+        pending: PendingRequest,
+        body: Any,
+        alter: Callable[[Any, ConfigContext], tuple[list[tuple[Message, int]], list[Any]]],
+        respond: Callable[[Any, Any], Message],
+    ) -> None:
+        """IncrementalAlterConfigs or AlterConfigs (``server.controller.configs``): answered
+        once the config records are committed."""
+        controller = self.active_controller()
+        if controller is None:
+            pending.respond(respond(body, self.not_controller()))
+            return
+        known = set(controller.cluster.registrations) | set(controller.controllers)
+        core = self._node.core
+        if core is not None:
+            known |= core.voters.ids
+        context = ConfigContext(controller.replication, frozenset(known), self._node.config.raw, self._elr_enabled(controller))
+        records, results = alter(body, context)
+        await self._append_write(pending, records, lambda error: respond(body, error or results))
 
     def _elr_enabled(self, controller: QuorumController) -> bool:
         """The eligible.leader.replicas.version feature is finalized at 1 or more."""
         return controller.feature_levels.get(ELIGIBLE_LEADER_REPLICAS_FEATURE, 0) >= 1
 
     async def _alter_partition(self, pending: PendingRequest, body: AlterPartitionRequest, version: int) -> None:
-        """AlterPartition (``server.controller.alter_partition``): answered once the partition
+        """AlterPartition (``server.controller.alter_partition``), IncrementalAlterConfigs and AlterConfigs
+(``server.controller.configs``): answered once the partition
         changes are committed."""
         controller = self.active_controller()
         if controller is None:

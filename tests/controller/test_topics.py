@@ -32,6 +32,7 @@ from server.controller.topic_configs import (
     effective_topic_configs,
     java_double_string,
     java_hash_map_order,
+    timeline_hash_map_order,
     validate_topic_configs,
 )
 from server.controller.topics import (
@@ -280,3 +281,11 @@ def test_config_records_of_a_topic_replay_into_its_configs() -> None:
     image.replay(ConfigRecord(resource_type=2, resource_name="t", name="retention.ms", value="5"))
     image.replay(ConfigRecord(resource_type=2, resource_name="t", name="retention.ms", value=None))
     assert (2, "t") not in image.configs
+
+
+def test_timeline_order_is_the_controller_config_store_order() -> None:
+    # as Kafka's TimelineHashMap iterates them (checked with a JVM once): slot order, a slot's
+    # keys last inserted first
+    keys = ["retention.ms", "segment.ms", "cleanup.policy", "min.insync.replicas", "x", "y"]
+    expected = ["cleanup.policy", "x", "y", "segment.ms", "retention.ms", "min.insync.replicas"]
+    assert timeline_hash_map_order(keys) == expected
