@@ -1,5 +1,5 @@
-"""CreateTopics, CreatePartitions, AlterPartition, IncrementalAlterConfigs, AlterConfigs and
-DeleteTopics against a stock controller of the newest pinned release put in
+"""CreateTopics, CreatePartitions, AlterPartition, AssignReplicasToDirs, IncrementalAlterConfigs,
+AlterConfigs and DeleteTopics against a stock controller of the newest pinned release put in
 the same state (a standalone controller, node 1, three registered and unfenced brokers: 5 and
 6 with one log directory each, 7 with two).
 
@@ -32,6 +32,12 @@ from messages.generated.alter_configs_request import AlterConfigsResource as Leg
 from messages.generated.alter_partition_request import AlterPartitionRequest, BrokerState
 from messages.generated.alter_partition_request import PartitionData as AlterData
 from messages.generated.alter_partition_request import TopicData as AlterTopic
+from messages.generated.assign_replicas_to_dirs_request import (
+    AssignReplicasToDirsRequest,
+    DirectoryData,
+)
+from messages.generated.assign_replicas_to_dirs_request import PartitionData as AssignedPartition
+from messages.generated.assign_replicas_to_dirs_request import TopicData as AssignedTopic
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.create_partitions_request import (
     CreatePartitionsAssignment,
@@ -128,6 +134,28 @@ def _alter(
                     leader_recovery_state=recovery, partition_epoch=partition_epoch,
                 )],
             )],
+        )
+
+    return build
+
+
+def _assign(broker: int, directory: Uuid, *replicas: tuple[str, int], broker_epoch: int | None = None) -> Callable[[Side], Message]:
+    """AssignReplicasToDirs from ``broker``: ``replicas`` (topic, partition) into ``directory``."""
+
+    def build(side: Side) -> Message:
+        by_topic: dict[str, list[int]] = {}
+        for topic, index in replicas:
+            by_topic.setdefault(topic, []).append(index)
+        return AssignReplicasToDirsRequest(
+            broker_id=broker,
+            broker_epoch=side.epochs[broker] if broker_epoch is None else broker_epoch,
+            directories=[DirectoryData(id=directory, topics=[
+                AssignedTopic(
+                    topic_id=side.topic_ids.get(topic, Uuid.from_longs(5, 5)),
+                    partitions=[AssignedPartition(partition_index=i) for i in indexes],
+                )
+                for topic, indexes in by_topic.items()
+            ])],
         )
 
     return build
@@ -292,6 +320,12 @@ def _cases() -> list[tuple[str, Callable[[Side], Message], int]]:
         ("replace the configs of an unknown topic", _legacy((TOPIC, "nope", {"retention.ms": "1"})), 0),
         ("replace with a bad value", _legacy((TOPIC, "isr", {"retention.ms": "x"})), 2),
         ("replace a broker logger's configs", _legacy((BROKER_LOGGER, "1", {"kafka": "DEBUG"})), 2),
+        ("assign a replica of broker 7 to a directory", _assign(7, DIRS[7][0], ("manual", 1)), 0),
+        ("assign it again", _assign(7, DIRS[7][0], ("manual", 1)), 0),
+        ("assign a partition broker 7 does not replicate", _assign(7, DIRS[7][1], ("manual", 0)), 0),
+        ("assign replicas of unknown topics and partitions", _assign(7, DIRS[7][1], ("nope", 0), ("manual", 9)), 0),
+        ("assign at a stale broker epoch", _assign(7, DIRS[7][1], ("manual", 2), broker_epoch=1), 0),
+        ("assign a led replica to an offline directory", _assign(7, Uuid.from_longs(9, 99), ("manual", 2)), 0),
         ("delete t1 by id, v6", _delete_states((None, "t1")), 6),
         ("delete unknown name and unknown id, v6", _delete_states(("nope", None), (None, "never-created")), 6),
         ("delete with neither name nor id", _delete_states((None, None)), 6),
@@ -333,6 +367,12 @@ def _normalize(response: Any, side: Side) -> tuple[Any, ...]:
         return name, sorted(
             ((r.resource_type, r.resource_name, int(r.error_code), r.error_message) for r in response.responses), key=repr
         )
+    if name == "AssignReplicasToDirsResponse":
+        return name, int(response.error_code), [
+            (str(d.id), [(side.id_label(t.topic_id), [(p.partition_index, int(p.error_code)) for p in t.partitions])
+                         for t in d.topics])
+            for d in response.directories
+        ]
     if name == "CreatePartitionsResponse":
         return name, sorted(((r.name, int(r.error_code), r.error_message) for r in response.results), key=repr)
     if name == "DeleteTopicsResponse":
@@ -386,6 +426,22 @@ def _topic_records(data: Path, side: Side) -> list[tuple[Any, ...]]:
                     message.removing_replicas, message.adding_replicas, message.leader_recovery_state,
                     message.eligible_leader_replicas, message.last_known_elr,
                 ))
+    return _sorted_removals(out)
+
+
+def _sorted_removals(records: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """``records`` with each run of RemoveTopicRecords sorted (the order of one DeleteTopics'
+    removals follows a Java HashMap of random topic ids)."""
+    out: list[tuple[Any, ...]] = []
+    run: list[tuple[Any, ...]] = []
+    for record in [*records, ("end",)]:
+        if record[0] == "RemoveTopicRecord":
+            run.append(record)
+            continue
+        out.extend(sorted(run, key=repr))
+        run = []
+        if record[0] != "end":
+            out.append(record)
     return out
 
 

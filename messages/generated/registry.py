@@ -17,6 +17,8 @@ from messages.generated.alter_partition_request import AlterPartitionRequest
 from messages.generated.alter_partition_response import AlterPartitionResponse
 from messages.generated.api_versions_request import ApiVersionsRequest
 from messages.generated.api_versions_response import ApiVersionsResponse
+from messages.generated.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
+from messages.generated.assign_replicas_to_dirs_response import AssignReplicasToDirsResponse
 from messages.generated.begin_quorum_epoch_request import BeginQuorumEpochRequest
 from messages.generated.begin_quorum_epoch_response import BeginQuorumEpochResponse
 from messages.generated.begin_transaction_record import BeginTransactionRecord
@@ -100,6 +102,8 @@ BY_NAME: dict[str, type[Message]] = {
     'AlterPartitionResponse': AlterPartitionResponse,
     'ApiVersionsRequest': ApiVersionsRequest,
     'ApiVersionsResponse': ApiVersionsResponse,
+    'AssignReplicasToDirsRequest': AssignReplicasToDirsRequest,
+    'AssignReplicasToDirsResponse': AssignReplicasToDirsResponse,
     'BeginQuorumEpochRequest': BeginQuorumEpochRequest,
     'BeginQuorumEpochResponse': BeginQuorumEpochResponse,
     'BeginTransactionRecord': BeginTransactionRecord,
@@ -197,6 +201,7 @@ REQUESTS: dict[int, type[Message]] = {
     64: UnregisterBrokerRequest,
     67: AllocateProducerIdsRequest,
     70: ControllerRegistrationRequest,
+    73: AssignReplicasToDirsRequest,
     80: AddRaftVoterRequest,
     81: RemoveRaftVoterRequest,
     82: UpdateRaftVoterRequest,
@@ -227,6 +232,7 @@ RESPONSES: dict[int, type[Message]] = {
     64: UnregisterBrokerResponse,
     67: AllocateProducerIdsResponse,
     70: ControllerRegistrationResponse,
+    73: AssignReplicasToDirsResponse,
     80: AddRaftVoterResponse,
     81: RemoveRaftVoterResponse,
     82: UpdateRaftVoterResponse,
@@ -266,6 +272,8 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'AlterPartitionResponse': (0, 32767),
     'ApiVersionsRequest': (3, 32767),
     'ApiVersionsResponse': (3, 32767),
+    'AssignReplicasToDirsRequest': (0, 32767),
+    'AssignReplicasToDirsResponse': (0, 32767),
     'BeginQuorumEpochRequest': (1, 32767),
     'BeginQuorumEpochResponse': (1, 32767),
     'BeginTransactionRecord': (0, 32767),

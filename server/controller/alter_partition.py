@@ -1,6 +1,10 @@
-"""AlterPartition (KIP-497, KIP-903 for broker epochs in the ISR) at the active controller, as
-Kafka 4.4's ``ReplicationControlManager.alterPartition``: a partition leader asks to change the
-ISR (or leader recovery state) of its partitions.
+"""The partition-level requests of the active controller, as Kafka 4.4's
+``ReplicationControlManager`` answers them: AlterPartition (KIP-497, KIP-903 for broker epochs
+in the ISR), AssignReplicasToDirs (KIP-858, :func:`assign_replicas_to_dirs`), and the leader
+and ISR updates after a replica is lost (:func:`leader_and_isr_updates`).
+
+AlterPartition: a partition leader asks to change the ISR (or leader recovery state) of its
+partitions.
 
 The request's broker epoch must be current (else STALE_BROKER_EPOCH for the whole request). An
 unknown topic id answers UNKNOWN_TOPIC_ID for each of its partitions. Each partition is checked
@@ -17,7 +21,7 @@ a change that moves leadership away from the sender answers NEW_LEADER_ELECTED. 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import partial
 
 from kwire.errors import Errors
@@ -29,8 +33,14 @@ from messages.generated.alter_partition_response import (
     PartitionData,
     TopicData,
 )
+from messages.generated.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
+from messages.generated.assign_replicas_to_dirs_response import AssignReplicasToDirsResponse
+from messages.generated.assign_replicas_to_dirs_response import DirectoryData as AssignedDirectory
+from messages.generated.assign_replicas_to_dirs_response import PartitionData as AssignedPartition
+from messages.generated.assign_replicas_to_dirs_response import TopicData as AssignedTopic
 from messages.runtime import Message
 from server.controller.cluster import ClusterControl
+from server.controller.errors import ApiError
 from server.controller.partition_change import (
     RECOVERED,
     RECOVERING,
@@ -43,14 +53,23 @@ from server.controller.replication import (
     NO_LEADER_CHANGE,
     PartitionRegistration,
     ReplicationImage,
+    TopicImage,
 )
 from server.controller.topic_configs import effective_topic_config
 
-__all__ = ["TopicConfigLayers", "alter_partition", "is_online_dir", "leader_acceptable"]
+__all__ = [
+    "TopicConfigLayers",
+    "alter_partition",
+    "assign_replicas_to_dirs",
+    "is_online_dir",
+    "leader_acceptable",
+    "leader_and_isr_updates",
+]
 
 Record = tuple[Message, int]
 _LOST_DIRECTORY = Uuid.from_longs(0, 2)
 _UNASSIGNED_DIRECTORY = Uuid.from_longs(0, 1)
+_DIRECTORY_ASSIGNMENT_LEVEL = 17  # 3.7-IV2
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 
 
@@ -172,8 +191,7 @@ def alter_partition(
             if error != Errors.NONE or partition is None:
                 answered.partitions.append(PartitionData(partition_index=index, error_code=error))
                 continue
-            replication_factor = len(topic.partitions[0].replicas) if 0 in topic.partitions else len(partition.replicas)
-            min_isr = min(int(configs.value(topic.name, "min.insync.replicas") or "1"), replication_factor)
+            min_isr = _effective_min_isr(topic, configs)
             unclean = (configs.value(topic.name, "unclean.leader.election.enable") or "").strip().lower() == "true"
             change = PartitionChange(
                 partition=partition,
@@ -206,3 +224,148 @@ def alter_partition(
                 )
             )
     return records, AlterPartitionResponse(throttle_time_ms=0, error_code=Errors.NONE, topics=topics)
+
+
+def leader_and_isr_updates(
+    partitions: Iterable[tuple[Uuid, int]],
+    *,
+    image: ReplicationImage,
+    cluster: ClusterControl,
+    configs: TopicConfigLayers,
+    metadata_version: int,
+    elr_enabled: bool,
+    broker_to_remove: int = -1,
+    broker_to_add: int = -1,
+    unclean_shutdown_broker: int = -1,
+) -> list[Record]:
+    """``generateLeaderAndIsrUpdates``: for each (topic id, partition), the change that takes
+    ``broker_to_remove`` and ``unclean_shutdown_broker`` out of its ISR and elects a leader
+    among the acceptable replicas (active brokers, ``broker_to_add`` counted as active, the two
+    removed ones not). Raises RuntimeError for a partition the image does not hold."""
+    records: list[Record] = []
+    version = partition_change_record_version(metadata_version)
+
+    def acceptable(partition: PartitionRegistration, broker: int) -> bool:
+        if broker in (broker_to_remove, unclean_shutdown_broker):
+            return False
+        registration = cluster.registrations.get(broker)
+        if registration is None:
+            return False
+        if broker != broker_to_add and (registration.fenced or registration.in_controlled_shutdown):
+            return False
+        directory = dict(zip(partition.replicas, partition.directories, strict=True)).get(broker, _UNASSIGNED_DIRECTORY)
+        return is_online_dir(directory, registration.log_dirs)
+
+    for topic_id, index in partitions:
+        topic = image.topics.get(topic_id)
+        partition = None if topic is None else topic.partitions.get(index)
+        if topic is None or partition is None:
+            raise RuntimeError(f"Partition {topic_id}:{index} is not in the image")
+        unclean = (configs.value(topic.name, "unclean.leader.election.enable") or "").strip().lower() == "true"
+        change = PartitionChange(
+            partition=partition,
+            topic_id=topic_id,
+            partition_id=index,
+            acceptable_leader=partial(acceptable, partition),
+            metadata_version=metadata_version,
+            min_isr=_effective_min_isr(topic, configs),
+            elr_enabled=elr_enabled,
+            election=Election.UNCLEAN if unclean else Election.ONLINE,
+            unclean_shutdown_replicas=[unclean_shutdown_broker] if unclean_shutdown_broker != -1 else None,
+        )
+        change.target_isr = [b for b in partition.isr if b not in (broker_to_remove, unclean_shutdown_broker)]
+        record = change.build()
+        if record is not None:
+            records.append((record, version))
+    return records
+
+
+def _effective_min_isr(topic: TopicImage, configs: TopicConfigLayers) -> int:
+    """``getTopicEffectiveMinIsr``: the topic's min.insync.replicas, at most its replication
+    factor (partition 0's)."""
+    first = topic.partitions.get(0) or next(iter(topic.partitions.values()))
+    return min(int(configs.value(topic.name, "min.insync.replicas") or "1"), len(first.replicas))
+
+
+def assign_replicas_to_dirs(
+    request: AssignReplicasToDirsRequest,
+    *,
+    image: ReplicationImage,
+    cluster: ClusterControl,
+    configs: TopicConfigLayers,
+    metadata_version: int,
+    elr_enabled: bool,
+) -> tuple[list[Record], AssignReplicasToDirsResponse]:
+    """AssignReplicasToDirs (KIP-858, ``handleAssignReplicasToDirs``): each named replica of the
+    sender moves to the named directory (a PartitionChangeRecord when that changes it); an
+    unknown topic answers UNKNOWN_TOPIC_ID, an unknown partition UNKNOWN_TOPIC_OR_PARTITION, a
+    partition the sender does not replicate NOT_LEADER_OR_FOLLOWER. Replicas put in a directory
+    that is offline then lose leadership and ISR membership as after a failure. Raises ApiError
+    UNSUPPORTED_VERSION below metadata.version 3.7-IV2 and STALE_BROKER_EPOCH for a sender not
+    registered at the request's epoch."""
+    if metadata_version < _DIRECTORY_ASSIGNMENT_LEVEL:
+        raise ApiError(Errors.UNSUPPORTED_VERSION, "Directory assignment is not supported yet.")
+    broker_id = request.broker_id
+    cluster.check_broker_epoch(broker_id, request.broker_epoch)
+    registration = cluster.registrations[broker_id]
+    version = partition_change_record_version(metadata_version)
+    records: list[Record] = []
+    offline: list[tuple[Uuid, int]] = []
+    directories = []
+    for wanted in request.directories:
+        directory_offline = not is_online_dir(wanted.id, registration.log_dirs)
+        answered = AssignedDirectory(id=wanted.id, topics=[])
+        for wanted_topic in wanted.topics:
+            topic = image.topics.get(wanted_topic.topic_id)
+            answered_topic = AssignedTopic(topic_id=wanted_topic.topic_id, partitions=[])
+            for wanted_partition in wanted_topic.partitions:
+                index = wanted_partition.partition_index
+                error = Errors.NONE
+                partition = None if topic is None else topic.partitions.get(index)
+                if topic is None:
+                    error = Errors.UNKNOWN_TOPIC_ID
+                elif partition is None:
+                    error = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                elif broker_id not in partition.replicas:
+                    error = Errors.NOT_LEADER_OR_FOLLOWER
+                else:
+                    change = PartitionChange(
+                        partition=partition,
+                        topic_id=topic.topic_id,
+                        partition_id=index,
+                        acceptable_leader=partial(leader_acceptable, cluster, partition),
+                        metadata_version=metadata_version,
+                        min_isr=_effective_min_isr(topic, configs),
+                        elr_enabled=elr_enabled,
+                    )
+                    change.target_directories[broker_id] = wanted.id
+                    record = change.build()
+                    if record is not None:
+                        records.append((record, version))
+                    if directory_offline:
+                        offline.append((topic.topic_id, index))
+                answered_topic.partitions.append(AssignedPartition(partition_index=index, error_code=error))
+            answered.topics.append(answered_topic)
+        directories.append(answered)
+    if offline:
+        # the changes above are not in the image yet: elect from the state they leave
+        staged = _staged(image, records)
+        records.extend(
+            leader_and_isr_updates(
+                offline, image=staged, cluster=cluster, configs=configs, metadata_version=metadata_version,
+                elr_enabled=elr_enabled, broker_to_remove=broker_id,
+            )
+        )
+    return records, AssignReplicasToDirsResponse(throttle_time_ms=0, error_code=Errors.NONE, directories=directories)
+
+
+def _staged(image: ReplicationImage, records: list[Record]) -> ReplicationImage:
+    """A copy of the topics of ``image`` with ``records`` (partition changes) applied."""
+    staged = ReplicationImage()
+    staged.configs = image.configs
+    for topic_id, topic in image.topics.items():
+        staged.topics[topic_id] = TopicImage(topic.name, topic_id, dict(topic.partitions))
+        staged.topic_ids[topic.name] = topic_id
+    for record, _ in records:
+        staged.replay(record)
+    return staged

@@ -4,7 +4,8 @@
   the versions their handlers accept, from ``server.raft.registry``) plus the controller's:
   DescribeCluster, UpdateFeatures, ControllerRegistration, BrokerRegistration,
   BrokerHeartbeat, UnregisterBroker, Envelope, AllocateProducerIds, CreateTopics,
-  DeleteTopics, CreatePartitions, AlterPartition, IncrementalAlterConfigs and AlterConfigs.
+  DeleteTopics, CreatePartitions, AlterPartition, IncrementalAlterConfigs, AlterConfigs
+  and AssignReplicasToDirs.
 * :func:`supported_features`: the SupportedFeatures of ApiVersions v3+
   (``BrokerFeatures.defaultSupportedFeatures``).
 * :func:`describe_cluster`: DescribeCluster on a controller listener
@@ -22,6 +23,7 @@ from messages.generated.allocate_producer_ids_request import AllocateProducerIds
 from messages.generated.alter_configs_request import AlterConfigsRequest
 from messages.generated.alter_partition_request import AlterPartitionRequest
 from messages.generated.api_versions_response import SupportedFeatureKey
+from messages.generated.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
@@ -81,6 +83,7 @@ def api_versions() -> dict[int, tuple[int, int]]:
         AlterPartitionRequest,
         IncrementalAlterConfigsRequest,
         AlterConfigsRequest,
+        AssignReplicasToDirsRequest,
     ):
         assert request.API_KEY is not None
         versions[request.API_KEY] = (request.LOWEST_VERSION, request.HIGHEST_VERSION)

@@ -2,7 +2,7 @@
 ``ControllerApis`` does: UpdateFeatures (key 57), ControllerRegistration (key 70, KIP-919),
 BrokerRegistration (62), BrokerHeartbeat (63), UnregisterBroker (64), AllocateProducerIds
 (67), CreateTopics (19), DeleteTopics (20), CreatePartitions (37), AlterPartition (56),
-IncrementalAlterConfigs (44) and AlterConfigs (33); and the node's own
+IncrementalAlterConfigs (44), AlterConfigs (33) and AssignReplicasToDirs (73); and the node's own
 registration (``ControllerRegistrationManager``).
 
 Only the active controller writes: elsewhere, and before the active controller has replayed a
@@ -23,6 +23,7 @@ from messages.generated.alter_configs_request import AlterConfigsRequest
 from messages.generated.alter_configs_response import AlterConfigsResourceResponse as LegacyResult
 from messages.generated.alter_configs_response import AlterConfigsResponse
 from messages.generated.alter_partition_response import AlterPartitionResponse
+from messages.generated.assign_replicas_to_dirs_response import AssignReplicasToDirsResponse
 from messages.generated.broker_heartbeat_response import BrokerHeartbeatResponse
 from messages.generated.broker_registration_response import BrokerRegistrationResponse
 from messages.generated.controller_registration_request import (
@@ -60,6 +61,7 @@ __all__ = [
     "allocate_producer_ids_response",
     "alter_configs_response",
     "alter_partition_response",
+    "assign_replicas_to_dirs_response",
     "incremental_alter_configs_response",
     "broker_heartbeat_response",
     "broker_registration_response",
@@ -259,3 +261,10 @@ def alter_configs_response(request: AlterConfigsRequest, outcome: ApiError | lis
             for r in request.resources
         ]
     return AlterConfigsResponse(throttle_time_ms=0, responses=outcome)
+
+
+def assign_replicas_to_dirs_response(outcome: ApiError | AssignReplicasToDirsResponse) -> AssignReplicasToDirsResponse:
+    """The AssignReplicasToDirs answer: per replica, or one error code for the whole request."""
+    if isinstance(outcome, ApiError):
+        return AssignReplicasToDirsResponse(throttle_time_ms=0, error_code=outcome.error, directories=[])
+    return outcome

@@ -12,7 +12,7 @@ Handled here: ControllerRegistration and UpdateFeatures (KIP-919, ``server.contr
 BrokerRegistration, BrokerHeartbeat, UnregisterBroker and AllocateProducerIds
 (``server.controller.cluster`` and ``.replication``), CreateTopics, DeleteTopics and
 CreatePartitions (``server.controller.topics``), AlterPartition
-(``server.controller.alter_partition``), IncrementalAlterConfigs and AlterConfigs
+and AssignReplicasToDirs (``server.controller.alter_partition``), IncrementalAlterConfigs and AlterConfigs
 (``server.controller.configs``), and the session-expiry check that fences a
 broker every ``broker.session.timeout.ms`` / 8.
 """
@@ -30,6 +30,7 @@ from kwire.errors import Errors
 from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from messages.generated.alter_configs_request import AlterConfigsRequest
 from messages.generated.alter_partition_request import AlterPartitionRequest
+from messages.generated.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
@@ -43,7 +44,11 @@ from messages.metadata import encode_record
 from messages.runtime import Message
 from server.config import KRaftConfig
 from server.controller.activation import ELIGIBLE_LEADER_REPLICAS_FEATURE
-from server.controller.alter_partition import TopicConfigLayers, alter_partition
+from server.controller.alter_partition import (
+    TopicConfigLayers,
+    alter_partition,
+    assign_replicas_to_dirs,
+)
 from server.controller.configs import ConfigContext, incremental_alter_configs, legacy_alter_configs
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
@@ -56,6 +61,7 @@ from server.node.controller_apis import (
     allocate_producer_ids_response,
     alter_configs_response,
     alter_partition_response,
+    assign_replicas_to_dirs_response,
     broker_heartbeat_response,
     broker_registration_response,
     create_partitions_response,
@@ -91,6 +97,7 @@ CONTROLLER_OPS = (
     AlterPartitionRequest,
     IncrementalAlterConfigsRequest,
     AlterConfigsRequest,
+    AssignReplicasToDirsRequest,
 )
 """Requests the active controller answers from its state: one at a time, each after the writes
 before it are committed (see :class:`ControllerRequests`)."""
@@ -224,6 +231,31 @@ class ControllerRequests:
             await self._alter_configs(pending, body, incremental_alter_configs, incremental_alter_configs_response)
         elif isinstance(body, AlterConfigsRequest):
             await self._alter_configs(pending, body, legacy_alter_configs, alter_configs_response)
+        elif isinstance(body, AssignReplicasToDirsRequest):
+            await self._assign_replicas_to_dirs(pending, body)
+
+    async def _assign_replicas_to_dirs(self, pending: PendingRequest, body: AssignReplicasToDirsRequest) -> None:
+        """AssignReplicasToDirs (``server.controller.alter_partition``): answered once the
+        directory changes are committed."""
+        controller = self.active_controller()
+        if controller is None:
+            pending.respond(assign_replicas_to_dirs_response(self.not_controller()))
+            return
+        assert controller.metadata_version is not None
+        config = self._node.config
+        try:
+            records, response = assign_replicas_to_dirs(
+                body,
+                image=controller.replication,
+                cluster=controller.cluster,
+                configs=TopicConfigLayers(controller.replication, config.node_id, config.raw),
+                metadata_version=controller.metadata_version,
+                elr_enabled=self._elr_enabled(controller),
+            )
+        except ApiError as exc:
+            pending.respond(assign_replicas_to_dirs_response(exc))
+            return
+        await self._append_write(pending, records, lambda error: assign_replicas_to_dirs_response(error or response))
 
     async def _alter_configs(
         self,
@@ -251,7 +283,7 @@ class ControllerRequests:
         return controller.feature_levels.get(ELIGIBLE_LEADER_REPLICAS_FEATURE, 0) >= 1
 
     async def _alter_partition(self, pending: PendingRequest, body: AlterPartitionRequest, version: int) -> None:
-        """AlterPartition (``server.controller.alter_partition``), IncrementalAlterConfigs and AlterConfigs
+        """AlterPartition and AssignReplicasToDirs (``server.controller.alter_partition``), IncrementalAlterConfigs and AlterConfigs
 (``server.controller.configs``): answered once the partition
         changes are committed."""
         controller = self.active_controller()

@@ -97,6 +97,7 @@ def test_the_node_advertises_the_registry_plus_the_controller_rpcs() -> None:
         int(ApiKey.ALTER_PARTITION),
         int(ApiKey.INCREMENTAL_ALTER_CONFIGS),
         int(ApiKey.ALTER_CONFIGS),
+        int(ApiKey.ASSIGN_REPLICAS_TO_DIRS),
     }
     assert advertised[int(ApiKey.UPDATE_FEATURES)] == (0, 2)  # 3.9.2 has 0-1, 4.4.0 0-2
     assert advertised[int(ApiKey.CONTROLLER_REGISTRATION)] == (0, 0)
