@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from compat.jarspecs import jar_specs, strip_json_comments
+from compat.jarspecs import ABSENT, jar_specs, strip_json_comments
 from compat.kafka import PINNED_VERSIONS, REPO_DIR, require_kafka
 from compat.specdiff import Difference, compare_specs, raw_differences
 
@@ -34,14 +34,6 @@ SOURCE_VERSION = "4.4.0"
 _ZK = ("ZooKeeper mode, and with it the zkBroker listener, was removed in Kafka 4.0 (KIP-833); "
        "4.x specs list only broker and controller")
 _KIP_896 = ("Kafka 4.0 removed the oldest protocol versions (KIP-896)")
-
-# release -> spec -> why that release has no such spec (kwire needs it for the newer release's logs)
-ABSENT: dict[str, dict[str, str]] = {
-    "3.9.2": {
-        "ClearElrRecord": "added with eligible leader replicas in Kafka 4.0 (KIP-966); a 4.x controller "
-                          "writes it when a topic's min.insync.replicas is set",
-    },
-}
 
 # (spec, field path in kwire's names or "" for the message, property) -> (kwire, 3.9.2, reason)
 EXPECTED_DIFFERENCES: dict[str, dict[tuple[str, str, str], tuple[Any, Any, str]]] = {
