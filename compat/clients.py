@@ -5,12 +5,22 @@ assert that exactly the acknowledged records came back."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 
 from compat.conftest import KafkaRelease
 
-__all__ = ["create_topic", "describe_topic", "python_round_trip", "records", "stock_round_trip"]
+__all__ = [
+    "Load",
+    "create_topic",
+    "describe_topic",
+    "new_topic_works",
+    "python_round_trip",
+    "read_all",
+    "records",
+    "stock_round_trip",
+]
 
 
 def records(topic: str, count: int) -> list[str]:
@@ -72,7 +82,7 @@ def python_round_trip(bootstrap: str, topic: str, count: int, partitions: int, r
     ``records(topic, count)`` with an idempotent acks=all producer (every send's future must
     succeed), and read them back with a group-less consumer; returns how often each value came
     back. Raises whatever kafka-python raises on a failed creation or send."""
-    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kwire-compat")
@@ -88,13 +98,91 @@ def python_round_trip(bootstrap: str, topic: str, count: int, partitions: int, r
             future.get(timeout=60)
     finally:
         producer.close()
+    return read_all(bootstrap, topic, count)
+
+
+class Load:
+    """A kafka-python producer (idempotent, acks=all) writing ``topic-<n>`` values to ``topic``
+    in a thread until stopped; ``acked`` holds the values the brokers acknowledged."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        from kafka import KafkaProducer
+
+        self.topic = topic
+        self.producer = KafkaProducer(
+            bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=5,
+            delivery_timeout_ms=120_000, request_timeout_ms=30_000,
+        )
+        self.acked: list[str] = []
+        self.failed: list[str] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="load", daemon=True)
+
+    def _run(self) -> None:
+        n = 0
+        while not self._stop.is_set():
+            value = f"{self.topic}-{n:08d}"
+            n += 1
+            future = self.producer.send(self.topic, value.encode())
+            future.add_callback(lambda _meta, value=value: self._note(self.acked, value))
+            future.add_errback(lambda exc, value=value: self._note(self.failed, f"{value}: {exc!r}"))
+            if n % 100 == 0:
+                time.sleep(0.01)  # about 10,000 records/s at most
+
+    def _note(self, into: list[str], value: str) -> None:
+        with self._lock:
+            into.append(value)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop sending and wait for the answers of what was sent."""
+        self._stop.set()
+        self._thread.join(30)
+        self.producer.flush(timeout=120)
+        self.producer.close()
+
+    def close(self) -> None:
+        """Stop at once (after a failure): the producer is closed without waiting."""
+        self._stop.set()
+        self._thread.join(30)
+        self.producer.close(timeout=0)
+
+
+def read_all(bootstrap: str, topic: str, at_least: int, timeout_s: float = 120.0) -> Counter[str]:
+    """Read ``topic`` from the beginning with a group-less kafka-python consumer until
+    ``at_least`` records came back or ``timeout_s`` passed; how often each value came back."""
+    from kafka import KafkaConsumer
+
     consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest")
     seen: Counter[str] = Counter()
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + timeout_s
     try:
-        while sum(seen.values()) < count and time.monotonic() < deadline:
+        while sum(seen.values()) < at_least and time.monotonic() < deadline:
             for batch in consumer.poll(timeout_ms=1000).values():
                 seen.update(record.value.decode() for record in batch)
     finally:
         consumer.close()
     return seen
+
+
+def new_topic_works(bootstrap: str, topic: str, timeout_s: float = 60.0) -> None:
+    """Create ``topic`` (6 partitions, replication factor 3) with kafka-python's admin client,
+    write one record to it and read it back."""
+    from kafka import KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kwire-failover", request_timeout_ms=30_000)
+    try:
+        admin.create_topics([NewTopic(topic, 6, 3)], timeout_ms=30_000)
+    finally:
+        admin.close()
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True)
+    try:
+        producer.send(topic, b"after-failover").get(timeout=timeout_s)
+    finally:
+        producer.close()
+    back = read_all(bootstrap, topic, 1, timeout_s)
+    assert back == Counter({"after-failover": 1}), back
