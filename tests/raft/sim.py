@@ -763,6 +763,10 @@ class RunStats:
     voter_changes: int = 0
     trace_digest: str = ""
     """``Cluster.trace``: equal for two runs of a seed iff the cores did exactly the same."""
+    topics_created: int = 0
+    """Topics the "brokers" scenario's admin created."""
+    isr_changes: int = 0
+    """Partition changes AlterPartition made in the "brokers" scenario."""
 
 
 def _liveness(cluster: Cluster, what: str, duration_ms: int) -> None:

@@ -8,15 +8,19 @@ records (the bootstrap metadata.version), then takes the brokers' requests one a
 after the writes before it committed, as ``server.node.driver`` runs them: BrokerRegistration,
 BrokerHeartbeat (the broker reports the leader's high watermark as its metadata offset) and,
 every ``session/8`` ms, the expiry check that fences one broker. Brokers crash (they stop
-heartbeating) and come back as new incarnations.
+heartbeating) and come back as new incarnations. An admin creates and deletes topics
+(``server.controller.topics``), and partition leaders shrink and expand their ISR through
+AlterPartition (``server.controller.alter_partition``).
 
 Checked after every committed batch, on every node:
 
 * the records replay without a fault (a change of an unknown broker or epoch fails the run);
 * a new incarnation's broker epoch is the offset of its RegisterBrokerRecord, so broker epochs
   are unique; the same incarnation re-registering keeps its epoch;
-* every node that replayed up to the same offset holds the same image (registrations and
-  feature levels).
+* every node that replayed up to the same offset holds the same image (registrations, feature
+  levels, topics, partitions and configs);
+* every partition's leader is in its ISR (or there is none), its ISR is within its replicas,
+  its epochs never go back, and no two leaders ever share one leader epoch of a partition.
 
 At the end, with the network healed and every broker back, each broker is registered and
 unfenced within a bounded time.
@@ -30,18 +34,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from kwire.uuid import Uuid
+from messages.generated.alter_partition_request import AlterPartitionRequest, BrokerState
+from messages.generated.alter_partition_request import PartitionData as AlterData
+from messages.generated.alter_partition_request import TopicData as AlterTopic
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import (
     BrokerRegistrationRequest,
     Feature,
     Listener,
 )
+from messages.generated.create_topics_request import CreatableTopic, CreateTopicsRequest
+from messages.generated.delete_topics_request import DeleteTopicsRequest
 from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.register_broker_record import RegisterBrokerRecord
 from messages.metadata import decode_record, encode_record
+from server.controller.alter_partition import TopicConfigLayers, alter_partition
 from server.controller.cluster import ReplayError
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
+from server.controller.topics import TopicDefaults, create_topics, delete_topics
 from server.raft.events import ClientAppend
 from server.raft.roles import Leader
 from server.raft.types import OffsetAndEpoch
@@ -55,6 +66,7 @@ SESSION_TIMEOUT_MS = 3000
 HEARTBEAT_INTERVAL_MS = 300
 CLUSTER_ID = "sim-cluster"
 FAULT_ROUNDS = 20
+ADMIN_INTERVAL_MS = 400
 
 
 @dataclass
@@ -78,6 +90,13 @@ class BrokerCluster(Cluster):
         self.epochs_seen: dict[tuple[int, int], Uuid] = {}
         """(broker id, broker epoch) -> the incarnation that registered with it."""
         self.broker_ops = 0
+        self.partition_leaders: dict[tuple[Uuid, int, int], int] = {}
+        """(topic id, partition, leader epoch) -> the leader any node replayed for it."""
+        self.admin_rng = random.Random(f"admin/{seed}")
+        self.topics_created = 0
+        self.topics_ever: set[str] = set()
+        """Names of the topics any node replayed."""
+        self.isr_changes = 0
         super().__init__(seed, voters, **kwargs)
 
     def _controller(self) -> QuorumController:
@@ -108,10 +127,26 @@ class BrokerCluster(Cluster):
                     controller.replay(value, offset)
                 except ReplayError as exc:
                     self.fail(f"ReplayFault: node {node.node_id} at offset {offset}: {exc}")
+        self._check_partitions(node, controller)
+        self.topics_ever.update(controller.replication.topic_ids)
         digest = _image_digest(controller)
         known = self.images.setdefault(batch.last_offset + 1, digest)
         if known != digest:
             self.fail(f"SameImage: node {node.node_id} differs from another node at offset {batch.last_offset + 1}")
+
+    def _check_partitions(self, node: SimNode, controller: QuorumController) -> None:
+        for topic in controller.replication.topics.values():
+            for index, p in topic.partitions.items():
+                where = f"node {node.node_id}, {topic.name}-{index}"
+                if p.leader != -1 and p.leader not in p.isr:
+                    self.fail(f"LeaderInIsr: {where}: leader {p.leader} not in ISR {p.isr}")
+                if not set(p.isr) <= set(p.replicas):
+                    self.fail(f"IsrInReplicas: {where}: ISR {p.isr} outside replicas {p.replicas}")
+                if p.leader_epoch < 0 or p.partition_epoch < 0:
+                    self.fail(f"Epochs: {where}: {p}")
+                holder = self.partition_leaders.setdefault((topic.topic_id, index, p.leader_epoch), p.leader)
+                if holder != p.leader:
+                    self.fail(f"OneLeaderPerEpoch: {where}: leaders {holder} and {p.leader} in leader epoch {p.leader_epoch}")
 
     def _check_registration(self, node: SimNode, controller: QuorumController, value: bytes, offset: int) -> None:
         message, _ = decode_record(value)
@@ -212,6 +247,61 @@ class BrokerCluster(Cluster):
         if records:
             self._append(leader, records)
 
+    def admin_tick(self) -> None:
+        """One admin or partition-leader request at the active controller: create a topic,
+        delete one, or change a partition's ISR from its leader."""
+        found = self.active()
+        if found is None:
+            return
+        leader, controller = found
+        assert controller.metadata_version is not None
+        rng = self.admin_rng
+        roll = rng.random()
+        image, cluster = controller.replication, controller.cluster
+        if roll < 0.45 or not image.topics:
+            name = f"t{self.topics_created}"
+            self.topics_created += 1
+            request = CreateTopicsRequest(
+                topics=[CreatableTopic(name=name, num_partitions=rng.randint(1, 4), replication_factor=rng.randint(1, 3))]
+            )
+            records, _ = create_topics(
+                request, image=image, cluster=cluster, metadata_version=controller.metadata_version,
+                elr_enabled=False, defaults=TopicDefaults(1, 1, leader, {}), rng=rng,
+                new_topic_id=lambda: Uuid.from_longs(rng.getrandbits(63) | 1, rng.getrandbits(64)),
+            )
+        elif roll < 0.55:
+            names = sorted(image.topic_ids)
+            records, _ = delete_topics(DeleteTopicsRequest(topic_names=[rng.choice(names)]), 5, image=image)
+        else:
+            topic = image.topics[rng.choice(sorted(image.topics, key=str))]
+            index = rng.choice(sorted(topic.partitions))
+            p = topic.partitions[index]
+            sender = cluster.registrations.get(p.leader)
+            if sender is None:
+                return
+            active = [b for b in p.replicas if b in cluster.registrations and not cluster.registrations[b].fenced]
+            isr = [p.leader] if rng.random() < 0.5 else sorted(set(active) | {p.leader})
+            request = AlterPartitionRequest(
+                broker_id=p.leader, broker_epoch=sender.epoch,
+                topics=[AlterTopic(topic_id=topic.topic_id, partitions=[AlterData(
+                    partition_index=index, leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch,
+                    new_isr_with_epochs=[
+                        BrokerState(broker_id=b, broker_epoch=cluster.registrations[b].epoch)
+                        for b in isr if b in cluster.registrations
+                    ],
+                )])],
+            )
+            try:
+                records, _ = alter_partition(
+                    request, 3, image=image, cluster=cluster, configs=TopicConfigLayers(image, leader, {}),
+                    metadata_version=controller.metadata_version, elr_enabled=False,
+                )
+            except ApiError:
+                return
+            self.isr_changes += len(records)
+        if records:
+            self._append(leader, records)
+
     def fence_check(self) -> None:
         found = self.active()
         if found is None:
@@ -229,7 +319,12 @@ def _image_digest(controller: QuorumController) -> bytes:
         for r in controller.cluster.registrations.values()
     )
     features = sorted(controller.feature_levels.items())
-    return hashlib.blake2b(repr((registrations, features)).encode(), digest_size=16).digest()
+    image = controller.replication
+    topics = sorted(
+        (t.name, str(t.topic_id), sorted(t.partitions.items())) for t in image.topics.values()
+    )
+    configs = sorted((key, sorted(values.items())) for key, values in image.configs.items())
+    return hashlib.blake2b(repr((registrations, features, topics, configs)).encode(), digest_size=16).digest()
 
 
 def run_brokers(seed: int, rng: random.Random) -> RunStats:
@@ -258,6 +353,7 @@ def run_brokers(seed: int, rng: random.Random) -> RunStats:
     for broker in brokers:
         every(HEARTBEAT_INTERVAL_MS, lambda broker=broker: cluster.broker_tick(broker))
     every(max(1, SESSION_TIMEOUT_MS // 8), cluster.fence_check)
+    every(ADMIN_INTERVAL_MS, cluster.admin_tick)
     _liveness(cluster, "start", 3500)
     for _ in range(FAULT_ROUNDS):
         cluster.run_until(cluster.now + rng.randint(300, 1500))
@@ -302,4 +398,5 @@ def run_brokers(seed: int, rng: random.Random) -> RunStats:
     return RunStats(
         seed, "brokers", cluster.events, cluster.elections, cluster.committed_end, cluster.now,
         cluster.snapshots_taken, cluster.snapshot_installs, trace_digest=cluster.trace.hexdigest(),
+        topics_created=len(cluster.topics_ever), isr_changes=cluster.isr_changes,
     )
