@@ -75,7 +75,10 @@ class Row:
 
 
 @dataclass(slots=True)
-class _Window:
+class Window:
+    """The measured interval (monotonic seconds) and the heartbeat latencies (ms) and errors
+    seen in it."""
+
     start: float
     end: float
     latencies: list[float] = field(default_factory=list)
@@ -93,7 +96,9 @@ def _properties(path: Path, data: Path, port: int) -> Path:
     return path
 
 
-def _start(kind: str, root: Path) -> tuple[subprocess.Popen[bytes], int]:
+def start_controller(kind: str, root: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """A standalone controller (``kind`` "kwire" or "kafka") formatted under ``root``: its
+    process and port."""
     from tools import stock_kafka
     from tools.local_cluster import free_ports
 
@@ -115,7 +120,7 @@ def _start(kind: str, root: Path) -> tuple[subprocess.Popen[bytes], int]:
     return proc, port
 
 
-async def _finalized(port: int) -> dict[str, int]:
+async def wait_finalized(port: int) -> dict[str, int]:
     """The finalized features, once the controller reports a metadata.version."""
     import trio
 
@@ -134,8 +139,11 @@ async def _finalized(port: int) -> dict[str, int]:
             await trio.sleep(0.2)
 
 
-async def _broker(port: int, broker_id: int, finalized: dict[str, int], window: _Window, rng: random.Random,
-                  unfenced: Any) -> None:
+async def simulated_broker(port: int, broker_id: int, finalized: dict[str, int], window: Window, rng: random.Random,
+                           unfenced: Any) -> None:
+    """One broker on its own connection: registers, heartbeats until unfenced (then calls
+    ``unfenced``), and heartbeats every interval, recording the latencies inside ``window``,
+    until ``window`` ends (never, for an infinite one: cancel it)."""
     import trio
 
     from kwire.uuid import Uuid
@@ -186,19 +194,19 @@ async def _broker(port: int, broker_id: int, finalized: dict[str, int], window: 
 async def _drive(port: int, pid: int, load: Load) -> Row | str:
     import trio
 
-    finalized = await _finalized(port)
+    finalized = await wait_finalized(port)
     ready = 0
 
     def unfenced() -> None:
         nonlocal ready
         ready += 1
 
-    window = _Window(float("inf"), float("inf"))
+    window = Window(float("inf"), float("inf"))
     rng = random.Random(5)
     started = time.monotonic()
     async with trio.open_nursery() as nursery:
         for i in range(load.brokers):
-            nursery.start_soon(_broker, port, FIRST_BROKER_ID + i, finalized, window, rng, unfenced)
+            nursery.start_soon(simulated_broker, port, FIRST_BROKER_ID + i, finalized, window, rng, unfenced)
         with trio.move_on_after(START_TIMEOUT_S):
             while ready < load.brokers:
                 await trio.sleep(0.1)
@@ -238,7 +246,7 @@ def run_side(kind: str, name: str, load: Load, base: Path) -> Row:
     root.mkdir(parents=True)
     proc: subprocess.Popen[bytes] | None = None
     try:
-        proc, port = _start(kind, root)
+        proc, port = start_controller(kind, root)
         outcome = trio.run(_drive, port, proc.pid, load)
         if isinstance(outcome, str):
             return Row(name, error=outcome)

@@ -14,4 +14,5 @@ SECTIONS: dict[str, str] = {
     "audit": "tools.bench.audit",  # kraftlog scan on Spark local[2] vs one Python process
     "quorum": "tools.bench.quorum",  # 3-node TestRaftServer workload vs Kafka's TestRaftServer
     "brokers": "tools.bench.brokers",  # simulated brokers heartbeating: kwire vs Kafka's controller
+    "topics": "tools.bench.topics",  # one admin client creating topics: kwire vs Kafka's controller
 }
