@@ -83,6 +83,12 @@ class TopicConfigLayers:
         self.cluster_dynamic = image.configs.get((BROKER_RESOURCE, ""), {})
         self.static_config = static_config
 
+    def election(self, topic: str) -> Election:
+        """UNCLEAN when the topic's ``unclean.leader.election.enable`` is true, else ONLINE
+        (``uncleanLeaderElectionEnabledForTopic``)."""
+        value = (self.value(topic, "unclean.leader.election.enable") or "").strip().lower()
+        return Election.UNCLEAN if value == "true" else Election.ONLINE
+
     def value(self, topic: str, name: str) -> str | None:
         """The effective value of topic config ``name`` for ``topic``."""
         return effective_topic_config(
@@ -191,17 +197,15 @@ def alter_partition(
             if error != Errors.NONE or partition is None:
                 answered.partitions.append(PartitionData(partition_index=index, error_code=error))
                 continue
-            min_isr = _effective_min_isr(topic, configs)
-            unclean = (configs.value(topic.name, "unclean.leader.election.enable") or "").strip().lower() == "true"
             change = PartitionChange(
                 partition=partition,
                 topic_id=topic.topic_id,
                 partition_id=index,
                 acceptable_leader=partial(leader_acceptable, cluster, partition),
                 metadata_version=metadata_version,
-                min_isr=min_isr,
+                min_isr=_effective_min_isr(topic, configs),
                 elr_enabled=elr_enabled,
-                election=Election.UNCLEAN if unclean else Election.ONLINE,
+                election=configs.election(topic.name),
             )
             change.target_isr = [state.broker_id for state in isr]
             change.target_leader_recovery_state = data.leader_recovery_state
@@ -261,7 +265,6 @@ def leader_and_isr_updates(
         partition = None if topic is None else topic.partitions.get(index)
         if topic is None or partition is None:
             raise RuntimeError(f"Partition {topic_id}:{index} is not in the image")
-        unclean = (configs.value(topic.name, "unclean.leader.election.enable") or "").strip().lower() == "true"
         change = PartitionChange(
             partition=partition,
             topic_id=topic_id,
@@ -270,7 +273,7 @@ def leader_and_isr_updates(
             metadata_version=metadata_version,
             min_isr=_effective_min_isr(topic, configs),
             elr_enabled=elr_enabled,
-            election=Election.UNCLEAN if unclean else Election.ONLINE,
+            election=configs.election(topic.name),
             unclean_shutdown_replicas=[unclean_shutdown_broker] if unclean_shutdown_broker != -1 else None,
         )
         change.target_isr = [b for b in partition.isr if b not in (broker_to_remove, unclean_shutdown_broker)]

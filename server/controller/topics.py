@@ -213,19 +213,26 @@ def _manual_partitions(
                 Errors.INVALID_REPLICA_ASSIGNMENT, f"Found multiple manual partition assignments for partition {index}"
             )
         replicas = list(assignment.broker_ids)
-        _check_manual_replicas(replicas, replication_factor, cluster)
+        parts[index] = (replicas, _manual_isr(replicas, replication_factor, index, cluster))
         replication_factor = len(replicas)
-        isr = [broker for broker in replicas if _is_active(cluster, broker)]
-        if not isr:
-            raise ApiError(
-                Errors.INVALID_REPLICA_ASSIGNMENT,
-                f"All brokers specified in the manual partition assignment for partition {index} "
-                "are fenced or in controlled shutdown.",
-            )
-        parts[index] = (replicas, isr)
     if any(index not in parts for index in range(len(parts))):
         raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT, "partitions should be a consecutive 0-based integer sequence")
     return parts
+
+
+def _manual_isr(replicas: list[int], replication_factor: int | None, index: int, cluster: ClusterControl) -> list[int]:
+    """The ISR of a manually assigned partition ``index``: its replicas on active brokers,
+    after ``validateManualPartitionAssignment``'s checks. Raises ApiError
+    INVALID_REPLICA_ASSIGNMENT."""
+    _check_manual_replicas(replicas, replication_factor, cluster)
+    isr = [broker for broker in replicas if _is_active(cluster, broker)]
+    if not isr:
+        raise ApiError(
+            Errors.INVALID_REPLICA_ASSIGNMENT,
+            f"All brokers specified in the manual partition assignment for partition {index} "
+            "are fenced or in controlled shutdown.",
+        )
+    return isr
 
 
 def _check_manual_replicas(replicas: list[int], replication_factor: int | None, cluster: ClusterControl) -> None:
@@ -515,13 +522,7 @@ def _grow_topic(
         placed = []
         for i, assignment in enumerate(topic.assignments):
             replicas = list(assignment.broker_ids)
-            _check_manual_replicas(replicas, replication_factor, cluster)
-            if not any(_is_active(cluster, broker) for broker in replicas):
-                raise ApiError(
-                    Errors.INVALID_REPLICA_ASSIGNMENT,
-                    f"All brokers specified in the manual partition assignment for partition {start + i} "
-                    "are fenced or in controlled shutdown.",
-                )
+            _manual_isr(replicas, replication_factor, start + i, cluster)
             placed.append(replicas)
     else:
         placed = place_replicas(additional, replication_factor, _usable_brokers(cluster), rng)

@@ -11,10 +11,10 @@ active controller every request gets NOT_CONTROLLER at once.
 Handled here: ControllerRegistration and UpdateFeatures (KIP-919, ``server.controller.features``),
 BrokerRegistration, BrokerHeartbeat, UnregisterBroker and AllocateProducerIds
 (``server.controller.cluster`` and ``.replication``), CreateTopics, DeleteTopics and
-CreatePartitions (``server.controller.topics``), AlterPartition
-and AssignReplicasToDirs (``server.controller.alter_partition``), IncrementalAlterConfigs and AlterConfigs
-(``server.controller.configs``), and the session-expiry check that fences a
-broker every ``broker.session.timeout.ms`` / 8.
+CreatePartitions (``server.controller.topics``), AlterPartition and AssignReplicasToDirs
+(``server.controller.alter_partition``), IncrementalAlterConfigs and AlterConfigs
+(``server.controller.configs``), and the session-expiry check that fences a broker every
+``broker.session.timeout.ms`` / 8.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import random
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from kwire.errors import Errors
@@ -130,6 +131,17 @@ class Resume:
     """The controller's writes are all committed (or abandoned): run the parked requests."""
 
 
+def _level(controller: QuorumController) -> int:
+    """The active controller's metadata.version (always replayed by then)."""
+    assert controller.metadata_version is not None
+    return controller.metadata_version
+
+
+def _elr_enabled(controller: QuorumController) -> bool:
+    """The eligible.leader.replicas.version feature is finalized at 1 or more."""
+    return controller.feature_levels.get(ELIGIBLE_LEADER_REPLICAS_FEATURE, 0) >= 1
+
+
 class ControllerHost(Protocol):
     """What the requests read of the node that hosts them (``server.node.driver.Node``)."""
 
@@ -206,7 +218,7 @@ class ControllerRequests:
             self.parked.append(pending)
             return
         if isinstance(body, ControllerRegistrationRequest):
-            await self._controller_write(pending, lambda c: c.register_controller(body), registration_response)
+            await self._operate(pending, lambda c: (c.register_controller(body), None), registration_response)
         elif isinstance(body, UpdateFeaturesRequest):
             await self._update_features(pending, body, version)
         elif isinstance(body, BrokerRegistrationRequest):
@@ -214,167 +226,113 @@ class ControllerRequests:
         elif isinstance(body, BrokerHeartbeatRequest):
             await self._broker_heartbeat(pending, body)
         elif isinstance(body, UnregisterBrokerRequest):
-            await self._controller_write(
-                pending, lambda c: c.cluster.unregister_broker(body.broker_id), unregister_broker_response
+            await self._operate(
+                pending, lambda c: (c.cluster.unregister_broker(body.broker_id), None), unregister_broker_response
             )
         elif isinstance(body, AllocateProducerIdsRequest):
             await self._allocate_producer_ids(pending, body)
         elif isinstance(body, CreateTopicsRequest):
-            await self._create_topics(pending, body)
+            await self._operate(pending, partial(self._create_topics, body), partial(create_topics_response, body))
         elif isinstance(body, DeleteTopicsRequest):
-            await self._delete_topics(pending, body, version)
-        elif isinstance(body, CreatePartitionsRequest):
-            await self._create_partitions(pending, body)
-        elif isinstance(body, AlterPartitionRequest):
-            await self._alter_partition(pending, body, version)
-        elif isinstance(body, IncrementalAlterConfigsRequest):
-            await self._alter_configs(pending, body, incremental_alter_configs, incremental_alter_configs_response)
-        elif isinstance(body, AlterConfigsRequest):
-            await self._alter_configs(pending, body, legacy_alter_configs, alter_configs_response)
-        elif isinstance(body, AssignReplicasToDirsRequest):
-            await self._assign_replicas_to_dirs(pending, body)
-
-    async def _assign_replicas_to_dirs(self, pending: PendingRequest, body: AssignReplicasToDirsRequest) -> None:
-        """AssignReplicasToDirs (``server.controller.alter_partition``): answered once the
-        directory changes are committed."""
-        controller = self.active_controller()
-        if controller is None:
-            pending.respond(assign_replicas_to_dirs_response(self.not_controller()))
-            return
-        assert controller.metadata_version is not None
-        config = self._node.config
-        try:
-            records, response = assign_replicas_to_dirs(
-                body,
-                image=controller.replication,
-                cluster=controller.cluster,
-                configs=TopicConfigLayers(controller.replication, config.node_id, config.raw),
-                metadata_version=controller.metadata_version,
-                elr_enabled=self._elr_enabled(controller),
+            await self._operate(
+                pending,
+                lambda c: delete_topics(body, version, image=c.replication, delete_enabled=self._node.config.delete_topic_enable),
+                partial(delete_topics_response, body, version),
             )
-        except ApiError as exc:
-            pending.respond(assign_replicas_to_dirs_response(exc))
-            return
-        await self._append_write(pending, records, lambda error: assign_replicas_to_dirs_response(error or response))
+        elif isinstance(body, CreatePartitionsRequest):
+            await self._operate(
+                pending,
+                lambda c: create_partitions(
+                    body, image=c.replication, cluster=c.cluster, metadata_version=_level(c), rng=self._node.rng
+                ),
+                partial(create_partitions_response, body),
+            )
+        elif isinstance(body, AlterPartitionRequest):
+            await self._operate(
+                pending,
+                lambda c: alter_partition(
+                    body, version, image=c.replication, cluster=c.cluster, configs=self._topic_configs(c),
+                    metadata_version=_level(c), elr_enabled=_elr_enabled(c),
+                ),
+                alter_partition_response,
+            )
+        elif isinstance(body, AssignReplicasToDirsRequest):
+            await self._operate(
+                pending,
+                lambda c: assign_replicas_to_dirs(
+                    body, image=c.replication, cluster=c.cluster, configs=self._topic_configs(c),
+                    metadata_version=_level(c), elr_enabled=_elr_enabled(c),
+                ),
+                assign_replicas_to_dirs_response,
+            )
+        elif isinstance(body, IncrementalAlterConfigsRequest):
+            await self._operate(
+                pending,
+                lambda c: incremental_alter_configs(body, self._config_context(c)),
+                partial(incremental_alter_configs_response, body),
+            )
+        elif isinstance(body, AlterConfigsRequest):
+            await self._operate(
+                pending,
+                lambda c: legacy_alter_configs(body, self._config_context(c)),
+                partial(alter_configs_response, body),
+            )
 
-    async def _alter_configs(
+    async def _operate(
         self,
         pending: PendingRequest,
-        body: Any,
-        alter: Callable[[Any, ConfigContext], tuple[list[tuple[Message, int]], list[Any]]],
-        respond: Callable[[Any, Any], Message],
+        operation: Callable[[QuorumController], tuple[list[tuple[Message, int]], Any]],
+        respond: Callable[[Any], Message],
     ) -> None:
-        """IncrementalAlterConfigs or AlterConfigs (``server.controller.configs``): answered
-        once the config records are committed."""
+        """Run ``operation`` on the active controller: its records go to the log as one batch
+        and ``respond`` builds the answer from its result once they commit (at once when there
+        are none). NOT_CONTROLLER off the active controller, or an ApiError the operation
+        raises, is answered at once through ``respond`` too."""
         controller = self.active_controller()
         if controller is None:
-            pending.respond(respond(body, self.not_controller()))
+            pending.respond(respond(self.not_controller()))
             return
+        try:
+            records, result = operation(controller)
+        except ApiError as exc:
+            pending.respond(respond(exc))
+            return
+        await self._append_write(pending, records, lambda error: respond(error or result))
+
+    def _topic_configs(self, controller: QuorumController) -> TopicConfigLayers:
+        """The layers a topic's effective configs come from, on this node."""
+        config = self._node.config
+        return TopicConfigLayers(controller.replication, config.node_id, config.raw)
+
+    def _config_context(self, controller: QuorumController) -> ConfigContext:
+        """What config changes are checked against: the image, the node ids a broker resource
+        may name (registered brokers and controllers, voters), this node's properties."""
         known = set(controller.cluster.registrations) | set(controller.controllers)
         core = self._node.core
         if core is not None:
             known |= core.voters.ids
-        context = ConfigContext(controller.replication, frozenset(known), self._node.config.raw, self._elr_enabled(controller))
-        records, results = alter(body, context)
-        await self._append_write(pending, records, lambda error: respond(body, error or results))
+        return ConfigContext(controller.replication, frozenset(known), self._node.config.raw, _elr_enabled(controller))
 
-    def _elr_enabled(self, controller: QuorumController) -> bool:
-        """The eligible.leader.replicas.version feature is finalized at 1 or more."""
-        return controller.feature_levels.get(ELIGIBLE_LEADER_REPLICAS_FEATURE, 0) >= 1
-
-    async def _alter_partition(self, pending: PendingRequest, body: AlterPartitionRequest, version: int) -> None:
-        """AlterPartition and AssignReplicasToDirs (``server.controller.alter_partition``), IncrementalAlterConfigs and AlterConfigs
-(``server.controller.configs``): answered once the partition
-        changes are committed."""
-        controller = self.active_controller()
-        if controller is None:
-            pending.respond(alter_partition_response(self.not_controller()))
-            return
-        assert controller.metadata_version is not None
+    def _create_topics(self, body: CreateTopicsRequest, controller: QuorumController) -> tuple[list[Any], Any]:
+        """CreateTopics (``server.controller.topics.create_topics``), each topic's outcome logged."""
         config = self._node.config
-        try:
-            records, response = alter_partition(
-                body,
-                version,
-                image=controller.replication,
-                cluster=controller.cluster,
-                configs=TopicConfigLayers(controller.replication, config.node_id, config.raw),
-                metadata_version=controller.metadata_version,
-                elr_enabled=self._elr_enabled(controller),
-            )
-        except ApiError as exc:
-            pending.respond(alter_partition_response(exc))
-            return
-        await self._append_write(pending, records, lambda error: alter_partition_response(error or response))
-
-    async def _create_partitions(self, pending: PendingRequest, body: CreatePartitionsRequest) -> None:
-        """CreatePartitions (``server.controller.topics.create_partitions``): answered once the
-        new partitions' records are committed."""
-        controller = self.active_controller()
-        if controller is None:
-            pending.respond(create_partitions_response(body, self.not_controller()))
-            return
-        assert controller.metadata_version is not None
-        try:
-            records, results = create_partitions(
-                body,
-                image=controller.replication,
-                cluster=controller.cluster,
-                metadata_version=controller.metadata_version,
-                rng=self._node.rng,
-            )
-        except ApiError as exc:
-            pending.respond(create_partitions_response(body, exc))
-            return
-        await self._append_write(pending, records, lambda error: create_partitions_response(body, error or results))
-
-    async def _create_topics(self, pending: PendingRequest, body: CreateTopicsRequest) -> None:
-        """CreateTopics (``server.controller.topics.create_topics``): answered once the topics'
-        records are committed, at once when nothing is written (validateOnly, every topic
-        refused)."""
-        controller = self.active_controller()
-        if controller is None:
-            pending.respond(create_topics_response(body, self.not_controller()))
-            return
-        config = self._node.config
-        assert controller.metadata_version is not None
-        try:
-            records, results = create_topics(
-                body,
-                image=controller.replication,
-                cluster=controller.cluster,
-                metadata_version=controller.metadata_version,
-                elr_enabled=self._elr_enabled(controller),
-                defaults=TopicDefaults(
-                    num_partitions=config.num_partitions,
-                    replication_factor=config.default_replication_factor,
-                    node_id=config.node_id,
-                    static_config=config.raw,
-                ),
-                rng=self._node.rng,
-            )
-        except ApiError as exc:
-            pending.respond(create_topics_response(body, exc))
-            return
+        records, results = create_topics(
+            body,
+            image=controller.replication,
+            cluster=controller.cluster,
+            metadata_version=_level(controller),
+            elr_enabled=_elr_enabled(controller),
+            defaults=TopicDefaults(
+                num_partitions=config.num_partitions,
+                replication_factor=config.default_replication_factor,
+                node_id=config.node_id,
+                static_config=config.raw,
+            ),
+            rng=self._node.rng,
+        )
         for result in results:
             log.info("CreateTopics %s: %s %s", result.name, Errors.of(result.error_code).name, result.error_message or "")
-        await self._append_write(pending, records, lambda error: create_topics_response(body, error or results))
-
-    async def _delete_topics(self, pending: PendingRequest, body: DeleteTopicsRequest, version: int) -> None:
-        """DeleteTopics (``server.controller.topics.delete_topics``): answered once the
-        RemoveTopicRecords are committed."""
-        controller = self.active_controller()
-        if controller is None:
-            pending.respond(delete_topics_response(body, version, self.not_controller()))
-            return
-        try:
-            records, results = delete_topics(
-                body, version, image=controller.replication, delete_enabled=self._node.config.delete_topic_enable
-            )
-        except ApiError as exc:
-            pending.respond(delete_topics_response(body, version, exc))
-            return
-        await self._append_write(pending, records, lambda error: delete_topics_response(body, version, error or results))
+        return records, results
 
     def _finalized_with_kraft(self, controller: QuorumController) -> dict[str, int]:
         """The finalized levels a broker registers against: the FeatureLevelRecords' and the
@@ -489,26 +447,6 @@ class ControllerRequests:
         core = self._node.core
         leader = None if core is None else core.leader_and_epoch.leader_id
         return not_controller(None if leader == self._node.config.node_id and self.active_controller() is None else leader)
-
-    async def _controller_write(
-        self,
-        pending: PendingRequest,
-        generate: Callable[[QuorumController], list[tuple[Message, int]]],
-        respond: Callable[[ApiError | None], Message],
-    ) -> None:
-        """Run ``generate`` on the active controller and append its records as one batch; the
-        answer (``respond``) leaves when the batch commits. An ApiError from ``generate``, or
-        not being the active controller, is answered at once."""
-        controller = self.active_controller()
-        if controller is None:
-            pending.respond(respond(self.not_controller()))
-            return
-        try:
-            records = generate(controller)
-        except ApiError as exc:
-            pending.respond(respond(exc))
-            return
-        await self._append_write(pending, records, respond)
 
     async def _append_write(
         self,
