@@ -107,7 +107,9 @@ def _wait_ready(
     deadline = time.monotonic() + timeout_s
     while True:
         state = get_state()
-        if state is not None and state.high_watermark >= state.log_end:
+        # a new leader reports its own log end and high watermark as -1 until its first
+        # commit; a case built from those would send offset -1
+        if state is not None and state.high_watermark >= state.log_end >= 0:
             return state
         if proc.poll() is not None:
             pytest.fail(f"{what} exited with {proc.returncode}")
