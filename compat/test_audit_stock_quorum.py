@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -61,6 +60,7 @@ from compat.conftest import KafkaRelease
 from compat.kafka import kafka_problem
 from kwire.uuid import Uuid
 from tests.audit.session import shared_spark
+from tools.local_cluster import free_ports
 from tools.quorum_client import QuorumView, describe
 
 pytestmark = [pytest.mark.compat, pytest.mark.spark]
@@ -79,9 +79,7 @@ def spark() -> Any:
 
 
 def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
 
 
 @dataclass

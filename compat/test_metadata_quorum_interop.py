@@ -34,6 +34,7 @@ import trio
 
 from compat.conftest import KafkaRelease
 from compat.kafka import REPO_DIR
+from tools.local_cluster import free_ports
 from tools.metadata_quorum import status_json
 from tools.quorum_client import describe
 
@@ -41,9 +42,7 @@ CONFIG = REPO_DIR / "config" / "server.properties"
 
 
 def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
 
 
 def _wait_for_port(proc: subprocess.Popen[bytes], port: int, timeout_s: float = 60.0) -> None:

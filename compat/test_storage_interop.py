@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import io
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -70,6 +69,7 @@ from storage.records import RecordBatch, iter_batches, scan_batches
 from storage.segment import LogConfig
 from storage.snapshots import SnapshotId, read_snapshot_content
 from tools import storage_cmd
+from tools.local_cluster import free_ports
 
 pytestmark = pytest.mark.compat
 
@@ -81,9 +81,7 @@ NO_OP = encode_record(NoOpRecord(), 0)
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
 
 
 def _controller_properties(path: Path, data: Path, port: int, extra: str = "") -> Path:

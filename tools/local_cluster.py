@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -70,11 +71,36 @@ def stop_processes(
             proc.wait()
 
 
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` distinct TCP ports the OS had free a moment ago (bound then released)."""
-    sockets = []
+def _ephemeral_range() -> tuple[int, int]:
+    """The kernel's range of source ports for outgoing connections (Linux
+    ``ip_local_port_range``; IANA's 49152-65535 elsewhere)."""
     try:
-        for _ in range(count):
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 49152, 65535
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct TCP ports that were free a moment ago (bound then released), chosen
+    below the kernel's ephemeral range: a port there can be taken as the source port of any
+    outgoing connection, so a server restarted on it after a kill could find it in use."""
+    low, _ = _ephemeral_range()
+    candidates = list(range(10_000, low)) if low > 11_000 else []
+    random.shuffle(candidates)
+    sockets: list[socket.socket] = []
+    try:
+        for port in candidates:
+            if len(sockets) == count:
+                break
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                s.bind((host, port))
+            except OSError:
+                s.close()
+                continue
+            sockets.append(s)
+        while len(sockets) < count:  # no room below the ephemeral range: let the OS choose
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.bind((host, 0))
             sockets.append(s)

@@ -17,7 +17,6 @@ starts ``kwire run-standalone`` as a process.)
 from __future__ import annotations
 
 import random
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,14 +32,13 @@ from server.node import Node
 from server.raft.roles import Leader
 from storage.format import format_directories
 from storage.quorum_state import FileQuorumStateStore
+from tools.local_cluster import free_ports
 from tools.quorum_client import describe
 from tools.storage_format import format_standalone
 
 
 def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
 
 
 def _config(data: Path, node_id: int, port: int, voters: str | None = None) -> KRaftConfig:
