@@ -1,7 +1,7 @@
 """Failover of a 3-node kwire quorum under load, over real processes and real disks.
 
 Three ``kwire test-raft-server`` processes (``tests.quorum_run``); the leader writes 500
-records/s. The leader is killed with SIGKILL 10 times (``KWIRE_LEADER_KILLS``; ``make nightly``
+records/s. The leader is killed with SIGKILL 5 times (``KWIRE_LEADER_KILLS``; ``make nightly``
 runs 50). Each time a new leader must commit a
 record of its own within ``controller.quorum.fetch.timeout.ms`` (2 s, Kafka's default) plus
 1 s of the kill, and after the run the on-disk logs of all three nodes must hold every record
@@ -16,7 +16,7 @@ neither candidate can see that it lost, and each waits out its election timeout 
 before retrying -- 1-2 s at Kafka's default, which a 3 s bound cannot absorb (Kafka resolves a
 split vote the same way). At 300 ms a split costs 0.3-0.6 s plus the backoff.
 
-Cost: about 2.5-4 s per failover (mostly the fetch timeout), some 40-50 s in all.
+Cost: about 2.5-4 s per failover (mostly the fetch timeout), some 20-25 s in all.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from pathlib import Path
 from server.config import load_config
 from tests.quorum_run import check_logs, run_failovers
 
-KILLS = int(os.environ.get("KWIRE_LEADER_KILLS", "10"))
-"""SIGKILLs of the leader: 10 in ``make test``, more in ``make nightly``."""
+KILLS = int(os.environ.get("KWIRE_LEADER_KILLS", "5"))
+"""SIGKILLs of the leader: 5 in ``make test``, 50 in ``make nightly``."""
 
 
 def test_leader_killed_again_and_again_under_load(tmp_path: Path) -> None:
