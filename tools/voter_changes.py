@@ -184,6 +184,22 @@ async def describe_when_led(bootstrap: str, clock: Callable[[], float] = time.mo
         await trio.sleep(0.2)  # poll interval
 
 
+async def _answers(endpoints: Endpoints) -> bool:
+    """Every endpoint ``(listener, host, port)`` answers ApiVersions."""
+    import trio
+
+    from kwire.negotiation import ApiVersionsError
+    from server.net.client import KafkaConnectionError
+    from tools.api_versions import describe as api_versions
+
+    for _listener, host, port in endpoints:
+        try:
+            await api_versions(f"{host}:{port}", "kwire-metadata-quorum", 5000)
+        except (KafkaConnectionError, OSError, ApiVersionsError, trio.TooSlowError):
+            return False
+    return True
+
+
 async def _wait_observer(bootstrap: str, step: Step, timeout_s: float, clock: Callable[[], float]) -> None:
     import trio
 
@@ -193,7 +209,10 @@ async def _wait_observer(bootstrap: str, step: Step, timeout_s: float, clock: Ca
         p = view.partition
         for o in p.observers:
             if (o.replica_id, o.replica_directory_id) == (step.voter_id, step.directory_id) and o.log_end_offset >= p.high_watermark:
-                return
+                # the leader asks the new voter for its ApiVersions before adding it: a node
+                # fetches before its own listener takes requests (a stock controller does)
+                if await _answers(step.endpoints):
+                    return
         if clock() > deadline:
             raise QuorumToolError(
                 f"controller {step.voter_id} (directory id {step.directory_id}) did not catch up as an "
