@@ -49,6 +49,7 @@ from storage.features import (
 )
 
 __all__ = [
+    "CONTROLLER_OPS",
     "CONTROLLER_ENDPOINT_TYPE",
     "MAX_METADATA_VERSION_LEVEL",
     "api_versions",
@@ -63,28 +64,31 @@ MAX_METADATA_VERSION_LEVEL = max(mv.level for mv in METADATA_VERSIONS if mv.prod
 """The newest production metadata.version kwire can format a cluster with."""
 
 
+CONTROLLER_OPS = (
+    ControllerRegistrationRequest,
+    UpdateFeaturesRequest,
+    BrokerRegistrationRequest,
+    BrokerHeartbeatRequest,
+    UnregisterBrokerRequest,
+    AllocateProducerIdsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    CreatePartitionsRequest,
+    AlterPartitionRequest,
+    IncrementalAlterConfigsRequest,
+    AlterConfigsRequest,
+    AssignReplicasToDirsRequest,
+)
+"""Requests the active controller answers from its state, one at a time, each after the writes
+before it are committed (``server.node.controller_requests``)."""
+
+
 def api_versions() -> dict[int, tuple[int, int]]:
     """``{api key: (min version, max version)}`` the node advertises besides ApiVersions: the
     core's registry (``server.raft.registry.DEFAULT``) plus the controller's RPCs, each with
     the union of the pinned releases' versions (controller-facts §7.1)."""
     versions = registry.DEFAULT.advertised_versions()
-    for request in (
-        DescribeClusterRequest,
-        UpdateFeaturesRequest,
-        ControllerRegistrationRequest,
-        BrokerRegistrationRequest,
-        BrokerHeartbeatRequest,
-        UnregisterBrokerRequest,
-        EnvelopeRequest,
-        AllocateProducerIdsRequest,
-        CreateTopicsRequest,
-        DeleteTopicsRequest,
-        CreatePartitionsRequest,
-        AlterPartitionRequest,
-        IncrementalAlterConfigsRequest,
-        AlterConfigsRequest,
-        AssignReplicasToDirsRequest,
-    ):
+    for request in (DescribeClusterRequest, EnvelopeRequest, *CONTROLLER_OPS):
         assert request.API_KEY is not None
         versions[request.API_KEY] = (request.LOWEST_VERSION, request.HIGHEST_VERSION)
     return versions

@@ -57,7 +57,7 @@ from server.controller.features import ClusterSupport, update_features
 from server.controller.replication import PRODUCER_ID_BLOCK_SIZE
 from server.controller.topics import TopicDefaults, create_partitions, create_topics, delete_topics
 from server.net import PendingRequest
-from server.node.apis import supported_features
+from server.node.apis import CONTROLLER_OPS, supported_features
 from server.node.controller_apis import (
     allocate_producer_ids_response,
     alter_configs_response,
@@ -85,23 +85,6 @@ __all__ = ["CONTROLLER_OPS", "ControllerHost", "ControllerRequests", "Resume"]
 log = logging.getLogger("kwire.node")
 
 
-CONTROLLER_OPS = (
-    ControllerRegistrationRequest,
-    UpdateFeaturesRequest,
-    BrokerRegistrationRequest,
-    BrokerHeartbeatRequest,
-    UnregisterBrokerRequest,
-    AllocateProducerIdsRequest,
-    CreateTopicsRequest,
-    DeleteTopicsRequest,
-    CreatePartitionsRequest,
-    AlterPartitionRequest,
-    IncrementalAlterConfigsRequest,
-    AlterConfigsRequest,
-    AssignReplicasToDirsRequest,
-)
-"""Requests the active controller answers from its state: one at a time, each after the writes
-before it are committed (see :class:`ControllerRequests`)."""
 
 
 @dataclass(slots=True)
