@@ -49,8 +49,13 @@ from server.controller.partition_change import (
     partition_change_record_version,
 )
 from server.controller.replication import (
+    BROKER_RESOURCE,
+    DIRECTORY_ASSIGNMENT_LEVEL,
+    LOST_DIRECTORY,
     MIGRATING_DIRECTORY,
     NO_LEADER_CHANGE,
+    TOPIC_RESOURCE,
+    UNASSIGNED_DIRECTORY,
     PartitionRegistration,
     ReplicationImage,
     TopicImage,
@@ -67,10 +72,6 @@ __all__ = [
 ]
 
 Record = tuple[Message, int]
-_LOST_DIRECTORY = Uuid.from_longs(0, 2)
-_UNASSIGNED_DIRECTORY = Uuid.from_longs(0, 1)
-_DIRECTORY_ASSIGNMENT_LEVEL = 17  # 3.7-IV2
-TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 
 
 class TopicConfigLayers:
@@ -103,20 +104,30 @@ class TopicConfigLayers:
 def is_online_dir(directory: Uuid, online: tuple[Uuid, ...]) -> bool:
     """``DirectoryId.isOnline``: unassigned and migrating replicas count as online, lost ones
     not; a broker that registered no directories has every directory online."""
-    if directory in (_UNASSIGNED_DIRECTORY, MIGRATING_DIRECTORY):
+    if directory in (UNASSIGNED_DIRECTORY, MIGRATING_DIRECTORY):
         return True
-    if directory == _LOST_DIRECTORY:
+    if directory == LOST_DIRECTORY:
         return False
     return not online or directory in online
 
 
-def leader_acceptable(cluster: ClusterControl, partition: PartitionRegistration, broker_id: int) -> bool:
-    """``LeaderAcceptor``: registered, unfenced, not shutting down, and the replica's directory
-    online on that broker."""
+def leader_acceptable(
+    cluster: ClusterControl,
+    partition: PartitionRegistration,
+    broker_id: int,
+    *,
+    removed: tuple[int, ...] = (),
+    added: int = -1,
+) -> bool:
+    """``LeaderAcceptor``: registered, unfenced and not shutting down (``added`` counts as
+    such, the ``removed`` brokers never do), with the replica's directory online on that
+    broker."""
     registration = cluster.registrations.get(broker_id)
-    if registration is None or registration.fenced or registration.in_controlled_shutdown:
+    if registration is None or broker_id in removed:
         return False
-    directory = dict(zip(partition.replicas, partition.directories, strict=True)).get(broker_id, _UNASSIGNED_DIRECTORY)
+    if broker_id != added and (registration.fenced or registration.in_controlled_shutdown):
+        return False
+    directory = dict(zip(partition.replicas, partition.directories, strict=True)).get(broker_id, UNASSIGNED_DIRECTORY)
     return is_online_dir(directory, registration.log_dirs)
 
 
@@ -249,17 +260,6 @@ def leader_and_isr_updates(
     records: list[Record] = []
     version = partition_change_record_version(metadata_version)
 
-    def acceptable(partition: PartitionRegistration, broker: int) -> bool:
-        if broker in (broker_to_remove, unclean_shutdown_broker):
-            return False
-        registration = cluster.registrations.get(broker)
-        if registration is None:
-            return False
-        if broker != broker_to_add and (registration.fenced or registration.in_controlled_shutdown):
-            return False
-        directory = dict(zip(partition.replicas, partition.directories, strict=True)).get(broker, _UNASSIGNED_DIRECTORY)
-        return is_online_dir(directory, registration.log_dirs)
-
     for topic_id, index in partitions:
         topic = image.topics.get(topic_id)
         partition = None if topic is None else topic.partitions.get(index)
@@ -269,7 +269,10 @@ def leader_and_isr_updates(
             partition=partition,
             topic_id=topic_id,
             partition_id=index,
-            acceptable_leader=partial(acceptable, partition),
+            acceptable_leader=partial(
+                leader_acceptable, cluster, partition,
+                removed=(broker_to_remove, unclean_shutdown_broker), added=broker_to_add,
+            ),
             metadata_version=metadata_version,
             min_isr=_effective_min_isr(topic, configs),
             elr_enabled=elr_enabled,
@@ -306,7 +309,7 @@ def assign_replicas_to_dirs(
     that is offline then lose leadership and ISR membership as after a failure. Raises ApiError
     UNSUPPORTED_VERSION below metadata.version 3.7-IV2 and STALE_BROKER_EPOCH for a sender not
     registered at the request's epoch."""
-    if metadata_version < _DIRECTORY_ASSIGNMENT_LEVEL:
+    if metadata_version < DIRECTORY_ASSIGNMENT_LEVEL:
         raise ApiError(Errors.UNSUPPORTED_VERSION, "Directory assignment is not supported yet.")
     broker_id = request.broker_id
     cluster.check_broker_epoch(broker_id, request.broker_epoch)

@@ -51,6 +51,7 @@ from server.controller.topic_configs import (
     timeline_hash_map_order,
     validate_topic_configs,
 )
+from server.controller.topics import MIN_INSYNC_REPLICAS
 
 __all__ = [
     "BROKER_LIST_CONFIGS",
@@ -63,7 +64,6 @@ __all__ = [
 
 Record = tuple[Message, int]
 MAX_VALUE_LENGTH = 32767
-MIN_INSYNC_REPLICAS = "min.insync.replicas"
 
 
 class ResourceType(IntEnum):

@@ -33,7 +33,14 @@ from enum import Enum
 
 from kwire.uuid import Uuid
 from messages.generated.partition_change_record import PartitionChangeRecord
-from server.controller.replication import NO_LEADER, NO_LEADER_CHANGE, PartitionRegistration
+from server.controller.replication import (
+    DIRECTORY_ASSIGNMENT_LEVEL,
+    ELR_LEVEL,
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    UNASSIGNED_DIRECTORY,
+    PartitionRegistration,
+)
 
 __all__ = [
     "ISR_SHRINK_EPOCH_BUMP_BELOW",
@@ -49,8 +56,6 @@ RECOVERED, RECOVERING = 0, 1
 """``LeaderRecoveryState`` values."""
 ISR_SHRINK_EPOCH_BUMP_BELOW = 12
 """metadata.version 3.6-IV0: below it a shrinking ISR bumps the leader epoch."""
-_DIRECTORY_ASSIGNMENT_LEVEL = 17  # 3.7-IV2
-_ELR_LEVEL = 23  # 4.0-IV1
 
 
 class Election(Enum):
@@ -62,10 +67,11 @@ class Election(Enum):
 
 
 def partition_change_record_version(metadata_version: int) -> int:
-    """``MetadataVersion.partitionChangeRecordVersion``: 2 from 4.0-IV1, 1 from 3.7-IV2, else 0."""
-    if metadata_version >= _ELR_LEVEL:
+    """``MetadataVersion.partitionChangeRecordVersion``, which is also its
+    ``partitionRecordVersion``: 2 from 4.0-IV1, 1 from 3.7-IV2, else 0."""
+    if metadata_version >= ELR_LEVEL:
         return 2
-    return 1 if metadata_version >= _DIRECTORY_ASSIGNMENT_LEVEL else 0
+    return 1 if metadata_version >= DIRECTORY_ASSIGNMENT_LEVEL else 0
 
 
 def java_int_set_order(values: Iterable[int]) -> list[int]:
@@ -91,7 +97,7 @@ class PartitionChange:
     metadata_version: int
     min_isr: int
     elr_enabled: bool
-    default_directory: Callable[[int], Uuid] = field(default=lambda _broker: Uuid.from_longs(0, 1))
+    default_directory: Callable[[int], Uuid] = field(default=lambda _broker: UNASSIGNED_DIRECTORY)
     election: Election = Election.ONLINE
     unclean_shutdown_replicas: Sequence[int] | None = None
     use_last_known_leader: bool = True
@@ -226,7 +232,7 @@ class PartitionChange:
     def _set_assignment(self, record: PartitionChangeRecord) -> None:
         p = self.partition
         if self.target_replicas:
-            if self.metadata_version >= _DIRECTORY_ASSIGNMENT_LEVEL:
+            if self.metadata_version >= DIRECTORY_ASSIGNMENT_LEVEL:
                 directories = [
                     self.target_directories[r] if r in self.target_directories else self.default_directory(r)
                     for r in self.target_replicas

@@ -28,7 +28,12 @@ from server.controller.cluster import ReplayError
 from server.controller.errors import ApiError
 
 __all__ = [
+    "BROKER_RESOURCE",
+    "DIRECTORY_ASSIGNMENT_LEVEL",
+    "ELR_LEVEL",
+    "LOST_DIRECTORY",
     "MAX_TOPIC_NAME_LENGTH",
+    "UNASSIGNED_DIRECTORY",
     "NO_LEADER",
     "NO_LEADER_CHANGE",
     "PRODUCER_ID_BLOCK_SIZE",
@@ -54,6 +59,16 @@ MAX_TOPIC_NAME_LENGTH = 249
 
 TOPIC_RESOURCE = 2
 """ConfigRecord's ResourceType of a topic (``ConfigResource.Type.TOPIC``)."""
+BROKER_RESOURCE = 4
+"""ConfigRecord's ResourceType of a broker (``ConfigResource.Type.BROKER``)."""
+UNASSIGNED_DIRECTORY = Uuid.from_longs(0, 1)
+"""``DirectoryId.UNASSIGNED``: a replica on a broker with several directories, not yet placed."""
+LOST_DIRECTORY = Uuid.from_longs(0, 2)
+"""``DirectoryId.LOST``: a replica whose directory went offline."""
+DIRECTORY_ASSIGNMENT_LEVEL = 17
+"""metadata.version 3.7-IV2: partition records carry directories (KIP-858)."""
+ELR_LEVEL = 23
+"""metadata.version 4.0-IV1: partition records carry eligible leader replicas (KIP-966)."""
 
 
 @dataclass(frozen=True, slots=True)

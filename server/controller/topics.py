@@ -57,10 +57,15 @@ from messages.generated.topic_record import TopicRecord
 from messages.runtime import Message
 from server.controller.cluster import BrokerRegistration, ClusterControl
 from server.controller.errors import ApiError
+from server.controller.partition_change import (
+    partition_change_record_version as partition_record_version,
+)
 from server.controller.placement import UsableBroker, place_replicas
 from server.controller.replication import (
+    BROKER_RESOURCE,
     MIGRATING_DIRECTORY,
     TOPIC_RESOURCE,
+    UNASSIGNED_DIRECTORY,
     ReplicationImage,
     invalid_topic_name,
     topic_collision_key,
@@ -78,31 +83,15 @@ __all__ = [
     "create_partitions",
     "create_topics",
     "delete_topics",
-    "partition_record_version",
 ]
 
 Record = tuple[Message, int]
 
 MAX_PARTITIONS_PER_REQUEST = 10_000
 """Partitions one CreateTopics may create (``ReplicationControlManager``'s bound)."""
-UNASSIGNED_DIRECTORY = Uuid.from_longs(0, 1)
-"""``DirectoryId.UNASSIGNED``: a replica whose broker has several log directories."""
-_DIRECTORY_ASSIGNMENT_LEVEL = 17  # 3.7-IV2: PartitionRecord v1 carries Directories
-_ELR_LEVEL = 23  # 4.0-IV1: PartitionRecord v2
-BROKER_RESOURCE = 4
-"""ConfigRecord's ResourceType of a broker (``ConfigResource.Type.BROKER``)."""
-
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 _UNKNOWN_TOPIC = "This server does not host this topic-partition."
 _UNKNOWN_TOPIC_ID = "This server does not host this topic ID."
-
-
-def partition_record_version(metadata_version: int) -> int:
-    """PartitionRecord's version at ``metadata_version`` (``MetadataVersion
-    .partitionRecordVersion``): 2 from 4.0-IV1, 1 from 3.7-IV2, else 0."""
-    if metadata_version >= _ELR_LEVEL:
-        return 2
-    return 1 if metadata_version >= _DIRECTORY_ASSIGNMENT_LEVEL else 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.topic_record import TopicRecord
 from server.controller.cluster import ClusterControl
 from server.controller.errors import ApiError
+from server.controller.partition_change import partition_change_record_version
 from server.controller.replication import ReplicationImage
 from server.controller.topic_configs import (
     ConfigSource,
@@ -39,7 +40,6 @@ from server.controller.topics import (
     TopicDefaults,
     create_topics,
     delete_topics,
-    partition_record_version,
 )
 
 MV = 33  # 4.4-IV2
@@ -101,7 +101,7 @@ def test_a_topic_is_one_batch_of_topic_config_and_partition_records() -> None:
     for p in partitions:
         assert sorted(p.replicas) == [1, 2, 3] and p.isr == p.replicas and p.leader == p.replicas[0]
         assert p.directories == [Uuid.from_longs(b, 1) for b in p.replicas]
-    assert all(v == partition_record_version(MV) == 2 for r, v in records if isinstance(r, PartitionRecord))
+    assert all(v == partition_change_record_version(MV) == 2 for r, v in records if isinstance(r, PartitionRecord))
     # the leaders rotate over the brokers
     assert {p.leader for p in partitions} == {1, 2, 3}
     _replay(image, records)
