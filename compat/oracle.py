@@ -181,6 +181,21 @@ class JavaOracle:
             raise result
         return result
 
+    def config_def(self, cls: str, member: str) -> list[dict[str, Any]]:
+        """The keys of the ``ConfigDef`` the static method or field ``member`` of ``cls`` holds,
+        in definition order: ``{"name", "type", "default" (absent: none), "internal"}``."""
+        return list(self._one({"op": "configdef", "class": cls, "member": member})["keys"])
+
+    def names(self, cls: str, member: str) -> list[str]:
+        """The strings the static collection ``member`` of ``cls`` holds, sorted."""
+        return list(self._one({"op": "names", "class": cls, "member": member})["names"])
+
+    def _one(self, request: dict[str, Any]) -> dict[str, Any]:
+        answer = self.call_many([request])[0]
+        if not answer.get("ok"):
+            raise OracleError(answer.get("error", "no answer"))
+        return answer
+
     # -- lifetime -------------------------------------------------------------------------------
 
     def close(self) -> None:

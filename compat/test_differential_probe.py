@@ -152,7 +152,9 @@ def nodes(
         for name in ("stock", "kwire"):
             port = _free_port()
             props = _controller_properties(
-                tmp_path / f"{name}.properties", tmp_path / name, port, "metadata.max.idle.interval.ms=0\n"
+                tmp_path / f"{name}.properties", tmp_path / name, port,
+                # a static log config, for the DescribeConfigs cases of compat/test_topic_rpcs.py
+                "metadata.max.idle.interval.ms=0\nlog.retention.hours=100\n",
             )
             if role == "observer":
                 props.write_text(props.read_text().replace(f"servers=localhost:{port}", f"servers=localhost:{nowhere}"))

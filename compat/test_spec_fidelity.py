@@ -106,6 +106,11 @@ EXPECTED_DIFFERENCES: dict[str, dict[tuple[str, str, str], tuple[Any, Any, str]]
         ("CreateTopicsRequest", "", "listeners"): (
             ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
         ("CreateTopicsResponse", "", "validVersions"): ("2-7", "0-7", _KIP_896),
+        ("DescribeConfigsRequest", "", "validVersions"): ("1-4", "0-4", _KIP_896),
+        ("DescribeConfigsRequest", "", "deprecatedVersions"): (None, "0", f"{_KIP_896}: nothing left to deprecate"),
+        ("DescribeConfigsRequest", "", "listeners"): (
+            ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
+        ("DescribeConfigsResponse", "", "validVersions"): ("1-4", "0-4", _KIP_896),
         ("DeleteTopicsRequest", "", "validVersions"): ("1-6", "0-6", _KIP_896),
         ("DeleteTopicsRequest", "", "deprecatedVersions"): (None, "0", f"{_KIP_896}: nothing left to deprecate"),
         ("DeleteTopicsRequest", "", "listeners"): (

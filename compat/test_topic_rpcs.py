@@ -1,5 +1,5 @@
 """CreateTopics, CreatePartitions, AlterPartition, AssignReplicasToDirs, IncrementalAlterConfigs,
-AlterConfigs and DeleteTopics against a stock controller of the newest pinned release put in
+AlterConfigs, DescribeConfigs and DeleteTopics against a stock controller of the newest pinned release put in
 the same state (a standalone controller, node 1, three registered and unfenced brokers: 5 and
 6 with one log directory each, 7 with two).
 
@@ -13,6 +13,7 @@ being its broker's one directory (or unassigned for broker 7).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 import trio
 
+from compat.conftest import KafkaRelease
 from compat.test_broker_rpcs import CAUGHT_UP, Nodes, _finalized, _register, _supported
 from compat.test_controller_rpcs import kafka, role  # noqa: F401 - fixtures: the newest release, the leader
 from compat.test_differential_probe import _send, nodes  # noqa: F401 - a fixture
@@ -51,6 +53,8 @@ from messages.generated.create_topics_request import (
     CreateTopicsRequest,
 )
 from messages.generated.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
+from messages.generated.describe_configs_request import DescribeConfigsRequest
+from messages.generated.describe_configs_request import DescribeConfigsResource as DescribeResource
 from messages.generated.incremental_alter_configs_request import (
     AlterableConfig,
     AlterConfigsResource,
@@ -73,6 +77,8 @@ class Side:
 
     epochs: dict[int, int] = field(default_factory=dict)
     topic_ids: dict[str, Uuid] = field(default_factory=dict)
+    local: dict[str, str] = field(default_factory=dict)
+    """Text that differs between the nodes by setup alone (port, data directory) -> a label."""
 
     def id_label(self, topic_id: Uuid) -> str:
         if topic_id == Uuid():
@@ -161,7 +167,7 @@ def _assign(broker: int, directory: Uuid, *replicas: tuple[str, int], broker_epo
     return build
 
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
@@ -191,6 +197,19 @@ def _legacy(*resources: tuple[int, str, dict[str, str | None]]) -> Callable[[Sid
             for t, n, configs in resources
         ],
         validate_only=False,
+    )
+
+
+def _describe(
+    *resources: tuple[int, str] | tuple[int, str, list[str]], synonyms: bool = True
+) -> Callable[[Side], Message]:
+    """DescribeConfigs: (type, name) for all configs, (type, name, [config]) for some."""
+    return lambda _side: DescribeConfigsRequest(
+        resources=[
+            DescribeResource(resource_type=r[0], resource_name=r[1], configuration_keys=r[2] if len(r) > 2 else None)
+            for r in resources
+        ],
+        include_synonyms=synonyms,
     )
 
 
@@ -320,6 +339,16 @@ def _cases() -> list[tuple[str, Callable[[Side], Message], int]]:
         ("replace the configs of an unknown topic", _legacy((TOPIC, "nope", {"retention.ms": "1"})), 0),
         ("replace with a bad value", _legacy((TOPIC, "isr", {"retention.ms": "x"})), 2),
         ("replace a broker logger's configs", _legacy((BROKER_LOGGER, "1", {"kafka": "DEBUG"})), 2),
+        ("describe topics with synonyms", _describe((TOPIC, "manual"), (TOPIC, "isr"), (TOPIC, "t1")), 4),
+        ("describe a topic without synonyms, v1", _describe((TOPIC, "isr"), synonyms=False), 1),
+        ("describe some configs of a topic", _describe((TOPIC, "isr", ["retention.ms", "segment.ms", "no.such"])), 4),
+        ("describe bad and unknown topics", _describe((TOPIC, ""), (TOPIC, "a b"), (TOPIC, ".."), (TOPIC, "nope")), 4),
+        ("describe the cluster defaults", _describe((BROKER, "")), 4),
+        ("describe the controller's own configs", _describe((BROKER, "1")), 4),
+        ("describe other brokers", _describe((BROKER, "5"), (BROKER, "abc"), (BROKER, " 1")), 4),
+        ("describe broker loggers", _describe((BROKER_LOGGER, ""), (BROKER_LOGGER, "7"), (BROKER_LOGGER, "x")), 4),
+        ("describe client metrics", _describe((CLIENT_METRICS, ""), (CLIENT_METRICS, "subscription")), 4),
+        ("describe a group without a name and an unknown type", _describe((GROUP, ""), (99, "x")), 4),
         ("assign a replica of broker 7 to a directory", _assign(7, DIRS[7][0], ("manual", 1)), 0),
         ("assign it again", _assign(7, DIRS[7][0], ("manual", 1)), 0),
         ("assign a partition broker 7 does not replicate", _assign(7, DIRS[7][1], ("manual", 0)), 0),
@@ -337,6 +366,7 @@ def _cases() -> list[tuple[str, Callable[[Side], Message], int]]:
         ("delete configured and a.b, v1", _delete_names("configured", "a.b"), 1),
         ("delete again, v4", _delete_names("configured"), 4),
         ("create t1 after its deletion", _create(_topic("t1", 3, 3)), 7),
+        ("describe t1 after its deletion and creation", _describe((TOPIC, "t1"), (TOPIC, "configured")), 4),
         ("create a_b after a.b's deletion", _create(_topic("a_b")), 7),
     ]
 
@@ -372,6 +402,21 @@ def _normalize(response: Any, side: Side) -> tuple[Any, ...]:
             (str(d.id), [(side.id_label(t.topic_id), [(p.partition_index, int(p.error_code)) for p in t.partitions])
                          for t in d.topics])
             for d in response.directories
+        ]
+    if name == "DescribeConfigsResponse":
+
+        def shown(value: str | None) -> str | None:
+            for text, label in side.local.items():
+                value = None if value is None else value.replace(text, label)
+            return value
+
+        return name, [
+            (r.resource_type, r.resource_name, int(r.error_code), r.error_message, [
+                (c.name, shown(c.value), c.read_only, c.config_source, c.is_sensitive, c.config_type, c.documentation,
+                 [(y.name, shown(y.value), y.source) for y in c.synonyms])
+                for c in r.configs
+            ])
+            for r in response.results
         ]
     if name == "CreatePartitionsResponse":
         return name, sorted(((r.name, int(r.error_code), r.error_message) for r in response.results), key=repr)
@@ -445,12 +490,37 @@ def _sorted_removals(records: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     return out
 
 
-def test_topic_rpcs_answer_alike(nodes: Nodes, tmp_path: Path) -> None:  # noqa: F811
+def _answer(port: int, request: Message, version: int, side: Side) -> Any:
+    """The node's normalized answer. A stock controller applies committed configs to what it
+    describes a moment after the commit (its metadata publishers run after the write's answer),
+    so a DescribeConfigs answer is the one two requests in a row agree on (within 5 s)."""
+    response = trio.run(_send, port, request, version)
+    answer = response if isinstance(response, str) else _normalize(response, side)
+    deadline = time.monotonic() + 5
+    while isinstance(request, DescribeConfigsRequest) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        again = trio.run(_send, port, request, version)
+        if (again if isinstance(again, str) else _normalize(again, side)) == answer:
+            break
+        answer = again if isinstance(again, str) else _normalize(again, side)
+    return answer
+
+
+def _configs_tool(release: KafkaRelease, port: int, side: Side, *args: str) -> list[str]:
+    """Stock ``kafka-configs --bootstrap-controller`` on the node at ``port``: its output lines,
+    the setup's own text (port, data directory) replaced by labels."""
+    out = release.run_tool("configs", ["--bootstrap-controller", f"localhost:{port}", "--describe", *args]).stdout
+    for text, label in side.local.items():
+        out = out.replace(text, label)
+    return out.splitlines()
+
+
+def test_topic_rpcs_answer_alike(kafka: KafkaRelease, nodes: Nodes, tmp_path: Path) -> None:  # noqa: F811 - fixtures
     ports = {name: port for name, (port, _, _) in nodes.items()}
     finalized = {name: _finalized(port) for name, port in ports.items()}
     assert finalized["stock"] == finalized["kwire"]
     features = _supported(finalized["stock"])
-    sides = {name: Side() for name in ports}
+    sides = {name: Side(local={str(tmp_path / name): "<data>", str(port): "<port>"}) for name, port in ports.items()}
     for name, port in ports.items():
         for broker_id in BROKERS:
             response = trio.run(_send, port, _register(broker_id, features, dirs=DIRS[broker_id]), 4)
@@ -463,8 +533,7 @@ def test_topic_rpcs_answer_alike(nodes: Nodes, tmp_path: Path) -> None:  # noqa:
         answers = {}
         for name, port in ports.items():
             _heartbeat_all(port, sides[name])  # keep every session alive
-            response = trio.run(_send, port, build(sides[name]), version)
-            answers[name] = response if isinstance(response, str) else _normalize(response, sides[name])
+            answers[name] = _answer(port, build(sides[name]), version, sides[name])
         answered.append((case, answers["stock"]))
         if answers["stock"] != answers["kwire"]:
             differences.append(f"{case}:\n    stock {answers['stock']}\n    kwire {answers['kwire']}")
@@ -480,6 +549,13 @@ def test_topic_rpcs_answer_alike(nodes: Nodes, tmp_path: Path) -> None:  # noqa:
     assert shrunk[1] == 0 and shrunk[2][0][1] == [(0, 0, 5, 0, [5], 0, 1)], trace
     assert outcomes["stale partition epoch"][2][0][1][0][1] == 95, trace  # INVALID_UPDATE_VERSION
     assert not differences, f"{len(differences)} cases differ:\n" + "\n".join(differences) + "\n" + trace
+    # the stock config tool describes both nodes alike
+    for args in (("--entity-type", "topics", "--entity-name", "isr", "--all"),
+                 ("--entity-type", "brokers", "--entity-name", "1", "--all"),
+                 ("--entity-type", "brokers", "--entity-default")):
+        lines = {name: _configs_tool(kafka, port, sides[name], *args) for name, port in ports.items()}
+        assert len(lines["stock"]) >= 2, lines["stock"]
+        assert lines["kwire"] == lines["stock"], args
     records = {name: _topic_records(tmp_path / name, sides[name]) for name in ports}
     assert sum(1 for r in records["stock"] if r[0] == "PartitionRecord") >= 10, records["stock"]
     assert records["kwire"] == records["stock"]

@@ -338,6 +338,7 @@ TOOL_CLASSES: dict[str, tuple[str, ...]] = {
     "server": ("kafka.Kafka",),
     "test-raft-server": ("kafka.tools.TestRaftServer",),
     "topics": ("org.apache.kafka.tools.TopicCommand",),
+    "configs": ("kafka.admin.ConfigCommand",),
     "console-producer": ("org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer"),
     "console-consumer": ("org.apache.kafka.tools.consumer.ConsoleConsumer",),
 }

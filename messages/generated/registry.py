@@ -39,6 +39,8 @@ from messages.generated.delete_topics_request import DeleteTopicsRequest
 from messages.generated.delete_topics_response import DeleteTopicsResponse
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.describe_cluster_response import DescribeClusterResponse
+from messages.generated.describe_configs_request import DescribeConfigsRequest
+from messages.generated.describe_configs_response import DescribeConfigsResponse
 from messages.generated.describe_quorum_request import DescribeQuorumRequest
 from messages.generated.describe_quorum_response import DescribeQuorumResponse
 from messages.generated.end_quorum_epoch_request import EndQuorumEpochRequest
@@ -124,6 +126,8 @@ BY_NAME: dict[str, type[Message]] = {
     'DeleteTopicsResponse': DeleteTopicsResponse,
     'DescribeClusterRequest': DescribeClusterRequest,
     'DescribeClusterResponse': DescribeClusterResponse,
+    'DescribeConfigsRequest': DescribeConfigsRequest,
+    'DescribeConfigsResponse': DescribeConfigsResponse,
     'DescribeQuorumRequest': DescribeQuorumRequest,
     'DescribeQuorumResponse': DescribeQuorumResponse,
     'EndQuorumEpochRequest': EndQuorumEpochRequest,
@@ -183,6 +187,7 @@ REQUESTS: dict[int, type[Message]] = {
     18: ApiVersionsRequest,
     19: CreateTopicsRequest,
     20: DeleteTopicsRequest,
+    32: DescribeConfigsRequest,
     33: AlterConfigsRequest,
     36: SaslAuthenticateRequest,
     37: CreatePartitionsRequest,
@@ -214,6 +219,7 @@ RESPONSES: dict[int, type[Message]] = {
     18: ApiVersionsResponse,
     19: CreateTopicsResponse,
     20: DeleteTopicsResponse,
+    32: DescribeConfigsResponse,
     33: AlterConfigsResponse,
     36: SaslAuthenticateResponse,
     37: CreatePartitionsResponse,
@@ -294,6 +300,8 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'DeleteTopicsResponse': (4, 32767),
     'DescribeClusterRequest': (0, 32767),
     'DescribeClusterResponse': (0, 32767),
+    'DescribeConfigsRequest': (4, 32767),
+    'DescribeConfigsResponse': (4, 32767),
     'DescribeQuorumRequest': (0, 32767),
     'DescribeQuorumResponse': (0, 32767),
     'EndQuorumEpochRequest': (1, 32767),

@@ -34,6 +34,7 @@ __all__ = [
     "effective_topic_configs",
     "java_double_string",
     "java_hash_map_order",
+    "java_string_hash",
     "timeline_hash_map_order",
     "validate_topic_configs",
 ]
@@ -58,6 +59,8 @@ class ConfigSource(IntEnum):
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
 
 
 class _Invalid(Exception):
@@ -120,13 +123,13 @@ def java_hash_map_order(keys: list[str]) -> list[str]:
         capacity *= 2
 
     def bucket(key: str) -> int:
-        code = _string_hash(key)
+        code = java_string_hash(key)
         return (code ^ (code >> 16)) & (capacity - 1)
 
     return sorted(keys, key=bucket)
 
 
-def _string_hash(key: str) -> int:
+def java_string_hash(key: str) -> int:
     """``String.hashCode`` as an unsigned 32-bit value."""
     code = 0
     data = key.encode("utf-16-be")
@@ -143,7 +146,7 @@ def timeline_hash_map_order(keys: list[str]) -> list[str]:
 iterator takes them from the end)."""
 
     def slot(key: str, size: int) -> int:
-        code = _string_hash(key)
+        code = java_string_hash(key)
         signed = code - (1 << 32) if code >= 1 << 31 else code
         return ((signed * -7046029254386353131) % (1 << 64)) >> (65 - size.bit_length())
 

@@ -4,8 +4,8 @@
   the versions their handlers accept, from ``server.raft.registry``) plus the controller's:
   DescribeCluster, UpdateFeatures, ControllerRegistration, BrokerRegistration,
   BrokerHeartbeat, UnregisterBroker, Envelope, AllocateProducerIds, CreateTopics,
-  DeleteTopics, CreatePartitions, AlterPartition, IncrementalAlterConfigs, AlterConfigs
-  and AssignReplicasToDirs.
+  DeleteTopics, CreatePartitions, AlterPartition, IncrementalAlterConfigs, AlterConfigs,
+  AssignReplicasToDirs and DescribeConfigs.
 * :func:`supported_features`: the SupportedFeatures of ApiVersions v3+
   (``BrokerFeatures.defaultSupportedFeatures``).
 * :func:`describe_cluster`: DescribeCluster on a controller listener
@@ -35,6 +35,7 @@ from messages.generated.describe_cluster_response import (
     DescribeClusterBroker,
     DescribeClusterResponse,
 )
+from messages.generated.describe_configs_request import DescribeConfigsRequest
 from messages.generated.envelope_request import EnvelopeRequest
 from messages.generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
@@ -88,7 +89,7 @@ def api_versions() -> dict[int, tuple[int, int]]:
     core's registry (``server.raft.registry.DEFAULT``) plus the controller's RPCs, each with
     the union of the pinned releases' versions (controller-facts §7.1)."""
     versions = registry.DEFAULT.advertised_versions()
-    for request in (DescribeClusterRequest, EnvelopeRequest, *CONTROLLER_OPS):
+    for request in (DescribeClusterRequest, DescribeConfigsRequest, EnvelopeRequest, *CONTROLLER_OPS):
         assert request.API_KEY is not None
         versions[request.API_KEY] = (request.LOWEST_VERSION, request.HIGHEST_VERSION)
     return versions

@@ -36,6 +36,7 @@ from kwire.errors import Errors
 from kwire.negotiation import UnsupportedVersionError
 from kwire.uuid import Uuid
 from messages.generated.describe_cluster_request import DescribeClusterRequest
+from messages.generated.describe_configs_request import DescribeConfigsRequest
 from messages.generated.envelope_request import EnvelopeRequest
 from messages.generated.envelope_response import EnvelopeResponse
 from messages.generated.no_op_record import NoOpRecord
@@ -44,6 +45,7 @@ from messages.protocol import Request
 from server.config import KRaftConfig
 from server.controller.cluster import ReplayError
 from server.controller.controller import QuorumController
+from server.controller.describe_configs import NodeConfigView, describe_configs
 from server.controller.features import (
     CONTROLLER_REGISTRATION_LEVEL,
 )
@@ -339,6 +341,12 @@ class Node:
                     leader_id=core.leader_and_epoch.leader_id,
                 )
             )
+            return
+        if isinstance(body, DescribeConfigsRequest):
+            controller = self.controller
+            assert controller is not None
+            view = NodeConfigView(self.config.node_id, controller.replication, self.config.raw)
+            pending.respond(describe_configs(body, view))
             return
         if isinstance(body, CONTROLLER_OPS):
             await self._requests.handle(pending)

@@ -16,6 +16,14 @@
  *                                     the bytes the class writes after reading "hex" (unknown
  *                                     tagged fields are kept by the class and written back)
  *   {"op":"ping"} -> {"ok":true,"kafka":"<version of kafka-clients on the classpath>"}
+ *   {"op":"configdef","class":"kafka.server.KafkaConfig","member":"configDef"}
+ *     -> {"ok":true,"keys":[{"name":..,"type":"INT","default":"1","internal":false},..]}
+ *                                     the keys of the ConfigDef a static method or field holds,
+ *                                     in definition order; "default" is the default as
+ *                                     ConfigDef.convertToString writes it (null for a null
+ *                                     default, absent when the key has none)
+ *   {"op":"names","class":"...","member":"ALL_DYNAMIC_CONFIGS"}
+ *     -> {"ok":true,"names":[..]}     the strings a static collection holds, sorted
  *
  * Any failure is answered with {"ok":false,"error":"<exception class>: <message>"}; the loop only
  * ends when stdin closes. Output is flushed whenever no further input is waiting, so a client
@@ -25,7 +33,10 @@ package kwire.oracle;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.kafka.common.config.ConfigDef;
 
 import org.apache.kafka.common.protocol.ByteBufferAccessor;
 import org.apache.kafka.common.protocol.Message;
@@ -41,14 +52,17 @@ import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.lang.reflect.Constructor;
+import java.lang.reflect.Field;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.Map;
 import java.util.Properties;
+import java.util.TreeSet;
 
 public final class Oracle {
     private static final ObjectMapper MAPPER = new ObjectMapper();
@@ -127,8 +141,43 @@ public final class Oracle {
                 out.put("remaining", buffer.remaining());
                 return out;
             }
+            case "configdef": {
+                ConfigDef def = (ConfigDef) staticMember(request);
+                ArrayNode keys = out.putArray("keys");
+                for (ConfigDef.ConfigKey key : def.configKeys().values()) {
+                    ObjectNode entry = keys.addObject();
+                    entry.put("name", key.name);
+                    entry.put("type", key.type.name());
+                    if (key.defaultValue != ConfigDef.NO_DEFAULT_VALUE) {
+                        entry.put("default", ConfigDef.convertToString(key.defaultValue, key.type));
+                    }
+                    entry.put("internal", key.internalConfig);
+                }
+                out.put("ok", true);
+                return out;
+            }
+            case "names": {
+                ArrayNode names = out.putArray("names");
+                new TreeSet<>((Collection<?>) staticMember(request)).forEach(name -> names.add((String) name));
+                out.put("ok", true);
+                return out;
+            }
             default:
                 throw new IllegalArgumentException("unknown op " + op);
+        }
+    }
+
+    /** The value of the static no-argument method or static field (private too) "member" of
+     *  "class". */
+    private static Object staticMember(JsonNode request) throws ReflectiveOperationException {
+        Class<?> cls = Class.forName(text(request, "class"));
+        String member = text(request, "member");
+        try {
+            return cls.getMethod(member).invoke(null);
+        } catch (NoSuchMethodException e) {
+            Field field = cls.getDeclaredField(member);
+            field.setAccessible(true);
+            return field.get(null);
         }
     }
 
