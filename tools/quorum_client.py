@@ -43,7 +43,7 @@ from messages.generated.remove_raft_voter_request import RemoveRaftVoterRequest
 
 __all__ = [
     "CONTROLLER_ENDPOINT_TYPE", "QuorumToolError", "QuorumView", "VoterChangeError",
-    "add_raft_voter", "describe", "remove_raft_voter",
+    "active_controller", "add_raft_voter", "describe", "remove_raft_voter",
 ]
 
 CONTROLLER_ENDPOINT_TYPE = 2
@@ -102,7 +102,7 @@ async def describe(bootstrap: str, timeout_s: float = 30.0) -> QuorumView:
     import trio
 
     with trio.fail_after(timeout_s):
-        cluster_id, host, port = await _active_controller(bootstrap)
+        cluster_id, host, port = await active_controller(bootstrap)
         quorum = await _request(
             host, port,
             DescribeQuorumRequest([RequestTopic(METADATA_TOPIC_NAME, [RequestPartition(METADATA_PARTITION)])]),
@@ -121,7 +121,7 @@ async def describe(bootstrap: str, timeout_s: float = 30.0) -> QuorumView:
     return QuorumView(cluster_id, partition, quorum.nodes)
 
 
-async def _active_controller(bootstrap: str) -> tuple[str, str, int]:
+async def active_controller(bootstrap: str) -> tuple[str, str, int]:
     """``(cluster id, host, port)`` of the active controller, from the first address of
     ``bootstrap`` that accepts a connection (DescribeCluster, EndpointType 2). While the
     answer does not list the active controller (no leader yet, its KIP-919 registration not
@@ -200,7 +200,7 @@ async def _voter_change(bootstrap: str, body: Any, timeout_s: float) -> None:
     with trio.fail_after(timeout_s):
         while True:
             try:
-                _, host, port = await _active_controller(bootstrap)
+                _, host, port = await active_controller(bootstrap)
                 response = await _request(host, port, body)
             except (QuorumToolError, KafkaConnectionError, OSError):
                 await trio.sleep(0.1)  # retry.backoff.ms: the leader is moving

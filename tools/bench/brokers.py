@@ -85,10 +85,12 @@ class Window:
     errors: int = 0
 
 
-def _properties(path: Path, data: Path, port: int) -> Path:
+def _properties(path: Path, data: Path, port: int, *, node_id: int = 1, voters: str | None = None) -> Path:
+    """A controller's properties: standalone (bootstrap servers: itself) or, with ``voters``
+    (``id@host:port,...``), one of a static quorum."""
+    quorum = f"controller.quorum.voters={voters}" if voters else f"controller.quorum.bootstrap.servers=127.0.0.1:{port}"
     path.write_text(
-        "process.roles=controller\nnode.id=1\n"
-        f"controller.quorum.bootstrap.servers=127.0.0.1:{port}\n"
+        f"process.roles=controller\nnode.id={node_id}\n{quorum}\n"
         f"listeners=CONTROLLER://127.0.0.1:{port}\ncontroller.listener.names=CONTROLLER\n"
         f"log.dirs={data}\n",
         encoding="utf-8",
@@ -118,6 +120,58 @@ def start_controller(kind: str, root: Path) -> tuple[subprocess.Popen[bytes], in
         )
     out.close()
     return proc, port
+
+
+def start_quorum(kind: str, root: Path, nodes: int) -> tuple[list[subprocess.Popen[bytes]], list[int]]:
+    """A static quorum of ``nodes`` controllers (``kind`` "kwire" or "kafka", node ids 1..n),
+    each formatted under ``root`` at its own default metadata.version: their processes (started
+    so far, when one fails to start) and ports."""
+    from tools import stock_kafka
+    from tools.local_cluster import free_ports
+
+    ports = free_ports(nodes)
+    voters = ",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(ports))
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for i, port in enumerate(ports):
+            name = f"{kind}-{i + 1}"
+            props = _properties(root / f"{name}.properties", root / name, port, node_id=i + 1, voters=voters)
+            if kind == "kwire":
+                subprocess.run(
+                    [sys.executable, "-m", "tools.cli", "storage", "format", "-c", str(props), "-t", CLUSTER_ID],
+                    check=True, capture_output=True,
+                )
+            else:
+                stock_kafka.run_tool(KAFKA_VERSION, "storage", ["format", "-t", CLUSTER_ID, "-c", props])
+            with (root / f"{name}.out").open("wb") as out:
+                if kind == "kwire":
+                    procs.append(subprocess.Popen(
+                        [sys.executable, "-m", "tools.cli", "server-start", str(props)], stdout=out, stderr=out))
+                else:
+                    procs.append(stock_kafka.start_kafka_class(
+                        KAFKA_VERSION, "kafka.Kafka", [props], logs_dir=root / f"logs-{i + 1}",
+                        stdout=out.fileno(), stderr=out.fileno()))
+    except BaseException:
+        stop_processes(procs, timeout_s=30)
+        raise
+    return procs, ports
+
+
+async def active_controller_port(ports: list[int]) -> int:
+    """The port of the quorum's active controller, once one is known (DescribeCluster; asked
+    again while no controller listens yet)."""
+    import trio
+
+    from server.net.client import KafkaConnectionError
+    from tools.quorum_client import active_controller
+
+    with trio.fail_after(START_TIMEOUT_S):
+        while True:
+            try:
+                _, _, port = await active_controller(",".join(f"127.0.0.1:{p}" for p in ports))
+                return port
+            except (OSError, KafkaConnectionError):
+                await trio.sleep(0.2)
 
 
 async def wait_finalized(port: int) -> dict[str, int]:

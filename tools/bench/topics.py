@@ -1,17 +1,19 @@
 """Topics section: one admin client creates topics of 3 partitions and replication factor 3, one
-CreateTopics request at a time, against a standalone kwire controller and a standalone Kafka
-controller of the newest pinned release, side by side.
+CreateTopics request at a time, against a 3-node kwire controller quorum and a 3-node Kafka
+controller quorum of the newest pinned release, side by side.
 
-Each side is set up as the brokers section sets it up (``tools.bench.brokers``): one controller
-process at its own default metadata.version, and three simulated brokers (one connection each)
-registered, unfenced and heartbeating every 2 s for the whole run, so that placement has three
-usable brokers. The admin client (this process, one connection to the controller) then sends
-CreateTopics v7 for ``bench-topic-<n>``, waits for the answer (the controller answers once the
-topic's records are committed), and sends the next.
+Each side is three controller processes, a static quorum (``controller.quorum.voters``), each
+formatted at its own default metadata.version (``tools.bench.brokers.start_quorum``), and three
+simulated brokers (``tools.bench.brokers.simulated_broker``, one connection each to the active
+controller) registered, unfenced and heartbeating every 2 s for the whole run, so that
+placement has three usable brokers. The admin client (this process, one connection to the
+active controller) then sends CreateTopics v7 for ``bench-topic-<n>``, waits for the answer
+(the controller answers once the topic's records are committed by a majority), and sends the
+next.
 
 Measured: the wall time from the first request sent to the last answer read, the request
-latency (p50/p99), and the controller process's CPU seconds (utime + stime, ``/proc``) over the
-creations, per hundred topics. Every answer must be NONE; a side whose answers carry errors says
+latency (p50/p99), and the three controller processes' CPU seconds (utime + stime, ``/proc``)
+over the creations, per hundred topics. Every answer must be NONE; a side whose answers carry errors says
 so in its row.
 
 ``--quick``: 20 topics (a smoke run); full: 1,000 topics.
@@ -34,8 +36,9 @@ from tools.bench.brokers import (
     KAFKA_VERSION,
     START_TIMEOUT_S,
     Window,
+    active_controller_port,
     simulated_broker,
-    start_controller,
+    start_quorum,
     wait_finalized,
 )
 from tools.bench.core import Result
@@ -54,8 +57,9 @@ class Load:
     description: str
 
 
-FULL = Load(1000, "1,000 topics of 3 partitions, replication factor 3, one request each, 3 simulated brokers")
-QUICK = Load(20, "quick: 20 topics of 3 partitions, replication factor 3, 3 simulated brokers")
+FULL = Load(1000, "3-node quorums, 1,000 topics of 3 partitions, replication factor 3, one request each, 3 simulated brokers")
+QUICK = Load(20, "quick: 3-node quorums, 20 topics of 3 partitions, replication factor 3, 3 simulated brokers")
+NODES = 3
 
 
 @dataclass(slots=True)
@@ -71,12 +75,13 @@ class Row:
     error: str | None = None
 
 
-async def _create(port: int, pid: int, load: Load) -> Row | str:
+async def _create(ports: list[int], pids: list[int], load: Load) -> Row | str:
     import trio
 
     from messages.generated.create_topics_request import CreatableTopic, CreateTopicsRequest
     from server.net.client import open_connection
 
+    port = await active_controller_port(ports)
     finalized = await wait_finalized(port)
     ready = 0
 
@@ -98,7 +103,7 @@ async def _create(port: int, pid: int, load: Load) -> Row | str:
         latencies: list[float] = []
         errors = 0
         async with await open_connection("127.0.0.1", port, "bench-admin", request_timeout_ms=60_000) as admin:
-            cpu_before = cpu_seconds([pid])
+            cpu_before = cpu_seconds(pids)
             started = time.monotonic()
             for n in range(load.topics):
                 request = CreateTopicsRequest(
@@ -112,7 +117,7 @@ async def _create(port: int, pid: int, load: Load) -> Row | str:
                 latencies.append((time.monotonic() - sent) * 1000)
                 errors += sum(1 for topic in answer.topics if topic.error_code != 0)
             wall_s = time.monotonic() - started
-            cpu_after = cpu_seconds([pid])
+            cpu_after = cpu_seconds(pids)
         nursery.cancel_scope.cancel()
     latencies.sort()
 
@@ -131,15 +136,15 @@ async def _create(port: int, pid: int, load: Load) -> Row | str:
 
 def run_side(kind: str, name: str, load: Load, base: Path) -> Row:
     """One side's run (``kind`` "kwire" or "kafka") under ``base``; a Row with ``error`` set
-    when it gave no figures. The controller process is stopped in every case."""
+    when it gave no figures. The controller processes are stopped in every case."""
     import trio
 
     root = base / kind
     root.mkdir(parents=True)
-    proc: subprocess.Popen[bytes] | None = None
+    procs: list[subprocess.Popen[bytes]] = []
     try:
-        proc, port = start_controller(kind, root)
-        outcome = trio.run(_create, port, proc.pid, load)
+        procs, ports = start_quorum(kind, root, NODES)
+        outcome = trio.run(_create, ports, [proc.pid for proc in procs], load)
         if isinstance(outcome, str):
             return Row(name, error=outcome)
         outcome.implementation = name
@@ -147,7 +152,7 @@ def run_side(kind: str, name: str, load: Load, base: Path) -> Row:
     except Exception as exc:  # noqa: BLE001 - a failed run is a row that says why
         return Row(name, error=f"{type(exc).__name__}: {exc}")
     finally:
-        stop_processes([proc], timeout_s=30)
+        stop_processes(procs, timeout_s=30)
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
@@ -161,7 +166,7 @@ def run(args: Any) -> list[Result]:
     base_dir = os.environ.get("KWIRE_BENCH_DIR") or str(Path.cwd() / "build")
     Path(base_dir).mkdir(parents=True, exist_ok=True)
     base = Path(tempfile.mkdtemp(prefix="kwire-bench-topics-", dir=base_dir))
-    kafka_name = f"Kafka {KAFKA_VERSION} controller"
+    kafka_name = f"Kafka {KAFKA_VERSION} quorum"
     print(f"topics: {load.description}; directories under {base}", flush=True)
     rows: list[Row] = []
     problem = kafka_problem()
@@ -192,7 +197,7 @@ def run(args: Any) -> list[Result]:
         (f"{load.topics} topics created", "s", kwire.wall_s, ok_ref.wall_s if ok_ref else None),
         ("CreateTopics latency p50", "ms", kwire.p50_ms, ok_ref.p50_ms if ok_ref else None),
         ("CreateTopics latency p99", "ms", kwire.p99_ms, ok_ref.p99_ms if ok_ref else None),
-        ("controller CPU-s per 100 topics", "s", kwire.cpu_s_per_100, ok_ref.cpu_s_per_100 if ok_ref else None),
+        ("quorum CPU-s per 100 topics", "s", kwire.cpu_s_per_100, ok_ref.cpu_s_per_100 if ok_ref else None),
     ):
         if kv is None:
             continue
