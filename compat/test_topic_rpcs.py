@@ -13,6 +13,7 @@ being its broker's one directory (or unassigned for broker 7).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -60,6 +61,7 @@ from messages.generated.incremental_alter_configs_request import (
     AlterConfigsResource,
     IncrementalAlterConfigsRequest,
 )
+from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.metadata import decode_record
 from messages.runtime import Message
 
@@ -79,6 +81,12 @@ class Side:
     topic_ids: dict[str, Uuid] = field(default_factory=dict)
     local: dict[str, str] = field(default_factory=dict)
     """Text that differs between the nodes by setup alone (port, data directory) -> a label."""
+    features: list[Any] = field(default_factory=list)
+    """The features the brokers register with."""
+    quiet: set[int] = field(default_factory=set)
+    """Brokers the keep-alive heartbeats leave alone (shutting down, or gone)."""
+    registering: int | None = None
+    """The broker whose BrokerRegistration is being answered."""
 
     def id_label(self, topic_id: Uuid) -> str:
         if topic_id == Uuid():
@@ -211,6 +219,43 @@ def _describe(
         ],
         include_synonyms=synonyms,
     )
+
+
+def _lifecycle_heartbeat(broker: int, *, shut_down: bool = False, fence: bool = False) -> Callable[[Side], Message]:
+    """A heartbeat of ``broker`` (caught up) at its latest epoch; one that asks to shut down
+    or to be fenced takes the broker out of the keep-alive heartbeats, a plain one puts it back."""
+
+    def build(side: Side) -> Message:
+        if shut_down or fence:
+            side.quiet.add(broker)
+        else:
+            side.quiet.discard(broker)
+        return BrokerHeartbeatRequest(
+            broker_id=broker, broker_epoch=side.epochs[broker], current_metadata_offset=CAUGHT_UP,
+            want_shut_down=shut_down, want_fence=fence,
+        )
+
+    return build
+
+
+def _reregister(broker: int) -> Callable[[Side], Message]:
+    """A new incarnation of ``broker`` (v4) naming its predecessor's epoch (a clean shutdown)."""
+
+    def build(side: Side) -> Message:
+        side.registering = broker
+        request = _register(broker, side.features, incarnation=Uuid.from_longs(77, broker), dirs=DIRS[broker])
+        request.previous_broker_epoch = side.epochs[broker]
+        return request
+
+    return build
+
+
+def _unregister(broker: int) -> Callable[[Side], Message]:
+    def build(side: Side) -> Message:
+        side.quiet.add(broker)
+        return UnregisterBrokerRequest(broker_id=broker)
+
+    return build
 
 
 def _delete_names(*names: str) -> Callable[[Side], Message]:
@@ -368,6 +413,15 @@ def _cases() -> list[tuple[str, Callable[[Side], Message], int]]:
         ("create t1 after its deletion", _create(_topic("t1", 3, 3)), 7),
         ("describe t1 after its deletion and creation", _describe((TOPIC, "t1"), (TOPIC, "configured")), 4),
         ("create a_b after a.b's deletion", _create(_topic("a_b")), 7),
+        # last: a broker unfenced after a controlled shutdown keeps its registration's
+        # in-controlled-shutdown mark (Kafka's too), so a placement after this would be chance
+        ("broker 6 asks to shut down: its leadership moves", _lifecycle_heartbeat(6, shut_down=True), 2),
+        ("broker 6 asks again: it may shut down", _lifecycle_heartbeat(6, shut_down=True), 2),
+        ("broker 6 registers again while its session is valid", _reregister(6), 4),
+        ("broker 6 catches up: unfenced, it leads the leaderless partitions", _lifecycle_heartbeat(6), 2),
+        ("broker 5 asks to be fenced", _lifecycle_heartbeat(5, fence=True), 2),
+        ("broker 5 is unfenced again", _lifecycle_heartbeat(5), 2),
+        ("broker 7 is unregistered", _unregister(7), 0),
     ]
 
 
@@ -403,6 +457,13 @@ def _normalize(response: Any, side: Side) -> tuple[Any, ...]:
                          for t in d.topics])
             for d in response.directories
         ]
+    if name == "BrokerHeartbeatResponse":
+        return name, int(response.error_code), response.is_caught_up, response.is_fenced, response.should_shut_down
+    if name == "BrokerRegistrationResponse":
+        if response.error_code == 0 and side.registering is not None:
+            side.epochs[side.registering] = response.broker_epoch
+        side.registering = None
+        return name, int(response.error_code)
     if name == "DescribeConfigsResponse":
 
         def shown(value: str | None) -> str | None:
@@ -430,6 +491,8 @@ def _normalize(response: Any, side: Side) -> tuple[Any, ...]:
 
 def _heartbeat_all(port: int, side: Side) -> None:
     for broker_id in BROKERS:
+        if broker_id in side.quiet:
+            continue
         trio.run(_send, port, BrokerHeartbeatRequest(
             broker_id=broker_id, broker_epoch=side.epochs[broker_id], current_metadata_offset=CAUGHT_UP), 2)
 
@@ -442,11 +505,16 @@ def _topic_records(data: Path, side: Side) -> list[tuple[Any, ...]]:
     for batch in _log_batches(data / PARTITION):
         if batch.is_control:
             continue
+        start = len(out)
+        broker_change = False
         for value in batch.iter_values():
             assert value is not None
             message, version = decode_record(value)
             kind = type(message).__name__
-            if kind == "TopicRecord":
+            if kind in _BROKER_CHANGES:
+                broker_change = True
+                out.append((kind, version))
+            elif kind == "TopicRecord":
                 out.append((kind, version, message.name, names.get(message.topic_id)))
             elif kind == "ConfigRecord":
                 out.append((kind, version, message.resource_type, message.resource_name, message.name, message.value))
@@ -471,7 +539,25 @@ def _topic_records(data: Path, side: Side) -> list[tuple[Any, ...]]:
                     message.removing_replicas, message.adding_replicas, message.leader_recovery_state,
                     message.eligible_leader_replicas, message.last_known_elr,
                 ))
+        if broker_change:
+            # a broker's change moves the partitions it holds: comparable are those of the
+            # manually assigned topics (placement is random), in a fixed order (Kafka takes them
+            # from a hash map of random topic ids)
+            kept = [r for r in out[start:] if r[0] != "PartitionChangeRecord" or r[2]["topicId"] in _MANUAL]
+            changes = sorted((r for r in kept if r[0] == "PartitionChangeRecord"), key=repr)
+            out[start:] = [changes.pop(0) if r[0] == "PartitionChangeRecord" else r for r in kept]
     return _sorted_removals(out)
+
+
+_MANUAL = frozenset({"manual", "isr"})
+"""The topics created with a manual assignment, the same on both nodes."""
+
+_BROKER_CHANGES = frozenset({
+    "RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "UnregisterBrokerRecord", "FenceBrokerRecord",
+    "UnfenceBrokerRecord",
+})
+"""Broker records, kept in the comparison as (kind, version) to place the partition changes
+written with them."""
 
 
 def _sorted_removals(records: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
@@ -521,6 +607,8 @@ def test_topic_rpcs_answer_alike(kafka: KafkaRelease, nodes: Nodes, tmp_path: Pa
     assert finalized["stock"] == finalized["kwire"]
     features = _supported(finalized["stock"])
     sides = {name: Side(local={str(tmp_path / name): "<data>", str(port): "<port>"}) for name, port in ports.items()}
+    for side in sides.values():
+        side.features = features
     for name, port in ports.items():
         for broker_id in BROKERS:
             response = trio.run(_send, port, _register(broker_id, features, dirs=DIRS[broker_id]), 4)
@@ -558,6 +646,20 @@ def test_topic_rpcs_answer_alike(kafka: KafkaRelease, nodes: Nodes, tmp_path: Pa
         assert lines["kwire"] == lines["stock"], args
     records = {name: _topic_records(tmp_path / name, sides[name]) for name in ports}
     assert sum(1 for r in records["stock"] if r[0] == "PartitionRecord") >= 10, records["stock"]
+    if os.environ.get("KWIRE_PRINT_RECORDS"):
+        for name in ports:
+            print("==", name)
+            for r in records[name]:
+                print(r)
     assert records["kwire"] == records["stock"]
     elr = [r for r in records["stock"] if r[0] == "PartitionChangeRecord" and r[2].get("eligibleLeaderReplicas")]
     assert elr, "no ISR shrink below min.insync.replicas reached the log"
+    # the broker lifecycle moved partitions on the stock side (so the comparison above covers it)
+    shutdown = outcomes["broker 6 asks to shut down: its leadership moves"]
+    assert shutdown[1:] == (0, True, False, False), trace
+    assert outcomes["broker 6 asks again: it may shut down"][1:] == (0, True, True, True), trace
+    moved = [r for r in records["stock"] if r[0] == "PartitionChangeRecord" and r[2].get("leader") == 6]
+    assert moved, "no partition was given to broker 6 when it was unfenced"
+    gone = [r for r in records["stock"] if r[0] == "PartitionChangeRecord" and r[2]["topicId"] in _MANUAL
+            and 6 not in r[2].get("isr", [6]) and r[2].get("leader") != 6]
+    assert gone, "no manually assigned partition moved off broker 6"

@@ -63,6 +63,7 @@ from server.controller.replication import (
 from server.controller.topic_configs import effective_topic_config
 
 __all__ = [
+    "BrokerPartitionEffects",
     "TopicConfigLayers",
     "alter_partition",
     "assign_replicas_to_dirs",
@@ -284,6 +285,52 @@ def leader_and_isr_updates(
         if record is not None:
             records.append((record, version))
     return records
+
+
+class BrokerPartitionEffects:
+    """:class:`~server.controller.cluster.PartitionEffects` over the topics ``image``: the
+    partition changes ``ReplicationControlManager`` writes when a broker is fenced, unfenced,
+    shut down, re-registered or unregistered (``generateLeaderAndIsrUpdates`` over the
+    partitions whose ISR or ELR holds it, or that have no leader)."""
+
+    def __init__(
+        self, image: ReplicationImage, cluster: ClusterControl, configs: TopicConfigLayers, *,
+        metadata_version: int, elr_enabled: bool,
+    ) -> None:
+        self.image = image
+        self.cluster = cluster
+        self.configs = configs
+        self.metadata_version = metadata_version
+        self.elr_enabled = elr_enabled
+
+    def _updates(self, partitions: Iterable[tuple[Uuid, int]], **brokers: int) -> list[Record]:
+        return leader_and_isr_updates(
+            partitions, image=self.image, cluster=self.cluster, configs=self.configs,
+            metadata_version=self.metadata_version, elr_enabled=self.elr_enabled, **brokers,
+        )
+
+    def broker_removed(self, broker_id: int) -> list[Record]:
+        return self._updates(self.image.partitions_with_broker_in_isr(broker_id), broker_to_remove=broker_id)
+
+    def broker_unfenced(self, broker_id: int) -> list[Record]:
+        return self._updates(self.image.partitions_without_leader(), broker_to_add=broker_id)
+
+    def broker_shutdown(self, broker_id: int, clean: bool) -> list[Record]:
+        if self.elr_enabled and not clean:
+            return [
+                *self._updates(self.image.partitions_with_broker_in_isr(broker_id), unclean_shutdown_broker=broker_id),
+                *self._updates(self.image.partitions_with_broker_in_elr(broker_id), unclean_shutdown_broker=broker_id),
+            ]
+        return self.broker_removed(broker_id)
+
+    def broker_unregistered(self, broker_id: int) -> list[Record]:
+        return [
+            *self._updates(self.image.partitions_with_broker_in_isr(broker_id), broker_to_remove=broker_id),
+            *self._updates(self.image.partitions_with_broker_in_elr(broker_id), broker_to_remove=broker_id),
+        ]
+
+    def has_leaderships(self, broker_id: int) -> bool:
+        return self.image.has_leaderships(broker_id)
 
 
 def _effective_min_isr(topic: TopicImage, configs: TopicConfigLayers) -> int:

@@ -9,16 +9,20 @@ reported and its controlled-shutdown offset. The write operations return the rec
 and the answer; they raise :class:`~server.controller.errors.ApiError` with Kafka's error for a
 refused request. Times are milliseconds of the host's clock, passed in: no I/O, no clock.
 
-Partitions are not yet part of the image, so no broker leads one: fencing, unfencing and
-controlled shutdown write only the registration changes (Kafka first moves leadership and ISR
-off the broker, then writes the same changes).
+What a broker's change does to the partitions it replicates (leadership and ISR moved off a
+fenced, shutting down or unregistered broker; leaderless partitions given an unfenced one) is
+asked of a :class:`PartitionEffects` (``server.controller.alter_partition.BrokerPartitionEffects``
+over the topics image), and its records come where Kafka writes them: before the fencing, the
+new incarnation's registration or the unregistration, after the unfencing and the entry into
+controlled shutdown.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from typing import Protocol
 
 from kwire.errors import Errors
 from kwire.uuid import Uuid
@@ -42,7 +46,10 @@ __all__ = [
     "BrokerHeartbeatReply",
     "BrokerHeartbeats",
     "BrokerRegistration",
+    "NO_PARTITIONS",
     "ClusterControl",
+    "NoPartitions",
+    "PartitionEffects",
     "ReplayError",
     "register_broker_record_version",
 ]
@@ -244,9 +251,10 @@ class BrokerHeartbeats:
         return BrokerControlState.FENCED if state.fenced else BrokerControlState.UNFENCED
 
     def next_state(
-        self, broker_id: int, request: BrokerHeartbeatRequest, register_offset: int, leads_partitions: bool
+        self, broker_id: int, request: BrokerHeartbeatRequest, register_offset: int, leads_partitions: Callable[[], bool]
     ) -> tuple[BrokerControlState, BrokerControlState]:
-        """(current, next) state for a heartbeat (``calculateNextBrokerState``)."""
+        """(current, next) state for a heartbeat (``calculateNextBrokerState``);
+        ``leads_partitions`` is asked only when a shutdown depends on it."""
         current = self.current_state(broker_id)
         S = BrokerControlState
         if current is S.FENCED:
@@ -259,14 +267,62 @@ class BrokerHeartbeats:
             if request.want_fence:
                 return current, S.SHUTDOWN_NOW if request.want_shut_down else S.FENCED
             if request.want_shut_down:
-                return current, S.CONTROLLED_SHUTDOWN if leads_partitions else S.SHUTDOWN_NOW
+                return current, S.CONTROLLED_SHUTDOWN if leads_partitions() else S.SHUTDOWN_NOW
             return current, S.UNFENCED
-        if leads_partitions:
+        if leads_partitions():
             return current, S.CONTROLLED_SHUTDOWN
         state = self.states[broker_id]
         if state.controlled_shutdown_offset <= self.lowest_active_offset():
             return current, S.SHUTDOWN_NOW
         return current, S.CONTROLLED_SHUTDOWN
+
+
+class PartitionEffects(Protocol):
+    """What a broker's change does to the partitions (``ReplicationControlManager``'s broker
+    handlers): each method returns the records to write."""
+
+    def broker_removed(self, broker_id: int) -> list[Record]:
+        """Fenced or entering controlled shutdown: leadership and ISR membership move off it
+        (``handleBrokerFenced``, ``handleBrokerInControlledShutdown``)."""
+        ...
+
+    def broker_unfenced(self, broker_id: int) -> list[Record]:
+        """Unfenced: it may lead the partitions that have no leader (``handleBrokerUnfenced``)."""
+        ...
+
+    def broker_shutdown(self, broker_id: int, clean: bool) -> list[Record]:
+        """A new incarnation registers: the old one's partitions change (``handleBrokerShutdown``)."""
+        ...
+
+    def broker_unregistered(self, broker_id: int) -> list[Record]:
+        """Unregistered: out of every ISR and ELR (``handleBrokerUnregistered``)."""
+        ...
+
+    def has_leaderships(self, broker_id: int) -> bool:
+        """It leads a partition (``BrokersToIsrs.hasLeaderships``)."""
+        ...
+
+
+class NoPartitions:
+    """:class:`PartitionEffects` of a cluster without topics: no records, no leaderships."""
+
+    def broker_removed(self, broker_id: int) -> list[Record]:
+        return []
+
+    def broker_unfenced(self, broker_id: int) -> list[Record]:
+        return []
+
+    def broker_shutdown(self, broker_id: int, clean: bool) -> list[Record]:
+        return []
+
+    def broker_unregistered(self, broker_id: int) -> list[Record]:
+        return []
+
+    def has_leaderships(self, broker_id: int) -> bool:
+        return False
+
+
+NO_PARTITIONS = NoPartitions()
 
 
 class ClusterControl:
@@ -405,12 +461,16 @@ class ClusterControl:
         finalized: Mapping[str, int],
         metadata_version: int,
         now_ms: int,
+        request_version: int = 4,
+        partitions: PartitionEffects = NO_PARTITIONS,
     ) -> tuple[list[Record], int]:
         """BrokerRegistration (``ClusterControlManager.registerBroker``, 4.4): the records
-        (one RegisterBrokerRecord) and the broker epoch to answer. A new incarnation gets
-        ``new_epoch`` (the offset its batch will start at) and starts fenced; the same
-        incarnation again keeps its epoch and state. ``finalized`` holds every finalized
-        feature level (kraft.version included).
+        (the changes of the previous incarnation's partitions, then one RegisterBrokerRecord)
+        and the broker epoch to answer. A new incarnation gets ``new_epoch`` (the offset its
+        batch will start at) and starts fenced; its predecessor's shutdown was clean when the
+        request (v3+) names that incarnation's epoch as its previous one. The same incarnation
+        again keeps its epoch and state. ``finalized`` holds every finalized feature level
+        (kraft.version included).
 
         Raises ApiError: INCONSISTENT_CLUSTER_ID; DUPLICATE_BROKER_REGISTRATION while another
         incarnation holds a valid session; BROKER_ID_NOT_REGISTERED for a migrating ZooKeeper
@@ -449,6 +509,11 @@ class ClusterControl:
             if level != 0 and name not in listed:
                 _check_feature(name, 0, 0, finalized)
         same_incarnation = existing is not None and existing.incarnation_id == request.incarnation_id
+        records: list[Record] = []
+        if not same_incarnation:
+            stored_epoch = -2 if existing is None else existing.epoch
+            clean = request_version >= 3 and stored_epoch == request.previous_broker_epoch
+            records.extend(partitions.broker_shutdown(broker_id, clean))
         record = RegisterBrokerRecord(
             broker_id=broker_id,
             is_migrating_zk_broker=False,
@@ -470,7 +535,8 @@ class ClusterControl:
         if not same_incarnation:
             sessions.remove(broker_id)
         sessions.register(broker_id, record.fenced)
-        return [(record, register_broker_record_version(metadata_version))], record.broker_epoch
+        records.append((record, register_broker_record_version(metadata_version)))
+        return records, record.broker_epoch
 
     def _check_log_dirs(self, broker_id: int, log_dirs: list[Uuid]) -> None:
         if not log_dirs:
@@ -505,7 +571,7 @@ class ClusterControl:
             )
 
     def process_heartbeat(
-        self, request: BrokerHeartbeatRequest, *, metadata_version: int
+        self, request: BrokerHeartbeatRequest, *, metadata_version: int, partitions: PartitionEffects = NO_PARTITIONS
     ) -> tuple[list[Record], BrokerHeartbeatReply]:
         """BrokerHeartbeat (``QuorumController.processBrokerHeartbeat`` and
         ``ReplicationControlManager.processBrokerHeartbeat``): the records of the broker's
@@ -518,17 +584,23 @@ class ClusterControl:
         if register_offset is None:
             raise ApiError(Errors.STALE_BROKER_EPOCH, f"Receive a heartbeat from broker {broker_id} before registration")
         self.check_broker_epoch(broker_id, epoch)
-        current, following = sessions.next_state(broker_id, request, register_offset, leads_partitions=False)
+        current, following = sessions.next_state(
+            broker_id, request, register_offset, leads_partitions=lambda: partitions.has_leaderships(broker_id)
+        )
         records: list[Record] = []
         if current is not following:
             if following in _FENCED_STATES:
+                records.extend(partitions.broker_removed(broker_id))
                 records.extend(self._fence_records(broker_id, metadata_version))
             elif following is BrokerControlState.UNFENCED:
                 records.append(self._unfence_record(broker_id, epoch, metadata_version))
-            elif not self.registrations[broker_id].in_controlled_shutdown:
-                records.append(
-                    (BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch, in_controlled_shutdown=1), 1)
-                )
+                records.extend(partitions.broker_unfenced(broker_id))
+            else:
+                if not self.registrations[broker_id].in_controlled_shutdown:
+                    records.append(
+                        (BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch, in_controlled_shutdown=1), 1)
+                    )
+                records.extend(partitions.broker_removed(broker_id))
         sessions.touch(broker_id, following.fenced, request.current_metadata_offset)
         registration = self.registrations[broker_id]
         if metadata_version >= _DIRECTORY_ASSIGNMENT_LEVEL:
@@ -561,7 +633,9 @@ class ClusterControl:
             return BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch, fenced=_UNFENCE), 0
         return UnfenceBrokerRecord(id=broker_id, epoch=epoch), 0
 
-    def maybe_fence_stale_broker(self, now_ms: int, *, metadata_version: int) -> list[Record] | None:
+    def maybe_fence_stale_broker(
+        self, now_ms: int, *, metadata_version: int, partitions: PartitionEffects = NO_PARTITIONS
+    ) -> list[Record] | None:
         """One expired session (``maybeFenceOneStaleBroker``): None when no session expired;
         else the records fencing its broker (none when that broker is gone or has another
         epoch now). Kafka runs it every ``broker.session.timeout.ms`` / 8, and again at once
@@ -577,18 +651,20 @@ class ClusterControl:
             return []
         if registration.epoch != epoch:
             return []
-        records = self._fence_records(broker_id, metadata_version)
+        records = [*partitions.broker_removed(broker_id), *self._fence_records(broker_id, metadata_version)]
         sessions.fence(broker_id)
         return records
 
-    def unregister_broker(self, broker_id: int) -> list[Record]:
-        """UnregisterBroker (``ReplicationControlManager.unregisterBroker``): an
-        UnregisterBrokerRecord of the broker's epoch. Raises ApiError BROKER_ID_NOT_REGISTERED
-        for an id without a registration."""
+    def unregister_broker(self, broker_id: int, partitions: PartitionEffects = NO_PARTITIONS) -> list[Record]:
+        """UnregisterBroker (``ReplicationControlManager.unregisterBroker``): the changes of its
+        partitions, then an UnregisterBrokerRecord of the broker's epoch. Raises ApiError
+        BROKER_ID_NOT_REGISTERED for an id without a registration."""
         registration = self.registrations.get(broker_id)
         if registration is None:
             raise ApiError(Errors.BROKER_ID_NOT_REGISTERED, f"Broker ID {broker_id} is not currently registered")
-        return [(UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=registration.epoch), 0)]
+        records = partitions.broker_unregistered(broker_id)
+        records.append((UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=registration.epoch), 0))
+        return records
 
     def controlled_shutdown_committed(self, broker_id: int, end_offset: int) -> None:
         """A heartbeat that put the broker in controlled shutdown had its batch end at

@@ -12,6 +12,7 @@ partition epoch. No I/O, no clock.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from kwire.errors import Errors
@@ -266,6 +267,33 @@ class ReplicationImage:
                             last_known_elr=[],
                         )
                     )
+
+    # -- the partitions a broker's state change touches (Kafka's BrokersToIsrs, BrokersToElrs) --
+
+    def _partitions(self, keep: Callable[[PartitionRegistration], bool]) -> list[tuple[Uuid, int]]:
+        return [
+            (topic.topic_id, index)
+            for topic in self.topics.values()
+            for index, partition in sorted(topic.partitions.items())
+            if keep(partition)
+        ]
+
+    def partitions_with_broker_in_isr(self, broker_id: int) -> list[tuple[Uuid, int]]:
+        """(topic id, partition) of every partition whose ISR holds ``broker_id``, topics in
+        creation order, partitions ascending (Kafka iterates a hash map of random topic ids)."""
+        return self._partitions(lambda p: broker_id in p.isr)
+
+    def partitions_with_broker_in_elr(self, broker_id: int) -> list[tuple[Uuid, int]]:
+        """As :meth:`partitions_with_broker_in_isr`, for the eligible leader replicas."""
+        return self._partitions(lambda p: broker_id in p.elr)
+
+    def partitions_without_leader(self) -> list[tuple[Uuid, int]]:
+        """As :meth:`partitions_with_broker_in_isr`, for the partitions with no leader."""
+        return self._partitions(lambda p: p.leader == -1)
+
+    def has_leaderships(self, broker_id: int) -> bool:
+        """``broker_id`` leads a partition (``BrokersToIsrs.hasLeaderships``)."""
+        return any(p.leader == broker_id for topic in self.topics.values() for p in topic.partitions.values())
 
     def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[list[tuple[Message, int]], int]:
         """The next block of :data:`PRODUCER_ID_BLOCK_SIZE` producer ids for a broker

@@ -46,6 +46,7 @@ from messages.runtime import Message
 from server.config import KRaftConfig
 from server.controller.activation import ELIGIBLE_LEADER_REPLICAS_FEATURE
 from server.controller.alter_partition import (
+    BrokerPartitionEffects,
     TopicConfigLayers,
     alter_partition,
     assign_replicas_to_dirs,
@@ -210,7 +211,9 @@ class ControllerRequests:
             await self._broker_heartbeat(pending, body)
         elif isinstance(body, UnregisterBrokerRequest):
             await self._operate(
-                pending, lambda c: (c.cluster.unregister_broker(body.broker_id), None), unregister_broker_response
+                pending,
+                lambda c: (c.cluster.unregister_broker(body.broker_id, self._partition_effects(c)), None),
+                unregister_broker_response,
             )
         elif isinstance(body, AllocateProducerIdsRequest):
             await self._allocate_producer_ids(pending, body)
@@ -287,6 +290,13 @@ class ControllerRequests:
         config = self._node.config
         return TopicConfigLayers(controller.replication, config.node_id, config.raw)
 
+    def _partition_effects(self, controller: QuorumController) -> BrokerPartitionEffects:
+        """What a broker's state change does to the partitions, on this node's image."""
+        return BrokerPartitionEffects(
+            controller.replication, controller.cluster, self._topic_configs(controller),
+            metadata_version=_level(controller), elr_enabled=_elr_enabled(controller),
+        )
+
     def _config_context(self, controller: QuorumController) -> ConfigContext:
         """What config changes are checked against: the image, the node ids a broker resource
         may name (registered brokers and controllers, voters), this node's properties."""
@@ -341,6 +351,8 @@ class ControllerRequests:
                 finalized=self._finalized_with_kraft(controller),
                 metadata_version=controller.metadata_version,
                 now_ms=self._node.now_ms(),
+                request_version=pending.request.header.request_api_version,
+                partitions=self._partition_effects(controller),
             )
         except ApiError as exc:
             log.info("broker %d registration refused: %s %s", body.broker_id, exc.error.name, exc.message)
@@ -358,7 +370,9 @@ class ControllerRequests:
             return
         assert controller.metadata_version is not None
         try:
-            records, reply = controller.cluster.process_heartbeat(body, metadata_version=controller.metadata_version)
+            records, reply = controller.cluster.process_heartbeat(
+                body, metadata_version=controller.metadata_version, partitions=self._partition_effects(controller)
+            )
         except ApiError as exc:
             pending.respond(broker_heartbeat_response(exc))
             return
@@ -403,7 +417,9 @@ class ControllerRequests:
             self.next_check_ms = now + 10
             return
         assert controller.metadata_version is not None
-        records = controller.cluster.maybe_fence_stale_broker(now, metadata_version=controller.metadata_version)
+        records = controller.cluster.maybe_fence_stale_broker(
+            now, metadata_version=controller.metadata_version, partitions=self._partition_effects(controller)
+        )
         self.next_check_ms = now + (0 if records is not None else max(1, self._node.config.broker_session_timeout_ms // 8))
         if records:
             for record, _ in records:

@@ -767,6 +767,10 @@ class RunStats:
     """Topics the "brokers" scenario's admin created."""
     isr_changes: int = 0
     """Partition changes AlterPartition made in the "brokers" scenario."""
+    controlled_shutdowns: int = 0
+    """Brokers the "brokers" scenario's controller let shut down after a controlled shutdown."""
+    leader_moves: int = 0
+    """Partition changes a broker's fencing, unfencing or shutdown made in the "brokers" scenario."""
 
 
 def _liveness(cluster: Cluster, what: str, duration_ms: int) -> None:

@@ -8,19 +8,24 @@ records (the bootstrap metadata.version), then takes the brokers' requests one a
 after the writes before it committed, as ``server.node.driver`` runs them: BrokerRegistration,
 BrokerHeartbeat (the broker reports the leader's high watermark as its metadata offset) and,
 every ``session/8`` ms, the expiry check that fences one broker. Brokers crash (they stop
-heartbeating) and come back as new incarnations. An admin creates and deletes topics
+heartbeating), shut down in a controlled way (heartbeats asking to shut down until the
+controller says they may) and come back as new incarnations; each fencing, unfencing, controlled
+shutdown and new incarnation moves leadership and ISR as Kafka's ``ReplicationControlManager``
+does (``server.controller.alter_partition.BrokerPartitionEffects``). An admin creates and deletes topics
 (``server.controller.topics``), and partition leaders shrink and expand their ISR through
 AlterPartition (``server.controller.alter_partition``).
 
 Checked after every committed batch, on every node:
 
 * the records replay without a fault (a change of an unknown broker or epoch fails the run);
-* a new incarnation's broker epoch is the offset of its RegisterBrokerRecord, so broker epochs
+* a new incarnation's broker epoch is the offset its registration's batch starts at (the
+  changes of its predecessor's partitions, then its RegisterBrokerRecord), so broker epochs
   are unique; the same incarnation re-registering keeps its epoch;
 * every node that replayed up to the same offset holds the same image (registrations, feature
   levels, topics, partitions and configs);
 * every partition's leader is in its ISR (or there is none), its ISR is within its replicas,
-  its epochs never go back, and no two leaders ever share one leader epoch of a partition.
+  its epochs never go back, and no two leaders ever share one leader epoch of a partition;
+* no partition is led by a broker that is fenced or in controlled shutdown.
 
 At the end, with the network healed and every broker back, each broker is registered and
 unfenced within a bounded time.
@@ -46,9 +51,14 @@ from messages.generated.broker_registration_request import (
 from messages.generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from messages.generated.delete_topics_request import DeleteTopicsRequest
 from messages.generated.feature_level_record import FeatureLevelRecord
+from messages.generated.partition_change_record import PartitionChangeRecord
 from messages.generated.register_broker_record import RegisterBrokerRecord
 from messages.metadata import decode_record, encode_record
-from server.controller.alter_partition import TopicConfigLayers, alter_partition
+from server.controller.alter_partition import (
+    BrokerPartitionEffects,
+    TopicConfigLayers,
+    alter_partition,
+)
 from server.controller.cluster import ReplayError
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
@@ -76,6 +86,7 @@ class SimBroker:
     epoch: int | None = None
     alive: bool = True
     fenced: bool = True
+    shutting_down: bool = False
 
 
 class BrokerCluster(Cluster):
@@ -97,6 +108,9 @@ class BrokerCluster(Cluster):
         self.topics_ever: set[str] = set()
         """Names of the topics any node replayed."""
         self.isr_changes = 0
+        self.controlled_shutdowns = 0
+        self.leader_moves = 0
+        """PartitionChangeRecords written for a broker's fencing, unfencing or shutdown."""
         super().__init__(seed, voters, **kwargs)
 
     def _controller(self) -> QuorumController:
@@ -120,9 +134,12 @@ class BrokerCluster(Cluster):
         super().on_committed(node, batch)
         controller = self.controllers[node.node_id]
         if not batch.is_control:
+            partition_changes_since = batch.base_offset  # where a run of PartitionChangeRecords began
             for offset, value in enumerate(RecordBatch(batch.data).iter_values(), batch.base_offset):
                 if value is not None and len(value) > 2 and value[1] == RegisterBrokerRecord.API_KEY:
-                    self._check_registration(node, controller, value, offset)
+                    self._check_registration(node, controller, value, (partition_changes_since, offset))
+                if value is None or len(value) <= 2 or value[1] != PartitionChangeRecord.API_KEY:
+                    partition_changes_since = offset + 1
                 try:
                     controller.replay(value, offset)
                 except ReplayError as exc:
@@ -144,18 +161,26 @@ class BrokerCluster(Cluster):
                     self.fail(f"IsrInReplicas: {where}: ISR {p.isr} outside replicas {p.replicas}")
                 if p.leader_epoch < 0 or p.partition_epoch < 0:
                     self.fail(f"Epochs: {where}: {p}")
+                registration = controller.cluster.registrations.get(p.leader)
+                if registration is not None and (registration.fenced or registration.in_controlled_shutdown):
+                    self.fail(f"ActiveLeader: {where}: leader {p.leader} is fenced or in controlled shutdown")
                 holder = self.partition_leaders.setdefault((topic.topic_id, index, p.leader_epoch), p.leader)
                 if holder != p.leader:
                     self.fail(f"OneLeaderPerEpoch: {where}: leaders {holder} and {p.leader} in leader epoch {p.leader_epoch}")
 
-    def _check_registration(self, node: SimNode, controller: QuorumController, value: bytes, offset: int) -> None:
+    def _check_registration(
+        self, node: SimNode, controller: QuorumController, value: bytes, offsets: tuple[int, int]
+    ) -> None:
+        """``offsets``: from where the run of partition changes just before the record began
+        (its own offset when none came before it) to the record's offset."""
         message, _ = decode_record(value)
         if not isinstance(message, RegisterBrokerRecord):
             return
         previous = controller.cluster.registrations.get(message.broker_id)
         if previous is None or previous.incarnation_id != message.incarnation_id:
-            if message.broker_epoch != offset:
-                self.fail(f"BrokerEpoch: node {node.node_id}: {message} is at offset {offset}")
+            first, offset = offsets
+            if not first <= message.broker_epoch <= offset:  # the offset the registration's write starts at
+                self.fail(f"BrokerEpoch: node {node.node_id}: {message} at offset {offset} (changes from {first})")
         elif message.broker_epoch != previous.epoch:
             self.fail(f"BrokerEpoch: node {node.node_id}: the same incarnation moved from {previous.epoch}: {message}")
         holder = self.epochs_seen.setdefault((message.broker_id, message.broker_epoch), message.incarnation_id)
@@ -189,6 +214,10 @@ class BrokerCluster(Cluster):
         if controller.metadata_version is None:
             return None
         return leader, controller
+
+    def _append_broker_change(self, node_id: int, records: list[tuple[Any, int]]) -> None:
+        self.leader_moves += sum(1 for message, _ in records if isinstance(message, PartitionChangeRecord))
+        self._append(node_id, records)
 
     def _append(self, node_id: int, records: list[tuple[Any, int]]) -> None:
         core = self.nodes[node_id].core
@@ -228,24 +257,30 @@ class BrokerCluster(Cluster):
                 records, _ = controller.cluster.register_broker(
                     request, new_epoch=next_offset, finalized=finalized,
                     metadata_version=controller.metadata_version, now_ms=self.now,
+                    partitions=_effects(leader, controller),
                 )
             except ApiError:
                 return  # e.g. the old incarnation's session is still valid: retried later
-            self._append(leader, records)
+            self._append_broker_change(leader, records)
             return
         controller.cluster.track_heartbeat(broker.broker_id, broker.epoch, self.now)
         heartbeat = BrokerHeartbeatRequest(
             broker_id=broker.broker_id, broker_epoch=broker.epoch, current_metadata_offset=core.high_watermark - 1,
-            want_fence=False, want_shut_down=False,
+            want_fence=False, want_shut_down=broker.shutting_down,
         )
         try:
-            records, reply = controller.cluster.process_heartbeat(heartbeat, metadata_version=controller.metadata_version)
+            records, reply = controller.cluster.process_heartbeat(
+                heartbeat, metadata_version=controller.metadata_version, partitions=_effects(leader, controller)
+            )
         except ApiError:
             broker.epoch = None  # stale: register again
             return
         broker.fenced = reply.is_fenced
+        if reply.should_shut_down:  # the controller let it go: it stops
+            broker.alive, broker.shutting_down = False, False
+            self.controlled_shutdowns += 1
         if records:
-            self._append(leader, records)
+            self._append_broker_change(leader, records)
 
     def admin_tick(self) -> None:
         """One admin or partition-leader request at the active controller: create a topic,
@@ -308,9 +343,20 @@ class BrokerCluster(Cluster):
             return
         leader, controller = found
         assert controller.metadata_version is not None
-        records = controller.cluster.maybe_fence_stale_broker(self.now, metadata_version=controller.metadata_version)
+        records = controller.cluster.maybe_fence_stale_broker(
+            self.now, metadata_version=controller.metadata_version, partitions=_effects(leader, controller)
+        )
         if records:
-            self._append(leader, records)
+            self._append_broker_change(leader, records)
+
+
+def _effects(leader: int, controller: QuorumController) -> BrokerPartitionEffects:
+    assert controller.metadata_version is not None
+    image = controller.replication
+    return BrokerPartitionEffects(
+        image, controller.cluster, TopicConfigLayers(image, leader, {}),
+        metadata_version=controller.metadata_version, elr_enabled=False,
+    )
 
 
 def _image_digest(controller: QuorumController) -> bytes:
@@ -362,13 +408,15 @@ def run_brokers(seed: int, rng: random.Random) -> RunStats:
             leader = cluster.leader()
             if leader is not None:
                 cluster.crash(leader)
-        elif action < 0.45:
+        elif action < 0.35:
             broker = rng.choice(brokers)
             broker.alive = False  # stops heartbeating; its session expires
+        elif action < 0.45:
+            rng.choice(brokers).shutting_down = True  # asks to shut down until it may
         elif action < 0.6:
             for broker in brokers:
                 if not broker.alive:
-                    broker.alive, broker.epoch = True, None
+                    broker.alive, broker.epoch, broker.shutting_down = True, None, False
                     broker.incarnation = Uuid.from_longs(rng.getrandbits(32), broker.broker_id)
         elif action < 0.75:
             cluster.isolate(rng.choice(list(cluster.nodes)))
@@ -381,8 +429,8 @@ def run_brokers(seed: int, rng: random.Random) -> RunStats:
     for node_id in cluster.nodes:
         cluster.restart(node_id)
     for broker in brokers:
-        if not broker.alive:
-            broker.alive, broker.epoch = True, None
+        if not broker.alive or broker.shutting_down:  # restarted: a new incarnation
+            broker.alive, broker.epoch, broker.shutting_down = True, None, False
             broker.incarnation = Uuid.from_longs(rng.getrandbits(32), broker.broker_id)
     deadline = cluster.now + 10_000 + SESSION_TIMEOUT_MS
     while True:
@@ -399,4 +447,5 @@ def run_brokers(seed: int, rng: random.Random) -> RunStats:
         seed, "brokers", cluster.events, cluster.elections, cluster.committed_end, cluster.now,
         cluster.snapshots_taken, cluster.snapshot_installs, trace_digest=cluster.trace.hexdigest(),
         topics_created=len(cluster.topics_ever), isr_changes=cluster.isr_changes,
+        controlled_shutdowns=cluster.controlled_shutdowns, leader_moves=cluster.leader_moves,
     )
