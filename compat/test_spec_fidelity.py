@@ -111,6 +111,8 @@ EXPECTED_DIFFERENCES: dict[str, dict[tuple[str, str, str], tuple[Any, Any, str]]
         ("DescribeConfigsRequest", "", "listeners"): (
             ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
         ("DescribeConfigsResponse", "", "validVersions"): ("1-4", "0-4", _KIP_896),
+        ("ElectLeadersRequest", "", "listeners"): (
+            ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
         ("DeleteTopicsRequest", "", "validVersions"): ("1-6", "0-6", _KIP_896),
         ("DeleteTopicsRequest", "", "deprecatedVersions"): (None, "0", f"{_KIP_896}: nothing left to deprecate"),
         ("DeleteTopicsRequest", "", "listeners"): (

@@ -13,7 +13,8 @@ the stock tool, ``controller.quorum.bootstrap.servers`` naming the controllers).
 * the stock topic tool creates a topic of 6 partitions and replication factor 3 (each broker
   leads two, every ISR holds all three); the stock console producer (idempotent, acks=all)
   writes 100,000 records and the stock console consumer reads exactly those back; kafka-python
-  creates a second topic and does the same;
+  creates a second topic and does the same; the stock leader-election tool, through a broker
+  that forwards ElectLeaders to kwire, finds the preferred leader already elected;
 * under a steady kafka-python load (idempotent, acks=all), kill -9 of the active kwire
   controller, 3 times on the newest release and once on 3.9.2 in ``make test`` (10 times on both
   in ``make nightly``, ``KWIRE_FAILOVERS``): a new one
@@ -121,6 +122,12 @@ def test_stock_brokers_run_on_a_kwire_quorum(kafka: KafkaRelease, tmp_path: Path
             assert sorted(replicas) == list(BROKER_IDS) and sorted(isr) == list(BROKER_IDS), described
             assert leader == replicas[0], described
         assert {replicas[0] for _, replicas, _ in described.values()} == set(BROKER_IDS), described
+        # the stock election tool through a broker, which forwards ElectLeaders to kwire
+        elected = kafka.run_tool("leader-election", [
+            "--bootstrap-server", brokers.bootstrap_servers, "--election-type", "preferred", "--topic", "orders",
+            "--partition", "0",
+        ]).stdout
+        assert "Valid replica already elected for partitions orders-0" in elected, elected
         started = time.monotonic()
         back = stock_round_trip(kafka, bootstrap, "orders", RECORDS)
         print(f"stock console producer and consumer: {RECORDS} records in {time.monotonic() - started:.1f} s")

@@ -1,14 +1,17 @@
 """CreateTopics, CreatePartitions, AlterPartition, AssignReplicasToDirs, IncrementalAlterConfigs,
-AlterConfigs, DescribeConfigs and DeleteTopics against a stock controller of the newest pinned release put in
-the same state (a standalone controller, node 1, three registered and unfenced brokers: 5 and
-6 with one log directory each, 7 with two).
+AlterConfigs, DescribeConfigs, DeleteTopics, ElectLeaders and the broker lifecycle (a controlled
+shutdown, fencing and unfencing by heartbeat, a refused re-registration, an unregistration, each
+moving partitions) against a stock controller of the newest pinned release put in the same state
+(a standalone controller, node 1, three registered and unfenced brokers: 5 and 6 with one log
+directory each, 7 with two).
 
 One sequence of requests goes to both nodes, each request to the stock node and then to kwire;
 the answers must be equal (topic ids compared as "set or not", and as the id the node gave when
 a request names one), and so must the topic records each wrote to its log. Replica placement is
 random on both sides, so a placed partition is compared by its shape: the number of its
 replicas, its ISR being all of them, its leader being the first, and each replica's directory
-being its broker's one directory (or unassigned for broker 7).
+being its broker's one directory (or unassigned for broker 7). The partition changes a broker's
+lifecycle writes are compared for the manually assigned topics, in a fixed order.
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ from messages.generated.create_topics_request import (
 from messages.generated.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
 from messages.generated.describe_configs_request import DescribeConfigsRequest
 from messages.generated.describe_configs_request import DescribeConfigsResource as DescribeResource
+from messages.generated.elect_leaders_request import ElectLeadersRequest
+from messages.generated.elect_leaders_request import TopicPartitions as ElectTopic
 from messages.generated.incremental_alter_configs_request import (
     AlterableConfig,
     AlterConfigsResource,
@@ -258,6 +263,17 @@ def _unregister(broker: int) -> Callable[[Side], Message]:
     return build
 
 
+PREFERRED, UNCLEAN = 0, 1
+
+
+def _elect(kind: int, *topics: tuple[str, list[int]]) -> Callable[[Side], Message]:
+    return lambda _side: ElectLeadersRequest(
+        election_type=kind,
+        topic_partitions=[ElectTopic(topic=name, partitions=indexes) for name, indexes in topics],
+        timeout_ms=10_000,
+    )
+
+
 def _delete_names(*names: str) -> Callable[[Side], Message]:
     return lambda _side: DeleteTopicsRequest(topic_names=list(names), timeout_ms=10_000)
 
@@ -422,6 +438,12 @@ def _cases() -> list[tuple[str, Callable[[Side], Message], int]]:
         ("broker 5 asks to be fenced", _lifecycle_heartbeat(5, fence=True), 2),
         ("broker 5 is unfenced again", _lifecycle_heartbeat(5), 2),
         ("broker 7 is unregistered", _unregister(7), 0),
+        ("preferred leaders of manual and isr", _elect(PREFERRED, ("manual", [0, 1, 2, 3, 4, 9]), ("isr", [0, 1])), 2),
+        ("preferred leaders again: not needed", _elect(PREFERRED, ("manual", [0, 1, 2, 3, 4])), 2),
+        ("unclean leaders of isr", _elect(UNCLEAN, ("isr", [0, 1])), 2),
+        ("leaders of an unknown topic, v1", _elect(PREFERRED, ("nope", [0])), 1),
+        ("preferred leaders, v0", _elect(PREFERRED, ("manual", [0])), 0),
+        ("an unknown election type", _elect(5, ("manual", [0])), 2),
     ]
 
 
@@ -456,6 +478,11 @@ def _normalize(response: Any, side: Side) -> tuple[Any, ...]:
             (str(d.id), [(side.id_label(t.topic_id), [(p.partition_index, int(p.error_code)) for p in t.partitions])
                          for t in d.topics])
             for d in response.directories
+        ]
+    if name == "ElectLeadersResponse":
+        return name, int(response.error_code), [
+            (r.topic, [(p.partition_id, int(p.error_code), p.error_message) for p in r.partition_result])
+            for r in response.replica_election_results
         ]
     if name == "BrokerHeartbeatResponse":
         return name, int(response.error_code), response.is_caught_up, response.is_fenced, response.should_shut_down
@@ -660,6 +687,8 @@ def test_topic_rpcs_answer_alike(kafka: KafkaRelease, nodes: Nodes, tmp_path: Pa
     assert outcomes["broker 6 asks again: it may shut down"][1:] == (0, True, True, True), trace
     moved = [r for r in records["stock"] if r[0] == "PartitionChangeRecord" and r[2].get("leader") == 6]
     assert moved, "no partition was given to broker 6 when it was unfenced"
+    # unclean elections gave both leaderless partitions of isr a leader on the stock side
+    assert outcomes["unclean leaders of isr"] == ("ElectLeadersResponse", 0, [("isr", [(0, 0, None), (1, 0, None)])]), trace
     gone = [r for r in records["stock"] if r[0] == "PartitionChangeRecord" and r[2]["topicId"] in _MANUAL
             and 6 not in r[2].get("isr", [6]) and r[2].get("leader") != 6]
     assert gone, "no manually assigned partition moved off broker 6"

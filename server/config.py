@@ -253,6 +253,12 @@ class KRaftConfig:
     """Replicas of a topic created without a replication factor (``default.replication.factor``)."""
     delete_topic_enable: bool = True
     """DeleteTopics may delete topics (``delete.topic.enable``)."""
+    auto_leader_rebalance_enable: bool = True
+    """The active controller moves leadership back to preferred replicas
+    (``auto.leader.rebalance.enable``)."""
+    leader_imbalance_check_interval_seconds: int = 300
+    """How often it looks for partitions not led by their preferred replica
+    (``leader.imbalance.check.interval.seconds``)."""
     raw: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     # -- construction -----------------------------------------------------------------------
@@ -405,6 +411,10 @@ class KRaftConfig:
             num_partitions=integer("num.partitions", "num_partitions", 1),
             default_replication_factor=integer("default.replication.factor", "default_replication_factor", 1),
             delete_topic_enable=r.boolean("delete.topic.enable", True),
+            auto_leader_rebalance_enable=r.boolean("auto.leader.rebalance.enable", True),
+            leader_imbalance_check_interval_seconds=integer(
+                "leader.imbalance.check.interval.seconds", "leader_imbalance_check_interval_seconds", 1
+            ),
             raw=merged,
         )
 

@@ -43,6 +43,8 @@ from messages.generated.describe_configs_request import DescribeConfigsRequest
 from messages.generated.describe_configs_response import DescribeConfigsResponse
 from messages.generated.describe_quorum_request import DescribeQuorumRequest
 from messages.generated.describe_quorum_response import DescribeQuorumResponse
+from messages.generated.elect_leaders_request import ElectLeadersRequest
+from messages.generated.elect_leaders_response import ElectLeadersResponse
 from messages.generated.end_quorum_epoch_request import EndQuorumEpochRequest
 from messages.generated.end_quorum_epoch_response import EndQuorumEpochResponse
 from messages.generated.end_transaction_record import EndTransactionRecord
@@ -130,6 +132,8 @@ BY_NAME: dict[str, type[Message]] = {
     'DescribeConfigsResponse': DescribeConfigsResponse,
     'DescribeQuorumRequest': DescribeQuorumRequest,
     'DescribeQuorumResponse': DescribeQuorumResponse,
+    'ElectLeadersRequest': ElectLeadersRequest,
+    'ElectLeadersResponse': ElectLeadersResponse,
     'EndQuorumEpochRequest': EndQuorumEpochRequest,
     'EndQuorumEpochResponse': EndQuorumEpochResponse,
     'EndTransactionRecord': EndTransactionRecord,
@@ -191,6 +195,7 @@ REQUESTS: dict[int, type[Message]] = {
     33: AlterConfigsRequest,
     36: SaslAuthenticateRequest,
     37: CreatePartitionsRequest,
+    43: ElectLeadersRequest,
     44: IncrementalAlterConfigsRequest,
     52: VoteRequest,
     53: BeginQuorumEpochRequest,
@@ -223,6 +228,7 @@ RESPONSES: dict[int, type[Message]] = {
     33: AlterConfigsResponse,
     36: SaslAuthenticateResponse,
     37: CreatePartitionsResponse,
+    43: ElectLeadersResponse,
     44: IncrementalAlterConfigsResponse,
     52: VoteResponse,
     53: BeginQuorumEpochResponse,
@@ -304,6 +310,8 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'DescribeConfigsResponse': (4, 32767),
     'DescribeQuorumRequest': (0, 32767),
     'DescribeQuorumResponse': (0, 32767),
+    'ElectLeadersRequest': (2, 32767),
+    'ElectLeadersResponse': (2, 32767),
     'EndQuorumEpochRequest': (1, 32767),
     'EndQuorumEpochResponse': (1, 32767),
     'EndTransactionRecord': (0, 32767),

@@ -67,6 +67,7 @@ __all__ = [
     "TopicConfigLayers",
     "alter_partition",
     "assign_replicas_to_dirs",
+    "effective_min_isr",
     "is_online_dir",
     "leader_acceptable",
     "leader_and_isr_updates",
@@ -215,7 +216,7 @@ def alter_partition(
                 partition_id=index,
                 acceptable_leader=partial(leader_acceptable, cluster, partition),
                 metadata_version=metadata_version,
-                min_isr=_effective_min_isr(topic, configs),
+                min_isr=effective_min_isr(topic, configs),
                 elr_enabled=elr_enabled,
                 election=configs.election(topic.name),
             )
@@ -275,7 +276,7 @@ def leader_and_isr_updates(
                 removed=(broker_to_remove, unclean_shutdown_broker), added=broker_to_add,
             ),
             metadata_version=metadata_version,
-            min_isr=_effective_min_isr(topic, configs),
+            min_isr=effective_min_isr(topic, configs),
             elr_enabled=elr_enabled,
             election=configs.election(topic.name),
             unclean_shutdown_replicas=[unclean_shutdown_broker] if unclean_shutdown_broker != -1 else None,
@@ -310,12 +311,19 @@ class BrokerPartitionEffects:
         )
 
     def broker_removed(self, broker_id: int) -> list[Record]:
+        """Leadership and ISR membership off ``broker_id``, for every partition whose ISR
+        holds it (``handleBrokerFenced``, ``handleBrokerInControlledShutdown``)."""
         return self._updates(self.image.partitions_with_broker_in_isr(broker_id), broker_to_remove=broker_id)
 
     def broker_unfenced(self, broker_id: int) -> list[Record]:
+        """Elections of the partitions without a leader, ``broker_id`` counted as active
+        (``handleBrokerUnfenced``)."""
         return self._updates(self.image.partitions_without_leader(), broker_to_add=broker_id)
 
     def broker_shutdown(self, broker_id: int, clean: bool) -> list[Record]:
+        """A new incarnation registers (``handleBrokerShutdown``): after an unclean shutdown
+        with ELR enabled, the old one leaves ISRs and ELRs as an unclean-shutdown replica;
+        otherwise as :meth:`broker_removed`."""
         if self.elr_enabled and not clean:
             return [
                 *self._updates(self.image.partitions_with_broker_in_isr(broker_id), unclean_shutdown_broker=broker_id),
@@ -324,16 +332,18 @@ class BrokerPartitionEffects:
         return self.broker_removed(broker_id)
 
     def broker_unregistered(self, broker_id: int) -> list[Record]:
+        """Out of every ISR, then of every ELR (``handleBrokerUnregistered``)."""
         return [
             *self._updates(self.image.partitions_with_broker_in_isr(broker_id), broker_to_remove=broker_id),
             *self._updates(self.image.partitions_with_broker_in_elr(broker_id), broker_to_remove=broker_id),
         ]
 
     def has_leaderships(self, broker_id: int) -> bool:
+        """``broker_id`` leads a partition."""
         return self.image.has_leaderships(broker_id)
 
 
-def _effective_min_isr(topic: TopicImage, configs: TopicConfigLayers) -> int:
+def effective_min_isr(topic: TopicImage, configs: TopicConfigLayers) -> int:
     """``getTopicEffectiveMinIsr``: the topic's min.insync.replicas, at most its replication
     factor (partition 0's)."""
     first = topic.partitions.get(0) or next(iter(topic.partitions.values()))
@@ -388,7 +398,7 @@ def assign_replicas_to_dirs(
                         partition_id=index,
                         acceptable_leader=partial(leader_acceptable, cluster, partition),
                         metadata_version=metadata_version,
-                        min_isr=_effective_min_isr(topic, configs),
+                        min_isr=effective_min_isr(topic, configs),
                         elr_enabled=elr_enabled,
                     )
                     change.target_directories[broker_id] = wanted.id

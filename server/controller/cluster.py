@@ -307,18 +307,23 @@ class NoPartitions:
     """:class:`PartitionEffects` of a cluster without topics: no records, no leaderships."""
 
     def broker_removed(self, broker_id: int) -> list[Record]:
+        """No partition to move: no records."""
         return []
 
     def broker_unfenced(self, broker_id: int) -> list[Record]:
+        """No partition to elect it for: no records."""
         return []
 
     def broker_shutdown(self, broker_id: int, clean: bool) -> list[Record]:
+        """No partition to move: no records."""
         return []
 
     def broker_unregistered(self, broker_id: int) -> list[Record]:
+        """No partition to move: no records."""
         return []
 
     def has_leaderships(self, broker_id: int) -> bool:
+        """No partitions, so no leaderships."""
         return False
 
 

@@ -5,7 +5,7 @@
   DescribeCluster, UpdateFeatures, ControllerRegistration, BrokerRegistration,
   BrokerHeartbeat, UnregisterBroker, Envelope, AllocateProducerIds, CreateTopics,
   DeleteTopics, CreatePartitions, AlterPartition, IncrementalAlterConfigs, AlterConfigs,
-  AssignReplicasToDirs and DescribeConfigs.
+  AssignReplicasToDirs, ElectLeaders and DescribeConfigs.
 * :func:`supported_features`: the SupportedFeatures of ApiVersions v3+
   (``BrokerFeatures.defaultSupportedFeatures``).
 * :func:`describe_cluster`: DescribeCluster on a controller listener
@@ -36,6 +36,7 @@ from messages.generated.describe_cluster_response import (
     DescribeClusterResponse,
 )
 from messages.generated.describe_configs_request import DescribeConfigsRequest
+from messages.generated.elect_leaders_request import ElectLeadersRequest
 from messages.generated.envelope_request import EnvelopeRequest
 from messages.generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
@@ -79,6 +80,7 @@ CONTROLLER_OPS = (
     IncrementalAlterConfigsRequest,
     AlterConfigsRequest,
     AssignReplicasToDirsRequest,
+    ElectLeadersRequest,
 )
 """Requests the active controller answers from its state, one at a time, each after the writes
 before it are committed (``server.node.controller_requests``)."""

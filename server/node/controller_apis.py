@@ -41,6 +41,12 @@ from messages.generated.create_topics_request import CreateTopicsRequest
 from messages.generated.create_topics_response import CreatableTopicResult, CreateTopicsResponse
 from messages.generated.delete_topics_request import DeleteTopicsRequest
 from messages.generated.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
+from messages.generated.elect_leaders_request import ElectLeadersRequest
+from messages.generated.elect_leaders_response import (
+    ElectLeadersResponse,
+    PartitionResult,
+    ReplicaElectionResult,
+)
 from messages.generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from messages.generated.incremental_alter_configs_response import (
     AlterConfigsResourceResponse as IncrementalResult,
@@ -68,6 +74,7 @@ __all__ = [
     "create_partitions_response",
     "create_topics_response",
     "delete_topics_response",
+    "elect_leaders_response",
     "unregister_broker_response",
     "feature_updates",
     "not_controller",
@@ -225,6 +232,24 @@ def create_partitions_response(
             for topic in request.topics
         ]
     return CreatePartitionsResponse(throttle_time_ms=0, results=outcome)
+
+
+def elect_leaders_response(request: ElectLeadersRequest, outcome: ApiError | ElectLeadersResponse) -> ElectLeadersResponse:
+    """The ElectLeaders answer, or one error at the top and for every named partition
+    (``ElectLeadersRequest.getErrorResponse``)."""
+    if not isinstance(outcome, ApiError):
+        return outcome
+    return ElectLeadersResponse(
+        throttle_time_ms=0,
+        error_code=outcome.error,
+        replica_election_results=[
+            ReplicaElectionResult(topic=topic.topic, partition_result=[
+                PartitionResult(partition_id=index, error_code=outcome.error, error_message=outcome.message)
+                for index in topic.partitions
+            ])
+            for topic in request.topic_partitions or []
+        ],
+    )
 
 
 def alter_partition_response(outcome: ApiError | AlterPartitionResponse) -> AlterPartitionResponse:

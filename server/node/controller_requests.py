@@ -38,6 +38,7 @@ from messages.generated.controller_registration_request import ControllerRegistr
 from messages.generated.create_partitions_request import CreatePartitionsRequest
 from messages.generated.create_topics_request import CreateTopicsRequest
 from messages.generated.delete_topics_request import DeleteTopicsRequest
+from messages.generated.elect_leaders_request import ElectLeadersRequest
 from messages.generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.generated.update_features_request import UpdateFeaturesRequest
@@ -53,6 +54,7 @@ from server.controller.alter_partition import (
 )
 from server.controller.configs import ConfigContext, incremental_alter_configs, legacy_alter_configs
 from server.controller.controller import QuorumController
+from server.controller.elections import balance_partition_leaders, elect_leaders
 from server.controller.errors import ApiError
 from server.controller.features import ClusterSupport, update_features
 from server.controller.replication import PRODUCER_ID_BLOCK_SIZE
@@ -69,6 +71,7 @@ from server.node.controller_apis import (
     create_partitions_response,
     create_topics_response,
     delete_topics_response,
+    elect_leaders_response,
     feature_updates,
     incremental_alter_configs_response,
     not_controller,
@@ -80,6 +83,9 @@ from server.raft.core import RaftCore
 from server.raft.events import AppendResult, ClientAppend, Event, UpgradeKRaftVersion
 from server.raft.kraft_upgrade import UpgradeRefused
 from server.raft.roles import Leader
+
+MAX_ELECTIONS_PER_IMBALANCE = 1000
+"""Preferred-leader elections one balancing pass writes at most (``maxElectionsPerImbalance``)."""
 
 __all__ = ["CONTROLLER_OPS", "ControllerHost", "ControllerRequests", "Resume"]
 
@@ -161,6 +167,9 @@ class ControllerRequests:
         """Requests waiting for the writes before them to commit."""
         self.next_check_ms: int | None = None
         """When the active controller next looks for an expired broker session."""
+        self.next_balance_ms: int | None = None
+        """When the active controller next looks for partitions to give back to their preferred
+        leaders (``auto.leader.rebalance.enable``)."""
 
     async def resume(self) -> None:
         """Run the parked requests, in order, until one of them writes again."""
@@ -168,8 +177,38 @@ class ControllerRequests:
             await self.handle(self.parked.popleft())
 
     def activated(self) -> None:
-        """This node became the active controller: sessions are checked from now on."""
-        self.next_check_ms = self._node.now_ms() + max(1, self._node.config.broker_session_timeout_ms // 8)
+        """This node became the active controller: sessions are checked from now on, and
+        leadership balanced when ``auto.leader.rebalance.enable``."""
+        config = self._node.config
+        now = self._node.now_ms()
+        self.next_check_ms = now + max(1, config.broker_session_timeout_ms // 8)
+        self.next_balance_ms = (
+            now + config.leader_imbalance_check_interval_seconds * 1000 if config.auto_leader_rebalance_enable else None
+        )
+
+    async def balance_leaders(self) -> None:
+        """Every ``leader.imbalance.check.interval.seconds`` the active controller elects the
+        preferred replica of each partition another replica leads, up to
+        :data:`MAX_ELECTIONS_PER_IMBALANCE` records, and runs again at once when it wrote that
+        many (``QuorumController.maybeBalancePartitionLeaders``)."""
+        controller = self.active_controller()
+        if controller is None:
+            self.next_balance_ms = None
+            return
+        now = self._node.now_ms()
+        if self.writes:  # after the writes before it are committed
+            self.next_balance_ms = now + 10
+            return
+        records = balance_partition_leaders(
+            image=controller.replication, cluster=controller.cluster, configs=self._topic_configs(controller),
+            metadata_version=_level(controller), elr_enabled=_elr_enabled(controller),
+            max_elections=MAX_ELECTIONS_PER_IMBALANCE,
+        )
+        interval = self._node.config.leader_imbalance_check_interval_seconds * 1000
+        self.next_balance_ms = now + (0 if len(records) >= MAX_ELECTIONS_PER_IMBALANCE else interval)
+        if records:
+            log.info("moving leadership of %d partition(s) back to their preferred replicas", len(records))
+            await self._append(records, None)
 
     def append_result(self, result: AppendResult) -> bool:
         """Note where a controller write will land (or answer NOT_CONTROLLER when it was
@@ -241,6 +280,15 @@ class ControllerRequests:
                     metadata_version=_level(c), elr_enabled=_elr_enabled(c),
                 ),
                 alter_partition_response,
+            )
+        elif isinstance(body, ElectLeadersRequest):
+            await self._operate(
+                pending,
+                lambda c: elect_leaders(
+                    body, version, image=c.replication, cluster=c.cluster, configs=self._topic_configs(c),
+                    metadata_version=_level(c), elr_enabled=_elr_enabled(c),
+                ),
+                partial(elect_leaders_response, body),
             )
         elif isinstance(body, AssignReplicasToDirsRequest):
             await self._operate(

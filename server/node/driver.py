@@ -302,7 +302,8 @@ class Node:
 
     async def _drive(self) -> None:
         while True:
-            due = [d for d in (self._deadline_ms, self._next_no_op_ms, self._requests.next_check_ms) if d is not None]
+            timers = (self._deadline_ms, self._next_no_op_ms, self._requests.next_check_ms, self._requests.next_balance_ms)
+            due = [d for d in timers if d is not None]
             deadline = self._trio_time(min(due)) if due else math.inf
             item: Any = Tick()
             with trio.move_on_at(deadline):
@@ -312,6 +313,9 @@ class Node:
             check_at = self._requests.next_check_ms
             if check_at is not None and self.now_ms() >= check_at:
                 await self._requests.check_sessions()
+            balance_at = self._requests.next_balance_ms
+            if balance_at is not None and self.now_ms() >= balance_at:
+                await self._requests.balance_leaders()
             if isinstance(item, PendingRequest):
                 await self._on_request(item)
             elif isinstance(item, Resume):

@@ -99,6 +99,7 @@ def test_the_node_advertises_the_registry_plus_the_controller_rpcs() -> None:
         int(ApiKey.ALTER_CONFIGS),
         int(ApiKey.ASSIGN_REPLICAS_TO_DIRS),
         int(ApiKey.DESCRIBE_CONFIGS),
+        int(ApiKey.ELECT_LEADERS),
     }
     assert advertised[int(ApiKey.UPDATE_FEATURES)] == (0, 2)  # 3.9.2 has 0-1, 4.4.0 0-2
     assert advertised[int(ApiKey.CONTROLLER_REGISTRATION)] == (0, 0)
@@ -107,7 +108,8 @@ def test_the_node_advertises_the_registry_plus_the_controller_rpcs() -> None:
     assert advertised[int(ApiKey.UNREGISTER_BROKER)] == (0, 0)
     assert advertised[int(ApiKey.CREATE_TOPICS)] == (2, 7)  # 3.9.2 has 0-7, 4.4.0 2-7 (KIP-896)
     assert advertised[int(ApiKey.DELETE_TOPICS)] == (1, 6)
-    assert advertised[int(ApiKey.DESCRIBE_CONFIGS)] == (1, 4)  # 3.9.2 has 0-4, 4.4.0 1-4 (KIP-896)
+    assert advertised[int(ApiKey.DESCRIBE_CONFIGS)] == (1, 4)
+    assert advertised[int(ApiKey.ELECT_LEADERS)] == (0, 2)  # 3.9.2 has 0-4, 4.4.0 1-4 (KIP-896)
     assert {k: v for k, v in advertised.items() if k not in node_only} == DEFAULT.advertised_versions()
     assert set(advertised) - set(DEFAULT.advertised_versions()) == node_only
 

@@ -1,0 +1,167 @@
+"""Leader elections an operator or the controller itself asks for (Kafka 4.4's
+``ReplicationControlManager.electLeaders``, ``electLeader`` and ``maybeBalancePartitionLeaders``;
+KIP-460):
+
+* :func:`elect_leaders`: ElectLeaders (43, v0-2). PREFERRED moves leadership to each partition's
+  first replica when it is an acceptable leader in the ISR; UNCLEAN gives a partition without a
+  leader any acceptable replica. Per partition: NONE (a change record is written),
+  ELECTION_NOT_NEEDED (already led by its preferred replica, or, for UNCLEAN, led at all),
+  PREFERRED_LEADER_NOT_AVAILABLE / ELIGIBLE_LEADERS_NOT_AVAILABLE (no change possible) or
+  UNKNOWN_TOPIC_OR_PARTITION. A request naming no partitions covers every partition, and then
+  leaves out the ELECTION_NOT_NEEDED ones.
+* :func:`balance_partition_leaders`: ``auto.leader.rebalance.enable``'s periodic task: a
+  PREFERRED election for partitions led by another than their first replica, at most
+  ``max_elections`` records at a time.
+
+Acceptable leaders are ``LeaderAcceptor``'s: registered, unfenced, not shutting down, with the
+replica's directory online (``server.controller.alter_partition.leader_acceptable``).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from kwire.errors import Errors
+from kwire.uuid import Uuid
+from messages.generated.elect_leaders_request import ElectLeadersRequest
+from messages.generated.elect_leaders_response import (
+    ElectLeadersResponse,
+    PartitionResult,
+    ReplicaElectionResult,
+)
+from messages.runtime import Message
+from server.controller.alter_partition import (
+    TopicConfigLayers,
+    effective_min_isr,
+    leader_acceptable,
+)
+from server.controller.cluster import ClusterControl
+from server.controller.errors import ApiError
+from server.controller.partition_change import (
+    Election,
+    PartitionChange,
+    partition_change_record_version,
+)
+from server.controller.replication import ReplicationImage
+
+__all__ = ["PREFERRED", "UNCLEAN", "balance_partition_leaders", "elect_leaders", "imbalanced_partitions"]
+
+Record = tuple[Message, int]
+PREFERRED, UNCLEAN = 0, 1
+"""``ElectionType`` ids."""
+
+_MESSAGES = {
+    Errors.ELECTION_NOT_NEEDED: "Leader election not needed for topic partition.",
+    Errors.PREFERRED_LEADER_NOT_AVAILABLE: "The preferred leader was not available.",
+    Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE: "Eligible topic partition leaders are not available.",
+}
+"""What a partition's result says with its error (the default message of Kafka's exception for
+the code, which ``new ApiError(error)`` carries)."""
+
+
+def _error(code: Errors) -> ApiError:
+    return ApiError(code, _MESSAGES[code])
+
+
+class _Elector:
+    def __init__(
+        self, image: ReplicationImage, cluster: ClusterControl, configs: TopicConfigLayers, *,
+        metadata_version: int, elr_enabled: bool,
+    ) -> None:
+        self.image, self.cluster, self.configs = image, cluster, configs
+        self.metadata_version, self.elr_enabled = metadata_version, elr_enabled
+        self.version = partition_change_record_version(metadata_version)
+
+    def change(self, topic_id: Uuid, index: int, election: Election) -> Message | None:
+        topic = self.image.topics[topic_id]
+        partition = topic.partitions[index]
+        return PartitionChange(
+            partition=partition,
+            topic_id=topic_id,
+            partition_id=index,
+            acceptable_leader=partial(leader_acceptable, self.cluster, partition),
+            metadata_version=self.metadata_version,
+            min_isr=effective_min_isr(topic, self.configs),
+            elr_enabled=self.elr_enabled,
+            election=election,
+        ).build()
+
+    def elect(self, topic: str, index: int, kind: int, records: list[Record]) -> ApiError:
+        """``electLeader``: the outcome for one partition; its record, if any, appended."""
+        topic_id = self.image.topic_ids.get(topic)
+        if topic_id is None:
+            return ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic}")
+        partition = self.image.topics[topic_id].partitions.get(index)
+        if partition is None:
+            return ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {topic}-{index}")
+        preferred = partition.leader == partition.replicas[0]
+        if (kind == PREFERRED and preferred) or (kind == UNCLEAN and partition.leader != -1):
+            return _error(Errors.ELECTION_NOT_NEEDED)
+        record = self.change(topic_id, index, Election.UNCLEAN if kind == UNCLEAN else Election.PREFERRED)
+        if record is None:
+            return _error(
+                Errors.PREFERRED_LEADER_NOT_AVAILABLE if kind == PREFERRED else Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
+            )
+        records.append((record, self.version))
+        return ApiError(Errors.NONE)
+
+
+def elect_leaders(
+    request: ElectLeadersRequest, version: int, *, image: ReplicationImage, cluster: ClusterControl,
+    configs: TopicConfigLayers, metadata_version: int, elr_enabled: bool,
+) -> tuple[list[Record], ElectLeadersResponse]:
+    """ElectLeaders at ``version`` (v0 is always PREFERRED): the records and the answer.
+    Raises ApiError INVALID_REQUEST for an unknown election type."""
+    kind = request.election_type if version >= 1 else PREFERRED
+    if kind not in (PREFERRED, UNCLEAN):
+        raise ApiError(Errors.INVALID_REQUEST, f"Unknown election type {kind}")
+    elector = _Elector(image, cluster, configs, metadata_version=metadata_version, elr_enabled=elr_enabled)
+    records: list[Record] = []
+    response = ElectLeadersResponse(error_code=Errors.NONE)
+    if request.topic_partitions is None:
+        for name, topic_id in image.topic_ids.items():
+            result = ReplicaElectionResult(topic=name)
+            response.replica_election_results.append(result)
+            for index in image.topics[topic_id].partitions:
+                error = elector.elect(name, index, kind, records)
+                if error.error != Errors.ELECTION_NOT_NEEDED:
+                    result.partition_result.append(_result(index, error))
+        return records, response
+    for wanted in request.topic_partitions:
+        result = ReplicaElectionResult(topic=wanted.topic)
+        response.replica_election_results.append(result)
+        for index in wanted.partitions:
+            result.partition_result.append(_result(index, elector.elect(wanted.topic, index, kind, records)))
+    return records, response
+
+
+def _result(index: int, error: ApiError) -> PartitionResult:
+    return PartitionResult(partition_id=index, error_code=error.error, error_message=error.message)
+
+
+def imbalanced_partitions(image: ReplicationImage) -> list[tuple[Uuid, int]]:
+    """(topic id, partition) of the partitions not led by their first replica
+    (``imbalancedPartitions``), in topic creation order, partitions ascending."""
+    return [
+        (topic.topic_id, index)
+        for topic in image.topics.values()
+        for index, partition in sorted(topic.partitions.items())
+        if partition.leader != partition.replicas[0]
+    ]
+
+
+def balance_partition_leaders(
+    *, image: ReplicationImage, cluster: ClusterControl, configs: TopicConfigLayers, metadata_version: int,
+    elr_enabled: bool, max_elections: int,
+) -> list[Record]:
+    """``maybeBalancePartitionLeaders``: PREFERRED elections for the imbalanced partitions, at
+    most ``max_elections`` records (the task runs again at once when it wrote that many)."""
+    elector = _Elector(image, cluster, configs, metadata_version=metadata_version, elr_enabled=elr_enabled)
+    records: list[Record] = []
+    for topic_id, index in imbalanced_partitions(image):
+        if len(records) >= max_elections:
+            break
+        record = elector.change(topic_id, index, Election.PREFERRED)
+        if record is not None:
+            records.append((record, elector.version))
+    return records

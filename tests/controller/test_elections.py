@@ -1,0 +1,84 @@
+"""ElectLeaders and the preferred-leader rebalance (``server.controller.elections``). The answers
+and records are compared with a stock controller's in ``compat/test_topic_rpcs.py``; these pin
+the rules."""
+
+from __future__ import annotations
+
+from kwire.errors import Errors
+from kwire.uuid import Uuid
+from messages.generated.elect_leaders_request import ElectLeadersRequest, TopicPartitions
+from messages.generated.partition_record import PartitionRecord
+from messages.generated.register_broker_record import RegisterBrokerRecord
+from messages.generated.topic_record import TopicRecord
+from server.controller.alter_partition import TopicConfigLayers
+from server.controller.cluster import ClusterControl
+from server.controller.elections import PREFERRED, UNCLEAN, balance_partition_leaders, elect_leaders
+from server.controller.replication import ReplicationImage
+
+TOPIC = Uuid.from_longs(1, 1)
+
+
+def _setup(fenced: tuple[int, ...] = ()) -> tuple[ClusterControl, ReplicationImage]:
+    """Brokers 1-3 (``fenced`` ones fenced); topic "t": partition 0 led by its preferred
+    replica, 1 led by its second, 2 with no leader and only its preferred replica in sync."""
+    cluster = ClusterControl("c", 9000)
+    for broker_id in (1, 2, 3):
+        cluster.replay(RegisterBrokerRecord(
+            broker_id=broker_id, broker_epoch=broker_id, incarnation_id=Uuid.from_longs(broker_id, 0),
+            fenced=broker_id in fenced, log_dirs=[Uuid.from_longs(broker_id, 1)],
+        ), broker_id)
+    image = ReplicationImage()
+    image.replay(TopicRecord(name="t", topic_id=TOPIC))
+    for index, (replicas, isr, leader) in enumerate((([1, 2], [1, 2], 1), ([1, 2], [1, 2], 2), ([3, 2], [3], -1))):
+        image.replay(PartitionRecord(
+            partition_id=index, topic_id=TOPIC, replicas=replicas, isr=isr, leader=leader,
+            directories=[Uuid.from_longs(b, 1) for b in replicas],
+        ))
+    return cluster, image
+
+
+def _elect(cluster: ClusterControl, image: ReplicationImage, kind: int, partitions: list[int] | None) -> tuple[list, list]:
+    request = ElectLeadersRequest(
+        election_type=kind, topic_partitions=None if partitions is None else [TopicPartitions(topic="t", partitions=partitions)]
+    )
+    records, response = elect_leaders(
+        request, 2, image=image, cluster=cluster, configs=TopicConfigLayers(image, 0, {}), metadata_version=21,
+        elr_enabled=False,
+    )
+    results = [(p.partition_id, p.error_code) for r in response.replica_election_results for p in r.partition_result]
+    return [(r.partition_id, r.leader) for r, _ in records], results
+
+
+def test_a_preferred_election_moves_leadership_to_the_first_replica() -> None:
+    cluster, image = _setup(fenced=(3,))
+    records, results = _elect(cluster, image, PREFERRED, [0, 1, 2, 7])
+    assert records == [(1, 1)]
+    assert results == [
+        (0, Errors.ELECTION_NOT_NEEDED), (1, Errors.NONE), (2, Errors.PREFERRED_LEADER_NOT_AVAILABLE),
+        (7, Errors.UNKNOWN_TOPIC_OR_PARTITION),
+    ]
+
+
+def test_all_partitions_leave_out_those_that_need_no_election() -> None:
+    cluster, image = _setup(fenced=(3,))
+    _, results = _elect(cluster, image, PREFERRED, None)
+    assert results == [(1, Errors.NONE), (2, Errors.PREFERRED_LEADER_NOT_AVAILABLE)]
+
+
+def test_an_unclean_election_takes_any_live_replica_when_none_is_in_sync() -> None:
+    cluster, image = _setup(fenced=(3,))
+    records, results = _elect(cluster, image, UNCLEAN, [0, 2])
+    assert results == [(0, Errors.ELECTION_NOT_NEEDED), (2, Errors.NONE)]
+    assert records == [(2, 2)]
+
+
+def test_the_rebalance_elects_preferred_leaders_up_to_its_bound() -> None:
+    cluster, image = _setup(fenced=(3,))
+    configs = TopicConfigLayers(image, 0, {})
+    records = balance_partition_leaders(
+        image=image, cluster=cluster, configs=configs, metadata_version=21, elr_enabled=False, max_elections=1000
+    )
+    assert [(r.partition_id, r.leader) for r, _ in records] == [(1, 1)]
+    assert balance_partition_leaders(
+        image=image, cluster=cluster, configs=configs, metadata_version=21, elr_enabled=False, max_elections=0
+    ) == []
