@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "tools.metadata_quorum",
         "describe the KRaft quorum, as kafka-metadata-quorum.sh",
     ),
+    "health": ("tools.health", "is the controller quorum healthy; may a controller restart now"),
     "dump-log": ("tools.dump_log", "print log segments and snapshots, as kafka-dump-log.sh"),
     "api-versions": ("tools.api_versions", "print the API versions and features a node advertises"),
     "dev-cluster": ("tools.dev_cluster", "run a local multi-node quorum for development"),
