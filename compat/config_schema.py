@@ -26,13 +26,13 @@ SOURCE_VERSION = max(PINNED_VERSIONS, key=lambda v: tuple(map(int, v.split("."))
 TARGET = Path(__file__).resolve().parent.parent / "server" / "controller" / "broker_config_schema.py"
 
 _DYNAMIC = "org.apache.kafka.server.config.DynamicBrokerConfig"
-_SETS = (
-    ("DYNAMIC_BROKER_CONFIGS", "ALL_DYNAMIC_CONFIGS", "Broker configs that can change while a node runs."),
+_SETS = (  # smaller first: a later set that holds an earlier one is written as their union
     ("DYNAMIC_SECURITY_CONFIGS", "DYNAMIC_SECURITY_CONFIGS", "Security configs that change only with a listener prefix."),
-    ("PER_BROKER_CONFIGS", "PER_BROKER_CONFIGS", "Dynamic configs a node takes only as its own, not as the cluster default."),
     ("CLUSTER_LEVEL_LISTENER_CONFIGS", "CLUSTER_LEVEL_LISTENER_CONFIGS",
      "Listener configs a cluster default may give with a listener prefix."),
     ("LISTENER_MECHANISM_CONFIGS", "LISTENER_MECHANISM_CONFIGS", "Configs a listener override may give per SASL mechanism."),
+    ("PER_BROKER_CONFIGS", "PER_BROKER_CONFIGS", "Dynamic configs a node takes only as its own, not as the cluster default."),
+    ("DYNAMIC_BROKER_CONFIGS", "ALL_DYNAMIC_CONFIGS", "Broker configs that can change while a node runs."),
 )
 _DEFS = (
     ("BROKER_CONFIGS", "kafka.server.KafkaConfig", "configDef", "``KafkaConfig``'s keys, in definition order."),
@@ -71,10 +71,18 @@ def render(version: str = SOURCE_VERSION) -> str:
             out.append(f"\n{name}: tuple[ConfigKey, ...] = (\n")
             out.extend(_key(entry) for entry in oracle.config_def(cls, member))
             out.append(f')\n"""{doc}"""\n')
+        emitted: dict[str, set[str]] = {}
         for name, member, doc in _SETS:
-            out.append(f"\n{name}: frozenset[str] = frozenset(\n    (\n")
-            out.extend(f"        {_q(n)},\n" for n in oracle.names(_DYNAMIC, member))
+            names = set(oracle.names(_DYNAMIC, member))
+            # a set holding an earlier one whole is written as their union: each name once
+            within = [earlier for earlier, held in emitted.items() if held <= names]
+            parts = [p for p in within if not any(emitted[p] < emitted[q] for q in within)]
+            rest = sorted(names - set().union(*(emitted[p] for p in parts)))
+            union = "".join(f"{p} | " for p in parts)
+            out.append(f"\n{name}: frozenset[str] = {union}frozenset(\n    (\n")
+            out.extend(f"        {_q(n)},\n" for n in rest)
             out.append(f'    )\n)\n"""{doc}"""\n')
+            emitted[name] = names
     return "".join(out)
 
 

@@ -417,7 +417,76 @@ CLIENT_METRICS_CONFIGS: tuple[ConfigKey, ...] = (
 )
 """A client metrics subscription's keys (``ClientMetricsConfigs``)."""
 
-DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
+DYNAMIC_SECURITY_CONFIGS: frozenset[str] = frozenset(
+    (
+        "ssl.key.password",
+        "ssl.keystore.certificate.chain",
+        "ssl.keystore.key",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.keystore.type",
+        "ssl.truststore.certificates",
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.truststore.type",
+    )
+)
+"""Security configs that change only with a listener prefix."""
+
+CLUSTER_LEVEL_LISTENER_CONFIGS: frozenset[str] = frozenset(
+    (
+        "max.connection.creation.rate",
+        "max.connections",
+        "num.network.threads",
+    )
+)
+"""Listener configs a cluster default may give with a listener prefix."""
+
+LISTENER_MECHANISM_CONFIGS: frozenset[str] = frozenset(
+    (
+        "connections.max.reauth.ms",
+        "sasl.jaas.config",
+        "sasl.login.callback.handler.class",
+        "sasl.login.class",
+        "sasl.server.callback.handler.class",
+    )
+)
+"""Configs a listener override may give per SASL mechanism."""
+
+PER_BROKER_CONFIGS: frozenset[str] = DYNAMIC_SECURITY_CONFIGS | frozenset(
+    (
+        "cordoned.log.dirs",
+        "listener.security.protocol.map",
+        "listeners",
+        "principal.builder.class",
+        "sasl.enabled.mechanisms",
+        "sasl.jaas.config",
+        "sasl.kerberos.kinit.cmd",
+        "sasl.kerberos.min.time.before.relogin",
+        "sasl.kerberos.principal.to.local.rules",
+        "sasl.kerberos.service.name",
+        "sasl.kerberos.ticket.renew.jitter",
+        "sasl.kerberos.ticket.renew.window.factor",
+        "sasl.login.refresh.buffer.seconds",
+        "sasl.login.refresh.min.period.seconds",
+        "sasl.login.refresh.window.factor",
+        "sasl.login.refresh.window.jitter",
+        "sasl.mechanism.inter.broker.protocol",
+        "ssl.cipher.suites",
+        "ssl.client.auth",
+        "ssl.enabled.protocols",
+        "ssl.endpoint.identification.algorithm",
+        "ssl.engine.factory.class",
+        "ssl.keymanager.algorithm",
+        "ssl.protocol",
+        "ssl.provider",
+        "ssl.secure.random.implementation",
+        "ssl.trustmanager.algorithm",
+    )
+)
+"""Dynamic configs a node takes only as its own, not as the cluster default."""
+
+DYNAMIC_BROKER_CONFIGS: frozenset[str] = CLUSTER_LEVEL_LISTENER_CONFIGS | PER_BROKER_CONFIGS | frozenset(
     (
         "background.threads",
         "compression.gzip.level",
@@ -425,7 +494,6 @@ DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
         "compression.type",
         "compression.zstd.level",
         "config.providers",
-        "cordoned.log.dirs",
         "errors.deadletterqueue.auto.create.topics.enable",
         "errors.deadletterqueue.topic.name.prefix",
         "follower.fetch.last.tiered.offset.enable",
@@ -438,8 +506,6 @@ DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
         "group.streams.assignment.interval.ms",
         "group.streams.assignor.offload.enable",
         "leader.replication.throttled.rate",
-        "listener.security.protocol.map",
-        "listeners",
         "log.cleaner.backoff.ms",
         "log.cleaner.dedupe.buffer.size",
         "log.cleaner.delete.retention.ms",
@@ -469,8 +535,6 @@ DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
         "log.roll.ms",
         "log.segment.bytes",
         "log.segment.delete.delay.ms",
-        "max.connection.creation.rate",
-        "max.connections",
         "max.connections.per.ip",
         "max.connections.per.ip.overrides",
         "max.decompressed.message.bytes",
@@ -478,10 +542,8 @@ DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
         "metric.reporters",
         "min.insync.replicas",
         "num.io.threads",
-        "num.network.threads",
         "num.recovery.threads.per.data.dir",
         "num.replica.fetchers",
-        "principal.builder.class",
         "producer.id.expiration.ms",
         "remote.fetch.max.wait.ms",
         "remote.list.offsets.request.timeout.ms",
@@ -493,121 +555,9 @@ DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
         "remote.log.manager.follower.thread.pool.size",
         "remote.log.reader.threads",
         "replica.alter.log.dirs.io.max.bytes.per.second",
-        "sasl.enabled.mechanisms",
-        "sasl.jaas.config",
-        "sasl.kerberos.kinit.cmd",
-        "sasl.kerberos.min.time.before.relogin",
-        "sasl.kerberos.principal.to.local.rules",
-        "sasl.kerberos.service.name",
-        "sasl.kerberos.ticket.renew.jitter",
-        "sasl.kerberos.ticket.renew.window.factor",
-        "sasl.login.refresh.buffer.seconds",
-        "sasl.login.refresh.min.period.seconds",
-        "sasl.login.refresh.window.factor",
-        "sasl.login.refresh.window.jitter",
-        "sasl.mechanism.inter.broker.protocol",
         "share.coordinator.cached.buffer.max.bytes",
-        "ssl.cipher.suites",
-        "ssl.client.auth",
-        "ssl.enabled.protocols",
-        "ssl.endpoint.identification.algorithm",
-        "ssl.engine.factory.class",
-        "ssl.key.password",
-        "ssl.keymanager.algorithm",
-        "ssl.keystore.certificate.chain",
-        "ssl.keystore.key",
-        "ssl.keystore.location",
-        "ssl.keystore.password",
-        "ssl.keystore.type",
-        "ssl.protocol",
-        "ssl.provider",
-        "ssl.secure.random.implementation",
-        "ssl.trustmanager.algorithm",
-        "ssl.truststore.certificates",
-        "ssl.truststore.location",
-        "ssl.truststore.password",
-        "ssl.truststore.type",
         "transaction.partition.verification.enable",
         "unclean.leader.election.enable",
     )
 )
 """Broker configs that can change while a node runs."""
-
-DYNAMIC_SECURITY_CONFIGS: frozenset[str] = frozenset(
-    (
-        "ssl.key.password",
-        "ssl.keystore.certificate.chain",
-        "ssl.keystore.key",
-        "ssl.keystore.location",
-        "ssl.keystore.password",
-        "ssl.keystore.type",
-        "ssl.truststore.certificates",
-        "ssl.truststore.location",
-        "ssl.truststore.password",
-        "ssl.truststore.type",
-    )
-)
-"""Security configs that change only with a listener prefix."""
-
-PER_BROKER_CONFIGS: frozenset[str] = frozenset(
-    (
-        "cordoned.log.dirs",
-        "listener.security.protocol.map",
-        "listeners",
-        "principal.builder.class",
-        "sasl.enabled.mechanisms",
-        "sasl.jaas.config",
-        "sasl.kerberos.kinit.cmd",
-        "sasl.kerberos.min.time.before.relogin",
-        "sasl.kerberos.principal.to.local.rules",
-        "sasl.kerberos.service.name",
-        "sasl.kerberos.ticket.renew.jitter",
-        "sasl.kerberos.ticket.renew.window.factor",
-        "sasl.login.refresh.buffer.seconds",
-        "sasl.login.refresh.min.period.seconds",
-        "sasl.login.refresh.window.factor",
-        "sasl.login.refresh.window.jitter",
-        "sasl.mechanism.inter.broker.protocol",
-        "ssl.cipher.suites",
-        "ssl.client.auth",
-        "ssl.enabled.protocols",
-        "ssl.endpoint.identification.algorithm",
-        "ssl.engine.factory.class",
-        "ssl.key.password",
-        "ssl.keymanager.algorithm",
-        "ssl.keystore.certificate.chain",
-        "ssl.keystore.key",
-        "ssl.keystore.location",
-        "ssl.keystore.password",
-        "ssl.keystore.type",
-        "ssl.protocol",
-        "ssl.provider",
-        "ssl.secure.random.implementation",
-        "ssl.trustmanager.algorithm",
-        "ssl.truststore.certificates",
-        "ssl.truststore.location",
-        "ssl.truststore.password",
-        "ssl.truststore.type",
-    )
-)
-"""Dynamic configs a node takes only as its own, not as the cluster default."""
-
-CLUSTER_LEVEL_LISTENER_CONFIGS: frozenset[str] = frozenset(
-    (
-        "max.connection.creation.rate",
-        "max.connections",
-        "num.network.threads",
-    )
-)
-"""Listener configs a cluster default may give with a listener prefix."""
-
-LISTENER_MECHANISM_CONFIGS: frozenset[str] = frozenset(
-    (
-        "connections.max.reauth.ms",
-        "sasl.jaas.config",
-        "sasl.login.callback.handler.class",
-        "sasl.login.class",
-        "sasl.server.callback.handler.class",
-    )
-)
-"""Configs a listener override may give per SASL mechanism."""
