@@ -259,6 +259,11 @@ class KRaftConfig:
     leader_imbalance_check_interval_seconds: int = 300
     """How often it looks for partitions not led by their preferred replica
     (``leader.imbalance.check.interval.seconds``)."""
+    prometheus_port: int | None = None
+    """Serve metrics in Prometheus' format on this port (``kwire.prometheus.port``; 0 picks a
+    free one; unset: no metrics server). kwire's own key: Kafka serves JMX only."""
+    prometheus_host: str = "0.0.0.0"
+    """The address the metrics server binds (``kwire.prometheus.host``)."""
     raw: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     # -- construction -----------------------------------------------------------------------
@@ -415,6 +420,11 @@ class KRaftConfig:
             leader_imbalance_check_interval_seconds=integer(
                 "leader.imbalance.check.interval.seconds", "leader_imbalance_check_interval_seconds", 1
             ),
+            prometheus_port=(
+                None if r.get("kwire.prometheus.port") is None
+                else r.integer("kwire.prometheus.port", None, minimum=0)
+            ),
+            prometheus_host=r.string("kwire.prometheus.host", "0.0.0.0") or "0.0.0.0",
             raw=merged,
         )
 

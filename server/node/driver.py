@@ -163,6 +163,8 @@ class Node:
         self.controller: QuorumController | None = None
         self._replayed_offset = 0
         """The offset after the last committed batch (or snapshot) the controller replayed."""
+        self.metrics_port: int | None = None
+        """The port metrics are served on, once they are (``kwire.prometheus.port``)."""
         self._flushed = False
         self._features_seen = False
         """Committed data or a snapshot arrived in this Outbox: publish the features again."""
@@ -278,6 +280,8 @@ class Node:
                     )
                     nursery.start_soon(self._forward_requests, request_receive)
                     nursery.start_soon(self._register_controller)
+                    if self.config.prometheus_port is not None:
+                        nursery.start_soon(self._serve_metrics)
                     # The first step writes the election state the core starts in.
                     await self._step(Tick())
                     task_status.started(self)
@@ -289,6 +293,24 @@ class Node:
             self._pending.clear()
             with trio.CancelScope(shield=True):
                 await self._blocking(metadata_log.close)
+
+    async def _serve_metrics(self) -> None:
+        """``kwire.prometheus.port``: serve the metrics (``server.node.metrics``), a new
+        snapshot of them every second, until the node stops."""
+        from server.node.metrics import MetricsServer, take_snapshot
+
+        assert self.config.prometheus_port is not None
+        server = MetricsServer(self.config.prometheus_host, self.config.prometheus_port)
+        self.metrics_port = server.port
+        log.info("serving metrics on %s:%d", self.config.prometheus_host, server.port)
+        try:
+            while True:
+                active = self._requests.active_controller() is not None
+                server.update(take_snapshot(self.core, self.controller, active=active, applied_offset=self._replayed_offset - 1))
+                await trio.sleep(1)
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(server.close)
 
     async def _forward_requests(self, receive: trio.MemoryReceiveChannel[PendingRequest]) -> None:
         async for pending in receive:

@@ -1,0 +1,109 @@
+"""The node's metrics in Prometheus' text format, under Kafka's metric names.
+
+With ``kwire.prometheus.port`` set (``kwire.prometheus.host``, default all interfaces), the node
+serves ``/metrics`` through ``prometheus_client``'s HTTP server (a daemon thread). What it serves
+is a snapshot the node takes once a second on its own Trio task (:func:`take_snapshot`), so the
+server thread never reads the live image. Names follow the JMX names Kafka's controller
+registers, with ``.``, ``:``, ``=`` and ``-`` as ``_``:
+
+* ``kafka_controller_KafkaController_<Name>`` (``QuorumControllerMetrics``,
+  ``ControllerMetadataMetrics``): ActiveControllerCount, GlobalTopicCount,
+  GlobalPartitionCount, OfflinePartitionsCount, PreferredReplicaImbalanceCount,
+  ActiveBrokerCount, FencedBrokerCount, LastAppliedRecordOffset, LastCommittedRecordOffset;
+* ``kafka_server_raft_metrics_<name>`` (``KafkaRaftMetrics``, group ``raft-metrics``):
+  current_leader, current_epoch, high_watermark, log_end_offset, and current_state as a
+  ``state`` label of value 1 (leader, follower, candidate, prospective, unattached, resigned).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+__all__ = ["MetricsServer", "Snapshot", "take_snapshot"]
+
+_CONTROLLER = "kafka_controller_KafkaController_"
+_RAFT = "kafka_server_raft_metrics_"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The values one scrape reports (controller gauges by Kafka name, raft gauges by name)."""
+
+    controller: dict[str, float] = field(default_factory=dict)
+    raft: dict[str, float] = field(default_factory=dict)
+    state: str = "unattached"
+
+
+def take_snapshot(core: Any, controller: Any, *, active: bool, applied_offset: int) -> Snapshot:
+    """The metrics of a node whose core and controller are ``core`` and ``controller``
+    (either None before start-up); ``active`` when it is the active controller,
+    ``applied_offset`` the last offset its controller replayed (-1: none)."""
+    values: dict[str, float] = {"ActiveControllerCount": 1.0 if active else 0.0}
+    if controller is not None:
+        partitions = [p for topic in controller.replication.topics.values() for p in topic.partitions.values()]
+        registrations = controller.cluster.registrations.values()
+        values.update(
+            GlobalTopicCount=len(controller.replication.topics),
+            GlobalPartitionCount=len(partitions),
+            OfflinePartitionsCount=sum(1 for p in partitions if p.leader == -1),
+            PreferredReplicaImbalanceCount=sum(1 for p in partitions if p.leader != p.replicas[0]),
+            ActiveBrokerCount=sum(1 for r in registrations if not r.fenced),
+            FencedBrokerCount=sum(1 for r in registrations if r.fenced),
+            LastAppliedRecordOffset=applied_offset,
+        )
+    raft: dict[str, float] = {}
+    state = "unattached"
+    if core is not None:
+        leader = core.leader_and_epoch.leader_id
+        hwm = core.high_watermark
+        values["LastCommittedRecordOffset"] = hwm - 1
+        raft = {
+            "current_leader": -1 if leader is None else leader,
+            "current_epoch": core.epoch,
+            "high_watermark": hwm,
+            "log_end_offset": core.log.log_end_offset,
+        }
+        state = type(core.state).__name__.lower()
+    return Snapshot(values, raft, state)
+
+
+class _Collector(Collector):
+    def __init__(self, server: MetricsServer) -> None:
+        self.server = server
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        snapshot = self.server.snapshot
+        for name, value in sorted(snapshot.controller.items()):
+            yield GaugeMetricFamily(_CONTROLLER + name, f"kafka.controller:type=KafkaController,name={name}", value=value)
+        for name, value in sorted(snapshot.raft.items()):
+            yield GaugeMetricFamily(_RAFT + name, f"kafka.server:type=raft-metrics,{name.replace('_', '-')}", value=value)
+        state = GaugeMetricFamily(_RAFT + "current_state", "kafka.server:type=raft-metrics,current-state", labels=["state"])
+        state.add_metric([snapshot.state], 1.0)
+        yield state
+
+
+class MetricsServer:
+    """``/metrics`` on ``host``:``port`` (port 0: any free one; :attr:`port` tells which), serving
+    the latest :attr:`snapshot`."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.snapshot = Snapshot()
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(_Collector(self))
+        self._server, self._thread = start_http_server(port, addr=host, registry=registry)
+        self.port: int = self._server.server_address[1]
+
+    def update(self, snapshot: Snapshot) -> None:
+        """Serve ``snapshot`` from now on (a reference swap: scrapes see one whole snapshot)."""
+        self.snapshot = snapshot
+
+    def close(self) -> None:
+        """Stop serving."""
+        self._server.shutdown()
+        self._server.server_close()
