@@ -49,12 +49,12 @@ test: install check-generated lint lint-imports typecheck compat-jars
 
 ## Long soaks, not part of `make test`: 10,000 more simulation seeds, 100 leader kills in each
 ## of the eight mixed kwire/Kafka quorum configurations, 50 leader kills of a kwire quorum under
-## load, and 10 active-controller kills under stock brokers on both pinned releases.
+## load, and 20 rounds of active-controller and broker kills under stock brokers on both pinned releases.
 nightly: install compat-jars
 	KWIRE_SIM_FIRST=10000 KWIRE_SIM_SEEDS=10000 $(PY) -m pytest -q tests/raft/test_simulation.py
 	KWIRE_MIXED_LEADER_CHANGES=100 $(PY) -m pytest -q compat/test_mixed_quorum.py
 	KWIRE_LEADER_KILLS=50 $(PY) -m pytest -q tests/server/test_failover.py
-	KWIRE_FAILOVERS=10 $(PY) -m pytest -q compat/test_stock_brokers.py
+	KWIRE_FAILOVERS=20 $(PY) -m pytest -q compat/test_stock_brokers.py
 
 bench: install compat-jars
 	$(PY) -m tools.bench

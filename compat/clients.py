@@ -16,6 +16,7 @@ __all__ = [
     "create_topic",
     "describe_topic",
     "new_topic_works",
+    "partitions_of",
     "python_round_trip",
     "read_all",
     "records",
@@ -166,6 +167,29 @@ def read_all(bootstrap: str, topic: str, at_least: int, timeout_s: float = 120.0
     finally:
         consumer.close()
     return seen
+
+
+def partitions_of(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
+    """kafka-python's admin DescribeTopics (Metadata from a broker): partition -> (leader,
+    replicas, ISR)."""
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kwire-describe", request_timeout_ms=10_000)
+    try:
+        [described] = admin.describe_topics([topic])
+    finally:
+        admin.close()
+    def field(partition: dict[str, object], *names: str) -> object:  # kafka-python's field names vary
+        return next(partition[name] for name in names if name in partition)
+
+    return {
+        int(field(p, "partition_index", "partition")): (  # type: ignore[call-overload]
+            int(field(p, "leader_id", "leader")),  # type: ignore[call-overload]
+            list(field(p, "replica_nodes", "replicas")),  # type: ignore[call-overload]
+            list(field(p, "isr_nodes", "isr")),  # type: ignore[call-overload]
+        )
+        for p in described["partitions"]
+    }
 
 
 def new_topic_works(bootstrap: str, topic: str, timeout_s: float = 60.0) -> None:

@@ -15,20 +15,22 @@ the stock tool, ``controller.quorum.bootstrap.servers`` naming the controllers).
   writes 100,000 records and the stock console consumer reads exactly those back; kafka-python
   creates a second topic and does the same; the stock leader-election tool, through a broker
   that forwards ElectLeaders to kwire, finds the preferred leader already elected;
-* under a steady kafka-python load (idempotent, acks=all), kill -9 of the active kwire
-  controller, 3 times on the newest release and once on 3.9.2 in ``make test`` (10 times on both
-  in ``make nightly``, ``KWIRE_FAILOVERS``): a new one
-  is elected, a topic created after each failover takes a record and gives it back, the killed
-  controller rejoins; at the end no broker has stopped or been fenced (each new active
-  controller gives every broker a fresh session) and every acknowledged record is read back
-  exactly once;
+* under a steady kafka-python load (idempotent, acks=all), rounds of kill -9, the even ones
+  of the active kwire controller, the odd ones of a broker: 3 rounds on the newest release and
+  1 on 3.9.2 in ``make test``, 20 on both in ``make nightly`` (``KWIRE_FAILOVERS``). After a
+  controller kill a new one is elected, a topic created then takes a record and gives it back,
+  and the killed controller rejoins. After a broker kill the broker is fenced within the
+  session timeout, every partition it led gets another leader and it leaves every ISR; once
+  restarted it is unfenced, back in every ISR and leads its preferred partitions again (the
+  controllers balance leaders every 5 s here). At the end every broker runs and every
+  acknowledged record is read back exactly once;
 * afterwards, stock ``kafka-metadata-shell`` shows each broker's registration in kwire's log
   as kwire's own image holds it (epoch, incarnation, fenced), and every topic and partition as
   kwire's image holds it (replicas, directories, ISR, leader, epochs); stock ``kafka-dump-log
   --cluster-metadata-decoder`` decodes every data record of it.
 
-Cost per release: three broker JVMs (started together), three kwire processes and ~5 s per
-failover: ~90 s on the newest release, ~45 s on 3.9.2.
+Cost per release: three broker JVMs (started together), three kwire processes, ~5 s per
+controller kill and ~25 s per broker kill: ~90 s on the newest release, ~50 s on 3.9.2.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import re
 import signal
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -47,6 +50,7 @@ from compat.clients import (
     create_topic,
     describe_topic,
     new_topic_works,
+    partitions_of,
     python_round_trip,
     read_all,
     records,
@@ -68,12 +72,17 @@ FENCE_BOUND_S = (SESSION_TIMEOUT_MS + SESSION_TIMEOUT_MS // 8) / 1000 + 3.0
 fencing record to reach the brokers (a margin for a loaded machine)."""
 BROKER_START_TIMEOUT_S = 90.0
 RECORDS = 100_000
+REBALANCE_INTERVAL_S = 5
+"""The kwire controllers' ``leader.imbalance.check.interval.seconds`` here (Kafka's default is
+300), so that a restarted broker leads its preferred partitions again within the test."""
+REBALANCE_BOUND_S = 60.0
 """Records each client writes and reads back."""
 
 
 def _failovers(kafka: KafkaRelease) -> int:
-    """kill -9s of the active controller: ``KWIRE_FAILOVERS``, else 3 on the newest release
-    and 1 on the older one, for the time ``make test`` has (``make nightly`` runs 10 on both)."""
+    """Rounds of kill -9 (controller, broker, controller, ...): ``KWIRE_FAILOVERS``, else 3 on
+    the newest release and 1 on the older one, for the time ``make test`` has (``make nightly``
+    runs 20 on both)."""
     configured = os.environ.get("KWIRE_FAILOVERS")
     if configured:
         return int(configured)
@@ -81,7 +90,9 @@ def _failovers(kafka: KafkaRelease) -> int:
 
 
 def test_stock_brokers_run_on_a_kwire_quorum(kafka: KafkaRelease, tmp_path: Path) -> None:
-    quorum = Quorum(kafka, tmp_path, {1, 2, 3}, dynamic=True)
+    quorum = Quorum(
+        kafka, tmp_path, {1, 2, 3}, dynamic=True, extra=f"leader.imbalance.check.interval.seconds={REBALANCE_INTERVAL_S}\n"
+    )
     bootstrap = ",".join(f"localhost:{p}" for p in quorum.ports.values())
     brokers = StockBrokers.create(
         tmp_path / "brokers", kafka.version, cluster_id=CLUSTER_ID, bootstrap_controllers=bootstrap,
@@ -143,6 +154,9 @@ def test_stock_brokers_run_on_a_kwire_quorum(kafka: KafkaRelease, tmp_path: Path
         load.start()
         failovers = _failovers(kafka)
         for round_ in range(failovers):
+            if round_ % 2 == 1:  # odd rounds kill a broker, even ones the active controller
+                timings.append(_broker_round(brokers, bootstrap, round_, load))
+                continue
             quorum.settled_high_watermark()  # every controller up and caught up
             leader, _, _ = quorum.wait_leader(ELECTION_BOUND_S)
             acked_before = len(load.acked)
@@ -185,6 +199,51 @@ def test_stock_brokers_run_on_a_kwire_quorum(kafka: KafkaRelease, tmp_path: Path
         brokers.stop()
         quorum.stop()
     _check_stock_readers(kafka, tmp_path / "data1" / PARTITION)
+
+
+def _wait_partitions(bootstrap: str, topic: str, done: Callable[[dict[int, tuple[int, list[int], list[int]]]], bool],
+                     timeout_s: float) -> dict[int, tuple[int, list[int], list[int]]]:
+    """``topic``'s partitions as a broker describes them, once ``done`` holds (within
+    ``timeout_s``)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            parts = partitions_of(bootstrap, topic)
+        except Exception:  # noqa: BLE001 - a broker going away mid-request: ask again
+            parts = {}
+        if parts and done(parts):
+            return parts
+        assert time.monotonic() < deadline, f"{topic} did not reach the expected state: {parts}"
+        time.sleep(0.5)  # poll interval
+
+
+def _broker_round(brokers: StockBrokers, bootstrap: str, round_: int, load: Load) -> str:
+    """kill -9 of a broker under the load: fenced within the session timeout, every partition
+    it led led by another and its ISR memberships gone; restarted: unfenced, back in every ISR,
+    and leading its preferred partitions again (``auto.leader.rebalance.enable``)."""
+    victim = BROKER_IDS[(round_ // 2) % len(BROKER_IDS)]
+    led = sorted(p for p, (leader, _, _) in partitions_of(bootstrap, "load").items() if leader == victim)
+    acked_before = len(load.acked)
+    killed_at = time.monotonic()
+    brokers.kill(victim)
+    fenced = brokers.wait_listed(set(BROKER_IDS) - {victim}, FENCE_BOUND_S)
+    _wait_partitions(
+        bootstrap, "load", lambda parts: all(leader != victim and victim not in isr for leader, _, isr in parts.values()),
+        FENCE_BOUND_S,
+    )
+    moved = time.monotonic() - killed_at
+    brokers.start([victim])
+    brokers.wait_listed(set(BROKER_IDS), BROKER_START_TIMEOUT_S)
+    _wait_partitions(
+        bootstrap, "load",
+        lambda parts: all(leader == replicas[0] and sorted(isr) == sorted(replicas) for leader, replicas, isr in parts.values()),
+        REBALANCE_BOUND_S,
+    )
+    return (
+        f"broker kill {round_ + 1}: {victim} led partitions {led}; fenced {fenced:.1f} s and its partitions led by "
+        f"others {moved:.1f} s after the kill; restarted, in every ISR and leading its preferred partitions "
+        f"{time.monotonic() - killed_at:.1f} s after the kill; {len(load.acked) - acked_before} acks meanwhile"
+    )
 
 
 def _lost(back: Counter[str], topic: str) -> str:

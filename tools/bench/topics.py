@@ -134,16 +134,17 @@ async def _create(ports: list[int], pids: list[int], load: Load) -> Row | str:
     )
 
 
-def run_side(kind: str, name: str, load: Load, base: Path) -> Row:
-    """One side's run (``kind`` "kwire" or "kafka") under ``base``; a Row with ``error`` set
-    when it gave no figures. The controller processes are stopped in every case."""
+def run_side(kind: str, name: str, load: Load, base: Path, nodes: int = NODES) -> Row:
+    """One side's run (``kind`` "kwire" or "kafka", a quorum of ``nodes`` controllers) under
+    ``base``; a Row with ``error`` set when it gave no figures. The controller processes are
+    stopped in every case."""
     import trio
 
     root = base / kind
     root.mkdir(parents=True)
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        procs, ports = start_quorum(kind, root, NODES)
+        procs, ports = start_quorum(kind, root, nodes)
         outcome = trio.run(_create, ports, [proc.pid for proc in procs], load)
         if isinstance(outcome, str):
             return Row(name, error=outcome)
