@@ -186,19 +186,29 @@ class ControllerRequests:
             now + config.leader_imbalance_check_interval_seconds * 1000 if config.auto_leader_rebalance_enable else None
         )
 
+    def _due(self, timer: str) -> tuple[QuorumController, int] | None:
+        """The active controller and the time now, for the periodic task whose next run is the
+        attribute ``timer``; None when the task cannot run now: off the active controller (the
+        timer is cleared) or while a write is uncommitted (it runs 10 ms later)."""
+        controller = self.active_controller()
+        if controller is None:
+            setattr(self, timer, None)
+            return None
+        now = self._node.now_ms()
+        if self.writes:  # after the writes before it are committed
+            setattr(self, timer, now + 10)
+            return None
+        return controller, now
+
     async def balance_leaders(self) -> None:
         """Every ``leader.imbalance.check.interval.seconds`` the active controller elects the
         preferred replica of each partition another replica leads, up to
         :data:`MAX_ELECTIONS_PER_IMBALANCE` records, and runs again at once when it wrote that
         many (``QuorumController.maybeBalancePartitionLeaders``)."""
-        controller = self.active_controller()
-        if controller is None:
-            self.next_balance_ms = None
+        due = self._due("next_balance_ms")
+        if due is None:
             return
-        now = self._node.now_ms()
-        if self.writes:  # after the writes before it are committed
-            self.next_balance_ms = now + 10
-            return
+        controller, now = due
         records = balance_partition_leaders(
             image=controller.replication, cluster=controller.cluster, configs=self._topic_configs(controller),
             metadata_version=_level(controller), elr_enabled=_elr_enabled(controller),
@@ -275,27 +285,20 @@ class ControllerRequests:
         elif isinstance(body, AlterPartitionRequest):
             await self._operate(
                 pending,
-                lambda c: alter_partition(
-                    body, version, image=c.replication, cluster=c.cluster, configs=self._topic_configs(c),
-                    metadata_version=_level(c), elr_enabled=_elr_enabled(c),
-                ),
+                lambda c: alter_partition(body, version, **self._partition_context(c)),
                 alter_partition_response,
             )
         elif isinstance(body, ElectLeadersRequest):
             await self._operate(
                 pending,
-                lambda c: elect_leaders(
-                    body, version, image=c.replication, cluster=c.cluster, configs=self._topic_configs(c),
-                    metadata_version=_level(c), elr_enabled=_elr_enabled(c),
-                ),
+                lambda c: elect_leaders(body, version, **self._partition_context(c)),
                 partial(elect_leaders_response, body),
             )
         elif isinstance(body, AssignReplicasToDirsRequest):
             await self._operate(
                 pending,
                 lambda c: assign_replicas_to_dirs(
-                    body, image=c.replication, cluster=c.cluster, configs=self._topic_configs(c),
-                    metadata_version=_level(c), elr_enabled=_elr_enabled(c),
+                    body, **self._partition_context(c),
                 ),
                 assign_replicas_to_dirs_response,
             )
@@ -337,6 +340,15 @@ class ControllerRequests:
         """The layers a topic's effective configs come from, on this node."""
         config = self._node.config
         return TopicConfigLayers(controller.replication, config.node_id, config.raw)
+
+    def _partition_context(self, controller: QuorumController) -> dict[str, Any]:
+        """What the partition operations (AlterPartition, ElectLeaders, AssignReplicasToDirs)
+        read: the image, the brokers, the topic configs, the metadata.version and whether ELR
+        is enabled."""
+        return {
+            "image": controller.replication, "cluster": controller.cluster, "configs": self._topic_configs(controller),
+            "metadata_version": _level(controller), "elr_enabled": _elr_enabled(controller),
+        }
 
     def _partition_effects(self, controller: QuorumController) -> BrokerPartitionEffects:
         """What a broker's state change does to the partitions, on this node's image."""
@@ -456,14 +468,10 @@ class ControllerRequests:
         """Every ``broker.session.timeout.ms`` / 8 the active controller fences one broker whose
         session expired, and looks again at once after it found one
         (``QuorumController.registerMaybeFenceStaleBroker``)."""
-        controller = self.active_controller()
-        if controller is None:
-            self.next_check_ms = None
+        due = self._due("next_check_ms")
+        if due is None:
             return
-        now = self._node.now_ms()
-        if self.writes:  # after the writes before it are committed
-            self.next_check_ms = now + 10
-            return
+        controller, now = due
         assert controller.metadata_version is not None
         records = controller.cluster.maybe_fence_stale_broker(
             now, metadata_version=controller.metadata_version, partitions=self._partition_effects(controller)
