@@ -65,7 +65,7 @@ from server.controller.replication import ReplicationImage, invalid_topic_name
 from server.controller.topic_configs import (
     TOPIC_CONFIGS,
     ConfigSource,
-    java_double_string,
+    canonical_value,
     java_hash_map_order,
     java_string_hash,
 )
@@ -73,7 +73,6 @@ from server.controller.topic_configs import (
 __all__ = [
     "NodeConfigView",
     "broker_config_synonyms",
-    "canonical_value",
     "describe_configs",
     "scala_hash_map_order",
 ]
@@ -87,38 +86,21 @@ _DYNAMIC_TYPES = {**{n: k for n, k in _BROKER.items() if n in DYNAMIC_BROKER_CON
 _STATIC_DEFAULTS = {key.name: key.default for key in BROKER_CONFIGS if isinstance(key.default, str)}
 """``DynamicBrokerConfig.staticDefaultConfigs``: the defaults that are not null."""
 
+_TOPIC_LISTED = java_hash_map_order([key.name for key in TOPIC_CONFIGS if not key.internal])
+"""The non-internal topic configs in the order ``LogConfig.nonInternalValues`` (a HashMap) holds them."""
+_TOPIC_NON_INTERNAL = frozenset(_TOPIC_LISTED)
+_BROKER_LISTED = java_hash_map_order([key.name for key in BROKER_CONFIGS if not key.internal])
+"""The non-internal ``KafkaConfig`` keys in the order its ``nonInternalValues`` holds them."""
+_BROKER_NON_INTERNAL = frozenset(_BROKER_LISTED)
+_METRICS_LISTED = java_hash_map_order([key.name for key in CLIENT_METRICS_CONFIGS if not key.internal])
+_METRICS_NON_INTERNAL = frozenset(_METRICS_LISTED)
+
 _TYPE_IDS = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7, "CLASS": 8, "PASSWORD": 9}
 """``DescribeConfigsResponse.ConfigType`` ids by ``ConfigDef.Type`` name; 0 for unknown."""
-_BITS = {"SHORT": 16, "INT": 32, "LONG": 64}
 _JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
-_JAVA_DOUBLE = re.compile(r"[+-]?(?:NaN|Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFdD]?)")
-_LIST_SEPARATOR = re.compile(r"\s*,\s*")
 _LISTENER_CONFIG = re.compile(r"listener\.name\.[^.]*\.(.*)")
 _KNOWN_TYPES = frozenset(int(t) for t in ResourceType)
 _LOG4J_LEVELS = {"CRITICAL": "FATAL", "WARNING": "WARN", "NOTSET": "OFF"}
-
-
-def canonical_value(type_name: str, raw: str) -> str:
-    """``raw`` parsed as ``ConfigDef.parseType`` parses a string of type ``type_name`` and
-    written back as ``ConfigDef.convertToString`` writes it (trimmed; numbers in Java's form;
-    lists joined by ','). Raises ValueError for a value the type refuses."""
-    text = raw.strip()
-    if type_name == "BOOLEAN":
-        if text.lower() not in ("true", "false"):
-            raise ValueError(f"not a boolean: {raw!r}")
-        return text.lower()
-    if type_name in _BITS:
-        bound = 1 << (_BITS[type_name] - 1)
-        if not _JAVA_INTEGER.fullmatch(text) or not -bound <= int(text) < bound:
-            raise ValueError(f"not a {type_name}: {raw!r}")
-        return str(int(text))
-    if type_name == "DOUBLE":
-        if not _JAVA_DOUBLE.fullmatch(text):
-            raise ValueError(f"not a double: {raw!r}")
-        return java_double_string(float(text.rstrip("fFdD")))
-    if type_name == "LIST":
-        return "" if not text else ",".join(_LIST_SEPARATOR.split(text))
-    return text
 
 
 def broker_config_synonyms(name: str, *, listener_overrides: bool = True) -> list[str]:
@@ -206,7 +188,7 @@ class NodeConfigView:
     node_id: int
     image: ReplicationImage
     static: Mapping[str, str]
-    loggers: Callable[[], Mapping[str, str]] = field(default=lambda: python_logger_levels())
+    loggers: Callable[[], Mapping[str, str]] = field(default=lambda: python_logger_levels())  # defined below
 
     @property
     def node_dynamic(self) -> dict[str, str]:
@@ -295,10 +277,9 @@ class _Describer:
         if name not in self.view.image.topic_ids:
             raise _Unknown
         props = self.view.image.configs.get((ResourceType.TOPIC, name), {})
-        listed = [key.name for key in TOPIC_CONFIGS if not key.internal]
-        extra = [key for key in props if key not in listed]
+        extra = [key for key in props if key not in _TOPIC_NON_INTERNAL]
         entries = []
-        for config in [*java_hash_map_order(extra), *java_hash_map_order(listed)]:
+        for config in [*java_hash_map_order(extra), *_TOPIC_LISTED]:
             key = _TOPIC.get(config)
             type_name = None if key is None else key.type.value
             sensitive = _sensitive(type_name)
@@ -340,11 +321,9 @@ class _Describer:
         return entries
 
     def broker(self) -> list[DescribeConfigsResourceResult]:
-        listed = [key.name for key in BROKER_CONFIGS if not key.internal]
-        listed_set = set(listed)
-        extra = [name for name in java_hash_map_order(list(self.merged)) if name not in listed_set]
+        extra = [name for name in java_hash_map_order(list(self.merged)) if name not in _BROKER_NON_INTERNAL]
         entries = [self._broker_entry(name, self.merged[name], per_node=True) for name in extra]
-        for name in java_hash_map_order(listed):
+        for name in _BROKER_LISTED:
             key = _BROKER[name]
             if name in self.merged:
                 value: str | None = _canonical_or_raw(key.type, self.merged[name])
@@ -376,10 +355,9 @@ class _Describer:
 
     def client_metrics(self, name: str) -> list[DescribeConfigsResourceResult]:
         props = self.view.image.configs.get((ResourceType.CLIENT_METRICS, name), {})
-        listed = [key.name for key in CLIENT_METRICS_CONFIGS if not key.internal]
-        extra = [config for config in java_hash_map_order(list(props)) if config not in listed]
+        extra = [config for config in java_hash_map_order(list(props)) if config not in _METRICS_NON_INTERNAL]
         entries = []
-        for config in [*extra, *java_hash_map_order(listed)]:
+        for config in [*extra, *_METRICS_LISTED]:
             key: ConfigKey | None = _METRICS.get(config)
             type_name = None if key is None else key.type
             if config in props:

@@ -32,11 +32,14 @@ __all__ = [
     "TopicConfigKey",
     "effective_topic_config",
     "effective_topic_configs",
+    "canonical_value",
     "java_double_string",
     "java_hash_map_order",
     "java_string_hash",
+    "parse_value",
     "timeline_hash_map_order",
     "validate_topic_configs",
+    "value_string",
 ]
 
 
@@ -404,28 +407,61 @@ def _not_a(name: str, raw: str, kind: str) -> ApiError:
     )
 
 
-def _parse(key: TopicConfigKey, raw: str) -> Any:
-    """``ConfigDef.parseType``: the value of ``raw`` (trimmed) as ``key``'s type."""
+_BITS = {"SHORT": 16, "INT": 32, "LONG": 64}
+
+
+def parse_value(type_name: str, raw: str) -> Any:
+    """``ConfigDef.parseType`` of the string ``raw`` as the ``ConfigDef.Type`` named
+    ``type_name`` (BOOLEAN, STRING, SHORT, INT, LONG, DOUBLE, LIST, CLASS, PASSWORD): trimmed,
+    then a bool, an int, a float, a list of strings or the text. Raises ValueError for a value
+    the type refuses."""
     text = raw.strip()
-    if key.type is ConfigType.BOOLEAN:
-        if text.lower() in ("true", "false"):
-            return text.lower() == "true"
-        raise ApiError(
-            Errors.INVALID_CONFIG,
-            f"Invalid value {raw} for configuration {key.name}: Expected value to be either true or false",
-        )
-    if key.type in (ConfigType.INT, ConfigType.LONG):
-        limit = _INT_MAX if key.type is ConfigType.INT else _LONG_MAX
-        if not _INTEGER.fullmatch(text) or not -limit - 1 <= int(text) <= limit:
-            raise _not_a(key.name, raw, key.type.value)
+    if type_name == "BOOLEAN":
+        if text.lower() not in ("true", "false"):
+            raise ValueError(f"not a boolean: {raw!r}")
+        return text.lower() == "true"
+    if type_name in _BITS:
+        bound = 1 << (_BITS[type_name] - 1)
+        if not _INTEGER.fullmatch(text) or not -bound <= int(text) < bound:
+            raise ValueError(f"not a {type_name}: {raw!r}")
         return int(text)
-    if key.type is ConfigType.DOUBLE:
+    if type_name == "DOUBLE":
         if not _DOUBLE.fullmatch(text):
-            raise _not_a(key.name, raw, "DOUBLE")
+            raise ValueError(f"not a double: {raw!r}")
         return float(text.rstrip("fFdD"))
-    if key.type is ConfigType.LIST:
+    if type_name == "LIST":
         return [] if not text else re.split(r"\s*,\s*", text)
     return text
+
+
+def value_string(value: Any) -> str:
+    """``ConfigDef.convertToString`` of a parsed value: booleans in lower case, doubles as
+    Java writes them, lists joined by ','."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(value)
+    return _number_text(value)
+
+
+def canonical_value(type_name: str, raw: str) -> str:
+    """``raw`` parsed as ``type_name`` and written back as Kafka writes the parsed value.
+    Raises ValueError as :func:`parse_value`."""
+    return value_string(parse_value(type_name, raw))
+
+
+def _parse(key: TopicConfigKey, raw: str) -> Any:
+    """``ConfigDef.parseType`` for topic config ``key``, refusals as Kafka words them
+    (INVALID_CONFIG)."""
+    try:
+        return parse_value(key.type.value, raw)
+    except ValueError:
+        if key.type is ConfigType.BOOLEAN:
+            raise ApiError(
+                Errors.INVALID_CONFIG,
+                f"Invalid value {raw} for configuration {key.name}: Expected value to be either true or false",
+            ) from None
+        raise _not_a(key.name, raw, key.type.value) from None
 
 
 def _validate_value(key: TopicConfigKey, raw: str) -> Any:

@@ -20,11 +20,11 @@ from server.controller.describe_configs import (
     INVALID_REQUEST_MESSAGE,
     NodeConfigView,
     broker_config_synonyms,
-    canonical_value,
     describe_configs,
     scala_hash_map_order,
 )
 from server.controller.replication import ReplicationImage
+from server.controller.topic_configs import canonical_value
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 DYNAMIC_BROKER, DYNAMIC_DEFAULT, STATIC, DEFAULT, TOPIC_SOURCE = 2, 3, 4, 5, 1
