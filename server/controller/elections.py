@@ -142,12 +142,7 @@ def _result(index: int, error: ApiError) -> PartitionResult:
 def imbalanced_partitions(image: ReplicationImage) -> list[tuple[Uuid, int]]:
     """(topic id, partition) of the partitions not led by their first replica
     (``imbalancedPartitions``), in topic creation order, partitions ascending."""
-    return [
-        (topic.topic_id, index)
-        for topic in image.topics.values()
-        for index, partition in sorted(topic.partitions.items())
-        if partition.leader != partition.replicas[0]
-    ]
+    return image.partitions_where(lambda p: p.leader != p.replicas[0])
 
 
 def balance_partition_leaders(

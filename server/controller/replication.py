@@ -270,7 +270,9 @@ class ReplicationImage:
 
     # -- the partitions a broker's state change touches (Kafka's BrokersToIsrs, BrokersToElrs) --
 
-    def _partitions(self, keep: Callable[[PartitionRegistration], bool]) -> list[tuple[Uuid, int]]:
+    def partitions_where(self, keep: Callable[[PartitionRegistration], bool]) -> list[tuple[Uuid, int]]:
+        """(topic id, partition) of every partition ``keep`` holds for, topics in creation
+        order, partitions ascending."""
         return [
             (topic.topic_id, index)
             for topic in self.topics.values()
@@ -281,15 +283,15 @@ class ReplicationImage:
     def partitions_with_broker_in_isr(self, broker_id: int) -> list[tuple[Uuid, int]]:
         """(topic id, partition) of every partition whose ISR holds ``broker_id``, topics in
         creation order, partitions ascending (Kafka iterates a hash map of random topic ids)."""
-        return self._partitions(lambda p: broker_id in p.isr)
+        return self.partitions_where(lambda p: broker_id in p.isr)
 
     def partitions_with_broker_in_elr(self, broker_id: int) -> list[tuple[Uuid, int]]:
         """As :meth:`partitions_with_broker_in_isr`, for the eligible leader replicas."""
-        return self._partitions(lambda p: broker_id in p.elr)
+        return self.partitions_where(lambda p: broker_id in p.elr)
 
     def partitions_without_leader(self) -> list[tuple[Uuid, int]]:
         """As :meth:`partitions_with_broker_in_isr`, for the partitions with no leader."""
-        return self._partitions(lambda p: p.leader == -1)
+        return self.partitions_where(lambda p: p.leader == -1)
 
     def has_leaderships(self, broker_id: int) -> bool:
         """``broker_id`` leads a partition (``BrokersToIsrs.hasLeaderships``)."""

@@ -352,10 +352,7 @@ class ControllerRequests:
 
     def _partition_effects(self, controller: QuorumController) -> BrokerPartitionEffects:
         """What a broker's state change does to the partitions, on this node's image."""
-        return BrokerPartitionEffects(
-            controller.replication, controller.cluster, self._topic_configs(controller),
-            metadata_version=_level(controller), elr_enabled=_elr_enabled(controller),
-        )
+        return BrokerPartitionEffects(**self._partition_context(controller))
 
     def _config_context(self, controller: QuorumController) -> ConfigContext:
         """What config changes are checked against: the image, the node ids a broker resource

@@ -25,6 +25,8 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from server.controller.elections import imbalanced_partitions
+
 __all__ = ["MetricsServer", "Snapshot", "take_snapshot"]
 
 _CONTROLLER = "kafka_controller_KafkaController_"
@@ -46,13 +48,13 @@ def take_snapshot(core: Any, controller: Any, *, active: bool, applied_offset: i
     ``applied_offset`` the last offset its controller replayed (-1: none)."""
     values: dict[str, float] = {"ActiveControllerCount": 1.0 if active else 0.0}
     if controller is not None:
-        partitions = [p for topic in controller.replication.topics.values() for p in topic.partitions.values()]
+        image = controller.replication
         registrations = controller.cluster.registrations.values()
         values.update(
-            GlobalTopicCount=len(controller.replication.topics),
-            GlobalPartitionCount=len(partitions),
-            OfflinePartitionsCount=sum(1 for p in partitions if p.leader == -1),
-            PreferredReplicaImbalanceCount=sum(1 for p in partitions if p.leader != p.replicas[0]),
+            GlobalTopicCount=len(image.topics),
+            GlobalPartitionCount=sum(len(topic.partitions) for topic in image.topics.values()),
+            OfflinePartitionsCount=len(image.partitions_without_leader()),
+            PreferredReplicaImbalanceCount=len(imbalanced_partitions(image)),
             ActiveBrokerCount=sum(1 for r in registrations if not r.fenced),
             FencedBrokerCount=sum(1 for r in registrations if r.fenced),
             LastAppliedRecordOffset=applied_offset,
