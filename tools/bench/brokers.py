@@ -1,9 +1,10 @@
 """Brokers section: simulated brokers register with a standalone controller and heartbeat every
 ``broker.heartbeat.interval.ms`` (2 s, Kafka's default), kwire and Kafka side by side.
 
-Each side is one controller process (``kwire server-start`` on a directory kwire's ``storage
-format --standalone`` wrote; ``kafka.Kafka`` of the newest pinned release on one its own
-``kafka-storage format --standalone`` wrote, so each runs at its own default metadata.version).
+Each side is one controller process, a one-voter static quorum (:func:`start_quorum`:
+``kwire server-start`` on a directory kwire's ``storage format`` wrote; ``kafka.Kafka`` of the
+newest pinned release on one its own ``kafka-storage format`` wrote, so each runs at its own
+default metadata.version).
 The load generator (this process, Trio) opens one connection per broker, as each Kafka broker
 keeps its own heartbeat channel, registers every broker (v4, one log directory, the finalized
 features the controller's ApiVersions reports), heartbeats each one until it is unfenced, and
@@ -85,41 +86,16 @@ class Window:
     errors: int = 0
 
 
-def _properties(path: Path, data: Path, port: int, *, node_id: int = 1, voters: str | None = None) -> Path:
-    """A controller's properties: standalone (bootstrap servers: itself) or, with ``voters``
-    (``id@host:port,...``), one of a static quorum."""
-    quorum = f"controller.quorum.voters={voters}" if voters else f"controller.quorum.bootstrap.servers=127.0.0.1:{port}"
+def _properties(path: Path, data: Path, port: int, *, node_id: int, voters: str) -> Path:
+    """The properties of controller ``node_id`` of the static quorum ``voters``
+    (``id@host:port,...``)."""
     path.write_text(
-        f"process.roles=controller\nnode.id={node_id}\n{quorum}\n"
+        f"process.roles=controller\nnode.id={node_id}\ncontroller.quorum.voters={voters}\n"
         f"listeners=CONTROLLER://127.0.0.1:{port}\ncontroller.listener.names=CONTROLLER\n"
         f"log.dirs={data}\n",
         encoding="utf-8",
     )
     return path
-
-
-def start_controller(kind: str, root: Path) -> tuple[subprocess.Popen[bytes], int]:
-    """A standalone controller (``kind`` "kwire" or "kafka") formatted under ``root``: its
-    process and port."""
-    from tools import stock_kafka
-    from tools.local_cluster import free_ports
-
-    port = free_ports(1)[0]
-    props = _properties(root / f"{kind}.properties", root / kind, port)
-    out = (root / f"{kind}.out").open("wb")
-    if kind == "kwire":
-        subprocess.run(
-            [sys.executable, "-m", "tools.cli", "storage", "format", "-c", str(props), "-t", CLUSTER_ID, "--standalone"],
-            check=True, capture_output=True,
-        )
-        proc = subprocess.Popen([sys.executable, "-m", "tools.cli", "server-start", str(props)], stdout=out, stderr=out)
-    else:
-        stock_kafka.run_tool(KAFKA_VERSION, "storage", ["format", "-t", CLUSTER_ID, "-c", props, "--standalone"])
-        proc = stock_kafka.start_kafka_class(
-            KAFKA_VERSION, "kafka.Kafka", [props], logs_dir=root / "logs", stdout=out.fileno(), stderr=out.fileno()
-        )
-    out.close()
-    return proc, port
 
 
 def start_quorum(kind: str, root: Path, nodes: int) -> tuple[list[subprocess.Popen[bytes]], list[int]]:
@@ -298,10 +274,10 @@ def run_side(kind: str, name: str, load: Load, base: Path) -> Row:
 
     root = base / kind
     root.mkdir(parents=True)
-    proc: subprocess.Popen[bytes] | None = None
+    procs: list[subprocess.Popen[bytes]] = []
     try:
-        proc, port = start_controller(kind, root)
-        outcome = trio.run(_drive, port, proc.pid, load)
+        procs, [port] = start_quorum(kind, root, 1)
+        outcome = trio.run(_drive, port, procs[0].pid, load)
         if isinstance(outcome, str):
             return Row(name, error=outcome)
         outcome.implementation = name
@@ -309,7 +285,7 @@ def run_side(kind: str, name: str, load: Load, base: Path) -> Row:
     except Exception as exc:  # noqa: BLE001 - a failed run is a row that says why
         return Row(name, error=f"{type(exc).__name__}: {exc}")
     finally:
-        stop_processes([proc], timeout_s=30)
+        stop_processes(procs, timeout_s=30)
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
