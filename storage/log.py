@@ -55,7 +55,7 @@ from storage.fileio import DataDirLock, fsync_dir, io_errors
 from storage.leader_epoch import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochCache
 from storage.partition_metadata import PARTITION_METADATA_FILE, ensure_partition_metadata
 from storage.producer_snapshot import ProducerSnapshots
-from storage.records import CorruptRecordError, RecordBatch, iter_batches
+from storage.records import LOG_OVERHEAD, CorruptRecordError, RecordBatch, iter_batches
 from storage.segment import (
     CLEANED_FILE_SUFFIX,
     DELETED_FILE_SUFFIX,
@@ -69,6 +69,7 @@ from storage.segment import (
     LogSegment,
     offset_from_file_name,
 )
+from storage.snapshot_format import read_snapshot_header
 from storage.snapshots import (
     RawSnapshotReader,
     RawSnapshotWriter,
@@ -646,6 +647,69 @@ class MetadataLog:
         forgotten = [s for s in self.snapshots if s < snapshot_id]
         self._forget_snapshots(forgotten)
         return before != len(self._segments) or bool(forgotten)
+
+    def snapshot_timestamp(self, snapshot_id: SnapshotId) -> int | None:
+        """The ``lastContainedLogTimestamp`` of a snapshot's header, in ms; None when it is not
+        known. Reads only its first batch. Raises KafkaStorageError or CorruptRecordError."""
+        reader = self.open_snapshot(snapshot_id)
+        if reader is None:
+            return None
+        with reader:
+            head = reader.read(0, LOG_OVERHEAD)
+            if len(head) < LOG_OVERHEAD:
+                raise CorruptRecordError(f"snapshot {snapshot_id} is shorter than a batch header")
+            length = int.from_bytes(head[8:12], "big", signed=True)
+            first = reader.read(0, LOG_OVERHEAD + max(0, length))
+        return read_snapshot_header(first).last_contained_log_timestamp
+
+    def maybe_clean(self, *, retention_bytes: int, retention_ms: int, now_ms: int, max_offset: int) -> bool:
+        """Delete the oldest snapshots, each with the log below the snapshot after it, while the
+        log and snapshots together exceed ``retention_bytes`` and then while the oldest one
+        holds records older than ``retention_ms`` (``KafkaRaftLog.maybeClean``, run every 60 s
+        by ``KafkaRaftClient``; -1 turns a limit off). The newest snapshot always stays, and the
+        log start moves to no snapshot ending past ``max_offset`` (the high watermark). The
+        bootstrap checkpoint counts as the oldest snapshot, as in Kafka. Returns True when it
+        deleted anything. Raises KafkaStorageError."""
+        cleaned = False
+        if retention_bytes >= 0:
+            sizes: dict[SnapshotId, int] = {}
+            for snapshot_id in list(self.snapshots):
+                reader = self.open_snapshot(snapshot_id)
+                if reader is not None:
+                    with reader:
+                        sizes[snapshot_id] = reader.size_in_bytes
+            total = sum(sizes.values())
+
+            def too_big(snapshot_id: SnapshotId) -> bool:
+                nonlocal total
+                size = sizes.get(snapshot_id)
+                if size is None or self.size_in_bytes + total <= retention_bytes:
+                    return False
+                total -= size
+                return True
+
+            cleaned |= self._clean_snapshots(too_big, max_offset)
+        if retention_ms >= 0:
+
+            def too_old(snapshot_id: SnapshotId) -> bool:
+                timestamp = self.snapshot_timestamp(snapshot_id)
+                return timestamp is not None and now_ms - timestamp > retention_ms
+
+            cleaned |= self._clean_snapshots(too_old, max_offset)
+        return cleaned
+
+    def _clean_snapshots(self, should_clean: Callable[[SnapshotId], bool], max_offset: int) -> bool:
+        """``KafkaRaftLog.cleanSnapshots``: walk the snapshots oldest first; while one should
+        go, delete everything before the next one."""
+        cleaned = False
+        ids = list(self.snapshots)
+        for current, following in zip(ids, ids[1:], strict=False):
+            if not should_clean(current) or following.end_offset > max_offset:
+                break
+            if not self.delete_before_snapshot(following):
+                break
+            cleaned = True
+        return cleaned
 
     def truncate_to_latest_snapshot(self) -> bool:
         """If the latest snapshot is ahead of the log, empty the log and start it at the

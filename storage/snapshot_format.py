@@ -185,3 +185,18 @@ def read_snapshot_content(data: bytes | bytearray | memoryview) -> SnapshotConte
         and last.records[-1].type is ControlRecordType.SNAPSHOT_FOOTER
     )
     return SnapshotContent(first.message, batches, has_footer)
+
+
+def read_snapshot_header(first_batch: bytes | bytearray | memoryview) -> SnapshotHeaderRecord:
+    """The SnapshotHeader of a snapshot from bytes that start at its beginning and hold at least
+    its first batch (``Snapshots.lastContainedLogTimestamp`` reads only that). Raises
+    CorruptRecordError when the first batch is torn, corrupt or not a snapshot header."""
+    scan = scan_batches(first_batch)
+    if not scan.batches:
+        raise CorruptRecordError(f"snapshot header batch is corrupt or incomplete: {scan.error or 'torn'}")
+    batch = read_kraft_batch(RecordBatch(scan.batches[0].buffer), validate_crc=False)
+    first = batch.records[0] if batch.is_control and batch.records else None
+    if not isinstance(first, ControlRecord) or not isinstance(first.message, SnapshotHeaderRecord):
+        raise CorruptRecordError("First batch of the snapshot does not start with a snapshot header")
+    return first.message
+

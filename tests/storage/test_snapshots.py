@@ -132,11 +132,13 @@ def test_recover_snapshots(tmp_path: Path, fsyncs: list[int]) -> None:
     ]
 
 
-def _snapshot_at(log: MetadataLog, end_offset: int, epoch: int) -> SnapshotId:
+def _snapshot_at(log: MetadataLog, end_offset: int, epoch: int, timestamp: int = 1) -> SnapshotId:
     snapshot_id = SnapshotId(end_offset, epoch)
     writer = log.create_snapshot_writer(snapshot_id)
     assert writer is not None
-    for raw in build_snapshot_batches(snapshot_id, last_contained_log_timestamp=1, records=[b"\x01"], append_time_ms=1):
+    for raw in build_snapshot_batches(
+        snapshot_id, last_contained_log_timestamp=timestamp, records=[b"\x01"], append_time_ms=timestamp
+    ):
         writer.append(raw)
     writer.freeze()
     log.on_snapshot_frozen(snapshot_id)
@@ -183,3 +185,38 @@ def test_log_start_without_snapshot_is_inconsistent(tmp_path: Path, fsyncs: list
     log.close()
     with pytest.raises(InconsistentStateError):
         MetadataLog.open(tmp_path, config=SMALL)
+
+
+def test_retention_by_size_deletes_all_but_the_newest_snapshot(tmp_path: Path, fsyncs: list[int]) -> None:
+    """``metadata.max.retention.bytes`` (``KafkaRaftLog.cleanSnapshotsRetentionSize``): while the
+    log and snapshots exceed it, the oldest snapshot goes with the log below the next one; the
+    newest stays, and no snapshot past ``max_offset`` (the high watermark) moves the log start."""
+    log = MetadataLog.open(tmp_path, config=SMALL)
+    fill(log, 100)
+    ids = [_snapshot_at(log, offset, 1) for offset in (20, 50, 80)]
+    assert not log.maybe_clean(retention_bytes=10**9, retention_ms=-1, now_ms=0, max_offset=100)
+    assert log.snapshots == ids and log.log_start_offset == 0
+    assert log.maybe_clean(retention_bytes=1, retention_ms=-1, now_ms=0, max_offset=60)
+    assert log.snapshots == ids[1:] and log.log_start_offset == 50  # 80 is above the high watermark
+    assert log.maybe_clean(retention_bytes=1, retention_ms=-1, now_ms=0, max_offset=100)
+    assert log.snapshots == ids[2:] and log.log_start_offset == 80
+    assert not log.maybe_clean(retention_bytes=1, retention_ms=-1, now_ms=0, max_offset=100)  # one left
+    assert all(segment.next_offset > 80 for segment in log.segments)  # none wholly below the start
+    log.close()
+
+
+def test_retention_by_age_deletes_the_snapshots_older_than_it(tmp_path: Path, fsyncs: list[int]) -> None:
+    """``metadata.max.retention.ms``: a snapshot whose last contained record is older than the
+    retention goes, with the log below the next snapshot; the walk stops at the first young one."""
+    log = MetadataLog.open(tmp_path, config=SMALL)
+    fill(log, 100)
+    old, middle, young, newest = (
+        _snapshot_at(log, offset, 1, timestamp) for offset, timestamp in ((20, 1_000), (40, 5_000), (60, 9_000), (80, 1_000))
+    )
+    assert log.snapshot_timestamp(middle) == 5_000
+    assert log.maybe_clean(retention_bytes=-1, retention_ms=3_000, now_ms=10_000, max_offset=100)
+    # 1,000 and 5,000 are older than 7,000; 9,000 is not, so 80 (old again) is never reached
+    assert log.snapshots == [young, newest] and log.log_start_offset == 60
+    assert old not in log.snapshots
+    log.close()
+
