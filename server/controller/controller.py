@@ -49,6 +49,7 @@ from server.controller.activation import (
 from server.controller.cluster import ClusterControl
 from server.controller.errors import ApiError
 from server.controller.features import CONTROLLER_REGISTRATION_LEVEL
+from server.controller.image_writer import image_records
 from server.controller.replication import ReplicationImage
 
 __all__ = ["ControllerRegistration", "QuorumController"]
@@ -111,6 +112,23 @@ class ControllerRegistration:
             record.incarnation_id,
             tuple((e.name, e.host, e.port, e.security_protocol) for e in record.end_points),
             {f.name: (f.min_supported_version, f.max_supported_version) for f in record.features},
+        )
+
+    def to_record(self) -> RegisterControllerRecord:
+        """The RegisterControllerRecord (v0) a snapshot holds for this registration
+        (``ControllerRegistration.toRecord``): ZkMigrationReady false."""
+        return RegisterControllerRecord(
+            controller_id=self.controller_id,
+            incarnation_id=self.incarnation_id,
+            zk_migration_ready=False,
+            end_points=[
+                ControllerEndpoint(name=name, host=host, port=port, security_protocol=protocol)
+                for name, host, port, protocol in self.endpoints
+            ],
+            features=[
+                ControllerFeature(name=name, min_supported_version=low, max_supported_version=high)
+                for name, (low, high) in self.features.items()
+            ],
         )
 
 
@@ -193,6 +211,20 @@ class QuorumController:
             self.replication.replay(message)
         else:  # End or Abort
             self.transaction_open = False
+
+    def snapshot_records(self) -> list[Record]:
+        """The image as the ``(record, version)`` data records of a metadata snapshot
+        (``server.controller.image_writer``). Raises ``ImageLossError`` without a finalized
+        metadata.version, RuntimeError inside a metadata transaction (Kafka publishes, and so
+        snapshots, only the images between transactions)."""
+        if self.transaction_open:
+            raise RuntimeError("no snapshot inside a metadata transaction")
+        return image_records(
+            feature_levels=self.feature_levels,
+            cluster=self.cluster,
+            controllers=[c.to_record() for c in self.controllers.values()],
+            replication=self.replication,
+        )
 
     # ------------------------------------------------------------------ writes
 

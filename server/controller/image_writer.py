@@ -1,0 +1,153 @@
+"""The controller's image as the data records of a metadata snapshot (KIP-630; Kafka's
+``MetadataImage.write`` with the ``ImageWriterOptions`` of the image's own metadata.version).
+
+Replaying :func:`image_records` from an empty controller rebuilds the same image: the same
+finalized features, broker and controller registrations, topics and partitions, configs and
+next producer id. The sections come in Kafka's order, each record at the version its
+metadata.version writes:
+
+1. features: the metadata.version FeatureLevelRecord first, then every other finalized feature
+   (``FeaturesImage.write``; a feature at level 0 is not finalized and not written);
+2. cluster: a RegisterBrokerRecord per broker with its epoch, fenced and controlled-shutdown
+   state and directories, then the RegisterControllerRecord of each controller
+   (``ClusterImage.write``, ``BrokerRegistration.toRecord``);
+3. topics: each topic's TopicRecord followed by a PartitionRecord per partition with its
+   current leader, epochs, ISR and, when the eligible.leader.replicas.version feature is on,
+   its non-empty ELR and last known ELR (``TopicImage.write``, ``PartitionRegistration
+   .toRecord``);
+4. configs: a ConfigRecord per config of each resource (``ConfigurationImage.write``);
+5. producer ids: one ProducerIdsRecord with broker id -1 and broker epoch -1 once a block was
+   ever handed out (``ProducerIdsImage.write``).
+
+Kafka walks hash maps, so its order inside a section is a hash order; here brokers and
+controllers ascend by id, topics come in creation order, partitions ascend, features and
+configs keep the order they were first set in, and a broker's supported features come in the
+order of Kafka's ``HashMap`` of them. Replay does not depend on any of these orders.
+No I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from kwire.uuid import Uuid
+from messages.generated.config_record import ConfigRecord
+from messages.generated.feature_level_record import FeatureLevelRecord
+from messages.generated.partition_record import PartitionRecord
+from messages.generated.producer_ids_record import ProducerIdsRecord
+from messages.generated.register_broker_record import (
+    BrokerEndpoint,
+    BrokerFeature,
+    RegisterBrokerRecord,
+)
+from messages.generated.register_controller_record import RegisterControllerRecord
+from messages.generated.topic_record import TopicRecord
+from server.controller.activation import (
+    ELIGIBLE_LEADER_REPLICAS_FEATURE,
+    METADATA_VERSION_FEATURE,
+    Record,
+)
+from server.controller.cluster import (
+    BrokerRegistration,
+    ClusterControl,
+    register_broker_record_version,
+)
+from server.controller.partition_change import partition_change_record_version
+from server.controller.replication import (
+    DIRECTORY_ASSIGNMENT_LEVEL,
+    PartitionRegistration,
+    ReplicationImage,
+)
+from server.controller.topic_configs import java_hash_map_order
+
+__all__ = ["ImageLossError", "image_records"]
+
+
+class ImageLossError(Exception):
+    """The image cannot be written without losing state (there is no finalized
+    metadata.version); Kafka's ``ImageWriterOptions`` loss handler raises the same way."""
+
+
+def image_records(
+    *,
+    feature_levels: Mapping[str, int],
+    cluster: ClusterControl,
+    controllers: Iterable[RegisterControllerRecord],
+    replication: ReplicationImage,
+) -> list[Record]:
+    """The ``(record, version)`` pairs of a snapshot of this image, in the order of the module
+    docstring; ``controllers`` are the controller registrations as records. Raises
+    :class:`ImageLossError` when metadata.version is not finalized."""
+    metadata_version = feature_levels.get(METADATA_VERSION_FEATURE, 0)
+    if metadata_version <= 0:
+        raise ImageLossError("the image has no metadata.version to write a snapshot with")
+    elr_enabled = feature_levels.get(ELIGIBLE_LEADER_REPLICAS_FEATURE, 0) >= 1
+    records: list[Record] = [(FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=metadata_version), 0)]
+    records += [
+        (FeatureLevelRecord(name=name, feature_level=level), 0)
+        for name, level in feature_levels.items()
+        if name != METADATA_VERSION_FEATURE and level > 0
+    ]
+    broker_version = register_broker_record_version(metadata_version)
+    records += [(_broker_record(cluster.registrations[i]), broker_version) for i in sorted(cluster.registrations)]
+    records += [(record, 0) for record in sorted(controllers, key=lambda r: r.controller_id)]
+    partition_version = partition_change_record_version(metadata_version)
+    directories = metadata_version >= DIRECTORY_ASSIGNMENT_LEVEL
+    for topic in replication.topics.values():
+        records.append((TopicRecord(name=topic.name, topic_id=topic.topic_id), 0))
+        for index in sorted(topic.partitions):
+            record = _partition_record(topic.topic_id, index, topic.partitions[index], elr_enabled, directories)
+            records.append((record, partition_version))
+    for (resource_type, resource_name), entries in replication.configs.items():
+        records += [
+            (ConfigRecord(resource_type=resource_type, resource_name=resource_name, name=name, value=value), 0)
+            for name, value in entries.items()
+        ]
+    if replication.producer_ids_replayed:
+        records.append((ProducerIdsRecord(broker_id=-1, broker_epoch=-1, next_producer_id=replication.next_producer_id), 0))
+    return records
+
+
+def _broker_record(broker: BrokerRegistration) -> RegisterBrokerRecord:
+    return RegisterBrokerRecord(
+        broker_id=broker.broker_id,
+        incarnation_id=broker.incarnation_id,
+        broker_epoch=broker.epoch,
+        end_points=[
+            BrokerEndpoint(name=name, host=host, port=port, security_protocol=protocol)
+            for name, host, port, protocol in broker.endpoints
+        ],
+        features=[
+            BrokerFeature(name=name, min_supported_version=broker.features[name][0], max_supported_version=broker.features[name][1])
+            for name in java_hash_map_order(list(broker.features))
+        ],
+        rack=broker.rack,
+        fenced=broker.fenced,
+        in_controlled_shutdown=broker.in_controlled_shutdown,
+        log_dirs=list(broker.log_dirs),
+        cordoned_log_dirs=None if broker.cordoned_log_dirs is None else list(broker.cordoned_log_dirs),
+    )
+
+
+def _partition_record(
+    topic_id: Uuid, index: int, partition: PartitionRegistration, elr_enabled: bool, directories: bool
+) -> PartitionRecord:
+    record = PartitionRecord(
+        partition_id=index,
+        topic_id=topic_id,
+        replicas=list(partition.replicas),
+        isr=list(partition.isr),
+        removing_replicas=list(partition.removing_replicas),
+        adding_replicas=list(partition.adding_replicas),
+        leader=partition.leader,
+        leader_recovery_state=partition.leader_recovery_state,
+        leader_epoch=partition.leader_epoch,
+        partition_epoch=partition.partition_epoch,
+        directories=list(partition.directories) if directories else [],
+    )
+    if elr_enabled:
+        if partition.elr:
+            record.eligible_leader_replicas = list(partition.elr)
+        if partition.last_known_elr:
+            record.last_known_elr = list(partition.last_known_elr)
+    return record
