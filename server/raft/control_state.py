@@ -57,17 +57,33 @@ class ControlRecordStateMachine:
         """Offset of the newest VotersRecord in the log, or None when there is none."""
         return self._voter_history[-1][0] if self._voter_history else None
 
+    def at_offset(self, offset: int) -> tuple[int, VoterSet]:
+        """The kraft.version and voter set as of ``offset`` (inclusive): what a snapshot ending
+        after it writes (``KafkaRaftClient.createSnapshot`` asks for the values at the last
+        contained offset)."""
+        kraft_version = self._bootstrap_kraft_version
+        for at, level in self._kraft_history:
+            if at <= offset:
+                kraft_version = level
+        voters = self._bootstrap_voters
+        for at, voter_set in self._voter_history:
+            if at <= offset:
+                voters = voter_set
+        return kraft_version, voters
+
     def load(self, log: RaftLog) -> OffsetAndEpoch | None:
         """Read the newest snapshot's control records (unless it is the bootstrap checkpoint)
-        and then every control batch of the log, a chunk of ``MAX_FETCH_SIZE_BYTES`` at a time.
-        Returns the snapshot id read, which the state machine must load first, or None."""
+        and then every control batch of the log after it (the whole log without one), a chunk
+        of ``MAX_FETCH_SIZE_BYTES`` at a time. Returns the snapshot id read, which the state
+        machine must load first, or None."""
         latest = log.latest_snapshot_id()
         loaded = None
         if latest is not None and latest != BOOTSTRAP_SNAPSHOT_ID:
             size = log.snapshot_size(latest) or 0
             self.read_snapshot(latest, log.read_snapshot(latest, 0, size))
             loaded = latest
-        offset = log.log_start_offset
+        # the log below a snapshot may still be there: its changes are older than the snapshot's
+        offset = log.log_start_offset if loaded is None else max(log.log_start_offset, loaded.offset)
         while offset < log.log_end_offset:
             progressed = False
             for batch in iter_batches(log.read(offset, MAX_FETCH_SIZE_BYTES)):
