@@ -238,6 +238,8 @@ class KRaftConfig:
     socket_request_max_bytes: int = 104_857_600
     connections_max_idle_ms: int = 600_000
     metadata_log_segment_bytes: int = 1_073_741_824
+    """``metadata.log.segment.bytes`` (at least 8 MiB), or ``internal.metadata.log.segment.bytes``
+    when set (any size from 12 bytes, for tests, as in Kafka 4.x)."""
     metadata_log_segment_ms: int = 604_800_000
     metadata_max_idle_interval_ms: int = 500
     metadata_max_retention_bytes: int = 104_857_600
@@ -385,8 +387,11 @@ class KRaftConfig:
                 "socket.request.max.bytes", "socket_request_max_bytes", 1
             ),
             connections_max_idle_ms=integer("connections.max.idle.ms", "connections_max_idle_ms"),
-            metadata_log_segment_bytes=integer(
-                "metadata.log.segment.bytes", "metadata_log_segment_bytes", 12
+            metadata_log_segment_bytes=(
+                # the testing override Kafka 4.x reads first (MetadataLogConfig), then the
+                # operator's key with its 8 MiB floor
+                r.integer("internal.metadata.log.segment.bytes", 0, minimum=12)
+                or integer("metadata.log.segment.bytes", "metadata_log_segment_bytes", 8 * 1024 * 1024)
             ),
             metadata_log_segment_ms=integer(
                 "metadata.log.segment.ms", "metadata_log_segment_ms", 1

@@ -32,6 +32,7 @@ from storage.bootstrap import (
 from storage.format import check_formatted
 from storage.log import MetadataLog
 from storage.quorum_state import FileQuorumStateStore, StoredElectionState
+from storage.segment import LogConfig
 from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, read_snapshot, snapshot_path
 
 __all__ = [
@@ -89,7 +90,10 @@ def load_stored_state(config: KRaftConfig) -> StoredState:
     meta = check_formatted(config.metadata_log_dir, config.node_id, config.log_dirs)
     if meta.cluster_id is None or meta.directory_id is None:
         raise NodeStartupError(f"meta.properties in {config.metadata_log_dir} is incomplete")
-    metadata_log = MetadataLog.open(config.metadata_log_dir)
+    metadata_log = MetadataLog.open(
+        config.metadata_log_dir,
+        config=LogConfig(segment_bytes=config.metadata_log_segment_bytes, segment_ms=config.metadata_log_segment_ms),
+    )
     try:
         store = FileQuorumStateStore.in_partition_dir(metadata_log.dir)
         stored = store.read_election_state()
@@ -103,6 +107,13 @@ def load_stored_state(config: KRaftConfig) -> StoredState:
             if content.voters is not None:
                 voters = voter_set_from_record(content.voters)
             bootstrap = bootstrap_from_checkpoint_records(content.data_records(), str(checkpoint))
+        elif metadata_log.latest_snapshot_id is not None:
+            # log cleaning deleted the bootstrap checkpoint with the log below a newer
+            # snapshot: its kraft.version and voters are the ones to start from
+            content = read_snapshot(metadata_log.dir, metadata_log.latest_snapshot_id)
+            kraft_version = content.kraft_version
+            if content.voters is not None:
+                voters = voter_set_from_record(content.voters)
         if bootstrap is None:
             bootstrap = read_bootstrap_checkpoint(config.metadata_log_dir)
         if bootstrap is None:
