@@ -176,6 +176,14 @@ class StorageRaftLog:
         if latest is not None and latest != BOOTSTRAP_SNAPSHOT_ID:
             self.log.delete_before_snapshot(latest)
 
+    def maybe_clean(self, *, retention_bytes: int, retention_ms: int, now_ms: int) -> bool:
+        """Delete old snapshots and the log below them by retention
+        (``storage.log.MetadataLog.maybe_clean``); the log start never passes the high
+        watermark. Returns True when anything was deleted."""
+        return self.log.maybe_clean(
+            retention_bytes=retention_bytes, retention_ms=retention_ms, now_ms=now_ms, max_offset=self._high_watermark
+        )
+
     def _write_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
         sid = _snapshot_id(snapshot_id)
         writer = self.log.create_snapshot_writer(sid)

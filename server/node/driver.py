@@ -59,7 +59,9 @@ from server.node.controller_requests import CONTROLLER_OPS, ControllerRequests, 
 from server.node.envelope import envelope_response, open_envelope
 from server.node.features import finalized_features
 from server.node.peer import Peer
+from server.node.snapshots import LOG_CLEAN_INTERVAL_MS, SnapshotTriggers
 from server.node.startup import load_stored_state, to_stored_election
+from server.raft.control import voters_record
 from server.raft.core import RaftCore
 from server.raft.events import (
     AppendResult,
@@ -90,7 +92,7 @@ from server.storage_raft_log import StorageRaftLog
 from storage.log import MetadataLog
 from storage.quorum_state import FileQuorumStateStore
 from storage.records import RecordBatch
-from storage.snapshots import SnapshotId, read_snapshot
+from storage.snapshots import SnapshotId, build_snapshot_batches, read_snapshot
 
 __all__ = ["Node", "RaftListener"]
 
@@ -165,6 +167,10 @@ class Node:
         """The offset after the last committed batch (or snapshot) the controller replayed."""
         self.metrics_port: int | None = None
         """The port metrics are served on, once they are (``kwire.prometheus.port``)."""
+        self._snapshot_triggers: SnapshotTriggers | None = None
+        self._pending_snapshot: tuple[OffsetAndEpoch, bytes] | None = None
+        """A snapshot of the image, built when a trigger fired, to write off the event loop."""
+        self._next_clean_ms: int | None = None
         self._flushed = False
         self._features_seen = False
         """Committed data or a snapshot arrived in this Outbox: publish the features again."""
@@ -239,6 +245,12 @@ class Node:
         """Start up, serve and drive the core until stopped (see the class docstring)."""
         self._wall_base_ms = time.time_ns() // 1_000_000
         self._trio_base = trio.current_time()
+        self._snapshot_triggers = SnapshotTriggers(
+            self.config.metadata_log_max_record_bytes_between_snapshots,
+            self.config.metadata_log_max_snapshot_interval_ms,
+            self.now_ms(),
+        )
+        self._next_clean_ms = self.now_ms() + LOG_CLEAN_INTERVAL_MS
         stored = await self._blocking(lambda: load_stored_state(self.config))
         self.metadata_log = metadata_log = stored.metadata_log
         self._store = stored.store
@@ -324,7 +336,10 @@ class Node:
 
     async def _drive(self) -> None:
         while True:
-            timers = (self._deadline_ms, self._next_no_op_ms, self._requests.next_check_ms, self._requests.next_balance_ms)
+            timers = (
+                self._deadline_ms, self._next_no_op_ms, self._requests.next_check_ms,
+                self._requests.next_balance_ms, self._next_clean_ms,
+            )
             due = [d for d in timers if d is not None]
             deadline = self._trio_time(min(due)) if due else math.inf
             item: Any = Tick()
@@ -348,6 +363,10 @@ class Node:
                     if self._in_flight == 0:
                         self._idle.set()
                 await self._step(item)
+            if self._pending_snapshot is not None:
+                await self._write_snapshot()
+            if self._next_clean_ms is not None and self.now_ms() >= self._next_clean_ms:
+                await self._clean_log()
 
     async def _on_request(self, pending: PendingRequest) -> None:
         request = pending.request
@@ -547,6 +566,9 @@ class Node:
         content = await self._blocking(lambda: read_snapshot(metadata_log.dir, snapshot))
         controller.reset(content.data_records(), snapshot_id.offset - 1)
         self._replayed_offset = snapshot_id.offset
+        self._pending_snapshot = None  # of an image the loaded one replaces
+        assert self._snapshot_triggers is not None
+        self._snapshot_triggers.reset(self.now_ms())
         self._features_seen = True
         self._maybe_notify_leader()
 
@@ -561,12 +583,85 @@ class Node:
                 except ReplayError as exc:  # Kafka's controller counts a metadata fault
                     log.error("skipped a committed record at offset %d: %s", offset, exc)
         self._replayed_offset = batch.last_offset + 1
+        self._maybe_prepare_snapshot(batch)
         self._features_seen = True
         if self._requests.writes:
             self._requests.finish_writes(batch.last_offset)
         self._maybe_notify_leader()
         if self.listener is not None:
             self.listener.handle_commit(batch)
+
+    # ------------------------------------------------------------------ snapshots (KIP-630)
+
+    def _maybe_prepare_snapshot(self, batch: CommittedBatch) -> None:
+        """Count the replayed ``batch`` toward the snapshot triggers (``server.node.snapshots``);
+        when one fires, build the snapshot of the image as it stands after the batch: the
+        controller's records (``QuorumController.snapshot_records``) behind a header holding the
+        batch's timestamp, with the kraft.version and voters as of its last offset
+        (``KafkaRaftClient.createSnapshot``). None while one waits to be written, without a
+        metadata.version, inside a metadata transaction, or at or below the log start."""
+        triggers, controller, core, raft_log = self._snapshot_triggers, self.controller, self.core, self._raft_log
+        assert triggers is not None and controller is not None and core is not None and raft_log is not None
+        reason = triggers.replayed(len(batch.data), self.now_ms())
+        if (
+            reason is None
+            or self._pending_snapshot is not None
+            or controller.metadata_version is None
+            or controller.transaction_open
+            or batch.last_offset + 1 <= raft_log.log_start_offset
+        ):
+            return
+        snapshot_id = OffsetAndEpoch(batch.last_offset + 1, batch.epoch)
+        latest = raft_log.latest_snapshot_id()
+        if latest is not None and latest.offset >= snapshot_id.offset:
+            return
+        kraft_version, voters = core.control.at_offset(batch.last_offset)
+        records = [encode_record(record, version) for record, version in controller.snapshot_records()]
+        data = b"".join(
+            build_snapshot_batches(
+                SnapshotId(snapshot_id.offset, snapshot_id.epoch),
+                last_contained_log_timestamp=RecordBatch(batch.data).max_timestamp,
+                records=records,
+                append_time_ms=self.now_ms(),
+                kraft_version=kraft_version,
+                voters=voters_record(voters) if kraft_version >= 1 else None,
+            )
+        )
+        triggers.reset(self.now_ms())
+        self._pending_snapshot = (snapshot_id, data)
+        log.info(
+            "node %d: creating snapshot %s because %s",
+            self.config.node_id, SnapshotId(snapshot_id.offset, snapshot_id.epoch).file_stem, reason,
+        )
+
+    async def _write_snapshot(self) -> None:
+        """Write and freeze the built snapshot off the event loop (fsync, rename); a storage
+        failure stops the node."""
+        pending, raft_log = self._pending_snapshot, self._raft_log
+        assert pending is not None and raft_log is not None
+        self._pending_snapshot = None
+        snapshot_id, data = pending
+        if snapshot_id.offset <= raft_log.log_start_offset:
+            return  # a snapshot from the leader replaced the log meanwhile
+        await self._blocking(lambda: raft_log.create_snapshot(snapshot_id, data))
+
+    async def _clean_log(self) -> None:
+        """Enforce ``metadata.max.retention.bytes`` and ``metadata.max.retention.ms``
+        (``StorageRaftLog.maybe_clean``), then wait :data:`LOG_CLEAN_INTERVAL_MS` again."""
+        raft_log = self._raft_log
+        assert raft_log is not None
+        now = self.now_ms()
+        self._next_clean_ms = now + LOG_CLEAN_INTERVAL_MS
+        before = raft_log.log_start_offset
+        await self._blocking(
+            lambda: raft_log.maybe_clean(
+                retention_bytes=self.config.metadata_max_retention_bytes,
+                retention_ms=self.config.metadata_max_retention_ms,
+                now_ms=now,
+            )
+        )
+        if raft_log.log_start_offset != before:
+            log.info("node %d: log start offset %d -> %d (retention)", self.config.node_id, before, raft_log.log_start_offset)
 
     def append_result(self, result: AppendResult) -> None:
         """The node's own appends (NoOps, activation, controller writes) stay here; others go

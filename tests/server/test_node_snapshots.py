@@ -1,0 +1,102 @@
+"""A node writes metadata snapshots on Kafka's triggers, cleans its log by retention, and starts
+again from its newest snapshot (KIP-630; ``server.node.snapshots``).
+
+A standalone node runs ten minutes of virtual time with the active controller's NoOpRecord every
+500 ms, segments of 4 KiB, a snapshot every 30 s and a retention of 60 s: the log it keeps stays
+bounded (a few minutes of records at most, while an unbounded log would hold all 1,200 NoOps),
+older snapshots and the bootstrap checkpoint go, and a restarted node loads the newest snapshot
+into the same image and keeps leading. The snapshot's content is the controller's image
+(``QuorumController.snapshot_records``) behind the kraft.version and voters of the log.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import trio
+import trio.testing
+
+from messages.metadata import encode_record
+from server.config import KRaftConfig
+from server.node import Node
+from server.raft.roles import Leader
+from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, read_snapshot
+from tests.server.test_node import _free_port, _inline, _until
+from tools.storage_format import format_standalone
+
+RUN_MS = 600_000
+SNAPSHOT_INTERVAL_MS = 30_000
+RETENTION_MS = 60_000
+SEGMENT_BYTES = 4096
+
+
+def _config(data: Path, port: int) -> KRaftConfig:
+    return KRaftConfig.from_properties(
+        {
+            "process.roles": "controller",
+            "node.id": "1",
+            "listeners": f"CONTROLLER://127.0.0.1:{port}",
+            "controller.listener.names": "CONTROLLER",
+            "controller.quorum.bootstrap.servers": f"127.0.0.1:{port}",
+            "metadata.log.dir": str(data),
+            "log.dirs": str(data),
+            "metadata.log.max.snapshot.interval.ms": str(SNAPSHOT_INTERVAL_MS),
+            "metadata.max.retention.ms": str(RETENTION_MS),
+            "internal.metadata.log.segment.bytes": str(SEGMENT_BYTES),
+        }
+    )
+
+
+async def test_ten_minutes_of_no_ops_keep_a_bounded_log_and_restart_from_the_snapshot(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    config = _config(tmp_path / "data", _free_port())
+    assert format_standalone(config, out=lambda line: None)
+    node = Node(config, rng=random.Random(1), run_blocking=_inline)
+    widest = 0  # the most offsets the log held at once
+    async with trio.open_nursery() as nursery:
+        await nursery.start(node.run)
+        await _until(lambda: node.leader_id == 1)
+        start = trio.current_time()
+        while trio.current_time() - start < RUN_MS / 1000:
+            await trio.sleep(5)
+            log = node.metadata_log
+            assert log is not None
+            widest = max(widest, log.log_end_offset - log.log_start_offset)
+        log = node.metadata_log
+        assert log is not None and node.controller is not None
+        end_offset, start_offset = log.log_end_offset, log.log_start_offset
+        segments, snapshots = len(log.segments), list(log.snapshots)
+        first_segment = log.segments[0].base_offset
+        image = node.controller.snapshot_records()
+        node.stop()
+
+    # one NoOp batch per 500 ms: ~1,200 batches written, at most a few minutes of them kept
+    assert end_offset >= 1100, end_offset
+    assert start_offset > end_offset - 600, (start_offset, end_offset)
+    assert widest <= 600, widest  # snapshot interval + retention + cleaning interval, in NoOps
+    assert segments <= 12, segments
+    assert BOOTSTRAP_SNAPSHOT_ID not in snapshots and 1 <= len(snapshots) <= 4, snapshots
+    newest = snapshots[-1]
+    assert newest.end_offset >= start_offset
+
+    # the snapshot holds the image, the kraft.version and the voter set
+    content = read_snapshot(log.dir, newest)
+    assert content.kraft_version == 1
+    assert content.voters is not None and [v.voter_id for v in content.voters.voters] == [1]
+    assert content.data_records()[0] == encode_record(image[0][0], image[0][1])  # metadata.version first
+
+    # a restarted node starts from the newest snapshot: same image, still the leader
+    again = Node(config, rng=random.Random(2), run_blocking=_inline)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(again.run)
+        await _until(lambda: again.core is not None and isinstance(again.core.state, Leader))
+        # no checkpoint keeps the log start of the metadata log: it reopens at its first
+        # segment, as Kafka's does
+        assert again.metadata_log is not None and again.metadata_log.log_start_offset == first_segment
+        assert again.controller is not None
+        await _until(lambda: again._replayed_offset >= end_offset)
+        restarted = again.controller.snapshot_records()
+        assert [encode_record(r, v) for r, v in restarted] == [encode_record(r, v) for r, v in image]
+        again.stop()
