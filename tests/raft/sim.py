@@ -771,6 +771,8 @@ class RunStats:
     """Brokers the "brokers" scenario's controller let shut down after a controlled shutdown."""
     leader_moves: int = 0
     """Partition changes a broker's fencing, unfencing or shutdown made in the "brokers" scenario."""
+    image_snapshot_loads: int = 0
+    """Controller images the "brokers" scenario's nodes loaded from snapshots."""
 
 
 def _liveness(cluster: Cluster, what: str, duration_ms: int) -> None:

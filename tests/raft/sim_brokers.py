@@ -22,7 +22,9 @@ Checked after every committed batch, on every node:
   changes of its predecessor's partitions, then its RegisterBrokerRecord), so broker epochs
   are unique; the same incarnation re-registering keeps its epoch;
 * every node that replayed up to the same offset holds the same image (registrations, feature
-  levels, topics, partitions and configs);
+  levels, topics, partitions, configs and producer ids);
+* a node's snapshot holds its controller's image (``QuorumController.snapshot_records``), and a
+  node that loads one holds the image every node held at its offset;
 * every partition's leader is in its ISR (or there is none), its ISR is within its replicas,
   its epochs never go back, and no two leaders ever share one leader epoch of a partition;
 * no partition is led by a broker that is fenced or in controlled shutdown.
@@ -63,10 +65,12 @@ from server.controller.cluster import ReplayError
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
 from server.controller.topics import TopicDefaults, create_topics, delete_topics
+from server.raft.control import voters_record
 from server.raft.events import ClientAppend
 from server.raft.roles import Leader
 from server.raft.types import OffsetAndEpoch
 from storage.records import RecordBatch
+from storage.snapshots import SnapshotId, build_snapshot_batches, read_snapshot_content
 from tests.raft.sim import Cluster, RunStats, SimNode, _linger_ms, _liveness
 
 __all__ = ["run_brokers"]
@@ -96,6 +100,9 @@ class BrokerCluster(Cluster):
         self.controllers: dict[int, QuorumController] = {}
         self.pending_until: dict[int, int] = {}
         """node id -> last offset of its controller's newest uncommitted write."""
+        self.image_snapshot_loads = 0
+        self.values_before: dict[int, int] = {}
+        """snapshot end offset -> how many data records were committed before it."""
         self.images: dict[int, bytes] = {}
         """offset -> digest of the image every node holds once it replayed up to it."""
         self.epochs_seen: dict[tuple[int, int], Uuid] = {}
@@ -122,13 +129,45 @@ class BrokerCluster(Cluster):
         self.pending_until.pop(node_id, None)
         super().start(node_id)
 
+    def take_snapshot(self, node: SimNode, epoch: int) -> None:
+        """The node's controller writes its image (``QuorumController.snapshot_records``), as
+        ``server.node.driver`` does; none before metadata.version or inside a transaction."""
+        core, controller = node.core, self.controllers[node.node_id]
+        assert core is not None
+        if controller.metadata_version is None or controller.transaction_open:
+            return
+        snapshot_id = OffsetAndEpoch(node.delivered_next, epoch)
+        core.view.validate_snapshot_id(snapshot_id)
+        voters = voters_record(core.voters) if core.kraft_version >= 1 else None
+        records = [encode_record(record, version) for record, version in controller.snapshot_records()]
+        data = b"".join(
+            build_snapshot_batches(
+                SnapshotId(snapshot_id.offset, snapshot_id.epoch), last_contained_log_timestamp=self.now,
+                records=records, append_time_ms=self.now, kraft_version=core.kraft_version, voters=voters,
+            )
+        )
+        self.values_before[snapshot_id.offset] = len(node.values)
+        node.log.create_snapshot(snapshot_id, data)
+        node.log.delete_before_snapshot()
+        self.snapshots_taken += 1
+
     def on_load_snapshot(self, node: SimNode, snapshot_id: OffsetAndEpoch) -> None:
-        super().on_load_snapshot(node, snapshot_id)
+        """A fresh controller replays the snapshot's image records; it must then hold the image
+        every node held at that offset (SnapshotImage). The committed-data check of the base
+        scenario goes on from the values committed before the snapshot."""
+        size = node.log.snapshot_size(snapshot_id)
+        assert size is not None
+        records = read_snapshot_content(node.log.read_snapshot(snapshot_id, 0, size)).data_records()
+        node.values = list(self.committed_values[: self.values_before[snapshot_id.offset]])
+        node.delivered_next = snapshot_id.offset
         controller = self.controllers[node.node_id] = self._controller()
         try:
-            controller.reset(node.values, snapshot_id.offset - 1)
+            controller.reset(records, snapshot_id.offset - 1)
         except ReplayError as exc:
             self.fail(f"ReplayFault: node {node.node_id} loading snapshot {snapshot_id}: {exc}")
+        self.image_snapshot_loads += 1
+        if _image_digest(controller) != self.images[snapshot_id.offset]:
+            self.fail(f"SnapshotImage: node {node.node_id} loaded snapshot {snapshot_id} into another image")
 
     def on_committed(self, node: SimNode, batch: Any) -> None:
         super().on_committed(node, batch)
@@ -370,7 +409,10 @@ def _image_digest(controller: QuorumController) -> bytes:
         (t.name, str(t.topic_id), sorted(t.partitions.items())) for t in image.topics.values()
     )
     configs = sorted((key, sorted(values.items())) for key, values in image.configs.items())
-    return hashlib.blake2b(repr((registrations, features, topics, configs)).encode(), digest_size=16).digest()
+    controllers = sorted(controller.controllers.items())
+    producer_ids = (image.producer_ids_replayed, image.next_producer_id)
+    state = (registrations, features, topics, configs, controllers, producer_ids)
+    return hashlib.blake2b(repr(state).encode(), digest_size=16).digest()
 
 
 def run_brokers(seed: int, rng: random.Random) -> RunStats:
@@ -448,4 +490,5 @@ def run_brokers(seed: int, rng: random.Random) -> RunStats:
         cluster.snapshots_taken, cluster.snapshot_installs, trace_digest=cluster.trace.hexdigest(),
         topics_created=len(cluster.topics_ever), isr_changes=cluster.isr_changes,
         controlled_shutdowns=cluster.controlled_shutdowns, leader_moves=cluster.leader_moves,
+        image_snapshot_loads=cluster.image_snapshot_loads,
     )
