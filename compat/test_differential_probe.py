@@ -153,8 +153,10 @@ def nodes(
             port = _free_port()
             props = _controller_properties(
                 tmp_path / f"{name}.properties", tmp_path / name, port,
-                # a static log config, for the DescribeConfigs cases of compat/test_topic_rpcs.py
-                "metadata.max.idle.interval.ms=0\nlog.retention.hours=100\n",
+                # a static log config, for the DescribeConfigs cases of compat/test_topic_rpcs.py,
+                # and a snapshot after every committed batch, for its snapshot comparison
+                "metadata.max.idle.interval.ms=0\nlog.retention.hours=100\n"
+                "metadata.log.max.record.bytes.between.snapshots=1\n",
             )
             if role == "observer":
                 props.write_text(props.read_text().replace(f"servers=localhost:{port}", f"servers=localhost:{nowhere}"))
