@@ -133,11 +133,13 @@ class PendingRequest:
     exactly once, from any task; later calls raise RuntimeError.
     """
 
-    __slots__ = ("_done", "_error", "_response", "context", "request")
+    __slots__ = ("_done", "_error", "_response", "context", "received_at", "request")
 
     def __init__(self, request: Request, context: RequestContext) -> None:
         self.request = request
         self.context = context
+        self.received_at = trio.current_time()
+        """Trio time (s) at which the request was decoded."""
         self._done = trio.Event()
         self._response: Message | None = None
         self._error: BaseException | None = None

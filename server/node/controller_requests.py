@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
+import trio
+
 from kwire.errors import Errors
 from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from messages.generated.alter_configs_request import AlterConfigsRequest
@@ -79,6 +81,7 @@ from server.node.controller_apis import (
     unregister_broker_response,
     update_features_response,
 )
+from server.node.event_times import EventTimes
 from server.raft.core import RaftCore
 from server.raft.events import AppendResult, ClientAppend, Event, UpgradeKRaftVersion
 from server.raft.kraft_upgrade import UpgradeRefused
@@ -158,6 +161,10 @@ class ControllerRequests:
         take_token: Callable[[], int],
     ) -> None:
         self._node = node
+        self.queue_times = EventTimes()
+        """``ControllerEventManager`` EventQueueTimeMs (``server.node.event_times``)."""
+        self.processing_times = EventTimes()
+        """``ControllerEventManager`` EventQueueProcessingTimeMs."""
         self._step = step
         self._post = post
         self._take_token = take_token
@@ -250,6 +257,14 @@ class ControllerRequests:
         if self.writes and self.active_controller() is not None:
             self.parked.append(pending)
             return
+        started = trio.current_time()
+        self.queue_times.record((started - pending.received_at) * 1000)
+        try:
+            await self._dispatch(pending, body, version)
+        finally:
+            self.processing_times.record((trio.current_time() - started) * 1000)
+
+    async def _dispatch(self, pending: PendingRequest, body: Message, version: int) -> None:
         if isinstance(body, ControllerRegistrationRequest):
             await self._operate(pending, lambda c: (c.register_controller(body), None), registration_response)
         elif isinstance(body, UpdateFeaturesRequest):

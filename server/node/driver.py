@@ -318,7 +318,13 @@ class Node:
         try:
             while True:
                 active = self._requests.active_controller() is not None
-                server.update(take_snapshot(self.core, self.controller, active=active, applied_offset=self._replayed_offset - 1))
+                events = {
+                    "EventQueueTimeMs": self._requests.queue_times.summary(),
+                    "EventQueueProcessingTimeMs": self._requests.processing_times.summary(),
+                }
+                server.update(take_snapshot(
+                    self.core, self.controller, active=active, applied_offset=self._replayed_offset - 1, events=events
+                ))
                 await trio.sleep(1)
         finally:
             with trio.CancelScope(shield=True):

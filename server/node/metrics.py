@@ -10,6 +10,10 @@ registers, with ``.``, ``:``, ``=`` and ``-`` as ``_``:
   ``ControllerMetadataMetrics``): ActiveControllerCount, GlobalTopicCount,
   GlobalPartitionCount, OfflinePartitionsCount, PreferredReplicaImbalanceCount,
   ActiveBrokerCount, FencedBrokerCount, LastAppliedRecordOffset, LastCommittedRecordOffset;
+* ``kafka_controller_ControllerEventManager_<Name>`` (``QuorumControllerMetrics``): the
+  summaries EventQueueTimeMs and EventQueueProcessingTimeMs of the controller requests
+  (``server.node.event_times``): quantiles 0.5 to 0.999 of the recent ones, ``_count`` and
+  ``_sum``;
 * ``kafka_server_raft_metrics_<name>`` (``KafkaRaftMetrics``, group ``raft-metrics``):
   current_leader, current_epoch, high_watermark, log_end_offset, and current_state as a
   ``state`` label of value 1 (leader, follower, candidate, prospective, unattached, resigned).
@@ -23,14 +27,17 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from server.controller.elections import imbalanced_partitions
+from server.node.event_times import EventTimesSummary
 
 __all__ = ["MetricsServer", "Snapshot", "take_snapshot"]
 
 _CONTROLLER = "kafka_controller_KafkaController_"
 _RAFT = "kafka_server_raft_metrics_"
+_EVENTS = "kafka_controller_ControllerEventManager_"
 
 
 @dataclass(frozen=True)
@@ -40,12 +47,17 @@ class Snapshot:
     controller: dict[str, float] = field(default_factory=dict)
     raft: dict[str, float] = field(default_factory=dict)
     state: str = "unattached"
+    events: dict[str, EventTimesSummary] = field(default_factory=dict)
+    """ControllerEventManager timer name -> its summary."""
 
 
-def take_snapshot(core: Any, controller: Any, *, active: bool, applied_offset: int) -> Snapshot:
+def take_snapshot(
+    core: Any, controller: Any, *, active: bool, applied_offset: int, events: dict[str, EventTimesSummary] | None = None
+) -> Snapshot:
     """The metrics of a node whose core and controller are ``core`` and ``controller``
     (either None before start-up); ``active`` when it is the active controller,
-    ``applied_offset`` the last offset its controller replayed (-1: none)."""
+    ``applied_offset`` the last offset its controller replayed (-1: none); ``events`` the
+    ControllerEventManager timers by Kafka name."""
     values: dict[str, float] = {"ActiveControllerCount": 1.0 if active else 0.0}
     if controller is not None:
         image = controller.replication
@@ -72,15 +84,22 @@ def take_snapshot(core: Any, controller: Any, *, active: bool, applied_offset: i
             "log_end_offset": core.log.log_end_offset,
         }
         state = type(core.state).__name__.lower()
-    return Snapshot(values, raft, state)
+    return Snapshot(values, raft, state, dict(events or {}))
 
 
 class _Collector(Collector):
     def __init__(self, server: MetricsServer) -> None:
         self.server = server
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         snapshot = self.server.snapshot
+        for name, summary in sorted(snapshot.events.items()):
+            metric = Metric(_EVENTS + name, f"kafka.controller:type=ControllerEventManager,name={name}", "summary")
+            for quantile, value in summary.quantiles.items():
+                metric.add_sample(_EVENTS + name, {"quantile": str(quantile)}, value)
+            metric.add_sample(_EVENTS + name + "_count", {}, summary.count)
+            metric.add_sample(_EVENTS + name + "_sum", {}, summary.sum_ms)
+            yield metric
         for name, value in sorted(snapshot.controller.items()):
             yield GaugeMetricFamily(_CONTROLLER + name, f"kafka.controller:type=KafkaController,name={name}", value=value)
         for name, value in sorted(snapshot.raft.items()):

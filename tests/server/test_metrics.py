@@ -19,6 +19,7 @@ from messages.generated.topic_record import TopicRecord
 from server.config import KRaftConfig
 from server.controller.controller import QuorumController
 from server.node import Node
+from server.node.event_times import RESERVOIR, EventTimes, EventTimesSummary
 from server.node.metrics import take_snapshot
 from tools.local_cluster import free_ports
 from tools.storage_format import format_standalone
@@ -52,10 +53,16 @@ async def test_a_standalone_node_serves_its_metrics(tmp_path: Path) -> None:
             while True:
                 if node.metrics_port is not None:
                     values = await trio.to_thread.run_sync(_scrape, node.metrics_port)
-                    if values.get("kafka_controller_KafkaController_ActiveControllerCount") == 1:
+                    # active, and its own ControllerRegistration went through the controller
+                    if (
+                        values.get("kafka_controller_KafkaController_ActiveControllerCount") == 1
+                        and values.get("kafka_controller_ControllerEventManager_EventQueueProcessingTimeMs_count", 0) >= 1
+                    ):
                         break
                 await trio.sleep(0.1)
         assert values["kafka_server_raft_metrics_current_leader"] == 1
+        assert values["kafka_controller_ControllerEventManager_EventQueueTimeMs_count"] >= 1
+        assert values["kafka_controller_ControllerEventManager_EventQueueProcessingTimeMs{quantile=0.99}"] >= 0
         assert values["kafka_server_raft_metrics_current_state{state=leader}"] == 1
         assert values["kafka_server_raft_metrics_high_watermark"] >= 1
         assert values["kafka_controller_KafkaController_GlobalTopicCount"] == 0
@@ -87,3 +94,16 @@ def test_the_snapshot_counts_topics_partitions_and_brokers() -> None:
     }
     assert snapshot.raft == {"current_leader": 3, "current_epoch": 7, "high_watermark": 40, "log_end_offset": 42}
     assert snapshot.state == "follower"
+
+
+def test_event_times_keep_a_count_a_sum_and_recent_quantiles() -> None:
+    times = EventTimes()
+    assert times.summary() == EventTimesSummary(0, 0.0, {})
+    for ms in range(1, 2001):  # more samples than the reservoir keeps
+        times.record(float(ms))
+    summary = times.summary()
+    assert summary.count == 2000 and summary.sum_ms == 2000 * 2001 / 2
+    # quantiles come from the last RESERVOIR samples: 977..2000
+    assert summary.quantiles[0.5] == 2000 - RESERVOIR + 1 + RESERVOIR // 2
+    assert summary.quantiles[0.999] == 1999.0  # index int(0.999 * 1024) of 977..2000
+
