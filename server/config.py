@@ -242,6 +242,8 @@ class KRaftConfig:
     when set (any size from 12 bytes, for tests, as in Kafka 4.x)."""
     metadata_log_segment_ms: int = 604_800_000
     metadata_max_idle_interval_ms: int = 500
+    internal_metadata_max_batch_size_in_bytes: int = _QUORUM_DEFAULTS.max_batch_size_bytes
+    """The largest metadata batch (Kafka 4.x's testing key; ``KafkaRaftClient.MAX_BATCH_SIZE_BYTES``)."""
     metadata_max_retention_bytes: int = 104_857_600
     metadata_max_retention_ms: int = 604_800_000
     metadata_log_max_record_bytes_between_snapshots: int = 20_971_520
@@ -396,6 +398,9 @@ class KRaftConfig:
             metadata_log_segment_ms=integer(
                 "metadata.log.segment.ms", "metadata_log_segment_ms", 1
             ),
+            internal_metadata_max_batch_size_in_bytes=integer(
+                "internal.metadata.max.batch.size.in.bytes", "internal_metadata_max_batch_size_in_bytes", 1024
+            ),
             metadata_max_idle_interval_ms=integer(
                 "metadata.max.idle.interval.ms", "metadata_max_idle_interval_ms"
             ),
@@ -445,6 +450,7 @@ class KRaftConfig:
             retry_backoff_ms=self.controller_quorum_retry_backoff_ms,
             append_linger_ms=self.controller_quorum_append_linger_ms,
             auto_join=self.controller_quorum_auto_join_enable,
+            max_batch_size_bytes=self.internal_metadata_max_batch_size_in_bytes,
         )
 
     @property

@@ -62,6 +62,10 @@ __all__ = [
     "workload_value",
 ]
 
+APPEND_BYTES = 8 * 1024
+"""How many bytes of records one append of the load carries at most: a catching-up workload
+appends in steps of this size rather than in one batch of the leader's 8 MiB limit."""
+
 log = logging.getLogger("kwire.test_raft_server")
 
 WORKLOAD_CONFIG_NAME = "kwire.test.raft.workload"
@@ -150,14 +154,10 @@ class Workload:
         self.template = record_template(record_size)
         self.emit = emit
         self.stats_interval_ms = stats_interval_ms
-        # records of one append must fit one 8 KiB batch (server.raft.accumulator)
-        from server.raft.accumulator import (
-            BATCH_HEADER_BYTES,
-            MAX_BATCH_SIZE_BYTES,
-            record_size_upper_bound,
-        )
+        # the records of one append fill at most APPEND_BYTES of a batch (server.raft.accumulator)
+        from server.raft.accumulator import BATCH_HEADER_BYTES, record_size_upper_bound
 
-        self.per_append = max(1, (MAX_BATCH_SIZE_BYTES - BATCH_HEADER_BYTES) // record_size_upper_bound(record_size))
+        self.per_append = max(1, (APPEND_BYTES - BATCH_HEADER_BYTES) // record_size_upper_bound(record_size))
         self.node: Any = None
         self.claimed_epoch: int | None = None
         self._counter = 0

@@ -796,7 +796,7 @@ class Node:
 
     def append(self, values: tuple[bytes, ...]) -> int:
         """Ask the leader in this node to append ``values`` (non-empty byte strings, at most
-        one batch of 8 KiB together) as data records; returns the token the listener's
+        one batch of ``controller.quorum``'s 8 MiB together) as data records; returns the token the listener's
         ``handle_append_result`` will carry. Never blocks; the records linger for
         ``controller.quorum.append.linger.ms`` (Kafka's ``RaftClient.prepareAppend`` +
         ``schedulePreparedAppend``)."""

@@ -12,7 +12,7 @@ Mirrors the behaviour of Kafka's ``org.apache.kafka.raft.internals.BatchAccumula
   drained when that timer expires or when a batch has been completed, and a drain takes every
   batch, the open one included.
 
-The batch size limit is ``KafkaRaftClient.MAX_BATCH_SIZE_BYTES`` (8 KiB), counted with the
+The batch size limit is ``KafkaRaftClient.MAX_BATCH_SIZE_BYTES`` (8 MiB), counted with the
 record batch v2 header and each record's worst-case framing, as Kafka's ``BatchBuilder`` sizes
 records before compression.
 """
@@ -21,8 +21,9 @@ from __future__ import annotations
 
 __all__ = ["MAX_BATCH_SIZE_BYTES", "BatchAccumulator", "record_size_upper_bound"]
 
-MAX_BATCH_SIZE_BYTES = 8 * 1024
-"""``KafkaRaftClient.MAX_BATCH_SIZE_BYTES``."""
+MAX_BATCH_SIZE_BYTES = 8 * 1024 * 1024
+"""``KafkaRaftClient.MAX_BATCH_SIZE_BYTES`` (8 MiB), the default of Kafka 4.x's
+``internal.metadata.max.batch.size.in.bytes``."""
 
 BATCH_HEADER_BYTES = 61
 """``DefaultRecordBatch.RECORD_BATCH_OVERHEAD``."""

@@ -30,7 +30,7 @@ def become_leader(ctx: RaftContext, now_ms: int) -> None:
     kraft.version 1 a KRaftVersion and Voters record when the set came from the bootstrap
     checkpoint or this leader's own entry (endpoints, supported kraft.version range) changed."""
     start = ctx.view.log_end_offset()
-    leader = ctx.quorum.become_leader(now_ms, start, ctx.config.append_linger_ms)
+    leader = ctx.quorum.become_leader(now_ms, start, ctx.config.append_linger_ms, ctx.config.max_batch_size_bytes)
     voters = leader.voters
     if ctx.control.kraft_version < 1:
         # LeaderState: the in-memory voters a static-to-dynamic upgrade writes, starting with

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from server.raft.accumulator import MAX_BATCH_SIZE_BYTES
 from server.raft.control_state import ControlRecordStateMachine
 from server.raft.roles import (
     Candidate,
@@ -273,7 +274,9 @@ class QuorumState:
             )
         )
 
-    def become_leader(self, now_ms: int, epoch_start_offset: int, append_linger_ms: int) -> Leader:
+    def become_leader(
+        self, now_ms: int, epoch_start_offset: int, append_linger_ms: int, max_batch_bytes: int = MAX_BATCH_SIZE_BYTES
+    ) -> Leader:
         """``onBecomeLeader``: lead the epoch this Candidate won, from ``epoch_start_offset``
         (the log end offset). Raises :class:`NotInRoleError` unless a Candidate."""
         state = self.candidate()
@@ -287,6 +290,7 @@ class QuorumState:
             now_ms,
             int(self._config.fetch_timeout_ms * CHECK_QUORUM_TIMEOUT_FACTOR),
             append_linger_ms,
+            max_batch_bytes,
         )
         self.transition(leader)
         return leader

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from server.raft.accumulator import BatchAccumulator
+from server.raft.accumulator import MAX_BATCH_SIZE_BYTES, BatchAccumulator
 from server.raft.types import ElectionState, OffsetAndEpoch, ReplicaKey, VoterSet
 
 
@@ -293,10 +293,11 @@ class Leader(EpochState):
         now_ms: int,
         check_quorum_timeout_ms: int,
         append_linger_ms: int = 0,
+        max_batch_bytes: int = MAX_BATCH_SIZE_BYTES,
     ) -> None:
         super().__init__(epoch)
         self.local_key = local_key
-        self.accumulator = BatchAccumulator(epoch, append_linger_ms)
+        self.accumulator = BatchAccumulator(epoch, append_linger_ms, max_batch_bytes)
         """The local state machine's records lingering before they become a batch."""
         self.voters = voters
         self.epoch_start_offset = epoch_start_offset

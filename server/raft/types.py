@@ -212,6 +212,10 @@ class QuorumConfig:
     retry_backoff_ms: int = 20
     append_linger_ms: int = 25
     """How long the leader lets appended records gather into one batch."""
+    max_batch_size_bytes: int = 8 * 1024 * 1024
+    """The largest batch the leader builds, and so the largest append it accepts
+    (``KafkaRaftClient.MAX_BATCH_SIZE_BYTES``; Kafka 4.x's testing key
+    ``internal.metadata.max.batch.size.in.bytes``)."""
     pre_vote: bool = True
     """Run a KIP-996 pre-vote (Prospective role) before bumping the epoch (Kafka 4.0+)."""
     auto_join: bool = False

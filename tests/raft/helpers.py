@@ -133,6 +133,7 @@ def make_context(
     seed: int = 1,
     directory_id: Uuid = ZERO_UUID,
     append_linger_ms: int = 0,
+    max_batch_size_bytes: int = 8 * 1024 * 1024,
     auto_join: bool = False,
 ) -> Context:
     log = log or MemoryRaftLog()
@@ -149,7 +150,10 @@ def make_context(
         now_ms=0,
         election=election,
         kraft_version=kraft_version,
-        config=QuorumConfig(pre_vote=pre_vote, append_linger_ms=append_linger_ms, auto_join=auto_join),
+        config=QuorumConfig(
+            pre_vote=pre_vote, append_linger_ms=append_linger_ms, auto_join=auto_join,
+            max_batch_size_bytes=max_batch_size_bytes,
+        ),
     )
     context = Context(core, log)
     context.step(Tick())

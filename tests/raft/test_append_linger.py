@@ -55,7 +55,7 @@ def test_linger_zero_appends_in_the_same_step() -> None:
 
 
 def test_a_full_batch_is_drained_without_waiting_for_the_linger() -> None:
-    context = make_context(append_linger_ms=1000)
+    context = make_context(append_linger_ms=1000, max_batch_size_bytes=8 * 1024)
     elect_local_leader(context)
     end = context.core.view.log_end_offset()
     value = b"v" * 900
@@ -70,7 +70,7 @@ def test_a_full_batch_is_drained_without_waiting_for_the_linger() -> None:
 def test_an_append_bigger_than_a_batch_is_refused() -> None:
     context = make_context(append_linger_ms=0)
     elect_local_leader(context)
-    out = context.step(ClientAppend(7, (b"z" * MAX_BATCH_SIZE_BYTES,)))
+    out = context.step(ClientAppend(7, (b"z" * MAX_BATCH_SIZE_BYTES,)))  # 8 MiB, plus framing
     assert [(r.token, r.error_code) for r in out.append_results] == [(7, Errors.RECORD_LIST_TOO_LARGE)]
     assert not out.appends
 

@@ -6,7 +6,10 @@ Trio process with the autojump clock (as ``tests/server/test_node.py``):
   Kafka's controller, which applies the first's record before running the second;
 * a registered broker is unfenced by a caught-up heartbeat and fenced once its session expires
   (``broker.session.timeout.ms`` plus one expiry-check period);
-* an UnregisterBroker forwarded in an Envelope is answered inside the EnvelopeResponse.
+* an UnregisterBroker forwarded in an Envelope is answered inside the EnvelopeResponse;
+* a write far larger than 8 KiB (a topic of 2,000 partitions, then the fencing that leaves all
+  of them leaderless) commits as one batch: Kafka's batch limit is 8 MiB
+  (``KafkaRaftClient.MAX_BATCH_SIZE_BYTES``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,11 @@ from messages.generated.broker_registration_request import (
     BrokerRegistrationRequest,
     Feature,
     Listener,
+)
+from messages.generated.create_topics_request import (
+    CreatableReplicaAssignment,
+    CreatableTopic,
+    CreateTopicsRequest,
 )
 from messages.generated.envelope_request import EnvelopeRequest
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
@@ -121,3 +129,32 @@ async def test_a_forwarded_request_is_answered_in_its_envelope(
             Errors.BROKER_ID_NOT_REGISTERED, "Broker ID 77 is not currently registered"
         )
         node.stop()
+
+
+async def test_writes_larger_than_eight_kib_commit(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    partitions = 2000
+    async with trio.open_nursery() as nursery:
+        node, port = await _started(tmp_path, nursery)
+        async with await open_connection("127.0.0.1", port) as conn:
+            registered = await conn.request(_registration(node, 7, Uuid.from_longs(7, 7)), 4)
+            assert registered.error_code == Errors.NONE
+            beat = BrokerHeartbeatRequest(broker_id=7, broker_epoch=registered.broker_epoch, current_metadata_offset=1 << 40)
+            assert not (await conn.request(beat, 1)).is_fenced
+            topic = CreatableTopic(
+                name="wide", num_partitions=-1, replication_factor=-1,
+                assignments=[CreatableReplicaAssignment(partition_index=i, broker_ids=[7]) for i in range(partitions)],
+            )
+            created = await conn.request(CreateTopicsRequest(topics=[topic], timeout_ms=30_000), 7)
+            assert [(t.name, t.error_code) for t in created.topics] == [("wide", Errors.NONE)]
+            fenced = await conn.request(
+                BrokerHeartbeatRequest(broker_id=7, broker_epoch=registered.broker_epoch, want_fence=True), 1
+            )
+            assert fenced.error_code == Errors.NONE and fenced.is_fenced
+        controller = node.controller
+        assert controller is not None
+        image = controller.replication
+        wide = image.topics[image.topic_ids["wide"]]
+        assert len(wide.partitions) == partitions
+        assert all(p.leader == -1 for p in wide.partitions.values())  # its one replica was fenced
+        node.stop()
+
