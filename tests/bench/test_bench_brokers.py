@@ -12,7 +12,7 @@ from tools.bench import brokers
 
 def test_tiny_runs_report_every_figure_and_leave_no_process(tmp_path: Path) -> None:
     require_kafka(brokers.KAFKA_VERSION)
-    load = brokers.Load(5, 0.5, 2.5, "test: 5 brokers")
+    load = brokers.Load(5, 0.5, 2.5, "test: 5 brokers", controllers=1, session_timeout_ms=4000)
     for kind in ("kwire", "kafka"):
         row = brokers.run_side(kind, kind, load, tmp_path)
         assert row.error is None, row.error
@@ -21,5 +21,6 @@ def test_tiny_runs_report_every_figure_and_leave_no_process(tmp_path: Path) -> N
         assert row.heartbeats_per_s is not None and row.heartbeats_per_s > 0
         assert row.all_unfenced_s is not None and row.all_unfenced_s > 0
         assert row.cpu_s_per_1000 is not None and row.cpu_s_per_1000 >= 0
+        assert row.kill_to_new_leaders_s is not None and row.kill_to_new_leaders_s > 0
         assert row.errors == 0
     assert leftover_processes(tmp_path) == []

@@ -1,21 +1,27 @@
-"""Brokers section: simulated brokers register with a standalone controller and heartbeat every
-``broker.heartbeat.interval.ms`` (2 s, Kafka's default), kwire and Kafka side by side.
+"""Brokers section: simulated brokers register with a controller quorum and heartbeat every
+``broker.heartbeat.interval.ms`` (2 s, Kafka's default), kwire and Kafka side by side; then one
+of them dies and the time until every partition it led has another leader is measured.
 
-Each side is one controller process, a one-voter static quorum (:func:`start_quorum`:
-``kwire server-start`` on a directory kwire's ``storage format`` wrote; ``kafka.Kafka`` of the
-newest pinned release on one its own ``kafka-storage format`` wrote, so each runs at its own
-default metadata.version).
-The load generator (this process, Trio) opens one connection per broker, as each Kafka broker
-keeps its own heartbeat channel, registers every broker (v4, one log directory, the finalized
-features the controller's ApiVersions reports), heartbeats each one until it is unfenced, and
-then keeps every broker heartbeating at its interval from a random phase, as caught up.
+Each side is a three-voter static quorum (:func:`start_quorum`: ``kwire server-start`` on
+directories kwire's ``storage format`` wrote; ``kafka.Kafka`` of the newest pinned release on
+ones its own ``kafka-storage format`` wrote, so each runs at its own default metadata.version).
+The load generator (this process, Trio) finds the active controller (DescribeCluster), opens
+one connection per broker to it, as each Kafka broker keeps its own heartbeat channel,
+registers every broker (v4, one log directory, the finalized features the controller's
+ApiVersions reports), heartbeats each one until it is unfenced, and then keeps every broker
+heartbeating at its interval from a random phase, as caught up.
 
 Measured: the time from the first registration sent to every broker unfenced (each broker's
 registration and its unfencing are controller writes); then, over the window that follows the
-warm-up, heartbeat latency (request sent to answer
-read, p50/p99/max, every heartbeat in the window), heartbeats answered per second, and the
-controller process's CPU seconds (utime + stime, ``/proc``) per thousand heartbeats. Both sides
-share this machine with the load generator, whose own cost is the same for both.
+warm-up, heartbeat latency (request sent to answer read, p50/p99/max, every heartbeat in the
+window), heartbeats answered per second, and the three controller processes' CPU seconds
+(utime + stime, ``/proc``) per thousand heartbeats. Then a topic of :data:`KILL_PARTITIONS`
+partitions is created, each led by the first broker (replicas assigned by hand), that broker
+stops heartbeating (a kill -9 as the controller sees it), and the active controller's log is
+read afterwards: the time from the kill to the append time of the last batch that gave one of
+those partitions another leader (``broker.session.timeout.ms``, 9 s by default, plus the
+controller's expiry check and the write). Both sides share this machine with the load
+generator, whose own cost is the same for both.
 
 ``--quick``: 50 brokers, 3 s warm-up, 5 s window (a smoke run); full: 1,000 brokers, 10 s
 warm-up, 30 s window. Directories live under ``KWIRE_BENCH_DIR`` (default ``./build``) and are
@@ -46,6 +52,11 @@ HEARTBEAT_INTERVAL_MS = 2000
 CLUSTER_ID = "YnJva2Vycy1iZW5jaC1xdQ"
 FIRST_BROKER_ID = 1000
 START_TIMEOUT_S = 240.0
+KILL_PARTITIONS = 100
+"""Partitions led by the broker that dies."""
+KILL_TOPIC = "bench-broker-kill"
+KILL_WAIT_S = 15.0
+"""How long past the session timeout the new leaders are waited for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +65,13 @@ class Load:
     warmup_s: float
     window_s: float
     description: str
+    controllers: int = 3
+    session_timeout_ms: int = 9000
+    """``broker.session.timeout.ms`` of the controllers (Kafka's default)."""
 
 
 FULL = Load(1000, 10.0, 30.0, "1,000 brokers, 10 s warm-up, 30 s measured")
-QUICK = Load(50, 3.0, 5.0, "quick: 50 brokers, 3 s warm-up, 5 s measured")
+QUICK = Load(50, 3.0, 5.0, "quick: 50 brokers, 3 s warm-up, 5 s measured", controllers=1)
 
 
 @dataclass(slots=True)
@@ -71,6 +85,7 @@ class Row:
     heartbeats_per_s: float | None = None
     all_unfenced_s: float | None = None
     cpu_s_per_1000: float | None = None
+    kill_to_new_leaders_s: float | None = None
     errors: int = 0
     error: str | None = None
 
@@ -86,22 +101,22 @@ class Window:
     errors: int = 0
 
 
-def _properties(path: Path, data: Path, port: int, *, node_id: int, voters: str) -> Path:
+def _properties(path: Path, data: Path, port: int, *, node_id: int, voters: str, extra: str = "") -> Path:
     """The properties of controller ``node_id`` of the static quorum ``voters``
-    (``id@host:port,...``)."""
+    (``id@host:port,...``), ``extra`` lines appended."""
     path.write_text(
         f"process.roles=controller\nnode.id={node_id}\ncontroller.quorum.voters={voters}\n"
         f"listeners=CONTROLLER://127.0.0.1:{port}\ncontroller.listener.names=CONTROLLER\n"
-        f"log.dirs={data}\n",
+        f"log.dirs={data}\n" + extra,
         encoding="utf-8",
     )
     return path
 
 
-def start_quorum(kind: str, root: Path, nodes: int) -> tuple[list[subprocess.Popen[bytes]], list[int]]:
+def start_quorum(kind: str, root: Path, nodes: int, extra: str = "") -> tuple[list[subprocess.Popen[bytes]], list[int]]:
     """A static quorum of ``nodes`` controllers (``kind`` "kwire" or "kafka", node ids 1..n),
-    each formatted under ``root`` at its own default metadata.version: their processes (started
-    so far, when one fails to start) and ports."""
+    each formatted under ``root`` at its own default metadata.version, ``extra`` lines in their
+    properties: their processes (started so far, when one fails to start) and ports."""
     from tools import stock_kafka
     from tools.local_cluster import free_ports
 
@@ -111,7 +126,7 @@ def start_quorum(kind: str, root: Path, nodes: int) -> tuple[list[subprocess.Pop
     try:
         for i, port in enumerate(ports):
             name = f"{kind}-{i + 1}"
-            props = _properties(root / f"{name}.properties", root / name, port, node_id=i + 1, voters=voters)
+            props = _properties(root / f"{name}.properties", root / name, port, node_id=i + 1, voters=voters, extra=extra)
             if kind == "kwire":
                 subprocess.run(
                     [sys.executable, "-m", "tools.cli", "storage", "format", "-c", str(props), "-t", CLUSTER_ID],
@@ -173,7 +188,7 @@ async def simulated_broker(port: int, broker_id: int, finalized: dict[str, int],
                            unfenced: Any) -> None:
     """One broker on its own connection: registers, heartbeats until unfenced (then calls
     ``unfenced``), and heartbeats every interval, recording the latencies inside ``window``,
-    until ``window`` ends (never, for an infinite one: cancel it)."""
+    until cancelled."""
     import trio
 
     from kwire.uuid import Uuid
@@ -216,12 +231,65 @@ async def simulated_broker(port: int, broker_id: int, finalized: dict[str, int],
                 window.latencies.append((done - sent) * 1000)
                 if response.error_code != 0:
                     window.errors += 1
-            if done >= window.end:
-                return
             await trio.sleep(max(0.0, sent + HEARTBEAT_INTERVAL_MS / 1000 - time.monotonic()))
 
 
-async def _drive(port: int, pid: int, load: Load) -> Row | str:
+async def _create_led_topic(port: int, leader: int, others: list[int]) -> None:
+    """:data:`KILL_TOPIC`: :data:`KILL_PARTITIONS` partitions whose replicas are ``leader``
+    first and two of ``others``, so that ``leader`` leads them all."""
+    from messages.generated.create_topics_request import (
+        CreatableReplicaAssignment,
+        CreatableTopic,
+        CreateTopicsRequest,
+    )
+    from server.net.client import open_connection
+
+    topic = CreatableTopic(
+        name=KILL_TOPIC, num_partitions=-1, replication_factor=-1,
+        assignments=[
+            CreatableReplicaAssignment(partition_index=i, broker_ids=[leader, others[i % len(others)], others[(i + 1) % len(others)]])
+            for i in range(KILL_PARTITIONS)
+        ],
+    )
+    async with await open_connection("127.0.0.1", port, "bench-admin") as conn:
+        response = await conn.request(CreateTopicsRequest(topics=[topic], timeout_ms=30_000), 7)
+    errors = [(t.name, t.error_code, t.error_message) for t in response.topics if t.error_code != 0]
+    if errors:
+        raise RuntimeError(f"CreateTopics failed: {errors}")
+
+
+def new_leaders_at(partition: Path, victim: int) -> dict[int, int]:
+    """Partition of :data:`KILL_TOPIC` -> append time (ms) of the first batch in the metadata
+    log under ``partition`` that gave it a leader other than ``victim``."""
+    from messages.generated.partition_change_record import PartitionChangeRecord
+    from messages.generated.topic_record import TopicRecord
+    from messages.metadata import decode_record
+    from storage.records import scan_batches
+
+    topic_id = None
+    moved: dict[int, int] = {}
+    for segment in sorted(partition.glob("*.log")):
+        for batch in scan_batches(segment.read_bytes()).batches:
+            if batch.is_control:
+                continue
+            for value in batch.iter_values():
+                if value is None:
+                    continue
+                message, _ = decode_record(value)
+                if isinstance(message, TopicRecord) and message.name == KILL_TOPIC:
+                    topic_id = message.topic_id
+                elif (
+                    isinstance(message, PartitionChangeRecord)
+                    and message.topic_id == topic_id
+                    and message.leader not in (-2, -1, victim)
+                ):
+                    moved.setdefault(message.partition_id, batch.max_timestamp)
+    return moved
+
+
+async def _drive(port: int, pids: list[int], load: Load, log_dir: Path) -> tuple[Row, int, float] | str:
+    """The run against the active controller at ``port`` (module docstring); ``log_dir`` is
+    its metadata log's partition directory."""
     import trio
 
     finalized = await wait_finalized(port)
@@ -234,9 +302,15 @@ async def _drive(port: int, pid: int, load: Load) -> Row | str:
     window = Window(float("inf"), float("inf"))
     rng = random.Random(5)
     started = time.monotonic()
+    scopes = {FIRST_BROKER_ID + i: trio.CancelScope() for i in range(load.brokers)}
+
+    async def broker(broker_id: int) -> None:
+        with scopes[broker_id]:
+            await simulated_broker(port, broker_id, finalized, window, rng, unfenced)
+
     async with trio.open_nursery() as nursery:
-        for i in range(load.brokers):
-            nursery.start_soon(simulated_broker, port, FIRST_BROKER_ID + i, finalized, window, rng, unfenced)
+        for broker_id in scopes:
+            nursery.start_soon(broker, broker_id)
         with trio.move_on_after(START_TIMEOUT_S):
             while ready < load.brokers:
                 await trio.sleep(0.1)
@@ -247,9 +321,19 @@ async def _drive(port: int, pid: int, load: Load) -> Row | str:
         window.start = time.monotonic() + load.warmup_s
         window.end = window.start + load.window_s
         await trio.sleep(load.warmup_s)
-        cpu_before = cpu_seconds([pid])
+        cpu_before = cpu_seconds(pids)
         await trio.sleep(load.window_s)
-        cpu_after = cpu_seconds([pid])
+        cpu_after = cpu_seconds(pids)
+        # one broker dies: the partitions it led get other leaders once its session expires
+        victim, *others = sorted(scopes)[:4]
+        await _create_led_topic(port, victim, others)
+        await trio.sleep(2.0)  # the topic committed, its partitions led by the victim
+        killed_at_ms = time.time() * 1000
+        scopes[victim].cancel()
+        deadline = time.monotonic() + load.session_timeout_ms / 1000 + KILL_WAIT_S
+        while len(new_leaders_at(log_dir, victim)) < KILL_PARTITIONS and time.monotonic() < deadline:
+            await trio.sleep(0.5)
+        nursery.cancel_scope.cancel()
     latencies = sorted(window.latencies)
     if not latencies:
         return "no heartbeat in the window"
@@ -257,7 +341,7 @@ async def _drive(port: int, pid: int, load: Load) -> Row | str:
     def rank(q: float) -> float:
         return latencies[min(len(latencies) - 1, max(0, round(q * len(latencies)) - 1))]
 
-    return Row(
+    row = Row(
         implementation="",
         p50=rank(0.50), p99=rank(0.99), max_ms=latencies[-1],
         heartbeats_per_s=len(latencies) / load.window_s,
@@ -265,6 +349,7 @@ async def _drive(port: int, pid: int, load: Load) -> Row | str:
         cpu_s_per_1000=(cpu_after - cpu_before) / len(latencies) * 1000,
         errors=window.errors,
     )
+    return row, victim, killed_at_ms
 
 
 def run_side(kind: str, name: str, load: Load, base: Path) -> Row:
@@ -276,12 +361,22 @@ def run_side(kind: str, name: str, load: Load, base: Path) -> Row:
     root.mkdir(parents=True)
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        procs, [port] = start_quorum(kind, root, 1)
-        outcome = trio.run(_drive, port, procs[0].pid, load)
+        procs, ports = start_quorum(
+            kind, root, load.controllers, f"broker.session.timeout.ms={load.session_timeout_ms}\n"
+        )
+        port = trio.run(active_controller_port, ports)
+        log_dir = root / f"{kind}-{ports.index(port) + 1}" / "__cluster_metadata-0"
+        outcome = trio.run(_drive, port, [p.pid for p in procs], load, log_dir)
         if isinstance(outcome, str):
             return Row(name, error=outcome)
-        outcome.implementation = name
-        return outcome
+        row, victim, killed_at_ms = outcome
+        row.implementation = name
+        moved = new_leaders_at(log_dir, victim)
+        if len(moved) == KILL_PARTITIONS:
+            row.kill_to_new_leaders_s = (max(moved.values()) - killed_at_ms) / 1000
+        else:
+            row.error = f"{len(moved)} of {KILL_PARTITIONS} partitions got a new leader after the broker died"
+        return row
     except Exception as exc:  # noqa: BLE001 - a failed run is a row that says why
         return Row(name, error=f"{type(exc).__name__}: {exc}")
     finally:
@@ -316,13 +411,14 @@ def run(args: Any) -> list[Result]:
     finally:
         shutil.rmtree(base, ignore_errors=True)
     print(f"{'implementation':<28} {'unfenced s':>10} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'hb/s':>8} "
-          f"{'CPU-s/1000 hb':>14} {'errors':>7}")
+          f"{'CPU-s/1000 hb':>14} {'kill->leaders s':>16} {'errors':>7}")
     for row in rows:
         if row.error is not None:
             print(f"{row.implementation:<28} {row.error}")
             continue
         print(f"{row.implementation:<28} {_fmt(row.all_unfenced_s):>10} {_fmt(row.p50, 2):>8} {_fmt(row.p99, 2):>8} {_fmt(row.max_ms, 1):>8} "
-              f"{_fmt(row.heartbeats_per_s):>8} {_fmt(row.cpu_s_per_1000, 3):>14} {row.errors:>7}")
+              f"{_fmt(row.heartbeats_per_s):>8} {_fmt(row.cpu_s_per_1000, 3):>14} "
+              f"{_fmt(row.kill_to_new_leaders_s, 2):>16} {row.errors:>7}")
     kwire, ref = rows[0], rows[1] if len(rows) > 1 else None
     if kwire.error is not None:
         return []
@@ -332,7 +428,10 @@ def run(args: Any) -> list[Result]:
         ("every broker registered and unfenced", "s", kwire.all_unfenced_s, ok_ref.all_unfenced_s if ok_ref else None, False),
         ("heartbeat latency p50", "ms", kwire.p50, ok_ref.p50 if ok_ref else None, False),
         ("heartbeat latency p99", "ms", kwire.p99, ok_ref.p99 if ok_ref else None, False),
-        ("controller CPU-s per 1000 heartbeats", "s", kwire.cpu_s_per_1000, ok_ref.cpu_s_per_1000 if ok_ref else None, False),
+        ("controller CPU-s per 1000 heartbeats (3 controllers)", "s", kwire.cpu_s_per_1000,
+         ok_ref.cpu_s_per_1000 if ok_ref else None, False),
+        (f"broker kill to new leaders of its {KILL_PARTITIONS} partitions", "s", kwire.kill_to_new_leaders_s,
+         ok_ref.kill_to_new_leaders_s if ok_ref else None, False),
     ):
         if kv is None:
             continue
