@@ -232,9 +232,12 @@ def _describe(
     )
 
 
-def _lifecycle_heartbeat(broker: int, *, shut_down: bool = False, fence: bool = False) -> Callable[[Side], Message]:
-    """A heartbeat of ``broker`` (caught up) at its latest epoch; one that asks to shut down
-    or to be fenced takes the broker out of the keep-alive heartbeats, a plain one puts it back."""
+def _lifecycle_heartbeat(
+    broker: int, *, shut_down: bool = False, fence: bool = False, offline: tuple[Uuid, ...] = ()
+) -> Callable[[Side], Message]:
+    """A heartbeat of ``broker`` (caught up) at its latest epoch, reporting ``offline`` log
+    directories; one that asks to shut down or to be fenced takes the broker out of the
+    keep-alive heartbeats, a plain one puts it back."""
 
     def build(side: Side) -> Message:
         if shut_down or fence:
@@ -243,7 +246,7 @@ def _lifecycle_heartbeat(broker: int, *, shut_down: bool = False, fence: bool = 
             side.quiet.discard(broker)
         return BrokerHeartbeatRequest(
             broker_id=broker, broker_epoch=side.epochs[broker], current_metadata_offset=CAUGHT_UP,
-            want_shut_down=shut_down, want_fence=fence,
+            want_shut_down=shut_down, want_fence=fence, offline_log_dirs=list(offline),
         )
 
     return build
@@ -443,6 +446,8 @@ def _cases() -> list[tuple[str, Callable[[Side], Message], int]]:
         ("broker 6 catches up: unfenced, it leads the leaderless partitions", _lifecycle_heartbeat(6), 2),
         ("broker 5 asks to be fenced", _lifecycle_heartbeat(5, fence=True), 2),
         ("broker 5 is unfenced again", _lifecycle_heartbeat(5), 2),
+        ("broker 7 reports its first directory offline: the partitions on it move",
+         _lifecycle_heartbeat(7, offline=(DIRS[7][0],)), 2),
         ("broker 7 is unregistered", _unregister(7), 0),
         ("preferred leaders of manual and isr", _elect(PREFERRED, ("manual", [0, 1, 2, 3, 4, 9]), ("isr", [0, 1])), 2),
         ("preferred leaders again: not needed", _elect(PREFERRED, ("manual", [0, 1, 2, 3, 4])), 2),
@@ -698,6 +703,9 @@ def test_topic_rpcs_answer_alike(kafka: KafkaRelease, nodes: Nodes, tmp_path: Pa
     gone = [r for r in records["stock"] if r[0] == "PartitionChangeRecord" and r[2]["topicId"] in _MANUAL
             and 6 not in r[2].get("isr", [6]) and r[2].get("leader") != 6]
     assert gone, "no manually assigned partition moved off broker 6"
+    # broker 7's offline directory: its partition there changed before the registration did
+    offline_at = records["stock"].index(("BrokerRegistrationChangeRecord", 2))
+    assert records["stock"][offline_at - 1][0] == "PartitionChangeRecord", records["stock"][offline_at - 3:offline_at + 1]
     _check_snapshots(tmp_path)
 
 

@@ -338,6 +338,16 @@ class BrokerPartitionEffects:
             *self._updates(self.image.partitions_with_broker_in_elr(broker_id), broker_to_remove=broker_id),
         ]
 
+    def directory_offline(self, broker_id: int, directory: Uuid) -> list[Record]:
+        """Leadership and ISR membership off ``broker_id`` for the partitions whose replica
+        it keeps in ``directory`` (``handleDirectoriesOffline``: Kafka's
+        ``directoriesToPartitions`` of that directory)."""
+
+        def on_directory(partition: PartitionRegistration) -> bool:
+            return any(b == broker_id and d == directory for b, d in zip(partition.replicas, partition.directories, strict=False))
+
+        return self._updates(self.image.partitions_where(on_directory), broker_to_remove=broker_id)
+
     def has_leaderships(self, broker_id: int) -> bool:
         """``broker_id`` leads a partition."""
         return self.image.has_leaderships(broker_id)

@@ -298,6 +298,11 @@ class PartitionEffects(Protocol):
         """Unregistered: out of every ISR and ELR (``handleBrokerUnregistered``)."""
         ...
 
+    def directory_offline(self, broker_id: int, directory: Uuid) -> list[Record]:
+        """Leadership and ISR membership off ``broker_id`` for the partitions whose replica it
+        keeps in ``directory``, which went offline."""
+        ...
+
     def has_leaderships(self, broker_id: int) -> bool:
         """It leads a partition (``BrokersToIsrs.hasLeaderships``)."""
         ...
@@ -320,6 +325,9 @@ class NoPartitions:
 
     def broker_unregistered(self, broker_id: int) -> list[Record]:
         """No partition to move: no records."""
+        return []
+
+    def directory_offline(self, broker_id: int, directory: Uuid) -> list[Record]:
         return []
 
     def has_leaderships(self, broker_id: int) -> bool:
@@ -611,6 +619,9 @@ class ClusterControl:
         if metadata_version >= _DIRECTORY_ASSIGNMENT_LEVEL:
             offline = [d for d in registration.log_dirs if d in request.offline_log_dirs]
             if offline:
+                # handleDirectoriesOffline: each directory's partitions first, then the change
+                for directory in offline:
+                    records.extend(partitions.directory_offline(broker_id, directory))
                 online = [d for d in registration.log_dirs if d not in request.offline_log_dirs]
                 records.append((BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch, log_dirs=online), 2))
         cordoned = request.cordoned_log_dirs

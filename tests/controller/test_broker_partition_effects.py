@@ -114,3 +114,38 @@ def test_unregistration_and_a_new_incarnation_take_the_broker_out_first() -> Non
     records = cluster.unregister_broker(1, _effects(cluster, image))
     assert _changes(records) == [(0, [2], 2)]
     assert isinstance(records[-1][0], UnregisterBrokerRecord)
+
+
+def test_an_offline_directory_moves_only_the_partitions_on_it() -> None:
+    """``handleDirectoriesOffline``: broker 1's partitions in its reported-offline directory
+    lose it as leader and ISR member, then the registration keeps the other directory."""
+    cluster = ClusterControl("c", 9000)
+    dirs = {1: (Uuid.from_longs(1, 1), Uuid.from_longs(1, 2)), 2: (Uuid.from_longs(2, 1),), 3: (Uuid.from_longs(3, 1),)}
+    for broker_id, broker_dirs in dirs.items():
+        cluster.replay(RegisterBrokerRecord(
+            broker_id=broker_id, broker_epoch=broker_id, incarnation_id=Uuid.from_longs(broker_id, 0),
+            fenced=False, log_dirs=list(broker_dirs),
+        ), broker_id)
+    cluster.activate(0)
+    image = ReplicationImage()
+    image.replay(TopicRecord(name="t", topic_id=TOPIC))
+    for index, first_dir in enumerate((dirs[1][0], dirs[1][1], dirs[1][0])):
+        image.replay(PartitionRecord(
+            partition_id=index, topic_id=TOPIC, replicas=[1, 2, 3], isr=[1, 2, 3], leader=1,
+            directories=[first_dir, dirs[2][0], dirs[3][0]],
+        ))
+    request = BrokerHeartbeatRequest(
+        broker_id=1, broker_epoch=1, current_metadata_offset=CAUGHT_UP, offline_log_dirs=[dirs[1][0]]
+    )
+    records, reply = cluster.process_heartbeat(request, metadata_version=METADATA_VERSION, partitions=_effects(cluster, image))
+    assert not reply.is_fenced
+    # partitions 0 and 2 keep broker 1's replica in the offline directory; 1 is on the other one
+    assert _changes(records) == [(0, [2, 3], 2), (2, [2, 3], 2)]
+    change = records[-1][0]
+    assert isinstance(change, BrokerRegistrationChangeRecord) and change.log_dirs == [dirs[1][1]]
+    _replay(cluster, image, records)
+    assert cluster.registrations[1].log_dirs == (dirs[1][1],)
+    # reported again: nothing more to do
+    again, _ = cluster.process_heartbeat(request, metadata_version=METADATA_VERSION, partitions=_effects(cluster, image))
+    assert again == []
+
