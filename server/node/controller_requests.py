@@ -537,7 +537,8 @@ class ControllerRequests:
         """Append ``records`` as one batch and remember the write until it commits."""
         token = self._take_token()
         self.writes[token] = _ControllerWrite(answer, committed=committed)
-        await self._step(ClientAppend(token, tuple(encode_record(m, v) for m, v in records)))
+        # controller writes run one at a time: nothing can join this one while it lingers
+        await self._step(ClientAppend(token, tuple(encode_record(m, v) for m, v in records), drain_now=True))
 
     def finish_writes(self, committed_offset: int | None) -> None:
         """Answer the writes committed up to ``committed_offset`` (inclusive); with None, fail

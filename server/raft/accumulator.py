@@ -86,6 +86,11 @@ class BatchAccumulator:
             self.deadline_ms = now_ms + self.linger_ms
         return True
 
+    def drain_at(self, now_ms: int) -> None:
+        """End the linger now: the next drain check at ``now_ms`` takes every batch."""
+        if self._batches:
+            self.deadline_ms = min(self.deadline_ms if self.deadline_ms is not None else now_ms, now_ms)
+
     def needs_drain(self, now_ms: int) -> bool:
         """A completed batch is waiting, or the linger timer has expired."""
         if not self._batches:

@@ -71,10 +71,15 @@ class ClientAppend:
     """The local state machine asks the leader to append ``values`` (non-empty). They join the
     leader's accumulator (``server.raft.accumulator``) and reach the log in one data batch once
     ``append.linger.ms`` has passed or a batch filled up; the answer, at once, is an
-    :class:`AppendResult` with the same ``token`` and the offsets the records will have."""
+    :class:`AppendResult` with the same ``token`` and the offsets the records will have.
+
+    ``drain_now``: the state machine appends nothing more until these commit, so lingering
+    would only delay them: the accumulator is drained in this step (the open batch still takes
+    whatever lingered before)."""
 
     token: int
     values: tuple[bytes, ...]
+    drain_now: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,6 +60,8 @@ def client_append(ctx: RaftContext, now_ms: int, event: ClientAppend) -> AppendR
         return AppendResult(event.token, -1, -1, state.epoch, Errors.RECORD_LIST_TOO_LARGE)
     base = ctx.view.log_end_offset() + len(state.accumulator)
     state.accumulator.append(event.values, now_ms)
+    if event.drain_now:
+        state.accumulator.drain_at(now_ms)
     return AppendResult(event.token, base, base + len(event.values) - 1, state.epoch)
 
 

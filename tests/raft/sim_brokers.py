@@ -266,7 +266,7 @@ class BrokerCluster(Cluster):
         token = self.next_token
         self.next_token += 1
         self.pending_until[node_id] = start + len(records) - 1
-        self.step(node_id, ClientAppend(token, tuple(encode_record(m, v) for m, v in records)))
+        self.step(node_id, ClientAppend(token, tuple(encode_record(m, v) for m, v in records), drain_now=True))
 
     def broker_tick(self, broker: SimBroker) -> None:
         """One request of a live broker: a registration until it has an epoch, else a

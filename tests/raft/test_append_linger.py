@@ -46,6 +46,17 @@ def test_records_linger_then_leave_as_one_batch_at_the_promised_offsets() -> Non
     assert context.core.view.log_end_offset() == end + 3
 
 
+def test_an_append_that_must_not_linger_leaves_with_what_lingered_before() -> None:
+    """``ClientAppend.drain_now`` (a controller write, which nothing can join): the open batch,
+    with the records lingering before it, is appended in the same step."""
+    context = make_context(append_linger_ms=1000)
+    elect_local_leader(context)
+    end = context.core.view.log_end_offset()
+    assert not context.step(ClientAppend(1, (b"noop",))).appends
+    out = context.step(ClientAppend(2, (b"write", b"more"), drain_now=True))
+    assert _data_batches(out.appends) == [(end, [b"noop", b"write", b"more"])]
+
+
 def test_linger_zero_appends_in_the_same_step() -> None:
     context = make_context(append_linger_ms=0)
     elect_local_leader(context)
