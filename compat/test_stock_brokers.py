@@ -315,13 +315,7 @@ def _broker_round(brokers: StockBrokers, bootstrap: str, round_: int, load: Load
     moved = time.monotonic() - killed_at
     # it comes back with an empty metadata log: the leader sends it to its snapshot
     shutil.rmtree(brokers.nodes[victim].data_dir / PARTITION)
-    brokers.start([victim])
-    brokers.wait_listed(set(BROKER_IDS), BROKER_START_TIMEOUT_S)
-    _wait_partitions(
-        bootstrap, "load",
-        lambda parts: all(leader == replicas[0] and sorted(isr) == sorted(replicas) for leader, replicas, isr in parts.values()),
-        REBALANCE_BOUND_S,
-    )
+    _restart(brokers, bootstrap, victim)
     _, snapshots = _partition_files(brokers.nodes[victim].data_dir / PARTITION)
     assert snapshots, "the restarted broker did not load a snapshot from the controllers"
     return (
@@ -329,6 +323,18 @@ def _broker_round(brokers: StockBrokers, bootstrap: str, round_: int, load: Load
         f"others {moved:.1f} s after the kill; restarted with an empty metadata log (loaded snapshot "
         f"{snapshots[0]}), in every ISR and leading its preferred partitions "
         f"{time.monotonic() - killed_at:.1f} s after the kill; {len(load.acked) - acked_before} acks meanwhile"
+    )
+
+
+def _restart(brokers: StockBrokers, bootstrap: str, victim: int) -> None:
+    """Start ``victim`` again; wait until every broker is listed and every partition of the
+    load is led by its preferred replica with all replicas in its ISR."""
+    brokers.start([victim])
+    brokers.wait_listed(set(BROKER_IDS), BROKER_START_TIMEOUT_S)
+    _wait_partitions(
+        bootstrap, "load",
+        lambda parts: all(leader == replicas[0] and sorted(isr) == sorted(replicas) for leader, replicas, isr in parts.values()),
+        REBALANCE_BOUND_S,
     )
 
 
@@ -359,13 +365,7 @@ def _shutdown_round(brokers: StockBrokers, root: Path, bootstrap: str, round_: i
     )
     moved = time.monotonic() - stopping_at
     assert moved < stopped + SHUTDOWN_BOUND_S, parts
-    brokers.start([victim])
-    brokers.wait_listed(set(BROKER_IDS), BROKER_START_TIMEOUT_S)
-    _wait_partitions(
-        bootstrap, "load",
-        lambda parts: all(leader == replicas[0] and sorted(isr) == sorted(replicas) for leader, replicas, isr in parts.values()),
-        REBALANCE_BOUND_S,
-    )
+    _restart(brokers, bootstrap, victim)
     return (
         f"broker SIGTERM {round_ + 1}: {victim} led partitions {led}; stopped after a controlled shutdown in "
         f"{stopped:.1f} s, its partitions led by others and out of its ISRs {moved:.1f} s after the signal; "

@@ -1,7 +1,7 @@
 """CreateTopics, CreatePartitions, AlterPartition, AssignReplicasToDirs, IncrementalAlterConfigs,
 AlterConfigs, DescribeConfigs, DeleteTopics, ElectLeaders and the broker lifecycle (a controlled
-shutdown, fencing and unfencing by heartbeat, a refused re-registration, an unregistration, each
-moving partitions) against a stock controller of the newest pinned release put in the same state
+shutdown, fencing and unfencing by heartbeat, a refused re-registration, an offline log
+directory, an unregistration, each moving partitions) against a stock controller of the newest pinned release put in the same state
 (a standalone controller, node 1, three registered and unfenced brokers: 5 and 6 with one log
 directory each, 7 with two).
 
