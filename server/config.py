@@ -260,6 +260,9 @@ class KRaftConfig:
     auto_leader_rebalance_enable: bool = True
     """The active controller moves leadership back to preferred replicas
     (``auto.leader.rebalance.enable``)."""
+    unclean_leader_election_interval_ms: int = 300_000
+    """How often the active controller elects leaders for leaderless partitions of topics with
+    ``unclean.leader.election.enable`` (``unclean.leader.election.interval.ms``)."""
     leader_imbalance_check_interval_seconds: int = 300
     """How often it looks for partitions not led by their preferred replica
     (``leader.imbalance.check.interval.seconds``)."""
@@ -427,6 +430,9 @@ class KRaftConfig:
             default_replication_factor=integer("default.replication.factor", "default_replication_factor", 1),
             delete_topic_enable=r.boolean("delete.topic.enable", True),
             auto_leader_rebalance_enable=r.boolean("auto.leader.rebalance.enable", True),
+            unclean_leader_election_interval_ms=integer(
+                "unclean.leader.election.interval.ms", "unclean_leader_election_interval_ms", 1
+            ),
             leader_imbalance_check_interval_seconds=integer(
                 "leader.imbalance.check.interval.seconds", "leader_imbalance_check_interval_seconds", 1
             ),

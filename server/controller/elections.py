@@ -139,6 +139,25 @@ def _result(index: int, error: ApiError) -> PartitionResult:
     return PartitionResult(partition_id=index, error_code=error.error, error_message=error.message)
 
 
+def elect_unclean_leaders(
+    *, image: ReplicationImage, cluster: ClusterControl, configs: TopicConfigLayers, metadata_version: int,
+    elr_enabled: bool, max_elections: int,
+) -> list[Record]:
+    """``maybeElectUncleanLeaders``: an UNCLEAN election for each partition without a leader
+    whose topic has ``unclean.leader.election.enable``, at most ``max_elections`` records (the
+    task runs again at once when it wrote that many). A partition with no live replica stays
+    leaderless."""
+    elector = _Elector(image, cluster, configs, metadata_version=metadata_version, elr_enabled=elr_enabled)
+    records: list[Record] = []
+    for topic_id, index in image.partitions_without_leader():
+        if len(records) >= max_elections:
+            break
+        name = image.topics[topic_id].name
+        if configs.election(name) is Election.UNCLEAN:
+            elector.elect(name, index, UNCLEAN, records)
+    return records
+
+
 def imbalanced_partitions(image: ReplicationImage) -> list[tuple[Uuid, int]]:
     """(topic id, partition) of the partitions not led by their first replica
     (``imbalancedPartitions``), in topic creation order, partitions ascending."""

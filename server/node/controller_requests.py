@@ -56,7 +56,11 @@ from server.controller.alter_partition import (
 )
 from server.controller.configs import ConfigContext, incremental_alter_configs, legacy_alter_configs
 from server.controller.controller import QuorumController
-from server.controller.elections import balance_partition_leaders, elect_leaders
+from server.controller.elections import (
+    balance_partition_leaders,
+    elect_leaders,
+    elect_unclean_leaders,
+)
 from server.controller.errors import ApiError
 from server.controller.features import ClusterSupport, update_features
 from server.controller.replication import PRODUCER_ID_BLOCK_SIZE
@@ -177,6 +181,9 @@ class ControllerRequests:
         self.next_balance_ms: int | None = None
         """When the active controller next looks for partitions to give back to their preferred
         leaders (``auto.leader.rebalance.enable``)."""
+        self.next_unclean_ms: int | None = None
+        """When the active controller next elects leaders for leaderless partitions of topics
+        with ``unclean.leader.election.enable``."""
 
     async def resume(self) -> None:
         """Run the parked requests, in order, until one of them writes again."""
@@ -192,6 +199,7 @@ class ControllerRequests:
         self.next_balance_ms = (
             now + config.leader_imbalance_check_interval_seconds * 1000 if config.auto_leader_rebalance_enable else None
         )
+        self.next_unclean_ms = now + config.unclean_leader_election_interval_ms
 
     def _due(self, timer: str) -> tuple[QuorumController, int] | None:
         """The active controller and the time now, for the periodic task whose next run is the
@@ -225,6 +233,26 @@ class ControllerRequests:
         self.next_balance_ms = now + (0 if len(records) >= MAX_ELECTIONS_PER_IMBALANCE else interval)
         if records:
             log.info("moving leadership of %d partition(s) back to their preferred replicas", len(records))
+            await self._append(records, None)
+
+    async def elect_unclean_leaders(self) -> None:
+        """Every ``unclean.leader.election.interval.ms`` the active controller elects a leader
+        for each leaderless partition of a topic with ``unclean.leader.election.enable``, up to
+        :data:`MAX_ELECTIONS_PER_IMBALANCE` records, and runs again at once when it wrote that
+        many (``QuorumController``'s electUnclean task)."""
+        due = self._due("next_unclean_ms")
+        if due is None:
+            return
+        controller, now = due
+        records = elect_unclean_leaders(
+            image=controller.replication, cluster=controller.cluster, configs=self._topic_configs(controller),
+            metadata_version=_level(controller), elr_enabled=_elr_enabled(controller),
+            max_elections=MAX_ELECTIONS_PER_IMBALANCE,
+        )
+        interval = self._node.config.unclean_leader_election_interval_ms
+        self.next_unclean_ms = now + (0 if len(records) >= MAX_ELECTIONS_PER_IMBALANCE else interval)
+        if records:
+            log.info("unclean leader election for %d leaderless partition(s)", len(records))
             await self._append(records, None)
 
     def append_result(self, result: AppendResult) -> bool:

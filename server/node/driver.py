@@ -344,7 +344,7 @@ class Node:
         while True:
             timers = (
                 self._deadline_ms, self._next_no_op_ms, self._requests.next_check_ms,
-                self._requests.next_balance_ms, self._next_clean_ms,
+                self._requests.next_balance_ms, self._requests.next_unclean_ms, self._next_clean_ms,
             )
             due = [d for d in timers if d is not None]
             deadline = self._trio_time(min(due)) if due else math.inf
@@ -359,6 +359,9 @@ class Node:
             balance_at = self._requests.next_balance_ms
             if balance_at is not None and self.now_ms() >= balance_at:
                 await self._requests.balance_leaders()
+            unclean_at = self._requests.next_unclean_ms
+            if unclean_at is not None and self.now_ms() >= unclean_at:
+                await self._requests.elect_unclean_leaders()
             if isinstance(item, PendingRequest):
                 await self._on_request(item)
             elif isinstance(item, Resume):

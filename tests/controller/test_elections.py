@@ -1,4 +1,5 @@
-"""ElectLeaders and the preferred-leader rebalance (``server.controller.elections``). The answers
+"""ElectLeaders, the preferred-leader rebalance and the periodic unclean election
+(``server.controller.elections``). The answers
 and records are compared with a stock controller's in ``compat/test_topic_rpcs.py``; these pin
 the rules."""
 
@@ -6,13 +7,20 @@ from __future__ import annotations
 
 from kwire.errors import Errors
 from kwire.uuid import Uuid
+from messages.generated.config_record import ConfigRecord
 from messages.generated.elect_leaders_request import ElectLeadersRequest, TopicPartitions
 from messages.generated.partition_record import PartitionRecord
 from messages.generated.register_broker_record import RegisterBrokerRecord
 from messages.generated.topic_record import TopicRecord
 from server.controller.alter_partition import TopicConfigLayers
 from server.controller.cluster import ClusterControl
-from server.controller.elections import PREFERRED, UNCLEAN, balance_partition_leaders, elect_leaders
+from server.controller.elections import (
+    PREFERRED,
+    UNCLEAN,
+    balance_partition_leaders,
+    elect_leaders,
+    elect_unclean_leaders,
+)
 from server.controller.replication import ReplicationImage
 
 TOPIC = Uuid.from_longs(1, 1)
@@ -82,3 +90,24 @@ def test_the_rebalance_elects_preferred_leaders_up_to_its_bound() -> None:
     assert balance_partition_leaders(
         image=image, cluster=cluster, configs=configs, metadata_version=21, elr_enabled=False, max_elections=0
     ) == []
+
+
+def test_the_periodic_unclean_election_runs_only_for_topics_that_allow_it() -> None:
+    """``maybeElectUncleanLeaders``: partition 2 of "t" has no leader and its only in-sync
+    replica (3) is fenced; broker 2 may lead it only once "t" has unclean.leader.election.enable,
+    as a topic config or as the node's static default."""
+    cluster, image = _setup(fenced=(3,))
+
+    def unclean(configs: TopicConfigLayers, max_elections: int = 1000) -> list[tuple[int, int]]:
+        records = elect_unclean_leaders(
+            image=image, cluster=cluster, configs=configs, metadata_version=21, elr_enabled=False,
+            max_elections=max_elections,
+        )
+        return [(r.partition_id, r.leader) for r, _ in records]
+
+    assert unclean(TopicConfigLayers(image, 0, {})) == []
+    assert unclean(TopicConfigLayers(image, 0, {"unclean.leader.election.enable": "true"})) == [(2, 2)]
+    image.replay(ConfigRecord(resource_type=2, resource_name="t", name="unclean.leader.election.enable", value="true"))
+    assert unclean(TopicConfigLayers(image, 0, {})) == [(2, 2)]
+    assert unclean(TopicConfigLayers(image, 0, {}), max_elections=0) == []
+
