@@ -328,6 +328,7 @@ class NoPartitions:
         return []
 
     def directory_offline(self, broker_id: int, directory: Uuid) -> list[Record]:
+        """No partition changes."""
         return []
 
     def has_leaderships(self, broker_id: int) -> bool:

@@ -12,7 +12,9 @@ from tools.bench import brokers
 
 def test_tiny_runs_report_every_figure_and_leave_no_process(tmp_path: Path) -> None:
     require_kafka(brokers.KAFKA_VERSION)
-    load = brokers.Load(5, 0.5, 2.5, "test: 5 brokers", controllers=1, session_timeout_ms=4000)
+    load = brokers.Load(
+        5, 0.5, 2.5, "test: 5 brokers", controllers=1, session_timeout_ms=1500, heartbeat_interval_ms=250
+    )
     for kind in ("kwire", "kafka"):
         row = brokers.run_side(kind, kind, load, tmp_path)
         assert row.error is None, row.error

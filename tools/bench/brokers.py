@@ -68,6 +68,8 @@ class Load:
     controllers: int = 3
     session_timeout_ms: int = 9000
     """``broker.session.timeout.ms`` of the controllers (Kafka's default)."""
+    heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS
+    """How often each simulated broker heartbeats (``broker.heartbeat.interval.ms``)."""
 
 
 FULL = Load(1000, 10.0, 30.0, "1,000 brokers, 10 s warm-up, 30 s measured")
@@ -185,7 +187,7 @@ async def wait_finalized(port: int) -> dict[str, int]:
 
 
 async def simulated_broker(port: int, broker_id: int, finalized: dict[str, int], window: Window, rng: random.Random,
-                           unfenced: Any) -> None:
+                           unfenced: Any, interval_ms: int = HEARTBEAT_INTERVAL_MS) -> None:
     """One broker on its own connection: registers, heartbeats until unfenced (then calls
     ``unfenced``), and heartbeats every interval, recording the latencies inside ``window``,
     until cancelled."""
@@ -222,7 +224,7 @@ async def simulated_broker(port: int, broker_id: int, finalized: dict[str, int],
         while (await conn.request(beat, 1)).is_fenced:
             await trio.sleep(0.05)
         unfenced()
-        await trio.sleep(rng.random() * HEARTBEAT_INTERVAL_MS / 1000)
+        await trio.sleep(rng.random() * interval_ms / 1000)
         while True:
             sent = time.monotonic()
             response = await conn.request(beat, 1)
@@ -231,7 +233,7 @@ async def simulated_broker(port: int, broker_id: int, finalized: dict[str, int],
                 window.latencies.append((done - sent) * 1000)
                 if response.error_code != 0:
                     window.errors += 1
-            await trio.sleep(max(0.0, sent + HEARTBEAT_INTERVAL_MS / 1000 - time.monotonic()))
+            await trio.sleep(max(0.0, sent + interval_ms / 1000 - time.monotonic()))
 
 
 async def _create_led_topic(port: int, leader: int, others: list[int]) -> None:
@@ -306,7 +308,7 @@ async def _drive(port: int, pids: list[int], load: Load, log_dir: Path) -> tuple
 
     async def broker(broker_id: int) -> None:
         with scopes[broker_id]:
-            await simulated_broker(port, broker_id, finalized, window, rng, unfenced)
+            await simulated_broker(port, broker_id, finalized, window, rng, unfenced, load.heartbeat_interval_ms)
 
     async with trio.open_nursery() as nursery:
         for broker_id in scopes:
@@ -327,7 +329,7 @@ async def _drive(port: int, pids: list[int], load: Load, log_dir: Path) -> tuple
         # one broker dies: the partitions it led get other leaders once its session expires
         victim, *others = sorted(scopes)[:4]
         await _create_led_topic(port, victim, others)
-        await trio.sleep(2.0)  # the topic committed, its partitions led by the victim
+        await trio.sleep(0.2)  # CreateTopics answers once its records are committed
         killed_at_ms = time.time() * 1000
         scopes[victim].cancel()
         deadline = time.monotonic() + load.session_timeout_ms / 1000 + KILL_WAIT_S
@@ -395,7 +397,7 @@ def run(args: Any) -> list[Result]:
     Path(base_dir).mkdir(parents=True, exist_ok=True)
     base = Path(tempfile.mkdtemp(prefix="kwire-bench-brokers-", dir=base_dir))
     kafka_name = f"Kafka {KAFKA_VERSION} controller"
-    print(f"brokers: {load.description}, one heartbeat per broker every {HEARTBEAT_INTERVAL_MS} ms; "
+    print(f"brokers: {load.description}, one heartbeat per broker every {load.heartbeat_interval_ms} ms; "
           f"directories under {base}", flush=True)
     rows: list[Row] = []
     problem = kafka_problem()
