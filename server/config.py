@@ -266,6 +266,9 @@ class KRaftConfig:
     leader_imbalance_check_interval_seconds: int = 300
     """How often it looks for partitions not led by their preferred replica
     (``leader.imbalance.check.interval.seconds``)."""
+    metadata_log_clean_interval_ms: int = 60_000
+    """``kwire.metadata.log.clean.interval.ms``: how often retention deletes old snapshots and
+    segments; Kafka's fixed 60 s (``KafkaRaftClient``'s snapshot cleaner), settable for tests."""
     prometheus_port: int | None = None
     """Serve metrics in Prometheus' format on this port (``kwire.prometheus.port``; 0 picks a
     free one; unset: no metrics server). kwire's own key: Kafka serves JMX only."""
@@ -435,6 +438,9 @@ class KRaftConfig:
             ),
             leader_imbalance_check_interval_seconds=integer(
                 "leader.imbalance.check.interval.seconds", "leader_imbalance_check_interval_seconds", 1
+            ),
+            metadata_log_clean_interval_ms=integer(
+                "kwire.metadata.log.clean.interval.ms", "metadata_log_clean_interval_ms", 1
             ),
             prometheus_port=(
                 None if r.get("kwire.prometheus.port") is None

@@ -59,7 +59,7 @@ from server.node.controller_requests import CONTROLLER_OPS, ControllerRequests, 
 from server.node.envelope import envelope_response, open_envelope
 from server.node.features import finalized_features
 from server.node.peer import Peer
-from server.node.snapshots import LOG_CLEAN_INTERVAL_MS, SnapshotTriggers
+from server.node.snapshots import SnapshotTriggers
 from server.node.startup import load_stored_state, to_stored_election
 from server.raft.control import voters_record
 from server.raft.core import RaftCore
@@ -250,7 +250,7 @@ class Node:
             self.config.metadata_log_max_snapshot_interval_ms,
             self.now_ms(),
         )
-        self._next_clean_ms = self.now_ms() + LOG_CLEAN_INTERVAL_MS
+        self._next_clean_ms = self.now_ms() + self.config.metadata_log_clean_interval_ms
         stored = await self._blocking(lambda: load_stored_state(self.config))
         self.metadata_log = metadata_log = stored.metadata_log
         self._store = stored.store
@@ -656,11 +656,12 @@ class Node:
 
     async def _clean_log(self) -> None:
         """Enforce ``metadata.max.retention.bytes`` and ``metadata.max.retention.ms``
-        (``StorageRaftLog.maybe_clean``), then wait :data:`LOG_CLEAN_INTERVAL_MS` again."""
+        (``StorageRaftLog.maybe_clean``), then wait ``kwire.metadata.log.clean.interval.ms``
+        (Kafka's 60 s) again."""
         raft_log = self._raft_log
         assert raft_log is not None
         now = self.now_ms()
-        self._next_clean_ms = now + LOG_CLEAN_INTERVAL_MS
+        self._next_clean_ms = now + self.config.metadata_log_clean_interval_ms
         before = raft_log.log_start_offset
         await self._blocking(
             lambda: raft_log.maybe_clean(

@@ -6,18 +6,15 @@ batches it replayed since its last snapshot reach ``metadata.log.max.record.byte
 .snapshots`` bytes, or once ``metadata.log.max.snapshot.interval.ms`` passed since then (0 turns
 the time trigger off); a loaded snapshot counts as a snapshot. The check runs when a batch is
 replayed, so an idle log (no NoOps, ``metadata.max.idle.interval.ms=0``) is never snapshotted
-by time alone, as in Kafka. One snapshot is written at a time. Every
-:data:`LOG_CLEAN_INTERVAL_MS` the node deletes old snapshots and the log below them as
-``metadata.max.retention.bytes`` and ``metadata.max.retention.ms`` say
+by time alone, as in Kafka. One snapshot is written at a time. Every 60 s
+(``kwire.metadata.log.clean.interval.ms``, for tests) the node deletes old snapshots and the
+log below them as ``metadata.max.retention.bytes`` and ``metadata.max.retention.ms`` say
 (``storage.log.MetadataLog.maybe_clean``).
 """
 
 from __future__ import annotations
 
-__all__ = ["LOG_CLEAN_INTERVAL_MS", "SnapshotTriggers"]
-
-LOG_CLEAN_INTERVAL_MS = 60_000
-"""How often retention is enforced (``KafkaRaftClient``'s snapshot cleaner: every 60 s)."""
+__all__ = ["SnapshotTriggers"]
 
 
 class SnapshotTriggers:
