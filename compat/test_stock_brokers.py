@@ -242,10 +242,15 @@ def test_stock_brokers_run_on_a_kwire_quorum(kafka: KafkaRelease, tmp_path: Path
         print(brokers.report())
         raise
     finally:
-        if load is not None:
-            load.close()
-        brokers.stop()
-        quorum.stop()
+        # each step runs even when one before it raises: no process outlives the test
+        try:
+            if load is not None:
+                load.close()
+        finally:
+            try:
+                brokers.stop()
+            finally:
+                quorum.stop()
     _check_stock_readers(kafka, tmp_path / "data1" / PARTITION)
 
 
