@@ -217,42 +217,39 @@ class ControllerRequests:
 
     async def balance_leaders(self) -> None:
         """Every ``leader.imbalance.check.interval.seconds`` the active controller elects the
-        preferred replica of each partition another replica leads, up to
-        :data:`MAX_ELECTIONS_PER_IMBALANCE` records, and runs again at once when it wrote that
-        many (``QuorumController.maybeBalancePartitionLeaders``)."""
-        due = self._due("next_balance_ms")
-        if due is None:
-            return
-        controller, now = due
-        records = balance_partition_leaders(
-            image=controller.replication, cluster=controller.cluster, configs=self._topic_configs(controller),
-            metadata_version=_level(controller), elr_enabled=_elr_enabled(controller),
-            max_elections=MAX_ELECTIONS_PER_IMBALANCE,
+        preferred replica of each partition another replica leads
+        (``QuorumController.maybeBalancePartitionLeaders``)."""
+        await self._run_elections(
+            "next_balance_ms", balance_partition_leaders,
+            self._node.config.leader_imbalance_check_interval_seconds * 1000,
+            "moving leadership of %d partition(s) back to their preferred replicas",
         )
-        interval = self._node.config.leader_imbalance_check_interval_seconds * 1000
-        self.next_balance_ms = now + (0 if len(records) >= MAX_ELECTIONS_PER_IMBALANCE else interval)
-        if records:
-            log.info("moving leadership of %d partition(s) back to their preferred replicas", len(records))
-            await self._append(records, None)
 
     async def elect_unclean_leaders(self) -> None:
         """Every ``unclean.leader.election.interval.ms`` the active controller elects a leader
-        for each leaderless partition of a topic with ``unclean.leader.election.enable``, up to
-        :data:`MAX_ELECTIONS_PER_IMBALANCE` records, and runs again at once when it wrote that
-        many (``QuorumController``'s electUnclean task)."""
-        due = self._due("next_unclean_ms")
+        for each leaderless partition of a topic with ``unclean.leader.election.enable``
+        (``QuorumController``'s electUnclean task)."""
+        await self._run_elections(
+            "next_unclean_ms", elect_unclean_leaders, self._node.config.unclean_leader_election_interval_ms,
+            "unclean leader election for %d leaderless partition(s)",
+        )
+
+    async def _run_elections(self, timer: str, elect: Callable[..., list[Any]], interval_ms: int, message: str) -> None:
+        """One run of a periodic election task whose next run is the attribute ``timer``: up
+        to :data:`MAX_ELECTIONS_PER_IMBALANCE` records from ``elect``, appended as one write;
+        the next run ``interval_ms`` later, or at once when it wrote that many."""
+        due = self._due(timer)
         if due is None:
             return
         controller, now = due
-        records = elect_unclean_leaders(
+        records = elect(
             image=controller.replication, cluster=controller.cluster, configs=self._topic_configs(controller),
             metadata_version=_level(controller), elr_enabled=_elr_enabled(controller),
             max_elections=MAX_ELECTIONS_PER_IMBALANCE,
         )
-        interval = self._node.config.unclean_leader_election_interval_ms
-        self.next_unclean_ms = now + (0 if len(records) >= MAX_ELECTIONS_PER_IMBALANCE else interval)
+        setattr(self, timer, now + (0 if len(records) >= MAX_ELECTIONS_PER_IMBALANCE else interval_ms))
         if records:
-            log.info("unclean leader election for %d leaderless partition(s)", len(records))
+            log.info(message, len(records))
             await self._append(records, None)
 
     def append_result(self, result: AppendResult) -> bool:
