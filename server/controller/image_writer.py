@@ -30,10 +30,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from kwire.uuid import Uuid
 from messages.generated.config_record import ConfigRecord
 from messages.generated.feature_level_record import FeatureLevelRecord
-from messages.generated.partition_record import PartitionRecord
 from messages.generated.producer_ids_record import ProducerIdsRecord
 from messages.generated.register_broker_record import (
     BrokerEndpoint,
@@ -55,7 +53,6 @@ from server.controller.cluster import (
 from server.controller.partition_change import partition_change_record_version
 from server.controller.replication import (
     DIRECTORY_ASSIGNMENT_LEVEL,
-    PartitionRegistration,
     ReplicationImage,
 )
 from server.controller.topic_configs import java_hash_map_order
@@ -96,7 +93,7 @@ def image_records(
     for topic in replication.topics.values():
         records.append((TopicRecord(name=topic.name, topic_id=topic.topic_id), 0))
         for index in sorted(topic.partitions):
-            record = _partition_record(topic.topic_id, index, topic.partitions[index], elr_enabled, directories)
+            record = topic.partitions[index].to_record(topic.topic_id, index, elr=elr_enabled, directories=directories)
             records.append((record, partition_version))
     for (resource_type, resource_name), entries in replication.configs.items():
         records += [
@@ -128,26 +125,3 @@ def _broker_record(broker: BrokerRegistration) -> RegisterBrokerRecord:
         cordoned_log_dirs=None if broker.cordoned_log_dirs is None else list(broker.cordoned_log_dirs),
     )
 
-
-def _partition_record(
-    topic_id: Uuid, index: int, partition: PartitionRegistration, elr_enabled: bool, directories: bool
-) -> PartitionRecord:
-    record = PartitionRecord(
-        partition_id=index,
-        topic_id=topic_id,
-        replicas=list(partition.replicas),
-        isr=list(partition.isr),
-        removing_replicas=list(partition.removing_replicas),
-        adding_replicas=list(partition.adding_replicas),
-        leader=partition.leader,
-        leader_recovery_state=partition.leader_recovery_state,
-        leader_epoch=partition.leader_epoch,
-        partition_epoch=partition.partition_epoch,
-        directories=list(partition.directories) if directories else [],
-    )
-    if elr_enabled:
-        if partition.elr:
-            record.eligible_leader_replicas = list(partition.elr)
-        if partition.last_known_elr:
-            record.last_known_elr = list(partition.last_known_elr)
-    return record

@@ -108,6 +108,29 @@ class PartitionRegistration:
             last_known_elr=tuple(record.last_known_elr or ()),
         )
 
+    def to_record(self, topic_id: Uuid, index: int, *, elr: bool, directories: bool) -> PartitionRecord:
+        """The PartitionRecord a snapshot holds for this partition
+        (``PartitionRegistration.toRecord``): the directories only when ``directories``
+        (metadata.version 3.7-IV2 on), a non-empty ELR and last known ELR only when ``elr``
+        (eligible.leader.replicas.version on)."""
+        record = PartitionRecord(
+            partition_id=index,
+            topic_id=topic_id,
+            replicas=list(self.replicas),
+            isr=list(self.isr),
+            removing_replicas=list(self.removing_replicas),
+            adding_replicas=list(self.adding_replicas),
+            leader=self.leader,
+            leader_recovery_state=self.leader_recovery_state,
+            leader_epoch=self.leader_epoch,
+            partition_epoch=self.partition_epoch,
+            directories=list(self.directories) if directories else [],
+        )
+        if elr:
+            record.eligible_leader_replicas = list(self.elr) or None
+            record.last_known_elr = list(self.last_known_elr) or None
+        return record
+
     def merge(self, record: PartitionChangeRecord) -> PartitionRegistration:
         """This partition after ``record`` (``PartitionRegistration.merge``)."""
         replicas = self.replicas if record.replicas is None else tuple(record.replicas)
