@@ -55,6 +55,10 @@ EXPECTED_DIFFERENCES: dict[str, dict[tuple[str, str, str], tuple[Any, Any, str]]
             "0-3", "0-2", "v3 adds the tagged CordonedLogDirs (KIP-1066)"),
         ("RegisterBrokerRecord", "", "validVersions"): (
             "0-4", "0-3", "v4 adds the tagged CordonedLogDirs (KIP-1066)"),
+        ("AlterPartitionReassignmentsRequest", "", "validVersions"): (
+            "0-1", "0", "v1 adds AllowReplicationFactorChange (KIP-860, Kafka 4.1)"),
+        ("AlterPartitionReassignmentsResponse", "", "validVersions"): (
+            "0-1", "0", "v1 echoes AllowReplicationFactorChange (KIP-860)"),
         ("DescribeClusterRequest", "", "validVersions"): (
             "0-2", "0-1", "v2 adds IncludeFencedBrokers (KIP-1073)"),
         ("DescribeClusterResponse", "", "validVersions"): (
@@ -111,6 +115,10 @@ EXPECTED_DIFFERENCES: dict[str, dict[tuple[str, str, str], tuple[Any, Any, str]]
         ("DescribeConfigsRequest", "", "listeners"): (
             ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
         ("DescribeConfigsResponse", "", "validVersions"): ("1-4", "0-4", _KIP_896),
+        ("AlterPartitionReassignmentsRequest", "", "listeners"): (
+            ["broker", "controller"], ["broker", "controller", "zkBroker"], _ZK),
+        ("ListPartitionReassignmentsRequest", "", "listeners"): (
+            ["broker", "controller"], ["broker", "controller", "zkBroker"], _ZK),
         ("ElectLeadersRequest", "", "listeners"): (
             ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
         ("DeleteTopicsRequest", "", "validVersions"): ("1-6", "0-6", _KIP_896),

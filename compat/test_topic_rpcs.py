@@ -1,5 +1,7 @@
 """CreateTopics, CreatePartitions, AlterPartition, AssignReplicasToDirs, IncrementalAlterConfigs,
-AlterConfigs, DescribeConfigs, DeleteTopics, ElectLeaders and the broker lifecycle (a controlled
+AlterConfigs, DescribeConfigs, DeleteTopics, AlterPartitionReassignments and
+ListPartitionReassignments (a move completed by AlterPartition, a cancel), ElectLeaders and the
+broker lifecycle (a controlled
 shutdown, fencing and unfencing by heartbeat, a refused re-registration, an offline log
 directory, an unregistration, each moving partitions) against a stock controller of the newest pinned release put in the same state
 (a standalone controller, node 1, three registered and unfenced brokers: 5 and 6 with one log
@@ -39,6 +41,11 @@ from kwire.uuid import Uuid
 from messages.generated.alter_configs_request import AlterableConfig as LegacyConfig
 from messages.generated.alter_configs_request import AlterConfigsRequest
 from messages.generated.alter_configs_request import AlterConfigsResource as LegacyResource
+from messages.generated.alter_partition_reassignments_request import (
+    AlterPartitionReassignmentsRequest,
+    ReassignablePartition,
+    ReassignableTopic,
+)
 from messages.generated.alter_partition_request import AlterPartitionRequest, BrokerState
 from messages.generated.alter_partition_request import PartitionData as AlterData
 from messages.generated.alter_partition_request import TopicData as AlterTopic
@@ -69,6 +76,10 @@ from messages.generated.incremental_alter_configs_request import (
     AlterableConfig,
     AlterConfigsResource,
     IncrementalAlterConfigsRequest,
+)
+from messages.generated.list_partition_reassignments_request import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsTopics,
 )
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.metadata import decode_record, encode_record
@@ -283,6 +294,32 @@ def _elect(kind: int, *topics: tuple[str, list[int]]) -> Callable[[Side], Messag
     )
 
 
+def _reassign(
+    *topics: tuple[str, list[tuple[int, list[int] | None]]], allow_rf_change: bool = True
+) -> Callable[[Side], Message]:
+    """AlterPartitionReassignments: per topic, (partition, target replicas or None to cancel)."""
+    return lambda _side: AlterPartitionReassignmentsRequest(
+        timeout_ms=10_000,
+        allow_replication_factor_change=allow_rf_change,
+        topics=[
+            ReassignableTopic(name=name, partitions=[
+                ReassignablePartition(partition_index=index, replicas=replicas) for index, replicas in targets
+            ])
+            for name, targets in topics
+        ],
+    )
+
+
+def _reassignments(topics: list[tuple[str, list[int]]] | None) -> Callable[[Side], Message]:
+    """ListPartitionReassignments of the named partitions, or of all (None)."""
+    return lambda _side: ListPartitionReassignmentsRequest(
+        timeout_ms=10_000,
+        topics=None if topics is None else [
+            ListPartitionReassignmentsTopics(name=name, partition_indexes=indexes) for name, indexes in topics
+        ],
+    )
+
+
 def _delete_names(*names: str) -> Callable[[Side], Message]:
     return lambda _side: DeleteTopicsRequest(topic_names=list(names), timeout_ms=10_000)
 
@@ -438,6 +475,23 @@ def _cases() -> list[tuple[str, Callable[[Side], Message], int]]:
         ("create t1 after its deletion", _create(_topic("t1", 3, 3)), 7),
         ("describe t1 after its deletion and creation", _describe((TOPIC, "t1"), (TOPIC, "configured")), 4),
         ("create a_b after a.b's deletion", _create(_topic("a_b")), 7),
+        ("create moving: manual, four partitions",
+         _create(_topic("moving", -1, -1, assignments={0: [5, 6], 1: [6, 5], 2: [5, 6], 3: [5, 6]})), 7),
+        ("reassign: a move, a reorder, no change and refused targets", _reassign(
+            ("moving", [(0, [6, 7]), (1, [5, 6]), (2, [5, 6]), (3, []), (3, [5, 99]), (3, [6, 6]), (9, [5])]),
+            ("nope", [(0, [5])]),
+        ), 1),
+        ("reassign refusing a replication factor change", _reassign(
+            ("moving", [(2, [7, 5, 6]), (3, [6, 5])]), allow_rf_change=False), 1),
+        ("reassign moving-2 to 5 and 7, v0", _reassign(("moving", [(2, [5, 7])])), 0),
+        ("list every reassignment", _reassignments(None), 0),
+        ("list named partitions", _reassignments([("moving", [2, 0, 1, 9]), ("nope", [0])]), 0),
+        ("list no topics", _reassignments([]), 0),
+        ("reassign no topics", _reassign(), 1),
+        ("cancel moving-2, and moving-1 which is not moving", _reassign(("moving", [(2, None), (1, None)])), 1),
+        ("broker 7 joins moving-0's ISR: the move completes and leadership leaves 5",
+         _alter(5, "moving", 0, [5, 6, 7], partition_epoch=1), 3),
+        ("list after the move", _reassignments(None), 0),
         # last: a broker unfenced after a controlled shutdown keeps its registration's
         # in-controlled-shutdown mark (Kafka's too), so a placement after this would be chance
         ("broker 6 asks to shut down: its leadership moves", _lifecycle_heartbeat(6, shut_down=True), 2),
@@ -494,6 +548,16 @@ def _normalize(response: Any, side: Side) -> tuple[Any, ...]:
         return name, int(response.error_code), [
             (r.topic, [(p.partition_id, int(p.error_code), p.error_message) for p in r.partition_result])
             for r in response.replica_election_results
+        ]
+    if name == "AlterPartitionReassignmentsResponse":
+        return name, int(response.error_code), response.error_message, response.allow_replication_factor_change, [
+            (t.name, [(p.partition_index, int(p.error_code), p.error_message) for p in t.partitions])
+            for t in response.responses
+        ]
+    if name == "ListPartitionReassignmentsResponse":
+        return name, int(response.error_code), response.error_message, [
+            (t.name, [(p.partition_index, p.replicas, p.adding_replicas, p.removing_replicas) for p in t.partitions])
+            for t in response.topics
         ]
     if name == "BrokerHeartbeatResponse":
         return name, int(response.error_code), response.is_caught_up, response.is_fenced, response.should_shut_down
@@ -569,7 +633,7 @@ def _topic_records(data: Path, side: Side) -> list[tuple[Any, ...]]:
                 topic = names.get(message.topic_id)
                 # placed replicas are random: kept are their count, the ISR being all of them, and
                 # each directory being its broker's; a manual assignment is compared whole
-                shape = (replicas, message.isr) if topic == "manual" else (len(replicas), sorted(message.isr) == sorted(replicas))
+                shape = (replicas, message.isr) if topic in ("manual", "moving") else (len(replicas), sorted(message.isr) == sorted(replicas))
                 out.append((
                     kind, version, topic, message.partition_id, shape, message.leader == replicas[0],
                     message.leader_epoch, message.partition_epoch,
@@ -587,7 +651,7 @@ def _topic_records(data: Path, side: Side) -> list[tuple[Any, ...]]:
     return _sorted_removals(out)
 
 
-_MANUAL = frozenset({"manual", "isr"})
+_MANUAL = frozenset({"manual", "isr", "moving"})
 """The topics created with a manual assignment, the same on both nodes."""
 
 _BROKER_CHANGES = frozenset({
@@ -674,6 +738,8 @@ def test_topic_rpcs_answer_alike(kafka: KafkaRelease, nodes: Nodes, tmp_path: Pa
     shrunk = outcomes["shrink manual-0 to its leader"]
     assert shrunk[1] == 0 and shrunk[2][0][1] == [(0, 0, 5, 0, [5], 0, 1)], trace
     assert outcomes["stale partition epoch"][2][0][1][0][1] == 95, trace  # INVALID_UPDATE_VERSION
+    if os.environ.get("KWIRE_PRINT_TRACE"):
+        print(trace)
     assert not differences, f"{len(differences)} cases differ:\n" + "\n".join(differences) + "\n" + trace
     # the stock config tool describes both nodes alike
     for args in (("--entity-type", "topics", "--entity-name", "isr", "--all"),
@@ -692,6 +758,15 @@ def test_topic_rpcs_answer_alike(kafka: KafkaRelease, nodes: Nodes, tmp_path: Pa
     assert records["kwire"] == records["stock"]
     elr = [r for r in records["stock"] if r[0] == "PartitionChangeRecord" and r[2].get("eligibleLeaderReplicas")]
     assert elr, "no ISR shrink below min.insync.replicas reached the log"
+    # the reassignment started, was listed, completed through the ISR and was cancelled
+    assert outcomes["list every reassignment"] == (
+        "ListPartitionReassignmentsResponse", 0, None, [("moving", [(0, [6, 7, 5], [7], [5]), (2, [5, 7, 6], [7], [6])])]
+    ), trace
+    completed = outcomes["broker 7 joins moving-0's ISR: the move completes and leadership leaves 5"]
+    assert completed[2][0][1][0][:2] == (0, 108), trace  # NEW_LEADER_ELECTED
+    assert outcomes["list after the move"] == ("ListPartitionReassignmentsResponse", 0, None, []), trace
+    moves = [r[2] for r in records["stock"] if r[0] == "PartitionChangeRecord" and r[2]["topicId"] == "moving"]
+    assert any(m.get("addingReplicas") == [7] for m in moves) and any(m.get("replicas") == [6, 7] for m in moves), moves
     # the broker lifecycle moved partitions on the stock side (so the comparison above covers it)
     shutdown = outcomes["broker 6 asks to shut down: its leadership moves"]
     assert shutdown[1:] == (0, True, False, False), trace

@@ -13,6 +13,8 @@ from messages.generated.allocate_producer_ids_request import AllocateProducerIds
 from messages.generated.allocate_producer_ids_response import AllocateProducerIdsResponse
 from messages.generated.alter_configs_request import AlterConfigsRequest
 from messages.generated.alter_configs_response import AlterConfigsResponse
+from messages.generated.alter_partition_reassignments_request import AlterPartitionReassignmentsRequest
+from messages.generated.alter_partition_reassignments_response import AlterPartitionReassignmentsResponse
 from messages.generated.alter_partition_request import AlterPartitionRequest
 from messages.generated.alter_partition_response import AlterPartitionResponse
 from messages.generated.api_versions_request import ApiVersionsRequest
@@ -60,6 +62,8 @@ from messages.generated.incremental_alter_configs_request import IncrementalAlte
 from messages.generated.incremental_alter_configs_response import IncrementalAlterConfigsResponse
 from messages.generated.kraft_version_record import KRaftVersionRecord
 from messages.generated.leader_change_message import LeaderChangeMessage
+from messages.generated.list_partition_reassignments_request import ListPartitionReassignmentsRequest
+from messages.generated.list_partition_reassignments_response import ListPartitionReassignmentsResponse
 from messages.generated.metadata_request import MetadataRequest
 from messages.generated.metadata_response import MetadataResponse
 from messages.generated.no_op_record import NoOpRecord
@@ -102,6 +106,8 @@ BY_NAME: dict[str, type[Message]] = {
     'AllocateProducerIdsResponse': AllocateProducerIdsResponse,
     'AlterConfigsRequest': AlterConfigsRequest,
     'AlterConfigsResponse': AlterConfigsResponse,
+    'AlterPartitionReassignmentsRequest': AlterPartitionReassignmentsRequest,
+    'AlterPartitionReassignmentsResponse': AlterPartitionReassignmentsResponse,
     'AlterPartitionRequest': AlterPartitionRequest,
     'AlterPartitionResponse': AlterPartitionResponse,
     'ApiVersionsRequest': ApiVersionsRequest,
@@ -149,6 +155,8 @@ BY_NAME: dict[str, type[Message]] = {
     'IncrementalAlterConfigsResponse': IncrementalAlterConfigsResponse,
     'KRaftVersionRecord': KRaftVersionRecord,
     'LeaderChangeMessage': LeaderChangeMessage,
+    'ListPartitionReassignmentsRequest': ListPartitionReassignmentsRequest,
+    'ListPartitionReassignmentsResponse': ListPartitionReassignmentsResponse,
     'MetadataRequest': MetadataRequest,
     'MetadataResponse': MetadataResponse,
     'NoOpRecord': NoOpRecord,
@@ -197,6 +205,8 @@ REQUESTS: dict[int, type[Message]] = {
     37: CreatePartitionsRequest,
     43: ElectLeadersRequest,
     44: IncrementalAlterConfigsRequest,
+    45: AlterPartitionReassignmentsRequest,
+    46: ListPartitionReassignmentsRequest,
     52: VoteRequest,
     53: BeginQuorumEpochRequest,
     54: EndQuorumEpochRequest,
@@ -230,6 +240,8 @@ RESPONSES: dict[int, type[Message]] = {
     37: CreatePartitionsResponse,
     43: ElectLeadersResponse,
     44: IncrementalAlterConfigsResponse,
+    45: AlterPartitionReassignmentsResponse,
+    46: ListPartitionReassignmentsResponse,
     52: VoteResponse,
     53: BeginQuorumEpochResponse,
     54: EndQuorumEpochResponse,
@@ -280,6 +292,8 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'AllocateProducerIdsResponse': (0, 32767),
     'AlterConfigsRequest': (2, 32767),
     'AlterConfigsResponse': (2, 32767),
+    'AlterPartitionReassignmentsRequest': (0, 32767),
+    'AlterPartitionReassignmentsResponse': (0, 32767),
     'AlterPartitionRequest': (0, 32767),
     'AlterPartitionResponse': (0, 32767),
     'ApiVersionsRequest': (3, 32767),
@@ -327,6 +341,8 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'IncrementalAlterConfigsResponse': (1, 32767),
     'KRaftVersionRecord': (0, 32767),
     'LeaderChangeMessage': (0, 32767),
+    'ListPartitionReassignmentsRequest': (0, 32767),
+    'ListPartitionReassignmentsResponse': (0, 32767),
     'MetadataRequest': (9, 32767),
     'MetadataResponse': (9, 32767),
     'NoOpRecord': (0, 32767),

@@ -5,8 +5,9 @@ nothing would change.
 
 The steps, in Kafka's order:
 
-1. complete a reassignment whose adding replicas are all in the target ISR (the replicas become
-   the target, the removing ones leave replicas and ISR);
+1. complete a reassignment whose adding replicas are all in the target ISR (and, when it
+   shrinks the replica count, all the replicas that stay): the removing ones leave replicas
+   and ISR;
 2. with eligible leader replicas enabled: when the target ISR is below the topic's effective
    ``min.insync.replicas``, the old ISR members (and old ELR) outside the target ISR become the
    ELR, except replicas that shut down uncleanly; others join the last known ELR; at or above it
@@ -180,16 +181,21 @@ class PartitionChange:
 
     def _complete_reassignment(self) -> None:
         """``PartitionReassignmentReplicas.maybeCompleteReassignment``: once every adding
-        replica is in the target ISR, the removing ones leave the replicas and the ISR."""
+        replica is in the target ISR (and, when the reassignment shrinks the replica count,
+        every replica that stays is too), the removing ones leave the replicas and the ISR,
+        as long as some in-sync replica is left."""
         if not self.target_removing and not self.target_adding:
             return
-        if not all(replica in self.target_isr for replica in self.target_adding):
+        removing = set(self.target_removing)
+        isr = [replica for replica in self.target_isr if replica not in removing]
+        replicas = [replica for replica in self.target_replicas if replica not in removing]
+        if not isr or not replicas:
             return
-        isr = [replica for replica in self.target_isr if replica not in self.target_removing]
-        if not isr:
+        if not all(replica in isr for replica in self.target_adding):
             return
-        self.target_isr = isr
-        self.target_replicas = [r for r in self.target_replicas if r not in self.target_removing]
+        if len(self.target_adding) < len(self.target_removing) and not all(r in isr for r in replicas):
+            return
+        self.target_isr, self.target_replicas = isr, replicas
         self.target_removing, self.target_adding = [], []
 
     def _populate_target_elr(self) -> None:

@@ -89,6 +89,12 @@ class PartitionRegistration:
     elr: tuple[int, ...]
     last_known_elr: tuple[int, ...]
 
+    @property
+    def reassigning(self) -> bool:
+        """A reassignment is in progress: replicas are being added or removed
+        (``PartitionReassignmentReplicas.isReassignmentInProgress``)."""
+        return bool(self.adding_replicas or self.removing_replicas)
+
     @classmethod
     def from_record(cls, record: PartitionRecord) -> PartitionRegistration:
         """The partition a replayed PartitionRecord creates. Raises ReplayError when its
@@ -216,6 +222,9 @@ class ReplicationImage:
         """The first producer id not yet handed to a broker (``ProducerIdsImage``)."""
         self.producer_ids_replayed = False
         """A ProducerIdsRecord was replayed (before one, the first block starts at 0)."""
+        self.reassigning: dict[Uuid, dict[int, None]] = {}
+        """Topic id -> the indexes of its partitions with a reassignment in progress, in the
+        order they started (``ReplicationControlManager.reassigningTopics``)."""
 
     def replay(self, message: Message) -> None:
         """Replay a committed topic, partition, config or producer-id record. Raises
@@ -229,17 +238,23 @@ class ReplicationImage:
                 self.colliding.setdefault(collision, set()).add(message.name)
         elif isinstance(message, PartitionRecord):
             topic = self._topic(message.topic_id, message)
-            topic.partitions[message.partition_id] = PartitionRegistration.from_record(message)
+            previous = topic.partitions.get(message.partition_id)
+            partition = PartitionRegistration.from_record(message)
+            topic.partitions[message.partition_id] = partition
+            self._track_reassignment(message.topic_id, message.partition_id, previous, partition)
         elif isinstance(message, PartitionChangeRecord):
             topic = self._topic(message.topic_id, message)
             current = topic.partitions.get(message.partition_id)
             if current is None:
                 raise ReplayError(f"Unable to replay {message}: no partition {message.partition_id}")
-            topic.partitions[message.partition_id] = current.merge(message)
+            partition = current.merge(message)
+            topic.partitions[message.partition_id] = partition
+            self._track_reassignment(message.topic_id, message.partition_id, current, partition)
         elif isinstance(message, RemoveTopicRecord):
             removed = self.topics.pop(message.topic_id, None)
             if removed is None:
                 raise ReplayError(f"Unable to replay {message}: no topic with that id")
+            self.reassigning.pop(message.topic_id, None)
             del self.topic_ids[removed.name]
             self.configs.pop((TOPIC_RESOURCE, removed.name), None)
             collision = topic_collision_key(removed.name)
@@ -267,6 +282,20 @@ class ReplicationImage:
                 )
             self.next_producer_id = message.next_producer_id
             self.producer_ids_replayed = True
+
+    def _track_reassignment(
+        self, topic_id: Uuid, index: int, before: PartitionRegistration | None, after: PartitionRegistration
+    ) -> None:
+        """Keep :attr:`reassigning` in step with one partition's change
+        (``updateReassigningTopicsIfNeeded``)."""
+        was, now = before is not None and before.reassigning, after.reassigning
+        if now and not was:
+            self.reassigning.setdefault(topic_id, {})[index] = None
+        elif was and not now:
+            indexes = self.reassigning.get(topic_id, {})
+            indexes.pop(index, None)
+            if not indexes:
+                self.reassigning.pop(topic_id, None)
 
     def _clear_elr(self, record: ClearElrRecord) -> None:
         """Empty the eligible leader replicas of one topic (all topics for an empty name); each

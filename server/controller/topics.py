@@ -80,8 +80,10 @@ __all__ = [
     "MAX_PARTITIONS_PER_REQUEST",
     "MIN_INSYNC_REPLICAS",
     "TopicDefaults",
+    "check_manual_replicas",
     "create_partitions",
     "create_topics",
+    "default_directory",
     "delete_topics",
 ]
 
@@ -119,7 +121,7 @@ def _is_active(cluster: ClusterControl, broker_id: int) -> bool:
     return registration is not None and not registration.fenced and not registration.in_controlled_shutdown
 
 
-def _default_directory(cluster: ClusterControl, broker_id: int) -> Uuid:
+def default_directory(cluster: ClusterControl, broker_id: int) -> Uuid:
     """``ClusterControlManager.defaultDir``: the broker's one log directory; MIGRATING when it
     registered none, UNASSIGNED when it has several (it assigns them itself)."""
     registration = cluster.registrations.get(broker_id)
@@ -150,7 +152,7 @@ def _partition_record(
 ) -> Record:
     """A new partition (``buildPartitionRegistration``): led by the first in-sync replica, each
     replica in its broker's default directory, epochs 0."""
-    directories = [_default_directory(cluster, broker) for broker in replicas]
+    directories = [default_directory(cluster, broker) for broker in replicas]
     record = PartitionRecord(
         partition_id=index,
         topic_id=topic_id,
@@ -213,7 +215,7 @@ def _manual_isr(replicas: list[int], replication_factor: int | None, index: int,
     """The ISR of a manually assigned partition ``index``: its replicas on active brokers,
     after ``validateManualPartitionAssignment``'s checks. Raises ApiError
     INVALID_REPLICA_ASSIGNMENT."""
-    _check_manual_replicas(replicas, replication_factor, cluster)
+    check_manual_replicas(replicas, replication_factor, cluster)
     isr = [broker for broker in replicas if _is_active(cluster, broker)]
     if not isr:
         raise ApiError(
@@ -224,7 +226,10 @@ def _manual_isr(replicas: list[int], replication_factor: int | None, index: int,
     return isr
 
 
-def _check_manual_replicas(replicas: list[int], replication_factor: int | None, cluster: ClusterControl) -> None:
+def check_manual_replicas(replicas: list[int], replication_factor: int | None, cluster: ClusterControl) -> None:
+    """``validateManualPartitionAssignment``: a non-empty list of distinct registered brokers,
+    each with a directory that is not cordoned, ``replication_factor`` long when one is given.
+    Raises ApiError INVALID_REPLICA_ASSIGNMENT."""
     if not replicas:
         raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list.")
     previous: int | None = None

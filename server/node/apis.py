@@ -5,7 +5,8 @@
   DescribeCluster, UpdateFeatures, ControllerRegistration, BrokerRegistration,
   BrokerHeartbeat, UnregisterBroker, Envelope, AllocateProducerIds, CreateTopics,
   DeleteTopics, CreatePartitions, AlterPartition, IncrementalAlterConfigs, AlterConfigs,
-  AssignReplicasToDirs, ElectLeaders and DescribeConfigs.
+  AssignReplicasToDirs, ElectLeaders, AlterPartitionReassignments, ListPartitionReassignments
+  and DescribeConfigs.
 * :func:`supported_features`: the SupportedFeatures of ApiVersions v3+
   (``BrokerFeatures.defaultSupportedFeatures``).
 * :func:`describe_cluster`: DescribeCluster on a controller listener
@@ -21,6 +22,9 @@ from collections.abc import Mapping
 from kwire.errors import Errors
 from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from messages.generated.alter_configs_request import AlterConfigsRequest
+from messages.generated.alter_partition_reassignments_request import (
+    AlterPartitionReassignmentsRequest,
+)
 from messages.generated.alter_partition_request import AlterPartitionRequest
 from messages.generated.api_versions_response import SupportedFeatureKey
 from messages.generated.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
@@ -39,6 +43,9 @@ from messages.generated.describe_configs_request import DescribeConfigsRequest
 from messages.generated.elect_leaders_request import ElectLeadersRequest
 from messages.generated.envelope_request import EnvelopeRequest
 from messages.generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
+from messages.generated.list_partition_reassignments_request import (
+    ListPartitionReassignmentsRequest,
+)
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.generated.update_features_request import UpdateFeaturesRequest
 from server.controller.controller import ControllerRegistration
@@ -81,6 +88,8 @@ CONTROLLER_OPS = (
     AlterConfigsRequest,
     AssignReplicasToDirsRequest,
     ElectLeadersRequest,
+    AlterPartitionReassignmentsRequest,
+    ListPartitionReassignmentsRequest,
 )
 """Requests the active controller answers from its state, one at a time, each after the writes
 before it are committed (``server.node.controller_requests``)."""

@@ -2,7 +2,8 @@
 ``ControllerApis`` does: UpdateFeatures (key 57), ControllerRegistration (key 70, KIP-919),
 BrokerRegistration (62), BrokerHeartbeat (63), UnregisterBroker (64), AllocateProducerIds
 (67), CreateTopics (19), DeleteTopics (20), CreatePartitions (37), AlterPartition (56),
-IncrementalAlterConfigs (44), AlterConfigs (33) and AssignReplicasToDirs (73); and the node's own
+IncrementalAlterConfigs (44), AlterConfigs (33), AssignReplicasToDirs (73), ElectLeaders (43),
+AlterPartitionReassignments (45) and ListPartitionReassignments (46); and the node's own
 registration (``ControllerRegistrationManager``).
 
 Only the active controller writes: elsewhere, and before the active controller has replayed a
@@ -22,6 +23,14 @@ from messages.generated.allocate_producer_ids_response import AllocateProducerId
 from messages.generated.alter_configs_request import AlterConfigsRequest
 from messages.generated.alter_configs_response import AlterConfigsResourceResponse as LegacyResult
 from messages.generated.alter_configs_response import AlterConfigsResponse
+from messages.generated.alter_partition_reassignments_request import (
+    AlterPartitionReassignmentsRequest,
+)
+from messages.generated.alter_partition_reassignments_response import (
+    AlterPartitionReassignmentsResponse,
+    ReassignablePartitionResponse,
+    ReassignableTopicResponse,
+)
 from messages.generated.alter_partition_response import AlterPartitionResponse
 from messages.generated.assign_replicas_to_dirs_response import AssignReplicasToDirsResponse
 from messages.generated.broker_heartbeat_response import BrokerHeartbeatResponse
@@ -52,6 +61,14 @@ from messages.generated.incremental_alter_configs_response import (
     AlterConfigsResourceResponse as IncrementalResult,
 )
 from messages.generated.incremental_alter_configs_response import IncrementalAlterConfigsResponse
+from messages.generated.list_partition_reassignments_request import (
+    ListPartitionReassignmentsRequest,
+)
+from messages.generated.list_partition_reassignments_response import (
+    ListPartitionReassignmentsResponse,
+    OngoingPartitionReassignment,
+    OngoingTopicReassignment,
+)
 from messages.generated.unregister_broker_response import UnregisterBrokerResponse
 from messages.generated.update_features_request import UpdateFeaturesRequest
 from messages.generated.update_features_response import (
@@ -66,6 +83,7 @@ __all__ = [
     "SECURITY_PROTOCOL_IDS",
     "allocate_producer_ids_response",
     "alter_configs_response",
+    "alter_partition_reassignments_response",
     "alter_partition_response",
     "assign_replicas_to_dirs_response",
     "incremental_alter_configs_response",
@@ -75,6 +93,7 @@ __all__ = [
     "create_topics_response",
     "delete_topics_response",
     "elect_leaders_response",
+    "list_partition_reassignments_response",
     "unregister_broker_response",
     "feature_updates",
     "not_controller",
@@ -248,6 +267,49 @@ def elect_leaders_response(request: ElectLeadersRequest, outcome: ApiError | Ele
                 for index in topic.partitions
             ])
             for topic in request.topic_partitions or []
+        ],
+    )
+
+
+def alter_partition_reassignments_response(
+    request: AlterPartitionReassignmentsRequest, outcome: ApiError | AlterPartitionReassignmentsResponse
+) -> AlterPartitionReassignmentsResponse:
+    """The AlterPartitionReassignments answer, or one error at the top and for every requested
+    partition (``AlterPartitionReassignmentsRequest.getErrorResponse``)."""
+    if not isinstance(outcome, ApiError):
+        return outcome
+    return AlterPartitionReassignmentsResponse(
+        throttle_time_ms=0,
+        error_code=outcome.error,
+        error_message=outcome.message,
+        responses=[
+            ReassignableTopicResponse(name=topic.name, partitions=[
+                ReassignablePartitionResponse(
+                    partition_index=partition.partition_index, error_code=outcome.error, error_message=outcome.message
+                )
+                for partition in topic.partitions
+            ])
+            for topic in request.topics
+        ],
+    )
+
+
+def list_partition_reassignments_response(
+    request: ListPartitionReassignmentsRequest, outcome: ApiError | ListPartitionReassignmentsResponse
+) -> ListPartitionReassignmentsResponse:
+    """The ListPartitionReassignments answer, or one error at the top with every requested
+    partition listed bare (``ListPartitionReassignmentsRequest.getErrorResponse``)."""
+    if not isinstance(outcome, ApiError):
+        return outcome
+    return ListPartitionReassignmentsResponse(
+        throttle_time_ms=0,
+        error_code=outcome.error,
+        error_message=outcome.message,
+        topics=[
+            OngoingTopicReassignment(name=topic.name, partitions=[
+                OngoingPartitionReassignment(partition_index=index) for index in topic.partition_indexes
+            ])
+            for topic in request.topics or []
         ],
     )
 

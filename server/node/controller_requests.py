@@ -12,8 +12,9 @@ Handled here: ControllerRegistration and UpdateFeatures (KIP-919, ``server.contr
 BrokerRegistration, BrokerHeartbeat, UnregisterBroker and AllocateProducerIds
 (``server.controller.cluster`` and ``.replication``), CreateTopics, DeleteTopics and
 CreatePartitions (``server.controller.topics``), AlterPartition and AssignReplicasToDirs
-(``server.controller.alter_partition``), IncrementalAlterConfigs and AlterConfigs
-(``server.controller.configs``), and the session-expiry check that fences a broker every
+(``server.controller.alter_partition``), ElectLeaders (``server.controller.elections``),
+AlterPartitionReassignments and ListPartitionReassignments (``server.controller.reassignments``),
+IncrementalAlterConfigs and AlterConfigs (``server.controller.configs``), and the session-expiry check that fences a broker every
 ``broker.session.timeout.ms`` / 8.
 """
 
@@ -32,6 +33,9 @@ import trio
 from kwire.errors import Errors
 from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from messages.generated.alter_configs_request import AlterConfigsRequest
+from messages.generated.alter_partition_reassignments_request import (
+    AlterPartitionReassignmentsRequest,
+)
 from messages.generated.alter_partition_request import AlterPartitionRequest
 from messages.generated.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
@@ -42,6 +46,9 @@ from messages.generated.create_topics_request import CreateTopicsRequest
 from messages.generated.delete_topics_request import DeleteTopicsRequest
 from messages.generated.elect_leaders_request import ElectLeadersRequest
 from messages.generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
+from messages.generated.list_partition_reassignments_request import (
+    ListPartitionReassignmentsRequest,
+)
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.generated.update_features_request import UpdateFeaturesRequest
 from messages.metadata import encode_record
@@ -63,6 +70,10 @@ from server.controller.elections import (
 )
 from server.controller.errors import ApiError
 from server.controller.features import ClusterSupport, update_features
+from server.controller.reassignments import (
+    alter_partition_reassignments,
+    list_partition_reassignments,
+)
 from server.controller.replication import PRODUCER_ID_BLOCK_SIZE
 from server.controller.topics import TopicDefaults, create_partitions, create_topics, delete_topics
 from server.net import PendingRequest
@@ -70,6 +81,7 @@ from server.node.apis import CONTROLLER_OPS, supported_features
 from server.node.controller_apis import (
     allocate_producer_ids_response,
     alter_configs_response,
+    alter_partition_reassignments_response,
     alter_partition_response,
     assign_replicas_to_dirs_response,
     broker_heartbeat_response,
@@ -80,6 +92,7 @@ from server.node.controller_apis import (
     elect_leaders_response,
     feature_updates,
     incremental_alter_configs_response,
+    list_partition_reassignments_response,
     not_controller,
     registration_response,
     unregister_broker_response,
@@ -333,6 +346,18 @@ class ControllerRequests:
                 pending,
                 lambda c: elect_leaders(body, version, **self._partition_context(c)),
                 partial(elect_leaders_response, body),
+            )
+        elif isinstance(body, AlterPartitionReassignmentsRequest):
+            await self._operate(
+                pending,
+                lambda c: alter_partition_reassignments(body, version, **self._partition_context(c)),
+                partial(alter_partition_reassignments_response, body),
+            )
+        elif isinstance(body, ListPartitionReassignmentsRequest):
+            await self._operate(
+                pending,
+                lambda c: ([], list_partition_reassignments(body, image=c.replication)),
+                partial(list_partition_reassignments_response, body),
             )
         elif isinstance(body, AssignReplicasToDirsRequest):
             await self._operate(

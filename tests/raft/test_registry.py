@@ -100,6 +100,8 @@ def test_the_node_advertises_the_registry_plus_the_controller_rpcs() -> None:
         int(ApiKey.ASSIGN_REPLICAS_TO_DIRS),
         int(ApiKey.DESCRIBE_CONFIGS),
         int(ApiKey.ELECT_LEADERS),
+        int(ApiKey.ALTER_PARTITION_REASSIGNMENTS),
+        int(ApiKey.LIST_PARTITION_REASSIGNMENTS),
     }
     assert advertised[int(ApiKey.UPDATE_FEATURES)] == (0, 2)  # 3.9.2 has 0-1, 4.4.0 0-2
     assert advertised[int(ApiKey.CONTROLLER_REGISTRATION)] == (0, 0)
@@ -110,6 +112,8 @@ def test_the_node_advertises_the_registry_plus_the_controller_rpcs() -> None:
     assert advertised[int(ApiKey.DELETE_TOPICS)] == (1, 6)
     assert advertised[int(ApiKey.DESCRIBE_CONFIGS)] == (1, 4)
     assert advertised[int(ApiKey.ELECT_LEADERS)] == (0, 2)  # 3.9.2 has 0-4, 4.4.0 1-4 (KIP-896)
+    assert advertised[int(ApiKey.ALTER_PARTITION_REASSIGNMENTS)] == (0, 1)  # 3.9.2 has 0, 4.4.0 0-1 (KIP-860)
+    assert advertised[int(ApiKey.LIST_PARTITION_REASSIGNMENTS)] == (0, 0)
     assert {k: v for k, v in advertised.items() if k not in node_only} == DEFAULT.advertised_versions()
     assert set(advertised) - set(DEFAULT.advertised_versions()) == node_only
 
