@@ -12,6 +12,10 @@ the stock tool, ``controller.quorum.bootstrap.servers`` naming the controllers).
   writes 20,000 records (100,000 in ``make nightly``) and the stock console consumer reads
   exactly those back; kafka-python creates a second topic and does the same; the stock leader-election tool, through a broker
   that forwards ElectLeaders to kwire, finds the preferred leader already elected;
+* the stock reassignment tool, through a broker that forwards AlterPartitionReassignments and
+  ListPartitionReassignments to kwire, takes a replica off a partition and puts it back as the
+  preferred replica (the broker copies the partition and its leader's AlterPartition completes
+  the move); ``--verify`` and ``--list`` see the moves finished, and every record is read back;
 * under a steady kafka-python load (idempotent, acks=all), rounds of failures: kill -9 of the
   active kwire controller, kill -9 of a broker, SIGTERM of a broker, kill -9 of the active
   controller, and so on: in ``make test`` the first three on the newest release and the broker
@@ -42,6 +46,7 @@ the newest release, ~45 s on 3.9.2 in ``make test``.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -104,6 +109,8 @@ SNAPSHOT_SETTINGS = (
 """Every controller snapshots every 5 s and keeps only its newest snapshot and the log after it
 (kwire's cleaned every 5 s rather than Kafka's 60 s, for the test's time), in segments of 16 KiB: brokers and controllers that fall behind, or start
 empty, are sent to a snapshot."""
+REASSIGN_BOUND_S = 60.0
+"""Seconds a reassignment of one small partition may take, copying included."""
 SHUTDOWN_BOUND_S = 3.0
 """After a controlled shutdown the partitions are already moved: seconds allowed for a broker
 to see it, far below the session timeout a killed broker needs."""
@@ -186,6 +193,8 @@ def test_stock_brokers_run_on_a_kwire_quorum(kafka: KafkaRelease, tmp_path: Path
         back = python_round_trip(bootstrap, "py-orders", plan.records, 6, 3)
         print(f"kafka-python: {plan.records} records in {time.monotonic() - started:.1f} s")
         assert back == Counter(records("py-orders", plan.records)), _lost(back, "py-orders", plan.records)
+        # the stock reassignment tool through a broker, which forwards to kwire
+        print(_reassign_round(kafka, bootstrap, tmp_path, "py-orders", plan.records))
 
         # a steady kafka-python load while the active controller is killed again and again
         assert "Created topic load." in create_topic(kafka, bootstrap, "load", 6, 3)
@@ -252,6 +261,51 @@ def test_stock_brokers_run_on_a_kwire_quorum(kafka: KafkaRelease, tmp_path: Path
             finally:
                 quorum.stop()
     _check_stock_readers(kafka, tmp_path / "data1" / PARTITION)
+
+
+def _reassign(kafka: KafkaRelease, bootstrap: str, root: Path, topic: str, replicas: list[int]) -> float:
+    """Stock ``kafka-reassign-partitions --execute`` moving ``topic``-0 to ``replicas``, then
+    ``--verify`` until it reports the move complete; the seconds that took."""
+    plan = root / "reassignment.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": 0, "replicas": replicas, "log_dirs": ["any"] * len(replicas)},
+    ]}))
+    started = time.monotonic()
+    args = ["--bootstrap-server", bootstrap, "--reassignment-json-file", str(plan)]
+    out = kafka.run_tool("reassign-partitions", [*args, "--execute"]).stdout
+    assert "Successfully started partition reassignment" in out, out
+    deadline = started + REASSIGN_BOUND_S
+    while True:
+        out = kafka.run_tool("reassign-partitions", [*args, "--verify"]).stdout
+        if f"Reassignment of partition {topic}-0 is completed" in out:
+            return time.monotonic() - started
+        assert time.monotonic() < deadline, out
+        time.sleep(0.5)  # poll interval
+
+
+def _reassign_round(kafka: KafkaRelease, bootstrap: str, root: Path, topic: str, count: int) -> str:
+    """``topic``-0 (replication factor 3, ``count`` records over the topic) loses its last
+    replica, which the controllers complete at once (every remaining replica is in sync), and
+    gets it back as its preferred replica, which the broker must copy and the leader put in the
+    ISR (AlterPartition) before the controllers complete the move; every record is still
+    there."""
+    _, replicas, _ = partitions_of(bootstrap, topic)[0]
+    first, second, third = replicas
+    shrunk = _reassign(kafka, bootstrap, root, topic, [first, second])
+    parts = _wait_partitions(bootstrap, topic, lambda parts: parts[0][1] == [first, second], REASSIGN_BOUND_S)
+    assert sorted(parts[0][2]) == sorted([first, second]), parts
+    grown = _reassign(kafka, bootstrap, root, topic, [third, first, second])
+    parts = _wait_partitions(
+        bootstrap, topic, lambda parts: parts[0][1] == [third, first, second] and len(parts[0][2]) == 3, REASSIGN_BOUND_S
+    )
+    listed = kafka.run_tool("reassign-partitions", ["--bootstrap-server", bootstrap, "--list"]).stdout
+    assert "No partition reassignments found." in listed, listed
+    back = read_all(bootstrap, topic, count)
+    assert back == Counter(records(topic, count)), _lost(back, topic, count)
+    return (
+        f"reassignment tool: {topic}-0 {replicas} -> {[first, second]} in {shrunk:.1f} s, -> {parts[0][1]} "
+        f"(copied to {third}, in sync) in {grown:.1f} s; all {count} records read back"
+    )
 
 
 def _partition_files(partition: Path) -> tuple[list[int], list[SnapshotId]]:

@@ -339,6 +339,7 @@ TOOL_CLASSES: dict[str, tuple[str, ...]] = {
     "test-raft-server": ("kafka.tools.TestRaftServer",),
     "topics": ("org.apache.kafka.tools.TopicCommand",),
     "configs": ("kafka.admin.ConfigCommand",),
+    "reassign-partitions": ("org.apache.kafka.tools.reassign.ReassignPartitionsCommand",),
     "leader-election": ("org.apache.kafka.tools.LeaderElectionCommand", "kafka.admin.LeaderElectionCommand"),
     "console-producer": ("org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer"),
     "console-consumer": ("org.apache.kafka.tools.consumer.ConsoleConsumer",),
