@@ -488,6 +488,8 @@ def _cases() -> list[tuple[str, Callable[[Side], Message], int]]:
         ("list named partitions", _reassignments([("moving", [2, 0, 1, 9]), ("nope", [0])]), 0),
         ("list no topics", _reassignments([]), 0),
         ("reassign no topics", _reassign(), 1),
+        ("replace moving-2's move by one back to 6 and 5", _reassign(("moving", [(2, [6, 5])])), 1),
+        ("list the replaced move", _reassignments([("moving", [2])]), 0),
         ("cancel moving-2, and moving-1 which is not moving", _reassign(("moving", [(2, None), (1, None)])), 1),
         ("broker 7 joins moving-0's ISR: the move completes and leadership leaves 5",
          _alter(5, "moving", 0, [5, 6, 7], partition_epoch=1), 3),

@@ -13,6 +13,11 @@ PartitionChangeRecords:
    the removing replicas and clears both lists. A leader that is removed loses leadership
    in the same record.
 
+A target given while another move is in progress starts from the replicas as they are (old
+target and removing replicas); a list it leaves empty keeps its old value, so a move that adds
+nothing keeps the old AddingReplicas, even where they are now being removed (Kafka 4.4 writes
+the same record; ``compat/test_topic_rpcs.py`` compares it).
+
 Replicas = null cancels: the adding replicas leave the replicas and the ISR, the removing ones
 stay; when no in-sync replica would be left the first remaining replica becomes the ISR, which
 is allowed only with ``unclean.leader.election.enable`` on the topic.

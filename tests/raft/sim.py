@@ -769,6 +769,10 @@ class RunStats:
     """Partition changes AlterPartition made in the "brokers" scenario."""
     controlled_shutdowns: int = 0
     """Brokers the "brokers" scenario's controller let shut down after a controlled shutdown."""
+    reassignments: int = 0
+    """Partition changes the "brokers" scenario's AlterPartitionReassignments wrote."""
+    reassignments_completed: int = 0
+    """Reassignments an AlterPartition completed in the "brokers" scenario."""
     leader_moves: int = 0
     """Partition changes a broker's fencing, unfencing or shutdown made in the "brokers" scenario."""
     image_snapshot_loads: int = 0

@@ -12,8 +12,10 @@ heartbeating), shut down in a controlled way (heartbeats asking to shut down unt
 controller says they may) and come back as new incarnations; each fencing, unfencing, controlled
 shutdown and new incarnation moves leadership and ISR as Kafka's ``ReplicationControlManager``
 does (``server.controller.alter_partition.BrokerPartitionEffects``). An admin creates and deletes topics
-(``server.controller.topics``), and partition leaders shrink and expand their ISR through
-AlterPartition (``server.controller.alter_partition``).
+(``server.controller.topics``) and starts and cancels partition reassignments
+(``server.controller.reassignments``), and partition leaders shrink and expand their ISR
+through AlterPartition (``server.controller.alter_partition``), which completes a reassignment
+once its new replicas are in sync.
 
 Checked after every committed batch, on every node:
 
@@ -27,6 +29,10 @@ Checked after every committed batch, on every node:
   node that loads one holds the image every node held at its offset;
 * every partition's leader is in its ISR (or there is none), its ISR is within its replicas,
   its epochs never go back, and no two leaders ever share one leader epoch of a partition;
+* a partition's replicas are distinct, its adding and removing replicas are among them, and
+  the image's index of reassigning partitions names exactly those with either (the two lists
+  may overlap: a move that replaces one in progress and adds nothing keeps the old adding
+  replicas, as Kafka's controller does);
 * no partition is led by a broker that is fenced or in controlled shutdown.
 
 At the end, with the network healed and every broker back, each broker is registered and
@@ -41,6 +47,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kwire.uuid import Uuid
+from messages.generated.alter_partition_reassignments_request import (
+    AlterPartitionReassignmentsRequest,
+    ReassignablePartition,
+    ReassignableTopic,
+)
 from messages.generated.alter_partition_request import AlterPartitionRequest, BrokerState
 from messages.generated.alter_partition_request import PartitionData as AlterData
 from messages.generated.alter_partition_request import TopicData as AlterTopic
@@ -64,6 +75,7 @@ from server.controller.alter_partition import (
 from server.controller.cluster import ReplayError
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
+from server.controller.reassignments import alter_partition_reassignments
 from server.controller.topics import TopicDefaults, create_topics, delete_topics
 from server.raft.control import voters_record
 from server.raft.events import ClientAppend
@@ -115,6 +127,10 @@ class BrokerCluster(Cluster):
         self.topics_ever: set[str] = set()
         """Names of the topics any node replayed."""
         self.isr_changes = 0
+        self.reassignments = 0
+        """PartitionChangeRecords AlterPartitionReassignments wrote (moves and cancels)."""
+        self.reassignments_completed = 0
+        """AlterPartition changes that completed a reassignment."""
         self.controlled_shutdowns = 0
         self.leader_moves = 0
         """PartitionChangeRecords written for a broker's fencing, unfencing or shutdown."""
@@ -191,9 +207,15 @@ class BrokerCluster(Cluster):
             self.fail(f"SameImage: node {node.node_id} differs from another node at offset {batch.last_offset + 1}")
 
     def _check_partitions(self, node: SimNode, controller: QuorumController) -> None:
+        reassigning = {(topic_id, index) for topic_id, indexes in controller.replication.reassigning.items() for index in indexes}
         for topic in controller.replication.topics.values():
             for index, p in topic.partitions.items():
                 where = f"node {node.node_id}, {topic.name}-{index}"
+                adding, removing = set(p.adding_replicas), set(p.removing_replicas)
+                if len(set(p.replicas)) != len(p.replicas) or not (adding | removing) <= set(p.replicas):
+                    self.fail(f"Reassignment: {where}: replicas {p.replicas}, adding {adding}, removing {removing}")
+                if ((topic.topic_id, index) in reassigning) != p.reassigning:
+                    self.fail(f"ReassigningIndex: {where}: {p} is {'' if p.reassigning else 'not '}reassigning")
                 if p.leader != -1 and p.leader not in p.isr:
                     self.fail(f"LeaderInIsr: {where}: leader {p.leader} not in ISR {p.isr}")
                 if not set(p.isr) <= set(p.replicas):
@@ -332,7 +354,7 @@ class BrokerCluster(Cluster):
         rng = self.admin_rng
         roll = rng.random()
         image, cluster = controller.replication, controller.cluster
-        if roll < 0.45 or not image.topics:
+        if roll < 0.4 or not image.topics:
             name = f"t{self.topics_created}"
             self.topics_created += 1
             request = CreateTopicsRequest(
@@ -343,9 +365,27 @@ class BrokerCluster(Cluster):
                 elr_enabled=False, defaults=TopicDefaults(1, 1, leader, {}), rng=rng,
                 new_topic_id=lambda: Uuid.from_longs(rng.getrandbits(63) | 1, rng.getrandbits(64)),
             )
-        elif roll < 0.55:
+        elif roll < 0.5:
             names = sorted(image.topic_ids)
             records, _ = delete_topics(DeleteTopicsRequest(topic_names=[rng.choice(names)]), 5, image=image)
+        elif roll < 0.65:
+            # move a partition to 1-3 registered brokers, or cancel its move
+            topic = image.topics[rng.choice(sorted(image.topics, key=str))]
+            index = rng.choice(sorted(topic.partitions))
+            brokers = sorted(cluster.registrations)
+            if not brokers:
+                return
+            target = None if topic.partitions[index].reassigning and rng.random() < 0.3 else rng.sample(
+                brokers, rng.randint(1, min(3, len(brokers)))
+            )
+            request = AlterPartitionReassignmentsRequest(topics=[ReassignableTopic(
+                name=topic.name, partitions=[ReassignablePartition(partition_index=index, replicas=target)]
+            )])
+            records, _ = alter_partition_reassignments(
+                request, 1, image=image, cluster=cluster, configs=TopicConfigLayers(image, leader, {}),
+                metadata_version=controller.metadata_version, elr_enabled=False,
+            )
+            self.reassignments += len(records)
         else:
             topic = image.topics[rng.choice(sorted(image.topics, key=str))]
             index = rng.choice(sorted(topic.partitions))
@@ -373,6 +413,9 @@ class BrokerCluster(Cluster):
             except ApiError:
                 return
             self.isr_changes += len(records)
+            self.reassignments_completed += sum(
+                1 for record, _ in records if p.reassigning and not p.merge(record).reassigning
+            )
         if records:
             self._append(leader, records)
 
@@ -489,6 +532,7 @@ def run_brokers(seed: int, rng: random.Random) -> RunStats:
         seed, "brokers", cluster.events, cluster.elections, cluster.committed_end, cluster.now,
         cluster.snapshots_taken, cluster.snapshot_installs, trace_digest=cluster.trace.hexdigest(),
         topics_created=len(cluster.topics_ever), isr_changes=cluster.isr_changes,
+        reassignments=cluster.reassignments, reassignments_completed=cluster.reassignments_completed,
         controlled_shutdowns=cluster.controlled_shutdowns, leader_moves=cluster.leader_moves,
         image_snapshot_loads=cluster.image_snapshot_loads,
     )

@@ -139,7 +139,8 @@ def test_broker_seeds() -> None:
 
 def test_the_broker_scenario_reaches_topics_and_isr_changes() -> None:
     """The "brokers" scenario is not idle: over a few seeds topics are committed, partition
-    leaders change ISRs through AlterPartition, brokers finish controlled shutdowns,
+    leaders change ISRs through AlterPartition, reassignments start and complete through it,
+    brokers finish controlled shutdowns,
     fencing, unfencing and shutdowns move partition leadership, and nodes load controller
     images from snapshots."""
     from tests.raft.sim import run_scenario
@@ -147,6 +148,8 @@ def test_the_broker_scenario_reaches_topics_and_isr_changes() -> None:
     stats = [run_scenario(seed, "brokers") for seed in range(8)]
     assert sum(s.topics_created for s in stats) >= 8, stats
     assert sum(s.isr_changes for s in stats) >= 8, stats
+    assert sum(s.reassignments for s in stats) >= 8, stats
+    assert sum(s.reassignments_completed for s in stats) >= 2, stats
     assert sum(s.controlled_shutdowns for s in stats) >= 2, stats
     assert sum(s.leader_moves for s in stats) >= 50, stats
     assert sum(s.image_snapshot_loads for s in stats) >= 2, stats
