@@ -171,6 +171,8 @@ class Node:
         self._pending_snapshot: tuple[OffsetAndEpoch, bytes] | None = None
         """A snapshot of the image, built when a trigger fired, to write off the event loop."""
         self._next_clean_ms: int | None = None
+        self._held: Any = None
+        """An item taken off the event channel while collecting queued appends, handled next."""
         self._flushed = False
         self._features_seen = False
         """Committed data or a snapshot arrived in this Outbox: publish the features again."""
@@ -349,8 +351,11 @@ class Node:
             due = [d for d in timers if d is not None]
             deadline = self._trio_time(min(due)) if due else math.inf
             item: Any = Tick()
-            with trio.move_on_at(deadline):
-                item = await self._events_receive.receive()
+            if self._held is not None:
+                item, self._held = self._held, None
+            else:
+                with trio.move_on_at(deadline):
+                    item = await self._events_receive.receive()
             if self._next_no_op_ms is not None and self.now_ms() >= self._next_no_op_ms:
                 await self._append_no_op()
             check_at = self._requests.next_check_ms
@@ -366,6 +371,8 @@ class Node:
                 await self._on_request(item)
             elif isinstance(item, Resume):
                 await self._requests.resume()
+            elif isinstance(item, ClientAppend):
+                await self._step_many([item, *self._queued_appends()])
             else:
                 if isinstance(item, (ResponseReceived, RequestFailed)):
                     self._in_flight -= 1
@@ -509,16 +516,32 @@ class Node:
             await trio.sleep(min(high, low * 2 ** min(failures - 1, 20)) / 1000)
             self._registration_wakeup.set()
 
+    def _queued_appends(self) -> list[ClientAppend]:
+        """The appends already waiting on the channel, up to the first other item (held for the
+        next turn of the loop): they queued while the node waited on the disk or the network,
+        and go to the core in one step, so that they leave in one batch at any linger."""
+        appends: list[ClientAppend] = []
+        while True:
+            try:
+                item = self._events_receive.receive_nowait()
+            except trio.WouldBlock:
+                return appends
+            if not isinstance(item, ClientAppend):
+                self._held = item
+                return appends
+            appends.append(item)
+
     async def _step(self, event: Event) -> None:
         """Step the core with ``event`` and execute the Outbox, then every follow-up step (a
         completed flush) until nothing is left to do now."""
-        queue: list[Event] = [event]
-        while queue:
-            core = self.core
-            assert core is not None
-            outbox = core.step(self.now_ms(), queue.pop(0))
-            if await self._execute(outbox):
-                queue.append(FlushCompleted())
+        await self._step_many([event])
+
+    async def _step_many(self, events: list[Event]) -> None:
+        """As :meth:`_step`, for ``events`` fed to the core in one step (``RaftCore.step_many``)."""
+        core = self.core
+        assert core is not None
+        if await self._execute(core.step_many(self.now_ms(), events)):
+            await self._step(FlushCompleted())
 
     async def _execute(self, out: Outbox) -> bool:
         """Apply one Outbox through ``server.raft.outbox``; True when a flush completed."""

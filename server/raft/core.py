@@ -188,6 +188,14 @@ class RaftCore:
     def step(self, now_ms: int, event: Event) -> Outbox:
         """Feed one event at ``now_ms``; returns what the driver must do (see ``Outbox``).
         Raises ValueError when time goes backwards or for a request no handler takes."""
+        return self.step_many(now_ms, (event,))
+
+    def step_many(self, now_ms: int, events: Sequence[Event]) -> Outbox:
+        """Feed ``events`` (at least one) at ``now_ms`` in order, then act on timers once, as
+        one step: one Outbox for all of them. A driver hands over together the appends that
+        queued while it waited on the disk, so that at ``append.linger.ms`` 0 they leave as one
+        batch, as appends that reach Kafka's accumulator during a ``KafkaRaftClient.poll``
+        drain together. Raises as :meth:`step`."""
         if now_ms < self._now:
             raise ValueError(f"time went backwards: {now_ms} < {self._now}")
         self._now = now_ms
@@ -196,6 +204,17 @@ class RaftCore:
         if self._pending_load_snapshot is not None:
             out.load_snapshot, self._pending_load_snapshot = self._pending_load_snapshot, None
         self._on_log_applied(now_ms)
+        for event in events:
+            self._dispatch(now_ms, event, out)
+        self._poll(now_ms)
+        self._wake_parked(now_ms, None)  # a fetch in this step may have moved the high watermark
+        self.view.deliver_committed()
+        out.election_state = self.quorum.take_unwritten_election()
+        out.next_deadline_ms = self._next_deadline(now_ms)
+        return out
+
+    def _dispatch(self, now_ms: int, event: Event, out: Outbox) -> None:
+        """Hand one event to its handler (:meth:`step_many`)."""
         if isinstance(event, RequestReceived):
             handler = self.registry.by_request_type.get(type(event.request))
             if handler is None or handler.handle_request is None:
@@ -221,12 +240,6 @@ class RaftCore:
                 self.quorum.resign(now_ms)
         elif not isinstance(event, (Tick, FlushCompleted)):
             raise TypeError(f"unknown event {event!r}")
-        self._poll(now_ms)
-        self._wake_parked(now_ms, None)  # a fetch in this step may have moved the high watermark
-        self.view.deliver_committed()
-        out.election_state = self.quorum.take_unwritten_election()
-        out.next_deadline_ms = self._next_deadline(now_ms)
-        return out
 
     def _next_deadline(self, now_ms: int) -> int | None:
         deadlines = self.requests.deadlines() + self.quorum.state.deadlines()

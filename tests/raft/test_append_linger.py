@@ -65,6 +65,20 @@ def test_linger_zero_appends_in_the_same_step() -> None:
     assert _data_batches(out.appends) == [(end, [b"x"])]
 
 
+def test_linger_zero_appends_handed_over_together_leave_as_one_batch() -> None:
+    """``RaftCore.step_many``: appends that queued while the driver waited on the disk reach
+    the core in one step and leave together, each with its own offsets."""
+    context = make_context(append_linger_ms=0)
+    leader = elect_local_leader(context)
+    end = context.core.view.log_end_offset()
+    out = context.core.step_many(context.now, [ClientAppend(1, (b"x",)), ClientAppend(2, (b"y", b"z"))])
+    assert _data_batches(out.appends) == [(end, [b"x", b"y", b"z"])]
+    assert [(r.token, r.base_offset, r.last_offset, r.epoch) for r in out.append_results] == [
+        (1, end, end, leader.epoch), (2, end + 1, end + 2, leader.epoch),
+    ]
+    assert out.flush
+
+
 def test_a_full_batch_is_drained_without_waiting_for_the_linger() -> None:
     context = make_context(append_linger_ms=1000, max_batch_size_bytes=8 * 1024)
     elect_local_leader(context)

@@ -4,7 +4,9 @@
   high watermark advances, and kwire's own metadata-quorum tool sees it;
 * DescribeCluster as a controller answers it (EndpointType 2 and 1), listing the controllers
   registered through ControllerRegistration (KIP-919), the node itself among them;
-* three nodes with static voters elect one leader and elect another when it stops.
+* three nodes with static voters elect one leader and elect another when it stops;
+* at ``append.linger.ms`` 0, appends that queue while the node waits on the disk leave as one
+  batch.
 
 The autojump clock drives the timers. The nodes run their file I/O inline (the
 ``run_blocking`` seam) rather than in worker threads: the autojump clock jumps whenever every
@@ -29,9 +31,13 @@ from messages.generated.describe_cluster_request import DescribeClusterRequest
 from server.config import KRaftConfig
 from server.net.client import open_connection
 from server.node import Node
+from server.raft.events import AppendResult, CommittedBatch
 from server.raft.roles import Leader
+from server.raft.types import LeaderAndEpoch
+from storage.control import read_kraft_batch
 from storage.format import format_directories
 from storage.quorum_state import FileQuorumStateStore
+from storage.records import RecordBatch
 from tools.local_cluster import free_ports
 from tools.quorum_client import describe
 from tools.storage_format import format_standalone
@@ -41,8 +47,10 @@ def _free_port() -> int:
     return free_ports(1)[0]
 
 
-def _config(data: Path, node_id: int, port: int, voters: str | None = None) -> KRaftConfig:
-    props = {
+def _config(
+    data: Path, node_id: int, port: int, voters: str | None = None, extra: dict[str, str] | None = None
+) -> KRaftConfig:
+    props = {**(extra or {}),
         "process.roles": "controller",
         "node.id": str(node_id),
         "listeners": f"CONTROLLER://127.0.0.1:{port}",
@@ -224,3 +232,55 @@ def test_supported_features_cover_what_format_can_finalize() -> None:
     assert MAX_METADATA_VERSION_LEVEL >= LATEST_PRODUCTION.level
     assert ranges == {name: (0, versions[-1].level) for name, versions in FEATURES.items()}
     assert ranges["kraft.version"] == (0, 1)
+
+
+class _Batches:
+    """A listener that keeps the values of each committed data batch."""
+
+    def __init__(self) -> None:
+        self.committed: list[list[bytes]] = []
+
+    def handle_append_result(self, result: AppendResult) -> None:
+        assert result.error_code == Errors.NONE
+
+    def handle_commit(self, batch: CommittedBatch) -> None:
+        if not batch.is_control:
+            records = read_kraft_batch(RecordBatch(batch.data), validate_crc=True).records
+            self.committed.append([bytes(r) for r in records])  # type: ignore[arg-type]
+
+    def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
+        pass
+
+
+async def test_appends_queued_behind_a_disk_write_leave_as_one_batch(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Kafka's accumulator collects what arrives while its raft thread writes and fsyncs; here
+    the appends queued on the node's channel meanwhile reach the core in one step."""
+    port = _free_port()
+    config = _config(tmp_path / "data", 1, port, extra={"controller.quorum.append.linger.ms": "0"})
+    assert format_standalone(config, out=lambda line: None)
+    gate = {"open": trio.Event(), "blocked": trio.Event()}
+    gate["open"].set()
+
+    async def gated(fn: Callable[[], Any]) -> Any:
+        if not gate["open"].is_set():
+            gate["blocked"].set()
+            await gate["open"].wait()
+        return fn()
+
+    batches = _Batches()
+    node = Node(config, rng=random.Random(1), run_blocking=gated, listener=batches)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(node.run)
+        await _until(lambda: node.leader_id == 1)
+        gate["open"] = trio.Event()
+        node.append((b"first",))
+        await gate["blocked"].wait()  # the node waits on the disk
+        for value in (b"a", b"b", b"c"):
+            node.append((value,))
+        gate["open"].set()
+        await _until(lambda: any(b"c" in values for values in batches.committed))
+        ours = [values for values in batches.committed if set(values) & {b"first", b"a", b"b", b"c"}]
+        assert [b"a", b"b", b"c"] in ours, ours
+        node.stop()
