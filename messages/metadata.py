@@ -38,11 +38,15 @@ def encode_record(record: Message, version: int) -> bytes:
 def decode_record(buf: Buffer) -> tuple[Message, int]:
     """``(record, version)`` from a framed value. Raises DecodeError for an unknown frame
     version or api key, or malformed bytes."""
-    frame_version, pos = read_uvarint(buf, 0)
+    # the three header varints are one byte each for every record type there is: read inline
+    if len(buf) >= 3 and buf[0] < 0x80 and buf[1] < 0x80 and buf[2] < 0x80:
+        frame_version, api_key, version, pos = buf[0], buf[1], buf[2], 3
+    else:
+        frame_version, pos = read_uvarint(buf, 0)
+        api_key, pos = read_uvarint(buf, pos)
+        version, pos = read_uvarint(buf, pos)
     if frame_version != FRAME_VERSION:
         raise DecodeError(f"unknown metadata record frame version {frame_version}")
-    api_key, pos = read_uvarint(buf, pos)
-    version, pos = read_uvarint(buf, pos)
     cls = METADATA_RECORDS.get(api_key)
     if cls is None:
         raise DecodeError(f"unknown metadata record api key {api_key}")

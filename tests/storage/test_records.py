@@ -333,3 +333,16 @@ def test_scan_stops_at_corruption() -> None:
     assert scan_batches(data3).valid_bytes == len(_three_batches())
     # offsets that do not follow on
     assert scan_batches(_three_batches(), expected_offset=1).valid_bytes == 0
+
+
+def test_iter_values_reads_long_varints_too() -> None:
+    """``iter_values`` decodes one- and two-byte varints inline: values of every length class
+    (null, 0, 63, 64, 8191, 8192 and 70,000 bytes), keys, timestamp deltas beyond one byte and
+    offset deltas beyond 63 come out as ``records()`` gives them."""
+    sizes = [None, 0, 63, 64, 8191, 8192, 70_000]
+    records = [
+        SimpleRecord(None if n is None else bytes([i % 251]) * n, key=b"k" * i, timestamp=1_000 + 97 * i)
+        for i, n in enumerate(sizes * 12)
+    ]
+    view = RecordBatch(build_batch(records))
+    assert list(view.iter_values()) == [r.value for r in view.records()] == [r.value for r in records]
