@@ -511,6 +511,17 @@ class SimpleRecord:
     headers: tuple[Header, ...] = ()
 
 
+def _zigzag_varint(value: int) -> bytes:
+    out = bytearray()
+    write_varint(out, value)
+    return bytes(out)
+
+
+_SMALL = 1 << 13
+_SMALL_VARINTS = tuple(_zigzag_varint(value) for value in range(_SMALL))
+"""The zig-zag varint of every int in [0, 8192): one or two bytes each."""
+
+
 def encode_record(
     out: bytearray,
     offset_delta: int,
@@ -523,6 +534,21 @@ def encode_record(
     ``timestamp_delta`` (ms) are relative to the batch's BaseOffset and BaseTimestamp; a None
     key, value or header value is written as length -1. Header keys are encoded UTF-8 with
     surrogate escapes, so keys read by :func:`read_record` round-trip."""
+    if (
+        not headers and key is None and value is not None
+        and 0 <= timestamp_delta < _SMALL and 0 <= offset_delta < _SMALL and len(value) < _SMALL
+    ):
+        # the common record (a value, no key, no headers, small deltas) from the varint table
+        head = b"\x00" + _SMALL_VARINTS[timestamp_delta] + _SMALL_VARINTS[offset_delta] + b"\x01" + _SMALL_VARINTS[len(value)]
+        size = len(head) + len(value) + 1
+        if size < _SMALL:
+            out += _SMALL_VARINTS[size]
+        else:
+            write_varint(out, size)
+        out += head
+        out += value
+        out.append(0)  # no headers
+        return
     body = bytearray(b"\x00")  # attributes: unused, always 0
     write_varlong(body, timestamp_delta)
     write_varint(body, offset_delta)

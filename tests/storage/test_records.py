@@ -346,3 +346,14 @@ def test_iter_values_reads_long_varints_too() -> None:
     ]
     view = RecordBatch(build_batch(records))
     assert list(view.iter_values()) == [r.value for r in view.records()] == [r.value for r in records]
+
+
+def test_records_at_the_varint_table_bounds_encode_as_kafka_python_does() -> None:
+    """``encode_record`` takes the common record (a value, no key or headers, deltas and sizes
+    below 8192) from a table of varints: at and across the table's bounds the bytes stay
+    kafka-python's."""
+    sizes = [0, 1, 63, 64, 8100, 8160, 8170, 8191, 8192, 9000]
+    records = [SimpleRecord(b"v" * n, timestamp=1_000 + delta) for n in sizes for delta in (0, 63, 64, 8191, 8192)]
+    records += [SimpleRecord(None, timestamp=1_000), SimpleRecord(b"x", key=b"k", timestamp=999)]
+    raw = build_batch(records, base_offset=0, partition_leader_epoch=0)
+    assert bytes(_kafka_python_build(records, CompressionType.NONE)) == raw
