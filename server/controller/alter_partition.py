@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from functools import partial
+from typing import Any
 
 from kwire.errors import Errors
 from kwire.uuid import Uuid
@@ -64,6 +65,7 @@ from server.controller.topic_configs import effective_topic_config
 
 __all__ = [
     "BrokerPartitionEffects",
+    "PartitionChanges",
     "TopicConfigLayers",
     "alter_partition",
     "assign_replicas_to_dirs",
@@ -351,6 +353,38 @@ class BrokerPartitionEffects:
     def has_leaderships(self, broker_id: int) -> bool:
         """``broker_id`` leads a partition."""
         return self.image.has_leaderships(broker_id)
+
+
+class PartitionChanges:
+    """What the operations on existing partitions (ElectLeaders, the periodic elections,
+    reassignments) build their changes against: the image, the brokers, the topic configs, the
+    metadata.version and whether ELR is enabled."""
+
+    def __init__(
+        self, image: ReplicationImage, cluster: ClusterControl, configs: TopicConfigLayers, *,
+        metadata_version: int, elr_enabled: bool,
+    ) -> None:
+        self.image, self.cluster, self.configs = image, cluster, configs
+        self.metadata_version, self.elr_enabled = metadata_version, elr_enabled
+        self.record_version = partition_change_record_version(metadata_version)
+        """The PartitionChangeRecord version at this metadata.version."""
+
+    def change(self, topic_id: Uuid, index: int, **targets: Any) -> PartitionChange:
+        """A change of partition ``index`` of topic ``topic_id`` (both in the image), its
+        leaders accepted as ``LeaderAcceptor`` does; ``targets`` set further fields of
+        :class:`PartitionChange` (``election``, ``default_directory``, ...)."""
+        topic = self.image.topics[topic_id]
+        partition = topic.partitions[index]
+        return PartitionChange(
+            partition=partition,
+            topic_id=topic_id,
+            partition_id=index,
+            acceptable_leader=partial(leader_acceptable, self.cluster, partition),
+            metadata_version=self.metadata_version,
+            min_isr=effective_min_isr(topic, self.configs),
+            elr_enabled=self.elr_enabled,
+            **targets,
+        )
 
 
 def effective_min_isr(topic: TopicImage, configs: TopicConfigLayers) -> int:

@@ -19,8 +19,6 @@ replica's directory online (``server.controller.alter_partition.leader_acceptabl
 
 from __future__ import annotations
 
-from functools import partial
-
 from kwire.errors import Errors
 from kwire.uuid import Uuid
 from messages.generated.elect_leaders_request import ElectLeadersRequest
@@ -30,18 +28,10 @@ from messages.generated.elect_leaders_response import (
     ReplicaElectionResult,
 )
 from messages.runtime import Message
-from server.controller.alter_partition import (
-    TopicConfigLayers,
-    effective_min_isr,
-    leader_acceptable,
-)
+from server.controller.alter_partition import PartitionChanges, TopicConfigLayers
 from server.controller.cluster import ClusterControl
 from server.controller.errors import ApiError
-from server.controller.partition_change import (
-    Election,
-    PartitionChange,
-    partition_change_record_version,
-)
+from server.controller.partition_change import Election
 from server.controller.replication import ReplicationImage
 
 __all__ = ["PREFERRED", "UNCLEAN", "balance_partition_leaders", "elect_leaders", "imbalanced_partitions"]
@@ -63,28 +53,10 @@ def _error(code: Errors) -> ApiError:
     return ApiError(code, _MESSAGES[code])
 
 
-class _Elector:
-    def __init__(
-        self, image: ReplicationImage, cluster: ClusterControl, configs: TopicConfigLayers, *,
-        metadata_version: int, elr_enabled: bool,
-    ) -> None:
-        self.image, self.cluster, self.configs = image, cluster, configs
-        self.metadata_version, self.elr_enabled = metadata_version, elr_enabled
-        self.version = partition_change_record_version(metadata_version)
-
-    def change(self, topic_id: Uuid, index: int, election: Election) -> Message | None:
-        topic = self.image.topics[topic_id]
-        partition = topic.partitions[index]
-        return PartitionChange(
-            partition=partition,
-            topic_id=topic_id,
-            partition_id=index,
-            acceptable_leader=partial(leader_acceptable, self.cluster, partition),
-            metadata_version=self.metadata_version,
-            min_isr=effective_min_isr(topic, self.configs),
-            elr_enabled=self.elr_enabled,
-            election=election,
-        ).build()
+class _Elector(PartitionChanges):
+    def elected(self, topic_id: Uuid, index: int, election: Election) -> Message | None:
+        """The record of an ``election`` for one partition, None when nothing changes."""
+        return self.change(topic_id, index, election=election).build()
 
     def elect(self, topic: str, index: int, kind: int, records: list[Record]) -> ApiError:
         """``electLeader``: the outcome for one partition; its record, if any, appended."""
@@ -97,12 +69,12 @@ class _Elector:
         preferred = partition.leader == partition.replicas[0]
         if (kind == PREFERRED and preferred) or (kind == UNCLEAN and partition.leader != -1):
             return _error(Errors.ELECTION_NOT_NEEDED)
-        record = self.change(topic_id, index, Election.UNCLEAN if kind == UNCLEAN else Election.PREFERRED)
+        record = self.elected(topic_id, index, Election.UNCLEAN if kind == UNCLEAN else Election.PREFERRED)
         if record is None:
             return _error(
                 Errors.PREFERRED_LEADER_NOT_AVAILABLE if kind == PREFERRED else Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
             )
-        records.append((record, self.version))
+        records.append((record, self.record_version))
         return ApiError(Errors.NONE)
 
 
@@ -175,7 +147,7 @@ def balance_partition_leaders(
     for topic_id, index in imbalanced_partitions(image):
         if len(records) >= max_elections:
             break
-        record = elector.change(topic_id, index, Election.PREFERRED)
+        record = elector.elected(topic_id, index, Election.PREFERRED)
         if record is not None:
-            records.append((record, elector.version))
+            records.append((record, elector.record_version))
     return records

@@ -59,18 +59,10 @@ from messages.generated.list_partition_reassignments_response import (
     OngoingTopicReassignment,
 )
 from messages.runtime import Message
-from server.controller.alter_partition import (
-    TopicConfigLayers,
-    effective_min_isr,
-    leader_acceptable,
-)
+from server.controller.alter_partition import PartitionChanges, TopicConfigLayers
 from server.controller.cluster import ClusterControl
 from server.controller.errors import ApiError
-from server.controller.partition_change import (
-    Election,
-    PartitionChange,
-    partition_change_record_version,
-)
+from server.controller.partition_change import Election, PartitionChange
 from server.controller.replication import PartitionRegistration, ReplicationImage
 from server.controller.topics import check_manual_replicas, default_directory
 
@@ -108,27 +100,10 @@ def revert_reassignment(partition: PartitionRegistration) -> tuple[list[int], li
     return replicas, [replicas[0]], True
 
 
-class _Reassigner:
-    def __init__(
-        self, image: ReplicationImage, cluster: ClusterControl, configs: TopicConfigLayers, *,
-        metadata_version: int, elr_enabled: bool,
-    ) -> None:
-        self.image, self.cluster, self.configs = image, cluster, configs
-        self.metadata_version, self.elr_enabled = metadata_version, elr_enabled
-
+class _Reassigner(PartitionChanges):
     def _change(self, topic_id: Uuid, index: int) -> PartitionChange:
-        topic = self.image.topics[topic_id]
-        partition = topic.partitions[index]
-        return PartitionChange(
-            partition=partition,
-            topic_id=topic_id,
-            partition_id=index,
-            acceptable_leader=partial(leader_acceptable, self.cluster, partition),
-            metadata_version=self.metadata_version,
-            min_isr=effective_min_isr(topic, self.configs),
-            elr_enabled=self.elr_enabled,
-            default_directory=partial(default_directory, self.cluster),
-        )
+        """A change whose new replicas go to their brokers' default directories."""
+        return self.change(topic_id, index, default_directory=partial(default_directory, self.cluster))
 
     def alter(self, name: str, target: ReassignablePartition, allow_rf_change: bool) -> Message | None:
         """``alterPartitionReassignment``: the record for one partition (None: no change).
@@ -207,7 +182,6 @@ def alter_partition_reassignments(
         return [], AlterPartitionReassignmentsResponse()
     allow_rf_change = request.allow_replication_factor_change if version >= 1 else True
     reassigner = _Reassigner(image, cluster, configs, metadata_version=metadata_version, elr_enabled=elr_enabled)
-    record_version = partition_change_record_version(metadata_version)
     records: list[Record] = []
     response = AlterPartitionReassignmentsResponse(error_message=None, allow_replication_factor_change=allow_rf_change)
     for topic in request.topics:
@@ -221,7 +195,7 @@ def alter_partition_reassignments(
                 result.error_code, result.error_message = exc.error, exc.message
             else:
                 if record is not None:
-                    records.append((record, record_version))
+                    records.append((record, reassigner.record_version))
             answered.partitions.append(result)
     return records, response
 
