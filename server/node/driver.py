@@ -9,6 +9,9 @@ happens to the node reaches it as an item on one memory channel::
     shutdown() ──► Resign ───────────────────────────────────────────┘      │
                      timer (next_deadline_ms) ──► Tick ─────────────────────┘
 
+Appends that queued on the channel while the node waited on the disk or the network go to the
+core together (``RaftCore.step_many``): one step, one Outbox, one batch at any linger.
+
 Each Outbox is carried out by ``server.raft.outbox.apply`` (the one applier, with the order
 of the Outbox contract); the node is its ``OutboxTarget``: the election state goes to
 quorum-state (tmp + fsync + rename) first, log changes and the fsync run off the event loop,
