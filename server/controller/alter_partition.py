@@ -187,7 +187,7 @@ def alter_partition(
     to append (each partition's change stands alone) and the answer. Raises ApiError
     STALE_BROKER_EPOCH for a sender that is not registered at the request's broker epoch."""
     cluster.check_broker_epoch(request.broker_id, request.broker_epoch)
-    record_version = partition_change_record_version(metadata_version)
+    changes = PartitionChanges(image, cluster, configs, metadata_version=metadata_version, elr_enabled=elr_enabled)
     records: list[Record] = []
     topics = []
     for topic_data in request.topics:
@@ -212,21 +212,12 @@ def alter_partition(
             if error != Errors.NONE or partition is None:
                 answered.partitions.append(PartitionData(partition_index=index, error_code=error))
                 continue
-            change = PartitionChange(
-                partition=partition,
-                topic_id=topic.topic_id,
-                partition_id=index,
-                acceptable_leader=partial(leader_acceptable, cluster, partition),
-                metadata_version=metadata_version,
-                min_isr=effective_min_isr(topic, configs),
-                elr_enabled=elr_enabled,
-                election=configs.election(topic.name),
-            )
+            change = changes.change(topic.topic_id, index, election=configs.election(topic.name))
             change.target_isr = [state.broker_id for state in isr]
             change.target_leader_recovery_state = data.leader_recovery_state
             record = change.build()
             if record is not None:
-                records.append((record, record_version))
+                records.append((record, changes.record_version))
                 partition = partition.merge(record)
                 if record.leader not in (request.broker_id, NO_LEADER_CHANGE):
                     answered.partitions.append(PartitionData(partition_index=index, error_code=Errors.NEW_LEADER_ELECTED))
@@ -262,31 +253,22 @@ def leader_and_isr_updates(
     among the acceptable replicas (active brokers, ``broker_to_add`` counted as active, the two
     removed ones not). Raises RuntimeError for a partition the image does not hold."""
     records: list[Record] = []
-    version = partition_change_record_version(metadata_version)
-
+    changes = PartitionChanges(image, cluster, configs, metadata_version=metadata_version, elr_enabled=elr_enabled)
     for topic_id, index in partitions:
         topic = image.topics.get(topic_id)
         partition = None if topic is None else topic.partitions.get(index)
         if topic is None or partition is None:
             raise RuntimeError(f"Partition {topic_id}:{index} is not in the image")
-        change = PartitionChange(
-            partition=partition,
-            topic_id=topic_id,
-            partition_id=index,
-            acceptable_leader=partial(
-                leader_acceptable, cluster, partition,
-                removed=(broker_to_remove, unclean_shutdown_broker), added=broker_to_add,
-            ),
-            metadata_version=metadata_version,
-            min_isr=effective_min_isr(topic, configs),
-            elr_enabled=elr_enabled,
+        change = changes.change(
+            topic_id, index,
+            removed=(broker_to_remove, unclean_shutdown_broker), added=broker_to_add,
             election=configs.election(topic.name),
             unclean_shutdown_replicas=[unclean_shutdown_broker] if unclean_shutdown_broker != -1 else None,
         )
         change.target_isr = [b for b in partition.isr if b not in (broker_to_remove, unclean_shutdown_broker)]
         record = change.build()
         if record is not None:
-            records.append((record, version))
+            records.append((record, changes.record_version))
     return records
 
 
@@ -369,17 +351,20 @@ class PartitionChanges:
         self.record_version = partition_change_record_version(metadata_version)
         """The PartitionChangeRecord version at this metadata.version."""
 
-    def change(self, topic_id: Uuid, index: int, **targets: Any) -> PartitionChange:
+    def change(
+        self, topic_id: Uuid, index: int, *, removed: tuple[int, ...] = (), added: int = -1, **targets: Any
+    ) -> PartitionChange:
         """A change of partition ``index`` of topic ``topic_id`` (both in the image), its
-        leaders accepted as ``LeaderAcceptor`` does; ``targets`` set further fields of
-        :class:`PartitionChange` (``election``, ``default_directory``, ...)."""
+        leaders accepted as ``LeaderAcceptor`` does (:func:`leader_acceptable`, with
+        ``removed`` and ``added``); ``targets`` set further fields of :class:`PartitionChange`
+        (``election``, ``default_directory``, ...)."""
         topic = self.image.topics[topic_id]
         partition = topic.partitions[index]
         return PartitionChange(
             partition=partition,
             topic_id=topic_id,
             partition_id=index,
-            acceptable_leader=partial(leader_acceptable, self.cluster, partition),
+            acceptable_leader=partial(leader_acceptable, self.cluster, partition, removed=removed, added=added),
             metadata_version=self.metadata_version,
             min_isr=effective_min_isr(topic, self.configs),
             elr_enabled=self.elr_enabled,
@@ -415,7 +400,7 @@ def assign_replicas_to_dirs(
     broker_id = request.broker_id
     cluster.check_broker_epoch(broker_id, request.broker_epoch)
     registration = cluster.registrations[broker_id]
-    version = partition_change_record_version(metadata_version)
+    changes = PartitionChanges(image, cluster, configs, metadata_version=metadata_version, elr_enabled=elr_enabled)
     records: list[Record] = []
     offline: list[tuple[Uuid, int]] = []
     directories = []
@@ -436,19 +421,11 @@ def assign_replicas_to_dirs(
                 elif broker_id not in partition.replicas:
                     error = Errors.NOT_LEADER_OR_FOLLOWER
                 else:
-                    change = PartitionChange(
-                        partition=partition,
-                        topic_id=topic.topic_id,
-                        partition_id=index,
-                        acceptable_leader=partial(leader_acceptable, cluster, partition),
-                        metadata_version=metadata_version,
-                        min_isr=effective_min_isr(topic, configs),
-                        elr_enabled=elr_enabled,
-                    )
+                    change = changes.change(topic.topic_id, index)
                     change.target_directories[broker_id] = wanted.id
                     record = change.build()
                     if record is not None:
-                        records.append((record, version))
+                        records.append((record, changes.record_version))
                     if directory_offline:
                         offline.append((topic.topic_id, index))
                 answered_topic.partitions.append(AssignedPartition(partition_index=index, error_code=error))
