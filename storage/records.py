@@ -332,8 +332,8 @@ class RecordBatch:
         pos = 0
         # Every committed record passes through here, so the varints that are one or two bytes
         # long in practice (sizes and offset deltas up to 8 KiB, timestamp deltas up to 63, a
-        # null key) are decoded inline;
-        # longer ones take the general readers. Zig-zag: (raw >> 1) ^ -(raw & 1).
+        # null key) are decoded inline; longer ones take the general readers. Zig-zag:
+        # (raw >> 1) ^ -(raw & 1).
         try:
             for _ in range(self.records_count):
                 b = data[pos]

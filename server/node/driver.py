@@ -543,8 +543,8 @@ class Node:
         """As :meth:`_step`, for ``events`` fed to the core in one step (``RaftCore.step_many``)."""
         core = self.core
         assert core is not None
-        if await self._execute(core.step_many(self.now_ms(), events)):
-            await self._step(FlushCompleted())
+        while await self._execute(core.step_many(self.now_ms(), events)):
+            events = [FlushCompleted()]
 
     async def _execute(self, out: Outbox) -> bool:
         """Apply one Outbox through ``server.raft.outbox``; True when a flush completed."""
