@@ -23,6 +23,9 @@ Output, every ``--stats-interval-ms`` (default 5000) while leader: Kafka's line
 one JSON object per line instead, keyed by ``event``:
 
 * ``leader``: ``leader_id``, ``epoch`` -- this node learned of a new leader or epoch;
+* ``high-watermark``: ``epoch``, ``high_watermark`` -- this leader's high watermark first covers
+  its epoch's first batch (its LeaderChange record committed): the moment Kafka's
+  ``LeaderState`` logs "High watermark set to ... for the first time for epoch";
 * ``first-commit``: ``epoch``, ``offset`` -- the first record this leader appended committed;
 * ``committed``: ``epoch``, ``offset``, ``counter`` -- the newest committed record of this
   leader (at most every 100 ms);
@@ -166,6 +169,7 @@ class Workload:
         self._tokens: dict[int, tuple[int, int, int]] = {}  # token -> (append ms, count, first counter)
         self._pending: deque[tuple[int, int, int, int]] = deque()  # (base, last, append ms, first counter)
         self._first_commit_reported = False
+        self._high_watermark_reported = False
         self.max_outstanding = max(throughput, self.per_append)
         """At most one second of load appended and not yet committed: beyond it, due records are
         skipped (and counted) instead of queueing without bound behind a slow quorum."""
@@ -192,6 +196,7 @@ class Workload:
             self._generated = 0
             self._start = trio.current_time()
             self._first_commit_reported = False
+            self._high_watermark_reported = False
         else:
             self.claimed_epoch = None
         self._tokens.clear()
@@ -213,11 +218,17 @@ class Workload:
 
     def handle_commit(self, batch: Any) -> None:
         """Record the commit latency (ms since the append) of every record of this epoch's load
-        up to ``batch``'s last offset; report the first commit, and the newest committed record
-        at most every 100 ms."""
-        if self.claimed_epoch is None or batch.epoch != self.claimed_epoch or batch.is_control:
+        up to ``batch``'s last offset; report the epoch's first committed batch, the load's
+        first commit, and the newest committed record at most every 100 ms."""
+        if self.claimed_epoch is None or batch.epoch != self.claimed_epoch:
             return
         now = _now_ms()
+        if not self._high_watermark_reported:
+            self._high_watermark_reported = True
+            self.emit({"event": "high-watermark", "time_ms": now, "epoch": self.claimed_epoch,
+                       "high_watermark": batch.last_offset + 1})
+        if batch.is_control:
+            return
         pending = self._pending
         while pending and pending[0][1] <= batch.last_offset:
             base, last, append_ms, first_counter = pending.popleft()

@@ -90,3 +90,45 @@ def test_tiny_kwire_run_reports_and_leaves_no_process(tmp_path: Path) -> None:
     assert row.cpu_s_per_million is not None and row.cpu_s_per_million > 0
     assert row.window_s is not None and row.window_s > 0
     assert leftover_processes(tmp_path) == []
+
+
+def test_throughput_flag_parses_a_load_list() -> None:
+    assert quorum.parse_loads(None) == (quorum.THROUGHPUT,)
+    assert quorum.parse_loads(quorum.CURVE) == (1000, 5000, 10000, 20000, 40000)
+    assert quorum.parse_loads("20k, 1.5k,20000") == (1500, 20000)
+    for bad in ("0", "-5", "fast", ""):
+        try:
+            quorum.parse_loads(bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"{bad!r} was accepted")
+
+
+def _curve_row(name: str, linger: int, load: int, committed: float, skipped: int | None) -> quorum.Row:
+    return quorum.Row(name, linger, load, p75=3.0, p99=9.0, p999=12.0, records_per_s=committed,
+                      offered_per_s=float(load), skipped=skipped, cpu_s_per_million=40.0, window_s=30.0)
+
+
+def test_load_curve_names_each_load_and_the_saturation_point() -> None:
+    rows = [
+        _curve_row("kwire", 0, 1000, 1000.0, 0),
+        _curve_row("kwire", 0, 5000, 4990.0, 0),
+        _curve_row("kwire", 0, 10000, 9000.0, 0),  # below 97 % committed: does not keep up
+        _curve_row("kwire", 0, 20000, 19990.0, 0),  # keeps up again, but the curve broke below it
+        _curve_row("Kafka 4.4.0", 0, 1000, 1000.0, None),
+        _curve_row("Kafka 4.4.0", 0, 5000, 5000.0, None),
+        _curve_row("Kafka 4.4.0", 0, 10000, 10000.0, None),
+        _curve_row("Kafka 4.4.0", 0, 20000, 20000.0, None),
+        _curve_row("kwire", 25, 1000, 1000.0, 12),  # skipped load: does not keep up
+    ]
+    assert quorum.saturation(rows, "kwire", 0) == 5000
+    assert quorum.saturation(rows, "Kafka 4.4.0", 0) == 20000
+    assert quorum.saturation(rows, "kwire", 25) is None
+    text = quorum.format_rows(rows)
+    assert "kwire, linger 0 ms: keeps up (no skipped records, >= 97% committed) up to 5,000 rec/s" in text
+    assert "Kafka 4.4.0, linger 0 ms: keeps up" in text and "up to 20,000 rec/s" in text
+    assert "kwire, linger 25 ms: keeps up (no skipped records, >= 97% committed) up to no measured load" in text
+    whats = [r.what for r in quorum.to_results(rows, quorum.FULL)]
+    assert "commit latency p99, linger 0 ms at 5,000 rec/s" in whats
+    assert "commit latency p99, linger 0 ms" in whats  # the 20,000 rec/s headline keeps its name
+    assert len(whats) == len(set(whats))

@@ -1,4 +1,5 @@
-"""Command line of the benchmarks: ``python -m tools.bench [SECTION...] [--json OUT] [--quick]``.
+"""Command line of the benchmarks: ``python -m tools.bench [SECTION...] [--json OUT] [--quick]``
+(the quorum section also takes ``--throughput [RATES]`` and ``--no-failover``).
 
 With no section, every registered section runs. Exit status 1 when a section fails (for
 instance when a precondition such as byte identity with the reference does not hold).
@@ -20,6 +21,7 @@ from tools.bench.core import (
     format_table,
     write_json,
 )
+from tools.bench.quorum import CURVE
 from tools.bench.registry import SECTIONS
 
 
@@ -38,6 +40,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="seconds per timed run (default 0.2, quick 0.02)")
     parser.add_argument("--profile", action="store_true",
                         help="sections that support it also print a cProfile of kwire's side")
+    parser.add_argument("--throughput", nargs="?", const=CURVE, metavar="RATES",
+                        help="quorum: run a load curve at these offered loads, records/s, comma-separated "
+                             f"(default with the flag alone: {CURVE}; without the flag: "
+                             "TestRaftServer's 20000 alone)")
+    parser.add_argument("--no-failover", action="store_true",
+                        help="quorum: skip the failover rounds (SIGTERM and SIGKILL of the leader)")
     parser.add_argument("--list", action="store_true", help="list the sections and exit")
     args = parser.parse_args(argv)
     unknown = [s for s in args.sections if s not in SECTIONS]

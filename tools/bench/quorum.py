@@ -33,6 +33,16 @@ the measured window, divided by the records committed in it, times one million. 
 window is between the leader's two reports (its record count); for Kafka between two of its lines
 one ``window`` apart (records = Kafka's rate x the window's length).
 
+``--throughput [RATES]`` runs the same measurement at each offered load of RATES (default
+:data:`CURVE`) and at each linger, both sides, and names each side's saturation point: the highest
+load up to which it kept up at every load (no skipped record and at least :data:`KEEP_UP_SHARE`
+of the load committed; Kafka never skips, so for it only the committed rate counts). Without the
+flag the single load is TestRaftServer's :data:`THROUGHPUT`.
+
+After the loads, the failover rounds of :mod:`tools.bench.failover` (SIGTERM and SIGKILL of the
+leader, time to the new leader's first commit, both sides with the same timeouts) run unless
+``--no-failover`` is given.
+
 ``--quick`` (smoke use): 5 s windows for kwire; Kafka's line is the first one 32 s after its first
 line (the earliest at which its rate is a rate), so its latencies include the warm-up.
 
@@ -58,6 +68,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tools.bench import failover
 from tools.bench.core import Result
 from tools.stock_kafka import PINNED_VERSIONS
 
@@ -67,6 +78,11 @@ RECORD_SIZE = 256  # bytes per record value
 NODES = 3
 LINGERS_MS = (25, 0)
 LINGER_KEY = "controller.quorum.append.linger.ms"
+CURVE = "1000,5000,10000,20000,40000"
+"""``--throughput`` without a value: the load curve's offered loads, records/s."""
+FAILOVER_LINGER_MS = 25  # Kafka's default controller.quorum.append.linger.ms
+KEEP_UP_SHARE = 0.97
+"""A side keeps up with a load when it skips none and commits at least this share of it."""
 KAFKA_VERSION = PINNED_VERSIONS[-1] if PINNED_VERSIONS else "(none pinned)"
 """The newest pinned Kafka release (``compat/kafka-versions.properties``, the one place
 releases are pinned)."""
@@ -108,6 +124,8 @@ class Row:
 
     implementation: str
     linger_ms: int
+    load: int = THROUGHPUT
+    """The offered load asked for, records/s."""
     p50: float | None = None
     p75: float | None = None
     p99: float | None = None
@@ -182,14 +200,15 @@ def _tail_text(path: Path, limit: int = 1500) -> str:
 # kwire
 
 
-def run_kwire(linger_ms: int, timing: Timing, base: Path) -> Row:
-    """Three ``kwire test-raft-server`` nodes at ``linger_ms``; figures of the leader's second
-    report. Raises QuorumRunError (or DevClusterError) when the run gives no figures."""
+def run_kwire(linger_ms: int, timing: Timing, base: Path, load: int = THROUGHPUT) -> Row:
+    """Three ``kwire test-raft-server`` nodes at ``linger_ms``, the leader offering ``load``
+    records/s; figures of the leader's second report. Raises QuorumRunError (or DevClusterError)
+    when the run gives no figures."""
     from tools.local_cluster import DevCluster
 
-    root = base / f"kwire-linger-{linger_ms}"
+    root = base / f"kwire-{load}-linger-{linger_ms}"
     cluster = DevCluster.create(
-        root, NODES, base_port=None, workload=(THROUGHPUT, RECORD_SIZE),
+        root, NODES, base_port=None, workload=(load, RECORD_SIZE),
         properties={LINGER_KEY: str(linger_ms)}, stats_interval_ms=int(timing.window_s * 1000),
     )
     try:
@@ -237,10 +256,10 @@ def run_kwire(linger_ms: int, timing: Timing, base: Path) -> Row:
     if first["epoch"] != second["epoch"]:
         notes.append(f"epoch changed {first['epoch']} -> {second['epoch']} in the window")
     return Row(
-        implementation="kwire", linger_ms=linger_ms,
+        implementation="kwire", linger_ms=linger_ms, load=load,
         p50=lat["p50"], p75=lat["p75"], p99=lat["p99"], p999=lat["p999"],
         records_per_s=float(second["records_per_s"]),
-        offered_per_s=THROUGHPUT - skipped / window if window > 0 else None,
+        offered_per_s=load - skipped / window if window > 0 else None,
         skipped=skipped,
         cpu_s_per_million=(cpu1 - cpu0) / records * 1e6 if records else None,
         window_s=window, note="; ".join(notes),
@@ -281,14 +300,16 @@ def kafka_server_properties(node_id: int, port: int, voters: str, data_dir: Path
     ]) + "\n"
 
 
-def run_kafka(linger_ms: int, timing: Timing, base: Path, version: str = KAFKA_VERSION) -> Row:
-    """Three Kafka TestRaftServer JVMs at ``linger_ms``; figures of the leader's line chosen as
-    the module docstring says. Raises QuorumRunError when the run gives no figures."""
+def run_kafka(linger_ms: int, timing: Timing, base: Path, load: int = THROUGHPUT,
+              version: str = KAFKA_VERSION) -> Row:
+    """Three Kafka TestRaftServer JVMs at ``linger_ms``, the leader offering ``load`` records/s;
+    figures of the leader's line chosen as the module docstring says. Raises QuorumRunError when
+    the run gives no figures."""
     from kwire.uuid import Uuid
     from tools.local_cluster import free_ports
     from tools.stock_kafka import start_kafka_class
 
-    root = base / f"kafka-linger-{linger_ms}"
+    root = base / f"kafka-{load}-linger-{linger_ms}"
     ports = free_ports(NODES)
     voters = ",".join(f"{i + 1}@localhost:{p}" for i, p in enumerate(ports))
     procs: list[subprocess.Popen[bytes]] = []
@@ -306,7 +327,7 @@ def run_kafka(linger_ms: int, timing: Timing, base: Path, version: str = KAFKA_V
                 procs.append(start_kafka_class(
                     version, KAFKA_MAIN,
                     ["--config", str(config), "--replica-directory-id", str(Uuid.random()),
-                     "--throughput", str(THROUGHPUT), "--record-size", str(RECORD_SIZE)],
+                     "--throughput", str(load), "--record-size", str(RECORD_SIZE)],
                     jvm_args=KAFKA_HEAP, logs_dir=node_dir, stdout=out.fileno(), stderr=err.fileno(),
                 ))
         pids = [p.pid for p in procs]
@@ -367,9 +388,9 @@ def run_kafka(linger_ms: int, timing: Timing, base: Path, version: str = KAFKA_V
     if len(leaders) > 1:
         notes.append(f"leaders in order {leaders}: figures are the last one's")
     return Row(
-        implementation=f"Kafka {version}", linger_ms=linger_ms,
+        implementation=f"Kafka {version}", linger_ms=linger_ms, load=load,
         p75=p75, p99=p99, p999=p999, records_per_s=records_per_s,
-        offered_per_s=float(THROUGHPUT), skipped=None,
+        offered_per_s=float(load), skipped=None,
         cpu_s_per_million=(cpu_end - cpu_mark[1]) / records * 1e6 if records else None,
         window_s=window, note="; ".join(notes),
     )
@@ -387,17 +408,36 @@ def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
+def keeps_up(row: Row) -> bool:
+    """Whether ``row``'s side kept up with its offered load: no record skipped and at least
+    :data:`KEEP_UP_SHARE` of the offered records/s committed in the window."""
+    return (row.error is None and not row.skipped and row.records_per_s is not None
+            and row.records_per_s >= KEEP_UP_SHARE * row.load)
+
+
+def saturation(rows: Sequence[Row], implementation: str, linger_ms: int) -> int | None:
+    """The highest offered load (records/s) up to which ``implementation`` kept up at
+    ``linger_ms`` at every measured load (:func:`keeps_up`); None when it kept up at none."""
+    best: int | None = None
+    for row in sorted((r for r in rows if r.implementation == implementation and r.linger_ms == linger_ms),
+                      key=lambda r: r.load):
+        if not keeps_up(row):
+            break
+        best = row.load
+    return best
+
+
 def format_rows(rows: Sequence[Row]) -> str:
-    """The section's own table: one line per implementation and linger."""
-    header = ["implementation", "linger", "p50 ms", "p75 ms", "p99 ms", "p999 ms",
+    """The section's own table: one line per implementation, offered load and linger."""
+    header = ["implementation", "linger", "load rec/s", "p50 ms", "p75 ms", "p99 ms", "p999 ms",
               "committed rec/s", "offered rec/s", "skipped", "CPU-s/M rec", "window s"]
     lines = [header]
     for r in rows:
         if r.error is not None:
-            lines.append([r.implementation, f"{r.linger_ms} ms"] + ["-"] * (len(header) - 2))
+            lines.append([r.implementation, f"{r.linger_ms} ms", f"{r.load:,}"] + ["-"] * (len(header) - 3))
             continue
         lines.append([
-            r.implementation, f"{r.linger_ms} ms",
+            r.implementation, f"{r.linger_ms} ms", f"{r.load:,}",
             "n/a" if r.p50 is None else _ms(r.p50), _ms(r.p75), _ms(r.p99), _ms(r.p999),
             _rate(r.records_per_s), _rate(r.offered_per_s),
             "-" if r.skipped is None else f"{r.skipped:,}",
@@ -411,39 +451,80 @@ def format_rows(rows: Sequence[Row]) -> str:
     for r in rows:
         text = f"error: {r.error}" if r.error is not None else r.note
         if text:
-            out.append(f"  {r.implementation}, linger {r.linger_ms} ms: {text}")
+            out.append(f"  {r.implementation}, {r.load:,} rec/s, linger {r.linger_ms} ms: {text}")
+    if len({r.load for r in rows}) > 1:
+        for implementation in dict.fromkeys(r.implementation for r in rows):
+            for linger in LINGERS_MS:
+                point = saturation(rows, implementation, linger)
+                out.append(f"  {implementation}, linger {linger} ms: keeps up (no skipped records, "
+                           f">= {KEEP_UP_SHARE:.0%} committed) up to "
+                           + ("no measured load" if point is None else f"{point:,} rec/s"))
     return "\n".join(out)
 
 
 def to_results(rows: Sequence[Row], timing: Timing) -> list[Result]:
-    """The rows as the runner's kwire-vs-reference results (one per figure and linger)."""
+    """The rows as the runner's kwire-vs-reference results (one per figure, load and linger)."""
     results: list[Result] = []
     kafka_name = f"Kafka {KAFKA_VERSION} TestRaftServer"
-    for linger in LINGERS_MS:
-        k = next((r for r in rows if r.linger_ms == linger and r.implementation == "kwire"), None)
-        ref = next((r for r in rows if r.linger_ms == linger and r.implementation != "kwire"), None)
-        if k is None or k.error is not None:
-            continue
-        ok_ref = ref if ref is not None and ref.error is None else None
-        conditions = (f"{NODES} nodes, {THROUGHPUT} rec/s x {RECORD_SIZE} B offered, linger {linger} ms, "
-                      f"{timing.description}" + ("" if ok_ref else "; no reference figures (see above)"))
-        figures: list[tuple[str, str, float | None, float | None, bool]] = [
-            ("commit latency p50", "ms", k.p50, None, False),
-            ("commit latency p75", "ms", k.p75, ok_ref.p75 if ok_ref else None, False),
-            ("commit latency p99", "ms", k.p99, ok_ref.p99 if ok_ref else None, False),
-            ("committed records/s", "rec/s", k.records_per_s,
-             ok_ref.records_per_s if ok_ref else None, True),
-            ("CPU-s per million records", "s", k.cpu_s_per_million,
-             ok_ref.cpu_s_per_million if ok_ref else None, False),
-        ]
-        for what, unit, kv, rv, higher in figures:
-            if kv is None:
+    for load in dict.fromkeys(r.load for r in rows):
+        for linger in LINGERS_MS:
+            k = next((r for r in rows if (r.load, r.linger_ms, r.implementation) == (load, linger, "kwire")), None)
+            ref = next((r for r in rows if (r.load, r.linger_ms) == (load, linger) and r.implementation != "kwire"),
+                       None)
+            if k is None or k.error is not None:
                 continue
+            ok_ref = ref if ref is not None and ref.error is None else None
+            conditions = (f"{NODES} nodes, {load} rec/s x {RECORD_SIZE} B offered, linger {linger} ms, "
+                          f"{timing.description}" + ("" if ok_ref else "; no reference figures (see above)"))
+            at = "" if load == THROUGHPUT else f" at {load:,} rec/s"
+            figures: list[tuple[str, str, float | None, float | None, bool]] = [
+                ("commit latency p50", "ms", k.p50, None, False),
+                ("commit latency p75", "ms", k.p75, ok_ref.p75 if ok_ref else None, False),
+                ("commit latency p99", "ms", k.p99, ok_ref.p99 if ok_ref else None, False),
+                ("committed records/s", "rec/s", k.records_per_s,
+                 ok_ref.records_per_s if ok_ref else None, True),
+                ("CPU-s per million records", "s", k.cpu_s_per_million,
+                 ok_ref.cpu_s_per_million if ok_ref else None, False),
+            ]
+            for what, unit, kv, rv, higher in figures:
+                if kv is None:
+                    continue
+                results.append(Result(
+                    section=SECTION, what=f"{what}, linger {linger} ms{at}", unit=unit, kwire=float(kv),
+                    reference=None if rv is None else float(rv), reference_name=kafka_name,
+                    conditions=conditions, higher_is_better=higher,
+                    extra={"kwire_row": _row_dict(k), "reference_row": _row_dict(ref)},
+                ))
+    return results
+
+
+def failover_results(rows: Sequence[failover.FailoverRow]) -> list[Result]:
+    """The failover medians as kwire-vs-Kafka results (ms from the signal to the new leader's
+    first commit; for SIGKILL also the excess over the fetch timeout)."""
+    k = next((r for r in rows if r.implementation == "kwire" and r.error is None), None)
+    ref = next((r for r in rows if r.implementation != "kwire" and r.error is None), None)
+    if k is None:
+        return []
+    conditions = (f"{failover.NODES} nodes, {failover.THROUGHPUT} rec/s, fetch timeout "
+                  f"{failover.FETCH_TIMEOUT_MS} ms, median of {len(k.recoveries('SIGTERM'))} rounds")
+    results = []
+    for name, _sig in failover.SIGNALS:
+        kv, rv = k.median(name), ref.median(name) if ref is not None else None
+        if kv is None:
+            continue
+        extra = {"kwire_ms": k.recoveries(name), "reference_ms": ref.recoveries(name) if ref else None}
+        results.append(Result(
+            section=SECTION, what=f"failover after {name}: signal to first commit", unit="ms", kwire=kv,
+            reference=rv, reference_name=f"Kafka {KAFKA_VERSION} TestRaftServer",
+            conditions=conditions, higher_is_better=False, extra=extra,
+        ))
+        if name == "SIGKILL":
             results.append(Result(
-                section=SECTION, what=f"{what}, linger {linger} ms", unit=unit, kwire=float(kv),
-                reference=None if rv is None else float(rv), reference_name=kafka_name,
-                conditions=conditions, higher_is_better=higher,
-                extra={"kwire_row": _row_dict(k), "reference_row": _row_dict(ref)},
+                section=SECTION, what="failover after SIGKILL: excess over the fetch timeout", unit="ms",
+                kwire=kv - failover.FETCH_TIMEOUT_MS,
+                reference=None if rv is None else rv - failover.FETCH_TIMEOUT_MS,
+                reference_name=f"Kafka {KAFKA_VERSION} TestRaftServer",
+                conditions=conditions, higher_is_better=False, extra=extra,
             ))
     return results
 
@@ -456,31 +537,86 @@ def _row_dict(row: Row | None) -> dict[str, Any] | None:
 # entry point
 
 
+def parse_loads(text: str | None) -> tuple[int, ...]:
+    """``--throughput``'s value: comma-separated records/s (``1000,5000,20k``); None (flag
+    absent) gives the single load :data:`THROUGHPUT`. Raises ValueError on a bad list."""
+    if text is None:
+        return (THROUGHPUT,)
+    loads = []
+    for part in text.split(","):
+        part = part.strip().lower()
+        value = int(float(part[:-1]) * 1000) if part.endswith("k") else int(part)
+        if value <= 0:
+            raise ValueError(f"--throughput: {part} is not a positive rate")
+        loads.append(value)
+    if not loads:
+        raise ValueError("--throughput: no load given")
+    return tuple(sorted(set(loads)))
+
+
 def run(args: Any) -> list[Result]:
     timing = QUICK if getattr(args, "quick", False) else FULL
+    loads = parse_loads(getattr(args, "throughput", None))
     problem = kafka_problem()
     kafka_name = f"Kafka {KAFKA_VERSION}"
     rows: list[Row] = []
     base = _bench_dir()
-    print(f"quorum: {NODES} nodes on loopback, leader writes {THROUGHPUT:,} records/s of {RECORD_SIZE} B "
-          f"(TestRaftServer's workload); {timing.description}; directories under {base}", flush=True)
+    print(f"quorum: {NODES} nodes on loopback, the leader writes {', '.join(f'{x:,}' for x in loads)} "
+          f"records/s of {RECORD_SIZE} B (TestRaftServer's workload is {THROUGHPUT:,}); "
+          f"{timing.description}; directories under {base}", flush=True)
+    failovers: list[failover.FailoverRow] = []
     try:
-        for linger in LINGERS_MS:
-            for name, runner in (("kwire", run_kwire), (kafka_name, run_kafka)):
-                if name != "kwire" and problem is not None:
-                    rows.append(Row(name, linger, error=f"not run: {problem}"))
-                    continue
-                t0 = time.monotonic()
-                try:
-                    row = runner(linger, timing, base)
-                except Exception as exc:  # noqa: BLE001 - a failed run is a row that says why
-                    row = Row(name, linger, error=f"{type(exc).__name__}: {exc}")
-                rows.append(row)
-                load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-                print(f"  {name}, linger {linger} ms: {time.monotonic() - t0:.0f} s, "
-                      f"load average {load}", flush=True)
+        for load in loads:
+            for linger in LINGERS_MS:
+                for name, runner in (("kwire", run_kwire), (kafka_name, run_kafka)):
+                    if name != "kwire" and problem is not None:
+                        rows.append(Row(name, linger, load, error=f"not run: {problem}"))
+                        continue
+                    t0 = time.monotonic()
+                    try:
+                        row = runner(linger, timing, base, load)
+                    except Exception as exc:  # noqa: BLE001 - a failed run is a row that says why
+                        row = Row(name, linger, load, error=f"{type(exc).__name__}: {exc}")
+                    rows.append(row)
+                    print(f"  {name}, {load:,} rec/s, linger {linger} ms: {time.monotonic() - t0:.0f} s, "
+                          f"load average {_loadavg()}", flush=True)
+        if not getattr(args, "no_failover", False):
+            rounds = failover.QUICK_ROUNDS if getattr(args, "quick", False) else failover.ROUNDS
+            failovers = run_failovers(base, rounds, problem)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     print(format_rows(rows), flush=True)
+    if failovers:
+        print(failover.format_rows(failovers), flush=True)
     sys.stdout.flush()
-    return to_results(rows, timing)
+    return to_results(rows, timing) + failover_results(failovers)
+
+
+def run_failovers(base: Path, rounds: int, kafka_problem_text: str | None) -> list[failover.FailoverRow]:
+    """Both sides' failover rounds (:mod:`tools.bench.failover`) at Kafka's default linger."""
+    from tools.stock_kafka import version_tuple
+
+    rows = []
+    t0 = time.monotonic()
+    rows.append(failover.run_side(
+        lambda: failover.KwireQuorum(base / "failover-kwire", FAILOVER_LINGER_MS), "kwire", rounds))
+    print(f"  kwire failover: {time.monotonic() - t0:.0f} s, load average {_loadavg()}", flush=True)
+    name = f"Kafka {KAFKA_VERSION}"
+    problem = kafka_problem_text
+    if problem is None and version_tuple(KAFKA_VERSION) < (4,):
+        problem = f"Kafka {KAFKA_VERSION} logs through log4j 1, without wall-clock milliseconds"
+    if problem is not None:
+        rows.append(failover.FailoverRow(name, error=f"not run: {problem}"))
+        return rows
+    t0 = time.monotonic()
+    rows.append(failover.run_side(
+        lambda: failover.KafkaQuorum(
+            base / "failover-kafka", KAFKA_VERSION,
+            lambda i, port, voters, data: kafka_server_properties(i, port, voters, data, FAILOVER_LINGER_MS)),
+        name, rounds))
+    print(f"  {name} failover: {time.monotonic() - t0:.0f} s, load average {_loadavg()}", flush=True)
+    return rows
+
+
+def _loadavg() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
