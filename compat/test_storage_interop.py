@@ -70,6 +70,7 @@ from storage.segment import LogConfig
 from storage.snapshots import SnapshotId, read_snapshot_content
 from tools import storage_cmd
 from tools.local_cluster import free_ports
+from tools.raft_server_load import record_template, workload_value
 
 pytestmark = pytest.mark.compat
 
@@ -78,6 +79,9 @@ DIR_ID = Uuid.from_string("J8aAPcfLQt2bqs1JT_rMgQ")
 PARTITION = "__cluster_metadata-0"
 FEATURE = encode_record(FeatureLevelRecord(name="metadata.version", feature_level=21), 0)
 NO_OP = encode_record(NoOpRecord(), 0)
+WORKLOAD_NO_OP = workload_value(record_template(256, "no-op"), 1, 7, 1)
+"""``kwire test-raft-server --record-type no-op``'s record: a NoOpRecord with a payload in a tag
+it does not define."""
 
 
 def _free_port() -> int:
@@ -195,7 +199,7 @@ def _kwire_directory(root: Path) -> Path:
     for i in range(60):
         log.append_as_leader(
             build_data_batch(
-                [FEATURE, NO_OP, FEATURE] * (1 + i % 4), base_offset=log.log_end_offset, partition_leader_epoch=1,
+                [FEATURE, NO_OP, FEATURE] * (1 + i % 4) + [WORKLOAD_NO_OP] * (i % 10 == 3), base_offset=log.log_end_offset, partition_leader_epoch=1,
                 append_time_ms=1_700_000_000_200 + i, compression=codecs[i % len(codecs)],
             ),
             epoch=1,

@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from messages.generated.config_record import ConfigRecord
 from messages.metadata import decode_record
 from storage.log import MetadataLog
 from tools.local_cluster import DevCluster, DevClusterError
-from tools.raft_server_load import WORKLOAD_CONFIG_NAME, parse_workload_value
+from tools.raft_server_load import parse_workload_record
 
 __all__ = ["Failover", "FailoverRun", "LogRecord", "check_logs", "read_node_log", "run_failovers"]
 
@@ -159,10 +158,7 @@ def read_node_log(data_dir: Path) -> list[LogRecord]:
             for delta, value in enumerate(view.iter_values()):
                 assert value is not None
                 message, _ = decode_record(value)
-                workload = None
-                if isinstance(message, ConfigRecord) and message.name == WORKLOAD_CONFIG_NAME:
-                    assert message.value is not None
-                    workload = parse_workload_value(message.value)
+                workload = parse_workload_record(message)
                 records.append(LogRecord(view.base_offset + delta, view.partition_leader_epoch, bytes(value), workload))
     return records
 

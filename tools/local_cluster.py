@@ -166,7 +166,7 @@ class DevCluster:
     ``workload`` is ``(records_per_s, record_size)`` to run ``kwire test-raft-server`` instead
     of ``kwire server-start``; ``overrides`` are ``key=value`` properties for every node;
     ``stats_interval_ms`` (with a workload) is the workload's ``--stats-interval-ms`` (None: the
-    tool's default, 5000 ms).
+    tool's default, 5000 ms) and ``record_type`` its ``--record-type`` (None: the tool's default).
     """
 
     def __init__(
@@ -180,6 +180,7 @@ class DevCluster:
         overrides: Sequence[str] = (),
         python: str = sys.executable,
         stats_interval_ms: int | None = None,
+        record_type: str | None = None,
     ) -> None:
         self.root = root
         self.cluster_id = cluster_id
@@ -189,6 +190,7 @@ class DevCluster:
         self.overrides = list(overrides)
         self.python = python
         self.stats_interval_ms = stats_interval_ms
+        self.record_type = record_type
 
     # ------------------------------------------------------------------ creation
 
@@ -204,6 +206,7 @@ class DevCluster:
         overrides: Sequence[str] = (),
         properties: dict[str, str] | None = None,
         stats_interval_ms: int | None = None,
+        record_type: str | None = None,
     ) -> DevCluster:
         """Write the configurations and format every node's directory. ``base_port`` None picks
         free ports. ``properties`` are extra lines for every ``server.properties``. Raises
@@ -256,7 +259,7 @@ class DevCluster:
         }
         (root / "cluster.json").write_text(json.dumps(description, indent=2) + "\n")
         return cls(root, cluster_id, members, host=host, workload=workload, overrides=overrides,
-                   stats_interval_ms=stats_interval_ms)
+                   stats_interval_ms=stats_interval_ms, record_type=record_type)
 
     @classmethod
     def open(
@@ -312,6 +315,8 @@ class DevCluster:
             return [self.python, "-m", "tools.cli", "server-start", str(node.config_path), *overrides]
         throughput, record_size = self.workload
         interval = [] if self.stats_interval_ms is None else ["--stats-interval-ms", str(self.stats_interval_ms)]
+        if self.record_type is not None:
+            interval += ["--record-type", self.record_type]
         return [
             self.python, "-m", "tools.cli", "test-raft-server", "--config", str(node.config_path),
             "--throughput", str(throughput), "--record-size", str(record_size),

@@ -1,10 +1,12 @@
 """``kwire test-raft-server``: a controller node whose leader writes a steady load of records
 and reports how fast they commit -- the counterpart of Kafka's ``kafka.tools.TestRaftServer``.
 
-Usage (flags as Kafka's tool, plus ``--override``, ``--json`` and ``--stats-interval-ms``)::
+Usage (flags as Kafka's tool, plus ``--record-type``, ``--override``, ``--json`` and
+``--stats-interval-ms``)::
 
     kwire test-raft-server --config server.properties [--throughput 5000] [--record-size 256]
-                           [--replica-directory-id ID] [--override key=value ...] [--json]
+                           [--record-type config|no-op] [--replica-directory-id ID]
+                           [--override key=value ...] [--json]
 
 The metadata log directory must be formatted (``kwire storage format``; ``kwire dev-cluster``
 does it). While this node is the leader, its :class:`Workload` appends ``--throughput`` records
@@ -13,10 +15,19 @@ record: from the moment it was handed to the node (``Node.append``) to the momen
 learned it committed (the record's batch below the high watermark). Appends linger for
 ``controller.quorum.append.linger.ms`` like Kafka's.
 
-Each record value is a real metadata record -- a ``ConfigRecord`` for the cluster-wide broker
-default ``kwire.test.raft.workload`` whose value is ``<epoch>.<counter>.<node id>`` padded with
-``x`` -- so ``kafka-dump-log.sh --cluster-metadata-decoder`` decodes the log and a failover test
-can check order: within the log, ``(epoch, counter)`` strictly increases.
+Each record value is a real metadata record carrying the marker ``<epoch>.<counter>.<node id>.``
+padded with ``x``, so ``kafka-dump-log.sh --cluster-metadata-decoder`` decodes the log and a
+failover test can check order (within the log, ``(epoch, counter)`` strictly increases). Its type
+is ``--record-type``:
+
+* ``config`` (default): a ``ConfigRecord`` for the cluster-wide broker default
+  ``kwire.test.raft.workload`` whose value is the marker; every controller replays it into its
+  image, and dump-log prints the marker.
+* ``no-op``: a ``NoOpRecord`` (KIP-835) whose only content is the marker in a tagged field the
+  record does not define (tag 0; readers keep it as an unknown tagged field). No controller,
+  kwire's or Kafka's, looks into it: the load is opaque to the state machine, as
+  ``TestRaftServer``'s records are to its counting listener, so it times the commit path alone
+  (``python -m tools.bench quorum`` uses it).
 
 Output, every ``--stats-interval-ms`` (default 5000) while leader: Kafka's line
 ``Throughput (bytes/second): %.2f, Latency (ms): %.1f p75 %.1f p99 %.1f p999``; with ``--json``
@@ -58,6 +69,8 @@ from typing import Any
 __all__ = [
     "Workload",
     "add_parser",
+    "RECORD_TYPES",
+    "parse_workload_record",
     "parse_workload_value",
     "percentiles",
     "record_template",
@@ -72,34 +85,45 @@ appends in steps of this size rather than in one batch of the leader's 8 MiB lim
 log = logging.getLogger("kwire.test_raft_server")
 
 WORKLOAD_CONFIG_NAME = "kwire.test.raft.workload"
+RECORD_TYPES = ("config", "no-op")
+PAYLOAD_TAG = 0
+"""The tag of a ``no-op`` record's payload (NoOpRecord v0 defines no tagged field)."""
 BROKER_RESOURCE_TYPE = 4
 TICK_S = 0.001
 COMMITTED_REPORT_MS = 100
 
 
-def record_template(record_size: int) -> tuple[bytes, int, int]:
-    """An encoded ``ConfigRecord`` whose total length is ``record_size`` bytes, and the
-    ``(start, length)`` of its value string, in which a marker may be written in place.
-    Raises ValueError when ``record_size`` is too small to hold the record framing."""
+def record_template(record_size: int, record_type: str = "config") -> tuple[bytes, int, int]:
+    """An encoded workload record of ``record_type`` (:data:`RECORD_TYPES`) whose total length is
+    ``record_size`` bytes, and the ``(start, length)`` of its padding, in which a marker may be
+    written in place. Raises ValueError when ``record_size`` is too small to hold the record
+    framing or ``record_type`` is unknown."""
     from messages.generated.config_record import ConfigRecord
+    from messages.generated.no_op_record import NoOpRecord
     from messages.metadata import encode_record
 
-    def encoded(value_length: int) -> bytes:
+    if record_type not in RECORD_TYPES:
+        raise ValueError(f"--record-type {record_type!r} is not one of {', '.join(RECORD_TYPES)}")
+
+    def encoded(length: int) -> bytes:
+        if record_type == "no-op":
+            return encode_record(NoOpRecord(unknown_tagged_fields=((PAYLOAD_TAG, b"x" * length),)), 0)
         record = ConfigRecord(
             resource_type=BROKER_RESOURCE_TYPE, resource_name="", name=WORKLOAD_CONFIG_NAME,
-            value="x" * value_length,
+            value="x" * length,
         )
         return encode_record(record, 0)
 
     overhead = len(encoded(0))
     length = record_size - overhead
-    # the value's compact-string length varint grows with the length: adjust until exact
+    # the padding's length varint grows with the length: adjust until exact
     while length >= 0 and len(encoded(length)) > record_size:
         length -= 1
     if length < 40 or len(encoded(length)) != record_size:
         raise ValueError(f"--record-size {record_size} is too small (at least {overhead + 41})")
     data = encoded(length)
-    start = len(data) - 1 - length  # the value is followed only by the empty tagged fields
+    # the padding ends the record (a ConfigRecord's value is followed by its empty tagged fields)
+    start = len(data) - length - (1 if record_type == "config" else 0)
     assert data[start:start + length] == b"x" * length
     return data, start, length
 
@@ -114,9 +138,24 @@ def workload_value(template: tuple[bytes, int, int], epoch: int, counter: int, n
 
 
 def parse_workload_value(value: str) -> tuple[int, int, int]:
-    """``(epoch, counter, node_id)`` from a workload ConfigRecord's value string."""
+    """``(epoch, counter, node_id)`` from a workload record's marker (a ConfigRecord's value)."""
     epoch, counter, node_id, _ = value.split(".", 3)
     return int(epoch), int(counter), int(node_id)
+
+
+def parse_workload_record(record: Any) -> tuple[int, int, int] | None:
+    """``(epoch, counter, node_id)`` of a decoded metadata record written by the workload (either
+    :data:`RECORD_TYPES`), None for any other record."""
+    from messages.generated.config_record import ConfigRecord
+    from messages.generated.no_op_record import NoOpRecord
+
+    if isinstance(record, ConfigRecord) and record.name == WORKLOAD_CONFIG_NAME and record.value is not None:
+        return parse_workload_value(record.value)
+    if isinstance(record, NoOpRecord):
+        payload = dict(record.unknown_tagged_fields).get(PAYLOAD_TAG)
+        if payload is not None:
+            return parse_workload_value(payload.decode("ascii", "replace"))
+    return None
 
 
 def percentiles(latencies: Any) -> dict[str, float]:
@@ -148,13 +187,15 @@ class Workload:
         emit: Callable[[dict[str, Any]], None],
         *,
         stats_interval_ms: int = 5000,
+        record_type: str = "config",
     ) -> None:
         if throughput <= 0:
             raise ValueError("--throughput must be positive")
         self.node_id = node_id
         self.throughput = throughput
         self.record_size = record_size
-        self.template = record_template(record_size)
+        self.record_type = record_type
+        self.template = record_template(record_size, record_type)
         self.emit = emit
         self.stats_interval_ms = stats_interval_ms
         # the records of one append fill at most APPEND_BYTES of a batch (server.raft.accumulator)
@@ -170,6 +211,7 @@ class Workload:
         self._pending: deque[tuple[int, int, int, int]] = deque()  # (base, last, append ms, first counter)
         self._first_commit_reported = False
         self._high_watermark_reported = False
+        self._leading: Any = None  # a trio.Event the generator waits on while not leading
         self.max_outstanding = max(throughput, self.per_append)
         """At most one second of load appended and not yet committed: beyond it, due records are
         skipped (and counted) instead of queueing without bound behind a slow quorum."""
@@ -197,6 +239,8 @@ class Workload:
             self._start = trio.current_time()
             self._first_commit_reported = False
             self._high_watermark_reported = False
+            if self._leading is not None:
+                self._leading.set()
         else:
             self.claimed_epoch = None
         self._tokens.clear()
@@ -251,13 +295,18 @@ class Workload:
     # --------------------------------------------------------------- tasks
 
     async def run(self, node: Any) -> None:
-        """Generate records while ``node`` leads and report stats; runs until cancelled."""
+        """Generate records while ``node`` leads and report stats; runs until cancelled. While
+        another node leads, the generator sleeps until this one is elected (no tick)."""
         import trio
 
         self.node = node
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._report_loop)
             while True:
+                if self.claimed_epoch is None:
+                    self._leading = trio.Event()
+                    await self._leading.wait()
+                    continue
                 await trio.sleep(TICK_S)
                 if self.claimed_epoch is not None:
                     self._generate(trio.current_time())
@@ -350,6 +399,9 @@ def add_parser(subparsers: Any) -> None:
                    help="records per second the leader writes (default 5000)")
     p.add_argument("--record-size", type=int, default=256, metavar="bytes",
                    help="the size of each record value (default 256)")
+    p.add_argument("--record-type", choices=RECORD_TYPES, default="config",
+                   help="config: ConfigRecords the controller replays (default); no-op: NoOpRecords "
+                        "carrying the payload, opaque to every controller as TestRaftServer's records")
     p.add_argument("--replica-directory-id", metavar="ID",
                    help="the directory id of the replica (checked against meta.properties)")
     p.add_argument("--override", action="append", default=[], metavar="key=value",
@@ -390,7 +442,7 @@ def run(args: argparse.Namespace) -> int:
                     f"of {Path(config.metadata_log_dir)}"
                 )
         workload = Workload(config.node_id, args.throughput, args.record_size, emit,
-                            stats_interval_ms=args.stats_interval_ms)
+                            stats_interval_ms=args.stats_interval_ms, record_type=args.record_type)
         started = time.monotonic()
         trio.run(_serve, config, workload, Node)
         if args.json:

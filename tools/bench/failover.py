@@ -172,7 +172,7 @@ class KwireQuorum:
         from tools.local_cluster import DevCluster
 
         self.cluster = DevCluster.create(
-            root, NODES, base_port=None, workload=(THROUGHPUT, RECORD_SIZE),
+            root, NODES, base_port=None, workload=(THROUGHPUT, RECORD_SIZE), record_type="no-op",
             properties={**QUORUM_TIMEOUTS, "controller.quorum.append.linger.ms": str(linger_ms)},
         )
         self.stopped: set[int] = set()

@@ -7,8 +7,9 @@ The workload is that of ``kafka.tools.TestRaftServer``: the leader writes 20,000
 latency, from the append call to the commit callback. Each side runs as three processes on free
 loopback ports, once per ``controller.quorum.append.linger.ms`` in :data:`LINGERS_MS`:
 
-* kwire: three ``kwire test-raft-server --json`` nodes (:class:`tools.local_cluster.DevCluster`,
-  a formatted dynamic quorum) reporting every ``window`` seconds. The leader's first report
+* kwire: three ``kwire test-raft-server --json --record-type no-op`` nodes
+  (:class:`tools.local_cluster.DevCluster`, a formatted dynamic quorum; :data:`RECORD_TYPE` says
+  why NoOpRecords) reporting every ``window`` seconds. The leader's first report
   covers start-up, election and warm-up; its second report is the measured window: exact
   p50/p75/p99/p999 (nearest rank over every record committed in the window), committed
   records/s, and the records the load generator skipped because a second of load was still
@@ -75,6 +76,10 @@ from tools.stock_kafka import PINNED_VERSIONS
 SECTION = "quorum"
 THROUGHPUT = 20_000  # records/s: TestRaftServer's hard-coded workload (Oct 2024 source, 3.9.2 jar)
 RECORD_SIZE = 256  # bytes per record value
+RECORD_TYPE = "no-op"
+"""kwire's workload records (``kwire test-raft-server --record-type``): NoOpRecords carrying the
+payload, which no controller replays -- TestRaftServer's records are opaque bytes that only its
+counting listener sees, so both sides time the commit path alone."""
 NODES = 3
 LINGERS_MS = (25, 0)
 LINGER_KEY = "controller.quorum.append.linger.ms"
@@ -208,7 +213,7 @@ def run_kwire(linger_ms: int, timing: Timing, base: Path, load: int = THROUGHPUT
 
     root = base / f"kwire-{load}-linger-{linger_ms}"
     cluster = DevCluster.create(
-        root, NODES, base_port=None, workload=(load, RECORD_SIZE),
+        root, NODES, base_port=None, workload=(load, RECORD_SIZE), record_type=RECORD_TYPE,
         properties={LINGER_KEY: str(linger_ms)}, stats_interval_ms=int(timing.window_s * 1000),
     )
     try:

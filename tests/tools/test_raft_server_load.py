@@ -1,0 +1,97 @@
+"""``kwire test-raft-server``'s workload: both record types are exactly ``--record-size`` bytes,
+carry a marker the failover checks read back, and are (config) or are not (no-op) replayed by the
+controller; the high-watermark event marks a new leader's first committed batch, control batches
+included; the generator idles while another node leads."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from messages.generated.config_record import ConfigRecord
+from messages.generated.no_op_record import NoOpRecord
+from messages.metadata import decode_record
+from server.controller.controller import QuorumController
+from server.raft.events import AppendResult, CommittedBatch
+from server.raft.types import LeaderAndEpoch
+from tools.raft_server_load import (
+    WORKLOAD_CONFIG_NAME,
+    Workload,
+    parse_workload_record,
+    record_template,
+    workload_value,
+)
+
+
+@pytest.mark.parametrize("record_type", ["config", "no-op"])
+@pytest.mark.parametrize("size", [100, 256, 1000])
+def test_records_have_the_size_and_carry_the_marker(record_type: str, size: int) -> None:
+    template = record_template(size, record_type)
+    value = workload_value(template, 12, 34_567, 3)
+    assert len(value) == size
+    record, _ = decode_record(value)
+    assert isinstance(record, ConfigRecord if record_type == "config" else NoOpRecord)
+    assert parse_workload_record(record) == (12, 34_567, 3)
+
+
+def test_bad_arguments_are_refused() -> None:
+    with pytest.raises(ValueError, match="too small"):
+        record_template(30, "no-op")
+    with pytest.raises(ValueError, match="--record-type"):
+        record_template(256, "raw")
+    assert parse_workload_record(NoOpRecord()) is None
+    assert parse_workload_record(ConfigRecord(resource_type=4, resource_name="", name="other", value="1.2.3.")) is None
+
+
+def test_the_controller_replays_config_records_and_skips_no_op_ones() -> None:
+    controller = QuorumController(bootstrap=[])
+    controller.replay(workload_value(record_template(256, "no-op"), 1, 0, 1), 5)
+    assert controller.replication.configs == {}
+    controller.replay(workload_value(record_template(256, "config"), 1, 0, 1), 6)
+    [(key, entries)] = controller.replication.configs.items()
+    assert key == (4, "") and list(entries) == [WORKLOAD_CONFIG_NAME]
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.appends: list[tuple[int, int]] = []  # (token, records)
+
+    def append(self, values: tuple[bytes, ...]) -> int:
+        self.appends.append((len(self.appends), len(values)))
+        return len(self.appends) - 1
+
+
+async def test_high_watermark_event_marks_the_first_committed_batch_of_the_epoch() -> None:
+    events: list[dict[str, Any]] = []
+    workload = Workload(1, 1000, 256, events.append)
+    workload.handle_leader_change(LeaderAndEpoch(1, 4))
+    workload.handle_commit(CommittedBatch(9, 9, 3, True, b""))  # an older epoch's batch
+    workload.handle_commit(CommittedBatch(10, 10, 4, True, b""))  # this epoch's LeaderChange
+    workload._tokens[0] = (time.time_ns() // 1_000_000, 2, 0)  # as _generate notes an append
+    workload.handle_append_result(AppendResult(0, 11, 12, 4))
+    workload.handle_commit(CommittedBatch(11, 12, 4, False, b""))
+    kinds = [e["event"] for e in events]
+    assert kinds == ["leader", "high-watermark", "first-commit", "committed"]
+    assert events[1]["epoch"] == 4 and events[1]["high_watermark"] == 11
+    assert events[2]["offset"] == 11 and events[3]["counter"] == 1
+    workload.handle_leader_change(LeaderAndEpoch(2, 5))  # another leader: no event of its commits
+    workload.handle_commit(CommittedBatch(13, 13, 5, True, b""))
+    assert [e["event"] for e in events][4:] == ["leader"]
+
+
+async def test_the_generator_idles_until_this_node_leads(autojump_clock: trio.testing.MockClock) -> None:
+    workload = Workload(1, 1000, 256, lambda _e: None, stats_interval_ms=3_600_000)
+    node = _Node()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(workload.run, node)
+        workload.handle_leader_change(LeaderAndEpoch(2, 1))
+        await trio.sleep(5)
+        assert node.appends == []
+        workload.handle_leader_change(LeaderAndEpoch(1, 2))
+        await trio.sleep(0.5)
+        assert 400 <= sum(n for _t, n in node.appends) <= 1000
+        nursery.cancel_scope.cancel()
