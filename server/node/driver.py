@@ -847,6 +847,9 @@ class Node:
             timeout_ms = self.config.controller_quorum_request_timeout_ms
         core = self.core
         if core is not None and isinstance(core.state, Leader):
+            # a fresh event: the one a restart in Resigned set (a former leader starts so)
+            # must not pass for this resignation
+            self._resigned = trio.Event()
             self._post(Resign())
             with trio.move_on_after(timeout_ms / 1000):
                 await self._resigned.wait()

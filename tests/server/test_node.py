@@ -32,7 +32,7 @@ from server.config import KRaftConfig
 from server.net.client import open_connection
 from server.node import Node
 from server.raft.events import AppendResult, CommittedBatch
-from server.raft.roles import Leader
+from server.raft.roles import Leader, Resigned
 from server.raft.types import LeaderAndEpoch
 from storage.control import read_kraft_batch
 from storage.format import format_directories
@@ -284,3 +284,66 @@ async def test_appends_queued_behind_a_disk_write_leave_as_one_batch(
         ours = [values for values in batches.committed if set(values) & {b"first", b"a", b"b", b"c"}]
         assert [b"a", b"b", b"c"] in ours, ours
         node.stop()
+
+
+async def test_a_restarted_former_leader_resigns_again_when_stopped_gracefully(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A node that restarts after leading starts Resigned (``QuorumState``); once it leads
+    again, a graceful stop must still resign (EndQuorumEpoch to the voters) before it stops,
+    not take the start-up resignation for this one and leave the voters to a fetch timeout.
+    Rounds of graceful stops and restarts until restarted nodes have been stopped as leaders
+    three times (whether the start-up resignation is seen before the stop depends on timing)."""
+    ports = {i: _free_port() for i in (1, 2, 3)}
+    voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in ports.items())
+    configs = {}
+    for i, port in ports.items():
+        data = tmp_path / f"node{i}"
+        format_directories(cluster_id="kwire-test-cluster-0001", node_id=i, directories=[str(data)],
+                           metadata_log_dir=str(data), controller_listener_name="CONTROLLER", out=lambda line: None)
+        configs[i] = _config(data, i, port, voters)
+    nodes = {i: Node(c, rng=random.Random(i), run_blocking=_inline) for i, c in configs.items()}
+    ended = {i: trio.Event() for i in nodes}
+    restarted: set[int] = set()
+
+    async def serve(node: Node, done: trio.Event, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            await node.run(task_status=task_status)
+        finally:
+            done.set()
+
+    def leader(exclude: int | None = None) -> int | None:
+        among = {i: n for i, n in nodes.items() if i != exclude}
+        found = [i for i, n in among.items() if n.core is not None and isinstance(n.core.state, Leader)]
+        if len(found) == 1 and all(n.leader_id == found[0] for n in among.values()):
+            return found[0]
+        return None
+
+    async with trio.open_nursery() as nursery:
+        for i, node in nodes.items():
+            await nursery.start(serve, node, ended[i])
+        stops_of_restarted = 0
+        for round_ in range(16):
+            await _until(lambda: leader() is not None)
+            stopped = leader()
+            assert stopped is not None
+            old = nodes[stopped]
+            started = trio.current_time()
+            await old.shutdown()
+            assert old.core is not None and isinstance(old.core.state, Resigned), (round_, stopped, old.core.state)
+            if stopped in restarted:
+                stops_of_restarted += 1
+                if stops_of_restarted == 3:
+                    break
+            await ended[stopped].wait()  # its directory lock is released
+            restarted.add(stopped)
+            nodes[stopped] = Node(configs[stopped], rng=random.Random(10 + round_), run_blocking=_inline)
+            ended[stopped] = trio.Event()
+            await nursery.start(serve, nodes[stopped], ended[stopped])
+            # the voters heard EndQuorumEpoch: all agree on a successor inside a fetch timeout
+            await _until(lambda: leader() is not None)
+            assert trio.current_time() - started < configs[stopped].controller_quorum_fetch_timeout_ms / 1000
+        else:
+            raise AssertionError(f"restarted nodes were stopped as leaders {stops_of_restarted} times in 16 rounds")
+        for node in nodes.values():
+            node.stop()
