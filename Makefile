@@ -56,8 +56,11 @@ nightly: install compat-jars
 	KWIRE_LEADER_KILLS=50 $(PY) -m pytest -q tests/server/test_failover.py
 	KWIRE_FAILOVERS=20 $(PY) -m pytest -q compat/test_stock_brokers.py
 
+## Every benchmark section, kwire beside its reference. BENCH_ARGS picks sections and flags, e.g.
+## `make bench BENCH_ARGS="codec storage quorum --throughput"` adds the quorum's load curve.
+BENCH_ARGS ?=
 bench: install compat-jars
-	$(PY) -m tools.bench
+	$(PY) -m tools.bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) compat/.cache .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache
