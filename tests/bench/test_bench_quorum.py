@@ -94,7 +94,7 @@ def test_tiny_kwire_run_reports_and_leaves_no_process(tmp_path: Path) -> None:
 
 def test_throughput_flag_parses_a_load_list() -> None:
     assert quorum.parse_loads(None) == (quorum.THROUGHPUT,)
-    assert quorum.parse_loads(quorum.CURVE) == (1000, 5000, 10000, 20000, 40000)
+    assert quorum.parse_loads(quorum.CURVE) == (1000, 5000, 10000, 20000, 40000, 80000, 160000)
     assert quorum.parse_loads("20k, 1.5k,20000") == (1500, 20000)
     for bad in ("0", "-5", "fast", ""):
         try:
@@ -125,8 +125,10 @@ def test_load_curve_names_each_load_and_the_saturation_point() -> None:
     assert quorum.saturation(rows, "Kafka 4.4.0", 0) == 20000
     assert quorum.saturation(rows, "kwire", 25) is None
     text = quorum.format_rows(rows)
-    assert "kwire, linger 0 ms: keeps up (no skipped records, >= 97% committed) up to 5,000 rec/s" in text
-    assert "Kafka 4.4.0, linger 0 ms: keeps up" in text and "up to 20,000 rec/s" in text
+    assert ("kwire, linger 0 ms: keeps up (no skipped records, >= 97% committed) up to 5,000 rec/s "
+            "(not at the next measured load)") in text
+    assert ("Kafka 4.4.0, linger 0 ms: keeps up (no skipped records, >= 97% committed) up to 20,000 rec/s, "
+            "the highest measured (its saturation point lies above)") in text
     assert "kwire, linger 25 ms: keeps up (no skipped records, >= 97% committed) up to no measured load" in text
     whats = [r.what for r in quorum.to_results(rows, quorum.FULL)]
     assert "commit latency p99, linger 0 ms at 5,000 rec/s" in whats

@@ -44,7 +44,7 @@ THROUGHPUT = 1_000
 moves, little enough that a restarted node catches up within :data:`SETTLE_S`."""
 RECORD_SIZE = 256
 NODES = 3
-ROUNDS = 3
+ROUNDS = 5
 SETTLE_S = 3.0
 QUICK_ROUNDS = 1
 QUORUM_TIMEOUTS = {
