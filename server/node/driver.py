@@ -177,6 +177,8 @@ class Node:
         self._held: Any = None
         """An item taken off the event channel while collecting queued appends, handled next."""
         self._flushed = False
+        self._written_durably = False
+        """This Outbox's log changes were fsynced with their write (:meth:`write_log`)."""
         self._features_seen = False
         """Committed data or a snapshot arrived in this Outbox: publish the features again."""
         self._dispatcher: ChannelDispatcher | None = None
@@ -549,6 +551,7 @@ class Node:
     async def _execute(self, out: Outbox) -> bool:
         """Apply one Outbox through ``server.raft.outbox``; True when a flush completed."""
         self._flushed = False
+        self._written_durably = False
         self._features_seen = False
         await apply_outbox(out, self)
         return self._flushed
@@ -563,9 +566,19 @@ class Node:
         await self._blocking(lambda: store.write_election_state(state, core.kraft_version))
 
     async def write_log(self, out: Outbox) -> None:
-        """The log changes, in one trip off the event loop."""
+        """The log changes, in one trip off the event loop. When the Outbox also flushes and
+        sends or answers nothing in between (a follower's fetched batches), the fsync rides the
+        same trip and :meth:`flush` has nothing left to do: one thread hand-off per batch."""
         raft_log = self._raft_log
         assert raft_log is not None
+        if out.flush and not out.sends and not out.replies:
+            def write_and_flush() -> None:
+                apply_log_changes(raft_log, out)
+                raft_log.flush()
+
+            await self._blocking(write_and_flush)
+            self._written_durably = True
+            return
         await self._blocking(lambda: apply_log_changes(raft_log, out))
 
     def send(self, request: OutboundRequest) -> None:
@@ -587,10 +600,12 @@ class Node:
             pending.respond(reply.response)
 
     async def flush(self) -> None:
-        """fsync the log off the event loop; the core hears of it in a FlushCompleted step."""
+        """fsync the log off the event loop (unless :meth:`write_log` already did); the core
+        hears of it in a FlushCompleted step."""
         raft_log = self._raft_log
         assert raft_log is not None
-        await self._blocking(raft_log.flush)
+        if not self._written_durably:
+            await self._blocking(raft_log.flush)
         self._flushed = True
 
     async def load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
