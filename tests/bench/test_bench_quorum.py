@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tests.bench import leftover_processes
 from tools.bench import quorum
+from tools.bench.core import Tail
 from tools.local_cluster import DevCluster
 
 KAFKA_FORMAT = "Throughput (bytes/second): %.2f, Latency (ms): %.1f p75 %.1f p99 %.1f p999"
@@ -34,7 +35,7 @@ def test_cpu_seconds_reads_utime_and_stime() -> None:
 
 def test_tail_returns_only_complete_lines(tmp_path: Path) -> None:
     path = tmp_path / "out"
-    tail = quorum._Tail(path)
+    tail = Tail(path)
     assert tail.lines() == []
     path.write_bytes(b"one\ntw")
     assert tail.lines() == ["one"]

@@ -1,5 +1,5 @@
-"""What every benchmark section shares: the result row, the timing loop, the machine header and
-the table.
+"""What every benchmark section shares: the result row, the timing loop, the machine header, the
+table, and following a process's output (:class:`Tail`).
 
 A section measures kwire and its reference (kafka-python, Kafka, a hand-written floor, ...) in
 the same process run, interleaving the two sides run by run so that both see the same machine
@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -250,3 +251,33 @@ def write_json(path: str, env: dict[str, Any], results: Sequence[Result]) -> Non
     with open(path, "w", encoding="utf-8") as f:
         json.dump({"environment": env, "results": [r.to_json() for r in results]}, f, indent=2)
         f.write("\n")
+
+
+class Tail:
+    """The complete lines appended to a file since the last call of :meth:`lines` (a file that
+    does not exist yet has none): for following a process's output while it runs."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.pos = 0
+        self.rest = b""
+
+    def lines(self) -> list[str]:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.pos)
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        self.pos += len(data)
+        *complete, self.rest = (self.rest + data).split(b"\n")
+        return [line.decode("utf-8", "replace") for line in complete]
+
+
+def tail_text(path: Path, limit: int = 1500) -> str:
+    """The last ``limit`` characters of a text file (a process's log, for an error message);
+    empty when it cannot be read."""
+    try:
+        return path.read_text(errors="replace")[-limit:].strip()
+    except OSError:
+        return ""

@@ -29,6 +29,7 @@ reported as not run.
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import statistics
@@ -38,6 +39,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+
+from tools.bench.core import Tail, tail_text
 
 THROUGHPUT = 1_000
 """records/s the leader writes during the failover rounds: load enough that every node's log
@@ -165,8 +168,30 @@ def run_rounds(quorum: Quorum, rounds: int, *, settle_s: float = SETTLE_S,
 # kwire
 
 
-class KwireQuorum:
-    """Three ``kwire test-raft-server`` nodes (:class:`tools.local_cluster.DevCluster`)."""
+class _Observed:
+    """What a side's nodes reported so far, read from their output as it grows: each leader's
+    first commit ``(node, epoch, wall ms)`` and, per node, the wall ms it took up a follower's
+    role. A side's ``_scan`` appends what is new."""
+
+    def __init__(self, node_ids: list[int]) -> None:
+        self.commits: list[tuple[int, int, int]] = []
+        self.follows: dict[int, list[int]] = {n: [] for n in node_ids}
+
+    def _scan(self) -> None:
+        raise NotImplementedError
+
+    def epoch_commits(self) -> list[tuple[int, int, int]]:
+        self._scan()
+        return list(self.commits)
+
+    def follows_since(self, node_id: int, since_ms: int) -> bool:
+        self._scan()
+        return any(t >= since_ms for t in self.follows[node_id])
+
+
+class KwireQuorum(_Observed):
+    """Three ``kwire test-raft-server`` nodes (:class:`tools.local_cluster.DevCluster`); their
+    JSON reports are read as they are appended (the files span restarts)."""
 
     def __init__(self, root: Path, linger_ms: int) -> None:
         from tools.local_cluster import DevCluster
@@ -175,7 +200,9 @@ class KwireQuorum:
             root, NODES, base_port=None, workload=(THROUGHPUT, RECORD_SIZE), record_type="no-op",
             properties={**QUORUM_TIMEOUTS, "controller.quorum.append.linger.ms": str(linger_ms)},
         )
+        super().__init__(list(self.cluster.nodes))
         self.stopped: set[int] = set()
+        self.tails = {n: Tail(node.stdout_path) for n, node in self.cluster.nodes.items()}
 
     def start(self, node_id: int | None = None) -> None:
         self.cluster.start(None if node_id is None else [node_id])
@@ -188,21 +215,24 @@ class KwireQuorum:
         self.stopped.add(node_id)
         self.cluster.kill(node_id, sig)
 
-    def epoch_commits(self) -> list[tuple[int, int, int]]:
-        return [(node_id, e["epoch"], e["time_ms"]) for node_id in self.cluster.nodes
-                for e in self.cluster.events(node_id) if e["event"] == "high-watermark"]
-
-    def follows_since(self, node_id: int, since_ms: int) -> bool:
-        return any(e["event"] == "leader" and e["time_ms"] >= since_ms
-                   and e.get("leader_id") not in (None, node_id)
-                   for e in self.cluster.events(node_id))
+    def _scan(self) -> None:
+        for n, tail in self.tails.items():
+            for line in tail.lines():
+                if not line.startswith("{"):
+                    continue
+                try:
+                    event = json.loads(line)
+                except json.JSONDecodeError:  # a line cut by a kill
+                    continue
+                if event["event"] == "high-watermark":
+                    self.commits.append((n, event["epoch"], event["time_ms"]))
+                elif event["event"] == "leader" and event.get("leader_id") not in (None, n):
+                    self.follows[n].append(event["time_ms"])
 
     def check_running(self) -> None:
-        from tools.local_cluster import DevClusterError
-
         for node_id, node in self.cluster.nodes.items():
             if node_id not in self.stopped and not node.running:
-                raise FailoverError(f"kwire node {node_id} exited") from DevClusterError(str(node.log_path))
+                raise FailoverError(f"kwire node {node_id} exited: {tail_text(node.log_path, 600)}")
 
     def close(self) -> None:
         self.cluster.stop()
@@ -252,7 +282,7 @@ def parse_kafka_log(lines: Sequence[str]) -> tuple[list[tuple[int, int]], list[i
     return commits, follows
 
 
-class KafkaQuorum:
+class KafkaQuorum(_Observed):
     """Three Kafka TestRaftServer JVMs of ``version`` (static quorum); ``properties(node id,
     port, voters, data dir)`` is a node's configuration, to which the quorum timeouts are
     added."""
@@ -278,11 +308,10 @@ class KafkaQuorum:
                 + "".join(f"{k}={v}\n" for k, v in QUORUM_TIMEOUTS.items()))
             self.nodes[i + 1] = node_dir
             self.directory_ids[i + 1] = str(Uuid.random())
+        super().__init__(list(self.nodes))
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.stopped: set[int] = set()
-        self.commits: list[tuple[int, int, int]] = []
-        self.follows: dict[int, list[int]] = {n: [] for n in self.nodes}
-        self._read: dict[int, int] = {n: 0 for n in self.nodes}
+        self.tails = {n: Tail(node_dir / "stderr.log") for n, node_dir in self.nodes.items()}
 
     def start(self, node_id: int | None = None) -> None:
         from tools.stock_kafka import start_kafka_class
@@ -308,32 +337,16 @@ class KafkaQuorum:
         proc.wait()
 
     def _scan(self) -> None:
-        for n, node_dir in self.nodes.items():
-            try:
-                with (node_dir / "stderr.log").open("rb") as f:
-                    f.seek(self._read[n])
-                    data = f.read()
-            except FileNotFoundError:
-                continue
-            complete = data[: data.rfind(b"\n") + 1]
-            self._read[n] += len(complete)
-            commits, follows = parse_kafka_log(complete.decode("utf-8", "replace").splitlines())
+        for n, tail in self.tails.items():
+            commits, follows = parse_kafka_log(tail.lines())
             self.commits += [(n, epoch, t) for epoch, t in commits]
             self.follows[n] += follows
-
-    def epoch_commits(self) -> list[tuple[int, int, int]]:
-        self._scan()
-        return list(self.commits)
-
-    def follows_since(self, node_id: int, since_ms: int) -> bool:
-        self._scan()
-        return any(t >= since_ms for t in self.follows[node_id])
 
     def check_running(self) -> None:
         for n, proc in self.procs.items():
             if n not in self.stopped and proc.poll() is not None:
-                tail = (self.nodes[n] / "stderr.log").read_text(errors="replace")[-600:]
-                raise FailoverError(f"Kafka {self.version} node {n} exited ({proc.returncode}): {tail}")
+                raise FailoverError(f"Kafka {self.version} node {n} exited ({proc.returncode}): "
+                                    f"{tail_text(self.nodes[n] / 'stderr.log', 600)}")
 
     def close(self) -> None:
         for proc in self.procs.values():

@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.bench import failover
-from tools.bench.core import Result
+from tools.bench.core import Result, Tail, tail_text
 from tools.stock_kafka import PINNED_VERSIONS
 
 SECTION = "quorum"
@@ -170,37 +170,10 @@ def parse_kafka_line(line: str) -> tuple[float, float, float, float] | None:
     return float(m[1]), float(m[2]), float(m[3]), float(m[4])
 
 
-class _Tail:
-    """The complete lines appended to a file since the last call."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.pos = 0
-        self.rest = b""
-
-    def lines(self) -> list[str]:
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self.pos)
-                data = f.read()
-        except FileNotFoundError:
-            return []
-        self.pos += len(data)
-        *complete, self.rest = (self.rest + data).split(b"\n")
-        return [line.decode("utf-8", "replace") for line in complete]
-
-
 def _bench_dir() -> Path:
     base = os.environ.get("KWIRE_BENCH_DIR") or str(Path.cwd() / "build")
     Path(base).mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix="kwire-bench-quorum-", dir=base))
-
-
-def _tail_text(path: Path, limit: int = 1500) -> str:
-    try:
-        return path.read_text(errors="replace")[-limit:].strip()
-    except OSError:
-        return ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,7 +194,7 @@ def run_kwire(linger_ms: int, timing: Timing, base: Path, load: int = THROUGHPUT
     try:
         cluster.start()
         pids = [n.process.pid for n in cluster.nodes.values() if n.process is not None]
-        tails = {i: _Tail(n.stdout_path) for i, n in cluster.nodes.items()}
+        tails = {i: Tail(n.stdout_path) for i, n in cluster.nodes.items()}
         reports: dict[int, list[tuple[dict[str, Any], float]]] = {i: [] for i in cluster.nodes}
         leaders: set[tuple[int, int]] = set()
         deadline = time.monotonic() + timing.timeout_s
@@ -242,7 +215,7 @@ def run_kwire(linger_ms: int, timing: Timing, base: Path, load: int = THROUGHPUT
                 if not node.running:
                     raise QuorumRunError(
                         f"kwire node {node.node_id} exited ({node.process and node.process.returncode}): "
-                        f"{_tail_text(node.log_path)}")
+                        f"{tail_text(node.log_path)}")
             if time.monotonic() > deadline:
                 raise QuorumRunError(f"kwire: no leader report after {timing.timeout_s:.0f} s")
             time.sleep(POLL_S)
@@ -338,7 +311,7 @@ def run_kafka(linger_ms: int, timing: Timing, base: Path, load: int = THROUGHPUT
                     jvm_args=KAFKA_HEAP, logs_dir=node_dir, stdout=out.fileno(), stderr=err.fileno(),
                 ))
         pids = [p.pid for p in procs]
-        tails = [_Tail(path) for path in outs]
+        tails = [Tail(path) for path in outs]
         leader: int | None = None  # the node that printed last: only a leader records stats
         lines_seen = [0] * NODES
         leaders: list[int] = []
@@ -365,13 +338,13 @@ def run_kafka(linger_ms: int, timing: Timing, base: Path, load: int = THROUGHPUT
             for n, proc in enumerate(procs):
                 if proc.poll() is not None:
                     raise QuorumRunError(
-                        f"Kafka {version} node {n + 1} exited ({proc.returncode}): {_tail_text(errs[n])}")
+                        f"Kafka {version} node {n + 1} exited ({proc.returncode}): {tail_text(errs[n])}")
             if chosen is None and time.monotonic() > deadline:
                 raise QuorumRunError(
                     f"Kafka {version}: no usable TestRaftServer line after "
                     f"{timing.timeout_s + timing.kafka_report_after_s:.0f} s (stats lines per node "
                     f"{lines_seen}, leaders in order {leaders}; last stderr of node {leader}: "
-                    f"{_tail_text(errs[(leader or 1) - 1], 600)})")
+                    f"{tail_text(errs[(leader or 1) - 1], 600)})")
             if chosen is None:
                 time.sleep(POLL_S)
     finally:
