@@ -82,7 +82,7 @@ from server.raft.events import (
     Tick,
 )
 from server.raft.outbox import apply as apply_outbox
-from server.raft.outbox import apply_log_changes
+from server.raft.outbox import apply_log_changes, flush_follows_write
 from server.raft.roles import Leader, Resigned
 from server.raft.types import (
     ElectionState,
@@ -571,7 +571,7 @@ class Node:
         same trip and :meth:`flush` has nothing left to do: one thread hand-off per batch."""
         raft_log = self._raft_log
         assert raft_log is not None
-        if out.flush and not out.sends and not out.replies:
+        if flush_follows_write(out):
             def write_and_flush() -> None:
                 apply_log_changes(raft_log, out)
                 raft_log.flush()

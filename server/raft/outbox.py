@@ -78,6 +78,13 @@ def has_log_changes(out: Outbox) -> bool:
     )
 
 
+def flush_follows_write(out: Outbox) -> bool:
+    """True when :func:`apply` does nothing between this Outbox's log write and its flush (it
+    flushes, and sends and answers nothing): a target may then fsync inside the write (a
+    follower's fetched batches)."""
+    return out.flush and not out.sends and not out.replies
+
+
 def apply_log_changes(log: MutableRaftLog, out: Outbox) -> None:
     """Contract steps 2-4 on ``log``: truncate, install a snapshot, append, record the HWM."""
     if out.truncate_to is not None:
