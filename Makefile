@@ -32,7 +32,7 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy
 
-## The layer contracts in pyproject.toml [tool.importlinter] (DESIGN §1, §2 rule 1).
+## The layer contracts in pyproject.toml [tool.importlinter] (ARCHITECTURE.md, "Layers").
 lint-imports: install
 	$(VENV)/bin/lint-imports --no-logo
 

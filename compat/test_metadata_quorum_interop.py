@@ -4,7 +4,8 @@ For every pinned Kafka release: ``python -m tools.cli run-standalone`` runs as a
 free loopback port with a fresh data directory (formatted on first use, as
 ``kafka-storage format --standalone``), and Kafka's own ``MetadataQuorumCommand
 --bootstrap-controller host:port describe --status`` / ``describe --replication`` must
-succeed and agree with kwire's ``tools.metadata_quorum`` (kraft-facts §1.2-§1.6): the cluster
+succeed and agree with kwire's ``tools.metadata_quorum`` (``describe --status`` sends
+DescribeCluster, then DescribeQuorum; ``describe --replication`` DescribeQuorum only): the cluster
 id, leader id and epoch, a high watermark of at least 1 that advances from one run to a later
 one (the active controller's NoOpRecords), and the voter with its directory id and endpoint.
 

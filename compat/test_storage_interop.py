@@ -381,8 +381,8 @@ def test_stock_controller_runs_on_a_kwire_directory(kafka: KafkaRelease, tmp_pat
 
 def test_stock_index_checks_pass_on_kwire_indexes(kafka: KafkaRelease, tmp_path: Path) -> None:
     """DumpLogSegments' --verify-index-only and --index-sanity-check accept kwire's .index and
-    .timeindex files (kraft-facts §5.4: each offset-index entry must name the last offset of the
-    batch at its position)."""
+    .timeindex files (``DumpLogSegments.scala``: each offset-index entry must name the last offset
+    of the batch at its position)."""
     data = _kwire_directory(tmp_path)
     part = data / PARTITION
     indexes = sorted(p for p in part.iterdir() if p.suffix in (".index", ".timeindex"))

@@ -1,4 +1,5 @@
-"""Every public definition in the listed packages has a docstring (DESIGN §3 Style; issue #10).
+"""Every public definition in the listed packages has a docstring, which gives shapes, units,
+errors raised and the Kafka class or KIP it mirrors (issue #10).
 
 Public means: the module itself (a package's ``__init__.py`` stands for the package), every
 class, function, method and property whose name does not start with an underscore, found in a

@@ -12,7 +12,7 @@ Behaviour (Kafka's ``ApiVersionsRequest`` / ``ApiVersionsResponse`` / ``KafkaApi
 * Otherwise: ``ErrorCode`` 0, every supported key, throttle 0 and, at v3+, the supported and
   finalized features; for requests below v4 supported features whose minimum level is 0 are
   left out, as Kafka does for clients that cannot parse a minimum of 0
-  (``ApiVersionsResponse.java``, kraft-facts §1.5).
+  (``ApiVersionsResponse.java``, ``ControllerApis.scala``).
 """
 
 from __future__ import annotations

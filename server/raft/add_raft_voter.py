@@ -1,7 +1,7 @@
 """AddRaftVoter (api key 80): the leader adds a caught-up observer to the voter set (KIP-853).
 
 Versions handled: 0-1 (v1 adds AckWhenCommitted, KIP-1186). Mirrors
-``KafkaRaftClient.handleAddVoterRequest`` and ``internals/AddVoterHandler`` (kraft-facts §2.4).
+``KafkaRaftClient.handleAddVoterRequest`` and ``internals/AddVoterHandler``.
 The request's TimeoutMs is not used: the operation times out after
 ``controller.quorum.request.timeout.ms`` with REQUEST_TIMED_OUT, as in Kafka.
 

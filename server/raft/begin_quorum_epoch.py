@@ -3,7 +3,7 @@
 Versions handled: 0-1 (v1 adds VoterId, VoterDirectoryId, LeaderEndpoints and the response's
 NodeEndpoints). Mirrors ``KafkaRaftClient.handleBeginQuorumEpochRequest`` /
 ``handleBeginQuorumEpochResponse``. The leader sends it to every other voter when elected and
-again every ``fetch.timeout.ms / 2`` (kraft-facts §2.4).
+again every ``fetch.timeout.ms / 2`` (``LeaderState``'s BeginQuorumEpoch timer).
 
 Request steps, each with the error it returns:
 

@@ -1,11 +1,12 @@
 """The KRaft control records the core writes and reads, on top of ``storage.control``.
 
-Batch layout and record encoding are ``storage.control``'s (kraft-facts §3): a control batch
-has attribute bit 5 set, every record a 4-byte key ``version int16 | type int16`` and the
-message at flexible version 0 as value. This module adds what the core needs: building the
-start-of-epoch messages from a :class:`~server.raft.types.VoterSet`, turning a VotersRecord
-back into one, and reading the voter set and kraft.version from control batches and from the
-bootstrap checkpoint (``00000000000000000000-0000000000.checkpoint``).
+Batch layout and record encoding are ``storage.control``'s (Kafka's ``ControlRecordType`` and
+``ControlRecordUtils``): a control batch has attribute bit 5 set, every record a 4-byte key
+``version int16 | type int16`` and the message at flexible version 0 as value. This module
+adds what the core needs: building the start-of-epoch messages from a
+:class:`~server.raft.types.VoterSet`, turning a VotersRecord back into one, and reading the voter
+set and kraft.version from control batches and from the bootstrap checkpoint
+(``00000000000000000000-0000000000.checkpoint``).
 """
 
 from __future__ import annotations
@@ -147,8 +148,9 @@ def iter_control_records(batches: bytes | memoryview) -> Iterator[LogControlReco
 def bootstrap_voters(checkpoint: bytes) -> tuple[int, VoterSet | None]:
     """``(kraft.version, voter set or None)`` from the bytes of the bootstrap checkpoint
     ``00000000000000000000-0000000000.checkpoint`` that ``kafka-storage format --standalone`` /
-    ``--initial-controllers`` writes (kraft-facts §3.4, §6.8). Raises CorruptRecordError /
-    InvalidRecordError for bytes that are not a valid snapshot."""
+    ``--initial-controllers`` writes (Kafka's ``Formatter``, KIP-853: a header, KRaftVersion 1 and
+    a VotersRecord of the initial voters). Raises CorruptRecordError / InvalidRecordError for
+    bytes that are not a valid snapshot."""
     content = read_snapshot_content(checkpoint)
     voters = content.voters
     return content.kraft_version, (voter_set_from_record(voters) if voters is not None else None)

@@ -419,7 +419,7 @@ class RaftCore:
             return
         if not is_voter:
             # an observer looks for the leader by fetching from a bootstrap server, or else
-            # from any voter (kraft-facts §6.7)
+            # from any voter (``KafkaRaftClient.pollUnattachedAsObserver``)
             candidates = sorted(self.requests.bootstrap_servers) or sorted(self.control.voters.ids)
             if candidates and not self.requests.has_in_flight(ApiKey.FETCH):
                 self._maybe_send_fetch(now_ms, self.rng.choice(candidates))

@@ -2,7 +2,7 @@
 
 Versions handled: 0-2 (v1 adds LastFetchTimestamp / LastCaughtUpTimestamp, v2 adds the error
 messages, ReplicaDirectoryId and Nodes). Mirrors ``KafkaRaftClient.handleDescribeQuorumRequest``
-and ``RaftUtil.singletonDescribeQuorumResponse`` (kraft-facts §2.4).
+and ``RaftUtil.singletonDescribeQuorumResponse``.
 
 Steps, each with the error it returns:
 

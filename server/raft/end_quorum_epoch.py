@@ -4,7 +4,7 @@ Versions handled: 0-1 (v0 carries PreferredSuccessors ids, v1 PreferredCandidate
 and LeaderEndpoints; the response gains NodeEndpoints). Mirrors
 ``KafkaRaftClient.handleEndQuorumEpochRequest`` / ``handleEndQuorumEpochResponse``. Sent while
 Resigned to every voter that has not acknowledged it, preferred candidates ordered by
-descending fetch offset (kraft-facts §2.4).
+descending fetch offset (``LeaderState.nonLeaderVotersByDescendingFetchOffset``).
 
 Request steps, each with the error it returns:
 

@@ -6,7 +6,7 @@ the response from v17; v18's HighWatermark of KIP-1166: the follower sends the o
 and the leader answers at once a follower that knows an older one). The follower side builds the request without a version: the driver
 encodes it at the negotiated version and, below v15, moves ``replica_state.replica_id`` into
 ``replica_id`` (``FetchRequest.SimpleBuilder``). Mirrors ``KafkaRaftClient.handleFetchRequest``
-/ ``tryCompleteFetchRequest`` / ``handleFetchResponse`` (kraft-facts §2.4, §6.3, §6.5, §6.6).
+/ ``tryCompleteFetchRequest`` / ``handleFetchResponse`` (KIP-595; snapshots KIP-630).
 
 Leader steps, each with the error it returns:
 

@@ -1,8 +1,7 @@
 """FetchSnapshot (api key 59): a follower behind the leader's log start downloads a snapshot.
 
 Versions handled: 0-1 (v1 adds ReplicaDirectoryId and the response's NodeEndpoints). Mirrors
-``KafkaRaftClient.handleFetchSnapshotRequest`` / ``handleFetchSnapshotResponse`` (KIP-630,
-kraft-facts §3.4, §6.6).
+``KafkaRaftClient.handleFetchSnapshotRequest`` / ``handleFetchSnapshotResponse`` (KIP-630).
 
 Leader steps, each with the error it returns:
 

@@ -26,9 +26,10 @@ from server.raft.types import ReplicaKey, VoterNode
 
 def become_leader(ctx: RaftContext, now_ms: int) -> None:
     """The Candidate won: the log end offset becomes the epoch start offset and the
-    start-of-epoch control batch is appended at once (kraft-facts §3.4): a LeaderChange, and at
-    kraft.version 1 a KRaftVersion and Voters record when the set came from the bootstrap
-    checkpoint or this leader's own entry (endpoints, supported kraft.version range) changed."""
+    start-of-epoch control batch is appended at once
+    (``LeaderState.appendStartOfEpochControlRecords``): a LeaderChange, and at kraft.version 1 a
+    KRaftVersion and Voters record when the set came from the bootstrap checkpoint or this
+    leader's own entry (endpoints, supported kraft.version range) changed."""
     start = ctx.view.log_end_offset()
     leader = ctx.quorum.become_leader(now_ms, start, ctx.config.append_linger_ms, ctx.config.max_batch_size_bytes)
     voters = leader.voters

@@ -153,7 +153,9 @@ class QuorumState:
     # ------------------------------------------------------------------ transitions
 
     def _initial_state(self, election: ElectionState, log_epoch: int, now_ms: int) -> EpochState:
-        """``QuorumState.initialize`` (kraft-facts §4.7)."""
+        """``QuorumState.initialize``: an epoch below the log's -> Unattached at the log's epoch;
+        this voter led -> Resigned; it voted for itself -> Candidate; a leader in the voter set
+        -> Follower; else Unattached, keeping the vote."""
         voters = self._control.voters
         if election.epoch < log_epoch:
             return Unattached(log_epoch, self.voter_election_deadline(now_ms))

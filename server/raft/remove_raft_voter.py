@@ -1,7 +1,7 @@
 """RemoveRaftVoter (api key 81): the leader removes a voter from the voter set (KIP-853).
 
 Version handled: 0. Mirrors ``KafkaRaftClient.handleRemoveVoterRequest`` and
-``internals/RemoveVoterHandler`` (kraft-facts §2.4). Times out after
+``internals/RemoveVoterHandler``. Times out after
 ``controller.quorum.request.timeout.ms`` with REQUEST_TIMED_OUT.
 
 Steps, in order, each with the error it returns (ErrorMessage defaults to the error's text):

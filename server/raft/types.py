@@ -2,7 +2,7 @@
 
 Mirrors ``org.apache.kafka.raft``: ``ReplicaKey``, ``OffsetAndEpoch``, ``LeaderAndEpoch``,
 ``VoterSet`` (with ``VoterNode``), ``ElectionState`` and ``QuorumConfig``'s defaults
-(kraft-facts §6.1). All immutable.
+(``raft/src/main/java/org/apache/kafka/raft/QuorumConfig.java``). All immutable.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from kwire.topics import METADATA_TOPIC_NAME as METADATA_TOPIC_NAME
 from kwire.uuid import ZERO_UUID, Uuid
 from storage.snapshot_format import BOOTSTRAP_SNAPSHOT_ID as _BOOTSTRAP_SNAPSHOT
 
-# KafkaRaftClient constants (kraft-facts §6.1)
+# KafkaRaftClient's constants of these names (ELECTION_BACKOFF_BASE_MS is its RETRY_BACKOFF_BASE_MS)
+# and LeaderState's (OBSERVER_SESSION_TIMEOUT_MS, CHECK_QUORUM_TIMEOUT_FACTOR)
 MAX_FETCH_WAIT_MS = 500
 MAX_BATCH_SIZE_BYTES = 8 * 1024 * 1024
 MAX_FETCH_SIZE_BYTES = 8 * 1024 * 1024
@@ -57,7 +58,7 @@ class ReplicaKey:
 
 class OffsetAndEpoch(NamedTuple):
     """An offset and the epoch of the record before it. Ordered epoch first, then offset, as
-    ``OffsetAndEpoch.compareTo`` (kraft-facts §6.2)."""
+    ``OffsetAndEpoch.compareTo``."""
 
     offset: int
     epoch: int

@@ -2,7 +2,7 @@
 kraft.version range (KIP-853), at kraft.version 0 too (Kafka 4.1+).
 
 Version handled: 0. Mirrors ``KafkaRaftClient.handleUpdateVoterRequest`` and
-``internals/UpdateVoterHandler`` (Kafka 4.4; kraft-facts §2.4). Followers send it (``build_request``)
+``internals/UpdateVoterHandler`` (Kafka 4.4). Followers send it (``build_request``)
 when their own entry in the voter set is stale, and at kraft.version 0 once to each leader
 (``voter_change.should_send_update_voter``); ``handle_response`` treats the answer. Times out after ``controller.quorum.request.timeout.ms``.
 

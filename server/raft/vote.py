@@ -2,7 +2,7 @@
 
 Versions handled: 0-2 (v1 adds VoterId, ReplicaDirectoryId, VoterDirectoryId and the response's
 NodeEndpoints; v2 adds PreVote). Mirrors ``KafkaRaftClient.handleVoteRequest`` /
-``handleVoteResponse`` (kraft-facts §2.4, §6.2).
+``handleVoteResponse`` (KIP-595; pre-votes KIP-996).
 
 Request steps, each with the error it returns:
 

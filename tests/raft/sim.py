@@ -1,5 +1,5 @@
 """Deterministic simulation of a KRaft quorum of ``RaftCore``s (cf. Kafka's
-``RaftEventSimulationTest``, reliability-plan §1.1 and §6.1).
+``RaftEventSimulationTest`` in ``raft/src/test/java/org/apache/kafka/raft/``).
 
 Everything runs on one virtual clock from one seeded ``random.Random``: an event queue ordered
 by (time, sequence), an in-memory router with per-message loss (seen by the requester as a

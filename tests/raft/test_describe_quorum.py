@@ -1,4 +1,5 @@
-"""DescribeQuorum content (kraft-facts §2.4)."""
+"""DescribeQuorum content (``KafkaRaftClient.handleDescribeQuorumRequest``,
+``RaftUtil.singletonDescribeQuorumResponse``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Start-up from persisted quorum-state and the log (``QuorumState.initialize``, kraft-facts
-§4.7), KafkaRaftClientTest's testInitialize* cases."""
+"""Start-up from persisted quorum-state and the log (``QuorumState.initialize``), after
+KafkaRaftClientTest's testInitialize* cases."""
 
 from __future__ import annotations
 

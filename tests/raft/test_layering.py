@@ -1,5 +1,5 @@
-"""server.raft is sans-IO (DESIGN §1, §2 rule 1): it never imports trio and none of its modules
-imports an I/O module or opens a file.
+"""server.raft is sans-IO (ARCHITECTURE.md, "Layers", contract 3): it never imports trio and
+none of its modules imports an I/O module or opens a file.
 
 The import graph of the project's own modules is checked by ``make lint-imports`` (the contracts
 in pyproject.toml): no chain from server.raft, kwire or messages reaches trio, socket, selectors,

@@ -1,4 +1,5 @@
-"""The role transition table (DESIGN §2 rule 2) and its enforcement by the core."""
+"""The role transition table (one class per role, every legal transition in one table) and its
+enforcement by the core."""
 
 from __future__ import annotations
 

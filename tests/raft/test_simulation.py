@@ -232,8 +232,9 @@ def _crash_everything(seed: int, log_factory: type[MemoryRaftLog] = _LyingLog) -
 
 
 def test_positive_control_lost_fsyncs_are_caught() -> None:
-    """Positive control (reliability-plan §6.1): with an fsync that does nothing, crashes lose
-    acknowledged data, and the simulation's invariants must notice within a few seeds."""
+    """Positive control (the checks must catch a fault put in on purpose): with an fsync that
+    does nothing, crashes lose acknowledged data, and the simulation's invariants must notice
+    within a few seeds."""
     caught = 0
     for seed in range(10):
         try:

@@ -1,6 +1,6 @@
-"""storage is synchronous file I/O and never imports trio (DESIGN §1: the node runs it through
-trio.to_thread). (``socket`` is loaded by the crc32c package's own import of
-importlib.metadata, so only trio and asyncio are checked.)"""
+"""storage is synchronous file I/O and never imports trio (the node runs it through
+trio.to_thread: ARCHITECTURE.md, "The Outbox contract"). (``socket`` is loaded by the crc32c
+package's own import of importlib.metadata, so only trio and asyncio are checked.)"""
 
 from __future__ import annotations
 

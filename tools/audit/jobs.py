@@ -1,6 +1,7 @@
 """The audit jobs: Spark DataFrame/SQL checks over the rows of the ``kraftlog`` data source.
 
-Invariants (reliability-plan §6.2; names as they appear in the report):
+Invariants (Raft's safety properties read from the files on disk; names as they appear in the
+report):
 
 ``log_matching``
     For every pair of replicas and every offset in ``[max(log starts), committed point)`` both

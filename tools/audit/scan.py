@@ -5,7 +5,8 @@ one call of :func:`read_rows` per input partition) and by the single-process bas
 :func:`scan_rows_python`. Batch framing, CRCs and records come from :mod:`storage.records` --
 the one implementation of the v2 batch format in kwire; this module only walks files with it.
 
-Layout read (kraft-facts §4.1)::
+Layout read (file names of Kafka's ``LogFileUtils``, ``Snapshots`` and
+``LeaderEpochCheckpointFile``)::
 
     <node dir>/__cluster_metadata-0/<20-digit base offset>.log         segments
     <node dir>/__cluster_metadata-0/<20-digit base offset>.index       sparse offset index
@@ -53,7 +54,7 @@ COLUMNS = tuple(part.strip().split(" ")[0] for part in SCHEMA.split(","))
 SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 
-# ControlRecordType (kraft-facts §3.1)
+# Kafka's ControlRecordType (clients/src/main/java/org/apache/kafka/common/record/)
 CONTROL_TYPE_NAMES = {
     0: "ABORT",
     1: "COMMIT",
@@ -185,8 +186,8 @@ def plan_file_parts(
     nodes: Sequence[tuple[str, str]], split_bytes: int = DEFAULT_SPLIT_BYTES
 ) -> list[FilePart]:
     """One part per file; segments larger than ``split_bytes`` are cut at positions taken from
-    their ``.index`` (entries point at batch starts, kraft-facts §4.2). A cut is used only if
-    the bytes there look like a batch start of this segment, so a stale or corrupt index can
+    their ``.index`` (entries point at batch starts, Kafka's ``OffsetIndex``). A cut is used only
+    if the bytes there look like a batch start of this segment, so a stale or corrupt index can
     only make parts larger, never misframe them."""
     from storage.errors import StorageError
     from storage.index import read_offset_index

@@ -1,6 +1,6 @@
 """Section ``codec-floor``: kwire's generated codecs against hand-inlined prototypes of the same
-codecs, to show how much of the time is the shape of the generated code (perf-plan §6(e):
-"kwire / hand-written-struct floor").
+codecs, to show how much of the time is the shape of the generated code (the ratio of kwire
+to a hand-written ``struct`` floor).
 
 The prototypes below are what a generator could emit for one message version; each produces the
 same kwire dataclasses (decode) or the same bytes (encode) as the generated module, which is

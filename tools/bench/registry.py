@@ -8,7 +8,7 @@ section whose dependencies are missing does not stop the others.
 from __future__ import annotations
 
 SECTIONS: dict[str, str] = {
-    "codec": "tools.bench.codec",  # generated codecs vs kafka-python 3.x (perf-plan §6(e))
+    "codec": "tools.bench.codec",  # generated codecs vs kafka-python 3.x's protocol classes
     "codec-floor": "tools.bench.codec_floor",  # generated codecs vs hand-inlined prototypes
     "storage": "tools.bench.storage",  # log append+fsync and recovery vs the disk and crc32c
     "audit": "tools.bench.audit",  # kraftlog scan on Spark local[2] vs one Python process
