@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import os
+import random
 
 
 class Uuid(bytes):
@@ -46,10 +47,12 @@ class Uuid(bytes):
         )
 
     @classmethod
-    def random(cls) -> Uuid:
-        """A random Uuid as ``Uuid.randomUuid()``: never a reserved value, never a leading '-'."""
+    def random(cls, rng: random.Random | None = None) -> Uuid:
+        """A random Uuid as ``Uuid.randomUuid()``: never a reserved value, never a leading '-'.
+        From ``rng`` when given (a deterministic controller's topic ids), else from
+        ``os.urandom``."""
         while True:
-            candidate = cls(os.urandom(16))
+            candidate = cls(os.urandom(16) if rng is None else rng.randbytes(16))
             if candidate.most_significant_bits == 0 and candidate.least_significant_bits < 100:
                 continue
             if str(candidate).startswith("-"):

@@ -34,7 +34,7 @@ from messages.generated.config_record import ConfigRecord
 from messages.generated.end_transaction_record import EndTransactionRecord
 from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.zk_migration_state_record import ZkMigrationStateRecord
-from messages.runtime import Message
+from server.controller.result import Record
 
 __all__ = [
     "BOOTSTRAP_TRANSACTION_NAME",
@@ -59,7 +59,6 @@ METADATA_TRANSACTIONS_LEVEL = 13  # 3.6-IV1: MetadataVersion.isMetadataTransacti
 LAST_3_9_LEVEL = 21  # 3.9-IV0, the 3.9 line's LATEST_PRODUCTION
 _ZK_MIGRATION_NONE = 0
 
-Record = tuple[Message, int]
 """A metadata record and the version to write it at."""
 
 

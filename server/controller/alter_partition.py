@@ -39,7 +39,6 @@ from messages.generated.assign_replicas_to_dirs_response import AssignReplicasTo
 from messages.generated.assign_replicas_to_dirs_response import DirectoryData as AssignedDirectory
 from messages.generated.assign_replicas_to_dirs_response import PartitionData as AssignedPartition
 from messages.generated.assign_replicas_to_dirs_response import TopicData as AssignedTopic
-from messages.runtime import Message
 from server.controller.cluster import ClusterControl
 from server.controller.errors import ApiError
 from server.controller.partition_change import (
@@ -61,6 +60,7 @@ from server.controller.replication import (
     ReplicationImage,
     TopicImage,
 )
+from server.controller.result import Record
 from server.controller.topic_configs import effective_topic_config
 
 __all__ = [
@@ -75,7 +75,6 @@ __all__ = [
     "leader_and_isr_updates",
 ]
 
-Record = tuple[Message, int]
 
 
 class TopicConfigLayers:

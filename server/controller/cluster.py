@@ -39,6 +39,7 @@ from messages.generated.unfence_broker_record import UnfenceBrokerRecord
 from messages.generated.unregister_broker_record import UnregisterBrokerRecord
 from messages.runtime import Message
 from server.controller.errors import ApiError
+from server.controller.result import Record
 from storage.features import METADATA_VERSION_FEATURE
 
 __all__ = [
@@ -54,7 +55,6 @@ __all__ = [
     "register_broker_record_version",
 ]
 
-Record = tuple[Message, int]
 
 _REGISTRATION_CHANGE_LEVEL = 6
 """metadata.version 3.3-IV2: BrokerRegistrationChangeRecord replaces Fence/UnfenceBrokerRecord."""

@@ -41,9 +41,9 @@ from messages.generated.incremental_alter_configs_request import IncrementalAlte
 from messages.generated.incremental_alter_configs_response import (
     AlterConfigsResourceResponse as IncrementalResult,
 )
-from messages.runtime import Message
 from server.controller.errors import ApiError
 from server.controller.replication import ReplicationImage, invalid_topic_name
+from server.controller.result import Record
 from server.controller.topic_configs import (
     TOPIC_CONFIGS,
     ConfigType,
@@ -62,7 +62,6 @@ __all__ = [
     "legacy_alter_configs",
 ]
 
-Record = tuple[Message, int]
 MAX_VALUE_LENGTH = 32767
 
 

@@ -43,7 +43,6 @@ from messages.metadata import decode_record
 from server.controller.activation import (
     METADATA_VERSION_FEATURE,
     ActivationRecords,
-    Record,
     activation_records,
 )
 from server.controller.cluster import ClusterControl
@@ -51,6 +50,7 @@ from server.controller.errors import ApiError
 from server.controller.features import CONTROLLER_REGISTRATION_LEVEL
 from server.controller.image_writer import image_records
 from server.controller.replication import ReplicationImage
+from server.controller.result import Record
 
 __all__ = ["ControllerRegistration", "QuorumController"]
 

@@ -32,10 +32,9 @@ broker configs are not checked.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from kwire.errors import Errors
 from messages.generated.describe_configs_request import (
@@ -188,7 +187,9 @@ class NodeConfigView:
     node_id: int
     image: ReplicationImage
     static: Mapping[str, str]
-    loggers: Callable[[], Mapping[str, str]] = field(default=lambda: python_logger_levels())  # defined below
+    loggers: Callable[[], Mapping[str, str]]
+    """The node's loggers and their effective levels (Python's level names; the node reads
+    them from its logging registry, ``server.node.logger_levels``), listed at each request."""
 
     @property
     def node_dynamic(self) -> dict[str, str]:
@@ -199,16 +200,6 @@ class NodeConfigView:
     def cluster_dynamic(self) -> dict[str, str]:
         """The dynamic cluster defaults it applied (``currentDynamicDefaultConfigs``)."""
         return _applied(self.image.configs.get((ResourceType.BROKER, ""), {}), per_node=False)
-
-
-def python_logger_levels() -> dict[str, str]:
-    """This process's loggers (the root as "root") and their effective levels, in log4j's
-    names, sorted by name."""
-    levels = {"root": logging.getLevelName(logging.getLogger().getEffectiveLevel())}
-    for name, logger in logging.root.manager.loggerDict.items():
-        if isinstance(logger, logging.Logger):
-            levels[name] = logging.getLevelName(logger.getEffectiveLevel())
-    return {name: _LOG4J_LEVELS.get(level, level) for name, level in sorted(levels.items())}
 
 
 class _Describer:
@@ -350,7 +341,7 @@ class _Describer:
                 name=name, value=level, read_only=False, config_source=ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
                 is_sensitive=False, synonyms=[], config_type=0, documentation=None,
             )
-            for name, level in self.view.loggers().items()
+            for name, level in sorted((name, _LOG4J_LEVELS.get(level, level)) for name, level in self.view.loggers().items())
         ]
 
     def client_metrics(self, name: str) -> list[DescribeConfigsResourceResult]:

@@ -33,10 +33,10 @@ from server.controller.cluster import ClusterControl
 from server.controller.errors import ApiError
 from server.controller.partition_change import Election
 from server.controller.replication import ReplicationImage
+from server.controller.result import Record
 
 __all__ = ["PREFERRED", "UNCLEAN", "balance_partition_leaders", "elect_leaders", "imbalanced_partitions"]
 
-Record = tuple[Message, int]
 PREFERRED, UNCLEAN = 0, 1
 """``ElectionType`` ids."""
 

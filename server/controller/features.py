@@ -1,5 +1,5 @@
 """UpdateFeatures at the active controller (Kafka's ``FeatureControlManager.updateFeatures`` and
-``QuorumController.updateFeatures``, 4.4; controller-facts §5.3).
+``QuorumController.updateFeatures``, Kafka 4.4).
 
 :func:`update_features` checks a whole request and returns the records to append (one atomic
 batch) or the first error, which fails every update of the request. Per feature, in order:
@@ -31,22 +31,27 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from kwire.errors import Errors
+from messages.generated.api_versions_response import SupportedFeatureKey
 from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.no_op_record import NoOpRecord
-from messages.runtime import Message
 from server.controller.errors import ApiError
+from server.controller.result import Record
 from storage.features import (
+    FEATURES,
     KRAFT_VERSION_FEATURE,
     METADATA_VERSION_FEATURE,
+    METADATA_VERSIONS,
     metadata_changed_between,
     validate_feature_level,
 )
 
 __all__ = [
     "CONTROLLER_REGISTRATION_LEVEL",
+    "MAX_METADATA_VERSION_LEVEL",
     "ClusterSupport",
     "UpgradeType",
     "range_text",
+    "supported_features",
     "update_features",
 ]
 
@@ -54,7 +59,29 @@ CONTROLLER_REGISTRATION_LEVEL = 15
 """metadata.version 3.7-IV0: controllers register (KIP-919) and answer DescribeCluster
 (``MetadataVersion.isControllerRegistrationSupported``)."""
 
-Record = tuple[Message, int]
+
+
+MAX_METADATA_VERSION_LEVEL = max(mv.level for mv in METADATA_VERSIONS if mv.production)
+"""The newest production metadata.version kwire can format a cluster with."""
+
+
+def supported_features() -> list[SupportedFeatureKey]:
+    """``BrokerFeatures.defaultSupportedFeatures``, sorted by name: metadata.version 1 up to
+    the newest production level, and every feature ``kwire storage format`` can finalize
+    (kraft.version, group, transaction, share, streams, eligible.leader.replicas) from 0 to its
+    newest level, so a cluster formatted with them accepts this node. Only kraft.version changes
+    what the quorum layer does; the others are levels the controller keeps, not behaviour of
+    this node."""
+    keys = [
+        SupportedFeatureKey(name=name, min_version=0, max_version=max(v.level for v in versions))
+        for name, versions in FEATURES.items()
+    ]
+    keys.append(
+        SupportedFeatureKey(
+            name=METADATA_VERSION_FEATURE, min_version=1, max_version=MAX_METADATA_VERSION_LEVEL
+        )
+    )
+    return sorted(keys, key=lambda k: k.name)
 
 
 class UpgradeType(IntEnum):

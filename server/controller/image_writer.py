@@ -43,7 +43,6 @@ from messages.generated.topic_record import TopicRecord
 from server.controller.activation import (
     ELIGIBLE_LEADER_REPLICAS_FEATURE,
     METADATA_VERSION_FEATURE,
-    Record,
 )
 from server.controller.cluster import (
     BrokerRegistration,
@@ -55,6 +54,7 @@ from server.controller.replication import (
     DIRECTORY_ASSIGNMENT_LEVEL,
     ReplicationImage,
 )
+from server.controller.result import Record
 from server.controller.topic_configs import java_hash_map_order
 
 __all__ = ["ImageLossError", "image_records"]

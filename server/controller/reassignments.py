@@ -64,6 +64,7 @@ from server.controller.cluster import ClusterControl
 from server.controller.errors import ApiError
 from server.controller.partition_change import Election, PartitionChange
 from server.controller.replication import PartitionRegistration, ReplicationImage
+from server.controller.result import Record
 from server.controller.topics import check_manual_replicas, default_directory
 
 __all__ = [
@@ -73,7 +74,6 @@ __all__ = [
     "revert_reassignment",
 ]
 
-Record = tuple[Message, int]
 
 
 def reassignment_replicas(current: list[int], target: list[int]) -> tuple[list[int], list[int], list[int]]:

@@ -54,7 +54,6 @@ from messages.generated.delete_topics_response import DeletableTopicResult
 from messages.generated.partition_record import PartitionRecord
 from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.topic_record import TopicRecord
-from messages.runtime import Message
 from server.controller.cluster import BrokerRegistration, ClusterControl
 from server.controller.errors import ApiError
 from server.controller.partition_change import (
@@ -70,6 +69,7 @@ from server.controller.replication import (
     invalid_topic_name,
     topic_collision_key,
 )
+from server.controller.result import Record
 from server.controller.topic_configs import (
     effective_topic_configs,
     java_hash_map_order,
@@ -87,7 +87,6 @@ __all__ = [
     "delete_topics",
 ]
 
-Record = tuple[Message, int]
 
 MAX_PARTITIONS_PER_REQUEST = 10_000
 """Partitions one CreateTopics may create (``ReplicationControlManager``'s bound)."""
@@ -314,7 +313,7 @@ def create_topics(
     elr_enabled: bool,
     defaults: TopicDefaults,
     rng: random.Random,
-    new_topic_id: Callable[[], Uuid] = Uuid.random,
+    new_topic_id: Callable[[], Uuid] | None = None,
 ) -> tuple[list[Record], list[CreatableTopicResult]]:
     """CreateTopics at the active controller (module docstring): the records to append as one
     batch (none when ``validateOnly``) and one result per requested topic, in request order,
@@ -366,7 +365,7 @@ def create_topics(
         except ApiError as exc:
             errors[topic.name] = exc
             continue
-        topic_id = new_topic_id()
+        topic_id = Uuid.random(rng) if new_topic_id is None else new_topic_id()
         effective = effective_topic_configs(
             configs, node_dynamic=node_dynamic, cluster_dynamic=cluster_dynamic, static_config=defaults.static_config
         )

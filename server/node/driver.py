@@ -1,27 +1,34 @@
-"""The Trio driver that owns the KRaft core and carries out its Outboxes: :class:`Node`.
+"""The Trio driver that owns the KRaft core and the controller host and carries out their
+outboxes: :class:`Node`.
 
-One task (:meth:`Node._drive`) owns the :class:`~server.raft.core.RaftCore`. Everything that
-happens to the node reaches it as an item on one memory channel::
+One task (:meth:`Node._drive`) owns the :class:`~server.raft.core.RaftCore` and the
+:class:`~server.controller.host.ControllerHost`. Everything that happens to the node reaches it
+as an item on one memory channel::
 
     server.net connections ──► ChannelDispatcher ──► PendingRequest ─┐
     outbound peer tasks (one per destination) ──► ResponseReceived / │
                                                   RequestFailed ─────┼──► _drive ──► core.step
-    shutdown() ──► Resign ───────────────────────────────────────────┘      │
-                     timer (next_deadline_ms) ──► Tick ─────────────────────┘
+    shutdown() ──► Resign ───────────────────────────────────────────┤           └─► host.poll
+    Node.append() ──► ClientAppend ──────────────────────────────────┘
+                     timer (the earliest deadline) ──► Tick
 
-Appends that queued on the channel while the node waited on the disk or the network go to the
-core together (``RaftCore.step_many``): one step, one Outbox, one batch at any linger.
+Raft RPCs go to the core, controller RPCs (``server.controller.registry``) to the host,
+Envelopes are opened and their forwarded request takes the same path. Appends that queued on
+the channel while the node waited on the disk or the network go to the core together
+(``RaftCore.step_many``): one step, one Outbox, one batch at any linger.
 
-Each Outbox is carried out by ``server.raft.outbox.apply`` (the one applier, with the order
-of the Outbox contract); the node is its ``OutboxTarget``: the election state goes to
+Each core Outbox is carried out by ``server.raft.outbox.apply`` (the one applier, with the
+order of the Outbox contract); the node is its ``OutboxTarget``: the election state goes to
 quorum-state (tmp + fsync + rename) first, log changes and the fsync run off the event loop,
 sends go to the :class:`~server.node.peer.Peer` tasks, replies complete the pending requests,
-and a loaded snapshot or committed batches update the finalized features and the listener.
+and a loaded snapshot or committed batches go to the host and the listener. Then the host is
+polled: its appends step the core at once, its replies complete requests, its snapshot is
+written.
 
-Every file operation runs through ``trio.to_thread`` (DESIGN rule 3), one at a time, from the
-driving task, so the log (not thread-safe) sees a single caller. A failed write, fsync or a
-broken log invariant raises out of :meth:`Node.run`: the node stops without sending anything
-that the failed write would have had to precede (DESIGN rule 6).
+Every file operation runs through ``trio.to_thread``, one at a time, from the driving task, so
+the log (not thread-safe) sees a single caller. A failed write, fsync or a broken log invariant
+raises out of :meth:`Node.run`: the node stops without sending anything that the failed write
+would have had to precede.
 """
 
 from __future__ import annotations
@@ -30,41 +37,34 @@ import logging
 import math
 import random
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 import trio
 
-from kwire.errors import Errors
-from kwire.negotiation import UnsupportedVersionError
 from kwire.uuid import Uuid
-from messages.generated.describe_cluster_request import DescribeClusterRequest
-from messages.generated.describe_configs_request import DescribeConfigsRequest
 from messages.generated.envelope_request import EnvelopeRequest
 from messages.generated.envelope_response import EnvelopeResponse
-from messages.generated.no_op_record import NoOpRecord
-from messages.metadata import encode_record
 from messages.protocol import Request
 from server.config import KRaftConfig
-from server.controller.cluster import ReplayError
+from server.controller import registry
 from server.controller.controller import QuorumController
-from server.controller.describe_configs import NodeConfigView, describe_configs
-from server.controller.features import (
-    CONTROLLER_REGISTRATION_LEVEL,
-)
+from server.controller.features import supported_features
+from server.controller.host import ControllerHost, ControllerOutbox, ControllerRequest
 from server.net import ChannelDispatcher, PendingRequest, RunningServer, serve
-from server.node.apis import api_versions, describe_cluster, supported_features
-from server.node.controller_apis import (
+from server.node.apis import api_versions
+from server.node.envelope import open_envelope, relay_answer
+from server.node.features import finalized_features
+from server.node.log_cleaner import LogCleaner, write_snapshot
+from server.node.logger_levels import python_logger_levels
+from server.node.peer import Peer
+from server.node.registration import (
     SECURITY_PROTOCOL_IDS,
+    ControllerRegistrationManager,
     registration_request,
 )
-from server.node.controller_requests import CONTROLLER_OPS, ControllerRequests, Resume
-from server.node.envelope import envelope_response, open_envelope
-from server.node.features import finalized_features
-from server.node.peer import Peer
-from server.node.snapshots import SnapshotTriggers
-from server.node.startup import load_stored_state, to_stored_election
-from server.raft.control import voters_record
+from server.node.startup import controller_config, load_stored_state, to_stored_election
 from server.raft.core import RaftCore
 from server.raft.events import (
     AppendResult,
@@ -94,16 +94,12 @@ from server.raft.types import (
 from server.storage_raft_log import StorageRaftLog
 from storage.log import MetadataLog
 from storage.quorum_state import FileQuorumStateStore
-from storage.records import RecordBatch
-from storage.snapshots import SnapshotId, build_snapshot_batches, read_snapshot
+from storage.snapshots import SnapshotId, read_snapshot
 
 __all__ = ["Node", "RaftListener"]
 
 T = TypeVar("T")
 log = logging.getLogger("kwire.node")
-
-_REGISTRATION_BACKOFF_MS = (100, 120_000)
-"""``ControllerRegistrationManager``'s resend backoff: 100 ms doubling up to 2 minutes."""
 
 
 class RaftListener(Protocol):
@@ -131,9 +127,9 @@ class Node:
     cannot start from and storage errors (``KafkaStorageError``, ``LogInvariantError``) when
     the node must stop.
 
-    ``rng`` seeds the election timeouts; ``run_blocking`` runs file I/O off the event loop
-    (default ``trio.to_thread.run_sync``); ``listener`` is told of appends, commits and
-    leader changes.
+    ``rng`` seeds the election timeouts, replica placement and topic ids; ``run_blocking``
+    runs file I/O off the event loop (default ``trio.to_thread.run_sync``); ``listener`` is
+    told of appends, commits and leader changes.
     """
 
     def __init__(
@@ -149,12 +145,19 @@ class Node:
         self.rng = rng or random.Random()
         self._run_blocking = run_blocking
         self.core: RaftCore | None = None
+        self.host: ControllerHost | None = None
         self.running: RunningServer | None = None
         self.cluster_id: str | None = None
         self.directory_id: Uuid | None = None
         self.metadata_log: MetadataLog | None = None
+        self.metrics_port: int | None = None
+        """The port metrics are served on, once they are (``kwire.prometheus.port``)."""
+        self.incarnation_id = Uuid.random()
+        """This run's controller incarnation (KIP-919 registration)."""
         self._raft_log: StorageRaftLog | None = None
         self._store: FileQuorumStateStore | None = None
+        self._cleaner: LogCleaner | None = None
+        self._registration: ControllerRegistrationManager | None = None
         self._events_send, self._events_receive = trio.open_memory_channel[Any](math.inf)
         self._pending: dict[int, PendingRequest] = {}
         self._next_request_id = 1
@@ -163,17 +166,9 @@ class Node:
         self._nursery: trio.Nursery | None = None
         self._cancel_scope = trio.CancelScope()
         self._deadline_ms: int | None = None
+        self._host_deadline_ms: int | None = None
         self._wall_base_ms = 0
         self._trio_base = 0.0
-        self.controller: QuorumController | None = None
-        self._replayed_offset = 0
-        """The offset after the last committed batch (or snapshot) the controller replayed."""
-        self.metrics_port: int | None = None
-        """The port metrics are served on, once they are (``kwire.prometheus.port``)."""
-        self._snapshot_triggers: SnapshotTriggers | None = None
-        self._pending_snapshot: tuple[OffsetAndEpoch, bytes] | None = None
-        """A snapshot of the image, built when a trigger fired, to write off the event loop."""
-        self._next_clean_ms: int | None = None
         self._held: Any = None
         """An item taken off the event channel while collecting queued appends, handled next."""
         self._flushed = False
@@ -185,19 +180,9 @@ class Node:
         self._stopping = False
         self._resigned = trio.Event()
         self._idle = trio.Event()
-        self._next_no_op_ms: int | None = None
         self._next_token = 1
-        self._own_tokens: set[int] = set()
         self._known_leader: LeaderAndEpoch | None = None
         self._known_role: tuple[str, int, int | None, bool] | None = None
-        self._requests = ControllerRequests(self, step=self._step, post=self._post, take_token=self._take_token)
-        """The active controller's requests (``server.node.controller_requests``)."""
-        self.incarnation_id = Uuid.random()
-        """This run's controller incarnation (KIP-919 registration)."""
-        self._registration_wakeup = trio.Event()
-        self._registered_in_epoch: int | None = None
-        """The leader epoch whose controller accepted this incarnation's registration: no
-        resend while that epoch lasts (its record is on its way to the log)."""
 
     # ------------------------------------------------------------------ time
 
@@ -212,6 +197,11 @@ class Node:
         return self._trio_base + (at_ms - self._wall_base_ms) / 1000
 
     # ------------------------------------------------------------------ public view
+
+    @property
+    def controller(self) -> QuorumController | None:
+        """The quorum controller's replayed state, None before start-up."""
+        return None if self.host is None else self.host.controller
 
     @property
     def leader_id(self) -> int | None:
@@ -249,37 +239,26 @@ class Node:
         return await trio.to_thread.run_sync(fn)
 
     async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
-        """Start up, serve and drive the core until stopped (see the class docstring)."""
+        """Start up, serve and drive the core and the host until stopped (class docstring)."""
         self._wall_base_ms = time.time_ns() // 1_000_000
         self._trio_base = trio.current_time()
-        self._snapshot_triggers = SnapshotTriggers(
-            self.config.metadata_log_max_record_bytes_between_snapshots,
-            self.config.metadata_log_max_snapshot_interval_ms,
-            self.now_ms(),
-        )
-        self._next_clean_ms = self.now_ms() + self.config.metadata_log_clean_interval_ms
-        stored = await self._blocking(lambda: load_stored_state(self.config))
+        config = self.config
+        stored = await self._blocking(lambda: load_stored_state(config))
         self.metadata_log = metadata_log = stored.metadata_log
         self._store = stored.store
         self.cluster_id = stored.cluster_id
         self.directory_id = stored.directory_id
-        self.controller = QuorumController(
-            bootstrap=stored.bootstrap.records,
-            min_insync_replicas=self.config.min_insync_replicas,
-            cluster_id=stored.cluster_id,
-            session_timeout_ms=self.config.broker_session_timeout_ms,
-        )
         request_send, request_receive = trio.open_memory_channel[PendingRequest](0)
         self._dispatcher = ChannelDispatcher(api_versions(), request_send, supported_features())
         try:
             with self._cancel_scope:
                 async with trio.open_nursery() as nursery:
                     self._nursery = nursery
-                    self.running = await nursery.start(serve, self.config, self._dispatcher)
+                    self.running = await nursery.start(serve, config, self._dispatcher)
                     self._raft_log = StorageRaftLog(metadata_log)
-                    self.core = RaftCore(
+                    self.core = core = RaftCore(
                         identity=ReplicaIdentity(
-                            node_id=self.config.node_id,
+                            node_id=config.node_id,
                             directory_id=stored.directory_id,
                             cluster_id=stored.cluster_id,
                             endpoints=self.endpoints,
@@ -291,18 +270,32 @@ class Node:
                         now_ms=self.now_ms(),
                         election=stored.election,
                         kraft_version=stored.kraft_version,
-                        config=self.config.quorum_config(),
+                        config=config.quorum_config(),
                         bootstrap_servers=[
-                            Endpoint(self.config.controller_listener_names[0], b.host, b.port)
-                            for b in self.config.controller_quorum_bootstrap_servers
+                            Endpoint(config.controller_listener_names[0], b.host, b.port)
+                            for b in config.controller_quorum_bootstrap_servers
                         ],
                     )
+                    self.host = host = ControllerHost(
+                        controller_config(config, stored.cluster_id),
+                        bootstrap=stored.bootstrap.records,
+                        raft=core,
+                        now_ms=self.now_ms(),
+                        rng=self.rng,
+                        log=logging.getLogger("kwire.controller"),
+                        logger_levels=python_logger_levels,
+                        perf_counter=time.perf_counter,
+                    )
+                    self._cleaner = LogCleaner(config, self._raft_log, self.now_ms())
+                    self._registration = ControllerRegistrationManager(
+                        config.node_id, self.incarnation_id, request=self._registration_request, leader=self._leader_address
+                    )
                     nursery.start_soon(self._forward_requests, request_receive)
-                    nursery.start_soon(self._register_controller)
-                    if self.config.prometheus_port is not None:
-                        nursery.start_soon(self._serve_metrics)
+                    nursery.start_soon(self._registration.run, lambda: host.controller, lambda: core.epoch)
+                    if config.prometheus_port is not None:
+                        nursery.start_soon(self._serve_metrics, config.prometheus_host, config.prometheus_port)
                     # The first step writes the election state the core starts in.
-                    await self._step(Tick())
+                    await self._step([Tick()])
                     task_status.started(self)
                     await self._drive()
         finally:
@@ -313,29 +306,28 @@ class Node:
             with trio.CancelScope(shield=True):
                 await self._blocking(metadata_log.close)
 
-    async def _serve_metrics(self) -> None:
-        """``kwire.prometheus.port``: serve the metrics (``server.node.metrics``), a new
-        snapshot of them every second, until the node stops."""
-        from server.node.metrics import MetricsServer, take_snapshot
+    async def _serve_metrics(self, host: str, port: int) -> None:
+        """``kwire.prometheus.port``: the metrics (``server.node.metrics``), a new snapshot of
+        them every second, until the node stops."""
+        from server.node.metrics import serve_metrics, take_snapshot
 
-        assert self.config.prometheus_port is not None
-        server = MetricsServer(self.config.prometheus_host, self.config.prometheus_port)
-        self.metrics_port = server.port
-        log.info("serving metrics on %s:%d", self.config.prometheus_host, server.port)
-        try:
-            while True:
-                active = self._requests.active_controller() is not None
-                events = {
-                    "EventQueueTimeMs": self._requests.queue_times.summary(),
-                    "EventQueueProcessingTimeMs": self._requests.processing_times.summary(),
-                }
-                server.update(take_snapshot(
-                    self.core, self.controller, active=active, applied_offset=self._replayed_offset - 1, events=events
-                ))
-                await trio.sleep(1)
-        finally:
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(server.close)
+        def snapshot() -> Any:
+            controller_host = self.host
+            assert controller_host is not None
+            return take_snapshot(
+                self.core, controller_host.controller, active=controller_host.active_controller() is not None,
+                applied_offset=controller_host.replayed_offset - 1,
+                events={
+                    "EventQueueTimeMs": controller_host.queue_times.summary(),
+                    "EventQueueProcessingTimeMs": controller_host.processing_times.summary(),
+                },
+            )
+
+        def bound(actual: int) -> None:
+            self.metrics_port = actual
+            log.info("serving metrics on %s:%d", host, actual)
+
+        await serve_metrics(host, port, snapshot, on_bound=bound)
 
     async def _forward_requests(self, receive: trio.MemoryReceiveChannel[PendingRequest]) -> None:
         async for pending in receive:
@@ -348,82 +340,48 @@ class Node:
             pass
 
     async def _drive(self) -> None:
+        cleaner = self._cleaner
+        assert cleaner is not None
         while True:
-            timers = (
-                self._deadline_ms, self._next_no_op_ms, self._requests.next_check_ms,
-                self._requests.next_balance_ms, self._requests.next_unclean_ms, self._next_clean_ms,
-            )
-            due = [d for d in timers if d is not None]
-            deadline = self._trio_time(min(due)) if due else math.inf
+            due = [d for d in (self._deadline_ms, self._host_deadline_ms, cleaner.next_ms) if d is not None]
             item: Any = Tick()
             if self._held is not None:
                 item, self._held = self._held, None
             else:
-                with trio.move_on_at(deadline):
+                with trio.move_on_at(self._trio_time(min(due))):
                     item = await self._events_receive.receive()
-            if self._next_no_op_ms is not None and self.now_ms() >= self._next_no_op_ms:
-                await self._append_no_op()
-            check_at = self._requests.next_check_ms
-            if check_at is not None and self.now_ms() >= check_at:
-                await self._requests.check_sessions()
-            balance_at = self._requests.next_balance_ms
-            if balance_at is not None and self.now_ms() >= balance_at:
-                await self._requests.balance_leaders()
-            unclean_at = self._requests.next_unclean_ms
-            if unclean_at is not None and self.now_ms() >= unclean_at:
-                await self._requests.elect_unclean_leaders()
             if isinstance(item, PendingRequest):
                 await self._on_request(item)
-            elif isinstance(item, Resume):
-                await self._requests.resume()
             elif isinstance(item, ClientAppend):
-                await self._step_many([item, *self._queued_appends()])
+                await self._step([item, *self._queued_appends()])
             else:
                 if isinstance(item, (ResponseReceived, RequestFailed)):
                     self._in_flight -= 1
                     if self._in_flight == 0:
                         self._idle.set()
-                await self._step(item)
-            if self._pending_snapshot is not None:
-                await self._write_snapshot()
-            if self._next_clean_ms is not None and self.now_ms() >= self._next_clean_ms:
-                await self._clean_log()
+                await self._step([item])
+            await cleaner.maybe_clean(self.now_ms(), self._blocking)
 
     async def _on_request(self, pending: PendingRequest) -> None:
+        """A raft RPC goes to the core, a controller RPC to the host, an Envelope is opened."""
         request = pending.request
         body = request.body
         version = request.header.request_api_version
-        if isinstance(body, DescribeClusterRequest):
-            core, cluster_id, controller = self.core, self.cluster_id, self.controller
-            assert core is not None and cluster_id is not None and controller is not None
-            pending.respond(
-                describe_cluster(
-                    body,
-                    version,
-                    pending.context.listener_name,
-                    cluster_id=cluster_id,
-                    metadata_version=controller.metadata_version,
-                    controllers=controller.controllers,
-                    leader_id=core.leader_and_epoch.leader_id,
-                )
-            )
-            return
-        if isinstance(body, DescribeConfigsRequest):
-            controller = self.controller
-            assert controller is not None
-            view = NodeConfigView(self.config.node_id, controller.replication, self.config.raw)
-            pending.respond(describe_configs(body, view))
-            return
-        if isinstance(body, CONTROLLER_OPS):
-            await self._requests.handle(pending)
-            return
         if isinstance(body, EnvelopeRequest):
             await self._on_envelope(pending, body)
+            return
+        if registry.find(body) is not None:
+            host = self.host
+            assert host is not None
+            now = self.now_ms()
+            received_ms = now - round((trio.current_time() - pending.received_at) * 1000)
+            host.request(now, ControllerRequest(pending, body, version, pending.context.listener_name, received_ms))
+            await self._step([])
             return
         request_id = self._next_request_id
         self._next_request_id += 1
         self._pending[request_id] = pending
-        await self._step(RequestReceived(request_id, version, body, pending.context.listener_name))
+        await self._step([RequestReceived(request_id, version, body, pending.context.listener_name)])
 
     async def _on_envelope(self, pending: PendingRequest, body: EnvelopeRequest) -> None:
         """A request a broker forwarded (``server.node.envelope``): answered as if the client
@@ -434,92 +392,32 @@ class Node:
             pending.respond(EnvelopeResponse(error_code=forwarded))
             return
         inner = PendingRequest(forwarded, pending.context)
-        self._nursery.start_soon(self._relay_envelope, pending, inner)
+        self._nursery.start_soon(relay_answer, pending, inner)
         await self._on_request(inner)
 
-    @staticmethod
-    async def _relay_envelope(outer: PendingRequest, inner: PendingRequest) -> None:
-        try:
-            response = await inner.wait()
-        except Exception as exc:  # the forwarded request failed: so does its envelope
-            if not outer.done:
-                outer.fail(exc)
-            return
-        if not outer.done:
-            outer.respond(envelope_response(inner.request, response))
+    # ------------------------------------------------------------------ the node's registration (KIP-919)
 
-    # ------------------------------------------------------------------ controller writes
+    def _registration_request(self) -> Any:
+        config = self.config
+        listeners = [
+            (e.name, e.host, e.port, SECURITY_PROTOCOL_IDS.get(config.listener_security_protocol_map.get(e.name, "PLAINTEXT"), 0))
+            for e in self.endpoints
+        ]
+        return registration_request(
+            config.node_id, self.incarnation_id, listeners,
+            {f.name: (f.min_version, f.max_version) for f in supported_features()},
+        )
 
-    def _needs_registration(self) -> bool:
-        """``ControllerRegistrationManager.maybeSendControllerRegistration``: metadata.version
-        3.7-IV0 or later is known and this incarnation is not registered in the log yet."""
-        controller = self.controller
-        if controller is None or self._stopping:
-            return False
-        level = controller.metadata_version
-        if level is None or level < CONTROLLER_REGISTRATION_LEVEL:
-            return False
-        current = controller.controllers.get(self.config.node_id)
-        if current is not None and current.incarnation_id == self.incarnation_id:
-            return False
-        return self.core is not None and self.core.epoch != self._registered_in_epoch
-
-    def _leader_address(self) -> tuple[str, int] | None:
+    def _leader_address(self) -> tuple[str, int, int] | None:
+        """The known leader's controller endpoint and the epoch, None without one."""
         core = self.core
-        if core is None:
+        if core is None or core.leader_and_epoch.leader_id is None:
             return None
-        leader = core.leader_and_epoch.leader_id
-        if leader is None:
-            return None
-        node = core.voters.get(leader)
+        node = core.voters.get(core.leader_and_epoch.leader_id)
         endpoint = None if node is None else node.endpoint(self.config.controller_listener_names[0])
-        return None if endpoint is None else (endpoint.host, endpoint.port)
+        return None if endpoint is None else (endpoint.host, endpoint.port, core.epoch)
 
-    async def _register_controller(self) -> None:
-        """Register this controller with the active controller (KIP-919) whenever the log lacks
-        this incarnation's registration, as every Kafka controller does; failures back off
-        exponentially (100 ms to 2 min)."""
-        from server.net.client import KafkaConnectionError, open_connection
-
-        failures = 0
-        while True:
-            await self._registration_wakeup.wait()
-            self._registration_wakeup = trio.Event()
-            address = self._leader_address()
-            if address is None or not self._needs_registration():
-                continue
-            assert self.core is not None
-            epoch = self.core.epoch
-            body = registration_request(
-                self.config.node_id,
-                self.incarnation_id,
-                [
-                    (e.name, e.host, e.port, SECURITY_PROTOCOL_IDS.get(self.config.listener_security_protocol_map.get(e.name, "PLAINTEXT"), 0))
-                    for e in self.endpoints
-                ],
-                {f.name: (f.min_version, f.max_version) for f in supported_features()},
-            )
-            try:
-                conn = await open_connection(address[0], address[1], client_id=f"controller-{self.config.node_id}-registration")
-                try:
-                    response = await conn.request(body)
-                finally:
-                    await conn.aclose()
-                error = Errors.of(response.error_code)
-            except (OSError, KafkaConnectionError, UnsupportedVersionError) as exc:
-                # unreachable, gone, or a leader without ControllerRegistration: try again later
-                log.debug("controller registration with %s failed: %s", address, exc)
-                failures += 1
-            else:
-                if error == Errors.NONE:
-                    failures = 0
-                    self._registered_in_epoch = epoch  # registered once the record is replayed
-                    continue
-                log.info("controller registration answered %s", error.name)
-                failures += 1
-            low, high = _REGISTRATION_BACKOFF_MS
-            await trio.sleep(min(high, low * 2 ** min(failures - 1, 20)) / 1000)
-            self._registration_wakeup.set()
+    # ------------------------------------------------------------------ stepping
 
     def _queued_appends(self) -> list[ClientAppend]:
         """The appends already waiting on the channel, up to the first other item (held for the
@@ -536,17 +434,39 @@ class Node:
                 return appends
             appends.append(item)
 
-    async def _step(self, event: Event) -> None:
-        """Step the core with ``event`` and execute the Outbox, then every follow-up step (a
-        completed flush) until nothing is left to do now."""
-        await self._step_many([event])
+    async def _step(self, events: list[Event]) -> None:
+        """Step the core with ``events`` (none: only the host has news) in one step and carry
+        out the Outbox and every follow-up step (a completed flush); then poll the host and
+        carry out its outbox, whose appends step the core at once, one step each, until
+        neither has anything left to do now."""
+        core, host = self.core, self.host
+        assert core is not None and host is not None
+        queue = deque([events] if events else [])
+        while True:
+            while queue:
+                out = core.step_many(self.now_ms(), queue.popleft())
+                while await self._execute(out):
+                    out = core.step(self.now_ms(), FlushCompleted())
+            host_out = host.poll(self.now_ms())
+            await self._carry_out(host_out)
+            if not host_out.raft_events:
+                return
+            queue.extend([event] for event in host_out.raft_events)
 
-    async def _step_many(self, events: list[Event]) -> None:
-        """As :meth:`_step`, for ``events`` fed to the core in one step (``RaftCore.step_many``)."""
-        core = self.core
-        assert core is not None
-        while await self._execute(core.step_many(self.now_ms(), events)):
-            events = [FlushCompleted()]
+    async def _carry_out(self, out: ControllerOutbox) -> None:
+        """The host's replies, its snapshot, its next deadline; and the node's registration."""
+        host, core, raft_log, registration = self.host, self.core, self._raft_log, self._registration
+        assert host is not None and core is not None and raft_log is not None and registration is not None
+        for pending, response in out.replies:
+            if not pending.done:
+                pending.respond(response)
+        if out.snapshot is not None:
+            snapshot_id = out.snapshot.snapshot_id
+            log.info("node %d: writing snapshot %s", self.config.node_id, SnapshotId(snapshot_id.offset, snapshot_id.epoch).file_stem)
+            await write_snapshot(raft_log, out.snapshot, self._blocking)
+        self._host_deadline_ms = out.next_deadline_ms
+        if not self._stopping:
+            registration.maybe_register(host.controller, core.epoch)
 
     async def _execute(self, out: Outbox) -> bool:
         """Apply one Outbox through ``server.raft.outbox``; True when a flush completed."""
@@ -610,117 +530,29 @@ class Node:
 
     async def load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
         """The controller starts again from the snapshot's records."""
-        metadata_log, controller = self.metadata_log, self.controller
-        assert metadata_log is not None and controller is not None
+        metadata_log, host = self.metadata_log, self.host
+        assert metadata_log is not None and host is not None
         snapshot = SnapshotId(snapshot_id.offset, snapshot_id.epoch)
         content = await self._blocking(lambda: read_snapshot(metadata_log.dir, snapshot))
-        controller.reset(content.data_records(), snapshot_id.offset - 1)
-        self._replayed_offset = snapshot_id.offset
-        self._pending_snapshot = None  # of an image the loaded one replaces
-        assert self._snapshot_triggers is not None
-        self._snapshot_triggers.reset(self.now_ms())
+        host.load_snapshot(self.now_ms(), snapshot_id, content.data_records())
         self._features_seen = True
         self._maybe_notify_leader()
 
     def commit(self, batch: CommittedBatch) -> None:
-        """The controller replays the batch's records, then the listener hears of it."""
-        controller = self.controller
-        assert controller is not None
-        if not batch.is_control:
-            for offset, value in enumerate(RecordBatch(batch.data).iter_values(), batch.base_offset):
-                try:
-                    controller.replay(value, offset)
-                except ReplayError as exc:  # Kafka's controller counts a metadata fault
-                    log.error("skipped a committed record at offset %d: %s", offset, exc)
-        self._replayed_offset = batch.last_offset + 1
-        self._maybe_prepare_snapshot(batch)
+        """The controller replays the batch, then the listener hears of it."""
+        host = self.host
+        assert host is not None
+        host.commit(self.now_ms(), batch)
         self._features_seen = True
-        if self._requests.writes:
-            self._requests.finish_writes(batch.last_offset)
         self._maybe_notify_leader()
         if self.listener is not None:
             self.listener.handle_commit(batch)
 
-    # ------------------------------------------------------------------ snapshots (KIP-630)
-
-    def _maybe_prepare_snapshot(self, batch: CommittedBatch) -> None:
-        """Count the replayed ``batch`` toward the snapshot triggers (``server.node.snapshots``);
-        when one fires, build the snapshot of the image as it stands after the batch: the
-        controller's records (``QuorumController.snapshot_records``) behind a header holding the
-        batch's timestamp, with the kraft.version and voters as of its last offset
-        (``KafkaRaftClient.createSnapshot``). None while one waits to be written, without a
-        metadata.version, inside a metadata transaction, or at or below the log start."""
-        triggers, controller, core, raft_log = self._snapshot_triggers, self.controller, self.core, self._raft_log
-        assert triggers is not None and controller is not None and core is not None and raft_log is not None
-        reason = triggers.replayed(len(batch.data), self.now_ms())
-        if (
-            reason is None
-            or self._pending_snapshot is not None
-            or controller.metadata_version is None
-            or controller.transaction_open
-            or batch.last_offset + 1 <= raft_log.log_start_offset
-        ):
-            return
-        snapshot_id = OffsetAndEpoch(batch.last_offset + 1, batch.epoch)
-        latest = raft_log.latest_snapshot_id()
-        if latest is not None and latest.offset >= snapshot_id.offset:
-            return
-        kraft_version, voters = core.control.at_offset(batch.last_offset)
-        records = [encode_record(record, version) for record, version in controller.snapshot_records()]
-        data = b"".join(
-            build_snapshot_batches(
-                SnapshotId(snapshot_id.offset, snapshot_id.epoch),
-                last_contained_log_timestamp=RecordBatch(batch.data).max_timestamp,
-                records=records,
-                append_time_ms=self.now_ms(),
-                kraft_version=kraft_version,
-                voters=voters_record(voters) if kraft_version >= 1 else None,
-            )
-        )
-        triggers.reset(self.now_ms())
-        self._pending_snapshot = (snapshot_id, data)
-        log.info(
-            "node %d: creating snapshot %s because %s",
-            self.config.node_id, SnapshotId(snapshot_id.offset, snapshot_id.epoch).file_stem, reason,
-        )
-
-    async def _write_snapshot(self) -> None:
-        """Write and freeze the built snapshot off the event loop (fsync, rename); a storage
-        failure stops the node."""
-        pending, raft_log = self._pending_snapshot, self._raft_log
-        assert pending is not None and raft_log is not None
-        self._pending_snapshot = None
-        snapshot_id, data = pending
-        if snapshot_id.offset <= raft_log.log_start_offset:
-            return  # a snapshot from the leader replaced the log meanwhile
-        await self._blocking(lambda: raft_log.create_snapshot(snapshot_id, data))
-
-    async def _clean_log(self) -> None:
-        """Enforce ``metadata.max.retention.bytes`` and ``metadata.max.retention.ms``
-        (``StorageRaftLog.maybe_clean``), then wait ``kwire.metadata.log.clean.interval.ms``
-        (Kafka's 60 s) again."""
-        raft_log = self._raft_log
-        assert raft_log is not None
-        now = self.now_ms()
-        self._next_clean_ms = now + self.config.metadata_log_clean_interval_ms
-        before = raft_log.log_start_offset
-        await self._blocking(
-            lambda: raft_log.maybe_clean(
-                retention_bytes=self.config.metadata_max_retention_bytes,
-                retention_ms=self.config.metadata_max_retention_ms,
-                now_ms=now,
-            )
-        )
-        if raft_log.log_start_offset != before:
-            log.info("node %d: log start offset %d -> %d (retention)", self.config.node_id, before, raft_log.log_start_offset)
-
     def append_result(self, result: AppendResult) -> None:
-        """The node's own appends (NoOps, activation, controller writes) stay here; others go
-        to the listener."""
-        if self._requests.append_result(result):
-            return
-        if result.token in self._own_tokens:
-            self._own_tokens.discard(result.token)
+        """The host's own appends stay with it; others go to the listener."""
+        host = self.host
+        assert host is not None
+        if host.append_result(result):
             return
         self._maybe_notify_leader()
         if self.listener is not None:
@@ -728,17 +560,13 @@ class Node:
 
     def schedule(self, deadline_ms: int | None) -> None:
         """The core's next deadline; then the news of this Outbox as a whole: finalized
-        features, the leader, NoOp scheduling, a resignation to wait for."""
+        features, the leader, a resignation to wait for."""
         self._maybe_notify_leader()
         self._log_transition()
         if self._features_seen:
             self._features_seen = False
             self._publish_features()
         self._deadline_ms = deadline_ms
-        self._maybe_activate()
-        self._schedule_no_op()
-        if self._needs_registration():
-            self._registration_wakeup.set()
         core = self.core
         if core is not None and isinstance(core.state, Resigned):
             self._resigned.set()
@@ -770,74 +598,13 @@ class Node:
             listener.handle_leader_change(leader)
 
     def _publish_features(self) -> None:
-        if self._dispatcher is None or self.core is None or self.controller is None:
+        if self._dispatcher is None or self.core is None or self.host is None:
             return
         self._dispatcher.finalized = finalized_features(
-            self.controller.feature_levels, self.core.high_watermark, self.core.kraft_version
+            self.host.controller.feature_levels, self.core.high_watermark, self.core.kraft_version
         )
 
-    def _maybe_activate(self) -> None:
-        """Claim the controller once this node leads and has replayed everything committed
-        before its epoch's start (``QuorumController`` claims when ``KafkaRaftClient`` reports
-        its own leadership, at that same point), and append the activation records: the
-        bootstrap records on a log without metadata.version. A node that is not the leader
-        renounces."""
-        core, controller = self.core, self.controller
-        if core is None or controller is None:
-            return
-        state = core.state
-        if not isinstance(state, Leader):
-            controller.renounce()
-            if self._requests.writes:
-                self._requests.finish_writes(None)
-            return
-        if self._stopping or self._replayed_offset < state.epoch_start_offset:
-            return
-        activation = controller.activate(state.epoch, self.now_ms())
-        if activation is None:
-            return
-        self._requests.activated()
-        if not activation.records:
-            return
-        # one ClientAppend is one batch: atomic activations stay whole
-        token = self._take_token()
-        self._own_tokens.add(token)
-        self._post(ClientAppend(token, tuple(encode_record(m, v) for m, v in activation.records)))
-
-    # ------------------------------------------------------------------ appends
-
-    def _schedule_no_op(self) -> None:
-        """An active controller appends a NoOpRecord every ``metadata.max.idle.interval.ms``
-        (``QuorumController.maybeScheduleNextWriteNoOpRecord``), once activated, so that the
-        high watermark of an idle quorum keeps advancing and followers see that the leader is
-        alive."""
-        core = self.core
-        interval = self.config.metadata_max_idle_interval_ms
-        controller = self.controller
-        if (
-            core is None
-            or controller is None
-            or interval <= 0
-            or not isinstance(core.state, Leader)
-            or controller.active_epoch != core.epoch
-        ):
-            self._next_no_op_ms = None
-        elif self._next_no_op_ms is None:
-            self._next_no_op_ms = self.now_ms() + interval
-
-    async def _append_no_op(self) -> None:
-        self._next_no_op_ms = None
-        core = self.core
-        if core is None or not isinstance(core.state, Leader) or self._stopping:
-            return
-        token = self._take_token()
-        self._own_tokens.add(token)
-        await self._step(ClientAppend(token, (encode_record(NoOpRecord(), 0),)))
-
-    def _take_token(self) -> int:
-        token = self._next_token
-        self._next_token += 1
-        return token
+    # ------------------------------------------------------------------ appends and stopping
 
     def append(self, values: tuple[bytes, ...]) -> int:
         """Ask the leader in this node to append ``values`` (non-empty byte strings, at most
@@ -845,11 +612,10 @@ class Node:
         ``handle_append_result`` will carry. Never blocks; the records linger for
         ``controller.quorum.append.linger.ms`` (Kafka's ``RaftClient.prepareAppend`` +
         ``schedulePreparedAppend``)."""
-        token = self._take_token()
+        token = self._next_token
+        self._next_token += 1
         self._post(ClientAppend(token, tuple(values)))
         return token
-
-    # ------------------------------------------------------------------ stopping
 
     async def shutdown(self, timeout_ms: int | None = None) -> None:
         """Graceful stop (``KafkaRaftClient.shutdown``): a leader resigns and sends
@@ -858,6 +624,8 @@ class Node:
         if self._stopping:
             return
         self._stopping = True
+        if self.host is not None:
+            self.host.shutdown()
         if timeout_ms is None:
             timeout_ms = self.config.controller_quorum_request_timeout_ms
         core = self.core

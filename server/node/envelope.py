@@ -1,5 +1,5 @@
 """Requests brokers forward to the controller inside an Envelope (key 58, KIP-590; Kafka's
-``EnvelopeUtils`` and ``RequestContext.buildResponseEnvelopePayload``, controller-facts §5.5).
+``EnvelopeUtils`` and ``RequestContext.buildResponseEnvelopePayload``).
 
 :func:`open_envelope` checks an EnvelopeRequest in Kafka's order and returns the forwarded
 request (its header, header version and body), or the envelope-level error:
@@ -16,7 +16,8 @@ The forwarded request is answered as if it came from the client; :func:`envelope
 wraps that answer with its own response header (the client's correlation id), without a size
 prefix, in ResponseData; an answer holding NOT_CONTROLLER anywhere is replaced by an envelope
 NOT_CONTROLLER without data (``RequestChannel.Request.buildResponseSend``), which tells the
-broker to find the active controller again.
+broker to find the active controller again. :func:`relay_answer` waits for the forwarded
+request's answer and completes the envelope with it.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ from messages.protocol import (
     encode_response,
 )
 from messages.runtime import Message
+from server.net import PendingRequest
 
-__all__ = ["FORWARDABLE", "envelope_response", "open_envelope"]
+__all__ = ["FORWARDABLE", "envelope_response", "open_envelope", "relay_answer"]
 
 FORWARDABLE = frozenset(
     int(k)
@@ -129,3 +131,16 @@ def envelope_response(forwarded: Request, response: Message) -> EnvelopeResponse
         return EnvelopeResponse(response_data=None, error_code=Errors.NOT_CONTROLLER)
     frame = bytes(encode_response(response, forwarded.header.request_api_version, forwarded.header.correlation_id))
     return EnvelopeResponse(response_data=frame[4:], error_code=Errors.NONE)
+
+
+async def relay_answer(outer: PendingRequest, inner: PendingRequest) -> None:
+    """Answer the envelope ``outer`` once its forwarded request ``inner`` is answered
+    (:func:`envelope_response`); a failed forwarded request fails its envelope too."""
+    try:
+        response = await inner.wait()
+    except Exception as exc:
+        if not outer.done:
+            outer.fail(exc)
+        return
+    if not outer.done:
+        outer.respond(envelope_response(inner.request, response))

@@ -12,7 +12,7 @@ registers, with ``.``, ``:``, ``=`` and ``-`` as ``_``:
   ActiveBrokerCount, FencedBrokerCount, LastAppliedRecordOffset, LastCommittedRecordOffset;
 * ``kafka_controller_ControllerEventManager_<Name>`` (``QuorumControllerMetrics``): the
   summaries EventQueueTimeMs and EventQueueProcessingTimeMs of the controller requests
-  (``server.node.event_times``): quantiles 0.5 to 0.999 of the recent ones, ``_count`` and
+  (``server.controller.event_times``): quantiles 0.5 to 0.999 of the recent ones, ``_count`` and
   ``_sum``;
 * ``kafka_server_raft_metrics_<name>`` (``KafkaRaftMetrics``, group ``raft-metrics``):
   current_leader, current_epoch, high_watermark, log_end_offset, and current_state as a
@@ -21,19 +21,20 @@ registers, with ``.``, ``:``, ``=`` and ``-`` as ``_``:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import trio
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from server.controller.elections import imbalanced_partitions
-from server.node.event_times import EventTimesSummary
+from server.controller.event_times import EventTimesSummary
 
-__all__ = ["MetricsServer", "Snapshot", "take_snapshot"]
+__all__ = ["MetricsServer", "Snapshot", "serve_metrics", "take_snapshot"]
 
 _CONTROLLER = "kafka_controller_KafkaController_"
 _RAFT = "kafka_server_raft_metrics_"
@@ -128,3 +129,20 @@ class MetricsServer:
         """Stop serving."""
         self._server.shutdown()
         self._server.server_close()
+
+
+async def serve_metrics(
+    host: str, port: int, snapshot: Callable[[], Snapshot], *, on_bound: Callable[[int], None] | None = None
+) -> None:
+    """Serve ``/metrics`` on ``host``:``port`` with a new ``snapshot()`` every second until
+    cancelled; ``on_bound`` hears the bound port first."""
+    server = MetricsServer(host, port)
+    if on_bound is not None:
+        on_bound(server.port)
+    try:
+        while True:
+            server.update(snapshot())
+            await trio.sleep(1)
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(server.close)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from kwire.uuid import Uuid
 from server.config import KRaftConfig
+from server.controller.operations import ControllerConfig
 from server.raft.control import voter_set_from_record
 from server.raft.types import ElectionState, ReplicaKey, VoterSet
 from storage.bootstrap import (
@@ -38,6 +39,7 @@ from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, read_snapshot, snapshot_pat
 __all__ = [
     "NodeStartupError",
     "StoredState",
+    "controller_config",
     "from_stored_election",
     "load_stored_state",
     "to_stored_election",
@@ -62,6 +64,28 @@ class StoredState:
     voters: VoterSet
     kraft_version: int
     bootstrap: BootstrapMetadata
+
+
+def controller_config(config: KRaftConfig, cluster_id: str) -> ControllerConfig:
+    """The settings the controller host decides by, from server.properties (``config``) and
+    the cluster id meta.properties holds."""
+    return ControllerConfig(
+        node_id=config.node_id,
+        cluster_id=cluster_id,
+        static_config=config.raw,
+        quorum_node_ids=frozenset(v.node_id for v in config.controller_quorum_voters),
+        min_insync_replicas=config.min_insync_replicas,
+        session_timeout_ms=config.broker_session_timeout_ms,
+        num_partitions=config.num_partitions,
+        default_replication_factor=config.default_replication_factor,
+        delete_topic_enable=config.delete_topic_enable,
+        auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
+        leader_imbalance_check_interval_ms=config.leader_imbalance_check_interval_seconds * 1000,
+        unclean_leader_election_interval_ms=config.unclean_leader_election_interval_ms,
+        max_idle_interval_ms=config.metadata_max_idle_interval_ms,
+        snapshot_max_bytes=config.metadata_log_max_record_bytes_between_snapshots,
+        snapshot_max_interval_ms=config.metadata_log_max_snapshot_interval_ms,
+    )
 
 
 def to_stored_election(state: ElectionState, voters: VoterSet) -> StoredElectionState:

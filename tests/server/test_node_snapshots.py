@@ -96,7 +96,7 @@ async def test_ten_minutes_of_no_ops_keep_a_bounded_log_and_restart_from_the_sna
         # segment, as Kafka's does
         assert again.metadata_log is not None and again.metadata_log.log_start_offset == first_segment
         assert again.controller is not None
-        await _until(lambda: again._replayed_offset >= end_offset)
+        await _until(lambda: again.host.replayed_offset >= end_offset)
         restarted = again.controller.snapshot_records()
         assert [encode_record(r, v) for r, v in restarted] == [encode_record(r, v) for r, v in image]
         again.stop()

@@ -1,20 +1,26 @@
-"""When a node writes a metadata snapshot and cleans its log (KIP-630): Kafka's
-``SnapshotGenerator`` triggers and ``KafkaRaftClient``'s cleaning timer, as plain state.
+"""When and what a controller snapshots (KIP-630): Kafka's ``SnapshotGenerator`` triggers, as
+plain state, and the snapshot of an image (:func:`image_snapshot`).
 
 Every node (active or standby) writes a snapshot of its controller's image once the committed
 batches it replayed since its last snapshot reach ``metadata.log.max.record.bytes.between
 .snapshots`` bytes, or once ``metadata.log.max.snapshot.interval.ms`` passed since then (0 turns
 the time trigger off); a loaded snapshot counts as a snapshot. The check runs when a batch is
 replayed, so an idle log (no NoOps, ``metadata.max.idle.interval.ms=0``) is never snapshotted
-by time alone, as in Kafka. One snapshot is written at a time. Every 60 s
-(``kwire.metadata.log.clean.interval.ms``, for tests) the node deletes old snapshots and the
-log below them as ``metadata.max.retention.bytes`` and ``metadata.max.retention.ms`` say
-(``storage.log.MetadataLog.maybe_clean``).
+by time alone, as in Kafka. One snapshot is written at a time. (Deleting old snapshots and the
+log below them is the node's file work: ``server.node.log_cleaner``.)
 """
 
 from __future__ import annotations
 
-__all__ = ["SnapshotTriggers"]
+from collections.abc import Sequence
+
+from messages.metadata import encode_record
+from server.controller.result import Record
+from server.raft.control import voters_record
+from server.raft.types import OffsetAndEpoch, VoterSet
+from storage.snapshot_format import SnapshotId, build_snapshot_batches
+
+__all__ = ["SnapshotTriggers", "image_snapshot"]
 
 
 class SnapshotTriggers:
@@ -42,3 +48,28 @@ class SnapshotTriggers:
         """A snapshot was started or loaded at ``now_ms``: count from zero again."""
         self.bytes_since_last = 0
         self.last_snapshot_ms = now_ms
+
+
+def image_snapshot(
+    snapshot_id: OffsetAndEpoch,
+    records: Sequence[Record],
+    *,
+    last_contained_log_timestamp: int,
+    append_time_ms: int,
+    kraft_version: int,
+    voters: VoterSet,
+) -> bytes:
+    """The bytes of snapshot ``snapshot_id`` (``.checkpoint`` content) holding the image
+    ``records``, behind a header with ``last_contained_log_timestamp`` and, at kraft.version 1
+    or later, the KRaftVersion and Voters control records of ``voters``: both as of the last
+    contained offset, as ``KafkaRaftClient.createSnapshot`` writes them."""
+    return b"".join(
+        build_snapshot_batches(
+            SnapshotId(snapshot_id.offset, snapshot_id.epoch),
+            last_contained_log_timestamp=last_contained_log_timestamp,
+            records=[encode_record(record, version) for record, version in records],
+            append_time_ms=append_time_ms,
+            kraft_version=kraft_version,
+            voters=voters_record(voters) if kraft_version >= 1 else None,
+        )
+    )

@@ -1,24 +1,23 @@
-"""The controller RPCs the node answers outside the KRaft core, as a Kafka controller's
-``ControllerApis`` does: UpdateFeatures (key 57), ControllerRegistration (key 70, KIP-919),
-BrokerRegistration (62), BrokerHeartbeat (63), UnregisterBroker (64), AllocateProducerIds
-(67), CreateTopics (19), DeleteTopics (20), CreatePartitions (37), AlterPartition (56),
-IncrementalAlterConfigs (44), AlterConfigs (33), AssignReplicasToDirs (73), ElectLeaders (43),
-AlterPartitionReassignments (45) and ListPartitionReassignments (46); and the node's own
-registration (``ControllerRegistrationManager``).
+"""The answers of the controller RPCs (Kafka's ``ControllerApis`` response building and each
+request class's ``getErrorResponse``), one builder per RPC with one shape::
+
+    respond(request, version, outcome) -> response
+
+``outcome`` is an :class:`~server.controller.errors.ApiError` (the request failed whole: an
+operation's refusal, or NOT_CONTROLLER) or the operation's result
+(:attr:`ControllerResult.response <server.controller.result.ControllerResult.response>`), which
+is None for RPCs whose success carries nothing. ``server.controller.registry`` pairs each
+builder with its operation.
 
 Only the active controller writes: elsewhere, and before the active controller has replayed a
 metadata.version, a write gets NOT_CONTROLLER ("The active controller appears to be node N" or
-"No controller appears to be active."), which clients answer by finding the controller again.
-A write's records go to the log as one batch; the answer leaves once that batch is committed,
-and NOT_CONTROLLER if the node loses its leadership first.
+"No controller appears to be active.", :func:`not_controller`), which clients answer by
+finding the controller again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 from kwire.errors import Errors
-from kwire.uuid import Uuid
 from messages.generated.allocate_producer_ids_response import AllocateProducerIdsResponse
 from messages.generated.alter_configs_request import AlterConfigsRequest
 from messages.generated.alter_configs_response import AlterConfigsResourceResponse as LegacyResult
@@ -35,11 +34,6 @@ from messages.generated.alter_partition_response import AlterPartitionResponse
 from messages.generated.assign_replicas_to_dirs_response import AssignReplicasToDirsResponse
 from messages.generated.broker_heartbeat_response import BrokerHeartbeatResponse
 from messages.generated.broker_registration_response import BrokerRegistrationResponse
-from messages.generated.controller_registration_request import (
-    ControllerRegistrationRequest,
-    Feature,
-    Listener,
-)
 from messages.generated.controller_registration_response import ControllerRegistrationResponse
 from messages.generated.create_partitions_request import CreatePartitionsRequest
 from messages.generated.create_partitions_response import (
@@ -75,12 +69,13 @@ from messages.generated.update_features_response import (
     UpdatableFeatureResult,
     UpdateFeaturesResponse,
 )
+from messages.runtime import Message
 from server.controller.cluster import BrokerHeartbeatReply
 from server.controller.errors import ApiError
 from server.controller.features import UpgradeType
+from server.controller.replication import PRODUCER_ID_BLOCK_SIZE
 
 __all__ = [
-    "SECURITY_PROTOCOL_IDS",
     "allocate_producer_ids_response",
     "alter_configs_response",
     "alter_partition_reassignments_response",
@@ -97,13 +92,9 @@ __all__ = [
     "unregister_broker_response",
     "feature_updates",
     "not_controller",
-    "registration_request",
     "registration_response",
     "update_features_response",
 ]
-
-SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
-"""``SecurityProtocol`` ids, as registrations carry them."""
 
 _FAILED_PREFIX = "The update failed for all features since the following feature had an error: "
 
@@ -125,15 +116,13 @@ def feature_updates(request: UpdateFeaturesRequest, version: int) -> dict[str, t
     }
 
 
-def update_features_response(
-    request: UpdateFeaturesRequest, version: int, error: ApiError | None, *, wrong_controller: bool = False
-) -> UpdateFeaturesResponse:
-    """``QuorumController.updateFeatures``'s answer: an error fails every update (its message
-    prefixed as Kafka does, unless the request never reached the feature checks:
-    ``wrong_controller``); success at v0-1 lists each feature with NONE and the message
-    "NONE" (``Errors.NONE.message()``)."""
+def update_features_response(request: UpdateFeaturesRequest, version: int, error: ApiError | None) -> UpdateFeaturesResponse:
+    """``QuorumController.updateFeatures``'s answer: an error fails every update, its message
+    prefixed as ``FeatureControlManager`` words a feature's refusal (NOT_CONTROLLER, which comes
+    from the event queue rather than the feature checks, keeps its own message); success at
+    v0-1 lists each feature with NONE and the message "NONE" (``Errors.NONE.message()``)."""
     if error is not None:
-        message = error.message if wrong_controller else _FAILED_PREFIX + (error.message or "")
+        message = error.message if error.error == Errors.NOT_CONTROLLER else _FAILED_PREFIX + (error.message or "")
         return UpdateFeaturesResponse(error_code=error.error, error_message=message)
     results = (
         [UpdatableFeatureResult(feature=u.feature, error_code=Errors.NONE, error_message="NONE") for u in request.feature_updates]
@@ -143,7 +132,7 @@ def update_features_response(
     return UpdateFeaturesResponse(error_code=Errors.NONE, error_message=None, results=results)
 
 
-def registration_response(error: ApiError | None) -> ControllerRegistrationResponse:
+def registration_response(request: Message, version: int, error: ApiError | None) -> ControllerRegistrationResponse:
     """The ControllerRegistration answer: NONE once the record is committed (with an empty
     ErrorMessage, as Kafka sends it), or the error."""
     if error is None:
@@ -151,36 +140,17 @@ def registration_response(error: ApiError | None) -> ControllerRegistrationRespo
     return ControllerRegistrationResponse(error_code=error.error, error_message=error.message)
 
 
-def registration_request(
-    node_id: int,
-    incarnation_id: Uuid,
-    listeners: Sequence[tuple[str, str, int, int]],
-    features: Mapping[str, tuple[int, int]],
-) -> ControllerRegistrationRequest:
-    """``ControllerRegistrationManager.sendControllerRegistration``: this controller's id, the
-    incarnation id of this run, its listeners ``(name, host, port, security protocol id)`` and
-    supported features (name -> (min, max)); ZkMigrationReady false."""
-    return ControllerRegistrationRequest(
-        controller_id=node_id,
-        incarnation_id=incarnation_id,
-        zk_migration_ready=False,
-        listeners=[Listener(name=n, host=h, port=p, security_protocol=s) for n, h, p, s in listeners],
-        features=[
-            Feature(name=name, min_supported_version=low, max_supported_version=high)
-            for name, (low, high) in sorted(features.items())
-        ],
-    )
-
-
-def broker_registration_response(error: ApiError | None, broker_epoch: int = -1) -> BrokerRegistrationResponse:
-    """The BrokerRegistration answer: the broker epoch once the registration is committed, or
-    the error code alone (BrokerEpoch -1, no message field), as ``ControllerApis`` builds it."""
-    if error is not None:
-        return BrokerRegistrationResponse(error_code=error.error, broker_epoch=-1)
+def broker_registration_response(request: Message, version: int, outcome: ApiError | int) -> BrokerRegistrationResponse:
+    """The BrokerRegistration answer: the broker epoch (``outcome``) once the registration is
+    committed, or the error code alone (BrokerEpoch -1, no message field), as ``ControllerApis``
+    builds it."""
+    if isinstance(outcome, ApiError):
+        return BrokerRegistrationResponse(error_code=outcome.error, broker_epoch=-1)
+    broker_epoch = outcome
     return BrokerRegistrationResponse(error_code=Errors.NONE, broker_epoch=broker_epoch)
 
 
-def broker_heartbeat_response(answer: ApiError | BrokerHeartbeatReply) -> BrokerHeartbeatResponse:
+def broker_heartbeat_response(request: Message, version: int, answer: ApiError | BrokerHeartbeatReply) -> BrokerHeartbeatResponse:
     """The BrokerHeartbeat answer: the reply's IsCaughtUp, IsFenced and ShouldShutDown, or an
     error code with the fields' defaults (not caught up, fenced)."""
     if isinstance(answer, ApiError):
@@ -193,7 +163,7 @@ def broker_heartbeat_response(answer: ApiError | BrokerHeartbeatReply) -> Broker
     )
 
 
-def unregister_broker_response(error: ApiError | None) -> UnregisterBrokerResponse:
+def unregister_broker_response(request: Message, version: int, error: ApiError | None) -> UnregisterBrokerResponse:
     """The UnregisterBroker answer: NONE with an empty message once committed, or the error
     with its message."""
     if error is None:
@@ -201,16 +171,18 @@ def unregister_broker_response(error: ApiError | None) -> UnregisterBrokerRespon
     return UnregisterBrokerResponse(error_code=error.error, error_message=error.message)
 
 
-def allocate_producer_ids_response(error: ApiError | None, start: int = 0, length: int = 0) -> AllocateProducerIdsResponse:
-    """The AllocateProducerIds answer: the block once its record is committed, or the error
-    code with an empty block."""
-    if error is not None:
-        return AllocateProducerIdsResponse(error_code=error.error, producer_id_start=0, producer_id_len=0)
-    return AllocateProducerIdsResponse(error_code=Errors.NONE, producer_id_start=start, producer_id_len=length)
+def allocate_producer_ids_response(request: Message, version: int, outcome: ApiError | int) -> AllocateProducerIdsResponse:
+    """The AllocateProducerIds answer: the block of :data:`PRODUCER_ID_BLOCK_SIZE` ids starting
+    at ``outcome`` once its record is committed, or the error code with an empty block."""
+    if isinstance(outcome, ApiError):
+        return AllocateProducerIdsResponse(error_code=outcome.error, producer_id_start=0, producer_id_len=0)
+    return AllocateProducerIdsResponse(
+        error_code=Errors.NONE, producer_id_start=outcome, producer_id_len=PRODUCER_ID_BLOCK_SIZE
+    )
 
 
 def create_topics_response(
-    request: CreateTopicsRequest, outcome: ApiError | list[CreatableTopicResult]
+    request: CreateTopicsRequest, version: int, outcome: ApiError | list[CreatableTopicResult]
 ) -> CreateTopicsResponse:
     """The CreateTopics answer: the per-topic results, or one error for every requested topic
     (``CreateTopicsRequest.getErrorResponse``: a request over the partition bound, or
@@ -241,7 +213,7 @@ def delete_topics_response(
 
 
 def create_partitions_response(
-    request: CreatePartitionsRequest, outcome: ApiError | list[CreatePartitionsTopicResult]
+    request: CreatePartitionsRequest, version: int, outcome: ApiError | list[CreatePartitionsTopicResult]
 ) -> CreatePartitionsResponse:
     """The CreatePartitions answer: the per-topic results, or one error for every requested
     topic (``CreatePartitionsRequest.getErrorResponse``)."""
@@ -253,7 +225,7 @@ def create_partitions_response(
     return CreatePartitionsResponse(throttle_time_ms=0, results=outcome)
 
 
-def elect_leaders_response(request: ElectLeadersRequest, outcome: ApiError | ElectLeadersResponse) -> ElectLeadersResponse:
+def elect_leaders_response(request: ElectLeadersRequest, version: int, outcome: ApiError | ElectLeadersResponse) -> ElectLeadersResponse:
     """The ElectLeaders answer, or one error at the top and for every named partition
     (``ElectLeadersRequest.getErrorResponse``)."""
     if not isinstance(outcome, ApiError):
@@ -272,7 +244,7 @@ def elect_leaders_response(request: ElectLeadersRequest, outcome: ApiError | Ele
 
 
 def alter_partition_reassignments_response(
-    request: AlterPartitionReassignmentsRequest, outcome: ApiError | AlterPartitionReassignmentsResponse
+    request: AlterPartitionReassignmentsRequest, version: int, outcome: ApiError | AlterPartitionReassignmentsResponse
 ) -> AlterPartitionReassignmentsResponse:
     """The AlterPartitionReassignments answer, or one error at the top and for every requested
     partition (``AlterPartitionReassignmentsRequest.getErrorResponse``)."""
@@ -295,7 +267,7 @@ def alter_partition_reassignments_response(
 
 
 def list_partition_reassignments_response(
-    request: ListPartitionReassignmentsRequest, outcome: ApiError | ListPartitionReassignmentsResponse
+    request: ListPartitionReassignmentsRequest, version: int, outcome: ApiError | ListPartitionReassignmentsResponse
 ) -> ListPartitionReassignmentsResponse:
     """The ListPartitionReassignments answer, or one error at the top with every requested
     partition listed bare (``ListPartitionReassignmentsRequest.getErrorResponse``)."""
@@ -314,7 +286,7 @@ def list_partition_reassignments_response(
     )
 
 
-def alter_partition_response(outcome: ApiError | AlterPartitionResponse) -> AlterPartitionResponse:
+def alter_partition_response(request: Message, version: int, outcome: ApiError | AlterPartitionResponse) -> AlterPartitionResponse:
     """The AlterPartition answer: per partition, or one error code for the whole request and no
     topics (``AlterPartitionRequest.getErrorResponse``)."""
     if isinstance(outcome, ApiError):
@@ -323,7 +295,7 @@ def alter_partition_response(outcome: ApiError | AlterPartitionResponse) -> Alte
 
 
 def incremental_alter_configs_response(
-    request: IncrementalAlterConfigsRequest, outcome: ApiError | list[IncrementalResult]
+    request: IncrementalAlterConfigsRequest, version: int, outcome: ApiError | list[IncrementalResult]
 ) -> IncrementalAlterConfigsResponse:
     """The IncrementalAlterConfigs answer: per resource, or one error for every resource."""
     if isinstance(outcome, ApiError):
@@ -337,7 +309,7 @@ def incremental_alter_configs_response(
     return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=outcome)
 
 
-def alter_configs_response(request: AlterConfigsRequest, outcome: ApiError | list[LegacyResult]) -> AlterConfigsResponse:
+def alter_configs_response(request: AlterConfigsRequest, version: int, outcome: ApiError | list[LegacyResult]) -> AlterConfigsResponse:
     """The AlterConfigs answer: per resource, or one error for every resource."""
     if isinstance(outcome, ApiError):
         outcome = [
@@ -350,7 +322,7 @@ def alter_configs_response(request: AlterConfigsRequest, outcome: ApiError | lis
     return AlterConfigsResponse(throttle_time_ms=0, responses=outcome)
 
 
-def assign_replicas_to_dirs_response(outcome: ApiError | AssignReplicasToDirsResponse) -> AssignReplicasToDirsResponse:
+def assign_replicas_to_dirs_response(request: Message, version: int, outcome: ApiError | AssignReplicasToDirsResponse) -> AssignReplicasToDirsResponse:
     """The AssignReplicasToDirs answer: per replica, or one error code for the whole request."""
     if isinstance(outcome, ApiError):
         return AssignReplicasToDirsResponse(throttle_time_ms=0, error_code=outcome.error, directories=[])

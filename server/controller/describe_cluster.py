@@ -1,0 +1,76 @@
+"""DescribeCluster on a controller listener (``ControllerApis.handleDescribeCluster`` and
+``AuthHelper.computeDescribeClusterResponse``, KIP-919), answered by any controller from its
+image.
+
+From metadata.version 3.7-IV0 on: EndpointType 2 (controller), Brokers = the registered
+controllers that have an endpoint on the listener the request arrived on, ControllerId = the
+raft leader. Before 3.7-IV0, or with no metadata.version, UNSUPPORTED_VERSION
+(direct-to-controller clients need KIP-919 registrations); a request for broker endpoints gets
+MISMATCHED_ENDPOINT_TYPE (v1+) or INVALID_REQUEST (v0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kwire.errors import Errors
+from messages.generated.describe_cluster_request import DescribeClusterRequest
+from messages.generated.describe_cluster_response import (
+    DescribeClusterBroker,
+    DescribeClusterResponse,
+)
+from server.controller.controller import ControllerRegistration
+from server.controller.features import CONTROLLER_REGISTRATION_LEVEL
+
+__all__ = ["CONTROLLER_ENDPOINT_TYPE", "describe_cluster"]
+
+CONTROLLER_ENDPOINT_TYPE = 2
+"""DescribeCluster's EndpointType for controllers (``EndpointType.CONTROLLER``)."""
+
+
+def describe_cluster(
+    request: DescribeClusterRequest,
+    version: int,
+    listener: str,
+    *,
+    cluster_id: str,
+    metadata_version: int | None,
+    controllers: Mapping[int, ControllerRegistration],
+    leader_id: int | None,
+) -> DescribeClusterResponse:
+    """The DescribeCluster response of a controller at ``metadata_version`` (None before one is
+    finalized) whose registered controllers are ``controllers`` and whose raft leader is
+    ``leader_id``, for a request (at ``version``) that arrived on ``listener`` (module
+    docstring)."""
+    if metadata_version is None:
+        return DescribeClusterResponse(
+            error_code=Errors.UNSUPPORTED_VERSION,
+            error_message=(
+                "There is no finalized MetadataVersion, so direct-to-controller communication is not supported."
+            ),
+        )
+    if metadata_version < CONTROLLER_REGISTRATION_LEVEL:
+        return DescribeClusterResponse(
+            error_code=Errors.UNSUPPORTED_VERSION,
+            error_message="Direct-to-controller communication is not supported with the current MetadataVersion.",
+        )
+    if request.endpoint_type != CONTROLLER_ENDPOINT_TYPE:
+        error = Errors.MISMATCHED_ENDPOINT_TYPE if version >= 1 else Errors.INVALID_REQUEST
+        return DescribeClusterResponse(
+            error_code=error,
+            error_message=(
+                "The request was sent to an endpoint of type CONTROLLER, but we wanted an "
+                "endpoint of type BROKER"
+            ),
+        )
+    brokers = []
+    for controller_id in sorted(controllers):
+        endpoint = next((e for e in controllers[controller_id].endpoints if e[0] == listener), None)
+        if endpoint is not None:
+            brokers.append(DescribeClusterBroker(broker_id=controller_id, host=endpoint[1], port=endpoint[2]))
+    return DescribeClusterResponse(
+        endpoint_type=CONTROLLER_ENDPOINT_TYPE,
+        cluster_id=cluster_id,
+        controller_id=leader_id if leader_id is not None else -1,
+        brokers=brokers,
+    )

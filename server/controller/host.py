@@ -1,0 +1,594 @@
+"""The controller host: the sans-IO object that runs a node's quorum controller beside its KRaft
+core, driven by the node (``server.node.driver``) and by the deterministic simulation alike.
+
+It is what Kafka's ``QuorumController`` is around its managers: the raft listener that replays
+committed batches and loaded snapshots, the claim and renouncement of the active controller on
+leadership changes, the queue of controller requests, the writes waiting for their batch to
+commit (``DeferredEventQueue``), the periodic tasks, and the snapshot triggers
+(``SnapshotGenerator``). It reads no clock and draws no randomness it is not handed, opens no
+socket and touches no file. Events go in as calls; what the driver must do comes out of
+:meth:`ControllerHost.poll` as a :class:`ControllerOutbox`::
+
+    driver ── commit(now, batch) ───────────────┐
+           ── load_snapshot(now, id, records) ──┤
+           ── append_result(result) ────────────┼──► ControllerHost ── poll(now) ──► ControllerOutbox
+           ── request(now, ControllerRequest) ──┘      (QuorumController,           raft_events: step the core
+                                                         write queue, timers,         replies: answer requests
+                                                         snapshot triggers)           snapshot: write this file
+                                                                                      next_deadline_ms
+
+The driver calls :meth:`~ControllerHost.poll` after every core Outbox it carried out (that is
+where the host sees leadership change) and when ``next_deadline_ms`` comes; it steps the core
+with ``raft_events`` in order, one step each, before it feeds the core anything else, since a
+write's offsets (a new broker's epoch) are computed from where those appends land.
+
+Rules (Kafka's ``QuorumController``):
+
+* Activation: once the raft leader of an epoch has replayed everything before the epoch's start
+  offset (where ``KafkaRaftClient`` tells its listener of its own leadership), the controller
+  claims the epoch and appends its activation records (``server.controller.activation``) as one
+  batch. Off the leader it renounces: every waiting write and request gets NOT_CONTROLLER.
+* Writes: this controller applies committed records only, so requests that write run one at a
+  time. A request that arrives while a write is uncommitted waits, in arrival order, and runs
+  once every write before it has committed. A write's records go to the log as one batch; its
+  answer leaves when that batch commits (NOT_CONTROLLER if leadership is lost first). Reads
+  (DescribeCluster, DescribeConfigs) are answered at once by any controller.
+* Periodic tasks, on the active controller only: a NoOpRecord every
+  ``metadata.max.idle.interval.ms`` (``maybeScheduleNextWriteNoOpRecord``); every
+  ``broker.session.timeout.ms`` / 8 the fencing of one broker whose session expired
+  (``registerMaybeFenceStaleBroker``, again at once after one was found); every
+  ``leader.imbalance.check.interval.seconds`` with ``auto.leader.rebalance.enable`` the
+  preferred-leader elections (``maybeBalancePartitionLeaders``); every
+  ``unclean.leader.election.interval.ms`` the unclean elections for leaderless partitions of
+  topics that allow them (the electUnclean task). A task that writes waits for earlier writes
+  (10 ms at a time); an election task that hit its bound runs again at once.
+* Snapshots: every node counts the committed bytes it replays; when a trigger fires
+  (``server.controller.snapshots``) it snapshots its image as of that batch, unless one is
+  waiting to be written, a metadata transaction is open, there is no metadata.version, or the
+  log already starts at or after that offset.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kwire.errors import Errors
+from messages.generated.no_op_record import NoOpRecord
+from messages.metadata import encode_record
+from messages.runtime import Message
+from server.controller import elections
+from server.controller.cluster import ReplayError
+from server.controller.controller import QuorumController
+from server.controller.errors import ApiError
+from server.controller.event_times import EventTimes
+from server.controller.operations import ControllerConfig, ControllerLog, OperationContext
+from server.controller.registry import ControllerApi, find
+from server.controller.responses import not_controller
+from server.controller.result import Record
+from server.controller.snapshots import SnapshotTriggers, image_snapshot
+from server.raft.control_state import ControlRecordStateMachine
+from server.raft.events import AppendResult, ClientAppend, CommittedBatch, UpgradeKRaftVersion
+from server.raft.log import RaftLog
+from server.raft.roles import EpochState, Leader
+from server.raft.types import LeaderAndEpoch, OffsetAndEpoch, VoterSet
+from storage.records import RecordBatch
+
+__all__ = [
+    "MAX_ELECTIONS_PER_IMBALANCE",
+    "ControllerHost",
+    "ControllerOutbox",
+    "ControllerRequest",
+    "RaftView",
+    "SnapshotToWrite",
+]
+
+MAX_ELECTIONS_PER_IMBALANCE = 1000
+"""Elections one periodic election task writes at most (``maxElectionsPerImbalance``)."""
+
+_RETRY_AFTER_WRITE_MS = 10
+"""How long a periodic task that writes waits when a write is still uncommitted."""
+
+
+class RaftView(Protocol):
+    """What the host reads of the KRaft core it sits beside (``server.raft.core.RaftCore``
+    fits). Reading only: the host changes the core solely through its outbox's
+    ``raft_events``."""
+
+    @property
+    def state(self) -> EpochState:
+        """The current role."""
+
+    @property
+    def epoch(self) -> int:
+        """The current epoch."""
+
+    @property
+    def leader_and_epoch(self) -> LeaderAndEpoch:
+        """The known leader and the epoch."""
+
+    @property
+    def voters(self) -> VoterSet:
+        """The newest voter set."""
+
+    @property
+    def kraft_version(self) -> int:
+        """The finalized kraft.version."""
+
+    @property
+    def next_append_offset(self) -> int | None:
+        """Where the next append starts on this leader, None elsewhere."""
+
+    @property
+    def control(self) -> ControlRecordStateMachine:
+        """The voter set and kraft.version history (``at_offset`` for a snapshot's header)."""
+
+    @property
+    def log(self) -> RaftLog:
+        """The replicated log (its start offset and latest snapshot id)."""
+
+    def check_kraft_upgrade(self, epoch: int, level: int) -> bool:
+        """Whether this leader of ``epoch`` will append kraft.version ``level``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerRequest:
+    """A controller RPC as it reached the node: ``handle`` is the driver's (the reply names it),
+    ``listener_name`` the listener it arrived on, ``received_ms`` when its frame was read (on
+    the driver's clock, for the queue-time metric)."""
+
+    handle: Any
+    body: Message
+    version: int
+    listener_name: str = ""
+    received_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotToWrite:
+    """A snapshot of the image to write and freeze: its id and its ``.checkpoint`` bytes."""
+
+    snapshot_id: OffsetAndEpoch
+    data: bytes
+
+
+@dataclass(slots=True)
+class ControllerOutbox:
+    """What the driver must do after a :meth:`ControllerHost.poll`, in this order:
+
+    1. ``raft_events``: step the core with each (``ClientAppend`` of the controller's writes,
+       activation records and NoOps; ``UpgradeKRaftVersion`` before the write that asked for
+       it), one step each and before any other event reaches the core;
+    2. ``replies``: answer each request (``(handle, response)``);
+    3. ``snapshot``: write it (off the event loop); skip it when the log meanwhile starts at or
+       after its offset;
+    4. poll again no later than ``next_deadline_ms`` (None: no timer is running).
+    """
+
+    raft_events: list[ClientAppend | UpgradeKRaftVersion] = field(default_factory=list)
+    replies: list[tuple[Any, Message]] = field(default_factory=list)
+    snapshot: SnapshotToWrite | None = None
+    next_deadline_ms: int | None = None
+
+
+@dataclass(slots=True)
+class _Write:
+    """A write whose batch is on its way to the log: ``answer`` (None for the controller's own
+    writes) hears the outcome once the batch up to ``last_offset`` committed, ``on_commit`` the
+    batch's last offset."""
+
+    answer: Callable[[ApiError | None], None] | None
+    on_commit: Callable[[int], None] | None = None
+    last_offset: int | None = None
+
+
+@dataclass(slots=True)
+class _Task:
+    """A periodic task: when it runs next (None: not scheduled), and what it does; ``run``
+    returns the delay to its next run."""
+
+    name: str
+    run: Callable[[int], int]
+    next_ms: int | None = None
+
+
+class _SilentLog:
+    def info(self, msg: str, *args: Any) -> None:
+        pass
+
+    def error(self, msg: str, *args: Any) -> None:
+        pass
+
+
+class ControllerHost:
+    """The controller of one node (module docstring).
+
+    ``config`` holds the node's settings, ``bootstrap`` the formatted bootstrap records
+    (``(record, version)``, metadata.version among them), ``raft`` the core it sits beside,
+    ``now_ms`` the time it starts at. ``rng`` places replicas and draws topic ids; ``log``
+    takes its INFO and ERROR lines; ``logger_levels`` lists the node's loggers for
+    DescribeConfigs; ``perf_counter`` (seconds) times each request's processing for the
+    EventQueueProcessingTimeMs metric only (None: not timed).
+    """
+
+    def __init__(
+        self,
+        config: ControllerConfig,
+        *,
+        bootstrap: Sequence[Record],
+        raft: RaftView,
+        now_ms: int,
+        rng: random.Random,
+        log: ControllerLog | None = None,
+        logger_levels: Callable[[], Mapping[str, str]] = dict,
+        perf_counter: Callable[[], float] | None = None,
+    ) -> None:
+        self.config = config
+        self.raft = raft
+        self.rng = rng
+        self.log: ControllerLog = log if log is not None else _SilentLog()
+        self._logger_levels = logger_levels
+        self._perf_counter = perf_counter
+        self.controller = QuorumController(
+            bootstrap=bootstrap,
+            min_insync_replicas=config.min_insync_replicas,
+            cluster_id=config.cluster_id,
+            session_timeout_ms=config.session_timeout_ms,
+        )
+        self.replayed_offset = 0
+        """The offset after the last committed batch (or snapshot) replayed."""
+        self.queue_times = EventTimes()
+        """``ControllerEventManager`` EventQueueTimeMs: arrival to the start of handling."""
+        self.processing_times = EventTimes()
+        """``ControllerEventManager`` EventQueueProcessingTimeMs: the handling itself."""
+        self.stopping = False
+        """The node is stopping: no activation and no NoOps any more."""
+        self._triggers = SnapshotTriggers(config.snapshot_max_bytes, config.snapshot_max_interval_ms, now_ms)
+        self._writes: dict[int, _Write] = {}
+        """Uncommitted writes by the token of their append."""
+        self._waiting: deque[ControllerRequest] = deque()
+        """Requests waiting for the writes before them to commit, in arrival order."""
+        self._next_token = -1
+        """The host's append tokens count down from -1, so they never meet a driver's own."""
+        self._out = ControllerOutbox()
+        self._pending_records = 0
+        """Records of ``_out.raft_events`` not yet handed to the driver."""
+        self._no_op = _Task("no-op", self._append_no_op)
+        self._tasks = (
+            self._no_op,
+            _Task("session expiry", self._fence_stale_broker),
+            _Task("leader balance", self._balance_leaders),
+            _Task("unclean election", self._elect_unclean_leaders),
+        )
+
+    # ------------------------------------------------------------------ events
+
+    def commit(self, now_ms: int, batch: CommittedBatch) -> None:
+        """A batch now wholly committed, in offset order: its data records are replayed (a
+        record that does not fit the image is logged at ERROR and skipped, as Kafka's controller
+        counts a metadata fault), then the snapshot triggers and the writes it completes."""
+        controller = self.controller
+        if not batch.is_control:
+            for offset, value in enumerate(RecordBatch(batch.data).iter_values(), batch.base_offset):
+                try:
+                    controller.replay(value, offset)
+                except ReplayError as exc:
+                    self.log.error("skipped a committed record at offset %d: %s", offset, exc)
+        self.replayed_offset = batch.last_offset + 1
+        self._maybe_snapshot(now_ms, batch)
+        if self._writes:
+            self._complete_writes(batch.last_offset)
+
+    def load_snapshot(self, now_ms: int, snapshot_id: OffsetAndEpoch, record_values: Iterable[bytes | None]) -> None:
+        """The node's state machine starts again from snapshot ``snapshot_id`` whose data
+        records' values are ``record_values``. Raises ``ReplayError`` for a snapshot whose
+        records do not form an image."""
+        self.controller.reset(record_values, snapshot_id.offset - 1)
+        self.replayed_offset = snapshot_id.offset
+        self._out.snapshot = None  # of an image the loaded one replaces
+        self._triggers.reset(now_ms)
+
+    def append_result(self, result: AppendResult) -> bool:
+        """Where one of the host's appends will land, or why it was refused (its write is then
+        answered NOT_CONTROLLER); False when ``result`` is not for one of the host's appends."""
+        if result.token >= 0:
+            return False
+        write = self._writes.get(result.token)
+        if write is None:
+            return True  # activation records and NoOps: nothing waits for them
+        if result.error_code != Errors.NONE:
+            del self._writes[result.token]
+            if write.answer is not None:
+                write.answer(self.not_controller())
+        else:
+            write.last_offset = result.last_offset
+        return True
+
+    def request(self, now_ms: int, request: ControllerRequest) -> None:
+        """A controller RPC (one that ``server.controller.registry`` lists; raises KeyError for
+        another): a read is answered at once; a write runs now, or waits behind the writes
+        before it while this node is the active controller."""
+        api = find(request.body)
+        if api is None:
+            raise KeyError(f"not a controller RPC: {type(request.body).__name__}")
+        if not api.write:
+            self._reply(request, api.respond(request.body, request.version, self._run_read(now_ms, request, api)))
+            return
+        if api.on_arrival is not None:
+            api.on_arrival(self.controller, request.body, now_ms)
+        if self._writes and self.active_controller() is not None:
+            self._waiting.append(request)
+            return
+        self._run(now_ms, request, api)
+
+    def shutdown(self) -> None:
+        """The node is stopping: it no longer claims leadership or appends NoOps."""
+        self.stopping = True
+
+    def poll(self, now_ms: int) -> ControllerOutbox:
+        """Act on the raft state as it now stands (activation or renouncement), run the waiting
+        requests and the periodic tasks that are due, and hand over everything to do
+        (:class:`ControllerOutbox`)."""
+        self._follow_leadership(now_ms)
+        while self._waiting and not self._writes:
+            request = self._waiting.popleft()
+            api = find(request.body)
+            assert api is not None
+            self._run(now_ms, request, api)
+        claimed = self._claimed()
+        for task in self._tasks:
+            if not claimed:
+                task.next_ms = None
+            elif task.next_ms is not None and now_ms >= task.next_ms:
+                task.next_ms = now_ms + task.run(now_ms)
+        if claimed and self._no_op.next_ms is None and self.config.max_idle_interval_ms > 0:
+            self._no_op.next_ms = now_ms + self.config.max_idle_interval_ms
+        out, self._out = self._out, ControllerOutbox()
+        self._pending_records = 0
+        due = [task.next_ms for task in self._tasks if task.next_ms is not None]
+        out.next_deadline_ms = min(due) if due else None
+        return out
+
+    # ------------------------------------------------------------------ leadership
+
+    def active_controller(self) -> QuorumController | None:
+        """The controller while this node is the active one and has replayed a
+        metadata.version (Kafka's active controller knows it from its first record on)."""
+        controller = self.controller
+        if (
+            not isinstance(self.raft.state, Leader)
+            or controller.active_epoch != self.raft.epoch
+            or controller.metadata_version is None
+        ):
+            return None
+        return controller
+
+    def _claimed(self) -> bool:
+        """This node leads and its controller claimed the epoch (its metadata.version may still
+        be on its way: the periodic writes wait for it)."""
+        return isinstance(self.raft.state, Leader) and self.controller.active_epoch == self.raft.epoch
+
+    def not_controller(self) -> ApiError:
+        """NOT_CONTROLLER naming the leader, or none while this node leads without being the
+        active controller yet."""
+        leader = self.raft.leader_and_epoch.leader_id
+        return not_controller(None if leader == self.config.node_id and self.active_controller() is None else leader)
+
+    def _follow_leadership(self, now_ms: int) -> None:
+        """Claim the controller once this node leads and has replayed everything committed
+        before its epoch's start; renounce it off the leader (every write and waiting request
+        then gets NOT_CONTROLLER)."""
+        state, controller = self.raft.state, self.controller
+        if not isinstance(state, Leader):
+            controller.renounce()
+            if self._writes:
+                self._fail_writes()
+            return
+        if self.stopping or self.replayed_offset < state.epoch_start_offset:
+            return
+        if controller.active_epoch is not None and controller.active_epoch != state.epoch and self._writes:
+            self._fail_writes()  # writes of an earlier epoch of ours never commit in this one
+        activation = controller.activate(state.epoch, now_ms)
+        if activation is None:
+            return
+        config = self.config
+        self._tasks[1].next_ms = now_ms + max(1, config.session_timeout_ms // 8)
+        self._tasks[2].next_ms = now_ms + config.leader_imbalance_check_interval_ms if config.auto_leader_rebalance_enable else None
+        self._tasks[3].next_ms = now_ms + config.unclean_leader_election_interval_ms
+        if activation.records:
+            self._append(activation.records, None, drain_now=False)  # one batch: atomic activations stay whole
+
+    # ------------------------------------------------------------------ requests and writes
+
+    def _context(self, now_ms: int, request: ControllerRequest | None = None) -> OperationContext:
+        return OperationContext(
+            controller=self.controller,
+            config=self.config,
+            now_ms=now_ms,
+            raft=self.raft,
+            voter_ids=self.raft.voters.ids,
+            rng=self.rng,
+            log=self.log,
+            listener_name="" if request is None else request.listener_name,
+            leader_id=self.raft.leader_and_epoch.leader_id,
+            pending_records=self._pending_records,
+            logger_levels=self._logger_levels,
+        )
+
+    def _run_read(self, now_ms: int, request: ControllerRequest, api: ControllerApi) -> Any:
+        return api.operation(self._context(now_ms, request), request.body, request.version).response
+
+    def _run(self, now_ms: int, request: ControllerRequest, api: ControllerApi) -> None:
+        """Run one write request on the active controller (NOT_CONTROLLER elsewhere)."""
+        self.queue_times.record(now_ms - request.received_ms)
+        started = self._perf_counter() if self._perf_counter is not None else None
+        try:
+            self._operate(now_ms, request, api)
+        finally:
+            if started is not None and self._perf_counter is not None:
+                self.processing_times.record((self._perf_counter() - started) * 1000)
+
+    def _operate(self, now_ms: int, request: ControllerRequest, api: ControllerApi) -> None:
+        body, version = request.body, request.version
+        if self.active_controller() is None:
+            self._reply(request, api.respond(body, version, self.not_controller()))
+            return
+        try:
+            result = api.operation(self._context(now_ms, request), body, version)
+        except ApiError as exc:
+            self._reply(request, api.respond(body, version, exc))
+            return
+        if result.kraft_upgrade is not None:
+            self._out.raft_events.append(UpgradeKRaftVersion(result.kraft_upgrade))
+        if not result.records:
+            self._reply(request, api.respond(body, version, result.response))
+            return
+
+        def answer(error: ApiError | None) -> None:
+            self._reply(request, api.respond(body, version, result.response if error is None else error))
+
+        self._append(result.records, answer, result.on_commit)
+
+    def _reply(self, request: ControllerRequest, response: Message) -> None:
+        self._out.replies.append((request.handle, response))
+
+    def _append(
+        self,
+        records: Sequence[Record],
+        answer: Callable[[ApiError | None], None] | None,
+        on_commit: Callable[[int], None] | None = None,
+        *,
+        drain_now: bool = True,
+    ) -> None:
+        """Hand ``records`` to the core as one batch; a write (``answer`` given, or the
+        controller's own periodic writes) waits for its commit. ``drain_now``: controller
+        writes run one at a time, so nothing could join one while it lingers."""
+        token = self._next_token
+        self._next_token -= 1
+        if answer is not None or drain_now:
+            self._writes[token] = _Write(answer, on_commit)
+        self._out.raft_events.append(ClientAppend(token, tuple(encode_record(m, v) for m, v in records), drain_now=drain_now))
+        self._pending_records += len(records)
+
+    def _complete_writes(self, committed_offset: int) -> None:
+        """Answer the writes committed up to ``committed_offset`` (inclusive)."""
+        for token, write in list(self._writes.items()):
+            if write.last_offset is None or write.last_offset > committed_offset:
+                continue
+            del self._writes[token]
+            if write.on_commit is not None:
+                write.on_commit(write.last_offset)
+            if write.answer is not None:
+                write.answer(None)
+
+    def _fail_writes(self) -> None:
+        """Leadership was lost: every uncommitted write is answered NOT_CONTROLLER (waiting
+        requests follow at the next poll, off the active controller)."""
+        writes, self._writes = self._writes, {}
+        for write in writes.values():
+            if write.answer is not None:
+                write.answer(self.not_controller())
+
+    # ------------------------------------------------------------------ periodic tasks
+
+    def _append_no_op(self, now_ms: int) -> int:
+        """``metadata.max.idle.interval.ms``: a NoOpRecord, so that the high watermark of an idle
+        quorum advances and followers see that the leader lives."""
+        if not self.stopping:
+            self._append([(NoOpRecord(), 0)], None, drain_now=False)
+        return self.config.max_idle_interval_ms
+
+    def _writing_task(
+        self,
+        now_ms: int,
+        find_records: Callable[[OperationContext], tuple[list[Record], bool]],
+        interval_ms: int,
+        message: str | None = None,
+    ) -> int:
+        """Run a task that writes, after the writes before it (10 ms later while one is
+        uncommitted). ``find_records`` returns the records to write and whether to run again
+        at once (it wrote all it may at a time, or found something to do); else the task runs
+        again ``interval_ms`` later."""
+        if self._writes or self.active_controller() is None:
+            return _RETRY_AFTER_WRITE_MS
+        records, again = find_records(self._context(now_ms))
+        if records:
+            if message is not None:
+                self.log.info(message, len(records))
+            self._append(records, None)
+        return 0 if again else interval_ms
+
+    def _fence_stale_broker(self, now_ms: int) -> int:
+        """Fence one broker whose session expired, and look again at once after one was found."""
+
+        def fence(ctx: OperationContext) -> tuple[list[Record], bool]:
+            records = ctx.cluster.maybe_fence_stale_broker(
+                now_ms, metadata_version=ctx.metadata_version, partitions=ctx.partition_effects
+            )
+            for record, _ in records or ():
+                self.log.info("fencing a broker whose session expired: %s", record)
+            return (records or [], records is not None)
+
+        return self._writing_task(now_ms, fence, max(1, self.config.session_timeout_ms // 8))
+
+    @staticmethod
+    def _elections(elect: Callable[..., list[Record]]) -> Callable[[OperationContext], tuple[list[Record], bool]]:
+        """A periodic election task: at most :data:`MAX_ELECTIONS_PER_IMBALANCE` elections,
+        and at once again when it wrote that many."""
+
+        def run(ctx: OperationContext) -> tuple[list[Record], bool]:
+            records = elect(**ctx.partition_context(), max_elections=MAX_ELECTIONS_PER_IMBALANCE)
+            return records, len(records) >= MAX_ELECTIONS_PER_IMBALANCE
+
+        return run
+
+    def _balance_leaders(self, now_ms: int) -> int:
+        """Give partitions back to their preferred replicas."""
+        return self._writing_task(
+            now_ms, self._elections(elections.balance_partition_leaders), self.config.leader_imbalance_check_interval_ms,
+            "moving leadership of %d partition(s) back to their preferred replicas",
+        )
+
+    def _elect_unclean_leaders(self, now_ms: int) -> int:
+        """Elect leaders for leaderless partitions of topics with unclean.leader.election.enable."""
+        return self._writing_task(
+            now_ms, self._elections(elections.elect_unclean_leaders), self.config.unclean_leader_election_interval_ms,
+            "unclean leader election for %d leaderless partition(s)",
+        )
+
+    # ------------------------------------------------------------------ snapshots (KIP-630)
+
+    def _maybe_snapshot(self, now_ms: int, batch: CommittedBatch) -> None:
+        """Count the replayed ``batch`` toward the snapshot triggers; when one fires, snapshot
+        the image as it stands after the batch behind a header holding the batch's timestamp
+        and the kraft.version and voters as of its last offset (``KafkaRaftClient
+        .createSnapshot``)."""
+        reason = self._triggers.replayed(len(batch.data), now_ms)
+        controller, raft_log = self.controller, self.raft.log
+        if (
+            reason is None
+            or self._out.snapshot is not None
+            or controller.metadata_version is None
+            or controller.transaction_open
+            or batch.last_offset + 1 <= raft_log.log_start_offset
+        ):
+            return
+        snapshot_id = OffsetAndEpoch(batch.last_offset + 1, batch.epoch)
+        latest = raft_log.latest_snapshot_id()
+        if latest is not None and latest.offset >= snapshot_id.offset:
+            return
+        kraft_version, voters = self.raft.control.at_offset(batch.last_offset)
+        data = image_snapshot(
+            snapshot_id,
+            controller.snapshot_records(),
+            last_contained_log_timestamp=RecordBatch(batch.data).max_timestamp,
+            append_time_ms=now_ms,
+            kraft_version=kraft_version,
+            voters=voters,
+        )
+        self._triggers.reset(now_ms)
+        self._out.snapshot = SnapshotToWrite(snapshot_id, data)
+        self.log.info("node %d: creating snapshot %020d-%010d because %s", self.config.node_id, snapshot_id.offset, snapshot_id.epoch, reason)

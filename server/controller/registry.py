@@ -1,0 +1,113 @@
+"""The one table of controller RPCs: for each, its request class (api key and versions), its
+operation (``server.controller.operations``) and its answer builder
+(``server.controller.responses``). It drives the host's dispatch
+(``server.controller.host``) and the controller part of the ApiVersions table the node
+advertises, as ``server.raft.registry`` does for the raft RPCs.
+
+A new controller RPC is its spec in ``messages/specs/`` (``make generate``), its operation,
+its answer builder, and one line in :data:`CONTROLLER_APIS`.
+
+Versions: each RPC's spec carries the union of the pinned Kafka releases' versions (3.9.2 and
+the newest 4.x), and the node advertises all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
+from messages.generated.alter_configs_request import AlterConfigsRequest
+from messages.generated.alter_partition_reassignments_request import (
+    AlterPartitionReassignmentsRequest,
+)
+from messages.generated.alter_partition_request import AlterPartitionRequest
+from messages.generated.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
+from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from messages.generated.broker_registration_request import BrokerRegistrationRequest
+from messages.generated.controller_registration_request import ControllerRegistrationRequest
+from messages.generated.create_partitions_request import CreatePartitionsRequest
+from messages.generated.create_topics_request import CreateTopicsRequest
+from messages.generated.delete_topics_request import DeleteTopicsRequest
+from messages.generated.describe_cluster_request import DescribeClusterRequest
+from messages.generated.describe_configs_request import DescribeConfigsRequest
+from messages.generated.elect_leaders_request import ElectLeadersRequest
+from messages.generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
+from messages.generated.list_partition_reassignments_request import (
+    ListPartitionReassignmentsRequest,
+)
+from messages.generated.unregister_broker_request import UnregisterBrokerRequest
+from messages.generated.update_features_request import UpdateFeaturesRequest
+from messages.runtime import Message
+from server.controller import operations as op
+from server.controller import responses as answer
+from server.controller.controller import QuorumController
+from server.controller.result import ControllerResult
+
+__all__ = ["CONTROLLER_APIS", "ControllerApi", "advertised_versions", "find"]
+
+
+def _whole(request: Message, version: int, outcome: Any) -> Message:
+    """The answer of a read whose result is the whole response."""
+    return outcome
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerApi:
+    """One controller RPC. ``write``: only the active controller runs it, after the writes
+    before it committed, and answers once its records commit; otherwise any controller answers
+    at once from its image (and ``respond`` gets the whole response). ``on_arrival`` runs
+    when the request arrives, before it waits for anything."""
+
+    request: type[Message]
+    operation: Callable[[op.OperationContext, Any, int], ControllerResult]
+    respond: Callable[[Any, int, Any], Message] = _whole
+    write: bool = True
+    on_arrival: Callable[[QuorumController, Any, int], None] | None = None
+
+    @property
+    def api_key(self) -> int:
+        key = self.request.API_KEY
+        assert key is not None
+        return key
+
+    @property
+    def versions(self) -> tuple[int, int]:
+        """(lowest, highest) request version served."""
+        return (self.request.LOWEST_VERSION, self.request.HIGHEST_VERSION)
+
+
+CONTROLLER_APIS: tuple[ControllerApi, ...] = (
+    ControllerApi(ControllerRegistrationRequest, op.register_controller, answer.registration_response),
+    ControllerApi(UpdateFeaturesRequest, op.update_features_op, answer.update_features_response),
+    ControllerApi(BrokerRegistrationRequest, op.register_broker, answer.broker_registration_response),
+    ControllerApi(BrokerHeartbeatRequest, op.broker_heartbeat, answer.broker_heartbeat_response, on_arrival=op.track_heartbeat),
+    ControllerApi(UnregisterBrokerRequest, op.unregister_broker, answer.unregister_broker_response),
+    ControllerApi(AllocateProducerIdsRequest, op.allocate_producer_ids, answer.allocate_producer_ids_response),
+    ControllerApi(CreateTopicsRequest, op.create_topics, answer.create_topics_response),
+    ControllerApi(DeleteTopicsRequest, op.delete_topics, answer.delete_topics_response),
+    ControllerApi(CreatePartitionsRequest, op.create_partitions, answer.create_partitions_response),
+    ControllerApi(AlterPartitionRequest, op.alter_partition, answer.alter_partition_response),
+    ControllerApi(IncrementalAlterConfigsRequest, op.incremental_alter_configs, answer.incremental_alter_configs_response),
+    ControllerApi(AlterConfigsRequest, op.alter_configs, answer.alter_configs_response),
+    ControllerApi(AssignReplicasToDirsRequest, op.assign_replicas_to_dirs, answer.assign_replicas_to_dirs_response),
+    ControllerApi(ElectLeadersRequest, op.elect_leaders, answer.elect_leaders_response),
+    ControllerApi(AlterPartitionReassignmentsRequest, op.alter_partition_reassignments, answer.alter_partition_reassignments_response),
+    ControllerApi(ListPartitionReassignmentsRequest, op.list_partition_reassignments, answer.list_partition_reassignments_response),
+    ControllerApi(DescribeClusterRequest, op.describe_cluster, write=False),
+    ControllerApi(DescribeConfigsRequest, op.describe_configs, write=False),
+)
+"""Every controller RPC (module docstring)."""
+
+_BY_TYPE: dict[type[Message], ControllerApi] = {api.request: api for api in CONTROLLER_APIS}
+
+
+def find(request: Message) -> ControllerApi | None:
+    """The entry serving ``request``'s type, None for a request that is not a controller RPC."""
+    return _BY_TYPE.get(type(request))
+
+
+def advertised_versions() -> dict[int, tuple[int, int]]:
+    """``{api key: (lowest, highest) version}`` of every controller RPC."""
+    return {api.api_key: api.versions for api in CONTROLLER_APIS}
