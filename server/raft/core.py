@@ -7,11 +7,12 @@ the driver follows (``server.raft.outbox`` applies it). It mirrors ``KafkaRaftCl
 parts mirror Kafka's seams: :mod:`~server.raft.quorum_state` (``QuorumState``),
 :mod:`~server.raft.requests` (``RequestManager``), :mod:`~server.raft.control_state`
 (``KRaftControlRecordStateMachine``), :mod:`~server.raft.log_view` (staged log changes, the high
-watermark, committed batches), :mod:`~server.raft.leadership`, and one handler module per RPC
-reached through :mod:`~server.raft.registry`. The core keeps ``step``, the per-role polling and
-the Outbox. Where it deliberately differs from Kafka (a follower fetches again only after its
-flush; parked fetches wake after the step that appended; the core times out its own requests)
-is written down in ``compat/DEVIATIONS.md``.
+watermark, committed batches), :mod:`~server.raft.leadership`, :mod:`~server.raft.polling`
+(the per-role timers), and one handler module per RPC reached through
+:mod:`~server.raft.registry`. The core keeps ``step``, dispatch and the Outbox. Where it
+deliberately differs from Kafka (a follower fetches again only after its flush; parked fetches
+wake after the step that appended; the core times out its own requests) is written down in
+``compat/DEVIATIONS.md``.
 """
 
 from __future__ import annotations
@@ -22,19 +23,7 @@ from typing import Any
 
 from kwire.api_keys import ApiKey
 from kwire.errors import Errors
-from server.raft import (
-    add_raft_voter,
-    begin_quorum_epoch,
-    end_quorum_epoch,
-    fetch,
-    fetch_snapshot,
-    kraft_upgrade,
-    leadership,
-    remove_raft_voter,
-    update_raft_voter,
-    vote,
-    voter_change,
-)
+from server.raft import fetch, kraft_upgrade, leadership, polling
 from server.raft.control_state import ControlRecordStateMachine
 from server.raft.events import (
     ClientAppend,
@@ -56,15 +45,7 @@ from server.raft.log_view import LogView
 from server.raft.quorum_state import QuorumState
 from server.raft.registry import DEFAULT, Registry
 from server.raft.requests import RequestManager
-from server.raft.roles import (
-    Candidate,
-    EpochState,
-    Follower,
-    Leader,
-    Prospective,
-    Resigned,
-    Unattached,
-)
+from server.raft.roles import EpochState, Leader
 from server.raft.types import (
     ElectionState,
     Endpoint,
@@ -323,147 +304,11 @@ class RaftCore:
     # ------------------------------------------------------------------ polling
 
     def _poll(self, now_ms: int) -> None:
-        for correlation in self.requests.expired(now_ms):
-            self._request_failed(now_ms, correlation, FailureReason.TIMEOUT)
-        self.requests.forget_backoffs_until(now_ms)
-        state = self.quorum.state
-        if isinstance(state, Leader):
-            self._poll_leader(now_ms, state)
-        elif isinstance(state, Follower):
-            self._poll_follower(now_ms, state)
-        elif isinstance(state, (Candidate, Prospective)):
-            self._poll_election(now_ms, state)
-        elif isinstance(state, Unattached):
-            self._poll_unattached(now_ms, state)
-        elif isinstance(state, Resigned):
-            self._poll_resigned(now_ms, state)
-
-    def _poll_leader(self, now_ms: int, state: Leader) -> None:
-        if state.accumulator.needs_drain(now_ms):
-            self.view.stage_lingering(state, now_ms)
-        pending = state.pending_voter_change
-        if pending is not None and now_ms >= pending.deadline_ms:
-            voter_change.finish(self, Errors.REQUEST_TIMED_OUT)
-        if state.check_quorum_expired(now_ms):
-            self.quorum.resign(now_ms)
-            self._poll(now_ms)
-            return
-        for voter_id, due in sorted(state.next_begin_epoch_ms.items()):
-            if due <= now_ms and self.requests.can_send_to(voter_id, now_ms):
-                self.send(now_ms, voter_id, ApiKey.BEGIN_QUORUM_EPOCH, begin_quorum_epoch.build_request(self, voter_id))
-                state.next_begin_epoch_ms[voter_id] = now_ms + self.config.fetch_timeout_ms // 2
-
-    def _poll_follower(self, now_ms: int, state: Follower) -> None:
-        if now_ms >= state.fetch_deadline_ms:
-            if self.quorum.is_voter:
-                self.quorum.start_election(now_ms)
-            else:
-                self.quorum.transition_to_unattached(state.epoch, now_ms)
-            self._poll(now_ms)
-            return
-        if state.backoff_until_ms is not None and now_ms < state.backoff_until_ms:
-            return
-        state.backoff_until_ms = None
-        self._maybe_send_fetch(now_ms, state.leader_id)
-
-    def _maybe_send_fetch(self, now_ms: int, destination_id: int | None) -> None:
-        if destination_id is None or not self.requests.can_send_to(destination_id, now_ms):
-            return
-        if self.view.has_staged_changes:
-            return  # wait until the driver applied this step's log changes
-        if self.log.flushed_offset < self.log.log_end_offset:
-            return  # the fetch offset counts toward the HWM: only flushed data may be reported
-        state = self.quorum.state
-        if isinstance(state, Follower):
-            if self._maybe_auto_join(now_ms, state, destination_id):
+        """Fail the requests whose timeout passed, then act on the role's timers
+        (:func:`~server.raft.polling.poll_role`); again after each transition that makes."""
+        while True:
+            for correlation in self.requests.expired(now_ms):
+                self._request_failed(now_ms, correlation, FailureReason.TIMEOUT)
+            self.requests.forget_backoffs_until(now_ms)
+            if not polling.poll_role(self, now_ms):
                 return
-            if state.has_fetched and now_ms >= state.update_voter_due_ms and voter_change.should_send_update_voter(self, state):
-                # in place of this Fetch, as Kafka's pollFollowerAsVoter does
-                state.update_voter_due_ms = now_ms + 3 * self.config.fetch_timeout_ms
-                self.send(now_ms, destination_id, ApiKey.UPDATE_RAFT_VOTER, update_raft_voter.build_request(self))
-                return
-            if state.snapshot_download is not None:
-                request = fetch_snapshot.build_request(self, state.snapshot_download)
-                self.send(now_ms, destination_id, ApiKey.FETCH_SNAPSHOT, request)
-                return
-        self.send(now_ms, destination_id, ApiKey.FETCH, fetch.build_request(self))
-
-    def _maybe_auto_join(self, now_ms: int, state: Follower, leader_id: int) -> bool:
-        """An observer of a dynamic quorum with ``auto_join`` asks the leader, in place of a
-        Fetch and once per fetch timeout, to remove the voter holding its id (another
-        directory) or else to add it (``KafkaRaftClient.pollFollowerAsObserver``). True when a
-        request went out."""
-        if not self.config.auto_join or self.quorum.is_voter or self.control.kraft_version < 1:
-            return False
-        if state.auto_join_due_ms is None:
-            state.auto_join_due_ms = now_ms + self.config.fetch_timeout_ms
-        if now_ms < state.auto_join_due_ms:
-            return False
-        state.auto_join_due_ms = now_ms + self.config.fetch_timeout_ms
-        old = self.control.voters.get(self.identity.node_id)
-        if old is not None:
-            self.send(now_ms, leader_id, ApiKey.REMOVE_RAFT_VOTER, remove_raft_voter.build_request(self, old.key))
-        else:
-            self.send(now_ms, leader_id, ApiKey.ADD_RAFT_VOTER, add_raft_voter.build_request(self))
-        return True
-
-    def _poll_unattached(self, now_ms: int, state: Unattached) -> None:
-        is_voter = self.quorum.is_voter
-        if not is_voter:
-            state.election_deadline_ms = None
-        elif state.election_deadline_ms is None:
-            state.election_deadline_ms = self.quorum.election_deadline(now_ms)  # it became a voter
-        if state.election_deadline_ms is not None and now_ms >= state.election_deadline_ms:
-            self.quorum.start_election(now_ms)
-            self._poll(now_ms)
-            return
-        if not is_voter:
-            # an observer looks for the leader by fetching from a bootstrap server, or else
-            # from any voter (``KafkaRaftClient.pollUnattachedAsObserver``)
-            candidates = sorted(self.requests.bootstrap_servers) or sorted(self.control.voters.ids)
-            if candidates and not self.requests.has_in_flight(ApiKey.FETCH):
-                self._maybe_send_fetch(now_ms, self.rng.choice(candidates))
-
-    def _poll_election(self, now_ms: int, state: Candidate | Prospective) -> None:
-        """A Candidate that won leads; a Prospective that won votes for real (KIP-996). A lost
-        or timed-out election backs off, then starts again; a Prospective that lost while its
-        former leader is known follows that leader again."""
-        pre_vote = isinstance(state, Prospective)
-        if state.votes.is_won():
-            if pre_vote:
-                self.quorum.become_candidate(now_ms)
-            else:
-                leadership.become_leader(self, now_ms)
-            self._poll(now_ms)
-            return
-        if state.backoff_until_ms is not None:
-            if now_ms >= state.backoff_until_ms:
-                self.quorum.restart_election(now_ms)
-                self._poll(now_ms)
-            return
-        if state.votes.is_lost() or now_ms >= state.election_deadline_ms:
-            if pre_vote and state.leader_id is not None:
-                # the majority still hears from the old leader: follow it again
-                self.quorum.transition_to_follower(state.epoch, state.leader_id, now_ms)
-                self._poll(now_ms)
-                return
-            state.backoff_until_ms = now_ms + self.quorum.election_backoff_ms(state.retries)
-            if state.backoff_until_ms <= now_ms:
-                self.quorum.restart_election(now_ms)
-                self._poll(now_ms)
-            return
-        for voter_id in state.votes.unrecorded():
-            if voter_id != self.identity.node_id and self.requests.can_send_to(voter_id, now_ms):
-                self.send(now_ms, voter_id, ApiKey.VOTE, vote.build_request(self, voter_id, pre_vote=pre_vote))
-
-    def _poll_resigned(self, now_ms: int, state: Resigned) -> None:
-        if now_ms >= state.election_deadline_ms:
-            if self.quorum.is_voter:
-                self.quorum.start_election(now_ms)
-            else:  # it removed itself from the voters: carry on as an observer
-                self.quorum.transition_to_unattached(state.epoch, now_ms)
-            self._poll(now_ms)
-            return
-        for voter_id in sorted(state.unacknowledged):
-            if self.requests.can_send_to(voter_id, now_ms):
-                self.send(now_ms, voter_id, ApiKey.END_QUORUM_EPOCH, end_quorum_epoch.build_request(self, state))
