@@ -215,7 +215,7 @@ class _SimTarget:
         self.cluster.on_committed(self.node, batch)
 
     def append_result(self, result: AppendResult) -> None:
-        pass  # the workload reads what commits, not what was promised
+        self.cluster.on_append_result(self.node, result)
 
     def schedule(self, deadline_ms: int | None) -> None:
         if deadline_ms is not None:
@@ -610,6 +610,9 @@ class Cluster:
             self.committed_end = max(self.committed_end, batch.last_offset + 1)
         elif known != (batch.last_offset, digest):
             self.fail(f"ConsistentCommittedData: node {node.node_id} differs at offset {batch.base_offset}")
+
+    def on_append_result(self, node: SimNode, result: AppendResult) -> None:
+        """Where an append will land: the workload reads what commits, not what was promised."""
 
     def take_snapshot(self, node: SimNode, epoch: int) -> None:
         """The state machine snapshots what it has applied (cf. ReplicatedCounter), and the

@@ -1,32 +1,31 @@
-"""The "brokers" simulation: simulated brokers register and heartbeat with the simulated quorum's
-active controller (``server.controller``) while leaders crash and the network splits.
+"""The "brokers" simulation: simulated brokers and an admin send controller RPCs to the simulated
+quorum's leader while leaders crash and the network splits; every node runs the node's own
+controller host (``server.controller.host.ControllerHost``) beside its core.
 
-Every simulated node runs a :class:`~server.controller.controller.QuorumController` beside its
-core, fed with what the core commits (a loaded snapshot resets it). The leader's controller is
-activated once it has replayed everything before its epoch's start, appends its activation
-records (the bootstrap metadata.version), then takes the brokers' requests one at a time, each
-after the writes before it committed, as ``server.node.driver`` runs them: BrokerRegistration,
-BrokerHeartbeat (the broker reports the leader's high watermark as its metadata offset) and,
-every ``session/8`` ms, the expiry check that fences one broker. Brokers crash (they stop
-heartbeating), shut down in a controlled way (heartbeats asking to shut down until the
-controller says they may) and come back as new incarnations; each fencing, unfencing, controlled
-shutdown and new incarnation moves leadership and ISR as Kafka's ``ReplicationControlManager``
-does (``server.controller.alter_partition.BrokerPartitionEffects``). An admin creates and deletes topics
-(``server.controller.topics``) and starts and cancels partition reassignments
-(``server.controller.reassignments``), and partition leaders shrink and expand their ISR
-through AlterPartition (``server.controller.alter_partition``), which completes a reassignment
-once its new replicas are in sync.
+The simulation drives each host as ``server.node.driver`` does: it feeds it what the core
+commits, the snapshots the core loads and the results of the host's appends, polls it after
+every core step and at its deadline, steps the core with the host's appends at once, writes the
+host's snapshots to the in-memory log, and routes the host's replies back to the broker or
+admin that asked. Everything the controller decides (activation, the one-write-at-a-time queue,
+broker sessions and fencing, NoOps, periodic elections, snapshot triggers) is the host's.
+
+Brokers (each with at most one request in flight, resent after :data:`REQUEST_TIMEOUT_MS`)
+register until they have an epoch, then heartbeat (reporting the leader's high watermark as
+their metadata offset); they crash (stop heartbeating), shut down in a controlled way
+(heartbeats asking to shut down until the controller says they may) and come back as new
+incarnations. An admin creates and deletes topics, starts and cancels partition
+reassignments, and sends the AlterPartitions of partition leaders that shrink and expand their
+ISR (which complete reassignments). Half the seeds finalize eligible.leader.replicas.
 
 Checked after every committed batch, on every node:
 
-* the records replay without a fault (a change of an unknown broker or epoch fails the run);
+* the records replay without a fault (the host's ERROR log fails the run);
 * a new incarnation's broker epoch is the offset its registration's batch starts at (the
   changes of its predecessor's partitions, then its RegisterBrokerRecord), so broker epochs
   are unique; the same incarnation re-registering keeps its epoch;
 * every node that replayed up to the same offset holds the same image (registrations, feature
   levels, topics, partitions, configs and producer ids);
-* a node's snapshot holds its controller's image (``QuorumController.snapshot_records``), and a
-  node that loads one holds the image every node held at its offset;
+* a node that loads a snapshot holds the image every node held at its offset;
 * every partition's leader is in its ISR (or there is none), its ISR is within its replicas,
   its epochs never go back, and no two leaders ever share one leader epoch of a partition;
 * a partition's replicas are distinct, its adding and removing replicas are among them, and
@@ -46,6 +45,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from kwire.errors import Errors
 from kwire.uuid import Uuid
 from messages.generated.alter_partition_reassignments_request import (
     AlterPartitionReassignmentsRequest,
@@ -56,6 +56,7 @@ from messages.generated.alter_partition_request import AlterPartitionRequest, Br
 from messages.generated.alter_partition_request import PartitionData as AlterData
 from messages.generated.alter_partition_request import TopicData as AlterTopic
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from messages.generated.broker_registration_change_record import BrokerRegistrationChangeRecord
 from messages.generated.broker_registration_request import (
     BrokerRegistrationRequest,
     Feature,
@@ -64,35 +65,41 @@ from messages.generated.broker_registration_request import (
 from messages.generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from messages.generated.delete_topics_request import DeleteTopicsRequest
 from messages.generated.feature_level_record import FeatureLevelRecord
+from messages.generated.fence_broker_record import FenceBrokerRecord
 from messages.generated.partition_change_record import PartitionChangeRecord
 from messages.generated.register_broker_record import RegisterBrokerRecord
-from messages.metadata import decode_record, encode_record
-from server.controller.alter_partition import (
-    BrokerPartitionEffects,
-    TopicConfigLayers,
-    alter_partition,
-)
+from messages.generated.unfence_broker_record import UnfenceBrokerRecord
+from messages.generated.unregister_broker_record import UnregisterBrokerRecord
+from messages.metadata import decode_record
+from messages.runtime import Message
 from server.controller.cluster import ReplayError
 from server.controller.controller import QuorumController
-from server.controller.errors import ApiError
-from server.controller.reassignments import alter_partition_reassignments
-from server.controller.topics import TopicDefaults, create_topics, delete_topics
-from server.raft.control import voters_record
-from server.raft.events import ClientAppend
-from server.raft.roles import Leader
+from server.controller.host import ControllerHost, ControllerOutbox, ControllerRequest
+from server.controller.operations import ControllerConfig
+from server.raft.events import AppendResult
 from server.raft.types import OffsetAndEpoch
 from storage.records import RecordBatch
-from storage.snapshots import SnapshotId, build_snapshot_batches, read_snapshot_content
+from storage.snapshots import read_snapshot_content
 from tests.raft.sim import Cluster, RunStats, SimNode, _linger_ms, _liveness
 
 __all__ = ["run_brokers"]
 
-METADATA_VERSION = 21  # 3.9-IV0
+CLUSTER_ID = "sim-cluster"
 SESSION_TIMEOUT_MS = 3000
 HEARTBEAT_INTERVAL_MS = 300
-CLUSTER_ID = "sim-cluster"
+REQUEST_TIMEOUT_MS = 1000
+"""A broker or the admin sends again when its request got no answer in this time (the node
+that had it crashed, or lost it with its leadership)."""
 FAULT_ROUNDS = 20
 ADMIN_INTERVAL_MS = 400
+BALANCE_INTERVAL_MS = 2000
+"""``leader.imbalance.check.interval.seconds`` of the simulated controllers, short enough to
+run a few times a run."""
+SNAPSHOT_BYTES = 2048
+"""``metadata.log.max.record.bytes.between.snapshots`` of the seeds that snapshot."""
+_BROKER_RECORDS = (
+    RegisterBrokerRecord, BrokerRegistrationChangeRecord, FenceBrokerRecord, UnfenceBrokerRecord, UnregisterBrokerRecord,
+)
 
 
 @dataclass
@@ -103,20 +110,51 @@ class SimBroker:
     alive: bool = True
     fenced: bool = True
     shutting_down: bool = False
+    in_flight: int | None = None
+    """The serial of the request waiting for its answer."""
+    sent_ms: int = 0
+
+
+class _FailingLog:
+    """The host's log: an ERROR (a committed record that does not replay) fails the run."""
+
+    def __init__(self, cluster: BrokerCluster, node_id: int) -> None:
+        self.cluster = cluster
+        self.node_id = node_id
+
+    def info(self, msg: str, *args: Any) -> None:
+        pass
+
+    def error(self, msg: str, *args: Any) -> None:
+        self.cluster.fail(f"ReplayFault: node {self.node_id}: {msg % args}")
 
 
 class BrokerCluster(Cluster):
-    """A simulated quorum whose nodes run a controller each (module docstring)."""
+    """A simulated quorum whose nodes run a controller host each (module docstring)."""
 
-    def __init__(self, seed: int, voters: int, **kwargs: Any) -> None:
-        self.controllers: dict[int, QuorumController] = {}
-        self.pending_until: dict[int, int] = {}
-        """node id -> last offset of its controller's newest uncommitted write."""
+    def __init__(self, seed: int, voters: int, *, metadata_version: int, elr: bool, snapshot_bytes: int, **kwargs: Any) -> None:
+        self.metadata_version = metadata_version
+        self.bootstrap = [(FeatureLevelRecord(name="metadata.version", feature_level=metadata_version), 0)]
+        if elr:
+            self.bootstrap.append((FeatureLevelRecord(name="eligible.leader.replicas.version", feature_level=1), 0))
+        self.snapshot_bytes = snapshot_bytes
+        self.hosts: dict[int, ControllerHost] = {}
+        self.host_timers: dict[int, int] = {}
+        """node id -> when its host wants to be polled next."""
+        self.polling: set[int] = set()
+        self.next_serial = 0
+        self.pending: dict[int, tuple[Any, Any]] = {}
+        """request serial -> (who asked: a SimBroker or "admin", what the admin remembers)"""
+        self.admin_in_flight: int | None = None
+        self.admin_sent_ms = 0
         self.image_snapshot_loads = 0
         self.values_before: dict[int, int] = {}
-        """snapshot end offset -> how many data records were committed before it."""
+        """offset -> how many data records were committed before it (for the base scenario's
+        committed-data check after a snapshot load)."""
         self.images: dict[int, bytes] = {}
         """offset -> digest of the image every node holds once it replayed up to it."""
+        self.registrations: dict[int, dict[int, tuple[Uuid, int]]] = {}
+        """node id -> broker id -> (incarnation, epoch) of its latest replayed registration."""
         self.epochs_seen: dict[tuple[int, int], Uuid] = {}
         """(broker id, broker epoch) -> the incarnation that registered with it."""
         self.broker_ops = 0
@@ -128,47 +166,95 @@ class BrokerCluster(Cluster):
         """Names of the topics any node replayed."""
         self.isr_changes = 0
         self.reassignments = 0
-        """PartitionChangeRecords AlterPartitionReassignments wrote (moves and cancels)."""
+        """Partitions AlterPartitionReassignments moved or cancelled."""
         self.reassignments_completed = 0
         """AlterPartition changes that completed a reassignment."""
         self.controlled_shutdowns = 0
         self.leader_moves = 0
-        """PartitionChangeRecords written for a broker's fencing, unfencing or shutdown."""
+        """PartitionChangeRecords committed with a broker's fencing, unfencing, shutdown or new incarnation."""
         super().__init__(seed, voters, **kwargs)
 
-    def _controller(self) -> QuorumController:
-        bootstrap = [(FeatureLevelRecord(name="metadata.version", feature_level=METADATA_VERSION), 0)]
-        return QuorumController(bootstrap=bootstrap, cluster_id=CLUSTER_ID, session_timeout_ms=SESSION_TIMEOUT_MS)
+    # ------------------------------------------------------------------ driving the hosts
 
-    def start(self, node_id: int) -> None:
-        self.controllers[node_id] = self._controller()
-        self.pending_until.pop(node_id, None)
-        super().start(node_id)
-
-    def take_snapshot(self, node: SimNode, epoch: int) -> None:
-        """The node's controller writes its image (``QuorumController.snapshot_records``), as
-        ``server.node.driver`` does; none before metadata.version or inside a transaction."""
-        core, controller = node.core, self.controllers[node.node_id]
-        assert core is not None
-        if controller.metadata_version is None or controller.transaction_open:
-            return
-        snapshot_id = OffsetAndEpoch(node.delivered_next, epoch)
-        core.view.validate_snapshot_id(snapshot_id)
-        voters = voters_record(core.voters) if core.kraft_version >= 1 else None
-        records = [encode_record(record, version) for record, version in controller.snapshot_records()]
-        data = b"".join(
-            build_snapshot_batches(
-                SnapshotId(snapshot_id.offset, snapshot_id.epoch), last_contained_log_timestamp=self.now,
-                records=records, append_time_ms=self.now, kraft_version=core.kraft_version, voters=voters,
+    def host(self, node: SimNode) -> ControllerHost:
+        """The node's host, new for each incarnation of the node (a restart starts empty)."""
+        host = self.hosts.get(node.node_id)
+        if host is None or host.raft is not node.core:
+            assert node.core is not None
+            host = self.hosts[node.node_id] = ControllerHost(
+                ControllerConfig(
+                    node_id=node.node_id,
+                    cluster_id=CLUSTER_ID,
+                    static_config={},
+                    session_timeout_ms=SESSION_TIMEOUT_MS,
+                    leader_imbalance_check_interval_ms=BALANCE_INTERVAL_MS,
+                    unclean_leader_election_interval_ms=BALANCE_INTERVAL_MS,
+                    snapshot_max_bytes=self.snapshot_bytes,
+                    snapshot_max_interval_ms=0,
+                ),
+                bootstrap=self.bootstrap,
+                raft=node.core,
+                now_ms=self.now,
+                rng=random.Random(f"controller/{self.seed}/{node.node_id}/{node.incarnation}"),
+                log=_FailingLog(self, node.node_id),
             )
-        )
-        self.values_before[snapshot_id.offset] = len(node.values)
+            self.registrations[node.node_id] = {}
+            self.host_timers.pop(node.node_id, None)
+        return host
+
+    def apply(self, node: SimNode, out: Any) -> None:
+        super().apply(node, out)
+        self.poll_host(node)
+
+    def poll_host(self, node: SimNode) -> None:
+        """Poll the node's host and carry out its outbox (its appends step the core at once,
+        which polls again) until it has nothing left to do now."""
+        if node.node_id in self.polling or node.core is None:
+            return
+        self.polling.add(node.node_id)
+        try:
+            while node.core is not None:
+                out = self.host(node).poll(self.now)
+                self.carry_out(node, out)
+                if not out.raft_events:
+                    return
+                for event in out.raft_events:
+                    self.step(node.node_id, event)
+        finally:
+            self.polling.discard(node.node_id)
+
+    def carry_out(self, node: SimNode, out: ControllerOutbox) -> None:
+        for handle, response in out.replies:
+            self.on_reply(handle, response)
+        if out.snapshot is not None:
+            self.write_snapshot(node, out.snapshot.snapshot_id, out.snapshot.data)
+        deadline = out.next_deadline_ms
+        if deadline is not None and self.host_timers.get(node.node_id) != deadline:
+            self.host_timers[node.node_id] = deadline
+            incarnation = node.incarnation
+            self.schedule(max(deadline, self.now), "call", lambda: self._host_timer(node.node_id, incarnation, deadline))
+
+    def _host_timer(self, node_id: int, incarnation: int, deadline: int) -> None:
+        node = self.nodes[node_id]
+        if node.running and node.incarnation == incarnation and self.host_timers.get(node_id) == deadline:
+            del self.host_timers[node_id]
+            self.poll_host(node)
+
+    def write_snapshot(self, node: SimNode, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+        core = node.core
+        assert core is not None
+        if snapshot_id.offset <= node.log.log_start_offset:
+            return
+        core.view.validate_snapshot_id(snapshot_id)
         node.log.create_snapshot(snapshot_id, data)
         node.log.delete_before_snapshot()
         self.snapshots_taken += 1
 
+    def on_append_result(self, node: SimNode, result: AppendResult) -> None:
+        self.host(node).append_result(result)
+
     def on_load_snapshot(self, node: SimNode, snapshot_id: OffsetAndEpoch) -> None:
-        """A fresh controller replays the snapshot's image records; it must then hold the image
+        """The node's host starts again from the snapshot's image; it must then hold the image
         every node held at that offset (SnapshotImage). The committed-data check of the base
         scenario goes on from the values committed before the snapshot."""
         size = node.log.snapshot_size(snapshot_id)
@@ -176,35 +262,71 @@ class BrokerCluster(Cluster):
         records = read_snapshot_content(node.log.read_snapshot(snapshot_id, 0, size)).data_records()
         node.values = list(self.committed_values[: self.values_before[snapshot_id.offset]])
         node.delivered_next = snapshot_id.offset
-        controller = self.controllers[node.node_id] = self._controller()
+        host = self.host(node)
         try:
-            controller.reset(records, snapshot_id.offset - 1)
+            host.load_snapshot(self.now, snapshot_id, records)
         except ReplayError as exc:
             self.fail(f"ReplayFault: node {node.node_id} loading snapshot {snapshot_id}: {exc}")
+        self.registrations[node.node_id] = {
+            r.broker_id: (r.incarnation_id, r.epoch) for r in host.controller.cluster.registrations.values()
+        }
         self.image_snapshot_loads += 1
-        if _image_digest(controller) != self.images[snapshot_id.offset]:
+        if _image_digest(host.controller) != self.images[snapshot_id.offset]:
             self.fail(f"SnapshotImage: node {node.node_id} loaded snapshot {snapshot_id} into another image")
 
     def on_committed(self, node: SimNode, batch: Any) -> None:
         super().on_committed(node, batch)
-        controller = self.controllers[node.node_id]
+        first_time = batch.last_offset + 1 not in self.images
         if not batch.is_control:
-            partition_changes_since = batch.base_offset  # where a run of PartitionChangeRecords began
-            for offset, value in enumerate(RecordBatch(batch.data).iter_values(), batch.base_offset):
-                if value is not None and len(value) > 2 and value[1] == RegisterBrokerRecord.API_KEY:
-                    self._check_registration(node, controller, value, (partition_changes_since, offset))
-                if value is None or len(value) <= 2 or value[1] != PartitionChangeRecord.API_KEY:
-                    partition_changes_since = offset + 1
-                try:
-                    controller.replay(value, offset)
-                except ReplayError as exc:
-                    self.fail(f"ReplayFault: node {node.node_id} at offset {offset}: {exc}")
+            self._check_records(node, batch, first_time)
+        self.values_before.setdefault(batch.last_offset + 1, len(node.values))
+        host = self.host(node)
+        host.commit(self.now, batch)
+        controller = host.controller
         self._check_partitions(node, controller)
         self.topics_ever.update(controller.replication.topic_ids)
         digest = _image_digest(controller)
         known = self.images.setdefault(batch.last_offset + 1, digest)
         if known != digest:
             self.fail(f"SameImage: node {node.node_id} differs from another node at offset {batch.last_offset + 1}")
+
+    # ------------------------------------------------------------------ checks
+
+    def _check_records(self, node: SimNode, batch: Any, first_time: bool) -> None:
+        """The broker epochs of the batch's registrations (BrokerEpoch, UniqueBrokerEpoch), and
+        the leader moves a batch with broker records made (counted once per batch)."""
+        known = self.registrations[node.node_id]
+        changes_since = batch.base_offset  # where a run of PartitionChangeRecords began
+        messages: list[Message] = []
+        for offset, value in enumerate(RecordBatch(batch.data).iter_values(), batch.base_offset):
+            message: Message | None = None
+            if value is not None and len(value) > 2 and value[1] in _KEYS:
+                message = decode_record(value)[0]
+                messages.append(message)
+            if isinstance(message, RegisterBrokerRecord):
+                self._check_registration(node, known.get(message.broker_id), message, (changes_since, offset))
+                known[message.broker_id] = (message.incarnation_id, message.broker_epoch)
+            elif isinstance(message, UnregisterBrokerRecord):
+                known.pop(message.broker_id, None)
+            if not isinstance(message, PartitionChangeRecord):
+                changes_since = offset + 1
+        if first_time and any(isinstance(m, _BROKER_RECORDS) for m in messages):
+            self.leader_moves += sum(1 for m in messages if isinstance(m, PartitionChangeRecord))
+
+    def _check_registration(
+        self, node: SimNode, previous: tuple[Uuid, int] | None, message: RegisterBrokerRecord, offsets: tuple[int, int]
+    ) -> None:
+        """``offsets``: from where the run of partition changes just before the record began
+        (its own offset when none came before it) to the record's offset."""
+        if previous is None or previous[0] != message.incarnation_id:
+            first, offset = offsets
+            if not first <= message.broker_epoch <= offset:  # the offset the registration's write starts at
+                self.fail(f"BrokerEpoch: node {node.node_id}: {message} at offset {offset} (changes from {first})")
+        elif message.broker_epoch != previous[1]:
+            self.fail(f"BrokerEpoch: node {node.node_id}: the same incarnation moved from {previous[1]}: {message}")
+        holder = self.epochs_seen.setdefault((message.broker_id, message.broker_epoch), message.incarnation_id)
+        if holder != message.incarnation_id:
+            self.fail(f"UniqueBrokerEpoch: epoch {message.broker_epoch} of broker {message.broker_id} given twice")
 
     def _check_partitions(self, node: SimNode, controller: QuorumController) -> None:
         reassigning = {(topic_id, index) for topic_id, indexes in controller.replication.reassigning.items() for index in indexes}
@@ -229,145 +351,80 @@ class BrokerCluster(Cluster):
                 if holder != p.leader:
                     self.fail(f"OneLeaderPerEpoch: {where}: leaders {holder} and {p.leader} in leader epoch {p.leader_epoch}")
 
-    def _check_registration(
-        self, node: SimNode, controller: QuorumController, value: bytes, offsets: tuple[int, int]
-    ) -> None:
-        """``offsets``: from where the run of partition changes just before the record began
-        (its own offset when none came before it) to the record's offset."""
-        message, _ = decode_record(value)
-        if not isinstance(message, RegisterBrokerRecord):
-            return
-        previous = controller.cluster.registrations.get(message.broker_id)
-        if previous is None or previous.incarnation_id != message.incarnation_id:
-            first, offset = offsets
-            if not first <= message.broker_epoch <= offset:  # the offset the registration's write starts at
-                self.fail(f"BrokerEpoch: node {node.node_id}: {message} at offset {offset} (changes from {first})")
-        elif message.broker_epoch != previous.epoch:
-            self.fail(f"BrokerEpoch: node {node.node_id}: the same incarnation moved from {previous.epoch}: {message}")
-        holder = self.epochs_seen.setdefault((message.broker_id, message.broker_epoch), message.incarnation_id)
-        if holder != message.incarnation_id:
-            self.fail(f"UniqueBrokerEpoch: epoch {message.broker_epoch} of broker {message.broker_id} given twice")
+    # ------------------------------------------------------------------ clients
 
-    # ------------------------------------------------------------------ the active controller
-
-    def active(self) -> tuple[int, QuorumController] | None:
-        """The leader's controller once it may take requests: activated (its activation
-        records appended), and no write of its own uncommitted."""
+    def send(self, asker: Any, body: Message, version: int, memo: Any = None) -> int | None:
+        """Deliver ``body`` to the leader's host; the serial its answer will carry, None when
+        no node leads."""
         leader = self.leader()
         if leader is None:
             return None
-        node, controller = self.nodes[leader], self.controllers[leader]
-        core = node.core
-        assert core is not None and isinstance(core.state, Leader)
-        if controller.active_epoch != core.epoch:
-            if node.delivered_next < core.state.epoch_start_offset:
-                return None
-            for other_id, other in self.controllers.items():
-                if other_id != leader:
-                    other.renounce()
-            activation = controller.activate(core.epoch, self.now)
-            self.pending_until.pop(leader, None)
-            if activation is not None and activation.records:
-                self._append(leader, activation.records)
-            return None
-        if self.pending_until.get(leader, -1) >= node.delivered_next:
-            return None
-        if controller.metadata_version is None:
-            return None
-        return leader, controller
+        self.next_serial += 1
+        serial = self.next_serial
+        self.pending[serial] = (asker, memo)
+        node = self.nodes[leader]
+        self.host(node).request(self.now, ControllerRequest(serial, body, version, "CONTROLLER", self.now))
+        self.poll_host(node)
+        return serial
 
-    def _append_broker_change(self, node_id: int, records: list[tuple[Any, int]]) -> None:
-        self.leader_moves += sum(1 for message, _ in records if isinstance(message, PartitionChangeRecord))
-        self._append(node_id, records)
-
-    def _append(self, node_id: int, records: list[tuple[Any, int]]) -> None:
-        core = self.nodes[node_id].core
-        assert core is not None
-        start = core.next_append_offset
-        assert start is not None
-        token = self.next_token
-        self.next_token += 1
-        self.pending_until[node_id] = start + len(records) - 1
-        self.step(node_id, ClientAppend(token, tuple(encode_record(m, v) for m, v in records), drain_now=True))
+    def active_image(self) -> QuorumController | None:
+        """The active controller's state, for the admin to pick its next request from."""
+        leader = self.leader()
+        return None if leader is None else self.host(self.nodes[leader]).active_controller()
 
     def broker_tick(self, broker: SimBroker) -> None:
-        """One request of a live broker: a registration until it has an epoch, else a
-        heartbeat (a STALE_BROKER_EPOCH answer sends it back to registering)."""
-        found = self.active()
-        if found is None or not broker.alive:
+        """One request of a live broker without one in flight: a registration until it has an
+        epoch, else a heartbeat."""
+        if not broker.alive or (broker.in_flight is not None and self.now - broker.sent_ms < REQUEST_TIMEOUT_MS):
             return
-        leader, controller = found
+        leader = self.leader()
+        if leader is None:
+            return
         core = self.nodes[leader].core
-        assert core is not None and controller.metadata_version is not None
+        assert core is not None
         self.broker_ops += 1
-        registered = controller.cluster.registrations.get(broker.broker_id)
-        if broker.epoch is None and registered is not None and registered.incarnation_id == broker.incarnation:
-            broker.epoch = registered.epoch
+        body: Message
         if broker.epoch is None:
-            request = BrokerRegistrationRequest(
+            features = [
+                Feature(name="metadata.version", min_supported_version=1, max_supported_version=self.metadata_version),
+                Feature(name="kraft.version", min_supported_version=0, max_supported_version=1),
+                Feature(name="eligible.leader.replicas.version", min_supported_version=0, max_supported_version=1),
+            ]
+            body, version = BrokerRegistrationRequest(
                 broker_id=broker.broker_id, cluster_id=CLUSTER_ID, incarnation_id=broker.incarnation,
                 listeners=[Listener(name="PLAINTEXT", host="broker", port=9092, security_protocol=0)],
-                features=[Feature(name="metadata.version", min_supported_version=1, max_supported_version=METADATA_VERSION),
-                          Feature(name="kraft.version", min_supported_version=0, max_supported_version=1)],
-                rack=None, log_dirs=[Uuid.from_longs(broker.broker_id, 7)],
-            )
-            finalized = {"metadata.version": controller.metadata_version, "kraft.version": core.kraft_version}
-            next_offset = core.next_append_offset
-            assert next_offset is not None
-            try:
-                records, _ = controller.cluster.register_broker(
-                    request, new_epoch=next_offset, finalized=finalized,
-                    metadata_version=controller.metadata_version, now_ms=self.now,
-                    partitions=_effects(leader, controller),
-                )
-            except ApiError:
-                return  # e.g. the old incarnation's session is still valid: retried later
-            self._append_broker_change(leader, records)
-            return
-        controller.cluster.track_heartbeat(broker.broker_id, broker.epoch, self.now)
-        heartbeat = BrokerHeartbeatRequest(
-            broker_id=broker.broker_id, broker_epoch=broker.epoch, current_metadata_offset=core.high_watermark - 1,
-            want_fence=False, want_shut_down=broker.shutting_down,
-        )
-        try:
-            records, reply = controller.cluster.process_heartbeat(
-                heartbeat, metadata_version=controller.metadata_version, partitions=_effects(leader, controller)
-            )
-        except ApiError:
-            broker.epoch = None  # stale: register again
-            return
-        broker.fenced = reply.is_fenced
-        if reply.should_shut_down:  # the controller let it go: it stops
-            broker.alive, broker.shutting_down = False, False
-            self.controlled_shutdowns += 1
-        if records:
-            self._append_broker_change(leader, records)
+                features=features, rack=None, log_dirs=[Uuid.from_longs(broker.broker_id, 7)],
+            ), 4
+        else:
+            body, version = BrokerHeartbeatRequest(
+                broker_id=broker.broker_id, broker_epoch=broker.epoch, current_metadata_offset=core.high_watermark - 1,
+                want_fence=False, want_shut_down=broker.shutting_down,
+            ), 1
+        broker.sent_ms = self.now
+        broker.in_flight = self.send(broker, body, version, broker.incarnation)
 
     def admin_tick(self) -> None:
         """One admin or partition-leader request at the active controller: create a topic,
-        delete one, or change a partition's ISR from its leader."""
-        found = self.active()
-        if found is None:
+        delete one, move or cancel the move of a partition, or change a partition's ISR from its
+        leader."""
+        if self.admin_in_flight is not None and self.now - self.admin_sent_ms < REQUEST_TIMEOUT_MS:
             return
-        leader, controller = found
-        assert controller.metadata_version is not None
+        controller = self.active_image()
+        if controller is None:
+            return
         rng = self.admin_rng
         roll = rng.random()
         image, cluster = controller.replication, controller.cluster
+        memo: Any = None
+        body: Message
         if roll < 0.4 or not image.topics:
             name = f"t{self.topics_created}"
             self.topics_created += 1
-            request = CreateTopicsRequest(
+            body, version = CreateTopicsRequest(
                 topics=[CreatableTopic(name=name, num_partitions=rng.randint(1, 4), replication_factor=rng.randint(1, 3))]
-            )
-            records, _ = create_topics(
-                request, image=image, cluster=cluster, metadata_version=controller.metadata_version,
-                elr_enabled=False, defaults=TopicDefaults(1, 1, leader, {}), rng=rng,
-                new_topic_id=lambda: Uuid.from_longs(rng.getrandbits(63) | 1, rng.getrandbits(64)),
-            )
+            ), 7
         elif roll < 0.5:
-            names = sorted(image.topic_ids)
-            records, _ = delete_topics(DeleteTopicsRequest(topic_names=[rng.choice(names)]), 5, image=image)
+            body, version = DeleteTopicsRequest(topic_names=[rng.choice(sorted(image.topic_ids))]), 5
         elif roll < 0.65:
             # move a partition to 1-3 registered brokers, or cancel its move
             topic = image.topics[rng.choice(sorted(image.topics, key=str))]
@@ -378,24 +435,30 @@ class BrokerCluster(Cluster):
             target = None if topic.partitions[index].reassigning and rng.random() < 0.3 else rng.sample(
                 brokers, rng.randint(1, min(3, len(brokers)))
             )
-            request = AlterPartitionReassignmentsRequest(topics=[ReassignableTopic(
+            body, version = AlterPartitionReassignmentsRequest(topics=[ReassignableTopic(
                 name=topic.name, partitions=[ReassignablePartition(partition_index=index, replicas=target)]
-            )])
-            records, _ = alter_partition_reassignments(
-                request, 1, image=image, cluster=cluster, configs=TopicConfigLayers(image, leader, {}),
-                metadata_version=controller.metadata_version, elr_enabled=False,
-            )
-            self.reassignments += len(records)
+            )]), 1
         else:
-            topic = image.topics[rng.choice(sorted(image.topics, key=str))]
-            index = rng.choice(sorted(topic.partitions))
+            # half the time a moving partition's leader takes its new replicas into the ISR as
+            # they catch up (which completes the move), else any partition's ISR shrinks or grows
+            moving = sorted(
+                ((topic_id, index) for topic_id, indexes in image.reassigning.items() for index in indexes),
+                key=lambda key: (str(key[0]), key[1]),
+            )
+            expand = bool(moving) and rng.random() < 0.5
+            if expand:
+                topic_id, index = rng.choice(moving)
+                topic = image.topics[topic_id]
+            else:
+                topic = image.topics[rng.choice(sorted(image.topics, key=str))]
+                index = rng.choice(sorted(topic.partitions))
             p = topic.partitions[index]
             sender = cluster.registrations.get(p.leader)
             if sender is None:
                 return
             active = [b for b in p.replicas if b in cluster.registrations and not cluster.registrations[b].fenced]
-            isr = [p.leader] if rng.random() < 0.5 else sorted(set(active) | {p.leader})
-            request = AlterPartitionRequest(
+            isr = [p.leader] if not expand and rng.random() < 0.5 else sorted(set(active) | {p.leader})
+            body, version = AlterPartitionRequest(
                 broker_id=p.leader, broker_epoch=sender.epoch,
                 topics=[AlterTopic(topic_id=topic.topic_id, partitions=[AlterData(
                     partition_index=index, leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch,
@@ -404,41 +467,53 @@ class BrokerCluster(Cluster):
                         for b in isr if b in cluster.registrations
                     ],
                 )])],
-            )
-            try:
-                records, _ = alter_partition(
-                    request, 3, image=image, cluster=cluster, configs=TopicConfigLayers(image, leader, {}),
-                    metadata_version=controller.metadata_version, elr_enabled=False,
-                )
-            except ApiError:
-                return
-            self.isr_changes += len(records)
-            self.reassignments_completed += sum(
-                1 for record, _ in records if p.reassigning and not p.merge(record).reassigning
-            )
-        if records:
-            self._append(leader, records)
+            ), 3
+            memo = (topic.topic_id, index, p.reassigning)
+        self.admin_sent_ms = self.now
+        self.admin_in_flight = self.send("admin", body, version, memo)
 
-    def fence_check(self) -> None:
-        found = self.active()
-        if found is None:
+    def on_reply(self, serial: int, response: Message) -> None:
+        asker, memo = self.pending.pop(serial)
+        if isinstance(asker, SimBroker):
+            self._broker_reply(asker, serial, memo, response)
             return
-        leader, controller = found
-        assert controller.metadata_version is not None
-        records = controller.cluster.maybe_fence_stale_broker(
-            self.now, metadata_version=controller.metadata_version, partitions=_effects(leader, controller)
-        )
-        if records:
-            self._append_broker_change(leader, records)
+        if serial != self.admin_in_flight:
+            return
+        self.admin_in_flight = None
+        name = type(response).__name__
+        if name == "AlterPartitionReassignmentsResponse" and response.error_code == Errors.NONE:
+            self.reassignments += sum(1 for t in response.responses for p in t.partitions if p.error_code == Errors.NONE)
+        elif name == "AlterPartitionResponse" and response.error_code == Errors.NONE:
+            changed = [p for t in response.topics for p in t.partitions if p.error_code == Errors.NONE]
+            self.isr_changes += len(changed)
+            topic_id, index, was_reassigning = memo
+            controller = self.active_image()
+            topic = None if controller is None else controller.replication.topics.get(topic_id)
+            partition = None if topic is None else topic.partitions.get(index)
+            if changed and was_reassigning and partition is not None and not partition.reassigning:
+                self.reassignments_completed += 1
+
+    def _broker_reply(self, broker: SimBroker, serial: int, incarnation: Uuid, response: Any) -> None:
+        if broker.in_flight != serial or broker.incarnation != incarnation or not broker.alive:
+            return
+        broker.in_flight = None
+        error = Errors.of(response.error_code)
+        if type(response).__name__ == "BrokerRegistrationResponse":
+            if error == Errors.NONE:
+                broker.epoch = response.broker_epoch
+        elif error == Errors.NONE:
+            broker.fenced = response.is_fenced
+            if response.should_shut_down:  # the controller let it go: it stops
+                broker.alive, broker.shutting_down = False, False
+                self.controlled_shutdowns += 1
+        elif error != Errors.NOT_CONTROLLER:
+            broker.epoch = None  # a stale epoch: register again
 
 
-def _effects(leader: int, controller: QuorumController) -> BrokerPartitionEffects:
-    assert controller.metadata_version is not None
-    image = controller.replication
-    return BrokerPartitionEffects(
-        image, controller.cluster, TopicConfigLayers(image, leader, {}),
-        metadata_version=controller.metadata_version, elr_enabled=False,
-    )
+_KEYS = frozenset(
+    record.API_KEY for record in (*_BROKER_RECORDS, PartitionChangeRecord) if record.API_KEY is not None and record.API_KEY < 0x80
+)
+"""The api keys of the records the checks decode (one-byte varints in the record frame)."""
 
 
 def _image_digest(controller: QuorumController) -> bytes:
@@ -463,14 +538,17 @@ def run_brokers(seed: int, rng: random.Random) -> RunStats:
     every broker must be registered and unfenced within 10 s of healing."""
     from server.raft.types import QuorumConfig
 
+    elr = rng.random() < 0.5
     cluster = BrokerCluster(
         seed,
         rng.choice((3, 3, 5)),
+        metadata_version=26 if elr else 21,  # 4.1-IV1 with eligible leader replicas, else 3.9-IV0
+        elr=elr,
+        snapshot_bytes=rng.choice((1 << 40, 1 << 40, SNAPSHOT_BYTES)),
         observers=rng.choice((0, 1)),
         config=QuorumConfig(pre_vote=rng.random() < 0.8, append_linger_ms=_linger_ms(seed)),
         kraft_version=rng.choice((0, 1)),
         drop_rate=rng.choice((0.0, 0.01, 0.05)),
-        snapshot_every=rng.choice((0, 0, 25)),
     )
     brokers = [SimBroker(100 + i, Uuid.from_longs(seed & 0xFFFF, 100 + i)) for i in range(3)]
 
@@ -481,9 +559,12 @@ def run_brokers(seed: int, rng: random.Random) -> RunStats:
 
         cluster.schedule(cluster.now + rng.randint(1, period_ms), "call", tick)
 
+    def restart_broker(broker: SimBroker) -> None:
+        broker.alive, broker.epoch, broker.shutting_down, broker.in_flight = True, None, False, None
+        broker.incarnation = Uuid.from_longs(rng.getrandbits(32), broker.broker_id)
+
     for broker in brokers:
         every(HEARTBEAT_INTERVAL_MS, lambda broker=broker: cluster.broker_tick(broker))
-    every(max(1, SESSION_TIMEOUT_MS // 8), cluster.fence_check)
     every(ADMIN_INTERVAL_MS, cluster.admin_tick)
     _liveness(cluster, "start", 3500)
     for _ in range(FAULT_ROUNDS):
@@ -501,8 +582,7 @@ def run_brokers(seed: int, rng: random.Random) -> RunStats:
         elif action < 0.6:
             for broker in brokers:
                 if not broker.alive:
-                    broker.alive, broker.epoch, broker.shutting_down = True, None, False
-                    broker.incarnation = Uuid.from_longs(rng.getrandbits(32), broker.broker_id)
+                    restart_broker(broker)
         elif action < 0.75:
             cluster.isolate(rng.choice(list(cluster.nodes)))
         else:
@@ -515,12 +595,11 @@ def run_brokers(seed: int, rng: random.Random) -> RunStats:
         cluster.restart(node_id)
     for broker in brokers:
         if not broker.alive or broker.shutting_down:  # restarted: a new incarnation
-            broker.alive, broker.epoch, broker.shutting_down = True, None, False
-            broker.incarnation = Uuid.from_longs(rng.getrandbits(32), broker.broker_id)
+            restart_broker(broker)
     deadline = cluster.now + 10_000 + SESSION_TIMEOUT_MS
     while True:
-        found = cluster.active()
-        images = {} if found is None else found[1].cluster.registrations
+        controller = cluster.active_image()
+        images = {} if controller is None else controller.cluster.registrations
         if all(b.broker_id in images and not images[b.broker_id].fenced and b.epoch == images[b.broker_id].epoch
                for b in brokers):
             break

@@ -5,7 +5,8 @@ the first one (default 0), ``KWIRE_SIM_WORKERS`` the processes used (default 2);
 ``KWIRE_SIM_WIRE=1`` makes the router encode and decode every message at its API version.
 ``test_stray_request_seeds`` runs the "stray" scenario (the differential probe's request shapes
 from outside the quorum) on a fifth as many seeds, ``test_broker_seeds`` the "brokers" scenario
-(``sim_brokers``: simulated brokers against the simulated controllers) on as many. A
+(``sim_brokers``: simulated brokers and an admin against the node's own controller host,
+``server.controller.host``) on as many. A
 nightly run: ``KWIRE_SIM_FIRST=10000 KWIRE_SIM_SEEDS=10000 pytest tests/raft/test_simulation.py
 -k seeds``. A failure prints the command that replays its seed alone::
 
@@ -13,7 +14,9 @@ nightly run: ``KWIRE_SIM_FIRST=10000 KWIRE_SIM_SEEDS=10000 pytest tests/raft/tes
 
 Every seed's run also yields a digest of each step's event, Outbox and resulting role
 (``sim.trace_line``). ``sim_traces.txt`` holds the digests of seeds 0-499 as the core behaves
-today: a change meant to keep behaviour (a refactoring) must keep them all. A change meant to
+today, ``sim_broker_traces.txt`` those of the "brokers" scenario (the controller host's
+decisions reach the trace as the records it appends): a change meant to keep behaviour (a
+refactoring) must keep them all. A change meant to
 alter behaviour re-records them, and says so in its commit::
 
     KWIRE_SIM_RECORD=1 pytest tests/raft/test_simulation.py -k seeds
@@ -38,10 +41,11 @@ SEEDS = int(os.environ.get("KWIRE_SIM_SEEDS", "500"))
 FIRST = int(os.environ.get("KWIRE_SIM_FIRST", "0"))
 WORKERS = int(os.environ.get("KWIRE_SIM_WORKERS", "2"))
 TRACES = Path(__file__).with_name("sim_traces.txt")
+BROKER_TRACES = Path(__file__).with_name("sim_broker_traces.txt")
 
 
-def _recorded_traces() -> dict[int, str]:
-    rows = (line.split() for line in TRACES.read_text().splitlines() if line.strip())
+def _recorded_traces(path: Path = TRACES) -> dict[int, str]:
+    rows = (line.split() for line in path.read_text().splitlines() if line.strip())
     return {int(seed): digest for seed, digest in rows}
 
 
@@ -93,30 +97,44 @@ def test_simulation_seeds() -> None:
     )
 
 
-def _run_named(scenario: str, seed: int) -> tuple[int, str | None]:
+def _run_named(scenario: str, seed: int) -> tuple[int, str | None, str]:
     try:
-        run_scenario(seed, scenario)
+        stats = run_scenario(seed, scenario)
     except Exception:
-        return (seed, traceback.format_exc())
-    return (seed, None)
+        return (seed, traceback.format_exc(), "")
+    return (seed, None, stats.trace_digest)
 
 
-def _check_scenario_seeds(scenario: str, seeds: range, chunksize: int) -> None:
+def _check_scenario_seeds(scenario: str, seeds: range, chunksize: int, traces: Path | None = None) -> None:
     """Run ``scenario`` on ``seeds`` (``WORKERS`` processes); fail with the first failure and
-    the command that replays it."""
+    the command that replays it. With ``traces``, each seed's trace digest must equal the one
+    recorded there (``KWIRE_SIM_RECORD=1`` records them)."""
     run = functools.partial(_run_named, scenario)
     if WORKERS > 1:
         with ProcessPoolExecutor(max_workers=WORKERS) as pool:
             results = list(pool.map(run, seeds, chunksize=chunksize))
     else:
         results = [run(seed) for seed in seeds]
-    failures = [(seed, error) for seed, error in results if error is not None]
+    failures = [(seed, error) for seed, error, _ in results if error is not None]
     if failures:
         seed, error = failures[0]
         pytest.fail(
             f"{len(failures)} of {len(results)} {scenario} seeds failed: {[s for s, _ in failures][:20]}\n"
             f"first failure, replay with: KWIRE_SIM_SCENARIO={scenario} {_replay_command(seed)}\n{error}"
         )
+    if traces is None or os.environ.get("KWIRE_SIM_WIRE") == "1":
+        return
+    digests = {seed: digest for seed, _, digest in results}
+    if os.environ.get("KWIRE_SIM_RECORD") == "1":
+        recorded = _recorded_traces(traces) | digests
+        traces.write_text("".join(f"{seed} {recorded[seed]}\n" for seed in sorted(recorded)))
+        return
+    recorded = _recorded_traces(traces)
+    changed = sorted(seed for seed, digest in digests.items() if recorded.get(seed, digest) != digest)
+    assert not changed, (
+        f"{len(changed)} {scenario} seeds behave differently from {traces.name}: {changed[:20]} "
+        "(re-record with KWIRE_SIM_RECORD=1 only if the change is meant to alter behaviour)"
+    )
 
 
 def test_stray_request_seeds() -> None:
@@ -134,7 +152,7 @@ def test_broker_seeds() -> None:
     offsets of their registrations, every node holds the same image at the same offset, and
     every broker runs again once the faults end. ``KWIRE_SIM_SEEDS`` seeds from
     ``KWIRE_SIM_FIRST``; replay one with ``KWIRE_SIM_SEED=N KWIRE_SIM_SCENARIO=brokers``."""
-    _check_scenario_seeds("brokers", range(FIRST, FIRST + SEEDS), chunksize=8)
+    _check_scenario_seeds("brokers", range(FIRST, FIRST + SEEDS), chunksize=8, traces=BROKER_TRACES)
 
 
 def test_the_broker_scenario_reaches_topics_and_isr_changes() -> None:
@@ -157,6 +175,7 @@ def test_the_broker_scenario_reaches_topics_and_isr_changes() -> None:
 
 def test_recorded_traces_cover_the_default_seeds() -> None:
     assert set(_recorded_traces()) >= set(range(500))
+    assert set(_recorded_traces(BROKER_TRACES)) >= set(range(500))
 
 
 def test_replay() -> None:
