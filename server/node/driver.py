@@ -18,12 +18,10 @@ the channel while the node waited on the disk or the network go to the core toge
 (``RaftCore.step_many``): one step, one Outbox, one batch at any linger.
 
 Each core Outbox is carried out by ``server.raft.outbox.apply`` (the one applier, with the
-order of the Outbox contract); the node is its ``OutboxTarget``: the election state goes to
-quorum-state (tmp + fsync + rename) first, log changes and the fsync run off the event loop,
-sends go to the :class:`~server.node.peer.Peer` tasks, replies complete the pending requests,
-and a loaded snapshot or committed batches go to the host and the listener. Then the host is
-polled: its appends step the core at once, its replies complete requests, its snapshot is
-written.
+order of the Outbox contract) on the node's target (``server.node.raft_target``: quorum-state,
+the log and its fsync off the event loop, the peers, the replies, the host and the listener).
+Then the host is polled: its appends step the core at once, its replies complete requests, its
+snapshot is written (``server.node.log_cleaner``, which also enforces retention).
 
 Every file operation runs through ``trio.to_thread``, one at a time, from the driving task, so
 the log (not thread-safe) sees a single caller. A failed write, fsync or a broken log invariant
@@ -39,7 +37,7 @@ import random
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import trio
 
@@ -55,26 +53,17 @@ from server.controller.host import ControllerHost, ControllerOutbox, ControllerR
 from server.net import ChannelDispatcher, PendingRequest, RunningServer, serve
 from server.node.apis import api_versions
 from server.node.envelope import open_envelope, relay_answer
-from server.node.features import finalized_features
 from server.node.log_cleaner import LogCleaner, write_snapshot
 from server.node.logger_levels import python_logger_levels
-from server.node.peer import Peer
-from server.node.registration import (
-    SECURITY_PROTOCOL_IDS,
-    ControllerRegistrationManager,
-    registration_request,
-)
-from server.node.startup import controller_config, load_stored_state, to_stored_election
+from server.node.peer import Peers
+from server.node.raft_target import NodeTarget, RaftListener
+from server.node.registration import ControllerRegistrationManager
+from server.node.startup import controller_config, load_stored_state, new_core
 from server.raft.core import RaftCore
 from server.raft.events import (
-    AppendResult,
     ClientAppend,
-    CommittedBatch,
     Event,
     FlushCompleted,
-    OutboundRequest,
-    Outbox,
-    Reply,
     RequestFailed,
     RequestReceived,
     Resign,
@@ -82,40 +71,16 @@ from server.raft.events import (
     Tick,
 )
 from server.raft.outbox import apply as apply_outbox
-from server.raft.outbox import apply_log_changes, flush_follows_write
-from server.raft.roles import Leader, Resigned
-from server.raft.types import (
-    ElectionState,
-    Endpoint,
-    LeaderAndEpoch,
-    OffsetAndEpoch,
-    ReplicaIdentity,
-)
+from server.raft.roles import Leader
+from server.raft.types import Endpoint
 from server.storage_raft_log import StorageRaftLog
 from storage.log import MetadataLog
-from storage.quorum_state import FileQuorumStateStore
-from storage.snapshots import SnapshotId, read_snapshot
+from storage.snapshots import SnapshotId
 
 __all__ = ["Node", "RaftListener"]
 
 T = TypeVar("T")
 log = logging.getLogger("kwire.node")
-
-
-class RaftListener(Protocol):
-    """A local state machine fed by the node (Kafka's ``RaftClient.Listener``). Called from the
-    driving task, in order, after the Outbox that produced the news was executed; a listener
-    must not block (post work to its own task instead)."""
-
-    def handle_append_result(self, result: AppendResult) -> None:
-        """Where an append made with :meth:`Node.append` will land, or why it was refused."""
-
-    def handle_commit(self, batch: CommittedBatch) -> None:
-        """One batch (control batches included) now wholly below the high watermark, each
-        exactly once and in offset order."""
-
-    def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
-        """The leader or epoch this node knows of changed."""
 
 
 class Node:
@@ -151,38 +116,24 @@ class Node:
         self.directory_id: Uuid | None = None
         self.metadata_log: MetadataLog | None = None
         self.metrics_port: int | None = None
-        """The port metrics are served on, once they are (``kwire.prometheus.port``)."""
+        """The port ``kwire.prometheus.port`` metrics are served on, once they are."""
         self.incarnation_id = Uuid.random()
         """This run's controller incarnation (KIP-919 registration)."""
-        self._raft_log: StorageRaftLog | None = None
-        self._store: FileQuorumStateStore | None = None
+        self._nursery: trio.Nursery | None = None
+        self._target: NodeTarget | None = None
         self._cleaner: LogCleaner | None = None
-        self._registration: ControllerRegistrationManager | None = None
+        self._registration = ControllerRegistrationManager(config, self.incarnation_id, lambda: self.endpoints)
         self._events_send, self._events_receive = trio.open_memory_channel[Any](math.inf)
         self._pending: dict[int, PendingRequest] = {}
         self._next_request_id = 1
-        self._peers: dict[int, Peer] = {}
-        self._in_flight = 0
-        self._nursery: trio.Nursery | None = None
         self._cancel_scope = trio.CancelScope()
-        self._deadline_ms: int | None = None
         self._host_deadline_ms: int | None = None
         self._wall_base_ms = 0
         self._trio_base = 0.0
         self._held: Any = None
         """An item taken off the event channel while collecting queued appends, handled next."""
-        self._flushed = False
-        self._written_durably = False
-        """This Outbox's log changes were fsynced with their write (:meth:`write_log`)."""
-        self._features_seen = False
-        """Committed data or a snapshot arrived in this Outbox: publish the features again."""
-        self._dispatcher: ChannelDispatcher | None = None
         self._stopping = False
-        self._resigned = trio.Event()
-        self._idle = trio.Event()
         self._next_token = 1
-        self._known_leader: LeaderAndEpoch | None = None
-        self._known_role: tuple[str, int, int | None, bool] | None = None
 
     # ------------------------------------------------------------------ time
 
@@ -239,43 +190,22 @@ class Node:
         return await trio.to_thread.run_sync(fn)
 
     async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
-        """Start up, serve and drive the core and the host until stopped (class docstring)."""
+        """Start up, serve and drive the core and the host until stopped (module docstring)."""
         self._wall_base_ms = time.time_ns() // 1_000_000
         self._trio_base = trio.current_time()
         config = self.config
         stored = await self._blocking(lambda: load_stored_state(config))
         self.metadata_log = metadata_log = stored.metadata_log
-        self._store = stored.store
         self.cluster_id = stored.cluster_id
         self.directory_id = stored.directory_id
         request_send, request_receive = trio.open_memory_channel[PendingRequest](0)
-        self._dispatcher = ChannelDispatcher(api_versions(), request_send, supported_features())
+        dispatcher = ChannelDispatcher(api_versions(), request_send, supported_features())
         try:
             with self._cancel_scope:
                 async with trio.open_nursery() as nursery:
                     self._nursery = nursery
-                    self.running = await nursery.start(serve, config, self._dispatcher)
-                    self._raft_log = StorageRaftLog(metadata_log)
-                    self.core = core = RaftCore(
-                        identity=ReplicaIdentity(
-                            node_id=config.node_id,
-                            directory_id=stored.directory_id,
-                            cluster_id=stored.cluster_id,
-                            endpoints=self.endpoints,
-                            supported_kraft_versions=(0, 1),
-                        ),
-                        log=self._raft_log,
-                        voters=stored.voters,
-                        rng=self.rng,
-                        now_ms=self.now_ms(),
-                        election=stored.election,
-                        kraft_version=stored.kraft_version,
-                        config=config.quorum_config(),
-                        bootstrap_servers=[
-                            Endpoint(config.controller_listener_names[0], b.host, b.port)
-                            for b in config.controller_quorum_bootstrap_servers
-                        ],
-                    )
+                    self.running = await nursery.start(serve, config, dispatcher)
+                    self.core = core = new_core(config, stored, self.endpoints, self.rng, self.now_ms())
                     self.host = host = ControllerHost(
                         controller_config(config, stored.cluster_id),
                         bootstrap=stored.bootstrap.records,
@@ -286,18 +216,21 @@ class Node:
                         logger_levels=python_logger_levels,
                         perf_counter=time.perf_counter,
                     )
-                    self._cleaner = LogCleaner(config, self._raft_log, self.now_ms())
-                    self._registration = ControllerRegistrationManager(
-                        config.node_id, self.incarnation_id, request=self._registration_request, leader=self._leader_address
+                    assert isinstance(core.log, StorageRaftLog)
+                    self._target = NodeTarget(
+                        config.node_id, core=core, host=host, raft_log=core.log, store=stored.store,
+                        peers=Peers(nursery, self._post, f"raft-client-{config.node_id}"), pending=self._pending,
+                        dispatcher=dispatcher, listener=self.listener, blocking=self._blocking, now_ms=self.now_ms,
                     )
+                    self._cleaner = LogCleaner(config, core.log, self.now_ms())
                     nursery.start_soon(self._forward_requests, request_receive)
-                    nursery.start_soon(self._registration.run, lambda: host.controller, lambda: core.epoch)
+                    nursery.start_soon(self._registration.run, core, host)
                     if config.prometheus_port is not None:
                         nursery.start_soon(self._serve_metrics, config.prometheus_host, config.prometheus_port)
                     # The first step writes the election state the core starts in.
                     await self._step([Tick()])
                     task_status.started(self)
-                    await self._drive()
+                    await self._drive(dispatcher)
         finally:
             for pending in self._pending.values():
                 if not pending.done:
@@ -309,41 +242,28 @@ class Node:
     async def _serve_metrics(self, host: str, port: int) -> None:
         """``kwire.prometheus.port``: the metrics (``server.node.metrics``), a new snapshot of
         them every second, until the node stops."""
-        from server.node.metrics import serve_metrics, take_snapshot
-
-        def snapshot() -> Any:
-            controller_host = self.host
-            assert controller_host is not None
-            return take_snapshot(
-                self.core, controller_host.controller, active=controller_host.active_controller() is not None,
-                applied_offset=controller_host.replayed_offset - 1,
-                events={
-                    "EventQueueTimeMs": controller_host.queue_times.summary(),
-                    "EventQueueProcessingTimeMs": controller_host.processing_times.summary(),
-                },
-            )
+        from server.node.metrics import host_snapshot, serve_metrics
 
         def bound(actual: int) -> None:
             self.metrics_port = actual
             log.info("serving metrics on %s:%d", host, actual)
 
-        await serve_metrics(host, port, snapshot, on_bound=bound)
+        await serve_metrics(host, port, lambda: host_snapshot(self.core, self.host), on_bound=bound)
 
     async def _forward_requests(self, receive: trio.MemoryReceiveChannel[PendingRequest]) -> None:
         async for pending in receive:
             self._post(pending)
-
     def _post(self, item: Any) -> None:
         try:
             self._events_send.send_nowait(item)
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             pass
 
-    async def _drive(self) -> None:
-        cleaner = self._cleaner
-        assert cleaner is not None
+    async def _drive(self, dispatcher: ChannelDispatcher) -> None:
+        target, cleaner = self._target, self._cleaner
+        assert target is not None and cleaner is not None
         while True:
-            due = [d for d in (self._deadline_ms, self._host_deadline_ms, cleaner.next_ms) if d is not None]
+            due = [d for d in (target.deadline_ms, self._host_deadline_ms, cleaner.next_ms) if d is not None]
             item: Any = Tick()
             if self._held is not None:
                 item, self._held = self._held, None
@@ -351,78 +271,46 @@ class Node:
                 with trio.move_on_at(self._trio_time(min(due))):
                     item = await self._events_receive.receive()
             if isinstance(item, PendingRequest):
-                await self._on_request(item)
+                await self._on_request(item, dispatcher)
             elif isinstance(item, ClientAppend):
                 await self._step([item, *self._queued_appends()])
             else:
                 if isinstance(item, (ResponseReceived, RequestFailed)):
-                    self._in_flight -= 1
-                    if self._in_flight == 0:
-                        self._idle.set()
+                    target.peers.answered()
                 await self._step([item])
             await cleaner.maybe_clean(self.now_ms(), self._blocking)
 
-    async def _on_request(self, pending: PendingRequest) -> None:
-        """A raft RPC goes to the core, a controller RPC to the host, an Envelope is opened."""
+    async def _on_request(self, pending: PendingRequest, dispatcher: ChannelDispatcher) -> None:
+        """A raft RPC goes to the core, a controller RPC to the host. An Envelope's forwarded
+        request (``server.node.envelope``) takes the same path, as if the client had sent it
+        here; its answer goes back wrapped in the EnvelopeResponse."""
         request = pending.request
-        body = request.body
-        version = request.header.request_api_version
+        body, version = request.body, request.header.request_api_version
         if isinstance(body, EnvelopeRequest):
-            await self._on_envelope(pending, body)
-            return
-        if registry.find(body) is not None:
-            host = self.host
-            assert host is not None
+            forwarded = open_envelope(body, dispatcher.api_versions())
+            if not isinstance(forwarded, Request):
+                pending.respond(EnvelopeResponse(error_code=forwarded))
+                return
+            inner = PendingRequest(forwarded, pending.context)
+            assert self._nursery is not None
+            self._nursery.start_soon(relay_answer, pending, inner)
+            await self._on_request(inner, dispatcher)
+        elif registry.find(body) is not None:
+            assert self.host is not None
             now = self.now_ms()
             received_ms = now - round((trio.current_time() - pending.received_at) * 1000)
-            host.request(now, ControllerRequest(pending, body, version, pending.context.listener_name, received_ms))
+            self.host.request(now, ControllerRequest(pending, body, version, pending.context.listener_name, received_ms))
             await self._step([])
-            return
-        request_id = self._next_request_id
-        self._next_request_id += 1
-        self._pending[request_id] = pending
-        await self._step([RequestReceived(request_id, version, body, pending.context.listener_name)])
-
-    async def _on_envelope(self, pending: PendingRequest, body: EnvelopeRequest) -> None:
-        """A request a broker forwarded (``server.node.envelope``): answered as if the client
-        had sent it here, the answer wrapped in the EnvelopeResponse."""
-        assert self._dispatcher is not None and self._nursery is not None
-        forwarded = open_envelope(body, self._dispatcher.api_versions())
-        if not isinstance(forwarded, Request):
-            pending.respond(EnvelopeResponse(error_code=forwarded))
-            return
-        inner = PendingRequest(forwarded, pending.context)
-        self._nursery.start_soon(relay_answer, pending, inner)
-        await self._on_request(inner)
-
-    # ------------------------------------------------------------------ the node's registration (KIP-919)
-
-    def _registration_request(self) -> Any:
-        config = self.config
-        listeners = [
-            (e.name, e.host, e.port, SECURITY_PROTOCOL_IDS.get(config.listener_security_protocol_map.get(e.name, "PLAINTEXT"), 0))
-            for e in self.endpoints
-        ]
-        return registration_request(
-            config.node_id, self.incarnation_id, listeners,
-            {f.name: (f.min_version, f.max_version) for f in supported_features()},
-        )
-
-    def _leader_address(self) -> tuple[str, int, int] | None:
-        """The known leader's controller endpoint and the epoch, None without one."""
-        core = self.core
-        if core is None or core.leader_and_epoch.leader_id is None:
-            return None
-        node = core.voters.get(core.leader_and_epoch.leader_id)
-        endpoint = None if node is None else node.endpoint(self.config.controller_listener_names[0])
-        return None if endpoint is None else (endpoint.host, endpoint.port, core.epoch)
+        else:
+            request_id, self._next_request_id = self._next_request_id, self._next_request_id + 1
+            self._pending[request_id] = pending
+            await self._step([RequestReceived(request_id, version, body, pending.context.listener_name)])
 
     # ------------------------------------------------------------------ stepping
 
     def _queued_appends(self) -> list[ClientAppend]:
-        """The appends already waiting on the channel, up to the first other item (held for the
-        next turn of the loop): they queued while the node waited on the disk or the network,
-        and go to the core in one step, so that they leave in one batch at any linger."""
+        """The appends waiting on the channel up to the first other item (held for the next
+        turn): they queued while the node waited, and go to the core in one step (one batch)."""
         appends: list[ClientAppend] = []
         while True:
             try:
@@ -439,13 +327,17 @@ class Node:
         out the Outbox and every follow-up step (a completed flush); then poll the host and
         carry out its outbox, whose appends step the core at once, one step each, until
         neither has anything left to do now."""
-        core, host = self.core, self.host
-        assert core is not None and host is not None
+        core, host, target = self.core, self.host, self._target
+        assert core is not None and host is not None and target is not None
         queue = deque([events] if events else [])
         while True:
             while queue:
                 out = core.step_many(self.now_ms(), queue.popleft())
-                while await self._execute(out):
+                while True:
+                    target.begin()
+                    await apply_outbox(out, target)
+                    if not target.flushed:
+                        break
                     out = core.step(self.now_ms(), FlushCompleted())
             host_out = host.poll(self.now_ms())
             await self._carry_out(host_out)
@@ -455,163 +347,26 @@ class Node:
 
     async def _carry_out(self, out: ControllerOutbox) -> None:
         """The host's replies, its snapshot, its next deadline; and the node's registration."""
-        host, core, raft_log, registration = self.host, self.core, self._raft_log, self._registration
-        assert host is not None and core is not None and raft_log is not None and registration is not None
+        host, core = self.host, self.core
+        assert host is not None and core is not None and isinstance(core.log, StorageRaftLog)
         for pending, response in out.replies:
             if not pending.done:
                 pending.respond(response)
         if out.snapshot is not None:
             snapshot_id = out.snapshot.snapshot_id
             log.info("node %d: writing snapshot %s", self.config.node_id, SnapshotId(snapshot_id.offset, snapshot_id.epoch).file_stem)
-            await write_snapshot(raft_log, out.snapshot, self._blocking)
+            await write_snapshot(core.log, out.snapshot, self._blocking)
         self._host_deadline_ms = out.next_deadline_ms
         if not self._stopping:
-            registration.maybe_register(host.controller, core.epoch)
-
-    async def _execute(self, out: Outbox) -> bool:
-        """Apply one Outbox through ``server.raft.outbox``; True when a flush completed."""
-        self._flushed = False
-        self._written_durably = False
-        self._features_seen = False
-        await apply_outbox(out, self)
-        return self._flushed
-
-    # ------------------------------------------------------------------ OutboxTarget
-
-    async def persist_election(self, election: ElectionState) -> None:
-        """quorum-state, written and fsynced off the event loop."""
-        core, store = self.core, self._store
-        assert core is not None and store is not None
-        state = to_stored_election(election, core.voters)
-        await self._blocking(lambda: store.write_election_state(state, core.kraft_version))
-
-    async def write_log(self, out: Outbox) -> None:
-        """The log changes, in one trip off the event loop. When the Outbox also flushes and
-        sends or answers nothing in between (a follower's fetched batches), the fsync rides the
-        same trip and :meth:`flush` has nothing left to do: one thread hand-off per batch."""
-        raft_log = self._raft_log
-        assert raft_log is not None
-        if flush_follows_write(out):
-            def write_and_flush() -> None:
-                apply_log_changes(raft_log, out)
-                raft_log.flush()
-
-            await self._blocking(write_and_flush)
-            self._written_durably = True
-            return
-        await self._blocking(lambda: apply_log_changes(raft_log, out))
-
-    def send(self, request: OutboundRequest) -> None:
-        """Hand the request to the destination's peer task (started on first use)."""
-        peer = self._peers.get(request.destination_id)
-        if peer is None:
-            client_id = f"raft-client-{self.config.node_id}"
-            peer = Peer(request.destination_id, self._post, client_id)
-            self._peers[request.destination_id] = peer
-            assert self._nursery is not None
-            self._nursery.start_soon(peer.run)
-        self._in_flight += 1
-        peer.send.send_nowait(request)
-
-    def reply(self, reply: Reply) -> None:
-        """Answer the pending request, unless its connection went away."""
-        pending = self._pending.pop(reply.request_id, None)
-        if pending is not None and not pending.done:
-            pending.respond(reply.response)
-
-    async def flush(self) -> None:
-        """fsync the log off the event loop (unless :meth:`write_log` already did); the core
-        hears of it in a FlushCompleted step."""
-        raft_log = self._raft_log
-        assert raft_log is not None
-        if not self._written_durably:
-            await self._blocking(raft_log.flush)
-        self._flushed = True
-
-    async def load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
-        """The controller starts again from the snapshot's records."""
-        metadata_log, host = self.metadata_log, self.host
-        assert metadata_log is not None and host is not None
-        snapshot = SnapshotId(snapshot_id.offset, snapshot_id.epoch)
-        content = await self._blocking(lambda: read_snapshot(metadata_log.dir, snapshot))
-        host.load_snapshot(self.now_ms(), snapshot_id, content.data_records())
-        self._features_seen = True
-        self._maybe_notify_leader()
-
-    def commit(self, batch: CommittedBatch) -> None:
-        """The controller replays the batch, then the listener hears of it."""
-        host = self.host
-        assert host is not None
-        host.commit(self.now_ms(), batch)
-        self._features_seen = True
-        self._maybe_notify_leader()
-        if self.listener is not None:
-            self.listener.handle_commit(batch)
-
-    def append_result(self, result: AppendResult) -> None:
-        """The host's own appends stay with it; others go to the listener."""
-        host = self.host
-        assert host is not None
-        if host.append_result(result):
-            return
-        self._maybe_notify_leader()
-        if self.listener is not None:
-            self.listener.handle_append_result(result)
-
-    def schedule(self, deadline_ms: int | None) -> None:
-        """The core's next deadline; then the news of this Outbox as a whole: finalized
-        features, the leader, a resignation to wait for."""
-        self._maybe_notify_leader()
-        self._log_transition()
-        if self._features_seen:
-            self._features_seen = False
-            self._publish_features()
-        self._deadline_ms = deadline_ms
-        core = self.core
-        if core is not None and isinstance(core.state, Resigned):
-            self._resigned.set()
-
-    def _log_transition(self) -> None:
-        """Log each change of role, epoch or known leader at INFO, as Kafka's ``QuorumState``
-        logs its completed transitions."""
-        core = self.core
-        if core is None:
-            return
-        state = core.state
-        role = (state.name, state.epoch, state.leader_id, core.quorum.is_voter)
-        if role != self._known_role:
-            self._known_role = role
-            log.info(
-                "node %d: %s in epoch %d (leader %s, %s)",
-                self.config.node_id, state.name, state.epoch,
-                "none" if state.leader_id is None else state.leader_id,
-                "voter" if role[3] else "observer",
-            )
-
-    def _maybe_notify_leader(self) -> None:
-        core, listener = self.core, self.listener
-        if core is None or listener is None:
-            return
-        leader = core.leader_and_epoch
-        if leader != self._known_leader:
-            self._known_leader = leader
-            listener.handle_leader_change(leader)
-
-    def _publish_features(self) -> None:
-        if self._dispatcher is None or self.core is None or self.host is None:
-            return
-        self._dispatcher.finalized = finalized_features(
-            self.host.controller.feature_levels, self.core.high_watermark, self.core.kraft_version
-        )
+            self._registration.maybe_register(host.controller, core.epoch)
 
     # ------------------------------------------------------------------ appends and stopping
 
     def append(self, values: tuple[bytes, ...]) -> int:
-        """Ask the leader in this node to append ``values`` (non-empty byte strings, at most
-        one batch of ``controller.quorum``'s 8 MiB together) as data records; returns the token the listener's
+        """Ask the leader in this node to append ``values`` (non-empty byte strings, at most one
+        8 MiB batch together) as data records; returns the token the listener's
         ``handle_append_result`` will carry. Never blocks; the records linger for
-        ``controller.quorum.append.linger.ms`` (Kafka's ``RaftClient.prepareAppend`` +
-        ``schedulePreparedAppend``)."""
+        ``controller.quorum.append.linger.ms`` (``RaftClient.prepareAppend``)."""
         token = self._next_token
         self._next_token += 1
         self._post(ClientAppend(token, tuple(values)))
@@ -628,17 +383,15 @@ class Node:
             self.host.shutdown()
         if timeout_ms is None:
             timeout_ms = self.config.controller_quorum_request_timeout_ms
-        core = self.core
-        if core is not None and isinstance(core.state, Leader):
+        core, target = self.core, self._target
+        if core is not None and target is not None and isinstance(core.state, Leader):
             # a fresh event: the one a restart in Resigned set (a former leader starts so)
             # must not pass for this resignation
-            self._resigned = trio.Event()
+            target.resigned = trio.Event()
             self._post(Resign())
             with trio.move_on_after(timeout_ms / 1000):
-                await self._resigned.wait()
-                while self._in_flight > 0:
-                    self._idle = trio.Event()
-                    await self._idle.wait()
+                await target.resigned.wait()
+                await target.peers.wait_idle()
         self.stop()
 
     def stop(self) -> None:

@@ -34,7 +34,7 @@ from prometheus_client.registry import Collector
 from server.controller.elections import imbalanced_partitions
 from server.controller.event_times import EventTimesSummary
 
-__all__ = ["MetricsServer", "Snapshot", "serve_metrics", "take_snapshot"]
+__all__ = ["MetricsServer", "Snapshot", "host_snapshot", "serve_metrics", "take_snapshot"]
 
 _CONTROLLER = "kafka_controller_KafkaController_"
 _RAFT = "kafka_server_raft_metrics_"
@@ -86,6 +86,19 @@ def take_snapshot(
         }
         state = type(core.state).__name__.lower()
     return Snapshot(values, raft, state, dict(events or {}))
+
+
+def host_snapshot(core: Any, host: Any) -> Snapshot:
+    """The metrics of a node whose core and controller host (``server.controller.host``) are
+    ``core`` and ``host``: the host's controller, whether it is active, its last replayed
+    offset and its request timers."""
+    return take_snapshot(
+        core, host.controller, active=host.active_controller() is not None, applied_offset=host.replayed_offset - 1,
+        events={
+            "EventQueueTimeMs": host.queue_times.summary(),
+            "EventQueueProcessingTimeMs": host.processing_times.summary(),
+        },
+    )
 
 
 class _Collector(Collector):

@@ -33,7 +33,7 @@ from server.raft.events import (
 )
 from server.raft.types import Endpoint
 
-__all__ = ["Peer"]
+__all__ = ["Peer", "Peers"]
 
 log = logging.getLogger("server.node")
 
@@ -126,3 +126,38 @@ class Peer:
         if self.connection is not None:
             await self.connection.aclose()
             self.connection = None
+
+
+class Peers:
+    """The node's :class:`Peer` tasks, one per destination (started in ``nursery`` on first
+    use), and the count of requests sent and not yet answered (a graceful stop waits for
+    them). ``post`` takes each outcome to the node's channel."""
+
+    def __init__(self, nursery: trio.Nursery, post: Callable[[Event], None], client_id: str) -> None:
+        self._nursery = nursery
+        self._post = post
+        self._client_id = client_id
+        self._peers: dict[int, Peer] = {}
+        self.in_flight = 0
+        self._idle = trio.Event()
+
+    def send(self, request: OutboundRequest) -> None:
+        """Hand ``request`` to its destination's peer task."""
+        peer = self._peers.get(request.destination_id)
+        if peer is None:
+            peer = self._peers[request.destination_id] = Peer(request.destination_id, self._post, self._client_id)
+            self._nursery.start_soon(peer.run)
+        self.in_flight += 1
+        peer.send.send_nowait(request)
+
+    def answered(self) -> None:
+        """One request's outcome reached the node."""
+        self.in_flight -= 1
+        if self.in_flight == 0:
+            self._idle.set()
+
+    async def wait_idle(self) -> None:
+        """Until no request is in flight."""
+        while self.in_flight > 0:
+            self._idle = trio.Event()
+            await self._idle.wait()

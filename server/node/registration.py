@@ -23,8 +23,12 @@ from messages.generated.controller_registration_request import (
     Feature,
     Listener,
 )
+from server.config import KRaftConfig
 from server.controller.controller import QuorumController
-from server.controller.features import CONTROLLER_REGISTRATION_LEVEL
+from server.controller.features import CONTROLLER_REGISTRATION_LEVEL, supported_features
+from server.controller.host import ControllerHost
+from server.raft.core import RaftCore
+from server.raft.types import Endpoint
 
 __all__ = ["SECURITY_PROTOCOL_IDS", "ControllerRegistrationManager", "registration_request"]
 
@@ -59,27 +63,36 @@ def registration_request(
 
 
 class ControllerRegistrationManager:
-    """Registers incarnation ``incarnation_id`` of node ``node_id``: ``request`` builds the
-    ControllerRegistration to send, ``leader`` gives the active controller's address and the
-    current epoch (None while no leader is known). The node calls :meth:`maybe_register` after
-    every change it made; :meth:`run` is the task that sends."""
+    """Registers incarnation ``incarnation_id`` of the node ``config`` describes, whose
+    controller endpoints ``endpoints()`` gives (bound ports included). The node calls
+    :meth:`maybe_register` after every change it made; :meth:`run` is the task that sends."""
 
-    def __init__(
-        self,
-        node_id: int,
-        incarnation_id: Uuid,
-        *,
-        request: Callable[[], ControllerRegistrationRequest],
-        leader: Callable[[], tuple[str, int, int] | None],
-    ) -> None:
-        self.node_id = node_id
+    def __init__(self, config: KRaftConfig, incarnation_id: Uuid, endpoints: Callable[[], tuple[Endpoint, ...]]) -> None:
+        self.config = config
+        self.node_id = config.node_id
         self.incarnation_id = incarnation_id
-        self._request = request
-        self._leader = leader
+        self._endpoints = endpoints
         self._wakeup = trio.Event()
         self._registered_in_epoch: int | None = None
         """The leader epoch whose controller accepted this registration: no resend while that
         epoch lasts (its record is on its way to the log)."""
+
+    def request(self) -> ControllerRegistrationRequest:
+        """This incarnation's registration: its listeners with their security protocols, and
+        the features this node supports."""
+        protocols = self.config.listener_security_protocol_map
+        listeners = [
+            (e.name, e.host, e.port, SECURITY_PROTOCOL_IDS.get(protocols.get(e.name, "PLAINTEXT"), 0)) for e in self._endpoints()
+        ]
+        features = {f.name: (f.min_version, f.max_version) for f in supported_features()}
+        return registration_request(self.node_id, self.incarnation_id, listeners, features)
+
+    def _leader(self, core: RaftCore) -> tuple[str, int] | None:
+        """The known leader's controller endpoint, None without one."""
+        leader_id = core.leader_and_epoch.leader_id
+        node = None if leader_id is None else core.voters.get(leader_id)
+        endpoint = None if node is None else node.endpoint(self.config.controller_listener_names[0])
+        return None if endpoint is None else (endpoint.host, endpoint.port)
 
     def needed(self, controller: QuorumController, epoch: int) -> bool:
         """``maybeSendControllerRegistration``: metadata.version 3.7-IV0 or later is known, the
@@ -97,7 +110,7 @@ class ControllerRegistrationManager:
         if self.needed(controller, epoch):
             self._wakeup.set()
 
-    async def run(self, controller: Callable[[], QuorumController], epoch: Callable[[], int]) -> None:
+    async def run(self, core: RaftCore, host: ControllerHost) -> None:
         """Send registrations whenever woken and still needed, until cancelled."""
         from server.net.client import KafkaConnectionError, open_connection
 
@@ -105,25 +118,24 @@ class ControllerRegistrationManager:
         while True:
             await self._wakeup.wait()
             self._wakeup = trio.Event()
-            leader = self._leader()
-            if leader is None or not self.needed(controller(), epoch()):
+            leader, epoch = self._leader(core), core.epoch
+            if leader is None or not self.needed(host.controller, epoch):
                 continue
-            host, port, leader_epoch = leader
             try:
-                conn = await open_connection(host, port, client_id=f"controller-{self.node_id}-registration")
+                conn = await open_connection(*leader, client_id=f"controller-{self.node_id}-registration")
                 try:
-                    response = await conn.request(self._request())
+                    response = await conn.request(self.request())
                 finally:
                     await conn.aclose()
                 error = Errors.of(response.error_code)
             except (OSError, KafkaConnectionError, UnsupportedVersionError) as exc:
                 # unreachable, gone, or a leader without ControllerRegistration: try again later
-                log.debug("controller registration with %s:%d failed: %s", host, port, exc)
+                log.debug("controller registration with %s:%d failed: %s", *leader, exc)
                 failures += 1
             else:
                 if error == Errors.NONE:
                     failures = 0
-                    self._registered_in_epoch = leader_epoch  # registered once the record is replayed
+                    self._registered_in_epoch = epoch  # registered once the record is replayed
                     continue
                 log.info("controller registration answered %s", error.name)
                 failures += 1

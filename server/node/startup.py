@@ -16,6 +16,7 @@ Blocking file I/O throughout: the node calls :func:`load_stored_state` off the e
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +24,9 @@ from kwire.uuid import Uuid
 from server.config import KRaftConfig
 from server.controller.operations import ControllerConfig
 from server.raft.control import voter_set_from_record
-from server.raft.types import ElectionState, ReplicaKey, VoterSet
+from server.raft.core import RaftCore
+from server.raft.types import ElectionState, Endpoint, ReplicaIdentity, ReplicaKey, VoterSet
+from server.storage_raft_log import StorageRaftLog
 from storage.bootstrap import (
     BootstrapMetadata,
     bootstrap_from_checkpoint_records,
@@ -40,6 +43,7 @@ __all__ = [
     "NodeStartupError",
     "StoredState",
     "controller_config",
+    "new_core",
     "from_stored_election",
     "load_stored_state",
     "to_stored_election",
@@ -85,6 +89,32 @@ def controller_config(config: KRaftConfig, cluster_id: str) -> ControllerConfig:
         max_idle_interval_ms=config.metadata_max_idle_interval_ms,
         snapshot_max_bytes=config.metadata_log_max_record_bytes_between_snapshots,
         snapshot_max_interval_ms=config.metadata_log_max_snapshot_interval_ms,
+    )
+
+
+def new_core(
+    config: KRaftConfig, stored: StoredState, endpoints: tuple[Endpoint, ...], rng: random.Random, now_ms: int
+) -> RaftCore:
+    """The KRaft core of a node that advertises ``endpoints``, starting from what start-up read
+    (``stored``) at ``now_ms``; ``rng`` draws its election timeouts."""
+    return RaftCore(
+        identity=ReplicaIdentity(
+            node_id=config.node_id,
+            directory_id=stored.directory_id,
+            cluster_id=stored.cluster_id,
+            endpoints=endpoints,
+            supported_kraft_versions=(0, 1),
+        ),
+        log=StorageRaftLog(stored.metadata_log),
+        voters=stored.voters,
+        rng=rng,
+        now_ms=now_ms,
+        election=stored.election,
+        kraft_version=stored.kraft_version,
+        config=config.quorum_config(),
+        bootstrap_servers=[
+            Endpoint(config.controller_listener_names[0], b.host, b.port) for b in config.controller_quorum_bootstrap_servers
+        ],
     )
 
 
