@@ -42,13 +42,15 @@ from messages.generated.incremental_alter_configs_response import (
     AlterConfigsResourceResponse as IncrementalResult,
 )
 from server.controller.errors import ApiError
-from server.controller.replication import ReplicationImage, invalid_topic_name
+from server.controller.image import ReplicationImage, invalid_topic_name
+from server.controller.java_order import (
+    java_hash_map_order,
+    timeline_hash_map_order,
+)
 from server.controller.result import Record
 from server.controller.topic_configs import (
     TOPIC_CONFIGS,
     ConfigType,
-    java_hash_map_order,
-    timeline_hash_map_order,
     validate_topic_configs,
 )
 from server.controller.topics import MIN_INSYNC_REPLICAS

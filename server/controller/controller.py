@@ -48,8 +48,8 @@ from server.controller.activation import (
 from server.controller.cluster import ClusterControl
 from server.controller.errors import ApiError
 from server.controller.features import CONTROLLER_REGISTRATION_LEVEL
+from server.controller.image import ReplicationImage
 from server.controller.image_writer import image_records
-from server.controller.replication import ReplicationImage
 from server.controller.result import Record
 
 __all__ = ["ControllerRegistration", "QuorumController"]
@@ -157,7 +157,7 @@ class QuorumController:
         self.cluster = ClusterControl(cluster_id, session_timeout_ms)
         """Broker registrations, and broker sessions while active (``ClusterControlManager``)."""
         self.replication = ReplicationImage()
-        """Topics, partitions, configs and producer ids (``server.controller.replication``)."""
+        """Topics, partitions, configs and producer ids (``server.controller.image``)."""
         self.feature_levels: dict[str, int] = {}
         """Feature name -> finalized level, from FeatureLevelRecords (0: not finalized)."""
         self.transaction_open = False

@@ -60,13 +60,15 @@ from server.controller.broker_config_schema import (
 )
 from server.controller.configs import ResourceType
 from server.controller.errors import ApiError
-from server.controller.replication import ReplicationImage, invalid_topic_name
+from server.controller.image import ReplicationImage, invalid_topic_name
+from server.controller.java_order import (
+    java_hash_map_order,
+    java_string_hash,
+)
 from server.controller.topic_configs import (
     TOPIC_CONFIGS,
     ConfigSource,
     canonical_value,
-    java_hash_map_order,
-    java_string_hash,
 )
 
 __all__ = [

@@ -28,11 +28,14 @@ from messages.generated.elect_leaders_response import (
     ReplicaElectionResult,
 )
 from messages.runtime import Message
-from server.controller.alter_partition import PartitionChanges, TopicConfigLayers
 from server.controller.cluster import ClusterControl
 from server.controller.errors import ApiError
+from server.controller.image import ReplicationImage
 from server.controller.partition_change import Election
-from server.controller.replication import ReplicationImage
+from server.controller.partition_effects import (
+    PartitionChanges,
+    TopicConfigLayers,
+)
 from server.controller.result import Record
 
 __all__ = ["PREFERRED", "UNCLEAN", "balance_partition_leaders", "elect_leaders", "imbalanced_partitions"]

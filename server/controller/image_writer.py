@@ -49,13 +49,15 @@ from server.controller.cluster import (
     ClusterControl,
     register_broker_record_version,
 )
-from server.controller.partition_change import partition_change_record_version
-from server.controller.replication import (
+from server.controller.image import (
     DIRECTORY_ASSIGNMENT_LEVEL,
     ReplicationImage,
 )
+from server.controller.java_order import (
+    java_hash_map_order,
+)
+from server.controller.partition_change import partition_change_record_version
 from server.controller.result import Record
-from server.controller.topic_configs import java_hash_map_order
 
 __all__ = ["ImageLossError", "image_records"]
 

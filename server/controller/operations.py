@@ -48,12 +48,15 @@ from server.controller import configs, elections, reassignments, topics
 from server.controller import describe_cluster as cluster_description
 from server.controller import describe_configs as config_description
 from server.controller.activation import ELIGIBLE_LEADER_REPLICAS_FEATURE
-from server.controller.alter_partition import BrokerPartitionEffects, TopicConfigLayers
 from server.controller.cluster import ClusterControl
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
 from server.controller.features import ClusterSupport, supported_features, update_features
-from server.controller.replication import ReplicationImage
+from server.controller.image import ReplicationImage
+from server.controller.partition_effects import (
+    BrokerPartitionEffects,
+    TopicConfigLayers,
+)
 from server.controller.responses import feature_updates
 from server.controller.result import ControllerResult
 from server.raft.kraft_upgrade import UpgradeRefused

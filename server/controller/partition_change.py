@@ -23,18 +23,18 @@ The steps, in Kafka's order:
    recovery state fields that differ from the partition.
 
 Java sets iterate in hash order, which decides the order of the ELR lists; the same order is
-kept here (:func:`java_int_set_order`). No I/O.
+computed by ``server.controller.java_order.java_int_set_order``. No I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
 from kwire.uuid import Uuid
 from messages.generated.partition_change_record import PartitionChangeRecord
-from server.controller.replication import (
+from server.controller.image import (
     DIRECTORY_ASSIGNMENT_LEVEL,
     ELR_LEVEL,
     NO_LEADER,
@@ -42,6 +42,7 @@ from server.controller.replication import (
     UNASSIGNED_DIRECTORY,
     PartitionRegistration,
 )
+from server.controller.java_order import java_int_set_order
 
 __all__ = [
     "ISR_SHRINK_EPOCH_BUMP_BELOW",
@@ -49,7 +50,6 @@ __all__ = [
     "PartitionChange",
     "RECOVERED",
     "RECOVERING",
-    "java_int_set_order",
     "partition_change_record_version",
 ]
 
@@ -73,16 +73,6 @@ def partition_change_record_version(metadata_version: int) -> int:
     if metadata_version >= ELR_LEVEL:
         return 2
     return 1 if metadata_version >= DIRECTORY_ASSIGNMENT_LEVEL else 0
-
-
-def java_int_set_order(values: Iterable[int]) -> list[int]:
-    """The distinct ``values`` in the order a ``java.util.HashSet<Integer>`` filled with them
-    in this order iterates them: by ``value & (capacity - 1)``, then by insertion."""
-    distinct = list(dict.fromkeys(values))
-    capacity = 16
-    while len(distinct) > capacity * 3 // 4:
-        capacity *= 2
-    return sorted(distinct, key=lambda v: (v ^ (v >> 16)) & (capacity - 1))
 
 
 @dataclass(slots=True)

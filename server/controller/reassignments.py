@@ -59,11 +59,14 @@ from messages.generated.list_partition_reassignments_response import (
     OngoingTopicReassignment,
 )
 from messages.runtime import Message
-from server.controller.alter_partition import PartitionChanges, TopicConfigLayers
 from server.controller.cluster import ClusterControl
 from server.controller.errors import ApiError
+from server.controller.image import PartitionRegistration, ReplicationImage
 from server.controller.partition_change import Election, PartitionChange
-from server.controller.replication import PartitionRegistration, ReplicationImage
+from server.controller.partition_effects import (
+    PartitionChanges,
+    TopicConfigLayers,
+)
 from server.controller.result import Record
 from server.controller.topics import check_manual_replicas, default_directory
 

@@ -73,7 +73,7 @@ from messages.runtime import Message
 from server.controller.cluster import BrokerHeartbeatReply
 from server.controller.errors import ApiError
 from server.controller.features import UpgradeType
-from server.controller.replication import PRODUCER_ID_BLOCK_SIZE
+from server.controller.image import PRODUCER_ID_BLOCK_SIZE
 
 __all__ = [
     "allocate_producer_ids_response",

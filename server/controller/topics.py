@@ -56,11 +56,7 @@ from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.topic_record import TopicRecord
 from server.controller.cluster import BrokerRegistration, ClusterControl
 from server.controller.errors import ApiError
-from server.controller.partition_change import (
-    partition_change_record_version as partition_record_version,
-)
-from server.controller.placement import UsableBroker, place_replicas
-from server.controller.replication import (
+from server.controller.image import (
     BROKER_RESOURCE,
     MIGRATING_DIRECTORY,
     TOPIC_RESOURCE,
@@ -69,10 +65,16 @@ from server.controller.replication import (
     invalid_topic_name,
     topic_collision_key,
 )
+from server.controller.java_order import (
+    java_hash_map_order,
+)
+from server.controller.partition_change import (
+    partition_change_record_version as partition_record_version,
+)
+from server.controller.placement import UsableBroker, place_replicas
 from server.controller.result import Record
 from server.controller.topic_configs import (
     effective_topic_configs,
-    java_hash_map_order,
     validate_topic_configs,
 )
 

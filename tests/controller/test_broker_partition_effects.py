@@ -15,9 +15,12 @@ from messages.generated.register_broker_record import RegisterBrokerRecord
 from messages.generated.topic_record import TopicRecord
 from messages.generated.unregister_broker_record import UnregisterBrokerRecord
 from messages.runtime import Message
-from server.controller.alter_partition import BrokerPartitionEffects, TopicConfigLayers
 from server.controller.cluster import ClusterControl
-from server.controller.replication import ReplicationImage
+from server.controller.image import ReplicationImage
+from server.controller.partition_effects import (
+    BrokerPartitionEffects,
+    TopicConfigLayers,
+)
 
 METADATA_VERSION = 21  # 3.9-IV0: directories, no ELR
 TOPIC = Uuid.from_longs(1, 1)

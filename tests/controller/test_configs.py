@@ -18,7 +18,7 @@ from messages.generated.incremental_alter_configs_request import (
 )
 from messages.generated.topic_record import TopicRecord
 from server.controller.configs import ConfigContext, incremental_alter_configs, legacy_alter_configs
-from server.controller.replication import ReplicationImage
+from server.controller.image import ReplicationImage
 
 
 def _context(elr: bool = False) -> ConfigContext:

@@ -23,7 +23,7 @@ from server.controller.describe_configs import (
     describe_configs,
     scala_hash_map_order,
 )
-from server.controller.replication import ReplicationImage
+from server.controller.image import ReplicationImage
 from server.controller.topic_configs import canonical_value
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32

@@ -12,7 +12,6 @@ from messages.generated.elect_leaders_request import ElectLeadersRequest, TopicP
 from messages.generated.partition_record import PartitionRecord
 from messages.generated.register_broker_record import RegisterBrokerRecord
 from messages.generated.topic_record import TopicRecord
-from server.controller.alter_partition import TopicConfigLayers
 from server.controller.cluster import ClusterControl
 from server.controller.elections import (
     PREFERRED,
@@ -21,7 +20,10 @@ from server.controller.elections import (
     elect_leaders,
     elect_unclean_leaders,
 )
-from server.controller.replication import ReplicationImage
+from server.controller.image import ReplicationImage
+from server.controller.partition_effects import (
+    TopicConfigLayers,
+)
 
 TOPIC = Uuid.from_longs(1, 1)
 

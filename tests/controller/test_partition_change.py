@@ -6,14 +6,16 @@ alone does not reach."""
 from __future__ import annotations
 
 from kwire.uuid import Uuid
+from server.controller.image import NO_LEADER, NO_LEADER_CHANGE, PartitionRegistration
+from server.controller.java_order import (
+    java_int_set_order,
+)
 from server.controller.partition_change import (
     RECOVERING,
     Election,
     PartitionChange,
-    java_int_set_order,
     partition_change_record_version,
 )
-from server.controller.replication import NO_LEADER, NO_LEADER_CHANGE, PartitionRegistration
 
 TOPIC = Uuid.from_longs(1, 1)
 MV = 33

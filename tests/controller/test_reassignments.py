@@ -21,16 +21,19 @@ from messages.generated.partition_change_record import PartitionChangeRecord
 from messages.generated.partition_record import PartitionRecord
 from messages.generated.register_broker_record import RegisterBrokerRecord
 from messages.generated.topic_record import TopicRecord
-from server.controller.alter_partition import TopicConfigLayers, leader_acceptable
 from server.controller.cluster import ClusterControl
+from server.controller.image import ReplicationImage
 from server.controller.partition_change import PartitionChange
+from server.controller.partition_effects import (
+    TopicConfigLayers,
+    leader_acceptable,
+)
 from server.controller.reassignments import (
     alter_partition_reassignments,
     list_partition_reassignments,
     reassignment_replicas,
     revert_reassignment,
 )
-from server.controller.replication import ReplicationImage
 
 TOPIC = Uuid.from_longs(7, 7)
 

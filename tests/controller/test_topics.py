@@ -26,14 +26,16 @@ from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.topic_record import TopicRecord
 from server.controller.cluster import ClusterControl
 from server.controller.errors import ApiError
+from server.controller.image import ReplicationImage
+from server.controller.java_order import (
+    java_hash_map_order,
+    timeline_hash_map_order,
+)
 from server.controller.partition_change import partition_change_record_version
-from server.controller.replication import ReplicationImage
 from server.controller.topic_configs import (
     ConfigSource,
     effective_topic_configs,
     java_double_string,
-    java_hash_map_order,
-    timeline_hash_map_order,
     validate_topic_configs,
 )
 from server.controller.topics import (

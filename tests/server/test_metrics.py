@@ -18,8 +18,8 @@ from messages.generated.register_broker_record import RegisterBrokerRecord
 from messages.generated.topic_record import TopicRecord
 from server.config import KRaftConfig
 from server.controller.controller import QuorumController
-from server.node import Node
 from server.controller.event_times import RESERVOIR, EventTimes, EventTimesSummary
+from server.node import Node
 from server.node.metrics import take_snapshot
 from tools.local_cluster import free_ports
 from tools.storage_format import format_standalone

@@ -1,5 +1,5 @@
 """Topics, partitions, configs and producer ids replayed into the image
-(``server.controller.replication``, Kafka's ``PartitionRegistration.merge`` and the image
+(``server.controller.image``, Kafka's ``PartitionRegistration.merge`` and the image
 deltas)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from messages.metadata import encode_record
 from server.controller.cluster import ReplayError
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
-from server.controller.replication import (
+from server.controller.image import (
     MIGRATING_DIRECTORY,
     ReplicationImage,
     invalid_topic_name,

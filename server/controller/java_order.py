@@ -1,0 +1,74 @@
+"""The iteration orders of the Java collections Kafka's controller writes records from.
+
+Where Kafka writes records, configs or replicas in the order a ``java.util.HashMap``, a
+``HashSet<Integer>`` or its own ``TimelineHashMap`` iterates, kwire computes that order, so that
+the same request gives the same log and the same answer as a Kafka controller (the
+differential tests compare them byte for byte).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = ["java_hash_map_order", "java_int_set_order", "java_string_hash", "timeline_hash_map_order"]
+
+
+def java_hash_map_order(keys: list[str]) -> list[str]:
+    """``keys`` (distinct) in the order a ``java.util.HashMap`` filled with them in this order
+    iterates them: by bucket (the low bits of the spread ``String.hashCode``, for the table
+    size that many keys grow it to), then by insertion. Kafka writes a request's configs in
+    that order."""
+    capacity = 16
+    while len(keys) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(key: str) -> int:
+        code = java_string_hash(key)
+        return (code ^ (code >> 16)) & (capacity - 1)
+
+    return sorted(keys, key=bucket)
+
+
+def java_string_hash(key: str) -> int:
+    """``String.hashCode`` as an unsigned 32-bit value."""
+    code = 0
+    data = key.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        code = (31 * code + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return code
+
+
+def timeline_hash_map_order(keys: list[str]) -> list[str]:
+    """``keys`` (distinct, in insertion order) in the order Kafka's ``TimelineHashMap`` (the
+    controller's config store) iterates them: slots of a table that starts at 2 and doubles
+    before it would pass a load of 0.75, each key's slot the top bits of its hash times a
+    fixed odd constant (``BaseHashTable.findSlot``), a slot's keys last inserted first (its
+iterator takes them from the end)."""
+
+    def slot(key: str, size: int) -> int:
+        code = java_string_hash(key)
+        signed = code - (1 << 32) if code >= 1 << 31 else code
+        return ((signed * -7046029254386353131) % (1 << 64)) >> (65 - size.bit_length())
+
+    table: list[list[str]] = [[], []]
+    count = 0
+    for key in keys:
+        if (count + 1) * 0.75 > len(table):
+            grown: list[list[str]] = [[] for _ in range(len(table) * 2)]
+            for old in table:
+                for moved in old:
+                    grown[slot(moved, len(grown))].append(moved)
+            table = grown
+        table[slot(key, len(table))].append(key)
+        count += 1
+    return [key for keys_in_slot in table for key in reversed(keys_in_slot)]
+
+
+def java_int_set_order(values: Iterable[int]) -> list[int]:
+    """The distinct ``values`` in the order a ``java.util.HashSet<Integer>`` filled with them
+    in this order iterates them: by ``value & (capacity - 1)``, then by insertion."""
+    distinct = list(dict.fromkeys(values))
+    capacity = 16
+    while len(distinct) > capacity * 3 // 4:
+        capacity *= 2
+    return sorted(distinct, key=lambda v: (v ^ (v >> 16)) & (capacity - 1))
