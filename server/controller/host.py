@@ -50,11 +50,10 @@ Rules (Kafka's ``QuorumController``):
 
 from __future__ import annotations
 
-import random
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kwire.errors import Errors
 from messages.generated.no_op_record import NoOpRecord
@@ -76,6 +75,9 @@ from server.raft.log import RaftLog
 from server.raft.roles import EpochState, Leader
 from server.raft.types import LeaderAndEpoch, OffsetAndEpoch, VoterSet
 from storage.records import RecordBatch
+
+if TYPE_CHECKING:
+    import random
 
 __all__ = [
     "MAX_ELECTIONS_PER_IMBALANCE",

@@ -14,11 +14,10 @@ from its own image at once; their result is the whole response.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kwire.errors import Errors
 from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
@@ -60,6 +59,9 @@ from server.controller.partition_effects import (
 from server.controller.responses import feature_updates
 from server.controller.result import ControllerResult
 from server.raft.kraft_upgrade import UpgradeRefused
+
+if TYPE_CHECKING:
+    import random
 
 __all__ = [
     "ControllerConfig",

@@ -23,12 +23,15 @@ above the number of usable brokers. Randomness comes from the caller's ``random.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kwire.errors import Errors
 from server.controller.errors import ApiError
+
+if TYPE_CHECKING:
+    import random
 
 __all__ = ["UsableBroker", "place_replicas"]
 

@@ -33,9 +33,9 @@ No I/O: randomness (placement, topic ids) comes from the caller.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kwire.errors import Errors
 from kwire.topics import METADATA_TOPIC_NAME
@@ -77,6 +77,9 @@ from server.controller.topic_configs import (
     effective_topic_configs,
     validate_topic_configs,
 )
+
+if TYPE_CHECKING:
+    import random
 
 __all__ = [
     "MAX_PARTITIONS_PER_REQUEST",

@@ -17,9 +17,8 @@ wake after the step that appended; the core times out its own requests) is writt
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kwire.api_keys import ApiKey
 from kwire.errors import Errors
@@ -54,6 +53,9 @@ from server.raft.types import (
     ReplicaIdentity,
     VoterSet,
 )
+
+if TYPE_CHECKING:
+    import random
 
 
 class RaftCore:

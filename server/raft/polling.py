@@ -26,8 +26,7 @@ log has unflushed data, since the fetch offset counts toward the high watermark.
 
 from __future__ import annotations
 
-import random
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kwire.api_keys import ApiKey
 from kwire.errors import Errors
@@ -52,6 +51,9 @@ from server.raft.roles import (
     Resigned,
     Unattached,
 )
+
+if TYPE_CHECKING:
+    import random
 
 __all__ = ["PollingContext", "poll_role"]
 

@@ -10,8 +10,8 @@ randomness comes from the injected ``random.Random``.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from server.raft.accumulator import MAX_BATCH_SIZE_BYTES
 from server.raft.control_state import ControlRecordStateMachine
@@ -35,6 +35,9 @@ from server.raft.types import (
     ReplicaKey,
     VoterSet,
 )
+
+if TYPE_CHECKING:
+    import random
 
 
 class IllegalTransitionError(AssertionError):
