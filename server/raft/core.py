@@ -22,7 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from kwire.api_keys import ApiKey
 from kwire.errors import Errors
-from server.raft import fetch, kraft_upgrade, leadership, polling
+from server.raft import (
+    kraft_upgrade,
+    leadership,
+    polling,
+)
 from server.raft.control_state import ControlRecordStateMachine
 from server.raft.events import (
     ClientAppend,
@@ -45,6 +49,7 @@ from server.raft.quorum_state import QuorumState
 from server.raft.registry import DEFAULT, Registry
 from server.raft.requests import RequestManager
 from server.raft.roles import EpochState, Leader
+from server.raft.rpc import fetch
 from server.raft.types import (
     ElectionState,
     Endpoint,

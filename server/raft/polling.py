@@ -31,15 +31,7 @@ from typing import TYPE_CHECKING, Protocol
 from kwire.api_keys import ApiKey
 from kwire.errors import Errors
 from server.raft import (
-    add_raft_voter,
-    begin_quorum_epoch,
-    end_quorum_epoch,
-    fetch,
-    fetch_snapshot,
     leadership,
-    remove_raft_voter,
-    update_raft_voter,
-    vote,
     voter_change,
 )
 from server.raft.context import RaftContext
@@ -50,6 +42,16 @@ from server.raft.roles import (
     Prospective,
     Resigned,
     Unattached,
+)
+from server.raft.rpc import (
+    add_raft_voter,
+    begin_quorum_epoch,
+    end_quorum_epoch,
+    fetch,
+    fetch_snapshot,
+    remove_raft_voter,
+    update_raft_voter,
+    vote,
 )
 
 if TYPE_CHECKING:

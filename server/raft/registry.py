@@ -32,7 +32,9 @@ from messages.generated.update_raft_voter_request import UpdateRaftVoterRequest
 from messages.generated.update_raft_voter_response import UpdateRaftVoterResponse
 from messages.generated.vote_request import VoteRequest
 from messages.generated.vote_response import VoteResponse
-from server.raft import (
+from server.raft.context import RaftContext
+from server.raft.events import FailureReason, RequestReceived, ResponseReceived
+from server.raft.rpc import (
     add_raft_voter,
     begin_quorum_epoch,
     describe_quorum,
@@ -43,8 +45,6 @@ from server.raft import (
     update_raft_voter,
     vote,
 )
-from server.raft.context import RaftContext
-from server.raft.events import FailureReason, RequestReceived, ResponseReceived
 
 RequestHandler = Callable[[RaftContext, int, RequestReceived], Any | None]
 """``(ctx, now_ms, event) -> response``; None when the answer comes in a later step (a parked

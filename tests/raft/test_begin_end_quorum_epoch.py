@@ -12,9 +12,9 @@ from messages.generated.end_quorum_epoch_request import (
 from messages.generated.end_quorum_epoch_response import EndQuorumEpochResponse
 from messages.generated.end_quorum_epoch_response import PartitionData as EndResponsePartition
 from messages.generated.end_quorum_epoch_response import TopicData as EndResponseTopic
-from server.raft.end_quorum_epoch import election_backoff_ms
 from server.raft.events import Resign
 from server.raft.roles import Follower, Resigned, Unattached
+from server.raft.rpc.end_quorum_epoch import election_backoff_ms
 from server.raft.types import ElectionState, ReplicaKey
 from tests.raft.helpers import (
     CLUSTER_ID,

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-import server.raft
+import server.raft.rpc
 from kwire.api_keys import ApiKey
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.describe_cluster_response import DescribeClusterResponse
@@ -120,8 +120,8 @@ def test_the_node_advertises_the_registry_plus_the_controller_rpcs() -> None:
 
 def test_every_handler_module_is_registered_with_its_versions() -> None:
     modules = []
-    for info in pkgutil.iter_modules(server.raft.__path__):
-        module = importlib.import_module(f"server.raft.{info.name}")
+    for info in pkgutil.iter_modules(server.raft.rpc.__path__):
+        module = importlib.import_module(f"server.raft.rpc.{info.name}")
         versions = getattr(module, "VERSIONS", None)
         if versions is None:
             continue

@@ -48,8 +48,8 @@ from messages.generated.fetch_snapshot_response import PartitionSnapshot as Resp
 from messages.generated.fetch_snapshot_response import SnapshotId as ResponseSnapshotId
 from messages.generated.fetch_snapshot_response import TopicSnapshot as ResponseTopic
 from server.raft.common import leader_endpoint, single_partition, validate_leader_only
-from server.raft.fetch import retry_later
 from server.raft.roles import Follower, SnapshotDownload
+from server.raft.rpc.fetch import retry_later
 from server.raft.types import (
     BOOTSTRAP_SNAPSHOT_ID,
     MAX_FETCH_SIZE_BYTES,
