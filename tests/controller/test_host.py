@@ -1,0 +1,456 @@
+"""The controller host's rules (``server.controller.host``), driven as the node and the
+simulation drive it: over a real single-voter KRaft core and an in-memory log, with the time
+moved by hand and the fsync completed when a test says so."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from kwire.errors import Errors
+from kwire.uuid import Uuid
+from messages.generated.begin_quorum_epoch_request import BeginQuorumEpochRequest
+from messages.generated.begin_quorum_epoch_request import PartitionData as BeginPartition
+from messages.generated.begin_quorum_epoch_request import TopicData as BeginTopic
+from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from messages.generated.broker_registration_request import (
+    BrokerRegistrationRequest,
+    Feature,
+    Listener,
+)
+from messages.generated.create_topics_request import CreatableTopic, CreateTopicsRequest
+from messages.generated.describe_cluster_request import DescribeClusterRequest
+from messages.generated.feature_level_record import FeatureLevelRecord
+from messages.generated.fence_broker_record import FenceBrokerRecord
+from messages.generated.no_op_record import NoOpRecord
+from messages.generated.update_features_request import FeatureUpdateKey, UpdateFeaturesRequest
+from messages.generated.vote_request import VoteRequest
+from messages.metadata import decode_record
+from messages.runtime import Message
+from server.controller.host import ControllerHost, ControllerOutbox, ControllerRequest
+from server.controller.operations import ControllerConfig
+from server.raft.core import RaftCore
+from server.raft.events import (
+    AppendResult,
+    ClientAppend,
+    CommittedBatch,
+    Event,
+    FlushCompleted,
+    OutboundRequest,
+    Outbox,
+    RequestReceived,
+    Resign,
+    Tick,
+    UpgradeKRaftVersion,
+)
+from server.raft.log import MemoryRaftLog
+from server.raft.outbox import apply_log_changes, apply_now
+from server.raft.roles import Leader
+from server.raft.types import (
+    ElectionState,
+    Endpoint,
+    OffsetAndEpoch,
+    QuorumConfig,
+    ReplicaIdentity,
+    VoterSet,
+)
+from storage.records import RecordBatch
+from storage.snapshot_format import read_snapshot_content
+
+METADATA_VERSION = 21  # 3.9-IV0
+BOOTSTRAP = [(FeatureLevelRecord(name="metadata.version", feature_level=METADATA_VERSION), 0)]
+
+
+def _config(**overrides: Any) -> ControllerConfig:
+    values: dict[str, Any] = {"node_id": 1, "cluster_id": "host-test", "static_config": {}, "max_idle_interval_ms": 0}
+    values.update(overrides)
+    return ControllerConfig(**values)
+
+
+@dataclass
+class Harness:
+    """One node: a core of ``voters`` over a memory log and a host beside it. The log's fsync
+    completes at once unless ``hold_flush`` (then :meth:`flush_now` completes it)."""
+
+    config: ControllerConfig = field(default_factory=_config)
+    voters: tuple[int, ...] = (1,)
+    hold_flush: bool = False
+    stopping: bool = False
+    now: int = 0
+    replies: list[tuple[Any, Message]] = field(default_factory=list)
+    snapshots: list[tuple[OffsetAndEpoch, bytes]] = field(default_factory=list)
+    committed: list[CommittedBatch] = field(default_factory=list)
+    raft_events: list[Event] = field(default_factory=list)
+    deadline_ms: int | None = None
+    flush_pending: bool = False
+
+    def __post_init__(self) -> None:
+        self.log = MemoryRaftLog()
+        self.core = RaftCore(
+            identity=ReplicaIdentity(1, cluster_id="host-test", endpoints=(Endpoint("CONTROLLER", "host1", 9001),)),
+            log=self.log,
+            voters=VoterSet.static({i: (f"host{i}", 9000 + i) for i in self.voters}),
+            rng=random.Random(1),
+            now_ms=0,
+            config=QuorumConfig(append_linger_ms=0),
+        )
+        self.host = ControllerHost(self.config, bootstrap=BOOTSTRAP, raft=self.core, now_ms=0, rng=random.Random(7))
+        if self.stopping:
+            self.host.shutdown()
+        self.step(Tick())
+
+    # -- OutboxTarget
+
+    async def persist_election(self, election: ElectionState) -> None:
+        pass
+
+    async def write_log(self, out: Outbox) -> None:
+        apply_log_changes(self.log, out)
+
+    def send(self, request: OutboundRequest) -> None:
+        pass
+
+    def reply(self, reply: Any) -> None:
+        pass
+
+    async def flush(self) -> None:
+        self.flush_pending = True
+
+    async def load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        raise AssertionError("a single voter never loads a snapshot")
+
+    def commit(self, batch: CommittedBatch) -> None:
+        self.committed.append(batch)
+        self.host.commit(self.now, batch)
+
+    def append_result(self, result: AppendResult) -> None:
+        assert self.host.append_result(result), result
+
+    def schedule(self, deadline_ms: int | None) -> None:
+        pass
+
+    # -- driving, as server.node.driver does
+
+    def step(self, *events: Event) -> None:
+        queue = [list(events)] if events else []
+        while True:
+            while queue:
+                out = self.core.step_many(self.now, queue.pop(0))
+                while True:
+                    self.flush_pending = False
+                    apply_now(out, self)
+                    if not self.flush_pending or self.hold_flush:
+                        break
+                    self.log.flush()
+                    out = self.core.step(self.now, FlushCompleted())
+            host_out = self.host.poll(self.now)
+            self.carry_out(host_out)
+            if not host_out.raft_events:
+                return
+            queue.extend([event] for event in host_out.raft_events)
+
+    def carry_out(self, out: ControllerOutbox) -> None:
+        self.replies.extend(out.replies)
+        if out.snapshot is not None:
+            self.snapshots.append((out.snapshot.snapshot_id, out.snapshot.data))
+        self.raft_events.extend(out.raft_events)
+        self.deadline_ms = out.next_deadline_ms
+
+    def flush_now(self) -> None:
+        if self.flush_pending:
+            self.flush_pending = False
+            self.log.flush()
+            self.step(FlushCompleted())
+
+    def advance(self, ms: int) -> None:
+        self.now += ms
+        self.step(Tick())
+
+    def request(self, body: Message, version: int, handle: Any = None) -> None:
+        self.host.request(self.now, ControllerRequest(handle if handle is not None else body, body, version, "CONTROLLER", self.now))
+        self.step()
+
+    def answer(self, handle: Any) -> Message | None:
+        return next((response for h, response in self.replies if h is handle), None)
+
+    def records(self) -> list[Message]:
+        """Every data record committed so far, decoded."""
+        return [
+            decode_record(value)[0]
+            for batch in self.committed if not batch.is_control
+            for value in RecordBatch(batch.data).iter_values() if value is not None
+        ]
+
+
+def _active() -> Harness:
+    """A single-voter node whose controller is active (the bootstrap records committed): a
+    single voter elects itself as it starts."""
+    harness = Harness()
+    assert isinstance(harness.core.state, Leader)
+    assert harness.host.active_controller() is not None
+    return harness
+
+
+def _registration(broker_id: int, incarnation: int = 1) -> BrokerRegistrationRequest:
+    return BrokerRegistrationRequest(
+        broker_id=broker_id, cluster_id="host-test", incarnation_id=Uuid.from_longs(broker_id, incarnation),
+        listeners=[Listener(name="PLAINTEXT", host="b", port=9092, security_protocol=0)],
+        features=[Feature(name="metadata.version", min_supported_version=1, max_supported_version=METADATA_VERSION)],
+        rack=None, log_dirs=[Uuid.from_longs(broker_id, 99)],
+    )
+
+
+def _heartbeat(broker_id: int, epoch: int, offset: int, **fields: Any) -> BrokerHeartbeatRequest:
+    return BrokerHeartbeatRequest(broker_id=broker_id, broker_epoch=epoch, current_metadata_offset=offset, **fields)
+
+
+# ---------------------------------------------------------------------- activation
+
+
+def test_the_first_leader_activates_with_the_bootstrap_records_as_one_batch() -> None:
+    harness = _active()
+    data = [b for b in harness.committed if not b.is_control]
+    assert len(data) == 1, data
+    names = [type(decode_record(v)[0]).__name__ for v in RecordBatch(data[0].data).iter_values() if v is not None]
+    # 3.9-IV0 writes its bootstrap records as a metadata transaction (KIP-868)
+    assert names == ["BeginTransactionRecord", "FeatureLevelRecord", "ZkMigrationStateRecord", "EndTransactionRecord"]
+    assert harness.records()[1] == BOOTSTRAP[0][0]
+    assert harness.host.controller.metadata_version == METADATA_VERSION
+    assert harness.host.controller.active_epoch == harness.core.epoch
+
+
+def test_no_activation_before_the_epoch_start_is_replayed_nor_while_stopping() -> None:
+    harness = Harness(hold_flush=True)
+    assert isinstance(harness.core.state, Leader)
+    # the LeaderChange of the epoch is not committed: nothing before its start offset is missing,
+    # so the controller claims the epoch and appends its bootstrap records...
+    assert harness.host.controller.active_epoch == harness.core.epoch
+    # ...but without a committed metadata.version it is not active yet: writes get NOT_CONTROLLER
+    assert harness.host.active_controller() is None
+    handle = object()
+    harness.request(_registration(5), 4, handle)
+    assert harness.answer(handle).error_code == Errors.NOT_CONTROLLER  # type: ignore[union-attr]
+
+    stopping = Harness(stopping=True)
+    assert isinstance(stopping.core.state, Leader)
+    assert stopping.host.controller.active_epoch is None
+
+
+def test_off_the_leader_a_write_gets_not_controller_naming_the_leader() -> None:
+    harness = Harness(voters=(1, 2, 3))
+    begin = BeginQuorumEpochRequest(topics=[BeginTopic(topic_name="__cluster_metadata", partitions=[
+        BeginPartition(partition_index=0, leader_id=2, leader_epoch=4)
+    ])])
+    harness.step(RequestReceived(1, 0, begin))
+    assert harness.core.leader_and_epoch.leader_id == 2
+    handle = object()
+    harness.request(_registration(5), 4, handle)
+    answer = harness.answer(handle)
+    assert answer is not None and answer.error_code == Errors.NOT_CONTROLLER
+    assert harness.host.not_controller().message == "The active controller appears to be node 2."
+
+
+# ---------------------------------------------------------------------- writes
+
+
+def test_a_write_is_answered_once_its_batch_commits() -> None:
+    harness = _active()
+    harness.hold_flush = True
+    handle = object()
+    harness.request(_registration(5), 4, handle)
+    assert harness.answer(handle) is None  # appended, not yet committed
+    harness.flush_now()
+    answer = harness.answer(handle)
+    assert answer is not None and answer.error_code == Errors.NONE
+
+
+def test_writes_run_one_at_a_time_in_arrival_order_and_each_epoch_is_its_batch_offset() -> None:
+    harness = _active()
+    harness.hold_flush = True
+    first, second = object(), object()
+    harness.request(_registration(5), 4, first)
+    appends = [e for e in harness.raft_events if isinstance(e, ClientAppend)]
+    harness.request(_registration(6), 4, second)
+    assert [e for e in harness.raft_events if isinstance(e, ClientAppend)] == appends  # the second waits
+    harness.flush_now()
+    harness.flush_now()
+    a, b = harness.answer(first), harness.answer(second)
+    assert a is not None and b is not None and a.error_code == b.error_code == Errors.NONE
+    registrations = [r for r in harness.records() if type(r).__name__ == "RegisterBrokerRecord"]
+    assert [r.broker_id for r in registrations] == [5, 6]
+    starts = {
+        decode_record(next(iter(RecordBatch(batch.data).iter_values())))[0].broker_id: batch.base_offset  # type: ignore[union-attr]
+        for batch in harness.committed if not batch.is_control and batch.base_offset > 0
+        and type(decode_record(next(iter(RecordBatch(batch.data).iter_values())))[0]).__name__ == "RegisterBrokerRecord"
+    }
+    assert a.broker_epoch == starts[5] and b.broker_epoch == starts[6]
+    assert a.broker_epoch < b.broker_epoch
+
+
+def test_reads_are_answered_at_once_while_a_write_waits() -> None:
+    harness = _active()
+    harness.hold_flush = True
+    write, read = object(), object()
+    harness.request(_registration(5), 4, write)
+    harness.request(DescribeClusterRequest(endpoint_type=2), 1, read)
+    answer = harness.answer(read)
+    assert harness.answer(write) is None
+    # 3.9-IV0 registers controllers (KIP-919): the leader is this node, nothing registered yet
+    assert answer is not None and answer.error_code == Errors.NONE and answer.controller_id == 1
+
+
+def test_a_heartbeat_counts_as_contact_when_it_arrives_even_while_it_waits() -> None:
+    harness = Harness(config=_config(session_timeout_ms=800))
+    registered = object()
+    harness.request(_registration(5), 4, registered)
+    epoch = harness.answer(registered).broker_epoch  # type: ignore[union-attr]
+    harness.request(_heartbeat(5, epoch, harness.core.high_watermark - 1), 1, object())  # unfenced
+    harness.hold_flush = True
+    harness.request(_registration(6), 4, object())  # a write in flight: the next heartbeat waits
+    harness.now += 700
+    waiting = object()
+    harness.request(_heartbeat(5, epoch, harness.core.high_watermark - 1), 1, waiting)
+    assert harness.answer(waiting) is None
+    sessions = harness.host.controller.cluster.heartbeats
+    assert sessions is not None
+    # 1,200 ms after the first heartbeat, 500 after the waiting one: alive by the waiting one alone
+    assert sessions.has_valid_session(5, epoch, harness.now + 500)
+    assert not sessions.has_valid_session(5, epoch, harness.now + 900)
+
+
+def test_a_refused_append_answers_not_controller() -> None:
+    harness = _active()
+    harness.hold_flush = True
+    handle = object()
+    harness.request(_registration(5), 4, handle)
+    token = [e.token for e in harness.raft_events if isinstance(e, ClientAppend)][-1]
+    assert token < 0  # the host's tokens never meet a driver's
+    assert harness.host.append_result(AppendResult(token, -1, -1, -1, Errors.NOT_LEADER_OR_FOLLOWER))
+    harness.step()
+    answer = harness.answer(handle)
+    assert answer is not None and answer.error_code == Errors.NOT_CONTROLLER
+    assert not harness.host.append_result(AppendResult(7, 0, 0, 1))  # a driver's own append
+
+
+def test_losing_leadership_answers_every_waiting_write_not_controller() -> None:
+    harness = _active()
+    harness.hold_flush = True
+    waiting, parked = object(), object()
+    harness.request(_registration(5), 4, waiting)
+    harness.request(_registration(6), 4, parked)
+    harness.step(Resign())
+    assert harness.host.controller.active_epoch is None
+    for handle in (waiting, parked):
+        answer = harness.answer(handle)
+        assert answer is not None and answer.error_code == Errors.NOT_CONTROLLER, handle
+
+
+def test_an_operation_error_is_answered_at_once_and_writes_nothing() -> None:
+    harness = _active()
+    before = len(harness.committed)
+    handle = object()
+    harness.request(BrokerRegistrationRequest(
+        broker_id=5, cluster_id="another-cluster", incarnation_id=Uuid.from_longs(5, 1), listeners=[], features=[],
+        rack=None, log_dirs=[],
+    ), 4, handle)
+    answer = harness.answer(handle)
+    assert answer is not None and answer.error_code == Errors.INCONSISTENT_CLUSTER_ID
+    assert len(harness.committed) == before
+
+
+def test_a_kraft_version_upgrade_is_appended_before_the_request_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    harness = _active()
+    monkeypatch.setattr(harness.core, "check_kraft_upgrade", lambda epoch, level: True)
+    request = UpdateFeaturesRequest(feature_updates=[FeatureUpdateKey(feature="kraft.version", max_version_level=1, upgrade_type=1)])
+    harness.host.request(harness.now, ControllerRequest("u", request, 1, "CONTROLLER", harness.now))
+    out = harness.host.poll(harness.now)
+    assert [type(e) for e in out.raft_events] == [UpgradeKRaftVersion, ClientAppend]
+    assert out.raft_events[0] == UpgradeKRaftVersion(1)
+    append = out.raft_events[1]
+    assert isinstance(append, ClientAppend)
+    assert [type(decode_record(v)[0]) for v in append.values] == [NoOpRecord]
+
+
+def test_a_request_that_is_not_a_controller_rpc_is_refused() -> None:
+    harness = _active()
+    with pytest.raises(KeyError):
+        harness.host.request(0, ControllerRequest("x", VoteRequest(), 0))
+
+
+def test_created_topic_ids_come_from_the_injected_rng() -> None:
+    ids = []
+    for _ in range(2):
+        harness = _active()
+        handle = object()
+        harness.request(_registration(5), 4, handle)
+        epoch = harness.answer(handle).broker_epoch  # type: ignore[union-attr]
+        harness.request(_heartbeat(5, epoch, harness.core.high_watermark - 1), 1, object())
+        harness.request(CreateTopicsRequest(topics=[CreatableTopic(name="t", num_partitions=1, replication_factor=1)]), 7, handle)
+        ids.append([t.topic_id for t in harness.host.controller.replication.topics.values()])
+    assert ids[0] == ids[1] and len(ids[0]) == 1
+
+
+# ---------------------------------------------------------------------- periodic tasks
+
+
+def test_an_active_controller_appends_a_no_op_every_idle_interval() -> None:
+    harness = Harness(config=_config(max_idle_interval_ms=500))
+    before = sum(isinstance(r, NoOpRecord) for r in harness.records())
+    assert harness.deadline_ms is not None and harness.deadline_ms <= harness.now + 500
+    for _ in range(4):
+        harness.advance(500)
+    assert sum(isinstance(r, NoOpRecord) for r in harness.records()) - before == 4
+    harness.host.shutdown()
+    for _ in range(2):
+        harness.advance(500)
+    assert sum(isinstance(r, NoOpRecord) for r in harness.records()) - before == 4
+
+
+def test_a_broker_whose_session_expires_is_fenced_by_the_periodic_check() -> None:
+    harness = Harness(config=_config(session_timeout_ms=800))
+    handle = object()
+    harness.request(_registration(5), 4, handle)
+    epoch = harness.answer(handle).broker_epoch  # type: ignore[union-attr]
+    heartbeat = object()
+    harness.request(_heartbeat(5, epoch, harness.core.high_watermark - 1), 1, heartbeat)
+    assert harness.answer(heartbeat).is_fenced is False  # type: ignore[union-attr]
+    assert not any(isinstance(r, FenceBrokerRecord) for r in harness.records())
+    for _ in range(12):  # 1,200 ms without a heartbeat, checked every 100 ms
+        harness.advance(100)
+    assert harness.host.controller.cluster.registrations[5].fenced
+    assert any(type(r).__name__ in ("FenceBrokerRecord", "BrokerRegistrationChangeRecord") for r in harness.records())
+
+
+def test_poll_names_the_earliest_task_deadline_and_none_off_the_leader() -> None:
+    harness = Harness(config=_config(session_timeout_ms=8000, max_idle_interval_ms=0))
+    assert harness.deadline_ms == harness.now + 1000  # session checks every 8000 / 8 ms
+    harness.step(Resign())
+    assert harness.deadline_ms is None
+
+
+# ---------------------------------------------------------------------- snapshots
+
+
+def test_a_snapshot_is_taken_when_the_replayed_bytes_reach_the_trigger() -> None:
+    harness = Harness(config=_config(snapshot_max_bytes=1, snapshot_max_interval_ms=0))
+    assert harness.snapshots, "the bootstrap batch alone passes a 1-byte trigger"
+    snapshot_id, data = harness.snapshots[-1]
+    last = [b for b in harness.committed if not b.is_control][-1]
+    assert snapshot_id == OffsetAndEpoch(last.last_offset + 1, last.epoch)
+    content = read_snapshot_content(data)
+    values = content.data_records()
+    assert [decode_record(v)[0] for v in values if v is not None][0] == BOOTSTRAP[0][0]
+    fresh = ControllerHost(_config(), bootstrap=BOOTSTRAP, raft=harness.core, now_ms=0, rng=random.Random(0))
+    fresh.load_snapshot(harness.now, snapshot_id, values)
+    assert fresh.replayed_offset == snapshot_id.offset
+    assert fresh.controller.feature_levels == harness.host.controller.feature_levels
+
+
+def test_no_snapshot_without_a_trigger_or_a_metadata_version() -> None:
+    quiet = Harness(config=_config(snapshot_max_bytes=1 << 30, snapshot_max_interval_ms=0))
+    assert not quiet.snapshots
+    early = Harness(config=_config(snapshot_max_bytes=1), hold_flush=True)
+    assert not early.snapshots  # nothing replayed yet
