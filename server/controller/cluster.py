@@ -1,6 +1,6 @@
 """Broker registrations and their lifecycle at the controller (Kafka 4.4's
 ``ClusterControlManager``, ``BrokerHeartbeatManager``, ``BrokerHeartbeatTracker`` and the broker
-parts of ``ReplicationControlManager``; KIP-631; controller-facts §3).
+parts of ``ReplicationControlManager``; KIP-631).
 
 :class:`ClusterControl` holds every broker's registration as the committed records left it
 (replayed on every node, standby or active) and, on the active controller only, each broker's

@@ -1,6 +1,6 @@
 """IncrementalAlterConfigs and AlterConfigs at the active controller, as Kafka 4.4's
 ``ControllerApis`` and ``ConfigurationControlManager`` handle them (KIP-339 for the incremental
-form; controller-facts §5).
+form).
 
 A request names resources by (type, name). A type Kafka does not know answers UNSUPPORTED_VERSION
 "Unknown resource type N."; a resource named twice answers INVALID_REQUEST "Duplicate resource."

@@ -1,6 +1,6 @@
 """Topics, partitions, configs and producer ids as the committed records leave them (the image
 parts of Kafka's ``ReplicationControlManager``, ``ConfigurationControlManager`` and
-``ProducerIdControlManager``; KIP-631, controller-facts §4-§6).
+``ProducerIdControlManager``; KIP-631).
 
 Every node replays TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord,
 ConfigRecord and ProducerIdsRecord into one :class:`ReplicationImage`, so a kwire controller

@@ -1,6 +1,6 @@
 """Replica placement for new partitions, as Kafka's ``StripedReplicaPlacer`` places them
 (KIP-631; ``org.apache.kafka.metadata.placement``, whose class documentation states the
-algorithm; controller-facts §4.2).
+algorithm).
 
 The usable brokers are the registered ones not in controlled shutdown. They are grouped by rack
 (no rack is a rack of its own), each rack holding its unfenced and its fenced brokers as two

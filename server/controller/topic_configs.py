@@ -1,7 +1,7 @@
 """Topic configs as the controller checks and reports them: Kafka 4.4's topic config schema
 (``LogConfig``'s definitions, ``ServerTopicConfigSynonyms``), parsed and validated as
 ``ConfigDef.parse`` and ``LogConfig.validate`` do, and resolved to effective values with their
-source as ``KafkaConfigSchema.resolveEffectiveTopicConfigs`` does (controller-facts §5).
+source as ``KafkaConfigSchema.resolveEffectiveTopicConfigs`` does.
 
 A value is resolved, in order, from the topic's own configs (source TOPIC_CONFIG), the node's
 dynamic broker configs (DYNAMIC_BROKER_CONFIG), the cluster's dynamic default broker configs

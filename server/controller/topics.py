@@ -1,6 +1,6 @@
 """Creating and deleting topics at the active controller (KIP-631): CreateTopics and
 DeleteTopics as Kafka 4.4's ``ControllerApis`` checks them and ``ReplicationControlManager``
-writes them (controller-facts §4).
+writes them.
 
 CreateTopics
     Names given twice answer INVALID_REQUEST "Duplicate topic name."; ``__cluster_metadata``
