@@ -1,0 +1,162 @@
+"""When a controller snapshots and what it writes (``server.controller.snapshots``, Kafka's
+``SnapshotGenerator`` triggers and ``KafkaRaftClient.createSnapshot``'s header)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kwire.uuid import Uuid
+from messages.generated.config_record import ConfigRecord
+from messages.generated.topic_record import TopicRecord
+from messages.metadata import decode_record
+from messages.runtime import Message
+from server.controller.controller import QuorumController
+from server.controller.snapshots import SnapshotTriggers, image_snapshot
+from server.raft.control import voters_record
+from server.raft.types import Endpoint, OffsetAndEpoch, ReplicaKey, VoterNode, VoterSet
+from storage.control import ControlRecordType
+from storage.snapshot_format import read_snapshot_content
+from tests.controller.fixtures import (
+    broker_record,
+    controller_at,
+    controller_record,
+    mv_record,
+    values,
+)
+
+MIB = 1024 * 1024
+HOUR_MS = 3_600_000
+VOTERS = VoterSet((
+    VoterNode(ReplicaKey(3000, Uuid.from_longs(7, 1)), (Endpoint("CONTROLLER", "c0", 9093),), (0, 1)),
+    VoterNode(ReplicaKey(3001, Uuid.from_longs(7, 2)), (Endpoint("CONTROLLER", "c1", 9093),), (0, 1)),
+))
+
+
+# ---------------------------------------------------------------------- triggers
+
+
+def test_bytes_accumulate_until_the_byte_trigger() -> None:
+    triggers = SnapshotTriggers(20 * MIB, HOUR_MS, now_ms=0)
+    assert triggers.replayed(10 * MIB, 1) is None
+    assert triggers.replayed(10 * MIB - 1, 2) is None
+    assert triggers.bytes_since_last == 20 * MIB - 1
+    assert triggers.replayed(1, 3) == f"we have replayed at least {20 * MIB} bytes"
+
+
+def test_the_byte_trigger_keeps_firing_until_reset() -> None:
+    triggers = SnapshotTriggers(100, 0, now_ms=0)
+    assert triggers.replayed(150, 1) == "we have replayed at least 100 bytes"
+    assert triggers.replayed(0, 2) == "we have replayed at least 100 bytes"
+    triggers.reset(3)
+    assert triggers.bytes_since_last == 0 and triggers.replayed(99, 4) is None
+
+
+def test_the_time_trigger_fires_once_the_interval_has_passed_since_the_last_snapshot() -> None:
+    triggers = SnapshotTriggers(20 * MIB, HOUR_MS, now_ms=1000)
+    assert triggers.replayed(10, 1000 + HOUR_MS - 1) is None
+    assert triggers.replayed(10, 1000 + HOUR_MS) == f"we have waited at least {HOUR_MS} ms"
+
+
+def test_an_interval_of_0_turns_the_time_trigger_off() -> None:
+    triggers = SnapshotTriggers(20 * MIB, 0, now_ms=0)
+    assert triggers.replayed(10, 10 * 365 * 24 * HOUR_MS) is None
+    assert triggers.max_interval_ms == 0
+
+
+def test_the_byte_trigger_is_named_before_the_time_trigger() -> None:
+    triggers = SnapshotTriggers(100, 10, now_ms=0)
+    assert triggers.replayed(100, 50) == "we have replayed at least 100 bytes"
+
+
+def test_time_alone_triggers_only_when_a_batch_is_replayed() -> None:
+    triggers = SnapshotTriggers(100, 10, now_ms=0)
+    # nothing is checked between batches: the next replayed batch, even an empty one, fires
+    assert triggers.replayed(0, 500) == "we have waited at least 10 ms"
+
+
+def test_a_reset_restarts_the_interval_from_its_time() -> None:
+    triggers = SnapshotTriggers(100, 10, now_ms=0)
+    assert triggers.replayed(1, 10) is not None
+    triggers.reset(10)
+    assert (triggers.bytes_since_last, triggers.last_snapshot_ms) == (0, 10)
+    assert triggers.replayed(1, 19) is None
+    assert triggers.replayed(1, 20) == "we have waited at least 10 ms"
+
+
+# ---------------------------------------------------------------------- the snapshot's bytes
+
+
+def _image() -> list[tuple[Message, int]]:
+    return [
+        mv_record(21),
+        (broker_record(1, 5, log_dirs=[Uuid.from_longs(1, 1)]), 3),
+        (controller_record(3000), 0),
+        (TopicRecord(name="t", topic_id=Uuid.from_longs(9, 9)), 0),
+        (ConfigRecord(resource_type=4, resource_name="", name="x", value="y"), 0),
+    ]
+
+
+def test_a_kraft_version_0_snapshot_has_only_the_header_before_the_records() -> None:
+    data = image_snapshot(
+        OffsetAndEpoch(120, 4), _image(), last_contained_log_timestamp=1_700_000, append_time_ms=1_800_000,
+        kraft_version=0, voters=VOTERS,
+    )
+    content = read_snapshot_content(data)
+    assert content.last_contained_log_timestamp == 1_700_000 and content.has_footer
+    assert content.kraft_version == 0 and content.voters is None
+    assert [r.type for r in content.control_records()] == [ControlRecordType.SNAPSHOT_HEADER, ControlRecordType.SNAPSHOT_FOOTER]
+    assert content.data_records() == values(_image())
+    data_batch = content.batches[1]
+    assert (data_batch.base_offset, data_batch.last_offset, data_batch.epoch) == (1, 5, 4)
+    assert data_batch.append_timestamp == 1_800_000
+
+
+def test_a_kraft_version_1_snapshot_carries_the_version_and_the_voters() -> None:
+    data = image_snapshot(
+        OffsetAndEpoch(120, 4), _image(), last_contained_log_timestamp=7, append_time_ms=8,
+        kraft_version=1, voters=VOTERS,
+    )
+    content = read_snapshot_content(data)
+    assert [r.type for r in content.control_records()] == [
+        ControlRecordType.SNAPSHOT_HEADER, ControlRecordType.KRAFT_VERSION, ControlRecordType.KRAFT_VOTERS,
+        ControlRecordType.SNAPSHOT_FOOTER,
+    ]
+    assert content.kraft_version == 1 and content.voters == voters_record(VOTERS)
+    assert [v.voter_id for v in content.voters.voters] == [3000, 3001]
+    assert content.batches[1].base_offset == 3  # after the three header records
+    assert content.data_records() == values(_image())
+
+
+def test_every_batch_carries_the_snapshot_s_epoch() -> None:
+    data = image_snapshot(OffsetAndEpoch(10, 9), [mv_record(21)], last_contained_log_timestamp=0, append_time_ms=0,
+                          kraft_version=1, voters=VOTERS)
+    assert {b.epoch for b in read_snapshot_content(data).batches} == {9}
+
+
+def test_an_empty_image_is_a_header_and_a_footer() -> None:
+    content = read_snapshot_content(
+        image_snapshot(OffsetAndEpoch(0, 0), [], last_contained_log_timestamp=0, append_time_ms=0, kraft_version=0, voters=VOTERS)
+    )
+    assert content.data_records() == [] and content.has_footer and len(content.batches) == 2
+
+
+@pytest.mark.parametrize("kraft_version", [0, 1])
+def test_records_are_encoded_at_their_own_versions(kraft_version: int) -> None:
+    image = _image()
+    content = read_snapshot_content(image_snapshot(
+        OffsetAndEpoch(5, 1), image, last_contained_log_timestamp=0, append_time_ms=0,
+        kraft_version=kraft_version, voters=VOTERS,
+    ))
+    assert [decode_record(value) for value in content.data_records()] == image
+
+
+def test_a_controller_s_snapshot_loads_into_a_fresh_controller() -> None:
+    original = controller_at(21, (broker_record(2, 8, fenced=False, log_dirs=[Uuid.from_longs(2, 1)]), 3),
+                             (controller_record(3001), 0))
+    data = image_snapshot(OffsetAndEpoch(3, 2), original.snapshot_records(), last_contained_log_timestamp=0,
+                          append_time_ms=0, kraft_version=1, voters=VOTERS)
+    copy = QuorumController(bootstrap=[])
+    copy.reset(read_snapshot_content(data).data_records(), 2)
+    assert copy.feature_levels == original.feature_levels and copy.controllers == original.controllers
+    assert copy.cluster.registrations == original.cluster.registrations
+    assert copy.cluster.register_offsets == {2: 2}
