@@ -3,10 +3,11 @@ them, and controllers that have replayed them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from kwire.uuid import Uuid
 from messages.generated.feature_level_record import FeatureLevelRecord
+from messages.generated.partition_record import PartitionRecord
 from messages.generated.register_broker_record import (
     BrokerEndpoint,
     BrokerFeature,
@@ -19,6 +20,7 @@ from messages.generated.register_controller_record import (
 )
 from messages.metadata import encode_record
 from messages.runtime import Message
+from server.controller.cluster import ClusterControl
 from server.controller.controller import QuorumController
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
@@ -102,3 +104,49 @@ def controller_record(
             for name, low, high in features
         ],
     )
+
+
+def broker_epoch(broker_id: int) -> int:
+    """The broker epoch :func:`active_cluster` registers ``broker_id`` at (not its id, so that a
+    test cannot mix the two up)."""
+    return 100 + broker_id
+
+
+def directory(broker_id: int, index: int = 1) -> Uuid:
+    """Log directory ``index`` of ``broker_id``."""
+    return Uuid.from_longs(broker_id, index)
+
+
+def active_cluster(
+    *broker_ids: int,
+    fenced: Iterable[int] = (),
+    shutting_down: Iterable[int] = (),
+    log_dirs: Mapping[int, Sequence[Uuid]] | None = None,
+) -> ClusterControl:
+    """An active ClusterControl with ``broker_ids`` registered at :func:`broker_epoch`: the
+    ``fenced`` ones fenced, the ``shutting_down`` ones in controlled shutdown, each with its
+    first :func:`directory` unless ``log_dirs`` names its directories."""
+    cluster = ClusterControl(CLUSTER_ID, 9000)
+    fenced, shutting_down = set(fenced), set(shutting_down)
+    for broker_id in broker_ids:
+        dirs = (directory(broker_id),) if log_dirs is None or broker_id not in log_dirs else log_dirs[broker_id]
+        record = broker_record(
+            broker_id, broker_epoch(broker_id), fenced=broker_id in fenced,
+            in_controlled_shutdown=broker_id in shutting_down, log_dirs=dirs,
+        )
+        cluster.replay(record, broker_id)
+    cluster.activate(0)
+    return cluster
+
+
+def partition_record(
+    topic_id: Uuid, index: int, replicas: Sequence[int], isr: Sequence[int], leader: int, **fields: object
+) -> PartitionRecord:
+    """A PartitionRecord at leader and partition epoch 0, each replica in its first
+    :func:`directory`; ``fields`` override any field."""
+    values: dict[str, object] = dict(
+        partition_id=index, topic_id=topic_id, replicas=list(replicas), isr=list(isr), leader=leader,
+        leader_epoch=0, partition_epoch=0, directories=[directory(b) for b in replicas],
+    )
+    values.update(fields)
+    return PartitionRecord(**values)  # type: ignore[arg-type]
