@@ -89,6 +89,9 @@ from messages.generated.unfence_broker_record import UnfenceBrokerRecord
 from messages.generated.unregister_broker_record import UnregisterBrokerRecord
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.generated.unregister_broker_response import UnregisterBrokerResponse
+from messages.generated.unregister_controller_record import UnregisterControllerRecord
+from messages.generated.unregister_controller_request import UnregisterControllerRequest
+from messages.generated.unregister_controller_response import UnregisterControllerResponse
 from messages.generated.update_features_request import UpdateFeaturesRequest
 from messages.generated.update_features_response import UpdateFeaturesResponse
 from messages.generated.update_raft_voter_request import UpdateRaftVoterRequest
@@ -182,6 +185,9 @@ BY_NAME: dict[str, type[Message]] = {
     'UnregisterBrokerRecord': UnregisterBrokerRecord,
     'UnregisterBrokerRequest': UnregisterBrokerRequest,
     'UnregisterBrokerResponse': UnregisterBrokerResponse,
+    'UnregisterControllerRecord': UnregisterControllerRecord,
+    'UnregisterControllerRequest': UnregisterControllerRequest,
+    'UnregisterControllerResponse': UnregisterControllerResponse,
     'UpdateFeaturesRequest': UpdateFeaturesRequest,
     'UpdateFeaturesResponse': UpdateFeaturesResponse,
     'UpdateRaftVoterRequest': UpdateRaftVoterRequest,
@@ -225,6 +231,7 @@ REQUESTS: dict[int, type[Message]] = {
     80: AddRaftVoterRequest,
     81: RemoveRaftVoterRequest,
     82: UpdateRaftVoterRequest,
+    94: UnregisterControllerRequest,
 }
 
 RESPONSES: dict[int, type[Message]] = {
@@ -260,6 +267,7 @@ RESPONSES: dict[int, type[Message]] = {
     80: AddRaftVoterResponse,
     81: RemoveRaftVoterResponse,
     82: UpdateRaftVoterResponse,
+    94: UnregisterControllerResponse,
 }
 
 METADATA_RECORDS: dict[int, type[Message]] = {
@@ -282,6 +290,7 @@ METADATA_RECORDS: dict[int, type[Message]] = {
     25: AbortTransactionRecord,
     27: RegisterControllerRecord,
     28: ClearElrRecord,
+    29: UnregisterControllerRecord,
 }
 
 FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
@@ -368,6 +377,9 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'UnregisterBrokerRecord': (0, 32767),
     'UnregisterBrokerRequest': (0, 32767),
     'UnregisterBrokerResponse': (0, 32767),
+    'UnregisterControllerRecord': (0, 32767),
+    'UnregisterControllerRequest': (0, 32767),
+    'UnregisterControllerResponse': (0, 32767),
     'UpdateFeaturesRequest': (0, 32767),
     'UpdateFeaturesResponse': (0, 32767),
     'UpdateRaftVoterRequest': (0, 32767),

@@ -39,15 +39,19 @@ from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.topic_record import TopicRecord
 from messages.generated.unfence_broker_record import UnfenceBrokerRecord
 from messages.generated.unregister_broker_record import UnregisterBrokerRecord
+from messages.generated.unregister_controller_record import UnregisterControllerRecord
 from messages.metadata import decode_record
 from server.controller.activation import (
     METADATA_VERSION_FEATURE,
     ActivationRecords,
     activation_records,
 )
-from server.controller.cluster import ClusterControl
+from server.controller.cluster import ClusterControl, ReplayError
 from server.controller.errors import ApiError
-from server.controller.features import CONTROLLER_REGISTRATION_LEVEL
+from server.controller.features import (
+    CONTROLLER_REGISTRATION_LEVEL,
+    CONTROLLER_UNREGISTRATION_LEVEL,
+)
 from server.controller.image import ReplicationImage
 from server.controller.image_writer import image_records
 from server.controller.result import Record
@@ -61,6 +65,7 @@ _REPLAYED_KEYS = frozenset(
         EndTransactionRecord.API_KEY,
         AbortTransactionRecord.API_KEY,
         RegisterControllerRecord.API_KEY,
+        UnregisterControllerRecord.API_KEY,
         RegisterBrokerRecord.API_KEY,
         BrokerRegistrationChangeRecord.API_KEY,
         FenceBrokerRecord.API_KEY,
@@ -205,6 +210,9 @@ class QuorumController:
             self.transaction_open = True
         elif isinstance(message, RegisterControllerRecord):
             self.controllers[message.controller_id] = ControllerRegistration.from_record(message)
+        elif isinstance(message, UnregisterControllerRecord):
+            if self.controllers.pop(message.controller_id, None) is None:
+                raise ReplayError(f"Unable to replay {message}: no controller registration found for that id")
         elif isinstance(message, _BROKER_RECORDS):
             self.cluster.replay(message, offset)
         elif isinstance(message, _REPLICATION_RECORDS):
@@ -255,6 +263,21 @@ class QuorumController:
             ],
         )
         return [(record, 0)]
+
+    def unregister_controller(self, controller_id: int) -> list[Record]:
+        """UnregisterController at the active controller (``ClusterControlManager
+        .unregisterController``, KIP-919's counterpart): one UnregisterControllerRecord v0.
+        Raises ApiError UNSUPPORTED_VERSION below metadata.version 4.4-IV2, and
+        CONTROLLER_ID_NOT_REGISTERED for an id without a registration."""
+        level = self.metadata_version
+        if level is None or level < CONTROLLER_UNREGISTRATION_LEVEL:
+            raise ApiError(
+                Errors.UNSUPPORTED_VERSION,
+                "The current MetadataVersion is too old to support controller unregistration.",
+            )
+        if controller_id not in self.controllers:
+            raise ApiError(Errors.CONTROLLER_ID_NOT_REGISTERED, f"Controller ID {controller_id} is not currently registered.")
+        return [(UnregisterControllerRecord(controller_id=controller_id), 0)]
 
     # ------------------------------------------------------------------ leadership
 

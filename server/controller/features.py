@@ -47,6 +47,7 @@ from storage.features import (
 
 __all__ = [
     "CONTROLLER_REGISTRATION_LEVEL",
+    "CONTROLLER_UNREGISTRATION_LEVEL",
     "MAX_METADATA_VERSION_LEVEL",
     "ClusterSupport",
     "UpgradeType",
@@ -58,6 +59,10 @@ __all__ = [
 CONTROLLER_REGISTRATION_LEVEL = 15
 """metadata.version 3.7-IV0: controllers register (KIP-919) and answer DescribeCluster
 (``MetadataVersion.isControllerRegistrationSupported``)."""
+
+CONTROLLER_UNREGISTRATION_LEVEL = 33
+"""metadata.version 4.4-IV2: a controller's registration can be removed (UnregisterController,
+UnregisterControllerRecord; ``MetadataVersion.isControllerUnregistrationSupported``)."""
 
 
 

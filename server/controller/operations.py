@@ -41,6 +41,7 @@ from messages.generated.list_partition_reassignments_request import (
     ListPartitionReassignmentsRequest,
 )
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
+from messages.generated.unregister_controller_request import UnregisterControllerRequest
 from messages.generated.update_features_request import UpdateFeaturesRequest
 from server.controller import alter_partition as partitions
 from server.controller import configs, elections, reassignments, topics
@@ -212,6 +213,12 @@ class OperationContext:
 def register_controller(ctx: OperationContext, request: ControllerRegistrationRequest, version: int) -> ControllerResult:
     """ControllerRegistration (KIP-919, ``QuorumController.registerController``)."""
     return ControllerResult(ctx.controller.register_controller(request))
+
+
+def unregister_controller(ctx: OperationContext, request: UnregisterControllerRequest, version: int) -> ControllerResult:
+    """UnregisterController (``QuorumController.unregisterController``): removes a controller's
+    KIP-919 registration, from metadata.version 4.4-IV2 on."""
+    return ControllerResult(ctx.controller.unregister_controller(request.controller_id))
 
 
 def register_broker(ctx: OperationContext, request: BrokerRegistrationRequest, version: int) -> ControllerResult:

@@ -38,6 +38,7 @@ from messages.generated.list_partition_reassignments_request import (
     ListPartitionReassignmentsRequest,
 )
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
+from messages.generated.unregister_controller_request import UnregisterControllerRequest
 from messages.generated.update_features_request import UpdateFeaturesRequest
 from messages.runtime import Message
 from server.controller import operations as op
@@ -80,6 +81,7 @@ class ControllerApi:
 
 CONTROLLER_APIS: tuple[ControllerApi, ...] = (
     ControllerApi(ControllerRegistrationRequest, op.register_controller, answer.registration_response),
+    ControllerApi(UnregisterControllerRequest, op.unregister_controller, answer.unregister_controller_response),
     ControllerApi(UpdateFeaturesRequest, op.update_features_op, answer.update_features_response),
     ControllerApi(BrokerRegistrationRequest, op.register_broker, answer.broker_registration_response),
     ControllerApi(BrokerHeartbeatRequest, op.broker_heartbeat, answer.broker_heartbeat_response, on_arrival=op.track_heartbeat),

@@ -64,6 +64,7 @@ from messages.generated.list_partition_reassignments_response import (
     OngoingTopicReassignment,
 )
 from messages.generated.unregister_broker_response import UnregisterBrokerResponse
+from messages.generated.unregister_controller_response import UnregisterControllerResponse
 from messages.generated.update_features_request import UpdateFeaturesRequest
 from messages.generated.update_features_response import (
     UpdatableFeatureResult,
@@ -90,6 +91,7 @@ __all__ = [
     "elect_leaders_response",
     "list_partition_reassignments_response",
     "unregister_broker_response",
+    "unregister_controller_response",
     "feature_updates",
     "not_controller",
     "registration_response",
@@ -169,6 +171,14 @@ def unregister_broker_response(request: Message, version: int, error: ApiError |
     if error is None:
         return UnregisterBrokerResponse(error_code=Errors.NONE, error_message="")
     return UnregisterBrokerResponse(error_code=error.error, error_message=error.message)
+
+
+def unregister_controller_response(request: Message, version: int, error: ApiError | None) -> UnregisterControllerResponse:
+    """The UnregisterController answer (``ControllerApis.handleUnregisterController``): NONE
+    with a null message once committed, or the error with its message."""
+    if error is None:
+        return UnregisterControllerResponse(error_code=Errors.NONE, error_message=None)
+    return UnregisterControllerResponse(error_code=error.error, error_message=error.message)
 
 
 def allocate_producer_ids_response(request: Message, version: int, outcome: ApiError | int) -> AllocateProducerIdsResponse:

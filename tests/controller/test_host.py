@@ -21,15 +21,21 @@ from messages.generated.broker_registration_request import (
     Feature,
     Listener,
 )
+from messages.generated.controller_registration_request import ControllerRegistrationRequest
+from messages.generated.controller_registration_request import Listener as ControllerListener
 from messages.generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.fence_broker_record import FenceBrokerRecord
 from messages.generated.no_op_record import NoOpRecord
+from messages.generated.unregister_controller_record import UnregisterControllerRecord
+from messages.generated.unregister_controller_request import UnregisterControllerRequest
+from messages.generated.unregister_controller_response import UnregisterControllerResponse
 from messages.generated.update_features_request import FeatureUpdateKey, UpdateFeaturesRequest
 from messages.generated.vote_request import VoteRequest
-from messages.metadata import decode_record
+from messages.metadata import decode_record, encode_record
 from messages.runtime import Message
+from server.controller.cluster import ReplayError
 from server.controller.host import ControllerHost, ControllerOutbox, ControllerRequest
 from server.controller.operations import ControllerConfig
 from server.raft.core import RaftCore
@@ -79,6 +85,7 @@ class Harness:
     voters: tuple[int, ...] = (1,)
     hold_flush: bool = False
     stopping: bool = False
+    bootstrap: list[tuple[Message, int]] = field(default_factory=lambda: list(BOOTSTRAP))
     now: int = 0
     replies: list[tuple[Any, Message]] = field(default_factory=list)
     snapshots: list[tuple[OffsetAndEpoch, bytes]] = field(default_factory=list)
@@ -97,7 +104,7 @@ class Harness:
             now_ms=0,
             config=QuorumConfig(append_linger_ms=0),
         )
-        self.host = ControllerHost(self.config, bootstrap=BOOTSTRAP, raft=self.core, now_ms=0, rng=random.Random(7))
+        self.host = ControllerHost(self.config, bootstrap=self.bootstrap, raft=self.core, now_ms=0, rng=random.Random(7))
         if self.stopping:
             self.host.shutdown()
         self.step(Tick())
@@ -454,3 +461,44 @@ def test_no_snapshot_without_a_trigger_or_a_metadata_version() -> None:
     assert not quiet.snapshots
     early = Harness(config=_config(snapshot_max_bytes=1), hold_flush=True)
     assert not early.snapshots  # nothing replayed yet
+
+
+# ---------------------------------------------------------------------- UnregisterController
+
+
+def _controller_registration(controller_id: int) -> ControllerRegistrationRequest:
+    return ControllerRegistrationRequest(
+        controller_id=controller_id, incarnation_id=Uuid.from_longs(controller_id, 1), zk_migration_ready=False,
+        listeners=[ControllerListener(name="CONTROLLER", host="c", port=9093, security_protocol=0)], features=[],
+    )
+
+
+def test_unregister_controller_removes_a_registration_from_metadata_version_4_4_iv2_on() -> None:
+    old = Harness()
+    refused = object()
+    old.request(UnregisterControllerRequest(controller_id=1), 0, refused)
+    answer = old.answer(refused)
+    assert answer is not None and answer.error_code == Errors.UNSUPPORTED_VERSION
+    assert answer.error_message == "The current MetadataVersion is too old to support controller unregistration."
+
+    harness = Harness(bootstrap=[(FeatureLevelRecord(name="metadata.version", feature_level=33), 0)])
+    harness.request(_controller_registration(9), 0, object())
+    assert 9 in harness.host.controller.controllers
+    done, again, never = object(), object(), object()
+    harness.request(UnregisterControllerRequest(controller_id=9), 0, done)
+    harness.request(UnregisterControllerRequest(controller_id=9), 0, again)
+    harness.request(UnregisterControllerRequest(controller_id=42), 0, never)
+    assert harness.answer(done) == UnregisterControllerResponse(error_code=Errors.NONE, error_message=None)
+    assert 9 not in harness.host.controller.controllers
+    assert isinstance(harness.records()[-1], UnregisterControllerRecord)
+    for handle, controller_id in ((again, 9), (never, 42)):
+        assert harness.answer(handle) == UnregisterControllerResponse(
+            error_code=Errors.CONTROLLER_ID_NOT_REGISTERED,
+            error_message=f"Controller ID {controller_id} is not currently registered.",
+        )
+
+
+def test_an_unregistration_of_an_unknown_controller_does_not_replay() -> None:
+    harness = Harness()
+    with pytest.raises(ReplayError, match="no controller registration found"):
+        harness.host.controller.replay(encode_record(UnregisterControllerRecord(controller_id=5), 0))
