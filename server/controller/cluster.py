@@ -39,6 +39,7 @@ from messages.generated.unfence_broker_record import UnfenceBrokerRecord
 from messages.generated.unregister_broker_record import UnregisterBrokerRecord
 from messages.runtime import Message
 from server.controller.errors import ApiError
+from server.controller.java_order import ConcurrentHashMapOrder, java_record_hash
 from server.controller.result import Record
 from storage.features import METADATA_VERSION_FEATURE
 
@@ -180,10 +181,17 @@ class BrokerHeartbeats:
     session_timeout_ms: int
     contact_ms: dict[tuple[int, int], int] = field(default_factory=dict)
     states: dict[int, _HeartbeatState] = field(default_factory=dict)
+    _order: ConcurrentHashMapOrder = field(default_factory=ConcurrentHashMapOrder)
+    """``BrokerHeartbeatTracker`` keeps contact times in a ``ConcurrentHashMap`` keyed by
+    ``BrokerIdAndEpoch``: its iteration order decides which expired session is fenced first."""
 
     def update_contact(self, broker_id: int, epoch: int, now_ms: int) -> None:
         """The broker at ``epoch`` was heard from at ``now_ms``."""
-        self.contact_ms[(broker_id, epoch)] = now_ms
+        key = (broker_id, epoch)
+        known = key in self.contact_ms
+        self.contact_ms[key] = now_ms
+        if not known:
+            self._order.added(len(self.contact_ms))
 
     def _expired(self, contact_ms: int, now_ms: int) -> bool:
         return now_ms > contact_ms and contact_ms + self.session_timeout_ms < now_ms
@@ -194,9 +202,11 @@ class BrokerHeartbeats:
         return contact is not None and not self._expired(contact, now_ms)
 
     def remove_expired(self, now_ms: int) -> tuple[int, int] | None:
-        """Forget and return one session whose time is up, None when none is."""
-        for key, contact in self.contact_ms.items():
-            if self._expired(contact, now_ms):
+        """Forget and return one session whose time is up, None when none is: the first in
+        the contact map's iteration order (``BrokerHeartbeatTracker.maybeRemoveExpired``)."""
+        order = self._order
+        for key in sorted(self.contact_ms, key=lambda k: order.bin(java_record_hash(*k))):
+            if self._expired(self.contact_ms[key], now_ms):
                 del self.contact_ms[key]
                 return key
         return None

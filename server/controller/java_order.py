@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["java_hash_map_order", "java_int_set_order", "java_string_hash", "timeline_hash_map_order"]
+__all__ = [
+    "ConcurrentHashMapOrder",
+    "java_hash_map_order",
+    "java_int_set_order",
+    "java_string_hash",
+    "java_record_hash",
+    "timeline_hash_map_order",
+]
 
 
 def java_hash_map_order(keys: list[str]) -> list[str]:
@@ -72,3 +79,36 @@ def java_int_set_order(values: Iterable[int]) -> list[int]:
     while len(distinct) > capacity * 3 // 4:
         capacity *= 2
     return sorted(distinct, key=lambda v: (v ^ (v >> 16)) & (capacity - 1))
+
+
+def java_record_hash(id_: int, epoch: int) -> int:
+    """The ``hashCode`` of a Java record of an ``int`` and a ``long`` (``ObjectMethods``: 31 times
+    the first component's hash plus the second's, ``Long.hashCode`` folding the halves), as a
+    signed 32-bit value; Kafka's ``BrokerIdAndEpoch``."""
+    folded = (epoch ^ ((epoch & 0xFFFFFFFFFFFFFFFF) >> 32)) & 0xFFFFFFFF
+    value = (31 * (id_ & 0xFFFFFFFF) + folded) & 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+class ConcurrentHashMapOrder:
+    """The iteration order of a ``java.util.concurrent.ConcurrentHashMap`` built with the default
+    constructor: by bin (the spread hash's low bits for the table size, which starts at 16 and
+    doubles once the map holds three quarters of it, never shrinking), then by insertion within
+    a bin. Keys are tracked by their Java hash; a bin that a resize split keeps its insertion
+    order here, where Java may reorder part of it (``ConcurrentHashMap.transfer``), and bins of
+    more than 8 keys are not made trees: both need more keys than these orders are used for."""
+
+    def __init__(self) -> None:
+        self.capacity = 16
+        self.size = 0
+
+    def added(self, size: int) -> None:
+        """The map now holds ``size`` keys, one more than before."""
+        self.size = size
+        while size >= self.capacity - (self.capacity >> 2):
+            self.capacity *= 2
+
+    def bin(self, java_hash: int) -> int:
+        """The table bin of a key of ``java_hash``."""
+        h = java_hash & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & 0x7FFFFFFF & (self.capacity - 1)

@@ -8,8 +8,10 @@ from __future__ import annotations
 import pytest
 
 from server.controller.java_order import (
+    ConcurrentHashMapOrder,
     java_hash_map_order,
     java_int_set_order,
+    java_record_hash,
     java_string_hash,
     timeline_hash_map_order,
 )
@@ -156,3 +158,38 @@ def test_int_set_drops_repeats_keeping_the_first_insertion() -> None:
     assert java_int_set_order([17, 1, 17, 1]) == [17, 1]
     assert java_int_set_order(iter([5, 21, 5])) == [5, 21]
     assert java_int_set_order([]) == []
+
+
+def _concurrent_order(keys: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    order = ConcurrentHashMapOrder()
+    held: list[tuple[int, int]] = []
+    for key in keys:
+        held.append(key)
+        order.added(len(held))
+    return sorted(held, key=lambda k: order.bin(java_record_hash(*k)))
+
+
+def test_broker_id_and_epoch_keys_iterate_as_a_java_concurrent_hash_map_does() -> None:
+    # the orders Java 17 iterates a ConcurrentHashMap<BrokerIdAndEpoch, Long> filled in this order
+    assert _concurrent_order([(5, 13), (6, 14), (7, 15), (1, 2), (100, 3), (101, 4), (17, 40), (33, 8), (49, 9)]) == [
+        (1, 2), (17, 40), (33, 8), (5, 13), (6, 14), (7, 15), (49, 9), (100, 3), (101, 4)
+    ]
+    # eleven keys: still the first table of 16 bins
+    assert _concurrent_order([(i * 7 + 1, 100 + i) for i in range(11)]) == [
+        (22, 103), (1, 100), (57, 108), (36, 105), (15, 102), (71, 110), (50, 107), (29, 104), (8, 101), (64, 109), (43, 106)
+    ]
+
+
+def test_java_record_hash_of_an_int_and_a_long() -> None:
+    assert java_record_hash(5, 13) == 31 * 5 + 13
+    assert java_record_hash(0, 1 << 32) == 1  # Long.hashCode folds the high half onto the low
+    assert java_record_hash(0x40000000, 0) == -(1 << 30)  # 31 * 2**30 wraps to a negative int
+
+
+def test_a_concurrent_hash_map_table_doubles_at_three_quarters_and_never_shrinks() -> None:
+    order = ConcurrentHashMapOrder()
+    for size in range(1, 12):
+        order.added(size)
+    assert order.capacity == 16
+    order.added(12)
+    assert order.capacity == 32
