@@ -29,6 +29,10 @@ ABSENT: dict[str, dict[str, str]] = {
     "3.9.2": {
         "ClearElrRecord": "added with eligible leader replicas in Kafka 4.0 (KIP-966); a 4.x controller "
                           "writes it when a topic's min.insync.replicas is set",
+        "UnregisterControllerRequest": "added in Kafka 4.x to remove a controller's KIP-919 registration "
+                                       "(usable from metadata.version 4.4-IV2)",
+        "UnregisterControllerResponse": "the answer to UnregisterControllerRequest, added with it",
+        "UnregisterControllerRecord": "the record UnregisterController writes, added with it",
     },
 }
 """Release -> kwire spec -> why that release has no such spec (kwire needs it to read the
