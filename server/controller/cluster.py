@@ -601,7 +601,12 @@ class ClusterControl:
         ``ReplicationControlManager.processBrokerHeartbeat``): the records of the broker's
         state change and of newly offline or cordoned log directories, and the answer. Call
         :meth:`track_heartbeat` first. Raises ApiError STALE_BROKER_EPOCH before the broker's
-        registration or for another epoch."""
+        registration or for another epoch.
+
+        Entering controlled shutdown (``handleBrokerInControlledShutdown``) writes the
+        InControlledShutdown change only from metadata.version 3.3-IV3: Kafka 4.4 runs no lower
+        level, and Kafka 3.9 gates it on ``MetadataVersion.isInControlledShutdownStateSupported``
+        (below it the state lives in the heartbeat sessions only)."""
         sessions = self._sessions()
         broker_id, epoch = request.broker_id, request.broker_epoch
         register_offset = self.register_offsets.get(broker_id)
@@ -620,7 +625,8 @@ class ClusterControl:
                 records.append(self._unfence_record(broker_id, epoch, metadata_version))
                 records.extend(partitions.broker_unfenced(broker_id))
             else:
-                if not self.registrations[broker_id].in_controlled_shutdown:
+                supported = metadata_version >= _CONTROLLED_SHUTDOWN_LEVEL
+                if supported and not self.registrations[broker_id].in_controlled_shutdown:
                     records.append(
                         (BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch, in_controlled_shutdown=1), 1)
                     )

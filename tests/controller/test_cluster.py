@@ -773,11 +773,6 @@ def test_entering_controlled_shutdown_again_writes_no_second_change() -> None:
     assert _kinds(records) == ["effects:removed"] and reply.in_controlled_shutdown
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Kafka's handleBrokerInControlledShutdown writes the InControlledShutdown change only "
-    "from metadata.version 3.3-IV3 (isInControlledShutdownStateSupported)",
-)
 def test_before_3_3_iv3_controlled_shutdown_writes_no_registration_change() -> None:
     cluster = _active()
     epoch = _register(cluster, _request(1, log_dirs=[]), 3, mv=6)
