@@ -166,8 +166,9 @@ def broker_heartbeat_response(request: Message, version: int, answer: ApiError |
 
 
 def unregister_broker_response(request: Message, version: int, error: ApiError | None) -> UnregisterBrokerResponse:
-    """The UnregisterBroker answer: NONE with an empty message once committed, or the error
-    with its message."""
+    """The UnregisterBroker answer (``ControllerApis.handleUnregisterBroker``): NONE with the
+    field's default empty message once committed, or the error with its message
+    (``UnregisterBrokerRequest.getErrorResponse`` sets ErrorMessage to the exception's)."""
     if error is None:
         return UnregisterBrokerResponse(error_code=Errors.NONE, error_message="")
     return UnregisterBrokerResponse(error_code=error.error, error_message=error.message)

