@@ -237,13 +237,15 @@ def create_partitions_response(
 
 
 def elect_leaders_response(request: ElectLeadersRequest, version: int, outcome: ApiError | ElectLeadersResponse) -> ElectLeadersResponse:
-    """The ElectLeaders answer, or one error at the top and for every named partition
-    (``ElectLeadersRequest.getErrorResponse``)."""
+    """The ElectLeaders answer, or the error for every named partition and at the top
+    (``ElectLeadersRequest.getErrorResponse``). The top-level ErrorCode exists from v1 only:
+    the ``ElectLeadersResponse`` constructor sets it from that version, so a v0 answer carries
+    the error in its partitions alone."""
     if not isinstance(outcome, ApiError):
         return outcome
     return ElectLeadersResponse(
         throttle_time_ms=0,
-        error_code=outcome.error,
+        error_code=outcome.error if version >= 1 else Errors.NONE,
         replica_election_results=[
             ReplicaElectionResult(topic=topic.topic, partition_result=[
                 PartitionResult(partition_id=index, error_code=outcome.error, error_message=outcome.message)

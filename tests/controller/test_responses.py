@@ -393,7 +393,7 @@ _ERROR_FORMS: list[tuple[Callable[[Any, int, Any], Message], Message, tuple[int,
     (responses.allocate_producer_ids_response, AllocateProducerIdsRequest(), (0, 0)),
     (responses.create_topics_response, _create_topics(), (2, 7)),
     (responses.create_partitions_response, CreatePartitionsRequest(topics=[CreatePartitionsTopic(name="a")]), (0, 3)),
-    (responses.elect_leaders_response, ElectLeadersRequest(topic_partitions=[TopicPartitions(topic="a", partitions=[0])]), (1, 2)),
+    (responses.elect_leaders_response, ElectLeadersRequest(topic_partitions=[TopicPartitions(topic="a", partitions=[0])]), (0, 2)),
     (responses.alter_partition_reassignments_response,
      AlterPartitionReassignmentsRequest(topics=[ReassignableTopic(name="a", partitions=[ReassignablePartition(partition_index=0)])]), (0, 1)),
     (responses.list_partition_reassignments_response,
@@ -416,11 +416,6 @@ def test_every_error_form_encodes_at_every_version_and_decodes_unchanged(
         assert type(response).decode(response.encode(version), version) == response
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Kafka's ElectLeadersResponse sets the top-level ErrorCode only from v1 (the field does not "
-    "exist at v0), so a v0 error answer carries the error in its partitions alone",
-)
 def test_elect_leaders_v0_error_form_has_no_top_level_error() -> None:
     request = ElectLeadersRequest(topic_partitions=[TopicPartitions(topic="a", partitions=[0])])
     response = responses.elect_leaders_response(request, 0, ERROR)
