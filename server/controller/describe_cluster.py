@@ -5,8 +5,11 @@ image.
 From metadata.version 3.7-IV0 on: EndpointType 2 (controller), Brokers = the registered
 controllers that have an endpoint on the listener the request arrived on, ControllerId = the
 raft leader. Before 3.7-IV0, or with no metadata.version, UNSUPPORTED_VERSION
-(direct-to-controller clients need KIP-919 registrations); a request for broker endpoints gets
-MISMATCHED_ENDPOINT_TYPE (v1+) or INVALID_REQUEST (v0).
+(direct-to-controller clients need KIP-919 registrations). Then, as
+``computeDescribeClusterResponse`` checks the EndpointType: an id that is neither BROKER (1) nor
+CONTROLLER (2) gets UNSUPPORTED_ENDPOINT_TYPE (v1+) or INVALID_REQUEST (v0) with "Unsupported
+endpoint type N"; a request for broker endpoints gets MISMATCHED_ENDPOINT_TYPE (v1+) or
+INVALID_REQUEST (v0).
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ __all__ = ["CONTROLLER_ENDPOINT_TYPE", "describe_cluster"]
 
 CONTROLLER_ENDPOINT_TYPE = 2
 """DescribeCluster's EndpointType for controllers (``EndpointType.CONTROLLER``)."""
+
+_ENDPOINT_TYPES = {1: "BROKER", CONTROLLER_ENDPOINT_TYPE: "CONTROLLER"}
+"""The known EndpointType ids and their names (``EndpointType.fromId``, ``toString``)."""
 
 
 def describe_cluster(
@@ -54,13 +60,19 @@ def describe_cluster(
             error_code=Errors.UNSUPPORTED_VERSION,
             error_message="Direct-to-controller communication is not supported with the current MetadataVersion.",
         )
-    if request.endpoint_type != CONTROLLER_ENDPOINT_TYPE:
-        error = Errors.MISMATCHED_ENDPOINT_TYPE if version >= 1 else Errors.INVALID_REQUEST
+    requested = _ENDPOINT_TYPES.get(request.endpoint_type)
+    if requested is None:
+        # EndpointType.fromId answers UNKNOWN for any id but BROKER's and CONTROLLER's
         return DescribeClusterResponse(
-            error_code=error,
+            error_code=Errors.UNSUPPORTED_ENDPOINT_TYPE if version >= 1 else Errors.INVALID_REQUEST,
+            error_message=f"Unsupported endpoint type {request.endpoint_type}",
+        )
+    if request.endpoint_type != CONTROLLER_ENDPOINT_TYPE:
+        return DescribeClusterResponse(
+            error_code=Errors.MISMATCHED_ENDPOINT_TYPE if version >= 1 else Errors.INVALID_REQUEST,
             error_message=(
-                "The request was sent to an endpoint of type CONTROLLER, but we wanted an "
-                "endpoint of type BROKER"
+                f"The request was sent to an endpoint of type {_ENDPOINT_TYPES[CONTROLLER_ENDPOINT_TYPE]}, "
+                f"but we wanted an endpoint of type {requested}"
             ),
         )
     brokers = []

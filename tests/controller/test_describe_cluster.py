@@ -90,16 +90,16 @@ def test_at_v0_asking_for_brokers_is_an_invalid_request() -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AuthHelper.computeDescribeClusterResponse answers an EndpointType that is neither BROKER nor "
-    "CONTROLLER with UNSUPPORTED_ENDPOINT_TYPE (v1+) and 'Unsupported endpoint type N'",
-)
 @pytest.mark.parametrize("endpoint_type", [0, 3])
 def test_an_unknown_endpoint_type_is_unsupported(endpoint_type: int) -> None:
     response = _describe(2, endpoint_type=endpoint_type)
     assert response.error_code == Errors.UNSUPPORTED_ENDPOINT_TYPE
     assert response.error_message == f"Unsupported endpoint type {endpoint_type}"
+
+
+def test_at_v0_an_unknown_endpoint_type_is_an_invalid_request() -> None:
+    response = _describe(0, endpoint_type=-1)
+    assert (response.error_code, response.error_message) == (Errors.INVALID_REQUEST, "Unsupported endpoint type -1")
 
 
 def test_only_controllers_with_an_endpoint_on_the_request_s_listener_are_listed() -> None:
