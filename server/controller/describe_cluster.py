@@ -4,7 +4,8 @@ image.
 
 From metadata.version 3.7-IV0 on: EndpointType 2 (controller), Brokers = the registered
 controllers that have an endpoint on the listener the request arrived on, ControllerId = the
-raft leader. Before 3.7-IV0, or with no metadata.version, UNSUPPORTED_VERSION
+raft leader if Brokers lists it, else -1 (``computeDescribeClusterResponse`` looks the leader up
+in the collection it answers). Before 3.7-IV0, or with no metadata.version, UNSUPPORTED_VERSION
 (direct-to-controller clients need KIP-919 registrations). Then, as
 ``computeDescribeClusterResponse`` checks the EndpointType: an id that is neither BROKER (1) nor
 CONTROLLER (2) gets UNSUPPORTED_ENDPOINT_TYPE (v1+) or INVALID_REQUEST (v0) with "Unsupported
@@ -80,9 +81,12 @@ def describe_cluster(
         endpoint = next((e for e in controllers[controller_id].endpoints if e[0] == listener), None)
         if endpoint is not None:
             brokers.append(DescribeClusterBroker(broker_id=controller_id, host=endpoint[1], port=endpoint[2]))
+    controller_id = -1  # no leader, or one the answer does not list
+    if leader_id is not None and any(b.broker_id == leader_id for b in brokers):
+        controller_id = leader_id
     return DescribeClusterResponse(
         endpoint_type=CONTROLLER_ENDPOINT_TYPE,
         cluster_id=cluster_id,
-        controller_id=leader_id if leader_id is not None else -1,
+        controller_id=controller_id,
         brokers=brokers,
     )

@@ -127,11 +127,6 @@ def test_the_leader_is_the_controller_id() -> None:
     assert _describe(leader_id=3002).controller_id == 3002
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AuthHelper.computeDescribeClusterResponse answers ControllerId -1 when the raft leader is "
-    "not among the listed controllers (no KIP-919 registration on this listener yet)",
-)
 def test_a_leader_that_is_not_listed_is_not_named() -> None:
     response = _describe(listener="CONTROLLER", leader_id=3001)  # 3001 has no CONTROLLER endpoint
     assert response.controller_id == -1
