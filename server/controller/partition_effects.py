@@ -57,9 +57,11 @@ class TopicConfigLayers:
 
     def election(self, topic: str) -> Election:
         """UNCLEAN when the topic's ``unclean.leader.election.enable`` is true, else ONLINE
-        (``uncleanLeaderElectionEnabledForTopic``)."""
-        value = (self.value(topic, "unclean.leader.election.enable") or "").strip().lower()
-        return Election.UNCLEAN if value == "true" else Election.ONLINE
+        (``ConfigurationControlManager.uncleanLeaderElectionEnabledForTopic``). Kafka reads the
+        effective value as it is stored, with ``Boolean.parseBoolean``: "true" in any case,
+        untrimmed, so " true " (which the config's BOOLEAN validation accepts) means false."""
+        value = self.value(topic, "unclean.leader.election.enable") or ""
+        return Election.UNCLEAN if value.lower() == "true" else Election.ONLINE
 
     def value(self, topic: str, name: str) -> str | None:
         """The effective value of topic config ``name`` for ``topic``."""

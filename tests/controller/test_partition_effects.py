@@ -175,11 +175,6 @@ def test_the_election_follows_the_effective_unclean_leader_election_enable(
     assert TopicConfigLayers(image, 0, properties).election("t") is election
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Kafka's uncleanLeaderElectionEnabledForTopic reads the stored value with "
-    "Boolean.parseBoolean, which does not trim: ' true ' (a valid BOOLEAN config) means false",
-)
 def test_an_untrimmed_true_is_not_an_unclean_election() -> None:
     image = _image(([1], [1], 1))
     _config(image, TOPIC_CONFIG, "t", "unclean.leader.election.enable", " true ")
