@@ -143,11 +143,23 @@ def _splittable(resource_type: int, key: str) -> bool:
     return resource_type == ResourceType.BROKER and key in BROKER_LIST_CONFIGS
 
 
+def _java_split(value: str) -> list[str]:
+    """Java's ``String.split(",")``: the text between commas, trailing empty strings dropped
+    (``"a,,b,,"`` gives a, "", b; ``",,"`` gives nothing), but a text without a comma, the
+    empty one included, is its own single part."""
+    if "," not in value:
+        return [value]
+    parts = value.split(",")
+    while parts and not parts[-1]:
+        parts.pop()
+    return parts
+
+
 def _parts(value: str | None, resource_type: int, key: str) -> list[str]:
     """``getParts``: the value (or the config's default) split on ',' without empty parts."""
     if value is None:
         value = _split_default(resource_type, key)
-    return [] if value is None else [part for part in value.split(",") if part]
+    return [] if value is None else [part for part in _java_split(value) if part]
 
 
 def _check_name(resource_type: int, name: str) -> None:
@@ -287,7 +299,8 @@ def incremental_alter_configs(
                             Errors.INVALID_CONFIG, f"Can't {OpType(op).name} to key {key} because its type is not LIST."
                         )
                     parts = _parts(old, resource_type, key)
-                    for item in (value or "").split(","):
+                    # incrementalAlterConfigResource splits the operand with String.split(",")
+                    for item in _java_split(value or ""):
                         if op == OpType.APPEND and item not in parts:
                             parts.append(item)
                         elif op == OpType.SUBTRACT and item in parts:

@@ -239,11 +239,6 @@ def test_append_to_broker_list_configs() -> None:
         (BROKER, "1", Errors.INVALID_CONFIG, "Can't APPEND to key log.retention.ms because its type is not LIST.")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ConfigurationControlManager splits an APPEND value with String.split(\",\"), which drops "
-    "trailing empty strings: appending 'compact,' to 'delete' gives 'delete,compact'",
-)
 def test_append_ignores_a_trailing_comma_as_java_split_does() -> None:
     assert _run((TOPIC, "t", "cleanup.policy", APPEND, "compact,")) == (
         [(TOPIC, "t", "cleanup.policy", "delete,compact")], [(TOPIC, "t", OK, None)])
