@@ -23,6 +23,7 @@ from typing import Any
 
 from kwire.errors import Errors
 from server.controller.errors import ApiError
+from server.controller.java_numbers import java_parse_integer, java_trim
 
 __all__ = [
     "TOPIC_CONFIGS",
@@ -342,7 +343,6 @@ TOPIC_CONFIGS: tuple[TopicConfigKey, ...] = (
 
 _BY_NAME = {key.name: key for key in TOPIC_CONFIGS}
 
-_INTEGER = re.compile(r"[+-]?\d+")
 _DOUBLE = re.compile(r"[+-]?(?:NaN|Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fFdD]?)")
 
 
@@ -367,10 +367,7 @@ def parse_value(type_name: str, raw: str) -> Any:
             raise ValueError(f"not a boolean: {raw!r}")
         return text.lower() == "true"
     if type_name in _BITS:
-        bound = 1 << (_BITS[type_name] - 1)
-        if not _INTEGER.fullmatch(text) or not -bound <= int(text) < bound:
-            raise ValueError(f"not a {type_name}: {raw!r}")
-        return int(text)
+        return java_parse_integer(text, _BITS[type_name])
     if type_name == "DOUBLE":
         if not _DOUBLE.fullmatch(text):
             raise ValueError(f"not a double: {raw!r}")
@@ -470,14 +467,17 @@ class EffectiveConfig:
 
 
 def _convert(value: str, factor: int) -> str:
-    """A broker synonym's value in the topic config's unit (``ConfigSynonym``'s converters
-    read an unparsable number as 0)."""
+    """A broker synonym's value in the topic config's unit: ``ConfigSynonym.HOURS_TO_MILLISECONDS``
+    and ``MINUTES_TO_MILLISECONDS`` read it with ``valueToInt`` (``String.trim``, then
+    ``Integer.parseInt``; 0 for an empty value or one that is not an int, such as one beyond
+    2^31 - 1 or with '_' between digits)."""
     if factor == 1:
         return value
     try:
-        return str(int(value.strip()) * factor)
+        number = java_parse_integer(java_trim(value))
     except ValueError:
-        return "0"
+        number = 0
+    return str(number * factor)
 
 
 def _resolve(

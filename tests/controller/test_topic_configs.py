@@ -314,14 +314,15 @@ def test_one_effective_config() -> None:
         effective_topic_config("log.retention.ms", {}, node_dynamic={}, cluster_dynamic={}, static_config={})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ConfigSynonym.HOURS_TO_MILLISECONDS and MINUTES_TO_MILLISECONDS read the value with "
-    "Integer.parseInt and fall back to 0: a value beyond an int, or with '_', converts to 0",
-)
 @pytest.mark.parametrize("hours", ["2147483648", "1_000"])
 def test_an_hours_synonym_java_cannot_parse_as_an_int_is_zero(hours: str) -> None:
     assert _effective(static={"log.retention.hours": hours})["retention.ms"] == ("0", ConfigSource.STATIC_BROKER_CONFIG)
+
+
+@pytest.mark.parametrize(("minutes", "ms"), [(" 2\t", "120000"), ("\x012", "120000"), ("\u00a02", "0"), ("+\u0662", "120000"), ("", "0")])
+def test_a_minutes_synonym_is_trimmed_and_parsed_as_java_does(minutes: str, ms: str) -> None:
+    # valueToInt: String.trim (up to U+0020, not U+00A0), then Integer.parseInt (digits of any script)
+    assert _effective(static={"log.retention.minutes": minutes})["retention.ms"] == (ms, ConfigSource.STATIC_BROKER_CONFIG)
 
 
 def test_the_schema_types() -> None:
