@@ -23,7 +23,7 @@ from typing import Any
 
 from kwire.errors import Errors
 from server.controller.errors import ApiError
-from server.controller.java_numbers import java_parse_integer, java_trim
+from server.controller.java_numbers import java_parse_double, java_parse_integer, java_trim
 
 __all__ = [
     "TOPIC_CONFIGS",
@@ -343,8 +343,6 @@ TOPIC_CONFIGS: tuple[TopicConfigKey, ...] = (
 
 _BY_NAME = {key.name: key for key in TOPIC_CONFIGS}
 
-_DOUBLE = re.compile(r"[+-]?(?:NaN|Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fFdD]?)")
-
 
 def _not_a(name: str, raw: str, kind: str) -> ApiError:
     return ApiError(
@@ -358,10 +356,11 @@ _BITS = {"SHORT": 16, "INT": 32, "LONG": 64}
 
 def parse_value(type_name: str, raw: str) -> Any:
     """``ConfigDef.parseType`` of the string ``raw`` as the ``ConfigDef.Type`` named
-    ``type_name`` (BOOLEAN, STRING, SHORT, INT, LONG, DOUBLE, LIST, CLASS, PASSWORD): trimmed,
-    then a bool, an int, a float, a list of strings or the text. Raises ValueError for a value
-    the type refuses."""
-    text = raw.strip()
+    ``type_name`` (BOOLEAN, STRING, SHORT, INT, LONG, DOUBLE, LIST, CLASS, PASSWORD): trimmed
+    as ``String.trim`` does, then a bool, an int (``Integer.parseInt`` and its kin), a float
+    (``Double.parseDouble``: hexadecimal literals and an f/d suffix too, ASCII digits only), a
+    list of strings or the text. Raises ValueError for a value the type refuses."""
+    text = java_trim(raw)
     if type_name == "BOOLEAN":
         if text.lower() not in ("true", "false"):
             raise ValueError(f"not a boolean: {raw!r}")
@@ -369,9 +368,7 @@ def parse_value(type_name: str, raw: str) -> Any:
     if type_name in _BITS:
         return java_parse_integer(text, _BITS[type_name])
     if type_name == "DOUBLE":
-        if not _DOUBLE.fullmatch(text):
-            raise ValueError(f"not a double: {raw!r}")
-        return float(text.rstrip("fFdD"))
+        return java_parse_double(text)
     if type_name == "LIST":
         return [] if not text else re.split(r"\s*,\s*", text)
     return text

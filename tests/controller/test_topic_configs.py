@@ -156,15 +156,28 @@ def test_no_configs_are_valid() -> None:
     validate_topic_configs({}, {"log.retention.hours": "1"})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ConfigDef parses a DOUBLE with Double.parseDouble, which accepts hexadecimal floating "
-    "literals ('0x1p-1' is 0.5) and refuses non-ASCII digits",
-)
 def test_doubles_are_parsed_as_java_parses_them() -> None:
     validate_topic_configs({"min.cleanable.dirty.ratio": "0x1p-1"}, {})
     assert _refusal({"min.cleanable.dirty.ratio": "\u0661"}) == (
         "Invalid value \u0661 for configuration min.cleanable.dirty.ratio: Not a number of type DOUBLE")
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [("0x1.8p1", "3.0"), ("-0X.8P-1F", "-0.25"), ("0x1p-1022d", "2.2250738585072014E-308"), ("0x1p1024", "Infinity"),
+     ("+NaN", "NaN"), ("1.e2D", "100.0"), ("\x017\x1f", "7.0"), ("\t-.5f\n", "-0.5")],
+)
+def test_a_double_java_reads(raw: str, shown: str) -> None:
+    assert canonical_value("DOUBLE", raw) == shown
+
+
+@pytest.mark.parametrize(
+    "raw", ["0x1", "0x1.8", "00x1p1", "0x1p1 f", "NaNd", "Infinityf", "nan", "inf", "1e", "1e+", ".", "1_0",
+            "\u00a07", "7\u2003", "\uff17", "1e\u0661"],
+)
+def test_a_double_java_refuses(raw: str) -> None:
+    with pytest.raises(ValueError):
+        parse_value("DOUBLE", raw)
 
 
 # ---------------------------------------------------------------- parsing and writing values back
