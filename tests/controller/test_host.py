@@ -305,8 +305,10 @@ def test_reads_are_answered_at_once_while_a_write_waits() -> None:
     harness.request(DescribeClusterRequest(endpoint_type=2), 1, read)
     answer = harness.answer(read)
     assert harness.answer(write) is None
-    # 3.9-IV0 registers controllers (KIP-919): the leader is this node, nothing registered yet
-    assert answer is not None and answer.error_code == Errors.NONE and answer.controller_id == 1
+    # 3.9-IV0 registers controllers (KIP-919): the leader is this node, but with nothing
+    # registered yet it is not among the listed controllers, so ControllerId is -1
+    assert answer is not None and answer.error_code == Errors.NONE
+    assert answer.brokers == [] and answer.controller_id == -1
 
 
 def test_a_heartbeat_counts_as_contact_when_it_arrives_even_while_it_waits() -> None:
