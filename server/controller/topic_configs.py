@@ -13,17 +13,20 @@ are ApiError INVALID_CONFIG with Kafka's messages. No I/O.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from decimal import Decimal
 from enum import Enum, IntEnum
 from typing import Any
 
 from kwire.errors import Errors
 from server.controller.errors import ApiError
-from server.controller.java_numbers import java_parse_double, java_parse_integer, java_trim
+from server.controller.java_numbers import (
+    java_double_string,
+    java_parse_double,
+    java_parse_integer,
+    java_trim,
+)
 
 __all__ = [
     "TOPIC_CONFIGS",
@@ -89,29 +92,6 @@ class TopicConfigKey:
     check: Check | None = None
     synonyms: tuple[tuple[str, int], ...] = ()
     internal: bool = False
-
-
-def java_double_string(value: float) -> str:
-    """``Double.toString``: plain decimals from 10^-3 up to 10^7, else ``d.dddE±n``."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0:
-        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
-    sign = "-" if value < 0 else ""
-    magnitude = abs(value)
-    _, digits, exponent = Decimal(repr(magnitude)).normalize().as_tuple()
-    text = "".join(map(str, digits))
-    assert isinstance(exponent, int)
-    point = len(text) + exponent  # digits before the decimal point
-    if 1e-3 <= magnitude < 1e7:
-        if point <= 0:
-            return f"{sign}0.{'0' * -point}{text}"
-        if point >= len(text):
-            return f"{sign}{text}{'0' * (point - len(text))}.0"
-        return f"{sign}{text[:point]}.{text[point:]}"
-    return f"{sign}{text[0]}.{text[1:] or '0'}E{point - 1}"
 
 
 def _number_text(value: Any) -> str:

@@ -363,10 +363,18 @@ def test_java_double_string(value: float, text: str) -> None:
     assert java_double_string(value) == text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Double.toString writes at least two significant digits and picks the one closest to "
-    "the value: Double.MIN_VALUE is 4.9E-324, not 5.0E-324",
-)
 def test_java_double_string_of_the_smallest_double() -> None:
     assert java_double_string(5e-324) == "4.9E-324"
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        # JDK 17's Double.toString, where it is not the shortest text that reads back (JDK 19+)
+        (1e23, "9.999999999999999E22"), (2.82879384806159e17, "2.82879384806159008E17"),
+        (2.0**62 + 2.0**10, "4.6116860184273889E18"), (2.0**63, "9.223372036854776E18"),
+        (2.2250738585072014e-308, "2.2250738585072014E-308"), (1e-323, "1.0E-323"), (-5e-324, "-4.9E-324"),
+    ],
+)
+def test_java_double_string_as_jdk_17_writes_it(value: float, text: str) -> None:
+    assert java_double_string(value) == text
