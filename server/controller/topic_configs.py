@@ -333,6 +333,32 @@ def _not_a(name: str, raw: str, kind: str) -> ApiError:
 
 _BITS = {"SHORT": 16, "INT": 32, "LONG": 64}
 
+_COMMA_WITH_WHITESPACE = re.compile(r"\s*,\s*", re.ASCII)
+"""``ConfigDef.COMMA_WITH_WHITESPACE``: a Java regex's whitespace class is ASCII only (space,
+tab, line feed, vertical tab, form feed, carriage return), not U+00A0 or the other Unicode
+spaces a Python one takes without ``re.ASCII``."""
+
+
+def _simple_case(char: str, mapped: str) -> str:
+    """A one-character case mapping as Java's ``Character.toUpperCase(char)`` /
+    ``toLowerCase(char)`` does it: ``char`` itself where Python's mapping gives several."""
+    return mapped if len(mapped) == 1 else char
+
+
+def _java_equals_ignore_case(text: str, other: str) -> bool:
+    """``String.equalsIgnoreCase``: the same length, and each pair of characters equal, equal
+    in upper case, or equal in the lower case of their upper case (so "falſe", with U+017F, is
+    "false")."""
+    if len(text) != len(other):
+        return False
+    for a, b in zip(text, other, strict=True):
+        if a == b:
+            continue
+        upper_a, upper_b = _simple_case(a, a.upper()), _simple_case(b, b.upper())
+        if upper_a != upper_b and _simple_case(upper_a, upper_a.lower()) != _simple_case(upper_b, upper_b.lower()):
+            return False
+    return True
+
 
 def parse_value(type_name: str, raw: str) -> Any:
     """``ConfigDef.parseType`` of the string ``raw`` as the ``ConfigDef.Type`` named
@@ -342,15 +368,17 @@ def parse_value(type_name: str, raw: str) -> Any:
     list of strings or the text. Raises ValueError for a value the type refuses."""
     text = java_trim(raw)
     if type_name == "BOOLEAN":
-        if text.lower() not in ("true", "false"):
-            raise ValueError(f"not a boolean: {raw!r}")
-        return text.lower() == "true"
+        if _java_equals_ignore_case(text, "true"):
+            return True
+        if _java_equals_ignore_case(text, "false"):
+            return False
+        raise ValueError(f"not a boolean: {raw!r}")
     if type_name in _BITS:
         return java_parse_integer(text, _BITS[type_name])
     if type_name == "DOUBLE":
         return java_parse_double(text)
     if type_name == "LIST":
-        return [] if not text else re.split(r"\s*,\s*", text)
+        return [] if not text else _COMMA_WITH_WHITESPACE.split(text)
     return text
 
 

@@ -378,3 +378,19 @@ def test_java_double_string_of_the_smallest_double() -> None:
 )
 def test_java_double_string_as_jdk_17_writes_it(value: float, text: str) -> None:
     assert java_double_string(value) == text
+
+
+@pytest.mark.parametrize(
+    ("type_name", "raw", "shown"),
+    [("BOOLEAN", "fal\u017fe", "false"), ("BOOLEAN", "TRUE", "true"), ("LIST", "a\u00a0, b", "a\u00a0,b"),
+     ("LIST", "a\x1c,b\u2003,c", "a\x1c,b\u2003,c"), ("LIST", "a \t\x0b\x0c,\r\nb", "a,b")],
+)
+def test_booleans_compare_and_lists_split_as_java_does(type_name: str, raw: str, shown: str) -> None:
+    # String.equalsIgnoreCase maps U+017F (long s) to 'S'; ConfigDef's "\\s*,\\s*" takes ASCII spaces only
+    assert canonical_value(type_name, raw) == shown
+
+
+@pytest.mark.parametrize("raw", ["tru\u0435", "\u0131rue", "true\u00a0"])
+def test_a_boolean_java_refuses(raw: str) -> None:
+    with pytest.raises(ValueError):
+        parse_value("BOOLEAN", raw)
