@@ -27,7 +27,6 @@ broker logger in AlterConfigs; compat/DEVIATIONS.md); and the ``cordoned.log.dir
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
@@ -43,6 +42,7 @@ from messages.generated.incremental_alter_configs_response import (
 )
 from server.controller.errors import ApiError
 from server.controller.image import ReplicationImage, invalid_topic_name
+from server.controller.java_numbers import java_parse_integer
 from server.controller.java_order import (
     java_hash_map_order,
     timeline_hash_map_order,
@@ -116,7 +116,6 @@ BROKER_LIST_CONFIGS: Mapping[str, str | None] = {
 configs APPEND and SUBTRACT apply to."""
 
 _TOPIC_LISTS = {key.name: key.default for key in TOPIC_CONFIGS if key.type is ConfigType.LIST}
-_JAVA_INT = re.compile(r"[+-]?\d+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,9 +170,11 @@ def _check_name(resource_type: int, name: str) -> None:
         if reason is not None:
             raise ApiError(Errors.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: {reason}")
     elif resource_type == ResourceType.BROKER and name:
-        if not _JAVA_INT.fullmatch(name) or not -(2**31) <= int(name) < 2**31:
-            raise ApiError(Errors.INVALID_REQUEST, "Unable to parse broker name as a base 10 number.")
-        if int(name) < 0:
+        try:
+            broker_id = java_parse_integer(name)  # Integer.valueOf
+        except ValueError:
+            raise ApiError(Errors.INVALID_REQUEST, "Unable to parse broker name as a base 10 number.") from None
+        if broker_id < 0:
             raise ApiError(Errors.INVALID_REQUEST, "Invalid negative broker ID.")
 
 

@@ -61,6 +61,7 @@ from server.controller.broker_config_schema import (
 from server.controller.configs import ResourceType
 from server.controller.errors import ApiError
 from server.controller.image import ReplicationImage, invalid_topic_name
+from server.controller.java_numbers import java_parse_integer
 from server.controller.java_order import (
     java_hash_map_order,
     java_string_hash,
@@ -98,7 +99,6 @@ _METRICS_NON_INTERNAL = frozenset(_METRICS_LISTED)
 
 _TYPE_IDS = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7, "CLASS": 8, "PASSWORD": 9}
 """``DescribeConfigsResponse.ConfigType`` ids by ``ConfigDef.Type`` name; 0 for unknown."""
-_JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
 _LISTENER_CONFIG = re.compile(r"listener\.name\.[^.]*\.(.*)")
 _KNOWN_TYPES = frozenset(int(t) for t in ResourceType)
 _LOG4J_LEVELS = {"CRITICAL": "FATAL", "WARNING": "WARN", "NOTSET": "OFF"}
@@ -379,9 +379,10 @@ def _canonical_or_raw(type_name: str, raw: str) -> str:
 
 def _broker_id(name: str) -> int:
     """``ConfigHelper.resourceNameToBrokerId``: ``Integer.parseInt`` or INVALID_REQUEST."""
-    if not _JAVA_INTEGER.fullmatch(name) or not -(2**31) <= int(name) < 2**31:
-        raise ApiError(Errors.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}")
-    return int(name)
+    try:
+        return java_parse_integer(name)
+    except ValueError:
+        raise ApiError(Errors.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}") from None
 
 
 def _describe_one(describer: _Describer, resource: DescribeConfigsResource) -> list[DescribeConfigsResourceResult]:

@@ -268,6 +268,8 @@ def test_a_value_longer_than_32767_characters() -> None:
         (BROKER, "-1", Errors.INVALID_REQUEST, "Invalid negative broker ID."),
         (BROKER, "7", Errors.BROKER_ID_NOT_REGISTERED, "No node with id 7 found."),
         (BROKER, "007", Errors.BROKER_ID_NOT_REGISTERED, "No node with id 7 found."),
+        (BROKER, "\u0667", Errors.BROKER_ID_NOT_REGISTERED, "No node with id 7 found."),
+        (BROKER, "\U0001d7d5", Errors.INVALID_REQUEST, "Unable to parse broker name as a base 10 number."),
         (BROKER_LOGGER, "1", Errors.INVALID_REQUEST, "Unexpected resource type BROKER_LOGGER."),
         (CLIENT_METRICS, "m", Errors.INVALID_REQUEST, "Unexpected resource type CLIENT_METRICS."),
         (GROUP, "g", Errors.INVALID_REQUEST, "Unexpected resource type GROUP."),

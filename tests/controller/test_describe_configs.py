@@ -177,6 +177,17 @@ def test_other_resources() -> None:
     assert metrics == {"metrics": ("", DEFAULT), "interval.ms": ("60000", 7), "match": ("", DEFAULT)}
 
 
+def test_a_broker_id_is_read_as_integer_parse_int_reads_it() -> None:
+    # ConfigHelper.resourceNameToBrokerId: Integer.parseInt takes digits of any script in the
+    # Basic Multilingual Plane ('\u0661' is 1), none beyond it
+    results = _describe(_view(), (BROKER, "\u0661"), (BROKER, "\U0001d7cf"))
+    errors = [(r.error_code, r.error_message) for r in results]  # type: ignore[attr-defined]
+    assert errors == [
+        (Errors.NONE, ""),
+        (Errors.INVALID_REQUEST, "Broker id must be an integer, but it is: \U0001d7cf"),
+    ]
+
+
 def test_an_unknown_resource_type_fails_the_whole_request() -> None:
     results = _describe(_view(), (TOPIC, "t"), (99, "x"))
     assert [(r.error_code, r.error_message, r.configs) for r in results] == [  # type: ignore[attr-defined]
