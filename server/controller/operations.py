@@ -150,10 +150,12 @@ class OperationContext:
 
     @property
     def image(self) -> ReplicationImage:
+        """Topics, partitions, configs and producer ids as replayed."""
         return self.controller.replication
 
     @property
     def cluster(self) -> ClusterControl:
+        """Broker registrations and, on the active controller, their sessions."""
         return self.controller.cluster
 
     @property

@@ -69,6 +69,7 @@ class ControllerApi:
 
     @property
     def api_key(self) -> int:
+        """The RPC's api key."""
         key = self.request.API_KEY
         assert key is not None
         return key

@@ -102,6 +102,7 @@ def test_the_node_advertises_the_registry_plus_the_controller_rpcs() -> None:
         int(ApiKey.ELECT_LEADERS),
         int(ApiKey.ALTER_PARTITION_REASSIGNMENTS),
         int(ApiKey.LIST_PARTITION_REASSIGNMENTS),
+        int(ApiKey.UNREGISTER_CONTROLLER),
     }
     assert advertised[int(ApiKey.UPDATE_FEATURES)] == (0, 2)  # 3.9.2 has 0-1, 4.4.0 0-2
     assert advertised[int(ApiKey.CONTROLLER_REGISTRATION)] == (0, 0)
@@ -114,6 +115,7 @@ def test_the_node_advertises_the_registry_plus_the_controller_rpcs() -> None:
     assert advertised[int(ApiKey.ELECT_LEADERS)] == (0, 2)
     assert advertised[int(ApiKey.ALTER_PARTITION_REASSIGNMENTS)] == (0, 1)  # 3.9.2 has 0, 4.4.0 0-1 (KIP-860)
     assert advertised[int(ApiKey.LIST_PARTITION_REASSIGNMENTS)] == (0, 0)
+    assert advertised[int(ApiKey.UNREGISTER_CONTROLLER)] == (0, 0)  # 4.4.0 only
     assert {k: v for k, v in advertised.items() if k not in node_only} == DEFAULT.advertised_versions()
     assert set(advertised) - set(DEFAULT.advertised_versions()) == node_only
 
