@@ -9,7 +9,7 @@ import threading
 import time
 from collections import Counter
 
-from compat.conftest import KafkaRelease
+from compat.harness import KafkaRelease
 
 __all__ = [
     "Load",

@@ -17,7 +17,8 @@ Typical use from a test::
         require_kafka("4.4.0")
         out = run_tool("4.4.0", "dump-log", ["--files", str(segment)]).stdout
 
-or through the fixtures of ``compat/conftest.py`` (``kafka``, ``kafka_version``).
+or through the fixtures of ``compat/conftest.py`` (``each_kafka``, ``newest_kafka``,
+``kafka_version``) and the helpers of ``compat/harness.py``.
 """
 
 from __future__ import annotations

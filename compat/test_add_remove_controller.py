@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,15 +33,23 @@ from pathlib import Path
 import pytest
 import trio
 
-from compat.conftest import KafkaRelease
-from compat.kafka import PINNED_VERSIONS, require_kafka, stop_processes
-from compat.test_storage_interop import CLUSTER_ID, _controller_properties, _free_port
+from compat.harness import (
+    CLUSTER_ID,
+    KafkaRelease,
+    controller_properties,
+    format_kwire,
+    free_port,
+    kwire_cli,
+    start_kwire,
+    start_stock,
+    stop_processes,
+    wait_until,
+)
 from storage.meta_properties import read_meta_properties
 from tools.quorum_client import QuorumToolError, describe
 
 pytestmark = pytest.mark.compat
 
-REPO_DIR = Path(__file__).resolve().parent.parent
 WAIT_S = 60.0
 FETCH_TIMEOUT_MS = 1000
 ALONE_S = 3 * FETCH_TIMEOUT_MS / 1000
@@ -51,10 +58,7 @@ fetch.timeout.ms), where kwire's leader resigned on the first added voter."""
 
 
 def _kwire_tool(args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tools.cli", "metadata-quorum", *args], cwd=REPO_DIR, capture_output=True,
-        text=True, timeout=120,
-    )
+    return kwire_cli(["metadata-quorum", *args])
 
 
 def _view(port: int) -> tuple[list[int], list[int], int] | None:
@@ -68,14 +72,9 @@ def _view(port: int) -> tuple[list[int], list[int], int] | None:
 
 
 def _wait(port: int, what: str, holds: Callable[[tuple[list[int], list[int], int]], bool]) -> tuple[list[int], list[int], int]:
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        view = _view(port)
-        if view is not None and holds(view):
-            return view
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {WAIT_S} s (last view {view})")
-        time.sleep(0.2)  # poll interval
+    view = wait_until(what, lambda: _view(port), WAIT_S, ok=lambda v: v is not None and holds(v))
+    assert view is not None
+    return view
 
 
 @contextlib.contextmanager
@@ -86,41 +85,28 @@ def _pair(
     joiner (node 2) of the other kind, both started from the leader's address, the joiner with
     ``joiner_extra`` properties. Yields (ports, processes, properties, when the leader led)."""
     joiner_kind = "stock" if leader_kind == "kwire" else "kwire"
-    ports = {1: _free_port(), 2: _free_port()}
+    ports = {1: free_port(), 2: free_port()}
     procs: dict[int, subprocess.Popen[bytes]] = {}
     props = {}
     for node, kind, flag in ((1, leader_kind, "--standalone"), (2, joiner_kind, "--no-initial-controllers")):
-        props[node] = _controller_properties(
+        # every node starts from the leader's address
+        props[node] = controller_properties(
             tmp_path / f"{node}.properties", tmp_path / f"data{node}", ports[node],
             f"controller.quorum.fetch.timeout.ms={FETCH_TIMEOUT_MS}\n" + (joiner_extra if node == 2 else ""),
-        )
-        # node.id and the bootstrap server: every node starts from the leader's address
-        props[node].write_text(
-            props[node].read_text().replace("node.id=1", f"node.id={node}")
-            .replace(f"bootstrap.servers=localhost:{ports[node]}", f"bootstrap.servers=localhost:{ports[1]}"),
-            encoding="utf-8",
+            node_id=node, bootstrap_port=ports[1],
         )
         if kind == "kwire":
-            subprocess.run(
-                [sys.executable, "-m", "tools.cli", "storage", "format", "-c", str(props[node]), "-t", CLUSTER_ID, flag],
-                cwd=REPO_DIR, check=True, capture_output=True,
-            )
+            format_kwire(props[node], flag)
         else:
             kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props[node], flag])
     try:
         alone_since = 0.0
         for node, kind in ((1, leader_kind), (2, joiner_kind)):
-            with open(tmp_path / f"{node}.out", "wb") as out:
-                if kind == "kwire":
-                    procs[node] = subprocess.Popen(
-                        [sys.executable, "-m", "tools.cli", "server-start", str(props[node])], cwd=REPO_DIR,
-                        stdout=out, stderr=subprocess.STDOUT,
-                    )
-                else:
-                    procs[node] = kafka.start(
-                        "kafka.Kafka", [props[node]], logs_dir=tmp_path / f"logs{node}",
-                        stdout=out.fileno(), stderr=out.fileno(),  # type: ignore[arg-type]
-                    )
+            out = tmp_path / f"{node}.out"
+            if kind == "kwire":
+                procs[node] = start_kwire(props[node], out)
+            else:
+                procs[node] = start_stock(kafka, props[node], out, logs_dir=tmp_path / f"logs{node}")
             if node == 1:
                 _wait(ports[1], "the leader leads", lambda v: v[0] == [1])
                 alone_since = time.monotonic()
@@ -131,9 +117,9 @@ def _pair(
 
 @pytest.mark.parametrize("leader_kind", ["kwire", "stock"])
 def test_stock_tool_adds_and_removes_a_controller_of_the_other_kind(
-    kafka: KafkaRelease, tmp_path: Path, leader_kind: str
+    each_kafka: KafkaRelease, tmp_path: Path, leader_kind: str
 ) -> None:
-    with _pair(kafka, tmp_path, leader_kind) as (ports, procs, props, alone_since):
+    with _pair(each_kafka, tmp_path, leader_kind) as (ports, procs, props, alone_since):
         _, _, epoch = _wait(ports[1], "the joiner fetches as an observer", lambda v: 2 in v[1])
         time.sleep(max(0.0, alone_since + ALONE_S - time.monotonic()))  # a precondition, not a wait for a result
 
@@ -144,7 +130,7 @@ def test_stock_tool_adds_and_removes_a_controller_of_the_other_kind(
                        "--controller-directory-id", str(directory)]
         # the dry runs change nothing and print the same line from both tools
         for args in (add_args, remove_args):
-            stock = kafka.run_tool("metadata-quorum", [*args, "--dry-run"], check=False)
+            stock = each_kafka.run_tool("metadata-quorum", [*args, "--dry-run"], check=False)
             ours = _kwire_tool([*args, "--dry-run"])
             assert stock.returncode == ours.returncode == 0, stock.stderr + ours.stderr
             assert ours.stdout == stock.stdout and "DRY RUN" in ours.stdout
@@ -152,7 +138,7 @@ def test_stock_tool_adds_and_removes_a_controller_of_the_other_kind(
 
         outputs: dict[str, list[str]] = {}
         for tool in ("stock", "kwire"):  # each tool adds and removes once
-            run = (lambda a: kafka.run_tool("metadata-quorum", a, check=False)) if tool == "stock" else _kwire_tool
+            run = (lambda a: each_kafka.run_tool("metadata-quorum", a, check=False)) if tool == "stock" else _kwire_tool
             added = run(add_args)
             assert added.returncode == 0, added.stdout + added.stderr
             assert "Added controller 2" in added.stdout
@@ -166,7 +152,7 @@ def test_stock_tool_adds_and_removes_a_controller_of_the_other_kind(
         assert outputs["kwire"] == outputs["stock"]
 
         # errors: both tools fail the same way on a replica key that is not a voter
-        stock = kafka.run_tool("metadata-quorum", remove_args, check=False)
+        stock = each_kafka.run_tool("metadata-quorum", remove_args, check=False)
         ours = _kwire_tool(remove_args)
         assert stock.returncode == ours.returncode == 1
         assert "VoterNotFoundException" in stock.stderr and "VoterNotFoundException" in ours.stderr
@@ -176,13 +162,12 @@ def test_stock_tool_adds_and_removes_a_controller_of_the_other_kind(
 
 
 @pytest.mark.parametrize("leader_kind", ["kwire", "stock"])
-def test_a_joiner_with_auto_join_becomes_a_voter_by_itself(tmp_path: Path, leader_kind: str) -> None:
+def test_a_joiner_with_auto_join_becomes_a_voter_by_itself(
+    newest_kafka: KafkaRelease, tmp_path: Path, leader_kind: str
+) -> None:
     """``controller.quorum.auto.join.enable=true`` (Kafka 4.x; the newest pinned release runs the
     stock side): the observer asks the leader to add it, with no tool, whichever kind leads."""
-    version = PINNED_VERSIONS[-1]
-    require_kafka(version)
-    kafka = KafkaRelease(version)
-    with _pair(kafka, tmp_path, leader_kind, "controller.quorum.auto.join.enable=true\n") as (ports, procs, _, _):
+    with _pair(newest_kafka, tmp_path, leader_kind, "controller.quorum.auto.join.enable=true\n") as (ports, procs, _, _):
         _, _, epoch = _wait(ports[1], "the joiner made itself a voter", lambda v: v[0] == [1, 2])
         directory = read_meta_properties(tmp_path / "data2").directory_id  # type: ignore[union-attr]
         view = trio.run(describe, f"localhost:{ports[1]}", 5.0).partition

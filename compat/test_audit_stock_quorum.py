@@ -56,11 +56,10 @@ from typing import Any
 import pytest
 import trio
 
-from compat.conftest import KafkaRelease
+from compat.harness import KafkaRelease, free_port
 from compat.kafka import kafka_problem
 from kwire.uuid import Uuid
 from tests.audit.session import shared_spark
-from tools.local_cluster import free_ports
 from tools.quorum_client import QuorumView, describe
 
 pytestmark = [pytest.mark.compat, pytest.mark.spark]
@@ -76,10 +75,6 @@ C2's compilations; they were about a third of the controllers' CPU time."""
 @pytest.fixture(scope="module")
 def spark() -> Any:
     return shared_spark()
-
-
-def _free_port() -> int:
-    return free_ports(1)[0]
 
 
 @dataclass
@@ -99,7 +94,7 @@ class StockQuorum:
     def __init__(self, kafka: KafkaRelease, root: Path) -> None:
         self.kafka = kafka
         self.root = root
-        self.ports = {n: _free_port() for n in NODES}
+        self.ports = {n: free_port() for n in NODES}
         self.dynamic = kafka.at_least(4)
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.bootstrap = ",".join(f"127.0.0.1:{self.ports[n]}" for n in NODES)
@@ -266,7 +261,7 @@ def stock_runs(
     this module ask for, all started at once, each in its own thread, when the first of those
     tests starts: a run is mostly JVM start-ups, elections and stock tool runs, so the releases
     overlap well. Releases Kafka cannot run here are left out (their tests fail or skip through
-    the ``kafka`` fixture). Waits for every run (each stops its controllers) at the end."""
+    the ``each_kafka`` fixture). Waits for every run (each stops its controllers) at the end."""
     versions = sorted({
         item.callspec.params["kafka_version"]
         for item in request.session.items
@@ -287,10 +282,10 @@ def stock_runs(
 
 @pytest.fixture
 def stock_run(
-    kafka: KafkaRelease, stock_runs: dict[str, Future[tuple[StockQuorum, list[Sample]]]]
+    each_kafka: KafkaRelease, stock_runs: dict[str, Future[tuple[StockQuorum, list[Sample]]]]
 ) -> tuple[StockQuorum, list[Sample]]:
     """This release's run (see :func:`stock_runs`): the stopped quorum and the stock samples."""
-    quorum, samples = stock_runs[kafka.version].result()
+    quorum, samples = stock_runs[each_kafka.version].result()
     for s in samples:
         print(f"stock describe --status: leader {s.leader} epoch {s.epoch} "
               f"high watermark {s.high_watermark}")

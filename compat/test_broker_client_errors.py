@@ -2,9 +2,9 @@
 stock controller of the newest pinned release (KIP-631; issue "stock Kafka brokers run on a kwire
 quorum").
 
-Each side is a standalone controller (the differential probe's ``nodes`` fixture: same cluster
-id, same formatting) with one stock broker on it. kafka-python's admin client sends the same
-requests to each side's broker, which forwards them to its controller in an Envelope (KIP-590);
+Each side is a standalone controller (the ``newest_leader_pair`` fixture of compat/conftest.py:
+same cluster id, same formatting) with one stock broker on it. kafka-python's admin client sends
+the same requests to each side's broker, which forwards them to its controller in an Envelope (KIP-590);
 the error codes and messages that come back must be equal: a topic that exists, replication
 factors the cluster cannot give, invalid topic configs and names, an unknown topic (delete,
 configs), a partition count that does not grow. Then a second stock broker with the id of the
@@ -20,14 +20,12 @@ from typing import Any
 
 import pytest
 
-from compat.test_controller_rpcs import kafka, role  # noqa: F401 - fixtures: the newest release, the leader
-from compat.test_differential_probe import nodes  # noqa: F401 - a fixture
-from compat.test_storage_interop import CLUSTER_ID, _free_port
+from compat.differential import PairNode
+from compat.harness import CLUSTER_ID, KafkaRelease, free_port
 from tools.stock_brokers import StockBrokers
 
 pytestmark = pytest.mark.compat
 
-Nodes = dict[str, tuple[int, Any, Any]]
 BROKER_ID = 101
 START_TIMEOUT_S = 90.0
 DUPLICATE_TIMEOUT_S = 60.0
@@ -86,15 +84,15 @@ def _wait_for_line(path: Path, needle: str, timeout_s: float) -> str:
 
 
 def test_a_stock_broker_and_client_get_the_same_errors_from_kwire_and_stock(
-    nodes: Nodes, kafka: Any, tmp_path: Path  # noqa: F811
+    newest_leader_pair: dict[str, PairNode], newest_kafka: KafkaRelease, tmp_path: Path
 ) -> None:
     clusters: dict[str, StockBrokers] = {}
     twins: dict[str, StockBrokers] = {}
     try:
-        for name, (port, _, _) in nodes.items():
+        for name, node in newest_leader_pair.items():
             clusters[name] = StockBrokers.create(
-                tmp_path / f"{name}-broker", kafka.version, cluster_id=CLUSTER_ID,
-                bootstrap_controllers=f"localhost:{port}", ports={BROKER_ID: _free_port()},
+                tmp_path / f"{name}-broker", newest_kafka.version, cluster_id=CLUSTER_ID,
+                bootstrap_controllers=f"localhost:{node.port}", ports={BROKER_ID: free_port()},
                 properties={"offsets.topic.replication.factor": "1"},
             )
             clusters[name].start()
@@ -112,10 +110,10 @@ def test_a_stock_broker_and_client_get_the_same_errors_from_kwire_and_stock(
         print(trace)
 
         # a second broker with the first one's id
-        for name, (port, _, _) in nodes.items():
+        for name, node in newest_leader_pair.items():
             twins[name] = StockBrokers.create(
-                tmp_path / f"{name}-twin", kafka.version, cluster_id=CLUSTER_ID,
-                bootstrap_controllers=f"localhost:{port}", ports={BROKER_ID: _free_port()},
+                tmp_path / f"{name}-twin", newest_kafka.version, cluster_id=CLUSTER_ID,
+                bootstrap_controllers=f"localhost:{node.port}", ports={BROKER_ID: free_port()},
             )
             twins[name].start()
         for name, twin in twins.items():

@@ -14,7 +14,6 @@ node's heartbeats carry the epoch that node gave.
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,17 +23,20 @@ from typing import Any
 import pytest
 import trio
 
-from compat.test_controller_rpcs import kafka, role  # noqa: F401 - fixtures: the newest release, the leader
-from compat.test_differential_probe import State, _send, nodes  # noqa: F401 - a fixture
-from compat.test_storage_interop import CLUSTER_ID, PARTITION, _log_batches
+from compat.differential import (
+    CAUGHT_UP,
+    DIR_A,
+    PairNode,
+    broker_features,
+    finalized_features,
+    registration,
+    send,
+)
+from compat.harness import CLUSTER_ID, PARTITION, log_batches
 from kwire.uuid import Uuid
 from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
-from messages.generated.broker_registration_request import (
-    BrokerRegistrationRequest,
-    Feature,
-    Listener,
-)
+from messages.generated.broker_registration_request import Feature
 from messages.generated.describe_quorum_request import DescribeQuorumRequest
 from messages.generated.envelope_request import EnvelopeRequest
 from messages.generated.fetch_request import FetchRequest
@@ -42,15 +44,11 @@ from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.metadata import decode_record
 from messages.protocol import decode_response, encode_request
 from messages.runtime import Message
-from tools.api_versions import describe
 
 pytestmark = pytest.mark.compat
 
-Nodes = dict[str, tuple[int, subprocess.Popen[bytes], Callable[[], State | None]]]
-CAUGHT_UP = 1 << 40
-"""A metadata offset past any registration."""
-DIR_A, DIR_B, DIR_C = Uuid.from_longs(7, 1001), Uuid.from_longs(7, 1002), Uuid.from_longs(7, 1003)
-INCARNATION, OTHER_INCARNATION = Uuid.from_longs(0x77, 1), Uuid.from_longs(0x77, 2)
+DIR_B, DIR_C = Uuid.from_longs(7, 1002), Uuid.from_longs(7, 1003)
+OTHER_INCARNATION = Uuid.from_longs(0x77, 2)
 
 
 @dataclass
@@ -72,30 +70,6 @@ class Side:
             seen.remove(epoch)
             seen.append(epoch)
         return f"epoch {sorted(seen).index(epoch) + 1}"
-
-
-def _supported(finalized: dict[str, int]) -> list[Feature]:
-    """Ranges that hold every finalized level (as a stock broker of the release lists them)."""
-    return [
-        Feature(name=name, min_supported_version=1 if name == "metadata.version" else 0, max_supported_version=level)
-        for name, level in sorted(finalized.items())
-    ]
-
-
-def _register(
-    broker_id: int, features: list[Feature], *, incarnation: Uuid = INCARNATION, dirs: tuple[Uuid, ...] = (DIR_A,),
-    cluster_id: str = CLUSTER_ID, migrating: bool = False,
-) -> BrokerRegistrationRequest:
-    return BrokerRegistrationRequest(
-        broker_id=broker_id,
-        cluster_id=cluster_id,
-        incarnation_id=incarnation,
-        listeners=[Listener(name="PLAINTEXT", host="localhost", port=9000 + broker_id, security_protocol=0)],
-        features=features,
-        rack=None,
-        is_migrating_zk_broker=migrating,
-        log_dirs=list(dirs),
-    )
 
 
 def _heartbeat(broker_id: int, offset: int, *, fence: bool = False, shut_down: bool = False,
@@ -157,28 +131,28 @@ def _cases(features: list[Feature]) -> list[tuple[str, Callable[[Side], Message]
     missing_one = [f for f in features if f.name not in ("kraft.version",)]
     return [
         ("heartbeat before registration", _heartbeat(5, 0, epoch=1), 1),
-        ("another cluster id", fixed(_register(5, features, cluster_id="AAAAAAAAAAAAAAAAAAAAAA")), 4),
-        ("migrating ZooKeeper broker", fixed(_register(5, features, migrating=True)), 4),
-        ("no log dirs", fixed(_register(5, features, dirs=())), 4),
-        ("reserved log dir", fixed(_register(5, features, dirs=(Uuid.from_longs(0, 2),))), 4),
-        ("duplicate log dirs", fixed(_register(5, features, dirs=(DIR_A, DIR_A))), 4),
-        ("no metadata.version", fixed(_register(5, no_mv)), 4),
-        ("metadata.version range below the finalized one", fixed(_register(5, old_mv)), 4),
-        ("a finalized feature not listed", fixed(_register(5, missing_one)), 4),
-        ("v0 (no log dirs)", fixed(_register(5, features)), 0),
-        ("v1 (no log dirs)", fixed(_register(5, features)), 1),
-        ("register 5", fixed(_register(5, features)), 4),
-        ("register 5 again, same incarnation", fixed(_register(5, features)), 4),
-        ("register 5, another incarnation, no contact yet", fixed(_register(5, features, incarnation=OTHER_INCARNATION)), 3),
+        ("another cluster id", fixed(registration(5, features, cluster_id="AAAAAAAAAAAAAAAAAAAAAA")), 4),
+        ("migrating ZooKeeper broker", fixed(registration(5, features, migrating=True)), 4),
+        ("no log dirs", fixed(registration(5, features, dirs=())), 4),
+        ("reserved log dir", fixed(registration(5, features, dirs=(Uuid.from_longs(0, 2),))), 4),
+        ("duplicate log dirs", fixed(registration(5, features, dirs=(DIR_A, DIR_A))), 4),
+        ("no metadata.version", fixed(registration(5, no_mv)), 4),
+        ("metadata.version range below the finalized one", fixed(registration(5, old_mv)), 4),
+        ("a finalized feature not listed", fixed(registration(5, missing_one)), 4),
+        ("v0 (no log dirs)", fixed(registration(5, features)), 0),
+        ("v1 (no log dirs)", fixed(registration(5, features)), 1),
+        ("register 5", fixed(registration(5, features)), 4),
+        ("register 5 again, same incarnation", fixed(registration(5, features)), 4),
+        ("register 5, another incarnation, no contact yet", fixed(registration(5, features, incarnation=OTHER_INCARNATION)), 3),
         ("heartbeat 5 at a stale epoch", _heartbeat(5, 0, epoch=0), 1),
         ("heartbeat 5, fenced, behind", _heartbeat(5, 0), 0),
-        ("register 5 back to the first incarnation while its session is valid", fixed(_register(5, features)), 2),
+        ("register 5 back to the first incarnation while its session is valid", fixed(registration(5, features)), 2),
         ("heartbeat 5 wanting to stay fenced", _heartbeat(5, CAUGHT_UP, fence=True), 1),
         ("heartbeat 5 caught up: unfenced", _heartbeat(5, CAUGHT_UP), 1),
         ("heartbeat 5 again", _heartbeat(5, CAUGHT_UP), 2),
         ("heartbeat 5 cordoning nothing", _heartbeat(5, CAUGHT_UP, cordoned=[]), 2),
-        ("register 6 with 5's directory", fixed(_register(6, features, dirs=(DIR_B, DIR_A), incarnation=OTHER_INCARNATION)), 4),
-        ("register 6", fixed(_register(6, features, dirs=(DIR_B, DIR_C), incarnation=OTHER_INCARNATION)), 4),
+        ("register 6 with 5's directory", fixed(registration(6, features, dirs=(DIR_B, DIR_A), incarnation=OTHER_INCARNATION)), 4),
+        ("register 6", fixed(registration(6, features, dirs=(DIR_B, DIR_C), incarnation=OTHER_INCARNATION)), 4),
         ("heartbeat 5 asking to be fenced", _heartbeat(5, CAUGHT_UP, fence=True), 1),
         ("heartbeat 5 caught up again", _heartbeat(5, CAUGHT_UP), 1),
         ("heartbeat 5 shutting down, leading nothing", _heartbeat(5, CAUGHT_UP, shut_down=True), 1),
@@ -225,7 +199,7 @@ _BROKER_RECORDS = ("RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "Un
 def _broker_records(data: Path, side: Side) -> list[tuple[str, int, dict[str, Any]]]:
     """The broker records of a node's log, each as (type, version, fields), epochs labelled."""
     out = []
-    for batch in _log_batches(data / PARTITION):
+    for batch in log_batches(data / PARTITION):
         if batch.is_control:
             continue
         for value in batch.iter_values():
@@ -240,16 +214,11 @@ def _broker_records(data: Path, side: Side) -> list[tuple[str, int, dict[str, An
     return out
 
 
-def _finalized(port: int) -> dict[str, int]:
-    info = trio.run(describe, f"localhost:{port}", "broker-rpcs", 10_000)
-    return {f["name"]: f["maxVersionLevel"] for f in info["finalizedFeatures"]}
-
-
-def test_broker_lifecycle_rpcs_answer_alike(nodes: Nodes, tmp_path: Path) -> None:  # noqa: F811
-    ports = {name: port for name, (port, _, _) in nodes.items()}
-    finalized = {name: _finalized(port) for name, port in ports.items()}
+def test_broker_lifecycle_rpcs_answer_alike(newest_leader_pair: dict[str, PairNode]) -> None:
+    ports = {name: node.port for name, node in newest_leader_pair.items()}
+    finalized = {name: finalized_features(port) for name, port in ports.items()}
     assert finalized["stock"] == finalized["kwire"] and "metadata.version" in finalized["stock"]
-    cases = _cases(_supported(finalized["stock"]))
+    cases = _cases(broker_features(finalized["stock"]))
     sides = {name: Side({}) for name in ports}
     differences: list[str] = []
     answered: list[tuple[str, tuple[Any, ...]]] = []
@@ -259,15 +228,15 @@ def test_broker_lifecycle_rpcs_answer_alike(nodes: Nodes, tmp_path: Path) -> Non
         for name, port in ports.items():
             body = build(sides[name])
             broker_id = getattr(body, "broker_id", None)
-            response = trio.run(_send, port, body, version)
+            response = trio.run(send, port, body, version)
             answers[name] = response if isinstance(response, str) else _normalize(response, broker_id, sides[name])
         answered.append((case, answers["stock"]))
         if answers["stock"] != answers["kwire"]:
             differences.append(f"{case}:\n    stock {answers['stock']}\n    kwire {answers['kwire']}")
     # the sequence ran inside one session timeout, so no broker was fenced by expiry midway
     assert time.monotonic() - started < 9.0
-    for name, (_, proc, _) in nodes.items():
-        assert proc.poll() is None, f"{name} died"
+    for name, node in newest_leader_pair.items():
+        assert node.proc.poll() is None, f"{name} died"
     # the sequence reached what it is about on the stock side: a registration, an unfencing
     # and a shutdown granted
     outcomes = dict(answered)
@@ -279,20 +248,19 @@ def test_broker_lifecycle_rpcs_answer_alike(nodes: Nodes, tmp_path: Path) -> Non
     assert outcomes["more producer ids for 6"] == ("AllocateProducerIdsResponse", 0, 1000, 1000), trace
     assert outcomes["heartbeat 5 shutting down, leading nothing"] == ("BrokerHeartbeatResponse", 0, True, True, True), trace
     assert not differences, f"{len(differences)} of {len(cases)} cases differ:\n" + "\n".join(differences) + "\n" + trace
-    records = {name: _broker_records(tmp_path / name, sides[name]) for name in ports}
+    records = {name: _broker_records(node.data, sides[name]) for name, node in newest_leader_pair.items()}
     assert len(records["stock"]) >= 10, records["stock"]
     assert records["kwire"] == records["stock"]
 
 
-@pytest.mark.parametrize("role", ["observer"])
-def test_off_the_active_controller_broker_rpcs_answer_alike(nodes: Nodes, role: str) -> None:  # noqa: F811
+def test_off_the_active_controller_broker_rpcs_answer_alike(newest_observer_pair: dict[str, PairNode]) -> None:
     """A node that is not the active controller (an observer of a quorum whose voters are not
     up) answers each broker RPC, bare or forwarded, as a stock one does: NOT_CONTROLLER."""
-    ports = {name: port for name, (port, _, _) in nodes.items()}
+    ports = {name: node.port for name, node in newest_observer_pair.items()}
     features = [Feature(name="metadata.version", min_supported_version=1, max_supported_version=33)]
     unregister = encode_request(UnregisterBrokerRequest(broker_id=5), 0, 6400, "adminclient-1")
     cases: list[tuple[str, Message, int]] = [
-        ("registration", _register(5, features), 4),
+        ("registration", registration(5, features), 4),
         ("heartbeat", BrokerHeartbeatRequest(broker_id=5, broker_epoch=3, current_metadata_offset=0), 1),
         ("producer ids", AllocateProducerIdsRequest(broker_id=5, broker_epoch=3), 0),
         ("unregistration", UnregisterBrokerRequest(broker_id=5), 0),
@@ -302,7 +270,7 @@ def test_off_the_active_controller_broker_rpcs_answer_alike(nodes: Nodes, role: 
     for case, body, version in cases:
         answers = {}
         for name, port in ports.items():
-            response = trio.run(_send, port, body, version)
+            response = trio.run(send, port, body, version)
             answers[name] = response if isinstance(response, str) else _normalize(response, None, Side({}))
         if answers["stock"] != answers["kwire"]:
             differences.append(f"{case}:\n    stock {answers['stock']}\n    kwire {answers['kwire']}")

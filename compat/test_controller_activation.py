@@ -17,26 +17,26 @@ Cost: one stock controller JVM (~10 s) and one kwire process per release.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import trio
 
-from compat.conftest import KafkaRelease
-from compat.kafka import stop_processes, version_tuple
-from compat.test_storage_interop import (
+from compat.harness import (
     CLUSTER_ID,
     PARTITION,
-    _controller_properties,
-    _free_port,
-    _log_batches,
-    _run_controller,
+    KafkaRelease,
+    controller_properties,
+    format_kwire,
+    free_port,
+    log_batches,
+    run_stock_controller,
+    start_kwire,
+    stop_processes,
 )
+from compat.kafka import version_tuple
 from messages.generated.end_transaction_record import EndTransactionRecord
 from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.register_controller_record import RegisterControllerRecord
@@ -47,7 +47,6 @@ from tools.api_versions import describe
 
 pytestmark = pytest.mark.compat
 
-REPO_DIR = Path(__file__).resolve().parent.parent
 KWIRE_START_TIMEOUT_S = 60.0
 
 
@@ -88,14 +87,10 @@ def _finalized(port: int) -> bool:
 
 
 def _run_kwire(props: Path, part: Path, logs: Path, port: int) -> None:
-    with (logs / "kwire.log").open("wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tools.cli", "server-start", str(props)],
-            cwd=REPO_DIR, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
+    proc = start_kwire(props, logs / "kwire.log")
     try:
         deadline = time.monotonic() + KWIRE_START_TIMEOUT_S
-        while not (_activation(_log_batches(part) if part.exists() else []) and _finalized(port)):
+        while not (_activation(log_batches(part) if part.exists() else []) and _finalized(port)):
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(
                     f"kwire wrote no activation records, or ApiVersions lacks metadata.version "
@@ -107,49 +102,45 @@ def _run_kwire(props: Path, part: Path, logs: Path, port: int) -> None:
     assert proc.returncode == 0, (logs / "kwire.log").read_text(errors="replace")[-3000:]
 
 
-def test_kwire_activates_an_empty_log_as_stock_does(kafka: KafkaRelease, tmp_path: Path) -> None:
-    port = _free_port()
+def test_kwire_activates_an_empty_log_as_stock_does(each_kafka: KafkaRelease, tmp_path: Path) -> None:
+    port = free_port()
     stock_data, kwire_data = tmp_path / "stock", tmp_path / "kwire"
-    stock_props = _controller_properties(tmp_path / "stock.properties", stock_data, port)
-    kwire_props = _controller_properties(tmp_path / "kwire.properties", kwire_data, port)
-    kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", stock_props, "--standalone"])
+    stock_props = controller_properties(tmp_path / "stock.properties", stock_data, port)
+    kwire_props = controller_properties(tmp_path / "kwire.properties", kwire_data, port)
+    each_kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", stock_props, "--standalone"])
     shutil.copytree(stock_data, kwire_data)
     logs = tmp_path / "logs"
-    _run_controller(kafka, stock_props, stock_data / PARTITION, logs, lambda b: bool(_activation(b)))
-    stock = _activation(_log_batches(stock_data / PARTITION))
+    run_stock_controller(each_kafka, stock_props, stock_data / PARTITION, logs, lambda b: bool(_activation(b)))
+    stock = _activation(log_batches(stock_data / PARTITION))
 
     _run_kwire(kwire_props, kwire_data / PARTITION, logs, port)
-    ours = _activation(_log_batches(kwire_data / PARTITION))
+    ours = _activation(log_batches(kwire_data / PARTITION))
     assert ours == stock
     levels = [m.feature_level for m, _ in ours if isinstance(m, FeatureLevelRecord) and m.name == "metadata.version"]
-    assert levels and levels[0] >= (33 if kafka.at_least(4, 4) else 21)
+    assert levels and levels[0] >= (33 if each_kafka.at_least(4, 4) else 21)
     assert not any(isinstance(m, RegisterControllerRecord) for m, _ in ours)
 
     segment = kwire_data / PARTITION / "00000000000000000000.log"
-    out = kafka.run_tool("dump-log", ["--cluster-metadata-decoder", "--files", segment]).stdout
+    out = each_kafka.run_tool("dump-log", ["--cluster-metadata-decoder", "--files", segment]).stdout
     assert f'"name":"metadata.version","featureLevel":{levels[0]}' in out
     assert "isvalid: false" not in out
 
 
-def test_stock_metadata_shell_reads_kwires_metadata_version(kafka: KafkaRelease, tmp_path: Path) -> None:
+def test_stock_metadata_shell_reads_kwires_metadata_version(each_kafka: KafkaRelease, tmp_path: Path) -> None:
     """Stock ``kafka-metadata-shell --snapshot <kwire's segment>`` loads the image and shows the
     metadata.version kwire wrote on activation. For the 4.4 line the shell is 4.3.1's (no
     kafka-shell 4.4.0 on Maven Central), which knows metadata.version up to 4.3-IV0: the
     directory is formatted at that release version there, at 3.9-IV0 for 3.9.2."""
-    release = "4.3-IV0" if version_tuple(kafka.tool_release("metadata-shell")) >= (4, 3) else "3.9-IV0"
-    port = _free_port()
+    release = "4.3-IV0" if version_tuple(each_kafka.tool_release("metadata-shell")) >= (4, 3) else "3.9-IV0"
+    port = free_port()
     data = tmp_path / "kwire"
-    props = _controller_properties(tmp_path / "kwire.properties", data, port)
-    subprocess.run(
-        [sys.executable, "-m", "tools.cli", "storage", "format", "-c", str(props), "-t", CLUSTER_ID,
-         "--standalone", "--release-version", release],
-        cwd=REPO_DIR, check=True, capture_output=True,
-    )
+    props = controller_properties(tmp_path / "kwire.properties", data, port)
+    format_kwire(props, "--standalone", "--release-version", release)
     logs = tmp_path / "logs"
     logs.mkdir()
     _run_kwire(props, data / PARTITION, logs, port)
     segment = data / PARTITION / "00000000000000000000.log"
-    shown = kafka.metadata_shell(segment, "cat", "/image/features/metadataVersion")
+    shown = each_kafka.metadata_shell(segment, "cat", "/image/features/metadataVersion")
     # 4.x keeps the level Optional in its image and prints it so
     assert shown.stdout.strip() in (release, f"Optional[{release}]"), shown.stdout + shown.stderr[-2000:]
     assert "Unhandled fault" not in shown.stderr and "Exception" not in shown.stderr, shown.stderr[-2000:]

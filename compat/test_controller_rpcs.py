@@ -11,17 +11,13 @@ compat/DEVIATIONS.md), so the stock side is the newest release.
 
 from __future__ import annotations
 
-import subprocess
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 import trio
 
-from compat.conftest import KafkaRelease
-from compat.kafka import PINNED_VERSIONS, require_kafka
-from compat.test_differential_probe import State, _send, nodes  # noqa: F401 - a fixture
+from compat.differential import PairNode, send
 from kwire.uuid import Uuid
 from messages.generated.controller_registration_request import (
     ControllerRegistrationRequest,
@@ -35,22 +31,6 @@ from messages.runtime import Message
 pytestmark = pytest.mark.compat
 
 REGISTRATION_TIMEOUT_S = 60.0
-
-Nodes = dict[str, tuple[int, subprocess.Popen[bytes], Callable[[], State | None]]]
-
-
-@pytest.fixture
-def kafka() -> KafkaRelease:
-    """The newest pinned release (the ``nodes`` fixture's stock side)."""
-    version = PINNED_VERSIONS[-1]
-    require_kafka(version)
-    return KafkaRelease(version)
-
-
-@pytest.fixture
-def role() -> str:
-    """The receiver is the standalone leader (the ``nodes`` fixture's role)."""
-    return "leader"
 
 
 def _features(version: int, *updates: tuple[str, int, int], validate_only: bool = False) -> UpdateFeaturesRequest:
@@ -118,8 +98,8 @@ def _cluster(response: Any, ports: dict[int, int]) -> tuple[Any, ...]:
     return int(response.error_code), response.controller_id, brokers
 
 
-def test_update_features_and_registrations_answer_alike(nodes: Nodes) -> None:  # noqa: F811
-    ports = {name: port for name, (port, _, _) in nodes.items()}
+def test_update_features_and_registrations_answer_alike(newest_leader_pair: dict[str, PairNode]) -> None:
+    ports = {name: node.port for name, node in newest_leader_pair.items()}
     # both nodes register themselves (KIP-919) before DescribeCluster lists them
     for name, port in ports.items():
         _wait_registered(port, name)
@@ -127,11 +107,11 @@ def test_update_features_and_registrations_answer_alike(nodes: Nodes) -> None:  
     cases = _update_cases()
     assert len(cases) >= 40
     for case, body, version in cases:
-        answers = {name: _normalize(trio.run(_send, port, body, version)) for name, port in ports.items()}
+        answers = {name: _normalize(trio.run(send, port, body, version)) for name, port in ports.items()}
         if answers["stock"] != answers["kwire"]:
             differences.append(f"{case}:\n    stock {answers['stock']}\n    kwire {answers['kwire']}")
     # another controller registers; both list it next to themselves
-    registered = {name: trio.run(_send, port, _registration(9, 19093), 0) for name, port in ports.items()}
+    registered = {name: trio.run(send, port, _registration(9, 19093), 0) for name, port in ports.items()}
     assert registered["stock"].error_code == 0, registered
     if registered["stock"] != registered["kwire"]:
         differences.append(f"ControllerRegistration:\n    stock {registered['stock']}\n    kwire {registered['kwire']}")
@@ -140,8 +120,8 @@ def test_update_features_and_registrations_answer_alike(nodes: Nodes) -> None:  
         listed[name] = _wait_listed(port, 9)
     if listed["stock"] != listed["kwire"]:
         differences.append(f"DescribeCluster after a registration:\n    stock {listed['stock']}\n    kwire {listed['kwire']}")
-    for name, (_, proc, _) in nodes.items():
-        assert proc.poll() is None, f"{name} died"
+    for name, node in newest_leader_pair.items():
+        assert node.proc.poll() is None, f"{name} died"
     assert not differences, f"{len(differences)} cases differ:\n" + "\n".join(differences)
 
 
@@ -149,7 +129,7 @@ def _wait_registered(port: int, name: str) -> None:
     """Until DescribeCluster lists node 1 itself."""
     deadline = time.monotonic() + REGISTRATION_TIMEOUT_S
     while True:
-        response = trio.run(_send, port, DescribeClusterRequest(endpoint_type=2), 1)
+        response = trio.run(send, port, DescribeClusterRequest(endpoint_type=2), 1)
         if not isinstance(response, str) and any(b.broker_id == 1 for b in response.brokers):
             return
         assert time.monotonic() < deadline, f"{name} did not register itself: {response}"
@@ -159,7 +139,7 @@ def _wait_registered(port: int, name: str) -> None:
 def _wait_listed(port: int, controller_id: int) -> tuple[Any, ...]:
     deadline = time.monotonic() + REGISTRATION_TIMEOUT_S
     while True:
-        response = trio.run(_send, port, DescribeClusterRequest(endpoint_type=2), 1)
+        response = trio.run(send, port, DescribeClusterRequest(endpoint_type=2), 1)
         if any(b.broker_id == controller_id for b in response.brokers):
             return _cluster(response, {1: port})
         assert time.monotonic() < deadline, f"controller {controller_id} not listed: {response}"

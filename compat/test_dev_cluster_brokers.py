@@ -18,9 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from compat.kafka import PINNED_VERSIONS, require_kafka
-from compat.test_storage_interop import _free_port
-from tools.local_cluster import REPO_DIR
+from compat.harness import REPO_DIR, KafkaRelease, free_port
 from tools.stock_brokers import BrokerNode, StockBrokers
 
 pytestmark = pytest.mark.compat
@@ -28,11 +26,10 @@ pytestmark = pytest.mark.compat
 START_TIMEOUT_S = 150.0
 
 
-def test_dev_cluster_runs_stock_brokers_and_stops_them_first(tmp_path: Path) -> None:
-    version = PINNED_VERSIONS[-1]
-    require_kafka(version)
+def test_dev_cluster_runs_stock_brokers_and_stops_them_first(newest_kafka: KafkaRelease, tmp_path: Path) -> None:
+    version = newest_kafka.version
     root = tmp_path / "cluster"
-    base = _free_port()
+    base = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tools.cli", "dev-cluster", "--nodes", "1", "--brokers", "1", "--dir", str(root),
          "--base-port", str(base)],

@@ -27,10 +27,6 @@ controller JVM and one kwire process per release and role.
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,9 +35,8 @@ from typing import Any
 import pytest
 import trio
 
-from compat.conftest import KafkaRelease
-from compat.kafka import stop_processes
-from compat.test_storage_interop import CLUSTER_ID, _controller_properties, _free_port
+from compat.differential import ROLES, PairNode, State, send, start_pair, wait_ready
+from compat.harness import CLUSTER_ID, KafkaRelease
 from kwire.topics import METADATA_PARTITION, METADATA_TOPIC_NAME
 from kwire.uuid import METADATA_TOPIC_ID, Uuid
 from messages.generated import add_raft_voter_request as arv
@@ -50,28 +45,11 @@ from messages.generated import end_quorum_epoch_request as eqe
 from messages.generated import fetch_request as fr
 from messages.generated import vote_request as vr
 from messages.runtime import Message
-from server.net.client import KafkaConnectionError, open_connection
-from storage.meta_properties import read_meta_properties
-from tools.api_versions import describe as api_versions_describe
-from tools.quorum_client import QuorumToolError, describe
 
 pytestmark = pytest.mark.compat
 
-REPO_DIR = Path(__file__).resolve().parent.parent
-START_TIMEOUT_S = 90.0
 RELEAD_TIMEOUT_S = 60.0
 OTHER_DIR = Uuid.from_string("b3RoZXItZGlyZWN0b3J5IQ")
-
-
-@dataclass(frozen=True)
-class State:
-    """The receiver as DescribeQuorum shows it just before a case."""
-
-    node_id: int
-    epoch: int
-    log_end: int
-    high_watermark: int
-    directory_id: Uuid
 
 
 @dataclass(frozen=True)
@@ -88,104 +66,13 @@ class Case:
 # ----------------------------------------------------------------------------- nodes
 
 
-async def _state(port: int) -> State | None:
-    """The node's view when it leads, else None (not answering or not leading)."""
-    try:
-        view = await describe(f"localhost:{port}", 5.0)
-    except (KafkaConnectionError, OSError, QuorumToolError, trio.TooSlowError):
-        return None
-    p = view.partition
-    if p.leader_id != 1:
-        return None
-    [voter] = [v for v in p.current_voters if v.replica_id == 1]
-    return State(1, p.leader_epoch, voter.log_end_offset, p.high_watermark, voter.replica_directory_id)
-
-
-def _wait_ready(
-    get_state: Callable[[], State | None], proc: subprocess.Popen[bytes], what: str, timeout_s: float
-) -> State:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        state = get_state()
-        # a new leader reports its own log end and high watermark as -1 until its first
-        # commit; a case built from those would send offset -1
-        if state is not None and state.high_watermark >= state.log_end >= 0:
-            return state
-        if proc.poll() is not None:
-            pytest.fail(f"{what} exited with {proc.returncode}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what} was not ready (leading with a settled log, or observing) within {timeout_s} s (last: {state})")
-        time.sleep(0.2)  # poll interval
-
-
-def _observer_state(port: int, data: Path) -> State | None:
-    """An observer that never finds a leader stays in epoch 0 with an empty log; it is ready
-    once it answers ApiVersions."""
-    try:
-        trio.run(api_versions_describe, f"localhost:{port}", "differential-probe", 5000)
-    except (KafkaConnectionError, OSError):
-        return None
-    meta = read_meta_properties(data)
-    assert meta is not None and meta.directory_id is not None
-    return State(1, 0, 0, 0, meta.directory_id)
-
-
-@pytest.fixture(params=["leader", "observer"])
-def role(request: pytest.FixtureRequest) -> str:
-    """The receiver's role: the standalone leader of its quorum, or an observer formatted with
-    --no-initial-controllers whose bootstrap server never answers (Unattached in epoch 0)."""
-    return str(request.param)
-
-
-@pytest.fixture
-def nodes(
-    kafka: KafkaRelease, tmp_path: Path, role: str
-) -> Iterator[dict[str, tuple[int, subprocess.Popen[bytes], Callable[[], State | None]]]]:
-    started: dict[str, tuple[int, subprocess.Popen[bytes], Callable[[], State | None]]] = {}
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    # an observer's bootstrap server: bound (so no node gets the port) but not listening
-    holder = socket.socket()
-    holder.bind(("localhost", 0))
-    nowhere = holder.getsockname()[1]
-    try:
-        for name in ("stock", "kwire"):
-            port = _free_port()
-            props = _controller_properties(
-                tmp_path / f"{name}.properties", tmp_path / name, port,
-                # a static log config, for the DescribeConfigs cases of compat/test_topic_rpcs.py,
-                # and a snapshot after every committed batch, for its snapshot comparison
-                "metadata.max.idle.interval.ms=0\nlog.retention.hours=100\n"
-                "metadata.log.max.record.bytes.between.snapshots=1\n",
-            )
-            if role == "observer":
-                props.write_text(props.read_text().replace(f"servers=localhost:{port}", f"servers=localhost:{nowhere}"))
-                kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--no-initial-controllers"])
-            else:
-                kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--standalone"])
-            out = open(logs / f"{name}.txt", "wb")  # noqa: SIM115 - closed with the process
-            if name == "stock":
-                proc = kafka.start("kafka.Kafka", [props], logs_dir=logs, stdout=out.fileno(), stderr=out.fileno())  # type: ignore[arg-type]
-            else:
-                proc = subprocess.Popen(
-                    [sys.executable, "-m", "tools.cli", "server-start", str(props)], cwd=REPO_DIR,
-                    stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                )
-            out.close()
-            data = tmp_path / name
-
-            def state(port: int = port, data: Path = data) -> State | None:
-                return trio.run(_state, port) if role == "leader" else _observer_state(port, data)
-
-            started[name] = (port, proc, state)
-        for name, (_, proc, state) in started.items():
-            _wait_ready(state, proc, name, START_TIMEOUT_S)
-        yield started
-    finally:
-        stop_processes(proc for _, proc, _ in started.values())
-        holder.close()
-    for name in started:
-        print(f"--- {name}\n" + (logs / f"{name}.txt").read_text(errors="replace")[-4000:])
+@pytest.fixture(params=ROLES)
+def pair(each_kafka: KafkaRelease, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict[str, PairNode]]:
+    """A stock controller and a kwire node of each pinned release, in each role: the standalone
+    leader of its quorum, or an observer formatted with --no-initial-controllers whose bootstrap
+    server never answers (Unattached in epoch 0); see compat/differential.py."""
+    with start_pair(each_kafka, tmp_path, request.param) as nodes:
+        yield nodes
 
 
 # ----------------------------------------------------------------------------- requests
@@ -368,37 +255,26 @@ def normalize(response: Any, s: State) -> tuple[Any, ...]:
     raise AssertionError(f"unexpected response {name}")
 
 
-async def _send(port: int, body: Message, version: int) -> Any:
-    async with await open_connection("localhost", port, "differential-probe", request_timeout_ms=15_000) as conn:
-        try:
-            return await conn.request(body, version)
-        except KafkaConnectionError as exc:
-            return f"connection error: {exc}"
-
-
-def test_stock_and_kwire_answer_alike(
-    kafka: KafkaRelease, role: str,
-    nodes: dict[str, tuple[int, subprocess.Popen[bytes], Callable[[], State | None]]],
-) -> None:
+def test_stock_and_kwire_answer_alike(each_kafka: KafkaRelease, pair: dict[str, PairNode]) -> None:
     # the newest versions the stock release takes (3.9: Vote 0-1, Fetch 0-17, AddRaftVoter 0)
-    vote_version = 2 if kafka.at_least(4, 0) else 1
-    fetch_version = 18 if kafka.at_least(4, 0) else 17
-    add_voter_version = 1 if kafka.at_least(4, 1) else 0
+    vote_version = 2 if each_kafka.at_least(4, 0) else 1
+    fetch_version = 18 if each_kafka.at_least(4, 0) else 17
+    add_voter_version = 1 if each_kafka.at_least(4, 1) else 0
     cases = _cases(vote_version, fetch_version, add_voter_version)
-    if role == "observer":  # it stays in epoch 0: no case may move it
+    if pair["kwire"].role == "observer":  # it stays in epoch 0: no case may move it
         cases = [c for c in cases if not (c.moves_epoch or c.leader_only)]
     assert len(cases) >= 50
     differences: list[str] = []
     for case in cases:
         answers = {}
-        for name, (port, proc, get_state) in nodes.items():
-            state = _wait_ready(get_state, proc, name, RELEAD_TIMEOUT_S)
-            response = trio.run(_send, port, case.build(state), case.version)
+        for name, node in pair.items():
+            state = wait_ready(node, RELEAD_TIMEOUT_S)
+            response = trio.run(send, node.port, case.build(state), case.version)
             answers[name] = response if isinstance(response, str) else normalize(response, state)
         if os.environ.get("KWIRE_PROBE_PRINT"):
             print(case.name, answers["stock"])
         if answers["stock"] != answers["kwire"]:
             differences.append(f"{case.name}:\n    stock {answers['stock']}\n    kwire {answers['kwire']}")
-    for name, (_, proc, _) in nodes.items():
-        assert proc.poll() is None, f"{name} died during the probe"
+    for name, node in pair.items():
+        assert node.proc.poll() is None, f"{name} died during the probe"
     assert not differences, f"{len(differences)} of {len(cases)} cases differ:\n" + "\n".join(differences)

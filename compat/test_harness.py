@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from compat import kafka as k
-from compat.conftest import KafkaRelease
+from compat.harness import KafkaRelease
 from tools import stock_kafka
 
 pytestmark = pytest.mark.compat
@@ -41,25 +41,25 @@ def test_require_kafka_fails_in_ci_when_jars_are_missing(monkeypatch: pytest.Mon
         k.require_kafka(k.PINNED_VERSIONS[0])
 
 
-def test_java_command_shape(kafka: KafkaRelease) -> None:
-    cmd = k.java_command(kafka.version, "kafka.Kafka", ["x.properties"], server=True)
+def test_java_command_shape(each_kafka: KafkaRelease) -> None:
+    cmd = k.java_command(each_kafka.version, "kafka.Kafka", ["x.properties"], server=True)
     assert cmd[-2:] == ["kafka.Kafka", "x.properties"]
     assert "-Xmx512m" in cmd
     cp = cmd[cmd.index("-cp") + 1].split(":")
-    assert any(Path(e).name == f"kafka-clients-{kafka.version}.jar" for e in cp)
+    assert any(Path(e).name == f"kafka-clients-{each_kafka.version}.jar" for e in cp)
     assert any(f.startswith(("-Dlog4j.configuration=", "-Dlog4j2.configurationFile="))
                for f in cmd)
 
 
-def test_dump_log_segments_class_follows_the_release(kafka: KafkaRelease) -> None:
-    release = kafka.tool_release("dump-log")
+def test_dump_log_segments_class_follows_the_release(each_kafka: KafkaRelease) -> None:
+    release = each_kafka.tool_release("dump-log")
     expected = ("org.apache.kafka.tools.DumpLogSegments"
                 if k.version_tuple(release) >= (4, 3) else "kafka.tools.DumpLogSegments")
-    assert kafka.tool_class("dump-log") == expected
-    assert k.dump_log_segments_class(kafka.version) == expected
+    assert each_kafka.tool_class("dump-log") == expected
+    assert k.dump_log_segments_class(each_kafka.version) == expected
 
 
-def test_format_and_dump_bootstrap_snapshot(kafka: KafkaRelease, tmp_path: Path) -> None:
+def test_format_and_dump_bootstrap_snapshot(each_kafka: KafkaRelease, tmp_path: Path) -> None:
     data = tmp_path / "data"
     props = tmp_path / "controller.properties"
     props.write_text(
@@ -71,18 +71,18 @@ def test_format_and_dump_bootstrap_snapshot(kafka: KafkaRelease, tmp_path: Path)
         f"log.dirs={data}\n",
         encoding="utf-8",
     )
-    cluster_id = kafka.run_tool("storage", ["random-uuid"]).stdout.strip()
+    cluster_id = each_kafka.run_tool("storage", ["random-uuid"]).stdout.strip()
     assert re.fullmatch(r"[A-Za-z0-9_-]{22}", cluster_id), cluster_id
-    kafka.run_tool("storage", ["format", "-t", cluster_id, "-c", props, "--standalone"])
+    each_kafka.run_tool("storage", ["format", "-t", cluster_id, "-c", props, "--standalone"])
     meta = (data / "meta.properties").read_text(encoding="utf-8")
     assert f"cluster.id={cluster_id}" in meta
     snapshot = data / "__cluster_metadata-0" / "00000000000000000000-0000000000.checkpoint"
     assert snapshot.is_file()
     # Up to 4.1 the bootstrap records (metadata.version) go to a separate bootstrap.checkpoint;
     # from 4.2 into the 0-0 snapshot itself (KIP-1170).
-    files = [snapshot] + ([data / "bootstrap.checkpoint"] if not kafka.at_least(4, 2) else [])
+    files = [snapshot] + ([data / "bootstrap.checkpoint"] if not each_kafka.at_least(4, 2) else [])
 
-    out = kafka.run_tool(
+    out = each_kafka.run_tool(
         "dump-log", ["--cluster-metadata-decoder", "--files", ",".join(map(str, files))]
     ).stdout
     assert "SnapshotHeader" in out
@@ -92,6 +92,6 @@ def test_format_and_dump_bootstrap_snapshot(kafka: KafkaRelease, tmp_path: Path)
     assert "KRaftVersion" in out and "Voters" in out
 
 
-def test_metadata_quorum_command_starts(kafka: KafkaRelease) -> None:
-    result = kafka.run_tool("metadata-quorum", ["--help"])
+def test_metadata_quorum_command_starts(each_kafka: KafkaRelease) -> None:
+    result = each_kafka.run_tool("metadata-quorum", ["--help"])
     assert "--bootstrap-controller" in result.stdout + result.stderr

@@ -25,12 +25,8 @@ from typing import Any
 
 import pytest
 
-from compat.conftest import KafkaRelease
-from compat.kafka import REPO_DIR
-from compat.test_controller_rpcs import kafka  # noqa: F401 - a fixture: the newest release
-from compat.test_mixed_quorum import ELECTION_BOUND_S, Quorum
+from compat.harness import ELECTION_BOUND_S, REPO_DIR, KafkaRelease, Quorum, free_port
 from tools.cli import main
-from tools.local_cluster import free_ports
 
 pytestmark = pytest.mark.compat
 
@@ -65,10 +61,8 @@ def _until(bootstrap: str, status: int, *extra: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("kind", ["stock", "kwire"])
-def test_health_follows_a_quorum_losing_its_followers(
-    kafka: KafkaRelease, tmp_path: Path, kind: str  # noqa: F811 - the fixture
-) -> None:
-    quorum = Quorum(kafka, tmp_path, {1, 2, 3} if kind == "kwire" else set(), dynamic=True)
+def test_health_follows_a_quorum_losing_its_followers(newest_kafka: KafkaRelease, tmp_path: Path, kind: str) -> None:
+    quorum = Quorum(newest_kafka, tmp_path, {1, 2, 3} if kind == "kwire" else set(), dynamic=True)
     bootstrap = ",".join(f"localhost:{p}" for p in quorum.ports.values())
     try:
         for i in quorum.ports:
@@ -95,6 +89,6 @@ def test_health_follows_a_quorum_losing_its_followers(
         assert gone["status"] == "no quorum", gone
     finally:
         quorum.stop()
-    nowhere = f"localhost:{free_ports(1)[0]}"
+    nowhere = f"localhost:{free_port()}"
     code, answer = _health(nowhere, process=True)
     assert code == 2 and answer["status"] == "no quorum", answer

@@ -25,9 +25,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from compat.conftest import KafkaRelease
-from compat.kafka import PINNED_VERSIONS, require_kafka
-from compat.test_mixed_quorum import ELECTION_BOUND_S, START_TIMEOUT_S, Quorum, _batches_below
+from compat.harness import ELECTION_BOUND_S, START_TIMEOUT_S, KafkaRelease, Quorum, batches_below
 from storage.meta_properties import read_meta_properties
 from tools.quorum_client import describe
 from tools.stock_kafka import KafkaCommandError
@@ -41,11 +39,8 @@ def _features(kafka: KafkaRelease, port: int, *args: str) -> str:
     return kafka.run_tool("features", ["--bootstrap-controller", f"localhost:{port}", *args]).stdout
 
 
-def test_stock_features_tool_upgrades_a_kwire_led_static_quorum(tmp_path: Path) -> None:
-    version = PINNED_VERSIONS[-1]
-    require_kafka(version)
-    kafka = KafkaRelease(version)
-    quorum = Quorum(kafka, tmp_path, {1, 2}, dynamic=False)
+def test_stock_features_tool_upgrades_a_kwire_led_static_quorum(newest_kafka: KafkaRelease, tmp_path: Path) -> None:
+    quorum = Quorum(newest_kafka, tmp_path, {1, 2}, dynamic=False)
     try:
         quorum.start(1)
         quorum.start(2)
@@ -56,14 +51,14 @@ def test_stock_features_tool_upgrades_a_kwire_led_static_quorum(tmp_path: Path) 
         deadline = time.monotonic() + UPGRADE_TIMEOUT_S
         while True:
             try:
-                out = _features(kafka, port, "upgrade", "--feature", "kraft.version=1")
+                out = _features(newest_kafka, port, "upgrade", "--feature", "kraft.version=1")
                 break
             except KafkaCommandError as exc:
                 # registrations and UpdateRaftVoter requests still on their way
                 assert time.monotonic() < deadline, f"the upgrade never succeeded: {exc}"
                 time.sleep(1.0)  # poll interval
         assert "kraft.version was upgraded to 1." in out, out
-        finalized = _features(kafka, quorum.ports[3], "describe")
+        finalized = _features(newest_kafka, quorum.ports[3], "describe")
         [line] = [row for row in finalized.splitlines() if row.startswith("Feature: kraft.version")]
         assert "FinalizedVersionLevel: 1" in line, finalized
         directories = {i: read_meta_properties(tmp_path / f"data{i}").directory_id for i in (1, 2, 3)}  # type: ignore[union-attr]
@@ -84,5 +79,5 @@ def test_stock_features_tool_upgrades_a_kwire_led_static_quorum(tmp_path: Path) 
         quorum.stop()
     assert "fatal fault" not in logged and "IllegalStateException" not in logged, logged[-3000:]
     assert new_leader != leader
-    logs = {i: _batches_below(tmp_path / f"data{i}", final_hwm) for i in quorum.ports}
+    logs = {i: batches_below(tmp_path / f"data{i}", final_hwm) for i in quorum.ports}
     assert logs[1] == logs[2] == logs[3], {i: len(b) for i, b in logs.items()}

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,30 +32,11 @@ from pathlib import Path
 import pytest
 import trio
 
-from compat.conftest import KafkaRelease
-from compat.kafka import REPO_DIR
-from tools.local_cluster import free_ports
+from compat.harness import REPO_DIR, KafkaRelease, free_port, wait_listening
 from tools.metadata_quorum import status_json
 from tools.quorum_client import describe
 
 CONFIG = REPO_DIR / "config" / "server.properties"
-
-
-def _free_port() -> int:
-    return free_ports(1)[0]
-
-
-def _wait_for_port(proc: subprocess.Popen[bytes], port: int, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"kwire exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError(f"kwire did not listen on port {port} within {timeout_s} s")
 
 
 HWM_ADVANCE_TIMEOUT_S = 60.0
@@ -84,7 +64,7 @@ def _wait_for_high_watermark_above(bootstrap: str, floor: int,
 
 @pytest.fixture
 def kwire_controller(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    port = _free_port()
+    port = free_port()
     log_path = tmp_path / "kwire.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
@@ -97,7 +77,7 @@ def kwire_controller(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[byt
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
     try:
-        _wait_for_port(proc, port)
+        wait_listening(proc, port)
         yield f"127.0.0.1:{port}", proc
     finally:
         if proc.poll() is None:
@@ -111,10 +91,10 @@ def kwire_controller(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[byt
 
 
 def test_stock_metadata_quorum_describes_kwire(
-    kafka: KafkaRelease, kwire_controller: tuple[str, subprocess.Popen[bytes]]
+    each_kafka: KafkaRelease, kwire_controller: tuple[str, subprocess.Popen[bytes]]
 ) -> None:
     bootstrap, proc = kwire_controller
-    first = kafka.quorum_status(bootstrap)
+    first = each_kafka.quorum_status(bootstrap)
     ours = trio.run(describe, bootstrap)
     ours_json = status_json(ours)
 
@@ -134,11 +114,11 @@ def test_stock_metadata_quorum_describes_kwire(
     assert voter["endpoints"] == [f"CONTROLLER://{bootstrap}"]
 
     advanced = _wait_for_high_watermark_above(bootstrap, first_hwm)
-    second = kafka.quorum_status(bootstrap)
+    second = each_kafka.quorum_status(bootstrap)
     assert int(second["HighWatermark"]) >= advanced > first_hwm
     assert second["LeaderEpoch"] == first["LeaderEpoch"]
 
-    replication = kafka.run_tool(
+    replication = each_kafka.run_tool(
         "metadata-quorum", ["--bootstrap-controller", bootstrap, "describe", "--replication"]
     ).stdout.splitlines()
     header = replication[0].split()

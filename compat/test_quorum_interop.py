@@ -25,7 +25,7 @@ from collections.abc import Iterator
 import pytest
 import trio
 
-from compat.conftest import KafkaRelease
+from compat.harness import KafkaRelease
 from tools.local_cluster import DevCluster
 from tools.metadata_quorum import replication_json, status_json
 from tools.quorum_client import QuorumView, describe
@@ -66,10 +66,10 @@ def _wait_all_voters_caught_up(cluster: DevCluster) -> None:
     raise AssertionError("a voter never fetched from the leader")
 
 
-def test_stock_describe_status_of_a_three_node_quorum(kafka: KafkaRelease, quorum: DevCluster) -> None:
+def test_stock_describe_status_of_a_three_node_quorum(each_kafka: KafkaRelease, quorum: DevCluster) -> None:
     _wait_all_voters_caught_up(quorum)
     before = _view(quorum)
-    stock = kafka.quorum_status(quorum.bootstrap_controllers)
+    stock = each_kafka.quorum_status(quorum.bootstrap_controllers)
     after = _view(quorum)
     ours = status_json(after)
 
@@ -88,15 +88,15 @@ def test_stock_describe_status_of_a_three_node_quorum(kafka: KafkaRelease, quoru
     assert all(len(v["endpoints"]) == 1 for v in voters)
     assert json.loads(stock["CurrentObservers"]) == ours["currentObservers"] == []
 
-    later = kafka.quorum_status(quorum.bootstrap_controllers)
+    later = each_kafka.quorum_status(quorum.bootstrap_controllers)
     assert int(later["HighWatermark"]) > hwm
     assert later["LeaderEpoch"] == stock["LeaderEpoch"]
 
 
-def test_stock_describe_replication_of_a_three_node_quorum(kafka: KafkaRelease, quorum: DevCluster) -> None:
+def test_stock_describe_replication_of_a_three_node_quorum(each_kafka: KafkaRelease, quorum: DevCluster) -> None:
     _wait_all_voters_caught_up(quorum)
     before = replication_json(_view(quorum))
-    stock = kafka.run_tool(
+    stock = each_kafka.run_tool(
         "metadata-quorum", ["--bootstrap-controller", quorum.bootstrap_controllers, "describe", "--replication"]
     ).stdout.splitlines()
     after_view = _view(quorum)
@@ -120,12 +120,12 @@ def test_stock_describe_replication_of_a_three_node_quorum(kafka: KafkaRelease, 
     assert rows[leader][3] == "0"
 
 
-def test_stock_dump_log_reads_every_node_after_the_run(kafka: KafkaRelease, quorum: DevCluster) -> None:
+def test_stock_dump_log_reads_every_node_after_the_run(each_kafka: KafkaRelease, quorum: DevCluster) -> None:
     quorum.stop()
     for node in quorum.nodes.values():
         files = sorted(node.partition_dir.glob("*.log")) + sorted(node.partition_dir.glob("*.checkpoint"))
         assert any(f.suffix == ".log" for f in files)
-        stock = kafka.run_tool("dump-log", ["--cluster-metadata-decoder", "--files", ",".join(map(str, files))])
+        stock = each_kafka.run_tool("dump-log", ["--cluster-metadata-decoder", "--files", ",".join(map(str, files))])
         lines = stock.stdout.splitlines()
         batches = [line for line in lines if line.startswith("baseOffset:")]
         assert len(batches) > 10, f"node {node.node_id}: {len(batches)} batches"
@@ -133,4 +133,4 @@ def test_stock_dump_log_reads_every_node_after_the_run(kafka: KafkaRelease, quor
         assert "invalid bytes" not in stock.stdout + stock.stderr
         assert not [line for line in lines if "Error" in line or "Exception" in line]
         assert sum("kwire.test.raft.workload" in line for line in lines) > 100
-        assert kafka.kwire_dump(files, cluster_metadata_decoder=True)[0].splitlines() == lines
+        assert each_kafka.kwire_dump(files, cluster_metadata_decoder=True)[0].splitlines() == lines

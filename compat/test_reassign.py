@@ -26,14 +26,19 @@ from pathlib import Path
 import pytest
 import trio
 
-from compat.conftest import KafkaRelease
-from compat.test_mixed_quorum import ELECTION_BOUND_S, START_TIMEOUT_S, Quorum, _batches_below
+from compat.harness import (
+    ELECTION_BOUND_S,
+    REPO_DIR,
+    START_TIMEOUT_S,
+    KafkaRelease,
+    Quorum,
+    batches_below,
+)
 from storage.meta_properties import read_meta_properties
 from tools.quorum_client import describe
 
 pytestmark = pytest.mark.compat
 
-REPO_DIR = Path(__file__).resolve().parent.parent
 COMMAND_TIMEOUT_S = 240.0
 
 
@@ -68,8 +73,8 @@ def _reassign(quorum: Quorum, bootstrap: str, ids: tuple[int, ...], *extra: str,
     return proc.returncode, out_path.read_text()
 
 
-def test_reassign_to_new_voter_sets_with_an_interruption(kafka: KafkaRelease, tmp_path: Path) -> None:
-    quorum = Quorum(kafka, tmp_path, {1, 3, 5}, dynamic=True, ids=(1, 2, 3, 4, 5, 6), voter_ids=(1, 2, 3))
+def test_reassign_to_new_voter_sets_with_an_interruption(each_kafka: KafkaRelease, tmp_path: Path) -> None:
+    quorum = Quorum(each_kafka, tmp_path, {1, 3, 5}, dynamic=True, ids=(1, 2, 3, 4, 5, 6), voter_ids=(1, 2, 3))
     bootstrap = ",".join(f"localhost:{p}" for p in quorum.ports.values())
     try:
         for i in quorum.ports:
@@ -113,5 +118,5 @@ def test_reassign_to_new_voter_sets_with_an_interruption(kafka: KafkaRelease, tm
         raise
     finally:
         quorum.stop()
-    logs = {i: _batches_below(tmp_path / f"data{i}", final_hwm) for i in (4, 5, 6)}
+    logs = {i: batches_below(tmp_path / f"data{i}", final_hwm) for i in (4, 5, 6)}
     assert logs[4] and logs[4] == logs[5] == logs[6], {i: len(b) for i, b in logs.items()}

@@ -29,27 +29,27 @@ from pathlib import Path
 import pytest
 import trio
 
-from compat.conftest import KafkaRelease
-from compat.test_mixed_quorum import (
+from compat.harness import (
     CLUSTER_ID,
     ELECTION_BOUND_S,
+    REPO_DIR,
     START_TIMEOUT_S,
+    KafkaRelease,
     Quorum,
-    _batches_below,
+    batches_below,
 )
 from storage.meta_properties import read_meta_properties
 from tools.quorum_client import describe
 
 pytestmark = pytest.mark.compat
 
-REPO_DIR = Path(__file__).resolve().parent.parent
 COMMAND_TIMEOUT_S = 180.0
 
 
 @pytest.mark.parametrize("replaced_kind", ["kwire", "stock"])
-def test_replace_a_voter_whose_disk_was_lost(kafka: KafkaRelease, tmp_path: Path, replaced_kind: str) -> None:
+def test_replace_a_voter_whose_disk_was_lost(each_kafka: KafkaRelease, tmp_path: Path, replaced_kind: str) -> None:
     kwire_ids = {1, 3} if replaced_kind == "kwire" else {1}
-    quorum = Quorum(kafka, tmp_path, kwire_ids, dynamic=True)
+    quorum = Quorum(each_kafka, tmp_path, kwire_ids, dynamic=True)
     bootstrap = f"localhost:{quorum.ports[1]},localhost:{quorum.ports[2]}"
     props = tmp_path / "3.properties"
     data = tmp_path / "data3"
@@ -66,7 +66,7 @@ def test_replace_a_voter_whose_disk_was_lost(kafka: KafkaRelease, tmp_path: Path
         command = [sys.executable, "-m", "tools.cli", "metadata-quorum", "--bootstrap-controller", bootstrap,
                    "--command-config", str(props), "replace-controller"]
         if replaced_kind == "stock":
-            kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--no-initial-controllers"])
+            each_kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--no-initial-controllers"])
         else:
             command.append("--format")
         dry = subprocess.run([*command, "--dry-run"], cwd=REPO_DIR, capture_output=True, text=True, timeout=60)
@@ -98,5 +98,5 @@ def test_replace_a_voter_whose_disk_was_lost(kafka: KafkaRelease, tmp_path: Path
         final_hwm = quorum.settled_high_watermark()
     finally:
         quorum.stop()
-    logs = {i: _batches_below(tmp_path / f"data{i}", final_hwm) for i in quorum.ports}
+    logs = {i: batches_below(tmp_path / f"data{i}", final_hwm) for i in quorum.ports}
     assert logs[1] and logs[1] == logs[2] == logs[3], {i: len(b) for i, b in logs.items()}

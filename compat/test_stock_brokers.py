@@ -71,10 +71,16 @@ from compat.clients import (
     records,
     stock_round_trip,
 )
-from compat.conftest import KafkaRelease
+from compat.harness import (
+    CLUSTER_ID,
+    ELECTION_BOUND_S,
+    PARTITION,
+    START_TIMEOUT_S,
+    KafkaRelease,
+    Quorum,
+    free_port,
+)
 from compat.kafka import PINNED_VERSIONS
-from compat.test_mixed_quorum import ELECTION_BOUND_S, START_TIMEOUT_S, Quorum
-from compat.test_storage_interop import CLUSTER_ID, PARTITION, _free_port
 from server.controller.controller import QuorumController
 from storage.snapshots import (
     BOOTSTRAP_SNAPSHOT_ID,
@@ -141,17 +147,17 @@ def _plan(kafka: KafkaRelease) -> Plan:
     return Plan(5_000, (1,), False)
 
 
-def test_stock_brokers_run_on_a_kwire_quorum(kafka: KafkaRelease, tmp_path: Path) -> None:
+def test_stock_brokers_run_on_a_kwire_quorum(each_kafka: KafkaRelease, tmp_path: Path) -> None:
     quorum = Quorum(
-        kafka, tmp_path, {1, 2, 3, KWIRE_OBSERVER}, dynamic=True, ids=(1, 2, 3, STOCK_OBSERVER, KWIRE_OBSERVER),
+        each_kafka, tmp_path, {1, 2, 3, KWIRE_OBSERVER}, dynamic=True, ids=(1, 2, 3, STOCK_OBSERVER, KWIRE_OBSERVER),
         voter_ids=VOTER_IDS, extra=f"leader.imbalance.check.interval.seconds={REBALANCE_INTERVAL_S}\n" + SNAPSHOT_SETTINGS,
     )
     bootstrap = ",".join(f"localhost:{quorum.ports[i]}" for i in VOTER_IDS)
     brokers = StockBrokers.create(
-        tmp_path / "brokers", kafka.version, cluster_id=CLUSTER_ID, bootstrap_controllers=bootstrap,
-        ports={i: _free_port() for i in BROKER_IDS},
+        tmp_path / "brokers", each_kafka.version, cluster_id=CLUSTER_ID, bootstrap_controllers=bootstrap,
+        ports={i: free_port() for i in BROKER_IDS},
     )
-    plan = _plan(kafka)
+    plan = _plan(each_kafka)
     load: Load | None = None
     timings: list[str] = []
     try:
@@ -164,7 +170,7 @@ def test_stock_brokers_run_on_a_kwire_quorum(kafka: KafkaRelease, tmp_path: Path
             text = node.stdout_path.read_text(encoding="utf-8", errors="replace")
             assert "Transitioning from RECOVERY to RUNNING" in text, brokers.report()
         leader, epoch, _ = quorum.wait_leader(ELECTION_BOUND_S)
-        status = kafka.run_tool(
+        status = each_kafka.run_tool(
             "metadata-quorum", ["--bootstrap-server", f"localhost:{brokers.nodes[BROKER_IDS[0]].port}", "describe", "--status"]
         ).stdout
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
@@ -172,21 +178,21 @@ def test_stock_brokers_run_on_a_kwire_quorum(kafka: KafkaRelease, tmp_path: Path
 
         # a topic through the stock tool, records through the stock console clients and kafka-python
         bootstrap = brokers.bootstrap_servers
-        assert "Created topic orders." in create_topic(kafka, bootstrap, "orders", 6, 3)
-        described = describe_topic(kafka, bootstrap, "orders")
+        assert "Created topic orders." in create_topic(each_kafka, bootstrap, "orders", 6, 3)
+        described = describe_topic(each_kafka, bootstrap, "orders")
         assert sorted(described) == list(range(6)), described
         for leader, replicas, isr in described.values():
             assert sorted(replicas) == list(BROKER_IDS) and sorted(isr) == list(BROKER_IDS), described
             assert leader == replicas[0], described
         assert {replicas[0] for _, replicas, _ in described.values()} == set(BROKER_IDS), described
         # the stock election tool through a broker, which forwards ElectLeaders to kwire
-        elected = kafka.run_tool("leader-election", [
+        elected = each_kafka.run_tool("leader-election", [
             "--bootstrap-server", brokers.bootstrap_servers, "--election-type", "preferred", "--topic", "orders",
             "--partition", "0",
         ]).stdout
         assert "Valid replica already elected for partitions orders-0" in elected, elected
         started = time.monotonic()
-        back = stock_round_trip(kafka, bootstrap, "orders", plan.records)
+        back = stock_round_trip(each_kafka, bootstrap, "orders", plan.records)
         print(f"stock console producer and consumer: {plan.records} records in {time.monotonic() - started:.1f} s")
         assert back == Counter(records("orders", plan.records)), _lost(back, "orders", plan.records)
         started = time.monotonic()
@@ -194,10 +200,10 @@ def test_stock_brokers_run_on_a_kwire_quorum(kafka: KafkaRelease, tmp_path: Path
         print(f"kafka-python: {plan.records} records in {time.monotonic() - started:.1f} s")
         assert back == Counter(records("py-orders", plan.records)), _lost(back, "py-orders", plan.records)
         # the stock reassignment tool through a broker, which forwards to kwire
-        print(_reassign_round(kafka, bootstrap, tmp_path, "py-orders", plan.records))
+        print(_reassign_round(each_kafka, bootstrap, tmp_path, "py-orders", plan.records))
 
         # a steady kafka-python load while the active controller is killed again and again
-        assert "Created topic load." in create_topic(kafka, bootstrap, "load", 6, 3)
+        assert "Created topic load." in create_topic(each_kafka, bootstrap, "load", 6, 3)
         load = Load(bootstrap, "load")
         load.start()
         joined = None
@@ -260,7 +266,7 @@ def test_stock_brokers_run_on_a_kwire_quorum(kafka: KafkaRelease, tmp_path: Path
                 brokers.stop()
             finally:
                 quorum.stop()
-    _check_stock_readers(kafka, tmp_path / "data1" / PARTITION)
+    _check_stock_readers(each_kafka, tmp_path / "data1" / PARTITION)
 
 
 def _reassign(kafka: KafkaRelease, bootstrap: str, root: Path, topic: str, replicas: list[int]) -> float:

@@ -29,13 +29,13 @@ from typing import Any
 import pytest
 
 from compat import kafka as k
-from compat.conftest import KafkaRelease
-from compat.test_storage_interop import (
+from compat.harness import (
     CLUSTER_ID,
     PARTITION,
-    _assert_dumps_match,
-    _free_port,
-    _run_controller,
+    KafkaRelease,
+    assert_dumps_match,
+    free_port,
+    run_stock_controller,
 )
 from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.no_op_record import NoOpRecord
@@ -192,17 +192,17 @@ def _assert_json_agrees(kafka: KafkaRelease, files: list[Path], stock_text: str)
 # ---------------------------------------------------------------------------------------------
 
 
-def test_kwire_reads_a_long_running_stock_controller(kafka: KafkaRelease, tmp_path: Path) -> None:
-    port = _free_port()
+def test_kwire_reads_a_long_running_stock_controller(each_kafka: KafkaRelease, tmp_path: Path) -> None:
+    port = free_port()
     data = tmp_path / "data"
-    props = _properties(kafka, tmp_path / "c.properties", data, port)
-    kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--standalone"])
+    props = _properties(each_kafka, tmp_path / "c.properties", data, port)
+    each_kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--standalone"])
     part = data / PARTITION
 
     def enough(batches: list[RecordBatch]) -> bool:
         return len(list(part.glob("*.log"))) >= MIN_SEGMENTS and len(_snapshots(part)) >= MIN_SNAPSHOTS
 
-    _run_controller(kafka, props, part, tmp_path / "logs", enough, timeout_s=90.0)
+    run_stock_controller(each_kafka, props, part, tmp_path / "logs", enough, timeout_s=90.0)
     shutil.rmtree(tmp_path / "logs", ignore_errors=True)
     snapshots = _snapshots(part)
     segments = sorted(part.glob("*.log"))
@@ -213,14 +213,14 @@ def test_kwire_reads_a_long_running_stock_controller(kafka: KafkaRelease, tmp_pa
     bootstrap = [data / "bootstrap.checkpoint"] if (data / "bootstrap.checkpoint").exists() else []
     files = segments + sorted(part.glob("*.index")) + sorted(part.glob("*.timeindex")) + \
         sorted(part.glob("*.snapshot")) + checkpoints + bootstrap
-    text = _assert_dumps_match(kafka, files, cluster_metadata_decoder=True)
+    text = assert_dumps_match(each_kafka, files, cluster_metadata_decoder=True)
     assert "isvalid: false" not in text and "invalid bytes" not in text and "Error at" not in text
     assert text.count("Snapshot end offset:") == len(checkpoints)
     assert '"type":"NO_OP_RECORD"' in text and '"type":"FEATURE_LEVEL_RECORD"' in text
-    mine, errors = kafka.kwire_dump(segments + checkpoints, deep_iteration=True)
+    mine, errors = each_kafka.kwire_dump(segments + checkpoints, deep_iteration=True)
     assert errors == ""
     # ... and kwire's JSON lines carry the same batches and records as the stock text
-    compared = _assert_json_agrees(kafka, segments + checkpoints + bootstrap, _logs_and_snapshots(text))
+    compared = _assert_json_agrees(each_kafka, segments + checkpoints + bootstrap, _logs_and_snapshots(text))
     assert compared > 100
 
     # 2. every snapshot reads through kwire: header, footer, KRaft rules, metadata records

@@ -22,15 +22,24 @@ import io
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from compat import kafka as k
-from compat.conftest import KafkaRelease
-from kwire.uuid import Uuid
+from compat.harness import (
+    CLUSTER_ID,
+    DIR_ID,
+    PARTITION,
+    KafkaRelease,
+    assert_dumps_match,
+    controller_properties,
+    free_port,
+    log_batches,
+    run_stock_controller,
+    segment_files,
+)
 from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.kraft_version_record import KRaftVersionRecord
 from messages.generated.leader_change_message import LeaderChangeMessage
@@ -65,111 +74,19 @@ from storage.leader_epoch import decode_checkpoint
 from storage.log import MetadataLog
 from storage.meta_properties import read_meta_properties
 from storage.quorum_state import FileQuorumStateStore, StoredElectionState
-from storage.records import RecordBatch, iter_batches, scan_batches
+from storage.records import iter_batches
 from storage.segment import LogConfig
 from storage.snapshots import SnapshotId, read_snapshot_content
 from tools import storage_cmd
-from tools.local_cluster import free_ports
 from tools.raft_server_load import record_template, workload_value
 
 pytestmark = pytest.mark.compat
 
-CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
-DIR_ID = Uuid.from_string("J8aAPcfLQt2bqs1JT_rMgQ")
-PARTITION = "__cluster_metadata-0"
 FEATURE = encode_record(FeatureLevelRecord(name="metadata.version", feature_level=21), 0)
 NO_OP = encode_record(NoOpRecord(), 0)
 WORKLOAD_NO_OP = workload_value(record_template(256, "no-op"), 1, 7, 1)
 """``kwire test-raft-server --record-type no-op``'s record: a NoOpRecord with a payload in a tag
 it does not define."""
-
-
-def _free_port() -> int:
-    return free_ports(1)[0]
-
-
-def _controller_properties(path: Path, data: Path, port: int, extra: str = "") -> Path:
-    """A standalone controller (node 1) on ``port`` with its log in ``data``; ``extra`` lines
-    appended as they are."""
-    path.write_text(
-        "process.roles=controller\n"
-        "node.id=1\n"
-        f"controller.quorum.bootstrap.servers=localhost:{port}\n"
-        "controller.listener.names=CONTROLLER\n"
-        f"listeners=CONTROLLER://localhost:{port}\n"
-        f"log.dirs={data}\n" + extra,
-        encoding="utf-8",
-    )
-    return path
-
-
-_REPORT_PREFIXES = (
-    "Mismatches in", "  Index offset", "Found timestamp mismatch", "  Index timestamp",
-    "Found out of order", "The following indexed offsets", "Indexed offset", "Non-consecutive",
-)
-
-
-def _assert_dumps_match(kafka: KafkaRelease, files: list[Path], **flags: bool) -> str:
-    """Stock DumpLogSegments and kwire dump-log print the same lines, and report the same index
-    problems on stderr."""
-    args = [f"--{name.replace('_', '-')}" for name, on in flags.items() if on]
-    stock = kafka.run_tool("dump-log", [*args, "--files", ",".join(map(str, files))])
-    mine, errors = kafka.kwire_dump(files, **flags)
-    assert mine.splitlines() == stock.stdout.splitlines()
-    lines = stock.stderr.splitlines()
-    stock_report = []
-    for i, line in enumerate(lines):
-        # The Java DumpLogSegments (4.3+) reports every file that does not start at offset 0 as
-        # "-1 is followed by <first offset>" (it lost 3.9's first-record check); kwire keeps 3.9's.
-        if line.startswith("Non-consecutive") and i + 1 < len(lines) and lines[i + 1].startswith("  -1 is followed by"):
-            continue
-        if line.startswith(_REPORT_PREFIXES) or (line.startswith("  ") and " is followed by " in line and "-1 is" not in line):
-            stock_report.append(line)
-    assert errors.splitlines() == stock_report
-    return stock.stdout
-
-
-def _segment_files(part: Path) -> list[Path]:
-    return sorted(part.glob("*.log"))
-
-
-def _log_batches(part: Path) -> list[RecordBatch]:
-    batches: list[RecordBatch] = []
-    for segment in _segment_files(part):
-        batches += scan_batches(segment.read_bytes()).batches
-    return batches
-
-
-def _run_controller(
-    kafka: KafkaRelease, props: Path, part: Path, logs: Path, done: Callable[[list[RecordBatch]], bool],
-    while_running: Callable[[], None] | None = None, timeout_s: float = 180.0,
-) -> None:
-    """Start a stock controller, wait until ``done`` holds for its log, stop it gracefully."""
-    logs.mkdir(exist_ok=True)
-    with open(logs / "stdout.txt", "ab") as out, open(logs / "stderr.txt", "ab") as err:
-        proc = kafka.start("kafka.Kafka", [props], logs_dir=logs, stdout=out.fileno(), stderr=err.fileno())  # type: ignore[arg-type]
-        try:
-            deadline = time.monotonic() + timeout_s
-            while True:
-                batches = _log_batches(part) if part.exists() else []
-                if done(batches):
-                    break
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    tail = (logs / "stderr.txt").read_text(errors="replace")[-3000:]
-                    server_log = logs / "server.log"
-                    if server_log.exists():
-                        tail += server_log.read_text(errors="replace")[-3000:]
-                    pytest.fail(f"stock controller {kafka.version} did not get there (exit {proc.poll()}):\n{tail}")
-                time.sleep(0.5)
-            if while_running is not None:
-                while_running()
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(30)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -209,23 +126,23 @@ def _kwire_directory(root: Path) -> Path:
     return data
 
 
-def test_dump_log_output_matches(kafka: KafkaRelease, tmp_path: Path) -> None:
+def test_dump_log_output_matches(each_kafka: KafkaRelease, tmp_path: Path) -> None:
     data = _kwire_directory(tmp_path)
     part = data / PARTITION
     files = sorted(p for p in part.iterdir() if p.suffix in (".log", ".index", ".timeindex", ".snapshot", ".checkpoint"))
     files.append(data / "bootstrap.checkpoint")
-    out = _assert_dumps_match(kafka, files, cluster_metadata_decoder=True)
+    out = assert_dumps_match(each_kafka, files, cluster_metadata_decoder=True)
     assert "isvalid: false" not in out
     for codec in ("gzip", "snappy", "lz4", "zstd"):
         assert f"compresscodec: {codec}" in out
     assert '"kRaftVersion":1' in out and "KRaftVoters" in out
-    _assert_dumps_match(kafka, files)  # shallow: batches only
+    assert_dumps_match(each_kafka, files)  # shallow: batches only
 
 
-def test_kafka_formatted_directories_read_by_kwire(kafka: KafkaRelease, tmp_path: Path) -> None:
+def test_kafka_formatted_directories_read_by_kwire(each_kafka: KafkaRelease, tmp_path: Path) -> None:
     data = tmp_path / "data"
-    props = _controller_properties(tmp_path / "c.properties", data, 19093)
-    kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--standalone"])
+    props = controller_properties(tmp_path / "c.properties", data, 19093)
+    each_kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--standalone"])
     meta = read_meta_properties(data)
     assert meta is not None and (meta.version, meta.cluster_id, meta.node_id) == (1, CLUSTER_ID, 1)
     assert check_formatted(str(data), 1) == meta
@@ -245,7 +162,7 @@ def test_kafka_formatted_directories_read_by_kwire(kafka: KafkaRelease, tmp_path
             encode_bootstrap_checkpoint(records, 0)  # the same records, as a bootstrap file
         )
     assert boot.metadata_version_level >= 21
-    _assert_dumps_match(kafka, files, cluster_metadata_decoder=True)
+    assert_dumps_match(each_kafka, files, cluster_metadata_decoder=True)
     # kwire's log opens a stock-formatted directory
     log = MetadataLog.open(data)
     assert log.snapshots == [SnapshotId(0, 0)] and log.log_end_offset == 0
@@ -258,7 +175,7 @@ def test_kwire_format_writes_kafka_39_bytes(tmp_path: Path) -> None:
     kafka = KafkaRelease(version)
     spec = f"1@localhost:19093:{DIR_ID}"
     theirs, mine = tmp_path / "theirs", tmp_path / "mine"
-    props = _controller_properties(tmp_path / "c.properties", theirs, 19093)
+    props = controller_properties(tmp_path / "c.properties", theirs, 19093)
     kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--initial-controllers", spec])
     format_directories(
         cluster_id=CLUSTER_ID, node_id=1, directories=[str(mine)], metadata_log_dir=str(mine),
@@ -294,10 +211,10 @@ def test_kwire_format_writes_kafka_39_bytes(tmp_path: Path) -> None:
     assert sorted(p.name for p in (mine / PARTITION).iterdir()) == sorted(p.name for p in (theirs / PARTITION).iterdir())
 
 
-def test_stock_controller_runs_on_a_kwire_directory(kafka: KafkaRelease, tmp_path: Path) -> None:
-    port = _free_port()
+def test_stock_controller_runs_on_a_kwire_directory(each_kafka: KafkaRelease, tmp_path: Path) -> None:
+    port = free_port()
     data = tmp_path / "data"
-    props = _controller_properties(tmp_path / "c.properties", data, port)
+    props = controller_properties(tmp_path / "c.properties", data, port)
     format_directories(
         cluster_id=CLUSTER_ID, node_id=1, directories=[str(data)], metadata_log_dir=str(data),
         controller_listener_name="CONTROLLER", initial_controllers=[DynamicVoter(1, "localhost", port, DIR_ID)],
@@ -310,7 +227,7 @@ def test_stock_controller_runs_on_a_kwire_directory(kafka: KafkaRelease, tmp_pat
             MetadataLog.open(data)
 
     # 1. the stock controller formats nothing, elects itself, writes, stops
-    _run_controller(kafka, props, part, tmp_path / "logs1", lambda b: sum(x.records_count for x in b) >= 8, locked_out)
+    run_stock_controller(each_kafka, props, part, tmp_path / "logs1", lambda b: sum(x.records_count for x in b) >= 8, locked_out)
     stock_segments = {p.name: p.read_bytes() for p in part.iterdir() if p.suffix in (".log", ".index", ".timeindex")}
     stock_epochs = decode_checkpoint((part / "leader-epoch-checkpoint").read_bytes())
     state = FileQuorumStateStore.in_partition_dir(part).read_election_state()
@@ -330,7 +247,7 @@ def test_stock_controller_runs_on_a_kwire_directory(kafka: KafkaRelease, tmp_pat
         n: b for n, b in stock_segments.items()
         if n.endswith(".log") or len(b) < 10 * 1024 * 1024 - 12
     }
-    if kafka.version.startswith("3."):
+    if each_kafka.version.startswith("3."):
         assert len(trimmed) == len(stock_segments)
     assert {n: (part / n).read_bytes() for n in trimmed} == trimmed
 
@@ -359,27 +276,27 @@ def test_stock_controller_runs_on_a_kwire_directory(kafka: KafkaRelease, tmp_pat
     FileQuorumStateStore.in_partition_dir(part).write_election_state(StoredElectionState(epoch=epoch, leader_id=1), 1)
 
     # 4. the stock controller starts on top of it and writes a later epoch after kwire's batches
-    _run_controller(
-        kafka, props, part, tmp_path / "logs2",
+    run_stock_controller(
+        each_kafka, props, part, tmp_path / "logs2",
         lambda b: any(x.partition_leader_epoch > epoch and not x.is_control for x in b),
     )
-    final = b"".join(b.to_bytes() for b in _log_batches(part))
+    final = b"".join(b.to_bytes() for b in log_batches(part))
     assert final.startswith(kwire_bytes)
-    later = [b for b in _log_batches(part) if b.base_offset >= kwire_end]
+    later = [b for b in log_batches(part) if b.base_offset >= kwire_end]
     assert later and later[0].base_offset == kwire_end and all(b.partition_leader_epoch > epoch for b in later)
     assert any(
         r.type is ControlRecordType.LEADER_CHANGE for b in later if b.is_control for r in read_kraft_batch(b).records  # type: ignore[union-attr]
     )
-    files = _segment_files(part) + sorted(part.glob("*.index")) + sorted(part.glob("*.timeindex"))
+    files = segment_files(part) + sorted(part.glob("*.index")) + sorted(part.glob("*.timeindex"))
     # Deep iteration, not the metadata decoder: the stock controller also writes record types
     # (e.g. BeginTransactionRecord around the bootstrap records) whose decoding is the
     # messages package's concern, not the log's.
-    out = _assert_dumps_match(kafka, files, deep_iteration=True)
+    out = assert_dumps_match(each_kafka, files, deep_iteration=True)
     assert "isvalid: false" not in out
     shutil.rmtree(tmp_path / "logs1", ignore_errors=True)
 
 
-def test_stock_index_checks_pass_on_kwire_indexes(kafka: KafkaRelease, tmp_path: Path) -> None:
+def test_stock_index_checks_pass_on_kwire_indexes(each_kafka: KafkaRelease, tmp_path: Path) -> None:
     """DumpLogSegments' --verify-index-only and --index-sanity-check accept kwire's .index and
     .timeindex files (``DumpLogSegments.scala``: each offset-index entry must name the last offset
     of the batch at its position)."""
@@ -389,7 +306,7 @@ def test_stock_index_checks_pass_on_kwire_indexes(kafka: KafkaRelease, tmp_path:
     assert len(indexes) >= 4
     files = ",".join(map(str, indexes))
     for flag in ("--verify-index-only", "--index-sanity-check"):
-        result = kafka.run_tool("dump-log", [flag, "--files", files])
+        result = each_kafka.run_tool("dump-log", [flag, "--files", files])
         report = (result.stdout + result.stderr).lower()
         assert result.returncode == 0, report
         for problem in ("mismatch", "failed", "corrupt", "invalid", "exception"):
@@ -398,19 +315,19 @@ def test_stock_index_checks_pass_on_kwire_indexes(kafka: KafkaRelease, tmp_path:
             assert report.count("passed sanity check") == len(indexes), report
 
 
-def test_no_initial_controllers_directory_read_by_kwire(kafka: KafkaRelease, tmp_path: Path) -> None:
+def test_no_initial_controllers_directory_read_by_kwire(each_kafka: KafkaRelease, tmp_path: Path) -> None:
     """A directory formatted by stock kafka-storage with --no-initial-controllers (a static,
     kraft.version 0 metadata directory: no voter snapshot) opens in kwire."""
     data = tmp_path / "data"
-    props = _controller_properties(tmp_path / "c.properties", data, 19094)
-    kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--no-initial-controllers"])
+    props = controller_properties(tmp_path / "c.properties", data, 19094)
+    each_kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--no-initial-controllers"])
     meta = read_meta_properties(data)
     assert meta is not None and (meta.cluster_id, meta.node_id) == (CLUSTER_ID, 1)
     assert check_formatted(str(data), 1) == meta
     log = MetadataLog.open(data)
     try:
         assert log.log_end_offset == 0
-        if kafka.version.startswith("3."):
+        if each_kafka.version.startswith("3."):
             assert log.snapshots == []
         else:  # 4.2+ (KIP-1170) keeps the bootstrap records in a 0-0 snapshot, without voters
             assert log.snapshots == [SnapshotId(0, 0)]
@@ -514,18 +431,18 @@ def _jar_features(kafka: KafkaRelease, tmp_path: Path) -> _JarFeatures:
     return _JarFeatures(mvs, latest, features, defaults)
 
 
-def test_metadata_versions_and_features_match_kafka(kafka: KafkaRelease, tmp_path: Path) -> None:
+def test_metadata_versions_and_features_match_kafka(each_kafka: KafkaRelease, tmp_path: Path) -> None:
     """storage.bootstrap's METADATA_VERSIONS and FEATURES are Kafka's: every level a pinned
     release knows has the same name there, nothing production in a release is unstable in
     kwire, and for the newest pinned release (the table's source) everything from its minimum
     up -- levels, names, production, LATEST_PRODUCTION, each feature's levels, bootstrap
     versions, dependencies and defaults -- is exactly the same."""
-    jar = _jar_features(kafka, tmp_path)
+    jar = _jar_features(each_kafka, tmp_path)
     ours = {mv.level: (mv.name, mv.production) for mv in METADATA_VERSIONS}
     for level, (name, production) in jar.metadata_versions.items():
         assert level in ours and ours[level][0] == name, (level, name)
-        assert ours[level][1] or not production, f"{name} is production in {kafka.version}"
-    newest = kafka.version == k.PINNED_VERSIONS[-1]
+        assert ours[level][1] or not production, f"{name} is production in {each_kafka.version}"
+    newest = each_kafka.version == k.PINNED_VERSIONS[-1]
     for name, by_level in jar.defaults.items():
         for level, default in by_level.items():
             if jar.metadata_versions[level][1] or newest:
@@ -543,22 +460,22 @@ def test_metadata_versions_and_features_match_kafka(kafka: KafkaRelease, tmp_pat
         assert sorted(FEATURES) == sorted(jar.features)
 
 
-def test_kwire_format_writes_kafkas_bootstrap_records(kafka: KafkaRelease, tmp_path: Path) -> None:
+def test_kwire_format_writes_kafkas_bootstrap_records(each_kafka: KafkaRelease, tmp_path: Path) -> None:
     """``kwire storage format --release-version <the release's LATEST_PRODUCTION>`` writes the
     same bootstrap records (metadata.version and every other feature's default level) as
     ``kafka-storage format`` with the same release version. 4.2+ keeps them in the 0-0
     checkpoint rather than bootstrap.checkpoint (KIP-1170; see compat/DEVIATIONS.md)."""
-    release = "4.4-IV2" if kafka.at_least(4, 4) else "3.9-IV0"
+    release = "4.4-IV2" if each_kafka.at_least(4, 4) else "3.9-IV0"
     theirs, mine = tmp_path / "theirs", tmp_path / "mine"
-    stock_props = _controller_properties(tmp_path / "theirs.properties", theirs, 19095)
-    kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", stock_props, "--no-initial-controllers",
-                               "--release-version", release])
+    stock_props = controller_properties(tmp_path / "theirs.properties", theirs, 19095)
+    each_kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", stock_props, "--no-initial-controllers",
+                                    "--release-version", release])
     if (theirs / "bootstrap.checkpoint").exists():
         stock_records = decode_bootstrap_checkpoint((theirs / "bootstrap.checkpoint").read_bytes()).records
     else:
         content = read_snapshot_content((theirs / PARTITION / "00000000000000000000-0000000000.checkpoint").read_bytes())
         stock_records = [decode_record(v) for v in content.data_records()]
-    my_props = _controller_properties(tmp_path / "mine.properties", mine, 19095)
+    my_props = controller_properties(tmp_path / "mine.properties", mine, 19095)
     out = io.StringIO()
     status = storage_cmd.format_command(load_config(str(my_props)), cluster_id=CLUSTER_ID,
                                         no_initial_controllers=True, release_version=release, out=out)
@@ -568,5 +485,5 @@ def test_kwire_format_writes_kafkas_bootstrap_records(kafka: KafkaRelease, tmp_p
     assert boot.records == stock_records
     levels = [(m.name, m.feature_level) for m, _ in boot.records]  # type: ignore[attr-defined]
     assert levels[0] == ("metadata.version", metadata_version_from_string(release).level)
-    if kafka.at_least(4, 4):
+    if each_kafka.at_least(4, 4):
         assert len(levels) == 6  # metadata.version + five features at their 4.4-IV2 defaults

@@ -32,11 +32,15 @@ from typing import Any
 import pytest
 import trio
 
-from compat.conftest import KafkaRelease
-from compat.test_broker_rpcs import CAUGHT_UP, Nodes, _finalized, _register, _supported
-from compat.test_controller_rpcs import kafka, role  # noqa: F401 - fixtures: the newest release, the leader
-from compat.test_differential_probe import _send, nodes  # noqa: F401 - a fixture
-from compat.test_storage_interop import PARTITION, _log_batches
+from compat.differential import (
+    CAUGHT_UP,
+    PairNode,
+    broker_features,
+    finalized_features,
+    registration,
+    send,
+)
+from compat.harness import PARTITION, KafkaRelease, log_batches
 from kwire.uuid import Uuid
 from messages.generated.alter_configs_request import AlterableConfig as LegacyConfig
 from messages.generated.alter_configs_request import AlterConfigsRequest
@@ -268,7 +272,7 @@ def _reregister(broker: int) -> Callable[[Side], Message]:
 
     def build(side: Side) -> Message:
         side.registering = broker
-        request = _register(broker, side.features, incarnation=Uuid.from_longs(77, broker), dirs=DIRS[broker])
+        request = registration(broker, side.features, incarnation=Uuid.from_longs(77, broker), dirs=DIRS[broker])
         request.previous_broker_epoch = side.epochs[broker]
         return request
 
@@ -597,7 +601,7 @@ def _heartbeat_all(port: int, side: Side) -> None:
     for broker_id in BROKERS:
         if broker_id in side.quiet:
             continue
-        trio.run(_send, port, BrokerHeartbeatRequest(
+        trio.run(send, port, BrokerHeartbeatRequest(
             broker_id=broker_id, broker_epoch=side.epochs[broker_id], current_metadata_offset=CAUGHT_UP), 2)
 
 
@@ -606,7 +610,7 @@ def _topic_records(data: Path, side: Side) -> list[tuple[Any, ...]]:
     names = {topic_id: name for name, topic_id in side.topic_ids.items()}
     own_dir = {broker: dirs[0] if len(dirs) == 1 else UNASSIGNED for broker, dirs in DIRS.items()}
     out: list[tuple[Any, ...]] = []
-    for batch in _log_batches(data / PARTITION):
+    for batch in log_batches(data / PARTITION):
         if batch.is_control:
             continue
         start = len(out)
@@ -684,12 +688,12 @@ def _answer(port: int, request: Message, version: int, side: Side) -> Any:
     """The node's normalized answer. A stock controller applies committed configs to what it
     describes a moment after the commit (its metadata publishers run after the write's answer),
     so a DescribeConfigs answer is the one two requests in a row agree on (within 5 s)."""
-    response = trio.run(_send, port, request, version)
+    response = trio.run(send, port, request, version)
     answer = response if isinstance(response, str) else _normalize(response, side)
     deadline = time.monotonic() + 5
     while isinstance(request, DescribeConfigsRequest) and time.monotonic() < deadline:
         time.sleep(0.1)
-        again = trio.run(_send, port, request, version)
+        again = trio.run(send, port, request, version)
         if (again if isinstance(again, str) else _normalize(again, side)) == answer:
             break
         answer = again if isinstance(again, str) else _normalize(again, side)
@@ -705,17 +709,18 @@ def _configs_tool(release: KafkaRelease, port: int, side: Side, *args: str) -> l
     return out.splitlines()
 
 
-def test_topic_rpcs_answer_alike(kafka: KafkaRelease, nodes: Nodes, tmp_path: Path) -> None:  # noqa: F811 - fixtures
-    ports = {name: port for name, (port, _, _) in nodes.items()}
-    finalized = {name: _finalized(port) for name, port in ports.items()}
+def test_topic_rpcs_answer_alike(newest_kafka: KafkaRelease, newest_leader_pair: dict[str, PairNode]) -> None:
+    nodes = newest_leader_pair
+    ports = {name: node.port for name, node in nodes.items()}
+    finalized = {name: finalized_features(port) for name, port in ports.items()}
     assert finalized["stock"] == finalized["kwire"]
-    features = _supported(finalized["stock"])
-    sides = {name: Side(local={str(tmp_path / name): "<data>", str(port): "<port>"}) for name, port in ports.items()}
+    features = broker_features(finalized["stock"])
+    sides = {name: Side(local={str(node.data): "<data>", str(node.port): "<port>"}) for name, node in nodes.items()}
     for side in sides.values():
         side.features = features
     for name, port in ports.items():
         for broker_id in BROKERS:
-            response = trio.run(_send, port, _register(broker_id, features, dirs=DIRS[broker_id]), 4)
+            response = trio.run(send, port, registration(broker_id, features, dirs=DIRS[broker_id]), 4)
             assert not isinstance(response, str) and response.error_code == 0, response
             sides[name].epochs[broker_id] = response.broker_epoch
         _heartbeat_all(port, sides[name])  # caught up: unfenced
@@ -729,8 +734,8 @@ def test_topic_rpcs_answer_alike(kafka: KafkaRelease, nodes: Nodes, tmp_path: Pa
         answered.append((case, answers["stock"]))
         if answers["stock"] != answers["kwire"]:
             differences.append(f"{case}:\n    stock {answers['stock']}\n    kwire {answers['kwire']}")
-    for name, (_, proc, _) in nodes.items():
-        assert proc.poll() is None, f"{name} died"
+    for name, node in nodes.items():
+        assert node.proc.poll() is None, f"{name} died"
     outcomes = dict(answered)
     trace = "\n".join(f"{case}: {answer}" for case, answer in answered)
     # the sequence reached what it is about on the stock side
@@ -747,10 +752,10 @@ def test_topic_rpcs_answer_alike(kafka: KafkaRelease, nodes: Nodes, tmp_path: Pa
     for args in (("--entity-type", "topics", "--entity-name", "isr", "--all"),
                  ("--entity-type", "brokers", "--entity-name", "1", "--all"),
                  ("--entity-type", "brokers", "--entity-default")):
-        lines = {name: _configs_tool(kafka, port, sides[name], *args) for name, port in ports.items()}
+        lines = {name: _configs_tool(newest_kafka, port, sides[name], *args) for name, port in ports.items()}
         assert len(lines["stock"]) >= 2, lines["stock"]
         assert lines["kwire"] == lines["stock"], args
-    records = {name: _topic_records(tmp_path / name, sides[name]) for name in ports}
+    records = {name: _topic_records(node.data, sides[name]) for name, node in nodes.items()}
     assert sum(1 for r in records["stock"] if r[0] == "PartitionRecord") >= 10, records["stock"]
     if os.environ.get("KWIRE_PRINT_RECORDS"):
         for name in ports:
@@ -783,7 +788,7 @@ def test_topic_rpcs_answer_alike(kafka: KafkaRelease, nodes: Nodes, tmp_path: Pa
     # broker 7's offline directory: its partition there changed before the registration did
     offline_at = records["stock"].index(("BrokerRegistrationChangeRecord", 2))
     assert records["stock"][offline_at - 1][0] == "PartitionChangeRecord", records["stock"][offline_at - 3:offline_at + 1]
-    _check_snapshots(tmp_path)
+    _check_snapshots(nodes["stock"].data / PARTITION, nodes["kwire"].data / PARTITION)
 
 
 def _newest_snapshot(partition: Path, at_least: int, timeout_s: float = 20.0) -> tuple[int, list[bytes]]:
@@ -807,7 +812,7 @@ def _replayed_image(partition: Path, end_offset: int) -> list[bytes]:
     """The snapshot records (``QuorumController.snapshot_records``) of kwire's controller after
     replaying a node's log below ``end_offset``."""
     controller = QuorumController(bootstrap=())
-    for batch in _log_batches(partition):
+    for batch in log_batches(partition):
         if batch.last_offset >= end_offset:
             break
         if not batch.is_control:
@@ -824,14 +829,13 @@ def _decoded(values: list[bytes]) -> list[str]:
     return out
 
 
-def _check_snapshots(tmp_path: Path) -> None:
+def _check_snapshots(stock: Path, own: Path) -> None:
     """Metadata snapshots (KIP-630), both nodes writing one after every committed batch: the
     records of the stock controller's newest snapshot are the records kwire's controller writes
     for the image of the same log prefix (in another order inside a section: Kafka walks hash
     maps), metadata.version first; and kwire's own newest snapshot holds the image of its log
     prefix."""
-    stock = tmp_path / "stock" / PARTITION
-    end = max(b.last_offset for b in _log_batches(stock)) + 1
+    end = max(b.last_offset for b in log_batches(stock)) + 1
     stock_end, stock_records = _newest_snapshot(stock, end)
     kwire_records = _replayed_image(stock, stock_end)
     assert len(stock_records) >= 40, _decoded(stock_records)
@@ -845,8 +849,7 @@ def _check_snapshots(tmp_path: Path) -> None:
     assert not only_stock and not only_kwire, "\n".join(
         [f"stock only: {line}" for line in only_stock] + [f"kwire only: {line}" for line in only_kwire]
     )
-    own = tmp_path / "kwire" / PARTITION
-    own_end = max(b.last_offset for b in _log_batches(own)) + 1
+    own_end = max(b.last_offset for b in log_batches(own)) + 1
     kwire_end, own_records = _newest_snapshot(own, own_end)
     assert own_records == _replayed_image(own, kwire_end)
 

@@ -1,0 +1,217 @@
+"""A stock controller and a kwire node put in the same state, for the differential tests that
+send both the same requests and compare the answers (compat/test_differential_probe.py, and
+the controller, broker and topic RPC tests).
+
+:func:`start_pair` formats two directories with the release's own ``kafka-storage format``
+(same cluster id) and starts one node of each kind on them, in one of two roles:
+
+* ``leader``: the standalone leader of its quorum (``--standalone``), NoOps off so that its log
+  stands still, a static log config (for DescribeConfigs), and a metadata snapshot after every
+  committed batch;
+* ``observer``: formatted with ``--no-initial-controllers``, its bootstrap server an address
+  where nothing answers, so it stays Unattached in epoch 0 with an empty log.
+
+It yields ``{"stock": PairNode, "kwire": PairNode}`` once both are ready. :func:`send`
+sends one request to a node and returns the decoded answer (or the connection error as text).
+:func:`finalized_features`, :func:`broker_features` and :func:`registration` are what the
+broker and topic RPC tests register brokers with.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from compat.harness import (
+    CLUSTER_ID,
+    KafkaRelease,
+    controller_properties,
+    free_port,
+    start_kwire,
+    start_stock,
+    stop_processes,
+    wait_until,
+)
+from kwire.uuid import Uuid
+from messages.generated.broker_registration_request import (
+    BrokerRegistrationRequest,
+    Feature,
+    Listener,
+)
+from messages.runtime import Message
+from server.net.client import KafkaConnectionError, open_connection
+from storage.meta_properties import read_meta_properties
+from tools.api_versions import describe as api_versions_describe
+from tools.quorum_client import QuorumToolError, describe
+
+__all__ = [
+    "CAUGHT_UP", "DIR_A", "INCARNATION", "ROLES", "START_TIMEOUT_S", "PairNode", "State", "broker_features",
+    "finalized_features", "registration", "send", "start_pair", "wait_ready",
+]
+
+ROLES = ("leader", "observer")
+START_TIMEOUT_S = 90.0
+
+
+@dataclass(frozen=True)
+class State:
+    """The receiver as DescribeQuorum shows it just before a case."""
+
+    node_id: int
+    epoch: int
+    log_end: int
+    high_watermark: int
+    directory_id: Uuid
+
+
+@dataclass(frozen=True)
+class PairNode:
+    """One side of a pair: its port, process, log directory and current :class:`State`."""
+
+    name: str
+    port: int
+    proc: subprocess.Popen[bytes]
+    data: Path
+    role: str
+
+    def state(self) -> State | None:
+        """Its state when ready (a leader with a settled log, or an answering observer), else
+        None."""
+        return trio.run(_leader_state, self.port) if self.role == "leader" else _observer_state(self.port, self.data)
+
+
+async def _leader_state(port: int) -> State | None:
+    """The node's view when it leads, else None (not answering or not leading)."""
+    try:
+        view = await describe(f"localhost:{port}", 5.0)
+    except (KafkaConnectionError, OSError, QuorumToolError, trio.TooSlowError):
+        return None
+    p = view.partition
+    if p.leader_id != 1:
+        return None
+    [voter] = [v for v in p.current_voters if v.replica_id == 1]
+    return State(1, p.leader_epoch, voter.log_end_offset, p.high_watermark, voter.replica_directory_id)
+
+
+def _observer_state(port: int, data: Path) -> State | None:
+    """An observer that never finds a leader stays in epoch 0 with an empty log; it is ready
+    once it answers ApiVersions."""
+    try:
+        trio.run(api_versions_describe, f"localhost:{port}", "differential-probe", 5000)
+    except (KafkaConnectionError, OSError):
+        return None
+    meta = read_meta_properties(data)
+    assert meta is not None and meta.directory_id is not None
+    return State(1, 0, 0, 0, meta.directory_id)
+
+
+def wait_ready(node: PairNode, timeout_s: float) -> State:
+    """The node's state once it is ready: a leader whose high watermark has reached its log end
+    (a new leader reports its own log end and high watermark as -1 until its first commit; a
+    case built from those would send offset -1), or an answering observer."""
+
+    state = wait_until(
+        f"{node.name} ready as {node.role}", node.state, timeout_s, alive=[node.proc],
+        ok=lambda s: s is not None and s.high_watermark >= s.log_end >= 0,
+    )
+    assert state is not None
+    return state
+
+
+@contextmanager
+def start_pair(kafka: KafkaRelease, root: Path, role: str) -> Iterator[dict[str, PairNode]]:
+    """A stock controller of ``kafka`` and a kwire node in ``role`` under ``root`` (``stock/``
+    and ``kwire/`` their log directories, ``logs/`` their output), both ready; stopped on exit,
+    when the tail of each one's output is printed."""
+    assert role in ROLES, role
+    nodes: dict[str, PairNode] = {}
+    logs = root / "logs"
+    logs.mkdir(parents=True)
+    # an observer's bootstrap server: bound (so no node gets the port) but not listening
+    holder = socket.socket()
+    holder.bind(("localhost", 0))
+    nowhere = holder.getsockname()[1]
+    try:
+        for name in ("stock", "kwire"):
+            port = free_port()
+            data = root / name
+            props = controller_properties(
+                root / f"{name}.properties", data, port,
+                # a static log config, for the DescribeConfigs cases of compat/test_topic_rpcs.py,
+                # and a snapshot after every committed batch, for its snapshot comparison
+                "metadata.max.idle.interval.ms=0\nlog.retention.hours=100\n"
+                "metadata.log.max.record.bytes.between.snapshots=1\n",
+                bootstrap_port=nowhere if role == "observer" else None,
+            )
+            flag = "--no-initial-controllers" if role == "observer" else "--standalone"
+            kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, flag])
+            out = logs / f"{name}.txt"
+            proc = start_stock(kafka, props, out, logs_dir=logs) if name == "stock" else start_kwire(props, out)
+            nodes[name] = PairNode(name, port, proc, data, role)
+        for node in nodes.values():
+            wait_ready(node, START_TIMEOUT_S)
+        yield nodes
+    finally:
+        stop_processes(node.proc for node in nodes.values())
+        holder.close()
+        for name in nodes:
+            print(f"--- {name}\n" + (logs / f"{name}.txt").read_text(errors="replace")[-4000:])
+
+
+async def send(port: int, body: Message, version: int) -> Any:
+    """Send ``body`` at ``version`` to the node at ``port``: its decoded answer, or the
+    connection error as text."""
+    async with await open_connection("localhost", port, "differential-probe", request_timeout_ms=15_000) as conn:
+        try:
+            return await conn.request(body, version)
+        except KafkaConnectionError as exc:
+            return f"connection error: {exc}"
+
+
+
+# -- brokers ----------------------------------------------------------------------------------
+
+CAUGHT_UP = 1 << 40
+"""A metadata offset past any registration."""
+DIR_A = Uuid.from_longs(7, 1001)
+"""A broker's log directory id (the default of :func:`registration`)."""
+INCARNATION = Uuid.from_longs(0x77, 1)
+"""A broker's incarnation id (the default of :func:`registration`)."""
+
+
+def finalized_features(port: int) -> dict[str, int]:
+    """The finalized feature levels the node at ``port`` lists in ApiVersions."""
+    info = trio.run(api_versions_describe, f"localhost:{port}", "broker-rpcs", 10_000)
+    return {f["name"]: f["maxVersionLevel"] for f in info["finalizedFeatures"]}
+
+
+def broker_features(finalized: dict[str, int]) -> list[Feature]:
+    """Ranges that hold every finalized level (as a stock broker of the release lists them)."""
+    return [
+        Feature(name=name, min_supported_version=1 if name == "metadata.version" else 0, max_supported_version=level)
+        for name, level in sorted(finalized.items())
+    ]
+
+
+def registration(
+    broker_id: int, features: list[Feature], *, incarnation: Uuid = INCARNATION, dirs: tuple[Uuid, ...] = (DIR_A,),
+    cluster_id: str = CLUSTER_ID, migrating: bool = False,
+) -> BrokerRegistrationRequest:
+    """A BrokerRegistration of ``broker_id`` (listening on port 9000 + id) with ``features``."""
+    return BrokerRegistrationRequest(
+        broker_id=broker_id,
+        cluster_id=cluster_id,
+        incarnation_id=incarnation,
+        listeners=[Listener(name="PLAINTEXT", host="localhost", port=9000 + broker_id, security_protocol=0)],
+        features=features,
+        rack=None,
+        is_migrating_zk_broker=migrating,
+        log_dirs=list(dirs),
+    )
