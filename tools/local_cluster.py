@@ -81,12 +81,28 @@ def _ephemeral_range() -> tuple[int, int]:
         return 49152, 65535
 
 
+PORT_SLICE_ENV = "KWIRE_PORT_SLICE"
+"""``"i/n"`` (e.g. ``"0/2"``): :func:`free_ports` chooses only from the i-th of n equal slices of
+its range, so that n processes choosing ports at once (parallel test workers) never choose the
+same one, not even one whose server is down between a kill and a restart."""
+
+
+def _port_slice(ports: range) -> range:
+    raw = os.environ.get(PORT_SLICE_ENV, "").strip()
+    if not raw:
+        return ports
+    index, count = (int(part) for part in raw.split("/"))
+    size = len(ports) // count
+    return ports[index * size:(index + 1) * size]
+
+
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
     """``count`` distinct TCP ports that were free a moment ago (bound then released), chosen
     below the kernel's ephemeral range: a port there can be taken as the source port of any
-    outgoing connection, so a server restarted on it after a kill could find it in use."""
+    outgoing connection, so a server restarted on it after a kill could find it in use. With
+    ``KWIRE_PORT_SLICE`` set (:data:`PORT_SLICE_ENV`), only from that slice of the range."""
     low, _ = _ephemeral_range()
-    candidates = list(range(10_000, low)) if low > 11_000 else []
+    candidates = list(_port_slice(range(10_000, low))) if low > 11_000 else []
     random.shuffle(candidates)
     sockets: list[socket.socket] = []
     try:
