@@ -44,8 +44,10 @@ compat-jars: install
 run: install
 	$(PY) -m tools.cli run-standalone --config $(CONFIG) --data $(DATA)
 
+## Two pytest-xdist workers (the 2-core machines' count); tests that share a cluster, a JVM or
+## the Spark session run on one worker (conftest.py). The 15 slowest tests are printed.
 test: install check-generated lint lint-imports typecheck compat-jars
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --durations=15
 
 ## Long soaks, not part of `make test`: 10,000 more simulation seeds, 100 leader kills in each
 ## of the eight mixed kwire/Kafka quorum configurations, 50 leader kills of a kwire quorum under

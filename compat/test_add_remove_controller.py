@@ -48,7 +48,7 @@ from compat.harness import (
 from storage.meta_properties import read_meta_properties
 from tools.quorum_client import QuorumToolError, describe
 
-pytestmark = pytest.mark.compat
+pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
 WAIT_S = 60.0
 FETCH_TIMEOUT_MS = 1000

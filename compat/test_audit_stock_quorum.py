@@ -62,7 +62,7 @@ from kwire.uuid import Uuid
 from tests.audit.session import shared_spark
 from tools.quorum_client import QuorumView, describe
 
-pytestmark = [pytest.mark.compat, pytest.mark.spark]
+pytestmark = [pytest.mark.compat, pytest.mark.spark, pytest.mark.slow]
 
 NODES = (1, 2, 3)
 CLUSTER_ID = str(Uuid(b"kwire-audit-test"))  # any fixed 16 bytes: Kafka's base64 text form

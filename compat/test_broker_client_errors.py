@@ -24,7 +24,7 @@ from compat.differential import PairNode
 from compat.harness import CLUSTER_ID, KafkaRelease, free_port
 from tools.stock_brokers import StockBrokers
 
-pytestmark = pytest.mark.compat
+pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
 BROKER_ID = 101
 START_TIMEOUT_S = 90.0

@@ -28,7 +28,7 @@ import pytest
 from compat.harness import ELECTION_BOUND_S, REPO_DIR, KafkaRelease, Quorum, free_port
 from tools.cli import main
 
-pytestmark = pytest.mark.compat
+pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
 CAUGHT_UP_MS = 1500
 WAIT_S = 60.0

@@ -30,7 +30,7 @@ from storage.meta_properties import read_meta_properties
 from tools.quorum_client import describe
 from tools.stock_kafka import KafkaCommandError
 
-pytestmark = pytest.mark.compat
+pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
 UPGRADE_TIMEOUT_S = 90.0
 

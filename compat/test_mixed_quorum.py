@@ -37,7 +37,7 @@ import pytest
 
 from compat.harness import ELECTION_BOUND_S, START_TIMEOUT_S, KafkaRelease, Quorum, batches_below
 
-pytestmark = pytest.mark.compat
+pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
 LEADER_CHANGES = int(os.environ.get("KWIRE_MIXED_LEADER_CHANGES", "3"))
 """Kills per configuration: 3 in ``make test`` (12 over the four configurations it runs), 100 in

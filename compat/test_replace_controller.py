@@ -41,7 +41,7 @@ from compat.harness import (
 from storage.meta_properties import read_meta_properties
 from tools.quorum_client import describe
 
-pytestmark = pytest.mark.compat
+pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
 COMMAND_TIMEOUT_S = 180.0
 

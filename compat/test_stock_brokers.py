@@ -91,7 +91,7 @@ from storage.snapshots import (
 from tools.quorum_client import describe
 from tools.stock_brokers import StockBrokers
 
-pytestmark = pytest.mark.compat
+pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
 BROKER_IDS = (101, 102, 103)
 SESSION_TIMEOUT_MS = 9000  # broker.session.timeout.ms, Kafka's default

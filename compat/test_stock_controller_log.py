@@ -47,7 +47,7 @@ from storage.records import RecordBatch
 from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, parse_snapshot_path, read_snapshot_content
 from tools import dump_log
 
-pytestmark = pytest.mark.compat
+pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
 SEGMENT_BYTES = 8 * 1024
 MIN_SEGMENTS = 4

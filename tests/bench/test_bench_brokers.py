@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from compat.kafka import require_kafka
 from tests.bench import leftover_processes
 from tools.bench import brokers
 
 
+@pytest.mark.slow
 def test_tiny_runs_report_every_figure_and_leave_no_process(tmp_path: Path) -> None:
     require_kafka(brokers.KAFKA_VERSION)
     load = brokers.Load(

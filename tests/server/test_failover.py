@@ -24,6 +24,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from server.config import load_config
 from tests.quorum_run import check_logs, run_failovers
 
@@ -31,6 +33,7 @@ KILLS = int(os.environ.get("KWIRE_LEADER_KILLS", "5"))
 """SIGKILLs of the leader: 5 in ``make test``, 50 in ``make nightly``."""
 
 
+@pytest.mark.slow
 def test_leader_killed_again_and_again_under_load(tmp_path: Path) -> None:
     run = run_failovers(
         tmp_path / "quorum", KILLS, properties={"controller.quorum.election.timeout.ms": "300"}
