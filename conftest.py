@@ -2,8 +2,10 @@
 (pytest-xdist, ``-n 2``).
 
 * Every stock Kafka JVM of a test run (controllers, brokers, tools) compiles with C1 only
-  (``KWIRE_KAFKA_JVM_FLAGS``, see tools/stock_kafka.py), unless the variable is set already:
-  they live for seconds, which never pays back C2's compilations.
+  (``KWIRE_KAFKA_JVM_FLAGS``, see tools/stock_kafka.py) and maps a class data sharing archive
+  of its classpath (``KWIRE_KAFKA_CDS``), unless the variables are set already: they live for
+  seconds, which never pays back C2's compilations, and a good part of a short run is class
+  loading.
 
 With ``-n`` (and only then):
 
@@ -28,7 +30,7 @@ import pytest
 from xdist.scheduler import LoadScopeScheduling
 
 from tools.local_cluster import PORT_SLICE_ENV
-from tools.stock_kafka import EXTRA_JVM_FLAGS_ENV
+from tools.stock_kafka import CDS_ENV, EXTRA_JVM_FLAGS_ENV
 
 ROOT = Path(__file__).resolve().parent
 GROUPS = {
@@ -51,6 +53,7 @@ TEST_JVM_FLAGS = "-XX:TieredStopAtLevel=1"
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault(EXTRA_JVM_FLAGS_ENV, TEST_JVM_FLAGS)
+    os.environ.setdefault(CDS_ENV, "1")
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
     if worker.startswith("gw") and count:
