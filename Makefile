@@ -45,8 +45,11 @@ run: install
 	$(PY) -m tools.cli run-standalone --config $(CONFIG) --data $(DATA)
 
 ## Two pytest-xdist workers (the 2-core machines' count); tests that share a cluster, a JVM or
-## the Spark session run on one worker (conftest.py). The 15 slowest tests are printed.
+## the Spark session run on one worker (conftest.py). The 15 slowest tests are printed. Bytecode
+## is compiled first: the tests start hundreds of short-lived kwire processes, each of which
+## would otherwise compile every module it imports where PYTHONDONTWRITEBYTECODE is set.
 test: install check-generated lint lint-imports typecheck compat-jars
+	$(PY) -m compileall -q -j 0 kwire messages storage server tools tests compat conftest.py
 	$(PY) -m pytest -q -n 2 --durations=15
 
 ## Long soaks, not part of `make test`: 10,000 more simulation seeds, 100 leader kills in each
