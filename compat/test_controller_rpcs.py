@@ -1,7 +1,8 @@
 """The controller RPCs kwire answers outside the KRaft core, against a stock controller of the
 newest pinned release put in the same state (a standalone controller, node 1, formatted by the
 stock tool): UpdateFeatures (good and bad inputs, v0-2), ControllerRegistration and the
-DescribeCluster that lists the registrations (KIP-919).
+DescribeCluster that lists the registrations (KIP-919), and UnregisterController, which removes
+one (metadata.version 4.4-IV2).
 
 Each case goes to both nodes in turn; the answers (error codes, messages, per-feature results,
 the registered controllers) must be equal. kwire answers UpdateFeatures as Kafka 4.x does
@@ -25,6 +26,7 @@ from messages.generated.controller_registration_request import (
     Listener,
 )
 from messages.generated.describe_cluster_request import DescribeClusterRequest
+from messages.generated.unregister_controller_request import UnregisterControllerRequest
 from messages.generated.update_features_request import FeatureUpdateKey, UpdateFeaturesRequest
 from messages.runtime import Message
 
@@ -120,6 +122,15 @@ def test_update_features_and_registrations_answer_alike(newest_leader_pair: dict
         listed[name] = _wait_listed(port, 9)
     if listed["stock"] != listed["kwire"]:
         differences.append(f"DescribeCluster after a registration:\n    stock {listed['stock']}\n    kwire {listed['kwire']}")
+    # it unregisters; again, and one never registered, are refused alike
+    for case, controller_id in (("registered", 9), ("already unregistered", 9), ("never registered", 42)):
+        answers = {name: trio.run(send, port, UnregisterControllerRequest(controller_id=controller_id), 0) for name, port in ports.items()}
+        if case == "registered":
+            assert answers["stock"].error_code == 0, answers
+            for port in ports.values():
+                _wait_unlisted(port, controller_id)
+        if answers["stock"] != answers["kwire"]:
+            differences.append(f"UnregisterController, {case}:\n    stock {answers['stock']}\n    kwire {answers['kwire']}")
     for name, node in newest_leader_pair.items():
         assert node.proc.poll() is None, f"{name} died"
     assert not differences, f"{len(differences)} cases differ:\n" + "\n".join(differences)
@@ -143,4 +154,14 @@ def _wait_listed(port: int, controller_id: int) -> tuple[Any, ...]:
         if any(b.broker_id == controller_id for b in response.brokers):
             return _cluster(response, {1: port})
         assert time.monotonic() < deadline, f"controller {controller_id} not listed: {response}"
+        time.sleep(0.2)  # poll interval
+
+
+def _wait_unlisted(port: int, controller_id: int) -> None:
+    deadline = time.monotonic() + REGISTRATION_TIMEOUT_S
+    while True:
+        response = trio.run(send, port, DescribeClusterRequest(endpoint_type=2), 1)
+        if all(b.broker_id != controller_id for b in response.brokers):
+            return
+        assert time.monotonic() < deadline, f"controller {controller_id} still listed: {response}"
         time.sleep(0.2)  # poll interval

@@ -176,9 +176,9 @@ def unregister_broker_response(request: Message, version: int, error: ApiError |
 
 def unregister_controller_response(request: Message, version: int, error: ApiError | None) -> UnregisterControllerResponse:
     """The UnregisterController answer (``ControllerApis.handleUnregisterController``): NONE
-    with a null message once committed, or the error with its message."""
+    with an empty message once committed (as Kafka 4.4.0 answers it), or the error with its message."""
     if error is None:
-        return UnregisterControllerResponse(error_code=Errors.NONE, error_message=None)
+        return UnregisterControllerResponse(error_code=Errors.NONE, error_message="")
     return UnregisterControllerResponse(error_code=error.error, error_message=error.message)
 
 

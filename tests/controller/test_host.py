@@ -490,7 +490,7 @@ def test_unregister_controller_removes_a_registration_from_metadata_version_4_4_
     harness.request(UnregisterControllerRequest(controller_id=9), 0, done)
     harness.request(UnregisterControllerRequest(controller_id=9), 0, again)
     harness.request(UnregisterControllerRequest(controller_id=42), 0, never)
-    assert harness.answer(done) == UnregisterControllerResponse(error_code=Errors.NONE, error_message=None)
+    assert harness.answer(done) == UnregisterControllerResponse(error_code=Errors.NONE, error_message="")
     assert 9 not in harness.host.controller.controllers
     assert isinstance(harness.records()[-1], UnregisterControllerRecord)
     for handle, controller_id in ((again, 9), (never, 42)):
