@@ -259,12 +259,10 @@ class ControllerHost:
         self._pending_records = 0
         """Records of ``_out.raft_events`` not yet handed to the driver."""
         self._no_op = _Task("no-op", self._append_no_op)
-        self._tasks = (
-            self._no_op,
-            _Task("session expiry", self._fence_stale_broker),
-            _Task("leader balance", self._balance_leaders),
-            _Task("unclean election", self._elect_unclean_leaders),
-        )
+        self._session_expiry = _Task("session expiry", self._fence_stale_broker)
+        self._leader_balance = _Task("leader balance", self._balance_leaders)
+        self._unclean_election = _Task("unclean election", self._elect_unclean_leaders)
+        self._tasks = (self._no_op, self._session_expiry, self._leader_balance, self._unclean_election)
 
     # ------------------------------------------------------------------ events
 
@@ -397,9 +395,11 @@ class ControllerHost:
         if activation is None:
             return
         config = self.config
-        self._tasks[1].next_ms = now_ms + max(1, config.session_timeout_ms // 8)
-        self._tasks[2].next_ms = now_ms + config.leader_imbalance_check_interval_ms if config.auto_leader_rebalance_enable else None
-        self._tasks[3].next_ms = now_ms + config.unclean_leader_election_interval_ms
+        self._session_expiry.next_ms = now_ms + max(1, config.session_timeout_ms // 8)
+        self._leader_balance.next_ms = (
+            now_ms + config.leader_imbalance_check_interval_ms if config.auto_leader_rebalance_enable else None
+        )
+        self._unclean_election.next_ms = now_ms + config.unclean_leader_election_interval_ms
         if activation.records:
             self._append(activation.records, None, drain_now=False)  # one batch: atomic activations stay whole
 
