@@ -1,7 +1,7 @@
 """kwire's generated codecs against Kafka's own generated classes, byte for byte.
 
 For every spec in messages/specs, every version that both kwire and a pinned Kafka release
-support, and ``MESSAGES_PER_VERSION`` seeded random messages (compat/randmsg.py), each message
+support, and ``MESSAGES_PER_VERSION`` seeded random messages (tests/messages/randmsg.py), each message
 ``m`` at version ``v`` must satisfy, with Kafka's classes driven by the Java oracle
 (compat/oracle.py):
 
@@ -39,9 +39,9 @@ import pytest
 from compat.jarspecs import ABSENT, jar_specs
 from compat.kafka import PINNED_VERSIONS, require_kafka
 from compat.oracle import JavaOracle, OracleError
-from compat.randmsg import message_class, random_messages, with_unknown_tags
 from compat.specdiff import compare_specs, intersect, parse_versions, translate_json
 from messages.spec import MessageSpec, load_all
+from tests.messages.randmsg import message_class, random_messages, with_unknown_tags
 
 pytestmark = pytest.mark.compat
 
