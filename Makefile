@@ -44,11 +44,14 @@ compat-jars: install
 run: install
 	$(PY) -m tools.cli run-standalone --config $(CONFIG) --data $(DATA)
 
-## Two pytest-xdist workers (the 2-core machines' count); tests that share a cluster, a JVM or
-## the Spark session run on one worker (conftest.py). The 15 slowest tests are printed. Bytecode
-## is compiled first: the tests start hundreds of short-lived kwire processes, each of which
-## would otherwise compile every module it imports where PYTHONDONTWRITEBYTECODE is set.
-test: install check-generated lint lint-imports typecheck compat-jars
+## The checks and the jar fetch run side by side (the fetch mostly waits on the network), each
+## one's output kept together. Then two pytest-xdist workers (the 2-core machines' count); tests
+## that share a cluster, a JVM or the Spark session run on one worker (conftest.py). The 15
+## slowest tests are printed. Bytecode is compiled first: the tests start hundreds of
+## short-lived kwire processes, each of which would otherwise compile every module it imports
+## where PYTHONDONTWRITEBYTECODE is set.
+test: install
+	$(MAKE) --no-print-directory -j 4 --output-sync=target check-generated lint lint-imports typecheck compat-jars
 	$(PY) -m compileall -q -j 0 kwire messages storage server tools tests compat conftest.py
 	$(PY) -m pytest -q -n 2 --durations=15
 
