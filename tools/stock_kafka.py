@@ -13,7 +13,8 @@ also reads, and fetched into ``compat/.cache/kafka-<version>/``:
                 classpath of the release named by ``kafka.<version>.tools.version``, whose
                 kafka-tools classes (DumpLogSegments from 4.3, MetadataQuorumCommand) stand in
     config/     log4j.properties (3.x) and log4j2.properties (4.x): WARN and above, on stderr
-    oracle/     the compiled Java codec oracle (compat only, see compat/oracle.py)
+    oracle/     the compiled Java codec oracle (compat only, see compat/oracle.py) and tool
+                runner (:data:`TOOL_RUNNER_ENV`)
 
 Where ``compat/`` is: the directory named by the environment variable ``KWIRE_COMPAT_DIR``
 (:data:`COMPAT_DIR_ENV`) when set, else ``compat/`` beside the directory holding this package,
@@ -48,6 +49,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import javaproperties
+
+from tools import tool_runner
 
 COMPAT_DIR_ENV = "KWIRE_COMPAT_DIR"
 """The environment variable that names the ``compat/`` directory (pins and jar cache)."""
@@ -198,6 +201,25 @@ the flags keep it from saying so on stdout."""
 _CDS_QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 
 
+TOOL_RUNNER_ENV = "KWIRE_KAFKA_TOOL_RUNNER"
+"""When this environment variable is set (to anything but ``""`` or ``0``),
+:func:`run_kafka_class` (and so :func:`run_tool`) runs a tool's main class in a long-lived JVM
+per command line (:mod:`tools.tool_runner`: same JVM flags and classpath, plus the compiled
+``kwire.oracle.ToolRunner`` under :func:`kafka_home`'s ``oracle/``) rather than a JVM of its
+own, and answers the same ``CompletedProcess``. The test runs set it: they run some 185 tools,
+each about a CPU-second of JVM start-up and class loading. Calls that pass ``input``, ``cwd``,
+``env``, ``server``, ``jvm_args`` or ``extra_classpath``, and the classes of
+:data:`SUBPROCESS_ONLY`, still get a JVM of their own, as does every call when the runner class
+has not been built (jars fetched before it existed: ``make compat-jars`` builds it)."""
+SUBPROCESS_ONLY = frozenset({
+    "kafka.Kafka", "kafka.tools.TestRaftServer",
+    "org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer",
+    "org.apache.kafka.tools.consumer.ConsoleConsumer",
+})
+"""Main classes :data:`TOOL_RUNNER_ENV` never routes to a runner: servers, and the console
+clients, which read stdin and end on a signal or their own shutdown hooks."""
+
+
 class KafkaUnavailable(RuntimeError):
     """Java or a pinned release's jars are not available on this machine."""
 
@@ -317,13 +339,26 @@ def run_kafka_class(
 
     ``check`` raises :class:`KafkaCommandError` (with stdout and stderr) on a non-zero exit;
     ``timeout`` (seconds) raises ``subprocess.TimeoutExpired``. ``env`` is added to the current
-    environment; ``tools`` runs from the tools classpath. Raises KafkaUnavailable when Java or
-    the jars are missing.
+    environment; ``tools`` runs from the tools classpath. With ``$KWIRE_KAFKA_TOOL_RUNNER``
+    (:data:`TOOL_RUNNER_ENV`) most calls run in a long-lived JVM, with the same result. Raises
+    KafkaUnavailable when Java or the jars are missing.
     """
+    extra_classpath = list(extra_classpath)
     command = java_command(
         version, main_class, args, server=server, jvm_args=jvm_args,
         extra_classpath=extra_classpath, tools=tools,
     )
+    if (input is None and cwd is None and not env and not server and not jvm_args
+            and not extra_classpath and main_class not in SUBPROCESS_ONLY):
+        runner = _tool_runner_command(version, command)
+        if runner is not None:
+            answer = tool_runner.run_main(
+                runner, main_class, command[len(runner):], display=command, timeout=timeout,
+            )
+            if answer is not None:
+                if check and answer.returncode != 0:
+                    raise KafkaCommandError(version, main_class, answer)
+                return answer
     full_env = dict(os.environ)
     full_env.update(env or {})
     result = subprocess.run(
@@ -333,6 +368,21 @@ def run_kafka_class(
     if check and result.returncode != 0:
         raise KafkaCommandError(version, main_class, result)
     return result
+
+
+def _tool_runner_command(version: str, command: Sequence[str]) -> list[str] | None:
+    """The command line of the runner for a tool's ``java_command`` line ``command``: the same
+    java, flags and classpath with the oracle classes appended (after the jars, so that a class
+    data sharing archive of the jars still applies), and :data:`tools.tool_runner.RUNNER_CLASS`
+    in place of the tool's main class and arguments. None when :data:`TOOL_RUNNER_ENV` is unset
+    or the runner class has not been built."""
+    if os.environ.get(TOOL_RUNNER_ENV, "").strip() in ("", "0"):
+        return None
+    classes = kafka_home(version) / "oracle"
+    if not (classes / Path(*tool_runner.RUNNER_CLASS.split("."))).with_suffix(".class").is_file():
+        return None
+    at = list(command).index("-cp") + 1
+    return [*command[:at], command[at] + os.pathsep + str(classes), tool_runner.RUNNER_CLASS]
 
 
 def start_kafka_class(
