@@ -28,6 +28,10 @@
  *   - when main returns (or throws), the call waits for the non-daemon threads it started, as the
  *     JVM's DestroyJavaVM does before the process ends.
  *
+ * What stays different: a stack trace a tool prints itself (its own catch block) ends with this
+ * class's frames below main, and a tool's JVM-wide state (static fields, client ids, shutdown
+ * hooks, which run when this JVM ends) outlives its call.
+ *
  * Code that calls System.exit itself (argparse4j's parseArgsOrFail in MetadataShell and 3.x
  * FeatureCommand, on --help or a bad argument) ends this JVM: the client sees stdout close
  * mid-call and runs that request in a JVM of its own. System.in reads as empty; system
@@ -48,9 +52,9 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.io.UnsupportedEncodingException;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
-import java.lang.reflect.Modifier;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.lang.reflect.Proxy;
 import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
@@ -276,18 +280,16 @@ public final class ToolRunner {
     }
 
     private static int invokeMain(Call call, String mainClass, String[] args) {
-        Method main;
+        MethodHandle main;
         try {
-            main = Class.forName(mainClass, true, ClassLoader.getSystemClassLoader())
-                .getMethod("main", String[].class);
-            if (!Modifier.isStatic(main.getModifiers())) {
-                throw new NoSuchMethodException(mainClass + ".main is not static");
-            }
+            main = MethodHandles.publicLookup().findStatic(
+                Class.forName(mainClass, true, ClassLoader.getSystemClassLoader()), "main",
+                MethodType.methodType(void.class, String[].class));
         } catch (ClassNotFoundException | LinkageError e) {
             System.err.println("Error: Could not find or load main class " + mainClass);
             System.err.println("Caused by: " + e);
             return 1;
-        } catch (NoSuchMethodException e) {
+        } catch (NoSuchMethodException | IllegalAccessException e) {
             System.err.println("Error: Main method not found in class " + mainClass
                 + ", please define the main method as:");
             System.err.println("   public static void main(String[] args)");
@@ -295,24 +297,25 @@ public final class ToolRunner {
             return 1;
         }
         try {
-            main.invoke(null, (Object) args);
+            // a method handle's own frames are hidden: below main, a trace shows only ours
+            main.invokeExact(args);
             return 0;
-        } catch (InvocationTargetException e) {
-            Throwable thrown = e.getCause();
-            if (thrown instanceof Exited || call.exitCode() != null) {
-                return call.exitCode() != null ? call.exitCode() : 1;
+        } catch (Throwable thrown) {
+            Integer exited = call.exitCode();
+            if (exited != null) {
+                return exited;
+            }
+            if (thrown instanceof Exited) {
+                return 1;
             }
             cutBelowMain(thrown, mainClass, Collections.newSetFromMap(new IdentityHashMap<>()));
             System.err.print("Exception in thread \"" + Thread.currentThread().getName() + "\" ");
             thrown.printStackTrace(System.err);
             return 1;
-        } catch (IllegalAccessException e) {
-            System.err.println("Error: Main method not found in class " + mainClass);
-            return 1;
         }
     }
 
-    /** Drops the reflection and ToolRunner frames below the main method from ``thrown``, its
+    /** Drops the ToolRunner frames below the main method from ``thrown``, its
      * causes and suppressed exceptions, so that the trace reads as the JVM would print it. */
     private static void cutBelowMain(Throwable thrown, String mainClass, Set<Throwable> seen) {
         if (thrown == null || !seen.add(thrown)) {
