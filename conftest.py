@@ -6,6 +6,11 @@
   of its classpath (``KWIRE_KAFKA_CDS``), unless the variables are set already: they live for
   seconds, which never pays back C2's compilations, and a good part of a short run is class
   loading.
+* Stock Kafka tools (``kafka-storage``, ``kafka-metadata-quorum``, ``kafka-dump-log``, ...) run
+  one after another in a long-lived JVM per release and classpath in each worker
+  (``KWIRE_KAFKA_TOOL_RUNNER``, see tools/stock_kafka.py and tools/tool_runner.py), unless the
+  variable is set already: each run in a JVM of its own is about a CPU-second of start-up and
+  class loading.
 
 With ``-n`` (and only then):
 
@@ -30,7 +35,7 @@ import pytest
 from xdist.scheduler import LoadScopeScheduling
 
 from tools.local_cluster import PORT_SLICE_ENV
-from tools.stock_kafka import CDS_ENV, EXTRA_JVM_FLAGS_ENV
+from tools.stock_kafka import CDS_ENV, EXTRA_JVM_FLAGS_ENV, TOOL_RUNNER_ENV
 
 ROOT = Path(__file__).resolve().parent
 GROUPS = {
@@ -54,6 +59,7 @@ TEST_JVM_FLAGS = "-XX:TieredStopAtLevel=1"
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault(EXTRA_JVM_FLAGS_ENV, TEST_JVM_FLAGS)
     os.environ.setdefault(CDS_ENV, "1")
+    os.environ.setdefault(TOOL_RUNNER_ENV, "1")
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
     if worker.startswith("gw") and count:
