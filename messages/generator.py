@@ -15,6 +15,7 @@ A reader decodes nested structs inline (no call per element), builds objects wit
 ``object.__new__`` and slot stores, folds the tagged-field count byte into the last
 ``unpack_from`` of a flexible struct, and takes Uuids from ``kwire.uuid``'s table of interned ids;
 see :class:`_Reader`. ``Struct.pack`` and ``Struct.unpack_from`` are bound once per module.
+Each class has its own ``__repr__``, the dataclass repr's text without its recursion guard.
 A ``records`` field travels by reference: decoded as a view of an immutable input, held by a
 ``ScatterBuffer`` on encode (``kwire.wire.read_records`` / ``write_records``).
 
@@ -684,7 +685,24 @@ def _class_source(spec: MessageSpec, struct: StructSpec) -> list[str]:
     lines.append(
         "    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)"
     )
-    return lines
+    return lines + _repr_source(struct)
+
+
+def _repr_source(struct: StructSpec) -> list[str]:
+    """``__repr__`` with the dataclass repr's text (the fields but the unknown tags), without
+    the recursion guard the dataclass wraps it in: a message is a tree, and the guard's
+    bookkeeping costs more than the formatting."""
+    parts = [f'f"{f.attr}={{self.{f.attr}!r}}' for f in struct.fields]
+    body = [f'{part}, "' for part in parts[:-1]] + [f'{part}"' for part in parts[-1:]]
+    return [
+        "",
+        "    def __repr__(self) -> str:",
+        "        return (",
+        '            f"{self.__class__.__qualname__}("',
+        *(f"            {line}" for line in body),
+        '            ")"',
+        "        )",
+    ]
 
 
 def _json_fields(spec: MessageSpec, struct: StructSpec) -> str:

@@ -54,6 +54,13 @@ class AbortTransactionRecord(Message):
     reason: str | None = None  # Why the group was abandoned; null if not given.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"reason={self.reason!r}"
+            ")"
+        )
+
 
 _new = object.__new__
 

@@ -53,6 +53,15 @@ class Listener(Message):
     port: int = 0  # TCP port of the listener.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class AddRaftVoterRequest(Message):
@@ -68,6 +77,18 @@ class AddRaftVoterRequest(Message):
     listeners: list[Listener] = field(default_factory=list)  # Listener endpoints of the new voter.
     ack_when_committed: bool = True  # True: reply once the new VotersRecord commits; false: reply without waiting (KIP-1186).
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"cluster_id={self.cluster_id!r}, "
+            f"timeout_ms={self.timeout_ms!r}, "
+            f"voter_id={self.voter_id!r}, "
+            f"voter_directory_id={self.voter_directory_id!r}, "
+            f"listeners={self.listeners!r}, "
+            f"ack_when_committed={self.ack_when_committed!r}"
+            ")"
+        )
 
 
 _DEF_Listener = Listener()

@@ -57,6 +57,16 @@ class AllocateProducerIdsResponse(Message):
     producer_id_len: int = 0  # Number of producer ids in the block.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"error_code={self.error_code!r}, "
+            f"producer_id_start={self.producer_id_start!r}, "
+            f"producer_id_len={self.producer_id_len!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>ihqi')
 _S1 = Struct('>ihqiB')

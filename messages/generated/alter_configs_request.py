@@ -52,6 +52,14 @@ class AlterableConfig(Message):
     value: str | None = ''  # Config value.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"value={self.value!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class AlterConfigsResource(Message):
@@ -61,6 +69,15 @@ class AlterConfigsResource(Message):
     resource_name: str = ''  # Resource name.
     configs: list[AlterableConfig] = field(default_factory=list)  # The resource's configs.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"resource_type={self.resource_type!r}, "
+            f"resource_name={self.resource_name!r}, "
+            f"configs={self.configs!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -73,6 +90,14 @@ class AlterConfigsRequest(Message):
     resources: list[AlterConfigsResource] = field(default_factory=list)  # The resources to change.
     validate_only: bool = False  # Check the request without changing anything.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"resources={self.resources!r}, "
+            f"validate_only={self.validate_only!r}"
+            ")"
+        )
 
 
 _DEF_AlterableConfig = AlterableConfig()

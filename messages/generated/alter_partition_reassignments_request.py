@@ -52,6 +52,14 @@ class ReassignablePartition(Message):
     replicas: list[int] | None = None  # The target replica list; null cancels the reassignment in progress.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"replicas={self.replicas!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class ReassignableTopic(Message):
@@ -60,6 +68,14 @@ class ReassignableTopic(Message):
     name: str = ''  # Topic name.
     partitions: list[ReassignablePartition] = field(default_factory=list)  # Its partitions.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"partitions={self.partitions!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -73,6 +89,15 @@ class AlterPartitionReassignmentsRequest(Message):
     allow_replication_factor_change: bool = True  # False refuses a target whose size differs from the partition's replication factor (KIP-860).
     topics: list[ReassignableTopic] = field(default_factory=list)  # The topics.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"timeout_ms={self.timeout_ms!r}, "
+            f"allow_replication_factor_change={self.allow_replication_factor_change!r}, "
+            f"topics={self.topics!r}"
+            ")"
+        )
 
 
 _DEF_ReassignablePartition = ReassignablePartition()

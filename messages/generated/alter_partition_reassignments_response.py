@@ -53,6 +53,15 @@ class ReassignablePartitionResponse(Message):
     error_message: str | None = ''  # Error message, or null.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class ReassignableTopicResponse(Message):
@@ -61,6 +70,14 @@ class ReassignableTopicResponse(Message):
     name: str = ''  # Topic name.
     partitions: list[ReassignablePartitionResponse] = field(default_factory=list)  # Per partition.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"partitions={self.partitions!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -76,6 +93,17 @@ class AlterPartitionReassignmentsResponse(Message):
     error_message: str | None = ''  # Request-level error message, or null.
     responses: list[ReassignableTopicResponse] = field(default_factory=list)  # Per topic.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"allow_replication_factor_change={self.allow_replication_factor_change!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"responses={self.responses!r}"
+            ")"
+        )
 
 
 _DEF_ReassignablePartitionResponse = ReassignablePartitionResponse()

@@ -52,6 +52,14 @@ class BrokerState(Message):
     broker_epoch: int = -1  # Its broker epoch, -1 when unknown.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"broker_id={self.broker_id!r}, "
+            f"broker_epoch={self.broker_epoch!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class PartitionData(Message):
@@ -65,6 +73,18 @@ class PartitionData(Message):
     partition_epoch: int = 0  # The partition epoch the leader holds.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"leader_epoch={self.leader_epoch!r}, "
+            f"new_isr={self.new_isr!r}, "
+            f"new_isr_with_epochs={self.new_isr_with_epochs!r}, "
+            f"leader_recovery_state={self.leader_recovery_state!r}, "
+            f"partition_epoch={self.partition_epoch!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class TopicData(Message):
@@ -73,6 +93,14 @@ class TopicData(Message):
     topic_id: Uuid = ZERO_UUID  # Topic id.
     partitions: list[PartitionData] = field(default_factory=list)  # The partitions of that topic.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_id={self.topic_id!r}, "
+            f"partitions={self.partitions!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -86,6 +114,15 @@ class AlterPartitionRequest(Message):
     broker_epoch: int = -1  # Broker epoch of that leader.
     topics: list[TopicData] = field(default_factory=list)  # The partitions to change, by topic.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"broker_id={self.broker_id!r}, "
+            f"broker_epoch={self.broker_epoch!r}, "
+            f"topics={self.topics!r}"
+            ")"
+        )
 
 
 _DEF_BrokerState = BrokerState()

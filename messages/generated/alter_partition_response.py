@@ -57,6 +57,19 @@ class PartitionData(Message):
     partition_epoch: int = 0  # Its partition epoch.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"error_code={self.error_code!r}, "
+            f"leader_id={self.leader_id!r}, "
+            f"leader_epoch={self.leader_epoch!r}, "
+            f"isr={self.isr!r}, "
+            f"leader_recovery_state={self.leader_recovery_state!r}, "
+            f"partition_epoch={self.partition_epoch!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class TopicData(Message):
@@ -65,6 +78,14 @@ class TopicData(Message):
     topic_id: Uuid = ZERO_UUID  # Topic id.
     partitions: list[PartitionData] = field(default_factory=list)  # The partitions of that topic.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_id={self.topic_id!r}, "
+            f"partitions={self.partitions!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -78,6 +99,15 @@ class AlterPartitionResponse(Message):
     error_code: int = 0  # Error code for the whole request, 0 when none.
     topics: list[TopicData] = field(default_factory=list)  # The partitions, by topic.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"error_code={self.error_code!r}, "
+            f"topics={self.topics!r}"
+            ")"
+        )
 
 
 _DEF_PartitionData = PartitionData()

@@ -57,6 +57,16 @@ class ApiVersionsRequest(Message):
     node_id: int = -1  # Node id of the sender, or -1 if it has none.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"client_software_name={self.client_software_name!r}, "
+            f"client_software_version={self.client_software_version!r}, "
+            f"cluster_id={self.cluster_id!r}, "
+            f"node_id={self.node_id!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>i')
 _S1 = Struct('>iB')

@@ -53,6 +53,15 @@ class ApiVersion(Message):
     max_version: int = 0  # Highest supported version of this API.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"api_key={self.api_key!r}, "
+            f"min_version={self.min_version!r}, "
+            f"max_version={self.max_version!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class SupportedFeatureKey(Message):
@@ -63,6 +72,15 @@ class SupportedFeatureKey(Message):
     max_version: int = 0  # Highest level of the feature this node supports.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"min_version={self.min_version!r}, "
+            f"max_version={self.max_version!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class FinalizedFeatureKey(Message):
@@ -72,6 +90,15 @@ class FinalizedFeatureKey(Message):
     max_version_level: int = 0  # Highest finalized level of the feature.
     min_version_level: int = 0  # Lowest finalized level of the feature.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"max_version_level={self.max_version_level!r}, "
+            f"min_version_level={self.min_version_level!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -89,6 +116,19 @@ class ApiVersionsResponse(Message):
     finalized_features: list[FinalizedFeatureKey] = field(default_factory=list)  # Feature levels currently finalized in the cluster.
     zk_migration_ready: bool = False  # True if the controller is ready for ZooKeeper-to-KRaft migration.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"api_keys={self.api_keys!r}, "
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"supported_features={self.supported_features!r}, "
+            f"finalized_features_epoch={self.finalized_features_epoch!r}, "
+            f"finalized_features={self.finalized_features!r}, "
+            f"zk_migration_ready={self.zk_migration_ready!r}"
+            ")"
+        )
 
 
 _DEF_ApiVersion = ApiVersion()

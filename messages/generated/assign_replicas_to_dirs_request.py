@@ -51,6 +51,13 @@ class PartitionData(Message):
     partition_index: int = 0  # Partition index.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class TopicData(Message):
@@ -60,6 +67,14 @@ class TopicData(Message):
     partitions: list[PartitionData] = field(default_factory=list)  # The partitions.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_id={self.topic_id!r}, "
+            f"partitions={self.partitions!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class DirectoryData(Message):
@@ -68,6 +83,14 @@ class DirectoryData(Message):
     id: Uuid = ZERO_UUID  # Directory id.
     topics: list[TopicData] = field(default_factory=list)  # The topics with replicas in it.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"id={self.id!r}, "
+            f"topics={self.topics!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -81,6 +104,15 @@ class AssignReplicasToDirsRequest(Message):
     broker_epoch: int = -1  # Broker epoch of that broker.
     directories: list[DirectoryData] = field(default_factory=list)  # The assignments, by directory.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"broker_id={self.broker_id!r}, "
+            f"broker_epoch={self.broker_epoch!r}, "
+            f"directories={self.directories!r}"
+            ")"
+        )
 
 
 _DEF_PartitionData = PartitionData()

@@ -52,6 +52,14 @@ class PartitionData(Message):
     error_code: int = 0  # Error code, 0 when assigned.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"error_code={self.error_code!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class TopicData(Message):
@@ -61,6 +69,14 @@ class TopicData(Message):
     partitions: list[PartitionData] = field(default_factory=list)  # The partitions.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_id={self.topic_id!r}, "
+            f"partitions={self.partitions!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class DirectoryData(Message):
@@ -69,6 +85,14 @@ class DirectoryData(Message):
     id: Uuid = ZERO_UUID  # Directory id.
     topics: list[TopicData] = field(default_factory=list)  # The topics.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"id={self.id!r}, "
+            f"topics={self.topics!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -82,6 +106,15 @@ class AssignReplicasToDirsResponse(Message):
     error_code: int = 0  # Error code for the whole request, 0 when none.
     directories: list[DirectoryData] = field(default_factory=list)  # The assignments, by directory.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"error_code={self.error_code!r}, "
+            f"directories={self.directories!r}"
+            ")"
+        )
 
 
 _DEF_PartitionData = PartitionData()

@@ -54,6 +54,16 @@ class PartitionData(Message):
     leader_epoch: int = 0  # Epoch in which the leader was elected.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"voter_directory_id={self.voter_directory_id!r}, "
+            f"leader_id={self.leader_id!r}, "
+            f"leader_epoch={self.leader_epoch!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class TopicData(Message):
@@ -62,6 +72,14 @@ class TopicData(Message):
     topic_name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
     partitions: list[PartitionData] = field(default_factory=list)  # Partitions of the topic.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_name={self.topic_name!r}, "
+            f"partitions={self.partitions!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -72,6 +90,15 @@ class LeaderEndpoint(Message):
     host: str = ''  # Hostname or IP address of the listener.
     port: int = 0  # TCP port of the listener.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -86,6 +113,16 @@ class BeginQuorumEpochRequest(Message):
     topics: list[TopicData] = field(default_factory=list)  # Topics concerned; in KRaft only __cluster_metadata.
     leader_endpoints: list[LeaderEndpoint] = field(default_factory=list)  # Listener endpoints of the leader.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"cluster_id={self.cluster_id!r}, "
+            f"voter_id={self.voter_id!r}, "
+            f"topics={self.topics!r}, "
+            f"leader_endpoints={self.leader_endpoints!r}"
+            ")"
+        )
 
 
 _DEF_PartitionData = PartitionData()

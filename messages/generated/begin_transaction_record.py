@@ -54,6 +54,13 @@ class BeginTransactionRecord(Message):
     name: str | None = None  # Label of the group, for logs and tools; null if none.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}"
+            ")"
+        )
+
 
 _new = object.__new__
 

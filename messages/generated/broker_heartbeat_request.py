@@ -60,6 +60,19 @@ class BrokerHeartbeatRequest(Message):
     cordoned_log_dirs: list[Uuid] | None = None  # Directory ids of cordoned log directories, which take no new replicas; or null.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"broker_id={self.broker_id!r}, "
+            f"broker_epoch={self.broker_epoch!r}, "
+            f"current_metadata_offset={self.current_metadata_offset!r}, "
+            f"want_fence={self.want_fence!r}, "
+            f"want_shut_down={self.want_shut_down!r}, "
+            f"offline_log_dirs={self.offline_log_dirs!r}, "
+            f"cordoned_log_dirs={self.cordoned_log_dirs!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>iqq??')
 _S1 = Struct('>iqq??B')

@@ -58,6 +58,17 @@ class BrokerHeartbeatResponse(Message):
     should_shut_down: bool = False  # True if the broker may now finish shutting down.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"error_code={self.error_code!r}, "
+            f"is_caught_up={self.is_caught_up!r}, "
+            f"is_fenced={self.is_fenced!r}, "
+            f"should_shut_down={self.should_shut_down!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>ih???')
 _S1 = Struct('>ih???B')

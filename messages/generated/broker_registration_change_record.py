@@ -59,6 +59,18 @@ class BrokerRegistrationChangeRecord(Message):
     cordoned_log_dirs: list[Uuid] | None = None  # New list of cordoned log directory ids; null if unchanged.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"broker_id={self.broker_id!r}, "
+            f"broker_epoch={self.broker_epoch!r}, "
+            f"fenced={self.fenced!r}, "
+            f"in_controlled_shutdown={self.in_controlled_shutdown!r}, "
+            f"log_dirs={self.log_dirs!r}, "
+            f"cordoned_log_dirs={self.cordoned_log_dirs!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>iq')
 _S1 = Struct('>b')

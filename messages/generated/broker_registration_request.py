@@ -54,6 +54,16 @@ class Listener(Message):
     security_protocol: int = 0  # Security protocol id of the listener, e.g. 0 for PLAINTEXT.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"security_protocol={self.security_protocol!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class Feature(Message):
@@ -63,6 +73,15 @@ class Feature(Message):
     min_supported_version: int = 0  # Lowest level of the feature that is supported.
     max_supported_version: int = 0  # Highest level of the feature that is supported.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"min_supported_version={self.min_supported_version!r}, "
+            f"max_supported_version={self.max_supported_version!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -82,6 +101,21 @@ class BrokerRegistrationRequest(Message):
     log_dirs: list[Uuid] = field(default_factory=list)  # Directory ids of the broker's online log directories.
     previous_broker_epoch: int = -1  # Broker epoch before a clean shutdown; -1 if unknown or unclean.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"broker_id={self.broker_id!r}, "
+            f"cluster_id={self.cluster_id!r}, "
+            f"incarnation_id={self.incarnation_id!r}, "
+            f"listeners={self.listeners!r}, "
+            f"features={self.features!r}, "
+            f"rack={self.rack!r}, "
+            f"is_migrating_zk_broker={self.is_migrating_zk_broker!r}, "
+            f"log_dirs={self.log_dirs!r}, "
+            f"previous_broker_epoch={self.previous_broker_epoch!r}"
+            ")"
+        )
 
 
 _DEF_Listener = Listener()

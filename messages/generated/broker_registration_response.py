@@ -56,6 +56,15 @@ class BrokerRegistrationResponse(Message):
     broker_epoch: int = -1  # Broker epoch given to this registration; -1 on error.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"error_code={self.error_code!r}, "
+            f"broker_epoch={self.broker_epoch!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>ihq')
 _S1 = Struct('>ihqB')

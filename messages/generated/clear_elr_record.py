@@ -54,6 +54,13 @@ class ClearElrRecord(Message):
     topic_name: str = ''  # The topic, or empty for every topic.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_name={self.topic_name!r}"
+            ")"
+        )
+
 
 _new = object.__new__
 

@@ -57,6 +57,16 @@ class ConfigRecord(Message):
     value: str | None = ''  # Configuration value, or null to delete the key.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"resource_type={self.resource_type!r}, "
+            f"resource_name={self.resource_name!r}, "
+            f"name={self.name!r}, "
+            f"value={self.value!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>b')
 _P0 = _S0.pack

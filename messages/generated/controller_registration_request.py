@@ -54,6 +54,16 @@ class Listener(Message):
     security_protocol: int = 0  # Security protocol id of the listener, e.g. 0 for PLAINTEXT.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"security_protocol={self.security_protocol!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class Feature(Message):
@@ -63,6 +73,15 @@ class Feature(Message):
     min_supported_version: int = 0  # Lowest level of the feature that is supported.
     max_supported_version: int = 0  # Highest level of the feature that is supported.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"min_supported_version={self.min_supported_version!r}, "
+            f"max_supported_version={self.max_supported_version!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -78,6 +97,17 @@ class ControllerRegistrationRequest(Message):
     listeners: list[Listener] = field(default_factory=list)  # Listener endpoints of the controller.
     features: list[Feature] = field(default_factory=list)  # Features and level ranges the controller supports.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"controller_id={self.controller_id!r}, "
+            f"incarnation_id={self.incarnation_id!r}, "
+            f"zk_migration_ready={self.zk_migration_ready!r}, "
+            f"listeners={self.listeners!r}, "
+            f"features={self.features!r}"
+            ")"
+        )
 
 
 _DEF_Listener = Listener()

@@ -51,6 +51,13 @@ class CreatePartitionsAssignment(Message):
     broker_ids: list[int] = field(default_factory=list)  # Brokers holding the replicas, preferred leader first.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"broker_ids={self.broker_ids!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class CreatePartitionsTopic(Message):
@@ -60,6 +67,15 @@ class CreatePartitionsTopic(Message):
     count: int = 0  # The partition count the topic should have.
     assignments: list[CreatePartitionsAssignment] | None = field(default_factory=list)  # Replicas of each new partition, or null to let the controller place them.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"count={self.count!r}, "
+            f"assignments={self.assignments!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -73,6 +89,15 @@ class CreatePartitionsRequest(Message):
     timeout_ms: int = 0  # How long to wait for the change, in ms.
     validate_only: bool = False  # Check the request without changing anything.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topics={self.topics!r}, "
+            f"timeout_ms={self.timeout_ms!r}, "
+            f"validate_only={self.validate_only!r}"
+            ")"
+        )
 
 
 _DEF_CreatePartitionsAssignment = CreatePartitionsAssignment()

@@ -53,6 +53,15 @@ class CreatePartitionsTopicResult(Message):
     error_message: str | None = None  # Error message, null when grown.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class CreatePartitionsResponse(Message):
@@ -64,6 +73,14 @@ class CreatePartitionsResponse(Message):
     throttle_time_ms: int = 0  # Throttle time in ms, 0 when not throttled.
     results: list[CreatePartitionsTopicResult] = field(default_factory=list)  # One result per requested topic.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"results={self.results!r}"
+            ")"
+        )
 
 
 _DEF_CreatePartitionsTopicResult = CreatePartitionsTopicResult()

@@ -52,6 +52,14 @@ class CreatableReplicaAssignment(Message):
     broker_ids: list[int] = field(default_factory=list)  # Brokers holding the replicas, preferred leader first.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"broker_ids={self.broker_ids!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class CreatableTopicConfig(Message):
@@ -60,6 +68,14 @@ class CreatableTopicConfig(Message):
     name: str = ''  # Config name.
     value: str | None = ''  # Config value.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"value={self.value!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -73,6 +89,17 @@ class CreatableTopic(Message):
     configs: list[CreatableTopicConfig] = field(default_factory=list)  # Topic configs to set at creation.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"num_partitions={self.num_partitions!r}, "
+            f"replication_factor={self.replication_factor!r}, "
+            f"assignments={self.assignments!r}, "
+            f"configs={self.configs!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class CreateTopicsRequest(Message):
@@ -85,6 +112,15 @@ class CreateTopicsRequest(Message):
     timeout_ms: int = 60000  # How long to wait for the creation, in ms.
     validate_only: bool = False  # Check the request without creating anything.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topics={self.topics!r}, "
+            f"timeout_ms={self.timeout_ms!r}, "
+            f"validate_only={self.validate_only!r}"
+            ")"
+        )
 
 
 _DEF_CreatableReplicaAssignment = CreatableReplicaAssignment()

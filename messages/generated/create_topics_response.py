@@ -55,6 +55,17 @@ class CreatableTopicConfigs(Message):
     is_sensitive: bool = False  # The value is sensitive.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"value={self.value!r}, "
+            f"read_only={self.read_only!r}, "
+            f"config_source={self.config_source!r}, "
+            f"is_sensitive={self.is_sensitive!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class CreatableTopicResult(Message):
@@ -70,6 +81,20 @@ class CreatableTopicResult(Message):
     configs: list[CreatableTopicConfigs] | None = field(default_factory=list)  # Effective configs of the topic.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"topic_id={self.topic_id!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"topic_config_error_code={self.topic_config_error_code!r}, "
+            f"num_partitions={self.num_partitions!r}, "
+            f"replication_factor={self.replication_factor!r}, "
+            f"configs={self.configs!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class CreateTopicsResponse(Message):
@@ -81,6 +106,14 @@ class CreateTopicsResponse(Message):
     throttle_time_ms: int = 0  # Throttle time in ms, 0 when not throttled.
     topics: list[CreatableTopicResult] = field(default_factory=list)  # One result per requested topic.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"topics={self.topics!r}"
+            ")"
+        )
 
 
 _DEF_CreatableTopicConfigs = CreatableTopicConfigs()

@@ -52,6 +52,14 @@ class DeleteTopicState(Message):
     topic_id: Uuid = ZERO_UUID  # Topic id, zero when the name is given.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"topic_id={self.topic_id!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class DeleteTopicsRequest(Message):
@@ -64,6 +72,15 @@ class DeleteTopicsRequest(Message):
     topic_names: list[str] = field(default_factory=list)  # Names of the topics to delete.
     timeout_ms: int = 0  # How long to wait for the deletion, in ms.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topics={self.topics!r}, "
+            f"topic_names={self.topic_names!r}, "
+            f"timeout_ms={self.timeout_ms!r}"
+            ")"
+        )
 
 
 _DEF_DeleteTopicState = DeleteTopicState()

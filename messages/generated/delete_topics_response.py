@@ -54,6 +54,16 @@ class DeletableTopicResult(Message):
     error_message: str | None = None  # Error message, null when deleted.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"topic_id={self.topic_id!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class DeleteTopicsResponse(Message):
@@ -65,6 +75,14 @@ class DeleteTopicsResponse(Message):
     throttle_time_ms: int = 0  # Throttle time in ms, 0 when not throttled.
     responses: list[DeletableTopicResult] = field(default_factory=list)  # One result per requested topic.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"responses={self.responses!r}"
+            ")"
+        )
 
 
 _DEF_DeletableTopicResult = DeletableTopicResult()

@@ -56,6 +56,15 @@ class DescribeClusterRequest(Message):
     include_fenced_brokers: bool = False  # Whether fenced brokers are listed too (KIP-1073).
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"include_cluster_authorized_operations={self.include_cluster_authorized_operations!r}, "
+            f"endpoint_type={self.endpoint_type!r}, "
+            f"include_fenced_brokers={self.include_fenced_brokers!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>?')
 _S1 = Struct('>?B')

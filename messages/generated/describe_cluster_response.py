@@ -55,6 +55,17 @@ class DescribeClusterBroker(Message):
     is_fenced: bool = False  # Whether the listed broker is currently fenced (KIP-1073).
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"broker_id={self.broker_id!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"rack={self.rack!r}, "
+            f"is_fenced={self.is_fenced!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class DescribeClusterResponse(Message):
@@ -72,6 +83,20 @@ class DescribeClusterResponse(Message):
     brokers: list[DescribeClusterBroker] = field(default_factory=list)  # Listed nodes, brokers or controllers per EndpointType.
     cluster_authorized_operations: int = -2147483648  # Bit field of permitted cluster operations; INT_MIN if not requested.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"endpoint_type={self.endpoint_type!r}, "
+            f"cluster_id={self.cluster_id!r}, "
+            f"controller_id={self.controller_id!r}, "
+            f"brokers={self.brokers!r}, "
+            f"cluster_authorized_operations={self.cluster_authorized_operations!r}"
+            ")"
+        )
 
 
 _DEF_DescribeClusterBroker = DescribeClusterBroker()

@@ -53,6 +53,15 @@ class DescribeConfigsResource(Message):
     configuration_keys: list[str] | None = field(default_factory=list)  # The config names to describe; null or empty for all.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"resource_type={self.resource_type!r}, "
+            f"resource_name={self.resource_name!r}, "
+            f"configuration_keys={self.configuration_keys!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class DescribeConfigsRequest(Message):
@@ -65,6 +74,15 @@ class DescribeConfigsRequest(Message):
     include_synonyms: bool = False  # Answer each config with the values it has at every level.
     include_documentation: bool = False  # Answer each config with its documentation.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"resources={self.resources!r}, "
+            f"include_synonyms={self.include_synonyms!r}, "
+            f"include_documentation={self.include_documentation!r}"
+            ")"
+        )
 
 
 _DEF_DescribeConfigsResource = DescribeConfigsResource()

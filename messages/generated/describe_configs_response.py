@@ -53,6 +53,15 @@ class DescribeConfigsSynonym(Message):
     source: int = 0  # The level.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"value={self.value!r}, "
+            f"source={self.source!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class DescribeConfigsResourceResult(Message):
@@ -68,6 +77,20 @@ class DescribeConfigsResourceResult(Message):
     documentation: str | None = ''  # Documentation of the config.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"value={self.value!r}, "
+            f"read_only={self.read_only!r}, "
+            f"config_source={self.config_source!r}, "
+            f"is_sensitive={self.is_sensitive!r}, "
+            f"synonyms={self.synonyms!r}, "
+            f"config_type={self.config_type!r}, "
+            f"documentation={self.documentation!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class DescribeConfigsResult(Message):
@@ -80,6 +103,17 @@ class DescribeConfigsResult(Message):
     configs: list[DescribeConfigsResourceResult] = field(default_factory=list)  # The configs.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"resource_type={self.resource_type!r}, "
+            f"resource_name={self.resource_name!r}, "
+            f"configs={self.configs!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class DescribeConfigsResponse(Message):
@@ -91,6 +125,14 @@ class DescribeConfigsResponse(Message):
     throttle_time_ms: int = 0  # Throttle time in ms, 0 when not throttled.
     results: list[DescribeConfigsResult] = field(default_factory=list)  # One result per resource.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"results={self.results!r}"
+            ")"
+        )
 
 
 _DEF_DescribeConfigsSynonym = DescribeConfigsSynonym()

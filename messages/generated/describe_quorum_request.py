@@ -51,6 +51,13 @@ class PartitionData(Message):
     partition_index: int = 0  # Partition number within the topic.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class TopicData(Message):
@@ -59,6 +66,14 @@ class TopicData(Message):
     topic_name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
     partitions: list[PartitionData] = field(default_factory=list)  # Partitions to describe.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_name={self.topic_name!r}, "
+            f"partitions={self.partitions!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -70,6 +85,13 @@ class DescribeQuorumRequest(Message):
 
     topics: list[TopicData] = field(default_factory=list)  # Topics concerned; in KRaft only __cluster_metadata.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topics={self.topics!r}"
+            ")"
+        )
 
 
 _DEF_PartitionData = PartitionData()

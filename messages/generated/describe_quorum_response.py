@@ -55,6 +55,17 @@ class ReplicaState(Message):
     last_caught_up_timestamp: int = -1  # Wall-clock ms when the replica last reached the leader's log end offset; -1 if unknown.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"replica_id={self.replica_id!r}, "
+            f"replica_directory_id={self.replica_directory_id!r}, "
+            f"log_end_offset={self.log_end_offset!r}, "
+            f"last_fetch_timestamp={self.last_fetch_timestamp!r}, "
+            f"last_caught_up_timestamp={self.last_caught_up_timestamp!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class PartitionData(Message):
@@ -70,6 +81,20 @@ class PartitionData(Message):
     observers: list[ReplicaState] = field(default_factory=list)  # Replication state of recently fetching observers.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"leader_id={self.leader_id!r}, "
+            f"leader_epoch={self.leader_epoch!r}, "
+            f"high_watermark={self.high_watermark!r}, "
+            f"current_voters={self.current_voters!r}, "
+            f"observers={self.observers!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class TopicData(Message):
@@ -78,6 +103,14 @@ class TopicData(Message):
     topic_name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
     partitions: list[PartitionData] = field(default_factory=list)  # Per-partition results.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_name={self.topic_name!r}, "
+            f"partitions={self.partitions!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -89,6 +122,15 @@ class Listener(Message):
     port: int = 0  # TCP port of the listener.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class Node(Message):
@@ -97,6 +139,14 @@ class Node(Message):
     node_id: int = 0  # Node id of the voter.
     listeners: list[Listener] = field(default_factory=list)  # Listener endpoints of the voter.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"node_id={self.node_id!r}, "
+            f"listeners={self.listeners!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -111,6 +161,16 @@ class DescribeQuorumResponse(Message):
     topics: list[TopicData] = field(default_factory=list)  # Per-topic results.
     nodes: list[Node] = field(default_factory=list)  # Listener endpoints of the voters.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"topics={self.topics!r}, "
+            f"nodes={self.nodes!r}"
+            ")"
+        )
 
 
 _DEF_ReplicaState = ReplicaState()

@@ -52,6 +52,14 @@ class TopicPartitions(Message):
     partitions: list[int] = field(default_factory=list)  # Partition indexes.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic={self.topic!r}, "
+            f"partitions={self.partitions!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class ElectLeadersRequest(Message):
@@ -64,6 +72,15 @@ class ElectLeadersRequest(Message):
     topic_partitions: list[TopicPartitions] | None = field(default_factory=list)  # The partitions; null for every partition.
     timeout_ms: int = 60000  # How long the client waits for the elections, in ms.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"election_type={self.election_type!r}, "
+            f"topic_partitions={self.topic_partitions!r}, "
+            f"timeout_ms={self.timeout_ms!r}"
+            ")"
+        )
 
 
 _DEF_TopicPartitions = TopicPartitions()

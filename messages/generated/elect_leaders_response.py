@@ -53,6 +53,15 @@ class PartitionResult(Message):
     error_message: str | None = ''  # Error message, null when elected.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_id={self.partition_id!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class ReplicaElectionResult(Message):
@@ -61,6 +70,14 @@ class ReplicaElectionResult(Message):
     topic: str = ''  # Topic name.
     partition_result: list[PartitionResult] = field(default_factory=list)  # One result per partition.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic={self.topic!r}, "
+            f"partition_result={self.partition_result!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -74,6 +91,15 @@ class ElectLeadersResponse(Message):
     error_code: int = 0  # Error code for the whole request, 0 if none.
     replica_election_results: list[ReplicaElectionResult] = field(default_factory=list)  # One result per topic.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"error_code={self.error_code!r}, "
+            f"replica_election_results={self.replica_election_results!r}"
+            ")"
+        )
 
 
 _DEF_PartitionResult = PartitionResult()

@@ -52,6 +52,14 @@ class ReplicaInfo(Message):
     candidate_directory_id: Uuid = ZERO_UUID  # Directory id of the preferred candidate.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"candidate_id={self.candidate_id!r}, "
+            f"candidate_directory_id={self.candidate_directory_id!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class PartitionData(Message):
@@ -64,6 +72,17 @@ class PartitionData(Message):
     preferred_candidates: list[ReplicaInfo] = field(default_factory=list)  # Voter replica keys ordered from most to least caught up.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"leader_id={self.leader_id!r}, "
+            f"leader_epoch={self.leader_epoch!r}, "
+            f"preferred_successors={self.preferred_successors!r}, "
+            f"preferred_candidates={self.preferred_candidates!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class TopicData(Message):
@@ -72,6 +91,14 @@ class TopicData(Message):
     topic_name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
     partitions: list[PartitionData] = field(default_factory=list)  # Partitions of the topic.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_name={self.topic_name!r}, "
+            f"partitions={self.partitions!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -82,6 +109,15 @@ class LeaderEndpoint(Message):
     host: str = ''  # Hostname or IP address of the listener.
     port: int = 0  # TCP port of the listener.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -95,6 +131,15 @@ class EndQuorumEpochRequest(Message):
     topics: list[TopicData] = field(default_factory=list)  # Topics concerned; in KRaft only __cluster_metadata.
     leader_endpoints: list[LeaderEndpoint] = field(default_factory=list)  # Listener endpoints of the resigning leader.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"cluster_id={self.cluster_id!r}, "
+            f"topics={self.topics!r}, "
+            f"leader_endpoints={self.leader_endpoints!r}"
+            ")"
+        )
 
 
 _DEF_ReplicaInfo = ReplicaInfo()

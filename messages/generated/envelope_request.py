@@ -56,6 +56,15 @@ class EnvelopeRequest(Message):
     client_host_address: bytes = b''  # Raw IP address bytes of the original client.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"request_data={self.request_data!r}, "
+            f"request_principal={self.request_principal!r}, "
+            f"client_host_address={self.client_host_address!r}"
+            ")"
+        )
+
 
 _new = object.__new__
 

@@ -55,6 +55,14 @@ class EnvelopeResponse(Message):
     error_code: int = 0  # Envelope-level error code; 0 if the inner request was handled.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"response_data={self.response_data!r}, "
+            f"error_code={self.error_code!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>h')
 _S1 = Struct('>hB')

@@ -55,6 +55,14 @@ class FeatureLevelRecord(Message):
     feature_level: int = 0  # Finalized level of the feature; 0 removes it.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"feature_level={self.feature_level!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>h')
 _S1 = Struct('>hB')

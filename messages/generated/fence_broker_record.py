@@ -55,6 +55,14 @@ class FenceBrokerRecord(Message):
     epoch: int = 0  # Broker epoch of the registration being fenced.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"id={self.id!r}, "
+            f"epoch={self.epoch!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>iq')
 _S1 = Struct('>iqB')

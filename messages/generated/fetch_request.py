@@ -52,6 +52,14 @@ class ReplicaState(Message):
     replica_epoch: int = -1  # Broker epoch of the fetching replica; -1 if unknown.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"replica_id={self.replica_id!r}, "
+            f"replica_epoch={self.replica_epoch!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class FetchPartition(Message):
@@ -67,6 +75,20 @@ class FetchPartition(Message):
     high_watermark: int = 9223372036854775807  # High watermark known to the fetcher (KIP-1166); -1 unknown, Long.MAX_VALUE unsupported.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition={self.partition!r}, "
+            f"current_leader_epoch={self.current_leader_epoch!r}, "
+            f"fetch_offset={self.fetch_offset!r}, "
+            f"last_fetched_epoch={self.last_fetched_epoch!r}, "
+            f"log_start_offset={self.log_start_offset!r}, "
+            f"partition_max_bytes={self.partition_max_bytes!r}, "
+            f"replica_directory_id={self.replica_directory_id!r}, "
+            f"high_watermark={self.high_watermark!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class FetchTopic(Message):
@@ -77,6 +99,15 @@ class FetchTopic(Message):
     partitions: list[FetchPartition] = field(default_factory=list)  # Partition entries to read from.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic={self.topic!r}, "
+            f"topic_id={self.topic_id!r}, "
+            f"partitions={self.partitions!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class ForgottenTopic(Message):
@@ -86,6 +117,15 @@ class ForgottenTopic(Message):
     topic_id: Uuid = ZERO_UUID  # Topic id, which replaces the name from v13.
     partitions: list[int] = field(default_factory=list)  # Indexes of the partitions to drop.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic={self.topic!r}, "
+            f"topic_id={self.topic_id!r}, "
+            f"partitions={self.partitions!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -108,6 +148,24 @@ class FetchRequest(Message):
     forgotten_topics_data: list[ForgottenTopic] = field(default_factory=list)  # Partitions to drop from the incremental fetch session.
     rack_id: str = ''  # Rack of the consumer, for fetching from the closest replica.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"cluster_id={self.cluster_id!r}, "
+            f"replica_id={self.replica_id!r}, "
+            f"replica_state={self.replica_state!r}, "
+            f"max_wait_ms={self.max_wait_ms!r}, "
+            f"min_bytes={self.min_bytes!r}, "
+            f"max_bytes={self.max_bytes!r}, "
+            f"isolation_level={self.isolation_level!r}, "
+            f"session_id={self.session_id!r}, "
+            f"session_epoch={self.session_epoch!r}, "
+            f"topics={self.topics!r}, "
+            f"forgotten_topics_data={self.forgotten_topics_data!r}, "
+            f"rack_id={self.rack_id!r}"
+            ")"
+        )
 
 
 _DEF_ReplicaState = ReplicaState()

@@ -52,6 +52,14 @@ class EpochEndOffset(Message):
     end_offset: int = -1  # End offset of that epoch in the leader's log.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"epoch={self.epoch!r}, "
+            f"end_offset={self.end_offset!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class LeaderIdAndEpoch(Message):
@@ -60,6 +68,14 @@ class LeaderIdAndEpoch(Message):
     leader_id: int = -1  # Id of the current leader, or -1.
     leader_epoch: int = -1  # Epoch of that leader, or -1 if unknown.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"leader_id={self.leader_id!r}, "
+            f"leader_epoch={self.leader_epoch!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -70,6 +86,14 @@ class SnapshotId(Message):
     epoch: int = -1  # Epoch of the snapshot.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"end_offset={self.end_offset!r}, "
+            f"epoch={self.epoch!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class AbortedTransaction(Message):
@@ -78,6 +102,14 @@ class AbortedTransaction(Message):
     producer_id: int = 0  # Producer id that wrote the aborted transaction.
     first_offset: int = 0  # Offset at which the aborted transaction begins.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"producer_id={self.producer_id!r}, "
+            f"first_offset={self.first_offset!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -97,6 +129,23 @@ class PartitionData(Message):
     records: bytes | memoryview | None = None  # Returned record batches.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"error_code={self.error_code!r}, "
+            f"high_watermark={self.high_watermark!r}, "
+            f"last_stable_offset={self.last_stable_offset!r}, "
+            f"log_start_offset={self.log_start_offset!r}, "
+            f"diverging_epoch={self.diverging_epoch!r}, "
+            f"current_leader={self.current_leader!r}, "
+            f"snapshot_id={self.snapshot_id!r}, "
+            f"aborted_transactions={self.aborted_transactions!r}, "
+            f"preferred_read_replica={self.preferred_read_replica!r}, "
+            f"records={self.records!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class FetchableTopicResponse(Message):
@@ -106,6 +155,15 @@ class FetchableTopicResponse(Message):
     topic_id: Uuid = ZERO_UUID  # Topic id, which replaces the name from v13.
     partitions: list[PartitionData] = field(default_factory=list)  # Per-partition results.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic={self.topic!r}, "
+            f"topic_id={self.topic_id!r}, "
+            f"partitions={self.partitions!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -117,6 +175,16 @@ class NodeEndpoint(Message):
     port: int = 0  # TCP port of the node.
     rack: str | None = None  # Rack of the node, or null.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"node_id={self.node_id!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"rack={self.rack!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -132,6 +200,17 @@ class FetchResponse(Message):
     responses: list[FetchableTopicResponse] = field(default_factory=list)  # Per-topic results.
     node_endpoints: list[NodeEndpoint] = field(default_factory=list)  # Endpoints of leaders named in the response (KIP-951).
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"error_code={self.error_code!r}, "
+            f"session_id={self.session_id!r}, "
+            f"responses={self.responses!r}, "
+            f"node_endpoints={self.node_endpoints!r}"
+            ")"
+        )
 
 
 _DEF_EpochEndOffset = EpochEndOffset()

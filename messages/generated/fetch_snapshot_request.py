@@ -52,6 +52,14 @@ class SnapshotId(Message):
     epoch: int = 0  # Epoch of the snapshot.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"end_offset={self.end_offset!r}, "
+            f"epoch={self.epoch!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class PartitionSnapshot(Message):
@@ -64,6 +72,17 @@ class PartitionSnapshot(Message):
     replica_directory_id: Uuid = ZERO_UUID  # Directory id of the fetching replica's key.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition={self.partition!r}, "
+            f"current_leader_epoch={self.current_leader_epoch!r}, "
+            f"snapshot_id={self.snapshot_id!r}, "
+            f"position={self.position!r}, "
+            f"replica_directory_id={self.replica_directory_id!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class TopicSnapshot(Message):
@@ -72,6 +91,14 @@ class TopicSnapshot(Message):
     name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
     partitions: list[PartitionSnapshot] = field(default_factory=list)  # Partitions to read from.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"partitions={self.partitions!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -86,6 +113,16 @@ class FetchSnapshotRequest(Message):
     max_bytes: int = 2147483647  # Upper bound on the bytes returned.
     topics: list[TopicSnapshot] = field(default_factory=list)  # Topics to read from; in KRaft only __cluster_metadata.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"cluster_id={self.cluster_id!r}, "
+            f"replica_id={self.replica_id!r}, "
+            f"max_bytes={self.max_bytes!r}, "
+            f"topics={self.topics!r}"
+            ")"
+        )
 
 
 _DEF_SnapshotId = SnapshotId()

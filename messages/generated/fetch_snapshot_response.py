@@ -52,6 +52,14 @@ class SnapshotId(Message):
     epoch: int = 0  # Epoch of the snapshot.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"end_offset={self.end_offset!r}, "
+            f"epoch={self.epoch!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class LeaderIdAndEpoch(Message):
@@ -60,6 +68,14 @@ class LeaderIdAndEpoch(Message):
     leader_id: int = 0  # Id of the current leader, or -1.
     leader_epoch: int = 0  # Epoch of that leader, or -1 if unknown.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"leader_id={self.leader_id!r}, "
+            f"leader_epoch={self.leader_epoch!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -75,6 +91,19 @@ class PartitionSnapshot(Message):
     unaligned_records: bytes | memoryview = b''  # Raw snapshot bytes; may cut through record batches.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"index={self.index!r}, "
+            f"error_code={self.error_code!r}, "
+            f"snapshot_id={self.snapshot_id!r}, "
+            f"current_leader={self.current_leader!r}, "
+            f"size={self.size!r}, "
+            f"position={self.position!r}, "
+            f"unaligned_records={self.unaligned_records!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class TopicSnapshot(Message):
@@ -83,6 +112,14 @@ class TopicSnapshot(Message):
     name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
     partitions: list[PartitionSnapshot] = field(default_factory=list)  # Per-partition results.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"partitions={self.partitions!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -93,6 +130,15 @@ class NodeEndpoint(Message):
     host: str = ''  # Hostname or IP address of the node.
     port: int = 0  # TCP port of the node.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"node_id={self.node_id!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -107,6 +153,16 @@ class FetchSnapshotResponse(Message):
     topics: list[TopicSnapshot] = field(default_factory=list)  # Per-topic results.
     node_endpoints: list[NodeEndpoint] = field(default_factory=list)  # Endpoints, on the request's listener, of leaders named in the response.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"error_code={self.error_code!r}, "
+            f"topics={self.topics!r}, "
+            f"node_endpoints={self.node_endpoints!r}"
+            ")"
+        )
 
 
 _DEF_SnapshotId = SnapshotId()

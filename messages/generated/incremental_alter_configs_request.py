@@ -53,6 +53,15 @@ class AlterableConfig(Message):
     value: str | None = ''  # The operand.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"config_operation={self.config_operation!r}, "
+            f"value={self.value!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class AlterConfigsResource(Message):
@@ -62,6 +71,15 @@ class AlterConfigsResource(Message):
     resource_name: str = ''  # Resource name; empty for the cluster default of a broker config.
     configs: list[AlterableConfig] = field(default_factory=list)  # The changes.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"resource_type={self.resource_type!r}, "
+            f"resource_name={self.resource_name!r}, "
+            f"configs={self.configs!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -74,6 +92,14 @@ class IncrementalAlterConfigsRequest(Message):
     resources: list[AlterConfigsResource] = field(default_factory=list)  # The resources to change.
     validate_only: bool = False  # Check the request without changing anything.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"resources={self.resources!r}, "
+            f"validate_only={self.validate_only!r}"
+            ")"
+        )
 
 
 _DEF_AlterableConfig = AlterableConfig()

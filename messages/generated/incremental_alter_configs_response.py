@@ -54,6 +54,16 @@ class AlterConfigsResourceResponse(Message):
     resource_name: str = ''  # Resource name.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"resource_type={self.resource_type!r}, "
+            f"resource_name={self.resource_name!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class IncrementalAlterConfigsResponse(Message):
@@ -65,6 +75,14 @@ class IncrementalAlterConfigsResponse(Message):
     throttle_time_ms: int = 0  # Throttle time in ms, 0 when not throttled.
     responses: list[AlterConfigsResourceResponse] = field(default_factory=list)  # One result per resource.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"responses={self.responses!r}"
+            ")"
+        )
 
 
 _DEF_AlterConfigsResourceResponse = AlterConfigsResourceResponse()

@@ -55,6 +55,14 @@ class KRaftVersionRecord(Message):
     kraft_version: int = 0  # Finalized kraft.version; 1 enables dynamic voter changes.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"version_={self.version_!r}, "
+            f"kraft_version={self.kraft_version!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>hh')
 _S1 = Struct('>hhB')

@@ -52,6 +52,14 @@ class Voter(Message):
     voter_directory_id: Uuid = ZERO_UUID  # Directory id of the voter's replica key.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"voter_id={self.voter_id!r}, "
+            f"voter_directory_id={self.voter_directory_id!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class LeaderChangeMessage(Message):
@@ -65,6 +73,16 @@ class LeaderChangeMessage(Message):
     voters: list[Voter] = field(default_factory=list)  # Voters of the quorum when the leader was elected.
     granting_voters: list[Voter] = field(default_factory=list)  # Voters that granted their vote to the leader.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"version_={self.version_!r}, "
+            f"leader_id={self.leader_id!r}, "
+            f"voters={self.voters!r}, "
+            f"granting_voters={self.granting_voters!r}"
+            ")"
+        )
 
 
 _DEF_Voter = Voter()

@@ -52,6 +52,14 @@ class ListPartitionReassignmentsTopics(Message):
     partition_indexes: list[int] = field(default_factory=list)  # Partition indexes.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"partition_indexes={self.partition_indexes!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class ListPartitionReassignmentsRequest(Message):
@@ -63,6 +71,14 @@ class ListPartitionReassignmentsRequest(Message):
     timeout_ms: int = 60000  # How long the client waits, in ms.
     topics: list[ListPartitionReassignmentsTopics] | None = None  # The partitions to look at; null for every reassigning partition.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"timeout_ms={self.timeout_ms!r}, "
+            f"topics={self.topics!r}"
+            ")"
+        )
 
 
 _DEF_ListPartitionReassignmentsTopics = ListPartitionReassignmentsTopics()

@@ -54,6 +54,16 @@ class OngoingPartitionReassignment(Message):
     removing_replicas: list[int] = field(default_factory=list)  # Replicas being removed.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"replicas={self.replicas!r}, "
+            f"adding_replicas={self.adding_replicas!r}, "
+            f"removing_replicas={self.removing_replicas!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class OngoingTopicReassignment(Message):
@@ -62,6 +72,14 @@ class OngoingTopicReassignment(Message):
     name: str = ''  # Topic name.
     partitions: list[OngoingPartitionReassignment] = field(default_factory=list)  # Its reassigning partitions.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"partitions={self.partitions!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -76,6 +94,16 @@ class ListPartitionReassignmentsResponse(Message):
     error_message: str | None = ''  # Request-level error message, or null.
     topics: list[OngoingTopicReassignment] = field(default_factory=list)  # Per topic with a reassignment in progress.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"topics={self.topics!r}"
+            ")"
+        )
 
 
 _DEF_OngoingPartitionReassignment = OngoingPartitionReassignment()

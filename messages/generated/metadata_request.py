@@ -52,6 +52,14 @@ class MetadataRequestTopic(Message):
     name: str | None = ''  # Name of the topic; null when looked up by id.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_id={self.topic_id!r}, "
+            f"name={self.name!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class MetadataRequest(Message):
@@ -65,6 +73,16 @@ class MetadataRequest(Message):
     include_cluster_authorized_operations: bool = False  # Whether to return the cluster operations the caller may perform.
     include_topic_authorized_operations: bool = False  # Whether to return the topic operations the caller may perform.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topics={self.topics!r}, "
+            f"allow_auto_topic_creation={self.allow_auto_topic_creation!r}, "
+            f"include_cluster_authorized_operations={self.include_cluster_authorized_operations!r}, "
+            f"include_topic_authorized_operations={self.include_topic_authorized_operations!r}"
+            ")"
+        )
 
 
 _DEF_MetadataRequestTopic = MetadataRequestTopic()

@@ -54,6 +54,16 @@ class MetadataResponseBroker(Message):
     rack: str | None = None  # Rack of the broker, or null.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"node_id={self.node_id!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"rack={self.rack!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class MetadataResponsePartition(Message):
@@ -68,6 +78,19 @@ class MetadataResponsePartition(Message):
     offline_replicas: list[int] = field(default_factory=list)  # Broker ids of replicas that are offline.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"partition_index={self.partition_index!r}, "
+            f"leader_id={self.leader_id!r}, "
+            f"leader_epoch={self.leader_epoch!r}, "
+            f"replica_nodes={self.replica_nodes!r}, "
+            f"isr_nodes={self.isr_nodes!r}, "
+            f"offline_replicas={self.offline_replicas!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class MetadataResponseTopic(Message):
@@ -80,6 +103,18 @@ class MetadataResponseTopic(Message):
     partitions: list[MetadataResponsePartition] = field(default_factory=list)  # Metadata of each partition of the topic.
     topic_authorized_operations: int = -2147483648  # Bit field of permitted topic operations; INT_MIN if not requested.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"name={self.name!r}, "
+            f"topic_id={self.topic_id!r}, "
+            f"is_internal={self.is_internal!r}, "
+            f"partitions={self.partitions!r}, "
+            f"topic_authorized_operations={self.topic_authorized_operations!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -97,6 +132,19 @@ class MetadataResponse(Message):
     cluster_authorized_operations: int = -2147483648  # Bit field of permitted cluster operations; INT_MIN if not requested.
     error_code: int = 0  # Top-level error code, e.g. REBOOTSTRAP_REQUIRED (KIP-1102); 0 if none.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"brokers={self.brokers!r}, "
+            f"cluster_id={self.cluster_id!r}, "
+            f"controller_id={self.controller_id!r}, "
+            f"topics={self.topics!r}, "
+            f"cluster_authorized_operations={self.cluster_authorized_operations!r}, "
+            f"error_code={self.error_code!r}"
+            ")"
+        )
 
 
 _DEF_MetadataResponseBroker = MetadataResponseBroker()

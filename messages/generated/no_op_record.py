@@ -53,6 +53,12 @@ class NoOpRecord(Message):
 
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            ")"
+        )
+
 
 _new = object.__new__
 

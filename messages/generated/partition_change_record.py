@@ -64,6 +64,23 @@ class PartitionChangeRecord(Message):
     last_known_elr: list[int] | None = None  # New last known eligible leader replicas (KIP-966); null if unchanged.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_id={self.partition_id!r}, "
+            f"topic_id={self.topic_id!r}, "
+            f"isr={self.isr!r}, "
+            f"leader={self.leader!r}, "
+            f"replicas={self.replicas!r}, "
+            f"removing_replicas={self.removing_replicas!r}, "
+            f"adding_replicas={self.adding_replicas!r}, "
+            f"leader_recovery_state={self.leader_recovery_state!r}, "
+            f"directories={self.directories!r}, "
+            f"eligible_leader_replicas={self.eligible_leader_replicas!r}, "
+            f"last_known_elr={self.last_known_elr!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>i16s')
 _S1 = Struct('>i')

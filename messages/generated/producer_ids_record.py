@@ -56,6 +56,15 @@ class ProducerIdsRecord(Message):
     next_producer_id: int = 0  # First producer id not yet handed out.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"broker_id={self.broker_id!r}, "
+            f"broker_epoch={self.broker_epoch!r}, "
+            f"next_producer_id={self.next_producer_id!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>iqq')
 _S1 = Struct('>iqqB')

@@ -51,6 +51,13 @@ class Voter(Message):
     voter_id: int = 0  # Id of a voter.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"voter_id={self.voter_id!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class QuorumStateData(Message):
@@ -67,6 +74,19 @@ class QuorumStateData(Message):
     applied_offset: int = 0  # Unused offset; version 0 only.
     current_voters: list[Voter] | None = field(default_factory=list)  # Voter ids; version 0 only, null if unknown.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"cluster_id={self.cluster_id!r}, "
+            f"leader_id={self.leader_id!r}, "
+            f"leader_epoch={self.leader_epoch!r}, "
+            f"voted_id={self.voted_id!r}, "
+            f"voted_directory_id={self.voted_directory_id!r}, "
+            f"applied_offset={self.applied_offset!r}, "
+            f"current_voters={self.current_voters!r}"
+            ")"
+        )
 
 
 _DEF_Voter = Voter()

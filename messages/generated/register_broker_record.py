@@ -54,6 +54,16 @@ class BrokerEndpoint(Message):
     security_protocol: int = 0  # Security protocol id of the listener, e.g. 0 for PLAINTEXT.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"security_protocol={self.security_protocol!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class BrokerFeature(Message):
@@ -63,6 +73,15 @@ class BrokerFeature(Message):
     min_supported_version: int = 0  # Lowest level of the feature that is supported.
     max_supported_version: int = 0  # Highest level of the feature that is supported.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"min_supported_version={self.min_supported_version!r}, "
+            f"max_supported_version={self.max_supported_version!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -84,6 +103,23 @@ class RegisterBrokerRecord(Message):
     log_dirs: list[Uuid] = field(default_factory=list)  # Directory ids of the broker's online log directories.
     cordoned_log_dirs: list[Uuid] | None = None  # Directory ids of cordoned log directories, or null.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"broker_id={self.broker_id!r}, "
+            f"is_migrating_zk_broker={self.is_migrating_zk_broker!r}, "
+            f"incarnation_id={self.incarnation_id!r}, "
+            f"broker_epoch={self.broker_epoch!r}, "
+            f"end_points={self.end_points!r}, "
+            f"features={self.features!r}, "
+            f"rack={self.rack!r}, "
+            f"fenced={self.fenced!r}, "
+            f"in_controlled_shutdown={self.in_controlled_shutdown!r}, "
+            f"log_dirs={self.log_dirs!r}, "
+            f"cordoned_log_dirs={self.cordoned_log_dirs!r}"
+            ")"
+        )
 
 
 _DEF_BrokerEndpoint = BrokerEndpoint()

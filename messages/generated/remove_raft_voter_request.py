@@ -56,6 +56,15 @@ class RemoveRaftVoterRequest(Message):
     voter_directory_id: Uuid = ZERO_UUID  # Directory id of the voter to remove.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"cluster_id={self.cluster_id!r}, "
+            f"voter_id={self.voter_id!r}, "
+            f"voter_directory_id={self.voter_directory_id!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>i16s')
 _S1 = Struct('>i16sB')

@@ -56,6 +56,15 @@ class RemoveRaftVoterResponse(Message):
     error_message: str | None = ''  # Human-readable detail for the error, or null.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>ih')
 _P0 = _S0.pack

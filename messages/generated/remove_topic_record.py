@@ -54,6 +54,13 @@ class RemoveTopicRecord(Message):
     topic_id: Uuid = ZERO_UUID  # UUID of the topic being deleted.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_id={self.topic_id!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>16s')
 _S1 = Struct('>16sB')

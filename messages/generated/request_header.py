@@ -57,6 +57,16 @@ class RequestHeader(Message):
     client_id: str | None = ''  # Identifier chosen by the client, or null.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"request_api_key={self.request_api_key!r}, "
+            f"request_api_version={self.request_api_version!r}, "
+            f"correlation_id={self.correlation_id!r}, "
+            f"client_id={self.client_id!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>hhi')
 _P0 = _S0.pack

@@ -54,6 +54,13 @@ class ResponseHeader(Message):
     correlation_id: int = 0  # Correlation id copied from the request.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"correlation_id={self.correlation_id!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>i')
 _S1 = Struct('>iB')

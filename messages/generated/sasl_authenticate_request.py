@@ -54,6 +54,13 @@ class SaslAuthenticateRequest(Message):
     auth_bytes: bytes = b''  # SASL token bytes of the chosen mechanism.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"auth_bytes={self.auth_bytes!r}"
+            ")"
+        )
+
 
 _new = object.__new__
 

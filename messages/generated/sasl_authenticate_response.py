@@ -57,6 +57,16 @@ class SaslAuthenticateResponse(Message):
     session_lifetime_ms: int = 0  # Ms until the connection must re-authenticate; 0 if unlimited.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"auth_bytes={self.auth_bytes!r}, "
+            f"session_lifetime_ms={self.session_lifetime_ms!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>h')
 _S1 = Struct('>q')

@@ -54,6 +54,13 @@ class SaslHandshakeRequest(Message):
     mechanism: str = ''  # Name of the SASL mechanism, e.g. PLAIN or SCRAM-SHA-256.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"mechanism={self.mechanism!r}"
+            ")"
+        )
+
 
 _new = object.__new__
 

@@ -55,6 +55,14 @@ class SaslHandshakeResponse(Message):
     mechanisms: list[str] = field(default_factory=list)  # SASL mechanism names the server accepts.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"mechanisms={self.mechanisms!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>h')
 _P0 = _S0.pack

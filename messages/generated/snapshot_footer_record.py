@@ -54,6 +54,13 @@ class SnapshotFooterRecord(Message):
     version_: int = 0  # Schema version of this record.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"version_={self.version_!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>h')
 _S1 = Struct('>hB')

@@ -55,6 +55,14 @@ class SnapshotHeaderRecord(Message):
     last_contained_log_timestamp: int = 0  # Append time of the last log record included in the snapshot.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"version_={self.version_!r}, "
+            f"last_contained_log_timestamp={self.last_contained_log_timestamp!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>hq')
 _S1 = Struct('>hqB')

@@ -55,6 +55,14 @@ class TopicRecord(Message):
     topic_id: Uuid = ZERO_UUID  # UUID given to the new topic.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"topic_id={self.topic_id!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>16s')
 _S1 = Struct('>16sB')

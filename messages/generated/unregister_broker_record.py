@@ -55,6 +55,14 @@ class UnregisterBrokerRecord(Message):
     broker_epoch: int = 0  # Broker epoch of the registration being removed.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"broker_id={self.broker_id!r}, "
+            f"broker_epoch={self.broker_epoch!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>iq')
 _S1 = Struct('>iqB')

@@ -54,6 +54,13 @@ class UnregisterBrokerRequest(Message):
     broker_id: int = 0  # Node id whose registration should be removed.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"broker_id={self.broker_id!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>i')
 _S1 = Struct('>iB')

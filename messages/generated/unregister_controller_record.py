@@ -54,6 +54,13 @@ class UnregisterControllerRecord(Message):
     controller_id: int = 0  # Node id of the controller.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"controller_id={self.controller_id!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>i')
 _S1 = Struct('>iB')

@@ -54,6 +54,16 @@ class FeatureUpdateKey(Message):
     upgrade_type: int = 1  # 1 upgrade, 2 safe downgrade, 3 unsafe downgrade.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"feature={self.feature!r}, "
+            f"max_version_level={self.max_version_level!r}, "
+            f"allow_downgrade={self.allow_downgrade!r}, "
+            f"upgrade_type={self.upgrade_type!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class UpdateFeaturesRequest(Message):
@@ -66,6 +76,15 @@ class UpdateFeaturesRequest(Message):
     feature_updates: list[FeatureUpdateKey] = field(default_factory=list)  # Feature level changes to apply.
     validate_only: bool = False  # If true, only check the update without applying it.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"timeout_ms={self.timeout_ms!r}, "
+            f"feature_updates={self.feature_updates!r}, "
+            f"validate_only={self.validate_only!r}"
+            ")"
+        )
 
 
 _DEF_FeatureUpdateKey = FeatureUpdateKey()

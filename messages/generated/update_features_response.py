@@ -53,6 +53,15 @@ class UpdatableFeatureResult(Message):
     error_message: str | None = ''  # Feature-level error detail, or null.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"feature={self.feature!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class UpdateFeaturesResponse(Message):
@@ -66,6 +75,16 @@ class UpdateFeaturesResponse(Message):
     error_message: str | None = ''  # Human-readable detail for the error, or null.
     results: list[UpdatableFeatureResult] = field(default_factory=list)  # Per-feature outcomes.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"results={self.results!r}"
+            ")"
+        )
 
 
 _DEF_UpdatableFeatureResult = UpdatableFeatureResult()

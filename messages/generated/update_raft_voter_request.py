@@ -53,6 +53,15 @@ class Listener(Message):
     port: int = 0  # TCP port of the listener.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class KRaftVersionFeature(Message):
@@ -61,6 +70,14 @@ class KRaftVersionFeature(Message):
     min_supported_version: int = 0  # Lowest kraft.version level supported.
     max_supported_version: int = 0  # Highest kraft.version level supported.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"min_supported_version={self.min_supported_version!r}, "
+            f"max_supported_version={self.max_supported_version!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -77,6 +94,18 @@ class UpdateRaftVoterRequest(Message):
     listeners: list[Listener] = field(default_factory=list)  # Listener endpoints of the voter.
     kraft_version_feature: KRaftVersionFeature = field(default_factory=KRaftVersionFeature)  # Range of kraft.version levels the voter supports.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"cluster_id={self.cluster_id!r}, "
+            f"current_leader_epoch={self.current_leader_epoch!r}, "
+            f"voter_id={self.voter_id!r}, "
+            f"voter_directory_id={self.voter_directory_id!r}, "
+            f"listeners={self.listeners!r}, "
+            f"kraft_version_feature={self.kraft_version_feature!r}"
+            ")"
+        )
 
 
 _DEF_Listener = Listener()

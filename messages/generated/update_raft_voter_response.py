@@ -54,6 +54,16 @@ class CurrentLeader(Message):
     port: int = 0  # TCP port of the leader's endpoint.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"leader_id={self.leader_id!r}, "
+            f"leader_epoch={self.leader_epoch!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class UpdateRaftVoterResponse(Message):
@@ -66,6 +76,15 @@ class UpdateRaftVoterResponse(Message):
     error_code: int = 0  # Error code for the whole response; 0 if none.
     current_leader: CurrentLeader = field(default_factory=CurrentLeader)  # Leader known to the responder, with its endpoint.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time_ms={self.throttle_time_ms!r}, "
+            f"error_code={self.error_code!r}, "
+            f"current_leader={self.current_leader!r}"
+            ")"
+        )
 
 
 _DEF_CurrentLeader = CurrentLeader()

@@ -58,6 +58,20 @@ class PartitionData(Message):
     pre_vote: bool = False  # True for a pre-vote, which does not bump the epoch (KIP-996).
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"replica_epoch={self.replica_epoch!r}, "
+            f"replica_id={self.replica_id!r}, "
+            f"replica_directory_id={self.replica_directory_id!r}, "
+            f"voter_directory_id={self.voter_directory_id!r}, "
+            f"last_offset_epoch={self.last_offset_epoch!r}, "
+            f"last_offset={self.last_offset!r}, "
+            f"pre_vote={self.pre_vote!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class TopicData(Message):
@@ -66,6 +80,14 @@ class TopicData(Message):
     topic_name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
     partitions: list[PartitionData] = field(default_factory=list)  # Partitions of the topic.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_name={self.topic_name!r}, "
+            f"partitions={self.partitions!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -79,6 +101,15 @@ class VoteRequest(Message):
     voter_id: int = -1  # Replica id of the voter asked for its vote.
     topics: list[TopicData] = field(default_factory=list)  # Topics concerned; in KRaft only __cluster_metadata.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"cluster_id={self.cluster_id!r}, "
+            f"voter_id={self.voter_id!r}, "
+            f"topics={self.topics!r}"
+            ")"
+        )
 
 
 _DEF_PartitionData = PartitionData()

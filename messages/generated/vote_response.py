@@ -55,6 +55,17 @@ class PartitionData(Message):
     vote_granted: bool = False  # True if the vote was granted.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"error_code={self.error_code!r}, "
+            f"leader_id={self.leader_id!r}, "
+            f"leader_epoch={self.leader_epoch!r}, "
+            f"vote_granted={self.vote_granted!r}"
+            ")"
+        )
+
 
 @dataclass(slots=True)
 class TopicData(Message):
@@ -63,6 +74,14 @@ class TopicData(Message):
     topic_name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
     partitions: list[PartitionData] = field(default_factory=list)  # Per-partition results.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_name={self.topic_name!r}, "
+            f"partitions={self.partitions!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -73,6 +92,15 @@ class NodeEndpoint(Message):
     host: str = ''  # Hostname or IP address of the node.
     port: int = 0  # TCP port of the node.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"node_id={self.node_id!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}"
+            ")"
+        )
 
 
 @dataclass(slots=True)
@@ -86,6 +114,15 @@ class VoteResponse(Message):
     topics: list[TopicData] = field(default_factory=list)  # Per-topic results.
     node_endpoints: list[NodeEndpoint] = field(default_factory=list)  # Endpoints, on the request's listener, of leaders named in the response.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"topics={self.topics!r}, "
+            f"node_endpoints={self.node_endpoints!r}"
+            ")"
+        )
 
 
 _DEF_PartitionData = PartitionData()

@@ -54,6 +54,13 @@ class ZkMigrationStateRecord(Message):
     zk_migration_state: int = 0  # 0 None, 1 Migration, 2 PreMigration, 3 PostMigration (the 3.5+ numbering).
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"zk_migration_state={self.zk_migration_state!r}"
+            ")"
+        )
+
 
 _S0 = Struct('>b')
 _S1 = Struct('>bB')
