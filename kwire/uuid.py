@@ -72,10 +72,16 @@ class Uuid(bytes):
         return int.from_bytes(self[8:], "big")
 
     def __str__(self) -> str:
-        return base64.urlsafe_b64encode(bytes(self)).rstrip(b"=").decode("ascii")
+        text = _texts.get(self)
+        if text is None:
+            if len(_texts) >= INTERNED_UUIDS_MAX:
+                _texts.clear()
+            text = _texts[self] = base64.urlsafe_b64encode(bytes(self)).rstrip(b"=").decode("ascii")
+        return text
 
     def __repr__(self) -> str:
-        return f"Uuid({str(self)!r})"
+        text = _texts.get(self) or str(self)
+        return f"Uuid('{text}')"  # the text is base64: repr() would quote it the same way
 
 
 # The codecs' Uuids. A quorum sees few distinct ids (a directory id per replica, a topic id per
@@ -87,6 +93,9 @@ class Uuid(bytes):
 
 INTERNED_UUIDS_MAX = 4096
 _interned: dict[bytes, Uuid] = {}
+_texts: dict[bytes, str] = {}
+"""Uuid -> its text, bounded as the interned table: logs and traces print the same few ids
+over and over, and base64 costs more than a lookup."""
 
 interned_uuid = _interned.get
 """``interned_uuid(raw)``: the interned Uuid of 16 raw bytes, or None when not yet interned.
