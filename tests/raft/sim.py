@@ -112,41 +112,68 @@ def _bytes(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=8).hexdigest()
 
 
+def _quoted(message: Any) -> str:
+    """``repr(repr(message))``, the text of a message's repr as a string literal, without the
+    escaping pass when nothing in the text needs escaping but backslashes: the text is a
+    repr, so printable (the reprs inside it escaped whatever is not), and an ASCII one holds
+    no character repr() would escape but quotes and backslashes."""
+    text = repr(message)
+    if text.isascii():
+        if "\\" in text:
+            if "'" not in text:
+                return "'" + text.replace("\\", "\\\\") + "'"
+            if '"' not in text:
+                return '"' + text.replace("\\", "\\\\") + '"'
+        elif "'" not in text:
+            return "'" + text + "'"
+        elif '"' not in text:
+            return '"' + text + '"'
+    return repr(text)
+
+
 def trace_line(now: int, node_id: int, event: Event, out: Outbox, core: RaftCore) -> bytes:
     """One step of a run as the core saw and answered it, in field values only (no class of the
     core's own but the role's name), so that a refactoring of the core that keeps its
-    behaviour keeps every run's digest (``tests/raft/sim_traces.txt``)."""
+    behaviour keeps every run's digest (``tests/raft/sim_traces.txt``).
+
+    The line is ``repr((now, node_id, seen, did, role, epoch))`` with ``seen`` the event's
+    fields, ``did`` the Outbox's in its field order (a message as the text of its repr, batch
+    bytes as their ``_bytes`` digests) and ``role`` the name of the role's class, written
+    out piece by piece: a step does little, and the repr of a tuple of mostly empty parts
+    costs more than the parts."""
     if isinstance(event, RequestReceived):
-        seen: Any = ("request", event.request_id, event.api_version, repr(event.request), event.listener)
+        seen = f"('request', {event.request_id!r}, {event.api_version!r}, {_quoted(event.request)}, {event.listener!r})"
     elif isinstance(event, ResponseReceived):
-        seen = ("response", event.correlation_id, event.source_id, repr(event.response))
+        seen = f"('response', {event.correlation_id!r}, {event.source_id!r}, {_quoted(event.response)})"
     elif isinstance(event, RequestFailed):
-        seen = ("failed", event.correlation_id, event.source_id, str(event.reason))
+        seen = repr(("failed", event.correlation_id, event.source_id, str(event.reason)))
     elif isinstance(event, ClientAppend):
-        seen = ("append", event.token, event.values)
+        seen = repr(("append", event.token, event.values))
     else:
-        seen = (type(event).__name__,)
+        seen = f"({type(event).__name__!r},)"
     election = out.election_state
+    install = out.install_snapshot
+    # most of an Outbox is empty: its lists are made only when they hold something
+    appends = [_bytes(data) for data in out.appends] if out.appends else []
+    sends = ", ".join(
+        f"({s.correlation_id!r}, {s.destination_id!r}, {_endpoint(s.endpoint)!r}, {_quoted(s.request)}, {s.timeout_ms!r})"
+        for s in out.sends
+    ) if out.sends else ""
+    replies = ", ".join(f"({r.request_id!r}, {_quoted(r.response)})" for r in out.replies) if out.replies else ""
+    committed = [
+        (b.base_offset, b.last_offset, b.epoch, b.is_control, _bytes(b.data)) for b in out.committed
+    ] if out.committed else []
+    results = [
+        (r.token, r.base_offset, r.last_offset, r.epoch, int(r.error_code)) for r in out.append_results
+    ] if out.append_results else []
     did = (
-        None if election is None else (election.epoch, election.leader_id, _key(election.voted_key)),
-        out.truncate_to,
-        None
-        if out.install_snapshot is None
-        else (tuple(out.install_snapshot[0]), _bytes(out.install_snapshot[1])),
-        [_bytes(data) for data in out.appends],
-        out.high_watermark,
-        [
-            (s.correlation_id, s.destination_id, _endpoint(s.endpoint), repr(s.request), s.timeout_ms)
-            for s in out.sends
-        ],
-        [(r.request_id, repr(r.response)) for r in out.replies],
-        out.flush,
-        None if out.load_snapshot is None else tuple(out.load_snapshot),
-        [(b.base_offset, b.last_offset, b.epoch, b.is_control, _bytes(b.data)) for b in out.committed],
-        [(r.token, r.base_offset, r.last_offset, r.epoch, int(r.error_code)) for r in out.append_results],
-        out.next_deadline_ms,
+        f"{None if election is None else (election.epoch, election.leader_id, _key(election.voted_key))!r}, "
+        f"{out.truncate_to!r}, {None if install is None else (tuple(install[0]), _bytes(install[1]))!r}, "
+        f"{appends!r}, {out.high_watermark!r}, [{sends}], [{replies}], {out.flush!r}, "
+        f"{None if out.load_snapshot is None else tuple(out.load_snapshot)!r}, {committed!r}, {results!r}, "
+        f"{out.next_deadline_ms!r}"
     )
-    return repr((now, node_id, seen, did, type(core.state).__name__, core.epoch)).encode()
+    return f"({now!r}, {node_id!r}, {seen}, ({did}), {type(core.state).__name__!r}, {core.epoch!r})".encode()
 
 
 @dataclass
