@@ -75,6 +75,7 @@ from messages.runtime import Message
 from server.controller.cluster import ReplayError
 from server.controller.controller import QuorumController
 from server.controller.host import ControllerHost, ControllerOutbox, ControllerRequest
+from server.controller.image import PartitionRegistration, TopicImage
 from server.controller.operations import ControllerConfig
 from server.raft.events import AppendResult
 from server.raft.types import OffsetAndEpoch
@@ -153,6 +154,8 @@ class BrokerCluster(Cluster):
         committed-data check after a snapshot load)."""
         self.images: dict[int, bytes] = {}
         """offset -> digest of the image every node holds once it replayed up to it."""
+        self.partition_reprs: dict[int, tuple[Any, _Repr]] = {}
+        """The reprs of the partitions of the images digested (``_image_digest``)."""
         self.registrations: dict[int, dict[int, tuple[Uuid, int]]] = {}
         """node id -> broker id -> (incarnation, epoch) of its latest replayed registration."""
         self.epochs_seen: dict[tuple[int, int], Uuid] = {}
@@ -271,7 +274,7 @@ class BrokerCluster(Cluster):
             r.broker_id: (r.incarnation_id, r.epoch) for r in host.controller.cluster.registrations.values()
         }
         self.image_snapshot_loads += 1
-        if _image_digest(host.controller) != self.images[snapshot_id.offset]:
+        if _image_digest(host.controller, self.partition_reprs) != self.images[snapshot_id.offset]:
             self.fail(f"SnapshotImage: node {node.node_id} loaded snapshot {snapshot_id} into another image")
 
     def on_committed(self, node: SimNode, batch: Any) -> None:
@@ -285,7 +288,7 @@ class BrokerCluster(Cluster):
         controller = host.controller
         self._check_partitions(node, controller)
         self.topics_ever.update(controller.replication.topic_ids)
-        digest = _image_digest(controller)
+        digest = _image_digest(controller, self.partition_reprs)
         known = self.images.setdefault(batch.last_offset + 1, digest)
         if known != digest:
             self.fail(f"SameImage: node {node.node_id} differs from another node at offset {batch.last_offset + 1}")
@@ -516,16 +519,44 @@ _KEYS = frozenset(
 """The api keys of the records the checks decode (one-byte varints in the record frame)."""
 
 
-def _image_digest(controller: QuorumController) -> bytes:
+class _Repr:
+    """Stands for an object in the text an image digest hashes: its repr, made once."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, obj: Any) -> None:
+        self.text = repr(obj)
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+# _image_digest takes a partition's repr from its cache: a partition never changes (a change
+# replaces it), and its fields are ints and tuples of ints and Uuids.
+assert PartitionRegistration.__dataclass_params__.frozen  # type: ignore[attr-defined]
+
+
+def _image_digest(controller: QuorumController, reprs: dict[int, tuple[Any, _Repr]]) -> bytes:
+    """The digest of the image's text: the same text for the same image. ``reprs`` caches
+    the reprs of partitions by identity (it holds each partition, so no other object takes
+    its id)."""
     registrations = sorted(
         (r.broker_id, r.epoch, str(r.incarnation_id), r.fenced, r.in_controlled_shutdown, r.log_dirs)
         for r in controller.cluster.registrations.values()
     )
     features = sorted(controller.feature_levels.items())
     image = controller.replication
-    topics = sorted(
-        (t.name, str(t.topic_id), sorted(t.partitions.items())) for t in image.topics.values()
-    )
+
+    def partitions(topic: TopicImage) -> list[tuple[int, _Repr]]:
+        rows = []
+        for index, partition in sorted(topic.partitions.items()):
+            cached = reprs.get(id(partition))
+            if cached is None or cached[0] is not partition:
+                cached = reprs[id(partition)] = (partition, _Repr(partition))
+            rows.append((index, cached[1]))
+        return rows
+
+    topics = sorted((t.name, str(t.topic_id), partitions(t)) for t in image.topics.values())
     configs = sorted((key, sorted(values.items())) for key, values in image.configs.items())
     controllers = sorted(controller.controllers.items())
     producer_ids = (image.producer_ids_replayed, image.next_producer_id)
