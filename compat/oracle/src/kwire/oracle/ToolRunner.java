@@ -24,7 +24,8 @@
  *   - stdout, stderr: the bytes written to System.out and System.err (also by Scala's Console,
  *     log4j's console appenders and any other thread) from the start of the call until that
  *     exit; what runs after it (catch and finally blocks the Error passes through) is not kept,
- *     as a real exit would have ended the process there.
+ *     as a real exit would have ended the process there. Closing System.out or System.err
+ *     (MetadataShell closes a writer around System.out) ends it for the rest of the call only.
  *   - when main returns (or throws), the call waits for the non-daemon threads it started, as the
  *     JVM's DestroyJavaVM does before the process ends.
  *
@@ -89,10 +90,20 @@ public final class ToolRunner {
         final ByteArrayOutputStream out = new ByteArrayOutputStream();
         final ByteArrayOutputStream err = new ByteArrayOutputStream();
         Integer exitCode;   // the first exit's status; output is no longer kept once it is set
+        boolean outClosed;
+        boolean errClosed;
 
         synchronized void write(boolean toErr, byte[] bytes, int off, int len) {
-            if (exitCode == null) {
+            if (exitCode == null && !(toErr ? errClosed : outClosed)) {
                 (toErr ? err : out).write(bytes, off, len);
+            }
+        }
+
+        synchronized void close(boolean toErr) {
+            if (toErr) {
+                errClosed = true;
+            } else {
+                outClosed = true;
             }
         }
 
@@ -133,6 +144,26 @@ public final class ToolRunner {
                 synchronized (idle) {
                     idle.write(bytes, off, len);
                 }
+            }
+        }
+    }
+
+    /** System.out or System.err: closing it (MetadataShell closes a writer around System.out)
+     * ends that stream for the running call only, as it would have for a process of its own. */
+    private static final class CallStream extends PrintStream {
+        private final boolean toErr;
+
+        CallStream(boolean toErr, OutputStream idle, String charset) throws UnsupportedEncodingException {
+            super(new Forward(toErr, idle), true, charset);
+            this.toErr = toErr;
+        }
+
+        @Override
+        public void close() {
+            flush();
+            Call call = current;
+            if (call != null) {
+                call.close(toErr);
             }
         }
     }
@@ -200,8 +231,8 @@ public final class ToolRunner {
         OutputStream idle = new FileOutputStream(FileDescriptor.err);
         // Before any tool class is loaded: Scala's Console and log4j's console appenders keep
         // the System.out/System.err they first see.
-        System.setOut(newPrintStream(new Forward(false, idle), charsetOf("stdout")));
-        System.setErr(newPrintStream(new Forward(true, idle), charsetOf("stderr")));
+        System.setOut(newPrintStream(false, idle, charsetOf("stdout")));
+        System.setErr(newPrintStream(true, idle, charsetOf("stderr")));
         System.setIn(new ByteArrayInputStream(new byte[0]));
         installExitProcedures();
 
@@ -227,11 +258,11 @@ public final class ToolRunner {
         System.err.flush();
     }
 
-    private static PrintStream newPrintStream(OutputStream out, String charset) {
+    private static PrintStream newPrintStream(boolean toErr, OutputStream idle, String charset) {
         try {
-            return new PrintStream(out, true, charset);
+            return new CallStream(toErr, idle, charset);
         } catch (UnsupportedEncodingException e) {
-            return new PrintStream(out, true, StandardCharsets.UTF_8);
+            throw new IllegalStateException(e);   // charsetOf names supported charsets only
         }
     }
 
