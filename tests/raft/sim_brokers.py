@@ -154,6 +154,9 @@ class BrokerCluster(Cluster):
         committed-data check after a snapshot load)."""
         self.images: dict[int, bytes] = {}
         """offset -> digest of the image every node holds once it replayed up to it."""
+        self.decoded: dict[bytes, list[Message | None]] = {}
+        """Bytes of a committed batch -> its records the checks read, decoded (None for the
+        others): decoded once for every node, as the checks only read them."""
         self.partition_reprs: dict[int, tuple[Any, _Repr]] = {}
         """The reprs of the partitions of the images digested (``_image_digest``)."""
         self.registrations: dict[int, dict[int, tuple[Uuid, int]]] = {}
@@ -300,12 +303,13 @@ class BrokerCluster(Cluster):
         the leader moves a batch with broker records made (counted once per batch)."""
         known = self.registrations[node.node_id]
         changes_since = batch.base_offset  # where a run of PartitionChangeRecords began
-        messages: list[Message] = []
-        for offset, value in enumerate(RecordBatch(batch.data).iter_values(), batch.base_offset):
-            message: Message | None = None
-            if value is not None and len(value) > 2 and value[1] in _KEYS:
-                message = decode_record(value)[0]
-                messages.append(message)
+        messages = self.decoded.get(batch.data)
+        if messages is None:
+            messages = self.decoded[batch.data] = [
+                decode_record(value)[0] if value is not None and len(value) > 2 and value[1] in _KEYS else None
+                for value in RecordBatch(batch.data).iter_values()
+            ]
+        for offset, message in enumerate(messages, batch.base_offset):
             if isinstance(message, RegisterBrokerRecord):
                 self._check_registration(node, known.get(message.broker_id), message, (changes_since, offset))
                 known[message.broker_id] = (message.incarnation_id, message.broker_epoch)
