@@ -213,13 +213,38 @@ def controller_properties(path: Path, data: Path, port: int, extra: str = "", *,
 
 # -- processes --------------------------------------------------------------------------------
 
-def kwire_cli(args: Sequence[str | os.PathLike[str]], *, timeout: float = 120.0,
-              check: bool = False) -> subprocess.CompletedProcess[str]:
-    """``kwire ARGS...`` run to completion from the repository, its output captured as text."""
-    return subprocess.run(
-        [sys.executable, "-m", "tools.cli", *map(str, args)], cwd=REPO_DIR, capture_output=True, text=True,
-        timeout=timeout, check=check,
-    )
+def kwire_cli(args: Sequence[str | os.PathLike[str]], *, check: bool = False) -> subprocess.CompletedProcess[str]:
+    """``kwire ARGS...`` run to completion, its output captured as text, as the process
+    ``python -m tools.cli ARGS...`` would end: its exit status (argparse's 2 for a usage error,
+    1 with the traceback on stderr for an uncaught exception), stdout and stderr.
+
+    It runs in this process (``tools.cli.main``), not in a new interpreter: a kwire process
+    spends most of a short command importing kwire (0.7 CPU-s), and the compat tests run the
+    command line dozens of times. The commands it serves here (``storage format``,
+    ``metadata-quorum``) bound their own waits. ``check`` raises ``CalledProcessError`` on a
+    non-zero status, as ``subprocess.run`` does."""
+    import contextlib
+    import io
+    import traceback
+
+    from tools import cli
+
+    argv = [str(a) for a in args]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            if exc.code is not None and not isinstance(exc.code, int):
+                print(exc.code, file=sys.stderr)
+        except Exception:
+            traceback.print_exc()
+            code = 1
+    done = subprocess.CompletedProcess([sys.executable, "-m", "tools.cli", *argv], code, out.getvalue(), err.getvalue())
+    if check:
+        done.check_returncode()
+    return done
 
 
 def format_kwire(props: Path, *flags: str, cluster_id: str = CLUSTER_ID) -> None:
