@@ -32,9 +32,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from compat.harness import REPO_DIR, KafkaRelease, free_port, wait_listening
+from compat.harness import REPO_DIR, START_TIMEOUT_S, KafkaRelease, free_port, wait_listening
 from tools.metadata_quorum import status_json
-from tools.quorum_client import describe
+from tools.quorum_client import active_controller, describe
 
 CONFIG = REPO_DIR / "config" / "server.properties"
 
@@ -62,6 +62,11 @@ def _wait_for_high_watermark_above(bootstrap: str, floor: int,
         time.sleep(0.1)  # poll interval
 
 
+async def _active_within(bootstrap: str, timeout_s: float) -> None:
+    with trio.fail_after(timeout_s):
+        await active_controller(bootstrap)
+
+
 @pytest.fixture
 def kwire_controller(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     port = free_port()
@@ -78,6 +83,10 @@ def kwire_controller(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[byt
         )
     try:
         wait_listening(proc, port)
+        # Listening comes before leading: until the controller has replayed its metadata.version
+        # DescribeCluster answers "There is no finalized MetadataVersion", which the stock tool
+        # reports as a failure. Wait as the admin client would, for the active controller.
+        trio.run(_active_within, f"127.0.0.1:{port}", START_TIMEOUT_S)
         yield f"127.0.0.1:{port}", proc
     finally:
         if proc.poll() is None:
