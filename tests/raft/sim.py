@@ -293,6 +293,8 @@ class Cluster:
         else:
             self.voter_set = VoterSet.static({i: (f"node{i}", 9000 + i) for i in self.voter_ids})
         self.nodes = {i: SimNode(i, log_factory()) for i in self.voter_ids + self.observer_ids}
+        self.targets = {i: _SimTarget(self, node) for i, node in self.nodes.items()}
+        """Each node's Outbox target (it reads the node's state as it is at each step)."""
         self.bootstrap_map = {-2 - index: voter for index, voter in enumerate(self.voter_ids)}
         self.port_bump: dict[int, int] = {}
         """Listener port changes a restarted node comes back with (KIP-853 UpdateRaftVoter)."""
@@ -453,7 +455,7 @@ class Cluster:
     def apply(self, node: SimNode, out: Outbox) -> None:
         core = node.core
         assert core is not None
-        apply_now(out, _SimTarget(self, node))
+        apply_now(out, self.targets[node.node_id])
         if (
             self.snapshot_every
             and out.committed
@@ -713,11 +715,10 @@ class Cluster:
             core = node.core
             if core is None:
                 continue
-            if core.high_watermark < node.last_hwm:
-                self.fail(
-                    f"MonotonicHighWatermark: node {node.node_id} went from {node.last_hwm} to {core.high_watermark}"
-                )
-            node.last_hwm = core.high_watermark
+            hwm = core.high_watermark
+            if hwm < node.last_hwm:
+                self.fail(f"MonotonicHighWatermark: node {node.node_id} went from {node.last_hwm} to {hwm}")
+            node.last_hwm = hwm
             if isinstance(core.state, Leader):
                 other_id = self.live_leaders.setdefault(core.epoch, node.node_id)
                 if other_id != node.node_id:
