@@ -337,26 +337,27 @@ class BrokerCluster(Cluster):
 
     def _check_partitions(self, node: SimNode, controller: QuorumController) -> None:
         reassigning = {(topic_id, index) for topic_id, indexes in controller.replication.reassigning.items() for index in indexes}
+        registrations = controller.cluster.registrations
         for topic in controller.replication.topics.values():
             for index, p in topic.partitions.items():
-                where = f"node {node.node_id}, {topic.name}-{index}"
+                replicas = set(p.replicas)
                 adding, removing = set(p.adding_replicas), set(p.removing_replicas)
-                if len(set(p.replicas)) != len(p.replicas) or not (adding | removing) <= set(p.replicas):
-                    self.fail(f"Reassignment: {where}: replicas {p.replicas}, adding {adding}, removing {removing}")
+                if len(replicas) != len(p.replicas) or not (adding | removing) <= replicas:
+                    self.fail(f"Reassignment: {_where(node, topic, index)}: replicas {p.replicas}, adding {adding}, removing {removing}")
                 if ((topic.topic_id, index) in reassigning) != p.reassigning:
-                    self.fail(f"ReassigningIndex: {where}: {p} is {'' if p.reassigning else 'not '}reassigning")
+                    self.fail(f"ReassigningIndex: {_where(node, topic, index)}: {p} is {'' if p.reassigning else 'not '}reassigning")
                 if p.leader != -1 and p.leader not in p.isr:
-                    self.fail(f"LeaderInIsr: {where}: leader {p.leader} not in ISR {p.isr}")
-                if not set(p.isr) <= set(p.replicas):
-                    self.fail(f"IsrInReplicas: {where}: ISR {p.isr} outside replicas {p.replicas}")
+                    self.fail(f"LeaderInIsr: {_where(node, topic, index)}: leader {p.leader} not in ISR {p.isr}")
+                if not replicas.issuperset(p.isr):
+                    self.fail(f"IsrInReplicas: {_where(node, topic, index)}: ISR {p.isr} outside replicas {p.replicas}")
                 if p.leader_epoch < 0 or p.partition_epoch < 0:
-                    self.fail(f"Epochs: {where}: {p}")
-                registration = controller.cluster.registrations.get(p.leader)
+                    self.fail(f"Epochs: {_where(node, topic, index)}: {p}")
+                registration = registrations.get(p.leader)
                 if registration is not None and (registration.fenced or registration.in_controlled_shutdown):
-                    self.fail(f"ActiveLeader: {where}: leader {p.leader} is fenced or in controlled shutdown")
+                    self.fail(f"ActiveLeader: {_where(node, topic, index)}: leader {p.leader} is fenced or in controlled shutdown")
                 holder = self.partition_leaders.setdefault((topic.topic_id, index, p.leader_epoch), p.leader)
                 if holder != p.leader:
-                    self.fail(f"OneLeaderPerEpoch: {where}: leaders {holder} and {p.leader} in leader epoch {p.leader_epoch}")
+                    self.fail(f"OneLeaderPerEpoch: {_where(node, topic, index)}: leaders {holder} and {p.leader} in leader epoch {p.leader_epoch}")
 
     # ------------------------------------------------------------------ clients
 
@@ -521,6 +522,11 @@ _KEYS = frozenset(
     record.API_KEY for record in (*_BROKER_RECORDS, PartitionChangeRecord) if record.API_KEY is not None and record.API_KEY < 0x80
 )
 """The api keys of the records the checks decode (one-byte varints in the record frame)."""
+
+
+def _where(node: SimNode, topic: TopicImage, index: int) -> str:
+    """A partition of a node's image, as a failure names it."""
+    return f"node {node.node_id}, {topic.name}-{index}"
 
 
 class _Repr:
