@@ -164,7 +164,11 @@ def test_calls_do_not_share_output(each_kafka: KafkaRelease, tmp_path: Path,
     snapshot = data / PARTITION / "00000000000000000000-0000000000.checkpoint"
     shell = ["--snapshot", snapshot, "cat", "/image/features/metadataVersion"]
     sub = as_subprocess(monkeypatch, each_kafka, "metadata-shell", shell, timeout=30.0)
-    _same(sub, in_runner(monkeypatch, each_kafka, "metadata-shell", shell, timeout=30.0))
+    ran = in_runner(monkeypatch, each_kafka, "metadata-shell", shell, timeout=30.0)
+    # stdout alike; stderr only in kind: the shell's loader thread logs its complaints about the
+    # snapshot's control records in an order and with stack traces that vary from run to run
+    assert (ran.args, ran.returncode, ran.stdout) == (sub.args, sub.returncode, sub.stdout)
+    assert bool(ran.stderr) == bool(sub.stderr)
     assert sub.stdout.strip()
     usage_after = in_runner(monkeypatch, each_kafka, "metadata-quorum", ["--help"])  # same classpath
     assert usage_after.stdout == usage.stdout
