@@ -10,6 +10,7 @@ import time
 from collections import Counter
 
 from compat.harness import KafkaRelease
+from compat.kafka import KafkaCommandError
 
 __all__ = [
     "Load",
@@ -38,9 +39,21 @@ def create_topic(kafka: KafkaRelease, bootstrap: str, topic: str, partitions: in
     ).stdout
 
 
-def describe_topic(kafka: KafkaRelease, bootstrap: str, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
-    """``kafka-topics --describe``: partition -> (leader, replicas, ISR)."""
-    out = kafka.run_tool("topics", ["--bootstrap-server", bootstrap, "--describe", "--topic", topic]).stdout
+def describe_topic(kafka: KafkaRelease, bootstrap: str, topic: str,
+                   timeout_s: float = 30.0) -> dict[int, tuple[int, list[int], list[int]]]:
+    """``kafka-topics --describe``: partition -> (leader, replicas, ISR). A topic just created
+    reaches the broker asked with its next metadata fetch, and until then the tool fails with
+    "does not exist as expected": it is asked again until the topic is known (within
+    ``timeout_s``); any other failure raises KafkaCommandError."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        done = kafka.run_tool("topics", ["--bootstrap-server", bootstrap, "--describe", "--topic", topic], check=False)
+        if done.returncode == 0 or "does not exist" not in done.stdout or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)  # poll interval
+    if done.returncode != 0:
+        raise KafkaCommandError(kafka.version, kafka.tool_class("topics"), done)
+    out = done.stdout
     partitions = {}
     for line in out.splitlines():
         fields = dict(
