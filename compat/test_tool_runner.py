@@ -154,24 +154,7 @@ def test_calls_do_not_share_output(each_kafka: KafkaRelease, tmp_path: Path,
     assert usage.returncode == 0 and "--bootstrap-controller" in usage.stdout and usage.stderr == ""
     assert re.fullmatch(r"[A-Za-z0-9_-]{22}\n", uuid.stdout) and uuid.stderr == ""
 
-    # MetadataShell closes a writer around System.out when it is done: the runner's next call on
-    # that classpath prints all the same. (3.9's shell may never return after loading a lone
-    # snapshot, see KafkaRelease.metadata_shell.)
-    if k.version_tuple(each_kafka.tool_release("metadata-shell")) < (4,):
-        return
-    props, data = _controller(tmp_path, "shell")
-    in_runner(monkeypatch, each_kafka, "storage", ["format", "-t", CLUSTER_ID, "-c", props, "--standalone"])
-    snapshot = data / PARTITION / "00000000000000000000-0000000000.checkpoint"
-    shell = ["--snapshot", snapshot, "cat", "/image/features/metadataVersion"]
-    sub = as_subprocess(monkeypatch, each_kafka, "metadata-shell", shell, timeout=30.0)
-    ran = in_runner(monkeypatch, each_kafka, "metadata-shell", shell, timeout=30.0)
-    # stdout alike; stderr only in kind: the shell's loader thread logs its complaints about the
-    # snapshot's control records in an order and with stack traces that vary from run to run
-    assert (ran.args, ran.returncode, ran.stdout) == (sub.args, sub.returncode, sub.stdout)
-    assert bool(ran.stderr) == bool(sub.stderr)
-    assert sub.stdout.strip()
-    usage_after = in_runner(monkeypatch, each_kafka, "metadata-quorum", ["--help"])  # same classpath
-    assert usage_after.stdout == usage.stdout
+    # MetadataShell is not run here: it always gets a JVM of its own (stock_kafka.SUBPROCESS_ONLY).
 
 
 def test_timeout_kills_the_runner_and_the_next_call_works(newest_kafka: KafkaRelease,
