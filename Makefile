@@ -10,10 +10,13 @@ DATA   ?= data
 
 .PHONY: install run test nightly lint lint-imports typecheck generate check-generated bench compat-jars clean
 
+## pip compiles what it installs one file at a time; compileall does it on every core (half the
+## install's time on a 2-core machine).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,audit]'
+	$(PY) -m pip install -q --no-compile -e '.[test,audit]'
+	$(PY) -m compileall -q -j 0 $(VENV)/lib
 	touch $(STAMP)
 
 install: $(STAMP)
