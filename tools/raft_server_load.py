@@ -416,8 +416,10 @@ def run(args: argparse.Namespace) -> int:
 
     from server.config import ConfigError, load_config
     from server.node import Node, NodeStartupError
+    from server.node.fatal import name_fatal_level, run_or_halt
     from storage.errors import FormatError, StorageError
 
+    name_fatal_level()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")
 
@@ -444,7 +446,9 @@ def run(args: argparse.Namespace) -> int:
         workload = Workload(config.node_id, args.throughput, args.record_size, emit,
                             stats_interval_ms=args.stats_interval_ms, record_type=args.record_type)
         started = time.monotonic()
-        trio.run(_serve, config, workload, Node)
+        status = run_or_halt(lambda: trio.run(_serve, config, workload, Node), config, log)
+        if status:
+            return status
         if args.json:
             emit(workload.summary(time.monotonic() - started))
     except ValueError as exc:

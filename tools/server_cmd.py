@@ -12,7 +12,10 @@ voter at its first advertised controller listener, kraft.version 1;
 
 Both log one line with the listener address once serving. SIGTERM or SIGINT stops the node
 gracefully (a leader resigns and sends EndQuorumEpoch) and the command exits 0. Exit status 1
-for a configuration, format or storage problem (the message on stderr).
+for a configuration, format or storage problem (the message on stderr). A write, fsync or
+rename that fails on the metadata log directory while serving (a full disk, an I/O error) stops
+the node at once, as Kafka halts on a log I/O error: one ``FATAL`` line naming the directory,
+the operation and the error (:mod:`server.node.fatal`), and exit status 1.
 """
 
 from __future__ import annotations
@@ -84,9 +87,11 @@ def run(args: argparse.Namespace) -> int:
 
     from server.config import ConfigError, load_config
     from server.node import NodeStartupError
+    from server.node.fatal import name_fatal_level, run_or_halt
     from storage.errors import FormatError, StorageError
     from tools.storage_format import format_standalone
 
+    name_fatal_level()
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr,
         format="[%(asctime)s] %(levelname)s %(name)s: %(message)s",
@@ -100,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
             format_standalone(config)
         else:
             config = load_config(args.config, overrides)
-        trio.run(serve_until_signalled, config)
+        return run_or_halt(lambda: trio.run(serve_until_signalled, config), config, log)
     except (ConfigError, FormatError, StorageError, NodeStartupError, OSError) as exc:
         print(f"kwire {args.command}: {exc}", file=sys.stderr)
         return 1
