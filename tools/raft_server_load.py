@@ -327,7 +327,7 @@ class Workload:
             n = min(due, self.per_append)
             first = self._counter
             values = tuple(workload_value(template, epoch, first + i, node_id) for i in range(n))
-            token = self.node.append(values)
+            token = self.node.append(values, epoch)
             self._tokens[token] = (append_ms, n, first)
             self._counter += n
             self._generated += n

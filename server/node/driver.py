@@ -362,14 +362,14 @@ class Node:
 
     # ------------------------------------------------------------------ appends and stopping
 
-    def append(self, values: tuple[bytes, ...]) -> int:
-        """Ask the leader in this node to append ``values`` (non-empty byte strings, at most one
-        8 MiB batch together) as data records; returns the token the listener's
-        ``handle_append_result`` will carry. Never blocks; the records linger for
-        ``controller.quorum.append.linger.ms`` (``RaftClient.prepareAppend``)."""
-        token = self._next_token
-        self._next_token += 1
-        self._post(ClientAppend(token, tuple(values)))
+    def append(self, values: tuple[bytes, ...], epoch: int) -> int:
+        """Ask this node, as leader of ``epoch``, to append ``values`` (non-empty byte strings, at
+        most one 8 MiB batch together) as data records; returns the token the listener's
+        ``handle_append_result`` will carry (refused when the node no longer leads ``epoch``).
+        Never blocks; the records linger for ``controller.quorum.append.linger.ms``
+        (``RaftClient.prepareAppend``)."""
+        token, self._next_token = self._next_token, self._next_token + 1
+        self._post(ClientAppend(token, tuple(values), epoch=epoch))
         return token
 
     async def shutdown(self, timeout_ms: int | None = None) -> None:

@@ -80,6 +80,12 @@ class ClientAppend:
     token: int
     values: tuple[bytes, ...]
     drain_now: bool = False
+    epoch: int | None = None
+    """The epoch the state machine believes this node leads (``RaftClient.prepareAppend``'s
+    ``epoch``): refused when the leader's differs, so records a state machine made for one
+    epoch never land in a later one (a node restarted as a former leader is told of its old
+    epoch while Resigned, then leads the next). None: unchecked, for a state machine stepped
+    in the same step it learns of the epoch (the controller host, the simulation's client)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,10 +50,11 @@ def become_leader(ctx: RaftContext, now_ms: int) -> None:
 
 def client_append(ctx: RaftContext, now_ms: int, event: ClientAppend) -> AppendResult:
     """Accept the state machine's records into the leader's accumulator and promise their
-    offsets; NOT_LEADER_OR_FOLLOWER off the leader, INVALID_RECORD for an empty value,
-    RECORD_LIST_TOO_LARGE when they cannot fit one batch."""
+    offsets; NOT_LEADER_OR_FOLLOWER off the leader or for another epoch than the event's (as
+    ``KafkaRaftClient.prepareAppend`` throws NotLeaderException for a stale epoch),
+    INVALID_RECORD for an empty value, RECORD_LIST_TOO_LARGE when they cannot fit one batch."""
     state = ctx.quorum.state
-    if not isinstance(state, Leader):
+    if not isinstance(state, Leader) or event.epoch not in (None, state.epoch):
         return AppendResult(event.token, -1, -1, state.epoch, Errors.NOT_LEADER_OR_FOLLOWER)
     if not event.values or not all(event.values):  # KRaft data records have a value
         return AppendResult(event.token, -1, -1, state.epoch, Errors.INVALID_RECORD)

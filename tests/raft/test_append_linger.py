@@ -120,6 +120,27 @@ def test_appends_after_losing_leadership_are_refused() -> None:
     assert [r.error_code for r in out.append_results] == [Errors.NOT_LEADER_OR_FOLLOWER]
 
 
+def test_an_append_for_another_epoch_is_refused() -> None:
+    """A state machine that has not yet seen the epoch change (a node restarted as a former
+    leader is told of its old epoch while Resigned, then leads the next) appends for the old
+    epoch: refused, as ``KafkaRaftClient.prepareAppend`` refuses a stale epoch, so its records
+    never reach the new epoch's log. The leader's own epoch, or none given, is accepted."""
+    context = make_context(append_linger_ms=0)
+    leader = elect_local_leader(context)
+    end = context.core.view.log_end_offset()
+    out = context.step(ClientAppend(1, (b"stale",), epoch=leader.epoch - 1))
+    assert [(r.error_code, r.epoch) for r in out.append_results] == [(Errors.NOT_LEADER_OR_FOLLOWER, leader.epoch)]
+    assert not _data_batches(out.appends)
+    out2 = context.step(ClientAppend(2, (b"current",), epoch=leader.epoch))
+    out3 = context.step(ClientAppend(3, (b"unchecked",)))
+    assert [r.error_code for r in out2.append_results + out3.append_results] == [Errors.NONE, Errors.NONE]
+    context.now += 1
+    written = out2.appends + out3.appends + context.tick().appends
+    values = [v for _, batch in _data_batches(written) for v in batch]
+    assert values == [b"current", b"unchecked"]
+    assert context.core.view.log_end_offset() == end + 2
+
+
 def test_accumulator_groups_are_all_or_nothing() -> None:
     acc = BatchAccumulator(epoch=3, linger_ms=5, max_batch_bytes=250)
     assert acc.deadline_ms is None and not acc.needs_drain(0)

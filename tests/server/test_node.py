@@ -275,10 +275,12 @@ async def test_appends_queued_behind_a_disk_write_leave_as_one_batch(
         await nursery.start(node.run)
         await _until(lambda: node.leader_id == 1)
         gate["open"] = trio.Event()
-        node.append((b"first",))
+        epoch = node.epoch
+        assert epoch is not None
+        node.append((b"first",), epoch)
         await gate["blocked"].wait()  # the node waits on the disk
         for value in (b"a", b"b", b"c"):
-            node.append((value,))
+            node.append((value,), epoch)
         gate["open"].set()
         await _until(lambda: any(b"c" in values for values in batches.committed))
         ours = [values for values in batches.committed if set(values) & {b"first", b"a", b"b", b"c"}]

@@ -59,8 +59,10 @@ def test_the_controller_replays_config_records_and_skips_no_op_ones() -> None:
 class _Node:
     def __init__(self) -> None:
         self.appends: list[tuple[int, int]] = []  # (token, records)
+        self.epochs: set[int] = set()
 
-    def append(self, values: tuple[bytes, ...]) -> int:
+    def append(self, values: tuple[bytes, ...], epoch: int) -> int:
+        self.epochs.add(epoch)
         self.appends.append((len(self.appends), len(values)))
         return len(self.appends) - 1
 
@@ -94,4 +96,5 @@ async def test_the_generator_idles_until_this_node_leads(autojump_clock: trio.te
         workload.handle_leader_change(LeaderAndEpoch(1, 2))
         await trio.sleep(0.5)
         assert 400 <= sum(n for _t, n in node.appends) <= 1000
+        assert node.epochs == {2}  # appended as leader of the epoch it was told of
         nursery.cancel_scope.cancel()
