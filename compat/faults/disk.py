@@ -1,0 +1,105 @@
+"""Disk faults on real processes: a full disk and a disk whose flushes fail.
+
+* :func:`small_tmpfs` mounts a tmpfs of a given size at a directory: a metadata log directory
+  there fills up and the next write fails with ENOSPC, as on a full disk. :meth:`Tmpfs.grow`
+  remounts it larger (the operator freeing space) so the node can restart on the same files.
+* :class:`FsyncFault` runs a process with ``fsync_eio.c`` preloaded: its fsync and fdatasync
+  calls fail with EIO from the moment :meth:`FsyncFault.trip` is called -- what the kernel
+  answers when a device cannot write dirty pages back. A JVM's ``FileChannel.force`` goes
+  through the same libc calls, so stock Kafka meets the same fault.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["FsyncFault", "Tmpfs", "fsync_eio_library", "small_tmpfs"]
+
+SOURCE = Path(__file__).with_name("fsync_eio.c")
+TRIGGER_ENV = "KWIRE_FAULT_FSYNC_EIO"
+"""The environment variable naming the file whose existence turns the EIO fault on
+(``fsync_eio.c``)."""
+
+
+@dataclass
+class Tmpfs:
+    """A tmpfs mounted at ``path`` with ``size_bytes`` of room."""
+
+    path: Path
+    size_bytes: int
+
+    def grow(self, size_bytes: int) -> None:
+        """Remount with ``size_bytes`` of room, keeping the files."""
+        _run(["mount", "-o", f"remount,size={size_bytes}", str(self.path)])
+        self.size_bytes = size_bytes
+
+
+@contextlib.contextmanager
+def small_tmpfs(path: Path, size_bytes: int) -> Iterator[Tmpfs]:
+    """Mount a tmpfs of ``size_bytes`` at ``path`` (created if missing) for the block, and
+    unmount it after (lazily, should a process still hold a file there). Raises RuntimeError
+    when not root or when ``mount`` fails."""
+    if os.geteuid() != 0:
+        raise RuntimeError("disk fault tests mount a tmpfs, which needs root")
+    path.mkdir(parents=True, exist_ok=True)
+    _run(["mount", "-t", "tmpfs", "-o", f"size={size_bytes},mode=0755", "tmpfs", str(path)])
+    try:
+        yield Tmpfs(path, size_bytes)
+    finally:
+        _run(["umount", "--lazy", str(path)])
+
+
+def fsync_eio_library(cache: Path) -> Path:
+    """``fsync_eio.c`` compiled to a shared library under ``cache`` (once per source: the file
+    name carries its hash). Raises RuntimeError when no C compiler is found or it fails."""
+    source = SOURCE.read_bytes()
+    library = cache / f"fsync_eio-{hashlib.sha256(source).hexdigest()[:16]}.so"
+    if library.is_file():
+        return library
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        raise RuntimeError("the EIO fault needs a C compiler (cc) to build fsync_eio.c")
+    cache.mkdir(parents=True, exist_ok=True)
+    partial = library.with_name(f"{library.name}.{os.getpid()}.partial")
+    _run([compiler, "-shared", "-fPIC", "-O2", "-o", str(partial), str(SOURCE), "-ldl"])
+    os.replace(partial, library)
+    return library
+
+
+@dataclass
+class FsyncFault:
+    """fsync and fdatasync failing with EIO in the processes started with :meth:`env`, from
+    :meth:`trip` on. ``library`` is :func:`fsync_eio_library`'s, ``trigger`` a path that does
+    not exist yet."""
+
+    library: Path
+    trigger: Path
+
+    def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        """``base`` (default: this process's environment) with the library preloaded."""
+        env = dict(os.environ if base is None else base)
+        preload = env.get("LD_PRELOAD", "")
+        env["LD_PRELOAD"] = f"{self.library}:{preload}" if preload else str(self.library)
+        env[TRIGGER_ENV] = str(self.trigger)
+        return env
+
+    def trip(self) -> None:
+        """From now on every fsync and fdatasync of those processes fails with EIO."""
+        self.trigger.touch()
+
+    def heal(self) -> None:
+        """Flushes work again (for a restart on the same machine)."""
+        self.trigger.unlink(missing_ok=True)
+
+
+def _run(command: list[str]) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)}: exit {done.returncode}: {done.stderr.strip()}")

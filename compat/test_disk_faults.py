@@ -1,0 +1,237 @@
+"""Disk faults on real processes, kwire beside stock Kafka under the same fault.
+
+A single-voter quorum writes a steady load (``kwire test-raft-server``; Kafka's
+``kafka.tools.TestRaftServer`` as the control) until its metadata log directory fails:
+
+* **a full disk**: the directory is a 4 MiB tmpfs (``compat/faults/disk.py``), so a write
+  fails with ENOSPC;
+* **fsync failing with EIO**: ``compat/faults/fsync_eio.c`` is preloaded and tripped once the
+  load has committed.
+
+Both stop: Kafka halts with status 1 on a raft I/O error (``ProcessTerminatingFaultHandler``),
+and so must kwire, with one FATAL line that names the directory and the error, and no
+traceback. Then the fault is healed (the tmpfs grown, the trigger removed) and the same
+directory restarts: it recovers and commits again. For kwire the check is that nothing
+acknowledged was lost: every record the workload reported committed before the fault is in the
+log at its offset, with its epoch and counter, and the workload's records stay in order. Stock
+TestRaftServer reports no committed offsets, so for Kafka the check is that its log is whole
+(every batch's CRC, offsets contiguous) and grew after the restart.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compat.faults.disk import FsyncFault, fsync_eio_library, small_tmpfs
+from compat.harness import (
+    REPO_DIR,
+    KafkaRelease,
+    controller_properties,
+    format_kwire,
+    free_port,
+    log_batches,
+    wait_until,
+)
+from kwire.uuid import Uuid
+from tests.quorum_run import read_node_log
+
+pytestmark = pytest.mark.compat
+
+TMPFS_BYTES = 4 * 1024 * 1024
+GROWN_BYTES = 64 * 1024 * 1024
+THROUGHPUT = 5_000  # records/s: the 4 MiB disk fills within seconds
+RECORD_SIZE = 256
+HALT_TIMEOUT_S = 60.0
+RECOVERY_TIMEOUT_S = 60.0
+KAFKA_TOPIC_DIR = "__raft_performance_test-0"  # TestRaftServer's partition
+LIBRARY_CACHE = REPO_DIR / "compat" / ".cache" / "faults"
+
+
+# -- kwire ------------------------------------------------------------------------------------
+
+def _start_kwire(props: Path, out: Path, err: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    with out.open("ab") as stdout, err.open("ab") as stderr:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tools.cli", "test-raft-server", "--config", str(props), "--json",
+             "--throughput", str(THROUGHPUT), "--record-size", str(RECORD_SIZE),
+             "--stats-interval-ms", "60000"],
+            cwd=REPO_DIR, stdout=stdout, stderr=stderr, env=env,
+        )
+
+
+def _events(out: Path, kind: str) -> list[dict[str, Any]]:
+    events = []
+    for line in out.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("{"):
+            event = json.loads(line)
+            if event.get("event") == kind:
+                events.append(event)
+    return events
+
+
+def _kwire_halts_and_recovers(tmp_path: Path, data: Path, trip: Callable[[], None] | None,
+                              env: dict[str, str] | None, heal: Callable[[], None]) -> tuple[str, list[dict[str, Any]]]:
+    """Run the kwire load on ``data`` until it stops (after ``trip``, when given, once the
+    load has committed), heal, restart until it commits past what was acknowledged, and check
+    the log. Returns the halted run's stderr and its committed reports."""
+    props = controller_properties(tmp_path / "server.properties", data, free_port())
+    format_kwire(props, "--standalone")
+    out, err = tmp_path / "load.out", tmp_path / "load.err"
+    proc = _start_kwire(props, out, err, env)
+    try:
+        if trip is not None:
+            wait_until("a committed report", lambda: _events(out, "committed"), RECOVERY_TIMEOUT_S, alive=[proc])
+            trip()
+        wait_until("the node to stop", proc.poll, HALT_TIMEOUT_S, ok=lambda rc: rc is not None)
+    finally:
+        proc.kill()
+        proc.wait()
+    stderr = err.read_text(encoding="utf-8", errors="replace")
+    assert proc.returncode == 1, stderr[-4000:]
+    acknowledged = _events(out, "committed")
+    assert acknowledged, "the load committed nothing before the fault"
+    last = max(report["offset"] for report in acknowledged)
+
+    heal()
+    out2 = tmp_path / "restart.out"
+    restarted = _start_kwire(props, out2, tmp_path / "restart.err")
+    try:
+        wait_until(f"a commit past offset {last} after the restart",
+                   lambda: [r for r in _events(out2, "committed") if r["offset"] > last],
+                   RECOVERY_TIMEOUT_S, alive=[restarted])
+    finally:
+        restarted.send_signal(signal.SIGTERM)
+        restarted.wait(timeout=30)
+
+    records = {r.offset: r for r in read_node_log(data)}
+    for report in acknowledged:
+        record = records.get(report["offset"])
+        assert record is not None, f"acknowledged offset {report['offset']} was lost ({report})"
+        assert record.workload is not None and record.workload[:2] == (report["epoch"], report["counter"]), (
+            report, record)
+    keys = [r.workload[:2] for _, r in sorted(records.items()) if r.workload is not None]
+    assert keys == sorted(set(keys)), "the workload's records are out of order"
+    return stderr, acknowledged
+
+
+def _one_fatal_line(stderr: str, *needles: str) -> str:
+    fatal = [line for line in stderr.splitlines() if " FATAL " in line]
+    assert len(fatal) == 1, stderr[-4000:]
+    assert "Traceback" not in stderr, stderr[-4000:]
+    for needle in needles:
+        assert needle in fatal[0], fatal[0]
+    return fatal[0]
+
+
+def test_kwire_halts_on_a_full_disk_with_one_fatal_line_and_loses_nothing(tmp_path: Path) -> None:
+    with small_tmpfs(tmp_path / "disk", TMPFS_BYTES) as disk:
+        data = disk.path / "data"
+        stderr, _ = _kwire_halts_and_recovers(tmp_path, data, None, None, lambda: disk.grow(GROWN_BYTES))
+    _one_fatal_line(stderr, f"metadata log directory {data} failed", "No space left on device")
+
+
+def test_kwire_halts_when_fsync_fails_and_loses_nothing(tmp_path: Path) -> None:
+    fault = FsyncFault(fsync_eio_library(LIBRARY_CACHE), tmp_path / "fsync-fails")
+    data = tmp_path / "data"
+    stderr, _ = _kwire_halts_and_recovers(tmp_path, data, fault.trip, fault.env(), fault.heal)
+    _one_fatal_line(stderr, f"metadata log directory {data} failed", "Input/output error")
+
+
+# -- stock Kafka (the control) ----------------------------------------------------------------
+
+def _kafka_props(path: Path, data: Path) -> Path:
+    port = free_port()
+    path.write_text(
+        "process.roles=controller\nnode.id=1\n"
+        f"controller.quorum.voters=1@localhost:{port}\n"
+        "controller.listener.names=CONTROLLER\n"
+        f"listeners=CONTROLLER://localhost:{port}\n"
+        f"metadata.log.dir={data}\nlog.dirs={data}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def _start_kafka(kafka: KafkaRelease, props: Path, directory_id: str, logs: Path,
+                 env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    logs.mkdir(parents=True, exist_ok=True)
+    with (logs / "stdout").open("ab") as stdout, (logs / "stderr").open("ab") as stderr:
+        return kafka.start(
+            "kafka.tools.TestRaftServer",
+            ["--config", props, "--replica-directory-id", directory_id, "--throughput", str(THROUGHPUT),
+             "--record-size", str(RECORD_SIZE)],
+            logs_dir=logs, stdout=stdout.fileno(), stderr=stderr.fileno(), env=env,
+        )
+
+
+def _whole_log_end(part: Path) -> int:
+    """The log end offset of ``part``'s batches, checking each batch's CRC and that offsets
+    follow on."""
+    batches = log_batches(part) if part.is_dir() else []
+    end = 0
+    for batch in batches:
+        batch.ensure_valid()
+        assert batch.base_offset == end, (batch.base_offset, end)
+        end = batch.last_offset + 1
+    return end
+
+
+def _kafka_halts_and_recovers(kafka: KafkaRelease, tmp_path: Path, data: Path,
+                              trip: Callable[[], None] | None, env: dict[str, str] | None,
+                              heal: Callable[[], None]) -> str:
+    props = _kafka_props(tmp_path / "server.properties", data)
+    directory_id = str(Uuid.random())
+    part = data / KAFKA_TOPIC_DIR
+    proc = _start_kafka(kafka, props, directory_id, tmp_path / "run-1", env)
+    try:
+        if trip is not None:
+            wait_until("the load's first batches", lambda: part.is_dir() and _whole_log_end(part) > 0,
+                       RECOVERY_TIMEOUT_S, alive=[proc])
+            trip()
+        wait_until("the JVM to halt", proc.poll, HALT_TIMEOUT_S, ok=lambda rc: rc is not None)
+    finally:
+        proc.kill()
+        proc.wait()
+    output = (tmp_path / "run-1" / "stdout").read_text(errors="replace")
+    output += (tmp_path / "run-1" / "stderr").read_text(errors="replace")
+    assert proc.returncode == 1, output[-4000:]
+
+    heal()
+    before = _whole_log_end(part)
+    restarted = _start_kafka(kafka, props, directory_id, tmp_path / "run-2")
+    try:
+        wait_until(f"the log to grow past {before} after the restart", lambda: _whole_log_end(part),
+                   RECOVERY_TIMEOUT_S, ok=lambda end: end > before, alive=[restarted])
+    finally:
+        restarted.send_signal(signal.SIGTERM)
+        restarted.wait(timeout=30)
+    _whole_log_end(part)
+    return output
+
+
+def test_stock_test_raft_server_halts_on_a_full_disk(each_kafka: KafkaRelease, tmp_path: Path) -> None:
+    with small_tmpfs(tmp_path / "disk", TMPFS_BYTES) as disk:
+        output = _kafka_halts_and_recovers(each_kafka, tmp_path, disk.path / "data", None, None,
+                                           lambda: disk.grow(GROWN_BYTES))
+    assert "Encountered fatal fault" in output and "No space left on device" in output, output[-4000:]
+
+
+def test_stock_test_raft_server_halts_when_fsync_fails(each_kafka: KafkaRelease, tmp_path: Path) -> None:
+    fault = FsyncFault(fsync_eio_library(LIBRARY_CACHE), tmp_path / "fsync-fails")
+    output = _kafka_halts_and_recovers(each_kafka, tmp_path, tmp_path / "data", fault.trip, fault.env(), fault.heal)
+    assert "Encountered fatal fault" in output and "Input/output error" in output, output[-4000:]
+
+
+@pytest.fixture(autouse=True)
+def _no_stray_mounts(tmp_path: Path) -> Iterator[None]:
+    yield
+    with open("/proc/mounts", encoding="utf-8") as mounts:
+        assert str(tmp_path) not in mounts.read(), "a tmpfs of the test is still mounted"
