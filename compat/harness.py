@@ -36,11 +36,12 @@ import pytest
 import trio
 
 from compat import kafka as _kafka
+from compat.faults.net import Network
 from compat.kafka import REPO_DIR, logging_config, require_kafka, stop_processes
 from kwire.uuid import Uuid
 from storage.records import RecordBatch, scan_batches
 from tools.local_cluster import free_ports
-from tools.quorum_client import QuorumToolError, describe
+from tools.quorum_client import QuorumToolError, QuorumView, describe
 
 __all__ = [
     "CLUSTER_ID", "DIR_ID", "ELECTION_BOUND_S", "ELECTION_TIMEOUT_MS", "FETCH_TIMEOUT_MS", "PARTITION",
@@ -254,23 +255,26 @@ def format_kwire(props: Path, *flags: str, cluster_id: str = CLUSTER_ID) -> None
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def start_kwire(props: Path, out: Path, command: str = "server-start") -> subprocess.Popen[bytes]:
-    """A kwire node (``kwire server-start PROPS``), its output appended to ``out``."""
+def start_kwire(props: Path, out: Path, command: str = "server-start", *,
+                prefix: Sequence[str] = ()) -> subprocess.Popen[bytes]:
+    """A kwire node (``kwire server-start PROPS``), its output appended to ``out``; ``prefix``
+    is a command it runs under (e.g. ``ip netns exec NS``)."""
     with open(out, "ab") as sink:
         return subprocess.Popen(
-            [sys.executable, "-m", "tools.cli", command, str(props)], cwd=REPO_DIR, stdout=sink,
+            [*prefix, sys.executable, "-m", "tools.cli", command, str(props)], cwd=REPO_DIR, stdout=sink,
             stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
 
 
 def start_stock(kafka: KafkaRelease, props: Path, out: Path, *, logs_dir: Path | None = None,
-                jvm_args: Sequence[str] = ()) -> subprocess.Popen[bytes]:
+                jvm_args: Sequence[str] = (), prefix: Sequence[str] = ()) -> subprocess.Popen[bytes]:
     """A stock Kafka server (``kafka.Kafka PROPS``, a controller or a broker), its output
-    appended to ``out`` and its own log files in ``logs_dir`` (default: beside ``out``)."""
+    appended to ``out`` and its own log files in ``logs_dir`` (default: beside ``out``);
+    ``prefix`` is a command it runs under (e.g. ``ip netns exec NS``)."""
     with open(out, "ab") as sink:
         return kafka.start(
             "kafka.Kafka", [props], logs_dir=logs_dir or out.parent, jvm_args=list(jvm_args),
-            stdout=sink.fileno(), stderr=sink.fileno(),
+            stdout=sink.fileno(), stderr=sink.fileno(), prefix=prefix,
         )
 
 
@@ -366,21 +370,24 @@ class Quorum:
     ``i.properties``, ``data<i>``, ``i.out``. Static: every node a voter. Dynamic: the
     ``voter_ids`` (default all) are the initial controllers, the others are formatted with
     ``--no-initial-controllers`` and start as observers. ``extra`` lines go into every node's
-    properties."""
+    properties. With a ``network`` (``compat.faults.net.Network`` with hosts ``"1"``, ``"2"``,
+    ... and ``"client"``), node i runs on host ``str(i)`` at its address, and the quorum is
+    asked from ``"client"``; else every node is on localhost."""
 
     def __init__(
         self, kafka: KafkaRelease, root: Path, kwire_ids: set[int], dynamic: bool,
         ids: tuple[int, ...] = (1, 2, 3), voter_ids: tuple[int, ...] | None = None,
-        extra: str = "",
+        extra: str = "", network: Network | None = None,
     ) -> None:
-        self.kafka, self.root, self.kwire_ids = kafka, root, kwire_ids
+        self.kafka, self.root, self.kwire_ids, self.network = kafka, root, kwire_ids, network
         self.ports = {i: free_port() for i in ids}
+        self.hosts = {i: "localhost" if network is None else network.address(str(i)) for i in ids}
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.logging = self._raft_logging(root)
         voter_ids = ids if voter_ids is None else voter_ids
-        voters = ",".join(f"{i}@localhost:{p}" for i, p in self.ports.items())
-        bootstrap = ",".join(f"localhost:{p}" for p in self.ports.values())
-        initial = ",".join(f"{i}@localhost:{self.ports[i]}:{Uuid.random()}" for i in voter_ids)
+        voters = ",".join(f"{i}@{self.hosts[i]}:{p}" for i, p in self.ports.items())
+        bootstrap = self.bootstrap
+        initial = ",".join(f"{i}@{self.hosts[i]}:{self.ports[i]}:{Uuid.random()}" for i in voter_ids)
         quorum = f"controller.quorum.bootstrap.servers={bootstrap}" if dynamic else f"controller.quorum.voters={voters}"
         for i, port in self.ports.items():
             format_flags = (
@@ -389,7 +396,7 @@ class Quorum:
             props = root / f"{i}.properties"
             props.write_text(
                 f"process.roles=controller\nnode.id={i}\n{quorum}\n"
-                f"controller.listener.names=CONTROLLER\nlisteners=CONTROLLER://localhost:{port}\n"
+                f"controller.listener.names=CONTROLLER\nlisteners=CONTROLLER://{self.hosts[i]}:{port}\n"
                 f"log.dirs={root / f'data{i}'}\n"
                 f"controller.quorum.election.timeout.ms={ELECTION_TIMEOUT_MS}\n"
                 f"controller.quorum.fetch.timeout.ms={FETCH_TIMEOUT_MS}\n" + extra,
@@ -403,7 +410,7 @@ class Quorum:
     @property
     def bootstrap(self) -> str:
         """Every node's address, for ``--bootstrap-controller``."""
-        return ",".join(f"localhost:{p}" for p in self.ports.values())
+        return ",".join(f"{self.hosts[i]}:{p}" for i, p in self.ports.items())
 
     def _raft_logging(self, root: Path) -> Path:
         """The harness's stock logging config plus Kafka's raft package at INFO (its role
@@ -448,20 +455,31 @@ class Quorum:
     def start(self, i: int) -> None:
         props = self.root / f"{i}.properties"
         out = self.root / f"{i}.out"
+        prefix = [] if self.network is None else self.network.command(str(i), [])
         if i in self.kwire_ids:
-            self.procs[i] = start_kwire(props, out)
+            self.procs[i] = start_kwire(props, out, prefix=prefix)
         else:
             self.procs[i] = start_stock(
-                self.kafka, props, out, logs_dir=self.root / f"logs{i}", jvm_args=[self._logging_flag()]
+                self.kafka, props, out, logs_dir=self.root / f"logs{i}", jvm_args=[self._logging_flag()],
+                prefix=prefix,
             )
+
+    def describe(self, i: int) -> QuorumView:
+        """The quorum as asked through node ``i`` (its DescribeCluster names the active
+        controller, which answers DescribeQuorum) within 3 s. Raises OSError, QuorumToolError
+        or ``trio.TooSlowError``."""
+        address = f"{self.hosts[i]}:{self.ports[i]}"
+        if self.network is None:
+            return trio.run(describe, address, 3.0)
+        return self.network.call("client", lambda: trio.run(describe, address, 3.0))
 
     def leader(self, excluded: int | None = None) -> tuple[int, int, int] | None:
         """(leader id, epoch, high watermark) as a live node other than ``excluded`` sees it."""
-        for i, port in self.ports.items():
+        for i in self.ports:
             if i == excluded or i not in self.procs or self.procs[i].poll() is not None:
                 continue
             try:
-                view = trio.run(describe, f"localhost:{port}", 3.0)
+                view = self.describe(i)
             except (OSError, QuorumToolError, trio.TooSlowError):
                 continue
             p = view.partition
@@ -487,11 +505,11 @@ class Quorum:
     def voters_caught_up(self, high_watermark: int) -> bool:
         """Whether every voter's log end offset, as the leader reports it, reached
         ``high_watermark``."""
-        for i, port in self.ports.items():
+        for i in self.ports:
             if i not in self.procs or self.procs[i].poll() is not None:
                 continue
             try:
-                view = trio.run(describe, f"localhost:{port}", 3.0)
+                view = self.describe(i)
             except (OSError, QuorumToolError, trio.TooSlowError):
                 continue
             return all(v.log_end_offset >= high_watermark for v in view.partition.current_voters)

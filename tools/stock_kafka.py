@@ -461,15 +461,17 @@ def start_kafka_class(
     stdout: int | None = subprocess.PIPE,
     stderr: int | None = subprocess.PIPE,
     start_new_session: bool = False,
+    prefix: Sequence[str] = (),
 ) -> subprocess.Popen[bytes]:
     """Start a long-running Kafka process (e.g. ``kafka.Kafka controller.properties``, as
     ``kafka-server-start.sh`` does, or ``kafka.tools.TestRaftServer``) with server JVM settings
     and return it; ``stdout``/``stderr`` are ``subprocess`` targets (default: pipes), ``logs_dir``
     becomes ``-Dkafka.logs.dir``. The caller terminates it (``proc.terminate()``) and waits for
     it; ``start_new_session`` keeps it out of the caller's process group (a terminal's Ctrl-C
-    then reaches only the caller, which stops it in its own order). Raises KafkaUnavailable when
-    Java or the jars are missing."""
-    command = java_command(
+    then reaches only the caller, which stops it in its own order); ``prefix`` is a command it
+    runs under (e.g. ``ip netns exec NS``). Raises KafkaUnavailable when Java or the jars are
+    missing."""
+    command = list(prefix) + java_command(
         version, main_class, args, server=server, jvm_args=jvm_args, logs_dir=logs_dir,
     )
     full_env = dict(os.environ)
