@@ -16,6 +16,10 @@ acknowledged was lost: every record the workload reported committed before the f
 log at its offset, with its epoch and counter, and the workload's records stay in order. Stock
 TestRaftServer reports no committed offsets, so for Kafka the check is that its log is whole
 (every batch's CRC, offsets contiguous) and grew after the restart.
+
+And **a flipped bit**: one bit of a committed batch in a killed follower's log, found by its CRC
+on restart, the log cut there and fetched again from the leader (three kwire voters; three
+stock controllers of the newest release as the control).
 """
 
 from __future__ import annotations
@@ -32,15 +36,23 @@ import pytest
 
 from compat.faults.disk import FsyncFault, fsync_eio_library, small_tmpfs
 from compat.harness import (
+    ELECTION_BOUND_S,
+    PARTITION,
     REPO_DIR,
+    START_TIMEOUT_S,
     KafkaRelease,
+    Quorum,
+    batches_below,
     controller_properties,
     format_kwire,
     free_port,
     log_batches,
+    newest_pinned_release,
+    segment_files,
     wait_until,
 )
 from kwire.uuid import Uuid
+from storage.records import scan_batches
 from tests.quorum_run import read_node_log
 
 pytestmark = pytest.mark.compat
@@ -235,3 +247,73 @@ def _no_stray_mounts(tmp_path: Path) -> Iterator[None]:
     yield
     with open("/proc/mounts", encoding="utf-8") as mounts:
         assert str(tmp_path) not in mounts.read(), "a tmpfs of the test is still mounted"
+
+
+# -- a flipped bit in a follower's log --------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["kwire", "stock"])
+def test_a_flipped_bit_in_a_followers_log_is_cut_off_and_fetched_again(kind: str, tmp_path: Path) -> None:
+    """Three voters write NoOpRecords; a follower is killed, one bit of a committed batch in
+    the middle of its log is flipped, and it restarts: recovery finds the batch's CRC wrong,
+    truncates the log there (kwire names the segment and the byte in a WARNING), and the
+    follower fetches the rest again from the leader. Afterwards every voter's log holds the
+    same batches below the high watermark, so the corrupt bytes were never kept or served.
+    The same on three stock controllers of the newest release (Kafka's ``LogLoader`` checks
+    every batch of a metadata log whose shutdown was not clean)."""
+    kafka = newest_pinned_release()
+    kwire_ids = {1, 2, 3} if kind == "kwire" else set()
+    quorum = Quorum(kafka, tmp_path, kwire_ids, dynamic=kafka.at_least(4, 0),
+                    extra="metadata.max.idle.interval.ms=50\n")
+    try:
+        for i in (1, 2, 3):
+            quorum.start(i)
+        quorum.wait_leader(START_TIMEOUT_S)
+        wait_until("some committed batches", lambda: quorum.wait_leader(ELECTION_BOUND_S)[2], 60.0,
+                   ok=lambda hwm: hwm > 60)
+        hwm = quorum.settled_high_watermark()
+        leader, _, _ = quorum.wait_leader(ELECTION_BOUND_S)
+        follower = next(i for i in (1, 2, 3) if i != leader)
+        quorum.kill(follower)
+        part = tmp_path / f"data{follower}" / PARTITION
+        segment = segment_files(part)[-1]
+        flipped_offset, flipped_byte = _flip_a_bit(segment, below=hwm)
+        quorum.start(follower)
+        # the leader's view of the follower is from before the kill until it fetches again: wait
+        # on the follower's own log instead
+        target = quorum.wait_leader(ELECTION_BOUND_S)[2]
+        leader_dir = tmp_path / f"data{leader}"
+        wait_until(f"node {follower}'s log to hold every batch below {target} again",
+                   lambda: batches_below(tmp_path / f"data{follower}", target), 60.0,
+                   ok=lambda got: got == batches_below(leader_dir, target), alive=[quorum.procs[follower]])
+        final_hwm = quorum.settled_high_watermark()
+        assert target > flipped_offset
+    except BaseException:
+        print(quorum.report())
+        raise
+    finally:
+        quorum.stop()
+    logs = {i: batches_below(tmp_path / f"data{i}", final_hwm) for i in quorum.ports}
+    assert logs[1] and logs[1] == logs[2] == logs[3], {i: len(b) for i, b in logs.items()}
+    if kind == "kwire":
+        said = f"WARNING storage.log: metadata log recovery in {part}: at byte {flipped_byte}: Record is corrupt"
+        out = (tmp_path / f"{follower}.out").read_text(errors="replace")
+        assert said in out, [line for line in out.splitlines() if "recovery" in line]
+
+
+def _flip_a_bit(segment: Path, below: int) -> tuple[int, int]:
+    """Flip the lowest bit of the last byte of the middle batch of ``segment`` among those
+    ending below offset ``below``; returns that batch's base offset and its position in the
+    file."""
+    data = bytearray(segment.read_bytes())
+    batches = [b for b in scan_batches(bytes(data)).batches if b.last_offset < below]
+    assert len(batches) >= 3, len(batches)
+    position = 0
+    chosen = batches[len(batches) // 2]
+    for batch in batches:
+        size = len(batch.to_bytes())
+        if batch is chosen:
+            data[position + size - 1] ^= 0x01
+            break
+        position += size
+    segment.write_bytes(bytes(data))
+    return chosen.base_offset, position

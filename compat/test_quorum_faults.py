@@ -4,7 +4,7 @@ under the same nemesis, in the same run.
 Each node runs in a network namespace of its own on a private bridge (``compat/faults/net.py``);
 the test asks the quorum from a client namespace on the same bridge. Each leader appends a
 NoOpRecord every ``LOAD_INTERVAL_MS``. A round finds the leader, applies a nemesis for
-``HOLD_S`` (twice the fetch timeout), heals it, and waits for the quorum to settle:
+``HOLD_S`` (the fetch timeout and half a second), heals it, and waits for the quorum to settle:
 
 * ``pause``: SIGSTOP on the leader, then SIGCONT -- it wakes up believing it still leads;
 * ``isolate-leader``: the leader cut off from both other voters, both ways (the client still
@@ -29,7 +29,7 @@ the control); with ``KWIRE_FAULT_ALL_CONFIGS=1`` (``make nightly``) also the mix
 two kwire nodes and the stock quorum of every pinned release (3.x static, 4.x dynamic).
 ``KWIRE_FAULT_ROUNDS`` rounds per configuration (default: one of each nemesis, in order); more
 rounds draw the nemesis at random from ``KWIRE_FAULT_SEED``, printed, so a run replays. ``make
-test``'s share: two configurations of four rounds, about 40 s each, on two workers.
+test``'s share: two configurations of four rounds, 20-30 s each, on two workers.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ ELECTING = {"pause", "isolate-leader", "one-way"}
 ROUNDS = int(os.environ.get("KWIRE_FAULT_ROUNDS", str(len(NEMESES))))
 SEED = int(os.environ.get("KWIRE_FAULT_SEED", "1"))
 ALL_CONFIGS = os.environ.get("KWIRE_FAULT_ALL_CONFIGS") == "1"
-HOLD_S = 2 * FETCH_TIMEOUT_MS / 1000
+HOLD_S = FETCH_TIMEOUT_MS / 1000 + 0.5
 LOAD_INTERVAL_MS = 100
 CATCH_UP_S = 60.0
 
