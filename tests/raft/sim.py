@@ -131,7 +131,10 @@ def _quoted(message: Any) -> str:
     return repr(text)
 
 
-def trace_line(now: int, node_id: int, event: Event, out: Outbox, core: RaftCore) -> bytes:
+def trace_line(
+    now: int, node_id: int, event: Event, out: Outbox, core: RaftCore,
+    seen_text: str | None = None, texts: dict[int, tuple[Any, str]] | None = None,
+) -> bytes:
     """One step of a run as the core saw and answered it, in field values only (no class of the
     core's own but the role's name), so that a refactoring of the core that keeps its
     behaviour keeps every run's digest (``tests/raft/sim_traces.txt``).
@@ -140,11 +143,19 @@ def trace_line(now: int, node_id: int, event: Event, out: Outbox, core: RaftCore
     fields, ``did`` the Outbox's in its field order (a message as the text of its repr, batch
     bytes as their ``_bytes`` digests) and ``role`` the name of the role's class, written
     out piece by piece: a step does little, and the repr of a tuple of mostly empty parts
-    costs more than the parts."""
+    costs more than the parts.
+
+    ``seen_text`` is ``_quoted`` of the event's message when the caller has it (the sender's
+    line made it), and ``texts`` collects the ``_quoted`` of each message sent or answered,
+    by id (with the message, which it keeps alive), for the receiver's line."""
     if isinstance(event, RequestReceived):
-        seen = f"('request', {event.request_id!r}, {event.api_version!r}, {_quoted(event.request)}, {event.listener!r})"
+        if seen_text is None:
+            seen_text = _quoted(event.request)
+        seen = f"('request', {event.request_id!r}, {event.api_version!r}, {seen_text}, {event.listener!r})"
     elif isinstance(event, ResponseReceived):
-        seen = f"('response', {event.correlation_id!r}, {event.source_id!r}, {_quoted(event.response)})"
+        if seen_text is None:
+            seen_text = _quoted(event.response)
+        seen = f"('response', {event.correlation_id!r}, {event.source_id!r}, {seen_text})"
     elif isinstance(event, RequestFailed):
         seen = repr(("failed", event.correlation_id, event.source_id, str(event.reason)))
     elif isinstance(event, ClientAppend):
@@ -155,11 +166,23 @@ def trace_line(now: int, node_id: int, event: Event, out: Outbox, core: RaftCore
     install = out.install_snapshot
     # most of an Outbox is empty: its lists are made only when they hold something
     appends = [_bytes(data) for data in out.appends] if out.appends else []
-    sends = ", ".join(
-        f"({s.correlation_id!r}, {s.destination_id!r}, {_endpoint(s.endpoint)!r}, {_quoted(s.request)}, {s.timeout_ms!r})"
-        for s in out.sends
-    ) if out.sends else ""
-    replies = ", ".join(f"({r.request_id!r}, {_quoted(r.response)})" for r in out.replies) if out.replies else ""
+    sends = replies = ""
+    if out.sends:
+        parts = []
+        for s in out.sends:
+            text = _quoted(s.request)
+            if texts is not None:
+                texts[id(s.request)] = (s.request, text)
+            parts.append(f"({s.correlation_id!r}, {s.destination_id!r}, {_endpoint(s.endpoint)!r}, {text}, {s.timeout_ms!r})")
+        sends = ", ".join(parts)
+    if out.replies:
+        parts = []
+        for r in out.replies:
+            text = _quoted(r.response)
+            if texts is not None:
+                texts[id(r.response)] = (r.response, text)
+            parts.append(f"({r.request_id!r}, {text})")
+        replies = ", ".join(parts)
     committed = [
         (b.base_offset, b.last_offset, b.epoch, b.is_control, _bytes(b.data)) for b in out.committed
     ] if out.committed else []
@@ -332,6 +355,9 @@ class Cluster:
         self.snapshot_installs = 0
         self.trace = hashlib.blake2b(digest_size=16)
         """Digest of every step: the event, the Outbox and the role after it (``trace_line``)."""
+        self.texts: dict[int, tuple[Any, str]] = {}
+        """The trace text of each message the last step sent or answered (``trace_line``'s
+        ``texts``): the router hands it on with the message, for the receiver's trace line."""
         for node_id in self.nodes:
             self.start(node_id)
 
@@ -357,7 +383,7 @@ class Cluster:
             if node.running and node.tick_generation == generation:
                 self.step(node_id, Tick())
         elif kind == "deliver_request":
-            src, dst, src_incarnation, correlation, request, named = payload
+            src, dst, src_incarnation, correlation, request, named, text = payload
             node = self.nodes[dst]
             if not node.running:
                 return
@@ -372,13 +398,13 @@ class Cluster:
             node.next_request_id += 1
             node.pending_replies[request_id] = (src, correlation, src_incarnation, named)
             version = API_VERSIONS[type(request).__name__]
-            self.step(dst, RequestReceived(request_id, version, request))
+            self.step(dst, RequestReceived(request_id, version, request), text)
         elif kind == "deliver_response":
-            dst, dst_incarnation, src, correlation, response = payload
+            dst, dst_incarnation, src, correlation, response, text = payload
             node = self.nodes[dst]
             if not node.running or node.incarnation != dst_incarnation:
                 return
-            self.step(dst, ResponseReceived(correlation, src, response))
+            self.step(dst, ResponseReceived(correlation, src, response), text)
         elif kind == "request_failed":
             node_id, incarnation, peer, correlation, reason = payload
             node = self.nodes[node_id]
@@ -444,12 +470,14 @@ class Cluster:
         if not self.nodes[node_id].running:
             self.start(node_id)
 
-    def step(self, node_id: int, event: Event) -> None:
+    def step(self, node_id: int, event: Event, seen_text: str | None = None) -> None:
+        """``seen_text``: the trace text of the event's message, if the sender's step made it."""
         node = self.nodes[node_id]
         assert node.core is not None
         self.touched.add(node_id)
         outbox = node.core.step(self.now, event)
-        self.trace.update(trace_line(self.now, node_id, event, outbox, node.core))
+        texts = self.texts = {}
+        self.trace.update(trace_line(self.now, node_id, event, outbox, node.core, seen_text, texts))
         self.apply(node, outbox)
 
     def apply(self, node: SimNode, out: Outbox) -> None:
@@ -501,6 +529,7 @@ class Cluster:
             # a Kafka 3.9 voter: Vote stops at v1, a pre-vote cannot be sent to it
             self.fail_connection(node.node_id, node.incarnation, named, correlation, FailureReason.UNSUPPORTED_VERSION)
             return
+        text = self.text_of(request)
         if self.wire:
             request = self.over_the_wire(request)
         if self.drop_rate and self.rng.random() < self.drop_rate:
@@ -509,14 +538,14 @@ class Cluster:
         self.schedule(
             self.now + self.rng.randint(1, 5),
             "deliver_request",
-            (node.node_id, dst, node.incarnation, correlation, request, named),
+            (node.node_id, dst, node.incarnation, correlation, request, named, text),
         )
         if self.duplicate_rate and self.rng.random() < self.duplicate_rate:
             # a stale copy arrives much later (after newer traffic): it must be harmless
             self.schedule(
                 self.now + self.rng.randint(5, 2000),
                 "deliver_request",
-                (node.node_id, dst, node.incarnation, correlation, request, named),
+                (node.node_id, dst, node.incarnation, correlation, request, named, text),
             )
 
     def route_response(
@@ -524,6 +553,7 @@ class Cluster:
     ) -> None:
         if not self.reachable(src, dst):
             return
+        text = self.text_of(response)
         if self.wire:
             response = self.over_the_wire(response)
         if self.drop_rate and self.rng.random() < self.drop_rate:
@@ -532,8 +562,14 @@ class Cluster:
         self.schedule(
             self.now + self.rng.randint(1, 5),
             "deliver_response",
-            (dst, dst_incarnation, named, correlation, response),
+            (dst, dst_incarnation, named, correlation, response, text),
         )
+
+    def text_of(self, message: Any) -> str | None:
+        """The trace text the last step made of ``message`` (None if it made none, or if the
+        wire will hand the receiver another object, whose repr differs)."""
+        entry = self.texts.get(id(message))
+        return entry[1] if entry is not None and entry[0] is message and not self.wire else None
 
     def over_the_wire(self, message: Any) -> Any:
         """Encode and decode a message at the version this simulated network uses, proving
