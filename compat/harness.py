@@ -502,9 +502,11 @@ class Quorum:
         self.procs[i].send_signal(sig)
         self.procs[i].wait(timeout_s)
 
-    def voters_caught_up(self, high_watermark: int) -> bool:
+    def voters_caught_up(self, high_watermark: int, since_ms: int = -1) -> bool:
         """Whether every voter's log end offset, as the leader reports it, reached
-        ``high_watermark``."""
+        ``high_watermark`` in a fetch at or after ``since_ms`` (wall-clock ms): the leader keeps
+        a restarted voter's offset from before its kill until it fetches again, which must not
+        count."""
         for i in self.ports:
             if i not in self.procs or self.procs[i].poll() is not None:
                 continue
@@ -512,14 +514,16 @@ class Quorum:
                 view = self.describe(i)
             except (OSError, QuorumToolError, trio.TooSlowError):
                 continue
-            return all(v.log_end_offset >= high_watermark for v in view.partition.current_voters)
+            return all(v.log_end_offset >= high_watermark and v.last_fetch_timestamp >= since_ms
+                       for v in view.partition.current_voters)
         return False
 
     def settled_high_watermark(self) -> int:
-        """The high watermark once every voter has reached it (within 60 s), after checking
-        that no process died."""
+        """The high watermark once every voter has reached it in a fetch made after this call
+        began (within 60 s), after checking that no process died."""
+        since_ms = time.time_ns() // 1_000_000
         dead = {i: p.returncode for i, p in self.procs.items() if p.poll() is not None}
         assert not dead, f"processes died: {dead}"
         _, _, hwm = self.wait_leader(ELECTION_BOUND_S)
-        wait_until(f"every voter at offset {hwm}", lambda: self.voters_caught_up(hwm), 60.0)
+        wait_until(f"every voter at offset {hwm}", lambda: self.voters_caught_up(hwm, since_ms), 60.0)
         return hwm

@@ -147,13 +147,13 @@ def _round(run: Run, nemesis: str) -> None:
         time.sleep(max(0.0, HOLD_S - (time.monotonic() - started)))
     finally:
         heal()
-    healed = time.monotonic()
+    healed, healed_ms = time.monotonic(), time.time_ns() // 1_000_000
     if nemesis in ELECTING:
         wait_until(f"node {leader} to answer with an epoch after {epoch}", lambda: run.observe(leader),
                    ELECTION_BOUND_S, interval_s=0.1, ok=lambda c: c is not None and c[1] > epoch)
         report["step_down_s"] = round(time.monotonic() - healed, 1)
     _, _, hwm = quorum.wait_leader(ELECTION_BOUND_S)
-    wait_until(f"every voter at offset {hwm} after the heal", lambda: quorum.voters_caught_up(hwm), CATCH_UP_S)
+    wait_until(f"every voter at offset {hwm} after the heal", lambda: quorum.voters_caught_up(hwm, healed_ms), CATCH_UP_S)
     report["recovered_s"] = round(time.monotonic() - healed, 1)
     run.rounds.append(report)
 
