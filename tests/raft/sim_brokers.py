@@ -157,7 +157,7 @@ class BrokerCluster(Cluster):
         self.decoded: dict[bytes, list[Message | None]] = {}
         """Bytes of a committed batch -> its records the checks read, decoded (None for the
         others): decoded once for every node, as the checks only read them."""
-        self.partition_reprs: dict[int, tuple[Any, _Repr]] = {}
+        self.partition_reprs: dict[int, tuple[Any, str]] = {}
         """The reprs of the partitions of the images digested (``_image_digest``)."""
         self.registrations: dict[int, dict[int, tuple[Uuid, int]]] = {}
         """node id -> broker id -> (incarnation, epoch) of its latest replayed registration."""
@@ -529,24 +529,12 @@ def _where(node: SimNode, topic: TopicImage, index: int) -> str:
     return f"node {node.node_id}, {topic.name}-{index}"
 
 
-class _Repr:
-    """Stands for an object in the text an image digest hashes: its repr, made once."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, obj: Any) -> None:
-        self.text = repr(obj)
-
-    def __repr__(self) -> str:
-        return self.text
-
-
 # _image_digest takes a partition's repr from its cache: a partition never changes (a change
 # replaces it), and its fields are ints and tuples of ints and Uuids.
 assert PartitionRegistration.__dataclass_params__.frozen  # type: ignore[attr-defined]
 
 
-def _image_digest(controller: QuorumController, reprs: dict[int, tuple[Any, _Repr]]) -> bytes:
+def _image_digest(controller: QuorumController, reprs: dict[int, tuple[Any, str]]) -> bytes:
     """The digest of the image's text: the same text for the same image. ``reprs`` caches
     the reprs of partitions by identity (it holds each partition, so no other object takes
     its id)."""
@@ -557,21 +545,26 @@ def _image_digest(controller: QuorumController, reprs: dict[int, tuple[Any, _Rep
     features = sorted(controller.feature_levels.items())
     image = controller.replication
 
-    def partitions(topic: TopicImage) -> list[tuple[int, _Repr]]:
+    def partitions(topic: TopicImage) -> str:
         rows = []
         for index, partition in sorted(topic.partitions.items()):
             cached = reprs.get(id(partition))
             if cached is None or cached[0] is not partition:
-                cached = reprs[id(partition)] = (partition, _Repr(partition))
-            rows.append((index, cached[1]))
-        return rows
+                cached = reprs[id(partition)] = (partition, repr(partition))
+            rows.append(f"({index!r}, {cached[1]})")
+        return ", ".join(rows)
 
-    topics = sorted((t.name, str(t.topic_id), partitions(t)) for t in image.topics.values())
+    # the repr of the sorted list of (name, topic id text, [(index, partition), ...]), made
+    # row by row: names are unique in an image, so the rows sort by (name, id) alone
+    topics = ", ".join(
+        f"({name!r}, {topic_id!r}, [{partitions(t)}])"
+        for name, topic_id, t in sorted((t.name, str(t.topic_id), t) for t in image.topics.values())
+    )
     configs = sorted((key, sorted(values.items())) for key, values in image.configs.items())
     controllers = sorted(controller.controllers.items())
     producer_ids = (image.producer_ids_replayed, image.next_producer_id)
-    state = (registrations, features, topics, configs, controllers, producer_ids)
-    return hashlib.blake2b(repr(state).encode(), digest_size=16).digest()
+    text = f"({registrations!r}, {features!r}, [{topics}], {configs!r}, {controllers!r}, {producer_ids!r})"
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
 def run_brokers(seed: int, rng: random.Random) -> RunStats:
