@@ -6,7 +6,9 @@ A single-voter quorum writes a steady load (``kwire test-raft-server``; Kafka's
 * **a full disk**: the directory is a 4 MiB tmpfs (``compat/faults/disk.py``), so a write
   fails with ENOSPC;
 * **fsync failing with EIO**: ``compat/faults/fsync_eio.c`` is preloaded and tripped once the
-  load has committed.
+  load has committed; the failed fsync also drops what it could not write back. Its positive
+  control: kwire with the test-only ``kwire.unsafe.test.fsync.interval.ms`` acknowledges
+  before it fsyncs, and the check below must report a lost acknowledged offset.
 
 Both stop: Kafka halts with status 1 on a raft I/O error (``ProcessTerminatingFaultHandler``),
 and so must kwire, with one FATAL line that names the directory and the error, and no
@@ -90,11 +92,13 @@ def _events(out: Path, kind: str) -> list[dict[str, Any]]:
 
 
 def _kwire_halts_and_recovers(tmp_path: Path, data: Path, trip: Callable[[], None] | None,
-                              env: dict[str, str] | None, heal: Callable[[], None]) -> tuple[str, list[dict[str, Any]]]:
+                              env: dict[str, str] | None, heal: Callable[[], None],
+                              extra: str = "") -> tuple[str, list[dict[str, Any]]]:
     """Run the kwire load on ``data`` until it stops (after ``trip``, when given, once the
     load has committed), heal, restart until it commits past what was acknowledged, and check
-    the log. Returns the halted run's stderr and its committed reports."""
-    props = controller_properties(tmp_path / "server.properties", data, free_port())
+    the log (``extra``: more server.properties lines). Returns the halted run's stderr and its
+    committed reports."""
+    props = controller_properties(tmp_path / "server.properties", data, free_port(), extra)
     format_kwire(props, "--standalone")
     out, err = tmp_path / "load.out", tmp_path / "load.err"
     proc = _start_kwire(props, out, err, env)
@@ -128,7 +132,7 @@ def _kwire_halts_and_recovers(tmp_path: Path, data: Path, trip: Callable[[], Non
         record = records.get(report["offset"])
         assert record is not None, f"acknowledged offset {report['offset']} was lost ({report})"
         assert record.workload is not None and record.workload[:2] == (report["epoch"], report["counter"]), (
-            report, record)
+            f"acknowledged offset {report['offset']} was lost: it holds {record.workload} ({report})")
     keys = [r.workload[:2] for _, r in sorted(records.items()) if r.workload is not None]
     assert keys == sorted(set(keys)), "the workload's records are out of order"
     return stderr, acknowledged
@@ -148,6 +152,18 @@ def test_kwire_halts_on_a_full_disk_with_one_fatal_line_and_loses_nothing(tmp_pa
         data = disk.path / "data"
         stderr, _ = _kwire_halts_and_recovers(tmp_path, data, None, None, lambda: disk.grow(GROWN_BYTES))
     _one_fatal_line(stderr, f"metadata log directory {data} failed", "No space left on device")
+
+
+def test_the_checker_catches_a_node_that_acknowledges_before_fsync(tmp_path: Path) -> None:
+    """The positive control of the EIO test below: with the test-only switch
+    ``kwire.unsafe.test.fsync.interval.ms`` a node fsyncs at most once a second and
+    acknowledges at once; the failed fsync drops what was never flushed (``fsync_eio.c``), and
+    the check that nothing acknowledged was lost must fail."""
+    fault = FsyncFault(fsync_eio_library(LIBRARY_CACHE), tmp_path / "fsync-fails")
+    with pytest.raises(AssertionError, match=r"acknowledged offset \d+ was lost") as caught:
+        _kwire_halts_and_recovers(tmp_path, tmp_path / "data", fault.trip, fault.env(), fault.heal,
+                                  extra="kwire.unsafe.test.fsync.interval.ms=1000\n")
+    print("the checker said:", str(caught.value).splitlines()[0])
 
 
 def test_kwire_halts_when_fsync_fails_and_loses_nothing(tmp_path: Path) -> None:

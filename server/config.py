@@ -274,6 +274,11 @@ class KRaftConfig:
     free one; unset: no metrics server). kwire's own key: Kafka serves JMX only."""
     prometheus_host: str = "0.0.0.0"
     """The address the metrics server binds (``kwire.prometheus.host``)."""
+    unsafe_test_fsync_interval_ms: int | None = None
+    """TEST ONLY, and unsafe: ``kwire.unsafe.test.fsync.interval.ms`` makes the node fsync its
+    log at most once per this many ms and take every flush as done at once, so it acknowledges
+    records before they are durable. It exists so that the fault tests can show that their
+    checker catches such a node (a positive control); never set it anywhere else."""
     raw: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     # -- construction -----------------------------------------------------------------------
@@ -447,6 +452,10 @@ class KRaftConfig:
                 else r.integer("kwire.prometheus.port", None, minimum=0)
             ),
             prometheus_host=r.string("kwire.prometheus.host", "0.0.0.0") or "0.0.0.0",
+            unsafe_test_fsync_interval_ms=(
+                None if r.get("kwire.unsafe.test.fsync.interval.ms") is None
+                else r.integer("kwire.unsafe.test.fsync.interval.ms", None, minimum=1)
+            ),
             raw=merged,
         )
 

@@ -22,11 +22,16 @@ through ``trio.to_thread`` one at a time). Any storage failure raises
 
 from __future__ import annotations
 
+import logging
+import time
+
 from server.raft.log import LogInvariantError
 from server.raft.types import OffsetAndEpoch
 from storage.log import MetadataLog
 from storage.records import iter_batches
 from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, SnapshotId
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["StorageRaftLog"]
 
@@ -42,9 +47,16 @@ def _snapshot_id(offset_and_epoch: OffsetAndEpoch) -> SnapshotId:
 class StorageRaftLog:
     """A :class:`~server.raft.log.MutableRaftLog` over an open :class:`MetadataLog`."""
 
-    def __init__(self, log: MetadataLog) -> None:
+    def __init__(self, log: MetadataLog, *, unsafe_fsync_interval_ms: int | None = None) -> None:
+        """``unsafe_fsync_interval_ms``: TEST ONLY (``KRaftConfig.unsafe_test_fsync_interval_ms``):
+        :meth:`flush` fsyncs at most once per this many ms and returns at once otherwise."""
         self.log = log
         self._high_watermark = log.log_start_offset
+        self._unsafe_fsync_interval_s = None if unsafe_fsync_interval_ms is None else unsafe_fsync_interval_ms / 1000
+        self._last_fsync = 0.0
+        if unsafe_fsync_interval_ms is not None:
+            logger.warning("kwire.unsafe.test.fsync.interval.ms=%d: the log is acknowledged before it is "
+                           "durable (a test-only switch)", unsafe_fsync_interval_ms)
 
     # -- RaftLog
 
@@ -62,6 +74,8 @@ class StorageRaftLog:
     @property
     def flushed_offset(self) -> int:
         """The end offset (exclusive) up to which the log is fsynced."""
+        if self._unsafe_fsync_interval_s is not None:  # TEST ONLY: everything written counts as durable
+            return self.log.log_end_offset
         return self.log.flushed_offset
 
     @property
@@ -155,6 +169,10 @@ class StorageRaftLog:
 
     def flush(self) -> None:
         """fsync the log up to its end offset. Raises KafkaStorageError on failure."""
+        if self._unsafe_fsync_interval_s is not None:
+            if time.monotonic() - self._last_fsync < self._unsafe_fsync_interval_s:
+                return
+            self._last_fsync = time.monotonic()
         self.log.flush()
 
     def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:

@@ -105,7 +105,7 @@ def new_core(
             endpoints=endpoints,
             supported_kraft_versions=(0, 1),
         ),
-        log=StorageRaftLog(stored.metadata_log),
+        log=StorageRaftLog(stored.metadata_log, unsafe_fsync_interval_ms=config.unsafe_test_fsync_interval_ms),
         voters=stored.voters,
         rng=rng,
         now_ms=now_ms,
