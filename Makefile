@@ -60,9 +60,9 @@ test: install
 
 ## Long soaks, not part of `make test`: 10,000 more simulation seeds, 100 leader kills in each
 ## of the eight mixed kwire/Kafka quorum configurations, 20 rounds of network and process faults
-## (nemeses drawn from FAULT_SEED) on kwire, stock and mixed quorums of both releases, 50 leader
-## kills of a kwire quorum under load, and 20 rounds of active-controller and broker kills under
-## stock brokers on both pinned releases.
+## (nemeses drawn from FAULT_SEED) on kwire, stock and mixed quorums of both releases, 10^6
+## fuzzed inputs for every message decoder, 50 leader kills of a kwire quorum under load, and
+## 20 rounds of active-controller and broker kills under stock brokers on both pinned releases.
 FAULT_ROUNDS ?= 20
 FAULT_SEED ?= 1
 nightly: install compat-jars
@@ -70,6 +70,7 @@ nightly: install compat-jars
 	KWIRE_MIXED_LEADER_CHANGES=100 $(PY) -m pytest -q compat/test_mixed_quorum.py
 	KWIRE_FAULT_ALL_CONFIGS=1 KWIRE_FAULT_ROUNDS=$(FAULT_ROUNDS) KWIRE_FAULT_SEED=$(FAULT_SEED) \
 		$(PY) -m pytest -q -s compat/test_quorum_faults.py
+	KWIRE_FUZZ_INPUTS=1000000 $(PY) -m pytest -q tests/messages/test_fuzz.py
 	KWIRE_LEADER_KILLS=50 $(PY) -m pytest -q tests/server/test_failover.py
 	KWIRE_FAILOVERS=20 $(PY) -m pytest -q compat/test_stock_brokers.py
 
