@@ -518,6 +518,28 @@ class Quorum:
                        for v in view.partition.current_voters)
         return False
 
+    def settle_after_faults(self) -> tuple[int, dict[int, bytes]]:
+        """Once the faults are over: until the high watermark moves (within 30 s), then
+        :meth:`settled_high_watermark`. Returns that high watermark and what each stock node
+        has written to its output so far (stopping a JVM still starting can log a fatal fault of
+        its own shutdown, which must not count)."""
+        _, _, hwm = self.wait_leader(ELECTION_BOUND_S)
+        wait_until("the high watermark to move after the faults", lambda: self.wait_leader(ELECTION_BOUND_S)[2],
+                   30.0, ok=lambda moved: moved > hwm)
+        final_hwm = self.settled_high_watermark()
+        return final_hwm, {i: (self.root / f"{i}.out").read_bytes() for i in set(self.ports) - self.kwire_ids}
+
+    def assert_agreed(self, final_hwm: int, logged: dict[int, bytes]) -> None:
+        """After :meth:`stop`: no stock node logged a fatal fault or an IllegalStateException in
+        ``logged`` (:meth:`settle_after_faults`), and every node's log holds the same batches,
+        byte for byte, below ``final_hwm``."""
+        for raw in logged.values():
+            text = raw.decode(errors="replace")
+            assert "fatal fault" not in text and "IllegalStateException" not in text, text[-3000:]
+        logs = {i: batches_below(self.root / f"data{i}", final_hwm) for i in self.ports}
+        first = logs[min(logs)]
+        assert first and all(log == first for log in logs.values()), {i: len(b) for i, b in logs.items()}
+
     def settled_high_watermark(self) -> int:
         """The high watermark once every voter has reached it in a fetch made after this call
         began (within 60 s), after checking that no process died."""

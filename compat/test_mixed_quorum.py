@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from compat.harness import ELECTION_BOUND_S, START_TIMEOUT_S, KafkaRelease, Quorum, batches_below
+from compat.harness import ELECTION_BOUND_S, START_TIMEOUT_S, KafkaRelease, Quorum
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
@@ -84,27 +84,14 @@ def _leaders_killed(kafka: KafkaRelease, tmp_path: Path, kwire_ids: set[int], dy
             new_leader, _, _ = quorum.wait_leader(ELECTION_BOUND_S, excluded=leader)
             leaders.append((new_leader, round(time.monotonic() - killed_at, 1)))
             quorum.start(leader)
-        _, _, hwm = quorum.wait_leader(ELECTION_BOUND_S)
-        deadline = time.monotonic() + 30
-        while (quorum.wait_leader(ELECTION_BOUND_S)[2]) <= hwm:
-            assert time.monotonic() < deadline, "the high watermark stopped after the last restart"
-            time.sleep(0.2)  # poll interval
-        final_hwm = quorum.settled_high_watermark()
-        # what the stock nodes logged while the quorum ran; stopping a JVM that is still
-        # starting (the last one restarted) can log a fatal fault of its own shutdown
-        logged = {i: (tmp_path / f"{i}.out").read_bytes() for i in set(quorum.ports) - kwire_ids}
+        final_hwm, logged = quorum.settle_after_faults()
     except BaseException:
         print(quorum.report())
         raise
     finally:
         quorum.stop()
         print("leaders after each kill (id, seconds):", leaders)
-    for raw in logged.values():
-        text = raw.decode(errors="replace")
-        assert "fatal fault" not in text and "IllegalStateException" not in text, text[-3000:]
-    logs = {i: batches_below(tmp_path / f"data{i}", final_hwm) for i in quorum.ports}
-    assert logs[1] and sum(len(b) for b in logs[1]) > 0
-    assert logs[1] == logs[2] == logs[3], {i: len(b) for i, b in logs.items()}
+    quorum.assert_agreed(final_hwm, logged)
     if LEADER_CHANGES >= SOAK_LEADER_CHANGES:
         # over a soak both kinds must win elections: neither side loses every race
         kwire_wins = sum(1 for leader, _ in leaders if leader in kwire_ids)
