@@ -21,13 +21,14 @@ Every compat test module takes these from here (and from the fixtures of
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -517,6 +518,23 @@ class Quorum:
             return all(v.log_end_offset >= high_watermark and v.last_fetch_timestamp >= since_ms
                        for v in view.partition.current_voters)
         return False
+
+    @contextlib.contextmanager
+    def running(self, then: Callable[[], None] = lambda: None) -> Iterator[Quorum]:
+        """Start every node and wait for a first leader (within :data:`START_TIMEOUT_S`); when
+        the block ends, print :meth:`report` if it failed, stop every node, then call ``then``
+        (e.g. to print what the test saw, either way)."""
+        try:
+            for i in self.ports:
+                self.start(i)
+            self.wait_leader(START_TIMEOUT_S)
+            yield self
+        except BaseException:
+            print(self.report())
+            raise
+        finally:
+            self.stop()
+            then()
 
     def settle_after_faults(self) -> tuple[int, dict[int, bytes]]:
         """Once the faults are over: until the high watermark moves (within 30 s), then

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from compat.harness import ELECTION_BOUND_S, START_TIMEOUT_S, KafkaRelease, Quorum
+from compat.harness import ELECTION_BOUND_S, KafkaRelease, Quorum
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
@@ -69,10 +69,7 @@ def _leaders_killed(kafka: KafkaRelease, tmp_path: Path, kwire_ids: set[int], dy
     tmp_path.mkdir()
     quorum = Quorum(kafka, tmp_path, kwire_ids, dynamic, extra=f"metadata.max.idle.interval.ms={LOAD_INTERVAL_MS}\n")
     leaders: list[tuple[int, float]] = []
-    try:
-        for i in (1, 2, 3):
-            quorum.start(i)
-        quorum.wait_leader(START_TIMEOUT_S)
+    with quorum.running(then=lambda: print("leaders after each kill (id, seconds):", leaders)):
         for change in range(LEADER_CHANGES):
             # the bound holds for a quorum whose other voters are up and fetching: a JVM still
             # starting (at first, or restarted after the last kill) is not yet one of them
@@ -85,12 +82,6 @@ def _leaders_killed(kafka: KafkaRelease, tmp_path: Path, kwire_ids: set[int], dy
             leaders.append((new_leader, round(time.monotonic() - killed_at, 1)))
             quorum.start(leader)
         final_hwm, logged = quorum.settle_after_faults()
-    except BaseException:
-        print(quorum.report())
-        raise
-    finally:
-        quorum.stop()
-        print("leaders after each kill (id, seconds):", leaders)
     quorum.assert_agreed(final_hwm, logged)
     if LEADER_CHANGES >= SOAK_LEADER_CHANGES:
         # over a soak both kinds must win elections: neither side loses every race

@@ -50,7 +50,6 @@ from compat.faults.net import Network
 from compat.harness import (
     ELECTION_BOUND_S,
     FETCH_TIMEOUT_MS,
-    START_TIMEOUT_S,
     KafkaRelease,
     Quorum,
     newest_pinned_release,
@@ -168,20 +167,10 @@ def test_quorum_under_network_and_process_faults(release: str, kwire_ids: frozen
         quorum = Quorum(kafka, tmp_path, set(kwire_ids), dynamic=kafka.at_least(4, 0), network=net,
                         extra=f"metadata.max.idle.interval.ms={LOAD_INTERVAL_MS}\n")
         run = Run(quorum, net)
-        try:
-            for i in (1, 2, 3):
-                quorum.start(i)
-            quorum.wait_leader(START_TIMEOUT_S)
+        with quorum.running(then=lambda: print(*run.rounds, sep="\n")):
             for nemesis in nemeses:
                 _round(run, nemesis)
             final_hwm, logged = quorum.settle_after_faults()
-        except BaseException:
-            print(quorum.report())
-            raise
-        finally:
-            quorum.stop()
-            for report in run.rounds:
-                print(report)
     two = {epoch: ids for epoch, ids in run.leaders_of.items() if len(ids) > 1}
     assert not two, f"two leaders in one epoch: {two}"
     quorum.assert_agreed(final_hwm, logged)
