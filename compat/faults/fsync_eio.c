@@ -50,20 +50,21 @@ static int fail(int fd) {
     return -1;
 }
 
-int fsync(int fd) {
-    static int (*real)(int);
+static int flush_through(int (*real)(int), int fd) {
     if (failing()) return fail(fd);
-    if (real == NULL) real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
     int done = real(fd);
     if (done == 0) note_synced(fd);
     return done;
 }
 
+int fsync(int fd) {
+    static int (*real)(int);
+    if (real == NULL) real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+    return flush_through(real, fd);
+}
+
 int fdatasync(int fd) {
     static int (*real)(int);
-    if (failing()) return fail(fd);
     if (real == NULL) real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
-    int done = real(fd);
-    if (done == 0) note_synced(fd);
-    return done;
+    return flush_through(real, fd);
 }
