@@ -70,6 +70,7 @@ nightly: install compat-jars
 	KWIRE_MIXED_LEADER_CHANGES=100 $(PY) -m pytest -q compat/test_mixed_quorum.py
 	KWIRE_FAULT_ALL_CONFIGS=1 KWIRE_FAULT_ROUNDS=$(FAULT_ROUNDS) KWIRE_FAULT_SEED=$(FAULT_SEED) \
 		$(PY) -m pytest -q -s compat/test_quorum_faults.py
+	KWIRE_FAULT_ALL_CONFIGS=1 $(PY) -m pytest -q compat/test_disk_faults.py
 	KWIRE_FUZZ_INPUTS=1000000 $(PY) -m pytest -q tests/messages/test_fuzz.py
 	KWIRE_LEADER_KILLS=50 $(PY) -m pytest -q tests/server/test_failover.py
 	KWIRE_FAILOVERS=20 $(PY) -m pytest -q compat/test_stock_brokers.py

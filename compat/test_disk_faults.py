@@ -1,9 +1,10 @@
 """Disk faults on real processes, kwire beside stock Kafka under the same fault.
 
 A single-voter quorum writes a steady load (``kwire test-raft-server``; Kafka's
-``kafka.tools.TestRaftServer`` as the control) until its metadata log directory fails:
+``kafka.tools.TestRaftServer`` of the newest release as the control, of every pinned release
+with ``KWIRE_FAULT_ALL_CONFIGS=1`` in ``make nightly``) until its metadata log directory fails:
 
-* **a full disk**: the directory is a 4 MiB tmpfs (``compat/faults/disk.py``), so a write
+* **a full disk**: the directory is a 1 MiB tmpfs (``compat/faults/disk.py``), so a write
   fails with ENOSPC;
 * **fsync failing with EIO**: ``compat/faults/fsync_eio.c`` is preloaded and tripped once the
   load has committed; the failed fsync also drops what it could not write back. Its positive
@@ -27,6 +28,7 @@ stock controllers of the newest release as the control).
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -36,6 +38,7 @@ from typing import Any
 
 import pytest
 
+from compat import kafka as _kafka
 from compat.faults.disk import FsyncFault, fsync_eio_library, small_tmpfs
 from compat.harness import (
     ELECTION_BOUND_S,
@@ -59,9 +62,9 @@ from tests.quorum_run import read_node_log
 
 pytestmark = pytest.mark.compat
 
-TMPFS_BYTES = 4 * 1024 * 1024
+TMPFS_BYTES = 1024 * 1024
 GROWN_BYTES = 64 * 1024 * 1024
-THROUGHPUT = 5_000  # records/s: the 4 MiB disk fills within seconds
+THROUGHPUT = 5_000  # records/s: the 1 MiB disk fills within a second
 RECORD_SIZE = 256
 HALT_TIMEOUT_S = 60.0
 RECOVERY_TIMEOUT_S = 60.0
@@ -245,16 +248,30 @@ def _kafka_halts_and_recovers(kafka: KafkaRelease, tmp_path: Path, data: Path,
     return output
 
 
-def test_stock_test_raft_server_halts_on_a_full_disk(each_kafka: KafkaRelease, tmp_path: Path) -> None:
+def _releases() -> list[str]:
+    """The stock releases of the control: the newest in ``make test``, every pinned one with
+    ``KWIRE_FAULT_ALL_CONFIGS=1`` (``make nightly``)."""
+    if os.environ.get("KWIRE_FAULT_ALL_CONFIGS") == "1":
+        return list(_kafka.PINNED_VERSIONS)
+    return [newest_pinned_release().version]
+
+
+@pytest.fixture(params=_releases(), ids=lambda v: f"kafka-{v}")
+def control_kafka(request: pytest.FixtureRequest) -> KafkaRelease:
+    _kafka.require_kafka(request.param)
+    return KafkaRelease(request.param)
+
+
+def test_stock_test_raft_server_halts_on_a_full_disk(control_kafka: KafkaRelease, tmp_path: Path) -> None:
     with small_tmpfs(tmp_path / "disk", TMPFS_BYTES) as disk:
-        output = _kafka_halts_and_recovers(each_kafka, tmp_path, disk.path / "data", None, None,
+        output = _kafka_halts_and_recovers(control_kafka, tmp_path, disk.path / "data", None, None,
                                            lambda: disk.grow(GROWN_BYTES))
     assert "Encountered fatal fault" in output and "No space left on device" in output, output[-4000:]
 
 
-def test_stock_test_raft_server_halts_when_fsync_fails(each_kafka: KafkaRelease, tmp_path: Path) -> None:
+def test_stock_test_raft_server_halts_when_fsync_fails(control_kafka: KafkaRelease, tmp_path: Path) -> None:
     fault = FsyncFault(fsync_eio_library(LIBRARY_CACHE), tmp_path / "fsync-fails")
-    output = _kafka_halts_and_recovers(each_kafka, tmp_path, tmp_path / "data", fault.trip, fault.env(), fault.heal)
+    output = _kafka_halts_and_recovers(control_kafka, tmp_path, tmp_path / "data", fault.trip, fault.env(), fault.heal)
     assert "Encountered fatal fault" in output and "Input/output error" in output, output[-4000:]
 
 
@@ -279,7 +296,7 @@ def test_a_flipped_bit_in_a_followers_log_is_cut_off_and_fetched_again(kind: str
     kafka = newest_pinned_release()
     kwire_ids = {1, 2, 3} if kind == "kwire" else set()
     quorum = Quorum(kafka, tmp_path, kwire_ids, dynamic=kafka.at_least(4, 0),
-                    extra="metadata.max.idle.interval.ms=50\n")
+                    extra="metadata.max.idle.interval.ms=20\n")
     try:
         for i in (1, 2, 3):
             quorum.start(i)
