@@ -54,8 +54,8 @@ def storage_failure(exc: BaseException) -> KafkaStorageError | LogInvariantError
 def halt_message(node_id: int, metadata_log_dir: str, failure: BaseException) -> str:
     """The halt line: node, directory and the failure (the failed operation, its file and the
     operating system's error), e.g. ``Halting node 1: metadata log directory /data failed:
-    append to /data/__cluster_metadata-0/00000000000000000000.log: [Errno 28] No space left on
-    device``."""
+    appending to /data/__cluster_metadata-0/00000000000000000000.log: [Errno 28] No space left
+    on device``."""
     kind = "failed" if isinstance(failure, KafkaStorageError) else "broke an invariant"
     return f"Halting node {node_id}: metadata log directory {metadata_log_dir} {kind}: {failure}"
 
