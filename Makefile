@@ -56,7 +56,7 @@ run: install
 test: install
 	$(MAKE) --no-print-directory -j 4 --output-sync=target check-generated lint lint-imports typecheck compat-jars
 	$(PY) -m compileall -q -j 0 kwire messages storage server tools tests compat conftest.py
-	$(PY) -m pytest -q -n 3 --durations=15
+	$(PY) -m pytest -q -n 2 --durations=15
 
 ## Long soaks, not part of `make test`: 10,000 more simulation seeds, 100 leader kills in each
 ## of the eight mixed kwire/Kafka quorum configurations, 20 rounds of network and process faults
