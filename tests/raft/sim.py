@@ -131,6 +131,15 @@ def _quoted(message: Any) -> str:
     return repr(text)
 
 
+def _noted(message: Any, texts: dict[int, tuple[Any, str]] | None) -> str:
+    """:func:`_quoted` of ``message``, kept in ``texts`` (by id, with the message, so that the
+    id is not reused meanwhile) for the receiver's trace line."""
+    text = _quoted(message)
+    if texts is not None:
+        texts[id(message)] = (message, text)
+    return text
+
+
 def trace_line(
     now: int, node_id: int, event: Event, out: Outbox, core: RaftCore,
     seen_text: str | None = None, texts: dict[int, tuple[Any, str]] | None = None,
@@ -166,23 +175,13 @@ def trace_line(
     install = out.install_snapshot
     # most of an Outbox is empty: its lists are made only when they hold something
     appends = [_bytes(data) for data in out.appends] if out.appends else []
-    sends = replies = ""
-    if out.sends:
-        parts = []
-        for s in out.sends:
-            text = _quoted(s.request)
-            if texts is not None:
-                texts[id(s.request)] = (s.request, text)
-            parts.append(f"({s.correlation_id!r}, {s.destination_id!r}, {_endpoint(s.endpoint)!r}, {text}, {s.timeout_ms!r})")
-        sends = ", ".join(parts)
-    if out.replies:
-        parts = []
-        for r in out.replies:
-            text = _quoted(r.response)
-            if texts is not None:
-                texts[id(r.response)] = (r.response, text)
-            parts.append(f"({r.request_id!r}, {text})")
-        replies = ", ".join(parts)
+    sends = ", ".join(
+        f"({s.correlation_id!r}, {s.destination_id!r}, {_endpoint(s.endpoint)!r}, {_noted(s.request, texts)}, "
+        f"{s.timeout_ms!r})" for s in out.sends
+    ) if out.sends else ""
+    replies = ", ".join(
+        f"({r.request_id!r}, {_noted(r.response, texts)})" for r in out.replies
+    ) if out.replies else ""
     committed = [
         (b.base_offset, b.last_offset, b.epoch, b.is_control, _bytes(b.data)) for b in out.committed
     ] if out.committed else []
