@@ -9,7 +9,7 @@ import threading
 import time
 from collections import Counter
 
-from compat.harness import KafkaRelease
+from compat.harness import KafkaRelease, wait_until
 from compat.kafka import KafkaCommandError
 
 __all__ = [
@@ -43,14 +43,13 @@ def describe_topic(kafka: KafkaRelease, bootstrap: str, topic: str,
                    timeout_s: float = 30.0) -> dict[int, tuple[int, list[int], list[int]]]:
     """``kafka-topics --describe``: partition -> (leader, replicas, ISR). A topic just created
     reaches the broker asked with its next metadata fetch, and until then the tool fails with
-    "does not exist as expected": it is asked again until the topic is known (within
-    ``timeout_s``); any other failure raises KafkaCommandError."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        done = kafka.run_tool("topics", ["--bootstrap-server", bootstrap, "--describe", "--topic", topic], check=False)
-        if done.returncode == 0 or "does not exist" not in done.stdout or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)  # poll interval
+    "does not exist as expected": it is asked again until the topic is known (an
+    AssertionError after ``timeout_s``); any other failure raises KafkaCommandError."""
+    done = wait_until(
+        f"topic {topic} known to {bootstrap}",
+        lambda: kafka.run_tool("topics", ["--bootstrap-server", bootstrap, "--describe", "--topic", topic], check=False),
+        timeout_s, ok=lambda d: d.returncode == 0 or "does not exist" not in d.stdout,
+    )
     if done.returncode != 0:
         raise KafkaCommandError(kafka.version, kafka.tool_class("topics"), done)
     out = done.stdout

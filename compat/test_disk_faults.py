@@ -59,6 +59,7 @@ from compat.harness import (
 from kwire.uuid import Uuid
 from storage.records import scan_batches
 from tests.quorum_run import read_node_log
+from tools.bench.quorum import kafka_server_properties
 
 pytestmark = pytest.mark.compat
 
@@ -179,15 +180,10 @@ def test_kwire_halts_when_fsync_fails_and_loses_nothing(tmp_path: Path) -> None:
 # -- stock Kafka (the control) ----------------------------------------------------------------
 
 def _kafka_props(path: Path, data: Path) -> Path:
+    """A single-voter TestRaftServer configuration (the quorum benchmark's), Kafka's default
+    append linger."""
     port = free_port()
-    path.write_text(
-        "process.roles=controller\nnode.id=1\n"
-        f"controller.quorum.voters=1@localhost:{port}\n"
-        "controller.listener.names=CONTROLLER\n"
-        f"listeners=CONTROLLER://localhost:{port}\n"
-        f"metadata.log.dir={data}\nlog.dirs={data}\n",
-        encoding="utf-8",
-    )
+    path.write_text(kafka_server_properties(1, port, f"1@localhost:{port}", data, linger_ms=25), encoding="utf-8")
     return path
 
 
