@@ -34,6 +34,7 @@ seen (``kwire.uuid.intern_uuid``); in these messages, as in a running quorum, ev
 from __future__ import annotations
 
 import cProfile
+import functools
 import io
 import pstats
 import uuid
@@ -242,25 +243,34 @@ def _quorum_case(voters: int = 5, observers: int = 10) -> Case:
                 kw, k.DescribeQuorumResponse, ref, R, _touch_quorum, _leaves_quorum)
 
 
+@functools.cache
 def record_batch(target_bytes: int = FETCH_RECORDS_TARGET_BYTES) -> tuple[bytes, int]:
     """A CRC-valid uncompressed v2 batch of 256 B records no larger than ``target_bytes``, and
-    its record count. Built by ``storage.records`` and checked by kafka-python's batch reader."""
+    its record count (the most that fit). Record ``i``'s value is the bytes ``(i + j) & 0xFF``.
+    Built by ``storage.records`` and checked by kafka-python's batch reader; built once per
+    process."""
     from kafka.record.default_records import DefaultRecordBatch
 
     from storage.records import SimpleRecord, build_batch
 
+    ramp = bytes(range(256)) * (RECORD_VALUE_BYTES // 256 + 2)
+
     def build(n: int) -> bytes:
         return build_batch(
-            [SimpleRecord(value=bytes((i + j) & 0xFF for j in range(RECORD_VALUE_BYTES)),
+            [SimpleRecord(value=ramp[i & 0xFF:(i & 0xFF) + RECORD_VALUE_BYTES],
                           timestamp=1_763_600_000_000 + i) for i in range(n)],
             base_offset=1_000_000, partition_leader_epoch=42)
 
-    per_record = len(build(2)) - len(build(1))
-    n = (target_bytes - len(build(1))) // per_record + 1
+    # a record's size only grows with its offset and timestamp deltas: step down by whole
+    # records from an estimate made with the smallest, then back up while the next one fits
+    smallest = len(build(2)) - len(build(1))
+    n = (target_bytes - len(build(1))) // smallest + 1
     batch = build(n)
     while len(batch) > target_bytes:
-        n -= 1
+        n -= -(-(len(batch) - target_bytes) // smallest)
         batch = build(n)
+    while len(bigger := build(n + 1)) <= target_bytes:
+        n, batch = n + 1, bigger
     if not DefaultRecordBatch(bytearray(batch)).validate_crc():
         raise SectionError("storage.records built a batch whose CRC kafka-python rejects")
     return batch, n
