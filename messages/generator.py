@@ -7,9 +7,10 @@ Usage::
 
 Each spec becomes one module named after it in snake case (``VoteRequest`` -> ``vote_request``).
 Every struct of the spec (the message itself, inline structs, common structs) becomes a slotted
-dataclass with snake-case attributes, and gets, per version, one straight-line writer and one
-reader. Versions whose code is identical share one function. Consecutive fixed-width fields are
-packed and unpacked with a single ``struct.Struct``.
+class with snake-case attributes and the methods ``@dataclass(slots=True)`` would add, written
+out, and gets, per version, one straight-line writer and one reader. Versions whose code is
+identical share one function. Consecutive fixed-width fields are packed and unpacked with a
+single ``struct.Struct``.
 
 A reader decodes nested structs inline (no call per element), builds objects with
 ``object.__new__`` and slot stores, folds the tagged-field count byte into the last
@@ -659,7 +660,12 @@ def _struct_versions(spec: MessageSpec) -> dict[str, list[int]]:
 
 
 def _class_source(spec: MessageSpec, struct: StructSpec) -> list[str]:
-    lines = ["", "", "@dataclass(slots=True)", f"class {struct.name}(Message):"]
+    """A slotted class with the ``__init__``, ``__eq__`` and ``__hash__ = None`` that
+    ``@dataclass(slots=True)`` would make, written out: a dataclass compiles those methods from
+    text each time its module is imported, which was a third of a kwire process's start-up.
+    A field whose default is a new list or struct takes ``_FACTORY`` as its default argument and
+    gets a fresh object when it is left out (``field(default_factory=...)``)."""
+    lines = ["", "", f"class {struct.name}(Message):"]
     about = spec.about if struct.is_top_level else ""
     if struct.is_top_level:
         doc = f"{spec.name}: {about}" if about else spec.name
@@ -670,21 +676,42 @@ def _class_source(spec: MessageSpec, struct: StructSpec) -> list[str]:
         )
     else:
         lines.append(f'    """The {struct.name} struct of {spec.name}."""')
-    lines.append("")
+    names = [f.attr for f in struct.fields] + ["unknown_tagged_fields"]
+    lines += ["", f"    __slots__ = {tuple(names)!r}", ""]
+    params, body = [], []
     for f in struct.fields:
         ann = _annotation(f)
         d = default_expr(spec, f)
-        if d == "[]":
-            rhs = "field(default_factory=list)"
-        elif f.type.is_struct and d != "None":
-            rhs = f"field(default_factory={f.type.text})"
-        else:
-            rhs = d
         comment = f"  # {f.about}" if f.about else ""
-        lines.append(f"    {f.attr}: {ann} = {rhs}{comment}")
-    lines.append(
-        "    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)"
-    )
+        lines.append(f"    {f.attr}: {ann}{comment}")
+        if d == "[]" or (f.type.is_struct and d != "None"):
+            fresh = "[]" if d == "[]" else f"{f.type.text}()"
+            params.append(f"        {f.attr}: {ann} = _FACTORY,")
+            body.append(f"        self.{f.attr} = {fresh} if {f.attr} is _FACTORY else {f.attr}")
+        else:
+            params.append(f"        {f.attr}: {ann} = {d},")
+            body.append(f"        self.{f.attr} = {f.attr}")
+    lines.append("    unknown_tagged_fields: tuple[tuple[int, bytes], ...]")
+    params.append("        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),")
+    body.append("        self.unknown_tagged_fields = unknown_tagged_fields")
+    mine = ", ".join(f"self.{n}" for n in names)
+    theirs = ", ".join(f"o.{n}" for n in names)
+    lines += [
+        "",
+        "    def __init__(",
+        "        self,",
+        *params,
+        "    ) -> None:",
+        *body,
+        "",
+        "    def __eq__(self, other: object) -> bool:",
+        "        if other.__class__ is not self.__class__:",
+        "            return NotImplemented",
+        "        o: Any = other",
+        f"        return ({mine},) == ({theirs},)",
+        "",
+        "    __hash__ = None  # type: ignore[assignment]",
+    ]
     return lines + _repr_source(struct)
 
 
@@ -816,7 +843,6 @@ def generate_module(spec: MessageSpec) -> str:
         "",
         "from __future__ import annotations",
         "",
-        "from dataclasses import dataclass, field",
         "from struct import Struct",
         "from struct import pack as _pack",
         "from struct import unpack_from as _unpack_from",
@@ -848,6 +874,7 @@ def generate_module(spec: MessageSpec) -> str:
         "from kwire.wire import write_string as _ws",
         "from kwire.wire import write_tagged as _write_tagged",
         "from kwire.wire import write_uvarint as _wuv",
+        "from messages.runtime import FACTORY as _FACTORY",
         "from messages.runtime import JsonField, Message",
         "",
         f"__all__ = {[*order[::-1]]!r}",
@@ -856,7 +883,7 @@ def generate_module(spec: MessageSpec) -> str:
     for kind in _BOUND_PREFIX:
         packers += [f"{alias} = {name}.{method}" for (name, method), alias in mod.bound.items()
                     if method == kind]
-    # Readers make objects without the dataclass __init__ (every slot is stored).
+    # Readers make objects without __init__ (every slot is stored).
     packers += ["_new = object.__new__"]
     parts = header + class_lines + ["", ""] + defaults + packers + fn_lines + tables
     return "\n".join(parts) + "\n"

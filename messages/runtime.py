@@ -1,7 +1,7 @@
 """What every generated message class shares: version dispatch, error mapping and Kafka's JSON
 form.
 
-Generated modules (``messages/generated/*.py``) define slotted dataclasses that inherit
+Generated modules (``messages/generated/*.py``) define slotted classes that inherit
 :class:`Message` and fill in, per class:
 
 * ``_WRITERS[version](obj, out: bytearray)`` and ``_READERS[version](buf, pos) -> (obj, pos)``:
@@ -45,6 +45,11 @@ class JsonField:
     tagged: tuple[int, int]
     default: Callable[[], Any]
     element: Any = None
+
+
+FACTORY: Any = object()
+"""The default argument of a generated ``__init__`` parameter whose default is a new list or
+struct: left out, the attribute gets a fresh one (a dataclass's ``default_factory``)."""
 
 
 class Message:

@@ -7,7 +7,6 @@ Discards the records of the open group started by BeginTransactionRecord (KIP-86
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,20 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['AbortTransactionRecord']
 
 
-@dataclass(slots=True)
 class AbortTransactionRecord(Message):
     """AbortTransactionRecord: Discards the records of the open group started by BeginTransactionRecord (KIP-868).
 
     Versions 0, api key 25; flexible versions 0+.
     """
 
-    reason: str | None = None  # Why the group was abandoned; null if not given.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('reason', 'unknown_tagged_fields')
+
+    reason: str | None  # Why the group was abandoned; null if not given.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        reason: str | None = None,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.reason = reason
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.reason, self.unknown_tagged_fields,) == (o.reason, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Asks the KRaft leader to add a controller to the voter set (KIP-853).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,19 +38,41 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['AddRaftVoterRequest', 'Listener']
 
 
-@dataclass(slots=True)
 class Listener(Message):
     """The Listener struct of AddRaftVoterRequest."""
 
-    name: str = ''  # Listener name, e.g. CONTROLLER.
-    host: str = ''  # Hostname or IP address of the listener.
-    port: int = 0  # TCP port of the listener.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'host', 'port', 'unknown_tagged_fields')
+
+    name: str  # Listener name, e.g. CONTROLLER.
+    host: str  # Hostname or IP address of the listener.
+    port: int  # TCP port of the listener.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        host: str = '',
+        port: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.host, self.port, self.unknown_tagged_fields,) == (o.name, o.host, o.port, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -63,20 +84,47 @@ class Listener(Message):
         )
 
 
-@dataclass(slots=True)
 class AddRaftVoterRequest(Message):
     """AddRaftVoterRequest: Asks the KRaft leader to add a controller to the voter set (KIP-853).
 
     Versions 0-1, api key 80; flexible versions 0+.
     """
 
-    cluster_id: str | None = ''  # Cluster id the sender expects; null skips the check.
-    timeout_ms: int = 0  # Time budget in ms the caller allows for the voter change.
-    voter_id: int = 0  # Replica id of the controller to add as a voter.
-    voter_directory_id: Uuid = ZERO_UUID  # Directory id completing the new voter's replica key.
-    listeners: list[Listener] = field(default_factory=list)  # Listener endpoints of the new voter.
-    ack_when_committed: bool = True  # True: reply once the new VotersRecord commits; false: reply without waiting (KIP-1186).
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('cluster_id', 'timeout_ms', 'voter_id', 'voter_directory_id', 'listeners', 'ack_when_committed', 'unknown_tagged_fields')
+
+    cluster_id: str | None  # Cluster id the sender expects; null skips the check.
+    timeout_ms: int  # Time budget in ms the caller allows for the voter change.
+    voter_id: int  # Replica id of the controller to add as a voter.
+    voter_directory_id: Uuid  # Directory id completing the new voter's replica key.
+    listeners: list[Listener]  # Listener endpoints of the new voter.
+    ack_when_committed: bool  # True: reply once the new VotersRecord commits; false: reply without waiting (KIP-1186).
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        cluster_id: str | None = '',
+        timeout_ms: int = 0,
+        voter_id: int = 0,
+        voter_directory_id: Uuid = ZERO_UUID,
+        listeners: list[Listener] = _FACTORY,
+        ack_when_committed: bool = True,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.cluster_id = cluster_id
+        self.timeout_ms = timeout_ms
+        self.voter_id = voter_id
+        self.voter_directory_id = voter_directory_id
+        self.listeners = [] if listeners is _FACTORY else listeners
+        self.ack_when_committed = ack_when_committed
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.cluster_id, self.timeout_ms, self.voter_id, self.voter_directory_id, self.listeners, self.ack_when_committed, self.unknown_tagged_fields,) == (o.cluster_id, o.timeout_ms, o.voter_id, o.voter_directory_id, o.listeners, o.ack_when_committed, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ The block of producer ids the active controller gave a broker.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,23 +38,47 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['AllocateProducerIdsResponse']
 
 
-@dataclass(slots=True)
 class AllocateProducerIdsResponse(Message):
     """AllocateProducerIdsResponse: The block of producer ids the active controller gave a broker.
 
     Versions 0, api key 67; flexible versions 0+.
     """
 
-    throttle_time_ms: int = 0  # Time in ms the response was held back by quota throttling; 0 if none.
-    error_code: int = 0  # Error code for the whole response; 0 if none.
-    producer_id_start: int = 0  # First producer id of the block.
-    producer_id_len: int = 0  # Number of producer ids in the block.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'producer_id_start', 'producer_id_len', 'unknown_tagged_fields')
+
+    throttle_time_ms: int  # Time in ms the response was held back by quota throttling; 0 if none.
+    error_code: int  # Error code for the whole response; 0 if none.
+    producer_id_start: int  # First producer id of the block.
+    producer_id_len: int  # Number of producer ids in the block.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        producer_id_start: int = 0,
+        producer_id_len: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.producer_id_start = producer_id_start
+        self.producer_id_len = producer_id_len
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.producer_id_start, self.producer_id_len, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.producer_id_start, o.producer_id_len, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

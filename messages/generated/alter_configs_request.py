@@ -7,7 +7,6 @@ Replace the configs of resources: the configs left out are deleted.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,18 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['AlterConfigsRequest', 'AlterConfigsResource', 'AlterableConfig']
 
 
-@dataclass(slots=True)
 class AlterableConfig(Message):
     """The AlterableConfig struct of AlterConfigsRequest."""
 
-    name: str = ''  # Config name.
-    value: str | None = ''  # Config value.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'value', 'unknown_tagged_fields')
+
+    name: str  # Config name.
+    value: str | None  # Config value.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        value: str | None = '',
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.value = value
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.value, self.unknown_tagged_fields,) == (o.name, o.value, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -61,14 +80,35 @@ class AlterableConfig(Message):
         )
 
 
-@dataclass(slots=True)
 class AlterConfigsResource(Message):
     """The AlterConfigsResource struct of AlterConfigsRequest."""
 
-    resource_type: int = 0  # Resource type.
-    resource_name: str = ''  # Resource name.
-    configs: list[AlterableConfig] = field(default_factory=list)  # The resource's configs.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('resource_type', 'resource_name', 'configs', 'unknown_tagged_fields')
+
+    resource_type: int  # Resource type.
+    resource_name: str  # Resource name.
+    configs: list[AlterableConfig]  # The resource's configs.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        resource_type: int = 0,
+        resource_name: str = '',
+        configs: list[AlterableConfig] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.configs = [] if configs is _FACTORY else configs
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.resource_type, self.resource_name, self.configs, self.unknown_tagged_fields,) == (o.resource_type, o.resource_name, o.configs, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -80,16 +120,35 @@ class AlterConfigsResource(Message):
         )
 
 
-@dataclass(slots=True)
 class AlterConfigsRequest(Message):
     """AlterConfigsRequest: Replace the configs of resources: the configs left out are deleted.
 
     Versions 0-2, api key 33; flexible versions 2+.
     """
 
-    resources: list[AlterConfigsResource] = field(default_factory=list)  # The resources to change.
-    validate_only: bool = False  # Check the request without changing anything.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('resources', 'validate_only', 'unknown_tagged_fields')
+
+    resources: list[AlterConfigsResource]  # The resources to change.
+    validate_only: bool  # Check the request without changing anything.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        resources: list[AlterConfigsResource] = _FACTORY,
+        validate_only: bool = False,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.resources = [] if resources is _FACTORY else resources
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.resources, self.validate_only, self.unknown_tagged_fields,) == (o.resources, o.validate_only, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Move partitions to new replica lists, or cancel a move in progress (KIP-455).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,18 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['AlterPartitionReassignmentsRequest', 'ReassignableTopic', 'ReassignablePartition']
 
 
-@dataclass(slots=True)
 class ReassignablePartition(Message):
     """The ReassignablePartition struct of AlterPartitionReassignmentsRequest."""
 
-    partition_index: int = 0  # Partition index.
-    replicas: list[int] | None = None  # The target replica list; null cancels the reassignment in progress.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('partition_index', 'replicas', 'unknown_tagged_fields')
+
+    partition_index: int  # Partition index.
+    replicas: list[int] | None  # The target replica list; null cancels the reassignment in progress.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        partition_index: int = 0,
+        replicas: list[int] | None = None,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.partition_index = partition_index
+        self.replicas = replicas
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.partition_index, self.replicas, self.unknown_tagged_fields,) == (o.partition_index, o.replicas, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -61,13 +80,32 @@ class ReassignablePartition(Message):
         )
 
 
-@dataclass(slots=True)
 class ReassignableTopic(Message):
     """The ReassignableTopic struct of AlterPartitionReassignmentsRequest."""
 
-    name: str = ''  # Topic name.
-    partitions: list[ReassignablePartition] = field(default_factory=list)  # Its partitions.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+
+    name: str  # Topic name.
+    partitions: list[ReassignablePartition]  # Its partitions.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        partitions: list[ReassignablePartition] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -78,17 +116,38 @@ class ReassignableTopic(Message):
         )
 
 
-@dataclass(slots=True)
 class AlterPartitionReassignmentsRequest(Message):
     """AlterPartitionReassignmentsRequest: Move partitions to new replica lists, or cancel a move in progress (KIP-455).
 
     Versions 0-1, api key 45; flexible versions 0+.
     """
 
-    timeout_ms: int = 60000  # How long the client waits, in ms.
-    allow_replication_factor_change: bool = True  # False refuses a target whose size differs from the partition's replication factor (KIP-860).
-    topics: list[ReassignableTopic] = field(default_factory=list)  # The topics.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('timeout_ms', 'allow_replication_factor_change', 'topics', 'unknown_tagged_fields')
+
+    timeout_ms: int  # How long the client waits, in ms.
+    allow_replication_factor_change: bool  # False refuses a target whose size differs from the partition's replication factor (KIP-860).
+    topics: list[ReassignableTopic]  # The topics.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        timeout_ms: int = 60000,
+        allow_replication_factor_change: bool = True,
+        topics: list[ReassignableTopic] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.timeout_ms = timeout_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
+        self.topics = [] if topics is _FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.timeout_ms, self.allow_replication_factor_change, self.topics, self.unknown_tagged_fields,) == (o.timeout_ms, o.allow_replication_factor_change, o.topics, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ The outcome of each partition's reassignment request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,19 +38,41 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['AlterPartitionReassignmentsResponse', 'ReassignableTopicResponse', 'ReassignablePartitionResponse']
 
 
-@dataclass(slots=True)
 class ReassignablePartitionResponse(Message):
     """The ReassignablePartitionResponse struct of AlterPartitionReassignmentsResponse."""
 
-    partition_index: int = 0  # Partition index.
-    error_code: int = 0  # Error code, 0 for none.
-    error_message: str | None = ''  # Error message, or null.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('partition_index', 'error_code', 'error_message', 'unknown_tagged_fields')
+
+    partition_index: int  # Partition index.
+    error_code: int  # Error code, 0 for none.
+    error_message: str | None  # Error message, or null.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        partition_index: int = 0,
+        error_code: int = 0,
+        error_message: str | None = '',
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.partition_index, self.error_code, self.error_message, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.error_message, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -63,13 +84,32 @@ class ReassignablePartitionResponse(Message):
         )
 
 
-@dataclass(slots=True)
 class ReassignableTopicResponse(Message):
     """The ReassignableTopicResponse struct of AlterPartitionReassignmentsResponse."""
 
-    name: str = ''  # Topic name.
-    partitions: list[ReassignablePartitionResponse] = field(default_factory=list)  # Per partition.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+
+    name: str  # Topic name.
+    partitions: list[ReassignablePartitionResponse]  # Per partition.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        partitions: list[ReassignablePartitionResponse] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -80,19 +120,44 @@ class ReassignableTopicResponse(Message):
         )
 
 
-@dataclass(slots=True)
 class AlterPartitionReassignmentsResponse(Message):
     """AlterPartitionReassignmentsResponse: The outcome of each partition's reassignment request.
 
     Versions 0-1, api key 45; flexible versions 0+.
     """
 
-    throttle_time_ms: int = 0  # Quota throttle time, in ms.
-    allow_replication_factor_change: bool = True  # The request's AllowReplicationFactorChange, echoed.
-    error_code: int = 0  # Request-level error code, 0 for none.
-    error_message: str | None = ''  # Request-level error message, or null.
-    responses: list[ReassignableTopicResponse] = field(default_factory=list)  # Per topic.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('throttle_time_ms', 'allow_replication_factor_change', 'error_code', 'error_message', 'responses', 'unknown_tagged_fields')
+
+    throttle_time_ms: int  # Quota throttle time, in ms.
+    allow_replication_factor_change: bool  # The request's AllowReplicationFactorChange, echoed.
+    error_code: int  # Request-level error code, 0 for none.
+    error_message: str | None  # Request-level error message, or null.
+    responses: list[ReassignableTopicResponse]  # Per topic.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        allow_replication_factor_change: bool = True,
+        error_code: int = 0,
+        error_message: str | None = '',
+        responses: list[ReassignableTopicResponse] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
+        self.error_code = error_code
+        self.error_message = error_message
+        self.responses = [] if responses is _FACTORY else responses
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.allow_replication_factor_change, self.error_code, self.error_message, self.responses, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.allow_replication_factor_change, o.error_code, o.error_message, o.responses, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

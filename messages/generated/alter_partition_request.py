@@ -7,7 +7,6 @@ A partition leader's request to change the in-sync replicas (and leader recovery
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,18 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['AlterPartitionRequest', 'TopicData', 'PartitionData', 'BrokerState']
 
 
-@dataclass(slots=True)
 class BrokerState(Message):
     """The BrokerState struct of AlterPartitionRequest."""
 
-    broker_id: int = 0  # Broker id.
-    broker_epoch: int = -1  # Its broker epoch, -1 when unknown.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('broker_id', 'broker_epoch', 'unknown_tagged_fields')
+
+    broker_id: int  # Broker id.
+    broker_epoch: int  # Its broker epoch, -1 when unknown.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        broker_id: int = 0,
+        broker_epoch: int = -1,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.broker_id, self.broker_epoch, self.unknown_tagged_fields,) == (o.broker_id, o.broker_epoch, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -61,17 +80,44 @@ class BrokerState(Message):
         )
 
 
-@dataclass(slots=True)
 class PartitionData(Message):
     """The PartitionData struct of AlterPartitionRequest."""
 
-    partition_index: int = 0  # Partition index.
-    leader_epoch: int = 0  # The leader epoch the leader holds.
-    new_isr: list[int] = field(default_factory=list)  # The ISR it asks for.
-    new_isr_with_epochs: list[BrokerState] = field(default_factory=list)  # The ISR it asks for, with each member's broker epoch.
-    leader_recovery_state: int = 0  # 0 recovered, 1 recovering.
-    partition_epoch: int = 0  # The partition epoch the leader holds.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('partition_index', 'leader_epoch', 'new_isr', 'new_isr_with_epochs', 'leader_recovery_state', 'partition_epoch', 'unknown_tagged_fields')
+
+    partition_index: int  # Partition index.
+    leader_epoch: int  # The leader epoch the leader holds.
+    new_isr: list[int]  # The ISR it asks for.
+    new_isr_with_epochs: list[BrokerState]  # The ISR it asks for, with each member's broker epoch.
+    leader_recovery_state: int  # 0 recovered, 1 recovering.
+    partition_epoch: int  # The partition epoch the leader holds.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        partition_index: int = 0,
+        leader_epoch: int = 0,
+        new_isr: list[int] = _FACTORY,
+        new_isr_with_epochs: list[BrokerState] = _FACTORY,
+        leader_recovery_state: int = 0,
+        partition_epoch: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.partition_index = partition_index
+        self.leader_epoch = leader_epoch
+        self.new_isr = [] if new_isr is _FACTORY else new_isr
+        self.new_isr_with_epochs = [] if new_isr_with_epochs is _FACTORY else new_isr_with_epochs
+        self.leader_recovery_state = leader_recovery_state
+        self.partition_epoch = partition_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.partition_index, self.leader_epoch, self.new_isr, self.new_isr_with_epochs, self.leader_recovery_state, self.partition_epoch, self.unknown_tagged_fields,) == (o.partition_index, o.leader_epoch, o.new_isr, o.new_isr_with_epochs, o.leader_recovery_state, o.partition_epoch, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -86,13 +132,32 @@ class PartitionData(Message):
         )
 
 
-@dataclass(slots=True)
 class TopicData(Message):
     """The TopicData struct of AlterPartitionRequest."""
 
-    topic_id: Uuid = ZERO_UUID  # Topic id.
-    partitions: list[PartitionData] = field(default_factory=list)  # The partitions of that topic.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+
+    topic_id: Uuid  # Topic id.
+    partitions: list[PartitionData]  # The partitions of that topic.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topic_id: Uuid = ZERO_UUID,
+        partitions: list[PartitionData] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -103,17 +168,38 @@ class TopicData(Message):
         )
 
 
-@dataclass(slots=True)
 class AlterPartitionRequest(Message):
     """AlterPartitionRequest: A partition leader's request to change the in-sync replicas (and leader recovery state) of its partitions.
 
     Versions 2-3, api key 56; flexible versions 0+.
     """
 
-    broker_id: int = 0  # Id of the leader asking.
-    broker_epoch: int = -1  # Broker epoch of that leader.
-    topics: list[TopicData] = field(default_factory=list)  # The partitions to change, by topic.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('broker_id', 'broker_epoch', 'topics', 'unknown_tagged_fields')
+
+    broker_id: int  # Id of the leader asking.
+    broker_epoch: int  # Broker epoch of that leader.
+    topics: list[TopicData]  # The partitions to change, by topic.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        broker_id: int = 0,
+        broker_epoch: int = -1,
+        topics: list[TopicData] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.topics = [] if topics is _FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.broker_id, self.broker_epoch, self.topics, self.unknown_tagged_fields,) == (o.broker_id, o.broker_epoch, o.topics, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ The state of each partition after an AlterPartition request, or why it was not c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,23 +38,53 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['AlterPartitionResponse', 'TopicData', 'PartitionData']
 
 
-@dataclass(slots=True)
 class PartitionData(Message):
     """The PartitionData struct of AlterPartitionResponse."""
 
-    partition_index: int = 0  # Partition index.
-    error_code: int = 0  # Error code, 0 when the state below is current.
-    leader_id: int = 0  # The partition's leader.
-    leader_epoch: int = 0  # Its leader epoch.
-    isr: list[int] = field(default_factory=list)  # Its in-sync replicas.
-    leader_recovery_state: int = 0  # 0 recovered, 1 recovering.
-    partition_epoch: int = 0  # Its partition epoch.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'isr', 'leader_recovery_state', 'partition_epoch', 'unknown_tagged_fields')
+
+    partition_index: int  # Partition index.
+    error_code: int  # Error code, 0 when the state below is current.
+    leader_id: int  # The partition's leader.
+    leader_epoch: int  # Its leader epoch.
+    isr: list[int]  # Its in-sync replicas.
+    leader_recovery_state: int  # 0 recovered, 1 recovering.
+    partition_epoch: int  # Its partition epoch.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        partition_index: int = 0,
+        error_code: int = 0,
+        leader_id: int = 0,
+        leader_epoch: int = 0,
+        isr: list[int] = _FACTORY,
+        leader_recovery_state: int = 0,
+        partition_epoch: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.isr = [] if isr is _FACTORY else isr
+        self.leader_recovery_state = leader_recovery_state
+        self.partition_epoch = partition_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.partition_index, self.error_code, self.leader_id, self.leader_epoch, self.isr, self.leader_recovery_state, self.partition_epoch, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.isr, o.leader_recovery_state, o.partition_epoch, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -71,13 +100,32 @@ class PartitionData(Message):
         )
 
 
-@dataclass(slots=True)
 class TopicData(Message):
     """The TopicData struct of AlterPartitionResponse."""
 
-    topic_id: Uuid = ZERO_UUID  # Topic id.
-    partitions: list[PartitionData] = field(default_factory=list)  # The partitions of that topic.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+
+    topic_id: Uuid  # Topic id.
+    partitions: list[PartitionData]  # The partitions of that topic.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topic_id: Uuid = ZERO_UUID,
+        partitions: list[PartitionData] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -88,17 +136,38 @@ class TopicData(Message):
         )
 
 
-@dataclass(slots=True)
 class AlterPartitionResponse(Message):
     """AlterPartitionResponse: The state of each partition after an AlterPartition request, or why it was not changed.
 
     Versions 2-3, api key 56; flexible versions 0+.
     """
 
-    throttle_time_ms: int = 0  # Throttle time in ms, 0 when not throttled.
-    error_code: int = 0  # Error code for the whole request, 0 when none.
-    topics: list[TopicData] = field(default_factory=list)  # The partitions, by topic.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'topics', 'unknown_tagged_fields')
+
+    throttle_time_ms: int  # Throttle time in ms, 0 when not throttled.
+    error_code: int  # Error code for the whole request, 0 when none.
+    topics: list[TopicData]  # The partitions, by topic.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        topics: list[TopicData] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.topics = [] if topics is _FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.topics, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.topics, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Asks a node which API keys and versions it supports.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,23 +38,47 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['ApiVersionsRequest']
 
 
-@dataclass(slots=True)
 class ApiVersionsRequest(Message):
     """ApiVersionsRequest: Asks a node which API keys and versions it supports.
 
     Versions 0-5, api key 18; flexible versions 3+.
     """
 
-    client_software_name: str = ''  # Name of the client library sending the request.
-    client_software_version: str = ''  # Version string of the client library.
-    cluster_id: str | None = None  # Cluster id known to the sender, or null if unknown.
-    node_id: int = -1  # Node id of the sender, or -1 if it has none.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('client_software_name', 'client_software_version', 'cluster_id', 'node_id', 'unknown_tagged_fields')
+
+    client_software_name: str  # Name of the client library sending the request.
+    client_software_version: str  # Version string of the client library.
+    cluster_id: str | None  # Cluster id known to the sender, or null if unknown.
+    node_id: int  # Node id of the sender, or -1 if it has none.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        client_software_name: str = '',
+        client_software_version: str = '',
+        cluster_id: str | None = None,
+        node_id: int = -1,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.client_software_name = client_software_name
+        self.client_software_version = client_software_version
+        self.cluster_id = cluster_id
+        self.node_id = node_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.client_software_name, self.client_software_version, self.cluster_id, self.node_id, self.unknown_tagged_fields,) == (o.client_software_name, o.client_software_version, o.cluster_id, o.node_id, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

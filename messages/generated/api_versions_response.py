@@ -7,7 +7,6 @@ API version ranges and feature levels supported by a node.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,19 +38,41 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['ApiVersionsResponse', 'FinalizedFeatureKey', 'SupportedFeatureKey', 'ApiVersion']
 
 
-@dataclass(slots=True)
 class ApiVersion(Message):
     """The ApiVersion struct of ApiVersionsResponse."""
 
-    api_key: int = 0  # Numeric API key.
-    min_version: int = 0  # Lowest supported version of this API.
-    max_version: int = 0  # Highest supported version of this API.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('api_key', 'min_version', 'max_version', 'unknown_tagged_fields')
+
+    api_key: int  # Numeric API key.
+    min_version: int  # Lowest supported version of this API.
+    max_version: int  # Highest supported version of this API.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        api_key: int = 0,
+        min_version: int = 0,
+        max_version: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.api_key = api_key
+        self.min_version = min_version
+        self.max_version = max_version
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.api_key, self.min_version, self.max_version, self.unknown_tagged_fields,) == (o.api_key, o.min_version, o.max_version, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -63,14 +84,35 @@ class ApiVersion(Message):
         )
 
 
-@dataclass(slots=True)
 class SupportedFeatureKey(Message):
     """The SupportedFeatureKey struct of ApiVersionsResponse."""
 
-    name: str = ''  # Feature name, e.g. metadata.version or kraft.version.
-    min_version: int = 0  # Lowest level of the feature this node supports.
-    max_version: int = 0  # Highest level of the feature this node supports.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'min_version', 'max_version', 'unknown_tagged_fields')
+
+    name: str  # Feature name, e.g. metadata.version or kraft.version.
+    min_version: int  # Lowest level of the feature this node supports.
+    max_version: int  # Highest level of the feature this node supports.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        min_version: int = 0,
+        max_version: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.min_version = min_version
+        self.max_version = max_version
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.min_version, self.max_version, self.unknown_tagged_fields,) == (o.name, o.min_version, o.max_version, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -82,14 +124,35 @@ class SupportedFeatureKey(Message):
         )
 
 
-@dataclass(slots=True)
 class FinalizedFeatureKey(Message):
     """The FinalizedFeatureKey struct of ApiVersionsResponse."""
 
-    name: str = ''  # Finalized feature, e.g. metadata.version.
-    max_version_level: int = 0  # Highest finalized level of the feature.
-    min_version_level: int = 0  # Lowest finalized level of the feature.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'max_version_level', 'min_version_level', 'unknown_tagged_fields')
+
+    name: str  # Finalized feature, e.g. metadata.version.
+    max_version_level: int  # Highest finalized level of the feature.
+    min_version_level: int  # Lowest finalized level of the feature.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        max_version_level: int = 0,
+        min_version_level: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.max_version_level = max_version_level
+        self.min_version_level = min_version_level
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.max_version_level, self.min_version_level, self.unknown_tagged_fields,) == (o.name, o.max_version_level, o.min_version_level, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -101,21 +164,50 @@ class FinalizedFeatureKey(Message):
         )
 
 
-@dataclass(slots=True)
 class ApiVersionsResponse(Message):
     """ApiVersionsResponse: API version ranges and feature levels supported by a node.
 
     Versions 0-5, api key 18; flexible versions 3+.
     """
 
-    error_code: int = 0  # Error code; 0 on success, UNSUPPORTED_VERSION for an unknown request version.
-    api_keys: list[ApiVersion] = field(default_factory=list)  # One entry per API key the node accepts.
-    throttle_time_ms: int = 0  # Time in ms the response was held back by quota throttling; 0 if none.
-    supported_features: list[SupportedFeatureKey] = field(default_factory=list)  # Features this node can run, with their supported level ranges.
-    finalized_features_epoch: int = -1  # Epoch of the finalized feature levels; -1 if not known.
-    finalized_features: list[FinalizedFeatureKey] = field(default_factory=list)  # Feature levels currently finalized in the cluster.
-    zk_migration_ready: bool = False  # True if the controller is ready for ZooKeeper-to-KRaft migration.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('error_code', 'api_keys', 'throttle_time_ms', 'supported_features', 'finalized_features_epoch', 'finalized_features', 'zk_migration_ready', 'unknown_tagged_fields')
+
+    error_code: int  # Error code; 0 on success, UNSUPPORTED_VERSION for an unknown request version.
+    api_keys: list[ApiVersion]  # One entry per API key the node accepts.
+    throttle_time_ms: int  # Time in ms the response was held back by quota throttling; 0 if none.
+    supported_features: list[SupportedFeatureKey]  # Features this node can run, with their supported level ranges.
+    finalized_features_epoch: int  # Epoch of the finalized feature levels; -1 if not known.
+    finalized_features: list[FinalizedFeatureKey]  # Feature levels currently finalized in the cluster.
+    zk_migration_ready: bool  # True if the controller is ready for ZooKeeper-to-KRaft migration.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        api_keys: list[ApiVersion] = _FACTORY,
+        throttle_time_ms: int = 0,
+        supported_features: list[SupportedFeatureKey] = _FACTORY,
+        finalized_features_epoch: int = -1,
+        finalized_features: list[FinalizedFeatureKey] = _FACTORY,
+        zk_migration_ready: bool = False,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.error_code = error_code
+        self.api_keys = [] if api_keys is _FACTORY else api_keys
+        self.throttle_time_ms = throttle_time_ms
+        self.supported_features = [] if supported_features is _FACTORY else supported_features
+        self.finalized_features_epoch = finalized_features_epoch
+        self.finalized_features = [] if finalized_features is _FACTORY else finalized_features
+        self.zk_migration_ready = zk_migration_ready
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.api_keys, self.throttle_time_ms, self.supported_features, self.finalized_features_epoch, self.finalized_features, self.zk_migration_ready, self.unknown_tagged_fields,) == (o.error_code, o.api_keys, o.throttle_time_ms, o.supported_features, o.finalized_features_epoch, o.finalized_features, o.zk_migration_ready, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ A broker with several log directories tells the controller which directory holds
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,17 +38,35 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['AssignReplicasToDirsRequest', 'DirectoryData', 'TopicData', 'PartitionData']
 
 
-@dataclass(slots=True)
 class PartitionData(Message):
     """The PartitionData struct of AssignReplicasToDirsRequest."""
 
-    partition_index: int = 0  # Partition index.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('partition_index', 'unknown_tagged_fields')
+
+    partition_index: int  # Partition index.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        partition_index: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.partition_index = partition_index
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.partition_index, self.unknown_tagged_fields,) == (o.partition_index, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -59,13 +76,32 @@ class PartitionData(Message):
         )
 
 
-@dataclass(slots=True)
 class TopicData(Message):
     """The TopicData struct of AssignReplicasToDirsRequest."""
 
-    topic_id: Uuid = ZERO_UUID  # Topic id.
-    partitions: list[PartitionData] = field(default_factory=list)  # The partitions.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+
+    topic_id: Uuid  # Topic id.
+    partitions: list[PartitionData]  # The partitions.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topic_id: Uuid = ZERO_UUID,
+        partitions: list[PartitionData] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -76,13 +112,32 @@ class TopicData(Message):
         )
 
 
-@dataclass(slots=True)
 class DirectoryData(Message):
     """The DirectoryData struct of AssignReplicasToDirsRequest."""
 
-    id: Uuid = ZERO_UUID  # Directory id.
-    topics: list[TopicData] = field(default_factory=list)  # The topics with replicas in it.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('id', 'topics', 'unknown_tagged_fields')
+
+    id: Uuid  # Directory id.
+    topics: list[TopicData]  # The topics with replicas in it.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        id: Uuid = ZERO_UUID,
+        topics: list[TopicData] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.id = id
+        self.topics = [] if topics is _FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.id, self.topics, self.unknown_tagged_fields,) == (o.id, o.topics, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -93,17 +148,38 @@ class DirectoryData(Message):
         )
 
 
-@dataclass(slots=True)
 class AssignReplicasToDirsRequest(Message):
     """AssignReplicasToDirsRequest: A broker with several log directories tells the controller which directory holds each of its replicas (KIP-858).
 
     Versions 0, api key 73; flexible versions 0+.
     """
 
-    broker_id: int = 0  # Id of the broker.
-    broker_epoch: int = -1  # Broker epoch of that broker.
-    directories: list[DirectoryData] = field(default_factory=list)  # The assignments, by directory.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('broker_id', 'broker_epoch', 'directories', 'unknown_tagged_fields')
+
+    broker_id: int  # Id of the broker.
+    broker_epoch: int  # Broker epoch of that broker.
+    directories: list[DirectoryData]  # The assignments, by directory.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        broker_id: int = 0,
+        broker_epoch: int = -1,
+        directories: list[DirectoryData] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.directories = [] if directories is _FACTORY else directories
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.broker_id, self.broker_epoch, self.directories, self.unknown_tagged_fields,) == (o.broker_id, o.broker_epoch, o.directories, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

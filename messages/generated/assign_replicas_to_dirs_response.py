@@ -7,7 +7,6 @@ The outcome of each assignment of an AssignReplicasToDirs request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,18 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['AssignReplicasToDirsResponse', 'DirectoryData', 'TopicData', 'PartitionData']
 
 
-@dataclass(slots=True)
 class PartitionData(Message):
     """The PartitionData struct of AssignReplicasToDirsResponse."""
 
-    partition_index: int = 0  # Partition index.
-    error_code: int = 0  # Error code, 0 when assigned.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('partition_index', 'error_code', 'unknown_tagged_fields')
+
+    partition_index: int  # Partition index.
+    error_code: int  # Error code, 0 when assigned.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        partition_index: int = 0,
+        error_code: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.partition_index, self.error_code, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -61,13 +80,32 @@ class PartitionData(Message):
         )
 
 
-@dataclass(slots=True)
 class TopicData(Message):
     """The TopicData struct of AssignReplicasToDirsResponse."""
 
-    topic_id: Uuid = ZERO_UUID  # Topic id.
-    partitions: list[PartitionData] = field(default_factory=list)  # The partitions.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+
+    topic_id: Uuid  # Topic id.
+    partitions: list[PartitionData]  # The partitions.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topic_id: Uuid = ZERO_UUID,
+        partitions: list[PartitionData] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -78,13 +116,32 @@ class TopicData(Message):
         )
 
 
-@dataclass(slots=True)
 class DirectoryData(Message):
     """The DirectoryData struct of AssignReplicasToDirsResponse."""
 
-    id: Uuid = ZERO_UUID  # Directory id.
-    topics: list[TopicData] = field(default_factory=list)  # The topics.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('id', 'topics', 'unknown_tagged_fields')
+
+    id: Uuid  # Directory id.
+    topics: list[TopicData]  # The topics.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        id: Uuid = ZERO_UUID,
+        topics: list[TopicData] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.id = id
+        self.topics = [] if topics is _FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.id, self.topics, self.unknown_tagged_fields,) == (o.id, o.topics, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -95,17 +152,38 @@ class DirectoryData(Message):
         )
 
 
-@dataclass(slots=True)
 class AssignReplicasToDirsResponse(Message):
     """AssignReplicasToDirsResponse: The outcome of each assignment of an AssignReplicasToDirs request.
 
     Versions 0, api key 73; flexible versions 0+.
     """
 
-    throttle_time_ms: int = 0  # Throttle time in ms, 0 when not throttled.
-    error_code: int = 0  # Error code for the whole request, 0 when none.
-    directories: list[DirectoryData] = field(default_factory=list)  # The assignments, by directory.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'directories', 'unknown_tagged_fields')
+
+    throttle_time_ms: int  # Throttle time in ms, 0 when not throttled.
+    error_code: int  # Error code for the whole request, 0 when none.
+    directories: list[DirectoryData]  # The assignments, by directory.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        directories: list[DirectoryData] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.directories = [] if directories is _FACTORY else directories
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.directories, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.directories, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ A voter's answer to a BeginQuorumEpoch request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,20 +38,44 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['BeginQuorumEpochResponse', 'NodeEndpoint', 'TopicData', 'PartitionData']
 
 
-@dataclass(slots=True)
 class PartitionData(Message):
     """The PartitionData struct of BeginQuorumEpochResponse."""
 
-    partition_index: int = 0  # Partition number within the topic.
-    error_code: int = 0  # Error code for this partition; 0 if none.
-    leader_id: int = 0  # Leader id known to the responder, or -1 if none.
-    leader_epoch: int = 0  # Latest leader epoch known to the responder.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'unknown_tagged_fields')
+
+    partition_index: int  # Partition number within the topic.
+    error_code: int  # Error code for this partition; 0 if none.
+    leader_id: int  # Leader id known to the responder, or -1 if none.
+    leader_epoch: int  # Latest leader epoch known to the responder.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        partition_index: int = 0,
+        error_code: int = 0,
+        leader_id: int = 0,
+        leader_epoch: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.partition_index, self.error_code, self.leader_id, self.leader_epoch, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -65,13 +88,32 @@ class PartitionData(Message):
         )
 
 
-@dataclass(slots=True)
 class TopicData(Message):
     """The TopicData struct of BeginQuorumEpochResponse."""
 
-    topic_name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
-    partitions: list[PartitionData] = field(default_factory=list)  # Per-partition results.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields')
+
+    topic_name: str  # Topic name; __cluster_metadata for the KRaft log.
+    partitions: list[PartitionData]  # Per-partition results.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topic_name: str = '',
+        partitions: list[PartitionData] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topic_name, self.partitions, self.unknown_tagged_fields,) == (o.topic_name, o.partitions, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -82,14 +124,35 @@ class TopicData(Message):
         )
 
 
-@dataclass(slots=True)
 class NodeEndpoint(Message):
     """The NodeEndpoint struct of BeginQuorumEpochResponse."""
 
-    node_id: int = 0  # Node id the endpoint belongs to.
-    host: str = ''  # Hostname or IP address of the node.
-    port: int = 0  # TCP port of the node.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('node_id', 'host', 'port', 'unknown_tagged_fields')
+
+    node_id: int  # Node id the endpoint belongs to.
+    host: str  # Hostname or IP address of the node.
+    port: int  # TCP port of the node.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        node_id: int = 0,
+        host: str = '',
+        port: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.node_id, self.host, self.port, self.unknown_tagged_fields,) == (o.node_id, o.host, o.port, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -101,17 +164,38 @@ class NodeEndpoint(Message):
         )
 
 
-@dataclass(slots=True)
 class BeginQuorumEpochResponse(Message):
     """BeginQuorumEpochResponse: A voter's answer to a BeginQuorumEpoch request.
 
     Versions 0-1, api key 53; flexible versions 1+.
     """
 
-    error_code: int = 0  # Error code for the whole response; 0 if none.
-    topics: list[TopicData] = field(default_factory=list)  # Per-topic results.
-    node_endpoints: list[NodeEndpoint] = field(default_factory=list)  # Endpoints, on the request's listener, of leaders named in the response.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('error_code', 'topics', 'node_endpoints', 'unknown_tagged_fields')
+
+    error_code: int  # Error code for the whole response; 0 if none.
+    topics: list[TopicData]  # Per-topic results.
+    node_endpoints: list[NodeEndpoint]  # Endpoints, on the request's listener, of leaders named in the response.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        topics: list[TopicData] = _FACTORY,
+        node_endpoints: list[NodeEndpoint] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.error_code = error_code
+        self.topics = [] if topics is _FACTORY else topics
+        self.node_endpoints = [] if node_endpoints is _FACTORY else node_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.topics, self.node_endpoints, self.unknown_tagged_fields,) == (o.error_code, o.topics, o.node_endpoints, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

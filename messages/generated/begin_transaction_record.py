@@ -7,7 +7,6 @@ Opens a group of metadata records that take effect together (KIP-868).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,20 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['BeginTransactionRecord']
 
 
-@dataclass(slots=True)
 class BeginTransactionRecord(Message):
     """BeginTransactionRecord: Opens a group of metadata records that take effect together (KIP-868).
 
     Versions 0, api key 23; flexible versions 0+.
     """
 
-    name: str | None = None  # Label of the group, for logs and tools; null if none.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'unknown_tagged_fields')
+
+    name: str | None  # Label of the group, for logs and tools; null if none.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str | None = None,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.unknown_tagged_fields,) == (o.name, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Periodic liveness and progress report from a broker to the active controller.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,26 +38,56 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['BrokerHeartbeatRequest']
 
 
-@dataclass(slots=True)
 class BrokerHeartbeatRequest(Message):
     """BrokerHeartbeatRequest: Periodic liveness and progress report from a broker to the active controller.
 
     Versions 0-2, api key 63; flexible versions 0+.
     """
 
-    broker_id: int = 0  # Id of the broker sending the heartbeat.
-    broker_epoch: int = -1  # Broker epoch received at registration; -1 if unknown.
-    current_metadata_offset: int = 0  # Highest metadata log offset the broker has applied.
-    want_fence: bool = False  # True if the broker asks to be or stay fenced.
-    want_shut_down: bool = False  # True if the broker wants a controlled shutdown.
-    offline_log_dirs: list[Uuid] = field(default_factory=list)  # Directory ids of the broker's failed log directories.
-    cordoned_log_dirs: list[Uuid] | None = None  # Directory ids of cordoned log directories, which take no new replicas; or null.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('broker_id', 'broker_epoch', 'current_metadata_offset', 'want_fence', 'want_shut_down', 'offline_log_dirs', 'cordoned_log_dirs', 'unknown_tagged_fields')
+
+    broker_id: int  # Id of the broker sending the heartbeat.
+    broker_epoch: int  # Broker epoch received at registration; -1 if unknown.
+    current_metadata_offset: int  # Highest metadata log offset the broker has applied.
+    want_fence: bool  # True if the broker asks to be or stay fenced.
+    want_shut_down: bool  # True if the broker wants a controlled shutdown.
+    offline_log_dirs: list[Uuid]  # Directory ids of the broker's failed log directories.
+    cordoned_log_dirs: list[Uuid] | None  # Directory ids of cordoned log directories, which take no new replicas; or null.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        broker_id: int = 0,
+        broker_epoch: int = -1,
+        current_metadata_offset: int = 0,
+        want_fence: bool = False,
+        want_shut_down: bool = False,
+        offline_log_dirs: list[Uuid] = _FACTORY,
+        cordoned_log_dirs: list[Uuid] | None = None,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.current_metadata_offset = current_metadata_offset
+        self.want_fence = want_fence
+        self.want_shut_down = want_shut_down
+        self.offline_log_dirs = [] if offline_log_dirs is _FACTORY else offline_log_dirs
+        self.cordoned_log_dirs = cordoned_log_dirs
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.broker_id, self.broker_epoch, self.current_metadata_offset, self.want_fence, self.want_shut_down, self.offline_log_dirs, self.cordoned_log_dirs, self.unknown_tagged_fields,) == (o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down, o.offline_log_dirs, o.cordoned_log_dirs, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

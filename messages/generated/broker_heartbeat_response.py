@@ -7,7 +7,6 @@ The active controller's answer to a broker heartbeat.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,24 +38,50 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['BrokerHeartbeatResponse']
 
 
-@dataclass(slots=True)
 class BrokerHeartbeatResponse(Message):
     """BrokerHeartbeatResponse: The active controller's answer to a broker heartbeat.
 
     Versions 0-2, api key 63; flexible versions 0+.
     """
 
-    throttle_time_ms: int = 0  # Time in ms the response was held back by quota throttling; 0 if none.
-    error_code: int = 0  # Error code for the whole response; 0 if none.
-    is_caught_up: bool = False  # True once the broker has caught up with the metadata log.
-    is_fenced: bool = True  # Whether the controller currently keeps the broker fenced.
-    should_shut_down: bool = False  # True if the broker may now finish shutting down.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'is_caught_up', 'is_fenced', 'should_shut_down', 'unknown_tagged_fields')
+
+    throttle_time_ms: int  # Time in ms the response was held back by quota throttling; 0 if none.
+    error_code: int  # Error code for the whole response; 0 if none.
+    is_caught_up: bool  # True once the broker has caught up with the metadata log.
+    is_fenced: bool  # Whether the controller currently keeps the broker fenced.
+    should_shut_down: bool  # True if the broker may now finish shutting down.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        is_caught_up: bool = False,
+        is_fenced: bool = True,
+        should_shut_down: bool = False,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.is_caught_up = is_caught_up
+        self.is_fenced = is_fenced
+        self.should_shut_down = should_shut_down
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.is_caught_up, self.is_fenced, self.should_shut_down, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.is_caught_up, o.is_fenced, o.should_shut_down, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Metadata record altering an existing broker registration.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,25 +38,53 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['BrokerRegistrationChangeRecord']
 
 
-@dataclass(slots=True)
 class BrokerRegistrationChangeRecord(Message):
     """BrokerRegistrationChangeRecord: Metadata record altering an existing broker registration.
 
     Versions 0-3, api key 17; flexible versions 0+.
     """
 
-    broker_id: int = 0  # Id of the broker whose registration changes.
-    broker_epoch: int = 0  # Broker epoch of the registration being changed.
-    fenced: int = 0  # Fencing change: 1 fence, -1 unfence, 0 none.
-    in_controlled_shutdown: int = 0  # 1 if the broker entered controlled shutdown, 0 for no change.
-    log_dirs: list[Uuid] = field(default_factory=list)  # New list of the broker's log directory ids.
-    cordoned_log_dirs: list[Uuid] | None = None  # New list of cordoned log directory ids; null if unchanged.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('broker_id', 'broker_epoch', 'fenced', 'in_controlled_shutdown', 'log_dirs', 'cordoned_log_dirs', 'unknown_tagged_fields')
+
+    broker_id: int  # Id of the broker whose registration changes.
+    broker_epoch: int  # Broker epoch of the registration being changed.
+    fenced: int  # Fencing change: 1 fence, -1 unfence, 0 none.
+    in_controlled_shutdown: int  # 1 if the broker entered controlled shutdown, 0 for no change.
+    log_dirs: list[Uuid]  # New list of the broker's log directory ids.
+    cordoned_log_dirs: list[Uuid] | None  # New list of cordoned log directory ids; null if unchanged.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        broker_id: int = 0,
+        broker_epoch: int = 0,
+        fenced: int = 0,
+        in_controlled_shutdown: int = 0,
+        log_dirs: list[Uuid] = _FACTORY,
+        cordoned_log_dirs: list[Uuid] | None = None,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.fenced = fenced
+        self.in_controlled_shutdown = in_controlled_shutdown
+        self.log_dirs = [] if log_dirs is _FACTORY else log_dirs
+        self.cordoned_log_dirs = cordoned_log_dirs
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.broker_id, self.broker_epoch, self.fenced, self.in_controlled_shutdown, self.log_dirs, self.cordoned_log_dirs, self.unknown_tagged_fields,) == (o.broker_id, o.broker_epoch, o.fenced, o.in_controlled_shutdown, o.log_dirs, o.cordoned_log_dirs, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ A broker's request to register with the active controller.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,20 +38,44 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['BrokerRegistrationRequest', 'Feature', 'Listener']
 
 
-@dataclass(slots=True)
 class Listener(Message):
     """The Listener struct of BrokerRegistrationRequest."""
 
-    name: str = ''  # Listener name, e.g. PLAINTEXT or INTERNAL.
-    host: str = ''  # Hostname or IP address of the listener.
-    port: int = 0  # TCP port of the listener.
-    security_protocol: int = 0  # Security protocol id of the listener, e.g. 0 for PLAINTEXT.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'host', 'port', 'security_protocol', 'unknown_tagged_fields')
+
+    name: str  # Listener name, e.g. PLAINTEXT or INTERNAL.
+    host: str  # Hostname or IP address of the listener.
+    port: int  # TCP port of the listener.
+    security_protocol: int  # Security protocol id of the listener, e.g. 0 for PLAINTEXT.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        host: str = '',
+        port: int = 0,
+        security_protocol: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.security_protocol = security_protocol
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.host, self.port, self.security_protocol, self.unknown_tagged_fields,) == (o.name, o.host, o.port, o.security_protocol, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -65,14 +88,35 @@ class Listener(Message):
         )
 
 
-@dataclass(slots=True)
 class Feature(Message):
     """The Feature struct of BrokerRegistrationRequest."""
 
-    name: str = ''  # Feature name, e.g. metadata.version.
-    min_supported_version: int = 0  # Lowest level of the feature that is supported.
-    max_supported_version: int = 0  # Highest level of the feature that is supported.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'min_supported_version', 'max_supported_version', 'unknown_tagged_fields')
+
+    name: str  # Feature name, e.g. metadata.version.
+    min_supported_version: int  # Lowest level of the feature that is supported.
+    max_supported_version: int  # Highest level of the feature that is supported.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        min_supported_version: int = 0,
+        max_supported_version: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.min_supported_version = min_supported_version
+        self.max_supported_version = max_supported_version
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.min_supported_version, self.max_supported_version, self.unknown_tagged_fields,) == (o.name, o.min_supported_version, o.max_supported_version, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -84,23 +128,56 @@ class Feature(Message):
         )
 
 
-@dataclass(slots=True)
 class BrokerRegistrationRequest(Message):
     """BrokerRegistrationRequest: A broker's request to register with the active controller.
 
     Versions 0-4, api key 62; flexible versions 0+.
     """
 
-    broker_id: int = 0  # Node id of the registering broker.
-    cluster_id: str = ''  # Cluster id from the broker's meta.properties.
-    incarnation_id: Uuid = ZERO_UUID  # Random id identifying this run of the broker process.
-    listeners: list[Listener] = field(default_factory=list)  # Listener endpoints of the broker.
-    features: list[Feature] = field(default_factory=list)  # Features and level ranges the broker supports.
-    rack: str | None = ''  # Rack of the broker, or null.
-    is_migrating_zk_broker: bool = False  # True if a ZooKeeper-mode broker registers during migration.
-    log_dirs: list[Uuid] = field(default_factory=list)  # Directory ids of the broker's online log directories.
-    previous_broker_epoch: int = -1  # Broker epoch before a clean shutdown; -1 if unknown or unclean.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('broker_id', 'cluster_id', 'incarnation_id', 'listeners', 'features', 'rack', 'is_migrating_zk_broker', 'log_dirs', 'previous_broker_epoch', 'unknown_tagged_fields')
+
+    broker_id: int  # Node id of the registering broker.
+    cluster_id: str  # Cluster id from the broker's meta.properties.
+    incarnation_id: Uuid  # Random id identifying this run of the broker process.
+    listeners: list[Listener]  # Listener endpoints of the broker.
+    features: list[Feature]  # Features and level ranges the broker supports.
+    rack: str | None  # Rack of the broker, or null.
+    is_migrating_zk_broker: bool  # True if a ZooKeeper-mode broker registers during migration.
+    log_dirs: list[Uuid]  # Directory ids of the broker's online log directories.
+    previous_broker_epoch: int  # Broker epoch before a clean shutdown; -1 if unknown or unclean.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        broker_id: int = 0,
+        cluster_id: str = '',
+        incarnation_id: Uuid = ZERO_UUID,
+        listeners: list[Listener] = _FACTORY,
+        features: list[Feature] = _FACTORY,
+        rack: str | None = '',
+        is_migrating_zk_broker: bool = False,
+        log_dirs: list[Uuid] = _FACTORY,
+        previous_broker_epoch: int = -1,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.broker_id = broker_id
+        self.cluster_id = cluster_id
+        self.incarnation_id = incarnation_id
+        self.listeners = [] if listeners is _FACTORY else listeners
+        self.features = [] if features is _FACTORY else features
+        self.rack = rack
+        self.is_migrating_zk_broker = is_migrating_zk_broker
+        self.log_dirs = [] if log_dirs is _FACTORY else log_dirs
+        self.previous_broker_epoch = previous_broker_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.broker_id, self.cluster_id, self.incarnation_id, self.listeners, self.features, self.rack, self.is_migrating_zk_broker, self.log_dirs, self.previous_broker_epoch, self.unknown_tagged_fields,) == (o.broker_id, o.cluster_id, o.incarnation_id, o.listeners, o.features, o.rack, o.is_migrating_zk_broker, o.log_dirs, o.previous_broker_epoch, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Metadata record setting or deleting one dynamic configuration.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,23 +38,47 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['ConfigRecord']
 
 
-@dataclass(slots=True)
 class ConfigRecord(Message):
     """ConfigRecord: Metadata record setting or deleting one dynamic configuration.
 
     Versions 0, api key 4; flexible versions 0+.
     """
 
-    resource_type: int = 0  # Kind of configured resource, e.g. 2 topic, 4 broker.
-    resource_name: str = ''  # Name of the resource; empty for the cluster-wide default.
-    name: str = ''  # Key of the configuration entry.
-    value: str | None = ''  # Configuration value, or null to delete the key.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('resource_type', 'resource_name', 'name', 'value', 'unknown_tagged_fields')
+
+    resource_type: int  # Kind of configured resource, e.g. 2 topic, 4 broker.
+    resource_name: str  # Name of the resource; empty for the cluster-wide default.
+    name: str  # Key of the configuration entry.
+    value: str | None  # Configuration value, or null to delete the key.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        resource_type: int = 0,
+        resource_name: str = '',
+        name: str = '',
+        value: str | None = '',
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.name = name
+        self.value = value
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.resource_type, self.resource_name, self.name, self.value, self.unknown_tagged_fields,) == (o.resource_type, o.resource_name, o.name, o.value, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Raise the partition count of topics, with explicit replicas for the new partitio
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,17 +38,35 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['CreatePartitionsRequest', 'CreatePartitionsTopic', 'CreatePartitionsAssignment']
 
 
-@dataclass(slots=True)
 class CreatePartitionsAssignment(Message):
     """The CreatePartitionsAssignment struct of CreatePartitionsRequest."""
 
-    broker_ids: list[int] = field(default_factory=list)  # Brokers holding the replicas, preferred leader first.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('broker_ids', 'unknown_tagged_fields')
+
+    broker_ids: list[int]  # Brokers holding the replicas, preferred leader first.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        broker_ids: list[int] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.broker_ids = [] if broker_ids is _FACTORY else broker_ids
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.broker_ids, self.unknown_tagged_fields,) == (o.broker_ids, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -59,14 +76,35 @@ class CreatePartitionsAssignment(Message):
         )
 
 
-@dataclass(slots=True)
 class CreatePartitionsTopic(Message):
     """The CreatePartitionsTopic struct of CreatePartitionsRequest."""
 
-    name: str = ''  # Topic name.
-    count: int = 0  # The partition count the topic should have.
-    assignments: list[CreatePartitionsAssignment] | None = field(default_factory=list)  # Replicas of each new partition, or null to let the controller place them.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'count', 'assignments', 'unknown_tagged_fields')
+
+    name: str  # Topic name.
+    count: int  # The partition count the topic should have.
+    assignments: list[CreatePartitionsAssignment] | None  # Replicas of each new partition, or null to let the controller place them.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        count: int = 0,
+        assignments: list[CreatePartitionsAssignment] | None = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.count = count
+        self.assignments = [] if assignments is _FACTORY else assignments
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.count, self.assignments, self.unknown_tagged_fields,) == (o.name, o.count, o.assignments, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -78,17 +116,38 @@ class CreatePartitionsTopic(Message):
         )
 
 
-@dataclass(slots=True)
 class CreatePartitionsRequest(Message):
     """CreatePartitionsRequest: Raise the partition count of topics, with explicit replicas for the new partitions or placed by the controller.
 
     Versions 0-3, api key 37; flexible versions 2+.
     """
 
-    topics: list[CreatePartitionsTopic] = field(default_factory=list)  # The topics to grow.
-    timeout_ms: int = 0  # How long to wait for the change, in ms.
-    validate_only: bool = False  # Check the request without changing anything.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topics', 'timeout_ms', 'validate_only', 'unknown_tagged_fields')
+
+    topics: list[CreatePartitionsTopic]  # The topics to grow.
+    timeout_ms: int  # How long to wait for the change, in ms.
+    validate_only: bool  # Check the request without changing anything.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topics: list[CreatePartitionsTopic] = _FACTORY,
+        timeout_ms: int = 0,
+        validate_only: bool = False,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topics = [] if topics is _FACTORY else topics
+        self.timeout_ms = timeout_ms
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topics, self.timeout_ms, self.validate_only, self.unknown_tagged_fields,) == (o.topics, o.timeout_ms, o.validate_only, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

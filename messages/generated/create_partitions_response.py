@@ -7,7 +7,6 @@ The outcome of each topic of a CreatePartitions request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,19 +38,41 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['CreatePartitionsResponse', 'CreatePartitionsTopicResult']
 
 
-@dataclass(slots=True)
 class CreatePartitionsTopicResult(Message):
     """The CreatePartitionsTopicResult struct of CreatePartitionsResponse."""
 
-    name: str = ''  # Topic name.
-    error_code: int = 0  # Error code, 0 when grown.
-    error_message: str | None = None  # Error message, null when grown.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'error_code', 'error_message', 'unknown_tagged_fields')
+
+    name: str  # Topic name.
+    error_code: int  # Error code, 0 when grown.
+    error_message: str | None  # Error message, null when grown.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        error_code: int = 0,
+        error_message: str | None = None,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.error_code, self.error_message, self.unknown_tagged_fields,) == (o.name, o.error_code, o.error_message, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -63,16 +84,35 @@ class CreatePartitionsTopicResult(Message):
         )
 
 
-@dataclass(slots=True)
 class CreatePartitionsResponse(Message):
     """CreatePartitionsResponse: The outcome of each topic of a CreatePartitions request.
 
     Versions 0-3, api key 37; flexible versions 2+.
     """
 
-    throttle_time_ms: int = 0  # Throttle time in ms, 0 when not throttled.
-    results: list[CreatePartitionsTopicResult] = field(default_factory=list)  # One result per requested topic.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields')
+
+    throttle_time_ms: int  # Throttle time in ms, 0 when not throttled.
+    results: list[CreatePartitionsTopicResult]  # One result per requested topic.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        results: list[CreatePartitionsTopicResult] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is _FACTORY else results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.results, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.results, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Create topics: each with a partition count and replication factor, or with expli
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,18 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['CreateTopicsRequest', 'CreatableTopic', 'CreatableTopicConfig', 'CreatableReplicaAssignment']
 
 
-@dataclass(slots=True)
 class CreatableReplicaAssignment(Message):
     """The CreatableReplicaAssignment struct of CreateTopicsRequest."""
 
-    partition_index: int = 0  # Partition index.
-    broker_ids: list[int] = field(default_factory=list)  # Brokers holding the replicas, preferred leader first.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('partition_index', 'broker_ids', 'unknown_tagged_fields')
+
+    partition_index: int  # Partition index.
+    broker_ids: list[int]  # Brokers holding the replicas, preferred leader first.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        partition_index: int = 0,
+        broker_ids: list[int] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.partition_index = partition_index
+        self.broker_ids = [] if broker_ids is _FACTORY else broker_ids
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.partition_index, self.broker_ids, self.unknown_tagged_fields,) == (o.partition_index, o.broker_ids, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -61,13 +80,32 @@ class CreatableReplicaAssignment(Message):
         )
 
 
-@dataclass(slots=True)
 class CreatableTopicConfig(Message):
     """The CreatableTopicConfig struct of CreateTopicsRequest."""
 
-    name: str = ''  # Config name.
-    value: str | None = ''  # Config value.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'value', 'unknown_tagged_fields')
+
+    name: str  # Config name.
+    value: str | None  # Config value.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        value: str | None = '',
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.value = value
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.value, self.unknown_tagged_fields,) == (o.name, o.value, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -78,16 +116,41 @@ class CreatableTopicConfig(Message):
         )
 
 
-@dataclass(slots=True)
 class CreatableTopic(Message):
     """The CreatableTopic struct of CreateTopicsRequest."""
 
-    name: str = ''  # Topic name.
-    num_partitions: int = 0  # Partition count; -1 for the controller's default or when Assignments are given.
-    replication_factor: int = 0  # Replicas per partition; -1 for the controller's default or when Assignments are given.
-    assignments: list[CreatableReplicaAssignment] = field(default_factory=list)  # Explicit replicas of each partition; empty to let the controller place them.
-    configs: list[CreatableTopicConfig] = field(default_factory=list)  # Topic configs to set at creation.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'num_partitions', 'replication_factor', 'assignments', 'configs', 'unknown_tagged_fields')
+
+    name: str  # Topic name.
+    num_partitions: int  # Partition count; -1 for the controller's default or when Assignments are given.
+    replication_factor: int  # Replicas per partition; -1 for the controller's default or when Assignments are given.
+    assignments: list[CreatableReplicaAssignment]  # Explicit replicas of each partition; empty to let the controller place them.
+    configs: list[CreatableTopicConfig]  # Topic configs to set at creation.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        num_partitions: int = 0,
+        replication_factor: int = 0,
+        assignments: list[CreatableReplicaAssignment] = _FACTORY,
+        configs: list[CreatableTopicConfig] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.num_partitions = num_partitions
+        self.replication_factor = replication_factor
+        self.assignments = [] if assignments is _FACTORY else assignments
+        self.configs = [] if configs is _FACTORY else configs
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.num_partitions, self.replication_factor, self.assignments, self.configs, self.unknown_tagged_fields,) == (o.name, o.num_partitions, o.replication_factor, o.assignments, o.configs, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -101,17 +164,38 @@ class CreatableTopic(Message):
         )
 
 
-@dataclass(slots=True)
 class CreateTopicsRequest(Message):
     """CreateTopicsRequest: Create topics: each with a partition count and replication factor, or with explicit replica assignments, and with topic configs.
 
     Versions 2-7, api key 19; flexible versions 5+.
     """
 
-    topics: list[CreatableTopic] = field(default_factory=list)  # The topics to create.
-    timeout_ms: int = 60000  # How long to wait for the creation, in ms.
-    validate_only: bool = False  # Check the request without creating anything.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topics', 'timeout_ms', 'validate_only', 'unknown_tagged_fields')
+
+    topics: list[CreatableTopic]  # The topics to create.
+    timeout_ms: int  # How long to wait for the creation, in ms.
+    validate_only: bool  # Check the request without creating anything.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topics: list[CreatableTopic] = _FACTORY,
+        timeout_ms: int = 60000,
+        validate_only: bool = False,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topics = [] if topics is _FACTORY else topics
+        self.timeout_ms = timeout_ms
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topics, self.timeout_ms, self.validate_only, self.unknown_tagged_fields,) == (o.topics, o.timeout_ms, o.validate_only, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

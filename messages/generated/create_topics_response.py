@@ -7,7 +7,6 @@ The outcome of each topic of a CreateTopics request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,21 +38,47 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['CreateTopicsResponse', 'CreatableTopicResult', 'CreatableTopicConfigs']
 
 
-@dataclass(slots=True)
 class CreatableTopicConfigs(Message):
     """The CreatableTopicConfigs struct of CreateTopicsResponse."""
 
-    name: str = ''  # Config name.
-    value: str | None = ''  # Config value, null when sensitive.
-    read_only: bool = False  # The config cannot be changed.
-    config_source: int = -1  # Where the value comes from (DescribeConfigs' source ids).
-    is_sensitive: bool = False  # The value is sensitive.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'value', 'read_only', 'config_source', 'is_sensitive', 'unknown_tagged_fields')
+
+    name: str  # Config name.
+    value: str | None  # Config value, null when sensitive.
+    read_only: bool  # The config cannot be changed.
+    config_source: int  # Where the value comes from (DescribeConfigs' source ids).
+    is_sensitive: bool  # The value is sensitive.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        value: str | None = '',
+        read_only: bool = False,
+        config_source: int = -1,
+        is_sensitive: bool = False,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.value = value
+        self.read_only = read_only
+        self.config_source = config_source
+        self.is_sensitive = is_sensitive
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.value, self.read_only, self.config_source, self.is_sensitive, self.unknown_tagged_fields,) == (o.name, o.value, o.read_only, o.config_source, o.is_sensitive, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -67,19 +92,50 @@ class CreatableTopicConfigs(Message):
         )
 
 
-@dataclass(slots=True)
 class CreatableTopicResult(Message):
     """The CreatableTopicResult struct of CreateTopicsResponse."""
 
-    name: str = ''  # Topic name.
-    topic_id: Uuid = ZERO_UUID  # Id of the created topic.
-    error_code: int = 0  # Error code, 0 when created.
-    error_message: str | None = ''  # Error message, null when created.
-    topic_config_error_code: int = 0  # Why the configs are not returned, 0 when they are.
-    num_partitions: int = -1  # Partition count of the topic.
-    replication_factor: int = -1  # Replication factor of the topic.
-    configs: list[CreatableTopicConfigs] | None = field(default_factory=list)  # Effective configs of the topic.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'topic_id', 'error_code', 'error_message', 'topic_config_error_code', 'num_partitions', 'replication_factor', 'configs', 'unknown_tagged_fields')
+
+    name: str  # Topic name.
+    topic_id: Uuid  # Id of the created topic.
+    error_code: int  # Error code, 0 when created.
+    error_message: str | None  # Error message, null when created.
+    topic_config_error_code: int  # Why the configs are not returned, 0 when they are.
+    num_partitions: int  # Partition count of the topic.
+    replication_factor: int  # Replication factor of the topic.
+    configs: list[CreatableTopicConfigs] | None  # Effective configs of the topic.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        topic_id: Uuid = ZERO_UUID,
+        error_code: int = 0,
+        error_message: str | None = '',
+        topic_config_error_code: int = 0,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: list[CreatableTopicConfigs] | None = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.error_code = error_code
+        self.error_message = error_message
+        self.topic_config_error_code = topic_config_error_code
+        self.num_partitions = num_partitions
+        self.replication_factor = replication_factor
+        self.configs = [] if configs is _FACTORY else configs
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.topic_id, self.error_code, self.error_message, self.topic_config_error_code, self.num_partitions, self.replication_factor, self.configs, self.unknown_tagged_fields,) == (o.name, o.topic_id, o.error_code, o.error_message, o.topic_config_error_code, o.num_partitions, o.replication_factor, o.configs, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -96,16 +152,35 @@ class CreatableTopicResult(Message):
         )
 
 
-@dataclass(slots=True)
 class CreateTopicsResponse(Message):
     """CreateTopicsResponse: The outcome of each topic of a CreateTopics request.
 
     Versions 2-7, api key 19; flexible versions 5+.
     """
 
-    throttle_time_ms: int = 0  # Throttle time in ms, 0 when not throttled.
-    topics: list[CreatableTopicResult] = field(default_factory=list)  # One result per requested topic.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields')
+
+    throttle_time_ms: int  # Throttle time in ms, 0 when not throttled.
+    topics: list[CreatableTopicResult]  # One result per requested topic.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        topics: list[CreatableTopicResult] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is _FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.topics, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.topics, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

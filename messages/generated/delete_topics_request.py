@@ -7,7 +7,6 @@ Delete topics, named (versions 0-5) or by name or id (6+).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,18 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['DeleteTopicsRequest', 'DeleteTopicState']
 
 
-@dataclass(slots=True)
 class DeleteTopicState(Message):
     """The DeleteTopicState struct of DeleteTopicsRequest."""
 
-    name: str | None = None  # Topic name, null when the id is given.
-    topic_id: Uuid = ZERO_UUID  # Topic id, zero when the name is given.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'topic_id', 'unknown_tagged_fields')
+
+    name: str | None  # Topic name, null when the id is given.
+    topic_id: Uuid  # Topic id, zero when the name is given.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str | None = None,
+        topic_id: Uuid = ZERO_UUID,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.topic_id, self.unknown_tagged_fields,) == (o.name, o.topic_id, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -61,17 +80,38 @@ class DeleteTopicState(Message):
         )
 
 
-@dataclass(slots=True)
 class DeleteTopicsRequest(Message):
     """DeleteTopicsRequest: Delete topics, named (versions 0-5) or by name or id (6+).
 
     Versions 1-6, api key 20; flexible versions 4+.
     """
 
-    topics: list[DeleteTopicState] = field(default_factory=list)  # The topics to delete.
-    topic_names: list[str] = field(default_factory=list)  # Names of the topics to delete.
-    timeout_ms: int = 0  # How long to wait for the deletion, in ms.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topics', 'topic_names', 'timeout_ms', 'unknown_tagged_fields')
+
+    topics: list[DeleteTopicState]  # The topics to delete.
+    topic_names: list[str]  # Names of the topics to delete.
+    timeout_ms: int  # How long to wait for the deletion, in ms.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topics: list[DeleteTopicState] = _FACTORY,
+        topic_names: list[str] = _FACTORY,
+        timeout_ms: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topics = [] if topics is _FACTORY else topics
+        self.topic_names = [] if topic_names is _FACTORY else topic_names
+        self.timeout_ms = timeout_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topics, self.topic_names, self.timeout_ms, self.unknown_tagged_fields,) == (o.topics, o.topic_names, o.timeout_ms, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

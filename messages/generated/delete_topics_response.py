@@ -7,7 +7,6 @@ The outcome of each topic of a DeleteTopics request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,20 +38,44 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['DeleteTopicsResponse', 'DeletableTopicResult']
 
 
-@dataclass(slots=True)
 class DeletableTopicResult(Message):
     """The DeletableTopicResult struct of DeleteTopicsResponse."""
 
-    name: str | None = ''  # Topic name, null when an unknown id was asked for.
-    topic_id: Uuid = ZERO_UUID  # Topic id.
-    error_code: int = 0  # Error code, 0 when deleted.
-    error_message: str | None = None  # Error message, null when deleted.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'topic_id', 'error_code', 'error_message', 'unknown_tagged_fields')
+
+    name: str | None  # Topic name, null when an unknown id was asked for.
+    topic_id: Uuid  # Topic id.
+    error_code: int  # Error code, 0 when deleted.
+    error_message: str | None  # Error message, null when deleted.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str | None = '',
+        topic_id: Uuid = ZERO_UUID,
+        error_code: int = 0,
+        error_message: str | None = None,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.topic_id, self.error_code, self.error_message, self.unknown_tagged_fields,) == (o.name, o.topic_id, o.error_code, o.error_message, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -65,16 +88,35 @@ class DeletableTopicResult(Message):
         )
 
 
-@dataclass(slots=True)
 class DeleteTopicsResponse(Message):
     """DeleteTopicsResponse: The outcome of each topic of a DeleteTopics request.
 
     Versions 1-6, api key 20; flexible versions 4+.
     """
 
-    throttle_time_ms: int = 0  # Throttle time in ms, 0 when not throttled.
-    responses: list[DeletableTopicResult] = field(default_factory=list)  # One result per requested topic.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('throttle_time_ms', 'responses', 'unknown_tagged_fields')
+
+    throttle_time_ms: int  # Throttle time in ms, 0 when not throttled.
+    responses: list[DeletableTopicResult]  # One result per requested topic.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        responses: list[DeletableTopicResult] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.responses = [] if responses is _FACTORY else responses
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.responses, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.responses, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Asks for the cluster id, controller and broker or controller endpoints.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,22 +38,44 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['DescribeClusterRequest']
 
 
-@dataclass(slots=True)
 class DescribeClusterRequest(Message):
     """DescribeClusterRequest: Asks for the cluster id, controller and broker or controller endpoints.
 
     Versions 0-2, api key 60; flexible versions 0+.
     """
 
-    include_cluster_authorized_operations: bool = False  # Whether to return the cluster operations the caller may perform.
-    endpoint_type: int = 1  # Nodes to list: 1 brokers, 2 controllers (KIP-919).
-    include_fenced_brokers: bool = False  # Whether fenced brokers are listed too (KIP-1073).
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('include_cluster_authorized_operations', 'endpoint_type', 'include_fenced_brokers', 'unknown_tagged_fields')
+
+    include_cluster_authorized_operations: bool  # Whether to return the cluster operations the caller may perform.
+    endpoint_type: int  # Nodes to list: 1 brokers, 2 controllers (KIP-919).
+    include_fenced_brokers: bool  # Whether fenced brokers are listed too (KIP-1073).
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        include_cluster_authorized_operations: bool = False,
+        endpoint_type: int = 1,
+        include_fenced_brokers: bool = False,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.include_cluster_authorized_operations = include_cluster_authorized_operations
+        self.endpoint_type = endpoint_type
+        self.include_fenced_brokers = include_fenced_brokers
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.include_cluster_authorized_operations, self.endpoint_type, self.include_fenced_brokers, self.unknown_tagged_fields,) == (o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Cluster id, controller id and node endpoints.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,21 +38,47 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['DescribeClusterResponse', 'DescribeClusterBroker']
 
 
-@dataclass(slots=True)
 class DescribeClusterBroker(Message):
     """The DescribeClusterBroker struct of DescribeClusterResponse."""
 
-    broker_id: int = 0  # Id of the listed node.
-    host: str = ''  # Hostname or IP address of the node.
-    port: int = 0  # TCP port of the node.
-    rack: str | None = None  # Rack of the node, or null.
-    is_fenced: bool = False  # Whether the listed broker is currently fenced (KIP-1073).
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('broker_id', 'host', 'port', 'rack', 'is_fenced', 'unknown_tagged_fields')
+
+    broker_id: int  # Id of the listed node.
+    host: str  # Hostname or IP address of the node.
+    port: int  # TCP port of the node.
+    rack: str | None  # Rack of the node, or null.
+    is_fenced: bool  # Whether the listed broker is currently fenced (KIP-1073).
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        broker_id: int = 0,
+        host: str = '',
+        port: int = 0,
+        rack: str | None = None,
+        is_fenced: bool = False,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.broker_id = broker_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.is_fenced = is_fenced
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.broker_id, self.host, self.port, self.rack, self.is_fenced, self.unknown_tagged_fields,) == (o.broker_id, o.host, o.port, o.rack, o.is_fenced, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -67,22 +92,53 @@ class DescribeClusterBroker(Message):
         )
 
 
-@dataclass(slots=True)
 class DescribeClusterResponse(Message):
     """DescribeClusterResponse: Cluster id, controller id and node endpoints.
 
     Versions 0-2, api key 60; flexible versions 0+.
     """
 
-    throttle_time_ms: int = 0  # Time in ms the response was held back by quota throttling; 0 if none.
-    error_code: int = 0  # Error code for the whole response; 0 if none.
-    error_message: str | None = None  # Human-readable detail for the error, or null.
-    endpoint_type: int = 1  # Kind of nodes listed: 1 brokers, 2 controllers.
-    cluster_id: str = ''  # Id of the cluster.
-    controller_id: int = -1  # Id of the node to use as controller; -1 if none.
-    brokers: list[DescribeClusterBroker] = field(default_factory=list)  # Listed nodes, brokers or controllers per EndpointType.
-    cluster_authorized_operations: int = -2147483648  # Bit field of permitted cluster operations; INT_MIN if not requested.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'endpoint_type', 'cluster_id', 'controller_id', 'brokers', 'cluster_authorized_operations', 'unknown_tagged_fields')
+
+    throttle_time_ms: int  # Time in ms the response was held back by quota throttling; 0 if none.
+    error_code: int  # Error code for the whole response; 0 if none.
+    error_message: str | None  # Human-readable detail for the error, or null.
+    endpoint_type: int  # Kind of nodes listed: 1 brokers, 2 controllers.
+    cluster_id: str  # Id of the cluster.
+    controller_id: int  # Id of the node to use as controller; -1 if none.
+    brokers: list[DescribeClusterBroker]  # Listed nodes, brokers or controllers per EndpointType.
+    cluster_authorized_operations: int  # Bit field of permitted cluster operations; INT_MIN if not requested.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        error_message: str | None = None,
+        endpoint_type: int = 1,
+        cluster_id: str = '',
+        controller_id: int = -1,
+        brokers: list[DescribeClusterBroker] = _FACTORY,
+        cluster_authorized_operations: int = -2147483648,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.endpoint_type = endpoint_type
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.brokers = [] if brokers is _FACTORY else brokers
+        self.cluster_authorized_operations = cluster_authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.endpoint_type, self.cluster_id, self.controller_id, self.brokers, self.cluster_authorized_operations, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.error_message, o.endpoint_type, o.cluster_id, o.controller_id, o.brokers, o.cluster_authorized_operations, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

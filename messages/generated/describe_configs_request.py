@@ -7,7 +7,6 @@ Read the effective configs of resources.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,19 +38,41 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['DescribeConfigsRequest', 'DescribeConfigsResource']
 
 
-@dataclass(slots=True)
 class DescribeConfigsResource(Message):
     """The DescribeConfigsResource struct of DescribeConfigsRequest."""
 
-    resource_type: int = 0  # Resource type (2 topic, 4 broker, 8 broker logger, 16 client metrics, 32 group).
-    resource_name: str = ''  # Resource name; empty for the cluster default of a broker config.
-    configuration_keys: list[str] | None = field(default_factory=list)  # The config names to describe; null or empty for all.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('resource_type', 'resource_name', 'configuration_keys', 'unknown_tagged_fields')
+
+    resource_type: int  # Resource type (2 topic, 4 broker, 8 broker logger, 16 client metrics, 32 group).
+    resource_name: str  # Resource name; empty for the cluster default of a broker config.
+    configuration_keys: list[str] | None  # The config names to describe; null or empty for all.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        resource_type: int = 0,
+        resource_name: str = '',
+        configuration_keys: list[str] | None = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.configuration_keys = [] if configuration_keys is _FACTORY else configuration_keys
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.resource_type, self.resource_name, self.configuration_keys, self.unknown_tagged_fields,) == (o.resource_type, o.resource_name, o.configuration_keys, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -63,17 +84,38 @@ class DescribeConfigsResource(Message):
         )
 
 
-@dataclass(slots=True)
 class DescribeConfigsRequest(Message):
     """DescribeConfigsRequest: Read the effective configs of resources.
 
     Versions 1-4, api key 32; flexible versions 4+.
     """
 
-    resources: list[DescribeConfigsResource] = field(default_factory=list)  # The resources to describe.
-    include_synonyms: bool = False  # Answer each config with the values it has at every level.
-    include_documentation: bool = False  # Answer each config with its documentation.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('resources', 'include_synonyms', 'include_documentation', 'unknown_tagged_fields')
+
+    resources: list[DescribeConfigsResource]  # The resources to describe.
+    include_synonyms: bool  # Answer each config with the values it has at every level.
+    include_documentation: bool  # Answer each config with its documentation.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        resources: list[DescribeConfigsResource] = _FACTORY,
+        include_synonyms: bool = False,
+        include_documentation: bool = False,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.resources = [] if resources is _FACTORY else resources
+        self.include_synonyms = include_synonyms
+        self.include_documentation = include_documentation
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.resources, self.include_synonyms, self.include_documentation, self.unknown_tagged_fields,) == (o.resources, o.include_synonyms, o.include_documentation, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ The configs of each resource of a DescribeConfigs request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,19 +38,41 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['DescribeConfigsResponse', 'DescribeConfigsResult', 'DescribeConfigsResourceResult', 'DescribeConfigsSynonym']
 
 
-@dataclass(slots=True)
 class DescribeConfigsSynonym(Message):
     """The DescribeConfigsSynonym struct of DescribeConfigsResponse."""
 
-    name: str = ''  # Name at that level.
-    value: str | None = ''  # Value at that level.
-    source: int = 0  # The level.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'value', 'source', 'unknown_tagged_fields')
+
+    name: str  # Name at that level.
+    value: str | None  # Value at that level.
+    source: int  # The level.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        value: str | None = '',
+        source: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.value = value
+        self.source = source
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.value, self.source, self.unknown_tagged_fields,) == (o.name, o.value, o.source, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -63,19 +84,50 @@ class DescribeConfigsSynonym(Message):
         )
 
 
-@dataclass(slots=True)
 class DescribeConfigsResourceResult(Message):
     """The DescribeConfigsResourceResult struct of DescribeConfigsResponse."""
 
-    name: str = ''  # Config name.
-    value: str | None = ''  # Effective value; null for a sensitive config.
-    read_only: bool = False  # The config cannot be changed while the node runs.
-    config_source: int = -1  # Where the value comes from (1 topic, 2 dynamic broker, 3 dynamic default broker, 4 static broker, 5 default, 6 dynamic broker logger, 7 client metrics, 8 group).
-    is_sensitive: bool = False  # The value is hidden.
-    synonyms: list[DescribeConfigsSynonym] = field(default_factory=list)  # The values the config has at each level, the effective one first.
-    config_type: int = 0  # Data type (0 unknown, 1 boolean, 2 string, 3 int, 4 short, 5 long, 6 double, 7 list, 8 class, 9 password).
-    documentation: str | None = ''  # Documentation of the config.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'value', 'read_only', 'config_source', 'is_sensitive', 'synonyms', 'config_type', 'documentation', 'unknown_tagged_fields')
+
+    name: str  # Config name.
+    value: str | None  # Effective value; null for a sensitive config.
+    read_only: bool  # The config cannot be changed while the node runs.
+    config_source: int  # Where the value comes from (1 topic, 2 dynamic broker, 3 dynamic default broker, 4 static broker, 5 default, 6 dynamic broker logger, 7 client metrics, 8 group).
+    is_sensitive: bool  # The value is hidden.
+    synonyms: list[DescribeConfigsSynonym]  # The values the config has at each level, the effective one first.
+    config_type: int  # Data type (0 unknown, 1 boolean, 2 string, 3 int, 4 short, 5 long, 6 double, 7 list, 8 class, 9 password).
+    documentation: str | None  # Documentation of the config.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        value: str | None = '',
+        read_only: bool = False,
+        config_source: int = -1,
+        is_sensitive: bool = False,
+        synonyms: list[DescribeConfigsSynonym] = _FACTORY,
+        config_type: int = 0,
+        documentation: str | None = '',
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.value = value
+        self.read_only = read_only
+        self.config_source = config_source
+        self.is_sensitive = is_sensitive
+        self.synonyms = [] if synonyms is _FACTORY else synonyms
+        self.config_type = config_type
+        self.documentation = documentation
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.value, self.read_only, self.config_source, self.is_sensitive, self.synonyms, self.config_type, self.documentation, self.unknown_tagged_fields,) == (o.name, o.value, o.read_only, o.config_source, o.is_sensitive, o.synonyms, o.config_type, o.documentation, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -92,16 +144,41 @@ class DescribeConfigsResourceResult(Message):
         )
 
 
-@dataclass(slots=True)
 class DescribeConfigsResult(Message):
     """The DescribeConfigsResult struct of DescribeConfigsResponse."""
 
-    error_code: int = 0  # Error code, 0 when described.
-    error_message: str | None = ''  # Error message, null when described.
-    resource_type: int = 0  # Resource type.
-    resource_name: str = ''  # Resource name.
-    configs: list[DescribeConfigsResourceResult] = field(default_factory=list)  # The configs.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'configs', 'unknown_tagged_fields')
+
+    error_code: int  # Error code, 0 when described.
+    error_message: str | None  # Error message, null when described.
+    resource_type: int  # Resource type.
+    resource_name: str  # Resource name.
+    configs: list[DescribeConfigsResourceResult]  # The configs.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        error_message: str | None = '',
+        resource_type: int = 0,
+        resource_name: str = '',
+        configs: list[DescribeConfigsResourceResult] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.configs = [] if configs is _FACTORY else configs
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.error_message, self.resource_type, self.resource_name, self.configs, self.unknown_tagged_fields,) == (o.error_code, o.error_message, o.resource_type, o.resource_name, o.configs, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -115,16 +192,35 @@ class DescribeConfigsResult(Message):
         )
 
 
-@dataclass(slots=True)
 class DescribeConfigsResponse(Message):
     """DescribeConfigsResponse: The configs of each resource of a DescribeConfigs request.
 
     Versions 1-4, api key 32; flexible versions 4+.
     """
 
-    throttle_time_ms: int = 0  # Throttle time in ms, 0 when not throttled.
-    results: list[DescribeConfigsResult] = field(default_factory=list)  # One result per resource.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields')
+
+    throttle_time_ms: int  # Throttle time in ms, 0 when not throttled.
+    results: list[DescribeConfigsResult]  # One result per resource.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        results: list[DescribeConfigsResult] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is _FACTORY else results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.results, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.results, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Asks the KRaft leader for the replication state of the quorum.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,17 +38,35 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['DescribeQuorumRequest', 'TopicData', 'PartitionData']
 
 
-@dataclass(slots=True)
 class PartitionData(Message):
     """The PartitionData struct of DescribeQuorumRequest."""
 
-    partition_index: int = 0  # Partition number within the topic.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('partition_index', 'unknown_tagged_fields')
+
+    partition_index: int  # Partition number within the topic.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        partition_index: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.partition_index = partition_index
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.partition_index, self.unknown_tagged_fields,) == (o.partition_index, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -59,13 +76,32 @@ class PartitionData(Message):
         )
 
 
-@dataclass(slots=True)
 class TopicData(Message):
     """The TopicData struct of DescribeQuorumRequest."""
 
-    topic_name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
-    partitions: list[PartitionData] = field(default_factory=list)  # Partitions to describe.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields')
+
+    topic_name: str  # Topic name; __cluster_metadata for the KRaft log.
+    partitions: list[PartitionData]  # Partitions to describe.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topic_name: str = '',
+        partitions: list[PartitionData] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topic_name, self.partitions, self.unknown_tagged_fields,) == (o.topic_name, o.partitions, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -76,15 +112,32 @@ class TopicData(Message):
         )
 
 
-@dataclass(slots=True)
 class DescribeQuorumRequest(Message):
     """DescribeQuorumRequest: Asks the KRaft leader for the replication state of the quorum.
 
     Versions 0-2, api key 55; flexible versions 0+.
     """
 
-    topics: list[TopicData] = field(default_factory=list)  # Topics concerned; in KRaft only __cluster_metadata.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topics', 'unknown_tagged_fields')
+
+    topics: list[TopicData]  # Topics concerned; in KRaft only __cluster_metadata.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topics: list[TopicData] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topics = [] if topics is _FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topics, self.unknown_tagged_fields,) == (o.topics, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Leader, high watermark and replica progress of the KRaft quorum.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,21 +38,47 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['DescribeQuorumResponse', 'Node', 'Listener', 'TopicData', 'PartitionData', 'ReplicaState']
 
 
-@dataclass(slots=True)
 class ReplicaState(Message):
     """The ReplicaState struct of DescribeQuorumResponse."""
 
-    replica_id: int = 0  # Id of the replica this state describes.
-    replica_directory_id: Uuid = ZERO_UUID  # Directory id of the replica key; zero UUID if unknown.
-    log_end_offset: int = 0  # Log end offset last known for the replica; -1 if unknown.
-    last_fetch_timestamp: int = -1  # Wall-clock ms of the replica's last fetch; -1 if unknown.
-    last_caught_up_timestamp: int = -1  # Wall-clock ms when the replica last reached the leader's log end offset; -1 if unknown.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('replica_id', 'replica_directory_id', 'log_end_offset', 'last_fetch_timestamp', 'last_caught_up_timestamp', 'unknown_tagged_fields')
+
+    replica_id: int  # Id of the replica this state describes.
+    replica_directory_id: Uuid  # Directory id of the replica key; zero UUID if unknown.
+    log_end_offset: int  # Log end offset last known for the replica; -1 if unknown.
+    last_fetch_timestamp: int  # Wall-clock ms of the replica's last fetch; -1 if unknown.
+    last_caught_up_timestamp: int  # Wall-clock ms when the replica last reached the leader's log end offset; -1 if unknown.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        replica_id: int = 0,
+        replica_directory_id: Uuid = ZERO_UUID,
+        log_end_offset: int = 0,
+        last_fetch_timestamp: int = -1,
+        last_caught_up_timestamp: int = -1,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.replica_id = replica_id
+        self.replica_directory_id = replica_directory_id
+        self.log_end_offset = log_end_offset
+        self.last_fetch_timestamp = last_fetch_timestamp
+        self.last_caught_up_timestamp = last_caught_up_timestamp
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.replica_id, self.replica_directory_id, self.log_end_offset, self.last_fetch_timestamp, self.last_caught_up_timestamp, self.unknown_tagged_fields,) == (o.replica_id, o.replica_directory_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -67,19 +92,50 @@ class ReplicaState(Message):
         )
 
 
-@dataclass(slots=True)
 class PartitionData(Message):
     """The PartitionData struct of DescribeQuorumResponse."""
 
-    partition_index: int = 0  # Partition number within the topic.
-    error_code: int = 0  # Error code for this partition; 0 if none.
-    error_message: str | None = ''  # Partition-level error detail, or null.
-    leader_id: int = 0  # Replica id of the current leader.
-    leader_epoch: int = 0  # Epoch in which the current leader was elected.
-    high_watermark: int = 0  # Leader's high watermark; -1 if not yet known.
-    current_voters: list[ReplicaState] = field(default_factory=list)  # Replication state of each voter.
-    observers: list[ReplicaState] = field(default_factory=list)  # Replication state of recently fetching observers.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('partition_index', 'error_code', 'error_message', 'leader_id', 'leader_epoch', 'high_watermark', 'current_voters', 'observers', 'unknown_tagged_fields')
+
+    partition_index: int  # Partition number within the topic.
+    error_code: int  # Error code for this partition; 0 if none.
+    error_message: str | None  # Partition-level error detail, or null.
+    leader_id: int  # Replica id of the current leader.
+    leader_epoch: int  # Epoch in which the current leader was elected.
+    high_watermark: int  # Leader's high watermark; -1 if not yet known.
+    current_voters: list[ReplicaState]  # Replication state of each voter.
+    observers: list[ReplicaState]  # Replication state of recently fetching observers.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        partition_index: int = 0,
+        error_code: int = 0,
+        error_message: str | None = '',
+        leader_id: int = 0,
+        leader_epoch: int = 0,
+        high_watermark: int = 0,
+        current_voters: list[ReplicaState] = _FACTORY,
+        observers: list[ReplicaState] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.high_watermark = high_watermark
+        self.current_voters = [] if current_voters is _FACTORY else current_voters
+        self.observers = [] if observers is _FACTORY else observers
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.partition_index, self.error_code, self.error_message, self.leader_id, self.leader_epoch, self.high_watermark, self.current_voters, self.observers, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.error_message, o.leader_id, o.leader_epoch, o.high_watermark, o.current_voters, o.observers, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -96,13 +152,32 @@ class PartitionData(Message):
         )
 
 
-@dataclass(slots=True)
 class TopicData(Message):
     """The TopicData struct of DescribeQuorumResponse."""
 
-    topic_name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
-    partitions: list[PartitionData] = field(default_factory=list)  # Per-partition results.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields')
+
+    topic_name: str  # Topic name; __cluster_metadata for the KRaft log.
+    partitions: list[PartitionData]  # Per-partition results.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topic_name: str = '',
+        partitions: list[PartitionData] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topic_name, self.partitions, self.unknown_tagged_fields,) == (o.topic_name, o.partitions, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -113,14 +188,35 @@ class TopicData(Message):
         )
 
 
-@dataclass(slots=True)
 class Listener(Message):
     """The Listener struct of DescribeQuorumResponse."""
 
-    name: str = ''  # Listener name, e.g. CONTROLLER.
-    host: str = ''  # Hostname or IP address of the listener.
-    port: int = 0  # TCP port of the listener.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'host', 'port', 'unknown_tagged_fields')
+
+    name: str  # Listener name, e.g. CONTROLLER.
+    host: str  # Hostname or IP address of the listener.
+    port: int  # TCP port of the listener.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        host: str = '',
+        port: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.host, self.port, self.unknown_tagged_fields,) == (o.name, o.host, o.port, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -132,13 +228,32 @@ class Listener(Message):
         )
 
 
-@dataclass(slots=True)
 class Node(Message):
     """The Node struct of DescribeQuorumResponse."""
 
-    node_id: int = 0  # Node id of the voter.
-    listeners: list[Listener] = field(default_factory=list)  # Listener endpoints of the voter.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('node_id', 'listeners', 'unknown_tagged_fields')
+
+    node_id: int  # Node id of the voter.
+    listeners: list[Listener]  # Listener endpoints of the voter.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        node_id: int = 0,
+        listeners: list[Listener] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.node_id = node_id
+        self.listeners = [] if listeners is _FACTORY else listeners
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.node_id, self.listeners, self.unknown_tagged_fields,) == (o.node_id, o.listeners, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -149,18 +264,41 @@ class Node(Message):
         )
 
 
-@dataclass(slots=True)
 class DescribeQuorumResponse(Message):
     """DescribeQuorumResponse: Leader, high watermark and replica progress of the KRaft quorum.
 
     Versions 0-2, api key 55; flexible versions 0+.
     """
 
-    error_code: int = 0  # Error code for the whole response; 0 if none.
-    error_message: str | None = ''  # Human-readable detail for the error, or null.
-    topics: list[TopicData] = field(default_factory=list)  # Per-topic results.
-    nodes: list[Node] = field(default_factory=list)  # Listener endpoints of the voters.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('error_code', 'error_message', 'topics', 'nodes', 'unknown_tagged_fields')
+
+    error_code: int  # Error code for the whole response; 0 if none.
+    error_message: str | None  # Human-readable detail for the error, or null.
+    topics: list[TopicData]  # Per-topic results.
+    nodes: list[Node]  # Listener endpoints of the voters.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        error_message: str | None = '',
+        topics: list[TopicData] = _FACTORY,
+        nodes: list[Node] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.topics = [] if topics is _FACTORY else topics
+        self.nodes = [] if nodes is _FACTORY else nodes
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.error_message, self.topics, self.nodes, self.unknown_tagged_fields,) == (o.error_code, o.error_message, o.topics, o.nodes, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

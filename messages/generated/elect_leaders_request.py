@@ -7,7 +7,6 @@ Elect partition leaders: the preferred replica, or any live replica when none is
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,18 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['ElectLeadersRequest', 'TopicPartitions']
 
 
-@dataclass(slots=True)
 class TopicPartitions(Message):
     """The TopicPartitions struct of ElectLeadersRequest."""
 
-    topic: str = ''  # Topic name.
-    partitions: list[int] = field(default_factory=list)  # Partition indexes.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topic', 'partitions', 'unknown_tagged_fields')
+
+    topic: str  # Topic name.
+    partitions: list[int]  # Partition indexes.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topic: str = '',
+        partitions: list[int] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topic, self.partitions, self.unknown_tagged_fields,) == (o.topic, o.partitions, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -61,17 +80,38 @@ class TopicPartitions(Message):
         )
 
 
-@dataclass(slots=True)
 class ElectLeadersRequest(Message):
     """ElectLeadersRequest: Elect partition leaders: the preferred replica, or any live replica when none is in sync.
 
     Versions 0-2, api key 43; flexible versions 2+.
     """
 
-    election_type: int = 0  # 0 preferred, 1 unclean.
-    topic_partitions: list[TopicPartitions] | None = field(default_factory=list)  # The partitions; null for every partition.
-    timeout_ms: int = 60000  # How long the client waits for the elections, in ms.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('election_type', 'topic_partitions', 'timeout_ms', 'unknown_tagged_fields')
+
+    election_type: int  # 0 preferred, 1 unclean.
+    topic_partitions: list[TopicPartitions] | None  # The partitions; null for every partition.
+    timeout_ms: int  # How long the client waits for the elections, in ms.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        election_type: int = 0,
+        topic_partitions: list[TopicPartitions] | None = _FACTORY,
+        timeout_ms: int = 60000,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.election_type = election_type
+        self.topic_partitions = [] if topic_partitions is _FACTORY else topic_partitions
+        self.timeout_ms = timeout_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.election_type, self.topic_partitions, self.timeout_ms, self.unknown_tagged_fields,) == (o.election_type, o.topic_partitions, o.timeout_ms, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

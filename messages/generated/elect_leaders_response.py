@@ -7,7 +7,6 @@ The outcome of each partition's election.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,19 +38,41 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['ElectLeadersResponse', 'ReplicaElectionResult', 'PartitionResult']
 
 
-@dataclass(slots=True)
 class PartitionResult(Message):
     """The PartitionResult struct of ElectLeadersResponse."""
 
-    partition_id: int = 0  # Partition index.
-    error_code: int = 0  # Error code, 0 when elected.
-    error_message: str | None = ''  # Error message, null when elected.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('partition_id', 'error_code', 'error_message', 'unknown_tagged_fields')
+
+    partition_id: int  # Partition index.
+    error_code: int  # Error code, 0 when elected.
+    error_message: str | None  # Error message, null when elected.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        partition_id: int = 0,
+        error_code: int = 0,
+        error_message: str | None = '',
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.partition_id = partition_id
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.partition_id, self.error_code, self.error_message, self.unknown_tagged_fields,) == (o.partition_id, o.error_code, o.error_message, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -63,13 +84,32 @@ class PartitionResult(Message):
         )
 
 
-@dataclass(slots=True)
 class ReplicaElectionResult(Message):
     """The ReplicaElectionResult struct of ElectLeadersResponse."""
 
-    topic: str = ''  # Topic name.
-    partition_result: list[PartitionResult] = field(default_factory=list)  # One result per partition.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topic', 'partition_result', 'unknown_tagged_fields')
+
+    topic: str  # Topic name.
+    partition_result: list[PartitionResult]  # One result per partition.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topic: str = '',
+        partition_result: list[PartitionResult] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topic = topic
+        self.partition_result = [] if partition_result is _FACTORY else partition_result
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topic, self.partition_result, self.unknown_tagged_fields,) == (o.topic, o.partition_result, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -80,17 +120,38 @@ class ReplicaElectionResult(Message):
         )
 
 
-@dataclass(slots=True)
 class ElectLeadersResponse(Message):
     """ElectLeadersResponse: The outcome of each partition's election.
 
     Versions 0-2, api key 43; flexible versions 2+.
     """
 
-    throttle_time_ms: int = 0  # Throttle time in ms, 0 when not throttled.
-    error_code: int = 0  # Error code for the whole request, 0 if none.
-    replica_election_results: list[ReplicaElectionResult] = field(default_factory=list)  # One result per topic.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'replica_election_results', 'unknown_tagged_fields')
+
+    throttle_time_ms: int  # Throttle time in ms, 0 when not throttled.
+    error_code: int  # Error code for the whole request, 0 if none.
+    replica_election_results: list[ReplicaElectionResult]  # One result per topic.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        replica_election_results: list[ReplicaElectionResult] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.replica_election_results = [] if replica_election_results is _FACTORY else replica_election_results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.replica_election_results, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.replica_election_results, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Sent by a resigning leader so that voters start a new election promptly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,18 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['EndQuorumEpochRequest', 'LeaderEndpoint', 'TopicData', 'PartitionData', 'ReplicaInfo']
 
 
-@dataclass(slots=True)
 class ReplicaInfo(Message):
     """The ReplicaInfo struct of EndQuorumEpochRequest."""
 
-    candidate_id: int = 0  # Replica id of a preferred candidate.
-    candidate_directory_id: Uuid = ZERO_UUID  # Directory id of the preferred candidate.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('candidate_id', 'candidate_directory_id', 'unknown_tagged_fields')
+
+    candidate_id: int  # Replica id of a preferred candidate.
+    candidate_directory_id: Uuid  # Directory id of the preferred candidate.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        candidate_id: int = 0,
+        candidate_directory_id: Uuid = ZERO_UUID,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.candidate_id = candidate_id
+        self.candidate_directory_id = candidate_directory_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.candidate_id, self.candidate_directory_id, self.unknown_tagged_fields,) == (o.candidate_id, o.candidate_directory_id, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -61,16 +80,41 @@ class ReplicaInfo(Message):
         )
 
 
-@dataclass(slots=True)
 class PartitionData(Message):
     """The PartitionData struct of EndQuorumEpochRequest."""
 
-    partition_index: int = 0  # Partition number within the topic.
-    leader_id: int = 0  # Replica id of the resigning leader.
-    leader_epoch: int = 0  # Epoch the leader is giving up.
-    preferred_successors: list[int] = field(default_factory=list)  # Voter ids ordered from most to least caught up.
-    preferred_candidates: list[ReplicaInfo] = field(default_factory=list)  # Voter replica keys ordered from most to least caught up.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('partition_index', 'leader_id', 'leader_epoch', 'preferred_successors', 'preferred_candidates', 'unknown_tagged_fields')
+
+    partition_index: int  # Partition number within the topic.
+    leader_id: int  # Replica id of the resigning leader.
+    leader_epoch: int  # Epoch the leader is giving up.
+    preferred_successors: list[int]  # Voter ids ordered from most to least caught up.
+    preferred_candidates: list[ReplicaInfo]  # Voter replica keys ordered from most to least caught up.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        partition_index: int = 0,
+        leader_id: int = 0,
+        leader_epoch: int = 0,
+        preferred_successors: list[int] = _FACTORY,
+        preferred_candidates: list[ReplicaInfo] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.partition_index = partition_index
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.preferred_successors = [] if preferred_successors is _FACTORY else preferred_successors
+        self.preferred_candidates = [] if preferred_candidates is _FACTORY else preferred_candidates
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.partition_index, self.leader_id, self.leader_epoch, self.preferred_successors, self.preferred_candidates, self.unknown_tagged_fields,) == (o.partition_index, o.leader_id, o.leader_epoch, o.preferred_successors, o.preferred_candidates, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -84,13 +128,32 @@ class PartitionData(Message):
         )
 
 
-@dataclass(slots=True)
 class TopicData(Message):
     """The TopicData struct of EndQuorumEpochRequest."""
 
-    topic_name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
-    partitions: list[PartitionData] = field(default_factory=list)  # Partitions of the topic.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields')
+
+    topic_name: str  # Topic name; __cluster_metadata for the KRaft log.
+    partitions: list[PartitionData]  # Partitions of the topic.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topic_name: str = '',
+        partitions: list[PartitionData] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topic_name, self.partitions, self.unknown_tagged_fields,) == (o.topic_name, o.partitions, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -101,14 +164,35 @@ class TopicData(Message):
         )
 
 
-@dataclass(slots=True)
 class LeaderEndpoint(Message):
     """The LeaderEndpoint struct of EndQuorumEpochRequest."""
 
-    name: str = ''  # Listener name, e.g. CONTROLLER.
-    host: str = ''  # Hostname or IP address of the listener.
-    port: int = 0  # TCP port of the listener.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'host', 'port', 'unknown_tagged_fields')
+
+    name: str  # Listener name, e.g. CONTROLLER.
+    host: str  # Hostname or IP address of the listener.
+    port: int  # TCP port of the listener.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        host: str = '',
+        port: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.host, self.port, self.unknown_tagged_fields,) == (o.name, o.host, o.port, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -120,17 +204,38 @@ class LeaderEndpoint(Message):
         )
 
 
-@dataclass(slots=True)
 class EndQuorumEpochRequest(Message):
     """EndQuorumEpochRequest: Sent by a resigning leader so that voters start a new election promptly.
 
     Versions 0-1, api key 54; flexible versions 1+.
     """
 
-    cluster_id: str | None = None  # Cluster id of the leader; null skips the check.
-    topics: list[TopicData] = field(default_factory=list)  # Topics concerned; in KRaft only __cluster_metadata.
-    leader_endpoints: list[LeaderEndpoint] = field(default_factory=list)  # Listener endpoints of the resigning leader.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('cluster_id', 'topics', 'leader_endpoints', 'unknown_tagged_fields')
+
+    cluster_id: str | None  # Cluster id of the leader; null skips the check.
+    topics: list[TopicData]  # Topics concerned; in KRaft only __cluster_metadata.
+    leader_endpoints: list[LeaderEndpoint]  # Listener endpoints of the resigning leader.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        cluster_id: str | None = None,
+        topics: list[TopicData] = _FACTORY,
+        leader_endpoints: list[LeaderEndpoint] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.cluster_id = cluster_id
+        self.topics = [] if topics is _FACTORY else topics
+        self.leader_endpoints = [] if leader_endpoints is _FACTORY else leader_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.cluster_id, self.topics, self.leader_endpoints, self.unknown_tagged_fields,) == (o.cluster_id, o.topics, o.leader_endpoints, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Wraps a client request that a broker forwards to the active controller.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,22 +38,44 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['EnvelopeRequest']
 
 
-@dataclass(slots=True)
 class EnvelopeRequest(Message):
     """EnvelopeRequest: Wraps a client request that a broker forwards to the active controller.
 
     Versions 0, api key 58; flexible versions 0+.
     """
 
-    request_data: bytes = b''  # Serialized header and body of the forwarded request.
-    request_principal: bytes | None = b''  # Serialized principal of the original client, or null.
-    client_host_address: bytes = b''  # Raw IP address bytes of the original client.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('request_data', 'request_principal', 'client_host_address', 'unknown_tagged_fields')
+
+    request_data: bytes  # Serialized header and body of the forwarded request.
+    request_principal: bytes | None  # Serialized principal of the original client, or null.
+    client_host_address: bytes  # Raw IP address bytes of the original client.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        request_data: bytes = b'',
+        request_principal: bytes | None = b'',
+        client_host_address: bytes = b'',
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.request_data = request_data
+        self.request_principal = request_principal
+        self.client_host_address = client_host_address
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.request_data, self.request_principal, self.client_host_address, self.unknown_tagged_fields,) == (o.request_data, o.request_principal, o.client_host_address, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

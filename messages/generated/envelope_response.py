@@ -7,7 +7,6 @@ Carries the controller's answer to a forwarded request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,21 +38,41 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['EnvelopeResponse']
 
 
-@dataclass(slots=True)
 class EnvelopeResponse(Message):
     """EnvelopeResponse: Carries the controller's answer to a forwarded request.
 
     Versions 0, api key 58; flexible versions 0+.
     """
 
-    response_data: bytes | None = None  # Serialized response to the forwarded request, or null on error.
-    error_code: int = 0  # Envelope-level error code; 0 if the inner request was handled.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('response_data', 'error_code', 'unknown_tagged_fields')
+
+    response_data: bytes | None  # Serialized response to the forwarded request, or null on error.
+    error_code: int  # Envelope-level error code; 0 if the inner request was handled.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        response_data: bytes | None = None,
+        error_code: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.response_data = response_data
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.response_data, self.error_code, self.unknown_tagged_fields,) == (o.response_data, o.error_code, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

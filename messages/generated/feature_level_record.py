@@ -7,7 +7,6 @@ Metadata record setting the finalized level of one feature.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,21 +38,41 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['FeatureLevelRecord']
 
 
-@dataclass(slots=True)
 class FeatureLevelRecord(Message):
     """FeatureLevelRecord: Metadata record setting the finalized level of one feature.
 
     Versions 0, api key 12; flexible versions 0+.
     """
 
-    name: str = ''  # Feature name, e.g. metadata.version.
-    feature_level: int = 0  # Finalized level of the feature; 0 removes it.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'feature_level', 'unknown_tagged_fields')
+
+    name: str  # Feature name, e.g. metadata.version.
+    feature_level: int  # Finalized level of the feature; 0 removes it.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        feature_level: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.feature_level = feature_level
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.feature_level, self.unknown_tagged_fields,) == (o.name, o.feature_level, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Reads records from partition leaders; KRaft replicas use it to replicate the met
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,18 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['FetchRequest', 'ForgottenTopic', 'FetchTopic', 'FetchPartition', 'ReplicaState']
 
 
-@dataclass(slots=True)
 class ReplicaState(Message):
     """The ReplicaState struct of FetchRequest."""
 
-    replica_id: int = -1  # Id of the fetching replica; -1 for consumers.
-    replica_epoch: int = -1  # Broker epoch of the fetching replica; -1 if unknown.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('replica_id', 'replica_epoch', 'unknown_tagged_fields')
+
+    replica_id: int  # Id of the fetching replica; -1 for consumers.
+    replica_epoch: int  # Broker epoch of the fetching replica; -1 if unknown.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        replica_id: int = -1,
+        replica_epoch: int = -1,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.replica_id = replica_id
+        self.replica_epoch = replica_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.replica_id, self.replica_epoch, self.unknown_tagged_fields,) == (o.replica_id, o.replica_epoch, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -61,19 +80,50 @@ class ReplicaState(Message):
         )
 
 
-@dataclass(slots=True)
 class FetchPartition(Message):
     """The FetchPartition struct of FetchRequest."""
 
-    partition: int = 0  # Partition number within the topic.
-    current_leader_epoch: int = -1  # Leader epoch the fetcher believes current; -1 skips the check.
-    fetch_offset: int = 0  # Offset to read from; for a replica, its log end offset.
-    last_fetched_epoch: int = -1  # Epoch of the fetcher's last record, used to detect log divergence.
-    log_start_offset: int = -1  # Fetcher's log start offset; -1 for consumers.
-    partition_max_bytes: int = 0  # Upper bound on the bytes returned for this partition.
-    replica_directory_id: Uuid = ZERO_UUID  # Directory id of the fetching replica's key (KIP-853).
-    high_watermark: int = 9223372036854775807  # High watermark known to the fetcher (KIP-1166); -1 unknown, Long.MAX_VALUE unsupported.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id', 'high_watermark', 'unknown_tagged_fields')
+
+    partition: int  # Partition number within the topic.
+    current_leader_epoch: int  # Leader epoch the fetcher believes current; -1 skips the check.
+    fetch_offset: int  # Offset to read from; for a replica, its log end offset.
+    last_fetched_epoch: int  # Epoch of the fetcher's last record, used to detect log divergence.
+    log_start_offset: int  # Fetcher's log start offset; -1 for consumers.
+    partition_max_bytes: int  # Upper bound on the bytes returned for this partition.
+    replica_directory_id: Uuid  # Directory id of the fetching replica's key (KIP-853).
+    high_watermark: int  # High watermark known to the fetcher (KIP-1166); -1 unknown, Long.MAX_VALUE unsupported.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        partition: int = 0,
+        current_leader_epoch: int = -1,
+        fetch_offset: int = 0,
+        last_fetched_epoch: int = -1,
+        log_start_offset: int = -1,
+        partition_max_bytes: int = 0,
+        replica_directory_id: Uuid = ZERO_UUID,
+        high_watermark: int = 9223372036854775807,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.partition = partition
+        self.current_leader_epoch = current_leader_epoch
+        self.fetch_offset = fetch_offset
+        self.last_fetched_epoch = last_fetched_epoch
+        self.log_start_offset = log_start_offset
+        self.partition_max_bytes = partition_max_bytes
+        self.replica_directory_id = replica_directory_id
+        self.high_watermark = high_watermark
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.partition, self.current_leader_epoch, self.fetch_offset, self.last_fetched_epoch, self.log_start_offset, self.partition_max_bytes, self.replica_directory_id, self.high_watermark, self.unknown_tagged_fields,) == (o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes, o.replica_directory_id, o.high_watermark, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -90,14 +140,35 @@ class FetchPartition(Message):
         )
 
 
-@dataclass(slots=True)
 class FetchTopic(Message):
     """The FetchTopic struct of FetchRequest."""
 
-    topic: str = ''  # Topic name, before topic ids were used.
-    topic_id: Uuid = ZERO_UUID  # Topic id, which replaces the name from v13.
-    partitions: list[FetchPartition] = field(default_factory=list)  # Partition entries to read from.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topic', 'topic_id', 'partitions', 'unknown_tagged_fields')
+
+    topic: str  # Topic name, before topic ids were used.
+    topic_id: Uuid  # Topic id, which replaces the name from v13.
+    partitions: list[FetchPartition]  # Partition entries to read from.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topic: str = '',
+        topic_id: Uuid = ZERO_UUID,
+        partitions: list[FetchPartition] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topic = topic
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topic, self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic, o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -109,14 +180,35 @@ class FetchTopic(Message):
         )
 
 
-@dataclass(slots=True)
 class ForgottenTopic(Message):
     """The ForgottenTopic struct of FetchRequest."""
 
-    topic: str = ''  # Topic name, before topic ids were used.
-    topic_id: Uuid = ZERO_UUID  # Topic id, which replaces the name from v13.
-    partitions: list[int] = field(default_factory=list)  # Indexes of the partitions to drop.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topic', 'topic_id', 'partitions', 'unknown_tagged_fields')
+
+    topic: str  # Topic name, before topic ids were used.
+    topic_id: Uuid  # Topic id, which replaces the name from v13.
+    partitions: list[int]  # Indexes of the partitions to drop.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topic: str = '',
+        topic_id: Uuid = ZERO_UUID,
+        partitions: list[int] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topic = topic
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topic, self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic, o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -128,26 +220,65 @@ class ForgottenTopic(Message):
         )
 
 
-@dataclass(slots=True)
 class FetchRequest(Message):
     """FetchRequest: Reads records from partition leaders; KRaft replicas use it to replicate the metadata log.
 
     Versions 4-18, api key 1; flexible versions 12+.
     """
 
-    cluster_id: str | None = None  # Cluster id of the fetcher; null skips the check.
-    replica_id: int = -1  # Id of the fetching replica; -1 for consumers.
-    replica_state: ReplicaState = field(default_factory=ReplicaState)  # Identity of the fetching replica (KIP-903).
-    max_wait_ms: int = 0  # Longest time in ms the leader may hold the fetch waiting for data.
-    min_bytes: int = 0  # Minimum bytes to gather before answering.
-    max_bytes: int = 2147483647  # Upper bound on the bytes returned overall.
-    isolation_level: int = 0  # 0 read uncommitted, 1 read committed.
-    session_id: int = 0  # Incremental fetch session id; 0 if none.
-    session_epoch: int = -1  # Position in the fetch session; 0 opens one, -1 means no session.
-    topics: list[FetchTopic] = field(default_factory=list)  # Topic entries to read from.
-    forgotten_topics_data: list[ForgottenTopic] = field(default_factory=list)  # Partitions to drop from the incremental fetch session.
-    rack_id: str = ''  # Rack of the consumer, for fetching from the closest replica.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('cluster_id', 'replica_id', 'replica_state', 'max_wait_ms', 'min_bytes', 'max_bytes', 'isolation_level', 'session_id', 'session_epoch', 'topics', 'forgotten_topics_data', 'rack_id', 'unknown_tagged_fields')
+
+    cluster_id: str | None  # Cluster id of the fetcher; null skips the check.
+    replica_id: int  # Id of the fetching replica; -1 for consumers.
+    replica_state: ReplicaState  # Identity of the fetching replica (KIP-903).
+    max_wait_ms: int  # Longest time in ms the leader may hold the fetch waiting for data.
+    min_bytes: int  # Minimum bytes to gather before answering.
+    max_bytes: int  # Upper bound on the bytes returned overall.
+    isolation_level: int  # 0 read uncommitted, 1 read committed.
+    session_id: int  # Incremental fetch session id; 0 if none.
+    session_epoch: int  # Position in the fetch session; 0 opens one, -1 means no session.
+    topics: list[FetchTopic]  # Topic entries to read from.
+    forgotten_topics_data: list[ForgottenTopic]  # Partitions to drop from the incremental fetch session.
+    rack_id: str  # Rack of the consumer, for fetching from the closest replica.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        cluster_id: str | None = None,
+        replica_id: int = -1,
+        replica_state: ReplicaState = _FACTORY,
+        max_wait_ms: int = 0,
+        min_bytes: int = 0,
+        max_bytes: int = 2147483647,
+        isolation_level: int = 0,
+        session_id: int = 0,
+        session_epoch: int = -1,
+        topics: list[FetchTopic] = _FACTORY,
+        forgotten_topics_data: list[ForgottenTopic] = _FACTORY,
+        rack_id: str = '',
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.cluster_id = cluster_id
+        self.replica_id = replica_id
+        self.replica_state = ReplicaState() if replica_state is _FACTORY else replica_state
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self.isolation_level = isolation_level
+        self.session_id = session_id
+        self.session_epoch = session_epoch
+        self.topics = [] if topics is _FACTORY else topics
+        self.forgotten_topics_data = [] if forgotten_topics_data is _FACTORY else forgotten_topics_data
+        self.rack_id = rack_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.cluster_id, self.replica_id, self.replica_state, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch, self.topics, self.forgotten_topics_data, self.rack_id, self.unknown_tagged_fields,) == (o.cluster_id, o.replica_id, o.replica_state, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, o.topics, o.forgotten_topics_data, o.rack_id, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

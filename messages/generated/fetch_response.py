@@ -7,7 +7,6 @@ Records and offsets for a fetch, plus KRaft divergence and snapshot hints.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,18 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['FetchResponse', 'NodeEndpoint', 'FetchableTopicResponse', 'PartitionData', 'AbortedTransaction', 'SnapshotId', 'LeaderIdAndEpoch', 'EpochEndOffset']
 
 
-@dataclass(slots=True)
 class EpochEndOffset(Message):
     """The EpochEndOffset struct of FetchResponse."""
 
-    epoch: int = -1  # Largest leader epoch the two logs share.
-    end_offset: int = -1  # End offset of that epoch in the leader's log.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('epoch', 'end_offset', 'unknown_tagged_fields')
+
+    epoch: int  # Largest leader epoch the two logs share.
+    end_offset: int  # End offset of that epoch in the leader's log.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        epoch: int = -1,
+        end_offset: int = -1,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.epoch = epoch
+        self.end_offset = end_offset
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.epoch, self.end_offset, self.unknown_tagged_fields,) == (o.epoch, o.end_offset, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -61,13 +80,32 @@ class EpochEndOffset(Message):
         )
 
 
-@dataclass(slots=True)
 class LeaderIdAndEpoch(Message):
     """The LeaderIdAndEpoch struct of FetchResponse."""
 
-    leader_id: int = -1  # Id of the current leader, or -1.
-    leader_epoch: int = -1  # Epoch of that leader, or -1 if unknown.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('leader_id', 'leader_epoch', 'unknown_tagged_fields')
+
+    leader_id: int  # Id of the current leader, or -1.
+    leader_epoch: int  # Epoch of that leader, or -1 if unknown.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        leader_id: int = -1,
+        leader_epoch: int = -1,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.leader_id, self.leader_epoch, self.unknown_tagged_fields,) == (o.leader_id, o.leader_epoch, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -78,13 +116,32 @@ class LeaderIdAndEpoch(Message):
         )
 
 
-@dataclass(slots=True)
 class SnapshotId(Message):
     """The SnapshotId struct of FetchResponse."""
 
-    end_offset: int = -1  # End offset of the snapshot.
-    epoch: int = -1  # Epoch of the snapshot.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('end_offset', 'epoch', 'unknown_tagged_fields')
+
+    end_offset: int  # End offset of the snapshot.
+    epoch: int  # Epoch of the snapshot.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        end_offset: int = -1,
+        epoch: int = -1,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.end_offset = end_offset
+        self.epoch = epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.end_offset, self.epoch, self.unknown_tagged_fields,) == (o.end_offset, o.epoch, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -95,13 +152,32 @@ class SnapshotId(Message):
         )
 
 
-@dataclass(slots=True)
 class AbortedTransaction(Message):
     """The AbortedTransaction struct of FetchResponse."""
 
-    producer_id: int = 0  # Producer id that wrote the aborted transaction.
-    first_offset: int = 0  # Offset at which the aborted transaction begins.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('producer_id', 'first_offset', 'unknown_tagged_fields')
+
+    producer_id: int  # Producer id that wrote the aborted transaction.
+    first_offset: int  # Offset at which the aborted transaction begins.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        producer_id: int = 0,
+        first_offset: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.producer_id = producer_id
+        self.first_offset = first_offset
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.producer_id, self.first_offset, self.unknown_tagged_fields,) == (o.producer_id, o.first_offset, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -112,22 +188,59 @@ class AbortedTransaction(Message):
         )
 
 
-@dataclass(slots=True)
 class PartitionData(Message):
     """The PartitionData struct of FetchResponse."""
 
-    partition_index: int = 0  # Partition number within the topic.
-    error_code: int = 0  # Error code for this partition; 0 if none.
-    high_watermark: int = 0  # Leader's high watermark; -1 if unknown.
-    last_stable_offset: int = -1  # Offset below which all transactions are decided; -1 if unknown.
-    log_start_offset: int = -1  # Leader's log start offset; -1 if unknown.
-    diverging_epoch: EpochEndOffset = field(default_factory=EpochEndOffset)  # Set when the fetcher's log diverges from the leader's and must be truncated.
-    current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)  # Leader id and epoch known to the responder.
-    snapshot_id: SnapshotId = field(default_factory=SnapshotId)  # Set when the fetcher must first load this snapshot.
-    aborted_transactions: list[AbortedTransaction] | None = field(default_factory=list)  # Aborted transactions overlapping the returned records.
-    preferred_read_replica: int = -1  # Replica the consumer should read from instead; -1 if none.
-    records: bytes | memoryview | None = None  # Returned record batches.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('partition_index', 'error_code', 'high_watermark', 'last_stable_offset', 'log_start_offset', 'diverging_epoch', 'current_leader', 'snapshot_id', 'aborted_transactions', 'preferred_read_replica', 'records', 'unknown_tagged_fields')
+
+    partition_index: int  # Partition number within the topic.
+    error_code: int  # Error code for this partition; 0 if none.
+    high_watermark: int  # Leader's high watermark; -1 if unknown.
+    last_stable_offset: int  # Offset below which all transactions are decided; -1 if unknown.
+    log_start_offset: int  # Leader's log start offset; -1 if unknown.
+    diverging_epoch: EpochEndOffset  # Set when the fetcher's log diverges from the leader's and must be truncated.
+    current_leader: LeaderIdAndEpoch  # Leader id and epoch known to the responder.
+    snapshot_id: SnapshotId  # Set when the fetcher must first load this snapshot.
+    aborted_transactions: list[AbortedTransaction] | None  # Aborted transactions overlapping the returned records.
+    preferred_read_replica: int  # Replica the consumer should read from instead; -1 if none.
+    records: bytes | memoryview | None  # Returned record batches.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        partition_index: int = 0,
+        error_code: int = 0,
+        high_watermark: int = 0,
+        last_stable_offset: int = -1,
+        log_start_offset: int = -1,
+        diverging_epoch: EpochEndOffset = _FACTORY,
+        current_leader: LeaderIdAndEpoch = _FACTORY,
+        snapshot_id: SnapshotId = _FACTORY,
+        aborted_transactions: list[AbortedTransaction] | None = _FACTORY,
+        preferred_read_replica: int = -1,
+        records: bytes | memoryview | None = None,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.high_watermark = high_watermark
+        self.last_stable_offset = last_stable_offset
+        self.log_start_offset = log_start_offset
+        self.diverging_epoch = EpochEndOffset() if diverging_epoch is _FACTORY else diverging_epoch
+        self.current_leader = LeaderIdAndEpoch() if current_leader is _FACTORY else current_leader
+        self.snapshot_id = SnapshotId() if snapshot_id is _FACTORY else snapshot_id
+        self.aborted_transactions = [] if aborted_transactions is _FACTORY else aborted_transactions
+        self.preferred_read_replica = preferred_read_replica
+        self.records = records
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset, self.diverging_epoch, self.current_leader, self.snapshot_id, self.aborted_transactions, self.preferred_read_replica, self.records, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset, o.diverging_epoch, o.current_leader, o.snapshot_id, o.aborted_transactions, o.preferred_read_replica, o.records, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -147,14 +260,35 @@ class PartitionData(Message):
         )
 
 
-@dataclass(slots=True)
 class FetchableTopicResponse(Message):
     """The FetchableTopicResponse struct of FetchResponse."""
 
-    topic: str = ''  # Topic name, before topic ids were used.
-    topic_id: Uuid = ZERO_UUID  # Topic id, which replaces the name from v13.
-    partitions: list[PartitionData] = field(default_factory=list)  # Per-partition results.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topic', 'topic_id', 'partitions', 'unknown_tagged_fields')
+
+    topic: str  # Topic name, before topic ids were used.
+    topic_id: Uuid  # Topic id, which replaces the name from v13.
+    partitions: list[PartitionData]  # Per-partition results.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topic: str = '',
+        topic_id: Uuid = ZERO_UUID,
+        partitions: list[PartitionData] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topic = topic
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topic, self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic, o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -166,15 +300,38 @@ class FetchableTopicResponse(Message):
         )
 
 
-@dataclass(slots=True)
 class NodeEndpoint(Message):
     """The NodeEndpoint struct of FetchResponse."""
 
-    node_id: int = 0  # Node id the endpoint belongs to.
-    host: str = ''  # Hostname or IP address of the node.
-    port: int = 0  # TCP port of the node.
-    rack: str | None = None  # Rack of the node, or null.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('node_id', 'host', 'port', 'rack', 'unknown_tagged_fields')
+
+    node_id: int  # Node id the endpoint belongs to.
+    host: str  # Hostname or IP address of the node.
+    port: int  # TCP port of the node.
+    rack: str | None  # Rack of the node, or null.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        node_id: int = 0,
+        host: str = '',
+        port: int = 0,
+        rack: str | None = None,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.node_id, self.host, self.port, self.rack, self.unknown_tagged_fields,) == (o.node_id, o.host, o.port, o.rack, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -187,19 +344,44 @@ class NodeEndpoint(Message):
         )
 
 
-@dataclass(slots=True)
 class FetchResponse(Message):
     """FetchResponse: Records and offsets for a fetch, plus KRaft divergence and snapshot hints.
 
     Versions 4-18, api key 1; flexible versions 12+.
     """
 
-    throttle_time_ms: int = 0  # Time in ms the response was held back by quota throttling; 0 if none.
-    error_code: int = 0  # Error code for the whole response; 0 if none.
-    session_id: int = 0  # Incremental fetch session id; 0 if none.
-    responses: list[FetchableTopicResponse] = field(default_factory=list)  # Per-topic results.
-    node_endpoints: list[NodeEndpoint] = field(default_factory=list)  # Endpoints of leaders named in the response (KIP-951).
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'session_id', 'responses', 'node_endpoints', 'unknown_tagged_fields')
+
+    throttle_time_ms: int  # Time in ms the response was held back by quota throttling; 0 if none.
+    error_code: int  # Error code for the whole response; 0 if none.
+    session_id: int  # Incremental fetch session id; 0 if none.
+    responses: list[FetchableTopicResponse]  # Per-topic results.
+    node_endpoints: list[NodeEndpoint]  # Endpoints of leaders named in the response (KIP-951).
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        session_id: int = 0,
+        responses: list[FetchableTopicResponse] = _FACTORY,
+        node_endpoints: list[NodeEndpoint] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.session_id = session_id
+        self.responses = [] if responses is _FACTORY else responses
+        self.node_endpoints = [] if node_endpoints is _FACTORY else node_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.session_id, self.responses, self.node_endpoints, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.session_id, o.responses, o.node_endpoints, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Downloads a chunk of a KRaft snapshot from the leader.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,18 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['FetchSnapshotRequest', 'TopicSnapshot', 'PartitionSnapshot', 'SnapshotId']
 
 
-@dataclass(slots=True)
 class SnapshotId(Message):
     """The SnapshotId struct of FetchSnapshotRequest."""
 
-    end_offset: int = 0  # End offset of the snapshot.
-    epoch: int = 0  # Epoch of the snapshot.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('end_offset', 'epoch', 'unknown_tagged_fields')
+
+    end_offset: int  # End offset of the snapshot.
+    epoch: int  # Epoch of the snapshot.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        end_offset: int = 0,
+        epoch: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.end_offset = end_offset
+        self.epoch = epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.end_offset, self.epoch, self.unknown_tagged_fields,) == (o.end_offset, o.epoch, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -61,16 +80,41 @@ class SnapshotId(Message):
         )
 
 
-@dataclass(slots=True)
 class PartitionSnapshot(Message):
     """The PartitionSnapshot struct of FetchSnapshotRequest."""
 
-    partition: int = 0  # Partition number within the topic.
-    current_leader_epoch: int = 0  # Leader epoch the fetcher believes current.
-    snapshot_id: SnapshotId = field(default_factory=SnapshotId)  # Snapshot to download.
-    position: int = 0  # Byte position in the snapshot to read from.
-    replica_directory_id: Uuid = ZERO_UUID  # Directory id of the fetching replica's key.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('partition', 'current_leader_epoch', 'snapshot_id', 'position', 'replica_directory_id', 'unknown_tagged_fields')
+
+    partition: int  # Partition number within the topic.
+    current_leader_epoch: int  # Leader epoch the fetcher believes current.
+    snapshot_id: SnapshotId  # Snapshot to download.
+    position: int  # Byte position in the snapshot to read from.
+    replica_directory_id: Uuid  # Directory id of the fetching replica's key.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        partition: int = 0,
+        current_leader_epoch: int = 0,
+        snapshot_id: SnapshotId = _FACTORY,
+        position: int = 0,
+        replica_directory_id: Uuid = ZERO_UUID,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.partition = partition
+        self.current_leader_epoch = current_leader_epoch
+        self.snapshot_id = SnapshotId() if snapshot_id is _FACTORY else snapshot_id
+        self.position = position
+        self.replica_directory_id = replica_directory_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.partition, self.current_leader_epoch, self.snapshot_id, self.position, self.replica_directory_id, self.unknown_tagged_fields,) == (o.partition, o.current_leader_epoch, o.snapshot_id, o.position, o.replica_directory_id, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -84,13 +128,32 @@ class PartitionSnapshot(Message):
         )
 
 
-@dataclass(slots=True)
 class TopicSnapshot(Message):
     """The TopicSnapshot struct of FetchSnapshotRequest."""
 
-    name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
-    partitions: list[PartitionSnapshot] = field(default_factory=list)  # Partitions to read from.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+
+    name: str  # Topic name; __cluster_metadata for the KRaft log.
+    partitions: list[PartitionSnapshot]  # Partitions to read from.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        partitions: list[PartitionSnapshot] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -101,18 +164,41 @@ class TopicSnapshot(Message):
         )
 
 
-@dataclass(slots=True)
 class FetchSnapshotRequest(Message):
     """FetchSnapshotRequest: Downloads a chunk of a KRaft snapshot from the leader.
 
     Versions 0-1, api key 59; flexible versions 0+.
     """
 
-    cluster_id: str | None = None  # Cluster id of the fetcher; null skips the check.
-    replica_id: int = -1  # Id of the replica fetching the snapshot.
-    max_bytes: int = 2147483647  # Upper bound on the bytes returned.
-    topics: list[TopicSnapshot] = field(default_factory=list)  # Topics to read from; in KRaft only __cluster_metadata.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('cluster_id', 'replica_id', 'max_bytes', 'topics', 'unknown_tagged_fields')
+
+    cluster_id: str | None  # Cluster id of the fetcher; null skips the check.
+    replica_id: int  # Id of the replica fetching the snapshot.
+    max_bytes: int  # Upper bound on the bytes returned.
+    topics: list[TopicSnapshot]  # Topics to read from; in KRaft only __cluster_metadata.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        cluster_id: str | None = None,
+        replica_id: int = -1,
+        max_bytes: int = 2147483647,
+        topics: list[TopicSnapshot] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.cluster_id = cluster_id
+        self.replica_id = replica_id
+        self.max_bytes = max_bytes
+        self.topics = [] if topics is _FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.cluster_id, self.replica_id, self.max_bytes, self.topics, self.unknown_tagged_fields,) == (o.cluster_id, o.replica_id, o.max_bytes, o.topics, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

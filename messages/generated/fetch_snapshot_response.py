@@ -7,7 +7,6 @@ A chunk of a KRaft snapshot sent by the leader.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,18 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['FetchSnapshotResponse', 'NodeEndpoint', 'TopicSnapshot', 'PartitionSnapshot', 'LeaderIdAndEpoch', 'SnapshotId']
 
 
-@dataclass(slots=True)
 class SnapshotId(Message):
     """The SnapshotId struct of FetchSnapshotResponse."""
 
-    end_offset: int = 0  # End offset of the snapshot.
-    epoch: int = 0  # Epoch of the snapshot.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('end_offset', 'epoch', 'unknown_tagged_fields')
+
+    end_offset: int  # End offset of the snapshot.
+    epoch: int  # Epoch of the snapshot.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        end_offset: int = 0,
+        epoch: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.end_offset = end_offset
+        self.epoch = epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.end_offset, self.epoch, self.unknown_tagged_fields,) == (o.end_offset, o.epoch, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -61,13 +80,32 @@ class SnapshotId(Message):
         )
 
 
-@dataclass(slots=True)
 class LeaderIdAndEpoch(Message):
     """The LeaderIdAndEpoch struct of FetchSnapshotResponse."""
 
-    leader_id: int = 0  # Id of the current leader, or -1.
-    leader_epoch: int = 0  # Epoch of that leader, or -1 if unknown.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('leader_id', 'leader_epoch', 'unknown_tagged_fields')
+
+    leader_id: int  # Id of the current leader, or -1.
+    leader_epoch: int  # Epoch of that leader, or -1 if unknown.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        leader_id: int = 0,
+        leader_epoch: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.leader_id, self.leader_epoch, self.unknown_tagged_fields,) == (o.leader_id, o.leader_epoch, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -78,18 +116,47 @@ class LeaderIdAndEpoch(Message):
         )
 
 
-@dataclass(slots=True)
 class PartitionSnapshot(Message):
     """The PartitionSnapshot struct of FetchSnapshotResponse."""
 
-    index: int = 0  # Partition number within the topic.
-    error_code: int = 0  # Error code for this partition; 0 if none.
-    snapshot_id: SnapshotId = field(default_factory=SnapshotId)  # Snapshot the bytes come from.
-    current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)  # Leader id and epoch known to the responder.
-    size: int = 0  # Snapshot length in bytes.
-    position: int = 0  # Byte position in the snapshot of the returned data.
-    unaligned_records: bytes | memoryview = b''  # Raw snapshot bytes; may cut through record batches.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('index', 'error_code', 'snapshot_id', 'current_leader', 'size', 'position', 'unaligned_records', 'unknown_tagged_fields')
+
+    index: int  # Partition number within the topic.
+    error_code: int  # Error code for this partition; 0 if none.
+    snapshot_id: SnapshotId  # Snapshot the bytes come from.
+    current_leader: LeaderIdAndEpoch  # Leader id and epoch known to the responder.
+    size: int  # Snapshot length in bytes.
+    position: int  # Byte position in the snapshot of the returned data.
+    unaligned_records: bytes | memoryview  # Raw snapshot bytes; may cut through record batches.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        index: int = 0,
+        error_code: int = 0,
+        snapshot_id: SnapshotId = _FACTORY,
+        current_leader: LeaderIdAndEpoch = _FACTORY,
+        size: int = 0,
+        position: int = 0,
+        unaligned_records: bytes | memoryview = b'',
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.index = index
+        self.error_code = error_code
+        self.snapshot_id = SnapshotId() if snapshot_id is _FACTORY else snapshot_id
+        self.current_leader = LeaderIdAndEpoch() if current_leader is _FACTORY else current_leader
+        self.size = size
+        self.position = position
+        self.unaligned_records = unaligned_records
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.index, self.error_code, self.snapshot_id, self.current_leader, self.size, self.position, self.unaligned_records, self.unknown_tagged_fields,) == (o.index, o.error_code, o.snapshot_id, o.current_leader, o.size, o.position, o.unaligned_records, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -105,13 +172,32 @@ class PartitionSnapshot(Message):
         )
 
 
-@dataclass(slots=True)
 class TopicSnapshot(Message):
     """The TopicSnapshot struct of FetchSnapshotResponse."""
 
-    name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
-    partitions: list[PartitionSnapshot] = field(default_factory=list)  # Per-partition results.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+
+    name: str  # Topic name; __cluster_metadata for the KRaft log.
+    partitions: list[PartitionSnapshot]  # Per-partition results.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        partitions: list[PartitionSnapshot] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -122,14 +208,35 @@ class TopicSnapshot(Message):
         )
 
 
-@dataclass(slots=True)
 class NodeEndpoint(Message):
     """The NodeEndpoint struct of FetchSnapshotResponse."""
 
-    node_id: int = 0  # Node id the endpoint belongs to.
-    host: str = ''  # Hostname or IP address of the node.
-    port: int = 0  # TCP port of the node.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('node_id', 'host', 'port', 'unknown_tagged_fields')
+
+    node_id: int  # Node id the endpoint belongs to.
+    host: str  # Hostname or IP address of the node.
+    port: int  # TCP port of the node.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        node_id: int = 0,
+        host: str = '',
+        port: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.node_id, self.host, self.port, self.unknown_tagged_fields,) == (o.node_id, o.host, o.port, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -141,18 +248,41 @@ class NodeEndpoint(Message):
         )
 
 
-@dataclass(slots=True)
 class FetchSnapshotResponse(Message):
     """FetchSnapshotResponse: A chunk of a KRaft snapshot sent by the leader.
 
     Versions 0-1, api key 59; flexible versions 0+.
     """
 
-    throttle_time_ms: int = 0  # Time in ms the response was held back by quota throttling; 0 if none.
-    error_code: int = 0  # Error code for the whole response; 0 if none.
-    topics: list[TopicSnapshot] = field(default_factory=list)  # Per-topic results.
-    node_endpoints: list[NodeEndpoint] = field(default_factory=list)  # Endpoints, on the request's listener, of leaders named in the response.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'topics', 'node_endpoints', 'unknown_tagged_fields')
+
+    throttle_time_ms: int  # Time in ms the response was held back by quota throttling; 0 if none.
+    error_code: int  # Error code for the whole response; 0 if none.
+    topics: list[TopicSnapshot]  # Per-topic results.
+    node_endpoints: list[NodeEndpoint]  # Endpoints, on the request's listener, of leaders named in the response.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        topics: list[TopicSnapshot] = _FACTORY,
+        node_endpoints: list[NodeEndpoint] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.topics = [] if topics is _FACTORY else topics
+        self.node_endpoints = [] if node_endpoints is _FACTORY else node_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.topics, self.node_endpoints, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.topics, o.node_endpoints, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

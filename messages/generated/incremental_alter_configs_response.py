@@ -7,7 +7,6 @@ The outcome of each resource of an IncrementalAlterConfigs request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,20 +38,44 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['IncrementalAlterConfigsResponse', 'AlterConfigsResourceResponse']
 
 
-@dataclass(slots=True)
 class AlterConfigsResourceResponse(Message):
     """The AlterConfigsResourceResponse struct of IncrementalAlterConfigsResponse."""
 
-    error_code: int = 0  # Error code, 0 when changed.
-    error_message: str | None = ''  # Error message, null when changed.
-    resource_type: int = 0  # Resource type.
-    resource_name: str = ''  # Resource name.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'unknown_tagged_fields')
+
+    error_code: int  # Error code, 0 when changed.
+    error_message: str | None  # Error message, null when changed.
+    resource_type: int  # Resource type.
+    resource_name: str  # Resource name.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        error_message: str | None = '',
+        resource_type: int = 0,
+        resource_name: str = '',
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.error_message, self.resource_type, self.resource_name, self.unknown_tagged_fields,) == (o.error_code, o.error_message, o.resource_type, o.resource_name, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -65,16 +88,35 @@ class AlterConfigsResourceResponse(Message):
         )
 
 
-@dataclass(slots=True)
 class IncrementalAlterConfigsResponse(Message):
     """IncrementalAlterConfigsResponse: The outcome of each resource of an IncrementalAlterConfigs request.
 
     Versions 0-1, api key 44; flexible versions 1+.
     """
 
-    throttle_time_ms: int = 0  # Throttle time in ms, 0 when not throttled.
-    responses: list[AlterConfigsResourceResponse] = field(default_factory=list)  # One result per resource.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('throttle_time_ms', 'responses', 'unknown_tagged_fields')
+
+    throttle_time_ms: int  # Throttle time in ms, 0 when not throttled.
+    responses: list[AlterConfigsResourceResponse]  # One result per resource.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        responses: list[AlterConfigsResourceResponse] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.responses = [] if responses is _FACTORY else responses
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.responses, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.responses, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Control record holding the finalized kraft.version level.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,21 +38,41 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['KRaftVersionRecord']
 
 
-@dataclass(slots=True)
 class KRaftVersionRecord(Message):
     """KRaftVersionRecord: Control record holding the finalized kraft.version level.
 
     Versions 0; flexible versions 0+.
     """
 
-    version_: int = 0  # Schema version of this record.
-    kraft_version: int = 0  # Finalized kraft.version; 1 enables dynamic voter changes.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('version_', 'kraft_version', 'unknown_tagged_fields')
+
+    version_: int  # Schema version of this record.
+    kraft_version: int  # Finalized kraft.version; 1 enables dynamic voter changes.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        version_: int = 0,
+        kraft_version: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.version_ = version_
+        self.kraft_version = kraft_version
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.version_, self.kraft_version, self.unknown_tagged_fields,) == (o.version_, o.kraft_version, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Control record a new leader writes at the start of its epoch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,18 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['LeaderChangeMessage', 'Voter']
 
 
-@dataclass(slots=True)
 class Voter(Message):
     """The Voter struct of LeaderChangeMessage."""
 
-    voter_id: int = 0  # Replica id of the voter.
-    voter_directory_id: Uuid = ZERO_UUID  # Directory id of the voter's replica key.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('voter_id', 'voter_directory_id', 'unknown_tagged_fields')
+
+    voter_id: int  # Replica id of the voter.
+    voter_directory_id: Uuid  # Directory id of the voter's replica key.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        voter_id: int = 0,
+        voter_directory_id: Uuid = ZERO_UUID,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.voter_id = voter_id
+        self.voter_directory_id = voter_directory_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.voter_id, self.voter_directory_id, self.unknown_tagged_fields,) == (o.voter_id, o.voter_directory_id, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -61,18 +80,41 @@ class Voter(Message):
         )
 
 
-@dataclass(slots=True)
 class LeaderChangeMessage(Message):
     """LeaderChangeMessage: Control record a new leader writes at the start of its epoch.
 
     Versions 0-1; flexible versions 0+.
     """
 
-    version_: int = 0  # Schema version of this record.
-    leader_id: int = 0  # Replica id of the new leader.
-    voters: list[Voter] = field(default_factory=list)  # Voters of the quorum when the leader was elected.
-    granting_voters: list[Voter] = field(default_factory=list)  # Voters that granted their vote to the leader.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('version_', 'leader_id', 'voters', 'granting_voters', 'unknown_tagged_fields')
+
+    version_: int  # Schema version of this record.
+    leader_id: int  # Replica id of the new leader.
+    voters: list[Voter]  # Voters of the quorum when the leader was elected.
+    granting_voters: list[Voter]  # Voters that granted their vote to the leader.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        version_: int = 0,
+        leader_id: int = 0,
+        voters: list[Voter] = _FACTORY,
+        granting_voters: list[Voter] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.version_ = version_
+        self.leader_id = leader_id
+        self.voters = [] if voters is _FACTORY else voters
+        self.granting_voters = [] if granting_voters is _FACTORY else granting_voters
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.version_, self.leader_id, self.voters, self.granting_voters, self.unknown_tagged_fields,) == (o.version_, o.leader_id, o.voters, o.granting_voters, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

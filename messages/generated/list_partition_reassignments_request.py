@@ -7,7 +7,6 @@ List the partition reassignments in progress (KIP-455).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,18 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['ListPartitionReassignmentsRequest', 'ListPartitionReassignmentsTopics']
 
 
-@dataclass(slots=True)
 class ListPartitionReassignmentsTopics(Message):
     """The ListPartitionReassignmentsTopics struct of ListPartitionReassignmentsRequest."""
 
-    name: str = ''  # Topic name.
-    partition_indexes: list[int] = field(default_factory=list)  # Partition indexes.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'partition_indexes', 'unknown_tagged_fields')
+
+    name: str  # Topic name.
+    partition_indexes: list[int]  # Partition indexes.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        partition_indexes: list[int] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is _FACTORY else partition_indexes
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.partition_indexes, self.unknown_tagged_fields,) == (o.name, o.partition_indexes, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -61,16 +80,35 @@ class ListPartitionReassignmentsTopics(Message):
         )
 
 
-@dataclass(slots=True)
 class ListPartitionReassignmentsRequest(Message):
     """ListPartitionReassignmentsRequest: List the partition reassignments in progress (KIP-455).
 
     Versions 0, api key 46; flexible versions 0+.
     """
 
-    timeout_ms: int = 60000  # How long the client waits, in ms.
-    topics: list[ListPartitionReassignmentsTopics] | None = None  # The partitions to look at; null for every reassigning partition.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('timeout_ms', 'topics', 'unknown_tagged_fields')
+
+    timeout_ms: int  # How long the client waits, in ms.
+    topics: list[ListPartitionReassignmentsTopics] | None  # The partitions to look at; null for every reassigning partition.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        timeout_ms: int = 60000,
+        topics: list[ListPartitionReassignmentsTopics] | None = None,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.timeout_ms = timeout_ms
+        self.topics = topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.timeout_ms, self.topics, self.unknown_tagged_fields,) == (o.timeout_ms, o.topics, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

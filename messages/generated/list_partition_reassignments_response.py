@@ -7,7 +7,6 @@ The partition reassignments in progress.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,20 +38,44 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['ListPartitionReassignmentsResponse', 'OngoingTopicReassignment', 'OngoingPartitionReassignment']
 
 
-@dataclass(slots=True)
 class OngoingPartitionReassignment(Message):
     """The OngoingPartitionReassignment struct of ListPartitionReassignmentsResponse."""
 
-    partition_index: int = 0  # Partition index.
-    replicas: list[int] = field(default_factory=list)  # The replicas now: the target plus those being removed.
-    adding_replicas: list[int] = field(default_factory=list)  # Replicas being added.
-    removing_replicas: list[int] = field(default_factory=list)  # Replicas being removed.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('partition_index', 'replicas', 'adding_replicas', 'removing_replicas', 'unknown_tagged_fields')
+
+    partition_index: int  # Partition index.
+    replicas: list[int]  # The replicas now: the target plus those being removed.
+    adding_replicas: list[int]  # Replicas being added.
+    removing_replicas: list[int]  # Replicas being removed.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        partition_index: int = 0,
+        replicas: list[int] = _FACTORY,
+        adding_replicas: list[int] = _FACTORY,
+        removing_replicas: list[int] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.partition_index = partition_index
+        self.replicas = [] if replicas is _FACTORY else replicas
+        self.adding_replicas = [] if adding_replicas is _FACTORY else adding_replicas
+        self.removing_replicas = [] if removing_replicas is _FACTORY else removing_replicas
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.partition_index, self.replicas, self.adding_replicas, self.removing_replicas, self.unknown_tagged_fields,) == (o.partition_index, o.replicas, o.adding_replicas, o.removing_replicas, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -65,13 +88,32 @@ class OngoingPartitionReassignment(Message):
         )
 
 
-@dataclass(slots=True)
 class OngoingTopicReassignment(Message):
     """The OngoingTopicReassignment struct of ListPartitionReassignmentsResponse."""
 
-    name: str = ''  # Topic name.
-    partitions: list[OngoingPartitionReassignment] = field(default_factory=list)  # Its reassigning partitions.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+
+    name: str  # Topic name.
+    partitions: list[OngoingPartitionReassignment]  # Its reassigning partitions.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        partitions: list[OngoingPartitionReassignment] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -82,18 +124,41 @@ class OngoingTopicReassignment(Message):
         )
 
 
-@dataclass(slots=True)
 class ListPartitionReassignmentsResponse(Message):
     """ListPartitionReassignmentsResponse: The partition reassignments in progress.
 
     Versions 0, api key 46; flexible versions 0+.
     """
 
-    throttle_time_ms: int = 0  # Quota throttle time, in ms.
-    error_code: int = 0  # Request-level error code, 0 for none.
-    error_message: str | None = ''  # Request-level error message, or null.
-    topics: list[OngoingTopicReassignment] = field(default_factory=list)  # Per topic with a reassignment in progress.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'topics', 'unknown_tagged_fields')
+
+    throttle_time_ms: int  # Quota throttle time, in ms.
+    error_code: int  # Request-level error code, 0 for none.
+    error_message: str | None  # Request-level error message, or null.
+    topics: list[OngoingTopicReassignment]  # Per topic with a reassignment in progress.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        error_message: str | None = '',
+        topics: list[OngoingTopicReassignment] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.topics = [] if topics is _FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.topics, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.error_message, o.topics, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Asks a broker for broker, topic and partition metadata.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,18 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['MetadataRequest', 'MetadataRequestTopic']
 
 
-@dataclass(slots=True)
 class MetadataRequestTopic(Message):
     """The MetadataRequestTopic struct of MetadataRequest."""
 
-    topic_id: Uuid = ZERO_UUID  # Id of the topic; zero UUID when looked up by name.
-    name: str | None = ''  # Name of the topic; null when looked up by id.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topic_id', 'name', 'unknown_tagged_fields')
+
+    topic_id: Uuid  # Id of the topic; zero UUID when looked up by name.
+    name: str | None  # Name of the topic; null when looked up by id.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topic_id: Uuid = ZERO_UUID,
+        name: str | None = '',
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topic_id = topic_id
+        self.name = name
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topic_id, self.name, self.unknown_tagged_fields,) == (o.topic_id, o.name, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -61,18 +80,41 @@ class MetadataRequestTopic(Message):
         )
 
 
-@dataclass(slots=True)
 class MetadataRequest(Message):
     """MetadataRequest: Asks a broker for broker, topic and partition metadata.
 
     Versions 0-13, api key 3; flexible versions 9+.
     """
 
-    topics: list[MetadataRequestTopic] | None = field(default_factory=list)  # Topics to describe; null means all topics.
-    allow_auto_topic_creation: bool = True  # Whether missing topics may be auto-created.
-    include_cluster_authorized_operations: bool = False  # Whether to return the cluster operations the caller may perform.
-    include_topic_authorized_operations: bool = False  # Whether to return the topic operations the caller may perform.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topics', 'allow_auto_topic_creation', 'include_cluster_authorized_operations', 'include_topic_authorized_operations', 'unknown_tagged_fields')
+
+    topics: list[MetadataRequestTopic] | None  # Topics to describe; null means all topics.
+    allow_auto_topic_creation: bool  # Whether missing topics may be auto-created.
+    include_cluster_authorized_operations: bool  # Whether to return the cluster operations the caller may perform.
+    include_topic_authorized_operations: bool  # Whether to return the topic operations the caller may perform.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topics: list[MetadataRequestTopic] | None = _FACTORY,
+        allow_auto_topic_creation: bool = True,
+        include_cluster_authorized_operations: bool = False,
+        include_topic_authorized_operations: bool = False,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topics = [] if topics is _FACTORY else topics
+        self.allow_auto_topic_creation = allow_auto_topic_creation
+        self.include_cluster_authorized_operations = include_cluster_authorized_operations
+        self.include_topic_authorized_operations = include_topic_authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topics, self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations, self.unknown_tagged_fields,) == (o.topics, o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Brokers, controller and topic and partition layout of the cluster.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,20 +38,44 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['MetadataResponse', 'MetadataResponseTopic', 'MetadataResponsePartition', 'MetadataResponseBroker']
 
 
-@dataclass(slots=True)
 class MetadataResponseBroker(Message):
     """The MetadataResponseBroker struct of MetadataResponse."""
 
-    node_id: int = 0  # Node id of a broker.
-    host: str = ''  # Hostname or IP address of the broker.
-    port: int = 0  # TCP port of the broker.
-    rack: str | None = None  # Rack of the broker, or null.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('node_id', 'host', 'port', 'rack', 'unknown_tagged_fields')
+
+    node_id: int  # Node id of a broker.
+    host: str  # Hostname or IP address of the broker.
+    port: int  # TCP port of the broker.
+    rack: str | None  # Rack of the broker, or null.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        node_id: int = 0,
+        host: str = '',
+        port: int = 0,
+        rack: str | None = None,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.node_id, self.host, self.port, self.rack, self.unknown_tagged_fields,) == (o.node_id, o.host, o.port, o.rack, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -65,18 +88,47 @@ class MetadataResponseBroker(Message):
         )
 
 
-@dataclass(slots=True)
 class MetadataResponsePartition(Message):
     """The MetadataResponsePartition struct of MetadataResponse."""
 
-    error_code: int = 0  # Error code for this partition; 0 if none.
-    partition_index: int = 0  # Partition number within the topic.
-    leader_id: int = 0  # Broker id of the partition leader, or -1.
-    leader_epoch: int = -1  # Partition leader epoch, or -1.
-    replica_nodes: list[int] = field(default_factory=list)  # Broker ids of all replicas.
-    isr_nodes: list[int] = field(default_factory=list)  # Broker ids of the in-sync replicas.
-    offline_replicas: list[int] = field(default_factory=list)  # Broker ids of replicas that are offline.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'offline_replicas', 'unknown_tagged_fields')
+
+    error_code: int  # Error code for this partition; 0 if none.
+    partition_index: int  # Partition number within the topic.
+    leader_id: int  # Broker id of the partition leader, or -1.
+    leader_epoch: int  # Partition leader epoch, or -1.
+    replica_nodes: list[int]  # Broker ids of all replicas.
+    isr_nodes: list[int]  # Broker ids of the in-sync replicas.
+    offline_replicas: list[int]  # Broker ids of replicas that are offline.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        partition_index: int = 0,
+        leader_id: int = 0,
+        leader_epoch: int = -1,
+        replica_nodes: list[int] = _FACTORY,
+        isr_nodes: list[int] = _FACTORY,
+        offline_replicas: list[int] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.error_code = error_code
+        self.partition_index = partition_index
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.replica_nodes = [] if replica_nodes is _FACTORY else replica_nodes
+        self.isr_nodes = [] if isr_nodes is _FACTORY else isr_nodes
+        self.offline_replicas = [] if offline_replicas is _FACTORY else offline_replicas
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.partition_index, self.leader_id, self.leader_epoch, self.replica_nodes, self.isr_nodes, self.offline_replicas, self.unknown_tagged_fields,) == (o.error_code, o.partition_index, o.leader_id, o.leader_epoch, o.replica_nodes, o.isr_nodes, o.offline_replicas, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -92,17 +144,44 @@ class MetadataResponsePartition(Message):
         )
 
 
-@dataclass(slots=True)
 class MetadataResponseTopic(Message):
     """The MetadataResponseTopic struct of MetadataResponse."""
 
-    error_code: int = 0  # Topic-level error code; 0 if none.
-    name: str | None = ''  # Topic name; null for a topic only known by id.
-    topic_id: Uuid = ZERO_UUID  # Topic id of the described topic.
-    is_internal: bool = False  # True for internal topics.
-    partitions: list[MetadataResponsePartition] = field(default_factory=list)  # Metadata of each partition of the topic.
-    topic_authorized_operations: int = -2147483648  # Bit field of permitted topic operations; INT_MIN if not requested.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations', 'unknown_tagged_fields')
+
+    error_code: int  # Topic-level error code; 0 if none.
+    name: str | None  # Topic name; null for a topic only known by id.
+    topic_id: Uuid  # Topic id of the described topic.
+    is_internal: bool  # True for internal topics.
+    partitions: list[MetadataResponsePartition]  # Metadata of each partition of the topic.
+    topic_authorized_operations: int  # Bit field of permitted topic operations; INT_MIN if not requested.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        name: str | None = '',
+        topic_id: Uuid = ZERO_UUID,
+        is_internal: bool = False,
+        partitions: list[MetadataResponsePartition] = _FACTORY,
+        topic_authorized_operations: int = -2147483648,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.error_code = error_code
+        self.name = name
+        self.topic_id = topic_id
+        self.is_internal = is_internal
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.topic_authorized_operations = topic_authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.name, self.topic_id, self.is_internal, self.partitions, self.topic_authorized_operations, self.unknown_tagged_fields,) == (o.error_code, o.name, o.topic_id, o.is_internal, o.partitions, o.topic_authorized_operations, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -117,21 +196,50 @@ class MetadataResponseTopic(Message):
         )
 
 
-@dataclass(slots=True)
 class MetadataResponse(Message):
     """MetadataResponse: Brokers, controller and topic and partition layout of the cluster.
 
     Versions 0-13, api key 3; flexible versions 9+.
     """
 
-    throttle_time_ms: int = 0  # Time in ms the response was held back by quota throttling; 0 if none.
-    brokers: list[MetadataResponseBroker] = field(default_factory=list)  # Brokers known to the responder.
-    cluster_id: str | None = None  # Id of the cluster, or null.
-    controller_id: int = -1  # Id reported as controller; -1 if none.
-    topics: list[MetadataResponseTopic] = field(default_factory=list)  # Per-topic metadata.
-    cluster_authorized_operations: int = -2147483648  # Bit field of permitted cluster operations; INT_MIN if not requested.
-    error_code: int = 0  # Top-level error code, e.g. REBOOTSTRAP_REQUIRED (KIP-1102); 0 if none.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics', 'cluster_authorized_operations', 'error_code', 'unknown_tagged_fields')
+
+    throttle_time_ms: int  # Time in ms the response was held back by quota throttling; 0 if none.
+    brokers: list[MetadataResponseBroker]  # Brokers known to the responder.
+    cluster_id: str | None  # Id of the cluster, or null.
+    controller_id: int  # Id reported as controller; -1 if none.
+    topics: list[MetadataResponseTopic]  # Per-topic metadata.
+    cluster_authorized_operations: int  # Bit field of permitted cluster operations; INT_MIN if not requested.
+    error_code: int  # Top-level error code, e.g. REBOOTSTRAP_REQUIRED (KIP-1102); 0 if none.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        brokers: list[MetadataResponseBroker] = _FACTORY,
+        cluster_id: str | None = None,
+        controller_id: int = -1,
+        topics: list[MetadataResponseTopic] = _FACTORY,
+        cluster_authorized_operations: int = -2147483648,
+        error_code: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.brokers = [] if brokers is _FACTORY else brokers
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.topics = [] if topics is _FACTORY else topics
+        self.cluster_authorized_operations = cluster_authorized_operations
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.brokers, self.cluster_id, self.controller_id, self.topics, self.cluster_authorized_operations, self.error_code, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.brokers, o.cluster_id, o.controller_id, o.topics, o.cluster_authorized_operations, o.error_code, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

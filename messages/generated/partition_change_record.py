@@ -7,7 +7,6 @@ Metadata record with changes to an existing partition.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,30 +38,68 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['PartitionChangeRecord']
 
 
-@dataclass(slots=True)
 class PartitionChangeRecord(Message):
     """PartitionChangeRecord: Metadata record with changes to an existing partition.
 
     Versions 0-2, api key 5; flexible versions 0+.
     """
 
-    partition_id: int = -1  # Partition number within the topic.
-    topic_id: Uuid = ZERO_UUID  # UUID of the topic the partition belongs to.
-    isr: list[int] | None = None  # New in-sync replica set; null if unchanged.
-    leader: int = -2  # New leader id; -1 for none, -2 if unchanged.
-    replicas: list[int] | None = None  # New replica list; null if unchanged.
-    removing_replicas: list[int] | None = None  # New set of replicas leaving by reassignment; null if unchanged.
-    adding_replicas: list[int] | None = None  # New set of replicas joining by reassignment; null if unchanged.
-    leader_recovery_state: int = -1  # New leader recovery state, 0 recovered, 1 recovering; -1 if unchanged.
-    directories: list[Uuid] | None = None  # New log directory id per replica; null if unchanged.
-    eligible_leader_replicas: list[int] | None = None  # New eligible leader replicas (KIP-966); null if unchanged.
-    last_known_elr: list[int] | None = None  # New last known eligible leader replicas (KIP-966); null if unchanged.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('partition_id', 'topic_id', 'isr', 'leader', 'replicas', 'removing_replicas', 'adding_replicas', 'leader_recovery_state', 'directories', 'eligible_leader_replicas', 'last_known_elr', 'unknown_tagged_fields')
+
+    partition_id: int  # Partition number within the topic.
+    topic_id: Uuid  # UUID of the topic the partition belongs to.
+    isr: list[int] | None  # New in-sync replica set; null if unchanged.
+    leader: int  # New leader id; -1 for none, -2 if unchanged.
+    replicas: list[int] | None  # New replica list; null if unchanged.
+    removing_replicas: list[int] | None  # New set of replicas leaving by reassignment; null if unchanged.
+    adding_replicas: list[int] | None  # New set of replicas joining by reassignment; null if unchanged.
+    leader_recovery_state: int  # New leader recovery state, 0 recovered, 1 recovering; -1 if unchanged.
+    directories: list[Uuid] | None  # New log directory id per replica; null if unchanged.
+    eligible_leader_replicas: list[int] | None  # New eligible leader replicas (KIP-966); null if unchanged.
+    last_known_elr: list[int] | None  # New last known eligible leader replicas (KIP-966); null if unchanged.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        partition_id: int = -1,
+        topic_id: Uuid = ZERO_UUID,
+        isr: list[int] | None = None,
+        leader: int = -2,
+        replicas: list[int] | None = None,
+        removing_replicas: list[int] | None = None,
+        adding_replicas: list[int] | None = None,
+        leader_recovery_state: int = -1,
+        directories: list[Uuid] | None = None,
+        eligible_leader_replicas: list[int] | None = None,
+        last_known_elr: list[int] | None = None,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.partition_id = partition_id
+        self.topic_id = topic_id
+        self.isr = isr
+        self.leader = leader
+        self.replicas = replicas
+        self.removing_replicas = removing_replicas
+        self.adding_replicas = adding_replicas
+        self.leader_recovery_state = leader_recovery_state
+        self.directories = directories
+        self.eligible_leader_replicas = eligible_leader_replicas
+        self.last_known_elr = last_known_elr
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.partition_id, self.topic_id, self.isr, self.leader, self.replicas, self.removing_replicas, self.adding_replicas, self.leader_recovery_state, self.directories, self.eligible_leader_replicas, self.last_known_elr, self.unknown_tagged_fields,) == (o.partition_id, o.topic_id, o.isr, o.leader, o.replicas, o.removing_replicas, o.adding_replicas, o.leader_recovery_state, o.directories, o.eligible_leader_replicas, o.last_known_elr, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

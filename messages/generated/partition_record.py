@@ -7,7 +7,6 @@ Metadata record creating a partition.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,32 +38,74 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['PartitionRecord']
 
 
-@dataclass(slots=True)
 class PartitionRecord(Message):
     """PartitionRecord: Metadata record creating a partition.
 
     Versions 0-2, api key 3; flexible versions 0+.
     """
 
-    partition_id: int = -1  # Partition number within the topic.
-    topic_id: Uuid = ZERO_UUID  # UUID of the topic the partition belongs to.
-    replicas: list[int] = field(default_factory=list)  # Broker ids of the replicas, in preference order.
-    isr: list[int] = field(default_factory=list)  # Broker ids of the in-sync replicas.
-    removing_replicas: list[int] = field(default_factory=list)  # Replicas leaving the partition by reassignment.
-    adding_replicas: list[int] = field(default_factory=list)  # Replicas joining the partition by reassignment.
-    leader: int = -1  # Broker id of the leader; -1 if none.
-    leader_recovery_state: int = 0  # 0 recovered, 1 recovering after an unclean leader election.
-    leader_epoch: int = -1  # Partition leader epoch.
-    partition_epoch: int = -1  # Epoch bumped on every change to the partition.
-    directories: list[Uuid] = field(default_factory=list)  # Log directory id of each replica, aligned with Replicas.
-    eligible_leader_replicas: list[int] | None = None  # Eligible leader replicas (KIP-966), or null.
-    last_known_elr: list[int] | None = None  # Last known eligible leader replicas (KIP-966), or null.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('partition_id', 'topic_id', 'replicas', 'isr', 'removing_replicas', 'adding_replicas', 'leader', 'leader_recovery_state', 'leader_epoch', 'partition_epoch', 'directories', 'eligible_leader_replicas', 'last_known_elr', 'unknown_tagged_fields')
+
+    partition_id: int  # Partition number within the topic.
+    topic_id: Uuid  # UUID of the topic the partition belongs to.
+    replicas: list[int]  # Broker ids of the replicas, in preference order.
+    isr: list[int]  # Broker ids of the in-sync replicas.
+    removing_replicas: list[int]  # Replicas leaving the partition by reassignment.
+    adding_replicas: list[int]  # Replicas joining the partition by reassignment.
+    leader: int  # Broker id of the leader; -1 if none.
+    leader_recovery_state: int  # 0 recovered, 1 recovering after an unclean leader election.
+    leader_epoch: int  # Partition leader epoch.
+    partition_epoch: int  # Epoch bumped on every change to the partition.
+    directories: list[Uuid]  # Log directory id of each replica, aligned with Replicas.
+    eligible_leader_replicas: list[int] | None  # Eligible leader replicas (KIP-966), or null.
+    last_known_elr: list[int] | None  # Last known eligible leader replicas (KIP-966), or null.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        partition_id: int = -1,
+        topic_id: Uuid = ZERO_UUID,
+        replicas: list[int] = _FACTORY,
+        isr: list[int] = _FACTORY,
+        removing_replicas: list[int] = _FACTORY,
+        adding_replicas: list[int] = _FACTORY,
+        leader: int = -1,
+        leader_recovery_state: int = 0,
+        leader_epoch: int = -1,
+        partition_epoch: int = -1,
+        directories: list[Uuid] = _FACTORY,
+        eligible_leader_replicas: list[int] | None = None,
+        last_known_elr: list[int] | None = None,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.partition_id = partition_id
+        self.topic_id = topic_id
+        self.replicas = [] if replicas is _FACTORY else replicas
+        self.isr = [] if isr is _FACTORY else isr
+        self.removing_replicas = [] if removing_replicas is _FACTORY else removing_replicas
+        self.adding_replicas = [] if adding_replicas is _FACTORY else adding_replicas
+        self.leader = leader
+        self.leader_recovery_state = leader_recovery_state
+        self.leader_epoch = leader_epoch
+        self.partition_epoch = partition_epoch
+        self.directories = [] if directories is _FACTORY else directories
+        self.eligible_leader_replicas = eligible_leader_replicas
+        self.last_known_elr = last_known_elr
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.partition_id, self.topic_id, self.replicas, self.isr, self.removing_replicas, self.adding_replicas, self.leader, self.leader_recovery_state, self.leader_epoch, self.partition_epoch, self.directories, self.eligible_leader_replicas, self.last_known_elr, self.unknown_tagged_fields,) == (o.partition_id, o.topic_id, o.replicas, o.isr, o.removing_replicas, o.adding_replicas, o.leader, o.leader_recovery_state, o.leader_epoch, o.partition_epoch, o.directories, o.eligible_leader_replicas, o.last_known_elr, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Metadata record reserving a block of producer ids.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,22 +38,44 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['ProducerIdsRecord']
 
 
-@dataclass(slots=True)
 class ProducerIdsRecord(Message):
     """ProducerIdsRecord: Metadata record reserving a block of producer ids.
 
     Versions 0, api key 15; flexible versions 0+.
     """
 
-    broker_id: int = 0  # Id of the broker that received the block.
-    broker_epoch: int = -1  # Broker epoch of that broker; -1 if unknown.
-    next_producer_id: int = 0  # First producer id not yet handed out.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('broker_id', 'broker_epoch', 'next_producer_id', 'unknown_tagged_fields')
+
+    broker_id: int  # Id of the broker that received the block.
+    broker_epoch: int  # Broker epoch of that broker; -1 if unknown.
+    next_producer_id: int  # First producer id not yet handed out.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        broker_id: int = 0,
+        broker_epoch: int = -1,
+        next_producer_id: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.next_producer_id = next_producer_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.broker_id, self.broker_epoch, self.next_producer_id, self.unknown_tagged_fields,) == (o.broker_id, o.broker_epoch, o.next_producer_id, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Contents of the quorum-state file holding a replica's election state.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,17 +38,35 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['QuorumStateData', 'Voter']
 
 
-@dataclass(slots=True)
 class Voter(Message):
     """The Voter struct of QuorumStateData."""
 
-    voter_id: int = 0  # Id of a voter.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('voter_id', 'unknown_tagged_fields')
+
+    voter_id: int  # Id of a voter.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        voter_id: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.voter_id = voter_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.voter_id, self.unknown_tagged_fields,) == (o.voter_id, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -59,21 +76,50 @@ class Voter(Message):
         )
 
 
-@dataclass(slots=True)
 class QuorumStateData(Message):
     """QuorumStateData: Contents of the quorum-state file holding a replica's election state.
 
     Versions 0-1; flexible versions 0+.
     """
 
-    cluster_id: str = ''  # Cluster id; version 0 only.
-    leader_id: int = -1  # Id of the known leader; -1 if none.
-    leader_epoch: int = -1  # Latest known quorum epoch; -1 if none.
-    voted_id: int = -1  # Id of the candidate voted for in this epoch; -1 if none.
-    voted_directory_id: Uuid = ZERO_UUID  # Directory id of the candidate voted for.
-    applied_offset: int = 0  # Unused offset; version 0 only.
-    current_voters: list[Voter] | None = field(default_factory=list)  # Voter ids; version 0 only, null if unknown.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('cluster_id', 'leader_id', 'leader_epoch', 'voted_id', 'voted_directory_id', 'applied_offset', 'current_voters', 'unknown_tagged_fields')
+
+    cluster_id: str  # Cluster id; version 0 only.
+    leader_id: int  # Id of the known leader; -1 if none.
+    leader_epoch: int  # Latest known quorum epoch; -1 if none.
+    voted_id: int  # Id of the candidate voted for in this epoch; -1 if none.
+    voted_directory_id: Uuid  # Directory id of the candidate voted for.
+    applied_offset: int  # Unused offset; version 0 only.
+    current_voters: list[Voter] | None  # Voter ids; version 0 only, null if unknown.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        cluster_id: str = '',
+        leader_id: int = -1,
+        leader_epoch: int = -1,
+        voted_id: int = -1,
+        voted_directory_id: Uuid = ZERO_UUID,
+        applied_offset: int = 0,
+        current_voters: list[Voter] | None = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.cluster_id = cluster_id
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.voted_id = voted_id
+        self.voted_directory_id = voted_directory_id
+        self.applied_offset = applied_offset
+        self.current_voters = [] if current_voters is _FACTORY else current_voters
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.cluster_id, self.leader_id, self.leader_epoch, self.voted_id, self.voted_directory_id, self.applied_offset, self.current_voters, self.unknown_tagged_fields,) == (o.cluster_id, o.leader_id, o.leader_epoch, o.voted_id, o.voted_directory_id, o.applied_offset, o.current_voters, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

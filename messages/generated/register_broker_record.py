@@ -7,7 +7,6 @@ Metadata record registering a broker.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,20 +38,44 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['RegisterBrokerRecord', 'BrokerFeature', 'BrokerEndpoint']
 
 
-@dataclass(slots=True)
 class BrokerEndpoint(Message):
     """The BrokerEndpoint struct of RegisterBrokerRecord."""
 
-    name: str = ''  # Listener name, e.g. PLAINTEXT or INTERNAL.
-    host: str = ''  # Hostname or IP address of the listener.
-    port: int = 0  # TCP port of the listener.
-    security_protocol: int = 0  # Security protocol id of the listener, e.g. 0 for PLAINTEXT.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'host', 'port', 'security_protocol', 'unknown_tagged_fields')
+
+    name: str  # Listener name, e.g. PLAINTEXT or INTERNAL.
+    host: str  # Hostname or IP address of the listener.
+    port: int  # TCP port of the listener.
+    security_protocol: int  # Security protocol id of the listener, e.g. 0 for PLAINTEXT.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        host: str = '',
+        port: int = 0,
+        security_protocol: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.security_protocol = security_protocol
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.host, self.port, self.security_protocol, self.unknown_tagged_fields,) == (o.name, o.host, o.port, o.security_protocol, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -65,14 +88,35 @@ class BrokerEndpoint(Message):
         )
 
 
-@dataclass(slots=True)
 class BrokerFeature(Message):
     """The BrokerFeature struct of RegisterBrokerRecord."""
 
-    name: str = ''  # Feature name, e.g. metadata.version.
-    min_supported_version: int = 0  # Lowest level of the feature that is supported.
-    max_supported_version: int = 0  # Highest level of the feature that is supported.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'min_supported_version', 'max_supported_version', 'unknown_tagged_fields')
+
+    name: str  # Feature name, e.g. metadata.version.
+    min_supported_version: int  # Lowest level of the feature that is supported.
+    max_supported_version: int  # Highest level of the feature that is supported.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        min_supported_version: int = 0,
+        max_supported_version: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.min_supported_version = min_supported_version
+        self.max_supported_version = max_supported_version
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.min_supported_version, self.max_supported_version, self.unknown_tagged_fields,) == (o.name, o.min_supported_version, o.max_supported_version, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -84,25 +128,62 @@ class BrokerFeature(Message):
         )
 
 
-@dataclass(slots=True)
 class RegisterBrokerRecord(Message):
     """RegisterBrokerRecord: Metadata record registering a broker.
 
     Versions 0-4, api key 0; flexible versions 0+.
     """
 
-    broker_id: int = 0  # Node id of the registered broker.
-    is_migrating_zk_broker: bool = False  # True if a ZooKeeper-mode broker registered during migration.
-    incarnation_id: Uuid = ZERO_UUID  # Random id identifying this run of the broker process.
-    broker_epoch: int = 0  # Broker epoch given to this registration.
-    end_points: list[BrokerEndpoint] = field(default_factory=list)  # Listener endpoints of the broker.
-    features: list[BrokerFeature] = field(default_factory=list)  # Features and level ranges the broker supports.
-    rack: str | None = ''  # Rack of the broker, or null.
-    fenced: bool = True  # Whether this registration starts in the fenced state.
-    in_controlled_shutdown: bool = False  # Whether the broker is shutting down in a controlled way.
-    log_dirs: list[Uuid] = field(default_factory=list)  # Directory ids of the broker's online log directories.
-    cordoned_log_dirs: list[Uuid] | None = None  # Directory ids of cordoned log directories, or null.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('broker_id', 'is_migrating_zk_broker', 'incarnation_id', 'broker_epoch', 'end_points', 'features', 'rack', 'fenced', 'in_controlled_shutdown', 'log_dirs', 'cordoned_log_dirs', 'unknown_tagged_fields')
+
+    broker_id: int  # Node id of the registered broker.
+    is_migrating_zk_broker: bool  # True if a ZooKeeper-mode broker registered during migration.
+    incarnation_id: Uuid  # Random id identifying this run of the broker process.
+    broker_epoch: int  # Broker epoch given to this registration.
+    end_points: list[BrokerEndpoint]  # Listener endpoints of the broker.
+    features: list[BrokerFeature]  # Features and level ranges the broker supports.
+    rack: str | None  # Rack of the broker, or null.
+    fenced: bool  # Whether this registration starts in the fenced state.
+    in_controlled_shutdown: bool  # Whether the broker is shutting down in a controlled way.
+    log_dirs: list[Uuid]  # Directory ids of the broker's online log directories.
+    cordoned_log_dirs: list[Uuid] | None  # Directory ids of cordoned log directories, or null.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        broker_id: int = 0,
+        is_migrating_zk_broker: bool = False,
+        incarnation_id: Uuid = ZERO_UUID,
+        broker_epoch: int = 0,
+        end_points: list[BrokerEndpoint] = _FACTORY,
+        features: list[BrokerFeature] = _FACTORY,
+        rack: str | None = '',
+        fenced: bool = True,
+        in_controlled_shutdown: bool = False,
+        log_dirs: list[Uuid] = _FACTORY,
+        cordoned_log_dirs: list[Uuid] | None = None,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.broker_id = broker_id
+        self.is_migrating_zk_broker = is_migrating_zk_broker
+        self.incarnation_id = incarnation_id
+        self.broker_epoch = broker_epoch
+        self.end_points = [] if end_points is _FACTORY else end_points
+        self.features = [] if features is _FACTORY else features
+        self.rack = rack
+        self.fenced = fenced
+        self.in_controlled_shutdown = in_controlled_shutdown
+        self.log_dirs = [] if log_dirs is _FACTORY else log_dirs
+        self.cordoned_log_dirs = cordoned_log_dirs
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.broker_id, self.is_migrating_zk_broker, self.incarnation_id, self.broker_epoch, self.end_points, self.features, self.rack, self.fenced, self.in_controlled_shutdown, self.log_dirs, self.cordoned_log_dirs, self.unknown_tagged_fields,) == (o.broker_id, o.is_migrating_zk_broker, o.incarnation_id, o.broker_epoch, o.end_points, o.features, o.rack, o.fenced, o.in_controlled_shutdown, o.log_dirs, o.cordoned_log_dirs, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

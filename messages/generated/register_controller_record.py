@@ -7,7 +7,6 @@ Metadata record registering a controller's listeners and features.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,20 +38,44 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['RegisterControllerRecord', 'ControllerFeature', 'ControllerEndpoint']
 
 
-@dataclass(slots=True)
 class ControllerEndpoint(Message):
     """The ControllerEndpoint struct of RegisterControllerRecord."""
 
-    name: str = ''  # Listener name, e.g. CONTROLLER.
-    host: str = ''  # Hostname or IP address of the listener.
-    port: int = 0  # TCP port of the listener.
-    security_protocol: int = 0  # Security protocol id of the listener, e.g. 0 for PLAINTEXT.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'host', 'port', 'security_protocol', 'unknown_tagged_fields')
+
+    name: str  # Listener name, e.g. CONTROLLER.
+    host: str  # Hostname or IP address of the listener.
+    port: int  # TCP port of the listener.
+    security_protocol: int  # Security protocol id of the listener, e.g. 0 for PLAINTEXT.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        host: str = '',
+        port: int = 0,
+        security_protocol: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.security_protocol = security_protocol
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.host, self.port, self.security_protocol, self.unknown_tagged_fields,) == (o.name, o.host, o.port, o.security_protocol, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -65,14 +88,35 @@ class ControllerEndpoint(Message):
         )
 
 
-@dataclass(slots=True)
 class ControllerFeature(Message):
     """The ControllerFeature struct of RegisterControllerRecord."""
 
-    name: str = ''  # Feature name, e.g. metadata.version.
-    min_supported_version: int = 0  # Lowest level of the feature that is supported.
-    max_supported_version: int = 0  # Highest level of the feature that is supported.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'min_supported_version', 'max_supported_version', 'unknown_tagged_fields')
+
+    name: str  # Feature name, e.g. metadata.version.
+    min_supported_version: int  # Lowest level of the feature that is supported.
+    max_supported_version: int  # Highest level of the feature that is supported.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        min_supported_version: int = 0,
+        max_supported_version: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.min_supported_version = min_supported_version
+        self.max_supported_version = max_supported_version
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.min_supported_version, self.max_supported_version, self.unknown_tagged_fields,) == (o.name, o.min_supported_version, o.max_supported_version, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -84,19 +128,44 @@ class ControllerFeature(Message):
         )
 
 
-@dataclass(slots=True)
 class RegisterControllerRecord(Message):
     """RegisterControllerRecord: Metadata record registering a controller's listeners and features.
 
     Versions 0, api key 27; flexible versions 0+.
     """
 
-    controller_id: int = 0  # Node id of the controller.
-    incarnation_id: Uuid = ZERO_UUID  # Random id identifying this run of the controller process.
-    zk_migration_ready: bool = False  # True if the controller is ready for ZooKeeper migration.
-    end_points: list[ControllerEndpoint] = field(default_factory=list)  # Listener endpoints of the controller.
-    features: list[ControllerFeature] = field(default_factory=list)  # Features and level ranges the controller supports.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('controller_id', 'incarnation_id', 'zk_migration_ready', 'end_points', 'features', 'unknown_tagged_fields')
+
+    controller_id: int  # Node id of the controller.
+    incarnation_id: Uuid  # Random id identifying this run of the controller process.
+    zk_migration_ready: bool  # True if the controller is ready for ZooKeeper migration.
+    end_points: list[ControllerEndpoint]  # Listener endpoints of the controller.
+    features: list[ControllerFeature]  # Features and level ranges the controller supports.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        controller_id: int = 0,
+        incarnation_id: Uuid = ZERO_UUID,
+        zk_migration_ready: bool = False,
+        end_points: list[ControllerEndpoint] = _FACTORY,
+        features: list[ControllerFeature] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.controller_id = controller_id
+        self.incarnation_id = incarnation_id
+        self.zk_migration_ready = zk_migration_ready
+        self.end_points = [] if end_points is _FACTORY else end_points
+        self.features = [] if features is _FACTORY else features
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.controller_id, self.incarnation_id, self.zk_migration_ready, self.end_points, self.features, self.unknown_tagged_fields,) == (o.controller_id, o.incarnation_id, o.zk_migration_ready, o.end_points, o.features, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

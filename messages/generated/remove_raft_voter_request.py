@@ -7,7 +7,6 @@ Asks the KRaft leader to remove a voter from the voter set (KIP-853).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,22 +38,44 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['RemoveRaftVoterRequest']
 
 
-@dataclass(slots=True)
 class RemoveRaftVoterRequest(Message):
     """RemoveRaftVoterRequest: Asks the KRaft leader to remove a voter from the voter set (KIP-853).
 
     Versions 0, api key 81; flexible versions 0+.
     """
 
-    cluster_id: str | None = ''  # Cluster id the sender expects; null skips the check.
-    voter_id: int = 0  # Replica id of the voter to remove.
-    voter_directory_id: Uuid = ZERO_UUID  # Directory id of the voter to remove.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('cluster_id', 'voter_id', 'voter_directory_id', 'unknown_tagged_fields')
+
+    cluster_id: str | None  # Cluster id the sender expects; null skips the check.
+    voter_id: int  # Replica id of the voter to remove.
+    voter_directory_id: Uuid  # Directory id of the voter to remove.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        cluster_id: str | None = '',
+        voter_id: int = 0,
+        voter_directory_id: Uuid = ZERO_UUID,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.cluster_id = cluster_id
+        self.voter_id = voter_id
+        self.voter_directory_id = voter_directory_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.cluster_id, self.voter_id, self.voter_directory_id, self.unknown_tagged_fields,) == (o.cluster_id, o.voter_id, o.voter_directory_id, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

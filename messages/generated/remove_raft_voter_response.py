@@ -7,7 +7,6 @@ Outcome of a RemoveRaftVoter request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,22 +38,44 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['RemoveRaftVoterResponse']
 
 
-@dataclass(slots=True)
 class RemoveRaftVoterResponse(Message):
     """RemoveRaftVoterResponse: Outcome of a RemoveRaftVoter request.
 
     Versions 0, api key 81; flexible versions 0+.
     """
 
-    throttle_time_ms: int = 0  # Time in ms the response was held back by quota throttling; 0 if none.
-    error_code: int = 0  # Error code; 0 if the voter was removed.
-    error_message: str | None = ''  # Human-readable detail for the error, or null.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'unknown_tagged_fields')
+
+    throttle_time_ms: int  # Time in ms the response was held back by quota throttling; 0 if none.
+    error_code: int  # Error code; 0 if the voter was removed.
+    error_message: str | None  # Human-readable detail for the error, or null.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        error_message: str | None = '',
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.error_message, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Metadata record deleting a topic.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,20 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['RemoveTopicRecord']
 
 
-@dataclass(slots=True)
 class RemoveTopicRecord(Message):
     """RemoveTopicRecord: Metadata record deleting a topic.
 
     Versions 0, api key 9; flexible versions 0+.
     """
 
-    topic_id: Uuid = ZERO_UUID  # UUID of the topic being deleted.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topic_id', 'unknown_tagged_fields')
+
+    topic_id: Uuid  # UUID of the topic being deleted.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topic_id: Uuid = ZERO_UUID,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topic_id = topic_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topic_id, self.unknown_tagged_fields,) == (o.topic_id, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

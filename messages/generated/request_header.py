@@ -7,7 +7,6 @@ Header preceding every request body.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,23 +38,47 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['RequestHeader']
 
 
-@dataclass(slots=True)
 class RequestHeader(Message):
     """RequestHeader: Header preceding every request body.
 
     Versions 1-2; flexible versions 2+.
     """
 
-    request_api_key: int = 0  # Numeric API key identifying the request type.
-    request_api_version: int = 0  # Version of the API used for the body.
-    correlation_id: int = 0  # Id echoed in the response so it can be matched to the request.
-    client_id: str | None = ''  # Identifier chosen by the client, or null.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('request_api_key', 'request_api_version', 'correlation_id', 'client_id', 'unknown_tagged_fields')
+
+    request_api_key: int  # Numeric API key identifying the request type.
+    request_api_version: int  # Version of the API used for the body.
+    correlation_id: int  # Id echoed in the response so it can be matched to the request.
+    client_id: str | None  # Identifier chosen by the client, or null.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        request_api_key: int = 0,
+        request_api_version: int = 0,
+        correlation_id: int = 0,
+        client_id: str | None = '',
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.request_api_key = request_api_key
+        self.request_api_version = request_api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.request_api_key, self.request_api_version, self.correlation_id, self.client_id, self.unknown_tagged_fields,) == (o.request_api_key, o.request_api_version, o.correlation_id, o.client_id, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

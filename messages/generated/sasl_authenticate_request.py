@@ -7,7 +7,6 @@ Carries one SASL authentication token from the client.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,20 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['SaslAuthenticateRequest']
 
 
-@dataclass(slots=True)
 class SaslAuthenticateRequest(Message):
     """SaslAuthenticateRequest: Carries one SASL authentication token from the client.
 
     Versions 0-2, api key 36; flexible versions 2+.
     """
 
-    auth_bytes: bytes = b''  # SASL token bytes of the chosen mechanism.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('auth_bytes', 'unknown_tagged_fields')
+
+    auth_bytes: bytes  # SASL token bytes of the chosen mechanism.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        auth_bytes: bytes = b'',
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.auth_bytes = auth_bytes
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.auth_bytes, self.unknown_tagged_fields,) == (o.auth_bytes, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ The server's reply to one SASL authentication step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,23 +38,47 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['SaslAuthenticateResponse']
 
 
-@dataclass(slots=True)
 class SaslAuthenticateResponse(Message):
     """SaslAuthenticateResponse: The server's reply to one SASL authentication step.
 
     Versions 0-2, api key 36; flexible versions 2+.
     """
 
-    error_code: int = 0  # Error code for the whole response; 0 if none.
-    error_message: str | None = ''  # Human-readable detail for the error, or null.
-    auth_bytes: bytes = b''  # SASL token bytes from the server.
-    session_lifetime_ms: int = 0  # Ms until the connection must re-authenticate; 0 if unlimited.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('error_code', 'error_message', 'auth_bytes', 'session_lifetime_ms', 'unknown_tagged_fields')
+
+    error_code: int  # Error code for the whole response; 0 if none.
+    error_message: str | None  # Human-readable detail for the error, or null.
+    auth_bytes: bytes  # SASL token bytes from the server.
+    session_lifetime_ms: int  # Ms until the connection must re-authenticate; 0 if unlimited.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        error_message: str | None = '',
+        auth_bytes: bytes = b'',
+        session_lifetime_ms: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.auth_bytes = auth_bytes
+        self.session_lifetime_ms = session_lifetime_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.error_message, self.auth_bytes, self.session_lifetime_ms, self.unknown_tagged_fields,) == (o.error_code, o.error_message, o.auth_bytes, o.session_lifetime_ms, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

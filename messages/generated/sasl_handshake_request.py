@@ -7,7 +7,6 @@ Chooses the SASL mechanism for the connection.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,20 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['SaslHandshakeRequest']
 
 
-@dataclass(slots=True)
 class SaslHandshakeRequest(Message):
     """SaslHandshakeRequest: Chooses the SASL mechanism for the connection.
 
     Versions 0-1, api key 17; flexible versions none.
     """
 
-    mechanism: str = ''  # Name of the SASL mechanism, e.g. PLAIN or SCRAM-SHA-256.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('mechanism', 'unknown_tagged_fields')
+
+    mechanism: str  # Name of the SASL mechanism, e.g. PLAIN or SCRAM-SHA-256.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        mechanism: str = '',
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.mechanism = mechanism
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.mechanism, self.unknown_tagged_fields,) == (o.mechanism, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ The server's answer to a SASL mechanism choice.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,21 +38,41 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['SaslHandshakeResponse']
 
 
-@dataclass(slots=True)
 class SaslHandshakeResponse(Message):
     """SaslHandshakeResponse: The server's answer to a SASL mechanism choice.
 
     Versions 0-1, api key 17; flexible versions none.
     """
 
-    error_code: int = 0  # Error code for the whole response; 0 if none.
-    mechanisms: list[str] = field(default_factory=list)  # SASL mechanism names the server accepts.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('error_code', 'mechanisms', 'unknown_tagged_fields')
+
+    error_code: int  # Error code for the whole response; 0 if none.
+    mechanisms: list[str]  # SASL mechanism names the server accepts.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        mechanisms: list[str] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.error_code = error_code
+        self.mechanisms = [] if mechanisms is _FACTORY else mechanisms
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.mechanisms, self.unknown_tagged_fields,) == (o.error_code, o.mechanisms, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Metadata record creating a topic.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,21 +38,41 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['TopicRecord']
 
 
-@dataclass(slots=True)
 class TopicRecord(Message):
     """TopicRecord: Metadata record creating a topic.
 
     Versions 0, api key 2; flexible versions 0+.
     """
 
-    name: str = ''  # Topic name chosen at creation.
-    topic_id: Uuid = ZERO_UUID  # UUID given to the new topic.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'topic_id', 'unknown_tagged_fields')
+
+    name: str  # Topic name chosen at creation.
+    topic_id: Uuid  # UUID given to the new topic.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        topic_id: Uuid = ZERO_UUID,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.topic_id, self.unknown_tagged_fields,) == (o.name, o.topic_id, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Metadata record unfencing a broker.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,21 +38,41 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['UnfenceBrokerRecord']
 
 
-@dataclass(slots=True)
 class UnfenceBrokerRecord(Message):
     """UnfenceBrokerRecord: Metadata record unfencing a broker.
 
     Versions 0, api key 8; flexible versions 0+.
     """
 
-    id: int = 0  # Node id of the broker being unfenced.
-    epoch: int = 0  # Broker epoch of the registration being unfenced.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('id', 'epoch', 'unknown_tagged_fields')
+
+    id: int  # Node id of the broker being unfenced.
+    epoch: int  # Broker epoch of the registration being unfenced.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        id: int = 0,
+        epoch: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.id = id
+        self.epoch = epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.id, self.epoch, self.unknown_tagged_fields,) == (o.id, o.epoch, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Metadata record removing a broker registration.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,21 +38,41 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['UnregisterBrokerRecord']
 
 
-@dataclass(slots=True)
 class UnregisterBrokerRecord(Message):
     """UnregisterBrokerRecord: Metadata record removing a broker registration.
 
     Versions 0, api key 1; flexible versions 0+.
     """
 
-    broker_id: int = 0  # Id of the broker to remove.
-    broker_epoch: int = 0  # Broker epoch of the registration being removed.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('broker_id', 'broker_epoch', 'unknown_tagged_fields')
+
+    broker_id: int  # Id of the broker to remove.
+    broker_epoch: int  # Broker epoch of the registration being removed.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        broker_id: int = 0,
+        broker_epoch: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.broker_id, self.broker_epoch, self.unknown_tagged_fields,) == (o.broker_id, o.broker_epoch, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Asks the active controller to remove a broker's registration.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,20 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['UnregisterBrokerRequest']
 
 
-@dataclass(slots=True)
 class UnregisterBrokerRequest(Message):
     """UnregisterBrokerRequest: Asks the active controller to remove a broker's registration.
 
     Versions 0, api key 64; flexible versions 0+.
     """
 
-    broker_id: int = 0  # Node id whose registration should be removed.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('broker_id', 'unknown_tagged_fields')
+
+    broker_id: int  # Node id whose registration should be removed.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        broker_id: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.broker_id = broker_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.broker_id, self.unknown_tagged_fields,) == (o.broker_id, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

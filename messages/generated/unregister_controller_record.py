@@ -7,7 +7,6 @@ Metadata record removing a controller's registration.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,20 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['UnregisterControllerRecord']
 
 
-@dataclass(slots=True)
 class UnregisterControllerRecord(Message):
     """UnregisterControllerRecord: Metadata record removing a controller's registration.
 
     Versions 0, api key 29; flexible versions 0+.
     """
 
-    controller_id: int = 0  # Node id of the controller.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('controller_id', 'unknown_tagged_fields')
+
+    controller_id: int  # Node id of the controller.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        controller_id: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.controller_id = controller_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.controller_id, self.unknown_tagged_fields,) == (o.controller_id, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

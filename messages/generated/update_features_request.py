@@ -7,7 +7,6 @@ Asks the active controller to change finalized feature levels.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,20 +38,44 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['UpdateFeaturesRequest', 'FeatureUpdateKey']
 
 
-@dataclass(slots=True)
 class FeatureUpdateKey(Message):
     """The FeatureUpdateKey struct of UpdateFeaturesRequest."""
 
-    feature: str = ''  # Feature whose finalized level should change.
-    max_version_level: int = 0  # Target finalized level; a value below 1 deletes the feature.
-    allow_downgrade: bool = False  # Whether the target may be lower than the current level.
-    upgrade_type: int = 1  # 1 upgrade, 2 safe downgrade, 3 unsafe downgrade.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('feature', 'max_version_level', 'allow_downgrade', 'upgrade_type', 'unknown_tagged_fields')
+
+    feature: str  # Feature whose finalized level should change.
+    max_version_level: int  # Target finalized level; a value below 1 deletes the feature.
+    allow_downgrade: bool  # Whether the target may be lower than the current level.
+    upgrade_type: int  # 1 upgrade, 2 safe downgrade, 3 unsafe downgrade.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        feature: str = '',
+        max_version_level: int = 0,
+        allow_downgrade: bool = False,
+        upgrade_type: int = 1,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.feature = feature
+        self.max_version_level = max_version_level
+        self.allow_downgrade = allow_downgrade
+        self.upgrade_type = upgrade_type
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.feature, self.max_version_level, self.allow_downgrade, self.upgrade_type, self.unknown_tagged_fields,) == (o.feature, o.max_version_level, o.allow_downgrade, o.upgrade_type, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -65,17 +88,38 @@ class FeatureUpdateKey(Message):
         )
 
 
-@dataclass(slots=True)
 class UpdateFeaturesRequest(Message):
     """UpdateFeaturesRequest: Asks the active controller to change finalized feature levels.
 
     Versions 0-2, api key 57; flexible versions 0+.
     """
 
-    timeout_ms: int = 60000  # Time in ms to wait for the update to finish.
-    feature_updates: list[FeatureUpdateKey] = field(default_factory=list)  # Feature level changes to apply.
-    validate_only: bool = False  # If true, only check the update without applying it.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('timeout_ms', 'feature_updates', 'validate_only', 'unknown_tagged_fields')
+
+    timeout_ms: int  # Time in ms to wait for the update to finish.
+    feature_updates: list[FeatureUpdateKey]  # Feature level changes to apply.
+    validate_only: bool  # If true, only check the update without applying it.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        timeout_ms: int = 60000,
+        feature_updates: list[FeatureUpdateKey] = _FACTORY,
+        validate_only: bool = False,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.timeout_ms = timeout_ms
+        self.feature_updates = [] if feature_updates is _FACTORY else feature_updates
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.timeout_ms, self.feature_updates, self.validate_only, self.unknown_tagged_fields,) == (o.timeout_ms, o.feature_updates, o.validate_only, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

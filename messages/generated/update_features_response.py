@@ -7,7 +7,6 @@ Outcome of an UpdateFeatures request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,19 +38,41 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['UpdateFeaturesResponse', 'UpdatableFeatureResult']
 
 
-@dataclass(slots=True)
 class UpdatableFeatureResult(Message):
     """The UpdatableFeatureResult struct of UpdateFeaturesResponse."""
 
-    feature: str = ''  # Feature the outcome refers to.
-    error_code: int = 0  # Feature-level error code; 0 if none.
-    error_message: str | None = ''  # Feature-level error detail, or null.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('feature', 'error_code', 'error_message', 'unknown_tagged_fields')
+
+    feature: str  # Feature the outcome refers to.
+    error_code: int  # Feature-level error code; 0 if none.
+    error_message: str | None  # Feature-level error detail, or null.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        feature: str = '',
+        error_code: int = 0,
+        error_message: str | None = '',
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.feature = feature
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.feature, self.error_code, self.error_message, self.unknown_tagged_fields,) == (o.feature, o.error_code, o.error_message, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -63,18 +84,41 @@ class UpdatableFeatureResult(Message):
         )
 
 
-@dataclass(slots=True)
 class UpdateFeaturesResponse(Message):
     """UpdateFeaturesResponse: Outcome of an UpdateFeatures request.
 
     Versions 0-2, api key 57; flexible versions 0+.
     """
 
-    throttle_time_ms: int = 0  # Time in ms the response was held back by quota throttling; 0 if none.
-    error_code: int = 0  # Error code for the whole response; 0 if none.
-    error_message: str | None = ''  # Human-readable detail for the error, or null.
-    results: list[UpdatableFeatureResult] = field(default_factory=list)  # Per-feature outcomes.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'results', 'unknown_tagged_fields')
+
+    throttle_time_ms: int  # Time in ms the response was held back by quota throttling; 0 if none.
+    error_code: int  # Error code for the whole response; 0 if none.
+    error_message: str | None  # Human-readable detail for the error, or null.
+    results: list[UpdatableFeatureResult]  # Per-feature outcomes.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        error_message: str | None = '',
+        results: list[UpdatableFeatureResult] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.results = [] if results is _FACTORY else results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.results, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.error_message, o.results, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Sent by a voter to the leader to update its endpoints and kraft.version range.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,19 +38,41 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['UpdateRaftVoterRequest', 'KRaftVersionFeature', 'Listener']
 
 
-@dataclass(slots=True)
 class Listener(Message):
     """The Listener struct of UpdateRaftVoterRequest."""
 
-    name: str = ''  # Listener name, e.g. CONTROLLER.
-    host: str = ''  # Hostname or IP address of the listener.
-    port: int = 0  # TCP port of the listener.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'host', 'port', 'unknown_tagged_fields')
+
+    name: str  # Listener name, e.g. CONTROLLER.
+    host: str  # Hostname or IP address of the listener.
+    port: int  # TCP port of the listener.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        host: str = '',
+        port: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.host, self.port, self.unknown_tagged_fields,) == (o.name, o.host, o.port, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -63,13 +84,32 @@ class Listener(Message):
         )
 
 
-@dataclass(slots=True)
 class KRaftVersionFeature(Message):
     """The KRaftVersionFeature struct of UpdateRaftVoterRequest."""
 
-    min_supported_version: int = 0  # Lowest kraft.version level supported.
-    max_supported_version: int = 0  # Highest kraft.version level supported.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('min_supported_version', 'max_supported_version', 'unknown_tagged_fields')
+
+    min_supported_version: int  # Lowest kraft.version level supported.
+    max_supported_version: int  # Highest kraft.version level supported.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        min_supported_version: int = 0,
+        max_supported_version: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.min_supported_version = min_supported_version
+        self.max_supported_version = max_supported_version
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.min_supported_version, self.max_supported_version, self.unknown_tagged_fields,) == (o.min_supported_version, o.max_supported_version, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -80,20 +120,47 @@ class KRaftVersionFeature(Message):
         )
 
 
-@dataclass(slots=True)
 class UpdateRaftVoterRequest(Message):
     """UpdateRaftVoterRequest: Sent by a voter to the leader to update its endpoints and kraft.version range.
 
     Versions 0, api key 82; flexible versions 0+.
     """
 
-    cluster_id: str | None = ''  # Cluster id the sender expects; null skips the check.
-    current_leader_epoch: int = 0  # Leader epoch the voter believes current.
-    voter_id: int = 0  # Replica id of the voter being updated.
-    voter_directory_id: Uuid = ZERO_UUID  # Directory id of the voter being updated.
-    listeners: list[Listener] = field(default_factory=list)  # Listener endpoints of the voter.
-    kraft_version_feature: KRaftVersionFeature = field(default_factory=KRaftVersionFeature)  # Range of kraft.version levels the voter supports.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('cluster_id', 'current_leader_epoch', 'voter_id', 'voter_directory_id', 'listeners', 'kraft_version_feature', 'unknown_tagged_fields')
+
+    cluster_id: str | None  # Cluster id the sender expects; null skips the check.
+    current_leader_epoch: int  # Leader epoch the voter believes current.
+    voter_id: int  # Replica id of the voter being updated.
+    voter_directory_id: Uuid  # Directory id of the voter being updated.
+    listeners: list[Listener]  # Listener endpoints of the voter.
+    kraft_version_feature: KRaftVersionFeature  # Range of kraft.version levels the voter supports.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        cluster_id: str | None = '',
+        current_leader_epoch: int = 0,
+        voter_id: int = 0,
+        voter_directory_id: Uuid = ZERO_UUID,
+        listeners: list[Listener] = _FACTORY,
+        kraft_version_feature: KRaftVersionFeature = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.cluster_id = cluster_id
+        self.current_leader_epoch = current_leader_epoch
+        self.voter_id = voter_id
+        self.voter_directory_id = voter_directory_id
+        self.listeners = [] if listeners is _FACTORY else listeners
+        self.kraft_version_feature = KRaftVersionFeature() if kraft_version_feature is _FACTORY else kraft_version_feature
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.cluster_id, self.current_leader_epoch, self.voter_id, self.voter_directory_id, self.listeners, self.kraft_version_feature, self.unknown_tagged_fields,) == (o.cluster_id, o.current_leader_epoch, o.voter_id, o.voter_directory_id, o.listeners, o.kraft_version_feature, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ The leader's answer to an UpdateRaftVoter request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,20 +38,44 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['UpdateRaftVoterResponse', 'CurrentLeader']
 
 
-@dataclass(slots=True)
 class CurrentLeader(Message):
     """The CurrentLeader struct of UpdateRaftVoterResponse."""
 
-    leader_id: int = -1  # Replica id of the leader, or -1.
-    leader_epoch: int = -1  # Epoch of that leader, or -1 if unknown.
-    host: str = ''  # Hostname or IP address of the leader's endpoint.
-    port: int = 0  # TCP port of the leader's endpoint.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('leader_id', 'leader_epoch', 'host', 'port', 'unknown_tagged_fields')
+
+    leader_id: int  # Replica id of the leader, or -1.
+    leader_epoch: int  # Epoch of that leader, or -1 if unknown.
+    host: str  # Hostname or IP address of the leader's endpoint.
+    port: int  # TCP port of the leader's endpoint.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        leader_id: int = -1,
+        leader_epoch: int = -1,
+        host: str = '',
+        port: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.leader_id, self.leader_epoch, self.host, self.port, self.unknown_tagged_fields,) == (o.leader_id, o.leader_epoch, o.host, o.port, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -65,17 +88,38 @@ class CurrentLeader(Message):
         )
 
 
-@dataclass(slots=True)
 class UpdateRaftVoterResponse(Message):
     """UpdateRaftVoterResponse: The leader's answer to an UpdateRaftVoter request.
 
     Versions 0, api key 82; flexible versions 0+.
     """
 
-    throttle_time_ms: int = 0  # Time in ms the response was held back by quota throttling; 0 if none.
-    error_code: int = 0  # Error code for the whole response; 0 if none.
-    current_leader: CurrentLeader = field(default_factory=CurrentLeader)  # Leader known to the responder, with its endpoint.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'current_leader', 'unknown_tagged_fields')
+
+    throttle_time_ms: int  # Time in ms the response was held back by quota throttling; 0 if none.
+    error_code: int  # Error code for the whole response; 0 if none.
+    current_leader: CurrentLeader  # Leader known to the responder, with its endpoint.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        current_leader: CurrentLeader = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.current_leader = CurrentLeader() if current_leader is _FACTORY else current_leader
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.current_leader, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.current_leader, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

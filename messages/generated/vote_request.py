@@ -7,7 +7,6 @@ Asks a voter for its vote, or pre-vote, in a leader election.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,24 +38,56 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['VoteRequest', 'TopicData', 'PartitionData']
 
 
-@dataclass(slots=True)
 class PartitionData(Message):
     """The PartitionData struct of VoteRequest."""
 
-    partition_index: int = 0  # Partition number within the topic.
-    replica_epoch: int = 0  # Epoch of the election the requesting replica runs.
-    replica_id: int = 0  # Replica id of the candidate or prospective leader.
-    replica_directory_id: Uuid = ZERO_UUID  # Directory id completing the requester's replica key.
-    voter_directory_id: Uuid = ZERO_UUID  # Directory id of the voter asked for its vote.
-    last_offset_epoch: int = 0  # Epoch of the last record in the requester's log.
-    last_offset: int = 0  # Log end offset of the requester.
-    pre_vote: bool = False  # True for a pre-vote, which does not bump the epoch (KIP-996).
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('partition_index', 'replica_epoch', 'replica_id', 'replica_directory_id', 'voter_directory_id', 'last_offset_epoch', 'last_offset', 'pre_vote', 'unknown_tagged_fields')
+
+    partition_index: int  # Partition number within the topic.
+    replica_epoch: int  # Epoch of the election the requesting replica runs.
+    replica_id: int  # Replica id of the candidate or prospective leader.
+    replica_directory_id: Uuid  # Directory id completing the requester's replica key.
+    voter_directory_id: Uuid  # Directory id of the voter asked for its vote.
+    last_offset_epoch: int  # Epoch of the last record in the requester's log.
+    last_offset: int  # Log end offset of the requester.
+    pre_vote: bool  # True for a pre-vote, which does not bump the epoch (KIP-996).
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        partition_index: int = 0,
+        replica_epoch: int = 0,
+        replica_id: int = 0,
+        replica_directory_id: Uuid = ZERO_UUID,
+        voter_directory_id: Uuid = ZERO_UUID,
+        last_offset_epoch: int = 0,
+        last_offset: int = 0,
+        pre_vote: bool = False,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.partition_index = partition_index
+        self.replica_epoch = replica_epoch
+        self.replica_id = replica_id
+        self.replica_directory_id = replica_directory_id
+        self.voter_directory_id = voter_directory_id
+        self.last_offset_epoch = last_offset_epoch
+        self.last_offset = last_offset
+        self.pre_vote = pre_vote
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.partition_index, self.replica_epoch, self.replica_id, self.replica_directory_id, self.voter_directory_id, self.last_offset_epoch, self.last_offset, self.pre_vote, self.unknown_tagged_fields,) == (o.partition_index, o.replica_epoch, o.replica_id, o.replica_directory_id, o.voter_directory_id, o.last_offset_epoch, o.last_offset, o.pre_vote, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -73,13 +104,32 @@ class PartitionData(Message):
         )
 
 
-@dataclass(slots=True)
 class TopicData(Message):
     """The TopicData struct of VoteRequest."""
 
-    topic_name: str = ''  # Topic name; __cluster_metadata for the KRaft log.
-    partitions: list[PartitionData] = field(default_factory=list)  # Partitions of the topic.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields')
+
+    topic_name: str  # Topic name; __cluster_metadata for the KRaft log.
+    partitions: list[PartitionData]  # Partitions of the topic.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        topic_name: str = '',
+        partitions: list[PartitionData] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topic_name, self.partitions, self.unknown_tagged_fields,) == (o.topic_name, o.partitions, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -90,17 +140,38 @@ class TopicData(Message):
         )
 
 
-@dataclass(slots=True)
 class VoteRequest(Message):
     """VoteRequest: Asks a voter for its vote, or pre-vote, in a leader election.
 
     Versions 0-2, api key 52; flexible versions 0+.
     """
 
-    cluster_id: str | None = None  # Cluster id of the requester; null skips the check.
-    voter_id: int = -1  # Replica id of the voter asked for its vote.
-    topics: list[TopicData] = field(default_factory=list)  # Topics concerned; in KRaft only __cluster_metadata.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('cluster_id', 'voter_id', 'topics', 'unknown_tagged_fields')
+
+    cluster_id: str | None  # Cluster id of the requester; null skips the check.
+    voter_id: int  # Replica id of the voter asked for its vote.
+    topics: list[TopicData]  # Topics concerned; in KRaft only __cluster_metadata.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        cluster_id: str | None = None,
+        voter_id: int = -1,
+        topics: list[TopicData] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.cluster_id = cluster_id
+        self.voter_id = voter_id
+        self.topics = [] if topics is _FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.cluster_id, self.voter_id, self.topics, self.unknown_tagged_fields,) == (o.cluster_id, o.voter_id, o.topics, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ Control record holding the complete voter set (KIP-853).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,19 +38,41 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['VotersRecord', 'Voter', 'KRaftVersionFeature', 'Endpoint']
 
 
-@dataclass(slots=True)
 class Endpoint(Message):
     """The Endpoint struct of VotersRecord."""
 
-    name: str = ''  # Listener name, e.g. CONTROLLER.
-    host: str = ''  # Hostname or IP address of the listener.
-    port: int = 0  # TCP port of the listener.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('name', 'host', 'port', 'unknown_tagged_fields')
+
+    name: str  # Listener name, e.g. CONTROLLER.
+    host: str  # Hostname or IP address of the listener.
+    port: int  # TCP port of the listener.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        name: str = '',
+        host: str = '',
+        port: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.name, self.host, self.port, self.unknown_tagged_fields,) == (o.name, o.host, o.port, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -63,13 +84,32 @@ class Endpoint(Message):
         )
 
 
-@dataclass(slots=True)
 class KRaftVersionFeature(Message):
     """The KRaftVersionFeature struct of VotersRecord."""
 
-    min_supported_version: int = 0  # Lowest kraft.version level supported.
-    max_supported_version: int = 0  # Highest kraft.version level supported.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('min_supported_version', 'max_supported_version', 'unknown_tagged_fields')
+
+    min_supported_version: int  # Lowest kraft.version level supported.
+    max_supported_version: int  # Highest kraft.version level supported.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        min_supported_version: int = 0,
+        max_supported_version: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.min_supported_version = min_supported_version
+        self.max_supported_version = max_supported_version
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.min_supported_version, self.max_supported_version, self.unknown_tagged_fields,) == (o.min_supported_version, o.max_supported_version, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -80,15 +120,38 @@ class KRaftVersionFeature(Message):
         )
 
 
-@dataclass(slots=True)
 class Voter(Message):
     """The Voter struct of VotersRecord."""
 
-    voter_id: int = 0  # Replica id of the voter.
-    voter_directory_id: Uuid = ZERO_UUID  # Directory id of the voter's replica key.
-    endpoints: list[Endpoint] = field(default_factory=list)  # Listener endpoints of the voter.
-    kraft_version_feature: KRaftVersionFeature = field(default_factory=KRaftVersionFeature)  # Range of kraft.version levels the voter supports.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('voter_id', 'voter_directory_id', 'endpoints', 'kraft_version_feature', 'unknown_tagged_fields')
+
+    voter_id: int  # Replica id of the voter.
+    voter_directory_id: Uuid  # Directory id of the voter's replica key.
+    endpoints: list[Endpoint]  # Listener endpoints of the voter.
+    kraft_version_feature: KRaftVersionFeature  # Range of kraft.version levels the voter supports.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        voter_id: int = 0,
+        voter_directory_id: Uuid = ZERO_UUID,
+        endpoints: list[Endpoint] = _FACTORY,
+        kraft_version_feature: KRaftVersionFeature = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.voter_id = voter_id
+        self.voter_directory_id = voter_directory_id
+        self.endpoints = [] if endpoints is _FACTORY else endpoints
+        self.kraft_version_feature = KRaftVersionFeature() if kraft_version_feature is _FACTORY else kraft_version_feature
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.voter_id, self.voter_directory_id, self.endpoints, self.kraft_version_feature, self.unknown_tagged_fields,) == (o.voter_id, o.voter_directory_id, o.endpoints, o.kraft_version_feature, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -101,16 +164,35 @@ class Voter(Message):
         )
 
 
-@dataclass(slots=True)
 class VotersRecord(Message):
     """VotersRecord: Control record holding the complete voter set (KIP-853).
 
     Versions 0; flexible versions 0+.
     """
 
-    version_: int = 0  # Schema version of this record.
-    voters: list[Voter] = field(default_factory=list)  # Every voter of the quorum.
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('version_', 'voters', 'unknown_tagged_fields')
+
+    version_: int  # Schema version of this record.
+    voters: list[Voter]  # Every voter of the quorum.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        version_: int = 0,
+        voters: list[Voter] = _FACTORY,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.version_ = version_
+        self.voters = [] if voters is _FACTORY else voters
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.version_, self.voters, self.unknown_tagged_fields,) == (o.version_, o.voters, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,6 @@ State of a ZooKeeper to KRaft migration (KIP-866). Controllers from 3.4 to 3.9 w
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from struct import Struct
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
@@ -39,20 +38,38 @@ from kwire.wire import write_records as _wrec
 from kwire.wire import write_string as _ws
 from kwire.wire import write_tagged as _write_tagged
 from kwire.wire import write_uvarint as _wuv
+from messages.runtime import FACTORY as _FACTORY
 from messages.runtime import JsonField, Message
 
 __all__ = ['ZkMigrationStateRecord']
 
 
-@dataclass(slots=True)
 class ZkMigrationStateRecord(Message):
     """ZkMigrationStateRecord: State of a ZooKeeper to KRaft migration (KIP-866). Controllers from 3.4 to 3.9 write one after the bootstrap records (None = 0); 4.x never writes it but still reads it.
 
     Versions 0, api key 21; flexible versions 0+.
     """
 
-    zk_migration_state: int = 0  # 0 None, 1 Migration, 2 PreMigration, 3 PostMigration (the 3.5+ numbering).
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    __slots__ = ('zk_migration_state', 'unknown_tagged_fields')
+
+    zk_migration_state: int  # 0 None, 1 Migration, 2 PreMigration, 3 PostMigration (the 3.5+ numbering).
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+
+    def __init__(
+        self,
+        zk_migration_state: int = 0,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+    ) -> None:
+        self.zk_migration_state = zk_migration_state
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.zk_migration_state, self.unknown_tagged_fields,) == (o.zk_migration_state, o.unknown_tagged_fields,)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -111,7 +111,8 @@ def open_envelope(envelope: EnvelopeRequest, served: Mapping[int, tuple[int, int
 def _holds_error(message: Message, error: Errors) -> bool:
     """Whether ``message`` or any message inside it has ``error`` in an ErrorCode field
     (Kafka's ``AbstractResponse.errorCounts``)."""
-    for name in message.__dataclass_fields__:  # type: ignore[attr-defined]
+    names: tuple[str, ...] = type(message).__slots__  # every field, the unknown tags last
+    for name in names:
         value = getattr(message, name)
         if name == "error_code" and value == error:
             return True
