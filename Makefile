@@ -10,13 +10,12 @@ DATA   ?= data
 
 .PHONY: install run test nightly lint lint-imports typecheck generate check-generated bench compat-jars clean
 
-## pip compiles what it installs one file at a time; compileall does it on every core (half the
-## install's time on a 2-core machine).
+## Site-packages are installed without bytecode: the test run writes it as modules are first
+## imported (see `test`), which compiles the few hundred modules the tests use instead of the
+## whole tree (pyspark alone is thousands).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q --no-compile -e '.[test,audit]'
-	$(PY) -m compileall -q -j 0 $(VENV)/lib
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -40,23 +39,32 @@ lint-imports: install
 	$(VENV)/bin/lint-imports --no-logo
 
 ## Stock Kafka jars (the versions pinned in compat/kafka-versions.properties) from Maven Central.
-compat-jars: install
+compat-jars:
 	bash compat/fetch-kafka.sh
 
 ## A standalone controller on localhost:9093, formatted on first use into ./data.
 run: install
 	$(PY) -m tools.cli run-standalone --config $(CONFIG) --data $(DATA)
 
-## The checks and the jar fetch run side by side (the fetch mostly waits on the network), each
-## one's output kept together. Then two pytest-xdist workers (the 2-core machines' count); tests
-## that share a cluster, a JVM or the Spark session run on one worker (conftest.py). The 15
-## slowest tests are printed. Bytecode is compiled first: the tests start hundreds of
-## short-lived kwire processes, each of which would otherwise compile every module it imports
-## where PYTHONDONTWRITEBYTECODE is set.
-test: install
-	$(MAKE) --no-print-directory -j 4 --output-sync=target check-generated lint lint-imports typecheck compat-jars
+## Set-up: the install and the stock Kafka jar fetch run side by side (one waits on pip, the
+## other on Maven). Then the checks run in the background while two pytest-xdist workers (the
+## 2-core machines' count) run the tests: the checks fill the workers' waits on servers
+## starting, and their output is printed after the tests'. Tests that share a cluster, a JVM or
+## the Spark session run on one worker (conftest.py); the 15 slowest are printed.
+## Bytecode is written as modules are first imported, whatever PYTHONDONTWRITEBYTECODE says:
+## the tests start hundreds of short-lived kwire, tool and Spark worker processes, each of
+## which would otherwise compile every module it imports, and pytest keeps its rewritten test
+## modules only when it may write bytecode. The project's own modules are compiled up front so
+## that the two workers do not both compile them at once.
+test:
+	$(MAKE) --no-print-directory -j 2 --output-sync=target install compat-jars
 	$(PY) -m compileall -q -j 0 kwire messages storage server tools tests compat conftest.py
-	$(PY) -m pytest -q -n 2 --durations=15
+	@$(MAKE) --no-print-directory -j 4 --output-sync=target check-generated lint lint-imports typecheck \
+		> .checks.log 2>&1 & checks=$$!; \
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 2 --durations=15; tested=$$?; \
+	wait $$checks; checked=$$?; cat .checks.log; \
+	if [ $$checked -ne 0 ]; then echo "make test: the checks failed (output above)"; fi; \
+	exit $$(( tested || checked ))
 
 ## Long soaks, not part of `make test`: 10,000 more simulation seeds, 100 leader kills in each
 ## of the eight mixed kwire/Kafka quorum configurations, 20 rounds of network and process faults
