@@ -18,9 +18,9 @@ With ``-n`` (and only then):
   cluster, a JVM, the Spark session): their tests are one unit of work, run on one worker in
   collection order. Every other test is a unit of its own, handed to whichever worker is free
   (:class:`GroupScheduling`).
-* ``slow``-marked tests (and the groups holding one), and the simulation seeds (minutes in two
-  processes of their own), come first, so that no worker starts a long test when the others
-  are nearly done.
+* ``slow``-marked tests (and the groups holding one), and the simulation seeds (items of 50
+  seeds, each a few CPU-seconds to half a minute), come first, so that no worker starts a long
+  test when the others are nearly done.
 * Each worker picks free ports from its own slice of the port range
   (``tools.local_cluster.PORT_SLICE_ENV``), so two workers never choose the same port, not
   even one whose server is down between a kill and its restart.

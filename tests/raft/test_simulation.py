@@ -1,7 +1,8 @@
 """Seeded whole-quorum simulations (``tests/raft/sim.py``) with invariants after every event.
 
 ``KWIRE_SIM_SEEDS`` (default 500) sets how many seeds the normal run covers, ``KWIRE_SIM_FIRST``
-the first one (default 0), ``KWIRE_SIM_WORKERS`` the processes used (default 2);
+the first one (default 0), ``KWIRE_SIM_WORKERS`` the processes each test item uses (default 2,
+1 under pytest-xdist); seeds run in items of ``CHUNK``;
 ``KWIRE_SIM_WIRE=1`` makes the router encode and decode every message at its API version.
 ``test_stray_request_seeds`` runs the "stray" scenario (the differential probe's request shapes
 from outside the quorum) on a fifth as many seeds, ``test_broker_seeds`` the "brokers" scenario
@@ -24,6 +25,7 @@ alter behaviour re-records them, and says so in its commit::
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
 import random
@@ -39,7 +41,11 @@ from tests.raft.sim import SCENARIOS, Cluster, InvariantViolation, run_scenario
 
 SEEDS = int(os.environ.get("KWIRE_SIM_SEEDS", "500"))
 FIRST = int(os.environ.get("KWIRE_SIM_FIRST", "0"))
-WORKERS = int(os.environ.get("KWIRE_SIM_WORKERS", "2"))
+WORKERS = int(os.environ.get("KWIRE_SIM_WORKERS", "1" if os.environ.get("PYTEST_XDIST_WORKER") else "2"))
+CHUNK = 50
+"""Seeds per test item: the items of a run are spread over pytest-xdist's workers, each
+running its seeds in its own process (``WORKERS`` 1 under xdist): more processes than cores
+made each seed cost a fifth more CPU time."""
 TRACES = Path(__file__).with_name("sim_traces.txt")
 BROKER_TRACES = Path(__file__).with_name("sim_broker_traces.txt")
 
@@ -49,110 +55,97 @@ def _recorded_traces(path: Path = TRACES) -> dict[int, str]:
     return {int(seed): digest for seed, digest in rows}
 
 
+def _chunks(first: int, count: int) -> list[range]:
+    return [range(start, min(start + CHUNK, first + count)) for start in range(first, first + count, CHUNK)]
+
+
+def _chunk_id(seeds: range) -> str:
+    return f"{seeds.start}-{seeds.stop - 1}"
+
+
 def _replay_command(seed: int) -> str:
     return f"KWIRE_SIM_SEED={seed} pytest tests/raft/test_simulation.py -k replay"
 
 
-def _run(seed: int) -> tuple[int, str | None, int, str]:
+def _run_named(scenario: str | None, seed: int) -> tuple[int, str | None, int, str]:
     try:
-        stats = run_scenario(seed)
+        stats = run_scenario(seed, scenario)
     except Exception:  # report every failure with its seed, not only invariant violations
         return (seed, traceback.format_exc(), 0, "")
     return (seed, None, stats.events, stats.trace_digest)
 
 
-def test_simulation_seeds() -> None:
-    seeds = range(FIRST, FIRST + SEEDS)
+def _record(traces: Path, digests: dict[int, str]) -> None:
+    """Merge ``digests`` into ``traces`` under a lock (items of one run record side by side)."""
+    with open(traces.with_name(traces.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        recorded = _recorded_traces(traces) | digests
+        traces.write_text("".join(f"{seed} {recorded[seed]}\n" for seed in sorted(recorded)))
+
+
+def _check_scenario_seeds(scenario: str | None, seeds: range, traces: Path | None = None) -> None:
+    """Run ``scenario`` (``None``: the default mix, ``SCENARIOS``) on ``seeds`` (``WORKERS``
+    processes); fail with the first failure and the command that replays it. With ``traces``,
+    each seed's trace digest must equal the one recorded there (``KWIRE_SIM_RECORD=1`` records
+    them)."""
     started = time.monotonic()
-    if WORKERS > 1:
-        with ProcessPoolExecutor(max_workers=WORKERS) as pool:
-            results = list(pool.map(_run, seeds, chunksize=8))
-    else:
-        results = [_run(seed) for seed in seeds]
-    failures = [(seed, error) for seed, error, _, _ in results if error is not None]
-    events = sum(count for _, _, count, _ in results)
-    print(
-        f"{len(results)} seeds ({', '.join(SCENARIOS)}), {events} events, "
-        f"{time.monotonic() - started:.1f} s"
-    )
-    if failures:
-        seed, error = failures[0]
-        pytest.fail(
-            f"{len(failures)} of {len(results)} seeds failed: "
-            f"{[s for s, _ in failures][:20]}\n"
-            f"first failure, replay with: {_replay_command(seed)}\n{error}"
-        )
-    digests = {seed: digest for seed, _, _, digest in results}
-    if os.environ.get("KWIRE_SIM_RECORD") == "1":
-        recorded = _recorded_traces() | digests
-        TRACES.write_text("".join(f"{seed} {recorded[seed]}\n" for seed in sorted(recorded)))
-        return
-    if os.environ.get("KWIRE_SIM_WIRE") == "1":
-        return  # messages re-decoded from bytes hold views of buffers: their reprs differ
-    recorded = _recorded_traces()
-    changed = sorted(seed for seed, digest in digests.items() if recorded.get(seed, digest) != digest)
-    assert not changed, (
-        f"{len(changed)} seeds behave differently from sim_traces.txt: {changed[:20]} "
-        "(re-record with KWIRE_SIM_RECORD=1 only if the change is meant to alter behaviour)"
-    )
-
-
-def _run_named(scenario: str, seed: int) -> tuple[int, str | None, str]:
-    try:
-        stats = run_scenario(seed, scenario)
-    except Exception:
-        return (seed, traceback.format_exc(), "")
-    return (seed, None, stats.trace_digest)
-
-
-def _check_scenario_seeds(scenario: str, seeds: range, chunksize: int, traces: Path | None = None) -> None:
-    """Run ``scenario`` on ``seeds`` (``WORKERS`` processes); fail with the first failure and
-    the command that replays it. With ``traces``, each seed's trace digest must equal the one
-    recorded there (``KWIRE_SIM_RECORD=1`` records them)."""
     run = functools.partial(_run_named, scenario)
     if WORKERS > 1:
         with ProcessPoolExecutor(max_workers=WORKERS) as pool:
-            results = list(pool.map(run, seeds, chunksize=chunksize))
+            results = list(pool.map(run, seeds, chunksize=max(1, len(seeds) // (4 * WORKERS))))
     else:
         results = [run(seed) for seed in seeds]
-    failures = [(seed, error) for seed, error, _ in results if error is not None]
+    name = scenario or ", ".join(SCENARIOS)
+    events = sum(count for _, _, count, _ in results)
+    print(f"{len(results)} seeds ({name}), {events} events, {time.monotonic() - started:.1f} s")
+    failures = [(seed, error) for seed, error, _, _ in results if error is not None]
     if failures:
         seed, error = failures[0]
+        env = f"KWIRE_SIM_SCENARIO={scenario} " if scenario else ""
         pytest.fail(
-            f"{len(failures)} of {len(results)} {scenario} seeds failed: {[s for s, _ in failures][:20]}\n"
-            f"first failure, replay with: KWIRE_SIM_SCENARIO={scenario} {_replay_command(seed)}\n{error}"
+            f"{len(failures)} of {len(results)} {name} seeds failed: {[s for s, _ in failures][:20]}\n"
+            f"first failure, replay with: {env}{_replay_command(seed)}\n{error}"
         )
     if traces is None or os.environ.get("KWIRE_SIM_WIRE") == "1":
-        return
-    digests = {seed: digest for seed, _, digest in results}
+        return  # messages re-decoded from bytes hold views of buffers: their reprs differ
+    digests = {seed: digest for seed, _, _, digest in results}
     if os.environ.get("KWIRE_SIM_RECORD") == "1":
-        recorded = _recorded_traces(traces) | digests
-        traces.write_text("".join(f"{seed} {recorded[seed]}\n" for seed in sorted(recorded)))
+        _record(traces, digests)
         return
     recorded = _recorded_traces(traces)
     changed = sorted(seed for seed, digest in digests.items() if recorded.get(seed, digest) != digest)
     assert not changed, (
-        f"{len(changed)} {scenario} seeds behave differently from {traces.name}: {changed[:20]} "
+        f"{len(changed)} {name} seeds behave differently from {traces.name}: {changed[:20]} "
         "(re-record with KWIRE_SIM_RECORD=1 only if the change is meant to alter behaviour)"
     )
 
 
-def test_stray_request_seeds() -> None:
+@pytest.mark.parametrize("seeds", _chunks(FIRST, SEEDS), ids=_chunk_id)
+def test_simulation_seeds(seeds: range) -> None:
+    """The default scenarios (``SCENARIOS``) on ``KWIRE_SIM_SEEDS`` seeds from
+    ``KWIRE_SIM_FIRST``, ``CHUNK`` per item: every invariant holds after every event, and each
+    seed's trace digest is the one in ``sim_traces.txt``."""
+    _check_scenario_seeds(None, seeds, TRACES)
+
+
+@pytest.mark.parametrize("seeds", _chunks(FIRST, max(1, SEEDS // 5)), ids=_chunk_id)
+def test_stray_request_seeds(seeds: range) -> None:
     """The differential probe's requests (``sim.stray_request``) from a replica outside the
     quorum, delivered to random nodes of a loaded quorum: every invariant holds after every
     event and the quorum commits afterwards. ``KWIRE_SIM_SEEDS / 5`` seeds from
     ``KWIRE_SIM_FIRST`` (100 by default); replay one with ``KWIRE_SIM_SEED=N
     KWIRE_SIM_SCENARIO=stray``."""
-    _check_scenario_seeds("stray", range(FIRST, FIRST + max(1, SEEDS // 5)), chunksize=4)
+    _check_scenario_seeds("stray", seeds)
 
 
-def test_broker_seeds() -> None:
+@pytest.mark.parametrize("seeds", _chunks(FIRST, SEEDS), ids=_chunk_id)
+def test_broker_seeds(seeds: range) -> None:
     """Simulated brokers register and heartbeat with the active controller through leader
     crashes, isolation and broker deaths (``tests/raft/sim_brokers.py``): broker epochs are the
     offsets of their registrations, every node holds the same image at the same offset, and
     every broker runs again once the faults end. ``KWIRE_SIM_SEEDS`` seeds from
     ``KWIRE_SIM_FIRST``; replay one with ``KWIRE_SIM_SEED=N KWIRE_SIM_SCENARIO=brokers``."""
-    _check_scenario_seeds("brokers", range(FIRST, FIRST + SEEDS), chunksize=8, traces=BROKER_TRACES)
+    _check_scenario_seeds("brokers", seeds, BROKER_TRACES)
 
 
 def test_the_broker_scenario_reaches_topics_and_isr_changes() -> None:
