@@ -371,14 +371,15 @@ class Quorum:
     ``i.properties``, ``data<i>``, ``i.out``. Static: every node a voter. Dynamic: the
     ``voter_ids`` (default all) are the initial controllers, the others are formatted with
     ``--no-initial-controllers`` and start as observers. ``extra`` lines go into every node's
-    properties. With a ``network`` (``compat.faults.net.Network`` with hosts ``"1"``, ``"2"``,
-    ... and ``"client"``), node i runs on host ``str(i)`` at its address, and the quorum is
-    asked from ``"client"``; else every node is on localhost."""
+    properties, ``kwire_extra`` lines into the kwire nodes' only. With a ``network``
+    (``compat.faults.net.Network`` with hosts ``"1"``, ``"2"``, ... and ``"client"``), node i
+    runs on host ``str(i)`` at its address, and the quorum is asked from ``"client"``; else
+    every node is on localhost."""
 
     def __init__(
         self, kafka: KafkaRelease, root: Path, kwire_ids: set[int], dynamic: bool,
         ids: tuple[int, ...] = (1, 2, 3), voter_ids: tuple[int, ...] | None = None,
-        extra: str = "", network: Network | None = None,
+        extra: str = "", network: Network | None = None, kwire_extra: str = "",
     ) -> None:
         self.kafka, self.root, self.kwire_ids, self.network = kafka, root, kwire_ids, network
         self.ports = {i: free_port() for i in ids}
@@ -400,7 +401,8 @@ class Quorum:
                 f"controller.listener.names=CONTROLLER\nlisteners=CONTROLLER://{self.hosts[i]}:{port}\n"
                 f"log.dirs={root / f'data{i}'}\n"
                 f"controller.quorum.election.timeout.ms={ELECTION_TIMEOUT_MS}\n"
-                f"controller.quorum.fetch.timeout.ms={FETCH_TIMEOUT_MS}\n" + extra,
+                f"controller.quorum.fetch.timeout.ms={FETCH_TIMEOUT_MS}\n" + extra
+                + (kwire_extra if i in kwire_ids else ""),
                 encoding="utf-8",
             )
             if i in kwire_ids:

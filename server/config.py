@@ -279,6 +279,12 @@ class KRaftConfig:
     log at most once per this many ms and take every flush as done at once, so it acknowledges
     records before they are durable. It exists so that the fault tests can show that their
     checker catches such a node (a positive control); never set it anywhere else."""
+    unsafe_test_ack_on_append: bool = False
+    """TEST ONLY, and unsafe: ``kwire.unsafe.test.ack.on.append=true`` makes the active
+    controller answer a write as soon as its records are appended to its own log, before they
+    commit, so a leader cut off from the quorum acknowledges writes that are then lost. It
+    exists so that the fault tests can show that their history checker catches such a node (a
+    positive control); never set it anywhere else."""
     raw: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     # -- construction -----------------------------------------------------------------------
@@ -456,6 +462,7 @@ class KRaftConfig:
                 None if r.get("kwire.unsafe.test.fsync.interval.ms") is None
                 else r.integer("kwire.unsafe.test.fsync.interval.ms", None, minimum=1)
             ),
+            unsafe_test_ack_on_append=r.boolean("kwire.unsafe.test.ack.on.append", False),
             raw=merged,
         )
 

@@ -263,6 +263,9 @@ class ControllerHost:
         self._leader_balance = _Task("leader balance", self._balance_leaders)
         self._unclean_election = _Task("unclean election", self._elect_unclean_leaders)
         self._tasks = (self._no_op, self._session_expiry, self._leader_balance, self._unclean_election)
+        if config.unsafe_ack_on_append:
+            self.log.error("kwire.unsafe.test.ack.on.append=true: writes are acknowledged before they commit "
+                           "(TEST ONLY; acknowledged writes can be lost)")
 
     # ------------------------------------------------------------------ events
 
@@ -305,6 +308,9 @@ class ControllerHost:
                 write.answer(self.not_controller())
         else:
             write.last_offset = result.last_offset
+            if self.config.unsafe_ack_on_append and write.answer is not None:
+                write.answer(None)  # TEST ONLY (KRaftConfig.unsafe_test_ack_on_append): before the commit
+                write.answer = None
         return True
 
     def request(self, now_ms: int, request: ControllerRequest) -> None:

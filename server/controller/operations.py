@@ -83,7 +83,9 @@ class ControllerConfig:
     ``auto.leader.rebalance.enable``, ``leader.imbalance.check.interval.seconds`` (in ms here),
     ``unclean.leader.election.interval.ms``, ``metadata.max.idle.interval.ms`` (0: no NoOps),
     ``metadata.log.max.record.bytes.between.snapshots`` and
-    ``metadata.log.max.snapshot.interval.ms`` (0: no time trigger)."""
+    ``metadata.log.max.snapshot.interval.ms`` (0: no time trigger); ``unsafe_ack_on_append``
+    (TEST ONLY, ``kwire.unsafe.test.ack.on.append``) answers a write once appended, before it
+    commits, for the fault tests' positive control."""
 
     node_id: int
     cluster_id: str
@@ -100,6 +102,7 @@ class ControllerConfig:
     max_idle_interval_ms: int = 500
     snapshot_max_bytes: int = 20_971_520
     snapshot_max_interval_ms: int = 3_600_000
+    unsafe_ack_on_append: bool = False
 
 
 class ControllerLog(Protocol):

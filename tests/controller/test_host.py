@@ -274,6 +274,20 @@ def test_a_write_is_answered_once_its_batch_commits() -> None:
     assert answer is not None and answer.error_code == Errors.NONE
 
 
+def test_the_unsafe_switch_answers_a_write_once_appended_before_it_commits() -> None:
+    """``unsafe_ack_on_append`` (the fault tests' positive control): the same write is answered
+    NONE while its batch is still unflushed, so uncommitted."""
+    harness = Harness(config=_config(unsafe_ack_on_append=True))
+    harness.hold_flush = True
+    handle = object()
+    harness.request(_registration(5), 4, handle)
+    answer = harness.answer(handle)
+    assert answer is not None and answer.error_code == Errors.NONE
+    assert not any(getattr(r, "broker_id", None) == 5 for r in harness.records())  # not committed
+    harness.flush_now()
+    assert sum(1 for reply_handle, _ in harness.replies if reply_handle is handle) == 1  # answered once
+
+
 def test_writes_run_one_at_a_time_in_arrival_order_and_each_epoch_is_its_batch_offset() -> None:
     harness = _active()
     harness.hold_flush = True

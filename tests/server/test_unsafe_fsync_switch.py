@@ -25,6 +25,19 @@ def test_the_key_is_unset_by_default_and_checked() -> None:
         load_config(REPO / "config" / "server.properties", ["kwire.unsafe.test.fsync.interval.ms=0"])
 
 
+def test_the_ack_on_append_switch_is_off_by_default_and_reaches_the_controller() -> None:
+    """``kwire.unsafe.test.ack.on.append`` (compat/test_quorum_faults.py's positive control)."""
+    from server.node.startup import controller_config
+
+    default = load_config(REPO / "config" / "server.properties")
+    assert default.unsafe_test_ack_on_append is False
+    assert controller_config(default, "c").unsafe_ack_on_append is False
+    unsafe = load_config(REPO / "config" / "server.properties", ["kwire.unsafe.test.ack.on.append=true"])
+    assert controller_config(unsafe, "c").unsafe_ack_on_append is True
+    with pytest.raises(ConfigError):
+        load_config(REPO / "config" / "server.properties", ["kwire.unsafe.test.ack.on.append=maybe"])
+
+
 @pytest.mark.parametrize("interval_ms", [None, 3_600_000])
 def test_what_counts_as_flushed(interval_ms: int | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fsyncs: list[int] = []
