@@ -89,6 +89,7 @@ def controller_config(config: KRaftConfig, cluster_id: str) -> ControllerConfig:
         max_idle_interval_ms=config.metadata_max_idle_interval_ms,
         snapshot_max_bytes=config.metadata_log_max_record_bytes_between_snapshots,
         snapshot_max_interval_ms=config.metadata_log_max_snapshot_interval_ms,
+        unsafe_ack_on_append=config.unsafe_test_ack_on_append,
     )
 
 
