@@ -1,0 +1,145 @@
+"""The fault soak: ``python -m compat.faults`` (root; ``make compat-jars`` first).
+
+Until ``--minutes`` have passed (or ``--quorums`` quorums have run), draw a configuration and
+``--rounds`` nemeses from ``--seed``, run them on a fresh quorum while the client writes
+(:func:`compat.faults.rounds.run_faults`), and print one line per quorum; at the end, a table
+per nemesis and configuration: rounds, acknowledged writes (those invoked during the nemesis's
+rounds), lost and diverged writes, median and max recovery time after the heal, and failed
+rounds. Quorum ``n`` of a run replays alone with ``--seed S --skip n-1 --quorums 1``.
+
+Examples::
+
+    python -m compat.faults --minutes 180 --seed 7              # every configuration, make nightly
+    python -m compat.faults --configs kwire --nemeses pause,one-way --quorums 3 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+import traceback
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from compat.faults.rounds import NEMESES, Run, configurations, recovery_figures, run_faults
+from compat.harness import KafkaRelease
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m compat.faults", description=__doc__.split("\n\n")[1])
+    parser.add_argument("--minutes", type=float, default=None, help="stop drawing quorums after this long")
+    parser.add_argument("--quorums", type=int, default=None, help="stop after this many quorums")
+    parser.add_argument("--skip", type=int, default=0, help="draw and skip this many quorums first (replay)")
+    parser.add_argument("--rounds", type=int, default=5, help="nemeses per quorum (default 5)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--configs", default="all",
+                        help="comma-separated configuration ids (kwire, stock-4.4.0, mixed-3.9.2-1-kwire, ...) "
+                             "or 'all' (default)")
+    parser.add_argument("--nemeses", default=",".join(NEMESES), help=f"comma-separated, of {', '.join(NEMESES)}")
+    parser.add_argument("--dir", type=Path, default=None, help="keep each quorum's files here")
+    parser.add_argument("--json", action="store_true", help="print the table as JSON")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.minutes is None and args.quorums is None:
+        args.quorums = 1
+    known = {name: (release, ids) for name, release, ids in configurations(True)}
+    names = list(known) if args.configs == "all" else args.configs.split(",")
+    unknown = [n for n in names if n not in known]
+    nemeses = args.nemeses.split(",")
+    bad = [n for n in nemeses if n not in NEMESES]
+    if unknown or bad:
+        print(f"unknown configurations {unknown} or nemeses {bad}; configurations: {', '.join(known)}",
+              file=sys.stderr)
+        return 2
+    draw = random.Random(args.seed)
+    deadline = None if args.minutes is None else time.monotonic() + args.minutes * 60
+    rows: dict[tuple[str, str], dict[str, Any]] = defaultdict(
+        lambda: {"rounds": 0, "acknowledged": 0, "lost": 0, "diverged": 0, "failed_rounds": 0, "finished": []})
+    quorums = 0
+    index = 0
+    while (args.quorums is None or quorums < args.quorums) and (deadline is None or time.monotonic() < deadline):
+        name = draw.choice(names)
+        plan = [draw.choice(nemeses) for _ in range(args.rounds)]
+        index += 1
+        if index <= args.skip:
+            continue
+        quorums += 1
+        release, ids = known[name]
+        root = Path(tempfile.mkdtemp(prefix=f"soak-{index}-", dir=args.dir))
+        started = time.monotonic()
+        seen: list[Run] = []
+        error = ""
+        try:
+            run_faults(KafkaRelease(release), ids, root, plan, seen=seen)
+        except Exception as exc:  # a failed check or a quorum that did not recover: reported, the soak goes on
+            error = f"{type(exc).__name__}: {str(exc)[:300]}"
+            traceback.print_exc()
+        run = seen[0] if seen else None
+        _account(rows, name, plan, run, error)
+        verdict = "" if run is None or run.verdict is None else run.verdict.summary()
+        print(f"quorum {index} (seed {args.seed}): {name} {plan} in {time.monotonic() - started:.0f} s: "
+              f"{error or 'ok'}; {verdict}", flush=True)
+    table = [{"configuration": c, "nemesis": n, **_figures(row)} for (c, n), row in sorted(rows.items())]
+    if args.json:
+        print(json.dumps(table, indent=2))
+    else:
+        _print_table(table)
+    return 0 if all(r["lost"] == 0 and r["diverged"] == 0 and r["failed_rounds"] == 0 for r in table) else 1
+
+
+def _account(rows: dict[tuple[str, str], dict[str, Any]], name: str, plan: list[str], run: Run | None,
+             error: str) -> None:
+    """Add one quorum's rounds and history to ``rows``. A round that started and did not
+    recover counts as failed; so does the last round when a check after the rounds failed
+    (``error`` with every round done), and the first when the quorum did not start."""
+    done = [] if run is None else run.rounds
+    for this in done:
+        row = rows[(name, this.nemesis)]
+        row["rounds"] += 1
+        row["finished"].append(this)
+        if "recovered_s" not in this.figures:
+            row["failed_rounds"] += 1
+    if error and (not done or "recovered_s" in done[-1].figures):
+        row = rows[(name, done[-1].nemesis if done else plan[0])]
+        row["failed_rounds"] += 1
+        row["rounds"] += 0 if done else 1
+    if run is None or run.verdict is None:
+        return
+    lost = set(run.verdict.lost)
+    diverged = bool(run.verdict.diverged)
+    for op in run.ops:
+        within = run.round_of(op)
+        if within is None:
+            continue
+        row = rows[(name, within.nemesis)]
+        row["acknowledged"] += op.outcome == "ok"
+        row["lost"] += op.value in lost
+        row["diverged"] += diverged and op.outcome == "ok"
+
+
+def _figures(row: dict[str, Any]) -> dict[str, Any]:
+    figures = recovery_figures(row["finished"]) or (None, None)
+    return {"rounds": row["rounds"], "acknowledged": row["acknowledged"], "lost": row["lost"],
+            "diverged": row["diverged"], "failed_rounds": row["failed_rounds"],
+            "recovery_median_s": figures[0], "recovery_max_s": figures[1]}
+
+
+def _print_table(table: list[dict[str, Any]]) -> None:
+    header = ("configuration", "nemesis", "rounds", "acknowledged", "lost", "diverged", "failed_rounds",
+              "recovery_median_s", "recovery_max_s")
+    widths = [max(len(h), *(len(str(r[h])) for r in table)) if table else len(h) for h in header]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    for r in table:
+        print("  ".join(str(r[h]).ljust(w) for h, w in zip(header, widths, strict=True)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

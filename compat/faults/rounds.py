@@ -1,0 +1,219 @@
+"""Rounds of network and process faults on a three-voter controller quorum -- kwire, stock Kafka
+or a mix -- while a client writes (:mod:`compat.faults.history`); used by
+``compat/test_quorum_faults.py`` and by the soak (``python -m compat.faults``).
+
+Each node runs in a network namespace of its own on a private bridge (:mod:`compat.faults.net`);
+the quorum is asked from a client namespace on the same bridge. Each leader appends a
+NoOpRecord every ``LOAD_INTERVAL_MS``. A round finds the leader, applies a nemesis for
+``HOLD_S`` (the fetch timeout and half a second), heals it, and waits for the quorum to settle.
+The nemeses (:data:`NEMESES`):
+
+* ``pause``: SIGSTOP on the leader, then SIGCONT -- it wakes up believing it still leads;
+* ``pause-follower``: SIGSTOP on a follower, then SIGCONT;
+* ``kill-leader``: kill -9 of the leader, restarted on the same directory at the heal;
+* ``isolate-leader``: the leader cut off from both other voters, both ways (the client still
+  reaches everyone);
+* ``one-way``: what the leader sends to the other voters is dropped; what they send arrives;
+* ``bridge``: the leader cut off from one follower only; the other follower sees both.
+
+Checked in each round: under the :data:`ELECTING` nemeses another voter leads within
+``ELECTION_BOUND_S``, and after the heal the old leader answers with a later epoch within the
+same bound (it stopped claiming its old one); after the heal every voter reaches the high
+watermark within ``CATCH_UP_S`` (the recovery time, ``recovered_s``). Checked at the end of a
+run (:func:`run_faults`): no two nodes ever answered as leader of the same epoch; no process
+died, no stock controller logged a fatal fault, and the logs hold the same batches, byte for
+byte, below the final high watermark; and the client's history passes
+:func:`compat.faults.history.check`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import trio
+
+from compat import kafka as _kafka
+from compat.faults.history import ConfigWrites, Op, Verdict, check, committed_values
+from compat.faults.net import Network
+from compat.harness import (
+    ELECTION_BOUND_S,
+    FETCH_TIMEOUT_MS,
+    KafkaRelease,
+    Quorum,
+    newest_pinned_release,
+    wait_until,
+)
+from tools.quorum_client import QuorumToolError
+
+NEMESES = ("pause", "pause-follower", "kill-leader", "isolate-leader", "one-way", "bridge")
+ELECTING = {"pause", "kill-leader", "isolate-leader", "one-way"}
+"""The nemeses under which the old leader cannot keep a majority: another voter must lead."""
+HOLD_S = FETCH_TIMEOUT_MS / 1000 + 0.5
+LOAD_INTERVAL_MS = 100
+CATCH_UP_S = 60.0
+
+
+@dataclass
+class Round:
+    """One round: its nemesis, the leader it hit, when it ran (``time.monotonic()`` seconds),
+    and what was measured (``election_s``, ``step_down_s``, ``recovered_s``)."""
+
+    nemesis: str
+    leader: int
+    epoch: int
+    started_s: float
+    ended_s: float = 0.0
+    figures: dict[str, float] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return f"{self.nemesis} (leader {self.leader}, epoch {self.epoch}): " + ", ".join(
+            f"{k} {v}" for k, v in self.figures.items())
+
+
+@dataclass
+class Run:
+    """What one quorum's rounds saw."""
+
+    quorum: Quorum
+    network: Network
+    leaders_of: dict[int, set[int]] = field(default_factory=dict)
+    """epoch -> every node seen answering as its leader"""
+    rounds: list[Round] = field(default_factory=list)
+    ops: list[Op] = field(default_factory=list)
+    verdict: Verdict | None = None
+
+    def observe(self, i: int) -> tuple[int, int, int] | None:
+        """``(leader, epoch, high watermark)`` of the answer reached through node ``i`` (None
+        when none came within 3 s); its leader is noted for its epoch."""
+        try:
+            view = self.quorum.describe(i)
+        except (OSError, QuorumToolError, trio.TooSlowError):
+            return None
+        p = view.partition
+        if p.leader_id >= 0:
+            self.leaders_of.setdefault(p.leader_epoch, set()).add(p.leader_id)
+        return p.leader_id, p.leader_epoch, p.high_watermark
+
+    def round_of(self, op: Op) -> Round | None:
+        """The round during which ``op`` was invoked (None: between rounds)."""
+        return next((r for r in self.rounds if r.started_s <= op.invoked_s <= r.ended_s), None)
+
+
+def run_round(run: Run, nemesis: str) -> Round:
+    """One round of ``nemesis`` (see the module docstring); raises AssertionError or
+    TimeoutError when the quorum did not behave."""
+    quorum, net = run.quorum, run.network
+    quorum.settled_high_watermark()
+    leader, epoch, _ = quorum.wait_leader(ELECTION_BOUND_S)
+    run.leaders_of.setdefault(epoch, set()).add(leader)
+    others = [i for i in quorum.ports if i != leader]
+    this = Round(nemesis, leader, epoch, time.monotonic())
+    run.rounds.append(this)
+
+    def resume(i: int) -> Callable[[], None]:
+        return lambda: quorum.procs[i].send_signal(signal.SIGCONT)
+
+    heal: Callable[[], None] = net.heal
+    if nemesis == "pause":
+        quorum.procs[leader].send_signal(signal.SIGSTOP)
+        heal = resume(leader)
+    elif nemesis == "pause-follower":
+        quorum.procs[others[0]].send_signal(signal.SIGSTOP)
+        heal = resume(others[0])
+    elif nemesis == "kill-leader":
+        quorum.kill(leader)
+        heal = lambda: quorum.start(leader)  # noqa: E731
+    elif nemesis == "isolate-leader":
+        net.partition([str(leader)], [str(i) for i in others])
+    elif nemesis == "one-way":
+        for i in others:
+            net.cut(str(leader), str(i))
+    elif nemesis == "bridge":
+        net.partition([str(leader)], [str(others[0])])
+    else:
+        raise ValueError(nemesis)
+    started = time.monotonic()
+    try:
+        if nemesis in ELECTING:
+            def elsewhere() -> tuple[int, int, int] | None:
+                return next((c for c in map(run.observe, others) if c and c[0] not in (leader, -1)), None)
+
+            new = wait_until(f"another voter to lead ({nemesis})", elsewhere, ELECTION_BOUND_S, interval_s=0.1)
+            assert new[1] > epoch, (new, epoch)
+            this.figures["election_s"] = round(time.monotonic() - started, 1)
+        else:
+            for i in quorum.ports:
+                run.observe(i)
+        time.sleep(max(0.0, HOLD_S - (time.monotonic() - started)))
+    finally:
+        heal()
+    healed, healed_ms = time.monotonic(), time.time_ns() // 1_000_000
+    if nemesis in ELECTING:
+        wait_until(f"node {leader} to answer with an epoch after {epoch}", lambda: run.observe(leader),
+                   ELECTION_BOUND_S, interval_s=0.1, ok=lambda c: c is not None and c[1] > epoch)
+        this.figures["step_down_s"] = round(time.monotonic() - healed, 1)
+    _, _, hwm = quorum.wait_leader(ELECTION_BOUND_S)
+    wait_until(f"every voter at offset {hwm} after the heal", lambda: quorum.voters_caught_up(hwm, healed_ms), CATCH_UP_S)
+    this.figures["recovered_s"] = round(time.monotonic() - healed, 1)
+    this.ended_s = time.monotonic()
+    return this
+
+
+def run_faults(kafka: KafkaRelease, kwire_ids: frozenset[int], root: Path, nemeses: Sequence[str],
+               *, kwire_extra: str = "", seen: list[Run] | None = None) -> Run:
+    """Run ``nemeses`` on a quorum of ``kafka``'s release whose nodes ``kwire_ids`` are kwire's
+    (their properties get ``kwire_extra``) while the client writes; check the rounds, the logs
+    and the history (the verdict is on the returned run; the other checks raise
+    AssertionError or TimeoutError). ``seen`` gets the run as soon as it starts, so that a
+    caller sees the rounds of a run that raised."""
+    with Network(["1", "2", "3", "client"], tag=f"q{os.getpid() % 1000}") as net:
+        quorum = Quorum(kafka, root, set(kwire_ids), dynamic=kafka.at_least(4, 0), network=net,
+                        extra=f"metadata.max.idle.interval.ms={LOAD_INTERVAL_MS}\n", kwire_extra=kwire_extra)
+        run = Run(quorum, net)
+        if seen is not None:
+            seen.append(run)
+        writes = ConfigWrites({i: (quorum.hosts[i], quorum.ports[i]) for i in quorum.ports})
+        run.ops = writes.ops
+        client = threading.Thread(target=net.call, args=("client", writes.run), daemon=True)
+        with quorum.running(then=lambda: print(*run.rounds, sep="\n")):
+            client.start()
+            try:
+                for nemesis in nemeses:
+                    run_round(run, nemesis)
+            finally:
+                writes.stop()
+                client.join(timeout=30)
+            final_hwm, logged = quorum.settle_after_faults()
+    two = {epoch: ids for epoch, ids in run.leaders_of.items() if len(ids) > 1}
+    assert not two, f"two leaders in one epoch: {two}"
+    quorum.assert_agreed(final_hwm, logged)
+    run.verdict = check(writes.ops, {i: committed_values(quorum.root / f"data{i}", final_hwm) for i in quorum.ports})
+    print(f"history: {run.verdict.summary()}")
+    return run
+
+
+def configurations(all_configs: bool) -> list[tuple[str, str, frozenset[int]]]:
+    """``(id, release, kwire node ids)``: kwire and stock on the newest release, and with
+    ``all_configs`` the mixes on every release and the stock quorums of the older ones."""
+    newest = newest_pinned_release().version
+    configs = [("kwire", newest, frozenset({1, 2, 3})), (f"stock-{newest}", newest, frozenset())]
+    if all_configs:
+        for version in _kafka.PINNED_VERSIONS:
+            configs += [(f"mixed-{version}-1-kwire", version, frozenset({1})),
+                        (f"mixed-{version}-2-kwire", version, frozenset({1, 2}))]
+            if version != newest:
+                configs.append((f"stock-{version}", version, frozenset()))
+    return configs
+
+
+def recovery_figures(rounds: Sequence[Round]) -> tuple[float, float] | None:
+    """Median and max ``recovered_s`` of ``rounds`` (None without any)."""
+    times = [r.figures["recovered_s"] for r in rounds if "recovered_s" in r.figures]
+    return (statistics.median(times), max(times)) if times else None
