@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CONFIG ?= config/server.properties
 DATA   ?= data
 
-.PHONY: install run test nightly lint lint-imports typecheck generate check-generated bench compat-jars clean
+.PHONY: install run test nightly soak lint lint-imports typecheck generate check-generated bench compat-jars clean
 
 ## Site-packages are installed without bytecode: the test run writes it as modules are first
 ## imported (see `test`), which compiles the few hundred modules the tests use instead of the
@@ -68,11 +68,13 @@ test:
 
 ## Long soaks, not part of `make test`: 10,000 more simulation seeds, 100 leader kills in each
 ## of the eight mixed kwire/Kafka quorum configurations, 20 rounds of network and process faults
-## (nemeses drawn from FAULT_SEED) on kwire, stock and mixed quorums of both releases, 10^6
+## (nemeses drawn from FAULT_SEED) on kwire, stock and mixed quorums of both releases, the fault
+## soak (`soak`, SOAK_MINUTES), 10^6
 ## fuzzed inputs for every message decoder, 50 leader kills of a kwire quorum under load, and
 ## 20 rounds of active-controller and broker kills under stock brokers on both pinned releases.
 FAULT_ROUNDS ?= 20
 FAULT_SEED ?= 1
+SOAK_MINUTES ?= 60
 nightly: install compat-jars
 	KWIRE_SIM_FIRST=10000 KWIRE_SIM_SEEDS=10000 $(PY) -m pytest -q tests/raft/test_simulation.py
 	KWIRE_MIXED_LEADER_CHANGES=100 $(PY) -m pytest -q compat/test_mixed_quorum.py
@@ -82,6 +84,14 @@ nightly: install compat-jars
 	KWIRE_FUZZ_INPUTS=1000000 $(PY) -m pytest -q tests/messages/test_fuzz.py
 	KWIRE_LEADER_KILLS=50 $(PY) -m pytest -q tests/server/test_failover.py
 	KWIRE_FAILOVERS=20 $(PY) -m pytest -q compat/test_stock_brokers.py
+	$(MAKE) --no-print-directory soak
+
+## The fault soak (root): for SOAK_MINUTES, quorums of every configuration (kwire, stock and
+## mixed, both releases) drawn from FAULT_SEED, five nemeses each, a client writing through
+## them; prints a table per nemesis and configuration and fails on any lost or diverged write
+## or failed round. `python -m compat.faults --help` for the knobs.
+soak: install compat-jars
+	$(PY) -m compat.faults --minutes $(SOAK_MINUTES) --seed $(FAULT_SEED)
 
 ## Every benchmark section, kwire beside its reference. BENCH_ARGS picks sections and flags, e.g.
 ## `make bench BENCH_ARGS="codec storage quorum --throughput"` adds the quorum's load curve.
