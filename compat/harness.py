@@ -382,6 +382,7 @@ class Quorum:
         extra: str = "", network: Network | None = None, kwire_extra: str = "",
     ) -> None:
         self.kafka, self.root, self.kwire_ids, self.network = kafka, root, kwire_ids, network
+        self.dynamic = dynamic
         self.ports = {i: free_port() for i in ids}
         self.hosts = {i: "localhost" if network is None else network.address(str(i)) for i in ids}
         self.procs: dict[int, subprocess.Popen[bytes]] = {}

@@ -26,7 +26,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from compat.faults.rounds import NEMESES, Run, configurations, recovery_figures, run_faults
+from compat.faults.rounds import (
+    NEMESES,
+    Run,
+    available_nemeses,
+    configurations,
+    recovery_figures,
+    run_faults,
+)
 from compat.harness import KafkaRelease
 
 
@@ -67,12 +74,13 @@ def main(argv: list[str] | None = None) -> int:
     index = 0
     while (args.quorums is None or quorums < args.quorums) and (deadline is None or time.monotonic() < deadline):
         name = draw.choice(names)
-        plan = [draw.choice(nemeses) for _ in range(args.rounds)]
+        release, ids = known[name]
+        choices = [n for n in nemeses if n in available_nemeses(KafkaRelease(release))]
+        plan = [draw.choice(choices) for _ in range(args.rounds)]
         index += 1
         if index <= args.skip:
             continue
         quorums += 1
-        release, ids = known[name]
         root = Path(tempfile.mkdtemp(prefix=f"soak-{index}-", dir=args.dir))
         started = time.monotonic()
         seen: list[Run] = []

@@ -14,7 +14,10 @@ The nemeses (:data:`NEMESES`):
 * ``isolate-leader``: the leader cut off from both other voters, both ways (the client still
   reaches everyone);
 * ``one-way``: what the leader sends to the other voters is dropped; what they send arrives;
-* ``bridge``: the leader cut off from one follower only; the other follower sees both.
+* ``bridge``: the leader cut off from one follower only; the other follower sees both;
+* ``remove-partitioned`` (dynamic quorums, 4.x): a follower cut off from the other voters is
+  removed from the voter set (RemoveRaftVoter, KIP-853) while cut off; at the heal it is added
+  back (AddRaftVoter with its directory id) once it has caught up as an observer.
 
 Checked in each round: under the :data:`ELECTING` nemeses another voter leads within
 ``ELECTION_BOUND_S``, and after the heal the old leader answers with a later epoch within the
@@ -50,9 +53,11 @@ from compat.harness import (
     newest_pinned_release,
     wait_until,
 )
-from tools.quorum_client import QuorumToolError
+from tools.quorum_client import QuorumToolError, add_raft_voter, remove_raft_voter
 
-NEMESES = ("pause", "pause-follower", "kill-leader", "isolate-leader", "one-way", "bridge")
+NEMESES = ("pause", "pause-follower", "kill-leader", "isolate-leader", "one-way", "bridge", "remove-partitioned")
+DYNAMIC_ONLY = {"remove-partitioned"}
+"""Nemeses that change the voter set, which a static quorum (``controller.quorum.voters``) cannot."""
 ELECTING = {"pause", "kill-leader", "isolate-leader", "one-way"}
 """The nemeses under which the old leader cannot keep a majority: another voter must lead."""
 HOLD_S = FETCH_TIMEOUT_MS / 1000 + 0.5
@@ -137,6 +142,10 @@ def run_round(run: Run, nemesis: str) -> Round:
             net.cut(str(leader), str(i))
     elif nemesis == "bridge":
         net.partition([str(leader)], [str(others[0])])
+    elif nemesis == "remove-partitioned":
+        if not quorum.dynamic:
+            raise ValueError(f"{nemesis} needs a dynamic quorum")
+        heal = _remove_while_partitioned(run, others[0], [leader, others[1]])
     else:
         raise ValueError(nemesis)
     started = time.monotonic()
@@ -164,6 +173,38 @@ def run_round(run: Run, nemesis: str) -> Round:
     this.figures["recovered_s"] = round(time.monotonic() - healed, 1)
     this.ended_s = time.monotonic()
     return this
+
+
+def _remove_while_partitioned(run: Run, follower: int, rest: list[int]) -> Callable[[], None]:
+    """Cut ``follower`` off from ``rest`` and remove it from the voter set through the leader
+    (asked from the client host); the heal reconnects it and adds it back with its directory
+    id once it answers as an observer (the add retries while it catches up)."""
+    quorum, net = run.quorum, run.network
+    net.partition([str(follower)], [str(i) for i in rest])
+    view = quorum.describe(rest[0])
+    directory = next(v.replica_directory_id for v in view.partition.current_voters if v.replica_id == follower)
+    bootstrap = ",".join(f"{quorum.hosts[i]}:{quorum.ports[i]}" for i in rest)
+    net.call("client", lambda: trio.run(remove_raft_voter, bootstrap, follower, directory))
+
+    def caught_up_observer() -> bool:
+        p = quorum.describe(rest[0]).partition
+        return any(o.replica_id == follower and o.log_end_offset >= p.high_watermark
+                   and o.last_fetch_timestamp >= healed_ms for o in p.observers)
+
+    def heal() -> None:
+        nonlocal healed_ms
+        net.heal()
+        healed, healed_ms = time.monotonic(), time.time_ns() // 1_000_000
+        # AddRaftVoter is refused (REQUEST_TIMED_OUT) until the observer has caught up
+        wait_until(f"node {follower} to fetch as a caught-up observer", caught_up_observer, CATCH_UP_S, interval_s=0.1)
+        run.rounds[-1].figures["observer_s"] = round(time.monotonic() - healed, 1)
+        endpoints = [("CONTROLLER", quorum.hosts[follower], quorum.ports[follower])]
+        net.call("client", lambda: trio.run(add_raft_voter, bootstrap, follower, directory, endpoints))
+        voters = {v.replica_id for v in quorum.describe(rest[0]).partition.current_voters}
+        assert follower in voters, f"node {follower} was not added back: voters {sorted(voters)}"
+
+    healed_ms = 0
+    return heal
 
 
 def run_faults(kafka: KafkaRelease, kwire_ids: frozenset[int], root: Path, nemeses: Sequence[str],
@@ -211,6 +252,12 @@ def configurations(all_configs: bool) -> list[tuple[str, str, frozenset[int]]]:
             if version != newest:
                 configs.append((f"stock-{version}", version, frozenset()))
     return configs
+
+
+def available_nemeses(kafka: KafkaRelease) -> tuple[str, ...]:
+    """The nemeses a quorum of ``kafka``'s release can take (:data:`DYNAMIC_ONLY` needs 4.x,
+    whose quorums the rounds format dynamic)."""
+    return NEMESES if kafka.at_least(4, 0) else tuple(n for n in NEMESES if n not in DYNAMIC_ONLY)
 
 
 def recovery_figures(rounds: Sequence[Round]) -> tuple[float, float] | None:
