@@ -1,0 +1,50 @@
+"""The soak's table (``python -m compat.faults``): rounds, acknowledged and lost writes are
+counted per nemesis and configuration from made-up runs, and a round that did not recover
+counts as failed."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from compat.faults.__main__ import _account, _figures
+from compat.faults.history import FIRST_VALUE, Op, check
+from compat.faults.rounds import Round, Run
+
+
+def _rows() -> dict[tuple[str, str], dict[str, Any]]:
+    return defaultdict(lambda: {"rounds": 0, "acknowledged": 0, "lost": 0, "diverged": 0, "failed_rounds": 0,
+                                "finished": []})
+
+
+def _run(rounds: list[Round], ops: list[Op], committed: list[int]) -> Run:
+    run = Run(quorum=None, network=None)  # type: ignore[arg-type]
+    run.rounds, run.ops = rounds, ops
+    run.verdict = check(ops, {1: committed, 2: committed, 3: committed})
+    return run
+
+
+def test_writes_are_counted_in_the_round_they_were_invoked_in() -> None:
+    pause = Round("pause", leader=1, epoch=1, started_s=0.0, ended_s=10.0, figures={"recovered_s": 0.5})
+    cut = Round("one-way", leader=2, epoch=2, started_s=10.0, ended_s=20.0, figures={"recovered_s": 1.5})
+    ops = [Op(FIRST_VALUE, 1, 1.0, 2.0, "ok"), Op(FIRST_VALUE + 1, 1, 11.0, 12.0, "ok"),
+           Op(FIRST_VALUE + 2, 1, 13.0, 14.0, "ok"), Op(FIRST_VALUE + 3, 1, 25.0, 26.0, "ok")]
+    rows = _rows()
+    _account(rows, "kwire", ["pause", "one-way"], _run([pause, cut], ops, [FIRST_VALUE, FIRST_VALUE + 1,
+                                                                          FIRST_VALUE + 3]), "")
+    assert _figures(rows[("kwire", "pause")]) == {
+        "rounds": 1, "acknowledged": 1, "lost": 0, "diverged": 0, "failed_rounds": 0,
+        "recovery_median_s": 0.5, "recovery_max_s": 0.5}
+    one_way = _figures(rows[("kwire", "one-way")])
+    assert (one_way["acknowledged"], one_way["lost"], one_way["recovery_max_s"]) == (2, 1, 1.5)
+
+
+def test_a_round_that_did_not_recover_and_a_quorum_that_never_started_count_as_failed() -> None:
+    stuck = Round("kill-leader", leader=1, epoch=1, started_s=0.0)
+    rows = _rows()
+    _account(rows, "stock-4.4.0", ["kill-leader", "pause"], _run([stuck], [], []), "AssertionError: ...")
+    assert _figures(rows[("stock-4.4.0", "kill-leader")])["failed_rounds"] == 1
+    assert ("stock-4.4.0", "pause") not in rows  # never reached
+    _account(rows, "kwire", ["bridge"], None, "TimeoutError: no leader")
+    assert _figures(rows[("kwire", "bridge")])["failed_rounds"] == 1
+    assert _figures(rows[("kwire", "bridge")])["rounds"] == 1
