@@ -325,7 +325,7 @@ class _Reader:
 
     Nested structs (struct fields and the elements of struct arrays) are decoded inline, in the
     parent's code and loops: an element costs no call and no ``(obj, pos)`` tuple. Objects are
-    made with ``_new(Cls)`` (``object.__new__``, skipping the dataclass ``__init__``) and filled
+    made with ``_new(Cls)`` (``object.__new__``, skipping the generated ``__init__``) and filled
     by slot stores; a run of fixed-width fields is one ``Struct.unpack_from`` stored straight into
     the slots and, when the run closes a flexible struct, it also takes the tagged-field count.
     Locals of a nested struct carry its depth (``o1``, ``n1``, ``tn1``, ...) so that inner code
