@@ -10,11 +10,11 @@ from compat.faults.history import (
     BROKER_RESOURCE,
     CONFIG_NAME,
     FIRST_VALUE,
-    PARTITION,
     Op,
     check,
     committed_values,
 )
+from compat.harness import PARTITION
 from messages.generated.config_record import ConfigRecord
 from messages.generated.no_op_record import NoOpRecord
 from messages.metadata import encode_record

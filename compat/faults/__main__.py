@@ -115,10 +115,11 @@ def _account(rows: dict[tuple[str, str], dict[str, Any]], name: str, plan: list[
         row["finished"].append(this)
         if "recovered_s" not in this.figures:
             row["failed_rounds"] += 1
-    if error and (not done or "recovered_s" in done[-1].figures):
-        row = rows[(name, done[-1].nemesis if done else plan[0])]
-        row["failed_rounds"] += 1
-        row["rounds"] += 0 if done else 1
+    if error and not done:  # the quorum never started: its first round counts, failed
+        rows[(name, plan[0])]["rounds"] += 1
+        rows[(name, plan[0])]["failed_rounds"] += 1
+    elif error and "recovered_s" in done[-1].figures:  # a check after the rounds failed
+        rows[(name, done[-1].nemesis)]["failed_rounds"] += 1
     if run is None or run.verdict is None:
         return
     lost = set(run.verdict.lost)

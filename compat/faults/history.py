@@ -41,6 +41,7 @@ from pathlib import Path
 
 import trio
 
+from compat.harness import PARTITION, log_batches
 from kwire.errors import Errors
 from messages.generated.config_record import ConfigRecord
 from messages.generated.incremental_alter_configs_request import (
@@ -50,14 +51,12 @@ from messages.generated.incremental_alter_configs_request import (
 )
 from messages.metadata import decode_record
 from server.net.client import open_connection
-from storage.records import scan_batches
 
 CONFIG_NAME = "log.retention.ms"
 """The broker config the workload writes (a long, so every value is valid)."""
 BROKER_RESOURCE = 4
 FIRST_VALUE = 7_000_000_000
 """Values are ``FIRST_VALUE + n`` for the n-th write, so each is unique and none is a default."""
-PARTITION = "__cluster_metadata-0"
 
 
 @dataclass
@@ -143,18 +142,17 @@ def committed_values(data: Path, high_watermark: int) -> list[int]:
     """The values of the workload's ``ConfigRecord``\\ s in the metadata log under the log
     directory ``data``, below ``high_watermark``, in log order."""
     values: list[int] = []
-    for segment in sorted((data / PARTITION).glob("*.log")):
-        for batch in scan_batches(segment.read_bytes()).batches:
-            if batch.is_control:
+    for batch in log_batches(data / PARTITION):
+        if batch.is_control:
+            continue
+        for record in batch.iter_records():
+            if record.offset >= high_watermark or record.value is None:
                 continue
-            for record in batch.iter_records():
-                if record.offset >= high_watermark or record.value is None:
-                    continue
-                message, _ = decode_record(record.value)
-                if (isinstance(message, ConfigRecord) and message.resource_type == BROKER_RESOURCE
-                        and message.resource_name == "" and message.name == CONFIG_NAME
-                        and message.value is not None):
-                    values.append(int(message.value))
+            message, _ = decode_record(record.value)
+            if (isinstance(message, ConfigRecord) and message.resource_type == BROKER_RESOURCE
+                    and message.resource_name == "" and message.name == CONFIG_NAME
+                    and message.value is not None):
+                values.append(int(message.value))
     return values
 
 
