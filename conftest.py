@@ -20,7 +20,9 @@ With ``-n`` (and only then):
   (:class:`GroupScheduling`).
 * ``slow``-marked tests (and the groups holding one), and the simulation seeds (items of 50
   seeds, each a few CPU-seconds to half a minute), come first, so that no worker starts a long
-  test when the others are nearly done.
+  test when the others are nearly done. (``make test`` runs the simulation seeds, marker
+  ``simulation``, in a second pytest-xdist run beside this one, at idle CPU priority: see the
+  Makefile.)
 * Each worker picks free ports from its own slice of the port range
   (``tools.local_cluster.PORT_SLICE_ENV``), so two workers never choose the same port, not
   even one whose server is down between a kill and its restart.

@@ -46,6 +46,8 @@ CHUNK = 50
 """Seeds per test item: the items of a run are spread over pytest-xdist's workers, each
 running its seeds in its own process (``WORKERS`` 1 under xdist): more processes than cores
 made each seed cost a fifth more CPU time."""
+pytestmark = pytest.mark.simulation
+"""``make test`` runs this module beside the other tests, at idle CPU priority (Makefile)."""
 TRACES = Path(__file__).with_name("sim_traces.txt")
 BROKER_TRACES = Path(__file__).with_name("sim_broker_traces.txt")
 
