@@ -28,7 +28,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -257,25 +257,28 @@ def format_kwire(props: Path, *flags: str, cluster_id: str = CLUSTER_ID) -> None
 
 
 def start_kwire(props: Path, out: Path, command: str = "server-start", *,
-                prefix: Sequence[str] = ()) -> subprocess.Popen[bytes]:
+                prefix: Sequence[str] = (), env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
     """A kwire node (``kwire server-start PROPS``), its output appended to ``out``; ``prefix``
-    is a command it runs under (e.g. ``ip netns exec NS``)."""
+    is a command it runs under (e.g. ``ip netns exec NS``), ``env`` its environment (default:
+    this process's)."""
     with open(out, "ab") as sink:
         return subprocess.Popen(
             [*prefix, sys.executable, "-m", "tools.cli", command, str(props)], cwd=REPO_DIR, stdout=sink,
-            stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stderr=subprocess.STDOUT, env={**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"},
         )
 
 
 def start_stock(kafka: KafkaRelease, props: Path, out: Path, *, logs_dir: Path | None = None,
-                jvm_args: Sequence[str] = (), prefix: Sequence[str] = ()) -> subprocess.Popen[bytes]:
+                jvm_args: Sequence[str] = (), prefix: Sequence[str] = (),
+                env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
     """A stock Kafka server (``kafka.Kafka PROPS``, a controller or a broker), its output
     appended to ``out`` and its own log files in ``logs_dir`` (default: beside ``out``);
-    ``prefix`` is a command it runs under (e.g. ``ip netns exec NS``)."""
+    ``prefix`` is a command it runs under (e.g. ``ip netns exec NS``), ``env`` variables added
+    to this process's environment."""
     with open(out, "ab") as sink:
         return kafka.start(
             "kafka.Kafka", [props], logs_dir=logs_dir or out.parent, jvm_args=list(jvm_args),
-            stdout=sink.fileno(), stderr=sink.fileno(), prefix=prefix,
+            stdout=sink.fileno(), stderr=sink.fileno(), prefix=prefix, env=env,
         )
 
 
@@ -371,7 +374,8 @@ class Quorum:
     ``i.properties``, ``data<i>``, ``i.out``. Static: every node a voter. Dynamic: the
     ``voter_ids`` (default all) are the initial controllers, the others are formatted with
     ``--no-initial-controllers`` and start as observers. ``extra`` lines go into every node's
-    properties, ``kwire_extra`` lines into the kwire nodes' only. With a ``network``
+    properties, ``kwire_extra`` lines into the kwire nodes' only; ``env`` maps a node to the
+    environment its process starts with (default: this process's). With a ``network``
     (``compat.faults.net.Network`` with hosts ``"1"``, ``"2"``, ... and ``"client"``), node i
     runs on host ``str(i)`` at its address, and the quorum is asked from ``"client"``; else
     every node is on localhost."""
@@ -380,8 +384,10 @@ class Quorum:
         self, kafka: KafkaRelease, root: Path, kwire_ids: set[int], dynamic: bool,
         ids: tuple[int, ...] = (1, 2, 3), voter_ids: tuple[int, ...] | None = None,
         extra: str = "", network: Network | None = None, kwire_extra: str = "",
+        env: Mapping[int, Mapping[str, str]] | None = None,
     ) -> None:
         self.kafka, self.root, self.kwire_ids, self.network = kafka, root, kwire_ids, network
+        self.env = dict(env or {})
         self.dynamic = dynamic
         self.ports = {i: free_port() for i in ids}
         self.hosts = {i: "localhost" if network is None else network.address(str(i)) for i in ids}
@@ -460,12 +466,13 @@ class Quorum:
         props = self.root / f"{i}.properties"
         out = self.root / f"{i}.out"
         prefix = [] if self.network is None else self.network.command(str(i), [])
+        env = self.env.get(i)
         if i in self.kwire_ids:
-            self.procs[i] = start_kwire(props, out, prefix=prefix)
+            self.procs[i] = start_kwire(props, out, prefix=prefix, env=env)
         else:
             self.procs[i] = start_stock(
                 self.kafka, props, out, logs_dir=self.root / f"logs{i}", jvm_args=[self._logging_flag()],
-                prefix=prefix,
+                prefix=prefix, env=env,
             )
 
     def describe(self, i: int) -> QuorumView:

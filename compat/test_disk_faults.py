@@ -6,7 +6,7 @@ with ``KWIRE_FAULT_ALL_CONFIGS=1`` in ``make nightly``) until its metadata log d
 
 * **a full disk**: the directory is a 1 MiB tmpfs (``compat/faults/disk.py``), so a write
   fails with ENOSPC;
-* **fsync failing with EIO**: ``compat/faults/fsync_eio.c`` is preloaded and tripped once the
+* **fsync failing with EIO**: ``compat/faults/fsync_fault.c`` is preloaded and tripped once the
   load has committed; the failed fsync also drops what it could not write back. Its positive
   control: kwire with the test-only ``kwire.unsafe.test.fsync.interval.ms`` acknowledges
   before it fsyncs, and the check below must report a lost acknowledged offset.
@@ -39,7 +39,7 @@ from typing import Any
 import pytest
 
 from compat import kafka as _kafka
-from compat.faults.disk import FsyncFault, fsync_eio_library, small_tmpfs
+from compat.faults.disk import FsyncFault, fsync_fault_library, small_tmpfs
 from compat.harness import (
     ELECTION_BOUND_S,
     PARTITION,
@@ -161,9 +161,9 @@ def test_kwire_halts_on_a_full_disk_with_one_fatal_line_and_loses_nothing(tmp_pa
 def test_the_checker_catches_a_node_that_acknowledges_before_fsync(tmp_path: Path) -> None:
     """The positive control of the EIO test below: with the test-only switch
     ``kwire.unsafe.test.fsync.interval.ms`` a node fsyncs at most once a second and
-    acknowledges at once; the failed fsync drops what was never flushed (``fsync_eio.c``), and
+    acknowledges at once; the failed fsync drops what was never flushed (``fsync_fault.c``), and
     the check that nothing acknowledged was lost must fail."""
-    fault = FsyncFault(fsync_eio_library(LIBRARY_CACHE), tmp_path / "fsync-fails")
+    fault = FsyncFault(fsync_fault_library(LIBRARY_CACHE), tmp_path / "fsync-fails")
     with pytest.raises(AssertionError, match=r"acknowledged offset \d+ was lost") as caught:
         _kwire_halts_and_recovers(tmp_path, tmp_path / "data", fault.trip, fault.env(), fault.heal,
                                   extra="kwire.unsafe.test.fsync.interval.ms=1000\n")
@@ -171,7 +171,7 @@ def test_the_checker_catches_a_node_that_acknowledges_before_fsync(tmp_path: Pat
 
 
 def test_kwire_halts_when_fsync_fails_and_loses_nothing(tmp_path: Path) -> None:
-    fault = FsyncFault(fsync_eio_library(LIBRARY_CACHE), tmp_path / "fsync-fails")
+    fault = FsyncFault(fsync_fault_library(LIBRARY_CACHE), tmp_path / "fsync-fails")
     data = tmp_path / "data"
     stderr, _ = _kwire_halts_and_recovers(tmp_path, data, fault.trip, fault.env(), fault.heal)
     _one_fatal_line(stderr, f"metadata log directory {data} failed", "Input/output error")
@@ -266,7 +266,7 @@ def test_stock_test_raft_server_halts_on_a_full_disk(control_kafka: KafkaRelease
 
 
 def test_stock_test_raft_server_halts_when_fsync_fails(control_kafka: KafkaRelease, tmp_path: Path) -> None:
-    fault = FsyncFault(fsync_eio_library(LIBRARY_CACHE), tmp_path / "fsync-fails")
+    fault = FsyncFault(fsync_fault_library(LIBRARY_CACHE), tmp_path / "fsync-fails")
     output = _kafka_halts_and_recovers(control_kafka, tmp_path, tmp_path / "data", fault.trip, fault.env(), fault.heal)
     assert "Encountered fatal fault" in output and "Input/output error" in output, output[-4000:]
 

@@ -5,9 +5,11 @@ checker).
 
 Per configuration, one round of each nemesis -- ``pause`` and ``pause-follower`` (SIGSTOP and
 SIGCONT), ``kill-leader`` (kill -9, restarted at the heal), ``isolate-leader``, ``one-way`` and
-``bridge`` (network cuts), and on 4.x ``remove-partitioned`` (a follower cut off, removed from
-the voter set meanwhile and added back at the heal) -- while a client writes a broker config, one write at a time, to
-whichever node is the active controller. Asserted: every round's election, step-down and
+``bridge`` (network cuts), on 4.x ``remove-partitioned`` (a follower cut off, removed from
+the voter set meanwhile and added back at the heal), ``slow-link`` (the leader's sending
+rate-limited, the excess queued or dropped) and ``slow-disk`` (each of the leader's fsyncs a
+second late) -- while a client writes a broker config, one write at a time, to whichever node
+is the active controller. Asserted: every round's election, step-down and
 catch-up within their bounds; never two leaders in one epoch; no process died and no stock
 controller logged a fatal fault; the logs identical below the final high watermark; and the
 client's history passes the checker -- no acknowledged write lost or committed twice, none
@@ -22,8 +24,9 @@ the control); with ``KWIRE_FAULT_ALL_CONFIGS=1`` (``make nightly``) also the mix
 two kwire nodes and the stock quorum of every pinned release (3.x static, 4.x dynamic).
 ``KWIRE_FAULT_ROUNDS`` rounds per configuration drawn at random from ``KWIRE_FAULT_SEED``,
 printed, so a run replays (default: one of each nemesis, in order). ``make test``'s share: two
-configurations of seven rounds and the positive control, 20-40 s each, on two workers. The soak (``python -m compat.faults``) draws configurations and nemeses for a
-given time and prints a table per nemesis and configuration.
+configurations of nine rounds and the positive control, 20-50 s each, on two workers. The
+soak (``python -m compat.faults``) draws configurations and nemeses for a given time and
+prints a table per nemesis and configuration.
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
-"""Disk faults on real processes: a full disk and a disk whose flushes fail.
+"""Disk faults on real processes: a full disk, and a disk whose flushes fail or are slow.
 
 * :func:`small_tmpfs` mounts a tmpfs of a given size at a directory: a metadata log directory
   there fills up and the next write fails with ENOSPC, as on a full disk. :meth:`Tmpfs.grow`
   remounts it larger (the operator freeing space) so the node can restart on the same files.
-* :class:`FsyncFault` runs a process with ``fsync_eio.c`` preloaded: its fsync and fdatasync
+* :class:`FsyncFault` runs a process with ``fsync_fault.c`` preloaded: its fsync and fdatasync
   calls fail with EIO from the moment :meth:`FsyncFault.trip` is called -- what the kernel
   answers when a device cannot write dirty pages back. A JVM's ``FileChannel.force`` goes
   through the same libc calls, so stock Kafka meets the same fault.
+* :class:`SlowFsync` preloads the same library: while :meth:`SlowFsync.slow` holds, each fsync
+  and fdatasync first waits the given milliseconds (a disk whose write-back has slowed down).
 """
 
 from __future__ import annotations
@@ -20,12 +22,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["FsyncFault", "Tmpfs", "fsync_eio_library", "small_tmpfs"]
+__all__ = ["FsyncFault", "SlowFsync", "Tmpfs", "fsync_fault_library", "small_tmpfs"]
 
-SOURCE = Path(__file__).with_name("fsync_eio.c")
+SOURCE = Path(__file__).with_name("fsync_fault.c")
 TRIGGER_ENV = "KWIRE_FAULT_FSYNC_EIO"
 """The environment variable naming the file whose existence turns the EIO fault on
-(``fsync_eio.c``)."""
+(``fsync_fault.c``)."""
+DELAY_ENV = "KWIRE_FAULT_FSYNC_DELAY"
+"""The environment variable naming the file that, while it exists, holds the milliseconds each
+flush waits (``fsync_fault.c``)."""
 
 
 @dataclass
@@ -56,16 +61,16 @@ def small_tmpfs(path: Path, size_bytes: int) -> Iterator[Tmpfs]:
         _run(["umount", "--lazy", str(path)])
 
 
-def fsync_eio_library(cache: Path) -> Path:
-    """``fsync_eio.c`` compiled to a shared library under ``cache`` (once per source: the file
+def fsync_fault_library(cache: Path) -> Path:
+    """``fsync_fault.c`` compiled to a shared library under ``cache`` (once per source: the file
     name carries its hash). Raises RuntimeError when no C compiler is found or it fails."""
     source = SOURCE.read_bytes()
-    library = cache / f"fsync_eio-{hashlib.sha256(source).hexdigest()[:16]}.so"
+    library = cache / f"fsync_fault-{hashlib.sha256(source).hexdigest()[:16]}.so"
     if library.is_file():
         return library
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
-        raise RuntimeError("the EIO fault needs a C compiler (cc) to build fsync_eio.c")
+        raise RuntimeError("the fsync faults need a C compiler (cc) to build fsync_fault.c")
     cache.mkdir(parents=True, exist_ok=True)
     partial = library.with_name(f"{library.name}.{os.getpid()}.partial")
     _run([compiler, "-shared", "-fPIC", "-O2", "-o", str(partial), str(SOURCE), "-ldl"])
@@ -76,7 +81,7 @@ def fsync_eio_library(cache: Path) -> Path:
 @dataclass
 class FsyncFault:
     """fsync and fdatasync failing with EIO in the processes started with :meth:`env`, from
-    :meth:`trip` on. ``library`` is :func:`fsync_eio_library`'s, ``trigger`` a path that does
+    :meth:`trip` on. ``library`` is :func:`fsync_fault_library`'s, ``trigger`` a path that does
     not exist yet."""
 
     library: Path
@@ -84,9 +89,7 @@ class FsyncFault:
 
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """``base`` (default: this process's environment) with the library preloaded."""
-        env = dict(os.environ if base is None else base)
-        preload = env.get("LD_PRELOAD", "")
-        env["LD_PRELOAD"] = f"{self.library}:{preload}" if preload else str(self.library)
+        env = _preloaded(self.library, base)
         env[TRIGGER_ENV] = str(self.trigger)
         return env
 
@@ -97,6 +100,39 @@ class FsyncFault:
     def heal(self) -> None:
         """Flushes work again (for a restart on the same machine)."""
         self.trigger.unlink(missing_ok=True)
+
+
+@dataclass
+class SlowFsync:
+    """fsync and fdatasync waiting before they flush, in the processes started with
+    :meth:`env`, while :meth:`slow` holds. ``library`` is :func:`fsync_fault_library`'s,
+    ``trigger`` a path that does not exist yet (one per process, to slow one node alone)."""
+
+    library: Path
+    trigger: Path
+
+    def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        """``base`` (default: this process's environment) with the library preloaded."""
+        env = _preloaded(self.library, base)
+        env[DELAY_ENV] = str(self.trigger)
+        return env
+
+    def slow(self, delay_ms: int) -> None:
+        """From now on every flush of those processes first waits ``delay_ms``."""
+        partial = self.trigger.with_name(f"{self.trigger.name}.partial")
+        partial.write_text(str(delay_ms), encoding="ascii")
+        os.replace(partial, self.trigger)  # never seen half written
+
+    def heal(self) -> None:
+        """Flushes take their usual time again."""
+        self.trigger.unlink(missing_ok=True)
+
+
+def _preloaded(library: Path, base: dict[str, str] | None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    preload = env.get("LD_PRELOAD", "")
+    env["LD_PRELOAD"] = f"{library}:{preload}" if preload else str(library)
+    return env
 
 
 def _run(command: list[str]) -> None:

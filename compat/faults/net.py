@@ -11,11 +11,17 @@ there through :meth:`Network.call`, in a thread that has joined the host's names
 the network namespace per thread). Faults are routes: :meth:`cut` adds a blackhole route on
 ``src`` for ``dst``'s address, so every packet ``src`` sends to ``dst`` is dropped (one way: what
 ``dst`` sends still arrives, though a TCP connection then stalls for want of acknowledgements);
-:meth:`partition` cuts both ways between two sides; :meth:`heal` removes every cut. Blackhole
-routes need no packet filter or queueing discipline, which these machines' kernels may lack
-(``tc netem`` is not available here).
+:meth:`partition` cuts both ways between two sides; :meth:`slow` makes a host's link a slow one:
+what it sends leaves at a given rate through a token bucket (``tc`` ``tbf``), and a packet that
+would wait longer than a given latency in its queue is dropped -- so the link delays and loses
+what exceeds its rate, as Trogdor's ``DegradedNetworkFaultSpec`` degrades a link by rate and
+latency. :meth:`heal` removes every cut and every slow link. Blackhole routes and ``tbf`` need
+no packet filter and no ``netem``, which these machines lack (``tc qdisc add ... netem``
+fails with "Specified qdisc kind is unknown", a ``gact`` drop action with "Failed to load TC
+action module", and ``iptables`` is not installed): a fixed delay and random loss on an idle
+link, as netem gives them, cannot be made here. Within one TCP connection nothing can be reordered for the application anyway.
 
-Needs root and ``ip`` (iproute2).
+Needs root, ``ip`` and ``tc`` (iproute2).
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ class Network:
         self.prefix = f"kw{os.getpid()}{tag}"
         self.hub = f"{self.prefix}-hub"
         self._cuts: set[tuple[str, str]] = set()
+        self._slow: set[str] = set()
         self._made: list[str] = []
         try:
             self._add_namespace(self.hub)
@@ -121,11 +128,22 @@ class Network:
                 self.cut(a, b)
                 self.cut(b, a)
 
+    def slow(self, host: str, rate_kbit: int, latency_ms: int) -> None:
+        """Send what ``host`` sends at ``rate_kbit`` kilobits per second at most, queueing the
+        rest and dropping a packet that would wait more than ``latency_ms`` (``tc`` ``tbf`` on
+        its interface, with a burst of one full-size frame)."""
+        _run(["tc", "-n", self.namespace(host), "qdisc", "replace", "dev", "eth0", "root", "tbf",
+              "rate", f"{rate_kbit}kbit", "burst", "1540", "latency", f"{latency_ms}ms"])
+        self._slow.add(host)
+
     def heal(self) -> None:
-        """Remove every cut."""
+        """Remove every cut and every slow link."""
         for src, dst in sorted(self._cuts):
             _ip(["-n", self.namespace(src), "route", "del", "blackhole", f"{self.address(dst)}/32"])
         self._cuts.clear()
+        for host in sorted(self._slow):
+            _run(["tc", "-n", self.namespace(host), "qdisc", "del", "dev", "eth0", "root"])
+        self._slow.clear()
 
     def close(self) -> None:
         """Delete every namespace this network made (their interfaces go with them)."""
@@ -133,6 +151,7 @@ class Network:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
         self._made.clear()
         self._cuts.clear()
+        self._slow.clear()
 
     def _add_namespace(self, ns: str) -> None:
         _ip(["netns", "add", ns])
@@ -141,6 +160,10 @@ class Network:
 
 
 def _ip(args: list[str]) -> None:
-    done = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
+    _run(["ip", *args])
+
+
+def _run(command: list[str]) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=30)
     if done.returncode != 0:
-        raise RuntimeError(f"ip {' '.join(args)}: exit {done.returncode}: {done.stderr.strip()}")
+        raise RuntimeError(f"{' '.join(command)}: exit {done.returncode}: {done.stderr.strip()}")

@@ -17,7 +17,12 @@ The nemeses (:data:`NEMESES`):
 * ``bridge``: the leader cut off from one follower only; the other follower sees both;
 * ``remove-partitioned`` (dynamic quorums, 4.x): a follower cut off from the other voters is
   removed from the voter set (RemoveRaftVoter, KIP-853) while cut off; at the heal it is added
-  back (AddRaftVoter with its directory id) once it has caught up as an observer.
+  back (AddRaftVoter with its directory id) once it has caught up as an observer;
+* ``slow-link``: what the leader sends leaves at ``SLOW_LINK_KBIT`` and waits at most
+  ``SLOW_LINK_LATENCY_MS`` in its queue, the rest dropped (:meth:`Network.slow`): fetch
+  responses and the client's answers arrive late or are lost and resent;
+* ``slow-disk``: each fsync of the leader first waits ``SLOW_FSYNC_MS``
+  (:class:`compat.faults.disk.SlowFsync`, preloaded into every node of the run).
 
 Checked in each round: under the :data:`ELECTING` nemeses another voter leads within
 ``ELECTION_BOUND_S``, and after the heal the old leader answers with a later epoch within the
@@ -44,11 +49,13 @@ from pathlib import Path
 import trio
 
 from compat import kafka as _kafka
+from compat.faults.disk import SlowFsync, fsync_fault_library
 from compat.faults.history import ConfigWrites, Op, Verdict, check, committed_values
 from compat.faults.net import Network
 from compat.harness import (
     ELECTION_BOUND_S,
     FETCH_TIMEOUT_MS,
+    REPO_DIR,
     START_TIMEOUT_S,
     KafkaRelease,
     Quorum,
@@ -57,7 +64,8 @@ from compat.harness import (
 )
 from tools.quorum_client import QuorumToolError, add_raft_voter, remove_raft_voter
 
-NEMESES = ("pause", "pause-follower", "kill-leader", "isolate-leader", "one-way", "bridge", "remove-partitioned")
+NEMESES = ("pause", "pause-follower", "kill-leader", "isolate-leader", "one-way", "bridge", "remove-partitioned",
+           "slow-link", "slow-disk")
 DYNAMIC_ONLY = {"remove-partitioned"}
 """Nemeses that change the voter set, which a static quorum (``controller.quorum.voters``) cannot."""
 ELECTING = {"pause", "kill-leader", "isolate-leader", "one-way"}
@@ -65,6 +73,13 @@ ELECTING = {"pause", "kill-leader", "isolate-leader", "one-way"}
 HOLD_S = FETCH_TIMEOUT_MS / 1000 + 0.5
 LOAD_INTERVAL_MS = 100
 CATCH_UP_S = 60.0
+SLOW_LINK_KBIT = 32
+SLOW_LINK_LATENCY_MS = 500
+SLOW_FSYNC_MS = 1000
+"""Half the fetch timeout: a leader's flush this slow still lets it answer within a fetch's
+wait, but each of its appends is durable on its own disk a second late."""
+LIBRARY_CACHE = REPO_DIR / "compat" / ".cache" / "faults"
+"""Where ``fsync_fault.c`` is compiled (:func:`compat.faults.disk.fsync_fault_library`)."""
 
 
 @dataclass
@@ -95,6 +110,8 @@ class Run:
     rounds: list[Round] = field(default_factory=list)
     ops: list[Op] = field(default_factory=list)
     verdict: Verdict | None = None
+    slow_disks: dict[int, SlowFsync] = field(default_factory=dict)
+    """node -> the switch that slows its flushes (``slow-disk``)"""
 
     def observe(self, i: int) -> tuple[int, int, int] | None:
         """``(leader, epoch, high watermark)`` of the answer reached through node ``i`` (None
@@ -148,6 +165,11 @@ def run_round(run: Run, nemesis: str) -> Round:
         if not quorum.dynamic:
             raise ValueError(f"{nemesis} needs a dynamic quorum")
         heal = _remove_while_partitioned(run, others[0], [leader, others[1]])
+    elif nemesis == "slow-link":
+        net.slow(str(leader), SLOW_LINK_KBIT, SLOW_LINK_LATENCY_MS)
+    elif nemesis == "slow-disk":
+        run.slow_disks[leader].slow(SLOW_FSYNC_MS)
+        heal = run.slow_disks[leader].heal
     else:
         raise ValueError(nemesis)
     started = time.monotonic()
@@ -218,10 +240,13 @@ def run_faults(kafka: KafkaRelease, kwire_ids: frozenset[int], root: Path, nemes
     and the history (the verdict is on the returned run; the other checks raise
     AssertionError or TimeoutError). ``seen`` gets the run as soon as it starts, so that a
     caller sees the rounds of a run that raised."""
+    library = fsync_fault_library(LIBRARY_CACHE)
+    slow_disks = {i: SlowFsync(library, root / f"slow-fsync-{i}") for i in (1, 2, 3)}
     with Network(["1", "2", "3", "client"], tag=f"q{os.getpid() % 1000}") as net:
         quorum = Quorum(kafka, root, set(kwire_ids), dynamic=kafka.at_least(4, 0), network=net,
-                        extra=f"metadata.max.idle.interval.ms={LOAD_INTERVAL_MS}\n", kwire_extra=kwire_extra)
-        run = Run(quorum, net)
+                        extra=f"metadata.max.idle.interval.ms={LOAD_INTERVAL_MS}\n", kwire_extra=kwire_extra,
+                        env={i: d.env() for i, d in slow_disks.items()})
+        run = Run(quorum, net, slow_disks=slow_disks)
         if seen is not None:
             seen.append(run)
         writes = ConfigWrites({i: (quorum.hosts[i], quorum.ports[i]) for i in quorum.ports})

@@ -1,0 +1,103 @@
+"""The fault switches the nemeses use, each shown to do what it says and to be undone by its
+heal: a slow link (``compat.faults.net.Network.slow``, ``tc`` ``tbf``) and a slow disk
+(``compat.faults.disk.SlowFsync``, ``fsync_fault.c`` preloaded). Needs root (namespaces) and a
+C compiler, as the fault tests do."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from compat.faults.disk import SlowFsync, fsync_fault_library
+from compat.faults.net import Network
+from compat.faults.rounds import LIBRARY_CACHE
+
+PAYLOAD = 96 * 1024
+"""Bytes sent across the link: about 3 s at 256 kbit/s, a few milliseconds on a healthy link."""
+
+
+def _transfer_s(net: Network) -> float:
+    """Seconds for ``PAYLOAD`` bytes to go from host a to host b over TCP."""
+    server = net.call("b", lambda: socket.create_server((net.address("b"), 0)))
+    received = bytearray()
+
+    def receive() -> None:
+        conn, _ = server.accept()
+        with conn:
+            while len(received) < PAYLOAD and (chunk := conn.recv(65536)):
+                received.extend(chunk)
+
+    reader = threading.Thread(target=receive)
+    reader.start()
+    started = time.monotonic()
+    with net.call("a", lambda: socket.create_connection((net.address("b"), server.getsockname()[1]), timeout=30)) as c:
+        c.sendall(b"x" * PAYLOAD)
+        reader.join(timeout=60)
+    elapsed = time.monotonic() - started
+    server.close()
+    assert len(received) == PAYLOAD, f"{len(received)} of {PAYLOAD} bytes arrived"
+    return elapsed
+
+
+def _qdisc(net: Network, host: str) -> str:
+    return subprocess.run(["tc", "-n", net.namespace(host), "qdisc", "show", "dev", "eth0"],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_a_slow_link_holds_what_exceeds_its_rate_until_healed() -> None:
+    with Network(["a", "b"], tag=f"s{os.getpid() % 1000}") as net:
+        healthy = _transfer_s(net)
+        net.slow("a", rate_kbit=256, latency_ms=2000)
+        assert "tbf" in _qdisc(net, "a")
+        slowed = _transfer_s(net)
+        net.heal()
+        assert "tbf" not in _qdisc(net, "a")
+        healed = _transfer_s(net)
+    # 96 KiB at 256 kbit/s is 3 s; TCP resends what the full queue dropped
+    assert slowed >= 2.0, (healthy, slowed, healed)
+    assert healthy < 1.0 and healed < 1.0, (healthy, slowed, healed)
+
+
+FLUSHES = """
+import json, os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT)
+times = []
+for line in sys.stdin:  # one flush per line read, timed
+    os.write(fd, b"x")
+    started = time.monotonic()
+    os.fsync(fd)
+    os.fdatasync(fd)
+    times.append(time.monotonic() - started)
+    print(json.dumps(times[-1]), flush=True)
+"""
+
+
+def test_a_slow_disk_delays_each_flush_only_while_set(tmp_path: Path) -> None:
+    disk = SlowFsync(fsync_fault_library(LIBRARY_CACHE), tmp_path / "slow-fsync")
+    proc = subprocess.Popen([sys.executable, "-c", FLUSHES, str(tmp_path / "data")], env=disk.env(),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def flush() -> float:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        return float(json.loads(proc.stdout.readline()))
+
+    try:
+        before = flush()
+        disk.slow(400)
+        slowed = flush()  # an fsync and an fdatasync, each waiting 400 ms first
+        disk.heal()
+        after = flush()
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    assert slowed >= 0.8, (before, slowed, after)
+    assert before < 0.8 and after < 0.8, (before, slowed, after)
