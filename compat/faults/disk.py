@@ -21,6 +21,7 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 __all__ = ["FsyncFault", "SlowFsync", "Tmpfs", "fsync_fault_library", "small_tmpfs"]
 
@@ -79,19 +80,30 @@ def fsync_fault_library(cache: Path) -> Path:
 
 
 @dataclass
-class FsyncFault:
-    """fsync and fdatasync failing with EIO in the processes started with :meth:`env`, from
-    :meth:`trip` on. ``library`` is :func:`fsync_fault_library`'s, ``trigger`` a path that does
-    not exist yet."""
+class _FlushSwitch:
+    """A switch of ``fsync_fault.c`` for the processes started with :meth:`env`: ``library``
+    is :func:`fsync_fault_library`'s, ``trigger`` a path that does not exist yet, named to them
+    by the environment variable ``VARIABLE``."""
 
+    VARIABLE: ClassVar[str]
     library: Path
     trigger: Path
 
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """``base`` (default: this process's environment) with the library preloaded."""
-        env = _preloaded(self.library, base)
-        env[TRIGGER_ENV] = str(self.trigger)
+        env = dict(os.environ if base is None else base)
+        preload = env.get("LD_PRELOAD", "")
+        env["LD_PRELOAD"] = f"{self.library}:{preload}" if preload else str(self.library)
+        env[self.VARIABLE] = str(self.trigger)
         return env
+
+
+@dataclass
+class FsyncFault(_FlushSwitch):
+    """fsync and fdatasync failing with EIO in the processes started with :meth:`env`, from
+    :meth:`trip` on."""
+
+    VARIABLE: ClassVar[str] = TRIGGER_ENV
 
     def trip(self) -> None:
         """From now on every fsync and fdatasync of those processes fails with EIO."""
@@ -103,19 +115,11 @@ class FsyncFault:
 
 
 @dataclass
-class SlowFsync:
+class SlowFsync(_FlushSwitch):
     """fsync and fdatasync waiting before they flush, in the processes started with
-    :meth:`env`, while :meth:`slow` holds. ``library`` is :func:`fsync_fault_library`'s,
-    ``trigger`` a path that does not exist yet (one per process, to slow one node alone)."""
+    :meth:`env`, while :meth:`slow` holds (one trigger per process slows one node alone)."""
 
-    library: Path
-    trigger: Path
-
-    def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
-        """``base`` (default: this process's environment) with the library preloaded."""
-        env = _preloaded(self.library, base)
-        env[DELAY_ENV] = str(self.trigger)
-        return env
+    VARIABLE: ClassVar[str] = DELAY_ENV
 
     def slow(self, delay_ms: int) -> None:
         """From now on every flush of those processes first waits ``delay_ms``."""
@@ -126,13 +130,6 @@ class SlowFsync:
     def heal(self) -> None:
         """Flushes take their usual time again."""
         self.trigger.unlink(missing_ok=True)
-
-
-def _preloaded(library: Path, base: dict[str, str] | None) -> dict[str, str]:
-    env = dict(os.environ if base is None else base)
-    preload = env.get("LD_PRELOAD", "")
-    env["LD_PRELOAD"] = f"{library}:{preload}" if preload else str(library)
-    return env
 
 
 def _run(command: list[str]) -> None:
