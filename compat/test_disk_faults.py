@@ -70,7 +70,6 @@ RECORD_SIZE = 256
 HALT_TIMEOUT_S = 60.0
 RECOVERY_TIMEOUT_S = 60.0
 KAFKA_TOPIC_DIR = "__raft_performance_test-0"  # TestRaftServer's partition
-LIBRARY_CACHE = REPO_DIR / "compat" / ".cache" / "faults"
 
 
 # -- kwire ------------------------------------------------------------------------------------
@@ -163,7 +162,7 @@ def test_the_checker_catches_a_node_that_acknowledges_before_fsync(tmp_path: Pat
     ``kwire.unsafe.test.fsync.interval.ms`` a node fsyncs at most once a second and
     acknowledges at once; the failed fsync drops what was never flushed (``fsync_fault.c``), and
     the check that nothing acknowledged was lost must fail."""
-    fault = FsyncFault(fsync_fault_library(LIBRARY_CACHE), tmp_path / "fsync-fails")
+    fault = FsyncFault(fsync_fault_library(), tmp_path / "fsync-fails")
     with pytest.raises(AssertionError, match=r"acknowledged offset \d+ was lost") as caught:
         _kwire_halts_and_recovers(tmp_path, tmp_path / "data", fault.trip, fault.env(), fault.heal,
                                   extra="kwire.unsafe.test.fsync.interval.ms=1000\n")
@@ -171,7 +170,7 @@ def test_the_checker_catches_a_node_that_acknowledges_before_fsync(tmp_path: Pat
 
 
 def test_kwire_halts_when_fsync_fails_and_loses_nothing(tmp_path: Path) -> None:
-    fault = FsyncFault(fsync_fault_library(LIBRARY_CACHE), tmp_path / "fsync-fails")
+    fault = FsyncFault(fsync_fault_library(), tmp_path / "fsync-fails")
     data = tmp_path / "data"
     stderr, _ = _kwire_halts_and_recovers(tmp_path, data, fault.trip, fault.env(), fault.heal)
     _one_fatal_line(stderr, f"metadata log directory {data} failed", "Input/output error")
@@ -266,7 +265,7 @@ def test_stock_test_raft_server_halts_on_a_full_disk(control_kafka: KafkaRelease
 
 
 def test_stock_test_raft_server_halts_when_fsync_fails(control_kafka: KafkaRelease, tmp_path: Path) -> None:
-    fault = FsyncFault(fsync_fault_library(LIBRARY_CACHE), tmp_path / "fsync-fails")
+    fault = FsyncFault(fsync_fault_library(), tmp_path / "fsync-fails")
     output = _kafka_halts_and_recovers(control_kafka, tmp_path, tmp_path / "data", fault.trip, fault.env(), fault.heal)
     assert "Encountered fatal fault" in output and "Input/output error" in output, output[-4000:]
 

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from compat.faults.disk import SlowFsync, fsync_fault_library
 from compat.faults.net import Network
-from compat.faults.rounds import LIBRARY_CACHE
 
 PAYLOAD = 96 * 1024
 """Bytes sent across the link: about 3 s at 256 kbit/s, a few milliseconds on a healthy link."""
@@ -79,7 +78,7 @@ for line in sys.stdin:  # one flush per line read, timed
 
 
 def test_a_slow_disk_delays_each_flush_only_while_set(tmp_path: Path) -> None:
-    disk = SlowFsync(fsync_fault_library(LIBRARY_CACHE), tmp_path / "slow-fsync")
+    disk = SlowFsync(fsync_fault_library(), tmp_path / "slow-fsync")
     proc = subprocess.Popen([sys.executable, "-c", FLUSHES, str(tmp_path / "data")], env=disk.env(),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdin is not None and proc.stdout is not None

@@ -26,6 +26,9 @@ from typing import ClassVar
 __all__ = ["FsyncFault", "SlowFsync", "Tmpfs", "fsync_fault_library", "small_tmpfs"]
 
 SOURCE = Path(__file__).with_name("fsync_fault.c")
+LIBRARY_CACHE = Path(__file__).resolve().parents[1] / ".cache" / "faults"
+"""Where :func:`fsync_fault_library` compiles ``fsync_fault.c`` by default (beside the jar cache,
+``compat/.cache``)."""
 TRIGGER_ENV = "KWIRE_FAULT_FSYNC_EIO"
 """The environment variable naming the file whose existence turns the EIO fault on
 (``fsync_fault.c``)."""
@@ -62,7 +65,7 @@ def small_tmpfs(path: Path, size_bytes: int) -> Iterator[Tmpfs]:
         _run(["umount", "--lazy", str(path)])
 
 
-def fsync_fault_library(cache: Path) -> Path:
+def fsync_fault_library(cache: Path = LIBRARY_CACHE) -> Path:
     """``fsync_fault.c`` compiled to a shared library under ``cache`` (once per source: the file
     name carries its hash). Raises RuntimeError when no C compiler is found or it fails."""
     source = SOURCE.read_bytes()

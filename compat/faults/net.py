@@ -19,7 +19,8 @@ latency. :meth:`heal` removes every cut and every slow link. Blackhole routes an
 no packet filter and no ``netem``, which these machines lack (``tc qdisc add ... netem``
 fails with "Specified qdisc kind is unknown", a ``gact`` drop action with "Failed to load TC
 action module", and ``iptables`` is not installed): a fixed delay and random loss on an idle
-link, as netem gives them, cannot be made here. Within one TCP connection nothing can be reordered for the application anyway.
+link, as netem gives them, cannot be made here. Within one TCP connection nothing can be
+reordered for the application anyway.
 
 Needs root, ``ip`` and ``tc`` (iproute2).
 """

@@ -55,7 +55,6 @@ from compat.faults.net import Network
 from compat.harness import (
     ELECTION_BOUND_S,
     FETCH_TIMEOUT_MS,
-    REPO_DIR,
     START_TIMEOUT_S,
     KafkaRelease,
     Quorum,
@@ -78,8 +77,6 @@ SLOW_LINK_LATENCY_MS = 500
 SLOW_FSYNC_MS = 1000
 """Half the fetch timeout: a leader's flush this slow still lets it answer within a fetch's
 wait, but each of its appends is durable on its own disk a second late."""
-LIBRARY_CACHE = REPO_DIR / "compat" / ".cache" / "faults"
-"""Where ``fsync_fault.c`` is compiled (:func:`compat.faults.disk.fsync_fault_library`)."""
 
 
 @dataclass
@@ -240,7 +237,7 @@ def run_faults(kafka: KafkaRelease, kwire_ids: frozenset[int], root: Path, nemes
     and the history (the verdict is on the returned run; the other checks raise
     AssertionError or TimeoutError). ``seen`` gets the run as soon as it starts, so that a
     caller sees the rounds of a run that raised."""
-    library = fsync_fault_library(LIBRARY_CACHE)
+    library = fsync_fault_library()
     slow_disks = {i: SlowFsync(library, root / f"slow-fsync-{i}") for i in (1, 2, 3)}
     with Network(["1", "2", "3", "client"], tag=f"q{os.getpid() % 1000}") as net:
         quorum = Quorum(kafka, root, set(kwire_ids), dynamic=kafka.at_least(4, 0), network=net,
