@@ -47,11 +47,11 @@ run: install
 	$(PY) -m tools.cli run-standalone --config $(CONFIG) --data $(DATA)
 
 ## Set-up: the install and the stock Kafka jar fetch run side by side (one waits on pip, the
-## other on Maven). Then two pytest-xdist runs go at once, two workers each (the 2-core machines'
-## count): the tests, and the simulation seeds (marker `simulation`) with the checks at idle
-## CPU priority (SCHED_IDLE, or nice 19 where `chrt --idle` cannot run). The tests spend about a fifth
-## of their time waiting on servers and JVMs; the seeds, pure CPU, run in exactly those waits
-## and take no CPU from a test that has work. The seeds' and the checks' output is printed
+## other on Maven). Then two pytest-xdist runs go at once, two workers each (the 2-core
+## machines' count): the tests, and the simulation seeds (marker `simulation`) with the checks
+## at idle CPU priority (SCHED_IDLE, or nice 19 where `chrt --idle` cannot run). The tests spend
+## about a fifth of their time waiting on servers and JVMs; the seeds, pure CPU, run in exactly
+## those waits and take no CPU from a test that has work. The seeds' and the checks' output is printed
 ## after the tests'. Tests that share a cluster, a JVM or the Spark session run on one worker
 ## (conftest.py); the 15 slowest of each run are printed.
 ## Bytecode is written as modules are first imported, whatever PYTHONDONTWRITEBYTECODE says:
@@ -64,7 +64,7 @@ test:
 	$(PY) -m compileall -q -j 0 kwire messages storage server tools tests compat conftest.py
 	@idle=$$(chrt --idle 0 true >/dev/null 2>&1 && echo "chrt --idle 0" || echo "nice -n 19"); \
 	PYTHONDONTWRITEBYTECODE= $$idle $(PY) -m pytest -q -n 2 -m simulation -p no:cacheprovider \
-		--durations=5 tests/raft/test_simulation.py > .simulation.log 2>&1 & simulated=$$!; \
+		--durations=5 > .simulation.log 2>&1 & simulated=$$!; \
 	$$idle $(MAKE) --no-print-directory -j 4 --output-sync=target check-generated lint lint-imports \
 		typecheck > .checks.log 2>&1 & checks=$$!; \
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 2 -m "not simulation" --durations=15; tested=$$?; \

@@ -259,12 +259,12 @@ def format_kwire(props: Path, *flags: str, cluster_id: str = CLUSTER_ID) -> None
 def start_kwire(props: Path, out: Path, command: str = "server-start", *,
                 prefix: Sequence[str] = (), env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
     """A kwire node (``kwire server-start PROPS``), its output appended to ``out``; ``prefix``
-    is a command it runs under (e.g. ``ip netns exec NS``), ``env`` its environment (default:
-    this process's)."""
+    is a command it runs under (e.g. ``ip netns exec NS``), ``env`` variables added to this
+    process's environment."""
     with open(out, "ab") as sink:
         return subprocess.Popen(
             [*prefix, sys.executable, "-m", "tools.cli", command, str(props)], cwd=REPO_DIR, stdout=sink,
-            stderr=subprocess.STDOUT, env={**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"},
+            stderr=subprocess.STDOUT, env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"},
         )
 
 
@@ -375,7 +375,7 @@ class Quorum:
     ``voter_ids`` (default all) are the initial controllers, the others are formatted with
     ``--no-initial-controllers`` and start as observers. ``extra`` lines go into every node's
     properties, ``kwire_extra`` lines into the kwire nodes' only; ``env`` maps a node to the
-    environment its process starts with (default: this process's). With a ``network``
+    variables added to its process's environment. With a ``network``
     (``compat.faults.net.Network`` with hosts ``"1"``, ``"2"``, ... and ``"client"``), node i
     runs on host ``str(i)`` at its address, and the quorum is asked from ``"client"``; else
     every node is on localhost."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from compat.faults.__main__ import _account, _figures
+from compat.faults.__main__ import BETWEEN, _account, _figures
 from compat.faults.history import FIRST_VALUE, Op, check
 from compat.faults.rounds import Round, Run
 
@@ -37,6 +37,17 @@ def test_writes_are_counted_in_the_round_they_were_invoked_in() -> None:
         "recovery_median_s": 0.5, "recovery_max_s": 0.5}
     one_way = _figures(rows[("kwire", "one-way")])
     assert (one_way["acknowledged"], one_way["lost"], one_way["recovery_max_s"]) == (2, 1, 1.5)
+    between = _figures(rows[("kwire", BETWEEN)])  # the write after the last round's recovery
+    assert (between["rounds"], between["acknowledged"], between["lost"]) == (0, 1, 0)
+
+
+def test_a_write_lost_between_rounds_is_counted() -> None:
+    pause = Round("pause", leader=1, epoch=1, started_s=5.0, ended_s=10.0, figures={"recovered_s": 0.5})
+    ops = [Op(FIRST_VALUE, 1, 1.0, 2.0, "ok"), Op(FIRST_VALUE + 1, 1, 6.0, 7.0, "ok")]
+    rows = _rows()
+    _account(rows, "kwire", ["pause"], _run([pause], ops, [FIRST_VALUE + 1]), "")
+    assert _figures(rows[("kwire", BETWEEN)])["lost"] == 1
+    assert _figures(rows[("kwire", "pause")])["lost"] == 0
 
 
 def test_a_round_that_did_not_recover_and_a_quorum_that_never_started_count_as_failed() -> None:

@@ -4,8 +4,8 @@ Until ``--minutes`` have passed (or ``--quorums`` quorums have run), draw a conf
 ``--rounds`` nemeses from ``--seed``, run them on a fresh quorum while the client writes
 (:func:`compat.faults.rounds.run_faults`), and print one line per quorum; at the end, a table
 per nemesis and configuration: rounds, acknowledged writes (those invoked during the nemesis's
-rounds), lost and diverged writes, median and max recovery time after the heal, and failed
-rounds. Quorum ``n`` of a run replays alone with ``--seed S --skip n-1 --quorums 1``.
+rounds; writes invoked outside every round have a row of their own, ``(between rounds)``),
+lost and diverged writes, median and max recovery time after the heal, and failed rounds. Quorum ``n`` of a run replays alone with ``--seed S --skip n-1 --quorums 1``.
 
 Examples::
 
@@ -103,6 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(r["lost"] == 0 and r["diverged"] == 0 and r["failed_rounds"] == 0 for r in table) else 1
 
 
+BETWEEN = "(between rounds)"
+"""The table's nemesis for writes invoked outside every round (before the first, or after a
+round's recovery): their losses count as any other's."""
+
+
 def _account(rows: dict[tuple[str, str], dict[str, Any]], name: str, plan: list[str], run: Run | None,
              error: str) -> None:
     """Add one quorum's rounds and history to ``rows``. A round that started and did not
@@ -126,9 +131,7 @@ def _account(rows: dict[tuple[str, str], dict[str, Any]], name: str, plan: list[
     diverged = bool(run.verdict.diverged)
     for op in run.ops:
         within = run.round_of(op)
-        if within is None:
-            continue
-        row = rows[(name, within.nemesis)]
+        row = rows[(name, BETWEEN if within is None else within.nemesis)]
         row["acknowledged"] += op.outcome == "ok"
         row["lost"] += op.value in lost
         row["diverged"] += diverged and op.outcome == "ok"

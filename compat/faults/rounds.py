@@ -209,24 +209,23 @@ def _remove_while_partitioned(run: Run, follower: int, rest: list[int]) -> Calla
     bootstrap = ",".join(f"{quorum.hosts[i]}:{quorum.ports[i]}" for i in rest)
     net.call("client", lambda: trio.run(remove_raft_voter, bootstrap, follower, directory))
 
-    def caught_up_observer() -> bool:
+    def caught_up_observer(since_ms: int) -> bool:
         p = quorum.describe(rest[0]).partition
         return any(o.replica_id == follower and o.log_end_offset >= p.high_watermark
-                   and o.last_fetch_timestamp >= healed_ms for o in p.observers)
+                   and o.last_fetch_timestamp >= since_ms for o in p.observers)
 
     def heal() -> None:
-        nonlocal healed_ms
         net.heal()
         healed, healed_ms = time.monotonic(), time.time_ns() // 1_000_000
         # AddRaftVoter is refused (REQUEST_TIMED_OUT) until the observer has caught up
-        wait_until(f"node {follower} to fetch as a caught-up observer", caught_up_observer, CATCH_UP_S, interval_s=0.1)
+        wait_until(f"node {follower} to fetch as a caught-up observer", lambda: caught_up_observer(healed_ms),
+                   CATCH_UP_S, interval_s=0.1)
         run.rounds[-1].figures["observer_s"] = round(time.monotonic() - healed, 1)
         endpoints = [("CONTROLLER", quorum.hosts[follower], quorum.ports[follower])]
         net.call("client", lambda: trio.run(add_raft_voter, bootstrap, follower, directory, endpoints))
         voters = {v.replica_id for v in quorum.describe(rest[0]).partition.current_voters}
         assert follower in voters, f"node {follower} was not added back: voters {sorted(voters)}"
 
-    healed_ms = 0
     return heal
 
 
