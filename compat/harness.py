@@ -392,6 +392,8 @@ class Quorum:
         self.ports = {i: free_port() for i in ids}
         self.hosts = {i: "localhost" if network is None else network.address(str(i)) for i in ids}
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        self.answers: dict[int, str] = {}
+        """node -> what it last answered to :meth:`leader`"""
         self.logging = self._raft_logging(root)
         voter_ids = ids if voter_ids is None else voter_ids
         voters = ",".join(f"{i}@{self.hosts[i]}:{p}" for i, p in self.ports.items())
@@ -485,23 +487,33 @@ class Quorum:
         return self.network.call("client", lambda: trio.run(describe, address, 3.0))
 
     def leader(self, excluded: int | None = None) -> tuple[int, int, int] | None:
-        """(leader id, epoch, high watermark) as a live node other than ``excluded`` sees it."""
+        """(leader id, epoch, high watermark) as a live node other than ``excluded`` sees it.
+        What each node answered (or the error, and after how long) is kept in ``answers``."""
         for i in self.ports:
             if i == excluded or i not in self.procs or self.procs[i].poll() is not None:
                 continue
+            asked = time.monotonic()
             try:
                 view = self.describe(i)
-            except (OSError, QuorumToolError, trio.TooSlowError):
+            except (OSError, QuorumToolError, trio.TooSlowError) as exc:
+                self.answers[i] = f"{type(exc).__name__}: {str(exc)[:120]} after {time.monotonic() - asked:.1f} s"
                 continue
             p = view.partition
+            self.answers[i] = f"leader {p.leader_id} epoch {p.leader_epoch} hw {p.high_watermark}"
             if p.leader_id >= 0 and p.leader_id != excluded:
                 return p.leader_id, p.leader_epoch, p.high_watermark
         return None
 
     def wait_leader(self, timeout_s: float, excluded: int | None = None) -> tuple[int, int, int]:
-        """(leader id, epoch, high watermark) once a leader other than ``excluded`` is known."""
-        found = wait_until(f"a leader (other than {excluded})", lambda: self.leader(excluded), timeout_s,
-                           interval_s=0.1)
+        """(leader id, epoch, high watermark) once a leader other than ``excluded`` is known;
+        the AssertionError after ``timeout_s`` says what each node last answered."""
+        self.answers.clear()
+        try:
+            found = wait_until(f"a leader (other than {excluded})", lambda: self.leader(excluded), timeout_s,
+                               interval_s=0.1)
+        except AssertionError as exc:
+            answers = "; ".join(f"node {i}: {a}" for i, a in sorted(self.answers.items()))
+            raise AssertionError(f"{exc} (last answers: {answers or 'none asked'})") from None
         assert found is not None
         return found
 

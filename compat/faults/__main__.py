@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -48,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="comma-separated configuration ids (kwire, stock-4.4.0, mixed-3.9.2-1-kwire, ...) "
                              "or 'all' (default)")
     parser.add_argument("--nemeses", default=",".join(NEMESES), help=f"comma-separated, of {', '.join(NEMESES)}")
-    parser.add_argument("--dir", type=Path, default=None, help="keep each quorum's files here")
+    parser.add_argument("--dir", type=Path, default=None, help="put each quorum's files here (a passing quorum's are removed)")
     parser.add_argument("--json", action="store_true", help="print the table as JSON")
     return parser
 
@@ -93,8 +94,11 @@ def main(argv: list[str] | None = None) -> int:
         run = seen[0] if seen else None
         _account(rows, name, plan, run, error)
         verdict = "" if run is None or run.verdict is None else run.verdict.summary()
+        passed = not error and run is not None and run.verdict is not None and run.verdict.ok
+        if passed:  # a failed quorum's files stay for its post-mortem
+            shutil.rmtree(root, ignore_errors=True)
         print(f"quorum {index} (seed {args.seed}): {name} {plan} in {time.monotonic() - started:.0f} s: "
-              f"{error or 'ok'}; {verdict}", flush=True)
+              f"{error or 'ok'}; {verdict}" + ("" if passed else f"; files in {root}"), flush=True)
     table = [{"configuration": c, "nemesis": n, **_figures(row)} for (c, n), row in sorted(rows.items())]
     if args.json:
         print(json.dumps(table, indent=2))
