@@ -116,9 +116,10 @@ def python_round_trip(bootstrap: str, topic: str, count: int, partitions: int, r
 
 class Load:
     """A kafka-python producer (idempotent, acks=all) writing ``topic-<n>`` values to ``topic``
-    in a thread until stopped; ``acked`` holds the values the brokers acknowledged."""
+    in a thread until stopped, at most ``records_per_s``; ``acked`` holds the values the
+    brokers acknowledged."""
 
-    def __init__(self, bootstrap: str, topic: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, records_per_s: int = 10_000) -> None:
         from kafka import KafkaProducer
 
         self.topic = topic
@@ -126,6 +127,7 @@ class Load:
             bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=5,
             delivery_timeout_ms=120_000, request_timeout_ms=30_000,
         )
+        self.pause_s = 100 / records_per_s
         self.acked: list[str] = []
         self.failed: list[str] = []
         self._lock = threading.Lock()
@@ -141,7 +143,7 @@ class Load:
             future.add_callback(lambda _meta, value=value: self._note(self.acked, value))
             future.add_errback(lambda exc, value=value: self._note(self.failed, f"{value}: {exc!r}"))
             if n % 100 == 0:
-                time.sleep(0.01)  # about 10,000 records/s at most
+                time.sleep(self.pause_s)  # the rate's bound
 
     def _note(self, into: list[str], value: str) -> None:
         with self._lock:

@@ -8,12 +8,20 @@ SIGCONT), ``kill-leader`` (kill -9, restarted at the heal), ``isolate-leader``, 
 ``bridge`` (network cuts), on 4.x ``remove-partitioned`` (a follower cut off, removed from
 the voter set meanwhile and added back at the heal), ``slow-link`` (the leader's sending
 rate-limited, the excess queued or dropped) and ``slow-disk`` (each of the leader's fsyncs a
-second late) -- while a client writes a broker config, one write at a time, to whichever node
-is the active controller. Asserted: every round's election, step-down and
-catch-up within their bounds; never two leaders in one epoch; no process died and no stock
-controller logged a fatal fault; the logs identical below the final high watermark; and the
+second late) and ``pause-broker`` (SIGSTOP of a stock broker until it is fenced) -- while a
+client writes a broker config, one write at a time, to whichever node is the active
+controller, and three stock brokers of the release serve the controller workload of
+``compat/faults/cluster.py``: a producer (idempotent, ``acks=all``) and an admin that creates
+and deletes topics, alters a topic config and reassigns a partition through the brokers.
+Asserted: every round's election, step-down and catch-up within their bounds, and the paused
+broker fenced and back; never two leaders in one epoch; no process died and no stock
+controller logged a fatal fault; the logs identical below the final high watermark; the
 client's history passes the checker -- no acknowledged write lost or committed twice, none
-committed against real-time order, nothing committed that the client did not send.
+committed against real-time order, nothing committed that the client did not send; and the
+controller workload's passes its own -- no acknowledged admin request missing from a voter's
+log or committed out of order, no deleted topic back, every created topic described by a fresh
+kafka-python client within its bound, the brokers' final topics those of the log, and every
+acknowledged record read back exactly once.
 
 The positive control runs kwire with the test-only ``kwire.unsafe.test.ack.on.append`` (a
 write answered before it commits) under ``isolate-leader``, and the checker must name the
@@ -24,7 +32,8 @@ the control); with ``KWIRE_FAULT_ALL_CONFIGS=1`` (``make nightly``) also the mix
 two kwire nodes and the stock quorum of every pinned release (3.x static, 4.x dynamic).
 ``KWIRE_FAULT_ROUNDS`` rounds per configuration drawn at random from ``KWIRE_FAULT_SEED``,
 printed, so a run replays (default: one of each nemesis, in order). ``make test``'s share: two
-configurations of nine rounds and the positive control, 20-50 s each, on two workers. The
+configurations of ten rounds with their brokers, 60-100 s each, and the positive control
+(without brokers, about 20 s), on two workers. The
 soak (``python -m compat.faults``) draws configurations and nemeses for a given time and
 prints a table per nemesis and configuration.
 """
@@ -54,12 +63,15 @@ ALL_CONFIGS = os.environ.get("KWIRE_FAULT_ALL_CONFIGS") == "1"
 def test_quorum_under_network_and_process_faults(release: str, kwire_ids: frozenset[int], tmp_path: Path) -> None:
     _kafka.require_kafka(release)
     kafka = KafkaRelease(release)
-    choices = available_nemeses(kafka)
+    choices = available_nemeses(kafka, brokers=True)
     draw = random.Random(SEED)
     nemeses = list(choices) if ROUNDS == 0 else [draw.choice(choices) for _ in range(ROUNDS)]
     print(f"seed {SEED}: {nemeses}")
-    run = run_faults(kafka, kwire_ids, tmp_path, nemeses)
+    run = run_faults(kafka, kwire_ids, tmp_path, nemeses, brokers=True)
     assert run.verdict is not None and run.verdict.acknowledged > 0 and run.verdict.ok, run.verdict
+    cluster = run.cluster
+    assert cluster is not None and cluster.acknowledged > 0 and cluster.records_acknowledged > 0, cluster
+    assert cluster.ok, cluster
 
 
 def test_the_checker_catches_a_leader_that_acknowledges_before_commit(tmp_path: Path) -> None:

@@ -50,11 +50,13 @@ class BrokerNode(ProcessDirectory):
 class StockBrokers:
     """Stock brokers of Kafka ``version`` under ``root`` (see the module docstring)."""
 
-    def __init__(self, root: Path, version: str, nodes: Sequence[BrokerNode], host: str = "localhost") -> None:
+    def __init__(self, root: Path, version: str, nodes: Sequence[BrokerNode], host: str = "localhost",
+                 prefix: Sequence[str] = ()) -> None:
         self.root = root
         self.version = version
         self.nodes = {n.broker_id: n for n in nodes}
         self.host = host
+        self.prefix = list(prefix)
         base = stock_kafka.logging_config(version)
         self._logging = root / f"brokers-{base.name}"
         if base.name == "log4j2.properties":
@@ -79,10 +81,15 @@ class StockBrokers:
         ports: Mapping[int, int],
         host: str = "localhost",
         properties: Mapping[str, str] | None = None,
+        quorum_voters: str | None = None,
+        prefix: Sequence[str] = (),
     ) -> StockBrokers:
         """Write each broker's configuration (broker id -> client port in ``ports``; extra
-        ``properties`` for every broker) and format its directory with the stock tool.
-        Raises ``stock_kafka.KafkaUnavailable`` without Java or the jars, and
+        ``properties`` for every broker) and format its directory with the stock tool. With
+        ``quorum_voters`` (``id@host:port,...``, a static quorum) the brokers name the voters
+        in ``controller.quorum.voters`` instead of ``bootstrap_controllers``. ``prefix`` is a
+        command each broker runs under (e.g. ``ip netns exec NS``, with ``host`` an address
+        there). Raises ``stock_kafka.KafkaUnavailable`` without Java or the jars, and
         ``stock_kafka.KafkaCommandError`` when the format fails."""
         root = Path(root).resolve()
         nodes = [BrokerNode(i, port, root / f"broker-{i}") for i, port in ports.items()]
@@ -92,7 +99,8 @@ class StockBrokers:
                 "# A stock Kafka broker on a kwire controller quorum.",
                 "process.roles=broker",
                 f"node.id={node.broker_id}",
-                f"controller.quorum.bootstrap.servers={bootstrap_controllers}",
+                f"controller.quorum.bootstrap.servers={bootstrap_controllers}" if quorum_voters is None
+                else f"controller.quorum.voters={quorum_voters}",
                 "controller.listener.names=CONTROLLER",
                 f"listeners=PLAINTEXT://{host}:{node.port}",
                 "inter.broker.listener.name=PLAINTEXT",
@@ -102,7 +110,7 @@ class StockBrokers:
             lines += [f"{k}={v}" for k, v in (properties or {}).items()]
             node.config_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
             stock_kafka.run_tool(version, "storage", ["format", "-t", cluster_id, "-c", node.config_path])
-        return cls(root, version, nodes, host)
+        return cls(root, version, nodes, host, prefix)
 
     # ------------------------------------------------------------------ processes
 
@@ -118,7 +126,7 @@ class StockBrokers:
                 node.process = stock_kafka.start_kafka_class(
                     self.version, "kafka.Kafka", [node.config_path], logs_dir=node.root / "logs",
                     jvm_args=[self._logging_flag], stdout=out.fileno(), stderr=out.fileno(),
-                    start_new_session=True,
+                    start_new_session=True, prefix=self.prefix,
                 )
 
     def kill(self, broker_id: int, sig: int = signal.SIGKILL) -> None:

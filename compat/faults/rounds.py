@@ -37,6 +37,7 @@ byte, below the final high watermark; and the client's history passes
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import statistics
@@ -49,6 +50,8 @@ from pathlib import Path
 import trio
 
 from compat import kafka as _kafka
+from compat.faults import cluster as _cluster
+from compat.faults.cluster import AdminOp, ClusterVerdict
 from compat.faults.disk import SlowFsync, fsync_fault_library
 from compat.faults.history import ConfigWrites, Op, Verdict, check, committed_values
 from compat.faults.net import Network
@@ -62,9 +65,12 @@ from compat.harness import (
     wait_until,
 )
 from tools.quorum_client import QuorumToolError, add_raft_voter, remove_raft_voter
+from tools.stock_brokers import StockBrokers
 
 NEMESES = ("pause", "pause-follower", "kill-leader", "isolate-leader", "one-way", "bridge", "remove-partitioned",
            "slow-link", "slow-disk")
+BROKER_NEMESES = ("pause-broker",)
+"""Nemeses of the runs with stock brokers (:mod:`compat.faults.cluster`)."""
 DYNAMIC_ONLY = {"remove-partitioned"}
 """Nemeses that change the voter set, which a static quorum (``controller.quorum.voters``) cannot."""
 ELECTING = {"pause", "kill-leader", "isolate-leader", "one-way"}
@@ -75,6 +81,11 @@ CATCH_UP_S = 60.0
 SLOW_LINK_KBIT = 32
 SLOW_LINK_LATENCY_MS = 500
 SLOW_FSYNC_MS = 1000
+BROKER_SESSION_S = 9.0
+"""``broker.session.timeout.ms`` of the runs with brokers (Kafka's default), in seconds."""
+FENCE_BOUND_S = BROKER_SESSION_S * 9 / 8 + 6.0
+"""A paused broker's session, one period of the controller's expiry check (a session / 8) and
+a margin for the fencing to reach the other brokers on a loaded machine."""
 """Half the fetch timeout: a leader's flush this slow still lets it answer within a fetch's
 wait, but each of its appends is durable on its own disk a second late."""
 
@@ -109,6 +120,12 @@ class Run:
     verdict: Verdict | None = None
     slow_disks: dict[int, SlowFsync] = field(default_factory=dict)
     """node -> the switch that slows its flushes (``slow-disk``)"""
+    brokers: StockBrokers | None = None
+    """the stock brokers of a run with the controller workload (:mod:`compat.faults.cluster`)"""
+    admin_ops: list[AdminOp] = field(default_factory=list)
+    """that workload's admin history"""
+    cluster: ClusterVerdict | None = None
+    """and its verdict"""
 
     def observe(self, i: int) -> tuple[int, int, int] | None:
         """``(leader, epoch, high watermark)`` of the answer reached through node ``i`` (None
@@ -167,6 +184,10 @@ def run_round(run: Run, nemesis: str) -> Round:
     elif nemesis == "slow-disk":
         run.slow_disks[leader].slow(SLOW_FSYNC_MS)
         heal = run.slow_disks[leader].heal
+    elif nemesis == "pause-broker":
+        if run.brokers is None:
+            raise ValueError(f"{nemesis} needs a run with brokers")
+        heal = _pause_broker(run, sorted(run.brokers.nodes)[len(run.rounds) % len(run.brokers.nodes)])
     else:
         raise ValueError(nemesis)
     started = time.monotonic()
@@ -196,6 +217,38 @@ def run_round(run: Run, nemesis: str) -> Round:
     this.figures["recovered_s"] = round(time.monotonic() - healed, 1)
     this.ended_s = time.monotonic()
     return this
+
+
+def _pause_broker(run: Run, victim: int) -> Callable[[], None]:
+    """SIGSTOP of broker ``victim`` until the other brokers stop listing it (it was fenced:
+    figure ``fenced_s``, within :data:`FENCE_BOUND_S`); the heal resumes it and waits until
+    every broker lists every broker again (``rejoined_s``)."""
+    assert run.brokers is not None
+    brokers, net = run.brokers, run.network
+    process = brokers.nodes[victim].process
+    assert process is not None
+    others = [i for i in brokers.nodes if i != victim]
+    process.send_signal(signal.SIGSTOP)
+    paused = time.monotonic()
+
+    def fenced() -> bool:
+        views = net.call("client", lambda: [brokers.listed_by(i, timeout_s=3.0) for i in others])
+        return all(v is not None and victim not in v for v in views)
+
+    try:
+        wait_until(f"broker {victim} fenced while paused", fenced, FENCE_BOUND_S)
+    except BaseException:
+        process.send_signal(signal.SIGCONT)
+        raise
+    run.rounds[-1].figures["fenced_s"] = round(time.monotonic() - paused, 1)
+
+    def heal() -> None:
+        process.send_signal(signal.SIGCONT)
+        resumed = time.monotonic()
+        net.call("client", lambda: brokers.wait_listed(set(brokers.nodes), FENCE_BOUND_S * 2))
+        run.rounds[-1].figures["rejoined_s"] = round(time.monotonic() - resumed, 1)
+
+    return heal
 
 
 def _remove_while_partitioned(run: Run, follower: int, rest: list[int]) -> Callable[[], None]:
@@ -230,15 +283,18 @@ def _remove_while_partitioned(run: Run, follower: int, rest: list[int]) -> Calla
 
 
 def run_faults(kafka: KafkaRelease, kwire_ids: frozenset[int], root: Path, nemeses: Sequence[str],
-               *, kwire_extra: str = "", seen: list[Run] | None = None) -> Run:
+               *, kwire_extra: str = "", brokers: bool = False, seen: list[Run] | None = None) -> Run:
     """Run ``nemeses`` on a quorum of ``kafka``'s release whose nodes ``kwire_ids`` are kwire's
     (their properties get ``kwire_extra``) while the client writes; check the rounds, the logs
     and the history (the verdict is on the returned run; the other checks raise
-    AssertionError or TimeoutError). ``seen`` gets the run as soon as it starts, so that a
-    caller sees the rounds of a run that raised."""
+    AssertionError or TimeoutError). With ``brokers``, three stock brokers of the release run
+    too, under the controller workload of :mod:`compat.faults.cluster` (whose verdict is the
+    run's ``cluster``), and ``nemeses`` may hold :data:`BROKER_NEMESES`. ``seen`` gets the run
+    as soon as it starts, so that a caller sees the rounds of a run that raised."""
     library = fsync_fault_library()
     slow_disks = {i: SlowFsync(library, root / f"slow-fsync-{i}") for i in (1, 2, 3)}
-    with Network(["1", "2", "3", "client"], tag=f"q{os.getpid() % 1000}") as net:
+    hosts = ["1", "2", "3", "client"] + (["brokers"] if brokers else [])
+    with Network(hosts, tag=f"q{os.getpid() % 1000}") as net:
         quorum = Quorum(kafka, root, set(kwire_ids), dynamic=kafka.at_least(4, 0), network=net,
                         extra=f"metadata.max.idle.interval.ms={LOAD_INTERVAL_MS}\n", kwire_extra=kwire_extra,
                         env={i: d.env() for i, d in slow_disks.items()})
@@ -248,21 +304,44 @@ def run_faults(kafka: KafkaRelease, kwire_ids: frozenset[int], root: Path, nemes
         writes = ConfigWrites({i: (quorum.hosts[i], quorum.ports[i]) for i in quorum.ports})
         run.ops = writes.ops
         client = threading.Thread(target=net.call, args=("client", writes.run), daemon=True)
-        with quorum.running(then=lambda: print(*run.rounds, sep="\n")):
+        with quorum.running(then=lambda: print(*run.rounds, sep="\n")), contextlib.ExitStack() as cluster:
+            if brokers:
+                voters = None if quorum.dynamic else ",".join(
+                    f"{i}@{quorum.hosts[i]}:{p}" for i, p in quorum.ports.items())
+                run.brokers = _cluster.start_brokers(kafka, root, net, quorum.bootstrap, voters)
+                cluster.callback(run.brokers.stop)  # before the controllers stop
+                cluster.push(lambda kind, *_: _print_report(kind, run.brokers))
+                clients = _cluster.start_load(run.brokers, net)
+                run.admin_ops = clients.admin.ops
             client.start()
             try:
                 for nemesis in nemeses:
                     run_round(run, nemesis)
             finally:
                 writes.stop()
+                if brokers:
+                    clients.stop()
                 client.join(timeout=30)
             final_hwm, logged = quorum.settle_after_faults()
+            if brokers:
+                assert run.brokers is not None
+                events = {i: _cluster.committed_events(root / f"data{i}", final_hwm) for i in quorum.ports}
+                run.cluster = _cluster.settle_and_check(run.brokers, net, clients, events)
     two = {epoch: ids for epoch, ids in run.leaders_of.items() if len(ids) > 1}
     assert not two, f"two leaders in one epoch: {two}"
     quorum.assert_agreed(final_hwm, logged)
     run.verdict = check(writes.ops, {i: committed_values(quorum.root / f"data{i}", final_hwm) for i in quorum.ports})
     print(f"history: {run.verdict.summary()}")
+    if run.cluster is not None:
+        print(f"controller workload: {run.cluster.summary()}")
     return run
+
+
+def _print_report(kind: type[BaseException] | None, brokers: StockBrokers | None) -> bool:
+    """An exit callback: the brokers' output when the block failed (the failure goes on)."""
+    if kind is not None and brokers is not None:
+        print(brokers.report())
+    return False
 
 
 def configurations(all_configs: bool) -> list[tuple[str, str, frozenset[int]]]:
@@ -279,10 +358,12 @@ def configurations(all_configs: bool) -> list[tuple[str, str, frozenset[int]]]:
     return configs
 
 
-def available_nemeses(kafka: KafkaRelease) -> tuple[str, ...]:
+def available_nemeses(kafka: KafkaRelease, brokers: bool = False) -> tuple[str, ...]:
     """The nemeses a quorum of ``kafka``'s release can take (:data:`DYNAMIC_ONLY` needs 4.x,
-    whose quorums the rounds format dynamic)."""
-    return NEMESES if kafka.at_least(4, 0) else tuple(n for n in NEMESES if n not in DYNAMIC_ONLY)
+    whose quorums the rounds format dynamic), with :data:`BROKER_NEMESES` when it has
+    ``brokers``."""
+    own = NEMESES if kafka.at_least(4, 0) else tuple(n for n in NEMESES if n not in DYNAMIC_ONLY)
+    return own + (BROKER_NEMESES if brokers else ())
 
 
 def recovery_figures(rounds: Sequence[Round]) -> tuple[float, float] | None:

@@ -1,0 +1,496 @@
+"""The controller workload: stock brokers on a controller quorum under the nemeses, an admin
+and a producer recording what they were told, and the checker of that history.
+
+Three stock brokers (:data:`BROKER_IDS`, of the quorum's release) run in one network namespace
+of their own (host ``brokers`` of the run's :class:`~compat.faults.net.Network`), so the
+nemeses that cut the active controller off from the other voters leave the brokers' links to
+every controller alone, and ``pause-broker`` (SIGSTOP of a broker for longer than
+``broker.session.timeout.ms``) fences one. Two clients run on host ``client`` while the rounds
+go on (:func:`compat.faults.rounds.run_round`):
+
+* a kafka-python producer (:class:`compat.clients.Load`: idempotent, ``acks=all``) writing to
+  :data:`DATA_TOPIC` (3 partitions, replication factor 3, ``min.insync.replicas=2``);
+* :class:`AdminWorkload`, one request at a time through a broker, which forwards it to the
+  active controller (KIP-590): CreateTopics of a new topic (2 partitions, replication factor 2),
+  IncrementalAlterConfigs of :data:`MOVES_TOPIC`'s ``retention.ms`` to a new value,
+  AlterPartitionReassignments of ``moves-0`` to the next pair of brokers, and DeleteTopics of
+  the oldest topic it created once more than :data:`LIVE_TOPICS` are live. Each request is an
+  :class:`AdminOp` with the outcomes of :mod:`compat.faults.history` (``ok`` when the broker
+  answered ``NONE``; ``failed`` when nothing was sent; ``unknown`` otherwise, since a broker
+  retries a forwarded request after a controller failover, and even ``TOPIC_ALREADY_EXISTS``
+  may mean an earlier attempt of the same request was committed). After each acknowledged
+  create, fresh kafka-python admin clients ask ``describe_topics`` until it lists the topic's
+  partitions, as a new user's script would: the seconds that took are the op's ``visible_s``.
+
+:func:`check_cluster` then names every violation: an acknowledged create, delete or config
+change whose record (``TopicRecord``, ``RemoveTopicRecord``, ``ConfigRecord``) is missing from a
+voter's committed log (``lost``); a topic name with two ``TopicRecord``\\ s -- a deleted topic
+come back, since names are never reused (``reappeared``); a record no request carried
+(``phantom``); two acknowledged requests committed in the other order than they completed
+(``reordered``); voters whose committed metadata differs (``diverged``); an acknowledged create
+not described within :data:`VISIBLE_BOUND_S` (``invisible``); a broker whose topics at the end are
+not the log's live topics, or ``moves-0``'s final replicas not the last acknowledged
+reassignment's (``final``); an acknowledged record not read back exactly once, or any record
+read back twice (``records``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from compat.clients import Load, read_all
+from compat.faults.net import Network
+from compat.harness import (
+    CLUSTER_ID,
+    PARTITION,
+    KafkaRelease,
+    free_port,
+    log_batches,
+    wait_until,
+)
+from kwire.errors import Errors
+from messages.generated.alter_partition_reassignments_request import (
+    AlterPartitionReassignmentsRequest,
+    ReassignablePartition,
+    ReassignableTopic,
+)
+from messages.generated.config_record import ConfigRecord
+from messages.generated.create_topics_request import (
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
+from messages.generated.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
+from messages.generated.incremental_alter_configs_request import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
+from messages.generated.list_partition_reassignments_request import (
+    ListPartitionReassignmentsRequest,
+)
+from messages.generated.metadata_request import MetadataRequest, MetadataRequestTopic
+from messages.generated.remove_topic_record import RemoveTopicRecord
+from messages.generated.topic_record import TopicRecord
+from messages.metadata import decode_record
+from server.net.client import open_connection
+from tools.stock_brokers import StockBrokers
+
+BROKER_IDS = (101, 102, 103)
+DATA_TOPIC = "acked"
+MOVES_TOPIC = "moves"
+"""One partition, replication factor 2, never deleted: reassigned and reconfigured."""
+MOVES_TARGETS = ((101, 102), (102, 103), (103, 101))
+TOPIC_CONFIG = "retention.ms"
+TOPIC_RESOURCE = 2
+FIRST_VALUE = 9_000_000_000
+LIVE_TOPICS = 3
+SESSION_TIMEOUT_MS = 9000
+"""``broker.session.timeout.ms``, Kafka's default: a broker paused longer is fenced."""
+BROKER_START_TIMEOUT_S = 120.0
+VISIBLE_BOUND_S = 15.0
+"""Seconds an acknowledged topic may take to be described with its partitions by a fresh
+client: an election and a broker's metadata fetch, with a margin for a loaded machine."""
+SETTLE_S = 60.0
+RECORDS_PER_S = 1000
+"""The producer's rate: enough to span every round, little enough to leave the machine to the
+nodes."""
+BROKER_PROPERTIES = {
+    "broker.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.replication.factor": "3",
+}
+
+
+@dataclass
+class AdminOp:
+    """One admin request: its kind (``create``, ``delete``, ``config``, ``reassign``), topic and
+    value (a config value, or a reassignment's replicas), the broker it went to, when it was
+    invoked and completed (``time.monotonic()`` seconds), its outcome (``ok``, ``failed``,
+    ``unknown``) and why, and for an acknowledged create the seconds until it was described
+    (None: not within the probe's wait)."""
+
+    kind: str
+    topic: str
+    value: Any
+    broker: int
+    invoked_s: float
+    completed_s: float = 0.0
+    outcome: str = "unknown"
+    detail: str = ""
+    visible_s: float | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind} {self.topic}" + ("" if self.value is None else f" {self.value}")
+
+
+@dataclass
+class ClusterVerdict:
+    """What :func:`check_cluster` found (see the module docstring); ``ok`` when nothing was."""
+
+    acknowledged: int
+    failed: int
+    unknown: int
+    records_acknowledged: int
+    lost: list[str] = field(default_factory=list)
+    reappeared: list[str] = field(default_factory=list)
+    phantom: list[str] = field(default_factory=list)
+    reordered: list[tuple[str, str]] = field(default_factory=list)
+    diverged: list[int] = field(default_factory=list)
+    invisible: list[str] = field(default_factory=list)
+    final: list[str] = field(default_factory=list)
+    records: list[str] = field(default_factory=list)
+
+    PROBLEMS = ("lost", "reappeared", "phantom", "reordered", "diverged", "invisible", "final", "records")
+
+    @property
+    def ok(self) -> bool:
+        return not any(getattr(self, name) for name in self.PROBLEMS)
+
+    def summary(self) -> str:
+        problems = {name: getattr(self, name) for name in self.PROBLEMS if getattr(self, name)}
+        return (f"{self.acknowledged} admin requests acknowledged, {self.failed} failed, {self.unknown} unknown; "
+                f"{self.records_acknowledged} records acknowledged"
+                + ("" if not problems else "; " + "; ".join(f"{k}: {v[:8]}" for k, v in problems.items())))
+
+
+@dataclass(frozen=True)
+class Event:
+    """One committed metadata record the checker follows: its offset, kind (``create``,
+    ``delete``, ``config``), topic name and value (a config value, else None)."""
+
+    offset: int
+    kind: str
+    topic: str
+    value: Any = None
+
+
+def committed_events(data: Path, high_watermark: int) -> list[Event]:
+    """The ``TopicRecord``, ``RemoveTopicRecord`` and :data:`MOVES_TOPIC` ``retention.ms``
+    ``ConfigRecord`` events of the metadata log under the log directory ``data``, below
+    ``high_watermark``, in log order."""
+    events: list[Event] = []
+    names: dict[Any, str] = {}
+    for batch in log_batches(data / PARTITION):
+        if batch.is_control:
+            continue
+        for record in batch.iter_records():
+            if record.offset >= high_watermark or record.value is None:
+                continue
+            message, _ = decode_record(record.value)
+            if isinstance(message, TopicRecord):
+                names[message.topic_id] = message.name
+                events.append(Event(record.offset, "create", message.name))
+            elif isinstance(message, RemoveTopicRecord):
+                events.append(Event(record.offset, "delete", names.get(message.topic_id, str(message.topic_id))))
+            elif (isinstance(message, ConfigRecord) and message.resource_type == TOPIC_RESOURCE
+                  and message.resource_name == MOVES_TOPIC and message.name == TOPIC_CONFIG
+                  and message.value is not None):
+                events.append(Event(record.offset, "config", MOVES_TOPIC, int(message.value)))
+    return events
+
+
+def live_topics(events: Sequence[Event]) -> set[str]:
+    """The topics created and not deleted, by ``events``."""
+    live: set[str] = set()
+    for event in events:
+        if event.kind == "create":
+            live.add(event.topic)
+        elif event.kind == "delete":
+            live.discard(event.topic)
+    return live
+
+
+def check_cluster(ops: Sequence[AdminOp], events: Mapping[int, Sequence[Event]], *,
+                  broker_topics: Mapping[int, set[str]], moves_replicas: Sequence[int] | None,
+                  acked_records: Sequence[str], read_back: Counter[str]) -> ClusterVerdict:
+    """Check an admin history against each voter's committed events (node id -> events in log
+    order), the topics each broker lists at the end (internal ones left out), ``moves-0``'s
+    final replicas, and the producer's acknowledged records against how often each was read
+    back. See the module docstring for each finding."""
+    verdict = ClusterVerdict(
+        acknowledged=sum(op.outcome == "ok" for op in ops), failed=sum(op.outcome == "failed" for op in ops),
+        unknown=sum(op.outcome == "unknown" for op in ops), records_acknowledged=len(acked_records),
+    )
+    keyed = {(e.kind, e.topic, e.value) for e in itertools.chain.from_iterable(events.values())}
+    sequences = {node: [(e.kind, e.topic, e.value) for e in evs] for node, evs in events.items()}
+    reference = sequences[min(sequences)]
+    verdict.diverged = sorted(node for node, seq in sequences.items() if seq != reference)
+    sent = {(op.kind, op.topic, op.value if op.kind == "config" else None) for op in ops
+            if op.outcome != "failed" and op.kind != "reassign"}
+    for node, seq in sequences.items():
+        created = Counter(topic for kind, topic, _ in seq if kind == "create")
+        verdict.reappeared += sorted(f"{topic} (node {node})" for topic, n in created.items() if n > 1)
+        for op in ops:
+            entry = (op.kind, op.topic, op.value if op.kind == "config" else None)
+            if op.outcome == "ok" and op.kind != "reassign" and entry not in seq:
+                verdict.lost.append(f"{op.key} (node {node})")
+    for kind, topic, value in sorted(keyed, key=str):
+        if topic in (DATA_TOPIC, MOVES_TOPIC) and kind == "create":
+            continue  # the run's own set-up
+        if (kind, topic, value) not in sent:
+            verdict.phantom.append(f"{kind} {topic}" + ("" if value is None else f" {value}"))
+    position = {entry: i for i, entry in reversed(list(enumerate(reference)))}
+    acknowledged = sorted(
+        (op for op in ops if op.outcome == "ok" and op.kind != "reassign"
+         and (op.kind, op.topic, op.value if op.kind == "config" else None) in position),
+        key=lambda op: position[(op.kind, op.topic, op.value if op.kind == "config" else None)])
+    latest_invoked, latest = -1.0, ""
+    for op in acknowledged:  # in log order, none completed before an earlier-committed one was invoked
+        if op.completed_s < latest_invoked:
+            verdict.reordered.append((op.key, latest))
+        if op.invoked_s > latest_invoked:
+            latest_invoked, latest = op.invoked_s, op.key
+    verdict.invisible = [op.topic for op in ops if op.kind == "create" and op.outcome == "ok"
+                         and (op.visible_s is None or op.visible_s > VISIBLE_BOUND_S)]
+    live = live_topics(events[min(events)])
+    for broker, topics in sorted(broker_topics.items()):
+        if topics != live:
+            verdict.final.append(f"broker {broker} lists {sorted(topics - live)} deleted and lacks "
+                                 f"{sorted(live - topics)}")
+    reassigns = [op for op in ops if op.kind == "reassign" and op.outcome != "failed"]
+    last_ok = max((i for i, op in enumerate(reassigns) if op.outcome == "ok"), default=None)
+    if last_ok is not None:
+        allowed = {tuple(op.value) for op in reassigns[last_ok:]}
+        if moves_replicas is None or tuple(moves_replicas) not in allowed:
+            verdict.final.append(f"{MOVES_TOPIC}-0 has replicas {moves_replicas}, not one of {sorted(allowed)}")
+    acked = Counter(acked_records)
+    verdict.records = sorted(
+        [f"{v} read {read_back[v]} times" for v in acked if read_back[v] != 1]
+        + [f"{v} read {n} times" for v, n in read_back.items() if n > 1 and v not in acked])
+    return verdict
+
+
+class AdminWorkload:
+    """The admin of the module docstring, through the brokers at ``addresses`` (broker id ->
+    ``(host, port)``), until :meth:`stop`. Run :meth:`run` in the thread (and network
+    namespace) the client should use; ``ops`` is the history."""
+
+    def __init__(self, addresses: Mapping[int, tuple[str, int]], *, interval_s: float = 0.1,
+                 timeout_s: float = 8.0, probe_s: float = 30.0) -> None:
+        self.addresses = dict(addresses)
+        self.interval_s, self.timeout_s, self.probe_s = interval_s, timeout_s, probe_s
+        self.ops: list[AdminOp] = []
+        self._stopped = threading.Event()
+        self._brokers = itertools.cycle(sorted(self.addresses))
+        self._target = next(self._brokers)
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def run(self) -> None:
+        trio.run(self._run)
+
+    async def _run(self) -> None:
+        live: list[str] = []
+        for n in itertools.count():
+            if self._stopped.is_set():
+                return
+            topic = f"w-{n:05d}"
+            create = await self._op("create", topic, None, CreateTopicsRequest(
+                topics=[CreatableTopic(name=topic, num_partitions=2, replication_factor=2)],
+                timeout_ms=int(self.timeout_s * 1000) - 1000))
+            if create.outcome == "ok":
+                live.append(topic)
+                create.visible_s = self._describe_until_listed(topic, 2)
+            value = FIRST_VALUE + n
+            await self._op("config", MOVES_TOPIC, value, IncrementalAlterConfigsRequest(resources=[
+                AlterConfigsResource(resource_type=TOPIC_RESOURCE, resource_name=MOVES_TOPIC, configs=[
+                    AlterableConfig(name=TOPIC_CONFIG, config_operation=0, value=str(value))])]))
+            target = MOVES_TARGETS[n % len(MOVES_TARGETS)]
+            await self._op("reassign", MOVES_TOPIC, target, AlterPartitionReassignmentsRequest(
+                timeout_ms=int(self.timeout_s * 1000) - 1000, topics=[ReassignableTopic(
+                    name=MOVES_TOPIC, partitions=[ReassignablePartition(partition_index=0, replicas=list(target))])]))
+            if len(live) > LIVE_TOPICS:
+                victim = live.pop(0)  # by name, whichever version the broker takes
+                await self._op("delete", victim, None, DeleteTopicsRequest(
+                    topics=[DeleteTopicState(name=victim)], topic_names=[victim],
+                    timeout_ms=int(self.timeout_s * 1000) - 1000))
+
+    async def _op(self, kind: str, topic: str, value: Any, request: Any) -> AdminOp:
+        op = AdminOp(kind, topic, value, self._target, time.monotonic())
+        self.ops.append(op)
+        await self._send(op, request)
+        op.completed_s = time.monotonic()
+        if op.outcome != "ok":
+            self._target = next(self._brokers)
+        await trio.sleep(self.interval_s)
+        return op
+
+    async def _send(self, op: AdminOp, request: Any) -> None:
+        host, port = self.addresses[op.broker]
+        try:
+            with trio.fail_after(self.timeout_s):
+                connection = await open_connection(host, port, "kwire-admin-history",
+                                                   request_timeout_ms=int(self.timeout_s * 1000))
+        except Exception as exc:  # nothing but ApiVersions was sent
+            op.outcome, op.detail = "failed", f"connect: {type(exc).__name__}"
+            return
+        try:
+            async with connection:
+                with trio.fail_after(self.timeout_s):
+                    response = await connection.request(request)
+        except Exception as exc:  # sent, and no answer: it may have been committed or not
+            op.outcome, op.detail = "unknown", type(exc).__name__
+            return
+        errors = _error_codes(response)
+        if errors and all(e == Errors.NONE for e in errors):
+            op.outcome = "ok"
+        else:
+            op.outcome, op.detail = "unknown", f"error codes {errors}"
+
+    def _describe_until_listed(self, topic: str, partitions: int) -> float | None:
+        """Seconds until a fresh kafka-python admin client's ``describe_topics`` lists
+        ``partitions`` partitions of ``topic`` (None: not within ``probe_s``). Blocks this
+        thread's trio loop, which runs nothing else meanwhile."""
+        from kafka.admin import KafkaAdminClient
+
+        bootstrap = ",".join(f"{h}:{p}" for h, p in self.addresses.values())
+        started = time.monotonic()
+        while time.monotonic() - started < self.probe_s:  # to the end, even when stopped meanwhile
+            try:
+                admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kwire-new-user",
+                                         request_timeout_ms=5000)
+                try:
+                    [described] = admin.describe_topics([topic])
+                finally:
+                    admin.close()
+                if len(described.get("partitions") or []) == partitions:
+                    return round(time.monotonic() - started, 2)
+            except Exception:  # a paused or restarting broker: ask again  # noqa: BLE001
+                pass
+            time.sleep(0.2)  # poll interval
+        return None
+
+
+def _error_codes(response: Any) -> list[int]:
+    """Every error code in an admin response: the request's own (when it has one) and each
+    resource's, topic's or partition's."""
+    codes = [response.error_code] if hasattr(response, "error_code") else []
+    for name in ("topics", "responses"):
+        for item in getattr(response, name, None) or []:
+            if hasattr(item, "error_code"):
+                codes.append(item.error_code)
+            codes += [p.error_code for p in getattr(item, "partitions", None) or []]
+    return codes
+
+
+async def _request(host: str, port: int, request: Any, timeout_s: float = 10.0) -> Any:
+    with trio.fail_after(timeout_s):
+        async with await open_connection(host, port, "kwire-cluster-faults",
+                                         request_timeout_ms=int(timeout_s * 1000)) as connection:
+            return await connection.request(request)
+
+
+def create_topic(host: str, port: int, name: str, partitions: int, replication_factor: int,
+                 configs: Mapping[str, str] | None = None) -> None:
+    """Create a topic through the broker at ``host:port`` (run on the client host); raises
+    RuntimeError with the error code when the broker refuses."""
+    response = trio.run(_request, host, port, CreateTopicsRequest(
+        topics=[CreatableTopic(name=name, num_partitions=partitions, replication_factor=replication_factor,
+                               configs=[CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()])],
+        timeout_ms=10_000))
+    codes = _error_codes(response)
+    if any(codes):
+        raise RuntimeError(f"CreateTopics {name}: error codes {codes}")
+
+
+def broker_topics(host: str, port: int) -> set[str]:
+    """The topics the broker at ``host:port`` lists (Metadata of all topics), internal ones
+    (``__``) left out."""
+    response = trio.run(_request, host, port, MetadataRequest(topics=None, allow_auto_topic_creation=False))
+    return {t.name for t in response.topics if t.name and not t.name.startswith("__")}
+
+
+def moves_state(host: str, port: int) -> tuple[list[int] | None, bool]:
+    """``moves-0``'s replicas as the broker at ``host:port`` lists them, and whether a
+    reassignment is still in progress (ListPartitionReassignments, forwarded)."""
+    metadata = trio.run(_request, host, port, MetadataRequest(
+        topics=[MetadataRequestTopic(name=MOVES_TOPIC)], allow_auto_topic_creation=False))
+    replicas = next((list(p.replica_nodes) for t in metadata.topics if t.name == MOVES_TOPIC
+                     for p in t.partitions if p.partition_index == 0), None)
+    ongoing = trio.run(_request, host, port, ListPartitionReassignmentsRequest(timeout_ms=10_000, topics=None))
+    return replicas, bool(ongoing.topics)
+
+
+def start_brokers(kafka: KafkaRelease, root: Path, network: Network, bootstrap_controllers: str,
+                  quorum_voters: str | None) -> StockBrokers:
+    """Format and start :data:`BROKER_IDS` of ``kafka``'s release on host ``brokers`` of
+    ``network``; returns once each lists all three (as asked from host ``client``)."""
+    brokers = StockBrokers.create(
+        root / "brokers", kafka.version, cluster_id=CLUSTER_ID, bootstrap_controllers=bootstrap_controllers,
+        ports={i: free_port() for i in BROKER_IDS}, host=network.address("brokers"),
+        properties=BROKER_PROPERTIES, quorum_voters=quorum_voters, prefix=network.command("brokers", []),
+    )
+    brokers.start()
+    network.call("client", lambda: brokers.wait_listed(set(BROKER_IDS), BROKER_START_TIMEOUT_S))
+    return brokers
+
+
+@dataclass
+class ClusterLoad:
+    """The two clients of a run and what they recorded."""
+
+    admin: AdminWorkload
+    load: Load
+    thread: threading.Thread
+
+    def stop(self) -> None:
+        self.admin.stop()
+        self.thread.join(timeout=60)
+        self.load.stop()
+
+
+def start_load(brokers: StockBrokers, network: Network) -> ClusterLoad:
+    """Create the run's topics and start both clients on host ``client``."""
+    host = brokers.host
+    first = brokers.nodes[BROKER_IDS[0]].port
+    network.call("client", lambda: create_topic(host, first, DATA_TOPIC, 3, 3, {"min.insync.replicas": "2"}))
+    network.call("client", lambda: create_topic(host, first, MOVES_TOPIC, 1, 2))
+    admin = AdminWorkload({i: (host, n.port) for i, n in brokers.nodes.items()})
+    load = network.call("client", lambda: Load(brokers.bootstrap_servers, DATA_TOPIC, RECORDS_PER_S))
+    network.call("client", load.start)  # its thread, and the producer's, are the client host's
+    thread = threading.Thread(target=network.call, args=("client", admin.run), daemon=True)
+    thread.start()
+    return ClusterLoad(admin, load, thread)
+
+
+def settle_and_check(brokers: StockBrokers, network: Network, clients: ClusterLoad,
+                     events: Mapping[int, Sequence[Event]]) -> ClusterVerdict:
+    """After the rounds and :meth:`ClusterLoad.stop`: wait (within :data:`SETTLE_S`) until every
+    broker runs and lists all three, no reassignment is in progress and every broker lists the
+    committed log's live topics; read :data:`DATA_TOPIC` back; check (:func:`check_cluster`)."""
+    host = brokers.host
+    network.call("client", lambda: brokers.wait_listed(set(BROKER_IDS), SETTLE_S))
+    ports = {i: n.port for i, n in brokers.nodes.items()}
+    live = live_topics(events[min(events)])
+
+    def views() -> dict[int, set[str]]:
+        return network.call("client", lambda: {i: broker_topics(host, p) for i, p in ports.items()})
+
+    try:
+        topics = wait_until("every broker to list the live topics", views, SETTLE_S,
+                            ok=lambda v: all(t == live for t in v.values()))
+    except AssertionError:
+        topics = views()
+    try:
+        replicas, _ = wait_until("moves-0's reassignment to finish",
+                                 lambda: network.call("client", lambda: moves_state(host, ports[BROKER_IDS[0]])),
+                                 SETTLE_S, ok=lambda s: not s[1])
+    except AssertionError:
+        replicas = None
+    acked = list(clients.load.acked)
+    back = network.call("client", lambda: read_all(brokers.bootstrap_servers, DATA_TOPIC, len(acked)))
+    return check_cluster(clients.admin.ops, events, broker_topics=topics, moves_replicas=replicas,
+                         acked_records=acked, read_back=back)
+
