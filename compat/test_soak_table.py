@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from compat.faults.__main__ import BETWEEN, _account, _figures
+from compat.faults.__main__ import BETWEEN, RECORDS, _account, _figures
+from compat.faults.cluster import AdminOp, ClusterVerdict
 from compat.faults.history import FIRST_VALUE, Op, check
 from compat.faults.rounds import Round, Run
 
@@ -59,3 +60,19 @@ def test_a_round_that_did_not_recover_and_a_quorum_that_never_started_count_as_f
     _account(rows, "kwire", ["bridge"], None, "TimeoutError: no leader")
     assert _figures(rows[("kwire", "bridge")])["failed_rounds"] == 1
     assert _figures(rows[("kwire", "bridge")])["rounds"] == 1
+
+
+def test_the_controller_workload_counts_in_the_rounds_and_its_records_in_a_row_of_their_own() -> None:
+    pause = Round("pause-broker", leader=1, epoch=1, started_s=0.0, ended_s=10.0, figures={"recovered_s": 0.5})
+    run = _run([pause], [], [])
+    run.admin_ops = [AdminOp("create", "w-00000", None, 101, 1.0, 2.0, "ok", visible_s=0.1),
+                     AdminOp("create", "w-00001", None, 101, 3.0, 4.0, "ok", visible_s=0.1),
+                     AdminOp("config", "moves", 9, 101, 5.0, 6.0, "unknown")]
+    run.cluster = ClusterVerdict(acknowledged=2, failed=0, unknown=1, records_acknowledged=100,
+                                 lost=["create w-00001 (node 2)"], records=["acked-3 read 0 times"])
+    rows = _rows()
+    _account(rows, "kwire+brokers", ["pause-broker"], run, "")
+    paused = _figures(rows[("kwire+brokers", "pause-broker")])
+    assert (paused["acknowledged"], paused["lost"], paused["failed_rounds"]) == (2, 1, 0)
+    records = _figures(rows[("kwire+brokers", RECORDS)])
+    assert (records["rounds"], records["acknowledged"], records["lost"]) == (0, 100, 1)

@@ -4,7 +4,9 @@ Until ``--minutes`` have passed (or ``--quorums`` quorums have run), draw a conf
 ``--rounds`` nemeses from ``--seed``, run them on a fresh quorum while the client writes
 (:func:`compat.faults.rounds.run_faults`), and print one line per quorum; at the end, a table
 per nemesis and configuration: rounds, acknowledged writes (those invoked during the nemesis's
-rounds; writes invoked outside every round have a row of their own, ``(between rounds)``),
+rounds; writes invoked outside every round have a row of their own, ``(between rounds)``; with
+``+brokers``, the controller workload's admin requests count the same way and its produced
+records have a row ``(produced records)``),
 lost and diverged writes, median and max recovery time after the heal, and failed rounds. Quorum ``n`` of a run replays alone with ``--seed S --skip n-1 --quorums 1``.
 
 Examples::
@@ -27,7 +29,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from compat.faults.cluster import AdminOp, ClusterVerdict
 from compat.faults.rounds import (
+    BROKER_NEMESES,
     NEMESES,
     Run,
     available_nemeses,
@@ -46,9 +50,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--rounds", type=int, default=5, help="nemeses per quorum (default 5)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--configs", default="all",
-                        help="comma-separated configuration ids (kwire, stock-4.4.0, mixed-3.9.2-1-kwire, ...) "
+                        help="comma-separated configuration ids (kwire, stock-4.4.0, mixed-3.9.2-1-kwire, ..., "
+                             "each also with '+brokers': stock brokers under the controller workload) "
                              "or 'all' (default)")
-    parser.add_argument("--nemeses", default=",".join(NEMESES), help=f"comma-separated, of {', '.join(NEMESES)}")
+    parser.add_argument("--nemeses", default=",".join(NEMESES + BROKER_NEMESES),
+                        help=f"comma-separated, of {', '.join(NEMESES + BROKER_NEMESES)} (the last only with brokers)")
     parser.add_argument("--dir", type=Path, default=None, help="put each quorum's files here (a passing quorum's are removed)")
     parser.add_argument("--json", action="store_true", help="print the table as JSON")
     return parser
@@ -58,11 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.minutes is None and args.quorums is None:
         args.quorums = 1
-    known = {name: (release, ids) for name, release, ids in configurations(True)}
+    known = {name + suffix: (release, ids) for name, release, ids in configurations(True) for suffix in ("", BROKERS)}
     names = list(known) if args.configs == "all" else args.configs.split(",")
     unknown = [n for n in names if n not in known]
     nemeses = args.nemeses.split(",")
-    bad = [n for n in nemeses if n not in NEMESES]
+    bad = [n for n in nemeses if n not in NEMESES + BROKER_NEMESES]
     if unknown or bad:
         print(f"unknown configurations {unknown} or nemeses {bad}; configurations: {', '.join(known)}",
               file=sys.stderr)
@@ -76,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     while (args.quorums is None or quorums < args.quorums) and (deadline is None or time.monotonic() < deadline):
         name = draw.choice(names)
         release, ids = known[name]
-        choices = [n for n in nemeses if n in available_nemeses(KafkaRelease(release))]
+        brokers = name.endswith(BROKERS)
+        choices = [n for n in nemeses if n in available_nemeses(KafkaRelease(release), brokers)]
         plan = [draw.choice(choices) for _ in range(args.rounds)]
         index += 1
         if index <= args.skip:
@@ -87,14 +94,17 @@ def main(argv: list[str] | None = None) -> int:
         seen: list[Run] = []
         error = ""
         try:
-            run_faults(KafkaRelease(release), ids, root, plan, seen=seen)
+            run_faults(KafkaRelease(release), ids, root, plan, brokers=brokers, seen=seen)
         except Exception as exc:  # a failed check or a quorum that did not recover: reported, the soak goes on
             error = f"{type(exc).__name__}: {str(exc)[:300]}"
             traceback.print_exc()
         run = seen[0] if seen else None
         _account(rows, name, plan, run, error)
         verdict = "" if run is None or run.verdict is None else run.verdict.summary()
-        passed = not error and run is not None and run.verdict is not None and run.verdict.ok
+        if run is not None and run.cluster is not None:
+            verdict += f"; controller workload: {run.cluster.summary()}"
+        passed = (not error and run is not None and run.verdict is not None and run.verdict.ok
+                  and (run.cluster is None or run.cluster.ok))
         if passed:  # a failed quorum's files stay for its post-mortem
             shutil.rmtree(root, ignore_errors=True)
         print(f"quorum {index} (seed {args.seed}): {name} {plan} in {time.monotonic() - started:.0f} s: "
@@ -110,6 +120,12 @@ def main(argv: list[str] | None = None) -> int:
 BETWEEN = "(between rounds)"
 """The table's nemesis for writes invoked outside every round (before the first, or after a
 round's recovery): their losses count as any other's."""
+BROKERS = "+brokers"
+"""The suffix of a configuration with stock brokers under the controller workload
+(:mod:`compat.faults.cluster`)."""
+RECORDS = "(produced records)"
+"""The table's nemesis for the records of a run with brokers: the producer keeps no times, so
+its acknowledged records, and those not read back exactly once, have a row of their own."""
 
 
 def _account(rows: dict[tuple[str, str], dict[str, Any]], name: str, plan: list[str], run: Run | None,
@@ -139,6 +155,30 @@ def _account(rows: dict[tuple[str, str], dict[str, Any]], name: str, plan: list[
         row["acknowledged"] += op.outcome == "ok"
         row["lost"] += op.value in lost
         row["diverged"] += diverged and op.outcome == "ok"
+    cluster = run.cluster
+    if cluster is None:
+        return
+    for admin in run.admin_ops:
+        within = run.round_of(admin)
+        row = rows[(name, BETWEEN if within is None else within.nemesis)]
+        row["acknowledged"] += admin.outcome == "ok"
+        row["lost"] += admin.outcome == "ok" and _named(admin, cluster)
+        row["diverged"] += bool(cluster.diverged) and admin.outcome == "ok"
+    records = rows[(name, RECORDS)]
+    records["acknowledged"] += cluster.records_acknowledged
+    records["lost"] += len(cluster.records)
+    if cluster.final or cluster.phantom:  # the state after the rounds is wrong: the last round failed
+        rows[(name, done[-1].nemesis)]["failed_rounds"] += 1
+
+
+def _named(op: AdminOp, cluster: ClusterVerdict) -> bool:
+    """Whether a finding of ``cluster`` names ``op``: lost or reordered, or its topic invisible
+    or created twice."""
+    keyed = [*cluster.lost, *(k for pair in cluster.reordered for k in pair)]
+    if any(entry == op.key or entry.startswith(op.key + " (") for entry in keyed):
+        return True
+    return op.kind == "create" and (op.topic in cluster.invisible
+                                    or any(e.startswith(op.topic + " (") for e in cluster.reappeared))
 
 
 def _figures(row: dict[str, Any]) -> dict[str, Any]:

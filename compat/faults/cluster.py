@@ -11,7 +11,7 @@ go on (:func:`compat.faults.rounds.run_round`):
 * a kafka-python producer (:class:`compat.clients.Load`: idempotent, ``acks=all``) writing to
   :data:`DATA_TOPIC` (3 partitions, replication factor 3, ``min.insync.replicas=2``);
 * :class:`AdminWorkload`, one request at a time through a broker, which forwards it to the
-  active controller (KIP-590): CreateTopics of a new topic (2 partitions, replication factor 2),
+  active controller (KIP-590): CreateTopics of a new topic (:data:`CREATE_SHAPES`),
   IncrementalAlterConfigs of :data:`MOVES_TOPIC`'s ``retention.ms`` to a new value,
   AlterPartitionReassignments of ``moves-0`` to the next pair of brokers, and DeleteTopics of
   the oldest topic it created once more than :data:`LIVE_TOPICS` are live. Each request is an
@@ -94,6 +94,11 @@ TOPIC_CONFIG = "retention.ms"
 TOPIC_RESOURCE = 2
 FIRST_VALUE = 9_000_000_000
 LIVE_TOPICS = 3
+CREATE_SHAPES = ((3, 3), (2, 2))
+"""(partitions, replication factor) of the created topics, in turn: the first is the topic a
+new user's script made in a case once reported against kwire (created through a 3.9.2 broker
+five seconds after the active controller's kill -9, then not described for 30 s); the second
+can be placed while a broker is fenced."""
 SESSION_TIMEOUT_MS = 9000
 """``broker.session.timeout.ms``, Kafka's default: a broker paused longer is fenced."""
 BROKER_START_TIMEOUT_S = 120.0
@@ -297,12 +302,13 @@ class AdminWorkload:
             if self._stopped.is_set():
                 return
             topic = f"w-{n:05d}"
+            shape = CREATE_SHAPES[n % len(CREATE_SHAPES)]
             create = await self._op("create", topic, None, CreateTopicsRequest(
-                topics=[CreatableTopic(name=topic, num_partitions=2, replication_factor=2)],
+                topics=[CreatableTopic(name=topic, num_partitions=shape[0], replication_factor=shape[1])],
                 timeout_ms=int(self.timeout_s * 1000) - 1000))
             if create.outcome == "ok":
                 live.append(topic)
-                create.visible_s = self._describe_until_listed(topic, 2)
+                create.visible_s = self._describe_until_listed(topic, shape[0])
             value = FIRST_VALUE + n
             await self._op("config", MOVES_TOPIC, value, IncrementalAlterConfigsRequest(resources=[
                 AlterConfigsResource(resource_type=TOPIC_RESOURCE, resource_name=MOVES_TOPIC, configs=[

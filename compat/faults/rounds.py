@@ -139,7 +139,7 @@ class Run:
             self.leaders_of.setdefault(p.leader_epoch, set()).add(p.leader_id)
         return p.leader_id, p.leader_epoch, p.high_watermark
 
-    def round_of(self, op: Op) -> Round | None:
+    def round_of(self, op: Op | AdminOp) -> Round | None:
         """The round during which ``op`` was invoked (None: between rounds)."""
         return next((r for r in self.rounds if r.started_s <= op.invoked_s <= r.ended_s), None)
 
