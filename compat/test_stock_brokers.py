@@ -18,7 +18,8 @@ the stock tool, ``controller.quorum.bootstrap.servers`` naming the controllers).
   the move); ``--verify`` and ``--list`` see the moves finished, and every record is read back;
 * under a steady kafka-python load (idempotent, acks=all), rounds of failures: kill -9 of the
   active kwire controller, kill -9 of a broker, SIGTERM of a broker, kill -9 of the active
-  controller, and so on: in ``make test`` the first three on the newest release and the broker
+  controller, and so on: in ``make test`` the broker kill and the SIGTERM on the newest release
+  (its controller kills under brokers are ``compat/test_quorum_faults.py``'s) and the broker
   kill on 3.9.2, 20 rounds on both in ``make nightly`` (``KWIRE_FAILOVERS``; see :func:`_plan`). After a controller kill a new one is elected, a
   topic created then takes a record and gives it back, and the killed controller rejoins.
   After a broker kill the other brokers stop listing it within ``broker.session.timeout.ms``
@@ -40,7 +41,7 @@ the stock tool, ``controller.quorum.bootstrap.servers`` naming the controllers).
   --cluster-metadata-decoder`` decodes every data record of it.
 
 Cost per release: three broker JVMs (started together), three kwire processes, ~5 s per
-controller kill, ~15-20 s per broker round, a few seconds for the empty controllers: ~80 s on
+controller kill, ~15-20 s per broker round, a few seconds for the empty controllers: ~70 s on
 the newest release, ~45 s on 3.9.2 in ``make test``.
 """
 
@@ -137,13 +138,14 @@ class Plan:
 def _plan(kafka: KafkaRelease) -> Plan:
     """``KWIRE_FAILOVERS`` rounds with 100,000-record round trips on every release (``make
     nightly`` runs 20); else, for the time ``make test`` has, on the newest release 20,000
-    records, a controller kill, a broker kill and a broker SIGTERM with the empty-disk join, on
-    the older one 5,000 records and a broker kill."""
+    records, a broker kill and a broker SIGTERM with the empty-disk join, on the older one 5,000
+    records and a broker kill. (``make test`` kills the active controller under stock brokers in
+    ``compat/test_quorum_faults.py``, whose runs carry brokers of the newest release.)"""
     configured = os.environ.get("KWIRE_FAILOVERS")
     if configured:
         return Plan(100_000, tuple(range(int(configured))), True)
     if kafka.version == PINNED_VERSIONS[-1]:
-        return Plan(20_000, (0, 1, 2), True)
+        return Plan(20_000, (1, 2), True)
     return Plan(5_000, (1,), False)
 
 
