@@ -25,6 +25,8 @@ from compat.faults.cluster import (
 from compat.harness import PARTITION
 from kwire.uuid import Uuid
 from messages.generated.config_record import ConfigRecord
+from messages.generated.partition_change_record import PartitionChangeRecord
+from messages.generated.partition_record import PartitionRecord
 from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.topic_record import TopicRecord
 from messages.metadata import encode_record
@@ -49,8 +51,8 @@ HISTORY = [
     _op("create", "w-00001", None, 3.5, 4.0, outcome="unknown"),
     _op("delete", "w-00000", None, 4.5, 5.0),
 ]
-LOG = _log(("create", "w-00000", None), ("config", MOVES_TOPIC, 9), ("create", "w-00001", None),
-           ("delete", "w-00000", None))
+LOG = _log(("create", "w-00000", None), ("config", MOVES_TOPIC, 9), ("reassign", MOVES_TOPIC, (101, 102)),
+           ("create", "w-00001", None), ("delete", "w-00000", None))
 LIVE = {DATA_TOPIC, MOVES_TOPIC, "w-00001"}
 
 
@@ -76,6 +78,16 @@ def test_an_acknowledged_request_missing_from_a_voter_is_lost() -> None:
     assert verdict.lost == ["delete w-00000 (node 3)"] and verdict.diverged == [3]
 
 
+def test_reassignments_are_counted_per_target() -> None:
+    again = [*HISTORY, _op("reassign", MOVES_TOPIC, (102, 103), 6.0, 6.5),
+             _op("reassign", MOVES_TOPIC, (101, 102), 7.0, 7.5)]
+    once = [*LOG, Event(9, "reassign", MOVES_TOPIC, (102, 103))]
+    assert _check(again, once).lost == [f"reassign moves (101, 102) (node {n})" for n in (1, 2, 3)]
+    assert _check(again, [*once, Event(10, "reassign", MOVES_TOPIC, (101, 102))]).ok
+    assert _check(events=[*LOG, Event(9, "reassign", MOVES_TOPIC, (103, 101))]).phantom == [
+        "reassign moves (103, 101)"]
+
+
 def test_a_deleted_topic_created_again_reappears() -> None:
     verdict = _check(events=[*LOG, Event(9, "create", "w-00000")], brokers=LIVE | {"w-00000"})
     assert verdict.reappeared == ["w-00000 (node 1)", "w-00000 (node 2)", "w-00000 (node 3)"]
@@ -90,8 +102,8 @@ def test_a_record_no_request_carried_is_a_phantom() -> None:
 
 
 def test_requests_committed_against_real_time_order_are_reordered() -> None:
-    swapped = _log(("config", MOVES_TOPIC, 9), ("create", "w-00000", None), ("create", "w-00001", None),
-                   ("delete", "w-00000", None))
+    swapped = _log(("config", MOVES_TOPIC, 9), ("create", "w-00000", None), ("reassign", MOVES_TOPIC, (101, 102)),
+                   ("create", "w-00001", None), ("delete", "w-00000", None))
     assert _check(events=swapped).reordered == [("create w-00000", "config moves 9")]
 
 
@@ -118,15 +130,29 @@ def test_acknowledged_records_read_back_other_than_once_are_named() -> None:
 def test_events_are_read_from_a_metadata_log_segment(tmp_path: Path) -> None:
     part = tmp_path / PARTITION
     part.mkdir()
-    topic_id = Uuid.random()
+    topic_id, moves_id = Uuid.random(), Uuid.random()
     messages = [
         TopicRecord(name="w-00000", topic_id=topic_id),
         ConfigRecord(resource_type=TOPIC_RESOURCE, resource_name=MOVES_TOPIC, name=TOPIC_CONFIG, value="9"),
         ConfigRecord(resource_type=TOPIC_RESOURCE, resource_name="other", name=TOPIC_CONFIG, value="8"),
         RemoveTopicRecord(topic_id=topic_id),
-        TopicRecord(name="w-00001", topic_id=Uuid.random()),
+        TopicRecord(name=MOVES_TOPIC, topic_id=moves_id),
+        PartitionRecord(topic_id=moves_id, partition_id=0, replicas=[102, 103], isr=[102, 103], leader=102),
+        # a move to 101 and 102 starts, is replaced by one back to 102 and 103 (adding left
+        # as it was, as Kafka leaves it), then one to 103 and 101 completes
+        PartitionChangeRecord(topic_id=moves_id, partition_id=0, replicas=[101, 102, 103], removing_replicas=[103],
+                              adding_replicas=[101]),
+        PartitionChangeRecord(topic_id=moves_id, partition_id=0, replicas=[102, 103, 101], removing_replicas=[101]),
+        PartitionChangeRecord(topic_id=moves_id, partition_id=0, isr=[102, 103, 101]),
+        PartitionChangeRecord(topic_id=moves_id, partition_id=0, replicas=[103, 101, 102], removing_replicas=[102],
+                              adding_replicas=[]),
+        PartitionChangeRecord(topic_id=moves_id, partition_id=0, replicas=[103, 101], removing_replicas=[],
+                              isr=[103, 101]),
     ]
     batch = build_batch([SimpleRecord(value=encode_record(m, 0), timestamp=0) for m in messages], base_offset=0)
     (part / "00000000000000000000.log").write_bytes(batch)
     assert committed_events(tmp_path, 4) == [
         Event(0, "create", "w-00000"), Event(1, "config", MOVES_TOPIC, 9), Event(3, "delete", "w-00000")]
+    assert committed_events(tmp_path, 100)[3:] == [
+        Event(4, "create", MOVES_TOPIC), Event(6, "reassign", MOVES_TOPIC, (101, 102)),
+        Event(7, "reassign", MOVES_TOPIC, (102, 103)), Event(9, "reassign", MOVES_TOPIC, (103, 101))]

@@ -13,7 +13,8 @@ go on (:func:`compat.faults.rounds.run_round`):
 * :class:`AdminWorkload`, one request at a time through a broker, which forwards it to the
   active controller (KIP-590): CreateTopics of a new topic (:data:`CREATE_SHAPES`),
   IncrementalAlterConfigs of :data:`MOVES_TOPIC`'s ``retention.ms`` to a new value,
-  AlterPartitionReassignments of ``moves-0`` to the next pair of brokers, and DeleteTopics of
+  AlterPartitionReassignments of ``moves-0`` to another pair of brokers once the last move is
+  done, and DeleteTopics of
   the oldest topic it created once more than :data:`LIVE_TOPICS` are live. Each request is an
   :class:`AdminOp` with the outcomes of :mod:`compat.faults.history` (``ok`` when the broker
   answered ``NONE``; ``failed`` when nothing was sent; ``unknown`` otherwise, since a broker
@@ -24,7 +25,8 @@ go on (:func:`compat.faults.rounds.run_round`):
 
 :func:`check_cluster` then names every violation: an acknowledged create, delete or config
 change whose record (``TopicRecord``, ``RemoveTopicRecord``, ``ConfigRecord``) is missing from a
-voter's committed log (``lost``); a topic name with two ``TopicRecord``\\ s -- a deleted topic
+voter's committed log, or an acknowledged reassignment whose target it does not reach as
+often as it was acknowledged (``lost``); a topic name with two ``TopicRecord``\\ s -- a deleted topic
 come back, since names are never reused (``reappeared``); a record no request carried
 (``phantom``); two acknowledged requests committed in the other order than they completed
 (``reordered``); voters whose committed metadata differs (``diverged``); an acknowledged create
@@ -79,6 +81,8 @@ from messages.generated.list_partition_reassignments_request import (
     ListPartitionReassignmentsRequest,
 )
 from messages.generated.metadata_request import MetadataRequest, MetadataRequestTopic
+from messages.generated.partition_change_record import PartitionChangeRecord
+from messages.generated.partition_record import PartitionRecord
 from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.topic_record import TopicRecord
 from messages.metadata import decode_record
@@ -183,9 +187,15 @@ class Event:
 def committed_events(data: Path, high_watermark: int) -> list[Event]:
     """The ``TopicRecord``, ``RemoveTopicRecord`` and :data:`MOVES_TOPIC` ``retention.ms``
     ``ConfigRecord`` events of the metadata log under the log directory ``data``, below
-    ``high_watermark``, in log order."""
+    ``high_watermark``, in log order, and the reassignments of ``moves-0``: a
+    ``PartitionChangeRecord`` that sets its replicas moves it towards those replicas less the
+    ones being removed (the target, in order), an event ``reassign`` with that target when it
+    differs from the last one (a move's start and its completion are one event)."""
     events: list[Event] = []
     names: dict[Any, str] = {}
+    moves_id: Any = None
+    removing: list[int] = []
+    target: tuple[int, ...] = ()
     for batch in log_batches(data / PARTITION):
         if batch.is_control:
             continue
@@ -202,6 +212,18 @@ def committed_events(data: Path, high_watermark: int) -> list[Event]:
                   and message.resource_name == MOVES_TOPIC and message.name == TOPIC_CONFIG
                   and message.value is not None):
                 events.append(Event(record.offset, "config", MOVES_TOPIC, int(message.value)))
+            elif isinstance(message, PartitionRecord) and message.partition_id == 0:
+                if names.get(message.topic_id) == MOVES_TOPIC:
+                    moves_id, removing = message.topic_id, list(message.removing_replicas)
+                    target = tuple(r for r in message.replicas if r not in removing)
+            elif (isinstance(message, PartitionChangeRecord) and message.topic_id == moves_id
+                  and message.partition_id == 0 and message.replicas is not None):
+                if message.removing_replicas is not None:  # None: unchanged
+                    removing = list(message.removing_replicas)
+                moved = tuple(r for r in message.replicas if r not in removing)
+                if moved != target:
+                    target = moved
+                    events.append(Event(record.offset, "reassign", MOVES_TOPIC, target))
     return events
 
 
@@ -231,25 +253,29 @@ def check_cluster(ops: Sequence[AdminOp], events: Mapping[int, Sequence[Event]],
     sequences = {node: [(e.kind, e.topic, e.value) for e in evs] for node, evs in events.items()}
     reference = sequences[min(sequences)]
     verdict.diverged = sorted(node for node, seq in sequences.items() if seq != reference)
-    sent = {(op.kind, op.topic, op.value if op.kind == "config" else None) for op in ops
-            if op.outcome != "failed" and op.kind != "reassign"}
+    sent = {_entry(op) for op in ops if op.outcome != "failed" and op.kind != "reassign"}
+    # a target can be asked for again: reassignments are counted per target
+    moves_sent = Counter(tuple(op.value) for op in ops if op.kind == "reassign" and op.outcome != "failed")
+    moves_acked = Counter(tuple(op.value) for op in ops if op.kind == "reassign" and op.outcome == "ok")
     for node, seq in sequences.items():
         created = Counter(topic for kind, topic, _ in seq if kind == "create")
         verdict.reappeared += sorted(f"{topic} (node {node})" for topic, n in created.items() if n > 1)
         for op in ops:
-            entry = (op.kind, op.topic, op.value if op.kind == "config" else None)
-            if op.outcome == "ok" and op.kind != "reassign" and entry not in seq:
+            if op.outcome == "ok" and op.kind != "reassign" and _entry(op) not in seq:
                 verdict.lost.append(f"{op.key} (node {node})")
+        moved = Counter(value for kind, _, value in seq if kind == "reassign")
+        verdict.lost += [f"reassign {MOVES_TOPIC} {t} (node {node})" for t, n in sorted(moves_acked.items())
+                         if moved[t] < n]
+        if node == min(sequences):
+            verdict.phantom += [f"reassign {MOVES_TOPIC} {t}" for t, n in sorted(moved.items()) if n > moves_sent[t]]
     for kind, topic, value in sorted(keyed, key=str):
-        if topic in (DATA_TOPIC, MOVES_TOPIC) and kind == "create":
-            continue  # the run's own set-up
+        if (topic in (DATA_TOPIC, MOVES_TOPIC) and kind == "create") or kind == "reassign":
+            continue  # the run's own set-up; reassignments are counted above
         if (kind, topic, value) not in sent:
             verdict.phantom.append(f"{kind} {topic}" + ("" if value is None else f" {value}"))
     position = {entry: i for i, entry in reversed(list(enumerate(reference)))}
-    acknowledged = sorted(
-        (op for op in ops if op.outcome == "ok" and op.kind != "reassign"
-         and (op.kind, op.topic, op.value if op.kind == "config" else None) in position),
-        key=lambda op: position[(op.kind, op.topic, op.value if op.kind == "config" else None)])
+    acknowledged = sorted((op for op in ops if op.outcome == "ok" and op.kind != "reassign" and _entry(op) in position),
+                          key=lambda op: position[_entry(op)])
     latest_invoked, latest = -1.0, ""
     for op in acknowledged:  # in log order, none completed before an earlier-committed one was invoked
         if op.completed_s < latest_invoked:
@@ -276,12 +302,17 @@ def check_cluster(ops: Sequence[AdminOp], events: Mapping[int, Sequence[Event]],
     return verdict
 
 
+def _entry(op: AdminOp) -> tuple[str, str, Any]:
+    """An op as the event it should commit: ``(kind, topic, value)``, the value a config's."""
+    return op.kind, op.topic, op.value if op.kind == "config" else None
+
+
 class AdminWorkload:
     """The admin of the module docstring, through the brokers at ``addresses`` (broker id ->
     ``(host, port)``), until :meth:`stop`. Run :meth:`run` in the thread (and network
     namespace) the client should use; ``ops`` is the history."""
 
-    def __init__(self, addresses: Mapping[int, tuple[str, int]], *, interval_s: float = 0.1,
+    def __init__(self, addresses: Mapping[int, tuple[str, int]], *, interval_s: float = 0.02,
                  timeout_s: float = 8.0, probe_s: float = 30.0) -> None:
         self.addresses = dict(addresses)
         self.interval_s, self.timeout_s, self.probe_s = interval_s, timeout_s, probe_s
@@ -313,15 +344,42 @@ class AdminWorkload:
             await self._op("config", MOVES_TOPIC, value, IncrementalAlterConfigsRequest(resources=[
                 AlterConfigsResource(resource_type=TOPIC_RESOURCE, resource_name=MOVES_TOPIC, configs=[
                     AlterableConfig(name=TOPIC_CONFIG, config_operation=0, value=str(value))])]))
-            target = MOVES_TARGETS[n % len(MOVES_TARGETS)]
-            await self._op("reassign", MOVES_TOPIC, target, AlterPartitionReassignmentsRequest(
-                timeout_ms=int(self.timeout_s * 1000) - 1000, topics=[ReassignableTopic(
-                    name=MOVES_TOPIC, partitions=[ReassignablePartition(partition_index=0, replicas=list(target))])]))
+            target = await self._next_move()
+            if target is not None:
+                await self._op("reassign", MOVES_TOPIC, target, AlterPartitionReassignmentsRequest(
+                    timeout_ms=int(self.timeout_s * 1000) - 1000, topics=[ReassignableTopic(
+                        name=MOVES_TOPIC, partitions=[ReassignablePartition(partition_index=0, replicas=list(target))])]))
             if len(live) > LIVE_TOPICS:
                 victim = live.pop(0)  # by name, whichever version the broker takes
                 await self._op("delete", victim, None, DeleteTopicsRequest(
                     topics=[DeleteTopicState(name=victim)], topic_names=[victim],
                     timeout_ms=int(self.timeout_s * 1000) - 1000))
+
+    async def _next_move(self) -> tuple[int, ...] | None:
+        """The next target for ``moves-0``: the first of :data:`MOVES_TARGETS` that is neither
+        its replicas as the current broker lists them nor the last target acknowledged, so
+        that every acknowledged move changes the partition and commits a record; None while a
+        move is in progress (ListPartitionReassignments, forwarded) or the broker does not
+        answer. A reassignment sent while another is in progress replaces it, and Kafka's
+        controller then keeps the replicas the first was adding among both the adding and
+        the removing replicas (``ReplicationControlManager.changePartitionReassignment`` sets
+        only a non-empty adding list), so the move waits for a later one or a cancel: the admin
+        moves one at a time, as the reassignment tool's ``--verify`` has an operator do."""
+        host, port = self.addresses[self._target]
+        try:
+            ongoing = await _request(host, port, ListPartitionReassignmentsRequest(timeout_ms=5000, topics=None),
+                                     self.timeout_s)
+            if ongoing.error_code != Errors.NONE or ongoing.topics:
+                return None
+            metadata = await _request(host, port, MetadataRequest(
+                topics=[MetadataRequestTopic(name=MOVES_TOPIC)], allow_auto_topic_creation=False), self.timeout_s)
+        except Exception:  # asked again next time  # noqa: BLE001
+            self._target = next(self._brokers)
+            return None
+        current = next((tuple(p.replica_nodes) for t in metadata.topics if t.name == MOVES_TOPIC
+                        for p in t.partitions if p.partition_index == 0), None)
+        last = next((tuple(op.value) for op in reversed(self.ops) if op.kind == "reassign" and op.outcome == "ok"), None)
+        return next(t for t in MOVES_TARGETS if t not in (current, last))
 
     async def _op(self, kind: str, topic: str, value: Any, request: Any) -> AdminOp:
         op = AdminOp(kind, topic, value, self._target, time.monotonic())
@@ -419,13 +477,14 @@ def broker_topics(host: str, port: int) -> set[str]:
 
 
 def moves_state(host: str, port: int) -> tuple[list[int] | None, bool]:
-    """``moves-0``'s replicas as the broker at ``host:port`` lists them, and whether a
-    reassignment is still in progress (ListPartitionReassignments, forwarded)."""
+    """Whether a reassignment is in progress (ListPartitionReassignments, which the broker
+    forwards to the controller), and after that answer, ``moves-0``'s replicas as the broker at
+    ``host:port`` lists them, as ``(replicas, in progress)``."""
+    ongoing = trio.run(_request, host, port, ListPartitionReassignmentsRequest(timeout_ms=10_000, topics=None))
     metadata = trio.run(_request, host, port, MetadataRequest(
         topics=[MetadataRequestTopic(name=MOVES_TOPIC)], allow_auto_topic_creation=False))
     replicas = next((list(p.replica_nodes) for t in metadata.topics if t.name == MOVES_TOPIC
                      for p in t.partitions if p.partition_index == 0), None)
-    ongoing = trio.run(_request, host, port, ListPartitionReassignmentsRequest(timeout_ms=10_000, topics=None))
     return replicas, bool(ongoing.topics)
 
 
@@ -458,7 +517,8 @@ class ClusterLoad:
 
 
 def start_load(brokers: StockBrokers, network: Network) -> ClusterLoad:
-    """Create the run's topics and start both clients on host ``client``."""
+    """Create the run's topics and start both clients on host ``client``; returns once the
+    admin has had a request of each kind but ``delete`` acknowledged."""
     host = brokers.host
     first = brokers.nodes[BROKER_IDS[0]].port
     network.call("client", lambda: create_topic(host, first, DATA_TOPIC, 3, 3, {"min.insync.replicas": "2"}))
@@ -468,6 +528,10 @@ def start_load(brokers: StockBrokers, network: Network) -> ClusterLoad:
     network.call("client", load.start)  # its thread, and the producer's, are the client host's
     thread = threading.Thread(target=network.call, args=("client", admin.run), daemon=True)
     thread.start()
+    # the rounds start once requests of every kind have been acknowledged: the admin is under way
+    wait_until("the admin's first requests acknowledged",
+               lambda: {op.kind for op in admin.ops if op.outcome == "ok"} >= {"create", "config", "reassign"},
+               SETTLE_S, alive=[n.process for n in brokers.nodes.values() if n.process is not None])
     return ClusterLoad(admin, load, thread)
 
 
@@ -489,12 +553,15 @@ def settle_and_check(brokers: StockBrokers, network: Network, clients: ClusterLo
                             ok=lambda v: all(t == live for t in v.values()))
     except AssertionError:
         topics = views()
+    def moved() -> tuple[list[int] | None, bool]:
+        return network.call("client", lambda: moves_state(host, ports[BROKER_IDS[0]]))
+
+    # the controller may answer that the move is done before the broker's metadata shows it
     try:
-        replicas, _ = wait_until("moves-0's reassignment to finish",
-                                 lambda: network.call("client", lambda: moves_state(host, ports[BROKER_IDS[0]])),
-                                 SETTLE_S, ok=lambda s: not s[1])
+        replicas, _ = wait_until("moves-0's reassignment to finish", moved, SETTLE_S,
+                                 ok=lambda s: not s[1] and s[0] is not None and len(s[0]) == len(MOVES_TARGETS[0]))
     except AssertionError:
-        replicas = None
+        replicas, _ = moved()
     acked = list(clients.load.acked)
     back = network.call("client", lambda: read_all(brokers.bootstrap_servers, DATA_TOPIC, len(acked)))
     return check_cluster(clients.admin.ops, events, broker_topics=topics, moves_replicas=replicas,

@@ -283,14 +283,18 @@ def _remove_while_partitioned(run: Run, follower: int, rest: list[int]) -> Calla
 
 
 def run_faults(kafka: KafkaRelease, kwire_ids: frozenset[int], root: Path, nemeses: Sequence[str],
-               *, kwire_extra: str = "", brokers: bool = False, seen: list[Run] | None = None) -> Run:
+               *, kwire_extra: str = "", brokers: bool = False, writes: bool = True,
+               seen: list[Run] | None = None) -> Run:
     """Run ``nemeses`` on a quorum of ``kafka``'s release whose nodes ``kwire_ids`` are kwire's
     (their properties get ``kwire_extra``) while the client writes; check the rounds, the logs
     and the history (the verdict is on the returned run; the other checks raise
     AssertionError or TimeoutError). With ``brokers``, three stock brokers of the release run
     too, under the controller workload of :mod:`compat.faults.cluster` (whose verdict is the
-    run's ``cluster``), and ``nemeses`` may hold :data:`BROKER_NEMESES`. ``seen`` gets the run
-    as soon as it starts, so that a caller sees the rounds of a run that raised."""
+    run's ``cluster``), and ``nemeses`` may hold :data:`BROKER_NEMESES`. Without ``writes`` the
+    quorum's own client does not write (kwire's controller holds a write until the writes
+    before it commit, so a positive control of the controller workload's checker leaves the
+    admin's requests alone in the quorum). ``seen`` gets the run as soon as it starts, so that
+    a caller sees the rounds of a run that raised."""
     library = fsync_fault_library()
     slow_disks = {i: SlowFsync(library, root / f"slow-fsync-{i}") for i in (1, 2, 3)}
     hosts = ["1", "2", "3", "client"] + (["brokers"] if brokers else [])
@@ -301,9 +305,9 @@ def run_faults(kafka: KafkaRelease, kwire_ids: frozenset[int], root: Path, nemes
         run = Run(quorum, net, slow_disks=slow_disks)
         if seen is not None:
             seen.append(run)
-        writes = ConfigWrites({i: (quorum.hosts[i], quorum.ports[i]) for i in quorum.ports})
-        run.ops = writes.ops
-        client = threading.Thread(target=net.call, args=("client", writes.run), daemon=True)
+        config_writes = ConfigWrites({i: (quorum.hosts[i], quorum.ports[i]) for i in quorum.ports})
+        run.ops = config_writes.ops
+        client = threading.Thread(target=net.call, args=("client", config_writes.run), daemon=True)
         with quorum.running(then=lambda: print(*run.rounds, sep="\n")), contextlib.ExitStack() as cluster:
             if brokers:
                 voters = None if quorum.dynamic else ",".join(
@@ -313,15 +317,17 @@ def run_faults(kafka: KafkaRelease, kwire_ids: frozenset[int], root: Path, nemes
                 cluster.push(lambda kind, *_: _print_report(kind, run.brokers))
                 clients = _cluster.start_load(run.brokers, net)
                 run.admin_ops = clients.admin.ops
-            client.start()
+            if writes:
+                client.start()
             try:
                 for nemesis in nemeses:
                     run_round(run, nemesis)
             finally:
-                writes.stop()
+                config_writes.stop()
                 if brokers:
                     clients.stop()
-                client.join(timeout=30)
+                if writes:
+                    client.join(timeout=30)
             final_hwm, logged = quorum.settle_after_faults()
             if brokers:
                 assert run.brokers is not None
@@ -330,7 +336,7 @@ def run_faults(kafka: KafkaRelease, kwire_ids: frozenset[int], root: Path, nemes
     two = {epoch: ids for epoch, ids in run.leaders_of.items() if len(ids) > 1}
     assert not two, f"two leaders in one epoch: {two}"
     quorum.assert_agreed(final_hwm, logged)
-    run.verdict = check(writes.ops, {i: committed_values(quorum.root / f"data{i}", final_hwm) for i in quorum.ports})
+    run.verdict = check(config_writes.ops, {i: committed_values(quorum.root / f"data{i}", final_hwm) for i in quorum.ports})
     print(f"history: {run.verdict.summary()}")
     if run.cluster is not None:
         print(f"controller workload: {run.cluster.summary()}")
