@@ -50,6 +50,7 @@ from typing import Any
 import trio
 
 from compat.clients import Load, read_all
+from compat.faults.history import Findings, send_once
 from compat.faults.net import Network
 from compat.harness import (
     CLUSTER_ID,
@@ -144,8 +145,10 @@ class AdminOp:
 
 
 @dataclass
-class ClusterVerdict:
+class ClusterVerdict(Findings):
     """What :func:`check_cluster` found (see the module docstring); ``ok`` when nothing was."""
+
+    PROBLEMS = ("lost", "reappeared", "phantom", "reordered", "diverged", "invisible", "final", "records")
 
     acknowledged: int
     failed: int
@@ -160,17 +163,9 @@ class ClusterVerdict:
     final: list[str] = field(default_factory=list)
     records: list[str] = field(default_factory=list)
 
-    PROBLEMS = ("lost", "reappeared", "phantom", "reordered", "diverged", "invisible", "final", "records")
-
-    @property
-    def ok(self) -> bool:
-        return not any(getattr(self, name) for name in self.PROBLEMS)
-
     def summary(self) -> str:
-        problems = {name: getattr(self, name) for name in self.PROBLEMS if getattr(self, name)}
         return (f"{self.acknowledged} admin requests acknowledged, {self.failed} failed, {self.unknown} unknown; "
-                f"{self.records_acknowledged} records acknowledged"
-                + ("" if not problems else "; " + "; ".join(f"{k}: {v[:8]}" for k, v in problems.items())))
+                f"{self.records_acknowledged} records acknowledged" + self.problems(8))
 
 
 @dataclass(frozen=True)
@@ -393,19 +388,9 @@ class AdminWorkload:
 
     async def _send(self, op: AdminOp, request: Any) -> None:
         host, port = self.addresses[op.broker]
-        try:
-            with trio.fail_after(self.timeout_s):
-                connection = await open_connection(host, port, "kwire-admin-history",
-                                                   request_timeout_ms=int(self.timeout_s * 1000))
-        except Exception as exc:  # nothing but ApiVersions was sent
-            op.outcome, op.detail = "failed", f"connect: {type(exc).__name__}"
-            return
-        try:
-            async with connection:
-                with trio.fail_after(self.timeout_s):
-                    response = await connection.request(request)
-        except Exception as exc:  # sent, and no answer: it may have been committed or not
-            op.outcome, op.detail = "unknown", type(exc).__name__
+        outcome, op.detail, response = await send_once(host, port, request, self.timeout_s, "kwire-admin-history")
+        if response is None:
+            op.outcome = outcome
             return
         errors = _error_codes(response)
         if errors and all(e == Errors.NONE for e in errors):

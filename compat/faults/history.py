@@ -38,6 +38,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
 import trio
 
@@ -72,9 +73,26 @@ class Op:
     detail: str = ""
 
 
+class Findings:
+    """A checker's verdict, whose findings are the list fields named in ``PROBLEMS``."""
+
+    PROBLEMS: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Nothing found."""
+        return not any(getattr(self, name) for name in self.PROBLEMS)
+
+    def problems(self, most: int) -> str:
+        """``"; <finding>: <its first most items>"`` for each finding, for a summary line."""
+        return "".join(f"; {name}: {getattr(self, name)[:most]}" for name in self.PROBLEMS if getattr(self, name))
+
+
 @dataclass
-class Verdict:
+class Verdict(Findings):
     """What :func:`check` found; ``ok`` when nothing was."""
+
+    PROBLEMS = ("lost", "diverged", "duplicated", "phantom", "reordered")
 
     acknowledged: int
     failed: int
@@ -86,16 +104,9 @@ class Verdict:
     phantom: list[int] = field(default_factory=list)
     reordered: list[tuple[int, int]] = field(default_factory=list)
 
-    @property
-    def ok(self) -> bool:
-        return not (self.lost or self.diverged or self.duplicated or self.phantom or self.reordered)
-
     def summary(self) -> str:
-        problems = {name: getattr(self, name) for name in ("lost", "diverged", "duplicated", "phantom", "reordered")
-                    if getattr(self, name)}
         return (f"{self.acknowledged} acknowledged, {self.failed} failed, {self.unknown} unknown "
-                f"({self.unknown_committed} of them committed)"
-                + ("" if not problems else "; " + "; ".join(f"{k}: {v[:10]}" for k, v in problems.items())))
+                f"({self.unknown_committed} of them committed)" + self.problems(10))
 
 
 def check(ops: Sequence[Op], committed: Mapping[int, Sequence[int]]) -> Verdict:
@@ -156,6 +167,24 @@ def committed_values(data: Path, high_watermark: int) -> list[int]:
     return values
 
 
+async def send_once(host: str, port: int, request: Any, timeout_s: float, client_id: str) -> tuple[str, str, Any]:
+    """Send ``request`` once, on a new connection, within ``timeout_s`` for the connection and
+    again for the answer: ``("failed", why, None)`` when the connection could not be opened
+    (nothing but ApiVersions was sent), ``("unknown", why, None)`` when the request was sent
+    and no answer came (it may have been committed or not), else ``("answered", "", response)``."""
+    try:
+        with trio.fail_after(timeout_s):
+            connection = await open_connection(host, port, client_id, request_timeout_ms=int(timeout_s * 1000))
+    except Exception as exc:  # nothing but ApiVersions was sent
+        return "failed", f"connect: {type(exc).__name__}", None
+    try:
+        async with connection:
+            with trio.fail_after(timeout_s):
+                return "answered", "", await connection.request(request)
+    except Exception as exc:  # sent, and no answer
+        return "unknown", type(exc).__name__, None
+
+
 class ConfigWrites:
     """The workload: one write at a time, ``interval_s`` apart, to the nodes at
     ``addresses`` (node id -> ``(host, port)``), until :meth:`stop`. Run :meth:`run` in the
@@ -192,19 +221,9 @@ class ConfigWrites:
         request = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
             resource_type=BROKER_RESOURCE, resource_name="",
             configs=[AlterableConfig(name=CONFIG_NAME, config_operation=0, value=str(op.value))])])
-        try:
-            with trio.fail_after(self.timeout_s):
-                connection = await open_connection(host, port, "kwire-history",
-                                                   request_timeout_ms=int(self.timeout_s * 1000))
-        except Exception as exc:  # nothing but ApiVersions was sent
-            op.outcome, op.detail = "failed", f"connect: {type(exc).__name__}"
-            return
-        try:
-            async with connection:
-                with trio.fail_after(self.timeout_s):
-                    response = await connection.request(request)
-        except Exception as exc:  # sent, and no answer: it may have been committed or not
-            op.outcome, op.detail = "unknown", type(exc).__name__
+        outcome, op.detail, response = await send_once(host, port, request, self.timeout_s, "kwire-history")
+        if response is None:
+            op.outcome = outcome
             return
         error = response.responses[0].error_code if response.responses else int(Errors.UNKNOWN_SERVER_ERROR)
         if error == Errors.NONE:
