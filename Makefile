@@ -94,9 +94,10 @@ nightly: install compat-jars
 	$(MAKE) --no-print-directory soak
 
 ## The fault soak (root): for SOAK_MINUTES, quorums of every configuration (kwire, stock and
-## mixed, both releases) drawn from FAULT_SEED, five nemeses each, a client writing through
-## them; prints a table per nemesis and configuration and fails on any lost or diverged write
-## or failed round. `python -m compat.faults --help` for the knobs.
+## mixed, both releases, each also with three stock brokers under the controller workload)
+## drawn from FAULT_SEED, five nemeses each, a client writing through them; prints a table per
+## nemesis and configuration and fails on any lost or diverged write or failed round.
+## `python -m compat.faults --help` for the knobs.
 soak: install compat-jars
 	$(PY) -m compat.faults --minutes $(SOAK_MINUTES) --seed $(FAULT_SEED)
 

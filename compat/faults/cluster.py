@@ -14,8 +14,8 @@ go on (:func:`compat.faults.rounds.run_round`):
   active controller (KIP-590): CreateTopics of a new topic (:data:`CREATE_SHAPES`),
   IncrementalAlterConfigs of :data:`MOVES_TOPIC`'s ``retention.ms`` to a new value,
   AlterPartitionReassignments of ``moves-0`` to another pair of brokers once the last move is
-  done, and DeleteTopics of
-  the oldest topic it created once more than :data:`LIVE_TOPICS` are live. Each request is an
+  done, and DeleteTopics of the oldest topic it created once more than :data:`LIVE_TOPICS` are
+  live. Each request is an
   :class:`AdminOp` with the outcomes of :mod:`compat.faults.history` (``ok`` when the broker
   answered ``NONE``; ``failed`` when nothing was sent; ``unknown`` otherwise, since a broker
   retries a forwarded request after a controller failover, and even ``TOPIC_ALREADY_EXISTS``
@@ -105,7 +105,8 @@ new user's script made in a case once reported against kwire (created through a 
 five seconds after the active controller's kill -9, then not described for 30 s); the second
 can be placed while a broker is fenced."""
 SESSION_TIMEOUT_MS = 9000
-"""``broker.session.timeout.ms``, Kafka's default: a broker paused longer is fenced."""
+"""The controllers' ``broker.session.timeout.ms`` (Kafka's default): a broker paused longer is
+fenced."""
 BROKER_START_TIMEOUT_S = 120.0
 VISIBLE_BOUND_S = 15.0
 """Seconds an acknowledged topic may take to be described with its partitions by a fresh
@@ -114,11 +115,6 @@ SETTLE_S = 60.0
 RECORDS_PER_S = 1000
 """The producer's rate: enough to span every round, little enough to leave the machine to the
 nodes."""
-BROKER_PROPERTIES = {
-    "broker.session.timeout.ms": str(SESSION_TIMEOUT_MS),
-    "group.initial.rebalance.delay.ms": "0",
-    "offsets.topic.replication.factor": "3",
-}
 
 
 @dataclass
@@ -154,6 +150,7 @@ class ClusterVerdict(Findings):
     failed: int
     unknown: int
     records_acknowledged: int
+    acknowledged_by_kind: dict[str, int] = field(default_factory=dict)
     lost: list[str] = field(default_factory=list)
     reappeared: list[str] = field(default_factory=list)
     phantom: list[str] = field(default_factory=list)
@@ -164,8 +161,9 @@ class ClusterVerdict(Findings):
     records: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        return (f"{self.acknowledged} admin requests acknowledged, {self.failed} failed, {self.unknown} unknown; "
-                f"{self.records_acknowledged} records acknowledged" + self.problems(8))
+        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(self.acknowledged_by_kind.items()))
+        return (f"{self.acknowledged} admin requests acknowledged ({kinds}), {self.failed} failed, "
+                f"{self.unknown} unknown; {self.records_acknowledged} records acknowledged" + self.problems(8))
 
 
 @dataclass(frozen=True)
@@ -243,6 +241,7 @@ def check_cluster(ops: Sequence[AdminOp], events: Mapping[int, Sequence[Event]],
     verdict = ClusterVerdict(
         acknowledged=sum(op.outcome == "ok" for op in ops), failed=sum(op.outcome == "failed" for op in ops),
         unknown=sum(op.outcome == "unknown" for op in ops), records_acknowledged=len(acked_records),
+        acknowledged_by_kind=dict(Counter(op.kind for op in ops if op.outcome == "ok")),
     )
     keyed = {(e.kind, e.topic, e.value) for e in itertools.chain.from_iterable(events.values())}
     sequences = {node: [(e.kind, e.topic, e.value) for e in evs] for node, evs in events.items()}
@@ -360,19 +359,13 @@ class AdminWorkload:
         the removing replicas (``ReplicationControlManager.changePartitionReassignment`` sets
         only a non-empty adding list), so the move waits for a later one or a cancel: the admin
         moves one at a time, as the reassignment tool's ``--verify`` has an operator do."""
-        host, port = self.addresses[self._target]
         try:
-            ongoing = await _request(host, port, ListPartitionReassignmentsRequest(timeout_ms=5000, topics=None),
-                                     self.timeout_s)
-            if ongoing.error_code != Errors.NONE or ongoing.topics:
-                return None
-            metadata = await _request(host, port, MetadataRequest(
-                topics=[MetadataRequestTopic(name=MOVES_TOPIC)], allow_auto_topic_creation=False), self.timeout_s)
+            current, in_progress = await moves_state(*self.addresses[self._target], self.timeout_s)
         except Exception:  # asked again next time  # noqa: BLE001
             self._target = next(self._brokers)
             return None
-        current = next((tuple(p.replica_nodes) for t in metadata.topics if t.name == MOVES_TOPIC
-                        for p in t.partitions if p.partition_index == 0), None)
+        if in_progress:
+            return None
         last = next((tuple(op.value) for op in reversed(self.ops) if op.kind == "reassign" and op.outcome == "ok"), None)
         return next(t for t in MOVES_TARGETS if t not in (current, last))
 
@@ -461,16 +454,17 @@ def broker_topics(host: str, port: int) -> set[str]:
     return {t.name for t in response.topics if t.name and not t.name.startswith("__")}
 
 
-def moves_state(host: str, port: int) -> tuple[list[int] | None, bool]:
+async def moves_state(host: str, port: int, timeout_s: float = 10.0) -> tuple[tuple[int, ...] | None, bool]:
     """Whether a reassignment is in progress (ListPartitionReassignments, which the broker
-    forwards to the controller), and after that answer, ``moves-0``'s replicas as the broker at
-    ``host:port`` lists them, as ``(replicas, in progress)``."""
-    ongoing = trio.run(_request, host, port, ListPartitionReassignmentsRequest(timeout_ms=10_000, topics=None))
-    metadata = trio.run(_request, host, port, MetadataRequest(
-        topics=[MetadataRequestTopic(name=MOVES_TOPIC)], allow_auto_topic_creation=False))
-    replicas = next((list(p.replica_nodes) for t in metadata.topics if t.name == MOVES_TOPIC
+    forwards to the controller; an error answer counts as in progress), and after that answer,
+    ``moves-0``'s replicas as the broker at ``host:port`` lists them (None: not listed), as
+    ``(replicas, in progress)``."""
+    ongoing = await _request(host, port, ListPartitionReassignmentsRequest(timeout_ms=5000, topics=None), timeout_s)
+    metadata = await _request(host, port, MetadataRequest(
+        topics=[MetadataRequestTopic(name=MOVES_TOPIC)], allow_auto_topic_creation=False), timeout_s)
+    replicas = next((tuple(p.replica_nodes) for t in metadata.topics if t.name == MOVES_TOPIC
                      for p in t.partitions if p.partition_index == 0), None)
-    return replicas, bool(ongoing.topics)
+    return replicas, ongoing.error_code != Errors.NONE or bool(ongoing.topics)
 
 
 def start_brokers(kafka: KafkaRelease, root: Path, network: Network, bootstrap_controllers: str,
@@ -480,7 +474,7 @@ def start_brokers(kafka: KafkaRelease, root: Path, network: Network, bootstrap_c
     brokers = StockBrokers.create(
         root / "brokers", kafka.version, cluster_id=CLUSTER_ID, bootstrap_controllers=bootstrap_controllers,
         ports={i: free_port() for i in BROKER_IDS}, host=network.address("brokers"),
-        properties=BROKER_PROPERTIES, quorum_voters=quorum_voters, prefix=network.command("brokers", []),
+        quorum_voters=quorum_voters, prefix=network.command("brokers", []),
     )
     brokers.start()
     network.call("client", lambda: brokers.wait_listed(set(BROKER_IDS), BROKER_START_TIMEOUT_S))
@@ -538,8 +532,9 @@ def settle_and_check(brokers: StockBrokers, network: Network, clients: ClusterLo
                             ok=lambda v: all(t == live for t in v.values()))
     except AssertionError:
         topics = views()
-    def moved() -> tuple[list[int] | None, bool]:
-        return network.call("client", lambda: moves_state(host, ports[BROKER_IDS[0]]))
+
+    def moved() -> tuple[tuple[int, ...] | None, bool]:
+        return network.call("client", lambda: trio.run(moves_state, host, ports[BROKER_IDS[0]]))
 
     # the controller may answer that the move is done before the broker's metadata shows it
     try:

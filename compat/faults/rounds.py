@@ -81,9 +81,7 @@ CATCH_UP_S = 60.0
 SLOW_LINK_KBIT = 32
 SLOW_LINK_LATENCY_MS = 500
 SLOW_FSYNC_MS = 1000
-BROKER_SESSION_S = 9.0
-"""``broker.session.timeout.ms`` of the runs with brokers (Kafka's default), in seconds."""
-FENCE_BOUND_S = BROKER_SESSION_S * 9 / 8 + 6.0
+FENCE_BOUND_S = _cluster.SESSION_TIMEOUT_MS / 1000 * 9 / 8 + 6.0
 """A paused broker's session, one period of the controller's expiry check (a session / 8) and
 a margin for the fencing to reach the other brokers on a loaded machine."""
 """Half the fetch timeout: a leader's flush this slow still lets it answer within a fetch's
@@ -197,7 +195,7 @@ def run_round(run: Run, nemesis: str) -> Round:
                 return next((c for c in map(run.observe, others) if c and c[0] not in (leader, -1)), None)
 
             new = wait_until(f"another voter to lead ({nemesis})", elsewhere, ELECTION_BOUND_S, interval_s=0.1)
-            assert new[1] > epoch, (new, epoch)
+            assert new is not None and new[1] > epoch, (new, epoch)
             this.figures["election_s"] = round(time.monotonic() - started, 1)
         else:
             for i in quorum.ports:
