@@ -30,7 +30,10 @@ the controller workload's checker must name the acknowledged admin request it lo
 
 Configurations: ``kwire`` (three kwire nodes) and ``stock-<newest>`` (three stock controllers,
 the control); with ``KWIRE_FAULT_ALL_CONFIGS=1`` (``make nightly``) also the mixes of one and
-two kwire nodes and the stock quorum of every pinned release (3.x static, 4.x dynamic).
+two kwire nodes on every pinned release and the kwire and stock quorums of the older one (3.x
+static, 4.x dynamic), each with its release's brokers: ``kwire-3.9.2`` under ``kill-leader`` is
+the case a new user once reported (a topic created through a 3.9.2 broker after the active
+controller's kill, then not described for 30 s), which the workload's describe probe times.
 ``KWIRE_FAULT_ROUNDS`` rounds per configuration drawn at random from ``KWIRE_FAULT_SEED``,
 printed, so a run replays (default: one of each nemesis, in order). ``make test``'s share: two
 configurations of ten rounds with their brokers (about 80 and 100 s, 52 and 75 CPU-seconds

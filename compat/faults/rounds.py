@@ -350,7 +350,9 @@ def _print_report(kind: type[BaseException] | None, brokers: StockBrokers | None
 
 def configurations(all_configs: bool) -> list[tuple[str, str, frozenset[int]]]:
     """``(id, release, kwire node ids)``: kwire and stock on the newest release, and with
-    ``all_configs`` the mixes on every release and the stock quorums of the older ones."""
+    ``all_configs`` the mixes on every release and the kwire and stock quorums of the older ones
+    (a kwire quorum of an older release is formatted as that release's quorums are, static on
+    3.x, and its brokers, with the brokers, are of that release)."""
     newest = newest_pinned_release().version
     configs = [("kwire", newest, frozenset({1, 2, 3})), (f"stock-{newest}", newest, frozenset())]
     if all_configs:
@@ -358,7 +360,8 @@ def configurations(all_configs: bool) -> list[tuple[str, str, frozenset[int]]]:
             configs += [(f"mixed-{version}-1-kwire", version, frozenset({1})),
                         (f"mixed-{version}-2-kwire", version, frozenset({1, 2}))]
             if version != newest:
-                configs.append((f"stock-{version}", version, frozenset()))
+                configs += [(f"kwire-{version}", version, frozenset({1, 2, 3})),
+                            (f"stock-{version}", version, frozenset())]
     return configs
 
 
