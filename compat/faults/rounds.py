@@ -22,7 +22,13 @@ The nemeses (:data:`NEMESES`):
   ``SLOW_LINK_LATENCY_MS`` in its queue, the rest dropped (:meth:`Network.slow`): fetch
   responses and the client's answers arrive late or are lost and resent;
 * ``slow-disk``: each fsync of the leader first waits ``SLOW_FSYNC_MS``
-  (:class:`compat.faults.disk.SlowFsync`, preloaded into every node of the run).
+  (:class:`compat.faults.disk.SlowFsync`, preloaded into every node of the run);
+* ``pause-broker`` (runs with brokers): SIGSTOP of a stock broker until the others stop
+  listing it (the controller fenced it), then SIGCONT; it must be listed again.
+
+A run may carry three stock brokers of its release under the controller workload
+(:mod:`compat.faults.cluster`): a producer and an admin through the brokers, with a checker of
+their own.
 
 Checked in each round: under the :data:`ELECTING` nemeses another voter leads within
 ``ELECTION_BOUND_S``, and after the heal the old leader answers with a later epoch within the
@@ -31,8 +37,9 @@ restarts first); after the heal every voter reaches the high
 watermark within ``CATCH_UP_S`` (the recovery time, ``recovered_s``). Checked at the end of a
 run (:func:`run_faults`): no two nodes ever answered as leader of the same epoch; no process
 died, no stock controller logged a fatal fault, and the logs hold the same batches, byte for
-byte, below the final high watermark; and the client's history passes
-:func:`compat.faults.history.check`.
+byte, below the final high watermark; the client's history passes
+:func:`compat.faults.history.check`; and with brokers, the workload's passes
+:func:`compat.faults.cluster.check_cluster`.
 """
 
 from __future__ import annotations
@@ -81,11 +88,11 @@ CATCH_UP_S = 60.0
 SLOW_LINK_KBIT = 32
 SLOW_LINK_LATENCY_MS = 500
 SLOW_FSYNC_MS = 1000
+"""Half the fetch timeout: a leader's flush this slow still lets it answer within a fetch's
+wait, but each of its appends is durable on its own disk a second late."""
 FENCE_BOUND_S = _cluster.SESSION_TIMEOUT_MS / 1000 * 9 / 8 + 6.0
 """A paused broker's session, one period of the controller's expiry check (a session / 8) and
 a margin for the fencing to reach the other brokers on a loaded machine."""
-"""Half the fetch timeout: a leader's flush this slow still lets it answer within a fetch's
-wait, but each of its appends is durable on its own disk a second late."""
 
 
 @dataclass
