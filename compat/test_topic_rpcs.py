@@ -779,6 +779,12 @@ def test_topic_rpcs_answer_alike(newest_kafka: KafkaRelease, newest_leader_pair:
     assert outcomes["list every reassignment"] == (
         "ListPartitionReassignmentsResponse", 0, None, [("moving", [(0, [6, 7, 5], [7], [5]), (2, [5, 7, 6], [7], [6])])]
     ), trace
+    # a move replacing one in progress keeps the first move's adding replicas, now also being
+    # removed: Kafka's changePartitionReassignment sets only a non-empty adding list (the fault
+    # workload's admin moves one partition at a time for this reason)
+    assert outcomes["list the replaced move"] == (
+        "ListPartitionReassignmentsResponse", 0, None, [("moving", [(2, [6, 5, 7], [7], [7])])]
+    ), trace
     completed = outcomes["broker 7 joins moving-0's ISR: the move completes and leadership leaves 5"]
     assert completed[2][0][1][0][:2] == (0, 108), trace  # NEW_LEADER_ELECTED
     assert outcomes["list after the move"] == ("ListPartitionReassignmentsResponse", 0, None, []), trace
