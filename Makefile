@@ -75,7 +75,8 @@ test:
 
 ## Long soaks, not part of `make test`: 10,000 more simulation seeds, 100 leader kills in each
 ## of the eight mixed kwire/Kafka quorum configurations, 20 rounds of network and process faults
-## (nemeses drawn from FAULT_SEED) on kwire, stock and mixed quorums of both releases, 10^6
+## (nemeses drawn from FAULT_SEED) on kwire, stock and mixed quorums of both releases, each with
+## its release's stock brokers under the controller workload (compat/faults/cluster.py), 10^6
 ## fuzzed inputs for every message decoder, 50 leader kills of a kwire quorum under load, 20
 ## rounds of active-controller and broker kills under stock brokers on both pinned releases,
 ## and the fault soak (`soak`, SOAK_MINUTES).
