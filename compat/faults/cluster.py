@@ -307,8 +307,10 @@ class AdminWorkload:
     namespace) the client should use; ``ops`` is the history."""
 
     def __init__(self, addresses: Mapping[int, tuple[str, int]], *, interval_s: float = 0.02,
-                 timeout_s: float = 8.0, probe_s: float = 30.0) -> None:
+                 timeout_s: float = 8.0, probe_s: float = 30.0, paused: set[int] | None = None) -> None:
         self.addresses = dict(addresses)
+        self.paused = set() if paused is None else paused
+        """brokers a nemesis has stopped (shared with it): the describe probe leaves them out"""
         self.interval_s, self.timeout_s, self.probe_s = interval_s, timeout_s, probe_s
         self.ops: list[AdminOp] = []
         self._stopped = threading.Event()
@@ -397,7 +399,8 @@ class AdminWorkload:
         thread's trio loop, which runs nothing else meanwhile."""
         from kafka.admin import KafkaAdminClient
 
-        bootstrap = ",".join(f"{h}:{p}" for h, p in self.addresses.values())
+        # a stopped broker would make the probe time a client's timeouts, not the metadata
+        bootstrap = ",".join(f"{h}:{p}" for i, (h, p) in self.addresses.items() if i not in self.paused)
         started = time.monotonic()
         while time.monotonic() - started < self.probe_s:  # to the end, even when stopped meanwhile
             try:
@@ -495,14 +498,15 @@ class ClusterLoad:
         self.load.stop()
 
 
-def start_load(brokers: StockBrokers, network: Network) -> ClusterLoad:
+def start_load(brokers: StockBrokers, network: Network, paused: set[int]) -> ClusterLoad:
     """Create the run's topics and start both clients on host ``client``; returns once the
-    admin has had a request of each kind but ``delete`` acknowledged."""
+    admin has had a request of each kind but ``delete`` acknowledged. ``paused`` is the set
+    of brokers a nemesis has stopped, which the admin's describe probe leaves out."""
     host = brokers.host
     first = brokers.nodes[BROKER_IDS[0]].port
     network.call("client", lambda: create_topic(host, first, DATA_TOPIC, 3, 3, {"min.insync.replicas": "2"}))
     network.call("client", lambda: create_topic(host, first, MOVES_TOPIC, 1, 2))
-    admin = AdminWorkload({i: (host, n.port) for i, n in brokers.nodes.items()})
+    admin = AdminWorkload({i: (host, n.port) for i, n in brokers.nodes.items()}, paused=paused)
     load = network.call("client", lambda: Load(brokers.bootstrap_servers, DATA_TOPIC, RECORDS_PER_S))
     network.call("client", load.start)  # its thread, and the producer's, are the client host's
     thread = threading.Thread(target=network.call, args=("client", admin.run), daemon=True)

@@ -90,7 +90,7 @@ SLOW_LINK_LATENCY_MS = 500
 SLOW_FSYNC_MS = 1000
 """Half the fetch timeout: a leader's flush this slow still lets it answer within a fetch's
 wait, but each of its appends is durable on its own disk a second late."""
-FENCE_BOUND_S = _cluster.SESSION_TIMEOUT_MS / 1000 * 9 / 8 + 6.0
+FENCE_BOUND_S = _cluster.SESSION_TIMEOUT_MS / 1000 * 9 / 8 + 10.0
 """A paused broker's session, one period of the controller's expiry check (a session / 8) and
 a margin for the fencing to reach the other brokers on a loaded machine."""
 
@@ -131,6 +131,8 @@ class Run:
     """that workload's admin history"""
     cluster: ClusterVerdict | None = None
     """and its verdict"""
+    paused_brokers: set[int] = field(default_factory=set)
+    """brokers ``pause-broker`` has stopped (the admin's describe probe leaves them out)"""
 
     def observe(self, i: int) -> tuple[int, int, int] | None:
         """``(leader, epoch, high watermark)`` of the answer reached through node ``i`` (None
@@ -233,6 +235,7 @@ def _pause_broker(run: Run, victim: int) -> Callable[[], None]:
     process = brokers.nodes[victim].process
     assert process is not None
     others = [i for i in brokers.nodes if i != victim]
+    run.paused_brokers.add(victim)
     process.send_signal(signal.SIGSTOP)
     paused = time.monotonic()
 
@@ -244,6 +247,7 @@ def _pause_broker(run: Run, victim: int) -> Callable[[], None]:
         wait_until(f"broker {victim} fenced while paused", fenced, FENCE_BOUND_S)
     except BaseException:
         process.send_signal(signal.SIGCONT)
+        run.paused_brokers.discard(victim)
         raise
     run.rounds[-1].figures["fenced_s"] = round(time.monotonic() - paused, 1)
 
@@ -251,6 +255,7 @@ def _pause_broker(run: Run, victim: int) -> Callable[[], None]:
         process.send_signal(signal.SIGCONT)
         resumed = time.monotonic()
         net.call("client", lambda: brokers.wait_listed(set(brokers.nodes), FENCE_BOUND_S * 2))
+        run.paused_brokers.discard(victim)
         run.rounds[-1].figures["rejoined_s"] = round(time.monotonic() - resumed, 1)
 
     return heal
@@ -320,7 +325,7 @@ def run_faults(kafka: KafkaRelease, kwire_ids: frozenset[int], root: Path, nemes
                 run.brokers = _cluster.start_brokers(kafka, root, net, quorum.bootstrap, voters)
                 cluster.callback(run.brokers.stop)  # before the controllers stop
                 cluster.push(lambda kind, *_: _print_report(kind, run.brokers))
-                clients = _cluster.start_load(run.brokers, net)
+                clients = _cluster.start_load(run.brokers, net, run.paused_brokers)
                 run.admin_ops = clients.admin.ops
             if writes:
                 client.start()
