@@ -62,7 +62,7 @@ def _check(ops: Sequence[AdminOp] = HISTORY, events: Sequence[Event] = LOG, *, b
     return check_cluster(
         ops, nodes or {1: events, 2: events, 3: events},
         broker_topics={101: LIVE if brokers is None else brokers, 102: LIVE, 103: LIVE},
-        moves_replicas=replicas, acked_records=acked, read_back=back or Counter({"a-0": 1, "a-1": 1}))
+        moves_target=replicas, acked_records=acked, read_back=back or Counter({"a-0": 1, "a-1": 1}))
 
 
 def test_a_clean_history_passes() -> None:
@@ -117,7 +117,7 @@ def test_a_topic_not_described_in_time_is_invisible() -> None:
 
 def test_final_replicas_must_be_the_last_acknowledged_reassignment_or_a_later_unknown_one() -> None:
     assert _check(replicas=(103, 101)).final == [
-        "moves-0 has replicas (103, 101), not one of [(101, 102)]"]
+        "moves-0 moves to (103, 101), not one of [(101, 102)]"]
     later = [*HISTORY, _op("reassign", MOVES_TOPIC, (102, 103), 6.0, 7.0, outcome="unknown")]
     assert _check(later, replicas=(102, 103)).ok
 

@@ -92,10 +92,11 @@ def test_the_checker_catches_a_leader_that_acknowledges_before_commit(tmp_path: 
 def test_the_admin_checker_catches_a_leader_that_acknowledges_before_commit(tmp_path: Path) -> None:
     """Positive control of the controller workload's checker: under the same switch and
     nemesis, with stock brokers forwarding the admin's requests to the isolated leader, an
-    acknowledged request never commits and the checker names it lost. The quorum's own client
-    does not write here: kwire's controller holds each write until the writes before it commit,
-    so only the first write the isolated leader takes is acknowledged, and it must be the
-    admin's."""
+    acknowledged request never commits and the checker names it lost. Only the admin's topic
+    and config requests write here (``writes=False``: no config writer, no partition moves,
+    whose ISR changes the brokers write): kwire's controller holds each write until the writes
+    before it commit, so only the first write the isolated leader takes is acknowledged, and it
+    must be the admin's."""
     kafka = newest_pinned_release()
     _kafka.require_kafka(kafka.version)
     run = run_faults(kafka, frozenset({1, 2, 3}), tmp_path, ["isolate-leader"], brokers=True, writes=False,

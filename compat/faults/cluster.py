@@ -31,8 +31,8 @@ come back, since names are never reused (``reappeared``); a record no request ca
 (``phantom``); two acknowledged requests committed in the other order than they completed
 (``reordered``); voters whose committed metadata differs (``diverged``); an acknowledged create
 not described within :data:`VISIBLE_BOUND_S` (``invisible``); a broker whose topics at the end are
-not the log's live topics, or ``moves-0``'s final replicas not the last acknowledged
-reassignment's (``final``); an acknowledged record not read back exactly once, or any record
+not the log's live topics, or ``moves-0``'s final target (its replicas less those being removed)
+not the last acknowledged reassignment's (``final``); an acknowledged record not read back exactly once, or any record
 read back twice (``records``).
 """
 
@@ -232,11 +232,11 @@ def live_topics(events: Sequence[Event]) -> set[str]:
 
 
 def check_cluster(ops: Sequence[AdminOp], events: Mapping[int, Sequence[Event]], *,
-                  broker_topics: Mapping[int, set[str]], moves_replicas: Sequence[int] | None,
+                  broker_topics: Mapping[int, set[str]], moves_target: Sequence[int] | None,
                   acked_records: Sequence[str], read_back: Counter[str]) -> ClusterVerdict:
     """Check an admin history against each voter's committed events (node id -> events in log
     order), the topics each broker lists at the end (internal ones left out), ``moves-0``'s
-    final replicas, and the producer's acknowledged records against how often each was read
+    final target (:class:`MovesState`), and the producer's acknowledged records against how often each was read
     back. See the module docstring for each finding."""
     verdict = ClusterVerdict(
         acknowledged=sum(op.outcome == "ok" for op in ops), failed=sum(op.outcome == "failed" for op in ops),
@@ -287,8 +287,8 @@ def check_cluster(ops: Sequence[AdminOp], events: Mapping[int, Sequence[Event]],
     last_ok = max((i for i, op in enumerate(reassigns) if op.outcome == "ok"), default=None)
     if last_ok is not None:
         allowed = {tuple(op.value) for op in reassigns[last_ok:]}
-        if moves_replicas is None or tuple(moves_replicas) not in allowed:
-            verdict.final.append(f"{MOVES_TOPIC}-0 has replicas {moves_replicas}, not one of {sorted(allowed)}")
+        if moves_target is None or tuple(moves_target) not in allowed:
+            verdict.final.append(f"{MOVES_TOPIC}-0 moves to {moves_target}, not one of {sorted(allowed)}")
     acked = Counter(acked_records)
     verdict.records = sorted(
         [f"{v} read {read_back[v]} times" for v in acked if read_back[v] != 1]
@@ -307,8 +307,11 @@ class AdminWorkload:
     namespace) the client should use; ``ops`` is the history."""
 
     def __init__(self, addresses: Mapping[int, tuple[str, int]], *, interval_s: float = 0.02,
-                 timeout_s: float = 8.0, probe_s: float = 30.0, paused: set[int] | None = None) -> None:
+                 timeout_s: float = 8.0, probe_s: float = VISIBLE_BOUND_S + 5, paused: set[int] | None = None,
+                 moves: bool = True) -> None:
         self.addresses = dict(addresses)
+        self.moves = moves
+        """whether it reassigns ``moves-0`` (whose ISR changes are the brokers' own writes)"""
         self.paused = set() if paused is None else paused
         """brokers a nemesis has stopped (shared with it): the describe probe leaves them out"""
         self.interval_s, self.timeout_s, self.probe_s = interval_s, timeout_s, probe_s
@@ -340,7 +343,7 @@ class AdminWorkload:
             await self._op("config", MOVES_TOPIC, value, IncrementalAlterConfigsRequest(resources=[
                 AlterConfigsResource(resource_type=TOPIC_RESOURCE, resource_name=MOVES_TOPIC, configs=[
                     AlterableConfig(name=TOPIC_CONFIG, config_operation=0, value=str(value))])]))
-            target = await self._next_move()
+            target = await self._next_move() if self.moves else None
             if target is not None:
                 await self._op("reassign", MOVES_TOPIC, target, AlterPartitionReassignmentsRequest(
                     timeout_ms=int(self.timeout_s * 1000) - 1000, topics=[ReassignableTopic(
@@ -353,21 +356,21 @@ class AdminWorkload:
 
     async def _next_move(self) -> tuple[int, ...] | None:
         """The next target for ``moves-0``: the first of :data:`MOVES_TARGETS` that is neither
-        its replicas as the current broker lists them nor the last target acknowledged, so
-        that every acknowledged move changes the partition and commits a record; None while a
-        move is in progress (ListPartitionReassignments, forwarded) or the broker does not
-        answer. A reassignment sent while another is in progress replaces it, and Kafka's
-        controller then keeps the replicas the first was adding among both the adding and
-        the removing replicas (``ReplicationControlManager.changePartitionReassignment`` sets
-        only a non-empty adding list), so the move waits for a later one or a cancel: the admin
-        moves one at a time, as the reassignment tool's ``--verify`` has an operator do."""
+        its current target (:func:`moves_state`) nor the last target acknowledged, so that
+        every acknowledged move changes the partition and commits a record; None while a move
+        is in progress or the broker does not answer. A reassignment sent while another is in
+        progress replaces it and is stuck, so the admin moves one at a time, as the
+        reassignment tool's ``--verify`` has an operator do; but a deposed controller can still
+        answer that no move is in progress, so a stuck move can happen, and the next move,
+        sent then, completes it."""
         try:
-            current, in_progress = await moves_state(*self.addresses[self._target], self.timeout_s)
+            state = await moves_state(*self.addresses[self._target], self.timeout_s)
         except Exception:  # asked again next time  # noqa: BLE001
             self._target = next(self._brokers)
             return None
-        if in_progress:
+        if state.in_progress and not state.stuck:
             return None
+        current = state.target
         last = next((tuple(op.value) for op in reversed(self.ops) if op.kind == "reassign" and op.outcome == "ok"), None)
         return next(t for t in MOVES_TARGETS if t not in (current, last))
 
@@ -457,17 +460,40 @@ def broker_topics(host: str, port: int) -> set[str]:
     return {t.name for t in response.topics if t.name and not t.name.startswith("__")}
 
 
-async def moves_state(host: str, port: int, timeout_s: float = 10.0) -> tuple[tuple[int, ...] | None, bool]:
-    """Whether a reassignment is in progress (ListPartitionReassignments, which the broker
-    forwards to the controller; an error answer counts as in progress), and after that answer,
-    ``moves-0``'s replicas as the broker at ``host:port`` lists them (None: not listed), as
-    ``(replicas, in progress)``."""
+@dataclass(frozen=True)
+class MovesState:
+    """``moves-0`` as asked through one broker: ``target`` (its replicas less those being
+    removed; None when the broker does not list the partition), whether a move is in progress
+    (an error answer counts as one), whether that move is ``stuck``, and how many replicas the
+    broker lists."""
+
+    target: tuple[int, ...] | None
+    in_progress: bool
+    stuck: bool
+    listed: int
+
+
+async def moves_state(host: str, port: int, timeout_s: float = 10.0) -> MovesState:
+    """``moves-0``'s state: ListPartitionReassignments (which the broker forwards to the
+    controller), then the broker's Metadata. A move is ``stuck`` when every replica it adds is
+    also being removed: a move that replaced one in progress, which Kafka's controller
+    completes only once another move or a cancel comes (``ReplicationControlManager
+    .changePartitionReassignment`` keeps the first move's adding replicas); its target is
+    still its replicas less the removing ones."""
     ongoing = await _request(host, port, ListPartitionReassignmentsRequest(timeout_ms=5000, topics=None), timeout_s)
     metadata = await _request(host, port, MetadataRequest(
         topics=[MetadataRequestTopic(name=MOVES_TOPIC)], allow_auto_topic_creation=False), timeout_s)
-    replicas = next((tuple(p.replica_nodes) for t in metadata.topics if t.name == MOVES_TOPIC
-                     for p in t.partitions if p.partition_index == 0), None)
-    return replicas, ongoing.error_code != Errors.NONE or bool(ongoing.topics)
+    listed = next((tuple(p.replica_nodes) for t in metadata.topics if t.name == MOVES_TOPIC
+                   for p in t.partitions if p.partition_index == 0), None)
+    move = next((p for t in ongoing.topics if t.name == MOVES_TOPIC for p in t.partitions if p.partition_index == 0),
+                None)
+    if ongoing.error_code != Errors.NONE:
+        return MovesState(listed, True, False, len(listed or ()))
+    if move is None:
+        return MovesState(listed, bool(ongoing.topics), False, len(listed or ()))
+    target = tuple(r for r in move.replicas if r not in move.removing_replicas)
+    stuck = bool(move.adding_replicas) and set(move.adding_replicas) <= set(move.removing_replicas)
+    return MovesState(target, True, stuck, len(listed or ()))
 
 
 def start_brokers(kafka: KafkaRelease, root: Path, network: Network, bootstrap_controllers: str,
@@ -498,22 +524,24 @@ class ClusterLoad:
         self.load.stop()
 
 
-def start_load(brokers: StockBrokers, network: Network, paused: set[int]) -> ClusterLoad:
+def start_load(brokers: StockBrokers, network: Network, paused: set[int], moves: bool = True) -> ClusterLoad:
     """Create the run's topics and start both clients on host ``client``; returns once the
     admin has had a request of each kind but ``delete`` acknowledged. ``paused`` is the set
-    of brokers a nemesis has stopped, which the admin's describe probe leaves out."""
+    of brokers a nemesis has stopped, which the admin's describe probe leaves out; without
+    ``moves`` the admin reassigns nothing."""
     host = brokers.host
     first = brokers.nodes[BROKER_IDS[0]].port
     network.call("client", lambda: create_topic(host, first, DATA_TOPIC, 3, 3, {"min.insync.replicas": "2"}))
     network.call("client", lambda: create_topic(host, first, MOVES_TOPIC, 1, 2))
-    admin = AdminWorkload({i: (host, n.port) for i, n in brokers.nodes.items()}, paused=paused)
+    admin = AdminWorkload({i: (host, n.port) for i, n in brokers.nodes.items()}, paused=paused, moves=moves)
     load = network.call("client", lambda: Load(brokers.bootstrap_servers, DATA_TOPIC, RECORDS_PER_S))
     network.call("client", load.start)  # its thread, and the producer's, are the client host's
     thread = threading.Thread(target=network.call, args=("client", admin.run), daemon=True)
     thread.start()
     # the rounds start once requests of every kind have been acknowledged: the admin is under way
     wait_until("the admin's first requests acknowledged",
-               lambda: {op.kind for op in admin.ops if op.outcome == "ok"} >= {"create", "config", "reassign"},
+               lambda: {op.kind for op in admin.ops if op.outcome == "ok"} >= {"create", "config"} | (
+                   {"reassign"} if moves else set()),
                SETTLE_S, alive=[n.process for n in brokers.nodes.values() if n.process is not None])
     return ClusterLoad(admin, load, thread)
 
@@ -537,17 +565,18 @@ def settle_and_check(brokers: StockBrokers, network: Network, clients: ClusterLo
     except AssertionError:
         topics = views()
 
-    def moved() -> tuple[tuple[int, ...] | None, bool]:
+    def moved() -> MovesState:
         return network.call("client", lambda: trio.run(moves_state, host, ports[BROKER_IDS[0]]))
 
-    # the controller may answer that the move is done before the broker's metadata shows it
+    # the controller may answer that the move is done before the broker's metadata shows it;
+    # a stuck move (see moves_state) does not finish by itself, and its target is final
     try:
-        replicas, _ = wait_until("moves-0's reassignment to finish", moved, SETTLE_S,
-                                 ok=lambda s: not s[1] and s[0] is not None and len(s[0]) == len(MOVES_TARGETS[0]))
+        state = wait_until("moves-0's reassignment to finish", moved, SETTLE_S,
+                           ok=lambda s: s.stuck or (not s.in_progress and s.listed == len(MOVES_TARGETS[0])))
     except AssertionError:
-        replicas, _ = moved()
+        state = moved()
     acked = list(clients.load.acked)
     back = network.call("client", lambda: read_all(brokers.bootstrap_servers, DATA_TOPIC, len(acked)))
-    return check_cluster(clients.admin.ops, events, broker_topics=topics, moves_replicas=replicas,
+    return check_cluster(clients.admin.ops, events, broker_topics=topics, moves_target=state.target,
                          acked_records=acked, read_back=back)
 

@@ -300,10 +300,11 @@ def run_faults(kafka: KafkaRelease, kwire_ids: frozenset[int], root: Path, nemes
     and the history (the verdict is on the returned run; the other checks raise
     AssertionError or TimeoutError). With ``brokers``, three stock brokers of the release run
     too, under the controller workload of :mod:`compat.faults.cluster` (whose verdict is the
-    run's ``cluster``), and ``nemeses`` may hold :data:`BROKER_NEMESES`. Without ``writes`` the
-    quorum's own client does not write (kwire's controller holds a write until the writes
-    before it commit, so a positive control of the controller workload's checker leaves the
-    admin's requests alone in the quorum). ``seen`` gets the run as soon as it starts, so that
+    run's ``cluster``), and ``nemeses`` may hold :data:`BROKER_NEMESES`. Without ``writes`` only
+    the admin's topic and config requests write: the quorum's own client stays idle and the
+    admin moves no partition (whose ISR changes are the brokers' writes). kwire's controller
+    holds a write until the writes before it commit, so a positive control of the controller
+    workload's checker leaves the admin's requests alone in the quorum. ``seen`` gets the run as soon as it starts, so that
     a caller sees the rounds of a run that raised."""
     library = fsync_fault_library()
     slow_disks = {i: SlowFsync(library, root / f"slow-fsync-{i}") for i in (1, 2, 3)}
@@ -325,7 +326,7 @@ def run_faults(kafka: KafkaRelease, kwire_ids: frozenset[int], root: Path, nemes
                 run.brokers = _cluster.start_brokers(kafka, root, net, quorum.bootstrap, voters)
                 cluster.callback(run.brokers.stop)  # before the controllers stop
                 cluster.push(lambda kind, *_: _print_report(kind, run.brokers))
-                clients = _cluster.start_load(run.brokers, net, run.paused_brokers)
+                clients = _cluster.start_load(run.brokers, net, run.paused_brokers, moves=writes)
                 run.admin_ops = clients.admin.ops
             if writes:
                 client.start()
