@@ -50,14 +50,12 @@ from typing import Any
 import trio
 
 from compat.clients import Load, read_all
-from compat.faults.history import Findings, send_once
+from compat.faults.history import Findings, committed_messages, send_once
 from compat.faults.net import Network
 from compat.harness import (
     CLUSTER_ID,
-    PARTITION,
     KafkaRelease,
     free_port,
-    log_batches,
     wait_until,
 )
 from kwire.errors import Errors
@@ -86,7 +84,6 @@ from messages.generated.partition_change_record import PartitionChangeRecord
 from messages.generated.partition_record import PartitionRecord
 from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.topic_record import TopicRecord
-from messages.metadata import decode_record
 from server.net.client import open_connection
 from tools.stock_brokers import StockBrokers
 
@@ -189,34 +186,28 @@ def committed_events(data: Path, high_watermark: int) -> list[Event]:
     moves_id: Any = None
     removing: list[int] = []
     target: tuple[int, ...] = ()
-    for batch in log_batches(data / PARTITION):
-        if batch.is_control:
-            continue
-        for record in batch.iter_records():
-            if record.offset >= high_watermark or record.value is None:
-                continue
-            message, _ = decode_record(record.value)
-            if isinstance(message, TopicRecord):
-                names[message.topic_id] = message.name
-                events.append(Event(record.offset, "create", message.name))
-            elif isinstance(message, RemoveTopicRecord):
-                events.append(Event(record.offset, "delete", names.get(message.topic_id, str(message.topic_id))))
-            elif (isinstance(message, ConfigRecord) and message.resource_type == TOPIC_RESOURCE
-                  and message.resource_name == MOVES_TOPIC and message.name == TOPIC_CONFIG
-                  and message.value is not None):
-                events.append(Event(record.offset, "config", MOVES_TOPIC, int(message.value)))
-            elif isinstance(message, PartitionRecord) and message.partition_id == 0:
-                if names.get(message.topic_id) == MOVES_TOPIC:
-                    moves_id, removing = message.topic_id, list(message.removing_replicas)
-                    target = tuple(r for r in message.replicas if r not in removing)
-            elif (isinstance(message, PartitionChangeRecord) and message.topic_id == moves_id
-                  and message.partition_id == 0 and message.replicas is not None):
-                if message.removing_replicas is not None:  # None: unchanged
-                    removing = list(message.removing_replicas)
-                moved = tuple(r for r in message.replicas if r not in removing)
-                if moved != target:
-                    target = moved
-                    events.append(Event(record.offset, "reassign", MOVES_TOPIC, target))
+    for offset, message in committed_messages(data, high_watermark):
+        if isinstance(message, TopicRecord):
+            names[message.topic_id] = message.name
+            events.append(Event(offset, "create", message.name))
+        elif isinstance(message, RemoveTopicRecord):
+            events.append(Event(offset, "delete", names.get(message.topic_id, str(message.topic_id))))
+        elif (isinstance(message, ConfigRecord) and message.resource_type == TOPIC_RESOURCE
+              and message.resource_name == MOVES_TOPIC and message.name == TOPIC_CONFIG
+              and message.value is not None):
+            events.append(Event(offset, "config", MOVES_TOPIC, int(message.value)))
+        elif isinstance(message, PartitionRecord) and message.partition_id == 0:
+            if names.get(message.topic_id) == MOVES_TOPIC:
+                moves_id, removing = message.topic_id, list(message.removing_replicas)
+                target = tuple(r for r in message.replicas if r not in removing)
+        elif (isinstance(message, PartitionChangeRecord) and message.topic_id == moves_id
+              and message.partition_id == 0 and message.replicas is not None):
+            if message.removing_replicas is not None:  # None: unchanged
+                removing = list(message.removing_replicas)
+            moved = tuple(r for r in message.replicas if r not in removing)
+            if moved != target:
+                target = moved
+                events.append(Event(offset, "reassign", MOVES_TOPIC, target))
     return events
 
 

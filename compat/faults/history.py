@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -149,22 +149,23 @@ def check(ops: Sequence[Op], committed: Mapping[int, Sequence[int]]) -> Verdict:
     return verdict
 
 
-def committed_values(data: Path, high_watermark: int) -> list[int]:
-    """The values of the workload's ``ConfigRecord``\\ s in the metadata log under the log
-    directory ``data``, below ``high_watermark``, in log order."""
-    values: list[int] = []
+def committed_messages(data: Path, high_watermark: int) -> Iterator[tuple[int, Any]]:
+    """``(offset, record)`` of each data record of the metadata log under the log directory
+    ``data`` below ``high_watermark``, decoded, in log order."""
     for batch in log_batches(data / PARTITION):
         if batch.is_control:
             continue
         for record in batch.iter_records():
-            if record.offset >= high_watermark or record.value is None:
-                continue
-            message, _ = decode_record(record.value)
-            if (isinstance(message, ConfigRecord) and message.resource_type == BROKER_RESOURCE
-                    and message.resource_name == "" and message.name == CONFIG_NAME
-                    and message.value is not None):
-                values.append(int(message.value))
-    return values
+            if record.offset < high_watermark and record.value is not None:
+                yield record.offset, decode_record(record.value)[0]
+
+
+def committed_values(data: Path, high_watermark: int) -> list[int]:
+    """The values of the workload's ``ConfigRecord``\\ s in the metadata log under the log
+    directory ``data``, below ``high_watermark``, in log order."""
+    return [int(message.value) for _, message in committed_messages(data, high_watermark)
+            if isinstance(message, ConfigRecord) and message.resource_type == BROKER_RESOURCE
+            and message.resource_name == "" and message.name == CONFIG_NAME and message.value is not None]
 
 
 async def send_once(host: str, port: int, request: Any, timeout_s: float, client_id: str) -> tuple[str, str, Any]:
