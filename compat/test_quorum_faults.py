@@ -36,8 +36,9 @@ the case a new user once reported (a topic created through a 3.9.2 broker after 
 controller's kill, then not described for 30 s), which the workload's describe probe times.
 ``KWIRE_FAULT_ROUNDS`` rounds per configuration drawn at random from ``KWIRE_FAULT_SEED``,
 printed, so a run replays (default: one of each nemesis, in order). ``make test``'s share: two
-configurations of ten rounds with their brokers (about 80 and 100 s, 52 and 75 CPU-seconds
-with their processes) and the two positive controls (about 10 and 20 s), on two workers. The
+configurations of ten rounds with their brokers (70 and 87 s, 53 and 72 CPU-seconds with their
+processes, on a fresh clone of the commit that added this figure) and the two positive controls
+(6 and 15 s), on two workers. The
 soak (``python -m compat.faults``) draws configurations and nemeses for a given time and
 prints a table per nemesis and configuration.
 """
