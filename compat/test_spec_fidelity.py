@@ -128,6 +128,27 @@ EXPECTED_DIFFERENCES: dict[str, dict[tuple[str, str, str], tuple[Any, Any, str]]
         ("DeleteTopicsResponse", "", "validVersions"): ("1-6", "0-6", _KIP_896),
         ("CreatePartitionsRequest", "", "listeners"): (
             ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
+        ("CreateAclsRequest", "", "validVersions"): ("1-3", "0-3", _KIP_896),
+        ("CreateAclsRequest", "", "deprecatedVersions"): (None, "0", f"{_KIP_896}: nothing left to deprecate"),
+        ("CreateAclsRequest", "", "listeners"): (
+            ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
+        ("CreateAclsResponse", "", "validVersions"): ("1-3", "0-3", _KIP_896),
+        ("DescribeAclsRequest", "", "validVersions"): ("1-3", "0-3", _KIP_896),
+        ("DescribeAclsRequest", "", "deprecatedVersions"): (None, "0", f"{_KIP_896}: nothing left to deprecate"),
+        ("DescribeAclsRequest", "", "listeners"): (
+            ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
+        ("DescribeAclsResponse", "", "validVersions"): ("1-3", "0-3", _KIP_896),
+        ("DeleteAclsRequest", "", "validVersions"): ("1-3", "0-3", _KIP_896),
+        ("DeleteAclsRequest", "", "deprecatedVersions"): (None, "0", f"{_KIP_896}: nothing left to deprecate"),
+        ("DeleteAclsRequest", "", "listeners"): (
+            ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
+        ("DeleteAclsResponse", "", "validVersions"): ("1-3", "0-3", _KIP_896),
+        ("AlterClientQuotasRequest", "", "listeners"): (
+            ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
+        ("AlterUserScramCredentialsRequest", "", "listeners"): (
+            ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
+        ("DescribeUserScramCredentialsRequest", "", "listeners"): (
+            ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
         ("AlterPartitionRequest", "", "validVersions"): ("2-3", "0-3", _KIP_896),
         ("AlterPartitionRequest", "", "listeners"): (["controller"], ["zkBroker", "controller"], _ZK),
         ("AlterPartitionResponse", "", "validVersions"): ("2-3", "0-3", _KIP_896),

@@ -7,16 +7,21 @@ from __future__ import annotations
 from messages.runtime import Message
 
 from messages.generated.abort_transaction_record import AbortTransactionRecord
+from messages.generated.access_control_entry_record import AccessControlEntryRecord
 from messages.generated.add_raft_voter_request import AddRaftVoterRequest
 from messages.generated.add_raft_voter_response import AddRaftVoterResponse
 from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from messages.generated.allocate_producer_ids_response import AllocateProducerIdsResponse
+from messages.generated.alter_client_quotas_request import AlterClientQuotasRequest
+from messages.generated.alter_client_quotas_response import AlterClientQuotasResponse
 from messages.generated.alter_configs_request import AlterConfigsRequest
 from messages.generated.alter_configs_response import AlterConfigsResponse
 from messages.generated.alter_partition_reassignments_request import AlterPartitionReassignmentsRequest
 from messages.generated.alter_partition_reassignments_response import AlterPartitionReassignmentsResponse
 from messages.generated.alter_partition_request import AlterPartitionRequest
 from messages.generated.alter_partition_response import AlterPartitionResponse
+from messages.generated.alter_user_scram_credentials_request import AlterUserScramCredentialsRequest
+from messages.generated.alter_user_scram_credentials_response import AlterUserScramCredentialsResponse
 from messages.generated.api_versions_request import ApiVersionsRequest
 from messages.generated.api_versions_response import ApiVersionsResponse
 from messages.generated.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
@@ -30,21 +35,31 @@ from messages.generated.broker_registration_change_record import BrokerRegistrat
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
 from messages.generated.broker_registration_response import BrokerRegistrationResponse
 from messages.generated.clear_elr_record import ClearElrRecord
+from messages.generated.client_quota_record import ClientQuotaRecord
 from messages.generated.config_record import ConfigRecord
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
 from messages.generated.controller_registration_response import ControllerRegistrationResponse
+from messages.generated.create_acls_request import CreateAclsRequest
+from messages.generated.create_acls_response import CreateAclsResponse
 from messages.generated.create_partitions_request import CreatePartitionsRequest
 from messages.generated.create_partitions_response import CreatePartitionsResponse
 from messages.generated.create_topics_request import CreateTopicsRequest
 from messages.generated.create_topics_response import CreateTopicsResponse
+from messages.generated.delegation_token_record import DelegationTokenRecord
+from messages.generated.delete_acls_request import DeleteAclsRequest
+from messages.generated.delete_acls_response import DeleteAclsResponse
 from messages.generated.delete_topics_request import DeleteTopicsRequest
 from messages.generated.delete_topics_response import DeleteTopicsResponse
+from messages.generated.describe_acls_request import DescribeAclsRequest
+from messages.generated.describe_acls_response import DescribeAclsResponse
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.describe_cluster_response import DescribeClusterResponse
 from messages.generated.describe_configs_request import DescribeConfigsRequest
 from messages.generated.describe_configs_response import DescribeConfigsResponse
 from messages.generated.describe_quorum_request import DescribeQuorumRequest
 from messages.generated.describe_quorum_response import DescribeQuorumResponse
+from messages.generated.describe_user_scram_credentials_request import DescribeUserScramCredentialsRequest
+from messages.generated.describe_user_scram_credentials_response import DescribeUserScramCredentialsResponse
 from messages.generated.elect_leaders_request import ElectLeadersRequest
 from messages.generated.elect_leaders_response import ElectLeadersResponse
 from messages.generated.end_quorum_epoch_request import EndQuorumEpochRequest
@@ -73,9 +88,12 @@ from messages.generated.producer_ids_record import ProducerIdsRecord
 from messages.generated.quorum_state_data import QuorumStateData
 from messages.generated.register_broker_record import RegisterBrokerRecord
 from messages.generated.register_controller_record import RegisterControllerRecord
+from messages.generated.remove_access_control_entry_record import RemoveAccessControlEntryRecord
+from messages.generated.remove_delegation_token_record import RemoveDelegationTokenRecord
 from messages.generated.remove_raft_voter_request import RemoveRaftVoterRequest
 from messages.generated.remove_raft_voter_response import RemoveRaftVoterResponse
 from messages.generated.remove_topic_record import RemoveTopicRecord
+from messages.generated.remove_user_scram_credential_record import RemoveUserScramCredentialRecord
 from messages.generated.request_header import RequestHeader
 from messages.generated.response_header import ResponseHeader
 from messages.generated.sasl_authenticate_request import SaslAuthenticateRequest
@@ -96,6 +114,7 @@ from messages.generated.update_features_request import UpdateFeaturesRequest
 from messages.generated.update_features_response import UpdateFeaturesResponse
 from messages.generated.update_raft_voter_request import UpdateRaftVoterRequest
 from messages.generated.update_raft_voter_response import UpdateRaftVoterResponse
+from messages.generated.user_scram_credential_record import UserScramCredentialRecord
 from messages.generated.vote_request import VoteRequest
 from messages.generated.vote_response import VoteResponse
 from messages.generated.voters_record import VotersRecord
@@ -103,16 +122,21 @@ from messages.generated.zk_migration_state_record import ZkMigrationStateRecord
 
 BY_NAME: dict[str, type[Message]] = {
     'AbortTransactionRecord': AbortTransactionRecord,
+    'AccessControlEntryRecord': AccessControlEntryRecord,
     'AddRaftVoterRequest': AddRaftVoterRequest,
     'AddRaftVoterResponse': AddRaftVoterResponse,
     'AllocateProducerIdsRequest': AllocateProducerIdsRequest,
     'AllocateProducerIdsResponse': AllocateProducerIdsResponse,
+    'AlterClientQuotasRequest': AlterClientQuotasRequest,
+    'AlterClientQuotasResponse': AlterClientQuotasResponse,
     'AlterConfigsRequest': AlterConfigsRequest,
     'AlterConfigsResponse': AlterConfigsResponse,
     'AlterPartitionReassignmentsRequest': AlterPartitionReassignmentsRequest,
     'AlterPartitionReassignmentsResponse': AlterPartitionReassignmentsResponse,
     'AlterPartitionRequest': AlterPartitionRequest,
     'AlterPartitionResponse': AlterPartitionResponse,
+    'AlterUserScramCredentialsRequest': AlterUserScramCredentialsRequest,
+    'AlterUserScramCredentialsResponse': AlterUserScramCredentialsResponse,
     'ApiVersionsRequest': ApiVersionsRequest,
     'ApiVersionsResponse': ApiVersionsResponse,
     'AssignReplicasToDirsRequest': AssignReplicasToDirsRequest,
@@ -126,21 +150,31 @@ BY_NAME: dict[str, type[Message]] = {
     'BrokerRegistrationRequest': BrokerRegistrationRequest,
     'BrokerRegistrationResponse': BrokerRegistrationResponse,
     'ClearElrRecord': ClearElrRecord,
+    'ClientQuotaRecord': ClientQuotaRecord,
     'ConfigRecord': ConfigRecord,
     'ControllerRegistrationRequest': ControllerRegistrationRequest,
     'ControllerRegistrationResponse': ControllerRegistrationResponse,
+    'CreateAclsRequest': CreateAclsRequest,
+    'CreateAclsResponse': CreateAclsResponse,
     'CreatePartitionsRequest': CreatePartitionsRequest,
     'CreatePartitionsResponse': CreatePartitionsResponse,
     'CreateTopicsRequest': CreateTopicsRequest,
     'CreateTopicsResponse': CreateTopicsResponse,
+    'DelegationTokenRecord': DelegationTokenRecord,
+    'DeleteAclsRequest': DeleteAclsRequest,
+    'DeleteAclsResponse': DeleteAclsResponse,
     'DeleteTopicsRequest': DeleteTopicsRequest,
     'DeleteTopicsResponse': DeleteTopicsResponse,
+    'DescribeAclsRequest': DescribeAclsRequest,
+    'DescribeAclsResponse': DescribeAclsResponse,
     'DescribeClusterRequest': DescribeClusterRequest,
     'DescribeClusterResponse': DescribeClusterResponse,
     'DescribeConfigsRequest': DescribeConfigsRequest,
     'DescribeConfigsResponse': DescribeConfigsResponse,
     'DescribeQuorumRequest': DescribeQuorumRequest,
     'DescribeQuorumResponse': DescribeQuorumResponse,
+    'DescribeUserScramCredentialsRequest': DescribeUserScramCredentialsRequest,
+    'DescribeUserScramCredentialsResponse': DescribeUserScramCredentialsResponse,
     'ElectLeadersRequest': ElectLeadersRequest,
     'ElectLeadersResponse': ElectLeadersResponse,
     'EndQuorumEpochRequest': EndQuorumEpochRequest,
@@ -169,9 +203,12 @@ BY_NAME: dict[str, type[Message]] = {
     'QuorumStateData': QuorumStateData,
     'RegisterBrokerRecord': RegisterBrokerRecord,
     'RegisterControllerRecord': RegisterControllerRecord,
+    'RemoveAccessControlEntryRecord': RemoveAccessControlEntryRecord,
+    'RemoveDelegationTokenRecord': RemoveDelegationTokenRecord,
     'RemoveRaftVoterRequest': RemoveRaftVoterRequest,
     'RemoveRaftVoterResponse': RemoveRaftVoterResponse,
     'RemoveTopicRecord': RemoveTopicRecord,
+    'RemoveUserScramCredentialRecord': RemoveUserScramCredentialRecord,
     'RequestHeader': RequestHeader,
     'ResponseHeader': ResponseHeader,
     'SaslAuthenticateRequest': SaslAuthenticateRequest,
@@ -192,6 +229,7 @@ BY_NAME: dict[str, type[Message]] = {
     'UpdateFeaturesResponse': UpdateFeaturesResponse,
     'UpdateRaftVoterRequest': UpdateRaftVoterRequest,
     'UpdateRaftVoterResponse': UpdateRaftVoterResponse,
+    'UserScramCredentialRecord': UserScramCredentialRecord,
     'VoteRequest': VoteRequest,
     'VoteResponse': VoteResponse,
     'VotersRecord': VotersRecord,
@@ -205,6 +243,9 @@ REQUESTS: dict[int, type[Message]] = {
     18: ApiVersionsRequest,
     19: CreateTopicsRequest,
     20: DeleteTopicsRequest,
+    29: DescribeAclsRequest,
+    30: CreateAclsRequest,
+    31: DeleteAclsRequest,
     32: DescribeConfigsRequest,
     33: AlterConfigsRequest,
     36: SaslAuthenticateRequest,
@@ -213,6 +254,9 @@ REQUESTS: dict[int, type[Message]] = {
     44: IncrementalAlterConfigsRequest,
     45: AlterPartitionReassignmentsRequest,
     46: ListPartitionReassignmentsRequest,
+    49: AlterClientQuotasRequest,
+    50: DescribeUserScramCredentialsRequest,
+    51: AlterUserScramCredentialsRequest,
     52: VoteRequest,
     53: BeginQuorumEpochRequest,
     54: EndQuorumEpochRequest,
@@ -241,6 +285,9 @@ RESPONSES: dict[int, type[Message]] = {
     18: ApiVersionsResponse,
     19: CreateTopicsResponse,
     20: DeleteTopicsResponse,
+    29: DescribeAclsResponse,
+    30: CreateAclsResponse,
+    31: DeleteAclsResponse,
     32: DescribeConfigsResponse,
     33: AlterConfigsResponse,
     36: SaslAuthenticateResponse,
@@ -249,6 +296,9 @@ RESPONSES: dict[int, type[Message]] = {
     44: IncrementalAlterConfigsResponse,
     45: AlterPartitionReassignmentsResponse,
     46: ListPartitionReassignmentsResponse,
+    49: AlterClientQuotasResponse,
+    50: DescribeUserScramCredentialsResponse,
+    51: AlterUserScramCredentialsResponse,
     52: VoteResponse,
     53: BeginQuorumEpochResponse,
     54: EndQuorumEpochResponse,
@@ -280,14 +330,21 @@ METADATA_RECORDS: dict[int, type[Message]] = {
     7: FenceBrokerRecord,
     8: UnfenceBrokerRecord,
     9: RemoveTopicRecord,
+    10: DelegationTokenRecord,
+    11: UserScramCredentialRecord,
     12: FeatureLevelRecord,
+    14: ClientQuotaRecord,
     15: ProducerIdsRecord,
     17: BrokerRegistrationChangeRecord,
+    18: AccessControlEntryRecord,
+    19: RemoveAccessControlEntryRecord,
     20: NoOpRecord,
     21: ZkMigrationStateRecord,
+    22: RemoveUserScramCredentialRecord,
     23: BeginTransactionRecord,
     24: EndTransactionRecord,
     25: AbortTransactionRecord,
+    26: RemoveDelegationTokenRecord,
     27: RegisterControllerRecord,
     28: ClearElrRecord,
     29: UnregisterControllerRecord,
@@ -295,16 +352,21 @@ METADATA_RECORDS: dict[int, type[Message]] = {
 
 FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'AbortTransactionRecord': (0, 32767),
+    'AccessControlEntryRecord': (0, 32767),
     'AddRaftVoterRequest': (0, 32767),
     'AddRaftVoterResponse': (0, 32767),
     'AllocateProducerIdsRequest': (0, 32767),
     'AllocateProducerIdsResponse': (0, 32767),
+    'AlterClientQuotasRequest': (1, 32767),
+    'AlterClientQuotasResponse': (1, 32767),
     'AlterConfigsRequest': (2, 32767),
     'AlterConfigsResponse': (2, 32767),
     'AlterPartitionReassignmentsRequest': (0, 32767),
     'AlterPartitionReassignmentsResponse': (0, 32767),
     'AlterPartitionRequest': (0, 32767),
     'AlterPartitionResponse': (0, 32767),
+    'AlterUserScramCredentialsRequest': (0, 32767),
+    'AlterUserScramCredentialsResponse': (0, 32767),
     'ApiVersionsRequest': (3, 32767),
     'ApiVersionsResponse': (3, 32767),
     'AssignReplicasToDirsRequest': (0, 32767),
@@ -318,21 +380,31 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'BrokerRegistrationRequest': (0, 32767),
     'BrokerRegistrationResponse': (0, 32767),
     'ClearElrRecord': (0, 32767),
+    'ClientQuotaRecord': (0, 32767),
     'ConfigRecord': (0, 32767),
     'ControllerRegistrationRequest': (0, 32767),
     'ControllerRegistrationResponse': (0, 32767),
+    'CreateAclsRequest': (2, 32767),
+    'CreateAclsResponse': (2, 32767),
     'CreatePartitionsRequest': (2, 32767),
     'CreatePartitionsResponse': (2, 32767),
     'CreateTopicsRequest': (5, 32767),
     'CreateTopicsResponse': (5, 32767),
+    'DelegationTokenRecord': (0, 32767),
+    'DeleteAclsRequest': (2, 32767),
+    'DeleteAclsResponse': (2, 32767),
     'DeleteTopicsRequest': (4, 32767),
     'DeleteTopicsResponse': (4, 32767),
+    'DescribeAclsRequest': (2, 32767),
+    'DescribeAclsResponse': (2, 32767),
     'DescribeClusterRequest': (0, 32767),
     'DescribeClusterResponse': (0, 32767),
     'DescribeConfigsRequest': (4, 32767),
     'DescribeConfigsResponse': (4, 32767),
     'DescribeQuorumRequest': (0, 32767),
     'DescribeQuorumResponse': (0, 32767),
+    'DescribeUserScramCredentialsRequest': (0, 32767),
+    'DescribeUserScramCredentialsResponse': (0, 32767),
     'ElectLeadersRequest': (2, 32767),
     'ElectLeadersResponse': (2, 32767),
     'EndQuorumEpochRequest': (1, 32767),
@@ -361,9 +433,12 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'QuorumStateData': (0, 32767),
     'RegisterBrokerRecord': (0, 32767),
     'RegisterControllerRecord': (0, 32767),
+    'RemoveAccessControlEntryRecord': (0, 32767),
+    'RemoveDelegationTokenRecord': (0, 32767),
     'RemoveRaftVoterRequest': (0, 32767),
     'RemoveRaftVoterResponse': (0, 32767),
     'RemoveTopicRecord': (0, 32767),
+    'RemoveUserScramCredentialRecord': (0, 32767),
     'RequestHeader': (2, 32767),
     'ResponseHeader': (1, 32767),
     'SaslAuthenticateRequest': (2, 32767),
@@ -384,6 +459,7 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'UpdateFeaturesResponse': (0, 32767),
     'UpdateRaftVoterRequest': (0, 32767),
     'UpdateRaftVoterResponse': (0, 32767),
+    'UserScramCredentialRecord': (0, 32767),
     'VoteRequest': (0, 32767),
     'VoteResponse': (0, 32767),
     'VotersRecord': (0, 32767),
