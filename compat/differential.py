@@ -52,7 +52,7 @@ from tools.api_versions import describe as api_versions_describe
 from tools.quorum_client import QuorumToolError, describe
 
 __all__ = [
-    "CAUGHT_UP", "DIR_A", "INCARNATION", "ROLES", "START_TIMEOUT_S", "PairNode", "State", "broker_features",
+    "CAUGHT_UP", "acl_answer", "DIR_A", "INCARNATION", "ROLES", "START_TIMEOUT_S", "PairNode", "State", "broker_features",
     "finalized_features", "registration", "send", "start_pair", "wait_ready",
 ]
 
@@ -126,10 +126,11 @@ def wait_ready(node: PairNode, timeout_s: float) -> State:
 
 
 @contextmanager
-def start_pair(kafka: KafkaRelease, root: Path, role: str) -> Iterator[dict[str, PairNode]]:
+def start_pair(kafka: KafkaRelease, root: Path, role: str, extra: str = "") -> Iterator[dict[str, PairNode]]:
     """A stock controller of ``kafka`` and a kwire node in ``role`` under ``root`` (``stock/``
     and ``kwire/`` their log directories, ``logs/`` their output), both ready; stopped on exit,
-    when the tail of each one's output is printed."""
+    when the tail of each one's output is printed. ``extra`` lines go into both nodes'
+    properties."""
     assert role in ROLES, role
     nodes: dict[str, PairNode] = {}
     logs = root / "logs"
@@ -147,7 +148,7 @@ def start_pair(kafka: KafkaRelease, root: Path, role: str) -> Iterator[dict[str,
                 # a static log config, for the DescribeConfigs cases of compat/test_topic_rpcs.py,
                 # and a snapshot after every committed batch, for its snapshot comparison
                 "metadata.max.idle.interval.ms=0\nlog.retention.hours=100\n"
-                "metadata.log.max.record.bytes.between.snapshots=1\n",
+                "metadata.log.max.record.bytes.between.snapshots=1\n" + extra,
                 bootstrap_port=nowhere if role == "observer" else None,
             )
             flag = "--no-initial-controllers" if role == "observer" else "--standalone"
@@ -174,6 +175,28 @@ async def send(port: int, body: Message, version: int) -> Any:
         except KafkaConnectionError as exc:
             return f"connection error: {exc}"
 
+
+
+def acl_answer(response: Any) -> tuple[Any, ...]:
+    """A CreateAcls, DeleteAcls or DescribeAcls answer with the orders Kafka leaves to hash
+    iteration (bindings per filter, resources and their bindings) sorted."""
+    name = type(response).__name__
+    if name == "CreateAclsResponse":
+        return name, [(int(r.error_code), r.error_message) for r in response.results]
+    if name == "DeleteAclsResponse":
+        return name, [
+            (int(f.error_code), f.error_message, sorted(
+                (int(m.error_code), m.error_message, m.resource_type, m.resource_name, m.pattern_type, m.principal,
+                 m.host, m.operation, m.permission_type) for m in f.matching_acls
+            ))
+            for f in response.filter_results
+        ]
+    assert name == "DescribeAclsResponse", name
+    return name, int(response.error_code), response.error_message, sorted(
+        (r.resource_type, r.resource_name, r.pattern_type,
+         sorted((a.principal, a.host, a.operation, a.permission_type) for a in r.acls))
+        for r in response.resources
+    )
 
 
 # -- brokers ----------------------------------------------------------------------------------

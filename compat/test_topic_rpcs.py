@@ -35,6 +35,7 @@ import trio
 from compat.differential import (
     CAUGHT_UP,
     PairNode,
+    acl_answer,
     broker_features,
     finalized_features,
     registration,
@@ -60,6 +61,7 @@ from messages.generated.assign_replicas_to_dirs_request import (
 from messages.generated.assign_replicas_to_dirs_request import PartitionData as AssignedPartition
 from messages.generated.assign_replicas_to_dirs_request import TopicData as AssignedTopic
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from messages.generated.create_acls_request import AclCreation, CreateAclsRequest
 from messages.generated.create_partitions_request import (
     CreatePartitionsAssignment,
     CreatePartitionsRequest,
@@ -71,7 +73,9 @@ from messages.generated.create_topics_request import (
     CreatableTopicConfig,
     CreateTopicsRequest,
 )
+from messages.generated.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
 from messages.generated.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
+from messages.generated.describe_acls_request import DescribeAclsRequest
 from messages.generated.describe_configs_request import DescribeConfigsRequest
 from messages.generated.describe_configs_request import DescribeConfigsResource as DescribeResource
 from messages.generated.elect_leaders_request import ElectLeadersRequest
@@ -515,6 +519,17 @@ def _cases() -> list[tuple[str, Callable[[Side], Message], int]]:
         ("leaders of an unknown topic, v1", _elect(PREFERRED, ("nope", [0])), 1),
         ("preferred leaders, v0", _elect(PREFERRED, ("manual", [0])), 0),
         ("an unknown election type", _elect(5, ("manual", [0])), 2),
+        # without an authorizer the ACL RPCs answer SECURITY_DISABLED (their answers with one
+        # are compat/test_security_rpcs.py's)
+        ("CreateAcls without an authorizer", lambda _side: CreateAclsRequest(creations=[
+            AclCreation(resource_type=2, resource_name="t", resource_pattern_type=3, principal="User:a", host="*",
+                        operation=3, permission_type=3)] * 2), 3),
+        ("DescribeAcls without an authorizer", lambda _side: DescribeAclsRequest(
+            resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1, principal_filter=None,
+            host_filter=None, operation=1, permission_type=1), 3),
+        ("DeleteAcls without an authorizer", lambda _side: DeleteAclsRequest(filters=[DeleteAclsFilter(
+            resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1, principal_filter=None,
+            host_filter=None, operation=1, permission_type=1)]), 3),
     ]
 
 
@@ -594,6 +609,8 @@ def _normalize(response: Any, side: Side) -> tuple[Any, ...]:
             ((r.name, side.id_label(r.topic_id), int(r.error_code), r.error_message) for r in response.responses), key=repr
         )
         return name, results
+    if name in ("CreateAclsResponse", "DescribeAclsResponse", "DeleteAclsResponse"):
+        return acl_answer(response)
     return name, int(response.error_code)
 
 
@@ -753,6 +770,7 @@ def test_topic_rpcs_answer_alike(newest_kafka: KafkaRelease, newest_leader_pair:
     shrunk = outcomes["shrink manual-0 to its leader"]
     assert shrunk[1] == 0 and shrunk[2][0][1] == [(0, 0, 5, 0, [5], 0, 1)], trace
     assert outcomes["stale partition epoch"][2][0][1][0][1] == 95, trace  # INVALID_UPDATE_VERSION
+    assert outcomes["DescribeAcls without an authorizer"][1] == 54, trace  # SECURITY_DISABLED
     if os.environ.get("KWIRE_PRINT_TRACE"):
         print(trace)
     assert not differences, f"{len(differences)} cases differ:\n" + "\n".join(differences) + "\n" + trace

@@ -285,6 +285,13 @@ class KRaftConfig:
     commit, so a leader cut off from the quorum acknowledges writes that are then lost. It
     exists so that the fault tests can show that their history checker catches such a node (a
     positive control); never set it anywhere else."""
+    authorizer_class_name: str = ""
+    """``authorizer.class.name``: empty (no authorizer: the ACL RPCs answer SECURITY_DISABLED and
+    every request is allowed) or Kafka's :data:`STANDARD_AUTHORIZER`, the only one kwire has."""
+    super_users: tuple[str, ...] = ()
+    """``super.users``: principals (``Type:name``, separated by ``;``) allowed every operation."""
+    allow_everyone_if_no_acl_found: bool = False
+    """``allow.everyone.if.no.acl.found``: a resource no ACL names is open to everyone."""
     raw: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     # -- construction -----------------------------------------------------------------------
@@ -463,6 +470,9 @@ class KRaftConfig:
                 else r.integer("kwire.unsafe.test.fsync.interval.ms", None, minimum=1)
             ),
             unsafe_test_ack_on_append=r.boolean("kwire.unsafe.test.ack.on.append", False),
+            authorizer_class_name=_authorizer(r.string("authorizer.class.name", "") or ""),
+            super_users=tuple(u.strip() for u in (r.string("super.users", "") or "").split(";") if u.strip()),
+            allow_everyone_if_no_acl_found=r.boolean("allow.everyone.if.no.acl.found", False),
             raw=merged,
         )
 
@@ -516,6 +526,22 @@ _FIELD_DEFAULTS: dict[str, int] = {
     f.name: f.default for f in fields(KRaftConfig) if isinstance(f.default, int)
 }
 """The integer settings' defaults, read from the fields of :class:`KRaftConfig`."""
+
+
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+"""The ``authorizer.class.name`` of Kafka's KRaft authorizer (KIP-801), whose ACLs live in the
+metadata log."""
+
+
+def _authorizer(name: str) -> str:
+    """``authorizer.class.name`` checked: empty or :data:`STANDARD_AUTHORIZER`."""
+    name = name.strip()
+    if name not in ("", STANDARD_AUTHORIZER):
+        raise ConfigError(
+            "authorizer.class.name",
+            f"{name} is not supported: kwire has one authorizer, {STANDARD_AUTHORIZER} (or leave it unset)",
+        )
+    return name
 
 
 def _security_protocol_map(

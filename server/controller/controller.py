@@ -18,6 +18,7 @@ from kwire.errors import Errors
 from kwire.uuid import Uuid
 from kwire.wire import read_uvarint
 from messages.generated.abort_transaction_record import AbortTransactionRecord
+from messages.generated.access_control_entry_record import AccessControlEntryRecord
 from messages.generated.begin_transaction_record import BeginTransactionRecord
 from messages.generated.broker_registration_change_record import BrokerRegistrationChangeRecord
 from messages.generated.clear_elr_record import ClearElrRecord
@@ -35,12 +36,14 @@ from messages.generated.register_controller_record import (
     ControllerFeature,
     RegisterControllerRecord,
 )
+from messages.generated.remove_access_control_entry_record import RemoveAccessControlEntryRecord
 from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.topic_record import TopicRecord
 from messages.generated.unfence_broker_record import UnfenceBrokerRecord
 from messages.generated.unregister_broker_record import UnregisterBrokerRecord
 from messages.generated.unregister_controller_record import UnregisterControllerRecord
 from messages.metadata import decode_record
+from server.controller.acls import AclImage
 from server.controller.activation import (
     METADATA_VERSION_FEATURE,
     ActivationRecords,
@@ -78,6 +81,8 @@ _REPLAYED_KEYS = frozenset(
         ConfigRecord.API_KEY,
         ProducerIdsRecord.API_KEY,
         ClearElrRecord.API_KEY,
+        AccessControlEntryRecord.API_KEY,
+        RemoveAccessControlEntryRecord.API_KEY,
     }
 )
 _BROKER_RECORDS = (
@@ -169,6 +174,8 @@ class QuorumController:
         """A BeginTransactionRecord was replayed without its End or Abort."""
         self.controllers: dict[int, ControllerRegistration] = {}
         """Controller id -> its latest registration (``ClusterImage.controllers``)."""
+        self.acls = AclImage()
+        """ACL bindings by id (``AclControlManager``)."""
         self.active_epoch: int | None = None
         """The leader epoch this controller is active in, None while it is not."""
 
@@ -188,6 +195,7 @@ class QuorumController:
         self.controllers = {}
         self.cluster.reset()
         self.replication = ReplicationImage()
+        self.acls = AclImage()
         for value in record_values:
             self.replay(value, offset)
 
@@ -217,6 +225,8 @@ class QuorumController:
             self.cluster.replay(message, offset)
         elif isinstance(message, _REPLICATION_RECORDS):
             self.replication.replay(message)
+        elif isinstance(message, (AccessControlEntryRecord, RemoveAccessControlEntryRecord)):
+            self.acls.replay(message)
         else:  # End or Abort
             self.transaction_open = False
 
@@ -232,6 +242,7 @@ class QuorumController:
             cluster=self.cluster,
             controllers=[c.to_record() for c in self.controllers.values()],
             replication=self.replication,
+            security=self.acls.snapshot_records(),
         )
 
     # ------------------------------------------------------------------ writes

@@ -147,6 +147,9 @@ class ControllerRequest:
     version: int
     listener_name: str = ""
     received_ms: int = 0
+    principal: str = "User:ANONYMOUS"
+    """The principal the request is made by, in ``Type:name`` form: a PLAINTEXT connection's
+    is ``User:ANONYMOUS`` (``KafkaPrincipal.ANONYMOUS``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,6 +323,11 @@ class ControllerHost:
         api = find(request.body)
         if api is None:
             raise KeyError(f"not a controller RPC: {type(request.body).__name__}")
+        if api.check is not None:
+            refused = api.check(self.config, request.body, request.version)
+            if refused is not None:
+                self._reply(request, api.respond(request.body, request.version, refused))
+                return
         if not api.write:
             self._reply(request, api.respond(request.body, request.version, self._run_read(now_ms, request, api)))
             return

@@ -16,8 +16,12 @@ metadata.version writes:
    its non-empty ELR and last known ELR (``TopicImage.write``, ``PartitionRegistration
    .toRecord``);
 4. configs: a ConfigRecord per config of each resource (``ConfigurationImage.write``);
-5. producer ids: one ProducerIdsRecord with broker id -1 and broker epoch -1 once a block was
-   ever handed out (``ProducerIdsImage.write``).
+5. client quotas: a ClientQuotaRecord per quota of each entity (``ClientQuotasImage.write``);
+6. producer ids: one ProducerIdsRecord with broker id -1 and broker epoch -1 once a block was
+   ever handed out (``ProducerIdsImage.write``);
+7. ACLs: an AccessControlEntryRecord per binding (``AclsImage.write``);
+8. SCRAM credentials: a UserScramCredentialRecord per user and mechanism (``ScramImage.write``);
+9. delegation tokens: a DelegationTokenRecord per token (``DelegationTokenImage.write``).
 
 Kafka walks hash maps, so its order inside a section is a hash order; here brokers and
 controllers ascend by id, topics come in creation order, partitions ascend, features and
@@ -73,9 +77,12 @@ def image_records(
     cluster: ClusterControl,
     controllers: Iterable[RegisterControllerRecord],
     replication: ReplicationImage,
+    client_quotas: Iterable[Record] = (),
+    security: Iterable[Record] = (),
 ) -> list[Record]:
     """The ``(record, version)`` pairs of a snapshot of this image, in the order of the module
-    docstring; ``controllers`` are the controller registrations as records. Raises
+    docstring; ``controllers`` are the controller registrations as records, ``client_quotas``
+    the records of section 5 and ``security`` those of sections 7 to 9, in order. Raises
     :class:`ImageLossError` when metadata.version is not finalized."""
     metadata_version = feature_levels.get(METADATA_VERSION_FEATURE, 0)
     if metadata_version <= 0:
@@ -102,8 +109,10 @@ def image_records(
             (ConfigRecord(resource_type=resource_type, resource_name=resource_name, name=name, value=value), 0)
             for name, value in entries.items()
         ]
+    records += client_quotas
     if replication.producer_ids_replayed:
         records.append((ProducerIdsRecord(broker_id=-1, broker_epoch=-1, next_producer_id=replication.next_producer_id), 0))
+    records += security
     return records
 
 

@@ -20,6 +20,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kwire.errors import Errors
+from messages.generated.access_control_entry_record import AccessControlEntryRecord
 from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from messages.generated.alter_configs_request import AlterConfigsRequest
 from messages.generated.alter_partition_reassignments_request import (
@@ -30,9 +31,12 @@ from messages.generated.assign_replicas_to_dirs_request import AssignReplicasToD
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
+from messages.generated.create_acls_request import CreateAclsRequest
 from messages.generated.create_partitions_request import CreatePartitionsRequest
 from messages.generated.create_topics_request import CreateTopicsRequest
+from messages.generated.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
 from messages.generated.delete_topics_request import DeleteTopicsRequest
+from messages.generated.describe_acls_request import DescribeAclsRequest
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.describe_configs_request import DescribeConfigsRequest
 from messages.generated.elect_leaders_request import ElectLeadersRequest
@@ -47,6 +51,7 @@ from server.controller import alter_partition as partitions
 from server.controller import configs, elections, reassignments, topics
 from server.controller import describe_cluster as cluster_description
 from server.controller import describe_configs as config_description
+from server.controller.acls import CLUSTER, CLUSTER_NAME, AclBinding, AclFilter
 from server.controller.activation import ELIGIBLE_LEADER_REPLICAS_FEATURE
 from server.controller.cluster import ClusterControl
 from server.controller.controller import QuorumController
@@ -83,7 +88,8 @@ class ControllerConfig:
     ``auto.leader.rebalance.enable``, ``leader.imbalance.check.interval.seconds`` (in ms here),
     ``unclean.leader.election.interval.ms``, ``metadata.max.idle.interval.ms`` (0: no NoOps),
     ``metadata.log.max.record.bytes.between.snapshots`` and
-    ``metadata.log.max.snapshot.interval.ms`` (0: no time trigger); ``unsafe_ack_on_append``
+    ``metadata.log.max.snapshot.interval.ms`` (0: no time trigger); the authorizer settings
+    (below); ``unsafe_ack_on_append``
     (TEST ONLY, ``kwire.unsafe.test.ack.on.append``) answers a write once appended, before it
     commits, for the fault tests' positive control."""
 
@@ -103,6 +109,13 @@ class ControllerConfig:
     snapshot_max_bytes: int = 20_971_520
     snapshot_max_interval_ms: int = 3_600_000
     unsafe_ack_on_append: bool = False
+    authorizer: bool = False
+    """``authorizer.class.name`` names Kafka's ``StandardAuthorizer`` (the one authorizer kwire
+    has): the ACL RPCs are served and requests are authorized against the ACLs."""
+    super_users: frozenset[str] = frozenset()
+    """``super.users``: principals every operation is allowed to."""
+    allow_everyone_if_no_acl_found: bool = False
+    """``allow.everyone.if.no.acl.found``."""
 
 
 class ControllerLog(Protocol):
@@ -419,3 +432,73 @@ def describe_configs(ctx: OperationContext, request: DescribeConfigsRequest, ver
     properties and its loggers."""
     view = config_description.NodeConfigView(ctx.config.node_id, ctx.image, ctx.config.static_config, ctx.logger_levels)
     return ControllerResult((), config_description.describe_configs(request, view))
+
+
+# ---------------------------------------------------------------------- ACLs (KIP-801)
+
+
+def check_acl_request(config: ControllerConfig, request: Any, version: int) -> ApiError | None:
+    """What ``AclApis`` refuses on any controller before the controller sees a request:
+    SECURITY_DISABLED without an authorizer ("... on the broker" for DescribeAcls, Kafka's
+    text even on a controller); a creation that Kafka's ``AclBinding`` constructors refuse
+    (:meth:`~server.controller.acls.AclBinding.constructor_error`) fails every creation with
+    UNKNOWN_SERVER_ERROR and no message."""
+    if not config.authorizer:
+        if isinstance(request, DescribeAclsRequest):
+            return ApiError(Errors.SECURITY_DISABLED, "No Authorizer is configured on the broker")
+        return ApiError(Errors.SECURITY_DISABLED, "No Authorizer is configured.")
+    if isinstance(request, CreateAclsRequest) and any(b.constructor_error() for b in _bindings(request)):
+        return ApiError(Errors.UNKNOWN_SERVER_ERROR, None)
+    return None
+
+
+def _bindings(request: CreateAclsRequest) -> list[AclBinding]:
+    return [
+        AclBinding(c.resource_type, c.resource_name, c.resource_pattern_type, c.principal, c.host,
+                   c.operation, c.permission_type)
+        for c in request.creations
+    ]
+
+
+def create_acls(ctx: OperationContext, request: CreateAclsRequest, version: int) -> ControllerResult:
+    """CreateAcls (``AclApis.handleCreateAcls``, ``AclControlManager.createAcls``; rules in
+    ``server.controller.acls``): the result is one ApiError or None per creation, in order."""
+    bindings = _bindings(request)
+    refused: dict[AclBinding, ApiError] = {}
+    valid: list[AclBinding] = []
+    for binding in bindings:
+        if binding.resource_type == CLUSTER and binding.resource_name != CLUSTER_NAME:
+            refused[binding] = ApiError(Errors.INVALID_REQUEST, f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}")
+        elif not binding.resource_name:
+            refused[binding] = ApiError(Errors.INVALID_REQUEST, "Invalid empty resource name")
+        else:
+            valid.append(binding)
+    records, results = ctx.controller.acls.create(valid, ctx.rng, ctx.metadata_version)
+    first = {binding: results[i] for i, binding in reversed(list(enumerate(valid)))}
+    outcome = [refused[b] if b in refused else first[b] for b in bindings]
+    for record, _ in records:
+        assert isinstance(record, AccessControlEntryRecord)
+        ctx.log.info("creating ACL %s with id %s", AclBinding.from_record(record), record.id)
+    return ControllerResult(records, outcome)
+
+
+def _filter(f: DescribeAclsRequest | DeleteAclsFilter) -> AclFilter:
+    return AclFilter(f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter, f.principal_filter,
+                     f.host_filter, f.operation, f.permission_type)
+
+
+def delete_acls(ctx: OperationContext, request: DeleteAclsRequest, version: int) -> ControllerResult:
+    """DeleteAcls (``AclControlManager.deleteAcls``): per filter, the bindings it matched (all
+    removed) or its ApiError."""
+    records, results = ctx.controller.acls.delete([_filter(f) for f in request.filters])
+    for result in results:
+        if not isinstance(result, ApiError):
+            for binding in result:
+                ctx.log.info("deleting ACL %s", binding)
+    return ControllerResult(records, results)
+
+
+def describe_acls(ctx: OperationContext, request: DescribeAclsRequest, version: int) -> ControllerResult:
+    """DescribeAcls (``AclApis.handleDescribeAcls``) from this node's image: the matching
+    bindings (none for a filter with an unrecognized code, which matches nothing)."""
+    return ControllerResult((), ctx.controller.acls.describe(_filter(request)))

@@ -27,9 +27,12 @@ from messages.generated.assign_replicas_to_dirs_request import AssignReplicasToD
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
+from messages.generated.create_acls_request import CreateAclsRequest
 from messages.generated.create_partitions_request import CreatePartitionsRequest
 from messages.generated.create_topics_request import CreateTopicsRequest
+from messages.generated.delete_acls_request import DeleteAclsRequest
 from messages.generated.delete_topics_request import DeleteTopicsRequest
+from messages.generated.describe_acls_request import DescribeAclsRequest
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.describe_configs_request import DescribeConfigsRequest
 from messages.generated.elect_leaders_request import ElectLeadersRequest
@@ -43,7 +46,9 @@ from messages.generated.update_features_request import UpdateFeaturesRequest
 from messages.runtime import Message
 from server.controller import operations as op
 from server.controller import responses as answer
+from server.controller.acls import malformed_acl_request
 from server.controller.controller import QuorumController
+from server.controller.errors import ApiError
 from server.controller.result import ControllerResult
 
 __all__ = ["CONTROLLER_APIS", "ControllerApi", "advertised_versions", "find"]
@@ -59,13 +64,19 @@ class ControllerApi:
     """One controller RPC. ``write``: only the active controller runs it, after the writes
     before it committed, and answers once its records commit; otherwise any controller answers
     at once from its image (and ``respond`` gets the whole response). ``on_arrival`` runs
-    when the request arrives, before it waits for anything."""
+    when the request arrives, before it waits for anything. ``check`` refuses the request
+    whole on any controller before anything else (``ControllerApis``' checks ahead of the
+    controller, e.g. SECURITY_DISABLED without an authorizer). ``malformed`` says why a decoded
+    request is one Kafka's request class refuses to parse (the node then closes the connection,
+    as Kafka does), None when it parses."""
 
     request: type[Message]
     operation: Callable[[op.OperationContext, Any, int], ControllerResult]
     respond: Callable[[Any, int, Any], Message] = _whole
     write: bool = True
     on_arrival: Callable[[QuorumController, Any, int], None] | None = None
+    check: Callable[[op.ControllerConfig, Any, int], ApiError | None] | None = None
+    malformed: Callable[[Any, int], str | None] | None = None
 
     @property
     def api_key(self) -> int:
@@ -100,6 +111,12 @@ CONTROLLER_APIS: tuple[ControllerApi, ...] = (
     ControllerApi(ListPartitionReassignmentsRequest, op.list_partition_reassignments, answer.list_partition_reassignments_response),
     ControllerApi(DescribeClusterRequest, op.describe_cluster, write=False),
     ControllerApi(DescribeConfigsRequest, op.describe_configs, write=False),
+    ControllerApi(CreateAclsRequest, op.create_acls, answer.create_acls_response, check=op.check_acl_request,
+                  malformed=malformed_acl_request),
+    ControllerApi(DeleteAclsRequest, op.delete_acls, answer.delete_acls_response, check=op.check_acl_request,
+                  malformed=malformed_acl_request),
+    ControllerApi(DescribeAclsRequest, op.describe_acls, answer.describe_acls_response, write=False,
+                  check=op.check_acl_request, malformed=malformed_acl_request),
 )
 """Every controller RPC (module docstring)."""
 

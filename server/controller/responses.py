@@ -35,6 +35,8 @@ from messages.generated.assign_replicas_to_dirs_response import AssignReplicasTo
 from messages.generated.broker_heartbeat_response import BrokerHeartbeatResponse
 from messages.generated.broker_registration_response import BrokerRegistrationResponse
 from messages.generated.controller_registration_response import ControllerRegistrationResponse
+from messages.generated.create_acls_request import CreateAclsRequest
+from messages.generated.create_acls_response import AclCreationResult, CreateAclsResponse
 from messages.generated.create_partitions_request import CreatePartitionsRequest
 from messages.generated.create_partitions_response import (
     CreatePartitionsResponse,
@@ -42,8 +44,20 @@ from messages.generated.create_partitions_response import (
 )
 from messages.generated.create_topics_request import CreateTopicsRequest
 from messages.generated.create_topics_response import CreatableTopicResult, CreateTopicsResponse
+from messages.generated.delete_acls_request import DeleteAclsRequest
+from messages.generated.delete_acls_response import (
+    DeleteAclsFilterResult,
+    DeleteAclsMatchingAcl,
+    DeleteAclsResponse,
+)
 from messages.generated.delete_topics_request import DeleteTopicsRequest
 from messages.generated.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
+from messages.generated.describe_acls_request import DescribeAclsRequest
+from messages.generated.describe_acls_response import (
+    AclDescription,
+    DescribeAclsResource,
+    DescribeAclsResponse,
+)
 from messages.generated.elect_leaders_request import ElectLeadersRequest
 from messages.generated.elect_leaders_response import (
     ElectLeadersResponse,
@@ -71,6 +85,7 @@ from messages.generated.update_features_response import (
     UpdateFeaturesResponse,
 )
 from messages.runtime import Message
+from server.controller.acls import AclBinding
 from server.controller.cluster import BrokerHeartbeatReply
 from server.controller.errors import ApiError
 from server.controller.features import UpgradeType
@@ -340,3 +355,53 @@ def assign_replicas_to_dirs_response(request: Message, version: int, outcome: Ap
     if isinstance(outcome, ApiError):
         return AssignReplicasToDirsResponse(throttle_time_ms=0, error_code=outcome.error, directories=[])
     return outcome
+
+
+def create_acls_response(request: CreateAclsRequest, version: int, outcome: ApiError | list[ApiError | None]) -> CreateAclsResponse:
+    """The CreateAcls answer: one result per creation, in order (a success's message is "", as
+    ``AclCreationResult``'s default); a whole-request error in each
+    (``CreateAclsRequest.getErrorResponse``)."""
+    results = [outcome] * len(request.creations) if isinstance(outcome, ApiError) else outcome
+    return CreateAclsResponse(throttle_time_ms=0, results=[
+        AclCreationResult(error_code=Errors.NONE, error_message="") if result is None
+        else AclCreationResult(error_code=result.error, error_message=result.message)
+        for result in results
+    ])
+
+
+def delete_acls_response(
+    request: DeleteAclsRequest, version: int, outcome: ApiError | list[list[AclBinding] | ApiError]
+) -> DeleteAclsResponse:
+    """The DeleteAcls answer: per filter, in order, the bindings it removed or its error; a
+    whole-request error in each (``DeleteAclsRequest.getErrorResponse``)."""
+    results = [outcome] * len(request.filters) if isinstance(outcome, ApiError) else outcome
+    return DeleteAclsResponse(throttle_time_ms=0, filter_results=[
+        DeleteAclsFilterResult(error_code=result.error, error_message=result.message, matching_acls=[])
+        if isinstance(result, ApiError)
+        else DeleteAclsFilterResult(error_code=Errors.NONE, error_message=None, matching_acls=[
+            DeleteAclsMatchingAcl(
+                error_code=Errors.NONE, error_message=None, resource_type=b.resource_type,
+                resource_name=b.resource_name, pattern_type=b.pattern_type, principal=b.principal,
+                host=b.host, operation=b.operation, permission_type=b.permission_type,
+            )
+            for b in result
+        ])
+        for result in results
+    ])
+
+
+def describe_acls_response(request: DescribeAclsRequest, version: int, outcome: ApiError | list[AclBinding]) -> DescribeAclsResponse:
+    """The DescribeAcls answer: the bindings grouped by resource pattern (in the order each
+    pattern first occurs; Kafka's order is a hash order) and the message "", or the error and no
+    resources."""
+    if isinstance(outcome, ApiError):
+        return DescribeAclsResponse(throttle_time_ms=0, error_code=outcome.error, error_message=outcome.message, resources=[])
+    grouped: dict[tuple[int, str, int], list[AclDescription]] = {}
+    for b in outcome:
+        grouped.setdefault((b.resource_type, b.resource_name, b.pattern_type), []).append(
+            AclDescription(principal=b.principal, host=b.host, operation=b.operation, permission_type=b.permission_type)
+        )
+    return DescribeAclsResponse(throttle_time_ms=0, error_code=Errors.NONE, error_message="", resources=[
+        DescribeAclsResource(resource_type=key[0], resource_name=key[1], pattern_type=key[2], acls=acls)
+        for key, acls in grouped.items()
+    ])

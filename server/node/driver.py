@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 import trio
 
 from kwire.uuid import Uuid
+from kwire.wire import DecodeError
 from messages.generated.envelope_request import EnvelopeRequest
 from messages.generated.envelope_response import EnvelopeResponse
 from messages.protocol import Request
@@ -295,8 +296,12 @@ class Node:
             assert self._nursery is not None
             self._nursery.start_soon(relay_answer, pending, inner)
             await self._on_request(inner, dispatcher)
-        elif registry.find(body) is not None:
+        elif (api := registry.find(body)) is not None:
             assert self.host is not None
+            reason = None if api.malformed is None else api.malformed(body, version)
+            if reason is not None:
+                pending.fail(DecodeError(reason))
+                return
             now = self.now_ms()
             received_ms = now - round((trio.current_time() - pending.received_at) * 1000)
             self.host.request(now, ControllerRequest(pending, body, version, pending.context.listener_name, received_ms))

@@ -90,6 +90,9 @@ def controller_config(config: KRaftConfig, cluster_id: str) -> ControllerConfig:
         snapshot_max_bytes=config.metadata_log_max_record_bytes_between_snapshots,
         snapshot_max_interval_ms=config.metadata_log_max_snapshot_interval_ms,
         unsafe_ack_on_append=config.unsafe_test_ack_on_append,
+        authorizer=bool(config.authorizer_class_name),
+        super_users=frozenset(config.super_users),
+        allow_everyone_if_no_acl_found=config.allow_everyone_if_no_acl_found,
     )
 
 

@@ -100,9 +100,9 @@ def test_alter_partition_and_the_topic_rpcs_start_where_4x_starts() -> None:
     assert versions[ApiKey.DESCRIBE_CONFIGS] == (1, 4)
 
 
-def test_only_the_two_describes_are_reads() -> None:
+def test_only_the_describes_are_reads() -> None:
     reads = {api.api_key for api in CONTROLLER_APIS if not api.write}
-    assert reads == {ApiKey.DESCRIBE_CLUSTER, ApiKey.DESCRIBE_CONFIGS}
+    assert reads == {ApiKey.DESCRIBE_CLUSTER, ApiKey.DESCRIBE_CONFIGS, ApiKey.DESCRIBE_ACLS}
 
 
 def test_every_write_answers_through_a_response_builder() -> None:
