@@ -1,14 +1,17 @@
-"""CreateAcls, DescribeAcls and DeleteAcls against a stock controller of the newest pinned
-release, both with Kafka's ``StandardAuthorizer`` (``authorizer.class.name``) and
+"""CreateAcls, DescribeAcls, DeleteAcls, AlterUserScramCredentials,
+DescribeUserScramCredentials and AlterClientQuotas against a stock controller of the newest
+pinned release, both with Kafka's ``StandardAuthorizer`` (``authorizer.class.name``) and
 ``super.users=User:ANONYMOUS`` (their PLAINTEXT listener's principal).
 
-One sequence of requests goes to both nodes; the answers must be equal with the orders Kafka
-leaves to hash iteration sorted (``compat.differential.acl_answer``). The ACL records each
-wrote must be equal with the ids set aside: each batch's AccessControlEntryRecords in order,
-its RemoveAccessControlEntryRecords (in Kafka's hash order) as the set of bindings their ids
-name. Both nodes snapshot after every committed batch: each one's newest snapshot holds the
-bindings its log leaves, and kwire's controller replaying the stock log holds the stock
-snapshot's bindings under the stock ids.
+One sequence of requests goes to both nodes; the answers must be equal: the ACL answers with
+the orders Kafka leaves to identity hashes sorted (``compat.differential.acl_answer``), the
+credential and quota answers as sent (their orders are those of Kafka's hash maps of strings,
+which kwire computes). The records each wrote must be equal: each batch's SCRAM and quota
+records exactly; for ACLs, with the random ids set aside, each batch's AccessControlEntryRecords
+in order and its RemoveAccessControlEntryRecords as the set of bindings their ids name. Both
+nodes snapshot after every committed batch: the newest snapshots hold the same bindings,
+credentials and quotas, and kwire's controller replaying each node's log writes what that
+node's snapshot holds, under the same ACL ids.
 """
 
 from __future__ import annotations
@@ -24,11 +27,29 @@ import trio
 from compat.differential import PairNode, acl_answer, send, start_pair
 from compat.harness import PARTITION, KafkaRelease, log_batches
 from messages.generated.access_control_entry_record import AccessControlEntryRecord
+from messages.generated.alter_client_quotas_request import (
+    AlterClientQuotasRequest,
+    EntityData,
+    EntryData,
+    OpData,
+)
+from messages.generated.alter_user_scram_credentials_request import (
+    AlterUserScramCredentialsRequest,
+    ScramCredentialDeletion,
+    ScramCredentialUpsertion,
+)
+from messages.generated.client_quota_record import ClientQuotaRecord
 from messages.generated.create_acls_request import AclCreation, CreateAclsRequest
 from messages.generated.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
 from messages.generated.describe_acls_request import DescribeAclsRequest
+from messages.generated.describe_user_scram_credentials_request import (
+    DescribeUserScramCredentialsRequest,
+    UserName,
+)
 from messages.generated.remove_access_control_entry_record import RemoveAccessControlEntryRecord
-from messages.metadata import decode_record
+from messages.generated.remove_user_scram_credential_record import RemoveUserScramCredentialRecord
+from messages.generated.user_scram_credential_record import UserScramCredentialRecord
+from messages.metadata import decode_record, encode_record
 from messages.runtime import Message
 from server.controller.controller import QuorumController
 from storage.snapshots import parse_snapshot_path, read_snapshot_content
@@ -156,9 +177,115 @@ def _cases() -> list[tuple[str, Message, int]]:
     ]
 
 
+SHA256, SHA512 = 1, 2
+
+
+def _scram(deletions: list[tuple[str, int]] = (), upserts: list[tuple[str, int, int, bytes]] = ()) -> Message:  # type: ignore[assignment]
+    """AlterUserScramCredentials: deletions (user, mechanism), upsertions (user, mechanism,
+    iterations, salted password); each salt is ``salt-<user>``."""
+    return AlterUserScramCredentialsRequest(
+        deletions=[ScramCredentialDeletion(name=n, mechanism=m) for n, m in deletions],
+        upsertions=[ScramCredentialUpsertion(name=n, mechanism=m, iterations=i, salt=f"salt-{n}".encode(),
+                                             salted_password=p) for n, m, i, p in upserts],
+    )
+
+
+def _quotas(*entries: tuple[list[tuple[str, str | None]], list[tuple[str, float, bool]]], validate_only: bool = False) -> Message:
+    return AlterClientQuotasRequest(entries=[
+        EntryData(entity=[EntityData(entity_type=t, entity_name=n) for t, n in entity],
+                  ops=[OpData(key=k, value=v, remove=r) for k, v, r in ops])
+        for entity, ops in entries
+    ], validate_only=validate_only)
+
+
+KEY = bytes(range(32))
+
+
+def _parts(*parts: tuple[str, str | None]) -> list[tuple[str, str | None]]:
+    return list(parts)
+
+
+def _credential_cases() -> list[tuple[str, Message, int]]:
+    many = [(f"user{i}", SHA256, 4096 + i, KEY) for i in range(14)]
+    return [
+        ("set alice's and bob's credentials", _scram(upserts=[("alice", SHA256, 8192, KEY), ("bob", SHA512, 4096, KEY * 2)]), 0),
+        ("refused credentials", _scram(
+            deletions=[("dave", SHA256), ("erin", 9), ("", SHA256)],
+            upserts=[("carol", SHA256, 4096, KEY), ("carol", SHA512, 4096, KEY), ("frank", SHA256, 100, KEY),
+                     ("gina", SHA256, 20000, KEY), ("hank", SHA256, 4096, b""), ("ivy", 0, 4096, KEY)],
+        ), 0),
+        ("delete and set one user in one request", _scram(deletions=[("alice", SHA256)], upserts=[("alice", SHA512, 4096, KEY)]), 0),
+        ("fourteen users at once", _scram(upserts=many), 0),
+        ("delete bob's and a missing one", _scram(deletions=[("bob", SHA512), ("user3", SHA512), ("user4", SHA256)]), 0),
+        ("nothing to alter", _scram(), 0),
+        ("describe credentials on a controller",
+         DescribeUserScramCredentialsRequest(users=[UserName(name="alice"), UserName(name="bob")]), 0),
+        ("describe no users on a controller", DescribeUserScramCredentialsRequest(users=[]), 0),
+        ("set quotas of a user", _quotas(([("user", "alice")], [("producer_byte_rate", 1024.0, False),
+                                                               ("consumer_byte_rate", 2048.0, False)])), 1),
+        ("set quotas of more entities", _quotas(
+            ([("user", "bob"), ("client-id", "app")], [("request_percentage", 50.5, False)]),
+            ([("user", None)], [("controller_mutation_rate", 10.0, False), ("producer_byte_rate", 5e6, False)]),
+            ([("client-id", None)], [("consumer_byte_rate", 300.0, False)]),
+            ([("ip", "10.0.0.1")], [("connection_creation_rate", 100.0, False)]),
+            ([("ip", None)], [("connection_creation_rate", 5.0, False)]),
+            ([("ip", "fd00::1")], [("connection_creation_rate", 7.0, False)]),
+        ), 1),
+        ("refused quotas", _quotas(
+            ([("group", "g")], [("producer_byte_rate", 1.0, False)]),
+            ([("user", "")], [("producer_byte_rate", 1.0, False)]),
+            ([("ip", "10.0.0.2"), ("user", "x")], [("connection_creation_rate", 1.0, False)]),
+            ([("ip", "not an address")], [("connection_creation_rate", 1.0, False)]),
+            ([("user", "k1")], [("no_such_quota", 1.0, False)]),
+            ([("user", "k2")], [("producer_byte_rate", -5.0, False)]),
+            ([("user", "k3")], [("producer_byte_rate", 1.5, False)]),
+            ([("user", "k4")], [("producer_byte_rate", float("nan"), False)]),
+            ([("ip", "10.0.0.3")], [("connection_creation_rate", 3e9, False)]),
+            ([("user", "k5")], [("producer_byte_rate", 1.0, False), ("producer_byte_rate", 2.0, False)]),
+            ([("user", "k6")], [("consumer_byte_rate", 7.0, False), ("request_percentage", 0.0, False)]),
+            ([], [("producer_byte_rate", 1.0, False)]),
+        ), 1),
+        ("an entity twice in one request", _quotas(
+            ([("user", "twice")], [("producer_byte_rate", 1.0, False)]),
+            ([("user", "twice")], [("consumer_byte_rate", 1.0, False)]),
+        ), 1),
+        ("remove, remove nothing, set unchanged", _quotas(
+            ([("user", "alice")], [("producer_byte_rate", 0.0, True), ("request_percentage", 0.0, True),
+                                   ("consumer_byte_rate", 2048.0, False), ("no_such_quota", 0.0, True)]),
+        ), 1),
+        ("validate only", _quotas(([("user", "checked")], [("producer_byte_rate", 9.0, False)]), validate_only=True), 1),
+        ("sixteen entities at once, v0", _quotas(*[
+            (_parts(("user", f"u{i}")) if i % 2 else _parts(("client-id", f"c{i}"), ("user", f"u{i}")),
+             [("producer_byte_rate", 100.0 + i, False)]) for i in range(16)
+        ]), 0),
+        ("no entries", _quotas(), 1),
+    ]
+
+
+def _credential_answer(response: Any) -> tuple[Any, ...]:
+    """An AlterUserScramCredentials, DescribeUserScramCredentials or AlterClientQuotas answer as
+    sent (Kafka's orders are those of its hash maps of strings, which kwire computes)."""
+    name = type(response).__name__
+    if name == "AlterUserScramCredentialsResponse":
+        return name, [(r.user, int(r.error_code), r.error_message) for r in response.results]
+    if name == "DescribeUserScramCredentialsResponse":
+        return name, int(response.error_code), response.error_message, [
+            (r.user, int(r.error_code), r.error_message, [(c.mechanism, c.iterations) for c in r.credential_infos])
+            for r in response.results
+        ]
+    assert name == "AlterClientQuotasResponse", name
+    return name, [
+        (int(e.error_code), e.error_message, [(d.entity_type, d.entity_name) for d in e.entity]) for e in response.entries
+    ]
+
+
 def _answer(port: int, request: Message, version: int) -> Any:
     response = trio.run(send, port, request, version)
-    return response.replace(str(port), "<port>") if isinstance(response, str) else acl_answer(response)
+    if isinstance(response, str):
+        return response.replace(str(port), "<port>")
+    if type(response).__name__.endswith("AclsResponse"):
+        return acl_answer(response)
+    return _credential_answer(response)
 
 
 def _binding(record: AccessControlEntryRecord) -> Binding:
@@ -189,8 +316,8 @@ def _acl_batches(data: Path) -> list[tuple[list[Binding], list[Binding]]]:
     return batches
 
 
-def _newest_snapshot_acls(data: Path, timeout_s: float = 20.0) -> dict[Any, Binding]:
-    """The bindings, by id, of the node's newest snapshot once it covers the whole log (the node
+def _newest_snapshot(data: Path, timeout_s: float = 20.0) -> list[bytes]:
+    """The data records of the node's newest snapshot once it covers the whole log (the node
     writes one after every committed batch here)."""
     partition = data / PARTITION
     end = max(b.last_offset for b in log_batches(partition)) + 1
@@ -202,37 +329,58 @@ def _newest_snapshot_acls(data: Path, timeout_s: float = 20.0) -> dict[Any, Bind
             if (parsed := parse_snapshot_path(path)) is not None
         )
         if found and found[-1][0].end_offset >= end:
-            break
+            return list(read_snapshot_content(found[-1][1].read_bytes()).data_records())
         assert time.monotonic() < deadline, f"no snapshot at or past offset {end} in {partition}"
         time.sleep(0.2)  # poll interval
-    acls = {}
-    for value in read_snapshot_content(found[-1][1].read_bytes()).data_records():
-        message, _ = decode_record(value)
-        if isinstance(message, AccessControlEntryRecord):
-            acls[message.id] = _binding(message)
-    return acls
 
 
-def _replayed(data: Path) -> dict[Any, Binding]:
-    """The bindings, by id, of the snapshot records kwire's controller writes after replaying
-    the log in ``data``."""
+def _acls(values: list[bytes]) -> dict[Any, Binding]:
+    """The bindings, by id, among snapshot records."""
+    return {m.id: _binding(m) for m, _ in map(decode_record, values) if isinstance(m, AccessControlEntryRecord)}
+
+
+def _replayed(data: Path) -> list[bytes]:
+    """The snapshot records kwire's controller writes after replaying the log in ``data``."""
     controller = QuorumController(bootstrap=())
     for batch in log_batches(data / PARTITION):
         if not batch.is_control:
             for value in batch.iter_values():
                 controller.replay(value)
-    return {
-        record.id: _binding(record) for record, _ in controller.snapshot_records()
-        if isinstance(record, AccessControlEntryRecord)
-    }
+    return [encode_record(record, version) for record, version in controller.snapshot_records()]
 
 
-def test_acl_rpcs_answer_alike(authorized_pair: dict[str, PairNode]) -> None:
+_CREDENTIAL_RECORDS = (UserScramCredentialRecord, RemoveUserScramCredentialRecord, ClientQuotaRecord)
+
+
+def _credential_batches(data: Path) -> list[list[str]]:
+    """Per batch with SCRAM or quota records: those records, decoded, in order."""
+    batches = []
+    for batch in log_batches(data / PARTITION):
+        if batch.is_control:
+            continue
+        found = []
+        for value in batch.iter_values():
+            assert value is not None
+            message, version = decode_record(value)
+            if isinstance(message, _CREDENTIAL_RECORDS):
+                found.append(f"{type(message).__name__} {message.to_json(version)}")
+        if found:
+            batches.append(found)
+    return batches
+
+
+def _snapshot_credentials(values: list[bytes]) -> list[str]:
+    return sorted(
+        f"{type(m).__name__} {m.to_json(v)}" for m, v in map(decode_record, values) if isinstance(m, _CREDENTIAL_RECORDS)
+    )
+
+
+def test_security_rpcs_answer_alike(authorized_pair: dict[str, PairNode]) -> None:
     nodes = authorized_pair
     ports = {name: node.port for name, node in nodes.items()}
     differences: list[str] = []
     answered: list[tuple[str, Any]] = []
-    for case, request, version in _cases():
+    for case, request, version in _cases() + _credential_cases():
         answers = {name: _answer(port, request, version) for name, port in ports.items()}
         answered.append((case, answers["stock"]))
         if answers["stock"] != answers["kwire"]:
@@ -246,12 +394,22 @@ def test_acl_rpcs_answer_alike(authorized_pair: dict[str, PairNode]) -> None:
     assert len(outcomes["describe everything"][3]) == 12, trace
     deleted = outcomes["delete alice's, two filters overlapping"][1]
     assert [len(matched) for _, _, matched in deleted] == [2, 1], trace
+    assert outcomes["set alice's and bob's credentials"][1] == [("bob", 0, None), ("alice", 0, None)], trace
+    assert outcomes["set quotas of a user"] == ("AlterClientQuotasResponse", [(0, None, [("user", "alice")])]), trace
     assert not differences, f"{len(differences)} cases differ:\n" + "\n".join(differences) + "\n" + trace
     batches = {name: _acl_batches(node.data) for name, node in nodes.items()}
     assert len(batches["stock"]) >= 5, batches["stock"]
     assert batches["kwire"] == batches["stock"]
-    snapshots = {name: _newest_snapshot_acls(node.data) for name, node in nodes.items()}
-    assert sorted(snapshots["kwire"].values()) == sorted(snapshots["stock"].values())
-    assert len(snapshots["stock"]) == 9, snapshots["stock"]
-    assert _replayed(nodes["stock"].data) == snapshots["stock"]
-    assert _replayed(nodes["kwire"].data) == snapshots["kwire"]
+    credentials = {name: _credential_batches(node.data) for name, node in nodes.items()}
+    assert len(credentials["stock"]) >= 8, credentials["stock"]
+    assert credentials["kwire"] == credentials["stock"]
+    snapshots = {name: _newest_snapshot(node.data) for name, node in nodes.items()}
+    acls = {name: _acls(values) for name, values in snapshots.items()}
+    assert sorted(acls["kwire"].values()) == sorted(acls["stock"].values())
+    assert len(acls["stock"]) == 9, acls["stock"]
+    assert _snapshot_credentials(snapshots["kwire"]) == _snapshot_credentials(snapshots["stock"])
+    assert len(_snapshot_credentials(snapshots["stock"])) >= 20, snapshots["stock"]
+    for name, node in nodes.items():
+        replayed = _replayed(node.data)
+        assert _acls(replayed) == acls[name]
+        assert _snapshot_credentials(replayed) == _snapshot_credentials(snapshots[name])

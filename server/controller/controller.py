@@ -22,8 +22,10 @@ from messages.generated.access_control_entry_record import AccessControlEntryRec
 from messages.generated.begin_transaction_record import BeginTransactionRecord
 from messages.generated.broker_registration_change_record import BrokerRegistrationChangeRecord
 from messages.generated.clear_elr_record import ClearElrRecord
+from messages.generated.client_quota_record import ClientQuotaRecord
 from messages.generated.config_record import ConfigRecord
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
+from messages.generated.delegation_token_record import DelegationTokenRecord
 from messages.generated.end_transaction_record import EndTransactionRecord
 from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.fence_broker_record import FenceBrokerRecord
@@ -37,11 +39,14 @@ from messages.generated.register_controller_record import (
     RegisterControllerRecord,
 )
 from messages.generated.remove_access_control_entry_record import RemoveAccessControlEntryRecord
+from messages.generated.remove_delegation_token_record import RemoveDelegationTokenRecord
 from messages.generated.remove_topic_record import RemoveTopicRecord
+from messages.generated.remove_user_scram_credential_record import RemoveUserScramCredentialRecord
 from messages.generated.topic_record import TopicRecord
 from messages.generated.unfence_broker_record import UnfenceBrokerRecord
 from messages.generated.unregister_broker_record import UnregisterBrokerRecord
 from messages.generated.unregister_controller_record import UnregisterControllerRecord
+from messages.generated.user_scram_credential_record import UserScramCredentialRecord
 from messages.metadata import decode_record
 from server.controller.acls import AclImage
 from server.controller.activation import (
@@ -49,7 +54,9 @@ from server.controller.activation import (
     ActivationRecords,
     activation_records,
 )
+from server.controller.client_quotas import ClientQuotaImage
 from server.controller.cluster import ClusterControl, ReplayError
+from server.controller.delegation_tokens import DelegationTokenImage
 from server.controller.errors import ApiError
 from server.controller.features import (
     CONTROLLER_REGISTRATION_LEVEL,
@@ -58,6 +65,7 @@ from server.controller.features import (
 from server.controller.image import ReplicationImage
 from server.controller.image_writer import image_records
 from server.controller.result import Record
+from server.controller.scram import ScramImage
 
 __all__ = ["ControllerRegistration", "QuorumController"]
 
@@ -83,6 +91,11 @@ _REPLAYED_KEYS = frozenset(
         ClearElrRecord.API_KEY,
         AccessControlEntryRecord.API_KEY,
         RemoveAccessControlEntryRecord.API_KEY,
+        UserScramCredentialRecord.API_KEY,
+        RemoveUserScramCredentialRecord.API_KEY,
+        ClientQuotaRecord.API_KEY,
+        DelegationTokenRecord.API_KEY,
+        RemoveDelegationTokenRecord.API_KEY,
     }
 )
 _BROKER_RECORDS = (
@@ -144,8 +157,9 @@ class ControllerRegistration:
 
 class QuorumController:
     """The controller of one node: finalized feature levels, metadata-transaction state,
-    controller and broker registrations, topics, partitions, configs and producer ids from the
-    committed records, and the epoch it is active in.
+    controller and broker registrations, topics, partitions, configs, producer ids, client
+    quotas, ACLs, SCRAM credentials and delegation tokens from the committed records, and the
+    epoch it is active in.
 
     ``bootstrap`` is the formatted bootstrap metadata (``(record, version)`` pairs, the
     metadata.version FeatureLevelRecord among them); ``min_insync_replicas`` the node's
@@ -176,6 +190,12 @@ class QuorumController:
         """Controller id -> its latest registration (``ClusterImage.controllers``)."""
         self.acls = AclImage()
         """ACL bindings by id (``AclControlManager``)."""
+        self.scram = ScramImage()
+        """SCRAM credentials by user and mechanism (``ScramControlManager``)."""
+        self.client_quotas = ClientQuotaImage()
+        """Client quotas by entity (``ClientQuotaControlManager``)."""
+        self.delegation_tokens = DelegationTokenImage()
+        """Delegation tokens by id (``DelegationTokenControlManager``)."""
         self.active_epoch: int | None = None
         """The leader epoch this controller is active in, None while it is not."""
 
@@ -196,6 +216,9 @@ class QuorumController:
         self.cluster.reset()
         self.replication = ReplicationImage()
         self.acls = AclImage()
+        self.scram = ScramImage()
+        self.client_quotas = ClientQuotaImage()
+        self.delegation_tokens = DelegationTokenImage()
         for value in record_values:
             self.replay(value, offset)
 
@@ -227,6 +250,12 @@ class QuorumController:
             self.replication.replay(message)
         elif isinstance(message, (AccessControlEntryRecord, RemoveAccessControlEntryRecord)):
             self.acls.replay(message)
+        elif isinstance(message, (UserScramCredentialRecord, RemoveUserScramCredentialRecord)):
+            self.scram.replay(message)
+        elif isinstance(message, ClientQuotaRecord):
+            self.client_quotas.replay(message)
+        elif isinstance(message, (DelegationTokenRecord, RemoveDelegationTokenRecord)):
+            self.delegation_tokens.replay(message)
         else:  # End or Abort
             self.transaction_open = False
 
@@ -242,7 +271,12 @@ class QuorumController:
             cluster=self.cluster,
             controllers=[c.to_record() for c in self.controllers.values()],
             replication=self.replication,
-            security=self.acls.snapshot_records(),
+            client_quotas=self.client_quotas.snapshot_records(),
+            security=[
+                *self.acls.snapshot_records(),
+                *self.scram.snapshot_records(),
+                *self.delegation_tokens.snapshot_records(),
+            ],
         )
 
     # ------------------------------------------------------------------ writes

@@ -8,11 +8,16 @@ differential tests compare them byte for byte).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+K = TypeVar("K")
 
 __all__ = [
     "ConcurrentHashMapOrder",
     "java_hash_map_order",
+    "java_hash_order",
+    "java_table_size",
     "java_int_set_order",
     "java_string_hash",
     "java_record_hash",
@@ -34,6 +39,31 @@ def java_hash_map_order(keys: list[str]) -> list[str]:
         return (code ^ (code >> 16)) & (capacity - 1)
 
     return sorted(keys, key=bucket)
+
+
+def java_hash_order(keys: Iterable[K], java_hash: Callable[[K], int], capacity: int = 16) -> list[K]:
+    """``keys`` (distinct, in insertion order) in the order a ``java.util.HashMap`` iterates
+    them: ``capacity`` is the table size it was created with (a power of two: 16 for
+    ``new HashMap<>()``), doubled while the keys exceed three quarters of it; each key's bucket
+    is the low bits of its spread ``hashCode`` (``java_hash``, unsigned 32-bit); a bucket keeps
+    insertion order. Keys removed meanwhile are simply not passed."""
+    ordered = list(keys)
+    while len(ordered) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(key: K) -> int:
+        code = java_hash(key) & 0xFFFFFFFF
+        return (code ^ (code >> 16)) & (capacity - 1)
+
+    return sorted(ordered, key=bucket)
+
+
+def java_table_size(expected: int) -> int:
+    """The table size ``new HashMap<>(expected)`` starts with (``HashMap.tableSizeFor``)."""
+    size = 1
+    while size < expected:
+        size *= 2
+    return size
 
 
 def java_string_hash(key: str) -> int:

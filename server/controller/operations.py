@@ -22,11 +22,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 from kwire.errors import Errors
 from messages.generated.access_control_entry_record import AccessControlEntryRecord
 from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
+from messages.generated.alter_client_quotas_request import AlterClientQuotasRequest
 from messages.generated.alter_configs_request import AlterConfigsRequest
 from messages.generated.alter_partition_reassignments_request import (
     AlterPartitionReassignmentsRequest,
 )
 from messages.generated.alter_partition_request import AlterPartitionRequest
+from messages.generated.alter_user_scram_credentials_request import (
+    AlterUserScramCredentialsRequest,
+)
 from messages.generated.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
@@ -39,11 +43,15 @@ from messages.generated.delete_topics_request import DeleteTopicsRequest
 from messages.generated.describe_acls_request import DescribeAclsRequest
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.describe_configs_request import DescribeConfigsRequest
+from messages.generated.describe_user_scram_credentials_request import (
+    DescribeUserScramCredentialsRequest,
+)
 from messages.generated.elect_leaders_request import ElectLeadersRequest
 from messages.generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from messages.generated.list_partition_reassignments_request import (
     ListPartitionReassignmentsRequest,
 )
+from messages.generated.remove_user_scram_credential_record import RemoveUserScramCredentialRecord
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.generated.unregister_controller_request import UnregisterControllerRequest
 from messages.generated.update_features_request import UpdateFeaturesRequest
@@ -502,3 +510,40 @@ def describe_acls(ctx: OperationContext, request: DescribeAclsRequest, version: 
     """DescribeAcls (``AclApis.handleDescribeAcls``) from this node's image: the matching
     bindings (none for a filter with an unrecognized code, which matches nothing)."""
     return ControllerResult((), ctx.controller.acls.describe(_filter(request)))
+
+
+# ---------------------------------------------------------------------- SCRAM (KIP-554), quotas (KIP-546)
+
+
+def alter_user_scram_credentials(
+    ctx: OperationContext, request: AlterUserScramCredentialsRequest, version: int
+) -> ControllerResult:
+    """AlterUserScramCredentials (``ScramControlManager.alterCredentials``; rules in
+    ``server.controller.scram``): the result is ``[(user, ApiError or None)]``."""
+    records, results = ctx.controller.scram.alter(request, ctx.metadata_version)
+    for record, _ in records:
+        ctx.log.info("%s SCRAM credential of user %s (mechanism %d)",
+                     "removing" if isinstance(record, RemoveUserScramCredentialRecord) else "setting",
+                     record.name, record.mechanism)  # type: ignore[attr-defined]
+    return ControllerResult(records, results)
+
+
+def describe_user_scram_credentials(
+    ctx: OperationContext, request: DescribeUserScramCredentialsRequest, version: int
+) -> ControllerResult:
+    """DescribeUserScramCredentials on a controller: Kafka's controller lists it in ApiVersions
+    but has no handler (``ControllerApis.handle``'s default case), so every request fails with
+    UNKNOWN_SERVER_ERROR; brokers answer it from their image."""
+    return ControllerResult((), ApiError(Errors.UNKNOWN_SERVER_ERROR, None))
+
+
+def alter_client_quotas(ctx: OperationContext, request: AlterClientQuotasRequest, version: int) -> ControllerResult:
+    """AlterClientQuotas (``ClientQuotaControlManager.alterClientQuotas``; rules in
+    ``server.controller.client_quotas``): the result is ``[(entity, ApiError or None)]``; with
+    ``validate_only`` nothing is written."""
+    records, results = ctx.controller.client_quotas.alter(request)
+    if request.validate_only:
+        return ControllerResult((), results)
+    for record, _ in records:
+        ctx.log.info("client quota %s", record)
+    return ControllerResult(records, results)

@@ -18,11 +18,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
+from messages.generated.alter_client_quotas_request import AlterClientQuotasRequest
 from messages.generated.alter_configs_request import AlterConfigsRequest
 from messages.generated.alter_partition_reassignments_request import (
     AlterPartitionReassignmentsRequest,
 )
 from messages.generated.alter_partition_request import AlterPartitionRequest
+from messages.generated.alter_user_scram_credentials_request import (
+    AlterUserScramCredentialsRequest,
+)
 from messages.generated.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
@@ -35,6 +39,9 @@ from messages.generated.delete_topics_request import DeleteTopicsRequest
 from messages.generated.describe_acls_request import DescribeAclsRequest
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.describe_configs_request import DescribeConfigsRequest
+from messages.generated.describe_user_scram_credentials_request import (
+    DescribeUserScramCredentialsRequest,
+)
 from messages.generated.elect_leaders_request import ElectLeadersRequest
 from messages.generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from messages.generated.list_partition_reassignments_request import (
@@ -117,6 +124,10 @@ CONTROLLER_APIS: tuple[ControllerApi, ...] = (
                   malformed=malformed_acl_request),
     ControllerApi(DescribeAclsRequest, op.describe_acls, answer.describe_acls_response, write=False,
                   check=op.check_acl_request, malformed=malformed_acl_request),
+    ControllerApi(AlterUserScramCredentialsRequest, op.alter_user_scram_credentials, answer.alter_user_scram_credentials_response),
+    ControllerApi(DescribeUserScramCredentialsRequest, op.describe_user_scram_credentials,
+                  answer.describe_user_scram_credentials_response, write=False),
+    ControllerApi(AlterClientQuotasRequest, op.alter_client_quotas, answer.alter_client_quotas_response),
 )
 """Every controller RPC (module docstring)."""
 

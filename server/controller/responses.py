@@ -19,6 +19,10 @@ from __future__ import annotations
 
 from kwire.errors import Errors
 from messages.generated.allocate_producer_ids_response import AllocateProducerIdsResponse
+from messages.generated.alter_client_quotas_request import AlterClientQuotasRequest
+from messages.generated.alter_client_quotas_response import AlterClientQuotasResponse
+from messages.generated.alter_client_quotas_response import EntityData as QuotaEntityData
+from messages.generated.alter_client_quotas_response import EntryData as QuotaEntryResult
 from messages.generated.alter_configs_request import AlterConfigsRequest
 from messages.generated.alter_configs_response import AlterConfigsResourceResponse as LegacyResult
 from messages.generated.alter_configs_response import AlterConfigsResponse
@@ -31,6 +35,13 @@ from messages.generated.alter_partition_reassignments_response import (
     ReassignableTopicResponse,
 )
 from messages.generated.alter_partition_response import AlterPartitionResponse
+from messages.generated.alter_user_scram_credentials_request import (
+    AlterUserScramCredentialsRequest,
+)
+from messages.generated.alter_user_scram_credentials_response import (
+    AlterUserScramCredentialsResponse,
+    AlterUserScramCredentialsResult,
+)
 from messages.generated.assign_replicas_to_dirs_response import AssignReplicasToDirsResponse
 from messages.generated.broker_heartbeat_response import BrokerHeartbeatResponse
 from messages.generated.broker_registration_response import BrokerRegistrationResponse
@@ -57,6 +68,13 @@ from messages.generated.describe_acls_response import (
     AclDescription,
     DescribeAclsResource,
     DescribeAclsResponse,
+)
+from messages.generated.describe_user_scram_credentials_request import (
+    DescribeUserScramCredentialsRequest,
+)
+from messages.generated.describe_user_scram_credentials_response import (
+    DescribeUserScramCredentialsResponse,
+    DescribeUserScramCredentialsResult,
 )
 from messages.generated.elect_leaders_request import ElectLeadersRequest
 from messages.generated.elect_leaders_response import (
@@ -86,6 +104,7 @@ from messages.generated.update_features_response import (
 )
 from messages.runtime import Message
 from server.controller.acls import AclBinding
+from server.controller.client_quotas import Entity
 from server.controller.cluster import BrokerHeartbeatReply
 from server.controller.errors import ApiError
 from server.controller.features import UpgradeType
@@ -404,4 +423,71 @@ def describe_acls_response(request: DescribeAclsRequest, version: int, outcome: 
     return DescribeAclsResponse(throttle_time_ms=0, error_code=Errors.NONE, error_message="", resources=[
         DescribeAclsResource(resource_type=key[0], resource_name=key[1], pattern_type=key[2], acls=acls)
         for key, acls in grouped.items()
+    ])
+
+
+_KAFKA_DEFAULT_MESSAGES = {
+    Errors.UNKNOWN_SERVER_ERROR: "The server experienced an unexpected error when processing the request.",
+    Errors.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
+    Errors.NOT_CONTROLLER: "This is not the correct controller for this cluster.",
+    Errors.POLICY_VIOLATION: "Request parameters do not satisfy the configured policy.",
+}
+"""Kafka's default message of the errors that fail a whole AlterClientQuotas request
+(``Errors``' texts), which its error response carries instead of the exception's."""
+
+
+def alter_user_scram_credentials_response(
+    request: AlterUserScramCredentialsRequest, version: int, outcome: ApiError | list[tuple[str, ApiError | None]]
+) -> AlterUserScramCredentialsResponse:
+    """The AlterUserScramCredentials answer: one result per user named, in the operation's
+    order; a whole-request error goes to every distinct user, sorted by name
+    (``AlterUserScramCredentialsRequest.getErrorResponse``)."""
+    if isinstance(outcome, ApiError):
+        users = sorted({d.name for d in request.deletions} | {u.name for u in request.upsertions})
+        outcome = [(user, outcome) for user in users]
+    return AlterUserScramCredentialsResponse(throttle_time_ms=0, results=[
+        AlterUserScramCredentialsResult(user=user, error_code=Errors.NONE, error_message=None) if error is None
+        else AlterUserScramCredentialsResult(user=user, error_code=error.error, error_message=error.message)
+        for user, error in outcome
+    ])
+
+
+def describe_user_scram_credentials_response(
+    request: DescribeUserScramCredentialsRequest, version: int, outcome: ApiError
+) -> DescribeUserScramCredentialsResponse:
+    """The error a controller answers DescribeUserScramCredentials with
+    (``DescribeUserScramCredentialsRequest.getErrorResponse``): the code at the top and in one
+    result per requested user, whose name it leaves empty."""
+    return DescribeUserScramCredentialsResponse(
+        throttle_time_ms=0, error_code=outcome.error, error_message=outcome.message,
+        results=[
+            DescribeUserScramCredentialsResult(user="", error_code=outcome.error, error_message=outcome.message,
+                                               credential_infos=[])
+            for _ in request.users or []
+        ],
+    )
+
+
+def alter_client_quotas_response(
+    request: AlterClientQuotasRequest, version: int, outcome: ApiError | list[tuple[Entity, ApiError | None]]
+) -> AlterClientQuotasResponse:
+    """The AlterClientQuotas answer: one entry per entity in the operation's order, its parts
+    in the order Kafka's map of them iterates; a whole-request error goes to every entry of the
+    request as sent, with Kafka's default message for the code
+    (``AlterClientQuotasRequest.getErrorResponse``)."""
+    if isinstance(outcome, ApiError):
+        message = _KAFKA_DEFAULT_MESSAGES.get(outcome.error, outcome.message)
+        return AlterClientQuotasResponse(throttle_time_ms=0, entries=[
+            QuotaEntryResult(error_code=outcome.error, error_message=message, entity=[
+                QuotaEntityData(entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity
+            ])
+            for entry in request.entries
+        ])
+    return AlterClientQuotasResponse(throttle_time_ms=0, entries=[
+        QuotaEntryResult(
+            error_code=Errors.NONE if error is None else error.error,
+            error_message=None if error is None else error.message,
+            entity=[QuotaEntityData(entity_type=t, entity_name=n) for t, n in entity],
+        )
+        for entity, error in outcome
     ])

@@ -147,14 +147,14 @@ def test_records_the_controller_does_not_keep_change_nothing(record: object) -> 
     "value",
     [
         bytes([1, 20, 0, 0xFF, 0xFF, 0xFF]),  # NoOpRecord with a body that does not decode
-        bytes([1, 14, 0, 0x01]),  # ClientQuotaRecord: not a record kwire keeps
+        bytes([1, 21, 0, 0xFF, 0xFF]),  # ZkMigrationStateRecord: not a record kwire keeps
         bytes([1, 6, 0]),  # AccessControlRecord
         bytes([1, 0xC8, 0x01, 0, 0xAA]),  # an api key of two varint bytes (200)
         None,  # a record without a value
         b"",
         b"\x01",
     ],
-    ids=["noop-garbage", "client-quota", "acl", "two-byte-key", "none", "empty", "one-byte"],
+    ids=["noop-garbage", "zk-migration", "acl", "two-byte-key", "none", "empty", "one-byte"],
 )
 def test_records_of_other_types_are_skipped_by_api_key_without_decoding(value: bytes | None) -> None:
     controller = controller_at(21)
