@@ -60,6 +60,8 @@ from messages.generated.no_op_record import NoOpRecord
 from messages.metadata import encode_record
 from messages.runtime import Message
 from server.controller import elections
+from server.controller.acls import ACL_OPERATIONS, CLUSTER, CLUSTER_NAME
+from server.controller.authorizer import CLUSTER_ACTION, StandardAuthorizer, audit_line
 from server.controller.cluster import ReplayError
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
@@ -125,6 +127,10 @@ class RaftView(Protocol):
         """Where the next append starts on this leader, None elsewhere."""
 
     @property
+    def high_watermark(self) -> int:
+        """This replica's high watermark (0 while unknown)."""
+
+    @property
     def control(self) -> ControlRecordStateMachine:
         """The voter set and kraft.version history (``at_offset`` for a snapshot's header)."""
 
@@ -150,6 +156,8 @@ class ControllerRequest:
     principal: str = "User:ANONYMOUS"
     """The principal the request is made by, in ``Type:name`` form: a PLAINTEXT connection's
     is ``User:ANONYMOUS`` (``KafkaPrincipal.ANONYMOUS``)."""
+    client_host: str = ""
+    """The client's address, as authorization matches hosts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +253,9 @@ class ControllerHost:
         )
         self.replayed_offset = 0
         """The offset after the last committed batch (or snapshot) replayed."""
+        self.authorizer = StandardAuthorizer(config.super_users, config.allow_everyone_if_no_acl_found)
+        """Decides requests on the ACLs when ``authorizer.class.name`` is set
+        (``server.controller.authorizer``)."""
         self.queue_times = EventTimes()
         """``ControllerEventManager`` EventQueueTimeMs: arrival to the start of handling."""
         self.processing_times = EventTimes()
@@ -323,11 +334,12 @@ class ControllerHost:
         api = find(request.body)
         if api is None:
             raise KeyError(f"not a controller RPC: {type(request.body).__name__}")
-        if api.check is not None:
+        refused = self._authorize(request, api)
+        if refused is None and api.check is not None:
             refused = api.check(self.config, request.body, request.version)
-            if refused is not None:
-                self._reply(request, api.respond(request.body, request.version, refused))
-                return
+        if refused is not None:
+            self._reply(request, api.respond(request.body, request.version, refused))
+            return
         if not api.write:
             self._reply(request, api.respond(request.body, request.version, self._run_read(now_ms, request, api)))
             return
@@ -338,6 +350,37 @@ class ControllerHost:
             return
         self._run(now_ms, request, api)
 
+    def authorize_envelope(self, principal: str, host: str) -> bool:
+        """Whether a connection of ``principal`` from ``host`` may forward requests in an
+        Envelope: CLUSTER_ACTION on the cluster (``EnvelopeUtils``); always without an
+        authorizer."""
+        if not self.config.authorizer:
+            return True
+        decision = self.authorizer.authorize_cluster(self.controller.acls.bindings(), principal, host, CLUSTER_ACTION)
+        if not decision.allowed:
+            self.log.info("%s", audit_line(decision, principal, host, CLUSTER_ACTION, CLUSTER, CLUSTER_NAME, "Envelope"))
+        return decision.allowed
+
+    def _authorize(self, request: ControllerRequest, api: ControllerApi) -> ApiError | None:
+        """The request's refusal by the authorizer, None when it may go on: the operation its
+        API needs on the cluster (``ControllerApis``' ``authorizeClusterOperation``); a principal
+        refused only because the ACLs are not loaded yet gets UNKNOWN_SERVER_ERROR, as Kafka's
+        ``AuthorizerNotReadyException`` does."""
+        if not self.config.authorizer or api.cluster_operation is None:
+            return None
+        operation = api.cluster_operation
+        decision = self.authorizer.authorize_cluster(
+            self.controller.acls.bindings(), request.principal, request.client_host, operation)
+        if decision.allowed:
+            return None
+        name = type(request.body).__name__.removesuffix("Request")
+        if not decision.ready:
+            self.log.error("refused %s from %s: the authorizer has not loaded the ACLs yet", name, request.principal)
+            return ApiError(Errors.UNKNOWN_SERVER_ERROR, None)
+        self.log.info("%s", audit_line(decision, request.principal, request.client_host, operation, CLUSTER,
+                                       CLUSTER_NAME, name))
+        return ApiError(Errors.CLUSTER_AUTHORIZATION_FAILED, f"Request {name} needs {ACL_OPERATIONS[operation]} permission.")
+
     def shutdown(self) -> None:
         """The node is stopping: it no longer claims leadership or appends NoOps."""
         self.stopping = True
@@ -347,6 +390,8 @@ class ControllerHost:
         requests and the periodic tasks that are due, and hand over everything to do
         (:class:`ControllerOutbox`)."""
         self._follow_leadership(now_ms)
+        if not self.authorizer.loaded and 0 < self.raft.high_watermark <= self.replayed_offset:
+            self.authorizer.loaded = True  # Kafka's completeInitialLoad: caught up to the high watermark
         while self._waiting and not self._writes:
             request = self._waiting.popleft()
             api = find(request.body)

@@ -54,6 +54,7 @@ from messages.runtime import Message
 from server.controller import operations as op
 from server.controller import responses as answer
 from server.controller.acls import malformed_acl_request
+from server.controller.authorizer import ALTER, ALTER_CONFIGS, CLUSTER_ACTION, DESCRIBE
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
 from server.controller.result import ControllerResult
@@ -84,6 +85,7 @@ class ControllerApi:
     on_arrival: Callable[[QuorumController, Any, int], None] | None = None
     check: Callable[[op.ControllerConfig, Any, int], ApiError | None] | None = None
     malformed: Callable[[Any, int], str | None] | None = None
+    cluster_operation: int | None = None
 
     @property
     def api_key(self) -> int:
@@ -99,35 +101,46 @@ class ControllerApi:
 
 
 CONTROLLER_APIS: tuple[ControllerApi, ...] = (
-    ControllerApi(ControllerRegistrationRequest, op.register_controller, answer.registration_response),
-    ControllerApi(UnregisterControllerRequest, op.unregister_controller, answer.unregister_controller_response),
-    ControllerApi(UpdateFeaturesRequest, op.update_features_op, answer.update_features_response),
-    ControllerApi(BrokerRegistrationRequest, op.register_broker, answer.broker_registration_response),
-    ControllerApi(BrokerHeartbeatRequest, op.broker_heartbeat, answer.broker_heartbeat_response, on_arrival=op.track_heartbeat),
-    ControllerApi(UnregisterBrokerRequest, op.unregister_broker, answer.unregister_broker_response),
-    ControllerApi(AllocateProducerIdsRequest, op.allocate_producer_ids, answer.allocate_producer_ids_response),
+    ControllerApi(ControllerRegistrationRequest, op.register_controller, answer.registration_response,
+                  cluster_operation=CLUSTER_ACTION),
+    ControllerApi(UnregisterControllerRequest, op.unregister_controller, answer.unregister_controller_response,
+                  cluster_operation=ALTER),
+    ControllerApi(UpdateFeaturesRequest, op.update_features_op, answer.update_features_response, cluster_operation=ALTER),
+    ControllerApi(BrokerRegistrationRequest, op.register_broker, answer.broker_registration_response,
+                  cluster_operation=CLUSTER_ACTION),
+    ControllerApi(BrokerHeartbeatRequest, op.broker_heartbeat, answer.broker_heartbeat_response, on_arrival=op.track_heartbeat,
+                  cluster_operation=CLUSTER_ACTION),
+    ControllerApi(UnregisterBrokerRequest, op.unregister_broker, answer.unregister_broker_response, cluster_operation=ALTER),
+    ControllerApi(AllocateProducerIdsRequest, op.allocate_producer_ids, answer.allocate_producer_ids_response,
+                  cluster_operation=CLUSTER_ACTION),
     ControllerApi(CreateTopicsRequest, op.create_topics, answer.create_topics_response),
     ControllerApi(DeleteTopicsRequest, op.delete_topics, answer.delete_topics_response),
     ControllerApi(CreatePartitionsRequest, op.create_partitions, answer.create_partitions_response),
-    ControllerApi(AlterPartitionRequest, op.alter_partition, answer.alter_partition_response),
+    ControllerApi(AlterPartitionRequest, op.alter_partition, answer.alter_partition_response, cluster_operation=CLUSTER_ACTION),
     ControllerApi(IncrementalAlterConfigsRequest, op.incremental_alter_configs, answer.incremental_alter_configs_response),
     ControllerApi(AlterConfigsRequest, op.alter_configs, answer.alter_configs_response),
-    ControllerApi(AssignReplicasToDirsRequest, op.assign_replicas_to_dirs, answer.assign_replicas_to_dirs_response),
-    ControllerApi(ElectLeadersRequest, op.elect_leaders, answer.elect_leaders_response),
-    ControllerApi(AlterPartitionReassignmentsRequest, op.alter_partition_reassignments, answer.alter_partition_reassignments_response),
-    ControllerApi(ListPartitionReassignmentsRequest, op.list_partition_reassignments, answer.list_partition_reassignments_response),
-    ControllerApi(DescribeClusterRequest, op.describe_cluster, write=False),
+    ControllerApi(AssignReplicasToDirsRequest, op.assign_replicas_to_dirs, answer.assign_replicas_to_dirs_response,
+                  cluster_operation=CLUSTER_ACTION),
+    ControllerApi(ElectLeadersRequest, op.elect_leaders, answer.elect_leaders_response, cluster_operation=ALTER),
+    ControllerApi(AlterPartitionReassignmentsRequest, op.alter_partition_reassignments,
+                  answer.alter_partition_reassignments_response, cluster_operation=ALTER),
+    ControllerApi(ListPartitionReassignmentsRequest, op.list_partition_reassignments,
+                  answer.list_partition_reassignments_response, cluster_operation=DESCRIBE),
+    ControllerApi(DescribeClusterRequest, op.describe_cluster, answer.describe_cluster_response, write=False,
+                  cluster_operation=ALTER),
     ControllerApi(DescribeConfigsRequest, op.describe_configs, write=False),
     ControllerApi(CreateAclsRequest, op.create_acls, answer.create_acls_response, check=op.check_acl_request,
-                  malformed=malformed_acl_request),
+                  malformed=malformed_acl_request, cluster_operation=ALTER),
     ControllerApi(DeleteAclsRequest, op.delete_acls, answer.delete_acls_response, check=op.check_acl_request,
-                  malformed=malformed_acl_request),
+                  malformed=malformed_acl_request, cluster_operation=ALTER),
     ControllerApi(DescribeAclsRequest, op.describe_acls, answer.describe_acls_response, write=False,
-                  check=op.check_acl_request, malformed=malformed_acl_request),
-    ControllerApi(AlterUserScramCredentialsRequest, op.alter_user_scram_credentials, answer.alter_user_scram_credentials_response),
+                  check=op.check_acl_request, malformed=malformed_acl_request, cluster_operation=DESCRIBE),
+    ControllerApi(AlterUserScramCredentialsRequest, op.alter_user_scram_credentials, answer.alter_user_scram_credentials_response,
+                  cluster_operation=ALTER),
     ControllerApi(DescribeUserScramCredentialsRequest, op.describe_user_scram_credentials,
                   answer.describe_user_scram_credentials_response, write=False),
-    ControllerApi(AlterClientQuotasRequest, op.alter_client_quotas, answer.alter_client_quotas_response),
+    ControllerApi(AlterClientQuotasRequest, op.alter_client_quotas, answer.alter_client_quotas_response,
+                  cluster_operation=ALTER_CONFIGS),
 )
 """Every controller RPC (module docstring)."""
 

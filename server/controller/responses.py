@@ -69,6 +69,7 @@ from messages.generated.describe_acls_response import (
     DescribeAclsResource,
     DescribeAclsResponse,
 )
+from messages.generated.describe_cluster_response import DescribeClusterResponse
 from messages.generated.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
 )
@@ -155,10 +156,12 @@ def feature_updates(request: UpdateFeaturesRequest, version: int) -> dict[str, t
 def update_features_response(request: UpdateFeaturesRequest, version: int, error: ApiError | None) -> UpdateFeaturesResponse:
     """``QuorumController.updateFeatures``'s answer: an error fails every update, its message
     prefixed as ``FeatureControlManager`` words a feature's refusal (NOT_CONTROLLER, which comes
-    from the event queue rather than the feature checks, keeps its own message); success at
-    v0-1 lists each feature with NONE and the message "NONE" (``Errors.NONE.message()``)."""
+    from the event queue, and CLUSTER_AUTHORIZATION_FAILED, from ``ControllerApis``, rather than
+    the feature checks, keep their own message); success at v0-1 lists each feature with NONE
+    and the message "NONE" (``Errors.NONE.message()``)."""
     if error is not None:
-        message = error.message if error.error == Errors.NOT_CONTROLLER else _FAILED_PREFIX + (error.message or "")
+        own = error.error in (Errors.NOT_CONTROLLER, Errors.CLUSTER_AUTHORIZATION_FAILED)
+        message = error.message if own else _FAILED_PREFIX + (error.message or "")
         return UpdateFeaturesResponse(error_code=error.error, error_message=message)
     results = (
         [UpdatableFeatureResult(feature=u.feature, error_code=Errors.NONE, error_message="NONE") for u in request.feature_updates]
@@ -491,3 +494,11 @@ def alter_client_quotas_response(
         )
         for entity, error in outcome
     ])
+
+
+def describe_cluster_response(request: Message, version: int, outcome: ApiError | DescribeClusterResponse) -> DescribeClusterResponse:
+    """The DescribeCluster answer, or its error with every other field at its default
+    (``DescribeClusterRequest.getErrorResponse``)."""
+    if isinstance(outcome, ApiError):
+        return DescribeClusterResponse(error_code=outcome.error, error_message=outcome.message)
+    return outcome

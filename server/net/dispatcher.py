@@ -45,6 +45,16 @@ class RequestContext:
     listener_name: str
     peer: tuple[str, int]
     connection_id: int
+    principal: str = "User:ANONYMOUS"
+    """Who the requests are made by, ``Type:name``: ``User:ANONYMOUS`` on a PLAINTEXT
+    listener; inside an Envelope, the forwarded client's."""
+    client_host: str | None = None
+    """The client's address where it is not the peer's (inside an Envelope)."""
+
+    @property
+    def host(self) -> str:
+        """The client's address, as authorization matches it."""
+        return self.client_host if self.client_host is not None else self.peer[0]
 
     @property
     def peer_text(self) -> str:

@@ -37,10 +37,12 @@ import random
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import trio
 
+from kwire.errors import Errors
 from kwire.uuid import Uuid
 from kwire.wire import DecodeError
 from messages.generated.envelope_request import EnvelopeRequest
@@ -53,7 +55,7 @@ from server.controller.features import supported_features
 from server.controller.host import ControllerHost, ControllerOutbox, ControllerRequest
 from server.net import ChannelDispatcher, PendingRequest, RunningServer, serve
 from server.node.apis import api_versions
-from server.node.envelope import open_envelope, relay_answer
+from server.node.envelope import forwarded_client, open_envelope, relay_answer
 from server.node.log_cleaner import LogCleaner, write_snapshot
 from server.node.logger_levels import python_logger_levels
 from server.node.peer import Peers
@@ -288,11 +290,17 @@ class Node:
         request = pending.request
         body, version = request.body, request.header.request_api_version
         if isinstance(body, EnvelopeRequest):
+            assert self.host is not None
+            context = pending.context
+            if not self.host.authorize_envelope(context.principal, context.host):
+                pending.respond(EnvelopeResponse(error_code=Errors.CLUSTER_AUTHORIZATION_FAILED))
+                return
             forwarded = open_envelope(body, dispatcher.api_versions())
             if not isinstance(forwarded, Request):
                 pending.respond(EnvelopeResponse(error_code=forwarded))
                 return
-            inner = PendingRequest(forwarded, pending.context)
+            principal, client_host = forwarded_client(body)
+            inner = PendingRequest(forwarded, replace(context, principal=principal, client_host=client_host))
             assert self._nursery is not None
             self._nursery.start_soon(relay_answer, pending, inner)
             await self._on_request(inner, dispatcher)
@@ -304,7 +312,10 @@ class Node:
                 return
             now = self.now_ms()
             received_ms = now - round((trio.current_time() - pending.received_at) * 1000)
-            self.host.request(now, ControllerRequest(pending, body, version, pending.context.listener_name, received_ms))
+            context = pending.context
+            self.host.request(now, ControllerRequest(
+                pending, body, version, context.listener_name, received_ms, context.principal, context.host,
+            ))
             await self._step([])
         else:
             request_id, self._next_request_id = self._next_request_id, self._next_request_id + 1

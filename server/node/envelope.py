@@ -22,6 +22,7 @@ request's answer and completes the envelope with it.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 
 from kwire.api_keys import ApiKey
@@ -39,7 +40,7 @@ from messages.protocol import (
 from messages.runtime import Message
 from server.net import PendingRequest
 
-__all__ = ["FORWARDABLE", "envelope_response", "open_envelope", "relay_answer"]
+__all__ = ["FORWARDABLE", "envelope_response", "forwarded_client", "open_envelope", "relay_answer"]
 
 FORWARDABLE = frozenset(
     int(k)
@@ -55,9 +56,9 @@ FORWARDABLE = frozenset(
 """``ApiKeys.forwardable`` (the same set in 3.9.2 and 4.4.0)."""
 
 
-def _check_principal(data: bytes | None) -> None:
-    """``DefaultKafkaPrincipalBuilder.deserialize``: raises DecodeError unless ``data`` is a
-    version-0 ``DefaultPrincipalData``."""
+def _check_principal(data: bytes | None) -> str:
+    """``DefaultKafkaPrincipalBuilder.deserialize``: the principal as ``Type:name``; raises
+    DecodeError unless ``data`` is a version-0 ``DefaultPrincipalData``."""
     if data is None or len(data) < 2:
         raise DecodeError("no principal")
     (version,) = INT16.unpack_from(data, 0)
@@ -65,13 +66,26 @@ def _check_principal(data: bytes | None) -> None:
         raise DecodeError(f"principal data version {version}")
     kind, pos = read_compact_bytes(data, 2)
     name, pos = read_compact_bytes(data, pos)
-    kind.decode("utf-8")
-    name.decode("utf-8")
+    text = f"{kind.decode('utf-8')}:{name.decode('utf-8')}"
     if pos >= len(data) or data[pos] not in (0, 1):
         raise DecodeError("no token flag")
     _, pos = read_unknown_tagged(data, pos + 1)
     if pos != len(data):
         raise DecodeError(f"{len(data) - pos} trailing bytes after the principal")
+    return text
+
+
+def forwarded_client(envelope: EnvelopeRequest) -> tuple[str, str]:
+    """The forwarded client's principal (``Type:name``) and host address (as Java's
+    ``InetAddress.getHostAddress`` writes it) of an envelope :func:`open_envelope` accepted:
+    the inner request is authorized as them (``EnvelopeUtils``)."""
+    principal = _check_principal(envelope.request_principal)
+    address = ipaddress.ip_address(bytes(envelope.client_host_address))
+    if address.version == 6:
+        host = ":".join(f"{int(part, 16):x}" for part in address.exploded.split(":"))
+    else:
+        host = str(address)
+    return principal, host
 
 
 def open_envelope(envelope: EnvelopeRequest, served: Mapping[int, tuple[int, int]]) -> Request | Errors:

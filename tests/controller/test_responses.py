@@ -131,7 +131,7 @@ def test_an_update_features_error_is_prefixed_and_fails_every_feature() -> None:
 
 
 def test_an_update_features_error_without_a_message_still_gets_the_prefix() -> None:
-    response = responses.update_features_response(_update_features(), 1, ApiError(Errors.CLUSTER_AUTHORIZATION_FAILED))
+    response = responses.update_features_response(_update_features(), 1, ApiError(Errors.INVALID_UPDATE_VERSION))
     assert response.error_message == "The update failed for all features since the following feature had an error: "
 
 

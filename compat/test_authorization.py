@@ -1,0 +1,192 @@
+"""Authorization on a controller with Kafka's ``StandardAuthorizer``, against a stock controller
+of the newest pinned release: both with ``super.users=User:admin`` and
+``allow.everyone.if.no.acl.found=true``, every request from ``User:ANONYMOUS`` (their PLAINTEXT
+listener's principal) or, inside an Envelope, from the principal it forwards.
+
+One sequence goes to both nodes: while the cluster has no ACL everyone may do anything; an
+ALLOW of ALTER for ANONYMOUS then leaves it ALTER and the DESCRIBE that ALTER implies, and
+refuses CLUSTER_ACTION and ALTER_CONFIGS; a DENY of DESCRIBE from its host refuses DESCRIBE alone;
+an ALLOW of CLUSTER_ACTION opens Envelopes, whose inner requests are decided for the forwarded
+principal (a super user, a stranger); a DENY of ALL for ``User:*`` closes everything but to the
+super user. The answers must be equal, with the text of Kafka's Java request object in a
+CLUSTER_AUTHORIZATION_FAILED message set aside (``Request <...> needs ALTER permission.``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from compat.differential import PairNode, acl_answer, send, start_pair
+from compat.harness import KafkaRelease
+from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
+from messages.generated.alter_client_quotas_request import (
+    AlterClientQuotasRequest,
+    EntityData,
+    EntryData,
+    OpData,
+)
+from messages.generated.alter_user_scram_credentials_request import (
+    AlterUserScramCredentialsRequest,
+    ScramCredentialUpsertion,
+)
+from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from messages.generated.create_acls_request import AclCreation, CreateAclsRequest
+from messages.generated.describe_acls_request import DescribeAclsRequest
+from messages.generated.describe_cluster_request import DescribeClusterRequest
+from messages.generated.elect_leaders_request import ElectLeadersRequest, TopicPartitions
+from messages.generated.envelope_request import EnvelopeRequest
+from messages.generated.list_partition_reassignments_request import (
+    ListPartitionReassignmentsRequest,
+)
+from messages.generated.update_features_request import FeatureUpdateKey, UpdateFeaturesRequest
+from messages.protocol import decode_response, encode_request
+from messages.runtime import Message
+
+pytestmark = pytest.mark.compat
+
+SETTINGS = (
+    "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
+    "super.users=User:admin\n"
+    "allow.everyone.if.no.acl.found=true\n"
+)
+CLUSTER, ALL, ALTER, DESCRIBE, CLUSTER_ACTION = 4, 2, 7, 8, 9
+DENY, ALLOW, LITERAL = 2, 3, 3
+
+
+@pytest.fixture
+def authorizing_pair(newest_kafka: KafkaRelease, tmp_path: Path) -> Iterator[dict[str, PairNode]]:
+    with start_pair(newest_kafka, tmp_path, "leader", SETTINGS) as nodes:
+        yield nodes
+
+
+def _acl(principal: str, operation: int, permission: int, host: str = "*") -> CreateAclsRequest:
+    return CreateAclsRequest(creations=[AclCreation(
+        resource_type=CLUSTER, resource_name="kafka-cluster", resource_pattern_type=LITERAL, principal=principal,
+        host=host, operation=operation, permission_type=permission)])
+
+
+DESCRIBE_ACLS = DescribeAclsRequest(resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
+                                    principal_filter=None, host_filter=None, operation=1, permission_type=1)
+QUOTA = AlterClientQuotasRequest(entries=[EntryData(entity=[EntityData(entity_type="user", entity_name="q")],
+                                                    ops=[OpData(key="producer_byte_rate", value=10.0, remove=False)])],
+                                 validate_only=True)
+HEARTBEAT = BrokerHeartbeatRequest(broker_id=9, broker_epoch=1, current_metadata_offset=0)
+ELECT = ElectLeadersRequest(election_type=0, topic_partitions=[TopicPartitions(topic="none", partitions=[0])],
+                            timeout_ms=5000)
+REASSIGNMENTS = ListPartitionReassignmentsRequest(timeout_ms=5000, topics=None)
+SCRAM = AlterUserScramCredentialsRequest(deletions=[], upsertions=[ScramCredentialUpsertion(
+    name="sam", mechanism=1, iterations=4096, salt=b"salt", salted_password=bytes(32))])
+FEATURES = UpdateFeaturesRequest(timeout_ms=5000, feature_updates=[FeatureUpdateKey(
+    feature="group.version", max_version_level=1, upgrade_type=1)], validate_only=True)
+
+
+def _principal(principal: str) -> bytes:
+    """``DefaultPrincipalData`` v0 of ``Type:name`` behind its int16 version."""
+    kind, _, name = principal.partition(":")
+    return (b"\x00\x00" + bytes([len(kind) + 1]) + kind.encode() + bytes([len(name) + 1]) + name.encode()
+            + b"\x00\x00")
+
+
+def _envelope(principal: str, inner: Message, version: int) -> EnvelopeRequest:
+    return EnvelopeRequest(request_data=encode_request(inner, version, 7, "forwarded"),
+                           request_principal=_principal(principal), client_host_address=bytes([127, 0, 0, 1]))
+
+
+def _cases() -> list[tuple[str, Message, int]]:
+    return [
+        ("no ACL yet: describe ACLs", DESCRIBE_ACLS, 3),
+        ("no ACL yet: a heartbeat", HEARTBEAT, 2),
+        ("allow ANONYMOUS to ALTER the cluster", _acl("User:ANONYMOUS", ALTER, ALLOW), 3),
+        ("ALTER implies DESCRIBE: describe ACLs", DESCRIBE_ACLS, 3),
+        ("ALTER_CONFIGS refused: client quotas", QUOTA, 1),
+        ("CLUSTER_ACTION refused: a heartbeat", HEARTBEAT, 2),
+        ("CLUSTER_ACTION refused: producer ids", AllocateProducerIdsRequest(broker_id=9, broker_epoch=1), 0),
+        ("ALTER allowed: elect leaders", ELECT, 2),
+        ("DESCRIBE allowed: list reassignments", REASSIGNMENTS, 0),
+        ("ALTER allowed: describe the cluster", DescribeClusterRequest(include_cluster_authorized_operations=False), 1),
+        ("an Envelope without CLUSTER_ACTION", _envelope("User:admin", DESCRIBE_ACLS, 3), 0),
+        ("deny ANONYMOUS DESCRIBE from 127.0.0.1", _acl("User:ANONYMOUS", DESCRIBE, DENY, "127.0.0.1"), 3),
+        ("DESCRIBE denied: describe ACLs", DESCRIBE_ACLS, 3),
+        ("DESCRIBE denied: list reassignments", REASSIGNMENTS, 0),
+        ("a DENY of DESCRIBE leaves ALTER: SCRAM", SCRAM, 0),
+        ("allow ANONYMOUS CLUSTER_ACTION", _acl("User:ANONYMOUS", CLUSTER_ACTION, ALLOW), 3),
+        ("CLUSTER_ACTION allowed: a heartbeat", HEARTBEAT, 2),
+        ("an Envelope for a super user", _envelope("User:admin", QUOTA, 1), 0),
+        ("an Envelope for a stranger", _envelope("User:stranger", QUOTA, 1), 0),
+        ("an Envelope for a stranger's ACL", _envelope("User:stranger", _acl("User:x", ALTER, ALLOW), 3), 0),
+        ("deny everyone ALL", _acl("User:*", ALL, DENY), 3),
+        ("everything refused: create an ACL", _acl("User:y", ALTER, ALLOW), 3),
+        ("everything refused: features", FEATURES, 1),
+        ("everything refused: an Envelope", _envelope("User:admin", QUOTA, 1), 0),
+    ]
+
+
+_REQUEST_TEXT = re.compile(r"^Request .* needs (\w+) permission\.$")
+
+
+def _normal(value: Any) -> Any:
+    """``value`` with a CLUSTER_AUTHORIZATION_FAILED message's request text set aside."""
+    if isinstance(value, str):
+        found = _REQUEST_TEXT.match(value)
+        return f"Request <request> needs {found.group(1)} permission." if found else value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_normal(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _normal(v) for k, v in value.items()}
+    return value
+
+
+def _answer(port: int, request: Message, version: int) -> Any:
+    response = trio.run(send, port, request, version)
+    if isinstance(response, str):
+        return response.replace(str(port), "<port>")
+    if isinstance(request, EnvelopeRequest):
+        if response.response_data is None:
+            return "Envelope", int(response.error_code)
+        _, inner = decode_response(bytes(response.response_data), _inner_key(request), _inner_version(request))
+        return "Envelope", int(response.error_code), _answer_of(inner)
+    return _answer_of(response)
+
+
+def _inner_key(envelope: EnvelopeRequest) -> int:
+    return int.from_bytes(bytes(envelope.request_data)[0:2], "big")
+
+
+def _inner_version(envelope: EnvelopeRequest) -> int:
+    return int.from_bytes(bytes(envelope.request_data)[2:4], "big")
+
+
+def _answer_of(response: Message) -> Any:
+    if type(response).__name__.endswith("AclsResponse"):
+        return _normal(acl_answer(response))
+    json = response.to_json(response.HIGHEST_VERSION)
+    for volatile in ("throttleTimeMs", "clusterId", "controllerId", "brokers", "endpointType", "isFenced"):
+        json.pop(volatile, None)
+    return type(response).__name__, _normal(json)
+
+
+def test_controller_requests_are_authorized_as_kafka_authorizes_them(authorizing_pair: dict[str, PairNode]) -> None:
+    ports = {name: node.port for name, node in authorizing_pair.items()}
+    differences: list[str] = []
+    answered: list[tuple[str, Any]] = []
+    for case, request, version in _cases():
+        answers = {name: _answer(port, request, version) for name, port in ports.items()}
+        answered.append((case, answers["stock"]))
+        if answers["stock"] != answers["kwire"]:
+            differences.append(f"{case}:\n    stock {answers['stock']}\n    kwire {answers['kwire']}")
+    for name, node in authorizing_pair.items():
+        assert node.proc.poll() is None, f"{name} died"
+    trace = "\n".join(f"{case}: {answer}" for case, answer in answered)
+    outcomes = dict(answered)
+    # the sequence reached what it is about on the stock side
+    assert outcomes["CLUSTER_ACTION refused: a heartbeat"][1]["errorCode"] == 31, trace
+    assert outcomes["an Envelope without CLUSTER_ACTION"] == ("Envelope", 31), trace
+    assert outcomes["DESCRIBE denied: describe ACLs"][1] == 31, trace
+    assert outcomes["everything refused: create an ACL"][1][0][0] == 31, trace
+    assert not differences, f"{len(differences)} cases differ:\n" + "\n".join(differences) + "\n" + trace
