@@ -15,14 +15,23 @@ CLUSTER_AUTHORIZATION_FAILED message set aside (``Request <...> needs ALTER perm
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from compat.differential import PairNode, acl_answer, send, start_pair
+from compat.differential import (
+    CAUGHT_UP,
+    PairNode,
+    acl_answer,
+    broker_features,
+    finalized_features,
+    registration,
+    send,
+    start_pair,
+)
 from compat.harness import KafkaRelease
 from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from messages.generated.alter_client_quotas_request import (
@@ -31,16 +40,40 @@ from messages.generated.alter_client_quotas_request import (
     EntryData,
     OpData,
 )
+from messages.generated.alter_configs_request import AlterableConfig as LegacyConfig
+from messages.generated.alter_configs_request import AlterConfigsRequest
+from messages.generated.alter_configs_request import AlterConfigsResource as LegacyResource
 from messages.generated.alter_user_scram_credentials_request import (
     AlterUserScramCredentialsRequest,
     ScramCredentialUpsertion,
 )
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from messages.generated.broker_registration_request import BrokerRegistrationRequest
 from messages.generated.create_acls_request import AclCreation, CreateAclsRequest
+from messages.generated.create_partitions_request import (
+    CreatePartitionsAssignment,
+    CreatePartitionsRequest,
+    CreatePartitionsTopic,
+)
+from messages.generated.create_topics_request import (
+    CreatableReplicaAssignment,
+    CreatableTopic,
+    CreateTopicsRequest,
+)
+from messages.generated.delete_topics_request import DeleteTopicsRequest
 from messages.generated.describe_acls_request import DescribeAclsRequest
 from messages.generated.describe_cluster_request import DescribeClusterRequest
+from messages.generated.describe_configs_request import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
 from messages.generated.elect_leaders_request import ElectLeadersRequest, TopicPartitions
 from messages.generated.envelope_request import EnvelopeRequest
+from messages.generated.incremental_alter_configs_request import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
 from messages.generated.list_partition_reassignments_request import (
     ListPartitionReassignmentsRequest,
 )
@@ -86,6 +119,28 @@ FEATURES = UpdateFeaturesRequest(timeout_ms=5000, feature_updates=[FeatureUpdate
     feature="group.version", max_version_level=1, upgrade_type=1)], validate_only=True)
 
 
+CREATE, DELETE, READ, PREFIXED, TOPIC = 5, 6, 3, 4, 2
+
+
+def _on_topic(name: str, pattern: int, principal: str, operation: int) -> AclCreation:
+    return AclCreation(resource_type=TOPIC, resource_name=name, resource_pattern_type=pattern, principal=principal,
+                       host="*", operation=operation, permission_type=ALLOW)
+
+
+def _topic(name: str) -> CreatableTopic:
+    return CreatableTopic(name=name, num_partitions=-1, replication_factor=-1,
+                          assignments=[CreatableReplicaAssignment(partition_index=0, broker_ids=[5])], configs=[])
+
+
+def _register(side: dict[str, Any]) -> Message:
+    side["registering"] = True
+    return registration(5, broker_features(side["finalized"]))
+
+
+def _caught_up(side: dict[str, Any]) -> Message:
+    return BrokerHeartbeatRequest(broker_id=5, broker_epoch=side["epoch"], current_metadata_offset=CAUGHT_UP)
+
+
 def _principal(principal: str) -> bytes:
     """``DefaultPrincipalData`` v0 of ``Type:name`` behind its int16 version."""
     kind, _, name = principal.partition(":")
@@ -98,7 +153,7 @@ def _envelope(principal: str, inner: Message, version: int) -> EnvelopeRequest:
                            request_principal=_principal(principal), client_host_address=bytes([127, 0, 0, 1]))
 
 
-def _cases() -> list[tuple[str, Message, int]]:
+def _cases() -> list[tuple[str, Message | Callable[[dict[str, Any]], Message], int]]:
     return [
         ("no ACL yet: describe ACLs", DESCRIBE_ACLS, 3),
         ("no ACL yet: a heartbeat", HEARTBEAT, 2),
@@ -117,6 +172,31 @@ def _cases() -> list[tuple[str, Message, int]]:
         ("a DENY of DESCRIBE leaves ALTER: SCRAM", SCRAM, 0),
         ("allow ANONYMOUS CLUSTER_ACTION", _acl("User:ANONYMOUS", CLUSTER_ACTION, ALLOW), 3),
         ("CLUSTER_ACTION allowed: a heartbeat", HEARTBEAT, 2),
+        ("register broker 5", _register, 4),
+        ("broker 5 catches up", _caught_up, 2),
+        ("topic ACLs: secret-* for another user, some rights on secret-made", CreateAclsRequest(creations=[
+            _on_topic("secret-", PREFIXED, "User:other", READ),
+            *(_on_topic("secret-made", LITERAL, "User:ANONYMOUS", op) for op in (CREATE, ALTER, DELETE)),
+        ]), 3),
+        ("create an open, a refused and an undescribable topic", CreateTopicsRequest(topics=[
+            _topic("open-1"), _topic("secret-x"), _topic("secret-made")], timeout_ms=5000, validate_only=False), 7),
+        ("grow the three topics", CreatePartitionsRequest(topics=[
+            CreatePartitionsTopic(name=name, count=2, assignments=[CreatePartitionsAssignment(broker_ids=[5])])
+            for name in ("open-1", "secret-x", "secret-made")], timeout_ms=5000, validate_only=False), 3),
+        ("alter configs of the topics and the cluster", IncrementalAlterConfigsRequest(resources=[
+            AlterConfigsResource(resource_type=t, resource_name=n, configs=[
+                AlterableConfig(name=k, config_operation=0, value=v)])
+            for t, n, k, v in ((2, "open-1", "retention.ms", "5000"), (2, "secret-made", "retention.ms", "5000"),
+                               (4, "", "log.cleaner.threads", "2"))
+        ], validate_only=False), 1),
+        ("legacy alter configs of a refused topic", AlterConfigsRequest(resources=[LegacyResource(
+            resource_type=2, resource_name="secret-made", configs=[LegacyConfig(name="retention.ms", value="7")])],
+            validate_only=False), 2),
+        ("describe configs of the topics and a broker", DescribeConfigsRequest(resources=[
+            DescribeConfigsResource(resource_type=t, resource_name=n, configuration_keys=["retention.ms"])
+            for t, n in ((2, "open-1"), (2, "secret-made"), (4, "1"))], include_synonyms=False), 4),
+        ("delete the topics", DeleteTopicsRequest(topic_names=["open-1", "secret-x", "secret-made", "never"],
+                                                   timeout_ms=5000), 5),
         ("an Envelope for a super user", _envelope("User:admin", QUOTA, 1), 0),
         ("an Envelope for a stranger", _envelope("User:stranger", QUOTA, 1), 0),
         ("an Envelope for a stranger's ACL", _envelope("User:stranger", _acl("User:x", ALTER, ALLOW), 3), 0),
@@ -142,8 +222,10 @@ def _normal(value: Any) -> Any:
     return value
 
 
-def _answer(port: int, request: Message, version: int) -> Any:
+def _answer(port: int, request: Message, version: int, side: dict[str, Any]) -> Any:
     response = trio.run(send, port, request, version)
+    if side.pop("registering", False) and not isinstance(response, str):
+        side["epoch"] = response.broker_epoch
     if isinstance(response, str):
         return response.replace(str(port), "<port>")
     if isinstance(request, EnvelopeRequest):
@@ -151,6 +233,8 @@ def _answer(port: int, request: Message, version: int) -> Any:
             return "Envelope", int(response.error_code)
         _, inner = decode_response(bytes(response.response_data), _inner_key(request), _inner_version(request))
         return "Envelope", int(response.error_code), _answer_of(inner)
+    if isinstance(request, BrokerRegistrationRequest):
+        return type(response).__name__, int(response.error_code)
     return _answer_of(response)
 
 
@@ -168,15 +252,30 @@ def _answer_of(response: Message) -> Any:
     json = response.to_json(response.HIGHEST_VERSION)
     for volatile in ("throttleTimeMs", "clusterId", "controllerId", "brokers", "endpointType", "isFenced"):
         json.pop(volatile, None)
-    return type(response).__name__, _normal(json)
+    if type(response).__name__ == "DeleteTopicsResponse":  # Kafka shuffles the results
+        json["responses"] = sorted(json["responses"], key=repr)
+    return type(response).__name__, _normal(_ids_set_aside(json))
+
+
+def _ids_set_aside(value: Any) -> Any:
+    """``value`` with each topic id replaced by whether it is set (the ids are random)."""
+    if isinstance(value, dict):
+        return {k: (v != "AAAAAAAAAAAAAAAAAAAAAA" if k == "topicId" else _ids_set_aside(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ids_set_aside(v) for v in value]
+    return value
 
 
 def test_controller_requests_are_authorized_as_kafka_authorizes_them(authorizing_pair: dict[str, PairNode]) -> None:
     ports = {name: node.port for name, node in authorizing_pair.items()}
+    sides: dict[str, dict[str, Any]] = {name: {"finalized": finalized_features(port)} for name, port in ports.items()}
     differences: list[str] = []
     answered: list[tuple[str, Any]] = []
-    for case, request, version in _cases():
-        answers = {name: _answer(port, request, version) for name, port in ports.items()}
+    for case, build, version in _cases():
+        answers = {}
+        for name, port in ports.items():
+            request = build(sides[name]) if callable(build) else build
+            answers[name] = _answer(port, request, version, sides[name])
         answered.append((case, answers["stock"]))
         if answers["stock"] != answers["kwire"]:
             differences.append(f"{case}:\n    stock {answers['stock']}\n    kwire {answers['kwire']}")
@@ -189,4 +288,7 @@ def test_controller_requests_are_authorized_as_kafka_authorizes_them(authorizing
     assert outcomes["an Envelope without CLUSTER_ACTION"] == ("Envelope", 31), trace
     assert outcomes["DESCRIBE denied: describe ACLs"][1] == 31, trace
     assert outcomes["everything refused: create an ACL"][1][0][0] == 31, trace
+    created = outcomes["create an open, a refused and an undescribable topic"][1]["topics"]
+    assert [t["errorCode"] for t in created] == [0, 0, 29], trace
+    assert created[1]["topicConfigErrorCode"] == 29 and created[1]["numPartitions"] == -1, trace
     assert not differences, f"{len(differences)} cases differ:\n" + "\n".join(differences) + "\n" + trace

@@ -51,10 +51,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACL_OPERATIONS",
+    "CLUSTER",
     "CLUSTER_NAME",
+    "GROUP",
     "PATTERN_TYPES",
     "PERMISSION_TYPES",
     "RESOURCE_TYPES",
+    "TOPIC",
     "CIDR_LEVEL",
     "MAX_RECORDS_PER_USER_OP",
     "WILDCARD",
@@ -79,7 +82,7 @@ PERMISSION_TYPES = {0: "UNKNOWN", 1: "ANY", 2: "DENY", 3: "ALLOW"}
 """``org.apache.kafka.common.acl.AclPermissionType`` by code."""
 
 UNKNOWN, ANY, MATCH, LITERAL, PREFIXED = 0, 1, 2, 3, 4
-CLUSTER = 4
+TOPIC, GROUP, CLUSTER = 2, 3, 4
 DENY, ALLOW = 2, 3
 WILDCARD = "*"
 """The literal resource name that names every resource of its type

@@ -21,7 +21,7 @@ No I/O, no clock.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from server.controller.acls import (
@@ -41,14 +41,24 @@ __all__ = [
     "ALTER",
     "ALTER_CONFIGS",
     "CLUSTER_ACTION",
+    "CREATE",
+    "DELETE",
     "DESCRIBE",
+    "DESCRIBE_CONFIGS",
+    "Authorize",
     "Decision",
     "StandardAuthorizer",
     "audit_line",
 ]
 
-ALL, ALTER, DESCRIBE, CLUSTER_ACTION, ALTER_CONFIGS = 2, 7, 8, 9, 11
-READ, WRITE, DELETE, DESCRIBE_CONFIGS = 3, 4, 6, 10
+ALL, READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS = (
+    2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+"""``AclOperation`` codes."""
+
+Authorize = Callable[[int, int, str, bool], bool]
+"""``authorize(operation, resource type, resource name, log_denied) -> allowed`` for one
+request's principal (the ACL codes of ``server.controller.acls``); raises ApiError
+UNKNOWN_SERVER_ERROR while the ACLs are not loaded (Kafka's ``AuthorizerNotReadyException``)."""
 _IMPLY_DESCRIBE = frozenset({DESCRIBE, READ, WRITE, DELETE, ALTER})
 _IMPLY_DESCRIBE_CONFIGS = frozenset({DESCRIBE_CONFIGS, ALTER_CONFIGS})
 _RESOURCE_NAMES = {2: "Topic", 3: "Group", 4: "Cluster", 5: "TransactionalId", 6: "DelegationToken", 7: "User"}

@@ -40,6 +40,8 @@ from messages.generated.incremental_alter_configs_request import IncrementalAlte
 from messages.generated.incremental_alter_configs_response import (
     AlterConfigsResourceResponse as IncrementalResult,
 )
+from server.controller.acls import CLUSTER, CLUSTER_NAME, GROUP, TOPIC
+from server.controller.authorizer import ALTER_CONFIGS, CLUSTER_ACTION, DESCRIBE_CONFIGS, Authorize
 from server.controller.errors import ApiError
 from server.controller.image import ReplicationImage, invalid_topic_name
 from server.controller.java_numbers import java_parse_integer
@@ -237,12 +239,35 @@ def _clear_elr(context: ConfigContext, records: list[Record]) -> list[Record]:
     return out
 
 
+def config_access(resource_type: int, name: str, *, alter: bool) -> tuple[int, int, str, Errors, str] | None:
+    """What authorization a config resource needs (``ControllerApis.authorizeAlterResource``,
+    ``ConfigHelper``): (operation, ACL resource type, ACL resource name, the error and its
+    message on a refusal), or None for a type that is not checked. Alterations need
+    ALTER_CONFIGS (a broker logger CLUSTER_ACTION), descriptions DESCRIBE_CONFIGS; broker,
+    broker logger and client-metrics resources are checked on the cluster, a topic or a group
+    on itself."""
+    operation = ALTER_CONFIGS if alter else DESCRIBE_CONFIGS
+    if resource_type in (ResourceType.BROKER, ResourceType.CLIENT_METRICS, ResourceType.BROKER_LOGGER):
+        if resource_type == ResourceType.BROKER_LOGGER and alter:
+            operation = CLUSTER_ACTION
+        return operation, CLUSTER, CLUSTER_NAME, Errors.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+    if resource_type == ResourceType.TOPIC:
+        return operation, TOPIC, name, Errors.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
+    if resource_type == ResourceType.GROUP:
+        return operation, GROUP, name, Errors.GROUP_AUTHORIZATION_FAILED, "Group authorization failed."
+    return None
+
+
 def _resources(
     request: IncrementalAlterConfigsRequest | AlterConfigsRequest,
     result: Callable[[int, str, Errors, str | None], None],
+    authorize: Authorize | None = None,
+    *,
+    legacy: bool = False,
 ) -> dict[tuple[int, str], list[object]]:
-    """The request's resources of known types named once, by (type, name), in request order;
-    the others are answered through ``result``."""
+    """The request's resources of known types named once and allowed by ``authorize``, by
+    (type, name), in request order; the others are answered through ``result`` (unknown types
+    and duplicates first, then the refusals)."""
     known = {int(t) for t in ResourceType}
     seen: dict[tuple[int, str], list[object]] = {}
     duplicates: set[tuple[int, str]] = set()
@@ -258,11 +283,19 @@ def _resources(
             result(*key, Errors.INVALID_REQUEST, "Duplicate resource.")
         else:
             seen[key] = list(resource.configs)
+    if authorize is not None:
+        for key in list(seen):
+            if legacy and key[0] == ResourceType.BROKER_LOGGER:
+                continue
+            access = config_access(*key, alter=True)
+            if access is not None and not authorize(*access[:3], True):
+                del seen[key]
+                result(*key, access[3], access[4])
     return seen
 
 
 def incremental_alter_configs(
-    request: IncrementalAlterConfigsRequest, context: ConfigContext
+    request: IncrementalAlterConfigsRequest, context: ConfigContext, authorize: Authorize | None = None
 ) -> tuple[list[Record], list[IncrementalResult]]:
     """IncrementalAlterConfigs (module docstring): the records of every resource that passed
     its checks (none when ValidateOnly) and one result per resource."""
@@ -274,7 +307,7 @@ def incremental_alter_configs(
         )
 
     records: list[Record] = []
-    for (resource_type, name), configs in _resources(request, result).items():
+    for (resource_type, name), configs in _resources(request, result, authorize).items():
         if resource_type in (ResourceType.BROKER_LOGGER, ResourceType.CLIENT_METRICS, ResourceType.GROUP):
             result(
                 resource_type, name, Errors.INVALID_REQUEST, f"Unexpected resource type {ResourceType(resource_type).name}."
@@ -323,7 +356,9 @@ def incremental_alter_configs(
     return ([] if request.validate_only else records), results
 
 
-def legacy_alter_configs(request: AlterConfigsRequest, context: ConfigContext) -> tuple[list[Record], list[LegacyResult]]:
+def legacy_alter_configs(
+    request: AlterConfigsRequest, context: ConfigContext, authorize: Authorize | None = None
+) -> tuple[list[Record], list[LegacyResult]]:
     """AlterConfigs (module docstring): the given configs replace each resource's configs."""
     results: list[LegacyResult] = []
 
@@ -331,7 +366,7 @@ def legacy_alter_configs(request: AlterConfigsRequest, context: ConfigContext) -
         results.append(LegacyResult(error_code=error, error_message=message, resource_type=resource_type, resource_name=name))
 
     records: list[Record] = []
-    for (resource_type, name), configs in _resources(request, result).items():
+    for (resource_type, name), configs in _resources(request, result, authorize, legacy=True).items():
         wanted: dict[str, str | None] = {}
         for config in configs:
             wanted[config.name] = config.value  # type: ignore[attr-defined]

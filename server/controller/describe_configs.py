@@ -47,6 +47,7 @@ from messages.generated.describe_configs_response import (
     DescribeConfigsResult,
     DescribeConfigsSynonym,
 )
+from server.controller.authorizer import Authorize
 from server.controller.broker_config_schema import (
     BROKER_CONFIGS,
     BROKER_QUOTA_CONFIGS,
@@ -58,7 +59,7 @@ from server.controller.broker_config_schema import (
     PER_BROKER_CONFIGS,
     ConfigKey,
 )
-from server.controller.configs import ResourceType
+from server.controller.configs import ResourceType, config_access
 from server.controller.errors import ApiError
 from server.controller.image import ReplicationImage, invalid_topic_name
 from server.controller.java_numbers import java_parse_integer
@@ -423,13 +424,17 @@ INVALID_REQUEST_MESSAGE = (
 an unknown resource type is answered with."""
 
 
-def describe_configs(request: DescribeConfigsRequest, view: NodeConfigView) -> DescribeConfigsResponse:
+def describe_configs(
+    request: DescribeConfigsRequest, view: NodeConfigView, authorize: Authorize | None = None
+) -> DescribeConfigsResponse:
     """The DescribeConfigs answer of the controller ``view`` describes: one result per
     resource, in request order; a resource's failure (INVALID_REQUEST, INVALID_TOPIC_EXCEPTION,
     UNKNOWN_TOPIC_OR_PARTITION) is its result's error and takes nothing from the others. A
     request naming a resource type Kafka does not know fails whole (each resource
     INVALID_REQUEST with :data:`INVALID_REQUEST_MESSAGE`), as the authorization step Kafka
-    runs first throws for it."""
+    runs first throws for it. With ``authorize``, a resource the principal may not
+    DESCRIBE_CONFIGS (``server.controller.configs.config_access``) gets its error and Kafka's
+    default message, and no configs."""
     if any(r.resource_type not in _KNOWN_TYPES for r in request.resources):
         return DescribeConfigsResponse(
             results=[
@@ -444,6 +449,11 @@ def describe_configs(request: DescribeConfigsRequest, view: NodeConfigView) -> D
     results = []
     for resource in request.resources:
         result = DescribeConfigsResult(resource_type=resource.resource_type, resource_name=resource.resource_name)
+        access = config_access(resource.resource_type, resource.resource_name, alter=False)
+        if authorize is not None and access is not None and not authorize(*access[:3], True):
+            result.error_code, result.error_message = access[3], access[4]
+            results.append(result)
+            continue
         try:
             entries = _describe_one(describer, resource)
         except _Unknown:

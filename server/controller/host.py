@@ -61,7 +61,7 @@ from messages.metadata import encode_record
 from messages.runtime import Message
 from server.controller import elections
 from server.controller.acls import ACL_OPERATIONS, CLUSTER, CLUSTER_NAME
-from server.controller.authorizer import CLUSTER_ACTION, StandardAuthorizer, audit_line
+from server.controller.authorizer import CLUSTER_ACTION, Authorize, StandardAuthorizer, audit_line
 from server.controller.cluster import ReplayError
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
@@ -477,10 +477,33 @@ class ControllerHost:
             leader_id=self.raft.leader_and_epoch.leader_id,
             pending_records=self._pending_records,
             logger_levels=self._logger_levels,
+            authorize=None if request is None else self._resource_authorizer(request),
         )
 
+    def _resource_authorizer(self, request: ControllerRequest) -> Authorize | None:
+        """The request's :data:`~server.controller.operations.Authorize`, None without an
+        authorizer; a denial it is asked to log goes to the log as Kafka's audit line."""
+        if not self.config.authorizer:
+            return None
+        name = type(request.body).__name__.removesuffix("Request")
+
+        def authorize(operation: int, resource_type: int, resource_name: str, log_denied: bool = True) -> bool:
+            decision = self.authorizer.authorize(self.controller.acls.bindings(), request.principal, request.client_host,
+                                                 operation, resource_type, resource_name)
+            if not decision.ready:
+                raise ApiError(Errors.UNKNOWN_SERVER_ERROR, None)
+            if not decision.allowed and log_denied:
+                self.log.info("%s", audit_line(decision, request.principal, request.client_host, operation,
+                                               resource_type, resource_name, name))
+            return decision.allowed
+
+        return authorize
+
     def _run_read(self, now_ms: int, request: ControllerRequest, api: ControllerApi) -> Any:
-        return api.operation(self._context(now_ms, request), request.body, request.version).response
+        try:
+            return api.operation(self._context(now_ms, request), request.body, request.version).response
+        except ApiError as exc:  # the authorizer not ready yet
+            return exc
 
     def _run(self, now_ms: int, request: ControllerRequest, api: ControllerApi) -> None:
         """Run one write request on the active controller (NOT_CONTROLLER elsewhere)."""

@@ -61,6 +61,7 @@ from server.controller import describe_cluster as cluster_description
 from server.controller import describe_configs as config_description
 from server.controller.acls import CLUSTER, CLUSTER_NAME, AclBinding, AclFilter
 from server.controller.activation import ELIGIBLE_LEADER_REPLICAS_FEATURE
+from server.controller.authorizer import Authorize
 from server.controller.cluster import ClusterControl
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
@@ -171,6 +172,10 @@ class OperationContext:
     pending_records: int = 0
     """Records this host handed over for appending that the raft layer has not taken yet."""
     logger_levels: Callable[[], Mapping[str, str]] = dict
+    authorize: Authorize | None = None
+    """With an authorizer, whether the request's principal may do an operation on a resource
+    (``authorize(operation, resource type, name, log_denied)``, the ACL codes of
+    ``server.controller.acls``); None without one, when everything is allowed."""
 
     @property
     def image(self) -> ReplicationImage:
@@ -356,6 +361,7 @@ def create_topics(ctx: OperationContext, request: CreateTopicsRequest, version: 
             static_config=config.static_config,
         ),
         rng=ctx.rng,
+        authorize=ctx.authorize,
     )
     for result in results:
         ctx.log.info("CreateTopics %s: %s %s", result.name, Errors.of(result.error_code).name, result.error_message or "")
@@ -364,13 +370,16 @@ def create_topics(ctx: OperationContext, request: CreateTopicsRequest, version: 
 
 def delete_topics(ctx: OperationContext, request: DeleteTopicsRequest, version: int) -> ControllerResult:
     """DeleteTopics (``server.controller.topics.delete_topics``), under ``delete.topic.enable``."""
-    return ControllerResult(*topics.delete_topics(request, version, image=ctx.image, delete_enabled=ctx.config.delete_topic_enable))
+    return ControllerResult(*topics.delete_topics(
+        request, version, image=ctx.image, delete_enabled=ctx.config.delete_topic_enable, authorize=ctx.authorize
+    ))
 
 
 def create_partitions(ctx: OperationContext, request: CreatePartitionsRequest, version: int) -> ControllerResult:
     """CreatePartitions (``server.controller.topics.create_partitions``)."""
     return ControllerResult(*topics.create_partitions(
-        request, image=ctx.image, cluster=ctx.cluster, metadata_version=ctx.metadata_version, rng=ctx.rng
+        request, image=ctx.image, cluster=ctx.cluster, metadata_version=ctx.metadata_version, rng=ctx.rng,
+        authorize=ctx.authorize,
     ))
 
 
@@ -410,12 +419,12 @@ def incremental_alter_configs(
     ctx: OperationContext, request: IncrementalAlterConfigsRequest, version: int
 ) -> ControllerResult:
     """IncrementalAlterConfigs (``server.controller.configs``)."""
-    return ControllerResult(*configs.incremental_alter_configs(request, ctx.config_context))
+    return ControllerResult(*configs.incremental_alter_configs(request, ctx.config_context, ctx.authorize))
 
 
 def alter_configs(ctx: OperationContext, request: AlterConfigsRequest, version: int) -> ControllerResult:
     """AlterConfigs, the legacy whole-resource form (``server.controller.configs``)."""
-    return ControllerResult(*configs.legacy_alter_configs(request, ctx.config_context))
+    return ControllerResult(*configs.legacy_alter_configs(request, ctx.config_context, ctx.authorize))
 
 
 # ---------------------------------------------------------------------- reads any controller answers
@@ -439,7 +448,7 @@ def describe_configs(ctx: OperationContext, request: DescribeConfigsRequest, ver
     """DescribeConfigs (``server.controller.describe_configs``), from this node's image, its
     properties and its loggers."""
     view = config_description.NodeConfigView(ctx.config.node_id, ctx.image, ctx.config.static_config, ctx.logger_levels)
-    return ControllerResult((), config_description.describe_configs(request, view))
+    return ControllerResult((), config_description.describe_configs(request, view, ctx.authorize))
 
 
 # ---------------------------------------------------------------------- ACLs (KIP-801)

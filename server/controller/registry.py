@@ -128,7 +128,7 @@ CONTROLLER_APIS: tuple[ControllerApi, ...] = (
                   answer.list_partition_reassignments_response, cluster_operation=DESCRIBE),
     ControllerApi(DescribeClusterRequest, op.describe_cluster, answer.describe_cluster_response, write=False,
                   cluster_operation=ALTER),
-    ControllerApi(DescribeConfigsRequest, op.describe_configs, write=False),
+    ControllerApi(DescribeConfigsRequest, op.describe_configs, answer.describe_configs_response, write=False),
     ControllerApi(CreateAclsRequest, op.create_acls, answer.create_acls_response, check=op.check_acl_request,
                   malformed=malformed_acl_request, cluster_operation=ALTER),
     ControllerApi(DeleteAclsRequest, op.delete_acls, answer.delete_acls_response, check=op.check_acl_request,

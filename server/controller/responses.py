@@ -70,6 +70,11 @@ from messages.generated.describe_acls_response import (
     DescribeAclsResponse,
 )
 from messages.generated.describe_cluster_response import DescribeClusterResponse
+from messages.generated.describe_configs_request import DescribeConfigsRequest
+from messages.generated.describe_configs_response import (
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+)
 from messages.generated.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
 )
@@ -502,3 +507,17 @@ def describe_cluster_response(request: Message, version: int, outcome: ApiError 
     if isinstance(outcome, ApiError):
         return DescribeClusterResponse(error_code=outcome.error, error_message=outcome.message)
     return outcome
+
+
+def describe_configs_response(
+    request: DescribeConfigsRequest, version: int, outcome: ApiError | DescribeConfigsResponse
+) -> DescribeConfigsResponse:
+    """The DescribeConfigs answer, or its error in every resource's result
+    (``DescribeConfigsRequest.getErrorResponse``)."""
+    if not isinstance(outcome, ApiError):
+        return outcome
+    return DescribeConfigsResponse(results=[
+        DescribeConfigsResult(error_code=outcome.error, error_message=outcome.message, resource_type=r.resource_type,
+                              resource_name=r.resource_name)
+        for r in request.resources
+    ])

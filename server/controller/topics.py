@@ -54,6 +54,15 @@ from messages.generated.delete_topics_response import DeletableTopicResult
 from messages.generated.partition_record import PartitionRecord
 from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.topic_record import TopicRecord
+from server.controller.acls import CLUSTER, CLUSTER_NAME, TOPIC
+from server.controller.authorizer import (
+    ALTER,
+    CREATE,
+    DELETE,
+    DESCRIBE,
+    DESCRIBE_CONFIGS,
+    Authorize,
+)
 from server.controller.cluster import BrokerRegistration, ClusterControl
 from server.controller.errors import ApiError
 from server.controller.image import (
@@ -319,16 +328,30 @@ def create_topics(
     defaults: TopicDefaults,
     rng: random.Random,
     new_topic_id: Callable[[], Uuid] | None = None,
+    authorize: Authorize | None = None,
 ) -> tuple[list[Record], list[CreatableTopicResult]]:
     """CreateTopics at the active controller (module docstring): the records to append as one
     batch (none when ``validateOnly``) and one result per requested topic, in request order,
-    followed by the duplicated and refused names. Raises ApiError POLICY_VIOLATION for a request
-    of too many partitions (every topic fails with it). ``elr_enabled``: the
-    eligible.leader.replicas.version feature is finalized at 1 or more."""
+    followed by the duplicated and refused names, then the names ``authorize`` refuses. Raises
+    ApiError POLICY_VIOLATION for a request of too many partitions (every topic fails with it).
+    ``elr_enabled``: the eligible.leader.replicas.version feature is finalized at 1 or more.
+
+    With ``authorize`` (``ControllerApis.createTopics``): CREATE on the cluster allows every
+    topic, else CREATE on each topic; a topic created without DESCRIBE_CONFIGS on it is
+    answered without its configs, partition count and replication factor
+    (TOPIC_AUTHORIZATION_FAILED in its config error code); a refused topic gets
+    TOPIC_AUTHORIZATION_FAILED "Authorization failed." after every other result."""
     counts: dict[str, int] = {}
     for topic in request.topics:
         counts[topic.name] = counts.get(topic.name, 0) + 1
     topics = [t for t in request.topics if counts[t.name] == 1 and t.name != METADATA_TOPIC_NAME]
+    refused: list[str] = []
+    hidden: set[str] = set()
+    if authorize is not None:
+        if not authorize(CREATE, CLUSTER, CLUSTER_NAME, False):
+            refused = [t.name for t in topics if not authorize(CREATE, TOPIC, t.name, True)]
+            topics = [t for t in topics if t.name not in refused]
+        hidden = {t.name for t in topics if not authorize(DESCRIBE_CONFIGS, TOPIC, t.name, False)}
     _total_partitions(topics, defaults.num_partitions)
 
     errors: dict[str, ApiError] = {}
@@ -389,6 +412,12 @@ def create_topics(
                 for entry in effective
             ],
         )
+        if topic.name in hidden:  # ReplicationControlManager.createTopic without describable
+            results[topic.name] = CreatableTopicResult(
+                name=topic.name, topic_id=topic_id, error_code=Errors.NONE, error_message=None,
+                topic_config_error_code=Errors.TOPIC_AUTHORIZATION_FAILED, num_partitions=-1, replication_factor=-1,
+                configs=[],
+            )
         records.append((TopicRecord(name=topic.name, topic_id=topic_id), 0))
         for name in java_hash_map_order(list(configs)):
             records.append(
@@ -420,16 +449,35 @@ def create_topics(
                     error_message=f"Creation of internal topic {METADATA_TOPIC_NAME} is prohibited.",
                 )
             )
+    answers += [
+        CreatableTopicResult(name=name, error_code=Errors.TOPIC_AUTHORIZATION_FAILED, error_message="Authorization failed.")
+        for name in refused
+    ]
     return ([] if request.validate_only else records), answers
 
 
 def delete_topics(
-    request: DeleteTopicsRequest, version: int, *, image: ReplicationImage, delete_enabled: bool = True
+    request: DeleteTopicsRequest, version: int, *, image: ReplicationImage, delete_enabled: bool = True,
+    authorize: Authorize | None = None,
 ) -> tuple[list[Record], list[DeletableTopicResult]]:
     """DeleteTopics at the active controller (module docstring): one RemoveTopicRecord per
     deleted topic and one result per requested topic (Kafka shuffles them; these follow the
     request). Raises ApiError TOPIC_DELETION_DISABLED (INVALID_REQUEST before v3) when
-    ``delete.topic.enable`` is false."""
+    ``delete.topic.enable`` is false.
+
+    With ``authorize`` (``ControllerApis.deleteTopics``): DELETE on the cluster allows every
+    topic, else a topic needs DESCRIBE and DELETE on it; a name without DESCRIBE is refused
+    whether or not the topic exists, and an id whose topic the principal may not describe is
+    answered without the name (TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")."""
+    everything = authorize is None or authorize(DELETE, CLUSTER, CLUSTER_NAME, False)
+
+    def describable(name: str) -> bool:
+        return everything or authorize is not None and authorize(DESCRIBE, TOPIC, name, True)
+
+    def deletable(name: str) -> bool:
+        return everything or authorize is not None and authorize(DELETE, TOPIC, name, True)
+
+    refused = "Topic authorization failed."
     if not delete_enabled:
         if version < 3:
             raise ApiError(Errors.INVALID_REQUEST, "This version does not support topic deletion.")
@@ -468,14 +516,20 @@ def delete_topics(
         topic = image.topics.get(topic_id)
         if topic is None:
             answer(None, topic_id, Errors.UNKNOWN_TOPIC_ID, _UNKNOWN_TOPIC_ID)
+        elif not deletable(topic.name):
+            answer(topic.name if describable(topic.name) else None, topic_id, Errors.TOPIC_AUTHORIZATION_FAILED, refused)
         else:
             to_delete[topic_id] = topic.name
     for name, count in names.items():
         if count > 1:
             continue
         found = image.topic_ids.get(name)
-        if found is None:
+        if not describable(name):
+            answer(name, zero, Errors.TOPIC_AUTHORIZATION_FAILED, refused)
+        elif found is None:
             answer(name, zero, Errors.UNKNOWN_TOPIC_OR_PARTITION, _UNKNOWN_TOPIC)
+        elif not deletable(name):
+            answer(name, zero, Errors.TOPIC_AUTHORIZATION_FAILED, refused)
         elif found in duplicate_ids or found in to_delete:
             duplicate_ids.add(found)
             to_delete.pop(found, None)
@@ -544,20 +598,29 @@ def create_partitions(
     cluster: ClusterControl,
     metadata_version: int,
     rng: random.Random,
+    authorize: Authorize | None = None,
 ) -> tuple[list[Record], list[CreatePartitionsTopicResult]]:
     """CreatePartitions at the active controller (module docstring): the records to append as
     one batch (none when ``ValidateOnly``) and one result per topic: the names given twice
-    first, then the others in request order. Raises ApiError POLICY_VIOLATION for more than
-    10,000 new partitions (every topic fails with it)."""
+    first, then those ``authorize`` refuses ALTER on (TOPIC_AUTHORIZATION_FAILED, no message),
+    then the others, each group in the order of Kafka's hash set of the names
+    (``ControllerApis.createPartitions``). Raises ApiError
+    POLICY_VIOLATION for more than 10,000 new partitions (every topic fails with it)."""
     counts: dict[str, int] = {}
     for topic in request.topics:
         counts[topic.name] = counts.get(topic.name, 0) + 1
+    # ControllerApis.createPartitions walks hash sets of the names
+    duplicates = java_hash_map_order([name for name, count in counts.items() if count > 1])
     results = [
         CreatePartitionsTopicResult(name=name, error_code=Errors.INVALID_REQUEST, error_message="Duplicate topic name.")
-        for name, count in counts.items()
-        if count > 1
+        for name in duplicates
     ]
-    topics = [t for t in request.topics if counts[t.name] == 1]
+    by_name = {t.name: t for t in request.topics}
+    topics = [by_name[name] for name in java_hash_map_order(list(counts)) if counts[name] == 1]
+    if authorize is not None:
+        refused = [t.name for t in topics if not authorize(ALTER, TOPIC, t.name, True)]
+        results += [CreatePartitionsTopicResult(name=name, error_code=Errors.TOPIC_AUTHORIZATION_FAILED) for name in refused]
+        topics = [t for t in topics if t.name not in refused]
     total = 0
     for topic in topics:
         topic_id = image.topic_ids.get(topic.name)

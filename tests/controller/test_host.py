@@ -24,6 +24,7 @@ from messages.generated.broker_registration_request import (
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
 from messages.generated.controller_registration_request import Listener as ControllerListener
 from messages.generated.create_topics_request import CreatableTopic, CreateTopicsRequest
+from messages.generated.describe_acls_request import DescribeAclsRequest
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.fence_broker_record import FenceBrokerRecord
@@ -518,3 +519,22 @@ def test_an_unregistration_of_an_unknown_controller_does_not_replay() -> None:
     harness = Harness()
     with pytest.raises(ReplayError, match="no controller registration found"):
         harness.host.controller.replay(encode_record(UnregisterControllerRecord(controller_id=5), 0))
+
+
+def test_with_an_authorizer_only_super_users_pass_before_the_acls_are_loaded() -> None:
+    """Kafka's controller refuses everyone else with AuthorizerNotReadyException
+    (UNKNOWN_SERVER_ERROR) until its metadata has caught up to the high watermark; ANONYMOUS,
+    allowed by default once loaded, is refused before."""
+    node = Harness(config=_config(authorizer=True, allow_everyone_if_no_acl_found=True, super_users=frozenset({"User:admin"})))
+    node.host.authorizer.loaded = False  # as on a node still replaying
+    describe = DescribeAclsRequest(resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
+                                   principal_filter=None, host_filter=None, operation=1, permission_type=1)
+    node.host.request(node.now, ControllerRequest("early", describe, 3, principal="User:ANONYMOUS"))
+    node.host.request(node.now, ControllerRequest("admin", describe, 3, principal="User:admin"))
+    node.carry_out(node.host.poll(node.now))
+    assert node.answer("early").error_code == Errors.UNKNOWN_SERVER_ERROR  # type: ignore[union-attr]
+    assert node.answer("admin").error_code == Errors.NONE  # type: ignore[union-attr]
+    node.host.request(node.now, ControllerRequest("later", describe, 3, principal="User:ANONYMOUS"))
+    node.carry_out(node.host.poll(node.now))
+    assert node.host.authorizer.loaded
+    assert node.answer("later").error_code == Errors.NONE  # type: ignore[union-attr]
