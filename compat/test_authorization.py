@@ -33,6 +33,8 @@ from compat.differential import (
     start_pair,
 )
 from compat.harness import KafkaRelease
+from kwire.uuid import Uuid
+from messages.generated.add_raft_voter_request import AddRaftVoterRequest
 from messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from messages.generated.alter_client_quotas_request import (
     AlterClientQuotasRequest,
@@ -47,6 +49,7 @@ from messages.generated.alter_user_scram_credentials_request import (
     AlterUserScramCredentialsRequest,
     ScramCredentialUpsertion,
 )
+from messages.generated.begin_quorum_epoch_request import BeginQuorumEpochRequest
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
 from messages.generated.create_acls_request import AclCreation, CreateAclsRequest
@@ -67,8 +70,12 @@ from messages.generated.describe_configs_request import (
     DescribeConfigsRequest,
     DescribeConfigsResource,
 )
+from messages.generated.describe_quorum_request import DescribeQuorumRequest
 from messages.generated.elect_leaders_request import ElectLeadersRequest, TopicPartitions
+from messages.generated.end_quorum_epoch_request import EndQuorumEpochRequest
 from messages.generated.envelope_request import EnvelopeRequest
+from messages.generated.fetch_request import FetchRequest, ReplicaState
+from messages.generated.fetch_snapshot_request import FetchSnapshotRequest
 from messages.generated.incremental_alter_configs_request import (
     AlterableConfig,
     AlterConfigsResource,
@@ -77,7 +84,10 @@ from messages.generated.incremental_alter_configs_request import (
 from messages.generated.list_partition_reassignments_request import (
     ListPartitionReassignmentsRequest,
 )
+from messages.generated.remove_raft_voter_request import RemoveRaftVoterRequest
 from messages.generated.update_features_request import FeatureUpdateKey, UpdateFeaturesRequest
+from messages.generated.update_raft_voter_request import UpdateRaftVoterRequest
+from messages.generated.vote_request import VoteRequest
 from messages.protocol import decode_response, encode_request
 from messages.runtime import Message
 
@@ -204,6 +214,23 @@ def _cases() -> list[tuple[str, Message | Callable[[dict[str, Any]], Message], i
         ("everything refused: create an ACL", _acl("User:y", ALTER, ALLOW), 3),
         ("everything refused: features", FEATURES, 1),
         ("everything refused: an Envelope", _envelope("User:admin", QUOTA, 1), 0),
+        *((f"everything refused: {type(request).__name__.removesuffix('Request')}", request, version)
+          for request, version in _raft_requests()),
+    ]
+
+
+def _raft_requests() -> list[tuple[Message, int]]:
+    """One of each raft RPC (their content does not matter: the refusal comes first)."""
+    return [
+        (FetchRequest(replica_state=ReplicaState(replica_id=-1), max_wait_ms=0, topics=[]), 17),
+        (FetchSnapshotRequest(topics=[]), 1),
+        (VoteRequest(cluster_id=None, topics=[]), 2),
+        (BeginQuorumEpochRequest(cluster_id=None, topics=[]), 1),
+        (EndQuorumEpochRequest(cluster_id=None, topics=[]), 1),
+        (DescribeQuorumRequest(topics=[]), 2),
+        (AddRaftVoterRequest(cluster_id=None, voter_id=7, voter_directory_id=Uuid.from_longs(7, 7), listeners=[]), 0),
+        (RemoveRaftVoterRequest(cluster_id=None, voter_id=7, voter_directory_id=Uuid.from_longs(7, 7)), 0),
+        (UpdateRaftVoterRequest(cluster_id=None, voter_id=7, voter_directory_id=Uuid.from_longs(7, 7), listeners=[]), 0),
     ]
 
 
@@ -288,6 +315,7 @@ def test_controller_requests_are_authorized_as_kafka_authorizes_them(authorizing
     assert outcomes["an Envelope without CLUSTER_ACTION"] == ("Envelope", 31), trace
     assert outcomes["DESCRIBE denied: describe ACLs"][1] == 31, trace
     assert outcomes["everything refused: create an ACL"][1][0][0] == 31, trace
+    assert outcomes["everything refused: Vote"][1]["errorCode"] == 31, trace
     created = outcomes["create an open, a refused and an undescribable topic"][1]["topics"]
     assert [t["errorCode"] for t in created] == [0, 0, 29], trace
     assert created[1]["topicConfigErrorCode"] == 29 and created[1]["numPartitions"] == -1, trace

@@ -67,6 +67,7 @@ from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
 from server.controller.event_times import EventTimes
 from server.controller.operations import ControllerConfig, ControllerLog, OperationContext
+from server.controller.raft_access import RAFT_OPERATIONS, raft_refusal
 from server.controller.registry import ControllerApi, find
 from server.controller.responses import not_controller
 from server.controller.result import Record
@@ -360,6 +361,21 @@ class ControllerHost:
         if not decision.allowed:
             self.log.info("%s", audit_line(decision, principal, host, CLUSTER_ACTION, CLUSTER, CLUSTER_NAME, "Envelope"))
         return decision.allowed
+
+    def refuse_raft_request(self, body: Message, principal: str, host: str) -> Message | None:
+        """The refusal of a raft RPC whose principal lacks the cluster operation it needs
+        (``server.controller.raft_access``), None when it may go to the core (always without an
+        authorizer). Before the ACLs are loaded only super users pass, as Kafka answers
+        everyone else with an error."""
+        operation = RAFT_OPERATIONS.get(type(body))
+        if not self.config.authorizer or operation is None:
+            return None
+        decision = self.authorizer.authorize_cluster(self.controller.acls.bindings(), principal, host, operation)
+        if decision.allowed:
+            return None
+        name = type(body).__name__.removesuffix("Request")
+        self.log.info("%s", audit_line(decision, principal, host, operation, CLUSTER, CLUSTER_NAME, name))
+        return raft_refusal(body)
 
     def _authorize(self, request: ControllerRequest, api: ControllerApi) -> ApiError | None:
         """The request's refusal by the authorizer, None when it may go on: the operation its

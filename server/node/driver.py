@@ -318,6 +318,11 @@ class Node:
             ))
             await self._step([])
         else:
+            host = self.host
+            refusal = None if host is None else host.refuse_raft_request(body, pending.context.principal, pending.context.host)
+            if refusal is not None:
+                pending.respond(refusal)
+                return
             request_id, self._next_request_id = self._next_request_id, self._next_request_id + 1
             self._pending[request_id] = pending
             await self._step([RequestReceived(request_id, version, body, pending.context.listener_name)])
