@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import shutil
 import subprocess
@@ -60,7 +61,7 @@ from storage.control import (
     build_kraft_batch,
     read_kraft_batch,
 )
-from storage.errors import LogDirectoryLockedError
+from storage.errors import FormatError, LogDirectoryLockedError
 from storage.features import (
     FEATURES,
     LATEST_PRODUCTION,
@@ -487,3 +488,46 @@ def test_kwire_format_writes_kafkas_bootstrap_records(each_kafka: KafkaRelease, 
     assert levels[0] == ("metadata.version", metadata_version_from_string(release).level)
     if each_kafka.at_least(4, 4):
         assert len(levels) == 6  # metadata.version + five features at their 4.4-IV2 defaults
+
+
+SCRAM_ARGUMENTS = [
+    'SCRAM-SHA-256=[name=alice,salt="c2FsdHNhbHQ=",iterations=8192,password=alice-secret]',
+    'SCRAM-SHA-512=[name=bob,salt="c2FsdA==",saltedpassword="' + base64.b64encode(bytes(range(64))).decode() + '"]',
+    "SCRAM-SHA-256=[name=carol,salt=c2FsdA==,password=carol-secret]",
+]
+
+
+def test_add_scram_writes_kafkas_credential_records(each_kafka: KafkaRelease, tmp_path: Path) -> None:
+    """``--add-scram`` (KIP-900's ``ScramParser``): with the salts given, kwire's bootstrap
+    records equal the stock tool's, the credentials after the feature levels; and the
+    arguments Kafka refuses are refused with its messages."""
+    release = "4.4-IV2" if each_kafka.at_least(4, 4) else "3.9-IV0"
+    theirs, mine = tmp_path / "theirs", tmp_path / "mine"
+    stock_props = controller_properties(tmp_path / "theirs.properties", theirs, 19095)
+    scram = [arg for argument in SCRAM_ARGUMENTS for arg in ("--add-scram", argument)]
+    each_kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", stock_props, "--no-initial-controllers",
+                                    "--release-version", release, *scram])
+    if (theirs / "bootstrap.checkpoint").exists():
+        stock_records = decode_bootstrap_checkpoint((theirs / "bootstrap.checkpoint").read_bytes()).records
+    else:
+        content = read_snapshot_content((theirs / PARTITION / "00000000000000000000-0000000000.checkpoint").read_bytes())
+        stock_records = [decode_record(v) for v in content.data_records()]
+    my_props = controller_properties(tmp_path / "mine.properties", mine, 19095)
+    status = storage_cmd.format_command(load_config(str(my_props)), cluster_id=CLUSTER_ID, no_initial_controllers=True,
+                                        release_version=release, add_scram=SCRAM_ARGUMENTS, out=io.StringIO())
+    boot = read_bootstrap_checkpoint(mine)
+    assert status == 0 and boot is not None
+    assert [type(m).__name__ for m, _ in stock_records[-3:]] == ["UserScramCredentialRecord"] * 3, stock_records
+    assert boot.records == stock_records
+    if not each_kafka.at_least(4, 4):
+        return
+    for argument in ("SCRAM-SHA-1=[name=x,password=y]", "SCRAM-SHA-256=[name=x]", "SCRAM-SHA-256=[password=y]",
+                     "SCRAM-SHA-256=[name=x,iterations=100,password=y]", "SCRAM-SHA-256=[name=x,password=y,pepper=z]",
+                     "SCRAM-SHA-256=[name=x,saltedpassword=eQ==]", "SCRAM-SHA-256=name=x"):
+        props = controller_properties(tmp_path / "bad.properties", tmp_path / "bad", 19095)
+        stock = each_kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--no-initial-controllers",
+                                                "--add-scram", argument], check=False)
+        with pytest.raises(FormatError) as refused:
+            storage_cmd.format_command(load_config(str(props)), cluster_id=CLUSTER_ID, no_initial_controllers=True,
+                                       add_scram=[argument], out=io.StringIO())
+        assert stock.returncode != 0 and str(refused.value) in stock.stdout + stock.stderr, (argument, stock.stdout, stock.stderr)

@@ -59,6 +59,7 @@ from storage.meta_properties import (
     read_meta_properties,
     write_meta_properties,
 )
+from storage.scram_args import ScramArgumentError, parse_scram_argument
 from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, write_snapshot
 
 SUPPORTED_FEATURES = tuple(sorted(FEATURES))
@@ -349,6 +350,10 @@ def _effective_kraft_version(features: Mapping[str, int], dynamic: bool) -> int:
     return configured
 
 
+SCRAM_LEVEL = 11
+"""metadata.version 3.5-IV2, the first whose bootstrap may hold SCRAM credentials."""
+
+
 def format_directories(
     *,
     cluster_id: str | None,
@@ -358,6 +363,7 @@ def format_directories(
     controller_listener_name: str | None,
     release_version: MetadataVersion | None = None,
     features: Mapping[str, int] | None = None,
+    add_scram: Sequence[str] = (),
     initial_controllers: Sequence[DynamicVoter] | None = None,
     ignore_formatted: bool = False,
     unstable_feature_versions: bool = False,
@@ -367,7 +373,9 @@ def format_directories(
     """Format every directory that has no meta.properties (``Formatter.run``).
 
     ``directories`` are ``log.dirs`` plus ``metadata.log.dir``; ``initial_controllers`` is the
-    parsed ``--initial-controllers`` (or the single voter ``--standalone`` makes). Raises
+    parsed ``--initial-controllers`` (or the single voter ``--standalone`` makes);
+    ``add_scram`` the ``--add-scram`` arguments (``storage.scram_args``), whose credentials
+    follow the feature levels in the bootstrap records. Raises
     FormatError with Kafka's messages -- a missing argument, an unsupported version or feature,
     an already formatted directory without ``ignore_formatted``, directories of another cluster
     or node -- and KafkaStorageError when writing fails."""
@@ -421,6 +429,13 @@ def format_directories(
     except ValueError as exc:
         raise FormatError(str(exc)) from None
     records = bootstrap_records(release, effective)
+    if add_scram:
+        if release.level < SCRAM_LEVEL:
+            raise FormatError("SCRAM is only supported in metadata.version 3.5-IV2 or later.")
+        try:
+            records += [(parse_scram_argument(argument), 0) for argument in add_scram]
+        except ScramArgumentError as exc:
+            raise FormatError(str(exc)) from None
 
     ensemble = MetaPropertiesEnsemble.load(dirs, metadata_log_dir)
     ensemble.verify(cluster_id, node_id)

@@ -59,6 +59,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--feature", "-f", action="append", default=[], metavar="NAME=LEVEL",
         help="The setting to use for a specific feature, e.g. kraft.version=1.",
     )
+    fmt.add_argument(
+        "--add-scram", "-S", action="append", default=[], metavar="MECHANISM=[KEY=VALUE,...]",
+        help="A SCRAM credential to bootstrap, e.g. 'SCRAM-SHA-256=[name=alice,password=alice-secret]' or "
+        "'SCRAM-SHA-512=[name=alice,iterations=8192,salt=\"N3E=\",saltedpassword=\"YCE=\"]'.",
+    )
     quorum = fmt.add_mutually_exclusive_group()
     quorum.add_argument(
         "--standalone", "-s", action="store_true",
@@ -118,6 +123,7 @@ def format_command(
     ignore_formatted: bool = False,
     release_version: str | None = None,
     features: list[str] | None = None,
+    add_scram: list[str] | None = None,
     out: TextIO | None = None,
 ) -> int:
     """``StorageTool.runFormatCommand``. Raises CommandError, FormatError, KafkaStorageError."""
@@ -153,6 +159,7 @@ def format_command(
         controller_listener_name=config.controller_listener_names[0],
         release_version=version,
         features=_parse_features(features or []),
+        add_scram=add_scram or [],
         initial_controllers=voters,
         ignore_formatted=ignore_formatted,
         unstable_feature_versions=unstable,
@@ -227,6 +234,7 @@ def run(args: argparse.Namespace) -> int:
             ignore_formatted=args.ignore_formatted,
             release_version=args.release_version,
             features=args.feature,
+            add_scram=args.add_scram,
         )
     except (CommandError, FormatError, KafkaStorageError, ConfigError, OSError) as exc:
         print(exc, file=sys.stderr)

@@ -22,6 +22,7 @@ from messages.generated.alter_user_scram_credentials_request import (
 from messages.generated.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
 )
+from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.remove_user_scram_credential_record import RemoveUserScramCredentialRecord
 from messages.metadata import encode_record
 from server.controller.cluster import ReplayError
@@ -29,6 +30,8 @@ from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
 from server.controller.responses import describe_user_scram_credentials_response
 from server.controller.scram import SCRAM_LEVEL, ScramImage, scram_credential
+from storage.scram_args import parse_scram_argument
+from tests.controller.test_host import Harness
 
 
 def _upsert(name: str, mechanism: int = 1) -> AlterUserScramCredentialsRequest:
@@ -91,3 +94,12 @@ def test_a_describe_of_every_user_gets_an_answer() -> None:
     response = describe_user_scram_credentials_response(
         DescribeUserScramCredentialsRequest(users=None), 0, ApiError(Errors.UNKNOWN_SERVER_ERROR, None))
     assert response.error_code == Errors.UNKNOWN_SERVER_ERROR and response.results == []
+
+
+def test_bootstrapped_credentials_reach_the_log_at_activation() -> None:
+    """``kwire storage format --add-scram`` puts UserScramCredentialRecords among the bootstrap
+    records; the first active controller appends them with the feature levels."""
+    record = parse_scram_argument('SCRAM-SHA-512=[name=boot,salt="c2FsdA==",iterations=4096,password=pw]')
+    node = Harness(bootstrap=[(FeatureLevelRecord(name="metadata.version", feature_level=21), 0), (record, 0)])
+    credential = node.host.controller.scram.credentials[("boot", 2)]
+    assert credential == scram_credential(2, hashlib.pbkdf2_hmac("sha512", b"pw", b"salt", 4096), b"salt", 4096)
