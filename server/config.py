@@ -37,7 +37,7 @@ __all__ = [
     "parse_quorum_voters",
 ]
 
-SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT"})
+SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SASL_PLAINTEXT"})
 KNOWN_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 DEFAULT_LISTENER_SECURITY_PROTOCOL_MAP = (
     "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
@@ -503,6 +503,52 @@ class KRaftConfig:
                 return listener
         raise KeyError(name)
 
+    def sasl_settings(self, listener_name: str) -> SaslListenerSettings | None:
+        """The SASL settings of a SASL_PLAINTEXT listener, None for another; raises ConfigError
+        for a mechanism kwire does not serve or one without its JAAS configuration (Kafka's
+        ``listener.name.<listener>.<mechanism>.sasl.jaas.config``, or ``sasl.jaas.config``)."""
+        name = listener_name.upper()
+        if self.listener_security_protocol_map.get(name) != "SASL_PLAINTEXT":
+            return None
+        prefix = f"listener.name.{name.lower()}."
+        key = prefix + "sasl.enabled.mechanisms"
+        if key not in self.raw:
+            key = "sasl.enabled.mechanisms"
+        mechanisms = tuple(m.strip() for m in self.raw.get(key, "GSSAPI").split(",") if m.strip())
+        if not mechanisms:
+            raise ConfigError(key, f"listener {name} enables no SASL mechanism")
+        jaas: dict[str, JaasEntry] = {}
+        for mechanism in mechanisms:
+            if mechanism not in SASL_MECHANISMS:
+                raise ConfigError(key, f"SASL mechanism {mechanism} is not supported by kwire "
+                                       f"(it serves {', '.join(SASL_MECHANISMS)})")
+            jaas_key = f"{prefix}{mechanism.lower()}.sasl.jaas.config"
+            text = self.raw.get(jaas_key, self.raw.get("sasl.jaas.config"))
+            if text is None:
+                raise ConfigError(jaas_key, f"listener {name} enables {mechanism} but has no JAAS configuration for it")
+            jaas[mechanism] = parse_jaas_config(jaas_key, text)
+        return SaslListenerSettings(name, mechanisms, jaas)
+
+    def controller_sasl_client(self) -> tuple[str, str, str] | None:
+        """``(mechanism, username, password)`` this node logs in with on the controller listener
+        of other controllers (``sasl.mechanism.controller.protocol``, default GSSAPI, and the
+        ``username`` and ``password`` options of that mechanism's JAAS configuration), None when
+        the controller listener is not a SASL one. Raises ConfigError."""
+        listener = self.controller_listener_names[0]
+        settings = self.sasl_settings(listener)
+        if settings is None:
+            return None
+        key = "sasl.mechanism.controller.protocol"
+        mechanism = self.raw.get(key, "GSSAPI").strip()
+        if mechanism not in settings.mechanisms:
+            raise ConfigError(key, f"{mechanism} is not among the SASL mechanisms listener {listener} enables "
+                                   f"({', '.join(settings.mechanisms)})")
+        options = settings.jaas[mechanism].options
+        if "username" not in options or "password" not in options:
+            raise ConfigError(f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config",
+                              "needs username and password options for this node's own logins")
+        return mechanism, options["username"], options["password"]
+
     @property
     def controller_listeners(self) -> tuple[Listener, ...]:
         """The ``listeners`` entries named in ``controller.listener.names``, in that order."""
@@ -544,6 +590,79 @@ def _authorizer(name: str) -> str:
     return name
 
 
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+"""The SASL mechanisms kwire serves."""
+
+
+@dataclass(frozen=True, slots=True)
+class JaasEntry:
+    """One JAAS login module entry: its class, its control flag and its options."""
+
+    login_module: str
+    flag: str
+    options: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class SaslListenerSettings:
+    """A SASL listener's mechanisms (``sasl.enabled.mechanisms``) and, per mechanism, its JAAS
+    entry. PLAIN's ``user_<name>="<password>"`` options are the users the listener accepts."""
+
+    listener: str
+    mechanisms: tuple[str, ...]
+    jaas: Mapping[str, JaasEntry]
+
+    @property
+    def plain_users(self) -> dict[str, str]:
+        """PLAIN's users and passwords (``PlainServerCallbackHandler``)."""
+        entry = self.jaas.get("PLAIN")
+        if entry is None:
+            return {}
+        return {key[5:]: value for key, value in entry.options.items() if key.startswith("user_")}
+
+
+_JAAS_TOKEN = re.compile(r'\s*(?:("(?:[^"\\]|\\.)*")|([^\s=;"]+)|(=)|(;))')
+
+
+def parse_jaas_config(key: str, text: str) -> JaasEntry:
+    """A ``sasl.jaas.config`` value (Kafka's ``JaasConfig``): ``LoginModuleClass flag
+    key=value ...;`` with quoted or bare values. Raises ConfigError."""
+    tokens: list[tuple[str, str]] = []
+    pos = 0
+    text = text.strip()
+    while pos < len(text):
+        found = _JAAS_TOKEN.match(text, pos)
+        if found is None or found.end() == pos:
+            raise ConfigError(key, f"cannot parse the JAAS configuration at {text[pos:pos + 20]!r}")
+        quoted, word, equals, semicolon = found.groups()
+        if quoted is not None:
+            tokens.append(("value", re.sub(r"\\(.)", r"\1", quoted[1:-1])))
+        elif word is not None:
+            tokens.append(("word", word))
+        elif equals is not None:
+            tokens.append(("=", "="))
+        else:
+            tokens.append((";", ";"))
+        pos = found.end()
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+    if len(tokens) < 3 or tokens[0][0] != "word" or tokens[1][0] != "word" or tokens[-1][0] != ";":
+        raise ConfigError(key, "a JAAS configuration is 'LoginModule flag key=value ...;'")
+    flag = tokens[1][1].lower()
+    if flag not in ("required", "requisite", "sufficient", "optional"):
+        raise ConfigError(key, f"invalid JAAS control flag {tokens[1][1]!r}")
+    options: dict[str, str] = {}
+    body = tokens[2:-1]
+    if len(body) % 3:
+        raise ConfigError(key, "JAAS options must be key=value pairs")
+    for i in range(0, len(body), 3):
+        (kind, name), (eq, _), (_, value) = body[i], body[i + 1], body[i + 2]
+        if kind != "word" or eq != "=":
+            raise ConfigError(key, f"invalid JAAS option near {name!r}")
+        options[name] = value
+    return JaasEntry(tokens[0][1], flag, options)
+
+
 def _security_protocol_map(
     r: _Reader, listeners: tuple[Listener, ...], controller_names: tuple[str, ...]
 ) -> dict[str, str]:
@@ -570,7 +689,7 @@ def _security_protocol_map(
         if used not in SUPPORTED_SECURITY_PROTOCOLS:
             raise ConfigError(
                 key,
-                f"listener {listener.name} uses {used}; kwire supports PLAINTEXT listeners only",
+                f"listener {listener.name} uses {used}; kwire supports PLAINTEXT and SASL_PLAINTEXT listeners",
             )
     return mapping
 

@@ -36,8 +36,12 @@ from kwire.wire import DecodeError
 from messages.generated.api_versions_request import ApiVersionsRequest
 from messages.generated.api_versions_response import ApiVersionsResponse
 from messages.generated.registry import REQUESTS
+from messages.generated.sasl_authenticate_request import SaslAuthenticateRequest
+from messages.generated.sasl_handshake_request import SaslHandshakeRequest
 from messages.protocol import decode_response, encode_request
 from messages.runtime import Message
+from server.net.sasl import SaslClient
+from server.net.scram import ScramFailure
 
 __all__ = [
     "KafkaConnection",
@@ -226,12 +230,14 @@ async def open_connection(
     max_response_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     client_software_name: str = "kwire",
     client_software_version: str | None = None,
+    sasl: SaslClient | None = None,
 ) -> KafkaConnection:
-    """Connect to ``host:port`` and negotiate API versions.
+    """Connect to ``host:port`` and negotiate API versions; with ``sasl``, log in to the SASL
+    listener (SaslHandshake v1, then SaslAuthenticate until the mechanism's exchange is done).
 
     Connecting and the ApiVersions exchange each get ``request_timeout_ms``. Raises
-    KafkaConnectionError (RequestTimeoutError on timeout), or ApiVersionsError when the node
-    answers ApiVersions with an error other than a retriable UNSUPPORTED_VERSION.
+    KafkaConnectionError (RequestTimeoutError on timeout; a refused login), or ApiVersionsError
+    when the node answers ApiVersions with an error other than a retriable UNSUPPORTED_VERSION.
     """
     peer = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
@@ -250,7 +256,29 @@ async def open_connection(
     )
     try:
         await conn._negotiate(client_software_name, client_software_version or _software_version())
+        if sasl is not None:
+            await _log_in(conn, sasl)
     except BaseException:
         await conn.aclose()
         raise
     return conn
+
+
+async def _log_in(conn: KafkaConnection, sasl: SaslClient) -> None:
+    """The SASL exchange of ``sasl`` on ``conn`` (``SaslClientAuthenticator``). Raises
+    KafkaConnectionError for a refused mechanism or login."""
+    handshake = await conn.request(SaslHandshakeRequest(mechanism=sasl.mechanism), 1)
+    if handshake.error_code != 0:
+        raise KafkaConnectionError(
+            f"{conn.peer} refused SASL mechanism {sasl.mechanism} (enabled: {', '.join(handshake.mechanisms)})"
+        )
+    exchange = sasl.tokens()
+    token: bytes | None = exchange.first()
+    while token is not None:
+        answer = await conn.request(SaslAuthenticateRequest(auth_bytes=token), 2)
+        if answer.error_code != 0:
+            raise KafkaConnectionError(f"{conn.peer} refused the SASL login: {answer.error_message}")
+        try:
+            token = exchange.next(bytes(answer.auth_bytes))
+        except ScramFailure as exc:
+            raise KafkaConnectionError(f"SASL login to {conn.peer} failed: {exc}") from None

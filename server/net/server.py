@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -32,10 +32,14 @@ from kwire.frame import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, FrameError
 from kwire.wire import DecodeError, EncodeError, ScatterBuffer
 from messages.generated.api_versions_request import ApiVersionsRequest
 from messages.generated.registry import REQUESTS
+from messages.generated.sasl_authenticate_request import SaslAuthenticateRequest
+from messages.generated.sasl_handshake_request import SaslHandshakeRequest
 from messages.protocol import Request, UnknownApiError, decode_request_header, encode_response
+from messages.runtime import Message
 from server.config import KRaftConfig, Listener
 from server.net.api_versions import ApiVersionsResponder
 from server.net.dispatcher import Dispatcher, RequestContext
+from server.net.sasl import SaslFailure, SaslServerConfig, SaslSession
 
 __all__ = ["BoundListener", "RunningServer", "serve"]
 
@@ -43,6 +47,16 @@ log = logging.getLogger("server.net")
 
 RECEIVE_BYTES = 65536
 API_VERSIONS = int(ApiKey.API_VERSIONS)
+SASL_HANDSHAKE = int(ApiKey.SASL_HANDSHAKE)
+SASL_AUTHENTICATE = int(ApiKey.SASL_AUTHENTICATE)
+
+
+def _api_name(api_key: int) -> str:
+    """The ``ApiKeys`` constant of the key (``DESCRIBE_CLUSTER``), or its number."""
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return str(api_key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +98,8 @@ class _CloseConnection(Exception):
 class _Connection:
     """One accepted connection; :meth:`run` is its task."""
 
-    __slots__ = ("_ctx", "_decoder", "_dispatcher", "_enabled", "_responder", "_server", "_stream")
+    __slots__ = ("_close_after", "_ctx", "_decoder", "_dispatcher", "_enabled", "_responder", "_sasl", "_server",
+                 "_stream")
 
     def __init__(
         self,
@@ -99,6 +114,9 @@ class _Connection:
         self._dispatcher = server.dispatcher
         self._enabled = server.enabled
         self._responder = server.responder
+        sasl = server.sasl.get(ctx.listener_name)
+        self._sasl = None if sasl is None else SaslSession(sasl)
+        self._close_after = False
 
     async def run(self) -> None:
         stream, decoder = self._stream, self._decoder
@@ -121,14 +139,81 @@ class _Connection:
                 idle.deadline = math.inf
                 decoder.feed(data)
                 while (frame := decoder.next_frame()) is not None:
-                    response = await self._respond(frame)
+                    session = self._sasl
+                    if session is not None and not session.authenticated:
+                        response = self._authenticate(frame, session)
+                    else:
+                        response = await self._respond(frame)
                     for part in response.parts():
                         await stream.send_all(part)
+                    if self._close_after:
+                        return
         if idle.cancelled_caught:
             log.info(
                 "closing connection %s from %s: idle for more than %.0f ms",
                 self._ctx.connection_id, self._ctx.peer_text, (idle_s or 0) * 1000,
             )
+
+    def _authenticate(self, frame: bytes, session: SaslSession) -> ScatterBuffer:
+        """A frame before the connection is authenticated (``server.net.sasl``)."""
+        ctx = self._ctx
+        if session.raw:
+            try:
+                token = session.token(frame)
+            except SaslFailure as exc:
+                raise _CloseConnection(f"SASL authentication failed ({exc}): {exc.client_message}") from None
+            self._authenticated(session)
+            raw = ScatterBuffer(len(token).to_bytes(4, "big"))
+            raw += token
+            return raw
+        try:
+            header, _, pos = decode_request_header(frame)
+        except UnknownApiError as exc:
+            raise _CloseConnection(f"unknown api key {exc.api_key} (version {exc.api_version}) during SASL handshake") from None
+        api_key, version = header.request_api_key, header.request_api_version
+        if api_key == API_VERSIONS:
+            return self._api_versions(frame, pos, version, header.correlation_id)
+        if api_key not in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
+            raise _CloseConnection(f"Unexpected Kafka request of type {_api_name(api_key)} during SASL handshake.")
+        versions = self._enabled.get(api_key)
+        if versions is None or not versions[0] <= version <= versions[1]:
+            raise _CloseConnection(f"api key {api_key} version {version} is not enabled")
+        cls = REQUESTS[api_key]
+        body, end = cls.read(frame, pos, version)
+        if end != len(frame):
+            raise DecodeError(f"{len(frame) - end} trailing bytes after {cls.__name__}")
+        response: Message
+        if isinstance(body, SaslHandshakeRequest):
+            response, self._close_after = session.handshake(body, version)
+            if self._close_after:
+                log.warning("closing connection %s from %s on %s: SASL mechanism %s is not enabled (enabled: %s)",
+                            ctx.connection_id, ctx.peer_text, ctx.listener_name, body.mechanism,
+                            ", ".join(session.config.mechanisms))
+        else:
+            assert isinstance(body, SaslAuthenticateRequest)
+            try:
+                response, self._close_after = session.authenticate(body)
+            except SaslFailure as exc:
+                raise _CloseConnection(f"SASL authentication failed: {exc}") from None
+            if self._close_after:
+                log.warning("authentication of connection %s from %s on %s failed with SASL mechanism %s: %s",
+                            ctx.connection_id, ctx.peer_text, ctx.listener_name, session.mechanism,
+                            response.error_message)  # type: ignore[attr-defined]
+            elif session.authenticated:
+                self._authenticated(session)
+        return encode_response(response, version, header.correlation_id)
+
+    def _authenticated(self, session: SaslSession) -> None:
+        if session.authenticated:
+            self._ctx.principal = f"User:{session.user}"
+            log.info("connection %s from %s on %s authenticated as %s with SASL mechanism %s", self._ctx.connection_id,
+                     self._ctx.peer_text, self._ctx.listener_name, self._ctx.principal, session.mechanism)
+
+    def _api_versions(self, frame: bytes, pos: int, version: int, correlation_id: int) -> ScatterBuffer:
+        body, end = ApiVersionsRequest.read(frame, pos, version)
+        if end != len(frame):
+            raise DecodeError(f"{len(frame) - end} trailing bytes after ApiVersionsRequest")
+        return self._responder.respond(body, version, correlation_id)
 
     async def _respond(self, frame: bytes) -> ScatterBuffer:
         try:
@@ -142,10 +227,7 @@ class _Connection:
         api_key = header.request_api_key
         version = header.request_api_version
         if api_key == API_VERSIONS:
-            body, end = ApiVersionsRequest.read(frame, pos, version)
-            if end != len(frame):
-                raise DecodeError(f"{len(frame) - end} trailing bytes after ApiVersionsRequest")
-            return self._responder.respond(body, version, header.correlation_id)
+            return self._api_versions(frame, pos, version, header.correlation_id)
         versions = self._enabled.get(api_key)
         if versions is None or not versions[0] <= version <= versions[1]:
             raise _CloseConnection(f"api key {api_key} version {version} is not enabled")
@@ -166,6 +248,7 @@ class _Server:
     responder: ApiVersionsResponder
     max_request_bytes: int
     idle_timeout_s: float | None
+    sasl: Mapping[str, SaslServerConfig] = field(default_factory=dict)
     running: RunningServer | None = None
 
     async def handle(self, listener_name: str, stream: trio.SocketStream) -> None:
@@ -254,6 +337,7 @@ async def serve(
     *,
     max_request_bytes: int | None = None,
     idle_timeout_ms: int | None = None,
+    sasl: Mapping[str, SaslServerConfig] | None = None,
     task_status: trio.TaskStatus[RunningServer] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Listen on every listener and serve until cancelled.
@@ -263,6 +347,8 @@ async def serve(
     :class:`Listener`. ``task_status.started`` receives a :class:`RunningServer` once every
     socket is bound (port 0 gives an ephemeral port; see ``RunningServer.port``).
     ``idle_timeout_ms`` None (the default for a plain list) never closes idle connections.
+    ``sasl`` maps the names of SASL listeners to their settings: a connection to one must
+    authenticate first (``server.net.sasl``).
 
     Raises ValueError if the dispatcher advertises a key or version without a codec, OSError
     if a listener cannot be bound.
@@ -283,6 +369,7 @@ async def serve(
         responder=ApiVersionsResponder(enabled, dispatcher),
         max_request_bytes=max_request_bytes,
         idle_timeout_s=None if idle_timeout_ms is None else idle_timeout_ms / 1000,
+        sasl={name.upper(): settings for name, settings in (sasl or {}).items()},
     )
     async with trio.open_nursery() as nursery:
         bound: list[BoundListener] = []

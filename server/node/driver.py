@@ -38,6 +38,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any, TypeVar
 
 import trio
@@ -47,13 +48,20 @@ from kwire.uuid import Uuid
 from kwire.wire import DecodeError
 from messages.generated.envelope_request import EnvelopeRequest
 from messages.generated.envelope_response import EnvelopeResponse
+from messages.generated.sasl_authenticate_request import SaslAuthenticateRequest
+from messages.generated.sasl_authenticate_response import SaslAuthenticateResponse
+from messages.generated.sasl_handshake_request import SaslHandshakeRequest
+from messages.generated.sasl_handshake_response import SaslHandshakeResponse
 from messages.protocol import Request
 from server.config import KRaftConfig
 from server.controller import registry
 from server.controller.controller import QuorumController
 from server.controller.features import supported_features
 from server.controller.host import ControllerHost, ControllerOutbox, ControllerRequest
+from server.controller.scram import MECHANISMS as SCRAM_MECHANISMS
 from server.net import ChannelDispatcher, PendingRequest, RunningServer, serve
+from server.net.sasl import SaslServerConfig
+from server.net.scram import ScramCredential
 from server.node.apis import api_versions
 from server.node.envelope import forwarded_client, open_envelope, relay_answer
 from server.node.log_cleaner import LogCleaner, write_snapshot
@@ -207,7 +215,7 @@ class Node:
             with self._cancel_scope:
                 async with trio.open_nursery() as nursery:
                     self._nursery = nursery
-                    self.running = await nursery.start(serve, config, dispatcher)
+                    self.running = await nursery.start(partial(serve, config, dispatcher, sasl=self._sasl_listeners()))
                     self.core = core = new_core(config, stored, self.endpoints, self.rng, self.now_ms())
                     self.host = host = ControllerHost(
                         controller_config(config, stored.cluster_id),
@@ -222,7 +230,8 @@ class Node:
                     assert isinstance(core.log, StorageRaftLog)
                     self._target = NodeTarget(
                         config.node_id, core=core, host=host, raft_log=core.log, store=stored.store,
-                        peers=Peers(nursery, self._post, f"raft-client-{config.node_id}"), pending=self._pending,
+                        peers=Peers(nursery, self._post, f"raft-client-{config.node_id}", self._registration.sasl),
+                        pending=self._pending,
                         dispatcher=dispatcher, listener=self.listener, blocking=self._blocking, now_ms=self.now_ms,
                     )
                     self._cleaner = LogCleaner(config, core.log, self.now_ms())
@@ -283,13 +292,41 @@ class Node:
                 await self._step([item])
             await cleaner.maybe_clean(self.now_ms(), self._blocking)
 
+    def _sasl_listeners(self) -> dict[str, SaslServerConfig]:
+        """The SASL settings of each SASL listener (``server.net.sasl``): its mechanisms, its
+        PLAIN users, and SCRAM credentials from the controller's image."""
+        out = {}
+        for listener in self.config.listeners:
+            settings = self.config.sasl_settings(listener.name)
+            if settings is not None:
+                out[listener.name] = SaslServerConfig(settings.mechanisms, settings.plain_users, self._scram_credential)
+        return out
+
+    def _scram_credential(self, mechanism: str, user: str) -> ScramCredential | None:
+        """``user``'s SCRAM credential for ``mechanism`` as the replayed metadata holds it."""
+        host = self.host
+        code = next((c for c, (name, _) in SCRAM_MECHANISMS.items() if name == mechanism), None)
+        if host is None or code is None:
+            return None
+        held = host.controller.scram.credentials.get((user, code))
+        if held is None:
+            return None
+        return ScramCredential(held.salt, held.stored_key, held.server_key, held.iterations)
+
     async def _on_request(self, pending: PendingRequest, dispatcher: ChannelDispatcher) -> None:
         """A raft RPC goes to the core, a controller RPC to the host. An Envelope's forwarded
         request (``server.node.envelope``) takes the same path, as if the client had sent it
         here; its answer goes back wrapped in the EnvelopeResponse."""
         request = pending.request
         body, version = request.body, request.header.request_api_version
-        if isinstance(body, EnvelopeRequest):
+        if isinstance(body, SaslHandshakeRequest):  # authenticated already, or not a SASL listener
+            pending.respond(SaslHandshakeResponse(error_code=Errors.ILLEGAL_SASL_STATE, mechanisms=[]))
+        elif isinstance(body, SaslAuthenticateRequest):
+            pending.respond(SaslAuthenticateResponse(
+                error_code=Errors.ILLEGAL_SASL_STATE, auth_bytes=b"",
+                error_message="SaslAuthenticate request received after successful authentication",
+            ))
+        elif isinstance(body, EnvelopeRequest):
             assert self.host is not None
             context = pending.context
             if not self.host.authorize_envelope(context.principal, context.host):

@@ -24,6 +24,7 @@ from server.net.client import (
     UnsupportedVersionError,
     open_connection,
 )
+from server.net.sasl import SaslClient
 from server.raft.events import (
     Event,
     FailureReason,
@@ -46,10 +47,14 @@ class Peer:
     ``peer.send.send_nowait(outbound)``; the channel is unbounded because the core bounds it.
     """
 
-    def __init__(self, destination_id: int, post: Callable[[Event], None], client_id: str) -> None:
+    def __init__(
+        self, destination_id: int, post: Callable[[Event], None], client_id: str, sasl: SaslClient | None = None
+    ) -> None:
         self.destination_id = destination_id
         self.post = post
         self.client_id = client_id
+        self.sasl = sasl
+        """How to log in to a SASL controller listener (``sasl.mechanism.controller.protocol``)."""
         self.send, self.receive = trio.open_memory_channel[OutboundRequest](math.inf)
         self.connection: KafkaConnection | None = None
         self.address: tuple[str, int] | None = None
@@ -113,6 +118,7 @@ class Peer:
                 endpoint.port,
                 client_id=self.client_id,
                 request_timeout_ms=outbound.timeout_ms,
+                sasl=self.sasl,
             )
             self.address = address
         connection = self.connection
@@ -133,10 +139,13 @@ class Peers:
     use), and the count of requests sent and not yet answered (a graceful stop waits for
     them). ``post`` takes each outcome to the node's channel."""
 
-    def __init__(self, nursery: trio.Nursery, post: Callable[[Event], None], client_id: str) -> None:
+    def __init__(
+        self, nursery: trio.Nursery, post: Callable[[Event], None], client_id: str, sasl: SaslClient | None = None
+    ) -> None:
         self._nursery = nursery
         self._post = post
         self._client_id = client_id
+        self._sasl = sasl
         self._peers: dict[int, Peer] = {}
         self.in_flight = 0
         self._idle = trio.Event()
@@ -145,7 +154,8 @@ class Peers:
         """Hand ``request`` to its destination's peer task."""
         peer = self._peers.get(request.destination_id)
         if peer is None:
-            peer = self._peers[request.destination_id] = Peer(request.destination_id, self._post, self._client_id)
+            peer = self._peers[request.destination_id] = Peer(
+                request.destination_id, self._post, self._client_id, self._sasl)
             self._nursery.start_soon(peer.run)
         self.in_flight += 1
         peer.send.send_nowait(request)

@@ -27,6 +27,7 @@ from server.config import KRaftConfig
 from server.controller.controller import QuorumController
 from server.controller.features import CONTROLLER_REGISTRATION_LEVEL, supported_features
 from server.controller.host import ControllerHost
+from server.net.sasl import SaslClient
 from server.raft.core import RaftCore
 from server.raft.types import Endpoint
 
@@ -72,6 +73,9 @@ class ControllerRegistrationManager:
         self.node_id = config.node_id
         self.incarnation_id = incarnation_id
         self._endpoints = endpoints
+        client = config.controller_sasl_client()
+        self.sasl = None if client is None else SaslClient(*client)
+        """How to log in to the active controller's SASL listener, if it is one."""
         self._wakeup = trio.Event()
         self._registered_in_epoch: int | None = None
         """The leader epoch whose controller accepted this registration: no resend while that
@@ -122,7 +126,8 @@ class ControllerRegistrationManager:
             if leader is None or not self.needed(host.controller, epoch):
                 continue
             try:
-                conn = await open_connection(*leader, client_id=f"controller-{self.node_id}-registration")
+                conn = await open_connection(*leader, client_id=f"controller-{self.node_id}-registration",
+                                             sasl=self.sasl)
                 try:
                     response = await conn.request(self.request())
                 finally:
