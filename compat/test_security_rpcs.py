@@ -16,8 +16,11 @@ node's snapshot holds, under the same ACL ids.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,25 +43,37 @@ from messages.generated.alter_user_scram_credentials_request import (
 )
 from messages.generated.client_quota_record import ClientQuotaRecord
 from messages.generated.create_acls_request import AclCreation, CreateAclsRequest
+from messages.generated.create_delegation_token_request import (
+    CreatableRenewers,
+    CreateDelegationTokenRequest,
+)
 from messages.generated.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
 from messages.generated.describe_acls_request import DescribeAclsRequest
+from messages.generated.describe_delegation_token_request import DescribeDelegationTokenRequest
 from messages.generated.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
     UserName,
 )
+from messages.generated.envelope_request import EnvelopeRequest
+from messages.generated.envelope_response import EnvelopeResponse
+from messages.generated.expire_delegation_token_request import ExpireDelegationTokenRequest
 from messages.generated.remove_access_control_entry_record import RemoveAccessControlEntryRecord
 from messages.generated.remove_user_scram_credential_record import RemoveUserScramCredentialRecord
+from messages.generated.renew_delegation_token_request import RenewDelegationTokenRequest
 from messages.generated.user_scram_credential_record import UserScramCredentialRecord
 from messages.metadata import decode_record, encode_record
+from messages.protocol import decode_response, encode_request
 from messages.runtime import Message
 from server.controller.controller import QuorumController
 from storage.snapshots import parse_snapshot_path, read_snapshot_content
 
 pytestmark = pytest.mark.compat
 
+SECRET = "token-secret"
 AUTHORIZED = (
     "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
     "super.users=User:ANONYMOUS\n"
+    f"delegation.token.secret.key={SECRET}\n"
 )
 
 ANY, MATCH, LITERAL, PREFIXED = 1, 2, 3, 4
@@ -375,6 +390,79 @@ def _snapshot_credentials(values: list[bytes]) -> list[str]:
     )
 
 
+def _principal(principal: str) -> bytes:
+    """``DefaultPrincipalData`` v0 of ``Type:name`` behind its int16 version."""
+    kind, _, name = principal.partition(":")
+    return b"\x00\x00" + bytes([len(kind) + 1]) + kind.encode() + bytes([len(name) + 1]) + name.encode() + b"\x00\x00"
+
+
+def _as(principal: str, inner: Message, version: int) -> EnvelopeRequest:
+    """``inner`` forwarded in an Envelope for ``principal`` (the only way a PLAINTEXT client
+    reaches the token RPCs: ``ControllerApis.allowTokenRequests``)."""
+    return EnvelopeRequest(request_data=encode_request(inner, version, 9, "forwarded"),
+                           request_principal=_principal(principal), client_host_address=bytes([127, 0, 0, 1]))
+
+
+def _create_token(owner: str | None = None, renewers: tuple[str, ...] = (), lifetime: int = -1) -> CreateDelegationTokenRequest:
+    kind, _, name = (owner or ":").partition(":")
+    return CreateDelegationTokenRequest(
+        owner_principal_type=kind or None, owner_principal_name=name or None, max_lifetime_ms=lifetime,
+        renewers=[CreatableRenewers(principal_type=r.partition(":")[0], principal_name=r.partition(":")[2])
+                  for r in renewers],
+    )
+
+
+def _token_cases() -> list[tuple[str, Callable[[dict[str, bytes]], Message], int]]:
+    """Token requests, some built from the HMAC each node gave its first token."""
+    return [
+        ("create a token unforwarded over PLAINTEXT", lambda side: _create_token(), 3),
+        ("alice creates a token bob may renew", lambda side: _as("User:alice", _create_token(renewers=("User:bob",)), 3), 3),
+        ("alice creates one for carol", lambda side: _as("User:alice", _create_token(owner="User:carol"), 3), 3),
+        ("alice names a Group renewer", lambda side: _as("User:alice", _create_token(renewers=("Group:g",)), 3), 3),
+        ("alice creates one of a second's life", lambda side: _as("User:alice", _create_token(lifetime=1000), 3), 3),
+        ("bob renews alice's token", lambda side: _as("User:bob", RenewDelegationTokenRequest(
+            hmac=side["token"], renew_period_ms=60_000), 2), 2),
+        ("dave renews it", lambda side: _as("User:dave", RenewDelegationTokenRequest(
+            hmac=side["token"], renew_period_ms=60_000), 2), 2),
+        ("renew an unknown token", lambda side: _as("User:alice", RenewDelegationTokenRequest(
+            hmac=b"x" * 64, renew_period_ms=1), 2), 2),
+        ("renew unforwarded over PLAINTEXT", lambda side: RenewDelegationTokenRequest(
+            hmac=side["token"], renew_period_ms=1), 2),
+        ("alice brings the expiry in", lambda side: _as("User:alice", ExpireDelegationTokenRequest(
+            hmac=side["token"], expiry_time_period_ms=5000), 2), 2),
+        ("alice ends it", lambda side: _as("User:alice", ExpireDelegationTokenRequest(
+            hmac=side["token"], expiry_time_period_ms=-1), 2), 2),
+        ("renew the ended token", lambda side: _as("User:bob", RenewDelegationTokenRequest(
+            hmac=side["token"], renew_period_ms=1), 2), 2),
+        ("describe tokens on a controller", lambda side: DescribeDelegationTokenRequest(owners=None), 3),
+    ]
+
+
+def _token_answer(response: Any, side: dict[str, bytes], request: Message) -> Any:
+    """A token answer with the random id and HMAC set aside and the times made relative to the
+    request's (issue) time; a first created token's HMAC is kept in ``side`` for later cases."""
+    if isinstance(response, str):
+        return response
+    if isinstance(response, EnvelopeResponse):
+        if response.response_data is None:
+            return "Envelope", int(response.error_code)
+        data = bytes(request.request_data)  # type: ignore[attr-defined]
+        _, response = decode_response(bytes(response.response_data), int.from_bytes(data[:2], "big"),
+                                      int.from_bytes(data[2:4], "big"))
+    json = response.to_json(response.HIGHEST_VERSION)
+    json.pop("throttleTimeMs", None)
+    if type(response).__name__ == "CreateDelegationTokenResponse" and json["errorCode"] == 0:
+        token_id, token = json.pop("tokenId"), base64.b64decode(json.pop("hmac"))
+        assert token == hmac.new(SECRET.encode(), token_id.encode(), hashlib.sha512).digest()
+        side.setdefault("token", token)
+        issue = json.pop("issueTimestampMs")
+        json["expiry"] = json.pop("expiryTimestampMs") - issue
+        json["max"] = json.pop("maxTimestampMs") - issue
+    elif "expiryTimestampMs" in json and json["expiryTimestampMs"] > 1_000_000_000_000:
+        json["expiryTimestampMs"] = "a time"
+    return type(response).__name__, json
+
+
 def test_security_rpcs_answer_alike(authorized_pair: dict[str, PairNode]) -> None:
     nodes = authorized_pair
     ports = {name: node.port for name, node in nodes.items()}
@@ -382,6 +470,20 @@ def test_security_rpcs_answer_alike(authorized_pair: dict[str, PairNode]) -> Non
     answered: list[tuple[str, Any]] = []
     for case, request, version in _cases() + _credential_cases():
         answers = {name: _answer(port, request, version) for name, port in ports.items()}
+        answered.append((case, answers["stock"]))
+        if answers["stock"] != answers["kwire"]:
+            differences.append(f"{case}:\n    stock {answers['stock']}\n    kwire {answers['kwire']}")
+    sides: dict[str, dict[str, bytes]] = {name: {} for name in ports}
+    for case, build, version in _token_cases():
+        answers = {}
+        for name, port in ports.items():
+            request = build(sides[name])
+            sent = 0 if isinstance(request, EnvelopeRequest) else version
+            answers[name] = _token_answer(trio.run(send, port, request, sent), sides[name], request)
+            # a stock controller finds tokens in a cache its metadata publishers update after
+            # the commit: the next case waits until they have (its snapshot generator, another
+            # publisher, has written the snapshot of the whole log)
+            _newest_snapshot(nodes[name].data)
         answered.append((case, answers["stock"]))
         if answers["stock"] != answers["kwire"]:
             differences.append(f"{case}:\n    stock {answers['stock']}\n    kwire {answers['kwire']}")
@@ -396,6 +498,8 @@ def test_security_rpcs_answer_alike(authorized_pair: dict[str, PairNode]) -> Non
     assert [len(matched) for _, _, matched in deleted] == [2, 1], trace
     assert outcomes["set alice's and bob's credentials"][1] == [("bob", 0, None), ("alice", 0, None)], trace
     assert outcomes["set quotas of a user"] == ("AlterClientQuotasResponse", [(0, None, [("user", "alice")])]), trace
+    assert outcomes["alice creates a token bob may renew"][1]["expiry"] == 86_400_000, trace
+    assert outcomes["dave renews it"][1]["errorCode"] == 63, trace  # DELEGATION_TOKEN_OWNER_MISMATCH
     assert not differences, f"{len(differences)} cases differ:\n" + "\n".join(differences) + "\n" + trace
     batches = {name: _acl_batches(node.data) for name, node in nodes.items()}
     assert len(batches["stock"]) >= 5, batches["stock"]

@@ -149,6 +149,26 @@ EXPECTED_DIFFERENCES: dict[str, dict[tuple[str, str, str], tuple[Any, Any, str]]
             ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
         ("DescribeUserScramCredentialsRequest", "", "listeners"): (
             ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
+        ("CreateDelegationTokenRequest", "", "validVersions"): ("1-3", "0-3", _KIP_896),
+        ("CreateDelegationTokenRequest", "", "deprecatedVersions"): (None, "0", f"{_KIP_896}: nothing left to deprecate"),
+        ("CreateDelegationTokenRequest", "", "listeners"): (
+            ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
+        ("CreateDelegationTokenResponse", "", "validVersions"): ("1-3", "0-3", _KIP_896),
+        ("DescribeDelegationTokenRequest", "", "validVersions"): ("1-3", "0-3", _KIP_896),
+        ("DescribeDelegationTokenRequest", "", "deprecatedVersions"): (None, "0", f"{_KIP_896}: nothing left to deprecate"),
+        ("DescribeDelegationTokenRequest", "", "listeners"): (
+            ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
+        ("DescribeDelegationTokenResponse", "", "validVersions"): ("1-3", "0-3", _KIP_896),
+        ("RenewDelegationTokenRequest", "", "validVersions"): ("1-2", "0-2", _KIP_896),
+        ("RenewDelegationTokenRequest", "", "deprecatedVersions"): (None, "0", f"{_KIP_896}: nothing left to deprecate"),
+        ("RenewDelegationTokenRequest", "", "listeners"): (
+            ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
+        ("RenewDelegationTokenResponse", "", "validVersions"): ("1-2", "0-2", _KIP_896),
+        ("ExpireDelegationTokenRequest", "", "validVersions"): ("1-2", "0-2", _KIP_896),
+        ("ExpireDelegationTokenRequest", "", "deprecatedVersions"): (None, "0", f"{_KIP_896}: nothing left to deprecate"),
+        ("ExpireDelegationTokenRequest", "", "listeners"): (
+            ["broker", "controller"], ["zkBroker", "broker", "controller"], _ZK),
+        ("ExpireDelegationTokenResponse", "", "validVersions"): ("1-2", "0-2", _KIP_896),
         ("AlterPartitionRequest", "", "validVersions"): ("2-3", "0-3", _KIP_896),
         ("AlterPartitionRequest", "", "listeners"): (["controller"], ["zkBroker", "controller"], _ZK),
         ("AlterPartitionResponse", "", "validVersions"): ("2-3", "0-3", _KIP_896),

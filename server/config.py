@@ -292,6 +292,12 @@ class KRaftConfig:
     """``super.users``: principals (``Type:name``, separated by ``;``) allowed every operation."""
     allow_everyone_if_no_acl_found: bool = False
     """``allow.everyone.if.no.acl.found``: a resource no ACL names is open to everyone."""
+    delegation_token_secret_key: str | None = None
+    """``delegation.token.secret.key``: the HMAC key of delegation tokens; unset or empty
+    disables them (Kafka 4 no longer reads 3.x's ``delegation.token.master.key``)."""
+    delegation_token_max_lifetime_ms: int = 604_800_000
+    delegation_token_expiry_time_ms: int = 86_400_000
+    delegation_token_expiry_check_interval_ms: int = 3_600_000
     raw: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     # -- construction -----------------------------------------------------------------------
@@ -473,6 +479,13 @@ class KRaftConfig:
             authorizer_class_name=_authorizer(r.string("authorizer.class.name", "") or ""),
             super_users=tuple(u.strip() for u in (r.string("super.users", "") or "").split(";") if u.strip()),
             allow_everyone_if_no_acl_found=r.boolean("allow.everyone.if.no.acl.found", False),
+            delegation_token_secret_key=r.string("delegation.token.secret.key") or None,
+            delegation_token_max_lifetime_ms=integer(
+                "delegation.token.max.lifetime.ms", "delegation_token_max_lifetime_ms", 1),
+            delegation_token_expiry_time_ms=integer(
+                "delegation.token.expiry.time.ms", "delegation_token_expiry_time_ms", 1),
+            delegation_token_expiry_check_interval_ms=integer(
+                "delegation.token.expiry.check.interval.ms", "delegation_token_expiry_check_interval_ms", 1),
             raw=merged,
         )
 

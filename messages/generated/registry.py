@@ -41,6 +41,8 @@ from messages.generated.controller_registration_request import ControllerRegistr
 from messages.generated.controller_registration_response import ControllerRegistrationResponse
 from messages.generated.create_acls_request import CreateAclsRequest
 from messages.generated.create_acls_response import CreateAclsResponse
+from messages.generated.create_delegation_token_request import CreateDelegationTokenRequest
+from messages.generated.create_delegation_token_response import CreateDelegationTokenResponse
 from messages.generated.create_partitions_request import CreatePartitionsRequest
 from messages.generated.create_partitions_response import CreatePartitionsResponse
 from messages.generated.create_topics_request import CreateTopicsRequest
@@ -56,6 +58,8 @@ from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.describe_cluster_response import DescribeClusterResponse
 from messages.generated.describe_configs_request import DescribeConfigsRequest
 from messages.generated.describe_configs_response import DescribeConfigsResponse
+from messages.generated.describe_delegation_token_request import DescribeDelegationTokenRequest
+from messages.generated.describe_delegation_token_response import DescribeDelegationTokenResponse
 from messages.generated.describe_quorum_request import DescribeQuorumRequest
 from messages.generated.describe_quorum_response import DescribeQuorumResponse
 from messages.generated.describe_user_scram_credentials_request import DescribeUserScramCredentialsRequest
@@ -67,6 +71,8 @@ from messages.generated.end_quorum_epoch_response import EndQuorumEpochResponse
 from messages.generated.end_transaction_record import EndTransactionRecord
 from messages.generated.envelope_request import EnvelopeRequest
 from messages.generated.envelope_response import EnvelopeResponse
+from messages.generated.expire_delegation_token_request import ExpireDelegationTokenRequest
+from messages.generated.expire_delegation_token_response import ExpireDelegationTokenResponse
 from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.fence_broker_record import FenceBrokerRecord
 from messages.generated.fetch_request import FetchRequest
@@ -94,6 +100,8 @@ from messages.generated.remove_raft_voter_request import RemoveRaftVoterRequest
 from messages.generated.remove_raft_voter_response import RemoveRaftVoterResponse
 from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.remove_user_scram_credential_record import RemoveUserScramCredentialRecord
+from messages.generated.renew_delegation_token_request import RenewDelegationTokenRequest
+from messages.generated.renew_delegation_token_response import RenewDelegationTokenResponse
 from messages.generated.request_header import RequestHeader
 from messages.generated.response_header import ResponseHeader
 from messages.generated.sasl_authenticate_request import SaslAuthenticateRequest
@@ -156,6 +164,8 @@ BY_NAME: dict[str, type[Message]] = {
     'ControllerRegistrationResponse': ControllerRegistrationResponse,
     'CreateAclsRequest': CreateAclsRequest,
     'CreateAclsResponse': CreateAclsResponse,
+    'CreateDelegationTokenRequest': CreateDelegationTokenRequest,
+    'CreateDelegationTokenResponse': CreateDelegationTokenResponse,
     'CreatePartitionsRequest': CreatePartitionsRequest,
     'CreatePartitionsResponse': CreatePartitionsResponse,
     'CreateTopicsRequest': CreateTopicsRequest,
@@ -171,6 +181,8 @@ BY_NAME: dict[str, type[Message]] = {
     'DescribeClusterResponse': DescribeClusterResponse,
     'DescribeConfigsRequest': DescribeConfigsRequest,
     'DescribeConfigsResponse': DescribeConfigsResponse,
+    'DescribeDelegationTokenRequest': DescribeDelegationTokenRequest,
+    'DescribeDelegationTokenResponse': DescribeDelegationTokenResponse,
     'DescribeQuorumRequest': DescribeQuorumRequest,
     'DescribeQuorumResponse': DescribeQuorumResponse,
     'DescribeUserScramCredentialsRequest': DescribeUserScramCredentialsRequest,
@@ -182,6 +194,8 @@ BY_NAME: dict[str, type[Message]] = {
     'EndTransactionRecord': EndTransactionRecord,
     'EnvelopeRequest': EnvelopeRequest,
     'EnvelopeResponse': EnvelopeResponse,
+    'ExpireDelegationTokenRequest': ExpireDelegationTokenRequest,
+    'ExpireDelegationTokenResponse': ExpireDelegationTokenResponse,
     'FeatureLevelRecord': FeatureLevelRecord,
     'FenceBrokerRecord': FenceBrokerRecord,
     'FetchRequest': FetchRequest,
@@ -209,6 +223,8 @@ BY_NAME: dict[str, type[Message]] = {
     'RemoveRaftVoterResponse': RemoveRaftVoterResponse,
     'RemoveTopicRecord': RemoveTopicRecord,
     'RemoveUserScramCredentialRecord': RemoveUserScramCredentialRecord,
+    'RenewDelegationTokenRequest': RenewDelegationTokenRequest,
+    'RenewDelegationTokenResponse': RenewDelegationTokenResponse,
     'RequestHeader': RequestHeader,
     'ResponseHeader': ResponseHeader,
     'SaslAuthenticateRequest': SaslAuthenticateRequest,
@@ -250,6 +266,10 @@ REQUESTS: dict[int, type[Message]] = {
     33: AlterConfigsRequest,
     36: SaslAuthenticateRequest,
     37: CreatePartitionsRequest,
+    38: CreateDelegationTokenRequest,
+    39: RenewDelegationTokenRequest,
+    40: ExpireDelegationTokenRequest,
+    41: DescribeDelegationTokenRequest,
     43: ElectLeadersRequest,
     44: IncrementalAlterConfigsRequest,
     45: AlterPartitionReassignmentsRequest,
@@ -292,6 +312,10 @@ RESPONSES: dict[int, type[Message]] = {
     33: AlterConfigsResponse,
     36: SaslAuthenticateResponse,
     37: CreatePartitionsResponse,
+    38: CreateDelegationTokenResponse,
+    39: RenewDelegationTokenResponse,
+    40: ExpireDelegationTokenResponse,
+    41: DescribeDelegationTokenResponse,
     43: ElectLeadersResponse,
     44: IncrementalAlterConfigsResponse,
     45: AlterPartitionReassignmentsResponse,
@@ -386,6 +410,8 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'ControllerRegistrationResponse': (0, 32767),
     'CreateAclsRequest': (2, 32767),
     'CreateAclsResponse': (2, 32767),
+    'CreateDelegationTokenRequest': (2, 32767),
+    'CreateDelegationTokenResponse': (2, 32767),
     'CreatePartitionsRequest': (2, 32767),
     'CreatePartitionsResponse': (2, 32767),
     'CreateTopicsRequest': (5, 32767),
@@ -401,6 +427,8 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'DescribeClusterResponse': (0, 32767),
     'DescribeConfigsRequest': (4, 32767),
     'DescribeConfigsResponse': (4, 32767),
+    'DescribeDelegationTokenRequest': (2, 32767),
+    'DescribeDelegationTokenResponse': (2, 32767),
     'DescribeQuorumRequest': (0, 32767),
     'DescribeQuorumResponse': (0, 32767),
     'DescribeUserScramCredentialsRequest': (0, 32767),
@@ -412,6 +440,8 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'EndTransactionRecord': (0, 32767),
     'EnvelopeRequest': (0, 32767),
     'EnvelopeResponse': (0, 32767),
+    'ExpireDelegationTokenRequest': (2, 32767),
+    'ExpireDelegationTokenResponse': (2, 32767),
     'FeatureLevelRecord': (0, 32767),
     'FenceBrokerRecord': (0, 32767),
     'FetchRequest': (12, 32767),
@@ -439,6 +469,8 @@ FLEXIBLE_VERSIONS: dict[str, tuple[int, int]] = {
     'RemoveRaftVoterResponse': (0, 32767),
     'RemoveTopicRecord': (0, 32767),
     'RemoveUserScramCredentialRecord': (0, 32767),
+    'RenewDelegationTokenRequest': (2, 32767),
+    'RenewDelegationTokenResponse': (2, 32767),
     'RequestHeader': (2, 32767),
     'ResponseHeader': (1, 32767),
     'SaslAuthenticateRequest': (2, 32767),

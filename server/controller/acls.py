@@ -58,6 +58,7 @@ __all__ = [
     "PERMISSION_TYPES",
     "RESOURCE_TYPES",
     "TOPIC",
+    "USER",
     "CIDR_LEVEL",
     "MAX_RECORDS_PER_USER_OP",
     "WILDCARD",
@@ -82,7 +83,7 @@ PERMISSION_TYPES = {0: "UNKNOWN", 1: "ANY", 2: "DENY", 3: "ALLOW"}
 """``org.apache.kafka.common.acl.AclPermissionType`` by code."""
 
 UNKNOWN, ANY, MATCH, LITERAL, PREFIXED = 0, 1, 2, 3, 4
-TOPIC, GROUP, CLUSTER = 2, 3, 4
+TOPIC, GROUP, CLUSTER, USER = 2, 3, 4, 7
 DENY, ALLOW = 2, 3
 WILDCARD = "*"
 """The literal resource name that names every resource of its type

@@ -42,6 +42,7 @@ __all__ = [
     "ALTER_CONFIGS",
     "CLUSTER_ACTION",
     "CREATE",
+    "CREATE_TOKENS",
     "DELETE",
     "DESCRIBE",
     "DESCRIBE_CONFIGS",
@@ -53,6 +54,7 @@ __all__ = [
 
 ALL, READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS = (
     2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+CREATE_TOKENS = 13
 """``AclOperation`` codes."""
 
 Authorize = Callable[[int, int, str, bool], bool]

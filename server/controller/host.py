@@ -159,6 +159,8 @@ class ControllerRequest:
     is ``User:ANONYMOUS`` (``KafkaPrincipal.ANONYMOUS``)."""
     client_host: str = ""
     """The client's address, as authorization matches hosts."""
+    token_requests_allowed: bool = True
+    """The connection may ask for delegation tokens (``ControllerApis.allowTokenRequests``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +279,9 @@ class ControllerHost:
         self._session_expiry = _Task("session expiry", self._fence_stale_broker)
         self._leader_balance = _Task("leader balance", self._balance_leaders)
         self._unclean_election = _Task("unclean election", self._elect_unclean_leaders)
-        self._tasks = (self._no_op, self._session_expiry, self._leader_balance, self._unclean_election)
+        self._token_sweep = _Task("delegation token expiry", self._expire_tokens)
+        self._tasks = (self._no_op, self._session_expiry, self._leader_balance, self._unclean_election,
+                       self._token_sweep)
         if config.unsafe_ack_on_append:
             self.log.error("kwire.unsafe.test.ack.on.append=true: writes are acknowledged before they commit "
                            "(TEST ONLY; acknowledged writes can be lost)")
@@ -475,6 +479,7 @@ class ControllerHost:
             now_ms + config.leader_imbalance_check_interval_ms if config.auto_leader_rebalance_enable else None
         )
         self._unclean_election.next_ms = now_ms + config.unclean_leader_election_interval_ms
+        self._token_sweep.next_ms = now_ms + config.tokens.expiry_check_interval_ms
         if activation.records:
             self._append(activation.records, None, drain_now=False)  # one batch: atomic activations stay whole
 
@@ -494,6 +499,8 @@ class ControllerHost:
             pending_records=self._pending_records,
             logger_levels=self._logger_levels,
             authorize=None if request is None else self._resource_authorizer(request),
+            principal="User:ANONYMOUS" if request is None else request.principal,
+            token_requests_allowed=request is not None and request.token_requests_allowed,
         )
 
     def _resource_authorizer(self, request: ControllerRequest) -> Authorize | None:
@@ -620,6 +627,14 @@ class ControllerHost:
                 self.log.info(message, len(records))
             self._append(records, None)
         return 0 if again else interval_ms
+
+    def _expire_tokens(self, now_ms: int) -> int:
+        """Every ``delegation.token.expiry.check.interval.ms``: remove the delegation tokens
+        whose expiry passed (``sweepExpiredDelegationTokens``)."""
+        return self._writing_task(
+            now_ms, lambda ctx: ctx.controller.delegation_tokens.expired(now_ms),
+            self.config.tokens.expiry_check_interval_ms, "removing %d expired delegation tokens",
+        )
 
     def _fence_stale_broker(self, now_ms: int) -> int:
         """Fence one broker whose session expired, and look again at once after one was found."""

@@ -36,6 +36,7 @@ from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
 from messages.generated.create_acls_request import CreateAclsRequest
+from messages.generated.create_delegation_token_request import CreateDelegationTokenRequest
 from messages.generated.create_partitions_request import CreatePartitionsRequest
 from messages.generated.create_topics_request import CreateTopicsRequest
 from messages.generated.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
@@ -43,15 +44,18 @@ from messages.generated.delete_topics_request import DeleteTopicsRequest
 from messages.generated.describe_acls_request import DescribeAclsRequest
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.describe_configs_request import DescribeConfigsRequest
+from messages.generated.describe_delegation_token_request import DescribeDelegationTokenRequest
 from messages.generated.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
 )
 from messages.generated.elect_leaders_request import ElectLeadersRequest
+from messages.generated.expire_delegation_token_request import ExpireDelegationTokenRequest
 from messages.generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from messages.generated.list_partition_reassignments_request import (
     ListPartitionReassignmentsRequest,
 )
 from messages.generated.remove_user_scram_credential_record import RemoveUserScramCredentialRecord
+from messages.generated.renew_delegation_token_request import RenewDelegationTokenRequest
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.generated.unregister_controller_request import UnregisterControllerRequest
 from messages.generated.update_features_request import UpdateFeaturesRequest
@@ -59,11 +63,12 @@ from server.controller import alter_partition as partitions
 from server.controller import configs, elections, reassignments, topics
 from server.controller import describe_cluster as cluster_description
 from server.controller import describe_configs as config_description
-from server.controller.acls import CLUSTER, CLUSTER_NAME, AclBinding, AclFilter
+from server.controller.acls import CLUSTER, CLUSTER_NAME, USER, AclBinding, AclFilter
 from server.controller.activation import ELIGIBLE_LEADER_REPLICAS_FEATURE
-from server.controller.authorizer import Authorize
+from server.controller.authorizer import CREATE_TOKENS, Authorize
 from server.controller.cluster import ClusterControl
 from server.controller.controller import QuorumController
+from server.controller.delegation_tokens import TokenOutcome, TokenSettings
 from server.controller.errors import ApiError
 from server.controller.features import ClusterSupport, supported_features, update_features
 from server.controller.image import ReplicationImage
@@ -125,6 +130,8 @@ class ControllerConfig:
     """``super.users``: principals every operation is allowed to."""
     allow_everyone_if_no_acl_found: bool = False
     """``allow.everyone.if.no.acl.found``."""
+    tokens: TokenSettings = TokenSettings()
+    """The ``delegation.token.*`` settings."""
 
 
 class ControllerLog(Protocol):
@@ -172,6 +179,11 @@ class OperationContext:
     pending_records: int = 0
     """Records this host handed over for appending that the raft layer has not taken yet."""
     logger_levels: Callable[[], Mapping[str, str]] = dict
+    principal: str = "User:ANONYMOUS"
+    """The request's principal (``Type:name``)."""
+    token_requests_allowed: bool = True
+    """The request may ask for delegation tokens (``ControllerApis.allowTokenRequests``: not
+    from a token-authenticated principal, nor unforwarded over PLAINTEXT or anonymous SSL)."""
     authorize: Authorize | None = None
     """With an authorizer, whether the request's principal may do an operation on a resource
     (``authorize(operation, resource type, name, log_denied)``, the ACL codes of
@@ -556,3 +568,63 @@ def alter_client_quotas(ctx: OperationContext, request: AlterClientQuotasRequest
     for record, _ in records:
         ctx.log.info("client quota %s", record)
     return ControllerResult(records, results)
+
+
+# ---------------------------------------------------------------------- delegation tokens (KIP-48)
+
+
+def _principal_parts(principal: str) -> tuple[str, str]:
+    kind, _, name = principal.partition(":")
+    return kind, name
+
+
+def create_delegation_token(ctx: OperationContext, request: CreateDelegationTokenRequest, version: int) -> ControllerResult:
+    """CreateDelegationToken (``ControllerApis.handleCreateDelegationTokenRequest``, then
+    ``DelegationTokenControlManager.createDelegationToken``): the result is ``(error, owner,
+    requester, TokenOutcome or None)``."""
+    requester = ctx.principal
+    owner = requester
+    if request.owner_principal_name:
+        if request.owner_principal_type is None:  # Kafka's KafkaPrincipal refuses a null type
+            raise ApiError(Errors.UNKNOWN_SERVER_ERROR, None)
+        owner = f"{request.owner_principal_type}:{request.owner_principal_name}"
+    if not ctx.token_requests_allowed:
+        return ControllerResult((), (Errors.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, owner, requester, None))
+    if owner != requester and ctx.authorize is not None and not ctx.authorize(CREATE_TOKENS, USER, owner, True):
+        return ControllerResult((), (Errors.DELEGATION_TOKEN_AUTHORIZATION_FAILED, owner, requester, None))
+    records, outcome = ctx.controller.delegation_tokens.create(
+        owner=owner, requester=requester, renewers=[f"{r.principal_type}:{r.principal_name}" for r in request.renewers],
+        max_lifetime_ms=request.max_lifetime_ms, now_ms=ctx.now_ms, settings=ctx.config.tokens,
+        metadata_version=ctx.metadata_version, rng=ctx.rng,
+    )
+    if outcome.token is not None:
+        ctx.log.info("created delegation token %s of %s for %s", outcome.token.token_id, owner, requester)
+    return ControllerResult(records, (outcome.error, owner, requester, outcome))
+
+
+def renew_delegation_token(ctx: OperationContext, request: RenewDelegationTokenRequest, version: int) -> ControllerResult:
+    """RenewDelegationToken: the result is a :class:`TokenOutcome`."""
+    if not ctx.token_requests_allowed:
+        return ControllerResult((), TokenOutcome(Errors.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, None, -1))
+    records, outcome = ctx.controller.delegation_tokens.renew(
+        token_hmac_bytes=bytes(request.hmac), period_ms=request.renew_period_ms, principal=ctx.principal,
+        now_ms=ctx.now_ms, settings=ctx.config.tokens, metadata_version=ctx.metadata_version,
+    )
+    return ControllerResult(records, outcome)
+
+
+def expire_delegation_token(ctx: OperationContext, request: ExpireDelegationTokenRequest, version: int) -> ControllerResult:
+    """ExpireDelegationToken: the result is a :class:`TokenOutcome`."""
+    if not ctx.token_requests_allowed:
+        return ControllerResult((), TokenOutcome(Errors.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, None, -1))
+    records, outcome = ctx.controller.delegation_tokens.expire(
+        token_hmac_bytes=bytes(request.hmac), period_ms=request.expiry_time_period_ms, principal=ctx.principal,
+        now_ms=ctx.now_ms, settings=ctx.config.tokens, metadata_version=ctx.metadata_version,
+    )
+    return ControllerResult(records, outcome)
+
+
+def describe_delegation_token(ctx: OperationContext, request: DescribeDelegationTokenRequest, version: int) -> ControllerResult:
+    """DescribeDelegationToken on a controller: listed in ApiVersions but not handled
+    (``ControllerApis.handle``'s default case): UNKNOWN_SERVER_ERROR; brokers describe tokens."""
+    return ControllerResult((), ApiError(Errors.UNKNOWN_SERVER_ERROR, None))

@@ -32,6 +32,7 @@ from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.broker_registration_request import BrokerRegistrationRequest
 from messages.generated.controller_registration_request import ControllerRegistrationRequest
 from messages.generated.create_acls_request import CreateAclsRequest
+from messages.generated.create_delegation_token_request import CreateDelegationTokenRequest
 from messages.generated.create_partitions_request import CreatePartitionsRequest
 from messages.generated.create_topics_request import CreateTopicsRequest
 from messages.generated.delete_acls_request import DeleteAclsRequest
@@ -39,14 +40,17 @@ from messages.generated.delete_topics_request import DeleteTopicsRequest
 from messages.generated.describe_acls_request import DescribeAclsRequest
 from messages.generated.describe_cluster_request import DescribeClusterRequest
 from messages.generated.describe_configs_request import DescribeConfigsRequest
+from messages.generated.describe_delegation_token_request import DescribeDelegationTokenRequest
 from messages.generated.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
 )
 from messages.generated.elect_leaders_request import ElectLeadersRequest
+from messages.generated.expire_delegation_token_request import ExpireDelegationTokenRequest
 from messages.generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from messages.generated.list_partition_reassignments_request import (
     ListPartitionReassignmentsRequest,
 )
+from messages.generated.renew_delegation_token_request import RenewDelegationTokenRequest
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.generated.unregister_controller_request import UnregisterControllerRequest
 from messages.generated.update_features_request import UpdateFeaturesRequest
@@ -141,6 +145,11 @@ CONTROLLER_APIS: tuple[ControllerApi, ...] = (
                   answer.describe_user_scram_credentials_response, write=False),
     ControllerApi(AlterClientQuotasRequest, op.alter_client_quotas, answer.alter_client_quotas_response,
                   cluster_operation=ALTER_CONFIGS),
+    ControllerApi(CreateDelegationTokenRequest, op.create_delegation_token, answer.create_delegation_token_response),
+    ControllerApi(RenewDelegationTokenRequest, op.renew_delegation_token, answer.renew_delegation_token_response),
+    ControllerApi(ExpireDelegationTokenRequest, op.expire_delegation_token, answer.expire_delegation_token_response),
+    ControllerApi(DescribeDelegationTokenRequest, op.describe_delegation_token, answer.describe_delegation_token_response,
+                  write=False),
 )
 """Every controller RPC (module docstring)."""
 

@@ -48,6 +48,8 @@ from messages.generated.broker_registration_response import BrokerRegistrationRe
 from messages.generated.controller_registration_response import ControllerRegistrationResponse
 from messages.generated.create_acls_request import CreateAclsRequest
 from messages.generated.create_acls_response import AclCreationResult, CreateAclsResponse
+from messages.generated.create_delegation_token_request import CreateDelegationTokenRequest
+from messages.generated.create_delegation_token_response import CreateDelegationTokenResponse
 from messages.generated.create_partitions_request import CreatePartitionsRequest
 from messages.generated.create_partitions_response import (
     CreatePartitionsResponse,
@@ -75,6 +77,8 @@ from messages.generated.describe_configs_response import (
     DescribeConfigsResponse,
     DescribeConfigsResult,
 )
+from messages.generated.describe_delegation_token_request import DescribeDelegationTokenRequest
+from messages.generated.describe_delegation_token_response import DescribeDelegationTokenResponse
 from messages.generated.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
 )
@@ -88,6 +92,8 @@ from messages.generated.elect_leaders_response import (
     PartitionResult,
     ReplicaElectionResult,
 )
+from messages.generated.expire_delegation_token_request import ExpireDelegationTokenRequest
+from messages.generated.expire_delegation_token_response import ExpireDelegationTokenResponse
 from messages.generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from messages.generated.incremental_alter_configs_response import (
     AlterConfigsResourceResponse as IncrementalResult,
@@ -101,6 +107,8 @@ from messages.generated.list_partition_reassignments_response import (
     OngoingPartitionReassignment,
     OngoingTopicReassignment,
 )
+from messages.generated.renew_delegation_token_request import RenewDelegationTokenRequest
+from messages.generated.renew_delegation_token_response import RenewDelegationTokenResponse
 from messages.generated.unregister_broker_response import UnregisterBrokerResponse
 from messages.generated.unregister_controller_response import UnregisterControllerResponse
 from messages.generated.update_features_request import UpdateFeaturesRequest
@@ -112,6 +120,7 @@ from messages.runtime import Message
 from server.controller.acls import AclBinding
 from server.controller.client_quotas import Entity
 from server.controller.cluster import BrokerHeartbeatReply
+from server.controller.delegation_tokens import TokenOutcome
 from server.controller.errors import ApiError
 from server.controller.features import UpgradeType
 from server.controller.image import PRODUCER_ID_BLOCK_SIZE
@@ -521,3 +530,60 @@ def describe_configs_response(
                               resource_name=r.resource_name)
         for r in request.resources
     ])
+
+
+def create_delegation_token_response(
+    request: CreateDelegationTokenRequest, version: int,
+    outcome: ApiError | tuple[Errors, str, str, TokenOutcome | None],
+) -> CreateDelegationTokenResponse:
+    """The CreateDelegationToken answer: the token, or the error with the owner and requester
+    and no token: times -1 for a refusal of the request layer
+    (``CreateDelegationTokenResponse.prepareResponse``), 0 for one of the controller's; a
+    whole-request error names ``User:ANONYMOUS`` for both (``getErrorResponse``)."""
+    if isinstance(outcome, ApiError):
+        outcome = (outcome.error, "User:ANONYMOUS", "User:ANONYMOUS", None)
+    error, owner, requester, token_outcome = outcome
+    owner_type, _, owner_name = owner.partition(":")
+    requester_type, _, requester_name = requester.partition(":")
+    # the request layer's refusals (ControllerApis, getErrorResponse) say -1; the controller's leave the defaults
+    unset = -1 if token_outcome is None else 0
+    response = CreateDelegationTokenResponse(
+        error_code=error, principal_type=owner_type, principal_name=owner_name,
+        token_requester_principal_type=requester_type, token_requester_principal_name=requester_name,
+        issue_timestamp_ms=unset, expiry_timestamp_ms=unset, max_timestamp_ms=unset, token_id="", hmac=b"",
+    )
+    token = None if token_outcome is None else token_outcome.token
+    if token is not None:
+        response.issue_timestamp_ms = token.issue_timestamp
+        response.expiry_timestamp_ms = token.expiration_timestamp
+        response.max_timestamp_ms = token.max_timestamp
+        response.token_id = token.token_id
+        response.hmac = token_outcome.hmac  # type: ignore[union-attr]
+    return response
+
+
+def renew_delegation_token_response(
+    request: RenewDelegationTokenRequest, version: int, outcome: ApiError | TokenOutcome
+) -> RenewDelegationTokenResponse:
+    """The RenewDelegationToken answer: the error and the token's new expiry (0 with a
+    whole-request error, ``getErrorResponse``)."""
+    if isinstance(outcome, ApiError):
+        return RenewDelegationTokenResponse(error_code=outcome.error, expiry_timestamp_ms=0)
+    return RenewDelegationTokenResponse(error_code=outcome.error, expiry_timestamp_ms=outcome.expiry_ms)
+
+
+def expire_delegation_token_response(
+    request: ExpireDelegationTokenRequest, version: int, outcome: ApiError | TokenOutcome
+) -> ExpireDelegationTokenResponse:
+    """The ExpireDelegationToken answer: the error and the token's new expiry (0 with a
+    whole-request error, ``getErrorResponse``)."""
+    if isinstance(outcome, ApiError):
+        return ExpireDelegationTokenResponse(error_code=outcome.error, expiry_timestamp_ms=0)
+    return ExpireDelegationTokenResponse(error_code=outcome.error, expiry_timestamp_ms=outcome.expiry_ms)
+
+
+def describe_delegation_token_response(
+    request: DescribeDelegationTokenRequest, version: int, outcome: ApiError
+) -> DescribeDelegationTokenResponse:
+    """The error a controller answers DescribeDelegationToken with (``getErrorResponse``)."""
+    return DescribeDelegationTokenResponse(error_code=outcome.error, tokens=[])

@@ -50,6 +50,8 @@ class RequestContext:
     listener; inside an Envelope, the forwarded client's."""
     client_host: str | None = None
     """The client's address where it is not the peer's (inside an Envelope)."""
+    token_authenticated: bool = False
+    """The principal logged in with a delegation token (as an Envelope forwards it)."""
 
     @property
     def host(self) -> str:

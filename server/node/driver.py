@@ -60,6 +60,7 @@ from server.controller.features import supported_features
 from server.controller.host import ControllerHost, ControllerOutbox, ControllerRequest
 from server.controller.scram import MECHANISMS as SCRAM_MECHANISMS
 from server.net import ChannelDispatcher, PendingRequest, RunningServer, serve
+from server.net.dispatcher import RequestContext
 from server.net.sasl import SaslServerConfig
 from server.net.scram import ScramCredential
 from server.node.apis import api_versions
@@ -292,6 +293,17 @@ class Node:
                 await self._step([item])
             await cleaner.maybe_clean(self.now_ms(), self._blocking)
 
+    def _token_requests_allowed(self, context: RequestContext) -> bool:
+        """``ControllerApis.allowTokenRequests``: not from a token-authenticated principal, and a
+        request sent directly (not forwarded) needs an authenticated channel (SASL, or TLS with a
+        client certificate)."""
+        if context.token_authenticated:
+            return False
+        if context.client_host is not None:  # forwarded in an Envelope
+            return True
+        protocol = self.config.listener_security_protocol_map.get(context.listener_name.upper(), "PLAINTEXT")
+        return protocol != "PLAINTEXT" and not (protocol == "SSL" and context.principal == "User:ANONYMOUS")
+
     def _sasl_listeners(self) -> dict[str, SaslServerConfig]:
         """The SASL settings of each SASL listener (``server.net.sasl``): its mechanisms, its
         PLAIN users, and SCRAM credentials from the controller's image."""
@@ -336,8 +348,9 @@ class Node:
             if not isinstance(forwarded, Request):
                 pending.respond(EnvelopeResponse(error_code=forwarded))
                 return
-            principal, client_host = forwarded_client(body)
-            inner = PendingRequest(forwarded, replace(context, principal=principal, client_host=client_host))
+            principal, client_host, token = forwarded_client(body)
+            inner = PendingRequest(forwarded, replace(context, principal=principal, client_host=client_host,
+                                                      token_authenticated=token))
             assert self._nursery is not None
             self._nursery.start_soon(relay_answer, pending, inner)
             await self._on_request(inner, dispatcher)
@@ -352,6 +365,7 @@ class Node:
             context = pending.context
             self.host.request(now, ControllerRequest(
                 pending, body, version, context.listener_name, received_ms, context.principal, context.host,
+                self._token_requests_allowed(context),
             ))
             await self._step([])
         else:

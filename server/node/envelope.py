@@ -56,9 +56,10 @@ FORWARDABLE = frozenset(
 """``ApiKeys.forwardable`` (the same set in 3.9.2 and 4.4.0)."""
 
 
-def _check_principal(data: bytes | None) -> str:
-    """``DefaultKafkaPrincipalBuilder.deserialize``: the principal as ``Type:name``; raises
-    DecodeError unless ``data`` is a version-0 ``DefaultPrincipalData``."""
+def _check_principal(data: bytes | None) -> tuple[str, bool]:
+    """``DefaultKafkaPrincipalBuilder.deserialize``: the principal as ``Type:name`` and whether
+    it logged in with a delegation token; raises DecodeError unless ``data`` is a version-0
+    ``DefaultPrincipalData``."""
     if data is None or len(data) < 2:
         raise DecodeError("no principal")
     (version,) = INT16.unpack_from(data, 0)
@@ -69,23 +70,25 @@ def _check_principal(data: bytes | None) -> str:
     text = f"{kind.decode('utf-8')}:{name.decode('utf-8')}"
     if pos >= len(data) or data[pos] not in (0, 1):
         raise DecodeError("no token flag")
+    token = data[pos] == 1
     _, pos = read_unknown_tagged(data, pos + 1)
     if pos != len(data):
         raise DecodeError(f"{len(data) - pos} trailing bytes after the principal")
-    return text
+    return text, token
 
 
-def forwarded_client(envelope: EnvelopeRequest) -> tuple[str, str]:
-    """The forwarded client's principal (``Type:name``) and host address (as Java's
-    ``InetAddress.getHostAddress`` writes it) of an envelope :func:`open_envelope` accepted:
-    the inner request is authorized as them (``EnvelopeUtils``)."""
-    principal = _check_principal(envelope.request_principal)
+def forwarded_client(envelope: EnvelopeRequest) -> tuple[str, str, bool]:
+    """The forwarded client's principal (``Type:name``), host address (as Java's
+    ``InetAddress.getHostAddress`` writes it) and whether it logged in with a delegation token,
+    of an envelope :func:`open_envelope` accepted: the inner request is authorized as them
+    (``EnvelopeUtils``)."""
+    principal, token = _check_principal(envelope.request_principal)
     address = ipaddress.ip_address(bytes(envelope.client_host_address))
     if address.version == 6:
         host = ":".join(f"{int(part, 16):x}" for part in address.exploded.split(":"))
     else:
         host = str(address)
-    return principal, host
+    return principal, host, token
 
 
 def open_envelope(envelope: EnvelopeRequest, served: Mapping[int, tuple[int, int]]) -> Request | Errors:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from kwire.uuid import Uuid
 from server.config import KRaftConfig
+from server.controller.delegation_tokens import TokenSettings
 from server.controller.operations import ControllerConfig
 from server.raft.control import voter_set_from_record
 from server.raft.core import RaftCore
@@ -93,6 +94,12 @@ def controller_config(config: KRaftConfig, cluster_id: str) -> ControllerConfig:
         authorizer=bool(config.authorizer_class_name),
         super_users=frozenset(config.super_users),
         allow_everyone_if_no_acl_found=config.allow_everyone_if_no_acl_found,
+        tokens=TokenSettings(
+            secret_key=config.delegation_token_secret_key,
+            max_lifetime_ms=config.delegation_token_max_lifetime_ms,
+            expiry_time_ms=config.delegation_token_expiry_time_ms,
+            expiry_check_interval_ms=config.delegation_token_expiry_check_interval_ms,
+        ),
     )
 
 

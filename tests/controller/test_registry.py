@@ -103,7 +103,8 @@ def test_alter_partition_and_the_topic_rpcs_start_where_4x_starts() -> None:
 def test_only_the_describes_are_reads() -> None:
     reads = {api.api_key for api in CONTROLLER_APIS if not api.write}
     assert reads == {
-        ApiKey.DESCRIBE_CLUSTER, ApiKey.DESCRIBE_CONFIGS, ApiKey.DESCRIBE_ACLS, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS
+        ApiKey.DESCRIBE_CLUSTER, ApiKey.DESCRIBE_CONFIGS, ApiKey.DESCRIBE_ACLS, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+        ApiKey.DESCRIBE_DELEGATION_TOKEN,
     }
 
 
