@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from compat.harness import (
     KafkaRelease,
     controller_properties,
     free_port,
+    log_batches,
     start_kwire,
     start_stock,
     stop_processes,
@@ -45,14 +47,17 @@ from messages.generated.broker_registration_request import (
     Feature,
     Listener,
 )
+from messages.generated.envelope_request import EnvelopeRequest
+from messages.protocol import encode_request
 from messages.runtime import Message
 from server.net.client import KafkaConnectionError, open_connection
 from storage.meta_properties import read_meta_properties
+from storage.snapshots import parse_snapshot_path, read_snapshot_content
 from tools.api_versions import describe as api_versions_describe
 from tools.quorum_client import QuorumToolError, describe
 
 __all__ = [
-    "CAUGHT_UP", "acl_answer", "DIR_A", "INCARNATION", "ROLES", "START_TIMEOUT_S", "PairNode", "State", "broker_features",
+    "CAUGHT_UP", "acl_answer", "forwarded", "newest_snapshot", "DIR_A", "INCARNATION", "ROLES", "START_TIMEOUT_S", "PairNode", "State", "broker_features",
     "finalized_features", "registration", "send", "start_pair", "wait_ready",
 ]
 
@@ -175,6 +180,35 @@ async def send(port: int, body: Message, version: int) -> Any:
         except KafkaConnectionError as exc:
             return f"connection error: {exc}"
 
+
+
+def forwarded(principal: str, inner: Message, version: int) -> EnvelopeRequest:
+    """``inner`` at ``version`` in an Envelope from 127.0.0.1 for ``principal`` (``Type:name``,
+    as ``DefaultPrincipalData`` v0: a broker forwarding its client's request, KIP-590)."""
+    kind, _, name = principal.partition(":")
+    data = (b"\x00\x00" + bytes([len(kind) + 1]) + kind.encode() + bytes([len(name) + 1]) + name.encode()
+            + b"\x00\x00")
+    return EnvelopeRequest(request_data=encode_request(inner, version, 9, "forwarded"), request_principal=data,
+                           client_host_address=bytes([127, 0, 0, 1]))
+
+
+def newest_snapshot(partition: Path, at_least: int | None = None, timeout_s: float = 20.0) -> tuple[int, list[bytes]]:
+    """(end offset, data record values) of a node's newest snapshot once one ends at or past
+    ``at_least`` (default: the log end; the pairs write one after every committed batch)."""
+    if at_least is None:
+        at_least = max(b.last_offset for b in log_batches(partition)) + 1
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = sorted(
+            (parsed.snapshot_id, path)
+            for path in partition.glob("*.checkpoint")
+            if (parsed := parse_snapshot_path(path)) is not None
+        )
+        if found and found[-1][0].end_offset >= at_least:
+            snapshot_id, path = found[-1]
+            return snapshot_id.end_offset, list(read_snapshot_content(path.read_bytes()).data_records())
+        assert time.monotonic() < deadline, f"no snapshot at or past offset {at_least} in {partition}"
+        time.sleep(0.2)  # poll interval
 
 
 def acl_answer(response: Any) -> tuple[Any, ...]:

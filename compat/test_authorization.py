@@ -28,6 +28,7 @@ from compat.differential import (
     acl_answer,
     broker_features,
     finalized_features,
+    forwarded,
     registration,
     send,
     start_pair,
@@ -88,7 +89,7 @@ from messages.generated.remove_raft_voter_request import RemoveRaftVoterRequest
 from messages.generated.update_features_request import FeatureUpdateKey, UpdateFeaturesRequest
 from messages.generated.update_raft_voter_request import UpdateRaftVoterRequest
 from messages.generated.vote_request import VoteRequest
-from messages.protocol import decode_response, encode_request
+from messages.protocol import decode_response
 from messages.runtime import Message
 
 pytestmark = pytest.mark.compat
@@ -151,18 +152,6 @@ def _caught_up(side: dict[str, Any]) -> Message:
     return BrokerHeartbeatRequest(broker_id=5, broker_epoch=side["epoch"], current_metadata_offset=CAUGHT_UP)
 
 
-def _principal(principal: str) -> bytes:
-    """``DefaultPrincipalData`` v0 of ``Type:name`` behind its int16 version."""
-    kind, _, name = principal.partition(":")
-    return (b"\x00\x00" + bytes([len(kind) + 1]) + kind.encode() + bytes([len(name) + 1]) + name.encode()
-            + b"\x00\x00")
-
-
-def _envelope(principal: str, inner: Message, version: int) -> EnvelopeRequest:
-    return EnvelopeRequest(request_data=encode_request(inner, version, 7, "forwarded"),
-                           request_principal=_principal(principal), client_host_address=bytes([127, 0, 0, 1]))
-
-
 def _cases() -> list[tuple[str, Message | Callable[[dict[str, Any]], Message], int]]:
     return [
         ("no ACL yet: describe ACLs", DESCRIBE_ACLS, 3),
@@ -175,7 +164,7 @@ def _cases() -> list[tuple[str, Message | Callable[[dict[str, Any]], Message], i
         ("ALTER allowed: elect leaders", ELECT, 2),
         ("DESCRIBE allowed: list reassignments", REASSIGNMENTS, 0),
         ("ALTER allowed: describe the cluster", DescribeClusterRequest(include_cluster_authorized_operations=False), 1),
-        ("an Envelope without CLUSTER_ACTION", _envelope("User:admin", DESCRIBE_ACLS, 3), 0),
+        ("an Envelope without CLUSTER_ACTION", forwarded("User:admin", DESCRIBE_ACLS, 3), 0),
         ("deny ANONYMOUS DESCRIBE from 127.0.0.1", _acl("User:ANONYMOUS", DESCRIBE, DENY, "127.0.0.1"), 3),
         ("DESCRIBE denied: describe ACLs", DESCRIBE_ACLS, 3),
         ("DESCRIBE denied: list reassignments", REASSIGNMENTS, 0),
@@ -207,13 +196,13 @@ def _cases() -> list[tuple[str, Message | Callable[[dict[str, Any]], Message], i
             for t, n in ((2, "open-1"), (2, "secret-made"), (4, "1"))], include_synonyms=False), 4),
         ("delete the topics", DeleteTopicsRequest(topic_names=["open-1", "secret-x", "secret-made", "never"],
                                                    timeout_ms=5000), 5),
-        ("an Envelope for a super user", _envelope("User:admin", QUOTA, 1), 0),
-        ("an Envelope for a stranger", _envelope("User:stranger", QUOTA, 1), 0),
-        ("an Envelope for a stranger's ACL", _envelope("User:stranger", _acl("User:x", ALTER, ALLOW), 3), 0),
+        ("an Envelope for a super user", forwarded("User:admin", QUOTA, 1), 0),
+        ("an Envelope for a stranger", forwarded("User:stranger", QUOTA, 1), 0),
+        ("an Envelope for a stranger's ACL", forwarded("User:stranger", _acl("User:x", ALTER, ALLOW), 3), 0),
         ("deny everyone ALL", _acl("User:*", ALL, DENY), 3),
         ("everything refused: create an ACL", _acl("User:y", ALTER, ALLOW), 3),
         ("everything refused: features", FEATURES, 1),
-        ("everything refused: an Envelope", _envelope("User:admin", QUOTA, 1), 0),
+        ("everything refused: an Envelope", forwarded("User:admin", QUOTA, 1), 0),
         *((f"everything refused: {type(request).__name__.removesuffix('Request')}", request, version)
           for request, version in _raft_requests()),
     ]

@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from typing import Any
 import pytest
 import trio
 
-from compat.differential import PairNode, acl_answer, send, start_pair
+from compat.differential import PairNode, acl_answer, forwarded, newest_snapshot, send, start_pair
 from compat.harness import PARTITION, KafkaRelease, log_batches
 from messages.generated.access_control_entry_record import AccessControlEntryRecord
 from messages.generated.alter_client_quotas_request import (
@@ -62,10 +61,9 @@ from messages.generated.remove_user_scram_credential_record import RemoveUserScr
 from messages.generated.renew_delegation_token_request import RenewDelegationTokenRequest
 from messages.generated.user_scram_credential_record import UserScramCredentialRecord
 from messages.metadata import decode_record, encode_record
-from messages.protocol import decode_response, encode_request
+from messages.protocol import decode_response
 from messages.runtime import Message
 from server.controller.controller import QuorumController
-from storage.snapshots import parse_snapshot_path, read_snapshot_content
 
 pytestmark = pytest.mark.compat
 
@@ -331,24 +329,6 @@ def _acl_batches(data: Path) -> list[tuple[list[Binding], list[Binding]]]:
     return batches
 
 
-def _newest_snapshot(data: Path, timeout_s: float = 20.0) -> list[bytes]:
-    """The data records of the node's newest snapshot once it covers the whole log (the node
-    writes one after every committed batch here)."""
-    partition = data / PARTITION
-    end = max(b.last_offset for b in log_batches(partition)) + 1
-    deadline = time.monotonic() + timeout_s
-    while True:
-        found = sorted(
-            (parsed.snapshot_id, path)
-            for path in partition.glob("*.checkpoint")
-            if (parsed := parse_snapshot_path(path)) is not None
-        )
-        if found and found[-1][0].end_offset >= end:
-            return list(read_snapshot_content(found[-1][1].read_bytes()).data_records())
-        assert time.monotonic() < deadline, f"no snapshot at or past offset {end} in {partition}"
-        time.sleep(0.2)  # poll interval
-
-
 def _acls(values: list[bytes]) -> dict[Any, Binding]:
     """The bindings, by id, among snapshot records."""
     return {m.id: _binding(m) for m, _ in map(decode_record, values) if isinstance(m, AccessControlEntryRecord)}
@@ -390,19 +370,6 @@ def _snapshot_credentials(values: list[bytes]) -> list[str]:
     )
 
 
-def _principal(principal: str) -> bytes:
-    """``DefaultPrincipalData`` v0 of ``Type:name`` behind its int16 version."""
-    kind, _, name = principal.partition(":")
-    return b"\x00\x00" + bytes([len(kind) + 1]) + kind.encode() + bytes([len(name) + 1]) + name.encode() + b"\x00\x00"
-
-
-def _as(principal: str, inner: Message, version: int) -> EnvelopeRequest:
-    """``inner`` forwarded in an Envelope for ``principal`` (the only way a PLAINTEXT client
-    reaches the token RPCs: ``ControllerApis.allowTokenRequests``)."""
-    return EnvelopeRequest(request_data=encode_request(inner, version, 9, "forwarded"),
-                           request_principal=_principal(principal), client_host_address=bytes([127, 0, 0, 1]))
-
-
 def _create_token(owner: str | None = None, renewers: tuple[str, ...] = (), lifetime: int = -1) -> CreateDelegationTokenRequest:
     kind, _, name = (owner or ":").partition(":")
     return CreateDelegationTokenRequest(
@@ -416,23 +383,23 @@ def _token_cases() -> list[tuple[str, Callable[[dict[str, bytes]], Message], int
     """Token requests, some built from the HMAC each node gave its first token."""
     return [
         ("create a token unforwarded over PLAINTEXT", lambda side: _create_token(), 3),
-        ("alice creates a token bob may renew", lambda side: _as("User:alice", _create_token(renewers=("User:bob",)), 3), 3),
-        ("alice creates one for carol", lambda side: _as("User:alice", _create_token(owner="User:carol"), 3), 3),
-        ("alice names a Group renewer", lambda side: _as("User:alice", _create_token(renewers=("Group:g",)), 3), 3),
-        ("alice creates one of a second's life", lambda side: _as("User:alice", _create_token(lifetime=1000), 3), 3),
-        ("bob renews alice's token", lambda side: _as("User:bob", RenewDelegationTokenRequest(
+        ("alice creates a token bob may renew", lambda side: forwarded("User:alice", _create_token(renewers=("User:bob",)), 3), 3),
+        ("alice creates one for carol", lambda side: forwarded("User:alice", _create_token(owner="User:carol"), 3), 3),
+        ("alice names a Group renewer", lambda side: forwarded("User:alice", _create_token(renewers=("Group:g",)), 3), 3),
+        ("alice creates one of a second's life", lambda side: forwarded("User:alice", _create_token(lifetime=1000), 3), 3),
+        ("bob renews alice's token", lambda side: forwarded("User:bob", RenewDelegationTokenRequest(
             hmac=side["token"], renew_period_ms=60_000), 2), 2),
-        ("dave renews it", lambda side: _as("User:dave", RenewDelegationTokenRequest(
+        ("dave renews it", lambda side: forwarded("User:dave", RenewDelegationTokenRequest(
             hmac=side["token"], renew_period_ms=60_000), 2), 2),
-        ("renew an unknown token", lambda side: _as("User:alice", RenewDelegationTokenRequest(
+        ("renew an unknown token", lambda side: forwarded("User:alice", RenewDelegationTokenRequest(
             hmac=b"x" * 64, renew_period_ms=1), 2), 2),
         ("renew unforwarded over PLAINTEXT", lambda side: RenewDelegationTokenRequest(
             hmac=side["token"], renew_period_ms=1), 2),
-        ("alice brings the expiry in", lambda side: _as("User:alice", ExpireDelegationTokenRequest(
+        ("alice brings the expiry in", lambda side: forwarded("User:alice", ExpireDelegationTokenRequest(
             hmac=side["token"], expiry_time_period_ms=5000), 2), 2),
-        ("alice ends it", lambda side: _as("User:alice", ExpireDelegationTokenRequest(
+        ("alice ends it", lambda side: forwarded("User:alice", ExpireDelegationTokenRequest(
             hmac=side["token"], expiry_time_period_ms=-1), 2), 2),
-        ("renew the ended token", lambda side: _as("User:bob", RenewDelegationTokenRequest(
+        ("renew the ended token", lambda side: forwarded("User:bob", RenewDelegationTokenRequest(
             hmac=side["token"], renew_period_ms=1), 2), 2),
         ("describe tokens on a controller", lambda side: DescribeDelegationTokenRequest(owners=None), 3),
     ]
@@ -483,7 +450,7 @@ def test_security_rpcs_answer_alike(authorized_pair: dict[str, PairNode]) -> Non
             # a stock controller finds tokens in a cache its metadata publishers update after
             # the commit: the next case waits until they have (its snapshot generator, another
             # publisher, has written the snapshot of the whole log)
-            _newest_snapshot(nodes[name].data)
+            newest_snapshot(nodes[name].data / PARTITION)
         answered.append((case, answers["stock"]))
         if answers["stock"] != answers["kwire"]:
             differences.append(f"{case}:\n    stock {answers['stock']}\n    kwire {answers['kwire']}")
@@ -507,7 +474,7 @@ def test_security_rpcs_answer_alike(authorized_pair: dict[str, PairNode]) -> Non
     credentials = {name: _credential_batches(node.data) for name, node in nodes.items()}
     assert len(credentials["stock"]) >= 8, credentials["stock"]
     assert credentials["kwire"] == credentials["stock"]
-    snapshots = {name: _newest_snapshot(node.data) for name, node in nodes.items()}
+    snapshots = {name: newest_snapshot(node.data / PARTITION)[1] for name, node in nodes.items()}
     acls = {name: _acls(values) for name, values in snapshots.items()}
     assert sorted(acls["kwire"].values()) == sorted(acls["stock"].values())
     assert len(acls["stock"]) == 9, acls["stock"]

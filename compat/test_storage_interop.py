@@ -47,6 +47,7 @@ from messages.generated.leader_change_message import LeaderChangeMessage
 from messages.generated.leader_change_message import Voter as LcVoter
 from messages.generated.no_op_record import NoOpRecord
 from messages.metadata import decode_record, encode_record
+from messages.runtime import Message
 from server.config import load_config
 from storage.bootstrap import (
     decode_bootstrap_checkpoint,
@@ -461,6 +462,15 @@ def test_metadata_versions_and_features_match_kafka(each_kafka: KafkaRelease, tm
         assert sorted(FEATURES) == sorted(jar.features)
 
 
+def _stock_bootstrap_records(directory: Path) -> list[tuple[Message, int]]:
+    """The bootstrap records ``kafka-storage format`` wrote in ``directory``: 3.9 keeps them in
+    bootstrap.checkpoint, 4.2+ in the 0-0 checkpoint (KIP-1170)."""
+    if (directory / "bootstrap.checkpoint").exists():
+        return list(decode_bootstrap_checkpoint((directory / "bootstrap.checkpoint").read_bytes()).records)
+    content = read_snapshot_content((directory / PARTITION / "00000000000000000000-0000000000.checkpoint").read_bytes())
+    return [decode_record(v) for v in content.data_records()]
+
+
 def test_kwire_format_writes_kafkas_bootstrap_records(each_kafka: KafkaRelease, tmp_path: Path) -> None:
     """``kwire storage format --release-version <the release's LATEST_PRODUCTION>`` writes the
     same bootstrap records (metadata.version and every other feature's default level) as
@@ -471,11 +481,7 @@ def test_kwire_format_writes_kafkas_bootstrap_records(each_kafka: KafkaRelease, 
     stock_props = controller_properties(tmp_path / "theirs.properties", theirs, 19095)
     each_kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", stock_props, "--no-initial-controllers",
                                     "--release-version", release])
-    if (theirs / "bootstrap.checkpoint").exists():
-        stock_records = decode_bootstrap_checkpoint((theirs / "bootstrap.checkpoint").read_bytes()).records
-    else:
-        content = read_snapshot_content((theirs / PARTITION / "00000000000000000000-0000000000.checkpoint").read_bytes())
-        stock_records = [decode_record(v) for v in content.data_records()]
+    stock_records = _stock_bootstrap_records(theirs)
     my_props = controller_properties(tmp_path / "mine.properties", mine, 19095)
     out = io.StringIO()
     status = storage_cmd.format_command(load_config(str(my_props)), cluster_id=CLUSTER_ID,
@@ -507,11 +513,7 @@ def test_add_scram_writes_kafkas_credential_records(each_kafka: KafkaRelease, tm
     scram = [arg for argument in SCRAM_ARGUMENTS for arg in ("--add-scram", argument)]
     each_kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", stock_props, "--no-initial-controllers",
                                     "--release-version", release, *scram])
-    if (theirs / "bootstrap.checkpoint").exists():
-        stock_records = decode_bootstrap_checkpoint((theirs / "bootstrap.checkpoint").read_bytes()).records
-    else:
-        content = read_snapshot_content((theirs / PARTITION / "00000000000000000000-0000000000.checkpoint").read_bytes())
-        stock_records = [decode_record(v) for v in content.data_records()]
+    stock_records = _stock_bootstrap_records(theirs)
     my_props = controller_properties(tmp_path / "mine.properties", mine, 19095)
     status = storage_cmd.format_command(load_config(str(my_props)), cluster_id=CLUSTER_ID, no_initial_controllers=True,
                                         release_version=release, add_scram=SCRAM_ARGUMENTS, out=io.StringIO())

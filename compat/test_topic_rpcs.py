@@ -38,6 +38,7 @@ from compat.differential import (
     acl_answer,
     broker_features,
     finalized_features,
+    newest_snapshot,
     registration,
     send,
 )
@@ -93,7 +94,6 @@ from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.metadata import decode_record, encode_record
 from messages.runtime import Message
 from server.controller.controller import QuorumController
-from storage.snapshots import parse_snapshot_path, read_snapshot_content
 
 pytestmark = pytest.mark.compat
 
@@ -825,23 +825,6 @@ def test_topic_rpcs_answer_alike(newest_kafka: KafkaRelease, newest_leader_pair:
     _check_snapshots(nodes["stock"].data / PARTITION, nodes["kwire"].data / PARTITION)
 
 
-def _newest_snapshot(partition: Path, at_least: int, timeout_s: float = 20.0) -> tuple[int, list[bytes]]:
-    """(end offset, data record values) of a node's newest snapshot once one ends at or past
-    ``at_least`` (the node writes one after every committed batch here)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        found = sorted(
-            (parsed.snapshot_id, path)
-            for path in partition.glob("*.checkpoint")
-            if (parsed := parse_snapshot_path(path)) is not None
-        )
-        if found and found[-1][0].end_offset >= at_least:
-            snapshot_id, path = found[-1]
-            return snapshot_id.end_offset, read_snapshot_content(path.read_bytes()).data_records()
-        assert time.monotonic() < deadline, f"no snapshot at or past offset {at_least} in {partition}"
-        time.sleep(0.2)  # poll interval
-
-
 def _replayed_image(partition: Path, end_offset: int) -> list[bytes]:
     """The snapshot records (``QuorumController.snapshot_records``) of kwire's controller after
     replaying a node's log below ``end_offset``."""
@@ -870,7 +853,7 @@ def _check_snapshots(stock: Path, own: Path) -> None:
     maps), metadata.version first; and kwire's own newest snapshot holds the image of its log
     prefix."""
     end = max(b.last_offset for b in log_batches(stock)) + 1
-    stock_end, stock_records = _newest_snapshot(stock, end)
+    stock_end, stock_records = newest_snapshot(stock, end)
     kwire_records = _replayed_image(stock, stock_end)
     assert len(stock_records) >= 40, _decoded(stock_records)
     stock_decoded, kwire_decoded = _decoded(stock_records), _decoded(kwire_records)
@@ -884,6 +867,6 @@ def _check_snapshots(stock: Path, own: Path) -> None:
         [f"stock only: {line}" for line in only_stock] + [f"kwire only: {line}" for line in only_kwire]
     )
     own_end = max(b.last_offset for b in log_batches(own)) + 1
-    kwire_end, own_records = _newest_snapshot(own, own_end)
+    kwire_end, own_records = newest_snapshot(own, own_end)
     assert own_records == _replayed_image(own, kwire_end)
 

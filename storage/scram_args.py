@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 import secrets
 
 from messages.generated.user_scram_credential_record import UserScramCredentialRecord
+from storage.scram import credential_from_password, credential_from_salted
 
 __all__ = ["MECHANISMS", "ScramArgumentError", "parse_scram_argument"]
 
@@ -99,10 +98,11 @@ def parse_scram_argument(argument: str) -> UserScramCredentialRecord:
     if salt is None:
         salt = _random_salt()
     if password is not None:
-        salted = hashlib.pbkdf2_hmac(digest, password.encode("utf-8"), salt, iterations)
-    assert salted is not None
-    client_key = hmac.new(salted, b"Client Key", digest).digest()
+        credential = credential_from_password(digest, password, salt, iterations)
+    else:
+        assert salted is not None
+        credential = credential_from_salted(digest, salted, salt, iterations)
     return UserScramCredentialRecord(
-        name=name, mechanism=code, salt=salt, stored_key=hashlib.new(digest, client_key).digest(),
-        server_key=hmac.new(salted, b"Server Key", digest).digest(), iterations=iterations,
+        name=name, mechanism=code, salt=credential.salt, stored_key=credential.stored_key,
+        server_key=credential.server_key, iterations=iterations,
     )

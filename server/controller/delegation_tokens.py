@@ -143,17 +143,25 @@ class DelegationTokenImage:
                 return record
         return None
 
+    def _target(
+        self, settings: TokenSettings, metadata_version: int, token_hmac_bytes: bytes
+    ) -> DelegationTokenRecord | TokenOutcome:
+        """The token a renewal or expiry names, or the refusal: disabled, an old
+        metadata.version, or DELEGATION_TOKEN_NOT_FOUND."""
+        refused = self._refused(settings, metadata_version)
+        if refused is not None:
+            return TokenOutcome(refused)
+        token = self._find(settings, token_hmac_bytes)
+        return TokenOutcome(Errors.DELEGATION_TOKEN_NOT_FOUND) if token is None else token
+
     def renew(
         self, *, token_hmac_bytes: bytes, period_ms: int, principal: str, now_ms: int, settings: TokenSettings,
         metadata_version: int,
     ) -> tuple[list[Record], TokenOutcome]:
         """RenewDelegationToken (``DelegationTokenControlManager.renewDelegationToken``)."""
-        refused = self._refused(settings, metadata_version)
-        if refused is not None:
-            return [], TokenOutcome(refused)
-        token = self._find(settings, token_hmac_bytes)
-        if token is None:
-            return [], TokenOutcome(Errors.DELEGATION_TOKEN_NOT_FOUND)
+        token = self._target(settings, metadata_version, token_hmac_bytes)
+        if isinstance(token, TokenOutcome):
+            return [], token
         if _expired(token, now_ms):
             return [], TokenOutcome(Errors.DELEGATION_TOKEN_EXPIRED)
         if not _may_renew(token, principal):
@@ -168,12 +176,9 @@ class DelegationTokenImage:
         metadata_version: int,
     ) -> tuple[list[Record], TokenOutcome]:
         """ExpireDelegationToken (``DelegationTokenControlManager.expireDelegationToken``)."""
-        refused = self._refused(settings, metadata_version)
-        if refused is not None:
-            return [], TokenOutcome(refused)
-        token = self._find(settings, token_hmac_bytes)
-        if token is None:
-            return [], TokenOutcome(Errors.DELEGATION_TOKEN_NOT_FOUND)
+        token = self._target(settings, metadata_version, token_hmac_bytes)
+        if isinstance(token, TokenOutcome):
+            return [], token
         if not _may_renew(token, principal):
             return [], TokenOutcome(Errors.DELEGATION_TOKEN_OWNER_MISMATCH)
         if period_ms < 0:  # at once, even a token already expired

@@ -77,7 +77,7 @@ from server.controller.partition_effects import (
     TopicConfigLayers,
 )
 from server.controller.responses import feature_updates
-from server.controller.result import ControllerResult
+from server.controller.result import ControllerResult, Record
 from server.raft.kraft_upgrade import UpgradeRefused
 
 if TYPE_CHECKING:
@@ -604,22 +604,24 @@ def create_delegation_token(ctx: OperationContext, request: CreateDelegationToke
 
 def renew_delegation_token(ctx: OperationContext, request: RenewDelegationTokenRequest, version: int) -> ControllerResult:
     """RenewDelegationToken: the result is a :class:`TokenOutcome`."""
-    if not ctx.token_requests_allowed:
-        return ControllerResult((), TokenOutcome(Errors.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, None, -1))
-    records, outcome = ctx.controller.delegation_tokens.renew(
-        token_hmac_bytes=bytes(request.hmac), period_ms=request.renew_period_ms, principal=ctx.principal,
-        now_ms=ctx.now_ms, settings=ctx.config.tokens, metadata_version=ctx.metadata_version,
-    )
-    return ControllerResult(records, outcome)
+    return _token_change(ctx, ctx.controller.delegation_tokens.renew, request.hmac, request.renew_period_ms)
 
 
 def expire_delegation_token(ctx: OperationContext, request: ExpireDelegationTokenRequest, version: int) -> ControllerResult:
     """ExpireDelegationToken: the result is a :class:`TokenOutcome`."""
+    return _token_change(ctx, ctx.controller.delegation_tokens.expire, request.hmac, request.expiry_time_period_ms)
+
+
+def _token_change(
+    ctx: OperationContext, change: Callable[..., tuple[list[Record], TokenOutcome]], token_hmac: bytes, period_ms: int
+) -> ControllerResult:
+    """A renewal or expiry: refused with DELEGATION_TOKEN_REQUEST_NOT_ALLOWED (expiry -1) where
+    the request layer refuses token requests, else the controller's ``change``."""
     if not ctx.token_requests_allowed:
         return ControllerResult((), TokenOutcome(Errors.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, None, -1))
-    records, outcome = ctx.controller.delegation_tokens.expire(
-        token_hmac_bytes=bytes(request.hmac), period_ms=request.expiry_time_period_ms, principal=ctx.principal,
-        now_ms=ctx.now_ms, settings=ctx.config.tokens, metadata_version=ctx.metadata_version,
+    records, outcome = change(
+        token_hmac_bytes=bytes(token_hmac), period_ms=period_ms, principal=ctx.principal, now_ms=ctx.now_ms,
+        settings=ctx.config.tokens, metadata_version=ctx.metadata_version,
     )
     return ControllerResult(records, outcome)
 

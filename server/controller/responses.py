@@ -567,19 +567,22 @@ def renew_delegation_token_response(
 ) -> RenewDelegationTokenResponse:
     """The RenewDelegationToken answer: the error and the token's new expiry (0 with a
     whole-request error, ``getErrorResponse``)."""
-    if isinstance(outcome, ApiError):
-        return RenewDelegationTokenResponse(error_code=outcome.error, expiry_timestamp_ms=0)
-    return RenewDelegationTokenResponse(error_code=outcome.error, expiry_timestamp_ms=outcome.expiry_ms)
+    error, expiry = _token_change_answer(outcome)
+    return RenewDelegationTokenResponse(error_code=error, expiry_timestamp_ms=expiry)
 
 
 def expire_delegation_token_response(
     request: ExpireDelegationTokenRequest, version: int, outcome: ApiError | TokenOutcome
 ) -> ExpireDelegationTokenResponse:
-    """The ExpireDelegationToken answer: the error and the token's new expiry (0 with a
-    whole-request error, ``getErrorResponse``)."""
+    """The ExpireDelegationToken answer, as :func:`renew_delegation_token_response`."""
+    error, expiry = _token_change_answer(outcome)
+    return ExpireDelegationTokenResponse(error_code=error, expiry_timestamp_ms=expiry)
+
+
+def _token_change_answer(outcome: ApiError | TokenOutcome) -> tuple[int, int]:
     if isinstance(outcome, ApiError):
-        return ExpireDelegationTokenResponse(error_code=outcome.error, expiry_timestamp_ms=0)
-    return ExpireDelegationTokenResponse(error_code=outcome.error, expiry_timestamp_ms=outcome.expiry_ms)
+        return outcome.error, 0
+    return outcome.error, outcome.expiry_ms
 
 
 def describe_delegation_token_response(

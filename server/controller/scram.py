@@ -29,10 +29,7 @@ No I/O, no clock.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 from kwire.errors import Errors
 from messages.generated.alter_user_scram_credentials_request import (
@@ -47,6 +44,7 @@ from server.controller.cluster import ReplayError
 from server.controller.errors import ApiError
 from server.controller.java_order import java_hash_order, java_string_hash
 from server.controller.result import Record
+from storage.scram import ScramCredential, credential_from_salted
 
 __all__ = [
     "MAX_ITERATIONS",
@@ -69,28 +67,10 @@ SCRAM_LEVEL = 11
 _TWICE = "A user credential cannot be altered twice in the same request"
 
 
-@dataclass(frozen=True, slots=True)
-class ScramCredential:
-    """What a SCRAM server keeps of one user's password for one mechanism."""
-
-    salt: bytes
-    stored_key: bytes
-    server_key: bytes
-    iterations: int
-
-
 def scram_credential(mechanism: int, salted_password: bytes, salt: bytes, iterations: int) -> ScramCredential:
-    """The credential of ``salted_password`` (``ScramFormatter``: ``StoredKey = H(ClientKey)``,
-    ``ClientKey = HMAC(SaltedPassword, "Client Key")``, ``ServerKey = HMAC(SaltedPassword,
-    "Server Key")``). Raises KeyError for an unknown mechanism."""
-    digest = MECHANISMS[mechanism][1]
-    client_key = hmac.new(salted_password, b"Client Key", digest).digest()
-    return ScramCredential(
-        salt=salt,
-        stored_key=hashlib.new(digest, client_key).digest(),
-        server_key=hmac.new(salted_password, b"Server Key", digest).digest(),
-        iterations=iterations,
-    )
+    """The credential of ``salted_password`` for the mechanism of that code
+    (``storage.scram``). Raises KeyError for an unknown mechanism."""
+    return credential_from_salted(MECHANISMS[mechanism][1], salted_password, salt, iterations)
 
 
 class ScramImage:

@@ -21,12 +21,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from dataclasses import dataclass
+
+from storage.scram import DIGESTS, ScramCredential, credential_from_password
 
 __all__ = ["DIGESTS", "ScramClient", "ScramCredential", "ScramFailure", "ScramServer", "credential_of"]
 
-DIGESTS = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
-"""Mechanism name -> hashlib digest."""
 MIN_ITERATIONS = 4096
 """The fewest iterations a credential may have (``ScramMechanism.minIterations``)."""
 
@@ -35,23 +34,9 @@ class ScramFailure(Exception):
     """The exchange failed; the message says why (for the log, never for the client)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ScramCredential:
-    """What the server keeps of a password."""
-
-    salt: bytes
-    stored_key: bytes
-    server_key: bytes
-    iterations: int
-
-
 def credential_of(mechanism: str, password: str, salt: bytes, iterations: int) -> ScramCredential:
-    """The credential of ``password`` (``ScramFormatter.generateCredential``)."""
-    digest = DIGESTS[mechanism]
-    salted = hashlib.pbkdf2_hmac(digest, password.encode("utf-8"), salt, iterations)
-    client_key = hmac.new(salted, b"Client Key", digest).digest()
-    return ScramCredential(salt, hashlib.new(digest, client_key).digest(),
-                           hmac.new(salted, b"Server Key", digest).digest(), iterations)
+    """The credential of ``password`` for ``mechanism`` (``storage.scram``)."""
+    return credential_from_password(DIGESTS[mechanism], password, salt, iterations)
 
 
 def _attributes(message: str) -> dict[str, str]:

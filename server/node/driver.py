@@ -62,7 +62,6 @@ from server.controller.scram import MECHANISMS as SCRAM_MECHANISMS
 from server.net import ChannelDispatcher, PendingRequest, RunningServer, serve
 from server.net.dispatcher import RequestContext
 from server.net.sasl import SaslServerConfig
-from server.net.scram import ScramCredential
 from server.node.apis import api_versions
 from server.node.envelope import forwarded_client, open_envelope, relay_answer
 from server.node.log_cleaner import LogCleaner, write_snapshot
@@ -87,6 +86,7 @@ from server.raft.roles import Leader
 from server.raft.types import Endpoint
 from server.storage_raft_log import StorageRaftLog
 from storage.log import MetadataLog
+from storage.scram import ScramCredential
 from storage.snapshots import SnapshotId
 
 __all__ = ["Node", "RaftListener"]
@@ -320,10 +320,7 @@ class Node:
         code = next((c for c, (name, _) in SCRAM_MECHANISMS.items() if name == mechanism), None)
         if host is None or code is None:
             return None
-        held = host.controller.scram.credentials.get((user, code))
-        if held is None:
-            return None
-        return ScramCredential(held.salt, held.stored_key, held.server_key, held.iterations)
+        return host.controller.scram.credentials.get((user, code))
 
     async def _on_request(self, pending: PendingRequest, dispatcher: ChannelDispatcher) -> None:
         """A raft RPC goes to the core, a controller RPC to the host. An Envelope's forwarded
