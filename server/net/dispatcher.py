@@ -54,6 +54,11 @@ class RequestContext:
     """The principal logged in with a delegation token (as an Envelope forwards it)."""
 
     @property
+    def forwarded(self) -> bool:
+        """The requests came inside an Envelope from a broker (KIP-590)."""
+        return self.client_host is not None
+
+    @property
     def host(self) -> str:
         """The client's address, as authorization matches it."""
         return self.client_host if self.client_host is not None else self.peer[0]

@@ -299,7 +299,7 @@ class Node:
         client certificate)."""
         if context.token_authenticated:
             return False
-        if context.client_host is not None:  # forwarded in an Envelope
+        if context.forwarded:
             return True
         protocol = self.config.listener_security_protocol_map.get(context.listener_name.upper(), "PLAINTEXT")
         return protocol != "PLAINTEXT" and not (protocol == "SSL" and context.principal == "User:ANONYMOUS")
