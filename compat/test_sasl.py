@@ -1,7 +1,8 @@
-"""SASL on the controller listener (SASL_PLAINTEXT; PLAIN and SCRAM-SHA-256), against a stock
-controller of the newest pinned release.
+"""SASL over TLS on the controller listener (SASL_SSL; PLAIN and SCRAM-SHA-256), against a
+stock controller of the newest pinned release.
 
-Both nodes are standalone controllers with ``CONTROLLER:SASL_PLAINTEXT``, PLAIN users from the
+Both nodes are standalone controllers with ``CONTROLLER:SASL_SSL`` (a certificate the test
+authority of compat/pki.py signed, no client certificates), PLAIN users from the
 listener's JAAS configuration (``admin``, ``bob``), ``sasl.mechanism.controller.protocol=PLAIN``
 for their own connections (a controller registers with itself over its listener), and a SCRAM
 credential of ``alice`` bootstrapped by ``kafka-storage format --add-scram``. The same exchanges
@@ -16,6 +17,7 @@ What each node answered, and whether it then closed the connection, must be equa
 from __future__ import annotations
 
 import secrets
+import ssl
 import subprocess
 from collections.abc import Iterator
 from functools import partial
@@ -54,7 +56,7 @@ from server.net.scram import ScramClient
 pytestmark = pytest.mark.compat
 
 SASL_SETTINGS = (
-    "listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT\n"
+    "listener.security.protocol.map=CONTROLLER:SASL_SSL\n"
     "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256\n"
     "sasl.mechanism.controller.protocol=PLAIN\n"
     'listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule '
@@ -65,10 +67,20 @@ SASL_SETTINGS = (
 ADMIN = SaslClient("PLAIN", "admin", "admin-secret")
 
 
-async def _ready(port: int) -> bool:
+def _tls_settings(pki: dict[str, Path]) -> str:
+    return (f"ssl.keystore.type=PEM\nssl.keystore.location={pki['server']}\n"
+            f"ssl.truststore.type=PEM\nssl.truststore.location={pki['ca']}\n")
+
+
+def _trusting(pki: dict[str, Path]) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=str(pki["ca"]))
+
+
+async def _ready(port: int, context: ssl.SSLContext) -> bool:
     """The node leads and answers a logged-in DescribeQuorum."""
     try:
-        async with await open_connection("localhost", port, "sasl-probe", request_timeout_ms=5000, sasl=ADMIN) as conn:
+        async with await open_connection("localhost", port, "sasl-probe", request_timeout_ms=5000, sasl=ADMIN,
+                                         ssl_context=context) as conn:
             answer = await conn.request(DescribeQuorumRequest(topics=[TopicData(
                 topic_name="__cluster_metadata", partitions=[PartitionData(partition_index=0)])]))
     except (KafkaConnectionError, OSError):
@@ -78,14 +90,15 @@ async def _ready(port: int) -> bool:
 
 
 @pytest.fixture
-def sasl_pair(newest_kafka: KafkaRelease, tmp_path: Path) -> Iterator[dict[str, int]]:
+def sasl_pair(newest_kafka: KafkaRelease, tmp_path: Path, pki: dict[str, Path]) -> Iterator[dict[str, int]]:
     ports: dict[str, int] = {}
     procs: list[subprocess.Popen[bytes]] = []
     (tmp_path / "logs").mkdir()
     try:
         for name in ("stock", "kwire"):
             port = free_port()
-            props = controller_properties(tmp_path / f"{name}.properties", tmp_path / name, port, SASL_SETTINGS)
+            props = controller_properties(tmp_path / f"{name}.properties", tmp_path / name, port,
+                                          SASL_SETTINGS + _tls_settings(pki))
             newest_kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--standalone", "--add-scram",
                                               "SCRAM-SHA-256=[name=alice,password=alice-secret]"])
             out = tmp_path / "logs" / f"{name}.txt"
@@ -93,7 +106,7 @@ def sasl_pair(newest_kafka: KafkaRelease, tmp_path: Path) -> Iterator[dict[str, 
                          else start_kwire(props, out))
             ports[name] = port
         for name, port in ports.items():
-            wait_until(f"{name} ready over SASL", partial(trio.run, _ready, port), 90.0, alive=procs)
+            wait_until(f"{name} ready over SASL_SSL", partial(trio.run, _ready, port, _trusting(pki)), 90.0, alive=procs)
         yield ports
     finally:
         stop_processes(procs)
@@ -104,7 +117,7 @@ def sasl_pair(newest_kafka: KafkaRelease, tmp_path: Path) -> Iterator[dict[str, 
 class _Raw:
     """One connection spoken frame by frame."""
 
-    def __init__(self, stream: trio.SocketStream) -> None:
+    def __init__(self, stream: trio.abc.Stream) -> None:
         self.stream = stream
         self.decoder = FrameDecoder(1 << 20)
         self.correlation = 0
@@ -127,8 +140,8 @@ class _Raw:
     async def call(self, body: Message, version: int) -> Any:
         self.correlation += 1
         try:
-            frame = bytes(encode_request(body, version, self.correlation, "sasl-test"))
-            await self.stream.send_all(len(frame).to_bytes(4, "big") + frame)
+            sent = bytes(encode_request(body, version, self.correlation, "sasl-test"))
+            await self.stream.send_all(len(sent).to_bytes(4, "big") + sent)
         except trio.BrokenResourceError:
             return "closed"
         frame = await self.frame()
@@ -168,10 +181,10 @@ def _authenticate(token: bytes, version: int = 2) -> tuple[Message, int]:
 DESCRIBE = (DescribeClusterRequest(include_cluster_authorized_operations=False), 1)
 
 
-async def _exchange(port: int, script: str) -> list[Any]:
-    """Run one scripted exchange on a fresh connection; each step's answer, then whether the
-    connection is closed afterwards."""
-    stream = await trio.open_tcp_stream("localhost", port)
+async def _exchange(port: int, script: str, context: ssl.SSLContext) -> list[Any]:
+    """Run one scripted exchange on a fresh TLS connection; each step's answer, then whether
+    the connection is closed afterwards."""
+    stream = await trio.open_ssl_over_tcp_stream("localhost", port, ssl_context=context)
     conn = _Raw(stream)
     seen: list[Any] = []
 
@@ -235,11 +248,13 @@ SCRIPTS = [
 ]
 
 
-def test_sasl_logins_answer_alike(sasl_pair: dict[str, int], newest_kafka: KafkaRelease, tmp_path: Path) -> None:
+def test_sasl_logins_answer_alike(
+    sasl_pair: dict[str, int], newest_kafka: KafkaRelease, tmp_path: Path, pki: dict[str, Path]
+) -> None:
     differences = []
     trace = []
     for script in SCRIPTS:
-        answers = {name: trio.run(_exchange, port, script) for name, port in sasl_pair.items()}
+        answers = {name: trio.run(_exchange, port, script, _trusting(pki)) for name, port in sasl_pair.items()}
         trace.append(f"{script}: {answers['stock']}")
         if answers["stock"] != answers["kwire"]:
             differences.append(f"{script}:\n    stock {answers['stock']}\n    kwire {answers['kwire']}")
@@ -250,7 +265,8 @@ def test_sasl_logins_answer_alike(sasl_pair: dict[str, int], newest_kafka: Kafka
         login = tmp_path / f"{mechanism}.properties"
         module = "plain.PlainLoginModule" if mechanism == "PLAIN" else "scram.ScramLoginModule"
         login.write_text(
-            f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism={mechanism}\n"
+            f"security.protocol=SASL_SSL\nsasl.mechanism={mechanism}\n"
+            f"ssl.truststore.type=PEM\nssl.truststore.location={pki['ca']}\n"
             f'sasl.jaas.config=org.apache.kafka.common.security.{module} required username="{user}" '
             f'password="{password}";\n', encoding="utf-8")
         for name, port in sasl_pair.items():

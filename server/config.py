@@ -37,7 +37,7 @@ __all__ = [
     "parse_quorum_voters",
 ]
 
-SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SASL_PLAINTEXT"})
+SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL"})
 KNOWN_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 DEFAULT_LISTENER_SECURITY_PROTOCOL_MAP = (
     "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
@@ -517,11 +517,11 @@ class KRaftConfig:
         raise KeyError(name)
 
     def sasl_settings(self, listener_name: str) -> SaslListenerSettings | None:
-        """The SASL settings of a SASL_PLAINTEXT listener, None for another; raises ConfigError
+        """The SASL settings of a SASL_PLAINTEXT or SASL_SSL listener, None for another; raises ConfigError
         for a mechanism kwire does not serve or one without its JAAS configuration (Kafka's
         ``listener.name.<listener>.<mechanism>.sasl.jaas.config``, or ``sasl.jaas.config``)."""
         name = listener_name.upper()
-        if self.listener_security_protocol_map.get(name) != "SASL_PLAINTEXT":
+        if self.listener_security_protocol_map.get(name) not in ("SASL_PLAINTEXT", "SASL_SSL"):
             return None
         prefix = f"listener.name.{name.lower()}."
         key = prefix + "sasl.enabled.mechanisms"

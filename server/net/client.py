@@ -19,6 +19,7 @@ bottom package ``kwire`` (whose framing and negotiation it builds on) must not i
 from __future__ import annotations
 
 import math
+import ssl
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
 from typing import Any
@@ -231,20 +232,28 @@ async def open_connection(
     client_software_name: str = "kwire",
     client_software_version: str | None = None,
     sasl: SaslClient | None = None,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> KafkaConnection:
-    """Connect to ``host:port`` and negotiate API versions; with ``sasl``, log in to the SASL
-    listener (SaslHandshake v1, then SaslAuthenticate until the mechanism's exchange is done).
+    """Connect to ``host:port`` (with ``ssl_context``, over TLS, the server's name checked when
+    the context says so) and negotiate API versions; with ``sasl``, log in to the SASL listener
+    (SaslHandshake v1, then SaslAuthenticate until the mechanism's exchange is done).
 
     Connecting and the ApiVersions exchange each get ``request_timeout_ms``. Raises
     KafkaConnectionError (RequestTimeoutError on timeout; a refused login), or ApiVersionsError
     when the node answers ApiVersions with an error other than a retriable UNSUPPORTED_VERSION.
     """
     peer = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    stream: trio.abc.Stream
     try:
         with trio.fail_after(request_timeout_ms / 1000):
             stream = await trio.open_tcp_stream(host, port)
+            if ssl_context is not None:
+                stream = trio.SSLStream(stream, ssl_context, server_hostname=host)
+                await stream.do_handshake()
     except trio.TooSlowError:
         raise RequestTimeoutError(f"connecting to {peer} timed out") from None
+    except trio.BrokenResourceError as exc:
+        raise KafkaConnectionError(f"TLS handshake with {peer} failed: {exc.__cause__ or exc}") from exc
     except OSError as exc:
         raise KafkaConnectionError(f"cannot connect to {peer}: {exc}") from exc
     conn = KafkaConnection(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -40,8 +41,9 @@ from server.config import KRaftConfig, Listener
 from server.net.api_versions import ApiVersionsResponder
 from server.net.dispatcher import Dispatcher, RequestContext
 from server.net.sasl import SaslFailure, SaslServerConfig, SaslSession
+from server.net.tls import TlsError, principal_of
 
-__all__ = ["BoundListener", "RunningServer", "serve"]
+__all__ = ["BoundListener", "RunningServer", "TlsListener", "serve"]
 
 log = logging.getLogger("server.net")
 
@@ -249,6 +251,7 @@ class _Server:
     max_request_bytes: int
     idle_timeout_s: float | None
     sasl: Mapping[str, SaslServerConfig] = field(default_factory=dict)
+    tls: Mapping[str, TlsListener] = field(default_factory=dict)
     running: RunningServer | None = None
 
     async def handle(self, listener_name: str, stream: trio.SocketStream) -> None:
@@ -261,9 +264,12 @@ class _Server:
         except OSError:
             peer = ("?", 0)
         ctx = RequestContext(listener_name, peer, next(running._ids))
+        tls = self.tls.get(listener_name)
         try:
+            if tls is not None:
+                stream = await _tls_handshake(stream, tls, ctx)  # type: ignore[assignment]
             await _Connection(stream, ctx, self).run()
-        except (FrameError, DecodeError, _CloseConnection) as exc:
+        except (FrameError, DecodeError, _CloseConnection, TlsError) as exc:
             running.connections_closed_on_error += 1
             log.warning(
                 "closing connection %s from %s on %s: %s",
@@ -286,6 +292,35 @@ class _Server:
         finally:
             running.connections_open -= 1
             await trio.aclose_forcefully(stream)
+
+
+@dataclass(frozen=True, slots=True)
+class TlsListener:
+    """A TLS listener's server context and ``ssl.principal.mapping.rules``."""
+
+    context: ssl.SSLContext
+    principal_rules: str = "DEFAULT"
+
+
+TLS_HANDSHAKE_TIMEOUT_S = 10.0
+"""How long a client may take over its TLS handshake."""
+
+
+async def _tls_handshake(stream: trio.SocketStream, tls: TlsListener, ctx: RequestContext) -> trio.SSLStream[trio.SocketStream]:
+    """The TLS side of an accepted connection, handshake done: its principal the client
+    certificate's (``server.net.tls.principal_of``). Raises _CloseConnection for a failed or
+    stalled handshake (a plaintext client, an untrusted or expired certificate)."""
+    wrapped = trio.SSLStream(stream, tls.context, server_side=True)
+    try:
+        with trio.fail_after(TLS_HANDSHAKE_TIMEOUT_S):
+            await wrapped.do_handshake()
+    except trio.TooSlowError:
+        raise _CloseConnection(f"TLS handshake not done within {TLS_HANDSHAKE_TIMEOUT_S:.0f} s") from None
+    except trio.BrokenResourceError as exc:
+        reason = exc.__cause__ if exc.__cause__ is not None else exc
+        raise _CloseConnection(f"TLS handshake failed: {reason}") from None
+    ctx.principal = principal_of(wrapped.getpeercert(binary_form=True), tls.principal_rules)
+    return wrapped
 
 
 def _peer(stream: trio.SocketStream) -> tuple[str, int]:
@@ -338,6 +373,7 @@ async def serve(
     max_request_bytes: int | None = None,
     idle_timeout_ms: int | None = None,
     sasl: Mapping[str, SaslServerConfig] | None = None,
+    tls: Mapping[str, TlsListener] | None = None,
     task_status: trio.TaskStatus[RunningServer] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Listen on every listener and serve until cancelled.
@@ -348,7 +384,8 @@ async def serve(
     socket is bound (port 0 gives an ephemeral port; see ``RunningServer.port``).
     ``idle_timeout_ms`` None (the default for a plain list) never closes idle connections.
     ``sasl`` maps the names of SASL listeners to their settings: a connection to one must
-    authenticate first (``server.net.sasl``).
+    authenticate first (``server.net.sasl``); ``tls`` the names of SSL and SASL_SSL listeners
+    to their TLS contexts (``server.net.tls``): a connection first completes its handshake.
 
     Raises ValueError if the dispatcher advertises a key or version without a codec, OSError
     if a listener cannot be bound.
@@ -370,6 +407,7 @@ async def serve(
         max_request_bytes=max_request_bytes,
         idle_timeout_s=None if idle_timeout_ms is None else idle_timeout_ms / 1000,
         sasl={name.upper(): settings for name, settings in (sasl or {}).items()},
+        tls={name.upper(): settings for name, settings in (tls or {}).items()},
     )
     async with trio.open_nursery() as nursery:
         bound: list[BoundListener] = []

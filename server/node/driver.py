@@ -69,6 +69,7 @@ from server.node.logger_levels import python_logger_levels
 from server.node.peer import Peers
 from server.node.raft_target import NodeTarget, RaftListener
 from server.node.registration import ControllerRegistrationManager
+from server.node.security import tls_listeners
 from server.node.startup import controller_config, load_stored_state, new_core
 from server.raft.core import RaftCore
 from server.raft.events import (
@@ -216,7 +217,8 @@ class Node:
             with self._cancel_scope:
                 async with trio.open_nursery() as nursery:
                     self._nursery = nursery
-                    self.running = await nursery.start(partial(serve, config, dispatcher, sasl=self._sasl_listeners()))
+                    self.running = await nursery.start(partial(
+                        serve, config, dispatcher, sasl=self._sasl_listeners(), tls=tls_listeners(config)))
                     self.core = core = new_core(config, stored, self.endpoints, self.rng, self.now_ms())
                     self.host = host = ControllerHost(
                         controller_config(config, stored.cluster_id),
@@ -231,7 +233,8 @@ class Node:
                     assert isinstance(core.log, StorageRaftLog)
                     self._target = NodeTarget(
                         config.node_id, core=core, host=host, raft_log=core.log, store=stored.store,
-                        peers=Peers(nursery, self._post, f"raft-client-{config.node_id}", self._registration.sasl),
+                        peers=Peers(nursery, self._post, f"raft-client-{config.node_id}", self._registration.sasl,
+                                    self._registration.ssl_context),
                         pending=self._pending,
                         dispatcher=dispatcher, listener=self.listener, blocking=self._blocking, now_ms=self.now_ms,
                     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -48,12 +49,15 @@ class Peer:
     """
 
     def __init__(
-        self, destination_id: int, post: Callable[[Event], None], client_id: str, sasl: SaslClient | None = None
+        self, destination_id: int, post: Callable[[Event], None], client_id: str, sasl: SaslClient | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.destination_id = destination_id
         self.post = post
         self.client_id = client_id
         self.sasl = sasl
+        self.ssl_context = ssl_context
+        """The TLS context of connections to a TLS controller listener."""
         """How to log in to a SASL controller listener (``sasl.mechanism.controller.protocol``)."""
         self.send, self.receive = trio.open_memory_channel[OutboundRequest](math.inf)
         self.connection: KafkaConnection | None = None
@@ -119,6 +123,7 @@ class Peer:
                 client_id=self.client_id,
                 request_timeout_ms=outbound.timeout_ms,
                 sasl=self.sasl,
+                ssl_context=self.ssl_context,
             )
             self.address = address
         connection = self.connection
@@ -140,12 +145,14 @@ class Peers:
     them). ``post`` takes each outcome to the node's channel."""
 
     def __init__(
-        self, nursery: trio.Nursery, post: Callable[[Event], None], client_id: str, sasl: SaslClient | None = None
+        self, nursery: trio.Nursery, post: Callable[[Event], None], client_id: str, sasl: SaslClient | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self._nursery = nursery
         self._post = post
         self._client_id = client_id
         self._sasl = sasl
+        self._ssl_context = ssl_context
         self._peers: dict[int, Peer] = {}
         self.in_flight = 0
         self._idle = trio.Event()
@@ -155,7 +162,7 @@ class Peers:
         peer = self._peers.get(request.destination_id)
         if peer is None:
             peer = self._peers[request.destination_id] = Peer(
-                request.destination_id, self._post, self._client_id, self._sasl)
+                request.destination_id, self._post, self._client_id, self._sasl, self._ssl_context)
             self._nursery.start_soon(peer.run)
         self.in_flight += 1
         peer.send.send_nowait(request)

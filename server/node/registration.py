@@ -28,6 +28,7 @@ from server.controller.controller import QuorumController
 from server.controller.features import CONTROLLER_REGISTRATION_LEVEL, supported_features
 from server.controller.host import ControllerHost
 from server.net.sasl import SaslClient
+from server.node.security import controller_client_context
 from server.raft.core import RaftCore
 from server.raft.types import Endpoint
 
@@ -76,6 +77,8 @@ class ControllerRegistrationManager:
         client = config.controller_sasl_client()
         self.sasl = None if client is None else SaslClient(*client)
         """How to log in to the active controller's SASL listener, if it is one."""
+        self.ssl_context = controller_client_context(config)
+        """The TLS context of connections to the controller listener, if it is a TLS one."""
         self._wakeup = trio.Event()
         self._registered_in_epoch: int | None = None
         """The leader epoch whose controller accepted this registration: no resend while that
@@ -127,7 +130,7 @@ class ControllerRegistrationManager:
                 continue
             try:
                 conn = await open_connection(*leader, client_id=f"controller-{self.node_id}-registration",
-                                             sasl=self.sasl)
+                                             sasl=self.sasl, ssl_context=self.ssl_context)
                 try:
                     response = await conn.request(self.request())
                 finally:

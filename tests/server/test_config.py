@@ -120,7 +120,7 @@ def test_listener_forms() -> None:
         ("controller.quorum.voters", "2@h:1,3@h:2", "node.id 1"),
         ("controller.quorum.bootstrap.servers", "nohost", "host:port"),
         ("controller.quorum.election.timeout.ms", "0", "minimum"),
-        ("listener.security.protocol.map", "CONTROLLER:SSL", "PLAINTEXT and SASL_PLAINTEXT listeners"),
+        ("listener.security.protocol.map", "CONTROLLER:TLS", "unknown security protocol"),
         ("listener.security.protocol.map", "CONTROLLER:FOO", "unknown security protocol"),
         ("listener.security.protocol.map", "OTHER:PLAINTEXT", "no security protocol"),
         ("advertised.listeners", "CONTROLLER://0.0.0.0:9093", "wildcard"),

@@ -42,7 +42,6 @@ def test_jaas_options_give_the_plain_users_and_this_nodes_login() -> None:
     {"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512"},  # no JAAS entry for SCRAM-SHA-512
     {"sasl.mechanism.controller.protocol": "SCRAM-SHA-256"},  # not enabled
     {"listener.name.controller.plain.sasl.jaas.config": "PlainLoginModule maybe;"},
-    {"listener.security.protocol.map": "CONTROLLER:SASL_SSL"},
 ])
 def test_settings_kwire_cannot_serve_are_refused(extra: dict[str, str]) -> None:
     with pytest.raises(ConfigError):
