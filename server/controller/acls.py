@@ -116,10 +116,12 @@ class AclBinding:
 
     @classmethod
     def from_record(cls, record: AccessControlEntryRecord) -> AclBinding:
+        """The binding an AccessControlEntryRecord holds."""
         return cls(record.resource_type, record.resource_name, record.pattern_type, record.principal,
                    record.host, record.operation, record.permission_type)
 
     def to_record(self, acl_id: Uuid) -> AccessControlEntryRecord:
+        """The AccessControlEntryRecord of this binding under ``acl_id``."""
         return AccessControlEntryRecord(
             id=acl_id, resource_type=self.resource_type, resource_name=self.resource_name,
             pattern_type=self.pattern_type, principal=self.principal, host=self.host,

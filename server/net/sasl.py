@@ -82,6 +82,7 @@ class SaslSession:
 
     @property
     def authenticated(self) -> bool:
+        """The login succeeded."""
         return self.user is not None
 
     def handshake(self, request: SaslHandshakeRequest, version: int) -> tuple[SaslHandshakeResponse, bool]:

@@ -103,7 +103,22 @@ def test_the_node_advertises_the_registry_plus_the_controller_rpcs() -> None:
         int(ApiKey.ALTER_PARTITION_REASSIGNMENTS),
         int(ApiKey.LIST_PARTITION_REASSIGNMENTS),
         int(ApiKey.UNREGISTER_CONTROLLER),
+        int(ApiKey.SASL_HANDSHAKE),
+        int(ApiKey.SASL_AUTHENTICATE),
+        int(ApiKey.CREATE_ACLS),
+        int(ApiKey.DELETE_ACLS),
+        int(ApiKey.DESCRIBE_ACLS),
+        int(ApiKey.ALTER_USER_SCRAM_CREDENTIALS),
+        int(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS),
+        int(ApiKey.ALTER_CLIENT_QUOTAS),
+        int(ApiKey.CREATE_DELEGATION_TOKEN),
+        int(ApiKey.RENEW_DELEGATION_TOKEN),
+        int(ApiKey.EXPIRE_DELEGATION_TOKEN),
+        int(ApiKey.DESCRIBE_DELEGATION_TOKEN),
     }
+    assert advertised[int(ApiKey.SASL_HANDSHAKE)] == (0, 1)
+    assert advertised[int(ApiKey.SASL_AUTHENTICATE)] == (0, 2)
+    assert advertised[int(ApiKey.CREATE_ACLS)] == (1, 3)  # 3.9.2 has 0-3, 4.4.0 1-3 (KIP-896)
     assert advertised[int(ApiKey.UPDATE_FEATURES)] == (0, 2)  # 3.9.2 has 0-1, 4.4.0 0-2
     assert advertised[int(ApiKey.CONTROLLER_REGISTRATION)] == (0, 0)
     assert advertised[int(ApiKey.BROKER_REGISTRATION)] == (0, 4)
