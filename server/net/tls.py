@@ -59,6 +59,7 @@ class TlsSettings:
     """The settings given with the listener's prefix."""
 
     def get(self, name: str, default: str | None = None) -> str | None:
+        """The setting ``name`` (``ssl.keystore.type``, ...), ``default`` when unset."""
         return self.values.get(name, default)
 
     def key(self, name: str) -> str:
