@@ -58,9 +58,11 @@ def test_a_slow_link_holds_what_exceeds_its_rate_until_healed() -> None:
         net.heal()
         assert "tbf" not in _qdisc(net, "a")
         healed = _transfer_s(net)
-    # 96 KiB at 256 kbit/s is 3 s; TCP resends what the full queue dropped
+    # 96 KiB at 256 kbit/s is 3 s; TCP resends what the full queue dropped. The healthy
+    # transfers are bounded against the slowed one, not the clock: on a loaded machine a healthy
+    # transfer of 96 KiB took 1.1 s, the slowed one stays above 3 s
     assert slowed >= 2.0, (healthy, slowed, healed)
-    assert healthy < 1.0 and healed < 1.0, (healthy, slowed, healed)
+    assert healthy < slowed / 2 and healed < slowed / 2, (healthy, slowed, healed)
 
 
 FLUSHES = """
