@@ -39,7 +39,9 @@ WORKERS = 16
 WARMUP = 1_000
 HEALTHY_EVERY = 25
 RSS_GROWTH_BOUND_BYTES = 16 * 1024 * 1024
-RUN_TIME_BOUND_S = 60.0
+RUN_TIME_BOUND_S = 240.0
+"""A deadline against a hang, not a speed target: 10,000 frames take about 10 s on an idle
+machine and took 63 s beside a fault soak and a second test run."""
 
 SERVER_SCRIPT = r"""
 import logging, sys
