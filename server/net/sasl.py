@@ -78,6 +78,8 @@ class SaslSession:
         """A v0 handshake was accepted: the next frames are raw tokens."""
         self.user: str | None = None
         """The authenticated user, once authenticated."""
+        self.failure: str | None = None
+        """Why the login failed, for the log (it names the user where the mechanism gave one)."""
         self._scram: ScramServer | None = None
 
     @property
@@ -105,6 +107,7 @@ class SaslSession:
         try:
             token = self.token(bytes(request.auth_bytes))
         except SaslFailure as exc:
+            self.failure = str(exc)
             return SaslAuthenticateResponse(
                 error_code=Errors.SASL_AUTHENTICATION_FAILED, error_message=exc.client_message, auth_bytes=b""
             ), True

@@ -124,7 +124,7 @@ class ScramServer:
         if len(proof) != len(signature) or not hmac.compare_digest(
             hashlib.new(self.digest, _xor(proof, signature)).digest(), credential.stored_key
         ):
-            raise ScramFailure("invalid client proof")
+            raise ScramFailure(f"invalid client proof of user {self.user}")
         server_signature = hmac.new(credential.server_key, auth_message, self.digest).digest()
         return b"v=" + base64.b64encode(server_signature)
 

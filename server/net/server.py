@@ -199,8 +199,7 @@ class _Connection:
                 raise _CloseConnection(f"SASL authentication failed: {exc}") from None
             if self._close_after:
                 log.warning("authentication of connection %s from %s on %s failed with SASL mechanism %s: %s",
-                            ctx.connection_id, ctx.peer_text, ctx.listener_name, session.mechanism,
-                            response.error_message)  # type: ignore[attr-defined]
+                            ctx.connection_id, ctx.peer_text, ctx.listener_name, session.mechanism, session.failure)
             elif session.authenticated:
                 self._authenticated(session)
         return encode_response(response, version, header.correlation_id)
