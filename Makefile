@@ -92,6 +92,7 @@ nightly: install compat-jars
 	KWIRE_FUZZ_INPUTS=1000000 $(PY) -m pytest -q tests/messages/test_fuzz.py
 	KWIRE_LEADER_KILLS=50 $(PY) -m pytest -q tests/server/test_failover.py
 	KWIRE_FAILOVERS=20 $(PY) -m pytest -q compat/test_stock_brokers.py
+	KWIRE_SECURED_ALL_RELEASES=1 $(PY) -m pytest -q compat/test_secured_cluster.py
 	$(MAKE) --no-print-directory soak
 
 ## The fault soak (root): for SOAK_MINUTES, quorums of every configuration (kwire, stock and

@@ -533,6 +533,8 @@ TOOL_CLASSES: dict[str, tuple[str, ...]] = {
     "leader-election": ("org.apache.kafka.tools.LeaderElectionCommand", "kafka.admin.LeaderElectionCommand"),
     "console-producer": ("org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer"),
     "console-consumer": ("org.apache.kafka.tools.consumer.ConsoleConsumer",),
+    "acls": ("org.apache.kafka.tools.AclCommand", "kafka.admin.AclCommand"),
+    "delegation-tokens": ("org.apache.kafka.tools.DelegationTokenCommand",),
 }
 
 
