@@ -22,9 +22,10 @@ from __future__ import annotations
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,7 @@ from tools.api_versions import describe as api_versions_describe
 from tools.quorum_client import QuorumToolError, describe
 
 __all__ = [
-    "CAUGHT_UP", "acl_answer", "forwarded", "newest_snapshot", "DIR_A", "INCARNATION", "ROLES", "START_TIMEOUT_S", "PairNode", "State", "broker_features",
+    "CAUGHT_UP", "acl_answer", "forwarded", "newest_snapshot", "start_secured_pair", "DIR_A", "INCARNATION", "ROLES", "START_TIMEOUT_S", "PairNode", "State", "broker_features",
     "finalized_features", "registration", "send", "start_pair", "wait_ready",
 ]
 
@@ -169,6 +170,37 @@ def start_pair(kafka: KafkaRelease, root: Path, role: str, extra: str = "") -> I
         holder.close()
         for name in nodes:
             print(f"--- {name}\n" + (logs / f"{name}.txt").read_text(errors="replace")[-4000:])
+
+
+@contextmanager
+def start_secured_pair(
+    kafka: KafkaRelease, root: Path, settings: str, ready: Callable[[int], bool], format_args: Sequence[str] = (),
+) -> Iterator[dict[str, int]]:
+    """A stock controller of ``kafka`` and a kwire node, each the standalone leader of its own
+    quorum, on a secured listener: ``settings`` lines in both nodes' properties, both formatted
+    by the stock tool (with ``format_args``, e.g. ``--add-scram``). Yields ``{"stock": port,
+    "kwire": port}`` once ``ready(port)`` holds for each (the pair's readiness needs the
+    secured client the caller has); stopped on exit, when the tail of each one's output is
+    printed."""
+    ports: dict[str, int] = {}
+    procs: list[subprocess.Popen[bytes]] = []
+    (root / "logs").mkdir()
+    try:
+        for name in ("stock", "kwire"):
+            port = free_port()
+            props = controller_properties(root / f"{name}.properties", root / name, port, settings)
+            kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--standalone", *format_args])
+            out = root / "logs" / f"{name}.txt"
+            procs.append(start_stock(kafka, props, out, logs_dir=root / "logs") if name == "stock"
+                         else start_kwire(props, out))
+            ports[name] = port
+        for name, port in ports.items():
+            wait_until(f"{name} ready", partial(ready, port), START_TIMEOUT_S, alive=procs)
+        yield ports
+    finally:
+        stop_processes(procs)
+        for name in ports:
+            print(f"--- {name}\n" + (root / "logs" / f"{name}.txt").read_text(errors="replace")[-3000:])
 
 
 async def send(port: int, body: Message, version: int) -> Any:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import secrets
 import ssl
-import subprocess
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -27,16 +26,8 @@ from typing import Any
 import pytest
 import trio
 
-from compat.harness import (
-    CLUSTER_ID,
-    KafkaRelease,
-    controller_properties,
-    free_port,
-    start_kwire,
-    start_stock,
-    stop_processes,
-    wait_until,
-)
+from compat.differential import start_secured_pair
+from compat.harness import KafkaRelease
 from kwire.frame import FrameDecoder
 from messages.generated.api_versions_request import ApiVersionsRequest
 from messages.generated.describe_cluster_request import DescribeClusterRequest
@@ -91,27 +82,14 @@ async def _ready(port: int, context: ssl.SSLContext) -> bool:
 
 @pytest.fixture
 def sasl_pair(newest_kafka: KafkaRelease, tmp_path: Path, pki: dict[str, Path]) -> Iterator[dict[str, int]]:
-    ports: dict[str, int] = {}
-    procs: list[subprocess.Popen[bytes]] = []
-    (tmp_path / "logs").mkdir()
-    try:
-        for name in ("stock", "kwire"):
-            port = free_port()
-            props = controller_properties(tmp_path / f"{name}.properties", tmp_path / name, port,
-                                          SASL_SETTINGS + _tls_settings(pki))
-            newest_kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--standalone", "--add-scram",
-                                              "SCRAM-SHA-256=[name=alice,password=alice-secret]"])
-            out = tmp_path / "logs" / f"{name}.txt"
-            procs.append(start_stock(newest_kafka, props, out, logs_dir=tmp_path / "logs") if name == "stock"
-                         else start_kwire(props, out))
-            ports[name] = port
-        for name, port in ports.items():
-            wait_until(f"{name} ready over SASL_SSL", partial(trio.run, _ready, port, _trusting(pki)), 90.0, alive=procs)
+    ready = partial(_ready_blocking, context=_trusting(pki))
+    with start_secured_pair(newest_kafka, tmp_path, SASL_SETTINGS + _tls_settings(pki), ready,
+                            ["--add-scram", "SCRAM-SHA-256=[name=alice,password=alice-secret]"]) as ports:
         yield ports
-    finally:
-        stop_processes(procs)
-        for name in ports:
-            print(f"--- {name}\n" + (tmp_path / "logs" / f"{name}.txt").read_text(errors="replace")[-3000:])
+
+
+def _ready_blocking(port: int, context: ssl.SSLContext) -> bool:
+    return trio.run(_ready, port, context)
 
 
 class _Raw:

@@ -15,25 +15,15 @@ certificate, an untrusted one and an expired one.
 from __future__ import annotations
 
 import ssl
-import subprocess
 from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from compat.harness import (
-    CLUSTER_ID,
-    KafkaRelease,
-    controller_properties,
-    free_port,
-    start_kwire,
-    start_stock,
-    stop_processes,
-    wait_until,
-)
+from compat.differential import start_secured_pair
+from compat.harness import KafkaRelease
 from messages.generated.api_versions_request import ApiVersionsRequest
 from messages.generated.describe_quorum_request import (
     DescribeQuorumRequest,
@@ -109,26 +99,9 @@ async def _plaintext(port: int) -> str:
 
 @pytest.fixture
 def tls_pair(newest_kafka: KafkaRelease, tmp_path: Path, pki: dict[str, Path]) -> Iterator[dict[str, int]]:
-    ports: dict[str, int] = {}
-    procs: list[subprocess.Popen[bytes]] = []
-    (tmp_path / "logs").mkdir()
     admin = _client_context(pki, "admin")
-    try:
-        for name in ("stock", "kwire"):
-            port = free_port()
-            props = controller_properties(tmp_path / f"{name}.properties", tmp_path / name, port, _settings(pki))
-            newest_kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, "--standalone"])
-            out = tmp_path / "logs" / f"{name}.txt"
-            procs.append(start_stock(newest_kafka, props, out, logs_dir=tmp_path / "logs") if name == "stock"
-                         else start_kwire(props, out))
-            ports[name] = port
-        for name, port in ports.items():
-            wait_until(f"{name} ready over TLS", partial(trio.run, _ready, port, admin), 90.0, alive=procs)
+    with start_secured_pair(newest_kafka, tmp_path, _settings(pki), lambda port: trio.run(_ready, port, admin)) as ports:
         yield ports
-    finally:
-        stop_processes(procs)
-        for name in ports:
-            print(f"--- {name}\n" + (tmp_path / "logs" / f"{name}.txt").read_text(errors="replace")[-3000:])
 
 
 def test_tls_connections_are_accepted_and_refused_alike(
