@@ -10,13 +10,15 @@ the stock tools: ``kafka-configs`` adds SCRAM credentials for alice and bob (the
 AlterUserScramCredentials to kwire, which writes them to the log the broker reads them from);
 ``kafka-topics`` creates a topic and the console producer writes to it as admin;
 ``kafka-acls`` lets alice read it; alice's console consumer reads every record, bob's is refused
-with TOPIC_AUTHORIZATION_FAILED; ``kafka-delegation-tokens`` creates a token for admin and a
-client logging in with the token lists the topics.
+with TOPIC_AUTHORIZATION_FAILED; a ``producer_byte_rate`` quota ``kafka-configs`` sets for alice
+throttles her producer (its produce-throttle-time above 0); ``kafka-delegation-tokens`` creates
+a token for admin and a client logging in with the token lists the topics.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from functools import partial
@@ -189,6 +191,21 @@ def test_a_secured_cluster_on_a_kwire_controller(
     assert [line for line in read.stdout.splitlines() if line.startswith("value-")] == values, read.stdout + read.stderr
     refused = consume("bob")
     assert "TopicAuthorizationException" in refused.stdout + refused.stderr, refused.stdout + refused.stderr
+    # a quota kafka-configs sets through the broker (kwire writes the ClientQuotaRecord the
+    # broker enforces) throttles alice's producer
+    tool("configs", "--alter", "--add-config", "producer_byte_rate=4096", "--entity-type", "users",
+         "--entity-name", "alice")
+    tool("acls", "--add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", "secured")
+    wait_until("the broker knows alice's quota",  # it reads the record a moment after kwire commits it
+               lambda: tool("configs", "--describe", "--entity-type", "users", "--entity-name", "alice").stdout,
+               60.0, ok=lambda out: "producer_byte_rate=4096" in out)
+    alice = _client(tmp_path / "alice.properties", "alice", "alice-secret")
+    perf = release.run_tool("producer-perf-test", [
+        "--topic", "secured", "--num-records", "100", "--record-size", "1000", "--throughput", "-1",
+        "--producer.config", str(alice), "--producer-props", f"bootstrap.servers={bootstrap}", "acks=1",
+        "--print-metrics"], timeout=120.0).stdout
+    throttle = re.search(r"producer-metrics:produce-throttle-time-max:\{[^}]*\}\s*:\s*([\d.]+)", perf)
+    assert throttle is not None and float(throttle.group(1)) > 0, perf[-3000:]
     created = tool("delegation-tokens", "--create", "--max-life-time-period", "-1").stdout
     token_line = next(line for line in created.splitlines() if line.strip() and not line.startswith(("Calling", "Created",
                                                                                                       "TOKENID")))

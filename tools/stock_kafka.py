@@ -535,6 +535,7 @@ TOOL_CLASSES: dict[str, tuple[str, ...]] = {
     "console-consumer": ("org.apache.kafka.tools.consumer.ConsoleConsumer",),
     "acls": ("org.apache.kafka.tools.AclCommand", "kafka.admin.AclCommand"),
     "delegation-tokens": ("org.apache.kafka.tools.DelegationTokenCommand",),
+    "producer-perf-test": ("org.apache.kafka.tools.ProducerPerformance",),
 }
 
 
