@@ -81,7 +81,8 @@ test:
 ## of the eight mixed kwire/Kafka quorum configurations, 20 rounds of network and process faults
 ## (nemeses drawn from FAULT_SEED) on kwire, stock and mixed quorums of both releases, each with
 ## its release's stock brokers under the controller workload (compat/faults/cluster.py), 10^6
-## fuzzed inputs for every message decoder, 50 leader kills of a kwire quorum under load, 20
+## fuzzed inputs for every message decoder, 1,000 random messages per spec version through
+## Kafka's own codecs, 50 leader kills of a kwire quorum under load, 20
 ## rounds of active-controller and broker kills under stock brokers on both pinned releases,
 ## and the fault soak (`soak`, SOAK_MINUTES).
 FAULT_ROUNDS ?= 20
@@ -95,6 +96,7 @@ nightly: install compat-jars
 		$(PY) -m pytest -q -s compat/test_quorum_faults.py
 	KWIRE_FAULT_ALL_CONFIGS=1 $(PY) -m pytest -q compat/test_disk_faults.py
 	KWIRE_FUZZ_INPUTS=1000000 $(PY) -m pytest -q tests/messages/test_fuzz.py
+	KWIRE_CODEC_MESSAGES=1000 $(PY) -m pytest -q compat/test_java_byte_identity.py
 	KWIRE_LEADER_KILLS=50 $(PY) -m pytest -q tests/server/test_failover.py
 	KWIRE_FAILOVERS=20 $(PY) -m pytest -q compat/test_stock_brokers.py
 	KWIRE_SECURED_ALL_RELEASES=1 $(PY) -m pytest -q compat/test_secured_cluster.py
