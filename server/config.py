@@ -702,7 +702,7 @@ def _security_protocol_map(
         if used not in SUPPORTED_SECURITY_PROTOCOLS:
             raise ConfigError(
                 key,
-                f"listener {listener.name} uses {used}; kwire supports PLAINTEXT and SASL_PLAINTEXT listeners",
+                f"listener {listener.name} uses {used}; kwire supports {', '.join(sorted(SUPPORTED_SECURITY_PROTOCOLS))} listeners",
             )
     return mapping
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from kwire.api_keys import ApiKey
 from kwire.negotiation import ApiVersionsError, UnsupportedVersionError
+from tools.client_config import PLAINTEXT, ClientSecurity
 
 __all__ = ["add_parser", "describe", "format_text", "run", "to_json"]
 
@@ -39,6 +40,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.add_argument("--timeout-ms", type=int, default=30_000, help="connect and request timeout")
     parser.add_argument("--client-id", default="kwire-api-versions")
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="client properties: security.protocol, sasl.*, ssl.* (as Kafka's admin client)")
     return parser
 
 
@@ -71,13 +74,16 @@ def _usable(api_key: int, lo: int, hi: int) -> tuple[int | None, str]:
     return version, f"usable: {version}"
 
 
-async def describe(address: str, client_id: str, timeout_ms: int) -> dict[str, Any]:
-    """Connect, negotiate and return the node's ApiVersions as the JSON-ready dict that
-    :func:`to_json` documents."""
+async def describe(
+    address: str, client_id: str, timeout_ms: int, security: ClientSecurity = PLAINTEXT,
+) -> dict[str, Any]:
+    """Connect (logging in as ``security`` says), negotiate and return the node's ApiVersions
+    as the JSON-ready dict that :func:`to_json` documents."""
     from server.net.client import open_connection
 
     host, port = _host_port(address)
-    async with await open_connection(host, port, client_id, request_timeout_ms=timeout_ms) as conn:
+    async with await open_connection(host, port, client_id, request_timeout_ms=timeout_ms, sasl=security.sasl,
+                                     ssl_context=security.ssl_context) as conn:
         response = conn.api_versions_response
         assert response is not None
         return to_json(address, conn.api_versions_version, response)
@@ -144,11 +150,13 @@ def run(args: argparse.Namespace) -> int:
     import trio
 
     from server.net.client import KafkaConnectionError
+    from tools.client_config import load_client_security
 
     address = args.bootstrap_controller or args.bootstrap_server
     try:
-        view = trio.run(describe, address, args.client_id, args.timeout_ms)
-    except (ValueError, KafkaConnectionError, ApiVersionsError, UnsupportedVersionError) as exc:
+        security = load_client_security(args.command_config)
+        view = trio.run(describe, address, args.client_id, args.timeout_ms, security)
+    except (ValueError, OSError, KafkaConnectionError, ApiVersionsError, UnsupportedVersionError) as exc:
         print(f"kwire api-versions: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(view, indent=2) if args.json else format_text(view))

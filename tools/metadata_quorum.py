@@ -35,6 +35,13 @@ errors (exit 1).
 are kwire's own: they plan single-voter changes that keep a caught-up majority and carry them
 out through the same admin RPCs (:mod:`tools.voter_changes`), so they work on Kafka
 controllers too. ``--dry-run`` prints the plan; running again after an interruption resumes.
+
+Every connection logs in as ``--command-config``'s client keys say, as Kafka's admin client
+takes them from that file (``security.protocol``, ``sasl.mechanism``, ``sasl.jaas.config``,
+``ssl.truststore.*``, ...; :mod:`tools.client_config`): a controller listener that is SSL,
+SASL_PLAINTEXT or SASL_SSL is reached the way ``kafka-metadata-quorum.sh --command-config``
+reaches it. For add-controller and replace-controller the same file is also the new
+controller's configuration, whose listener-prefixed keys the client ignores, as Kafka's does.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ import argparse
 import json
 import sys
 import time
+from functools import partial
 from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
@@ -51,6 +59,7 @@ from messages.generated.describe_quorum_response import (
     PartitionData,
     ReplicaState,
 )
+from tools.client_config import ClientSecurity, load_client_security
 from tools.quorum_client import (
     QuorumToolError,
     QuorumView,
@@ -303,6 +312,16 @@ def format_remove(controller_id: int, directory_id: Uuid, dry_run: bool) -> str:
     return f"{'DRY RUN of removing ' if dry_run else 'Removed '} KRaft controller {controller_id} with directory id {directory_id}"
 
 
+def _security(args: argparse.Namespace) -> ClientSecurity:
+    """How the tool's connections log in (``--command-config``). Raises QuorumToolError."""
+    from server.config import ConfigError
+
+    try:
+        return load_client_security(args.command_config)
+    except ConfigError as exc:
+        raise QuorumToolError(f"--command-config {args.command_config}: {exc}") from exc
+
+
 def _voter_change(args: argparse.Namespace) -> int:
     import trio
 
@@ -313,10 +332,10 @@ def _voter_change(args: argparse.Namespace) -> int:
             )
         controller = controller_to_add(args.command_config)
         if not args.dry_run:
-            trio.run(
+            trio.run(partial(
                 add_raft_voter, args.bootstrap_controller, controller.voter_id, controller.directory_id,
-                controller.endpoints,
-            )
+                controller.endpoints, security=_security(args),
+            ))
         document: dict[str, Any] = {
             "command": "add-controller", "dryRun": args.dry_run, "controllerId": controller.voter_id,
             "directoryId": str(controller.directory_id),
@@ -331,7 +350,8 @@ def _voter_change(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise QuorumToolError(f"Failed to parse --controller-directory-id: {exc}") from exc
         if not args.dry_run:
-            trio.run(remove_raft_voter, args.bootstrap_controller, args.controller_id, directory_id)
+            trio.run(partial(remove_raft_voter, args.bootstrap_controller, args.controller_id, directory_id,
+                             security=_security(args)))
         document = {
             "command": "remove-controller", "dryRun": args.dry_run, "controllerId": args.controller_id,
             "directoryId": str(directory_id),
@@ -348,7 +368,8 @@ def _planned_change(args: argparse.Namespace) -> int:
     from storage.format import parse_dynamic_voters
     from tools.voter_changes import describe_when_led, execute, plan_reassignment, plan_replacement
 
-    view = trio.run(describe_when_led, args.bootstrap_controller)
+    security = _security(args)
+    view = trio.run(partial(describe_when_led, args.bootstrap_controller, security=security))
     if args.quorum_command == "replace-controller":
         if args.command_config is None:
             raise QuorumToolError(
@@ -378,6 +399,7 @@ def _planned_change(args: argparse.Namespace) -> int:
         lambda: execute(
             args.bootstrap_controller, steps, max_lag_ms=args.max_lag_ms,
             catch_up_timeout_ms=args.catch_up_timeout_ms, max_steps=args.max_steps, report=report,
+            security=security,
         )
     )
     if args.max_steps is not None and args.max_steps < len(steps) and not args.json:
@@ -414,7 +436,8 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--bootstrap-controller", required=True, metavar="HOST:PORT")
     parser.add_argument(
         "--command-config", metavar="FILE",
-        help="for add-controller: the configuration file of the controller to add",
+        help="client properties (security.protocol, sasl.*, ssl.*, as Kafka's admin client); for "
+        "add-controller and replace-controller also the configuration of the controller to add",
     )
     commands = parser.add_subparsers(dest="quorum_command", required=True)
     d = commands.add_parser("describe", help="describe the metadata quorum")
@@ -462,7 +485,7 @@ def run(args: argparse.Namespace) -> int:
             print(str(exc) or type(exc).__name__, file=sys.stderr)
             return 1
     try:
-        view = trio.run(describe, args.bootstrap_controller)
+        view = trio.run(partial(describe, args.bootstrap_controller, security=_security(args)))
     except (QuorumToolError, OSError, trio.TooSlowError) as exc:
         print(str(exc) or type(exc).__name__, file=sys.stderr)
         return 1

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kwire.errors import Errors
 from kwire.topics import METADATA_PARTITION, METADATA_TOPIC_NAME
@@ -40,6 +40,10 @@ from messages.generated.describe_quorum_response import (
     PartitionData,
 )
 from messages.generated.remove_raft_voter_request import RemoveRaftVoterRequest
+from tools.client_config import PLAINTEXT, ClientSecurity
+
+if TYPE_CHECKING:
+    from server.net.client import KafkaConnection
 
 __all__ = [
     "CONTROLLER_ENDPOINT_TYPE", "QuorumToolError", "QuorumView", "VoterChangeError",
@@ -90,11 +94,12 @@ def _parse_host_port(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-async def describe(bootstrap: str, timeout_s: float = 30.0) -> QuorumView:
+async def describe(bootstrap: str, timeout_s: float = 30.0, security: ClientSecurity = PLAINTEXT) -> QuorumView:
     """Ask the quorum through ``bootstrap`` (``HOST:PORT[,HOST:PORT...]``, IPv6 hosts in
     brackets) as Kafka's admin client does with ``bootstrap.controllers``: the first address
     that accepts a connection answers DescribeCluster, the active controller it names answers
-    DescribeQuorum. Runs under Trio; the whole exchange has ``timeout_s`` seconds.
+    DescribeQuorum. Runs under Trio; the whole exchange has ``timeout_s`` seconds. Every
+    connection logs in as ``security`` says (``--command-config``, :mod:`tools.client_config`).
 
     Raises QuorumToolError for a malformed address or the server's error, OSError when no
     address accepts a connection, ``trio.TooSlowError`` after ``timeout_s`` (also when no
@@ -102,9 +107,9 @@ async def describe(bootstrap: str, timeout_s: float = 30.0) -> QuorumView:
     import trio
 
     with trio.fail_after(timeout_s):
-        cluster_id, host, port = await active_controller(bootstrap)
+        cluster_id, host, port = await active_controller(bootstrap, security)
         quorum = await _request(
-            host, port,
+            host, port, security,
             DescribeQuorumRequest([RequestTopic(METADATA_TOPIC_NAME, [RequestPartition(METADATA_PARTITION)])]),
         )
     assert isinstance(quorum, DescribeQuorumResponse)
@@ -121,7 +126,7 @@ async def describe(bootstrap: str, timeout_s: float = 30.0) -> QuorumView:
     return QuorumView(cluster_id, partition, quorum.nodes)
 
 
-async def active_controller(bootstrap: str) -> tuple[str, str, int]:
+async def active_controller(bootstrap: str, security: ClientSecurity = PLAINTEXT) -> tuple[str, str, int]:
     """``(cluster id, host, port)`` of the active controller, from the first address of
     ``bootstrap`` that accepts a connection (DescribeCluster, EndpointType 2). While the
     answer does not list the active controller (no leader yet, its KIP-919 registration not
@@ -131,7 +136,7 @@ async def active_controller(bootstrap: str) -> tuple[str, str, int]:
     import trio
 
     while True:
-        found = await _describe_cluster(bootstrap)
+        found = await _describe_cluster(bootstrap, security)
         if found is not None:
             return found
         await trio.sleep(0.1)  # retry.backoff.ms
@@ -143,8 +148,7 @@ _NO_METADATA_VERSION = "There is no finalized MetadataVersion"
 before 3.7-IV0) is final."""
 
 
-async def _describe_cluster(bootstrap: str) -> tuple[str, str, int] | None:
-    from server.net.client import KafkaConnection, open_connection
+async def _describe_cluster(bootstrap: str, security: ClientSecurity) -> tuple[str, str, int] | None:
 
     addresses = [_parse_host_port(a.strip()) for a in bootstrap.split(",") if a.strip()]
     if not addresses:
@@ -153,7 +157,7 @@ async def _describe_cluster(bootstrap: str) -> tuple[str, str, int] | None:
     failure: OSError | None = None
     for host, port in addresses:
         try:
-            conn = await open_connection(host, port, client_id="kwire-metadata-quorum")
+            conn = await _connect(host, port, security)
             break
         except OSError as exc:
             failure = exc
@@ -178,17 +182,22 @@ async def _describe_cluster(bootstrap: str) -> tuple[str, str, int] | None:
     return cluster.cluster_id, active.host, active.port
 
 
-async def _request(host: str, port: int, body: Any) -> Any:
+async def _connect(host: str, port: int, security: ClientSecurity) -> KafkaConnection:
     from server.net.client import open_connection
 
-    conn = await open_connection(host, port, client_id="kwire-metadata-quorum")
+    return await open_connection(host, port, client_id="kwire-metadata-quorum", sasl=security.sasl,
+                                 ssl_context=security.ssl_context)
+
+
+async def _request(host: str, port: int, security: ClientSecurity, body: Any) -> Any:
+    conn = await _connect(host, port, security)
     try:
         return await conn.request(body)
     finally:
         await conn.aclose()
 
 
-async def _voter_change(bootstrap: str, body: Any, timeout_s: float) -> None:
+async def _voter_change(bootstrap: str, body: Any, timeout_s: float, security: ClientSecurity) -> None:
     """Send ``body`` to the active controller until it answers other than "not the leader"
     (the admin client's retries: no active controller known yet, NOT_LEADER_OR_FOLLOWER,
     NOT_CONTROLLER, a connection lost before the answer; ``retry.backoff.ms`` 100 ms), within
@@ -200,8 +209,8 @@ async def _voter_change(bootstrap: str, body: Any, timeout_s: float) -> None:
     with trio.fail_after(timeout_s):
         while True:
             try:
-                _, host, port = await active_controller(bootstrap)
-                response = await _request(host, port, body)
+                _, host, port = await active_controller(bootstrap, security)
+                response = await _request(host, port, security, body)
             except (QuorumToolError, KafkaConnectionError, OSError):
                 await trio.sleep(0.1)  # retry.backoff.ms: the leader is moving
                 continue
@@ -215,7 +224,7 @@ async def _voter_change(bootstrap: str, body: Any, timeout_s: float) -> None:
 
 async def add_raft_voter(
     bootstrap: str, voter_id: int, directory_id: Uuid, endpoints: Sequence[tuple[str, str, int]],
-    timeout_s: float = VOTER_CHANGE_TIMEOUT_MS / 1000,
+    timeout_s: float = VOTER_CHANGE_TIMEOUT_MS / 1000, security: ClientSecurity = PLAINTEXT,
 ) -> None:
     """``Admin.addRaftVoter``: add ``(voter_id, directory_id)`` with ``endpoints`` (``(listener,
     host, port)``) to the voter set. Raises VoterChangeError for the leader's refusal (e.g.
@@ -229,13 +238,14 @@ async def add_raft_voter(
         listeners=[AddListener(name=name, host=host, port=port) for name, host, port in endpoints],
         ack_when_committed=True,
     )
-    await _voter_change(bootstrap, request, timeout_s)
+    await _voter_change(bootstrap, request, timeout_s, security)
 
 
 async def remove_raft_voter(
-    bootstrap: str, voter_id: int, directory_id: Uuid, timeout_s: float = VOTER_CHANGE_TIMEOUT_MS / 1000
+    bootstrap: str, voter_id: int, directory_id: Uuid, timeout_s: float = VOTER_CHANGE_TIMEOUT_MS / 1000,
+    security: ClientSecurity = PLAINTEXT,
 ) -> None:
     """``Admin.removeRaftVoter``: remove ``(voter_id, directory_id)`` from the voter set. Raises
     as :func:`add_raft_voter` (VOTER_NOT_FOUND for a replica key that is not a voter)."""
     request = RemoveRaftVoterRequest(cluster_id=None, voter_id=voter_id, voter_directory_id=directory_id)
-    await _voter_change(bootstrap, request, timeout_s)
+    await _voter_change(bootstrap, request, timeout_s, security)

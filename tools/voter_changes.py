@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kwire.uuid import ZERO_UUID, Uuid
+from tools.client_config import PLAINTEXT, ClientSecurity
 from tools.quorum_client import (
     QuorumToolError,
     QuorumView,
@@ -169,7 +170,9 @@ LEADER_WAIT_S = 60.0
 """How long :func:`execute` waits for a leader between steps (a removed leader resigns)."""
 
 
-async def describe_when_led(bootstrap: str, clock: Callable[[], float] = time.monotonic) -> QuorumView:
+async def describe_when_led(
+    bootstrap: str, clock: Callable[[], float] = time.monotonic, security: ClientSecurity = PLAINTEXT,
+) -> QuorumView:
     """DescribeQuorum once the quorum has a leader (again), within LEADER_WAIT_S. Raises as
     :func:`tools.quorum_client.describe` when there is still none."""
     import trio
@@ -177,14 +180,14 @@ async def describe_when_led(bootstrap: str, clock: Callable[[], float] = time.mo
     deadline = clock() + LEADER_WAIT_S
     while True:
         try:
-            return await describe(bootstrap)
+            return await describe(bootstrap, security=security)
         except (QuorumToolError, OSError, trio.TooSlowError):
             if clock() > deadline:
                 raise
         await trio.sleep(0.2)  # poll interval
 
 
-async def _answers(endpoints: Endpoints) -> bool:
+async def _answers(endpoints: Endpoints, security: ClientSecurity) -> bool:
     """Every endpoint ``(listener, host, port)`` answers ApiVersions."""
     import trio
 
@@ -194,24 +197,26 @@ async def _answers(endpoints: Endpoints) -> bool:
 
     for _listener, host, port in endpoints:
         try:
-            await api_versions(f"{host}:{port}", "kwire-metadata-quorum", 5000)
+            await api_versions(f"{host}:{port}", "kwire-metadata-quorum", 5000, security)
         except (KafkaConnectionError, OSError, ApiVersionsError, trio.TooSlowError):
             return False
     return True
 
 
-async def _wait_observer(bootstrap: str, step: Step, timeout_s: float, clock: Callable[[], float]) -> None:
+async def _wait_observer(
+    bootstrap: str, step: Step, timeout_s: float, clock: Callable[[], float], security: ClientSecurity,
+) -> None:
     import trio
 
     deadline = clock() + timeout_s
     while True:
-        view = await describe_when_led(bootstrap, clock)
+        view = await describe_when_led(bootstrap, clock, security)
         p = view.partition
         for o in p.observers:
             if (o.replica_id, o.replica_directory_id) == (step.voter_id, step.directory_id) and o.log_end_offset >= p.high_watermark:
                 # the leader asks the new voter for its ApiVersions before adding it: a node
                 # fetches before its own listener takes requests (a stock controller does)
-                if await _answers(step.endpoints):
+                if await _answers(step.endpoints, security):
                     return
         if clock() > deadline:
             raise QuorumToolError(
@@ -230,21 +235,22 @@ async def execute(
     max_steps: int | None = None,
     report: Callable[[str], None] = print,
     clock: Callable[[], float] = time.monotonic,
+    security: ClientSecurity = PLAINTEXT,
 ) -> QuorumView:
     """Carry out ``steps`` in order through ``bootstrap`` (see the module docstring), telling
     ``report`` of each, and stop after ``max_steps`` of them if given; returns the quorum as it
-    is afterwards. Raises QuorumToolError (an
+    is afterwards; every connection logs in as ``security`` says. Raises QuorumToolError (an
     unsafe removal, a replica that does not catch up), VoterChangeError (the leader refused),
     OSError / ``trio.TooSlowError`` (no answer)."""
     for step in steps[:max_steps]:
         if step.kind == "remove":
-            view = await describe_when_led(bootstrap, clock)
+            view = await describe_when_led(bootstrap, clock, security)
             _check_removal(view, step, int(time.time() * 1000), max_lag_ms)
             report(f"removing voter {step.voter_id} with directory id {step.directory_id}")
-            await remove_raft_voter(bootstrap, step.voter_id, step.directory_id)
+            await remove_raft_voter(bootstrap, step.voter_id, step.directory_id, security=security)
         else:
             report(f"waiting for controller {step.voter_id} (directory id {step.directory_id}) to catch up")
-            await _wait_observer(bootstrap, step, catch_up_timeout_ms / 1000, clock)
+            await _wait_observer(bootstrap, step, catch_up_timeout_ms / 1000, clock, security)
             report(f"adding voter {step.voter_id} with directory id {step.directory_id}")
-            await add_raft_voter(bootstrap, step.voter_id, step.directory_id, step.endpoints)
-    return await describe_when_led(bootstrap, clock)
+            await add_raft_voter(bootstrap, step.voter_id, step.directory_id, step.endpoints, security=security)
+    return await describe_when_led(bootstrap, clock, security)

@@ -161,7 +161,8 @@ def _load_truststore(settings: TlsSettings, context: ssl.SSLContext, purpose: ss
     except (OSError, ssl.SSLError, ValueError) as exc:
         if isinstance(exc, TlsError):
             raise
-        raise TlsError(key, f"cannot load the {kind} trust store: {exc}") from None
+        source = settings.key("ssl.truststore.certificates" if inline is not None else "ssl.truststore.location")
+        raise TlsError(source, f"cannot load the {kind} trust store: {exc}") from None
 
 
 def _protocols(settings: TlsSettings, context: ssl.SSLContext) -> None:
