@@ -41,6 +41,7 @@ from compat.faults.net import Network
 from compat.kafka import REPO_DIR, logging_config, require_kafka, stop_processes
 from kwire.uuid import Uuid
 from storage.records import RecordBatch, scan_batches
+from tools.client_config import PLAINTEXT, ClientSecurity
 from tools.local_cluster import free_ports
 from tools.quorum_client import QuorumToolError, QuorumView, describe
 
@@ -375,7 +376,9 @@ class Quorum:
     ``voter_ids`` (default all) are the initial controllers, the others are formatted with
     ``--no-initial-controllers`` and start as observers. ``extra`` lines go into every node's
     properties, ``kwire_extra`` lines into the kwire nodes' only; ``env`` maps a node to the
-    variables added to its process's environment. With a ``network``
+    variables added to its process's environment; ``format_args`` go to every node's ``storage
+    format`` (e.g. ``--add-scram``); ``security`` is how the harness's own DescribeQuorum
+    connections log in (a secured controller listener). With a ``network``
     (``compat.faults.net.Network`` with hosts ``"1"``, ``"2"``, ... and ``"client"``), node i
     runs on host ``str(i)`` at its address, and the quorum is asked from ``"client"``; else
     every node is on localhost."""
@@ -384,9 +387,11 @@ class Quorum:
         self, kafka: KafkaRelease, root: Path, kwire_ids: set[int], dynamic: bool,
         ids: tuple[int, ...] = (1, 2, 3), voter_ids: tuple[int, ...] | None = None,
         extra: str = "", network: Network | None = None, kwire_extra: str = "",
-        env: Mapping[int, Mapping[str, str]] | None = None,
+        env: Mapping[int, Mapping[str, str]] | None = None, format_args: Sequence[str] = (),
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self.kafka, self.root, self.kwire_ids, self.network = kafka, root, kwire_ids, network
+        self.security = security
         self.env = dict(env or {})
         self.dynamic = dynamic
         self.ports = {i: free_port() for i in ids}
@@ -415,9 +420,9 @@ class Quorum:
                 encoding="utf-8",
             )
             if i in kwire_ids:
-                format_kwire(props, *format_flags)
+                format_kwire(props, *format_flags, *format_args)
             else:
-                kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, *format_flags])
+                kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, *format_flags, *format_args])
 
     @property
     def bootstrap(self) -> str:
@@ -483,8 +488,8 @@ class Quorum:
         or ``trio.TooSlowError``."""
         address = f"{self.hosts[i]}:{self.ports[i]}"
         if self.network is None:
-            return trio.run(describe, address, 3.0)
-        return self.network.call("client", lambda: trio.run(describe, address, 3.0))
+            return trio.run(describe, address, 3.0, self.security)
+        return self.network.call("client", lambda: trio.run(describe, address, 3.0, self.security))
 
     def leader(self, excluded: int | None = None) -> tuple[int, int, int] | None:
         """(leader id, epoch, high watermark) as a live node other than ``excluded`` sees it.
