@@ -1,6 +1,6 @@
 """TLS settings and principals (server.net.tls, server.node.security) beyond the differential
 test against a stock controller (compat/test_tls.py): PKCS12 stores, refused settings, and the
-principal mapping rules."""
+principal mapping rules; and clients that stop in the middle of a TLS or SASL handshake."""
 
 from __future__ import annotations
 
@@ -8,14 +8,26 @@ import ssl
 from pathlib import Path
 
 import pytest
+import trio
+import trio.testing
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 from compat.pki import make_pki
-from server.config import ConfigError, KRaftConfig
+from kwire.api_keys import ApiKey
+from kwire.frame import frame
+from messages.generated.sasl_handshake_request import SaslHandshakeRequest
+from messages.protocol import Request, encode_request
+from messages.runtime import Message
+from server.config import ConfigError, KRaftConfig, Listener
+from server.net.client import open_connection
+from server.net.dispatcher import RequestContext
+from server.net.sasl import SaslClient, SaslServerConfig
+from server.net.server import TLS_HANDSHAKE_TIMEOUT_S, RunningServer, TlsListener, serve
 from server.net.tls import TlsError, principal_of, server_context, tls_settings
 from server.node.security import tls_listeners
+from tests.server.test_net import assert_closed, dq_request, make_table, read_frame
 
 
 @pytest.fixture(scope="module")
@@ -58,3 +70,47 @@ def test_a_tls_listener_without_a_key_store_stops_the_node_at_start() -> None:
     })
     with pytest.raises(ConfigError):
         tls_listeners(config)
+
+
+async def test_a_client_that_stops_mid_handshake_is_closed_and_no_one_else_waits(
+    pki: dict[str, Path], nursery: trio.Nursery, mock_clock: trio.testing.MockClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A client that sends the start of a TLS record and stops is closed once
+    TLS_HANDSHAKE_TIMEOUT_S has passed, with a line naming it; one that stops after
+    SaslHandshake is closed when it has been idle ``connections.max.idle.ms``; clients that
+    come meanwhile are served."""
+    mock_clock.autojump_threshold = 0.1  # real seconds idle before the clock jumps: the TLS round trips are real
+    settings = tls_settings({"ssl.keystore.type": "PEM", "ssl.keystore.location": str(pki["server"])}, "CONTROLLER")
+    listeners = [Listener("SECURED", "127.0.0.1", 0), Listener("SASL", "127.0.0.1", 0)]
+    table = make_table()
+
+    async def after_login(request: Request, ctx: RequestContext) -> Message:
+        raise AssertionError("the network layer answers these before the login")
+
+    table.register(ApiKey.SASL_HANDSHAKE, (0, 1), after_login)
+    table.register(ApiKey.SASL_AUTHENTICATE, (0, 2), after_login)
+    running: RunningServer = await nursery.start(lambda task_status: serve(
+        listeners, table, idle_timeout_ms=60_000, task_status=task_status,
+        tls={"SECURED": TlsListener(server_context(settings))},
+        sasl={"SASL": SaslServerConfig(("PLAIN",), {"admin": "admin-secret"})},
+    ))
+    stalled = await trio.open_tcp_stream("127.0.0.1", running.port("SECURED"))
+    await stalled.send_all(b"\x16\x03\x01\x02\x00")  # a TLS handshake record header, then nothing
+    half_logged_in = await trio.open_tcp_stream("127.0.0.1", running.port("SASL"))
+    await half_logged_in.send_all(frame(encode_request(SaslHandshakeRequest(mechanism="PLAIN"), 1, 1, "stalled")))
+    started = trio.current_time()
+    client = ssl.create_default_context(cafile=str(pki["ca"]))
+    async with await open_connection("localhost", running.port("SECURED"), ssl_context=client) as conn:
+        assert (await conn.request(dq_request(1))).topics[0].partitions[0].leader_id == 1
+    async with await open_connection("127.0.0.1", running.port("SASL"),
+                                     sasl=SaslClient("PLAIN", "admin", "admin-secret")) as conn:
+        assert (await conn.request(dq_request(2))).topics[0].partitions[0].leader_id == 2
+    assert trio.current_time() - started < 1
+    await assert_closed(stalled, timeout_s=TLS_HANDSHAKE_TIMEOUT_S + 5)
+    assert TLS_HANDSHAKE_TIMEOUT_S <= trio.current_time() - started < TLS_HANDSHAKE_TIMEOUT_S + 5
+    assert any("TLS handshake not done within 10 s" in r.getMessage() and "127.0.0.1" in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
+    await read_frame(half_logged_in)  # the SaslHandshake answer
+    await assert_closed(half_logged_in, timeout_s=120)
+    assert 60 <= trio.current_time() - started < 120
