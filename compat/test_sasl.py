@@ -10,6 +10,11 @@ go to both on fresh connections, frame by frame: a request before the handshake,
 mechanism, wrong and right PLAIN passwords, malformed PLAIN tokens, another authorization id,
 SCRAM logins right, wrong and of an unknown user, the unframed exchange after a v0 handshake, a
 SaslAuthenticate before any handshake, and SaslHandshake and SaslAuthenticate after the login.
+Both have ``connections.max.reauth.ms`` (KIP-368): 2 s for PLAIN (the mechanism's key), 60 s
+for SCRAM (the listener's), so each login's answer carries its session lifetime, and the
+re-authentication scripts run on both: a re-authentication a second after the login (accepted),
+another at once after it (the API layer's: ILLEGAL_SASL_STATE), one as another user, one on
+another mechanism, and a request after the session expired.
 What each node answered, and whether it then closed the connection, must be equal; and stock
 ``kafka-metadata-quorum`` logs in with PLAIN and with SCRAM to both and describes them.
 """
@@ -54,7 +59,10 @@ SASL_SETTINGS = (
     'required username="admin" password="admin-secret" user_admin="admin-secret" user_bob="bob-secret";\n'
     "listener.name.controller.scram-sha-256.sasl.jaas.config="
     "org.apache.kafka.common.security.scram.ScramLoginModule required;\n"
+    "listener.name.controller.plain.connections.max.reauth.ms=2000\n"
+    "listener.name.controller.connections.max.reauth.ms=60000\n"
 )
+PLAIN_SESSION_S = 2.0
 ADMIN = SaslClient("PLAIN", "admin", "admin-secret")
 
 
@@ -204,6 +212,25 @@ async def _exchange(port: int, script: str, context: ssl.SSLContext) -> list[Any
             await step(*DESCRIBE)
         elif script == "authenticate before a handshake":
             await step(*_authenticate(b"\0admin\0admin-secret"))
+        elif script.startswith("reauthenticate "):
+            await step(*_handshake("PLAIN"))
+            await step(*_authenticate(b"\0bob\0bob-secret"))
+            if script == "reauthenticate after the session expired":
+                await trio.sleep(PLAIN_SESSION_S + 0.3)
+                await step(*DESCRIBE)
+            elif script == "reauthenticate twice":
+                await trio.sleep(1.1)  # at most one re-authentication a second
+                for _ in range(2):
+                    await step(*_handshake("PLAIN"))
+                    await step(*_authenticate(b"\0bob\0bob-secret"))
+                    await step(*DESCRIBE)
+            elif script == "reauthenticate as another user":
+                await step(*_handshake("PLAIN"))
+                await step(*_authenticate(b"\0admin\0admin-secret"))
+            else:
+                assert script == "reauthenticate on another mechanism", script
+                await step(*_handshake("SCRAM-SHA-256"))
+                await step(*_authenticate(ScramClient("SCRAM-SHA-256", "alice", "alice-secret", "n").first()))
         else:
             raise AssertionError(script)
         seen.append(("then", await _closed(conn)))
@@ -222,7 +249,8 @@ SCRIPTS = [
     "request before the handshake", "unknown mechanism", "plain wrong password", "plain right password",
     "plain two tokens", "plain other authzid", "plain no password", "plain unknown user", "scram right password",
     "scram wrong password", "scram unknown user", "unframed exchange after a v0 handshake",
-    "authenticate before a handshake",
+    "authenticate before a handshake", "reauthenticate twice", "reauthenticate as another user",
+    "reauthenticate on another mechanism", "reauthenticate after the session expired",
 ]
 
 
@@ -238,6 +266,8 @@ def test_sasl_logins_answer_alike(
             differences.append(f"{script}:\n    stock {answers['stock']}\n    kwire {answers['kwire']}")
     text = "\n".join(trace)
     assert "'errorCode': 58" in text and "'errorCode': 33" in text, text
+    assert "'sessionLifetimeMs': 2000" in text and "'sessionLifetimeMs': 60000" in text, text
+    assert "Cannot change principals during re-authentication" in text, text
     assert not differences, "\n".join(differences) + "\n" + text
     for mechanism, user, password in (("PLAIN", "bob", "bob-secret"), ("SCRAM-SHA-256", "alice", "alice-secret")):
         login = tmp_path / f"{mechanism}.properties"

@@ -10,7 +10,9 @@ Every controller is formatted with ``--add-scram`` credentials for ``admin`` and
 controller listener takes PLAIN, which the controllers log in to each other with (Kafka cannot
 check SCRAM between controllers: the credentials live in the metadata log, KAFKA-15513), and
 SCRAM-SHA-512, which the broker logs in with, over TLS. The broker's client listener is
-SASL_PLAINTEXT with SCRAM-SHA-512; ``super.users`` is ``User:admin;User:broker``.
+SASL_PLAINTEXT with SCRAM-SHA-512; ``super.users`` is ``User:admin;User:broker``. Sessions on
+the controller listener last ``connections.max.reauth.ms`` = 5 s (KIP-368), so the broker and the
+controllers re-authenticate every few seconds throughout.
 
 Asserted, through the broker with the stock tools unless said otherwise:
 
@@ -33,7 +35,9 @@ Asserted, through the broker with the stock tools unless said otherwise:
   one is RESOURCE_NOT_FOUND); alice reads the records written after the kill, exactly the rest;
   her read ACL is removed and ``kafka-acls --list`` no longer shows it;
 * at the end every controller's log holds the same batches, byte for byte, below the high
-  watermark, with the ACL, SCRAM, quota and token records of all of the above.
+  watermark, with the ACL, SCRAM, quota and token records of all of the above; and the kwire
+  controllers logged re-authentications of the broker and of their own connections (on the mixed
+  quorum, of theirs to the stock controller, and of the stock controller's to them).
 """
 
 from __future__ import annotations
@@ -81,6 +85,8 @@ KWIRE_IDS = {"kwire": {1, 2, 3}, "mixed": {1, 2}}
 """The kwire controllers of each quorum; the others (node 3 of ``mixed``) are stock."""
 
 BROKER = 101
+SESSION_MS = 5000
+"""The controllers' ``connections.max.reauth.ms``."""
 
 AUTHORIZER = (
     "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
@@ -112,7 +118,8 @@ def _controller_settings(pki: dict[str, Path]) -> str:
         + "listener.name.controller.scram-sha-512.sasl.jaas.config="
         + "org.apache.kafka.common.security.scram.ScramLoginModule required;\n"
         f"ssl.keystore.type=PEM\nssl.keystore.location={pki['server']}\n"
-        f"ssl.truststore.type=PEM\nssl.truststore.location={pki['ca']}\n" + AUTHORIZER
+        f"ssl.truststore.type=PEM\nssl.truststore.location={pki['ca']}\n"
+        f"connections.max.reauth.ms={SESSION_MS}\n" + AUTHORIZER
     )
 
 
@@ -306,6 +313,11 @@ def test_a_secured_cluster_through_a_controller_kill(
     if shape == "kwire":
         expected |= {"AccessControlEntryRecord": 3, "ClientQuotaRecord": 1}  # and her Write for the quota's topic
     assert kinds == Counter(expected), kinds
+    logged = "\n".join((tmp_path / f"{i}.out").read_text(errors="replace") for i in sorted(KWIRE_IDS[shape]))
+    renewed = ["re-authenticated as User:broker", "re-authenticated as User:admin", "re-authenticated to localhost:"]
+    if shape == "mixed":
+        renewed.append(f"re-authenticated to localhost:{quorum.ports[3]} as admin")
+    assert all(line in logged for line in renewed), [line for line in renewed if line not in logged]
 
 
 def _quota_throttles(release: KafkaRelease, tool: Callable[..., subprocess.CompletedProcess[str]], tmp_path: Path,

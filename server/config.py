@@ -531,6 +531,7 @@ class KRaftConfig:
         if not mechanisms:
             raise ConfigError(key, f"listener {name} enables no SASL mechanism")
         jaas: dict[str, JaasEntry] = {}
+        max_reauth_ms: dict[str, int] = {}
         for mechanism in mechanisms:
             if mechanism not in SASL_MECHANISMS:
                 raise ConfigError(key, f"SASL mechanism {mechanism} is not supported by kwire "
@@ -540,7 +541,17 @@ class KRaftConfig:
             if text is None:
                 raise ConfigError(jaas_key, f"listener {name} enables {mechanism} but has no JAAS configuration for it")
             jaas[mechanism] = parse_jaas_config(jaas_key, text)
-        return SaslListenerSettings(name, mechanisms, jaas)
+            # SaslChannelBuilder.createConnectionsMaxReauthMsMap: the mechanism's key, then the
+            # listener's, each listener-prefixed or not
+            for reauth_key in (f"{prefix}{mechanism.lower()}.connections.max.reauth.ms",
+                               f"{prefix}connections.max.reauth.ms", "connections.max.reauth.ms"):
+                if reauth_key in self.raw:
+                    try:
+                        max_reauth_ms[mechanism] = int(self.raw[reauth_key].strip())
+                    except ValueError:
+                        raise ConfigError(reauth_key, f"{self.raw[reauth_key]!r} is not a number of ms") from None
+                    break
+        return SaslListenerSettings(name, mechanisms, jaas, max_reauth_ms)
 
     def controller_sasl_client(self) -> tuple[str, str, str] | None:
         """``(mechanism, username, password)`` this node logs in with on the controller listener
@@ -624,6 +635,9 @@ class SaslListenerSettings:
     listener: str
     mechanisms: tuple[str, ...]
     jaas: Mapping[str, JaasEntry]
+    max_reauth_ms: Mapping[str, int] = field(default_factory=dict)
+    """``connections.max.reauth.ms`` per mechanism where set (KIP-368): how long a session lasts
+    before the client must re-authenticate; 0 or less, or unset, for ever."""
 
     @property
     def plain_users(self) -> dict[str, str]:

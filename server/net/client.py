@@ -18,7 +18,9 @@ bottom package ``kwire`` (whose framing and negotiation it builds on) must not i
 
 from __future__ import annotations
 
+import logging
 import math
+import random
 import ssl
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
@@ -26,6 +28,7 @@ from typing import Any
 
 import trio
 
+from kwire.api_keys import ApiKey
 from kwire.frame import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, FrameError
 from kwire.negotiation import (
     API_VERSIONS_KEY,
@@ -73,6 +76,9 @@ def _decode_response(payload: bytes, api_key: int, version: int) -> tuple[Any, A
         return decode_response(payload, api_key, 0)
 
 
+log = logging.getLogger("server.net.client")
+
+
 class KafkaConnectionError(ConnectionError):
     """The connection failed or was closed; it cannot be used any more."""
 
@@ -104,6 +110,11 @@ class KafkaConnection:
         self.api_versions: NodeApiVersions = NodeApiVersions({})
         self.api_versions_response: ApiVersionsResponse | None = None
         self.api_versions_version = -1
+        self._sasl: SaslClient | None = None
+        self._reauthenticating: trio.Event | None = None
+        self._reauthenticate_at = math.inf
+        """When to log in again (trio time): 85-95% into the session lifetime the server gave
+        (KIP-368, ``SaslClientAuthenticator.ReauthInfo``); never when it gave none."""
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -152,7 +163,28 @@ class KafkaConnection:
             if api_key is None:
                 raise TypeError(f"{type(body).__name__} is not a request")
             self.api_versions.latest_usable_version(api_key, version, version)
+        while self._reauthenticating is not None:
+            await self._reauthenticating.wait()
+        if trio.current_time() >= self._reauthenticate_at:
+            await self._reauthenticate()
         return await self._exchange(body, version, timeout_ms)
+
+    async def _reauthenticate(self) -> None:
+        """Log in again on this connection (KIP-368); requests made meanwhile wait for it, those
+        queued before it go first. A failure closes the connection."""
+        assert self._sasl is not None
+        self._reauthenticate_at = math.inf
+        done = self._reauthenticating = trio.Event()
+        try:
+            await _log_in(self, self._sasl)
+        except BaseException:
+            await self.aclose()
+            raise
+        finally:
+            self._reauthenticating = None
+            done.set()
+        log.info("re-authenticated to %s as %s with SASL mechanism %s", self.peer, self._sasl.username,
+                 self._sasl.mechanism)
 
     async def _exchange(self, body: Message, version: int, timeout_ms: int | None) -> Any:
         api_key = body.API_KEY
@@ -276,7 +308,9 @@ async def open_connection(
 async def _log_in(conn: KafkaConnection, sasl: SaslClient) -> None:
     """The SASL exchange of ``sasl`` on ``conn`` (``SaslClientAuthenticator``). Raises
     KafkaConnectionError for a refused mechanism or login."""
-    handshake = await conn.request(SaslHandshakeRequest(mechanism=sasl.mechanism), 1)
+    conn.api_versions.latest_usable_version(int(ApiKey.SASL_HANDSHAKE), 1, 1)
+    conn.api_versions.latest_usable_version(int(ApiKey.SASL_AUTHENTICATE), 2, 2)
+    handshake = await conn._exchange(SaslHandshakeRequest(mechanism=sasl.mechanism), 1, None)
     if handshake.error_code != 0:
         raise KafkaConnectionError(
             f"{conn.peer} refused SASL mechanism {sasl.mechanism} (enabled: {', '.join(handshake.mechanisms)})"
@@ -284,10 +318,13 @@ async def _log_in(conn: KafkaConnection, sasl: SaslClient) -> None:
     exchange = sasl.tokens()
     token: bytes | None = exchange.first()
     while token is not None:
-        answer = await conn.request(SaslAuthenticateRequest(auth_bytes=token), 2)
+        answer = await conn._exchange(SaslAuthenticateRequest(auth_bytes=token), 2, None)
         if answer.error_code != 0:
             raise KafkaConnectionError(f"{conn.peer} refused the SASL login: {answer.error_message}")
         try:
             token = exchange.next(bytes(answer.auth_bytes))
         except ScramFailure as exc:
             raise KafkaConnectionError(f"SASL login to {conn.peer} failed: {exc}") from None
+    conn._sasl = sasl
+    if answer.session_lifetime_ms > 0:
+        conn._reauthenticate_at = trio.current_time() + answer.session_lifetime_ms * random.uniform(0.85, 0.95) / 1000

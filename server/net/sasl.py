@@ -18,9 +18,18 @@ A connection to a SASL listener must authenticate before anything but ApiVersion
    any listener; a later SaslHandshake or SaslAuthenticate is the API layer's (it answers
    ILLEGAL_SASL_STATE, as Kafka does without re-authentication).
 
-Any other request before authentication closes the connection. Re-authentication
-(``connections.max.reauth.ms``, KIP-368) is not offered: the session lifetime is 0, as Kafka
-answers with the default setting.
+Any other request before authentication closes the connection.
+
+Re-authentication (KIP-368, ``SaslServerAuthenticator.ReauthInfo``): with
+``connections.max.reauth.ms`` set for the mechanism, a login's SaslAuthenticate answer carries
+that as ``session_lifetime_ms``, and the session expires then. A SaslHandshake on an
+authenticated connection whose session expires starts a re-authentication (at most one a
+second; otherwise it is the API layer's, answered ILLEGAL_SASL_STATE): the same exchange again,
+on the mechanism of the first login (another mechanism is answered NONE, then the connection is
+closed at its first token) and for the same user (another user is refused with "Cannot change
+principals during re-authentication"); the new session's lifetime starts then. Any other request
+after the session expired closes the connection (``SocketServer.Processor``). Without the
+setting (the default) sessions never expire and the lifetime is 0.
 """
 
 from __future__ import annotations
@@ -66,13 +75,21 @@ class SaslServerConfig:
     mechanisms: tuple[str, ...]
     plain_users: Mapping[str, str] = field(default_factory=dict)
     scram_credential: Callable[[str, str], ScramCredential | None] = lambda mechanism, user: None
+    max_reauth_ms: Mapping[str, int] = field(default_factory=dict)
+    """``connections.max.reauth.ms`` per mechanism; absent or not above 0: sessions never expire."""
 
 
 class SaslSession:
-    """One connection's authentication, as ``SaslServerAuthenticator`` runs it."""
+    """One connection's authentication, as ``SaslServerAuthenticator`` runs it; with
+    ``previous``, the session of a re-authentication of that one's login."""
 
-    def __init__(self, config: SaslServerConfig) -> None:
+    def __init__(self, config: SaslServerConfig, previous: SaslSession | None = None) -> None:
         self.config = config
+        self.previous = None if previous is None else (previous.mechanism, previous.user)
+        """The re-authenticated login's ``(mechanism, user)``; None for a first login."""
+        self.lifetime_ms = 0
+        """The session's lifetime from the login on, once authenticated; 0: it never expires."""
+        self._bad_mechanism: str | None = None
         self.mechanism: str | None = None
         self.raw = False
         """A v0 handshake was accepted: the next frames are raw tokens."""
@@ -87,6 +104,11 @@ class SaslSession:
         """The login succeeded."""
         return self.user is not None
 
+    @property
+    def what(self) -> str:
+        """``authentication`` or ``re-authentication``, as Kafka's messages say."""
+        return "authentication" if self.previous is None else "re-authentication"
+
     def handshake(self, request: SaslHandshakeRequest, version: int) -> tuple[SaslHandshakeResponse, bool]:
         """The handshake's answer and whether the connection closes after it."""
         enabled = list(self.config.mechanisms)
@@ -95,6 +117,9 @@ class SaslSession:
             return SaslHandshakeResponse(error_code=error, mechanisms=enabled), True
         self.mechanism = request.mechanism
         self.raw = version == 0
+        if self.previous is not None and self.previous[0] != request.mechanism:
+            self._bad_mechanism = (f"SASL mechanism '{request.mechanism}' requested by client is not supported for "
+                                   f"re-authentication of mechanism '{self.previous[0]}'")
         return SaslHandshakeResponse(error_code=Errors.NONE, mechanisms=enabled), False
 
     def authenticate(self, request: SaslAuthenticateRequest) -> tuple[SaslAuthenticateResponse, bool]:
@@ -107,21 +132,26 @@ class SaslSession:
         try:
             token = self.token(bytes(request.auth_bytes))
         except SaslFailure as exc:
+            if self._bad_mechanism is not None:
+                raise
             self.failure = str(exc)
             return SaslAuthenticateResponse(
                 error_code=Errors.SASL_AUTHENTICATION_FAILED, error_message=exc.client_message, auth_bytes=b""
             ), True
         return SaslAuthenticateResponse(error_code=Errors.NONE, error_message="", auth_bytes=token,
-                                        session_lifetime_ms=0), False
+                                        session_lifetime_ms=self.lifetime_ms), False
 
     def token(self, data: bytes) -> bytes:
-        """The server's token answering the client's ``data``. Raises SaslFailure."""
+        """The server's token answering the client's ``data``; the login completes with the
+        last. Raises SaslFailure (a re-authentication on another mechanism raises it at once)."""
         mechanism = self.mechanism
         assert mechanism is not None
+        if self._bad_mechanism is not None:
+            raise SaslFailure(self._bad_mechanism, self._bad_mechanism)
         if mechanism == "PLAIN":
-            self.user = _plain(data, self.config.plain_users)
+            self._complete(_plain(data, self.config.plain_users))
             return b""
-        generic = ("Authentication failed during authentication due to invalid credentials with SASL mechanism "
+        generic = (f"Authentication failed during {self.what} due to invalid credentials with SASL mechanism "
                    f"{mechanism}")
         try:
             if self._scram is None:
@@ -131,8 +161,18 @@ class SaslSession:
             answer = self._scram.final(data)
         except (ScramFailure, UnicodeDecodeError, ValueError) as exc:
             raise SaslFailure(f"{mechanism}: {exc}", generic) from None
-        self.user = self._scram.user
+        assert self._scram.user is not None
+        self._complete(self._scram.user)
         return answer
+
+    def _complete(self, user: str) -> None:
+        """The login of ``user`` succeeded: the principal must be the re-authenticated one's
+        (``ReauthInfo.ensurePrincipalUnchanged``), and the session's lifetime starts."""
+        if self.previous is not None and self.previous[1] != user:
+            message = f"Cannot change principals during re-authentication from User.{self.previous[1]}: User.{user}"
+            raise SaslFailure(message, message)
+        self.user = user
+        self.lifetime_ms = max(0, self.config.max_reauth_ms.get(self.mechanism or "", 0))
 
 
 def _plain(data: bytes, users: Mapping[str, str]) -> str:

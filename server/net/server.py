@@ -100,8 +100,8 @@ class _CloseConnection(Exception):
 class _Connection:
     """One accepted connection; :meth:`run` is its task."""
 
-    __slots__ = ("_close_after", "_ctx", "_decoder", "_dispatcher", "_enabled", "_responder", "_sasl", "_server",
-                 "_stream")
+    __slots__ = ("_close_after", "_ctx", "_decoder", "_dispatcher", "_enabled", "_expires_at", "_reauth_started",
+                 "_responder", "_sasl", "_server", "_stream")
 
     def __init__(
         self,
@@ -119,6 +119,10 @@ class _Connection:
         sasl = server.sasl.get(ctx.listener_name)
         self._sasl = None if sasl is None else SaslSession(sasl)
         self._close_after = False
+        self._expires_at = math.inf
+        """When the SASL session expires (trio time; KIP-368)."""
+        self._reauth_started = -math.inf
+        """When the last re-authentication began (trio time)."""
 
     async def run(self) -> None:
         stream, decoder = self._stream, self._decoder
@@ -142,6 +146,8 @@ class _Connection:
                 decoder.feed(data)
                 while (frame := decoder.next_frame()) is not None:
                     session = self._sasl
+                    if session is not None and session.authenticated:
+                        session = self._after_login(frame, session)
                     if session is not None and not session.authenticated:
                         response = self._authenticate(frame, session)
                     else:
@@ -156,6 +162,23 @@ class _Connection:
                 self._ctx.connection_id, self._ctx.peer_text, (idle_s or 0) * 1000,
             )
 
+    def _after_login(self, frame: bytes, session: SaslSession) -> SaslSession:
+        """The session a frame on an authenticated SASL connection goes to (KIP-368): a new one
+        for a SaslHandshake that starts a re-authentication, else ``session``. Raises
+        _CloseConnection for any other request after the session expired."""
+        now = trio.current_time()
+        api_key = int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
+        if api_key == SASL_HANDSHAKE and self._expires_at != math.inf and now - self._reauth_started >= 1.0:
+            self._reauth_started = now
+            self._sasl = SaslSession(session.config, previous=session)
+            log.info("connection %s from %s on %s (%s) is re-authenticating", self._ctx.connection_id,
+                     self._ctx.peer_text, self._ctx.listener_name, self._ctx.principal)
+            return self._sasl
+        if now > self._expires_at:
+            raise _CloseConnection(f"its SASL session ({self._ctx.principal}, {session.lifetime_ms} ms) expired and it "
+                                   "did not re-authenticate")
+        return session
+
     def _authenticate(self, frame: bytes, session: SaslSession) -> ScatterBuffer:
         """A frame before the connection is authenticated (``server.net.sasl``)."""
         ctx = self._ctx
@@ -163,7 +186,7 @@ class _Connection:
             try:
                 token = session.token(frame)
             except SaslFailure as exc:
-                raise _CloseConnection(f"SASL authentication failed ({exc}): {exc.client_message}") from None
+                raise _CloseConnection(f"SASL {session.what} failed ({exc}): {exc.client_message}") from None
             self._authenticated(session)
             raw = ScatterBuffer(len(token).to_bytes(4, "big"))
             raw += token
@@ -196,9 +219,9 @@ class _Connection:
             try:
                 response, self._close_after = session.authenticate(body)
             except SaslFailure as exc:
-                raise _CloseConnection(f"SASL authentication failed: {exc}") from None
+                raise _CloseConnection(f"SASL {session.what} failed: {exc}") from None
             if self._close_after:
-                log.warning("authentication of connection %s from %s on %s failed with SASL mechanism %s: %s",
+                log.warning("%s of connection %s from %s on %s failed with SASL mechanism %s: %s", session.what,
                             ctx.connection_id, ctx.peer_text, ctx.listener_name, session.mechanism, session.failure)
             elif session.authenticated:
                 self._authenticated(session)
@@ -207,8 +230,12 @@ class _Connection:
     def _authenticated(self, session: SaslSession) -> None:
         if session.authenticated:
             self._ctx.principal = f"User:{session.user}"
-            log.info("connection %s from %s on %s authenticated as %s with SASL mechanism %s", self._ctx.connection_id,
-                     self._ctx.peer_text, self._ctx.listener_name, self._ctx.principal, session.mechanism)
+            lifetime = session.lifetime_ms
+            self._expires_at = trio.current_time() + lifetime / 1000 if lifetime > 0 else math.inf
+            log.info("connection %s from %s on %s %s as %s with SASL mechanism %s%s", self._ctx.connection_id,
+                     self._ctx.peer_text, self._ctx.listener_name,
+                     "authenticated" if session.previous is None else "re-authenticated", self._ctx.principal,
+                     session.mechanism, f" for {lifetime} ms" if lifetime > 0 else "")
 
     def _api_versions(self, frame: bytes, pos: int, version: int, correlation_id: int) -> ScatterBuffer:
         body, end = ApiVersionsRequest.read(frame, pos, version)

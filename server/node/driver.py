@@ -314,7 +314,8 @@ class Node:
         for listener in self.config.listeners:
             settings = self.config.sasl_settings(listener.name)
             if settings is not None:
-                out[listener.name] = SaslServerConfig(settings.mechanisms, settings.plain_users, self._scram_credential)
+                out[listener.name] = SaslServerConfig(settings.mechanisms, settings.plain_users, self._scram_credential,
+                                                      settings.max_reauth_ms)
         return out
 
     def _scram_credential(self, mechanism: str, user: str) -> ScramCredential | None:

@@ -3,16 +3,28 @@ what the differential test against a stock controller (compat/test_sasl.py) does
 
 from __future__ import annotations
 
+import logging
+import math
+
 import pytest
+import trio
+import trio.testing
 from scramp import ScramClient as ReferenceClient
 from scramp import ScramMechanism
 
+from kwire.api_keys import ApiKey
 from kwire.errors import Errors
 from messages.generated.sasl_authenticate_request import SaslAuthenticateRequest
 from messages.generated.sasl_handshake_request import SaslHandshakeRequest
-from server.config import ConfigError, KRaftConfig, parse_jaas_config
-from server.net.sasl import SaslServerConfig, SaslSession
+from messages.protocol import Request
+from messages.runtime import Message
+from server.config import ConfigError, KRaftConfig, Listener, parse_jaas_config
+from server.net.client import KafkaConnectionError, open_connection
+from server.net.dispatcher import RequestContext
+from server.net.sasl import SaslClient, SaslServerConfig, SaslSession
 from server.net.scram import ScramClient, ScramFailure, ScramServer, credential_of
+from server.net.server import RunningServer, serve
+from tests.server.test_net import dq_request, make_table
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
         'password="admin-secret" user_admin="admin-secret" user_bob="b\\"ob";')
@@ -85,3 +97,54 @@ def test_a_session_logs_in_once_and_refuses_a_second_handshake() -> None:
     assert response.error_code == Errors.NONE and not close and session.user == "bob"
     again, close = session.handshake(SaslHandshakeRequest(mechanism="PLAIN"), 1)
     assert again.error_code == Errors.ILLEGAL_SASL_STATE and close
+
+
+async def test_kwires_client_reauthenticates_before_its_session_expires(
+    nursery: trio.Nursery, mock_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """KIP-368 both ways in kwire: a listener with ``connections.max.reauth.ms`` 2,000 gives
+    that lifetime, kwire's client logs in again 85-95% into it, and a client that does not is
+    closed at its first request after the expiry. (Against a stock controller:
+    compat/test_sasl.py and compat/test_secured_cluster.py.)"""
+    mock_clock.autojump_threshold = 0.1  # real seconds idle before the clock jumps
+    caplog.set_level(logging.INFO, logger="server.net")
+    table = make_table()
+
+    async def after_login(request: Request, ctx: RequestContext) -> Message:
+        raise AssertionError("a re-authentication is the network layer's")
+
+    table.register(ApiKey.SASL_HANDSHAKE, (0, 1), after_login)
+    table.register(ApiKey.SASL_AUTHENTICATE, (0, 2), after_login)
+    running: RunningServer = await nursery.start(lambda task_status: serve(
+        [Listener("SASL", "127.0.0.1", 0)], table, task_status=task_status,
+        sasl={"SASL": SaslServerConfig(("PLAIN",), {"admin": "pw"}, max_reauth_ms={"PLAIN": 2000})},
+    ))
+    started = trio.current_time()
+    async with await open_connection("127.0.0.1", running.port(), sasl=SaslClient("PLAIN", "admin", "pw")) as conn:
+        while trio.current_time() - started < 10:
+            assert (await conn.request(dq_request(3))).topics[0].partitions[0].leader_id == 3
+            await trio.sleep(0.5)
+    renewed = [r for r in caplog.records if "re-authenticated as User:admin" in r.getMessage()]
+    assert 4 <= len(renewed) <= 6, [r.getMessage() for r in caplog.records]
+    async with await open_connection("127.0.0.1", running.port(), sasl=SaslClient("PLAIN", "admin", "pw")) as conn:
+        conn._reauthenticate_at = math.inf  # a client without KIP-368
+        await trio.sleep(2.1)
+        with pytest.raises(KafkaConnectionError):
+            await conn.request(dq_request(3))
+    assert any("its SASL session (User:admin, 2000 ms) expired" in r.getMessage() for r in caplog.records)
+
+
+def test_reauth_lifetimes_come_from_the_mechanisms_key_then_the_listeners_then_the_nodes() -> None:
+    scram = {"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+             "listener.name.controller.scram-sha-512.sasl.jaas.config": "a.ScramLoginModule required;"}
+    config = KRaftConfig.from_properties(_props(**scram, **{
+        "listener.name.controller.plain.connections.max.reauth.ms": "2000", "connections.max.reauth.ms": "9000"}))
+    settings = config.sasl_settings("CONTROLLER")
+    assert settings is not None and settings.max_reauth_ms == {"PLAIN": 2000, "SCRAM-SHA-512": 9000}
+    config = KRaftConfig.from_properties(_props(**scram, **{"listener.name.controller.connections.max.reauth.ms": "7"}))
+    settings = config.sasl_settings("CONTROLLER")
+    assert settings is not None and settings.max_reauth_ms == {"PLAIN": 7, "SCRAM-SHA-512": 7}
+    settings = KRaftConfig.from_properties(_props()).sasl_settings("CONTROLLER")
+    assert settings is not None and settings.max_reauth_ms == {}
+    with pytest.raises(ConfigError, match="connections.max.reauth.ms"):
+        KRaftConfig.from_properties(_props(**{"connections.max.reauth.ms": "soon"})).sasl_settings("CONTROLLER")
