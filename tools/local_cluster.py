@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kwire.topics import METADATA_PARTITION_DIR
+from tools.client_config import PLAINTEXT, ClientSecurity
 
 __all__ = [
     "DEFAULT_BASE_PORT",
@@ -183,6 +184,7 @@ class DevCluster:
     of ``kwire server-start``; ``overrides`` are ``key=value`` properties for every node;
     ``stats_interval_ms`` (with a workload) is the workload's ``--stats-interval-ms`` (None: the
     tool's default, 5000 ms) and ``record_type`` its ``--record-type`` (None: the tool's default).
+    ``security`` is how :meth:`describe` logs in (a listener made SSL or SASL by ``properties``).
     """
 
     def __init__(
@@ -197,8 +199,10 @@ class DevCluster:
         python: str = sys.executable,
         stats_interval_ms: int | None = None,
         record_type: str | None = None,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self.root = root
+        self.security = security
         self.cluster_id = cluster_id
         self.nodes = {n.node_id: n for n in nodes}
         self.host = host
@@ -223,10 +227,12 @@ class DevCluster:
         properties: dict[str, str] | None = None,
         stats_interval_ms: int | None = None,
         record_type: str | None = None,
+        security: ClientSecurity = PLAINTEXT,
     ) -> DevCluster:
         """Write the configurations and format every node's directory. ``base_port`` None picks
-        free ports. ``properties`` are extra lines for every ``server.properties``. Raises
-        DevClusterError when ``root`` already holds a cluster."""
+        free ports. ``properties`` are extra lines for every ``server.properties`` (a key given
+        there wins over the same key written before it). Raises DevClusterError when ``root``
+        already holds a cluster."""
         from kwire.uuid import Uuid
         from storage.format import DynamicVoter, format_directories
         from storage.meta_properties import generate_directory_id
@@ -275,7 +281,7 @@ class DevCluster:
         }
         (root / "cluster.json").write_text(json.dumps(description, indent=2) + "\n")
         return cls(root, cluster_id, members, host=host, workload=workload, overrides=overrides,
-                   stats_interval_ms=stats_interval_ms, record_type=record_type)
+                   stats_interval_ms=stats_interval_ms, record_type=record_type, security=security)
 
     @classmethod
     def open(
@@ -408,7 +414,7 @@ class DevCluster:
         bootstrap = ",".join(self.address(i) for i, n in self.nodes.items() if n.running)
         if not bootstrap:
             raise DevClusterError("no node is running")
-        return trio.run(describe, bootstrap, timeout_s)
+        return trio.run(describe, bootstrap, timeout_s, self.security)
 
     def wait_for_leader(
         self, timeout_s: float = 30.0, *, exclude: Iterable[int] = (), min_epoch: int = 0

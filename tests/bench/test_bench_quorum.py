@@ -80,10 +80,12 @@ def test_tables_keep_kwire_rows_when_kafka_failed() -> None:
     assert results[3].higher_is_better and not results[2].higher_is_better
 
 
-def test_tiny_kwire_run_reports_and_leaves_no_process(tmp_path: Path) -> None:
+def test_tiny_kwire_run_over_tls_reports_and_leaves_no_process(tmp_path: Path) -> None:
+    """On SSL listeners (``--tls``): the nodes replicate and report over TLS."""
     timing = quorum.Timing(2.0, 32.0, 90.0, "test: 2 s windows")
-    row = quorum.run_kwire(0, timing, tmp_path)
+    row = quorum.run_kwire(0, timing, tmp_path, listener="SSL")
     assert row.error is None and row.implementation == "kwire" and row.linger_ms == 0
+    assert row.listener == "SSL" and row.label == "kwire over TLS"
     assert row.p50 is not None and row.p75 is not None and row.p99 is not None
     assert row.p999 is not None and 0 <= row.p50 <= row.p75 <= row.p99 <= row.p999
     assert row.records_per_s is not None and row.records_per_s > 0
@@ -91,6 +93,15 @@ def test_tiny_kwire_run_reports_and_leaves_no_process(tmp_path: Path) -> None:
     assert row.cpu_s_per_million is not None and row.cpu_s_per_million > 0
     assert row.window_s is not None and row.window_s > 0
     assert leftover_processes(tmp_path) == []
+
+
+def test_kafka_gets_the_same_tls_settings_last(tmp_path: Path) -> None:
+    tls = quorum.tls_properties(tmp_path)
+    assert (tmp_path / "pki" / "ca.pem").exists() and (tmp_path / "pki" / "server.pem").exists()
+    lines = quorum.kafka_server_properties(1, 9000, "1@localhost:9000", tmp_path, 25, tls).splitlines()
+    assert lines[-len(tls):] == [f"{k}={v}" for k, v in tls.items()]
+    assert "listener.security.protocol.map=CONTROLLER:SSL" in lines
+    assert quorum.tls_properties(tmp_path) == tls  # the authority is made once
 
 
 def test_throughput_flag_parses_a_load_list() -> None:

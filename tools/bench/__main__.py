@@ -44,6 +44,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="quorum: run a load curve at these offered loads, records/s, comma-separated "
                              f"(default with the flag alone: {CURVE}; without the flag: "
                              "TestRaftServer's 20000 alone)")
+    parser.add_argument("--tls", action="store_true",
+                        help="quorum: run each load on SSL controller listeners too, both sides")
     parser.add_argument("--no-failover", action="store_true",
                         help="quorum: skip the failover rounds (SIGTERM and SIGKILL of the leader)")
     parser.add_argument("--list", action="store_true", help="list the sections and exit")

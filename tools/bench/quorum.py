@@ -44,6 +44,11 @@ After the loads, the failover rounds of :mod:`tools.bench.failover` (SIGTERM and
 leader, time to the new leader's first commit, both sides with the same timeouts) run unless
 ``--no-failover`` is given.
 
+``--tls`` runs every load and linger twice, on PLAINTEXT listeners and on SSL ones (both sides'
+controller listeners and the nodes' connections to each other: a throw-away authority's
+certificates, :mod:`tools.pki`, as PEM key and trust stores, Kafka's ``ssl.*`` keys), so that
+each side's cost of TLS on the commit path is measured in the same run as the other's.
+
 ``--quick`` (smoke use): 5 s windows for kwire; Kafka's line is the first one 32 s after its first
 line (the earliest at which its rate is a rate), so its latencies include the warm-up.
 
@@ -144,6 +149,13 @@ class Row:
     window_s: float | None = None
     note: str = ""
     error: str | None = None
+    listener: str = "PLAINTEXT"
+    """The controller listener's security protocol: PLAINTEXT or SSL (``--tls``)."""
+
+    @property
+    def label(self) -> str:
+        """The implementation, with ``over TLS`` on an SSL listener."""
+        return self.implementation + (" over TLS" if self.listener == "SSL" else "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,16 +192,40 @@ def _bench_dir() -> Path:
 # kwire
 
 
-def run_kwire(linger_ms: int, timing: Timing, base: Path, load: int = THROUGHPUT) -> Row:
+def tls_properties(base: Path) -> dict[str, str]:
+    """An SSL controller listener's settings for either side, with certificates of a
+    throw-away authority made under ``base`` on first use."""
+    from tools.pki import make_pki
+
+    root = base / "pki"
+    if not (root / "ca.pem").exists():
+        root.mkdir(parents=True, exist_ok=True)
+        make_pki(root)
+    return {
+        "listener.security.protocol.map": "CONTROLLER:SSL",
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(root / "server.pem"),
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(root / "ca.pem"),
+    }
+
+
+def run_kwire(linger_ms: int, timing: Timing, base: Path, load: int = THROUGHPUT, listener: str = "PLAINTEXT") -> Row:
     """Three ``kwire test-raft-server`` nodes at ``linger_ms``, the leader offering ``load``
-    records/s; figures of the leader's second report. Raises QuorumRunError (or DevClusterError)
-    when the run gives no figures."""
+    records/s, on a ``listener`` (PLAINTEXT or SSL) controller listener; figures of the leader's
+    second report. Raises QuorumRunError (or DevClusterError) when the run gives no figures."""
+    import ssl
+
+    from tools.client_config import PLAINTEXT, ClientSecurity
     from tools.local_cluster import DevCluster
 
-    root = base / f"kwire-{load}-linger-{linger_ms}"
+    root = base / f"kwire-{listener}-{load}-linger-{linger_ms}"
+    properties = {LINGER_KEY: str(linger_ms)}
+    security = PLAINTEXT
+    if listener == "SSL":
+        properties |= tls_properties(base)
+        security = ClientSecurity(None, ssl.create_default_context(cafile=properties["ssl.truststore.location"]))
     cluster = DevCluster.create(
         root, NODES, base_port=None, workload=(load, RECORD_SIZE), record_type=RECORD_TYPE,
-        properties={LINGER_KEY: str(linger_ms)}, stats_interval_ms=int(timing.window_s * 1000),
+        properties=properties, stats_interval_ms=int(timing.window_s * 1000), security=security,
     )
     try:
         cluster.start()
@@ -236,7 +272,7 @@ def run_kwire(linger_ms: int, timing: Timing, base: Path, load: int = THROUGHPUT
     if first["epoch"] != second["epoch"]:
         notes.append(f"epoch changed {first['epoch']} -> {second['epoch']} in the window")
     return Row(
-        implementation="kwire", linger_ms=linger_ms, load=load,
+        implementation="kwire", linger_ms=linger_ms, load=load, listener=listener,
         p50=lat["p50"], p75=lat["p75"], p99=lat["p99"], p999=lat["p999"],
         records_per_s=float(second["records_per_s"]),
         offered_per_s=load - skipped / window if window > 0 else None,
@@ -264,9 +300,11 @@ def kafka_problem(version: str = KAFKA_VERSION) -> str | None:
     return None
 
 
-def kafka_server_properties(node_id: int, port: int, voters: str, data_dir: Path, linger_ms: int) -> str:
+def kafka_server_properties(node_id: int, port: int, voters: str, data_dir: Path, linger_ms: int,
+                            extra: dict[str, str] | None = None) -> str:
     """A TestRaftServer configuration: static quorum ``voters`` (``id@host:port,...``), one
-    CONTROLLER listener on ``port``, the log under ``data_dir``."""
+    CONTROLLER listener on ``port``, the log under ``data_dir``; ``extra`` settings last (a key
+    there wins over the same key before it)."""
     return "\n".join([
         f"node.id={node_id}",
         "process.roles=controller",
@@ -277,19 +315,21 @@ def kafka_server_properties(node_id: int, port: int, voters: str, data_dir: Path
         f"metadata.log.dir={data_dir}",
         f"log.dirs={data_dir}",
         f"{LINGER_KEY}={linger_ms}",
+        *(f"{k}={v}" for k, v in (extra or {}).items()),
     ]) + "\n"
 
 
-def run_kafka(linger_ms: int, timing: Timing, base: Path, load: int = THROUGHPUT,
+def run_kafka(linger_ms: int, timing: Timing, base: Path, load: int = THROUGHPUT, listener: str = "PLAINTEXT",
               version: str = KAFKA_VERSION) -> Row:
-    """Three Kafka TestRaftServer JVMs at ``linger_ms``, the leader offering ``load`` records/s;
-    figures of the leader's line chosen as the module docstring says. Raises QuorumRunError when
-    the run gives no figures."""
+    """Three Kafka TestRaftServer JVMs at ``linger_ms``, the leader offering ``load`` records/s,
+    on a ``listener`` (PLAINTEXT or SSL) controller listener; figures of the leader's line chosen
+    as the module docstring says. Raises QuorumRunError when the run gives no figures."""
     from kwire.uuid import Uuid
     from tools.local_cluster import free_ports
     from tools.stock_kafka import start_kafka_class
 
-    root = base / f"kafka-{load}-linger-{linger_ms}"
+    root = base / f"kafka-{listener}-{load}-linger-{linger_ms}"
+    extra = tls_properties(base) if listener == "SSL" else None
     ports = free_ports(NODES)
     voters = ",".join(f"{i + 1}@localhost:{p}" for i, p in enumerate(ports))
     procs: list[subprocess.Popen[bytes]] = []
@@ -300,7 +340,7 @@ def run_kafka(linger_ms: int, timing: Timing, base: Path, load: int = THROUGHPUT
             node_dir = root / f"node-{i + 1}"
             node_dir.mkdir(parents=True)
             config = node_dir / "server.properties"
-            config.write_text(kafka_server_properties(i + 1, port, voters, node_dir / "data", linger_ms))
+            config.write_text(kafka_server_properties(i + 1, port, voters, node_dir / "data", linger_ms, extra))
             outs.append(node_dir / "stdout.log")
             errs.append(node_dir / "stderr.log")
             with outs[-1].open("wb") as out, errs[-1].open("wb") as err:
@@ -368,7 +408,7 @@ def run_kafka(linger_ms: int, timing: Timing, base: Path, load: int = THROUGHPUT
     if len(leaders) > 1:
         notes.append(f"leaders in order {leaders}: figures are the last one's")
     return Row(
-        implementation=f"Kafka {version}", linger_ms=linger_ms, load=load,
+        implementation=f"Kafka {version}", linger_ms=linger_ms, load=load, listener=listener,
         p75=p75, p99=p99, p999=p999, records_per_s=records_per_s,
         offered_per_s=float(load), skipped=None,
         cpu_s_per_million=(cpu_end - cpu_mark[1]) / records * 1e6 if records else None,
@@ -395,11 +435,12 @@ def keeps_up(row: Row) -> bool:
             and row.records_per_s >= KEEP_UP_SHARE * row.load)
 
 
-def saturation(rows: Sequence[Row], implementation: str, linger_ms: int) -> int | None:
-    """The highest offered load (records/s) up to which ``implementation`` kept up at
-    ``linger_ms`` at every measured load (:func:`keeps_up`); None when it kept up at none."""
+def saturation(rows: Sequence[Row], label: str, linger_ms: int) -> int | None:
+    """The highest offered load (records/s) up to which the rows of ``label`` (``Row.label``:
+    the implementation, and its listener when TLS) kept up at ``linger_ms`` at every measured
+    load (:func:`keeps_up`); None when they kept up at none."""
     best: int | None = None
-    for row in sorted((r for r in rows if r.implementation == implementation and r.linger_ms == linger_ms),
+    for row in sorted((r for r in rows if r.label == label and r.linger_ms == linger_ms),
                       key=lambda r: r.load):
         if not keeps_up(row):
             break
@@ -414,10 +455,10 @@ def format_rows(rows: Sequence[Row]) -> str:
     lines = [header]
     for r in rows:
         if r.error is not None:
-            lines.append([r.implementation, f"{r.linger_ms} ms", f"{r.load:,}"] + ["-"] * (len(header) - 3))
+            lines.append([r.label, f"{r.linger_ms} ms", f"{r.load:,}"] + ["-"] * (len(header) - 3))
             continue
         lines.append([
-            r.implementation, f"{r.linger_ms} ms", f"{r.load:,}",
+            r.label, f"{r.linger_ms} ms", f"{r.load:,}",
             "n/a" if r.p50 is None else _ms(r.p50), _ms(r.p75), _ms(r.p99), _ms(r.p999),
             _rate(r.records_per_s), _rate(r.offered_per_s),
             "-" if r.skipped is None else f"{r.skipped:,}",
@@ -431,12 +472,12 @@ def format_rows(rows: Sequence[Row]) -> str:
     for r in rows:
         text = f"error: {r.error}" if r.error is not None else r.note
         if text:
-            out.append(f"  {r.implementation}, {r.load:,} rec/s, linger {r.linger_ms} ms: {text}")
+            out.append(f"  {r.label}, {r.load:,} rec/s, linger {r.linger_ms} ms: {text}")
     if len({r.load for r in rows}) > 1:
-        for implementation in dict.fromkeys(r.implementation for r in rows):
+        for implementation in dict.fromkeys(r.label for r in rows):
             for linger in LINGERS_MS:
                 point = saturation(rows, implementation, linger)
-                measured = max((r.load for r in rows if (r.implementation, r.linger_ms) == (implementation, linger)),
+                measured = max((r.load for r in rows if (r.label, r.linger_ms) == (implementation, linger)),
                                default=None)
                 if point is None:
                     text = "no measured load"
@@ -453,35 +494,34 @@ def to_results(rows: Sequence[Row], timing: Timing) -> list[Result]:
     """The rows as the runner's kwire-vs-reference results (one per figure, load and linger)."""
     results: list[Result] = []
     kafka_name = f"Kafka {KAFKA_VERSION} TestRaftServer"
-    for load in dict.fromkeys(r.load for r in rows):
-        for linger in LINGERS_MS:
-            k = next((r for r in rows if (r.load, r.linger_ms, r.implementation) == (load, linger, "kwire")), None)
-            ref = next((r for r in rows if (r.load, r.linger_ms) == (load, linger) and r.implementation != "kwire"),
-                       None)
-            if k is None or k.error is not None:
+    for load, linger, listener in dict.fromkeys((r.load, r.linger_ms, r.listener) for r in rows):
+        same = [r for r in rows if (r.load, r.linger_ms, r.listener) == (load, linger, listener)]
+        k = next((r for r in same if r.implementation == "kwire"), None)
+        ref = next((r for r in same if r.implementation != "kwire"), None)
+        if k is None or k.error is not None:
+            continue
+        ok_ref = ref if ref is not None and ref.error is None else None
+        conditions = (f"{NODES} nodes, {load} rec/s x {RECORD_SIZE} B offered, linger {linger} ms, "
+                      f"{timing.description}" + ("" if ok_ref else "; no reference figures (see above)"))
+        at = ("" if load == THROUGHPUT else f" at {load:,} rec/s") + (" over TLS" if listener == "SSL" else "")
+        figures: list[tuple[str, str, float | None, float | None, bool]] = [
+            ("commit latency p50", "ms", k.p50, None, False),
+            ("commit latency p75", "ms", k.p75, ok_ref.p75 if ok_ref else None, False),
+            ("commit latency p99", "ms", k.p99, ok_ref.p99 if ok_ref else None, False),
+            ("committed records/s", "rec/s", k.records_per_s,
+             ok_ref.records_per_s if ok_ref else None, True),
+            ("CPU-s per million records", "s", k.cpu_s_per_million,
+             ok_ref.cpu_s_per_million if ok_ref else None, False),
+        ]
+        for what, unit, kv, rv, higher in figures:
+            if kv is None:
                 continue
-            ok_ref = ref if ref is not None and ref.error is None else None
-            conditions = (f"{NODES} nodes, {load} rec/s x {RECORD_SIZE} B offered, linger {linger} ms, "
-                          f"{timing.description}" + ("" if ok_ref else "; no reference figures (see above)"))
-            at = "" if load == THROUGHPUT else f" at {load:,} rec/s"
-            figures: list[tuple[str, str, float | None, float | None, bool]] = [
-                ("commit latency p50", "ms", k.p50, None, False),
-                ("commit latency p75", "ms", k.p75, ok_ref.p75 if ok_ref else None, False),
-                ("commit latency p99", "ms", k.p99, ok_ref.p99 if ok_ref else None, False),
-                ("committed records/s", "rec/s", k.records_per_s,
-                 ok_ref.records_per_s if ok_ref else None, True),
-                ("CPU-s per million records", "s", k.cpu_s_per_million,
-                 ok_ref.cpu_s_per_million if ok_ref else None, False),
-            ]
-            for what, unit, kv, rv, higher in figures:
-                if kv is None:
-                    continue
-                results.append(Result(
-                    section=SECTION, what=f"{what}, linger {linger} ms{at}", unit=unit, kwire=float(kv),
-                    reference=None if rv is None else float(rv), reference_name=kafka_name,
-                    conditions=conditions, higher_is_better=higher,
-                    extra={"kwire_row": _row_dict(k), "reference_row": _row_dict(ref)},
-                ))
+            results.append(Result(
+                section=SECTION, what=f"{what}, linger {linger} ms{at}", unit=unit, kwire=float(kv),
+                reference=None if rv is None else float(rv), reference_name=kafka_name,
+                conditions=conditions, higher_is_better=higher,
+                extra={"kwire_row": _row_dict(k), "reference_row": _row_dict(ref)},
+            ))
     return results
 
 
@@ -552,21 +592,23 @@ def run(args: Any) -> list[Result]:
           f"records/s of {RECORD_SIZE} B (TestRaftServer's workload is {THROUGHPUT:,}); "
           f"{timing.description}; directories under {base}", flush=True)
     failovers: list[failover.FailoverRow] = []
+    listeners = ("PLAINTEXT", "SSL") if getattr(args, "tls", False) else ("PLAINTEXT",)
     try:
         for load in loads:
             for linger in LINGERS_MS:
-                for name, runner in (("kwire", run_kwire), (kafka_name, run_kafka)):
-                    if name != "kwire" and problem is not None:
-                        rows.append(Row(name, linger, load, error=f"not run: {problem}"))
-                        continue
-                    t0 = time.monotonic()
-                    try:
-                        row = runner(linger, timing, base, load)
-                    except Exception as exc:  # noqa: BLE001 - a failed run is a row that says why
-                        row = Row(name, linger, load, error=f"{type(exc).__name__}: {exc}")
-                    rows.append(row)
-                    print(f"  {name}, {load:,} rec/s, linger {linger} ms: {time.monotonic() - t0:.0f} s, "
-                          f"load average {_loadavg()}", flush=True)
+                for listener in listeners:
+                    for name, runner in (("kwire", run_kwire), (kafka_name, run_kafka)):
+                        if name != "kwire" and problem is not None:
+                            rows.append(Row(name, linger, load, error=f"not run: {problem}", listener=listener))
+                            continue
+                        t0 = time.monotonic()
+                        try:
+                            row = runner(linger, timing, base, load, listener)
+                        except Exception as exc:  # noqa: BLE001 - a failed run is a row that says why
+                            row = Row(name, linger, load, error=f"{type(exc).__name__}: {exc}", listener=listener)
+                        rows.append(row)
+                        print(f"  {row.label}, {load:,} rec/s, linger {linger} ms: {time.monotonic() - t0:.0f} s, "
+                              f"load average {_loadavg()}", flush=True)
         if not getattr(args, "no_failover", False):
             rounds = failover.QUICK_ROUNDS if getattr(args, "quick", False) else failover.ROUNDS
             failovers = run_failovers(base, rounds, problem)
