@@ -104,7 +104,8 @@ async def test_kwires_client_reauthenticates_before_its_session_expires(
 ) -> None:
     """KIP-368 both ways in kwire: a listener with ``connections.max.reauth.ms`` 2,000 gives
     that lifetime, kwire's client logs in again 85-95% into it, and a client that does not is
-    closed at its first request after the expiry. (Against a stock controller:
+    closed at its first request after the expiry; a refused login is logged with the user and
+    the peer's address. (Against a stock controller:
     compat/test_sasl.py and compat/test_secured_cluster.py.)"""
     mock_clock.autojump_threshold = 0.1  # real seconds idle before the clock jumps
     caplog.set_level(logging.INFO, logger="server.net")
@@ -132,6 +133,10 @@ async def test_kwires_client_reauthenticates_before_its_session_expires(
         with pytest.raises(KafkaConnectionError):
             await conn.request(dq_request(3))
     assert any("its SASL session (User:admin, 2000 ms) expired" in r.getMessage() for r in caplog.records)
+    with pytest.raises(KafkaConnectionError, match="Invalid username or password"):
+        await open_connection("127.0.0.1", running.port(), sasl=SaslClient("PLAIN", "admin", "wrong"))
+    refused = [r.getMessage() for r in caplog.records if "failed with SASL mechanism PLAIN" in r.getMessage()]
+    assert len(refused) == 1 and "from 127.0.0.1:" in refused[0] and "for admin" in refused[0], refused
 
 
 def test_reauth_lifetimes_come_from_the_mechanisms_key_then_the_listeners_then_the_nodes() -> None:
