@@ -18,7 +18,7 @@ Asserted, through the broker with the stock tools unless said otherwise:
 
 * stock ``kafka-metadata-quorum --command-config`` and ``kwire metadata-quorum
   --command-config``, given the same SASL_SSL client properties, describe the same leader,
-  epoch, cluster and voters;
+  epoch, cluster and voters, and ``kwire health --command-config`` finds the quorum healthy;
 * before the kill: ``kafka-configs`` adds SCRAM credentials for alice and bob (the broker
   forwards AlterUserScramCredentials to the active controller, which writes them to the log the
   broker reads them from); ``kafka-topics`` creates a topic and the console producer writes to
@@ -241,6 +241,9 @@ def test_a_secured_cluster_through_a_controller_kill(
         kwire_status = kwire_cli(["metadata-quorum", "--bootstrap-controller", quorum.bootstrap, "--command-config",
                                   controller_admin, "describe", "--status"], check=True).stdout
         _same_status(stock_status, kwire_status)
+        health = kwire_cli(["health", "--bootstrap-controller", quorum.bootstrap, "--command-config",
+                            controller_admin])
+        assert health.returncode == 0 and "Status: healthy" in health.stdout, health.stdout + health.stderr
 
         # before the kill
         for user in ("alice", "bob"):

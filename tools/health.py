@@ -3,7 +3,7 @@
 Usage::
 
     kwire health --bootstrap-controller HOST:PORT[,HOST:PORT...] [--safe-to-restart ID]
-        [--caught-up-ms MS] [--timeout-ms MS] [--json]
+        [--caught-up-ms MS] [--timeout-ms MS] [--command-config CLIENT.properties] [--json]
 
 It asks the quorum as ``kafka-metadata-quorum --bootstrap-controller`` does (DescribeCluster to
 find the active controller, then DescribeQuorum; :func:`tools.quorum_client.describe`), so it
@@ -14,7 +14,9 @@ at its current time). Exit status:
 
 * 0 — healthy: an active controller answered and every voter is caught up;
 * 1 — degraded: an active controller answered, but a voter is not caught up;
-* 2 — no quorum: no active controller answered within ``--timeout-ms`` (default 10000).
+* 2 — no quorum: no active controller answered within ``--timeout-ms`` (default 10000), or
+  ``--command-config`` cannot be used (its client keys log in to a secured controller listener,
+  as :mod:`tools.metadata_quorum` says).
 
 ``--safe-to-restart ID`` asks instead whether controller ``ID`` may be restarted now (a rolling
 restart's check): yes (0) when the voters other than ``ID`` that are caught up still make a
@@ -31,6 +33,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from tools.client_config import PLAINTEXT, ClientSecurity, load_client_security
 
 __all__ = ["Assessment", "ReplicaHealth", "add_parser", "assess", "run"]
 
@@ -146,22 +150,31 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--timeout-ms", type=int, default=DEFAULT_TIMEOUT_MS, metavar="MS",
                         help=f"give up on finding an active controller after this long (default {DEFAULT_TIMEOUT_MS})")
     parser.add_argument("--json", action="store_true", help="print the assessment as one JSON object")
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="client properties: security.protocol, sasl.*, ssl.* (as Kafka's admin client)")
 
 
-def _ask(bootstrap: str, timeout_s: float) -> Any:
+def _ask(bootstrap: str, timeout_s: float, security: ClientSecurity = PLAINTEXT) -> Any:
     """The quorum's view, or None when no active controller answered in time."""
     import trio
 
     from tools.quorum_client import QuorumToolError, describe
 
     try:
-        return trio.run(describe, bootstrap, timeout_s)
+        return trio.run(describe, bootstrap, timeout_s, security)
     except (OSError, trio.TooSlowError, QuorumToolError):  # ConnectionError is an OSError
         return None
 
 
 def run(args: argparse.Namespace) -> int:
-    view = _ask(args.bootstrap_controller, args.timeout_ms / 1000)
+    from server.config import ConfigError
+
+    try:
+        security = load_client_security(args.command_config)
+    except ConfigError as exc:
+        print(f"kwire health: --command-config {args.command_config}: {exc}", file=sys.stderr)
+        return NO_QUORUM
+    view = _ask(args.bootstrap_controller, args.timeout_ms / 1000, security)
     if view is None:
         result = Assessment(status=NO_QUORUM, problems=["no active controller answered"])
         if args.safe_to_restart is not None:

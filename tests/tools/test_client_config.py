@@ -78,3 +78,10 @@ def test_the_tool_refuses_a_command_config_it_cannot_use(tmp_path: Path, capsys:
     assert cli.main(["metadata-quorum", "--bootstrap-controller", "localhost:1", "--command-config", str(missing),
                      "describe", "--status"]) == 1
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_health_refuses_a_command_config_it_cannot_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "client.properties"
+    config.write_text("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n", encoding="utf-8")
+    assert cli.main(["health", "--bootstrap-controller", "localhost:1", "--command-config", str(config)]) == 2
+    assert "sasl.jaas.config" in capsys.readouterr().err
