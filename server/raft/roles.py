@@ -328,16 +328,23 @@ class Leader(EpochState):
 
     def set_voters(self, voters: VoterSet, now_ms: int) -> None:
         """Track a new voter set (uncommitted ones included, as ``LeaderState.updateLocalState``):
-        new voters start unknown (an observer's progress carries over), removed ones are
-        dropped, and a kept voter takes the set's replica key (``ReplicaState.setReplicaKey``)."""
+        new voters start unknown (an observer's progress carries over), removed ones become
+        observers with their progress (so a removed voter that still fetches can be added back
+        at once, as ``LeaderState.updateVoterAndObserverStates``), and a kept voter takes the
+        set's replica key (``ReplicaState.setReplicaKey``)."""
         states: dict[int, ReplicaState] = {}
+        removed = dict(self.voter_states)
         for voter in voters.voters:
             old = self.voter_states.get(voter.key.id)
             if old is None or not _matches_key(old.key, voter.key):
-                old = self.observer_states.pop(voter.key, None) or ReplicaState(voter.key)
+                old = self.observer_states.get(voter.key) or ReplicaState(voter.key)
+            removed.pop(voter.key.id, None)
+            self.observer_states.pop(voter.key, None)
             old.key = voter.key  # a static voter's entry gains its directory id
             states[voter.key.id] = old
         self.voter_states = states
+        for state in removed.values():
+            self.observer_states.setdefault(state.key, state)
         if self.voters.majority_size <= 1 < voters.majority_size:
             # the check-quorum timer ran idle while this leader was alone: it starts now
             self.check_quorum_deadline_ms = now_ms + self.check_quorum_timeout_ms

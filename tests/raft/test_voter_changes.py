@@ -165,6 +165,28 @@ def test_remove_voter() -> None:
     assert replies and replies[0].error_code == Errors.NONE
 
 
+def test_a_removed_voter_keeps_its_progress_as_an_observer() -> None:
+    """``LeaderState.updateVoterAndObserverStates``: a removed voter moves to the observers with
+    its fetch state, so adding it straight back does not wait for another fetch."""
+    context, leader = _leader()
+    end = context.log.log_end_offset
+    context.request(_fetch(3, leader.epoch, end, leader.epoch), 17)  # voter 3 caught up
+    caught_up = leader.voter_states[3].last_caught_up_ms
+    assert caught_up >= 0
+    _, response = context.request(_remove(3), 0)
+    assert response is None
+    context.request(_fetch(2, leader.epoch, context.log.log_end_offset, leader.epoch), 17)  # commits the removal
+    assert leader.voters.ids == frozenset({1, 2}) and not voter_change.uncommitted(context.core)
+    observer = leader.observer_states[ReplicaKey(3, DIRS[3])]
+    assert observer.last_caught_up_ms == caught_up and observer.end_offset == end
+    out, response = context.request(_add(3), 0)
+    assert response is None
+    send = next(s for s in out.sends if type(s.request).__name__ == "ApiVersionsRequest")
+    context.step(ResponseReceived(send.correlation_id, 3, _api_versions()))
+    assert leader.voters.ids == frozenset({1, 2, 3})
+    assert ReplicaKey(3, DIRS[3]) not in leader.observer_states
+
+
 def test_leader_removing_itself_resigns_once_committed() -> None:
     context, leader = _leader()
     out, response = context.request(_remove(1), 0)
