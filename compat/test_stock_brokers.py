@@ -9,7 +9,7 @@ the stock tool, ``controller.quorum.bootstrap.servers`` naming the controllers).
   broker forwards to the active controller in an Envelope (KIP-590), names kwire's leader;
 * the stock topic tool creates a topic of 6 partitions and replication factor 3 (each broker
   leads two, every ISR holds all three); the stock console producer (idempotent, acks=all)
-  writes 20,000 records (5,000 on 3.9.2 in ``make test``, 100,000 in ``make nightly``) and the stock console consumer reads
+  writes 5,000 records (100,000 in ``make nightly``) and the stock console consumer reads
   exactly those back; kafka-python creates a second topic and does the same; the stock leader-election tool, through a broker
   that forwards ElectLeaders to kwire, finds the preferred leader already elected;
 * the stock reassignment tool, through a broker that forwards AlterPartitionReassignments and
@@ -101,6 +101,9 @@ FENCE_BOUND_S = (SESSION_TIMEOUT_MS + SESSION_TIMEOUT_MS // 8) / 1000 + 3.0
 fencing record to reach the brokers (a margin for a loaded machine)."""
 BROKER_START_TIMEOUT_S = 90.0
 REBALANCE_INTERVAL_S = 1
+LOAD_RECORDS_PER_S = 1000
+"""The steady load's rate through the rounds: every second of a round carries acknowledged
+records, and the producer leaves the machine's CPU to the brokers and controllers."""
 """The kwire controllers' ``leader.imbalance.check.interval.seconds`` here (Kafka's default is
 300), so that a restarted broker leads its preferred partitions again within the test."""
 REBALANCE_BOUND_S = 60.0
@@ -137,15 +140,15 @@ class Plan:
 
 def _plan(kafka: KafkaRelease) -> Plan:
     """``KWIRE_FAILOVERS`` rounds with 100,000-record round trips on every release (``make
-    nightly`` runs 20); else, for the time ``make test`` has, on the newest release 20,000
-    records, a broker kill and a broker SIGTERM with the empty-disk join, on the older one 5,000
-    records and a broker kill. (``make test`` kills the active controller under stock brokers in
+    nightly`` runs 20); else, for the time ``make test`` has, 5,000-record round trips and on
+    the newest release a broker kill and a broker SIGTERM with the empty-disk join, on the
+    older one a broker kill. (``make test`` kills the active controller under stock brokers in
     ``compat/test_quorum_faults.py``, whose runs carry brokers of the newest release.)"""
     configured = os.environ.get("KWIRE_FAILOVERS")
     if configured:
         return Plan(100_000, tuple(range(int(configured))), True)
     if kafka.version == PINNED_VERSIONS[-1]:
-        return Plan(20_000, (1, 2), True)
+        return Plan(5_000, (1, 2), True)
     return Plan(5_000, (1,), False)
 
 
@@ -206,7 +209,7 @@ def test_stock_brokers_run_on_a_kwire_quorum(each_kafka: KafkaRelease, tmp_path:
 
         # a steady kafka-python load while the active controller is killed again and again
         assert "Created topic load." in create_topic(each_kafka, bootstrap, "load", 6, 3)
-        load = Load(bootstrap, "load")
+        load = Load(bootstrap, "load", LOAD_RECORDS_PER_S)
         load.start()
         joined = None
         acked_before = 0
