@@ -84,7 +84,9 @@ test:
 ## fuzzed inputs for every message decoder, 1,000 random messages per spec version through
 ## Kafka's own codecs, 50 leader kills of a kwire quorum under load, 20
 ## rounds of active-controller and broker kills under stock brokers on both pinned releases,
-## and the fault soak (`soak`, SOAK_MINUTES).
+## both secured quorums on both releases, every release-and-kind pair of the add, remove and
+## replace controller runs and of the differential probe (`make test` runs a cover of each
+## release and each kind), and the fault soak (`soak`, SOAK_MINUTES).
 FAULT_ROUNDS ?= 20
 FAULT_SEED ?= 1
 SOAK_MINUTES ?= 60
@@ -100,6 +102,8 @@ nightly: install compat-jars
 	KWIRE_LEADER_KILLS=50 $(PY) -m pytest -q tests/server/test_failover.py
 	KWIRE_FAILOVERS=20 $(PY) -m pytest -q compat/test_stock_brokers.py
 	KWIRE_SECURED_ALL=1 $(PY) -m pytest -q compat/test_secured_cluster.py
+	KWIRE_COMPAT_FULL_MATRIX=1 $(PY) -m pytest -q compat/test_add_remove_controller.py \
+		compat/test_replace_controller.py compat/test_differential_probe.py
 	$(MAKE) --no-print-directory soak
 
 ## The fault soak (root): for SOAK_MINUTES, quorums of every configuration (kwire, stock and

@@ -4,7 +4,9 @@ compat/harness.py).
 * ``kafka_version``: parametrizes a test over every pinned release (ids ``kafka-3.9.2`` ...)
   and requires its jars (fail under CI=true, skip elsewhere).
 * ``each_kafka``: a :class:`~compat.harness.KafkaRelease` for ``kafka_version``, to run its
-  classes and tools: the test runs once per pinned release.
+  classes and tools: the test runs once per pinned release. A test that runs releases against
+  variants parametrizes ``kafka_version`` and its variant with :func:`compat.kafka.release_matrix`
+  (every pair in ``make nightly``, a cover of both in ``make test``).
 * ``newest_kafka``: the newest pinned release only, required the same way.
 * ``newest_leader_pair``, ``newest_observer_pair``: a stock controller of the newest release
   and a kwire node in the same state, leaders or observers (compat/differential.py).
@@ -45,7 +47,9 @@ def kafka_version(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def each_kafka(kafka_version: str) -> KafkaRelease:
-    """A :class:`~compat.harness.KafkaRelease`: the test runs once for each pinned release."""
+    """A :class:`~compat.harness.KafkaRelease`: the test runs once for each pinned release, or
+    for the releases a test parametrizes ``kafka_version`` with (:func:`compat.kafka.release_matrix`)."""
+    _kafka.require_kafka(kafka_version)
     return KafkaRelease(kafka_version)
 
 

@@ -123,3 +123,26 @@ def require_kafka(version: str | None = None) -> None:
     pytest.skip(problem)
 
 
+
+
+FULL_MATRIX_ENV = "KWIRE_COMPAT_FULL_MATRIX"
+"""With ``1`` (``make nightly``), :func:`release_matrix` gives every pair."""
+
+
+def release_matrix(variants: tuple[str, ...]) -> list[object]:
+    """``pytest.param(release, variant)`` for a test that runs each pinned release against each
+    of ``variants`` (ids ``kafka-<release>-<variant>``).
+
+    With ``$KWIRE_COMPAT_FULL_MATRIX=1`` (:data:`FULL_MATRIX_ENV`, ``make nightly``): every
+    pair. Otherwise, for the time ``make test`` has, a cover of both: each release with one
+    variant and each variant with one release, the newest release with the first variant (two
+    releases and two variants: two runs instead of four)."""
+    import pytest
+
+    if os.environ.get(FULL_MATRIX_ENV) == "1":
+        pairs = [(r, v) for r in PINNED_VERSIONS for v in variants]
+    else:
+        newest_first = PINNED_VERSIONS[::-1]
+        count = max(len(newest_first), len(variants))
+        pairs = [(newest_first[i % len(newest_first)], variants[i % len(variants)]) for i in range(count)]
+    return [pytest.param(r, v, id=f"kafka-{r}-{v}") for r, v in pairs]

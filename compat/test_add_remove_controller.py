@@ -1,7 +1,8 @@
 """Stock ``kafka-metadata-quorum add-controller`` / ``remove-controller`` across kinds (KIP-853).
 
-For every pinned release, in both directions: a standalone leader of one kind (formatted with
-``--standalone``) and a joiner of the other kind, formatted with ``--no-initial-controllers``
+For the pinned releases in both directions (``make test``: a kwire leader on the newest release, a
+stock one on the older; ``make nightly``: every pair, :func:`compat.kafka.release_matrix`): a
+standalone leader of one kind (formatted with ``--standalone``) and a joiner of the other kind, formatted with ``--no-initial-controllers``
 and started with only ``controller.quorum.bootstrap.servers``. Asserted:
 
 * the joiner starts as an observer of the leader (DescribeQuorum lists it among the observers);
@@ -45,6 +46,7 @@ from compat.harness import (
     stop_processes,
     wait_until,
 )
+from compat.kafka import release_matrix
 from storage.meta_properties import read_meta_properties
 from tools.quorum_client import QuorumToolError, describe
 
@@ -115,7 +117,7 @@ def _pair(
         stop_processes(procs.values())
 
 
-@pytest.mark.parametrize("leader_kind", ["kwire", "stock"])
+@pytest.mark.parametrize(("kafka_version", "leader_kind"), release_matrix(("kwire", "stock")))
 def test_stock_tool_adds_and_removes_a_controller_of_the_other_kind(
     each_kafka: KafkaRelease, tmp_path: Path, leader_kind: str
 ) -> None:

@@ -1,7 +1,8 @@
 """Differential probe: the same crafted KRaft requests to a stock controller and to kwire.
 
-For every pinned release and two roles, a stock controller and a kwire node are put in the same
-state: the standalone leader of a directory formatted by that release's ``kafka-storage format
+For the pinned releases and two roles (``make test``: the newest release as leaders and the older
+as observers; ``make nightly``: every pair, :func:`compat.kafka.release_matrix`), a stock
+controller and a kwire node are put in the same state: the standalone leader of a directory formatted by that release's ``kafka-storage format
 --standalone`` (same cluster id, NoOps off so that their logs stand still), or an observer
 formatted with ``--no-initial-controllers`` whose bootstrap server never answers (Unattached in
 epoch 0 with an empty log). Every case builds one request from the
@@ -37,6 +38,7 @@ import trio
 
 from compat.differential import ROLES, PairNode, State, send, start_pair, wait_ready
 from compat.harness import CLUSTER_ID, KafkaRelease
+from compat.kafka import release_matrix
 from kwire.topics import METADATA_PARTITION, METADATA_TOPIC_NAME
 from kwire.uuid import METADATA_TOPIC_ID, Uuid
 from messages.generated import add_raft_voter_request as arv
@@ -66,12 +68,12 @@ class Case:
 # ----------------------------------------------------------------------------- nodes
 
 
-@pytest.fixture(params=ROLES)
-def pair(each_kafka: KafkaRelease, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict[str, PairNode]]:
+@pytest.fixture
+def pair(each_kafka: KafkaRelease, tmp_path: Path, role: str) -> Iterator[dict[str, PairNode]]:
     """A stock controller and a kwire node of each pinned release, in each role: the standalone
     leader of its quorum, or an observer formatted with --no-initial-controllers whose bootstrap
     server never answers (Unattached in epoch 0); see compat/differential.py."""
-    with start_pair(each_kafka, tmp_path, request.param) as nodes:
+    with start_pair(each_kafka, tmp_path, role) as nodes:
         yield nodes
 
 
@@ -255,6 +257,7 @@ def normalize(response: Any, s: State) -> tuple[Any, ...]:
     raise AssertionError(f"unexpected response {name}")
 
 
+@pytest.mark.parametrize(("kafka_version", "role"), release_matrix(ROLES))
 def test_stock_and_kwire_answer_alike(each_kafka: KafkaRelease, pair: dict[str, PairNode]) -> None:
     # the newest versions the stock release takes (3.9: Vote 0-1, Fetch 0-17, AddRaftVoter 0)
     vote_version = 2 if each_kafka.at_least(4, 0) else 1

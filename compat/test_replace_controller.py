@@ -2,8 +2,9 @@
 directory id, in a dynamic quorum of kwire nodes and stock controllers (KIP-853, the KIP-856
 scenario).
 
-For every pinned release, a three-voter dynamic quorum (kwire nodes 1 and 3, stock node 2; then
-kwire node 1 and stock nodes 2 and 3) runs with NoOps as its steady load. Voter 3 is killed with
+For the pinned releases (``make test``: the newest replacing a kwire voter, the older a stock one;
+``make nightly``: every pair, :func:`compat.kafka.release_matrix`), a three-voter dynamic quorum
+(kwire nodes 1 and 3, stock node 2; then kwire node 1 and stock nodes 2 and 3) runs with NoOps as its steady load. Voter 3 is killed with
 SIGKILL and its directory deleted; the command then, with voter 3's configuration:
 
 * prints its plan with ``--dry-run`` (remove the old replica key, then wait for the new one and
@@ -38,6 +39,7 @@ from compat.harness import (
     Quorum,
     batches_below,
 )
+from compat.kafka import release_matrix
 from storage.meta_properties import read_meta_properties
 from tools.quorum_client import describe
 
@@ -46,7 +48,7 @@ pytestmark = [pytest.mark.compat, pytest.mark.slow]
 COMMAND_TIMEOUT_S = 180.0
 
 
-@pytest.mark.parametrize("replaced_kind", ["kwire", "stock"])
+@pytest.mark.parametrize(("kafka_version", "replaced_kind"), release_matrix(("kwire", "stock")))
 def test_replace_a_voter_whose_disk_was_lost(each_kafka: KafkaRelease, tmp_path: Path, replaced_kind: str) -> None:
     kwire_ids = {1, 3} if replaced_kind == "kwire" else {1}
     quorum = Quorum(each_kafka, tmp_path, kwire_ids, dynamic=True)

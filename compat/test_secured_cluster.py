@@ -328,17 +328,20 @@ def test_a_secured_cluster_through_a_controller_kill(
 def _quota_throttles(release: KafkaRelease, tool: Callable[..., subprocess.CompletedProcess[str]], tmp_path: Path,
                      bootstrap: str) -> None:
     """A ``producer_byte_rate`` quota ``kafka-configs`` sets through the broker (the active
-    controller writes the ClientQuotaRecord the broker enforces) throttles alice's producer."""
-    tool("configs", "--alter", "--add-config", "producer_byte_rate=4096", "--entity-type", "users",
+    controller writes the ClientQuotaRecord the broker enforces) throttles alice's producer. The
+    broker measures a rate over its quota window (11 one-second samples, at least ten seconds),
+    so 40 KB sent at once is about twice the 2 KiB/s quota: the answers carry a throttle time,
+    and the producer is not held for long (100 KB against 4 KiB/s held it for ~17 s)."""
+    tool("configs", "--alter", "--add-config", "producer_byte_rate=2048", "--entity-type", "users",
          "--entity-name", "alice")
     tool("topics", "--create", "--topic", "throttled", "--partitions", "1", "--replication-factor", "1")
     tool("acls", "--add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", "throttled")
     wait_until("the broker knows alice's quota",  # it reads the record a moment after the controller commits it
                lambda: tool("configs", "--describe", "--entity-type", "users", "--entity-name", "alice").stdout,
-               60.0, ok=lambda out: "producer_byte_rate=4096" in out)
+               60.0, ok=lambda out: "producer_byte_rate=2048" in out)
     alice = _client(tmp_path / "alice.properties", "alice", "alice-secret")
     perf = release.run_tool("producer-perf-test", [
-        "--topic", "throttled", "--num-records", "100", "--record-size", "1000", "--throughput", "-1",
+        "--topic", "throttled", "--num-records", "40", "--record-size", "1000", "--throughput", "-1",
         "--producer.config", str(alice), "--producer-props", f"bootstrap.servers={bootstrap}", "acks=1",
         "--print-metrics"], timeout=120.0).stdout
     throttle = re.search(r"producer-metrics:produce-throttle-time-max:\{[^}]*\}\s*:\s*([\d.]+)", perf)
