@@ -86,7 +86,9 @@ test:
 ## rounds of active-controller and broker kills under stock brokers on both pinned releases,
 ## both secured quorums on both releases, every release-and-kind pair of the add, remove and
 ## replace controller runs and of the differential probe (`make test` runs a cover of each
-## release and each kind), and the fault soak (`soak`, SOAK_MINUTES).
+## release and each kind), the reassignment, long-running stock controller and stock-quorum
+## audit runs on the older release too (`make test` runs the newest), and the fault soak
+## (`soak`, SOAK_MINUTES).
 FAULT_ROUNDS ?= 20
 FAULT_SEED ?= 1
 SOAK_MINUTES ?= 60
@@ -103,7 +105,8 @@ nightly: install compat-jars
 	KWIRE_FAILOVERS=20 $(PY) -m pytest -q compat/test_stock_brokers.py
 	KWIRE_SECURED_ALL=1 $(PY) -m pytest -q compat/test_secured_cluster.py
 	KWIRE_COMPAT_FULL_MATRIX=1 $(PY) -m pytest -q compat/test_add_remove_controller.py \
-		compat/test_replace_controller.py compat/test_differential_probe.py
+		compat/test_replace_controller.py compat/test_differential_probe.py compat/test_reassign.py \
+		compat/test_stock_controller_log.py compat/test_audit_stock_quorum.py
 	$(MAKE) --no-print-directory soak
 
 ## The fault soak (root): for SOAK_MINUTES, quorums of every configuration (kwire, stock and

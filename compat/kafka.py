@@ -146,3 +146,13 @@ def release_matrix(variants: tuple[str, ...]) -> list[object]:
         count = max(len(newest_first), len(variants))
         pairs = [(newest_first[i % len(newest_first)], variants[i % len(variants)]) for i in range(count)]
     return [pytest.param(r, v, id=f"kafka-{r}-{v}") for r, v in pairs]
+
+
+def newest_or_every_release() -> list[object]:
+    """``pytest.param(release)`` (id ``kafka-<release>``) for the ``kafka_version`` of a test
+    whose older-release runs only ``make nightly`` has time for: every pinned release with
+    ``$KWIRE_COMPAT_FULL_MATRIX=1`` (:data:`FULL_MATRIX_ENV`), else the newest."""
+    import pytest
+
+    chosen = PINNED_VERSIONS if os.environ.get(FULL_MATRIX_ENV) == "1" else PINNED_VERSIONS[-1:]
+    return [pytest.param(r, id=f"kafka-{r}") for r in chosen]

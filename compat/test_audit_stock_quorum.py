@@ -1,5 +1,6 @@
-"""``kwire audit`` over the metadata logs of a stock 3-controller Kafka quorum, for every pinned
-release.
+"""``kwire audit`` over the metadata logs of a stock 3-controller Kafka quorum, for the newest
+pinned release in ``make test`` and every one in ``make nightly``
+(:func:`compat.kafka.newest_or_every_release`).
 
 Three stock KRaft controllers (``process.roles=controller``, ``kafka.Kafka`` from the pinned
 jars) are formatted with the release's own ``kafka-storage format`` and run on loopback ports:
@@ -57,7 +58,7 @@ import pytest
 import trio
 
 from compat.harness import KafkaRelease, free_port
-from compat.kafka import kafka_problem
+from compat.kafka import kafka_problem, newest_or_every_release
 from kwire.uuid import Uuid
 from tests.audit.session import shared_spark
 from tools.quorum_client import QuorumView, describe
@@ -292,6 +293,7 @@ def stock_run(
     return quorum, samples
 
 
+@pytest.mark.parametrize("kafka_version", newest_or_every_release())
 def test_audit_passes_on_stock_quorum_logs_and_matches_the_stock_timeline(
     stock_run: tuple[StockQuorum, list[Sample]], spark: Any
 ) -> None:

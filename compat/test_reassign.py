@@ -1,7 +1,8 @@
 """``kwire metadata-quorum reassign``: a mixed kwire/Kafka dynamic quorum moved to new voter sets by
 safe single-voter changes (KIP-853), interrupted once and resumed.
 
-Six controllers of each pinned release's line (kwire 1, 3, 5; stock 2, 4, 6), voters {1, 2, 3}
+Six controllers (kwire 1, 3, 5; stock 2, 4, 6) of the newest pinned release's line (every
+release's in ``make nightly``, :func:`compat.kafka.newest_or_every_release`), voters {1, 2, 3}
 at the start, 4, 5 and 6 observers. Asserted:
 
 * ``--dry-run`` prints the plan to {4, 5, 6}: the three additions first, then the three
@@ -34,6 +35,7 @@ from compat.harness import (
     Quorum,
     batches_below,
 )
+from compat.kafka import newest_or_every_release
 from storage.meta_properties import read_meta_properties
 from tools.quorum_client import describe
 
@@ -73,6 +75,7 @@ def _reassign(quorum: Quorum, bootstrap: str, ids: tuple[int, ...], *extra: str,
     return proc.returncode, out_path.read_text()
 
 
+@pytest.mark.parametrize("kafka_version", newest_or_every_release())
 def test_reassign_to_new_voter_sets_with_an_interruption(each_kafka: KafkaRelease, tmp_path: Path) -> None:
     quorum = Quorum(each_kafka, tmp_path, {1, 3, 5}, dynamic=True, ids=(1, 2, 3, 4, 5, 6), voter_ids=(1, 2, 3))
     bootstrap = ",".join(f"localhost:{p}" for p in quorum.ports.values())

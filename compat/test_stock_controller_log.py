@@ -1,6 +1,7 @@
 """kwire reads the metadata log and snapshots of a stock Kafka controller that ran for a while.
 
-For every pinned release, a stock standalone controller (``kafka.Kafka`` from the jars, on a
+For the newest pinned release (every one in ``make nightly``,
+:func:`compat.kafka.newest_or_every_release`), a stock standalone controller (``kafka.Kafka`` from the jars, on a
 directory formatted by stock ``kafka-storage format --standalone``) runs with settings that make
 it write NoOp records every 20 ms, roll a segment every few KiB and snapshot every few KiB of new
 records (``QuorumController`` / ``SnapshotGenerator``, KIP-630). Once it has written several
@@ -37,6 +38,7 @@ from compat.harness import (
     free_port,
     run_stock_controller,
 )
+from compat.kafka import newest_or_every_release
 from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.no_op_record import NoOpRecord
 from messages.metadata import decode_record
@@ -192,6 +194,7 @@ def _assert_json_agrees(kafka: KafkaRelease, files: list[Path], stock_text: str)
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("kafka_version", newest_or_every_release())
 def test_kwire_reads_a_long_running_stock_controller(each_kafka: KafkaRelease, tmp_path: Path) -> None:
     port = free_port()
     data = tmp_path / "data"

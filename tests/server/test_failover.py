@@ -1,7 +1,7 @@
 """Failover of a 3-node kwire quorum under load, over real processes and real disks.
 
 Three ``kwire test-raft-server`` processes (``tests.quorum_run``); the leader writes 500
-records/s. The leader is killed with SIGKILL 5 times (``KWIRE_LEADER_KILLS``; ``make nightly``
+records/s. The leader is killed with SIGKILL 3 times (``KWIRE_LEADER_KILLS``; ``make nightly``
 runs 50). Each time a new leader must commit a
 record of its own within ``controller.quorum.fetch.timeout.ms`` (2 s, Kafka's default) plus
 1 s of the kill, and after the run the on-disk logs of all three nodes must hold every record
@@ -29,7 +29,7 @@ import pytest
 from server.config import load_config
 from tests.quorum_run import check_logs, run_failovers
 
-KILLS = int(os.environ.get("KWIRE_LEADER_KILLS", "5"))
+KILLS = int(os.environ.get("KWIRE_LEADER_KILLS", "3"))
 """SIGKILLs of the leader: 5 in ``make test``, 50 in ``make nightly``."""
 
 
