@@ -62,17 +62,22 @@ run: install
 ## the tests start hundreds of short-lived kwire, tool and Spark worker processes, each of
 ## which would otherwise compile every module it imports, and pytest keeps its rewritten test
 ## modules only when it may write bytecode. The project's own modules are compiled up front so
-## that the workers do not all compile them at once.
+## that the workers do not all compile them at once. The stock releases' class data sharing
+## archives (tools/stock_kafka.py) are made meanwhile, one after another, so that the first tests
+## to start a JVM do not each wait for an archive's training.
 test:
 	$(MAKE) --no-print-directory -j 2 --output-sync=target install compat-jars
-	$(PY) -m compileall -q -j 0 kwire messages storage server tools tests compat conftest.py
-	@idle=$$(chrt --idle 0 true >/dev/null 2>&1 && echo "chrt --idle 0" || echo "nice -n 19"); \
+	@KWIRE_KAFKA_JVM_FLAGS=-XX:TieredStopAtLevel=1 $(PY) -m tools.stock_kafka --class-data-archives \
+		> .class-data-archives.log 2>&1 & archives=$$!; \
+	$(PY) -m compileall -q -j 0 kwire messages storage server tools tests compat conftest.py; \
+	idle=$$(chrt --idle 0 true >/dev/null 2>&1 && echo "chrt --idle 0" || echo "nice -n 19"); \
 	PYTHONDONTWRITEBYTECODE= KWIRE_SIM_SEEDS=200 $$idle $(PY) -m pytest -q -n 2 -m simulation -p no:cacheprovider \
 		--durations=5 > .simulation.log 2>&1 & simulated=$$!; \
 	$$idle $(MAKE) --no-print-directory -j 4 --output-sync=target check-generated lint lint-imports \
 		typecheck > .checks.log 2>&1 & checks=$$!; \
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 2 -m "not simulation" --durations=15; tested=$$?; \
 	wait $$simulated; seeds=$$?; wait $$checks; checked=$$?; cat .simulation.log .checks.log; \
+	wait $$archives; \
 	if [ $$seeds -ne 0 ]; then echo "make test: the simulation seeds failed (output above)"; fi; \
 	if [ $$checked -ne 0 ]; then echo "make test: the checks failed (output above)"; fi; \
 	exit $$(( tested || seeds || checked ))
