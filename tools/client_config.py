@@ -28,7 +28,7 @@ import javaproperties
 
 from server.config import SASL_MECHANISMS, ConfigError, parse_jaas_config
 from server.net.sasl import SaslClient
-from server.net.tls import TlsError, client_context, tls_settings
+from server.net.tls import client_context, tls_settings
 
 __all__ = ["PLAINTEXT", "ClientSecurity", "client_security", "load_client_security"]
 
@@ -56,10 +56,7 @@ def client_security(props: Mapping[str, str]) -> ClientSecurity:
         raise ConfigError("security.protocol", f"{protocol} is not one of {', '.join(_PROTOCOLS)}")
     context = None
     if protocol in ("SSL", "SASL_SSL"):
-        try:
-            context = client_context(tls_settings(props, "client"))
-        except TlsError as exc:
-            raise ConfigError(exc.key, str(exc).split(": ", 1)[1]) from None
+        context = client_context(tls_settings(props, "client"))  # a TlsError is a ConfigError
     sasl = None
     if protocol.startswith("SASL_"):
         mechanism = props.get("sasl.mechanism", "GSSAPI").strip()

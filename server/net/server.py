@@ -41,7 +41,7 @@ from server.config import KRaftConfig, Listener
 from server.net.api_versions import ApiVersionsResponder
 from server.net.dispatcher import Dispatcher, RequestContext
 from server.net.sasl import SaslFailure, SaslServerConfig, SaslSession
-from server.net.tls import TlsError, principal_of
+from server.net.tls import DEFAULT_PRINCIPAL_RULES, PrincipalRule, TlsError, principal_of
 
 __all__ = ["BoundListener", "RunningServer", "TlsListener", "serve"]
 
@@ -322,10 +322,10 @@ class _Server:
 
 @dataclass(frozen=True, slots=True)
 class TlsListener:
-    """A TLS listener's server context and ``ssl.principal.mapping.rules``."""
+    """A TLS listener's server context and its ``ssl.principal.mapping.rules``, parsed."""
 
     context: ssl.SSLContext
-    principal_rules: str = "DEFAULT"
+    principal_rules: tuple[PrincipalRule, ...] = DEFAULT_PRINCIPAL_RULES
 
 
 TLS_HANDSHAKE_TIMEOUT_S = 10.0

@@ -36,17 +36,19 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-__all__ = ["TlsError", "client_context", "principal_of", "server_context", "tls_settings"]
+from server.config import ConfigError
+
+__all__ = [
+    "DEFAULT_PRINCIPAL_RULES", "PrincipalRule", "TlsError", "client_context", "principal_of", "principal_rules",
+    "server_context", "tls_settings",
+]
 
 _PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 
 
-class TlsError(ValueError):
-    """A TLS setting that cannot be used: ``key`` names it."""
-
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"{key}: {message}")
-        self.key = key
+class TlsError(ConfigError):
+    """A TLS setting that cannot be used (``key`` names it), or a client certificate that no
+    ``ssl.principal.mapping.rules`` rule maps."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,41 +202,65 @@ def client_context(settings: TlsSettings) -> ssl.SSLContext:
 
 
 _RULE = re.compile(r"RULE:((?:[^/\\\\]|\\\\.)*)/((?:[^/\\\\]|\\\\.)*)/([LU]?)")
+RULES_KEY = "ssl.principal.mapping.rules"
 
 
-def principal_of(der_certificate: bytes | None, rules: str = "DEFAULT") -> str:
+@dataclass(frozen=True, slots=True)
+class PrincipalRule:
+    """One rule of ``ssl.principal.mapping.rules`` (``SslPrincipalMapper``): ``DEFAULT``
+    (``pattern`` None: the name as it is), or ``RULE:pattern/replacement/[LU]``."""
+
+    pattern: re.Pattern[str] | None
+    replacement: str = ""
+    case: str = ""
+
+    def apply(self, name: str) -> str | None:
+        """The mapped name, None when the rule does not match ``name``."""
+        if self.pattern is None:
+            return name
+        if self.pattern.fullmatch(name) is None:
+            return None
+        mapped = self.pattern.sub(self.replacement, name)
+        return mapped.lower() if self.case == "L" else mapped.upper() if self.case == "U" else mapped
+
+
+DEFAULT_PRINCIPAL_RULES = (PrincipalRule(None),)
+
+
+def principal_rules(text: str = "DEFAULT", key: str = RULES_KEY) -> tuple[PrincipalRule, ...]:
+    """``ssl.principal.mapping.rules`` parsed, once, when a listener is set up (commas inside a
+    rule's pattern stay). Raises TlsError, naming ``key``, for a rule or pattern that is not
+    valid."""
+    rules: list[PrincipalRule] = []
+    remaining = text.strip()
+    while remaining:
+        if remaining.startswith("DEFAULT"):
+            rules.append(PrincipalRule(None))
+            remaining = remaining[len("DEFAULT"):]
+        else:
+            found = _RULE.match(remaining)
+            if found is None:
+                raise TlsError(key, f"invalid rules {text!r}")
+            pattern, replacement, case = found.groups()
+            try:
+                compiled = re.compile(pattern)
+            except re.error as exc:
+                raise TlsError(key, f"invalid pattern {pattern!r}: {exc}") from None
+            rules.append(PrincipalRule(compiled, re.sub(r"\$(\d)", r"\\\1", replacement), case))
+            remaining = remaining[found.end():]
+        remaining = remaining.lstrip().removeprefix(",").lstrip()
+    return tuple(rules) or DEFAULT_PRINCIPAL_RULES
+
+
+def principal_of(der_certificate: bytes | None, rules: tuple[PrincipalRule, ...] = DEFAULT_PRINCIPAL_RULES) -> str:
     """The principal of a client certificate (DER), ``User:ANONYMOUS`` without one: its subject
-    in RFC 2253 form mapped by ``ssl.principal.mapping.rules``. Raises TlsError when no rule
-    matches (Kafka refuses the connection)."""
+    in RFC 2253 form mapped by the first of ``rules`` that matches. Raises TlsError when none
+    does (Kafka refuses the connection)."""
     if der_certificate is None:
         return "User:ANONYMOUS"
     name = x509.load_der_x509_certificate(der_certificate).subject.rfc4514_string()
-    for rule in _split_rules(rules):
-        if rule == "DEFAULT":
-            return f"User:{name}"
-        found = _RULE.fullmatch(rule)
-        if found is None:
-            raise TlsError("ssl.principal.mapping.rules", f"invalid rule {rule!r}")
-        pattern, replacement, case = found.groups()
-        if re.fullmatch(pattern, name):
-            mapped = re.sub(pattern, re.sub(r"\$(\d)", r"\\\1", replacement), name)
-            return "User:" + (mapped.lower() if case == "L" else mapped.upper() if case == "U" else mapped)
-    raise TlsError("ssl.principal.mapping.rules", f"no rule matches the principal {name}")
-
-
-def _split_rules(rules: str) -> list[str]:
-    """The rules of ``ssl.principal.mapping.rules`` (commas inside a rule's pattern stay)."""
-    out: list[str] = []
-    text = rules.strip()
-    while text:
-        if text.startswith("DEFAULT"):
-            out.append("DEFAULT")
-            text = text[len("DEFAULT"):]
-        else:
-            found = _RULE.match(text)
-            if found is None:
-                raise TlsError("ssl.principal.mapping.rules", f"invalid rules {rules!r}")
-            out.append(found.group(0))
-            text = text[found.end():]
-        text = text.lstrip().removeprefix(",").lstrip()
-    return out or ["DEFAULT"]
+    for rule in rules:
+        mapped = rule.apply(name)
+        if mapped is not None:
+            return f"User:{mapped}"
+    raise TlsError(RULES_KEY, f"no rule matches the principal {name}")

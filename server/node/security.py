@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import ssl
 
-from server.config import ConfigError, KRaftConfig
+from server.config import KRaftConfig
 from server.net.server import TlsListener
-from server.net.tls import TlsError, client_context, server_context, tls_settings
+from server.net.tls import RULES_KEY, client_context, principal_rules, server_context, tls_settings
 
 __all__ = ["controller_client_context", "tls_listeners"]
 
@@ -17,26 +17,20 @@ TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 
 
 def tls_listeners(config: KRaftConfig) -> dict[str, TlsListener]:
-    """A :class:`TlsListener` per SSL or SASL_SSL listener. Raises ConfigError."""
+    """A :class:`TlsListener` per SSL or SASL_SSL listener. Raises ConfigError (a TlsError)."""
     out = {}
     for listener in config.listeners:
         if config.listener_security_protocol_map.get(listener.name) in TLS_PROTOCOLS:
             settings = tls_settings(config.raw, listener.name)
-            try:
-                context = server_context(settings)
-            except TlsError as exc:
-                raise ConfigError(exc.key, str(exc).split(": ", 1)[1]) from None
-            out[listener.name] = TlsListener(context, settings.get("ssl.principal.mapping.rules") or "DEFAULT")
+            rules = principal_rules(settings.get(RULES_KEY) or "DEFAULT", settings.key(RULES_KEY))
+            out[listener.name] = TlsListener(server_context(settings), rules)
     return out
 
 
 def controller_client_context(config: KRaftConfig) -> ssl.SSLContext | None:
     """The TLS context of this node's connections to other controllers, None when the
-    controller listener is not a TLS one. Raises ConfigError."""
+    controller listener is not a TLS one. Raises ConfigError (a TlsError)."""
     listener = config.controller_listener_names[0]
     if config.listener_security_protocol_map.get(listener) not in TLS_PROTOCOLS:
         return None
-    try:
-        return client_context(tls_settings(config.raw, listener))
-    except TlsError as exc:
-        raise ConfigError(exc.key, str(exc).split(": ", 1)[1]) from None
+    return client_context(tls_settings(config.raw, listener))

@@ -25,7 +25,7 @@ from server.net.client import open_connection
 from server.net.dispatcher import RequestContext
 from server.net.sasl import SaslClient, SaslServerConfig
 from server.net.server import TLS_HANDSHAKE_TIMEOUT_S, RunningServer, TlsListener, serve
-from server.net.tls import TlsError, principal_of, server_context, tls_settings
+from server.net.tls import TlsError, principal_of, principal_rules, server_context, tls_settings
 from server.node.security import tls_listeners
 from tests.server.test_net import assert_closed, dq_request, make_table, read_frame
 
@@ -42,10 +42,20 @@ def _der(pki: dict[str, Path], who: str) -> bytes:
 def test_principals_follow_the_mapping_rules(pki: dict[str, Path]) -> None:
     assert principal_of(None) == "User:ANONYMOUS"
     assert principal_of(_der(pki, "alice")) == "User:CN=alice"
-    assert principal_of(_der(pki, "alice"), "RULE:^CN=([^,]*).*$/$1/U,DEFAULT") == "User:ALICE"
-    assert principal_of(_der(pki, "alice"), "RULE:^O=(.*)$/$1/,DEFAULT") == "User:CN=alice"
+    assert principal_of(_der(pki, "alice"), principal_rules("RULE:^CN=([^,]*).*$/$1/U,DEFAULT")) == "User:ALICE"
+    assert principal_of(_der(pki, "alice"), principal_rules("RULE:^O=(.*)$/$1/,DEFAULT")) == "User:CN=alice"
     with pytest.raises(TlsError):
-        principal_of(_der(pki, "alice"), "RULE:^O=(.*)$/$1/")
+        principal_of(_der(pki, "alice"), principal_rules("RULE:^O=(.*)$/$1/"))
+
+
+def test_bad_mapping_rules_stop_the_listener_at_start() -> None:
+    """A rule or a pattern that is not valid is a ConfigError naming the key when the listener
+    is set up, not a failure on the first client certificate."""
+    key = "listener.name.controller.ssl.principal.mapping.rules"
+    for text in ("RULE:^CN=(.*$/$1/", "RULES:x/y/", "DEFAULT,oops"):
+        with pytest.raises(ConfigError) as refused:
+            principal_rules(text, key)
+        assert refused.value.key == key, text
 
 
 def test_a_pkcs12_key_store_serves_and_jks_is_refused(pki: dict[str, Path], tmp_path: Path) -> None:
