@@ -56,9 +56,9 @@ class Peer:
         self.post = post
         self.client_id = client_id
         self.sasl = sasl
+        """How to log in to a SASL controller listener (``sasl.mechanism.controller.protocol``)."""
         self.ssl_context = ssl_context
         """The TLS context of connections to a TLS controller listener."""
-        """How to log in to a SASL controller listener (``sasl.mechanism.controller.protocol``)."""
         self.send, self.receive = trio.open_memory_channel[OutboundRequest](math.inf)
         self.connection: KafkaConnection | None = None
         self.address: tuple[str, int] | None = None

@@ -68,6 +68,19 @@ def make_table(seen: list[tuple[Request, RequestContext]] | None = None) -> Hand
     return table
 
 
+def make_sasl_table() -> HandlerTable:
+    """:func:`make_table` whose SaslHandshake and SaslAuthenticate handlers fail the test: on a
+    SASL listener the network layer answers them, for logins and re-authentications alike."""
+    table = make_table()
+
+    async def api_layer(request: Request, ctx: RequestContext) -> Message:
+        raise AssertionError(f"{type(request.body).__name__} reached the API layer")
+
+    table.register(ApiKey.SASL_HANDSHAKE, (0, 1), api_layer)
+    table.register(ApiKey.SASL_AUTHENTICATE, (0, 2), api_layer)
+    return table
+
+
 async def start(nursery: trio.Nursery, table: HandlerTable | None = None, **kw: object) -> RunningServer:
     running: RunningServer = await nursery.start(
         lambda task_status: serve(LOCAL, table or make_table(), task_status=task_status, **kw)

@@ -12,19 +12,15 @@ import trio.testing
 from scramp import ScramClient as ReferenceClient
 from scramp import ScramMechanism
 
-from kwire.api_keys import ApiKey
 from kwire.errors import Errors
 from messages.generated.sasl_authenticate_request import SaslAuthenticateRequest
 from messages.generated.sasl_handshake_request import SaslHandshakeRequest
-from messages.protocol import Request
-from messages.runtime import Message
 from server.config import ConfigError, KRaftConfig, Listener, parse_jaas_config
 from server.net.client import KafkaConnectionError, open_connection
-from server.net.dispatcher import RequestContext
 from server.net.sasl import SaslClient, SaslServerConfig, SaslSession
 from server.net.scram import ScramClient, ScramFailure, ScramServer, credential_of
 from server.net.server import RunningServer, serve
-from tests.server.test_net import dq_request, make_table
+from tests.server.test_net import dq_request, make_sasl_table
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
         'password="admin-secret" user_admin="admin-secret" user_bob="b\\"ob";')
@@ -109,13 +105,7 @@ async def test_kwires_client_reauthenticates_before_its_session_expires(
     compat/test_sasl.py and compat/test_secured_cluster.py.)"""
     mock_clock.autojump_threshold = 0.1  # real seconds idle before the clock jumps
     caplog.set_level(logging.INFO, logger="server.net")
-    table = make_table()
-
-    async def after_login(request: Request, ctx: RequestContext) -> Message:
-        raise AssertionError("a re-authentication is the network layer's")
-
-    table.register(ApiKey.SASL_HANDSHAKE, (0, 1), after_login)
-    table.register(ApiKey.SASL_AUTHENTICATE, (0, 2), after_login)
+    table = make_sasl_table()
     running: RunningServer = await nursery.start(lambda task_status: serve(
         [Listener("SASL", "127.0.0.1", 0)], table, task_status=task_status,
         sasl={"SASL": SaslServerConfig(("PLAIN",), {"admin": "pw"}, max_reauth_ms={"PLAIN": 2000})},

@@ -15,19 +15,16 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 from compat.pki import make_pki
-from kwire.api_keys import ApiKey
 from kwire.frame import frame
 from messages.generated.sasl_handshake_request import SaslHandshakeRequest
-from messages.protocol import Request, encode_request
-from messages.runtime import Message
+from messages.protocol import encode_request
 from server.config import ConfigError, KRaftConfig, Listener
 from server.net.client import open_connection
-from server.net.dispatcher import RequestContext
 from server.net.sasl import SaslClient, SaslServerConfig
 from server.net.server import TLS_HANDSHAKE_TIMEOUT_S, RunningServer, TlsListener, serve
 from server.net.tls import TlsError, principal_of, principal_rules, server_context, tls_settings
 from server.node.security import tls_listeners
-from tests.server.test_net import assert_closed, dq_request, make_table, read_frame
+from tests.server.test_net import assert_closed, dq_request, make_sasl_table, read_frame
 
 
 @pytest.fixture(scope="module")
@@ -93,13 +90,7 @@ async def test_a_client_that_stops_mid_handshake_is_closed_and_no_one_else_waits
     mock_clock.autojump_threshold = 0.1  # real seconds idle before the clock jumps: the TLS round trips are real
     settings = tls_settings({"ssl.keystore.type": "PEM", "ssl.keystore.location": str(pki["server"])}, "CONTROLLER")
     listeners = [Listener("SECURED", "127.0.0.1", 0), Listener("SASL", "127.0.0.1", 0)]
-    table = make_table()
-
-    async def after_login(request: Request, ctx: RequestContext) -> Message:
-        raise AssertionError("the network layer answers these before the login")
-
-    table.register(ApiKey.SASL_HANDSHAKE, (0, 1), after_login)
-    table.register(ApiKey.SASL_AUTHENTICATE, (0, 2), after_login)
+    table = make_sasl_table()
     running: RunningServer = await nursery.start(lambda task_status: serve(
         listeners, table, idle_timeout_ms=60_000, task_status=task_status,
         tls={"SECURED": TlsListener(server_context(settings))},
