@@ -12,7 +12,7 @@ compat/harness.py).
   and a kwire node in the same state, leaders or observers (compat/differential.py).
 * ``java_oracles``: one long-lived Java codec oracle per release for the session
   (compat/oracle.py), started on first use.
-* ``pki``: a test authority and certificates it signed, for the TLS tests (compat/pki.py).
+* ``pki``: a test authority and certificates it signed, for the TLS tests (tools/pki.py).
 
 Every test under compat/ gets the ``compat`` marker.
 """
@@ -28,7 +28,7 @@ from compat import kafka as _kafka
 from compat.differential import PairNode, start_pair
 from compat.harness import KafkaRelease, newest_pinned_release
 from compat.oracle import JavaOracle
-from compat.pki import make_pki
+from tools.pki import make_pki
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -80,7 +80,7 @@ def newest_observer_pair(newest_kafka: KafkaRelease, tmp_path: Path) -> Iterator
 def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A test authority's PEM file ``ca`` and key-and-certificate PEM files it signed:
     ``server`` (for localhost), ``admin``, ``alice``, ``expired``; and ``stranger``, signed by
-    another authority (compat/pki.py)."""
+    another authority (tools/pki.py)."""
     return make_pki(tmp_path_factory.mktemp("pki"))
 
 

@@ -2,7 +2,7 @@
 stock controller of the newest pinned release.
 
 Both nodes are standalone controllers with ``CONTROLLER:SASL_SSL`` (a certificate the test
-authority of compat/pki.py signed, no client certificates), PLAIN users from the
+authority of tools/pki.py signed, no client certificates), PLAIN users from the
 listener's JAAS configuration (``admin``, ``bob``), ``sasl.mechanism.controller.protocol=PLAIN``
 for their own connections (a controller registers with itself over its listener), and a SCRAM
 credential of ``alice`` bootstrapped by ``kafka-storage format --add-scram``. The same exchanges

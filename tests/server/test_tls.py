@@ -14,7 +14,6 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from compat.pki import make_pki
 from kwire.frame import frame
 from messages.generated.sasl_handshake_request import SaslHandshakeRequest
 from messages.protocol import encode_request
@@ -25,6 +24,7 @@ from server.net.server import TLS_HANDSHAKE_TIMEOUT_S, RunningServer, TlsListene
 from server.net.tls import TlsError, principal_of, principal_rules, server_context, tls_settings
 from server.node.security import tls_listeners
 from tests.server.test_net import assert_closed, dq_request, make_sasl_table, read_frame
+from tools.pki import make_pki
 
 
 @pytest.fixture(scope="module")

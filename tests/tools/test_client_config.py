@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from compat.pki import make_pki
 from server.config import ConfigError
 from server.net.sasl import SaslClient
 from tools import cli
 from tools.client_config import PLAINTEXT, client_security, load_client_security
+from tools.pki import make_pki
 
 PLAIN_JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="s3cret";'
 
