@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import trio
 
@@ -58,7 +58,7 @@ from tools.api_versions import describe as api_versions_describe
 from tools.quorum_client import QuorumToolError, describe
 
 __all__ = [
-    "CAUGHT_UP", "acl_answer", "forwarded", "newest_snapshot", "start_secured_pair", "DIR_A", "INCARNATION", "ROLES", "START_TIMEOUT_S", "PairNode", "State", "broker_features",
+    "CAUGHT_UP", "acl_answer", "forwarded", "newest_snapshot", "Snapshot", "start_secured_pair", "DIR_A", "INCARNATION", "ROLES", "START_TIMEOUT_S", "PairNode", "State", "broker_features",
     "finalized_features", "registration", "send", "start_pair", "wait_ready",
 ]
 
@@ -224,9 +224,17 @@ def forwarded(principal: str, inner: Message, version: int) -> EnvelopeRequest:
                            client_host_address=bytes([127, 0, 0, 1]))
 
 
-def newest_snapshot(partition: Path, at_least: int | None = None, timeout_s: float = 20.0) -> tuple[int, list[bytes]]:
-    """(end offset, data record values) of a node's newest snapshot once one ends at or past
-    ``at_least`` (default: the log end; the pairs write one after every committed batch)."""
+class Snapshot(NamedTuple):
+    """A node's snapshot: its end offset, data record values and checkpoint file."""
+
+    end_offset: int
+    records: list[bytes]
+    path: Path
+
+
+def newest_snapshot(partition: Path, at_least: int | None = None, timeout_s: float = 20.0) -> Snapshot:
+    """A node's newest snapshot once one ends at or past ``at_least`` (default: the log end;
+    the pairs write one after every committed batch)."""
     if at_least is None:
         at_least = max(b.last_offset for b in log_batches(partition)) + 1
     deadline = time.monotonic() + timeout_s
@@ -238,7 +246,7 @@ def newest_snapshot(partition: Path, at_least: int | None = None, timeout_s: flo
         )
         if found and found[-1][0].end_offset >= at_least:
             snapshot_id, path = found[-1]
-            return snapshot_id.end_offset, list(read_snapshot_content(path.read_bytes()).data_records())
+            return Snapshot(snapshot_id.end_offset, list(read_snapshot_content(path.read_bytes()).data_records()), path)
         assert time.monotonic() < deadline, f"no snapshot at or past offset {at_least} in {partition}"
         time.sleep(0.2)  # poll interval
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import secrets
 import ssl
 from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -90,14 +89,14 @@ async def _ready(port: int, context: ssl.SSLContext) -> bool:
 
 @pytest.fixture
 def sasl_pair(newest_kafka: KafkaRelease, tmp_path: Path, pki: dict[str, Path]) -> Iterator[dict[str, int]]:
-    ready = partial(_ready_blocking, context=_trusting(pki))
+    context = _trusting(pki)
+
+    def ready(port: int) -> bool:
+        return trio.run(_ready, port, context)
+
     with start_secured_pair(newest_kafka, tmp_path, SASL_SETTINGS + _tls_settings(pki), ready,
                             ["--add-scram", "SCRAM-SHA-256=[name=alice,password=alice-secret]"]) as ports:
         yield ports
-
-
-def _ready_blocking(port: int, context: ssl.SSLContext) -> bool:
-    return trio.run(_ready, port, context)
 
 
 class _Raw:

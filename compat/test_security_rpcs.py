@@ -26,7 +26,15 @@ from typing import Any
 import pytest
 import trio
 
-from compat.differential import PairNode, acl_answer, forwarded, newest_snapshot, send, start_pair
+from compat.differential import (
+    PairNode,
+    Snapshot,
+    acl_answer,
+    forwarded,
+    newest_snapshot,
+    send,
+    start_pair,
+)
 from compat.harness import PARTITION, KafkaRelease, log_batches
 from messages.generated.access_control_entry_record import AccessControlEntryRecord
 from messages.generated.alter_client_quotas_request import (
@@ -64,7 +72,6 @@ from messages.metadata import decode_record, encode_record
 from messages.protocol import decode_response
 from messages.runtime import Message
 from server.controller.controller import QuorumController
-from storage.snapshots import parse_snapshot_path, read_snapshot_content
 
 pytestmark = pytest.mark.compat
 
@@ -475,7 +482,8 @@ def test_security_rpcs_answer_alike(authorized_pair: dict[str, PairNode], newest
     credentials = {name: _credential_batches(node.data) for name, node in nodes.items()}
     assert len(credentials["stock"]) >= 8, credentials["stock"]
     assert credentials["kwire"] == credentials["stock"]
-    snapshots = {name: newest_snapshot(node.data / PARTITION)[1] for name, node in nodes.items()}
+    newest = {name: newest_snapshot(node.data / PARTITION) for name, node in nodes.items()}
+    snapshots = {name: snapshot.records for name, snapshot in newest.items()}
     acls = {name: _acls(values) for name, values in snapshots.items()}
     assert sorted(acls["kwire"].values()) == sorted(acls["stock"].values())
     assert len(acls["stock"]) == 9, acls["stock"]
@@ -485,22 +493,16 @@ def test_security_rpcs_answer_alike(authorized_pair: dict[str, PairNode], newest
         replayed = _replayed(node.data)
         assert _acls(replayed) == acls[name]
         assert _snapshot_credentials(replayed) == _snapshot_credentials(snapshots[name])
-    _check_stock_readers(newest_kafka, nodes["kwire"].data / PARTITION)
+    _check_stock_readers(newest_kafka, newest["kwire"])
 
 
-def _check_stock_readers(kafka: KafkaRelease, partition: Path) -> None:
+def _check_stock_readers(kafka: KafkaRelease, snapshot: Snapshot) -> None:
     """Stock dump-log decodes every record of kwire's newest snapshot, the security ones among
     them. (The newest release's metadata-shell is not on Maven Central; the 4.3 stand-in the
     tools classpath holds cannot read metadata.version 4.4-IV2, the level these nodes run at.)"""
-    found = sorted(
-        (parsed.snapshot_id.end_offset, path)
-        for path in partition.glob("*.checkpoint") if (parsed := parse_snapshot_path(path)) is not None
-    )
-    path = found[-1][1]
-    records = read_snapshot_content(path.read_bytes()).data_records()
-    dump = kafka.run_tool("dump-log", ["--cluster-metadata-decoder", "--files", path]).stdout
+    dump = kafka.run_tool("dump-log", ["--cluster-metadata-decoder", "--files", snapshot.path]).stdout
     decoded = [line for line in dump.splitlines() if 'payload: {"type":' in line and "_RECORD" in line]
-    assert len(decoded) == len(records), dump[-3000:]
+    assert len(decoded) == len(snapshot.records), dump[-3000:]
     for kind in ("ACCESS_CONTROL_ENTRY_RECORD", "USER_SCRAM_CREDENTIAL_RECORD", "CLIENT_QUOTA_RECORD",
                  "DELEGATION_TOKEN_RECORD"):
         assert any(kind in line for line in decoded), (kind, dump[-3000:])

@@ -35,6 +35,7 @@ from server.net.client import KafkaConnectionError, open_connection
 
 pytestmark = pytest.mark.compat
 
+
 def _settings(pki: dict[str, Path]) -> str:
     return (
         "listener.security.protocol.map=CONTROLLER:SSL\n"
