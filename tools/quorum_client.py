@@ -149,7 +149,6 @@ before 3.7-IV0) is final."""
 
 
 async def _describe_cluster(bootstrap: str, security: ClientSecurity) -> tuple[str, str, int] | None:
-
     addresses = [_parse_host_port(a.strip()) for a in bootstrap.split(",") if a.strip()]
     if not addresses:
         raise QuorumToolError("--bootstrap-controller names no address")
