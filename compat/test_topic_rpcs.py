@@ -853,7 +853,7 @@ def _check_snapshots(stock: Path, own: Path) -> None:
     maps), metadata.version first; and kwire's own newest snapshot holds the image of its log
     prefix."""
     end = max(b.last_offset for b in log_batches(stock)) + 1
-    stock_end, stock_records = newest_snapshot(stock, end)
+    stock_end, stock_records, _ = newest_snapshot(stock, end)
     kwire_records = _replayed_image(stock, stock_end)
     assert len(stock_records) >= 40, _decoded(stock_records)
     stock_decoded, kwire_decoded = _decoded(stock_records), _decoded(kwire_records)
@@ -867,6 +867,6 @@ def _check_snapshots(stock: Path, own: Path) -> None:
         [f"stock only: {line}" for line in only_stock] + [f"kwire only: {line}" for line in only_kwire]
     )
     own_end = max(b.last_offset for b in log_batches(own)) + 1
-    kwire_end, own_records = newest_snapshot(own, own_end)
+    kwire_end, own_records, _ = newest_snapshot(own, own_end)
     assert own_records == _replayed_image(own, kwire_end)
 
