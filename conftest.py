@@ -26,6 +26,9 @@ With ``-n`` (and only then):
 * Each worker picks free ports from its own slice of the port range
   (``tools.local_cluster.PORT_SLICE_ENV``), so two workers never choose the same port, not
   even one whose server is down between a kill and its restart.
+
+The ``pki`` fixture, one test authority and its certificates per session, serves the TLS tests
+under tests/ and compat/.
 """
 
 from __future__ import annotations
@@ -56,6 +59,16 @@ worker."""
 FIRST = (ROOT / "tests" / "raft" / "test_simulation.py",)
 """Modules handed out first as if their tests were ``slow``-marked."""
 TEST_JVM_FLAGS = "-XX:TieredStopAtLevel=1"
+
+
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A test authority's PEM file ``ca`` and key-and-certificate PEM files it signed:
+    ``server`` (for localhost), ``admin``, ``alice``, ``expired``; and ``stranger``, signed by
+    another authority (tools/pki.py). For the TLS tests under tests/ and compat/."""
+    from tools.pki import make_pki
+
+    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -12,7 +12,6 @@ compat/harness.py).
   and a kwire node in the same state, leaders or observers (compat/differential.py).
 * ``java_oracles``: one long-lived Java codec oracle per release for the session
   (compat/oracle.py), started on first use.
-* ``pki``: a test authority and certificates it signed, for the TLS tests (tools/pki.py).
 
 Every test under compat/ gets the ``compat`` marker.
 """
@@ -28,7 +27,6 @@ from compat import kafka as _kafka
 from compat.differential import PairNode, start_pair
 from compat.harness import KafkaRelease, newest_pinned_release
 from compat.oracle import JavaOracle
-from tools.pki import make_pki
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -74,14 +72,6 @@ def newest_observer_pair(newest_kafka: KafkaRelease, tmp_path: Path) -> Iterator
     bootstrap server never answers (compat/differential.py)."""
     with start_pair(newest_kafka, tmp_path, "observer") as nodes:
         yield nodes
-
-
-@pytest.fixture(scope="session")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A test authority's PEM file ``ca`` and key-and-certificate PEM files it signed:
-    ``server`` (for localhost), ``admin``, ``alice``, ``expired``; and ``stranger``, signed by
-    another authority (tools/pki.py)."""
-    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture(scope="session")

@@ -24,12 +24,6 @@ from server.net.server import TLS_HANDSHAKE_TIMEOUT_S, RunningServer, TlsListene
 from server.net.tls import TlsError, principal_of, principal_rules, server_context, tls_settings
 from server.node.security import tls_listeners
 from tests.server.test_net import assert_closed, dq_request, make_sasl_table, read_frame
-from tools.pki import make_pki
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 def _der(pki: dict[str, Path], who: str) -> bytes:

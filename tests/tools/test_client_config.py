@@ -13,14 +13,8 @@ from server.config import ConfigError
 from server.net.sasl import SaslClient
 from tools import cli
 from tools.client_config import PLAINTEXT, client_security, load_client_security
-from tools.pki import make_pki
 
 PLAIN_JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="s3cret";'
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 def test_plaintext_is_the_default() -> None:
