@@ -41,7 +41,6 @@ from server.controller.image import (
     NO_LEADER_CHANGE,
     PartitionRegistration,
     ReplicationImage,
-    TopicImage,
 )
 from server.controller.partition_change import (
     RECOVERED,
@@ -226,11 +225,7 @@ def assign_replicas_to_dirs(
 
 def _staged(image: ReplicationImage, records: list[Record]) -> ReplicationImage:
     """A copy of the topics of ``image`` with ``records`` (partition changes) applied."""
-    staged = ReplicationImage()
-    staged.configs = image.configs
-    for topic_id, topic in image.topics.items():
-        staged.topics[topic_id] = TopicImage(topic.name, topic_id, dict(topic.partitions))
-        staged.topic_ids[topic.name] = topic_id
+    staged = image.staged()
     for record, _ in records:
         staged.replay(record)
     return staged

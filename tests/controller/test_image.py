@@ -4,7 +4,7 @@ deltas)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import random
 
 import pytest
 
@@ -222,7 +222,7 @@ def test_a_change_replaces_only_the_fields_it_sets(change: dict[str, object], ex
     before = _partition(image)
     image.replay(PartitionChangeRecord(partition_id=0, topic_id=TOPIC, **change))  # type: ignore[arg-type]
     after = _partition(image)
-    assert after == replace(before, partition_epoch=before.partition_epoch + 1, **expected)
+    assert after == before._replace(partition_epoch=before.partition_epoch + 1, **expected)
 
 
 def test_a_leader_of_minus_one_is_a_leader_change() -> None:
@@ -485,3 +485,83 @@ def test_a_partition_s_record_carries_directories_and_elr_only_when_asked() -> N
     again.replay(TopicRecord(name="orders", topic_id=TOPIC))
     again.replay(full)
     assert _partition(again) == partition
+
+
+def _assert_indexes_match_a_walk(image: ReplicationImage, brokers: range) -> None:
+    for broker in brokers:
+        assert image.partitions_with_broker_in_isr(broker) == image.partitions_where(lambda p, b=broker: b in p.isr)
+        assert image.partitions_with_broker_in_elr(broker) == image.partitions_where(lambda p, b=broker: b in p.elr)
+        assert image.has_leaderships(broker) == any(
+            p.leader == broker for topic in image.topics.values() for p in topic.partitions.values()
+        )
+    assert image.partitions_without_leader() == image.partitions_where(lambda p: p.leader == NO_LEADER)
+    assert image.partition_count == sum(len(topic.partitions) for topic in image.topics.values())
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_broker_indexes_agree_with_a_walk_of_every_partition(seed: int) -> None:
+    """``BrokersToIsrs``' lookups answer what a walk of the whole image answers, in its order,
+    through creations, changes, re-created topics, ELR clears and removals, and in a staged
+    copy that changes apart from the image."""
+    rng = random.Random(seed)
+    brokers = range(1, 7)
+    image = ReplicationImage()
+    topic_ids = [Uuid.from_longs(seed, n) for n in range(1, 6)]
+
+    def some_brokers(low: int = 0) -> list[int]:
+        return rng.sample(list(brokers), rng.randint(low, 3))
+
+    def change(topic_id: Uuid, index: int) -> PartitionChangeRecord:
+        record = PartitionChangeRecord(partition_id=index, topic_id=topic_id)
+        if rng.random() < 0.5:
+            record.isr = some_brokers()
+        if rng.random() < 0.4:
+            record.leader = rng.choice([NO_LEADER, *brokers])
+        if rng.random() < 0.3:
+            record.eligible_leader_replicas = some_brokers()
+        if rng.random() < 0.2:
+            record.replicas = some_brokers(1)
+            record.removing_replicas = some_brokers() if rng.random() < 0.5 else []
+        return record
+
+    for _ in range(300):
+        topic_id = rng.choice(topic_ids)
+        topic = image.topics.get(topic_id)
+        roll = rng.random()
+        if topic is None or roll < 0.05:
+            image.replay(TopicRecord(name=f"t{topic_ids.index(topic_id)}", topic_id=topic_id))
+        elif roll < 0.45:
+            replicas = some_brokers(1)
+            image.replay(PartitionRecord(
+                partition_id=rng.randrange(8), topic_id=topic_id, replicas=replicas, isr=replicas[: rng.randint(0, 3)],
+                leader=rng.choice([NO_LEADER, replicas[0]]), leader_epoch=0, partition_epoch=0,
+                eligible_leader_replicas=some_brokers() or None,
+            ))
+        elif roll < 0.85 and topic.partitions:
+            image.replay(change(topic_id, rng.choice(list(topic.partitions))))
+        elif roll < 0.9:
+            image.replay(ClearElrRecord(topic_name=topic.name if rng.random() < 0.5 else ""))
+        elif roll < 0.95:
+            image.replay(RemoveTopicRecord(topic_id=topic_id))
+        else:
+            staged = image.staged()
+            if topic.partitions:
+                staged.replay(change(topic_id, rng.choice(list(topic.partitions))))
+            _assert_indexes_match_a_walk(staged, brokers)
+        _assert_indexes_match_a_walk(image, brokers)
+
+
+def test_an_isr_equal_to_the_replicas_is_their_tuple_and_broker_ids_are_held_once() -> None:
+    image = _image()
+    image.replay(PartitionRecord(
+        partition_id=1, topic_id=TOPIC, replicas=[1000, 2000, 3], isr=[1000, 2000, 3], leader=1000, leader_epoch=0,
+        partition_epoch=0, directories=DIRS,
+    ))
+    image.replay(PartitionRecord(
+        partition_id=2, topic_id=TOPIC, replicas=[2000, 1000, 3], isr=[2000], leader=2000, leader_epoch=0,
+        partition_epoch=0, directories=DIRS,
+    ))
+    image.replay(PartitionChangeRecord(partition_id=2, topic_id=TOPIC, isr=[2000, 1000, 3]))
+    first, second = image.topics[TOPIC].partitions[1], image.topics[TOPIC].partitions[2]
+    assert first.isr is first.replicas and second.isr is second.replicas
+    assert first.replicas[0] is second.replicas[1] and first.replicas[1] is second.replicas[0]
