@@ -11,7 +11,7 @@ the listener has read up to the epoch start offset). No I/O and no clock.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from kwire.errors import Errors
@@ -63,7 +63,7 @@ from server.controller.features import (
     CONTROLLER_UNREGISTRATION_LEVEL,
 )
 from server.controller.image import ReplicationImage
-from server.controller.image_writer import image_records
+from server.controller.image_writer import image_view
 from server.controller.result import Record
 from server.controller.scram import ScramImage
 
@@ -264,9 +264,15 @@ class QuorumController:
         (``server.controller.image_writer``). Raises ``ImageLossError`` without a finalized
         metadata.version, RuntimeError inside a metadata transaction (Kafka publishes, and so
         snapshots, only the images between transactions)."""
+        return list(self.snapshot_view())
+
+    def snapshot_view(self) -> Iterator[Record]:
+        """:meth:`snapshot_records` as of this call, made as they are read
+        (``image_writer.image_view``): later replays do not change them, so they may be read
+        off the event loop. Raises as :meth:`snapshot_records` does, at once."""
         if self.transaction_open:
             raise RuntimeError("no snapshot inside a metadata transaction")
-        return image_records(
+        return image_view(
             feature_levels=self.feature_levels,
             cluster=self.cluster,
             controllers=[c.to_record() for c in self.controllers.values()],

@@ -53,6 +53,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kwire.errors import Errors
@@ -165,10 +166,13 @@ class ControllerRequest:
 
 @dataclass(frozen=True, slots=True)
 class SnapshotToWrite:
-    """A snapshot of the image to write and freeze: its id and its ``.checkpoint`` bytes."""
+    """A snapshot of the image to write and freeze: its id, and ``build``, which makes its
+    ``.checkpoint`` bytes from the image as it stood when the snapshot was taken. ``build``
+    reads nothing the host changes afterwards, so the driver may call it off the event loop
+    while the host goes on (at a million partitions it takes tens of seconds)."""
 
     snapshot_id: OffsetAndEpoch
-    data: bytes
+    build: Callable[[], bytes]
 
 
 @dataclass(slots=True)
@@ -179,8 +183,8 @@ class ControllerOutbox:
        activation records and NoOps; ``UpgradeKRaftVersion`` before the write that asked for
        it), one step each and before any other event reaches the core;
     2. ``replies``: answer each request (``(handle, response)``);
-    3. ``snapshot``: write it (off the event loop); skip it when the log meanwhile starts at or
-       after its offset;
+    3. ``snapshot``: build and write it (off the event loop); skip it when the log meanwhile
+       starts at or after its offset;
     4. poll again no later than ``next_deadline_ms`` (None: no timer is running).
     """
 
@@ -696,14 +700,15 @@ class ControllerHost:
         if latest is not None and latest.offset >= snapshot_id.offset:
             return
         kraft_version, voters = self.raft.control.at_offset(batch.last_offset)
-        data = image_snapshot(
+        build = partial(
+            image_snapshot,
             snapshot_id,
-            controller.snapshot_records(),
+            controller.snapshot_view(),
             last_contained_log_timestamp=RecordBatch(batch.data).max_timestamp,
             append_time_ms=now_ms,
             kraft_version=kraft_version,
             voters=voters,
         )
         self._triggers.reset(now_ms)
-        self._out.snapshot = SnapshotToWrite(snapshot_id, data)
+        self._out.snapshot = SnapshotToWrite(snapshot_id, build)
         self.log.info("node %d: creating snapshot %020d-%010d because %s", self.config.node_id, snapshot_id.offset, snapshot_id.epoch, reason)

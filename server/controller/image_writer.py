@@ -27,13 +27,20 @@ Kafka walks hash maps, so its order inside a section is a hash order; here broke
 controllers ascend by id, topics come in creation order, partitions ascend, features and
 configs keep the order they were first set in, and a broker's supported features come in the
 order of Kafka's ``HashMap`` of them. Replay does not depend on any of these orders.
-No I/O, no clock.
+
+:func:`image_view` takes the image as it stands when called and gives its records lazily: the
+topics' partition maps are copied (a partition is immutable, so a copy of the map is a copy of
+the topic), and every other section, a few records at most per broker or resource, is made at
+once. Its records can then be made and encoded off the event loop while the image goes on
+changing, as Kafka writes a snapshot from an immutable ``MetadataImage``. No I/O, no clock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from itertools import chain
 
+from kwire.uuid import Uuid
 from messages.generated.config_record import ConfigRecord
 from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.producer_ids_record import ProducerIdsRecord
@@ -55,6 +62,7 @@ from server.controller.cluster import (
 )
 from server.controller.image import (
     DIRECTORY_ASSIGNMENT_LEVEL,
+    PartitionRegistration,
     ReplicationImage,
 )
 from server.controller.java_order import (
@@ -63,7 +71,7 @@ from server.controller.java_order import (
 from server.controller.partition_change import partition_change_record_version
 from server.controller.result import Record
 
-__all__ = ["ImageLossError", "image_records"]
+__all__ = ["ImageLossError", "image_records", "image_view"]
 
 
 class ImageLossError(Exception):
@@ -84,36 +92,64 @@ def image_records(
     docstring; ``controllers`` are the controller registrations as records, ``client_quotas``
     the records of section 5 and ``security`` those of sections 7 to 9, in order. Raises
     :class:`ImageLossError` when metadata.version is not finalized."""
+    return list(image_view(
+        feature_levels=feature_levels, cluster=cluster, controllers=controllers, replication=replication,
+        client_quotas=client_quotas, security=security,
+    ))
+
+
+def image_view(
+    *,
+    feature_levels: Mapping[str, int],
+    cluster: ClusterControl,
+    controllers: Iterable[RegisterControllerRecord],
+    replication: ReplicationImage,
+    client_quotas: Iterable[Record] = (),
+    security: Iterable[Record] = (),
+) -> Iterator[Record]:
+    """:func:`image_records` as of this call, made lazily (module docstring): later changes
+    of the image do not reach it. Raises :class:`ImageLossError` at once when metadata.version
+    is not finalized."""
     metadata_version = feature_levels.get(METADATA_VERSION_FEATURE, 0)
     if metadata_version <= 0:
         raise ImageLossError("the image has no metadata.version to write a snapshot with")
     elr_enabled = feature_levels.get(ELIGIBLE_LEADER_REPLICAS_FEATURE, 0) >= 1
-    records: list[Record] = [(FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=metadata_version), 0)]
-    records += [
+    head: list[Record] = [(FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=metadata_version), 0)]
+    head += [
         (FeatureLevelRecord(name=name, feature_level=level), 0)
         for name, level in feature_levels.items()
         if name != METADATA_VERSION_FEATURE and level > 0
     ]
     broker_version = register_broker_record_version(metadata_version)
-    records += [(_broker_record(cluster.registrations[i]), broker_version) for i in sorted(cluster.registrations)]
-    records += [(record, 0) for record in sorted(controllers, key=lambda r: r.controller_id)]
-    partition_version = partition_change_record_version(metadata_version)
-    directories = metadata_version >= DIRECTORY_ASSIGNMENT_LEVEL
-    for topic in replication.topics.values():
-        records.append((TopicRecord(name=topic.name, topic_id=topic.topic_id), 0))
-        for index in sorted(topic.partitions):
-            record = topic.partitions[index].to_record(topic.topic_id, index, elr=elr_enabled, directories=directories)
-            records.append((record, partition_version))
+    head += [(_broker_record(cluster.registrations[i]), broker_version) for i in sorted(cluster.registrations)]
+    head += [(record, 0) for record in sorted(controllers, key=lambda r: r.controller_id)]
+    topics = [(topic.name, topic.topic_id, dict(topic.partitions)) for topic in replication.topics.values()]
+    tail: list[Record] = []
     for (resource_type, resource_name), entries in replication.configs.items():
-        records += [
+        tail += [
             (ConfigRecord(resource_type=resource_type, resource_name=resource_name, name=name, value=value), 0)
             for name, value in entries.items()
         ]
-    records += client_quotas
+    tail += client_quotas
     if replication.producer_ids_replayed:
-        records.append((ProducerIdsRecord(broker_id=-1, broker_epoch=-1, next_producer_id=replication.next_producer_id), 0))
-    records += security
-    return records
+        tail.append((ProducerIdsRecord(broker_id=-1, broker_epoch=-1, next_producer_id=replication.next_producer_id), 0))
+    tail += security
+    return chain(
+        head,
+        _topic_records(topics, partition_change_record_version(metadata_version), elr=elr_enabled,
+                       directories=metadata_version >= DIRECTORY_ASSIGNMENT_LEVEL),
+        tail,
+    )
+
+
+def _topic_records(
+    topics: list[tuple[str, Uuid, dict[int, PartitionRegistration]]], partition_version: int, *, elr: bool,
+    directories: bool,
+) -> Iterator[Record]:
+    for name, topic_id, partitions in topics:
+        yield TopicRecord(name=name, topic_id=topic_id), 0
+        for index in sorted(partitions):
+            yield partitions[index].to_record(topic_id, index, elr=elr, directories=directories), partition_version
 
 
 def _broker_record(broker: BrokerRegistration) -> RegisterBrokerRecord:

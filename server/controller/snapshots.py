@@ -12,7 +12,7 @@ log below them is the node's file work: ``server.node.log_cleaner``.)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 from messages.metadata import encode_record
 from server.controller.result import Record
@@ -52,7 +52,7 @@ class SnapshotTriggers:
 
 def image_snapshot(
     snapshot_id: OffsetAndEpoch,
-    records: Sequence[Record],
+    records: Iterable[Record],
     *,
     last_contained_log_timestamp: int,
     append_time_ms: int,
@@ -62,12 +62,13 @@ def image_snapshot(
     """The bytes of snapshot ``snapshot_id`` (``.checkpoint`` content) holding the image
     ``records``, behind a header with ``last_contained_log_timestamp`` and, at kraft.version 1
     or later, the KRaftVersion and Voters control records of ``voters``: both as of the last
-    contained offset, as ``KafkaRaftClient.createSnapshot`` writes them."""
+    contained offset, as ``KafkaRaftClient.createSnapshot`` writes them. ``records`` are read
+    and encoded one at a time."""
     return b"".join(
         build_snapshot_batches(
             SnapshotId(snapshot_id.offset, snapshot_id.epoch),
             last_contained_log_timestamp=last_contained_log_timestamp,
-            records=[encode_record(record, version) for record, version in records],
+            records=(encode_record(record, version) for record, version in records),
             append_time_ms=append_time_ms,
             kraft_version=kraft_version,
             voters=voters_record(voters) if kraft_version >= 1 else None,

@@ -21,7 +21,10 @@ Each core Outbox is carried out by ``server.raft.outbox.apply`` (the one applier
 order of the Outbox contract) on the node's target (``server.node.raft_target``: quorum-state,
 the log and its fsync off the event loop, the peers, the replies, the host and the listener).
 Then the host is polled: its appends step the core at once, its replies complete requests, its
-snapshot is written (``server.node.log_cleaner``, which also enforces retention).
+snapshot is built in a worker thread by a task of its own (tens of seconds at a million
+partitions, during which the node goes on serving) and, once built, written by the driving
+task (``server.node.log_cleaner``, which also enforces retention). One snapshot is built at a
+time; one the host takes meanwhile is skipped, and its triggers count afresh.
 
 Every file operation runs through ``trio.to_thread``, one at a time, from the driving task, so
 the log (not thread-safe) sees a single caller. A failed write, fsync or a broken log invariant
@@ -37,7 +40,7 @@ import random
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -57,7 +60,12 @@ from server.config import KRaftConfig
 from server.controller import registry
 from server.controller.controller import QuorumController
 from server.controller.features import supported_features
-from server.controller.host import ControllerHost, ControllerOutbox, ControllerRequest
+from server.controller.host import (
+    ControllerHost,
+    ControllerOutbox,
+    ControllerRequest,
+    SnapshotToWrite,
+)
 from server.controller.scram import MECHANISMS as SCRAM_MECHANISMS
 from server.net import ChannelDispatcher, PendingRequest, RunningServer, serve
 from server.net.dispatcher import RequestContext
@@ -84,7 +92,7 @@ from server.raft.events import (
 )
 from server.raft.outbox import apply as apply_outbox
 from server.raft.roles import Leader
-from server.raft.types import Endpoint
+from server.raft.types import Endpoint, OffsetAndEpoch
 from server.storage_raft_log import StorageRaftLog
 from storage.log import MetadataLog
 from storage.scram import ScramCredential
@@ -94,6 +102,15 @@ __all__ = ["Node", "RaftListener"]
 
 T = TypeVar("T")
 log = logging.getLogger("kwire.node")
+
+
+@dataclass(frozen=True, slots=True)
+class _SnapshotBuilt:
+    """A snapshot's bytes, built off the event loop in ``build_s`` seconds, to write."""
+
+    snapshot_id: OffsetAndEpoch
+    data: bytes
+    build_s: float
 
 
 class Node:
@@ -146,6 +163,8 @@ class Node:
         self._held: Any = None
         """An item taken off the event channel while collecting queued appends, handled next."""
         self._stopping = False
+        self._building_snapshot: OffsetAndEpoch | None = None
+        """The snapshot being built off the event loop, None when none is."""
         self._next_token = 1
 
     # ------------------------------------------------------------------ time
@@ -288,6 +307,8 @@ class Node:
                     item = await self._events_receive.receive()
             if isinstance(item, PendingRequest):
                 await self._on_request(item, dispatcher)
+            elif isinstance(item, _SnapshotBuilt):
+                await self._write_snapshot(item)
             elif isinstance(item, ClientAppend):
                 await self._step([item, *self._queued_appends()])
             else:
@@ -427,11 +448,38 @@ class Node:
                 pending.respond(response)
         if out.snapshot is not None:
             snapshot_id = out.snapshot.snapshot_id
-            log.info("node %d: writing snapshot %s", self.config.node_id, SnapshotId(snapshot_id.offset, snapshot_id.epoch).file_stem)
-            await write_snapshot(core.log, out.snapshot, self._blocking)
+            stem = SnapshotId(snapshot_id.offset, snapshot_id.epoch).file_stem
+            if self._building_snapshot is not None:
+                building = self._building_snapshot
+                log.info("node %d: skipping snapshot %s: snapshot %s is still being built", self.config.node_id, stem,
+                         SnapshotId(building.offset, building.epoch).file_stem)
+            else:
+                log.info("node %d: building snapshot %s", self.config.node_id, stem)
+                self._building_snapshot = snapshot_id
+                assert self._nursery is not None
+                self._nursery.start_soon(self._build_snapshot, out.snapshot)
         self._host_deadline_ms = out.next_deadline_ms
         if not self._stopping:
             self._registration.maybe_register(host.controller, core.epoch)
+
+    async def _build_snapshot(self, snapshot: SnapshotToWrite) -> None:
+        """Build ``snapshot``'s bytes in a worker thread and hand them to the driving task."""
+        started = time.perf_counter()
+        if self._run_blocking is not None:
+            data = await self._run_blocking(snapshot.build)
+        else:  # pure computation: a stopping node need not wait for it
+            data = await trio.to_thread.run_sync(snapshot.build, abandon_on_cancel=True)
+        self._post(_SnapshotBuilt(snapshot.snapshot_id, data, time.perf_counter() - started))
+
+    async def _write_snapshot(self, built: _SnapshotBuilt) -> None:
+        """Write and freeze a built snapshot (the driving task is the log's one caller)."""
+        core = self.core
+        assert core is not None and isinstance(core.log, StorageRaftLog)
+        self._building_snapshot = None
+        snapshot_id = built.snapshot_id
+        log.info("node %d: writing snapshot %s (%d bytes, built in %.1f s)", self.config.node_id,
+                 SnapshotId(snapshot_id.offset, snapshot_id.epoch).file_stem, len(built.data), built.build_s)
+        await write_snapshot(core.log, snapshot_id, built.data, self._blocking)
 
     # ------------------------------------------------------------------ appends and stopping
 

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from server.config import KRaftConfig
-from server.controller.host import SnapshotToWrite
+from server.raft.types import OffsetAndEpoch
 from server.storage_raft_log import StorageRaftLog
 
 __all__ = ["LogCleaner", "write_snapshot"]
@@ -23,13 +23,14 @@ Blocking = Callable[[Callable[[], Any]], Awaitable[Any]]
 """Runs a file operation off the event loop."""
 
 
-async def write_snapshot(raft_log: StorageRaftLog, snapshot: SnapshotToWrite, blocking: Blocking) -> None:
-    """Write and freeze ``snapshot`` off the event loop (fsync, rename); a storage failure
-    raises (the node stops). Nothing is written when the log meanwhile starts at or after its
-    offset (a snapshot from the leader replaced it)."""
-    if snapshot.snapshot_id.offset <= raft_log.log_start_offset:
+async def write_snapshot(raft_log: StorageRaftLog, snapshot_id: OffsetAndEpoch, data: bytes, blocking: Blocking) -> None:
+    """Write and freeze snapshot ``snapshot_id`` of ``data`` (its ``.checkpoint`` bytes) off
+    the event loop (fsync, rename); a storage failure raises (the node stops). Nothing is
+    written when the log meanwhile starts at or after its offset (a snapshot from the leader
+    replaced it)."""
+    if snapshot_id.offset <= raft_log.log_start_offset:
         return
-    await blocking(lambda: raft_log.create_snapshot(snapshot.snapshot_id, snapshot.data))
+    await blocking(lambda: raft_log.create_snapshot(snapshot_id, data))
 
 
 class LogCleaner:

@@ -163,7 +163,7 @@ class Harness:
     def carry_out(self, out: ControllerOutbox) -> None:
         self.replies.extend(out.replies)
         if out.snapshot is not None:
-            self.snapshots.append((out.snapshot.snapshot_id, out.snapshot.data))
+            self.snapshots.append((out.snapshot.snapshot_id, out.snapshot.build()))
         self.raft_events.extend(out.raft_events)
         self.deadline_ms = out.next_deadline_ms
 

@@ -280,3 +280,24 @@ def test_a_reassignment_survives_the_snapshot() -> None:
     copy = _replayed(controller.snapshot_records())
     assert copy.replication.reassigning == {ORDERS: {1: None}}
     assert copy.replication.topics[ORDERS].partitions[1].adding_replicas == (3,)
+
+
+def test_a_snapshot_view_keeps_the_image_as_it_was_when_taken() -> None:
+    """``snapshot_view`` is read off the event loop while the controller replays on: what it
+    gives is the image of the moment it was taken, whatever is replayed before it is read."""
+    controller = _controller(21)
+    expected = controller.snapshot_records()
+    view = controller.snapshot_view()
+    later = [
+        (PartitionChangeRecord(partition_id=0, topic_id=ORDERS, isr=[1], leader=1), 1),
+        (PartitionRecord(partition_id=2, topic_id=ORDERS, replicas=[1], isr=[1], leader=1, leader_epoch=0,
+                         partition_epoch=0, directories=[DIR_1]), 1),
+        (TopicRecord(name="later", topic_id=Uuid.from_longs(5, 5)), 0),
+        (ConfigRecord(resource_type=2, resource_name="orders", name="retention.ms", value="2000"), 0),
+        (FeatureLevelRecord(name="group.version", feature_level=0), 0),
+        (BrokerRegistrationChangeRecord(broker_id=2, broker_epoch=20, fenced=1), 0),
+    ]
+    for offset, value in enumerate(values(later), 100):
+        controller.replay(value, offset)
+    assert controller.snapshot_records() != expected
+    assert list(view) == expected

@@ -233,7 +233,7 @@ class BrokerCluster(Cluster):
         for handle, response in out.replies:
             self.on_reply(handle, response)
         if out.snapshot is not None:
-            self.write_snapshot(node, out.snapshot.snapshot_id, out.snapshot.data)
+            self.write_snapshot(node, out.snapshot.snapshot_id, out.snapshot.build())
         deadline = out.next_deadline_ms
         if deadline is not None and self.host_timers.get(node.node_id) != deadline:
             self.host_timers[node.node_id] = deadline
