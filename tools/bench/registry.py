@@ -15,4 +15,5 @@ SECTIONS: dict[str, str] = {
     "quorum": "tools.bench.quorum",  # 3-node TestRaftServer workload vs Kafka's TestRaftServer
     "brokers": "tools.bench.brokers",  # simulated brokers heartbeating: kwire vs Kafka's controller
     "topics": "tools.bench.topics",  # one admin client creating topics: kwire vs Kafka's controller
+    "scale": "tools.bench.scale",  # the image at 10^4-10^6 partitions; stock metadata-shell loading its snapshot
 }

@@ -1,0 +1,293 @@
+"""Scale section, the image at 10^4, 10^5 and 10^6 partitions: what a controller's metadata
+image costs at Kafka's scale, and stock Kafka's metadata shell loading the same snapshot.
+
+Each point is ``N`` partitions of replication factor 3 in topics of 2,000 partitions, placed by
+kwire's ``StripedReplicaPlacer`` over ``B`` registered, unfenced brokers of one log directory
+each (10^4 on 30, 10^5 on 300, 10^6 on 1,000 brokers). For each point a fresh Python process
+(so that its memory is the point's alone) replays the records a log holds for it, as a standby
+controller does, and measures:
+
+* replay: the records (RegisterBrokerRecords, then each TopicRecord and its PartitionRecords)
+  replayed from their framed values, per second;
+* image bytes a partition: resident memory after the replay less resident memory before the
+  first TopicRecord, over N (the image with its broker indexes);
+* snapshot: the view taken on the event loop (``QuorumController.snapshot_view``, ms), the
+  ``.checkpoint`` built from it off the event loop (s), its size;
+* load: a standby starting again from the snapshot's bytes (``QuorumController.reset`` over
+  its data records, s);
+* fencing: the PartitionChangeRecords one broker's fencing writes, computed
+  (``BrokerPartitionEffects.broker_removed``: the broker-index lookup and one change per
+  partition whose ISR holds it), ms;
+* peak resident memory of the process.
+
+The snapshot is written as a ``.checkpoint`` file, and stock Kafka's ``kafka-metadata-shell
+--snapshot FILE ls /image/topics/byName`` (the newest pinned release's, or its tools stand-in,
+with a 4 GiB heap) must list every topic of it. The shell's wall time is not a load time: it
+runs its command as soon as it publishes a first image, which may come before the end of the
+file (it is asked again, up to three times, as the compat tests do). ``--quick``: the 10^4
+point only.
+
+Not yet here (the rest of the scale bench): the same figures from stock Kafka controllers,
+3-node quorums of both sides with simulated brokers, failover, broker kill, zonal outage,
+CreateTopics of 10,000 partitions, the registration storm at 1,000 brokers.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tools.bench.core import Result
+
+SECTION = "scale"
+PARTITIONS_PER_TOPIC = 2000
+REPLICATION_FACTOR = 3
+POINTS = ((10_000, 30), (100_000, 300), (1_000_000, 1_000))
+QUICK_POINTS = ((10_000, 30),)
+SHELL_HEAP = "-Xmx4g"
+SHELL_TIMEOUT_S = 600.0
+
+
+@dataclass(slots=True)
+class Point:
+    """One point's figures (kwire's from :func:`measure_point`, Kafka's shell load beside)."""
+
+    partitions: int
+    brokers: int
+    replay_records_per_s: float
+    image_bytes_per_partition: float
+    view_ms: float
+    build_s: float
+    snapshot_bytes: int
+    load_s: float
+    fence_ms: float
+    fence_records: int
+    peak_rss_mib: float
+    snapshot_path: str
+    topics: int
+    kafka_read: str | None = None
+    """What stock metadata-shell made of the snapshot: "ok", or why not."""
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def _peak_rss_mib() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure_point(partitions: int, brokers: int, directory: Path) -> dict[str, Any]:
+    """One point, measured in this process (module docstring); the snapshot is written under
+    ``directory``. Returns the figures as :class:`Point`'s fields."""
+    import random
+
+    from kwire.uuid import Uuid
+    from messages.generated.feature_level_record import FeatureLevelRecord
+    from messages.generated.partition_record import PartitionRecord
+    from messages.generated.register_broker_record import (
+        BrokerEndpoint,
+        BrokerFeature,
+        RegisterBrokerRecord,
+    )
+    from messages.generated.topic_record import TopicRecord
+    from messages.metadata import encode_record
+    from server.controller.controller import QuorumController
+    from server.controller.partition_effects import BrokerPartitionEffects, TopicConfigLayers
+    from server.controller.placement import UsableBroker, place_replicas
+    from server.controller.snapshots import image_snapshot
+    from server.raft.types import OffsetAndEpoch
+    from storage.snapshot_format import SnapshotId, read_snapshot_content
+
+    level = 21  # metadata.version 3.9-IV0: directories in partition records
+    feature = FeatureLevelRecord(name="metadata.version", feature_level=level)
+    controller = QuorumController(bootstrap=[(feature, 0)], cluster_id="scale-bench")
+    offset = 0
+
+    def replay(value: bytes) -> None:
+        nonlocal offset
+        controller.replay(value, offset)
+        offset += 1
+
+    replay(encode_record(feature, 0))
+    broker_dirs = [Uuid.from_longs(0x5CA1E, b) for b in range(brokers)]
+    started = time.perf_counter()
+    replayed = 0
+    for b in range(brokers):
+        replay(encode_record(RegisterBrokerRecord(
+            broker_id=b, incarnation_id=Uuid.from_longs(b, 1), broker_epoch=100 + b,
+            end_points=[BrokerEndpoint(name="PLAINTEXT", host=f"broker-{b}", port=9092, security_protocol=0)],
+            features=[BrokerFeature(name="metadata.version", min_supported_version=1, max_supported_version=level)],
+            rack=None, fenced=False, in_controlled_shutdown=False, log_dirs=[broker_dirs[b]],
+        ), 3))
+        replayed += 1
+    replay_s = time.perf_counter() - started
+    gc.collect()
+    rss_before = _rss_bytes()
+    rng = random.Random(partitions)
+    usable = [UsableBroker(b, None, False) for b in range(brokers)]
+    topics = -(-partitions // PARTITIONS_PER_TOPIC)
+    for t in range(topics):
+        count = min(PARTITIONS_PER_TOPIC, partitions - t * PARTITIONS_PER_TOPIC)
+        topic_id = Uuid.from_longs(0x70, t + 1)
+        values = [encode_record(TopicRecord(name=f"scale-{t}", topic_id=topic_id), 0)]
+        for index, replicas in enumerate(place_replicas(count, REPLICATION_FACTOR, usable, rng)):
+            values.append(encode_record(PartitionRecord(
+                partition_id=index, topic_id=topic_id, replicas=replicas, isr=replicas, leader=replicas[0],
+                leader_epoch=0, partition_epoch=0, directories=[broker_dirs[b] for b in replicas],
+            ), 1))
+        started = time.perf_counter()
+        for value in values:
+            replay(value)
+        replay_s += time.perf_counter() - started
+        replayed += len(values)
+    gc.collect()
+    image_bytes = _rss_bytes() - rss_before
+
+    started = time.perf_counter()
+    view = controller.snapshot_view()
+    view_ms = (time.perf_counter() - started) * 1000
+    started = time.perf_counter()
+    snapshot_id = OffsetAndEpoch(offset, 1)
+    now_ms = time.time_ns() // 1_000_000
+    data = image_snapshot(snapshot_id, view, last_contained_log_timestamp=now_ms, append_time_ms=now_ms, kraft_version=0,
+                          voters=None)  # type: ignore[arg-type]  # kraft.version 0 writes no voters
+    build_s = time.perf_counter() - started
+    partition_dir = directory / "__cluster_metadata-0"
+    partition_dir.mkdir(parents=True, exist_ok=True)
+    path = partition_dir / f"{SnapshotId(snapshot_id.offset, snapshot_id.epoch).file_stem}.checkpoint"
+    path.write_bytes(data)
+
+    fence_ms, fence_records = 0.0, 0
+    if topics:
+        image = controller.replication
+        effects = BrokerPartitionEffects(
+            image, controller.cluster, TopicConfigLayers(image, 3000, {}), metadata_version=level, elr_enabled=False,
+        )
+        started = time.perf_counter()
+        fence_records = len(effects.broker_removed(brokers // 2))
+        fence_ms = (time.perf_counter() - started) * 1000
+
+    standby = QuorumController(bootstrap=[(feature, 0)], cluster_id="scale-bench")
+    started = time.perf_counter()
+    standby.reset(read_snapshot_content(data).data_records(), offset - 1)
+    load_s = time.perf_counter() - started
+    if standby.replication.partition_count != partitions:
+        raise RuntimeError(f"the loaded snapshot holds {standby.replication.partition_count} partitions, not {partitions}")
+    return {
+        "partitions": partitions, "brokers": brokers,
+        "replay_records_per_s": replayed / replay_s if replay_s else 0.0,
+        "image_bytes_per_partition": image_bytes / partitions if partitions else 0.0,
+        "view_ms": view_ms, "build_s": build_s, "snapshot_bytes": len(data), "load_s": load_s,
+        "fence_ms": fence_ms, "fence_records": fence_records, "peak_rss_mib": _peak_rss_mib(),
+        "snapshot_path": str(path), "topics": topics,
+    }
+
+
+def _point(partitions: int, brokers: int, directory: Path) -> Point:
+    """:func:`measure_point` in a process of its own."""
+    out = subprocess.run(
+        [sys.executable, "-m", "tools.bench.scale", "--point", str(partitions), str(brokers), str(directory)],
+        capture_output=True, text=True, check=False, timeout=3600,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"the {partitions}-partition point failed: {out.stderr.strip()[-2000:]}")
+    return Point(**json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def _shell_reads(snapshot: str, topics: int) -> str:
+    """"ok" when stock metadata-shell lists every one of the ``topics`` topics of
+    ``snapshot`` (three tries: module docstring), else what it listed."""
+    from tools.bench.brokers import KAFKA_VERSION
+    from tools.stock_kafka import run_tool
+
+    listed: set[str] = set()
+    for _ in range(3):
+        out = run_tool(KAFKA_VERSION, "metadata-shell", ["--snapshot", snapshot, "ls", "/image/topics/byName"],
+                       jvm_args=[SHELL_HEAP], timeout=SHELL_TIMEOUT_S)
+        listed = {name for name in out.stdout.split() if name.startswith("scale-")}
+        if len(listed) == topics:
+            return "ok"
+    return f"listed {len(listed)} of {topics} topics"
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def run(args: Any) -> list[Result]:
+    from tools.bench.brokers import KAFKA_VERSION
+    from tools.bench.quorum import kafka_problem
+    from tools.stock_kafka import tool_release
+
+    points = QUICK_POINTS if getattr(args, "quick", False) else POINTS
+    base_dir = os.environ.get("KWIRE_BENCH_DIR") or str(Path.cwd() / "build")
+    Path(base_dir).mkdir(parents=True, exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix="kwire-bench-scale-", dir=base_dir))
+    problem = kafka_problem()
+    shell = f"kafka-metadata-shell {tool_release(KAFKA_VERSION, 'metadata-shell')}" if problem is None else None
+    rows: list[Point] = []
+    try:
+        for partitions, brokers in points:
+            t0 = time.monotonic()
+            point = _point(partitions, brokers, base / str(partitions))
+            if shell is None:
+                point.kafka_read = f"not run: {problem}"
+            else:
+                try:
+                    point.kafka_read = _shell_reads(point.snapshot_path, point.topics)
+                except Exception as exc:  # noqa: BLE001 - a failed run is a row that says why
+                    point.kafka_read = f"{type(exc).__name__}: {exc}"
+            Path(point.snapshot_path).unlink(missing_ok=True)
+            rows.append(point)
+            load_avg = " ".join(f"{x:.2f}" for x in os.getloadavg())
+            print(f"  {partitions:,} partitions on {brokers:,} brokers: {time.monotonic() - t0:.0f} s, "
+                  f"load average {load_avg}", flush=True)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    print(f"{'partitions':>10} {'brokers':>7} {'replay rec/s':>12} {'B/partition':>11} {'view ms':>8} "
+          f"{'build s':>8} {'snapshot MiB':>12} {'load s':>7} {'fence ms':>9} {'peak MiB':>9}  {shell or 'metadata-shell'}")
+    for p in rows:
+        print(f"{p.partitions:>10,} {p.brokers:>7,} {p.replay_records_per_s:>12,.0f} "
+              f"{p.image_bytes_per_partition:>11,.0f} {p.view_ms:>8,.0f} {p.build_s:>8,.1f} "
+              f"{p.snapshot_bytes / 2**20:>12,.1f} {p.load_s:>7,.1f} "
+              f"{p.fence_ms:>9,.1f} {p.peak_rss_mib:>9,.0f}  {p.kafka_read}")
+    results = []
+    for p in rows:
+        conditions = (f"{p.partitions:,} partitions, RF {REPLICATION_FACTOR}, {p.brokers:,} brokers, "
+                      f"topics of {PARTITIONS_PER_TOPIC:,}")
+        for what, unit, value in (
+            ("snapshot load", "s", p.load_s),
+            ("snapshot build (off the event loop)", "s", p.build_s),
+            ("snapshot view (on the event loop)", "ms", p.view_ms),
+            ("image memory per partition", "B", p.image_bytes_per_partition),
+            ("one broker's fencing computed", "ms", p.fence_ms),
+        ):
+            results.append(Result(
+                section=SECTION, what=what, unit=unit, kwire=float(value), reference=None,
+                reference_name=f"Kafka {KAFKA_VERSION}", conditions=f"{conditions}; metadata-shell: {p.kafka_read}",
+                higher_is_better=False,
+            ))
+    return results
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "--point":
+        print(json.dumps(measure_point(int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]))))
+    else:
+        sys.exit("usage: python -m tools.bench.scale --point PARTITIONS BROKERS DIR")
