@@ -385,6 +385,7 @@ def _cases() -> list[tuple[str, Callable[[Side], Message], int]]:
         ("manual, empty", _create(_topic("m7", -1, -1, assignments={0: []})), 7),
         ("validate only", _create(_topic("checked", 3, 2), validate_only=True), 7),
         ("too many partitions", _create(_topic("huge1", 6000, 1), _topic("huge2", 5000, 1)), 7),
+        ("10,000 partitions: one record over the bound", _create(_topic("huge3", 10_000, 1)), 7),
         ("create v2", _create(_topic("v2topic", 2, 1)), 2),
         ("create v5", _create(_topic("v5topic", 2, 1, configs={"retention.ms": "5000"})), 5),
         ("grow t1 to 8", _grow(("t1", 8, None)), 3),

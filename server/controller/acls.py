@@ -44,7 +44,7 @@ from messages.generated.remove_access_control_entry_record import RemoveAccessCo
 from messages.runtime import Message
 from server.controller.cluster import ReplayError
 from server.controller.errors import ApiError
-from server.controller.result import Record
+from server.controller.result import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, Record
 
 if TYPE_CHECKING:
     import random
@@ -234,8 +234,6 @@ class AclFilter:
 
 CIDR_LEVEL = 32
 """metadata.version 4.4-IV1: a binding's host may be a CIDR range (``isCidrAclSupported``)."""
-MAX_RECORDS_PER_USER_OP = 10_000
-"""The most records one request may write (``QuorumController.MAX_RECORDS_PER_USER_OP``)."""
 _IPV4_CIDR = re.compile(r"(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})/(\d{1,2})")
 
 
@@ -341,7 +339,7 @@ class AclImage:
                 taken.add(acl_id)
                 records.append((binding.to_record(acl_id), 0))
                 if len(records) > MAX_RECORDS_PER_USER_OP:
-                    raise ApiError(Errors.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
+                    raise ApiError(Errors.POLICY_VIOLATION, EXCESSIVE_BATCH)
             results.append(None)
         return records, results
 

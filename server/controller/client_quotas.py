@@ -36,7 +36,7 @@ from messages.generated.client_quota_record import ClientQuotaRecord, EntityData
 from messages.runtime import Message
 from server.controller.errors import ApiError
 from server.controller.java_order import java_hash_order, java_string_hash, java_table_size
-from server.controller.result import Record
+from server.controller.result import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, Record
 
 __all__ = ["ENTITY_KEYS", "ClientQuotaImage", "Entity", "entity_text", "ip_entity_error"]
 
@@ -184,8 +184,8 @@ class ClientQuotaImage:
                 results[key] = (entity, ApiError(Errors.INVALID_REQUEST, refused))
                 continue
             records += own
-            if len(records) > 10_000:
-                raise ApiError(Errors.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
+            if len(records) > MAX_RECORDS_PER_USER_OP:
+                raise ApiError(Errors.POLICY_VIOLATION, EXCESSIVE_BATCH)
             results[key] = (entity, None)
         order = java_hash_order(list(results), lambda k: _entity_hash(results[k][0]))
         return records, [results[k] for k in order]

@@ -16,10 +16,18 @@ from typing import Any
 
 from messages.runtime import Message
 
-__all__ = ["ControllerResult", "Record"]
+__all__ = ["EXCESSIVE_BATCH", "MAX_RECORDS_PER_USER_OP", "ControllerResult", "Record"]
 
 Record = tuple[Message, int]
 """A metadata record and the version to encode it at (``ApiMessageAndVersion``)."""
+
+MAX_RECORDS_PER_USER_OP = 10_000
+"""The most records one request may write (``QuorumController.MAX_RECORDS_PER_USER_OP``: the
+operations collect them in a ``BoundedList`` of this length)."""
+EXCESSIVE_BATCH = "Unable to perform excessively large batch operation."
+"""The POLICY_VIOLATION message of a request that overflows that list: Kafka's
+``EventHandlerExceptionInfo`` turns the ``BoundedListTooLongException`` into it, and the whole
+request fails with it, every topic or binding answered with the error."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,7 +81,7 @@ from server.controller.partition_change import (
     partition_change_record_version as partition_record_version,
 )
 from server.controller.placement import UsableBroker, place_replicas
-from server.controller.result import Record
+from server.controller.result import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, Record
 from server.controller.topic_configs import (
     effective_topic_configs,
     validate_topic_configs,
@@ -333,7 +333,9 @@ def create_topics(
     """CreateTopics at the active controller (module docstring): the records to append as one
     batch (none when ``validateOnly``) and one result per requested topic, in request order,
     followed by the duplicated and refused names, then the names ``authorize`` refuses. Raises
-    ApiError POLICY_VIOLATION for a request of too many partitions (every topic fails with it).
+    ApiError POLICY_VIOLATION for a request of too many partitions, or of more than
+    ``MAX_RECORDS_PER_USER_OP`` records (a topic of 10,000 partitions is 10,001: every topic
+    fails with it, even with ``validateOnly``).
     ``elr_enabled``: the eligible.leader.replicas.version feature is finalized at 1 or more.
 
     With ``authorize`` (``ControllerApis.createTopics``): CREATE on the cluster allows every
@@ -428,6 +430,8 @@ def create_topics(
         for index in sorted(parts):
             replicas, isr = parts[index]
             records.append(_partition_record(cluster, topic_id, index, replicas, isr, version))
+        if len(records) > MAX_RECORDS_PER_USER_OP:  # the BoundedList of createTopics overflows
+            raise ApiError(Errors.POLICY_VIOLATION, EXCESSIVE_BATCH)
 
     answers = []
     for topic in topics:

@@ -32,6 +32,7 @@ from server.controller.java_order import (
     timeline_hash_map_order,
 )
 from server.controller.partition_change import partition_change_record_version
+from server.controller.result import EXCESSIVE_BATCH
 from server.controller.topic_configs import (
     ConfigSource,
     effective_topic_configs,
@@ -291,3 +292,26 @@ def test_timeline_order_is_the_controller_config_store_order() -> None:
     keys = ["retention.ms", "segment.ms", "cleanup.policy", "min.insync.replicas", "x", "y"]
     expected = ["cleanup.policy", "x", "y", "segment.ms", "retention.ms", "min.insync.replicas"]
     assert timeline_hash_map_order(keys) == expected
+
+
+@pytest.mark.parametrize(("partitions", "configs", "refused"), [
+    (9_999, {}, False),  # a TopicRecord and 9,999 PartitionRecords: 10,000 records
+    (10_000, {}, True),  # 10,001 records: the BoundedList of createTopics overflows
+    (9_999, {"retention.ms": "1000"}, True),  # a ConfigRecord counts too
+])
+def test_a_request_of_more_than_ten_thousand_records_fails_whole(
+    partitions: int, configs: dict[str, str], refused: bool
+) -> None:
+    """``MAX_RECORDS_PER_USER_OP`` bounds the records, not only the partitions: past it Kafka
+    answers POLICY_VIOLATION for the whole request, validateOnly or not."""
+    cluster, image = _cluster((1, False)), ReplicationImage()
+    topic = _topic("t", partitions, 1, configs=[CreatableTopicConfig(name=k, value=v) for k, v in configs.items()])
+    for validate_only in (False, True):
+        if refused:
+            with pytest.raises(ApiError) as raised:
+                _create(cluster, image, topic, validate_only=validate_only)
+            assert (raised.value.error, raised.value.message) == (Errors.POLICY_VIOLATION, EXCESSIVE_BATCH)
+        else:
+            records, results = _create(cluster, image, topic, validate_only=validate_only)
+            assert results == {"t": (Errors.NONE, None)}
+            assert len(records) == (0 if validate_only else 10_000)
