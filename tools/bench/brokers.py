@@ -187,10 +187,14 @@ async def wait_finalized(port: int) -> dict[str, int]:
 
 
 async def simulated_broker(port: int, broker_id: int, finalized: dict[str, int], window: Window, rng: random.Random,
-                           unfenced: Any, interval_ms: int = HEARTBEAT_INTERVAL_MS) -> None:
+                           unfenced: Any, interval_ms: int = HEARTBEAT_INTERVAL_MS, *,
+                           shutdown: Any = None, shut_down: Any = None) -> None:
     """One broker on its own connection: registers, heartbeats until unfenced (then calls
     ``unfenced``), and heartbeats every interval, recording the latencies inside ``window``,
-    until cancelled."""
+    until cancelled. Once ``shutdown`` (a ``trio.Event``) is set it shuts down as a broker in
+    controlled shutdown does: heartbeats asking to (``WantShutDown``) until the controller
+    answers ``ShouldShutDown``, then calls ``shut_down`` with the seconds from the first such
+    heartbeat sent, and returns."""
     import trio
 
     from kwire.uuid import Uuid
@@ -226,6 +230,16 @@ async def simulated_broker(port: int, broker_id: int, finalized: dict[str, int],
         unfenced()
         await trio.sleep(rng.random() * interval_ms / 1000)
         while True:
+            if shutdown is not None and shutdown.is_set():
+                leaving = BrokerHeartbeatRequest(
+                    broker_id=broker_id, broker_epoch=answer.broker_epoch, current_metadata_offset=1 << 62,
+                    want_fence=False, want_shut_down=True,
+                )
+                asked = time.monotonic()
+                while not (await conn.request(leaving, 1)).should_shut_down:
+                    await trio.sleep(0.02)
+                shut_down(time.monotonic() - asked)
+                return
             sent = time.monotonic()
             response = await conn.request(beat, 1)
             done = time.monotonic()

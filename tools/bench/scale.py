@@ -1,5 +1,7 @@
-"""Scale section, the image at 10^4, 10^5 and 10^6 partitions: what a controller's metadata
-image costs at Kafka's scale, and stock Kafka's metadata shell loading the same snapshot.
+"""Scale section: a controller at 10^4, 10^5 and 10^6 partitions. Two parts: the image in one
+process (below), and 3-node quorums of kwire and of stock Kafka side by side
+(``tools.bench.scale_quorum``: registration storm, creation, memory, snapshot, controlled
+shutdown, zonal outage, failover, restart).
 
 Each point is ``N`` partitions of replication factor 3 in topics of 2,000 partitions, placed by
 kwire's ``StripedReplicaPlacer`` over ``B`` registered, unfenced brokers of one log directory
@@ -27,9 +29,7 @@ runs its command as soon as it publishes a first image, which may come before th
 file (it is asked again, up to three times, as the compat tests do). ``--quick``: the 10^4
 point only.
 
-Not yet here (the rest of the scale bench): the same figures from stock Kafka controllers,
-3-node quorums of both sides with simulated brokers, failover, broker kill, zonal outage,
-CreateTopics of 10,000 partitions, the registration storm at 1,000 brokers.
+``KWIRE_SCALE_QUORUM=0`` runs the image part alone.
 """
 
 from __future__ import annotations
@@ -282,6 +282,77 @@ def run(args: Any) -> list[Result]:
                 section=SECTION, what=what, unit=unit, kwire=float(value), reference=None,
                 reference_name=f"Kafka {KAFKA_VERSION}", conditions=f"{conditions}; metadata-shell: {p.kafka_read}",
                 higher_is_better=False,
+            ))
+    if os.environ.get("KWIRE_SCALE_QUORUM", "1") != "0":
+        results += _quorums(points, problem)
+    return results
+
+
+def _quorums(points: tuple[tuple[int, int], ...], problem: str | None) -> list[Result]:
+    """The quorum part (``tools.bench.scale_quorum``) at every point, both sides."""
+    from tools.bench.brokers import KAFKA_VERSION
+    from tools.bench.scale_quorum import PARTITIONS_PER_REQUEST, QuorumRow, run_side
+
+    base_dir = os.environ.get("KWIRE_BENCH_DIR") or str(Path.cwd() / "build")
+    base = Path(tempfile.mkdtemp(prefix="kwire-bench-scale-quorum-", dir=base_dir))
+    kafka_name = f"Kafka {KAFKA_VERSION}"
+    pairs: list[tuple[QuorumRow, QuorumRow]] = []
+    try:
+        for partitions, brokers in points:
+            sides = []
+            for kind, name in (("kwire", "kwire"), ("kafka", kafka_name)):
+                t0 = time.monotonic()
+                if kind == "kafka" and problem is not None:
+                    sides.append(QuorumRow(name, partitions, brokers, error=f"not run: {problem}"))
+                    continue
+                sides.append(run_side(kind, name, partitions, brokers, base))
+                load_avg = " ".join(f"{x:.2f}" for x in os.getloadavg())
+                print(f"  quorum, {name}, {partitions:,} partitions on {brokers:,} brokers: "
+                      f"{time.monotonic() - t0:.0f} s, load average {load_avg}", flush=True)
+            pairs.append((sides[0], sides[1]))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    figures = (
+        ("storm_s", "registration storm: every broker unfenced", "s"),
+        ("create_s", "creation of every partition", "s"),
+        ("create_p50_ms", f"CreateTopics of {PARTITIONS_PER_REQUEST:,} partitions p50", "ms"),
+        ("create_max_ms", f"CreateTopics of {PARTITIONS_PER_REQUEST:,} partitions max", "ms"),
+        ("create_cpu_s", "quorum CPU-s for the creation", "s"),
+        ("snapshot_bytes", "snapshot size", "B"),
+        ("shutdown_s", "controlled shutdown: leaderships moved", "s"),
+        ("outage_s", "zonal outage (a third of the brokers): all fenced", "s"),
+        ("failover_s", "kill -9 of the active controller to a CreateTopics answered", "s"),
+        ("restart_s", "restart of the killed controller to caught up", "s"),
+    )
+    results = []
+    print(f"{'figure':<62} " + " ".join(f"{f'{p:,}':>21}" for p, _ in points))
+    print(f"{'':<62} " + " ".join(f"{'kwire / Kafka':>21}" for _ in points))
+    for attr, what, unit in figures:
+        cells = [f"{_fmt(getattr(k, attr), 2):>10} /{_fmt(getattr(r, attr), 2):>10}" for k, r in pairs]
+        print(f"{what + ' (' + unit + ')':<62} " + " ".join(cells))
+    for label, attr in (("RSS per controller (MiB)", "rss_mib"), ("Kafka heap in use (MiB)", "heap_used_mib")):
+        cells = [f"{'/'.join(f'{x:.0f}' for x in getattr(k, attr)) or '-':>10} /"
+                 f"{'/'.join(f'{x:.0f}' for x in getattr(r, attr)) or '-':>10}" for k, r in pairs]
+        print(f"{label:<62} " + " ".join(cells))
+    for kwire, ref in pairs:
+        for row in (kwire, ref):
+            if row.error is not None:
+                print(f"  {row.implementation} at {row.partitions:,}: {row.error}")
+        conditions = f"3-node quorums, {kwire.partitions:,} partitions, RF 3, {kwire.brokers:,} brokers"
+        for attr, what, unit in figures:
+            value, reference = getattr(kwire, attr), getattr(ref, attr)
+            if value is None:
+                continue
+            results.append(Result(
+                section=SECTION, what=what, unit=unit, kwire=float(value),
+                reference=None if reference is None else float(reference), reference_name=kafka_name,
+                conditions=conditions, higher_is_better=False,
+            ))
+        if kwire.rss_mib and kwire.partitions:
+            results.append(Result(
+                section=SECTION, what="largest controller RSS", unit="MiB", kwire=max(kwire.rss_mib),
+                reference=max(ref.rss_mib) if ref.rss_mib else None, reference_name=kafka_name,
+                conditions=conditions, higher_is_better=False,
             ))
     return results
 
