@@ -16,7 +16,7 @@ to back, offsets counted from 0, every batch's PartitionLeaderEpoch = the snapsh
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from messages.generated.kraft_version_record import KRaftVersionRecord
@@ -72,6 +72,25 @@ def build_snapshot_batches(
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
     compression: CompressionType = CompressionType.NONE,
 ) -> list[bytes]:
+    """:func:`iter_snapshot_batches` as a list."""
+    return list(iter_snapshot_batches(
+        snapshot_id, last_contained_log_timestamp=last_contained_log_timestamp, records=records,
+        append_time_ms=append_time_ms, kraft_version=kraft_version, voters=voters, max_batch_bytes=max_batch_bytes,
+        compression=compression,
+    ))
+
+
+def iter_snapshot_batches(
+    snapshot_id: SnapshotId,
+    *,
+    last_contained_log_timestamp: int,
+    records: Iterable[bytes],
+    append_time_ms: int,
+    kraft_version: int = 0,
+    voters: VotersRecord | None = None,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    compression: CompressionType = CompressionType.NONE,
+) -> Iterator[bytes]:
     """The batches of a snapshot (``RecordsSnapshotWriter``): header batch, data batches of at
     most about ``max_batch_bytes`` of record values each, footer batch; offsets from 0, epoch =
     the snapshot's epoch.
@@ -79,8 +98,8 @@ def build_snapshot_batches(
     ``records`` are framed metadata records, in order; a value larger than ``max_batch_bytes``
     gets a batch of its own. ``last_contained_log_timestamp`` and ``append_time_ms`` are in ms.
     KRaftVersion and (when given) ``voters`` go into the header batch only when
-    ``kraft_version`` >= 1. Returns each batch as bytes, in file order. Raises ValueError for
-    an empty record value."""
+    ``kraft_version`` >= 1. Gives each batch as bytes, in file order, as it is made. Raises
+    ValueError for an empty record value."""
     epoch = snapshot_id.epoch
     header: list[ControlMessage] = [
         SnapshotHeaderRecord(last_contained_log_timestamp=last_contained_log_timestamp)
@@ -89,31 +108,24 @@ def build_snapshot_batches(
         header.append(KRaftVersionRecord(kraft_version=kraft_version))
         if voters is not None:
             header.append(voters)
-    batches = [build_control_batch(header, base_offset=0, partition_leader_epoch=epoch, append_time_ms=append_time_ms)]
+    yield build_control_batch(header, base_offset=0, partition_leader_epoch=epoch, append_time_ms=append_time_ms)
     offset = len(header)
     pending: list[bytes] = []
     pending_bytes = 0
     for value in records:
         if pending and pending_bytes + len(value) > max_batch_bytes:
-            batches.append(
-                build_data_batch(pending, base_offset=offset, partition_leader_epoch=epoch,
-                                 append_time_ms=append_time_ms, compression=compression)
-            )
+            yield build_data_batch(pending, base_offset=offset, partition_leader_epoch=epoch,
+                                   append_time_ms=append_time_ms, compression=compression)
             offset += len(pending)
             pending, pending_bytes = [], 0
         pending.append(value)
         pending_bytes += len(value)
     if pending:
-        batches.append(
-            build_data_batch(pending, base_offset=offset, partition_leader_epoch=epoch,
-                             append_time_ms=append_time_ms, compression=compression)
-        )
+        yield build_data_batch(pending, base_offset=offset, partition_leader_epoch=epoch,
+                               append_time_ms=append_time_ms, compression=compression)
         offset += len(pending)
-    batches.append(
-        build_control_batch([SnapshotFooterRecord()], base_offset=offset, partition_leader_epoch=epoch,
-                            append_time_ms=append_time_ms)
-    )
-    return batches
+    yield build_control_batch([SnapshotFooterRecord()], base_offset=offset, partition_leader_epoch=epoch,
+                              append_time_ms=append_time_ms)
 
 
 @dataclass(frozen=True, slots=True)

@@ -269,7 +269,8 @@ class QuorumController:
     def snapshot_view(self) -> Iterator[Record]:
         """:meth:`snapshot_records` as of this call, made as they are read
         (``image_writer.image_view``): later replays do not change them, so they may be read
-        off the event loop. Raises as :meth:`snapshot_records` does, at once."""
+        a piece at a time while the controller goes on. Raises as :meth:`snapshot_records`
+        does, at once."""
         if self.transaction_open:
             raise RuntimeError("no snapshot inside a metadata transaction")
         return image_view(

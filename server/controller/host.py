@@ -51,7 +51,7 @@ Rules (Kafka's ``QuorumController``):
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
@@ -72,7 +72,7 @@ from server.controller.raft_access import RAFT_OPERATIONS, raft_refusal
 from server.controller.registry import ControllerApi, find
 from server.controller.responses import not_controller
 from server.controller.result import Record
-from server.controller.snapshots import SnapshotTriggers, image_snapshot
+from server.controller.snapshots import SnapshotTriggers, image_snapshot_steps, run_steps
 from server.raft.control_state import ControlRecordStateMachine
 from server.raft.events import AppendResult, ClientAppend, CommittedBatch, UpgradeKRaftVersion
 from server.raft.log import RaftLog
@@ -166,13 +166,18 @@ class ControllerRequest:
 
 @dataclass(frozen=True, slots=True)
 class SnapshotToWrite:
-    """A snapshot of the image to write and freeze: its id, and ``build``, which makes its
-    ``.checkpoint`` bytes from the image as it stood when the snapshot was taken. ``build``
-    reads nothing the host changes afterwards, so the driver may call it off the event loop
-    while the host goes on (at a million partitions it takes tens of seconds)."""
+    """A snapshot of the image to write and freeze: its id, and ``steps``, which gives a
+    generator that makes its ``.checkpoint`` bytes from the image as it stood when the snapshot
+    was taken (``server.controller.snapshots.image_snapshot_steps``). The generator reads
+    nothing the host changes afterwards, so the driver may run it a step at a time between its
+    other work while the host goes on (at a million partitions it takes over ten seconds)."""
 
     snapshot_id: OffsetAndEpoch
-    build: Callable[[], bytes]
+    steps: Callable[[], Generator[None, None, bytes]]
+
+    def build(self) -> bytes:
+        """Every step at once: the snapshot's bytes."""
+        return run_steps(self.steps())
 
 
 @dataclass(slots=True)
@@ -183,8 +188,8 @@ class ControllerOutbox:
        activation records and NoOps; ``UpgradeKRaftVersion`` before the write that asked for
        it), one step each and before any other event reaches the core;
     2. ``replies``: answer each request (``(handle, response)``);
-    3. ``snapshot``: build and write it (off the event loop); skip it when the log meanwhile
-       starts at or after its offset;
+    3. ``snapshot``: build it a step at a time between other work, and write it; skip it
+       when the log meanwhile starts at or after its offset;
     4. poll again no later than ``next_deadline_ms`` (None: no timer is running).
     """
 
@@ -700,8 +705,8 @@ class ControllerHost:
         if latest is not None and latest.offset >= snapshot_id.offset:
             return
         kraft_version, voters = self.raft.control.at_offset(batch.last_offset)
-        build = partial(
-            image_snapshot,
+        steps = partial(
+            image_snapshot_steps,
             snapshot_id,
             controller.snapshot_view(),
             last_contained_log_timestamp=RecordBatch(batch.data).max_timestamp,
@@ -710,5 +715,5 @@ class ControllerHost:
             voters=voters,
         )
         self._triggers.reset(now_ms)
-        self._out.snapshot = SnapshotToWrite(snapshot_id, build)
+        self._out.snapshot = SnapshotToWrite(snapshot_id, steps)
         self.log.info("node %d: creating snapshot %020d-%010d because %s", self.config.node_id, snapshot_id.offset, snapshot_id.epoch, reason)

@@ -31,7 +31,7 @@ order of Kafka's ``HashMap`` of them. Replay does not depend on any of these ord
 :func:`image_view` takes the image as it stands when called and gives its records lazily: the
 topics' partition maps are copied (a partition is immutable, so a copy of the map is a copy of
 the topic), and every other section, a few records at most per broker or resource, is made at
-once. Its records can then be made and encoded off the event loop while the image goes on
+once. Its records can then be made and encoded a piece at a time while the image goes on
 changing, as Kafka writes a snapshot from an immutable ``MetadataImage``. No I/O, no clock.
 """
 

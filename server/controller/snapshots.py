@@ -12,15 +12,15 @@ log below them is the node's file work: ``server.node.log_cleaner``.)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 
 from messages.metadata import encode_record
 from server.controller.result import Record
 from server.raft.control import voters_record
 from server.raft.types import OffsetAndEpoch, VoterSet
-from storage.snapshot_format import SnapshotId, build_snapshot_batches
+from storage.snapshot_format import SnapshotId, iter_snapshot_batches
 
-__all__ = ["SnapshotTriggers", "image_snapshot"]
+__all__ = ["SNAPSHOT_STEP_RECORDS", "SnapshotTriggers", "image_snapshot", "image_snapshot_steps", "run_steps"]
 
 
 class SnapshotTriggers:
@@ -50,6 +50,52 @@ class SnapshotTriggers:
         self.last_snapshot_ms = now_ms
 
 
+SNAPSHOT_STEP_RECORDS = 1000
+"""Records :func:`image_snapshot_steps` encodes between two of its pauses."""
+
+
+def image_snapshot_steps(
+    snapshot_id: OffsetAndEpoch,
+    records: Iterable[Record],
+    *,
+    last_contained_log_timestamp: int,
+    append_time_ms: int,
+    kraft_version: int,
+    voters: VoterSet,
+) -> Generator[None, None, bytes]:
+    """:func:`image_snapshot` in steps: a generator that pauses (yields None) after every
+    :data:`SNAPSHOT_STEP_RECORDS` records it encodes and after every batch it makes, and
+    returns the bytes (``StopIteration.value``). A driver that runs one step at a time between
+    its other work builds a snapshot of a million partitions without holding its event loop
+    for more than a few milliseconds at once."""
+    values: list[bytes] = []
+    for count, (record, version) in enumerate(records, 1):
+        values.append(encode_record(record, version))
+        if count % SNAPSHOT_STEP_RECORDS == 0:
+            yield
+    batches: list[bytes] = []
+    for batch in iter_snapshot_batches(
+        SnapshotId(snapshot_id.offset, snapshot_id.epoch),
+        last_contained_log_timestamp=last_contained_log_timestamp,
+        records=values,
+        append_time_ms=append_time_ms,
+        kraft_version=kraft_version,
+        voters=voters_record(voters) if kraft_version >= 1 else None,
+    ):
+        batches.append(batch)
+        yield
+    return b"".join(batches)
+
+
+def run_steps(steps: Generator[None, None, bytes]) -> bytes:
+    """Run every step of ``steps`` (:func:`image_snapshot_steps`) at once; its bytes."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
 def image_snapshot(
     snapshot_id: OffsetAndEpoch,
     records: Iterable[Record],
@@ -62,15 +108,8 @@ def image_snapshot(
     """The bytes of snapshot ``snapshot_id`` (``.checkpoint`` content) holding the image
     ``records``, behind a header with ``last_contained_log_timestamp`` and, at kraft.version 1
     or later, the KRaftVersion and Voters control records of ``voters``: both as of the last
-    contained offset, as ``KafkaRaftClient.createSnapshot`` writes them. ``records`` are read
-    and encoded one at a time."""
-    return b"".join(
-        build_snapshot_batches(
-            SnapshotId(snapshot_id.offset, snapshot_id.epoch),
-            last_contained_log_timestamp=last_contained_log_timestamp,
-            records=(encode_record(record, version) for record, version in records),
-            append_time_ms=append_time_ms,
-            kraft_version=kraft_version,
-            voters=voters_record(voters) if kraft_version >= 1 else None,
-        )
-    )
+    contained offset, as ``KafkaRaftClient.createSnapshot`` writes them."""
+    return run_steps(image_snapshot_steps(
+        snapshot_id, records, last_contained_log_timestamp=last_contained_log_timestamp,
+        append_time_ms=append_time_ms, kraft_version=kraft_version, voters=voters,
+    ))

@@ -21,9 +21,9 @@ Each core Outbox is carried out by ``server.raft.outbox.apply`` (the one applier
 order of the Outbox contract) on the node's target (``server.node.raft_target``: quorum-state,
 the log and its fsync off the event loop, the peers, the replies, the host and the listener).
 Then the host is polled: its appends step the core at once, its replies complete requests, its
-snapshot is built in a worker thread by a task of its own (tens of seconds at a million
-partitions, during which the node goes on serving) and, once built, written by the driving
-task (``server.node.log_cleaner``, which also enforces retention). One snapshot is built at a
+snapshot is built by a task of its own a step at a time (over ten seconds at a million
+partitions, during which the node goes on serving between steps) and, once built, written by
+the driving task (``server.node.log_cleaner``, which also enforces retention). One snapshot is built at a
 time; one the host takes meanwhile is skipped, and its triggers count afresh.
 
 Every file operation runs through ``trio.to_thread``, one at a time, from the driving task, so
@@ -106,7 +106,7 @@ log = logging.getLogger("kwire.node")
 
 @dataclass(frozen=True, slots=True)
 class _SnapshotBuilt:
-    """A snapshot's bytes, built off the event loop in ``build_s`` seconds, to write."""
+    """A snapshot's bytes, built in ``build_s`` seconds, to write."""
 
     snapshot_id: OffsetAndEpoch
     data: bytes
@@ -164,7 +164,7 @@ class Node:
         """An item taken off the event channel while collecting queued appends, handled next."""
         self._stopping = False
         self._building_snapshot: OffsetAndEpoch | None = None
-        """The snapshot being built off the event loop, None when none is."""
+        """The snapshot being built, None when none is."""
         self._next_token = 1
 
     # ------------------------------------------------------------------ time
@@ -463,12 +463,18 @@ class Node:
             self._registration.maybe_register(host.controller, core.epoch)
 
     async def _build_snapshot(self, snapshot: SnapshotToWrite) -> None:
-        """Build ``snapshot``'s bytes in a worker thread and hand them to the driving task."""
+        """Build ``snapshot``'s bytes a step at a time, letting every other task run between
+        two steps (a worker thread would hold the GIL against the event loop), and hand them to
+        the driving task."""
         started = time.perf_counter()
-        if self._run_blocking is not None:
-            data = await self._run_blocking(snapshot.build)
-        else:  # pure computation: a stopping node need not wait for it
-            data = await trio.to_thread.run_sync(snapshot.build, abandon_on_cancel=True)
+        steps = snapshot.steps()
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                data: bytes = done.value
+                break
+            await trio.sleep(0)
         self._post(_SnapshotBuilt(snapshot.snapshot_id, data, time.perf_counter() - started))
 
     async def _write_snapshot(self, built: _SnapshotBuilt) -> None:

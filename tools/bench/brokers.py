@@ -186,15 +186,20 @@ async def wait_finalized(port: int) -> dict[str, int]:
             await trio.sleep(0.2)
 
 
+NOT_CONTROLLER = 41
+
+
 async def simulated_broker(port: int, broker_id: int, finalized: dict[str, int], window: Window, rng: random.Random,
                            unfenced: Any, interval_ms: int = HEARTBEAT_INTERVAL_MS, *,
-                           shutdown: Any = None, shut_down: Any = None) -> None:
+                           shutdown: Any = None, shut_down: Any = None, ports: list[int] | None = None) -> None:
     """One broker on its own connection: registers, heartbeats until unfenced (then calls
     ``unfenced``), and heartbeats every interval, recording the latencies inside ``window``,
     until cancelled. Once ``shutdown`` (a ``trio.Event``) is set it shuts down as a broker in
     controlled shutdown does: heartbeats asking to (``WantShutDown``) until the controller
     answers ``ShouldShutDown``, then calls ``shut_down`` with the seconds from the first such
-    heartbeat sent, and returns."""
+    heartbeat sent, and returns. With ``ports`` (the quorum's), an answer of NOT_CONTROLLER or
+    a lost connection sends it to the active controller of the moment, as a broker's
+    controller channel does; without, either ends it (an exception)."""
     import trio
 
     from kwire.uuid import Uuid
@@ -204,7 +209,7 @@ async def simulated_broker(port: int, broker_id: int, finalized: dict[str, int],
         Feature,
         Listener,
     )
-    from server.net.client import open_connection
+    from server.net.client import KafkaConnection, open_connection
 
     features = [
         Feature(name=name, min_supported_version=1 if name == "metadata.version" else 0, max_supported_version=level)
@@ -215,9 +220,30 @@ async def simulated_broker(port: int, broker_id: int, finalized: dict[str, int],
         listeners=[Listener(name="PLAINTEXT", host="127.0.0.1", port=9092, security_protocol=0)],
         features=features, rack=None, log_dirs=[Uuid.from_longs(broker_id, 77)],
     )
-    async with await open_connection("127.0.0.1", port, f"broker-{broker_id}", request_timeout_ms=int(START_TIMEOUT_S * 1000)) as conn:
+    timeout_ms = int(START_TIMEOUT_S * 1000)
+    conn: KafkaConnection | None = None
+
+    async def ask(body: Any, version: int) -> Any:
+        nonlocal conn
         while True:
-            answer = await conn.request(registration, 4)
+            try:
+                if conn is None:
+                    target = port if ports is None else await active_controller_port(ports)
+                    conn = await open_connection("127.0.0.1", target, f"broker-{broker_id}", request_timeout_ms=timeout_ms)
+                answer = await conn.request(body, version)
+                if ports is None or answer.error_code != NOT_CONTROLLER:
+                    return answer
+            except OSError:
+                if ports is None:
+                    raise
+            if conn is not None:
+                await conn.aclose()
+                conn = None
+            await trio.sleep(0.1)
+
+    try:
+        while True:
+            answer = await ask(registration, 4)
             if answer.error_code == 0:
                 break
             await trio.sleep(0.1)
@@ -225,7 +251,7 @@ async def simulated_broker(port: int, broker_id: int, finalized: dict[str, int],
             broker_id=broker_id, broker_epoch=answer.broker_epoch, current_metadata_offset=1 << 62,
             want_fence=False, want_shut_down=False,
         )
-        while (await conn.request(beat, 1)).is_fenced:
+        while (await ask(beat, 1)).is_fenced:
             await trio.sleep(0.05)
         unfenced()
         await trio.sleep(rng.random() * interval_ms / 1000)
@@ -236,18 +262,22 @@ async def simulated_broker(port: int, broker_id: int, finalized: dict[str, int],
                     want_fence=False, want_shut_down=True,
                 )
                 asked = time.monotonic()
-                while not (await conn.request(leaving, 1)).should_shut_down:
+                while not (await ask(leaving, 1)).should_shut_down:
                     await trio.sleep(0.02)
                 shut_down(time.monotonic() - asked)
                 return
             sent = time.monotonic()
-            response = await conn.request(beat, 1)
+            response = await ask(beat, 1)
             done = time.monotonic()
             if window.start <= sent < window.end:
                 window.latencies.append((done - sent) * 1000)
                 if response.error_code != 0:
                     window.errors += 1
             await trio.sleep(max(0.0, sent + interval_ms / 1000 - time.monotonic()))
+    finally:
+        if conn is not None:
+            with trio.CancelScope(shield=True):
+                await conn.aclose()
 
 
 async def _create_led_topic(port: int, leader: int, others: list[int]) -> None:

@@ -323,6 +323,7 @@ def _quorums(points: tuple[tuple[int, int], ...], problem: str | None) -> list[R
         ("outage_s", "zonal outage (a third of the brokers): all fenced", "s"),
         ("failover_s", "kill -9 of the active controller to a CreateTopics answered", "s"),
         ("restart_s", "restart of the killed controller to caught up", "s"),
+        ("retries", "CreateTopics asked again after NOT_CONTROLLER", "requests"),
     )
     results = []
     print(f"{'figure':<62} " + " ".join(f"{f'{p:,}':>21}" for p, _ in points))

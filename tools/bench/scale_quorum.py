@@ -2,7 +2,7 @@
 (the newest pinned release), side by side, taken to N partitions on B simulated brokers.
 
 Each side is a static quorum (``tools.bench.brokers.start_quorum``, each formatted at its own
-default metadata.version) with ``metadata.log.max.snapshot.interval.ms`` at 5 s, so that each
+default metadata.version) with ``metadata.log.max.snapshot.interval.ms`` at 30 s, so that each
 point ends with a snapshot of the whole image, and Kafka's heap at :data:`KAFKA_HEAP`. The
 load generator (this process, Trio) drives, in order:
 
@@ -59,7 +59,7 @@ PARTITIONS_PER_REQUEST = 5_000
 (``QuorumController.MAX_RECORDS_PER_USER_OP``), so a topic of 10,000 partitions (10,001 records)
 is refused by both sides."""
 KAFKA_HEAP = "-Xmx6g"
-SNAPSHOT_INTERVAL_MS = 5000
+SNAPSHOT_INTERVAL_MS = 30_000
 SESSION_TIMEOUT_MS = 9000
 STEP_TIMEOUT_S = 600.0
 NODES = 3
@@ -85,6 +85,8 @@ class QuorumRow:
     outage_s: float | None = None
     failover_s: float | None = None
     restart_s: float | None = None
+    retries: int = 0
+    """Requests asked again after NOT_CONTROLLER or a lost connection (leadership moved)."""
     error: str | None = None
 
 
@@ -154,6 +156,31 @@ def _newest_snapshot(segment_dir: Path, after: float) -> Path | None:
     return max(found, default=None, key=lambda p: p.name)
 
 
+NOT_CONTROLLER = 41
+TOPIC_ALREADY_EXISTS = 36
+
+
+async def _create_anywhere(ports: list[int], name: str, partitions: int) -> tuple[int, int]:
+    """CreateTopics of one topic at the active controller of the moment, asked again (of the
+    active controller then) after NOT_CONTROLLER or a lost connection, as an admin client
+    does: ``(error code, times asked again)``. TOPIC_ALREADY_EXISTS after a retry is the
+    earlier attempt having committed: no error."""
+    import trio
+
+    retries = 0
+    while True:
+        try:
+            error = await _create(await active_controller_port(ports), name, partitions)
+        except OSError:
+            error = NOT_CONTROLLER
+        if error == TOPIC_ALREADY_EXISTS and retries:
+            return 0, retries
+        if error != NOT_CONTROLLER:
+            return error, retries
+        retries += 1
+        await trio.sleep(0.1)
+
+
 async def _create(port: int, name: str, partitions: int) -> int:
     """CreateTopics of one topic; its error code."""
     from messages.generated.create_topics_request import CreatableTopic, CreateTopicsRequest
@@ -190,7 +217,7 @@ async def _drive(row: QuorumRow, kind: str, root: Path, procs: list[subprocess.P
 
     async def broker(broker_id: int) -> None:
         with scopes[broker_id]:
-            await simulated_broker(port, broker_id, finalized, window, rng, unfenced,
+            await simulated_broker(port, broker_id, finalized, window, rng, unfenced, ports=ports,
                                    shutdown=leaving if broker_id == ids[0] else None, shut_down=shut_down_s.append)
 
     async with trio.open_nursery() as nursery:
@@ -214,7 +241,8 @@ async def _drive(row: QuorumRow, kind: str, root: Path, procs: list[subprocess.P
         while left > 0:
             count = min(PARTITIONS_PER_REQUEST, left)
             sent = time.monotonic()
-            error = await _create(port, f"scale-{n}", count)
+            error, retries = await _create_anywhere(ports, f"scale-{n}", count)
+            row.retries += retries
             latencies.append((time.monotonic() - sent) * 1000)
             if error != 0:
                 row.error = f"creation: CreateTopics of scale-{n} answered error {error}"
@@ -227,7 +255,7 @@ async def _drive(row: QuorumRow, kind: str, root: Path, procs: list[subprocess.P
         row.create_p50_ms, row.create_max_ms = latencies[len(latencies) // 2], latencies[-1]
         created_at = time.time()
 
-        with trio.move_on_after(SNAPSHOT_INTERVAL_MS / 1000 * 4 + 60):
+        with trio.move_on_after(SNAPSHOT_INTERVAL_MS / 1000 * 2 + 60):
             while (snapshot := _newest_snapshot(segment_dir, created_at)) is None:
                 await trio.sleep(0.5)
             row.snapshot_bytes = snapshot.stat().st_size
@@ -266,6 +294,8 @@ async def _drive(row: QuorumRow, kind: str, root: Path, procs: list[subprocess.P
 
         nursery.cancel_scope.cancel()  # the brokers' connections are to the controller about to die
 
+    port = await active_controller_port(ports)  # leadership may have moved meanwhile
+    active = ports.index(port)
     procs[active].kill()
     killed = time.monotonic()
     others = [p for i, p in enumerate(ports) if i != active]
