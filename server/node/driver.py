@@ -72,6 +72,7 @@ from server.net.dispatcher import RequestContext
 from server.net.sasl import SaslServerConfig
 from server.node.apis import api_versions
 from server.node.envelope import forwarded_client, open_envelope, relay_answer
+from server.node.heap import age_heap
 from server.node.log_cleaner import LogCleaner, write_snapshot
 from server.node.logger_levels import python_logger_levels
 from server.node.peer import Peers
@@ -454,6 +455,7 @@ class Node:
                 log.info("node %d: skipping snapshot %s: snapshot %s is still being built", self.config.node_id, stem,
                          SnapshotId(building.offset, building.epoch).file_stem)
             else:
+                age_heap()  # the image up to the snapshot is long-lived (server.node.heap)
                 log.info("node %d: building snapshot %s", self.config.node_id, stem)
                 self._building_snapshot = snapshot_id
                 assert self._nursery is not None

@@ -23,6 +23,7 @@ import trio
 from server.controller.host import ControllerHost
 from server.net import ChannelDispatcher, PendingRequest
 from server.node.features import finalized_features
+from server.node.heap import age_heap
 from server.node.peer import Peers
 from server.node.startup import to_stored_election
 from server.raft.core import RaftCore
@@ -148,6 +149,7 @@ class NodeTarget:
         snapshot = SnapshotId(snapshot_id.offset, snapshot_id.epoch)
         content = await self._blocking(lambda: read_snapshot(directory, snapshot))
         self.host.load_snapshot(self.now_ms(), snapshot_id, content.data_records())
+        age_heap()  # the loaded image is long-lived: out of the cyclic collector's walks
         self._features_seen = True
         self._maybe_notify_leader()
 
