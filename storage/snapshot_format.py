@@ -71,25 +71,6 @@ def build_snapshot_batches(
     voters: VotersRecord | None = None,
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
     compression: CompressionType = CompressionType.NONE,
-) -> list[bytes]:
-    """:func:`iter_snapshot_batches` as a list."""
-    return list(iter_snapshot_batches(
-        snapshot_id, last_contained_log_timestamp=last_contained_log_timestamp, records=records,
-        append_time_ms=append_time_ms, kraft_version=kraft_version, voters=voters, max_batch_bytes=max_batch_bytes,
-        compression=compression,
-    ))
-
-
-def iter_snapshot_batches(
-    snapshot_id: SnapshotId,
-    *,
-    last_contained_log_timestamp: int,
-    records: Iterable[bytes],
-    append_time_ms: int,
-    kraft_version: int = 0,
-    voters: VotersRecord | None = None,
-    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
-    compression: CompressionType = CompressionType.NONE,
 ) -> Iterator[bytes]:
     """The batches of a snapshot (``RecordsSnapshotWriter``): header batch, data batches of at
     most about ``max_batch_bytes`` of record values each, footer batch; offsets from 0, epoch =

@@ -1,7 +1,7 @@
 """The controller's image as the data records of a metadata snapshot (KIP-630; Kafka's
 ``MetadataImage.write`` with the ``ImageWriterOptions`` of the image's own metadata.version).
 
-Replaying :func:`image_records` from an empty controller rebuilds the same image: the same
+Replaying the records of :func:`image_view` from an empty controller rebuilds the same image: the same
 finalized features, broker and controller registrations, topics and partitions, configs and
 next producer id. The sections come in Kafka's order, each record at the version its
 metadata.version writes:
@@ -71,31 +71,12 @@ from server.controller.java_order import (
 from server.controller.partition_change import partition_change_record_version
 from server.controller.result import Record
 
-__all__ = ["ImageLossError", "image_records", "image_view"]
+__all__ = ["ImageLossError", "image_view"]
 
 
 class ImageLossError(Exception):
     """The image cannot be written without losing state (there is no finalized
     metadata.version); Kafka's ``ImageWriterOptions`` loss handler raises the same way."""
-
-
-def image_records(
-    *,
-    feature_levels: Mapping[str, int],
-    cluster: ClusterControl,
-    controllers: Iterable[RegisterControllerRecord],
-    replication: ReplicationImage,
-    client_quotas: Iterable[Record] = (),
-    security: Iterable[Record] = (),
-) -> list[Record]:
-    """The ``(record, version)`` pairs of a snapshot of this image, in the order of the module
-    docstring; ``controllers`` are the controller registrations as records, ``client_quotas``
-    the records of section 5 and ``security`` those of sections 7 to 9, in order. Raises
-    :class:`ImageLossError` when metadata.version is not finalized."""
-    return list(image_view(
-        feature_levels=feature_levels, cluster=cluster, controllers=controllers, replication=replication,
-        client_quotas=client_quotas, security=security,
-    ))
 
 
 def image_view(
@@ -107,9 +88,11 @@ def image_view(
     client_quotas: Iterable[Record] = (),
     security: Iterable[Record] = (),
 ) -> Iterator[Record]:
-    """:func:`image_records` as of this call, made lazily (module docstring): later changes
-    of the image do not reach it. Raises :class:`ImageLossError` at once when metadata.version
-    is not finalized."""
+    """The ``(record, version)`` pairs of a snapshot of this image as of this call, in the
+    order of the module docstring, made lazily (later changes of the image do not reach them);
+    ``controllers`` are the controller registrations as records, ``client_quotas`` the records
+    of section 5 and ``security`` those of sections 7 to 9, in order. Raises
+    :class:`ImageLossError` at once when metadata.version is not finalized."""
     metadata_version = feature_levels.get(METADATA_VERSION_FEATURE, 0)
     if metadata_version <= 0:
         raise ImageLossError("the image has no metadata.version to write a snapshot with")

@@ -13,12 +13,13 @@ log below them is the node's file work: ``server.node.log_cleaner``.)
 from __future__ import annotations
 
 from collections.abc import Generator, Iterable
+from typing import Any
 
 from messages.metadata import encode_record
 from server.controller.result import Record
 from server.raft.control import voters_record
 from server.raft.types import OffsetAndEpoch, VoterSet
-from storage.snapshot_format import SnapshotId, iter_snapshot_batches
+from storage.snapshot_format import SnapshotId, build_snapshot_batches
 
 __all__ = ["SNAPSHOT_STEP_RECORDS", "SnapshotTriggers", "image_snapshot", "image_snapshot_steps", "run_steps"]
 
@@ -63,18 +64,21 @@ def image_snapshot_steps(
     kraft_version: int,
     voters: VoterSet,
 ) -> Generator[None, None, bytes]:
-    """:func:`image_snapshot` in steps: a generator that pauses (yields None) after every
-    :data:`SNAPSHOT_STEP_RECORDS` records it encodes and after every batch it makes, and
-    returns the bytes (``StopIteration.value``). A driver that runs one step at a time between
-    its other work builds a snapshot of a million partitions without holding its event loop
-    for more than a few milliseconds at once."""
+    """The ``.checkpoint`` bytes of snapshot ``snapshot_id`` holding the image ``records``,
+    behind a header with ``last_contained_log_timestamp`` and, at kraft.version 1 or later, the
+    KRaftVersion and Voters control records of ``voters``, both as of the last contained
+    offset, as ``KafkaRaftClient.createSnapshot`` writes them; made by a generator that pauses
+    (yields None) after every :data:`SNAPSHOT_STEP_RECORDS` records it encodes and after every
+    batch it makes, and returns the bytes (``StopIteration.value``). A driver that runs one
+    step at a time between its other work builds a snapshot of a million partitions without
+    holding its event loop for more than a few milliseconds at once."""
     values: list[bytes] = []
     for count, (record, version) in enumerate(records, 1):
         values.append(encode_record(record, version))
         if count % SNAPSHOT_STEP_RECORDS == 0:
             yield
     batches: list[bytes] = []
-    for batch in iter_snapshot_batches(
+    for batch in build_snapshot_batches(
         SnapshotId(snapshot_id.offset, snapshot_id.epoch),
         last_contained_log_timestamp=last_contained_log_timestamp,
         records=values,
@@ -96,20 +100,9 @@ def run_steps(steps: Generator[None, None, bytes]) -> bytes:
             return done.value
 
 
-def image_snapshot(
-    snapshot_id: OffsetAndEpoch,
-    records: Iterable[Record],
-    *,
-    last_contained_log_timestamp: int,
-    append_time_ms: int,
-    kraft_version: int,
-    voters: VoterSet,
-) -> bytes:
+def image_snapshot(snapshot_id: OffsetAndEpoch, records: Iterable[Record], **header: Any) -> bytes:
     """The bytes of snapshot ``snapshot_id`` (``.checkpoint`` content) holding the image
-    ``records``, behind a header with ``last_contained_log_timestamp`` and, at kraft.version 1
-    or later, the KRaftVersion and Voters control records of ``voters``: both as of the last
-    contained offset, as ``KafkaRaftClient.createSnapshot`` writes them."""
-    return run_steps(image_snapshot_steps(
-        snapshot_id, records, last_contained_log_timestamp=last_contained_log_timestamp,
-        append_time_ms=append_time_ms, kraft_version=kraft_version, voters=voters,
-    ))
+    ``records``: :func:`image_snapshot_steps` with the same ``header`` keywords
+    (``last_contained_log_timestamp``, ``append_time_ms``, ``kraft_version``, ``voters``), every
+    step at once."""
+    return run_steps(image_snapshot_steps(snapshot_id, records, **header))

@@ -20,7 +20,7 @@ from messages.runtime import Message
 from server.controller.cluster import ClusterControl
 from server.controller.controller import QuorumController
 from server.controller.image import ReplicationImage
-from server.controller.image_writer import ImageLossError, image_records
+from server.controller.image_writer import ImageLossError, image_view
 from tests.controller.fixtures import (
     broker_record,
     controller_at,
@@ -95,10 +95,10 @@ def _of(records: list[tuple[Message, int]], kind: type) -> list[tuple[Message, i
 
 def test_no_image_is_written_without_a_metadata_version() -> None:
     with pytest.raises(ImageLossError, match="no metadata.version"):
-        image_records(feature_levels={"group.version": 1}, cluster=ClusterControl("c", 9000), controllers=[],
+        image_view(feature_levels={"group.version": 1}, cluster=ClusterControl("c", 9000), controllers=[],
                       replication=ReplicationImage())
     with pytest.raises(ImageLossError):
-        image_records(feature_levels={"metadata.version": 0}, cluster=ClusterControl("c", 9000), controllers=[],
+        image_view(feature_levels={"metadata.version": 0}, cluster=ClusterControl("c", 9000), controllers=[],
                       replication=ReplicationImage())
 
 

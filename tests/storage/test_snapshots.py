@@ -91,7 +91,7 @@ def test_write_freeze_and_read(tmp_path: Path, fsyncs: list[int]) -> None:
 
 
 def test_kraft_version_zero_header_has_only_the_snapshot_header() -> None:
-    batches = build_snapshot_batches(SnapshotId(5, 1), last_contained_log_timestamp=0, records=[], append_time_ms=0)
+    batches = list(build_snapshot_batches(SnapshotId(5, 1), last_contained_log_timestamp=0, records=[], append_time_ms=0))
     assert len(batches) == 2
     content = read_snapshot_content(b"".join(batches))
     assert [r.type for r in content.control_records()] == [
