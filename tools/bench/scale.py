@@ -309,6 +309,7 @@ def _quorums(points: tuple[tuple[int, int], ...], problem: str | None) -> list[R
                 load_avg = " ".join(f"{x:.2f}" for x in os.getloadavg())
                 print(f"  quorum, {name}, {partitions:,} partitions on {brokers:,} brokers: "
                       f"{time.monotonic() - t0:.0f} s, load average {load_avg}", flush=True)
+                print(f"    {sides[-1]}", flush=True)  # every figure at once, should a later point not end
             pairs.append((sides[0], sides[1]))
     finally:
         shutil.rmtree(base, ignore_errors=True)

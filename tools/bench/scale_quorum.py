@@ -62,6 +62,9 @@ KAFKA_HEAP = "-Xmx6g"
 SNAPSHOT_INTERVAL_MS = 30_000
 SESSION_TIMEOUT_MS = 9000
 STEP_TIMEOUT_S = 600.0
+CREATE_TIMEOUT_S = 1200.0
+"""The creation of a point's partitions ends the side's run when it takes longer (a quorum
+that keeps losing its leader may never finish)."""
 NODES = 3
 
 
@@ -239,6 +242,10 @@ async def _drive(row: QuorumRow, kind: str, root: Path, procs: list[subprocess.P
         started = time.monotonic()
         left, n = row.partitions, 0
         while left > 0:
+            if time.monotonic() - started > CREATE_TIMEOUT_S:
+                row.error = f"creation: {row.partitions - left:,} of {row.partitions:,} partitions in {CREATE_TIMEOUT_S:.0f} s"
+                nursery.cancel_scope.cancel()
+                return
             count = min(PARTITIONS_PER_REQUEST, left)
             sent = time.monotonic()
             error, retries = await _create_anywhere(ports, f"scale-{n}", count)
