@@ -236,7 +236,11 @@ class TopicImage:
 
 _INDEX_BITS = 32
 _INDEX_MASK = (1 << _INDEX_BITS) - 1
-"""A partition in the broker indexes is one int: its topic's ordinal above, its index below."""
+_INDEX_BIAS = 1 << (_INDEX_BITS - 1)
+"""A partition in the broker indexes is one int: its topic's ordinal above, its index below,
+biased by 2^31 so that keys sort as the signed int32 indexes do (a negative index is an
+invalid record, replayed as it came)."""
+
 
 class ReplicationImage:
     """Topics (by id and by name), resource configs and the next producer id, with the indexes
@@ -460,7 +464,7 @@ class ReplicationImage:
         if not keys:
             return []
         ordinals = self._topic_ordinals
-        return [(ordinals[key >> _INDEX_BITS], key & _INDEX_MASK) for key in keys]
+        return [(ordinals[key >> _INDEX_BITS], (key & _INDEX_MASK) - _INDEX_BIAS) for key in keys]
 
     def partitions_with_broker_in_isr(self, broker_id: int) -> list[tuple[Uuid, int]]:
         """(topic id, partition) of every partition whose ISR holds ``broker_id``, topics in
@@ -502,7 +506,7 @@ class ReplicationImage:
 
 def _key(topic: TopicImage, index: int) -> int:
     """A partition's key in the broker indexes: keys sort as topics were created, then by index."""
-    return (topic.ordinal << _INDEX_BITS) | (index & _INDEX_MASK)
+    return (topic.ordinal << _INDEX_BITS) | ((index + _INDEX_BIAS) & _INDEX_MASK)
 
 
 def _move(index: dict[int, array[int]], key: int, old: tuple[int, ...], new: tuple[int, ...]) -> None:

@@ -533,7 +533,7 @@ def test_the_broker_indexes_agree_with_a_walk_of_every_partition(seed: int) -> N
         elif roll < 0.45:
             replicas = some_brokers(1)
             image.replay(PartitionRecord(
-                partition_id=rng.randrange(8), topic_id=topic_id, replicas=replicas, isr=replicas[: rng.randint(0, 3)],
+                partition_id=rng.randrange(-1, 8), topic_id=topic_id, replicas=replicas, isr=replicas[: rng.randint(0, 3)],
                 leader=rng.choice([NO_LEADER, replicas[0]]), leader_epoch=0, partition_epoch=0,
                 eligible_leader_replicas=some_brokers() or None,
             ))
