@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.bench.core import Result
+from tools.bench.scale_quorum import PARTITIONS_PER_REQUEST, QuorumRow, rss_bytes, run_side
 
 SECTION = "scale"
 PARTITIONS_PER_TOPIC = 2000
@@ -76,14 +77,6 @@ class Point:
     topics: int
     kafka_read: str | None = None
     """What stock metadata-shell made of the snapshot: "ok", or why not."""
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS in /proc/self/status")
 
 
 def _peak_rss_mib() -> float:
@@ -138,7 +131,7 @@ def measure_point(partitions: int, brokers: int, directory: Path) -> dict[str, A
         replayed += 1
     replay_s = time.perf_counter() - started
     gc.collect()
-    rss_before = _rss_bytes()
+    rss_before = rss_bytes()
     rng = random.Random(partitions)
     usable = [UsableBroker(b, None, False) for b in range(brokers)]
     topics = -(-partitions // PARTITIONS_PER_TOPIC)
@@ -157,7 +150,7 @@ def measure_point(partitions: int, brokers: int, directory: Path) -> dict[str, A
         replay_s += time.perf_counter() - started
         replayed += len(values)
     gc.collect()
-    image_bytes = _rss_bytes() - rss_before
+    image_bytes = rss_bytes() - rss_before
 
     started = time.perf_counter()
     view = controller.snapshot_view()
@@ -291,7 +284,6 @@ def run(args: Any) -> list[Result]:
 def _quorums(points: tuple[tuple[int, int], ...], problem: str | None) -> list[Result]:
     """The quorum part (``tools.bench.scale_quorum``) at every point, both sides."""
     from tools.bench.brokers import KAFKA_VERSION
-    from tools.bench.scale_quorum import PARTITIONS_PER_REQUEST, QuorumRow, run_side
 
     base_dir = os.environ.get("KWIRE_BENCH_DIR") or str(Path.cwd() / "build")
     base = Path(tempfile.mkdtemp(prefix="kwire-bench-scale-quorum-", dir=base_dir))

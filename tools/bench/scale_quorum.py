@@ -93,12 +93,14 @@ class QuorumRow:
     error: str | None = None
 
 
-def _rss_mib(pid: int) -> float:
+def rss_bytes(pid: int | str = "self") -> int:
+    """Resident memory of process ``pid`` (this one by default), from ``/proc``; 0 when the
+    kernel does not say."""
     with open(f"/proc/{pid}/status") as status:
         for line in status:
             if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def _heap_used_mib(pid: int) -> float | None:
@@ -133,11 +135,13 @@ def _fences_since(segment_dir: Path, brokers: set[int], since: dict[Path, int]) 
     keys = {BrokerRegistrationChangeRecord.API_KEY, FenceBrokerRecord.API_KEY}
     fenced: dict[int, int] = {}
     for segment in sorted(segment_dir.glob("*.log")):
-        data = segment.read_bytes()
         start = since.get(segment, 0)
-        batches = scan_batches(data, start=start).batches
-        if start and start < len(data) and not batches:
-            batches = scan_batches(data).batches
+        with segment.open("rb") as log:  # only what was written since: the log is 100+ MB at 10^6
+            log.seek(start)
+            data = log.read()
+        batches = scan_batches(data).batches
+        if start and data and not batches:
+            batches = scan_batches(segment.read_bytes()).batches
         for batch in batches:
             if batch.is_control:
                 continue
@@ -266,7 +270,7 @@ async def _drive(row: QuorumRow, kind: str, root: Path, procs: list[subprocess.P
             while (snapshot := _newest_snapshot(segment_dir, created_at)) is None:
                 await trio.sleep(0.5)
             row.snapshot_bytes = snapshot.stat().st_size
-        row.rss_mib = [_rss_mib(pid) for pid in pids]
+        row.rss_mib = [rss_bytes(pid) / 2**20 for pid in pids]
         if kind == "kafka":
             heaps = [await trio.to_thread.run_sync(_heap_used_mib, pid) for pid in pids]
             row.heap_used_mib = [h for h in heaps if h is not None]
@@ -385,4 +389,4 @@ def run_side(kind: str, name: str, partitions: int, brokers: int, base: Path) ->
     return row
 
 
-__all__ = ["CLUSTER_ID", "QuorumRow", "run_side"]
+__all__ = ["CLUSTER_ID", "QuorumRow", "rss_bytes", "run_side"]
