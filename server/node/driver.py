@@ -23,8 +23,8 @@ the log and its fsync off the event loop, the peers, the replies, the host and t
 Then the host is polled: its appends step the core at once, its replies complete requests, its
 snapshot is built by a task of its own a step at a time (over ten seconds at a million
 partitions, during which the node goes on serving between steps) and, once built, written by
-the driving task (``server.node.log_cleaner``, which also enforces retention). One snapshot is built at a
-time; one the host takes meanwhile is skipped, and its triggers count afresh.
+the driving task (``server.node.log_cleaner``, which also enforces retention). One snapshot is
+built at a time; one the host takes meanwhile is skipped, and its triggers count afresh.
 
 Every file operation runs through ``trio.to_thread``, one at a time, from the driving task, so
 the log (not thread-safe) sees a single caller. A failed write, fsync or a broken log invariant
