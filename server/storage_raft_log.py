@@ -53,7 +53,9 @@ class StorageRaftLog:
         self.log = log
         self._high_watermark = log.log_start_offset
         self._unsafe_fsync_interval_s = None if unsafe_fsync_interval_ms is None else unsafe_fsync_interval_ms / 1000
-        self._last_fsync = 0.0
+        self._last_fsync: float | None = None
+        """When the switch last let an fsync through (None: never, so the first flush fsyncs
+        whatever the monotonic clock reads, which starts near 0 on a freshly booted machine)."""
         if unsafe_fsync_interval_ms is not None:
             logger.warning("kwire.unsafe.test.fsync.interval.ms=%d: the log is acknowledged before it is "
                            "durable (a test-only switch)", unsafe_fsync_interval_ms)
@@ -170,7 +172,7 @@ class StorageRaftLog:
     def flush(self) -> None:
         """fsync the log up to its end offset. Raises KafkaStorageError on failure."""
         if self._unsafe_fsync_interval_s is not None:
-            if time.monotonic() - self._last_fsync < self._unsafe_fsync_interval_s:
+            if self._last_fsync is not None and time.monotonic() - self._last_fsync < self._unsafe_fsync_interval_s:
                 return
             self._last_fsync = time.monotonic()
         self.log.flush()
