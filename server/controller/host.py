@@ -19,8 +19,9 @@ socket and touches no file. Events go in as calls; what the driver must do comes
 
 The driver calls :meth:`~ControllerHost.poll` after every core Outbox it carried out (that is
 where the host sees leadership change) and when ``next_deadline_ms`` comes; it steps the core
-with ``raft_events`` in order, one step each, before it feeds the core anything else, since a
-write's offsets (a new broker's epoch) are computed from where those appends land.
+with ``raft_events`` in order (consecutive appends may share a step, and then a batch) before it
+feeds the core anything else, since a write's offsets (a new broker's epoch, the offsets its
+records are applied at) are computed from where those appends land.
 
 Rules (Kafka's ``QuorumController``):
 
@@ -28,11 +29,19 @@ Rules (Kafka's ``QuorumController``):
   offset (where ``KafkaRaftClient`` tells its listener of its own leadership), the controller
   claims the epoch and appends its activation records (``server.controller.activation``) as one
   batch. Off the leader it renounces: every waiting write and request gets NOT_CONTROLLER.
-* Writes: this controller applies committed records only, so requests that write run one at a
-  time. A request that arrives while a write is uncommitted waits, in arrival order, and runs
-  once every write before it has committed. A write's records go to the log as one batch; its
-  answer leaves when that batch commits (NOT_CONTROLLER if leadership is lost first). Reads
-  (DescribeCluster, DescribeConfigs) are answered at once by any controller.
+* Writes: the active controller applies a write's records to its image when it appends them,
+  before they commit (Kafka's active controller replays each write as it generates it), so a
+  request runs at once and sees every request before it, committed or not; writes that arrive
+  while others are in flight share the next batch. A write's records go to the log in one
+  batch; its answer leaves when that batch commits (NOT_CONTROLLER if leadership is lost
+  first). A request that writes nothing, and a read on the active controller, is answered once
+  everything it saw has committed (Kafka's ``DeferredEventQueue`` at the last written offset);
+  reads elsewhere are answered at once from the committed image. When this node loses the
+  leadership with records applied but uncommitted, it goes back to the committed image: it
+  reloads the latest snapshot and the committed log after it (Kafka reverts its timeline data
+  structures to the last committed offset instead). A write that asks for a kraft.version
+  upgrade is not applied ahead (the control batch before it moves its offsets): it is replayed
+  when it commits, and requests after it wait until every write has committed.
 * Periodic tasks, on the active controller only: a NoOpRecord every
   ``metadata.max.idle.interval.ms`` (``maybeScheduleNextWriteNoOpRecord``); every
   ``broker.session.timeout.ms`` / 8 the fencing of one broker whose session expired
@@ -45,7 +54,8 @@ Rules (Kafka's ``QuorumController``):
 * Snapshots: every node counts the committed bytes it replays; when a trigger fires
   (``server.controller.snapshots``) it snapshots its image as of that batch, unless one is
   waiting to be written, a metadata transaction is open, there is no metadata.version, or the
-  log already starts at or after that offset.
+  log already starts at or after that offset; while the active controller holds records applied
+  beyond the batch, the trigger stays armed for the next batch that leaves none.
 """
 
 from __future__ import annotations
@@ -78,7 +88,9 @@ from server.raft.events import AppendResult, ClientAppend, CommittedBatch, Upgra
 from server.raft.log import RaftLog
 from server.raft.roles import EpochState, Leader
 from server.raft.types import LeaderAndEpoch, OffsetAndEpoch, VoterSet
-from storage.records import RecordBatch
+from server.raft.types import MAX_FETCH_SIZE_BYTES
+from storage.records import RecordBatch, iter_batches
+from storage.snapshot_format import read_snapshot_content
 
 if TYPE_CHECKING:
     import random
@@ -186,7 +198,8 @@ class ControllerOutbox:
 
     1. ``raft_events``: step the core with each (``ClientAppend`` of the controller's writes,
        activation records and NoOps; ``UpgradeKRaftVersion`` before the write that asked for
-       it), one step each and before any other event reaches the core;
+       it), in order and before any other event reaches the core (consecutive appends may go
+       in one step);
     2. ``replies``: answer each request (``(handle, response)``);
     3. ``snapshot``: build it a step at a time between other work, and write it; skip it
        when the log meanwhile starts at or after its offset;
@@ -208,6 +221,18 @@ class _Write:
     answer: Callable[[ApiError | None], None] | None
     on_commit: Callable[[int], None] | None = None
     last_offset: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Applied:
+    """One of the host's appends whose records the image holds ahead of their commit: the
+    append's ``token``, its records' offsets ``first`` to ``last``, and the leader ``epoch`` it
+    was made in."""
+
+    token: int
+    first: int
+    last: int
+    epoch: int
 
 
 @dataclass(slots=True)
@@ -276,9 +301,19 @@ class ControllerHost:
         """The node is stopping: no activation and no NoOps any more."""
         self._triggers = SnapshotTriggers(config.snapshot_max_bytes, config.snapshot_max_interval_ms, now_ms)
         self._writes: dict[int, _Write] = {}
-        """Uncommitted writes by the token of their append."""
+        """Uncommitted writes (and answers waiting for them) by the token of their append."""
         self._waiting: deque[ControllerRequest] = deque()
-        """Requests waiting for the writes before them to commit, in arrival order."""
+        """Requests waiting, in arrival order, for every write before them to commit (only
+        behind a write not applied ahead, or after going back to the committed image)."""
+        self._barrier = False
+        """Requests wait in ``_waiting`` until no write is uncommitted."""
+        self._applied: deque[_Applied] = deque()
+        """The host's appends the image holds ahead of their commit, in offset order."""
+        self._applied_by_token: dict[int, _Applied] = {}
+        self._write_end = 0
+        """The offset after the host's latest append on the active controller."""
+        self._now_ms = now_ms
+        """The time of the latest call that gave one."""
         self._next_token = -1
         """The host's append tokens count down from -1, so they never meet a driver's own."""
         self._out = ControllerOutbox()
@@ -301,9 +336,16 @@ class ControllerHost:
         """A batch now wholly committed, in offset order: its data records are replayed (a
         record that does not fit the image is logged at ERROR and skipped, as Kafka's controller
         counts a metadata fault), then the snapshot triggers and the writes it completes."""
-        controller = self.controller
+        self._now_ms = now_ms
+        controller, applied = self.controller, self._applied
+        if applied and not self._applied_still_ours(batch):
+            self._revert(now_ms, f"batch {batch.base_offset}-{batch.last_offset} of epoch {batch.epoch} committed")
         if not batch.is_control:
             for offset, value in enumerate(RecordBatch(batch.data).iter_values(), batch.base_offset):
+                if applied and applied[0].first <= offset:  # applied when it was appended
+                    if offset >= applied[0].last:
+                        del self._applied_by_token[applied.popleft().token]
+                    continue
                 try:
                     controller.replay(value, offset)
                 except ReplayError as exc:
@@ -313,12 +355,74 @@ class ControllerHost:
         if self._writes:
             self._complete_writes(batch.last_offset)
 
+    @property
+    def speculating(self) -> bool:
+        """The image holds records of this node's appends that have not committed yet (it is
+        then ahead of ``replayed_offset``)."""
+        return bool(self._applied)
+
+    def _applied_still_ours(self, batch: CommittedBatch) -> bool:
+        """The records applied ahead will commit as they were applied: this node still leads
+        the epoch they were appended in, and ``batch`` is of that epoch where it reaches them."""
+        first = self._applied[0]
+        state = self.raft.state
+        return (
+            isinstance(state, Leader)
+            and state.epoch == first.epoch
+            and (batch.last_offset < first.first or batch.epoch == first.epoch)
+        )
+
+    def _revert(self, now_ms: int, reason: str) -> None:
+        """Go back to the committed image: the records applied ahead of their commit may never
+        commit (Kafka's ``QuorumController.renounce`` reverts its timeline data structures to
+        the last committed offset). The image is rebuilt from the latest snapshot and the
+        committed log after it, up to ``replayed_offset``; sessions start afresh if this node
+        is still the active controller."""
+        self.log.info("node %d: going back to the committed image at offset %d: %s", self.config.node_id,
+                      self.replayed_offset, reason)
+        self._applied.clear()
+        self._applied_by_token.clear()
+        controller, raft_log = self.controller, self.raft.log
+        sessions = controller.cluster.heartbeats is not None
+        controller.cluster.deactivate()
+        snapshot = raft_log.latest_snapshot_id()
+        if snapshot is not None and 0 < snapshot.offset <= self.replayed_offset:
+            size = raft_log.snapshot_size(snapshot)
+            assert size is not None
+            content = read_snapshot_content(raft_log.read_snapshot(snapshot, 0, size))
+            controller.reset(content.data_records(), snapshot.offset - 1)
+            offset = snapshot.offset
+        else:
+            controller.reset((), -1)
+            offset = raft_log.log_start_offset
+        end = self.replayed_offset
+        while offset < end:
+            before = offset
+            for stored in iter_batches(raft_log.read(offset, MAX_FETCH_SIZE_BYTES)):
+                if stored.last_offset >= end:
+                    break
+                if stored.last_offset < offset:
+                    continue
+                if not stored.is_control:
+                    for record_offset, value in enumerate(stored.iter_values(), stored.base_offset):
+                        try:
+                            controller.replay(value, record_offset)
+                        except ReplayError as exc:
+                            self.log.error("skipped a committed record at offset %d: %s", record_offset, exc)
+                offset = stored.last_offset + 1
+            if offset == before:
+                raise RuntimeError(f"the committed log cannot be read back from offset {offset} up to {end}")
+        if sessions and self._claimed():
+            controller.cluster.activate(now_ms)
+
     def load_snapshot(self, now_ms: int, snapshot_id: OffsetAndEpoch, record_values: Iterable[bytes | None]) -> None:
         """The node's state machine starts again from snapshot ``snapshot_id`` whose data
         records' values are ``record_values``. Raises ``ReplayError`` for a snapshot whose
         records do not form an image."""
         self.controller.reset(record_values, snapshot_id.offset - 1)
         self.replayed_offset = snapshot_id.offset
+        self._applied.clear()  # a leader never loads one: nothing was applied ahead
+        self._applied_by_token.clear()
         self._out.snapshot = None  # of an image the loaded one replaces
         self._triggers.reset(now_ms)
 
@@ -327,6 +431,12 @@ class ControllerHost:
         answered NOT_CONTROLLER); False when ``result`` is not for one of the host's appends."""
         if result.token >= 0:
             return False
+        applied = self._applied_by_token.get(result.token)
+        if applied is not None and (result.error_code != Errors.NONE or result.base_offset != applied.first):
+            self.log.error("node %d: append %d applied ahead at offset %d came back as %s", self.config.node_id,
+                           result.token, applied.first, result)
+            self._revert(self._now_ms, "an append applied ahead did not land where it was applied")
+            self._barrier = True
         write = self._writes.get(result.token)
         if write is None:
             return True  # activation records and NoOps: nothing waits for them
@@ -345,6 +455,7 @@ class ControllerHost:
         """A controller RPC (one that ``server.controller.registry`` lists; raises KeyError for
         another): a read is answered at once; a write runs now, or waits behind the writes
         before it while this node is the active controller."""
+        self._now_ms = now_ms
         api = find(request.body)
         if api is None:
             raise KeyError(f"not a controller RPC: {type(request.body).__name__}")
@@ -355,11 +466,12 @@ class ControllerHost:
             self._reply(request, api.respond(request.body, request.version, refused))
             return
         if not api.write:
-            self._reply(request, api.respond(request.body, request.version, self._run_read(now_ms, request, api)))
+            self._answer_after_writes(request, api, api.respond(request.body, request.version,
+                                                                self._run_read(now_ms, request, api)))
             return
         if api.on_arrival is not None:
             api.on_arrival(self.controller, request.body, now_ms)
-        if self._writes and self.active_controller() is not None:
+        if (self._waiting or self._blocked()) and self.active_controller() is not None:
             self._waiting.append(request)
             return
         self._run(now_ms, request, api)
@@ -418,10 +530,13 @@ class ControllerHost:
         """Act on the raft state as it now stands (activation or renouncement), run the waiting
         requests and the periodic tasks that are due, and hand over everything to do
         (:class:`ControllerOutbox`)."""
+        self._now_ms = now_ms
         self._follow_leadership(now_ms)
         if not self.authorizer.loaded and 0 < self.raft.high_watermark <= self.replayed_offset:
             self.authorizer.loaded = True  # Kafka's completeInitialLoad: caught up to the high watermark
-        while self._waiting and not self._writes:
+        if not self._writes:
+            self._barrier = False
+        while self._waiting and not self._blocked():
             request = self._waiting.popleft()
             api = find(request.body)
             assert api is not None
@@ -470,6 +585,11 @@ class ControllerHost:
         before its epoch's start; renounce it off the leader (every write and waiting request
         then gets NOT_CONTROLLER)."""
         state, controller = self.raft.state, self.controller
+        if self._applied and not (isinstance(state, Leader) and state.epoch == self._applied[0].epoch):
+            controller.renounce()
+            self._revert(now_ms, "the leadership of the epoch it was appended in was lost")
+            if self._writes:
+                self._fail_writes()
         if not isinstance(state, Leader):
             controller.renounce()
             if self._writes:
@@ -557,16 +677,39 @@ class ControllerHost:
         except ApiError as exc:
             self._reply(request, api.respond(body, version, exc))
             return
+        ahead = True
         if result.kraft_upgrade is not None:
             self._out.raft_events.append(UpgradeKRaftVersion(result.kraft_upgrade))
+            ahead = False  # the control batch goes first: the offsets computed here would be off
+            self._barrier = True
         if not result.records:
-            self._reply(request, api.respond(body, version, result.response))
+            self._answer_after_writes(request, api, api.respond(body, version, result.response))
             return
 
         def answer(error: ApiError | None) -> None:
             self._reply(request, api.respond(body, version, result.response if error is None else error))
 
-        self._append(result.records, answer, result.on_commit)
+        self._append(result.records, answer, result.on_commit, ahead=ahead)
+
+    def _blocked(self) -> bool:
+        """Requests must wait for every uncommitted write (``_barrier``)."""
+        return self._barrier and bool(self._writes)
+
+    def _answer_after_writes(self, request: ControllerRequest, api: ControllerApi, response: Message) -> None:
+        """Answer ``response`` once everything the active controller has appended so far has
+        committed (it may have read uncommitted records: Kafka's ``DeferredEventQueue`` at the
+        last written offset), at once elsewhere or when nothing is uncommitted. Should the
+        leadership be lost first, the answer is NOT_CONTROLLER."""
+        if self.active_controller() is None or self._write_end <= self.replayed_offset:
+            self._reply(request, response)
+            return
+
+        def answer(error: ApiError | None) -> None:
+            self._reply(request, response if error is None else api.respond(request.body, request.version, error))
+
+        token = self._next_token
+        self._next_token -= 1
+        self._writes[token] = _Write(answer, None, self._write_end - 1)
 
     def _reply(self, request: ControllerRequest, response: Message) -> None:
         self._out.replies.append((request.handle, response))
@@ -578,16 +721,34 @@ class ControllerHost:
         on_commit: Callable[[int], None] | None = None,
         *,
         drain_now: bool = True,
+        ahead: bool = True,
     ) -> None:
         """Hand ``records`` to the core as one batch; a write (``answer`` given, or the
-        controller's own periodic writes) waits for its commit. ``drain_now``: controller
-        writes run one at a time, so nothing could join one while it lingers."""
+        controller's own periodic writes) waits for its commit. ``drain_now``: leave without
+        lingering (the writes that came meanwhile share the batch). ``ahead``: apply the
+        records to the image now, at the offsets they will have (the log end offset plus
+        what is still on its way to the accumulator), else when they commit."""
         token = self._next_token
         self._next_token -= 1
+        values = tuple(encode_record(m, v) for m, v in records)
+        offset = self.raft.next_append_offset
+        assert offset is not None, "only a leader appends"
+        first = offset + self._pending_records
+        if ahead:
+            controller = self.controller
+            for record_offset, value in enumerate(values, first):
+                try:
+                    controller.replay(value, record_offset)
+                except ReplayError as exc:
+                    self.log.error("skipped an appended record at offset %d: %s", record_offset, exc)
+            applied = _Applied(token, first, first + len(values) - 1, self.raft.epoch)
+            self._applied.append(applied)
+            self._applied_by_token[token] = applied
+        self._write_end = first + len(values)
         if answer is not None or drain_now:
             self._writes[token] = _Write(answer, on_commit)
-        self._out.raft_events.append(ClientAppend(token, tuple(encode_record(m, v) for m, v in records), drain_now=drain_now))
-        self._pending_records += len(records)
+        self._out.raft_events.append(ClientAppend(token, values, drain_now=drain_now))
+        self._pending_records += len(values)
 
     def _complete_writes(self, committed_offset: int) -> None:
         """Answer the writes committed up to ``committed_offset`` (inclusive)."""
@@ -604,6 +765,7 @@ class ControllerHost:
         """Leadership was lost: every uncommitted write is answered NOT_CONTROLLER (waiting
         requests follow at the next poll, off the active controller)."""
         writes, self._writes = self._writes, {}
+        self._write_end = 0
         for write in writes.values():
             if write.answer is not None:
                 write.answer(self.not_controller())
@@ -614,7 +776,7 @@ class ControllerHost:
         """``metadata.max.idle.interval.ms``: a NoOpRecord, so that the high watermark of an idle
         quorum advances and followers see that the leader lives."""
         if not self.stopping:
-            self._append([(NoOpRecord(), 0)], None, drain_now=False)
+            self._append([(NoOpRecord(), 0)], None, drain_now=False, ahead=False)  # it changes nothing
         return self.config.max_idle_interval_ms
 
     def _writing_task(
@@ -624,11 +786,11 @@ class ControllerHost:
         interval_ms: int,
         message: str | None = None,
     ) -> int:
-        """Run a task that writes, after the writes before it (10 ms later while one is
-        uncommitted). ``find_records`` returns the records to write and whether to run again
-        at once (it wrote all it may at a time, or found something to do); else the task runs
-        again ``interval_ms`` later."""
-        if self._writes or self.active_controller() is None:
+        """Run a task that writes (10 ms later while requests wait for every write to commit).
+        ``find_records`` returns the records to write and whether to run again at once (it
+        wrote all it may at a time, or found something to do); else the task runs again
+        ``interval_ms`` later."""
+        if self._blocked() or self._waiting or self.active_controller() is None:
             return _RETRY_AFTER_WRITE_MS
         records, again = find_records(self._context(now_ms))
         if records:
@@ -692,6 +854,8 @@ class ControllerHost:
         .createSnapshot``)."""
         reason = self._triggers.replayed(len(batch.data), now_ms)
         controller, raft_log = self.controller, self.raft.log
+        if self._applied:
+            return  # the image is ahead of the batch: the trigger stays armed
         if (
             reason is None
             or self._out.snapshot is not None

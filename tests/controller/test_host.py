@@ -234,13 +234,18 @@ def test_no_activation_before_the_epoch_start_is_replayed_nor_while_stopping() -
     harness = Harness(hold_flush=True)
     assert isinstance(harness.core.state, Leader)
     # the LeaderChange of the epoch is not committed: nothing before its start offset is missing,
-    # so the controller claims the epoch and appends its bootstrap records...
+    # so the controller claims the epoch and appends its bootstrap records, applied at once
+    # (Kafka's active controller replays its activation records as it writes them)...
     assert harness.host.controller.active_epoch == harness.core.epoch
-    # ...but without a committed metadata.version it is not active yet: writes get NOT_CONTROLLER
-    assert harness.host.active_controller() is None
+    assert harness.host.active_controller() is not None and harness.host.speculating
+    assert harness.committed == []
+    # ...so a write runs at once, and is answered once it commits
     handle = object()
     harness.request(_registration(5), 4, handle)
-    assert harness.answer(handle).error_code == Errors.NOT_CONTROLLER  # type: ignore[union-attr]
+    assert harness.answer(handle) is None
+    harness.flush_now()
+    assert harness.answer(handle).error_code == Errors.NONE  # type: ignore[union-attr]
+    assert not harness.host.speculating
 
     stopping = Harness(stopping=True)
     assert isinstance(stopping.core.state, Leader)
@@ -289,15 +294,15 @@ def test_the_unsafe_switch_answers_a_write_once_appended_before_it_commits() -> 
     assert sum(1 for reply_handle, _ in harness.replies if reply_handle is handle) == 1  # answered once
 
 
-def test_writes_run_one_at_a_time_in_arrival_order_and_each_epoch_is_its_batch_offset() -> None:
+def test_writes_run_at_once_in_arrival_order_and_each_epoch_is_its_batch_offset() -> None:
     harness = _active()
     harness.hold_flush = True
     first, second = object(), object()
     harness.request(_registration(5), 4, first)
     appends = [e for e in harness.raft_events if isinstance(e, ClientAppend)]
     harness.request(_registration(6), 4, second)
-    assert [e for e in harness.raft_events if isinstance(e, ClientAppend)] == appends  # the second waits
-    harness.flush_now()
+    assert len([e for e in harness.raft_events if isinstance(e, ClientAppend)]) == len(appends) + 1  # no waiting
+    assert harness.answer(first) is None and harness.answer(second) is None
     harness.flush_now()
     a, b = harness.answer(first), harness.answer(second)
     assert a is not None and b is not None and a.error_code == b.error_code == Errors.NONE
@@ -312,14 +317,36 @@ def test_writes_run_one_at_a_time_in_arrival_order_and_each_epoch_is_its_batch_o
     assert a.broker_epoch < b.broker_epoch
 
 
-def test_reads_are_answered_at_once_while_a_write_waits() -> None:
+def test_a_write_sees_the_uncommitted_writes_before_it_and_is_answered_after_them() -> None:
+    harness = _active()
+    registered = object()
+    harness.request(_registration(5), 4, registered)
+    epoch = harness.answer(registered).broker_epoch  # type: ignore[union-attr]
+    harness.request(_heartbeat(5, epoch, harness.core.high_watermark - 1), 1, object())  # unfenced
+    harness.hold_flush = True
+    created, again = object(), object()
+    topic = CreateTopicsRequest(topics=[CreatableTopic(name="t", num_partitions=1, replication_factor=-1)],
+                                timeout_ms=1000, validate_only=False)
+    harness.request(topic, 7, created)
+    harness.request(topic, 7, again)  # writes nothing: it saw the first creation, not yet committed
+    assert harness.answer(created) is None and harness.answer(again) is None
+    harness.flush_now()
+    first, second = harness.answer(created), harness.answer(again)
+    assert first is not None and first.topics[0].error_code == Errors.NONE  # type: ignore[attr-defined]
+    assert second is not None and second.topics[0].error_code == Errors.TOPIC_ALREADY_EXISTS  # type: ignore[attr-defined]
+    assert [r.name for r in harness.records() if type(r).__name__ == "TopicRecord"] == ["t"]  # type: ignore[attr-defined]
+
+
+def test_a_read_on_the_active_controller_is_answered_once_what_it_saw_commits() -> None:
     harness = _active()
     harness.hold_flush = True
     write, read = object(), object()
     harness.request(_registration(5), 4, write)
     harness.request(DescribeClusterRequest(endpoint_type=2), 1, read)
+    assert harness.answer(read) is None and harness.answer(write) is None
+    harness.flush_now()
     answer = harness.answer(read)
-    assert harness.answer(write) is None
+    assert harness.answer(write) is not None
     # 3.9-IV0 registers controllers (KIP-919): the leader is this node, but with nothing
     # registered yet it is not among the listed controllers, so ControllerId is -1
     assert answer is not None and answer.error_code == Errors.NONE
@@ -356,6 +383,8 @@ def test_a_refused_append_answers_not_controller() -> None:
     harness.step()
     answer = harness.answer(handle)
     assert answer is not None and answer.error_code == Errors.NOT_CONTROLLER
+    # the registration was applied when appended: the image goes back to the committed one
+    assert not harness.host.speculating and 5 not in harness.host.controller.cluster.registrations
     assert not harness.host.append_result(AppendResult(7, 0, 0, 1))  # a driver's own append
 
 
@@ -365,11 +394,57 @@ def test_losing_leadership_answers_every_waiting_write_not_controller() -> None:
     waiting, parked = object(), object()
     harness.request(_registration(5), 4, waiting)
     harness.request(_registration(6), 4, parked)
+    assert set(harness.host.controller.cluster.registrations) == {5, 6} and harness.host.speculating
     harness.step(Resign())
     assert harness.host.controller.active_epoch is None
     for handle in (waiting, parked):
         answer = harness.answer(handle)
         assert answer is not None and answer.error_code == Errors.NOT_CONTROLLER, handle
+    # back to the committed image, replayed from the start of the log (no snapshot)
+    assert not harness.host.speculating and harness.host.controller.cluster.registrations == {}
+    assert harness.host.controller.metadata_version == METADATA_VERSION
+
+
+def test_losing_leadership_goes_back_to_the_committed_image_from_the_latest_snapshot() -> None:
+    harness = Harness(config=_config(snapshot_max_bytes=1, snapshot_max_interval_ms=0))
+    registered = object()
+    harness.request(_registration(5), 4, registered)
+    assert harness.answer(registered).error_code == Errors.NONE  # type: ignore[union-attr]
+    snapshot_id, data = harness.snapshots[-1]
+    assert snapshot_id.offset == harness.host.replayed_offset
+    harness.log.create_snapshot(snapshot_id, data)
+    harness.log.delete_before_snapshot()
+    harness.hold_flush = True
+    taken = len(harness.snapshots)
+    harness.request(_registration(6), 4, object())
+    harness.request(_registration(7), 4, object())
+    assert set(harness.host.controller.cluster.registrations) == {5, 6, 7}
+    harness.step(Resign())
+    assert not harness.host.speculating
+    assert set(harness.host.controller.cluster.registrations) == {5}
+    assert harness.host.replayed_offset == snapshot_id.offset
+    assert len(harness.snapshots) == taken  # nothing committed, and an image ahead is never snapshotted
+
+
+def test_a_snapshot_waits_until_the_image_holds_nothing_uncommitted() -> None:
+    harness = Harness(config=_config(snapshot_max_bytes=1, snapshot_max_interval_ms=0))
+    harness.request(_registration(5), 4, object())
+    taken = len(harness.snapshots)
+    harness.hold_flush = True
+    harness.request(_registration(6), 4, object())  # appended, not flushed
+    # applied, and its append not handed to the core yet when the batch of broker 6 commits
+    harness.host.request(harness.now, ControllerRequest(object(), _registration(7), 4, "CONTROLLER", harness.now))
+    harness.flush_now()
+    assert 6 in {r.broker_id for r in harness.records() if type(r).__name__ == "RegisterBrokerRecord"}  # type: ignore[attr-defined]
+    assert harness.host.speculating and len(harness.snapshots) == taken  # the trigger stays armed
+    harness.flush_now()
+    assert not harness.host.speculating and len(harness.snapshots) == taken + 1
+    snapshot_id, data = harness.snapshots[-1]
+    assert snapshot_id.offset == harness.host.replayed_offset
+    values = read_snapshot_content(data).data_records()
+    names = {decode_record(v)[0].broker_id for v in values  # type: ignore[union-attr]
+             if v is not None and type(decode_record(v)[0]).__name__ == "RegisterBrokerRecord"}
+    assert names == {5, 6, 7}
 
 
 def test_an_operation_error_is_answered_at_once_and_writes_nothing() -> None:

@@ -852,6 +852,11 @@ class RunStats:
     """Partition changes a broker's fencing, unfencing or shutdown made in the "brokers" scenario."""
     image_snapshot_loads: int = 0
     """Controller images the "brokers" scenario's nodes loaded from snapshots."""
+    speculative_commits: int = 0
+    """Batches the "brokers" scenario committed while the active controller's image held
+    records applied beyond them."""
+    reverts: int = 0
+    """Times a "brokers" scenario's controller went back to its committed image."""
 
 
 def _liveness(cluster: Cluster, what: str, duration_ms: int) -> None:

@@ -6,7 +6,8 @@ The simulation drives each host as ``server.node.driver`` does: it feeds it what
 commits, the snapshots the core loads and the results of the host's appends, polls it after
 every core step and at its deadline, steps the core with the host's appends at once, writes the
 host's snapshots to the in-memory log, and routes the host's replies back to the broker or
-admin that asked. Everything the controller decides (activation, the one-write-at-a-time queue,
+admin that asked. Everything the controller decides (activation, writes applied as they are
+appended and the return to the committed image when a leadership is lost with some in flight,
 broker sessions and fencing, NoOps, periodic elections, snapshot triggers) is the host's.
 
 Brokers (each with at most one request in flight, resent after :data:`REQUEST_TIMEOUT_MS`)
@@ -17,7 +18,9 @@ incarnations. An admin creates and deletes topics, starts and cancels partition
 reassignments, and sends the AlterPartitions of partition leaders that shrink and expand their
 ISR (which complete reassignments). Half the seeds finalize eligible.leader.replicas.
 
-Checked after every committed batch, on every node:
+Checked after every committed batch, on every node whose image holds nothing beyond it (the
+active controller applies its writes when it appends them, so its image is checked at the
+batches that leave nothing applied ahead):
 
 * the records replay without a fault (the host's ERROR log fails the run);
 * a new incarnation's broker epoch is the offset its registration's batch starts at (the
@@ -124,7 +127,8 @@ class _FailingLog:
         self.node_id = node_id
 
     def info(self, msg: str, *args: Any) -> None:
-        pass
+        if "going back to the committed image" in msg:
+            self.cluster.reverts += 1
 
     def error(self, msg: str, *args: Any) -> None:
         self.cluster.fail(f"ReplayFault: node {self.node_id}: {msg % args}")
@@ -177,6 +181,10 @@ class BrokerCluster(Cluster):
         """AlterPartition changes that completed a reassignment."""
         self.controlled_shutdowns = 0
         self.leader_moves = 0
+        self.speculative_commits = 0
+        self.reverts = 0
+        """Times a host went back to its committed image."""
+        """Batches committed while the active controller's image held records beyond them."""
         """PartitionChangeRecords committed with a broker's fencing, unfencing, shutdown or new incarnation."""
         super().__init__(seed, voters, **kwargs)
 
@@ -288,6 +296,9 @@ class BrokerCluster(Cluster):
         self.values_before.setdefault(batch.last_offset + 1, len(node.values))
         host = self.host(node)
         host.commit(self.now, batch)
+        if host.speculating:
+            self.speculative_commits += 1
+            return  # the active controller's image is ahead of the batch: checked once it is not
         controller = host.controller
         self._check_partitions(node, controller)
         self.topics_ever.update(controller.replication.topic_ids)
@@ -647,5 +658,6 @@ def run_brokers(seed: int, rng: random.Random) -> RunStats:
         topics_created=len(cluster.topics_ever), isr_changes=cluster.isr_changes,
         reassignments=cluster.reassignments, reassignments_completed=cluster.reassignments_completed,
         controlled_shutdowns=cluster.controlled_shutdowns, leader_moves=cluster.leader_moves,
-        image_snapshot_loads=cluster.image_snapshot_loads,
+        image_snapshot_loads=cluster.image_snapshot_loads, speculative_commits=cluster.speculative_commits,
+        reverts=cluster.reverts,
     )

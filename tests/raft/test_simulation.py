@@ -155,7 +155,8 @@ def test_the_broker_scenario_reaches_topics_and_isr_changes() -> None:
     leaders change ISRs through AlterPartition, reassignments start and complete through it,
     brokers finish controlled shutdowns,
     fencing, unfencing and shutdowns move partition leadership, and nodes load controller
-    images from snapshots."""
+    images from snapshots, and active controllers apply writes ahead of their commit and go
+    back to the committed image when they lose leadership."""
     from tests.raft.sim import run_scenario
 
     stats = [run_scenario(seed, "brokers") for seed in range(8)]
@@ -166,6 +167,10 @@ def test_the_broker_scenario_reaches_topics_and_isr_changes() -> None:
     assert sum(s.controlled_shutdowns for s in stats) >= 2, stats
     assert sum(s.leader_moves for s in stats) >= 50, stats
     assert sum(s.image_snapshot_loads for s in stats) >= 2, stats
+    # the active controller applies writes ahead of their commit, and goes back when it loses them
+    assert sum(s.speculative_commits for s in stats) >= 20, stats
+    more = [run_scenario(seed, "brokers") for seed in range(8, 24)]
+    assert sum(s.reverts for s in stats + more) >= 1, more
 
 
 def test_recorded_traces_cover_the_default_seeds() -> None:
