@@ -87,8 +87,7 @@ from server.raft.control_state import ControlRecordStateMachine
 from server.raft.events import AppendResult, ClientAppend, CommittedBatch, UpgradeKRaftVersion
 from server.raft.log import RaftLog
 from server.raft.roles import EpochState, Leader
-from server.raft.types import LeaderAndEpoch, OffsetAndEpoch, VoterSet
-from server.raft.types import MAX_FETCH_SIZE_BYTES
+from server.raft.types import MAX_FETCH_SIZE_BYTES, LeaderAndEpoch, OffsetAndEpoch, VoterSet
 from storage.records import RecordBatch, iter_batches
 from storage.snapshot_format import read_snapshot_content
 
