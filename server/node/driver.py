@@ -307,7 +307,10 @@ class Node:
                 with trio.move_on_at(self._trio_time(min(due))):
                     item = await self._events_receive.receive()
             if isinstance(item, PendingRequest):
-                await self._on_request(item, dispatcher)
+                # the requests that queued meanwhile run together, and their writes share a batch
+                for pending in [item, *self._queued_requests()]:
+                    await self._on_request(pending, dispatcher, step_host=False)
+                await self._step([])
             elif isinstance(item, _SnapshotBuilt):
                 await self._write_snapshot(item)
             elif isinstance(item, ClientAppend):
@@ -348,10 +351,12 @@ class Node:
             return None
         return host.controller.scram.credentials.get((user, code))
 
-    async def _on_request(self, pending: PendingRequest, dispatcher: ChannelDispatcher) -> None:
+    async def _on_request(self, pending: PendingRequest, dispatcher: ChannelDispatcher, *, step_host: bool = True) -> None:
         """A raft RPC goes to the core, a controller RPC to the host. An Envelope's forwarded
         request (``server.node.envelope``) takes the same path, as if the client had sent it
-        here; its answer goes back wrapped in the EnvelopeResponse."""
+        here; its answer goes back wrapped in the EnvelopeResponse. ``step_host`` False: the
+        caller polls the host (and steps the core with its appends) once it handed it every
+        request that queued."""
         request = pending.request
         body, version = request.body, request.header.request_api_version
         if isinstance(body, SaslHandshakeRequest):  # authenticated already, or not a SASL listener
@@ -376,7 +381,7 @@ class Node:
                                                       token_authenticated=token))
             assert self._nursery is not None
             self._nursery.start_soon(relay_answer, pending, inner)
-            await self._on_request(inner, dispatcher)
+            await self._on_request(inner, dispatcher, step_host=step_host)
         elif (api := registry.find(body)) is not None:
             assert self.host is not None
             reason = None if api.malformed is None else api.malformed(body, version)
@@ -390,7 +395,8 @@ class Node:
                 pending, body, version, context.listener_name, received_ms, context.principal, context.host,
                 self._token_requests_allowed(context),
             ))
-            await self._step([])
+            if step_host:
+                await self._step([])
         else:
             host = self.host
             refusal = None if host is None else host.refuse_raft_request(body, pending.context.principal, pending.context.host)
@@ -417,10 +423,25 @@ class Node:
                 return appends
             appends.append(item)
 
+    def _queued_requests(self) -> list[PendingRequest]:
+        """The requests waiting on the channel up to the first other item (held for the next
+        turn)."""
+        requests: list[PendingRequest] = []
+        while True:
+            try:
+                item = self._events_receive.receive_nowait()
+            except trio.WouldBlock:
+                return requests
+            if not isinstance(item, PendingRequest):
+                self._held = item
+                return requests
+            requests.append(item)
+
     async def _step(self, events: list[Event]) -> None:
         """Step the core with ``events`` (none: only the host has news) in one step and carry
         out the Outbox and every follow-up step (a completed flush); then poll the host and
-        carry out its outbox, whose appends step the core at once, one step each, until
+        carry out its outbox, whose appends step the core at once (consecutive appends in one
+        step, so they leave as one batch; a kraft.version upgrade in a step of its own), until
         neither has anything left to do now."""
         core, host, target = self.core, self.host, self._target
         assert core is not None and host is not None and target is not None
@@ -438,7 +459,11 @@ class Node:
             await self._carry_out(host_out)
             if not host_out.raft_events:
                 return
-            queue.extend([event] for event in host_out.raft_events)
+            for event in host_out.raft_events:
+                if isinstance(event, ClientAppend) and queue and isinstance(queue[-1][-1], ClientAppend):
+                    queue[-1].append(event)
+                else:
+                    queue.append([event])
 
     async def _carry_out(self, out: ControllerOutbox) -> None:
         """The host's replies, its snapshot, its next deadline; and the node's registration."""
