@@ -525,10 +525,16 @@ class ControllerHost:
         """The node is stopping: it no longer claims leadership or appends NoOps."""
         self.stopping = True
 
-    def poll(self, now_ms: int) -> ControllerOutbox:
+    def poll(self, now_ms: int, *, run_tasks: bool = True) -> ControllerOutbox:
         """Act on the raft state as it now stands (activation or renouncement), run the waiting
-        requests and the periodic tasks that are due, and hand over everything to do
-        (:class:`ControllerOutbox`)."""
+        requests and (``run_tasks``) the periodic tasks that are due, and hand over everything
+        to do (:class:`ControllerOutbox`).
+
+        A driver passes ``run_tasks=False`` to the poll that follows the steps of the host's
+        own appends: a task that runs again at once (fencing one expired broker after another,
+        elections a thousand at a time) then waits for the driver's next turn, after the
+        requests and raft messages that came meanwhile, as Kafka's controller queues such a
+        task behind the events already in its queue."""
         self._now_ms = now_ms
         self._follow_leadership(now_ms)
         if not self.authorizer.loaded and 0 < self.raft.high_watermark <= self.replayed_offset:
@@ -544,7 +550,7 @@ class ControllerHost:
         for task in self._tasks:
             if not claimed:
                 task.next_ms = None
-            elif task.next_ms is not None and now_ms >= task.next_ms:
+            elif run_tasks and task.next_ms is not None and now_ms >= task.next_ms:
                 task.next_ms = now_ms + task.run(now_ms)
         if claimed and self._no_op.next_ms is None and self.config.max_idle_interval_ms > 0:
             self._no_op.next_ms = now_ms + self.config.max_idle_interval_ms
@@ -813,8 +819,10 @@ class ControllerHost:
             records = ctx.cluster.maybe_fence_stale_broker(
                 now_ms, metadata_version=ctx.metadata_version, partitions=ctx.partition_effects
             )
-            for record, _ in records or ():
-                self.log.info("fencing a broker whose session expired: %s", record)
+            if records:  # the broker's own record comes last, after its partitions' changes
+                broker = getattr(records[-1][0], "broker_id", -1)
+                self.log.info("fencing broker %d because its session has timed out (%d partition changes)",
+                              broker, len(records) - 1)
             return (records or [], records is not None)
 
         return self._writing_task(now_ms, fence, max(1, self.config.session_timeout_ms // 8))

@@ -304,8 +304,11 @@ class Node:
             if self._held is not None:
                 item, self._held = self._held, None
             else:
-                with trio.move_on_at(self._trio_time(min(due))):
-                    item = await self._events_receive.receive()
+                try:  # what is waiting goes first: a deadline already due must not starve it
+                    item = self._events_receive.receive_nowait()
+                except trio.WouldBlock:
+                    with trio.move_on_at(self._trio_time(min(due))):
+                        item = await self._events_receive.receive()
             if isinstance(item, PendingRequest):
                 # the requests that queued meanwhile run together, and their writes share a batch
                 for pending in [item, *self._queued_requests()]:
@@ -446,6 +449,7 @@ class Node:
         core, host, target = self.core, self.host, self._target
         assert core is not None and host is not None and target is not None
         queue = deque([events] if events else [])
+        run_tasks = True
         while True:
             while queue:
                 out = core.step_many(self.now_ms(), queue.popleft())
@@ -455,7 +459,8 @@ class Node:
                     if not target.flushed:
                         break
                     out = core.step(self.now_ms(), FlushCompleted())
-            host_out = host.poll(self.now_ms())
+            host_out = host.poll(self.now_ms(), run_tasks=run_tasks)
+            run_tasks = False  # after the host's own appends: its tasks wait for the next turn
             await self._carry_out(host_out)
             if not host_out.raft_events:
                 return

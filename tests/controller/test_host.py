@@ -144,6 +144,7 @@ class Harness:
 
     def step(self, *events: Event) -> None:
         queue = [list(events)] if events else []
+        run_tasks = True
         while True:
             while queue:
                 out = self.core.step_many(self.now, queue.pop(0))
@@ -154,7 +155,8 @@ class Harness:
                         break
                     self.log.flush()
                     out = self.core.step(self.now, FlushCompleted())
-            host_out = self.host.poll(self.now)
+            host_out = self.host.poll(self.now, run_tasks=run_tasks)
+            run_tasks = False
             self.carry_out(host_out)
             if not host_out.raft_events:
                 return
@@ -521,6 +523,25 @@ def test_a_broker_whose_session_expires_is_fenced_by_the_periodic_check() -> Non
         harness.advance(100)
     assert harness.host.controller.cluster.registrations[5].fenced
     assert any(type(r).__name__ in ("FenceBrokerRecord", "BrokerRegistrationChangeRecord") for r in harness.records())
+
+
+def test_a_task_that_runs_again_at_once_waits_for_the_next_turn_of_the_driver() -> None:
+    """Fencing expired brokers one after another: the poll that follows the host's own appends
+    (``run_tasks=False``) does not fence the next one; the driver's next turn does."""
+    harness = Harness(config=_config(session_timeout_ms=800))
+    for broker in (5, 6):
+        handle = object()
+        harness.request(_registration(broker), 4, handle)
+        epoch = harness.answer(handle).broker_epoch  # type: ignore[union-attr]
+        harness.request(_heartbeat(broker, epoch, harness.core.high_watermark - 1), 1, object())
+    registrations = harness.host.controller.cluster.registrations
+    assert not registrations[5].fenced and not registrations[6].fenced
+    harness.now += 1000  # both sessions expired
+    harness.step(Tick())
+    assert [registrations[b].fenced for b in (5, 6)].count(True) == 1
+    assert harness.deadline_ms == harness.now  # due again at once
+    harness.step(Tick())
+    assert registrations[5].fenced and registrations[6].fenced
 
 
 def test_poll_names_the_earliest_task_deadline_and_none_off_the_leader() -> None:

@@ -227,8 +227,10 @@ class BrokerCluster(Cluster):
             return
         self.polling.add(node.node_id)
         try:
+            run_tasks = True
             while node.core is not None:
-                out = self.host(node).poll(self.now)
+                out = self.host(node).poll(self.now, run_tasks=run_tasks)
+                run_tasks = False  # after the host's own appends, as the driver polls
                 self.carry_out(node, out)
                 if not out.raft_events:
                     return
