@@ -39,6 +39,7 @@ Typical use::
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import os
@@ -498,6 +499,65 @@ def start_kafka_class(
     return subprocess.Popen(
         command, cwd=cwd, env=full_env, stdout=stdout, stderr=stderr, start_new_session=start_new_session
     )
+
+
+def metadata_shell_session(
+    version: str,
+    snapshot: str | os.PathLike[str],
+    commands: Sequence[str],
+    *,
+    jvm_args: Sequence[str] = (),
+    timeout: float = 120.0,
+) -> list[str]:
+    """Run ``commands`` in one interactive ``kafka-metadata-shell --snapshot SNAPSHOT`` of
+    ``version`` once the shell holds the whole image; the output of each, as text.
+
+    The shell's one-command mode can answer from an empty image: it runs its command once its
+    loader has caught up with the file (``MetadataShell.waitUntilCaughtUp``), which may be
+    before the loader has handed the image to the shell's own publisher (a few hundred records
+    of any writer's snapshot are enough to lose that race). Here the shell is asked
+    ``cat /image/features/metadataVersion`` until it answers a level, then the commands run.
+    Raises ``subprocess.TimeoutExpired`` after ``timeout`` seconds, RuntimeError when the
+    shell exits early, KafkaUnavailable when Java or the jars are missing."""
+    main_class, tools = _locate_tool(version, "metadata-shell")
+    command = java_command(version, main_class, ["--snapshot", str(snapshot)], jvm_args=jvm_args, tools=tools)
+    deadline = time.monotonic() + timeout
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               text=True, bufsize=1)
+    assert process.stdin is not None and process.stdout is not None
+    stdin, stdout = process.stdin, process.stdout
+    sentinel = "kwire-end-of-output"
+
+    def ask(line: str) -> list[str]:
+        """Send ``line`` and a marker command; the lines the shell printed before the marker's
+        error (the prompt stripped)."""
+        stdin.write(f"{line}\n{sentinel}\n")
+        stdin.flush()
+        out: list[str] = []
+        while True:
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(command, timeout)
+            text = stdout.readline()
+            if not text:
+                raise RuntimeError(f"kafka-metadata-shell {version} exited: {''.join(out)[-2000:]}")
+            text = text.removeprefix(">> ").rstrip("\n")
+            if sentinel in text:
+                return out
+            if text not in ("Loading...", "Starting...", "[ Kafka Metadata Shell ]"):
+                out.append(text)
+
+    try:
+        while True:
+            answer = ask("cat /image/features/metadataVersion")
+            if answer and "-IV" in answer[-1]:  # a level's name (3.9-IV0), not an empty image's
+                break
+            time.sleep(0.2)
+        return ["\n".join(ask(line)) for line in commands]
+    finally:
+        with contextlib.suppress(OSError):
+            stdin.close()
+        process.kill()
+        process.wait()
 
 
 class KafkaCommandError(RuntimeError):
