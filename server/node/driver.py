@@ -311,13 +311,13 @@ class Node:
                         item = await self._events_receive.receive()
             if isinstance(item, PendingRequest):
                 # the requests that queued meanwhile run together, and their writes share a batch
-                for pending in [item, *self._queued_requests()]:
+                for pending in [item, *self._queued(PendingRequest)]:
                     await self._on_request(pending, dispatcher, step_host=False)
                 await self._step([])
             elif isinstance(item, _SnapshotBuilt):
                 await self._write_snapshot(item)
             elif isinstance(item, ClientAppend):
-                await self._step([item, *self._queued_appends()])
+                await self._step([item, *self._queued(ClientAppend)])
             else:
                 if isinstance(item, (ResponseReceived, RequestFailed)):
                     target.peers.answered()
@@ -412,33 +412,21 @@ class Node:
 
     # ------------------------------------------------------------------ stepping
 
-    def _queued_appends(self) -> list[ClientAppend]:
-        """The appends waiting on the channel up to the first other item (held for the next
-        turn): they queued while the node waited, and go to the core in one step (one batch)."""
-        appends: list[ClientAppend] = []
+    def _queued(self, kind: type[T]) -> list[T]:
+        """The items of ``kind`` waiting on the channel up to the first other item (held for
+        the next turn): appends that queued while the node waited go to the core in one step
+        (one batch); controller requests reach the host before it is polled, so that their
+        writes share a batch too."""
+        items: list[T] = []
         while True:
             try:
                 item = self._events_receive.receive_nowait()
             except trio.WouldBlock:
-                return appends
-            if not isinstance(item, ClientAppend):
+                return items
+            if not isinstance(item, kind):
                 self._held = item
-                return appends
-            appends.append(item)
-
-    def _queued_requests(self) -> list[PendingRequest]:
-        """The requests waiting on the channel up to the first other item (held for the next
-        turn)."""
-        requests: list[PendingRequest] = []
-        while True:
-            try:
-                item = self._events_receive.receive_nowait()
-            except trio.WouldBlock:
-                return requests
-            if not isinstance(item, PendingRequest):
-                self._held = item
-                return requests
-            requests.append(item)
+                return items
+            items.append(item)
 
     async def _step(self, events: list[Event]) -> None:
         """Step the core with ``events`` (none: only the host has news) in one step and carry

@@ -29,7 +29,8 @@ mode can answer from an empty image) must list every topic of it. ``--quick``: t
 only.
 
 ``KWIRE_SCALE_QUORUM=0`` runs the image part alone; ``KWIRE_SCALE_POINTS`` (partition counts,
-comma-separated, e.g. ``100000``) runs only those of the points.
+comma-separated, e.g. ``100000``) runs only those of the points, and ``KWIRE_SCALE_SIDES``
+(``kwire``, ``kafka``, or both, the default) only those quorums.
 """
 
 from __future__ import annotations
@@ -291,6 +292,8 @@ def _quorums(points: tuple[tuple[int, int], ...], problem: str | None) -> list[R
     base = Path(tempfile.mkdtemp(prefix="kwire-bench-scale-quorum-", dir=base_dir))
     kafka_name = f"Kafka {KAFKA_VERSION}"
     pairs: list[tuple[QuorumRow, QuorumRow]] = []
+    chosen_sides = os.environ.get("KWIRE_SCALE_SIDES", "kwire,kafka")
+    wanted_sides = {side.strip() for side in chosen_sides.split(",")}
     try:
         for partitions, brokers in points:
             sides = []
@@ -298,6 +301,9 @@ def _quorums(points: tuple[tuple[int, int], ...], problem: str | None) -> list[R
                 t0 = time.monotonic()
                 if kind == "kafka" and problem is not None:
                     sides.append(QuorumRow(name, partitions, brokers, error=f"not run: {problem}"))
+                    continue
+                if kind not in wanted_sides:
+                    sides.append(QuorumRow(name, partitions, brokers, error=f"not run: KWIRE_SCALE_SIDES={chosen_sides}"))
                     continue
                 sides.append(run_side(kind, name, partitions, brokers, base))
                 load_avg = " ".join(f"{x:.2f}" for x in os.getloadavg())
