@@ -269,6 +269,10 @@ class KRaftConfig:
     metadata_log_clean_interval_ms: int = 60_000
     """``kwire.metadata.log.clean.interval.ms``: how often retention deletes old snapshots and
     segments; Kafka's fixed 60 s (``KafkaRaftClient``'s snapshot cleaner), settable for tests."""
+    snapshot_build_in_child: bool = True
+    """``kwire.metadata.snapshot.build.in.child``: build each metadata snapshot's bytes in a
+    forked child at a lower priority (``server.node.forked``), where the platform forks; false
+    builds it on the event loop a step at a time. kwire's own key (Kafka builds on a thread)."""
     prometheus_port: int | None = None
     """Serve metrics in Prometheus' format on this port (``kwire.prometheus.port``; 0 picks a
     free one; unset: no metrics server). kwire's own key: Kafka serves JMX only."""
@@ -466,6 +470,7 @@ class KRaftConfig:
             metadata_log_clean_interval_ms=integer(
                 "kwire.metadata.log.clean.interval.ms", "metadata_log_clean_interval_ms", 1
             ),
+            snapshot_build_in_child=r.boolean("kwire.metadata.snapshot.build.in.child", True),
             prometheus_port=(
                 None if r.get("kwire.prometheus.port") is None
                 else r.integer("kwire.prometheus.port", None, minimum=0)

@@ -21,8 +21,10 @@ Each core Outbox is carried out by ``server.raft.outbox.apply`` (the one applier
 order of the Outbox contract) on the node's target (``server.node.raft_target``: quorum-state,
 the log and its fsync off the event loop, the peers, the replies, the host and the listener).
 Then the host is polled: its appends step the core at once, its replies complete requests, its
-snapshot is built by a task of its own a step at a time (over ten seconds at a million
-partitions, during which the node goes on serving between steps) and, once built, written by
+snapshot is built by a forked child at a lower priority (``server.node.forked``: 6-20 s of CPU
+at a million partitions, none of it the event loop's), or with
+``kwire.metadata.snapshot.build.in.child=false`` a step at a time on the event loop, and, once
+built, written by
 the driving task (``server.node.log_cleaner``, which also enforces retention). One snapshot is
 built at a time; one the host takes meanwhile is skipped, and its triggers count afresh.
 
@@ -72,6 +74,7 @@ from server.net.dispatcher import RequestContext
 from server.net.sasl import SaslServerConfig
 from server.node.apis import api_versions
 from server.node.envelope import forwarded_client, open_envelope, relay_answer
+from server.node.forked import BuildFailed, build_in_child, can_fork
 from server.node.heap import age_heap
 from server.node.log_cleaner import LogCleaner, write_snapshot
 from server.node.logger_levels import python_logger_levels
@@ -483,18 +486,29 @@ class Node:
             self._registration.maybe_register(host.controller, core.epoch)
 
     async def _build_snapshot(self, snapshot: SnapshotToWrite) -> None:
-        """Build ``snapshot``'s bytes a step at a time, letting every other task run between
-        two steps (a worker thread would hold the GIL against the event loop), and hand them to
-        the driving task."""
+        """Build ``snapshot``'s bytes and hand them to the driving task: in a forked child at
+        a lower priority (``server.node.forked``; ``kwire.metadata.snapshot.build.in.child``),
+        else a step at a time on the event loop, letting every other task run between two
+        steps (a worker thread would hold the GIL against the event loop). A failed child's
+        snapshot is skipped, logged at ERROR; the next trigger takes another."""
         started = time.perf_counter()
-        steps = snapshot.steps()
-        while True:
+        if self.config.snapshot_build_in_child and can_fork():
             try:
-                next(steps)
-            except StopIteration as done:
-                data: bytes = done.value
-                break
-            await trio.sleep(0)
+                data = await build_in_child(snapshot.build)
+            except BuildFailed as exc:
+                log.error("node %d: snapshot %s not built: %s", self.config.node_id,
+                          SnapshotId(snapshot.snapshot_id.offset, snapshot.snapshot_id.epoch).file_stem, exc)
+                self._building_snapshot = None
+                return
+        else:
+            steps = snapshot.steps()
+            while True:
+                try:
+                    next(steps)
+                except StopIteration as done:
+                    data = done.value
+                    break
+                await trio.sleep(0)
         self._post(_SnapshotBuilt(snapshot.snapshot_id, data, time.perf_counter() - started))
 
     async def _write_snapshot(self, built: _SnapshotBuilt) -> None:

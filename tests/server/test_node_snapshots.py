@@ -12,14 +12,17 @@ into the same image and keeps leading. The snapshot's content is the controller'
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import trio
 import trio.testing
 
 from messages.metadata import encode_record
 from server.config import KRaftConfig
-from server.node import Node
+from server.node import Node, driver
+from server.node.forked import build_in_child
 from server.raft.roles import Leader
 from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, read_snapshot
 from tests.server.test_node import _free_port, _inline, _until
@@ -31,7 +34,7 @@ RETENTION_MS = 60_000
 SEGMENT_BYTES = 4096
 
 
-def _config(data: Path, port: int) -> KRaftConfig:
+def _config(data: Path, port: int, in_child: bool = True) -> KRaftConfig:
     return KRaftConfig.from_properties(
         {
             "process.roles": "controller",
@@ -44,14 +47,24 @@ def _config(data: Path, port: int) -> KRaftConfig:
             "metadata.log.max.snapshot.interval.ms": str(SNAPSHOT_INTERVAL_MS),
             "metadata.max.retention.ms": str(RETENTION_MS),
             "internal.metadata.log.segment.bytes": str(SEGMENT_BYTES),
+            "kwire.metadata.snapshot.build.in.child": str(in_child).lower(),
         }
     )
 
 
+@pytest.mark.parametrize("in_child", [True, False], ids=["built-in-a-child", "built-on-the-loop"])
 async def test_ten_minutes_of_no_ops_keep_a_bounded_log_and_restart_from_the_snapshot(
-    tmp_path: Path, autojump_clock: trio.testing.MockClock
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, in_child: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = _config(tmp_path / "data", _free_port())
+    config = _config(tmp_path / "data", _free_port(), in_child)
+    assert config.snapshot_build_in_child is in_child
+    children: list[object] = []
+
+    async def counted(build: Callable[[], bytes]) -> bytes:
+        children.append(build)
+        return await build_in_child(build)
+
+    monkeypatch.setattr(driver, "build_in_child", counted)
     assert format_standalone(config, out=lambda line: None)
     node = Node(config, rng=random.Random(1), run_blocking=_inline)
     widest = 0  # the most offsets the log held at once
@@ -86,6 +99,8 @@ async def test_ten_minutes_of_no_ops_keep_a_bounded_log_and_restart_from_the_sna
     assert content.kraft_version == 1
     assert content.voters is not None and [v.voter_id for v in content.voters.voters] == [1]
     assert content.data_records()[0] == encode_record(image[0][0], image[0][1])  # metadata.version first
+
+    assert bool(children) is in_child, len(children)  # every snapshot came from a forked child, or none
 
     # a restarted node starts from the newest snapshot: same image, still the leader
     again = Node(config, rng=random.Random(2), run_blocking=_inline)

@@ -1,0 +1,111 @@
+"""Building a snapshot's bytes in a forked child at a lower priority.
+
+A checkpoint of 10^6 partitions takes 6-20 s of CPU to encode. Built on the event loop, even a
+step at a time, that CPU is the node's own: on a machine where three controllers snapshot at
+once (every node fires its byte trigger at the same offset) their raft traffic starves, the
+followers' fetches time out (``controller.quorum.fetch.timeout.ms``) and the leader resigns.
+Kafka builds snapshots on a thread of their own beside the raft thread; a Python thread would
+hold the GIL against the event loop.
+
+:func:`build_in_child` forks (the child holds the image as it stood, copy-on-write, without a
+copy being made), lowers the child's priority (:data:`CHILD_NICENESS`), runs the build there and reads its bytes back through a pipe while the event loop
+goes on. The child touches nothing but the snapshot view and the pipe, and leaves with
+``os._exit``: no trio, no logging, no exit handlers. It takes SIGTERM and SIGINT as a plain
+process does, so it never runs the parent's handlers; a parent killed with SIGKILL leaves a
+child that ends at its next write to the pipe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Callable
+
+import trio
+
+__all__ = ["BuildFailed", "build_in_child", "can_fork"]
+
+CHILD_NICENESS = 10
+"""How much the child lowers its priority (``nice``): a woken event loop goes first, yet on a
+machine busy with other work the child still gets a share (CFS weight 110 against 1024), where
+``SCHED_IDLE`` or ``nice 19`` could leave a snapshot unbuilt for as long as the load lasts."""
+_CHUNK = 1 << 20
+_STATUS_BYTES = 1
+"""The child ends the stream with one status byte: 0 after the whole payload, else 1."""
+
+
+class BuildFailed(RuntimeError):
+    """The child died or its build raised (the message says which)."""
+
+
+def can_fork() -> bool:
+    """Whether this platform forks (POSIX)."""
+    return hasattr(os, "fork")
+
+
+def _lower_priority() -> None:
+    try:
+        os.nice(CHILD_NICENESS)
+    except OSError:
+        pass
+
+
+def _child(build: Callable[[], bytes], write_fd: int) -> None:
+    """The child's whole life: build, write, ``_exit``."""
+    status = 1
+    try:
+        signal.set_wakeup_fd(-1)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, signal.SIG_DFL)
+        _lower_priority()
+        data = memoryview(build())
+        while data:
+            written = os.write(write_fd, data[:_CHUNK])
+            data = data[written:]
+        status = 0
+    except BaseException as exc:  # noqa: BLE001 - reported through the status byte and stderr
+        try:
+            sys.stderr.write(f"snapshot build in a child failed: {type(exc).__name__}: {exc}\n")
+            sys.stderr.flush()
+        except BaseException:  # noqa: BLE001 - nothing more to do in a dying child
+            pass
+    finally:
+        try:
+            os.write(write_fd, bytes([status]))
+        finally:
+            os._exit(status)
+
+
+async def build_in_child(build: Callable[[], bytes]) -> bytes:
+    """Run ``build`` in a forked child at a lower priority and return its bytes. Raises
+    :class:`BuildFailed` when the child's build raised or the child died."""
+    read_fd, write_fd = os.pipe()
+    try:
+        pid = os.fork()
+    except BaseException:
+        os.close(read_fd)
+        os.close(write_fd)
+        raise
+    if pid == 0:  # pragma: no cover - runs in the child, which leaves through os._exit
+        os.close(read_fd)
+        _child(build, write_fd)
+    os.close(write_fd)
+    chunks: list[bytes] = []
+    try:
+        async with trio.lowlevel.FdStream(read_fd) as stream:
+            while chunk := await stream.receive_some(_CHUNK):
+                chunks.append(chunk)
+    except BaseException:  # cancelled (the node stops) or the pipe failed: the child goes too
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        raise
+    finally:
+        with trio.CancelScope(shield=True):  # reap it, killed or done, never leave a zombie
+            _, wait_status = await trio.to_thread.run_sync(os.waitpid, pid, 0)
+    data = b"".join(chunks)
+    exit_code = os.waitstatus_to_exitcode(wait_status)
+    if exit_code != 0 or not data or data[-_STATUS_BYTES:] != b"\x00":
+        raise BuildFailed(f"the snapshot build child exited with {exit_code}")
+    return data[:-_STATUS_BYTES]
