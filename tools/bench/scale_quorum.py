@@ -167,6 +167,14 @@ NOT_CONTROLLER = 41
 TOPIC_ALREADY_EXISTS = 36
 
 
+def _reason(exc: BaseException) -> str:
+    """What failed, naming the exceptions inside an exception group (a task of the load
+    generator's nursery) rather than the group."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_reason(inner) for inner in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}"
+
+
 async def _create_anywhere(ports: list[int], name: str, partitions: int) -> tuple[int, int]:
     """CreateTopics of one topic at the active controller of the moment, asked again (of the
     active controller then) after NOT_CONTROLLER or a lost connection, as an admin client
@@ -178,8 +186,8 @@ async def _create_anywhere(ports: list[int], name: str, partitions: int) -> tupl
     while True:
         try:
             error = await _create(await active_controller_port(ports), name, partitions)
-        except OSError:
-            error = NOT_CONTROLLER
+        except (OSError, EOFError, trio.BrokenResourceError, trio.ClosedResourceError):
+            error = NOT_CONTROLLER  # the connection went with the controller
         if error == TOPIC_ALREADY_EXISTS and retries:
             return 0, retries
         if error != NOT_CONTROLLER:
@@ -378,7 +386,7 @@ def run_side(kind: str, name: str, partitions: int, brokers: int, base: Path) ->
 
         trio.run(_drive, row, kind, root, procs, ports, restart)
     except Exception as exc:  # noqa: BLE001 - a failed run is a row that says why
-        row.error = f"{type(exc).__name__}: {exc}"
+        row.error = _reason(exc)
     finally:
         if kind == "kafka":
             if saved is None:
