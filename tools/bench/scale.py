@@ -193,6 +193,32 @@ def measure_point(partitions: int, brokers: int, directory: Path) -> dict[str, A
     }
 
 
+def measure_load(snapshot: Path) -> dict[str, Any]:
+    """Load the ``.checkpoint`` file ``snapshot`` (written by either side) into a fresh
+    controller, in this process: the seconds it took, and the partitions and topics the image
+    then holds."""
+    from server.controller.controller import QuorumController
+    from storage.snapshot_format import read_snapshot_content
+
+    data = snapshot.read_bytes()
+    controller = QuorumController(bootstrap=[], cluster_id="scale-bench")
+    started = time.perf_counter()
+    controller.reset(read_snapshot_content(data).data_records())
+    load_s = time.perf_counter() - started
+    return {"load_s": load_s, "partitions": controller.replication.partition_count,
+            "topics": len(controller.replication.topics)}
+
+
+def _load(snapshot: str) -> dict[str, Any]:
+    """:func:`measure_load` in a process of its own."""
+    out = subprocess.run([sys.executable, "-m", "tools.bench.scale", "--load", snapshot],
+                         capture_output=True, text=True, check=False, timeout=3600)
+    if out.returncode != 0:
+        raise RuntimeError(f"loading {snapshot} failed: {out.stderr[-2000:]}")
+    loaded: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return loaded
+
+
 def _point(partitions: int, brokers: int, directory: Path) -> Point:
     """:func:`measure_point` in a process of its own."""
     out = subprocess.run(
@@ -310,6 +336,15 @@ def _quorums(points: tuple[tuple[int, int], ...], problem: str | None) -> list[R
                 print(f"  quorum, {name}, {partitions:,} partitions on {brokers:,} brokers: "
                       f"{time.monotonic() - t0:.0f} s, load average {load_avg}", flush=True)
                 print(f"    {sides[-1]}", flush=True)  # every figure at once, should a later point not end
+            kafka_side = sides[1]
+            if kafka_side.snapshot_path is not None:
+                try:
+                    loaded = _load(kafka_side.snapshot_path)
+                    kafka_side.foreign_load_s = loaded["load_s"]
+                    print(f"    kwire loaded {kafka_name}'s snapshot after the creation in {loaded['load_s']:.1f} s: "
+                          f"{loaded['partitions']:,} partitions, {loaded['topics']:,} topics", flush=True)
+                except Exception as exc:  # noqa: BLE001 - a failed load is a line that says why
+                    print(f"    kwire could not load {kafka_name}'s snapshot: {exc}", flush=True)
             pairs.append((sides[0], sides[1]))
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -356,11 +391,18 @@ def _quorums(points: tuple[tuple[int, int], ...], problem: str | None) -> list[R
                 reference=max(ref.rss_mib) if ref.rss_mib else None, reference_name=kafka_name,
                 conditions=conditions, higher_is_better=False,
             ))
+        if ref.foreign_load_s is not None:
+            results.append(Result(
+                section=SECTION, what=f"{kafka_name}'s snapshot loaded by kwire", unit="s", kwire=ref.foreign_load_s,
+                reference=None, reference_name=kafka_name, conditions=conditions, higher_is_better=False,
+            ))
     return results
 
 
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "--point":
         print(json.dumps(measure_point(int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]))))
+    elif len(sys.argv) == 3 and sys.argv[1] == "--load":
+        print(json.dumps(measure_load(Path(sys.argv[2]))))
     else:
-        sys.exit("usage: python -m tools.bench.scale --point PARTITIONS BROKERS DIR")
+        sys.exit("usage: python -m tools.bench.scale --point PARTITIONS BROKERS DIR | --load CHECKPOINT")

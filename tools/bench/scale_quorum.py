@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -89,6 +90,12 @@ class QuorumRow:
     failover_s: float | None = None
     restart_s: float | None = None
     retries: int = 0
+    snapshot_path: str | None = None
+    """A copy of the active controller's first snapshot after the creation (the other side's
+    loader reads it)."""
+    foreign_load_s: float | None = None
+    """On Kafka's row: the time kwire took to load that snapshot of Kafka's
+    (``tools.bench.scale.measure_load``)."""
     """Requests asked again after NOT_CONTROLLER or a lost connection (leadership moved)."""
     error: str | None = None
 
@@ -278,6 +285,7 @@ async def _drive(row: QuorumRow, kind: str, root: Path, procs: list[subprocess.P
             while (snapshot := _newest_snapshot(segment_dir, created_at)) is None:
                 await trio.sleep(0.5)
             row.snapshot_bytes = snapshot.stat().st_size
+            row.snapshot_path = str(shutil.copy(snapshot, root / f"after-creation-{snapshot.name}"))
         row.rss_mib = [rss_bytes(pid) / 2**20 for pid in pids]
         if kind == "kafka":
             heaps = [await trio.to_thread.run_sync(_heap_used_mib, pid) for pid in pids]
