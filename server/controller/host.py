@@ -819,10 +819,9 @@ class ControllerHost:
             records = ctx.cluster.maybe_fence_stale_broker(
                 now_ms, metadata_version=ctx.metadata_version, partitions=ctx.partition_effects
             )
-            if records:  # the broker's own record comes last, after its partitions' changes
-                broker = getattr(records[-1][0], "broker_id", -1)
-                self.log.info("fencing broker %d because its session has timed out (%d partition changes)",
-                              broker, len(records) - 1)
+            if records:
+                broker = next((getattr(r, "broker_id", -1) for r, _ in records if hasattr(r, "broker_id")), -1)
+                self.log.info("fencing broker %d because its session has timed out (%d records)", broker, len(records))
             return (records or [], records is not None)
 
         return self._writing_task(now_ms, fence, max(1, self.config.session_timeout_ms // 8))

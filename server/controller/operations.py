@@ -54,6 +54,7 @@ from messages.generated.incremental_alter_configs_request import IncrementalAlte
 from messages.generated.list_partition_reassignments_request import (
     ListPartitionReassignmentsRequest,
 )
+from messages.generated.partition_change_record import PartitionChangeRecord
 from messages.generated.remove_user_scram_credential_record import RemoveUserScramCredentialRecord
 from messages.generated.renew_delegation_token_request import RenewDelegationTokenRequest
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
@@ -300,8 +301,10 @@ def broker_heartbeat(ctx: OperationContext, request: BrokerHeartbeatRequest, ver
     records, reply = ctx.cluster.process_heartbeat(
         request, metadata_version=ctx.metadata_version, partitions=ctx.partition_effects
     )
+    changes = sum(1 for record, _ in records if isinstance(record, PartitionChangeRecord))
     for record, _ in records:
-        ctx.log.info("broker %d heartbeat: %s", request.broker_id, record)
+        if not isinstance(record, PartitionChangeRecord):  # the broker's own change, once
+            ctx.log.info("broker %d heartbeat: %s (%d partition changes)", request.broker_id, record, changes)
     on_commit = partial(ctx.cluster.controlled_shutdown_committed, request.broker_id) if reply.in_controlled_shutdown else None
     return ControllerResult(records, reply, on_commit=on_commit)
 

@@ -236,6 +236,8 @@ class RaftCore:
         future = [d for d in deadlines if d > now_ms]
         if self.view.has_staged_changes:
             future.append(now_ms)  # the next Fetch is built once the driver applied them
+        if self.view.delivery_pending:
+            future.append(now_ms)  # more committed batches for the state machine, after other work
         return min(future) if future else None
 
     # ------------------------------------------------------------------ requests

@@ -20,6 +20,12 @@ from server.raft.roles import Leader
 from server.raft.types import MAX_FETCH_SIZE_BYTES, OffsetAndEpoch
 from storage.records import iter_batches
 
+MAX_DELIVERED_BYTES_PER_STEP = 1024 * 1024
+"""About how many bytes of committed batches one step hands the state machine (one batch at
+least). Kafka's listener replays on a thread of its own; here it replays on the event loop,
+and a follower that fetched 8 MiB of partition changes (160,000 records, two seconds of
+replay) in one step would miss its own fetch timeout."""
+
 
 class LogView:
     """Stages log changes into the current Outbox and tracks the high watermark.
@@ -38,6 +44,8 @@ class LogView:
         self._staged_truncation = False
         self._high_watermark = log.high_watermark
         self.delivered_offset = log.log_start_offset
+        self.delivery_pending = False
+        """Committed batches are left to deliver at the next step (the per-step bound)."""
         """Every batch below this offset has been handed to the state machine."""
 
     def begin_step(self, out: Outbox, now_ms: int) -> None:
@@ -167,11 +175,15 @@ class LogView:
         raise ValueError(f"snapshot {snapshot_id} is not in the log")
 
     def deliver_committed(self) -> None:
-        """Put every batch wholly below the high watermark into the Outbox's ``committed``,
-        once each, in offset order (none while a snapshot install is staged)."""
+        """Put the batches wholly below the high watermark into the Outbox's ``committed``,
+        once each, in offset order (none while a snapshot install is staged), at most about
+        :data:`MAX_DELIVERED_BYTES_PER_STEP` per step: the rest waits for the next step, which
+        the core asks for at once (``delivery_pending``)."""
+        self.delivery_pending = False
         if self._out.install_snapshot is not None:
             return  # the log is about to be replaced: deliver from the next step on
         limit = min(self._high_watermark, self.log.log_end_offset)
+        budget = MAX_DELIVERED_BYTES_PER_STEP
         while self.delivered_offset < limit:
             before = self.delivered_offset
             for batch in iter_batches(self.log.read(before, MAX_FETCH_SIZE_BYTES)):
@@ -180,11 +192,14 @@ class LogView:
                     return
                 if last < self.delivered_offset:
                     continue
+                if budget <= 0:
+                    self.delivery_pending = True
+                    return
+                data = batch.to_bytes()
                 self._out.committed.append(
-                    CommittedBatch(
-                        batch.base_offset, last, batch.partition_leader_epoch, batch.is_control, batch.to_bytes()
-                    )
+                    CommittedBatch(batch.base_offset, last, batch.partition_leader_epoch, batch.is_control, data)
                 )
                 self.delivered_offset = last + 1
+                budget -= len(data)
             if self.delivered_offset == before:
                 return  # nothing readable there (e.g. below the log start): wait
