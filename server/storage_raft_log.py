@@ -29,7 +29,7 @@ from server.raft.log import LogInvariantError
 from server.raft.types import OffsetAndEpoch
 from storage.log import MetadataLog
 from storage.records import iter_batches
-from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, SnapshotId
+from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, RawSnapshotWriter, SnapshotId, delete_snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -180,6 +180,27 @@ class StorageRaftLog:
     def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
         """Write and freeze (fsync, rename) a snapshot of the local state machine."""
         self._write_snapshot(snapshot_id, data)
+
+    def open_snapshot_writer(self, snapshot_id: OffsetAndEpoch) -> RawSnapshotWriter | None:
+        """The first half of :meth:`create_snapshot`, for a large snapshot: a writer of its
+        ``.part`` file, None when the snapshot exists or the log starts at or after its offset.
+        The writer's ``append`` and ``freeze`` touch its own file only, so they may run on
+        another thread while this log goes on; then call :meth:`snapshot_frozen`."""
+        if snapshot_id.offset <= self.log.log_start_offset:
+            return None
+        return self.log.create_snapshot_writer(_snapshot_id(snapshot_id))
+
+    def snapshot_frozen(self, snapshot_id: OffsetAndEpoch) -> bool:
+        """The second half: the snapshot a writer of :meth:`open_snapshot_writer` froze joins
+        the log's snapshots, unless the log meanwhile moved to start at or after its offset
+        (a snapshot from the leader replaced it), when its file is deleted. Returns whether it
+        joined. Raises KafkaStorageError when the file cannot be deleted."""
+        sid = _snapshot_id(snapshot_id)
+        if snapshot_id.offset <= self.log.log_start_offset:
+            delete_snapshot(self.log.dir, sid)
+            return False
+        self.log.on_snapshot_frozen(sid)
+        return True
 
     def install_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
         """Freeze a snapshot downloaded from the leader, then replace the log by it

@@ -23,13 +23,15 @@ the log and its fsync off the event loop, the peers, the replies, the host and t
 Then the host is polled: its appends step the core at once, its replies complete requests, its
 snapshot is built by a forked child at a lower priority (``server.node.forked``: 6-20 s of CPU
 at a million partitions, none of it the event loop's), or with
-``kwire.metadata.snapshot.build.in.child=false`` a step at a time on the event loop, and, once
-built, written by
-the driving task (``server.node.log_cleaner``, which also enforces retention). One snapshot is
-built at a time; one the host takes meanwhile is skipped, and its triggers count afresh.
+``kwire.metadata.snapshot.build.in.child=false`` a step at a time on the event loop; once
+built, its file is opened by the driving task, written and frozen on a thread of its own, and
+taken by the log back on the driving task. Retention runs from the driving task
+(``server.node.log_cleaner``). One snapshot is built and written at a time; one the host takes
+meanwhile is skipped, and its triggers count afresh.
 
-Every file operation runs through ``trio.to_thread``, one at a time, from the driving task, so
-the log (not thread-safe) sees a single caller. A failed write, fsync or a broken log invariant
+Every operation on the log runs through ``trio.to_thread``, one at a time, from the driving
+task, so the log (not thread-safe) sees a single caller; a snapshot's own file is the one thing
+written beside it. A failed write, fsync or a broken log invariant
 raises out of :meth:`Node.run`: the node stops without sending anything that the failed write
 would have had to precede.
 """
@@ -76,7 +78,7 @@ from server.node.apis import api_versions
 from server.node.envelope import forwarded_client, open_envelope, relay_answer
 from server.node.forked import BuildFailed, build_in_child, can_fork
 from server.node.heap import age_heap
-from server.node.log_cleaner import LogCleaner, write_snapshot
+from server.node.log_cleaner import LogCleaner
 from server.node.logger_levels import python_logger_levels
 from server.node.peer import Peers
 from server.node.raft_target import NodeTarget, RaftListener
@@ -115,6 +117,13 @@ class _SnapshotBuilt:
     snapshot_id: OffsetAndEpoch
     data: bytes
     build_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class _SnapshotFrozen:
+    """A snapshot's file, written and frozen off the driving task, for the log to take."""
+
+    snapshot_id: OffsetAndEpoch
 
 
 class Node:
@@ -319,6 +328,8 @@ class Node:
                 await self._step([])
             elif isinstance(item, _SnapshotBuilt):
                 await self._write_snapshot(item)
+            elif isinstance(item, _SnapshotFrozen):
+                await self._take_snapshot(item)
             elif isinstance(item, ClientAppend):
                 await self._step([item, *self._queued(ClientAppend)])
             else:
@@ -512,14 +523,39 @@ class Node:
         self._post(_SnapshotBuilt(snapshot.snapshot_id, data, time.perf_counter() - started))
 
     async def _write_snapshot(self, built: _SnapshotBuilt) -> None:
-        """Write and freeze a built snapshot (the driving task is the log's one caller)."""
+        """Open a built snapshot's file on the driving task (the log's one caller), then write
+        and freeze it (fsync, rename) on a thread of its own while the node goes on: an fsync
+        of 100 MB awaited here would hold up the raft traffic for seconds. The log takes the
+        file once it is frozen (:class:`_SnapshotFrozen`); a storage failure stops the node."""
         core = self.core
-        assert core is not None and isinstance(core.log, StorageRaftLog)
-        self._building_snapshot = None
-        snapshot_id = built.snapshot_id
+        assert core is not None and isinstance(core.log, StorageRaftLog) and self._nursery is not None
+        raft_log, snapshot_id = core.log, built.snapshot_id
+        writer = await self._blocking(lambda: raft_log.open_snapshot_writer(snapshot_id))
+        if writer is None:  # there already, or the log moved past it
+            self._building_snapshot = None
+            return
         log.info("node %d: writing snapshot %s (%d bytes, built in %.1f s)", self.config.node_id,
                  SnapshotId(snapshot_id.offset, snapshot_id.epoch).file_stem, len(built.data), built.build_s)
-        await write_snapshot(core.log, snapshot_id, built.data, self._blocking)
+
+        def write_and_freeze() -> None:
+            with writer:
+                writer.append(built.data)
+                writer.freeze()
+
+        async def freeze() -> None:
+            await trio.to_thread.run_sync(write_and_freeze)
+            self._post(_SnapshotFrozen(snapshot_id))
+
+        self._nursery.start_soon(freeze)
+
+    async def _take_snapshot(self, frozen: _SnapshotFrozen) -> None:
+        """The log takes a frozen snapshot (or deletes it, when it meanwhile moved past it);
+        the next snapshot may be built."""
+        core = self.core
+        assert core is not None and isinstance(core.log, StorageRaftLog)
+        raft_log = core.log
+        self._building_snapshot = None
+        await self._blocking(lambda: raft_log.snapshot_frozen(frozen.snapshot_id))
 
     # ------------------------------------------------------------------ appends and stopping
 

@@ -1,8 +1,8 @@
 """Log retention (KIP-630): every ``kwire.metadata.log.clean.interval.ms`` (Kafka's fixed 60 s)
 the node deletes old snapshots and the log below them as ``metadata.max.retention.bytes`` and
 ``metadata.max.retention.ms`` say (``StorageRaftLog.maybe_clean``, Kafka's
-``KafkaRaftLog.maybeClean`` run by ``KafkaRaftClient``'s cleaning timer), and writes the
-snapshots its controller takes (``server.controller.host``).
+``KafkaRaftLog.maybeClean`` run by ``KafkaRaftClient``'s cleaning timer). The snapshots its
+controller takes are written by the driver (``server.node.driver``).
 """
 
 from __future__ import annotations
@@ -12,25 +12,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from server.config import KRaftConfig
-from server.raft.types import OffsetAndEpoch
 from server.storage_raft_log import StorageRaftLog
 
-__all__ = ["LogCleaner", "write_snapshot"]
+__all__ = ["LogCleaner"]
 
 log = logging.getLogger("kwire.node")
 
 Blocking = Callable[[Callable[[], Any]], Awaitable[Any]]
 """Runs a file operation off the event loop."""
-
-
-async def write_snapshot(raft_log: StorageRaftLog, snapshot_id: OffsetAndEpoch, data: bytes, blocking: Blocking) -> None:
-    """Write and freeze snapshot ``snapshot_id`` of ``data`` (its ``.checkpoint`` bytes) off
-    the event loop (fsync, rename); a storage failure raises (the node stops). Nothing is
-    written when the log meanwhile starts at or after its offset (a snapshot from the leader
-    replaced it)."""
-    if snapshot_id.offset <= raft_log.log_start_offset:
-        return
-    await blocking(lambda: raft_log.create_snapshot(snapshot_id, data))
 
 
 class LogCleaner:
