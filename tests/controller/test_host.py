@@ -36,6 +36,7 @@ from messages.generated.update_features_request import FeatureUpdateKey, UpdateF
 from messages.generated.vote_request import VoteRequest
 from messages.metadata import decode_record, encode_record
 from messages.runtime import Message
+from server.controller import host as host_module
 from server.controller.cluster import ReplayError
 from server.controller.host import ControllerHost, ControllerOutbox, ControllerRequest
 from server.controller.operations import ControllerConfig
@@ -540,6 +541,32 @@ def test_a_task_that_runs_again_at_once_waits_for_the_next_turn_of_the_driver() 
     harness.step(Tick())
     assert [registrations[b].fenced for b in (5, 6)].count(True) == 1
     assert harness.deadline_ms == harness.now  # due again at once
+    harness.step(Tick())
+    assert registrations[5].fenced and registrations[6].fenced
+
+
+def test_a_task_waits_while_too_many_of_the_controllers_records_are_uncommitted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Flow control for the periodic writes: with more than ``MAX_UNCOMMITTED_TASK_RECORDS``
+    records in flight the next expired broker waits for them to commit."""
+    harness = Harness(config=_config(session_timeout_ms=800))
+    for broker in (5, 6):
+        handle = object()
+        harness.request(_registration(broker), 4, handle)
+        epoch = harness.answer(handle).broker_epoch  # type: ignore[union-attr]
+        harness.request(_heartbeat(broker, epoch, harness.core.high_watermark - 1), 1, object())
+    monkeypatch.setattr(host_module, "MAX_UNCOMMITTED_TASK_RECORDS", 0)
+    registrations = harness.host.controller.cluster.registrations
+    harness.hold_flush = True
+    harness.now += 1000  # both sessions expired
+    harness.step(Tick())
+    assert [registrations[b].fenced for b in (5, 6)].count(True) == 1
+    for _ in range(3):  # the first fence is not committed: the second waits
+        harness.now += 10
+        harness.step(Tick())
+    assert [registrations[b].fenced for b in (5, 6)].count(True) == 1
+    harness.log.flush()  # the first fence commits (the ticks took over the pending flush)
+    harness.step(FlushCompleted())
+    harness.now += 10
     harness.step(Tick())
     assert registrations[5].fenced and registrations[6].fenced
 
