@@ -14,7 +14,8 @@ load generator (this process, Trio) drives, in order:
    each request's latency, the quorum's CPU seconds;
 3. **memory and snapshot**: each controller's resident memory (and, on Kafka, the heap in use
    after a full collection, ``jcmd GC.heap_info`` after ``GC.run``), and the size of the
-   active controller's first snapshot taken after the creation;
+   active controller's first snapshot that ends at or after the high watermark of the end of
+   the creation (the whole image; the other side loads a copy of it);
 4. **controlled shutdown**: one broker asks to shut down (``WantShutDown``); the time until the
    controller answers ``ShouldShutDown``, every partition it led having another leader;
 5. **zonal outage**: a third of the brokers stop heartbeating at once; the time from then to
@@ -164,9 +165,10 @@ def _fences_since(segment_dir: Path, brokers: set[int], since: dict[Path, int]) 
     return fenced
 
 
-def _newest_snapshot(segment_dir: Path, after: float) -> Path | None:
-    """The newest ``.checkpoint`` under ``segment_dir`` written after ``after`` (wall seconds)."""
-    found = [p for p in segment_dir.glob("*.checkpoint") if p.stat().st_mtime >= after]
+def _newest_snapshot(segment_dir: Path, min_offset: int) -> Path | None:
+    """The newest ``.checkpoint`` under ``segment_dir`` that ends at or after ``min_offset``
+    (its name's offset): one holding the whole image at the end of the creation."""
+    found = [p for p in segment_dir.glob("*.checkpoint") if int(p.name.split("-")[0]) >= min_offset]
     return max(found, default=None, key=lambda p: p.name)
 
 
@@ -279,10 +281,11 @@ async def _drive(row: QuorumRow, kind: str, root: Path, procs: list[subprocess.P
         row.create_cpu_s = cpu_seconds(pids) - cpu_before
         latencies.sort()
         row.create_p50_ms, row.create_max_ms = latencies[len(latencies) // 2], latencies[-1]
-        created_at = time.time()
+        from tools.quorum_client import describe
 
+        created_end = (await describe(",".join(f"127.0.0.1:{p}" for p in ports))).partition.high_watermark
         with trio.move_on_after(SNAPSHOT_INTERVAL_MS / 1000 * 2 + 60):
-            while (snapshot := _newest_snapshot(segment_dir, created_at)) is None:
+            while (snapshot := _newest_snapshot(segment_dir, created_end)) is None:
                 await trio.sleep(0.5)
             row.snapshot_bytes = snapshot.stat().st_size
             row.snapshot_path = str(shutil.copy(snapshot, root / f"after-creation-{snapshot.name}"))
