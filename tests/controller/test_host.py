@@ -526,15 +526,21 @@ def test_a_broker_whose_session_expires_is_fenced_by_the_periodic_check() -> Non
     assert any(type(r).__name__ in ("FenceBrokerRecord", "BrokerRegistrationChangeRecord") for r in harness.records())
 
 
-def test_a_task_that_runs_again_at_once_waits_for_the_next_turn_of_the_driver() -> None:
-    """Fencing expired brokers one after another: the poll that follows the host's own appends
-    (``run_tasks=False``) does not fence the next one; the driver's next turn does."""
+def _two_unfenced_brokers() -> Harness:
+    """An active controller with brokers 5 and 6 registered and unfenced, sessions of 800 ms."""
     harness = Harness(config=_config(session_timeout_ms=800))
     for broker in (5, 6):
         handle = object()
         harness.request(_registration(broker), 4, handle)
         epoch = harness.answer(handle).broker_epoch  # type: ignore[union-attr]
         harness.request(_heartbeat(broker, epoch, harness.core.high_watermark - 1), 1, object())
+    return harness
+
+
+def test_a_task_that_runs_again_at_once_waits_for_the_next_turn_of_the_driver() -> None:
+    """Fencing expired brokers one after another: the poll that follows the host's own appends
+    (``run_tasks=False``) does not fence the next one; the driver's next turn does."""
+    harness = _two_unfenced_brokers()
     registrations = harness.host.controller.cluster.registrations
     assert not registrations[5].fenced and not registrations[6].fenced
     harness.now += 1000  # both sessions expired
@@ -548,12 +554,7 @@ def test_a_task_that_runs_again_at_once_waits_for_the_next_turn_of_the_driver() 
 def test_a_task_waits_while_too_many_of_the_controllers_records_are_uncommitted(monkeypatch: pytest.MonkeyPatch) -> None:
     """Flow control for the periodic writes: with more than ``MAX_UNCOMMITTED_TASK_RECORDS``
     records in flight the next expired broker waits for them to commit."""
-    harness = Harness(config=_config(session_timeout_ms=800))
-    for broker in (5, 6):
-        handle = object()
-        harness.request(_registration(broker), 4, handle)
-        epoch = harness.answer(handle).broker_epoch  # type: ignore[union-attr]
-        harness.request(_heartbeat(broker, epoch, harness.core.high_watermark - 1), 1, object())
+    harness = _two_unfenced_brokers()
     monkeypatch.setattr(host_module, "MAX_UNCOMMITTED_TASK_RECORDS", 0)
     registrations = harness.host.controller.cluster.registrations
     harness.hold_flush = True
