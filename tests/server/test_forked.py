@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from functools import partial
+from pathlib import Path
 
 import pytest
 import trio
@@ -20,7 +22,8 @@ def _fails() -> bytes:
     raise ValueError("no image")
 
 
-def _never_ends() -> bytes:
+def _never_ends(pid_file: Path) -> bytes:
+    pid_file.write_text(str(os.getpid()))
     while True:
         pass
 
@@ -36,11 +39,18 @@ def test_a_build_that_raises_is_a_build_failed() -> None:
         trio.run(build_in_child, _fails)
 
 
-def test_cancelling_the_build_kills_and_reaps_the_child() -> None:
-    async def main() -> None:
-        with trio.move_on_after(0.5):
-            await build_in_child(_never_ends)
+def test_cancelling_the_build_kills_and_reaps_the_child(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
 
-    trio.run(main)
-    with pytest.raises(ChildProcessError):  # reaped: no child left to wait for
-        os.waitpid(-1, os.WNOHANG)
+    async def cancelled_build() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(build_in_child, partial(_never_ends, pid_file))
+            with trio.move_on_after(10):
+                while not pid_file.exists() or not pid_file.read_text():
+                    await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+
+    trio.run(cancelled_build)
+    child = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):  # killed and reaped: a zombie would still be there
+        os.kill(child, 0)
