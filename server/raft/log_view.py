@@ -20,11 +20,12 @@ from server.raft.roles import Leader
 from server.raft.types import MAX_FETCH_SIZE_BYTES, OffsetAndEpoch
 from storage.records import iter_batches
 
-MAX_DELIVERED_BYTES_PER_STEP = 1024 * 1024
-"""About how many bytes of committed batches one step hands the state machine (one batch at
-least). Kafka's listener replays on a thread of its own; here it replays on the event loop,
-and a follower that fetched 8 MiB of partition changes (160,000 records, two seconds of
-replay) in one step would miss its own fetch timeout."""
+MAX_DELIVERED_RECORDS_PER_STEP = 20_000
+"""About how many committed records one step hands the state machine (one batch at least).
+Kafka's listener replays on a thread of its own; here it replays on the event loop, and a
+follower that fetched 8 MiB of partition changes (160,000 records, two seconds of replay) in
+one step would miss its own fetch timeout. Counted in records, not bytes: replay costs per
+record (20,000 partition changes are about 1 MiB, 20,000 of TestRaftServer's records 5 MiB)."""
 
 
 class LogView:
@@ -176,14 +177,14 @@ class LogView:
 
     def deliver_committed(self) -> None:
         """Put the batches wholly below the high watermark into the Outbox's ``committed``,
-        once each, in offset order (none while a snapshot install is staged), at most about
-        :data:`MAX_DELIVERED_BYTES_PER_STEP` per step: the rest waits for the next step, which
-        the core asks for at once (``delivery_pending``)."""
+        once each, in offset order (none while a snapshot install is staged), about
+        :data:`MAX_DELIVERED_RECORDS_PER_STEP` records per step: the rest waits for the next
+        step, which the core asks for at once (``delivery_pending``)."""
         self.delivery_pending = False
         if self._out.install_snapshot is not None:
             return  # the log is about to be replaced: deliver from the next step on
         limit = min(self._high_watermark, self.log.log_end_offset)
-        budget = MAX_DELIVERED_BYTES_PER_STEP
+        budget = MAX_DELIVERED_RECORDS_PER_STEP
         while self.delivered_offset < limit:
             before = self.delivered_offset
             for batch in iter_batches(self.log.read(before, MAX_FETCH_SIZE_BYTES)):
@@ -195,11 +196,11 @@ class LogView:
                 if budget <= 0:
                     self.delivery_pending = True
                     return
-                data = batch.to_bytes()
                 self._out.committed.append(
-                    CommittedBatch(batch.base_offset, last, batch.partition_leader_epoch, batch.is_control, data)
+                    CommittedBatch(batch.base_offset, last, batch.partition_leader_epoch, batch.is_control,
+                                   batch.to_bytes())
                 )
                 self.delivered_offset = last + 1
-                budget -= len(data)
+                budget -= last - batch.base_offset + 1
             if self.delivered_offset == before:
                 return  # nothing readable there (e.g. below the log start): wait
