@@ -85,10 +85,10 @@ from server.controller.result import Record
 from server.controller.snapshots import SnapshotTriggers, image_snapshot_steps, run_steps
 from server.raft.control_state import ControlRecordStateMachine
 from server.raft.events import AppendResult, ClientAppend, CommittedBatch, UpgradeKRaftVersion
-from server.raft.log import RaftLog
+from server.raft.log import RaftLog, read_batches
 from server.raft.roles import EpochState, Leader
-from server.raft.types import MAX_FETCH_SIZE_BYTES, LeaderAndEpoch, OffsetAndEpoch, VoterSet
-from storage.records import RecordBatch, iter_batches
+from server.raft.types import LeaderAndEpoch, OffsetAndEpoch, VoterSet
+from storage.records import RecordBatch
 from storage.snapshot_format import read_snapshot_content
 
 if TYPE_CHECKING:
@@ -343,7 +343,7 @@ class ControllerHost:
         record that does not fit the image is logged at ERROR and skipped, as Kafka's controller
         counts a metadata fault), then the snapshot triggers and the writes it completes."""
         self._now_ms = now_ms
-        controller, applied = self.controller, self._applied
+        applied = self._applied
         if applied and not self._applied_still_ours(batch):
             self._revert(now_ms, f"batch {batch.base_offset}-{batch.last_offset} of epoch {batch.epoch} committed")
         if not batch.is_control:
@@ -352,14 +352,20 @@ class ControllerHost:
                     if offset >= applied[0].last:
                         del self._applied_by_token[applied.popleft().token]
                     continue
-                try:
-                    controller.replay(value, offset)
-                except ReplayError as exc:
-                    self.log.error("skipped a committed record at offset %d: %s", offset, exc)
+                self._replay(value, offset, "committed")
         self.replayed_offset = batch.last_offset + 1
         self._maybe_snapshot(now_ms, batch)
         if self._writes:
             self._complete_writes(batch.last_offset)
+
+    def _replay(self, value: bytes | None, offset: int, how: str) -> None:
+        """Replay one record at ``offset`` (``how``: "committed", or "appended" when applied
+        ahead); one that does not fit the image is logged at ERROR and skipped, as Kafka's
+        controller counts a metadata fault."""
+        try:
+            self.controller.replay(value, offset)
+        except ReplayError as exc:
+            self.log.error("skipped a record %s at offset %d: %s", how, offset, exc)
 
     @property
     def speculating(self) -> bool:
@@ -402,22 +408,13 @@ class ControllerHost:
             controller.reset((), -1)
             offset = raft_log.log_start_offset
         end = self.replayed_offset
-        while offset < end:
-            before = offset
-            for stored in iter_batches(raft_log.read(offset, MAX_FETCH_SIZE_BYTES)):
-                if stored.last_offset >= end:
-                    break
-                if stored.last_offset < offset:
-                    continue
-                if not stored.is_control:
-                    for record_offset, value in enumerate(stored.iter_values(), stored.base_offset):
-                        try:
-                            controller.replay(value, record_offset)
-                        except ReplayError as exc:
-                            self.log.error("skipped a committed record at offset %d: %s", record_offset, exc)
-                offset = stored.last_offset + 1
-            if offset == before:
-                raise RuntimeError(f"the committed log cannot be read back from offset {offset} up to {end}")
+        for stored in read_batches(raft_log, offset, end):
+            if not stored.is_control:
+                for record_offset, value in enumerate(stored.iter_values(), stored.base_offset):
+                    self._replay(value, record_offset, "committed")
+            offset = stored.last_offset + 1
+        if offset < end:
+            raise RuntimeError(f"the committed log cannot be read back from offset {offset} up to {end}")
         if sessions and self._claimed():
             controller.cluster.activate(now_ms)
 
@@ -747,12 +744,8 @@ class ControllerHost:
         assert offset is not None, "only a leader appends"
         first = offset + self._pending_records
         if ahead:
-            controller = self.controller
             for record_offset, value in enumerate(values, first):
-                try:
-                    controller.replay(value, record_offset)
-                except ReplayError as exc:
-                    self.log.error("skipped an appended record at offset %d: %s", record_offset, exc)
+                self._replay(value, record_offset, "appended")
             applied = _Applied(token, first, first + len(values) - 1, self.raft.epoch)
             self._applied.append(applied)
             self._applied_by_token[token] = applied

@@ -15,11 +15,12 @@ record batch v2 bytes (``storage.records``).
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from server.raft.types import OffsetAndEpoch
-from storage.records import iter_batches
+from server.raft.types import MAX_FETCH_SIZE_BYTES, OffsetAndEpoch
+from storage.records import RecordBatch, iter_batches
 
 
 class LogInvariantError(AssertionError):
@@ -87,6 +88,24 @@ class RaftLog(Protocol):
     def read_snapshot(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int) -> bytes:
         """Up to ``max_bytes`` of the snapshot from byte ``position`` (not batch-aligned)."""
         ...
+
+
+def read_batches(log: RaftLog, start: int, end: int) -> Iterator[RecordBatch]:
+    """The whole batches of ``log`` from the one holding ``start`` to the last one ending
+    before ``end``, in offset order, read ``MAX_FETCH_SIZE_BYTES`` at a time. Stops early where
+    nothing is readable (below the log start): the caller compares the last offset it got."""
+    offset = start
+    while offset < end:
+        before = offset
+        for batch in iter_batches(log.read(offset, MAX_FETCH_SIZE_BYTES)):
+            if batch.last_offset >= end:
+                return
+            if batch.last_offset < offset:
+                continue
+            yield batch
+            offset = batch.last_offset + 1
+        if offset == before:
+            return
 
 
 class MutableRaftLog(RaftLog, Protocol):

@@ -14,10 +14,10 @@ from __future__ import annotations
 from server.raft.control import build_data_batch
 from server.raft.control_state import ControlRecordStateMachine
 from server.raft.events import CommittedBatch, Outbox
-from server.raft.log import RaftLog
+from server.raft.log import RaftLog, read_batches
 from server.raft.quorum_state import QuorumState, RaftSafetyError
 from server.raft.roles import Leader
-from server.raft.types import MAX_FETCH_SIZE_BYTES, OffsetAndEpoch
+from server.raft.types import OffsetAndEpoch
 from storage.records import iter_batches
 
 MAX_DELIVERED_RECORDS_PER_STEP = 20_000
@@ -185,22 +185,14 @@ class LogView:
             return  # the log is about to be replaced: deliver from the next step on
         limit = min(self._high_watermark, self.log.log_end_offset)
         budget = MAX_DELIVERED_RECORDS_PER_STEP
-        while self.delivered_offset < limit:
-            before = self.delivered_offset
-            for batch in iter_batches(self.log.read(before, MAX_FETCH_SIZE_BYTES)):
-                last = batch.last_offset
-                if last >= limit:
-                    return
-                if last < self.delivered_offset:
-                    continue
-                if budget <= 0:
-                    self.delivery_pending = True
-                    return
-                self._out.committed.append(
-                    CommittedBatch(batch.base_offset, last, batch.partition_leader_epoch, batch.is_control,
-                                   batch.to_bytes())
-                )
-                self.delivered_offset = last + 1
-                budget -= last - batch.base_offset + 1
-            if self.delivered_offset == before:
-                return  # nothing readable there (e.g. below the log start): wait
+        # stops early where nothing is readable (e.g. below the log start): wait
+        for batch in read_batches(self.log, self.delivered_offset, limit):
+            if budget <= 0:
+                self.delivery_pending = True
+                return
+            last = batch.last_offset
+            self._out.committed.append(
+                CommittedBatch(batch.base_offset, last, batch.partition_leader_epoch, batch.is_control, batch.to_bytes())
+            )
+            self.delivered_offset = last + 1
+            budget -= last - batch.base_offset + 1
