@@ -106,7 +106,7 @@ def measure_point(partitions: int, brokers: int, directory: Path) -> dict[str, A
     from server.controller.placement import UsableBroker, place_replicas
     from server.controller.snapshots import image_snapshot
     from server.raft.types import OffsetAndEpoch
-    from storage.snapshot_format import SnapshotId, read_snapshot_content
+    from storage.snapshot_format import SnapshotId
 
     level = 21  # metadata.version 3.9-IV0: directories in partition records
     feature = FeatureLevelRecord(name="metadata.version", feature_level=level)
@@ -177,12 +177,10 @@ def measure_point(partitions: int, brokers: int, directory: Path) -> dict[str, A
         fence_records = len(effects.broker_removed(brokers // 2))
         fence_ms = (time.perf_counter() - started) * 1000
 
-    standby = QuorumController(bootstrap=[(feature, 0)], cluster_id="scale-bench")
-    started = time.perf_counter()
-    standby.reset(read_snapshot_content(data).data_records(), offset - 1)
-    load_s = time.perf_counter() - started
-    if standby.replication.partition_count != partitions:
-        raise RuntimeError(f"the loaded snapshot holds {standby.replication.partition_count} partitions, not {partitions}")
+    loaded = measure_load(path)
+    load_s = loaded["load_s"]
+    if loaded["partitions"] != partitions:
+        raise RuntimeError(f"the loaded snapshot holds {loaded['partitions']} partitions, not {partitions}")
     return {
         "partitions": partitions, "brokers": brokers,
         "replay_records_per_s": replayed / replay_s if replay_s else 0.0,
