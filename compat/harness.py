@@ -44,6 +44,7 @@ from storage.records import RecordBatch, scan_batches
 from tools.client_config import PLAINTEXT, ClientSecurity
 from tools.local_cluster import free_ports
 from tools.quorum_client import QuorumToolError, QuorumView, describe
+from tools.stock_kafka import metadata_shell_session
 
 __all__ = [
     "CLUSTER_ID", "DIR_ID", "ELECTION_BOUND_S", "ELECTION_TIMEOUT_MS", "FETCH_TIMEOUT_MS", "PARTITION",
@@ -111,16 +112,23 @@ class KafkaRelease:
         return fields
 
     def metadata_shell(self, snapshot: str | os.PathLike[str], *command: str) -> subprocess.CompletedProcess[str]:
-        """``kafka-metadata-shell --snapshot SNAPSHOT COMMAND...``. The 3.9 shell sometimes never
-        returns after loading a file (its loader waits for a high watermark its file reader has
-        already passed; 2 of 16 runs on one file here): each attempt gets 30 s
-        and the command is tried up to three times."""
+        """``kafka-metadata-shell --snapshot SNAPSHOT COMMAND...``, run in an interactive session
+        once the shell holds the image (``tools.stock_kafka.metadata_shell_session``: its
+        one-command mode can answer from an empty image). The 3.9 shell sometimes never gets
+        past loading a file (its loader waits for a high watermark its file reader has already
+        passed; 2 of 16 runs on one file here): each attempt gets 30 s and the command is tried
+        up to three times. The result carries the command's output and the shell's stderr."""
+        line = " ".join(str(part) for part in command)
         for attempt in range(3):
+            errors: list[str] = []
             try:
-                return self.run_tool("metadata-shell", ["--snapshot", snapshot, *command], timeout=30.0)
+                (out,) = metadata_shell_session(self.version, snapshot, [line], timeout=30.0, errors=errors)
             except subprocess.TimeoutExpired:
                 if attempt == 2:
                     raise
+                continue
+            return subprocess.CompletedProcess(["kafka-metadata-shell", "--snapshot", str(snapshot), *command], 0,
+                                               out + "\n", "".join(errors))
         raise AssertionError("unreachable")
 
     def kwire_dump(self, files: Sequence[str | os.PathLike[str]], **flags: bool) -> tuple[str, str]:

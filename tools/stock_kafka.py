@@ -48,6 +48,7 @@ import socket
 import struct
 import subprocess
 import tempfile
+import threading
 import time
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -508,6 +509,7 @@ def metadata_shell_session(
     *,
     jvm_args: Sequence[str] = (),
     timeout: float = 120.0,
+    errors: list[str] | None = None,
 ) -> list[str]:
     """Run ``commands`` in one interactive ``kafka-metadata-shell --snapshot SNAPSHOT`` of
     ``version`` once the shell holds the whole image; the output of each, as text.
@@ -517,15 +519,19 @@ def metadata_shell_session(
     before the loader has handed the image to the shell's own publisher (a few hundred records
     of any writer's snapshot are enough to lose that race). Here the shell is asked
     ``cat /image/features/metadataVersion`` until it answers a level, then the commands run.
-    Raises ``subprocess.TimeoutExpired`` after ``timeout`` seconds, RuntimeError when the
-    shell exits early, KafkaUnavailable when Java or the jars are missing."""
+    ``errors`` (when given) receives the shell's stderr. The shell is killed after ``timeout``
+    seconds (a 3.9 shell can hang in its loader), which raises ``subprocess.TimeoutExpired``;
+    RuntimeError when the shell exits early, KafkaUnavailable when Java or the jars are
+    missing."""
     main_class, tools = _locate_tool(version, "metadata-shell")
     command = java_command(version, main_class, ["--snapshot", str(snapshot)], jvm_args=jvm_args, tools=tools)
-    deadline = time.monotonic() + timeout
-    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    stderr_file = tempfile.TemporaryFile(mode="w+")
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr_file,
                                text=True, bufsize=1)
     assert process.stdin is not None and process.stdout is not None
     stdin, stdout = process.stdin, process.stdout
+    killer = threading.Timer(timeout, process.kill)  # a read blocked on a hung shell then ends
+    killer.start()
     sentinel = "kwire-end-of-output"
 
     def ask(line: str) -> list[str]:
@@ -535,9 +541,9 @@ def metadata_shell_session(
         stdin.flush()
         out: list[str] = []
         while True:
-            if time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(command, timeout)
             text = stdout.readline()
+            if not text and not killer.is_alive():
+                raise subprocess.TimeoutExpired(command, timeout)
             if not text:
                 raise RuntimeError(f"kafka-metadata-shell {version} exited: {''.join(out)[-2000:]}")
             text = text.removeprefix(">> ").rstrip("\n")
@@ -554,10 +560,15 @@ def metadata_shell_session(
             time.sleep(0.2)
         return ["\n".join(ask(line)) for line in commands]
     finally:
+        killer.cancel()
         with contextlib.suppress(OSError):
             stdin.close()
         process.kill()
         process.wait()
+        if errors is not None:
+            stderr_file.seek(0)
+            errors.append(stderr_file.read())
+        stderr_file.close()
 
 
 class KafkaCommandError(RuntimeError):
