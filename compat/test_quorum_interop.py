@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -88,7 +89,13 @@ def test_stock_describe_status_of_a_three_node_quorum(each_kafka: KafkaRelease, 
     assert all(len(v["endpoints"]) == 1 for v in voters)
     assert json.loads(stock["CurrentObservers"]) == ours["currentObservers"] == []
 
+    # the leader's NoOps (every 500 ms) move the high watermark on: ask again until they did,
+    # as two runs of the tool can both fall inside one interval
+    deadline = time.monotonic() + 30
     later = each_kafka.quorum_status(quorum.bootstrap_controllers)
+    while int(later["HighWatermark"]) <= hwm and time.monotonic() < deadline:
+        time.sleep(0.2)
+        later = each_kafka.quorum_status(quorum.bootstrap_controllers)
     assert int(later["HighWatermark"]) > hwm
     assert later["LeaderEpoch"] == stock["LeaderEpoch"]
 
