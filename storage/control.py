@@ -45,7 +45,7 @@ from messages.generated.snapshot_header_record import SnapshotHeaderRecord
 from messages.generated.voters_record import VotersRecord
 from storage.compression import CompressionType
 from storage.errors import InvalidRecordError
-from storage.records import RecordBatch, assemble_batch, encode_record
+from storage.records import Record, RecordBatch, assemble_batch, encode_record, read_record
 
 CONTROL_KEY = struct.Struct(">hh")
 END_TXN_MARKER = struct.Struct(">hi")
@@ -281,6 +281,81 @@ class KRaftBatch:
     records: tuple[bytes, ...] | tuple[ControlRecord, ...]
 
 
+def kraft_data_values(batch: RecordBatch) -> tuple[bytes, ...]:
+    """The values of a KRaft data batch's records, checked by KRaft's rules as
+    :func:`read_kraft_batch` checks them, with the same errors. Every record of a loaded
+    snapshot passes here, so the usual shape (a size of one or two bytes, timestamp delta 0, a
+    null key, a value under 8 KiB, no headers) is read inline, without a
+    :class:`~storage.records.Record`; a record of any other shape is decoded in full and judged
+    by the rules one at a time."""
+    data = batch.records_section()
+    if batch.records_count < 0:
+        raise InvalidRecordError(f"Found invalid record count {batch.records_count} in magic v2 batch")
+    end_of_data = len(data)
+    values: list[bytes] = []
+    append = values.append
+    pos = 0
+    for _ in range(batch.records_count):
+        start = pos
+        try:
+            b = data[pos]
+            if b < 0x80:
+                body_size, pos = (b >> 1) ^ -(b & 1), pos + 1
+            elif data[pos + 1] < 0x80:
+                raw = (b & 0x7F) | (data[pos + 1] << 7)
+                body_size, pos = (raw >> 1) ^ -(raw & 1), pos + 2
+            else:
+                body_size = -1
+            end = pos + body_size
+            # attributes (any), timestamp delta 0, an offset delta of 1-4 bytes, key -1
+            if 0 < body_size and end <= end_of_data and data[pos + 1] == 0:
+                pos += 2
+                skip = (1 if data[pos] < 0x80 else 2 if data[pos + 1] < 0x80 else 3 if data[pos + 2] < 0x80
+                        else 4 if data[pos + 3] < 0x80 else 0)
+                pos += skip
+                if skip and data[pos] == 1:  # zig-zag -1: a null key
+                    b = data[pos + 1]
+                    if b < 0x80:
+                        value_size, pos = (b >> 1) ^ -(b & 1), pos + 2
+                    elif data[pos + 2] < 0x80:
+                        raw = (b & 0x7F) | (data[pos + 2] << 7)
+                        value_size, pos = (raw >> 1) ^ -(raw & 1), pos + 3
+                    else:
+                        value_size = 0
+                    if value_size > 0 and pos + value_size + 1 == end and data[end - 1] == 0:  # no headers
+                        append(data[pos : pos + value_size])
+                        pos = end
+                        continue
+        except IndexError:
+            pass  # the general reader names what is wrong
+        record, pos = read_record(data, start, batch.base_offset, batch.base_timestamp, batch.base_sequence, None)
+        append(_kraft_data_value(record))
+    if pos != end_of_data:
+        raise InvalidRecordError("Incorrect declared batch size, records still remaining in file")
+    return tuple(values)
+
+
+def _kraft_data_value(record: Record) -> bytes:
+    """A data record's value, by KRaft's rules (``RecordsIterator.readBatch``)."""
+    if record.timestamp_delta != 0:
+        raise InvalidRecordError(
+            f"Got timestamp delta of {record.timestamp_delta}, but this is "
+            "invalid because it is not 0 as expected."
+        )
+    if record.headers:
+        raise InvalidRecordError(
+            f"Got numHeaders of {len(record.headers)}, but this is invalid because it is "
+            "not 0 as expected."
+        )
+    if record.key is not None:
+        raise InvalidRecordError("Got key in the record when no key was expected")
+    if record.value is None:
+        raise InvalidRecordError("Missing value in the record when a value was expected")
+    if not record.value:
+        raise InvalidRecordError("Got an unexpected empty value in the record")
+    return record.value
+
+
 def read_kraft_batch(batch: RecordBatch, *, validate_crc: bool = True) -> KRaftBatch:
     """Validate ``batch`` by KRaft's rules and decode its records (``RecordsIterator.readBatch``).
 
@@ -288,7 +363,16 @@ def read_kraft_batch(batch: RecordBatch, *, validate_crc: bool = True) -> KRaftB
     missing value where KRaft allows none, an unknown control type)."""
     if validate_crc:
         batch.ensure_valid()
-    data: list[bytes] = []
+    if not batch.is_control:
+        return KRaftBatch(
+            base_offset=batch.base_offset,
+            last_offset=batch.last_offset,
+            epoch=batch.partition_leader_epoch,
+            append_timestamp=batch.max_timestamp,
+            size_in_bytes=batch.size_in_bytes,
+            is_control=False,
+            records=kraft_data_values(batch),
+        )
     control: list[ControlRecord] = []
     for record in batch.iter_records():
         if record.timestamp_delta != 0:
@@ -301,31 +385,22 @@ def read_kraft_batch(batch: RecordBatch, *, validate_crc: bool = True) -> KRaftB
                 f"Got numHeaders of {len(record.headers)}, but this is invalid because it is "
                 "not 0 as expected."
             )
-        if batch.is_control:
-            if record.key is None:
-                raise InvalidRecordError("Missing key in the record when a key was expected")
-            if not record.key:
-                raise InvalidRecordError("Got an unexpected empty key in the record")
-            if record.value is None:
-                raise InvalidRecordError("Missing value in the record when a value was expected")
-            if not record.value:
-                raise InvalidRecordError("Got an unexpected empty value in the record")
-            control_type = parse_control_key(record.key)
-            control.append(ControlRecord(control_type, decode_control_value(control_type, record.value)))
-        else:
-            if record.key is not None:
-                raise InvalidRecordError("Got key in the record when no key was expected")
-            if record.value is None:
-                raise InvalidRecordError("Missing value in the record when a value was expected")
-            if not record.value:
-                raise InvalidRecordError("Got an unexpected empty value in the record")
-            data.append(record.value)
+        if record.key is None:
+            raise InvalidRecordError("Missing key in the record when a key was expected")
+        if not record.key:
+            raise InvalidRecordError("Got an unexpected empty key in the record")
+        if record.value is None:
+            raise InvalidRecordError("Missing value in the record when a value was expected")
+        if not record.value:
+            raise InvalidRecordError("Got an unexpected empty value in the record")
+        control_type = parse_control_key(record.key)
+        control.append(ControlRecord(control_type, decode_control_value(control_type, record.value)))
     return KRaftBatch(
         base_offset=batch.base_offset,
         last_offset=batch.last_offset,
         epoch=batch.partition_leader_epoch,
         append_timestamp=batch.max_timestamp,
         size_in_bytes=batch.size_in_bytes,
-        is_control=batch.is_control,
-        records=tuple(control) if batch.is_control else tuple(data),
+        is_control=True,
+        records=tuple(control),
     )

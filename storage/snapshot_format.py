@@ -142,14 +142,52 @@ class SnapshotContent:
     @property
     def kraft_version(self) -> int:
         """The last KRaftVersionRecord's kraft.version, 0 when the snapshot has none."""
-        versions = [r.message for r in self.control_records() if r.type is ControlRecordType.KRAFT_VERSION]
-        return versions[-1].kraft_version if versions else 0  # type: ignore[union-attr]
+        return _kraft_version(self.control_records())
 
     @property
     def voters(self) -> VotersRecord | None:
         """The last VotersRecord, None when the snapshot has none (kraft.version 0)."""
-        found = [r.message for r in self.control_records() if r.type is ControlRecordType.KRAFT_VOTERS]
-        return found[-1] if found else None  # type: ignore[return-value]
+        return _voters(self.control_records())
+
+
+def _kraft_version(control: list[ControlRecord]) -> int:
+    versions = [r.message for r in control if r.type is ControlRecordType.KRAFT_VERSION]
+    return versions[-1].kraft_version if versions else 0  # type: ignore[union-attr]
+
+
+def _voters(control: list[ControlRecord]) -> VotersRecord | None:
+    found = [r.message for r in control if r.type is ControlRecordType.KRAFT_VOTERS]
+    return found[-1] if found else None  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotBatches:
+    """A snapshot checked whole (every batch present with a good CRC) whose control batches
+    are decoded and whose data batches are decoded only as :meth:`iter_data_records` reaches
+    them, as ``RecordsSnapshotReader`` reads a batch at a time: what the KRaft core needs of
+    a snapshot (its kraft.version and voters) costs its control batches alone, and a
+    controller loading 10^6 partitions holds the file's bytes, not a list of its records."""
+
+    header: SnapshotHeaderRecord
+    control: list[ControlRecord]
+    data_batches: list[RecordBatch]
+    has_footer: bool
+
+    @property
+    def kraft_version(self) -> int:
+        """The last KRaftVersionRecord's kraft.version, 0 when the snapshot has none."""
+        return _kraft_version(self.control)
+
+    @property
+    def voters(self) -> VotersRecord | None:
+        """The last VotersRecord, None when the snapshot has none (kraft.version 0)."""
+        return _voters(self.control)
+
+    def iter_data_records(self) -> Iterator[bytes]:
+        """Every data record value, in order, each batch checked by KRaft's rules as it is
+        reached (InvalidRecordError, CompressionError)."""
+        for batch in self.data_batches:
+            yield from read_kraft_batch(batch, validate_crc=False).records  # type: ignore[misc]
 
 
 def read_snapshot_content(data: bytes | bytearray | memoryview) -> SnapshotContent:
@@ -178,6 +216,45 @@ def read_snapshot_content(data: bytes | bytearray | memoryview) -> SnapshotConte
         and last.records[-1].type is ControlRecordType.SNAPSHOT_FOOTER
     )
     return SnapshotContent(first.message, batches, has_footer)
+
+
+def read_snapshot_batches(data: bytes | bytearray | memoryview) -> SnapshotBatches:
+    """Check snapshot bytes whole as :func:`read_snapshot_content` does (every batch complete
+    with a good CRC, the first a control batch starting with a SnapshotHeader) and decode its
+    control batches; its data batches wait for :meth:`SnapshotBatches.iter_data_records`.
+    Raises CorruptRecordError / InvalidRecordError."""
+    scan = scan_batches(data)
+    if scan.error is not None or scan.torn:
+        raise CorruptRecordError(
+            f"snapshot is corrupt after {scan.valid_bytes} of {len(data)} bytes: "
+            f"{scan.error or 'incomplete batch'}"
+        )
+    control: list[ControlRecord] = []
+    data_batches: list[RecordBatch] = []
+    has_footer = False
+    for i, scanned in enumerate(scan.batches):
+        batch = RecordBatch(scanned.buffer)
+        if not batch.is_control:
+            if i == 0:
+                raise CorruptRecordError("First batch is not a control batch with at least one record")
+            data_batches.append(batch)
+            has_footer = False
+            continue
+        records = read_kraft_batch(batch, validate_crc=False).records
+        if i == 0:
+            first = records[0] if records else None
+            if not isinstance(first, ControlRecord):
+                raise CorruptRecordError("First batch is not a control batch with at least one record")
+            if first.type is not ControlRecordType.SNAPSHOT_HEADER:
+                raise CorruptRecordError(f"First control record is not a snapshot header ({first.type.name})")
+        control.extend(records)  # type: ignore[arg-type]
+        last = records[-1] if records else None
+        has_footer = isinstance(last, ControlRecord) and last.type is ControlRecordType.SNAPSHOT_FOOTER
+    if not scan.batches:
+        raise CorruptRecordError("First batch is not a control batch with at least one record")
+    header = control[0].message
+    assert isinstance(header, SnapshotHeaderRecord)
+    return SnapshotBatches(header, control, data_batches, has_footer)
 
 
 def read_snapshot_header(first_batch: bytes | bytearray | memoryview) -> SnapshotHeaderRecord:

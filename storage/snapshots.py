@@ -40,9 +40,11 @@ from storage.errors import InconsistentStateError, StorageError
 from storage.fileio import fsync_dir, fsync_fd, io_errors, write_all
 from storage.snapshot_format import BOOTSTRAP_SNAPSHOT_ID as BOOTSTRAP_SNAPSHOT_ID
 from storage.snapshot_format import DEFAULT_MAX_BATCH_BYTES, EPOCH_WIDTH, OFFSET_WIDTH
+from storage.snapshot_format import SnapshotBatches as SnapshotBatches
 from storage.snapshot_format import SnapshotContent as SnapshotContent
 from storage.snapshot_format import SnapshotId as SnapshotId
 from storage.snapshot_format import build_snapshot_batches as build_snapshot_batches
+from storage.snapshot_format import read_snapshot_batches as read_snapshot_batches
 from storage.snapshot_format import read_snapshot_content as read_snapshot_content
 
 SUFFIX = ".checkpoint"
@@ -312,6 +314,14 @@ def read_snapshot(partition_dir: Path, snapshot_id: SnapshotId) -> SnapshotConte
     InvalidRecordError as :func:`storage.snapshot_format.read_snapshot_content` does."""
     with RawSnapshotReader.open(partition_dir, snapshot_id) as reader:
         return read_snapshot_content(reader.read_all())
+
+
+def load_snapshot_batches(partition_dir: Path, snapshot_id: SnapshotId) -> SnapshotBatches:
+    """Read the frozen snapshot ``snapshot_id`` and check it whole, decoding its control
+    batches only (:func:`storage.snapshot_format.read_snapshot_batches`; its data records are
+    decoded as they are iterated). Raises as :func:`read_snapshot` does."""
+    with RawSnapshotReader.open(partition_dir, snapshot_id) as reader:
+        return read_snapshot_batches(reader.read_all())
 
 
 def snapshot_ids(paths: Sequence[SnapshotPath]) -> list[SnapshotId]:

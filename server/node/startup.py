@@ -38,7 +38,12 @@ from storage.format import check_formatted
 from storage.log import MetadataLog
 from storage.quorum_state import FileQuorumStateStore, StoredElectionState
 from storage.segment import LogConfig
-from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, read_snapshot, snapshot_path
+from storage.snapshots import (
+    BOOTSTRAP_SNAPSHOT_ID,
+    load_snapshot_batches,
+    read_snapshot,
+    snapshot_path,
+)
 
 __all__ = [
     "NodeStartupError",
@@ -175,10 +180,10 @@ def load_stored_state(config: KRaftConfig) -> StoredState:
         elif metadata_log.latest_snapshot_id is not None:
             # log cleaning deleted the bootstrap checkpoint with the log below a newer
             # snapshot: its kraft.version and voters are the ones to start from
-            content = read_snapshot(metadata_log.dir, metadata_log.latest_snapshot_id)
-            kraft_version = content.kraft_version
-            if content.voters is not None:
-                voters = voter_set_from_record(content.voters)
+            latest = load_snapshot_batches(metadata_log.dir, metadata_log.latest_snapshot_id)
+            kraft_version = latest.kraft_version
+            if latest.voters is not None:
+                voters = voter_set_from_record(latest.voters)
         if bootstrap is None:
             bootstrap = read_bootstrap_checkpoint(config.metadata_log_dir)
         if bootstrap is None:

@@ -22,7 +22,7 @@ from server.raft.types import (
     VoterSet,
 )
 from storage.records import RecordBatch, iter_batches
-from storage.snapshot_format import read_snapshot_content
+from storage.snapshot_format import read_snapshot_batches
 
 
 class ControlRecordStateMachine:
@@ -115,12 +115,12 @@ class ControlRecordStateMachine:
     def read_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
         """Take the voters and kraft.version a snapshot holds, as written at its last offset
         (changes at or above it are dropped). ``data`` is the whole snapshot file."""
-        content = read_snapshot_content(data)
+        content = read_snapshot_batches(data)  # its control batches: the data is not needed
         at = snapshot_id.offset - 1
         self.truncate(at)
         if content.voters is not None:
             self._voter_history.append((at, voter_set_from_record(content.voters)))
-        if any(r.message.__class__ is KRaftVersionRecord for r in content.control_records()):
+        if any(r.message.__class__ is KRaftVersionRecord for r in content.control):
             self._kraft_history.append((at, content.kraft_version))
 
     def replace_with_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:

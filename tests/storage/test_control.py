@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,11 +26,12 @@ from storage.control import (
     build_kraft_batch,
     decode_control_value,
     encode_control_value,
+    kraft_data_values,
     parse_control_key,
     read_kraft_batch,
 )
 from storage.errors import CorruptRecordError, InvalidRecordError
-from storage.records import Header, RecordBatch, SimpleRecord, build_batch
+from storage.records import Header, RecordBatch, SimpleRecord, assemble_batch, build_batch
 
 
 def test_control_keys() -> None:
@@ -122,6 +125,84 @@ def test_data_batch_round_trip(values: list[bytes], codec: CompressionType) -> N
     assert not kraft.is_control
     assert list(kraft.records) == values
     assert (kraft.base_offset, kraft.last_offset) == (7, 6 + len(values))
+
+
+def _judged_one_at_a_time(batch: RecordBatch) -> list[bytes] | str:
+    """KRaft's data-batch rules applied to fully decoded records: the values, or the error."""
+    values = []
+    try:
+        for record in batch.iter_records():
+            if record.timestamp_delta != 0:
+                return f"Got timestamp delta of {record.timestamp_delta}, but this is invalid because it is not 0 as expected."
+            if record.headers:
+                return f"Got numHeaders of {len(record.headers)}, but this is invalid because it is not 0 as expected."
+            if record.key is not None:
+                return "Got key in the record when no key was expected"
+            if record.value is None:
+                return "Missing value in the record when a value was expected"
+            if not record.value:
+                return "Got an unexpected empty value in the record"
+            values.append(record.value)
+    except InvalidRecordError as exc:
+        return str(exc)
+    return values
+
+
+_SIZES = st.sampled_from([1, 2, 62, 63, 64, 65, 120, 8180, 8191, 8192, 8200, 20000])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    shapes=st.lists(
+        st.tuples(_SIZES, st.sampled_from([None, b"", b"k"]), st.sampled_from([0, 0, 0, 1, 300]),
+                  st.booleans(), st.sampled_from(["value", "value", "value", "null", "empty"])),
+        min_size=1, max_size=80,
+    ),
+    base_offset=st.sampled_from([0, 5, 1 << 40]),
+)
+def test_data_values_inline_match_the_rules_judged_one_record_at_a_time(
+    shapes: list[tuple[int, bytes | None, int, bool, str]], base_offset: int,
+) -> None:
+    records = [
+        SimpleRecord(
+            None if kind == "null" else (b"" if kind == "empty" else bytes([i % 251]) * size),
+            key=key, timestamp=1000 + delta if i else 1000,
+            headers=(Header("h", b"x"),) if header else (),
+        )
+        for i, (size, key, delta, header, kind) in enumerate(shapes)
+    ]
+    batch = RecordBatch(build_batch(records, base_offset=base_offset))
+    expected = _judged_one_at_a_time(batch)
+    try:
+        got: list[bytes] | str = list(kraft_data_values(batch))
+    except InvalidRecordError as exc:
+        got = str(exc)
+    assert got == expected
+
+
+def test_data_values_inline_read_offset_deltas_of_three_bytes() -> None:
+    values = [bytes([i % 200 + 1]) for i in range(9000)]  # deltas past 8191 take three bytes
+    batch = RecordBatch(build_data_batch(values, base_offset=0, partition_leader_epoch=0, append_time_ms=1))
+    assert list(kraft_data_values(batch)) == values == _judged_one_at_a_time(batch)
+
+
+def test_data_values_inline_reject_a_malformed_record_as_the_general_reader_does() -> None:
+    raw = build_data_batch([b"a" * 100, b"b" * 100], base_offset=0, partition_leader_epoch=0, append_time_ms=1)
+    body = raw[61:]  # the records section of an uncompressed v2 batch
+    for cut in (1, 50, len(body) - 1):
+        batch = RecordBatch(assemble_batch(body[:-cut], record_count=2, base_offset=0, last_offset_delta=1,
+                                           partition_leader_epoch=0, base_timestamp=1, max_timestamp=1))
+        expected = _judged_one_at_a_time(batch)
+        assert isinstance(expected, str)
+        with pytest.raises(InvalidRecordError, match=re.escape(expected)):
+            kraft_data_values(batch)
+    for header_count in (b"\x01", b"\x02"):  # -1, and 1 with no header after it
+        batch = RecordBatch(assemble_batch(body[:-1] + header_count, record_count=2, base_offset=0, last_offset_delta=1,
+                                           partition_leader_epoch=0, base_timestamp=1, max_timestamp=1))
+        expected = _judged_one_at_a_time(batch)
+        assert isinstance(expected, str) and "header" in expected
+        with pytest.raises(InvalidRecordError, match=re.escape(expected)):
+            kraft_data_values(batch)
 
 
 def test_kraft_rules_reject() -> None:

@@ -11,8 +11,13 @@ import pytest
 
 from kwire.uuid import Uuid
 from messages.generated.voters_record import Endpoint, KRaftVersionFeature, Voter, VotersRecord
-from storage.control import ControlRecordType, build_data_batch
-from storage.errors import CorruptRecordError, InconsistentStateError, StorageError
+from storage.control import ControlRecordType, build_data_batch, build_kraft_batch
+from storage.errors import (
+    CorruptRecordError,
+    InconsistentStateError,
+    InvalidRecordError,
+    StorageError,
+)
 from storage.log import MetadataLog
 from storage.records import RecordBatch, iter_batches
 from storage.snapshots import (
@@ -21,8 +26,10 @@ from storage.snapshots import (
     RawSnapshotWriter,
     SnapshotId,
     build_snapshot_batches,
+    load_snapshot_batches,
     parse_snapshot_path,
     read_snapshot,
+    read_snapshot_batches,
     read_snapshot_content,
     recover_snapshots,
     snapshot_path,
@@ -76,6 +83,10 @@ def test_write_freeze_and_read(tmp_path: Path, fsyncs: list[int]) -> None:
     assert all(b.partition_leader_epoch == 4 for b in parsed)
     assert parsed[0].is_control and parsed[-1].is_control and len(parsed) > 3
     content = read_snapshot(tmp_path, snapshot_id)
+    lazy = load_snapshot_batches(tmp_path, snapshot_id)
+    assert (lazy.header, lazy.control, lazy.has_footer) == (content.header, content.control_records(), True)
+    assert (lazy.kraft_version, lazy.voters) == (1, _voters()) and len(lazy.data_batches) > 1
+    assert list(lazy.iter_data_records()) == records
     assert content.last_contained_log_timestamp == 777 and content.has_footer
     assert content.data_records() == records
     assert content.kraft_version == 1 and content.voters == _voters()
@@ -108,13 +119,32 @@ def test_abandoned_writer_leaves_nothing(tmp_path: Path, fsyncs: list[int]) -> N
 
 def test_reader_requires_a_header_first() -> None:
     data = build_data_batch([b"\x01\x0c\x00x"], base_offset=0, partition_leader_epoch=0, append_time_ms=0)
-    with pytest.raises(CorruptRecordError):
-        read_snapshot_content(data)
     good = b"".join(build_snapshot_batches(SnapshotId(1, 0), last_contained_log_timestamp=0, records=[b"\x01"], append_time_ms=0))
-    with pytest.raises(CorruptRecordError):
-        read_snapshot_content(good[:-1])
-    with pytest.raises(CorruptRecordError):
-        read_snapshot_content(b"")
+    footer = list(build_snapshot_batches(SnapshotId(1, 0), last_contained_log_timestamp=0, records=[], append_time_ms=0))[-1]
+    for read in (read_snapshot_content, read_snapshot_batches):
+        with pytest.raises(CorruptRecordError, match="First batch is not a control batch"):
+            read(data)
+        with pytest.raises(CorruptRecordError, match="snapshot is corrupt"):
+            read(good[:-1])
+        with pytest.raises(CorruptRecordError):
+            read(b"")
+        with pytest.raises(CorruptRecordError, match="First control record is not a snapshot header"):
+            read(footer)  # the footer batch alone
+
+
+def test_a_bad_data_record_is_found_when_the_lazy_reader_reaches_it() -> None:
+    batches = list(build_snapshot_batches(SnapshotId(3, 1), last_contained_log_timestamp=0, records=[b"\x01\x0c"] * 2,
+                                          append_time_ms=0))
+    keyed = build_kraft_batch([(b"k", b"\x01\x0c")], base_offset=3, partition_leader_epoch=1, append_time_ms=0,
+                              is_control=False)
+    data = b"".join([batches[0], batches[1], keyed, batches[2]])
+    with pytest.raises(InvalidRecordError, match="Got key in the record"):
+        read_snapshot_content(data)
+    lazy = read_snapshot_batches(data)  # checked whole by CRC; the records wait
+    records = lazy.iter_data_records()
+    assert [next(records), next(records)] == [b"\x01\x0c"] * 2
+    with pytest.raises(InvalidRecordError, match="Got key in the record"):
+        next(records)
 
 
 def test_recover_snapshots(tmp_path: Path, fsyncs: list[int]) -> None:

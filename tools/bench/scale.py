@@ -196,12 +196,12 @@ def measure_load(snapshot: Path) -> dict[str, Any]:
     controller, in this process: the seconds it took, and the partitions and topics the image
     then holds."""
     from server.controller.controller import QuorumController
-    from storage.snapshot_format import read_snapshot_content
+    from storage.snapshot_format import read_snapshot_batches
 
     data = snapshot.read_bytes()
     controller = QuorumController(bootstrap=[], cluster_id="scale-bench")
     started = time.perf_counter()
-    controller.reset(read_snapshot_content(data).data_records())
+    controller.reset(read_snapshot_batches(data).iter_data_records())
     load_s = time.perf_counter() - started
     return {"load_s": load_s, "partitions": controller.replication.partition_count,
             "topics": len(controller.replication.topics)}
