@@ -61,9 +61,10 @@ Rules (Kafka's ``QuorumController``):
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kwire.errors import Errors
@@ -89,7 +90,7 @@ from server.raft.log import RaftLog, read_batches
 from server.raft.roles import EpochState, Leader
 from server.raft.types import LeaderAndEpoch, OffsetAndEpoch, VoterSet
 from storage.records import RecordBatch
-from storage.snapshot_format import read_snapshot_content
+from storage.snapshot_format import read_snapshot_batches
 
 if TYPE_CHECKING:
     import random
@@ -108,6 +109,12 @@ MAX_ELECTIONS_PER_IMBALANCE = 1000
 
 _RETRY_AFTER_WRITE_MS = 10
 """How long a periodic task that writes waits when it may not write yet."""
+
+SNAPSHOT_LOAD_RECORDS_PER_POLL = 20_000
+"""Records of a snapshot being loaded that one call replays at most (about a quarter of a
+second): a snapshot of 10^6 partitions takes seconds to replay, and the node must go on
+fetching, voting and answering meanwhile, as Kafka's raft thread does while its controller
+replays a snapshot on its own event queue."""
 
 MAX_UNCOMMITTED_TASK_RECORDS = 10_000
 """A periodic task that writes waits while more than this many records of the active
@@ -210,11 +217,15 @@ class ControllerOutbox:
     3. ``snapshot``: build it a step at a time between other work, and write it; skip it
        when the log meanwhile starts at or after its offset;
     4. poll again no later than ``next_deadline_ms`` (None: no timer is running).
+
+    ``loaded`` names the snapshot whose load (:meth:`ControllerHost.load_snapshot`) ended since
+    the previous poll: the image is whole and long-lived from there on.
     """
 
     raft_events: list[ClientAppend | UpgradeKRaftVersion] = field(default_factory=list)
     replies: list[tuple[Any, Message]] = field(default_factory=list)
     snapshot: SnapshotToWrite | None = None
+    loaded: OffsetAndEpoch | None = None
     next_deadline_ms: int | None = None
 
 
@@ -239,6 +250,21 @@ class _Applied:
     first: int
     last: int
     epoch: int
+
+
+@dataclass(slots=True)
+class _Loading:
+    """A snapshot being loaded a slice at a time (:data:`SNAPSHOT_LOAD_RECORDS_PER_POLL`):
+    its id, the records not replayed yet, how many were, when it started, and what arrived
+    meanwhile and waits for the whole image: committed batches and requests, in order."""
+
+    snapshot_id: OffsetAndEpoch
+    records: Iterator[bytes | None] | None
+    """None once every record is replayed."""
+    started_ms: int
+    replayed: int = 0
+    committed: deque[CommittedBatch] = field(default_factory=deque)
+    requests: deque[ControllerRequest] = field(default_factory=deque)
 
 
 @dataclass(slots=True)
@@ -321,6 +347,10 @@ class ControllerHost:
         self._now_ms = now_ms
         """The time of the latest call that gave one."""
         self._next_token = -1
+        self._loading: _Loading | None = None
+        """The snapshot being loaded, while its records are replayed a slice at a time."""
+        self.load_records_per_poll = SNAPSHOT_LOAD_RECORDS_PER_POLL
+        """Records of a snapshot :meth:`load_snapshot` and each :meth:`poll` replay at most."""
         """The host's append tokens count down from -1, so they never meet a driver's own."""
         self._out = ControllerOutbox()
         self._pending_records = 0
@@ -343,6 +373,9 @@ class ControllerHost:
         record that does not fit the image is logged at ERROR and skipped, as Kafka's controller
         counts a metadata fault), then the snapshot triggers and the writes it completes."""
         self._now_ms = now_ms
+        if self._loading is not None:
+            self._loading.committed.append(batch)  # after the whole snapshot
+            return
         applied = self._applied
         if applied and not self._applied_still_ours(batch):
             self._revert(now_ms, f"batch {batch.base_offset}-{batch.last_offset} of epoch {batch.epoch} committed")
@@ -401,8 +434,8 @@ class ControllerHost:
         if snapshot is not None and 0 < snapshot.offset <= self.replayed_offset:
             size = raft_log.snapshot_size(snapshot)
             assert size is not None
-            content = read_snapshot_content(raft_log.read_snapshot(snapshot, 0, size))
-            controller.reset(content.data_records(), snapshot.offset - 1)
+            content = read_snapshot_batches(raft_log.read_snapshot(snapshot, 0, size))
+            controller.reset(content.iter_data_records(), snapshot.offset - 1)
             offset = snapshot.offset
         else:
             controller.reset((), -1)
@@ -420,14 +453,71 @@ class ControllerHost:
 
     def load_snapshot(self, now_ms: int, snapshot_id: OffsetAndEpoch, record_values: Iterable[bytes | None]) -> None:
         """The node's state machine starts again from snapshot ``snapshot_id`` whose data
-        records' values are ``record_values``. Raises ``ReplayError`` for a snapshot whose
+        records' values are ``record_values`` (an iterable this host may read from until the
+        load ends; a later load replaces one in progress).
+
+        The first :attr:`load_records_per_poll` records are replayed now, the rest that many
+        per :meth:`poll` (``next_deadline_ms`` is then now), so that the driver goes on
+        fetching and voting between the slices: Kafka's ``KafkaRaftClient`` hands a snapshot
+        to its listener and goes on, and the controller replays it on its own event queue.
+        Until the last record is replayed, :attr:`loading` is true: ``replayed_offset`` is 0,
+        the controller does not claim leadership, and committed batches and requests wait,
+        in order, for the whole image (as events behind the load in ``QuorumController``'s
+        queue do). Raises ``ReplayError`` (here or from :meth:`poll`) for a snapshot whose
         records do not form an image."""
-        self.controller.reset(record_values, snapshot_id.offset - 1)
-        self.replayed_offset = snapshot_id.offset
+        self._now_ms = now_ms
+        self.controller.reset((), snapshot_id.offset - 1)
+        self.replayed_offset = 0
         self._applied.clear()  # a leader never loads one: nothing was applied ahead
         self._applied_by_token.clear()
         self._out.snapshot = None  # of an image the loaded one replaces
         self._triggers.reset(now_ms)
+        held = self._loading.requests if self._loading is not None else deque()
+        self._loading = _Loading(snapshot_id, iter(record_values), now_ms, requests=held)
+        self._continue_loading(now_ms)
+
+    @property
+    def loading(self) -> bool:
+        """A snapshot is being loaded (:meth:`load_snapshot`): the image is not whole yet."""
+        return self._loading is not None
+
+    def _continue_loading(self, now_ms: int) -> None:
+        """Replay the next slice of the snapshot being loaded; after its last record, the
+        batches committed meanwhile (up to a slice's worth of records per call), then the
+        requests that waited."""
+        loading = self._loading
+        assert loading is not None
+        budget = self.load_records_per_poll
+        if loading.records is not None:
+            offset, replay = loading.snapshot_id.offset - 1, self.controller.replay
+            count = 0
+            for value in islice(loading.records, budget):
+                replay(value, offset)
+                count += 1
+            loading.replayed += count
+            if count == budget:
+                return  # there may be more
+            loading.records = None
+            self.replayed_offset = loading.snapshot_id.offset
+            budget -= count
+            self.log.info("node %d: loaded snapshot %020d-%010d: %d records in %d ms", self.config.node_id,
+                          loading.snapshot_id.offset, loading.snapshot_id.epoch, loading.replayed,
+                          now_ms - loading.started_ms)
+            self._out.loaded = loading.snapshot_id
+        committed = loading.committed
+        while committed and budget > 0:
+            batch = committed.popleft()
+            self._loading = None
+            try:
+                self.commit(now_ms, batch)
+            finally:
+                self._loading = loading
+            budget -= batch.last_offset - batch.base_offset + 1
+        if committed:
+            return
+        self._loading = None
+        for request in loading.requests:
+            self.request(now_ms, request)
 
     def append_result(self, result: AppendResult) -> bool:
         """Where one of the host's appends will land, or why it was refused (its write is then
@@ -462,6 +552,9 @@ class ControllerHost:
         api = find(request.body)
         if api is None:
             raise KeyError(f"not a controller RPC: {type(request.body).__name__}")
+        if self._loading is not None:
+            self._loading.requests.append(request)  # it runs on the whole image
+            return
         refused = self._authorize(request, api)
         if refused is None and api.check is not None:
             refused = api.check(self.config, request.body, request.version)
@@ -540,6 +633,8 @@ class ControllerHost:
         requests and raft messages that came meanwhile, as Kafka's controller queues such a
         task behind the events already in its queue."""
         self._now_ms = now_ms
+        if self._loading is not None:
+            self._continue_loading(now_ms)
         self._follow_leadership(now_ms)
         if not self.authorizer.loaded and 0 < self.raft.high_watermark <= self.replayed_offset:
             self.authorizer.loaded = True  # Kafka's completeInitialLoad: caught up to the high watermark
@@ -561,6 +656,8 @@ class ControllerHost:
         out, self._out = self._out, ControllerOutbox()
         self._pending_records = 0
         due = [task.next_ms for task in self._tasks if task.next_ms is not None]
+        if self._loading is not None:
+            due.append(now_ms)  # the next slice
         out.next_deadline_ms = min(due) if due else None
         return out
 
@@ -604,7 +701,7 @@ class ControllerHost:
             if self._writes:
                 self._fail_writes()
             return
-        if self.stopping or self.replayed_offset < state.epoch_start_offset:
+        if self.stopping or self._loading is not None or self.replayed_offset < state.epoch_start_offset:
             return
         if controller.active_epoch is not None and controller.active_epoch != state.epoch and self._writes:
             self._fail_writes()  # writes of an earlier epoch of ours never commit in this one

@@ -23,7 +23,6 @@ import trio
 from server.controller.host import ControllerHost
 from server.net import ChannelDispatcher, PendingRequest
 from server.node.features import finalized_features
-from server.node.heap import age_heap
 from server.node.peer import Peers
 from server.node.startup import to_stored_election
 from server.raft.core import RaftCore
@@ -33,7 +32,7 @@ from server.raft.roles import Resigned
 from server.raft.types import ElectionState, LeaderAndEpoch, OffsetAndEpoch
 from server.storage_raft_log import StorageRaftLog
 from storage.quorum_state import FileQuorumStateStore
-from storage.snapshots import SnapshotId, read_snapshot
+from storage.snapshots import SnapshotId, load_snapshot_batches
 
 __all__ = ["NodeTarget", "RaftListener"]
 
@@ -144,12 +143,12 @@ class NodeTarget:
         self.flushed = True
 
     async def load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
-        """The controller starts again from the snapshot's records."""
+        """The controller starts again from the snapshot's records: it replays them a slice
+        per poll (``ControllerHost.load_snapshot``), and the node goes on meanwhile."""
         directory = self.raft_log.log.dir
         snapshot = SnapshotId(snapshot_id.offset, snapshot_id.epoch)
-        content = await self._blocking(lambda: read_snapshot(directory, snapshot))
-        self.host.load_snapshot(self.now_ms(), snapshot_id, content.data_records())
-        age_heap()  # the loaded image is long-lived: out of the cyclic collector's walks
+        content = await self._blocking(lambda: load_snapshot_batches(directory, snapshot))
+        self.host.load_snapshot(self.now_ms(), snapshot_id, content.iter_data_records())
         self._features_seen = True
         self._maybe_notify_leader()
 

@@ -606,6 +606,45 @@ def test_no_snapshot_without_a_trigger_or_a_metadata_version() -> None:
 
 # ---------------------------------------------------------------------- UnregisterController
 
+def test_a_snapshot_loads_a_slice_per_poll_and_what_arrives_meanwhile_waits_for_it() -> None:
+    harness = Harness(config=_config(snapshot_max_bytes=1, snapshot_max_interval_ms=0))
+    for broker_id in (5, 6, 7):
+        harness.request(_registration(broker_id), 4, object())
+    snapshot_id, data = harness.snapshots[-1]
+    values = read_snapshot_content(data).data_records()
+    assert snapshot_id.offset == harness.host.replayed_offset and len(values) == 4  # features, 3 brokers
+    harness.request(_registration(8), 4, object())
+    after = [b for b in harness.committed if b.base_offset >= snapshot_id.offset]
+    assert after, "broker 8's batch committed after the snapshot"
+
+    fresh = ControllerHost(_config(), bootstrap=BOOTSTRAP, raft=harness.core, now_ms=0, rng=random.Random(0))
+    fresh.load_records_per_poll = 1
+    fresh.load_snapshot(harness.now, snapshot_id, values)
+    assert fresh.loading and fresh.replayed_offset == 0
+    for batch in after:
+        fresh.commit(harness.now, batch)  # waits for the whole snapshot
+    waiting = object()
+    fresh.request(harness.now, ControllerRequest(waiting, _registration(9), 4, "CONTROLLER", harness.now))
+    polls, loaded = 0, []
+    while fresh.loading:
+        assert fresh.controller.active_epoch is None, "no claim on a partial image"
+        assert 8 not in fresh.controller.cluster.registrations
+        out = fresh.poll(harness.now)
+        assert not out.replies or not fresh.loading
+        loaded += [out.loaded] if out.loaded is not None else []
+        polls += 1
+        assert polls <= len(values), "each poll replays a slice"
+        if fresh.loading:
+            assert out.next_deadline_ms == harness.now
+    assert polls >= len(values) - 1 and loaded == [snapshot_id]
+    assert fresh.replayed_offset == after[-1].last_offset + 1
+    assert set(fresh.controller.cluster.registrations) == {5, 6, 7, 8}
+    assert fresh.controller.cluster.registrations == harness.host.controller.cluster.registrations
+    answered = [response for handle, response in out.replies if handle is waiting]
+    assert [r.error_code for r in answered] == [Errors.NOT_CONTROLLER]  # type: ignore[attr-defined]
+    assert fresh.controller.active_epoch == harness.core.epoch  # claimed once whole
+
+
 
 def _controller_registration(controller_id: int) -> ControllerRegistrationRequest:
     return ControllerRegistrationRequest(
