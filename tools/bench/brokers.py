@@ -119,7 +119,6 @@ def start_quorum(kind: str, root: Path, nodes: int, extra: str = "") -> tuple[li
     """A static quorum of ``nodes`` controllers (``kind`` "kwire" or "kafka", node ids 1..n),
     each formatted under ``root`` at its own default metadata.version, ``extra`` lines in their
     properties: their processes (started so far, when one fails to start) and ports."""
-    from tools import stock_kafka
     from tools.local_cluster import free_ports
 
     ports = free_ports(nodes)
@@ -129,25 +128,37 @@ def start_quorum(kind: str, root: Path, nodes: int, extra: str = "") -> tuple[li
         for i, port in enumerate(ports):
             name = f"{kind}-{i + 1}"
             props = _properties(root / f"{name}.properties", root / name, port, node_id=i + 1, voters=voters, extra=extra)
-            if kind == "kwire":
-                subprocess.run(
-                    [sys.executable, "-m", "tools.cli", "storage", "format", "-c", str(props), "-t", CLUSTER_ID],
-                    check=True, capture_output=True,
-                )
-            else:
-                stock_kafka.run_tool(KAFKA_VERSION, "storage", ["format", "-t", CLUSTER_ID, "-c", props])
-            with (root / f"{name}.out").open("wb") as out:
-                if kind == "kwire":
-                    procs.append(subprocess.Popen(
-                        [sys.executable, "-m", "tools.cli", "server-start", str(props)], stdout=out, stderr=out))
-                else:
-                    procs.append(stock_kafka.start_kafka_class(
-                        KAFKA_VERSION, "kafka.Kafka", [props], logs_dir=root / f"logs-{i + 1}",
-                        stdout=out.fileno(), stderr=out.fileno()))
+            format_node(kind, props)
+            procs.append(start_node(kind, props, root / f"{name}.out", root / f"logs-{i + 1}"))
     except BaseException:
         stop_processes(procs, timeout_s=30)
         raise
     return procs, ports
+
+
+def format_node(kind: str, props: Path) -> None:
+    """Format the metadata directory of the controller ``props`` describes (``kind`` "kwire" or
+    "kafka": kwire's ``storage format`` or stock ``kafka-storage.sh format``), cluster
+    :data:`CLUSTER_ID`."""
+    from tools import stock_kafka
+
+    if kind == "kwire":
+        subprocess.run([sys.executable, "-m", "tools.cli", "storage", "format", "-c", str(props), "-t", CLUSTER_ID],
+                       check=True, capture_output=True)
+    else:
+        stock_kafka.run_tool(KAFKA_VERSION, "storage", ["format", "-t", CLUSTER_ID, "-c", props])
+
+
+def start_node(kind: str, props: Path, out_path: Path, logs_dir: Path) -> subprocess.Popen[bytes]:
+    """Start the controller ``props`` describes, its output to ``out_path`` (Kafka's log4j
+    files under ``logs_dir``)."""
+    from tools import stock_kafka
+
+    with out_path.open("wb") as out:
+        if kind == "kwire":
+            return subprocess.Popen([sys.executable, "-m", "tools.cli", "server-start", str(props)], stdout=out, stderr=out)
+        return stock_kafka.start_kafka_class(KAFKA_VERSION, "kafka.Kafka", [props], logs_dir=logs_dir,
+                                             stdout=out.fileno(), stderr=out.fileno())
 
 
 async def active_controller_port(ports: list[int]) -> int:

@@ -25,8 +25,11 @@ controller does, and measures:
 The snapshot is written as a ``.checkpoint`` file, and stock Kafka's ``kafka-metadata-shell
 --snapshot FILE ls /image/topics/byName`` (the newest pinned release's, or its tools stand-in,
 with a 4 GiB heap, in one interactive session that waits for the whole image: its one-command
-mode can answer from an empty image) must list every topic of it. ``--quick``: the 10^4 point
-only.
+mode can answer from an empty image) must list every topic of it. Then a one-node controller
+of each side is started on that snapshot (:func:`start_on_snapshot`: formatted, the snapshot
+beside its empty log): the seconds from its start until it answers CreateTopics of the
+snapshot's first and last topics TOPIC_ALREADY_EXISTS, JVM or interpreter start included.
+``--quick``: the 10^4 point only.
 
 ``KWIRE_SCALE_QUORUM=0`` runs the image part alone; ``KWIRE_SCALE_POINTS`` (partition counts,
 comma-separated, e.g. ``100000``) runs only those of the points, and ``KWIRE_SCALE_SIDES``
@@ -43,7 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +81,9 @@ class Point:
     topics: int
     kafka_read: str | None = None
     """What stock metadata-shell made of the snapshot: "ok", or why not."""
+    started_s: dict[str, float | str] = field(default_factory=dict)
+    """By side ("kwire", "kafka"): the seconds a controller started on the snapshot took to
+    serve its topics (:func:`start_on_snapshot`), or why it did not."""
 
 
 def _peak_rss_mib() -> float:
@@ -240,6 +246,72 @@ def _shell_reads(snapshot: str, topics: int) -> str:
     return "ok" if len(listed) == topics else f"listed {len(listed)} of {topics} topics"
 
 
+def start_on_snapshot(kind: str, snapshot: Path, topics: int, root: Path, *, timeout_s: float = 900.0) -> float:
+    """Start a controller of ``kind`` ("kwire", or "kafka": ``kafka.Kafka`` of the newest
+    pinned release with the quorum section's heap) as a one-node quorum on ``snapshot``: its
+    directory is formatted, the snapshot put in it beside the empty log (both sides then
+    truncate the log to the snapshot, ``KafkaMetadataLog.truncateToLatestSnapshot``), and the
+    node started. Returns the seconds from the start until CreateTopics of the snapshot's
+    first and last topics (``scale-0``, ``scale-{topics - 1}``) both answer
+    TOPIC_ALREADY_EXISTS: the controller is active on the whole image. Raises RuntimeError
+    when another answer comes (the snapshot was not loaded), the process exits, or
+    ``timeout_s`` passes."""
+    import trio
+
+    from tools import stock_kafka
+    from tools.bench.brokers import _properties, format_node, start_node
+    from tools.bench.scale_quorum import KAFKA_HEAP, NOT_CONTROLLER, TOPIC_ALREADY_EXISTS, _create
+    from tools.local_cluster import free_ports, stop_processes
+
+    root.mkdir(parents=True, exist_ok=True)
+    (port,) = free_ports(1)
+    data = root / f"{kind}-data"
+    props = _properties(root / f"{kind}.properties", data, port, node_id=1, voters=f"1@127.0.0.1:{port}")
+    format_node(kind, props)
+    partition_dir = data / "__cluster_metadata-0"  # kwire's format leaves it to the first start
+    partition_dir.mkdir(exist_ok=True)
+    shutil.copyfile(snapshot, partition_dir / snapshot.name)
+    saved = os.environ.get(stock_kafka.EXTRA_JVM_FLAGS_ENV)
+    if kind == "kafka":
+        os.environ[stock_kafka.EXTRA_JVM_FLAGS_ENV] = f"{saved or ''} {KAFKA_HEAP}".strip()
+    started = time.monotonic()
+    try:
+        proc = start_node(kind, props, root / f"{kind}.out", root / f"{kind}-logs")
+    finally:
+        if saved is None:
+            os.environ.pop(stock_kafka.EXTRA_JVM_FLAGS_ENV, None)
+        else:
+            os.environ[stock_kafka.EXTRA_JVM_FLAGS_ENV] = saved
+    names = ["scale-0", f"scale-{topics - 1}"]
+
+    async def serving() -> None:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{kind} exited with {proc.returncode} (see {root / (kind + '.out')})")
+            try:
+                codes = [await _create(port, name, 1) for name in names]
+            except Exception:  # noqa: BLE001 - not listening or not active yet: asked again
+                codes = []
+            if codes and all(code == TOPIC_ALREADY_EXISTS for code in codes):
+                return
+            if set(codes) - {TOPIC_ALREADY_EXISTS, NOT_CONTROLLER}:
+                raise RuntimeError(f"{kind} answered CreateTopics of {names} with {codes}: it did not load the snapshot")
+            await trio.sleep(0.2)
+
+    try:
+        trio.run(_within, serving, timeout_s)
+        return time.monotonic() - started
+    finally:
+        stop_processes([proc], timeout_s=30)
+
+
+async def _within(task: Any, timeout_s: float) -> None:
+    import trio
+
+    with trio.fail_after(timeout_s):
+        await task()
+
+
 def _fmt(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
@@ -273,6 +345,16 @@ def run(args: Any) -> list[Result]:
                     point.kafka_read = _shell_reads(point.snapshot_path, point.topics)
                 except Exception as exc:  # noqa: BLE001 - a failed run is a row that says why
                     point.kafka_read = f"{type(exc).__name__}: {exc}"
+            for kind in ("kwire", "kafka"):
+                if kind == "kafka" and problem is not None:
+                    point.started_s[kind] = f"not run: {problem}"
+                    continue
+                try:
+                    point.started_s[kind] = start_on_snapshot(kind, Path(point.snapshot_path), point.topics,
+                                                              base / f"{partitions}-started")
+                except Exception as exc:  # noqa: BLE001 - a failed start is a figure that says why
+                    point.started_s[kind] = f"{type(exc).__name__}: {exc}"
+                print(f"    a {kind} controller started on the snapshot: {point.started_s[kind]}", flush=True)
             Path(point.snapshot_path).unlink(missing_ok=True)
             rows.append(point)
             load_avg = " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -291,6 +373,15 @@ def run(args: Any) -> list[Result]:
     for p in rows:
         conditions = (f"{p.partitions:,} partitions, RF {REPLICATION_FACTOR}, {p.brokers:,} brokers, "
                       f"topics of {PARTITIONS_PER_TOPIC:,}")
+        mine, theirs = p.started_s.get("kwire"), p.started_s.get("kafka")
+        if isinstance(mine, float):
+            results.append(Result(
+                section=SECTION, what="controller started on kwire's snapshot, to serving its topics", unit="s",
+                kwire=mine, reference=theirs if isinstance(theirs, float) else None,
+                reference_name=f"Kafka {KAFKA_VERSION}",
+                conditions=f"{conditions}; one-node quorum" + ("" if isinstance(theirs, float) else f"; Kafka: {theirs}"),
+                higher_is_better=False,
+            ))
         for what, unit, value in (
             ("snapshot load", "s", p.load_s),
             ("snapshot build (off the event loop)", "s", p.build_s),
