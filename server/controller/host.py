@@ -254,15 +254,23 @@ class _Applied:
 
 @dataclass(slots=True)
 class _Loading:
-    """A snapshot being loaded a slice at a time (:data:`SNAPSHOT_LOAD_RECORDS_PER_POLL`):
-    its id, the records not replayed yet, how many were, when it started, and what arrived
-    meanwhile and waits for the whole image: committed batches and requests, in order."""
+    """An image being rebuilt a slice at a time (:data:`SNAPSHOT_LOAD_RECORDS_PER_POLL`): the
+    snapshot it starts from and its records not replayed yet, the committed log after it to
+    replay again (going back to the committed image), how many records were replayed, when it
+    started, and what arrived meanwhile and waits for the whole image: committed batches and
+    requests, in order."""
 
     snapshot_id: OffsetAndEpoch
     records: Iterator[bytes | None] | None
     """None once every record is replayed."""
     started_ms: int
+    log: deque[CommittedBatch] = field(default_factory=deque)
+    reactivate: bool = False
+    """Broker sessions start afresh at the end if this node is still the active controller."""
+    what: str = "loaded snapshot"
     replayed: int = 0
+    done: bool = False
+    """The snapshot and the log are replayed (what arrived meanwhile may not be)."""
     committed: deque[CommittedBatch] = field(default_factory=deque)
     requests: deque[ControllerRequest] = field(default_factory=deque)
 
@@ -379,6 +387,9 @@ class ControllerHost:
         applied = self._applied
         if applied and not self._applied_still_ours(batch):
             self._revert(now_ms, f"batch {batch.base_offset}-{batch.last_offset} of epoch {batch.epoch} committed")
+            if self._loading is not None:
+                self._loading.committed.append(batch)  # after the committed image is whole again
+                return
         if not batch.is_control:
             for offset, value in enumerate(RecordBatch(batch.data).iter_values(), batch.base_offset):
                 if applied and applied[0].first <= offset:  # applied when it was appended
@@ -421,35 +432,41 @@ class ControllerHost:
         """Go back to the committed image: the records applied ahead of their commit may never
         commit (Kafka's ``QuorumController.renounce`` reverts its timeline data structures to
         the last committed offset). The image is rebuilt from the latest snapshot and the
-        committed log after it, up to ``replayed_offset``; sessions start afresh if this node
-        is still the active controller."""
-        self.log.info("node %d: going back to the committed image at offset %d: %s", self.config.node_id,
-                      self.replayed_offset, reason)
+        committed log after it, up to ``replayed_offset``, a slice at a time as a loaded
+        snapshot is (:meth:`load_snapshot`); sessions start afresh if this node is still the
+        active controller then."""
+        end = self.replayed_offset
+        self.log.info("node %d: going back to the committed image at offset %d: %s", self.config.node_id, end, reason)
         self._applied.clear()
         self._applied_by_token.clear()
         controller, raft_log = self.controller, self.raft.log
         sessions = controller.cluster.heartbeats is not None
         controller.cluster.deactivate()
         snapshot = raft_log.latest_snapshot_id()
-        if snapshot is not None and 0 < snapshot.offset <= self.replayed_offset:
+        records: Iterator[bytes | None] = iter(())
+        start = OffsetAndEpoch(0, 0)
+        if snapshot is not None and 0 < snapshot.offset <= end:
             size = raft_log.snapshot_size(snapshot)
             assert size is not None
-            content = read_snapshot_batches(raft_log.read_snapshot(snapshot, 0, size))
-            controller.reset(content.iter_data_records(), snapshot.offset - 1)
-            offset = snapshot.offset
+            records = read_snapshot_batches(raft_log.read_snapshot(snapshot, 0, size)).iter_data_records()
+            start, offset = snapshot, snapshot.offset
         else:
-            controller.reset((), -1)
             offset = raft_log.log_start_offset
-        end = self.replayed_offset
+        log: deque[CommittedBatch] = deque()
         for stored in read_batches(raft_log, offset, end):
-            if not stored.is_control:
-                for record_offset, value in enumerate(stored.iter_values(), stored.base_offset):
-                    self._replay(value, record_offset, "committed")
+            log.append(CommittedBatch(stored.base_offset, stored.last_offset, stored.partition_leader_epoch,
+                                      stored.is_control, stored.to_bytes()))
             offset = stored.last_offset + 1
         if offset < end:
             raise RuntimeError(f"the committed log cannot be read back from offset {offset} up to {end}")
-        if sessions and self._claimed():
-            controller.cluster.activate(now_ms)
+        held = self._loading
+        self._loading = _Loading(start, records, now_ms, log=log, reactivate=sessions,
+                                 what="went back to the committed image")
+        controller.reset((), self._loading.snapshot_id.offset - 1)
+        if held is not None:
+            self._loading.committed, self._loading.requests = held.committed, held.requests
+        self.replayed_offset = 0
+        self._continue_loading(now_ms)
 
     def load_snapshot(self, now_ms: int, snapshot_id: OffsetAndEpoch, record_values: Iterable[bytes | None]) -> None:
         """The node's state machine starts again from snapshot ``snapshot_id`` whose data
@@ -461,10 +478,10 @@ class ControllerHost:
         fetching and voting between the slices: Kafka's ``KafkaRaftClient`` hands a snapshot
         to its listener and goes on, and the controller replays it on its own event queue.
         Until the last record is replayed, :attr:`loading` is true: ``replayed_offset`` is 0,
-        the controller does not claim leadership, and committed batches and requests wait,
-        in order, for the whole image (as events behind the load in ``QuorumController``'s
-        queue do). Raises ``ReplayError`` (here or from :meth:`poll`) for a snapshot whose
-        records do not form an image."""
+        the controller does not claim leadership nor run its periodic tasks, and committed
+        batches and requests wait, in order, for the whole image (as events behind the load in
+        ``QuorumController``'s queue do). Raises ``ReplayError`` (here or from :meth:`poll`)
+        for a snapshot whose records do not form an image."""
         self._now_ms = now_ms
         self.controller.reset((), snapshot_id.offset - 1)
         self.replayed_offset = 0
@@ -478,13 +495,15 @@ class ControllerHost:
 
     @property
     def loading(self) -> bool:
-        """A snapshot is being loaded (:meth:`load_snapshot`): the image is not whole yet."""
+        """The image is being rebuilt (:meth:`load_snapshot`, or going back to the committed
+        image) and is not whole yet."""
         return self._loading is not None
 
     def _continue_loading(self, now_ms: int) -> None:
-        """Replay the next slice of the snapshot being loaded; after its last record, the
-        batches committed meanwhile (up to a slice's worth of records per call), then the
-        requests that waited."""
+        """Replay the next slice of the image being rebuilt: the snapshot's records, then the
+        committed log read back after it (going back to the committed image), then the batches
+        committed meanwhile, :attr:`load_records_per_poll` records per call; once all are
+        replayed, the requests that waited."""
         loading = self._loading
         assert loading is not None
         budget = self.load_records_per_poll
@@ -500,10 +519,26 @@ class ControllerHost:
             loading.records = None
             self.replayed_offset = loading.snapshot_id.offset
             budget -= count
-            self.log.info("node %d: loaded snapshot %020d-%010d: %d records in %d ms", self.config.node_id,
-                          loading.snapshot_id.offset, loading.snapshot_id.epoch, loading.replayed,
-                          now_ms - loading.started_ms)
-            self._out.loaded = loading.snapshot_id
+        log = loading.log
+        while log and budget > 0:
+            batch = log.popleft()
+            if not batch.is_control:
+                for offset, value in enumerate(RecordBatch(batch.data).iter_values(), batch.base_offset):
+                    self._replay(value, offset, "committed")
+            self.replayed_offset = batch.last_offset + 1
+            count = batch.last_offset - batch.base_offset + 1
+            loading.replayed += count
+            budget -= count
+        if log:
+            return
+        if not loading.done:
+            loading.done = True
+            self.log.info("node %d: %s at offset %d: %d records in %d ms", self.config.node_id, loading.what,
+                          self.replayed_offset, loading.replayed, now_ms - loading.started_ms)
+            if loading.what == "loaded snapshot":
+                self._out.loaded = loading.snapshot_id
+            if loading.reactivate and self._claimed():
+                self.controller.cluster.activate(now_ms)
         committed = loading.committed
         while committed and budget > 0:
             batch = committed.popleft()
@@ -640,7 +675,7 @@ class ControllerHost:
             self.authorizer.loaded = True  # Kafka's completeInitialLoad: caught up to the high watermark
         if not self._writes:
             self._barrier = False
-        while self._waiting and not self._blocked():
+        while self._waiting and not self._blocked() and self._loading is None:
             request = self._waiting.popleft()
             api = find(request.body)
             assert api is not None
@@ -649,7 +684,7 @@ class ControllerHost:
         for task in self._tasks:
             if not claimed:
                 task.next_ms = None
-            elif run_tasks and task.next_ms is not None and now_ms >= task.next_ms:
+            elif run_tasks and self._loading is None and task.next_ms is not None and now_ms >= task.next_ms:
                 task.next_ms = now_ms + task.run(now_ms)
         if claimed and self._no_op.next_ms is None and self.config.max_idle_interval_ms > 0:
             self._no_op.next_ms = now_ms + self.config.max_idle_interval_ms

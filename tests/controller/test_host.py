@@ -429,6 +429,37 @@ def test_losing_leadership_goes_back_to_the_committed_image_from_the_latest_snap
     assert len(harness.snapshots) == taken  # nothing committed, and an image ahead is never snapshotted
 
 
+def test_going_back_to_the_committed_image_takes_a_slice_per_poll() -> None:
+    harness = Harness(config=_config(snapshot_max_bytes=1, snapshot_max_interval_ms=0))
+    for broker_id in (5, 6):
+        harness.request(_registration(broker_id), 4, object())
+    snapshot_id, data = harness.snapshots[-1]
+    harness.log.create_snapshot(snapshot_id, data)
+    harness.request(_registration(7), 4, object())  # committed after the snapshot: read back from the log
+    committed_end = harness.host.replayed_offset
+    assert committed_end > snapshot_id.offset
+    harness.hold_flush = True
+    harness.request(_registration(8), 4, object())
+    assert 8 in harness.host.controller.cluster.registrations and harness.host.speculating
+    host = harness.host
+    host.load_records_per_poll = 1
+    harness.step(Resign())
+    assert host.loading and host.replayed_offset < committed_end
+    waiting = object()
+    harness.request(_registration(9), 4, waiting)
+    polls = 0
+    while host.loading:
+        assert harness.answer(waiting) is None, "requests wait for the whole image"
+        assert harness.deadline_ms == harness.now
+        harness.step()
+        polls += 1
+        assert polls < 20
+    assert polls >= 2
+    assert set(host.controller.cluster.registrations) == {5, 6, 7}
+    assert host.replayed_offset == committed_end and not host.speculating
+    assert harness.answer(waiting).error_code == Errors.NOT_CONTROLLER  # type: ignore[union-attr]
+
+
 def test_a_snapshot_waits_until_the_image_holds_nothing_uncommitted() -> None:
     harness = Harness(config=_config(snapshot_max_bytes=1, snapshot_max_interval_ms=0))
     harness.request(_registration(5), 4, object())
