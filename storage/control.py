@@ -329,14 +329,16 @@ def kraft_data_values(batch: RecordBatch) -> tuple[bytes, ...]:
         except IndexError:
             pass  # the general reader names what is wrong
         record, pos = read_record(data, start, batch.base_offset, batch.base_timestamp, batch.base_sequence, None)
-        append(_kraft_data_value(record))
+        append(_kraft_value(record, keyed=False))
     if pos != end_of_data:
         raise InvalidRecordError("Incorrect declared batch size, records still remaining in file")
     return tuple(values)
 
 
-def _kraft_data_value(record: Record) -> bytes:
-    """A data record's value, by KRaft's rules (``RecordsIterator.readBatch``)."""
+def _kraft_value(record: Record, *, keyed: bool) -> bytes:
+    """A record's value by KRaft's rules (``RecordsIterator.readBatch``): timestamp delta 0, no
+    headers, a non-empty key when ``keyed`` (control records) and none otherwise, a non-empty
+    value. Raises InvalidRecordError naming the broken rule."""
     if record.timestamp_delta != 0:
         raise InvalidRecordError(
             f"Got timestamp delta of {record.timestamp_delta}, but this is "
@@ -347,7 +349,12 @@ def _kraft_data_value(record: Record) -> bytes:
             f"Got numHeaders of {len(record.headers)}, but this is invalid because it is "
             "not 0 as expected."
         )
-    if record.key is not None:
+    if keyed:
+        if record.key is None:
+            raise InvalidRecordError("Missing key in the record when a key was expected")
+        if not record.key:
+            raise InvalidRecordError("Got an unexpected empty key in the record")
+    elif record.key is not None:
         raise InvalidRecordError("Got key in the record when no key was expected")
     if record.value is None:
         raise InvalidRecordError("Missing value in the record when a value was expected")
@@ -363,44 +370,23 @@ def read_kraft_batch(batch: RecordBatch, *, validate_crc: bool = True) -> KRaftB
     missing value where KRaft allows none, an unknown control type)."""
     if validate_crc:
         batch.ensure_valid()
-    if not batch.is_control:
-        return KRaftBatch(
-            base_offset=batch.base_offset,
-            last_offset=batch.last_offset,
-            epoch=batch.partition_leader_epoch,
-            append_timestamp=batch.max_timestamp,
-            size_in_bytes=batch.size_in_bytes,
-            is_control=False,
-            records=kraft_data_values(batch),
-        )
-    control: list[ControlRecord] = []
-    for record in batch.iter_records():
-        if record.timestamp_delta != 0:
-            raise InvalidRecordError(
-                f"Got timestamp delta of {record.timestamp_delta}, but this is "
-                "invalid because it is not 0 as expected."
-            )
-        if record.headers:
-            raise InvalidRecordError(
-                f"Got numHeaders of {len(record.headers)}, but this is invalid because it is "
-                "not 0 as expected."
-            )
-        if record.key is None:
-            raise InvalidRecordError("Missing key in the record when a key was expected")
-        if not record.key:
-            raise InvalidRecordError("Got an unexpected empty key in the record")
-        if record.value is None:
-            raise InvalidRecordError("Missing value in the record when a value was expected")
-        if not record.value:
-            raise InvalidRecordError("Got an unexpected empty value in the record")
-        control_type = parse_control_key(record.key)
-        control.append(ControlRecord(control_type, decode_control_value(control_type, record.value)))
+    records: tuple[bytes, ...] | tuple[ControlRecord, ...]
+    if batch.is_control:
+        control: list[ControlRecord] = []
+        for record in batch.iter_records():
+            value = _kraft_value(record, keyed=True)
+            assert record.key is not None
+            control_type = parse_control_key(record.key)
+            control.append(ControlRecord(control_type, decode_control_value(control_type, value)))
+        records = tuple(control)
+    else:
+        records = kraft_data_values(batch)
     return KRaftBatch(
         base_offset=batch.base_offset,
         last_offset=batch.last_offset,
         epoch=batch.partition_leader_epoch,
         append_timestamp=batch.max_timestamp,
         size_in_bytes=batch.size_in_bytes,
-        is_control=True,
-        records=tuple(control),
+        is_control=batch.is_control,
+        records=records,
     )
