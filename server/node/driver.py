@@ -492,8 +492,8 @@ class Node:
                 self._building_snapshot = snapshot_id
                 assert self._nursery is not None
                 self._nursery.start_soon(self._build_snapshot, out.snapshot)
-        if out.loaded is not None:
-            age_heap()  # the loaded image is long-lived: out of the cyclic collector's walks
+        if out.loaded is not None or host.loading:
+            age_heap()  # each slice of an image being loaded is long-lived: out of the collector's walks
         self._host_deadline_ms = out.next_deadline_ms
         if not self._stopping:
             self._registration.maybe_register(host.controller, core.epoch)
