@@ -657,18 +657,22 @@ class ControllerHost:
         """The node is stopping: it no longer claims leadership or appends NoOps."""
         self.stopping = True
 
-    def poll(self, now_ms: int, *, run_tasks: bool = True) -> ControllerOutbox:
-        """Act on the raft state as it now stands (activation or renouncement), run the waiting
-        requests and (``run_tasks``) the periodic tasks that are due, and hand over everything
-        to do (:class:`ControllerOutbox`).
+    def poll(self, now_ms: int, *, run_tasks: bool = True, load: bool = True) -> ControllerOutbox:
+        """Act on the raft state as it now stands (activation or renouncement), replay
+        (``load``) the next slice of an image being rebuilt, run the waiting requests and
+        (``run_tasks``) the periodic tasks that are due, and hand over everything to do
+        (:class:`ControllerOutbox`).
 
         A driver passes ``run_tasks=False`` to the poll that follows the steps of the host's
         own appends: a task that runs again at once (fencing one expired broker after another,
         elections a thousand at a time) then waits for the driver's next turn, after the
         requests and raft messages that came meanwhile, as Kafka's controller queues such a
-        task behind the events already in its queue."""
+        task behind the events already in its queue. It passes ``load=False`` to the polls
+        that follow a raft message or a request, and ``load=True`` when ``next_deadline_ms``
+        came: the raft traffic that waits is then carried out before the next slice, not
+        behind one slice each."""
         self._now_ms = now_ms
-        if self._loading is not None:
+        if load and self._loading is not None:
             self._continue_loading(now_ms)
         self._follow_leadership(now_ms)
         if not self.authorizer.loaded and 0 < self.raft.high_watermark <= self.replayed_offset:

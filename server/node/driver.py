@@ -109,6 +109,11 @@ __all__ = ["Node", "RaftListener"]
 T = TypeVar("T")
 log = logging.getLogger("kwire.node")
 
+MAX_EVENTS_BEFORE_DUE_DEADLINE = 64
+"""Events the driving task takes off its channel, while a deadline is already due, before it
+acts on the deadline: what waits goes first, but a steady stream of requests must not hold
+back the next slice of an image being loaded or the core's timers for ever."""
+
 
 @dataclass(frozen=True, slots=True)
 class _SnapshotBuilt:
@@ -171,6 +176,8 @@ class Node:
         self._next_request_id = 1
         self._cancel_scope = trio.CancelScope()
         self._host_deadline_ms: int | None = None
+        self._overdue_turns = 0
+        """Events taken in a row while a deadline was due (``MAX_EVENTS_BEFORE_DUE_DEADLINE``)."""
         self._wall_base_ms = 0
         self._trio_base = 0.0
         self._held: Any = None
@@ -316,9 +323,14 @@ class Node:
             if self._held is not None:
                 item, self._held = self._held, None
             else:
-                try:  # what is waiting goes first: a deadline already due must not starve it
+                overdue = bool(due) and min(due) <= self.now_ms()
+                try:  # what is waiting goes first (a due deadline must not starve it), up to a point
+                    if overdue and self._overdue_turns >= MAX_EVENTS_BEFORE_DUE_DEADLINE:
+                        raise trio.WouldBlock
                     item = self._events_receive.receive_nowait()
+                    self._overdue_turns = self._overdue_turns + 1 if overdue else 0
                 except trio.WouldBlock:
+                    self._overdue_turns = 0
                     with trio.move_on_at(self._trio_time(min(due))):
                         item = await self._events_receive.receive()
             if isinstance(item, PendingRequest):
@@ -335,7 +347,7 @@ class Node:
             else:
                 if isinstance(item, (ResponseReceived, RequestFailed)):
                     target.peers.answered()
-                await self._step([item])
+                await self._step([item], load=isinstance(item, Tick))
             await cleaner.maybe_clean(self.now_ms(), self._blocking)
 
     def _token_requests_allowed(self, context: RequestContext) -> bool:
@@ -442,12 +454,13 @@ class Node:
                 return items
             items.append(item)
 
-    async def _step(self, events: list[Event]) -> None:
+    async def _step(self, events: list[Event], *, load: bool = False) -> None:
         """Step the core with ``events`` (none: only the host has news) in one step and carry
         out the Outbox and every follow-up step (a completed flush); then poll the host and
         carry out its outbox, whose appends step the core at once (consecutive appends in one
         step, so they leave as one batch; a kraft.version upgrade in a step of its own), until
-        neither has anything left to do now."""
+        neither has anything left to do now. ``load``: the host may replay the next slice of
+        an image being rebuilt (on the turn of a due deadline, not behind each raft message)."""
         core, host, target = self.core, self.host, self._target
         assert core is not None and host is not None and target is not None
         queue = deque([events] if events else [])
@@ -461,8 +474,8 @@ class Node:
                     if not target.flushed:
                         break
                     out = core.step(self.now_ms(), FlushCompleted())
-            host_out = host.poll(self.now_ms(), run_tasks=run_tasks)
-            run_tasks = False  # after the host's own appends: its tasks wait for the next turn
+            host_out = host.poll(self.now_ms(), run_tasks=run_tasks, load=load)
+            run_tasks = load = False  # after the host's own appends: its tasks wait for the next turn
             await self._carry_out(host_out)
             if not host_out.raft_events:
                 return

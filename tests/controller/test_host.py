@@ -656,6 +656,10 @@ def test_a_snapshot_loads_a_slice_per_poll_and_what_arrives_meanwhile_waits_for_
         fresh.commit(harness.now, batch)  # waits for the whole snapshot
     waiting = object()
     fresh.request(harness.now, ControllerRequest(waiting, _registration(9), 4, "CONTROLLER", harness.now))
+    partial = dict(fresh.controller.cluster.registrations)
+    for _ in range(3):  # the polls that follow raft messages and requests leave the load alone
+        assert fresh.poll(harness.now, load=False).next_deadline_ms == harness.now
+    assert fresh.loading and fresh.controller.cluster.registrations == partial
     polls, loaded = 0, []
     while fresh.loading:
         assert fresh.controller.active_epoch is None, "no claim on a partial image"

@@ -115,3 +115,37 @@ async def test_ten_minutes_of_no_ops_keep_a_bounded_log_and_restart_from_the_sna
         restarted = again.controller.snapshot_records()
         assert [encode_record(r, v) for r, v in restarted] == [encode_record(r, v) for r, v in image]
         again.stop()
+
+
+async def test_a_node_leads_while_the_snapshot_it_starts_from_is_still_loading(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from server.controller import host as host_module
+    from storage.format import format_directories
+    from tools.bench.scale import measure_point
+
+    point = measure_point(4000, 3, tmp_path / "point")  # a snapshot of kraft.version 0: static voters
+    port, data = _free_port(), tmp_path / "data"
+    config = KRaftConfig.from_properties({
+        "process.roles": "controller", "node.id": "1", "listeners": f"CONTROLLER://127.0.0.1:{port}",
+        "controller.listener.names": "CONTROLLER", "controller.quorum.voters": f"1@127.0.0.1:{port}",
+        "metadata.log.dir": str(data), "log.dirs": str(data),
+    })
+    format_directories(cluster_id="c2NhbGUtYmVuY2gtdGVzdA", node_id=1, directories=[str(data)],
+                       metadata_log_dir=str(data), controller_listener_name="CONTROLLER", out=lambda line: None)
+    partition_dir = tmp_path / "data" / "__cluster_metadata-0"
+    partition_dir.mkdir(exist_ok=True)
+    snapshot = Path(point["snapshot_path"])
+    (partition_dir / snapshot.name).write_bytes(snapshot.read_bytes())
+    monkeypatch.setattr(host_module, "SNAPSHOT_LOAD_RECORDS_PER_POLL", 50)  # about 80 slices
+    node = Node(config, rng=random.Random(3), run_blocking=_inline)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(node.run)
+        assert node.host.loading
+        await _until(lambda: node.core is not None and isinstance(node.core.state, Leader))
+        assert node.host.loading, "the core elected itself while the image was still being built"
+        assert node.controller is not None and node.controller.active_epoch is None
+        await _until(lambda: not node.host.loading and node.controller is not None
+                     and node.controller.active_epoch is not None)
+        assert node.controller.replication.partition_count == 4000
+        node.stop()
