@@ -43,6 +43,11 @@ class FrameDecoder:
         """Bytes fed but not yet returned as frames, size prefixes included."""
         return len(self._buf)
 
+    @property
+    def missing_bytes(self) -> int:
+        """Bytes the frame being read still lacks; 0 while its size prefix is incomplete."""
+        return 0 if self._need < 0 else 4 + self._need - len(self._buf)
+
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Append bytes read from the socket (any split, empty allowed); ``data`` is copied.
 

@@ -56,6 +56,10 @@ __all__ = [
 ]
 
 RECEIVE_BYTES = 65536
+MAX_RECEIVE_BYTES = 1 << 20
+"""The most one read asks for while a response's frame is known to need that much more: each
+read is a turn of the event loop, and a node busy replaying between turns would otherwise take
+a turn per 64 KiB of a catch-up Fetch response."""
 
 
 def _software_version() -> str:
@@ -230,7 +234,8 @@ class KafkaConnection:
             frame = decoder.next_frame()
             if frame is not None:
                 return frame
-            data = await self._stream.receive_some(RECEIVE_BYTES)
+            # the rest of a large response (a catch-up Fetch of 8 MiB) in few reads, not 128
+            data = await self._stream.receive_some(max(RECEIVE_BYTES, min(decoder.missing_bytes, MAX_RECEIVE_BYTES)))
             if not data:
                 raise trio.BrokenResourceError("the peer closed the connection")
             try:

@@ -109,6 +109,12 @@ __all__ = ["Node", "RaftListener"]
 T = TypeVar("T")
 log = logging.getLogger("kwire.node")
 
+BUSY_STEP_S = 0.01
+"""A deadline's step (CPU time, s) past which the driving task pauses, a tenth of the step and
+at most ``MAX_BUSY_PAUSE_S``, before its next turn, so that the connection tasks read what came."""
+
+MAX_BUSY_PAUSE_S = 0.02
+
 MAX_EVENTS_BEFORE_DUE_DEADLINE = 64
 """Events the driving task takes off its channel, while a deadline is already due, before it
 acts on the deadline: what waits goes first, but a steady stream of requests must not hold
@@ -344,10 +350,20 @@ class Node:
                 await self._take_snapshot(item)
             elif isinstance(item, ClientAppend):
                 await self._step([item, *self._queued(ClientAppend)])
+            elif isinstance(item, Tick):
+                started = time.perf_counter()
+                await self._step([item], load=True)
+                busy = time.perf_counter() - started
+                if busy > BUSY_STEP_S:
+                    # A deadline's step that ran long (a slice of an image being loaded, committed
+                    # batches replayed) may come again at once. Trio runs each task once per turn,
+                    # and each read of a socket ends a turn: without a pause the connections read
+                    # 64 KiB of a Fetch response per busy step, and a catch-up takes minutes.
+                    await trio.sleep(min(busy / 10, MAX_BUSY_PAUSE_S))
             else:
                 if isinstance(item, (ResponseReceived, RequestFailed)):
                     target.peers.answered()
-                await self._step([item], load=isinstance(item, Tick))
+                await self._step([item])
             await cleaner.maybe_clean(self.now_ms(), self._blocking)
 
     def _token_requests_allowed(self, context: RequestContext) -> bool:
@@ -508,8 +524,8 @@ class Node:
         if out.loaded is not None or host.loading:
             age_heap()  # each slice of an image being loaded is long-lived: out of the collector's walks
         self._host_deadline_ms = out.next_deadline_ms
-        if not self._stopping:
-            self._registration.maybe_register(host.controller, core.epoch)
+        if not self._stopping and not host.loading:  # registered once the image is whole, as Kafka's
+            self._registration.maybe_register(host.controller, core.epoch)  # publisher waits for it
 
     async def _build_snapshot(self, snapshot: SnapshotToWrite) -> None:
         """Build ``snapshot``'s bytes and hand them to the driving task: in a forked child at

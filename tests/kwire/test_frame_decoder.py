@@ -83,3 +83,18 @@ def test_no_allocation_for_a_declared_size() -> None:
     grown = sum(s.size_diff for s in after.compare_to(before, "filename"))
     # 100 decoders each holding 7 bytes: far below one declared 100 MiB frame.
     assert grown < 200_000, grown
+
+
+def test_missing_bytes_counts_down_to_the_end_of_the_frame_being_read() -> None:
+    decoder = FrameDecoder()
+    data = frame(b"x" * 1000) + frame(b"y" * 10)
+    assert decoder.missing_bytes == 0  # no size prefix yet
+    decoder.feed(data[:2])
+    assert decoder.missing_bytes == 0
+    decoder.feed(data[2:300])
+    assert decoder.missing_bytes == 1004 - 300
+    decoder.feed(data[300:1010])
+    assert decoder.next_frame() == b"x" * 1000
+    assert decoder.missing_bytes == 14 - 6  # the next frame's prefix and 2 of its bytes are in
+    decoder.feed(data[1010:])
+    assert decoder.next_frame() == b"y" * 10 and decoder.missing_bytes == 0
