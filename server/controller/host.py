@@ -356,6 +356,8 @@ class ControllerHost:
         """The time of the latest call that gave one."""
         self._next_token = -1
         self._loading: _Loading | None = None
+        self._elected: tuple[int, int, int] | None = None
+        """The epoch this node leads, when the host first saw it lead, and ``replayed_offset`` then."""
         """The snapshot being loaded, while its records are replayed a slice at a time."""
         self.load_records_per_poll = SNAPSHOT_LOAD_RECORDS_PER_POLL
         """Records of a snapshot :meth:`load_snapshot` and each :meth:`poll` replay at most."""
@@ -740,6 +742,8 @@ class ControllerHost:
             if self._writes:
                 self._fail_writes()
             return
+        if self._elected is None or self._elected[0] != state.epoch:
+            self._elected = (state.epoch, now_ms, self.replayed_offset)
         if self.stopping or self._loading is not None or self.replayed_offset < state.epoch_start_offset:
             return
         if controller.active_epoch is not None and controller.active_epoch != state.epoch and self._writes:
@@ -747,6 +751,10 @@ class ControllerHost:
         activation = controller.activate(state.epoch, now_ms)
         if activation is None:
             return
+        _, elected_ms, replayed = self._elected
+        self.log.info("node %d: the active controller of epoch %d, %d ms after its election (%d committed records "
+                      "replayed meanwhile up to the epoch start offset %d)", self.config.node_id, state.epoch,
+                      now_ms - elected_ms, state.epoch_start_offset - replayed, state.epoch_start_offset)
         config = self.config
         self._session_expiry.next_ms = now_ms + max(1, config.session_timeout_ms // 8)
         self._leader_balance.next_ms = (
