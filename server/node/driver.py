@@ -110,8 +110,10 @@ T = TypeVar("T")
 log = logging.getLogger("kwire.node")
 
 BUSY_STEP_S = 0.01
-"""A deadline's step (CPU time, s) past which the driving task pauses, a tenth of the step and
-at most ``MAX_BUSY_PAUSE_S``, before its next turn, so that the connection tasks read what came."""
+"""A deadline's step (s) past which the driving task pauses, a tenth of the step and at most
+``MAX_BUSY_PAUSE_S``, before its next turn when that turn would be more of the same work (an
+image being loaded, committed batches still to deliver), so that the connection tasks read
+what came meanwhile."""
 
 MAX_BUSY_PAUSE_S = 0.02
 
@@ -354,7 +356,8 @@ class Node:
                 started = time.perf_counter()
                 await self._step([item], load=True)
                 busy = time.perf_counter() - started
-                if busy > BUSY_STEP_S:
+                assert self.core is not None and self.host is not None
+                if busy > BUSY_STEP_S and (self.host.loading or self.core.delivery_pending):
                     # A deadline's step that ran long (a slice of an image being loaded, committed
                     # batches replayed) may come again at once. Trio runs each task once per turn,
                     # and each read of a socket ends a turn: without a pause the connections read

@@ -140,6 +140,12 @@ class RaftCore:
         return self.view.high_watermark
 
     @property
+    def delivery_pending(self) -> bool:
+        """Committed batches wait for the next step to be delivered (a step hands over about
+        ``MAX_DELIVERED_RECORDS_PER_STEP`` records)."""
+        return self.view.delivery_pending
+
+    @property
     def voters(self) -> VoterSet:
         """The newest voter set (the log's, else the bootstrap one)."""
         return self.control.voters
