@@ -265,9 +265,11 @@ class _Loading:
     """None once every record is replayed."""
     started_ms: int
     log: deque[CommittedBatch] = field(default_factory=deque)
+    """Going back to the committed image: the committed batches after the snapshot."""
+    revert: bool = False
+    """Going back to the committed image, not loading a snapshot the core handed over."""
     reactivate: bool = False
     """Broker sessions start afresh at the end if this node is still the active controller."""
-    what: str = "loaded snapshot"
     replayed: int = 0
     done: bool = False
     """The snapshot and the log are replayed (what arrived meanwhile may not be)."""
@@ -355,13 +357,13 @@ class ControllerHost:
         self._now_ms = now_ms
         """The time of the latest call that gave one."""
         self._next_token = -1
+        """The host's append tokens count down from -1, so they never meet a driver's own."""
         self._loading: _Loading | None = None
+        """The image being rebuilt a slice at a time (a snapshot load, or a revert)."""
+        self.load_records_per_poll = SNAPSHOT_LOAD_RECORDS_PER_POLL
+        """Records :meth:`load_snapshot`, a revert and each :meth:`poll` replay at most."""
         self._elected: tuple[int, int, int] | None = None
         """The epoch this node leads, when the host first saw it lead, and ``replayed_offset`` then."""
-        """The snapshot being loaded, while its records are replayed a slice at a time."""
-        self.load_records_per_poll = SNAPSHOT_LOAD_RECORDS_PER_POLL
-        """Records of a snapshot :meth:`load_snapshot` and each :meth:`poll` replay at most."""
-        """The host's append tokens count down from -1, so they never meet a driver's own."""
         self._out = ControllerOutbox()
         self._pending_records = 0
         """Records of ``_out.raft_events`` not yet handed to the driver."""
@@ -461,12 +463,9 @@ class ControllerHost:
             offset = stored.last_offset + 1
         if offset < end:
             raise RuntimeError(f"the committed log cannot be read back from offset {offset} up to {end}")
-        held = self._loading
-        self._loading = _Loading(start, records, now_ms, log=log, reactivate=sessions,
-                                 what="went back to the committed image")
-        controller.reset((), self._loading.snapshot_id.offset - 1)
-        if held is not None:
-            self._loading.committed, self._loading.requests = held.committed, held.requests
+        assert self._loading is None, "nothing is applied ahead while an image is rebuilt"
+        self._loading = _Loading(start, records, now_ms, log=log, revert=True, reactivate=sessions)
+        controller.reset((), start.offset - 1)
         self.replayed_offset = 0
         self._continue_loading(now_ms)
 
@@ -535,9 +534,10 @@ class ControllerHost:
             return
         if not loading.done:
             loading.done = True
-            self.log.info("node %d: %s at offset %d: %d records in %d ms", self.config.node_id, loading.what,
+            self.log.info("node %d: %s at offset %d: %d records in %d ms", self.config.node_id,
+                          "went back to the committed image" if loading.revert else "loaded snapshot",
                           self.replayed_offset, loading.replayed, now_ms - loading.started_ms)
-            if loading.what == "loaded snapshot":
+            if not loading.revert:
                 self._out.loaded = loading.snapshot_id
             if loading.reactivate and self._claimed():
                 self.controller.cluster.activate(now_ms)
