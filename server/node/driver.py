@@ -357,6 +357,8 @@ class Node:
                 await self._step([item], load=True)
                 busy = time.perf_counter() - started
                 assert self.core is not None and self.host is not None
+                if self.host.loading:
+                    age_heap()  # the slice just replayed is long-lived: out of the collector's walks
                 if busy > BUSY_STEP_S and (self.host.loading or self.core.delivery_pending):
                     # A deadline's step that ran long (a slice of an image being loaded, committed
                     # batches replayed) may come again at once. Trio runs each task once per turn,
@@ -524,8 +526,8 @@ class Node:
                 self._building_snapshot = snapshot_id
                 assert self._nursery is not None
                 self._nursery.start_soon(self._build_snapshot, out.snapshot)
-        if out.loaded is not None or host.loading:
-            age_heap()  # each slice of an image being loaded is long-lived: out of the collector's walks
+        if out.loaded is not None:
+            age_heap()  # the loaded image is long-lived: out of the cyclic collector's walks
         self._host_deadline_ms = out.next_deadline_ms
         if not self._stopping and not host.loading:  # registered once the image is whole, as Kafka's
             self._registration.maybe_register(host.controller, core.epoch)  # publisher waits for it
