@@ -170,8 +170,14 @@ class SnapshotBatches:
 
     header: SnapshotHeaderRecord
     control: list[ControlRecord]
-    data_batches: list[RecordBatch]
+    batches: list[RecordBatch]
+    """Every batch, in file order, control batches included."""
     has_footer: bool
+
+    @property
+    def data_batches(self) -> list[RecordBatch]:
+        """The data batches, in file order."""
+        return [batch for batch in self.batches if not batch.is_control]
 
     @property
     def kraft_version(self) -> int:
@@ -186,75 +192,45 @@ class SnapshotBatches:
     def iter_data_records(self) -> Iterator[bytes]:
         """Every data record value, in order, each batch checked by KRaft's rules as it is
         reached (InvalidRecordError, CompressionError)."""
-        for batch in self.data_batches:
-            yield from read_kraft_batch(batch, validate_crc=False).records  # type: ignore[misc]
+        for batch in self.batches:
+            if not batch.is_control:
+                yield from read_kraft_batch(batch, validate_crc=False).records  # type: ignore[misc]
 
 
 def read_snapshot_content(data: bytes | bytearray | memoryview) -> SnapshotContent:
-    """Validate and decode snapshot bytes (``RecordsSnapshotReader``): every batch whole with a
-    good CRC and KRaft's record rules; the first batch a control batch whose first record is a
-    SnapshotHeader. Raises CorruptRecordError / InvalidRecordError."""
-    scan = scan_batches(data)
-    if scan.error is not None or scan.torn:
-        raise CorruptRecordError(
-            f"snapshot is corrupt after {scan.valid_bytes} of {len(data)} bytes: "
-            f"{scan.error or 'incomplete batch'}"
-        )
-    batches = [read_kraft_batch(RecordBatch(b.buffer), validate_crc=False) for b in scan.batches]
-    if not batches or not batches[0].is_control or not batches[0].records:
-        raise CorruptRecordError("First batch is not a control batch with at least one record")
-    first = batches[0].records[0]
-    assert isinstance(first, ControlRecord)
-    if first.type is not ControlRecordType.SNAPSHOT_HEADER:
-        raise CorruptRecordError(f"First control record is not a snapshot header ({first.type.name})")
-    assert isinstance(first.message, SnapshotHeaderRecord)
-    last = batches[-1]
-    has_footer = bool(
-        last.is_control
-        and last.records
-        and isinstance(last.records[-1], ControlRecord)
-        and last.records[-1].type is ControlRecordType.SNAPSHOT_FOOTER
-    )
-    return SnapshotContent(first.message, batches, has_footer)
+    """Validate and decode snapshot bytes (``RecordsSnapshotReader``): checked whole as
+    :func:`read_snapshot_batches` checks them, then every batch decoded by KRaft's record
+    rules. Raises CorruptRecordError / InvalidRecordError."""
+    checked = read_snapshot_batches(data)
+    batches = [read_kraft_batch(batch, validate_crc=False) for batch in checked.batches]
+    return SnapshotContent(checked.header, batches, checked.has_footer)
 
 
 def read_snapshot_batches(data: bytes | bytearray | memoryview) -> SnapshotBatches:
-    """Check snapshot bytes whole as :func:`read_snapshot_content` does (every batch complete
-    with a good CRC, the first a control batch starting with a SnapshotHeader) and decode its
-    control batches; its data batches wait for :meth:`SnapshotBatches.iter_data_records`.
-    Raises CorruptRecordError / InvalidRecordError."""
+    """Check snapshot bytes whole (every batch complete with a good CRC, the first a control
+    batch whose first record is a SnapshotHeader) and decode its control batches; its data
+    batches wait for :meth:`SnapshotBatches.iter_data_records`. Raises CorruptRecordError /
+    InvalidRecordError."""
     scan = scan_batches(data)
     if scan.error is not None or scan.torn:
         raise CorruptRecordError(
             f"snapshot is corrupt after {scan.valid_bytes} of {len(data)} bytes: "
             f"{scan.error or 'incomplete batch'}"
         )
-    control: list[ControlRecord] = []
-    data_batches: list[RecordBatch] = []
-    has_footer = False
-    for i, scanned in enumerate(scan.batches):
-        batch = RecordBatch(scanned.buffer)
-        if not batch.is_control:
-            if i == 0:
-                raise CorruptRecordError("First batch is not a control batch with at least one record")
-            data_batches.append(batch)
-            has_footer = False
-            continue
-        records = read_kraft_batch(batch, validate_crc=False).records
-        if i == 0:
-            first = records[0] if records else None
-            if not isinstance(first, ControlRecord):
-                raise CorruptRecordError("First batch is not a control batch with at least one record")
-            if first.type is not ControlRecordType.SNAPSHOT_HEADER:
-                raise CorruptRecordError(f"First control record is not a snapshot header ({first.type.name})")
-        control.extend(records)  # type: ignore[arg-type]
-        last = records[-1] if records else None
-        has_footer = isinstance(last, ControlRecord) and last.type is ControlRecordType.SNAPSHOT_FOOTER
-    if not scan.batches:
+    batches = [RecordBatch(scanned.buffer) for scanned in scan.batches]
+    decoded = [read_kraft_batch(batch, validate_crc=False).records if batch.is_control else () for batch in batches]
+    first = decoded[0] if decoded else ()
+    if not first:
         raise CorruptRecordError("First batch is not a control batch with at least one record")
-    header = control[0].message
-    assert isinstance(header, SnapshotHeaderRecord)
-    return SnapshotBatches(header, control, data_batches, has_footer)
+    header = first[0]
+    assert isinstance(header, ControlRecord)
+    if header.type is not ControlRecordType.SNAPSHOT_HEADER:
+        raise CorruptRecordError(f"First control record is not a snapshot header ({header.type.name})")
+    assert isinstance(header.message, SnapshotHeaderRecord)
+    last = decoded[-1]
+    has_footer = bool(last) and isinstance(last[-1], ControlRecord) and last[-1].type is ControlRecordType.SNAPSHOT_FOOTER
+    control = [record for records in decoded for record in records]
+    return SnapshotBatches(header.message, control, batches, has_footer)  # type: ignore[arg-type]
 
 
 def read_snapshot_header(first_batch: bytes | bytearray | memoryview) -> SnapshotHeaderRecord:
