@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,10 +116,12 @@ def _properties(path: Path, data: Path, port: int, *, node_id: int, voters: str,
     return path
 
 
-def start_quorum(kind: str, root: Path, nodes: int, extra: str = "") -> tuple[list[subprocess.Popen[bytes]], list[int]]:
+def start_quorum(kind: str, root: Path, nodes: int, extra: str = "", *,
+                 jvm_args: Sequence[str] = ()) -> tuple[list[subprocess.Popen[bytes]], list[int]]:
     """A static quorum of ``nodes`` controllers (``kind`` "kwire" or "kafka", node ids 1..n),
     each formatted under ``root`` at its own default metadata.version, ``extra`` lines in their
-    properties: their processes (started so far, when one fails to start) and ports."""
+    properties, ``jvm_args`` for Kafka's JVMs: their processes (started so far, when one fails
+    to start) and ports."""
     from tools.local_cluster import free_ports
 
     ports = free_ports(nodes)
@@ -129,7 +132,7 @@ def start_quorum(kind: str, root: Path, nodes: int, extra: str = "") -> tuple[li
             name = f"{kind}-{i + 1}"
             props = _properties(root / f"{name}.properties", root / name, port, node_id=i + 1, voters=voters, extra=extra)
             format_node(kind, props)
-            procs.append(start_node(kind, props, root / f"{name}.out", root / f"logs-{i + 1}"))
+            procs.append(start_node(kind, props, root / f"{name}.out", root / f"logs-{i + 1}", jvm_args=jvm_args))
     except BaseException:
         stop_processes(procs, timeout_s=30)
         raise
@@ -149,16 +152,17 @@ def format_node(kind: str, props: Path) -> None:
         stock_kafka.run_tool(KAFKA_VERSION, "storage", ["format", "-t", CLUSTER_ID, "-c", props])
 
 
-def start_node(kind: str, props: Path, out_path: Path, logs_dir: Path) -> subprocess.Popen[bytes]:
+def start_node(kind: str, props: Path, out_path: Path, logs_dir: Path, *,
+               jvm_args: Sequence[str] = ()) -> subprocess.Popen[bytes]:
     """Start the controller ``props`` describes, its output to ``out_path`` (Kafka's log4j
-    files under ``logs_dir``)."""
+    files under ``logs_dir``, ``jvm_args`` last among its JVM flags)."""
     from tools import stock_kafka
 
     with out_path.open("wb") as out:
         if kind == "kwire":
             return subprocess.Popen([sys.executable, "-m", "tools.cli", "server-start", str(props)], stdout=out, stderr=out)
         return stock_kafka.start_kafka_class(KAFKA_VERSION, "kafka.Kafka", [props], logs_dir=logs_dir,
-                                             stdout=out.fileno(), stderr=out.fileno())
+                                             jvm_args=jvm_args, stdout=out.fileno(), stderr=out.fileno())
 
 
 async def active_controller_port(ports: list[int]) -> int:

@@ -258,7 +258,6 @@ def start_on_snapshot(kind: str, snapshot: Path, topics: int, root: Path, *, tim
     ``timeout_s`` passes."""
     import trio
 
-    from tools import stock_kafka
     from tools.bench.brokers import _properties, format_node, start_node
     from tools.bench.scale_quorum import KAFKA_HEAP, NOT_CONTROLLER, TOPIC_ALREADY_EXISTS, _create
     from tools.local_cluster import free_ports, stop_processes
@@ -271,17 +270,9 @@ def start_on_snapshot(kind: str, snapshot: Path, topics: int, root: Path, *, tim
     partition_dir = data / "__cluster_metadata-0"  # kwire's format leaves it to the first start
     partition_dir.mkdir(exist_ok=True)
     shutil.copyfile(snapshot, partition_dir / snapshot.name)
-    saved = os.environ.get(stock_kafka.EXTRA_JVM_FLAGS_ENV)
-    if kind == "kafka":
-        os.environ[stock_kafka.EXTRA_JVM_FLAGS_ENV] = f"{saved or ''} {KAFKA_HEAP}".strip()
     started = time.monotonic()
-    try:
-        proc = start_node(kind, props, root / f"{kind}.out", root / f"{kind}-logs")
-    finally:
-        if saved is None:
-            os.environ.pop(stock_kafka.EXTRA_JVM_FLAGS_ENV, None)
-        else:
-            os.environ[stock_kafka.EXTRA_JVM_FLAGS_ENV] = saved
+    proc = start_node(kind, props, root / f"{kind}.out", root / f"{kind}-logs",
+                      jvm_args=[KAFKA_HEAP] if kind == "kafka" else [])
     names = ["scale-0", f"scale-{topics - 1}"]
 
     async def serving() -> None:

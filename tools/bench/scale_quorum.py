@@ -32,7 +32,6 @@ A step that fails ends that side's run with the reason in its row; the figures b
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import shutil
@@ -45,11 +44,11 @@ from typing import Any
 from tools.bench.brokers import (
     CLUSTER_ID,
     FIRST_BROKER_ID,
-    KAFKA_VERSION,
     START_TIMEOUT_S,
     Window,
     active_controller_port,
     simulated_broker,
+    start_node,
     start_quorum,
     wait_finalized,
 )
@@ -369,41 +368,25 @@ def run_side(kind: str, name: str, partitions: int, brokers: int, base: Path) ->
     stopped in every case."""
     import trio
 
-    from tools import stock_kafka
-
     row = QuorumRow(name, partitions, brokers)
     root = base / f"{kind}-{partitions}"
     root.mkdir(parents=True)
     extra = (f"broker.session.timeout.ms={SESSION_TIMEOUT_MS}\n"
              f"metadata.log.max.snapshot.interval.ms={SNAPSHOT_INTERVAL_MS}\n")
     procs: list[subprocess.Popen[bytes]] = []
-    saved = os.environ.get(stock_kafka.EXTRA_JVM_FLAGS_ENV)
-    if kind == "kafka":
-        os.environ[stock_kafka.EXTRA_JVM_FLAGS_ENV] = f"{saved or ''} {KAFKA_HEAP}".strip()
+    jvm_args = [KAFKA_HEAP] if kind == "kafka" else []
     try:
-        procs, ports = start_quorum(kind, root, NODES, extra)
+        procs, ports = start_quorum(kind, root, NODES, extra, jvm_args=jvm_args)
 
         def restart(index: int) -> subprocess.Popen[bytes]:
-            import sys
-
-            props = root / f"{kind}-{index + 1}.properties"
-            with (root / f"{kind}-{index + 1}.restart.out").open("wb") as out:
-                if kind == "kwire":
-                    return subprocess.Popen([sys.executable, "-m", "tools.cli", "server-start", str(props)],
-                                            stdout=out, stderr=out)
-                return stock_kafka.start_kafka_class(KAFKA_VERSION, "kafka.Kafka", [props],
-                                                     logs_dir=root / f"logs-{index + 1}-restart",
-                                                     stdout=out.fileno(), stderr=out.fileno())
+            name = f"{kind}-{index + 1}"
+            return start_node(kind, root / f"{name}.properties", root / f"{name}.restart.out",
+                              root / f"logs-{index + 1}-restart", jvm_args=jvm_args)
 
         trio.run(_drive, row, kind, root, procs, ports, restart)
     except Exception as exc:  # noqa: BLE001 - a failed run is a row that says why
         row.error = _reason(exc)
     finally:
-        if kind == "kafka":
-            if saved is None:
-                os.environ.pop(stock_kafka.EXTRA_JVM_FLAGS_ENV, None)
-            else:
-                os.environ[stock_kafka.EXTRA_JVM_FLAGS_ENV] = saved
         stop_processes(procs, timeout_s=30)
     return row
 
