@@ -9,13 +9,22 @@ as an item on one memory channel::
     outbound peer tasks (one per destination) ──► ResponseReceived / │
                                                   RequestFailed ─────┼──► _drive ──► core.step
     shutdown() ──► Resign ───────────────────────────────────────────┤           └─► host.poll
-    Node.append() ──► ClientAppend ──────────────────────────────────┘
+    Node.append() ──► held appends (the first of a linger: a wake) ──┘
                      timer (the earliest deadline) ──► Tick
 
 Raft RPCs go to the core, controller RPCs (``server.controller.registry``) to the host,
-Envelopes are opened and their forwarded request takes the same path. Appends that queued on
-the channel while the node waited on the disk or the network go to the core together
-(``RaftCore.step_many``): one step, one Outbox, one batch at any linger.
+Envelopes are opened and their forwarded request takes the same path.
+
+:meth:`Node.append` does not wake the driving task for each call. Like Kafka's
+``RaftClient.prepareAppend``, which only adds to the accumulator the raft thread drains, it
+holds the append, with the time it was made, until the next step of any kind or until the
+first held append's ``append.linger.ms`` ends (at once at linger 0, or when the held appends
+fill a batch). The core then takes them all in one step (``RaftCore.step_many``), ahead of
+that step's other events, and its accumulator lingers from the first one's time
+(``ClientAppend.appended_ms``). The batches are the ones an append-per-step driver would
+make. A load generator appending every millisecond then costs one turn of the driving task
+per linger, not one per append. Appends made while the node waited on the disk or the network
+go to the core together too: one step, one Outbox, one batch at linger 0.
 
 Each core Outbox is carried out by ``server.raft.outbox.apply`` (the one applier, with the
 order of the Outbox contract) on the node's target (``server.node.raft_target``: quorum-state,
@@ -85,6 +94,7 @@ from server.node.raft_target import NodeTarget, RaftListener
 from server.node.registration import ControllerRegistrationManager
 from server.node.security import tls_listeners
 from server.node.startup import controller_config, load_stored_state, new_core
+from server.raft.accumulator import MAX_BATCH_SIZE_BYTES, record_size_upper_bound
 from server.raft.core import RaftCore
 from server.raft.events import (
     ClientAppend,
@@ -121,6 +131,12 @@ MAX_EVENTS_BEFORE_DUE_DEADLINE = 64
 """Events the driving task takes off its channel, while a deadline is already due, before it
 acts on the deadline: what waits goes first, but a steady stream of requests must not hold
 back the next slice of an image being loaded or the core's timers for ever."""
+
+
+@dataclass(frozen=True, slots=True)
+class _AppendsWaiting:
+    """``Node.append`` held the first append of a linger: the driving task's next deadline
+    moved."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +210,12 @@ class Node:
         self._building_snapshot: OffsetAndEpoch | None = None
         """The snapshot being built, None when none is."""
         self._next_token = 1
+        self._appends: list[ClientAppend] = []
+        """Appends held until the linger of the first ends or the next step (:meth:`append`)."""
+        self._held_bytes = 0
+        """Their size as the accumulator counts it (``record_size_upper_bound``)."""
+        self._asleep_until_ms: int | None = None
+        """While the driving task waits for an item: until when (its earliest deadline)."""
 
     # ------------------------------------------------------------------ time
 
@@ -326,7 +348,8 @@ class Node:
         target, cleaner = self._target, self._cleaner
         assert target is not None and cleaner is not None
         while True:
-            due = [d for d in (target.deadline_ms, self._host_deadline_ms, cleaner.next_ms) if d is not None]
+            due = [d for d in (target.deadline_ms, self._host_deadline_ms, cleaner.next_ms, self._appends_due_ms())
+                   if d is not None]
             item: Any = Tick()
             if self._held is not None:
                 item, self._held = self._held, None
@@ -339,8 +362,12 @@ class Node:
                     self._overdue_turns = self._overdue_turns + 1 if overdue else 0
                 except trio.WouldBlock:
                     self._overdue_turns = 0
-                    with trio.move_on_at(self._trio_time(min(due))):
-                        item = await self._events_receive.receive()
+                    self._asleep_until_ms = min(due)
+                    try:
+                        with trio.move_on_at(self._trio_time(self._asleep_until_ms)):
+                            item = await self._events_receive.receive()
+                    finally:
+                        self._asleep_until_ms = None
             if isinstance(item, PendingRequest):
                 # the requests that queued meanwhile run together, and their writes share a batch
                 for pending in [item, *self._queued(PendingRequest)]:
@@ -350,8 +377,10 @@ class Node:
                 await self._write_snapshot(item)
             elif isinstance(item, _SnapshotFrozen):
                 await self._take_snapshot(item)
-            elif isinstance(item, ClientAppend):
-                await self._step([item, *self._queued(ClientAppend)])
+            elif isinstance(item, _AppendsWaiting):
+                due_ms = self._appends_due_ms()
+                if due_ms is not None and due_ms <= self.now_ms():
+                    await self._step([])
             elif isinstance(item, Tick):
                 started = time.perf_counter()
                 await self._step([item], load=True)
@@ -484,6 +513,8 @@ class Node:
         an image being rebuilt (on the turn of a due deadline, not behind each raft message)."""
         core, host, target = self.core, self.host, self._target
         assert core is not None and host is not None and target is not None
+        if self._appends:  # held appends go first: each step sees every earlier append
+            events, self._appends, self._held_bytes = [*self._appends, *events], [], 0
         queue = deque([events] if events else [])
         run_tasks = True
         while True:
@@ -602,8 +633,28 @@ class Node:
         Never blocks; the records linger for ``controller.quorum.append.linger.ms``
         (``RaftClient.prepareAppend``)."""
         token, self._next_token = self._next_token, self._next_token + 1
-        self._post(ClientAppend(token, tuple(values), epoch=epoch))
+        values = tuple(values)
+        self._appends.append(ClientAppend(token, values, epoch=epoch, appended_ms=self.now_ms()))
+        self._held_bytes += sum(map(len, values)) + len(values) * record_size_upper_bound(0)
+        asleep_until = self._asleep_until_ms
+        if asleep_until is not None:  # a driving task that is busy looks at the appends before it waits
+            due = self._appends_due_ms()
+            assert due is not None
+            if due < asleep_until:
+                self._asleep_until_ms = None  # one wake is enough
+                self._post(_AppendsWaiting())
         return token
+
+    def _appends_due_ms(self) -> int | None:
+        """When the held appends must reach the core: as the first one's linger ends (at once
+        at linger 0), or at once when they fill a batch, if no step took them before."""
+        if not self._appends:
+            return None
+        first = self._appends[0]
+        assert first.appended_ms is not None
+        if self._held_bytes >= MAX_BATCH_SIZE_BYTES:
+            return first.appended_ms
+        return first.appended_ms + self.config.controller_quorum_append_linger_ms
 
     async def shutdown(self, timeout_ms: int | None = None) -> None:
         """Graceful stop (``KafkaRaftClient.shutdown``): a leader resigns and sends

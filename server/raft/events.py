@@ -86,6 +86,10 @@ class ClientAppend:
     epoch never land in a later one (a node restarted as a former leader is told of its old
     epoch while Resigned, then leads the next). None: unchecked, for a state machine stepped
     in the same step it learns of the epoch (the controller host, the simulation's client)."""
+    appended_ms: int | None = None
+    """When the state machine asked (None: the step's time). A driver that holds appends until
+    the linger would end hands them over with the time each was made, so the linger timer
+    still starts at the first (``Node.append``)."""
 
 
 @dataclass(frozen=True, slots=True)

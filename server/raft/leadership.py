@@ -61,7 +61,7 @@ def client_append(ctx: RaftContext, now_ms: int, event: ClientAppend) -> AppendR
     if not state.accumulator.fits(event.values):
         return AppendResult(event.token, -1, -1, state.epoch, Errors.RECORD_LIST_TOO_LARGE)
     base = ctx.view.log_end_offset() + len(state.accumulator)
-    state.accumulator.append(event.values, now_ms)
+    state.accumulator.append(event.values, now_ms if event.appended_ms is None else min(event.appended_ms, now_ms))
     if event.drain_now:
         state.accumulator.drain_at(now_ms)
     return AppendResult(event.token, base, base + len(event.values) - 1, state.epoch)

@@ -31,7 +31,8 @@ from messages.generated.describe_cluster_request import DescribeClusterRequest
 from server.config import KRaftConfig
 from server.net.client import open_connection
 from server.node import Node
-from server.raft.events import AppendResult, CommittedBatch
+from server.raft.accumulator import MAX_BATCH_SIZE_BYTES
+from server.raft.events import AppendResult, ClientAppend, CommittedBatch
 from server.raft.roles import Leader, Resigned
 from server.raft.types import LeaderAndEpoch
 from storage.control import read_kraft_batch
@@ -285,6 +286,80 @@ async def test_appends_queued_behind_a_disk_write_leave_as_one_batch(
         await _until(lambda: any(b"c" in values for values in batches.committed))
         ours = [values for values in batches.committed if set(values) & {b"first", b"a", b"b", b"c"}]
         assert [b"a", b"b", b"c"] in ours, ours
+        node.stop()
+
+
+async def test_appends_within_one_linger_reach_the_core_in_one_step(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """``Node.append`` holds what a load generator appends every millisecond until the first
+    append's linger ends: the core takes them in one step, not one per append, and the batch
+    leaves no earlier and no later than Kafka's accumulator would let it (25 ms after the
+    first append), with every append's offsets told to the listener."""
+    port = _free_port()
+    config = _config(tmp_path / "data", 1, port, extra={"controller.quorum.append.linger.ms": "25"})
+    assert format_standalone(config, out=lambda line: None)
+    results: list[AppendResult] = []
+    batches = _Batches()
+    batches.handle_append_result = results.append  # type: ignore[method-assign]
+    node = Node(config, rng=random.Random(1), run_blocking=_inline, listener=batches)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(node.run)
+        await _until(lambda: node.leader_id == 1)
+        core = node.core
+        assert core is not None
+        steps_with_appends: list[tuple[int, int]] = []  # (step time, Node.append calls in it)
+        step_many = core.step_many
+
+        def counting(now_ms: int, events: Any) -> Any:
+            appends = sum(isinstance(e, ClientAppend) and e.epoch is not None for e in events)
+            if appends:
+                steps_with_appends.append((now_ms, appends))
+            return step_many(now_ms, events)
+
+        core.step_many = counting  # type: ignore[method-assign]
+        epoch = node.epoch
+        assert epoch is not None
+        await trio.sleep(1)  # the election's own writes are done
+        first_ms = node.now_ms()
+        values = [f"v{i}".encode() for i in range(20)]
+        for value in values:
+            node.append((value,), epoch)
+            await trio.sleep(0.001)
+        await _until(lambda: any(b"v19" in v for v in batches.committed))
+        node.stop()
+    # one batch (a NoOpRecord of the controller's may share it)
+    assert [[x for x in v if x.startswith(b"v")] for v in batches.committed if b"v0" in v] == [values]
+    assert sum(n for _, n in steps_with_appends) == 20
+    assert len(steps_with_appends) < 5, steps_with_appends  # one per append would be 20
+    assert all(at_ms <= first_ms + 25 for at_ms, _ in steps_with_appends), (first_ms, steps_with_appends)
+    assert all(r.error_code == Errors.NONE and r.last_offset == r.base_offset for r in results)
+    offsets = [r.base_offset for r in sorted(results, key=lambda r: r.token)]
+    assert len(offsets) == 20 and offsets == sorted(set(offsets))  # in append order
+
+
+async def test_held_appends_that_fill_a_batch_leave_before_the_linger_ends(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Held appends as big as a batch (8 MiB with the accumulator's framing) reach the core at
+    once, as Kafka's accumulator drains a full batch without waiting for the linger."""
+    port = _free_port()
+    config = _config(tmp_path / "data", 1, port, extra={"controller.quorum.append.linger.ms": "60000"})
+    assert format_standalone(config, out=lambda line: None)
+    batches = _Batches()
+    node = Node(config, rng=random.Random(1), run_blocking=_inline, listener=batches)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(node.run)
+        await _until(lambda: node.leader_id == 1)
+        epoch = node.epoch
+        assert epoch is not None
+        await trio.sleep(1)
+        started = trio.current_time()
+        big = b"x" * (MAX_BATCH_SIZE_BYTES // 2)
+        node.append((big,), epoch)
+        node.append((big,), epoch)  # the two cannot share a batch: the first leaves at once
+        await _until(lambda: any(len(v) == 1 and len(v[0]) == len(big) for v in batches.committed))
+        assert trio.current_time() - started < 30  # well inside the minute's linger
         node.stop()
 
 
