@@ -13,7 +13,9 @@ DATA   ?= data
 ## Site-packages are installed without bytecode: the test run writes it as modules are first
 ## imported (see `test`), which compiles the few hundred modules the tests use instead of the
 ## whole tree (pyspark alone is thousands).
-$(STAMP): pyproject.toml
+## setup.py builds storage._crecords, the commit path's compiled record loops (in place, beside
+## storage/records.py); KWIRE_PURE_PYTHON=1 runs without it.
+$(STAMP): pyproject.toml setup.py storage/_crecords.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --no-compile -e '.[test,audit]'
 	touch $(STAMP)
@@ -130,3 +132,4 @@ bench: install compat-jars
 
 clean:
 	rm -rf $(VENV) compat/.cache .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache
+	rm -f storage/_crecords.*.so

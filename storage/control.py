@@ -45,7 +45,14 @@ from messages.generated.snapshot_header_record import SnapshotHeaderRecord
 from messages.generated.voters_record import VotersRecord
 from storage.compression import CompressionType
 from storage.errors import InvalidRecordError
-from storage.records import Record, RecordBatch, assemble_batch, encode_record, read_record
+from storage.records import (
+    Record,
+    RecordBatch,
+    assemble_batch,
+    encode_keyless_records,
+    encode_record,
+    read_record,
+)
 
 CONTROL_KEY = struct.Struct(">hh")
 END_TXN_MARKER = struct.Struct(">hi")
@@ -215,15 +222,18 @@ def build_data_batch(
     """A KRaft data batch of framed metadata records (``messages.metadata.encode_record``), one
     keyless record per value, as bytes. Raises ValueError for no values or an empty value
     (``RecordsIterator`` would reject the batch)."""
-    for value in values:
-        if not value:
-            raise ValueError("KRaft data records need a non-empty value")
-    return build_kraft_batch(
-        [(None, value) for value in values],
+    if not values:
+        raise ValueError("a KRaft batch needs at least one record")
+    if not all(values):
+        raise ValueError("KRaft data records need a non-empty value")
+    return assemble_batch(
+        encode_keyless_records(values),
+        record_count=len(values),
         base_offset=base_offset,
+        last_offset_delta=len(values) - 1,
         partition_leader_epoch=partition_leader_epoch,
-        append_time_ms=append_time_ms,
-        is_control=False,
+        base_timestamp=append_time_ms,
+        max_timestamp=append_time_ms,
         compression=compression,
     )
 

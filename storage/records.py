@@ -29,11 +29,19 @@ Each record (zig-zag varints, ``ByteUtils.writeVarint``/``writeVarlong``)::
 A :class:`RecordBatch` parses only the 61-byte header (one precompiled ``struct`` unpack) and
 keeps a memoryview of the whole batch, so a batch read from a segment can be sent in a Fetch
 response unchanged. Records are decoded on demand.
+
+The two loops every committed record passes through, :meth:`RecordBatch.iter_values` and
+:func:`encode_keyless_records`, have a compiled counterpart (``storage/_crecords.c``, built by
+``pip install`` when a C compiler is there). :data:`COMPILED` says whether it runs;
+``KWIRE_PURE_PYTHON=1`` in the environment chooses the Python loops, which stay the reference:
+the compiled reader hands any record it does not accept to the Python one, so both raise the
+same errors.
 """
 
 from __future__ import annotations
 
 import enum
+import os
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -43,6 +51,16 @@ import crc32c
 from kwire.wire import DecodeError, read_varint, read_varlong, write_varint, write_varlong
 from storage.compression import CompressionType, compress, decompress
 from storage.errors import CorruptRecordError, InvalidRecordError
+
+try:
+    if os.environ.get("KWIRE_PURE_PYTHON"):
+        raise ImportError("KWIRE_PURE_PYTHON is set")
+    from storage import _crecords
+except ImportError:
+    _crecords = None  # type: ignore[assignment]
+
+COMPILED = _crecords is not None
+"""Whether the compiled record loops run (module docstring)."""
 
 Buffer = bytes | bytearray | memoryview
 
@@ -327,6 +345,19 @@ class RecordBatch:
         objects: for readers that only need the values of batches already validated (e.g. a
         state machine scanning committed data). Raises InvalidRecordError (or CompressionError)
         for records that do not parse."""
+        if _crecords is not None:
+            if self.attributes & COMPRESSION_CODEC_MASK == 0:
+                section: Buffer = self._buf[RECORDS_OFFSET:]
+            else:
+                section = self.records_section()
+            try:
+                return iter(_crecords.values(section, self.records_count))
+            except ValueError:
+                pass  # the Python reader raises Kafka's error for the record it stops at
+        return self._iter_values_python()
+
+    def _iter_values_python(self) -> Iterator[bytes | None]:
+        """:meth:`iter_values` in Python (the reference)."""
         data = self.records_section()
         end_of_data = len(data)
         pos = 0
@@ -637,6 +668,21 @@ def build_batch(
         is_control=is_control,
         has_delete_horizon=delete_horizon_ms is not None,
     )
+
+
+def encode_keyless_records(values: Sequence[bytes]) -> bytes:
+    """The records of a KRaft data batch: one keyless record per value at offset deltas 0, 1,
+    ..., timestamp delta 0, no headers; the bytes :func:`encode_record` writes for each, in
+    order. Compiled where :data:`COMPILED`."""
+    if _crecords is not None:
+        try:
+            return bytes(_crecords.keyless_records(values))
+        except TypeError:
+            pass  # a value that is not bytes (a bytearray, a memoryview): the Python loop takes it
+    body = bytearray()
+    for delta, value in enumerate(values):
+        encode_record(body, delta, 0, None, value)
+    return bytes(body)
 
 
 def assemble_batch(

@@ -1,0 +1,6 @@
+"""Types of the compiled record loops (``storage/_crecords.c``)."""
+
+from collections.abc import Sequence
+
+def values(records_section: bytes | bytearray | memoryview, count: int, /) -> list[bytes | None]: ...
+def keyless_records(values: Sequence[bytes], /) -> bytes: ...
