@@ -23,12 +23,13 @@ through ``trio.to_thread`` one at a time). Any storage failure raises
 from __future__ import annotations
 
 import logging
+import struct
 import time
 
 from server.raft.log import LogInvariantError
 from server.raft.types import OffsetAndEpoch
 from storage.log import MetadataLog
-from storage.records import iter_batches
+from storage.records import LOG_OVERHEAD
 from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, RawSnapshotWriter, SnapshotId, delete_snapshot
 
 logger = logging.getLogger(__name__)
@@ -100,28 +101,26 @@ class StorageRaftLog:
     def read(self, start_offset: int, max_bytes: int) -> bytes:
         """Whole batches from the one holding ``start_offset``, across segments, at most
         ``max_bytes`` but at least one batch when any exists; b"" at or past the end."""
-        if start_offset >= self.log.log_end_offset:
+        log = self.log
+        end = log.log_end_offset
+        if start_offset >= end:
             return b""
-        start_offset = max(start_offset, self.log.log_start_offset)
-        out = bytearray()
-        offset = start_offset
-        while offset < self.log.log_end_offset:
-            budget = max_bytes - len(out)
-            if out and budget <= 0:
+        parts: list[bytes] = []
+        size = 0
+        offset = max(start_offset, log.log_start_offset)
+        # one segment's read is the whole answer unless that segment ends first: the parts are
+        # joined only then, so a leader's Fetch answer is not copied again here
+        while offset < end and (not parts or size < max_bytes):
+            records = log.read(offset, max(max_bytes - size, 1)).records
+            if not records or (parts and size + len(records) > max_bytes):
                 break
-            info = self.log.read(offset, max(budget, 1))
-            if not info.records:
+            parts.append(records)
+            size += len(records)
+            next_offset = _next_offset(records)
+            if next_offset is None:
                 break
-            if out and len(out) + len(info.records) > max_bytes:
-                break
-            out += info.records
-            last = None
-            for batch in iter_batches(info.records):
-                last = batch
-            if last is None:
-                break
-            offset = last.next_offset
-        return bytes(out)
+            offset = next_offset
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def latest_snapshot_id(self) -> OffsetAndEpoch | None:
         """The newest frozen snapshot's id, the bootstrap checkpoint excepted; None if none."""
@@ -247,3 +246,20 @@ class StorageRaftLog:
                 f"high watermark {offset} beyond the log end offset {self.log.log_end_offset}"
             )
         self._high_watermark = offset
+
+
+def _next_offset(records: bytes) -> int | None:
+    """The offset after the last whole batch of ``records`` (whole batches, as a segment read
+    returns them), from the batch headers alone; None when there is none."""
+    pos, last = 0, None
+    while pos + _TO_LAST_OFFSET_DELTA.size <= len(records):
+        base_offset, length, _, _, _, _, last_offset_delta = _TO_LAST_OFFSET_DELTA.unpack_from(records, pos)
+        if pos + LOG_OVERHEAD + length > len(records):
+            break
+        last = base_offset + last_offset_delta + 1
+        pos += LOG_OVERHEAD + length
+    return last
+
+
+_TO_LAST_OFFSET_DELTA = struct.Struct(">qiibIhi")
+"""A record batch v2's header up to LastOffsetDelta (``storage.records``)."""

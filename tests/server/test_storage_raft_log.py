@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from server.raft.types import OffsetAndEpoch
 from server.storage_raft_log import StorageRaftLog
 from storage.log import MetadataLog
@@ -49,3 +53,34 @@ def test_a_snapshot_the_log_moved_past_meanwhile_is_deleted(tmp_path: Path) -> N
         raft_log.install_snapshot(newer, newer_data)  # a snapshot from the leader replaced the log
         assert not raft_log.snapshot_frozen(older)
         assert not frozen_path.exists() and raft_log.latest_snapshot_id() == newer
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    sizes=st.lists(st.integers(1, 4), min_size=1, max_size=12),
+    rolls=st.sets(st.integers(1, 11)),
+    start=st.integers(0, 60),
+    max_bytes=st.integers(1, 2_000),
+)
+def test_reads_are_whole_batches_across_segments(
+    tmp_path_factory: pytest.TempPathFactory, sizes: list[int], rolls: set[int], start: int, max_bytes: int
+) -> None:
+    """``read``: from the batch holding ``start``, whole batches in offset order across
+    segments, at most ``max_bytes`` but at least one batch; nothing at or past the end."""
+    with MetadataLog.open(tmp_path_factory.mktemp("log")) as log:
+        raft_log = StorageRaftLog(log)
+        batches = []
+        for i, records in enumerate(sizes):
+            if i in rolls:
+                log.roll()
+            batches.append(data_batch(log.log_end_offset, records=records))
+            raft_log.append(batches[-1])
+        ends = [sum(sizes[: i + 1]) for i in range(len(sizes))]
+        expected = b""
+        for batch, end in zip(batches, ends, strict=True):
+            if end <= start:
+                continue
+            if expected and len(expected) + len(batch) > max_bytes:
+                break
+            expected += batch
+        assert raft_log.read(start, max_bytes) == expected
