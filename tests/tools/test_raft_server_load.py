@@ -24,7 +24,16 @@ from tools.raft_server_load import (
     parse_workload_record,
     record_template,
     workload_value,
+    workload_values,
 )
+
+
+@pytest.mark.parametrize("record_type", ["config", "no-op"])
+def test_values_made_together_each_carry_their_marker(record_type: str) -> None:
+    """Across a change of the counter's digit count, each value keeps the record's size."""
+    values = workload_values(record_template(256, record_type), 4, 9_995, 10, 2)
+    assert [len(v) for v in values] == [256] * 10
+    assert [parse_workload_record(decode_record(v)[0]) for v in values] == [(4, c, 2) for c in range(9_995, 10_005)]
 
 
 @pytest.mark.parametrize("record_type", ["config", "no-op"])
