@@ -19,7 +19,8 @@ starts ``kwire run-standalone`` as a process.)
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -289,6 +290,22 @@ async def test_appends_queued_behind_a_disk_write_leave_as_one_batch(
         node.stop()
 
 
+@asynccontextmanager
+async def _standalone_leader(tmp_path: Path, linger_ms: int, listener: _Batches) -> AsyncIterator[tuple[Node, int]]:
+    """A formatted one-node quorum at ``append.linger.ms`` ``linger_ms``, once it leads and its
+    election's own writes are done: ``(node, epoch)``; stopped on leaving."""
+    config = _config(tmp_path / "data", 1, _free_port(), extra={"controller.quorum.append.linger.ms": str(linger_ms)})
+    assert format_standalone(config, out=lambda line: None)
+    node = Node(config, rng=random.Random(1), run_blocking=_inline, listener=listener)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(node.run)
+        await _until(lambda: node.leader_id == 1)
+        await trio.sleep(1)
+        assert node.epoch is not None
+        yield node, node.epoch
+        node.stop()
+
+
 async def test_appends_within_one_linger_reach_the_core_in_one_step(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
@@ -296,19 +313,14 @@ async def test_appends_within_one_linger_reach_the_core_in_one_step(
     append's linger ends: the core takes them in one step, not one per append, and the batch
     leaves no earlier and no later than Kafka's accumulator would let it (25 ms after the
     first append), with every append's offsets told to the listener."""
-    port = _free_port()
-    config = _config(tmp_path / "data", 1, port, extra={"controller.quorum.append.linger.ms": "25"})
-    assert format_standalone(config, out=lambda line: None)
     results: list[AppendResult] = []
     batches = _Batches()
     batches.handle_append_result = results.append  # type: ignore[method-assign]
-    node = Node(config, rng=random.Random(1), run_blocking=_inline, listener=batches)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(node.run)
-        await _until(lambda: node.leader_id == 1)
+    steps_with_appends: list[tuple[int, int]] = []  # (step time, Node.append calls in it)
+    values = [f"v{i}".encode() for i in range(20)]
+    async with _standalone_leader(tmp_path, 25, batches) as (node, epoch):
         core = node.core
         assert core is not None
-        steps_with_appends: list[tuple[int, int]] = []  # (step time, Node.append calls in it)
         step_many = core.step_many
 
         def counting(now_ms: int, events: Any) -> Any:
@@ -318,16 +330,11 @@ async def test_appends_within_one_linger_reach_the_core_in_one_step(
             return step_many(now_ms, events)
 
         core.step_many = counting  # type: ignore[method-assign]
-        epoch = node.epoch
-        assert epoch is not None
-        await trio.sleep(1)  # the election's own writes are done
         first_ms = node.now_ms()
-        values = [f"v{i}".encode() for i in range(20)]
         for value in values:
             node.append((value,), epoch)
             await trio.sleep(0.001)
         await _until(lambda: any(b"v19" in v for v in batches.committed))
-        node.stop()
     # one batch (a NoOpRecord of the controller's may share it)
     assert [[x for x in v if x.startswith(b"v")] for v in batches.committed if b"v0" in v] == [values]
     assert sum(n for _, n in steps_with_appends) == 20
@@ -343,24 +350,14 @@ async def test_held_appends_that_fill_a_batch_leave_before_the_linger_ends(
 ) -> None:
     """Held appends as big as a batch (8 MiB with the accumulator's framing) reach the core at
     once, as Kafka's accumulator drains a full batch without waiting for the linger."""
-    port = _free_port()
-    config = _config(tmp_path / "data", 1, port, extra={"controller.quorum.append.linger.ms": "60000"})
-    assert format_standalone(config, out=lambda line: None)
     batches = _Batches()
-    node = Node(config, rng=random.Random(1), run_blocking=_inline, listener=batches)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(node.run)
-        await _until(lambda: node.leader_id == 1)
-        epoch = node.epoch
-        assert epoch is not None
-        await trio.sleep(1)
+    async with _standalone_leader(tmp_path, 60_000, batches) as (node, epoch):
         started = trio.current_time()
         big = b"x" * (MAX_BATCH_SIZE_BYTES // 2)
         node.append((big,), epoch)
         node.append((big,), epoch)  # the two cannot share a batch: the first leaves at once
         await _until(lambda: any(len(v) == 1 and len(v[0]) == len(big) for v in batches.committed))
         assert trio.current_time() - started < 30  # well inside the minute's linger
-        node.stop()
 
 
 async def test_a_restarted_former_leader_resigns_again_when_stopped_gracefully(
