@@ -315,7 +315,7 @@ async def test_appends_within_one_linger_reach_the_core_in_one_step(
     first append), with every append's offsets told to the listener."""
     results: list[AppendResult] = []
     batches = _Batches()
-    batches.handle_append_result = results.append  # type: ignore[method-assign]
+    batches.handle_append_result = results.append  # type: ignore[method-assign,assignment]
     steps_with_appends: list[tuple[int, int]] = []  # (step time, Node.append calls in it)
     values = [f"v{i}".encode() for i in range(20)]
     async with _standalone_leader(tmp_path, 25, batches) as (node, epoch):
