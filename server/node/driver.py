@@ -94,7 +94,7 @@ from server.node.raft_target import NodeTarget, RaftListener
 from server.node.registration import ControllerRegistrationManager
 from server.node.security import tls_listeners
 from server.node.startup import controller_config, load_stored_state, new_core
-from server.raft.accumulator import MAX_BATCH_SIZE_BYTES, record_size_upper_bound
+from server.raft.accumulator import MAX_BATCH_SIZE_BYTES, records_size_upper_bound
 from server.raft.core import RaftCore
 from server.raft.events import (
     ClientAppend,
@@ -213,7 +213,7 @@ class Node:
         self._appends: list[ClientAppend] = []
         """Appends held until the linger of the first ends or the next step (:meth:`append`)."""
         self._held_bytes = 0
-        """Their size as the accumulator counts it (``record_size_upper_bound``)."""
+        """Their size as the accumulator counts it (``records_size_upper_bound``)."""
         self._asleep_until_ms: int | None = None
         """While the driving task waits for an item: until when (its earliest deadline)."""
 
@@ -635,7 +635,7 @@ class Node:
         token, self._next_token = self._next_token, self._next_token + 1
         values = tuple(values)
         self._appends.append(ClientAppend(token, values, epoch=epoch, appended_ms=self.now_ms()))
-        self._held_bytes += sum(map(len, values)) + len(values) * record_size_upper_bound(0)
+        self._held_bytes += records_size_upper_bound(values)
         asleep_until = self._asleep_until_ms
         if asleep_until is not None:  # a driving task that is busy looks at the appends before it waits
             due = self._appends_due_ms()

@@ -19,7 +19,7 @@ records before compression.
 
 from __future__ import annotations
 
-__all__ = ["MAX_BATCH_SIZE_BYTES", "BatchAccumulator", "record_size_upper_bound"]
+__all__ = ["MAX_BATCH_SIZE_BYTES", "BatchAccumulator", "record_size_upper_bound", "records_size_upper_bound"]
 
 MAX_BATCH_SIZE_BYTES = 8 * 1024 * 1024
 """``KafkaRaftClient.MAX_BATCH_SIZE_BYTES`` (8 MiB), the default of Kafka 4.x's
@@ -34,6 +34,11 @@ def record_size_upper_bound(value_size: int) -> int:
     batch v2: length varint (<= 5), attributes (1), timestamp and offset deltas (<= 5 + 5), key
     length -1 (1), value length varint (<= 5), the value, header count 0 (1)."""
     return value_size + 23
+
+
+def records_size_upper_bound(values: tuple[bytes, ...] | list[bytes]) -> int:
+    """:func:`record_size_upper_bound` of each of ``values``, summed (without a call per value)."""
+    return sum(map(len, values)) + len(values) * record_size_upper_bound(0)
 
 
 class BatchAccumulator:
@@ -61,14 +66,9 @@ class BatchAccumulator:
     def __len__(self) -> int:
         return self.pending_records
 
-    def fits(self, values: tuple[bytes, ...] | list[bytes]) -> bool:
-        """Whether ``values`` can be one batch at all."""
-        return self._size(values) <= self.max_batch_bytes
-
     @staticmethod
     def _size(values: tuple[bytes, ...] | list[bytes]) -> int:
-        # record_size_upper_bound of each value, summed without a call per value
-        return BATCH_HEADER_BYTES + sum(map(len, values)) + len(values) * record_size_upper_bound(0)
+        return BATCH_HEADER_BYTES + records_size_upper_bound(values)
 
     def append(self, values: tuple[bytes, ...] | list[bytes], now_ms: int) -> bool:
         """Add ``values`` as one all-or-nothing group; False (nothing added) when they cannot fit

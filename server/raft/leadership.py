@@ -58,10 +58,10 @@ def client_append(ctx: RaftContext, now_ms: int, event: ClientAppend) -> AppendR
         return AppendResult(event.token, -1, -1, state.epoch, Errors.NOT_LEADER_OR_FOLLOWER)
     if not event.values or not all(event.values):  # KRaft data records have a value
         return AppendResult(event.token, -1, -1, state.epoch, Errors.INVALID_RECORD)
-    if not state.accumulator.fits(event.values):
-        return AppendResult(event.token, -1, -1, state.epoch, Errors.RECORD_LIST_TOO_LARGE)
     base = ctx.view.log_end_offset() + len(state.accumulator)
-    state.accumulator.append(event.values, now_ms if event.appended_ms is None else min(event.appended_ms, now_ms))
+    appended_ms = now_ms if event.appended_ms is None else min(event.appended_ms, now_ms)
+    if not state.accumulator.append(event.values, appended_ms):  # all or nothing: it cannot be one batch
+        return AppendResult(event.token, -1, -1, state.epoch, Errors.RECORD_LIST_TOO_LARGE)
     if event.drain_now:
         state.accumulator.drain_at(now_ms)
     return AppendResult(event.token, base, base + len(event.values) - 1, state.epoch)
