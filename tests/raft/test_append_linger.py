@@ -46,6 +46,19 @@ def test_records_linger_then_leave_as_one_batch_at_the_promised_offsets() -> Non
     assert context.core.view.log_end_offset() == end + 3
 
 
+def test_a_held_append_lingers_from_the_time_it_was_made() -> None:
+    """``ClientAppend.appended_ms`` (an append a driver held): the linger runs from then, so an
+    append handed over as its linger ends leaves in that step, and one made 10 ms ago leaves
+    15 ms later."""
+    context = make_context(append_linger_ms=25)
+    elect_local_leader(context)
+    end = context.core.view.log_end_offset()
+    out = context.step(ClientAppend(1, (b"late",), appended_ms=context.now - 25))
+    assert _data_batches(out.appends) == [(end, [b"late"])]
+    out = context.step(ClientAppend(2, (b"held",), appended_ms=context.now - 10))
+    assert not out.appends and out.next_deadline_ms == context.now + 15
+
+
 def test_an_append_that_must_not_linger_leaves_with_what_lingered_before() -> None:
     """``ClientAppend.drain_now`` (a controller write, which nothing can join): the open batch,
     with the records lingering before it, is appended in the same step."""
