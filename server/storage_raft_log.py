@@ -23,13 +23,12 @@ through ``trio.to_thread`` one at a time). Any storage failure raises
 from __future__ import annotations
 
 import logging
-import struct
 import time
 
 from server.raft.log import LogInvariantError
 from server.raft.types import OffsetAndEpoch
 from storage.log import MetadataLog
-from storage.records import LOG_OVERHEAD
+from storage.records import next_offset_after
 from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, RawSnapshotWriter, SnapshotId, delete_snapshot
 
 logger = logging.getLogger(__name__)
@@ -116,7 +115,7 @@ class StorageRaftLog:
                 break
             parts.append(records)
             size += len(records)
-            next_offset = _next_offset(records)
+            next_offset = next_offset_after(records)
             if next_offset is None:
                 break
             offset = next_offset
@@ -247,19 +246,3 @@ class StorageRaftLog:
             )
         self._high_watermark = offset
 
-
-def _next_offset(records: bytes) -> int | None:
-    """The offset after the last whole batch of ``records`` (whole batches, as a segment read
-    returns them), from the batch headers alone; None when there is none."""
-    pos, last = 0, None
-    while pos + _TO_LAST_OFFSET_DELTA.size <= len(records):
-        base_offset, length, _, _, _, _, last_offset_delta = _TO_LAST_OFFSET_DELTA.unpack_from(records, pos)
-        if pos + LOG_OVERHEAD + length > len(records):
-            break
-        last = base_offset + last_offset_delta + 1
-        pos += LOG_OVERHEAD + length
-    return last
-
-
-_TO_LAST_OFFSET_DELTA = struct.Struct(">qiibIhi")
-"""A record batch v2's header up to LastOffsetDelta (``storage.records``)."""

@@ -76,6 +76,7 @@ PARTITION_LEADER_EPOCH_OFFSET = 12
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
+LAST_OFFSET_DELTA_OFFSET = 23
 RECORDS_OFFSET = 61
 RECORD_BATCH_OVERHEAD = 61
 RECORD_OVERHEAD_V0 = 14  # LegacyRecord.RECORD_OVERHEAD_V0: the smallest size any magic allows
@@ -797,6 +798,17 @@ def next_batch_size(buf: Buffer, pos: int) -> int | None:
     if remaining < size + LOG_OVERHEAD:
         return None
     return size + LOG_OVERHEAD
+
+
+def next_offset_after(buffer: Buffer) -> int | None:
+    """The offset after the last whole batch of ``buffer``, from the batch headers alone (no
+    batch objects, no CRC check); None when it holds no whole batch. Raises as
+    :func:`next_batch_size`."""
+    pos, after = 0, None
+    while (size := next_batch_size(buffer, pos)) is not None:
+        after = _INT64.unpack_from(buffer, pos)[0] + _INT32.unpack_from(buffer, pos + LAST_OFFSET_DELTA_OFFSET)[0] + 1
+        pos += size
+    return after
 
 
 def iter_batches(buffer: Buffer, start: int = 0) -> Iterator[RecordBatch]:

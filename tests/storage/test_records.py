@@ -22,6 +22,7 @@ from storage.records import (
     build_batch,
     encode_record,
     iter_batches,
+    next_offset_after,
     scan_batches,
     set_base_offset,
     set_partition_leader_epoch,
@@ -301,6 +302,14 @@ def test_iter_and_scan_whole_buffer() -> None:
     result = scan_batches(data, expected_offset=0)
     assert result.valid_bytes == len(data) and result.error is None and not result.torn
     assert result.next_offset == 6
+
+
+def test_next_offset_after_reads_the_headers_up_to_the_last_whole_batch() -> None:
+    data = _three_batches()
+    assert next_offset_after(data) == 6
+    for cut in range(len(data)):
+        whole = list(iter_batches(data[:cut]))
+        assert next_offset_after(data[:cut]) == (whole[-1].next_offset if whole else None), cut
 
 
 def test_scan_stops_at_torn_tail_at_every_cut() -> None:
