@@ -677,7 +677,7 @@ def encode_keyless_records(values: Sequence[bytes]) -> bytes:
     order. Compiled where :data:`COMPILED`."""
     if _crecords is not None:
         try:
-            return bytes(_crecords.keyless_records(values))
+            return _crecords.keyless_records(values)
         except TypeError:
             pass  # a value that is not bytes (a bytearray, a memoryview): the Python loop takes it
     body = bytearray()
