@@ -8,7 +8,9 @@ package never imports trio. Modules, one concept each:
 * :mod:`storage.control` -- control record keys and values (LeaderChange, Voters, snapshot markers)
 * :mod:`storage.index` -- ``.index`` and ``.timeindex`` files
 * :mod:`storage.segment` -- one ``.log`` segment with its indexes, append and recovery
+* :mod:`storage.checkpoint` -- the checkpoint text format those files share
 * :mod:`storage.leader_epoch` -- ``leader-epoch-checkpoint`` and the epoch cache
+* :mod:`storage.offset_checkpoint` -- a broker log directory's four offset checkpoints
 * :mod:`storage.partition_metadata` -- ``partition.metadata``
 * :mod:`storage.producer_snapshot` -- ``<offset>.snapshot`` producer-state files
 * :mod:`storage.log` -- the segmented ``__cluster_metadata-0`` log

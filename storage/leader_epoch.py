@@ -22,11 +22,10 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.errors import InconsistentStateError
+from storage.checkpoint import decode_checkpoint_lines, encode_checkpoint_lines, parse_int
 from storage.fileio import atomic_write, io_errors
 
 LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
-CHECKPOINT_VERSION = 0
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
 
@@ -44,51 +43,17 @@ def encode_checkpoint(entries: list[EpochEntry]) -> bytes:
     """The whole file for ``entries`` in the given order: version line, count line, one
     ``<epoch> <start offset>`` line each, every line ending in ``\\n`` (``CheckpointFile.write``).
     Raises nothing."""
-    lines = [str(CHECKPOINT_VERSION), str(len(entries))]
-    lines += [f"{e.epoch} {e.start_offset}" for e in entries]
-    return ("\n".join(lines) + "\n").encode("utf-8")
+    return encode_checkpoint_lines([(e.epoch, e.start_offset) for e in entries])
 
 
 def decode_checkpoint(data: bytes, location: str = "leader-epoch-checkpoint") -> list[EpochEntry]:
     """Parse the file (``CheckpointReadBuffer.read``). An empty file, or one with only the
     version line, holds no entries. Raises InconsistentStateError when malformed."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InconsistentStateError(f"{location} is not UTF-8") from exc
-    lines = text.splitlines()
-    if not lines:
-        return []
-    try:
-        version = int(lines[0].strip())
-    except ValueError as exc:
-        raise InconsistentStateError(f"Malformed line in checkpoint file ({location}): {lines[0]!r}") from exc
-    if version != CHECKPOINT_VERSION:
-        raise InconsistentStateError(
-            f"Unrecognised version:{version}, expected version: {CHECKPOINT_VERSION} in "
-            f"checkpoint file at: {location}"
-        )
-    if len(lines) < 2:
-        return []
-    try:
-        expected = int(lines[1].strip())
-    except ValueError as exc:
-        raise InconsistentStateError(f"Malformed line in checkpoint file ({location}): {lines[1]!r}") from exc
-    entries: list[EpochEntry] = []
-    for line in lines[2:]:
-        parts = line.split()
-        if len(parts) != 2:
-            raise InconsistentStateError(f"Malformed line in checkpoint file ({location}): {line!r}")
-        try:
-            entries.append(EpochEntry(int(parts[0]), int(parts[1])))
-        except ValueError as exc:
-            raise InconsistentStateError(f"Malformed line in checkpoint file ({location}): {line!r}") from exc
-    if len(entries) != expected:
-        raise InconsistentStateError(
-            f"Expected [{expected}] entries in checkpoint file [{location}], but found only "
-            f"[{len(entries)}]"
-        )
-    return entries
+    return [
+        EpochEntry(parse_int(epoch, location, line), parse_int(offset, location, line))
+        for line in decode_checkpoint_lines(data, location, 2)
+        for epoch, offset in [line]
+    ]
 
 
 class LeaderEpochCache:

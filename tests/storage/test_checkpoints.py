@@ -1,14 +1,22 @@
-"""leader-epoch-checkpoint, partition.metadata and producer snapshot files."""
+"""leader-epoch-checkpoint, the offset checkpoints, partition.metadata and producer snapshot
+files."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kwire.uuid import METADATA_TOPIC_ID, Uuid
 from storage.errors import CorruptRecordError, InconsistentStateError
 from storage.leader_epoch import EpochEntry, LeaderEpochCache, decode_checkpoint, encode_checkpoint
+from storage.offset_checkpoint import (
+    decode_offset_checkpoint,
+    encode_offset_checkpoint,
+    read_offset_checkpoint,
+)
 from storage.partition_metadata import decode_partition_metadata, encode_partition_metadata
 from storage.producer_snapshot import (
     EMPTY_PRODUCER_SNAPSHOT,
@@ -27,6 +35,27 @@ def test_checkpoint_text_format() -> None:
     for bad in (b"1\n0\n", b"0\n2\n0 0\n", b"0\nx\n", b"0\n1\n0 0 0\n", b"0\n1\nA B\n"):
         with pytest.raises(InconsistentStateError):
             decode_checkpoint(bad)
+
+
+def test_offset_checkpoint_text_format(tmp_path: Path) -> None:
+    """``OffsetCheckpointFile``: ``<topic> <partition> <offset>`` lines after version and count."""
+    offsets = {("orders", 0): 5120, ("__consumer_offsets", 49): 0}
+    data = encode_offset_checkpoint(offsets)
+    assert data == b"0\n2\norders 0 5120\n__consumer_offsets 49 0\n"
+    assert decode_offset_checkpoint(data, "x") == offsets
+    assert read_offset_checkpoint(tmp_path / "replication-offset-checkpoint") is None
+    (tmp_path / "replication-offset-checkpoint").write_bytes(data)
+    assert read_offset_checkpoint(tmp_path / "replication-offset-checkpoint") == offsets
+    for bad in (b"0\n1\norders 0\n", b"0\n1\norders x 1\n", b"0\n2\norders 0 1\n", b"2\n0\n"):
+        with pytest.raises(InconsistentStateError):
+            decode_offset_checkpoint(bad, "x")
+
+
+@given(st.dictionaries(
+    st.tuples(st.text("abcXYZ09._-", min_size=1, max_size=20), st.integers(0, 2**31 - 1)),
+    st.integers(0, 2**63 - 1), max_size=20))
+def test_offset_checkpoint_round_trip(offsets: dict[tuple[str, int], int]) -> None:
+    assert decode_offset_checkpoint(encode_offset_checkpoint(offsets), "x") == offsets
 
 
 def test_cache_rules(tmp_path: Path, fsyncs: list[int]) -> None:
