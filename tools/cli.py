@@ -40,7 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "tools.raft_server_load",
         "a controller whose leader writes a steady load, as Kafka's TestRaftServer",
     ),
-    "audit": ("tools.audit", "check a quorum's metadata logs with PySpark"),
+    "audit": ("tools.audit", "check a cluster's metadata logs (PySpark) and its brokers' replicas"),
 }
 
 

@@ -1,8 +1,18 @@
-"""``kwire audit DIR...``: audit the metadata logs of a quorum's node directories with Spark.
+"""``kwire audit DIR...``: audit a cluster's directories.
+
+Each DIR (a directory, ``name=DIR``, or a glob) is told apart by what it holds:
+
+* a metadata log directory (``__cluster_metadata-0``, a controller's): its metadata log is
+  audited with Spark (Raft's safety properties across the quorum's copies);
+* a broker log directory (a directory of ``log.dirs``: topic-partition directories, offset
+  checkpoints): every partition's copies are audited against each other and against the
+  metadata log's history (``--metadata``, else the furthest-reaching metadata log among the
+  DIRs, a broker's own copy included): agreement below the committed point, leader-epoch
+  lineage, acknowledged records lost to an unclean election or a lost disk, stray and orphan
+  directories, corrupt batches.
 
 Exit status: 0 when no invariant is violated (warnings such as a torn tail are allowed), 1 on
-any violation (each printed as ``VIOLATION <invariant> node=<node> offset=<offset>: <detail>``),
-2 on a usage error.
+any violation (each printed as ``VIOLATION <invariant> ...: <detail>``), 2 on a usage error.
 """
 
 from __future__ import annotations
@@ -14,6 +24,7 @@ import sys
 import threading
 import time
 
+from tools.audit.broker_dirs import AuditDir, classify_dirs
 from tools.audit.spark import spark_session
 
 
@@ -32,8 +43,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:  # noqa: ANN001 - argpars
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dirs", nargs="+", metavar="DIR",
-                        help="node directory (metadata.log.dir or its __cluster_metadata-0), "
-                             "optionally name=DIR")
+                        help="a metadata log directory (or its __cluster_metadata-0) or a broker log "
+                             "directory, optionally name=DIR, or a glob")
+    parser.add_argument("--metadata", default=None, metavar="DIR",
+                        help="the metadata log directory whose history the replica audit judges by")
     parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     parser.add_argument("--out", default=None, metavar="REPORT_DIR",
                         help="write summary.json, violations.jsonl, warnings.jsonl and plots here")
@@ -89,21 +102,21 @@ def run(args: argparse.Namespace, spark=None) -> int:  # noqa: ANN001
     SparkSession (left running); otherwise one is started for ``--master`` and stopped."""
     from tools.audit.jobs import run_audit
     from tools.audit.report import summary, write_report
-    from tools.audit.scan import parse_node_dirs
 
     def progress(message: str) -> None:
         if not args.quiet:
             print(f"[audit] {message}", file=sys.stderr, flush=True)
 
     try:
-        nodes = parse_node_dirs(args.dirs)
+        dirs = classify_dirs(args.dirs)
+        history_dirs = [d.metadata_dir for d in dirs if d.metadata_dir] if args.metadata is None else [
+            d.metadata_dir for d in classify_dirs([args.metadata]) if d.metadata_dir]
     except ValueError as exc:
         print(f"kwire audit: {exc}", file=sys.stderr)
         return 2
-    missing = [pdir for _, pdir in nodes if not os.path.isdir(pdir)]
-    if missing:
-        print(f"kwire audit: no metadata log directory at {', '.join(missing)}", file=sys.stderr)
-        return 2
+    if any(d.broker for d in dirs):
+        return _run_replicas(args, dirs, history_dirs, progress, spark)
+    nodes = [(d.name, d.metadata_dir) for d in dirs if d.metadata_dir is not None]
     started = time.monotonic()
     own_session = spark is None
     if own_session:
@@ -139,6 +152,44 @@ def run(args: argparse.Namespace, spark=None) -> int:  # noqa: ANN001
         print(f"audited {len(result.nodes)} nodes, {result.rows} rows in {elapsed:.1f}s: "
               f"{'OK' if result.ok else f'{total} violations'}, {len(result.warnings)} warnings")
     return 0 if result.ok else 1
+
+
+def _run_replicas(args: argparse.Namespace, dirs: list[AuditDir], history_dirs: list[str],
+                  progress, spark) -> int:  # noqa: ANN001
+    """The replica audit of the broker log directories among ``dirs``; the metadata-log audit
+    too, of those that are metadata log directories only (controllers'), when there are any."""
+    from tools.audit.history import newest_history
+    from tools.audit.replicas import audit_replicas, format_finding
+    from tools.audit.report import write_replica_report
+
+    started = time.monotonic()
+    history = newest_history(history_dirs)
+    progress("no metadata log: checks against the metadata are skipped" if history is None
+             else f"metadata history from {history.source} (up to offset {history.end_offset})")
+    result = audit_replicas(dirs, history, progress)
+    elapsed = time.monotonic() - started
+    if args.out:
+        for path in write_replica_report(result, args.out, elapsed):
+            progress(f"wrote {path}")
+    for finding in result.warnings + result.violations:
+        print(format_finding(finding), file=sys.stderr)
+    status = 0 if result.ok else 1
+    controllers = [d for d in dirs if not d.broker]
+    summary: dict = {"replicas": {**result.summary(), "elapsed_s": round(elapsed, 2)}}
+    if controllers:  # their own lines and report; the JSON carries their exit status
+        inner = argparse.Namespace(**{**vars(args), "dirs": [f"{d.name}={d.path}" for d in controllers],
+                                      "json": False,
+                                      "out": None if args.out is None else os.path.join(args.out, "metadata-log")})
+        metadata_status = run(inner, spark)
+        summary["metadata_log"] = {"ok": metadata_status == 0, "nodes": [d.name for d in controllers]}
+        status = max(status, metadata_status)
+    if args.json:
+        print(json.dumps(summary, indent=2, sort_keys=True))
+    else:
+        print(f"audited {len(result.partitions)} partitions, {result.batches} batches "
+              f"({result.bytes_read / 2**20:.1f} MiB) in {elapsed:.1f}s: "
+              f"{'OK' if result.ok else f'{len(result.violations)} violations'}, {len(result.warnings)} warnings")
+    return status
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

@@ -1,6 +1,7 @@
-"""Writing an audit's results: ``summary.json``, ``violations.jsonl``, ``warnings.jsonl`` and PNG
-plots (``timeline.png``, ``records_per_second.png``, ``batch_sizes.png``) with matplotlib's Agg
-backend."""
+"""Writing an audit's results with matplotlib's Agg backend: for the metadata-log audit
+``summary.json``, ``violations.jsonl``, ``warnings.jsonl`` and PNG plots (``timeline.png``,
+``records_per_second.png``, ``batch_sizes.png``); for the replica audit
+:func:`write_replica_report`'s files."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import os
 from typing import Any
 
 from tools.audit.jobs import AuditResult
+from tools.audit.replica_checks import PartitionReport
+from tools.audit.replicas import ReplicaAuditResult
 
 
 def summary(result: AuditResult, elapsed_s: float | None = None) -> dict[str, Any]:
@@ -106,3 +109,63 @@ def write_plots(timeline: dict[str, Any], out_dir: str) -> list[str]:
     plt.close(fig)
     written.append(path)
     return written
+
+
+MAX_PARTITION_PLOTS = 50
+
+
+def write_replica_report(result: ReplicaAuditResult, out_dir: str, elapsed_s: float | None = None) -> list[str]:
+    """The replica audit's files in ``out_dir`` (created): ``replica_summary.json`` (with each
+    partition's facts), ``replica_violations.jsonl``, ``replica_warnings.jsonl``, and a timeline
+    plot for each of the first :data:`MAX_PARTITION_PLOTS` partitions with a violation
+    (``partition-<topic>-<p>.png``). Returns their paths."""
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "replica_summary.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({**result.summary(), "elapsed_s": None if elapsed_s is None else round(elapsed_s, 2),
+                   "partition_reports": [p.summary() for p in result.partitions if p.findings]},
+                  f, indent=2, sort_keys=True)
+    written = [path]
+    for name, rows in (("replica_violations.jsonl", result.violations), ("replica_warnings.jsonl", result.warnings)):
+        path = os.path.join(out_dir, name)
+        with open(path, "w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row.to_dict(), sort_keys=True) + "\n")
+        written.append(path)
+    faulty = [p for p in result.partitions if any(f.severity == "violation" for f in p.findings)]
+    for report in faulty[:MAX_PARTITION_PLOTS]:
+        written.append(_partition_plot(report, result.timelines.get((report.topic, report.partition), {}), out_dir))
+    return written
+
+
+def _partition_plot(report: PartitionReport, timeline: dict[str, list[tuple[int, int, int]]], out_dir: str) -> str:
+    """Each replica's leader epoch over offsets (one band per replica, a step per epoch), its
+    high watermark marked, and the lost offset ranges shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.6 * max(len(timeline), 1)))
+    epochs = sorted({e for spans in timeline.values() for _, _, e in spans})
+    colours = {e: plt.cm.tab10(i % 10) for i, e in enumerate(epochs)}
+    for row, (node, spans) in enumerate(sorted(timeline.items())):
+        for start, end, epoch in spans:
+            ax.barh(row, end - start, left=start, color=colours[epoch], edgecolor="none", height=0.6)
+        mark = report.replicas.get(node, {}).get("high_watermark")
+        if mark is not None:
+            ax.plot([mark, mark], [row - 0.4, row + 0.4], color="black", linewidth=2)
+    for start, end in report.lost:
+        ax.axvspan(start, end, color="red", alpha=0.2)
+    ax.set_yticks(range(len(timeline)), [f"{n}{' (reference)' if n == report.reference else ''}"
+                                         for n in sorted(timeline)])
+    handles = [matplotlib.patches.Patch(color=colours[e], label=f"epoch {e}") for e in epochs]
+    handles.append(matplotlib.patches.Patch(color="red", alpha=0.2, label="lost"))
+    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
+    ax.set_xlabel("offset (black: the replica's high watermark)")
+    ax.set_title(f"{report.topic}-{report.partition}: leader epochs per replica")
+    fig.tight_layout()
+    path = os.path.join(out_dir, f"partition-{report.topic}-{report.partition}.png")
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -1,0 +1,249 @@
+"""The replica audit over synthetic broker log directories (tests/audit/broker_synth.py): each
+check fires on the fault it names, at the offsets it names, and nothing fires on a healthy
+cluster. The same checks on stock brokers' directories: compat/test_replica_audit_stock.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from storage.leader_epoch import EpochEntry
+from tests.audit.broker_synth import Cluster, Copy
+from tools.audit.broker_dirs import classify_dirs, iter_segment
+from tools.audit.cli import main
+from tools.audit.history import read_history
+from tools.audit.replica_checks import BadBytes, BatchSummary
+from tools.audit.replicas import audit_replicas
+
+BROKERS = (101, 102, 103)
+
+
+def healthy() -> Cluster:
+    cluster = Cluster()
+    cluster.partition_record(0, leader=101, isr=list(BROKERS))
+    cluster.change(0, leader=102)  # epoch 1
+    for broker in BROKERS:
+        cluster.copies[broker] = {0: Copy([(0, 5), (0, 5), (1, 4), (1, 6)], high_watermark=20)}
+    return cluster
+
+
+def audit(root: Path, cluster: Cluster, metadata: bool = True):  # noqa: ANN201
+    dirs = classify_dirs([str(d) for d in cluster.write(root)])
+    history = read_history(dirs[0].metadata_dir) if metadata and dirs[0].metadata_dir else None
+    return audit_replicas(dirs, history)
+
+
+def invariants(result, severity: str = "violation") -> list[tuple[str, str | None, int | None, int | None]]:  # noqa: ANN001
+    return sorted((f.invariant, f.node, f.offset, f.end_offset) for f in result.findings if f.severity == severity)
+
+
+def test_healthy_cluster_is_clean(tmp_path: Path) -> None:
+    result = audit(tmp_path, healthy())
+    assert result.ok and not result.findings, [f.to_dict() for f in result.findings]
+    [report] = result.partitions
+    assert (report.reference, report.committed, report.basis, report.lost) == ("102", 20, "high-watermark", [])
+    assert result.batches == 12 and result.bytes_read > 0
+
+
+def test_directories_told_apart(tmp_path: Path) -> None:
+    dirs = healthy().write(tmp_path)
+    (tmp_path / "controller" / "__cluster_metadata-0").mkdir(parents=True)
+    found = classify_dirs([str(tmp_path / "broker-*"), f"ctl={tmp_path / 'controller'}"])
+    assert [(d.name, d.broker, d.metadata_dir is not None) for d in found] == [
+        ("101", True, True), ("102", True, False), ("103", True, False), ("ctl", False, True)]
+    assert [d.path for d in found[:3]] == [str(d) for d in dirs]
+    (tmp_path / "empty").mkdir()
+    for bad in ([str(tmp_path / "empty")], [str(tmp_path / "nothing-*")], [str(tmp_path / "missing")]):
+        with pytest.raises(ValueError):
+            classify_dirs(bad)
+
+
+def test_unclean_election_names_the_lost_offsets(tmp_path: Path) -> None:
+    """101 led epoch 0 alone (ISR [101]) and had 15 records acknowledged; 102 was elected
+    outside the ISR and wrote epoch 1 from offset 10. Offsets 10-14 are lost, and the cause is
+    the PartitionChangeRecord of the unclean election."""
+    cluster = Cluster()
+    cluster.partition_record(0, leader=101, isr=list(BROKERS))
+    cluster.change(0, isr=[101])
+    cluster.change(0, leader=102, isr=[102], recovering=True)
+    cluster.copies = {
+        101: {0: Copy([(0, 5), (0, 5), (0, 5)], high_watermark=15)},
+        102: {0: Copy([(0, 5), (0, 5), (1, 3)], high_watermark=13)},
+        103: {0: Copy([(0, 5), (0, 5), (1, 3)], high_watermark=13)},
+    }
+    result = audit(tmp_path, cluster)
+    assert invariants(result) == [("lost_acknowledged_data", "101", 10, 15)]
+    [lost] = result.violations
+    assert lost.epochs == (0,)
+    assert lost.cause == ("PartitionChangeRecord at metadata offset 3 made broker 102 leader in epoch 1, outside "
+                          "the ISR [101]: an unclean election (leader recovery state RECOVERING)")
+    assert result.lost == [{"topic": "orders", "partition": 0, "start": 10, "end": 15}]
+
+
+def test_lost_leader_disk(tmp_path: Path) -> None:
+    """The only ISR member lost its disk and came back empty as leader: what the others held
+    below their high watermarks is lost; its own log is below its checkpointed high watermark."""
+    cluster = Cluster()
+    cluster.partition_record(0, leader=101, isr=list(BROKERS))
+    cluster.change(0, isr=[101])
+    cluster.change(0, leader=101)  # re-elected from the ISR after its restart: epoch 1
+    cluster.copies = {
+        101: {0: Copy([(1, 4)], high_watermark=12)},
+        102: {0: Copy([(0, 6), (0, 6)], high_watermark=12)},
+        103: {0: Copy([(0, 6)], high_watermark=6)},
+    }
+    result = audit(tmp_path, cluster)
+    assert invariants(result) == [
+        ("log_below_high_watermark", "101", 4, 12),
+        ("lost_acknowledged_data", "102", 0, 12), ("lost_acknowledged_data", "103", 0, 6)]
+    assert result.lost == [{"topic": "orders", "partition": 0, "start": 0, "end": 12}]
+
+
+def test_only_in_sync_replica_lost(tmp_path: Path) -> None:
+    """The ISR shrank to 101, which alone acknowledged offsets 10-14, then lost its copy (its
+    directory is gone, its checkpoint is not): those offsets are on no surviving replica."""
+    cluster = Cluster()
+    cluster.partition_record(0, leader=101, isr=list(BROKERS))
+    cluster.change(0, isr=[101])
+    cluster.change(0, leader=-1)  # 101 fenced: no leader, the ISR keeps it
+    cluster.copies = {
+        101: {0: Copy([(0, 5), (0, 5), (0, 5)], high_watermark=15)},
+        102: {0: Copy([(0, 5), (0, 5)], high_watermark=10)},
+        103: {0: Copy([(0, 5), (0, 5)], high_watermark=10)},
+    }
+    dirs = cluster.write(tmp_path)
+    shutil.rmtree(dirs[0] / "orders-0")
+    found = classify_dirs([str(d) for d in dirs])
+    result = audit_replicas(found, read_history(found[0].metadata_dir))
+    assert invariants(result) == [("lost_acknowledged_data", "101", 10, 15), ("missing_replica", "101", None, None)]
+    assert result.lost == [{"topic": "orders", "partition": 0, "start": 10, "end": 15}]
+    assert any("101 itself holds them only up to 0" in f.detail for f in result.violations)
+
+
+def test_uncommitted_tail_is_a_warning_and_a_fork_below_it_is_not(tmp_path: Path) -> None:
+    cluster = healthy()
+    cluster.copies[103][0] = Copy([(0, 5), (0, 5), (1, 4), (1, 6), (1, 3)], high_watermark=20)
+    cluster.copies[101][0] = Copy([(0, 5), (0, 5), (0, 2)], high_watermark=10)  # stale epoch-0 tail
+    result = audit(tmp_path, cluster)
+    assert invariants(result) == []
+    assert invariants(result, "warning") == [("divergent_uncommitted_tail", "101", 10, 12),
+                                             ("divergent_uncommitted_tail", "103", 20, 23)]
+    # without high watermarks the committed point is the ISR's smallest log end (20)
+    cluster = healthy()
+    for broker in BROKERS:
+        cluster.copies[broker][0].high_watermark = None
+    cluster.copies[103][0].salt = b"x"
+    cluster.copies[103][0].epochs = None
+    result = audit(tmp_path / "fork", cluster)
+    assert invariants(result) == [("replica_divergence", "103", 0, 20)]
+    assert result.partitions[0].basis == "isr-log-end"
+
+
+def test_corrupt_batch_and_torn_tail(tmp_path: Path) -> None:
+    dirs = healthy().write(tmp_path)
+    first = dirs[1] / "orders-0" / f"{0:020d}.log"
+    data = bytearray(first.read_bytes())
+    data[-3] ^= 0xFF  # the last batch of the first segment: not the replica's tail
+    first.write_bytes(bytes(data))
+    last = dirs[2] / "orders-0" / f"{14:020d}.log"
+    last.write_bytes(last.read_bytes() + b"\x00" * 7)
+    found = classify_dirs([str(d) for d in dirs])
+    result = audit_replicas(found, read_history(found[0].metadata_dir))
+    assert invariants(result) == [("corrupt_batch", "102", 10, None)]  # 102 leads: nothing counts as lost
+    assert invariants(result, "warning") == [("torn_tail", "103", None, None)]
+    torn = [f for f in result.findings if f.invariant == "torn_tail"]
+    assert "7 bytes at the end" in torn[0].detail
+
+
+def test_segment_read_in_chunks(tmp_path: Path) -> None:
+    """A chunk smaller than a batch still yields every batch whole."""
+    dirs = healthy().write(tmp_path)
+    path = str(dirs[0] / "orders-0" / f"{0:020d}.log")
+    whole = list(iter_segment(path, True))
+    assert list(iter_segment(path, True, chunk_bytes=7)) == whole
+    assert [b.base_offset for b in whole if isinstance(b, BatchSummary)] == [0, 5, 10]
+    with open(path, "ab") as f:
+        f.write(b"\xff" * 20)  # an impossible size field
+    tail = list(iter_segment(path, True, chunk_bytes=7))[-1]
+    assert isinstance(tail, BadBytes) and tail.size == 20 and "unframeable" in tail.detail
+
+
+def test_epoch_checkpoint_checks(tmp_path: Path) -> None:
+    cluster = healthy()
+    cluster.copies[102][0].epochs = [EpochEntry(0, 0), EpochEntry(1, 14)]  # epoch 1 starts at 10
+    cluster.copies[103][0].epochs = [EpochEntry(1, 0), EpochEntry(0, 10)]
+    cluster.copies[101][0] = Copy([(0, 5), (0, 5), (7, 4), (7, 6)], high_watermark=10)
+    result = audit(tmp_path, cluster)
+    got = invariants(result)
+    assert ("leader_epoch_checkpoint", "102", 10, None) in got  # below the recovery point: a violation
+    assert ("leader_epoch_checkpoint", "103", 10, None) in got
+    assert ("epoch_not_in_metadata", "101", 10, None) in got
+
+
+def test_directories_against_the_metadata(tmp_path: Path) -> None:
+    cluster = healthy()
+    cluster.change(0, replicas=[101, 102], isr=[101, 102])
+    from kwire.uuid import Uuid
+
+    cluster.copies[101][1] = Copy([(0, 2)], high_watermark=2, topic_id=Uuid(bytes(15) + b"\x43"))
+    result = audit(tmp_path, cluster)
+    got = invariants(result)
+    assert ("stray_replica", "103", None, None) in got
+    assert ("orphan_partition", "101", None, None) in got  # partition 1 does not exist
+    # a broker the partition is assigned to, without its directory
+    cluster = healthy()
+    dirs = cluster.write(tmp_path / "missing")
+    (dirs[2] / "orders-0" / "partition.metadata").write_bytes(b"version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAQw")
+    found = classify_dirs([str(d) for d in dirs])
+    result = audit_replicas(found, read_history(found[0].metadata_dir))
+    assert ("orphan_partition", "103", None, None) not in invariants(result)
+    assert ("topic_id_mismatch", "103", None, None) in invariants(result)
+    os.rename(dirs[1] / "orders-0", dirs[1] / ("orders-0." + "a" * 32 + "-stray"))
+    result = audit_replicas(found, read_history(found[0].metadata_dir))
+    assert ("missing_replica", "102", None, None) in invariants(result)
+    assert ("stray_directory", "102", None, None) in invariants(result, "warning")
+
+
+def test_deleted_topic_left_on_disk(tmp_path: Path) -> None:
+    cluster = healthy()
+    cluster.remove_topic()
+    result = audit(tmp_path, cluster)
+    assert invariants(result) == [("orphan_partition", str(b), None, None) for b in BROKERS]
+
+
+def test_without_metadata(tmp_path: Path) -> None:
+    """No metadata log: the reference is the replica of the newest epoch, and the checks that
+    need the metadata are skipped."""
+    cluster = healthy()
+    cluster.copies[103][0] = Copy([(0, 5), (0, 5), (0, 5)], high_watermark=15)
+    cluster.metadata = []
+    result = audit(tmp_path, cluster, metadata=False)
+    assert result.metadata_source is None
+    assert invariants(result) == [("lost_acknowledged_data", "103", 10, 15)]
+    assert result.violations[0].cause == "101 continues from offset 10 in leader epoch 1 (no metadata record for it)"
+
+
+def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``kwire audit`` on broker log directories: exit status, lines, JSON and report files."""
+    dirs = healthy().write(tmp_path / "ok")
+    assert main([str(tmp_path / "ok" / "broker-*"), "--json", "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["replicas"]["ok"] and out["replicas"]["partitions"] == 1
+    assert out["replicas"]["metadata_source"] == str(dirs[0] / "__cluster_metadata-0")
+    cluster = healthy()
+    cluster.copies[103][0] = Copy([(0, 5), (0, 5), (0, 5), (0, 5), (0, 4)], high_watermark=24)
+    cluster.write(tmp_path / "bad")
+    report = tmp_path / "report"
+    assert main([str(tmp_path / "bad" / "broker-*"), "--quiet", "--out", str(report)]) == 1
+    err = capsys.readouterr().err
+    assert "VIOLATION lost_acknowledged_data topic=orders partition=0 node=103 offsets=10-23" in err
+    lines = (report / "replica_violations.jsonl").read_text().splitlines()
+    assert [json.loads(line)["invariant"] for line in lines] == ["lost_acknowledged_data"]
+    assert (report / "partition-orders-0.png").stat().st_size > 0
+    assert json.loads((report / "replica_summary.json").read_text())["lost"] == [
+        {"topic": "orders", "partition": 0, "start": 10, "end": 24}]
+    assert main([str(tmp_path / "nothing-*")]) == 2

@@ -1,0 +1,282 @@
+"""Brokers' log directories (their ``log.dirs``) as the replica audit reads them: telling them
+apart from metadata directories, their offset checkpoints, and every topic-partition copy in
+them, batch by batch. Read-only: nothing here writes, locks or recovers a file.
+
+Layout read (``LogManager``, ``UnifiedLog``, ``LocalLog``)::
+
+    <log dir>/meta.properties                       node.id, directory.id
+    <log dir>/replication-offset-checkpoint         high watermarks      storage.offset_checkpoint
+    <log dir>/recovery-point-offset-checkpoint      recovery points
+    <log dir>/log-start-offset-checkpoint           log start offsets
+    <log dir>/cleaner-offset-checkpoint             compacted up to
+    <log dir>/<topic>-<partition>/<20-digit base offset>.log      segments
+    <log dir>/<topic>-<partition>/leader-epoch-checkpoint         storage.leader_epoch
+    <log dir>/<topic>-<partition>/partition.metadata              storage.partition_metadata
+    <log dir>/__cluster_metadata-0/                  a broker's copy of the metadata log
+
+Partition directories renamed for deletion (``.<id>-delete``), a JBOD move in progress
+(``.<id>-future``) or a replica the broker found stray (``.<id>-stray``, KIP-858) are listed
+with their suffix and not audited as replicas.
+
+A segment is read in chunks of :data:`READ_CHUNK_BYTES` (grown to fit one batch larger than
+that), so the memory of a scan is one chunk plus one :class:`~tools.audit.replica_checks.BatchSummary`
+per batch of the partition being checked, whatever the size of the files.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from kwire.topics import METADATA_PARTITION_DIR
+from tools.audit.replica_checks import BadBytes, BatchSummary, ReplicaView
+from tools.audit.scan import NodeDir, node_names
+
+READ_CHUNK_BYTES = 8 * 1024 * 1024
+SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
+PARTITION_DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.(?P<id>[0-9a-f]{32})-(?P<suffix>delete|future|stray))?$")
+
+
+@dataclass(frozen=True, slots=True)
+class AuditDir:
+    """One directory given to ``kwire audit``: ``metadata_dir`` is its ``__cluster_metadata-0``
+    (None when it holds no metadata log), ``broker``: it holds topic-partition directories or a
+    broker's offset checkpoints (a directory of ``log.dirs``)."""
+
+    name: str
+    path: str
+    metadata_dir: str | None
+    broker: bool
+    node_id: int | None
+    directory_id: str | None
+
+
+@dataclass
+class PartitionDir:
+    """A topic-partition directory of a log directory; ``suffix`` is ``delete``, ``future`` or
+    ``stray`` for one Kafka renamed, None for a live replica."""
+
+    topic: str
+    partition: int
+    path: str
+    suffix: str | None = None
+
+
+@dataclass
+class LogDir:
+    """A broker log directory: its node name, broker id, offset checkpoints (``(topic,
+    partition) -> offset``; ``errors`` names each that could not be read) and partitions."""
+
+    node: str
+    path: str
+    broker_id: int | None
+    high_watermarks: dict[tuple[str, int], int] = field(default_factory=dict)
+    recovery_points: dict[tuple[str, int], int] = field(default_factory=dict)
+    log_starts: dict[tuple[str, int], int] = field(default_factory=dict)
+    cleaner_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    partitions: list[PartitionDir] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _is_broker_dir(path: str, names: Sequence[str]) -> bool:
+    from storage.offset_checkpoint import OFFSET_CHECKPOINT_FILES
+
+    if any(n in OFFSET_CHECKPOINT_FILES for n in names):
+        return True
+    return any(n != METADATA_PARTITION_DIR and PARTITION_DIR_RE.match(n) and os.path.isdir(os.path.join(path, n))
+               for n in names)
+
+
+def expand_dir_args(items: Sequence[str]) -> list[tuple[str | None, str]]:
+    """``[(explicit name or None, path)]`` from ``DIR``, ``name=DIR`` or glob items (a glob
+    matching nothing, or naming a file, is a usage error: ValueError)."""
+    out: list[tuple[str | None, str]] = []
+    for raw in items:
+        item = raw.strip()
+        if not item:
+            continue
+        name = None
+        if "=" in item and not os.path.exists(item):
+            name, item = item.split("=", 1)
+        if glob.has_magic(item):
+            matches = sorted(p for p in glob.glob(item) if os.path.isdir(p))
+            if not matches:
+                raise ValueError(f"no directory matches {item!r}")
+            if name is not None and len(matches) > 1:
+                raise ValueError(f"{name}={item} matches {len(matches)} directories; a name needs one")
+            out += [(name, p) for p in matches]
+        else:
+            out.append((name, item))
+    if not out:
+        raise ValueError("no directories given")
+    return out
+
+
+def classify_dirs(items: Sequence[str]) -> list[AuditDir]:
+    """Each directory of ``items`` (see :func:`expand_dir_args`), told apart: a metadata log
+    directory (``__cluster_metadata-0`` in it, or that directory itself), a broker log
+    directory, or both (a broker's first log dir holds its copy of the metadata log). Names come
+    from ``name=`` or ``meta.properties`` (:func:`tools.audit.scan.node_names`). Raises
+    ValueError for a directory that is neither, or is missing, or for colliding names."""
+    from storage.errors import StorageError
+    from storage.meta_properties import read_meta_properties
+
+    found = []
+    for name, raw in expand_dir_args(items):
+        path = os.path.abspath(raw)
+        if os.path.basename(path) == METADATA_PARTITION_DIR:
+            path = os.path.dirname(path)
+        if not os.path.isdir(path):
+            raise ValueError(f"no directory at {raw}")
+        names = os.listdir(path)
+        metadata_dir = os.path.join(path, METADATA_PARTITION_DIR) if METADATA_PARTITION_DIR in names else None
+        broker = _is_broker_dir(path, names)
+        if metadata_dir is None and not broker:
+            raise ValueError(f"{raw} holds neither a metadata log ({METADATA_PARTITION_DIR}) nor topic partitions")
+        try:
+            meta = None if name else read_meta_properties(path)
+        except StorageError:
+            meta = None
+        found.append((path, metadata_dir, broker, NodeDir(
+            path, os.path.basename(path), explicit=name,
+            node_id=meta.node_id if meta else None,
+            directory_id=str(meta.directory_id) if meta and meta.directory_id else None)))
+    names = node_names([d for *_, d in found])
+    return [AuditDir(n, path, mdir, broker, d.node_id, d.directory_id)
+            for n, (path, mdir, broker, d) in zip(names, found, strict=True)]
+
+
+def read_log_dir(audit_dir: AuditDir) -> LogDir:
+    """The offset checkpoints and partition directories of a broker log directory. A
+    checkpoint that cannot be read is named in ``errors`` and counts as absent."""
+    from storage.errors import StorageError
+    from storage.offset_checkpoint import (
+        CLEANER_OFFSET_CHECKPOINT,
+        LOG_START_OFFSET_CHECKPOINT,
+        RECOVERY_POINT_OFFSET_CHECKPOINT,
+        REPLICATION_OFFSET_CHECKPOINT,
+        read_offset_checkpoint,
+    )
+
+    log_dir = LogDir(audit_dir.name, audit_dir.path, audit_dir.node_id)
+    for file_name, attr in ((REPLICATION_OFFSET_CHECKPOINT, "high_watermarks"),
+                            (RECOVERY_POINT_OFFSET_CHECKPOINT, "recovery_points"),
+                            (LOG_START_OFFSET_CHECKPOINT, "log_starts"),
+                            (CLEANER_OFFSET_CHECKPOINT, "cleaner_offsets")):
+        try:
+            setattr(log_dir, attr, read_offset_checkpoint(os.path.join(audit_dir.path, file_name)) or {})
+        except StorageError as exc:
+            log_dir.errors.append(f"{file_name}: {exc}")
+    for entry in sorted(os.listdir(audit_dir.path)):
+        match = PARTITION_DIR_RE.match(entry)
+        path = os.path.join(audit_dir.path, entry)
+        if match is None or entry == METADATA_PARTITION_DIR or not os.path.isdir(path):
+            continue
+        log_dir.partitions.append(PartitionDir(match["topic"], int(match["partition"]), path, match["suffix"]))
+    return log_dir
+
+
+def segment_paths(partition_dir: str) -> list[str]:
+    """The ``.log`` segments of a partition directory, in base offset order."""
+    try:
+        names = os.listdir(partition_dir)
+    except OSError:
+        return []
+    return [os.path.join(partition_dir, n) for n in sorted(names) if SEGMENT_RE.match(n)]
+
+
+def iter_segment(path: str, last_segment: bool, chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[BatchSummary | BadBytes]:
+    """The batches of one segment, read ``chunk_bytes`` at a time, as summaries (CRC checked);
+    then, if bytes follow that are no batch (a torn tail, an impossible size or magic), one
+    :class:`BadBytes` covering them to the end of the file, after which nothing more is read
+    (Kafka's recovery stops there too). Never raises for bad content; an unreadable file is one
+    BadBytes."""
+    from storage.errors import CorruptRecordError
+    from storage.records import RecordBatch, next_batch_size
+
+    file_name = os.path.basename(path)
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below, the generator may stop early
+    except OSError as exc:
+        yield BadBytes(file_name, 0, 0, f"unreadable: {exc}", last_segment)
+        return
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        buf = b""
+        base = 0  # file position of buf[0]
+        while True:
+            view = memoryview(buf)
+            pos = 0
+            while True:
+                try:
+                    batch_size = next_batch_size(view, pos)
+                except CorruptRecordError as exc:
+                    yield BadBytes(file_name, base + pos, size - base - pos, f"unframeable bytes: {exc}", last_segment)
+                    return
+                if batch_size is None:
+                    break
+                batch = RecordBatch(view[pos:pos + batch_size])
+                yield BatchSummary(batch.base_offset, batch.last_offset, batch.partition_leader_epoch, batch.crc,
+                                   batch.is_valid(), file_name, base + pos, batch_size)
+                pos += batch_size
+            rest = bytes(view[pos:])
+            view.release()
+            base += pos
+            want = max(chunk_bytes, _needed(rest) - len(rest))
+            try:
+                more = f.read(want)
+            except OSError as exc:
+                yield BadBytes(file_name, base, size - base, f"unreadable: {exc}", last_segment)
+                return
+            if not more:
+                if rest:
+                    yield BadBytes(file_name, base, len(rest), f"torn batch: {len(rest)} bytes at the end of the file",
+                                   last_segment)
+                return
+            buf = rest + more
+
+
+def _needed(rest: bytes) -> int:
+    """Bytes the batch starting ``rest`` needs in all (its size field, once there)."""
+    from storage.records import LOG_OVERHEAD
+
+    if len(rest) < LOG_OVERHEAD:
+        return LOG_OVERHEAD
+    return int.from_bytes(rest[8:12], "big", signed=True) + LOG_OVERHEAD
+
+
+def read_replica(log_dir: LogDir, part: PartitionDir) -> ReplicaView:
+    """One partition copy of ``log_dir``: its batches, bad bytes, epoch checkpoint, topic id
+    and its entries in the log directory's offset checkpoints."""
+    from storage.errors import StorageError
+    from storage.leader_epoch import LEADER_EPOCH_CHECKPOINT_FILE, decode_checkpoint
+    from storage.partition_metadata import PARTITION_METADATA_FILE, decode_partition_metadata
+
+    key = (part.topic, part.partition)
+    view = ReplicaView(
+        log_dir.node, log_dir.broker_id,
+        high_watermark=log_dir.high_watermarks.get(key), recovery_point=log_dir.recovery_points.get(key),
+        log_start_offset=log_dir.log_starts.get(key), cleaner_offset=log_dir.cleaner_offsets.get(key),
+    )
+    epoch_path = os.path.join(part.path, LEADER_EPOCH_CHECKPOINT_FILE)
+    try:
+        with open(epoch_path, "rb") as f:
+            view.epochs = decode_checkpoint(f.read(), epoch_path)
+    except (OSError, StorageError) as exc:
+        view.epochs_error = str(exc)
+    try:
+        with open(os.path.join(part.path, PARTITION_METADATA_FILE), "rb") as f:
+            view.topic_id = str(decode_partition_metadata(f.read()))
+    except (OSError, StorageError):
+        view.topic_id = None
+    segments = segment_paths(part.path)
+    for i, path in enumerate(segments):
+        for item in iter_segment(path, i == len(segments) - 1):
+            if isinstance(item, BatchSummary):
+                view.batches.append(item)
+            else:
+                view.bad.append(item)
+    return view

@@ -1,0 +1,487 @@
+"""The checks of one topic-partition's replicas, read from brokers' log directories, against
+each other and against the metadata log's history of the partition. Pure: the scan
+(:mod:`tools.audit.broker_dirs`) and the history (:mod:`tools.audit.history`) build the inputs;
+:func:`check_partition` returns what it found.
+
+Kafka's replication rules these checks rest on (``ReplicaManager``, ``Partition``,
+``UnifiedLog``, ``LeaderEpochFileCache``):
+
+* a follower appends the leader's batches as they are (``appendAsFollower``): below the point
+  where two replicas' histories part, their batches are byte-identical, so base offset, last
+  offset, partition leader epoch and CRC compare them without decompressing anything;
+* a broker's high watermark (``replication-offset-checkpoint``) never exceeds what the leader
+  had committed when the broker learned it: every offset below any replica's checkpointed high
+  watermark was acknowledged to ``acks=all`` producers;
+* a follower truncates to the leader's log on its next fetch (KIP-101/279 epoch validation),
+  so a divergent tail above every high watermark is the normal state of a replica that was
+  down during an election, not a fault;
+* the batches of leader epoch ``e`` sit at offsets from the ``leader-epoch-checkpoint`` entry
+  of ``e`` up to the next entry's; the partition leader epochs are the ones the controller
+  gave out (``PartitionRegistration.merge``: every PartitionChangeRecord with a leader field
+  other than -2 starts a new epoch).
+
+Invariant names, as the report prints them (severity in brackets):
+
+``corrupt_batch`` [violation] / ``torn_tail`` [warning]
+    A batch whose CRC does not match, or bytes that cannot be framed as a batch; at the tail of
+    the last segment recovery truncates them, so only a warning there.
+``offsets_not_increasing`` / ``offset_gap`` [violation]
+    A batch that does not start after the previous one ends; a hole between two batches where
+    the cleaner has not compacted (below ``cleaner-offset-checkpoint`` a compacted partition has
+    holes by design).
+``log_below_high_watermark`` [violation]
+    The replica's log ends below its own checkpointed high watermark: it lost records it knew
+    to be committed (a wiped or truncated disk).
+``leader_epoch_checkpoint`` [violation below the recovery point, warning above it]
+    Checkpoint entries not ascending, or a batch whose epoch is not the one its offset's entry
+    names. Above ``recovery-point-offset-checkpoint`` Kafka rebuilds the entries when it
+    recovers the segment, so a mismatch there is a warning.
+``epoch_not_in_metadata`` [violation]
+    A leader epoch in the replica's batches or checkpoint that no PartitionRecord or
+    PartitionChangeRecord gave out.
+``lost_acknowledged_data`` [violation]
+    Offsets below a replica's high watermark (acknowledged) that the reference replica (the
+    leader the metadata names, else the replica of the newest epoch) does not hold, or holds
+    other batches at: the signature of an unclean election or a lost disk. The replica need not
+    hold them itself any more: a high watermark left in ``replication-offset-checkpoint`` by a
+    copy whose directory is gone counts too. Named by offset range, the epochs of the lost
+    batches where they are still on disk, and the metadata record that started the reference's
+    epoch there.
+``replica_divergence`` [violation] / ``divergent_uncommitted_tail`` [warning]
+    A replica of the ISR whose copy parts from the reference's below the committed point, when
+    it has no high watermark to say what it had acknowledged (the committed point is then the
+    ISR's smallest log end); and a divergent tail above the replica's own high watermark (or of a
+    replica out of the ISR), which it truncates when it fetches again: what a leader that
+    crashed with unreplicated records leaves behind.
+``topic_id_mismatch`` / ``stray_replica`` / ``missing_replica`` [violation]
+    ``partition.metadata`` names another topic id than the metadata's; a replica on a broker the
+    partition is not assigned to; a broker the partition is assigned to, whose log directory was
+    given, without the partition's directory (or with only its checkpointed high watermark).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from storage.leader_epoch import EpochEntry
+
+VIOLATION = "violation"
+WARNING = "warning"
+RECOVERING = 1
+"""PartitionRecord.LeaderRecoveryState after an unclean election (``LeaderRecoveryState``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSummary:
+    """One batch's header as a segment holds it: offsets (inclusive), partition leader epoch,
+    stored CRC and whether it matches, and where it is (file name, byte position and size)."""
+
+    base_offset: int
+    last_offset: int
+    epoch: int
+    crc: int
+    crc_valid: bool
+    file: str
+    position: int
+    size: int
+
+    def same_as(self, other: BatchSummary) -> bool:
+        """Both replicas hold this batch: same offsets, epoch and CRC."""
+        return (self.base_offset, self.last_offset, self.epoch, self.crc) == (
+            other.base_offset, other.last_offset, other.epoch, other.crc)
+
+
+@dataclass(frozen=True, slots=True)
+class BadBytes:
+    """Bytes of a segment that are no batch: ``detail`` says why; ``at_tail``: they run to the
+    end of the replica's last segment (what recovery truncates)."""
+
+    file: str
+    position: int
+    size: int
+    detail: str
+    at_tail: bool
+
+
+@dataclass
+class ReplicaView:
+    """One broker's copy of a partition: its batches in offset order (every segment, CRC-invalid
+    ones included), unframeable bytes, its ``leader-epoch-checkpoint`` entries (None when the
+    file is missing or unreadable, ``epochs_error`` saying why), the partition's entries in the
+    log directory's offset checkpoints (None where it has none) and its ``partition.metadata``
+    topic id (base64, None when missing). A copy whose directory is gone but whose high
+    watermark the checkpoint kept has ``on_disk`` false and no batches."""
+
+    node: str
+    broker_id: int | None
+    batches: list[BatchSummary] = field(default_factory=list)
+    bad: list[BadBytes] = field(default_factory=list)
+    epochs: list[EpochEntry] | None = None
+    epochs_error: str | None = None
+    high_watermark: int | None = None
+    recovery_point: int | None = None
+    log_start_offset: int | None = None
+    cleaner_offset: int | None = None
+    topic_id: str | None = None
+    on_disk: bool = True
+    """False: the log directory has no copy, only the high watermark its checkpoint kept."""
+
+    @property
+    def valid_batches(self) -> list[BatchSummary]:
+        return [b for b in self.batches if b.crc_valid]
+
+    @property
+    def log_start(self) -> int:
+        """The first offset the replica holds: its checkpointed log start offset or its first
+        batch's base offset, whichever is larger (0 for an empty log)."""
+        first = self.batches[0].base_offset if self.batches else 0
+        return max(first, self.log_start_offset or 0)
+
+    @property
+    def log_end(self) -> int:
+        """The offset after its last valid batch (its log end offset once recovered)."""
+        valid = self.valid_batches
+        return valid[-1].last_offset + 1 if valid else self.log_start
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """The partition as one metadata record left it: ``record`` (PartitionRecord or
+    PartitionChangeRecord) at ``metadata_offset`` (-1 for one read from a snapshot)."""
+
+    metadata_offset: int
+    record: str
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    leader_recovery_state: int
+
+
+@dataclass
+class PartitionHistory:
+    """The metadata log's states of one partition, oldest first. ``complete``: the history
+    starts at the PartitionRecord that created the partition (not at a snapshot of it)."""
+
+    topic_id: str
+    states: list[PartitionState]
+    complete: bool
+
+    def started_epoch(self, epoch: int) -> tuple[PartitionState, PartitionState | None] | None:
+        """The state that started leader epoch ``epoch`` and the one before it, None when the
+        history does not hold it."""
+        for i, state in enumerate(self.states):
+            if state.leader_epoch == epoch:
+                return state, self.states[i - 1] if i else None
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One violation or warning of a partition, ``node`` its replica (None: the partition as a
+    whole), ``[offset, end_offset)`` the offsets it concerns where it concerns some."""
+
+    invariant: str
+    severity: str
+    topic: str
+    partition: int
+    node: str | None
+    offset: int | None
+    detail: str
+    end_offset: int | None = None
+    epochs: tuple[int, ...] = ()
+    cause: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "invariant": self.invariant, "severity": self.severity, "topic": self.topic,
+            "partition": self.partition, "node": self.node, "offset": self.offset,
+            "end_offset": self.end_offset, "epochs": list(self.epochs), "cause": self.cause,
+            "detail": self.detail,
+        }
+
+
+@dataclass
+class PartitionReport:
+    """What :func:`check_partition` found, and the facts it judged by: the reference replica,
+    the committed point and its basis (``high-watermark``, ``isr-log-end`` or ``min-log-end``),
+    each replica's log start, log end, high watermark and last epoch, and the lost ranges
+    (``[start, end)``, merged over the replicas that held them)."""
+
+    topic: str
+    partition: int
+    reference: str | None
+    committed: int | None
+    basis: str
+    replicas: dict[str, dict[str, Any]]
+    findings: list[Finding]
+    lost: list[tuple[int, int]]
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic, "partition": self.partition, "reference": self.reference,
+            "committed": self.committed, "basis": self.basis, "replicas": self.replicas,
+            "lost": [list(r) for r in self.lost],
+        }
+
+
+class _Findings:
+    def __init__(self, topic: str, partition: int) -> None:
+        self.topic, self.partition = topic, partition
+        self.items: list[Finding] = []
+
+    def add(self, invariant: str, severity: str, node: str | None, offset: int | None, detail: str,
+            **extra: Any) -> None:
+        self.items.append(Finding(invariant, severity, self.topic, self.partition, node, offset, detail, **extra))
+
+
+def check_partition(
+    topic: str,
+    partition: int,
+    replicas: Sequence[ReplicaView],
+    history: PartitionHistory | None = None,
+    brokers_present: Collection[int] = (),
+) -> PartitionReport:
+    """Every check of the module docstring for ``topic``-``partition``: ``replicas`` are the
+    copies found (one per broker log directory holding it), ``history`` the metadata log's
+    states of the partition (None: no metadata given, or the topic is not in it -- the checks
+    against the metadata are skipped), ``brokers_present`` the broker ids whose log
+    directories were given (for ``missing_replica``)."""
+    out = _Findings(topic, partition)
+    for replica in replicas:
+        _check_replica(replica, out)
+    if history is not None:
+        _check_against_metadata(replicas, history, brokers_present, out)
+    reference = _reference(replicas, history)
+    committed, basis = _committed_point(replicas, history)
+    lost: list[tuple[int, int]] = []
+    if reference is not None:
+        for replica in replicas:
+            if replica is not reference:
+                lost += _compare(reference, replica, committed, history, out)
+    return PartitionReport(
+        topic, partition, None if reference is None else reference.node, committed, basis,
+        {r.node: {"broker_id": r.broker_id, "log_start": r.log_start, "log_end": r.log_end,
+                  "high_watermark": r.high_watermark,
+                  "last_epoch": r.valid_batches[-1].epoch if r.valid_batches else None}
+         for r in replicas},
+        out.items, _merge(lost),
+    )
+
+
+# ------------------------------------------------------------------------------ one replica
+
+
+def _check_replica(r: ReplicaView, out: _Findings) -> None:
+    if not r.on_disk:
+        out.add("missing_replica", VIOLATION, r.node, None,
+                f"no copy of the partition in the log directory, whose replication-offset-checkpoint still gives it "
+                f"the high watermark {r.high_watermark}")
+        return
+    for bad in r.bad:
+        out.add("torn_tail" if bad.at_tail else "corrupt_batch", WARNING if bad.at_tail else VIOLATION, r.node,
+                None, f"{bad.file} at byte {bad.position} ({bad.size} bytes): {bad.detail}")
+    for i, b in enumerate(r.batches):
+        if not b.crc_valid:
+            tail = i == len(r.batches) - 1 and not r.bad
+            out.add("torn_tail" if tail else "corrupt_batch", WARNING if tail else VIOLATION, r.node, b.base_offset,
+                    f"{b.file} at byte {b.position}: batch {b.base_offset}-{b.last_offset} fails its CRC")
+    for prev, b in zip(r.batches, r.batches[1:], strict=False):  # a corrupt batch's header still frames it
+        if b.base_offset <= prev.last_offset:
+            out.add("offsets_not_increasing", VIOLATION, r.node, b.base_offset,
+                    f"{b.file} at byte {b.position}: batch {b.base_offset}-{b.last_offset} after one ending at "
+                    f"{prev.last_offset}")
+        elif b.base_offset > prev.last_offset + 1 and b.base_offset > (r.cleaner_offset or 0):
+            out.add("offset_gap", VIOLATION, r.node, prev.last_offset + 1,
+                    f"no batch holds offsets {prev.last_offset + 1}-{b.base_offset - 1} (not compacted)",
+                    end_offset=b.base_offset)
+    valid = r.valid_batches
+    if r.high_watermark is not None and r.high_watermark > r.log_end:
+        out.add("log_below_high_watermark", VIOLATION, r.node, r.log_end,
+                f"the log ends at {r.log_end}, below the replica's high watermark {r.high_watermark}",
+                end_offset=r.high_watermark)
+    _check_epochs(r, valid, out)
+
+
+def _check_epochs(r: ReplicaView, valid: list[BatchSummary], out: _Findings) -> None:
+    if r.epochs is None:
+        if valid:
+            out.add("leader_epoch_checkpoint", VIOLATION, r.node, None,
+                    f"no readable leader-epoch-checkpoint: {r.epochs_error or 'missing'}")
+        return
+    entries = [e for e in r.epochs if e.start_offset < r.log_end]  # Kafka drops the rest on load
+    for prev, e in zip(entries, entries[1:], strict=False):
+        if e.epoch <= prev.epoch or e.start_offset < prev.start_offset:
+            out.add("leader_epoch_checkpoint", VIOLATION, r.node, e.start_offset,
+                    f"entry (epoch {e.epoch}, offset {e.start_offset}) after (epoch {prev.epoch}, offset "
+                    f"{prev.start_offset}): entries must ascend")
+            return
+    starts = [e.start_offset for e in entries]
+    reported: set[int] = set()
+    for b in valid:
+        i = bisect_right(starts, b.base_offset) - 1
+        named = entries[i].epoch if i >= 0 else None
+        if named != b.epoch and b.epoch not in reported:
+            reported.add(b.epoch)
+            flushed = r.recovery_point is not None and b.last_offset < r.recovery_point
+            out.add("leader_epoch_checkpoint", VIOLATION if flushed else WARNING, r.node, b.base_offset,
+                    f"batch {b.base_offset}-{b.last_offset} has epoch {b.epoch}; the checkpoint names "
+                    f"{'no epoch' if named is None else f'epoch {named}'} there"
+                    + ("" if flushed else " (above the recovery point: rebuilt on recovery)"),
+                    epochs=(b.epoch,))
+
+
+# ------------------------------------------------------------------------------ metadata
+
+
+def _check_against_metadata(replicas: Sequence[ReplicaView], history: PartitionHistory,
+                            brokers_present: Collection[int], out: _Findings) -> None:
+    if not history.states:
+        return
+    last = history.states[-1]
+    given = set(last.replicas) | set(last.adding_replicas)
+    known = {s.leader_epoch for s in history.states}
+    floor = -1 if history.complete else min(known)
+    held = {r.broker_id for r in replicas}  # a copy off disk is reported by _check_replica
+    for r in replicas:
+        if r.topic_id is not None and r.topic_id != history.topic_id:
+            out.add("topic_id_mismatch", VIOLATION, r.node, None,
+                    f"partition.metadata names topic id {r.topic_id}; the metadata's is {history.topic_id}")
+        if r.broker_id is not None and r.broker_id not in given:
+            out.add("stray_replica", VIOLATION, r.node, None,
+                    f"broker {r.broker_id} holds the partition; the metadata assigns it to {list(last.replicas)}")
+        epochs = {b.epoch: b.base_offset for b in reversed(r.valid_batches)}
+        for e in r.epochs or ():
+            epochs.setdefault(e.epoch, e.start_offset)
+        for epoch, offset in sorted(epochs.items()):
+            if epoch > floor and epoch not in known:
+                out.add("epoch_not_in_metadata", VIOLATION, r.node, offset,
+                        f"leader epoch {epoch} (from offset {offset}) was never given out by the metadata log "
+                        f"(its epochs: {sorted(known)})", epochs=(epoch,))
+    for broker in sorted(given & set(brokers_present) - held):
+        out.add("missing_replica", VIOLATION, str(broker), None,
+                f"broker {broker} is assigned the partition but its log directory has no copy of it")
+
+
+# ------------------------------------------------------------------------------ replicas
+
+
+def _reference(replicas: Sequence[ReplicaView], history: PartitionHistory | None) -> ReplicaView | None:
+    """The leader the metadata names, when its copy is on disk; else the copy on disk whose
+    last batch has the newest epoch (then the longest log)."""
+    replicas = [r for r in replicas if r.on_disk]
+    if history is not None and history.states:
+        leader = history.states[-1].leader
+        for r in replicas:
+            if r.broker_id == leader:
+                return r
+    if not replicas:
+        return None
+    return max(replicas, key=lambda r: (r.valid_batches[-1].epoch if r.valid_batches else -1, r.log_end))
+
+
+def _committed_point(replicas: Sequence[ReplicaView], history: PartitionHistory | None) -> tuple[int | None, str]:
+    marks = [r.high_watermark for r in replicas if r.high_watermark is not None]
+    if marks:
+        return max(marks), "high-watermark"
+    if history is not None and history.states:
+        isr = set(history.states[-1].isr)
+        ends = [r.log_end for r in replicas if r.broker_id in isr]
+        if ends:
+            return min(ends), "isr-log-end"
+    if replicas:
+        return min(r.log_end for r in replicas), "min-log-end"
+    return None, "none"
+
+
+def _first_difference(ref: ReplicaView, r: ReplicaView) -> int | None:
+    """The first offset where ``r`` holds something ``ref`` does not (a different batch, or
+    offsets past ``ref``'s end), over the offsets both still hold; None when ``r`` is a prefix
+    of ``ref`` there. Offsets below ``ref``'s end that no valid batch of ``ref`` covers (its
+    corrupt batches, a hole) are not compared: ``ref``'s own checks report them."""
+    low = max(ref.log_start, r.log_start, ref.cleaner_offset or 0, r.cleaner_offset or 0)
+    valid = ref.valid_batches
+    starts = [b.base_offset for b in valid]
+    for b in r.valid_batches:
+        if b.base_offset < low:
+            continue
+        if b.base_offset >= ref.log_end:
+            return b.base_offset
+        i = bisect_right(starts, b.base_offset) - 1  # ref's first batch that overlaps b
+        if i < 0 or valid[i].last_offset < b.base_offset:
+            i += 1
+        if i == len(valid) or valid[i].base_offset > b.last_offset:
+            continue  # ref holds nothing valid there
+        if not valid[i].same_as(b):
+            return max(b.base_offset, valid[i].base_offset)
+    return None
+
+
+def _compare(ref: ReplicaView, r: ReplicaView, committed: int | None, history: PartitionHistory | None,
+             out: _Findings) -> list[tuple[int, int]]:
+    acked = r.high_watermark
+    d = _first_difference(ref, r)
+    if acked is not None and acked > ref.log_end:  # acknowledged past the reference's end, held or not
+        d = ref.log_end if d is None else min(d, ref.log_end)
+    if d is None:
+        return []
+    theirs = [b for b in r.valid_batches if b.base_offset >= d]
+    epochs = tuple(sorted({b.epoch for b in theirs}))
+    if acked is not None and acked > d:
+        lost_epochs = tuple(sorted({b.epoch for b in theirs if b.base_offset < acked}))
+        held = "" if r.log_end >= acked else f" ({r.node} itself holds them only up to {r.log_end})"
+        out.add("lost_acknowledged_data", VIOLATION, r.node, d,
+                f"offsets {d}-{acked - 1} (epochs {list(lost_epochs)}) were below the high watermark {acked} of "
+                f"{r.node} and {ref.node}, the reference, does not hold them{held}",
+                end_offset=acked, epochs=lost_epochs, cause=_cause(ref, d, history))
+        return [(d, acked)]
+    in_isr = history is None or not history.states or r.broker_id in history.states[-1].isr
+    if acked is None and in_isr and committed is not None and committed > d:
+        end = min(committed, r.log_end)
+        out.add("replica_divergence", VIOLATION, r.node, d,
+                f"{r.node} and {ref.node} part at offset {d}, below the committed point {committed}",
+                end_offset=end, epochs=epochs, cause=_cause(ref, d, history))
+        return []
+    out.add("divergent_uncommitted_tail", WARNING, r.node, d,
+            f"{r.node} holds offsets {d}-{r.log_end - 1} that {ref.node} does not, above its own high watermark "
+            f"{acked}: truncated when it fetches again", end_offset=r.log_end, epochs=epochs)
+    return []
+
+
+def _cause(ref: ReplicaView, offset: int, history: PartitionHistory | None) -> str:
+    """The metadata record that started the reference's epoch at ``offset`` (the epoch of its
+    batch there, or its newest epoch when its log ends before ``offset``)."""
+    at = next((b for b in ref.valid_batches if b.last_offset >= offset), None)
+    if at is not None:
+        epoch = at.epoch
+    elif history is not None and history.states:
+        epoch = history.states[-1].leader_epoch
+    elif ref.valid_batches:
+        epoch = ref.valid_batches[-1].epoch
+    else:
+        return f"{ref.node} holds nothing from offset {offset}"
+    found = None if history is None else history.started_epoch(epoch)
+    if found is None:
+        return f"{ref.node} continues from offset {offset} in leader epoch {epoch} (no metadata record for it)"
+    state, before = found
+    where = "a snapshot" if state.metadata_offset < 0 else f"metadata offset {state.metadata_offset}"
+    text = f"{state.record} at {where} made broker {state.leader} leader in epoch {epoch}"
+    if before is not None and state.leader not in before.isr:
+        text += f", outside the ISR {list(before.isr)}: an unclean election"
+    if state.leader_recovery_state == RECOVERING:
+        text += " (leader recovery state RECOVERING)"
+    return text
+
+
+def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(ranges):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged

@@ -1,0 +1,167 @@
+"""The replica audit: every topic-partition found in brokers' log directories, its copies
+checked against each other and against the metadata log's history
+(:func:`tools.audit.replica_checks.check_partition`), one partition at a time in this process.
+
+Besides the per-partition checks, the directories themselves:
+
+``orphan_partition`` [violation]
+    A partition directory whose topic the metadata does not hold (or deleted).
+``stray_directory`` [warning]
+    A directory Kafka itself renamed ``-stray`` (a replica it found unassigned at start-up).
+A log directory whose ``replication-offset-checkpoint`` names a partition it has no directory
+for (a copy deleted or lost while the broker was down), while another log directory given has
+one, contributes that copy as an empty log with the checkpointed high watermark
+(``ReplicaView.on_disk`` false): what it had acknowledged still counts.
+
+``unreadable_checkpoint`` [warning]
+    A log directory's offset checkpoint that could not be read (its offsets count as unknown).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tools.audit.broker_dirs import AuditDir, LogDir, PartitionDir, read_log_dir, read_replica
+from tools.audit.history import MetadataHistory
+from tools.audit.replica_checks import (
+    VIOLATION,
+    WARNING,
+    Finding,
+    PartitionReport,
+    ReplicaView,
+    check_partition,
+)
+
+
+@dataclass
+class ReplicaAuditResult:
+    """What :func:`audit_replicas` found: ``log_dirs`` (node, path, broker id, partition
+    directories), the metadata log the history came from (None: no history), one report per
+    partition, every finding, and the batches and segment bytes read."""
+
+    log_dirs: list[dict[str, Any]]
+    metadata_source: str | None
+    partitions: list[PartitionReport] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    batches: int = 0
+    bytes_read: int = 0
+    timelines: dict[tuple[str, int], dict[str, list[tuple[int, int, int]]]] = field(default_factory=dict)
+    """For each partition with a violation: per replica, ``(start, end, epoch)`` spans of its
+    valid batches (end exclusive), for the report's plots."""
+
+    @property
+    def violations(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == VIOLATION]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == WARNING]
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    @property
+    def lost(self) -> list[dict[str, Any]]:
+        """``{topic, partition, start, end}`` (end exclusive) of every lost offset range."""
+        return [{"topic": p.topic, "partition": p.partition, "start": start, "end": end}
+                for p in self.partitions for start, end in p.lost]
+
+    def summary(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for f in self.violations:
+            counts[f.invariant] = counts.get(f.invariant, 0) + 1
+        return {
+            "ok": self.ok,
+            "log_dirs": self.log_dirs,
+            "metadata_source": self.metadata_source,
+            "partitions": len(self.partitions),
+            "batches": self.batches,
+            "bytes_read": self.bytes_read,
+            "violation_counts": counts,
+            "violations": len(self.violations),
+            "warnings": len(self.warnings),
+            "lost": self.lost,
+        }
+
+
+def audit_replicas(
+    dirs: Sequence[AuditDir],
+    history: MetadataHistory | None,
+    progress: Callable[[str], None] | None = None,
+) -> ReplicaAuditResult:
+    """Audit every partition of the broker log directories among ``dirs`` (see the module
+    docstring) against ``history`` (None: only the checks that need no metadata)."""
+    log_dirs = [read_log_dir(d) for d in dirs if d.broker]
+    result = ReplicaAuditResult(
+        [{"node": d.node, "path": d.path, "broker_id": d.broker_id, "partitions": len(d.partitions)} for d in log_dirs],
+        None if history is None else history.source,
+    )
+    copies: dict[tuple[str, int], list[tuple[LogDir, PartitionDir | None]]] = {}
+    for log_dir in log_dirs:
+        for error in log_dir.errors:
+            result.findings.append(Finding("unreadable_checkpoint", WARNING, "", -1, log_dir.node, None, error))
+        for part in log_dir.partitions:
+            if part.suffix is None:
+                copies.setdefault((part.topic, part.partition), []).append((log_dir, part))
+            elif part.suffix == "stray":
+                result.findings.append(Finding("stray_directory", WARNING, part.topic, part.partition, log_dir.node,
+                                               None, f"{os.path.basename(part.path)}: Kafka found it stray"))
+    present = {d.broker_id for d in log_dirs if d.broker_id is not None}
+    for log_dir in log_dirs:  # copies gone from disk whose acknowledged offsets the checkpoint still holds
+        held = {(p.topic, p.partition) for p in log_dir.partitions if p.suffix is None}
+        for key, mark in log_dir.high_watermarks.items():
+            if key not in held and key in copies and mark > 0:
+                copies[key].append((log_dir, None))
+    if progress:
+        progress(f"auditing {len(copies)} partitions in {len(log_dirs)} log directories")
+    for (topic, partition), found in sorted(copies.items()):
+        views = [read_replica(log_dir, part) if part is not None else
+                 ReplicaView(log_dir.node, log_dir.broker_id, high_watermark=log_dir.high_watermarks[(topic, partition)],
+                             epochs=[], on_disk=False)
+                 for log_dir, part in found]
+        for view in views:
+            result.batches += len(view.batches)
+            result.bytes_read += sum(b.size for b in view.batches) + sum(b.size for b in view.bad)
+        partition_history = None
+        if history is not None:
+            topic_id = next((v.topic_id for v in views if v.topic_id is not None), None)
+            partition_history = history.lookup(topic, partition, topic_id)
+            if partition_history is None or partition_history.topic_id in history.removed:
+                gone = topic_id in history.removed if topic_id else False
+                for view in views:
+                    result.findings.append(Finding(
+                        "orphan_partition", VIOLATION, topic, partition, view.node, None,
+                        f"topic {topic} (id {view.topic_id}) is {'deleted in' if gone else 'not in'} the metadata log"))
+                partition_history = None
+        report = check_partition(topic, partition, views, partition_history, present)
+        result.partitions.append(report)
+        result.findings += report.findings
+        if any(f.severity == VIOLATION for f in report.findings):
+            result.timelines[(topic, partition)] = {view.node: epoch_spans(view) for view in views}
+    return result
+
+
+def epoch_spans(view: ReplicaView) -> list[tuple[int, int, int]]:
+    """``(start, end, epoch)`` runs of a replica's valid batches of one epoch (end exclusive)."""
+    spans: list[tuple[int, int, int]] = []
+    for b in view.valid_batches:
+        if spans and spans[-1][2] == b.epoch and spans[-1][1] == b.base_offset:
+            spans[-1] = (spans[-1][0], b.last_offset + 1, b.epoch)
+        else:
+            spans.append((b.base_offset, b.last_offset + 1, b.epoch))
+    return spans
+
+
+def format_finding(f: Finding) -> str:
+    """One line per finding: ``VIOLATION|WARNING <invariant> topic=.. partition=.. node=..
+    offsets=a-b: detail; cause``."""
+    where = ""
+    if f.offset is not None:
+        where = f" offsets={f.offset}-{f.end_offset - 1}" if f.end_offset is not None else f" offset={f.offset}"
+    text = (f"{f.severity.upper()} {f.invariant} topic={f.topic} partition={f.partition} node={f.node}{where}: "
+            f"{f.detail}")
+    return text if f.cause is None else f"{text}; cause: {f.cause}"
