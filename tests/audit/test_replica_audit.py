@@ -121,7 +121,10 @@ def test_only_in_sync_replica_lost(tmp_path: Path) -> None:
     result = audit_replicas(found, read_history(found[0].metadata_dir))
     assert invariants(result) == [("lost_acknowledged_data", "101", 10, 15), ("missing_replica", "101", None, None)]
     assert result.lost == [{"topic": "orders", "partition": 0, "start": 10, "end": 15}]
-    assert any("101 itself holds them only up to 0" in f.detail for f in result.violations)
+    [lost] = [f for f in result.violations if f.invariant == "lost_acknowledged_data"]
+    assert "101 itself holds them only up to 0" in lost.detail and "epochs" not in lost.detail
+    assert lost.cause == ("PartitionChangeRecord at metadata offset 3 left the partition without a leader in epoch 1 "
+                          "(ISR [101]): no copy given holds these offsets")
 
 
 def test_uncommitted_tail_is_a_warning_and_a_fork_below_it_is_not(tmp_path: Path) -> None:

@@ -434,9 +434,10 @@ def _compare(ref: ReplicaView, r: ReplicaView, committed: int | None, history: P
     if acked is not None and acked > d:
         lost_epochs = tuple(sorted({b.epoch for b in theirs if b.base_offset < acked}))
         held = "" if r.log_end >= acked else f" ({r.node} itself holds them only up to {r.log_end})"
+        in_epochs = f" (epochs {list(lost_epochs)})" if lost_epochs else ""
         out.add("lost_acknowledged_data", VIOLATION, r.node, d,
-                f"offsets {d}-{acked - 1} (epochs {list(lost_epochs)}) were below the high watermark {acked} of "
-                f"{r.node} and {ref.node}, the reference, does not hold them{held}",
+                f"offsets {d}-{acked - 1}{in_epochs} were below the high watermark {acked} of {r.node} and "
+                f"{ref.node}, the reference, does not hold them{held}",
                 end_offset=acked, epochs=lost_epochs, cause=_cause(ref, d, history))
         return [(d, acked)]
     in_isr = history is None or not history.states or r.broker_id in history.states[-1].isr
@@ -469,6 +470,9 @@ def _cause(ref: ReplicaView, offset: int, history: PartitionHistory | None) -> s
         return f"{ref.node} continues from offset {offset} in leader epoch {epoch} (no metadata record for it)"
     state, before = found
     where = "a snapshot" if state.metadata_offset < 0 else f"metadata offset {state.metadata_offset}"
+    if state.leader < 0:
+        return (f"{state.record} at {where} left the partition without a leader in epoch {epoch} (ISR "
+                f"{list(state.isr)}): no copy given holds these offsets")
     text = f"{state.record} at {where} made broker {state.leader} leader in epoch {epoch}"
     if before is not None and state.leader not in before.isr:
         text += f", outside the ISR {list(before.isr)}: an unclean election"
