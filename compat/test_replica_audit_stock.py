@@ -20,7 +20,8 @@ and ``lost``. Phases:
    ``lost_acknowledged_data`` of 100-149 on 101 caused by the unclean election's
    PartitionChangeRecord; on ``lost``, ``missing_replica`` on 101 and ``lost_acknowledged_data``
    of 100-149 (the copy is gone, its checkpointed high watermark is not); the lost ranges
-   equal the offsets acknowledged in phase 2.
+   equal the offsets acknowledged in phase 2. The Spark audit (``local[2]``, segments read in
+   parts of about 2 KiB) finds the same.
 
 Configurations: on every pinned release the kwire controller; on the newest also a stock one,
 so the audit judges the same nemesis under Kafka's own controller. About 60 s each.
@@ -37,7 +38,12 @@ import pytest
 from compat.harness import CLUSTER_ID, START_TIMEOUT_S, KafkaRelease, Quorum, free_port, wait_until
 from compat.kafka import PINNED_VERSIONS
 from storage.offset_checkpoint import REPLICATION_OFFSET_CHECKPOINT, read_offset_checkpoint
+from tests.audit.session import shared_spark
+from tools.audit.broker_dirs import classify_dirs
 from tools.audit.cli import main as audit_main
+from tools.audit.history import newest_history
+from tools.audit.replica_spark import audit_replicas_spark
+from tools.audit.replicas import audit_replicas
 from tools.stock_brokers import StockBrokers
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
@@ -204,6 +210,13 @@ def test_audit_names_the_lost_offsets(version: str, controller: str, tmp_path: P
         assert f"made broker {leader} leader" in causes["unclean"] and "an unclean election" in causes["unclean"], causes
         assert "without a leader" in causes["lost"], causes
         assert (tmp_path / "report" / "partition-unclean-0.png").exists()
+        # the same audit on Spark (local[2]), each segment read in parts of about two batches
+        found_dirs = classify_dirs([*map(str, dirs)])
+        history = newest_history([str(tmp_path / "data1" / "__cluster_metadata-0")])
+        local = audit_replicas(found_dirs, history)
+        distributed = audit_replicas_spark(shared_spark(), found_dirs, history, split_bytes=2048)
+        assert [f.to_dict() for f in distributed.findings] == [f.to_dict() for f in local.findings]
+        assert distributed.lost == local.lost == found["replicas"]["lost"]
     except BaseException:
         print(quorum.report())
         print(brokers.report())

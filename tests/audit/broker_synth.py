@@ -19,6 +19,7 @@ from messages.generated.partition_record import PartitionRecord
 from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.topic_record import TopicRecord
 from messages.metadata import encode_record
+from storage.index import OffsetIndex
 from storage.leader_epoch import EpochEntry, encode_checkpoint
 from storage.meta_properties import MetaProperties, write_meta_properties
 from storage.offset_checkpoint import (
@@ -28,7 +29,7 @@ from storage.offset_checkpoint import (
     encode_offset_checkpoint,
 )
 from storage.partition_metadata import encode_partition_metadata
-from storage.records import SimpleRecord, build_batch
+from storage.records import RecordBatch, SimpleRecord, build_batch
 
 CLUSTER_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 TOPIC_ID = Uuid(bytes(15) + b"\x42")
@@ -114,6 +115,13 @@ class Cluster:
                     chunk = batches[i:i + copy.batches_per_segment]
                     base = chunk[0][0] if chunk else copy.start
                     (pdir / f"{base:020d}.log").write_bytes(b"".join(data for _, data in chunk))
+                    index = OffsetIndex(pdir / f"{base:020d}.index", base)  # an entry per batch
+                    index.open_empty(presize=False)
+                    position = 0
+                    for _, data in chunk:
+                        index.append(RecordBatch(data).last_offset, position)
+                        position += len(data)
+                    index.close()
                 end = copy.start + sum(c for _, c in copy.batches)
                 if copy.high_watermark is not None:
                     marks[(self.topic, partition)] = copy.high_watermark

@@ -230,6 +230,35 @@ def test_without_metadata(tmp_path: Path) -> None:
     assert result.violations[0].cause == "101 continues from offset 10 in leader epoch 1 (no metadata record for it)"
 
 
+@pytest.mark.parametrize("scenario", ["healthy", "unclean", "lost_disk", "corrupt"])
+def test_spark_gives_the_same_result(spark, tmp_path: Path, scenario: str) -> None:  # noqa: ANN001
+    """The Spark audit, its segments cut into parts of a batch or two through their indexes,
+    finds what the one-process audit finds."""
+    from tools.audit.replica_spark import audit_replicas_spark, plan_parts
+    from tools.audit.replicas import plan_replicas
+
+    cluster = healthy()
+    if scenario == "unclean":
+        cluster.copies[101][0] = Copy([(0, 5), (0, 5), (0, 5), (0, 5), (0, 5)], high_watermark=25)
+    elif scenario == "lost_disk":
+        cluster.copies[102][0].high_watermark = 30  # checkpointed past its log end
+    dirs = cluster.write(tmp_path)
+    if scenario == "corrupt":
+        segment = dirs[2] / "orders-0" / f"{0:020d}.log"
+        data = bytearray(segment.read_bytes())
+        data[100] ^= 0x01
+        segment.write_bytes(bytes(data) + b"\x00" * 9)  # and a torn batch at the end of a middle segment
+    found = classify_dirs([str(d) for d in dirs])
+    history = read_history(found[0].metadata_dir)
+    assert len(plan_parts(plan_replicas(found).copies, split_bytes=100)) >= 12  # a part per batch
+    local = audit_replicas(found, history)
+    distributed = audit_replicas_spark(spark, found, history, split_bytes=100)
+    assert [f.to_dict() for f in distributed.findings] == [f.to_dict() for f in local.findings]
+    assert distributed.summary() == {**local.summary(), "metadata_source": local.metadata_source}
+    assert distributed.timelines == local.timelines
+    assert (scenario == "healthy") == distributed.ok
+
+
 def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``kwire audit`` on broker log directories: exit status, lines, JSON and report files."""
     dirs = healthy().write(tmp_path / "ok")

@@ -188,11 +188,14 @@ def segment_paths(partition_dir: str) -> list[str]:
     return [os.path.join(partition_dir, n) for n in sorted(names) if SEGMENT_RE.match(n)]
 
 
-def iter_segment(path: str, last_segment: bool, chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[BatchSummary | BadBytes]:
-    """The batches of one segment, read ``chunk_bytes`` at a time, as summaries (CRC checked);
+def iter_segment(path: str, last_segment: bool, chunk_bytes: int = READ_CHUNK_BYTES, start: int = 0,
+                 end: int | None = None) -> Iterator[BatchSummary | BadBytes]:
+    """The batches of one segment's bytes ``[start, end)`` (``start`` at a batch boundary; to
+    the end of the file by default), read ``chunk_bytes`` at a time, as summaries (CRC checked);
     then, if bytes follow that are no batch (a torn tail, an impossible size or magic), one
-    :class:`BadBytes` covering them to the end of the file, after which nothing more is read
-    (Kafka's recovery stops there too). Never raises for bad content; an unreadable file is one
+    :class:`BadBytes` covering them to ``end``, after which nothing more is read (Kafka's
+    recovery stops there too). ``last_segment``: these bytes end the partition's last segment,
+    so bad bytes there are its tail. Never raises for bad content; an unreadable file is one
     BadBytes."""
     from storage.errors import CorruptRecordError
     from storage.records import RecordBatch, next_batch_size
@@ -201,12 +204,13 @@ def iter_segment(path: str, last_segment: bool, chunk_bytes: int = READ_CHUNK_BY
     try:
         f = open(path, "rb")  # noqa: SIM115 - closed below, the generator may stop early
     except OSError as exc:
-        yield BadBytes(file_name, 0, 0, f"unreadable: {exc}", last_segment)
+        yield BadBytes(file_name, start, 0, f"unreadable: {exc}", last_segment)
         return
     with f:
-        size = os.fstat(f.fileno()).st_size
+        stop = os.fstat(f.fileno()).st_size if end is None else end
+        f.seek(start)
         buf = b""
-        base = 0  # file position of buf[0]
+        base = start  # file position of buf[0]
         while True:
             view = memoryview(buf)
             pos = 0
@@ -214,7 +218,7 @@ def iter_segment(path: str, last_segment: bool, chunk_bytes: int = READ_CHUNK_BY
                 try:
                     batch_size = next_batch_size(view, pos)
                 except CorruptRecordError as exc:
-                    yield BadBytes(file_name, base + pos, size - base - pos, f"unframeable bytes: {exc}", last_segment)
+                    yield BadBytes(file_name, base + pos, stop - base - pos, f"unframeable bytes: {exc}", last_segment)
                     return
                 if batch_size is None:
                     break
@@ -225,11 +229,11 @@ def iter_segment(path: str, last_segment: bool, chunk_bytes: int = READ_CHUNK_BY
             rest = bytes(view[pos:])
             view.release()
             base += pos
-            want = max(chunk_bytes, _needed(rest) - len(rest))
+            want = min(max(chunk_bytes, _needed(rest) - len(rest)), stop - base - len(rest))
             try:
-                more = f.read(want)
+                more = f.read(want) if want > 0 else b""
             except OSError as exc:
-                yield BadBytes(file_name, base, size - base, f"unreadable: {exc}", last_segment)
+                yield BadBytes(file_name, base, stop - base, f"unreadable: {exc}", last_segment)
                 return
             if not more:
                 if rest:
@@ -248,8 +252,8 @@ def _needed(rest: bytes) -> int:
     return int.from_bytes(rest[8:12], "big", signed=True) + LOG_OVERHEAD
 
 
-def read_replica(log_dir: LogDir, part: PartitionDir) -> ReplicaView:
-    """One partition copy of ``log_dir``: its batches, bad bytes, epoch checkpoint, topic id
+def open_replica(log_dir: LogDir, part: PartitionDir) -> ReplicaView:
+    """One partition copy of ``log_dir`` without its segments: its epoch checkpoint, topic id,
     and its entries in the log directory's offset checkpoints."""
     from storage.errors import StorageError
     from storage.leader_epoch import LEADER_EPOCH_CHECKPOINT_FILE, decode_checkpoint
@@ -272,11 +276,23 @@ def read_replica(log_dir: LogDir, part: PartitionDir) -> ReplicaView:
             view.topic_id = str(decode_partition_metadata(f.read()))
     except (OSError, StorageError):
         view.topic_id = None
+    return view
+
+
+def add_item(view: ReplicaView, item: BatchSummary | BadBytes) -> None:
+    """Add what a segment read gave to ``view`` (reads add in file order)."""
+    if isinstance(item, BatchSummary):
+        view.batches.append(item)
+    else:
+        view.bad.append(item)
+
+
+def read_replica(log_dir: LogDir, part: PartitionDir) -> ReplicaView:
+    """One partition copy of ``log_dir`` (:func:`open_replica`) with every batch of its
+    segments."""
+    view = open_replica(log_dir, part)
     segments = segment_paths(part.path)
     for i, path in enumerate(segments):
         for item in iter_segment(path, i == len(segments) - 1):
-            if isinstance(item, BatchSummary):
-                view.batches.append(item)
-            else:
-                view.bad.append(item)
+            add_item(view, item)
     return view

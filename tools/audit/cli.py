@@ -47,7 +47,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "directory, optionally name=DIR, or a glob")
     parser.add_argument("--metadata", default=None, metavar="DIR",
                         help="the metadata log directory whose history the replica audit judges by")
-    parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    parser.add_argument("--master", default=None,
+                        help="Spark master: local[N], or spark://HOST:PORT for a standalone cluster (the "
+                             "metadata-log audit's default is local[*]; the replica audit runs in this "
+                             "process unless a master is given)")
     parser.add_argument("--out", default=None, metavar="REPORT_DIR",
                         help="write summary.json, violations.jsonl, warnings.jsonl and plots here")
     parser.add_argument("--json", action="store_true", help="print the JSON summary on stdout")
@@ -120,8 +123,8 @@ def run(args: argparse.Namespace, spark=None) -> int:  # noqa: ANN001
     started = time.monotonic()
     own_session = spark is None
     if own_session:
-        progress(f"starting Spark ({args.master})")
-        spark = spark_session(args.master)
+        progress(f"starting Spark ({args.master or 'local[*]'})")
+        spark = spark_session(args.master or "local[*]")
     try:
         if args.quiet:
             result = run_audit(spark, nodes, high_watermark=args.high_watermark,
@@ -156,17 +159,33 @@ def run(args: argparse.Namespace, spark=None) -> int:  # noqa: ANN001
 
 def _run_replicas(args: argparse.Namespace, dirs: list[AuditDir], history_dirs: list[str],
                   progress, spark) -> int:  # noqa: ANN001
-    """The replica audit of the broker log directories among ``dirs``; the metadata-log audit
-    too, of those that are metadata log directories only (controllers'), when there are any."""
+    """The replica audit of the broker log directories among ``dirs`` (in this process, or on
+    Spark when a master or a session is given); the metadata-log audit too, of those that are
+    metadata log directories only (controllers'), when there are any."""
     from tools.audit.history import newest_history
     from tools.audit.replicas import audit_replicas, format_finding
     from tools.audit.report import write_replica_report
+    from tools.audit.scan import DEFAULT_SPLIT_BYTES
 
     started = time.monotonic()
     history = newest_history(history_dirs)
     progress("no metadata log: checks against the metadata are skipped" if history is None
              else f"metadata history from {history.source} (up to offset {history.end_offset})")
-    result = audit_replicas(dirs, history, progress)
+    if args.master is None and spark is None:
+        result = audit_replicas(dirs, history, progress)
+    else:
+        from tools.audit.replica_spark import audit_replicas_spark
+
+        own_session = spark is None
+        if own_session:
+            progress(f"starting Spark ({args.master})")
+            spark = spark_session(args.master)
+        try:
+            result = audit_replicas_spark(spark, dirs, history, args.split_bytes or DEFAULT_SPLIT_BYTES, progress)
+        finally:
+            if own_session:
+                spark.stop()
+                spark = None
     elapsed = time.monotonic() - started
     if args.out:
         for path in write_replica_report(result, args.out, elapsed):

@@ -35,6 +35,8 @@ from tools.audit.replica_checks import (
     check_partition,
 )
 
+__all__ = ["ReplicaAuditResult", "audit_replicas", "format_finding", "judge_partition", "plan_replicas"]
+
 
 @dataclass
 class ReplicaAuditResult:
@@ -88,60 +90,119 @@ class ReplicaAuditResult:
         }
 
 
+@dataclass
+class ReplicaPlan:
+    """What the directories hold, before any segment is read: the broker log directories, each
+    partition's copies (a ``PartitionDir``, or None for a copy known only from the high
+    watermark checkpoint), the findings about directories, and the broker ids present."""
+
+    log_dirs: list[LogDir]
+    copies: dict[tuple[str, int], list[tuple[LogDir, PartitionDir | None]]]
+    findings: list[Finding]
+    present: set[int]
+
+
+def plan_replicas(dirs: Sequence[AuditDir]) -> ReplicaPlan:
+    """Read the broker log directories among ``dirs``: checkpoints and partition directories
+    (no segment yet)."""
+    log_dirs = [read_log_dir(d) for d in dirs if d.broker]
+    findings: list[Finding] = []
+    copies: dict[tuple[str, int], list[tuple[LogDir, PartitionDir | None]]] = {}
+    for log_dir in log_dirs:
+        for error in log_dir.errors:
+            findings.append(Finding("unreadable_checkpoint", WARNING, "", -1, log_dir.node, None, error))
+        for part in log_dir.partitions:
+            if part.suffix is None:
+                copies.setdefault((part.topic, part.partition), []).append((log_dir, part))
+            elif part.suffix == "stray":
+                findings.append(Finding("stray_directory", WARNING, part.topic, part.partition, log_dir.node,
+                                        None, f"{os.path.basename(part.path)}: Kafka found it stray"))
+    for log_dir in log_dirs:  # copies gone from disk whose acknowledged offsets the checkpoint still holds
+        held = {(p.topic, p.partition) for p in log_dir.partitions if p.suffix is None}
+        for key, mark in log_dir.high_watermarks.items():
+            if key not in held and key in copies and mark > 0:
+                copies[key].append((log_dir, None))
+    present = {d.broker_id for d in log_dirs if d.broker_id is not None}
+    return ReplicaPlan(log_dirs, copies, findings, present)
+
+
+def off_disk_view(log_dir: LogDir, topic: str, partition: int) -> ReplicaView:
+    """A copy the log directory no longer holds, with the high watermark its checkpoint kept."""
+    return ReplicaView(log_dir.node, log_dir.broker_id, high_watermark=log_dir.high_watermarks[(topic, partition)],
+                       epochs=[], on_disk=False)
+
+
+@dataclass
+class PartitionVerdict:
+    """One partition's report, its findings (the orphan ones included), and, when it has a
+    violation, each copy's epoch spans for the plots."""
+
+    report: PartitionReport
+    findings: list[Finding]
+    timeline: dict[str, list[tuple[int, int, int]]] | None
+    batches: int
+    bytes_read: int
+
+
+def judge_partition(topic: str, partition: int, views: Sequence[ReplicaView], history: MetadataHistory | None,
+                    present: set[int]) -> PartitionVerdict:
+    """The checks of one partition's copies (:func:`~tools.audit.replica_checks.check_partition`)
+    against its history in ``history``, and the orphan check: a topic the metadata does not hold
+    (or deleted) makes every copy an ``orphan_partition``, judged then without history."""
+    findings: list[Finding] = []
+    partition_history = None
+    if history is not None:
+        topic_id = next((v.topic_id for v in views if v.topic_id is not None), None)
+        partition_history = history.lookup(topic, partition, topic_id)
+        if partition_history is None or partition_history.topic_id in history.removed:
+            gone = topic_id in history.removed if topic_id else False
+            for view in views:
+                findings.append(Finding(
+                    "orphan_partition", VIOLATION, topic, partition, view.node, None,
+                    f"topic {topic} (id {view.topic_id}) is {'deleted in' if gone else 'not in'} the metadata log"))
+            partition_history = None
+    report = check_partition(topic, partition, views, partition_history, present)
+    findings += report.findings
+    timeline = None
+    if any(f.severity == VIOLATION for f in findings):
+        timeline = {view.node: epoch_spans(view) for view in views}
+    return PartitionVerdict(report, findings, timeline, sum(len(v.batches) for v in views),
+                            sum(b.size for v in views for b in v.batches) + sum(b.size for v in views for b in v.bad))
+
+
+def new_result(plan: ReplicaPlan, history: MetadataHistory | None) -> ReplicaAuditResult:
+    return ReplicaAuditResult(
+        [{"node": d.node, "path": d.path, "broker_id": d.broker_id, "partitions": len(d.partitions)}
+         for d in plan.log_dirs],
+        None if history is None else history.source, findings=list(plan.findings))
+
+
+def add_verdict(result: ReplicaAuditResult, verdict: PartitionVerdict) -> None:
+    report = verdict.report
+    result.partitions.append(report)
+    result.findings += verdict.findings
+    result.batches += verdict.batches
+    result.bytes_read += verdict.bytes_read
+    if verdict.timeline is not None:
+        result.timelines[(report.topic, report.partition)] = verdict.timeline
+
+
 def audit_replicas(
     dirs: Sequence[AuditDir],
     history: MetadataHistory | None,
     progress: Callable[[str], None] | None = None,
 ) -> ReplicaAuditResult:
     """Audit every partition of the broker log directories among ``dirs`` (see the module
-    docstring) against ``history`` (None: only the checks that need no metadata)."""
-    log_dirs = [read_log_dir(d) for d in dirs if d.broker]
-    result = ReplicaAuditResult(
-        [{"node": d.node, "path": d.path, "broker_id": d.broker_id, "partitions": len(d.partitions)} for d in log_dirs],
-        None if history is None else history.source,
-    )
-    copies: dict[tuple[str, int], list[tuple[LogDir, PartitionDir | None]]] = {}
-    for log_dir in log_dirs:
-        for error in log_dir.errors:
-            result.findings.append(Finding("unreadable_checkpoint", WARNING, "", -1, log_dir.node, None, error))
-        for part in log_dir.partitions:
-            if part.suffix is None:
-                copies.setdefault((part.topic, part.partition), []).append((log_dir, part))
-            elif part.suffix == "stray":
-                result.findings.append(Finding("stray_directory", WARNING, part.topic, part.partition, log_dir.node,
-                                               None, f"{os.path.basename(part.path)}: Kafka found it stray"))
-    present = {d.broker_id for d in log_dirs if d.broker_id is not None}
-    for log_dir in log_dirs:  # copies gone from disk whose acknowledged offsets the checkpoint still holds
-        held = {(p.topic, p.partition) for p in log_dir.partitions if p.suffix is None}
-        for key, mark in log_dir.high_watermarks.items():
-            if key not in held and key in copies and mark > 0:
-                copies[key].append((log_dir, None))
+    docstring) against ``history`` (None: only the checks that need no metadata), one partition
+    at a time in this process."""
+    plan = plan_replicas(dirs)
+    result = new_result(plan, history)
     if progress:
-        progress(f"auditing {len(copies)} partitions in {len(log_dirs)} log directories")
-    for (topic, partition), found in sorted(copies.items()):
-        views = [read_replica(log_dir, part) if part is not None else
-                 ReplicaView(log_dir.node, log_dir.broker_id, high_watermark=log_dir.high_watermarks[(topic, partition)],
-                             epochs=[], on_disk=False)
+        progress(f"auditing {len(plan.copies)} partitions in {len(plan.log_dirs)} log directories")
+    for (topic, partition), found in sorted(plan.copies.items()):
+        views = [read_replica(log_dir, part) if part is not None else off_disk_view(log_dir, topic, partition)
                  for log_dir, part in found]
-        for view in views:
-            result.batches += len(view.batches)
-            result.bytes_read += sum(b.size for b in view.batches) + sum(b.size for b in view.bad)
-        partition_history = None
-        if history is not None:
-            topic_id = next((v.topic_id for v in views if v.topic_id is not None), None)
-            partition_history = history.lookup(topic, partition, topic_id)
-            if partition_history is None or partition_history.topic_id in history.removed:
-                gone = topic_id in history.removed if topic_id else False
-                for view in views:
-                    result.findings.append(Finding(
-                        "orphan_partition", VIOLATION, topic, partition, view.node, None,
-                        f"topic {topic} (id {view.topic_id}) is {'deleted in' if gone else 'not in'} the metadata log"))
-                partition_history = None
-        report = check_partition(topic, partition, views, partition_history, present)
-        result.partitions.append(report)
-        result.findings += report.findings
-        if any(f.severity == VIOLATION for f in report.findings):
-            result.timelines[(topic, partition)] = {view.node: epoch_spans(view) for view in views}
+        add_verdict(result, judge_partition(topic, partition, views, history, plan.present))
     return result
 
 

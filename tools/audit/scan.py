@@ -182,16 +182,39 @@ def _cut_is_batch_start(fd: int, position: int, base_offset: int) -> bool:
     return magic == 2 and offset >= base_offset and length >= 49
 
 
-def plan_file_parts(
-    nodes: Sequence[tuple[str, str]], split_bytes: int = DEFAULT_SPLIT_BYTES
-) -> list[FilePart]:
-    """One part per file; segments larger than ``split_bytes`` are cut at positions taken from
-    their ``.index`` (entries point at batch starts, Kafka's ``OffsetIndex``). A cut is used only
-    if the bytes there look like a batch start of this segment, so a stale or corrupt index can
-    only make parts larger, never misframe them."""
+def segment_cuts(path: str, base_offset: int, size: int, split_bytes: int) -> list[int]:
+    """Byte positions to cut the segment at ``path`` (``size`` bytes, base offset
+    ``base_offset``) into parts of about ``split_bytes``, starting with 0: positions taken from
+    its ``.index`` (entries point at batch starts, Kafka's ``OffsetIndex``), each used only if
+    the bytes there look like a batch start of this segment, so a stale or corrupt index can
+    only make parts larger, never misframe them. ``[0]`` when it is small or has no index."""
     from storage.errors import StorageError
     from storage.index import read_offset_index
 
+    cuts = [0]
+    index_path = path[: -len(".log")] + ".index"
+    if size <= split_bytes or not os.path.exists(index_path):
+        return cuts
+    try:
+        with open(index_path, "rb") as f:
+            entries = read_offset_index(f.read(), base_offset)
+    except (OSError, StorageError):
+        return cuts
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for _offset, position in entries:
+            if cuts[-1] + split_bytes <= position < size and _cut_is_batch_start(fd, position, base_offset):
+                cuts.append(position)
+    finally:
+        os.close(fd)
+    return cuts
+
+
+def plan_file_parts(
+    nodes: Sequence[tuple[str, str]], split_bytes: int = DEFAULT_SPLIT_BYTES
+) -> list[FilePart]:
+    """One part per file; segments larger than ``split_bytes`` are cut where
+    :func:`segment_cuts` says."""
     parts: list[FilePart] = []
     for node, pdir in nodes:
         try:
@@ -211,25 +234,7 @@ def plan_file_parts(
                 continue
             base = int(seg.group(1))
             size = os.path.getsize(path)
-            cuts = [0]
-            index_path = os.path.join(pdir, f"{seg.group(1)}.index")
-            if size > split_bytes and os.path.exists(index_path):
-                try:
-                    with open(index_path, "rb") as f:
-                        entries = read_offset_index(f.read(), base)
-                except (OSError, StorageError):
-                    entries = []
-                fd = os.open(path, os.O_RDONLY)
-                try:
-                    for _offset, position in entries:
-                        if (
-                            cuts[-1] + split_bytes <= position < size
-                            and _cut_is_batch_start(fd, position, base)
-                        ):
-                            cuts.append(position)
-                finally:
-                    os.close(fd)
-            bounds = cuts + [size]
+            bounds = segment_cuts(path, base, size, split_bytes) + [size]
             for start, end in zip(bounds, bounds[1:], strict=False):
                 parts.append(FilePart(node, path, "segment", base, start, end))
     return parts
