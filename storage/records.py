@@ -811,6 +811,29 @@ def next_offset_after(buffer: Buffer) -> int | None:
     return after
 
 
+_SUMMARY_HEADER = struct.Struct(">qiibIhi")  # BaseOffset .. LastOffsetDelta
+
+
+def batch_headers(buffer: Buffer, start: int = 0) -> Iterator[tuple[int, int, int, int, int, int, bool]]:
+    """``(position, size, base offset, last offset, partition leader epoch, stored CRC, CRC
+    matches)`` of each whole batch of ``buffer`` from ``start``, without building batch objects
+    (a replica audit's walk over a broker's segments). Stops silently at an incomplete trailing
+    batch, as :func:`iter_batches`; raises CorruptRecordError as :func:`next_batch_size` does,
+    or for a batch shorter than the v2 header."""
+    buf = buffer if isinstance(buffer, memoryview) else memoryview(buffer)
+    unpack, checksum = _SUMMARY_HEADER.unpack_from, crc32c.crc32c
+    pos = start
+    while (size := next_batch_size(buf, pos)) is not None:
+        if size < RECORD_BATCH_OVERHEAD:
+            raise CorruptRecordError(
+                f"Record batch is corrupt (the size {size} is smaller than the minimum allowed overhead "
+                f"{RECORD_BATCH_OVERHEAD})"
+            )
+        base_offset, _length, epoch, _magic, crc, _attributes, delta = unpack(buf, pos)
+        yield pos, size, base_offset, base_offset + delta, epoch, crc, checksum(buf[pos + ATTRIBUTES_OFFSET:pos + size]) == crc
+        pos += size
+
+
 def iter_batches(buffer: Buffer, start: int = 0) -> Iterator[RecordBatch]:
     """Yield the batches of ``buffer`` (a Fetch's records, a file's bytes) without checking
     CRCs, stopping silently at an incomplete trailing batch as Kafka's readers do.

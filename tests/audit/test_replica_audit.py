@@ -230,11 +230,14 @@ def test_without_metadata(tmp_path: Path) -> None:
     assert result.violations[0].cause == "101 continues from offset 10 in leader epoch 1 (no metadata record for it)"
 
 
-@pytest.mark.parametrize("scenario", ["healthy", "unclean", "lost_disk", "corrupt"])
-def test_spark_gives_the_same_result(spark, tmp_path: Path, scenario: str) -> None:  # noqa: ANN001
-    """The Spark audit, its segments cut into parts of a batch or two through their indexes,
-    finds what the one-process audit finds."""
-    from tools.audit.replica_spark import audit_replicas_spark, plan_parts
+@pytest.mark.parametrize(("scenario", "split_bytes"), [
+    ("healthy", 100), ("unclean", 100), ("lost_disk", 100), ("corrupt", 100), ("unclean", 1 << 20),
+    ("corrupt", 1 << 20)])
+def test_spark_gives_the_same_result(spark, tmp_path: Path, scenario: str, split_bytes: int) -> None:  # noqa: ANN001
+    """The Spark audit finds what the one-process audit finds: with its segments cut into parts
+    of a batch through their indexes (every partition judged after the shuffle), and with each
+    partition read and judged by one task."""
+    from tools.audit.replica_spark import audit_replicas_spark, plan_parts, plan_units
     from tools.audit.replicas import plan_replicas
 
     cluster = healthy()
@@ -250,9 +253,14 @@ def test_spark_gives_the_same_result(spark, tmp_path: Path, scenario: str) -> No
         segment.write_bytes(bytes(data) + b"\x00" * 9)  # and a torn batch at the end of a middle segment
     found = classify_dirs([str(d) for d in dirs])
     history = read_history(found[0].metadata_dir)
-    assert len(plan_parts(plan_replicas(found).copies, split_bytes=100)) >= 12  # a part per batch
+    copies = plan_replicas(found).copies
+    if split_bytes == 100:
+        assert len(plan_parts(copies, split_bytes)) >= 12  # a part per batch
+        assert not any(u.whole for u in plan_units(copies, split_bytes))
+    else:
+        assert [u.whole for u in plan_units(copies, split_bytes)] == [True]
     local = audit_replicas(found, history)
-    distributed = audit_replicas_spark(spark, found, history, split_bytes=100)
+    distributed = audit_replicas_spark(spark, found, history, split_bytes=split_bytes)
     assert [f.to_dict() for f in distributed.findings] == [f.to_dict() for f in local.findings]
     assert distributed.summary() == {**local.summary(), "metadata_source": local.metadata_source}
     assert distributed.timelines == local.timelines

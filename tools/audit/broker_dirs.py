@@ -198,7 +198,7 @@ def iter_segment(path: str, last_segment: bool, chunk_bytes: int = READ_CHUNK_BY
     so bad bytes there are its tail. Never raises for bad content; an unreadable file is one
     BadBytes."""
     from storage.errors import CorruptRecordError
-    from storage.records import RecordBatch, next_batch_size
+    from storage.records import batch_headers
 
     file_name = os.path.basename(path)
     try:
@@ -212,22 +212,15 @@ def iter_segment(path: str, last_segment: bool, chunk_bytes: int = READ_CHUNK_BY
         buf = b""
         base = start  # file position of buf[0]
         while True:
-            view = memoryview(buf)
             pos = 0
-            while True:
-                try:
-                    batch_size = next_batch_size(view, pos)
-                except CorruptRecordError as exc:
-                    yield BadBytes(file_name, base + pos, stop - base - pos, f"unframeable bytes: {exc}", last_segment)
-                    return
-                if batch_size is None:
-                    break
-                batch = RecordBatch(view[pos:pos + batch_size])
-                yield BatchSummary(batch.base_offset, batch.last_offset, batch.partition_leader_epoch, batch.crc,
-                                   batch.is_valid(), file_name, base + pos, batch_size)
-                pos += batch_size
-            rest = bytes(view[pos:])
-            view.release()
+            try:
+                for position, size, base_offset, last_offset, epoch, crc, valid in batch_headers(buf):
+                    yield BatchSummary(base_offset, last_offset, epoch, crc, valid, file_name, base + position, size)
+                    pos = position + size
+            except CorruptRecordError as exc:
+                yield BadBytes(file_name, base + pos, stop - base - pos, f"unframeable bytes: {exc}", last_segment)
+                return
+            rest = buf[pos:]
             base += pos
             want = min(max(chunk_bytes, _needed(rest) - len(rest)), stop - base - len(rest))
             try:

@@ -61,7 +61,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="with --high-watermark, only the last leader and a majority must "
                              "hold the committed prefix")
     parser.add_argument("--split-bytes", type=int, default=None,
-                        help="read segments larger than this as several Spark partitions")
+                        help="read segments larger than this as several Spark partitions (the replica "
+                             "audit also packs small partitions into tasks of about this size; default: "
+                             "four tasks per core, 64 MiB to 1 GiB each)")
     parser.add_argument("--max-violations", type=int, default=10_000)
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
@@ -165,27 +167,26 @@ def _run_replicas(args: argparse.Namespace, dirs: list[AuditDir], history_dirs: 
     from tools.audit.history import newest_history
     from tools.audit.replicas import audit_replicas, format_finding
     from tools.audit.report import write_replica_report
-    from tools.audit.scan import DEFAULT_SPLIT_BYTES
 
-    started = time.monotonic()
-    history = newest_history(history_dirs)
-    progress("no metadata log: checks against the metadata are skipped" if history is None
-             else f"metadata history from {history.source} (up to offset {history.end_offset})")
-    if args.master is None and spark is None:
-        result = audit_replicas(dirs, history, progress)
-    else:
-        from tools.audit.replica_spark import audit_replicas_spark
+    own_session = args.master is not None and spark is None
+    if own_session:
+        progress(f"starting Spark ({args.master})")
+        spark = spark_session(args.master)
+    started = time.monotonic()  # after Spark's start-up
+    try:
+        history = newest_history(history_dirs)
+        progress("no metadata log: checks against the metadata are skipped" if history is None
+                 else f"metadata history from {history.source} (up to offset {history.end_offset})")
+        if spark is None:
+            result = audit_replicas(dirs, history, progress)
+        else:
+            from tools.audit.replica_spark import audit_replicas_spark
 
-        own_session = spark is None
+            result = audit_replicas_spark(spark, dirs, history, args.split_bytes, progress)
+    finally:
         if own_session:
-            progress(f"starting Spark ({args.master})")
-            spark = spark_session(args.master)
-        try:
-            result = audit_replicas_spark(spark, dirs, history, args.split_bytes or DEFAULT_SPLIT_BYTES, progress)
-        finally:
-            if own_session:
-                spark.stop()
-                spark = None
+            spark.stop()
+            spark = None
     elapsed = time.monotonic() - started
     if args.out:
         for path in write_replica_report(result, args.out, elapsed):

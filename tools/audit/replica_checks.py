@@ -64,7 +64,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from storage.leader_epoch import EpochEntry
 
@@ -74,10 +74,10 @@ RECOVERING = 1
 """PartitionRecord.LeaderRecoveryState after an unclean election (``LeaderRecoveryState``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class BatchSummary:
+class BatchSummary(NamedTuple):
     """One batch's header as a segment holds it: offsets (inclusive), partition leader epoch,
-    stored CRC and whether it matches, and where it is (file name, byte position and size)."""
+    stored CRC and whether it matches, and where it is (file name, byte position and size).
+    A tuple: an audit makes one per batch of every copy, and ships them between processes."""
 
     base_offset: int
     last_offset: int
@@ -90,12 +90,10 @@ class BatchSummary:
 
     def same_as(self, other: BatchSummary) -> bool:
         """Both replicas hold this batch: same offsets, epoch and CRC."""
-        return (self.base_offset, self.last_offset, self.epoch, self.crc) == (
-            other.base_offset, other.last_offset, other.epoch, other.crc)
+        return self[:4] == other[:4]
 
 
-@dataclass(frozen=True, slots=True)
-class BadBytes:
+class BadBytes(NamedTuple):
     """Bytes of a segment that are no batch: ``detail`` says why; ``at_tail``: they run to the
     end of the replica's last segment (what recovery truncates)."""
 
@@ -131,6 +129,7 @@ class ReplicaView:
 
     @property
     def valid_batches(self) -> list[BatchSummary]:
+        """The batches whose CRC matches (a new list on each call: O(batches))."""
         return [b for b in self.batches if b.crc_valid]
 
     @property
@@ -142,7 +141,7 @@ class ReplicaView:
 
     @property
     def log_end(self) -> int:
-        """The offset after its last valid batch (its log end offset once recovered)."""
+        """The offset after its last valid batch (its log end offset once recovered); O(batches)."""
         valid = self.valid_batches
         return valid[-1].last_offset + 1 if valid else self.log_start
 
@@ -313,7 +312,8 @@ def _check_epochs(r: ReplicaView, valid: list[BatchSummary], out: _Findings) -> 
             out.add("leader_epoch_checkpoint", VIOLATION, r.node, None,
                     f"no readable leader-epoch-checkpoint: {r.epochs_error or 'missing'}")
         return
-    entries = [e for e in r.epochs if e.start_offset < r.log_end]  # Kafka drops the rest on load
+    log_end = r.log_end
+    entries = [e for e in r.epochs if e.start_offset < log_end]  # Kafka drops the rest on load
     for prev, e in zip(entries, entries[1:], strict=False):
         if e.epoch <= prev.epoch or e.start_offset < prev.start_offset:
             out.add("leader_epoch_checkpoint", VIOLATION, r.node, e.start_offset,
@@ -405,11 +405,12 @@ def _first_difference(ref: ReplicaView, r: ReplicaView) -> int | None:
     corrupt batches, a hole) are not compared: ``ref``'s own checks report them."""
     low = max(ref.log_start, r.log_start, ref.cleaner_offset or 0, r.cleaner_offset or 0)
     valid = ref.valid_batches
+    ref_end = valid[-1].last_offset + 1 if valid else ref.log_start
     starts = [b.base_offset for b in valid]
     for b in r.valid_batches:
         if b.base_offset < low:
             continue
-        if b.base_offset >= ref.log_end:
+        if b.base_offset >= ref_end:
             return b.base_offset
         i = bisect_right(starts, b.base_offset) - 1  # ref's first batch that overlaps b
         if i < 0 or valid[i].last_offset < b.base_offset:
@@ -425,8 +426,9 @@ def _compare(ref: ReplicaView, r: ReplicaView, committed: int | None, history: P
              out: _Findings) -> list[tuple[int, int]]:
     acked = r.high_watermark
     d = _first_difference(ref, r)
-    if acked is not None and acked > ref.log_end:  # acknowledged past the reference's end, held or not
-        d = ref.log_end if d is None else min(d, ref.log_end)
+    ref_end = ref.log_end
+    if acked is not None and acked > ref_end:  # acknowledged past the reference's end, held or not
+        d = ref_end if d is None else min(d, ref_end)
     if d is None:
         return []
     theirs = [b for b in r.valid_batches if b.base_offset >= d]

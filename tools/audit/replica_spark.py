@@ -1,9 +1,11 @@
 """The replica audit on Spark: the segments of every partition copy are read in parallel, in
 parts of at most ``split_bytes`` cut at batch boundaries through each segment's ``.index``
 (:func:`tools.audit.scan.segment_cuts`, as the metadata-log audit cuts its segments), so one
-huge partition is read by many tasks; the batch summaries are grouped by partition and each
-partition is judged by :func:`tools.audit.replicas.judge_partition` in a Python worker; only
-the verdicts come back to the driver.
+huge partition is read by many tasks. A partition of at most ``split_bytes`` (all copies) is
+read and judged (:func:`tools.audit.replicas.judge_partition`) by one task, with no shuffle; a
+larger one's summaries are grouped by partition and judged after the shuffle. Units are packed
+into tasks of about ``split_bytes`` (:func:`pack_units`); only the verdicts come back to the
+driver.
 
 The work per byte is the same as the one-process audit's (:func:`tools.audit.replicas.
 audit_replicas`): framing, CRC32C, the checks. Runs on any master: ``local[N]``, or a
@@ -13,8 +15,9 @@ installed and see the same paths.
 
 from __future__ import annotations
 
+import heapq
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +43,14 @@ from tools.audit.replicas import (
 )
 from tools.audit.scan import DEFAULT_SPLIT_BYTES, segment_cuts
 
-__all__ = ["ReplicaPart", "audit_replicas_spark", "plan_parts"]
+__all__ = ["ReplicaPart", "Unit", "audit_replicas_spark", "pack_units", "plan_parts", "plan_units"]
+
+MIN_SPLIT_BYTES = DEFAULT_SPLIT_BYTES
+MAX_SPLIT_BYTES = 1 << 30
+"""The default task size's bounds: a PySpark task costs tens of milliseconds of scheduling and
+worker hand-off before it reads a byte (about 30 ms of wall time per task on ``local[2]`` on
+the 2-core machines), so a task should read hundreds of megabytes; and four tasks per core
+balance the load."""
 
 Copies = dict[tuple[str, int], list[tuple[LogDir, PartitionDir | None]]]
 
@@ -77,14 +87,78 @@ def plan_parts(copies: Copies, split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[R
     return parts
 
 
-def read_part(part: ReplicaPart) -> Iterator[tuple[tuple[str, int], tuple[str, BatchSummary | BadBytes]]]:
-    """``((topic, partition), (node, summary))`` for each batch of the part (a Spark task)."""
-    key = (part.topic, part.partition)
-    for item in iter_segment(part.path, part.last, start=part.start, end=part.end):
-        yield key, (part.node, item)
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """What one task does for one partition: ``whole`` -- read every part of its copies and
+    judge it there; else read the one part in ``parts`` and ship the summaries to the partition's
+    judging task."""
+
+    key: tuple[str, int]
+    parts: tuple[ReplicaPart, ...]
+    whole: bool
+
+    @property
+    def weight(self) -> int:
+        return sum(p.end - p.start for p in self.parts)
 
 
-def judge_group(key: tuple[str, int], items: Iterable[tuple[str, BatchSummary | BadBytes]], copies: Copies,
+def plan_units(copies: Copies, split_bytes: int) -> list[Unit]:
+    """A partition whose copies hold at most ``split_bytes`` in all is one unit, judged where it
+    is read (no shuffle); a larger one is a unit per part, judged after a shuffle."""
+    by_key: dict[tuple[str, int], list[ReplicaPart]] = {key: [] for key in copies}
+    for part in plan_parts(copies, split_bytes):
+        by_key[(part.topic, part.partition)].append(part)
+    units = []
+    for key, parts in by_key.items():
+        if sum(p.end - p.start for p in parts) <= split_bytes:
+            units.append(Unit(key, tuple(parts), True))
+        else:
+            units += [Unit(key, (p,), False) for p in parts]
+    return units
+
+
+def pack_units(units: Sequence[Unit], bins: int) -> list[list[Unit]]:
+    """``units`` in ``bins`` tasks of about equal bytes (largest first, each to the lightest
+    task so far): a Spark task costs tens of milliseconds before it reads a byte, so thousands
+    of small partitions go as a few tasks, as Spark's file sources pack files into input splits."""
+    tasks: list[list[Unit]] = [[] for _ in range(max(1, min(bins, len(units))))]
+    heap = [(0, i) for i in range(len(tasks))]
+    for unit in sorted(units, key=lambda u: u.weight, reverse=True):
+        load, i = heapq.heappop(heap)
+        tasks[i].append(unit)
+        heapq.heappush(heap, (load + unit.weight, i))
+    return [t for t in tasks if t]
+
+
+Shipped = tuple[str, Any]
+"""``("verdict", PartitionVerdict)`` or ``("summaries", (node, [summary, ...]))``."""
+
+
+def run_task(units: Iterable[Unit], copies: Copies, history: MetadataHistory | None,
+             present: set[int]) -> list[tuple[tuple[str, int], Shipped]]:
+    """One Spark task: each whole unit read and judged, each part read."""
+    out: list[tuple[tuple[str, int], Shipped]] = []
+    for unit in units:
+        read = [(part.node, list(iter_segment(part.path, part.last, start=part.start, end=part.end)))
+                for part in unit.parts]
+        if unit.whole:
+            out.append((unit.key, ("verdict", judge_group(unit.key, read, copies, history, present))))
+        else:
+            out += [(unit.key, ("summaries", item)) for item in read]
+    return out
+
+
+def finish_group(key: tuple[str, int], shipped: Iterable[Shipped], copies: Copies, history: MetadataHistory | None,
+                 present: set[int]) -> PartitionVerdict:
+    """A partition's verdict: the one its whole unit gave, or judged from its parts' summaries."""
+    items = list(shipped)
+    if len(items) == 1 and items[0][0] == "verdict":
+        verdict: PartitionVerdict = items[0][1]
+        return verdict
+    return judge_group(key, [payload for _, payload in items], copies, history, present)
+
+
+def judge_group(key: tuple[str, int], items: Iterable[tuple[str, list[BatchSummary | BadBytes]]], copies: Copies,
                 history: MetadataHistory | None, present: set[int]) -> PartitionVerdict:
     """One partition's verdict from the summaries its parts gave (a Spark task): each copy's
     view is opened from its directory and filled in file order."""
@@ -92,7 +166,8 @@ def judge_group(key: tuple[str, int], items: Iterable[tuple[str, BatchSummary | 
     views: dict[str, ReplicaView] = {}
     for log_dir, part in copies[key]:
         views[log_dir.node] = off_disk_view(log_dir, topic, partition) if part is None else open_replica(log_dir, part)
-    for node, item in sorted(items, key=lambda i: (i[0], i[1].file, i[1].position)):
+    summaries = [(node, item) for node, rows in items for item in rows]
+    for node, item in sorted(summaries, key=lambda i: (i[0], i[1].file, i[1].position)):
         add_item(views[node], item)
     return judge_partition(topic, partition, list(views.values()), history, present)
 
@@ -101,34 +176,37 @@ def audit_replicas_spark(
     spark: Any,  # noqa: ANN401 - pyspark.sql.SparkSession, imported lazily
     dirs: Sequence[AuditDir],
     history: MetadataHistory | None,
-    split_bytes: int = DEFAULT_SPLIT_BYTES,
+    split_bytes: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> ReplicaAuditResult:
     """:func:`tools.audit.replicas.audit_replicas` with the reading and the judging spread over
-    ``spark``'s executors (module docstring); the same result."""
+    ``spark``'s executors (module docstring); the same result. ``split_bytes`` None: the
+    segment bytes over four tasks per core, between :data:`MIN_SPLIT_BYTES` and
+    :data:`MAX_SPLIT_BYTES`."""
     plan = plan_replicas(dirs)
     result = new_result(plan, history)
-    parts = plan_parts(plan.copies, split_bytes)
+    sc = spark.sparkContext
+    if split_bytes is None:
+        on_disk = sum(os.path.getsize(path) for found in plan.copies.values() for _, part in found if part is not None
+                      for path in segment_paths(part.path))
+        split_bytes = min(MAX_SPLIT_BYTES, max(MIN_SPLIT_BYTES, on_disk // (4 * sc.defaultParallelism)))
+    units = plan_units(plan.copies, split_bytes)
+    total = sum(u.weight for u in units)
+    tasks = pack_units(units, max(sc.defaultParallelism, -(-total // split_bytes)))
     if progress:
         progress(f"auditing {len(plan.copies)} partitions in {len(plan.log_dirs)} log directories: "
-                 f"{len(parts)} segment parts on {spark.sparkContext.master}")
-    sc = spark.sparkContext
-    copies, present = sc.broadcast(plan.copies), plan.present
-    known = sc.broadcast(history)
+                 f"{len(units)} units in {len(tasks)} tasks on {sc.master}")
+    copies, known, present = sc.broadcast(plan.copies), sc.broadcast(history), plan.present
     verdicts: list[PartitionVerdict] = []
-    if parts:
+    if tasks:
         groups = max(1, min(len(plan.copies), sc.defaultParallelism * 4))
         verdicts = (
-            sc.parallelize(parts, len(parts))
-            .flatMap(read_part)
+            sc.parallelize(tasks, len(tasks))
+            .flatMap(lambda task: run_task(task, copies.value, known.value, present))
             .groupByKey(groups)
-            .map(lambda group: judge_group(group[0], group[1], copies.value, known.value, present))
+            .map(lambda group: finish_group(group[0], group[1], copies.value, known.value, present))
             .collect()
         )
-    judged = {(v.report.topic, v.report.partition) for v in verdicts}
-    for topic, partition in plan.copies:  # copies without a single batch
-        if (topic, partition) not in judged:
-            verdicts.append(judge_group((topic, partition), [], plan.copies, history, present))
     for verdict in sorted(verdicts, key=lambda v: (v.report.topic, v.report.partition)):
         add_verdict(result, verdict)
     copies.unpersist()

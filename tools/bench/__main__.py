@@ -48,6 +48,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="quorum: run each load on SSL controller listeners too, both sides")
     parser.add_argument("--no-failover", action="store_true",
                         help="quorum: skip the failover rounds (SIGTERM and SIGKILL of the leader)")
+    parser.add_argument("--replica-sizes", metavar="SIZES",
+                        help="replicas: data sizes to audit, comma-separated, e.g. 1G,10G (default 1G,10G,50G; "
+                             "quick 8M)")
     parser.add_argument("--list", action="store_true", help="list the sections and exit")
     args = parser.parse_args(argv)
     unknown = [s for s in args.sections if s not in SECTIONS]

@@ -12,6 +12,7 @@ SECTIONS: dict[str, str] = {
     "codec-floor": "tools.bench.codec_floor",  # generated codecs vs hand-inlined prototypes
     "storage": "tools.bench.storage",  # log append+fsync and recovery vs the disk and crc32c
     "audit": "tools.bench.audit",  # kraftlog scan on Spark local[2] vs one Python process
+    "replicas": "tools.bench.replicas",  # brokers' replica audit, 1-50 GiB: Spark local and standalone vs one process
     "quorum": "tools.bench.quorum",  # 3-node TestRaftServer workload vs Kafka's TestRaftServer
     "brokers": "tools.bench.brokers",  # simulated brokers heartbeating: kwire vs Kafka's controller
     "topics": "tools.bench.topics",  # one admin client creating topics: kwire vs Kafka's controller
