@@ -162,6 +162,36 @@ def test_corrupt_batch_and_torn_tail(tmp_path: Path) -> None:
     assert "7 bytes at the end" in torn[0].detail
 
 
+def test_deep_read_decodes_the_records(tmp_path: Path) -> None:
+    """A batch whose CRC was recomputed over records that do not match its header passes the
+    CRC check; only the deep read finds it. A producer snapshot that cannot be read, or lies
+    beyond the log end, is a warning."""
+    import crc32c
+
+    from storage.producer_snapshot import ProducerSnapshotEntry, encode_producer_snapshot
+
+    dirs = healthy().write(tmp_path)
+    for log_dir in dirs:  # the same bytes on every copy, as a leader that wrote them would leave them
+        segment = log_dir / "orders-0" / f"{0:020d}.log"
+        data = bytearray(segment.read_bytes())
+        data[57:61] = (7).to_bytes(4, "big")  # the first batch claims 7 records; it holds 5
+        size = 12 + int.from_bytes(data[8:12], "big")  # BaseOffset and Length, then Length bytes
+        data[17:21] = crc32c.crc32c(bytes(data[21:size])).to_bytes(4, "big")  # the CRC covers Attributes on
+        segment.write_bytes(bytes(data))
+    (dirs[0] / "orders-0" / f"{5:020d}.snapshot").write_bytes(encode_producer_snapshot(
+        [ProducerSnapshotEntry(7, 0, 4, 4, 4, 0, -1, -1)]))
+    (dirs[0] / "orders-0" / f"{99:020d}.snapshot").write_bytes(encode_producer_snapshot([]))
+    (dirs[1] / "orders-0" / f"{10:020d}.snapshot").write_bytes(b"\x00\x01garbage")
+    found = classify_dirs([str(d) for d in dirs])
+    history = read_history(found[0].metadata_dir)
+    shallow = audit_replicas(found, history)
+    assert shallow.ok
+    assert invariants(shallow, "warning") == [("producer_snapshot", "101", 99, None), ("producer_snapshot", "102", 10, None)]
+    deep = audit_replicas(found, history, deep=True)
+    assert invariants(deep) == [("undecodable_records", str(b), 0, None) for b in BROKERS]
+    assert "InvalidRecordError" in deep.violations[0].detail
+
+
 def test_segment_read_in_chunks(tmp_path: Path) -> None:
     """A chunk smaller than a batch still yields every batch whole."""
     dirs = healthy().write(tmp_path)

@@ -27,7 +27,7 @@ def test_generated_directories_audit_clean_and_run_on_a_standalone_cluster(tmp_p
     data = replicas.generate(tmp_path / "data", 6 << 20, partitions=10)
     dirs = classify_dirs(data["dirs"])
     assert [d.broker for d in dirs] == [True] * 3 and dirs[0].metadata_dir == data["metadata"]
-    result = audit_replicas(dirs, read_history(data["metadata"]))
+    result = audit_replicas(dirs, read_history(data["metadata"]), deep=True)  # every codec, markers decoded
     assert result.ok and not result.findings and len(result.partitions) == 10
     assert result.batches == data["batches"] and result.bytes_read == data["bytes"]
     big = Path(data["dirs"][1]) / "big-0"

@@ -32,7 +32,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from kwire.topics import METADATA_PARTITION_DIR
-from tools.audit.replica_checks import BadBytes, BatchSummary, ReplicaView
+from tools.audit.replica_checks import BadBytes, BatchSummary, ProducerSnapshotFile, ReplicaView
 from tools.audit.scan import NodeDir, node_names
 
 READ_CHUNK_BYTES = 8 * 1024 * 1024
@@ -189,14 +189,15 @@ def segment_paths(partition_dir: str) -> list[str]:
 
 
 def iter_segment(path: str, last_segment: bool, chunk_bytes: int = READ_CHUNK_BYTES, start: int = 0,
-                 end: int | None = None) -> Iterator[BatchSummary | BadBytes]:
+                 end: int | None = None, deep: bool = False) -> Iterator[BatchSummary | BadBytes]:
     """The batches of one segment's bytes ``[start, end)`` (``start`` at a batch boundary; to
     the end of the file by default), read ``chunk_bytes`` at a time, as summaries (CRC checked);
     then, if bytes follow that are no batch (a torn tail, an impossible size or magic), one
     :class:`BadBytes` covering them to ``end``, after which nothing more is read (Kafka's
     recovery stops there too). ``last_segment``: these bytes end the partition's last segment,
-    so bad bytes there are its tail. Never raises for bad content; an unreadable file is one
-    BadBytes."""
+    so bad bytes there are its tail. ``deep``: every batch that passes its CRC also has its
+    records decoded (:func:`records_error`). Never raises for bad content; an unreadable file is
+    one BadBytes."""
     from storage.errors import CorruptRecordError
     from storage.records import batch_headers
 
@@ -215,7 +216,9 @@ def iter_segment(path: str, last_segment: bool, chunk_bytes: int = READ_CHUNK_BY
             pos = 0
             try:
                 for position, size, base_offset, last_offset, epoch, crc, valid in batch_headers(buf):
-                    yield BatchSummary(base_offset, last_offset, epoch, crc, valid, file_name, base + position, size)
+                    error = records_error(memoryview(buf)[position:position + size]) if deep and valid else None
+                    yield BatchSummary(base_offset, last_offset, epoch, crc, valid, file_name, base + position, size,
+                                       error)
                     pos = position + size
             except CorruptRecordError as exc:
                 yield BadBytes(file_name, base + pos, stop - base - pos, f"unframeable bytes: {exc}", last_segment)
@@ -234,6 +237,51 @@ def iter_segment(path: str, last_segment: bool, chunk_bytes: int = READ_CHUNK_BY
                                    last_segment)
                 return
             buf = rest + more
+
+
+def records_error(batch_bytes: memoryview) -> str | None:
+    """Why a batch's records do not decode, None when they do: the codec's payload, every
+    record's framing and offset, the record count (``DefaultRecordBatch``'s iterators), and a
+    control batch's one record, an ABORT or COMMIT marker (``EndTransactionMarker``) or another
+    known control type."""
+    from storage.control import ControlRecordType, EndTransactionMarker, parse_control_key
+    from storage.records import RecordBatch
+
+    try:
+        batch = RecordBatch(batch_bytes)
+        records = batch.records()
+        for record in records:
+            if not batch.base_offset <= record.offset <= batch.last_offset:
+                return f"record offset {record.offset} outside the batch"
+        if batch.is_control:
+            if len(records) != 1:
+                return f"a control batch of {len(records)} records"
+            control_type = parse_control_key(records[0].key)
+            if control_type in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+                EndTransactionMarker.deserialize(control_type, records[0].value or b"")
+    except Exception as exc:  # noqa: BLE001 - CompressionError, InvalidRecordError, ...: bad bytes, not a bug
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def read_producer_snapshots(partition_dir: str) -> list[ProducerSnapshotFile]:
+    """The ``<offset>.snapshot`` producer-state files of a partition directory, decoded."""
+    from kwire.wire import DecodeError
+    from storage.errors import StorageError
+    from storage.producer_snapshot import decode_producer_snapshot, offset_from_snapshot_name
+
+    out = []
+    for name in sorted(os.listdir(partition_dir)):
+        offset = offset_from_snapshot_name(name)
+        if offset is None:
+            continue
+        try:
+            with open(os.path.join(partition_dir, name), "rb") as f:
+                producers, error = len(decode_producer_snapshot(f.read())), None
+        except (OSError, StorageError, DecodeError) as exc:
+            producers, error = 0, str(exc)
+        out.append(ProducerSnapshotFile(name, offset, producers, error))
+    return out
 
 
 def _needed(rest: bytes) -> int:
@@ -269,6 +317,7 @@ def open_replica(log_dir: LogDir, part: PartitionDir) -> ReplicaView:
             view.topic_id = str(decode_partition_metadata(f.read()))
     except (OSError, StorageError):
         view.topic_id = None
+    view.producer_snapshots = read_producer_snapshots(part.path)
     return view
 
 
@@ -280,12 +329,12 @@ def add_item(view: ReplicaView, item: BatchSummary | BadBytes) -> None:
         view.bad.append(item)
 
 
-def read_replica(log_dir: LogDir, part: PartitionDir) -> ReplicaView:
+def read_replica(log_dir: LogDir, part: PartitionDir, deep: bool = False) -> ReplicaView:
     """One partition copy of ``log_dir`` (:func:`open_replica`) with every batch of its
-    segments."""
+    segments (``deep``: records decoded too, :func:`iter_segment`)."""
     view = open_replica(log_dir, part)
     segments = segment_paths(part.path)
     for i, path in enumerate(segments):
-        for item in iter_segment(path, i == len(segments) - 1):
+        for item in iter_segment(path, i == len(segments) - 1, deep=deep):
             add_item(view, item)
     return view

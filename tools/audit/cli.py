@@ -64,6 +64,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="read segments larger than this as several Spark partitions (the replica "
                              "audit also packs small partitions into tasks of about this size; default: "
                              "four tasks per core, 64 MiB to 1 GiB each)")
+    parser.add_argument("--deep", action="store_true",
+                        help="replica audit: also decompress and decode every batch's records (every codec, "
+                             "control markers); by default batches are checked by their CRC")
     parser.add_argument("--max-violations", type=int, default=10_000)
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
@@ -178,11 +181,11 @@ def _run_replicas(args: argparse.Namespace, dirs: list[AuditDir], history_dirs: 
         progress("no metadata log: checks against the metadata are skipped" if history is None
                  else f"metadata history from {history.source} (up to offset {history.end_offset})")
         if spark is None:
-            result = audit_replicas(dirs, history, progress)
+            result = audit_replicas(dirs, history, progress, deep=args.deep)
         else:
             from tools.audit.replica_spark import audit_replicas_spark
 
-            result = audit_replicas_spark(spark, dirs, history, args.split_bytes, progress)
+            result = audit_replicas_spark(spark, dirs, history, args.split_bytes, progress, deep=args.deep)
     finally:
         if own_session:
             spark.stop()

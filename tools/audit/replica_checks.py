@@ -25,6 +25,13 @@ Invariant names, as the report prints them (severity in brackets):
 ``corrupt_batch`` [violation] / ``torn_tail`` [warning]
     A batch whose CRC does not match, or bytes that cannot be framed as a batch; at the tail of
     the last segment recovery truncates them, so only a warning there.
+``undecodable_records`` [violation]
+    With a deep read (``kwire audit --deep``): a batch that passes its CRC but whose records do
+    not decompress or decode -- the codec's payload (gzip, snappy, lz4, zstd), each record's
+    framing, the record count, a control batch's ABORT/COMMIT marker.
+``producer_snapshot`` [warning]
+    A ``<offset>.snapshot`` producer-state file that cannot be read or lies beyond the log end:
+    Kafka deletes it on recovery and rebuilds the state from the log.
 ``offsets_not_increasing`` / ``offset_gap`` [violation]
     A batch that does not start after the previous one ends; a hole between two batches where
     the cleaner has not compacted (below ``cleaner-offset-checkpoint`` a compacted partition has
@@ -76,8 +83,8 @@ RECOVERING = 1
 
 class BatchSummary(NamedTuple):
     """One batch's header as a segment holds it: offsets (inclusive), partition leader epoch,
-    stored CRC and whether it matches, and where it is (file name, byte position and size).
-    A tuple: an audit makes one per batch of every copy, and ships them between processes."""
+    stored CRC and whether it matches, and where it is (file name, byte position and size);
+    with a deep read, why its records could not be decoded. A tuple: an audit makes one per batch of every copy, and ships them between processes."""
 
     base_offset: int
     last_offset: int
@@ -87,6 +94,8 @@ class BatchSummary(NamedTuple):
     file: str
     position: int
     size: int
+    records_error: str | None = None
+    """With a deep read: why its records could not be decoded (None: they could, or were not read)."""
 
     def same_as(self, other: BatchSummary) -> bool:
         """Both replicas hold this batch: same offsets, epoch and CRC."""
@@ -102,6 +111,16 @@ class BadBytes(NamedTuple):
     size: int
     detail: str
     at_tail: bool
+
+
+class ProducerSnapshotFile(NamedTuple):
+    """A ``<offset>.snapshot`` producer-state file of a copy: its offset, its producers, or why it
+    could not be read."""
+
+    file: str
+    offset: int
+    producers: int
+    error: str | None
 
 
 @dataclass
@@ -126,6 +145,7 @@ class ReplicaView:
     topic_id: str | None = None
     on_disk: bool = True
     """False: the log directory has no copy, only the high watermark its checkpoint kept."""
+    producer_snapshots: list[ProducerSnapshotFile] = field(default_factory=list)
 
     @property
     def valid_batches(self) -> list[BatchSummary]:
@@ -289,6 +309,10 @@ def _check_replica(r: ReplicaView, out: _Findings) -> None:
             tail = i == len(r.batches) - 1 and not r.bad
             out.add("torn_tail" if tail else "corrupt_batch", WARNING if tail else VIOLATION, r.node, b.base_offset,
                     f"{b.file} at byte {b.position}: batch {b.base_offset}-{b.last_offset} fails its CRC")
+        elif b.records_error is not None:
+            out.add("undecodable_records", VIOLATION, r.node, b.base_offset,
+                    f"{b.file} at byte {b.position}: batch {b.base_offset}-{b.last_offset} passes its CRC but its "
+                    f"records do not decode: {b.records_error}")
     for prev, b in zip(r.batches, r.batches[1:], strict=False):  # a corrupt batch's header still frames it
         if b.base_offset <= prev.last_offset:
             out.add("offsets_not_increasing", VIOLATION, r.node, b.base_offset,
@@ -298,6 +322,11 @@ def _check_replica(r: ReplicaView, out: _Findings) -> None:
             out.add("offset_gap", VIOLATION, r.node, prev.last_offset + 1,
                     f"no batch holds offsets {prev.last_offset + 1}-{b.base_offset - 1} (not compacted)",
                     end_offset=b.base_offset)
+    for snapshot in r.producer_snapshots:
+        if snapshot.error is not None or snapshot.offset > r.log_end:
+            out.add("producer_snapshot", WARNING, r.node, snapshot.offset,
+                    f"{snapshot.file}: {snapshot.error or f'beyond the log end {r.log_end}'} (recovery deletes it and "
+                    f"rebuilds the producer state from the log)")
     valid = r.valid_batches
     if r.high_watermark is not None and r.high_watermark > r.log_end:
         out.add("log_below_high_watermark", VIOLATION, r.node, r.log_end,

@@ -1,11 +1,12 @@
 """The replica audit on Spark: the segments of every partition copy are read in parallel, in
 parts of at most ``split_bytes`` cut at batch boundaries through each segment's ``.index``
 (:func:`tools.audit.scan.segment_cuts`, as the metadata-log audit cuts its segments), so one
-huge partition is read by many tasks. A partition of at most ``split_bytes`` (all copies) is
-read and judged (:func:`tools.audit.replicas.judge_partition`) by one task, with no shuffle; a
-larger one's summaries are grouped by partition and judged after the shuffle. Units are packed
-into tasks of about ``split_bytes`` (:func:`pack_units`); only the verdicts come back to the
-driver.
+huge partition is read by many tasks. Partitions of at most ``split_bytes`` (all copies) are
+read and judged (:func:`tools.audit.replicas.judge_partition`) each by one task, in a job with no
+shuffle (a shuffle stage costs about a second here); the parts of larger ones are read in a
+second job whose summaries are grouped by partition and judged after the shuffle. Units are
+packed into tasks of about ``split_bytes`` (:func:`pack_units`); only the verdicts come back to
+the driver.
 
 The work per byte is the same as the one-process audit's (:func:`tools.audit.replicas.
 audit_replicas`): framing, CRC32C, the checks. Runs on any master: ``local[N]``, or a
@@ -135,11 +136,12 @@ Shipped = tuple[str, Any]
 
 
 def run_task(units: Iterable[Unit], copies: Copies, history: MetadataHistory | None,
-             present: set[int]) -> list[tuple[tuple[str, int], Shipped]]:
-    """One Spark task: each whole unit read and judged, each part read."""
+             present: set[int], deep: bool = False) -> list[tuple[tuple[str, int], Shipped]]:
+    """One Spark task: each whole unit read and judged, each part read (``deep``: records
+    decoded too)."""
     out: list[tuple[tuple[str, int], Shipped]] = []
     for unit in units:
-        read = [(part.node, list(iter_segment(part.path, part.last, start=part.start, end=part.end)))
+        read = [(part.node, list(iter_segment(part.path, part.last, start=part.start, end=part.end, deep=deep)))
                 for part in unit.parts]
         if unit.whole:
             out.append((unit.key, ("verdict", judge_group(unit.key, read, copies, history, present))))
@@ -150,12 +152,8 @@ def run_task(units: Iterable[Unit], copies: Copies, history: MetadataHistory | N
 
 def finish_group(key: tuple[str, int], shipped: Iterable[Shipped], copies: Copies, history: MetadataHistory | None,
                  present: set[int]) -> PartitionVerdict:
-    """A partition's verdict: the one its whole unit gave, or judged from its parts' summaries."""
-    items = list(shipped)
-    if len(items) == 1 and items[0][0] == "verdict":
-        verdict: PartitionVerdict = items[0][1]
-        return verdict
-    return judge_group(key, [payload for _, payload in items], copies, history, present)
+    """A split partition's verdict, judged from its parts' summaries after the shuffle."""
+    return judge_group(key, [payload for _, payload in shipped], copies, history, present)
 
 
 def judge_group(key: tuple[str, int], items: Iterable[tuple[str, list[BatchSummary | BadBytes]]], copies: Copies,
@@ -178,6 +176,7 @@ def audit_replicas_spark(
     history: MetadataHistory | None,
     split_bytes: int | None = None,
     progress: Callable[[str], None] | None = None,
+    deep: bool = False,
 ) -> ReplicaAuditResult:
     """:func:`tools.audit.replicas.audit_replicas` with the reading and the judging spread over
     ``spark``'s executors (module docstring); the same result. ``split_bytes`` None: the
@@ -191,18 +190,29 @@ def audit_replicas_spark(
                       for path in segment_paths(part.path))
         split_bytes = min(MAX_SPLIT_BYTES, max(MIN_SPLIT_BYTES, on_disk // (4 * sc.defaultParallelism)))
     units = plan_units(plan.copies, split_bytes)
-    total = sum(u.weight for u in units)
-    tasks = pack_units(units, max(sc.defaultParallelism, -(-total // split_bytes)))
+    whole = [u for u in units if u.whole]
+    pieces = [u for u in units if not u.whole]
+    slots = sc.defaultParallelism
+    whole_tasks = pack_units(whole, max(slots, -(-sum(u.weight for u in whole) // split_bytes)))
+    piece_tasks = pack_units(pieces, max(slots, -(-sum(u.weight for u in pieces) // split_bytes)))
     if progress:
-        progress(f"auditing {len(plan.copies)} partitions in {len(plan.log_dirs)} log directories: "
-                 f"{len(units)} units in {len(tasks)} tasks on {sc.master}")
+        progress(f"auditing {len(plan.copies)} partitions in {len(plan.log_dirs)} log directories on {sc.master}: "
+                 f"{len(whole)} read and judged whole in {len(whole_tasks)} tasks, "
+                 f"{len({u.key for u in pieces})} in {len(pieces)} parts in {len(piece_tasks)} tasks")
     copies, known, present = sc.broadcast(plan.copies), sc.broadcast(history), plan.present
     verdicts: list[PartitionVerdict] = []
-    if tasks:
-        groups = max(1, min(len(plan.copies), sc.defaultParallelism * 4))
-        verdicts = (
-            sc.parallelize(tasks, len(tasks))
-            .flatMap(lambda task: run_task(task, copies.value, known.value, present))
+    if whole_tasks:  # no shuffle: each task returns its partitions' verdicts
+        verdicts += (
+            sc.parallelize(whole_tasks, len(whole_tasks))
+            .flatMap(lambda task: run_task(task, copies.value, known.value, present, deep))
+            .map(lambda shipped: shipped[1][1])
+            .collect()
+        )
+    if piece_tasks:
+        groups = max(1, min(len({u.key for u in pieces}), slots * 4))
+        verdicts += (
+            sc.parallelize(piece_tasks, len(piece_tasks))
+            .flatMap(lambda task: run_task(task, copies.value, known.value, present, deep))
             .groupByKey(groups)
             .map(lambda group: finish_group(group[0], group[1], copies.value, known.value, present))
             .collect()

@@ -191,16 +191,17 @@ def audit_replicas(
     dirs: Sequence[AuditDir],
     history: MetadataHistory | None,
     progress: Callable[[str], None] | None = None,
+    deep: bool = False,
 ) -> ReplicaAuditResult:
     """Audit every partition of the broker log directories among ``dirs`` (see the module
     docstring) against ``history`` (None: only the checks that need no metadata), one partition
-    at a time in this process."""
+    at a time in this process; ``deep``: decode every batch's records too."""
     plan = plan_replicas(dirs)
     result = new_result(plan, history)
     if progress:
         progress(f"auditing {len(plan.copies)} partitions in {len(plan.log_dirs)} log directories")
     for (topic, partition), found in sorted(plan.copies.items()):
-        views = [read_replica(log_dir, part) if part is not None else off_disk_view(log_dir, topic, partition)
+        views = [read_replica(log_dir, part, deep) if part is not None else off_disk_view(log_dir, topic, partition)
                  for log_dir, part in found]
         add_verdict(result, judge_partition(topic, partition, views, history, plan.present))
     return result
