@@ -82,6 +82,9 @@ def test_unclean_election_names_the_lost_offsets(tmp_path: Path) -> None:
     assert lost.cause == ("PartitionChangeRecord at metadata offset 3 made broker 102 leader in epoch 1, outside "
                           "the ISR [101]: an unclean election (leader recovery state RECOVERING)")
     assert result.lost == [{"topic": "orders", "partition": 0, "start": 10, "end": 15}]
+    timeline = result.timelines[("orders", 0)]  # what the report's plot draws
+    assert timeline.spans["101"] == [(0, 15, 0)] and timeline.spans["102"] == [(0, 10, 0), (10, 13, 1)]
+    assert timeline.leaders == {0: (101, (101,)), 1: (102, (102,))}
 
 
 def test_lost_leader_disk(tmp_path: Path) -> None:
@@ -160,6 +163,24 @@ def test_corrupt_batch_and_torn_tail(tmp_path: Path) -> None:
     assert invariants(result, "warning") == [("torn_tail", "103", None, None)]
     torn = [f for f in result.findings if f.invariant == "torn_tail"]
     assert "7 bytes at the end" in torn[0].detail
+
+
+def test_read_ahead_keeps_a_window_ahead(tmp_path: Path) -> None:
+    from tools.audit.broker_dirs import ReadAhead
+
+    files = []
+    for i in range(6):
+        path = tmp_path / f"{i}.log"
+        path.write_bytes(b"x" * 100)
+        files.append((str(path), 0, 100))
+    files.insert(3, (str(tmp_path / "missing.log"), 0, 100))  # advice only: a missing file is skipped
+    ahead = ReadAhead(files, window=250)
+    ahead.reading(0)
+    assert ahead.issued == 2  # the first range, and the next while within 250 bytes past its start
+    ahead.reading(1)
+    assert ahead.issued == 3
+    ahead.reading(6)
+    assert ahead.issued == 7
 
 
 def test_deep_read_decodes_the_records(tmp_path: Path) -> None:

@@ -28,14 +28,17 @@ from __future__ import annotations
 import glob
 import os
 import re
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from kwire.topics import METADATA_PARTITION_DIR
 from tools.audit.replica_checks import BadBytes, BatchSummary, ProducerSnapshotFile, ReplicaView
 from tools.audit.scan import NodeDir, node_names
 
 READ_CHUNK_BYTES = 8 * 1024 * 1024
+READ_AHEAD_BYTES = 64 * 1024 * 1024
 SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 PARTITION_DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.(?P<id>[0-9a-f]{32})-(?P<suffix>delete|future|stray))?$")
 
@@ -188,6 +191,39 @@ def segment_paths(partition_dir: str) -> list[str]:
     return [os.path.join(partition_dir, n) for n in sorted(names) if SEGMENT_RE.match(n)]
 
 
+class ReadAhead:
+    """Asks the kernel to read file ranges before the scan needs them (``posix_fadvise``
+    ``WILLNEED``), about ``window`` bytes ahead of the range being read: a scan of thousands of
+    small segments is otherwise bound by each read's latency. Advice only: on a system without
+    ``posix_fadvise``, or for a file that cannot be opened, nothing happens. (Issuing the advice
+    from a thread of its own measured no faster.)"""
+
+    def __init__(self, ranges: Sequence[tuple[str, int, int]], window: int = READ_AHEAD_BYTES) -> None:
+        self.ranges = ranges
+        self.window = window
+        self.ends = list(accumulate(end - start for _, start, end in ranges))
+        self.issued = 0
+
+    def reading(self, i: int) -> None:
+        """The scan is about to read ``ranges[i]``: advise every range up to ``window`` bytes past it."""
+        advise = getattr(os, "posix_fadvise", None)
+        if advise is None:
+            return
+        wanted = max(i + 1, bisect_right(self.ends, (self.ends[i - 1] if i else 0) + self.window))
+        for path, start, end in self.ranges[self.issued:wanted]:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except OSError:
+                continue
+            try:  # a large file's first window only: past it the kernel's own read-ahead follows the scan
+                advise(fd, start, min(end - start, self.window), os.POSIX_FADV_WILLNEED)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+        self.issued = max(self.issued, wanted)
+
+
 def iter_segment(path: str, last_segment: bool, chunk_bytes: int = READ_CHUNK_BYTES, start: int = 0,
                  end: int | None = None, deep: bool = False) -> Iterator[BatchSummary | BadBytes]:
     """The batches of one segment's bytes ``[start, end)`` (``start`` at a batch boundary; to
@@ -329,11 +365,13 @@ def add_item(view: ReplicaView, item: BatchSummary | BadBytes) -> None:
         view.bad.append(item)
 
 
-def read_replica(log_dir: LogDir, part: PartitionDir, deep: bool = False) -> ReplicaView:
+def read_replica(log_dir: LogDir, part: PartitionDir, deep: bool = False,
+                 segments: Sequence[str] | None = None) -> ReplicaView:
     """One partition copy of ``log_dir`` (:func:`open_replica`) with every batch of its
-    segments (``deep``: records decoded too, :func:`iter_segment`)."""
+    segments (``deep``: records decoded too, :func:`iter_segment`); ``segments``: their paths,
+    when the caller listed them already."""
     view = open_replica(log_dir, part)
-    segments = segment_paths(part.path)
+    segments = segment_paths(part.path) if segments is None else segments
     for i, path in enumerate(segments):
         for item in iter_segment(path, i == len(segments) - 1, deep=deep):
             add_item(view, item)

@@ -24,8 +24,7 @@ from typing import Any
 
 from tools.audit.broker_dirs import (
     AuditDir,
-    LogDir,
-    PartitionDir,
+    ReadAhead,
     add_item,
     iter_segment,
     open_replica,
@@ -34,6 +33,7 @@ from tools.audit.broker_dirs import (
 from tools.audit.history import MetadataHistory
 from tools.audit.replica_checks import BadBytes, BatchSummary, ReplicaView
 from tools.audit.replicas import (
+    Copies,
     PartitionVerdict,
     ReplicaAuditResult,
     add_verdict,
@@ -52,9 +52,6 @@ MAX_SPLIT_BYTES = 1 << 30
 worker hand-off before it reads a byte (about 30 ms of wall time per task on ``local[2]`` on
 the 2-core machines), so a task should read hundreds of megabytes; and four tasks per core
 balance the load."""
-
-Copies = dict[tuple[str, int], list[tuple[LogDir, PartitionDir | None]]]
-
 
 @dataclass(frozen=True, slots=True)
 class ReplicaPart:
@@ -140,7 +137,13 @@ def run_task(units: Iterable[Unit], copies: Copies, history: MetadataHistory | N
     """One Spark task: each whole unit read and judged, each part read (``deep``: records
     decoded too)."""
     out: list[tuple[tuple[str, int], Shipped]] = []
+    units = list(units)
+    first = 0
+    ahead = ReadAhead([(p.path, p.start, p.end) for unit in units for p in unit.parts])
     for unit in units:
+        if unit.parts:
+            ahead.reading(first)
+            first += len(unit.parts)
         read = [(part.node, list(iter_segment(part.path, part.last, start=part.start, end=part.end, deep=deep)))
                 for part in unit.parts]
         if unit.whole:

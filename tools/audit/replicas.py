@@ -24,7 +24,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tools.audit.broker_dirs import AuditDir, LogDir, PartitionDir, read_log_dir, read_replica
+from tools.audit.broker_dirs import (
+    AuditDir,
+    LogDir,
+    PartitionDir,
+    ReadAhead,
+    read_log_dir,
+    read_replica,
+    segment_paths,
+)
 from tools.audit.history import MetadataHistory
 from tools.audit.replica_checks import (
     VIOLATION,
@@ -35,7 +43,7 @@ from tools.audit.replica_checks import (
     check_partition,
 )
 
-__all__ = ["ReplicaAuditResult", "audit_replicas", "format_finding", "judge_partition", "plan_replicas"]
+__all__ = ["Copies", "ReplicaAuditResult", "audit_replicas", "format_finding", "judge_partition", "plan_replicas"]
 
 
 @dataclass
@@ -50,9 +58,8 @@ class ReplicaAuditResult:
     findings: list[Finding] = field(default_factory=list)
     batches: int = 0
     bytes_read: int = 0
-    timelines: dict[tuple[str, int], dict[str, list[tuple[int, int, int]]]] = field(default_factory=dict)
-    """For each partition with a violation: per replica, ``(start, end, epoch)`` spans of its
-    valid batches (end exclusive), for the report's plots."""
+    timelines: dict[tuple[str, int], Timeline] = field(default_factory=dict)
+    """For each partition with a violation, its :class:`Timeline`, for the report's plots."""
 
     @property
     def violations(self) -> list[Finding]:
@@ -90,6 +97,11 @@ class ReplicaAuditResult:
         }
 
 
+Copies = dict[tuple[str, int], list[tuple[LogDir, PartitionDir | None]]]
+"""Each partition's copies: its directory in a log directory, or None for a copy known only from
+that log directory's high watermark checkpoint."""
+
+
 @dataclass
 class ReplicaPlan:
     """What the directories hold, before any segment is read: the broker log directories, each
@@ -97,7 +109,7 @@ class ReplicaPlan:
     watermark checkpoint), the findings about directories, and the broker ids present."""
 
     log_dirs: list[LogDir]
-    copies: dict[tuple[str, int], list[tuple[LogDir, PartitionDir | None]]]
+    copies: Copies
     findings: list[Finding]
     present: set[int]
 
@@ -107,7 +119,7 @@ def plan_replicas(dirs: Sequence[AuditDir]) -> ReplicaPlan:
     (no segment yet)."""
     log_dirs = [read_log_dir(d) for d in dirs if d.broker]
     findings: list[Finding] = []
-    copies: dict[tuple[str, int], list[tuple[LogDir, PartitionDir | None]]] = {}
+    copies: Copies = {}
     for log_dir in log_dirs:
         for error in log_dir.errors:
             findings.append(Finding("unreadable_checkpoint", WARNING, "", -1, log_dir.node, None, error))
@@ -132,6 +144,16 @@ def off_disk_view(log_dir: LogDir, topic: str, partition: int) -> ReplicaView:
                        epochs=[], on_disk=False)
 
 
+@dataclass(frozen=True)
+class Timeline:
+    """A partition's picture: per copy, ``(start, end, epoch)`` spans of its valid batches (end
+    exclusive); per leader epoch, the leader and the ISR the metadata gave it (the last state of
+    the epoch; empty without history)."""
+
+    spans: dict[str, list[tuple[int, int, int]]]
+    leaders: dict[int, tuple[int, tuple[int, ...]]]
+
+
 @dataclass
 class PartitionVerdict:
     """One partition's report, its findings (the orphan ones included), and, when it has a
@@ -139,7 +161,7 @@ class PartitionVerdict:
 
     report: PartitionReport
     findings: list[Finding]
-    timeline: dict[str, list[tuple[int, int, int]]] | None
+    timeline: Timeline | None
     batches: int
     bytes_read: int
 
@@ -165,7 +187,9 @@ def judge_partition(topic: str, partition: int, views: Sequence[ReplicaView], hi
     findings += report.findings
     timeline = None
     if any(f.severity == VIOLATION for f in findings):
-        timeline = {view.node: epoch_spans(view) for view in views}
+        leaders = {} if partition_history is None else {
+            s.leader_epoch: (s.leader, s.isr) for s in partition_history.states}
+        timeline = Timeline({view.node: epoch_spans(view) for view in views}, leaders)
     return PartitionVerdict(report, findings, timeline, sum(len(v.batches) for v in views),
                             sum(b.size for v in views for b in v.batches) + sum(b.size for v in views for b in v.bad))
 
@@ -195,14 +219,29 @@ def audit_replicas(
 ) -> ReplicaAuditResult:
     """Audit every partition of the broker log directories among ``dirs`` (see the module
     docstring) against ``history`` (None: only the checks that need no metadata), one partition
-    at a time in this process; ``deep``: decode every batch's records too."""
+    at a time in this process, the kernel asked to read the next segments ahead
+    (:class:`~tools.audit.broker_dirs.ReadAhead`); ``deep``: decode every batch's records too."""
     plan = plan_replicas(dirs)
     result = new_result(plan, history)
     if progress:
         progress(f"auditing {len(plan.copies)} partitions in {len(plan.log_dirs)} log directories")
-    for (topic, partition), found in sorted(plan.copies.items()):
-        views = [read_replica(log_dir, part, deep) if part is not None else off_disk_view(log_dir, topic, partition)
-                 for log_dir, part in found]
+    order = sorted(plan.copies.items())
+    segments = {(log_dir.node, key): segment_paths(part.path) for key, found in order for log_dir, part in found
+                if part is not None}
+    ranges = [(path, 0, os.path.getsize(path)) for paths in segments.values() for path in paths]
+    first = 0
+    ahead = ReadAhead(ranges)
+    for (topic, partition), found in order:
+        if first < len(ranges):
+            ahead.reading(first)
+        views = []
+        for log_dir, part in found:
+            if part is None:
+                views.append(off_disk_view(log_dir, topic, partition))
+            else:
+                paths = segments[(log_dir.node, (topic, partition))]
+                views.append(read_replica(log_dir, part, deep, paths))
+                first += len(paths)
         add_verdict(result, judge_partition(topic, partition, views, history, plan.present))
     return result
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from tools.audit.jobs import AuditResult
 from tools.audit.replica_checks import PartitionReport
-from tools.audit.replicas import ReplicaAuditResult
+from tools.audit.replicas import ReplicaAuditResult, Timeline
 
 
 def summary(result: AuditResult, elapsed_s: float | None = None) -> dict[str, Any]:
@@ -134,32 +134,41 @@ def write_replica_report(result: ReplicaAuditResult, out_dir: str, elapsed_s: fl
         written.append(path)
     faulty = [p for p in result.partitions if any(f.severity == "violation" for f in p.findings)]
     for report in faulty[:MAX_PARTITION_PLOTS]:
-        written.append(_partition_plot(report, result.timelines.get((report.topic, report.partition), {}), out_dir))
+        written.append(_partition_plot(report, result.timelines.get((report.topic, report.partition)), out_dir))
     return written
 
 
-def _partition_plot(report: PartitionReport, timeline: dict[str, list[tuple[int, int, int]]], out_dir: str) -> str:
-    """Each replica's leader epoch over offsets (one band per replica, a step per epoch), its
-    high watermark marked, and the lost offset ranges shaded."""
+def _partition_plot(report: PartitionReport, timeline: Timeline | None, out_dir: str) -> str:
+    """Each replica's leader epoch over offsets (one band per replica, a colour per epoch,
+    labelled with the epoch's leader and ISR from the metadata), its high watermark marked, and
+    the lost offset ranges shaded."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.6 * max(len(timeline), 1)))
-    epochs = sorted({e for spans in timeline.values() for _, _, e in spans})
+    spans = {} if timeline is None else timeline.spans
+    leaders = {} if timeline is None else timeline.leaders
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.6 * max(len(spans), 1)))
+    epochs = sorted({e for runs in spans.values() for _, _, e in runs})
     colours = {e: plt.cm.tab10(i % 10) for i, e in enumerate(epochs)}
-    for row, (node, spans) in enumerate(sorted(timeline.items())):
-        for start, end, epoch in spans:
+    for row, (node, runs) in enumerate(sorted(spans.items())):
+        for start, end, epoch in runs:
             ax.barh(row, end - start, left=start, color=colours[epoch], edgecolor="none", height=0.6)
         mark = report.replicas.get(node, {}).get("high_watermark")
         if mark is not None:
             ax.plot([mark, mark], [row - 0.4, row + 0.4], color="black", linewidth=2)
     for start, end in report.lost:
         ax.axvspan(start, end, color="red", alpha=0.2)
-    ax.set_yticks(range(len(timeline)), [f"{n}{' (reference)' if n == report.reference else ''}"
-                                         for n in sorted(timeline)])
-    handles = [matplotlib.patches.Patch(color=colours[e], label=f"epoch {e}") for e in epochs]
+    ax.set_yticks(range(len(spans)), [f"{n}{' (reference)' if n == report.reference else ''}" for n in sorted(spans)])
+
+    def label(epoch: int) -> str:
+        if epoch not in leaders:
+            return f"epoch {epoch}"
+        leader, isr = leaders[epoch]
+        return f"epoch {epoch}: leader {leader}, ISR {list(isr)}"
+
+    handles = [matplotlib.patches.Patch(color=colours[e], label=label(e)) for e in epochs]
     handles.append(matplotlib.patches.Patch(color="red", alpha=0.2, label="lost"))
     ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
     ax.set_xlabel("offset (black: the replica's high watermark)")

@@ -23,7 +23,8 @@ Measured per size, each run with a cold page cache (``/proc/sys/vm/drop_caches``
   standalone master with one worker of one core, then two workers of one core each (the
   pyspark install's own ``Master`` and ``Worker`` classes) -- the audit's own elapsed time,
   Spark's start-up excluded (reported beside it);
-* the disk: ``dd`` of the largest segment to ``/dev/null`` in 8 MiB blocks, cold.
+* the disk: ``dd`` of the largest segment to ``/dev/null`` in 8 MiB blocks, and ``cat`` of every
+  segment, eight files at a time, both cold.
 
 Every run must find the cluster clean and count every batch written, or the section stops.
 Rows are MB/s of segment bytes (ratio = Spark / one process). The data lives under
@@ -363,6 +364,15 @@ class Standalone:
         stop_processes(self.procs, timeout_s=20)
 
 
+def _cat_all(root: Path) -> float:
+    """Seconds ``cat`` takes to read every segment under ``root`` to /dev/null, eight files at a
+    time (the files' own read rate, which many small segments keep below ``dd``'s)."""
+    started = time.perf_counter()
+    subprocess.run(["bash", "-c", f"find {root} -name '*.log' -print0 | xargs -0 -P 8 -n 64 cat > /dev/null"],
+                   check=True)
+    return time.perf_counter() - started
+
+
 def _dd(path: str) -> float:
     """Seconds ``dd`` takes to read ``path`` to /dev/null in 8 MiB blocks."""
     started = time.perf_counter()
@@ -390,6 +400,10 @@ def run(args: Any) -> list[Result]:
             cold = _drop_caches()
             dd_s = _dd(largest)
             dd_rate = os.path.getsize(largest) / dd_s / 1e6
+            _drop_caches()
+            cat_rate = data["bytes"] / _cat_all(data_root) / 1e6
+            print(f"[replicas] {mib:,.0f} MiB disk: dd of the largest segment {dd_rate:,.0f} MB/s, cat of every "
+                  f"segment {cat_rate:,.0f} MB/s", flush=True)
             runs: dict[str, dict[str, Any]] = {}
             _drop_caches()
             runs["one process"] = audit_once(data, None)
@@ -414,9 +428,10 @@ def run(args: Any) -> list[Result]:
                     conditions=(f"{partitions} partitions x {len(BROKERS)} brokers, {data['batches']} batches, "
                                 f"tasks of the default size (four per core, 64 MiB-1 GiB), page cache "
                                 f"{'dropped before each run' if cold else 'warm (not root)'}; disk: dd of the "
-                                f"largest segment {dd_rate:,.0f} MB/s; Spark start-up excluded"),
+                                f"largest segment {dd_rate:,.0f} MB/s, cat of every segment (8 at a time) "
+                                f"{cat_rate:,.0f} MB/s; Spark start-up excluded"),
                     extra={"bytes": data["bytes"], "batches": data["batches"], "generate_s": gen_s,
-                           "dd_mb_s": dd_rate, "runs": runs},
+                           "dd_mb_s": dd_rate, "cat_mb_s": cat_rate, "runs": runs},
                 ))
             shutil.rmtree(data_root, ignore_errors=True)
     finally:
