@@ -183,6 +183,23 @@ def test_read_ahead_keeps_a_window_ahead(tmp_path: Path) -> None:
     assert ahead.issued == 7
 
 
+def test_prefetch_reads_ahead_within_its_window(tmp_path: Path) -> None:
+    from tools.audit.broker_dirs import Prefetch
+
+    ranges = []
+    for i in range(6):
+        path = tmp_path / f"{i}.log"
+        path.write_bytes(bytes([i]) * 100)
+        ranges.append((str(path), 10, 100))
+    ranges.insert(3, (str(tmp_path / "missing.log"), 0, 100))  # read by the scan, which reports it
+    ranges.insert(4, (str(tmp_path / "0.log"), 0, 100))  # larger than max_range: left to the scan
+    with Prefetch(ranges, threads=2, window=200, max_range=90) as ahead:
+        assert ahead.take(0) == bytes([0]) * 90
+        assert ahead._ahead <= 200  # noqa: SLF001 - the window holds
+        assert [ahead.take(i) for i in range(1, 8)] == [
+            bytes([1]) * 90, bytes([2]) * 90, None, None, bytes([3]) * 90, bytes([4]) * 90, bytes([5]) * 90]
+
+
 def test_deep_read_decodes_the_records(tmp_path: Path) -> None:
     """A batch whose CRC was recomputed over records that do not match its header passes the
     CRC check; only the deep read finds it. A producer snapshot that cannot be read, or lies

@@ -26,10 +26,12 @@ per batch of the partition being checked, whatever the size of the files.
 from __future__ import annotations
 
 import glob
+import io
 import os
 import re
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import accumulate
 
@@ -39,6 +41,7 @@ from tools.audit.scan import NodeDir, node_names
 
 READ_CHUNK_BYTES = 8 * 1024 * 1024
 READ_AHEAD_BYTES = 64 * 1024 * 1024
+PREFETCH_THREADS = 4
 SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 PARTITION_DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.(?P<id>[0-9a-f]{32})-(?P<suffix>delete|future|stray))?$")
 
@@ -195,8 +198,10 @@ class ReadAhead:
     """Asks the kernel to read file ranges before the scan needs them (``posix_fadvise``
     ``WILLNEED``), about ``window`` bytes ahead of the range being read: a scan of thousands of
     small segments is otherwise bound by each read's latency. Advice only: on a system without
-    ``posix_fadvise``, or for a file that cannot be opened, nothing happens. (Issuing the advice
-    from a thread of its own measured no faster.)"""
+    ``posix_fadvise``, or for a file that cannot be opened, nothing happens. A Spark task uses it:
+    there the CPU is the limit, and :class:`Prefetch`'s copies cost more than the waits they save
+    (``local[2]`` over 10 GiB cold: 31.9 s with this, 37.1 s with one prefetch thread per task).
+    (Issuing the advice from a thread of its own measured no faster.)"""
 
     def __init__(self, ranges: Sequence[tuple[str, int, int]], window: int = READ_AHEAD_BYTES) -> None:
         self.ranges = ranges
@@ -224,28 +229,93 @@ class ReadAhead:
         self.issued = max(self.issued, wanted)
 
 
+class Prefetch:
+    """Reads the byte ranges the scan needs next on ``threads`` threads, at most ``window``
+    bytes ahead of it, each range of at most ``max_range`` bytes whole (a larger one the scan
+    reads itself, in chunks, the kernel's read-ahead following it). A cold scan of thousands of
+    small segments is otherwise bound by one read's latency at a time; reads on threads keep
+    several in flight, as ``cat`` of eight files at a time does: 10 GiB over 3,000 copies, cold,
+    in 30.8 s where :class:`ReadAhead`'s advice took 46.7 s and no help 1.2 times that. The scan
+    calls :meth:`take` for each range in order; :meth:`close` stops the threads."""
+
+    def __init__(self, ranges: Sequence[tuple[str, int, int]], threads: int = PREFETCH_THREADS,
+                 window: int = READ_AHEAD_BYTES, max_range: int = READ_CHUNK_BYTES) -> None:
+        self.ranges = ranges
+        self.window, self.max_range = window, max_range
+        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="kwire-audit-prefetch")
+        self._futures: dict[int, Future[bytes | None]] = {}
+        self._next = 0
+        self._ahead = 0
+
+    def _size(self, i: int) -> int:
+        _, start, end = self.ranges[i]
+        return end - start
+
+    def _fill(self, i: int) -> None:
+        self._next = max(self._next, i)
+        while self._next < len(self.ranges) and (not self._futures or self._ahead + self._size(self._next) <= self.window):
+            size = self._size(self._next)
+            if size <= self.max_range:
+                self._futures[self._next] = self._pool.submit(_read_range, *self.ranges[self._next])
+                self._ahead += size
+            self._next += 1
+
+    def take(self, i: int) -> bytes | None:
+        """``ranges[i]``'s bytes, read ahead; None when it was too large to read whole or could
+        not be read (the scan then reads it, and reports what fails)."""
+        self._fill(i)
+        future = self._futures.pop(i, None)
+        if future is None:
+            return None
+        data = future.result()
+        self._ahead -= self._size(i)
+        self._fill(i + 1)
+        return data
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> Prefetch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _read_range(path: str, start: int, end: int) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            return f.read(end - start)
+    except OSError:
+        return None
+
+
 def iter_segment(path: str, last_segment: bool, chunk_bytes: int = READ_CHUNK_BYTES, start: int = 0,
-                 end: int | None = None, deep: bool = False) -> Iterator[BatchSummary | BadBytes]:
+                 end: int | None = None, deep: bool = False, data: bytes | None = None) -> Iterator[BatchSummary | BadBytes]:
     """The batches of one segment's bytes ``[start, end)`` (``start`` at a batch boundary; to
     the end of the file by default), read ``chunk_bytes`` at a time, as summaries (CRC checked);
     then, if bytes follow that are no batch (a torn tail, an impossible size or magic), one
     :class:`BadBytes` covering them to ``end``, after which nothing more is read (Kafka's
     recovery stops there too). ``last_segment``: these bytes end the partition's last segment,
     so bad bytes there are its tail. ``deep``: every batch that passes its CRC also has its
-    records decoded (:func:`records_error`). Never raises for bad content; an unreadable file is
-    one BadBytes."""
+    records decoded (:func:`records_error`). ``data``: those bytes, read already
+    (:class:`Prefetch`). Never raises for bad content; an unreadable file is one BadBytes."""
     from storage.errors import CorruptRecordError
     from storage.records import batch_headers
 
     file_name = os.path.basename(path)
     try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below, the generator may stop early
+        f = open(path, "rb") if data is None else io.BytesIO(data)  # noqa: SIM115 - closed below
     except OSError as exc:
         yield BadBytes(file_name, start, 0, f"unreadable: {exc}", last_segment)
         return
     with f:
-        stop = os.fstat(f.fileno()).st_size if end is None else end
-        f.seek(start)
+        if data is not None:
+            stop = start + len(data)
+        else:
+            stop = os.fstat(f.fileno()).st_size if end is None else end
+            f.seek(start)
         buf = b""
         base = start  # file position of buf[0]
         while True:
@@ -366,13 +436,14 @@ def add_item(view: ReplicaView, item: BatchSummary | BadBytes) -> None:
 
 
 def read_replica(log_dir: LogDir, part: PartitionDir, deep: bool = False,
-                 segments: Sequence[str] | None = None) -> ReplicaView:
+                 segments: Sequence[str] | None = None, contents: Sequence[bytes | None] = ()) -> ReplicaView:
     """One partition copy of ``log_dir`` (:func:`open_replica`) with every batch of its
     segments (``deep``: records decoded too, :func:`iter_segment`); ``segments``: their paths,
-    when the caller listed them already."""
+    when the caller listed them already, and ``contents`` the bytes of those it read already."""
     view = open_replica(log_dir, part)
     segments = segment_paths(part.path) if segments is None else segments
     for i, path in enumerate(segments):
-        for item in iter_segment(path, i == len(segments) - 1, deep=deep):
+        data = contents[i] if i < len(contents) else None
+        for item in iter_segment(path, i == len(segments) - 1, deep=deep, data=data):
             add_item(view, item)
     return view

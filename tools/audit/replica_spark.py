@@ -138,8 +138,8 @@ def run_task(units: Iterable[Unit], copies: Copies, history: MetadataHistory | N
     decoded too)."""
     out: list[tuple[tuple[str, int], Shipped]] = []
     units = list(units)
-    first = 0
     ahead = ReadAhead([(p.path, p.start, p.end) for unit in units for p in unit.parts])
+    first = 0
     for unit in units:
         if unit.parts:
             ahead.reading(first)

@@ -28,7 +28,7 @@ from tools.audit.broker_dirs import (
     AuditDir,
     LogDir,
     PartitionDir,
-    ReadAhead,
+    Prefetch,
     read_log_dir,
     read_replica,
     segment_paths,
@@ -219,8 +219,8 @@ def audit_replicas(
 ) -> ReplicaAuditResult:
     """Audit every partition of the broker log directories among ``dirs`` (see the module
     docstring) against ``history`` (None: only the checks that need no metadata), one partition
-    at a time in this process, the kernel asked to read the next segments ahead
-    (:class:`~tools.audit.broker_dirs.ReadAhead`); ``deep``: decode every batch's records too."""
+    at a time in this process, the next segments read ahead on threads
+    (:class:`~tools.audit.broker_dirs.Prefetch`); ``deep``: decode every batch's records too."""
     plan = plan_replicas(dirs)
     result = new_result(plan, history)
     if progress:
@@ -230,19 +230,18 @@ def audit_replicas(
                 if part is not None}
     ranges = [(path, 0, os.path.getsize(path)) for paths in segments.values() for path in paths]
     first = 0
-    ahead = ReadAhead(ranges)
-    for (topic, partition), found in order:
-        if first < len(ranges):
-            ahead.reading(first)
-        views = []
-        for log_dir, part in found:
-            if part is None:
-                views.append(off_disk_view(log_dir, topic, partition))
-            else:
-                paths = segments[(log_dir.node, (topic, partition))]
-                views.append(read_replica(log_dir, part, deep, paths))
-                first += len(paths)
-        add_verdict(result, judge_partition(topic, partition, views, history, plan.present))
+    with Prefetch(ranges) as ahead:
+        for (topic, partition), found in order:
+            views = []
+            for log_dir, part in found:
+                if part is None:
+                    views.append(off_disk_view(log_dir, topic, partition))
+                else:
+                    paths = segments[(log_dir.node, (topic, partition))]
+                    contents = [ahead.take(first + i) for i in range(len(paths))]
+                    views.append(read_replica(log_dir, part, deep, paths, contents))
+                    first += len(paths)
+            add_verdict(result, judge_partition(topic, partition, views, history, plan.present))
     return result
 
 
