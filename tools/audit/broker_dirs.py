@@ -37,7 +37,7 @@ from itertools import accumulate
 
 from kwire.topics import METADATA_PARTITION_DIR
 from tools.audit.replica_checks import BadBytes, BatchSummary, ProducerSnapshotFile, ReplicaView
-from tools.audit.scan import NodeDir, node_names
+from tools.audit.scan import NodeDir, named_item, node_names
 
 READ_CHUNK_BYTES = 8 * 1024 * 1024
 READ_AHEAD_BYTES = 64 * 1024 * 1024
@@ -101,12 +101,10 @@ def expand_dir_args(items: Sequence[str]) -> list[tuple[str | None, str]]:
     matching nothing, or naming a file, is a usage error: ValueError)."""
     out: list[tuple[str | None, str]] = []
     for raw in items:
-        item = raw.strip()
-        if not item:
+        named = named_item(raw)
+        if named is None:
             continue
-        name = None
-        if "=" in item and not os.path.exists(item):
-            name, item = item.split("=", 1)
+        name, item = named
         if glob.has_magic(item):
             matches = sorted(p for p in glob.glob(item) if os.path.isdir(p))
             if not matches:

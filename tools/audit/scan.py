@@ -135,6 +135,18 @@ def node_names(dirs: Sequence[NodeDir]) -> list[str]:
     return names
 
 
+def named_item(raw: str) -> tuple[str | None, str] | None:
+    """``(name, path)`` of a ``name=path`` item, ``(None, path)`` of a plain one (also of a path
+    that holds ``=`` and exists), None for a blank one."""
+    item = raw.strip()
+    if not item:
+        return None
+    if "=" in item and not os.path.exists(item):
+        name, item = item.split("=", 1)
+        return name, item
+    return None, item
+
+
 def parse_node_dirs(spec: str | Sequence[str]) -> list[tuple[str, str]]:
     """``[(node name, partition dir)]`` from ``"dirA,dirB"`` or ``"name=dir,..."`` (or a list of
     such items). A node dir is a metadata log dir or its ``__cluster_metadata-0``; an item
@@ -144,12 +156,10 @@ def parse_node_dirs(spec: str | Sequence[str]) -> list[tuple[str, str]]:
     items = spec.split(",") if isinstance(spec, str) else list(spec)
     dirs: list[NodeDir] = []
     for raw in items:
-        item = raw.strip()
-        if not item:
+        named = named_item(raw)
+        if named is None:
             continue
-        name = None
-        if "=" in item and not os.path.exists(item):
-            name, item = item.split("=", 1)
+        name, item = named
         path = os.path.abspath(item)
         if os.path.basename(path) == METADATA_PARTITION_DIR:
             partition_dir = path
