@@ -94,7 +94,8 @@ test:
 ## both secured quorums on both releases, every release-and-kind pair of the add, remove and
 ## replace controller runs and of the differential probe (`make test` runs a cover of each
 ## release and each kind), the reassignment, long-running stock controller and stock-quorum
-## audit runs on the older release too (`make test` runs the newest), and the fault soak
+## audit runs on the older release too (`make test` runs the newest), the replica audit on a
+## standalone Spark cluster (`make test` runs it on local[2]), and the fault soak
 ## (`soak`, SOAK_MINUTES).
 FAULT_ROUNDS ?= 20
 FAULT_SEED ?= 1
@@ -110,6 +111,7 @@ nightly: install compat-jars
 	KWIRE_CODEC_MESSAGES=1000 $(PY) -m pytest -q compat/test_java_byte_identity.py
 	KWIRE_LEADER_KILLS=50 $(PY) -m pytest -q tests/server/test_failover.py
 	KWIRE_FAILOVERS=20 $(PY) -m pytest -q compat/test_stock_brokers.py
+	KWIRE_STANDALONE_SPARK=1 $(PY) -m pytest -q tests/bench/test_bench_replicas.py
 	KWIRE_SECURED_ALL=1 $(PY) -m pytest -q compat/test_secured_cluster.py
 	KWIRE_COMPAT_FULL_MATRIX=1 $(PY) -m pytest -q compat/test_add_remove_controller.py \
 		compat/test_replace_controller.py compat/test_differential_probe.py compat/test_reassign.py \
