@@ -115,7 +115,7 @@ nightly: install compat-jars
 	KWIRE_SECURED_ALL=1 $(PY) -m pytest -q compat/test_secured_cluster.py
 	KWIRE_COMPAT_FULL_MATRIX=1 $(PY) -m pytest -q compat/test_add_remove_controller.py \
 		compat/test_replace_controller.py compat/test_differential_probe.py compat/test_reassign.py \
-		compat/test_stock_controller_log.py compat/test_audit_stock_quorum.py
+		compat/test_stock_controller_log.py compat/test_audit_stock_quorum.py compat/test_replica_audit_stock.py
 	$(MAKE) --no-print-directory soak
 
 ## The fault soak (root): for SOAK_MINUTES, quorums of every configuration (kwire, stock and
