@@ -302,10 +302,11 @@ def test_without_metadata(tmp_path: Path) -> None:
     ("healthy", 100), ("unclean", 100), ("lost_disk", 100), ("corrupt", 100), ("unclean", 1 << 20),
     ("corrupt", 1 << 20)])
 def test_spark_gives_the_same_result(spark, tmp_path: Path, scenario: str, split_bytes: int) -> None:  # noqa: ANN001
-    """The Spark audit finds what the one-process audit finds: with its segments cut into parts
-    of a batch through their indexes (every partition judged after the shuffle), and with each
-    partition read and judged by one task."""
-    from tools.audit.replica_spark import audit_replicas_spark, plan_parts, plan_units
+    """The Spark audit finds what the one-process audit finds: with the partition cut into
+    offset ranges of a batch through the segments' indexes (the copies' batches of each range
+    read together, the ranges' scans joined after the shuffle; in the unclean run the cuts fall
+    inside other copies' batches), and with each partition read and judged by one task."""
+    from tools.audit.replica_spark import audit_replicas_spark, list_segments, plan_units
     from tools.audit.replicas import plan_replicas
 
     cluster = healthy()
@@ -322,17 +323,69 @@ def test_spark_gives_the_same_result(spark, tmp_path: Path, scenario: str, split
     found = classify_dirs([str(d) for d in dirs])
     history = read_history(found[0].metadata_dir)
     copies = plan_replicas(found).copies
-    if split_bytes == 100:
-        assert len(plan_parts(copies, split_bytes)) >= 12  # a part per batch
-        assert not any(u.whole for u in plan_units(copies, split_bytes))
+    units = plan_units(list_segments(copies), split_bytes)
+    if split_bytes == 100:  # a range per batch of the largest copy
+        assert [(u.lo, u.hi, u.whole) for u in units] == (
+            [(None, 5, False), (5, 10, False), (10, 15, False), (15, 20, False), (20, None, False)]
+            if scenario == "unclean" else [(None, 5, False), (5, 10, False), (10, 14, False), (14, None, False)])
     else:
-        assert [u.whole for u in plan_units(copies, split_bytes)] == [True]
+        assert [u.whole for u in units] == [True]
     local = audit_replicas(found, history)
     distributed = audit_replicas_spark(spark, found, history, split_bytes=split_bytes)
     assert [f.to_dict() for f in distributed.findings] == [f.to_dict() for f in local.findings]
     assert distributed.summary() == {**local.summary(), "metadata_source": local.metadata_source}
     assert distributed.timelines == local.timelines
     assert (scenario == "healthy") == distributed.ok
+
+
+def test_scans_of_offset_ranges_join_to_the_scan_of_the_whole(tmp_path: Path) -> None:
+    """Reading a partition's copies in offset ranges cut anywhere (inside batches of some
+    copies, between the segments of others) and joining the ranges' scans gives what one read of
+    everything gives: every copy's counts, runs and findings, and where each pair of copies
+    parts. The copies differ in batch shapes and epochs, and 102's batch 7-11 fails its CRC, so
+    its next batch (12-13) meets 101's 7-13, which starts before a cut at 8-12."""
+    import random
+
+    from tools.audit.broker_dirs import CopyReader, segment_paths
+    from tools.audit.replica_checks import PartitionScan, compared_pairs, scan_copies
+    from tools.audit.replicas import open_views, plan_replicas
+
+    cluster = Cluster()
+    cluster.partition_record(0, leader=101, isr=list(BROKERS))
+    cluster.copies = {
+        101: {0: Copy([(0, 3), (0, 4), (0, 7), (1, 7), (2, 1), (2, 4)], high_watermark=20)},
+        102: {0: Copy([(0, 3), (0, 4), (0, 5), (1, 2), (1, 7)], high_watermark=17, batches_per_segment=2)},
+        103: {0: Copy([(0, 3), (0, 4), (0, 5), (3, 6), (3, 6)], high_watermark=14, batches_per_segment=4)},
+    }
+    dirs = cluster.write(tmp_path)
+    segment = dirs[1] / "orders-0" / f"{7:020d}.log"  # 102's second segment: flip a byte of its first batch
+    data = bytearray(segment.read_bytes())
+    data[80] ^= 0x01
+    segment.write_bytes(bytes(data))
+    [(key, found)] = plan_replicas(classify_dirs([str(d) for d in dirs])).copies.items()
+    views = open_views(found, *key)
+    paths = [segment_paths(part.path) for _, part in found]  # type: ignore[union-attr]
+    pairs = compared_pairs(views, None)
+
+    def scan(lo: int | None, hi: int | None) -> PartitionScan:
+        return scan_copies(views, [CopyReader(p, lo=lo, hi=hi) for p in paths], pairs)
+
+    def facts(s: PartitionScan) -> object:
+        return ({node: (c.batches, c.bytes_read, c.first, c.last, c.last_valid, c.runs, c.bad, c.flagged, c.disorder,
+                        list(c.misplaced.items())) for node, c in s.copies.items()}, s.differences)
+
+    whole = scan(None, None)
+    assert whole.differences == {("101", "102"): 12, ("101", "103"): 7, ("102", "101"): 12, ("102", "103"): 12,
+                                 ("103", "101"): 7, ("103", "102"): 12}
+    assert [c.batches for c in whole.copies.values()] == [6, 5, 5] and len(whole.copies["102"].flagged) == 1
+    rng = random.Random(7)
+    for _ in range(40):
+        cuts = sorted(rng.sample(range(1, 28), rng.randint(1, 8)))
+        bounds = [None, *cuts, None]
+        joined = scan(bounds[0], bounds[1])
+        for lo, hi in zip(bounds[1:], bounds[2:], strict=False):
+            joined.extend(scan(lo, hi), views)
+        assert facts(joined) == facts(whole), cuts
 
 
 def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

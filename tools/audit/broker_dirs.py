@@ -19,8 +19,9 @@ Partition directories renamed for deletion (``.<id>-delete``), a JBOD move in pr
 with their suffix and not audited as replicas.
 
 A segment is read in chunks of :data:`READ_CHUNK_BYTES` (grown to fit one batch larger than
-that), so the memory of a scan is one chunk plus one :class:`~tools.audit.replica_checks.BatchSummary`
-per batch of the partition being checked, whatever the size of the files.
+that), and a copy's batches are summarised as they are read
+(:class:`~tools.audit.replica_checks.CopyScan`), so the memory of a read is a chunk per copy
+being read, whatever the size of the files.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import io
 import os
 import re
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -234,7 +235,7 @@ class Prefetch:
     small segments is otherwise bound by one read's latency at a time; reads on threads keep
     several in flight, as ``cat`` of eight files at a time does: 10 GiB over 3,000 copies, cold,
     in 30.8 s where :class:`ReadAhead`'s advice took 46.7 s and no help 1.2 times that. The scan
-    calls :meth:`take` for each range in order; :meth:`close` stops the threads."""
+    calls :meth:`take` for each range, about in order; :meth:`close` stops the threads."""
 
     def __init__(self, ranges: Sequence[tuple[str, int, int]], threads: int = PREFETCH_THREADS,
                  window: int = READ_AHEAD_BYTES, max_range: int = READ_CHUNK_BYTES) -> None:
@@ -244,30 +245,34 @@ class Prefetch:
         self._futures: dict[int, Future[bytes | None]] = {}
         self._next = 0
         self._ahead = 0
+        self._taken: set[int] = set()
 
     def _size(self, i: int) -> int:
         _, start, end = self.ranges[i]
         return end - start
 
-    def _fill(self, i: int) -> None:
-        self._next = max(self._next, i)
+    def _fill(self) -> None:
         while self._next < len(self.ranges) and (not self._futures or self._ahead + self._size(self._next) <= self.window):
-            size = self._size(self._next)
-            if size <= self.max_range:
-                self._futures[self._next] = self._pool.submit(_read_range, *self.ranges[self._next])
-                self._ahead += size
+            if self._next not in self._taken:
+                size = self._size(self._next)
+                if size <= self.max_range:
+                    self._futures[self._next] = self._pool.submit(_read_range, *self.ranges[self._next])
+                    self._ahead += size
             self._next += 1
 
     def take(self, i: int) -> bytes | None:
-        """``ranges[i]``'s bytes, read ahead; None when it was too large to read whole or could
-        not be read (the scan then reads it, and reports what fails)."""
-        self._fill(i)
+        """``ranges[i]``'s bytes, read ahead; None when it was too large to read whole, could
+        not be read, or is taken before its turn came (the scan then reads it, and reports what
+        fails). Ranges are best taken in order; one taken early is not read ahead any more."""
+        self._fill()
         future = self._futures.pop(i, None)
         if future is None:
+            if i >= self._next:
+                self._taken.add(i)
             return None
         data = future.result()
         self._ahead -= self._size(i)
-        self._fill(i + 1)
+        self._fill()
         return data
 
     def close(self) -> None:
@@ -425,23 +430,58 @@ def open_replica(log_dir: LogDir, part: PartitionDir) -> ReplicaView:
     return view
 
 
-def add_item(view: ReplicaView, item: BatchSummary | BadBytes) -> None:
-    """Add what a segment read gave to ``view`` (reads add in file order)."""
-    if isinstance(item, BatchSummary):
-        view.batches.append(item)
-    else:
-        view.bad.append(item)
+class CopyReader:
+    """A :class:`~tools.audit.replica_checks.CopyStream` over one copy's ``segments`` (paths in
+    base offset order): every item :func:`iter_segment` gives (``deep``: records decoded too),
+    or, with ``lo``/``hi``, those of the batches that start in ``[lo, hi)``. A range's read
+    starts in the segment whose name (its base offset) is the largest at or below ``lo``, at the
+    position the segment's ``.index`` gives for ``lo`` (:func:`tools.audit.scan.index_position`),
+    skips the batches before ``lo`` (keeping as ``prior`` a valid one that reaches into the
+    range) and the bytes among them that are no batch (the range before reads those), and stops
+    at the first batch at or past ``hi``, keeping the first valid one from there as ``after``.
+    ``take(i)``: segment ``i``'s bytes, read already, or
+    None (:class:`Prefetch`)."""
 
+    def __init__(self, segments: Sequence[str], deep: bool = False, lo: int | None = None, hi: int | None = None,
+                 take: Callable[[int], bytes | None] | None = None) -> None:
+        self.segments, self.deep, self.lo, self.hi, self.take = segments, deep, lo, hi, take
+        self.prior: BatchSummary | None = None
+        self.after: BatchSummary | None = None
+        self.exhausted = False
 
-def read_replica(log_dir: LogDir, part: PartitionDir, deep: bool = False,
-                 segments: Sequence[str] | None = None, contents: Sequence[bytes | None] = ()) -> ReplicaView:
-    """One partition copy of ``log_dir`` (:func:`open_replica`) with every batch of its
-    segments (``deep``: records decoded too, :func:`iter_segment`); ``segments``: their paths,
-    when the caller listed them already, and ``contents`` the bytes of those it read already."""
-    view = open_replica(log_dir, part)
-    segments = segment_paths(part.path) if segments is None else segments
-    for i, path in enumerate(segments):
-        data = contents[i] if i < len(contents) else None
-        for item in iter_segment(path, i == len(segments) - 1, deep=deep, data=data):
-            add_item(view, item)
-    return view
+    def __iter__(self) -> Iterator[BatchSummary | BadBytes]:
+        from tools.audit.scan import index_position
+
+        segments, lo, hi = self.segments, self.lo, self.hi
+        first, position = 0, 0
+        if lo is not None and segments:
+            bases = [int(os.path.basename(path)[:20]) for path in segments]
+            first = max(0, bisect_right(bases, lo) - 1)
+            position = index_position(segments[first], bases[first], lo)
+        leading, past = lo is not None, False
+        if lo is None and hi is None:  # the whole copy: nothing to skip or stop at
+            for i, path in enumerate(segments):
+                data = self.take(i) if self.take is not None else None
+                yield from iter_segment(path, i == len(segments) - 1, deep=self.deep, data=data)
+            self.exhausted = True
+            return
+        for i in range(first, len(segments)):
+            start = position if i == first else 0
+            data = self.take(i) if self.take is not None and start == 0 else None
+            for item in iter_segment(segments[i], i == len(segments) - 1, start=start, deep=self.deep, data=data):
+                if leading:
+                    if type(item) is BadBytes:
+                        continue
+                    if item.base_offset < lo:  # type: ignore[operator, union-attr]
+                        if item.crc_valid:  # type: ignore[union-attr]
+                            self.prior = item if item.last_offset >= lo else None  # type: ignore[assignment, operator, union-attr]
+                        continue
+                    leading = False
+                if hi is not None and type(item) is BatchSummary and item.base_offset >= hi:
+                    if item.crc_valid:
+                        self.after = item
+                        return
+                    past = True
+                if not past:
+                    yield item
+        self.exhausted = not past

@@ -1,7 +1,10 @@
 """The checks of one topic-partition's replicas, read from brokers' log directories, against
-each other and against the metadata log's history of the partition. Pure: the scan
-(:mod:`tools.audit.broker_dirs`) and the history (:mod:`tools.audit.history`) build the inputs;
-:func:`check_partition` returns what it found.
+each other and against the metadata log's history of the partition. Pure: the readers
+(:mod:`tools.audit.broker_dirs`) give each copy's batches, :func:`scan_copies` reads the copies
+together in offset order into a :class:`PartitionScan` whose memory does not grow with their
+size (scans of consecutive offset ranges combine, so a huge partition is read by many tasks),
+the history (:mod:`tools.audit.history`) gives the metadata's view, and :func:`check_partition`
+returns what they show.
 
 Kafka's replication rules these checks rest on (``ReplicaManager``, ``Partition``,
 ``UnifiedLog``, ``LeaderEpochFileCache``):
@@ -68,10 +71,11 @@ Invariant names, as the report prints them (severity in brackets):
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_right
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from storage.leader_epoch import EpochEntry
 
@@ -84,7 +88,8 @@ RECOVERING = 1
 class BatchSummary(NamedTuple):
     """One batch's header as a segment holds it: offsets (inclusive), partition leader epoch,
     stored CRC and whether it matches, and where it is (file name, byte position and size);
-    with a deep read, why its records could not be decoded. A tuple: an audit makes one per batch of every copy, and ships them between processes."""
+    with a deep read, why its records could not be decoded. A tuple: a scan makes one per batch
+    read, and keeps few."""
 
     base_offset: int
     last_offset: int
@@ -125,17 +130,16 @@ class ProducerSnapshotFile(NamedTuple):
 
 @dataclass
 class ReplicaView:
-    """One broker's copy of a partition: its batches in offset order (every segment, CRC-invalid
-    ones included), unframeable bytes, its ``leader-epoch-checkpoint`` entries (None when the
-    file is missing or unreadable, ``epochs_error`` saying why), the partition's entries in the
-    log directory's offset checkpoints (None where it has none) and its ``partition.metadata``
-    topic id (base64, None when missing). A copy whose directory is gone but whose high
-    watermark the checkpoint kept has ``on_disk`` false and no batches."""
+    """What one broker's log directory says of its copy of a partition before any segment is
+    read: its ``leader-epoch-checkpoint`` entries (None when the file is missing or unreadable,
+    ``epochs_error`` saying why), the partition's entries in the log directory's offset
+    checkpoints (None where it has none), its ``partition.metadata`` topic id (base64, None when
+    missing) and its producer-state files. A copy whose directory is gone but whose high
+    watermark the checkpoint kept has ``on_disk`` false. Its batches are read into a
+    :class:`CopyScan`."""
 
     node: str
     broker_id: int | None
-    batches: list[BatchSummary] = field(default_factory=list)
-    bad: list[BadBytes] = field(default_factory=list)
     epochs: list[EpochEntry] | None = None
     epochs_error: str | None = None
     high_watermark: int | None = None
@@ -147,23 +151,248 @@ class ReplicaView:
     """False: the log directory has no copy, only the high watermark its checkpoint kept."""
     producer_snapshots: list[ProducerSnapshotFile] = field(default_factory=list)
 
-    @property
-    def valid_batches(self) -> list[BatchSummary]:
-        """The batches whose CRC matches (a new list on each call: O(batches))."""
-        return [b for b in self.batches if b.crc_valid]
 
-    @property
-    def log_start(self) -> int:
-        """The first offset the replica holds: its checkpointed log start offset or its first
+class CopyScan:
+    """What reading one copy's batches (all of them, or those starting in an offset range)
+    leaves, in memory that does not grow with the copy's size: counts, the first, last and last
+    valid batch, the runs of valid batches of one leader epoch (``[start, end, epoch,
+    last_base, last_base_acked]``: offsets ``[start, end)``, the base offset of the run's last
+    batch and of its last batch below the copy's high watermark, -1 for none), and what the
+    checks report batch by batch: unframeable bytes, batches failing their CRC or (deep read)
+    their decoding, pairs of consecutive batches whose offsets do not increase or leave a hole
+    above the cleaner's offset, and per leader epoch the first batch the epoch checkpoint does
+    not name. Runs grow with the leader epochs of the log, findings with what is wrong in it,
+    nothing with its bytes. Scans of consecutive offset ranges combine with :meth:`extend`."""
+
+    __slots__ = ("batches", "bytes_read", "first", "last", "last_valid", "runs", "bad", "flagged", "disorder",
+                 "misplaced")
+
+    def __init__(self) -> None:
+        self.batches = 0
+        self.bytes_read = 0
+        self.first: BatchSummary | None = None
+        self.last: BatchSummary | None = None
+        self.last_valid: BatchSummary | None = None
+        self.runs: list[list[int]] = []
+        self.bad: list[BadBytes] = []
+        self.flagged: list[BatchSummary] = []
+        self.disorder: list[tuple[BatchSummary, BatchSummary]] = []
+        self.misplaced: dict[int, BatchSummary] = {}
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        for name, value in zip(self.__slots__, state, strict=True):
+            setattr(self, name, value)
+
+    def add(self, item: BatchSummary | BadBytes, view: ReplicaView, starts: list[int]) -> bool:
+        """Take the next item of the copy (file order); ``starts`` are the start offsets of
+        ``view.epochs``. True when it is a batch that passes its CRC. (Once per batch read:
+        written for speed.)"""
+        if type(item) is BadBytes:
+            self.bad.append(item)
+            self.bytes_read += item.size
+            return False
+        base, last_offset, epoch, _crc, valid, _file, _position, size, error = item  # type: ignore[misc]
+        self.batches += 1
+        self.bytes_read += size
+        prev = self.last
+        if prev is None:
+            self.first = item  # type: ignore[assignment]
+        elif base <= prev[1] or (base > prev[1] + 1 and base > (view.cleaner_offset or 0)):
+            self.disorder.append((prev, item))  # type: ignore[arg-type]
+        self.last = item  # type: ignore[assignment]
+        if not valid:
+            self.flagged.append(item)  # type: ignore[arg-type]
+            return False
+        if error is not None:
+            self.flagged.append(item)  # type: ignore[arg-type]
+        self.last_valid = item  # type: ignore[assignment]
+        acked = view.high_watermark
+        runs = self.runs
+        if runs and runs[-1][2] == epoch:
+            run = runs[-1]
+            run[1] = last_offset + 1
+            run[3] = base
+            if acked is not None and base < acked:
+                run[4] = base
+        else:
+            runs.append([base, last_offset + 1, epoch, base, base if acked is not None and base < acked else -1])
+        if view.epochs is not None and epoch not in self.misplaced:
+            i = bisect_right(starts, base) - 1
+            if i < 0 or view.epochs[i].epoch != epoch:
+                self.misplaced[epoch] = item  # type: ignore[assignment]
+        return True
+
+    def extend(self, later: CopyScan, view: ReplicaView) -> None:
+        """Append the scan of the offset range that follows this one's."""
+        self.batches += later.batches
+        self.bytes_read += later.bytes_read
+        prev, b = self.last, later.first
+        if prev is not None and b is not None and (b.base_offset <= prev.last_offset or (
+                b.base_offset > prev.last_offset + 1 and b.base_offset > (view.cleaner_offset or 0))):
+            self.disorder.append((prev, b))
+        self.disorder += later.disorder
+        self.first = self.first or later.first
+        self.last = later.last or self.last
+        self.last_valid = later.last_valid or self.last_valid
+        runs = later.runs
+        if self.runs and runs and self.runs[-1][2] == runs[0][2]:
+            run, head = self.runs[-1], runs[0]
+            self.runs[-1] = [run[0], head[1], run[2], head[3], max(run[4], head[4])]
+            runs = runs[1:]
+        self.runs += [list(r) for r in runs]
+        self.bad += later.bad
+        self.flagged += later.flagged
+        for epoch, b in later.misplaced.items():
+            self.misplaced.setdefault(epoch, b)
+
+    def log_start(self, view: ReplicaView) -> int:
+        """The first offset the copy holds: its checkpointed log start offset or its first
         batch's base offset, whichever is larger (0 for an empty log)."""
-        first = self.batches[0].base_offset if self.batches else 0
-        return max(first, self.log_start_offset or 0)
+        first = self.first.base_offset if self.first is not None else 0
+        return max(first, view.log_start_offset or 0)
 
-    @property
-    def log_end(self) -> int:
-        """The offset after its last valid batch (its log end offset once recovered); O(batches)."""
-        valid = self.valid_batches
-        return valid[-1].last_offset + 1 if valid else self.log_start
+    def log_end(self, view: ReplicaView) -> int:
+        """The offset after its last valid batch (its log end offset once recovered)."""
+        return self.last_valid.last_offset + 1 if self.last_valid is not None else self.log_start(view)
+
+    def spans(self) -> list[tuple[int, int, int]]:
+        """``(start, end, epoch)`` of each run (end exclusive)."""
+        return [(r[0], r[1], r[2]) for r in self.runs]
+
+
+class CopyStream(Protocol):
+    """One copy's items in file order, as a reader gives them for an offset range: ``prior``,
+    the valid batch that starts before the range and reaches into it (None: none, or the range
+    starts the log); set when the iteration ends, ``exhausted``, true when it ended because the
+    copy's last segment did (false: a batch at or past the range's end stopped it), and
+    ``after``, the first valid batch at or past the range's end (None: none)."""
+
+    prior: BatchSummary | None
+    after: BatchSummary | None
+    exhausted: bool
+
+    def __iter__(self) -> Iterator[BatchSummary | BadBytes]: ...
+
+
+class NoBatches:
+    """The stream of a copy with nothing on disk."""
+
+    prior: BatchSummary | None = None
+    after: BatchSummary | None = None
+    exhausted: bool = True
+
+    def __iter__(self) -> Iterator[BatchSummary | BadBytes]:
+        return iter(())
+
+
+@dataclass
+class PartitionScan:
+    """The scans of a partition's copies (by node) over one offset range or all of them, and for
+    each ordered pair ``(reference, other)`` compared, the first offset from which ``other``
+    holds what ``reference`` does not (absent: none in the range). Bounded as each
+    :class:`CopyScan` is."""
+
+    copies: dict[str, CopyScan]
+    compared: set[tuple[str, str]]
+    differences: dict[tuple[str, str], int]
+
+    def extend(self, later: PartitionScan, views: Sequence[ReplicaView]) -> None:
+        """Append the scan of the offset range that follows this one's."""
+        for view in views:
+            self.copies[view.node].extend(later.copies[view.node], view)
+        for pair, offset in later.differences.items():
+            self.differences.setdefault(pair, offset)
+
+
+def compared_pairs(views: Sequence[ReplicaView], reference: str | None) -> list[tuple[str, str]]:
+    """The ordered pairs of copies on disk a scan compares: the reference with each other copy
+    when it is known before the read (the leader the metadata names), else every pair."""
+    nodes = [v.node for v in views if v.on_disk]
+    if reference in nodes:
+        return [(reference, n) for n in nodes if n != reference]
+    return [(a, b) for a in nodes for b in nodes if a != b]
+
+
+def scan_copies(views: Sequence[ReplicaView], streams: Sequence[CopyStream],
+                pairs: Sequence[tuple[str, str]]) -> PartitionScan:
+    """Read the copies' streams together, in offset order, into a :class:`PartitionScan`: each
+    copy's :class:`CopyScan`, and for each pair ``(reference, other)`` the first batch of
+    ``other`` (from the larger of both copies' checkpointed log start and cleaner offsets) that
+    the reference does not hold: a batch starting past the reference's last valid batch, or one
+    overlapping a valid batch of the reference with other offsets, epoch or CRC (followers copy
+    the leader's batches as they are, ``Partition.appendRecordsToFollowerOrFutureReplica``).
+    Offsets where the reference holds no valid batch are not compared: its own checks report
+    them. A reference with no valid batch holds nothing. Memory: one batch ahead per copy, and
+    what the copies' scans keep."""
+    index = {view.node: i for i, view in enumerate(views)}
+    scans = [CopyScan() for _ in views]
+    starts = [[e.start_offset for e in view.epochs or ()] for view in views]
+    iters = [iter(s) for s in streams]
+    against: list[list[tuple[int, int]]] = [[] for _ in views]  # per copy: (reference index, low)
+    for ref_node, node in pairs:
+        ref, other = views[index[ref_node]], views[index[node]]
+        low = max(ref.log_start_offset or 0, other.log_start_offset or 0, ref.cleaner_offset or 0,
+                  other.cleaner_offset or 0)
+        against[index[node]].append((index[ref_node], low))
+    differences: dict[tuple[str, str], int] = {}
+
+    def pull(i: int) -> BatchSummary | None:
+        scan, view, copy_starts = scans[i], views[i], starts[i]
+        for item in iters[i]:
+            if scan.add(item, view, copy_starts):
+                return item  # type: ignore[return-value]
+        return None
+
+    heads: list[BatchSummary | None] = []  # each copy's next valid batch (past the range: not scanned, only met)
+    heap = []
+    for i in range(len(views)):
+        head = pull(i)
+        heads.append(streams[i].after if head is None else head)
+        if head is not None:
+            heap.append((head.base_offset, i))
+    heapq.heapify(heap)
+    prev: list[BatchSummary | None] = [s.prior for s in streams]  # known once each read has begun
+    while heap:
+        _, i = heapq.heappop(heap)
+        b = heads[i]
+        assert b is not None
+        if against[i]:
+            open_pairs = []
+            for j, low in against[i]:
+                d = None if b.base_offset < low else _differs(b, prev[j], heads[j], streams[j].exhausted)
+                if d is None:
+                    open_pairs.append((j, low))
+                else:
+                    differences[(views[j].node, views[i].node)] = d
+            against[i] = open_pairs
+        prev[i] = b
+        head = pull(i)
+        heads[i] = streams[i].after if head is None else head
+        if head is not None:
+            heapq.heappush(heap, (head.base_offset, i))
+    return PartitionScan({view.node: scan for view, scan in zip(views, scans, strict=True)},
+                         set(pairs), differences)
+
+
+def _differs(b: BatchSummary, prev: BatchSummary | None, head: BatchSummary | None, exhausted: bool) -> int | None:
+    """Where ``b`` of one copy parts from the reference, whose last valid batch read so far is
+    ``prev`` and next one ``head`` (the scan's order puts ``head`` at or past ``b``'s base
+    offset; None with ``exhausted``: the reference has no more); None when it does not."""
+    base = b.base_offset
+    if head is None and exhausted and (prev is None or base > prev.last_offset):
+        return base
+    if head is not None and head.base_offset == base:
+        match = head
+    elif prev is not None and prev.last_offset >= base:
+        match = prev
+    elif head is not None and head.base_offset <= b.last_offset:
+        match = head
+    else:
+        return None  # the reference holds nothing valid there
+    return None if match[:4] == b[:4] else max(base, match.base_offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,87 +491,102 @@ def check_partition(
     topic: str,
     partition: int,
     replicas: Sequence[ReplicaView],
+    scan: PartitionScan,
     history: PartitionHistory | None = None,
     brokers_present: Collection[int] = (),
 ) -> PartitionReport:
     """Every check of the module docstring for ``topic``-``partition``: ``replicas`` are the
-    copies found (one per broker log directory holding it), ``history`` the metadata log's
-    states of the partition (None: no metadata given, or the topic is not in it -- the checks
-    against the metadata are skipped), ``brokers_present`` the broker ids whose log
-    directories were given (for ``missing_replica``)."""
+    copies found (one per broker log directory holding it), ``scan`` what reading their batches
+    left (:func:`scan_copies`; it must have compared the reference this picks with every other
+    copy, :func:`compared_pairs`), ``history`` the metadata log's states of the partition (None:
+    no metadata given, or the topic is not in it -- the checks against the metadata are
+    skipped), ``brokers_present`` the broker ids whose log directories were given (for
+    ``missing_replica``). Raises ValueError when ``scan`` lacks a comparison it needs."""
     out = _Findings(topic, partition)
-    for replica in replicas:
-        _check_replica(replica, out)
+    copies = [_Copy(r, scan.copies[r.node]) for r in replicas]
+    for copy in copies:
+        _check_replica(copy, out)
     if history is not None:
-        _check_against_metadata(replicas, history, brokers_present, out)
-    reference = _reference(replicas, history)
-    committed, basis = _committed_point(replicas, history)
+        _check_against_metadata(copies, history, brokers_present, out)
+    reference = _reference(copies, history)
+    committed, basis = _committed_point(copies, history)
     lost: list[tuple[int, int]] = []
     if reference is not None:
-        for replica in replicas:
-            if replica is not reference:
-                lost += _compare(reference, replica, committed, history, out)
+        for copy in copies:
+            if copy is not reference:
+                lost += _compare(reference, copy, scan, committed, history, out)
     return PartitionReport(
         topic, partition, None if reference is None else reference.node, committed, basis,
-        {r.node: {"broker_id": r.broker_id, "log_start": r.log_start, "log_end": r.log_end,
-                  "high_watermark": r.high_watermark,
-                  "last_epoch": r.valid_batches[-1].epoch if r.valid_batches else None}
-         for r in replicas},
+        {c.node: {"broker_id": c.view.broker_id, "log_start": c.log_start, "log_end": c.log_end,
+                  "high_watermark": c.view.high_watermark,
+                  "last_epoch": c.scan.last_valid.epoch if c.scan.last_valid is not None else None}
+         for c in copies},
         out.items, _merge(lost),
     )
+
+
+class _Copy:
+    """A copy's facts and scan, with its log start and end worked out once."""
+
+    __slots__ = ("log_end", "log_start", "node", "scan", "view")
+
+    def __init__(self, view: ReplicaView, scan: CopyScan) -> None:
+        self.view, self.scan, self.node = view, scan, view.node
+        self.log_start = scan.log_start(view)
+        self.log_end = scan.log_end(view)
 
 
 # ------------------------------------------------------------------------------ one replica
 
 
-def _check_replica(r: ReplicaView, out: _Findings) -> None:
+def _check_replica(c: _Copy, out: _Findings) -> None:
+    r, scan = c.view, c.scan
     if not r.on_disk:
         out.add("missing_replica", VIOLATION, r.node, None,
                 f"no copy of the partition in the log directory, whose replication-offset-checkpoint still gives it "
                 f"the high watermark {r.high_watermark}")
         return
-    for bad in r.bad:
+    for bad in scan.bad:
         out.add("torn_tail" if bad.at_tail else "corrupt_batch", WARNING if bad.at_tail else VIOLATION, r.node,
                 None, f"{bad.file} at byte {bad.position} ({bad.size} bytes): {bad.detail}")
-    for i, b in enumerate(r.batches):
+    for b in scan.flagged:
         if not b.crc_valid:
-            tail = i == len(r.batches) - 1 and not r.bad
+            tail = b == scan.last and not scan.bad
             out.add("torn_tail" if tail else "corrupt_batch", WARNING if tail else VIOLATION, r.node, b.base_offset,
                     f"{b.file} at byte {b.position}: batch {b.base_offset}-{b.last_offset} fails its CRC")
-        elif b.records_error is not None:
+        else:
             out.add("undecodable_records", VIOLATION, r.node, b.base_offset,
                     f"{b.file} at byte {b.position}: batch {b.base_offset}-{b.last_offset} passes its CRC but its "
                     f"records do not decode: {b.records_error}")
-    for prev, b in zip(r.batches, r.batches[1:], strict=False):  # a corrupt batch's header still frames it
+    for prev, b in scan.disorder:  # a corrupt batch's header still frames it
         if b.base_offset <= prev.last_offset:
             out.add("offsets_not_increasing", VIOLATION, r.node, b.base_offset,
                     f"{b.file} at byte {b.position}: batch {b.base_offset}-{b.last_offset} after one ending at "
                     f"{prev.last_offset}")
-        elif b.base_offset > prev.last_offset + 1 and b.base_offset > (r.cleaner_offset or 0):
+        else:
             out.add("offset_gap", VIOLATION, r.node, prev.last_offset + 1,
                     f"no batch holds offsets {prev.last_offset + 1}-{b.base_offset - 1} (not compacted)",
                     end_offset=b.base_offset)
     for snapshot in r.producer_snapshots:
-        if snapshot.error is not None or snapshot.offset > r.log_end:
+        if snapshot.error is not None or snapshot.offset > c.log_end:
             out.add("producer_snapshot", WARNING, r.node, snapshot.offset,
-                    f"{snapshot.file}: {snapshot.error or f'beyond the log end {r.log_end}'} (recovery deletes it and "
+                    f"{snapshot.file}: {snapshot.error or f'beyond the log end {c.log_end}'} (recovery deletes it and "
                     f"rebuilds the producer state from the log)")
-    valid = r.valid_batches
-    if r.high_watermark is not None and r.high_watermark > r.log_end:
-        out.add("log_below_high_watermark", VIOLATION, r.node, r.log_end,
-                f"the log ends at {r.log_end}, below the replica's high watermark {r.high_watermark}",
+    if r.high_watermark is not None and r.high_watermark > c.log_end:
+        out.add("log_below_high_watermark", VIOLATION, r.node, c.log_end,
+                f"the log ends at {c.log_end}, below the replica's high watermark {r.high_watermark}",
                 end_offset=r.high_watermark)
-    _check_epochs(r, valid, out)
+    _check_epochs(c, out)
 
 
-def _check_epochs(r: ReplicaView, valid: list[BatchSummary], out: _Findings) -> None:
+def _check_epochs(c: _Copy, out: _Findings) -> None:
+    r = c.view
     if r.epochs is None:
-        if valid:
+        if c.scan.last_valid is not None:
             out.add("leader_epoch_checkpoint", VIOLATION, r.node, None,
                     f"no readable leader-epoch-checkpoint: {r.epochs_error or 'missing'}")
         return
-    log_end = r.log_end
-    entries = [e for e in r.epochs if e.start_offset < log_end]  # Kafka drops the rest on load
+    entries = [e for e in r.epochs if e.start_offset < c.log_end]  # Kafka drops the rest on load
     for prev, e in zip(entries, entries[1:], strict=False):
         if e.epoch <= prev.epoch or e.start_offset < prev.start_offset:
             out.add("leader_epoch_checkpoint", VIOLATION, r.node, e.start_offset,
@@ -350,24 +594,21 @@ def _check_epochs(r: ReplicaView, valid: list[BatchSummary], out: _Findings) -> 
                     f"{prev.start_offset}): entries must ascend")
             return
     starts = [e.start_offset for e in entries]
-    reported: set[int] = set()
-    for b in valid:
+    for b in c.scan.misplaced.values():  # the first batch of each epoch the checkpoint does not name
         i = bisect_right(starts, b.base_offset) - 1
         named = entries[i].epoch if i >= 0 else None
-        if named != b.epoch and b.epoch not in reported:
-            reported.add(b.epoch)
-            flushed = r.recovery_point is not None and b.last_offset < r.recovery_point
-            out.add("leader_epoch_checkpoint", VIOLATION if flushed else WARNING, r.node, b.base_offset,
-                    f"batch {b.base_offset}-{b.last_offset} has epoch {b.epoch}; the checkpoint names "
-                    f"{'no epoch' if named is None else f'epoch {named}'} there"
-                    + ("" if flushed else " (above the recovery point: rebuilt on recovery)"),
-                    epochs=(b.epoch,))
+        flushed = r.recovery_point is not None and b.last_offset < r.recovery_point
+        out.add("leader_epoch_checkpoint", VIOLATION if flushed else WARNING, r.node, b.base_offset,
+                f"batch {b.base_offset}-{b.last_offset} has epoch {b.epoch}; the checkpoint names "
+                f"{'no epoch' if named is None else f'epoch {named}'} there"
+                + ("" if flushed else " (above the recovery point: rebuilt on recovery)"),
+                epochs=(b.epoch,))
 
 
 # ------------------------------------------------------------------------------ metadata
 
 
-def _check_against_metadata(replicas: Sequence[ReplicaView], history: PartitionHistory,
+def _check_against_metadata(copies: Sequence[_Copy], history: PartitionHistory,
                             brokers_present: Collection[int], out: _Findings) -> None:
     if not history.states:
         return
@@ -375,15 +616,18 @@ def _check_against_metadata(replicas: Sequence[ReplicaView], history: PartitionH
     given = set(last.replicas) | set(last.adding_replicas)
     known = {s.leader_epoch for s in history.states}
     floor = -1 if history.complete else min(known)
-    held = {r.broker_id for r in replicas}  # a copy off disk is reported by _check_replica
-    for r in replicas:
+    held = {c.view.broker_id for c in copies}  # a copy off disk is reported by _check_replica
+    for c in copies:
+        r = c.view
         if r.topic_id is not None and r.topic_id != history.topic_id:
             out.add("topic_id_mismatch", VIOLATION, r.node, None,
                     f"partition.metadata names topic id {r.topic_id}; the metadata's is {history.topic_id}")
         if r.broker_id is not None and r.broker_id not in given:
             out.add("stray_replica", VIOLATION, r.node, None,
                     f"broker {r.broker_id} holds the partition; the metadata assigns it to {list(last.replicas)}")
-        epochs = {b.epoch: b.base_offset for b in reversed(r.valid_batches)}
+        epochs: dict[int, int] = {}
+        for start, _end, epoch, _last, _acked in c.scan.runs:
+            epochs.setdefault(epoch, start)
         for e in r.epochs or ():
             epochs.setdefault(e.epoch, e.start_offset)
         for epoch, offset in sorted(epochs.items()):
@@ -399,71 +643,60 @@ def _check_against_metadata(replicas: Sequence[ReplicaView], history: PartitionH
 # ------------------------------------------------------------------------------ replicas
 
 
-def _reference(replicas: Sequence[ReplicaView], history: PartitionHistory | None) -> ReplicaView | None:
-    """The leader the metadata names, when its copy is on disk; else the copy on disk whose
-    last batch has the newest epoch (then the longest log)."""
-    replicas = [r for r in replicas if r.on_disk]
+def planned_reference(replicas: Sequence[ReplicaView], history: PartitionHistory | None) -> str | None:
+    """The reference known before any batch is read: the leader the metadata names, when its
+    copy is on disk (None: the scan must compare every pair)."""
     if history is not None and history.states:
         leader = history.states[-1].leader
         for r in replicas:
-            if r.broker_id == leader:
-                return r
-    if not replicas:
+            if r.on_disk and r.broker_id == leader:
+                return r.node
+    return None
+
+
+def _reference(copies: Sequence[_Copy], history: PartitionHistory | None) -> _Copy | None:
+    """The leader the metadata names, when its copy is on disk; else the copy on disk whose
+    last batch has the newest epoch (then the longest log)."""
+    planned = planned_reference([c.view for c in copies], history)
+    on_disk = [c for c in copies if c.view.on_disk]
+    if planned is not None:
+        return next(c for c in on_disk if c.node == planned)
+    if not on_disk:
         return None
-    return max(replicas, key=lambda r: (r.valid_batches[-1].epoch if r.valid_batches else -1, r.log_end))
+    return max(on_disk, key=lambda c: (c.scan.last_valid.epoch if c.scan.last_valid is not None else -1, c.log_end))
 
 
-def _committed_point(replicas: Sequence[ReplicaView], history: PartitionHistory | None) -> tuple[int | None, str]:
-    marks = [r.high_watermark for r in replicas if r.high_watermark is not None]
+def _committed_point(copies: Sequence[_Copy], history: PartitionHistory | None) -> tuple[int | None, str]:
+    marks = [c.view.high_watermark for c in copies if c.view.high_watermark is not None]
     if marks:
         return max(marks), "high-watermark"
     if history is not None and history.states:
         isr = set(history.states[-1].isr)
-        ends = [r.log_end for r in replicas if r.broker_id in isr]
+        ends = [c.log_end for c in copies if c.view.broker_id in isr]
         if ends:
             return min(ends), "isr-log-end"
-    if replicas:
-        return min(r.log_end for r in replicas), "min-log-end"
+    if copies:
+        return min(c.log_end for c in copies), "min-log-end"
     return None, "none"
 
 
-def _first_difference(ref: ReplicaView, r: ReplicaView) -> int | None:
-    """The first offset where ``r`` holds something ``ref`` does not (a different batch, or
-    offsets past ``ref``'s end), over the offsets both still hold; None when ``r`` is a prefix
-    of ``ref`` there. Offsets below ``ref``'s end that no valid batch of ``ref`` covers (its
-    corrupt batches, a hole) are not compared: ``ref``'s own checks report them."""
-    low = max(ref.log_start, r.log_start, ref.cleaner_offset or 0, r.cleaner_offset or 0)
-    valid = ref.valid_batches
-    ref_end = valid[-1].last_offset + 1 if valid else ref.log_start
-    starts = [b.base_offset for b in valid]
-    for b in r.valid_batches:
-        if b.base_offset < low:
-            continue
-        if b.base_offset >= ref_end:
-            return b.base_offset
-        i = bisect_right(starts, b.base_offset) - 1  # ref's first batch that overlaps b
-        if i < 0 or valid[i].last_offset < b.base_offset:
-            i += 1
-        if i == len(valid) or valid[i].base_offset > b.last_offset:
-            continue  # ref holds nothing valid there
-        if not valid[i].same_as(b):
-            return max(b.base_offset, valid[i].base_offset)
-    return None
-
-
-def _compare(ref: ReplicaView, r: ReplicaView, committed: int | None, history: PartitionHistory | None,
+def _compare(ref: _Copy, r: _Copy, scan: PartitionScan, committed: int | None, history: PartitionHistory | None,
              out: _Findings) -> list[tuple[int, int]]:
-    acked = r.high_watermark
-    d = _first_difference(ref, r)
+    acked = r.view.high_watermark
+    d: int | None = None
+    if r.view.on_disk:
+        pair = (ref.node, r.node)
+        if pair not in scan.compared:
+            raise ValueError(f"the scan did not compare {r.node} with the reference {ref.node}")
+        d = scan.differences.get(pair)
     ref_end = ref.log_end
     if acked is not None and acked > ref_end:  # acknowledged past the reference's end, held or not
         d = ref_end if d is None else min(d, ref_end)
     if d is None:
         return []
-    theirs = [b for b in r.valid_batches if b.base_offset >= d]
-    epochs = tuple(sorted({b.epoch for b in theirs}))
+    epochs = tuple(sorted({run[2] for run in r.scan.runs if run[3] >= d}))
     if acked is not None and acked > d:
-        lost_epochs = tuple(sorted({b.epoch for b in theirs if b.base_offset < acked}))
+        lost_epochs = tuple(sorted({run[2] for run in r.scan.runs if run[4] >= d}))
         held = "" if r.log_end >= acked else f" ({r.node} itself holds them only up to {r.log_end})"
         in_epochs = f" (epochs {list(lost_epochs)})" if lost_epochs else ""
         out.add("lost_acknowledged_data", VIOLATION, r.node, d,
@@ -471,7 +704,7 @@ def _compare(ref: ReplicaView, r: ReplicaView, committed: int | None, history: P
                 f"{ref.node}, the reference, does not hold them{held}",
                 end_offset=acked, epochs=lost_epochs, cause=_cause(ref, d, history))
         return [(d, acked)]
-    in_isr = history is None or not history.states or r.broker_id in history.states[-1].isr
+    in_isr = history is None or not history.states or r.view.broker_id in history.states[-1].isr
     if acked is None and in_isr and committed is not None and committed > d:
         end = min(committed, r.log_end)
         out.add("replica_divergence", VIOLATION, r.node, d,
@@ -484,16 +717,17 @@ def _compare(ref: ReplicaView, r: ReplicaView, committed: int | None, history: P
     return []
 
 
-def _cause(ref: ReplicaView, offset: int, history: PartitionHistory | None) -> str:
+def _cause(ref: _Copy, offset: int, history: PartitionHistory | None) -> str:
     """The metadata record that started the reference's epoch at ``offset`` (the epoch of its
     batch there, or its newest epoch when its log ends before ``offset``)."""
-    at = next((b for b in ref.valid_batches if b.last_offset >= offset), None)
+    runs = ref.scan.runs
+    at = next((run for run in runs if run[1] > offset), None)
     if at is not None:
-        epoch = at.epoch
+        epoch = at[2]
     elif history is not None and history.states:
         epoch = history.states[-1].leader_epoch
-    elif ref.valid_batches:
-        epoch = ref.valid_batches[-1].epoch
+    elif runs:
+        epoch = runs[-1][2]
     else:
         return f"{ref.node} holds nothing from offset {offset}"
     found = None if history is None else history.started_epoch(epoch)

@@ -1,12 +1,13 @@
-"""The replica audit on Spark: the segments of every partition copy are read in parallel, in
-parts of at most ``split_bytes`` cut at batch boundaries through each segment's ``.index``
-(:func:`tools.audit.scan.segment_cuts`, as the metadata-log audit cuts its segments), so one
-huge partition is read by many tasks. Partitions of at most ``split_bytes`` (all copies) are
-read and judged (:func:`tools.audit.replicas.judge_partition`) each by one task, in a job with no
-shuffle (a shuffle stage costs about a second here); the parts of larger ones are read in a
-second job whose summaries are grouped by partition and judged after the shuffle. Units are
-packed into tasks of about ``split_bytes`` (:func:`pack_units`); only the verdicts come back to
-the driver.
+"""The replica audit on Spark. Partitions of at most ``split_bytes`` (all copies) are read
+and judged (:func:`tools.audit.replicas.judge_partition`) each by one task, in a job with no
+shuffle (a shuffle stage costs about a second here). A larger partition is cut into offset
+ranges of about ``split_bytes`` across its copies, at batch starts its largest copy's segment
+names and ``.index`` files give (:func:`range_cuts`), so one huge partition is read by many
+tasks; each range's task reads every copy's batches that start in it together
+(:func:`tools.audit.replica_checks.scan_copies`) and ships the bounded scan, and the scans are
+grouped by partition, joined in offset order and judged after a shuffle. Units are packed into
+tasks of about ``split_bytes`` (:func:`pack_units`); only the verdicts come back to the
+driver.
 
 The work per byte is the same as the one-process audit's (:func:`tools.audit.replicas.
 audit_replicas`): framing, CRC32C, the checks. Runs on any master: ``local[N]``, or a
@@ -22,16 +23,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tools.audit.broker_dirs import (
-    AuditDir,
-    ReadAhead,
-    add_item,
-    iter_segment,
-    open_replica,
-    segment_paths,
-)
+from tools.audit.broker_dirs import AuditDir, CopyReader, ReadAhead, segment_paths
 from tools.audit.history import MetadataHistory
-from tools.audit.replica_checks import BadBytes, BatchSummary, ReplicaView
+from tools.audit.replica_checks import CopyStream, NoBatches, scan_copies
 from tools.audit.replicas import (
     Copies,
     PartitionVerdict,
@@ -39,12 +33,13 @@ from tools.audit.replicas import (
     add_verdict,
     judge_partition,
     new_result,
-    off_disk_view,
+    open_views,
+    partition_context,
     plan_replicas,
 )
-from tools.audit.scan import DEFAULT_SPLIT_BYTES, segment_cuts
+from tools.audit.scan import DEFAULT_SPLIT_BYTES, segment_cut_offsets
 
-__all__ = ["ReplicaPart", "Unit", "audit_replicas_spark", "pack_units", "plan_parts", "plan_units"]
+__all__ = ["Unit", "audit_replicas_spark", "list_segments", "pack_units", "plan_units", "range_cuts"]
 
 MIN_SPLIT_BYTES = DEFAULT_SPLIT_BYTES
 MAX_SPLIT_BYTES = 1 << 30
@@ -53,66 +48,74 @@ worker hand-off before it reads a byte (about 30 ms of wall time per task on ``l
 the 2-core machines), so a task should read hundreds of megabytes; and four tasks per core
 balance the load."""
 
-@dataclass(frozen=True, slots=True)
-class ReplicaPart:
-    """Bytes ``[start, end)`` of one copy's segment; ``last``: they end its last segment."""
-
-    node: str
-    topic: str
-    partition: int
-    path: str
-    start: int
-    end: int
-    last: bool
+Layout = dict[tuple[str, int], list[list[tuple[str, int, int]]]]
+"""Per partition, per copy (in the order of its :data:`~tools.audit.replicas.Copies` entry):
+its segments as ``(path, base offset, size)`` in base offset order (none for a copy off disk)."""
 
 
-def plan_parts(copies: Copies, split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[ReplicaPart]:
-    """The parts of every segment of every copy on disk, largest first (so that the big ones
-    do not start last)."""
-    parts = []
-    for (topic, partition), found in copies.items():
-        for log_dir, part in found:
-            if part is None:
-                continue
-            segments = segment_paths(part.path)
-            for i, path in enumerate(segments):
-                size = os.path.getsize(path)
-                bounds = segment_cuts(path, int(os.path.basename(path)[:20]), size, split_bytes) + [size]
-                for start, end in zip(bounds, bounds[1:], strict=False):
-                    parts.append(ReplicaPart(log_dir.node, topic, partition, path, start, end,
-                                             i == len(segments) - 1 and end == size))
-    parts.sort(key=lambda p: p.end - p.start, reverse=True)
-    return parts
+def list_segments(copies: Copies) -> Layout:
+    """Every copy's segments, listed and sized once."""
+    layout: Layout = {}
+    for key, found in copies.items():
+        layout[key] = [[] if part is None else
+                       [(path, int(os.path.basename(path)[:20]), os.path.getsize(path)) for path in segment_paths(part.path)]
+                       for _, part in found]
+    return layout
 
 
 @dataclass(frozen=True, slots=True)
 class Unit:
-    """What one task does for one partition: ``whole`` -- read every part of its copies and
-    judge it there; else read the one part in ``parts`` and ship the summaries to the partition's
-    judging task."""
+    """What one task does for one partition: ``whole`` -- read its copies and judge it there;
+    else read the batches of its copies that start in ``[lo, hi)`` (None: unbounded) and ship
+    their scan to the partition's judging task. ``weight``: about the bytes read."""
 
     key: tuple[str, int]
-    parts: tuple[ReplicaPart, ...]
+    lo: int | None
+    hi: int | None
+    weight: int
     whole: bool
 
-    @property
-    def weight(self) -> int:
-        return sum(p.end - p.start for p in self.parts)
 
-
-def plan_units(copies: Copies, split_bytes: int) -> list[Unit]:
+def plan_units(layout: Layout, split_bytes: int) -> list[Unit]:
     """A partition whose copies hold at most ``split_bytes`` in all is one unit, judged where it
-    is read (no shuffle); a larger one is a unit per part, judged after a shuffle."""
-    by_key: dict[tuple[str, int], list[ReplicaPart]] = {key: [] for key in copies}
-    for part in plan_parts(copies, split_bytes):
-        by_key[(part.topic, part.partition)].append(part)
+    is read (no shuffle); a larger one is cut into offset ranges (:func:`range_cuts`), a unit
+    each, judged after a shuffle."""
     units = []
-    for key, parts in by_key.items():
-        if sum(p.end - p.start for p in parts) <= split_bytes:
-            units.append(Unit(key, tuple(parts), True))
-        else:
-            units += [Unit(key, (p,), False) for p in parts]
+    for key, segments in layout.items():
+        total = sum(size for copy in segments for _, _, size in copy)
+        if total <= split_bytes:
+            units.append(Unit(key, None, None, total, True))
+            continue
+        on_disk = [copy for copy in segments if copy]
+        largest = max(on_disk, key=lambda copy: sum(size for _, _, size in copy))
+        cuts = range_cuts(largest, max(1, split_bytes // len(on_disk)))
+        bounds = [(None, 0), *cuts, (None, sum(size for _, _, size in largest))]
+        for (lo, start), (hi, end) in zip(bounds, bounds[1:], strict=False):
+            units.append(Unit(key, lo, hi, (end - start) * len(on_disk), False))
     return units
+
+
+def range_cuts(segments: Sequence[tuple[str, int, int]], piece_bytes: int) -> list[tuple[int, int]]:
+    """Offsets to cut a copy's segments at into ranges of about ``piece_bytes`` of it, each with
+    its byte position counted over the segments (``(offset, position)``, ascending): segment
+    starts, and batch starts inside a segment from its ``.index``
+    (:func:`tools.audit.scan.segment_cut_offsets`). Every copy is cut at the same offsets, so
+    the copies' batches of one range are read and compared by one task."""
+    candidates: list[tuple[int, int]] = []
+    before = 0
+    for i, (path, base, size) in enumerate(segments):
+        if i:
+            candidates.append((base, before))
+        candidates += [(offset, before + position)
+                       for position, offset in segment_cut_offsets(path, base, size, piece_bytes) if position]
+        before += size
+    cuts: list[tuple[int, int]] = []
+    last_position = 0
+    for offset, position in candidates:
+        if position - last_position >= piece_bytes and (not cuts or offset > cuts[-1][0]):
+            cuts.append((offset, position))
+            last_position = position
+    return cuts
 
 
 def pack_units(units: Sequence[Unit], bins: int) -> list[list[Unit]]:
@@ -129,48 +132,46 @@ def pack_units(units: Sequence[Unit], bins: int) -> list[list[Unit]]:
 
 
 Shipped = tuple[str, Any]
-"""``("verdict", PartitionVerdict)`` or ``("summaries", (node, [summary, ...]))``."""
+"""``("verdict", PartitionVerdict)`` or ``("scan", (lo, PartitionScan))``."""
 
 
-def run_task(units: Iterable[Unit], copies: Copies, history: MetadataHistory | None,
+def run_task(units: Iterable[Unit], copies: Copies, layout: Layout, history: MetadataHistory | None,
              present: set[int], deep: bool = False) -> list[tuple[tuple[str, int], Shipped]]:
-    """One Spark task: each whole unit read and judged, each part read (``deep``: records
-    decoded too)."""
+    """One Spark task: each whole unit read and judged, each range of a partition read into
+    its scan (``deep``: records decoded too)."""
     out: list[tuple[tuple[str, int], Shipped]] = []
     units = list(units)
-    ahead = ReadAhead([(p.path, p.start, p.end) for unit in units for p in unit.parts])
+    met = [sorted((base, n, path, size) for n, copy in enumerate(layout[u.key]) for path, base, size in copy)
+           if u.whole else [] for u in units]  # whole partitions' segments, in the order the scan meets them
+    ahead = ReadAhead([(path, 0, size) for segments in met for _, _, path, size in segments])
     first = 0
-    for unit in units:
-        if unit.parts:
+    for unit, segments in zip(units, met, strict=True):
+        if segments:
             ahead.reading(first)
-            first += len(unit.parts)
-        read = [(part.node, list(iter_segment(part.path, part.last, start=part.start, end=part.end, deep=deep)))
-                for part in unit.parts]
+            first += len(segments)
+        topic, partition = unit.key
+        context = partition_context(topic, partition, open_views(copies[unit.key], topic, partition), history)
+        streams: list[CopyStream] = [
+            CopyReader([path for path, _, _ in segments], deep, unit.lo, unit.hi) if segments else NoBatches()
+            for segments in layout[unit.key]]
+        scan = scan_copies(context.views, streams, context.pairs)
         if unit.whole:
-            out.append((unit.key, ("verdict", judge_group(unit.key, read, copies, history, present))))
+            out.append((unit.key, ("verdict", judge_partition(topic, partition, context, scan, present))))
         else:
-            out += [(unit.key, ("summaries", item)) for item in read]
+            out.append((unit.key, ("scan", (-1 if unit.lo is None else unit.lo, scan))))
     return out
 
 
 def finish_group(key: tuple[str, int], shipped: Iterable[Shipped], copies: Copies, history: MetadataHistory | None,
                  present: set[int]) -> PartitionVerdict:
-    """A split partition's verdict, judged from its parts' summaries after the shuffle."""
-    return judge_group(key, [payload for _, payload in shipped], copies, history, present)
-
-
-def judge_group(key: tuple[str, int], items: Iterable[tuple[str, list[BatchSummary | BadBytes]]], copies: Copies,
-                history: MetadataHistory | None, present: set[int]) -> PartitionVerdict:
-    """One partition's verdict from the summaries its parts gave (a Spark task): each copy's
-    view is opened from its directory and filled in file order."""
+    """A split partition's verdict, judged from its ranges' scans after the shuffle."""
     topic, partition = key
-    views: dict[str, ReplicaView] = {}
-    for log_dir, part in copies[key]:
-        views[log_dir.node] = off_disk_view(log_dir, topic, partition) if part is None else open_replica(log_dir, part)
-    summaries = [(node, item) for node, rows in items for item in rows]
-    for node, item in sorted(summaries, key=lambda i: (i[0], i[1].file, i[1].position)):
-        add_item(views[node], item)
-    return judge_partition(topic, partition, list(views.values()), history, present)
+    context = partition_context(topic, partition, open_views(copies[key], topic, partition), history)
+    scans = [scan for _, scan in sorted((payload for _, payload in shipped), key=lambda item: item[0])]
+    whole = scans[0]
+    for later in scans[1:]:
+        whole.extend(later, context.views)
+    return judge_partition(topic, partition, context, whole, present)
 
 
 def audit_replicas_spark(
@@ -188,11 +189,11 @@ def audit_replicas_spark(
     plan = plan_replicas(dirs)
     result = new_result(plan, history)
     sc = spark.sparkContext
+    layout = list_segments(plan.copies)
     if split_bytes is None:
-        on_disk = sum(os.path.getsize(path) for found in plan.copies.values() for _, part in found if part is not None
-                      for path in segment_paths(part.path))
+        on_disk = sum(size for segments in layout.values() for copy in segments for _, _, size in copy)
         split_bytes = min(MAX_SPLIT_BYTES, max(MIN_SPLIT_BYTES, on_disk // (4 * sc.defaultParallelism)))
-    units = plan_units(plan.copies, split_bytes)
+    units = plan_units(layout, split_bytes)
     whole = [u for u in units if u.whole]
     pieces = [u for u in units if not u.whole]
     slots = sc.defaultParallelism
@@ -201,13 +202,14 @@ def audit_replicas_spark(
     if progress:
         progress(f"auditing {len(plan.copies)} partitions in {len(plan.log_dirs)} log directories on {sc.master}: "
                  f"{len(whole)} read and judged whole in {len(whole_tasks)} tasks, "
-                 f"{len({u.key for u in pieces})} in {len(pieces)} parts in {len(piece_tasks)} tasks")
-    copies, known, present = sc.broadcast(plan.copies), sc.broadcast(history), plan.present
+                 f"{len({u.key for u in pieces})} in {len(pieces)} offset ranges in {len(piece_tasks)} tasks")
+    copies, segments, known = sc.broadcast(plan.copies), sc.broadcast(layout), sc.broadcast(history)
+    present = plan.present
     verdicts: list[PartitionVerdict] = []
     if whole_tasks:  # no shuffle: each task returns its partitions' verdicts
         verdicts += (
             sc.parallelize(whole_tasks, len(whole_tasks))
-            .flatMap(lambda task: run_task(task, copies.value, known.value, present, deep))
+            .flatMap(lambda task: run_task(task, copies.value, segments.value, known.value, present, deep))
             .map(lambda shipped: shipped[1][1])
             .collect()
         )
@@ -215,13 +217,13 @@ def audit_replicas_spark(
         groups = max(1, min(len({u.key for u in pieces}), slots * 4))
         verdicts += (
             sc.parallelize(piece_tasks, len(piece_tasks))
-            .flatMap(lambda task: run_task(task, copies.value, known.value, present, deep))
+            .flatMap(lambda task: run_task(task, copies.value, segments.value, known.value, present, deep))
             .groupByKey(groups)
             .map(lambda group: finish_group(group[0], group[1], copies.value, known.value, present))
             .collect()
         )
     for verdict in sorted(verdicts, key=lambda v: (v.report.topic, v.report.partition)):
         add_verdict(result, verdict)
-    copies.unpersist()
-    known.unpersist()
+    for broadcast in (copies, segments, known):
+        broadcast.unpersist()
     return result

@@ -26,24 +26,33 @@ from typing import Any
 
 from tools.audit.broker_dirs import (
     AuditDir,
+    CopyReader,
     LogDir,
     PartitionDir,
     Prefetch,
+    open_replica,
     read_log_dir,
-    read_replica,
     segment_paths,
 )
 from tools.audit.history import MetadataHistory
 from tools.audit.replica_checks import (
     VIOLATION,
     WARNING,
+    CopyStream,
     Finding,
+    NoBatches,
+    PartitionHistory,
     PartitionReport,
+    PartitionScan,
     ReplicaView,
     check_partition,
+    compared_pairs,
+    planned_reference,
+    scan_copies,
 )
 
-__all__ = ["Copies", "ReplicaAuditResult", "audit_replicas", "format_finding", "judge_partition", "plan_replicas"]
+__all__ = ["Copies", "PartitionContext", "ReplicaAuditResult", "audit_replicas", "format_finding", "judge_partition",
+           "partition_context", "plan_replicas"]
 
 
 @dataclass
@@ -146,9 +155,9 @@ def off_disk_view(log_dir: LogDir, topic: str, partition: int) -> ReplicaView:
 
 @dataclass(frozen=True)
 class Timeline:
-    """A partition's picture: per copy, ``(start, end, epoch)`` spans of its valid batches (end
-    exclusive); per leader epoch, the leader and the ISR the metadata gave it (the last state of
-    the epoch; empty without history)."""
+    """A partition's picture: per copy, ``(start, end, epoch)`` runs of its valid batches of one
+    epoch (end exclusive); per leader epoch, the leader and the ISR the metadata gave it (the last
+    state of the epoch; empty without history)."""
 
     spans: dict[str, list[tuple[int, int, int]]]
     leaders: dict[int, tuple[int, tuple[int, ...]]]
@@ -166,12 +175,23 @@ class PartitionVerdict:
     bytes_read: int
 
 
-def judge_partition(topic: str, partition: int, views: Sequence[ReplicaView], history: MetadataHistory | None,
-                    present: set[int]) -> PartitionVerdict:
-    """The checks of one partition's copies (:func:`~tools.audit.replica_checks.check_partition`)
-    against its history in ``history``, and the orphan check: a topic the metadata does not hold
-    (or deleted) makes every copy an ``orphan_partition``, judged then without history."""
-    findings: list[Finding] = []
+@dataclass
+class PartitionContext:
+    """What a partition is judged against, known before its batches are read: its copies' facts,
+    its history (None: no metadata, or an orphan), the ``orphan_partition`` findings, and the
+    ordered pairs of copies the scan must compare."""
+
+    views: list[ReplicaView]
+    history: PartitionHistory | None
+    orphans: list[Finding]
+    pairs: list[tuple[str, str]]
+
+
+def partition_context(topic: str, partition: int, views: list[ReplicaView],
+                      history: MetadataHistory | None) -> PartitionContext:
+    """The copies' history in ``history`` and the orphan check: a topic the metadata does not
+    hold (or deleted) makes every copy an ``orphan_partition``, judged then without history."""
+    orphans: list[Finding] = []
     partition_history = None
     if history is not None:
         topic_id = next((v.topic_id for v in views if v.topic_id is not None), None)
@@ -179,19 +199,35 @@ def judge_partition(topic: str, partition: int, views: Sequence[ReplicaView], hi
         if partition_history is None or partition_history.topic_id in history.removed:
             gone = topic_id in history.removed if topic_id else False
             for view in views:
-                findings.append(Finding(
+                orphans.append(Finding(
                     "orphan_partition", VIOLATION, topic, partition, view.node, None,
                     f"topic {topic} (id {view.topic_id}) is {'deleted in' if gone else 'not in'} the metadata log"))
             partition_history = None
-    report = check_partition(topic, partition, views, partition_history, present)
-    findings += report.findings
+    pairs = compared_pairs(views, planned_reference(views, partition_history))
+    return PartitionContext(views, partition_history, orphans, pairs)
+
+
+def open_views(log_dirs_and_parts: Sequence[tuple[LogDir, PartitionDir | None]], topic: str,
+               partition: int) -> list[ReplicaView]:
+    """Each copy's facts: from its directory, or from the high watermark checkpoint alone."""
+    return [off_disk_view(log_dir, topic, partition) if part is None else open_replica(log_dir, part)
+            for log_dir, part in log_dirs_and_parts]
+
+
+def judge_partition(topic: str, partition: int, context: PartitionContext, scan: PartitionScan,
+                    present: set[int]) -> PartitionVerdict:
+    """The checks of one partition's copies (:func:`~tools.audit.replica_checks.check_partition`)
+    from what ``scan`` read of them, with the orphan findings."""
+    report = check_partition(topic, partition, context.views, scan, context.history, present)
+    findings = context.orphans + report.findings
     timeline = None
     if any(f.severity == VIOLATION for f in findings):
-        leaders = {} if partition_history is None else {
-            s.leader_epoch: (s.leader, s.isr) for s in partition_history.states}
-        timeline = Timeline({view.node: epoch_spans(view) for view in views}, leaders)
-    return PartitionVerdict(report, findings, timeline, sum(len(v.batches) for v in views),
-                            sum(b.size for v in views for b in v.batches) + sum(b.size for v in views for b in v.bad))
+        leaders = {} if context.history is None else {
+            s.leader_epoch: (s.leader, s.isr) for s in context.history.states}
+        timeline = Timeline({view.node: scan.copies[view.node].spans() for view in context.views}, leaders)
+    copies = scan.copies.values()
+    return PartitionVerdict(report, findings, timeline, sum(c.batches for c in copies),
+                            sum(c.bytes_read for c in copies))
 
 
 def new_result(plan: ReplicaPlan, history: MetadataHistory | None) -> ReplicaAuditResult:
@@ -219,8 +255,11 @@ def audit_replicas(
 ) -> ReplicaAuditResult:
     """Audit every partition of the broker log directories among ``dirs`` (see the module
     docstring) against ``history`` (None: only the checks that need no metadata), one partition
-    at a time in this process, the next segments read ahead on threads
-    (:class:`~tools.audit.broker_dirs.Prefetch`); ``deep``: decode every batch's records too."""
+    at a time in this process, its copies read together in offset order
+    (:func:`~tools.audit.replica_checks.scan_copies`), the next segments read ahead on threads
+    (:class:`~tools.audit.broker_dirs.Prefetch`, in the order the scan meets them: by base
+    offset across the copies); ``deep``: decode every batch's records too. Memory: the prefetch
+    window, a read chunk per copy, and each partition's bounded scan and report."""
     plan = plan_replicas(dirs)
     result = new_result(plan, history)
     if progress:
@@ -228,32 +267,31 @@ def audit_replicas(
     order = sorted(plan.copies.items())
     segments = {(log_dir.node, key): segment_paths(part.path) for key, found in order for log_dir, part in found
                 if part is not None}
-    ranges = [(path, 0, os.path.getsize(path)) for paths in segments.values() for path in paths]
-    first = 0
+    ranges: list[tuple[str, int, int]] = []
+    slot: dict[str, int] = {}
+    for key, found in order:
+        met = sorted((int(os.path.basename(path)[:20]), n, path) for n, (log_dir, part) in enumerate(found)
+                     if part is not None for path in segments[(log_dir.node, key)])
+        for _, _, path in met:
+            slot[path] = len(ranges)
+            ranges.append((path, 0, os.path.getsize(path)))
     with Prefetch(ranges) as ahead:
         for (topic, partition), found in order:
-            views = []
+            context = partition_context(topic, partition, open_views(found, topic, partition), history)
+            streams: list[CopyStream] = []
             for log_dir, part in found:
                 if part is None:
-                    views.append(off_disk_view(log_dir, topic, partition))
+                    streams.append(NoBatches())
                 else:
                     paths = segments[(log_dir.node, (topic, partition))]
-                    contents = [ahead.take(first + i) for i in range(len(paths))]
-                    views.append(read_replica(log_dir, part, deep, paths, contents))
-                    first += len(paths)
-            add_verdict(result, judge_partition(topic, partition, views, history, plan.present))
+                    streams.append(CopyReader(paths, deep, take=_taker(ahead, slot, paths)))
+            scan = scan_copies(context.views, streams, context.pairs)
+            add_verdict(result, judge_partition(topic, partition, context, scan, plan.present))
     return result
 
 
-def epoch_spans(view: ReplicaView) -> list[tuple[int, int, int]]:
-    """``(start, end, epoch)`` runs of a replica's valid batches of one epoch (end exclusive)."""
-    spans: list[tuple[int, int, int]] = []
-    for b in view.valid_batches:
-        if spans and spans[-1][2] == b.epoch and spans[-1][1] == b.base_offset:
-            spans[-1] = (spans[-1][0], b.last_offset + 1, b.epoch)
-        else:
-            spans.append((b.base_offset, b.last_offset + 1, b.epoch))
-    return spans
+def _taker(ahead: Prefetch, slot: dict[str, int], paths: Sequence[str]) -> Callable[[int], bytes | None]:
+    return lambda i: ahead.take(slot[paths[i]])
 
 
 def format_finding(f: Finding) -> str:

@@ -29,6 +29,7 @@ import os
 import re
 import struct
 import sys
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -218,6 +219,54 @@ def segment_cuts(path: str, base_offset: int, size: int, split_bytes: int) -> li
     finally:
         os.close(fd)
     return cuts
+
+
+def segment_cut_offsets(path: str, base_offset: int, size: int, split_bytes: int) -> list[tuple[int, int]]:
+    """:func:`segment_cuts` with the base offset of the batch at each cut:
+    ``(position, offset)`` pairs, ``(0, base_offset)`` first."""
+    cuts = segment_cuts(path, base_offset, size, split_bytes)
+    out = [(0, base_offset)]
+    if len(cuts) > 1:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            out += [(position, _HEADER_PREFIX.unpack(os.pread(fd, _HEADER_PREFIX.size, position))[0])
+                    for position in cuts[1:]]
+        finally:
+            os.close(fd)
+    return out
+
+
+def index_position(path: str, base_offset: int, offset: int) -> int:
+    """The byte position in the segment at ``path`` (base offset ``base_offset``) to read from
+    to meet the batch holding ``offset``, or the first batch after it: the position of its
+    ``.index``'s last entry at or below ``offset`` (an entry names a batch's last offset or, in
+    older files, its base offset and the batch's position; either lies at or before the batch
+    wanted), used only if the bytes there look like the start of a batch at or below
+    ``offset``. 0 without a usable index."""
+    from storage.errors import StorageError
+    from storage.index import read_offset_index
+
+    try:
+        with open(path[: -len(".log")] + ".index", "rb") as f:
+            entries = read_offset_index(f.read(), base_offset)
+    except (OSError, StorageError):
+        return 0
+    i = bisect_right([o for o, _ in entries], offset) - 1
+    if i < 0:
+        return 0
+    position = entries[i][1]
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return 0
+    try:
+        head = os.pread(fd, _HEADER_PREFIX.size, position)
+    finally:
+        os.close(fd)
+    if len(head) < _HEADER_PREFIX.size:
+        return 0
+    base, length, _epoch, magic = _HEADER_PREFIX.unpack(head)
+    return position if magic == 2 and base_offset <= base <= offset and length >= 49 else 0
 
 
 def plan_file_parts(
