@@ -38,6 +38,7 @@ def test_generated_directories_audit_clean(tmp_path: Path) -> None:
 
     one = replicas.audit_once(data, None)
     assert one["max_rss_kib"] > 0 and one["bytes"] == data["bytes"]
+    assert replicas.audit_once(data, None, deep=True)["bytes"] == data["bytes"]
 
 
 @pytest.mark.skipif(not os.environ.get("KWIRE_STANDALONE_SPARK"),

@@ -23,11 +23,14 @@ Measured per size, each run with a cold page cache (``/proc/sys/vm/drop_caches``
   standalone master with one worker of one core, then two workers of one core each (the
   pyspark install's own ``Master`` and ``Worker`` classes) -- the audit's own elapsed time,
   Spark's start-up excluded (reported beside it);
+* up to 1 GiB, the one-process and ``local[2]`` audits again with ``--deep`` (every batch's
+  records decompressed and decoded), the latter against the former;
 * the disk: ``dd`` of the largest segment to ``/dev/null`` in 8 MiB blocks, and ``cat`` of every
   segment, eight files at a time, both cold.
 
 Every run must find the cluster clean and count every batch written, or the section stops.
-Rows are MB/s of segment bytes (ratio = Spark / one process). The data lives under
+Rows are MB/s of segment bytes (ratio = Spark / one process; a deep run against the one-process
+run, a deep Spark run against the deep one-process run). The data lives under
 ``KWIRE_BENCH_DIR`` (default ``./build``) and is removed at the end; 50 GiB needs that much
 free disk (``--replica-sizes`` picks the sizes).
 """
@@ -58,6 +61,9 @@ BIG_SHARE = 0.1
 SEGMENT_BYTES = 1 << 30
 INDEX_INTERVAL_BYTES = 4096
 EPOCHS = 3
+DEEP_MAX_BYTES = 1 << 30
+"""Sizes up to this one are audited with ``--deep`` too (every record decoded: about 15 MB/s
+per core, so 50 GiB would take an hour)."""
 TEMPLATES = 48
 CLUSTER_ID = "kwireBenchReplicas0000"
 T0_MS = 1_700_000_000_000
@@ -287,12 +293,15 @@ _RSS_WRAPPER = (
 )
 
 
-def audit_once(data: dict[str, Any], master: str | None) -> dict[str, Any]:
-    """One ``kwire audit`` of the data in a subprocess: its JSON summary, wall time and (one
-    process) peak RSS. Raises SectionError unless it found the cluster clean and read every batch."""
+def audit_once(data: dict[str, Any], master: str | None, deep: bool = False) -> dict[str, Any]:
+    """One ``kwire audit`` of the data in a subprocess (``deep``: ``--deep``): its JSON summary,
+    wall time and (one process) peak RSS. Raises SectionError unless it found the cluster clean
+    and read every batch."""
     args = [*data["dirs"], "--metadata", data["metadata"], "--json", "--quiet"]
     if master is not None:
         args += ["--master", master]
+    if deep:
+        args.append("--deep")
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", _RSS_WRAPPER, *args], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(),
@@ -413,18 +422,22 @@ def run(args: Any) -> list[Result]:
                 with Standalone(root / f"standalone-{workers}", workers) as cluster:
                     _drop_caches()
                     runs[f"standalone x{workers}"] = audit_once(data, cluster.master)
+            if total <= DEEP_MAX_BYTES:
+                for name, master in (("one process, deep", None), ("local[2], deep", "local[2]")):
+                    _drop_caches()
+                    runs[name] = audit_once(data, master, deep=True)
             for name, r in runs.items():
                 print(f"[replicas] {mib:,.0f} MiB {name}: {r['elapsed_s']:.1f} s "
                       f"({data['bytes'] / r['elapsed_s'] / 1e6:,.0f} MB/s), wall {r['wall_s']:.1f} s, "
                       f"peak RSS {r['max_rss_kib'] / 1024:,.0f} MiB", flush=True)
-            one = runs["one process"]
             for name, r in runs.items():
                 if name == "one process":
                     continue
+                base = "one process, deep" if name == "local[2], deep" else "one process"
                 results.append(Result(
                     section=SECTION, what=f"replica audit of {mib:,.0f} MiB, {name}", unit="MB/s",
-                    kwire=data["bytes"] / r["elapsed_s"] / 1e6, reference=data["bytes"] / one["elapsed_s"] / 1e6,
-                    reference_name="the same audit in one process",
+                    kwire=data["bytes"] / r["elapsed_s"] / 1e6, reference=data["bytes"] / runs[base]["elapsed_s"] / 1e6,
+                    reference_name=f"the same audit in {base}",
                     conditions=(f"{partitions} partitions x {len(BROKERS)} brokers, {data['batches']} batches, "
                                 f"tasks of the default size (four per core, 64 MiB-1 GiB), page cache "
                                 f"{'dropped before each run' if cold else 'warm (not root)'}; disk: dd of the "
