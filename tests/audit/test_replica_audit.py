@@ -388,6 +388,47 @@ def test_scans_of_offset_ranges_join_to_the_scan_of_the_whole(tmp_path: Path) ->
         assert facts(joined) == facts(whole), cuts
 
 
+def test_batch_data_source(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """``kafkabatches``: a row per batch of every copy, segments cut into input partitions
+    through their indexes, a corrupt batch and a torn tail as the audit sees them; with
+    ``deep``, records decoded (101's first batch claims 7 records under a recomputed CRC)."""
+    import crc32c
+
+    from tools.audit.batch_source import KafkaBatchesDataSource
+
+    dirs = healthy().write(tmp_path)
+    first = dirs[0] / "orders-0" / f"{0:020d}.log"
+    data = bytearray(first.read_bytes())
+    data[57:61] = (7).to_bytes(4, "big")
+    data[17:21] = crc32c.crc32c(bytes(data[21:12 + int.from_bytes(data[8:12], "big")])).to_bytes(4, "big")
+    first.write_bytes(bytes(data))
+    segment = dirs[2] / "orders-0" / f"{0:020d}.log"
+    data = bytearray(segment.read_bytes())
+    data[100] ^= 0x01
+    segment.write_bytes(bytes(data) + b"\x00" * 9)
+    local = audit_replicas(classify_dirs([str(d) for d in dirs]), None)
+    spark.dataSource.register(KafkaBatchesDataSource)
+    for deep in ("false", "true"):
+        df = (spark.read.format("kafkabatches").option("paths", ",".join(str(d) for d in dirs))
+              .option("splitBytes", "100").option("deep", deep).load())
+        assert df.rdd.getNumPartitions() >= 12  # an input partition per batch
+        rows = df.orderBy("node", "file", "position").collect()
+        batches = [r for r in rows if r.bad_bytes is None]
+        assert len(batches) == local.batches == 12
+        assert sum(r.size for r in rows) == local.bytes_read
+        [(node, bad)] = [(r.node, r.bad_bytes) for r in rows if r.bad_bytes is not None]
+        assert node == "103" and "torn batch: 9 bytes" in bad
+        assert [(r.node, r.base_offset) for r in batches if not r.crc_valid] == [("103", 0)]
+        assert {(r.node, r.topic, r.partition, r.broker_id) for r in batches} == {
+            (str(b), "orders", 0, b) for b in BROKERS}
+        ends = {r.node: r["max(last_offset)"] for r in df.groupBy("node").max("last_offset").collect()}
+        assert ends == {"101": 19, "102": 19, "103": 19}
+        undecodable = [(r.node, r.base_offset) for r in batches if r.records_error is not None]
+        assert undecodable == ([("101", 0)] if deep == "true" else [])
+        epochs = {(r.base_offset, r.leader_epoch) for r in batches if r.node == "101"}
+        assert epochs == {(0, 0), (5, 0), (10, 1), (14, 1)}
+
+
 def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``kwire audit`` on broker log directories: exit status, lines, JSON and report files."""
     dirs = healthy().write(tmp_path / "ok")

@@ -1,9 +1,15 @@
-"""``kwire audit``: an offline checker of a quorum's metadata logs with PySpark.
+"""``kwire audit``: an offline checker of a quorum's metadata logs and of brokers' replicas,
+with PySpark.
 
 * :mod:`tools.audit.scan` -- file discovery and per-file rows (also :func:`scan_rows_python`,
   the single-process baseline),
 * :mod:`tools.audit.datasource` -- the ``kraftlog`` PySpark Python Data Source,
 * :mod:`tools.audit.jobs` -- the invariant checks and the timeline,
+* :mod:`tools.audit.broker_dirs`, :mod:`tools.audit.history`, :mod:`tools.audit.replica_checks`,
+  :mod:`tools.audit.replicas`, :mod:`tools.audit.replica_spark` -- the replica audit of brokers'
+  log directories, in one process or on Spark,
+* :mod:`tools.audit.batch_source` -- the ``kafkabatches`` data source: a row per batch of
+  brokers' log directories,
 * :mod:`tools.audit.report` -- summary JSON, violation tables and plots,
 * :mod:`tools.audit.spark` -- the SparkSession the jobs run in,
 * :mod:`tools.audit.cli` -- ``add_parser(subparsers)`` and ``run(args) -> int``.

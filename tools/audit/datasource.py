@@ -39,25 +39,27 @@ _ARROW_TYPES = {"string": "string", "long": "int64", "int": "int32", "boolean": 
                 "binary": "binary"}
 
 
-def arrow_schema():  # noqa: ANN201 - pyarrow is imported lazily
-    """The Arrow schema of :data:`tools.audit.scan.SCHEMA` (every column nullable)."""
+def arrow_schema(sql_schema: str = SCHEMA):  # noqa: ANN201 - pyarrow is imported lazily
+    """The Arrow schema of a Spark DDL schema string, :data:`tools.audit.scan.SCHEMA` by
+    default (every column nullable)."""
     import pyarrow as pa
 
     fields = []
-    for part in SCHEMA.split(","):
+    for part in sql_schema.split(","):
         name, sql_type = part.split()
         fields.append(pa.field(name, getattr(pa, _ARROW_TYPES[sql_type])(), nullable=True))
-    assert tuple(f.name for f in fields) == COLUMNS
+    assert sql_schema != SCHEMA or tuple(f.name for f in fields) == COLUMNS
     return pa.schema(fields)
 
 
-def arrow_batches(rows, batch_rows: int = ARROW_BATCH_ROWS):  # noqa: ANN001, ANN201
-    """``rows`` (tuples in COLUMNS order) as ``pyarrow.RecordBatch`` es of ``batch_rows`` rows."""
+def arrow_batches(rows, batch_rows: int = ARROW_BATCH_ROWS, sql_schema: str = SCHEMA):  # noqa: ANN001, ANN201
+    """``rows`` (tuples in the schema's column order) as ``pyarrow.RecordBatch`` es of
+    ``batch_rows`` rows."""
     from itertools import islice
 
     import pyarrow as pa
 
-    schema = arrow_schema()
+    schema = arrow_schema(sql_schema)
     types = [f.type for f in schema]
     rows = iter(rows)
     while chunk := list(islice(rows, batch_rows)):
