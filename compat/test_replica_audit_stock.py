@@ -22,7 +22,7 @@ decoded). Phases:
    PartitionChangeRecord; on ``lost``, ``missing_replica`` on 101 and ``lost_acknowledged_data``
    of 100-149 (the copy is gone, its checkpointed high watermark is not); the lost ranges
    equal the offsets acknowledged in phase 2. On the newest release's kwire run, the Spark audit
-   (``local[2]``, segments read in parts of about 2 KiB) finds the same.
+   (``local[2]``, partitions cut into offset ranges of about 2 KiB) finds the same.
 
 Configurations: the newest release on a kwire controller and on a stock one, so the audit judges
 the same nemesis under Kafka's own controller; ``make nightly`` (``KWIRE_COMPAT_FULL_MATRIX``)
@@ -224,7 +224,7 @@ def test_audit_names_the_lost_offsets(version: str, controller: str, tmp_path: P
         assert (tmp_path / "report" / "partition-unclean-0.png").exists()
         if controller != "kwire" or version != PINNED_VERSIONS[-1]:
             return
-        # the same audit on Spark (local[2]), each segment read in parts of about two batches
+        # the same audit on Spark (local[2]), each partition cut into offset ranges of a few batches
         found_dirs = classify_dirs([*map(str, dirs)])
         history = newest_history([str(tmp_path / "data1" / "__cluster_metadata-0")])
         local = audit_replicas(found_dirs, history)
