@@ -49,6 +49,7 @@ GROUPS = {
     "tests/audit/": "spark",
     "tests/bench/test_bench_audit.py": "spark",
     "compat/test_audit_stock_quorum.py": "spark",
+    "compat/test_replica_audit_stock.py": "spark",
     # the module's one kwire quorum
     "compat/test_quorum_interop.py": "quorum-interop",
     # the session's codec oracles (compat/conftest.py java_oracles): one JVM per release
