@@ -6,8 +6,8 @@ names and ``.index`` files give (:func:`range_cuts`), so one huge partition is r
 tasks; each range's task reads every copy's batches that start in it together
 (:func:`tools.audit.replica_checks.scan_copies`) and ships the bounded scan, and the scans are
 grouped by partition, joined in offset order and judged after a shuffle. Units are packed into
-tasks of about ``split_bytes`` (:func:`pack_units`); only the verdicts come back to the
-driver.
+tasks of about ``split_bytes`` (:func:`pack_units`); the two jobs run at once, so that neither
+leaves a slot idle while the other has tasks, and only the verdicts come back to the driver.
 
 The work per byte is the same as the one-process audit's (:func:`tools.audit.replicas.
 audit_replicas`): framing, CRC32C, the checks. Runs on any master: ``local[N]``, or a
@@ -20,6 +20,7 @@ from __future__ import annotations
 import heapq
 import os
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,23 +206,27 @@ def audit_replicas_spark(
                  f"{len({u.key for u in pieces})} in {len(pieces)} offset ranges in {len(piece_tasks)} tasks")
     copies, segments, known = sc.broadcast(plan.copies), sc.broadcast(layout), sc.broadcast(history)
     present = plan.present
-    verdicts: list[PartitionVerdict] = []
-    if whole_tasks:  # no shuffle: each task returns its partitions' verdicts
-        verdicts += (
-            sc.parallelize(whole_tasks, len(whole_tasks))
-            .flatMap(lambda task: run_task(task, copies.value, segments.value, known.value, present, deep))
-            .map(lambda shipped: shipped[1][1])
-            .collect()
-        )
-    if piece_tasks:
+    jobs: list[Callable[[], list[PartitionVerdict]]] = []
+    if piece_tasks:  # the large partitions' ranges, judged after a shuffle
         groups = max(1, min(len({u.key for u in pieces}), slots * 4))
-        verdicts += (
+        jobs.append(lambda: (
             sc.parallelize(piece_tasks, len(piece_tasks))
             .flatMap(lambda task: run_task(task, copies.value, segments.value, known.value, present, deep))
             .groupByKey(groups)
             .map(lambda group: finish_group(group[0], group[1], copies.value, known.value, present))
             .collect()
-        )
+        ))
+    if whole_tasks:  # no shuffle: each task returns its partitions' verdicts
+        jobs.append(lambda: (
+            sc.parallelize(whole_tasks, len(whole_tasks))
+            .flatMap(lambda task: run_task(task, copies.value, segments.value, known.value, present, deep))
+            .map(lambda shipped: shipped[1][1])
+            .collect()
+        ))
+    # both jobs at once (from two threads, as PySpark allows): a slot one job's last tasks leave
+    # idle takes the other's
+    with ThreadPoolExecutor(max(1, len(jobs)), thread_name_prefix="kwire-audit-job") as pool:
+        verdicts = [v for future in [pool.submit(job) for job in jobs] for v in future.result()]
     for verdict in sorted(verdicts, key=lambda v: (v.report.topic, v.report.partition)):
         add_verdict(result, verdict)
     for broadcast in (copies, segments, known):
