@@ -26,8 +26,8 @@
 #include <stdint.h>
 #include <string.h>
 
-/* One varint of at most max_bytes at *pos, zig-zag decoded; 0 on success, -1 when it runs
- * past the end or is longer than max_bytes. */
+/* One varint of at most max_bytes (5: an int32, 10: an int64) at *pos, zig-zag decoded; 0 on
+ * success, -1 when it runs past the end, is longer than max_bytes or its value does not fit. */
 static int
 read_zigzag(const unsigned char *data, Py_ssize_t size, Py_ssize_t *pos, int max_bytes,
             int64_t *out)
@@ -39,6 +39,12 @@ read_zigzag(const unsigned char *data, Py_ssize_t size, Py_ssize_t *pos, int max
             return -1;
         }
         unsigned char b = data[(*pos)++];
+        /* the last byte may only fill what is left of 32 (varint) or 64 (varlong) bits:
+         * beyond that the value is out of range, as the Python reader says */
+        int bits = max_bytes == 5 ? 32 : 64;
+        if (shift + 7 > bits && ((b & 0x7F) >> (bits - shift)) != 0) {
+            return -1;
+        }
         raw |= (uint64_t)(b & 0x7F) << shift;
         if (b < 0x80) {
             *out = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);

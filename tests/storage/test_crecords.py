@@ -126,6 +126,21 @@ def test_reader_fails_as_python_fails_on_cut_or_flipped_records(values: list[byt
     assert _values(batch) == _python_values(batch)
 
 
+@pytest.mark.parametrize(("last", "fits"), [(0x0F, True), (0x10, False), (0x7F, False)])
+def test_reader_rejects_a_varint_past_32_bits_as_python_does(last: int, fits: bool) -> None:
+    """A five-byte varint whose last byte sets bits past the 32nd (here a record's offset delta)
+    is out of range: the compiled loop rejects it as the Python reader does, which then names
+    the error (a case the cut-or-flipped property drew once)."""
+    offset_delta = bytes([0x80, 0x80, 0x80, 0x80, last])
+    body = bytes([0x16, 0x00, 0x00]) + offset_delta + bytes([0x01, 0x02]) + b"x" + bytes([0x00])
+    batch = _batch(body, 1)
+    assert _values(batch) == _python_values(batch) == ([b"x"] if fits else
+                                                       "InvalidRecordError: Invalid record: varint out of 32-bit range")
+    if records._crecords is not None and not fits:
+        with pytest.raises(ValueError, match="record header"):
+            records._crecords.values(body, 1)
+
+
 @pytest.mark.parametrize("count", [0, 1, 3])
 def test_reader_counts_as_the_header_says(count: int) -> None:
     body = _python_body([b"a", b"b", b"c"])
