@@ -87,8 +87,9 @@ test:
 
 ## Long soaks, not part of `make test`: 10,000 more simulation seeds, 100 leader kills in each
 ## of the eight mixed kwire/Kafka quorum configurations, 20 rounds of network and process faults
-## (nemeses drawn from FAULT_SEED; `make test` runs five, one of each kind) on kwire, stock and
-## mixed quorums of both releases, each with
+## (nemeses drawn from FAULT_SEED; `make test` runs five, one of each kind, and the history
+## checker's positive control, not the controller workload's) on kwire, stock and mixed quorums
+## of both releases, each with
 ## its release's stock brokers under the controller workload (compat/faults/cluster.py), 10^6
 ## fuzzed inputs for every message decoder, 1,000 random messages per spec version through
 ## Kafka's own codecs, 50 leader kills of a kwire quorum under load, 20
