@@ -1,7 +1,7 @@
 /*
  * storage._crecords: the per-record loops of the KRaft commit path, compiled.
  *
- * Two functions, each the exact counterpart of a pure-Python loop in storage/records.py
+ * Three functions, each the exact counterpart of a pure-Python loop in storage/records.py
  * (which stays the reference, and the path taken when this module is not built or
  * KWIRE_PURE_PYTHON=1 is set):
  *
@@ -12,6 +12,11 @@
  *       as RecordBatch.iter_values yields them. Raises ValueError for anything the fast
  *       reader does not accept: the caller then runs the Python reader, which raises
  *       Kafka's error for the record (InvalidRecordError), so both paths fail alike.
+ *
+ *   check(records_section, count, max_offset_delta) -> None
+ *       RecordBatch.validate_records' loop: every record of a (decompressed) records section
+ *       parses as read_record requires and lies within the batch; ValueError otherwise (the
+ *       Python reader then names the fault).
  *
  *   keyless_records(values) -> bytes
  *       The records section of a batch of keyless records with these non-empty values at
@@ -132,6 +137,87 @@ crecords_values(PyObject *module, PyObject *args)
     return list;
 }
 
+/* check(records_section, count, max_offset_delta): None when the section holds exactly count
+ * records that DefaultRecord.readFrom accepts (the rules of storage.records.read_record: a
+ * record's fields within its length, a key, value or header value of length -1 null, header
+ * counts and header key lengths not negative, nothing left after its headers) each at an offset
+ * delta from 0 to max_offset_delta, and nothing after the last; ValueError naming the first
+ * rule broken otherwise. The deep replica audit's per-record loop. */
+static PyObject *
+crecords_check(PyObject *module, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t count;
+    long long max_delta;
+    if (!PyArg_ParseTuple(args, "y*nL:check", &view, &count, &max_delta)) {
+        return NULL;
+    }
+    if (count < 0) {
+        return fail(NULL, &view, "negative record count");
+    }
+    const unsigned char *data = (const unsigned char *)view.buf;
+    Py_ssize_t size = view.len;
+    Py_ssize_t pos = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int64_t body_size, ignored, offset_delta, length, headers;
+        if (read_zigzag(data, size, &pos, 5, &body_size) < 0) {
+            return fail(NULL, &view, "record length");
+        }
+        if (body_size < 0 || body_size > size - pos) {
+            return fail(NULL, &view, "record size");
+        }
+        Py_ssize_t end = pos + (Py_ssize_t)body_size;
+        if (pos >= end) {
+            return fail(NULL, &view, "attributes");
+        }
+        pos += 1;
+        if (read_zigzag(data, end, &pos, 10, &ignored) < 0 /* timestamp delta */
+            || read_zigzag(data, end, &pos, 5, &offset_delta) < 0) {
+            return fail(NULL, &view, "record header");
+        }
+        if (offset_delta < 0 || offset_delta > max_delta) {
+            return fail(NULL, &view, "offset delta outside the batch");
+        }
+        for (int field = 0; field < 2; field++) { /* key, value */
+            if (read_zigzag(data, end, &pos, 5, &length) < 0) {
+                return fail(NULL, &view, "key or value length");
+            }
+            if (length >= 0) {
+                if (length > end - pos) {
+                    return fail(NULL, &view, "key or value past the record");
+                }
+                pos += (Py_ssize_t)length;
+            }
+        }
+        if (read_zigzag(data, end, &pos, 5, &headers) < 0 || headers < 0 || headers > end - pos) {
+            return fail(NULL, &view, "header count");
+        }
+        for (int64_t h = 0; h < headers; h++) {
+            if (read_zigzag(data, end, &pos, 5, &length) < 0 || length < 0 || length > end - pos) {
+                return fail(NULL, &view, "header key");
+            }
+            pos += (Py_ssize_t)length;
+            if (read_zigzag(data, end, &pos, 5, &length) < 0) {
+                return fail(NULL, &view, "header value length");
+            }
+            if (length >= 0) {
+                if (length > end - pos) {
+                    return fail(NULL, &view, "header value past the record");
+                }
+                pos += (Py_ssize_t)length;
+            }
+        }
+        if (pos != end) {
+            return fail(NULL, &view, "record length does not match its fields");
+        }
+    }
+    if (pos != size) {
+        return fail(NULL, &view, "bytes after the last record");
+    }
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
+}
+
 /* Writes the zig-zag varint of a non-negative int32 n at out; returns its length. */
 static Py_ssize_t
 write_zigzag(unsigned char *out, uint32_t n)
@@ -211,6 +297,9 @@ static PyMethodDef crecords_methods[] = {
     {"values", crecords_values, METH_VARARGS,
      "values(records_section, count) -> list of each record's value (None when null); "
      "ValueError for records the fast reader does not accept."},
+    {"check", crecords_check, METH_VARARGS,
+     "check(records_section, count, max_offset_delta) -> None when every record parses as "
+     "DefaultRecord.readFrom would and lies within the batch; ValueError naming the first fault."},
     {"keyless_records", crecords_keyless_records, METH_O,
      "keyless_records(values) -> the records section of keyless records with these values at "
      "offset deltas 0.., timestamp delta 0, no headers."},

@@ -341,6 +341,21 @@ class RecordBatch:
         if pos != len(data):
             raise InvalidRecordError("Incorrect declared batch size, records still remaining in file")
 
+    def validate_records(self) -> None:
+        """Raise InvalidRecordError (or CompressionError) unless the records section holds
+        ``records_count`` records that :func:`read_record` accepts, at offsets from the base to
+        the last offset, and nothing after them: the compiled loop (``_crecords.check``) when it
+        is built, the Python reader naming the error when that loop refuses (or is not built)."""
+        if _crecords is not None and self.records_count >= 0:
+            try:
+                _crecords.check(self.records_section(), self.records_count, self.last_offset - self.base_offset)
+                return
+            except ValueError:
+                pass  # the Python reader raises Kafka's error for the record it stops at
+        for record in self.iter_records():
+            if not self.base_offset <= record.offset <= self.last_offset:
+                raise InvalidRecordError(f"record offset {record.offset} outside the batch")
+
     def iter_values(self) -> Iterator[bytes | None]:
         """Each record's value (None for a null value), without building :class:`Record`
         objects: for readers that only need the values of batches already validated (e.g. a

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from storage import records
 from storage.errors import InvalidRecordError
-from storage.records import RecordBatch, assemble_batch, encode_keyless_records, encode_record
+from storage.records import Header, RecordBatch, assemble_batch, encode_keyless_records, encode_record
 
 PURE = bool(os.environ.get("KWIRE_PURE_PYTHON"))
 
@@ -139,6 +139,60 @@ def test_reader_rejects_a_varint_past_32_bits_as_python_does(last: int, fits: bo
     if records._crecords is not None and not fits:
         with pytest.raises(ValueError, match="record header"):
             records._crecords.values(body, 1)
+
+
+def _python_validate(body: bytes, count: int, max_delta: int) -> bool:
+    """``RecordBatch.validate_records``' Python rule: every record parses and lies within the
+    batch, nothing after the last."""
+    batch = _batch(body, count)
+    try:
+        for record in batch.iter_records():
+            if not 0 <= record.offset - batch.base_offset <= max_delta:
+                return False
+    except InvalidRecordError:
+        return False
+    return True
+
+
+def _compiled_validate(body: bytes, count: int, max_delta: int) -> bool:
+    assert records._crecords is not None
+    try:
+        records._crecords.check(body, count, max_delta)
+    except ValueError:
+        return False
+    return True
+
+
+record_shapes = st.lists(
+    st.tuples(st.one_of(st.none(), st.binary(max_size=40)), st.one_of(st.none(), st.binary(max_size=60)),
+              st.integers(-2**40, 2**40), st.integers(-3, 12),
+              st.lists(st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=20))), max_size=3)),
+    min_size=0, max_size=8,
+)
+
+
+@pytest.mark.skipif(records._crecords is None, reason="the compiled module is not built")
+@settings(max_examples=400, deadline=None)
+@given(shapes=record_shapes, max_delta=st.integers(0, 10), data=st.data())
+def test_check_accepts_what_the_python_reader_accepts(shapes: list, max_delta: int, data: st.DataObject) -> None:
+    """``check`` (the deep audit's compiled loop) and the Python reader agree on records with
+    keys, null values, headers and offset deltas in and out of the batch, whole, cut short,
+    with a byte flipped, or with the count off by one."""
+    body = bytearray()
+    for key, value, timestamp_delta, offset_delta, headers in shapes:
+        encode_record(body, offset_delta, timestamp_delta, key, value, [Header(k, v) for k, v in headers])
+    count = len(shapes)
+    mutation = data.draw(st.sampled_from(["none", "cut", "flip", "count"]))
+    if mutation == "cut" and body:
+        del body[data.draw(st.integers(0, len(body) - 1)):]
+    elif mutation == "flip" and body:
+        body[data.draw(st.integers(0, len(body) - 1))] = data.draw(st.integers(0, 255))
+    elif mutation == "count":
+        count += data.draw(st.sampled_from([-1, 1]))
+    expected = _python_validate(bytes(body), count, max_delta)
+    assert _compiled_validate(bytes(body), count, max_delta) == expected
+    if mutation == "none" and count >= 0:
+        assert expected == all(0 <= shape[3] <= max_delta for shape in shapes)
 
 
 @pytest.mark.parametrize("count", [0, 1, 3])
