@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 
 from storage import records
 from storage.errors import InvalidRecordError
-from storage.records import Header, RecordBatch, assemble_batch, encode_keyless_records, encode_record
+from storage.records import (
+    Header,
+    RecordBatch,
+    assemble_batch,
+    encode_keyless_records,
+    encode_record,
+)
 
 PURE = bool(os.environ.get("KWIRE_PURE_PYTHON"))
 
