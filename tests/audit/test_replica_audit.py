@@ -306,8 +306,8 @@ def test_spark_gives_the_same_result(spark, tmp_path: Path, scenario: str, split
     offset ranges of a batch through the segments' indexes (the copies' batches of each range
     read together, the ranges' scans joined after the shuffle; in the unclean run the cuts fall
     inside other copies' batches), and with each partition read and judged by one task."""
-    from tools.audit.replica_spark import audit_replicas_spark, list_segments, plan_units
-    from tools.audit.replicas import plan_replicas
+    from tools.audit.replica_spark import audit_replicas_spark, plan_units
+    from tools.audit.replicas import list_segments, plan_replicas
 
     cluster = healthy()
     if scenario == "unclean":

@@ -18,29 +18,31 @@ installed and see the same paths.
 from __future__ import annotations
 
 import heapq
-import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from tools.audit.broker_dirs import AuditDir, CopyReader, ReadAhead, segment_paths
+from tools.audit.broker_dirs import AuditDir, CopyReader, ReadAhead
 from tools.audit.history import MetadataHistory
-from tools.audit.replica_checks import CopyStream, NoBatches, scan_copies
+from tools.audit.replica_checks import CopyStream, NoBatches
 from tools.audit.replicas import (
     Copies,
+    Layout,
     PartitionVerdict,
     ReplicaAuditResult,
     add_verdict,
     judge_partition,
+    list_segments,
     new_result,
     open_views,
     partition_context,
     plan_replicas,
+    scan_partition,
 )
 from tools.audit.scan import DEFAULT_SPLIT_BYTES, segment_cut_offsets
 
-__all__ = ["Unit", "audit_replicas_spark", "list_segments", "pack_units", "plan_units", "range_cuts"]
+__all__ = ["Unit", "audit_replicas_spark", "pack_units", "plan_units", "range_cuts"]
 
 MIN_SPLIT_BYTES = DEFAULT_SPLIT_BYTES
 MAX_SPLIT_BYTES = 1 << 30
@@ -48,21 +50,6 @@ MAX_SPLIT_BYTES = 1 << 30
 worker hand-off before it reads a byte (about 30 ms of wall time per task on ``local[2]`` on
 the 2-core machines), so a task should read hundreds of megabytes; and four tasks per core
 balance the load."""
-
-Layout = dict[tuple[str, int], list[list[tuple[str, int, int]]]]
-"""Per partition, per copy (in the order of its :data:`~tools.audit.replicas.Copies` entry):
-its segments as ``(path, base offset, size)`` in base offset order (none for a copy off disk)."""
-
-
-def list_segments(copies: Copies) -> Layout:
-    """Every copy's segments, listed and sized once."""
-    layout: Layout = {}
-    for key, found in copies.items():
-        layout[key] = [[] if part is None else
-                       [(path, int(os.path.basename(path)[:20]), os.path.getsize(path)) for path in segment_paths(part.path)]
-                       for _, part in found]
-    return layout
-
 
 @dataclass(frozen=True, slots=True)
 class Unit:
@@ -151,11 +138,10 @@ def run_task(units: Iterable[Unit], copies: Copies, layout: Layout, history: Met
             ahead.reading(first)
             first += len(segments)
         topic, partition = unit.key
-        context = partition_context(topic, partition, open_views(copies[unit.key], topic, partition), history)
         streams: list[CopyStream] = [
-            CopyReader([path for path, _, _ in segments], deep, unit.lo, unit.hi) if segments else NoBatches()
-            for segments in layout[unit.key]]
-        scan = scan_copies(context.views, streams, context.pairs)
+            CopyReader([path for path, _, _ in copy], deep, unit.lo, unit.hi) if copy else NoBatches()
+            for copy in layout[unit.key]]
+        context, scan = scan_partition(topic, partition, copies[unit.key], history, streams)
         if unit.whole:
             out.append((unit.key, ("verdict", judge_partition(topic, partition, context, scan, present))))
         else:

@@ -51,8 +51,9 @@ from tools.audit.replica_checks import (
     scan_copies,
 )
 
-__all__ = ["Copies", "PartitionContext", "ReplicaAuditResult", "audit_replicas", "format_finding", "judge_partition",
-           "partition_context", "plan_replicas"]
+__all__ = ["Copies", "Layout", "PartitionContext", "ReplicaAuditResult", "audit_replicas", "format_finding", "judge_partition",
+           "list_segments", "partition_context", "plan_replicas",
+           "scan_partition"]
 
 
 @dataclass
@@ -214,6 +215,27 @@ def open_views(log_dirs_and_parts: Sequence[tuple[LogDir, PartitionDir | None]],
             for log_dir, part in log_dirs_and_parts]
 
 
+Layout = dict[tuple[str, int], list[list[tuple[str, int, int]]]]
+"""Per partition, per copy (in the order of its :data:`Copies` entry): its segments as ``(path,
+base offset, size)`` in base offset order (none for a copy off disk)."""
+
+
+def list_segments(copies: Copies) -> Layout:
+    """Every copy's segments, listed and sized once."""
+    return {key: [[] if part is None else
+                  [(path, int(os.path.basename(path)[:20]), os.path.getsize(path)) for path in segment_paths(part.path)]
+                  for _, part in found]
+            for key, found in copies.items()}
+
+
+def scan_partition(topic: str, partition: int, found: Sequence[tuple[LogDir, PartitionDir | None]],
+                   history: MetadataHistory | None, streams: Sequence[CopyStream]) -> tuple[PartitionContext, PartitionScan]:
+    """A partition's context (:func:`partition_context`) and the scan of its copies' ``streams``
+    (one per entry of ``found``, in its order)."""
+    context = partition_context(topic, partition, open_views(found, topic, partition), history)
+    return context, scan_copies(context.views, streams, context.pairs)
+
+
 def judge_partition(topic: str, partition: int, context: PartitionContext, scan: PartitionScan,
                     present: set[int]) -> PartitionVerdict:
     """The checks of one partition's copies (:func:`~tools.audit.replica_checks.check_partition`)
@@ -264,28 +286,21 @@ def audit_replicas(
     result = new_result(plan, history)
     if progress:
         progress(f"auditing {len(plan.copies)} partitions in {len(plan.log_dirs)} log directories")
-    order = sorted(plan.copies.items())
-    segments = {(log_dir.node, key): segment_paths(part.path) for key, found in order for log_dir, part in found
-                if part is not None}
+    layout = list_segments(plan.copies)
+    order = sorted(plan.copies)
     ranges: list[tuple[str, int, int]] = []
     slot: dict[str, int] = {}
-    for key, found in order:
-        met = sorted((int(os.path.basename(path)[:20]), n, path) for n, (log_dir, part) in enumerate(found)
-                     if part is not None for path in segments[(log_dir.node, key)])
-        for _, _, path in met:
+    for key in order:  # every segment in the order the scan meets it: by base offset across the copies
+        for _, _, path, size in sorted((base, n, path, size) for n, copy in enumerate(layout[key])
+                                       for path, base, size in copy):
             slot[path] = len(ranges)
-            ranges.append((path, 0, os.path.getsize(path)))
+            ranges.append((path, 0, size))
     with Prefetch(ranges) as ahead:
-        for (topic, partition), found in order:
-            context = partition_context(topic, partition, open_views(found, topic, partition), history)
-            streams: list[CopyStream] = []
-            for log_dir, part in found:
-                if part is None:
-                    streams.append(NoBatches())
-                else:
-                    paths = segments[(log_dir.node, (topic, partition))]
-                    streams.append(CopyReader(paths, deep, take=_taker(ahead, slot, paths)))
-            scan = scan_copies(context.views, streams, context.pairs)
+        for topic, partition in order:
+            streams: list[CopyStream] = [
+                CopyReader(paths, deep, take=_taker(ahead, slot, paths)) if paths else NoBatches()
+                for paths in ([path for path, _, _ in copy] for copy in layout[(topic, partition)])]
+            context, scan = scan_partition(topic, partition, plan.copies[(topic, partition)], history, streams)
             add_verdict(result, judge_partition(topic, partition, context, scan, plan.present))
     return result
 
