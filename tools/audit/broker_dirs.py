@@ -352,21 +352,16 @@ def records_error(batch_bytes: memoryview) -> str | None:
     """Why a batch's records do not decode, None when they do: the codec's payload, every
     record's framing and offset, the record count (``DefaultRecordBatch``'s iterators), and a
     control batch's one record, an ABORT or COMMIT marker (``EndTransactionMarker``) or another
-    known control type. A data batch is checked by ``RecordBatch.validate_records`` (compiled
+    known control type. The records are checked by ``RecordBatch.validate_records`` (compiled
     when built)."""
     from storage.control import ControlRecordType, EndTransactionMarker, parse_control_key
     from storage.records import RecordBatch
 
     try:
         batch = RecordBatch(batch_bytes)
-        if not batch.is_control:
-            batch.validate_records()
-            return None
-        records = batch.records()
-        for record in records:
-            if not batch.base_offset <= record.offset <= batch.last_offset:
-                return f"record offset {record.offset} outside the batch"
+        batch.validate_records()
         if batch.is_control:
+            records = batch.records()
             if len(records) != 1:
                 return f"a control batch of {len(records)} records"
             control_type = parse_control_key(records[0].key)
