@@ -185,12 +185,15 @@ def input_bytes(nodes: Sequence[tuple[str, str]]) -> int:
     return sum(p.end - p.start for p in plan_file_parts(nodes, split_bytes=sys.maxsize))
 
 
-def _cut_is_batch_start(fd: int, position: int, base_offset: int) -> bool:
+def _batch_base_at(fd: int, position: int, base_offset: int) -> int | None:
+    """The base offset of the batch whose header starts at ``position`` of a segment (base
+    offset ``base_offset``), None unless the bytes there look like one: magic 2, a base offset
+    at or past the segment's, a length a batch can have."""
     head = os.pread(fd, _HEADER_PREFIX.size, position)
     if len(head) < _HEADER_PREFIX.size:
-        return False
+        return None
     offset, length, _epoch, magic = _HEADER_PREFIX.unpack(head)
-    return magic == 2 and offset >= base_offset and length >= 49
+    return offset if magic == 2 and offset >= base_offset and length >= 49 else None
 
 
 def segment_cuts(path: str, base_offset: int, size: int, split_bytes: int) -> list[int]:
@@ -199,10 +202,16 @@ def segment_cuts(path: str, base_offset: int, size: int, split_bytes: int) -> li
     its ``.index`` (entries point at batch starts, Kafka's ``OffsetIndex``), each used only if
     the bytes there look like a batch start of this segment, so a stale or corrupt index can
     only make parts larger, never misframe them. ``[0]`` when it is small or has no index."""
+    return [position for position, _ in segment_cut_offsets(path, base_offset, size, split_bytes)]
+
+
+def segment_cut_offsets(path: str, base_offset: int, size: int, split_bytes: int) -> list[tuple[int, int]]:
+    """:func:`segment_cuts` with the base offset of the batch at each cut:
+    ``(position, offset)`` pairs, ``(0, base_offset)`` first."""
     from storage.errors import StorageError
     from storage.index import read_offset_index
 
-    cuts = [0]
+    cuts = [(0, base_offset)]
     index_path = path[: -len(".log")] + ".index"
     if size <= split_bytes or not os.path.exists(index_path):
         return cuts
@@ -214,26 +223,13 @@ def segment_cuts(path: str, base_offset: int, size: int, split_bytes: int) -> li
     fd = os.open(path, os.O_RDONLY)
     try:
         for _offset, position in entries:
-            if cuts[-1] + split_bytes <= position < size and _cut_is_batch_start(fd, position, base_offset):
-                cuts.append(position)
+            if cuts[-1][0] + split_bytes <= position < size:
+                offset = _batch_base_at(fd, position, base_offset)
+                if offset is not None:
+                    cuts.append((position, offset))
     finally:
         os.close(fd)
     return cuts
-
-
-def segment_cut_offsets(path: str, base_offset: int, size: int, split_bytes: int) -> list[tuple[int, int]]:
-    """:func:`segment_cuts` with the base offset of the batch at each cut:
-    ``(position, offset)`` pairs, ``(0, base_offset)`` first."""
-    cuts = segment_cuts(path, base_offset, size, split_bytes)
-    out = [(0, base_offset)]
-    if len(cuts) > 1:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            out += [(position, _HEADER_PREFIX.unpack(os.pread(fd, _HEADER_PREFIX.size, position))[0])
-                    for position in cuts[1:]]
-        finally:
-            os.close(fd)
-    return out
 
 
 def index_position(path: str, base_offset: int, offset: int) -> int:
@@ -260,13 +256,10 @@ def index_position(path: str, base_offset: int, offset: int) -> int:
     except OSError:
         return 0
     try:
-        head = os.pread(fd, _HEADER_PREFIX.size, position)
+        base = _batch_base_at(fd, position, base_offset)
     finally:
         os.close(fd)
-    if len(head) < _HEADER_PREFIX.size:
-        return 0
-    base, length, _epoch, magic = _HEADER_PREFIX.unpack(head)
-    return position if magic == 2 and base_offset <= base <= offset and length >= 49 else 0
+    return position if base is not None and base <= offset else 0
 
 
 def plan_file_parts(
