@@ -27,5 +27,9 @@ def test_tiny_runs_report_every_figure_and_leave_no_process(tmp_path: Path) -> N
         assert row.all_unfenced_s is not None and row.all_unfenced_s > 0
         assert row.cpu_s_per_1000 is not None and row.cpu_s_per_1000 >= 0
         assert row.kill_to_new_leaders_s is not None and row.kill_to_new_leaders_s > 0
+        # the session ends a timeout (1.5 s) after the last answered heartbeat, sent at most an
+        # interval (0.25 s) before the kill: after the kill, and before the new leaders
+        assert row.expiry_to_new_leaders_s is not None
+        assert -0.1 < row.expiry_to_new_leaders_s < row.kill_to_new_leaders_s
         assert row.errors == 0
     assert leftover_processes(tmp_path) == []

@@ -436,6 +436,8 @@ def _quorums(points: tuple[tuple[int, int], ...], problem: str | None) -> list[R
         ("create_cpu_s", "quorum CPU-s for the creation", "s"),
         ("snapshot_bytes", "snapshot size", "B"),
         ("shutdown_s", "controlled shutdown: leaderships moved", "s"),
+        ("kill_s", "broker kill: every partition it led has another leader (median)", "s"),
+        ("kill_past_expiry_s", "broker kill, from its session's end (median)", "s"),
         ("outage_s", "zonal outage (a third of the brokers): all fenced", "s"),
         ("failover_s", "kill -9 of the active controller to a CreateTopics answered", "s"),
         ("restart_s", "restart of the killed controller to caught up", "s"),

@@ -18,12 +18,22 @@ load generator (this process, Trio) drives, in order:
    the creation (the whole image; the other side loads a copy of it);
 4. **controlled shutdown**: one broker asks to shut down (``WantShutDown``); the time until the
    controller answers ``ShouldShutDown``, every partition it led having another leader;
-5. **zonal outage**: a third of the brokers stop heartbeating at once; the time from then to
+5. **broker kill**, :data:`KILLS` times, one broker after another: a broker that leads its
+   share of the partitions and every one of :data:`~tools.bench.brokers.KILL_PARTITIONS` of a
+   topic made for it stops heartbeating (a kill -9 as the controller sees it); the time from
+   then, and from the end of its session (its last answered heartbeat, as sent, plus
+   ``broker.session.timeout.ms``), to the append time of the last batch that gave any partition
+   another leader, once the made topic's all have one and a second has passed with no more
+   such batches, read from the active controller's log; the median of the kills. Both sides
+   look for expired sessions every ``broker.session.timeout.ms`` / 8 (1.125 s), so one kill's
+   figure varies by that much with the check's phase, and the kill's by the heartbeat's 2 s
+   interval as well;
+6. **zonal outage**: a third of the brokers stop heartbeating at once; the time from then to
    the append time of the batch that fenced the last of them, read from the active
    controller's log (``broker.session.timeout.ms``, 9 s, is in it on both sides);
-6. **failover**: kill -9 of the active controller; the time to the first CreateTopics (one
+7. **failover**: kill -9 of the active controller; the time to the first CreateTopics (one
    partition) the new active controller answers without error;
-7. **restart**: the killed controller starts again, loads its snapshot and replays its log;
+8. **restart**: the killed controller starts again, loads its snapshot and replays its log;
    the time until the leader reports its log end offset at the high watermark of the moment
    it was started (DescribeQuorum).
 
@@ -35,6 +45,7 @@ from __future__ import annotations
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -44,9 +55,14 @@ from typing import Any
 from tools.bench.brokers import (
     CLUSTER_ID,
     FIRST_BROKER_ID,
+    KILL_PARTITIONS,
     START_TIMEOUT_S,
     Window,
     active_controller_port,
+    batches_since,
+    create_led_topic,
+    leader_moves,
+    segment_ends,
     simulated_broker,
     start_node,
     start_quorum,
@@ -67,6 +83,8 @@ CREATE_TIMEOUT_S = 1200.0
 """The creation of a point's partitions ends the side's run when it takes longer (a quorum
 that keeps losing its leader may never finish)."""
 NODES = 3
+KILLS = 3
+"""Brokers killed one after another in the broker-kill step."""
 
 
 @dataclass(slots=True)
@@ -86,17 +104,19 @@ class QuorumRow:
     heap_used_mib: list[float] = field(default_factory=list)
     snapshot_bytes: int | None = None
     shutdown_s: float | None = None
+    kill_s: float | None = None
+    kill_past_expiry_s: float | None = None
     outage_s: float | None = None
     failover_s: float | None = None
     restart_s: float | None = None
     retries: int = 0
+    """Requests asked again after NOT_CONTROLLER or a lost connection (leadership moved)."""
     snapshot_path: str | None = None
     """A copy of the active controller's first snapshot after the creation (the other side's
     loader reads it)."""
     foreign_load_s: float | None = None
     """On Kafka's row: the time kwire took to load that snapshot of Kafka's
     (``tools.bench.scale.measure_load``)."""
-    """Requests asked again after NOT_CONTROLLER or a lost connection (leadership moved)."""
     error: str | None = None
 
 
@@ -124,43 +144,28 @@ def _heap_used_mib(pid: int) -> float | None:
     return None if found is None else int(found.group(2)) / 1024
 
 
-def _segment_ends(segment_dir: Path) -> dict[Path, int]:
-    """Each segment's size now: where batches written from now on start."""
-    return {segment: segment.stat().st_size for segment in segment_dir.glob("*.log")}
-
-
 def _fences_since(segment_dir: Path, brokers: set[int], since: dict[Path, int]) -> dict[int, int]:
     """Broker id -> append time (ms) of the first batch written after ``since``
-    (:func:`_segment_ends`) that fenced it (BrokerRegistrationChangeRecord Fenced=1, or
-    FenceBrokerRecord), for ``brokers``. A segment whose recorded end is not a batch boundary
-    (read mid-write) is read from its start."""
+    (:func:`~tools.bench.brokers.segment_ends`) that fenced it (BrokerRegistrationChangeRecord
+    Fenced=1, or FenceBrokerRecord), for ``brokers``."""
     from messages.generated.broker_registration_change_record import BrokerRegistrationChangeRecord
     from messages.generated.fence_broker_record import FenceBrokerRecord
     from messages.metadata import decode_record
-    from storage.records import scan_batches
 
     keys = {BrokerRegistrationChangeRecord.API_KEY, FenceBrokerRecord.API_KEY}
     fenced: dict[int, int] = {}
-    for segment in sorted(segment_dir.glob("*.log")):
-        start = since.get(segment, 0)
-        with segment.open("rb") as log:  # only what was written since: the log is 100+ MB at 10^6
-            log.seek(start)
-            data = log.read()
-        batches = scan_batches(data).batches
-        if start and data and not batches:
-            batches = scan_batches(segment.read_bytes()).batches
-        for batch in batches:
-            if batch.is_control:
+    for batch in batches_since(segment_dir, since):
+        if batch.is_control:
+            continue
+        for value in batch.iter_values():
+            if value is None or len(value) < 2 or value[1] not in keys:
                 continue
-            for value in batch.iter_values():
-                if value is None or len(value) < 2 or value[1] not in keys:
-                    continue
-                message, _ = decode_record(value)
-                broker = getattr(message, "broker_id", None)
-                if broker not in brokers:
-                    continue
-                if isinstance(message, FenceBrokerRecord) or getattr(message, "fenced", 0) == 1:
-                    fenced.setdefault(broker, batch.max_timestamp)
+            message, _ = decode_record(value)
+            broker = getattr(message, "broker_id", None)
+            if broker not in brokers:
+                continue
+            if isinstance(message, FenceBrokerRecord) or getattr(message, "fenced", 0) == 1:
+                fenced.setdefault(broker, batch.max_timestamp)
     return fenced
 
 
@@ -237,11 +242,13 @@ async def _drive(row: QuorumRow, kind: str, root: Path, procs: list[subprocess.P
     ids = [FIRST_BROKER_ID + i for i in range(row.brokers)]
     scopes = {broker_id: trio.CancelScope() for broker_id in ids}
     leaving = trio.Event()
+    contact: dict[int, float] = {}
 
     async def broker(broker_id: int) -> None:
         with scopes[broker_id]:
             await simulated_broker(port, broker_id, finalized, window, rng, unfenced, ports=ports,
-                                   shutdown=leaving if broker_id == ids[0] else None, shut_down=shut_down_s.append)
+                                   shutdown=leaving if broker_id == ids[0] else None, shut_down=shut_down_s.append,
+                                   contact=contact)
 
     async with trio.open_nursery() as nursery:
         started = time.monotonic()
@@ -303,8 +310,38 @@ async def _drive(row: QuorumRow, kind: str, root: Path, procs: list[subprocess.P
             return
         row.shutdown_s = shut_down_s[0]
 
+        # brokers die one after another: ids[0] has shut down and ids[1::3] are the zone, so
+        # each of ids[2::3] leads its share and the made topic's partitions, followed by three
+        # of ids[3::3], which stay
+        kills: list[tuple[float, float]] = []
+        followers = ids[3::3][:3]
+        for n, victim in enumerate(ids[2::3][:KILLS]):
+            port = await active_controller_port(ports)  # leadership may have moved meanwhile
+            segment_dir = root / f"{kind}-{ports.index(port) + 1}" / "__cluster_metadata-0"
+            topic_id = await create_led_topic(port, victim, followers, name=f"scale-kill-{n}")
+            ends = segment_ends(segment_dir)
+            killed_ms = time.time() * 1000
+            scopes[victim].cancel()
+            expiry_ms = contact[victim] * 1000 + SESSION_TIMEOUT_MS
+            deadline = time.monotonic() + SESSION_TIMEOUT_MS / 1000 + STEP_TIMEOUT_S
+            moved: dict[int, int] = {}
+            last_move: int | None = None
+            while time.monotonic() < deadline:
+                await trio.sleep(1.0)
+                before = last_move
+                moved, last_move = await trio.to_thread.run_sync(leader_moves, segment_dir, topic_id, victim, ends)
+                if len(moved) == KILL_PARTITIONS and last_move == before:
+                    break  # every made partition moved, and a second passed without another move
+            if len(moved) < KILL_PARTITIONS or last_move is None:
+                row.error = f"broker kill {n + 1}: {len(moved)} of {KILL_PARTITIONS} partitions got another leader"
+                nursery.cancel_scope.cancel()
+                return
+            kills.append(((last_move - killed_ms) / 1000, (last_move - expiry_ms) / 1000))
+        row.kill_s = statistics.median(k for k, _ in kills)
+        row.kill_past_expiry_s = statistics.median(e for _, e in kills)
+
         zone = set(ids[1::3])
-        ends = _segment_ends(segment_dir)
+        ends = segment_ends(segment_dir)
         outage_ms = time.time() * 1000
         for broker_id in zone:
             scopes[broker_id].cancel()
