@@ -201,6 +201,13 @@ class BrokerHeartbeats:
         contact = self.contact_ms.get((broker_id, epoch))
         return contact is not None and not self._expired(contact, now_ms)
 
+    def next_expiry_ms(self) -> int | None:
+        """The first moment (ms) at which a session is expired: a millisecond past the oldest
+        contact plus the session timeout; None without a session."""
+        if not self.contact_ms:
+            return None
+        return min(self.contact_ms.values()) + self.session_timeout_ms + 1
+
     def remove_expired(self, now_ms: int) -> tuple[int, int] | None:
         """Forget and return one session whose time is up, None when none is: the first in
         the contact map's iteration order (``BrokerHeartbeatTracker.maybeRemoveExpired``)."""
@@ -665,6 +672,11 @@ class ClusterControl:
         if metadata_version >= _REGISTRATION_CHANGE_LEVEL:
             return BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch, fenced=_UNFENCE), 0
         return UnfenceBrokerRecord(id=broker_id, epoch=epoch), 0
+
+    def next_session_expiry_ms(self) -> int | None:
+        """When the oldest broker session ends (:meth:`BrokerHeartbeats.next_expiry_ms`); None
+        without a session or while this controller keeps none (it is not active)."""
+        return None if self.heartbeats is None else self.heartbeats.next_expiry_ms()
 
     def maybe_fence_stale_broker(
         self, now_ms: int, *, metadata_version: int, partitions: PartitionEffects = NO_PARTITIONS

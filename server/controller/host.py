@@ -963,7 +963,11 @@ class ControllerHost:
         )
 
     def _fence_stale_broker(self, now_ms: int) -> int:
-        """Fence one broker whose session expired, and look again at once after one was found."""
+        """Fence one broker whose session expired, and look again at once after one was found;
+        else look again after ``broker.session.timeout.ms`` / 8 (Kafka 4.x's period) or when the
+        oldest session ends, whichever comes first (Kafka 3.x's ``rescheduleMaybeFenceStaleBrokers``
+        timed its check so), so that a broker is fenced as its session ends, not up to an
+        eighth of the timeout later."""
 
         def fence(ctx: OperationContext) -> tuple[list[Record], bool]:
             records = ctx.cluster.maybe_fence_stale_broker(
@@ -974,7 +978,13 @@ class ControllerHost:
                 self.log.info("fencing broker %d because its session has timed out (%d records)", broker, len(records))
             return (records or [], records is not None)
 
-        return self._writing_task(now_ms, fence, max(1, self.config.session_timeout_ms // 8))
+        interval = max(1, self.config.session_timeout_ms // 8)
+        delay = self._writing_task(now_ms, fence, interval)
+        if delay == interval:  # no session had expired
+            expiry = self.controller.cluster.next_session_expiry_ms()
+            if expiry is not None:
+                delay = max(1, min(delay, expiry - now_ms))
+        return delay
 
     @staticmethod
     def _elections(elect: Callable[..., list[Record]]) -> Callable[[OperationContext], tuple[list[Record], bool]]:

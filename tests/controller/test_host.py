@@ -557,6 +557,26 @@ def test_a_broker_whose_session_expires_is_fenced_by_the_periodic_check() -> Non
     assert any(type(r).__name__ in ("FenceBrokerRecord", "BrokerRegistrationChangeRecord") for r in harness.records())
 
 
+def test_a_broker_is_fenced_as_its_session_ends_not_at_the_next_period() -> None:
+    """The check runs every ``broker.session.timeout.ms`` / 8 and also when the oldest session
+    ends: a broker last heard from between two periodic checks is fenced 1 ms past its session,
+    not at the next period (up to an eighth of the timeout later, Kafka 4.x's sampling)."""
+    harness = Harness(config=_config(session_timeout_ms=8000))  # checks every 1,000 ms
+    harness.now = 5_350  # between two periodic checks
+    handle = object()
+    harness.request(_registration(5), 4, handle)
+    epoch = harness.answer(handle).broker_epoch  # type: ignore[union-attr]
+    harness.request(_heartbeat(5, epoch, harness.core.high_watermark - 1), 1, object())
+    registrations = harness.host.controller.cluster.registrations
+    assert not registrations[5].fenced
+    session_end = 5_350 + 8_000 + 1
+    while not registrations[5].fenced:  # the driver wakes at each deadline the host names
+        assert harness.deadline_ms is not None and harness.deadline_ms <= session_end
+        harness.now = harness.deadline_ms
+        harness.step(Tick())
+    assert harness.now == session_end
+
+
 def _two_unfenced_brokers() -> Harness:
     """An active controller with brokers 5 and 6 registered and unfenced, sessions of 800 ms."""
     harness = Harness(config=_config(session_timeout_ms=800))
