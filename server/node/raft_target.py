@@ -28,7 +28,7 @@ from server.node.startup import to_stored_election
 from server.raft.core import RaftCore
 from server.raft.events import AppendResult, CommittedBatch, OutboundRequest, Outbox, Reply
 from server.raft.outbox import apply_log_changes, flush_follows_write
-from server.raft.roles import Resigned
+from server.raft.roles import Leader, Resigned
 from server.raft.types import ElectionState, LeaderAndEpoch, OffsetAndEpoch
 from server.storage_raft_log import StorageRaftLog
 from storage.quorum_state import FileQuorumStateStore
@@ -97,6 +97,8 @@ class NodeTarget:
         self._features_seen = False
         self._known_leader: LeaderAndEpoch | None = None
         self._known_role: tuple[str, int, int | None, bool] | None = None
+        self._epoch_committed: int | None = None
+        """The last epoch this node led whose start it logged as committed."""
 
     def begin(self) -> None:
         """A new Outbox is about to be applied."""
@@ -186,7 +188,9 @@ class NodeTarget:
 
     def _log_transition(self) -> None:
         """Log each change of role, epoch or known leader at INFO, as Kafka's ``QuorumState``
-        logs its completed transitions."""
+        logs its completed transitions; and, as leader, the moment the high watermark first
+        passes the epoch's start (Kafka's ``LeaderState`` logs "High watermark set to ... for
+        the first time for epoch"): from then on the epoch's writes can commit."""
         core = self.core
         state = core.state
         role = (state.name, state.epoch, state.leader_id, core.quorum.is_voter)
@@ -198,6 +202,14 @@ class NodeTarget:
                 "none" if state.leader_id is None else state.leader_id,
                 "voter" if role[3] else "observer",
             )
+        if (
+            isinstance(state, Leader)
+            and self._epoch_committed != state.epoch
+            and state.high_watermark is not None
+        ):
+            self._epoch_committed = state.epoch
+            log.info("node %d: high watermark %d for the first time in epoch %d (epoch start offset %d)",
+                     self.node_id, state.high_watermark, state.epoch, state.epoch_start_offset)
 
     def _maybe_notify_leader(self) -> None:
         listener = self.listener

@@ -18,6 +18,7 @@ starts ``kwire run-standalone`` as a process.)
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -78,8 +79,9 @@ async def _until(predicate: Callable[[], bool], timeout_s: float = 60.0) -> None
 
 
 async def test_standalone_node_elects_itself_and_is_described(
-    tmp_path: Path, autojump_clock: trio.testing.MockClock
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="kwire.node")
     port = _free_port()
     config = _config(tmp_path / "data", 1, port)
     assert format_standalone(config, out=lambda line: None)
@@ -110,6 +112,10 @@ async def test_standalone_node_elects_itself_and_is_described(
         again = await describe(f"127.0.0.1:{port}")
         assert again.partition.high_watermark > first_hwm
         assert again.partition.leader_epoch == partition.leader_epoch
+        # the epoch's first high watermark is logged once, as Kafka's LeaderState logs it
+        committed = [r.getMessage() for r in caplog.records if "for the first time in epoch" in r.getMessage()]
+        assert len(committed) == 1, committed
+        assert f"for the first time in epoch {partition.leader_epoch} (epoch start offset" in committed[0]
 
         # quorum-state was written (kraft.version 1: data_version 1) with this node as leader
         store = FileQuorumStateStore.in_partition_dir(tmp_path / "data" / "__cluster_metadata-0")
