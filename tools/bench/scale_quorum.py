@@ -329,7 +329,10 @@ async def _drive(row: QuorumRow, kind: str, root: Path, procs: list[subprocess.P
             while time.monotonic() < deadline:
                 await trio.sleep(1.0)
                 before = last_move
-                moved, last_move = await trio.to_thread.run_sync(leader_moves, segment_dir, topic_id, victim, ends)
+                # what each read finds is kept: retention may delete a segment read before
+                seen, newest = await trio.to_thread.run_sync(leader_moves, segment_dir, topic_id, victim, ends)
+                moved = seen | moved
+                last_move = newest if last_move is None else max(last_move, newest or last_move)
                 if len(moved) == KILL_PARTITIONS and last_move == before:
                     break  # every made partition moved, and a second passed without another move
             if len(moved) < KILL_PARTITIONS or last_move is None:
@@ -349,7 +352,9 @@ async def _drive(row: QuorumRow, kind: str, root: Path, procs: list[subprocess.P
         fenced: dict[int, int] = {}
         while time.monotonic() < deadline:
             await trio.sleep(1.0)
-            fenced = await trio.to_thread.run_sync(_fences_since, segment_dir, zone, ends)
+            # what each read finds is kept: retention may delete a segment read before (a
+            # snapshot every 30 s), which once left 13 of 333 fences unseen
+            fenced = await trio.to_thread.run_sync(_fences_since, segment_dir, zone, ends) | fenced
             if len(fenced) == len(zone):
                 break
         if len(fenced) < len(zone):
