@@ -24,9 +24,10 @@ load generator (this process, Trio) drives, in order:
    then, and from the end of its session (its last answered heartbeat, as sent, plus
    ``broker.session.timeout.ms``), to the append time of the last batch that gave any partition
    another leader, once the made topic's all have one and a second has passed with no more
-   such batches, read from the active controller's log; the median of the kills. Both sides
-   look for expired sessions every ``broker.session.timeout.ms`` / 8 (1.125 s), so one kill's
-   figure varies by that much with the check's phase, and the kill's by the heartbeat's 2 s
+   such batches, read from the active controller's log; the median of the kills. Kafka 4.x
+   looks for expired sessions every ``broker.session.timeout.ms`` / 8 (1.125 s), so its figure
+   from the session's end varies by that much with the check's phase (kwire's check also runs
+   as the oldest session ends); the figure from the kill varies with the heartbeat's 2 s
    interval as well;
 6. **zonal outage**: a third of the brokers stop heartbeating at once; the time from then to
    the append time of the batch that fenced the last of them, read from the active
@@ -57,12 +58,11 @@ from tools.bench.brokers import (
     FIRST_BROKER_ID,
     KILL_PARTITIONS,
     START_TIMEOUT_S,
+    LogTail,
     Window,
     active_controller_port,
-    batches_since,
     create_led_topic,
     leader_moves,
-    segment_ends,
     simulated_broker,
     start_node,
     start_quorum,
@@ -144,9 +144,9 @@ def _heap_used_mib(pid: int) -> float | None:
     return None if found is None else int(found.group(2)) / 1024
 
 
-def _fences_since(segment_dir: Path, brokers: set[int], since: dict[Path, int]) -> dict[int, int]:
-    """Broker id -> append time (ms) of the first batch written after ``since``
-    (:func:`~tools.bench.brokers.segment_ends`) that fenced it (BrokerRegistrationChangeRecord
+def _fences(batches: list[Any], brokers: set[int]) -> dict[int, int]:
+    """Broker id -> append time (ms) of the first of metadata log ``batches``
+    (:meth:`~tools.bench.brokers.LogTail.read`) that fenced it (BrokerRegistrationChangeRecord
     Fenced=1, or FenceBrokerRecord), for ``brokers``."""
     from messages.generated.broker_registration_change_record import BrokerRegistrationChangeRecord
     from messages.generated.fence_broker_record import FenceBrokerRecord
@@ -154,7 +154,7 @@ def _fences_since(segment_dir: Path, brokers: set[int], since: dict[Path, int]) 
 
     keys = {BrokerRegistrationChangeRecord.API_KEY, FenceBrokerRecord.API_KEY}
     fenced: dict[int, int] = {}
-    for batch in batches_since(segment_dir, since):
+    for batch in batches:
         if batch.is_control:
             continue
         for value in batch.iter_values():
@@ -319,7 +319,7 @@ async def _drive(row: QuorumRow, kind: str, root: Path, procs: list[subprocess.P
             port = await active_controller_port(ports)  # leadership may have moved meanwhile
             segment_dir = root / f"{kind}-{ports.index(port) + 1}" / "__cluster_metadata-0"
             topic_id = await create_led_topic(port, victim, followers, name=f"scale-kill-{n}")
-            ends = segment_ends(segment_dir)
+            tail = LogTail(segment_dir)
             killed_ms = time.time() * 1000
             scopes[victim].cancel()
             expiry_ms = contact[victim] * 1000 + SESSION_TIMEOUT_MS
@@ -328,12 +328,11 @@ async def _drive(row: QuorumRow, kind: str, root: Path, procs: list[subprocess.P
             last_move: int | None = None
             while time.monotonic() < deadline:
                 await trio.sleep(1.0)
-                before = last_move
-                # what each read finds is kept: retention may delete a segment read before
-                seen, newest = await trio.to_thread.run_sync(leader_moves, segment_dir, topic_id, victim, ends)
-                moved = seen | moved
-                last_move = newest if last_move is None else max(last_move, newest or last_move)
-                if len(moved) == KILL_PARTITIONS and last_move == before:
+                found, newest = leader_moves(await trio.to_thread.run_sync(tail.read), topic_id, victim)
+                moved = found | moved  # the first move of each partition stands
+                if newest is not None:
+                    last_move = newest
+                elif len(moved) == KILL_PARTITIONS:
                     break  # every made partition moved, and a second passed without another move
             if len(moved) < KILL_PARTITIONS or last_move is None:
                 row.error = f"broker kill {n + 1}: {len(moved)} of {KILL_PARTITIONS} partitions got another leader"
@@ -344,7 +343,7 @@ async def _drive(row: QuorumRow, kind: str, root: Path, procs: list[subprocess.P
         row.kill_past_expiry_s = statistics.median(e for _, e in kills)
 
         zone = set(ids[1::3])
-        ends = segment_ends(segment_dir)
+        tail = LogTail(segment_dir)
         outage_ms = time.time() * 1000
         for broker_id in zone:
             scopes[broker_id].cancel()
@@ -352,9 +351,7 @@ async def _drive(row: QuorumRow, kind: str, root: Path, procs: list[subprocess.P
         fenced: dict[int, int] = {}
         while time.monotonic() < deadline:
             await trio.sleep(1.0)
-            # what each read finds is kept: retention may delete a segment read before (a
-            # snapshot every 30 s), which once left 13 of 333 fences unseen
-            fenced = await trio.to_thread.run_sync(_fences_since, segment_dir, zone, ends) | fenced
+            fenced = _fences(await trio.to_thread.run_sync(tail.read), zone) | fenced
             if len(fenced) == len(zone):
                 break
         if len(fenced) < len(zone):
