@@ -979,12 +979,10 @@ class ControllerHost:
             return (records or [], records is not None)
 
         interval = max(1, self.config.session_timeout_ms // 8)
-        delay = self._writing_task(now_ms, fence, interval)
-        if delay == interval:  # no session had expired
-            expiry = self.controller.cluster.next_session_expiry_ms()
-            if expiry is not None:
-                delay = max(1, min(delay, expiry - now_ms))
-        return delay
+        expiry = self.controller.cluster.next_session_expiry_ms()
+        if expiry is not None:  # used only when no session has expired: it then lies ahead
+            interval = max(1, min(interval, expiry - now_ms))
+        return self._writing_task(now_ms, fence, interval)
 
     @staticmethod
     def _elections(elect: Callable[..., list[Record]]) -> Callable[[OperationContext], tuple[list[Record], bool]]:
