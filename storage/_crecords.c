@@ -39,14 +39,14 @@ read_zigzag(const unsigned char *data, Py_ssize_t size, Py_ssize_t *pos, int max
 {
     uint64_t raw = 0;
     int shift = 0;
+    /* the last byte may only fill what is left of 32 (varint) or 64 (varlong) bits: beyond
+     * that the value is out of range, as the Python reader says */
+    const int bits = max_bytes == 5 ? 32 : 64;
     for (int i = 0; i < max_bytes; i++) {
         if (*pos >= size) {
             return -1;
         }
         unsigned char b = data[(*pos)++];
-        /* the last byte may only fill what is left of 32 (varint) or 64 (varlong) bits:
-         * beyond that the value is out of range, as the Python reader says */
-        int bits = max_bytes == 5 ? 32 : 64;
         if (shift + 7 > bits && ((b & 0x7F) >> (bits - shift)) != 0) {
             return -1;
         }
@@ -137,6 +137,24 @@ crecords_values(PyObject *module, PyObject *args)
     return list;
 }
 
+/* A nullable length (-1: null) at *pos and the bytes it counts, before end: 0 when both are
+ * there (*pos past them), -1 when the length does not read, -2 when the bytes run past end. */
+static int
+skip_nullable(const unsigned char *data, Py_ssize_t end, Py_ssize_t *pos)
+{
+    int64_t length;
+    if (read_zigzag(data, end, pos, 5, &length) < 0) {
+        return -1;
+    }
+    if (length >= 0) {
+        if (length > end - *pos) {
+            return -2;
+        }
+        *pos += (Py_ssize_t)length;
+    }
+    return 0;
+}
+
 /* check(records_section, count, max_offset_delta): None when the section holds exactly count
  * records that DefaultRecord.readFrom accepts (the rules of storage.records.read_record: a
  * record's fields within its length, a key, value or header value of length -1 null, header
@@ -179,14 +197,9 @@ crecords_check(PyObject *module, PyObject *args)
             return fail(NULL, &view, "offset delta outside the batch");
         }
         for (int field = 0; field < 2; field++) { /* key, value */
-            if (read_zigzag(data, end, &pos, 5, &length) < 0) {
-                return fail(NULL, &view, "key or value length");
-            }
-            if (length >= 0) {
-                if (length > end - pos) {
-                    return fail(NULL, &view, "key or value past the record");
-                }
-                pos += (Py_ssize_t)length;
+            int skipped = skip_nullable(data, end, &pos);
+            if (skipped < 0) {
+                return fail(NULL, &view, skipped == -1 ? "key or value length" : "key or value past the record");
             }
         }
         if (read_zigzag(data, end, &pos, 5, &headers) < 0 || headers < 0 || headers > end - pos) {
@@ -197,14 +210,9 @@ crecords_check(PyObject *module, PyObject *args)
                 return fail(NULL, &view, "header key");
             }
             pos += (Py_ssize_t)length;
-            if (read_zigzag(data, end, &pos, 5, &length) < 0) {
-                return fail(NULL, &view, "header value length");
-            }
-            if (length >= 0) {
-                if (length > end - pos) {
-                    return fail(NULL, &view, "header value past the record");
-                }
-                pos += (Py_ssize_t)length;
+            int skipped = skip_nullable(data, end, &pos);
+            if (skipped < 0) {
+                return fail(NULL, &view, skipped == -1 ? "header value length" : "header value past the record");
             }
         }
         if (pos != end) {
