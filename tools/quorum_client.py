@@ -130,7 +130,8 @@ async def active_controller(bootstrap: str, security: ClientSecurity = PLAINTEXT
     """``(cluster id, host, port)`` of the active controller, from the first address of
     ``bootstrap`` that accepts a connection (DescribeCluster, EndpointType 2). While the
     answer does not list the active controller (no leader yet, its KIP-919 registration not
-    yet committed, or no metadata.version replayed yet) it asks again every
+    yet committed, or no metadata.version replayed yet) or is NOT_CONTROLLER (the asked node
+    lost the leadership while its answer waited for what it read to commit), it asks again every
     ``retry.backoff.ms``, as the admin client waits for the controller to appear in its
     metadata: the caller bounds the time."""
     import trio
@@ -170,6 +171,8 @@ async def _describe_cluster(bootstrap: str, security: ClientSecurity) -> tuple[s
     assert isinstance(cluster, DescribeClusterResponse)
     if cluster.error_code == Errors.UNSUPPORTED_VERSION and (cluster.error_message or "").startswith(_NO_METADATA_VERSION):
         return None  # a controller that has not replayed its metadata.version yet: it will
+    if cluster.error_code == Errors.NOT_CONTROLLER:
+        return None  # the leadership moved while the answer waited for its commit: retriable
     if cluster.error_code != Errors.NONE:
         raise QuorumToolError(
             f"DescribeCluster failed: {Errors.of(cluster.error_code).name}"
