@@ -93,6 +93,7 @@ from server.node.peer import Peers
 from server.node.raft_target import NodeTarget, RaftListener
 from server.node.registration import ControllerRegistrationManager
 from server.node.security import tls_listeners
+from server.node.stall import StallWatch
 from server.node.startup import controller_config, load_stored_state, new_core
 from server.raft.accumulator import MAX_BATCH_SIZE_BYTES, records_size_upper_bound
 from server.raft.core import RaftCore
@@ -309,6 +310,7 @@ class Node:
                     )
                     self._cleaner = LogCleaner(config, core.log, self.now_ms())
                     nursery.start_soon(self._forward_requests, request_receive)
+                    nursery.start_soon(StallWatch(config.controller_quorum_fetch_timeout_ms / 2000, log=log).run)
                     nursery.start_soon(self._registration.run, core, host)
                     if config.prometheus_port is not None:
                         nursery.start_soon(self._serve_metrics, config.prometheus_host, config.prometheus_port)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sys
 from collections.abc import Callable
 
 import trio
@@ -67,8 +66,9 @@ def _child(build: Callable[[], bytes], write_fd: int) -> None:
         status = 0
     except BaseException as exc:  # noqa: BLE001 - reported through the status byte and stderr
         try:
-            sys.stderr.write(f"snapshot build in a child failed: {type(exc).__name__}: {exc}\n")
-            sys.stderr.flush()
+            # the raw descriptor: a thread of the parent (logging) may have held sys.stderr's
+            # lock at the fork, and no thread of the parent runs here to release it
+            os.write(2, f"snapshot build in a child failed: {type(exc).__name__}: {exc}\n".encode())
         except BaseException:  # noqa: BLE001 - nothing more to do in a dying child
             pass
     finally:
