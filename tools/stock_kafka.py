@@ -522,9 +522,13 @@ def metadata_shell_session(
     ``errors`` (when given) receives the shell's stderr. The shell is killed after ``timeout``
     seconds (a 3.9 shell can hang in its loader), which raises ``subprocess.TimeoutExpired``;
     RuntimeError when the shell exits early, KafkaUnavailable when Java or the jars are
-    missing."""
+    missing. The shell's ``java.io.tmpdir`` is a directory of its own, removed afterwards: the
+    shell (its raft manager's scratch directory, JLine's native library) deletes what it made
+    there only on a clean exit, and it is killed."""
     main_class, tools = _locate_tool(version, "metadata-shell")
-    command = java_command(version, main_class, ["--snapshot", str(snapshot)], jvm_args=jvm_args, tools=tools)
+    scratch = tempfile.TemporaryDirectory(prefix="kwire-metadata-shell-")
+    command = java_command(version, main_class, ["--snapshot", str(snapshot)],
+                           jvm_args=[*jvm_args, f"-Djava.io.tmpdir={scratch.name}"], tools=tools)
     stderr_file = tempfile.TemporaryFile(mode="w+")
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr_file,
                                text=True, bufsize=1)
@@ -569,6 +573,7 @@ def metadata_shell_session(
             stderr_file.seek(0)
             errors.append(stderr_file.read())
         stderr_file.close()
+        scratch.cleanup()
 
 
 class KafkaCommandError(RuntimeError):
