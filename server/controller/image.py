@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -246,7 +246,9 @@ class ReplicationImage:
     """Topics (by id and by name), resource configs and the next producer id, with the indexes
     a broker's fencing, unfencing and shutdown look partitions up in (Kafka's ``BrokersToIsrs``
     and ``BrokersToElrs``): the partitions whose ISR or ELR holds a broker, the partitions a
-    broker leads, and the partitions without a leader. Each costs the partitions it returns,
+    broker leads, and the partitions without a leader; and the partitions not led by their
+    preferred replica, which the leader rebalance looks at (Kafka's
+    ``ReplicationControlManager.imbalancedPartitions``). Each costs the partitions it returns,
     not a walk of the whole image."""
 
     def __init__(self) -> None:
@@ -278,6 +280,10 @@ class ReplicationImage:
         """The partitions without a leader, likewise."""
         self._leaderships: dict[int, int] = {}
         """Broker id -> how many partitions it leads (absent: none)."""
+        self._imbalanced: set[int] = set()
+        """The partitions not led by their first replica (:func:`_imbalanced`), as keys: a set,
+        since a zonal outage moves the leadership of a third of all partitions at once, and a
+        sorted array would move its tail for each."""
         self._ints: dict[int, int] = {}
         """Broker id -> the one int object the image holds it as."""
 
@@ -365,6 +371,8 @@ class ReplicationImage:
                 _insert(self._leaderless, key)
             else:
                 self._leaderships[after.leader] = self._leaderships.get(after.leader, 0) + 1
+            if _imbalanced(after):
+                self._imbalanced.add(key)
             if after.reassigning:
                 self.reassigning.setdefault(topic_id, {})[index] = None
             return
@@ -397,6 +405,12 @@ class ReplicationImage:
                 _insert(self._leaderless, _key(topic, index))
             elif new_leader is not None:
                 leaderships[new_leader] = leaderships.get(new_leader, 0) + 1
+        was_imbalanced = before is not None and _imbalanced(before)
+        now_imbalanced = after is not None and _imbalanced(after)
+        if now_imbalanced and not was_imbalanced:
+            self._imbalanced.add(_key(topic, index))
+        elif was_imbalanced and not now_imbalanced:
+            self._imbalanced.discard(_key(topic, index))
         was = before is not None and before.reassigning
         now = after is not None and after.reassigning
         if now and not was:
@@ -444,6 +458,7 @@ class ReplicationImage:
         copy._in_elr = {broker: array("q", keys) for broker, keys in self._in_elr.items()}
         copy._leaderless = array("q", self._leaderless)
         copy._leaderships = dict(self._leaderships)
+        copy._imbalanced = set(self._imbalanced)
         copy._ints = self._ints
         return copy
 
@@ -459,7 +474,7 @@ class ReplicationImage:
             if keep(partition)
         ]
 
-    def _in_order(self, keys: array[int] | None) -> list[tuple[Uuid, int]]:
+    def _in_order(self, keys: Sequence[int] | None) -> list[tuple[Uuid, int]]:
         """The partitions of one index, as :meth:`partitions_where` orders them."""
         if not keys:
             return []
@@ -478,6 +493,11 @@ class ReplicationImage:
     def partitions_without_leader(self) -> list[tuple[Uuid, int]]:
         """As :meth:`partitions_with_broker_in_isr`, for the partitions with no leader."""
         return self._in_order(self._leaderless)
+
+    def imbalanced_partitions(self) -> list[tuple[Uuid, int]]:
+        """As :meth:`partitions_with_broker_in_isr`, for the partitions not led by their first
+        replica (``imbalancedPartitions``; Kafka iterates a hash set)."""
+        return self._in_order(sorted(self._imbalanced))
 
     def has_leaderships(self, broker_id: int) -> bool:
         """``broker_id`` leads a partition (``BrokersToIsrs.hasLeaderships``)."""
@@ -502,6 +522,13 @@ class ReplicationImage:
         if topic is None:
             raise ReplayError(f"Unable to replay {record}: no topic with that id")
         return topic
+
+
+def _imbalanced(partition: PartitionRegistration) -> bool:
+    """Not led by its first replica (``PartitionRegistration.hasPreferredLeader`` false): led
+    by another, or by none. A partition without replicas (an invalid record, replayed as it
+    came) has no preferred leader to give its leadership back to."""
+    return bool(partition.replicas) and partition.leader != partition.replicas[0]
 
 
 def _key(topic: TopicImage, index: int) -> int:

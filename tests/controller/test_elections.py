@@ -113,3 +113,50 @@ def test_the_periodic_unclean_election_runs_only_for_topics_that_allow_it() -> N
     assert unclean(TopicConfigLayers(image, 0, {})) == [(2, 2)]
     assert unclean(TopicConfigLayers(image, 0, {}), max_elections=0) == []
 
+
+
+def test_a_partition_said_to_keep_its_leader_builds_no_change() -> None:
+    """The rebalance skips a partition without building its change when ``keeps_its_leader``
+    says so: over random partitions (reassignments, ELR, lost directories, fenced and
+    shutting-down brokers, min.insync.replicas), every partition it holds for builds no record,
+    and it holds for many."""
+    import random
+
+    from server.controller.elections import _Elector
+    from server.controller.partition_change import Election
+
+    rng = random.Random(11)
+    held = 0
+    for _ in range(300):
+        cluster = ClusterControl("c", 9000)
+        for broker_id in range(1, 6):
+            cluster.replay(RegisterBrokerRecord(
+                broker_id=broker_id, broker_epoch=broker_id, incarnation_id=Uuid.from_longs(broker_id, 0),
+                fenced=rng.random() < 0.3, in_controlled_shutdown=rng.random() < 0.1,
+                log_dirs=[Uuid.from_longs(broker_id, 1)],
+            ), broker_id)
+        image = ReplicationImage()
+        image.replay(TopicRecord(name="t", topic_id=TOPIC))
+        image.replay(ConfigRecord(resource_type=2, resource_name="t", name="min.insync.replicas",
+                                  value=str(rng.randint(1, 3))))
+        for index in range(8):
+            replicas = rng.sample(range(1, 6), 3)
+            isr = [r for r in replicas if rng.random() < 0.7]
+            out = [r for r in replicas if r not in isr]
+            image.replay(PartitionRecord(
+                partition_id=index, topic_id=TOPIC, replicas=replicas, isr=isr,
+                leader=rng.choice([*isr, *replicas, -1]),
+                eligible_leader_replicas=[r for r in out if rng.random() < 0.3],
+                last_known_elr=[rng.choice(replicas)] if rng.random() < 0.1 else [],
+                adding_replicas=[replicas[-1]] if rng.random() < 0.1 else [],
+                directories=[Uuid.from_longs(b, 1) if rng.random() < 0.9 else Uuid.from_longs(0, 2) for b in replicas],
+            ))
+        for elr_enabled in (False, True):
+            elector = _Elector(image, cluster, TopicConfigLayers(image, 0, {}), metadata_version=23,
+                               elr_enabled=elr_enabled)
+            for index in range(8):
+                if elector.keeps_its_leader(TOPIC, index):
+                    held += 1
+                    assert elector.elected(TOPIC, index, Election.PREFERRED) is None, (
+                        image.topics[TOPIC].partitions[index], elr_enabled)
+    assert held > 300

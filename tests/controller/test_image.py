@@ -565,3 +565,40 @@ def test_an_isr_equal_to_the_replicas_is_their_tuple_and_broker_ids_are_held_onc
     first, second = image.topics[TOPIC].partitions[1], image.topics[TOPIC].partitions[2]
     assert first.isr is first.replicas and second.isr is second.replicas
     assert first.replicas[0] is second.replicas[1] and first.replicas[1] is second.replicas[0]
+
+
+def test_imbalanced_partitions_follow_every_change_and_match_a_walk() -> None:
+    """The index of partitions not led by their first replica is what a walk of every
+    partition finds, in its order, after random records of every kind that move leaders,
+    replicas or whole topics; a staged copy keeps its own."""
+    rng = random.Random(7)
+    image = ReplicationImage()
+    topics = [Uuid.from_longs(9, t) for t in range(4)]
+    for name, topic_id in enumerate(topics):
+        image.replay(TopicRecord(name=f"t{name}", topic_id=topic_id))
+    for _ in range(600):
+        topic_id = rng.choice(topics)
+        index = rng.randrange(6)
+        replicas = rng.sample(range(1, 6), rng.randint(1, 3))
+        leader = rng.choice([*replicas, NO_LEADER])
+        kind = rng.random()
+        exists = index in image.topics[topic_id].partitions
+        if kind < 0.4 or not exists:
+            image.replay(PartitionRecord(partition_id=index, topic_id=topic_id, replicas=replicas, isr=replicas,
+                                         leader=leader))
+        elif kind < 0.8:
+            image.replay(PartitionChangeRecord(partition_id=index, topic_id=topic_id, leader=leader))
+        elif kind < 0.95:
+            image.replay(PartitionChangeRecord(partition_id=index, topic_id=topic_id, replicas=replicas, isr=replicas))
+        else:
+            name = image.topics[topic_id].name
+            image.replay(RemoveTopicRecord(topic_id=topic_id))
+            image.replay(TopicRecord(name=name, topic_id=topic_id))
+        walked = image.partitions_where(lambda p: p.leader != p.replicas[0])
+        assert image.imbalanced_partitions() == walked
+    staged = image.staged()
+    (topic_id, index), *_ = staged.imbalanced_partitions()
+    partition = staged.topics[topic_id].partitions[index]
+    staged.replay(PartitionChangeRecord(partition_id=index, topic_id=topic_id, leader=partition.replicas[0]))
+    assert (topic_id, index) not in staged.imbalanced_partitions()
+    assert (topic_id, index) in image.imbalanced_partitions()
