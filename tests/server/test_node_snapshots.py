@@ -149,3 +149,14 @@ async def test_a_node_leads_while_the_snapshot_it_starts_from_is_still_loading(
                      and node.controller.active_epoch is not None)
         assert node.controller.replication.partition_count == 4000
         node.stop()
+
+
+def test_an_image_is_rebuilt_in_slices_sized_to_hold_the_loop_briefly() -> None:
+    """The node sizes the host's slices so that each holds the event loop about
+    ``LOAD_SLICE_S``: a slow slice makes the next smaller, a fast one larger, within bounds."""
+    most = 20_000
+    assert driver.load_slice_records(20_000, 0.4, most) == int(20_000 * driver.LOAD_SLICE_S / 0.4)
+    assert driver.load_slice_records(2_500, 0.005, most) == most
+    assert driver.load_slice_records(1_000, 60.0, most) == driver.MIN_LOAD_SLICE_RECORDS
+    assert driver.load_slice_records(50, 1.0, 50) == 50  # a host of small slices keeps them
+    assert driver.load_slice_records(3_000, 0.0, most) == 3_000
