@@ -15,7 +15,10 @@ as it stands then (``sys._current_frames``, what ``faulthandler`` prints). When 
 again, it logs how long the pause was. The watching thread needs the GIL for its look, which
 CPython hands over every ``sys.getswitchinterval()`` (5 ms) while the loop runs Python code;
 during one long call into C code that keeps the GIL, the look waits for the call to end, and
-the stack is then the one after it. The cost on the loop is one wake per interval.
+the stack is then the one after it. A garbage collection is such a call: the watch follows
+the collector (``gc.callbacks``), and a report made while one runs names its generation and
+how long it has run. The cost on the loop is one wake per interval, and a call of a short
+Python function at each collection's start and end.
 
 The node starts one with half its fetch timeout as the threshold: a pause that long is already
 half an election.
@@ -23,6 +26,7 @@ half an election.
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 import threading
@@ -56,6 +60,8 @@ class StallWatch:
         self._loop_thread: int | None = None
         self.stalls = 0
         """Pauses reported so far."""
+        self._collecting: tuple[int, float] | None = None
+        """The generation and start of the garbage collection running on the loop's thread."""
 
     async def run(self) -> None:
         """Mark the time every interval and keep the watching thread going; runs until
@@ -63,12 +69,19 @@ class StallWatch:
         self._loop_thread = threading.get_ident()
         stopped = threading.Event()
         threading.Thread(target=self._watch, args=(stopped,), name="kwire-stall-watch", daemon=True).start()
+        gc.callbacks.append(self._on_collection)
         try:
             while True:
                 self._mark = self._clock()
                 await trio.sleep(self.interval_s)
         finally:
+            gc.callbacks.remove(self._on_collection)
             stopped.set()
+
+    def _on_collection(self, phase: str, info: dict[str, int]) -> None:
+        if threading.get_ident() != self._loop_thread:
+            return
+        self._collecting = (info["generation"], self._clock()) if phase == "start" else None
 
     def _watch(self, stopped: threading.Event) -> None:
         reported: float | None = None  # the mark of the pause last reported
@@ -81,7 +94,12 @@ class StallWatch:
             if late > self.threshold_s and reported is None:
                 reported = mark
                 self.stalls += 1
-                self.log.warning("the event loop has not run for %d ms; it is at:\n%s", late * 1000, self._stack())
+                collecting = self._collecting
+                during = "" if collecting is None else (
+                    f" (a garbage collection of generation {collecting[0]} has run for "
+                    f"{(self._clock() - collecting[1]) * 1000:.0f} ms)")
+                self.log.warning("the event loop has not run for %d ms%s; it is at:\n%s", late * 1000, during,
+                                 self._stack())
 
     def _stack(self) -> str:
         frame = sys._current_frames().get(self._loop_thread or 0)

@@ -70,3 +70,33 @@ def test_a_turning_loop_is_never_reported(caplog: pytest.LogCaptureFixture) -> N
 def test_the_threshold_must_be_positive() -> None:
     with pytest.raises(ValueError, match="positive"):
         StallWatch(0, log=logging.getLogger("kwire.test.stall"))
+
+
+def test_a_pause_in_a_garbage_collection_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    """A collection that holds the loop (made slow here by a callback of the test's own,
+    which the collector runs after the watch's) is named in the report with its generation."""
+    import gc
+
+    log = logging.getLogger("kwire.test.stall")
+    watch = StallWatch(0.3, log=log, interval_s=0.02)
+
+    def slow(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            time.sleep(0.9)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch.run)
+            await trio.sleep(0.1)
+            gc.callbacks.append(slow)
+            try:
+                gc.collect()
+            finally:
+                gc.callbacks.remove(slow)
+            await _wait_for(lambda: any("ran again" in r.getMessage() for r in caplog.records), "the pause's end")
+            nursery.cancel_scope.cancel()
+
+    with caplog.at_level(logging.WARNING, logger="kwire.test.stall"):
+        trio.run(main)
+    paused = [r.getMessage() for r in caplog.records if "has not run for" in r.getMessage()]
+    assert paused and "a garbage collection of generation 2 has run for" in paused[-1]
