@@ -86,7 +86,7 @@ from server.net.sasl import SaslServerConfig
 from server.node.apis import api_versions
 from server.node.envelope import forwarded_client, open_envelope, relay_answer
 from server.node.forked import BuildFailed, build_in_child, can_fork
-from server.node.heap import age_heap
+from server.node.heap import AGE_AFTER_RECORDS, age_heap
 from server.node.log_cleaner import LogCleaner
 from server.node.logger_levels import python_logger_levels
 from server.node.peer import Peers
@@ -223,6 +223,8 @@ class Node:
         self._host_deadline_ms: int | None = None
         self._overdue_turns = 0
         """Events taken in a row while a deadline was due (``MAX_EVENTS_BEFORE_DUE_DEADLINE``)."""
+        self._aged_at_offset = 0
+        """The log end offset at the last :func:`age_heap` for growth (``AGE_AFTER_RECORDS``)."""
         self._most_slice_records = 1
         """The host's own slice of an image being rebuilt: the most :data:`LOAD_SLICE_S` sizes it to."""
         self._wall_base_ms = 0
@@ -425,6 +427,10 @@ class Node:
                 if isinstance(item, (ResponseReceived, RequestFailed)):
                     target.peers.answered()
                 await self._step([item])
+            end = self.core.log.log_end_offset if self.core is not None else 0
+            if not 0 <= end - self._aged_at_offset < AGE_AFTER_RECORDS:
+                self._aged_at_offset = end
+                age_heap()  # what the records since made is long-lived: out of the collector's walks
             await cleaner.maybe_clean(self.now_ms(), self._blocking)
 
     def _token_requests_allowed(self, context: RequestContext) -> bool:

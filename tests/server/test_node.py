@@ -427,3 +427,27 @@ async def test_a_restarted_former_leader_resigns_again_when_stopped_gracefully(
             raise AssertionError(f"restarted nodes were stopped as leaders {stops_of_restarted} times in 16 rounds")
         for node in nodes.values():
             node.stop()
+
+
+async def test_the_heap_ages_each_time_the_log_grows_by_a_bound(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What replaying records made is frozen out of the collector's walks every
+    ``AGE_AFTER_RECORDS`` records the log grows by, not only at snapshots and loads."""
+    from server.node import driver
+
+    aged: list[int] = []
+    monkeypatch.setattr(driver, "AGE_AFTER_RECORDS", 10)
+    batches = _Batches()
+    async with _standalone_leader(tmp_path, 0, batches) as (node, epoch):
+        assert node.core is not None
+        log = node.core.log
+        monkeypatch.setattr(driver, "age_heap", lambda: aged.append(log.log_end_offset))
+        start = log.log_end_offset
+        for n in range(45):
+            node.append((f"a{n}".encode(),), epoch)
+            await trio.sleep(0.001)
+        await _until(lambda: log.log_end_offset >= start + 45)
+        await trio.sleep(0.1)
+    assert len(aged) >= 4, aged
+    assert all(later - earlier >= 10 for earlier, later in zip(aged, aged[1:], strict=False)), aged
