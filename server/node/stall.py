@@ -15,10 +15,11 @@ as it stands then (``sys._current_frames``, what ``faulthandler`` prints). When 
 again, it logs how long the pause was. The watching thread needs the GIL for its look, which
 CPython hands over every ``sys.getswitchinterval()`` (5 ms) while the loop runs Python code;
 during one long call into C code that keeps the GIL, the look waits for the call to end, and
-the stack is then the one after it. A garbage collection is such a call: the watch follows
-the collector (``gc.callbacks``), and a report made while one runs names its generation and
-how long it has run. The cost on the loop is one wake per interval, and a call of a short
-Python function at each collection's start and end.
+the stack is then the one after it. A garbage collection is such a call: the watch times each
+collection on the loop's thread (``gc.callbacks``), and a report names the collections that
+took a quarter of the threshold or more since the loop last ran, with their generation and
+time. The cost on the loop is one wake per interval, and a call of a short Python function at
+each collection's start and end.
 
 The node starts one with half its fetch timeout as the threshold: a pause that long is already
 half an election.
@@ -32,6 +33,7 @@ import sys
 import threading
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable
 
 import trio
@@ -60,8 +62,9 @@ class StallWatch:
         self._loop_thread: int | None = None
         self.stalls = 0
         """Pauses reported so far."""
-        self._collecting: tuple[int, float] | None = None
-        """The generation and start of the garbage collection running on the loop's thread."""
+        self._collection_started = 0.0
+        self._long_collections: deque[tuple[float, int, float]] = deque(maxlen=16)
+        """The latest long collections on the loop's thread: (end, generation, seconds)."""
 
     async def run(self) -> None:
         """Mark the time every interval and keep the watching thread going; runs until
@@ -81,25 +84,33 @@ class StallWatch:
     def _on_collection(self, phase: str, info: dict[str, int]) -> None:
         if threading.get_ident() != self._loop_thread:
             return
-        self._collecting = (info["generation"], self._clock()) if phase == "start" else None
+        now = self._clock()
+        if phase == "start":
+            self._collection_started = now
+        elif now - self._collection_started >= self.threshold_s / 4:
+            self._long_collections.append((now, info["generation"], now - self._collection_started))
+
+    def _collections_since(self, mark: float) -> str:
+        """The long collections that ended after ``mark``, as a clause of a report."""
+        found = [(generation, took) for end, generation, took in list(self._long_collections) if end > mark]
+        if not found:
+            return ""
+        return " (" + ", ".join(f"a garbage collection of generation {g} took {t * 1000:.0f} ms" for g, t in found) + ")"
 
     def _watch(self, stopped: threading.Event) -> None:
         reported: float | None = None  # the mark of the pause last reported
         while not stopped.wait(self.interval_s):
             mark = self._mark
             if reported is not None and mark != reported:
-                self.log.warning("the event loop ran again after %d ms", (mark - reported) * 1000)
+                self.log.warning("the event loop ran again after %d ms%s", (mark - reported) * 1000,
+                                 self._collections_since(reported))
                 reported = None
             late = self._clock() - mark
             if late > self.threshold_s and reported is None:
                 reported = mark
                 self.stalls += 1
-                collecting = self._collecting
-                during = "" if collecting is None else (
-                    f" (a garbage collection of generation {collecting[0]} has run for "
-                    f"{(self._clock() - collecting[1]) * 1000:.0f} ms)")
-                self.log.warning("the event loop has not run for %d ms%s; it is at:\n%s", late * 1000, during,
-                                 self._stack())
+                self.log.warning("the event loop has not run for %d ms%s; it is at:\n%s", late * 1000,
+                                 self._collections_since(mark), self._stack())
 
     def _stack(self) -> str:
         frame = sys._current_frames().get(self._loop_thread or 0)
