@@ -291,10 +291,22 @@ class Node:
     # ------------------------------------------------------------------ running
 
     async def _blocking(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` (an operation on the log or the quorum-state file) off the event loop and
+        wait for it. The driving task does nothing else meanwhile: one that waits for half of
+        ``controller.quorum.fetch.timeout.ms`` or more is logged at WARN with where ``fn`` was
+        written (an fsync queued behind a disk busy with a snapshot's 100 MB was one)."""
+        started = trio.current_time()
         if self._run_blocking is not None:
             result: T = await self._run_blocking(fn)
-            return result
-        return await trio.to_thread.run_sync(fn)
+        else:
+            result = await trio.to_thread.run_sync(fn)
+        took = trio.current_time() - started
+        if took * 2000 >= self.config.controller_quorum_fetch_timeout_ms:
+            code = getattr(fn, "__code__", None)
+            where = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else repr(fn)
+            log.warning("node %d: the driving task waited %d ms for %s (%s)", self.config.node_id, took * 1000,
+                        getattr(fn, "__qualname__", "a call"), where)
+        return result
 
     async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
         """Start up, serve and drive the core and the host until stopped (module docstring)."""

@@ -451,3 +451,33 @@ async def test_the_heap_ages_each_time_the_log_grows_by_a_bound(
         await trio.sleep(0.1)
     assert len(aged) >= 4, aged
     assert all(later - earlier >= 10 for earlier, later in zip(aged, aged[1:], strict=False)), aged
+
+
+async def test_a_long_wait_on_the_log_is_logged_with_where_it_was_asked(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The driving task waits for each log operation; one that takes half the fetch timeout
+    (here a flush held 1.5 s by a slow disk) is logged at WARN, naming the call's source."""
+    caplog.set_level(logging.WARNING, logger="kwire.node")
+    slow: list[str] = []
+
+    async def run_blocking(fn: Callable[[], Any]) -> Any:
+        if slow:
+            await trio.sleep(1.5)  # the first call after the disk turned slow
+            slow.clear()
+        return fn()
+
+    config = _config(tmp_path / "data", 1, _free_port())
+    assert format_standalone(config, out=lambda line: None)
+    node = Node(config, rng=random.Random(1), run_blocking=run_blocking)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(node.run)
+        await _until(lambda: node.leader_id == 1)
+        await trio.sleep(1)
+        assert not [r for r in caplog.records if "the driving task waited" in r.getMessage()]
+        slow.append("on")
+        await _until(lambda: any("the driving task waited" in r.getMessage() for r in caplog.records))
+        node.stop()
+    (message,) = [r.getMessage() for r in caplog.records if "the driving task waited" in r.getMessage()]
+    assert "node 1: the driving task waited 1500 ms for" in message
+    assert "server/node/" in message
