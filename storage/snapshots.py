@@ -193,6 +193,18 @@ class RawSnapshotWriter:
             write_all(self._fd, data)
         self.size_in_bytes += len(data)
 
+    def flush(self) -> None:
+        """fsync what was appended so far; the file stays open for more. A large file written
+        whole and fsynced once leaves the disk a backlog of dirty pages that other files'
+        fsyncs on the same file system may wait behind (ext4's ordered mode writes out a
+        file's new blocks before the journal commit any fsync needs); flushed a piece at a
+        time it leaves none. Raises StorageError after :meth:`freeze` or :meth:`close`, and
+        KafkaStorageError on I/O failure."""
+        if self.frozen or self._fd is None:
+            raise StorageError(f"Flush is not supported. Snapshot is already frozen: id = {self.snapshot_id}")
+        with io_errors(f"flushing snapshot {self.temp_path}"):
+            fsync_fd(self._fd)
+
     def freeze(self) -> Path:
         """fsync, close, chmod read-only, rename to ``<id>.checkpoint``, fsync the directory;
         returns the frozen path. Raises StorageError when already frozen or closed, and

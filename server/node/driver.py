@@ -139,6 +139,11 @@ long, and a few such pauses in a row cost the quorum its leader."""
 
 MIN_LOAD_SLICE_RECORDS = 500
 
+SNAPSHOT_FLUSH_BYTES = 8 << 20
+"""A snapshot file is written and fsynced this many bytes at a time (``RawSnapshotWriter.flush``):
+written whole, a million partitions' 120 MB were still being written out to the disk when the
+log's next fsync came, and the driving task waited for that fsync."""
+
 MAX_EVENTS_BEFORE_DUE_DEADLINE = 64
 """Events the driving task takes off its channel, while a deadline is already due, before it
 acts on the deadline: what waits goes first, but a steady stream of requests must not hold
@@ -650,8 +655,11 @@ class Node:
                  SnapshotId(snapshot_id.offset, snapshot_id.epoch).file_stem, len(built.data), built.build_s)
 
         def write_and_freeze() -> None:
+            data = memoryview(built.data)
             with writer:
-                writer.append(built.data)
+                for start in range(0, len(data), SNAPSHOT_FLUSH_BYTES):
+                    writer.append(data[start:start + SNAPSHOT_FLUSH_BYTES])
+                    writer.flush()  # a piece at a time: the log's own fsyncs never queue behind it all
                 writer.freeze()
 
         async def freeze() -> None:

@@ -250,3 +250,16 @@ def test_retention_by_age_deletes_the_snapshots_older_than_it(tmp_path: Path, fs
     assert old not in log.snapshots
     log.close()
 
+
+
+def test_flush_syncs_what_was_written_and_the_writer_goes_on(tmp_path: Path, fsyncs: list[int]) -> None:
+    with RawSnapshotWriter(tmp_path, SnapshotId(8, 2)) as writer:
+        writer.append(b"first")
+        writer.flush()
+        assert len(fsyncs) == 1
+        writer.append(b"second")
+        path = writer.freeze()
+    assert path.read_bytes() == b"firstsecond"
+    assert len(fsyncs) == 3  # the flush, the file at freeze, its directory
+    with pytest.raises(StorageError, match="already frozen"):
+        writer.flush()
