@@ -345,6 +345,8 @@ class ControllerHost:
         self._writes: dict[int, _Write] = {}
         """Uncommitted writes (and answers waiting for them) by the token of their append."""
         self._waiting: deque[ControllerRequest] = deque()
+        self._balance_walk: elections.BalanceWalk | None = None
+        """The rebalance's pass in progress (``_balance_leaders``)."""
         """Requests waiting, in arrival order, for every write before them to commit (only
         behind a write not applied ahead, or after going back to the committed image)."""
         self._barrier = False
@@ -760,6 +762,7 @@ class ControllerHost:
         self._leader_balance.next_ms = (
             now_ms + config.leader_imbalance_check_interval_ms if config.auto_leader_rebalance_enable else None
         )
+        self._balance_walk = None  # a pass of an earlier epoch of ours starts afresh
         self._unclean_election.next_ms = now_ms + config.unclean_leader_election_interval_ms
         self._token_sweep.next_ms = now_ms + config.tokens.expiry_check_interval_ms
         if activation.records:
@@ -996,9 +999,22 @@ class ControllerHost:
         return run
 
     def _balance_leaders(self, now_ms: int) -> int:
-        """Give partitions back to their preferred replicas."""
+        """Give partitions back to their preferred replicas: a pass over the imbalanced
+        partitions a slice at a time (``elections.BalanceWalk``), the next slice at once, the
+        next pass after ``leader.imbalance.check.interval.seconds``."""
+
+        def run(ctx: OperationContext) -> tuple[list[Record], bool]:
+            walk = self._balance_walk
+            if walk is None:
+                walk = self._balance_walk = elections.BalanceWalk(elections.imbalanced_partitions(ctx.image))
+            records = elections.balance_partition_leaders(
+                **ctx.partition_context(), max_elections=MAX_ELECTIONS_PER_IMBALANCE, walk=walk)
+            if walk.done:
+                self._balance_walk = None
+            return records, not walk.done
+
         return self._writing_task(
-            now_ms, self._elections(elections.balance_partition_leaders), self.config.leader_imbalance_check_interval_ms,
+            now_ms, run, self.config.leader_imbalance_check_interval_ms,
             "moving leadership of %d partition(s) back to their preferred replicas",
         )
 

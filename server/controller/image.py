@@ -494,6 +494,10 @@ class ReplicationImage:
         """As :meth:`partitions_with_broker_in_isr`, for the partitions with no leader."""
         return self._in_order(self._leaderless)
 
+    def imbalanced_count(self) -> int:
+        """How many partitions :meth:`imbalanced_partitions` lists, without listing them."""
+        return len(self._imbalanced)
+
     def imbalanced_partitions(self) -> list[tuple[Uuid, int]]:
         """As :meth:`partitions_with_broker_in_isr`, for the partitions not led by their first
         replica (``imbalancedPartitions``; Kafka iterates a hash set)."""

@@ -31,7 +31,6 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from server.controller.elections import imbalanced_partitions
 from server.controller.event_times import EventTimesSummary
 
 __all__ = ["MetricsServer", "Snapshot", "host_snapshot", "serve_metrics", "take_snapshot"]
@@ -67,7 +66,7 @@ def take_snapshot(
             GlobalTopicCount=len(image.topics),
             GlobalPartitionCount=sum(len(topic.partitions) for topic in image.topics.values()),
             OfflinePartitionsCount=len(image.partitions_without_leader()),
-            PreferredReplicaImbalanceCount=len(imbalanced_partitions(image)),
+            PreferredReplicaImbalanceCount=image.imbalanced_count(),
             ActiveBrokerCount=sum(1 for r in registrations if not r.fenced),
             FencedBrokerCount=sum(1 for r in registrations if r.fenced),
             LastAppliedRecordOffset=applied_offset,

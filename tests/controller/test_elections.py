@@ -9,8 +9,10 @@ from kwire.errors import Errors
 from kwire.uuid import Uuid
 from messages.generated.config_record import ConfigRecord
 from messages.generated.elect_leaders_request import ElectLeadersRequest, TopicPartitions
+from messages.generated.partition_change_record import PartitionChangeRecord
 from messages.generated.partition_record import PartitionRecord
 from messages.generated.register_broker_record import RegisterBrokerRecord
+from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.topic_record import TopicRecord
 from server.controller.cluster import ClusterControl
 from server.controller.elections import (
@@ -160,3 +162,53 @@ def test_a_partition_said_to_keep_its_leader_builds_no_change() -> None:
                     assert elector.elected(TOPIC, index, Election.PREFERRED) is None, (
                         image.topics[TOPIC].partitions[index], elr_enabled)
     assert held > 300
+
+
+def test_a_rebalance_pass_goes_a_slice_at_a_time_and_elects_what_one_walk_would() -> None:
+    """Slices of a pass elect exactly what one walk of every imbalanced partition does, in the
+    same order, each looking at no more than its bound; a partition balanced again or gone
+    since the pass began is passed over."""
+    from server.controller.elections import BalanceWalk, imbalanced_partitions
+
+    def setup() -> tuple[ClusterControl, ReplicationImage]:
+        cluster = ClusterControl("c", 9000)
+        for broker_id in (1, 2, 3):
+            cluster.replay(RegisterBrokerRecord(
+                broker_id=broker_id, broker_epoch=broker_id, incarnation_id=Uuid.from_longs(broker_id, 0),
+                fenced=broker_id == 3, log_dirs=[Uuid.from_longs(broker_id, 1)],
+            ), broker_id)
+        image = ReplicationImage()
+        image.replay(TopicRecord(name="t", topic_id=TOPIC))
+        for index in range(60):  # every third led by its second replica while its first (1) may lead
+            replicas = [3, 2] if index % 3 else [1, 2]
+            image.replay(PartitionRecord(
+                partition_id=index, topic_id=TOPIC, replicas=replicas, isr=replicas, leader=2,
+                directories=[Uuid.from_longs(b, 1) for b in replicas],
+            ))
+        return cluster, image
+
+    cluster, image = setup()
+    context = dict(image=image, cluster=cluster, configs=TopicConfigLayers(image, 0, {}), metadata_version=21,
+                   elr_enabled=False)
+    whole = [(r.partition_id, r.leader) for r, _ in balance_partition_leaders(**context, max_elections=1000)]
+    assert whole == [(i, 1) for i in range(0, 60, 3)]
+
+    cluster, image = setup()
+    context = dict(image=image, cluster=cluster, configs=TopicConfigLayers(image, 0, {}), metadata_version=21,
+                   elr_enabled=False)
+    walk = BalanceWalk(imbalanced_partitions(image))
+    image.replay(PartitionChangeRecord(partition_id=3, topic_id=TOPIC, leader=1))  # balanced again
+    sliced: list[tuple[int, int]] = []
+    while not walk.done:
+        before = walk.at
+        records = balance_partition_leaders(**context, max_elections=1000, walk=walk, max_examined=7)
+        assert 0 < walk.at - before <= 7
+        sliced += [(r.partition_id, r.leader) for r, _ in records]
+    assert sliced == [p for p in whole if p[0] != 3]
+
+    cluster, image = setup()
+    context = dict(image=image, cluster=cluster, configs=TopicConfigLayers(image, 0, {}), metadata_version=21,
+                   elr_enabled=False)
+    walk = BalanceWalk(imbalanced_partitions(image))
+    image.replay(RemoveTopicRecord(topic_id=TOPIC))  # gone
+    assert balance_partition_leaders(**context, max_elections=1000, walk=walk) == [] and walk.done
