@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 import pytest
 import trio
@@ -25,20 +26,33 @@ async def _wait_for(condition, what: str) -> None:  # type: ignore[no-untyped-de
     assert condition(), what
 
 
-def test_a_paused_loop_is_reported_with_its_stack_and_its_length(caplog: pytest.LogCaptureFixture) -> None:
-    log = logging.getLogger("kwire.test.stall")
-    watch = StallWatch(0.3, log=log, interval_s=0.02)
+def _watched(threshold_s: float, caplog: pytest.LogCaptureFixture, body: Callable[[], Awaitable[None]]) -> StallWatch:
+    """Run ``body`` on a Trio loop that a StallWatch of ``threshold_s`` watches, its reports
+    captured; the watch."""
+    watch = StallWatch(threshold_s, log=logging.getLogger("kwire.test.stall"), interval_s=0.02)
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(watch.run)
-            await trio.sleep(0.1)
-            _hold_the_loop_for(0.9)
-            await _wait_for(lambda: any("ran again" in r.getMessage() for r in caplog.records), "the pause's end")
+            await body()
             nursery.cancel_scope.cancel()
 
     with caplog.at_level(logging.WARNING, logger="kwire.test.stall"):
         trio.run(main)
+    return watch
+
+
+async def _pause_ends(caplog: pytest.LogCaptureFixture) -> None:
+    await _wait_for(lambda: any("ran again" in r.getMessage() for r in caplog.records), "the pause's end")
+
+
+def test_a_paused_loop_is_reported_with_its_stack_and_its_length(caplog: pytest.LogCaptureFixture) -> None:
+    async def body() -> None:
+        await trio.sleep(0.1)
+        _hold_the_loop_for(0.9)
+        await _pause_ends(caplog)
+
+    watch = _watched(0.3, caplog, body)
     messages = [r.getMessage() for r in caplog.records]
     paused = [m for m in messages if "has not run for" in m]
     assert paused, messages
@@ -50,19 +64,12 @@ def test_a_paused_loop_is_reported_with_its_stack_and_its_length(caplog: pytest.
 
 
 def test_a_turning_loop_is_never_reported(caplog: pytest.LogCaptureFixture) -> None:
-    log = logging.getLogger("kwire.test.stall")
-    watch = StallWatch(1.0, log=log, interval_s=0.02)
+    async def body() -> None:
+        for _ in range(30):  # 0.3 s of short steps, each far below the threshold
+            _hold_the_loop_for(0.005)
+            await trio.sleep(0.005)
 
-    async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(watch.run)
-            for _ in range(30):  # 0.3 s of short steps, each far below the threshold
-                _hold_the_loop_for(0.005)
-                await trio.sleep(0.005)
-            nursery.cancel_scope.cancel()
-
-    with caplog.at_level(logging.WARNING, logger="kwire.test.stall"):
-        trio.run(main)
+    watch = _watched(1.0, caplog, body)
     assert watch.stalls == 0
     assert not caplog.records
 
@@ -77,27 +84,20 @@ def test_a_pause_in_a_garbage_collection_says_so(caplog: pytest.LogCaptureFixtur
     between the watch's start and end callbacks) is named with its generation and time."""
     import gc
 
-    log = logging.getLogger("kwire.test.stall")
-    watch = StallWatch(0.3, log=log, interval_s=0.02)
-
     def slow(phase: str, info: dict[str, int]) -> None:
         if phase == "start":
             time.sleep(0.9)
 
-    async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(watch.run)
-            await trio.sleep(0.1)
-            gc.callbacks.append(slow)
-            try:
-                gc.collect()
-            finally:
-                gc.callbacks.remove(slow)
-            await _wait_for(lambda: any("ran again" in r.getMessage() for r in caplog.records), "the pause's end")
-            nursery.cancel_scope.cancel()
+    async def body() -> None:
+        await trio.sleep(0.1)
+        gc.callbacks.append(slow)
+        try:
+            gc.collect()
+        finally:
+            gc.callbacks.remove(slow)
+        await _pause_ends(caplog)
 
-    with caplog.at_level(logging.WARNING, logger="kwire.test.stall"):
-        trio.run(main)
+    _watched(0.3, caplog, body)
     reports = [r.getMessage() for r in caplog.records if "has not run for" in r.getMessage()
                or "ran again" in r.getMessage()]
     named = [m for m in reports if "a garbage collection of generation 2 took" in m]
