@@ -36,7 +36,7 @@ from messages.generated.elect_leaders_response import (
 from messages.runtime import Message
 from server.controller.cluster import ClusterControl
 from server.controller.errors import ApiError
-from server.controller.image import ReplicationImage
+from server.controller.image import ReplicationImage, imbalanced
 from server.controller.partition_change import Election
 from server.controller.partition_effects import (
     PartitionChanges,
@@ -213,7 +213,7 @@ def balance_partition_leaders(
         walk.at += 1
         topic = topics.get(topic_id)
         partition = None if topic is None else topic.partitions.get(index)
-        if partition is None or not partition.replicas or partition.leader == partition.replicas[0]:
+        if partition is None or not imbalanced(partition):
             continue  # gone, or balanced again, since the pass began
         if elector.keeps_its_leader(topic_id, index):
             continue  # its preferred replica cannot lead: the common case after an outage

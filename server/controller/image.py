@@ -44,6 +44,7 @@ __all__ = [
     "PartitionRegistration",
     "ReplicationImage",
     "TopicImage",
+    "imbalanced",
     "invalid_topic_name",
     "topic_collision_key",
 ]
@@ -281,7 +282,7 @@ class ReplicationImage:
         self._leaderships: dict[int, int] = {}
         """Broker id -> how many partitions it leads (absent: none)."""
         self._imbalanced: set[int] = set()
-        """The partitions not led by their first replica (:func:`_imbalanced`), as keys: a set,
+        """The partitions not led by their first replica (:func:`imbalanced`), as keys: a set,
         since a zonal outage moves the leadership of a third of all partitions at once, and a
         sorted array would move its tail for each."""
         self._ints: dict[int, int] = {}
@@ -371,7 +372,7 @@ class ReplicationImage:
                 _insert(self._leaderless, key)
             else:
                 self._leaderships[after.leader] = self._leaderships.get(after.leader, 0) + 1
-            if _imbalanced(after):
+            if imbalanced(after):
                 self._imbalanced.add(key)
             if after.reassigning:
                 self.reassigning.setdefault(topic_id, {})[index] = None
@@ -405,8 +406,8 @@ class ReplicationImage:
                 _insert(self._leaderless, _key(topic, index))
             elif new_leader is not None:
                 leaderships[new_leader] = leaderships.get(new_leader, 0) + 1
-        was_imbalanced = before is not None and _imbalanced(before)
-        now_imbalanced = after is not None and _imbalanced(after)
+        was_imbalanced = before is not None and imbalanced(before)
+        now_imbalanced = after is not None and imbalanced(after)
         if now_imbalanced and not was_imbalanced:
             self._imbalanced.add(_key(topic, index))
         elif was_imbalanced and not now_imbalanced:
@@ -528,7 +529,7 @@ class ReplicationImage:
         return topic
 
 
-def _imbalanced(partition: PartitionRegistration) -> bool:
+def imbalanced(partition: PartitionRegistration) -> bool:
     """Not led by its first replica (``PartitionRegistration.hasPreferredLeader`` false): led
     by another, or by none. A partition without replicas (an invalid record, replayed as it
     came) has no preferred leader to give its leadership back to."""
