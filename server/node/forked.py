@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import functools
 import os
 import signal
@@ -77,10 +76,9 @@ def _prctl() -> Callable[..., int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    except OSError:
+        function: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl  # the process's own libc
+    except (OSError, AttributeError):
         return None
-    function: Callable[..., int] = libc.prctl
     return function
 
 
