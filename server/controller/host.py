@@ -345,10 +345,10 @@ class ControllerHost:
         self._writes: dict[int, _Write] = {}
         """Uncommitted writes (and answers waiting for them) by the token of their append."""
         self._waiting: deque[ControllerRequest] = deque()
-        self._balance_walk: elections.BalanceWalk | None = None
-        """The rebalance's pass in progress (``_balance_leaders``)."""
         """Requests waiting, in arrival order, for every write before them to commit (only
         behind a write not applied ahead, or after going back to the committed image)."""
+        self._balance_walk: elections.BalanceWalk | None = None
+        """The rebalance's pass in progress (``_balance_leaders``)."""
         self._barrier = False
         """Requests wait in ``_waiting`` until no write is uncommitted."""
         self._applied: deque[_Applied] = deque()
