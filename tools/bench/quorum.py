@@ -4,7 +4,9 @@ side.
 The workload is that of ``kafka.tools.TestRaftServer``: the leader writes 20,000 records/s of
 256 bytes (the figures its Oct 2024 source and the pinned 3.9.2 jar hard-code; 4.4.0's honours
 ``--throughput``/``--record-size``, and is given those values) and measures each record's commit
-latency, from the append call to the commit callback. Each side runs as three processes on free
+latency to the commit callback: Kafka's from the append call, kwire's from the record's due time
+on the load's schedule (``tools.raft_server_load``; never less than from its append, and its
+generator wakes every fifth of the linger, 1-5 ms). Each side runs as three processes on free
 loopback ports, once per ``controller.quorum.append.linger.ms`` in :data:`LINGERS_MS`:
 
 * kwire: three ``kwire test-raft-server --json --record-type no-op`` nodes
