@@ -481,3 +481,41 @@ async def test_a_long_wait_on_the_log_is_logged_with_where_it_was_asked(
     (message,) = [r.getMessage() for r in caplog.records if "the driving task waited" in r.getMessage()]
     assert "node 1: the driving task waited 1500 ms for" in message
     assert "server/node/" in message
+
+
+async def test_small_log_writes_stay_on_the_event_loop_and_large_ones_go_to_a_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a ``run_blocking``, the commit path's writes and fsyncs (at most
+    ``ON_LOOP_LOG_BYTES`` since the last fsync) run on the event loop, as Kafka's raft thread
+    does them; a batch above it is written in a worker thread. Both commit."""
+    from server.node import raft_target
+
+    off_loop: list[str] = []
+    run_sync = trio.to_thread.run_sync
+
+    async def recording(fn: Callable[[], Any], *args: Any, **kwargs: Any) -> Any:
+        off_loop.append(getattr(fn, "__qualname__", repr(fn)))
+        return await run_sync(fn, *args, **kwargs)
+
+    monkeypatch.setattr(trio.to_thread, "run_sync", recording)
+    config = _config(tmp_path / "data", 1, _free_port(), extra={"controller.quorum.append.linger.ms": "0"})
+    assert format_standalone(config, out=lambda line: None)
+    batches = _Batches()
+    node = Node(config, rng=random.Random(1), listener=batches)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(node.run)
+        await _until(lambda: node.leader_id == 1)
+        epoch = node.epoch
+        assert epoch is not None
+        await _until(lambda: node.core is not None and node.core.high_watermark is not None)
+        off_loop.clear()
+        node.append((b"small",), epoch)
+        await _until(lambda: [b"small"] in batches.committed)
+        log_io = ("write_log", "write_and_flush", "StorageRaftLog.flush")
+        assert not [name for name in off_loop if any(part in name for part in log_io)], off_loop
+        big = b"x" * (raft_target.ON_LOOP_LOG_BYTES + 1)
+        node.append((big,), epoch)
+        await _until(lambda: [big] in batches.committed)
+        assert any("write_log" in name for name in off_loop), off_loop
+        node.stop()

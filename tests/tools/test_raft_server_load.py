@@ -23,6 +23,7 @@ from tools.raft_server_load import (
     Workload,
     parse_workload_record,
     record_template,
+    tick_seconds,
     workload_value,
     workload_values,
 )
@@ -107,3 +108,22 @@ async def test_the_generator_idles_until_this_node_leads(autojump_clock: trio.te
         assert 400 <= sum(n for _t, n in node.appends) <= 1000
         assert node.epochs == {2}  # appended as leader of the epoch it was told of
         nursery.cancel_scope.cancel()
+
+
+def test_the_tick_is_a_fifth_of_the_linger_between_one_and_five_ms() -> None:
+    assert [tick_seconds(ms) for ms in (0, 1, 5, 10, 25, 500)] == [0.001, 0.001, 0.001, 0.002, 0.005, 0.005]
+
+
+async def test_latency_counts_from_each_records_due_time() -> None:
+    """Three records due 1 ms apart, the first 50 ms ago, all committed now: 50, 49 and 48 ms
+    (each whole millisecond may pass meanwhile), not the time since the append."""
+    workload = Workload(1, 1000, 256, lambda _e: None)
+    workload.handle_leader_change(LeaderAndEpoch(1, 4))
+    before = time.time_ns() / 1_000_000
+    workload._tokens[0] = (before - 50, 3, 0)  # as _generate notes an append of records due then
+    workload.handle_append_result(AppendResult(0, 11, 13, 4))
+    workload.handle_commit(CommittedBatch(11, 13, 4, False, b""))
+    elapsed = time.time_ns() / 1_000_000 - before
+    latencies = list(workload._window)
+    assert len(latencies) == 3 and latencies[0] - latencies[1] in (0, 1, 2) and latencies[1] - latencies[2] in (0, 1, 2)
+    assert 49 <= latencies[0] <= 50 + elapsed + 1 and latencies[2] >= 47
