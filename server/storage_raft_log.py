@@ -108,9 +108,10 @@ class StorageRaftLog:
         size = 0
         offset = max(start_offset, log.log_start_offset)
         # one segment's read is the whole answer unless that segment ends first: the parts are
-        # joined only then, so a leader's Fetch answer is not copied again here
+        # joined only then, so a leader's Fetch answer is not copied again here. After the first
+        # part, a batch that would pass max_bytes is not read at all (not read and dropped).
         while offset < end and (not parts or size < max_bytes):
-            records = log.read(offset, max(max_bytes - size, 1)).records
+            records = log.read(offset, max(max_bytes - size, 1), at_least_one=not parts).records
             if not records or (parts and size + len(records) > max_bytes):
                 break
             parts.append(records)

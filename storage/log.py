@@ -432,10 +432,15 @@ class MetadataLog:
     # -----------------------------------------------------------------------------------------
     # reading
 
-    def read(self, start_offset: int, max_bytes: int = 8 * 1024 * 1024, max_offset: int | None = None) -> LogReadInfo:
+    def read(
+        self, start_offset: int, max_bytes: int = 8 * 1024 * 1024, max_offset: int | None = None, *,
+        at_least_one: bool = True,
+    ) -> LogReadInfo:
         """Whole batches from the one holding ``start_offset``, within one segment: at most
-        ``max_bytes`` but at least one batch; with ``max_offset`` (exclusive, e.g. the high
-        watermark) only batches whose last offset is below it. ``max_bytes`` is in bytes.
+        ``max_bytes`` but at least one batch (none when that batch alone is larger and
+        ``at_least_one`` is False: a caller filling what is left of a budget); with
+        ``max_offset`` (exclusive, e.g. the high watermark) only batches whose last offset is
+        below it. ``max_bytes`` is in bytes.
         Raises OffsetOutOfRangeError outside ``[log_start_offset, log_end_offset]`` (both
         inclusive; at the end the records are empty) and KafkaStorageError on I/O failure."""
         self._check_usable()
@@ -452,16 +457,17 @@ class MetadataLog:
                     break
                 found = segment.translate_offset(max_offset)
                 max_position = found[0] if found is not None else None
-            result = self._read_segment(segment, start_offset, max_bytes, max_position)
+            result = self._read_segment(segment, start_offset, max_bytes, max_position, at_least_one)
             if result is not None:
                 position, data = result
                 return LogReadInfo(data, start_offset, segment.base_offset, position)
         return LogReadInfo(b"", start_offset, self._active.base_offset, self._active.size)
 
     def _read_segment(
-        self, segment: LogSegment, start_offset: int, max_bytes: int, max_position: int | None
+        self, segment: LogSegment, start_offset: int, max_bytes: int, max_position: int | None,
+        at_least_one: bool = True,
     ) -> tuple[int, bytes] | None:
-        return self._guard(lambda: segment.read(start_offset, max_bytes, max_position))
+        return self._guard(lambda: segment.read(start_offset, max_bytes, max_position, at_least_one=at_least_one))
 
     def _segment_index_for(self, offset: int) -> int:
         index = 0

@@ -385,17 +385,18 @@ class LogSegment:
             position += size
 
     def read(
-        self, start_offset: int, max_bytes: int, max_position: int | None = None
+        self, start_offset: int, max_bytes: int, max_position: int | None = None, *, at_least_one: bool = True
     ) -> tuple[int, bytes] | None:
         """Whole batches from the one holding ``start_offset``: at most ``max_bytes`` but at
-        least one batch, none at or after ``max_position``. Returns ``(position, bytes)``, or
-        None when no batch holds an offset >= ``start_offset``."""
+        least one batch (unless ``at_least_one`` is False and that batch alone is larger), none
+        at or after ``max_position``. Returns ``(position, bytes)``, or None when no batch holds
+        an offset >= ``start_offset``."""
         found = self.translate_offset(start_offset)
         if found is None:
             return None
         position, first_size = found
         end = self.size if max_position is None else min(max_position, self.size)
-        if position + first_size > end:
+        if position + first_size > end or (first_size > max_bytes and not at_least_one):
             return position, b""
         want = min(max(max_bytes, first_size), end - position)
         with io_errors(f"reading {self.log_path}"):

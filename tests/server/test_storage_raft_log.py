@@ -84,3 +84,30 @@ def test_reads_are_whole_batches_across_segments(
                 break
             expected += batch
         assert raft_log.read(start, max_bytes) == expected
+
+
+def test_a_read_does_not_fetch_the_batch_that_would_pass_its_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Fetch answer of ``max_bytes`` is cut to whole batches; the next batch, which would pass
+    the budget, is left on disk rather than read and dropped."""
+    import storage.segment
+
+    with MetadataLog.open(tmp_path / "log") as log:
+        raft_log = StorageRaftLog(log)
+        batches = []
+        for _ in range(3):
+            batches.append(data_batch(log.log_end_offset, records=20))
+            raft_log.append(batches[-1])
+        reads: list[int] = []
+        pread = storage.segment.os.pread
+
+        def counting(fd: int, length: int, offset: int) -> bytes:
+            reads.append(length)
+            return pread(fd, length, offset)
+
+        monkeypatch.setattr(storage.segment.os, "pread", counting)
+        budget = len(batches[0]) + len(batches[1]) // 2
+        assert raft_log.read(0, budget) == batches[0]
+        assert sum(reads) < budget + len(batches[1]) // 2, reads  # headers, and the one budget-sized read
+        assert raft_log.read(0, len(batches[0]) + len(batches[1])) == batches[0] + batches[1]
