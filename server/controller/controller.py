@@ -69,6 +69,7 @@ from server.controller.scram import ScramImage
 
 __all__ = ["ControllerRegistration", "QuorumController"]
 
+_PARTITION_RECORD_KEY = PartitionRecord.API_KEY
 _REPLAYED_KEYS = frozenset(
     {
         FeatureLevelRecord.API_KEY,
@@ -234,6 +235,8 @@ class QuorumController:
         api_key = value[1] if value[1] < 0x80 else read_uvarint(value, 1)[0]
         if api_key not in _REPLAYED_KEYS:
             return
+        if api_key == _PARTITION_RECORD_KEY and self.replication.replay_partition_value(value):
+            return  # replayed from its bytes: most records of a large image are these
         message, _ = decode_record(value)
         if isinstance(message, FeatureLevelRecord):
             self.feature_levels[message.name] = message.feature_level
