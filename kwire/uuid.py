@@ -92,7 +92,20 @@ class Uuid(bytes):
 # miss each, not memory.
 
 INTERNED_UUIDS_MAX = 4096
-_interned: dict[bytes, Uuid] = {}
+
+
+class _InternTable(dict[bytes, Uuid]):
+    """raw 16 bytes -> their Uuid; a missing one is made, and the table started again at
+    INTERNED_UUIDS_MAX entries."""
+
+    def __missing__(self, raw: bytes) -> Uuid:
+        if len(self) >= INTERNED_UUIDS_MAX:
+            self.clear()
+        found = self[raw] = bytes.__new__(Uuid, raw)
+        return found
+
+
+_interned = _InternTable()
 _texts: dict[bytes, str] = {}
 """Uuid -> its text, bounded as the interned table: logs and traces print the same few ids
 over and over, and base64 costs more than a lookup."""
@@ -102,15 +115,10 @@ interned_uuid = _interned.get
 The decoders' fast path, ``interned_uuid(raw) or intern_uuid(raw)`` (a Uuid is never falsy)."""
 
 
-def intern_uuid(raw: bytes) -> Uuid:
-    """The interned Uuid of ``raw``, which the caller guarantees is 16 bytes (the codecs take it
-    from ``unpack_from('16s')``); made and interned on first use."""
-    found = _interned.get(raw)
-    if found is None:
-        if len(_interned) >= INTERNED_UUIDS_MAX:
-            _interned.clear()
-        found = _interned[raw] = bytes.__new__(Uuid, raw)
-    return found
+intern_uuid = _interned.__getitem__
+"""``intern_uuid(raw)``: the interned Uuid of ``raw``, which the caller guarantees is 16 bytes
+(the codecs take it from ``unpack_from('16s')``); made and interned on first use. A C-level
+call when the id was seen before, so ``map(intern_uuid, raws)`` makes a run of ids cheaply."""
 
 
 ZERO_UUID = Uuid(b"\0" * 16)

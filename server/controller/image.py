@@ -23,7 +23,6 @@ from typing import NamedTuple
 from kwire.errors import Errors
 from kwire.uuid import Uuid
 from kwire.uuid import intern_uuid as _intern_uuid
-from kwire.uuid import interned_uuid as _interned_uuid
 from messages.generated.clear_elr_record import ClearElrRecord
 from messages.generated.config_record import ConfigRecord
 from messages.generated.partition_change_record import PartitionChangeRecord
@@ -250,6 +249,10 @@ _INT32S = [Struct(f">{n}i").unpack_from for n in range(127)]
 _RAW_UUIDS = [Struct("16s" * n).unpack_from for n in range(127)]
 """``_RAW_UUIDS[n]``: n uuids' 16 bytes each."""
 
+_new_tuple = tuple.__new__
+"""``_new_tuple(PartitionRegistration, fields)``: the named tuple without its constructor's
+Python frame (a named tuple's ``__new__`` does only this)."""
+
 _INDEX_BITS = 32
 _INDEX_MASK = (1 << _INDEX_BITS) - 1
 _INDEX_BIAS = 1 << (_INDEX_BITS - 1)
@@ -419,10 +422,7 @@ class ReplicationImage:
                 if directory_count == 0:
                     directories = (MIGRATING_DIRECTORY,) * count
                 elif directory_count == count:
-                    directories = tuple(
-                        _interned_uuid(raw) or _intern_uuid(raw)
-                        for raw in _RAW_UUIDS[count](value, pos)
-                    )
+                    directories = tuple(map(_intern_uuid, _RAW_UUIDS[count](value, pos)))
                     pos += 16 * count
                 else:
                     return False
@@ -464,9 +464,9 @@ class ReplicationImage:
                 return False
         except (IndexError, StructError):
             return False
-        self._put(topic, index, topic.partitions.get(index), PartitionRegistration(
+        self._put(topic, index, topic.partitions.get(index), _new_tuple(PartitionRegistration, (
             replicas, directories, isr, (), (), leader, recovery, leader_epoch, partition_epoch, elr, last_known_elr,
-        ))
+        )))
         return True
 
     def _put(
