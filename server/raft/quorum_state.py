@@ -28,6 +28,7 @@ from server.raft.roles import (
 from server.raft.types import (
     CHECK_QUORUM_TIMEOUT_FACTOR,
     ELECTION_BACKOFF_BASE_MS,
+    FETCH_TIMEOUT_SPREAD,
     ElectionState,
     LeaderAndEpoch,
     QuorumConfig,
@@ -139,6 +140,19 @@ class QuorumState:
         timeout = self._config.election_timeout_ms
         return now_ms + timeout + self._rng.randrange(timeout)
 
+    def fetch_deadline(self, now_ms: int) -> int:
+        """When a follower that fetched successfully at ``now_ms`` gives up on its leader: after
+        ``fetch.timeout.ms`` T less rand[0, T / FETCH_TIMEOUT_SPREAD] ms (Kafka's FollowerState
+        waits exactly T; a deviation). An idle leader answers its followers' parked Fetches
+        together, so with an exact T both followers of a 3-voter quorum whose leader died
+        become Prospective within a millisecond or two, each before the other's PreVote comes
+        (a Follower that has fetched rejects one, KIP-996), grant each other's, and split the
+        vote: about 1.5 s more (an election timeout) before either leads. Spread over the last
+        tenth, the first to time out is usually refused by the other, which then wins the
+        election alone; no follower waits longer than T."""
+        timeout = self._config.fetch_timeout_ms
+        return now_ms + timeout - self._rng.randrange(timeout // FETCH_TIMEOUT_SPREAD + 1)
+
     def voter_election_deadline(self, now_ms: int) -> int | None:
         """An election deadline for a voter (now for the only voter); None for an observer."""
         if not self.is_voter:
@@ -173,9 +187,7 @@ class QuorumState:
         if election.voted_key is not None and election.voted_key.matches(self.local_key) and self.is_voter:
             return Candidate(election.epoch, self.local_key, voters, self.election_deadline(now_ms), retries=1)
         if election.leader_id is not None and voters.get(election.leader_id) is not None:
-            return Follower(
-                election.epoch, election.leader_id, now_ms + self._config.fetch_timeout_ms, election.voted_key
-            )
+            return Follower(election.epoch, election.leader_id, self.fetch_deadline(now_ms), election.voted_key)
         return Unattached(election.epoch, self.voter_election_deadline(now_ms), election.voted_key)
 
     def transition(self, new: EpochState) -> None:
@@ -210,7 +222,7 @@ class QuorumState:
     def transition_to_follower(self, epoch: int, leader_id: int, now_ms: int) -> None:
         """Follow ``leader_id`` in ``epoch``, keeping this epoch's vote if it had one."""
         voted = self.state.election().voted_key if self.state.epoch == epoch else None
-        self.transition(Follower(epoch, leader_id, now_ms + self._config.fetch_timeout_ms, voted))
+        self.transition(Follower(epoch, leader_id, self.fetch_deadline(now_ms), voted))
 
     def maybe_transition(self, leader_id: int | None, epoch: int, now_ms: int) -> bool:
         """React to a leader (or just an epoch) learned from any request or response

@@ -23,6 +23,10 @@ MAX_FETCH_SIZE_BYTES = 8 * 1024 * 1024
 OBSERVER_SESSION_TIMEOUT_MS = 300_000
 ELECTION_BACKOFF_BASE_MS = 100
 CHECK_QUORUM_TIMEOUT_FACTOR = 1.5
+FETCH_TIMEOUT_SPREAD = 10
+"""kwire's own: a follower's fetch timeout ends at a random point of the last
+1/FETCH_TIMEOUT_SPREAD of ``controller.quorum.fetch.timeout.ms``
+(``QuorumState.fetch_deadline``)."""
 
 
 @dataclass(frozen=True, slots=True)

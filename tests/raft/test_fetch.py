@@ -9,6 +9,7 @@ import pytest
 
 from kwire.errors import Errors
 from kwire.uuid import METADATA_TOPIC_ID
+from messages.generated.fetch_request import FetchRequest
 from messages.generated.fetch_response import (
     EpochEndOffset,
     FetchableTopicResponse,
@@ -277,6 +278,39 @@ def test_follower_times_out_into_an_election() -> None:
     context, _ = _follower()
     context.tick(2000)
     assert context.core.state.epoch == 6 and not isinstance(context.core.state, (Follower, Unattached))
+
+
+def test_a_follower_s_fetch_timeout_ends_in_the_last_tenth_of_it() -> None:
+    deadlines = set()
+    for seed in range(40):
+        context = make_context(election=ElectionState(5, 2, None), seed=seed)
+        state = context.core.state
+        assert isinstance(state, Follower)
+        deadlines.add(state.fetch_deadline_ms)
+        context.tick(state.fetch_deadline_ms - 1)
+        assert context.core.state is state  # not a millisecond early
+        context.tick(1)
+        assert not isinstance(context.core.state, Follower)
+    assert min(deadlines) >= 1800 and max(deadlines) <= 2000
+    assert len(deadlines) > 20  # spread, so that two followers seldom time out together
+
+
+def test_each_successful_fetch_draws_a_new_fetch_timeout() -> None:
+    context, out = _follower()
+    deadlines = []
+    for offset in range(10):
+        context.now += 100
+        (fetch,) = [s for s in out.sends if s.destination_id == 2 and isinstance(s.request, FetchRequest)]
+        data = build_data_batch([b"a"], base_offset=offset, epoch=5, timestamp_ms=0)
+        out = context.step(ResponseReceived(fetch.correlation_id, 2, _fetch_response(5, 2, records=data)))
+        state = context.core.state
+        assert isinstance(state, Follower)
+        assert context.now + 1800 <= state.fetch_deadline_ms <= context.now + 2000
+        deadlines.append(state.fetch_deadline_ms - context.now)
+        for update in [s for s in out.sends if isinstance(s.request, UpdateRaftVoterRequest)]:
+            answer = UpdateRaftVoterResponse(current_leader=CurrentLeader(leader_id=2, leader_epoch=5))
+            out = context.step(ResponseReceived(update.correlation_id, 2, answer))  # then the next Fetch goes out
+    assert len(set(deadlines)) > 1
 
 
 def test_observer_discovers_the_leader() -> None:

@@ -342,7 +342,7 @@ def handle_response(ctx: RaftContext, now_ms: int, event: ResponseReceived) -> N
         return
     if current.leader_epoch != state.epoch:
         return
-    state.fetch_deadline_ms = now_ms + ctx.config.fetch_timeout_ms
+    state.fetch_deadline_ms = ctx.quorum.fetch_deadline(now_ms)
     state.has_fetched = True
     diverging = partition.diverging_epoch
     if is_diverging(diverging.epoch, diverging.end_offset):

@@ -191,7 +191,7 @@ def handle_response(ctx: RaftContext, now_ms: int, event: ResponseReceived) -> N
     if snapshot_id != download.snapshot_id or partition.position != len(download.data):
         state.snapshot_download = None
         return
-    state.fetch_deadline_ms = now_ms + ctx.config.fetch_timeout_ms
+    state.fetch_deadline_ms = ctx.quorum.fetch_deadline(now_ms)
     state.has_fetched = True
     download.size = partition.size
     download.data += partition.unaligned_records
