@@ -27,8 +27,9 @@ load generator (this process, Trio) drives, in order:
    such batches, read from the active controller's log; the median of the kills. Kafka 4.x
    looks for expired sessions every ``broker.session.timeout.ms`` / 8 (1.125 s), so its figure
    from the session's end varies by that much with the check's phase (kwire's check also runs
-   as the oldest session ends); the figure from the kill varies with the heartbeat's 2 s
-   interval as well;
+   as the oldest session ends). The broker stops as soon as a heartbeat of it is answered, on
+   both sides, so that the figure from the kill is the session timeout plus the figure from
+   the session's end, not also a phase of the heartbeat's 2 s interval;
 6. **zonal outage**: a third of the brokers stop heartbeating at once; the time from then to
    the append time of the batch that fenced the last of them, read from the active
    controller's log (``broker.session.timeout.ms``, 9 s, is in it on both sides);
@@ -56,6 +57,7 @@ from typing import Any
 from tools.bench.brokers import (
     CLUSTER_ID,
     FIRST_BROKER_ID,
+    HEARTBEAT_INTERVAL_MS,
     KILL_PARTITIONS,
     START_TIMEOUT_S,
     LogTail,
@@ -320,6 +322,10 @@ async def _drive(row: QuorumRow, kind: str, root: Path, procs: list[subprocess.P
             segment_dir = root / f"{kind}-{ports.index(port) + 1}" / "__cluster_metadata-0"
             topic_id = await create_led_topic(port, victim, followers, name=f"scale-kill-{n}")
             tail = LogTail(segment_dir)
+            answered = contact[victim]
+            with trio.move_on_after(2 * HEARTBEAT_INTERVAL_MS / 1000):
+                while contact[victim] == answered:  # stopped just after an answered heartbeat
+                    await trio.sleep(0.002)
             killed_ms = time.time() * 1000
             scopes[victim].cancel()
             expiry_ms = contact[victim] * 1000 + SESSION_TIMEOUT_MS
