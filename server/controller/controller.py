@@ -67,7 +67,7 @@ from server.controller.image_writer import image_view
 from server.controller.result import Record
 from server.controller.scram import ScramImage
 
-__all__ = ["ControllerRegistration", "QuorumController"]
+__all__ = ["REPLAYED_KEY_BYTES", "ControllerRegistration", "QuorumController"]
 
 _PARTITION_RECORD_KEY = PartitionRecord.API_KEY
 _REPLAYED_KEYS = frozenset(
@@ -99,6 +99,11 @@ _REPLAYED_KEYS = frozenset(
         RemoveDelegationTokenRecord.API_KEY,
     }
 )
+REPLAYED_KEY_BYTES = frozenset(_REPLAYED_KEYS | set(range(0x80, 0x100)))
+"""The second byte of a framed record value (its api key's first varint byte) that
+:meth:`QuorumController.replay` may replay: each replayed api key below 0x80, and any first
+byte of a longer key. ``replay`` passes over a value whose second byte is not in it (a
+NoOpRecord, a ZkMigrationStateRecord), so the host skips those without the call."""
 _BROKER_RECORDS = (
     RegisterBrokerRecord,
     BrokerRegistrationChangeRecord,

@@ -75,7 +75,7 @@ from server.controller import elections
 from server.controller.acls import ACL_OPERATIONS, CLUSTER, CLUSTER_NAME
 from server.controller.authorizer import CLUSTER_ACTION, Authorize, StandardAuthorizer, audit_line
 from server.controller.cluster import ReplayError
-from server.controller.controller import QuorumController
+from server.controller.controller import REPLAYED_KEY_BYTES, QuorumController
 from server.controller.errors import ApiError
 from server.controller.event_times import EventTimes
 from server.controller.operations import ControllerConfig, ControllerLog, OperationContext
@@ -397,12 +397,14 @@ class ControllerHost:
                 self._loading.committed.append(batch)  # after the committed image is whole again
                 return
         if not batch.is_control:
+            replayed = REPLAYED_KEY_BYTES
             for offset, value in enumerate(RecordBatch(batch.data).iter_values(), batch.base_offset):
                 if applied and applied[0].first <= offset:  # applied when it was appended
                     if offset >= applied[0].last:
                         del self._applied_by_token[applied.popleft().token]
                     continue
-                self._replay(value, offset, "committed")
+                if value is not None and len(value) >= 2 and value[1] in replayed:  # else not replayed
+                    self._replay(value, offset, "committed")
         self.replayed_offset = batch.last_offset + 1
         self._maybe_snapshot(now_ms, batch)
         if self._writes:

@@ -32,7 +32,11 @@ from messages.generated.unfence_broker_record import UnfenceBrokerRecord
 from messages.generated.unregister_broker_record import UnregisterBrokerRecord
 from messages.generated.zk_migration_state_record import ZkMigrationStateRecord
 from messages.metadata import encode_record
-from server.controller.controller import ControllerRegistration, QuorumController
+from server.controller.controller import (
+    REPLAYED_KEY_BYTES,
+    ControllerRegistration,
+    QuorumController,
+)
 from server.controller.errors import ApiError
 from server.controller.image_writer import ImageLossError
 from tests.controller.fixtures import (
@@ -383,3 +387,17 @@ def test_the_controller_carries_its_cluster_id_and_session_timeout() -> None:
     controller = QuorumController(bootstrap=[], cluster_id="abc", session_timeout_ms=1234, min_insync_replicas=3)
     assert (controller.cluster.cluster_id, controller.cluster.session_timeout_ms) == ("abc", 1234)
     assert controller.min_insync_replicas == 3 and controller.bootstrap == ()
+
+
+def test_a_value_outside_the_replayed_key_bytes_is_one_replay_passes_over() -> None:
+    """The host skips values whose second byte is not in REPLAYED_KEY_BYTES without calling
+    replay: replay must do nothing with them, however malformed their bodies."""
+    skipped = [key for key in range(256) if key not in REPLAYED_KEY_BYTES]
+    assert NoOpRecord.API_KEY in skipped and ZkMigrationStateRecord.API_KEY in skipped
+    assert PartitionRecord.API_KEY not in skipped and ConfigRecord.API_KEY not in skipped
+    controller = QuorumController(bootstrap=[])
+    for key in skipped:
+        controller.replay(bytes([1, key, 0, 0xFF, 0xFF]), 0)  # a body no decoder accepts
+    with pytest.raises(DecodeError):
+        controller.replay(bytes([1, ConfigRecord.API_KEY, 0, 0xFF, 0xFF]), 0)
+    assert controller.feature_levels == {} and controller.replication.topics == {}
