@@ -156,10 +156,20 @@ def workload_values(
     made together: the generator's share of a leader's CPU at 240,000 records/s."""
     data, start, length = template
     head, tail = data[:start], data[start:]
-    markers = [b"%d.%d.%d." % (epoch, counter, node_id) for counter in range(first, first + count)]
-    if markers and len(markers[-1]) > length:
-        raise ValueError("record too small for its marker")
-    return tuple([head + marker + tail[len(marker):] for marker in markers])
+    values: list[bytes] = []
+    counter, end = first, first + count
+    while counter < end:
+        # counters of one digit count share a marker length, so one format makes each value
+        group_end = min(end, 10 ** len(str(counter)))
+        marker_length = len(b"%d.%d.%d." % (epoch, counter, node_id))
+        if marker_length > length:
+            raise ValueError("record too small for its marker")
+        prefix = (head + b"%d." % epoch).replace(b"%", b"%%")
+        suffix = (b".%d." % node_id + tail[marker_length:]).replace(b"%", b"%%")
+        form = prefix + b"%d" + suffix
+        values += [form % c for c in range(counter, group_end)]
+        counter = group_end
+    return tuple(values)
 
 
 def parse_workload_value(value: str) -> tuple[int, int, int]:
@@ -238,6 +248,7 @@ class Workload:
         self._start_ms = 0.0  # wall clock, ms: when record 0 of the epoch was due
         self._tokens: dict[int, tuple[float, int, int]] = {}  # token -> (first due ms, count, first counter)
         self._pending: deque[tuple[int, int, float, int]] = deque()  # (base, last, first due ms, first counter)
+        self._offsets: list[float] = []  # _due_offsets
         self._first_commit_reported = False
         self._high_watermark_reported = False
         self._leading: Any = None  # a trio.Event the generator waits on while not leading
@@ -290,6 +301,15 @@ class Workload:
             return
         self._pending.append((result.base_offset, result.last_offset, due_ms, first_counter))
 
+    def _due_offsets(self, count: int) -> list[float]:
+        """``i * step`` ms for i < ``count``: how much later than an append's first record its
+        i-th was due (``step``: 1000 / throughput). Kept, and grown, across appends."""
+        offsets = self._offsets
+        if len(offsets) < count:
+            step_ms = 1000 / self.throughput
+            offsets = self._offsets = [i * step_ms for i in range(max(count, 2 * len(offsets)))]
+        return offsets[:count]
+
     def handle_commit(self, batch: Any) -> None:
         """Record the commit latency (ms since its due time) of every record of this epoch's
         load up to ``batch``'s last offset; report the epoch's first committed batch, the load's
@@ -304,12 +324,15 @@ class Workload:
         if batch.is_control:
             return
         pending = self._pending
-        step_ms = 1000 / self.throughput
         while pending and pending[0][1] <= batch.last_offset:
             base, last, due_ms, first_counter = pending.popleft()
             count = last - base + 1
-            late = now - due_ms  # the first record's latency; each next one was due step_ms later
-            latencies = [max(0, int(late - i * step_ms)) for i in range(count)]
+            late = float(now - due_ms)  # the first record's latency; each next one was due a step later
+            latencies = list(map(int, map(late.__sub__, self._due_offsets(count))))
+            i = count - 1
+            while i >= 0 and latencies[i] < 0:  # due after its commit, a suffix if any: 0
+                latencies[i] = 0
+                i -= 1
             self._outstanding -= count
             self._window.extend(latencies)
             self._all.extend(latencies)

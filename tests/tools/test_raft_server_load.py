@@ -128,3 +128,18 @@ async def test_latency_counts_from_each_records_due_time() -> None:
     first = workload._window[0]
     assert list(workload._window) == [first, first - 1, first - 2]  # one commit time, due 1 ms apart
     assert 49 <= first <= 50 + elapsed  # the commit time is read in whole milliseconds
+
+
+async def test_records_due_after_their_commit_count_zero() -> None:
+    """An append's later records may be due after the batch committed (the generator ran
+    ahead of the clock): their latency is 0, never negative, and the earlier ones keep theirs."""
+    workload = Workload(1, 1000, 256, lambda _e: None)
+    workload.handle_leader_change(LeaderAndEpoch(1, 4))
+    before = time.time_ns() / 1_000_000
+    workload._tokens[0] = (before - 2, 200, 0)  # due 2 ms ago, then every 1 ms: the last 197 ms ahead
+    workload.handle_append_result(AppendResult(0, 20, 219, 4))
+    workload.handle_commit(CommittedBatch(20, 219, 4, False, b""))
+    latencies = list(workload._window)
+    assert len(latencies) == 200 and latencies[0] >= 1  # the clock reads whole milliseconds
+    assert latencies == sorted(latencies, reverse=True)  # due 1 ms apart, committed at once
+    assert latencies[100:] == [0] * 100
