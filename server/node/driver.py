@@ -239,6 +239,8 @@ class Node:
         """An item taken off the event channel while collecting queued appends, handled next."""
         self._stopping = False
         self._building_snapshot: OffsetAndEpoch | None = None
+        self._deferred_snapshot: SnapshotToWrite | None = None
+        """The newest snapshot the host asked for while another was being built."""
         """The snapshot being built, None when none is."""
         self._next_token = 1
         self._appends: list[ClientAppend] = []
@@ -607,27 +609,43 @@ class Node:
             snapshot_id = out.snapshot.snapshot_id
             stem = SnapshotId(snapshot_id.offset, snapshot_id.epoch).file_stem
             if self._building_snapshot is not None:
+                # its view holds the image as of now: built once the one in progress is done, so
+                # that the newest trigger is never lost when no batch follows it
                 building = self._building_snapshot
-                log.info("node %d: skipping snapshot %s: snapshot %s is still being built", self.config.node_id, stem,
-                         SnapshotId(building.offset, building.epoch).file_stem)
+                log.info("node %d: deferring snapshot %s: snapshot %s is still being built", self.config.node_id,
+                         stem, SnapshotId(building.offset, building.epoch).file_stem)
+                self._deferred_snapshot = out.snapshot
             else:
-                age_heap()  # the image up to the snapshot is long-lived (server.node.heap)
-                log.info("node %d: building snapshot %s", self.config.node_id, stem)
-                self._building_snapshot = snapshot_id
-                assert self._nursery is not None
-                self._nursery.start_soon(self._build_snapshot, out.snapshot)
+                self._start_snapshot(out.snapshot)
         if out.loaded is not None:
             age_heap()  # the loaded image is long-lived: out of the cyclic collector's walks
         self._host_deadline_ms = out.next_deadline_ms
         if not self._stopping and not host.loading:  # registered once the image is whole, as Kafka's
             self._registration.maybe_register(host.controller, core.epoch)  # publisher waits for it
 
+    def _start_snapshot(self, snapshot: SnapshotToWrite) -> None:
+        age_heap()  # the image up to the snapshot is long-lived (server.node.heap)
+        snapshot_id = snapshot.snapshot_id
+        log.info("node %d: building snapshot %s", self.config.node_id,
+                 SnapshotId(snapshot_id.offset, snapshot_id.epoch).file_stem)
+        self._building_snapshot = snapshot_id
+        assert self._nursery is not None
+        self._nursery.start_soon(self._build_snapshot, snapshot)
+
+    def _snapshot_done(self) -> None:
+        """The snapshot being built was taken by the log, or given up: the newest one deferred
+        meanwhile (if any) is built next."""
+        self._building_snapshot = None
+        deferred, self._deferred_snapshot = self._deferred_snapshot, None
+        if deferred is not None and not self._stopping:
+            self._start_snapshot(deferred)
+
     async def _build_snapshot(self, snapshot: SnapshotToWrite) -> None:
         """Build ``snapshot``'s bytes and hand them to the driving task: in a forked child at
         a lower priority (``server.node.forked``; ``kwire.metadata.snapshot.build.in.child``),
         else a step at a time on the event loop, letting every other task run between two
         steps (a worker thread would hold the GIL against the event loop). A failed child's
-        snapshot is skipped, logged at ERROR; the next trigger takes another."""
+        snapshot is skipped, logged at ERROR; a deferred one, or the next trigger, takes another."""
         started = time.perf_counter()
         if self.config.snapshot_build_in_child and can_fork():
             try:
@@ -635,7 +653,7 @@ class Node:
             except BuildFailed as exc:
                 log.error("node %d: snapshot %s not built: %s", self.config.node_id,
                           SnapshotId(snapshot.snapshot_id.offset, snapshot.snapshot_id.epoch).file_stem, exc)
-                self._building_snapshot = None
+                self._snapshot_done()
                 return
         else:
             steps = snapshot.steps()
@@ -658,7 +676,7 @@ class Node:
         raft_log, snapshot_id = core.log, built.snapshot_id
         writer = await self._blocking(lambda: raft_log.open_snapshot_writer(snapshot_id))
         if writer is None:  # there already, or the log moved past it
-            self._building_snapshot = None
+            self._snapshot_done()
             return
         log.info("node %d: writing snapshot %s (%d bytes, built in %.1f s)", self.config.node_id,
                  SnapshotId(snapshot_id.offset, snapshot_id.epoch).file_stem, len(built.data), built.build_s)
@@ -683,8 +701,8 @@ class Node:
         core = self.core
         assert core is not None and isinstance(core.log, StorageRaftLog)
         raft_log = core.log
-        self._building_snapshot = None
         await self._blocking(lambda: raft_log.snapshot_frozen(frozen.snapshot_id))
+        self._snapshot_done()
 
     # ------------------------------------------------------------------ appends and stopping
 
