@@ -239,9 +239,9 @@ class Node:
         """An item taken off the event channel while collecting queued appends, handled next."""
         self._stopping = False
         self._building_snapshot: OffsetAndEpoch | None = None
+        """The snapshot being built, None when none is."""
         self._deferred_snapshot: SnapshotToWrite | None = None
         """The newest snapshot the host asked for while another was being built."""
-        """The snapshot being built, None when none is."""
         self._next_token = 1
         self._appends: list[ClientAppend] = []
         """Appends held until the linger of the first ends or the next step (:meth:`append`)."""
