@@ -110,11 +110,6 @@ _texts: dict[bytes, str] = {}
 """Uuid -> its text, bounded as the interned table: logs and traces print the same few ids
 over and over, and base64 costs more than a lookup."""
 
-interned_uuid = _interned.get
-"""``interned_uuid(raw)``: the interned Uuid of 16 raw bytes, or None when not yet interned.
-The decoders' fast path, ``interned_uuid(raw) or intern_uuid(raw)`` (a Uuid is never falsy)."""
-
-
 intern_uuid = _interned.__getitem__
 """``intern_uuid(raw)``: the interned Uuid of ``raw``, which the caller guarantees is 16 bytes
 (the codecs take it from ``unpack_from('16s')``); made and interned on first use. A C-level

@@ -444,7 +444,7 @@ class _Reader:
         for f in fields:
             if f.type.text == "uuid":
                 tmp = f"u{len(uuids)}"
-                uuids.append(f"{o}.{f.attr} = _ug({tmp}) or _ui({tmp})")
+                uuids.append(f"{o}.{f.attr} = _ui({tmp})")
                 targets.append(tmp)
             else:
                 targets.append(f"{o}.{f.attr}")
@@ -598,7 +598,7 @@ class _Reader:
             fmt = ">" + _STRUCT_CODES[kind]
             if kind == "uuid":
                 self.emit(f"u0, = {self.mod.method(fmt, 'unpack_from')}(buf, pos)", ind)
-                self.emit(f"{target} = _ug(u0) or _ui(u0)", ind)
+                self.emit(f"{target} = _ui(u0)", ind)
             else:
                 self.emit(f"{target}, = {self.mod.method(fmt, 'unpack_from')}(buf, pos)", ind)
             self.emit(f"pos += {FIXED_SIZES[kind]}", ind)
@@ -850,7 +850,6 @@ def generate_module(spec: MessageSpec) -> str:
         "",
         "from kwire.uuid import ZERO_UUID, Uuid",
         "from kwire.uuid import intern_uuid as _ui",
-        "from kwire.uuid import interned_uuid as _ug",
         "from kwire.wire import INT32 as _I32",
         "from kwire.wire import DecodeError, EncodeError",
         "from kwire.wire import read_bytes as _rb",

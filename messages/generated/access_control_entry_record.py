@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -144,7 +143,7 @@ def _r_AccessControlEntryRecord_0(buf: Any, pos: int) -> tuple[AccessControlEntr
     isb = type(buf) is not memoryview
     o0 = _new(AccessControlEntryRecord)
     u0, o0.resource_type = _U0(buf, pos)
-    o0.id = _ug(u0) or _ui(u0)
+    o0.id = _ui(u0)
     pos += 17
     sn = buf[pos]
     pos += 1

@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -390,7 +389,7 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
     blen = len(buf)
     o0 = _new(TopicData)
     u0, = _U5(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 16
     n1 = buf[pos] - 1
     pos += 1
@@ -459,7 +458,7 @@ def _r_TopicData_3(buf: Any, pos: int) -> tuple[TopicData, int]:
     blen = len(buf)
     o0 = _new(TopicData)
     u0, = _U5(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 16
     n1 = buf[pos] - 1
     pos += 1
@@ -560,7 +559,7 @@ def _r_AlterPartitionRequest_2(buf: Any, pos: int) -> tuple[AlterPartitionReques
         for _ in range(n1):
             o1 = _new(TopicData)
             u0, = _U5(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1
@@ -651,7 +650,7 @@ def _r_AlterPartitionRequest_3(buf: Any, pos: int) -> tuple[AlterPartitionReques
         for _ in range(n1):
             o1 = _new(TopicData)
             u0, = _U5(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1

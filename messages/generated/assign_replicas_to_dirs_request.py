@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -251,7 +250,7 @@ def _r_TopicData_0(buf: Any, pos: int) -> tuple[TopicData, int]:
     blen = len(buf)
     o0 = _new(TopicData)
     u0, = _U2(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 16
     n1 = buf[pos] - 1
     pos += 1
@@ -314,7 +313,7 @@ def _r_DirectoryData_0(buf: Any, pos: int) -> tuple[DirectoryData, int]:
     blen = len(buf)
     o0 = _new(DirectoryData)
     u0, = _U2(buf, pos)
-    o0.id = _ug(u0) or _ui(u0)
+    o0.id = _ui(u0)
     pos += 16
     n1 = buf[pos] - 1
     pos += 1
@@ -330,7 +329,7 @@ def _r_DirectoryData_0(buf: Any, pos: int) -> tuple[DirectoryData, int]:
         for _ in range(n1):
             o1 = _new(TopicData)
             u0, = _U2(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1
@@ -415,7 +414,7 @@ def _r_AssignReplicasToDirsRequest_0(buf: Any, pos: int) -> tuple[AssignReplicas
         for _ in range(n1):
             o1 = _new(DirectoryData)
             u0, = _U2(buf, pos)
-            o1.id = _ug(u0) or _ui(u0)
+            o1.id = _ui(u0)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1
@@ -431,7 +430,7 @@ def _r_AssignReplicasToDirsRequest_0(buf: Any, pos: int) -> tuple[AssignReplicas
                 for _ in range(n2):
                     o2 = _new(TopicData)
                     u0, = _U2(buf, pos)
-                    o2.topic_id = _ug(u0) or _ui(u0)
+                    o2.topic_id = _ui(u0)
                     pos += 16
                     n3 = buf[pos] - 1
                     pos += 1

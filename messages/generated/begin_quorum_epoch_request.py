@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -261,7 +260,7 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     blen = len(buf)
     o0 = _new(PartitionData)
     o0.partition_index, u0, o0.leader_id, o0.leader_epoch, tn0 = _U4(buf, pos)
-    o0.voter_directory_id = _ug(u0) or _ui(u0)
+    o0.voter_directory_id = _ui(u0)
     pos += 29
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -368,14 +367,14 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
                     break
                 o1 = _new(PartitionData)
                 o1.partition_index, u0, o1.leader_id, o1.leader_epoch, _ = t1
-                o1.voter_directory_id = _ug(u0) or _ui(u0)
+                o1.voter_directory_id = _ui(u0)
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 29 * len(a1)
         for _ in range(n1 - len(a1)):
             o1 = _new(PartitionData)
             o1.partition_index, u0, o1.leader_id, o1.leader_epoch, tn1 = _U4(buf, pos)
-            o1.voter_directory_id = _ug(u0) or _ui(u0)
+            o1.voter_directory_id = _ui(u0)
             pos += 29
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -590,14 +589,14 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                             break
                         o2 = _new(PartitionData)
                         o2.partition_index, u0, o2.leader_id, o2.leader_epoch, _ = t2
-                        o2.voter_directory_id = _ug(u0) or _ui(u0)
+                        o2.voter_directory_id = _ui(u0)
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 29 * len(a2)
                 for _ in range(n2 - len(a2)):
                     o2 = _new(PartitionData)
                     o2.partition_index, u0, o2.leader_id, o2.leader_epoch, tn2 = _U4(buf, pos)
-                    o2.voter_directory_id = _ug(u0) or _ui(u0)
+                    o2.voter_directory_id = _ui(u0)
                     pos += 29
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -203,7 +202,7 @@ def _r_BrokerHeartbeatRequest_1(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
                     o0.offline_log_dirs = a1 = []
                     for _ in range(n1):
                         u0, = _U2(buf, pos)
-                        x = _ug(u0) or _ui(u0)
+                        x = _ui(u0)
                         pos += 16
                         a1.append(x)
                 if pos != end0:
@@ -284,7 +283,7 @@ def _r_BrokerHeartbeatRequest_2(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
                     o0.offline_log_dirs = a1 = []
                     for _ in range(n1):
                         u0, = _U2(buf, pos)
-                        x = _ug(u0) or _ui(u0)
+                        x = _ui(u0)
                         pos += 16
                         a1.append(x)
                 if pos != end0:
@@ -303,7 +302,7 @@ def _r_BrokerHeartbeatRequest_2(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
                     o0.cordoned_log_dirs = a1 = []
                     for _ in range(n1):
                         u0, = _U2(buf, pos)
-                        x = _ug(u0) or _ui(u0)
+                        x = _ui(u0)
                         pos += 16
                         a1.append(x)
                 if pos != end0:

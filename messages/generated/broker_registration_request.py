@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -477,7 +476,7 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
         o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, = _U5(buf, pos)
-    o0.incarnation_id = _ug(u0) or _ui(u0)
+    o0.incarnation_id = _ui(u0)
     pos += 16
     n1 = buf[pos] - 1
     pos += 1
@@ -633,7 +632,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
         o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, = _U5(buf, pos)
-    o0.incarnation_id = _ug(u0) or _ui(u0)
+    o0.incarnation_id = _ui(u0)
     pos += 16
     n1 = buf[pos] - 1
     pos += 1
@@ -799,7 +798,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
         o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, = _U5(buf, pos)
-    o0.incarnation_id = _ug(u0) or _ui(u0)
+    o0.incarnation_id = _ui(u0)
     pos += 16
     n1 = buf[pos] - 1
     pos += 1
@@ -904,7 +903,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
         o0.log_dirs = a1 = []
         for _ in range(n1):
             u0, = _U5(buf, pos)
-            x = _ug(u0) or _ui(u0)
+            x = _ui(u0)
             pos += 16
             a1.append(x)
     tn0 = buf[pos]
@@ -983,7 +982,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
         o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, = _U5(buf, pos)
-    o0.incarnation_id = _ug(u0) or _ui(u0)
+    o0.incarnation_id = _ui(u0)
     pos += 16
     n1 = buf[pos] - 1
     pos += 1
@@ -1088,7 +1087,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
         o0.log_dirs = a1 = []
         for _ in range(n1):
             u0, = _U5(buf, pos)
-            x = _ug(u0) or _ui(u0)
+            x = _ui(u0)
             pos += 16
             a1.append(x)
     o0.previous_broker_epoch, tn0 = _U9(buf, pos)

@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -317,7 +316,7 @@ def _r_ControllerRegistrationRequest_0(buf: Any, pos: int) -> tuple[ControllerRe
     isb = type(buf) is not memoryview
     o0 = _new(ControllerRegistrationRequest)
     o0.controller_id, u0, o0.zk_migration_ready = _U4(buf, pos)
-    o0.incarnation_id = _ug(u0) or _ui(u0)
+    o0.incarnation_id = _ui(u0)
     pos += 21
     n1 = buf[pos] - 1
     pos += 1

@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -294,7 +293,7 @@ def _r_DeletableTopicResult_6(buf: Any, pos: int) -> tuple[DeletableTopicResult,
         o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, o0.error_code = _U2(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 18
     sn = buf[pos]
     pos += 1
@@ -578,7 +577,7 @@ def _r_DeleteTopicsResponse_6(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
                 o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             u0, o1.error_code = _U2(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 18
             sn = buf[pos]
             pos += 1

@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -414,7 +413,7 @@ def _r_ReplicaState_2(buf: Any, pos: int) -> tuple[ReplicaState, int]:
     blen = len(buf)
     o0 = _new(ReplicaState)
     o0.replica_id, u0, o0.log_end_offset, o0.last_fetch_timestamp, o0.last_caught_up_timestamp, tn0 = _U6(buf, pos)
-    o0.replica_directory_id = _ug(u0) or _ui(u0)
+    o0.replica_directory_id = _ui(u0)
     pos += 45
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -716,14 +715,14 @@ def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
                     break
                 o1 = _new(ReplicaState)
                 o1.replica_id, u0, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, _ = t1
-                o1.replica_directory_id = _ug(u0) or _ui(u0)
+                o1.replica_directory_id = _ui(u0)
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 45 * len(a1)
         for _ in range(n1 - len(a1)):
             o1 = _new(ReplicaState)
             o1.replica_id, u0, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, tn1 = _U6(buf, pos)
-            o1.replica_directory_id = _ug(u0) or _ui(u0)
+            o1.replica_directory_id = _ui(u0)
             pos += 45
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -747,14 +746,14 @@ def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
                     break
                 o1 = _new(ReplicaState)
                 o1.replica_id, u0, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, _ = t1
-                o1.replica_directory_id = _ug(u0) or _ui(u0)
+                o1.replica_directory_id = _ui(u0)
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 45 * len(a1)
         for _ in range(n1 - len(a1)):
             o1 = _new(ReplicaState)
             o1.replica_id, u0, o1.log_end_offset, o1.last_fetch_timestamp, o1.last_caught_up_timestamp, tn1 = _U6(buf, pos)
-            o1.replica_directory_id = _ug(u0) or _ui(u0)
+            o1.replica_directory_id = _ui(u0)
             pos += 45
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1123,14 +1122,14 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
                             break
                         o2 = _new(ReplicaState)
                         o2.replica_id, u0, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, _ = t2
-                        o2.replica_directory_id = _ug(u0) or _ui(u0)
+                        o2.replica_directory_id = _ui(u0)
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 45 * len(a2)
                 for _ in range(n2 - len(a2)):
                     o2 = _new(ReplicaState)
                     o2.replica_id, u0, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, tn2 = _U6(buf, pos)
-                    o2.replica_directory_id = _ug(u0) or _ui(u0)
+                    o2.replica_directory_id = _ui(u0)
                     pos += 45
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1154,14 +1153,14 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
                             break
                         o2 = _new(ReplicaState)
                         o2.replica_id, u0, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, _ = t2
-                        o2.replica_directory_id = _ug(u0) or _ui(u0)
+                        o2.replica_directory_id = _ui(u0)
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 45 * len(a2)
                 for _ in range(n2 - len(a2)):
                     o2 = _new(ReplicaState)
                     o2.replica_id, u0, o2.log_end_offset, o2.last_fetch_timestamp, o2.last_caught_up_timestamp, tn2 = _U6(buf, pos)
-                    o2.replica_directory_id = _ug(u0) or _ui(u0)
+                    o2.replica_directory_id = _ui(u0)
                     pos += 45
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1751,14 +1750,14 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                                     break
                                 o3 = _new(ReplicaState)
                                 o3.replica_id, u0, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, _ = t3
-                                o3.replica_directory_id = _ug(u0) or _ui(u0)
+                                o3.replica_directory_id = _ui(u0)
                                 o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 45 * len(a3)
                         for _ in range(n3 - len(a3)):
                             o3 = _new(ReplicaState)
                             o3.replica_id, u0, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, tn3 = _U6(buf, pos)
-                            o3.replica_directory_id = _ug(u0) or _ui(u0)
+                            o3.replica_directory_id = _ui(u0)
                             pos += 45
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -1782,14 +1781,14 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                                     break
                                 o3 = _new(ReplicaState)
                                 o3.replica_id, u0, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, _ = t3
-                                o3.replica_directory_id = _ug(u0) or _ui(u0)
+                                o3.replica_directory_id = _ui(u0)
                                 o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 45 * len(a3)
                         for _ in range(n3 - len(a3)):
                             o3 = _new(ReplicaState)
                             o3.replica_id, u0, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, tn3 = _U6(buf, pos)
-                            o3.replica_directory_id = _ug(u0) or _ui(u0)
+                            o3.replica_directory_id = _ui(u0)
                             pos += 45
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

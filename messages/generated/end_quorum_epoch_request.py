@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -278,7 +277,7 @@ def _r_ReplicaInfo_1(buf: Any, pos: int) -> tuple[ReplicaInfo, int]:
     blen = len(buf)
     o0 = _new(ReplicaInfo)
     o0.candidate_id, u0, tn0 = _U1(buf, pos)
-    o0.candidate_directory_id = _ug(u0) or _ui(u0)
+    o0.candidate_directory_id = _ui(u0)
     pos += 21
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -358,14 +357,14 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
                     break
                 o1 = _new(ReplicaInfo)
                 o1.candidate_id, u0, _ = t1
-                o1.candidate_directory_id = _ug(u0) or _ui(u0)
+                o1.candidate_directory_id = _ui(u0)
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 21 * len(a1)
         for _ in range(n1 - len(a1)):
             o1 = _new(ReplicaInfo)
             o1.candidate_id, u0, tn1 = _U1(buf, pos)
-            o1.candidate_directory_id = _ug(u0) or _ui(u0)
+            o1.candidate_directory_id = _ui(u0)
             pos += 21
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -496,14 +495,14 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
                             break
                         o2 = _new(ReplicaInfo)
                         o2.candidate_id, u0, _ = t2
-                        o2.candidate_directory_id = _ug(u0) or _ui(u0)
+                        o2.candidate_directory_id = _ui(u0)
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 21 * len(a2)
                 for _ in range(n2 - len(a2)):
                     o2 = _new(ReplicaInfo)
                     o2.candidate_id, u0, tn2 = _U1(buf, pos)
-                    o2.candidate_directory_id = _ug(u0) or _ui(u0)
+                    o2.candidate_directory_id = _ui(u0)
                     pos += 21
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -738,14 +737,14 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                                     break
                                 o3 = _new(ReplicaInfo)
                                 o3.candidate_id, u0, _ = t3
-                                o3.candidate_directory_id = _ug(u0) or _ui(u0)
+                                o3.candidate_directory_id = _ui(u0)
                                 o3.unknown_tagged_fields = ()
                                 a3.append(o3)
                             pos += 21 * len(a3)
                         for _ in range(n3 - len(a3)):
                             o3 = _new(ReplicaInfo)
                             o3.candidate_id, u0, tn3 = _U1(buf, pos)
-                            o3.candidate_directory_id = _ug(u0) or _ui(u0)
+                            o3.candidate_directory_id = _ui(u0)
                             pos += 21
                             if tn3:
                                 o3.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

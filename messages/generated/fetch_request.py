@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -642,7 +641,7 @@ def _r_FetchPartition_17(buf: Any, pos: int) -> tuple[FetchPartition, int]:
             end0 = pos + size0
             if tag0 == 0:
                 u0, = _U11(buf, pos)
-                o0.replica_directory_id = _ug(u0) or _ui(u0)
+                o0.replica_directory_id = _ui(u0)
                 pos += 16
                 if pos != end0:
                     raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -690,7 +689,7 @@ def _r_FetchPartition_18(buf: Any, pos: int) -> tuple[FetchPartition, int]:
             end0 = pos + size0
             if tag0 == 0:
                 u0, = _U11(buf, pos)
-                o0.replica_directory_id = _ug(u0) or _ui(u0)
+                o0.replica_directory_id = _ui(u0)
                 pos += 16
                 if pos != end0:
                     raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -1046,7 +1045,7 @@ def _r_FetchTopic_13(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     o0 = _new(FetchTopic)
     o0.topic = ''
     u0, = _U11(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 16
     n1 = buf[pos] - 1
     pos += 1
@@ -1125,7 +1124,7 @@ def _r_FetchTopic_14(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     o0 = _new(FetchTopic)
     o0.topic = ''
     u0, = _U11(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 16
     n1 = buf[pos] - 1
     pos += 1
@@ -1204,7 +1203,7 @@ def _r_FetchTopic_15(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     o0 = _new(FetchTopic)
     o0.topic = ''
     u0, = _U11(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 16
     n1 = buf[pos] - 1
     pos += 1
@@ -1283,7 +1282,7 @@ def _r_FetchTopic_16(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     o0 = _new(FetchTopic)
     o0.topic = ''
     u0, = _U11(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 16
     n1 = buf[pos] - 1
     pos += 1
@@ -1362,7 +1361,7 @@ def _r_FetchTopic_17(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     o0 = _new(FetchTopic)
     o0.topic = ''
     u0, = _U11(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 16
     n1 = buf[pos] - 1
     pos += 1
@@ -1401,7 +1400,7 @@ def _r_FetchTopic_17(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                     end1 = pos + size1
                     if tag1 == 0:
                         u0, = _U11(buf, pos)
-                        o1.replica_directory_id = _ug(u0) or _ui(u0)
+                        o1.replica_directory_id = _ui(u0)
                         pos += 16
                         if pos != end1:
                             raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
@@ -1447,7 +1446,7 @@ def _r_FetchTopic_18(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     o0 = _new(FetchTopic)
     o0.topic = ''
     u0, = _U11(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 16
     n1 = buf[pos] - 1
     pos += 1
@@ -1486,7 +1485,7 @@ def _r_FetchTopic_18(buf: Any, pos: int) -> tuple[FetchTopic, int]:
                     end1 = pos + size1
                     if tag1 == 0:
                         u0, = _U11(buf, pos)
-                        o1.replica_directory_id = _ug(u0) or _ui(u0)
+                        o1.replica_directory_id = _ui(u0)
                         pos += 16
                         if pos != end1:
                             raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
@@ -1674,7 +1673,7 @@ def _r_ForgottenTopic_13(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     o0 = _new(ForgottenTopic)
     o0.topic = ''
     u0, = _U11(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 16
     n1 = buf[pos] - 1
     pos += 1
@@ -2581,7 +2580,7 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(FetchTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1
@@ -2649,7 +2648,7 @@ def _r_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(ForgottenTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1
@@ -2781,7 +2780,7 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(FetchTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1
@@ -2849,7 +2848,7 @@ def _r_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(ForgottenTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1
@@ -2985,7 +2984,7 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(FetchTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1
@@ -3053,7 +3052,7 @@ def _r_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(ForgottenTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1
@@ -3198,7 +3197,7 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(FetchTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1
@@ -3266,7 +3265,7 @@ def _r_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(ForgottenTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1
@@ -3411,7 +3410,7 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(FetchTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1
@@ -3450,7 +3449,7 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                             end2 = pos + size2
                             if tag2 == 0:
                                 u0, = _U11(buf, pos)
-                                o2.replica_directory_id = _ug(u0) or _ui(u0)
+                                o2.replica_directory_id = _ui(u0)
                                 pos += 16
                                 if pos != end2:
                                     raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
@@ -3485,7 +3484,7 @@ def _r_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(ForgottenTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1
@@ -3630,7 +3629,7 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(FetchTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1
@@ -3669,7 +3668,7 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                             end2 = pos + size2
                             if tag2 == 0:
                                 u0, = _U11(buf, pos)
-                                o2.replica_directory_id = _ug(u0) or _ui(u0)
+                                o2.replica_directory_id = _ui(u0)
                                 pos += 16
                                 if pos != end2:
                                     raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))
@@ -3707,7 +3706,7 @@ def _r_FetchRequest_18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             o1 = _new(ForgottenTopic)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1

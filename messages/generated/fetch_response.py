@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -1628,7 +1627,7 @@ def _r_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResp
     o0 = _new(FetchableTopicResponse)
     o0.topic = ''
     u0, = _U11(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 16
     n1 = buf[pos] - 1
     pos += 1
@@ -2518,7 +2517,7 @@ def _r_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
             o1 = _new(FetchableTopicResponse)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1
@@ -2688,7 +2687,7 @@ def _r_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
             o1 = _new(FetchableTopicResponse)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1
@@ -2858,7 +2857,7 @@ def _r_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
             o1 = _new(FetchableTopicResponse)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1
@@ -3042,7 +3041,7 @@ def _r_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
             o1 = _new(FetchableTopicResponse)
             o1.topic = ''
             u0, = _U11(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             n2 = buf[pos] - 1
             pos += 1

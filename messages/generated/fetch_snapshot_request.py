@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -337,7 +336,7 @@ def _r_PartitionSnapshot_1(buf: Any, pos: int) -> tuple[PartitionSnapshot, int]:
             end0 = pos + size0
             if tag0 == 0:
                 u0, = _U5(buf, pos)
-                o0.replica_directory_id = _ug(u0) or _ui(u0)
+                o0.replica_directory_id = _ui(u0)
                 pos += 16
                 if pos != end0:
                     raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size0) + ' bytes but its value took ' + str(pos - end0 + size0))
@@ -510,7 +509,7 @@ def _r_TopicSnapshot_1(buf: Any, pos: int) -> tuple[TopicSnapshot, int]:
                     end1 = pos + size1
                     if tag1 == 0:
                         u0, = _U5(buf, pos)
-                        o1.replica_directory_id = _ug(u0) or _ui(u0)
+                        o1.replica_directory_id = _ui(u0)
                         pos += 16
                         if pos != end1:
                             raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size1) + ' bytes but its value took ' + str(pos - end1 + size1))
@@ -759,7 +758,7 @@ def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                             end2 = pos + size2
                             if tag2 == 0:
                                 u0, = _U5(buf, pos)
-                                o2.replica_directory_id = _ug(u0) or _ui(u0)
+                                o2.replica_directory_id = _ui(u0)
                                 pos += 16
                                 if pos != end2:
                                     raise DecodeError('tagged field ReplicaDirectoryId has ' + str(size2) + ' bytes but its value took ' + str(pos - end2 + size2))

@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -179,7 +178,7 @@ def _r_Voter_1(buf: Any, pos: int) -> tuple[Voter, int]:
     blen = len(buf)
     o0 = _new(Voter)
     o0.voter_id, u0, tn0 = _U3(buf, pos)
-    o0.voter_directory_id = _ug(u0) or _ui(u0)
+    o0.voter_directory_id = _ui(u0)
     pos += 21
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -346,14 +345,14 @@ def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
                     break
                 o1 = _new(Voter)
                 o1.voter_id, u0, _ = t1
-                o1.voter_directory_id = _ug(u0) or _ui(u0)
+                o1.voter_directory_id = _ui(u0)
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 21 * len(a1)
         for _ in range(n1 - len(a1)):
             o1 = _new(Voter)
             o1.voter_id, u0, tn1 = _U3(buf, pos)
-            o1.voter_directory_id = _ug(u0) or _ui(u0)
+            o1.voter_directory_id = _ui(u0)
             pos += 21
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -377,14 +376,14 @@ def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
                     break
                 o1 = _new(Voter)
                 o1.voter_id, u0, _ = t1
-                o1.voter_directory_id = _ug(u0) or _ui(u0)
+                o1.voter_directory_id = _ui(u0)
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 21 * len(a1)
         for _ in range(n1 - len(a1)):
             o1 = _new(Voter)
             o1.voter_id, u0, tn1 = _U3(buf, pos)
-            o1.voter_directory_id = _ug(u0) or _ui(u0)
+            o1.voter_directory_id = _ui(u0)
             pos += 21
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

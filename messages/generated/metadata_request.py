@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -265,7 +264,7 @@ def _r_MetadataRequestTopic_10(buf: Any, pos: int) -> tuple[MetadataRequestTopic
     isb = type(buf) is not memoryview
     o0 = _new(MetadataRequestTopic)
     u0, = _U0(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 16
     sn = buf[pos]
     pos += 1
@@ -632,7 +631,7 @@ def _r_MetadataRequest_10(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         for _ in range(n1):
             o1 = _new(MetadataRequestTopic)
             u0, = _U0(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             sn = buf[pos]
             pos += 1
@@ -703,7 +702,7 @@ def _r_MetadataRequest_11(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         for _ in range(n1):
             o1 = _new(MetadataRequestTopic)
             u0, = _U0(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 16
             sn = buf[pos]
             pos += 1

@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -1598,7 +1597,7 @@ def _r_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTop
         o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, o0.is_internal = _U6(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 17
     n1 = buf[pos] - 1
     pos += 1
@@ -1733,7 +1732,7 @@ def _r_MetadataResponseTopic_12(buf: Any, pos: int) -> tuple[MetadataResponseTop
         o0.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     u0, o0.is_internal = _U6(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 17
     n1 = buf[pos] - 1
     pos += 1
@@ -2968,7 +2967,7 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             u0, o1.is_internal = _U6(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 17
             n2 = buf[pos] - 1
             pos += 1
@@ -3176,7 +3175,7 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             u0, o1.is_internal = _U6(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 17
             n2 = buf[pos] - 1
             pos += 1
@@ -3384,7 +3383,7 @@ def _r_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             u0, o1.is_internal = _U6(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 17
             n2 = buf[pos] - 1
             pos += 1
@@ -3592,7 +3591,7 @@ def _r_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 o1.name = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
                 pos = se
             u0, o1.is_internal = _U6(buf, pos)
-            o1.topic_id = _ug(u0) or _ui(u0)
+            o1.topic_id = _ui(u0)
             pos += 17
             n2 = buf[pos] - 1
             pos += 1

@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -223,7 +222,7 @@ def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecor
     o0.eligible_leader_replicas = None
     o0.last_known_elr = None
     o0.partition_id, u0, tn0 = _U3(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 21
     if tn0:
         if tn0 >= 0x80:
@@ -413,7 +412,7 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
     o0.eligible_leader_replicas = None
     o0.last_known_elr = None
     o0.partition_id, u0, tn0 = _U3(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 21
     if tn0:
         if tn0 >= 0x80:
@@ -506,7 +505,7 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                     o0.directories = a1 = []
                     for _ in range(n1):
                         u0, = _U4(buf, pos)
-                        x = _ug(u0) or _ui(u0)
+                        x = _ui(u0)
                         pos += 16
                         a1.append(x)
                 if pos != end0:
@@ -644,7 +643,7 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
     o0.eligible_leader_replicas = None
     o0.last_known_elr = None
     o0.partition_id, u0, tn0 = _U3(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 21
     if tn0:
         if tn0 >= 0x80:
@@ -767,7 +766,7 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                     o0.directories = a1 = []
                     for _ in range(n1):
                         u0, = _U4(buf, pos)
-                        x = _ug(u0) or _ui(u0)
+                        x = _ui(u0)
                         pos += 16
                         a1.append(x)
                 if pos != end0:

@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -212,7 +211,7 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     o0.eligible_leader_replicas = None
     o0.last_known_elr = None
     o0.partition_id, u0 = _U0(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 20
     n1 = buf[pos] - 1
     pos += 1
@@ -363,7 +362,7 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     o0.eligible_leader_replicas = None
     o0.last_known_elr = None
     o0.partition_id, u0 = _U0(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 20
     n1 = buf[pos] - 1
     pos += 1
@@ -428,7 +427,7 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
         o0.directories = a1 = []
         for _ in range(n1):
             u0, = _U4(buf, pos)
-            x = _ug(u0) or _ui(u0)
+            x = _ui(u0)
             pos += 16
             a1.append(x)
     tn0 = buf[pos]
@@ -554,7 +553,7 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     o0.eligible_leader_replicas = None
     o0.last_known_elr = None
     o0.partition_id, u0 = _U0(buf, pos)
-    o0.topic_id = _ug(u0) or _ui(u0)
+    o0.topic_id = _ui(u0)
     pos += 20
     n1 = buf[pos] - 1
     pos += 1
@@ -619,7 +618,7 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
         o0.directories = a1 = []
         for _ in range(n1):
             u0, = _U4(buf, pos)
-            x = _ug(u0) or _ui(u0)
+            x = _ui(u0)
             pos += 16
             a1.append(x)
     tn0 = buf[pos]

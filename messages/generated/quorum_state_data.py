@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -277,7 +276,7 @@ def _r_QuorumStateData_1(buf: Any, pos: int) -> tuple[QuorumStateData, int]:
     o0.applied_offset = 0
     o0.current_voters = []
     o0.leader_id, o0.leader_epoch, o0.voted_id, u0, tn0 = _U6(buf, pos)
-    o0.voted_directory_id = _ug(u0) or _ui(u0)
+    o0.voted_directory_id = _ui(u0)
     pos += 29
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -481,7 +480,7 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
     o0.broker_id, u0, o0.broker_epoch = _U7(buf, pos)
-    o0.incarnation_id = _ug(u0) or _ui(u0)
+    o0.incarnation_id = _ui(u0)
     pos += 28
     n1 = buf[pos] - 1
     pos += 1
@@ -638,7 +637,7 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
     o0.broker_id, u0, o0.broker_epoch = _U7(buf, pos)
-    o0.incarnation_id = _ug(u0) or _ui(u0)
+    o0.incarnation_id = _ui(u0)
     pos += 28
     n1 = buf[pos] - 1
     pos += 1
@@ -791,7 +790,7 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
     o0.broker_id, o0.is_migrating_zk_broker, u0, o0.broker_epoch = _U11(buf, pos)
-    o0.incarnation_id = _ug(u0) or _ui(u0)
+    o0.incarnation_id = _ui(u0)
     pos += 29
     n1 = buf[pos] - 1
     pos += 1
@@ -957,7 +956,7 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
     o0.broker_id, o0.is_migrating_zk_broker, u0, o0.broker_epoch = _U11(buf, pos)
-    o0.incarnation_id = _ug(u0) or _ui(u0)
+    o0.incarnation_id = _ui(u0)
     pos += 29
     n1 = buf[pos] - 1
     pos += 1
@@ -1070,7 +1069,7 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     o0.log_dirs = a1 = []
                     for _ in range(n1):
                         u0, = _U12(buf, pos)
-                        x = _ug(u0) or _ui(u0)
+                        x = _ui(u0)
                         pos += 16
                         a1.append(x)
                 if pos != end0:
@@ -1154,7 +1153,7 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     o0.log_dirs = []
     o0.cordoned_log_dirs = None
     o0.broker_id, o0.is_migrating_zk_broker, u0, o0.broker_epoch = _U11(buf, pos)
-    o0.incarnation_id = _ug(u0) or _ui(u0)
+    o0.incarnation_id = _ui(u0)
     pos += 29
     n1 = buf[pos] - 1
     pos += 1
@@ -1267,7 +1266,7 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     o0.log_dirs = a1 = []
                     for _ in range(n1):
                         u0, = _U12(buf, pos)
-                        x = _ug(u0) or _ui(u0)
+                        x = _ui(u0)
                         pos += 16
                         a1.append(x)
                 if pos != end0:
@@ -1286,7 +1285,7 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     o0.cordoned_log_dirs = a1 = []
                     for _ in range(n1):
                         u0, = _U12(buf, pos)
-                        x = _ug(u0) or _ui(u0)
+                        x = _ui(u0)
                         pos += 16
                         a1.append(x)
                 if pos != end0:

@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -300,7 +299,7 @@ def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequ
         o0.cluster_id = buf[pos:se].decode() if isb else str(buf[pos:se], 'utf-8')
         pos = se
     o0.current_leader_epoch, o0.voter_id, u0 = _U4(buf, pos)
-    o0.voter_directory_id = _ug(u0) or _ui(u0)
+    o0.voter_directory_id = _ui(u0)
     pos += 24
     n1 = buf[pos] - 1
     pos += 1

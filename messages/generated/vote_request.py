@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -249,8 +248,8 @@ def _r_PartitionData_1(buf: Any, pos: int) -> tuple[PartitionData, int]:
     o0 = _new(PartitionData)
     o0.pre_vote = False
     o0.partition_index, o0.replica_epoch, o0.replica_id, u0, u1, o0.last_offset_epoch, o0.last_offset, tn0 = _U4(buf, pos)
-    o0.replica_directory_id = _ug(u0) or _ui(u0)
-    o0.voter_directory_id = _ug(u1) or _ui(u1)
+    o0.replica_directory_id = _ui(u0)
+    o0.voter_directory_id = _ui(u1)
     pos += 57
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -271,8 +270,8 @@ def _r_PartitionData_2(buf: Any, pos: int) -> tuple[PartitionData, int]:
     blen = len(buf)
     o0 = _new(PartitionData)
     o0.partition_index, o0.replica_epoch, o0.replica_id, u0, u1, o0.last_offset_epoch, o0.last_offset, o0.pre_vote, tn0 = _U6(buf, pos)
-    o0.replica_directory_id = _ug(u0) or _ui(u0)
-    o0.voter_directory_id = _ug(u1) or _ui(u1)
+    o0.replica_directory_id = _ui(u0)
+    o0.voter_directory_id = _ui(u1)
     pos += 58
     if tn0:
         o0.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -417,8 +416,8 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
                 o1 = _new(PartitionData)
                 o1.pre_vote = False
                 o1.partition_index, o1.replica_epoch, o1.replica_id, u0, u1, o1.last_offset_epoch, o1.last_offset, _ = t1
-                o1.replica_directory_id = _ug(u0) or _ui(u0)
-                o1.voter_directory_id = _ug(u1) or _ui(u1)
+                o1.replica_directory_id = _ui(u0)
+                o1.voter_directory_id = _ui(u1)
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 57 * len(a1)
@@ -426,8 +425,8 @@ def _r_TopicData_1(buf: Any, pos: int) -> tuple[TopicData, int]:
             o1 = _new(PartitionData)
             o1.pre_vote = False
             o1.partition_index, o1.replica_epoch, o1.replica_id, u0, u1, o1.last_offset_epoch, o1.last_offset, tn1 = _U4(buf, pos)
-            o1.replica_directory_id = _ug(u0) or _ui(u0)
-            o1.voter_directory_id = _ug(u1) or _ui(u1)
+            o1.replica_directory_id = _ui(u0)
+            o1.voter_directory_id = _ui(u1)
             pos += 57
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -497,16 +496,16 @@ def _r_TopicData_2(buf: Any, pos: int) -> tuple[TopicData, int]:
                     break
                 o1 = _new(PartitionData)
                 o1.partition_index, o1.replica_epoch, o1.replica_id, u0, u1, o1.last_offset_epoch, o1.last_offset, o1.pre_vote, _ = t1
-                o1.replica_directory_id = _ug(u0) or _ui(u0)
-                o1.voter_directory_id = _ug(u1) or _ui(u1)
+                o1.replica_directory_id = _ui(u0)
+                o1.voter_directory_id = _ui(u1)
                 o1.unknown_tagged_fields = ()
                 a1.append(o1)
             pos += 58 * len(a1)
         for _ in range(n1 - len(a1)):
             o1 = _new(PartitionData)
             o1.partition_index, o1.replica_epoch, o1.replica_id, u0, u1, o1.last_offset_epoch, o1.last_offset, o1.pre_vote, tn1 = _U6(buf, pos)
-            o1.replica_directory_id = _ug(u0) or _ui(u0)
-            o1.voter_directory_id = _ug(u1) or _ui(u1)
+            o1.replica_directory_id = _ui(u0)
+            o1.voter_directory_id = _ui(u1)
             pos += 58
             if tn1:
                 o1.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -715,8 +714,8 @@ def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                         o2 = _new(PartitionData)
                         o2.pre_vote = False
                         o2.partition_index, o2.replica_epoch, o2.replica_id, u0, u1, o2.last_offset_epoch, o2.last_offset, _ = t2
-                        o2.replica_directory_id = _ug(u0) or _ui(u0)
-                        o2.voter_directory_id = _ug(u1) or _ui(u1)
+                        o2.replica_directory_id = _ui(u0)
+                        o2.voter_directory_id = _ui(u1)
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 57 * len(a2)
@@ -724,8 +723,8 @@ def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                     o2 = _new(PartitionData)
                     o2.pre_vote = False
                     o2.partition_index, o2.replica_epoch, o2.replica_id, u0, u1, o2.last_offset_epoch, o2.last_offset, tn2 = _U4(buf, pos)
-                    o2.replica_directory_id = _ug(u0) or _ui(u0)
-                    o2.voter_directory_id = _ug(u1) or _ui(u1)
+                    o2.replica_directory_id = _ui(u0)
+                    o2.voter_directory_id = _ui(u1)
                     pos += 57
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)
@@ -828,16 +827,16 @@ def _r_VoteRequest_2(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                             break
                         o2 = _new(PartitionData)
                         o2.partition_index, o2.replica_epoch, o2.replica_id, u0, u1, o2.last_offset_epoch, o2.last_offset, o2.pre_vote, _ = t2
-                        o2.replica_directory_id = _ug(u0) or _ui(u0)
-                        o2.voter_directory_id = _ug(u1) or _ui(u1)
+                        o2.replica_directory_id = _ui(u0)
+                        o2.voter_directory_id = _ui(u1)
                         o2.unknown_tagged_fields = ()
                         a2.append(o2)
                     pos += 58 * len(a2)
                 for _ in range(n2 - len(a2)):
                     o2 = _new(PartitionData)
                     o2.partition_index, o2.replica_epoch, o2.replica_id, u0, u1, o2.last_offset_epoch, o2.last_offset, o2.pre_vote, tn2 = _U6(buf, pos)
-                    o2.replica_directory_id = _ug(u0) or _ui(u0)
-                    o2.voter_directory_id = _ug(u1) or _ui(u1)
+                    o2.replica_directory_id = _ui(u0)
+                    o2.voter_directory_id = _ui(u1)
                     pos += 58
                     if tn2:
                         o2.unknown_tagged_fields, pos = _read_unknown_tagged(buf, pos - 1)

@@ -14,7 +14,6 @@ from typing import Any
 
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
-from kwire.uuid import interned_uuid as _ug
 from kwire.wire import INT32 as _I32
 from kwire.wire import DecodeError, EncodeError
 from kwire.wire import read_bytes as _rb
@@ -319,7 +318,7 @@ def _r_Voter_0(buf: Any, pos: int) -> tuple[Voter, int]:
     isb = type(buf) is not memoryview
     o0 = _new(Voter)
     o0.voter_id, u0 = _U4(buf, pos)
-    o0.voter_directory_id = _ug(u0) or _ui(u0)
+    o0.voter_directory_id = _ui(u0)
     pos += 20
     n1 = buf[pos] - 1
     pos += 1
@@ -421,7 +420,7 @@ def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
         for _ in range(n1):
             o1 = _new(Voter)
             o1.voter_id, u0 = _U4(buf, pos)
-            o1.voter_directory_id = _ug(u0) or _ui(u0)
+            o1.voter_directory_id = _ui(u0)
             pos += 20
             n2 = buf[pos] - 1
             pos += 1

@@ -134,7 +134,7 @@ def test_the_uuid_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(kuuid._interned) <= 8
     assert [int.from_bytes(u, "big") for u in made] == list(range(20))
     assert all(type(u) is Uuid for u in made)
-    assert kuuid.interned_uuid(made[-1]) is made[-1]
+    assert kuuid.intern_uuid(bytes(made[-1])) is made[-1]
 
 
 def _replicas(n: int) -> list[ReplicaState]:
