@@ -160,3 +160,48 @@ def test_an_image_is_rebuilt_in_slices_sized_to_hold_the_loop_briefly() -> None:
     assert driver.load_slice_records(1_000, 60.0, most) == driver.MIN_LOAD_SLICE_RECORDS
     assert driver.load_slice_records(50, 1.0, 50) == 50  # a host of small slices keeps them
     assert driver.load_slice_records(3_000, 0.0, most) == 3_000
+
+
+async def test_a_snapshot_asked_for_during_another_build_is_built_after_it(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a snapshot is being built, the host's later triggers are not dropped: the newest
+    one is built once the first is done (``Node._deferred_snapshot``), so the log's newest
+    snapshot follows the image even when no trigger comes after a slow build."""
+    config = _config(tmp_path / "data", _free_port())
+    release = trio.Event()
+    started: list[tuple[int, float]] = []  # (snapshot end offset, virtual time) per build
+
+    async def held(build: Callable[[], bytes]) -> bytes:
+        if len(started) == 1:  # the first build takes three trigger intervals
+            await release.wait()
+        return build()  # in no child: a child's real time would let the mock clock jump
+
+    original = Node._start_snapshot
+
+    def recorded(self: Node, snapshot: driver.SnapshotToWrite) -> None:
+        started.append((snapshot.snapshot_id.offset, trio.current_time()))
+        original(self, snapshot)
+
+    monkeypatch.setattr(driver, "build_in_child", held)
+    monkeypatch.setattr(Node, "_start_snapshot", recorded)
+    assert format_standalone(config, out=lambda line: None)
+    node = Node(config, rng=random.Random(4), run_blocking=_inline)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(node.run)
+        await _until(lambda: len(started) == 1)
+        await trio.sleep(3.5 * SNAPSHOT_INTERVAL_MS / 1000)
+        assert len(started) == 1, started  # the triggers meanwhile were deferred, not started
+        log = node.metadata_log
+        assert log is not None
+        held_until = trio.current_time()
+        release.set()
+        await _until(lambda: len(started) >= 2 and log.snapshots[-1].end_offset >= started[1][0])
+        node.stop()
+
+    (first, _), (second, second_at) = started[0], started[1]
+    # the second build started right after the first, from the newest trigger of the wait: about
+    # three intervals of NoOps (one per 500 ms) past the first, not the first trigger after it
+    assert second_at - held_until < 5, (second_at, held_until)
+    assert 2.5 <= (second - first) * 500 / SNAPSHOT_INTERVAL_MS < 3.5, started
+    assert [s.end_offset for s in log.snapshots].count(second) == 1
