@@ -10,14 +10,23 @@ DATA   ?= data
 
 .PHONY: install run test nightly soak lint lint-imports typecheck generate check-generated bench compat-jars clean
 
-## Site-packages are installed without bytecode: the test run writes it as modules are first
-## imported (see `test`), which compiles the few hundred modules the tests use instead of the
-## whole tree (pyspark alone is thousands).
+## The packages are installed by uv (itself from PyPI): it resolves and fetches in parallel and
+## links files from its cache, where pip fetched index pages one at a time (about 30 s of the
+## 40 s pip took on a warm cache, against 3 s). It first tries its cache alone (--offline), and
+## goes to the network only when that lacks a package: a proxy that answers every revalidation
+## as modified would otherwise make it download and build pyspark's sdist again on each run.
+## Site-packages are installed without bytecode (uv's default): the test run writes it as
+## modules are first imported (see `test`), which compiles the few hundred modules the tests use
+## instead of the whole tree (pyspark alone is thousands).
 ## setup.py builds storage._crecords, the commit path's compiled record loops (in place, beside
-## storage/records.py); KWIRE_PURE_PYTHON=1 runs without it.
+## storage/records.py; --reinstall-package builds it again when storage/_crecords.c changed);
+## KWIRE_PURE_PYTHON=1 runs without it.
+UV_INSTALL := $(VENV)/bin/uv pip install -q --python $(PY) --reinstall-package kwire -e '.[test,audit]'
+
 $(STAMP): pyproject.toml setup.py storage/_crecords.c
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --no-compile -e '.[test,audit]'
+	$(PY) -m pip install -q --disable-pip-version-check 'uv>=0.5'
+	$(UV_INSTALL) --offline 2>/dev/null || $(UV_INSTALL)
 	touch $(STAMP)
 
 install: $(STAMP)
