@@ -470,3 +470,42 @@ async def test_large_records_are_sent_from_their_own_buffer_intact_and_in_order(
                 asks.start_soon(ask, offset)
         described = await conn.request(dq_request(3), 2)
         assert isinstance(described, DescribeQuorumResponse)
+
+
+async def test_send_parts_writes_every_part_in_order_through_partial_sends() -> None:
+    """server.net.send_parts on a plain socket: more parts than one sendmsg takes, empty ones,
+    and a send buffer far smaller than the whole, so most sendmsg calls stop inside a part; the
+    peer reads the parts joined, and a gone peer raises BrokenResourceError."""
+    import socket as stdlib_socket
+
+    from server.net.server import IOV_MAX, send_parts
+
+    left, right = trio.socket.socketpair()
+    left.setsockopt(stdlib_socket.SOL_SOCKET, stdlib_socket.SO_SNDBUF, 4096)
+    stream, peer = trio.SocketStream(left), trio.SocketStream(right)
+    parts: list[bytes | bytearray | memoryview] = []
+    for i in range(IOV_MAX + 300):
+        size = (i * 7919) % 3001  # 0 (an empty part) to 3,000 bytes
+        data = bytes((i + j) & 0xFF for j in range(size))
+        parts.append(data if i % 3 == 0 else bytearray(data) if i % 3 == 1 else memoryview(data))
+    expected = b"".join(parts)
+    received = bytearray()
+
+    async def read_all() -> None:
+        while len(received) < len(expected):
+            chunk = await peer.receive_some(65536)
+            assert chunk
+            received.extend(chunk)
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read_all)
+            await send_parts(stream, parts)
+    assert bytes(received) == expected
+    await peer.aclose()
+    with pytest.raises(trio.BrokenResourceError), trio.fail_after(10):
+        while True:  # the first sends may still land in the buffer before the reset shows
+            await send_parts(stream, [b"header", b"x" * 65536, b"tail"])
+    await stream.aclose()
+    with pytest.raises(trio.ClosedResourceError):
+        await send_parts(stream, [b"a", b"b"])
