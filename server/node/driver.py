@@ -86,7 +86,7 @@ from server.net.sasl import SaslServerConfig
 from server.node.apis import api_versions
 from server.node.envelope import forwarded_client, open_envelope, relay_answer
 from server.node.forked import BuildFailed, build_in_child, can_fork
-from server.node.heap import AGE_AFTER_RECORDS, age_heap
+from server.node.heap import AGE_AFTER_RECORDS, age_heap, tune_allocator
 from server.node.log_cleaner import LogCleaner
 from server.node.logger_levels import python_logger_levels
 from server.node.peer import Peers
@@ -326,6 +326,7 @@ class Node:
 
     async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
         """Start up, serve and drive the core and the host until stopped (module docstring)."""
+        tune_allocator()  # large buffers' pages reused (server.node.heap)
         self._wall_base_ms = time.time_ns() // 1_000_000
         self._trio_base = trio.current_time()
         config = self.config
