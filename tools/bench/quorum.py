@@ -93,17 +93,17 @@ LINGER_KEY = "controller.quorum.append.linger.ms"
 CURVE = "1000,5000,10000,20000,40000,80000,160000"
 """``--throughput`` without a value: the load curve's offered loads, records/s, from a twentieth
 to eight times TestRaftServer's workload. On the 2-core bench machine neither side keeps up with
-the last in every run: at 160,000 offered, kwire committed 146,700 (linger 25 ms) and 135,100
-(linger 0), Kafka 4.4.0 130,400 and 144,100 in the same run; in another, kwire 155,500 and
-145,500, Kafka 160,100 and 132,700; Kafka between 119,000 and 160,000 across runs. At 200,000
-offered (``--throughput 200000``) kwire committed 148,900 and 128,400, Kafka 190,500 and 132,800.
-kwire's commit latency then passes a second, and its generator skips the records it could not
-append (one second of load at most waits uncommitted). There the leader runs at about 0.65 of a
-core and each follower at 0.4: the followers fetch whole 8 MiB reads (``MAX_FETCH_SIZE_BYTES``)
-and spend a quarter of their time in the ``pwrite`` of them to their segments: kwire's ceiling
-is its followers' fetch round -- the leader's read of the segment, the send, the follower's
-write and fsync, on the three nodes' one disk -- not the leader's CPU. Kafka's leader sends
-segment bytes with ``sendfile`` (``FileRecords.writeTo``), never reading them in."""
+the last in every run. At 160,000 offered, kwire committed 159,000 (linger 25 ms) and 150,100
+(linger 0), Kafka 4.4.0 160,000 and 123,100 in the same run; at 200,000 offered
+(``--throughput 200000``), kwire 182,800 and 180,200, Kafka 200,400 and 156,600. Kafka's own
+figures at 160,000 ranged from 119,000 to 160,000 across runs. A saturated run is bimodal: of
+four kwire-only runs at 200,000 (linger 25 ms), two kept up with no record skipped and two
+committed 162,000 and 166,000 -- once the followers fall behind they fetch whole 8 MiB reads
+(``MAX_FETCH_SIZE_BYTES``), each written, fsynced and read back for the controller, and stay
+behind. Before the node kept large buffers' pages (``server.node.heap.tune_allocator``) every
+such read faulted in fresh pages at each copy, and kwire committed 148,900 and 128,400 at
+200,000. kwire's commit latency then passes a second, and its generator skips the records it
+could not append (one second of load at most waits uncommitted)."""
 FAILOVER_LINGER_MS = 25  # Kafka's default controller.quorum.append.linger.ms
 KEEP_UP_SHARE = 0.97
 """A side keeps up with a load when it skips none and commits at least this share of it."""
