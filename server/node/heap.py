@@ -60,15 +60,16 @@ largest controller's RSS went from 61-65 to 68.5 MiB at 10^4 partitions and from
 _M_TRIM_THRESHOLD = -1  # malloc.h
 _M_MMAP_THRESHOLD = -3
 ALLOCATOR_ENV = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_")
-"""glibc's environment tunables: an operator who sets one chooses the allocator's behaviour."""
+"""glibc's environment tunables: an operator who sets one (or a ``glibc.malloc.`` tunable in
+``GLIBC_TUNABLES``) chooses the allocator's behaviour."""
 
 
 def tune_allocator() -> bool:
     """Set glibc's mmap threshold to :data:`MMAP_THRESHOLD_BYTES` and its trim threshold to
     :data:`TRIM_THRESHOLD_BYTES` for the whole process (``mallopt``). Returns True when both
-    took; False, changing nothing, where the C library has no ``mallopt`` (musl, macOS) or one
-    of :data:`ALLOCATOR_ENV` is set."""
-    if any(name in os.environ for name in ALLOCATOR_ENV):
+    took; False, changing nothing, where the C library has no ``mallopt`` (musl, macOS) or the
+    operator set the allocator's tunables (:data:`ALLOCATOR_ENV`)."""
+    if any(name in os.environ for name in ALLOCATOR_ENV) or "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", ""):
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt
