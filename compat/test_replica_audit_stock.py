@@ -89,11 +89,6 @@ def _admin(bootstrap: str):  # noqa: ANN202
     return KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kwire-audit", request_timeout_ms=10_000)
 
 
-def _bootstrap(brokers: StockBrokers, ids: tuple[int, ...]) -> str:
-    """``host:port,...`` of brokers ``ids``'s client listeners."""
-    return ",".join(f"{brokers.host}:{brokers.nodes[i].port}" for i in ids)
-
-
 def _create_topics(bootstrap: str) -> None:
     from kafka.admin import NewTopic
 
@@ -202,7 +197,7 @@ def test_audit_names_the_lost_offsets(version: str, controller: str, tmp_path: P
         # bootstrap server exponentially and may pick it again until its timeout)
         for broker in (102, 103):
             brokers.kill(broker)
-        bootstrap = _bootstrap(brokers, (101,))
+        bootstrap = brokers.bootstrap_servers_of((101,))
         for topic in TOPICS:
             wait_until(f"{topic}-0's ISR shrunk to 101", lambda t=topic: _partition(bootstrap, t), STEP_TIMEOUT_S,
                        ok=lambda got: got == (101, [101]))
@@ -215,7 +210,7 @@ def test_audit_names_the_lost_offsets(version: str, controller: str, tmp_path: P
         shutil.rmtree(brokers.nodes[101].data_dir / "lost-0")
         brokers.start([102, 103])
         brokers.wait_listed({102, 103}, BROKER_START_TIMEOUT_S)
-        bootstrap = _bootstrap(brokers, (102, 103))
+        bootstrap = brokers.bootstrap_servers_of((102, 103))
         leader, _ = wait_until("an unclean leader for unclean-0", lambda: _partition(bootstrap, "unclean"),
                                STEP_TIMEOUT_S, ok=lambda got: got[0] in (102, 103))
         assert _produce(bootstrap, "unclean", AFTER, "after") == list(range(FIRST, FIRST + AFTER))

@@ -147,7 +147,12 @@ class StockBrokers:
     @property
     def bootstrap_servers(self) -> str:
         """``host:port,...`` of every broker's client listener, for ``--bootstrap-server``."""
-        return ",".join(f"{self.host}:{n.port}" for n in self.nodes.values())
+        return self.bootstrap_servers_of(self.nodes)
+
+    def bootstrap_servers_of(self, ids: Iterable[int]) -> str:
+        """``host:port,...`` of brokers ``ids``'s client listeners (the running ones, for a
+        client that must not pick a killed broker to bootstrap from)."""
+        return ",".join(f"{self.host}:{self.nodes[i].port}" for i in ids)
 
     def listed_by(self, broker_id: int, timeout_s: float = 10.0) -> set[int] | None:
         """The broker ids broker ``broker_id``'s Metadata response lists (the brokers it knows
