@@ -158,13 +158,13 @@ def workload_values(
     head, tail = data[:start], data[start:]
     values: list[bytes] = []
     counter, end = first, first + count
+    prefix = (head + b"%d." % epoch).replace(b"%", b"%%")
     while counter < end:
         # counters of one digit count share a marker length, so one format makes each value
         group_end = min(end, 10 ** len(str(counter)))
         marker_length = len(b"%d.%d.%d." % (epoch, counter, node_id))
         if marker_length > length:
             raise ValueError("record too small for its marker")
-        prefix = (head + b"%d." % epoch).replace(b"%", b"%%")
         suffix = (b".%d." % node_id + tail[marker_length:]).replace(b"%", b"%%")
         form = prefix + b"%d" + suffix
         values += [form % c for c in range(counter, group_end)]
