@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")
@@ -278,6 +279,29 @@ def read_compact_nullable_bytes(
 # a ScatterBuffer (what ``Message.encode`` uses) keeps a large value by reference and copies it
 # once, when the buffer is turned into bytes, or not at all when its parts are sent.
 
+@runtime_checkable
+class RecordsRegion(Protocol):
+    """A records value that is not in memory: a slice of a file that a socket's owner sends
+    from the file itself (Kafka's ``FileRecords``, written by ``transferTo``), such as
+    ``storage.fileio.FileRegion``. A ScatterBuffer holds it by reference whatever its size and
+    gives it back among its :meth:`~ScatterBuffer.parts`; wherever the bytes are needed
+    (a copy into a buffer, :meth:`ScatterBuffer.to_bytes`) they are read with ``bytes()``,
+    which raises what reading the file raises."""
+
+    def __len__(self) -> int: ...
+
+    def __bytes__(self) -> bytes: ...
+
+
+Buffer = bytes | bytearray | memoryview
+"""A value of the buffer protocol, as ``bytes.join`` and ``sendmsg`` take it."""
+
+
+def as_buffer(value: Buffer | RecordsRegion) -> Buffer:
+    """``value`` itself when it is a buffer, else its bytes, read now."""
+    return value if isinstance(value, (bytes, bytearray, memoryview)) else bytes(value)
+
+
 RECORDS_BY_REFERENCE_MIN_BYTES = 16 * 1024
 """Records values of at least this many bytes are held by reference in a ScatterBuffer; a
 smaller one costs less to copy than to splice in later."""
@@ -298,9 +322,9 @@ class ScatterBuffer(bytearray):
     default).
     """
 
-    refs: list[tuple[int, bytes | bytearray | memoryview]] | tuple[()] = ()
+    refs: list[tuple[int, Buffer | RecordsRegion]] | tuple[()] = ()
 
-    def hold(self, value: bytes | bytearray | memoryview) -> None:
+    def hold(self, value: Buffer | RecordsRegion) -> None:
         """Splice ``value`` in at the current end, instead of copying it now."""
         if self.refs:
             self.refs.append((len(self), value))  # type: ignore[union-attr]
@@ -312,13 +336,14 @@ class ScatterBuffer(bytearray):
         """The length of the whole encoding in bytes, held values included."""
         return len(self) + sum(len(value) for _, value in self.refs)
 
-    def parts(self) -> list[bytes | bytearray | memoryview]:
+    def parts(self) -> list[Buffer | RecordsRegion]:
         """The encoding as buffers to write in order: views of this buffer between the held
-        values, and the values themselves. This buffer cannot be resized while they live."""
+        values, and the values themselves (a :class:`RecordsRegion` among them as it is). This
+        buffer cannot be resized while they live."""
         if not self.refs:
             return [self]
         view = memoryview(self)
-        parts: list[bytes | bytearray | memoryview] = []
+        parts: list[Buffer | RecordsRegion] = []
         last = 0
         for at, value in self.refs:
             parts += (view[last:at], value)
@@ -327,21 +352,22 @@ class ScatterBuffer(bytearray):
         return parts
 
     def to_bytes(self) -> bytes:
-        """The encoding as one ``bytes``, each held value copied in once."""
+        """The encoding as one ``bytes``, each held value copied in once (a region read)."""
         if not self.refs:
             with memoryview(self) as view:  # bytes(self) would call this method again
                 return bytes(view)
-        return b"".join(self.parts())
+        return b"".join([as_buffer(part) for part in self.parts()])
 
     __bytes__ = to_bytes
 
 
 def write_records(
-    out: bytearray, value: bytes | bytearray | memoryview | None, compact: bool
+    out: bytearray, value: Buffer | RecordsRegion | None, compact: bool
 ) -> None:
     """Write a records field: its length (compact: uvarint length + 1, 0 for null; else int32,
     -1 for null) and its bytes, held by reference when ``out`` is a ScatterBuffer and the value
-    is large. A non-nullable field's null is refused by the caller (the generated writer)."""
+    is large or a :class:`RecordsRegion` (read into any other buffer). A non-nullable field's
+    null is refused by the caller (the generated writer)."""
     if value is None:
         if compact:
             out.append(0)
@@ -353,10 +379,10 @@ def write_records(
         write_uvarint(out, n + 1)
     else:
         out += INT32.pack(n)
-    if n >= RECORDS_BY_REFERENCE_MIN_BYTES and type(out) is ScatterBuffer:
+    if type(out) is ScatterBuffer and (n >= RECORDS_BY_REFERENCE_MIN_BYTES or not isinstance(value, Buffer)):
         out.hold(value)
     else:
-        out += value
+        out += as_buffer(value)
 
 
 def read_records(

@@ -66,7 +66,7 @@ _STRUCT_CODES = {
 _PY_TYPES = {
     "bool": "bool", "int8": "int", "int16": "int", "int32": "int", "int64": "int",
     "uint16": "int", "uint32": "int", "float64": "float", "string": "str", "bytes": "bytes",
-    "records": "bytes | memoryview", "uuid": "Uuid",
+    "records": "bytes | memoryview | RecordsRegion", "uuid": "Uuid",
 }
 
 
@@ -851,7 +851,7 @@ def generate_module(spec: MessageSpec) -> str:
         "from kwire.uuid import ZERO_UUID, Uuid",
         "from kwire.uuid import intern_uuid as _ui",
         "from kwire.wire import INT32 as _I32",
-        "from kwire.wire import DecodeError, EncodeError",
+        "from kwire.wire import DecodeError, EncodeError, RecordsRegion",
         "from kwire.wire import read_bytes as _rb",
         "from kwire.wire import read_compact_bytes as _rcb",
         "from kwire.wire import read_compact_nullable_bytes as _rcbn",

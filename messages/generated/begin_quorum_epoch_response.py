@@ -15,7 +15,7 @@ from typing import Any
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
 from kwire.wire import INT32 as _I32
-from kwire.wire import DecodeError, EncodeError
+from kwire.wire import DecodeError, EncodeError, RecordsRegion
 from kwire.wire import read_bytes as _rb
 from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn

@@ -15,7 +15,7 @@ from typing import Any
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
 from kwire.wire import INT32 as _I32
-from kwire.wire import DecodeError, EncodeError
+from kwire.wire import DecodeError, EncodeError, RecordsRegion
 from kwire.wire import read_bytes as _rb
 from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
@@ -202,7 +202,7 @@ class PartitionData(Message):
     snapshot_id: SnapshotId  # Set when the fetcher must first load this snapshot.
     aborted_transactions: list[AbortedTransaction] | None  # Aborted transactions overlapping the returned records.
     preferred_read_replica: int  # Replica the consumer should read from instead; -1 if none.
-    records: bytes | memoryview | None  # Returned record batches.
+    records: bytes | memoryview | RecordsRegion | None  # Returned record batches.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...]
 
     def __init__(
@@ -217,7 +217,7 @@ class PartitionData(Message):
         snapshot_id: SnapshotId = _FACTORY,
         aborted_transactions: list[AbortedTransaction] | None = _FACTORY,
         preferred_read_replica: int = -1,
-        records: bytes | memoryview | None = None,
+        records: bytes | memoryview | RecordsRegion | None = None,
         unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
     ) -> None:
         self.partition_index = partition_index

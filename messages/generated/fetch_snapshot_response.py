@@ -15,7 +15,7 @@ from typing import Any
 from kwire.uuid import ZERO_UUID, Uuid
 from kwire.uuid import intern_uuid as _ui
 from kwire.wire import INT32 as _I32
-from kwire.wire import DecodeError, EncodeError
+from kwire.wire import DecodeError, EncodeError, RecordsRegion
 from kwire.wire import read_bytes as _rb
 from kwire.wire import read_compact_bytes as _rcb
 from kwire.wire import read_compact_nullable_bytes as _rcbn
@@ -126,7 +126,7 @@ class PartitionSnapshot(Message):
     current_leader: LeaderIdAndEpoch  # Leader id and epoch known to the responder.
     size: int  # Snapshot length in bytes.
     position: int  # Byte position in the snapshot of the returned data.
-    unaligned_records: bytes | memoryview  # Raw snapshot bytes; may cut through record batches.
+    unaligned_records: bytes | memoryview | RecordsRegion  # Raw snapshot bytes; may cut through record batches.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...]
 
     def __init__(
@@ -137,7 +137,7 @@ class PartitionSnapshot(Message):
         current_leader: LeaderIdAndEpoch = _FACTORY,
         size: int = 0,
         position: int = 0,
-        unaligned_records: bytes | memoryview = b'',
+        unaligned_records: bytes | memoryview | RecordsRegion = b'',
         unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
     ) -> None:
         self.index = index

@@ -10,6 +10,7 @@ from kwire.uuid import METADATA_TOPIC_ID, Uuid
 from kwire.wire import (
     RECORDS_BY_REFERENCE_MIN_BYTES,
     DecodeError,
+    RecordsRegion,
     ScatterBuffer,
     read_records,
     write_records,
@@ -26,7 +27,7 @@ from messages.protocol import decode_response, encode_response
 BIG = bytes(range(256)) * (RECORDS_BY_REFERENCE_MIN_BYTES // 256 + 1)
 
 
-def _fetch(records: bytes | None) -> FetchResponse:
+def _fetch(records: bytes | RecordsRegion | None) -> FetchResponse:
     return FetchResponse(responses=[FetchableTopicResponse(
         topic_id=METADATA_TOPIC_ID, partitions=[PartitionData(high_watermark=7, records=records)])])
 
@@ -116,6 +117,35 @@ def test_a_response_frame_counts_held_records_in_its_size_prefix() -> None:
     header, body = decode_response(wire[4:], FetchResponse.API_KEY, 17)  # type: ignore[arg-type]
     assert header.correlation_id == 41
     assert body == _fetch(BIG)
+
+
+class _Region:
+    """A RecordsRegion that is not a buffer (as a file region is), counting its reads."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.reads = data, 0
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __bytes__(self) -> bytes:
+        self.reads += 1
+        return self.data
+
+
+def test_a_records_region_is_held_whatever_its_size_and_read_only_where_bytes_are_needed() -> None:
+    for data in (b"tiny", BIG):
+        region = _Region(data)
+        assert isinstance(region, RecordsRegion)
+        frame = encode_response(_fetch(region), 17, correlation_id=5)
+        assert [value for _, value in frame.refs] == [region] and region.reads == 0
+        parts = frame.parts()
+        assert parts[1] is region and frame.nbytes == sum(len(p) for p in parts)
+        assert frame.to_bytes() == encode_response(_fetch(data), 17, correlation_id=5).to_bytes()
+        assert region.reads == 1
+        plain = bytearray()
+        _fetch(region).write(plain, 17)
+        assert bytes(plain) == _plain_encoding(_fetch(data), 17) and region.reads == 2
 
 
 def test_decoders_share_one_uuid_object_per_id() -> None:

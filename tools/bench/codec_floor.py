@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kwire.uuid import Uuid
-from kwire.wire import DecodeError
+from kwire.wire import DecodeError, as_buffer
 from kwire.wire import read_tagged_header as _rtag
 from kwire.wire import read_uvarint as _ruv
 from messages.generated import describe_quorum_response as dq
@@ -419,7 +419,7 @@ def encode_fetch_v17(m: fr.FetchResponse) -> bytes:
     else:
         tail += b"\x00"
     tail += b"\x00\x00"  # topic and message tagged sections: none
-    return b"".join((head, records, tail))
+    return b"".join((head, as_buffer(records), tail))
 
 
 def decode_fetch_v17_view(data: Any) -> fr.FetchResponse:
