@@ -82,6 +82,71 @@ def write_all(fd: int, data: bytes | bytearray | memoryview, position: int | Non
         written += n
 
 
+class FileRegion:
+    """``length`` bytes at byte ``position`` of a file, held open by a descriptor of the
+    region's own (an ``os.dup`` of the caller's): a log segment's whole batches that a Fetch
+    response sends from the file, without reading them into memory (Kafka's ``FileRecords``
+    slice, written to the socket by ``FileRecords.writeTo``, a ``sendfile``). The segment may be
+    closed or deleted meanwhile; the region still reads the bytes it was cut from. It is a
+    ``kwire.wire.RecordsRegion``: ``len()`` is ``length``, ``bytes()`` reads it.
+
+    :meth:`check_intact` (before a send) and ``bytes()`` raise KafkaStorageError when the file
+    became shorter than the region's end (a truncation after the region was cut; Kafka's
+    ``FileRecords.writeTo`` refuses the same). Close it (:meth:`close`, idempotent) once sent;
+    an unclosed region closes its descriptor when collected."""
+
+    __slots__ = ("_fd", "length", "path", "position")
+
+    def __init__(self, fd: int, position: int, length: int, path: str | os.PathLike[str]) -> None:
+        self._fd = -1
+        if position < 0 or length < 0:
+            raise ValueError(f"a region needs a position and a length >= 0, not {position} and {length}")
+        self.path = path
+        self.position = position
+        self.length = length
+        with io_errors(f"opening a region of {path}"):
+            self._fd = os.dup(fd)
+
+    @property
+    def fd(self) -> int:
+        """The region's own descriptor (-1 once closed)."""
+        return self._fd
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __bytes__(self) -> bytes:
+        self.check_intact()
+        with io_errors(f"reading {self.path}"):
+            data = os.pread(self._fd, self.length, self.position)
+        if len(data) != self.length:
+            raise KafkaStorageError(f"{self.path} ended inside a region: {len(data)} of {self.length} bytes read")
+        return data
+
+    def check_intact(self) -> None:
+        """Raise KafkaStorageError if the region is closed or the file ends before its end."""
+        if self._fd < 0:
+            raise KafkaStorageError(f"the region of {self.path} at {self.position} is closed")
+        with io_errors(f"checking {self.path}"):
+            size = os.fstat(self._fd).st_size
+        if size < self.position + self.length:
+            raise KafkaStorageError(
+                f"{self.path} was truncated to {size} bytes under a region ending at {self.position + self.length}"
+            )
+
+    def close(self) -> None:
+        """Close the region's descriptor (once)."""
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"FileRegion({self.path!s}, position={self.position}, length={self.length})"
+
+
 def atomic_write(path: str | os.PathLike[str], data: bytes, *, fsync: bool = True) -> None:
     """Replace ``path`` with ``data``: write ``<path>.tmp``, fsync it, rename it over ``path``,
     fsync the parent directory. The temporary file is removed if anything fails.

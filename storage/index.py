@@ -263,6 +263,12 @@ class OffsetIndex(_Index):
             return self.base_offset, 0
         return self._offsets[slot], self._positions[slot]
 
+    def floor_position(self, position: int) -> int:
+        """The largest position <= ``position`` that an entry holds (each is a batch's start in
+        the ``.log``), 0 when there is none."""
+        slot = bisect_right(self._positions, position) - 1
+        return self._positions[slot] if slot >= 0 else 0
+
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset is >= ``offset`` (``OffsetIndex.truncateTo``)."""
         self._truncate_to_entries(bisect_right(self._offsets, offset - 1))

@@ -51,7 +51,7 @@ from storage.errors import (
     StorageError,
     UnexpectedAppendOffsetError,
 )
-from storage.fileio import DataDirLock, fsync_dir, io_errors
+from storage.fileio import DataDirLock, FileRegion, fsync_dir, io_errors
 from storage.leader_epoch import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochCache
 from storage.partition_metadata import PARTITION_METADATA_FILE, ensure_partition_metadata
 from storage.producer_snapshot import ProducerSnapshots
@@ -462,6 +462,30 @@ class MetadataLog:
                 position, data = result
                 return LogReadInfo(data, start_offset, segment.base_offset, position)
         return LogReadInfo(b"", start_offset, self._active.base_offset, self._active.size)
+
+    def read_region(
+        self, start_offset: int, max_bytes: int = 8 * 1024 * 1024, *, min_region_bytes: int = 0
+    ) -> FileRegion | bytes:
+        """Whole batches from the one holding ``start_offset``, within one segment, at most
+        ``max_bytes`` but at least one batch, as a :class:`~storage.fileio.FileRegion` of the
+        segment's file when they come to ``min_region_bytes`` or more (to be sent from the
+        file, as Kafka's ``LogSegment.read`` answers a fetch with a ``FileRecords`` slice), else
+        read into ``bytes``. b"" at the log end. Raises as :meth:`read`."""
+        self._check_usable()
+        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {start_offset} for partition {METADATA_PARTITION_DIR}, "
+                f"but we only have log segments in the range {self.log_start_offset} to {self.log_end_offset}."
+            )
+        for segment in self._segments[self._segment_index_for(start_offset):]:
+            found = self._guard(partial(segment.locate, start_offset, max_bytes))
+            if found is None:
+                continue
+            position, length = found
+            if length >= min_region_bytes:
+                return self._guard(partial(FileRegion, segment.fd, position, length, segment.log_path))
+            return self._guard(partial(segment.read_at, position, length))
+        return b""
 
     def _read_segment(
         self, segment: LogSegment, start_offset: int, max_bytes: int, max_position: int | None,

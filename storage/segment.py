@@ -409,6 +409,33 @@ class LogSegment:
             cut += size
         return position, data[:cut] if cut < len(data) else data
 
+    def locate(self, start_offset: int, max_bytes: int, max_position: int | None = None) -> tuple[int, int] | None:
+        """Where :meth:`read` (``at_least_one``) would read, without reading it: ``(position,
+        length)`` of the whole batches from the one holding ``start_offset``, at most
+        ``max_bytes`` but at least one batch, none at or after ``max_position``; the length is
+        0 when that first batch passes ``max_position``. None when no batch holds an offset >=
+        ``start_offset``. The end is found from the offset index's batch positions and the
+        headers after the last one that fits (one small read each), never from the data."""
+        found = self.translate_offset(start_offset)
+        if found is None:
+            return None
+        position, first_size = found
+        end = self.size if max_position is None else min(max_position, self.size)
+        if position + first_size > end:
+            return position, 0
+        limit = position + max(max_bytes, first_size)
+        if end <= limit:
+            return position, end - position
+        cut = max(position + first_size, self.offset_index.floor_position(limit))
+        while (header := self._header_at(cut)) is not None and cut + header[2] <= limit:
+            cut += header[2]
+        return position, cut - position
+
+    def read_at(self, position: int, length: int) -> bytes:
+        """``length`` bytes of the ``.log`` from byte ``position`` (a :meth:`locate` result)."""
+        with io_errors(f"reading {self.log_path}"):
+            return os.pread(self.fd, length, position)
+
     def read_all(self) -> bytes:
         """The whole ``.log`` file."""
         with io_errors(f"reading {self.log_path}"):

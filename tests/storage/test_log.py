@@ -21,6 +21,7 @@ from storage.errors import (
     StorageError,
     UnexpectedAppendOffsetError,
 )
+from storage.fileio import FileRegion
 from storage.index import read_offset_index, read_time_index
 from storage.log import MetadataLog
 from storage.records import iter_batches
@@ -119,6 +120,79 @@ def test_read_returns_whole_batches(tmp_path: Path, fsyncs: list[int]) -> None:
     assert log.read(0, 10_000, max_offset=9).records == b"".join(batches[:3])
     assert log.read(0, 10_000, max_offset=2).records == b""
     log.close()
+
+
+def test_read_region_cuts_as_read_does_without_reading_the_data(tmp_path: Path, fsyncs: list[int]) -> None:
+    """MetadataLog.read_region finds the whole batches read() returns (from the offset index's
+    batch positions and the headers past the last one that fits), in one segment: a region of
+    the segment's file at or above min_region_bytes, bytes below it. The region keeps its own
+    descriptor, so it reads what it was cut from after the log is closed; a truncation under
+    it is refused, not sent."""
+    log = MetadataLog.open(tmp_path)
+    # uneven batches, some larger than the 4096-byte index interval, so that both the index
+    # and the header walk place the cut
+    written = []
+    for i in range(60):
+        written += fill(log, 1, records=1 + (i * 7) % 11, value_size=40 + (i * 131) % 900)
+    sizes = [len(b) for b in written]
+    starts = [sum(sizes[:i]) for i in range(len(sizes) + 1)]
+    assert len(log.segments) == 1 and log.segments[0].offset_index.entries >= 3
+    checked = 0
+    for first in range(0, 60, 7):
+        offset = iter_batches_offset(written[first])
+        for max_bytes in (1, 500, 4096, 5000, 9999, 20_000, 10**6):
+            expected = log.read(offset, max_bytes).records
+            region = log.read_region(offset, max_bytes, min_region_bytes=0)
+            assert isinstance(region, FileRegion)
+            assert (region.position, len(region)) == (starts[first], len(expected))
+            assert bytes(region) == expected and expected
+            region.close()
+            small = log.read_region(offset, max_bytes, min_region_bytes=len(expected) + 1)
+            assert small == expected and isinstance(small, bytes)
+            checked += 1
+    assert checked == 63
+    assert log.read_region(log.log_end_offset, 100) == b""
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read_region(log.log_end_offset + 1, 100)
+    kept = log.read_region(0, 10**6)
+    cut = log.read_region(0, 10**6)
+    assert isinstance(kept, FileRegion) and isinstance(cut, FileRegion)
+    log.close()
+    assert bytes(kept) == b"".join(written)
+    os.truncate(tmp_path / PARTITION / "00000000000000000000.log", starts[30])
+    with pytest.raises(KafkaStorageError, match="truncated"):
+        cut.check_intact()
+    with pytest.raises(KafkaStorageError):
+        bytes(cut)
+    for region in (kept, cut):
+        fd = region.fd
+        region.close()
+        region.close()
+        assert region.fd == -1
+        with pytest.raises(OSError):
+            os.fstat(fd)
+
+
+def test_read_region_stops_at_its_segments_end(tmp_path: Path, fsyncs: list[int]) -> None:
+    """A region is one segment's batches, as read()'s are (Kafka's LogSegment.read answers a
+    fetch so), however large max_bytes; the next read starts in the next segment."""
+    log = MetadataLog.open(tmp_path, config=SMALL)
+    written = fill(log, 100)
+    first, second = log.segments[0], log.segments[1]
+    region = log.read_region(0, 10**6)
+    assert isinstance(region, FileRegion) and len(region) == first.size
+    assert bytes(region) == log.read(0, 10**6).records
+    region.close()
+    region = log.read_region(first.next_offset, 10**6)
+    assert isinstance(region, FileRegion) and str(region.path).endswith(f"{second.base_offset:020d}.log")
+    assert bytes(region) == log.read(first.next_offset, second.size).records
+    region.close()
+    assert written
+    log.close()
+
+
+def iter_batches_offset(raw: bytes) -> int:
+    return next(iter_batches(raw)).base_offset
 
 
 def test_roll_reopen_and_reads_across_segments(tmp_path: Path, fsyncs: list[int]) -> None:
