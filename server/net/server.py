@@ -7,7 +7,8 @@ Per connection (Kafka's ``SocketServer`` processor + ``RequestChannel``, simplif
                        ApiVersions          → answered here (server.net.api_versions)
                        enabled key/version  → body decoded → await dispatcher.handle(...)
                        anything else        → connection closed, reason logged
-                 ──► encode_response ──► its parts sent in order (records from their own buffer)
+                 ──► encode_response ──► its parts sent in order (records from their own buffer,
+                                         a log region from its file by sendfile)
 
 Requests on one connection are handled one at a time, in order; pipelined requests wait in the
 decoder's buffer, which therefore never holds more than one receive beyond the frame being
@@ -21,6 +22,8 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import os
+import socket
 import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +33,7 @@ import trio
 
 from kwire.api_keys import ApiKey
 from kwire.frame import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, FrameError
-from kwire.wire import DecodeError, EncodeError, ScatterBuffer
+from kwire.wire import Buffer, DecodeError, EncodeError, RecordsRegion, ScatterBuffer, as_buffer
 from messages.generated.api_versions_request import ApiVersionsRequest
 from messages.generated.registry import REQUESTS
 from messages.generated.sasl_authenticate_request import SaslAuthenticateRequest
@@ -42,6 +45,8 @@ from server.net.api_versions import ApiVersionsResponder
 from server.net.dispatcher import Dispatcher, RequestContext
 from server.net.sasl import SaslFailure, SaslServerConfig, SaslSession
 from server.net.tls import DEFAULT_PRINCIPAL_RULES, PrincipalRule, TlsError, principal_of
+from storage.errors import KafkaStorageError
+from storage.fileio import FileRegion
 
 __all__ = ["BoundListener", "RunningServer", "TlsListener", "serve"]
 
@@ -97,34 +102,80 @@ IOV_MAX = 1024
 """The most buffers one ``sendmsg`` takes (Linux's ``UIO_MAXIOV``)."""
 
 
-async def send_parts(stream: trio.abc.Stream, parts: Sequence[bytes | bytearray | memoryview]) -> None:
+async def send_parts(stream: trio.abc.Stream, parts: Sequence[Buffer | RecordsRegion]) -> None:
     """Write ``parts`` (a response's :meth:`ScatterBuffer.parts`) in order. On a plain socket
-    they go out in one ``sendmsg`` per kernel buffer's worth (one, unless the socket's send
-    buffer fills), so that a Fetch response -- its header, the records value held by reference,
-    its tail -- costs one system call and one pass through Trio's scheduler, not three; on any
-    other stream (TLS) as one joined buffer, sealed in as few TLS records as it takes. Raises
-    what ``SocketStream.send_all`` raises: trio.BrokenResourceError when the peer is gone,
-    trio.ClosedResourceError when the stream was closed."""
-    if len(parts) == 1:
-        await stream.send_all(parts[0])
-        return
-    if not isinstance(stream, trio.SocketStream):
-        await stream.send_all(b"".join(parts))
-        return
-    if stream.socket.did_shutdown_SHUT_WR or stream.socket.fileno() == -1:
-        raise trio.ClosedResourceError("the socket was closed")
-    pending = [memoryview(part).cast("B") for part in parts if len(part)]
-    first = 0
+    the buffers go out in one ``sendmsg`` per kernel buffer's worth (one, unless the socket's
+    send buffer fills), so that a Fetch response -- its header, the records value held by
+    reference, its tail -- costs one system call and one pass through Trio's scheduler, not
+    three; a file region (``storage.fileio.FileRegion``: a leader's records in its log) goes
+    from its file by ``sendfile``, never through this process's memory (Kafka's
+    ``FileRecords.writeTo``), the buffers before it sent with ``MSG_MORE`` so that the kernel
+    joins them to its first packet. On any other stream (TLS) the parts go as one joined
+    buffer, a region read into it, sealed in as few TLS records as it takes. Every region is
+    closed once this returns. Raises what ``SocketStream.send_all`` raises:
+    trio.BrokenResourceError when the peer is gone or a region cannot be read (its file was
+    truncated under it), trio.ClosedResourceError when the stream was closed."""
     try:
-        while first < len(pending):
-            sent = await stream.socket.sendmsg(pending[first:first + IOV_MAX])
-            while first < len(pending) and sent >= len(pending[first]):
-                sent -= len(pending[first])
-                first += 1
-            if sent:
-                pending[first] = pending[first][sent:]
+        if len(parts) == 1 and isinstance(parts[0], Buffer):
+            await stream.send_all(parts[0])
+        elif not isinstance(stream, trio.SocketStream):
+            await stream.send_all(b"".join([as_buffer(part) for part in parts]))
+        else:
+            await _send_on_socket(stream, parts)
+    except KafkaStorageError as exc:
+        raise trio.BrokenResourceError(f"a response's records could not be read: {exc}") from exc
+    finally:
+        for part in parts:
+            if isinstance(part, FileRegion):
+                part.close()
+
+
+async def _send_on_socket(stream: trio.SocketStream, parts: Sequence[Buffer | RecordsRegion]) -> None:
+    sock = stream.socket
+    if sock.did_shutdown_SHUT_WR or sock.fileno() == -1:
+        raise trio.ClosedResourceError("the socket was closed")
+    pending: list[memoryview] = []
+    try:
+        for part in parts:
+            if isinstance(part, Buffer):
+                if len(part):
+                    pending.append(memoryview(part).cast("B"))
+                continue
+            if not isinstance(part, FileRegion):
+                pending.append(memoryview(bytes(part)))
+                continue
+            part.check_intact()
+            await _sendmsg_all(sock, pending, socket.MSG_MORE)
+            pending = []
+            await _sendfile_all(sock, part)
+        await _sendmsg_all(sock, pending, 0)
     except OSError as exc:
         raise trio.BrokenResourceError(f"the socket failed: {exc}") from exc
+
+
+async def _sendmsg_all(sock: trio.socket.SocketType, pending: list[memoryview], flags: int) -> None:
+    first = 0
+    while first < len(pending):
+        sent = await sock.sendmsg(pending[first:first + IOV_MAX], (), flags)
+        while first < len(pending) and sent >= len(pending[first]):
+            sent -= len(pending[first])
+            first += 1
+        if sent:
+            pending[first] = pending[first][sent:]
+
+
+async def _sendfile_all(sock: trio.socket.SocketType, region: FileRegion) -> None:
+    offset, left = region.position, region.length
+    while left:
+        try:
+            sent = os.sendfile(sock.fileno(), region.fd, offset, left)
+        except BlockingIOError:
+            await trio.lowlevel.wait_writable(sock)
+            continue
+        if sent == 0:
+            raise KafkaStorageError(f"{region.path} ended at {offset}, inside a region ending at {offset + left}")
+        offset += sent
+        left -= sent
 
 
 class _CloseConnection(Exception):

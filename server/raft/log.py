@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
+from kwire.wire import RecordsRegion
 from server.raft.types import MAX_FETCH_SIZE_BYTES, OffsetAndEpoch
 from storage.records import RecordBatch, iter_batches
 
@@ -68,6 +69,13 @@ class RaftLog(Protocol):
     def read(self, start_offset: int, max_bytes: int) -> bytes:
         """Whole batches from the one containing ``start_offset``, at most ``max_bytes`` but
         always at least one batch if any exists (``minOneMessage``); b"" at the end."""
+        ...
+
+    def read_records(self, start_offset: int, max_bytes: int) -> bytes | RecordsRegion:
+        """A Fetch response's records (``ReplicatedLog.read``'s ``Records``): as :meth:`read`,
+        though a log may stop at the end of one of its segments (as ``LogSegment.read``) and
+        answer with a region of a file that the response is sent from; the core relies on
+        its length only."""
         ...
 
     def latest_snapshot_id(self) -> OffsetAndEpoch | None:
@@ -255,6 +263,10 @@ class MemoryRaftLog:
                 break
             out += batch.data
         return bytes(out)
+
+    def read_records(self, start_offset: int, max_bytes: int) -> bytes:
+        """:meth:`read`: memory holds no file to send from."""
+        return self.read(start_offset, max_bytes)
 
     def latest_snapshot_id(self) -> OffsetAndEpoch | None:
         """The stored snapshot with the largest end offset (then epoch), or None; the bootstrap

@@ -4,7 +4,9 @@ pipelining, and malformed frames closing only their own connection."""
 from __future__ import annotations
 
 import logging
+import os
 import struct
+from pathlib import Path
 
 import pytest
 import trio
@@ -509,3 +511,64 @@ async def test_send_parts_writes_every_part_in_order_through_partial_sends() -> 
     await stream.aclose()
     with pytest.raises(trio.ClosedResourceError):
         await send_parts(stream, [b"a", b"b"])
+
+
+async def test_send_parts_sends_a_file_region_from_its_file(tmp_path: Path) -> None:
+    """A FileRegion among a response's parts goes out by sendfile between the buffers around
+    it, over a TCP connection whose small send buffer makes sendfile stop and wait many times;
+    on a stream that is not a socket (TLS) it is read into the joined buffer. Either way the
+    region is closed once sent; a region whose file was truncated under it is not sent: the
+    connection fails and the region is closed too."""
+    import socket as stdlib_socket
+
+    from server.net.server import send_parts
+    from storage.fileio import FileRegion
+
+    data = bytes((i * 31 + i // 977) & 0xFF for i in range(600_000))
+    path = tmp_path / "segment.log"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        listener = stdlib_socket.create_server(("127.0.0.1", 0))
+        client = stdlib_socket.create_connection(listener.getsockname())
+        server_side, _ = listener.accept()
+        listener.close()
+        client.setsockopt(stdlib_socket.SOL_SOCKET, stdlib_socket.SO_SNDBUF, 8192)
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(client))
+        peer = trio.SocketStream(trio.socket.from_stdlib_socket(server_side))
+
+        async def received(n: int) -> bytes:
+            out = bytearray()
+            while len(out) < n:
+                chunk = await peer.receive_some(65536)
+                assert chunk
+                out += chunk
+            return bytes(out)
+
+        region = FileRegion(fd, 1000, 500_000, path)
+        parts = [b"head", bytearray(b"er"), region, memoryview(b"tail")]
+        expected = b"header" + data[1000:501_000] + b"tail"
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(send_parts, stream, parts)
+                assert await received(len(expected)) == expected
+        assert region.fd == -1
+
+        send, receive = trio.testing.memory_stream_pair()
+        region = FileRegion(fd, 7, 70_000, path)
+        with trio.fail_after(10):
+            await send_parts(send, [b"<", region, b">"])
+            got = b""
+            while len(got) < 70_002:
+                got += await receive.receive_some()
+        assert got == b"<" + data[7:70_007] + b">" and region.fd == -1
+
+        region = FileRegion(fd, 0, len(data), path)
+        os.truncate(path, 100_000)
+        with pytest.raises(trio.BrokenResourceError, match="truncated"), trio.fail_after(10):
+            await send_parts(stream, [b"header", region, b"tail"])
+        assert region.fd == -1
+        await stream.aclose()
+        await peer.aclose()
+    finally:
+        os.close(fd)

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from kwire.errors import Errors
 from kwire.uuid import METADATA_TOPIC_ID
+from kwire.wire import RecordsRegion, as_buffer
 from messages.generated.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from messages.generated.fetch_request import ReplicaState as FetchReplicaState
 from messages.generated.fetch_response import (
@@ -139,7 +140,7 @@ def _response(
     listener: str,
     error: Errors,
     *,
-    records: bytes | None = None,
+    records: bytes | RecordsRegion | None = None,
     diverging: OffsetAndEpoch | None = None,
     snapshot: OffsetAndEpoch | None = None,
 ) -> FetchResponse:
@@ -248,7 +249,7 @@ def handle_request(
     if kind is FetchValidation.SNAPSHOT:
         return _response(ctx, version, event.listener, Errors.NONE, snapshot=found)
     _update_replica_state(ctx, state, key, partition.fetch_offset, now_ms)
-    records = ctx.log.read(partition.fetch_offset, MAX_FETCH_SIZE_BYTES)
+    records = ctx.log.read_records(partition.fetch_offset, MAX_FETCH_SIZE_BYTES)
     leader_hwm = -1 if state.high_watermark is None else state.high_watermark
     # v18 (KIP-1166): a follower that knows an older high watermark is answered at once
     stale_hwm = version >= 18 and partition.high_watermark < leader_hwm
@@ -357,6 +358,7 @@ def handle_response(ctx: RaftContext, now_ms: int, event: ResponseReceived) -> N
         return
     records = partition.records
     if records:
+        records = as_buffer(records)  # a region only when a leader's answer was never encoded
         try:
             batches = list(iter_batches(records))
             expected = ctx.view.log_end_offset()
