@@ -23,7 +23,6 @@ import itertools
 import logging
 import math
 import os
-import socket
 import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -109,12 +108,13 @@ async def send_parts(stream: trio.abc.Stream, parts: Sequence[Buffer | RecordsRe
     reference, its tail -- costs one system call and one pass through Trio's scheduler, not
     three; a file region (``storage.fileio.FileRegion``: a leader's records in its log) goes
     from its file by ``sendfile``, never through this process's memory (Kafka's
-    ``FileRecords.writeTo``), the buffers before it sent with ``MSG_MORE`` so that the kernel
-    joins them to its first packet. On any other stream (TLS) the parts go as one joined
-    buffer, a region read into it, sealed in as few TLS records as it takes. Every region is
-    closed once this returns. Raises what ``SocketStream.send_all`` raises:
-    trio.BrokenResourceError when the peer is gone or a region cannot be read (its file was
-    truncated under it), trio.ClosedResourceError when the stream was closed."""
+    ``FileRecords.writeTo``), after the buffers before it. Those are not sent with
+    ``MSG_MORE``: with it, each response's first ``sendfile`` on loopback stopped after 64 KiB
+    and the socket then stayed unwritable for up to 200 ms. On any other stream (TLS) the
+    parts go as one joined buffer, a region read into it, sealed in as few TLS records as it
+    takes. Every region is closed once this returns. Raises what ``SocketStream.send_all``
+    raises: trio.BrokenResourceError when the peer is gone or a region cannot be read (its
+    file was truncated under it), trio.ClosedResourceError when the stream was closed."""
     try:
         if len(parts) == 1 and isinstance(parts[0], Buffer):
             await stream.send_all(parts[0])
@@ -145,18 +145,18 @@ async def _send_on_socket(stream: trio.SocketStream, parts: Sequence[Buffer | Re
                 pending.append(memoryview(bytes(part)))
                 continue
             part.check_intact()
-            await _sendmsg_all(sock, pending, socket.MSG_MORE)
+            await _sendmsg_all(sock, pending)
             pending = []
             await _sendfile_all(sock, part)
-        await _sendmsg_all(sock, pending, 0)
+        await _sendmsg_all(sock, pending)
     except OSError as exc:
         raise trio.BrokenResourceError(f"the socket failed: {exc}") from exc
 
 
-async def _sendmsg_all(sock: trio.socket.SocketType, pending: list[memoryview], flags: int) -> None:
+async def _sendmsg_all(sock: trio.socket.SocketType, pending: list[memoryview]) -> None:
     first = 0
     while first < len(pending):
-        sent = await sock.sendmsg(pending[first:first + IOV_MAX], (), flags)
+        sent = await sock.sendmsg(pending[first:first + IOV_MAX])
         while first < len(pending) and sent >= len(pending[first]):
             sent -= len(pending[first])
             first += 1
