@@ -93,17 +93,20 @@ LINGER_KEY = "controller.quorum.append.linger.ms"
 CURVE = "1000,5000,10000,20000,40000,80000,160000"
 """``--throughput`` without a value: the load curve's offered loads, records/s, from a twentieth
 to eight times TestRaftServer's workload. On the 2-core bench machine neither side keeps up with
-the last in every run. At 160,000 offered, kwire committed 159,000 (linger 25 ms) and 150,100
-(linger 0), Kafka 4.4.0 160,000 and 123,100 in the same run; at 200,000 offered
-(``--throughput 200000``), kwire 182,800 and 180,200, Kafka 200,400 and 156,600. Kafka's own
-figures at 160,000 ranged from 119,000 to 160,000 across runs. A saturated run is bimodal: of
-four kwire-only runs at 200,000 (linger 25 ms), two kept up with no record skipped and two
-committed 162,000 and 166,000 -- once the followers fall behind they fetch whole 8 MiB reads
+the last in every run. Since a leader's Fetch answers leave its log by ``sendfile``
+(``StorageRaftLog.read_records``), at 160,000 offered kwire committed 159,400 (linger 25 ms)
+and 159,100 (linger 0) with none skipped, at 8.5 and 9.1 CPU-s per million records, Kafka 4.4.0
+160,100 and 124,300 at 9.0 and 12.8, in the same run; at 200,000 offered (``--throughput
+200000``) kwire 196,300 and 191,100 at 7.8 and 7.9, Kafka 200,500 and 149,000 at 7.6 and 10.7.
+Kafka's own figures at 160,000 ranged from 119,000 to 160,000 across runs. A saturated kwire
+run is bimodal: once the followers fall behind they fetch whole 8 MiB reads
 (``MAX_FETCH_SIZE_BYTES``), each written, fsynced and read back for the controller, and stay
-behind. Before the node kept large buffers' pages (``server.node.heap.tune_allocator``) every
-such read faulted in fresh pages at each copy, and kwire committed 148,900 and 128,400 at
-200,000. kwire's commit latency then passes a second, and its generator skips the records it
-could not append (one second of load at most waits uncommitted)."""
+behind; kwire's commit latency nears a second and its generator skips the records it could not
+append (one second of load at most waits uncommitted). Of three
+kwire-only runs at 200,000 (linger 25 ms), one kept up (p50 162 ms) and two stayed behind (p50
+0.9-1.1 s, 197,200 and 175,400 committed). Before the answers left by ``sendfile`` kwire
+committed 182,800 and 180,200 at 200,000 (Kafka 200,400 and 156,600 in that run); before the
+node kept large buffers' pages (``server.node.heap.tune_allocator``), 148,900 and 128,400."""
 FAILOVER_LINGER_MS = 25  # Kafka's default controller.quorum.append.linger.ms
 KEEP_UP_SHARE = 0.97
 """A side keeps up with a load when it skips none and commits at least this share of it."""
