@@ -1,7 +1,7 @@
 /*
  * storage._crecords: the per-record loops of the KRaft commit path, compiled.
  *
- * Three functions, each the exact counterpart of a pure-Python loop in storage/records.py
+ * Four functions, each the exact counterpart of a pure-Python loop in storage/records.py
  * (which stays the reference, and the path taken when this module is not built or
  * KWIRE_PURE_PYTHON=1 is set):
  *
@@ -12,6 +12,12 @@
  *       as RecordBatch.iter_values yields them. Raises ValueError for anything the fast
  *       reader does not accept: the caller then runs the Python reader, which raises
  *       Kafka's error for the record (InvalidRecordError), so both paths fail alike.
+ *
+ *   selected_values(records_section, count, wanted) -> list[tuple[int, bytes]]
+ *       values()' reading, keeping only (index, value) of the records whose value is at least
+ *       two bytes long and whose second byte -- a metadata record's type, after its frame
+ *       version -- b has wanted[b] != 0 (wanted: 256 bytes); the others are not copied. As
+ *       RecordBatch.iter_selected_values yields them.
  *
  *   check(records_section, count, max_offset_delta) -> None
  *       RecordBatch.validate_records' loop: every record of a (decompressed) records section
@@ -69,6 +75,81 @@ fail(PyObject *list, Py_buffer *view, const char *what)
     return NULL;
 }
 
+/* The loop of values() and selected_values(): with wanted NULL, a list of count entries (each
+ * record's value, None when null); else a list of (index, value) for the records whose value
+ * is at least 2 bytes long and whose second byte b has wanted[b] != 0 -- the others are parsed
+ * but not copied. */
+static PyObject *
+read_values(Py_buffer *view, Py_ssize_t count, const unsigned char *wanted)
+{
+    if (count < 0) {
+        return fail(NULL, view, "negative record count");
+    }
+    const unsigned char *data = (const unsigned char *)view->buf;
+    Py_ssize_t size = view->len;
+    /* each record takes at least 7 bytes: a count beyond that cannot be right */
+    if (count > size / 7 + 1) {
+        return fail(NULL, view, "more records than bytes");
+    }
+    PyObject *list = PyList_New(wanted == NULL ? count : 0);
+    if (list == NULL) {
+        PyBuffer_Release(view);
+        return NULL;
+    }
+    Py_ssize_t pos = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int64_t body_size, ignored, key_size, value_size;
+        if (read_zigzag(data, size, &pos, 5, &body_size) < 0) {
+            return fail(list, view, "record length");
+        }
+        if (body_size < 0 || body_size > size - pos) {
+            return fail(list, view, "record size");
+        }
+        Py_ssize_t end = pos + (Py_ssize_t)body_size;
+        pos += 1; /* attributes */
+        if (read_zigzag(data, end, &pos, 10, &ignored) < 0 /* timestamp delta */
+            || read_zigzag(data, end, &pos, 5, &ignored) < 0 /* offset delta */
+            || read_zigzag(data, end, &pos, 5, &key_size) < 0) {
+            return fail(list, view, "record header");
+        }
+        if (key_size > 0) {
+            if (key_size > end - pos) {
+                return fail(list, view, "key");
+            }
+            pos += (Py_ssize_t)key_size;
+        }
+        if (read_zigzag(data, end, &pos, 5, &value_size) < 0) {
+            return fail(list, view, "value length");
+        }
+        if (value_size > end - pos) {
+            return fail(list, view, "value");
+        }
+        if (wanted == NULL) {
+            PyObject *value = value_size < 0
+                ? Py_NewRef(Py_None)
+                : PyBytes_FromStringAndSize((const char *)data + pos, (Py_ssize_t)value_size);
+            if (value == NULL) {
+                Py_DECREF(list);
+                PyBuffer_Release(view);
+                return NULL;
+            }
+            PyList_SET_ITEM(list, i, value);
+        } else if (value_size >= 2 && wanted[data[pos + 1]]) {
+            PyObject *pair = Py_BuildValue("(ny#)", i, (const char *)data + pos, (Py_ssize_t)value_size);
+            if (pair == NULL || PyList_Append(list, pair) < 0) {
+                Py_XDECREF(pair);
+                Py_DECREF(list);
+                PyBuffer_Release(view);
+                return NULL;
+            }
+            Py_DECREF(pair);
+        }
+        pos = end;
+    }
+    PyBuffer_Release(view);
+    return list;
+}
+
 static PyObject *
 crecords_values(PyObject *module, PyObject *args)
 {
@@ -77,64 +158,25 @@ crecords_values(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*n:values", &view, &count)) {
         return NULL;
     }
-    if (count < 0) {
-        return fail(NULL, &view, "negative record count");
-    }
-    const unsigned char *data = (const unsigned char *)view.buf;
-    Py_ssize_t size = view.len;
-    /* each record takes at least 7 bytes: a count beyond that cannot be right */
-    if (count > size / 7 + 1) {
-        return fail(NULL, &view, "more records than bytes");
-    }
-    PyObject *list = PyList_New(count);
-    if (list == NULL) {
-        PyBuffer_Release(&view);
+    return read_values(&view, count, NULL);
+}
+
+static PyObject *
+crecords_selected_values(PyObject *module, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t count;
+    const char *wanted;
+    Py_ssize_t wanted_size;
+    if (!PyArg_ParseTuple(args, "y*ny#:selected_values", &view, &count, &wanted, &wanted_size)) {
         return NULL;
     }
-    Py_ssize_t pos = 0;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        int64_t body_size, ignored, key_size, value_size;
-        if (read_zigzag(data, size, &pos, 5, &body_size) < 0) {
-            return fail(list, &view, "record length");
-        }
-        if (body_size < 0 || body_size > size - pos) {
-            return fail(list, &view, "record size");
-        }
-        Py_ssize_t end = pos + (Py_ssize_t)body_size;
-        pos += 1; /* attributes */
-        if (read_zigzag(data, end, &pos, 10, &ignored) < 0 /* timestamp delta */
-            || read_zigzag(data, end, &pos, 5, &ignored) < 0 /* offset delta */
-            || read_zigzag(data, end, &pos, 5, &key_size) < 0) {
-            return fail(list, &view, "record header");
-        }
-        if (key_size > 0) {
-            if (key_size > end - pos) {
-                return fail(list, &view, "key");
-            }
-            pos += (Py_ssize_t)key_size;
-        }
-        if (read_zigzag(data, end, &pos, 5, &value_size) < 0) {
-            return fail(list, &view, "value length");
-        }
-        PyObject *value;
-        if (value_size < 0) {
-            value = Py_NewRef(Py_None);
-        } else {
-            if (value_size > end - pos) {
-                return fail(list, &view, "value");
-            }
-            value = PyBytes_FromStringAndSize((const char *)data + pos, (Py_ssize_t)value_size);
-            if (value == NULL) {
-                Py_DECREF(list);
-                PyBuffer_Release(&view);
-                return NULL;
-            }
-        }
-        PyList_SET_ITEM(list, i, value);
-        pos = end;
+    if (wanted_size != 256) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "selected_values: wanted must be 256 bytes");
+        return NULL;
     }
-    PyBuffer_Release(&view);
-    return list;
+    return read_values(&view, count, (const unsigned char *)wanted);
 }
 
 /* A nullable length (-1: null) at *pos and the bytes it counts, before end: 0 when both are
@@ -305,6 +347,10 @@ static PyMethodDef crecords_methods[] = {
     {"values", crecords_values, METH_VARARGS,
      "values(records_section, count) -> list of each record's value (None when null); "
      "ValueError for records the fast reader does not accept."},
+    {"selected_values", crecords_selected_values, METH_VARARGS,
+     "selected_values(records_section, count, wanted) -> list of (index, value) for each record "
+     "whose value is 2 bytes or longer and whose second byte b has wanted[b] != 0 (wanted: 256 "
+     "bytes); ValueError as values()."},
     {"check", crecords_check, METH_VARARGS,
      "check(records_section, count, max_offset_delta) -> None when every record parses as "
      "DefaultRecord.readFrom would and lies within the batch; ValueError naming the first fault."},

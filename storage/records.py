@@ -372,6 +372,28 @@ class RecordBatch:
                 pass  # the Python reader raises Kafka's error for the record it stops at
         return self._iter_values_python()
 
+    def iter_selected_values(self, wanted: bytes) -> Iterator[tuple[int, bytes]]:
+        """``(index, value)`` of each record whose value is at least two bytes long and whose
+        second byte ``b`` -- a metadata record's type id, after its frame version -- has
+        ``wanted[b]`` non-zero (``wanted``: 256 bytes), in order; the other values are not
+        copied out of the batch (a state machine skipping the records it does not replay, e.g.
+        NoOpRecords). Raises as :meth:`iter_values`."""
+        if len(wanted) != 256:
+            raise ValueError(f"wanted must be 256 bytes, not {len(wanted)}")
+        if _crecords is not None:
+            if self.attributes & COMPRESSION_CODEC_MASK == 0:
+                section: Buffer = self._buf[RECORDS_OFFSET:]
+            else:
+                section = self.records_section()
+            try:
+                return iter(_crecords.selected_values(section, self.records_count, wanted))
+            except ValueError:
+                pass  # the Python reader raises Kafka's error for the record it stops at
+        return (
+            (index, value) for index, value in enumerate(self._iter_values_python())
+            if value is not None and len(value) >= 2 and wanted[value[1]]
+        )
+
     def _iter_values_python(self) -> Iterator[bytes | None]:
         """:meth:`iter_values` in Python (the reference)."""
         data = self.records_section()

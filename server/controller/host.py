@@ -110,6 +110,9 @@ MAX_ELECTIONS_PER_IMBALANCE = 1000
 _RETRY_AFTER_WRITE_MS = 10
 """How long a periodic task that writes waits when it may not write yet."""
 
+_REPLAYED_TYPE_BYTES = bytes(int(b in REPLAYED_KEY_BYTES) for b in range(256))
+"""REPLAYED_KEY_BYTES as the 256 flags ``RecordBatch.iter_selected_values`` takes."""
+
 SNAPSHOT_LOAD_RECORDS_PER_POLL = 20_000
 """Records of a snapshot being loaded that one call replays at most (about a quarter of a
 second): a snapshot of 10^6 partitions takes seconds to replay, and the node must go on
@@ -396,7 +399,11 @@ class ControllerHost:
             if self._loading is not None:
                 self._loading.committed.append(batch)  # after the committed image is whole again
                 return
-        if not batch.is_control:
+        if not batch.is_control and not applied:  # nothing applied ahead: only the replayed records are read out
+            base = batch.base_offset
+            for index, replayed_value in RecordBatch(batch.data).iter_selected_values(_REPLAYED_TYPE_BYTES):
+                self._replay(replayed_value, base + index, "committed")
+        elif not batch.is_control:
             replayed = REPLAYED_KEY_BYTES
             for offset, value in enumerate(RecordBatch(batch.data).iter_values(), batch.base_offset):
                 if applied and applied[0].first <= offset:  # applied when it was appended
