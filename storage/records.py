@@ -362,15 +362,17 @@ class RecordBatch:
         state machine scanning committed data). Raises InvalidRecordError (or CompressionError)
         for records that do not parse."""
         if _crecords is not None:
-            if self.attributes & COMPRESSION_CODEC_MASK == 0:
-                section: Buffer = self._buf[RECORDS_OFFSET:]
-            else:
-                section = self.records_section()
             try:
-                return iter(_crecords.values(section, self.records_count))
+                return iter(_crecords.values(self._section_for_reading(), self.records_count))
             except ValueError:
                 pass  # the Python reader raises Kafka's error for the record it stops at
         return self._iter_values_python()
+
+    def _section_for_reading(self) -> Buffer:
+        """The records section, decompressed, without a copy when it is not compressed."""
+        if self.attributes & COMPRESSION_CODEC_MASK == 0:
+            return self._buf[RECORDS_OFFSET:]
+        return self.records_section()
 
     def iter_selected_values(self, wanted: bytes) -> Iterator[tuple[int, bytes]]:
         """``(index, value)`` of each record whose value is at least two bytes long and whose
@@ -381,12 +383,8 @@ class RecordBatch:
         if len(wanted) != 256:
             raise ValueError(f"wanted must be 256 bytes, not {len(wanted)}")
         if _crecords is not None:
-            if self.attributes & COMPRESSION_CODEC_MASK == 0:
-                section: Buffer = self._buf[RECORDS_OFFSET:]
-            else:
-                section = self.records_section()
             try:
-                return iter(_crecords.selected_values(section, self.records_count, wanted))
+                return iter(_crecords.selected_values(self._section_for_reading(), self.records_count, wanted))
             except ValueError:
                 pass  # the Python reader raises Kafka's error for the record it stops at
         return (
