@@ -443,12 +443,7 @@ class MetadataLog:
         below it. ``max_bytes`` is in bytes.
         Raises OffsetOutOfRangeError outside ``[log_start_offset, log_end_offset]`` (both
         inclusive; at the end the records are empty) and KafkaStorageError on I/O failure."""
-        self._check_usable()
-        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:
-            raise OffsetOutOfRangeError(
-                f"Received request for offset {start_offset} for partition {METADATA_PARTITION_DIR}, "
-                f"but we only have log segments in the range {self.log_start_offset} to {self.log_end_offset}."
-            )
+        self._check_readable(start_offset)
         index = self._segment_index_for(start_offset)
         for segment in self._segments[index:]:
             max_position: int | None = None
@@ -471,12 +466,7 @@ class MetadataLog:
         segment's file when they come to ``min_region_bytes`` or more (to be sent from the
         file, as Kafka's ``LogSegment.read`` answers a fetch with a ``FileRecords`` slice), else
         read into ``bytes``. b"" at the log end. Raises as :meth:`read`."""
-        self._check_usable()
-        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:
-            raise OffsetOutOfRangeError(
-                f"Received request for offset {start_offset} for partition {METADATA_PARTITION_DIR}, "
-                f"but we only have log segments in the range {self.log_start_offset} to {self.log_end_offset}."
-            )
+        self._check_readable(start_offset)
         for segment in self._segments[self._segment_index_for(start_offset):]:
             found = self._guard(partial(segment.locate, start_offset, max_bytes))
             if found is None:
@@ -486,6 +476,16 @@ class MetadataLog:
                 return self._guard(partial(FileRegion, segment.fd, position, length, segment.log_path))
             return self._guard(partial(segment.read_at, position, length))
         return b""
+
+    def _check_readable(self, start_offset: int) -> None:
+        """Raise unless the log is usable and ``start_offset`` lies in ``[log_start_offset,
+        log_end_offset]`` (OffsetOutOfRangeError, Kafka's message)."""
+        self._check_usable()
+        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {start_offset} for partition {METADATA_PARTITION_DIR}, "
+                f"but we only have log segments in the range {self.log_start_offset} to {self.log_end_offset}."
+            )
 
     def _read_segment(
         self, segment: LogSegment, start_offset: int, max_bytes: int, max_position: int | None,
