@@ -60,16 +60,17 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import signal
 import sys
 import time
-from array import array
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "LatencyHistogram",
     "Workload",
     "add_parser",
     "RECORD_TYPES",
@@ -197,14 +198,88 @@ def percentiles(latencies: Any) -> dict[str, float]:
     """p50/p75/p99/p999/max (nearest rank) of a sequence of numbers; zeros when empty."""
     values = sorted(latencies)
     if not values:
-        return {"p50": 0.0, "p75": 0.0, "p99": 0.0, "p999": 0.0, "max": 0.0}
+        return _NO_PERCENTILES.copy()
     n = len(values)
+    return {name: float(values[_nearest_rank(q, n)]) for name, q in _QUANTILES} | {"max": float(values[-1])}
 
-    def rank(q: float) -> float:
-        return float(values[min(n - 1, max(0, int(q * n + 0.999999) - 1))])
 
-    return {"p50": rank(0.5), "p75": rank(0.75), "p99": rank(0.99), "p999": rank(0.999),
-            "max": float(values[-1])}
+_QUANTILES = (("p50", 0.5), ("p75", 0.75), ("p99", 0.99), ("p999", 0.999))
+_NO_PERCENTILES = {"p50": 0.0, "p75": 0.0, "p99": 0.0, "p999": 0.0, "max": 0.0}
+
+
+def _nearest_rank(q: float, n: int) -> int:
+    """The 0-based index of quantile ``q``'s nearest rank among ``n`` sorted values."""
+    return min(n - 1, max(0, int(q * n + 0.999999) - 1))
+
+
+class LatencyHistogram:
+    """Whole-millisecond latencies as a count per millisecond (index: latency in ms).
+
+    :meth:`add_run` records an append's records -- due ``step_ms`` apart and committed at one
+    instant, so their latencies fall by ``step_ms`` from record to record -- with one step per
+    distinct millisecond among them rather than one per record: at 160,000 records/s an append
+    of 30 records spans under a fifth of a millisecond. :meth:`percentiles` gives exactly what
+    :func:`percentiles` gives over the same latencies listed one by one.
+    """
+
+    __slots__ = ("counts", "total")
+
+    def __init__(self) -> None:
+        self.counts: list[int] = []
+        self.total = 0
+
+    def __len__(self) -> int:
+        return self.total
+
+    def add(self, latency_ms: int, count: int = 1) -> None:
+        """``count`` records of ``latency_ms`` (>= 0) each."""
+        counts = self.counts
+        if latency_ms >= len(counts):
+            counts.extend([0] * (latency_ms + 1 - len(counts)))
+        counts[latency_ms] += count
+        self.total += count
+
+    def add_run(self, late_ms: float, count: int, step_ms: float) -> None:
+        """``count`` records, the k-th of latency ``max(0, int(late_ms - k * step_ms))`` ms
+        (``step_ms`` > 0): the first is ``late_ms`` late, each next one was due ``step_ms``
+        later. The bounds between milliseconds are found with that same expression, so each
+        record lands where computing its latency alone would put it."""
+        k = 0
+        while k < count:
+            value = int(late_ms - k * step_ms)
+            if value <= 0:  # this one and every later one: due at or after the commit
+                self.add(0, count - k)
+                return
+            # the first record after k of a lower latency: late_ms - j * step_ms < value
+            end = min(count, max(k + 1, math.ceil((late_ms - value) / step_ms)))
+            while end > k + 1 and int(late_ms - (end - 1) * step_ms) < value:
+                end -= 1
+            while end < count and int(late_ms - end * step_ms) >= value:
+                end += 1
+            self.add(value, end - k)
+            k = end
+
+    def merge(self, other: LatencyHistogram) -> None:
+        """Add every record of ``other``."""
+        for latency_ms, count in enumerate(other.counts):
+            if count:
+                self.add(latency_ms, count)
+
+    def percentiles(self) -> dict[str, float]:
+        """As :func:`percentiles` of every recorded latency; zeros when empty."""
+        n = self.total
+        if n == 0:
+            return _NO_PERCENTILES.copy()
+        wanted = sorted((_nearest_rank(q, n), name) for name, q in _QUANTILES)
+        result: dict[str, float] = {}
+        seen = 0
+        for latency_ms, count in enumerate(self.counts):
+            seen += count
+            while wanted and wanted[0][0] < seen:
+                result[wanted.pop(0)[1]] = float(latency_ms)
+            if count:
+                result["max"] = float(latency_ms)
+        return {name: result[name] for name, _q in _QUANTILES} | {"max": result["max"]}
 
 
 class Workload:
@@ -248,7 +323,6 @@ class Workload:
         self._start_ms = 0.0  # wall clock, ms: when record 0 of the epoch was due
         self._tokens: dict[int, tuple[float, int, int]] = {}  # token -> (first due ms, count, first counter)
         self._pending: deque[tuple[int, int, float, int]] = deque()  # (base, last, first due ms, first counter)
-        self._offsets: list[float] = []  # _due_offsets
         self._first_commit_reported = False
         self._high_watermark_reported = False
         self._leading: Any = None  # a trio.Event the generator waits on while not leading
@@ -259,9 +333,9 @@ class Workload:
         self._skipped = 0
         self._last_committed_report_ms = 0
         self._last_committed: tuple[int, int] | None = None  # (offset, counter)
-        self._window: array[int] = array("i")
+        self._window = LatencyHistogram()
         self._window_start_ms = _now_ms()
-        self._all: array[int] = array("i")
+        self._all = LatencyHistogram()  # every window before the current one
 
     # --------------------------------------------------------------- RaftListener
 
@@ -301,15 +375,6 @@ class Workload:
             return
         self._pending.append((result.base_offset, result.last_offset, due_ms, first_counter))
 
-    def _due_offsets(self, count: int) -> list[float]:
-        """``i * step`` ms for i < ``count``: how much later than an append's first record its
-        i-th was due (``step``: 1000 / throughput). Kept, and grown, across appends."""
-        offsets = self._offsets
-        if len(offsets) < count:
-            step_ms = 1000 / self.throughput
-            offsets = self._offsets = [i * step_ms for i in range(max(count, 2 * len(offsets)))]
-        return offsets[:count]
-
     def handle_commit(self, batch: Any) -> None:
         """Record the commit latency (ms since its due time) of every record of this epoch's
         load up to ``batch``'s last offset; report the epoch's first committed batch, the load's
@@ -324,18 +389,13 @@ class Workload:
         if batch.is_control:
             return
         pending = self._pending
+        step_ms = 1000 / self.throughput
         while pending and pending[0][1] <= batch.last_offset:
             base, last, due_ms, first_counter = pending.popleft()
             count = last - base + 1
-            late = float(now - due_ms)  # the first record's latency; each next one was due a step later
-            latencies = list(map(int, map(late.__sub__, self._due_offsets(count))))
-            i = count - 1
-            while i >= 0 and latencies[i] < 0:  # due after its commit, a suffix if any: 0
-                latencies[i] = 0
-                i -= 1
+            # the first record's latency; each next one was due a step later
+            self._window.add_run(float(now - due_ms), count, step_ms)
             self._outstanding -= count
-            self._window.extend(latencies)
-            self._all.extend(latencies)
             self._last_committed = (last, first_counter + count - 1)
             if not self._first_commit_reported:
                 self._first_commit_reported = True
@@ -401,7 +461,8 @@ class Workload:
         now = _now_ms()
         elapsed_s = max(1e-3, (now - self._window_start_ms) / 1000)
         window = self._window
-        self._window = array("i")
+        self._window = LatencyHistogram()
+        self._all.merge(window)
         self._window_start_ms = now
         if not window and self.claimed_epoch is None:
             return
@@ -410,9 +471,12 @@ class Workload:
     def summary(self, elapsed_s: float) -> dict[str, Any]:
         """The ``summary`` report: every record committed as leader since start, rates over
         ``elapsed_s`` seconds."""
-        return self._stats("summary", _now_ms(), self._all, elapsed_s)
+        every = LatencyHistogram()
+        every.merge(self._all)
+        every.merge(self._window)
+        return self._stats("summary", _now_ms(), every, elapsed_s)
 
-    def _stats(self, event: str, now: int, latencies: Any, elapsed_s: float) -> dict[str, Any]:
+    def _stats(self, event: str, now: int, latencies: LatencyHistogram, elapsed_s: float) -> dict[str, Any]:
         records = len(latencies)
         return {
             "event": event,
@@ -422,7 +486,7 @@ class Workload:
             "skipped": self._skipped,
             "records_per_s": records / elapsed_s,
             "bytes_per_s": records * self.record_size / elapsed_s,
-            "latency_ms": percentiles(latencies),
+            "latency_ms": latencies.percentiles(),
         }
 
 

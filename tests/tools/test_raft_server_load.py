@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
 
 from messages.generated.config_record import ConfigRecord
 from messages.generated.no_op_record import NoOpRecord
@@ -20,8 +22,10 @@ from server.raft.events import AppendResult, CommittedBatch
 from server.raft.types import LeaderAndEpoch
 from tools.raft_server_load import (
     WORKLOAD_CONFIG_NAME,
+    LatencyHistogram,
     Workload,
     parse_workload_record,
+    percentiles,
     record_template,
     tick_seconds,
     workload_value,
@@ -125,8 +129,8 @@ async def test_latency_counts_from_each_records_due_time() -> None:
     workload.handle_append_result(AppendResult(0, 11, 13, 4))
     workload.handle_commit(CommittedBatch(11, 13, 4, False, b""))
     elapsed = time.time_ns() / 1_000_000 - before
-    first = workload._window[0]
-    assert list(workload._window) == [first, first - 1, first - 2]  # one commit time, due 1 ms apart
+    first = len(workload._window.counts) - 1  # the highest latency recorded
+    assert _expanded(workload._window) == [first - 2, first - 1, first]  # one commit time, due 1 ms apart
     assert 49 <= first <= 50 + elapsed  # the commit time is read in whole milliseconds
 
 
@@ -139,7 +143,45 @@ async def test_records_due_after_their_commit_count_zero() -> None:
     workload._tokens[0] = (before - 2, 200, 0)  # due 2 ms ago, then every 1 ms: the last 197 ms ahead
     workload.handle_append_result(AppendResult(0, 20, 219, 4))
     workload.handle_commit(CommittedBatch(20, 219, 4, False, b""))
-    latencies = list(workload._window)
-    assert len(latencies) == 200 and latencies[0] >= 1  # the clock reads whole milliseconds
-    assert latencies == sorted(latencies, reverse=True)  # due 1 ms apart, committed at once
-    assert latencies[100:] == [0] * 100
+    latencies = _expanded(workload._window)
+    assert len(latencies) == 200 and latencies[-1] >= 1  # the clock reads whole milliseconds
+    assert latencies[:197] == [0] * 197  # due at or after the commit: 0, never negative
+
+
+def _expanded(histogram: LatencyHistogram) -> list[int]:
+    """Every latency a histogram holds, ascending."""
+    return [ms for ms, count in enumerate(histogram.counts) for _ in range(count)]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(min_value=-50, max_value=5_000, allow_nan=False),
+            st.integers(min_value=0, max_value=400),
+            st.sampled_from([1000 / t for t in (1, 7, 1_000, 3_000, 20_000, 160_000, 240_000)]),
+        ),
+        max_size=8,
+    )
+)
+def test_a_run_lands_where_each_record_alone_would(runs: list[tuple[float, int, float]]) -> None:
+    """Per millisecond, a histogram of runs holds what listing each record's latency gives,
+    so its percentiles are exactly those of the sorted latencies."""
+    histogram = LatencyHistogram()
+    one_by_one: list[int] = []
+    for late_ms, count, step_ms in runs:
+        histogram.add_run(late_ms, count, step_ms)
+        one_by_one += [max(0, int(late_ms - k * step_ms)) for k in range(count)]
+    assert _expanded(histogram) == sorted(one_by_one)
+    assert len(histogram) == len(one_by_one)
+    assert histogram.percentiles() == percentiles(one_by_one)
+
+
+def test_merged_windows_give_the_percentiles_of_both() -> None:
+    first, second, both = LatencyHistogram(), LatencyHistogram(), LatencyHistogram()
+    first.add_run(30.5, 1_000, 0.01)  # 30 .. 21 ms
+    second.add_run(900.0, 10, 1.0)  # 900 .. 891 ms
+    both.merge(first)
+    both.merge(second)
+    assert len(both) == 1_010
+    assert both.percentiles() == percentiles(_expanded(first) + _expanded(second))
+    assert both.percentiles()["p99"] == 30.0 and both.percentiles()["p999"] == 899.0  # ranks 1,000 and 1,009
