@@ -15,9 +15,9 @@ Measured: the time from the first registration sent to every broker unfenced (ea
 registration and its unfencing are controller writes); then, over the window that follows the
 warm-up, heartbeat latency (request sent to answer read, p50/p99/max, every heartbeat in the
 window), heartbeats answered per second, and the three controller processes' CPU seconds
-(utime + stime, ``/proc``) per thousand heartbeats. Then a topic of :data:`KILL_PARTITIONS`
-partitions is created, each led by the first broker (replicas assigned by hand), that broker
-stops heartbeating (a kill -9 as the controller sees it), and the active controller's log is
+(utime + stime, with reaped children's, ``/proc``; ``quorum.cpu_seconds``) per thousand
+heartbeats. Then a topic of :data:`KILL_PARTITIONS` partitions is created, each led by the first
+broker (replicas assigned by hand), that broker stops heartbeating (a kill -9 as the controller sees it), and the active controller's log is
 read afterwards: the time from the kill to the append time of the last batch that gave one of
 those partitions another leader (``broker.session.timeout.ms``, 9 s by default, plus the
 controller's expiry check and the write). That time depends on where in its 2 s heartbeat

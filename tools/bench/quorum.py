@@ -31,7 +31,8 @@ loopback ports, once per ``controller.quorum.append.linger.ms`` in :data:`LINGER
   sends late records as fast as it can, so its committed rate can exceed the target after a
   stall.
 
-CPU: utime + stime (``/proc/<pid>/stat``, in ``SC_CLK_TCK`` ticks) of all three processes over
+CPU: utime + stime, with those of reaped children (``/proc/<pid>/stat``, in ``SC_CLK_TCK``
+ticks; :func:`cpu_seconds`), of all three processes over
 the measured window, divided by the records committed in it, times one million. For kwire the
 window is between the leader's two reports (its record count); for Kafka between two of its lines
 one ``window`` apart (records = Kafka's rate x the window's length).
@@ -186,14 +187,17 @@ class Row:
 
 
 def cpu_seconds(pids: Sequence[int]) -> float:
-    """utime + stime of the processes ``pids`` so far, in seconds (``/proc/<pid>/stat`` fields 14
-    and 15, in ``SC_CLK_TCK`` ticks). Raises OSError when a process is gone."""
+    """CPU seconds the processes ``pids`` and their reaped children used so far: utime + stime +
+    cutime + cstime (``/proc/<pid>/stat`` fields 14-17, in ``SC_CLK_TCK`` ticks). The children
+    count because a kwire node builds its snapshots in forked processes (``server.node.forked``)
+    where Kafka's controller uses a thread of its own process. Raises OSError when a process is
+    gone."""
     ticks = 0
     for pid in pids:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
             stat = f.read()
         fields = stat[stat.rindex(")") + 2:].split()  # fields[0] is field 3 (state)
-        ticks += int(fields[11]) + int(fields[12])
+        ticks += sum(map(int, fields[11:15]))
     return ticks / os.sysconf("SC_CLK_TCK")
 
 

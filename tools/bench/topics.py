@@ -12,9 +12,9 @@ active controller) then sends CreateTopics v7 for ``bench-topic-<n>``, waits for
 next.
 
 Measured: the wall time from the first request sent to the last answer read, the request
-latency (p50/p99), and the three controller processes' CPU seconds (utime + stime, ``/proc``)
-over the creations, per hundred topics. Every answer must be NONE; a side whose answers carry errors says
-so in its row.
+latency (p50/p99), and the three controller processes' CPU seconds (utime + stime, with reaped
+children's, ``/proc``; ``quorum.cpu_seconds``) over the creations, per hundred topics. Every
+answer must be NONE; a side whose answers carry errors says so in its row.
 
 ``--quick``: 20 topics (a smoke run); full: 1,000 topics.
 """
