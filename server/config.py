@@ -271,8 +271,10 @@ class KRaftConfig:
     segments; Kafka's fixed 60 s (``KafkaRaftClient``'s snapshot cleaner), settable for tests."""
     snapshot_build_in_child: bool = True
     """``kwire.metadata.snapshot.build.in.child``: build each metadata snapshot's bytes in a
-    forked child at a lower priority (``server.node.forked``), where the platform forks; false
-    builds it on the event loop a step at a time. kwire's own key (Kafka builds on a thread)."""
+    forked child at a lower priority (``server.node.forked``), where the platform forks and the
+    image is big enough to be worth a fork (``server.node.driver.FORK_MIN_IMAGE_RECORDS``);
+    false builds every one on the event loop a step at a time. kwire's own key (Kafka builds
+    on a thread)."""
     prometheus_port: int | None = None
     """Serve metrics in Prometheus' format on this port (``kwire.prometheus.port``; 0 picks a
     free one; unset: no metrics server). kwire's own key: Kafka serves JMX only."""

@@ -294,6 +294,14 @@ class QuorumController:
             ],
         )
 
+    def image_record_estimate(self) -> int:
+        """Roughly how many records :meth:`snapshot_view` gives: the partitions, topics,
+        brokers, controllers and config resources, counted without walking the image (each
+        resource's config entries, quotas and security records are left out)."""
+        replication = self.replication
+        return (replication.partition_count + len(replication.topics) + len(self.cluster.registrations)
+                + len(self.controllers) + len(replication.configs))
+
     # ------------------------------------------------------------------ writes
 
     def register_controller(self, request: ControllerRegistrationRequest) -> list[Record]:

@@ -198,10 +198,13 @@ class SnapshotToWrite:
     generator that makes its ``.checkpoint`` bytes from the image as it stood when the snapshot
     was taken (``server.controller.snapshots.image_snapshot_steps``). The generator reads
     nothing the host changes afterwards, so the driver may run it a step at a time between its
-    other work while the host goes on (at a million partitions it takes over ten seconds)."""
+    other work while the host goes on (at a million partitions it takes over ten seconds).
+    ``image_records`` is roughly how many records it holds
+    (``QuorumController.image_record_estimate``), for the driver to choose where to build it."""
 
     snapshot_id: OffsetAndEpoch
     steps: Callable[[], Generator[None, None, bytes]]
+    image_records: int
 
     def build(self) -> bytes:
         """Every step at once: the snapshot's bytes."""
@@ -1068,5 +1071,5 @@ class ControllerHost:
             voters=voters,
         )
         self._triggers.reset(now_ms)
-        self._out.snapshot = SnapshotToWrite(snapshot_id, steps)
+        self._out.snapshot = SnapshotToWrite(snapshot_id, steps, controller.image_record_estimate())
         self.log.info("node %d: creating snapshot %020d-%010d because %s", self.config.node_id, snapshot_id.offset, snapshot_id.epoch, reason)

@@ -20,7 +20,9 @@ from tests.controller.fixtures import (
     broker_record,
     controller_at,
     controller_record,
+    directory,
     mv_record,
+    partition_record,
     values,
 )
 
@@ -160,3 +162,19 @@ def test_a_controller_s_snapshot_loads_into_a_fresh_controller() -> None:
     assert copy.feature_levels == original.feature_levels and copy.controllers == original.controllers
     assert copy.cluster.registrations == original.cluster.registrations
     assert copy.cluster.register_offsets == {2: 2}
+
+
+def test_the_image_record_estimate_counts_all_but_feature_levels_and_extra_config_entries() -> None:
+    topic_id = Uuid.from_longs(9, 9)
+    controller = controller_at(
+        21,
+        (broker_record(2, 8, fenced=False, log_dirs=[directory(2)]), 3),
+        (broker_record(3, 9, fenced=False, log_dirs=[directory(3)]), 3),
+        (controller_record(3001), 0),
+        (TopicRecord(name="t", topic_id=topic_id), 0),
+        *[(partition_record(topic_id, i, [2, 3], [2, 3], 2), 2) for i in range(40)],
+        (ConfigRecord(resource_type=2, resource_name="t", name="retention.ms", value="1"), 0),
+    )
+    records = controller.snapshot_records()
+    assert len(records) == 1 + 2 + 1 + 1 + 40 + 1  # metadata.version, brokers, controller, topic, ...
+    assert controller.image_record_estimate() == len(records) - len(controller.feature_levels)

@@ -52,12 +52,19 @@ def _config(data: Path, port: int, in_child: bool = True) -> KRaftConfig:
     )
 
 
-@pytest.mark.parametrize("in_child", [True, False], ids=["built-in-a-child", "built-on-the-loop"])
+@pytest.mark.parametrize(
+    ("in_child", "fork_min_records", "forks"),
+    [(True, 0, True), (False, 0, False), (True, driver.FORK_MIN_IMAGE_RECORDS, False)],
+    ids=["built-in-a-child", "built-on-the-loop", "too-small-to-fork"],
+)
 async def test_ten_minutes_of_no_ops_keep_a_bounded_log_and_restart_from_the_snapshot(
-    tmp_path: Path, autojump_clock: trio.testing.MockClock, in_child: bool, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, in_child: bool, fork_min_records: int, forks: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The image here is a handful of records: only with no minimum does a child build it."""
     config = _config(tmp_path / "data", _free_port(), in_child)
     assert config.snapshot_build_in_child is in_child
+    monkeypatch.setattr(driver, "FORK_MIN_IMAGE_RECORDS", fork_min_records)
     children: list[object] = []
 
     async def counted(build: Callable[[], bytes]) -> bytes:
@@ -100,7 +107,7 @@ async def test_ten_minutes_of_no_ops_keep_a_bounded_log_and_restart_from_the_sna
     assert content.voters is not None and [v.voter_id for v in content.voters.voters] == [1]
     assert content.data_records()[0] == encode_record(image[0][0], image[0][1])  # metadata.version first
 
-    assert bool(children) is in_child, len(children)  # every snapshot came from a forked child, or none
+    assert bool(children) is forks, len(children)  # every snapshot came from a forked child, or none
 
     # a restarted node starts from the newest snapshot: same image, still the leader
     again = Node(config, rng=random.Random(2), run_blocking=_inline)
@@ -184,6 +191,7 @@ async def test_a_snapshot_asked_for_during_another_build_is_built_after_it(
         original(self, snapshot)
 
     monkeypatch.setattr(driver, "build_in_child", held)
+    monkeypatch.setattr(driver, "FORK_MIN_IMAGE_RECORDS", 0)  # the held "child" builds even this image
     monkeypatch.setattr(Node, "_start_snapshot", recorded)
     assert format_standalone(config, out=lambda line: None)
     node = Node(config, rng=random.Random(4), run_blocking=_inline)
