@@ -58,6 +58,7 @@ format, which tests and ``kwire dev-cluster`` use too); the command keeps Kafka'
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import math
@@ -155,22 +156,31 @@ def workload_values(
 ) -> tuple[bytes, ...]:
     """The values of counters ``first`` .. ``first + count - 1`` (:func:`workload_value` of each),
     made together: the generator's share of a leader's CPU at 240,000 records/s."""
-    data, start, length = template
-    head, tail = data[:start], data[start:]
     values: list[bytes] = []
     counter, end = first, first + count
-    prefix = (head + b"%d." % epoch).replace(b"%", b"%%")
     while counter < end:
         # counters of one digit count share a marker length, so one format makes each value
-        group_end = min(end, 10 ** len(str(counter)))
-        marker_length = len(b"%d.%d.%d." % (epoch, counter, node_id))
-        if marker_length > length:
-            raise ValueError("record too small for its marker")
-        suffix = (b".%d." % node_id + tail[marker_length:]).replace(b"%", b"%%")
-        form = prefix + b"%d" + suffix
+        digits = len(str(counter))
+        group_end = min(end, 10 ** digits)
+        form = _value_form(template, epoch, digits, node_id)
         values += [form % c for c in range(counter, group_end)]
         counter = group_end
     return tuple(values)
+
+
+@functools.lru_cache(maxsize=16)
+def _value_form(template: tuple[bytes, int, int], epoch: int, digits: int, node_id: int) -> bytes:
+    """The ``%``-format that makes the value of any counter of ``digits`` digits: the template
+    with the marker ``epoch.<counter>.node_id.`` at its place (computed once per epoch and digit
+    count, not once per append)."""
+    data, start, length = template
+    head, tail = data[:start], data[start:]
+    marker_length = len(b"%d.%s.%d." % (epoch, b"0" * digits, node_id))
+    if marker_length > length:
+        raise ValueError("record too small for its marker")
+    prefix = (head + b"%d." % epoch).replace(b"%", b"%%")
+    suffix = (b".%d." % node_id + tail[marker_length:]).replace(b"%", b"%%")
+    return prefix + b"%d" + suffix
 
 
 def parse_workload_value(value: str) -> tuple[int, int, int]:
