@@ -60,6 +60,11 @@ DIR_ID = Uuid.from_string("J8aAPcfLQt2bqs1JT_rMgQ")
 """A fixed directory id, for directories kwire formats in a test."""
 PARTITION = "__cluster_metadata-0"
 
+SHELL_ATTEMPT_S = 15.0
+"""Seconds one attempt of :meth:`KafkaRelease.metadata_shell` may take: a shell that answers
+does so in 2-5 s on a loaded 2-core machine (JVM start included); one that hangs never
+does, and each hang cost the test 30 s when an attempt had that long."""
+
 T = TypeVar("T")
 
 
@@ -116,13 +121,13 @@ class KafkaRelease:
         once the shell holds the image (``tools.stock_kafka.metadata_shell_session``: its
         one-command mode can answer from an empty image). The 3.9 shell sometimes never gets
         past loading a file (its loader waits for a high watermark its file reader has already
-        passed; 2 of 16 runs on one file here): each attempt gets 30 s and the command is tried
-        up to three times. The result carries the command's output and the shell's stderr."""
+        passed; 2 of 16 runs on one file here): each attempt gets :data:`SHELL_ATTEMPT_S` and
+        the command is tried up to three times. The result carries the command's output and the shell's stderr."""
         line = " ".join(str(part) for part in command)
         for attempt in range(3):
             errors: list[str] = []
             try:
-                (out,) = metadata_shell_session(self.version, snapshot, [line], timeout=30.0, errors=errors)
+                (out,) = metadata_shell_session(self.version, snapshot, [line], timeout=SHELL_ATTEMPT_S, errors=errors)
             except subprocess.TimeoutExpired:
                 if attempt == 2:
                     raise
