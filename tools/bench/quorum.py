@@ -94,28 +94,30 @@ LINGER_KEY = "controller.quorum.append.linger.ms"
 CURVE = "1000,5000,10000,20000,40000,80000,160000"
 """``--throughput`` without a value: the load curve's offered loads, records/s, from a twentieth
 to eight times TestRaftServer's workload. On the 2-core bench machine neither side keeps up with
-the last in every run. Since a leader's Fetch answers leave its log by ``sendfile``
-(``StorageRaftLog.read_records``), at 160,000 offered kwire committed 159,400 (linger 25 ms)
-and 159,100 (linger 0) with none skipped, at 8.5 and 9.1 CPU-s per million records, Kafka 4.4.0
-160,100 and 124,300 at 9.0 and 12.8, in the same run; at 200,000 offered (``--throughput
-200000``) kwire 196,300 and 191,100 at 7.8 and 7.9, Kafka 200,500 and 149,000 at 7.6 and 10.7.
-Kafka's own figures at 160,000 ranged from 119,000 to 160,000 across runs. Since a controller
-reads out only the records it replays (``RecordBatch.iter_selected_values``), 7.5 against
-Kafka's 7.9 (linger 25 ms) and 9.0 against 12.2 (linger 0) at 160,000, kwire committing
-159,000 at both with none skipped. Before that, in a whole curve
-run (``--throughput``), kwire's CPU per million records was 0.67, 0.74, 1.06 and 1.08 of
-Kafka's at 20,000, 40,000, 80,000 and 160,000 (linger 25 ms) and 0.76, 0.81, 0.84 and 0.78
-(linger 0), both sides keeping up to 160,000 at linger 25 ms and Kafka to 80,000 at linger 0;
-at 80,000 and 160,000 (linger 25 ms) other runs gave 0.89-0.95, Kafka's own figure at 160,000
-moving from 7.4 to 9.2 as its commit latency (and so its batches) grew. A saturated kwire
-run is bimodal: once the followers fall behind they fetch whole 8 MiB reads
+the last in every run.
+
+A whole-curve run (``--throughput``, CPU counted with the nodes' reaped children,
+:func:`cpu_seconds`) gave kwire's CPU per million records as 0.92, 0.86, 0.92, 0.86, 0.79 and
+0.72 of Kafka 4.4.0's at 1,000 to 80,000 (linger 25 ms) and 0.91, 0.78, 0.85, 0.80, 0.75 and
+0.77 (linger 0), both sides keeping up to 80,000. At 160,000 kwire kept up at both lingers
+(7.6 and 7.4 CPU-s per million, none skipped) where Kafka committed 87,000 at linger 0 (15.8)
+and printed no usable line at linger 25. A run of 160,000 alone: kwire 159,100 and 160,000
+committed at 7.2 and 7.5, Kafka 141,300 and 96,700 at 9.9 and 15.1 (linger 25 and 0). On a
+faster machine in earlier runs Kafka committed 119,000-160,000 at 160,000, at 7.4-9.2 CPU-s
+per million (linger 25 ms).
+
+Figures from before the reaped children were counted leave out the forked snapshot builders:
+a node crosses the 20 MiB snapshot trigger twice a second at 160,000 records/s, and until
+images of under 2,000 records were built without a fork
+(``server.node.driver.FORK_MIN_IMAGE_RECORDS``) those forks cost 0.6-0.8 CPU-s per million
+records, uncounted.
+
+A saturated kwire run is bimodal: once the followers fall behind they fetch whole 8 MiB reads
 (``MAX_FETCH_SIZE_BYTES``), each written, fsynced and read back for the controller, and stay
 behind; kwire's commit latency nears a second and its generator skips the records it could not
-append (one second of load at most waits uncommitted). Of three
-kwire-only runs at 200,000 (linger 25 ms), one kept up (p50 162 ms) and two stayed behind (p50
-0.9-1.1 s, 197,200 and 175,400 committed). Before the answers left by ``sendfile`` kwire
-committed 182,800 and 180,200 at 200,000 (Kafka 200,400 and 156,600 in that run); before the
-node kept large buffers' pages (``server.node.heap.tune_allocator``), 148,900 and 128,400."""
+append (one second of load at most waits uncommitted). At 200,000 offered (``--throughput
+200000``, linger 25 ms) kwire committed 196,300 in one run beside Kafka's 200,500, and of three
+kwire-only runs one kept up (p50 162 ms) and two stayed behind (197,200 and 175,400)."""
 FAILOVER_LINGER_MS = 25  # Kafka's default controller.quorum.append.linger.ms
 KEEP_UP_SHARE = 0.97
 """A side keeps up with a load when it skips none and commits at least this share of it."""
