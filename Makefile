@@ -63,11 +63,12 @@ run: install
 ## at idle CPU priority (SCHED_IDLE, or nice 19 where `chrt --idle` cannot run). The tests spend
 ## about a fifth of their time waiting on servers and JVMs; the seeds, pure CPU, run in exactly
 ## those waits and take no CPU from a test that has work. The seeds' and the checks' output is printed
-## after the tests'. `make test` runs the first 150 seeds of each scenario (30 stray ones): on a
+## after the tests'. `make test` runs the first 100 seeds of each scenario (20 stray ones): on a
 ## fresh clone at 9372999 the 500 default seeds took 346 CPU-s and ran 80 s past the other
-## tests, at fca327b 300 seeds still ran 18 s past them (make test 649 s), and at b903233 200
-## seeds took 554 s beside the tests' 623 s with the whole run at 630 s; `make nightly` runs
-## seeds 150-499 (their recorded traces) and 10,000 more.
+## tests, at fca327b 300 seeds still ran 18 s past them (make test 649 s), at b903233 200
+## seeds took 554 s beside the tests' 623 s with the whole run at 630 s, and at 263c62e, on a
+## machine where the tests alone took 594 s, 150 seeds slowed them to 631 s (make test 669 s);
+## `make nightly` runs seeds 100-499 (their recorded traces) and 10,000 more.
 ## Tests that share a cluster, a JVM or the Spark session run on one worker
 ## (conftest.py); the 15 slowest of each run are printed.
 ## Bytecode is written as modules are first imported, whatever PYTHONDONTWRITEBYTECODE says:
@@ -83,7 +84,7 @@ test:
 		> .class-data-archives.log 2>&1 & archives=$$!; \
 	$(PY) -m compileall -q -j 0 kwire messages storage server tools tests compat conftest.py; \
 	idle=$$(chrt --idle 0 true >/dev/null 2>&1 && echo "chrt --idle 0" || echo "nice -n 19"); \
-	PYTHONDONTWRITEBYTECODE= KWIRE_SIM_SEEDS=150 $$idle $(PY) -m pytest -q -n 2 -m simulation -p no:cacheprovider \
+	PYTHONDONTWRITEBYTECODE= KWIRE_SIM_SEEDS=100 $$idle $(PY) -m pytest -q -n 2 -m simulation -p no:cacheprovider \
 		--durations=5 > .simulation.log 2>&1 & simulated=$$!; \
 	$$idle $(MAKE) --no-print-directory -j 4 --output-sync=target check-generated lint lint-imports \
 		typecheck > .checks.log 2>&1 & checks=$$!; \
@@ -115,7 +116,7 @@ FAULT_ROUNDS ?= 20
 FAULT_SEED ?= 1
 SOAK_MINUTES ?= 60
 nightly: install compat-jars
-	KWIRE_SIM_FIRST=150 KWIRE_SIM_SEEDS=350 $(PY) -m pytest -q tests/raft/test_simulation.py -k seeds
+	KWIRE_SIM_FIRST=100 KWIRE_SIM_SEEDS=400 $(PY) -m pytest -q tests/raft/test_simulation.py -k seeds
 	KWIRE_SIM_FIRST=10000 KWIRE_SIM_SEEDS=10000 $(PY) -m pytest -q tests/raft/test_simulation.py
 	KWIRE_MIXED_LEADER_CHANGES=100 $(PY) -m pytest -q compat/test_mixed_quorum.py
 	KWIRE_FAULT_ALL_CONFIGS=1 KWIRE_FAULT_ROUNDS=$(FAULT_ROUNDS) KWIRE_FAULT_SEED=$(FAULT_SEED) \
