@@ -5,6 +5,7 @@ included; the generator idles while another node leads."""
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -25,7 +26,6 @@ from tools.raft_server_load import (
     LatencyHistogram,
     Workload,
     parse_workload_record,
-    percentiles,
     record_template,
     tick_seconds,
     workload_value,
@@ -148,6 +148,17 @@ async def test_records_due_after_their_commit_count_zero() -> None:
     assert latencies[:197] == [0] * 197  # due at or after the commit: 0, never negative
 
 
+def _sorted_percentiles(latencies: list[int]) -> dict[str, float]:
+    """The reference: nearest-rank percentiles of the sorted list (rank ceil(q * n), 1-based)."""
+    values = sorted(latencies)
+    if not values:
+        return {"p50": 0.0, "p75": 0.0, "p99": 0.0, "p999": 0.0, "max": 0.0}
+    n = len(values)
+    ranked = {name: float(values[max(1, math.ceil(q * n - 1e-9)) - 1])
+              for name, q in (("p50", 0.5), ("p75", 0.75), ("p99", 0.99), ("p999", 0.999))}
+    return ranked | {"max": float(values[-1])}
+
+
 def _expanded(histogram: LatencyHistogram) -> list[int]:
     """Every latency a histogram holds, ascending."""
     return [ms for ms, count in enumerate(histogram.counts) for _ in range(count)]
@@ -173,7 +184,7 @@ def test_a_run_lands_where_each_record_alone_would(runs: list[tuple[float, int, 
         one_by_one += [max(0, int(late_ms - k * step_ms)) for k in range(count)]
     assert _expanded(histogram) == sorted(one_by_one)
     assert len(histogram) == len(one_by_one)
-    assert histogram.percentiles() == percentiles(one_by_one)
+    assert histogram.percentiles() == _sorted_percentiles(one_by_one)
 
 
 def test_merged_windows_give_the_percentiles_of_both() -> None:
@@ -183,5 +194,5 @@ def test_merged_windows_give_the_percentiles_of_both() -> None:
     both.merge(first)
     both.merge(second)
     assert len(both) == 1_010
-    assert both.percentiles() == percentiles(_expanded(first) + _expanded(second))
+    assert both.percentiles() == _sorted_percentiles(_expanded(first) + _expanded(second))
     assert both.percentiles()["p99"] == 30.0 and both.percentiles()["p999"] == 899.0  # ranks 1,000 and 1,009
