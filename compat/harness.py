@@ -122,7 +122,8 @@ class KafkaRelease:
         one-command mode can answer from an empty image). The 3.9 shell sometimes never gets
         past loading a file (its loader waits for a high watermark its file reader has already
         passed; 2 of 16 runs on one file here): each attempt gets :data:`SHELL_ATTEMPT_S` and
-        the command is tried up to three times. The result carries the command's output and the shell's stderr."""
+        the command is tried up to three times. The result carries the command's output and the
+        shell's stderr."""
         line = " ".join(str(part) for part in command)
         for attempt in range(3):
             errors: list[str] = []
