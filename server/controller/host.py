@@ -84,6 +84,7 @@ from server.controller.registry import ControllerApi, find
 from server.controller.responses import not_controller
 from server.controller.result import Record
 from server.controller.snapshots import SnapshotTriggers, image_snapshot_steps, run_steps
+from server.controller.write_queue import DeferredWriteQueue
 from server.raft.control_state import ControlRecordStateMachine
 from server.raft.events import AppendResult, ClientAppend, CommittedBatch, UpgradeKRaftVersion
 from server.raft.log import RaftLog, read_batches
@@ -235,17 +236,6 @@ class ControllerOutbox:
     next_deadline_ms: int | None = None
 
 
-@dataclass(slots=True)
-class _Write:
-    """A write whose batch is on its way to the log: ``answer`` (None for the controller's own
-    writes) hears the outcome once the batch up to ``last_offset`` committed, ``on_commit`` the
-    batch's last offset."""
-
-    answer: Callable[[ApiError | None], None] | None
-    on_commit: Callable[[int], None] | None = None
-    last_offset: int | None = None
-
-
 @dataclass(frozen=True, slots=True)
 class _Applied:
     """One of the host's appends whose records the image holds ahead of their commit: the
@@ -348,15 +338,10 @@ class ControllerHost:
         self.stopping = False
         """The node is stopping: no activation and no NoOps any more."""
         self._triggers = SnapshotTriggers(config.snapshot_max_bytes, config.snapshot_max_interval_ms, now_ms)
-        self._writes: dict[int, _Write] = {}
-        """Uncommitted writes (and answers waiting for them) by the token of their append."""
-        self._waiting: deque[ControllerRequest] = deque()
-        """Requests waiting, in arrival order, for every write before them to commit (only
-        behind a write not applied ahead, or after going back to the committed image)."""
+        self._queue: DeferredWriteQueue[ControllerRequest] = DeferredWriteQueue()
+        """Uncommitted writes and the answers and requests waiting for them."""
         self._balance_walk: elections.BalanceWalk | None = None
         """The rebalance's pass in progress (``_balance_leaders``)."""
-        self._barrier = False
-        """Requests wait in ``_waiting`` until no write is uncommitted."""
         self._applied: deque[_Applied] = deque()
         """The host's appends the image holds ahead of their commit, in offset order."""
         self._applied_by_token: dict[int, _Applied] = {}
@@ -417,8 +402,8 @@ class ControllerHost:
                     self._replay(value, offset, "committed")
         self.replayed_offset = batch.last_offset + 1
         self._maybe_snapshot(now_ms, batch)
-        if self._writes:
-            self._complete_writes(batch.last_offset)
+        if self._queue.pending:
+            self._queue.complete_up_to(batch.last_offset)
 
     def _replay(self, value: bytes | None, offset: int, how: str) -> None:
         """Replay one record at ``offset`` (``how``: "committed", or "appended" when applied
@@ -580,20 +565,12 @@ class ControllerHost:
             self.log.error("node %d: append %d applied ahead at offset %d came back as %s", self.config.node_id,
                            result.token, applied.first, result)
             self._revert(self._now_ms, "an append applied ahead did not land where it was applied")
-            self._barrier = True
-        write = self._writes.get(result.token)
-        if write is None:
-            return True  # activation records and NoOps: nothing waits for them
+            self._queue.barrier = True
         if result.error_code != Errors.NONE:
-            del self._writes[result.token]
-            if write.answer is not None:
-                write.answer(self.not_controller())
-        else:
-            write.last_offset = result.last_offset
-            if self.config.unsafe_ack_on_append and write.answer is not None:
-                write.answer(None)  # TEST ONLY (KRaftConfig.unsafe_test_ack_on_append): before the commit
-                write.answer = None
-        return True
+            self._queue.refused(result.token, self.not_controller())
+        else:  # TEST ONLY (KRaftConfig.unsafe_test_ack_on_append): answered before the commit
+            self._queue.landed(result.token, result.last_offset, ack=self.config.unsafe_ack_on_append)
+        return True  # activation records and NoOps: nothing waits for them
 
     def request(self, now_ms: int, request: ControllerRequest) -> None:
         """A controller RPC (one that ``server.controller.registry`` lists; raises KeyError for
@@ -618,8 +595,8 @@ class ControllerHost:
             return
         if api.on_arrival is not None:
             api.on_arrival(self.controller, request.body, now_ms)
-        if (self._waiting or self._blocked()) and self.active_controller() is not None:
-            self._waiting.append(request)
+        if (self._queue.waiting or self._queue.blocked) and self.active_controller() is not None:
+            self._queue.waiting.append(request)
             return
         self._run(now_ms, request, api)
 
@@ -693,10 +670,8 @@ class ControllerHost:
         self._follow_leadership(now_ms)
         if not self.authorizer.loaded and 0 < self.raft.high_watermark <= self.replayed_offset:
             self.authorizer.loaded = True  # Kafka's completeInitialLoad: caught up to the high watermark
-        if not self._writes:
-            self._barrier = False
-        while self._waiting and not self._blocked() and self._loading is None:
-            request = self._waiting.popleft()
+        self._queue.lower_barrier_if_idle()
+        while self._loading is None and (request := self._queue.next_waiting()) is not None:
             api = find(request.body)
             assert api is not None
             self._run(now_ms, request, api)
@@ -749,18 +724,18 @@ class ControllerHost:
         if self._applied and not (isinstance(state, Leader) and state.epoch == self._applied[0].epoch):
             controller.renounce()
             self._revert(now_ms, "the leadership of the epoch it was appended in was lost")
-            if self._writes:
+            if self._queue.pending:
                 self._fail_writes()
         if not isinstance(state, Leader):
             controller.renounce()
-            if self._writes:
+            if self._queue.pending:
                 self._fail_writes()
             return
         if self._elected is None or self._elected[0] != state.epoch:
             self._elected = (state.epoch, now_ms, self.replayed_offset)
         if self.stopping or self._loading is not None or self.replayed_offset < state.epoch_start_offset:
             return
-        if controller.active_epoch is not None and controller.active_epoch != state.epoch and self._writes:
+        if controller.active_epoch is not None and controller.active_epoch != state.epoch and self._queue.pending:
             self._fail_writes()  # writes of an earlier epoch of ours never commit in this one
         activation = controller.activate(state.epoch, now_ms)
         if activation is None:
@@ -849,7 +824,7 @@ class ControllerHost:
         if result.kraft_upgrade is not None:
             self._out.raft_events.append(UpgradeKRaftVersion(result.kraft_upgrade))
             ahead = False  # the control batch goes first: the offsets computed here would be off
-            self._barrier = True
+            self._queue.barrier = True
         if not result.records:
             self._answer_after_writes(request, api, api.respond(body, version, result.response))
             return
@@ -858,10 +833,6 @@ class ControllerHost:
             self._reply(request, api.respond(body, version, result.response if error is None else error))
 
         self._append(result.records, answer, result.on_commit, ahead=ahead)
-
-    def _blocked(self) -> bool:
-        """Requests must wait for every uncommitted write (``_barrier``)."""
-        return self._barrier and bool(self._writes)
 
     def _answer_after_writes(self, request: ControllerRequest, api: ControllerApi, response: Message) -> None:
         """Answer ``response`` once everything the active controller has appended so far has
@@ -877,7 +848,7 @@ class ControllerHost:
 
         token = self._next_token
         self._next_token -= 1
-        self._writes[token] = _Write(answer, None, self._write_end - 1)
+        self._queue.add(token, answer, last_offset=self._write_end - 1)
 
     def _reply(self, request: ControllerRequest, response: Message) -> None:
         self._out.replies.append((request.handle, response))
@@ -910,29 +881,15 @@ class ControllerHost:
             self._applied_by_token[token] = applied
         self._write_end = first + len(values)
         if answer is not None or drain_now:
-            self._writes[token] = _Write(answer, on_commit)
+            self._queue.add(token, answer, on_commit)
         self._out.raft_events.append(ClientAppend(token, values, drain_now=drain_now))
         self._pending_records += len(values)
-
-    def _complete_writes(self, committed_offset: int) -> None:
-        """Answer the writes committed up to ``committed_offset`` (inclusive)."""
-        for token, write in list(self._writes.items()):
-            if write.last_offset is None or write.last_offset > committed_offset:
-                continue
-            del self._writes[token]
-            if write.on_commit is not None:
-                write.on_commit(write.last_offset)
-            if write.answer is not None:
-                write.answer(None)
 
     def _fail_writes(self) -> None:
         """Leadership was lost: every uncommitted write is answered NOT_CONTROLLER (waiting
         requests follow at the next poll, off the active controller)."""
-        writes, self._writes = self._writes, {}
         self._write_end = 0
-        for write in writes.values():
-            if write.answer is not None:
-                write.answer(self.not_controller())
+        self._queue.fail_all(self.not_controller())
 
     # ------------------------------------------------------------------ periodic tasks
 
@@ -956,8 +913,8 @@ class ControllerHost:
         wrote all it may at a time, or found something to do); else the task runs again
         ``interval_ms`` later."""
         if (
-            self._blocked()
-            or self._waiting
+            self._queue.blocked
+            or self._queue.waiting
             or self.active_controller() is None
             or self._write_end - self.replayed_offset > MAX_UNCOMMITTED_TASK_RECORDS
         ):
