@@ -78,6 +78,7 @@ from server.controller.cluster import ReplayError
 from server.controller.controller import REPLAYED_KEY_BYTES, QuorumController
 from server.controller.errors import ApiError
 from server.controller.event_times import EventTimes
+from server.controller.offset_control import OffsetControl
 from server.controller.operations import ControllerConfig, ControllerLog, OperationContext
 from server.controller.raft_access import RAFT_OPERATIONS, raft_refusal
 from server.controller.registry import ControllerApi, find
@@ -236,18 +237,6 @@ class ControllerOutbox:
     next_deadline_ms: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class _Applied:
-    """One of the host's appends whose records the image holds ahead of their commit: the
-    append's ``token``, its records' offsets ``first`` to ``last``, and the leader ``epoch`` it
-    was made in."""
-
-    token: int
-    first: int
-    last: int
-    epoch: int
-
-
 @dataclass(slots=True)
 class _Loading:
     """An image being rebuilt a slice at a time (:data:`SNAPSHOT_LOAD_RECORDS_PER_POLL`): the
@@ -342,11 +331,8 @@ class ControllerHost:
         """Uncommitted writes and the answers and requests waiting for them."""
         self._balance_walk: elections.BalanceWalk | None = None
         """The rebalance's pass in progress (``_balance_leaders``)."""
-        self._applied: deque[_Applied] = deque()
-        """The host's appends the image holds ahead of their commit, in offset order."""
-        self._applied_by_token: dict[int, _Applied] = {}
-        self._write_end = 0
-        """The offset after the host's latest append on the active controller."""
+        self._offsets = OffsetControl()
+        """The next write offset and the records applied ahead of their commit."""
         self._now_ms = now_ms
         """The time of the latest call that gave one."""
         self._next_token = -1
@@ -358,8 +344,6 @@ class ControllerHost:
         self._elected: tuple[int, int, int] | None = None
         """The epoch this node leads, when the host first saw it lead, and ``replayed_offset`` then."""
         self._out = ControllerOutbox()
-        self._pending_records = 0
-        """Records of ``_out.raft_events`` not yet handed to the driver."""
         self._no_op = _Task("no-op", self._append_no_op)
         self._session_expiry = _Task("session expiry", self._fence_stale_broker)
         self._leader_balance = _Task("leader balance", self._balance_leaders)
@@ -381,31 +365,24 @@ class ControllerHost:
         if self._loading is not None:
             self._loading.committed.append(batch)  # after the whole snapshot
             return
-        applied = self._applied
-        if applied and not self._applied_still_ours(batch):
+        offsets = self._offsets
+        if offsets.speculating and not offsets.still_ours(self._leader_epoch(), batch):
             self._revert(now_ms, f"batch {batch.base_offset}-{batch.last_offset} of epoch {batch.epoch} committed")
             if self._loading is not None:
                 self._loading.committed.append(batch)  # after the committed image is whole again
                 return
-        if not batch.is_control and not applied:  # nothing applied ahead: only the replayed records are read out
+        if not batch.is_control and not offsets.speculating:  # only the replayed records are read out
             base = batch.base_offset
             for index, replayed_value in RecordBatch(batch.data).iter_selected_values(_REPLAYED_TYPE_BYTES):
                 self._replay(replayed_value, base + index, "committed")
         elif not batch.is_control:
-            replayed = REPLAYED_KEY_BYTES
-            for offset, value in enumerate(RecordBatch(batch.data).iter_values(), batch.base_offset):
-                if applied and applied[0].first <= offset:  # applied when it was appended
-                    if offset >= applied[0].last:
-                        del self._applied_by_token[applied.popleft().token]
-                    continue
-                if value is not None and len(value) >= 2 and value[1] in replayed:  # else not replayed
-                    self._replay(value, offset, "committed")
+            offsets.replay_committed(batch, self._replay)
         self.replayed_offset = batch.last_offset + 1
         self._maybe_snapshot(now_ms, batch)
         if self._queue.pending:
             self._queue.complete_up_to(batch.last_offset)
 
-    def _replay(self, value: bytes | None, offset: int, how: str) -> None:
+    def _replay(self, value: bytes | None, offset: int, how: str = "committed") -> None:
         """Replay one record at ``offset`` (``how``: "committed", or "appended" when applied
         ahead); one that does not fit the image is logged at ERROR and skipped, as Kafka's
         controller counts a metadata fault."""
@@ -418,18 +395,7 @@ class ControllerHost:
     def speculating(self) -> bool:
         """The image holds records of this node's appends that have not committed yet (it is
         then ahead of ``replayed_offset``)."""
-        return bool(self._applied)
-
-    def _applied_still_ours(self, batch: CommittedBatch) -> bool:
-        """The records applied ahead will commit as they were applied: this node still leads
-        the epoch they were appended in, and ``batch`` is of that epoch where it reaches them."""
-        first = self._applied[0]
-        state = self.raft.state
-        return (
-            isinstance(state, Leader)
-            and state.epoch == first.epoch
-            and (batch.last_offset < first.first or batch.epoch == first.epoch)
-        )
+        return self._offsets.speculating
 
     def _revert(self, now_ms: int, reason: str) -> None:
         """Go back to the committed image: the records applied ahead of their commit may never
@@ -440,8 +406,7 @@ class ControllerHost:
         active controller then."""
         end = self.replayed_offset
         self.log.info("node %d: going back to the committed image at offset %d: %s", self.config.node_id, end, reason)
-        self._applied.clear()
-        self._applied_by_token.clear()
+        self._offsets.clear()
         controller, raft_log = self.controller, self.raft.log
         sessions = controller.cluster.heartbeats is not None
         controller.cluster.deactivate()
@@ -485,8 +450,7 @@ class ControllerHost:
         self._now_ms = now_ms
         self.controller.reset((), snapshot_id.offset - 1)
         self.replayed_offset = 0
-        self._applied.clear()  # a leader never loads one: nothing was applied ahead
-        self._applied_by_token.clear()
+        self._offsets.clear()  # a leader never loads one: nothing was applied ahead
         self._out.snapshot = None  # of an image the loaded one replaces
         self._triggers.reset(now_ms)
         held = self._loading.requests if self._loading is not None else deque()
@@ -560,8 +524,8 @@ class ControllerHost:
         answered NOT_CONTROLLER); False when ``result`` is not for one of the host's appends."""
         if result.token >= 0:
             return False
-        applied = self._applied_by_token.get(result.token)
-        if applied is not None and (result.error_code != Errors.NONE or result.base_offset != applied.first):
+        applied = self._offsets.misplaced(result)
+        if applied is not None:
             self.log.error("node %d: append %d applied ahead at offset %d came back as %s", self.config.node_id,
                            result.token, applied.first, result)
             self._revert(self._now_ms, "an append applied ahead did not land where it was applied")
@@ -684,7 +648,7 @@ class ControllerHost:
         if claimed and self._no_op.next_ms is None and self.config.max_idle_interval_ms > 0:
             self._no_op.next_ms = now_ms + self.config.max_idle_interval_ms
         out, self._out = self._out, ControllerOutbox()
-        self._pending_records = 0
+        self._offsets.handed_over()
         due = [task.next_ms for task in self._tasks if task.next_ms is not None]
         if self._loading is not None:
             due.append(now_ms)  # the next slice
@@ -705,6 +669,11 @@ class ControllerHost:
             return None
         return controller
 
+    def _leader_epoch(self) -> int | None:
+        """The epoch this node leads, None off the leader."""
+        state = self.raft.state
+        return state.epoch if isinstance(state, Leader) else None
+
     def _claimed(self) -> bool:
         """This node leads and its controller claimed the epoch (its metadata.version may still
         be on its way: the periodic writes wait for it)."""
@@ -721,7 +690,7 @@ class ControllerHost:
         before its epoch's start; renounce it off the leader (every write and waiting request
         then gets NOT_CONTROLLER)."""
         state, controller = self.raft.state, self.controller
-        if self._applied and not (isinstance(state, Leader) and state.epoch == self._applied[0].epoch):
+        if self._offsets.outlived(self._leader_epoch()):
             controller.renounce()
             self._revert(now_ms, "the leadership of the epoch it was appended in was lost")
             if self._queue.pending:
@@ -768,7 +737,7 @@ class ControllerHost:
             log=self.log,
             listener_name="" if request is None else request.listener_name,
             leader_id=self.raft.leader_and_epoch.leader_id,
-            pending_records=self._pending_records,
+            pending_records=self._offsets.pending_records,
             logger_levels=self._logger_levels,
             authorize=None if request is None else self._resource_authorizer(request),
             principal="User:ANONYMOUS" if request is None else request.principal,
@@ -839,7 +808,7 @@ class ControllerHost:
         committed (it may have read uncommitted records: Kafka's ``DeferredEventQueue`` at the
         last written offset), at once elsewhere or when nothing is uncommitted. Should the
         leadership be lost first, the answer is NOT_CONTROLLER."""
-        if self.active_controller() is None or self._write_end <= self.replayed_offset:
+        if self.active_controller() is None or self._offsets.uncommitted(self.replayed_offset) <= 0:
             self._reply(request, response)
             return
 
@@ -848,7 +817,7 @@ class ControllerHost:
 
         token = self._next_token
         self._next_token -= 1
-        self._queue.add(token, answer, last_offset=self._write_end - 1)
+        self._queue.add(token, answer, last_offset=self._offsets.write_end - 1)
 
     def _reply(self, request: ControllerRequest, response: Message) -> None:
         self._out.replies.append((request.handle, response))
@@ -872,23 +841,19 @@ class ControllerHost:
         values = tuple(encode_record(m, v) for m, v in records)
         offset = self.raft.next_append_offset
         assert offset is not None, "only a leader appends"
-        first = offset + self._pending_records
+        first = self._offsets.next_write_offset(offset)
         if ahead:
             for record_offset, value in enumerate(values, first):
                 self._replay(value, record_offset, "appended")
-            applied = _Applied(token, first, first + len(values) - 1, self.raft.epoch)
-            self._applied.append(applied)
-            self._applied_by_token[token] = applied
-        self._write_end = first + len(values)
+        self._offsets.appended(token, first, len(values), self.raft.epoch, ahead=ahead)
         if answer is not None or drain_now:
             self._queue.add(token, answer, on_commit)
         self._out.raft_events.append(ClientAppend(token, values, drain_now=drain_now))
-        self._pending_records += len(values)
 
     def _fail_writes(self) -> None:
         """Leadership was lost: every uncommitted write is answered NOT_CONTROLLER (waiting
         requests follow at the next poll, off the active controller)."""
-        self._write_end = 0
+        self._offsets.writes_failed()
         self._queue.fail_all(self.not_controller())
 
     # ------------------------------------------------------------------ periodic tasks
@@ -916,7 +881,7 @@ class ControllerHost:
             self._queue.blocked
             or self._queue.waiting
             or self.active_controller() is None
-            or self._write_end - self.replayed_offset > MAX_UNCOMMITTED_TASK_RECORDS
+            or self._offsets.uncommitted(self.replayed_offset) > MAX_UNCOMMITTED_TASK_RECORDS
         ):
             return _RETRY_AFTER_WRITE_MS
         records, again = find_records(self._context(now_ms))
@@ -1003,7 +968,7 @@ class ControllerHost:
         .createSnapshot``)."""
         reason = self._triggers.replayed(len(batch.data), now_ms)
         controller, raft_log = self.controller, self.raft.log
-        if self._applied:
+        if self._offsets.speculating:
             return  # the image is ahead of the batch: the trigger stays armed
         if (
             reason is None
