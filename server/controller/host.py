@@ -60,11 +60,9 @@ Rules (Kafka's ``QuorumController``):
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kwire.errors import Errors
@@ -78,6 +76,12 @@ from server.controller.cluster import ReplayError
 from server.controller.controller import REPLAYED_KEY_BYTES, QuorumController
 from server.controller.errors import ApiError
 from server.controller.event_times import EventTimes
+from server.controller.image_loader import (
+    SNAPSHOT_LOAD_RECORDS_PER_POLL,
+    ImageLoad,
+    Revert,
+    SnapshotLoad,
+)
 from server.controller.offset_control import OffsetControl
 from server.controller.operations import ControllerConfig, ControllerLog, OperationContext
 from server.controller.raft_access import RAFT_OPERATIONS, raft_refusal
@@ -88,11 +92,10 @@ from server.controller.snapshots import SnapshotTriggers, image_snapshot_steps, 
 from server.controller.write_queue import DeferredWriteQueue
 from server.raft.control_state import ControlRecordStateMachine
 from server.raft.events import AppendResult, ClientAppend, CommittedBatch, UpgradeKRaftVersion
-from server.raft.log import RaftLog, read_batches
+from server.raft.log import RaftLog
 from server.raft.roles import EpochState, Leader
 from server.raft.types import LeaderAndEpoch, OffsetAndEpoch, VoterSet
 from storage.records import RecordBatch
-from storage.snapshot_format import read_snapshot_batches
 
 if TYPE_CHECKING:
     import random
@@ -114,12 +117,6 @@ _RETRY_AFTER_WRITE_MS = 10
 
 _REPLAYED_TYPE_BYTES = bytes(int(b in REPLAYED_KEY_BYTES) for b in range(256))
 """REPLAYED_KEY_BYTES as the 256 flags ``RecordBatch.iter_selected_values`` takes."""
-
-SNAPSHOT_LOAD_RECORDS_PER_POLL = 20_000
-"""Records of a snapshot being loaded that one call replays at most (about a quarter of a
-second): a snapshot of 10^6 partitions takes seconds to replay, and the node must go on
-fetching, voting and answering meanwhile, as Kafka's raft thread does while its controller
-replays a snapshot on its own event queue."""
 
 MAX_UNCOMMITTED_TASK_RECORDS = 10_000
 """A periodic task that writes waits while more than this many records of the active
@@ -238,31 +235,6 @@ class ControllerOutbox:
 
 
 @dataclass(slots=True)
-class _Loading:
-    """An image being rebuilt a slice at a time (:data:`SNAPSHOT_LOAD_RECORDS_PER_POLL`): the
-    snapshot it starts from and its records not replayed yet, the committed log after it to
-    replay again (going back to the committed image), how many records were replayed, when it
-    started, and what arrived meanwhile and waits for the whole image: committed batches and
-    requests, in order."""
-
-    snapshot_id: OffsetAndEpoch
-    records: Iterator[bytes | None] | None
-    """None once every record is replayed."""
-    started_ms: int
-    log: deque[CommittedBatch] = field(default_factory=deque)
-    """Going back to the committed image: the committed batches after the snapshot."""
-    revert: bool = False
-    """Going back to the committed image, not loading a snapshot the core handed over."""
-    reactivate: bool = False
-    """Broker sessions start afresh at the end if this node is still the active controller."""
-    replayed: int = 0
-    done: bool = False
-    """The snapshot and the log are replayed (what arrived meanwhile may not be)."""
-    committed: deque[CommittedBatch] = field(default_factory=deque)
-    requests: deque[ControllerRequest] = field(default_factory=deque)
-
-
-@dataclass(slots=True)
 class _Task:
     """A periodic task: when it runs next (None: not scheduled), and what it does; ``run``
     returns the delay to its next run."""
@@ -337,7 +309,7 @@ class ControllerHost:
         """The time of the latest call that gave one."""
         self._next_token = -1
         """The host's append tokens count down from -1, so they never meet a driver's own."""
-        self._loading: _Loading | None = None
+        self._loading: ImageLoad | None = None
         """The image being rebuilt a slice at a time (a snapshot load, or a revert)."""
         self.load_records_per_poll = SNAPSHOT_LOAD_RECORDS_PER_POLL
         """Records :meth:`load_snapshot`, a revert and each :meth:`poll` replay at most."""
@@ -365,6 +337,9 @@ class ControllerHost:
         if self._loading is not None:
             self._loading.committed.append(batch)  # after the whole snapshot
             return
+        self._commit(now_ms, batch)
+
+    def _commit(self, now_ms: int, batch: CommittedBatch) -> None:
         offsets = self._offsets
         if offsets.speculating and not offsets.still_ours(self._leader_epoch(), batch):
             self._revert(now_ms, f"batch {batch.base_offset}-{batch.last_offset} of epoch {batch.epoch} committed")
@@ -407,29 +382,12 @@ class ControllerHost:
         end = self.replayed_offset
         self.log.info("node %d: going back to the committed image at offset %d: %s", self.config.node_id, end, reason)
         self._offsets.clear()
-        controller, raft_log = self.controller, self.raft.log
+        controller = self.controller
         sessions = controller.cluster.heartbeats is not None
         controller.cluster.deactivate()
-        snapshot = raft_log.latest_snapshot_id()
-        records: Iterator[bytes | None] = iter(())
-        start = OffsetAndEpoch(0, 0)
-        if snapshot is not None and 0 < snapshot.offset <= end:
-            size = raft_log.snapshot_size(snapshot)
-            assert size is not None
-            records = read_snapshot_batches(raft_log.read_snapshot(snapshot, 0, size)).iter_data_records()
-            start, offset = snapshot, snapshot.offset
-        else:
-            offset = raft_log.log_start_offset
-        log: deque[CommittedBatch] = deque()
-        for stored in read_batches(raft_log, offset, end):
-            log.append(CommittedBatch(stored.base_offset, stored.last_offset, stored.partition_leader_epoch,
-                                      stored.is_control, stored.to_bytes()))
-            offset = stored.last_offset + 1
-        if offset < end:
-            raise RuntimeError(f"the committed log cannot be read back from offset {offset} up to {end}")
         assert self._loading is None, "nothing is applied ahead while an image is rebuilt"
-        self._loading = _Loading(start, records, now_ms, log=log, revert=True, reactivate=sessions)
-        controller.reset((), start.offset - 1)
+        self._loading = Revert.from_log(self.raft.log, end, now_ms, reactivate=sessions)
+        controller.reset((), self._loading.snapshot_id.offset - 1)
         self.replayed_offset = 0
         self._continue_loading(now_ms)
 
@@ -453,8 +411,8 @@ class ControllerHost:
         self._offsets.clear()  # a leader never loads one: nothing was applied ahead
         self._out.snapshot = None  # of an image the loaded one replaces
         self._triggers.reset(now_ms)
-        held = self._loading.requests if self._loading is not None else deque()
-        self._loading = _Loading(snapshot_id, iter(record_values), now_ms, requests=held)
+        held = self._loading.requests if self._loading is not None else ()
+        self._loading = SnapshotLoad(snapshot_id, record_values, now_ms, requests=held)
         self._continue_loading(now_ms)
 
     @property
@@ -468,55 +426,29 @@ class ControllerHost:
         committed log read back after it (going back to the committed image), then the batches
         committed meanwhile, :attr:`load_records_per_poll` records per call; once all are
         replayed, the requests that waited."""
-        loading = self._loading
-        assert loading is not None
+        load = self._loading
+        assert load is not None
         budget = self.load_records_per_poll
-        if loading.records is not None:
-            offset, replay = loading.snapshot_id.offset - 1, self.controller.replay
-            count = 0
-            for value in islice(loading.records, budget):
-                replay(value, offset)
-                count += 1
-            loading.replayed += count
-            if count == budget:
-                return  # there may be more
-            loading.records = None
-            self.replayed_offset = loading.snapshot_id.offset
-            budget -= count
-        log = loading.log
-        while log and budget > 0:
-            batch = log.popleft()
-            if not batch.is_control:
-                for offset, value in enumerate(RecordBatch(batch.data).iter_values(), batch.base_offset):
-                    self._replay(value, offset, "committed")
-            self.replayed_offset = batch.last_offset + 1
-            count = batch.last_offset - batch.base_offset + 1
-            loading.replayed += count
-            budget -= count
-        if log:
-            return
-        if not loading.done:
-            loading.done = True
-            self.log.info("node %d: %s at offset %d: %d records in %d ms", self.config.node_id,
-                          "went back to the committed image" if loading.revert else "loaded snapshot",
-                          self.replayed_offset, loading.replayed, now_ms - loading.started_ms)
-            if not loading.revert:
-                self._out.loaded = loading.snapshot_id
-            if loading.reactivate and self._claimed():
+        if not load.whole:
+            left = load.replay_slice(budget, self.controller.replay, self._replay)
+            self.replayed_offset = load.replayed_offset
+            if left is None:
+                return
+            budget, load.whole = left, True
+            self.log.info("node %d: %s at offset %d: %d records in %d ms", self.config.node_id, load.describe,
+                          self.replayed_offset, load.replayed, now_ms - load.started_ms)
+            if isinstance(load, SnapshotLoad):
+                self._out.loaded = load.snapshot_id
+            if isinstance(load, Revert) and load.reactivate and self._claimed():
                 self.controller.cluster.activate(now_ms)
-        committed = loading.committed
-        while committed and budget > 0:
-            batch = committed.popleft()
-            self._loading = None
-            try:
-                self.commit(now_ms, batch)
-            finally:
-                self._loading = loading
-            budget -= batch.last_offset - batch.base_offset + 1
-        if committed:
+        for batch in load.take_held(budget):
+            self._commit(now_ms, batch)
+            if self._loading is not load:
+                return  # it went back to the committed image: the rest waits for that one
+        if load.committed:
             return
         self._loading = None
-        for request in loading.requests:
+        for request in load.requests:
             self.request(now_ms, request)
 
     def append_result(self, result: AppendResult) -> bool:
