@@ -69,7 +69,6 @@ from kwire.errors import Errors
 from messages.generated.no_op_record import NoOpRecord
 from messages.metadata import encode_record
 from messages.runtime import Message
-from server.controller import elections
 from server.controller.acls import ACL_OPERATIONS, CLUSTER, CLUSTER_NAME
 from server.controller.authorizer import CLUSTER_ACTION, Authorize, StandardAuthorizer, audit_line
 from server.controller.cluster import ReplayError
@@ -84,6 +83,7 @@ from server.controller.image_loader import (
 )
 from server.controller.offset_control import OffsetControl
 from server.controller.operations import ControllerConfig, ControllerLog, OperationContext
+from server.controller.periodic_tasks import MAX_ELECTIONS_PER_IMBALANCE, PeriodicTasks, may_write
 from server.controller.raft_access import RAFT_OPERATIONS, raft_refusal
 from server.controller.registry import ControllerApi, find
 from server.controller.responses import not_controller
@@ -109,22 +109,8 @@ __all__ = [
     "SnapshotToWrite",
 ]
 
-MAX_ELECTIONS_PER_IMBALANCE = 1000
-"""Elections one periodic election task writes at most (``maxElectionsPerImbalance``)."""
-
-_RETRY_AFTER_WRITE_MS = 10
-"""How long a periodic task that writes waits when it may not write yet."""
-
 _REPLAYED_TYPE_BYTES = bytes(int(b in REPLAYED_KEY_BYTES) for b in range(256))
 """REPLAYED_KEY_BYTES as the 256 flags ``RecordBatch.iter_selected_values`` takes."""
-
-MAX_UNCOMMITTED_TASK_RECORDS = 10_000
-"""A periodic task that writes waits while more than this many records of the active
-controller's are uncommitted (one user operation's worth, ``MAX_RECORDS_PER_USER_OP``): the
-fencing of a third of 1,000 brokers (3,000 partition changes each at 10^6 partitions) would
-otherwise run as far ahead of the followers as the leader's CPU allows, and the followers,
-replaying on the same two cores, miss their fetch timeouts."""
-
 
 class RaftView(Protocol):
     """What the host reads of the KRaft core it sits beside (``server.raft.core.RaftCore``
@@ -234,16 +220,6 @@ class ControllerOutbox:
     next_deadline_ms: int | None = None
 
 
-@dataclass(slots=True)
-class _Task:
-    """A periodic task: when it runs next (None: not scheduled), and what it does; ``run``
-    returns the delay to its next run."""
-
-    name: str
-    run: Callable[[int], int]
-    next_ms: int | None = None
-
-
 class _SilentLog:
     def info(self, msg: str, *args: Any) -> None:
         pass
@@ -301,8 +277,6 @@ class ControllerHost:
         self._triggers = SnapshotTriggers(config.snapshot_max_bytes, config.snapshot_max_interval_ms, now_ms)
         self._queue: DeferredWriteQueue[ControllerRequest] = DeferredWriteQueue()
         """Uncommitted writes and the answers and requests waiting for them."""
-        self._balance_walk: elections.BalanceWalk | None = None
-        """The rebalance's pass in progress (``_balance_leaders``)."""
         self._offsets = OffsetControl()
         """The next write offset and the records applied ahead of their commit."""
         self._now_ms = now_ms
@@ -316,13 +290,8 @@ class ControllerHost:
         self._elected: tuple[int, int, int] | None = None
         """The epoch this node leads, when the host first saw it lead, and ``replayed_offset`` then."""
         self._out = ControllerOutbox()
-        self._no_op = _Task("no-op", self._append_no_op)
-        self._session_expiry = _Task("session expiry", self._fence_stale_broker)
-        self._leader_balance = _Task("leader balance", self._balance_leaders)
-        self._unclean_election = _Task("unclean election", self._elect_unclean_leaders)
-        self._token_sweep = _Task("delegation token expiry", self._expire_tokens)
-        self._tasks = (self._no_op, self._session_expiry, self._leader_balance, self._unclean_election,
-                       self._token_sweep)
+        self._tasks = PeriodicTasks(config, self.controller, self.log, gate=self._may_write, context=self._context,
+                                    write=lambda records: self._append(records, None), write_no_op=self._append_no_op)
         if config.unsafe_ack_on_append:
             self.log.error("kwire.unsafe.test.ack.on.append=true: writes are acknowledged before they commit "
                            "(TEST ONLY; acknowledged writes can be lost)")
@@ -571,20 +540,13 @@ class ControllerHost:
             api = find(request.body)
             assert api is not None
             self._run(now_ms, request, api)
-        claimed = self._claimed()
-        for task in self._tasks:
-            if not claimed:
-                task.next_ms = None
-            elif run_tasks and self._loading is None and task.next_ms is not None and now_ms >= task.next_ms:
-                task.next_ms = now_ms + task.run(now_ms)
-        if claimed and self._no_op.next_ms is None and self.config.max_idle_interval_ms > 0:
-            self._no_op.next_ms = now_ms + self.config.max_idle_interval_ms
+        self._tasks.poll(now_ms, claimed=self._claimed(), run=run_tasks and self._loading is None)
         out, self._out = self._out, ControllerOutbox()
         self._offsets.handed_over()
-        due = [task.next_ms for task in self._tasks if task.next_ms is not None]
+        due = self._tasks.next_deadline_ms()
         if self._loading is not None:
-            due.append(now_ms)  # the next slice
-        out.next_deadline_ms = min(due) if due else None
+            due = now_ms if due is None else min(due, now_ms)  # the next slice
+        out.next_deadline_ms = due
         return out
 
     # ------------------------------------------------------------------ leadership
@@ -645,14 +607,7 @@ class ControllerHost:
         self.log.info("node %d: the active controller of epoch %d, %d ms after its election (%d committed records "
                       "replayed meanwhile up to the epoch start offset %d)", self.config.node_id, state.epoch,
                       now_ms - elected_ms, state.epoch_start_offset - replayed, state.epoch_start_offset)
-        config = self.config
-        self._session_expiry.next_ms = now_ms + max(1, config.session_timeout_ms // 8)
-        self._leader_balance.next_ms = (
-            now_ms + config.leader_imbalance_check_interval_ms if config.auto_leader_rebalance_enable else None
-        )
-        self._balance_walk = None  # a pass of an earlier epoch of ours starts afresh
-        self._unclean_election.next_ms = now_ms + config.unclean_leader_election_interval_ms
-        self._token_sweep.next_ms = now_ms + config.tokens.expiry_check_interval_ms
+        self._tasks.activate(now_ms)
         if activation.records:
             self._append(activation.records, None, drain_now=False)  # one batch: atomic activations stay whole
 
@@ -790,106 +745,17 @@ class ControllerHost:
 
     # ------------------------------------------------------------------ periodic tasks
 
-    def _append_no_op(self, now_ms: int) -> int:
-        """``metadata.max.idle.interval.ms``: a NoOpRecord, so that the high watermark of an idle
-        quorum advances and followers see that the leader lives."""
+    def _append_no_op(self) -> None:
+        """A NoOpRecord (``metadata.max.idle.interval.ms``), so that the high watermark of an idle
+        quorum advances and followers see that the leader lives; none once the node stops."""
         if not self.stopping:
             self._append([(NoOpRecord(), 0)], None, drain_now=False, ahead=False)  # it changes nothing
-        return self.config.max_idle_interval_ms
 
-    def _writing_task(
-        self,
-        now_ms: int,
-        find_records: Callable[[OperationContext], tuple[list[Record], bool]],
-        interval_ms: int,
-        message: str | None = None,
-    ) -> int:
-        """Run a task that writes (10 ms later while requests wait for every write to commit,
-        or while more than :data:`MAX_UNCOMMITTED_TASK_RECORDS` records are uncommitted).
-        ``find_records`` returns the records to write and whether to run again at once (it
-        wrote all it may at a time, or found something to do); else the task runs again
-        ``interval_ms`` later."""
-        if (
-            self._queue.blocked
-            or self._queue.waiting
-            or self.active_controller() is None
-            or self._offsets.uncommitted(self.replayed_offset) > MAX_UNCOMMITTED_TASK_RECORDS
-        ):
-            return _RETRY_AFTER_WRITE_MS
-        records, again = find_records(self._context(now_ms))
-        if records:
-            if message is not None:
-                self.log.info(message, len(records))
-            self._append(records, None)
-        return 0 if again else interval_ms
-
-    def _expire_tokens(self, now_ms: int) -> int:
-        """Every ``delegation.token.expiry.check.interval.ms``: remove the delegation tokens
-        whose expiry passed (``sweepExpiredDelegationTokens``)."""
-        return self._writing_task(
-            now_ms, lambda ctx: ctx.controller.delegation_tokens.expired(now_ms),
-            self.config.tokens.expiry_check_interval_ms, "removing %d expired delegation tokens",
-        )
-
-    def _fence_stale_broker(self, now_ms: int) -> int:
-        """Fence one broker whose session expired, and look again at once after one was found;
-        else look again after ``broker.session.timeout.ms`` / 8 (Kafka 4.x's period) or when the
-        oldest session ends, whichever comes first (Kafka 3.x's ``rescheduleMaybeFenceStaleBrokers``
-        timed its check so), so that a broker is fenced as its session ends, not up to an
-        eighth of the timeout later."""
-
-        def fence(ctx: OperationContext) -> tuple[list[Record], bool]:
-            records = ctx.cluster.maybe_fence_stale_broker(
-                now_ms, metadata_version=ctx.metadata_version, partitions=ctx.partition_effects
-            )
-            if records:
-                broker = next((getattr(r, "broker_id", -1) for r, _ in records if hasattr(r, "broker_id")), -1)
-                self.log.info("fencing broker %d because its session has timed out (%d records)", broker, len(records))
-            return (records or [], records is not None)
-
-        interval = max(1, self.config.session_timeout_ms // 8)
-        expiry = self.controller.cluster.next_session_expiry_ms()
-        if expiry is not None:  # used only when no session has expired: it then lies ahead
-            interval = max(1, min(interval, expiry - now_ms))
-        return self._writing_task(now_ms, fence, interval)
-
-    @staticmethod
-    def _elections(elect: Callable[..., list[Record]]) -> Callable[[OperationContext], tuple[list[Record], bool]]:
-        """A periodic election task: at most :data:`MAX_ELECTIONS_PER_IMBALANCE` elections,
-        and at once again when it wrote that many."""
-
-        def run(ctx: OperationContext) -> tuple[list[Record], bool]:
-            records = elect(**ctx.partition_context(), max_elections=MAX_ELECTIONS_PER_IMBALANCE)
-            return records, len(records) >= MAX_ELECTIONS_PER_IMBALANCE
-
-        return run
-
-    def _balance_leaders(self, now_ms: int) -> int:
-        """Give partitions back to their preferred replicas: a pass over the imbalanced
-        partitions a slice at a time (``elections.BalanceWalk``), the next slice at once, the
-        next pass after ``leader.imbalance.check.interval.seconds``."""
-
-        def run(ctx: OperationContext) -> tuple[list[Record], bool]:
-            walk = self._balance_walk
-            if walk is None:
-                walk = self._balance_walk = elections.BalanceWalk(elections.imbalanced_partitions(ctx.image))
-            records = elections.balance_partition_leaders(
-                **ctx.partition_context(), max_elections=MAX_ELECTIONS_PER_IMBALANCE, walk=walk)
-            if walk.done:
-                self._balance_walk = None
-            return records, not walk.done
-
-        return self._writing_task(
-            now_ms, run, self.config.leader_imbalance_check_interval_ms,
-            "moving leadership of %d partition(s) back to their preferred replicas",
-        )
-
-    def _elect_unclean_leaders(self, now_ms: int) -> int:
-        """Elect leaders for leaderless partitions of topics with unclean.leader.election.enable."""
-        return self._writing_task(
-            now_ms, self._elections(elections.elect_unclean_leaders), self.config.unclean_leader_election_interval_ms,
-            "unclean leader election for %d leaderless partition(s)",
-        )
+    def _may_write(self) -> bool:
+        """The periodic tasks' write gate (``server.controller.periodic_tasks.may_write``)."""
+        return may_write(blocked=self._queue.blocked, requests_waiting=bool(self._queue.waiting),
+                         active=self.active_controller() is not None,
+                         uncommitted=self._offsets.uncommitted(self.replayed_offset))
 
     # ------------------------------------------------------------------ snapshots (KIP-630)
 

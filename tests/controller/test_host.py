@@ -36,7 +36,7 @@ from messages.generated.update_features_request import FeatureUpdateKey, UpdateF
 from messages.generated.vote_request import VoteRequest
 from messages.metadata import decode_record, encode_record
 from messages.runtime import Message
-from server.controller import host as host_module
+from server.controller import periodic_tasks
 from server.controller.cluster import ReplayError
 from server.controller.host import ControllerHost, ControllerOutbox, ControllerRequest
 from server.controller.operations import ControllerConfig
@@ -606,7 +606,7 @@ def test_a_task_waits_while_too_many_of_the_controllers_records_are_uncommitted(
     """Flow control for the periodic writes: with more than ``MAX_UNCOMMITTED_TASK_RECORDS``
     records in flight the next expired broker waits for them to commit."""
     harness = _two_unfenced_brokers()
-    monkeypatch.setattr(host_module, "MAX_UNCOMMITTED_TASK_RECORDS", 0)
+    monkeypatch.setattr(periodic_tasks, "MAX_UNCOMMITTED_TASK_RECORDS", 0)
     registrations = harness.host.controller.cluster.registrations
     harness.hold_flush = True
     harness.now += 1000  # both sessions expired
