@@ -60,9 +60,8 @@ Rules (Kafka's ``QuorumController``):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kwire.errors import Errors
@@ -88,7 +87,7 @@ from server.controller.raft_access import RAFT_OPERATIONS, raft_refusal
 from server.controller.registry import ControllerApi, find
 from server.controller.responses import not_controller
 from server.controller.result import Record
-from server.controller.snapshots import SnapshotTriggers, image_snapshot_steps, run_steps
+from server.controller.snapshots import SnapshotGenerator, SnapshotToWrite
 from server.controller.write_queue import DeferredWriteQueue
 from server.raft.control_state import ControlRecordStateMachine
 from server.raft.events import AppendResult, ClientAppend, CommittedBatch, UpgradeKRaftVersion
@@ -177,25 +176,6 @@ class ControllerRequest:
     """The connection may ask for delegation tokens (``ControllerApis.allowTokenRequests``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class SnapshotToWrite:
-    """A snapshot of the image to write and freeze: its id, and ``steps``, which gives a
-    generator that makes its ``.checkpoint`` bytes from the image as it stood when the snapshot
-    was taken (``server.controller.snapshots.image_snapshot_steps``). The generator reads
-    nothing the host changes afterwards, so the driver may run it a step at a time between its
-    other work while the host goes on (at a million partitions it takes over ten seconds).
-    ``image_records`` is roughly how many records it holds
-    (``QuorumController.image_record_estimate``), for the driver to choose where to build it."""
-
-    snapshot_id: OffsetAndEpoch
-    steps: Callable[[], Generator[None, None, bytes]]
-    image_records: int
-
-    def build(self) -> bytes:
-        """Every step at once: the snapshot's bytes."""
-        return run_steps(self.steps())
-
-
 @dataclass(slots=True)
 class ControllerOutbox:
     """What the driver must do after a :meth:`ControllerHost.poll`, in this order:
@@ -274,7 +254,8 @@ class ControllerHost:
         """``ControllerEventManager`` EventQueueProcessingTimeMs: the handling itself."""
         self.stopping = False
         """The node is stopping: no activation and no NoOps any more."""
-        self._triggers = SnapshotTriggers(config.snapshot_max_bytes, config.snapshot_max_interval_ms, now_ms)
+        self._snapshots = SnapshotGenerator(config.node_id, config.snapshot_max_bytes, config.snapshot_max_interval_ms,
+                                            now_ms, self.log)
         self._queue: DeferredWriteQueue[ControllerRequest] = DeferredWriteQueue()
         """Uncommitted writes and the answers and requests waiting for them."""
         self._offsets = OffsetControl()
@@ -322,7 +303,10 @@ class ControllerHost:
         elif not batch.is_control:
             offsets.replay_committed(batch, self._replay)
         self.replayed_offset = batch.last_offset + 1
-        self._maybe_snapshot(now_ms, batch)
+        snapshot = self._snapshots.replayed(now_ms, batch, self.controller, self.raft.log, self.raft.control,
+                                            hold=offsets.speculating or self._out.snapshot is not None)
+        if snapshot is not None:
+            self._out.snapshot = snapshot
         if self._queue.pending:
             self._queue.complete_up_to(batch.last_offset)
 
@@ -379,7 +363,7 @@ class ControllerHost:
         self.replayed_offset = 0
         self._offsets.clear()  # a leader never loads one: nothing was applied ahead
         self._out.snapshot = None  # of an image the loaded one replaces
-        self._triggers.reset(now_ms)
+        self._snapshots.loaded(now_ms)
         held = self._loading.requests if self._loading is not None else ()
         self._loading = SnapshotLoad(snapshot_id, record_values, now_ms, requests=held)
         self._continue_loading(now_ms)
@@ -756,40 +740,3 @@ class ControllerHost:
         return may_write(blocked=self._queue.blocked, requests_waiting=bool(self._queue.waiting),
                          active=self.active_controller() is not None,
                          uncommitted=self._offsets.uncommitted(self.replayed_offset))
-
-    # ------------------------------------------------------------------ snapshots (KIP-630)
-
-    def _maybe_snapshot(self, now_ms: int, batch: CommittedBatch) -> None:
-        """Count the replayed ``batch`` toward the snapshot triggers; when one fires, snapshot
-        the image as it stands after the batch behind a header holding the batch's timestamp
-        and the kraft.version and voters as of its last offset (``KafkaRaftClient
-        .createSnapshot``)."""
-        reason = self._triggers.replayed(len(batch.data), now_ms)
-        controller, raft_log = self.controller, self.raft.log
-        if self._offsets.speculating:
-            return  # the image is ahead of the batch: the trigger stays armed
-        if (
-            reason is None
-            or self._out.snapshot is not None
-            or controller.metadata_version is None
-            or controller.transaction_open
-            or batch.last_offset + 1 <= raft_log.log_start_offset
-        ):
-            return
-        snapshot_id = OffsetAndEpoch(batch.last_offset + 1, batch.epoch)
-        latest = raft_log.latest_snapshot_id()
-        if latest is not None and latest.offset >= snapshot_id.offset:
-            return
-        kraft_version, voters = self.raft.control.at_offset(batch.last_offset)
-        steps = partial(
-            image_snapshot_steps,
-            snapshot_id,
-            controller.snapshot_view(),
-            last_contained_log_timestamp=RecordBatch(batch.data).max_timestamp,
-            append_time_ms=now_ms,
-            kraft_version=kraft_version,
-            voters=voters,
-        )
-        self._triggers.reset(now_ms)
-        self._out.snapshot = SnapshotToWrite(snapshot_id, steps, controller.image_record_estimate())
-        self.log.info("node %d: creating snapshot %020d-%010d because %s", self.config.node_id, snapshot_id.offset, snapshot_id.epoch, reason)

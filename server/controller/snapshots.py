@@ -1,5 +1,6 @@
-"""When and what a controller snapshots (KIP-630): Kafka's ``SnapshotGenerator`` triggers, as
-plain state, and the snapshot of an image (:func:`image_snapshot`).
+"""When and what a controller snapshots (KIP-630): Kafka's ``SnapshotGenerator``
+(:class:`SnapshotGenerator`, its triggers :class:`SnapshotTriggers`), and the snapshot of an
+image (:func:`image_snapshot`).
 
 Every node (active or standby) writes a snapshot of its controller's image once the committed
 batches it replayed since its last snapshot reach ``metadata.log.max.record.bytes.between
@@ -12,16 +13,34 @@ log below them is the node's file work: ``server.node.log_cleaner``.)
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
-from typing import Any
+from collections.abc import Callable, Generator, Iterable
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from messages.metadata import encode_record
 from server.controller.result import Record
 from server.raft.control import voters_record
+from server.raft.events import CommittedBatch
 from server.raft.types import OffsetAndEpoch, VoterSet
+from storage.records import RecordBatch
 from storage.snapshot_format import SnapshotId, build_snapshot_batches
 
-__all__ = ["SNAPSHOT_STEP_RECORDS", "SnapshotTriggers", "image_snapshot", "image_snapshot_steps", "run_steps"]
+if TYPE_CHECKING:
+    from server.controller.controller import QuorumController
+    from server.controller.operations import ControllerLog
+    from server.raft.control_state import ControlRecordStateMachine
+    from server.raft.log import RaftLog
+
+__all__ = [
+    "SNAPSHOT_STEP_RECORDS",
+    "SnapshotGenerator",
+    "SnapshotToWrite",
+    "SnapshotTriggers",
+    "image_snapshot",
+    "image_snapshot_steps",
+    "run_steps",
+]
 
 
 class SnapshotTriggers:
@@ -106,3 +125,83 @@ def image_snapshot(snapshot_id: OffsetAndEpoch, records: Iterable[Record], **hea
     (``last_contained_log_timestamp``, ``append_time_ms``, ``kraft_version``, ``voters``), every
     step at once."""
     return run_steps(image_snapshot_steps(snapshot_id, records, **header))
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotToWrite:
+    """A snapshot of the image to write and freeze: its id, and ``steps``, which gives a
+    generator that makes its ``.checkpoint`` bytes from the image as it stood when the snapshot
+    was taken (:func:`image_snapshot_steps`). The generator reads nothing the controller changes
+    afterwards, so the driver may run it a step at a time between its other work while the
+    controller goes on (at a million partitions it takes over ten seconds). ``image_records`` is
+    roughly how many records it holds (``QuorumController.image_record_estimate``), for the
+    driver to choose where to build it."""
+
+    snapshot_id: OffsetAndEpoch
+    steps: Callable[[], Generator[None, None, bytes]]
+    image_records: int
+
+    def build(self) -> bytes:
+        """Every step at once: the snapshot's bytes."""
+        return run_steps(self.steps())
+
+
+class SnapshotGenerator:
+    """When one node snapshots its image (Kafka's ``SnapshotGenerator``): the triggers
+    (:class:`SnapshotTriggers`) count every replayed committed batch, and when one fires the
+    image is snapshotted as it stands after the batch, unless the image is ahead of the batch
+    (records applied ahead of their commit: the trigger stays armed for the next batch that
+    leaves none), a snapshot is waiting to be written, a metadata transaction is open, there is
+    no metadata.version, or the log already starts, or has a snapshot, at or after that offset.
+    ``log`` takes the INFO line naming each snapshot and its reason."""
+
+    def __init__(self, node_id: int, max_bytes: int, max_interval_ms: int, now_ms: int, log: ControllerLog) -> None:
+        self.node_id = node_id
+        self.triggers = SnapshotTriggers(max_bytes, max_interval_ms, now_ms)
+        self.log = log
+
+    def loaded(self, now_ms: int) -> None:
+        """A snapshot was loaded at ``now_ms``: it counts as one taken."""
+        self.triggers.reset(now_ms)
+
+    def replayed(
+        self,
+        now_ms: int,
+        batch: CommittedBatch,
+        controller: QuorumController,
+        raft_log: RaftLog,
+        control: ControlRecordStateMachine,
+        *,
+        hold: bool,
+    ) -> SnapshotToWrite | None:
+        """Count the committed ``batch`` just replayed into ``controller``; the snapshot to
+        write now, or None. ``hold``: the image is ahead of the batch or a snapshot is waiting
+        to be written. The snapshot's header holds the batch's timestamp and the kraft.version
+        and voters of ``control`` as of its last offset (``KafkaRaftClient.createSnapshot``)."""
+        reason = self.triggers.replayed(len(batch.data), now_ms)
+        if (
+            reason is None
+            or hold
+            or controller.metadata_version is None
+            or controller.transaction_open
+            or batch.last_offset + 1 <= raft_log.log_start_offset
+        ):
+            return None
+        snapshot_id = OffsetAndEpoch(batch.last_offset + 1, batch.epoch)
+        latest = raft_log.latest_snapshot_id()
+        if latest is not None and latest.offset >= snapshot_id.offset:
+            return None
+        kraft_version, voters = control.at_offset(batch.last_offset)
+        steps = partial(
+            image_snapshot_steps,
+            snapshot_id,
+            controller.snapshot_view(),
+            last_contained_log_timestamp=RecordBatch(batch.data).max_timestamp,
+            append_time_ms=now_ms,
+            kraft_version=kraft_version,
+            voters=voters,
+        )
+        self.triggers.reset(now_ms)
+        self.log.info("node %d: creating snapshot %020d-%010d because %s", self.node_id, snapshot_id.offset,
+                      snapshot_id.epoch, reason)
+        return SnapshotToWrite(snapshot_id, steps, controller.image_record_estimate())

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kwire.uuid import Uuid
@@ -11,10 +13,19 @@ from messages.generated.topic_record import TopicRecord
 from messages.metadata import decode_record
 from messages.runtime import Message
 from server.controller.controller import QuorumController
-from server.controller.snapshots import SnapshotTriggers, image_snapshot
+from server.controller.snapshots import (
+    SnapshotGenerator,
+    SnapshotToWrite,
+    SnapshotTriggers,
+    image_snapshot,
+)
 from server.raft.control import voters_record
+from server.raft.control_state import ControlRecordStateMachine
+from server.raft.events import CommittedBatch
+from server.raft.log import MemoryRaftLog
 from server.raft.types import Endpoint, OffsetAndEpoch, ReplicaKey, VoterNode, VoterSet
 from storage.control import ControlRecordType
+from storage.records import SimpleRecord, build_batch
 from storage.snapshot_format import read_snapshot_content
 from tests.controller.fixtures import (
     broker_record,
@@ -178,3 +189,94 @@ def test_the_image_record_estimate_counts_all_but_feature_levels_and_extra_confi
     records = controller.snapshot_records()
     assert len(records) == 1 + 2 + 1 + 1 + 40 + 1  # metadata.version, brokers, controller, topic, ...
     assert controller.image_record_estimate() == len(records) - len(controller.feature_levels)
+
+
+# ---------------------------------------------------------------------- the generator
+
+
+class _Lines:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def info(self, msg: str, *args: Any) -> None:
+        self.lines.append(msg % args)
+
+    def error(self, msg: str, *args: Any) -> None:
+        self.lines.append(msg % args)
+
+
+def _committed(base_offset: int, count: int, epoch: int = 2, timestamp: int = 1234) -> CommittedBatch:
+    records = [SimpleRecord(value, timestamp=timestamp) for value in values([mv_record(21)] * count)]
+    data = bytes(build_batch(records, base_offset=base_offset, partition_leader_epoch=epoch))
+    return CommittedBatch(base_offset, base_offset + count - 1, epoch, False, data)
+
+
+class _Generator:
+    """A generator with a 1-byte trigger beside a standby controller and an in-memory log whose
+    committed batches it is shown."""
+
+    def __init__(self, level: int | None = 21) -> None:
+        self.lines = _Lines()
+        self.generator = SnapshotGenerator(7, 1, 0, now_ms=0, log=self.lines)
+        self.controller = controller_at(level, (broker_record(2, 8, fenced=False, log_dirs=[Uuid.from_longs(2, 1)]), 3))
+        self.log = MemoryRaftLog()
+        self.control = ControlRecordStateMachine(VOTERS, 1)
+        self.batches: list[CommittedBatch] = []
+        for count in (2, 3):
+            batch = _committed(self.log.log_end_offset, count)
+            self.log.append(batch.data)
+            self.batches.append(batch)
+        self.log.flush()
+        self.log.update_high_watermark(self.log.log_end_offset)
+
+    def replayed(self, batch: CommittedBatch, *, hold: bool = False, now_ms: int = 50) -> SnapshotToWrite | None:
+        return self.generator.replayed(now_ms, batch, self.controller, self.log, self.control, hold=hold)
+
+
+def test_the_generator_snapshots_the_image_after_the_batch_that_fired_a_trigger() -> None:
+    fixture = _Generator()
+    snapshot = fixture.replayed(fixture.batches[1], now_ms=50)
+    assert snapshot is not None and snapshot.snapshot_id == OffsetAndEpoch(5, 2)
+    assert snapshot.image_records == fixture.controller.image_record_estimate()
+    content = read_snapshot_content(snapshot.build())
+    assert content.header.last_contained_log_timestamp == 1234
+    assert content.kraft_version == 1 and content.voters is not None
+    assert decode_record(content.data_records()[0])[0] == mv_record(21)[0]
+    assert fixture.lines.lines == ["node 7: creating snapshot 00000000000000000005-0000000002 because "
+                                   "we have replayed at least 1 bytes"]
+    assert fixture.generator.triggers.bytes_since_last == 0, "counting starts again"
+
+
+def test_a_held_batch_is_counted_and_the_trigger_stays_armed() -> None:
+    fixture = _Generator()
+    fixture.generator.triggers.max_bytes = len(fixture.batches[0].data) + 1
+    assert fixture.replayed(fixture.batches[0], hold=True) is None
+    assert fixture.generator.triggers.bytes_since_last == len(fixture.batches[0].data)
+    assert fixture.replayed(fixture.batches[1], hold=True) is None, "fired, but the image is ahead"
+    assert fixture.replayed(fixture.batches[1]) is not None, "the next batch that leaves none takes it"
+
+
+def test_no_snapshot_without_a_metadata_version_or_inside_a_transaction() -> None:
+    assert _Generator(level=None).replayed(_Generator().batches[1]) is None
+    fixture = _Generator()
+    fixture.controller.transaction_open = True
+    assert fixture.replayed(fixture.batches[1]) is None and fixture.lines.lines == []
+
+
+def test_no_snapshot_at_or_below_the_latest_one_or_the_log_start() -> None:
+    fixture = _Generator()
+    first = fixture.replayed(fixture.batches[1])
+    assert first is not None
+    fixture.log.create_snapshot(first.snapshot_id, first.build())
+    assert fixture.replayed(fixture.batches[1]) is None, "a snapshot at that offset exists"
+    assert fixture.replayed(fixture.batches[0]) is None, "a later snapshot exists"
+
+
+def test_a_loaded_snapshot_counts_as_one_taken() -> None:
+    fixture = _Generator()
+    fixture.generator.triggers.max_bytes = 10 * MIB
+    fixture.generator.triggers.max_interval_ms = 100
+    assert fixture.replayed(fixture.batches[0], now_ms=99) is None
+    fixture.generator.loaded(90)
+    assert fixture.replayed(fixture.batches[1], now_ms=150) is None, "the interval runs from the load"
+    assert fixture.replayed(fixture.batches[1], now_ms=190) is not None
