@@ -1,77 +1,54 @@
 """The controller host: the sans-IO object that runs a node's quorum controller beside its KRaft
 core, driven by the node (``server.node.driver``) and by the deterministic simulation alike.
 
-It is what Kafka's ``QuorumController`` is around its managers: the raft listener that replays
-committed batches and loaded snapshots, the claim and renouncement of the active controller on
-leadership changes, the queue of controller requests, the writes waiting for their batch to
-commit (``DeferredEventQueue``), the periodic tasks, and the snapshot triggers
-(``SnapshotGenerator``). It reads no clock and draws no randomness it is not handed, opens no
-socket and touches no file. Events go in as calls; what the driver must do comes out of
-:meth:`ControllerHost.poll` as a :class:`ControllerOutbox`::
+It is what Kafka's ``QuorumController`` is around its managers: a facade that wires the jobs
+below to the raft listener's events. It reads no clock and draws no randomness it is not
+handed, opens no socket and touches no file. Events go in as calls; what the driver must do
+comes out of :meth:`ControllerHost.poll` as a :class:`ControllerOutbox`::
 
     driver ── commit(now, batch) ───────────────┐
            ── load_snapshot(now, id, records) ──┤
            ── append_result(result) ────────────┼──► ControllerHost ── poll(now) ──► ControllerOutbox
-           ── request(now, ControllerRequest) ──┘      (QuorumController,           raft_events: step the core
-                                                         write queue, timers,         replies: answer requests
-                                                         snapshot triggers)           snapshot: write this file
-                                                                                      next_deadline_ms
+           ── request(now, ControllerRequest) ──┘                                     raft_events, replies,
+                                                                                      snapshot, next_deadline_ms
 
 The driver calls :meth:`~ControllerHost.poll` after every core Outbox it carried out (that is
 where the host sees leadership change) and when ``next_deadline_ms`` comes; it steps the core
-with ``raft_events`` in order (consecutive appends may share a step, and then a batch) before it
-feeds the core anything else, since a write's offsets (a new broker's epoch, the offsets its
-records are applied at) are computed from where those appends land.
+with ``raft_events`` in order before it feeds the core anything else, since a write's offsets
+are computed from where those appends land. The jobs, each with its own rules:
 
-Rules (Kafka's ``QuorumController``):
+* ``write_queue``: writes waiting for their commit, answers after writes, the write barrier
+  (``DeferredEventQueue``);
+* ``offset_control``: the next write offset, the records applied ahead of their commit and
+  when to go back to the committed image (``OffsetControlManager``);
+* ``image_loader``: a snapshot load or a revert, a slice at a time;
+* ``periodic_tasks``: the NoOp, fencing, elections and token expiry, and their write gate
+  (``PeriodicTaskControlManager``);
+* ``snapshots``: when to snapshot the image (``SnapshotGenerator``);
+* ``outbox``: the host's appends and replies for the driver.
 
-* Activation: once the raft leader of an epoch has replayed everything before the epoch's start
-  offset (where ``KafkaRaftClient`` tells its listener of its own leadership), the controller
-  claims the epoch and appends its activation records (``server.controller.activation``) as one
-  batch. Off the leader it renounces: every waiting write and request gets NOT_CONTROLLER.
-* Writes: the active controller applies a write's records to its image when it appends them,
-  before they commit (Kafka's active controller replays each write as it generates it), so a
-  request runs at once and sees every request before it, committed or not; writes that arrive
-  while others are in flight share the next batch. A write's records go to the log in one
-  batch; its answer leaves when that batch commits (NOT_CONTROLLER if leadership is lost
-  first). A request that writes nothing, and a read on the active controller, is answered once
-  everything it saw has committed (Kafka's ``DeferredEventQueue`` at the last written offset);
-  reads elsewhere are answered at once from the committed image. When this node loses the
-  leadership with records applied but uncommitted, it goes back to the committed image: it
-  reloads the latest snapshot and the committed log after it (Kafka reverts its timeline data
-  structures to the last committed offset instead). A write that asks for a kraft.version
-  upgrade is not applied ahead (the control batch before it moves its offsets): it is replayed
-  when it commits, and requests after it wait until every write has committed.
-* Periodic tasks, on the active controller only: a NoOpRecord every
-  ``metadata.max.idle.interval.ms`` (``maybeScheduleNextWriteNoOpRecord``); every
-  ``broker.session.timeout.ms`` / 8 the fencing of one broker whose session expired
-  (``registerMaybeFenceStaleBroker``, again at once after one was found); every
-  ``leader.imbalance.check.interval.seconds`` with ``auto.leader.rebalance.enable`` the
-  preferred-leader elections (``maybeBalancePartitionLeaders``); every
-  ``unclean.leader.election.interval.ms`` the unclean elections for leaderless partitions of
-  topics that allow them (the electUnclean task). A task that writes waits for earlier writes
-  (10 ms at a time); an election task that hit its bound runs again at once.
-* Snapshots: every node counts the committed bytes it replays; when a trigger fires
-  (``server.controller.snapshots``) it snapshots its image as of that batch, unless one is
-  waiting to be written, a metadata transaction is open, there is no metadata.version, or the
-  log already starts at or after that offset; while the active controller holds records applied
-  beyond the batch, the trigger stays armed for the next batch that leaves none.
+The host keeps activation and renouncement: once the raft leader of an epoch has replayed
+everything before the epoch's start offset (where ``KafkaRaftClient`` tells its listener of its
+own leadership), the controller claims the epoch and appends its activation records
+(``server.controller.activation``) as one batch; off the leader it renounces, and every waiting
+write and request gets NOT_CONTROLLER. A write request runs at once on the image with every
+write before it applied, committed or not; its answer leaves when its batch commits. A read is
+answered once everything it saw has committed on the active controller, at once elsewhere.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from kwire.errors import Errors
 from messages.generated.no_op_record import NoOpRecord
-from messages.metadata import encode_record
 from messages.runtime import Message
 from server.controller.acls import ACL_OPERATIONS, CLUSTER, CLUSTER_NAME
 from server.controller.authorizer import CLUSTER_ACTION, Authorize, StandardAuthorizer, audit_line
 from server.controller.cluster import ReplayError
-from server.controller.controller import REPLAYED_KEY_BYTES, QuorumController
+from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
 from server.controller.event_times import EventTimes
 from server.controller.image_loader import (
@@ -82,6 +59,7 @@ from server.controller.image_loader import (
 )
 from server.controller.offset_control import OffsetControl
 from server.controller.operations import ControllerConfig, ControllerLog, OperationContext
+from server.controller.outbox import ControllerOutbox, OutboxWriter, RaftView
 from server.controller.periodic_tasks import MAX_ELECTIONS_PER_IMBALANCE, PeriodicTasks, may_write
 from server.controller.raft_access import RAFT_OPERATIONS, raft_refusal
 from server.controller.registry import ControllerApi, find
@@ -89,12 +67,9 @@ from server.controller.responses import not_controller
 from server.controller.result import Record
 from server.controller.snapshots import SnapshotGenerator, SnapshotToWrite
 from server.controller.write_queue import DeferredWriteQueue
-from server.raft.control_state import ControlRecordStateMachine
-from server.raft.events import AppendResult, ClientAppend, CommittedBatch, UpgradeKRaftVersion
-from server.raft.log import RaftLog
-from server.raft.roles import EpochState, Leader
-from server.raft.types import LeaderAndEpoch, OffsetAndEpoch, VoterSet
-from storage.records import RecordBatch
+from server.raft.events import AppendResult, CommittedBatch
+from server.raft.roles import Leader
+from server.raft.types import OffsetAndEpoch
 
 if TYPE_CHECKING:
     import random
@@ -107,53 +82,6 @@ __all__ = [
     "RaftView",
     "SnapshotToWrite",
 ]
-
-_REPLAYED_TYPE_BYTES = bytes(int(b in REPLAYED_KEY_BYTES) for b in range(256))
-"""REPLAYED_KEY_BYTES as the 256 flags ``RecordBatch.iter_selected_values`` takes."""
-
-class RaftView(Protocol):
-    """What the host reads of the KRaft core it sits beside (``server.raft.core.RaftCore``
-    fits). Reading only: the host changes the core solely through its outbox's
-    ``raft_events``."""
-
-    @property
-    def state(self) -> EpochState:
-        """The current role."""
-
-    @property
-    def epoch(self) -> int:
-        """The current epoch."""
-
-    @property
-    def leader_and_epoch(self) -> LeaderAndEpoch:
-        """The known leader and the epoch."""
-
-    @property
-    def voters(self) -> VoterSet:
-        """The newest voter set."""
-
-    @property
-    def kraft_version(self) -> int:
-        """The finalized kraft.version."""
-
-    @property
-    def next_append_offset(self) -> int | None:
-        """Where the next append starts on this leader, None elsewhere."""
-
-    @property
-    def high_watermark(self) -> int:
-        """This replica's high watermark (0 while unknown)."""
-
-    @property
-    def control(self) -> ControlRecordStateMachine:
-        """The voter set and kraft.version history (``at_offset`` for a snapshot's header)."""
-
-    @property
-    def log(self) -> RaftLog:
-        """The replicated log (its start offset and latest snapshot id)."""
-
-    def check_kraft_upgrade(self, epoch: int, level: int) -> bool:
-        """Whether this leader of ``epoch`` will append kraft.version ``level``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,30 +102,6 @@ class ControllerRequest:
     """The client's address, as authorization matches hosts."""
     token_requests_allowed: bool = True
     """The connection may ask for delegation tokens (``ControllerApis.allowTokenRequests``)."""
-
-
-@dataclass(slots=True)
-class ControllerOutbox:
-    """What the driver must do after a :meth:`ControllerHost.poll`, in this order:
-
-    1. ``raft_events``: step the core with each (``ClientAppend`` of the controller's writes,
-       activation records and NoOps; ``UpgradeKRaftVersion`` before the write that asked for
-       it), in order and before any other event reaches the core (consecutive appends may go
-       in one step);
-    2. ``replies``: answer each request (``(handle, response)``);
-    3. ``snapshot``: build it a step at a time between other work, and write it; skip it
-       when the log meanwhile starts at or after its offset;
-    4. poll again no later than ``next_deadline_ms`` (None: no timer is running).
-
-    ``loaded`` names the snapshot whose load (:meth:`ControllerHost.load_snapshot`) ended since
-    the previous poll: the image is whole and long-lived from there on.
-    """
-
-    raft_events: list[ClientAppend | UpgradeKRaftVersion] = field(default_factory=list)
-    replies: list[tuple[Any, Message]] = field(default_factory=list)
-    snapshot: SnapshotToWrite | None = None
-    loaded: OffsetAndEpoch | None = None
-    next_deadline_ms: int | None = None
 
 
 class _SilentLog:
@@ -262,17 +166,15 @@ class ControllerHost:
         """The next write offset and the records applied ahead of their commit."""
         self._now_ms = now_ms
         """The time of the latest call that gave one."""
-        self._next_token = -1
-        """The host's append tokens count down from -1, so they never meet a driver's own."""
         self._loading: ImageLoad | None = None
         """The image being rebuilt a slice at a time (a snapshot load, or a revert)."""
         self.load_records_per_poll = SNAPSHOT_LOAD_RECORDS_PER_POLL
         """Records :meth:`load_snapshot`, a revert and each :meth:`poll` replay at most."""
         self._elected: tuple[int, int, int] | None = None
         """The epoch this node leads, when the host first saw it lead, and ``replayed_offset`` then."""
-        self._out = ControllerOutbox()
+        self._writer = OutboxWriter(raft, self._offsets, self._queue, self._replay)
         self._tasks = PeriodicTasks(config, self.controller, self.log, gate=self._may_write, context=self._context,
-                                    write=lambda records: self._append(records, None), write_no_op=self._append_no_op)
+                                    write=lambda records: self._writer.append(records, None), write_no_op=self._append_no_op)
         if config.unsafe_ack_on_append:
             self.log.error("kwire.unsafe.test.ack.on.append=true: writes are acknowledged before they commit "
                            "(TEST ONLY; acknowledged writes can be lost)")
@@ -290,23 +192,21 @@ class ControllerHost:
         self._commit(now_ms, batch)
 
     def _commit(self, now_ms: int, batch: CommittedBatch) -> None:
+        """Replay ``batch`` on the image as it stands (a batch held during a load comes here
+        from the loader, not through :meth:`commit`)."""
         offsets = self._offsets
         if offsets.speculating and not offsets.still_ours(self._leader_epoch(), batch):
             self._revert(now_ms, f"batch {batch.base_offset}-{batch.last_offset} of epoch {batch.epoch} committed")
             if self._loading is not None:
                 self._loading.committed.append(batch)  # after the committed image is whole again
                 return
-        if not batch.is_control and not offsets.speculating:  # only the replayed records are read out
-            base = batch.base_offset
-            for index, replayed_value in RecordBatch(batch.data).iter_selected_values(_REPLAYED_TYPE_BYTES):
-                self._replay(replayed_value, base + index, "committed")
-        elif not batch.is_control:
+        if not batch.is_control:
             offsets.replay_committed(batch, self._replay)
         self.replayed_offset = batch.last_offset + 1
         snapshot = self._snapshots.replayed(now_ms, batch, self.controller, self.raft.log, self.raft.control,
-                                            hold=offsets.speculating or self._out.snapshot is not None)
+                                            hold=offsets.speculating or self._writer.out.snapshot is not None)
         if snapshot is not None:
-            self._out.snapshot = snapshot
+            self._writer.out.snapshot = snapshot
         if self._queue.pending:
             self._queue.complete_up_to(batch.last_offset)
 
@@ -362,7 +262,7 @@ class ControllerHost:
         self.controller.reset((), snapshot_id.offset - 1)
         self.replayed_offset = 0
         self._offsets.clear()  # a leader never loads one: nothing was applied ahead
-        self._out.snapshot = None  # of an image the loaded one replaces
+        self._writer.out.snapshot = None  # of an image the loaded one replaces
         self._snapshots.loaded(now_ms)
         held = self._loading.requests if self._loading is not None else ()
         self._loading = SnapshotLoad(snapshot_id, record_values, now_ms, requests=held)
@@ -391,7 +291,7 @@ class ControllerHost:
             self.log.info("node %d: %s at offset %d: %d records in %d ms", self.config.node_id, load.describe,
                           self.replayed_offset, load.replayed, now_ms - load.started_ms)
             if isinstance(load, SnapshotLoad):
-                self._out.loaded = load.snapshot_id
+                self._writer.out.loaded = load.snapshot_id
             if isinstance(load, Revert) and load.reactivate and self._claimed():
                 self.controller.cluster.activate(now_ms)
         for batch in load.take_held(budget):
@@ -525,8 +425,7 @@ class ControllerHost:
             assert api is not None
             self._run(now_ms, request, api)
         self._tasks.poll(now_ms, claimed=self._claimed(), run=run_tasks and self._loading is None)
-        out, self._out = self._out, ControllerOutbox()
-        self._offsets.handed_over()
+        out = self._writer.take()
         due = self._tasks.next_deadline_ms()
         if self._loading is not None:
             due = now_ms if due is None else min(due, now_ms)  # the next slice
@@ -593,7 +492,7 @@ class ControllerHost:
                       now_ms - elected_ms, state.epoch_start_offset - replayed, state.epoch_start_offset)
         self._tasks.activate(now_ms)
         if activation.records:
-            self._append(activation.records, None, drain_now=False)  # one batch: atomic activations stay whole
+            self._writer.append(activation.records, None, drain_now=False)  # one batch: atomic activations stay whole
 
     # ------------------------------------------------------------------ requests and writes
 
@@ -662,7 +561,7 @@ class ControllerHost:
             return
         ahead = True
         if result.kraft_upgrade is not None:
-            self._out.raft_events.append(UpgradeKRaftVersion(result.kraft_upgrade))
+            self._writer.upgrade(result.kraft_upgrade)
             ahead = False  # the control batch goes first: the offsets computed here would be off
             self._queue.barrier = True
         if not result.records:
@@ -672,7 +571,7 @@ class ControllerHost:
         def answer(error: ApiError | None) -> None:
             self._reply(request, api.respond(body, version, result.response if error is None else error))
 
-        self._append(result.records, answer, result.on_commit, ahead=ahead)
+        self._writer.append(result.records, answer, result.on_commit, ahead=ahead)
 
     def _answer_after_writes(self, request: ControllerRequest, api: ControllerApi, response: Message) -> None:
         """Answer ``response`` once everything the active controller has appended so far has
@@ -686,40 +585,10 @@ class ControllerHost:
         def answer(error: ApiError | None) -> None:
             self._reply(request, response if error is None else api.respond(request.body, request.version, error))
 
-        token = self._next_token
-        self._next_token -= 1
-        self._queue.add(token, answer, last_offset=self._offsets.write_end - 1)
+        self._queue.add(self._writer.token(), answer, last_offset=self._offsets.write_end - 1)
 
     def _reply(self, request: ControllerRequest, response: Message) -> None:
-        self._out.replies.append((request.handle, response))
-
-    def _append(
-        self,
-        records: Sequence[Record],
-        answer: Callable[[ApiError | None], None] | None,
-        on_commit: Callable[[int], None] | None = None,
-        *,
-        drain_now: bool = True,
-        ahead: bool = True,
-    ) -> None:
-        """Hand ``records`` to the core as one batch; a write (``answer`` given, or the
-        controller's own periodic writes) waits for its commit. ``drain_now``: leave without
-        lingering (the writes that came meanwhile share the batch). ``ahead``: apply the
-        records to the image now, at the offsets they will have (the log end offset plus
-        what is still on its way to the accumulator), else when they commit."""
-        token = self._next_token
-        self._next_token -= 1
-        values = tuple(encode_record(m, v) for m, v in records)
-        offset = self.raft.next_append_offset
-        assert offset is not None, "only a leader appends"
-        first = self._offsets.next_write_offset(offset)
-        if ahead:
-            for record_offset, value in enumerate(values, first):
-                self._replay(value, record_offset, "appended")
-        self._offsets.appended(token, first, len(values), self.raft.epoch, ahead=ahead)
-        if answer is not None or drain_now:
-            self._queue.add(token, answer, on_commit)
-        self._out.raft_events.append(ClientAppend(token, values, drain_now=drain_now))
+        self._writer.reply(request.handle, response)
 
     def _fail_writes(self) -> None:
         """Leadership was lost: every uncommitted write is answered NOT_CONTROLLER (waiting
@@ -733,7 +602,7 @@ class ControllerHost:
         """A NoOpRecord (``metadata.max.idle.interval.ms``), so that the high watermark of an idle
         quorum advances and followers see that the leader lives; none once the node stops."""
         if not self.stopping:
-            self._append([(NoOpRecord(), 0)], None, drain_now=False, ahead=False)  # it changes nothing
+            self._writer.append([(NoOpRecord(), 0)], None, drain_now=False, ahead=False)  # it changes nothing
 
     def _may_write(self) -> bool:
         """The periodic tasks' write gate (``server.controller.periodic_tasks.may_write``)."""

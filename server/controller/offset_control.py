@@ -33,6 +33,9 @@ from storage.records import RecordBatch
 
 __all__ = ["AppliedAhead", "OffsetControl"]
 
+_REPLAYED_TYPE_BYTES = bytes(int(b in REPLAYED_KEY_BYTES) for b in range(256))
+"""REPLAYED_KEY_BYTES as the 256 flags ``RecordBatch.iter_selected_values`` takes."""
+
 
 @dataclass(frozen=True, slots=True)
 class AppliedAhead:
@@ -124,7 +127,13 @@ class OffsetControl:
 
     def replay_committed(self, batch: CommittedBatch, replay: Callable[[bytes | None, int], None]) -> None:
         """Replay the records of the committed data ``batch`` that were not applied ahead, in
-        offset order (``replay(value, offset)``), retiring the ledger entries it completes."""
+        offset order (``replay(value, offset)``), retiring the ledger entries it completes.
+        Records ``QuorumController.replay`` would pass over (NoOps) are not handed to it."""
+        if not self.applied:  # nothing applied ahead: only the replayed records are read out
+            base = batch.base_offset
+            for index, selected in RecordBatch(batch.data).iter_selected_values(_REPLAYED_TYPE_BYTES):
+                replay(selected, base + index)
+            return
         applied, replayed = self.applied, REPLAYED_KEY_BYTES
         for offset, value in enumerate(RecordBatch(batch.data).iter_values(), batch.base_offset):
             if applied and applied[0].first <= offset:  # applied when it was appended

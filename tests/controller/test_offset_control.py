@@ -93,3 +93,10 @@ def test_clear_and_failed_writes_reset_the_ledger_and_the_write_offset() -> None
     assert offsets.speculating, "the ledger goes only with the image it describes"
     offsets.clear()
     assert not offsets.speculating and offsets.misplaced(AppendResult(-1, 99, 100, 3)) is None
+
+
+def test_with_nothing_applied_ahead_every_replayed_record_of_the_batch_is_replayed() -> None:
+    offsets = OffsetControl()
+    replayed: list[int] = []
+    offsets.replay_committed(_batch(20, [FENCE, NO_OP, FENCE]), lambda value, offset: replayed.append(offset))
+    assert replayed == [20, 22], "a NoOp is passed over"
