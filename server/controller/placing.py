@@ -126,6 +126,7 @@ def place(
     if plugins.default_placer:
         answer = plugins.replica_placer.place(spec, describer)
         return [list(part.replicas) for part in answer.assignments]
+    started = plugins.start()
     try:
         answer = plugins.replica_placer.place(spec, describer)
     except ApiError:
@@ -135,4 +136,6 @@ def place(
             plugins.failed(KEY, exc)
         message = str(exc) if exc.args else type(exc).__name__
         raise ApiError(Errors.INVALID_REPLICATION_FACTOR, message) from None
+    finally:
+        plugins.timed(KEY, started)
     return _checked(plugins, answer, spec, {broker.broker_id for broker in usable_brokers(cluster)})

@@ -31,8 +31,11 @@ without one); kwire's own ``ApiError`` passes through (Kafka's ``ApiException``)
 exception is logged with its traceback and answered UNKNOWN_SERVER_ERROR without a message, as
 ``ApiError.fromThrowable`` answers it: for the alter-config policy that resource's result, for
 the create-topic policy the whole CreateTopics request (Kafka's controller fails the operation,
-and also fails over: kwire's keeps serving). A policy runs on the controller's one thread, as in
-Kafka: it should be quick.
+and also fails over: kwire's keeps serving). A plug-in runs on the controller's one thread, as
+in Kafka, and cannot be interrupted: a slow one delays every request and, in kwire, the node's
+raft traffic too, so a call over :data:`SLOW_CALL_MS` is logged at ERROR with its duration; the
+client of a call slower than its request timeout gets its own timeout (REQUEST_TIMED_OUT through
+a broker), as with Kafka's controller.
 
 No I/O here: the plug-ins come in loaded and configured.
 """
@@ -40,7 +43,7 @@ No I/O here: the plug-ins come in loaded and configured.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -66,6 +69,8 @@ __all__ = [
 ]
 
 POLICY_VIOLATION = "PolicyViolationException"
+SLOW_CALL_MS = 1000
+"""A plug-in call longer than this is logged at ERROR (module docstring)."""
 
 
 class PolicyViolationException(Exception):
@@ -156,6 +161,9 @@ class ControllerPlugins:
     names: Mapping[str, str] = field(default_factory=dict)
     """Config key -> the ``module:Class`` it named."""
     log: _Log | None = None
+    clock: Callable[[], float] | None = None
+    """Seconds from a monotonic clock (the node injects ``time.perf_counter``): a call that
+    takes over :data:`SLOW_CALL_MS` is logged, as it held the controller's thread."""
 
     @property
     def default_placer(self) -> bool:
@@ -168,7 +176,22 @@ class ControllerPlugins:
             text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
             self.log.error("%s %s failed: %s", key, self.names.get(key, "?"), text)
 
+    def timed(self, key: str, started: float | None) -> None:
+        """Log the call of ``key``'s plug-in begun at ``started`` (the clock's reading) when it
+        took over :data:`SLOW_CALL_MS`."""
+        if started is None or self.clock is None or self.log is None:
+            return
+        took_ms = (self.clock() - started) * 1000
+        if took_ms > SLOW_CALL_MS:
+            self.log.error("%s %s took %d ms: the controller (and its quorum's fetches and heartbeats) waited for it",
+                           key, self.names.get(key, "?"), took_ms)
+
+    def start(self) -> float | None:
+        """The clock's reading, for :meth:`timed`."""
+        return self.clock() if self.clock is not None else None
+
     def _validate(self, key: str, policy: Any, request: object) -> None:
+        started = self.start()
         try:
             policy.validate(request)
         except ApiError:
@@ -178,6 +201,8 @@ class ControllerPlugins:
                 raise ApiError(Errors.POLICY_VIOLATION, _message(exc)) from None
             self.failed(key, exc)
             raise PluginFailure() from None
+        finally:
+            self.timed(key, started)
 
     def validate_create_topic(self, request: CreateTopicRequestMetadata) -> None:
         """Run the create-topic policy, if any. Raises ApiError POLICY_VIOLATION (or the

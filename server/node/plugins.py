@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -91,5 +92,6 @@ def load_plugins(configs: Mapping[str, str], log: logging.Logger | None = None) 
         alter_config_policy=loaded.get(ALTER_CONFIG_POLICY),
         names=names,
         log=log,
+        clock=time.perf_counter,
         **extra,
     )

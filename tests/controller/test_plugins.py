@@ -346,3 +346,22 @@ class FailsToConfigure(Recording):
 def test_a_plugin_whose_configure_raises_stops_the_node() -> None:
     with pytest.raises(ConfigError, match="could not be built and configured: ValueError: needs min.partitions"):
         load_plugins({"alter.config.policy.class.name": f"{__name__}:FailsToConfigure"})
+
+
+def test_a_slow_plugin_is_logged_with_its_duration_and_its_answer_still_counts() -> None:
+    now = [0.0]
+    policy, placer, log = Recording(), ListPlacer(), Log()
+
+    def slow(request: Any) -> str | None:
+        now[0] += 2.5  # the call held the controller 2.5 s by the injected clock
+        return "too slow to say yes"
+
+    policy.refuse = slow
+    harness = _harness(ControllerPlugins(create_topic_policy=policy, replica_placer=placer, log=log,
+                                         names={"create.topic.policy.class.name": "p:Slow"}, clock=lambda: now[0]))
+    assert _create(harness, _topic("t", 2, 2)) == [("t", Errors.POLICY_VIOLATION, "too slow to say yes")]
+    assert log.errors == ["create.topic.policy.class.name p:Slow took 2500 ms: the controller (and its quorum's "
+                          "fetches and heartbeats) waited for it"]
+    policy.refuse = lambda request: None
+    assert _create(harness, _topic("t", 2, 2)) == [("t", 0, None)]
+    assert len(log.errors) == 1
