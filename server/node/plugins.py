@@ -8,7 +8,7 @@ written); ``server.controller.plugins`` says how the controller calls them.
 Every problem stops the node with a :class:`~server.config.ConfigError` that names the key: a
 name not of the form ``module:Class`` (a Java class name says so), a module that does not
 import, a missing class, a class without ``validate`` (a policy) or ``place`` (a placer), and an
-exception from the constructor or from ``configure``.
+exception from the constructor or from ``configure`` (the plug-ins built before it are closed).
 """
 
 from __future__ import annotations
@@ -82,16 +82,22 @@ def load_plugins(configs: Mapping[str, str], log: logging.Logger | None = None) 
     placer), their unexpected exceptions logged to ``log`` (default ``kwire.controller``).
     Raises ConfigError."""
     names = {key: configs[key].strip() for key in PLUGIN_KEYS if configs.get(key, "").strip()}
-    loaded = {key: load_plugin(key, name, configs) for key, name in names.items()}
+    loaded: dict[str, Any] = {}
+    for key, name in names.items():
+        try:
+            loaded[key] = load_plugin(key, name, configs)
+        except ConfigError:
+            ControllerPlugins(names={k: names[k] for k in loaded}, **_fields(loaded)).close()
+            raise
     log = log or logging.getLogger("kwire.controller")
     for key, name in names.items():
         log.info("%s: loaded %s", key, name)
-    extra = {"replica_placer": loaded[REPLICA_PLACER]} if REPLICA_PLACER in loaded else {}
-    return ControllerPlugins(
-        create_topic_policy=loaded.get(CREATE_TOPIC_POLICY),
-        alter_config_policy=loaded.get(ALTER_CONFIG_POLICY),
-        names=names,
-        log=log,
-        clock=time.perf_counter,
-        **extra,
-    )
+    return ControllerPlugins(names=names, log=log, clock=time.perf_counter, **_fields(loaded))
+
+
+def _fields(loaded: Mapping[str, Any]) -> dict[str, Any]:
+    """ControllerPlugins' fields for the plug-ins ``loaded`` by key."""
+    fields = {"create_topic_policy": loaded.get(CREATE_TOPIC_POLICY), "alter_config_policy": loaded.get(ALTER_CONFIG_POLICY)}
+    if REPLICA_PLACER in loaded:
+        fields["replica_placer"] = loaded[REPLICA_PLACER]
+    return fields

@@ -343,9 +343,18 @@ class FailsToConfigure(Recording):
         raise ValueError("needs min.partitions")
 
 
-def test_a_plugin_whose_configure_raises_stops_the_node() -> None:
+class Counted(Recording):
+    closed_count = 0
+
+    def close(self) -> None:
+        Counted.closed_count += 1
+
+
+def test_a_plugin_whose_configure_raises_stops_the_node_and_the_built_ones_are_closed() -> None:
     with pytest.raises(ConfigError, match="could not be built and configured: ValueError: needs min.partitions"):
-        load_plugins({"alter.config.policy.class.name": f"{__name__}:FailsToConfigure"})
+        load_plugins({"create.topic.policy.class.name": f"{__name__}:Counted",
+                      "alter.config.policy.class.name": f"{__name__}:FailsToConfigure"})
+    assert Counted.closed_count == 1
 
 
 def test_a_slow_plugin_is_logged_with_its_duration_and_its_answer_still_counts() -> None:
