@@ -53,7 +53,8 @@ class MinPartitionsPolicy:
 
 
 class NoCompactionPolicy:
-    """No topic may be compacted; a broker resource setting message.max.bytes to 0 breaks it."""
+    """No topic may be compacted; a broker setting message.max.bytes, or a topic setting
+    max.message.bytes, to 0 breaks it."""
 
     def configure(self, configs: Mapping[str, str]) -> None:
         pass
@@ -64,6 +65,8 @@ class NoCompactionPolicy:
             raise PolicyViolationException(f"No compaction: {resource.type} {resource.name} {java(configs)}")
         if resource.type == "BROKER" and configs.get("message.max.bytes") == "0":
             raise RuntimeError("message.max.bytes=0 breaks this policy")
+        if resource.type == "TOPIC" and configs.get("max.message.bytes") == "0":
+            raise RuntimeError("max.message.bytes=0 breaks this policy")
 
     def close(self) -> None:
         pass

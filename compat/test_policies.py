@@ -2,8 +2,9 @@
 running two Java policies (compat/oracle/src/kwire/policy/, built beside the codec oracle) and
 kwire running their Python twins (compat/example_policies.py) answer one sequence of
 CreateTopics (placed, manual, default-sized, with configs, validateOnly), CreatePartitions,
-IncrementalAlterConfigs (SET, APPEND, DELETE, ValidateOnly, a policy that throws) and
-AlterConfigs with the same codes and messages. The refusals spell out every field of the
+IncrementalAlterConfigs (SET, APPEND, DELETE, ValidateOnly) and AlterConfigs, and a config
+policy that throws (on a created topic's configs, and on a broker's) with the same codes and
+messages. The refusals spell out every field of the
 request the policy was shown, so equal messages mean both controllers called the policies at
 the same points with the same requests; ``policy.min.partitions`` reaches both through
 ``configure``.
@@ -124,6 +125,7 @@ CASES: list[tuple[str, Message, int]] = [
     ("validateOnly: 2 partitions", _create(_topic("dry", 2, 3), validate_only=True), 7),
     ("a compacted topic (the config policy runs first)", _create(_topic("compacted", 1, configs={"cleanup.policy": "compact"})), 7),
     ("one request, one topic refused", _create(_topic("two-a"), _topic("two-b", 1)), 7),
+    ("the config policy throws on one topic", _create(_topic("three-a"), _topic("three-b", configs={"max.message.bytes": "0"})), 7),
     ("more partitions: no policy applies", CreatePartitionsRequest(
         topics=[CreatePartitionsTopic(name="ok", count=4, assignments=None)], timeout_ms=5000, validate_only=False), 3),
     ("SET retention.ms", _incremental(TOPIC, "ok", ("retention.ms", SET, "5000")), 1),
@@ -188,6 +190,7 @@ def test_policies_answer_alike(policy_pair: dict[str, PairNode]) -> None:
     assert stock("APPEND compact: shown the resulting value") == [
         (2, "ok", 44, "No compaction: TOPIC ok {cleanup.policy=delete,compact, retention.ms=null}")], trace
     assert stock("a broker config the policy throws on") == [(4, "", -1, None)], trace
+    assert stock("the config policy throws on one topic") == [("three-a", 0, None, 2), ("three-b", -1, None, None)], trace
     assert stock("legacy: compact")[0][3] == "No compaction: TOPIC ok {cleanup.policy=compact, segment.ms=100000}", trace
     assert stock("legacy: the implicit deletions are not shown") == [(2, "ok", 0, None)], trace
     assert stock("legacy: the policy throws") == [(4, "5", -1, None)], trace

@@ -365,7 +365,10 @@ def create_topics(
         try:
             validate_topic_configs(configs, defaults.static_config)
             if configs:  # an incremental alteration of a new resource, as Kafka writes them
-                defaults.plugins.validate_alter_config("TOPIC", topic.name, configs)
+                try:
+                    defaults.plugins.validate_alter_config("TOPIC", topic.name, configs)
+                except PluginFailure as exc:  # validateAlterConfig's answer: this topic's only
+                    raise ApiError(exc.error, exc.message) from None
             if topic.assignments:
                 parts = _manual_partitions(topic, cluster)
                 policy_request = CreateTopicRequestMetadata(

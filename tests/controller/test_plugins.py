@@ -234,6 +234,10 @@ def test_a_crashing_alter_config_policy_fails_its_resource_only() -> None:
         (4, Errors.UNKNOWN_SERVER_ERROR, None), (2, 0, None)]
     assert "ZeroDivisionError" in log.errors[0]
     assert any(isinstance(r, ConfigRecord) and r.name == "retention.ms" for r in harness.records())
+    # on a new topic's configs it fails that topic alone, as validateAlterConfig does in Kafka
+    policy.crash = lambda request: 1 // 0 if request.resource.name == "bad" else None
+    assert _create(harness, _topic("good"), _topic("bad", configs={"retention.ms": "1"})) == [
+        ("good", 0, None), ("bad", Errors.UNKNOWN_SERVER_ERROR, None)]
 
 
 def test_kwires_own_exception_and_an_empty_refusal_answer_as_kafkas() -> None:

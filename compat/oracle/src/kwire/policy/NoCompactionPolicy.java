@@ -9,8 +9,8 @@ import org.apache.kafka.server.policy.AlterConfigPolicy;
 
 /**
  * An alter-config policy for the differential policy test (compat/test_policies.py): no topic
- * may be compacted; and a broker resource setting message.max.bytes to 0 makes it throw an
- * unexpected exception. The refusal names the resource and the configs it was shown.
+ * may be compacted; and a broker resource setting message.max.bytes to 0, or a topic setting
+ * max.message.bytes to 0, makes it throw an unexpected exception. The refusal names the resource and the configs it was shown.
  */
 public class NoCompactionPolicy implements AlterConfigPolicy {
     @Override
@@ -28,6 +28,9 @@ public class NoCompactionPolicy implements AlterConfigPolicy {
         }
         if (resource.type() == ConfigResource.Type.BROKER && "0".equals(configs.get("message.max.bytes"))) {
             throw new IllegalStateException("message.max.bytes=0 breaks this policy");
+        }
+        if (resource.type() == ConfigResource.Type.TOPIC && "0".equals(configs.get("max.message.bytes"))) {
+            throw new IllegalStateException("max.message.bytes=0 breaks this policy");
         }
     }
 
