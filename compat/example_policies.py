@@ -29,7 +29,8 @@ def java(value: Any) -> str:
 
 
 class MinPartitionsPolicy:
-    """A topic needs at least ``policy.min.partitions`` partitions (default 1)."""
+    """A topic needs at least ``policy.min.partitions`` partitions (default 1); a topic named
+    "crash" makes it throw."""
 
     def __init__(self) -> None:
         self.min = 1
@@ -39,6 +40,8 @@ class MinPartitionsPolicy:
             self.min = int(configs["policy.min.partitions"])
 
     def validate(self, request: Any) -> None:
+        if request.topic == "crash":
+            raise RuntimeError(f"this policy cannot judge {request.topic}")
         count = request.num_partitions if request.num_partitions is not None else len(request.replicas_assignments)
         if count < self.min:
             raise PolicyViolationException(

@@ -2,9 +2,9 @@
 running two Java policies (compat/oracle/src/kwire/policy/, built beside the codec oracle) and
 kwire running their Python twins (compat/example_policies.py) answer one sequence of
 CreateTopics (placed, manual, default-sized, with configs, validateOnly), CreatePartitions,
-IncrementalAlterConfigs (SET, APPEND, DELETE, ValidateOnly) and AlterConfigs, and a config
-policy that throws (on a created topic's configs, and on a broker's) with the same codes and
-messages. The refusals spell out every field of the
+IncrementalAlterConfigs (SET, APPEND, DELETE, ValidateOnly) and AlterConfigs, and policies
+that throw (the create-topic policy on a topic; the config policy on a created topic's configs
+and on a broker's) with the same codes and messages. The refusals spell out every field of the
 request the policy was shown, so equal messages mean both controllers called the policies at
 the same points with the same requests; ``policy.min.partitions`` reaches both through
 ``configure``.
@@ -137,6 +137,7 @@ CASES: list[tuple[str, Message, int]] = [
     ("legacy: compact", _legacy(TOPIC, "ok", {"cleanup.policy": "compact", "segment.ms": "100000"}), 1),
     ("legacy: the implicit deletions are not shown", _legacy(TOPIC, "ok", {"segment.ms": "200000"}), 1),
     ("legacy: the policy throws", _legacy(BROKER, "5", {"message.max.bytes": "0"}), 1),
+    ("the create-topic policy throws on one topic", _create(_topic("four"), _topic("crash")), 7),
 ]
 
 
@@ -194,6 +195,7 @@ def test_policies_answer_alike(policy_pair: dict[str, PairNode]) -> None:
     assert stock("legacy: compact")[0][3] == "No compaction: TOPIC ok {cleanup.policy=compact, segment.ms=100000}", trace
     assert stock("legacy: the implicit deletions are not shown") == [(2, "ok", 0, None)], trace
     assert stock("legacy: the policy throws") == [(4, "5", -1, None)], trace
+    assert stock("the create-topic policy throws on one topic") == [("four", 0, None, 2), ("crash", -1, None, None)], trace
     differences = [case for case, a in answered.items() if a["stock"] != a["kwire"]]
     assert not differences, f"{len(differences)} cases differ: {differences}\n{trace}"
     for name, node in policy_pair.items():

@@ -29,9 +29,8 @@ start-up, ``validate(request)`` for each checked change, ``close()`` when the no
 Answers: a violation is POLICY_VIOLATION with the exception's message (None for an exception
 without one); kwire's own ``ApiError`` passes through (Kafka's ``ApiException``); any other
 exception is logged with its traceback and answered UNKNOWN_SERVER_ERROR without a message, as
-``ApiError.fromThrowable`` answers it: for the alter-config policy that resource's (or new
-topic's) result, for the create-topic policy the whole CreateTopics request (Kafka's controller fails the operation,
-and also fails over: kwire's keeps serving). A plug-in runs on the controller's one thread, as
+``ApiError.fromThrowable`` answers it, in that resource's or topic's result alone (as Kafka 4.4
+answers it: compat/test_policies.py). A plug-in runs on the controller's one thread, as
 in Kafka, and cannot be interrupted: a slow one delays every request and, in kwire, the node's
 raft traffic too, so a call over :data:`SLOW_CALL_MS` is logged at ERROR with its duration; the
 client of a call slower than its request timeout gets its own timeout (REQUEST_TIMED_OUT through

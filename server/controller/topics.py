@@ -84,7 +84,6 @@ from server.controller.plugins import (
     NO_PLUGINS,
     ControllerPlugins,
     CreateTopicRequestMetadata,
-    PluginFailure,
 )
 from server.controller.result import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, Record
 from server.controller.topic_configs import (
@@ -365,10 +364,7 @@ def create_topics(
         try:
             validate_topic_configs(configs, defaults.static_config)
             if configs:  # an incremental alteration of a new resource, as Kafka writes them
-                try:
-                    defaults.plugins.validate_alter_config("TOPIC", topic.name, configs)
-                except PluginFailure as exc:  # validateAlterConfig's answer: this topic's only
-                    raise ApiError(exc.error, exc.message) from None
+                defaults.plugins.validate_alter_config("TOPIC", topic.name, configs)
             if topic.assignments:
                 parts = _manual_partitions(topic, cluster)
                 policy_request = CreateTopicRequestMetadata(
@@ -378,9 +374,7 @@ def create_topics(
                 policy_request = CreateTopicRequestMetadata(
                     topic.name, len(parts), len(parts[0][0]), None, dict(configs))
             defaults.plugins.validate_create_topic(policy_request)
-        except PluginFailure:
-            raise  # ReplicationControlManager's operation fails: the whole request
-        except ApiError as exc:
+        except ApiError as exc:  # a policy's failure too (PluginFailure): that topic's answer
             errors[topic.name] = exc
             continue
         topic_id = Uuid.random(rng) if new_topic_id is None else new_topic_id()

@@ -165,7 +165,7 @@ def test_a_topic_refused_before_the_policy_is_not_shown_to_it() -> None:
     assert policy.seen == []
 
 
-def test_a_crashing_create_topic_policy_fails_the_request_and_the_controller_keeps_serving() -> None:
+def test_a_crashing_create_topic_policy_fails_its_topic_and_the_controller_keeps_serving() -> None:
     policy, log = Recording(), Log()
 
     def crash(request: Any) -> None:
@@ -175,12 +175,11 @@ def test_a_crashing_create_topic_policy_fails_the_request_and_the_controller_kee
     policy.crash = crash
     harness = _harness(ControllerPlugins(create_topic_policy=policy, names={"create.topic.policy.class.name": "p:P"},
                                          log=log))
-    # ReplicationControlManager's operation fails: every topic of the request, no message
-    assert _create(harness, _topic("fine"), _topic("boom")) == [
-        ("fine", Errors.UNKNOWN_SERVER_ERROR, None), ("boom", Errors.UNKNOWN_SERVER_ERROR, None)]
+    # that topic alone, without a message (ApiError.fromThrowable)
+    assert _create(harness, _topic("fine"), _topic("boom")) == [("fine", 0, None), ("boom", Errors.UNKNOWN_SERVER_ERROR, None)]
     assert len(log.errors) == 1 and "create.topic.policy.class.name p:P failed" in log.errors[0]
     assert "KeyError: 'oops'" in log.errors[0]
-    assert _create(harness, _topic("fine")) == [("fine", 0, None)]
+    assert _create(harness, _topic("fine2")) == [("fine2", 0, None)]
 
 
 def test_the_alter_config_policy_sees_the_altered_configs_as_kafka_passes_them() -> None:
