@@ -19,10 +19,11 @@ broker and topic RPC tests register brokers with.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -132,11 +133,15 @@ def wait_ready(node: PairNode, timeout_s: float) -> State:
 
 
 @contextmanager
-def start_pair(kafka: KafkaRelease, root: Path, role: str, extra: str = "") -> Iterator[dict[str, PairNode]]:
+def start_pair(
+    kafka: KafkaRelease, root: Path, role: str, extra: str = "", *, side_extra: Mapping[str, str] | None = None,
+    stock_classpath: Sequence[str | os.PathLike[str]] = (),
+) -> Iterator[dict[str, PairNode]]:
     """A stock controller of ``kafka`` and a kwire node in ``role`` under ``root`` (``stock/``
     and ``kwire/`` their log directories, ``logs/`` their output), both ready; stopped on exit,
     when the tail of each one's output is printed. ``extra`` lines go into both nodes'
-    properties."""
+    properties, ``side_extra["stock"]`` / ``["kwire"]`` into one node's (e.g. a plug-in's class,
+    Java on one side and Python on the other), ``stock_classpath`` before the stock node's jars."""
     assert role in ROLES, role
     nodes: dict[str, PairNode] = {}
     logs = root / "logs"
@@ -159,8 +164,14 @@ def start_pair(kafka: KafkaRelease, root: Path, role: str, extra: str = "") -> I
             )
             flag = "--no-initial-controllers" if role == "observer" else "--standalone"
             kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, flag])
+            if side_extra and name in side_extra:  # after formatting: the format tool loads plug-in classes
+                with open(props, "a") as file:
+                    file.write("\n" + side_extra[name] + "\n")
             out = logs / f"{name}.txt"
-            proc = start_stock(kafka, props, out, logs_dir=logs) if name == "stock" else start_kwire(props, out)
+            if name == "stock":
+                proc = start_stock(kafka, props, out, logs_dir=logs, classpath=stock_classpath)
+            else:
+                proc = start_kwire(props, out)
             nodes[name] = PairNode(name, port, proc, data, role)
         for node in nodes.values():
             wait_ready(node, START_TIMEOUT_S)

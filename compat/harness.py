@@ -285,15 +285,16 @@ def start_kwire(props: Path, out: Path, command: str = "server-start", *,
 
 def start_stock(kafka: KafkaRelease, props: Path, out: Path, *, logs_dir: Path | None = None,
                 jvm_args: Sequence[str] = (), prefix: Sequence[str] = (),
-                env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+                env: Mapping[str, str] | None = None,
+                classpath: Sequence[str | os.PathLike[str]] = ()) -> subprocess.Popen[bytes]:
     """A stock Kafka server (``kafka.Kafka PROPS``, a controller or a broker), its output
     appended to ``out`` and its own log files in ``logs_dir`` (default: beside ``out``);
     ``prefix`` is a command it runs under (e.g. ``ip netns exec NS``), ``env`` variables added
-    to this process's environment."""
+    to this process's environment, ``classpath`` entries added before the release's jars."""
     with open(out, "ab") as sink:
         return kafka.start(
             "kafka.Kafka", [props], logs_dir=logs_dir or out.parent, jvm_args=list(jvm_args),
-            stdout=sink.fileno(), stderr=sink.fileno(), prefix=prefix, env=env,
+            stdout=sink.fileno(), stderr=sink.fileno(), prefix=prefix, env=env, extra_classpath=classpath,
         )
 
 

@@ -4,7 +4,10 @@ One controller and one stock broker of the newest pinned release: the command pr
 brokers' bootstrap servers once every broker runs (the broker answers Metadata listing itself),
 and a Ctrl-C to the whole process group (as a terminal sends it) stops the broker first, with a
 controlled shutdown against the live quorum, then the controller; nothing is left running.
-Cost: one broker JVM, a few seconds.
+The controller runs a create-topic policy given with ``--override``
+(``compat.example_policies:MinPartitionsPolicy``): stock ``kafka-topics --create`` of a
+one-partition topic through the broker, which forwards CreateTopics to kwire, is refused with
+the policy's message. Cost: one broker JVM and one tool run, a few seconds.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from tools.stock_brokers import BrokerNode, StockBrokers
 pytestmark = pytest.mark.compat
 
 START_TIMEOUT_S = 150.0
+POLICY = "compat.example_policies:MinPartitionsPolicy"
 
 
 def test_dev_cluster_runs_stock_brokers_and_stops_them_first(newest_kafka: KafkaRelease, tmp_path: Path) -> None:
@@ -32,7 +36,8 @@ def test_dev_cluster_runs_stock_brokers_and_stops_them_first(newest_kafka: Kafka
     base = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tools.cli", "dev-cluster", "--nodes", "1", "--brokers", "1", "--dir", str(root),
-         "--base-port", str(base)],
+         "--base-port", str(base), "--override", f"create.topic.policy.class.name={POLICY}",
+         "--override", "policy.min.partitions=2"],
         cwd=REPO_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
     )
@@ -48,6 +53,13 @@ def test_dev_cluster_runs_stock_brokers_and_stops_them_first(newest_kafka: Kafka
         assert f"1 stock Kafka {version} brokers" in running and f"--bootstrap-server localhost:{base + 100}" in running
         broker = BrokerNode(101, base + 100, root / "broker-101")
         assert StockBrokers(root, version, [broker]).listed_by(101) == {101}
+        refused = newest_kafka.run_tool("topics", [
+            "--bootstrap-server", f"localhost:{base + 100}", "--create", "--topic", "tiny", "--partitions", "1",
+            "--replication-factor", "1"], check=False)
+        assert refused.returncode != 0, refused
+        assert ("org.apache.kafka.common.errors.PolicyViolationException: Topic tiny refused: numPartitions=1, "
+                "replicationFactor=1, replicasAssignments=null, configs={}; at least 2 partitions required."
+                ) in refused.stdout + refused.stderr, (refused.stdout, refused.stderr)
     finally:
         os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the whole group
         code = proc.wait(90)

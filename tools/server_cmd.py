@@ -88,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     from server.config import ConfigError, load_config
     from server.node import NodeStartupError
     from server.node.fatal import name_fatal_level, run_or_halt
+    from server.node.plugins import check_plugins
     from storage.errors import FormatError, StorageError
     from tools.storage_format import format_standalone
 
@@ -105,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
             format_standalone(config)
         else:
             config = load_config(args.config, overrides)
+        check_plugins(config.raw)
         return run_or_halt(lambda: trio.run(serve_until_signalled, config), config, log)
     except (ConfigError, FormatError, StorageError, NodeStartupError, OSError) as exc:
         print(f"kwire {args.command}: {exc}", file=sys.stderr)

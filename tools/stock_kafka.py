@@ -483,6 +483,7 @@ def start_kafka_class(
     stderr: int | None = subprocess.PIPE,
     start_new_session: bool = False,
     prefix: Sequence[str] = (),
+    extra_classpath: Iterable[str | os.PathLike[str]] = (),
 ) -> subprocess.Popen[bytes]:
     """Start a long-running Kafka process (e.g. ``kafka.Kafka controller.properties``, as
     ``kafka-server-start.sh`` does, or ``kafka.tools.TestRaftServer``) with server JVM settings
@@ -490,10 +491,11 @@ def start_kafka_class(
     becomes ``-Dkafka.logs.dir``. The caller terminates it (``proc.terminate()``) and waits for
     it; ``start_new_session`` keeps it out of the caller's process group (a terminal's Ctrl-C
     then reaches only the caller, which stops it in its own order); ``prefix`` is a command it
-    runs under (e.g. ``ip netns exec NS``). Raises KafkaUnavailable when Java or the jars are
-    missing."""
+    runs under (e.g. ``ip netns exec NS``); ``extra_classpath`` entries go before the release's
+    jars (a plug-in's classes). Raises KafkaUnavailable when Java or the jars are missing."""
     command = list(prefix) + java_command(
         version, main_class, args, server=server, jvm_args=jvm_args, logs_dir=logs_dir,
+        extra_classpath=extra_classpath,
     )
     full_env = dict(os.environ)
     full_env.update(env or {})

@@ -16,7 +16,8 @@ are enabled; removing the cluster-level one then; values over 32,767 characters;
 (the default topic resource is refused) and every topic config (``server.controller
 .topic_configs``); the broker name (a base-10 id, not negative); and that the topic exists
 (UNKNOWN_TOPIC_OR_PARTITION) or the node is a registered broker, a registered controller or a
-voter (BROKER_ID_NOT_REGISTERED). A ``min.insync.replicas`` ConfigRecord is followed by a
+voter (BROKER_ID_NOT_REGISTERED); last, ``alter.config.policy.class.name``'s policy
+(``server.controller.plugins``: POLICY_VIOLATION, or UNKNOWN_SERVER_ERROR when it fails). A ``min.insync.replicas`` ConfigRecord is followed by a
 ClearElrRecord while eligible leader replicas are enabled.
 
 Not here: BROKER_LOGGER resources (the controller's own Log4j loggers), CLIENT_METRICS and GROUP
@@ -49,6 +50,7 @@ from server.controller.java_order import (
     java_hash_map_order,
     timeline_hash_map_order,
 )
+from server.controller.plugins import NO_PLUGINS, ControllerPlugins
 from server.controller.result import Record
 from server.controller.topic_configs import (
     TOPIC_CONFIGS,
@@ -124,12 +126,14 @@ _TOPIC_LISTS = {key.name: key.default for key in TOPIC_CONFIGS if key.type is Co
 class ConfigContext:
     """What the checks read: the image (topics and current configs), the ids a broker
     resource may name (registered brokers, registered controllers, voters), this node's
-    properties as written, and whether eligible leader replicas are enabled."""
+    properties as written, whether eligible leader replicas are enabled, and the plug-ins."""
 
     image: ReplicationImage
     known_node_ids: frozenset[int]
     static_config: Mapping[str, str]
     elr_enabled: bool
+    plugins: ControllerPlugins = NO_PLUGINS
+    """The alter-config policy (``server.controller.plugins``) comes from here."""
 
 
 def _split_default(resource_type: int, key: str) -> str | None:
@@ -210,12 +214,15 @@ def _validate(
         validate_topic_configs(all_configs, context.static_config)
     elif resource_type != ResourceType.BROKER:
         raise ApiError(Errors.INVALID_REQUEST, f"Unexpected resource type {ResourceType(resource_type).name}.")
-    if newly_created:
-        return
-    if resource_type == ResourceType.TOPIC and name not in context.image.topic_ids:
-        raise ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-    if resource_type == ResourceType.BROKER and name and int(name) not in context.known_node_ids:
-        raise ApiError(Errors.BROKER_ID_NOT_REGISTERED, f"No node with id {int(name)} found.")
+    if not newly_created:
+        if resource_type == ResourceType.TOPIC and name not in context.image.topic_ids:
+            raise ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+        if resource_type == ResourceType.BROKER and name and int(name) not in context.known_node_ids:
+            raise ApiError(Errors.BROKER_ID_NOT_REGISTERED, f"No node with id {int(name)} found.")
+    # the policy sees the configs explicitly altered, not the implicit deletions (KAFKA-14195)
+    context.plugins.validate_alter_config(
+        ResourceType(resource_type).name, name, {record.name: record.value for record in altered}
+    )
 
 
 def _check_min_isr(context: ConfigContext, record: ConfigRecord) -> None:

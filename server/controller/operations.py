@@ -77,6 +77,7 @@ from server.controller.partition_effects import (
     BrokerPartitionEffects,
     TopicConfigLayers,
 )
+from server.controller.plugins import NO_PLUGINS, ControllerPlugins
 from server.controller.responses import feature_updates
 from server.controller.result import ControllerResult, Record
 from server.raft.kraft_upgrade import UpgradeRefused
@@ -133,6 +134,8 @@ class ControllerConfig:
     """``allow.everyone.if.no.acl.found``."""
     tokens: TokenSettings = TokenSettings()
     """The ``delegation.token.*`` settings."""
+    plugins: ControllerPlugins = NO_PLUGINS
+    """The policies and replica placer the node loaded (``server.controller.plugins``)."""
 
 
 class ControllerLog(Protocol):
@@ -243,7 +246,9 @@ class OperationContext:
         """What config changes are checked against: the image, the node ids a broker resource
         may name (registered brokers and controllers, voters), this node's properties."""
         known = set(self.cluster.registrations) | set(self.controller.controllers) | self.voter_ids
-        return configs.ConfigContext(self.image, frozenset(known), self.config.static_config, self.elr_enabled)
+        return configs.ConfigContext(
+            self.image, frozenset(known), self.config.static_config, self.elr_enabled, self.config.plugins
+        )
 
     @property
     def finalized_features(self) -> dict[str, int]:
@@ -374,6 +379,7 @@ def create_topics(ctx: OperationContext, request: CreateTopicsRequest, version: 
             replication_factor=config.default_replication_factor,
             node_id=config.node_id,
             static_config=config.static_config,
+            plugins=config.plugins,
         ),
         rng=ctx.rng,
         authorize=ctx.authorize,
@@ -394,7 +400,7 @@ def create_partitions(ctx: OperationContext, request: CreatePartitionsRequest, v
     """CreatePartitions (``server.controller.topics.create_partitions``)."""
     return ControllerResult(*topics.create_partitions(
         request, image=ctx.image, cluster=ctx.cluster, metadata_version=ctx.metadata_version, rng=ctx.rng,
-        authorize=ctx.authorize,
+        authorize=ctx.authorize, plugins=ctx.config.plugins,
     ))
 
 

@@ -19,21 +19,41 @@ one. For each partition:
 Errors (``InvalidReplicationFactorException``, raised as ApiError INVALID_REPLICATION_FACTOR
 with Kafka 4.4's words): a replication factor below 1; no unfenced broker; a replication factor
 above the number of usable brokers. Randomness comes from the caller's ``random.Random``.
+
+The placer is a plug point (``kwire.replica.placer.class``): Kafka's internal ``ReplicaPlacer``
+interface in Python terms (KIP-660 proposed making it public; kwire does). A placer has
+``place(spec, cluster)``: ``spec`` a :class:`PlacementSpec` (``start_partition``,
+``num_partitions``, ``num_replicas``), ``cluster`` a :class:`ClusterDescriber`
+(``usable_brokers()``, ``default_dir(broker_id)`` and kwire's ``random``, the controller's seeded
+random source, so that a placement can be replayed); it returns a :class:`TopicAssignment` or
+simply one list of broker ids per partition, the preferred leader first.
+:class:`StripedReplicaPlacer` is the default.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from kwire.errors import Errors
 from server.controller.errors import ApiError
 
 if TYPE_CHECKING:
     import random
+    from random import Random
 
-__all__ = ["UsableBroker", "place_replicas"]
+    from kwire.uuid import Uuid
+
+__all__ = [
+    "ClusterDescriber",
+    "PartitionAssignment",
+    "PlacementSpec",
+    "StripedReplicaPlacer",
+    "TopicAssignment",
+    "UsableBroker",
+    "place_replicas",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +64,50 @@ class UsableBroker:
     broker_id: int
     rack: str | None
     fenced: bool
+
+    @property
+    def id(self) -> int:
+        """The broker id (``UsableBroker.id()``)."""
+        return self.broker_id
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementSpec:
+    """What to place (``PlacementSpec``): ``num_partitions`` partitions from index
+    ``start_partition`` on (0 for a new topic, the current count for CreatePartitions), each of
+    ``num_replicas`` replicas."""
+
+    start_partition: int
+    num_partitions: int
+    num_replicas: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionAssignment:
+    """One placed partition (``PartitionAssignment``): its replicas, the preferred leader first."""
+
+    replicas: Sequence[int]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicAssignment:
+    """What a placer returns (``TopicAssignment``): one assignment per partition of the spec."""
+
+    assignments: Sequence[PartitionAssignment]
+
+
+class ClusterDescriber(Protocol):
+    """The cluster as a placer sees it (``ClusterDescriber``), plus kwire's ``random``."""
+
+    @property
+    def random(self) -> Random:
+        """The controller's random source (seeded in the simulation: placements replay)."""
+
+    def usable_brokers(self) -> Iterator[UsableBroker]:
+        """The brokers replicas may go to, by id (``usableBrokers``)."""
+
+    def default_dir(self, broker_id: int) -> Uuid:
+        """The log directory a new replica on ``broker_id`` goes to (``defaultDir``)."""
 
 
 @dataclass(slots=True)
@@ -161,3 +225,13 @@ def place_replicas(
     racks = _Racks(brokers, rng)
     racks.check(replication_factor)
     return [racks.place(replication_factor) for _ in range(partitions)]
+
+
+class StripedReplicaPlacer:
+    """Kafka's default placer (module docstring), drawing on the controller's random source."""
+
+    def place(self, spec: PlacementSpec, cluster: ClusterDescriber) -> TopicAssignment:
+        """Place ``spec`` on ``cluster``'s usable brokers. Raises ApiError
+        INVALID_REPLICATION_FACTOR."""
+        placed = place_replicas(spec.num_partitions, spec.num_replicas, cluster.usable_brokers(), cluster.random)
+        return TopicAssignment([PartitionAssignment(replicas) for replicas in placed])

@@ -63,13 +63,11 @@ from server.controller.authorizer import (
     DESCRIBE_CONFIGS,
     Authorize,
 )
-from server.controller.cluster import BrokerRegistration, ClusterControl
+from server.controller.cluster import ClusterControl
 from server.controller.errors import ApiError
 from server.controller.image import (
     BROKER_RESOURCE,
-    MIGRATING_DIRECTORY,
     TOPIC_RESOURCE,
-    UNASSIGNED_DIRECTORY,
     ReplicationImage,
     invalid_topic_name,
     topic_collision_key,
@@ -80,7 +78,13 @@ from server.controller.java_order import (
 from server.controller.partition_change import (
     partition_change_record_version as partition_record_version,
 )
-from server.controller.placement import UsableBroker, place_replicas
+from server.controller.placement import PlacementSpec
+from server.controller.placing import default_directory, has_uncordoned_dirs, place
+from server.controller.plugins import (
+    NO_PLUGINS,
+    ControllerPlugins,
+    CreateTopicRequestMetadata,
+)
 from server.controller.result import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, Record
 from server.controller.topic_configs import (
     effective_topic_configs,
@@ -112,52 +116,21 @@ _UNKNOWN_TOPIC_ID = "This server does not host this topic ID."
 @dataclass(frozen=True, slots=True)
 class TopicDefaults:
     """What the controller's node contributes to a new topic: ``num.partitions``,
-    ``default.replication.factor``, its id (whose dynamic broker configs count) and its
-    properties as written (the static configs of effective topic configs)."""
+    ``default.replication.factor``, its id (whose dynamic broker configs count), its
+    properties as written (the static configs of effective topic configs) and its plug-ins."""
 
     num_partitions: int
     replication_factor: int
     node_id: int
     static_config: Mapping[str, str]
-
-
-def _has_uncordoned_dirs(registration: BrokerRegistration) -> bool:
-    cordoned = registration.cordoned_log_dirs
-    if not cordoned:
-        return True
-    return any(directory not in cordoned for directory in registration.log_dirs)
+    plugins: ControllerPlugins = NO_PLUGINS
+    """The policies and the replica placer (``server.controller.plugins``)."""
 
 
 def _is_active(cluster: ClusterControl, broker_id: int) -> bool:
     """Registered, unfenced and not in controlled shutdown (``ClusterControlManager.isActive``)."""
     registration = cluster.registrations.get(broker_id)
     return registration is not None and not registration.fenced and not registration.in_controlled_shutdown
-
-
-def default_directory(cluster: ClusterControl, broker_id: int) -> Uuid:
-    """``ClusterControlManager.defaultDir``: the broker's one log directory; MIGRATING when it
-    registered none, UNASSIGNED when it has several (it assigns them itself)."""
-    registration = cluster.registrations.get(broker_id)
-    if registration is None:
-        return UNASSIGNED_DIRECTORY
-    if not registration.log_dirs:
-        return MIGRATING_DIRECTORY
-    return registration.log_dirs[0] if len(registration.log_dirs) == 1 else UNASSIGNED_DIRECTORY
-
-
-def _usable_brokers(cluster: ClusterControl) -> list[UsableBroker]:
-    """The brokers placement may use (``BrokerHeartbeatManager.usableBrokers``): tracked by the
-    active controller, not shutting down, with a log directory that is not cordoned."""
-    heartbeats = cluster.heartbeats
-    if heartbeats is None:
-        raise RuntimeError("ClusterControlManager is not active.")
-    usable = []
-    for broker_id, state in sorted(heartbeats.states.items()):
-        registration = cluster.registrations.get(broker_id)
-        if registration is None or state.shutting_down or not _has_uncordoned_dirs(registration):
-            continue
-        usable.append(UsableBroker(broker_id, registration.rack, state.fenced))
-    return usable
 
 
 def _partition_record(
@@ -253,7 +226,7 @@ def check_manual_replicas(replicas: list[int], replication_factor: int | None, c
                 Errors.INVALID_REPLICA_ASSIGNMENT,
                 f"The manual partition assignment includes broker {broker}, but no such broker is registered.",
             )
-        if not _has_uncordoned_dirs(registration):
+        if not has_uncordoned_dirs(registration):
             raise ApiError(
                 Errors.INVALID_REPLICA_ASSIGNMENT,
                 f"The manual partition assignment includes broker {broker}, but all its log directories are cordoned.",
@@ -275,7 +248,7 @@ def check_manual_replicas(replicas: list[int], replication_factor: int | None, c
 def _placed_partitions(
     topic: CreatableTopic, cluster: ClusterControl, defaults: TopicDefaults, rng: random.Random
 ) -> dict[int, tuple[list[int], list[int]]]:
-    """Replicas and ISR of each partition the controller places."""
+    """Replicas and ISR of each partition the controller places (``defaults.plugins``' placer)."""
     if topic.replication_factor < -1 or topic.replication_factor == 0:
         raise ApiError(
             Errors.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0, or -1 to use the default value."
@@ -285,8 +258,10 @@ def _placed_partitions(
     partitions = defaults.num_partitions if topic.num_partitions == -1 else topic.num_partitions
     replication_factor = defaults.replication_factor if topic.replication_factor == -1 else topic.replication_factor
     try:
-        placed = place_replicas(partitions, replication_factor, _usable_brokers(cluster), rng)
+        placed = place(defaults.plugins, PlacementSpec(0, partitions, replication_factor), cluster, rng)
     except ApiError as exc:
+        if exc.error != Errors.INVALID_REPLICATION_FACTOR:
+            raise
         raise ApiError(
             Errors.INVALID_REPLICATION_FACTOR, f"Unable to replicate the partition {replication_factor} time(s): {exc.message}"
         ) from None
@@ -388,11 +363,18 @@ def create_topics(
         configs, _ = _config_errors(topic)
         try:
             validate_topic_configs(configs, defaults.static_config)
+            if configs:  # an incremental alteration of a new resource, as Kafka writes them
+                defaults.plugins.validate_alter_config("TOPIC", topic.name, configs)
             if topic.assignments:
                 parts = _manual_partitions(topic, cluster)
+                policy_request = CreateTopicRequestMetadata(
+                    topic.name, None, None, {i: list(replicas) for i, (replicas, _) in parts.items()}, dict(configs))
             else:
                 parts = _placed_partitions(topic, cluster, defaults, rng)
-        except ApiError as exc:
+                policy_request = CreateTopicRequestMetadata(
+                    topic.name, len(parts), len(parts[0][0]), None, dict(configs))
+            defaults.plugins.validate_create_topic(policy_request)
+        except ApiError as exc:  # a policy's failure too (PluginFailure): that topic's answer
             errors[topic.name] = exc
             continue
         topic_id = Uuid.random(rng) if new_topic_id is None else new_topic_id()
@@ -548,7 +530,8 @@ def delete_topics(
 
 
 def _grow_topic(
-    topic: CreatePartitionsTopic, image: ReplicationImage, cluster: ClusterControl, version: int, rng: random.Random
+    topic: CreatePartitionsTopic, image: ReplicationImage, cluster: ClusterControl, version: int, rng: random.Random,
+    plugins: ControllerPlugins,
 ) -> list[Record]:
     """The PartitionRecords that take ``topic`` to its requested count
     (``ReplicationControlManager.createPartitions``). Raises ApiError."""
@@ -581,7 +564,7 @@ def _grow_topic(
             _manual_isr(replicas, replication_factor, start + i, cluster)
             placed.append(replicas)
     else:
-        placed = place_replicas(additional, replication_factor, _usable_brokers(cluster), rng)
+        placed = place(plugins, PlacementSpec(start, additional, replication_factor), cluster, rng)
     records = []
     for i, replicas in enumerate(placed):
         isr = [broker for broker in replicas if _is_active(cluster, broker)]
@@ -603,6 +586,7 @@ def create_partitions(
     metadata_version: int,
     rng: random.Random,
     authorize: Authorize | None = None,
+    plugins: ControllerPlugins = NO_PLUGINS,
 ) -> tuple[list[Record], list[CreatePartitionsTopicResult]]:
     """CreatePartitions at the active controller (module docstring): the records to append as
     one batch (none when ``ValidateOnly``) and one result per topic: the names given twice
@@ -636,7 +620,7 @@ def create_partitions(
     records: list[Record] = []
     for topic in topics:
         try:
-            records.extend(_grow_topic(topic, image, cluster, version, rng))
+            records.extend(_grow_topic(topic, image, cluster, version, rng, plugins))
         except ApiError as exc:
             results.append(CreatePartitionsTopicResult(name=topic.name, error_code=exc.error, error_message=exc.message))
         else:

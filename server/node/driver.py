@@ -387,6 +387,8 @@ class Node:
                 if not pending.done:
                     pending.fail(RuntimeError("the node stopped"))
             self._pending.clear()
+            if self.host is not None:
+                self.host.config.plugins.close()  # ControllerServer.shutdown closes the policies
             with trio.CancelScope(shield=True):
                 await self._blocking(metadata_log.close)
 

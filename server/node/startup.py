@@ -24,6 +24,7 @@ from kwire.uuid import Uuid
 from server.config import KRaftConfig
 from server.controller.delegation_tokens import TokenSettings
 from server.controller.operations import ControllerConfig
+from server.node.plugins import load_plugins
 from server.raft.control import voter_set_from_record
 from server.raft.core import RaftCore
 from server.raft.types import ElectionState, Endpoint, ReplicaIdentity, ReplicaKey, VoterSet
@@ -78,7 +79,8 @@ class StoredState:
 
 def controller_config(config: KRaftConfig, cluster_id: str) -> ControllerConfig:
     """The settings the controller host decides by, from server.properties (``config``) and
-    the cluster id meta.properties holds."""
+    the cluster id meta.properties holds, with the plug-ins it names loaded and configured
+    (``server.node.plugins``; raises ConfigError)."""
     return ControllerConfig(
         node_id=config.node_id,
         cluster_id=cluster_id,
@@ -105,6 +107,7 @@ def controller_config(config: KRaftConfig, cluster_id: str) -> ControllerConfig:
             expiry_time_ms=config.delegation_token_expiry_time_ms,
             expiry_check_interval_ms=config.delegation_token_expiry_check_interval_ms,
         ),
+        plugins=load_plugins(config.raw),
     )
 
 

@@ -1,0 +1,1 @@
+"""Example controller plug-ins, ready to name in server.properties (README, "Plug-ins")."""
