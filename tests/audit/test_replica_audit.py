@@ -16,7 +16,7 @@ from tests.audit.broker_synth import Cluster, Copy
 from tools.audit.broker_dirs import classify_dirs, iter_segment
 from tools.audit.cli import main
 from tools.audit.history import read_history
-from tools.audit.replica_checks import BadBytes, BatchSummary
+from tools.audit.replica_scan import BadBytes, BatchSummary
 from tools.audit.replicas import audit_replicas
 
 BROKERS = (101, 102, 103)
@@ -347,7 +347,7 @@ def test_scans_of_offset_ranges_join_to_the_scan_of_the_whole(tmp_path: Path) ->
     import random
 
     from tools.audit.broker_dirs import CopyReader, segment_paths
-    from tools.audit.replica_checks import PartitionScan, compared_pairs, scan_copies
+    from tools.audit.replica_scan import PartitionScan, compared_pairs, scan_copies
     from tools.audit.replicas import open_views, plan_replicas
 
     cluster = Cluster()

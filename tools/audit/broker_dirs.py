@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 
 from kwire.topics import METADATA_PARTITION_DIR
-from tools.audit.replica_checks import BadBytes, BatchSummary, ProducerSnapshotFile, ReplicaView
+from tools.audit.replica_scan import BadBytes, BatchSummary, ProducerSnapshotFile, ReplicaView
 from tools.audit.scan import NodeDir, named_item, node_names
 
 READ_CHUNK_BYTES = 8 * 1024 * 1024

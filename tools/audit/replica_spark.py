@@ -25,7 +25,7 @@ from typing import Any
 
 from tools.audit.broker_dirs import AuditDir, CopyReader, ReadAhead
 from tools.audit.history import MetadataHistory
-from tools.audit.replica_checks import CopyStream, NoBatches
+from tools.audit.replica_scan import CopyStream, NoBatches
 from tools.audit.replicas import (
     Copies,
     Layout,
