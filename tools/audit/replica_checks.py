@@ -72,7 +72,7 @@ Invariant names, as the report prints them (severity in brackets):
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,7 +137,10 @@ class PartitionHistory:
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One violation or warning of a partition, ``node`` its replica (None: the partition as a
-    whole), ``[offset, end_offset)`` the offsets it concerns where it concerns some."""
+    whole) and ``broker_id`` that replica's broker (``node.id`` of its log directory's
+    ``meta.properties``; None when unknown), ``[offset, end_offset)`` the offsets it concerns
+    where it concerns some (a corrupt batch's are its base and last offset + 1; bytes that frame
+    no batch have the offset after the batch before them, or None, and no end)."""
 
     invariant: str
     severity: str
@@ -149,11 +152,12 @@ class Finding:
     end_offset: int | None = None
     epochs: tuple[int, ...] = ()
     cause: str | None = None
+    broker_id: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "invariant": self.invariant, "severity": self.severity, "topic": self.topic,
-            "partition": self.partition, "node": self.node, "offset": self.offset,
+            "partition": self.partition, "node": self.node, "broker_id": self.broker_id, "offset": self.offset,
             "end_offset": self.end_offset, "epochs": list(self.epochs), "cause": self.cause,
             "detail": self.detail,
         }
@@ -174,23 +178,26 @@ class PartitionReport:
     replicas: dict[str, dict[str, Any]]
     findings: list[Finding]
     lost: list[tuple[int, int]]
+    topic_id: str | None = None
+    """The metadata's topic id, else the one the copies' ``partition.metadata`` names (None)."""
 
     def summary(self) -> dict[str, Any]:
         return {
             "topic": self.topic, "partition": self.partition, "reference": self.reference,
-            "committed": self.committed, "basis": self.basis, "replicas": self.replicas,
+            "topic_id": self.topic_id, "committed": self.committed, "basis": self.basis, "replicas": self.replicas,
             "lost": [list(r) for r in self.lost],
         }
 
 
 class _Findings:
-    def __init__(self, topic: str, partition: int) -> None:
-        self.topic, self.partition = topic, partition
+    def __init__(self, topic: str, partition: int, broker_ids: Mapping[str, int | None]) -> None:
+        self.topic, self.partition, self.broker_ids = topic, partition, broker_ids
         self.items: list[Finding] = []
 
     def add(self, invariant: str, severity: str, node: str | None, offset: int | None, detail: str,
             **extra: Any) -> None:
-        self.items.append(Finding(invariant, severity, self.topic, self.partition, node, offset, detail, **extra))
+        self.items.append(Finding(invariant, severity, self.topic, self.partition, node, offset, detail,
+                                  broker_id=self.broker_ids.get(node) if node is not None else None, **extra))
 
 
 def check_partition(
@@ -199,16 +206,18 @@ def check_partition(
     replicas: Sequence[ReplicaView],
     scan: PartitionScan,
     history: PartitionHistory | None = None,
-    brokers_present: Collection[int] = (),
+    brokers_present: Collection[int] | Mapping[int, str] = (),
 ) -> PartitionReport:
     """Every check of the module docstring for ``topic``-``partition``: ``replicas`` are the
     copies found (one per broker log directory holding it), ``scan`` what reading their batches
     left (:func:`scan_copies`; it must have compared the reference this picks with every other
     copy, :func:`compared_pairs`), ``history`` the metadata log's states of the partition (None:
     no metadata given, or the topic is not in it -- the checks against the metadata are
-    skipped), ``brokers_present`` the broker ids whose log directories were given (for
-    ``missing_replica``). Raises ValueError when ``scan`` lacks a comparison it needs."""
-    out = _Findings(topic, partition)
+    skipped), ``brokers_present`` the broker ids whose log directories were given, or a map of
+    them to their directories' names (for ``missing_replica``, named by the directory). Raises ValueError when ``scan`` lacks a comparison it needs."""
+    names = dict(brokers_present) if isinstance(brokers_present, Mapping) else {}
+    out = _Findings(topic, partition, {**{name: broker for broker, name in names.items()},
+                                       **{r.node: r.broker_id for r in replicas}})
     copies = [_Copy(r, scan.copies[r.node]) for r in replicas]
     for copy in copies:
         _check_replica(copy, out)
@@ -221,13 +230,15 @@ def check_partition(
         for copy in copies:
             if copy is not reference:
                 lost += _compare(reference, copy, scan, committed, history, out)
+    topic_id = history.topic_id if history is not None else next(
+        (r.topic_id for r in replicas if r.topic_id is not None), None)
     return PartitionReport(
         topic, partition, None if reference is None else reference.node, committed, basis,
         {c.node: {"broker_id": c.view.broker_id, "log_start": c.log_start, "log_end": c.log_end,
-                  "high_watermark": c.view.high_watermark,
+                  "high_watermark": c.view.high_watermark, "on_disk": c.view.on_disk,
                   "last_epoch": c.scan.last_valid.epoch if c.scan.last_valid is not None else None}
          for c in copies},
-        out.items, _merge(lost),
+        out.items, _merge(lost), topic_id,
     )
 
 
@@ -252,18 +263,19 @@ def _check_replica(c: _Copy, out: _Findings) -> None:
                 f"no copy of the partition in the log directory, whose replication-offset-checkpoint still gives it "
                 f"the high watermark {r.high_watermark}")
         return
-    for bad in scan.bad:
+    for bad, after in scan.bad:
         out.add("torn_tail" if bad.at_tail else "corrupt_batch", WARNING if bad.at_tail else VIOLATION, r.node,
-                None, f"{bad.file} at byte {bad.position} ({bad.size} bytes): {bad.detail}")
+                after, f"{bad.file} at byte {bad.position} ({bad.size} bytes): {bad.detail}")
     for b in scan.flagged:
         if not b.crc_valid:
             tail = b == scan.last and not scan.bad
             out.add("torn_tail" if tail else "corrupt_batch", WARNING if tail else VIOLATION, r.node, b.base_offset,
-                    f"{b.file} at byte {b.position}: batch {b.base_offset}-{b.last_offset} fails its CRC")
+                    f"{b.file} at byte {b.position}: batch {b.base_offset}-{b.last_offset} fails its CRC",
+                    end_offset=b.last_offset + 1)
         else:
             out.add("undecodable_records", VIOLATION, r.node, b.base_offset,
                     f"{b.file} at byte {b.position}: batch {b.base_offset}-{b.last_offset} passes its CRC but its "
-                    f"records do not decode: {b.records_error}")
+                    f"records do not decode: {b.records_error}", end_offset=b.last_offset + 1)
     for prev, b in scan.disorder:  # a corrupt batch's header still frames it
         if b.base_offset <= prev.last_offset:
             out.add("offsets_not_increasing", VIOLATION, r.node, b.base_offset,
@@ -315,7 +327,7 @@ def _check_epochs(c: _Copy, out: _Findings) -> None:
 
 
 def _check_against_metadata(copies: Sequence[_Copy], history: PartitionHistory,
-                            brokers_present: Collection[int], out: _Findings) -> None:
+                            brokers_present: Collection[int] | Mapping[int, str], out: _Findings) -> None:
     if not history.states:
         return
     last = history.states[-1]
@@ -341,8 +353,9 @@ def _check_against_metadata(copies: Sequence[_Copy], history: PartitionHistory,
                 out.add("epoch_not_in_metadata", VIOLATION, r.node, offset,
                         f"leader epoch {epoch} (from offset {offset}) was never given out by the metadata log "
                         f"(its epochs: {sorted(known)})", epochs=(epoch,))
+    names = brokers_present if isinstance(brokers_present, Mapping) else {}
     for broker in sorted(given & set(brokers_present) - held):
-        out.add("missing_replica", VIOLATION, str(broker), None,
+        out.add("missing_replica", VIOLATION, names.get(broker, str(broker)), None,
                 f"broker {broker} is assigned the partition but its log directory has no copy of it")
 
 

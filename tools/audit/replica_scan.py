@@ -95,7 +95,8 @@ class CopyScan:
     valid batch, the runs of valid batches of one leader epoch (``[start, end, epoch,
     last_base, last_base_acked]``: offsets ``[start, end)``, the base offset of the run's last
     batch and of its last batch below the copy's high watermark, -1 for none), and what the
-    checks report batch by batch: unframeable bytes, batches failing their CRC or (deep read)
+    checks report batch by batch: unframeable bytes (with the offset after the batch before them,
+    None for none), batches failing their CRC or (deep read)
     their decoding, pairs of consecutive batches whose offsets do not increase or leave a hole
     above the cleaner's offset, and per leader epoch the first batch the epoch checkpoint does
     not name. Runs grow with the leader epochs of the log, findings with what is wrong in it,
@@ -111,7 +112,7 @@ class CopyScan:
         self.last: BatchSummary | None = None
         self.last_valid: BatchSummary | None = None
         self.runs: list[list[int]] = []
-        self.bad: list[BadBytes] = []
+        self.bad: list[tuple[BadBytes, int | None]] = []
         self.flagged: list[BatchSummary] = []
         self.disorder: list[tuple[BatchSummary, BatchSummary]] = []
         self.misplaced: dict[int, BatchSummary] = {}
@@ -128,7 +129,7 @@ class CopyScan:
         ``view.epochs``. True when it is a batch that passes its CRC. (Once per batch read:
         written for speed.)"""
         if type(item) is BadBytes:
-            self.bad.append(item)
+            self.bad.append((item, None if self.last is None else self.last[1] + 1))
             self.bytes_read += item.size
             return False
         base, last_offset, epoch, _crc, valid, _file, _position, size, error = item  # type: ignore[misc]
@@ -180,7 +181,8 @@ class CopyScan:
             self.runs[-1] = [run[0], head[1], run[2], head[3], max(run[4], head[4])]
             runs = runs[1:]
         self.runs += [list(r) for r in runs]
-        self.bad += later.bad
+        after = None if prev is None else prev.last_offset + 1  # the offset before later's first bad bytes
+        self.bad += [(bad, after if offset is None else offset) for bad, offset in later.bad]
         self.flagged += later.flagged
         for epoch, b in later.misplaced.items():
             self.misplaced.setdefault(epoch, b)
