@@ -178,3 +178,19 @@ def test_partition_plot_draws_what_was_found(tmp_path: Path) -> None:
     lost = [int(LOST[0][i:i + 2], 16) / 255 for i in (1, 3, 5)]
     shade = [0.45 * c + 0.55 for c in lost]  # drawn at alpha 0.45 over white
     assert (abs(pixels - shade).max(axis=2) < 0.03).sum() > 50
+
+
+def test_metadata_log_audit_reports_two_nodes_with_one_id(tmp_path: Path) -> None:
+    """Controllers' metadata log directories: two claiming node.id 1, each with a metadata log,
+    are two nodes with one id; the metadata-log audit carries the finding in its own shape."""
+    from tests.audit.test_audit_node_names import dir_id, format_node
+    from tools.audit.cli import _add_identity_findings
+    from tools.audit.jobs import AuditResult
+
+    dirs = classify_dirs([str(format_node(tmp_path / x / "meta", 1, dir_id(n))) for n, x in ((1, "a"), (2, "b"))])
+    result = AuditResult(nodes=[], commit_basis="min-leo", high_watermark=None)
+    _add_identity_findings(result, dirs)
+    assert [(v["invariant"], v["node"], v["offset"]) for v in result.violations] == [
+        ("duplicate_node_id", str(dir_id(1)), None), ("duplicate_node_id", str(dir_id(2)), None)]
+    assert "each holds a metadata log" in result.violations[0]["detail"]
+    assert result.violation_counts == {"duplicate_node_id": 2} and not result.ok
