@@ -63,7 +63,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "metadata-log audit's default is local[*]; the replica audit runs in this "
                              "process unless a master is given)")
     parser.add_argument("--out", default=None, metavar="REPORT_DIR",
-                        help="write summary.json, violations.jsonl, warnings.jsonl and plots here")
+                        help="write the report here: the summary, the findings and (replica audit) the "
+                             "partition table as JSON lines, the plots, and an index.html linking them")
     parser.add_argument("--json", action="store_true",
                         help="print the JSON summary on stdout, with the findings and the partition table")
     parser.add_argument("--json-limit", type=int, default=JSON_LIMIT, metavar="N",
