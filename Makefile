@@ -108,8 +108,8 @@ test:
 ## replace controller runs and of the differential probe (`make test` runs a cover of each
 ## release and each kind), the reassignment, long-running stock controller and stock-quorum
 ## audit runs on the older release too (`make test` runs the newest), the replica audit of
-## stock brokers under a kwire controller and on the older release (`make test` runs the newest
-## under a stock one) and on a standalone Spark cluster (`make test` runs it on local[2]), and
+## stock brokers under a stock controller and on the older release (`make test` runs the newest
+## under a kwire one) and on a standalone Spark cluster (`make test` runs it on local[2]), and
 ## the fault soak
 ## (`soak`, SOAK_MINUTES).
 FAULT_ROUNDS ?= 20

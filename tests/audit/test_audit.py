@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import struct
 
 import pytest
@@ -122,7 +123,10 @@ def test_consistent_replicas_pass_with_timeline_and_report(spark, tmp_path):
     written = write_report(result, str(tmp_path / "report"))
     names = {os.path.basename(p) for p in written}
     assert {"summary.json", "violations.jsonl", "timeline.png", "records_per_second.png",
-            "batch_sizes.png"} <= names
+            "batch_sizes.png", "index.html"} <= names
+    with open(tmp_path / "report" / "index.html") as f:  # every link and image is a file beside it
+        targets = set(re.findall(r"(?:href|src)='([^']+)'", f.read()))
+    assert "timeline.png" in targets and all((tmp_path / "report" / t).is_file() for t in targets), targets
     for p in written:
         if p.endswith(".png"):
             with open(p, "rb") as f:
@@ -180,6 +184,9 @@ def test_tail_cut_below_the_high_watermark_fails_the_command(spark, tmp_path, ca
     summary = json.loads(out)
     assert summary["ok"] is False and summary["commit_basis"] == "high-watermark"
     assert summary["violation_counts"] == {"committed_entry_missing": 1}
+    assert [(v["invariant"], v["node"], v["offset"]) for v in summary["findings"]["violations"]] == [
+        ("committed_entry_missing", "node3", cut)]
+    assert summary["findings"]["left_out"] == {"violations": 0, "warnings": 0}
     with open(tmp_path / "report" / "violations.jsonl") as f:
         rows = [json.loads(line) for line in f]
     assert [(r["invariant"], r["node"], r["offset"]) for r in rows] == [

@@ -16,7 +16,7 @@ from tests.audit.broker_synth import Cluster, Copy
 from tools.audit.broker_dirs import classify_dirs, iter_segment
 from tools.audit.cli import main
 from tools.audit.history import read_history
-from tools.audit.replica_checks import BadBytes, BatchSummary
+from tools.audit.replica_scan import BadBytes, BatchSummary
 from tools.audit.replicas import audit_replicas
 
 BROKERS = (101, 102, 103)
@@ -159,8 +159,8 @@ def test_corrupt_batch_and_torn_tail(tmp_path: Path) -> None:
     last.write_bytes(last.read_bytes() + b"\x00" * 7)
     found = classify_dirs([str(d) for d in dirs])
     result = audit_replicas(found, read_history(found[0].metadata_dir))
-    assert invariants(result) == [("corrupt_batch", "102", 10, None)]  # 102 leads: nothing counts as lost
-    assert invariants(result, "warning") == [("torn_tail", "103", None, None)]
+    assert invariants(result) == [("corrupt_batch", "102", 10, 14)]  # 102 leads: nothing counts as lost
+    assert invariants(result, "warning") == [("torn_tail", "103", 20, None)]  # the bytes after offset 19's batch
     torn = [f for f in result.findings if f.invariant == "torn_tail"]
     assert "7 bytes at the end" in torn[0].detail
 
@@ -226,7 +226,7 @@ def test_deep_read_decodes_the_records(tmp_path: Path) -> None:
     assert shallow.ok
     assert invariants(shallow, "warning") == [("producer_snapshot", "101", 99, None), ("producer_snapshot", "102", 10, None)]
     deep = audit_replicas(found, history, deep=True)
-    assert invariants(deep) == [("undecodable_records", str(b), 0, None) for b in BROKERS]
+    assert invariants(deep) == [("undecodable_records", str(b), 0, 5) for b in BROKERS]
     assert "InvalidRecordError" in deep.violations[0].detail
 
 
@@ -336,6 +336,12 @@ def test_spark_gives_the_same_result(spark, tmp_path: Path, scenario: str, split
     assert distributed.summary() == {**local.summary(), "metadata_source": local.metadata_source}
     assert distributed.timelines == local.timelines
     assert (scenario == "healthy") == distributed.ok
+    if scenario == "corrupt" and split_bytes == 100:  # the partition table as a DataFrame: the same rows
+        from tools.audit.replica_spark import partition_table
+
+        frame = partition_table(spark, distributed)
+        assert [row.asDict() for row in frame.orderBy("topic", "partition", "node").collect()] == local.partition_rows()
+        assert [(r.node, r.verdict) for r in frame.where("verdict <> 'ok'").collect()] == [("103", "violation")]
 
 
 def test_scans_of_offset_ranges_join_to_the_scan_of_the_whole(tmp_path: Path) -> None:
@@ -347,7 +353,7 @@ def test_scans_of_offset_ranges_join_to_the_scan_of_the_whole(tmp_path: Path) ->
     import random
 
     from tools.audit.broker_dirs import CopyReader, segment_paths
-    from tools.audit.replica_checks import PartitionScan, compared_pairs, scan_copies
+    from tools.audit.replica_scan import PartitionScan, compared_pairs, scan_copies
     from tools.audit.replicas import open_views, plan_replicas
 
     cluster = Cluster()

@@ -5,12 +5,15 @@ with PySpark.
   the single-process baseline),
 * :mod:`tools.audit.datasource` -- the ``kraftlog`` PySpark Python Data Source,
 * :mod:`tools.audit.jobs` -- the invariant checks and the timeline,
-* :mod:`tools.audit.broker_dirs`, :mod:`tools.audit.history`, :mod:`tools.audit.replica_checks`,
-  :mod:`tools.audit.replicas`, :mod:`tools.audit.replica_spark` -- the replica audit of brokers'
-  log directories, in one process or on Spark,
+* :mod:`tools.audit.broker_dirs`, :mod:`tools.audit.identity`, :mod:`tools.audit.history`,
+  :mod:`tools.audit.replica_scan`, :mod:`tools.audit.replica_checks`, :mod:`tools.audit.replicas`,
+  :mod:`tools.audit.replica_spark` -- the replica audit of brokers' log directories, in one
+  process or on Spark,
 * :mod:`tools.audit.batch_source` -- the ``kafkabatches`` data source: a row per batch of
   brokers' log directories,
-* :mod:`tools.audit.report` -- summary JSON, violation tables and plots,
+* :mod:`tools.audit.report` -- the metadata-log audit's summary JSON, violation tables and plots;
+  :mod:`tools.audit.replica_report`, :mod:`tools.audit.replica_plots` -- the replica audit's;
+  :mod:`tools.audit.html_index` -- the report directory's ``index.html``,
 * :mod:`tools.audit.spark` -- the SparkSession the jobs run in,
 * :mod:`tools.audit.cli` -- ``add_parser(subparsers)`` and ``run(args) -> int``.
 

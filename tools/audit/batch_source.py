@@ -88,7 +88,7 @@ def plan_segment_parts(items: list[str], split_bytes: int = DEFAULT_SPLIT_BYTES)
 def read_segment_part(part: SegmentPartition, deep: bool = False) -> Iterator[tuple[Any, ...]]:
     """The rows of one input partition, in :data:`SCHEMA`'s column order."""
     from tools.audit.broker_dirs import iter_segment
-    from tools.audit.replica_checks import BadBytes
+    from tools.audit.replica_scan import BadBytes
 
     copy = (part.node, part.broker_id, part.topic, part.partition)
     for item in iter_segment(part.path, part.last, start=part.start, end=part.end, deep=deep):

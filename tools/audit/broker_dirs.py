@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 
 from kwire.topics import METADATA_PARTITION_DIR
-from tools.audit.replica_checks import BadBytes, BatchSummary, ProducerSnapshotFile, ReplicaView
+from tools.audit.replica_scan import BadBytes, BatchSummary, ProducerSnapshotFile, ReplicaView
 from tools.audit.scan import NodeDir, named_item, node_names
 
 READ_CHUNK_BYTES = 8 * 1024 * 1024
@@ -51,7 +51,11 @@ PARTITION_DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.(?P<id>[0-
 class AuditDir:
     """One directory given to ``kwire audit``: ``metadata_dir`` is its ``__cluster_metadata-0``
     (None when it holds no metadata log), ``broker``: it holds topic-partition directories or a
-    broker's offset checkpoints (a directory of ``log.dirs``)."""
+    broker's offset checkpoints (a directory of ``log.dirs``). ``node_id`` (the broker id of a
+    broker log directory), ``directory_id`` and ``cluster_id`` come from its ``meta.properties``
+    whether or not the directory was named on the command line; ``meta`` false: it has no
+    readable ``meta.properties``, and ``node_id`` is then the trailing digits of an explicit
+    name (``b11=DIR``: 11), else None. ``explicit``: it was given as ``name=DIR``."""
 
     name: str
     path: str
@@ -59,6 +63,9 @@ class AuditDir:
     broker: bool
     node_id: int | None
     directory_id: str | None
+    cluster_id: str | None = None
+    meta: bool = False
+    explicit: bool = False
 
 
 @dataclass
@@ -75,7 +82,8 @@ class PartitionDir:
 @dataclass
 class LogDir:
     """A broker log directory: its node name, broker id, offset checkpoints (``(topic,
-    partition) -> offset``; ``errors`` names each that could not be read) and partitions."""
+    partition) -> offset``; ``errors`` names each that could not be read) and partitions, and the
+    ``directory.id`` and ``cluster.id`` of its ``meta.properties``."""
 
     node: str
     path: str
@@ -86,6 +94,8 @@ class LogDir:
     cleaner_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     partitions: list[PartitionDir] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    directory_id: str | None = None
+    cluster_id: str | None = None
 
 
 def _is_broker_dir(path: str, names: Sequence[str]) -> bool:
@@ -124,7 +134,9 @@ def classify_dirs(items: Sequence[str]) -> list[AuditDir]:
     """Each directory of ``items`` (see :func:`expand_dir_args`), told apart: a metadata log
     directory (``__cluster_metadata-0`` in it, or that directory itself), a broker log
     directory, or both (a broker's first log dir holds its copy of the metadata log). Names come
-    from ``name=`` or ``meta.properties`` (:func:`tools.audit.scan.node_names`). Raises
+    from ``name=`` or ``meta.properties`` (:func:`tools.audit.scan.node_names`); ids from
+    ``meta.properties`` in either case (:class:`AuditDir`; :mod:`tools.audit.identity` reports
+    directories whose ids disagree). Raises
     ValueError for a directory that is neither, or is missing, or for colliding names."""
     from storage.errors import StorageError
     from storage.meta_properties import read_meta_properties
@@ -141,17 +153,25 @@ def classify_dirs(items: Sequence[str]) -> list[AuditDir]:
         broker = _is_broker_dir(path, names)
         if metadata_dir is None and not broker:
             raise ValueError(f"{raw} holds neither a metadata log ({METADATA_PARTITION_DIR}) nor topic partitions")
-        try:
-            meta = None if name else read_meta_properties(path)
+        try:  # a name labels the directory; what it says of itself is read all the same
+            meta = read_meta_properties(path)
         except StorageError:
             meta = None
-        found.append((path, metadata_dir, broker, NodeDir(
+        found.append((path, metadata_dir, broker, meta, NodeDir(
             path, os.path.basename(path), explicit=name,
             node_id=meta.node_id if meta else None,
             directory_id=str(meta.directory_id) if meta and meta.directory_id else None)))
     names = node_names([d for *_, d in found])
-    return [AuditDir(n, path, mdir, broker, d.node_id, d.directory_id)
-            for n, (path, mdir, broker, d) in zip(names, found, strict=True)]
+    out = []
+    for n, (path, mdir, broker, meta, d) in zip(names, found, strict=True):
+        node_id = d.node_id
+        if node_id is None and d.explicit is not None:
+            digits = re.search(r"(\d+)$", d.explicit)
+            node_id = int(digits.group(1)) if digits else None
+        out.append(AuditDir(n, path, mdir, broker, node_id, d.directory_id,
+                            cluster_id=meta.cluster_id if meta else None, meta=meta is not None and meta.node_id is not None,
+                            explicit=d.explicit is not None))
+    return out
 
 
 def read_log_dir(audit_dir: AuditDir) -> LogDir:
@@ -166,7 +186,8 @@ def read_log_dir(audit_dir: AuditDir) -> LogDir:
         read_offset_checkpoint,
     )
 
-    log_dir = LogDir(audit_dir.name, audit_dir.path, audit_dir.node_id)
+    log_dir = LogDir(audit_dir.name, audit_dir.path, audit_dir.node_id, directory_id=audit_dir.directory_id,
+                     cluster_id=audit_dir.cluster_id)
     for file_name, attr in ((REPLICATION_OFFSET_CHECKPOINT, "high_watermarks"),
                             (RECOVERY_POINT_OFFSET_CHECKPOINT, "recovery_points"),
                             (LOG_START_OFFSET_CHECKPOINT, "log_starts"),

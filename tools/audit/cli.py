@@ -11,6 +11,16 @@ Each DIR (a directory, ``name=DIR``, or a glob) is told apart by what it holds:
   lineage, acknowledged records lost to an unclean election or a lost disk, stray and orphan
   directories, corrupt batches.
 
+Every directory's ``meta.properties`` gives its node id (a broker log directory's broker id),
+also when it is named ``name=DIR``; directories whose ids disagree with each other or with their
+names are findings of their own (``duplicate_node_id``, ``node_name_mismatch``,
+``cluster_id_mismatch``).
+
+``--json`` prints the summary with the violations and warnings themselves and the replica
+audit's partition table (a row per copy of a partition), each capped at ``--json-limit``
+entries with the number left out; ``--out`` writes them all, the plots, and an ``index.html``
+that opens from the file system.
+
 Exit status: 0 when no invariant is violated (warnings such as a torn tail are allowed), 1 on
 any violation (each printed as ``VIOLATION <invariant> ...: <detail>``), 2 on a usage error.
 """
@@ -25,6 +35,7 @@ import threading
 import time
 
 from tools.audit.broker_dirs import AuditDir, classify_dirs
+from tools.audit.replica_report import JSON_LIMIT
 from tools.audit.spark import spark_session
 
 
@@ -52,8 +63,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "metadata-log audit's default is local[*]; the replica audit runs in this "
                              "process unless a master is given)")
     parser.add_argument("--out", default=None, metavar="REPORT_DIR",
-                        help="write summary.json, violations.jsonl, warnings.jsonl and plots here")
-    parser.add_argument("--json", action="store_true", help="print the JSON summary on stdout")
+                        help="write the report here: the summary, the findings and (replica audit) the "
+                             "partition table as JSON lines, the plots, and an index.html linking them")
+    parser.add_argument("--json", action="store_true",
+                        help="print the JSON summary on stdout, with the findings and the partition table")
+    parser.add_argument("--json-limit", type=int, default=JSON_LIMIT, metavar="N",
+                        help=f"--json carries at most N violations, N warnings and N partition-table rows, "
+                             f"and says how many it left out (default {JSON_LIMIT}; 0: no limit)")
     parser.add_argument("--high-watermark", type=int, default=None,
                         help="the quorum's high watermark (DescribeQuorum); without it the "
                              "committed point of two replicas is the smaller log end offset")
@@ -143,6 +159,8 @@ def run(args: argparse.Namespace, spark=None) -> int:  # noqa: ANN001
     finally:
         if own_session:
             spark.stop()
+    if getattr(args, "identity", True):  # not when the replica audit has reported them
+        _add_identity_findings(result, dirs)
     elapsed = time.monotonic() - started
     if args.out:
         for path in write_report(result, args.out, elapsed):
@@ -154,7 +172,7 @@ def run(args: argparse.Namespace, spark=None) -> int:  # noqa: ANN001
         print(f"VIOLATION {v['invariant']} node={v['node']} offset={v['offset']}: {v['detail']}",
               file=sys.stderr)
     if args.json:
-        print(json.dumps(summary(result, elapsed), indent=2, sort_keys=True))
+        print(json.dumps(summary(result, elapsed, args.json_limit), indent=2, sort_keys=True))
     else:
         total = sum(result.violation_counts.values())
         print(f"audited {len(result.nodes)} nodes, {result.rows} rows in {elapsed:.1f}s: "
@@ -168,8 +186,8 @@ def _run_replicas(args: argparse.Namespace, dirs: list[AuditDir], history_dirs: 
     Spark when a master or a session is given); the metadata-log audit too, of those that are
     metadata log directories only (controllers'), when there are any."""
     from tools.audit.history import newest_history
+    from tools.audit.replica_report import json_summary, write_replica_report
     from tools.audit.replicas import audit_replicas, format_finding
-    from tools.audit.report import write_replica_report
 
     own_session = args.master is not None and spark is None
     if own_session:
@@ -191,17 +209,18 @@ def _run_replicas(args: argparse.Namespace, dirs: list[AuditDir], history_dirs: 
             spark.stop()
             spark = None
     elapsed = time.monotonic() - started
+    controllers = [d for d in dirs if not d.broker]
     if args.out:
-        for path in write_replica_report(result, args.out, elapsed):
+        for path in write_replica_report(result, args.out, elapsed,
+                                         os.path.join("metadata-log", "index.html") if controllers else None):
             progress(f"wrote {path}")
     for finding in result.warnings + result.violations:
         print(format_finding(finding), file=sys.stderr)
     status = 0 if result.ok else 1
-    controllers = [d for d in dirs if not d.broker]
-    summary: dict = {"replicas": {**result.summary(), "elapsed_s": round(elapsed, 2)}}
+    summary: dict = {"replicas": json_summary(result, elapsed, args.json_limit)}
     if controllers:  # their own lines and report; the JSON carries their exit status
         inner = argparse.Namespace(**{**vars(args), "dirs": [f"{d.name}={d.path}" for d in controllers],
-                                      "json": False,
+                                      "json": False, "identity": False,
                                       "out": None if args.out is None else os.path.join(args.out, "metadata-log")})
         metadata_status = run(inner, spark)
         summary["metadata_log"] = {"ok": metadata_status == 0, "nodes": [d.name for d in controllers]}
@@ -213,6 +232,20 @@ def _run_replicas(args: argparse.Namespace, dirs: list[AuditDir], history_dirs: 
               f"({result.bytes_read / 2**20:.1f} MiB) in {elapsed:.1f}s: "
               f"{'OK' if result.ok else f'{len(result.violations)} violations'}, {len(result.warnings)} warnings")
     return status
+
+
+def _add_identity_findings(result, dirs: list[AuditDir]) -> None:  # noqa: ANN001 - a jobs.AuditResult
+    """The metadata-log audit's copy of :func:`tools.audit.identity.identity_findings` for
+    ``dirs``, in its own finding shape."""
+    from tools.audit.identity import identity_findings
+
+    for f in identity_findings(dirs):
+        row = {"invariant": f.invariant, "node": f.node, "offset": None, "other_node": None, "detail": f.detail}
+        if f.severity == "violation":
+            result.violations.append(row)
+            result.violation_counts[f.invariant] = result.violation_counts.get(f.invariant, 0) + 1
+        else:
+            result.warnings.append(row)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

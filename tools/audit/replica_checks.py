@@ -1,9 +1,9 @@
 """The checks of one topic-partition's replicas, read from brokers' log directories, against
 each other and against the metadata log's history of the partition. Pure: the readers
-(:mod:`tools.audit.broker_dirs`) give each copy's batches, :func:`scan_copies` reads the copies
-together in offset order into a :class:`PartitionScan` whose memory does not grow with their
-size (scans of consecutive offset ranges combine, so a huge partition is read by many tasks),
-the history (:mod:`tools.audit.history`) gives the metadata's view, and :func:`check_partition`
+(:mod:`tools.audit.broker_dirs`) give each copy's batches, :mod:`tools.audit.replica_scan` reads
+the copies together in offset order into a :class:`PartitionScan` whose memory does not grow
+with their size (scans of consecutive offset ranges combine, so a huge partition is read by many
+tasks), the history (:mod:`tools.audit.history`) gives the metadata's view, and :func:`check_partition`
 returns what they show.
 
 Kafka's replication rules these checks rest on (``ReplicaManager``, ``Partition``,
@@ -71,328 +71,34 @@ Invariant names, as the report prints them (severity in brackets):
 
 from __future__ import annotations
 
-import heapq
 from bisect import bisect_right
-from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from storage.leader_epoch import EpochEntry
+from tools.audit.replica_scan import (
+    BadBytes,
+    BatchSummary,
+    CopyScan,
+    CopyStream,
+    NoBatches,
+    PartitionScan,
+    ProducerSnapshotFile,
+    ReplicaView,
+    compared_pairs,
+    scan_copies,
+)
+
+__all__ = [
+    "RECOVERING", "VIOLATION", "WARNING", "BadBytes", "BatchSummary", "CopyScan", "CopyStream", "Finding",
+    "NoBatches", "PartitionHistory", "PartitionReport", "PartitionScan", "PartitionState", "ProducerSnapshotFile",
+    "ReplicaView", "check_partition", "compared_pairs", "planned_reference", "scan_copies",
+]
 
 VIOLATION = "violation"
 WARNING = "warning"
 RECOVERING = 1
 """PartitionRecord.LeaderRecoveryState after an unclean election (``LeaderRecoveryState``)."""
-
-
-class BatchSummary(NamedTuple):
-    """One batch's header as a segment holds it: offsets (inclusive), partition leader epoch,
-    stored CRC and whether it matches, and where it is (file name, byte position and size);
-    with a deep read, why its records could not be decoded. A tuple: a scan makes one per batch
-    read, and keeps few."""
-
-    base_offset: int
-    last_offset: int
-    epoch: int
-    crc: int
-    crc_valid: bool
-    file: str
-    position: int
-    size: int
-    records_error: str | None = None
-    """With a deep read: why its records could not be decoded (None: they could, or were not read)."""
-
-    def same_as(self, other: BatchSummary) -> bool:
-        """Both replicas hold this batch: same offsets, epoch and CRC."""
-        return self[:4] == other[:4]
-
-
-class BadBytes(NamedTuple):
-    """Bytes of a segment that are no batch: ``detail`` says why; ``at_tail``: they run to the
-    end of the replica's last segment (what recovery truncates)."""
-
-    file: str
-    position: int
-    size: int
-    detail: str
-    at_tail: bool
-
-
-class ProducerSnapshotFile(NamedTuple):
-    """A ``<offset>.snapshot`` producer-state file of a copy: its offset, its producers, or why it
-    could not be read."""
-
-    file: str
-    offset: int
-    producers: int
-    error: str | None
-
-
-@dataclass
-class ReplicaView:
-    """What one broker's log directory says of its copy of a partition before any segment is
-    read: its ``leader-epoch-checkpoint`` entries (None when the file is missing or unreadable,
-    ``epochs_error`` saying why), the partition's entries in the log directory's offset
-    checkpoints (None where it has none), its ``partition.metadata`` topic id (base64, None when
-    missing) and its producer-state files. A copy whose directory is gone but whose high
-    watermark the checkpoint kept has ``on_disk`` false. Its batches are read into a
-    :class:`CopyScan`."""
-
-    node: str
-    broker_id: int | None
-    epochs: list[EpochEntry] | None = None
-    epochs_error: str | None = None
-    high_watermark: int | None = None
-    recovery_point: int | None = None
-    log_start_offset: int | None = None
-    cleaner_offset: int | None = None
-    topic_id: str | None = None
-    on_disk: bool = True
-    """False: the log directory has no copy, only the high watermark its checkpoint kept."""
-    producer_snapshots: list[ProducerSnapshotFile] = field(default_factory=list)
-
-
-class CopyScan:
-    """What reading one copy's batches (all of them, or those starting in an offset range)
-    leaves, in memory that does not grow with the copy's size: counts, the first, last and last
-    valid batch, the runs of valid batches of one leader epoch (``[start, end, epoch,
-    last_base, last_base_acked]``: offsets ``[start, end)``, the base offset of the run's last
-    batch and of its last batch below the copy's high watermark, -1 for none), and what the
-    checks report batch by batch: unframeable bytes, batches failing their CRC or (deep read)
-    their decoding, pairs of consecutive batches whose offsets do not increase or leave a hole
-    above the cleaner's offset, and per leader epoch the first batch the epoch checkpoint does
-    not name. Runs grow with the leader epochs of the log, findings with what is wrong in it,
-    nothing with its bytes. Scans of consecutive offset ranges combine with :meth:`extend`."""
-
-    __slots__ = ("batches", "bytes_read", "first", "last", "last_valid", "runs", "bad", "flagged", "disorder",
-                 "misplaced")
-
-    def __init__(self) -> None:
-        self.batches = 0
-        self.bytes_read = 0
-        self.first: BatchSummary | None = None
-        self.last: BatchSummary | None = None
-        self.last_valid: BatchSummary | None = None
-        self.runs: list[list[int]] = []
-        self.bad: list[BadBytes] = []
-        self.flagged: list[BatchSummary] = []
-        self.disorder: list[tuple[BatchSummary, BatchSummary]] = []
-        self.misplaced: dict[int, BatchSummary] = {}
-
-    def __getstate__(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.__slots__)
-
-    def __setstate__(self, state: tuple[Any, ...]) -> None:
-        for name, value in zip(self.__slots__, state, strict=True):
-            setattr(self, name, value)
-
-    def add(self, item: BatchSummary | BadBytes, view: ReplicaView, starts: list[int]) -> bool:
-        """Take the next item of the copy (file order); ``starts`` are the start offsets of
-        ``view.epochs``. True when it is a batch that passes its CRC. (Once per batch read:
-        written for speed.)"""
-        if type(item) is BadBytes:
-            self.bad.append(item)
-            self.bytes_read += item.size
-            return False
-        base, last_offset, epoch, _crc, valid, _file, _position, size, error = item  # type: ignore[misc]
-        self.batches += 1
-        self.bytes_read += size
-        prev = self.last
-        if prev is None:
-            self.first = item  # type: ignore[assignment]
-        elif base <= prev[1] or (base > prev[1] + 1 and base > (view.cleaner_offset or 0)):
-            self.disorder.append((prev, item))  # type: ignore[arg-type]
-        self.last = item  # type: ignore[assignment]
-        if not valid:
-            self.flagged.append(item)  # type: ignore[arg-type]
-            return False
-        if error is not None:
-            self.flagged.append(item)  # type: ignore[arg-type]
-        self.last_valid = item  # type: ignore[assignment]
-        acked = view.high_watermark
-        runs = self.runs
-        if runs and runs[-1][2] == epoch:
-            run = runs[-1]
-            run[1] = last_offset + 1
-            run[3] = base
-            if acked is not None and base < acked:
-                run[4] = base
-        else:
-            runs.append([base, last_offset + 1, epoch, base, base if acked is not None and base < acked else -1])
-        if view.epochs is not None and epoch not in self.misplaced:
-            i = bisect_right(starts, base) - 1
-            if i < 0 or view.epochs[i].epoch != epoch:
-                self.misplaced[epoch] = item  # type: ignore[assignment]
-        return True
-
-    def extend(self, later: CopyScan, view: ReplicaView) -> None:
-        """Append the scan of the offset range that follows this one's."""
-        self.batches += later.batches
-        self.bytes_read += later.bytes_read
-        prev, b = self.last, later.first
-        if prev is not None and b is not None and (b.base_offset <= prev.last_offset or (
-                b.base_offset > prev.last_offset + 1 and b.base_offset > (view.cleaner_offset or 0))):
-            self.disorder.append((prev, b))
-        self.disorder += later.disorder
-        self.first = self.first or later.first
-        self.last = later.last or self.last
-        self.last_valid = later.last_valid or self.last_valid
-        runs = later.runs
-        if self.runs and runs and self.runs[-1][2] == runs[0][2]:
-            run, head = self.runs[-1], runs[0]
-            self.runs[-1] = [run[0], head[1], run[2], head[3], max(run[4], head[4])]
-            runs = runs[1:]
-        self.runs += [list(r) for r in runs]
-        self.bad += later.bad
-        self.flagged += later.flagged
-        for epoch, b in later.misplaced.items():
-            self.misplaced.setdefault(epoch, b)
-
-    def log_start(self, view: ReplicaView) -> int:
-        """The first offset the copy holds: its checkpointed log start offset or its first
-        batch's base offset, whichever is larger (0 for an empty log)."""
-        first = self.first.base_offset if self.first is not None else 0
-        return max(first, view.log_start_offset or 0)
-
-    def log_end(self, view: ReplicaView) -> int:
-        """The offset after its last valid batch (its log end offset once recovered)."""
-        return self.last_valid.last_offset + 1 if self.last_valid is not None else self.log_start(view)
-
-    def spans(self) -> list[tuple[int, int, int]]:
-        """``(start, end, epoch)`` of each run (end exclusive)."""
-        return [(r[0], r[1], r[2]) for r in self.runs]
-
-
-class CopyStream(Protocol):
-    """One copy's items in file order, as a reader gives them for an offset range: ``prior``,
-    the valid batch that starts before the range and reaches into it (None: none, or the range
-    starts the log); set when the iteration ends, ``exhausted``, true when it ended because the
-    copy's last segment did (false: a batch at or past the range's end stopped it), and
-    ``after``, the first valid batch at or past the range's end (None: none)."""
-
-    prior: BatchSummary | None
-    after: BatchSummary | None
-    exhausted: bool
-
-    def __iter__(self) -> Iterator[BatchSummary | BadBytes]: ...
-
-
-class NoBatches:
-    """The stream of a copy with nothing on disk."""
-
-    prior: BatchSummary | None = None
-    after: BatchSummary | None = None
-    exhausted: bool = True
-
-    def __iter__(self) -> Iterator[BatchSummary | BadBytes]:
-        return iter(())
-
-
-@dataclass
-class PartitionScan:
-    """The scans of a partition's copies (by node) over one offset range or all of them, and for
-    each ordered pair ``(reference, other)`` compared, the first offset from which ``other``
-    holds what ``reference`` does not (absent: none in the range). Bounded as each
-    :class:`CopyScan` is."""
-
-    copies: dict[str, CopyScan]
-    compared: set[tuple[str, str]]
-    differences: dict[tuple[str, str], int]
-
-    def extend(self, later: PartitionScan, views: Sequence[ReplicaView]) -> None:
-        """Append the scan of the offset range that follows this one's."""
-        for view in views:
-            self.copies[view.node].extend(later.copies[view.node], view)
-        for pair, offset in later.differences.items():
-            self.differences.setdefault(pair, offset)
-
-
-def compared_pairs(views: Sequence[ReplicaView], reference: str | None) -> list[tuple[str, str]]:
-    """The ordered pairs of copies on disk a scan compares: the reference with each other copy
-    when it is known before the read (the leader the metadata names), else every pair."""
-    nodes = [v.node for v in views if v.on_disk]
-    if reference in nodes:
-        return [(reference, n) for n in nodes if n != reference]
-    return [(a, b) for a in nodes for b in nodes if a != b]
-
-
-def scan_copies(views: Sequence[ReplicaView], streams: Sequence[CopyStream],
-                pairs: Sequence[tuple[str, str]]) -> PartitionScan:
-    """Read the copies' streams together, in offset order, into a :class:`PartitionScan`: each
-    copy's :class:`CopyScan`, and for each pair ``(reference, other)`` the first batch of
-    ``other`` (from the larger of both copies' checkpointed log start and cleaner offsets) that
-    the reference does not hold: a batch starting past the reference's last valid batch, or one
-    overlapping a valid batch of the reference with other offsets, epoch or CRC (followers copy
-    the leader's batches as they are, ``Partition.appendRecordsToFollowerOrFutureReplica``).
-    Offsets where the reference holds no valid batch are not compared: its own checks report
-    them. A reference with no valid batch holds nothing. Memory: one batch ahead per copy, and
-    what the copies' scans keep."""
-    index = {view.node: i for i, view in enumerate(views)}
-    scans = [CopyScan() for _ in views]
-    starts = [[e.start_offset for e in view.epochs or ()] for view in views]
-    iters = [iter(s) for s in streams]
-    against: list[list[tuple[int, int]]] = [[] for _ in views]  # per copy: (reference index, low)
-    for ref_node, node in pairs:
-        ref, other = views[index[ref_node]], views[index[node]]
-        low = max(ref.log_start_offset or 0, other.log_start_offset or 0, ref.cleaner_offset or 0,
-                  other.cleaner_offset or 0)
-        against[index[node]].append((index[ref_node], low))
-    differences: dict[tuple[str, str], int] = {}
-
-    def pull(i: int) -> BatchSummary | None:
-        scan, view, copy_starts = scans[i], views[i], starts[i]
-        for item in iters[i]:
-            if scan.add(item, view, copy_starts):
-                return item  # type: ignore[return-value]
-        return None
-
-    heads: list[BatchSummary | None] = []  # each copy's next valid batch (past the range: not scanned, only met)
-    heap = []
-    for i in range(len(views)):
-        head = pull(i)
-        heads.append(streams[i].after if head is None else head)
-        if head is not None:
-            heap.append((head.base_offset, i))
-    heapq.heapify(heap)
-    prev: list[BatchSummary | None] = [s.prior for s in streams]  # known once each read has begun
-    while heap:
-        _, i = heapq.heappop(heap)
-        b = heads[i]
-        assert b is not None
-        if against[i]:
-            open_pairs = []
-            for j, low in against[i]:
-                d = None if b.base_offset < low else _differs(b, prev[j], heads[j], streams[j].exhausted)
-                if d is None:
-                    open_pairs.append((j, low))
-                else:
-                    differences[(views[j].node, views[i].node)] = d
-            against[i] = open_pairs
-        prev[i] = b
-        head = pull(i)
-        heads[i] = streams[i].after if head is None else head
-        if head is not None:
-            heapq.heappush(heap, (head.base_offset, i))
-    return PartitionScan({view.node: scan for view, scan in zip(views, scans, strict=True)},
-                         set(pairs), differences)
-
-
-def _differs(b: BatchSummary, prev: BatchSummary | None, head: BatchSummary | None, exhausted: bool) -> int | None:
-    """Where ``b`` of one copy parts from the reference, whose last valid batch read so far is
-    ``prev`` and next one ``head`` (the scan's order puts ``head`` at or past ``b``'s base
-    offset; None with ``exhausted``: the reference has no more); None when it does not."""
-    base = b.base_offset
-    if head is None and exhausted and (prev is None or base > prev.last_offset):
-        return base
-    if head is not None and head.base_offset == base:
-        match = head
-    elif prev is not None and prev.last_offset >= base:
-        match = prev
-    elif head is not None and head.base_offset <= b.last_offset:
-        match = head
-    else:
-        return None  # the reference holds nothing valid there
-    return None if match[:4] == b[:4] else max(base, match.base_offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,7 +137,10 @@ class PartitionHistory:
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One violation or warning of a partition, ``node`` its replica (None: the partition as a
-    whole), ``[offset, end_offset)`` the offsets it concerns where it concerns some."""
+    whole) and ``broker_id`` that replica's broker (``node.id`` of its log directory's
+    ``meta.properties``; None when unknown), ``[offset, end_offset)`` the offsets it concerns
+    where it concerns some (a corrupt batch's are its base and last offset + 1; bytes that frame
+    no batch have the offset after the batch before them, or None, and no end)."""
 
     invariant: str
     severity: str
@@ -443,11 +152,12 @@ class Finding:
     end_offset: int | None = None
     epochs: tuple[int, ...] = ()
     cause: str | None = None
+    broker_id: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "invariant": self.invariant, "severity": self.severity, "topic": self.topic,
-            "partition": self.partition, "node": self.node, "offset": self.offset,
+            "partition": self.partition, "node": self.node, "broker_id": self.broker_id, "offset": self.offset,
             "end_offset": self.end_offset, "epochs": list(self.epochs), "cause": self.cause,
             "detail": self.detail,
         }
@@ -468,23 +178,26 @@ class PartitionReport:
     replicas: dict[str, dict[str, Any]]
     findings: list[Finding]
     lost: list[tuple[int, int]]
+    topic_id: str | None = None
+    """The metadata's topic id, else the one the copies' ``partition.metadata`` names (None)."""
 
     def summary(self) -> dict[str, Any]:
         return {
             "topic": self.topic, "partition": self.partition, "reference": self.reference,
-            "committed": self.committed, "basis": self.basis, "replicas": self.replicas,
+            "topic_id": self.topic_id, "committed": self.committed, "basis": self.basis, "replicas": self.replicas,
             "lost": [list(r) for r in self.lost],
         }
 
 
 class _Findings:
-    def __init__(self, topic: str, partition: int) -> None:
-        self.topic, self.partition = topic, partition
+    def __init__(self, topic: str, partition: int, broker_ids: Mapping[str, int | None]) -> None:
+        self.topic, self.partition, self.broker_ids = topic, partition, broker_ids
         self.items: list[Finding] = []
 
     def add(self, invariant: str, severity: str, node: str | None, offset: int | None, detail: str,
             **extra: Any) -> None:
-        self.items.append(Finding(invariant, severity, self.topic, self.partition, node, offset, detail, **extra))
+        self.items.append(Finding(invariant, severity, self.topic, self.partition, node, offset, detail,
+                                  broker_id=self.broker_ids.get(node) if node is not None else None, **extra))
 
 
 def check_partition(
@@ -493,16 +206,18 @@ def check_partition(
     replicas: Sequence[ReplicaView],
     scan: PartitionScan,
     history: PartitionHistory | None = None,
-    brokers_present: Collection[int] = (),
+    brokers_present: Collection[int] | Mapping[int, str] = (),
 ) -> PartitionReport:
     """Every check of the module docstring for ``topic``-``partition``: ``replicas`` are the
     copies found (one per broker log directory holding it), ``scan`` what reading their batches
     left (:func:`scan_copies`; it must have compared the reference this picks with every other
     copy, :func:`compared_pairs`), ``history`` the metadata log's states of the partition (None:
     no metadata given, or the topic is not in it -- the checks against the metadata are
-    skipped), ``brokers_present`` the broker ids whose log directories were given (for
-    ``missing_replica``). Raises ValueError when ``scan`` lacks a comparison it needs."""
-    out = _Findings(topic, partition)
+    skipped), ``brokers_present`` the broker ids whose log directories were given, or a map of
+    them to their directories' names (for ``missing_replica``, named by the directory). Raises ValueError when ``scan`` lacks a comparison it needs."""
+    names = dict(brokers_present) if isinstance(brokers_present, Mapping) else {}
+    out = _Findings(topic, partition, {**{name: broker for broker, name in names.items()},
+                                       **{r.node: r.broker_id for r in replicas}})
     copies = [_Copy(r, scan.copies[r.node]) for r in replicas]
     for copy in copies:
         _check_replica(copy, out)
@@ -515,13 +230,15 @@ def check_partition(
         for copy in copies:
             if copy is not reference:
                 lost += _compare(reference, copy, scan, committed, history, out)
+    topic_id = history.topic_id if history is not None else next(
+        (r.topic_id for r in replicas if r.topic_id is not None), None)
     return PartitionReport(
         topic, partition, None if reference is None else reference.node, committed, basis,
         {c.node: {"broker_id": c.view.broker_id, "log_start": c.log_start, "log_end": c.log_end,
-                  "high_watermark": c.view.high_watermark,
+                  "high_watermark": c.view.high_watermark, "on_disk": c.view.on_disk,
                   "last_epoch": c.scan.last_valid.epoch if c.scan.last_valid is not None else None}
          for c in copies},
-        out.items, _merge(lost),
+        out.items, _merge(lost), topic_id,
     )
 
 
@@ -546,18 +263,19 @@ def _check_replica(c: _Copy, out: _Findings) -> None:
                 f"no copy of the partition in the log directory, whose replication-offset-checkpoint still gives it "
                 f"the high watermark {r.high_watermark}")
         return
-    for bad in scan.bad:
+    for bad, after in scan.bad:
         out.add("torn_tail" if bad.at_tail else "corrupt_batch", WARNING if bad.at_tail else VIOLATION, r.node,
-                None, f"{bad.file} at byte {bad.position} ({bad.size} bytes): {bad.detail}")
+                after, f"{bad.file} at byte {bad.position} ({bad.size} bytes): {bad.detail}")
     for b in scan.flagged:
         if not b.crc_valid:
             tail = b == scan.last and not scan.bad
             out.add("torn_tail" if tail else "corrupt_batch", WARNING if tail else VIOLATION, r.node, b.base_offset,
-                    f"{b.file} at byte {b.position}: batch {b.base_offset}-{b.last_offset} fails its CRC")
+                    f"{b.file} at byte {b.position}: batch {b.base_offset}-{b.last_offset} fails its CRC",
+                    end_offset=b.last_offset + 1)
         else:
             out.add("undecodable_records", VIOLATION, r.node, b.base_offset,
                     f"{b.file} at byte {b.position}: batch {b.base_offset}-{b.last_offset} passes its CRC but its "
-                    f"records do not decode: {b.records_error}")
+                    f"records do not decode: {b.records_error}", end_offset=b.last_offset + 1)
     for prev, b in scan.disorder:  # a corrupt batch's header still frames it
         if b.base_offset <= prev.last_offset:
             out.add("offsets_not_increasing", VIOLATION, r.node, b.base_offset,
@@ -609,7 +327,7 @@ def _check_epochs(c: _Copy, out: _Findings) -> None:
 
 
 def _check_against_metadata(copies: Sequence[_Copy], history: PartitionHistory,
-                            brokers_present: Collection[int], out: _Findings) -> None:
+                            brokers_present: Collection[int] | Mapping[int, str], out: _Findings) -> None:
     if not history.states:
         return
     last = history.states[-1]
@@ -635,8 +353,9 @@ def _check_against_metadata(copies: Sequence[_Copy], history: PartitionHistory,
                 out.add("epoch_not_in_metadata", VIOLATION, r.node, offset,
                         f"leader epoch {epoch} (from offset {offset}) was never given out by the metadata log "
                         f"(its epochs: {sorted(known)})", epochs=(epoch,))
+    names = brokers_present if isinstance(brokers_present, Mapping) else {}
     for broker in sorted(given & set(brokers_present) - held):
-        out.add("missing_replica", VIOLATION, str(broker), None,
+        out.add("missing_replica", VIOLATION, names.get(broker, str(broker)), None,
                 f"broker {broker} is assigned the partition but its log directory has no copy of it")
 
 

@@ -18,15 +18,16 @@ installed and see the same paths.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from tools.audit.broker_dirs import AuditDir, CopyReader, ReadAhead
 from tools.audit.history import MetadataHistory
-from tools.audit.replica_checks import CopyStream, NoBatches
+from tools.audit.replica_scan import CopyStream, NoBatches
 from tools.audit.replicas import (
+    PARTITION_COLUMNS,
     Copies,
     Layout,
     PartitionVerdict,
@@ -42,7 +43,7 @@ from tools.audit.replicas import (
 )
 from tools.audit.scan import DEFAULT_SPLIT_BYTES, segment_cut_offsets
 
-__all__ = ["Unit", "audit_replicas_spark", "pack_units", "plan_units", "range_cuts"]
+__all__ = ["Unit", "audit_replicas_spark", "pack_units", "partition_table", "plan_units", "range_cuts"]
 
 MIN_SPLIT_BYTES = DEFAULT_SPLIT_BYTES
 MAX_SPLIT_BYTES = 1 << 30
@@ -124,7 +125,7 @@ Shipped = tuple[str, Any]
 
 
 def run_task(units: Iterable[Unit], copies: Copies, layout: Layout, history: MetadataHistory | None,
-             present: set[int], deep: bool = False) -> list[tuple[tuple[str, int], Shipped]]:
+             present: Mapping[int, str], deep: bool = False) -> list[tuple[tuple[str, int], Shipped]]:
     """One Spark task: each whole unit read and judged, each range of a partition read into
     its scan (``deep``: records decoded too)."""
     out: list[tuple[tuple[str, int], Shipped]] = []
@@ -150,7 +151,7 @@ def run_task(units: Iterable[Unit], copies: Copies, layout: Layout, history: Met
 
 
 def finish_group(key: tuple[str, int], shipped: Iterable[Shipped], copies: Copies, history: MetadataHistory | None,
-                 present: set[int]) -> PartitionVerdict:
+                 present: Mapping[int, str]) -> PartitionVerdict:
     """A split partition's verdict, judged from its ranges' scans after the shuffle."""
     topic, partition = key
     context = partition_context(topic, partition, open_views(copies[key], topic, partition), history)
@@ -218,3 +219,14 @@ def audit_replicas_spark(
     for broadcast in (copies, segments, known):
         broadcast.unpersist()
     return result
+
+
+def partition_table(spark: Any, result: ReplicaAuditResult) -> Any:  # noqa: ANN401 - pyspark objects
+    """The partition table of ``result``
+    (:meth:`~tools.audit.replicas.ReplicaAuditResult.partition_rows`, the rows of
+    ``replica_partitions.jsonl``) as a DataFrame of ``spark``, a row per copy of a partition, with
+    the columns and types of :data:`~tools.audit.replicas.PARTITION_COLUMNS`; e.g.
+    ``partition_table(spark, audit_replicas_spark(spark, dirs, history)).where("verdict <> 'ok'")``."""
+    schema = ", ".join(f"{name} {kind}" for name, kind in PARTITION_COLUMNS)
+    return spark.createDataFrame([tuple(row[name] for name, _ in PARTITION_COLUMNS)
+                                  for row in result.partition_rows()], schema)

@@ -20,7 +20,7 @@ one, contributes that copy as an empty log with the checkpointed high watermark
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,7 @@ from tools.audit.broker_dirs import (
     segment_paths,
 )
 from tools.audit.history import MetadataHistory
+from tools.audit.identity import identity_findings
 from tools.audit.replica_checks import (
     VIOLATION,
     WARNING,
@@ -69,7 +70,7 @@ class ReplicaAuditResult:
     batches: int = 0
     bytes_read: int = 0
     timelines: dict[tuple[str, int], Timeline] = field(default_factory=dict)
-    """For each partition with a violation, its :class:`Timeline`, for the report's plots."""
+    """For each partition with a finding, its :class:`Timeline`, for the report's plots."""
 
     @property
     def violations(self) -> list[Finding]:
@@ -89,6 +90,29 @@ class ReplicaAuditResult:
         return [{"topic": p.topic, "partition": p.partition, "start": start, "end": end}
                 for p in self.partitions for start, end in p.lost]
 
+    def partition_rows(self) -> list[dict[str, Any]]:
+        """The partition table: a row per copy of every partition audited (in topic, partition
+        and node order), its fields those of :data:`PARTITION_COLUMNS`. ``verdict``: the worst
+        severity among the copy's findings (``ok``, ``warning`` or ``violation``);
+        ``partition_verdict``: among the partition's; ``findings``: the copy's invariants."""
+        by_copy: dict[tuple[str, int, str | None], list[Finding]] = {}
+        for f in self.findings:
+            by_copy.setdefault((f.topic, f.partition, f.node), []).append(f)
+        rows = []
+        for p in sorted(self.partitions, key=lambda p: (p.topic, p.partition)):
+            everything = [f for (t, n, _), found in by_copy.items() if (t, n) == (p.topic, p.partition) for f in found]
+            for node, r in sorted(p.replicas.items()):
+                found = by_copy.get((p.topic, p.partition, node), [])
+                rows.append({
+                    "topic": p.topic, "partition": p.partition, "topic_id": p.topic_id, "node": node,
+                    "broker_id": r["broker_id"], "on_disk": r["on_disk"], "log_start_offset": r["log_start"],
+                    "log_end_offset": r["log_end"], "high_watermark": r["high_watermark"],
+                    "last_leader_epoch": r["last_epoch"], "reference": node == p.reference,
+                    "committed_offset": p.committed, "commit_basis": p.basis, "verdict": _verdict(found),
+                    "partition_verdict": _verdict(everything), "findings": sorted({f.invariant for f in found}),
+                })
+        return rows
+
     def summary(self) -> dict[str, Any]:
         counts: dict[str, int] = {}
         for f in self.violations:
@@ -107,6 +131,24 @@ class ReplicaAuditResult:
         }
 
 
+PARTITION_COLUMNS = (
+    ("topic", "string"), ("partition", "int"), ("topic_id", "string"), ("node", "string"), ("broker_id", "int"),
+    ("on_disk", "boolean"), ("log_start_offset", "bigint"), ("log_end_offset", "bigint"), ("high_watermark", "bigint"),
+    ("last_leader_epoch", "int"), ("reference", "boolean"), ("committed_offset", "bigint"), ("commit_basis", "string"),
+    ("verdict", "string"), ("partition_verdict", "string"), ("findings", "array<string>"),
+)
+"""The partition table's columns and their Spark SQL types (:meth:`ReplicaAuditResult.partition_rows`):
+per copy, its node (the directory's name) and broker id, log start offset, log end offset (after
+its last valid batch), checkpointed high watermark, the leader epoch of its last valid batch,
+whether it is the reference the others are judged against; the partition's committed point and
+its basis; the verdicts."""
+
+
+def _verdict(findings: Sequence[Finding]) -> str:
+    severities = {f.severity for f in findings}
+    return VIOLATION if VIOLATION in severities else WARNING if WARNING in severities else "ok"
+
+
 Copies = dict[tuple[str, int], list[tuple[LogDir, PartitionDir | None]]]
 """Each partition's copies: its directory in a log directory, or None for a copy known only from
 that log directory's high watermark checkpoint."""
@@ -121,30 +163,38 @@ class ReplicaPlan:
     log_dirs: list[LogDir]
     copies: Copies
     findings: list[Finding]
-    present: set[int]
+    present: dict[int, str]
+    """The broker ids whose log directories were given, each with its (first) directory's name."""
 
 
 def plan_replicas(dirs: Sequence[AuditDir]) -> ReplicaPlan:
     """Read the broker log directories among ``dirs``: checkpoints and partition directories
-    (no segment yet)."""
+    (no segment yet), and what the directories say of themselves
+    (:func:`tools.audit.identity.identity_findings`, of every directory given)."""
     log_dirs = [read_log_dir(d) for d in dirs if d.broker]
-    findings: list[Finding] = []
+    findings = identity_findings(dirs, {d.node: [(p.topic, p.partition) for p in d.partitions if p.suffix is None]
+                                        for d in log_dirs})
     copies: Copies = {}
     for log_dir in log_dirs:
         for error in log_dir.errors:
-            findings.append(Finding("unreadable_checkpoint", WARNING, "", -1, log_dir.node, None, error))
+            findings.append(Finding("unreadable_checkpoint", WARNING, "", -1, log_dir.node, None, error,
+                                    broker_id=log_dir.broker_id))
         for part in log_dir.partitions:
             if part.suffix is None:
                 copies.setdefault((part.topic, part.partition), []).append((log_dir, part))
             elif part.suffix == "stray":
                 findings.append(Finding("stray_directory", WARNING, part.topic, part.partition, log_dir.node,
-                                        None, f"{os.path.basename(part.path)}: Kafka found it stray"))
+                                        None, f"{os.path.basename(part.path)}: Kafka found it stray",
+                                        broker_id=log_dir.broker_id))
     for log_dir in log_dirs:  # copies gone from disk whose acknowledged offsets the checkpoint still holds
         held = {(p.topic, p.partition) for p in log_dir.partitions if p.suffix is None}
         for key, mark in log_dir.high_watermarks.items():
             if key not in held and key in copies and mark > 0:
                 copies[key].append((log_dir, None))
-    present = {d.broker_id for d in log_dirs if d.broker_id is not None}
+    present: dict[int, str] = {}
+    for d in log_dirs:
+        if d.broker_id is not None:
+            present.setdefault(d.broker_id, d.node)
     return ReplicaPlan(log_dirs, copies, findings, present)
 
 
@@ -167,7 +217,7 @@ class Timeline:
 @dataclass
 class PartitionVerdict:
     """One partition's report, its findings (the orphan ones included), and, when it has a
-    violation, each copy's epoch spans for the plots."""
+    finding, each copy's epoch spans for the plots."""
 
     report: PartitionReport
     findings: list[Finding]
@@ -202,7 +252,8 @@ def partition_context(topic: str, partition: int, views: list[ReplicaView],
             for view in views:
                 orphans.append(Finding(
                     "orphan_partition", VIOLATION, topic, partition, view.node, None,
-                    f"topic {topic} (id {view.topic_id}) is {'deleted in' if gone else 'not in'} the metadata log"))
+                    f"topic {topic} (id {view.topic_id}) is {'deleted in' if gone else 'not in'} the metadata log",
+                    broker_id=view.broker_id))
             partition_history = None
     pairs = compared_pairs(views, planned_reference(views, partition_history))
     return PartitionContext(views, partition_history, orphans, pairs)
@@ -237,13 +288,13 @@ def scan_partition(topic: str, partition: int, found: Sequence[tuple[LogDir, Par
 
 
 def judge_partition(topic: str, partition: int, context: PartitionContext, scan: PartitionScan,
-                    present: set[int]) -> PartitionVerdict:
+                    present: Mapping[int, str]) -> PartitionVerdict:
     """The checks of one partition's copies (:func:`~tools.audit.replica_checks.check_partition`)
     from what ``scan`` read of them, with the orphan findings."""
     report = check_partition(topic, partition, context.views, scan, context.history, present)
     findings = context.orphans + report.findings
     timeline = None
-    if any(f.severity == VIOLATION for f in findings):
+    if findings:
         leaders = {} if context.history is None else {
             s.leader_epoch: (s.leader, s.isr) for s in context.history.states}
         timeline = Timeline({view.node: scan.copies[view.node].spans() for view in context.views}, leaders)
@@ -254,7 +305,8 @@ def judge_partition(topic: str, partition: int, context: PartitionContext, scan:
 
 def new_result(plan: ReplicaPlan, history: MetadataHistory | None) -> ReplicaAuditResult:
     return ReplicaAuditResult(
-        [{"node": d.node, "path": d.path, "broker_id": d.broker_id, "partitions": len(d.partitions)}
+        [{"node": d.node, "path": d.path, "broker_id": d.broker_id, "directory_id": d.directory_id,
+          "cluster_id": d.cluster_id, "partitions": len(d.partitions)}
          for d in plan.log_dirs],
         None if history is None else history.source, findings=list(plan.findings))
 

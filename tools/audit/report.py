@@ -1,7 +1,8 @@
-"""Writing an audit's results with matplotlib's Agg backend: for the metadata-log audit
-``summary.json``, ``violations.jsonl``, ``warnings.jsonl`` and PNG plots (``timeline.png``,
-``records_per_second.png``, ``batch_sizes.png``); for the replica audit
-:func:`write_replica_report`'s files."""
+"""The metadata-log audit's outputs: its ``--json`` summary (:func:`summary`), and a report
+directory of ``summary.json``, ``violations.jsonl``, ``warnings.jsonl``, PNG plots drawn with
+matplotlib's Agg backend (``timeline.png``, ``records_per_second.png``, ``batch_sizes.png``) and
+an ``index.html`` linking them (:func:`write_report`). The replica audit's are in
+:mod:`tools.audit.replica_report`."""
 
 from __future__ import annotations
 
@@ -9,12 +10,18 @@ import json
 import os
 from typing import Any
 
+from tools.audit.html_index import Index, Table, write_index
 from tools.audit.jobs import AuditResult
-from tools.audit.replica_checks import PartitionReport
-from tools.audit.replicas import ReplicaAuditResult, Timeline
+from tools.audit.replica_report import JSON_LIMIT
 
 
-def summary(result: AuditResult, elapsed_s: float | None = None) -> dict[str, Any]:
+def summary(result: AuditResult, elapsed_s: float | None = None, limit: int | None = JSON_LIMIT) -> dict[str, Any]:
+    """The metadata-log audit's summary: nodes, counts, commit basis, the timeline, and the
+    violations and warnings themselves (``invariant``, ``node``, ``offset``, ``other_node``,
+    ``detail``), at most ``limit`` of each (None or 0: all) with the number left out (of the
+    violations, also those past ``--max-violations``, which only ``violation_counts`` counts)."""
+    cap = None if not limit else limit
+    violations, warnings = result.violations[:cap], result.warnings[:cap]
     return {
         "ok": result.ok,
         "nodes": result.nodes,
@@ -27,6 +34,9 @@ def summary(result: AuditResult, elapsed_s: float | None = None) -> dict[str, An
         "warnings": len(result.warnings),
         "elapsed_s": None if elapsed_s is None else round(elapsed_s, 2),
         "timeline": result.timeline,
+        "findings": {"limit": cap, "violations": violations, "warnings": warnings,
+                     "left_out": {"violations": sum(result.violation_counts.values()) - len(violations),
+                                  "warnings": len(result.warnings) - len(warnings)}},
     }
 
 
@@ -45,6 +55,23 @@ def write_report(result: AuditResult, out_dir: str, elapsed_s: float | None = No
                 f.write(json.dumps(row, sort_keys=True) + "\n")
         written.append(path)
     written += write_plots(result.timeline, out_dir)
+    columns = ("invariant", "node", "offset", "other_node", "detail")
+    total = sum(result.violation_counts.values())
+    written.append(write_index(Index(
+        "kwire audit: metadata logs", result.ok,
+        f"OK: no violation, {len(result.warnings)} warnings" if result.ok else
+        f"{total} violations, {len(result.warnings)} warnings",
+        facts=[("rows", result.rows), ("invalid rows", result.invalid_rows), ("commit basis", result.commit_basis),
+               ("high watermark", result.high_watermark),
+               ("seconds", None if elapsed_s is None else round(elapsed_s, 2))],
+        links=[("summary (JSON)", "summary.json"), ("violations (JSON lines)", "violations.jsonl"),
+               ("warnings (JSON lines)", "warnings.jsonl")],
+        tables=[Table("Nodes", result.nodes, ("node", "node_id", "log_start_offset", "log_end_offset", "last_epoch",
+                                               "records", "dir")),
+                Table("Violations", result.violations, columns, "violations.jsonl"),
+                Table("Warnings", result.warnings, columns, "warnings.jsonl")],
+        images=[("Leader epochs", "timeline.png"), ("Records per second", "records_per_second.png"),
+                ("Batch sizes", "batch_sizes.png")]), out_dir))
     return written
 
 
@@ -109,72 +136,3 @@ def write_plots(timeline: dict[str, Any], out_dir: str) -> list[str]:
     plt.close(fig)
     written.append(path)
     return written
-
-
-MAX_PARTITION_PLOTS = 50
-
-
-def write_replica_report(result: ReplicaAuditResult, out_dir: str, elapsed_s: float | None = None) -> list[str]:
-    """The replica audit's files in ``out_dir`` (created): ``replica_summary.json`` (with each
-    partition's facts), ``replica_violations.jsonl``, ``replica_warnings.jsonl``, and a timeline
-    plot for each of the first :data:`MAX_PARTITION_PLOTS` partitions with a violation
-    (``partition-<topic>-<p>.png``). Returns their paths."""
-    os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, "replica_summary.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump({**result.summary(), "elapsed_s": None if elapsed_s is None else round(elapsed_s, 2),
-                   "partition_reports": [p.summary() for p in result.partitions if p.findings]},
-                  f, indent=2, sort_keys=True)
-    written = [path]
-    for name, rows in (("replica_violations.jsonl", result.violations), ("replica_warnings.jsonl", result.warnings)):
-        path = os.path.join(out_dir, name)
-        with open(path, "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row.to_dict(), sort_keys=True) + "\n")
-        written.append(path)
-    faulty = [p for p in result.partitions if any(f.severity == "violation" for f in p.findings)]
-    for report in faulty[:MAX_PARTITION_PLOTS]:
-        written.append(_partition_plot(report, result.timelines.get((report.topic, report.partition)), out_dir))
-    return written
-
-
-def _partition_plot(report: PartitionReport, timeline: Timeline | None, out_dir: str) -> str:
-    """Each replica's leader epoch over offsets (one band per replica, a colour per epoch,
-    labelled with the epoch's leader and ISR from the metadata), its high watermark marked, and
-    the lost offset ranges shaded."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    spans = {} if timeline is None else timeline.spans
-    leaders = {} if timeline is None else timeline.leaders
-    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.6 * max(len(spans), 1)))
-    epochs = sorted({e for runs in spans.values() for _, _, e in runs})
-    colours = {e: plt.cm.tab10(i % 10) for i, e in enumerate(epochs)}
-    for row, (node, runs) in enumerate(sorted(spans.items())):
-        for start, end, epoch in runs:
-            ax.barh(row, end - start, left=start, color=colours[epoch], edgecolor="none", height=0.6)
-        mark = report.replicas.get(node, {}).get("high_watermark")
-        if mark is not None:
-            ax.plot([mark, mark], [row - 0.4, row + 0.4], color="black", linewidth=2)
-    for start, end in report.lost:
-        ax.axvspan(start, end, color="red", alpha=0.2)
-    ax.set_yticks(range(len(spans)), [f"{n}{' (reference)' if n == report.reference else ''}" for n in sorted(spans)])
-
-    def label(epoch: int) -> str:
-        if epoch not in leaders:
-            return f"epoch {epoch}"
-        leader, isr = leaders[epoch]
-        return f"epoch {epoch}: leader {leader}, ISR {list(isr)}"
-
-    handles = [matplotlib.patches.Patch(color=colours[e], label=label(e)) for e in epochs]
-    handles.append(matplotlib.patches.Patch(color="red", alpha=0.2, label="lost"))
-    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
-    ax.set_xlabel("offset (black: the replica's high watermark)")
-    ax.set_title(f"{report.topic}-{report.partition}: leader epochs per replica")
-    fig.tight_layout()
-    path = os.path.join(out_dir, f"partition-{report.topic}-{report.partition}.png")
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path

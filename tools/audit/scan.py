@@ -114,15 +114,16 @@ def node_names(dirs: Sequence[NodeDir]) -> list[str]:
     """The audit's name of each of ``dirs``, in order: the explicit name when given; else the
     ``node.id`` of its ``meta.properties``; when another unnamed directory has the same node id,
     its ``directory.id``; without either (no ``meta.properties``, or a shared node id and no
-    directory id) its directory name. Raises ValueError when two names are still equal."""
+    directory id or one another unnamed directory holds too) its directory name. Raises ValueError when two names are still equal."""
     shared = Counter(d.node_id for d in dirs if d.explicit is None and d.node_id is not None)
+    copies = Counter(d.directory_id for d in dirs if d.explicit is None and d.directory_id is not None)
     names: list[str] = []
     for d in dirs:
         if d.explicit is not None:
             names.append(d.explicit)
         elif d.node_id is not None and shared[d.node_id] == 1:
             names.append(str(d.node_id))
-        elif d.node_id is not None and d.directory_id is not None:
+        elif d.node_id is not None and d.directory_id is not None and copies[d.directory_id] == 1:
             names.append(d.directory_id)
         else:
             names.append(d.dir_name)
