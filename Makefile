@@ -143,9 +143,11 @@ soak: install compat-jars
 
 ## Every benchmark section, kwire beside its reference. BENCH_ARGS picks sections and flags, e.g.
 ## `make bench BENCH_ARGS="codec storage quorum --throughput"` adds the quorum's load curve.
+## Each section that runs replaces its block of BENCHMARKS.md (dated, with the commit and the
+## machine): measured figures live there, not in ARCHITECTURE.md's prose.
 BENCH_ARGS ?=
 bench: install compat-jars
-	$(PY) -m tools.bench $(BENCH_ARGS)
+	$(PY) -m tools.bench --record BENCHMARKS.md $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) compat/.cache .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache

@@ -1,18 +1,27 @@
-"""Command line of the benchmarks: ``python -m tools.bench [SECTION...] [--json OUT] [--quick]``
-(the quorum section also takes ``--throughput [RATES]`` and ``--no-failover``).
+"""Command line of the benchmarks: ``python -m tools.bench [SECTION...] [--json OUT]
+[--record FILE] [--quick]`` (the quorum section also takes ``--throughput [RATES]`` and
+``--no-failover``).
 
 With no section, every registered section runs. Exit status 1 when a section fails (for
-instance when a precondition such as byte identity with the reference does not hold).
+instance when a precondition such as byte identity with the reference does not hold). With
+``--record FILE`` (``make bench``: ``BENCHMARKS.md``), what each section that succeeded printed
+replaces its block in FILE (:mod:`tools.bench.record`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import io
+import shlex
 import sys
 import time
 import traceback
+from pathlib import Path
+from typing import TextIO
 
+from tools.bench import record
 from tools.bench.core import (
     Result,
     SectionError,
@@ -24,6 +33,23 @@ from tools.bench.core import (
 from tools.bench.quorum import CURVE
 from tools.bench.registry import SECTIONS
 
+REPO_DIR = Path(__file__).resolve().parents[2]
+
+
+class _Tee(io.TextIOBase):
+    """Writes go to ``out`` and are kept, to record what a section printed."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.kept = io.StringIO()
+
+    def write(self, text: str) -> int:
+        self.kept.write(text)
+        return self.out.write(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
@@ -33,6 +59,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("sections", nargs="*", metavar="SECTION",
                         help=f"sections to run (default: all of {', '.join(SECTIONS)})")
     parser.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
+    parser.add_argument("--record", metavar="FILE",
+                        help="replace each section's block in FILE (Markdown, e.g. BENCHMARKS.md) with what "
+                             "it printed, dated, with the commit and machine")
     parser.add_argument("--quick", action="store_true",
                         help="few short runs (smoke checks; figures are rough)")
     parser.add_argument("--runs", type=int, help="timed runs per side (default 7, quick 3)")
@@ -70,12 +99,20 @@ def main(argv: list[str] | None = None) -> int:
     names = args.sections or list(SECTIONS)
     results: list[Result] = []
     failed: list[str] = []
+    recorded: dict[str, str] = {}
+    commit = record.commit_label(REPO_DIR) if args.record else ""
+    command = shlex.join(["python", "-m", "tools.bench", *(argv if argv is not None else sys.argv[1:])])
     for name in names:
         print(f"== {name}", flush=True)
         t0 = time.monotonic()
+        started = environment()
+        tee = _Tee(sys.stdout)
         try:
-            section = importlib.import_module(SECTIONS[name])
-            section_results = section.run(args)
+            with contextlib.redirect_stdout(tee):
+                section = importlib.import_module(SECTIONS[name])
+                section_results = section.run(args)
+                print(format_table(section_results))
+                print(f"({name}: {time.monotonic() - t0:.1f} s)", flush=True)
         except SectionError as exc:
             print(f"section {name} stopped: {exc}", file=sys.stderr)
             failed.append(name)
@@ -85,13 +122,16 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(name)
             continue
         results.extend(section_results)
-        print(format_table(section_results))
-        print(f"({name}: {time.monotonic() - t0:.1f} s)", flush=True)
+        header = f"{started['time_utc']}, commit `{commit}`, `{command}`  \n{format_environment(started)}"
+        recorded[name] = record.block(name, header=header, output=tee.kept.getvalue())
     end = environment()
     env["loadavg_end"] = end["loadavg"]
     print("load average at the end: " + " ".join(f"{x:.2f}" for x in end["loadavg"]))
     if args.json:
         write_json(args.json, env, results)
+    if args.record and recorded:
+        record.update(Path(args.record), SECTIONS, recorded)
+        print(f"recorded {', '.join(recorded)} in {args.record}")
     if failed:
         print(f"failed sections: {', '.join(failed)}", file=sys.stderr)
         return 1
