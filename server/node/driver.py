@@ -60,18 +60,10 @@ from typing import Any, TypeVar
 
 import trio
 
-from kwire.errors import Errors
 from kwire.uuid import Uuid
 from kwire.wire import DecodeError
-from messages.generated.envelope_request import EnvelopeRequest
-from messages.generated.envelope_response import EnvelopeResponse
-from messages.generated.sasl_authenticate_request import SaslAuthenticateRequest
-from messages.generated.sasl_authenticate_response import SaslAuthenticateResponse
-from messages.generated.sasl_handshake_request import SaslHandshakeRequest
-from messages.generated.sasl_handshake_response import SaslHandshakeResponse
-from messages.protocol import Request
 from server.config import KRaftConfig
-from server.controller import registry
+from server.controller.admission import Caller, Forwarded, Malformed, Refused, ToController
 from server.controller.controller import QuorumController
 from server.controller.features import supported_features
 from server.controller.host import (
@@ -82,10 +74,8 @@ from server.controller.host import (
 )
 from server.controller.scram import MECHANISMS as SCRAM_MECHANISMS
 from server.net import ChannelDispatcher, PendingRequest, RunningServer, serve
-from server.net.dispatcher import RequestContext
 from server.net.sasl import SaslServerConfig
 from server.node.apis import api_versions
-from server.node.envelope import forwarded_client, open_envelope, relay_answer
 from server.node.forked import BuildFailed, build_in_child, can_fork
 from server.node.heap import AGE_AFTER_RECORDS, age_heap, tune_allocator
 from server.node.log_cleaner import LogCleaner
@@ -93,6 +83,7 @@ from server.node.logger_levels import python_logger_levels
 from server.node.peer import Peers
 from server.node.raft_target import NodeTarget, RaftListener
 from server.node.registration import ControllerRegistrationManager
+from server.node.relay import relay_answer
 from server.node.security import tls_listeners
 from server.node.stall import StallWatch
 from server.node.startup import controller_config, load_stored_state, new_core
@@ -381,7 +372,7 @@ class Node:
                     # The first step writes the election state the core starts in.
                     await self._step([Tick()])
                     task_status.started(self)
-                    await self._drive(dispatcher)
+                    await self._drive()
         finally:
             for pending in self._pending.values():
                 if not pending.done:
@@ -410,7 +401,7 @@ class Node:
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             pass
 
-    async def _drive(self, dispatcher: ChannelDispatcher) -> None:
+    async def _drive(self) -> None:
         target, cleaner = self._target, self._cleaner
         assert target is not None and cleaner is not None
         while True:
@@ -437,7 +428,7 @@ class Node:
             if isinstance(item, PendingRequest):
                 # the requests that queued meanwhile run together, and their writes share a batch
                 for pending in [item, *self._queued(PendingRequest)]:
-                    await self._on_request(pending, dispatcher, step_host=False)
+                    await self._on_request(pending, step_host=False)
                 await self._step([])
             elif isinstance(item, _SnapshotBuilt):
                 await self._write_snapshot(item)
@@ -472,17 +463,6 @@ class Node:
                 age_heap()  # what the records since made is long-lived: out of the collector's walks
             await cleaner.maybe_clean(self.now_ms(), self._blocking)
 
-    def _token_requests_allowed(self, context: RequestContext) -> bool:
-        """``ControllerApis.allowTokenRequests``: not from a token-authenticated principal, and a
-        request sent directly (not forwarded) needs an authenticated channel (SASL, or TLS with a
-        client certificate)."""
-        if context.token_authenticated:
-            return False
-        if context.forwarded:
-            return True
-        protocol = self.config.listener_security_protocol_map.get(context.listener_name.upper(), "PLAINTEXT")
-        return protocol != "PLAINTEXT" and not (protocol == "SSL" and context.principal == "User:ANONYMOUS")
-
     def _sasl_listeners(self) -> dict[str, SaslServerConfig]:
         """The SASL settings of each SASL listener (``server.net.sasl``): its mechanisms, its
         PLAIN users, and SCRAM credentials from the controller's image."""
@@ -502,61 +482,45 @@ class Node:
             return None
         return host.controller.scram.credentials.get((user, code))
 
-    async def _on_request(self, pending: PendingRequest, dispatcher: ChannelDispatcher, *, step_host: bool = True) -> None:
-        """A raft RPC goes to the core, a controller RPC to the host. An Envelope's forwarded
-        request (``server.node.envelope``) takes the same path, as if the client had sent it
-        here; its answer goes back wrapped in the EnvelopeResponse. ``step_host`` False: the
-        caller polls the host (and steps the core with its appends) once it handed it every
-        request that queued."""
-        request = pending.request
+    async def _on_request(self, pending: PendingRequest, *, step_host: bool = True) -> None:
+        """Move a request where admission (``server.controller.admission``) sends it: answered
+        at once, the connection closed, opened into an inner request that takes the same path
+        as if its client had sent it here (its answer relayed back), to the host (a controller
+        RPC) or to the core. ``step_host`` False: the caller polls the host (and steps the
+        core with its appends) once it handed it every request that queued."""
+        host = self.host
+        assert host is not None
+        request, context = pending.request, pending.context
         body, version = request.body, request.header.request_api_version
-        if isinstance(body, SaslHandshakeRequest):  # authenticated already, or not a SASL listener
-            pending.respond(SaslHandshakeResponse(error_code=Errors.ILLEGAL_SASL_STATE, mechanisms=[]))
-        elif isinstance(body, SaslAuthenticateRequest):
-            pending.respond(SaslAuthenticateResponse(
-                error_code=Errors.ILLEGAL_SASL_STATE, auth_bytes=b"",
-                error_message="SaslAuthenticate request received after successful authentication",
-            ))
-        elif isinstance(body, EnvelopeRequest):
-            assert self.host is not None
-            context = pending.context
-            if not self.host.authorize_envelope(context.principal, context.host):
-                pending.respond(EnvelopeResponse(error_code=Errors.CLUSTER_AUTHORIZATION_FAILED))
-                return
-            forwarded = open_envelope(body, dispatcher.api_versions())
-            if not isinstance(forwarded, Request):
-                pending.respond(EnvelopeResponse(error_code=forwarded))
-                return
-            principal, client_host, token = forwarded_client(body)
-            inner = PendingRequest(forwarded, replace(context, principal=principal, client_host=client_host,
-                                                      token_authenticated=token))
+        protocol = self.config.listener_security_protocol_map.get(context.listener_name.upper(), "PLAINTEXT")
+        verdict = host.admission.admit(body, version, Caller(
+            context.principal, context.host, context.listener_name, protocol, context.token_authenticated,
+            context.forwarded,
+        ))
+        if isinstance(verdict, Refused):
+            pending.respond(verdict.response)
+        elif isinstance(verdict, Malformed):
+            pending.fail(DecodeError(verdict.reason))
+        elif isinstance(verdict, Forwarded):
+            inner = PendingRequest(verdict.request, replace(
+                context, principal=verdict.principal, client_host=verdict.client_host,
+                token_authenticated=verdict.token_authenticated))
             assert self._nursery is not None
-            self._nursery.start_soon(relay_answer, pending, inner)
-            await self._on_request(inner, dispatcher, step_host=step_host)
-        elif (api := registry.find(body)) is not None:
-            assert self.host is not None
-            reason = None if api.malformed is None else api.malformed(body, version)
-            if reason is not None:
-                pending.fail(DecodeError(reason))
-                return
+            self._nursery.start_soon(relay_answer, pending, inner, verdict.answer)
+            await self._on_request(inner, step_host=step_host)
+        elif isinstance(verdict, ToController):
             now = self.now_ms()
             received_ms = now - round((trio.current_time() - pending.received_at) * 1000)
-            context = pending.context
-            self.host.request(now, ControllerRequest(
+            host.request(now, ControllerRequest(
                 pending, body, version, context.listener_name, received_ms, context.principal, context.host,
-                self._token_requests_allowed(context),
+                verdict.token_requests_allowed,
             ))
             if step_host:
                 await self._step([])
         else:
-            host = self.host
-            refusal = None if host is None else host.refuse_raft_request(body, pending.context.principal, pending.context.host)
-            if refusal is not None:
-                pending.respond(refusal)
-                return
             request_id, self._next_request_id = self._next_request_id, self._next_request_id + 1
             self._pending[request_id] = pending
-            await self._step([RequestReceived(request_id, version, body, pending.context.listener_name)])
+            await self._step([RequestReceived(request_id, version, body, context.listener_name)])
 
     # ------------------------------------------------------------------ stepping
 
