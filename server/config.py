@@ -272,7 +272,7 @@ class KRaftConfig:
     snapshot_build_in_child: bool = True
     """``kwire.metadata.snapshot.build.in.child``: build each metadata snapshot's bytes in a
     forked child at a lower priority (``server.node.forked``), where the platform forks and the
-    image is big enough to be worth a fork (``server.node.driver.FORK_MIN_IMAGE_RECORDS``);
+    image is big enough to be worth a fork (``server.node.snapshot_files.FORK_MIN_IMAGE_RECORDS``);
     false builds every one on the event loop a step at a time. kwire's own key (Kafka builds
     on a thread)."""
     prometheus_port: int | None = None
