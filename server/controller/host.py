@@ -45,8 +45,8 @@ from typing import TYPE_CHECKING, Any
 from kwire.errors import Errors
 from messages.generated.no_op_record import NoOpRecord
 from messages.runtime import Message
-from server.controller.acls import ACL_OPERATIONS, CLUSTER, CLUSTER_NAME
-from server.controller.authorizer import CLUSTER_ACTION, Authorize, StandardAuthorizer, audit_line
+from server.controller.admission import Admission
+from server.controller.authorizer import StandardAuthorizer
 from server.controller.cluster import ReplayError
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
@@ -61,7 +61,6 @@ from server.controller.offset_control import OffsetControl
 from server.controller.operations import ControllerConfig, ControllerLog, OperationContext
 from server.controller.outbox import ControllerOutbox, OutboxWriter, RaftView
 from server.controller.periodic_tasks import MAX_ELECTIONS_PER_IMBALANCE, PeriodicTasks, may_write
-from server.controller.raft_access import RAFT_OPERATIONS, raft_refusal
 from server.controller.registry import ControllerApi, find
 from server.controller.responses import not_controller
 from server.controller.result import Record
@@ -152,6 +151,8 @@ class ControllerHost:
         self.authorizer = StandardAuthorizer(config.super_users, config.allow_everyone_if_no_acl_found)
         """Decides requests on the ACLs when ``authorizer.class.name`` is set
         (``server.controller.authorizer``)."""
+        self.admission = Admission(config, self.authorizer, lambda: self.controller.acls.bindings(), self.log)
+        """What a request meets before its operation (``server.controller.admission``)."""
         self.queue_times = EventTimes()
         """``ControllerEventManager`` EventQueueTimeMs: arrival to the start of handling."""
         self.processing_times = EventTimes()
@@ -332,9 +333,7 @@ class ControllerHost:
         if self._loading is not None:
             self._loading.requests.append(request)  # it runs on the whole image
             return
-        refused = self._authorize(request, api)
-        if refused is None and api.check is not None:
-            refused = api.check(self.config, request.body, request.version)
+        refused = self.admission.refusal(request, api)
         if refused is not None:
             self._reply(request, api.respond(request.body, request.version, refused))
             return
@@ -348,52 +347,6 @@ class ControllerHost:
             self._queue.waiting.append(request)
             return
         self._run(now_ms, request, api)
-
-    def authorize_envelope(self, principal: str, host: str) -> bool:
-        """Whether a connection of ``principal`` from ``host`` may forward requests in an
-        Envelope: CLUSTER_ACTION on the cluster (``EnvelopeUtils``); always without an
-        authorizer."""
-        if not self.config.authorizer:
-            return True
-        decision = self.authorizer.authorize_cluster(self.controller.acls.bindings(), principal, host, CLUSTER_ACTION)
-        if not decision.allowed:
-            self.log.info("%s", audit_line(decision, principal, host, CLUSTER_ACTION, CLUSTER, CLUSTER_NAME, "Envelope"))
-        return decision.allowed
-
-    def refuse_raft_request(self, body: Message, principal: str, host: str) -> Message | None:
-        """The refusal of a raft RPC whose principal lacks the cluster operation it needs
-        (``server.controller.raft_access``), None when it may go to the core (always without an
-        authorizer). Before the ACLs are loaded only super users pass, as Kafka answers
-        everyone else with an error."""
-        operation = RAFT_OPERATIONS.get(type(body))
-        if not self.config.authorizer or operation is None:
-            return None
-        decision = self.authorizer.authorize_cluster(self.controller.acls.bindings(), principal, host, operation)
-        if decision.allowed:
-            return None
-        name = type(body).__name__.removesuffix("Request")
-        self.log.info("%s", audit_line(decision, principal, host, operation, CLUSTER, CLUSTER_NAME, name))
-        return raft_refusal(body)
-
-    def _authorize(self, request: ControllerRequest, api: ControllerApi) -> ApiError | None:
-        """The request's refusal by the authorizer, None when it may go on: the operation its
-        API needs on the cluster (``ControllerApis``' ``authorizeClusterOperation``); a principal
-        refused only because the ACLs are not loaded yet gets UNKNOWN_SERVER_ERROR, as Kafka's
-        ``AuthorizerNotReadyException`` does."""
-        if not self.config.authorizer or api.cluster_operation is None:
-            return None
-        operation = api.cluster_operation
-        decision = self.authorizer.authorize_cluster(
-            self.controller.acls.bindings(), request.principal, request.client_host, operation)
-        if decision.allowed:
-            return None
-        name = type(request.body).__name__.removesuffix("Request")
-        if not decision.ready:
-            self.log.error("refused %s from %s: the authorizer has not loaded the ACLs yet", name, request.principal)
-            return ApiError(Errors.UNKNOWN_SERVER_ERROR, None)
-        self.log.info("%s", audit_line(decision, request.principal, request.client_host, operation, CLUSTER,
-                                       CLUSTER_NAME, name))
-        return ApiError(Errors.CLUSTER_AUTHORIZATION_FAILED, f"Request {name} needs {ACL_OPERATIONS[operation]} permission.")
 
     def shutdown(self) -> None:
         """The node is stopping: it no longer claims leadership or appends NoOps."""
@@ -509,29 +462,10 @@ class ControllerHost:
             leader_id=self.raft.leader_and_epoch.leader_id,
             pending_records=self._offsets.pending_records,
             logger_levels=self._logger_levels,
-            authorize=None if request is None else self._resource_authorizer(request),
+            authorize=None if request is None else self.admission.resource_authorizer(request),
             principal="User:ANONYMOUS" if request is None else request.principal,
             token_requests_allowed=request is not None and request.token_requests_allowed,
         )
-
-    def _resource_authorizer(self, request: ControllerRequest) -> Authorize | None:
-        """The request's :data:`~server.controller.operations.Authorize`, None without an
-        authorizer; a denial it is asked to log goes to the log as Kafka's audit line."""
-        if not self.config.authorizer:
-            return None
-        name = type(request.body).__name__.removesuffix("Request")
-
-        def authorize(operation: int, resource_type: int, resource_name: str, log_denied: bool = True) -> bool:
-            decision = self.authorizer.authorize(self.controller.acls.bindings(), request.principal, request.client_host,
-                                                 operation, resource_type, resource_name)
-            if not decision.ready:
-                raise ApiError(Errors.UNKNOWN_SERVER_ERROR, None)
-            if not decision.allowed and log_denied:
-                self.log.info("%s", audit_line(decision, request.principal, request.client_host, operation,
-                                               resource_type, resource_name, name))
-            return decision.allowed
-
-        return authorize
 
     def _run_read(self, now_ms: int, request: ControllerRequest, api: ControllerApi) -> Any:
         try:

@@ -2,7 +2,7 @@
 the node deletes old snapshots and the log below them as ``metadata.max.retention.bytes`` and
 ``metadata.max.retention.ms`` say (``StorageRaftLog.maybe_clean``, Kafka's
 ``KafkaRaftLog.maybeClean`` run by ``KafkaRaftClient``'s cleaning timer). The snapshots its
-controller takes are written by the driver (``server.node.driver``).
+controller takes are written by ``server.node.snapshot_files``.
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ from server.controller import periodic_tasks
 from server.controller.cluster import ReplayError
 from server.controller.host import ControllerHost, ControllerOutbox, ControllerRequest
 from server.controller.operations import ControllerConfig
+from server.controller.stepping import run_steps, steps
 from server.raft.core import RaftCore
 from server.raft.events import (
     AppendResult,
@@ -141,27 +142,21 @@ class Harness:
     def schedule(self, deadline_ms: int | None) -> None:
         pass
 
-    # -- driving, as server.node.driver does
+    # -- driving, with server.node.driver's stepping function
 
-    def step(self, *events: Event) -> None:
-        queue = [list(events)] if events else []
-        run_tasks = True
-        while True:
-            while queue:
-                out = self.core.step_many(self.now, queue.pop(0))
-                while True:
-                    self.flush_pending = False
-                    apply_now(out, self)
-                    if not self.flush_pending or self.hold_flush:
-                        break
-                    self.log.flush()
-                    out = self.core.step(self.now, FlushCompleted())
-            host_out = self.host.poll(self.now, run_tasks=run_tasks)
-            run_tasks = False
-            self.carry_out(host_out)
-            if not host_out.raft_events:
-                return
-            queue.extend([event] for event in host_out.raft_events)
+    def step(self, *events: Event, load: bool = True) -> None:
+        """One turn of core and host with the node's own stepping function; ``load``: the host
+        may replay the next slice of an image being rebuilt (the driver's deadline turn)."""
+
+        def apply(out: Outbox) -> bool:
+            self.flush_pending = False
+            apply_now(out, self)
+            if not self.flush_pending or self.hold_flush:
+                return False
+            self.log.flush()
+            return True
+
+        run_steps(steps(self.core, self.host, events, lambda: self.now, load=load), apply, self.carry_out)
 
     def carry_out(self, out: ControllerOutbox) -> None:
         self.replies.extend(out.replies)
@@ -749,10 +744,10 @@ def test_with_an_authorizer_only_super_users_pass_before_the_acls_are_loaded() -
                                    principal_filter=None, host_filter=None, operation=1, permission_type=1)
     node.host.request(node.now, ControllerRequest("early", describe, 3, principal="User:ANONYMOUS"))
     node.host.request(node.now, ControllerRequest("admin", describe, 3, principal="User:admin"))
-    node.carry_out(node.host.poll(node.now))
+    node.step()
     assert node.answer("early").error_code == Errors.UNKNOWN_SERVER_ERROR  # type: ignore[union-attr]
     assert node.answer("admin").error_code == Errors.NONE  # type: ignore[union-attr]
     node.host.request(node.now, ControllerRequest("later", describe, 3, principal="User:ANONYMOUS"))
-    node.carry_out(node.host.poll(node.now))
+    node.step()
     assert node.host.authorizer.loaded
     assert node.answer("later").error_code == Errors.NONE  # type: ignore[union-attr]

@@ -34,7 +34,7 @@ import hashlib
 import heapq
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,8 +140,25 @@ def _noted(message: Any, texts: dict[int, tuple[Any, str]] | None) -> str:
     return text
 
 
+def _seen(event: Event, seen_text: str | None) -> str:
+    """The ``seen`` part of a trace line for one event (:func:`trace_line`)."""
+    if isinstance(event, RequestReceived):
+        if seen_text is None:
+            seen_text = _quoted(event.request)
+        return f"('request', {event.request_id!r}, {event.api_version!r}, {seen_text}, {event.listener!r})"
+    if isinstance(event, ResponseReceived):
+        if seen_text is None:
+            seen_text = _quoted(event.response)
+        return f"('response', {event.correlation_id!r}, {event.source_id!r}, {seen_text})"
+    if isinstance(event, RequestFailed):
+        return repr(("failed", event.correlation_id, event.source_id, str(event.reason)))
+    if isinstance(event, ClientAppend):
+        return repr(("append", event.token, event.values))
+    return f"({type(event).__name__!r},)"
+
+
 def trace_line(
-    now: int, node_id: int, event: Event, out: Outbox, core: RaftCore,
+    now: int, node_id: int, event: Event | Sequence[Event], out: Outbox, core: RaftCore,
     seen_text: str | None = None, texts: dict[int, tuple[Any, str]] | None = None,
 ) -> bytes:
     """One step of a run as the core saw and answered it, in field values only (no class of the
@@ -149,7 +166,7 @@ def trace_line(
     behaviour keeps every run's digest (``tests/raft/sim_traces.txt``).
 
     The line is ``repr((now, node_id, seen, did, role, epoch))`` with ``seen`` the event's
-    fields, ``did`` the Outbox's in its field order (a message as the text of its repr, batch
+    fields (a tuple of each event's for a step of several), ``did`` the Outbox's in its field order (a message as the text of its repr, batch
     bytes as their ``_bytes`` digests) and ``role`` the name of the role's class, written
     out piece by piece: a step does little, and the repr of a tuple of mostly empty parts
     costs more than the parts.
@@ -157,20 +174,10 @@ def trace_line(
     ``seen_text`` is ``_quoted`` of the event's message when the caller has it (the sender's
     line made it), and ``texts`` collects the ``_quoted`` of each message sent or answered,
     by id (with the message, which it keeps alive), for the receiver's line."""
-    if isinstance(event, RequestReceived):
-        if seen_text is None:
-            seen_text = _quoted(event.request)
-        seen = f"('request', {event.request_id!r}, {event.api_version!r}, {seen_text}, {event.listener!r})"
-    elif isinstance(event, ResponseReceived):
-        if seen_text is None:
-            seen_text = _quoted(event.response)
-        seen = f"('response', {event.correlation_id!r}, {event.source_id!r}, {seen_text})"
-    elif isinstance(event, RequestFailed):
-        seen = repr(("failed", event.correlation_id, event.source_id, str(event.reason)))
-    elif isinstance(event, ClientAppend):
-        seen = repr(("append", event.token, event.values))
+    if isinstance(event, Sequence):  # one step of several events (appends merged)
+        seen = _seen(event[0], seen_text) if len(event) == 1 else "(" + ", ".join(_seen(e, None) for e in event) + ",)"
     else:
-        seen = f"({type(event).__name__!r},)"
+        seen = _seen(event, seen_text)
     election = out.election_state
     install = out.install_snapshot
     # most of an Outbox is empty: its lists are made only when they hold something

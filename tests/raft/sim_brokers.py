@@ -2,11 +2,13 @@
 quorum's leader while leaders crash and the network splits; every node runs the node's own
 controller host (``server.controller.host.ControllerHost``) beside its core.
 
-The simulation drives each host as ``server.node.driver`` does: it feeds it what the core
-commits, the snapshots the core loads and the results of the host's appends, polls it after
-every core step and at its deadline, steps the core with the host's appends at once, writes the
-host's snapshots to the in-memory log, and routes the host's replies back to the broker or
-admin that asked. Everything the controller decides (activation, writes applied as they are
+The simulation drives each host with the node's own stepping function
+(``server.controller.stepping.steps``, as ``server.node.driver`` does): every event the core
+takes, and the host's deadline (a Tick that lets it replay its next slice), is one turn of
+core and host, in which the host is polled after the core's step and its appends step the core
+at once (consecutive ones in one step); the core feeds the host what it commits, the snapshots
+it loads and the results of its appends. The simulation writes the host's snapshots to the
+in-memory log and routes the host's replies back to the broker or admin that asked. Everything the controller decides (activation, writes applied as they are
 appended and the return to the committed image when a leadership is lost with some in flight,
 broker sessions and fencing, NoOps, periodic elections, snapshot triggers) is the host's.
 
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,11 +83,12 @@ from server.controller.controller import QuorumController
 from server.controller.host import ControllerHost, ControllerOutbox, ControllerRequest
 from server.controller.image import PartitionRegistration, TopicImage
 from server.controller.operations import ControllerConfig
-from server.raft.events import AppendResult
+from server.controller.stepping import run_steps, steps
+from server.raft.events import AppendResult, Event, Outbox, Tick
 from server.raft.types import OffsetAndEpoch
 from storage.records import RecordBatch
 from storage.snapshots import read_snapshot_content
-from tests.raft.sim import Cluster, RunStats, SimNode, _linger_ms, _liveness
+from tests.raft.sim import Cluster, RunStats, SimNode, _linger_ms, _liveness, trace_line
 
 __all__ = ["run_brokers"]
 
@@ -146,7 +150,6 @@ class BrokerCluster(Cluster):
         self.hosts: dict[int, ControllerHost] = {}
         self.host_timers: dict[int, int] = {}
         """node id -> when its host wants to be polled next."""
-        self.polling: set[int] = set()
         self.next_serial = 0
         self.pending: dict[int, tuple[Any, Any]] = {}
         """request serial -> (who asked: a SimBroker or "admin", what the admin remembers)"""
@@ -216,28 +219,30 @@ class BrokerCluster(Cluster):
             self.host_timers.pop(node.node_id, None)
         return host
 
-    def apply(self, node: SimNode, out: Any) -> None:
-        super().apply(node, out)
-        self.poll_host(node)
+    def step(self, node_id: int, event: Event, seen_text: str | None = None) -> None:
+        """Every event steps the node's core and host together, as the node's driver does
+        (:meth:`turn`); a timer's Tick lets the host replay its next slice."""
+        self.turn(self.nodes[node_id], [event], load=isinstance(event, Tick), seen_text=seen_text)
 
-    def poll_host(self, node: SimNode) -> None:
-        """Poll the node's host and carry out its outbox (its appends step the core at once,
-        which polls again) until it has nothing left to do now."""
-        if node.node_id in self.polling or node.core is None:
-            return
-        self.polling.add(node.node_id)
-        try:
-            run_tasks = True
-            while node.core is not None:
-                out = self.host(node).poll(self.now, run_tasks=run_tasks)
-                run_tasks = False  # after the host's own appends, as the driver polls
-                self.carry_out(node, out)
-                if not out.raft_events:
-                    return
-                for event in out.raft_events:
-                    self.step(node.node_id, event)
-        finally:
-            self.polling.discard(node.node_id)
+    def turn(self, node: SimNode, events: list[Event], *, load: bool, seen_text: str | None = None) -> None:
+        """One turn of the node's core and host (``server.controller.stepping.steps``, the
+        driver's own): each core step traced and carried out (its fsync completes later, as a
+        scheduled event), each host outbox carried out."""
+        core = node.core
+        assert core is not None
+        stepped: list[Sequence[Event]] = []
+        text = [seen_text]  # the delivered message's trace text, for the first step's line only
+
+        def apply(out: Outbox) -> bool:
+            self.touched.add(node.node_id)
+            texts = self.texts = {}
+            self.trace.update(trace_line(self.now, node.node_id, stepped[-1], out, core, text.pop() if text else None,
+                                         texts))
+            Cluster.apply(self, node, out)
+            return False
+
+        run_steps(steps(core, self.host(node), events, lambda: self.now, load=load, on_step=stepped.append),
+                  apply, lambda out: self.carry_out(node, out))
 
     def carry_out(self, node: SimNode, out: ControllerOutbox) -> None:
         for handle, response in out.replies:
@@ -254,7 +259,7 @@ class BrokerCluster(Cluster):
         node = self.nodes[node_id]
         if node.running and node.incarnation == incarnation and self.host_timers.get(node_id) == deadline:
             del self.host_timers[node_id]
-            self.poll_host(node)
+            self.turn(node, [Tick()], load=True)  # the driver's deadline: a Tick, the host may load
 
     def write_snapshot(self, node: SimNode, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
         core = node.core
@@ -385,7 +390,7 @@ class BrokerCluster(Cluster):
         self.pending[serial] = (asker, memo)
         node = self.nodes[leader]
         self.host(node).request(self.now, ControllerRequest(serial, body, version, "CONTROLLER", self.now))
-        self.poll_host(node)
+        self.turn(node, [], load=False)
         return serial
 
     def active_image(self) -> QuorumController | None:

@@ -21,7 +21,9 @@ import trio.testing
 
 from messages.metadata import encode_record
 from server.config import KRaftConfig
-from server.node import Node, driver
+from server.controller import stepping
+from server.controller.host import SnapshotToWrite
+from server.node import Node, snapshot_files
 from server.node.forked import build_in_child
 from server.raft.roles import Leader
 from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, read_snapshot
@@ -54,7 +56,7 @@ def _config(data: Path, port: int, in_child: bool = True) -> KRaftConfig:
 
 @pytest.mark.parametrize(
     ("in_child", "fork_min_records", "forks"),
-    [(True, 0, True), (False, 0, False), (True, driver.FORK_MIN_IMAGE_RECORDS, False)],
+    [(True, 0, True), (False, 0, False), (True, snapshot_files.FORK_MIN_IMAGE_RECORDS, False)],
     ids=["built-in-a-child", "built-on-the-loop", "too-small-to-fork"],
 )
 async def test_ten_minutes_of_no_ops_keep_a_bounded_log_and_restart_from_the_snapshot(
@@ -64,14 +66,14 @@ async def test_ten_minutes_of_no_ops_keep_a_bounded_log_and_restart_from_the_sna
     """The image here is a handful of records: only with no minimum does a child build it."""
     config = _config(tmp_path / "data", _free_port(), in_child)
     assert config.snapshot_build_in_child is in_child
-    monkeypatch.setattr(driver, "FORK_MIN_IMAGE_RECORDS", fork_min_records)
+    monkeypatch.setattr(snapshot_files, "FORK_MIN_IMAGE_RECORDS", fork_min_records)
     children: list[object] = []
 
     async def counted(build: Callable[[], bytes]) -> bytes:
         children.append(build)
         return await build_in_child(build)
 
-    monkeypatch.setattr(driver, "build_in_child", counted)
+    monkeypatch.setattr(snapshot_files, "build_in_child", counted)
     assert format_standalone(config, out=lambda line: None)
     node = Node(config, rng=random.Random(1), run_blocking=_inline)
     widest = 0  # the most offsets the log held at once
@@ -162,18 +164,18 @@ def test_an_image_is_rebuilt_in_slices_sized_to_hold_the_loop_briefly() -> None:
     """The node sizes the host's slices so that each holds the event loop about
     ``LOAD_SLICE_S``: a slow slice makes the next smaller, a fast one larger, within bounds."""
     most = 20_000
-    assert driver.load_slice_records(20_000, 0.4, most) == int(20_000 * driver.LOAD_SLICE_S / 0.4)
-    assert driver.load_slice_records(2_500, 0.005, most) == most
-    assert driver.load_slice_records(1_000, 60.0, most) == driver.MIN_LOAD_SLICE_RECORDS
-    assert driver.load_slice_records(50, 1.0, 50) == 50  # a host of small slices keeps them
-    assert driver.load_slice_records(3_000, 0.0, most) == 3_000
+    assert stepping.load_slice_records(20_000, 0.4, most) == int(20_000 * stepping.LOAD_SLICE_S / 0.4)
+    assert stepping.load_slice_records(2_500, 0.005, most) == most
+    assert stepping.load_slice_records(1_000, 60.0, most) == stepping.MIN_LOAD_SLICE_RECORDS
+    assert stepping.load_slice_records(50, 1.0, 50) == 50  # a host of small slices keeps them
+    assert stepping.load_slice_records(3_000, 0.0, most) == 3_000
 
 
 async def test_a_snapshot_asked_for_during_another_build_is_built_after_it(
     tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """While a snapshot is being built, the host's later triggers are not dropped: the newest
-    one is built once the first is done (``Node._deferred_snapshot``), so the log's newest
+    one is built once the first is done (``SnapshotFiles.deferred``), so the log's newest
     snapshot follows the image even when no trigger comes after a slow build."""
     config = _config(tmp_path / "data", _free_port())
     release = trio.Event()
@@ -184,15 +186,15 @@ async def test_a_snapshot_asked_for_during_another_build_is_built_after_it(
             await release.wait()
         return build()  # in no child: a child's real time would let the mock clock jump
 
-    original = Node._start_snapshot
+    original = snapshot_files.SnapshotFiles.start
 
-    def recorded(self: Node, snapshot: driver.SnapshotToWrite) -> None:
+    def recorded(self: snapshot_files.SnapshotFiles, snapshot: SnapshotToWrite) -> None:
         started.append((snapshot.snapshot_id.offset, trio.current_time()))
         original(self, snapshot)
 
-    monkeypatch.setattr(driver, "build_in_child", held)
-    monkeypatch.setattr(driver, "FORK_MIN_IMAGE_RECORDS", 0)  # the held "child" builds even this image
-    monkeypatch.setattr(Node, "_start_snapshot", recorded)
+    monkeypatch.setattr(snapshot_files, "build_in_child", held)
+    monkeypatch.setattr(snapshot_files, "FORK_MIN_IMAGE_RECORDS", 0)  # the held "child" builds even this image
+    monkeypatch.setattr(snapshot_files.SnapshotFiles, "start", recorded)
     assert format_standalone(config, out=lambda line: None)
     node = Node(config, rng=random.Random(4), run_blocking=_inline)
     async with trio.open_nursery() as nursery:

@@ -109,7 +109,7 @@ per million (linger 25 ms).
 Figures from before the reaped children were counted leave out the forked snapshot builders:
 a node crosses the 20 MiB snapshot trigger twice a second at 160,000 records/s, and until
 images of under 2,000 records were built without a fork
-(``server.node.driver.FORK_MIN_IMAGE_RECORDS``) those forks cost 0.6-0.8 CPU-s per million
+(``server.node.snapshot_files.FORK_MIN_IMAGE_RECORDS``) those forks cost 0.6-0.8 CPU-s per million
 records, uncounted.
 
 A saturated kwire run is bimodal: once the followers fall behind they fetch whole 8 MiB reads
