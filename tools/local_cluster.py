@@ -362,22 +362,30 @@ class DevCluster:
 
     def start(self, node_ids: Iterable[int] | None = None, *, wait: bool = True, timeout_s: float = 60.0) -> None:
         """Start the given nodes (default: every node not running); with ``wait``, return once
-        each listens. Raises DevClusterError when a node exits or does not listen in time."""
+        each listens. Raises DevClusterError when a node exits or does not listen in time; a
+        start that fails part-way first stops the nodes it started (SIGTERM, then SIGKILL after
+        ``timeout_s``), so that it leaves none running."""
         ids = list(self.nodes) if node_ids is None else list(node_ids)
-        for node_id in ids:
-            node = self.nodes[node_id]
-            if node.running:
-                continue
-            with node.stdout_path.open("ab") as out, node.log_path.open("ab") as err:
-                # its own session: a Ctrl-C to the caller's process group leaves the node to
-                # stop(), so that brokers on the quorum can shut down before it does
-                node.process = subprocess.Popen(
-                    self.command(node_id), cwd=REPO_DIR, stdout=out, stderr=err,
-                    env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
-                )
-        if wait:
+        started: list[subprocess.Popen[bytes]] = []
+        try:
             for node_id in ids:
-                self.wait_listening(node_id, timeout_s)
+                node = self.nodes[node_id]
+                if node.running:
+                    continue
+                with node.stdout_path.open("ab") as out, node.log_path.open("ab") as err:
+                    # its own session: a Ctrl-C to the caller's process group leaves the node to
+                    # stop(), so that brokers on the quorum can shut down before it does
+                    node.process = subprocess.Popen(
+                        self.command(node_id), cwd=REPO_DIR, stdout=out, stderr=err,
+                        env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
+                    )
+                started.append(node.process)
+            if wait:
+                for node_id in ids:
+                    self.wait_listening(node_id, timeout_s)
+        except BaseException:
+            stop_processes(started, timeout_s=timeout_s)
+            raise
 
     def wait_listening(self, node_id: int, timeout_s: float = 60.0) -> None:
         """Return once node ``node_id`` accepts TCP connections. Raises DevClusterError when its
