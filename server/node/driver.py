@@ -257,6 +257,8 @@ class Node:
         """Appends held until the linger of the first ends or the next step (:meth:`append`)."""
         self._held_bytes = 0
         """Their size as the accumulator counts it (``records_size_upper_bound``)."""
+        self._host_unpolled = False
+        """The host took requests since it was last polled: it may hold appends (see :meth:`_step`)."""
         self._asleep_until_ms: int | None = None
         """While the driving task waits for an item: until when (its earliest deadline)."""
 
@@ -546,6 +548,7 @@ class Node:
                 pending, body, version, context.listener_name, received_ms, context.principal, context.host,
                 self._token_requests_allowed(context),
             ))
+            self._host_unpolled = True
             if step_host:
                 await self._step([])
         else:
@@ -554,6 +557,8 @@ class Node:
             if refusal is not None:
                 pending.respond(refusal)
                 return
+            if self._host_unpolled:  # the host's appends first: the core may append on this request
+                await self._step([])
             request_id, self._next_request_id = self._next_request_id, self._next_request_id + 1
             self._pending[request_id] = pending
             await self._step([RequestReceived(request_id, version, body, pending.context.listener_name)])
@@ -581,12 +586,13 @@ class Node:
         out the Outbox and every follow-up step (a completed flush); then poll the host and
         carry out its outbox, whose appends step the core at once (consecutive appends in one
         step, so they leave as one batch; a kraft.version upgrade in a step of its own), until
-        neither has anything left to do now. ``load``: the host may replay the next slice of
-        an image being rebuilt (on the turn of a due deadline, not behind each raft message)."""
+        neither has anything left to do now; then the appends :meth:`append` held, after the
+        host's, whose offsets the host chose on the core as it stood (a broker's epoch is the
+        offset of its registration). ``load``: the host may replay the next slice of an image
+        being rebuilt (on the turn of a due deadline, not behind each raft message)."""
         core, host, target = self.core, self.host, self._target
         assert core is not None and host is not None and target is not None
-        if self._appends:  # held appends go first: each step sees every earlier append
-            events, self._appends, self._held_bytes = [*self._appends, *events], [], 0
+        held, self._appends, self._held_bytes = self._appends, [], 0
         queue = deque([events] if events else [])
         run_tasks = True
         while True:
@@ -599,10 +605,12 @@ class Node:
                         break
                     out = core.step(self.now_ms(), FlushCompleted())
             host_out = host.poll(self.now_ms(), run_tasks=run_tasks, load=load)
-            run_tasks = load = False  # after the host's own appends: its tasks wait for the next turn
+            run_tasks = load = self._host_unpolled = False  # its tasks wait for the next turn
             await self._carry_out(host_out)
             if not host_out.raft_events:
-                return
+                if not held:
+                    return
+                host_out.raft_events, held = list(held), []  # one step, after every append of the host's
             for event in host_out.raft_events:
                 if isinstance(event, ClientAppend) and queue and isinstance(queue[-1][-1], ClientAppend):
                     queue[-1].append(event)
