@@ -78,9 +78,13 @@ run: install
 ## that the workers do not all compile them at once. The stock releases' class data sharing
 ## archives (tools/stock_kafka.py) are made meanwhile, one after another, so that the first tests
 ## to start a JVM do not each wait for an archive's training.
+## Every process of the run inherits KWIRE_TEST_RUN, a random id; at the end tools/leftovers.py
+## lists each process carrying it that is still alive, stops it (SIGTERM, then SIGKILL) and fails
+## the run: a test must stop everything it started. Processes of other runs are not touched.
 test:
 	$(MAKE) --no-print-directory -j 2 --output-sync=target install compat-jars
-	@KWIRE_KAFKA_JVM_FLAGS=-XX:TieredStopAtLevel=1 $(PY) -m tools.stock_kafka --class-data-archives \
+	@export KWIRE_TEST_RUN=$$(cat /proc/sys/kernel/random/uuid); \
+	KWIRE_KAFKA_JVM_FLAGS=-XX:TieredStopAtLevel=1 $(PY) -m tools.stock_kafka --class-data-archives \
 		> .class-data-archives.log 2>&1 & archives=$$!; \
 	$(PY) -m compileall -q -j 0 kwire messages storage server tools tests compat conftest.py; \
 	idle=$$(chrt --idle 0 true >/dev/null 2>&1 && echo "chrt --idle 0" || echo "nice -n 19"); \
@@ -91,9 +95,11 @@ test:
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 2 -m "not simulation" --durations=15; tested=$$?; \
 	wait $$simulated; seeds=$$?; wait $$checks; checked=$$?; cat .simulation.log .checks.log; \
 	wait $$archives; \
+	$(PY) -m tools.leftovers; left=$$?; \
 	if [ $$seeds -ne 0 ]; then echo "make test: the simulation seeds failed (output above)"; fi; \
 	if [ $$checked -ne 0 ]; then echo "make test: the checks failed (output above)"; fi; \
-	exit $$(( tested || seeds || checked ))
+	if [ $$left -ne 0 ]; then echo "make test: processes were left running (listed above)"; fi; \
+	exit $$(( tested || seeds || checked || left ))
 
 ## Long soaks, not part of `make test`: 10,000 more simulation seeds, 100 leader kills in each
 ## of the eight mixed kwire/Kafka quorum configurations, 20 rounds of network and process faults

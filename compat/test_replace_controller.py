@@ -38,6 +38,7 @@ from compat.harness import (
     KafkaRelease,
     Quorum,
     batches_below,
+    stop_processes,
 )
 from compat.kafka import release_matrix
 from storage.meta_properties import read_meta_properties
@@ -55,6 +56,7 @@ def test_replace_a_voter_whose_disk_was_lost(each_kafka: KafkaRelease, tmp_path:
     bootstrap = f"localhost:{quorum.ports[1]},localhost:{quorum.ports[2]}"
     props = tmp_path / "3.properties"
     data = tmp_path / "data3"
+    proc: subprocess.Popen[bytes] | None = None
     try:
         for i in (1, 2, 3):
             quorum.start(i)
@@ -99,6 +101,8 @@ def test_replace_a_voter_whose_disk_was_lost(each_kafka: KafkaRelease, tmp_path:
 
         final_hwm = quorum.settled_high_watermark()
     finally:
+        if proc is not None and proc.poll() is None:  # a failed wait: the command is stopped too
+            stop_processes([proc], timeout_s=10.0)
         quorum.stop()
     logs = {i: batches_below(tmp_path / f"data{i}", final_hwm) for i in quorum.ports}
     assert logs[1] and logs[1] == logs[2] == logs[3], {i: len(b) for i, b in logs.items()}

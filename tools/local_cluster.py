@@ -97,13 +97,26 @@ def _port_slice(ports: range) -> range:
     return ports[index * size:(index + 1) * size]
 
 
+_HANDED_OUT: set[int] = set()
+"""The ports :func:`free_ports` has returned in this process: never returned again (until every
+candidate has been), since a port released by the check is as free for the next call."""
+
+
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
     """``count`` distinct TCP ports that were free a moment ago (bound then released), chosen
     below the kernel's ephemeral range: a port there can be taken as the source port of any
     outgoing connection, so a server restarted on it after a kill could find it in use. With
-    ``KWIRE_PORT_SLICE`` set (:data:`PORT_SLICE_ENV`), only from that slice of the range."""
+    ``KWIRE_PORT_SLICE`` set (:data:`PORT_SLICE_ENV`), only from that slice of the range.
+
+    A port is returned once per process (:data:`_HANDED_OUT`): the check releases each port
+    before returning it, so two calls (``{i: free_port() for i in ids}``) could otherwise
+    draw the same one for two servers -- which then meet only when the second binds it, or
+    never on the host at all when the servers run in a network namespace of their own."""
     low, _ = _ephemeral_range()
-    candidates = list(_port_slice(range(10_000, low))) if low > 11_000 else []
+    candidates = [p for p in _port_slice(range(10_000, low)) if p not in _HANDED_OUT] if low > 11_000 else []
+    if low > 11_000 and len(candidates) < count:  # every candidate handed out once: start again
+        _HANDED_OUT.clear()
+        candidates = list(_port_slice(range(10_000, low)))
     random.shuffle(candidates)
     sockets: list[socket.socket] = []
     try:
@@ -121,7 +134,9 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.bind((host, 0))
             sockets.append(s)
-        return [int(s.getsockname()[1]) for s in sockets]
+        ports = [int(s.getsockname()[1]) for s in sockets]
+        _HANDED_OUT.update(ports)
+        return ports
     finally:
         for s in sockets:
             s.close()
@@ -347,22 +362,30 @@ class DevCluster:
 
     def start(self, node_ids: Iterable[int] | None = None, *, wait: bool = True, timeout_s: float = 60.0) -> None:
         """Start the given nodes (default: every node not running); with ``wait``, return once
-        each listens. Raises DevClusterError when a node exits or does not listen in time."""
+        each listens. Raises DevClusterError when a node exits or does not listen in time; a
+        start that fails part-way first stops the nodes it started (SIGTERM, then SIGKILL after
+        ``timeout_s``), so that it leaves none running."""
         ids = list(self.nodes) if node_ids is None else list(node_ids)
-        for node_id in ids:
-            node = self.nodes[node_id]
-            if node.running:
-                continue
-            with node.stdout_path.open("ab") as out, node.log_path.open("ab") as err:
-                # its own session: a Ctrl-C to the caller's process group leaves the node to
-                # stop(), so that brokers on the quorum can shut down before it does
-                node.process = subprocess.Popen(
-                    self.command(node_id), cwd=REPO_DIR, stdout=out, stderr=err,
-                    env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
-                )
-        if wait:
+        started: list[subprocess.Popen[bytes]] = []
+        try:
             for node_id in ids:
-                self.wait_listening(node_id, timeout_s)
+                node = self.nodes[node_id]
+                if node.running:
+                    continue
+                with node.stdout_path.open("ab") as out, node.log_path.open("ab") as err:
+                    # its own session: a Ctrl-C to the caller's process group leaves the node to
+                    # stop(), so that brokers on the quorum can shut down before it does
+                    node.process = subprocess.Popen(
+                        self.command(node_id), cwd=REPO_DIR, stdout=out, stderr=err,
+                        env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
+                    )
+                started.append(node.process)
+            if wait:
+                for node_id in ids:
+                    self.wait_listening(node_id, timeout_s)
+        except BaseException:
+            stop_processes(started, timeout_s=timeout_s)
+            raise
 
     def wait_listening(self, node_id: int, timeout_s: float = 60.0) -> None:
         """Return once node ``node_id`` accepts TCP connections. Raises DevClusterError when its

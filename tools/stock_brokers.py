@@ -13,10 +13,11 @@ make too.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,10 @@ _LIFECYCLE_LOGGERS = (
     "kafka.server.BrokerLifecycleManager",  # 3.9
     "kafka.server.BrokerServer",
 )
+
+
+STOP_AFTER_FAILED_START_S = 30.0
+"""Seconds the brokers of a start that failed get to stop on SIGTERM before SIGKILL."""
 
 
 class StockBrokerError(RuntimeError):
@@ -116,18 +121,44 @@ class StockBrokers:
 
     def start(self, broker_ids: Iterable[int] | None = None) -> None:
         """Start the given brokers (default: each one not running), each in its own session so
-        that a signal to the caller's process group leaves them to :meth:`stop`."""
+        that a signal to the caller's process group leaves them to :meth:`stop`. A start that
+        fails part-way stops the brokers it started (:meth:`stop`) before the error goes on."""
         self._logging.write_text(self._logging_text, encoding="utf-8")
-        for broker_id in self.nodes if broker_ids is None else broker_ids:
-            node = self.nodes[broker_id]
-            if node.running:
-                continue
-            with node.stdout_path.open("ab") as out:
-                node.process = stock_kafka.start_kafka_class(
-                    self.version, "kafka.Kafka", [node.config_path], logs_dir=node.root / "logs",
-                    jvm_args=[self._logging_flag], stdout=out.fileno(), stderr=out.fileno(),
-                    start_new_session=True, prefix=self.prefix,
-                )
+        started: list[subprocess.Popen[bytes]] = []
+        try:
+            for broker_id in self.nodes if broker_ids is None else broker_ids:
+                node = self.nodes[broker_id]
+                if node.running:
+                    continue
+                with node.stdout_path.open("ab") as out:
+                    node.process = stock_kafka.start_kafka_class(
+                        self.version, "kafka.Kafka", [node.config_path], logs_dir=node.root / "logs",
+                        jvm_args=[self._logging_flag], stdout=out.fileno(), stderr=out.fileno(),
+                        start_new_session=True, prefix=self.prefix,
+                    )
+                started.append(node.process)
+        except BaseException:
+            stop_processes(started, timeout_s=STOP_AFTER_FAILED_START_S)
+            raise
+
+    @contextlib.contextmanager
+    def starting(self, stop_timeout_s: float = STOP_AFTER_FAILED_START_S) -> Iterator[StockBrokers]:
+        """Start every broker not running (:meth:`start`) for a block that waits until they
+        serve; when the block raises, every broker started here is stopped -- SIGTERM, then
+        SIGKILL after ``stop_timeout_s`` (a broker whose controllers are gone waits on its
+        controlled shutdown and ignores SIGTERM) -- before the error goes on, so that a failed
+        start leaves no broker running::
+
+            with brokers.starting():
+                brokers.wait_listed(set(brokers.nodes), 120.0, exited_fails=True)
+        """
+        before = {i for i, n in self.nodes.items() if n.running}
+        try:
+            self.start()
+            yield self
+        except BaseException:
+            stop_processes((n.process for i, n in self.nodes.items() if i not in before), timeout_s=stop_timeout_s)
+            raise
 
     def kill(self, broker_id: int, sig: int = signal.SIGKILL) -> None:
         """Send ``sig`` (default SIGKILL) to a broker and reap it."""
@@ -168,14 +199,19 @@ class StockBrokers:
             return None
         return {b.node_id for b in response.brokers}
 
-    def wait_listed(self, expected: set[int], timeout_s: float) -> float:
+    def wait_listed(self, expected: set[int], timeout_s: float, *, exited_fails: bool = False) -> float:
         """Until every running broker lists exactly ``expected``; returns the seconds it took.
-        Raises StockBrokerError (with each broker's last output) after ``timeout_s``."""
+        Raises StockBrokerError (with each broker's last output) after ``timeout_s``, and with
+        ``exited_fails`` at once when a broker that was started has exited (a start that
+        failed, e.g. on a port in use)."""
         started = time.monotonic()
         while True:
             views = {i: self.listed_by(i) for i, n in self.nodes.items() if n.running}
             if views and all(v == expected for v in views.values()):
                 return time.monotonic() - started
+            exited = sorted(i for i, n in self.nodes.items() if n.process is not None and not n.running)
+            if exited_fails and exited:
+                raise StockBrokerError(f"brokers {exited} exited while starting\n{self.report()}")
             if time.monotonic() - started > timeout_s:
                 raise StockBrokerError(f"brokers list {views}, expected {sorted(expected)}\n{self.report()}")
             time.sleep(0.2)  # poll interval

@@ -55,7 +55,6 @@ from compat.faults.net import Network
 from compat.harness import (
     CLUSTER_ID,
     KafkaRelease,
-    free_port,
     wait_until,
 )
 from kwire.errors import Errors
@@ -88,6 +87,12 @@ from server.net.client import open_connection
 from tools.stock_brokers import StockBrokers
 
 BROKER_IDS = (101, 102, 103)
+BROKER_PORTS = {101: 9092, 102: 9094, 103: 9096}
+"""Each broker's client port on host ``brokers``: fixed and distinct. That network namespace has
+a stack of its own holding these three listeners and the brokers' outgoing connections, whose
+source ports the kernel takes above 32767 (``ip_local_port_range``), so nothing else can hold
+them; ports drawn on the machine's loopback (``free_port``), checked there and released, were
+not even checked where the brokers bind them, and two draws could meet."""
 DATA_TOPIC = "acked"
 MOVES_TOPIC = "moves"
 """One partition, replication factor 2, never deleted: reassigned and reconfigured."""
@@ -493,11 +498,11 @@ def start_brokers(kafka: KafkaRelease, root: Path, network: Network, bootstrap_c
     ``network``; returns once each lists all three (as asked from host ``client``)."""
     brokers = StockBrokers.create(
         root / "brokers", kafka.version, cluster_id=CLUSTER_ID, bootstrap_controllers=bootstrap_controllers,
-        ports={i: free_port() for i in BROKER_IDS}, host=network.address("brokers"),
-        quorum_voters=quorum_voters, prefix=network.command("brokers", []),
+        ports=BROKER_PORTS, host=network.address("brokers"), quorum_voters=quorum_voters,
+        prefix=network.command("brokers", []),
     )
-    brokers.start()
-    network.call("client", lambda: brokers.wait_listed(set(BROKER_IDS), BROKER_START_TIMEOUT_S))
+    with brokers.starting():  # a broker that does not come up: all three stopped
+        network.call("client", lambda: brokers.wait_listed(set(BROKER_IDS), BROKER_START_TIMEOUT_S, exited_fails=True))
     return brokers
 
 

@@ -440,9 +440,11 @@ class ControllerHost:
         if activation is None:
             return
         _, elected_ms, replayed = self._elected
+        # the epoch's own first batch may have committed (and been replayed) before the host saw
+        # the election, on a single voter always: nothing before the epoch start was left then
         self.log.info("node %d: the active controller of epoch %d, %d ms after its election (%d committed records "
                       "replayed meanwhile up to the epoch start offset %d)", self.config.node_id, state.epoch,
-                      now_ms - elected_ms, state.epoch_start_offset - replayed, state.epoch_start_offset)
+                      now_ms - elected_ms, max(0, state.epoch_start_offset - replayed), state.epoch_start_offset)
         self._tasks.activate(now_ms)
         if activation.records:
             self._writer.append(activation.records, None, drain_now=False)  # one batch: atomic activations stay whole

@@ -16,7 +16,14 @@ queue):
    only (after its own appends they wait for the next turn, behind what came meanwhile);
 3. the host's raft events step the core at once, consecutive ``ClientAppend``s in one step
    (one batch), anything else (a kraft.version upgrade) in a step of its own; then the host
-   is polled again, until it hands over no raft event.
+   is polled again, until it hands over no raft event;
+4. then, in one step, the appends ``held`` for the node's other writers (``Node.append``: the
+   ``test-raft-server`` workload): after every append of the host's, because the host applies a
+   write's records at the offsets it computed from the core as it stood when polled, and some
+   records carry their own offset (a broker's epoch is the offset of its registration record,
+   Kafka's ``OffsetControlManager.nextWriteOffset``); another writer's batch stepped first
+   would move them, and the host would have to revert its image. The host is polled once more
+   after that step (it may have news), until it hands over no raft event.
 
 :func:`load_slice_records` sizes the host's slices of an image being rebuilt to
 :data:`LOAD_SLICE_S` of the event loop, from how long the last one took.
@@ -61,13 +68,15 @@ def load_slice_records(records: int, took_s: float, most: int) -> int:
 
 def steps(
     core: RaftCore, host: ControllerHost, events: Sequence[Event], now_ms: Callable[[], int], *, load: bool = False,
-    on_step: Callable[[Sequence[Event]], None] | None = None,
+    on_step: Callable[[Sequence[Event]], None] | None = None, held: Sequence[ClientAppend] = (),
 ) -> Stepping:
     """One turn of ``core`` and ``host`` (module docstring): ``events`` (none: only the host
     has news) in one step, then the host polled and its appends stepped until neither has
-    anything left to do now; ``now_ms()`` is read at each step and poll. ``on_step`` is told
-    the events of each core step before it is taken (a trace's)."""
+    anything left to do now, then ``held`` (other writers' appends) in one step after all of
+    the host's; ``now_ms()`` is read at each step and poll. ``on_step`` is told the events of
+    each core step before it is taken (a trace's)."""
     queue: deque[list[Event]] = deque([list(events)] if events else [])
+    others: list[Event] = list(held)
     run_tasks = True
     while True:
         while queue:
@@ -82,7 +91,11 @@ def steps(
         run_tasks = load = False
         yield host_out
         if not host_out.raft_events:
-            return
+            if not others:
+                return
+            queue.append(others)  # one step, after every append of the host's
+            others = []
+            continue
         for event in host_out.raft_events:
             if isinstance(event, ClientAppend) and queue and isinstance(queue[-1][-1], ClientAppend):
                 queue[-1].append(event)

@@ -317,18 +317,16 @@ class Node:
     # ------------------------------------------------------------------ stepping
 
     async def _step(self, events: list[Event], *, load: bool = False) -> None:
-        """One turn of the core and the host (``server.controller.stepping.steps``) with the held
-        appends and ``events`` (none: only the host has news), carrying out each outbox: the
+        """One turn of the core and the host (``server.controller.stepping.steps``) with ``events``
+        (none: only the host has news) and the held appends, carrying out each outbox: the
         core's on the node's target (its fsync on the event loop completes at once, and the
         core then takes ``FlushCompleted``), the host's by :meth:`_carry_out`. ``load``: the
         host may replay the next slice of an image being rebuilt (on the turn of a due
         deadline, not behind each raft message)."""
         core, host, target = self.core, self.host, self._target
         assert core is not None and host is not None and target is not None
-        held = self._linger.take()
-        if held:  # held appends go first: each step sees every earlier append
-            events = [*held, *events]
-        stepping = steps(core, host, events, self.now_ms, load=load)
+        self._requests.host_unpolled = False  # this turn polls it
+        stepping = steps(core, host, events, self.now_ms, load=load, held=self._linger.take())
         sent: bool | None = None
         while True:
             try:

@@ -46,6 +46,9 @@ class RequestRouter:
         self._nursery = nursery
         self.pending: dict[int, PendingRequest] = {}
         self._next_request_id = 1
+        self.host_unpolled = False
+        """The host took requests since it was last polled (the driver's turn clears it): it
+        may hold appends, which must reach the core before anything the core appends itself."""
 
     async def route(self, pending: PendingRequest, *, step_host: bool = True) -> None:
         """Move a request where admission (``server.controller.admission``) sends it: answered
@@ -81,9 +84,12 @@ class RequestRouter:
                 pending, body, version, context.listener_name, received_ms, context.principal, context.host,
                 verdict.token_requests_allowed,
             ))
+            self.host_unpolled = True
             if step_host:
                 await self._step([])
         else:
+            if self.host_unpolled:  # the host's appends first: the core may append on this request
+                await self._step([])
             request_id, self._next_request_id = self._next_request_id, self._next_request_id + 1
             self.pending[request_id] = pending
             await self._step([RequestReceived(request_id, version, body, context.listener_name)])

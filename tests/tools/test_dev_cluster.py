@@ -99,3 +99,18 @@ def test_create_refuses_an_existing_cluster(tmp_path: Path) -> None:
         DevCluster.create(tmp_path, 1, base_port=None)
     with pytest.raises(DevClusterError, match="no dev cluster"):
         DevCluster.open(tmp_path / "elsewhere")
+
+
+def test_a_start_that_fails_part_way_leaves_no_node_running(tmp_path: Path) -> None:
+    """Node 2's port is taken (bound, not listening): it exits, the start fails, and the nodes it
+    had started are stopped rather than left running."""
+    cluster = DevCluster.create(tmp_path, 3, base_port=None)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", cluster.nodes[2].port))
+        with pytest.raises(DevClusterError, match="node 2 exited"):
+            cluster.start(timeout_s=60.0)
+    processes = {i: n.process for i, n in cluster.nodes.items()}
+    assert all(p is not None and p.returncode is not None for p in processes.values()), processes
+    for i in (1, 3):
+        with pytest.raises(OSError):
+            trio.run(describe, f"localhost:{cluster.nodes[i].port}", 2.0)
