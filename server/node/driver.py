@@ -318,15 +318,21 @@ class Node:
 
     async def _step(self, events: list[Event], *, load: bool = False) -> None:
         """One turn of the core and the host (``server.controller.stepping.steps``) with ``events``
-        (none: only the host has news) and the held appends, carrying out each outbox: the
-        core's on the node's target (its fsync on the event loop completes at once, and the
-        core then takes ``FlushCompleted``), the host's by :meth:`_carry_out`. ``load``: the
+        (none: only the host has news) and the held appends (first, in the same step; after
+        the host's own appends when it took requests since its last poll, whose records it
+        applied at offsets computed without them), carrying out each outbox: the core's on the
+        node's target (its fsync on the event loop completes at once, and the core then takes
+        ``FlushCompleted``), the host's by :meth:`_carry_out`. ``load``: the
         host may replay the next slice of an image being rebuilt (on the turn of a due
         deadline, not behind each raft message)."""
         core, host, target = self.core, self.host, self._target
         assert core is not None and host is not None and target is not None
+        held = self._linger.take()
+        if held and not self._requests.host_unpolled:
+            # nothing the host applied ahead waits: held first, to meet this step's drain
+            events, held = [*held, *events], []
         self._requests.host_unpolled = False  # this turn polls it
-        stepping = steps(core, host, events, self.now_ms, load=load, held=self._linger.take())
+        stepping = steps(core, host, events, self.now_ms, load=load, held=held)
         sent: bool | None = None
         while True:
             try:
