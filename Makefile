@@ -77,9 +77,11 @@ run: install
 ## modules only when it may write bytecode. The project's own modules are compiled up front so
 ## that the workers do not all compile them at once. The stock releases' class data sharing
 ## archives (tools/stock_kafka.py) are made meanwhile, one after another, so that the first tests
-## to start a JVM do not each wait for an archive's training.
+## to start a JVM do not each wait for an archive's training. Debian's chromium, which the fault
+## report's browser test (compat/test_fault_report.py) opens, is installed first where missing.
 test:
 	$(MAKE) --no-print-directory -j 2 --output-sync=target install compat-jars
+	bash compat/ensure-chromium.sh
 	@KWIRE_KAFKA_JVM_FLAGS=-XX:TieredStopAtLevel=1 $(PY) -m tools.stock_kafka --class-data-archives \
 		> .class-data-archives.log 2>&1 & archives=$$!; \
 	$(PY) -m compileall -q -j 0 kwire messages storage server tools tests compat conftest.py; \

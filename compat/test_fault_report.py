@@ -1,0 +1,73 @@
+"""The fault report (``compat/faults/report.py``) drawn from a recorded run and opened in headless
+Chromium (``compat/faults/browser.py``).
+
+The history is ``compat/testdata/fault-history-kill-leader.json``: one real quorum of three kwire
+nodes under ``kill-leader`` (``python -m compat.faults --configs kwire --each --nemeses
+kill-leader --seed 5 --report DIR``, its ``quorum-*.json`` as written), so no cluster runs here.
+The browser test needs Debian's ``chromium``, which ``make test`` installs where it is missing
+(``compat/ensure-chromium.sh``); without it the test skips and says so.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageStat
+
+from compat.faults import browser, report
+
+HISTORY = Path(__file__).parent / "testdata" / "fault-history-kill-leader.json"
+
+
+def _report(tmp_path: Path) -> tuple[Path, dict]:
+    directory = tmp_path / "report"
+    directory.mkdir()
+    shutil.copy(HISTORY, directory / "quorum-s5-1-kwire.json")
+    return report.write_report(directory), json.loads(HISTORY.read_text(encoding="utf-8"))
+
+
+def test_the_report_draws_every_plot_of_a_recorded_run(tmp_path: Path) -> None:
+    index, rec = _report(tmp_path)
+    images, text = browser.read_page(index)
+    for nemesis in report.nemeses_run([rec]):
+        assert nemesis in text, f"the page does not name {nemesis}"
+    pngs = {p.name for p in index.parent.glob("*.png")}
+    assert sorted(images) == sorted(pngs) and len(images) == 5, (images, pngs)
+    for src in images:
+        with Image.open(index.parent / src) as png:
+            assert png.format == "PNG"
+            # a plot, not a blank canvas: several colours over the image
+            assert max(ImageStat.Stat(png.convert("L")).stddev) > 10, src
+    # what the roles plot draws: the killed leader is down from the kill until it restarted
+    killed = rec["rounds"][0]
+    spans = report.role_spans(rec, killed["leader"])
+    down = [(a, b) for a, b, role in spans if role == "down"]
+    assert down and down[0][0] <= killed["started_s"] + 0.5, spans
+    assert any(role == "leader" for node in rec["nodes"] if node != killed["leader"]
+               for _, _, role in report.role_spans(rec, node)), "no other node was seen leading"
+
+
+@pytest.mark.skipif(browser.chromium() is None,
+                    reason="CHROMIUM IS MISSING: Debian's `chromium` is not installed and compat/ensure-chromium.sh "
+                           "could not install it (no apt-get, or neither root nor passwordless sudo); the fault "
+                           "report was NOT opened in a browser")
+def test_the_report_renders_every_image_in_headless_chromium(tmp_path: Path) -> None:
+    index, rec = _report(tmp_path)
+    shot = browser.screenshot(index, index.parent / "screenshot.png", *browser.page_size(index))
+    with Image.open(shot) as page:
+        assert max(ImageStat.Stat(page.convert("L")).stddev) > 10, "the page rendered blank"
+    rendered = browser.rendered_images(index, tmp_path / "probe.png")
+    assert len(rendered) == 5 and all(r.changed < 0.01 for r in rendered), rendered
+    # the same check on a page one of whose images is gone from beside it: it must name that one
+    missing = rendered[0].src
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    for r in rendered:
+        shutil.copy(index.parent / r.src, reference / r.src)
+    (index.parent / missing).unlink()
+    broken = {r.src: r.changed for r in browser.rendered_images(index, tmp_path / "probe-broken.png", reference)}
+    assert broken[missing] > 0.05 and all(f < 0.01 for src, f in broken.items() if src != missing), broken
+    print(f"screenshot: {shot}")
