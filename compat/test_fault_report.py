@@ -56,7 +56,7 @@ def test_the_report_draws_every_plot_of_a_recorded_run(tmp_path: Path) -> None:
                            "report was NOT opened in a browser")
 def test_the_report_renders_every_image_in_headless_chromium(tmp_path: Path) -> None:
     index, rec = _report(tmp_path)
-    shot = browser.screenshot(index, index.parent / "screenshot.png", *browser.page_size(index))
+    shot = browser.trim(browser.screenshot(index, index.parent / "screenshot.png", *browser.page_size(index)))
     with Image.open(shot) as page:
         assert max(ImageStat.Stat(page.convert("L")).stddev) > 10, "the page rendered blank"
     rendered = browser.rendered_images(index, tmp_path / "probe.png")

@@ -56,6 +56,17 @@ def screenshot(page: Path, out: Path, width: int, height: int, timeout_s: float 
     return out
 
 
+def trim(shot: Path, margin_px: int = 16) -> Path:
+    """Cut the blank rows below the content of the screenshot ``shot`` (a window taller than
+    the page leaves them), keeping ``margin_px``."""
+    with Image.open(shot) as image:
+        rgb = image.convert("RGB")
+    box = ImageChops.difference(rgb, Image.new("RGB", rgb.size, rgb.getpixel((rgb.width - 1, rgb.height - 1)))).getbbox()
+    if box is not None and box[3] + margin_px < rgb.height:
+        rgb.crop((0, 0, rgb.width, box[3] + margin_px)).save(shot)
+    return shot
+
+
 class _Page(HTMLParser):
     """The ``<img>`` sources of a page, their ``width`` and ``height``, and its text."""
 
@@ -153,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m compat.faults.browser DIR/index.html", file=sys.stderr)
         return 2
     index = Path(args[0])
-    out = screenshot(index, index.parent / "screenshot.png", *page_size(index))
+    out = trim(screenshot(index, index.parent / "screenshot.png", *page_size(index)))
     print(out)
     return 0
 

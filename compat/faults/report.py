@@ -116,7 +116,7 @@ def _figure(height: float) -> tuple[Figure, Any]:
 
 
 def _finish(fig: Figure, ax: Any, rec: dict[str, Any], title: str, path: Path) -> None:
-    ax.set_xlim(0, max(rec["duration_s"], 1.0))
+    ax.set_xlim(0, max(rec.get("x_max_s", rec["duration_s"]), 1.0))
     ax.set_xlabel("seconds since the run's first event")
     ax.set_title(f"{rec['configuration']} (seed {rec.get('seed')}, quorum {rec['index']}): {title}", fontsize=10,
                  pad=58)
@@ -258,7 +258,9 @@ def write_report(directory: Path) -> Path:
         groups[(rec.get("seed"), tuple(rec["plan"]))].append(rec)
     for (seed, plan), group in groups.items():
         parts.append(f"<h2>seed {seed}: {html.escape(', '.join(plan))}</h2><table class=side><tr>")
-        for rec in group:
+        longest = max(r["duration_s"] for r in group)
+        for rec in group:  # one time axis for the quorums side by side
+            rec["x_max_s"] = longest
             parts.append(f"<td>{_quorum_html(rec, directory)}</td>")
         parts.append("</tr></table>")
     parts.append("<h2>Recovery per nemesis</h2>")
