@@ -13,11 +13,15 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from PIL import Image, ImageStat
 
 from compat.faults import browser, report
+from compat.faults.history import Op
+from compat.faults.rounds import Round
+from compat.faults.sampler import Sample
 
 HISTORY = Path(__file__).parent / "testdata" / "fault-history-kill-leader.json"
 
@@ -71,3 +75,26 @@ def test_the_report_renders_every_image_in_headless_chromium(tmp_path: Path) -> 
     broken = {r.src: r.changed for r in browser.rendered_images(index, tmp_path / "probe-broken.png", reference)}
     assert broken[missing] > 0.05 and all(f < 0.01 for src, f in broken.items() if src != missing), broken
     print(f"screenshot: {shot}")
+
+
+def test_a_failed_fault_test_leaves_its_report(tmp_path: Path) -> None:
+    """``report.on_failure`` around a fault test: the run the test saw (rebuilt here from the
+    recorded history) is drawn, and the failure's notes name the report."""
+    rec = json.loads(HISTORY.read_text(encoding="utf-8"))
+    root = tmp_path / "quorum"
+    root.mkdir()
+    quorum = SimpleNamespace(ports=dict.fromkeys(rec["nodes"], 0), kwire_ids=set(rec["kwire_ids"]),
+                             kafka=SimpleNamespace(version=rec["release"]), root=root)
+    run = SimpleNamespace(
+        quorum=quorum, verdict=None, cluster=None, admin_ops=[],
+        ops=[Op(value=n, node=1, invoked_s=a, completed_s=b, outcome=o) for n, (_, a, b, o) in enumerate(rec["ops"])],
+        samples=[Sample(s[0], s[1], s[2], s[3], s[4], s[5], {int(k): v for k, v in s[6].items()})
+                 for s in rec["samples"]],
+        rounds=[Round(r["nemesis"], r["leader"], r["epoch"], r["started_s"], r["ended_s"], r["figures"])
+                for r in rec["rounds"]])
+    with pytest.raises(AssertionError) as failure, report.on_failure([run], "kwire", tmp_path / "report", seed=5):
+        raise AssertionError("the quorum did not recover")
+    index = tmp_path / "report" / "index.html"
+    assert f"fault report: {index}" in failure.value.__notes__
+    _, text = browser.read_page(index)
+    assert "FAILED" in text and "the quorum did not recover" in text and "kill-leader" in text

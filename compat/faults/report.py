@@ -28,9 +28,11 @@ with the configurations side by side per nemesis (``recovery.png``).
 from __future__ import annotations
 
 import contextlib
+import datetime
 import html
 import json
 import re
+import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -39,9 +41,31 @@ from typing import Any
 from matplotlib.figure import Figure
 
 OUTCOME_COLOURS = {"ok": "#2a9d4b", "failed": "#d62728", "unknown": "#ff9f1c"}
-ROLE_COLOURS = {"leader": "#1f4e9c", "follower": "#8fb8e8", "electing": "#f2c14e", "down": "#b0302b"}
-ROLE_LABELS = {"leader": "leader", "follower": "follower", "electing": "electing (no leader known)",
-               "down": "down (no answer in 0.5 s)"}
+ROLE_COLOURS = {"leader": "#1f4e9c", "follower": "#8fb8e8", "candidate": "#ff7f0e", "prospective": "#f2c14e",
+                "unattached": "#9a9a9a", "resigned": "#8e5ea2", "electing": "#e5d8a0", "down": "#b0302b"}
+ROLE_LABELS = {"leader": "leader", "follower": "follower", "candidate": "candidate", "prospective": "prospective",
+               "unattached": "unattached", "resigned": "resigned",
+               "electing": "no leader known (not logged)", "down": "down (no answer in 0.5 s)"}
+LOGGED_ROLES = {"Leader": "leader", "Follower": "follower", "Candidate": "candidate", "Prospective": "prospective",
+                "Unattached": "unattached", "Resigned": "resigned"}
+"""The raft states as a node logs its transitions: Kafka's ``QuorumState`` ("Completed
+transition to CandidateState(...)") and kwire's ``RaftTarget`` ("node 1: Candidate in epoch 3")."""
+_TRANSITION = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\].*?"
+                         r"(?:Completed transition to (\w+?)State\(|node \d+: (\w+) in epoch \d+)")
+
+
+def logged_transitions(out: Path) -> list[tuple[float, str]]:
+    """``(wall-clock seconds, role)`` of each raft state transition a node logged to ``out``
+    (its stdout and stderr, local time stamps as both Kafka's and kwire's logging write them)."""
+    found = []
+    for line in out.read_text(encoding="utf-8", errors="replace").splitlines():
+        match = _TRANSITION.match(line)
+        if match:
+            role = LOGGED_ROLES.get(match.group(2) or match.group(3))
+            if role is not None:
+                stamp = datetime.datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                found.append((stamp, role))
+    return found
 WIDTH_IN, DPI = 11.0, 90
 
 
@@ -50,7 +74,10 @@ def record(run: Any, configuration: str, *, seed: int | None = None, plan: Seque
     """A quorum's run (:class:`compat.faults.rounds.Run`) as a JSON-able dict: the rounds, the
     client operations as ``[kind, invoked_s, completed_s, outcome]`` and the sampler's samples
     as ``[at_s, node, role, leader, epoch, high_watermark, {node: log_end_offset}]``, times in
-    seconds from the run's first event."""
+    seconds from the run's first event, and each node's logged raft transitions as ``[at_s,
+    node, role]`` (:func:`logged_transitions`, while the nodes' output is still under the
+    quorum's root)."""
+    wall_minus_monotonic = time.time() - time.monotonic()
     ops = [["config", op.invoked_s, op.completed_s, op.outcome] for op in run.ops]
     ops += [[f"admin {op.kind}", op.invoked_s, op.completed_s, op.outcome] for op in run.admin_ops]
     samples = list(getattr(run, "samples", []))
@@ -72,6 +99,9 @@ def record(run: Any, configuration: str, *, seed: int | None = None, plan: Seque
         "ops": [[kind, round(a - t0, 4), round((b or end) - t0, 4), outcome] for kind, a, b, outcome in ops],
         "samples": [[round(s.at_s - t0, 3), s.node, s.role, s.leader, s.epoch, s.high_watermark,
                      {str(k): v for k, v in s.log_end_offsets.items()}] for s in samples],
+        "transitions": [[round(wall - wall_minus_monotonic - t0, 3), node, role] for node in sorted(run.quorum.ports)
+                        if (run.quorum.root / f"{node}.out").exists()
+                        for wall, role in logged_transitions(run.quorum.root / f"{node}.out")],
     }
 
 
@@ -163,15 +193,34 @@ def plot_throughput(rec: dict[str, Any], path: Path) -> None:
 
 
 def role_spans(rec: dict[str, Any], node: int) -> list[tuple[float, float, str]]:
-    """``(start_s, end_s, role)`` of ``node`` from its samples, each held until the next."""
-    mine = [(s[0], s[2]) for s in rec["samples"] if s[1] == node]
+    """``(start_s, end_s, role)`` of ``node`` from its first sample on: ``down`` while the
+    sampler got no answer from it, else the state it last logged (:func:`logged_transitions`,
+    which shows a candidacy shorter than a sample), else the role its answers showed."""
+    events = sorted([(s[0], 0, s[2]) for s in rec["samples"] if s[1] == node]
+                    + [(t[0], 1, t[2]) for t in rec.get("transitions", []) if t[1] == node])
+    first = next((at for at, kind, _ in events if kind == 0), None)
+    sampled = logged = ""
     spans: list[tuple[float, float, str]] = []
-    for (at, role), nxt in zip(mine, [*mine[1:], (rec["duration_s"], "")], strict=True):
-        if spans and spans[-1][2] == role and spans[-1][1] == at:
-            spans[-1] = (spans[-1][0], nxt[0], role)
+    for at, kind, role in events:
+        if kind == 0:
+            sampled = role
         else:
-            spans.append((at, nxt[0], role))
+            logged = role
+        shown = "down" if sampled == "down" else logged or sampled
+        if first is None or at < first or not shown:
+            continue
+        if spans and spans[-1][2] == shown:
+            continue
+        if spans:
+            spans[-1] = (spans[-1][0], at, spans[-1][2])
+        spans.append((at, at, shown))
+    if spans:
+        spans[-1] = (spans[-1][0], max(rec["duration_s"], spans[-1][0]), spans[-1][2])
     return spans
+
+
+def seen_roles(rec: dict[str, Any]) -> set[str]:
+    return {role for node in rec["nodes"] for _, _, role in role_spans(rec, node)}
 
 
 def plot_roles(rec: dict[str, Any], path: Path) -> None:
@@ -183,12 +232,15 @@ def plot_roles(rec: dict[str, Any], path: Path) -> None:
             bars = [(a, b - a) for a, b, r in role_spans(rec, node) if r == role]
             if bars:
                 ax.broken_barh(bars, (row - 0.35, 0.7), color=colour)
-    for role, colour in ROLE_COLOURS.items():  # every role in the legend, seen or not
-        ax.bar(0, 0, color=colour, label=ROLE_LABELS[role])
+    seen = seen_roles(rec)
+    for role, colour in ROLE_COLOURS.items():  # the legend: the raft roles and down always, "electing" when seen
+        if role != "electing" or role in seen:
+            ax.bar(0, 0, color=colour, label=ROLE_LABELS[role])
     kinds = set(rec["kwire_ids"])
     ax.set_yticks(range(len(nodes)), [f"node {n} ({'kwire' if n in kinds else 'stock'})" for n in nodes])
     ax.set_ylim(-0.6, len(nodes) - 0.4)
-    _finish(fig, ax, rec, "each node's role (sampled every 250 ms)", path)
+    logged = "as logged, " if rec.get("transitions") else ""
+    _finish(fig, ax, rec, f"each node's role ({logged}down: no answer to the 250 ms sampler)", path)
 
 
 def plot_offsets(rec: dict[str, Any], path: Path) -> None:
