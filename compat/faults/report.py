@@ -88,7 +88,8 @@ def record(run: Any, configuration: str, *, seed: int | None = None, plan: Seque
     cluster = run.cluster.summary() if getattr(run, "cluster", None) is not None else ""
     return {
         "configuration": configuration, "seed": seed, "index": index, "plan": list(plan) or [r.nemesis for r in run.rounds],
-        "error": error, "verdict": verdict, "ok": bool(not error and run.verdict is not None and run.verdict.ok),
+        "error": error, "verdict": verdict, "ok": bool(not error and run.verdict is not None and run.verdict.ok
+                   and (getattr(run, "cluster", None) is None or run.cluster.ok)),
         "controller_workload": cluster, "duration_s": round(end - t0, 3),
         "nodes": sorted(run.quorum.ports), "kwire_ids": sorted(run.quorum.kwire_ids),
         "release": run.quorum.kafka.version,
