@@ -49,9 +49,10 @@ ROLE_LABELS = {"leader": "leader", "follower": "follower", "candidate": "candida
 LOGGED_ROLES = {"Leader": "leader", "Follower": "follower", "Candidate": "candidate", "Prospective": "prospective",
                 "Unattached": "unattached", "Resigned": "resigned"}
 """The raft states as a node logs its transitions: Kafka's ``QuorumState`` ("Completed
-transition to CandidateState(...)") and kwire's ``RaftTarget`` ("node 1: Candidate in epoch 3")."""
+transition to CandidateState(...)", "... to Leader(...)") and kwire's ``RaftTarget`` ("node 1:
+Candidate in epoch 3")."""
 _TRANSITION = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\].*?"
-                         r"(?:Completed transition to (\w+?)State\(|node \d+: (\w+) in epoch \d+)")
+                         r"(?:Completed transition to (\w+?)(?:State)?\(|node \d+: (\w+) in epoch \d+)")
 
 
 def logged_transitions(out: Path) -> list[tuple[float, str]]:
@@ -195,7 +196,8 @@ def plot_throughput(rec: dict[str, Any], path: Path) -> None:
 
 def role_spans(rec: dict[str, Any], node: int) -> list[tuple[float, float, str]]:
     """``(start_s, end_s, role)`` of ``node`` from its first sample on: ``down`` while the
-    sampler got no answer from it, else the state it last logged (:func:`logged_transitions`,
+    sampler got no answer from it, ``leader`` while it answered DescribeQuorum as leader, else
+    the state it last logged (:func:`logged_transitions`,
     which shows a candidacy shorter than a sample), else the role its answers showed."""
     events = sorted([(s[0], 0, s[2]) for s in rec["samples"] if s[1] == node]
                     + [(t[0], 1, t[2]) for t in rec.get("transitions", []) if t[1] == node])
@@ -207,7 +209,7 @@ def role_spans(rec: dict[str, Any], node: int) -> list[tuple[float, float, str]]
             sampled = role
         else:
             logged = role
-        shown = "down" if sampled == "down" else logged or sampled
+        shown = sampled if sampled in ("down", "leader") else logged or sampled
         if first is None or at < first or not shown:
             continue
         if spans and spans[-1][2] == shown:
