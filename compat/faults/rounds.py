@@ -316,14 +316,13 @@ def run_faults(kafka: KafkaRelease, kwire_ids: frozenset[int], root: Path, nemes
         quorum = Quorum(kafka, root, set(kwire_ids), dynamic=kafka.at_least(4, 0), network=net,
                         extra=f"metadata.max.idle.interval.ms={LOAD_INTERVAL_MS}\n", kwire_extra=kwire_extra,
                         env={i: d.env() for i, d in slow_disks.items()})
-        run = Run(quorum, net, slow_disks=slow_disks)
+        sampler = QuorumSampler({i: (quorum.hosts[i], quorum.ports[i]) for i in quorum.ports})
+        run = Run(quorum, net, slow_disks=slow_disks, samples=sampler.samples)
         if seen is not None:
             seen.append(run)
         config_writes = ConfigWrites({i: (quorum.hosts[i], quorum.ports[i]) for i in quorum.ports})
         run.ops = config_writes.ops
         client = threading.Thread(target=net.call, args=("client", config_writes.run), daemon=True)
-        sampler = QuorumSampler({i: (quorum.hosts[i], quorum.ports[i]) for i in quorum.ports})
-        run.samples = sampler.samples
         sampling = threading.Thread(target=net.call, args=("client", sampler.run), daemon=True)
         with quorum.running(then=lambda: print(*run.rounds, sep="\n")), contextlib.ExitStack() as cluster:
             if brokers:
