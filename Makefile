@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CONFIG ?= config/server.properties
 DATA   ?= data
 
-.PHONY: install run test nightly soak lint lint-imports typecheck generate check-generated bench compat-jars clean
+.PHONY: install run test nightly soak lint lint-imports typecheck generate check-generated bench compat-jars browser clean
 
 ## The packages are installed by uv (itself from PyPI): it resolves and fetches in parallel and
 ## links files from its cache, where pip fetched index pages one at a time (about 30 s of the
@@ -53,6 +53,10 @@ lint-imports: install
 compat-jars:
 	bash compat/fetch-kafka.sh
 
+## Debian's chromium for the fault report's browser test, installed where missing (root or sudo).
+browser:
+	bash compat/ensure-chromium.sh
+
 ## A standalone controller on localhost:9093, formatted on first use into ./data.
 run: install
 	$(PY) -m tools.cli run-standalone --config $(CONFIG) --data $(DATA)
@@ -77,12 +81,14 @@ run: install
 ## modules only when it may write bytecode. The project's own modules are compiled up front so
 ## that the workers do not all compile them at once. The stock releases' class data sharing
 ## archives (tools/stock_kafka.py) are made meanwhile, one after another, so that the first tests
-## to start a JVM do not each wait for an archive's training.
+## to start a JVM do not each wait for an archive's training. Debian's chromium, which the fault
+## report's browser test (compat/test_fault_report.py) opens, is installed beside the set-up
+## where missing (`make browser`).
 ## Every process of the run inherits KWIRE_TEST_RUN, a random id; at the end tools/leftovers.py
 ## lists each process carrying it that is still alive, stops it (SIGTERM, then SIGKILL) and fails
 ## the run: a test must stop everything it started. Processes of other runs are not touched.
 test:
-	$(MAKE) --no-print-directory -j 2 --output-sync=target install compat-jars
+	$(MAKE) --no-print-directory -j 3 --output-sync=target install compat-jars browser
 	@export KWIRE_TEST_RUN=$$(cat /proc/sys/kernel/random/uuid); \
 	KWIRE_KAFKA_JVM_FLAGS=-XX:TieredStopAtLevel=1 $(PY) -m tools.stock_kafka --class-data-archives \
 		> .class-data-archives.log 2>&1 & archives=$$!; \

@@ -53,7 +53,8 @@ from pathlib import Path
 import pytest
 
 from compat import kafka as _kafka
-from compat.faults.rounds import available_nemeses, configurations, run_faults
+from compat.faults import report
+from compat.faults.rounds import Run, available_nemeses, configurations, run_faults
 from compat.harness import KafkaRelease, newest_pinned_release
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
@@ -72,7 +73,8 @@ nightly``, with every configuration."""
 
 @pytest.mark.parametrize(("release", "kwire_ids"),
                          [pytest.param(v, ids, id=name) for name, v, ids in configurations(ALL_CONFIGS)])
-def test_quorum_under_network_and_process_faults(release: str, kwire_ids: frozenset[int], tmp_path: Path) -> None:
+def test_quorum_under_network_and_process_faults(release: str, kwire_ids: frozenset[int], tmp_path: Path,
+                                                 request: pytest.FixtureRequest) -> None:
     _kafka.require_kafka(release)
     kafka = KafkaRelease(release)
     choices = available_nemeses(kafka, brokers=True)
@@ -82,11 +84,14 @@ def test_quorum_under_network_and_process_faults(release: str, kwire_ids: frozen
     else:
         nemeses = [n for n in choices if ALL_CONFIGS or n in COVER]
     print(f"seed {SEED}: {nemeses}")
-    run = run_faults(kafka, kwire_ids, tmp_path, nemeses, brokers=True)
-    assert run.verdict is not None and run.verdict.acknowledged > 0 and run.verdict.ok, run.verdict
-    cluster = run.cluster
-    assert cluster is not None and cluster.acknowledged > 0 and cluster.records_acknowledged > 0, cluster
-    assert cluster.ok, cluster
+    seen: list[Run] = []
+    # on failure, the plots of what the run saw: the exception's note names the report's index.html
+    with report.on_failure(seen, request.node.callspec.id, tmp_path / "report", seed=SEED):
+        run = run_faults(kafka, kwire_ids, tmp_path, nemeses, brokers=True, seen=seen)
+        assert run.verdict is not None and run.verdict.acknowledged > 0 and run.verdict.ok, run.verdict
+        cluster = run.cluster
+        assert cluster is not None and cluster.acknowledged > 0 and cluster.records_acknowledged > 0, cluster
+        assert cluster.ok, cluster
 
 
 def test_the_checker_catches_a_leader_that_acknowledges_before_commit(tmp_path: Path) -> None:

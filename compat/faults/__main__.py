@@ -13,6 +13,12 @@ Examples::
 
     python -m compat.faults --minutes 180 --seed 7              # every configuration, make nightly
     python -m compat.faults --configs kwire --nemeses pause,one-way --quorums 3 --json
+    python -m compat.faults --configs kwire+brokers --each --seed 3 --report /tmp/faults  # then
+    python -m compat.faults --configs stock-4.4.0+brokers --each --seed 3 --report /tmp/faults
+
+With ``--report DIR``, each quorum's history is kept in ``DIR`` and ``DIR/index.html`` draws
+every quorum kept there (:mod:`compat.faults.report`): runs of one seed on two configurations
+share the page, side by side.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from compat.faults import report
 from compat.faults.cluster import AdminOp, ClusterVerdict
 from compat.faults.rounds import (
     BROKER_NEMESES,
@@ -56,6 +63,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--nemeses", default=",".join(NEMESES + BROKER_NEMESES),
                         help=f"comma-separated, of {', '.join(NEMESES + BROKER_NEMESES)} (the last only with brokers)")
     parser.add_argument("--dir", type=Path, default=None, help="put each quorum's files here (a passing quorum's are removed)")
+    parser.add_argument("--each", action="store_true",
+                        help="one round of each of --nemeses the configuration can take, in order, instead of "
+                             "--rounds drawn at random")
+    parser.add_argument("--report", type=Path, default=None,
+                        help="keep each quorum's history in this directory and draw them all in its index.html")
     parser.add_argument("--json", action="store_true", help="print the table as JSON")
     return parser
 
@@ -84,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         release, ids = known[name]
         brokers = name.endswith(BROKERS)
         choices = [n for n in nemeses if n in available_nemeses(KafkaRelease(release), brokers)]
-        plan = [draw.choice(choices) for _ in range(args.rounds)]
+        plan = list(choices) if args.each else [draw.choice(choices) for _ in range(args.rounds)]
         index += 1
         if index <= args.skip:
             continue
@@ -100,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         run = seen[0] if seen else None
         _account(rows, name, plan, run, error)
+        if args.report is not None and run is not None:
+            report.save(report.record(run, name, seed=args.seed, plan=plan, index=index, error=error), args.report)
+            print(f"report: {report.write_report(args.report)}", flush=True)
         verdict = "" if run is None or run.verdict is None else run.verdict.summary()
         if run is not None and run.cluster is not None:
             verdict += f"; controller workload: {run.cluster.summary()}"

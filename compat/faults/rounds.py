@@ -62,6 +62,7 @@ from compat.faults.cluster import AdminOp, ClusterVerdict
 from compat.faults.disk import SlowFsync, fsync_fault_library
 from compat.faults.history import ConfigWrites, Op, Verdict, check, committed_values
 from compat.faults.net import Network
+from compat.faults.sampler import QuorumSampler, Sample
 from compat.harness import (
     ELECTION_BOUND_S,
     FETCH_TIMEOUT_MS,
@@ -133,6 +134,8 @@ class Run:
     """and its verdict"""
     paused_brokers: set[int] = field(default_factory=set)
     """brokers ``pause-broker`` has stopped (the admin's describe probe leaves them out)"""
+    samples: list[Sample] = field(default_factory=list)
+    """each node's role and the leader's offsets every 250 ms (:mod:`compat.faults.sampler`)"""
 
     def observe(self, i: int) -> tuple[int, int, int] | None:
         """``(leader, epoch, high watermark)`` of the answer reached through node ``i`` (None
@@ -313,12 +316,14 @@ def run_faults(kafka: KafkaRelease, kwire_ids: frozenset[int], root: Path, nemes
         quorum = Quorum(kafka, root, set(kwire_ids), dynamic=kafka.at_least(4, 0), network=net,
                         extra=f"metadata.max.idle.interval.ms={LOAD_INTERVAL_MS}\n", kwire_extra=kwire_extra,
                         env={i: d.env() for i, d in slow_disks.items()})
-        run = Run(quorum, net, slow_disks=slow_disks)
+        sampler = QuorumSampler({i: (quorum.hosts[i], quorum.ports[i]) for i in quorum.ports})
+        run = Run(quorum, net, slow_disks=slow_disks, samples=sampler.samples)
         if seen is not None:
             seen.append(run)
         config_writes = ConfigWrites({i: (quorum.hosts[i], quorum.ports[i]) for i in quorum.ports})
         run.ops = config_writes.ops
         client = threading.Thread(target=net.call, args=("client", config_writes.run), daemon=True)
+        sampling = threading.Thread(target=net.call, args=("client", sampler.run), daemon=True)
         with quorum.running(then=lambda: print(*run.rounds, sep="\n")), contextlib.ExitStack() as cluster:
             if brokers:
                 voters = None if quorum.dynamic else ",".join(
@@ -330,15 +335,18 @@ def run_faults(kafka: KafkaRelease, kwire_ids: frozenset[int], root: Path, nemes
                 run.admin_ops = clients.admin.ops
             if writes:
                 client.start()
+            sampling.start()
             try:
                 for nemesis in nemeses:
                     run_round(run, nemesis)
             finally:
+                sampler.stop()
                 config_writes.stop()
                 if brokers:
                     clients.stop()
                 if writes:
                     client.join(timeout=30)
+                sampling.join(timeout=10)
             final_hwm, logged = quorum.settle_after_faults()
             if brokers:
                 assert run.brokers is not None
