@@ -155,12 +155,13 @@ class QuorumState:
         other, which times out next, has the first's pre-vote and vote, and leads.
 
         Against a stock voter, which waits exactly T: by that rule the follower that times out
-        second wins. A window centred on T puts kwire second about half the time, the share a
-        stock voter gets against another stock voter; a window ending at T (kwire's earlier
-        rule) put it first nearly always, and it lost nearly every election against stock
-        voters. The spread between two kwire deadlines is the same as before, so the
-        protection against split votes is too; the price is that a follower may wait up to
-        T + W for a dead leader (``tests/raft/sim_elections.py`` measures both races)."""
+        second wins (without pre-votes, Kafka 3.x, the first does). A window centred on T puts
+        kwire second, or first, about half the time, the share a stock voter gets against
+        another stock voter; a window ending at T (kwire's earlier rule) put it first nearly
+        always, so it lost most elections against 4.x voters and won most against 3.x ones.
+        The spread between two kwire deadlines is the same as before, so the protection
+        against split votes is too; the price is that a follower may wait up to T + W for a
+        dead leader (``tests/raft/sim_elections.py`` measures both races)."""
         timeout = self._config.fetch_timeout_ms
         half_window = timeout // (2 * FETCH_TIMEOUT_SPREAD)
         return now_ms + timeout - half_window + self._rng.randrange(2 * half_window + 1)
