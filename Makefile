@@ -108,7 +108,9 @@ test:
 	exit $$(( tested || seeds || checked || left ))
 
 ## Long soaks, not part of `make test`: 10,000 more simulation seeds, 100 leader kills in each
-## of the eight mixed kwire/Kafka quorum configurations, 20 rounds of network and process faults
+## of the eight mixed kwire/Kafka quorum configurations, kwire's share of 30 elections against
+## two stock controllers (static and dynamic, both releases, a stock-only control beside; at
+## least a third, printed with -s), 20 rounds of network and process faults
 ## (nemeses drawn from FAULT_SEED; `make test` runs five, one of each kind, and the history
 ## checker's positive control, not the controller workload's) on kwire, stock and mixed quorums
 ## of both releases, each with
@@ -131,6 +133,7 @@ nightly: install compat-jars
 	KWIRE_SIM_FIRST=100 KWIRE_SIM_SEEDS=400 $(PY) -m pytest -q tests/raft/test_simulation.py -k seeds
 	KWIRE_SIM_FIRST=10000 KWIRE_SIM_SEEDS=10000 $(PY) -m pytest -q tests/raft/test_simulation.py
 	KWIRE_MIXED_LEADER_CHANGES=100 $(PY) -m pytest -q compat/test_mixed_quorum.py
+	KWIRE_MIXED_ELECTIONS=30 $(PY) -m pytest -q -s compat/test_mixed_quorum.py -k share_of_elections
 	KWIRE_FAULT_ALL_CONFIGS=1 KWIRE_FAULT_ROUNDS=$(FAULT_ROUNDS) KWIRE_FAULT_SEED=$(FAULT_SEED) \
 		$(PY) -m pytest -q -s compat/test_quorum_faults.py
 	KWIRE_FAULT_ALL_CONFIGS=1 $(PY) -m pytest -q compat/test_disk_faults.py

@@ -142,16 +142,29 @@ class QuorumState:
 
     def fetch_deadline(self, now_ms: int) -> int:
         """When a follower that fetched successfully at ``now_ms`` gives up on its leader: after
-        ``fetch.timeout.ms`` T less rand[0, T / FETCH_TIMEOUT_SPREAD] ms (Kafka's FollowerState
-        waits exactly T; a deviation). An idle leader answers its followers' parked Fetches
-        together, so with an exact T both followers of a 3-voter quorum whose leader died
+        ``fetch.timeout.ms`` T plus rand[-W, W] ms, W = T / (2 x FETCH_TIMEOUT_SPREAD) (100 ms of
+        the default 2 s). Kafka's FollowerState waits exactly T; a deviation, for two races.
+
+        Between two kwire followers: an idle leader answers its followers' parked Fetches
+        together, so with an exact T both followers of a 3-voter quorum whose leader died would
         become Prospective within a millisecond or two, each before the other's PreVote comes
-        (a Follower that has fetched rejects one, KIP-996), grant each other's, and split the
-        vote: about 1.5 s more (an election timeout) before either leads. Spread over the last
-        tenth, the first to time out is usually refused by the other, which then wins the
-        election alone; no follower waits longer than T."""
+        (a Follower that has fetched in its epoch rejects one, KIP-996), grant each other's,
+        and split the vote: an election timeout (1-2 s) more before either leads. With both
+        deadlines drawn from a window of T / FETCH_TIMEOUT_SPREAD, they fall within the few
+        ms a PreVote takes of each other only rarely; the first to time out is refused by the
+        other, which times out next, has the first's pre-vote and vote, and leads.
+
+        Against a stock voter, which waits exactly T: by that rule the follower that times out
+        second wins (without pre-votes, Kafka 3.x, the first does). A window centred on T puts
+        kwire second, or first, about half the time, the share a stock voter gets against
+        another stock voter; a window ending at T (kwire's earlier rule) put it first nearly
+        always, so it lost most elections against 4.x voters and won most against 3.x ones.
+        The spread between two kwire deadlines is the same as before, so the protection
+        against split votes is too; the price is that a follower may wait up to T + W for a
+        dead leader (``tests/raft/sim_elections.py`` measures both races)."""
         timeout = self._config.fetch_timeout_ms
-        return now_ms + timeout - self._rng.randrange(timeout // FETCH_TIMEOUT_SPREAD + 1)
+        half_window = timeout // (2 * FETCH_TIMEOUT_SPREAD)
+        return now_ms + timeout - half_window + self._rng.randrange(2 * half_window + 1)
 
     def voter_election_deadline(self, now_ms: int) -> int | None:
         """An election deadline for a voter (now for the only voter); None for an observer."""

@@ -24,8 +24,8 @@ OBSERVER_SESSION_TIMEOUT_MS = 300_000
 ELECTION_BACKOFF_BASE_MS = 100
 CHECK_QUORUM_TIMEOUT_FACTOR = 1.5
 FETCH_TIMEOUT_SPREAD = 10
-"""kwire's own: a follower's fetch timeout ends at a random point of the last
-1/FETCH_TIMEOUT_SPREAD of ``controller.quorum.fetch.timeout.ms``
+"""kwire's own: a follower's fetch timeout ends at a random point of a window
+1/FETCH_TIMEOUT_SPREAD of ``controller.quorum.fetch.timeout.ms`` wide, centred on the timeout
 (``QuorumState.fetch_deadline``)."""
 
 

@@ -280,19 +280,23 @@ def test_follower_times_out_into_an_election() -> None:
     assert context.core.state.epoch == 6 and not isinstance(context.core.state, (Follower, Unattached))
 
 
-def test_a_follower_s_fetch_timeout_ends_in_the_last_tenth_of_it() -> None:
-    deadlines = set()
-    for seed in range(40):
+def test_a_follower_s_fetch_timeout_ends_in_a_tenth_of_it_centred_on_it() -> None:
+    deadlines = []
+    for seed in range(80):
         context = make_context(election=ElectionState(5, 2, None), seed=seed)
         state = context.core.state
         assert isinstance(state, Follower)
-        deadlines.add(state.fetch_deadline_ms)
+        deadlines.append(state.fetch_deadline_ms)
         context.tick(state.fetch_deadline_ms - 1)
         assert context.core.state is state  # not a millisecond early
         context.tick(1)
         assert not isinstance(context.core.state, Follower)
-    assert min(deadlines) >= 1800 and max(deadlines) <= 2000
-    assert len(deadlines) > 20  # spread, so that two followers seldom time out together
+    assert min(deadlines) >= 1900 and max(deadlines) <= 2100
+    assert len(set(deadlines)) > 40  # spread, so that two followers seldom time out together
+    # against a voter that waits exactly the timeout (Kafka's FollowerState), the one that times
+    # out second wins (its PreVote reaches a Prospective): kwire must be second about half the time
+    later = sum(1 for deadline in deadlines if deadline > 2000)
+    assert 25 <= later <= 55, later
 
 
 def test_each_successful_fetch_draws_a_new_fetch_timeout() -> None:
@@ -305,7 +309,7 @@ def test_each_successful_fetch_draws_a_new_fetch_timeout() -> None:
         out = context.step(ResponseReceived(fetch.correlation_id, 2, _fetch_response(5, 2, records=data)))
         state = context.core.state
         assert isinstance(state, Follower)
-        assert context.now + 1800 <= state.fetch_deadline_ms <= context.now + 2000
+        assert context.now + 1900 <= state.fetch_deadline_ms <= context.now + 2100
         deadlines.append(state.fetch_deadline_ms - context.now)
         for update in [s for s in out.sends if isinstance(s.request, UpdateRaftVoterRequest)]:
             answer = UpdateRaftVoterResponse(current_leader=CurrentLeader(leader_id=2, leader_epoch=5))
