@@ -52,6 +52,7 @@ import threading
 import time
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import javaproperties
@@ -91,13 +92,65 @@ def _pinned() -> tuple[str, ...]:
 
 
 PINNED_VERSIONS: tuple[str, ...] = _pinned() if VERSIONS_FILE.is_file() else ()
-"""Every pinned Kafka release, oldest first (``kafka.versions``); empty when there is no
-``kafka-versions.properties`` (see the module docstring)."""
+"""The Kafka releases ``make test`` fetches and the compat tests run against by default, oldest
+first (``kafka.versions``); empty when there is no ``kafka-versions.properties`` (see the module
+docstring)."""
+
+
+def _matrix() -> tuple[str, ...]:
+    raw = _properties().get("kafka.releases", "")
+    listed = tuple(v.strip() for v in raw.split(",") if v.strip())
+    return tuple(sorted(set(listed) | set(PINNED_VERSIONS), key=version_tuple))
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
     """``"4.4.0"`` -> ``(4, 4, 0)``, for comparisons such as ``version_tuple(v) >= (4, 3)``."""
     return tuple(int(part) for part in version.split("."))
+
+
+MATRIX_RELEASES: tuple[str, ...] = _matrix() if VERSIONS_FILE.is_file() else ()
+"""The release matrix (``kafka.releases``, with :data:`PINNED_VERSIONS`): the newest patch of
+every Kafka line since 3.3, oldest first. A release outside :data:`PINNED_VERSIONS` is fetched on
+demand (:func:`ensure_fetched`)."""
+
+
+@dataclass(frozen=True)
+class ReleaseFacts:
+    """What a stock release of the matrix needs from a quorum and the harness.
+
+    ``metadata_version``: the newest metadata.version of its line (``MetadataVersion`` at the
+    release's tag), the ``--release-version`` its quorum is formatted at. ``dynamic_quorum``:
+    KIP-853 (kraft.version 1, ``controller.quorum.bootstrap.servers``, ``--standalone`` and
+    ``--initial-controllers``) from 3.9; before it a quorum is static
+    (``controller.quorum.voters``). ``bootstrap_controller``: its admin tools talk to controllers
+    directly (``--bootstrap-controller``, KIP-919) from 3.7; before, only through a broker.
+    ``log4j2``: Log4j 2 (KIP-653) from 4.0, configured by ``log4j2.properties``; before, Log4j
+    1.x / reload4j with ``log4j.properties``. ``tools_version``: the release whose kafka-tools
+    stand in (see :func:`tools_version`)."""
+
+    version: str
+    metadata_version: str
+    dynamic_quorum: bool
+    bootstrap_controller: bool
+    log4j2: bool
+    tools_version: str
+
+    @property
+    def release_version(self) -> str:
+        """The ``--release-version`` of its line, ``"3.6"`` for 3.6.2."""
+        return ".".join(self.version.split(".")[:2])
+
+
+def release_facts(version: str) -> ReleaseFacts:
+    """The :class:`ReleaseFacts` of a release of the matrix. Raises ValueError for a release
+    that is not pinned or has no ``kafka.<version>.metadata.version``."""
+    _check_pinned(version)
+    level = _properties().get(f"kafka.{version}.metadata.version", "").strip()
+    if not level:
+        raise ValueError(f"kafka.{version}.metadata.version is missing from {VERSIONS_FILE}")
+    v = version_tuple(version)
+    return ReleaseFacts(version, level, dynamic_quorum=v >= (3, 9), bootstrap_controller=v >= (3, 7),
+                        log4j2=v >= (4,), tools_version=tools_version(version))
 
 
 def _check_pinned(version: str) -> None:
@@ -106,14 +159,45 @@ def _check_pinned(version: str) -> None:
             f"no Kafka versions are pinned here: {VERSIONS_FILE} is missing (set "
             f"{COMPAT_DIR_ENV} to the compat/ directory of a kwire checkout)"
         )
-    if version not in PINNED_VERSIONS:
-        raise ValueError(f"Kafka {version} is not pinned in {VERSIONS_FILE} ({PINNED_VERSIONS})")
+    if version not in MATRIX_RELEASES:
+        raise ValueError(f"Kafka {version} is not pinned in {VERSIONS_FILE} ({MATRIX_RELEASES})")
+
+
+FETCH_SCRIPT = COMPAT_DIR / "fetch-kafka.sh"
+
+
+def is_fetched(version: str) -> bool:
+    """Whether ``version``'s jars (and, for a stand-in, its tools' jars) are in the cache."""
+    home = kafka_home(version)
+    if not (home / "lib.stamp").is_file() or not jars(version):
+        return False
+    if tools_version(version) != version and not (home / "tools-lib.stamp").is_file():
+        return False
+    return logging_config(version).is_file()
+
+
+def ensure_fetched(version: str, *, timeout_s: float = 1800.0) -> Path:
+    """Fetch ``version`` (a release of :data:`MATRIX_RELEASES`) from Maven Central into the cache
+    with ``compat/fetch-kafka.sh VERSION`` unless it is there; returns :func:`kafka_home`. One
+    fetch runs at a time (the script's lock); its output is kept for the error.
+    Raises ValueError for a release that is not pinned, KafkaUnavailable when the fetch fails
+    (Java, javac, mvn or the network missing: the script's words)."""
+    home = kafka_home(version)
+    if is_fetched(version):
+        return home
+    if not FETCH_SCRIPT.is_file():
+        raise KafkaUnavailable(f"Kafka {version} is not fetched and {FETCH_SCRIPT} is missing")
+    done = subprocess.run(["bash", str(FETCH_SCRIPT), version], capture_output=True, text=True, timeout=timeout_s,
+                          check=False)
+    if done.returncode != 0 or not is_fetched(version):
+        raise KafkaUnavailable(f"fetching Kafka {version} failed: {done.stderr.strip()[-3000:]}")
+    return home
 
 
 def tools_version(version: str) -> str:
     """The release whose kafka-tools classes run for ``version``: ``version`` itself unless
     kafka-versions.properties names a stand-in (``kafka.<version>.tools.version``). Raises
-    ValueError for a release that is not pinned."""
+    ValueError for a release that is not pinned (in :data:`MATRIX_RELEASES`)."""
     _check_pinned(version)
     return _properties().get(f"kafka.{version}.tools.version", version).strip() or version
 
@@ -221,7 +305,7 @@ has not been built (jars fetched before it existed: ``make compat-jars`` builds 
 SUBPROCESS_ONLY = frozenset({
     "kafka.Kafka", "kafka.tools.TestRaftServer",
     "org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer",
-    "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka.tools.ConsoleConsumer",
     "org.apache.kafka.shell.MetadataShell",
 })
 """Main classes :data:`TOOL_RUNNER_ENV` never routes to a runner: servers; the console clients,
@@ -348,9 +432,12 @@ def _train(version: str, stand_in: bool, scratch: Path, dump: list[str]) -> None
     ``subprocess.SubprocessError`` or TimeoutError when a step fails."""
     controller_port, broker_port = free_ports(2)
     props = scratch / "server.properties"
+    dynamic = version_tuple(version) >= (3, 9)  # KIP-853; a static quorum before
+    quorum = (f"controller.quorum.bootstrap.servers=localhost:{controller_port}" if dynamic
+              else f"controller.quorum.voters=1@localhost:{controller_port}")
     props.write_text(
         "process.roles=broker,controller\nnode.id=1\n"
-        f"controller.quorum.bootstrap.servers=localhost:{controller_port}\n"
+        f"{quorum}\n"
         "controller.listener.names=CONTROLLER\n"
         f"listeners=CONTROLLER://localhost:{controller_port},PLAINTEXT://localhost:{broker_port}\n"
         f"log.dirs={scratch / 'data'}\n"
@@ -361,7 +448,7 @@ def _train(version: str, stand_in: bool, scratch: Path, dump: list[str]) -> None
     subprocess.run(
         [*base, *TOOL_JVM_FLAGS, *logging_flags(version), "-cp", classpath(version),
          tool_class(version, "storage"), "format", "-t", "MkU3OEVBNTcwNTJENDM2Qg", "-c", str(props),
-         "--standalone"],
+         *(["--standalone"] if dynamic else [])],
         capture_output=True, timeout=120, check=True,
     )
     if stand_in:
@@ -612,22 +699,24 @@ def has_class(version: str, class_name: str, *, tools: bool = False) -> bool:
     return class_name in _class_index(version, tools)
 
 
-# The main class of each Kafka command-line tool, newest location first. DumpLogSegments moved
-# from core (Scala, kafka.tools) to the tools module (Java) in 4.3 (KAFKA-14579).
+# The main class of each Kafka command-line tool, newest location first: the tools moved from
+# core (Scala, kafka.admin / kafka.tools) to the tools module (Java) one by one (KIP-906):
+# MetadataQuorumCommand in 3.5, FeatureCommand in 3.6 (core keeps a copy until 3.7), TopicCommand
+# in 3.7, ConsoleConsumer in 3.8, ConsoleProducer in 4.0, DumpLogSegments in 4.3 (KAFKA-14579).
 TOOL_CLASSES: dict[str, tuple[str, ...]] = {
     "dump-log": ("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments"),
     "storage": ("kafka.tools.StorageTool",),
-    "metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand",),
+    "metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand", "kafka.admin.MetadataQuorumCommand"),
     "metadata-shell": ("org.apache.kafka.shell.MetadataShell",),
-    "features": ("org.apache.kafka.tools.FeatureCommand",),
+    "features": ("org.apache.kafka.tools.FeatureCommand", "kafka.admin.FeatureCommand"),
     "server": ("kafka.Kafka",),
     "test-raft-server": ("kafka.tools.TestRaftServer",),
-    "topics": ("org.apache.kafka.tools.TopicCommand",),
+    "topics": ("org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand"),
     "configs": ("kafka.admin.ConfigCommand",),
     "reassign-partitions": ("org.apache.kafka.tools.reassign.ReassignPartitionsCommand",),
     "leader-election": ("org.apache.kafka.tools.LeaderElectionCommand", "kafka.admin.LeaderElectionCommand"),
     "console-producer": ("org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer"),
-    "console-consumer": ("org.apache.kafka.tools.consumer.ConsoleConsumer",),
+    "console-consumer": ("org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka.tools.ConsoleConsumer"),
     "acls": ("org.apache.kafka.tools.AclCommand", "kafka.admin.AclCommand"),
     "delegation-tokens": ("org.apache.kafka.tools.DelegationTokenCommand",),
     "producer-perf-test": ("org.apache.kafka.tools.ProducerPerformance",),
