@@ -114,6 +114,15 @@ every Kafka line since 3.3, oldest first. A release outside :data:`PINNED_VERSIO
 demand (:func:`ensure_fetched`)."""
 
 
+COVER_RELEASES: tuple[str, ...] = tuple(
+    v.strip() for v in (_properties().get("kafka.cover.releases", "") if VERSIONS_FILE.is_file() else "").split(",")
+    if v.strip()
+)
+"""The releases of the matrix outside :data:`PINNED_VERSIONS` that ``make test`` uses
+(``kafka.cover.releases``): ``make compat-jars`` fetches them, and their class data sharing
+archives are made up front with the pinned releases'."""
+
+
 @dataclass(frozen=True)
 class ReleaseFacts:
     """What a stock release of the matrix needs from a quorum and the harness.
@@ -373,14 +382,15 @@ def class_data_archive(version: str, *, tools: bool = False) -> Path:
 
 
 def make_class_data_archives(versions: Sequence[str] = ()) -> list[Path]:
-    """Make every class data sharing archive of ``versions`` (default: every pinned release) that
-    is missing -- each release's classpath, and its stand-in tools classpath where it has one --
-    one after another, newest release first; returns the archives that exist afterwards.
+    """Make every class data sharing archive of ``versions`` (default: every pinned release and
+    every one of :data:`COVER_RELEASES`) that is missing -- each release's classpath, and its
+    stand-in tools classpath where it has one -- one after another, newest release first;
+    returns the archives that exist afterwards.
     ``make test`` runs this (``python -m tools.stock_kafka --class-data-archives``) beside the
     test run's start-up, so that the first tests to start a JVM find the archives made rather
     than each waiting for its own training (a minute of worker time on a fresh clone)."""
     made = []
-    for version in sorted(versions or PINNED_VERSIONS, key=version_tuple, reverse=True):
+    for version in sorted(versions or PINNED_VERSIONS + COVER_RELEASES, key=version_tuple, reverse=True):
         for tools in (False, True):
             archive = class_data_archive(version, tools=tools)
             if archive in made:
