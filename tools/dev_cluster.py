@@ -170,8 +170,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"  node {node.node_id}  {cluster.address(node.node_id)}  pid {node.process and node.process.pid}"
               f"  data {node.data_dir}  log {node.log_path}")
     print("Reach it with:")
-    print(f"  kwire metadata-quorum --bootstrap-controller {cluster.bootstrap_controllers} describe --status")
-    print(f"  kafka-metadata-quorum.sh --bootstrap-controller {cluster.address(leader)} describe --replication")
+    if cluster.direct_describe and brokers is not None:
+        # below metadata.version 3.7-IV0 controllers refuse tools' DescribeCluster (KIP-919)
+        print(f"  kafka-metadata-quorum.sh --bootstrap-server {brokers.bootstrap_servers} describe --status")
+    else:
+        print(f"  kwire metadata-quorum --bootstrap-controller {cluster.bootstrap_controllers} describe --status")
+        print(f"  kafka-metadata-quorum.sh --bootstrap-controller {cluster.address(leader)} describe --replication")
     if workload is not None:
         print(f"  workload reports (JSON lines): {root}/node-*/stdout.log")
     if brokers is not None:
