@@ -14,7 +14,14 @@ also reads, and fetched into ``compat/.cache/kafka-<version>/``:
                 kafka-tools classes (DumpLogSegments from 4.3, MetadataQuorumCommand) stand in
     config/     log4j.properties (3.x) and log4j2.properties (4.x): WARN and above, on stderr
     oracle/     the compiled Java codec oracle (compat only, see compat/oracle.py) and tool
-                runner (:data:`TOOL_RUNNER_ENV`)
+                runner (:data:`TOOL_RUNNER_ENV`); for a matrix release outside
+                :data:`PINNED_VERSIONS`, the tool runner only
+
+Two sets of releases: :data:`PINNED_VERSIONS` (``kafka.versions``), what the compat tests and
+benchmarks run against and ``make compat-jars`` fetches; :data:`MATRIX_RELEASES`
+(``kafka.releases``), the newest patch of every line since 3.3, with each one's
+:func:`release_facts` (metadata.version, static or dynamic quorum, ``--bootstrap-controller``,
+logging flavour). A matrix release is fetched on demand by :func:`ensure_fetched`.
 
 Where ``compat/`` is: the directory named by the environment variable ``KWIRE_COMPAT_DIR``
 (:data:`COMPAT_DIR_ENV`) when set, else ``compat/`` beside the directory holding this package,
@@ -23,8 +30,8 @@ read once, at import. An installed copy that is not editable has no ``compat/`` 
 ``KWIRE_COMPAT_DIR`` to a checkout's ``compat/`` directory, or every function that needs a
 release raises :class:`KafkaUnavailable` saying so (importing this module never fails for it).
 
-Errors: every function taking a ``version`` raises ValueError for a release that is not pinned,
-and KafkaUnavailable when there are no pins or when Java or the jars it needs are missing.
+Errors: every function taking a ``version`` raises ValueError for a release that is not pinned
+(in neither set), and KafkaUnavailable when there are no pins or when Java or the jars it needs are missing.
 
 :func:`run_tool` and :func:`tool_class` look a tool up on the release's own classpath first and
 then on its tools classpath; :func:`tool_release` says which release actually runs it.
