@@ -170,6 +170,32 @@ class ReleaseCluster:
         out = kafka.run_tool("metadata-quorum", [*target, "describe", "--status"]).stdout
         return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in out.splitlines()) if v}
 
+    def quorum_status_diagnosis(self, kafka: KafkaRelease, *, through_controller: bool) -> str:
+        """After a failed :meth:`quorum_status`: what the broker asked answers to kwire's own
+        DescribeQuorum, and what the same stock tool prints when run again in a JVM of its own
+        and in the shared tool runner, to tell a broker's or controller's fault from the
+        client's."""
+        from tools.quorum_client import describe_node
+
+        notes = []
+        for i in sorted(self.broker_ids)[:1]:
+            try:
+                view = trio.run(describe_node, self.broker_address(i), 10.0)
+                notes.append(f"DescribeQuorum to broker {i}: leader {view.partition.leader_id} "
+                             f"epoch {view.partition.leader_epoch}")
+            except Exception as exc:
+                notes.append(f"DescribeQuorum to broker {i}: {exc!r}"[:300])
+        target = (["--bootstrap-controller", self.quorum.bootstrap] if through_controller
+                  else ["--bootstrap-server", self.broker_address(min(self.broker_ids))])
+        for how, extra in (("own JVM", {"env": {"KWIRE_DIAGNOSIS": "1"}}), ("tool runner", {})):
+            started = time.monotonic()
+            done = kafka.run_tool("metadata-quorum", [*target, "describe", "--status"], check=False,
+                                  **extra)  # type: ignore[arg-type]
+            first = (done.stderr.strip().splitlines() or [""])[0][:200]
+            notes.append(f"again in {how}: exit {done.returncode} after {time.monotonic() - started:.1f} s"
+                         + (f" ({first})" if done.returncode else ""))
+        return "; ".join(notes)
+
     def kill_active_controller(self) -> str:
         """kill -9 of the active controller; until another leads. Returns what happened."""
         leader, epoch, _ = self.quorum.wait_leader(ELECTION_BOUND_S)
@@ -246,17 +272,17 @@ class Checks:
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     failed: str | None = None
 
-    def run(self, name: str, check: Callable[[], str | None]) -> None:
+    def run(self, name: str, check: Callable[[], str | None], *, even_after: str | None = None) -> None:
         """Run ``check`` (it returns a detail line or None, and raises when it fails) unless an
-        earlier check failed."""
-        if self.failed is not None:
+        earlier check failed -- other than ``even_after``, a check it does not depend on."""
+        if self.failed is not None and self.failed != even_after:
             self.outcomes[name] = Outcome("not run", f"after {self.failed} failed")
             return
         started = time.monotonic()
         try:
             detail = check() or ""
         except Exception as exc:
-            self.failed = name
+            self.failed = self.failed or name
             last = traceback.format_exception_only(type(exc), exc)[-1].strip()
             self.outcomes[name] = Outcome("FAIL", last[:2000], time.monotonic() - started)
             return
