@@ -46,17 +46,10 @@ Typical use::
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import functools
 import os
 import shutil
-import socket
-import struct
 import subprocess
-import tempfile
-import threading
-import time
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -65,7 +58,7 @@ from pathlib import Path
 import javaproperties
 
 from tools import tool_runner
-from tools.local_cluster import free_ports
+from tools.stock_kafka_cds import CDS_QUIET_FLAGS, Training, make_class_data_archive
 
 COMPAT_DIR_ENV = "KWIRE_COMPAT_DIR"
 """The environment variable that names the ``compat/`` directory (pins and jar cache)."""
@@ -301,11 +294,10 @@ CDS_ENV = "KWIRE_KAFKA_CDS"
 """When this environment variable is set (to anything but ``""`` or ``0``), every JVM
 :func:`java_command` builds maps a class data sharing archive of its classpath (JDK dynamic
 AppCDS, :func:`class_data_archive`), made on first use by a short training run (see
-:func:`_make_class_data_archive`). The test runs set it: loading and verifying classes is about
+:func:`tools.stock_kafka_cds.make_class_data_archive`). The test runs set it: loading and verifying classes is about
 half of a stock tool run's CPU time (a 4.4.0 StorageTool format took 1.3 CPU-s, 0.75 with the
 archive). The JVM ignores an archive that does not fit (another JDK, another classpath), and
 the flags keep it from saying so on stdout."""
-_CDS_QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 
 
 TOOL_RUNNER_ENV = "KWIRE_KAFKA_TOOL_RUNNER"
@@ -371,9 +363,9 @@ def java_command(
     if os.environ.get(CDS_ENV, "").strip() not in ("", "0") and not list(extra_classpath):
         archive = class_data_archive(version, tools=tools)
         if not archive.is_file():
-            _make_class_data_archive(version, tools=tools)
+            make_class_data_archive(archive, _training(version, tools=tools))
         if archive.is_file():
-            flags += [f"-XX:SharedArchiveFile={archive}", *_CDS_QUIET]
+            flags += [f"-XX:SharedArchiveFile={archive}", *CDS_QUIET_FLAGS]
     flags += list(jvm_args)
     return [
         java_executable(), *flags, "-cp", classpath(version, extra_classpath, tools=tools),
@@ -381,18 +373,11 @@ def java_command(
     ]
 
 
-def class_data_archive(version: str, *, tools: bool = False) -> Path:
-    """Where the class data sharing archive of ``version``'s classpath (with ``tools``: its
-    tools classpath) is kept: ``cds/lib.jsa`` or ``cds/tools-lib.jsa`` under
-    :func:`kafka_home`."""
-    return kafka_home(version) / "cds" / f"{lib_dir(version, tools=tools).name}.jsa"
-
-
 def make_class_data_archives(versions: Sequence[str] = ()) -> list[Path]:
     """Make every class data sharing archive of ``versions`` (default: every pinned release and
     every one of :data:`COVER_RELEASES`) that is missing -- each release's classpath, and its
     stand-in tools classpath where it has one -- one after another, newest release first;
-    returns the archives that exist afterwards.
+    returns the archives that exist afterwards (:func:`tools.stock_kafka_cds.make_class_data_archive`).
     ``make test`` runs this (``python -m tools.stock_kafka --class-data-archives``) beside the
     test run's start-up, so that the first tests to start a JVM find the archives made rather
     than each waiting for its own training (a minute of worker time on a fresh clone)."""
@@ -402,110 +387,30 @@ def make_class_data_archives(versions: Sequence[str] = ()) -> list[Path]:
             archive = class_data_archive(version, tools=tools)
             if archive in made:
                 continue
-            _make_class_data_archive(version, tools=tools)
+            make_class_data_archive(archive, _training(version, tools=tools))
             if archive.is_file():
                 made.append(archive)
     return made
 
 
-def _make_class_data_archive(version: str, *, tools: bool) -> None:
-    """Write :func:`class_data_archive` from a training run on its classpath.
-
-    The release's own classpath is trained on a server, where most of its JVMs' class loading
-    is: StorageTool formats a standalone combined node (``process.roles=broker,controller``),
-    which then runs until its broker answers an ApiVersions request, and stops on SIGTERM. An
-    archive trained on StorageTool alone left a 4.4.0 controller's start at 1.9–2.1 CPU-s; this
-    one takes it to 1.2–1.5 (a combined node's from 2.5–2.7 to 1.6–1.8), and a StorageTool
-    format runs as fast with either. A stand-in tools classpath is trained on DumpLogSegments
-    decoding the snapshot that format wrote.
-
-    One training at a time per archive (a lock file beside it): a process that waited finds the
-    archive made. The archive is written under a temporary name and renamed into place, so a
-    reader sees a whole archive or none; a failed run leaves none (the JVMs then run without
-    one)."""
-    archive = class_data_archive(version, tools=tools)
-    archive.parent.mkdir(parents=True, exist_ok=True)
-    with open(archive.with_name(f"{archive.name}.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if archive.is_file():
-            return
-        partial = archive.with_name(f"{archive.name}.{os.getpid()}.partial")
-        try:
-            with tempfile.TemporaryDirectory() as scratch:
-                dump = [f"-XX:ArchiveClassesAtExit={partial}", *_CDS_QUIET]
-                _train(version, tools and tools_version(version) != version, Path(scratch), dump)
-            if partial.is_file():
-                os.replace(partial, archive)
-        except (OSError, subprocess.SubprocessError, TimeoutError):
-            pass
-        finally:
-            partial.unlink(missing_ok=True)
-
-
-def _train(version: str, stand_in: bool, scratch: Path, dump: list[str]) -> None:
-    """The training run of :func:`_make_class_data_archive` in ``scratch`` (``stand_in``: for
-    a stand-in tools classpath); ``dump`` are the flags that write the archive, given to the
-    run's last JVM. Raises OSError,
-    ``subprocess.SubprocessError`` or TimeoutError when a step fails."""
-    controller_port, broker_port = free_ports(2)
-    props = scratch / "server.properties"
-    dynamic = version_tuple(version) >= (3, 9)  # KIP-853; a static quorum before
-    quorum = (f"controller.quorum.bootstrap.servers=localhost:{controller_port}" if dynamic
-              else f"controller.quorum.voters=1@localhost:{controller_port}")
-    props.write_text(
-        "process.roles=broker,controller\nnode.id=1\n"
-        f"{quorum}\n"
-        "controller.listener.names=CONTROLLER\n"
-        f"listeners=CONTROLLER://localhost:{controller_port},PLAINTEXT://localhost:{broker_port}\n"
-        f"log.dirs={scratch / 'data'}\n"
-        "offsets.topic.replication.factor=1\ntransaction.state.log.replication.factor=1\n",
-        encoding="utf-8",
+def _training(version: str, *, tools: bool) -> Training:
+    """The training run of ``version``'s classpath (with ``tools``: its tools classpath)."""
+    stand_in = tools and tools_version(version) != version
+    return Training(
+        java=(java_executable(), *COMMON_JVM_FLAGS, *os.environ.get(EXTRA_JVM_FLAGS_ENV, "").split()),
+        tool_flags=TOOL_JVM_FLAGS, server_flags=SERVER_JVM_FLAGS, classpath=classpath(version),
+        logging=tuple(logging_flags(version)), storage_class=tool_class(version, "storage"),
+        dynamic=version_tuple(version) >= (3, 9),
+        tools_classpath=classpath(version, tools=True) if stand_in else None,
+        tools_logging=tuple(logging_flags(version, tools=True)) if stand_in else (),
     )
-    base = [java_executable(), *COMMON_JVM_FLAGS, *os.environ.get(EXTRA_JVM_FLAGS_ENV, "").split()]
-    subprocess.run(
-        [*base, *TOOL_JVM_FLAGS, *logging_flags(version), "-cp", classpath(version),
-         tool_class(version, "storage"), "format", "-t", "MkU3OEVBNTcwNTJENDM2Qg", "-c", str(props),
-         *(["--standalone"] if dynamic else [])],
-        capture_output=True, timeout=120, check=True,
-    )
-    if stand_in:
-        snapshot = scratch / "data" / "__cluster_metadata-0" / "00000000000000000000-0000000000.checkpoint"
-        subprocess.run(
-            [*base, *TOOL_JVM_FLAGS, *logging_flags(version, tools=True), *dump, "-cp",
-             classpath(version, tools=True), "org.apache.kafka.tools.DumpLogSegments",
-             "--cluster-metadata-decoder", "--files", str(snapshot)],
-            capture_output=True, timeout=120, check=True,
-        )
-        return
-    server = subprocess.Popen(
-        [*base, *SERVER_JVM_FLAGS, *logging_flags(version), f"-Dkafka.logs.dir={scratch / 'logs'}",
-         *dump, "-cp", classpath(version), "kafka.Kafka", str(props)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        _wait_api_versions(broker_port, server, timeout_s=60.0)
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
 
 
-def _wait_api_versions(port: int, server: subprocess.Popen[bytes], *, timeout_s: float) -> None:
-    """Wait until the broker on ``localhost:port`` answers an ApiVersions v0 request (its
-    request handling is enabled once it has caught up with the metadata log and registered).
-    Raises TimeoutError after ``timeout_s`` seconds, or at once when ``server`` exits."""
-    # size, api key 18, version 0, correlation id 1, client id "cds" (Kafka's request header v1)
-    request = struct.pack(">ihhih3s", 13, 18, 0, 1, 3, b"cds")
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and server.poll() is None:
-        try:
-            with socket.create_connection(("localhost", port), timeout=2.0) as conn:
-                conn.sendall(request)
-                if len(conn.recv(8)) >= 4:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.1)
-    raise TimeoutError(f"no ApiVersions answer on localhost:{port}")
+def class_data_archive(version: str, *, tools: bool = False) -> Path:
+    """Where the class data sharing archive of ``version``'s classpath (with ``tools``: its
+    tools classpath) is kept: ``cds/lib.jsa`` or ``cds/tools-lib.jsa`` under
+    :func:`kafka_home`."""
+    return kafka_home(version) / "cds" / f"{lib_dir(version, tools=tools).name}.jsa"
 
 
 def run_kafka_class(
@@ -604,80 +509,6 @@ def start_kafka_class(
     return subprocess.Popen(
         command, cwd=cwd, env=full_env, stdout=stdout, stderr=stderr, start_new_session=start_new_session
     )
-
-
-def metadata_shell_session(
-    version: str,
-    snapshot: str | os.PathLike[str],
-    commands: Sequence[str],
-    *,
-    jvm_args: Sequence[str] = (),
-    timeout: float = 120.0,
-    errors: list[str] | None = None,
-) -> list[str]:
-    """Run ``commands`` in one interactive ``kafka-metadata-shell --snapshot SNAPSHOT`` of
-    ``version`` once the shell holds the whole image; the output of each, as text.
-
-    The shell's one-command mode can answer from an empty image: it runs its command once its
-    loader has caught up with the file (``MetadataShell.waitUntilCaughtUp``), which may be
-    before the loader has handed the image to the shell's own publisher (a few hundred records
-    of any writer's snapshot are enough to lose that race). Here the shell is asked
-    ``cat /image/features/metadataVersion`` until it answers a level, then the commands run.
-    ``errors`` (when given) receives the shell's stderr. The shell is killed after ``timeout``
-    seconds (a 3.9 shell can hang in its loader), which raises ``subprocess.TimeoutExpired``;
-    RuntimeError when the shell exits early, KafkaUnavailable when Java or the jars are
-    missing. The shell's ``java.io.tmpdir`` is a directory of its own, removed afterwards: the
-    shell (its raft manager's scratch directory, JLine's native library) deletes what it made
-    there only on a clean exit, and it is killed."""
-    main_class, tools = _locate_tool(version, "metadata-shell")
-    scratch = tempfile.TemporaryDirectory(prefix="kwire-metadata-shell-")
-    command = java_command(version, main_class, ["--snapshot", str(snapshot)],
-                           jvm_args=[*jvm_args, f"-Djava.io.tmpdir={scratch.name}"], tools=tools)
-    stderr_file = tempfile.TemporaryFile(mode="w+")
-    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr_file,
-                               text=True, bufsize=1)
-    assert process.stdin is not None and process.stdout is not None
-    stdin, stdout = process.stdin, process.stdout
-    killer = threading.Timer(timeout, process.kill)  # a read blocked on a hung shell then ends
-    killer.start()
-    sentinel = "kwire-end-of-output"
-
-    def ask(line: str) -> list[str]:
-        """Send ``line`` and a marker command; the lines the shell printed before the marker's
-        error (the prompt stripped)."""
-        stdin.write(f"{line}\n{sentinel}\n")
-        stdin.flush()
-        out: list[str] = []
-        while True:
-            text = stdout.readline()
-            if not text and not killer.is_alive():
-                raise subprocess.TimeoutExpired(command, timeout)
-            if not text:
-                raise RuntimeError(f"kafka-metadata-shell {version} exited: {''.join(out)[-2000:]}")
-            text = text.removeprefix(">> ").rstrip("\n")
-            if sentinel in text:
-                return out
-            if text not in ("Loading...", "Starting...", "[ Kafka Metadata Shell ]"):
-                out.append(text)
-
-    try:
-        while True:
-            answer = ask("cat /image/features/metadataVersion")
-            if answer and "-IV" in answer[-1]:  # a level's name (3.9-IV0), not an empty image's
-                break
-            time.sleep(0.2)
-        return ["\n".join(ask(line)) for line in commands]
-    finally:
-        killer.cancel()
-        with contextlib.suppress(OSError):
-            stdin.close()
-        process.kill()
-        process.wait()
-        if errors is not None:
-            stderr_file.seek(0)
-            errors.append(stderr_file.read())
-        stderr_file.close()
-        scratch.cleanup()
 
 
 class KafkaCommandError(RuntimeError):
