@@ -65,17 +65,21 @@ class _StaticQuorum(Quorum):
 class ReleaseCluster:
     """Three kwire controllers (voters 1-3 under ``root/controllers``) formatted at
     ``metadata_version``, and stock brokers ``brokers`` (broker id -> release) under
-    ``root/brokers-<release>``. Requires every release (fetched on demand, see
+    ``root/brokers-<release>``; with ``kwire_controllers`` False, stock controllers of the newest
+    of those releases instead (the control of a finding). Requires every release (fetched on demand, see
     :func:`compat.kafka.require_release`). Use as a context manager: everything it started is
     stopped when the block ends, and a failed block prints each node's last output."""
 
-    def __init__(self, root: Path, metadata_version: str, brokers: Mapping[int, str]) -> None:
+    def __init__(self, root: Path, metadata_version: str, brokers: Mapping[int, str], *,
+                 kwire_controllers: bool = True) -> None:
         for version in set(brokers.values()):
             require_release(version)
         self.releases = {i: KafkaRelease(v) for i, v in brokers.items()}
         newest = max(self.releases.values(), key=lambda k: tuple(map(int, k.version.split("."))))
         (root / "controllers").mkdir(parents=True)
-        self.quorum = _StaticQuorum(newest, root / "controllers", {1, 2, 3}, dynamic=False,
+        # stock controllers (of the newest broker release) only as the control of a finding
+        self.quorum = _StaticQuorum(newest, root / "controllers", {1, 2, 3} if kwire_controllers else set(),
+                                    dynamic=False,
                              format_args=["--release-version", metadata_version])
         voters = ",".join(f"{i}@localhost:{p}" for i, p in self.quorum.ports.items())
         self.groups: dict[str, StockBrokers] = {}

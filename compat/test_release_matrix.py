@@ -55,6 +55,8 @@ COLUMNS = ("registers", "topic", "produce/consume", "controller kill", "broker k
            "quorum via controller")
 FIRST, SECOND = 500, 300
 TABLE_ENV = "KWIRE_RELEASE_MATRIX_TABLE"
+CONTROLLERS_ENV = "KWIRE_RELEASE_MATRIX_CONTROLLERS"
+"""``stock``: the same checks on the release's own controllers, the control for a failed cell."""
 
 _ROWS: list[Checks] = []
 
@@ -76,7 +78,9 @@ def test_release_on_kwire(release: str, tmp_path: Path) -> None:
     kafka = KafkaRelease(release)
     checks = Checks(release)
     _ROWS.append(checks)
-    with ReleaseCluster(tmp_path, facts.metadata_version, dict.fromkeys(BROKER_IDS, release)) as cluster:
+    kwire = os.environ.get(CONTROLLERS_ENV, "kwire") != "stock"
+    with ReleaseCluster(tmp_path, facts.metadata_version, dict.fromkeys(BROKER_IDS, release),
+                        kwire_controllers=kwire) as cluster:
         cluster.start()
 
         def registers() -> str:
