@@ -14,9 +14,10 @@ request (its header, header version and body), or the envelope-level error:
 
 The forwarded request is answered as if it came from the client; :func:`envelope_response`
 wraps that answer with its own response header (the client's correlation id), without a size
-prefix, in ResponseData; an answer holding NOT_CONTROLLER anywhere is replaced by an envelope
-NOT_CONTROLLER without data (``RequestChannel.Request.buildResponseSend``), which tells the
-broker to find the active controller again. :func:`relay_answer` waits for the forwarded
+prefix, in ResponseData; an answer holding NOT_CONTROLLER anywhere (a DescribeQuorum answer:
+NOT_LEADER_OR_FOLLOWER, which a controller that does not lead answers it with) is replaced by an envelope NOT_CONTROLLER without data
+(``RequestChannel.Request.buildResponseSend``), which tells the broker to find the active
+controller again. :func:`relay_answer` waits for the forwarded
 request's answer and completes the envelope with it.
 """
 
@@ -144,8 +145,13 @@ def _holds_error(message: Message, error: Errors) -> bool:
 def envelope_response(forwarded: Request, response: Message) -> EnvelopeResponse:
     """The EnvelopeResponse carrying ``response`` to the forwarded request: its response
     header and body at the request's version, as the client will read them; NOT_CONTROLLER
-    alone when the answer holds that error."""
-    if _holds_error(response, Errors.NOT_CONTROLLER):
+    alone when the answer holds that error or, for DescribeQuorum, NOT_LEADER_OR_FOLLOWER
+    instead (``RequestChannel.Request.shouldReturnNotController``: a controller
+    that is no longer the leader, such as a restarted former leader that a broker's forwarding
+    channel reconnected to, sends the broker to look for the active controller again rather
+    than fail its DescribeQuorum until the client gives up)."""
+    describe_quorum = forwarded.header.request_api_key == ApiKey.DESCRIBE_QUORUM
+    if _holds_error(response, Errors.NOT_LEADER_OR_FOLLOWER if describe_quorum else Errors.NOT_CONTROLLER):
         return EnvelopeResponse(response_data=None, error_code=Errors.NOT_CONTROLLER)
     frame = bytes(encode_response(response, forwarded.header.request_api_version, forwarded.header.correlation_id))
     return EnvelopeResponse(response_data=frame[4:], error_code=Errors.NONE)
