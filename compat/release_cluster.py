@@ -189,6 +189,7 @@ class ReleaseCluster:
                              f"epoch {view.partition.leader_epoch}")
             except Exception as exc:
                 notes.append(f"DescribeQuorum to broker {i}: {exc!r}"[:300])
+        notes.append(f"controller connections: {self._controller_connections()}")
         target = (["--bootstrap-controller", self.quorum.bootstrap] if through_controller
                   else ["--bootstrap-server", self.broker_address(min(self.broker_ids))])
         for how, extra in (("own JVM", {"env": {"KWIRE_DIAGNOSIS": "1"}}), ("tool runner", {})):
@@ -199,6 +200,31 @@ class ReleaseCluster:
             notes.append(f"again in {how}: exit {done.returncode} after {time.monotonic() - started:.1f} s"
                          + (f" ({first})" if done.returncode else ""))
         return "; ".join(notes)
+
+    def _controller_connections(self) -> dict[int, list[int]]:
+        """Broker id -> the controllers its established TCP connections lead to (``ss -tnp``),
+        or {} where ``ss`` cannot tell."""
+        import re
+        import subprocess
+
+        try:
+            out = subprocess.run(["ss", "-tnpH", "state", "established"], capture_output=True, text=True,
+                                 timeout=10, check=False).stdout
+        except OSError:
+            return {}
+        by_port = {port: i for i, port in self.quorum.ports.items()}
+        found: dict[int, list[int]] = {}
+        for group in self.groups.values():
+            for broker_id, node in group.nodes.items():
+                if node.process is None:
+                    continue
+                for line in out.splitlines():
+                    fields = line.split()
+                    if len(fields) >= 4 and f"pid={node.process.pid}," in line:
+                        port = int(re.sub(r".*:", "", fields[3]))
+                        if port in by_port:
+                            found.setdefault(broker_id, []).append(by_port[port])
+        return {b: sorted(ids) for b, ids in sorted(found.items())}
 
     def kill_active_controller(self) -> str:
         """kill -9 of the active controller; until another leads. Returns what happened."""
