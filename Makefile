@@ -49,7 +49,9 @@ typecheck: install
 lint-imports: install
 	$(VENV)/bin/lint-imports --no-logo
 
-## Stock Kafka jars (the versions pinned in compat/kafka-versions.properties) from Maven Central.
+## Stock Kafka jars from Maven Central: the releases `make test` uses (kafka.versions and
+## kafka.cover.releases in compat/kafka-versions.properties). The other releases of the matrix
+## (kafka.releases) are fetched on demand, or all at once with `bash compat/fetch-kafka.sh all`.
 compat-jars:
 	bash compat/fetch-kafka.sh
 
@@ -118,6 +120,8 @@ test:
 ## fuzzed inputs for every message decoder, 1,000 random messages per spec version through
 ## Kafka's own codecs, 50 leader kills of a kwire quorum under load, 20
 ## rounds of active-controller and broker kills under stock brokers on both pinned releases,
+## the release matrix (three stock brokers of every line since 3.3 on kwire at their line's
+## metadata.version; its table in release-matrix.md; `make test` runs one cluster of mixed releases),
 ## both secured quorums on both releases, every release-and-kind pair of the add, remove and
 ## replace controller runs and of the differential probe (`make test` runs a cover of each
 ## release and each kind), the reassignment, long-running stock controller and stock-quorum
@@ -141,6 +145,8 @@ nightly: install compat-jars
 	KWIRE_CODEC_MESSAGES=1000 $(PY) -m pytest -q compat/test_java_byte_identity.py
 	KWIRE_LEADER_KILLS=50 $(PY) -m pytest -q tests/server/test_failover.py
 	KWIRE_FAILOVERS=20 $(PY) -m pytest -q compat/test_stock_brokers.py
+	KWIRE_RELEASE_MATRIX=all KWIRE_RELEASE_MATRIX_TABLE=release-matrix.md $(PY) -m pytest -q -s \
+		compat/test_release_matrix.py
 	KWIRE_STANDALONE_SPARK=1 $(PY) -m pytest -q tests/bench/test_bench_replicas.py
 	KWIRE_SECURED_ALL=1 $(PY) -m pytest -q compat/test_secured_cluster.py
 	KWIRE_COMPAT_FULL_MATRIX=1 $(PY) -m pytest -q compat/test_add_remove_controller.py \

@@ -13,7 +13,8 @@ compat/harness.py).
 * ``java_oracles``: one long-lived Java codec oracle per release for the session
   (compat/oracle.py), started on first use.
 
-Every test under compat/ gets the ``compat`` marker.
+Every test under compat/ gets the ``compat`` marker. ``compat/test_release_matrix.py`` is collected
+only when ``$KWIRE_RELEASE_MATRIX`` names releases (:func:`compat.kafka.matrix_releases`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ from compat import kafka as _kafka
 from compat.differential import PairNode, start_pair
 from compat.harness import KafkaRelease, newest_pinned_release
 from compat.oracle import JavaOracle
+
+collect_ignore = [] if _kafka.matrix_releases() else ["test_release_matrix.py"]
+"""The release matrix runs only when ``$KWIRE_RELEASE_MATRIX`` names releases (``make nightly``):
+``make test`` neither runs nor skips it."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

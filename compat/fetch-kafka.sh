@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fetch stock Apache Kafka from Maven Central for every release pinned in
-# compat/kafka-versions.properties, and build the Java codec oracle against it.
+# Fetch stock Apache Kafka from Maven Central for the releases pinned in
+# compat/kafka-versions.properties, and build the Java codec oracle against them.
 #
 # Layout, per pinned version <v> (all under compat/.cache/, which git ignores):
 #   kafka-<v>/lib/        the runtime classpath (kafka_2.13, kafka-tools, kafka-shell, kafka-clients,
@@ -10,11 +10,15 @@
 #                         (kafka.<v>.tools.version): that release's complete classpath with its
 #                         kafka-tools and kafka-shell; lib/ then has neither
 #   kafka-<v>/config/     log4j.properties (3.x) and log4j2.properties (4.x): WARN to stderr
-#   kafka-<v>/oracle/     compat/oracle/src compiled against lib/
+#   kafka-<v>/oracle/     compat/oracle/src compiled against lib/ (for a release of the matrix
+#                         outside kafka.versions: only the JDK-only tool runner, ToolRunner.java)
 #   kafka-<v>/*.stamp     what each step was built from; a step whose inputs are unchanged is
 #                         skipped, so a re-run does no network or compiler work
 #
-# Usage: bash compat/fetch-kafka.sh [<version> ...]   (default: every pinned version)
+# Usage: bash compat/fetch-kafka.sh [<version> ... | all]
+#   no argument: the releases `make test` uses (kafka.versions and kafka.cover.releases);
+#   <version>: any release of kafka.releases (the release matrix), fetched on demand;
+#   `all`: every release of the matrix.
 # Needs: java and javac 17+, mvn, network access to Maven Central on first run.
 set -euo pipefail
 
@@ -43,14 +47,20 @@ java_major="$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.s
 [[ -f "$PROPS" ]] || die "missing $PROPS"
 IFS=',' read -r -a PINNED <<<"$(prop kafka.versions | tr -d '[:space:]')"
 [[ ${#PINNED[@]} -gt 0 ]] || die "kafka.versions is empty in $PROPS"
+IFS=',' read -r -a MATRIX <<<"$(prop kafka.releases | tr -d '[:space:]')"
+[[ ${#MATRIX[@]} -gt 0 ]] || MATRIX=("${PINNED[@]}")
 
-if [[ $# -gt 0 ]]; then
+if [[ $# -eq 1 && "$1" == "all" ]]; then
+    VERSIONS=("${MATRIX[@]}")
+elif [[ $# -gt 0 ]]; then
     for want in "$@"; do
-        [[ " ${PINNED[*]} " == *" $want "* ]] || die "$want is not pinned in $PROPS (pinned: ${PINNED[*]})"
+        [[ " ${MATRIX[*]} ${PINNED[*]} " == *" $want "* ]] \
+            || die "$want is not pinned in $PROPS (kafka.releases: ${MATRIX[*]})"
     done
     VERSIONS=("$@")
 else
-    VERSIONS=("${PINNED[@]}")
+    IFS=',' read -r -a COVER <<<"$(prop kafka.cover.releases | tr -d '[:space:]')"
+    VERSIONS=("${PINNED[@]}" "${COVER[@]}")
 fi
 
 mkdir -p "$CACHE"
@@ -105,7 +115,13 @@ write_config() {
 build_oracle() {
     local version="$1" home="$2"
     local stamp_file="$home/oracle.stamp" stamp sources
-    mapfile -t sources < <(find "$COMPAT/oracle/src" -name '*.java' | LC_ALL=C sort)
+    if [[ " ${PINNED[*]} " == *" $version "* ]]; then
+        mapfile -t sources < <(find "$COMPAT/oracle/src" -name '*.java' | LC_ALL=C sort)
+    else
+        # The codec oracle is built for kafka.versions only (it uses their message classes); the
+        # other releases of the matrix get the tool runner, which needs nothing but the JDK.
+        mapfile -t sources < <(find "$COMPAT/oracle/src" -name 'ToolRunner.java')
+    fi
     [[ ${#sources[@]} -gt 0 ]] || die "no Java sources under $COMPAT/oracle/src"
     stamp="$( { cat "$home/lib.stamp"; javac -version 2>&1; cat "${sources[@]}"; } | hash_of )"
     if [[ -d "$home/oracle" && -f "$stamp_file" && "$(cat "$stamp_file")" == "$stamp" ]]; then

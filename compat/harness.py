@@ -44,7 +44,7 @@ from storage.records import RecordBatch, scan_batches
 from tools.client_config import PLAINTEXT, ClientSecurity
 from tools.local_cluster import free_ports
 from tools.quorum_client import QuorumToolError, QuorumView, describe
-from tools.stock_kafka import metadata_shell_session
+from tools.stock_metadata_shell import metadata_shell_session
 
 __all__ = [
     "CLUSTER_ID", "DIR_ID", "ELECTION_BOUND_S", "ELECTION_TIMEOUT_MS", "FETCH_TIMEOUT_MS", "PARTITION",
@@ -118,7 +118,7 @@ class KafkaRelease:
 
     def metadata_shell(self, snapshot: str | os.PathLike[str], *command: str) -> subprocess.CompletedProcess[str]:
         """``kafka-metadata-shell --snapshot SNAPSHOT COMMAND...``, run in an interactive session
-        once the shell holds the image (``tools.stock_kafka.metadata_shell_session``: its
+        once the shell holds the image (``tools.stock_metadata_shell.metadata_shell_session``: its
         one-command mode can answer from an empty image). The 3.9 shell sometimes never gets
         past loading a file (its loader waits for a high watermark its file reader has already
         passed; 2 of 16 runs on one file here): each attempt gets :data:`SHELL_ATTEMPT_S` and

@@ -31,6 +31,7 @@ from tools.stock_kafka import (
     CACHE_DIR,
     COMMON_JVM_FLAGS,
     FETCH_HINT,
+    MATRIX_RELEASES,
     PINNED_VERSIONS,
     SERVER_JVM_FLAGS,
     TOOL_CLASSES,
@@ -38,8 +39,10 @@ from tools.stock_kafka import (
     VERSIONS_FILE,
     KafkaCommandError,
     KafkaUnavailable,
+    ReleaseFacts,
     classpath,
     dump_log_segments_class,
+    ensure_fetched,
     has_class,
     jars,
     java_command,
@@ -49,6 +52,7 @@ from tools.stock_kafka import (
     lib_dir,
     logging_config,
     logging_flags,
+    release_facts,
     run_kafka_class,
     run_tool,
     start_kafka_class,
@@ -59,13 +63,14 @@ from tools.stock_kafka import (
 )
 
 __all__ = [
-    "CACHE_DIR", "COMMON_JVM_FLAGS", "COMPAT_DIR", "FETCH_HINT", "FETCH_SCRIPT", "PINNED_VERSIONS",
-    "REPO_DIR", "SERVER_JVM_FLAGS", "TOOL_CLASSES", "TOOL_JVM_FLAGS", "VERSIONS_FILE",
-    "KafkaCommandError", "KafkaUnavailable", "classpath", "dump_log_segments_class", "has_class",
-    "in_ci", "java_command", "java_executable", "jars", "kafka_home", "kafka_jar", "kafka_problem",
-    "lib_dir", "logging_config", "logging_flags", "oracle_dir", "require_kafka", "run_kafka_class",
-    "run_tool", "start_kafka_class", "stop_processes", "tool_class", "tool_release", "tools_version",
-    "version_tuple",
+    "CACHE_DIR", "COMMON_JVM_FLAGS", "COMPAT_DIR", "FETCH_HINT", "FETCH_SCRIPT", "MATRIX_RELEASES",
+    "PINNED_VERSIONS", "RELEASE_MATRIX_ENV", "REPO_DIR", "SERVER_JVM_FLAGS", "TOOL_CLASSES",
+    "TOOL_JVM_FLAGS", "VERSIONS_FILE", "KafkaCommandError", "KafkaUnavailable", "ReleaseFacts",
+    "classpath", "dump_log_segments_class", "ensure_fetched", "has_class", "in_ci", "java_command",
+    "java_executable", "jars", "kafka_home", "kafka_jar", "kafka_problem", "lib_dir",
+    "logging_config", "logging_flags", "matrix_releases", "oracle_dir", "release_facts",
+    "require_kafka", "require_release", "run_kafka_class", "run_tool", "start_kafka_class",
+    "stop_processes", "tool_class", "tool_release", "tools_version", "version_tuple",
 ]
 
 COMPAT_DIR = Path(__file__).resolve().parent
@@ -123,6 +128,41 @@ def require_kafka(version: str | None = None) -> None:
     pytest.skip(problem)
 
 
+def require_release(version: str) -> None:
+    """Make the calling test depend on ``version``, a release of the matrix
+    (:data:`MATRIX_RELEASES`): fetched on demand into the cache (``compat/fetch-kafka.sh
+    VERSION``) when it is not there. When Java or the fetch fails, the test fails under CI and
+    is skipped, with the script's words, elsewhere."""
+    import pytest
+
+    try:
+        java_executable()
+        ensure_fetched(version)
+    except KafkaUnavailable as exc:
+        if in_ci():
+            pytest.fail(f"compat tests must run in CI, but {exc}", pytrace=False)
+        pytest.skip(str(exc))
+
+
+RELEASE_MATRIX_ENV = "KWIRE_RELEASE_MATRIX"
+"""``all`` (``make nightly``) or comma-separated releases: which releases of the matrix
+``compat/test_release_matrix.py`` runs; unset, that module is not collected."""
+
+
+def matrix_releases() -> tuple[str, ...]:
+    """The releases :data:`RELEASE_MATRIX_ENV` names (``all``: every one of
+    :data:`MATRIX_RELEASES`), oldest first; empty when it is unset. Raises ValueError for a
+    release that is not pinned."""
+    wanted = os.environ.get(RELEASE_MATRIX_ENV, "").strip()
+    if not wanted:
+        return ()
+    if wanted == "all":
+        return MATRIX_RELEASES
+    chosen = tuple(v.strip() for v in wanted.split(",") if v.strip())
+    unknown = [v for v in chosen if v not in MATRIX_RELEASES]
+    if unknown:
+        raise ValueError(f"${RELEASE_MATRIX_ENV} names {unknown}, not in kafka.releases {MATRIX_RELEASES}")
+    return tuple(sorted(chosen, key=version_tuple))
 
 
 FULL_MATRIX_ENV = "KWIRE_COMPAT_FULL_MATRIX"

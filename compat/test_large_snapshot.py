@@ -5,7 +5,7 @@ is 4.3.1's stand-in) loads it into Kafka's own image.
 The snapshot is the scale bench's (``tools.bench.scale.measure_point``: topics of 2,000
 partitions, RF 3, on 30 brokers, written by kwire's checkpoint writer). The shell runs in one
 interactive session that waits until it holds the image
-(``tools.stock_kafka.metadata_shell_session``); its one-command mode answers from an empty
+(``tools.stock_metadata_shell.metadata_shell_session``); its one-command mode answers from an empty
 image on a file this size, whoever wrote it.
 """
 
@@ -19,7 +19,7 @@ from messages.generated.topic_record import TopicRecord
 from messages.metadata import decode_record
 from storage.snapshot_format import read_snapshot_content
 from tools.bench.scale import measure_point
-from tools.stock_kafka import metadata_shell_session
+from tools.stock_metadata_shell import metadata_shell_session
 
 PARTITIONS = 20_000
 

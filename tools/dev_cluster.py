@@ -19,10 +19,14 @@ Each node runs ``kwire server-start``, or ``kwire test-raft-server --json`` with
 stops every node gracefully (SIGTERM; a leader resigns). A node that dies is reported, not
 restarted.
 
-``--brokers N`` adds N stock Kafka brokers of a pinned release (``make compat-jars``; default the
-newest) with ids 101.., each in ``broker-<id>/`` with its client listener on
-``PLAINTEXT://localhost:<base-port + 100 + i>`` (``brokers.json`` records them): they register
-with the kwire quorum and the command prints their bootstrap servers once every one is running.
+``--brokers N`` adds N stock Kafka brokers of a pinned release (default the newest) with ids
+101.., each in ``broker-<id>/`` with its client listener on ``PLAINTEXT://localhost:<base-port +
+100 + i>`` (``brokers.json`` records them): they register with the kwire quorum and the command
+prints their bootstrap servers once every one is running. ``--kafka-version`` picks any release
+of ``kafka.releases`` in ``compat/kafka-versions.properties`` (3.3.2 .. 4.4.0), fetched from Maven
+Central on first use; a new cluster is then formatted at that line's newest metadata.version
+(``--release-version``), as a static quorum (``controller.quorum.voters``) before 3.9, whose
+brokers cannot name a dynamic one (KIP-853).
 
 The cluster itself is :class:`tools.local_cluster.DevCluster` (and
 :class:`tools.stock_brokers.StockBrokers` for the brokers), which tests and benchmarks use as
@@ -66,12 +70,28 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--brokers", type=int, default=0, metavar="N",
                    help="also run N stock Kafka brokers on the quorum (ids 101..; needs make compat-jars)")
     p.add_argument("--kafka-version", default=None,
-                   help="pinned Kafka release of the brokers (default: the newest pinned)")
+                   help="Kafka release of the brokers, any of kafka.releases in compat/kafka-versions.properties, "
+                        "fetched on first use; the quorum is formatted at its line's metadata.version "
+                        "(default: the newest pinned)")
+
+
+def _broker_release(version: str | None) -> str:
+    """The brokers' release: ``version`` (default: the newest pinned), a release of the matrix
+    (``kafka.releases``), fetched into compat/.cache when it is not there yet. Raises
+    DevClusterError for a release that is not pinned."""
+    from tools import stock_kafka
+
+    version = version or stock_kafka.PINNED_VERSIONS[-1]
+    if version not in stock_kafka.MATRIX_RELEASES:
+        raise DevClusterError(f"Kafka {version} is not pinned (kafka.releases: {', '.join(stock_kafka.MATRIX_RELEASES)})")
+    if not stock_kafka.is_fetched(version):
+        print(f"kwire dev-cluster: fetching Kafka {version} from Maven Central", file=sys.stderr, flush=True)
+        stock_kafka.ensure_fetched(version)
+    return version
 
 
 def _brokers(root: Path, cluster: DevCluster, count: int, version: str | None, base_port: int) -> StockBrokers | None:
     """The cluster's stock brokers: those ``brokers.json`` records, else ``count`` new ones."""
-    from tools import stock_kafka
 
     described = root / "brokers.json"
     if described.exists():
@@ -82,13 +102,11 @@ def _brokers(root: Path, cluster: DevCluster, count: int, version: str | None, b
         return StockBrokers(root, saved["version"], nodes, cluster.host)
     if count <= 0:
         return None
-    version = version or stock_kafka.PINNED_VERSIONS[-1]
-    if version not in stock_kafka.PINNED_VERSIONS:
-        raise DevClusterError(f"Kafka {version} is not pinned (pinned: {', '.join(stock_kafka.PINNED_VERSIONS)})")
+    version = _broker_release(version)
     ports = {BROKER_ID_BASE + i: base_port + BROKER_PORT_OFFSET + i for i in range(count)}
     brokers = StockBrokers.create(
         root, version, cluster_id=cluster.cluster_id, bootstrap_controllers=cluster.bootstrap_controllers,
-        ports=ports, host=cluster.host,
+        ports=ports, host=cluster.host, quorum_voters=cluster.quorum_voters,
     )
     described.write_text(json.dumps(
         {"version": version, "brokers": [{"id": i, "port": p} for i, p in ports.items()]}, indent=2) + "\n")
@@ -111,8 +129,12 @@ def run(args: argparse.Namespace) -> int:
                       f"{args.nodes} (use --fresh)", file=sys.stderr)
                 return 1
         else:
+            # Brokers of a release get a quorum at its line's metadata.version (static before 3.9).
+            release_version = None
+            if args.brokers > 0 and args.kafka_version is not None:
+                release_version = stock_kafka.release_facts(_broker_release(args.kafka_version)).metadata_version
             cluster = DevCluster.create(root, args.nodes, base_port=args.base_port, workload=workload,
-                                        overrides=args.override)
+                                        overrides=args.override, release_version=release_version)
         base_port = min(n.port for n in cluster.nodes.values())
         brokers = _brokers(root, cluster, args.brokers, args.kafka_version, base_port)
     except (DevClusterError, FormatError, OSError) as exc:
@@ -148,8 +170,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"  node {node.node_id}  {cluster.address(node.node_id)}  pid {node.process and node.process.pid}"
               f"  data {node.data_dir}  log {node.log_path}")
     print("Reach it with:")
-    print(f"  kwire metadata-quorum --bootstrap-controller {cluster.bootstrap_controllers} describe --status")
-    print(f"  kafka-metadata-quorum.sh --bootstrap-controller {cluster.address(leader)} describe --replication")
+    if cluster.direct_describe and brokers is not None:
+        # below metadata.version 3.7-IV0 controllers refuse tools' DescribeCluster (KIP-919)
+        print(f"  kafka-metadata-quorum.sh --bootstrap-server {brokers.bootstrap_servers} describe --status")
+    else:
+        print(f"  kwire metadata-quorum --bootstrap-controller {cluster.bootstrap_controllers} describe --status")
+        print(f"  kafka-metadata-quorum.sh --bootstrap-controller {cluster.address(leader)} describe --replication")
     if workload is not None:
         print(f"  workload reports (JSON lines): {root}/node-*/stdout.log")
     if brokers is not None:

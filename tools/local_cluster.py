@@ -47,6 +47,14 @@ __all__ = [
 REPO_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_BASE_PORT = 19093
 LISTENER = "CONTROLLER"
+_DYNAMIC_QUORUM_LEVEL = 21
+"""metadata.version 3.9-IV0: the first that kraft.version 1 (KIP-853 dynamic quorums) allows."""
+_DESCRIBE_CLUSTER_LEVEL = 15
+"""metadata.version 3.7-IV0: the first at which controllers answer DescribeCluster (KIP-919)."""
+
+
+def _voters(members: Sequence[DevNode], host: str) -> str:
+    return ",".join(f"{n.node_id}@{host}:{n.port}" for n in members)
 
 
 class DevClusterError(RuntimeError):
@@ -226,6 +234,12 @@ class DevCluster:
         self.python = python
         self.stats_interval_ms = stats_interval_ms
         self.record_type = record_type
+        self.quorum_voters: str | None = None
+        """``controller.quorum.voters`` of a static quorum (``create`` with a ``release_version``
+        before 3.9), None for a dynamic one."""
+        self.direct_describe = False
+        """Whether :meth:`describe` sends DescribeQuorum to each node itself: the controllers of a
+        quorum below metadata.version 3.7-IV0 refuse DescribeCluster (KIP-919)."""
 
     # ------------------------------------------------------------------ creation
 
@@ -243,14 +257,25 @@ class DevCluster:
         stats_interval_ms: int | None = None,
         record_type: str | None = None,
         security: ClientSecurity = PLAINTEXT,
+        release_version: str | None = None,
     ) -> DevCluster:
         """Write the configurations and format every node's directory. ``base_port`` None picks
         free ports. ``properties`` are extra lines for every ``server.properties`` (a key given
-        there wins over the same key written before it). Raises DevClusterError when ``root``
-        already holds a cluster."""
+        there wins over the same key written before it). ``release_version`` (``"3.6-IV2"``,
+        ``"3.6"``) is ``kafka-storage format --release-version``: the metadata.version the
+        quorum starts at (default: the formatter's, 3.9-IV0); below 3.9-IV0, which KIP-853's
+        kraft.version 1 needs, the quorum is static (``controller.quorum.voters``). Raises
+        DevClusterError when ``root`` already holds a cluster or ``release_version`` is unknown."""
         from kwire.uuid import Uuid
+        from storage.features import metadata_version_from_string
         from storage.format import DynamicVoter, format_directories
         from storage.meta_properties import generate_directory_id
+
+        try:
+            level = None if release_version is None else metadata_version_from_string(release_version)
+        except ValueError as exc:
+            raise DevClusterError(str(exc)) from None
+        static = level is not None and level.level < _DYNAMIC_QUORUM_LEVEL
 
         root = Path(root).resolve()
         if (root / "cluster.json").exists():
@@ -274,7 +299,8 @@ class DevCluster:
                 f"listeners={LISTENER}://{host}:{node.port}",
                 f"controller.listener.names={LISTENER}",
                 f"listener.security.protocol.map={LISTENER}:PLAINTEXT",
-                f"controller.quorum.bootstrap.servers={bootstrap}",
+                f"controller.quorum.voters={_voters(members, host)}" if static
+                else f"controller.quorum.bootstrap.servers={bootstrap}",
                 f"metadata.log.dir={node.data_dir}",
                 f"log.dirs={node.data_dir}",
             ]
@@ -286,17 +312,25 @@ class DevCluster:
                 directories=[str(node.data_dir)],
                 metadata_log_dir=str(node.data_dir),
                 controller_listener_name=LISTENER,
-                initial_controllers=voters,
+                release_version=level,
+                initial_controllers=None if static else voters,
                 out=lambda _line: None,
             )
-        description = {
+        description: dict[str, Any] = {
             "cluster_id": cluster_id,
             "host": host,
             "nodes": [{"id": n.node_id, "port": n.port, "directory_id": n.directory_id} for n in members],
         }
+        if level is not None:
+            description["metadata_version"] = level.name
+        if static:
+            description["quorum_voters"] = _voters(members, host)
         (root / "cluster.json").write_text(json.dumps(description, indent=2) + "\n")
-        return cls(root, cluster_id, members, host=host, workload=workload, overrides=overrides,
-                   stats_interval_ms=stats_interval_ms, record_type=record_type, security=security)
+        cluster = cls(root, cluster_id, members, host=host, workload=workload, overrides=overrides,
+                      stats_interval_ms=stats_interval_ms, record_type=record_type, security=security)
+        cluster.quorum_voters = description.get("quorum_voters")
+        cluster.direct_describe = level is not None and level.level < _DESCRIBE_CLUSTER_LEVEL
+        return cluster
 
     @classmethod
     def open(
@@ -313,8 +347,15 @@ class DevCluster:
             DevNode(n["id"], n["port"], n["directory_id"], root / f"node-{n['id']}")
             for n in description["nodes"]
         ]
-        return cls(root, description["cluster_id"], members, host=description["host"],
-                   workload=workload, overrides=overrides, stats_interval_ms=stats_interval_ms)
+        cluster = cls(root, description["cluster_id"], members, host=description["host"],
+                      workload=workload, overrides=overrides, stats_interval_ms=stats_interval_ms)
+        cluster.quorum_voters = description.get("quorum_voters")
+        level = description.get("metadata_version")
+        if level is not None:
+            from storage.features import metadata_version_from_string
+
+            cluster.direct_describe = metadata_version_from_string(level).level < _DESCRIBE_CLUSTER_LEVEL
+        return cluster
 
     # ------------------------------------------------------------------ views
 
@@ -437,7 +478,18 @@ class DevCluster:
         bootstrap = ",".join(self.address(i) for i, n in self.nodes.items() if n.running)
         if not bootstrap:
             raise DevClusterError("no node is running")
-        return trio.run(describe, bootstrap, timeout_s, self.security)
+        if not self.direct_describe:
+            return trio.run(describe, bootstrap, timeout_s, self.security)
+        from tools.quorum_client import QuorumToolError, describe_node
+
+        failure: Exception | None = None
+        for address in bootstrap.split(","):  # only the leader answers
+            try:
+                return trio.run(describe_node, address, timeout_s, self.security)
+            except (OSError, QuorumToolError, trio.TooSlowError) as exc:
+                failure = exc
+        assert failure is not None
+        raise failure
 
     def wait_for_leader(
         self, timeout_s: float = 30.0, *, exclude: Iterable[int] = (), min_epoch: int = 0

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTROLLER_ENDPOINT_TYPE", "QuorumToolError", "QuorumView", "VoterChangeError",
-    "active_controller", "add_raft_voter", "describe", "remove_raft_voter",
+    "active_controller", "add_raft_voter", "describe", "describe_node", "remove_raft_voter",
 ]
 
 CONTROLLER_ENDPOINT_TYPE = 2
@@ -108,10 +108,29 @@ async def describe(bootstrap: str, timeout_s: float = 30.0, security: ClientSecu
 
     with trio.fail_after(timeout_s):
         cluster_id, host, port = await active_controller(bootstrap, security)
-        quorum = await _request(
-            host, port, security,
-            DescribeQuorumRequest([RequestTopic(METADATA_TOPIC_NAME, [RequestPartition(METADATA_PARTITION)])]),
-        )
+        return await _describe_quorum(cluster_id, host, port, security)
+
+
+async def describe_node(address: str, timeout_s: float = 30.0, security: ClientSecurity = PLAINTEXT) -> QuorumView:
+    """DescribeQuorum sent to the controller at ``address`` (``HOST:PORT``) itself, without
+    DescribeCluster first: the way to a quorum at a metadata.version before 3.7-IV0, whose
+    controllers refuse DescribeCluster (direct-to-controller admin requests came with KIP-919)
+    but answer DescribeQuorum, as brokers forward it to them. Only the leader answers it; the
+    others answer NOT_LEADER_OR_FOLLOWER (``KafkaRaftClient.handleDescribeQuorumRequest``),
+    raised as QuorumToolError. ``cluster_id`` of the view is empty. Raises as
+    :func:`describe`."""
+    import trio
+
+    host, port = _parse_host_port(address)
+    with trio.fail_after(timeout_s):
+        return await _describe_quorum("", host, port, security)
+
+
+async def _describe_quorum(cluster_id: str, host: str, port: int, security: ClientSecurity) -> QuorumView:
+    quorum = await _request(
+        host, port, security,
+        DescribeQuorumRequest([RequestTopic(METADATA_TOPIC_NAME, [RequestPartition(METADATA_PARTITION)])]),
+    )
     assert isinstance(quorum, DescribeQuorumResponse)
     if quorum.error_code != Errors.NONE:
         raise QuorumToolError(f"DescribeQuorum failed: {Errors.of(quorum.error_code).name}")

@@ -14,7 +14,14 @@ also reads, and fetched into ``compat/.cache/kafka-<version>/``:
                 kafka-tools classes (DumpLogSegments from 4.3, MetadataQuorumCommand) stand in
     config/     log4j.properties (3.x) and log4j2.properties (4.x): WARN and above, on stderr
     oracle/     the compiled Java codec oracle (compat only, see compat/oracle.py) and tool
-                runner (:data:`TOOL_RUNNER_ENV`)
+                runner (:data:`TOOL_RUNNER_ENV`); for a matrix release outside
+                :data:`PINNED_VERSIONS`, the tool runner only
+
+Two sets of releases: :data:`PINNED_VERSIONS` (``kafka.versions``), what the compat tests and
+benchmarks run against and ``make compat-jars`` fetches; :data:`MATRIX_RELEASES`
+(``kafka.releases``), the newest patch of every line since 3.3, with each one's
+:func:`release_facts` (metadata.version, static or dynamic quorum, ``--bootstrap-controller``,
+logging flavour). A matrix release is fetched on demand by :func:`ensure_fetched`.
 
 Where ``compat/`` is: the directory named by the environment variable ``KWIRE_COMPAT_DIR``
 (:data:`COMPAT_DIR_ENV`) when set, else ``compat/`` beside the directory holding this package,
@@ -23,8 +30,8 @@ read once, at import. An installed copy that is not editable has no ``compat/`` 
 ``KWIRE_COMPAT_DIR`` to a checkout's ``compat/`` directory, or every function that needs a
 release raises :class:`KafkaUnavailable` saying so (importing this module never fails for it).
 
-Errors: every function taking a ``version`` raises ValueError for a release that is not pinned,
-and KafkaUnavailable when there are no pins or when Java or the jars it needs are missing.
+Errors: every function taking a ``version`` raises ValueError for a release that is not pinned
+(in neither set), and KafkaUnavailable when there are no pins or when Java or the jars it needs are missing.
 
 :func:`run_tool` and :func:`tool_class` look a tool up on the release's own classpath first and
 then on its tools classpath; :func:`tool_release` says which release actually runs it.
@@ -39,25 +46,19 @@ Typical use::
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import functools
 import os
 import shutil
-import socket
-import struct
 import subprocess
-import tempfile
-import threading
-import time
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import javaproperties
 
 from tools import tool_runner
-from tools.local_cluster import free_ports
+from tools.stock_kafka_cds import CDS_QUIET_FLAGS, Training, make_class_data_archive
 
 COMPAT_DIR_ENV = "KWIRE_COMPAT_DIR"
 """The environment variable that names the ``compat/`` directory (pins and jar cache)."""
@@ -91,13 +92,74 @@ def _pinned() -> tuple[str, ...]:
 
 
 PINNED_VERSIONS: tuple[str, ...] = _pinned() if VERSIONS_FILE.is_file() else ()
-"""Every pinned Kafka release, oldest first (``kafka.versions``); empty when there is no
-``kafka-versions.properties`` (see the module docstring)."""
+"""The Kafka releases ``make test`` fetches and the compat tests run against by default, oldest
+first (``kafka.versions``); empty when there is no ``kafka-versions.properties`` (see the module
+docstring)."""
+
+
+def _matrix() -> tuple[str, ...]:
+    raw = _properties().get("kafka.releases", "")
+    listed = tuple(v.strip() for v in raw.split(",") if v.strip())
+    return tuple(sorted(set(listed) | set(PINNED_VERSIONS), key=version_tuple))
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
     """``"4.4.0"`` -> ``(4, 4, 0)``, for comparisons such as ``version_tuple(v) >= (4, 3)``."""
     return tuple(int(part) for part in version.split("."))
+
+
+MATRIX_RELEASES: tuple[str, ...] = _matrix() if VERSIONS_FILE.is_file() else ()
+"""The release matrix (``kafka.releases``, with :data:`PINNED_VERSIONS`): the newest patch of
+every Kafka line since 3.3, oldest first. A release outside :data:`PINNED_VERSIONS` is fetched on
+demand (:func:`ensure_fetched`)."""
+
+
+COVER_RELEASES: tuple[str, ...] = tuple(
+    v.strip() for v in (_properties().get("kafka.cover.releases", "") if VERSIONS_FILE.is_file() else "").split(",")
+    if v.strip()
+)
+"""The releases of the matrix outside :data:`PINNED_VERSIONS` that ``make test`` uses
+(``kafka.cover.releases``): ``make compat-jars`` fetches them, and their class data sharing
+archives are made up front with the pinned releases'."""
+
+
+@dataclass(frozen=True)
+class ReleaseFacts:
+    """What a stock release of the matrix needs from a quorum and the harness.
+
+    ``metadata_version``: the newest metadata.version of its line (``MetadataVersion`` at the
+    release's tag), the ``--release-version`` its quorum is formatted at. ``dynamic_quorum``:
+    KIP-853 (kraft.version 1, ``controller.quorum.bootstrap.servers``, ``--standalone`` and
+    ``--initial-controllers``) from 3.9; before it a quorum is static
+    (``controller.quorum.voters``). ``bootstrap_controller``: its admin tools talk to controllers
+    directly (``--bootstrap-controller``, KIP-919) from 3.7; before, only through a broker.
+    ``log4j2``: Log4j 2 (KIP-653) from 4.0, configured by ``log4j2.properties``; before, Log4j
+    1.x / reload4j with ``log4j.properties``. ``tools_version``: the release whose kafka-tools
+    stand in (see :func:`tools_version`)."""
+
+    version: str
+    metadata_version: str
+    dynamic_quorum: bool
+    bootstrap_controller: bool
+    log4j2: bool
+    tools_version: str
+
+    @property
+    def release_version(self) -> str:
+        """The ``--release-version`` of its line, ``"3.6"`` for 3.6.2."""
+        return ".".join(self.version.split(".")[:2])
+
+
+def release_facts(version: str) -> ReleaseFacts:
+    """The :class:`ReleaseFacts` of a release of the matrix. Raises ValueError for a release
+    that is not pinned or has no ``kafka.<version>.metadata.version``."""
+    _check_pinned(version)
+    level = _properties().get(f"kafka.{version}.metadata.version", "").strip()
+    if not level:
+        raise ValueError(f"kafka.{version}.metadata.version is missing from {VERSIONS_FILE}")
+    v = version_tuple(version)
+    return ReleaseFacts(version, level, dynamic_quorum=v >= (3, 9), bootstrap_controller=v >= (3, 7),
+                        log4j2=v >= (4,), tools_version=tools_version(version))
 
 
 def _check_pinned(version: str) -> None:
@@ -106,14 +168,45 @@ def _check_pinned(version: str) -> None:
             f"no Kafka versions are pinned here: {VERSIONS_FILE} is missing (set "
             f"{COMPAT_DIR_ENV} to the compat/ directory of a kwire checkout)"
         )
-    if version not in PINNED_VERSIONS:
-        raise ValueError(f"Kafka {version} is not pinned in {VERSIONS_FILE} ({PINNED_VERSIONS})")
+    if version not in MATRIX_RELEASES:
+        raise ValueError(f"Kafka {version} is not pinned in {VERSIONS_FILE} ({MATRIX_RELEASES})")
+
+
+FETCH_SCRIPT = COMPAT_DIR / "fetch-kafka.sh"
+
+
+def is_fetched(version: str) -> bool:
+    """Whether ``version``'s jars (and, for a stand-in, its tools' jars) are in the cache."""
+    home = kafka_home(version)
+    if not (home / "lib.stamp").is_file() or not jars(version):
+        return False
+    if tools_version(version) != version and not (home / "tools-lib.stamp").is_file():
+        return False
+    return logging_config(version).is_file()
+
+
+def ensure_fetched(version: str, *, timeout_s: float = 1800.0) -> Path:
+    """Fetch ``version`` (a release of :data:`MATRIX_RELEASES`) from Maven Central into the cache
+    with ``compat/fetch-kafka.sh VERSION`` unless it is there; returns :func:`kafka_home`. One
+    fetch runs at a time (the script's lock); its output is kept for the error.
+    Raises ValueError for a release that is not pinned, KafkaUnavailable when the fetch fails
+    (Java, javac, mvn or the network missing: the script's words)."""
+    home = kafka_home(version)
+    if is_fetched(version):
+        return home
+    if not FETCH_SCRIPT.is_file():
+        raise KafkaUnavailable(f"Kafka {version} is not fetched and {FETCH_SCRIPT} is missing")
+    done = subprocess.run(["bash", str(FETCH_SCRIPT), version], capture_output=True, text=True, timeout=timeout_s,
+                          check=False)
+    if done.returncode != 0 or not is_fetched(version):
+        raise KafkaUnavailable(f"fetching Kafka {version} failed: {done.stderr.strip()[-3000:]}")
+    return home
 
 
 def tools_version(version: str) -> str:
     """The release whose kafka-tools classes run for ``version``: ``version`` itself unless
     kafka-versions.properties names a stand-in (``kafka.<version>.tools.version``). Raises
-    ValueError for a release that is not pinned."""
+    ValueError for a release that is not pinned (in :data:`MATRIX_RELEASES`)."""
     _check_pinned(version)
     return _properties().get(f"kafka.{version}.tools.version", version).strip() or version
 
@@ -201,11 +294,10 @@ CDS_ENV = "KWIRE_KAFKA_CDS"
 """When this environment variable is set (to anything but ``""`` or ``0``), every JVM
 :func:`java_command` builds maps a class data sharing archive of its classpath (JDK dynamic
 AppCDS, :func:`class_data_archive`), made on first use by a short training run (see
-:func:`_make_class_data_archive`). The test runs set it: loading and verifying classes is about
+:func:`tools.stock_kafka_cds.make_class_data_archive`). The test runs set it: loading and verifying classes is about
 half of a stock tool run's CPU time (a 4.4.0 StorageTool format took 1.3 CPU-s, 0.75 with the
 archive). The JVM ignores an archive that does not fit (another JDK, another classpath), and
 the flags keep it from saying so on stdout."""
-_CDS_QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 
 
 TOOL_RUNNER_ENV = "KWIRE_KAFKA_TOOL_RUNNER"
@@ -221,7 +313,7 @@ has not been built (jars fetched before it existed: ``make compat-jars`` builds 
 SUBPROCESS_ONLY = frozenset({
     "kafka.Kafka", "kafka.tools.TestRaftServer",
     "org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer",
-    "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka.tools.ConsoleConsumer",
     "org.apache.kafka.shell.MetadataShell",
 })
 """Main classes :data:`TOOL_RUNNER_ENV` never routes to a runner: servers; the console clients,
@@ -271,9 +363,9 @@ def java_command(
     if os.environ.get(CDS_ENV, "").strip() not in ("", "0") and not list(extra_classpath):
         archive = class_data_archive(version, tools=tools)
         if not archive.is_file():
-            _make_class_data_archive(version, tools=tools)
+            make_class_data_archive(archive, _training(version, tools=tools))
         if archive.is_file():
-            flags += [f"-XX:SharedArchiveFile={archive}", *_CDS_QUIET]
+            flags += [f"-XX:SharedArchiveFile={archive}", *CDS_QUIET_FLAGS]
     flags += list(jvm_args)
     return [
         java_executable(), *flags, "-cp", classpath(version, extra_classpath, tools=tools),
@@ -281,127 +373,44 @@ def java_command(
     ]
 
 
-def class_data_archive(version: str, *, tools: bool = False) -> Path:
-    """Where the class data sharing archive of ``version``'s classpath (with ``tools``: its
-    tools classpath) is kept: ``cds/lib.jsa`` or ``cds/tools-lib.jsa`` under
-    :func:`kafka_home`."""
-    return kafka_home(version) / "cds" / f"{lib_dir(version, tools=tools).name}.jsa"
-
-
 def make_class_data_archives(versions: Sequence[str] = ()) -> list[Path]:
-    """Make every class data sharing archive of ``versions`` (default: every pinned release) that
-    is missing -- each release's classpath, and its stand-in tools classpath where it has one --
-    one after another, newest release first; returns the archives that exist afterwards.
+    """Make every class data sharing archive of ``versions`` (default: every pinned release and
+    every one of :data:`COVER_RELEASES`) that is missing -- each release's classpath, and its
+    stand-in tools classpath where it has one -- one after another, newest release first;
+    returns the archives that exist afterwards (:func:`tools.stock_kafka_cds.make_class_data_archive`).
     ``make test`` runs this (``python -m tools.stock_kafka --class-data-archives``) beside the
     test run's start-up, so that the first tests to start a JVM find the archives made rather
     than each waiting for its own training (a minute of worker time on a fresh clone)."""
     made = []
-    for version in sorted(versions or PINNED_VERSIONS, key=version_tuple, reverse=True):
+    for version in sorted(versions or PINNED_VERSIONS + COVER_RELEASES, key=version_tuple, reverse=True):
         for tools in (False, True):
             archive = class_data_archive(version, tools=tools)
             if archive in made:
                 continue
-            _make_class_data_archive(version, tools=tools)
+            make_class_data_archive(archive, _training(version, tools=tools))
             if archive.is_file():
                 made.append(archive)
     return made
 
 
-def _make_class_data_archive(version: str, *, tools: bool) -> None:
-    """Write :func:`class_data_archive` from a training run on its classpath.
-
-    The release's own classpath is trained on a server, where most of its JVMs' class loading
-    is: StorageTool formats a standalone combined node (``process.roles=broker,controller``),
-    which then runs until its broker answers an ApiVersions request, and stops on SIGTERM. An
-    archive trained on StorageTool alone left a 4.4.0 controller's start at 1.9–2.1 CPU-s; this
-    one takes it to 1.2–1.5 (a combined node's from 2.5–2.7 to 1.6–1.8), and a StorageTool
-    format runs as fast with either. A stand-in tools classpath is trained on DumpLogSegments
-    decoding the snapshot that format wrote.
-
-    One training at a time per archive (a lock file beside it): a process that waited finds the
-    archive made. The archive is written under a temporary name and renamed into place, so a
-    reader sees a whole archive or none; a failed run leaves none (the JVMs then run without
-    one)."""
-    archive = class_data_archive(version, tools=tools)
-    archive.parent.mkdir(parents=True, exist_ok=True)
-    with open(archive.with_name(f"{archive.name}.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if archive.is_file():
-            return
-        partial = archive.with_name(f"{archive.name}.{os.getpid()}.partial")
-        try:
-            with tempfile.TemporaryDirectory() as scratch:
-                dump = [f"-XX:ArchiveClassesAtExit={partial}", *_CDS_QUIET]
-                _train(version, tools and tools_version(version) != version, Path(scratch), dump)
-            if partial.is_file():
-                os.replace(partial, archive)
-        except (OSError, subprocess.SubprocessError, TimeoutError):
-            pass
-        finally:
-            partial.unlink(missing_ok=True)
-
-
-def _train(version: str, stand_in: bool, scratch: Path, dump: list[str]) -> None:
-    """The training run of :func:`_make_class_data_archive` in ``scratch`` (``stand_in``: for
-    a stand-in tools classpath); ``dump`` are the flags that write the archive, given to the
-    run's last JVM. Raises OSError,
-    ``subprocess.SubprocessError`` or TimeoutError when a step fails."""
-    controller_port, broker_port = free_ports(2)
-    props = scratch / "server.properties"
-    props.write_text(
-        "process.roles=broker,controller\nnode.id=1\n"
-        f"controller.quorum.bootstrap.servers=localhost:{controller_port}\n"
-        "controller.listener.names=CONTROLLER\n"
-        f"listeners=CONTROLLER://localhost:{controller_port},PLAINTEXT://localhost:{broker_port}\n"
-        f"log.dirs={scratch / 'data'}\n"
-        "offsets.topic.replication.factor=1\ntransaction.state.log.replication.factor=1\n",
-        encoding="utf-8",
+def _training(version: str, *, tools: bool) -> Training:
+    """The training run of ``version``'s classpath (with ``tools``: its tools classpath)."""
+    stand_in = tools and tools_version(version) != version
+    return Training(
+        java=(java_executable(), *COMMON_JVM_FLAGS, *os.environ.get(EXTRA_JVM_FLAGS_ENV, "").split()),
+        tool_flags=TOOL_JVM_FLAGS, server_flags=SERVER_JVM_FLAGS, classpath=classpath(version),
+        logging=tuple(logging_flags(version)), storage_class=tool_class(version, "storage"),
+        dynamic=version_tuple(version) >= (3, 9),
+        tools_classpath=classpath(version, tools=True) if stand_in else None,
+        tools_logging=tuple(logging_flags(version, tools=True)) if stand_in else (),
     )
-    base = [java_executable(), *COMMON_JVM_FLAGS, *os.environ.get(EXTRA_JVM_FLAGS_ENV, "").split()]
-    subprocess.run(
-        [*base, *TOOL_JVM_FLAGS, *logging_flags(version), "-cp", classpath(version),
-         tool_class(version, "storage"), "format", "-t", "MkU3OEVBNTcwNTJENDM2Qg", "-c", str(props),
-         "--standalone"],
-        capture_output=True, timeout=120, check=True,
-    )
-    if stand_in:
-        snapshot = scratch / "data" / "__cluster_metadata-0" / "00000000000000000000-0000000000.checkpoint"
-        subprocess.run(
-            [*base, *TOOL_JVM_FLAGS, *logging_flags(version, tools=True), *dump, "-cp",
-             classpath(version, tools=True), "org.apache.kafka.tools.DumpLogSegments",
-             "--cluster-metadata-decoder", "--files", str(snapshot)],
-            capture_output=True, timeout=120, check=True,
-        )
-        return
-    server = subprocess.Popen(
-        [*base, *SERVER_JVM_FLAGS, *logging_flags(version), f"-Dkafka.logs.dir={scratch / 'logs'}",
-         *dump, "-cp", classpath(version), "kafka.Kafka", str(props)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        _wait_api_versions(broker_port, server, timeout_s=60.0)
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
 
 
-def _wait_api_versions(port: int, server: subprocess.Popen[bytes], *, timeout_s: float) -> None:
-    """Wait until the broker on ``localhost:port`` answers an ApiVersions v0 request (its
-    request handling is enabled once it has caught up with the metadata log and registered).
-    Raises TimeoutError after ``timeout_s`` seconds, or at once when ``server`` exits."""
-    # size, api key 18, version 0, correlation id 1, client id "cds" (Kafka's request header v1)
-    request = struct.pack(">ihhih3s", 13, 18, 0, 1, 3, b"cds")
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and server.poll() is None:
-        try:
-            with socket.create_connection(("localhost", port), timeout=2.0) as conn:
-                conn.sendall(request)
-                if len(conn.recv(8)) >= 4:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.1)
-    raise TimeoutError(f"no ApiVersions answer on localhost:{port}")
+def class_data_archive(version: str, *, tools: bool = False) -> Path:
+    """Where the class data sharing archive of ``version``'s classpath (with ``tools``: its
+    tools classpath) is kept: ``cds/lib.jsa`` or ``cds/tools-lib.jsa`` under
+    :func:`kafka_home`."""
+    return kafka_home(version) / "cds" / f"{lib_dir(version, tools=tools).name}.jsa"
 
 
 def run_kafka_class(
@@ -504,80 +513,6 @@ def start_kafka_class(
     )
 
 
-def metadata_shell_session(
-    version: str,
-    snapshot: str | os.PathLike[str],
-    commands: Sequence[str],
-    *,
-    jvm_args: Sequence[str] = (),
-    timeout: float = 120.0,
-    errors: list[str] | None = None,
-) -> list[str]:
-    """Run ``commands`` in one interactive ``kafka-metadata-shell --snapshot SNAPSHOT`` of
-    ``version`` once the shell holds the whole image; the output of each, as text.
-
-    The shell's one-command mode can answer from an empty image: it runs its command once its
-    loader has caught up with the file (``MetadataShell.waitUntilCaughtUp``), which may be
-    before the loader has handed the image to the shell's own publisher (a few hundred records
-    of any writer's snapshot are enough to lose that race). Here the shell is asked
-    ``cat /image/features/metadataVersion`` until it answers a level, then the commands run.
-    ``errors`` (when given) receives the shell's stderr. The shell is killed after ``timeout``
-    seconds (a 3.9 shell can hang in its loader), which raises ``subprocess.TimeoutExpired``;
-    RuntimeError when the shell exits early, KafkaUnavailable when Java or the jars are
-    missing. The shell's ``java.io.tmpdir`` is a directory of its own, removed afterwards: the
-    shell (its raft manager's scratch directory, JLine's native library) deletes what it made
-    there only on a clean exit, and it is killed."""
-    main_class, tools = _locate_tool(version, "metadata-shell")
-    scratch = tempfile.TemporaryDirectory(prefix="kwire-metadata-shell-")
-    command = java_command(version, main_class, ["--snapshot", str(snapshot)],
-                           jvm_args=[*jvm_args, f"-Djava.io.tmpdir={scratch.name}"], tools=tools)
-    stderr_file = tempfile.TemporaryFile(mode="w+")
-    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr_file,
-                               text=True, bufsize=1)
-    assert process.stdin is not None and process.stdout is not None
-    stdin, stdout = process.stdin, process.stdout
-    killer = threading.Timer(timeout, process.kill)  # a read blocked on a hung shell then ends
-    killer.start()
-    sentinel = "kwire-end-of-output"
-
-    def ask(line: str) -> list[str]:
-        """Send ``line`` and a marker command; the lines the shell printed before the marker's
-        error (the prompt stripped)."""
-        stdin.write(f"{line}\n{sentinel}\n")
-        stdin.flush()
-        out: list[str] = []
-        while True:
-            text = stdout.readline()
-            if not text and not killer.is_alive():
-                raise subprocess.TimeoutExpired(command, timeout)
-            if not text:
-                raise RuntimeError(f"kafka-metadata-shell {version} exited: {''.join(out)[-2000:]}")
-            text = text.removeprefix(">> ").rstrip("\n")
-            if sentinel in text:
-                return out
-            if text not in ("Loading...", "Starting...", "[ Kafka Metadata Shell ]"):
-                out.append(text)
-
-    try:
-        while True:
-            answer = ask("cat /image/features/metadataVersion")
-            if answer and "-IV" in answer[-1]:  # a level's name (3.9-IV0), not an empty image's
-                break
-            time.sleep(0.2)
-        return ["\n".join(ask(line)) for line in commands]
-    finally:
-        killer.cancel()
-        with contextlib.suppress(OSError):
-            stdin.close()
-        process.kill()
-        process.wait()
-        if errors is not None:
-            stderr_file.seek(0)
-            errors.append(stderr_file.read())
-        stderr_file.close()
-        scratch.cleanup()
-
-
 class KafkaCommandError(RuntimeError):
     """A Kafka main class exited with a non-zero status: ``version``, ``main_class`` and the
     completed ``result`` (its stdout and stderr, the last 4000 characters of each in the
@@ -614,22 +549,24 @@ def has_class(version: str, class_name: str, *, tools: bool = False) -> bool:
     return class_name in _class_index(version, tools)
 
 
-# The main class of each Kafka command-line tool, newest location first. DumpLogSegments moved
-# from core (Scala, kafka.tools) to the tools module (Java) in 4.3 (KAFKA-14579).
+# The main class of each Kafka command-line tool, newest location first: the tools moved from
+# core (Scala, kafka.admin / kafka.tools) to the tools module (Java) one by one (KIP-906):
+# MetadataQuorumCommand in 3.5, FeatureCommand in 3.6 (core keeps a copy until 3.7), TopicCommand
+# in 3.7, ConsoleConsumer in 3.8, ConsoleProducer in 4.0, DumpLogSegments in 4.3 (KAFKA-14579).
 TOOL_CLASSES: dict[str, tuple[str, ...]] = {
     "dump-log": ("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments"),
     "storage": ("kafka.tools.StorageTool",),
-    "metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand",),
+    "metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand", "kafka.admin.MetadataQuorumCommand"),
     "metadata-shell": ("org.apache.kafka.shell.MetadataShell",),
-    "features": ("org.apache.kafka.tools.FeatureCommand",),
+    "features": ("org.apache.kafka.tools.FeatureCommand", "kafka.admin.FeatureCommand"),
     "server": ("kafka.Kafka",),
     "test-raft-server": ("kafka.tools.TestRaftServer",),
-    "topics": ("org.apache.kafka.tools.TopicCommand",),
+    "topics": ("org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand"),
     "configs": ("kafka.admin.ConfigCommand",),
     "reassign-partitions": ("org.apache.kafka.tools.reassign.ReassignPartitionsCommand",),
     "leader-election": ("org.apache.kafka.tools.LeaderElectionCommand", "kafka.admin.LeaderElectionCommand"),
     "console-producer": ("org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer"),
-    "console-consumer": ("org.apache.kafka.tools.consumer.ConsoleConsumer",),
+    "console-consumer": ("org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka.tools.ConsoleConsumer"),
     "acls": ("org.apache.kafka.tools.AclCommand", "kafka.admin.AclCommand"),
     "delegation-tokens": ("org.apache.kafka.tools.DelegationTokenCommand",),
     "producer-perf-test": ("org.apache.kafka.tools.ProducerPerformance",),

@@ -360,10 +360,14 @@ def envelope_response(forwarded: Request, response: Message) -> EnvelopeResponse
     """The EnvelopeResponse carrying ``response`` to the forwarded request
     (``RequestContext.buildResponseEnvelopePayload``): its response header (the client's
     correlation id) and body at the request's version, without a size prefix, as the client
-    will read them; an answer holding NOT_CONTROLLER anywhere is replaced by an envelope
-    NOT_CONTROLLER without data (``RequestChannel.Request.buildResponseSend``), which tells the
-    broker to find the active controller again."""
-    if _holds_error(response, Errors.NOT_CONTROLLER):
+    will read them; an answer holding NOT_CONTROLLER anywhere, or for DescribeQuorum
+    NOT_LEADER_OR_FOLLOWER instead (``RequestChannel.Request.shouldReturnNotController``: what
+    a controller that does not lead answers it with), is replaced by an envelope NOT_CONTROLLER
+    without data (``RequestChannel.Request.buildResponseSend``), which tells the broker to find
+    the active controller again (a broker's idle forwarding channel that reconnected to a
+    restarted former leader otherwise fails every DescribeQuorum until the client gives up)."""
+    describe_quorum = forwarded.header.request_api_key == ApiKey.DESCRIBE_QUORUM
+    if _holds_error(response, Errors.NOT_LEADER_OR_FOLLOWER if describe_quorum else Errors.NOT_CONTROLLER):
         return EnvelopeResponse(response_data=None, error_code=Errors.NOT_CONTROLLER)
     frame = bytes(encode_response(response, forwarded.header.request_api_version, forwarded.header.correlation_id))
     return EnvelopeResponse(response_data=frame[4:], error_code=Errors.NONE)

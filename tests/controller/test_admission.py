@@ -6,6 +6,8 @@ import pytest
 
 from kwire.errors import Errors
 from messages.generated.create_delegation_token_request import CreateDelegationTokenRequest
+from messages.generated.create_topics_request import CreatableTopic, CreateTopicsRequest
+from messages.generated.create_topics_response import CreatableTopicResult, CreateTopicsResponse
 from messages.generated.describe_acls_request import DescribeAclsRequest
 from messages.generated.describe_quorum_request import DescribeQuorumRequest
 from messages.generated.describe_quorum_response import (
@@ -57,10 +59,10 @@ def test_a_forwarded_request_is_opened_and_answered_with_its_own_header() -> Non
     forwarded = open_envelope(_envelope(_describe_quorum()), api_versions())
     assert isinstance(forwarded, Request) and isinstance(forwarded.body, DescribeQuorumRequest)
     assert (forwarded.header.correlation_id, forwarded.header.client_id) == (77, "adminclient-1")
-    wrapped = envelope_response(forwarded, DescribeQuorumResponse(error_code=Errors.NOT_LEADER_OR_FOLLOWER))
+    wrapped = envelope_response(forwarded, DescribeQuorumResponse(error_code=Errors.CLUSTER_AUTHORIZATION_FAILED))
     assert wrapped.error_code == Errors.NONE
     header, response = decode_response(wrapped.response_data, 55, 2)
-    assert header.correlation_id == 77 and response.error_code == Errors.NOT_LEADER_OR_FOLLOWER
+    assert header.correlation_id == 77 and response.error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
 
 
 @pytest.mark.parametrize(
@@ -87,16 +89,34 @@ def test_a_forwardable_request_this_node_does_not_serve_is_unsupported() -> None
     assert 55 in FORWARDABLE and 1 not in FORWARDABLE and len(FORWARDABLE) == 21
 
 
+def _create_topics() -> bytes:
+    return encode_request(CreateTopicsRequest(topics=[CreatableTopic(name="t", num_partitions=1,
+                                                                     replication_factor=1)]), 7, 78, "adminclient-1")
+
+
 def test_an_answer_holding_not_controller_goes_back_as_the_envelopes_error() -> None:
-    forwarded = open_envelope(_envelope(_describe_quorum()), api_versions())
+    """Kafka's ``shouldReturnNotController``: NOT_CONTROLLER anywhere in an answer, and for
+    DescribeQuorum (which a controller that does not lead answers with NOT_LEADER_OR_FOLLOWER)
+    that error instead, so that the broker looks for the active controller again."""
+    forwarded = open_envelope(_envelope(_create_topics()), api_versions())
     assert isinstance(forwarded, Request)
-    top = envelope_response(forwarded, DescribeQuorumResponse(error_code=Errors.NOT_CONTROLLER))
+    top = envelope_response(forwarded, CreateTopicsResponse(topics=[CreatableTopicResult(
+        name="t", error_code=Errors.NOT_CONTROLLER)]))
+    assert (top.error_code, top.response_data) == (Errors.NOT_CONTROLLER, None)
+    kept = envelope_response(forwarded, CreateTopicsResponse(topics=[CreatableTopicResult(
+        name="t", error_code=Errors.NOT_LEADER_OR_FOLLOWER)]))
+    assert kept.error_code == Errors.NONE and kept.response_data is not None
+    quorum = open_envelope(_envelope(_describe_quorum()), api_versions())
+    assert isinstance(quorum, Request)
+    top = envelope_response(quorum, DescribeQuorumResponse(error_code=Errors.NOT_LEADER_OR_FOLLOWER))
     nested = envelope_response(
-        forwarded,
-        DescribeQuorumResponse(topics=[TopicData(partitions=[PartitionData(error_code=Errors.NOT_CONTROLLER)])]),
+        quorum,
+        DescribeQuorumResponse(topics=[TopicData(partitions=[PartitionData(error_code=Errors.NOT_LEADER_OR_FOLLOWER)])]),
     )
     for wrapped in (top, nested):
         assert (wrapped.error_code, wrapped.response_data) == (Errors.NOT_CONTROLLER, None)
+    kept = envelope_response(quorum, DescribeQuorumResponse(error_code=Errors.NOT_CONTROLLER))
+    assert kept.error_code == Errors.NONE  # Kafka lifts only NOT_LEADER_OR_FOLLOWER for DescribeQuorum
 
 
 # ---------------------------------------------------------------------------- admission

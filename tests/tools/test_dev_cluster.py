@@ -114,3 +114,26 @@ def test_a_start_that_fails_part_way_leaves_no_node_running(tmp_path: Path) -> N
     for i in (1, 3):
         with pytest.raises(OSError):
             trio.run(describe, f"localhost:{cluster.nodes[i].port}", 2.0)
+
+
+def test_create_at_a_release_before_3_9_makes_a_static_quorum(tmp_path: Path) -> None:
+    from storage.bootstrap import read_bootstrap_checkpoint
+
+    cluster = DevCluster.create(tmp_path, 3, base_port=None, release_version="3.6")
+    voters = ",".join(f"{i}@localhost:{n.port}" for i, n in cluster.nodes.items())
+    assert cluster.quorum_voters == voters and cluster.direct_describe
+    for node in cluster.nodes.values():
+        text = node.config_path.read_text()
+        assert f"controller.quorum.voters={voters}\n" in text and "bootstrap.servers" not in text
+        bootstrap = read_bootstrap_checkpoint(node.data_dir)
+        assert bootstrap is not None and bootstrap.metadata_version_level == 14  # 3.6-IV2
+    reopened = DevCluster.open(tmp_path)
+    assert reopened.quorum_voters == voters and reopened.direct_describe
+
+
+def test_create_at_3_9_keeps_a_dynamic_quorum(tmp_path: Path) -> None:
+    cluster = DevCluster.create(tmp_path, 1, base_port=None, release_version="3.9-IV0")
+    assert cluster.quorum_voters is None and not cluster.direct_describe
+    assert "controller.quorum.bootstrap.servers=" in cluster.nodes[1].config_path.read_text()
+    with pytest.raises(DevClusterError, match="Unknown release version"):
+        DevCluster.create(tmp_path / "other", 1, base_port=None, release_version="2.8")

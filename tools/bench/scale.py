@@ -236,9 +236,9 @@ def _point(partitions: int, brokers: int, directory: Path) -> Point:
 
 def _shell_reads(snapshot: str, topics: int) -> str:
     """"ok" when stock metadata-shell lists every one of the ``topics`` topics of
-    ``snapshot`` (``tools.stock_kafka.metadata_shell_session``), else what it listed."""
+    ``snapshot`` (``tools.stock_metadata_shell.metadata_shell_session``), else what it listed."""
     from tools.bench.brokers import KAFKA_VERSION
-    from tools.stock_kafka import metadata_shell_session
+    from tools.stock_metadata_shell import metadata_shell_session
 
     out = metadata_shell_session(KAFKA_VERSION, snapshot, ["ls /image/topics/byName"], jvm_args=[SHELL_HEAP],
                                  timeout=SHELL_TIMEOUT_S)
