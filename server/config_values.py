@@ -79,6 +79,8 @@ _HOST_PORT_RE = re.compile(r"^\[?(?P<host>[0-9a-zA-Z\-%._:]+?)\]?:(?P<port>[0-9]
 
 
 def split_list(value: str) -> list[str]:
+    """A comma-separated config value's items, stripped, empty ones dropped (Kafka's
+    ``ConfigDef.Type.LIST`` parsing)."""
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
