@@ -57,17 +57,16 @@ from server.controller.image_loader import (
     Revert,
     SnapshotLoad,
 )
+from server.controller.leadership import Leadership
 from server.controller.offset_control import OffsetControl
 from server.controller.operations import ControllerConfig, ControllerLog, OperationContext
 from server.controller.outbox import ControllerOutbox, OutboxWriter, RaftView
 from server.controller.periodic_tasks import MAX_ELECTIONS_PER_IMBALANCE, PeriodicTasks, may_write
 from server.controller.registry import ControllerApi, find
-from server.controller.responses import not_controller
 from server.controller.result import Record
 from server.controller.snapshots import SnapshotGenerator, SnapshotToWrite
 from server.controller.write_queue import DeferredWriteQueue
 from server.raft.events import AppendResult, CommittedBatch
-from server.raft.roles import Leader
 from server.raft.types import OffsetAndEpoch
 
 if TYPE_CHECKING:
@@ -171,9 +170,9 @@ class ControllerHost:
         """The image being rebuilt a slice at a time (a snapshot load, or a revert)."""
         self.load_records_per_poll = SNAPSHOT_LOAD_RECORDS_PER_POLL
         """Records :meth:`load_snapshot`, a revert and each :meth:`poll` replay at most."""
-        self._elected: tuple[int, int, int] | None = None
-        """The epoch this node leads, when the host first saw it lead, and ``replayed_offset`` then."""
         self._writer = OutboxWriter(raft, self._offsets, self._queue, self._replay)
+        self._leadership = Leadership(config.node_id, raft, self.controller, self, self._offsets, self._queue,
+                                      revert=self._revert)
         self._tasks = PeriodicTasks(config, self.controller, self.log, gate=self._may_write, context=self._context,
                                     write=lambda records: self._writer.append(records, None), write_no_op=self._append_no_op)
         if config.unsafe_ack_on_append:
@@ -196,7 +195,7 @@ class ControllerHost:
         """Replay ``batch`` on the image as it stands (a batch held during a load comes here
         from the loader, not through :meth:`commit`)."""
         offsets = self._offsets
-        if offsets.speculating and not offsets.still_ours(self._leader_epoch(), batch):
+        if offsets.speculating and not offsets.still_ours(self._leadership.leader_epoch(), batch):
             self._revert(now_ms, f"batch {batch.base_offset}-{batch.last_offset} of epoch {batch.epoch} committed")
             if self._loading is not None:
                 self._loading.committed.append(batch)  # after the committed image is whole again
@@ -293,7 +292,7 @@ class ControllerHost:
                           self.replayed_offset, load.replayed, now_ms - load.started_ms)
             if isinstance(load, SnapshotLoad):
                 self._writer.out.loaded = load.snapshot_id
-            if isinstance(load, Revert) and load.reactivate and self._claimed():
+            if isinstance(load, Revert) and load.reactivate and self._leadership.claimed():
                 self.controller.cluster.activate(now_ms)
         for batch in load.take_held(budget):
             self._commit(now_ms, batch)
@@ -377,7 +376,7 @@ class ControllerHost:
             api = find(request.body)
             assert api is not None
             self._run(now_ms, request, api)
-        self._tasks.poll(now_ms, claimed=self._claimed(), run=run_tasks and self._loading is None)
+        self._tasks.poll(now_ms, claimed=self._leadership.claimed(), run=run_tasks and self._loading is None)
         out = self._writer.take()
         due = self._tasks.next_deadline_ms()
         if self._loading is not None:
@@ -389,65 +388,23 @@ class ControllerHost:
 
     def active_controller(self) -> QuorumController | None:
         """The controller while this node is the active one and has replayed a
-        metadata.version (Kafka's active controller knows it from its first record on)."""
-        controller = self.controller
-        if (
-            not isinstance(self.raft.state, Leader)
-            or controller.active_epoch != self.raft.epoch
-            or controller.metadata_version is None
-        ):
-            return None
-        return controller
-
-    def _leader_epoch(self) -> int | None:
-        """The epoch this node leads, None off the leader."""
-        state = self.raft.state
-        return state.epoch if isinstance(state, Leader) else None
-
-    def _claimed(self) -> bool:
-        """This node leads and its controller claimed the epoch (its metadata.version may still
-        be on its way: the periodic writes wait for it)."""
-        return isinstance(self.raft.state, Leader) and self.controller.active_epoch == self.raft.epoch
+        metadata.version (``Leadership.active_controller``)."""
+        return self._leadership.active_controller()
 
     def not_controller(self) -> ApiError:
         """NOT_CONTROLLER naming the leader, or none while this node leads without being the
         active controller yet."""
-        leader = self.raft.leader_and_epoch.leader_id
-        return not_controller(None if leader == self.config.node_id and self.active_controller() is None else leader)
+        return self._leadership.not_controller()
 
     def _follow_leadership(self, now_ms: int) -> None:
-        """Claim the controller once this node leads and has replayed everything committed
-        before its epoch's start; renounce it off the leader (every write and waiting request
-        then gets NOT_CONTROLLER)."""
-        state, controller = self.raft.state, self.controller
-        if self._offsets.outlived(self._leader_epoch()):
-            controller.renounce()
-            self._revert(now_ms, "the leadership of the epoch it was appended in was lost")
-            if self._queue.pending:
-                self._fail_writes()
-        if not isinstance(state, Leader):
-            controller.renounce()
-            if self._queue.pending:
-                self._fail_writes()
-            return
-        if self._elected is None or self._elected[0] != state.epoch:
-            self._elected = (state.epoch, now_ms, self.replayed_offset)
-        if self.stopping or self._loading is not None or self.replayed_offset < state.epoch_start_offset:
-            return
-        if controller.active_epoch is not None and controller.active_epoch != state.epoch and self._queue.pending:
-            self._fail_writes()  # writes of an earlier epoch of ours never commit in this one
-        activation = controller.activate(state.epoch, now_ms)
+        """Claim or renounce (``Leadership.follow``); a claim starts the periodic tasks and
+        appends the activation records as one batch (atomic activations stay whole)."""
+        activation = self._leadership.follow(now_ms)
         if activation is None:
             return
-        _, elected_ms, replayed = self._elected
-        # the epoch's own first batch may have committed (and been replayed) before the host saw
-        # the election, on a single voter always: nothing before the epoch start was left then
-        self.log.info("node %d: the active controller of epoch %d, %d ms after its election (%d committed records "
-                      "replayed meanwhile up to the epoch start offset %d)", self.config.node_id, state.epoch,
-                      now_ms - elected_ms, max(0, state.epoch_start_offset - replayed), state.epoch_start_offset)
         self._tasks.activate(now_ms)
         if activation.records:
-            self._writer.append(activation.records, None, drain_now=False)  # one batch: atomic activations stay whole
+            self._writer.append(activation.records, None, drain_now=False)
 
     # ------------------------------------------------------------------ requests and writes
 
@@ -525,12 +482,6 @@ class ControllerHost:
 
     def _reply(self, request: ControllerRequest, response: Message) -> None:
         self._writer.reply(request.handle, response)
-
-    def _fail_writes(self) -> None:
-        """Leadership was lost: every uncommitted write is answered NOT_CONTROLLER (waiting
-        requests follow at the next poll, off the active controller)."""
-        self._offsets.writes_failed()
-        self._queue.fail_all(self.not_controller())
 
     # ------------------------------------------------------------------ periodic tasks
 
