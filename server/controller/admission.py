@@ -88,8 +88,8 @@ from server.controller.operations import ControllerConfig, ControllerLog
 from server.raft import registry as raft_registry
 
 if TYPE_CHECKING:
-    from server.controller.host import ControllerRequest
     from server.controller.registry import ControllerApi
+    from server.controller.request_runner import ControllerRequest
 
 __all__ = [
     "FORWARDABLE",

@@ -25,26 +25,23 @@ are computed from where those appends land. The jobs, each with its own rules:
 * ``periodic_tasks``: the NoOp, fencing, elections and token expiry, and their write gate
   (``PeriodicTaskControlManager``);
 * ``snapshots``: when to snapshot the image (``SnapshotGenerator``);
-* ``outbox``: the host's appends and replies for the driver.
+* ``outbox``: the host's appends and replies for the driver;
+* ``leadership``: claiming the epoch once everything before it is replayed, and renouncing it
+  (``QuorumController.claim`` / ``renounce``); the host appends the activation records;
+* ``request_runner``: a request run on the image, answered at once or after the writes it saw
+  (``ControllerReadEvent`` / ``ControllerWriteEvent``).
 
-The host keeps activation and renouncement: once the raft leader of an epoch has replayed
-everything before the epoch's start offset (where ``KafkaRaftClient`` tells its listener of its
-own leadership), the controller claims the epoch and appends its activation records
-(``server.controller.activation``) as one batch; off the leader it renounces, and every waiting
-write and request gets NOT_CONTROLLER. A write request runs at once on the image with every
-write before it applied, committed or not; its answer leaves when its batch commits. A read is
-answered once everything it saw has committed on the active controller, at once elsewhere.
+The host keeps the wiring of loads and reverts: committed batches, snapshot loads and going
+back to the committed image go through it, in order, to the image and to the parts above.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kwire.errors import Errors
 from messages.generated.no_op_record import NoOpRecord
-from messages.runtime import Message
 from server.controller.admission import Admission
 from server.controller.authorizer import StandardAuthorizer
 from server.controller.cluster import ReplayError
@@ -57,17 +54,17 @@ from server.controller.image_loader import (
     Revert,
     SnapshotLoad,
 )
+from server.controller.leadership import Leadership
 from server.controller.offset_control import OffsetControl
-from server.controller.operations import ControllerConfig, ControllerLog, OperationContext
+from server.controller.operations import ControllerConfig, ControllerLog
 from server.controller.outbox import ControllerOutbox, OutboxWriter, RaftView
 from server.controller.periodic_tasks import MAX_ELECTIONS_PER_IMBALANCE, PeriodicTasks, may_write
-from server.controller.registry import ControllerApi, find
-from server.controller.responses import not_controller
+from server.controller.registry import find
+from server.controller.request_runner import ControllerRequest, RequestRunner
 from server.controller.result import Record
 from server.controller.snapshots import SnapshotGenerator, SnapshotToWrite
 from server.controller.write_queue import DeferredWriteQueue
 from server.raft.events import AppendResult, CommittedBatch
-from server.raft.roles import Leader
 from server.raft.types import OffsetAndEpoch
 
 if TYPE_CHECKING:
@@ -81,26 +78,6 @@ __all__ = [
     "RaftView",
     "SnapshotToWrite",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class ControllerRequest:
-    """A controller RPC as it reached the node: ``handle`` is the driver's (the reply names it),
-    ``listener_name`` the listener it arrived on, ``received_ms`` when its frame was read (on
-    the driver's clock, for the queue-time metric)."""
-
-    handle: Any
-    body: Message
-    version: int
-    listener_name: str = ""
-    received_ms: int = 0
-    principal: str = "User:ANONYMOUS"
-    """The principal the request is made by, in ``Type:name`` form: a PLAINTEXT connection's
-    is ``User:ANONYMOUS`` (``KafkaPrincipal.ANONYMOUS``)."""
-    client_host: str = ""
-    """The client's address, as authorization matches hosts."""
-    token_requests_allowed: bool = True
-    """The connection may ask for delegation tokens (``ControllerApis.allowTokenRequests``)."""
 
 
 class _SilentLog:
@@ -138,8 +115,6 @@ class ControllerHost:
         self.raft = raft
         self.rng = rng
         self.log: ControllerLog = log if log is not None else _SilentLog()
-        self._logger_levels = logger_levels
-        self._perf_counter = perf_counter
         self.controller = QuorumController(
             bootstrap=bootstrap,
             min_insync_replicas=config.min_insync_replicas,
@@ -153,10 +128,6 @@ class ControllerHost:
         (``server.controller.authorizer``)."""
         self.admission = Admission(config, self.authorizer, lambda: self.controller.acls.bindings(), self.log)
         """What a request meets before its operation (``server.controller.admission``)."""
-        self.queue_times = EventTimes()
-        """``ControllerEventManager`` EventQueueTimeMs: arrival to the start of handling."""
-        self.processing_times = EventTimes()
-        """``ControllerEventManager`` EventQueueProcessingTimeMs: the handling itself."""
         self.stopping = False
         """The node is stopping: no activation and no NoOps any more."""
         self._snapshots = SnapshotGenerator(config.node_id, config.snapshot_max_bytes, config.snapshot_max_interval_ms,
@@ -171,10 +142,16 @@ class ControllerHost:
         """The image being rebuilt a slice at a time (a snapshot load, or a revert)."""
         self.load_records_per_poll = SNAPSHOT_LOAD_RECORDS_PER_POLL
         """Records :meth:`load_snapshot`, a revert and each :meth:`poll` replay at most."""
-        self._elected: tuple[int, int, int] | None = None
-        """The epoch this node leads, when the host first saw it lead, and ``replayed_offset`` then."""
         self._writer = OutboxWriter(raft, self._offsets, self._queue, self._replay)
-        self._tasks = PeriodicTasks(config, self.controller, self.log, gate=self._may_write, context=self._context,
+        self._leadership = Leadership(config.node_id, raft, self.controller, self, self._offsets, self._queue,
+                                      revert=self._revert)
+        self._runner = RequestRunner(self, self._leadership, self._offsets, self._queue, self._writer,
+                                     logger_levels=logger_levels, perf_counter=perf_counter)
+        self.queue_times: EventTimes = self._runner.queue_times
+        """``ControllerEventManager`` EventQueueTimeMs: arrival to the start of handling."""
+        self.processing_times: EventTimes = self._runner.processing_times
+        """``ControllerEventManager`` EventQueueProcessingTimeMs: the handling itself."""
+        self._tasks = PeriodicTasks(config, self.controller, self.log, gate=self._may_write, context=self._runner.context,
                                     write=lambda records: self._writer.append(records, None), write_no_op=self._append_no_op)
         if config.unsafe_ack_on_append:
             self.log.error("kwire.unsafe.test.ack.on.append=true: writes are acknowledged before they commit "
@@ -196,7 +173,7 @@ class ControllerHost:
         """Replay ``batch`` on the image as it stands (a batch held during a load comes here
         from the loader, not through :meth:`commit`)."""
         offsets = self._offsets
-        if offsets.speculating and not offsets.still_ours(self._leader_epoch(), batch):
+        if offsets.speculating and not offsets.still_ours(self._leadership.leader_epoch(), batch):
             self._revert(now_ms, f"batch {batch.base_offset}-{batch.last_offset} of epoch {batch.epoch} committed")
             if self._loading is not None:
                 self._loading.committed.append(batch)  # after the committed image is whole again
@@ -293,7 +270,7 @@ class ControllerHost:
                           self.replayed_offset, load.replayed, now_ms - load.started_ms)
             if isinstance(load, SnapshotLoad):
                 self._writer.out.loaded = load.snapshot_id
-            if isinstance(load, Revert) and load.reactivate and self._claimed():
+            if isinstance(load, Revert) and load.reactivate and self._leadership.claimed():
                 self.controller.cluster.activate(now_ms)
         for batch in load.take_held(budget):
             self._commit(now_ms, batch)
@@ -317,7 +294,7 @@ class ControllerHost:
             self._revert(self._now_ms, "an append applied ahead did not land where it was applied")
             self._queue.barrier = True
         if result.error_code != Errors.NONE:
-            self._queue.refused(result.token, self.not_controller())
+            self._queue.refused(result.token, self._leadership.not_controller())
         else:  # TEST ONLY (KRaftConfig.unsafe_test_ack_on_append): answered before the commit
             self._queue.landed(result.token, result.last_offset, ack=self.config.unsafe_ack_on_append)
         return True  # activation records and NoOps: nothing waits for them
@@ -333,20 +310,7 @@ class ControllerHost:
         if self._loading is not None:
             self._loading.requests.append(request)  # it runs on the whole image
             return
-        refused = self.admission.refusal(request, api)
-        if refused is not None:
-            self._reply(request, api.respond(request.body, request.version, refused))
-            return
-        if not api.write:
-            self._answer_after_writes(request, api, api.respond(request.body, request.version,
-                                                                self._run_read(now_ms, request, api)))
-            return
-        if api.on_arrival is not None:
-            api.on_arrival(self.controller, request.body, now_ms)
-        if (self._queue.waiting or self._queue.blocked) and self.active_controller() is not None:
-            self._queue.waiting.append(request)
-            return
-        self._run(now_ms, request, api)
+        self._runner.arrived(now_ms, request, api)
 
     def shutdown(self) -> None:
         """The node is stopping: it no longer claims leadership or appends NoOps."""
@@ -376,8 +340,8 @@ class ControllerHost:
         while self._loading is None and (request := self._queue.next_waiting()) is not None:
             api = find(request.body)
             assert api is not None
-            self._run(now_ms, request, api)
-        self._tasks.poll(now_ms, claimed=self._claimed(), run=run_tasks and self._loading is None)
+            self._runner.run(now_ms, request, api)
+        self._tasks.poll(now_ms, claimed=self._leadership.claimed(), run=run_tasks and self._loading is None)
         out = self._writer.take()
         due = self._tasks.next_deadline_ms()
         if self._loading is not None:
@@ -389,148 +353,23 @@ class ControllerHost:
 
     def active_controller(self) -> QuorumController | None:
         """The controller while this node is the active one and has replayed a
-        metadata.version (Kafka's active controller knows it from its first record on)."""
-        controller = self.controller
-        if (
-            not isinstance(self.raft.state, Leader)
-            or controller.active_epoch != self.raft.epoch
-            or controller.metadata_version is None
-        ):
-            return None
-        return controller
-
-    def _leader_epoch(self) -> int | None:
-        """The epoch this node leads, None off the leader."""
-        state = self.raft.state
-        return state.epoch if isinstance(state, Leader) else None
-
-    def _claimed(self) -> bool:
-        """This node leads and its controller claimed the epoch (its metadata.version may still
-        be on its way: the periodic writes wait for it)."""
-        return isinstance(self.raft.state, Leader) and self.controller.active_epoch == self.raft.epoch
+        metadata.version (``Leadership.active_controller``)."""
+        return self._leadership.active_controller()
 
     def not_controller(self) -> ApiError:
         """NOT_CONTROLLER naming the leader, or none while this node leads without being the
         active controller yet."""
-        leader = self.raft.leader_and_epoch.leader_id
-        return not_controller(None if leader == self.config.node_id and self.active_controller() is None else leader)
+        return self._leadership.not_controller()
 
     def _follow_leadership(self, now_ms: int) -> None:
-        """Claim the controller once this node leads and has replayed everything committed
-        before its epoch's start; renounce it off the leader (every write and waiting request
-        then gets NOT_CONTROLLER)."""
-        state, controller = self.raft.state, self.controller
-        if self._offsets.outlived(self._leader_epoch()):
-            controller.renounce()
-            self._revert(now_ms, "the leadership of the epoch it was appended in was lost")
-            if self._queue.pending:
-                self._fail_writes()
-        if not isinstance(state, Leader):
-            controller.renounce()
-            if self._queue.pending:
-                self._fail_writes()
-            return
-        if self._elected is None or self._elected[0] != state.epoch:
-            self._elected = (state.epoch, now_ms, self.replayed_offset)
-        if self.stopping or self._loading is not None or self.replayed_offset < state.epoch_start_offset:
-            return
-        if controller.active_epoch is not None and controller.active_epoch != state.epoch and self._queue.pending:
-            self._fail_writes()  # writes of an earlier epoch of ours never commit in this one
-        activation = controller.activate(state.epoch, now_ms)
+        """Claim or renounce (``Leadership.follow``); a claim starts the periodic tasks and
+        appends the activation records as one batch (atomic activations stay whole)."""
+        activation = self._leadership.follow(now_ms)
         if activation is None:
             return
-        _, elected_ms, replayed = self._elected
-        # the epoch's own first batch may have committed (and been replayed) before the host saw
-        # the election, on a single voter always: nothing before the epoch start was left then
-        self.log.info("node %d: the active controller of epoch %d, %d ms after its election (%d committed records "
-                      "replayed meanwhile up to the epoch start offset %d)", self.config.node_id, state.epoch,
-                      now_ms - elected_ms, max(0, state.epoch_start_offset - replayed), state.epoch_start_offset)
         self._tasks.activate(now_ms)
         if activation.records:
-            self._writer.append(activation.records, None, drain_now=False)  # one batch: atomic activations stay whole
-
-    # ------------------------------------------------------------------ requests and writes
-
-    def _context(self, now_ms: int, request: ControllerRequest | None = None) -> OperationContext:
-        return OperationContext(
-            controller=self.controller,
-            config=self.config,
-            now_ms=now_ms,
-            raft=self.raft,
-            voter_ids=self.raft.voters.ids,
-            rng=self.rng,
-            log=self.log,
-            listener_name="" if request is None else request.listener_name,
-            leader_id=self.raft.leader_and_epoch.leader_id,
-            pending_records=self._offsets.pending_records,
-            logger_levels=self._logger_levels,
-            authorize=None if request is None else self.admission.resource_authorizer(request),
-            principal="User:ANONYMOUS" if request is None else request.principal,
-            token_requests_allowed=request is not None and request.token_requests_allowed,
-        )
-
-    def _run_read(self, now_ms: int, request: ControllerRequest, api: ControllerApi) -> Any:
-        try:
-            return api.operation(self._context(now_ms, request), request.body, request.version).response
-        except ApiError as exc:  # the authorizer not ready yet
-            return exc
-
-    def _run(self, now_ms: int, request: ControllerRequest, api: ControllerApi) -> None:
-        """Run one write request on the active controller (NOT_CONTROLLER elsewhere)."""
-        self.queue_times.record(now_ms - request.received_ms)
-        started = self._perf_counter() if self._perf_counter is not None else None
-        try:
-            self._operate(now_ms, request, api)
-        finally:
-            if started is not None and self._perf_counter is not None:
-                self.processing_times.record((self._perf_counter() - started) * 1000)
-
-    def _operate(self, now_ms: int, request: ControllerRequest, api: ControllerApi) -> None:
-        body, version = request.body, request.version
-        if self.active_controller() is None:
-            self._reply(request, api.respond(body, version, self.not_controller()))
-            return
-        try:
-            result = api.operation(self._context(now_ms, request), body, version)
-        except ApiError as exc:
-            self._reply(request, api.respond(body, version, exc))
-            return
-        ahead = True
-        if result.kraft_upgrade is not None:
-            self._writer.upgrade(result.kraft_upgrade)
-            ahead = False  # the control batch goes first: the offsets computed here would be off
-            self._queue.barrier = True
-        if not result.records:
-            self._answer_after_writes(request, api, api.respond(body, version, result.response))
-            return
-
-        def answer(error: ApiError | None) -> None:
-            self._reply(request, api.respond(body, version, result.response if error is None else error))
-
-        self._writer.append(result.records, answer, result.on_commit, ahead=ahead)
-
-    def _answer_after_writes(self, request: ControllerRequest, api: ControllerApi, response: Message) -> None:
-        """Answer ``response`` once everything the active controller has appended so far has
-        committed (it may have read uncommitted records: Kafka's ``DeferredEventQueue`` at the
-        last written offset), at once elsewhere or when nothing is uncommitted. Should the
-        leadership be lost first, the answer is NOT_CONTROLLER."""
-        if self.active_controller() is None or self._offsets.uncommitted(self.replayed_offset) <= 0:
-            self._reply(request, response)
-            return
-
-        def answer(error: ApiError | None) -> None:
-            self._reply(request, response if error is None else api.respond(request.body, request.version, error))
-
-        self._queue.add(self._writer.token(), answer, last_offset=self._offsets.write_end - 1)
-
-    def _reply(self, request: ControllerRequest, response: Message) -> None:
-        self._writer.reply(request.handle, response)
-
-    def _fail_writes(self) -> None:
-        """Leadership was lost: every uncommitted write is answered NOT_CONTROLLER (waiting
-        requests follow at the next poll, off the active controller)."""
-        self._offsets.writes_failed()
-        self._queue.fail_all(self.not_controller())
+            self._writer.append(activation.records, None, drain_now=False)
 
     # ------------------------------------------------------------------ periodic tasks
 
@@ -543,5 +382,5 @@ class ControllerHost:
     def _may_write(self) -> bool:
         """The periodic tasks' write gate (``server.controller.periodic_tasks.may_write``)."""
         return may_write(blocked=self._queue.blocked, requests_waiting=bool(self._queue.waiting),
-                         active=self.active_controller() is not None,
+                         active=self._leadership.active_controller() is not None,
                          uncommitted=self._offsets.uncommitted(self.replayed_offset))
