@@ -122,6 +122,8 @@ test:
 ## rounds of active-controller and broker kills under stock brokers on both pinned releases,
 ## the release matrix (three stock brokers of every line since 3.3 on kwire at their line's
 ## metadata.version; its table in release-matrix.md; `make test` runs one cluster of mixed releases),
+## the differential sequences at every line's newest metadata.version against stock 4.4 (its
+## table in mv-differential.md; `make test` runs 3.6-IV2),
 ## both secured quorums on both releases, every release-and-kind pair of the add, remove and
 ## replace controller runs and of the differential probe (`make test` runs a cover of each
 ## release and each kind), the reassignment, long-running stock controller and stock-quorum
@@ -147,6 +149,9 @@ nightly: install compat-jars
 	KWIRE_FAILOVERS=20 $(PY) -m pytest -q compat/test_stock_brokers.py
 	KWIRE_RELEASE_MATRIX=all KWIRE_RELEASE_MATRIX_TABLE=release-matrix.md $(PY) -m pytest -q -s \
 		compat/test_release_matrix.py
+	rm -f mv-differential.md
+	KWIRE_MV_DIFFERENTIAL=all KWIRE_MV_DIFFERENTIAL_TABLE=mv-differential.md $(PY) -m pytest -q -s \
+		compat/test_metadata_versions.py
 	KWIRE_STANDALONE_SPARK=1 $(PY) -m pytest -q tests/bench/test_bench_replicas.py
 	KWIRE_SECURED_ALL=1 $(PY) -m pytest -q compat/test_secured_cluster.py
 	KWIRE_COMPAT_FULL_MATRIX=1 $(PY) -m pytest -q compat/test_add_remove_controller.py \

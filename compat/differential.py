@@ -56,7 +56,7 @@ from server.net.client import KafkaConnectionError, open_connection
 from storage.meta_properties import read_meta_properties
 from storage.snapshots import parse_snapshot_path, read_snapshot_content
 from tools.api_versions import describe as api_versions_describe
-from tools.quorum_client import QuorumToolError, describe
+from tools.quorum_client import QuorumToolError, describe_node
 
 __all__ = [
     "CAUGHT_UP", "acl_answer", "forwarded", "newest_snapshot", "Snapshot", "start_secured_pair", "DIR_A", "INCARNATION", "ROLES", "START_TIMEOUT_S", "PairNode", "State", "broker_features",
@@ -95,9 +95,10 @@ class PairNode:
 
 
 async def _leader_state(port: int) -> State | None:
-    """The node's view when it leads, else None (not answering or not leading)."""
+    """The node's view when it leads, else None (not answering or not leading). Asked with
+    DescribeQuorum alone: below metadata.version 3.7-IV0 a controller refuses DescribeCluster."""
     try:
-        view = await describe(f"localhost:{port}", 5.0)
+        view = await describe_node(f"localhost:{port}", 5.0)
     except (KafkaConnectionError, OSError, QuorumToolError, trio.TooSlowError):
         return None
     p = view.partition
@@ -135,14 +136,21 @@ def wait_ready(node: PairNode, timeout_s: float) -> State:
 @contextmanager
 def start_pair(
     kafka: KafkaRelease, root: Path, role: str, extra: str = "", *, side_extra: Mapping[str, str] | None = None,
-    stock_classpath: Sequence[str | os.PathLike[str]] = (),
+    stock_classpath: Sequence[str | os.PathLike[str]] = (), format_args: Sequence[str] = (),
+    static_quorum: bool = False,
 ) -> Iterator[dict[str, PairNode]]:
     """A stock controller of ``kafka`` and a kwire node in ``role`` under ``root`` (``stock/``
     and ``kwire/`` their log directories, ``logs/`` their output), both ready; stopped on exit,
     when the tail of each one's output is printed. ``extra`` lines go into both nodes'
     properties, ``side_extra["stock"]`` / ``["kwire"]`` into one node's (e.g. a plug-in's class,
-    Java on one side and Python on the other), ``stock_classpath`` before the stock node's jars."""
+    Java on one side and Python on the other), ``stock_classpath`` before the stock node's jars.
+    ``format_args`` go to both nodes' ``kafka-storage format`` (e.g. ``--release-version
+    3.6-IV2``). With ``static_quorum`` a leader is the single voter of a static quorum
+    (``controller.quorum.voters``, kraft.version 0) formatted without ``--standalone``: KIP-853's
+    kraft.version 1 needs metadata.version 3.9-IV0 (``KRaftVersion`` dependencies), so a leader
+    formatted at an older level cannot be standalone."""
     assert role in ROLES, role
+    assert not static_quorum or role == "leader", "an observer needs a bootstrap server"
     nodes: dict[str, PairNode] = {}
     logs = root / "logs"
     logs.mkdir(parents=True)
@@ -162,8 +170,12 @@ def start_pair(
                 "metadata.log.max.record.bytes.between.snapshots=1\n" + extra,
                 bootstrap_port=nowhere if role == "observer" else None,
             )
-            flag = "--no-initial-controllers" if role == "observer" else "--standalone"
-            kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, flag])
+            flags = ["--no-initial-controllers"] if role == "observer" else [] if static_quorum else ["--standalone"]
+            if static_quorum:
+                text = props.read_text(encoding="utf-8")
+                props.write_text(text.replace(f"controller.quorum.bootstrap.servers=localhost:{port}",
+                                              f"controller.quorum.voters=1@localhost:{port}"), encoding="utf-8")
+            kafka.run_tool("storage", ["format", "-t", CLUSTER_ID, "-c", props, *flags, *format_args])
             if side_extra and name in side_extra:  # after formatting: the format tool loads plug-in classes
                 with open(props, "a") as file:
                     file.write("\n" + side_extra[name] + "\n")
@@ -175,6 +187,10 @@ def start_pair(
             nodes[name] = PairNode(name, port, proc, data, role)
         for node in nodes.values():
             wait_ready(node, START_TIMEOUT_S)
+            if role == "leader":
+                # a leader's high watermark can reach its log end before its activation records
+                # (the bootstrap feature levels) are written: ready once they are committed
+                wait_until(f"{node.name} activated", partial(_activated, node.port), START_TIMEOUT_S, alive=[node.proc])
         yield nodes
     finally:
         stop_processes(node.proc for node in nodes.values())
@@ -292,6 +308,15 @@ DIR_A = Uuid.from_longs(7, 1001)
 """A broker's log directory id (the default of :func:`registration`)."""
 INCARNATION = Uuid.from_longs(0x77, 1)
 """A broker's incarnation id (the default of :func:`registration`)."""
+
+
+def _activated(port: int) -> bool:
+    """Whether the node at ``port`` lists a finalized metadata.version (its activation
+    records committed); False while it does not answer."""
+    try:
+        return "metadata.version" in finalized_features(port)
+    except (KafkaConnectionError, OSError):
+        return False
 
 
 def finalized_features(port: int) -> dict[str, int]:

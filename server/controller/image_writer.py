@@ -26,7 +26,7 @@ metadata.version writes:
 Kafka walks hash maps, so its order inside a section is a hash order; here brokers and
 controllers ascend by id, topics come in creation order, partitions ascend, features and
 configs keep the order they were first set in, and a broker's supported features come in the
-order of Kafka's ``HashMap`` of them. Replay does not depend on any of these orders.
+order of the ``HashMap`` copy of them Kafka's ``BrokerRegistration`` holds. Replay does not depend on any of these orders.
 
 :func:`image_view` takes the image as it stands when called and gives its records lazily: the
 topics' partition maps are copied (a partition is immutable, so a copy of the map is a copy of
@@ -65,9 +65,7 @@ from server.controller.image import (
     PartitionRegistration,
     ReplicationImage,
 )
-from server.controller.java_order import (
-    java_hash_map_order,
-)
+from server.controller.java_order import java_hash_map_copy_order
 from server.controller.partition_change import partition_change_record_version
 from server.controller.result import Record
 
@@ -146,7 +144,7 @@ def _broker_record(broker: BrokerRegistration) -> RegisterBrokerRecord:
         ],
         features=[
             BrokerFeature(name=name, min_supported_version=broker.features[name][0], max_supported_version=broker.features[name][1])
-            for name in java_hash_map_order(list(broker.features))
+            for name in java_hash_map_copy_order(list(broker.features))
         ],
         rack=broker.rack,
         fenced=broker.fenced,

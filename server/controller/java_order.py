@@ -15,6 +15,7 @@ K = TypeVar("K")
 
 __all__ = [
     "ConcurrentHashMapOrder",
+    "java_hash_map_copy_order",
     "java_hash_map_order",
     "java_hash_order",
     "java_table_size",
@@ -39,6 +40,19 @@ def java_hash_map_order(keys: list[str]) -> list[str]:
         return (code ^ (code >> 16)) & (capacity - 1)
 
     return sorted(keys, key=bucket)
+
+
+def java_hash_map_copy_order(keys: list[str]) -> list[str]:
+    """``keys`` (distinct) in the order a copy, ``new HashMap<>(map)``, of a ``HashMap`` filled
+    with them in this order iterates them. The copy takes the source's order and places it in a
+    table sized for its entries (``HashMap.putMapEntries`` of Java 17, the JVM stock Kafka runs
+    on here: ``tableSizeFor((int) (n / 0.75f + 1))``), which for up to five keys is smaller
+    than the default 16 and so orders them otherwise than :func:`java_hash_map_order`. Kafka's
+    ``BrokerRegistration`` keeps such a copy of a broker's supported features, and a snapshot's
+    RegisterBrokerRecord lists them in its order."""
+    if not keys:
+        return []
+    return java_hash_order(java_hash_map_order(keys), java_string_hash, java_table_size(int(len(keys) / 0.75 + 1)))
 
 
 def java_hash_order(keys: Iterable[K], java_hash: Callable[[K], int], capacity: int = 16) -> list[K]:

@@ -190,10 +190,20 @@ def test_a_broker_record_holds_the_registration_as_it_stands() -> None:
 def test_a_broker_s_features_come_in_java_hash_map_order() -> None:
     records = _controller(21).snapshot_records()
     broker = next(r for r, _ in _of(records, RegisterBrokerRecord) if r.broker_id == 2)  # type: ignore[attr-defined]
-    # HashMap buckets of 16: group.version 0, kraft.version 5, metadata.version 7
+    # BrokerRegistration's copy of three has 8 buckets: group.version 0, kraft.version 5,
+    # metadata.version 7
     assert [(f.name, f.min_supported_version, f.max_supported_version) for f in broker.features] == [  # type: ignore[attr-defined]
         ("group.version", 0, 1), ("kraft.version", 0, 1), ("metadata.version", 1, 30)
     ]
+
+
+def test_a_broker_s_four_features_come_in_the_order_of_kafka_s_copy_of_them() -> None:
+    # the features a broker supports at 4.0-IV3: the order of Kafka 4.4's snapshot at that level
+    features = (("group.version", 0, 1), ("kraft.version", 0, 1), ("metadata.version", 1, 25), ("transaction.version", 0, 2))
+    controller = controller_at(25, (broker_record(4, 40, fenced=False, log_dirs=[DIR_1], features=features), 3))
+    ((record, _version),) = _of(controller.snapshot_records(), RegisterBrokerRecord)
+    assert [f.name for f in record.features] == [  # type: ignore[attr-defined]
+        "group.version", "transaction.version", "kraft.version", "metadata.version"]
 
 
 def test_a_controlled_shutdown_and_cordoned_directories_are_written() -> None:

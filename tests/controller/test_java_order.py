@@ -9,6 +9,7 @@ import pytest
 
 from server.controller.java_order import (
     ConcurrentHashMapOrder,
+    java_hash_map_copy_order,
     java_hash_map_order,
     java_int_set_order,
     java_record_hash,
@@ -83,6 +84,32 @@ def test_hash_map_of_twelve_keys_has_sixteen_buckets() -> None:
 def test_hash_map_grows_to_thirty_two_buckets_at_the_thirteenth_key() -> None:
     assert java_hash_map_order(THIRTEEN) == [
         "k0", "k1", "k2", "k3", "k4", "k5", "k11", "k6", "k10", "k7", "k8", "k12", "k9"]
+
+
+FEATURES_4_0 = ["group.version", "kraft.version", "metadata.version", "transaction.version"]
+"""A broker's supported features at metadata.version 4.0-IV3, as it registers them (sorted)."""
+
+
+def test_a_hash_map_copy_of_four_keys_has_eight_buckets() -> None:
+    # 16 buckets: group.version 0, kraft.version 5, metadata.version 7, transaction.version 13;
+    # the copy's 8: 0, 5, 7, 5 (the order of Kafka 4.4's snapshot at 4.0-IV3)
+    assert java_hash_map_order(FEATURES_4_0) == FEATURES_4_0
+    assert java_hash_map_copy_order(FEATURES_4_0) == [
+        "group.version", "transaction.version", "kraft.version", "metadata.version"]
+
+
+def test_a_hash_map_copy_keeps_the_source_order_within_a_bucket() -> None:
+    with_elr = ["eligible.leader.replicas.version", *FEATURES_4_0]
+    assert java_hash_map_copy_order(with_elr) == [
+        "group.version", "transaction.version", "eligible.leader.replicas.version", "kraft.version", "metadata.version"]
+    assert java_hash_map_copy_order(list(reversed(with_elr))) == java_hash_map_copy_order(with_elr)
+
+
+def test_a_hash_map_copy_of_six_keys_has_sixteen_buckets() -> None:
+    # (int) (6 / 0.75f + 1) = 9 -> 16: the same order as the source's
+    assert java_hash_map_copy_order(TOPIC_KEYS) == java_hash_map_order(TOPIC_KEYS)
+    assert java_hash_map_copy_order(["y", "x"]) == ["x", "y"]
+    assert java_hash_map_copy_order([]) == []
 
 
 def test_hash_map_of_unusual_keys() -> None:
