@@ -18,7 +18,7 @@ import random
 import struct
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from kwire.api_keys import ApiKey
@@ -70,13 +70,44 @@ def test_uuid_of_other_than_16_bytes_is_refused(raw: bytes) -> None:
         Uuid.from_string(base64.urlsafe_b64encode(raw).rstrip(b"=").decode())
 
 
-@settings(max_examples=50)
-@given(seed=st.integers(0, 2**32))
-def test_random_uuid_is_never_reserved_nor_leading_dash(seed: int) -> None:
-    u = Uuid.random(random.Random(seed))
-    assert not (u.most_significant_bits == 0 and u.least_significant_bits < 100)
-    assert not str(u).startswith("-")
-    assert Uuid.random(random.Random(seed)) == u  # deterministic for a seeded source
+@given(raw=raw16)
+def test_uuid_text_with_padding_parses_and_longer_is_refused(raw: bytes) -> None:
+    # Uuid.fromString takes Base64.getUrlDecoder's input: the padded 24 characters too
+    assert Uuid.from_string(str(Uuid(raw)) + "==") == raw
+    with pytest.raises(ValueError):
+        Uuid.from_string(str(Uuid(raw)) + "===")
+
+
+def _reserved(raw: bytes) -> bool:
+    return int.from_bytes(raw[:8], "big") == 0 and int.from_bytes(raw[8:], "big") < 100
+
+
+class _Scripted(random.Random):
+    """A random source whose randbytes(16) yields the given candidates in turn."""
+
+    def __init__(self, candidates: list[bytes]) -> None:
+        super().__init__(0)
+        self.candidates = list(candidates)
+
+    def randbytes(self, n: int) -> bytes:
+        assert n == 16
+        return self.candidates.pop(0)
+
+
+reserved16 = st.integers(0, 99).map(lambda n: n.to_bytes(16, "big"))
+dash16 = raw16.map(lambda b: bytes([0xF8 | (b[0] & 0x03)]) + b[1:])  # base64 of 0b111110.. is '-'
+
+
+@settings(max_examples=80)
+@given(rejects=st.lists(reserved16 | dash16, max_size=4), good=raw16)
+@example(rejects=[(99).to_bytes(16, "big")], good=(100).to_bytes(16, "big"))  # the bounds
+def test_random_uuid_skips_reserved_and_leading_dash_candidates(rejects: list[bytes], good: bytes) -> None:
+    if _reserved(good) or str(Uuid(good)).startswith("-"):
+        good = b"\x01" + good[1:]
+    assert all(_reserved(r) or str(Uuid(r)).startswith("-") for r in rejects)
+    source = _Scripted([*rejects, good])
+    assert Uuid.random(source) == good
+    assert source.candidates == []  # every rejected candidate was drawn and skipped
 
 
 # ---------------------------------------------------------------------------------------------

@@ -106,6 +106,39 @@ def test_uvarint_longer_than_its_limit_is_refused(limit: int, tail: int) -> None
     assert read_uvarint(raw[1:], 0, limit) == (tail << (7 * (limit - 1)), limit)
 
 
+def padded(raw: bytes, total: int) -> bytes:
+    """``raw`` re-encoded in ``total`` bytes: the same value with high zero groups added (a
+    non-canonical varint, which Kafka's readers accept within their byte limit)."""
+    assert total >= len(raw)
+    if total == len(raw):
+        return raw
+    return raw[:-1] + bytes([raw[-1] | 0x80]) + b"\x80" * (total - len(raw) - 1) + b"\x00"
+
+
+@settings(max_examples=100)
+@given(value=int64s, data=st.data())
+def test_padded_varlong_is_read_up_to_10_bytes_and_refused_beyond(value: int, data: st.DataObject) -> None:
+    raw = encode(write_varlong, value)
+    total = data.draw(st.integers(len(raw), 12))
+    if total <= 10:
+        assert read_varlong(padded(raw, total), 0) == (value, total)
+    else:
+        with pytest.raises(DecodeError):
+            read_varlong(padded(raw, total), 0)
+
+
+@settings(max_examples=100)
+@given(value=int32s, data=st.data())
+def test_padded_varint_is_read_up_to_5_bytes_and_refused_beyond(value: int, data: st.DataObject) -> None:
+    raw = encode(write_varint, value)
+    total = data.draw(st.integers(len(raw), 7))
+    if total <= 5:
+        assert read_varint(padded(raw, total), 0) == (value, total)
+    else:
+        with pytest.raises(DecodeError):
+            read_varint(padded(raw, total), 0)
+
+
 # ---------------------------------------------------------------------------------------------
 # zig-zag varint (32-bit)
 
