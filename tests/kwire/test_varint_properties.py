@@ -59,7 +59,7 @@ def decode_groups(raw: bytes) -> int:
 # unsigned
 
 
-@settings(max_examples=150)
+@settings(deadline=None, max_examples=150)
 @given(value=uint64s, prefix=st.binary(max_size=3), suffix=st.binary(max_size=3))
 @example(value=0, prefix=b"", suffix=b"")
 @example(value=2**64 - 1, prefix=b"", suffix=b"")
@@ -73,7 +73,7 @@ def test_uvarint_round_trip_layout_and_size(value: int, prefix: bytes, suffix: b
     assert read_uvarint(prefix + raw + suffix, len(prefix), 10) == (value, len(prefix) + len(raw))
 
 
-@settings(max_examples=100)
+@settings(deadline=None, max_examples=100)
 @given(value=uint32s)
 def test_uvarint_of_32_bits_fits_the_5_byte_limit(value: int) -> None:
     raw = encode(write_uvarint, value)
@@ -81,13 +81,14 @@ def test_uvarint_of_32_bits_fits_the_5_byte_limit(value: int) -> None:
     assert read_uvarint(raw, 0) == (value, len(raw))  # default limit: 5 bytes
 
 
+@settings(deadline=None)
 @given(value=st.integers(max_value=-1))
 def test_negative_uvarint_is_refused(value: int) -> None:
     with pytest.raises(EncodeError):
         write_uvarint(bytearray(), value)
 
 
-@settings(max_examples=100)
+@settings(deadline=None, max_examples=100)
 @given(value=uint64s, data=st.data())
 def test_uvarint_truncated_anywhere_is_refused(value: int, data: st.DataObject) -> None:
     raw = encode(write_uvarint, value)
@@ -96,6 +97,7 @@ def test_uvarint_truncated_anywhere_is_refused(value: int, data: st.DataObject) 
         read_uvarint(raw[:cut], 0, 10)
 
 
+@settings(deadline=None)
 @given(limit=st.integers(1, 10), tail=st.integers(0, 0x7F))
 def test_uvarint_longer_than_its_limit_is_refused(limit: int, tail: int) -> None:
     # `limit` bytes with the continuation bit, then a final byte: one byte too many
@@ -115,7 +117,7 @@ def padded(raw: bytes, total: int) -> bytes:
     return raw[:-1] + bytes([raw[-1] | 0x80]) + b"\x80" * (total - len(raw) - 1) + b"\x00"
 
 
-@settings(max_examples=100)
+@settings(deadline=None, max_examples=100)
 @given(value=int64s, data=st.data())
 def test_padded_varlong_is_read_up_to_10_bytes_and_refused_beyond(value: int, data: st.DataObject) -> None:
     raw = encode(write_varlong, value)
@@ -127,7 +129,7 @@ def test_padded_varlong_is_read_up_to_10_bytes_and_refused_beyond(value: int, da
             read_varlong(padded(raw, total), 0)
 
 
-@settings(max_examples=100)
+@settings(deadline=None, max_examples=100)
 @given(value=int32s, data=st.data())
 def test_padded_varint_is_read_up_to_5_bytes_and_refused_beyond(value: int, data: st.DataObject) -> None:
     raw = encode(write_varint, value)
@@ -155,7 +157,7 @@ def test_varint_known_bytes(value: int, hex_: str) -> None:
     assert read_varint(bytes.fromhex(hex_), 0) == (value, len(hex_) // 2)
 
 
-@settings(max_examples=150)
+@settings(deadline=None, max_examples=150)
 @given(value=int32s)
 @example(value=INT32_MIN)
 @example(value=INT32_MAX)
@@ -169,11 +171,13 @@ def test_varint_round_trip_and_size(value: int) -> None:
     assert read_varlong(raw, 0) == (value, len(raw))
 
 
+@settings(deadline=None)
 @given(value=int32s)
 def test_small_magnitudes_take_one_byte(value: int) -> None:
     assert (len(encode(write_varint, value)) == 1) == (-64 <= value <= 63)
 
 
+@settings(deadline=None)
 @given(extra=st.integers(0, 4), tail=st.integers(0, 0x7F))
 def test_varint_of_more_than_5_bytes_is_refused(extra: int, tail: int) -> None:
     raw = b"\xff" * (5 + extra) + bytes([tail])
@@ -181,6 +185,7 @@ def test_varint_of_more_than_5_bytes_is_refused(extra: int, tail: int) -> None:
         read_varint(raw, 0)
 
 
+@settings(deadline=None)
 @given(tail=st.integers(0x10, 0x7F))
 def test_5_byte_varint_beyond_32_bits_is_refused(tail: int) -> None:
     # Kafka's readVarint shifts the fifth byte into an int and loses the high bits; kwire
@@ -189,7 +194,7 @@ def test_5_byte_varint_beyond_32_bits_is_refused(tail: int) -> None:
         read_varint(b"\xff\xff\xff\xff" + bytes([tail]), 0)
 
 
-@settings(max_examples=100)
+@settings(deadline=None, max_examples=100)
 @given(value=int32s, data=st.data())
 def test_varint_truncated_anywhere_is_refused(value: int, data: st.DataObject) -> None:
     raw = encode(write_varint, value)
@@ -202,7 +207,7 @@ def test_varint_truncated_anywhere_is_refused(value: int, data: st.DataObject) -
 # zig-zag varlong (64-bit)
 
 
-@settings(max_examples=150)
+@settings(deadline=None, max_examples=150)
 @given(value=int64s)
 @example(value=INT64_MIN)
 @example(value=INT64_MAX)
@@ -216,11 +221,13 @@ def test_varlong_round_trip_and_size(value: int) -> None:
     assert read_varlong(raw, 0) == (value, len(raw))
 
 
+@settings(deadline=None)
 @given(value=int32s)
 def test_varlong_of_an_int_is_its_varint(value: int) -> None:
     assert encode(write_varlong, value) == encode(write_varint, value)
 
 
+@settings(deadline=None)
 @given(extra=st.integers(0, 4), tail=st.integers(0, 0x7F))
 def test_varlong_of_more_than_10_bytes_is_refused(extra: int, tail: int) -> None:
     raw = b"\xff" * (10 + extra) + bytes([tail])
@@ -228,13 +235,14 @@ def test_varlong_of_more_than_10_bytes_is_refused(extra: int, tail: int) -> None
         read_varlong(raw, 0)
 
 
+@settings(deadline=None)
 @given(tail=st.integers(0x02, 0x7F))
 def test_10_byte_varlong_beyond_64_bits_is_refused(tail: int) -> None:
     with pytest.raises(DecodeError):
         read_varlong(b"\xff" * 9 + bytes([tail]), 0)
 
 
-@settings(max_examples=100)
+@settings(deadline=None, max_examples=100)
 @given(value=int64s, data=st.data())
 def test_varlong_truncated_anywhere_is_refused(value: int, data: st.DataObject) -> None:
     raw = encode(write_varlong, value)
@@ -243,7 +251,7 @@ def test_varlong_truncated_anywhere_is_refused(value: int, data: st.DataObject) 
         read_varlong(raw[:cut], 0)
 
 
-@settings(max_examples=60)
+@settings(deadline=None, max_examples=60)
 @given(values=st.lists(st.tuples(st.booleans(), int64s), max_size=20))
 def test_a_run_of_mixed_varints_reads_back_in_order(values: list[tuple[bool, int]]) -> None:
     out = bytearray()

@@ -61,7 +61,7 @@ def read_compact_string(buf: bytes, pos: int) -> tuple[str | None, int]:
 # strings
 
 
-@settings(max_examples=120)
+@settings(deadline=None, max_examples=120)
 @given(text=texts, suffix=st.binary(max_size=4))
 def test_string_round_trip_and_exact_length(text: str, suffix: bytes) -> None:
     raw = text.encode()
@@ -73,7 +73,7 @@ def test_string_round_trip_and_exact_length(text: str, suffix: bytes) -> None:
     assert read_nullable_string(bytes(out) + suffix, 0) == (text, len(out))
 
 
-@settings(max_examples=80)
+@settings(deadline=None, max_examples=80)
 @given(text=st.none() | texts)
 def test_nullable_string_round_trip(text: str | None) -> None:
     out = bytearray()
@@ -83,7 +83,7 @@ def test_nullable_string_round_trip(text: str | None) -> None:
     assert read_nullable_string(bytes(out), 0) == (text, len(out))
 
 
-@settings(max_examples=120)
+@settings(deadline=None, max_examples=120)
 @given(text=st.none() | texts)
 def test_compact_string_length_is_uvarint_of_length_plus_one(text: str | None) -> None:
     out = bytearray()
@@ -103,7 +103,7 @@ def test_compact_string_length_is_uvarint_of_length_plus_one(text: str | None) -
 @pytest.mark.parametrize("writer", [write_string, write_nullable_string, write_compact_string,
                                     write_compact_nullable_string])
 @given(n=st.integers(32760, 32780), wide=st.booleans())
-@settings(max_examples=15)
+@settings(deadline=None, max_examples=15)
 def test_string_limit_is_32767_utf8_bytes(writer, n: int, wide: bool) -> None:  # type: ignore[no-untyped-def]
     # the limit counts UTF-8 bytes, not characters: "é" is two bytes
     text = "é" * (n // 2) + "x" * (n % 2) if wide else "x" * n
@@ -117,7 +117,7 @@ def test_string_limit_is_32767_utf8_bytes(writer, n: int, wide: bool) -> None:  
             writer(out, text)
 
 
-@settings(max_examples=100)
+@settings(deadline=None, max_examples=100)
 @given(text=texts, data=st.data())
 def test_truncated_string_is_a_decode_error(text: str, data: st.DataObject) -> None:
     out = bytearray()
@@ -129,6 +129,7 @@ def test_truncated_string_is_a_decode_error(text: str, data: st.DataObject) -> N
         read_nullable_string(bytes(out[:cut]), 0)
 
 
+@settings(deadline=None)
 @given(n=st.integers(-(2**15), -2))
 def test_negative_string_length_other_than_minus_one_is_refused(n: int) -> None:
     raw = n.to_bytes(2, "big", signed=True) + b"abc"
@@ -138,6 +139,7 @@ def test_negative_string_length_other_than_minus_one_is_refused(n: int) -> None:
         read_string(raw, 0)
 
 
+@settings(deadline=None)
 @given(raw=st.binary(min_size=1, max_size=30))
 def test_string_reader_refuses_bytes_that_are_not_utf8(raw: bytes) -> None:
     buf = len(raw).to_bytes(2, "big") + raw
@@ -154,7 +156,7 @@ def test_string_reader_refuses_bytes_that_are_not_utf8(raw: bytes) -> None:
 # bytes
 
 
-@settings(max_examples=120)
+@settings(deadline=None, max_examples=120)
 @given(value=st.none() | blobs, compact=st.booleans(), prefix=st.binary(max_size=3))
 def test_bytes_round_trip_and_exact_length(value: bytes | None, compact: bool, prefix: bytes) -> None:
     out = bytearray(prefix)
@@ -176,6 +178,7 @@ def test_bytes_round_trip_and_exact_length(value: bytes | None, compact: bool, p
         assert reader(bytes(out), len(prefix)) == (value, len(out))
 
 
+@settings(deadline=None)
 @given(compact=st.booleans())
 def test_non_nullable_bytes_refuse_null(compact: bool) -> None:
     out = bytearray()
@@ -184,7 +187,7 @@ def test_non_nullable_bytes_refuse_null(compact: bool) -> None:
         (read_compact_bytes if compact else read_bytes)(bytes(out), 0)
 
 
-@settings(max_examples=100)
+@settings(deadline=None, max_examples=100)
 @given(value=blobs, compact=st.booleans(), data=st.data())
 def test_truncated_bytes_are_a_decode_error(value: bytes, compact: bool, data: st.DataObject) -> None:
     out = bytearray()
@@ -195,6 +198,7 @@ def test_truncated_bytes_are_a_decode_error(value: bytes, compact: bool, data: s
         reader(bytes(out[:cut]), 0)
 
 
+@settings(deadline=None)
 @given(n=st.integers(-(2**31), -2))
 def test_negative_bytes_length_other_than_minus_one_is_refused(n: int) -> None:
     with pytest.raises(DecodeError):
@@ -205,7 +209,7 @@ def test_negative_bytes_length_other_than_minus_one_is_refused(n: int) -> None:
 # records fields
 
 
-@settings(max_examples=60)
+@settings(deadline=None, max_examples=60)
 @given(
     value=st.none() | st.binary(max_size=64) | st.integers(0, 3).map(
         lambda k: bytes([k]) * (RECORDS_BY_REFERENCE_MIN_BYTES - 1 + k)),
@@ -240,6 +244,7 @@ def test_records_field_scatter_and_plain_encodings_agree(
         assert copy == value
 
 
+@settings(deadline=None)
 @given(compact=st.booleans())
 def test_records_null_refused_where_not_nullable(compact: bool) -> None:
     out = bytearray()
@@ -249,7 +254,7 @@ def test_records_null_refused_where_not_nullable(compact: bool) -> None:
         read_records(bytes(out), 0, compact, nullable=False)
 
 
-@settings(max_examples=60)
+@settings(deadline=None, max_examples=60)
 @given(value=st.binary(min_size=1, max_size=64), compact=st.booleans(), data=st.data())
 def test_truncated_records_are_a_decode_error(value: bytes, compact: bool, data: st.DataObject) -> None:
     out = bytearray()
@@ -266,7 +271,7 @@ tags = st.integers(0, 2**31 - 1)
 fields = st.lists(st.tuples(tags, st.binary(max_size=20)), max_size=8, unique_by=lambda f: f[0])
 
 
-@settings(max_examples=120)
+@settings(deadline=None, max_examples=120)
 @given(known=fields, unknown=fields)
 def test_tagged_section_is_sorted_and_round_trips(
     known: list[tuple[int, bytes]], unknown: list[tuple[int, bytes]]
@@ -285,7 +290,7 @@ def test_tagged_section_is_sorted_and_round_trips(
     assert len(out) == wanted_len
 
 
-@settings(max_examples=80)
+@settings(deadline=None, max_examples=80)
 @given(section=fields)
 def test_unknown_tags_read_in_wire_order_and_written_back_unchanged(
     section: list[tuple[int, bytes]],
@@ -304,7 +309,7 @@ def test_unknown_tags_read_in_wire_order_and_written_back_unchanged(
     assert again == out
 
 
-@settings(max_examples=80)
+@settings(deadline=None, max_examples=80)
 @given(section=fields.filter(lambda f: sum(len(d) for _, d in f) > 0), data=st.data())
 def test_truncated_tagged_section_is_a_decode_error(
     section: list[tuple[int, bytes]], data: st.DataObject

@@ -173,6 +173,7 @@ epoch_entries = st.lists(
 ).map(lambda pairs: [EpochEntry(e, o) for e, o in pairs])
 
 
+@settings(deadline=None)
 @given(entries=epoch_entries)
 def test_leader_epoch_checkpoint_round_trip(entries: list[EpochEntry]) -> None:
     raw = encode_checkpoint(entries)
@@ -182,6 +183,7 @@ def test_leader_epoch_checkpoint_round_trip(entries: list[EpochEntry]) -> None:
     assert decode_checkpoint(raw) == entries
 
 
+@settings(deadline=None)
 @given(
     rows=st.lists(st.lists(st.from_regex(r"[A-Za-z0-9_.-]{1,12}", fullmatch=True), min_size=3, max_size=3),
                   max_size=8),
@@ -224,7 +226,7 @@ def kept_at(state: StoredElectionState, version: int) -> StoredElectionState:
     )
 
 
-@settings(max_examples=80)
+@settings(deadline=None, max_examples=80)
 @given(state=states, version=st.sampled_from([0, 1]))
 def test_quorum_state_round_trip(state: StoredElectionState, version: int) -> None:
     raw = encode_quorum_state(state, version)
@@ -257,6 +259,7 @@ def test_quorum_state_store_keeps_the_last_write(
         shutil.rmtree(root, ignore_errors=True)
 
 
+@settings(deadline=None)
 @given(state=states, version=st.integers(2, 10) | st.integers(-5, -1))
 def test_quorum_state_of_an_unknown_version_is_refused(state: StoredElectionState, version: int) -> None:
     with pytest.raises(ValueError):

@@ -51,7 +51,7 @@ producer_entries = st.lists(
 # producer snapshots
 
 
-@settings(max_examples=80)
+@settings(deadline=None, max_examples=80)
 @given(entries=producer_entries)
 def test_producer_snapshot_round_trip_and_size(entries: list[ProducerSnapshotEntry]) -> None:
     raw = encode_producer_snapshot(entries)
@@ -60,7 +60,7 @@ def test_producer_snapshot_round_trip_and_size(entries: list[ProducerSnapshotEnt
     assert decode_producer_snapshot(raw) == entries
 
 
-@settings(max_examples=80)
+@settings(deadline=None, max_examples=80)
 @given(entries=producer_entries, data=st.data())
 def test_producer_snapshot_with_a_flipped_bit_is_refused(
     entries: list[ProducerSnapshotEntry], data: st.DataObject
@@ -72,7 +72,7 @@ def test_producer_snapshot_with_a_flipped_bit_is_refused(
         decode_producer_snapshot(bytes(raw))
 
 
-@settings(max_examples=60)
+@settings(deadline=None, max_examples=60)
 @given(entries=producer_entries, extra=st.binary(min_size=1, max_size=50), data=st.data())
 def test_producer_snapshot_of_the_wrong_length_is_refused(
     entries: list[ProducerSnapshotEntry], extra: bytes, data: st.DataObject
@@ -96,7 +96,7 @@ cluster_ids = st.text(
 ) | st.text(alphabet=string.ascii_letters + string.digits + "-_", min_size=22, max_size=22)
 
 
-@settings(max_examples=80)
+@settings(deadline=None, max_examples=80)
 @given(
     version=st.sampled_from([0, 1]),
     cluster_id=st.none() | cluster_ids,
@@ -114,6 +114,7 @@ def test_meta_properties_round_trip(
     assert decode_meta_properties(raw) == meta
 
 
+@settings(deadline=None)
 @given(node_id=int32, cluster_id=cluster_ids)
 def test_meta_properties_version_1_needs_a_node_id(node_id: int, cluster_id: str) -> None:
     with pytest.raises(ValueError):
@@ -124,6 +125,7 @@ def test_meta_properties_version_1_needs_a_node_id(node_id: int, cluster_id: str
         decode_meta_properties(without)
 
 
+@settings(deadline=None)
 @given(topic_id=uuids.filter(lambda u: u != ZERO_UUID))
 def test_partition_metadata_round_trip(topic_id: Uuid) -> None:
     raw = encode_partition_metadata(topic_id)
@@ -144,6 +146,7 @@ def test_partition_metadata_of_the_zero_uuid_is_refused() -> None:
 offsets = st.integers(0, 2**63 - 1)
 
 
+@settings(deadline=None)
 @given(offset=offsets, suffix=st.sampled_from([".log", ".index", ".timeindex", ".log.deleted", ".log.swap"]))
 def test_segment_file_names_round_trip(offset: int, suffix: str) -> None:
     name = filename_prefix(offset) + suffix
@@ -151,11 +154,13 @@ def test_segment_file_names_round_trip(offset: int, suffix: str) -> None:
     assert offset_from_file_name(name) == offset
 
 
+@settings(deadline=None)
 @given(stem=st.text(alphabet="0123456789ab", max_size=22).filter(lambda s: not (len(s) == 20 and s.isdigit())))
 def test_other_segment_names_are_not_segments(stem: str) -> None:
     assert offset_from_file_name(stem + ".log") is None
 
 
+@settings(deadline=None)
 @given(offset=offsets)
 def test_producer_snapshot_names_round_trip(offset: int) -> None:
     path = producer_snapshot_path(Path("/d"), offset)
@@ -165,7 +170,7 @@ def test_producer_snapshot_names_round_trip(offset: int) -> None:
     assert offset_from_snapshot_name(f"{offset:020d}.log") is None
 
 
-@settings(max_examples=80)
+@settings(deadline=None, max_examples=80)
 @given(end=offsets, epoch=st.integers(0, 2**31 - 1),
        suffix=st.sampled_from(["", ".part", ".deleted"]))
 def test_snapshot_names_round_trip(end: int, epoch: int, suffix: str) -> None:
@@ -178,7 +183,7 @@ def test_snapshot_names_round_trip(end: int, epoch: int, suffix: str) -> None:
                                                                       suffix == ".deleted")
 
 
-@settings(max_examples=120)
+@settings(deadline=None, max_examples=120)
 @given(end=offsets, epoch=st.integers(0, 2**31 - 1), suffix=st.sampled_from(["", ".part", ".deleted"]),
        data=st.data())
 def test_a_snapshot_name_with_one_character_changed_is_refused(

@@ -234,7 +234,7 @@ TestIndexModel.settings = settings(
 )
 
 
-@settings(max_examples=60)
+@settings(deadline=None, max_examples=60)
 @given(
     base=st.integers(0, 2**40),
     entries=st.lists(st.tuples(st.integers(1, 1000), st.integers(0, 2**31 - 1)), max_size=20),
