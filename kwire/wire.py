@@ -23,7 +23,7 @@ truncated buffer or an impossible length, never IndexError or struct.error.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Protocol, runtime_checkable
 
 INT8 = struct.Struct(">b")
@@ -432,6 +432,11 @@ def read_unknown_tagged(
 ) -> tuple[tuple[tuple[int, bytes], ...], int]:
     """Read a whole tagged-field section at ``pos`` (its count first) whose tags are all unknown
     to the reader; returns the ``(tag, data)`` pairs in wire order and the position after it.
+
+    Like the ``default:`` branch of the ``read`` methods Kafka's ``MessageDataGenerator``
+    generates (``Readable.readUnknownTaggedField``), every field is kept as it comes: a tag seen
+    twice, or out of ascending order, is kept twice and in wire order, not refused (writing such
+    a list back is refused by :func:`write_tagged`, as Kafka's ``RawTaggedFieldWriter`` does).
     Raises DecodeError as :func:`read_tagged_header` does."""
     n, pos = read_uvarint(buf, pos)
     fields = []
@@ -444,11 +449,19 @@ def read_unknown_tagged(
 
 
 def write_tagged(
-    out: bytearray, known: Sequence[tuple[int, bytes]], unknown: Sequence[tuple[int, bytes]]
+    out: bytearray,
+    known: Sequence[tuple[int, bytes]],
+    unknown: Sequence[tuple[int, bytes]],
+    defined: Collection[int] = (),
 ) -> None:
     """Write a tagged-field section: the count, then each ``(tag, data)`` in ascending tag order,
-    known fields merged with preserved unknown ones."""
-    fields = merge_tagged(known, unknown)
+    the known fields (``known``, ascending) merged with the preserved unknown ones (``unknown``).
+
+    ``defined`` holds every tag a field of the struct has at any version (the tags Kafka's
+    generated ``write`` passes to ``RawTaggedFieldWriter.writeRawTags``). Raises EncodeError,
+    as ``RawTaggedFieldWriter`` throws, when ``unknown`` is not in strictly ascending tag order
+    (a duplicate tag included) or holds a tag in ``defined``: see :func:`merge_tagged`."""
+    fields = merge_tagged(known, unknown, defined)
     write_uvarint(out, len(fields))
     for tag, data in fields:
         write_uvarint(out, tag)
@@ -457,9 +470,29 @@ def write_tagged(
 
 
 def merge_tagged(
-    known: Sequence[tuple[int, bytes]], unknown: Sequence[tuple[int, bytes]]
+    known: Sequence[tuple[int, bytes]],
+    unknown: Sequence[tuple[int, bytes]],
+    defined: Collection[int] = (),
 ) -> list[tuple[int, bytes]]:
-    """Known and preserved unknown tagged fields, in ascending tag order (Kafka writes them so)."""
+    """Known and preserved unknown tagged fields, in ascending tag order (Kafka writes them so).
+
+    Mirrors ``org.apache.kafka.common.protocol.types.RawTaggedFieldWriter``: the unknown
+    (raw) fields must come in strictly ascending tag order, so a tag given twice is refused,
+    and none may use the tag of a field the struct defines (``defined``), whether or not that
+    field is written (it is left out when at its default). Kafka skips the second check when a
+    defined tag directly follows the previous one (its generator calls ``writeRawTags`` only
+    across a gap in the defined tags), so it can write such a tag twice; kwire refuses it always.
+    Raises EncodeError naming the offending tag."""
     if not unknown:
         return list(known)
+    previous = -1
+    for tag, _ in unknown:
+        if tag <= previous:
+            raise EncodeError(
+                f"invalid unknown tagged fields: tag {tag} comes after tag {previous} "
+                "but is not higher than it"
+            )
+        if tag in defined:
+            raise EncodeError(f"unknown tagged field uses tag {tag}, which a field defines")
+        previous = tag
     return sorted([*known, *unknown], key=lambda item: item[0])

@@ -216,9 +216,14 @@ class _Writer:
             self._write_value(f, f"o.{f.attr}", "out", 1, v)
         self._flush(group)
         if self.flexible:
+            # Every tag a field of the struct has at any version: an unknown field may use none
+            # of them (Kafka's generated write passes them to RawTaggedFieldWriter.writeRawTags,
+            # which throws).
+            tags = sorted({f.tag for f in self.struct.fields if f.tag is not None})
+            defined = ", {" + ", ".join(map(str, tags)) + "}" if tags else ""
             if not tagged:
                 self.emit("if o.unknown_tagged_fields:")
-                self.emit("_write_tagged(out, [], o.unknown_tagged_fields)", 2)
+                self.emit(f"_write_tagged(out, [], o.unknown_tagged_fields{defined})", 2)
                 self.emit("else:")
                 self.emit("out.append(0)", 2)
             else:
@@ -229,7 +234,7 @@ class _Writer:
                     self._write_value(f, f"o.{f.attr}", "b", 2, v, force_flexible=True)
                     self.emit(f"tf.append(({f.tag}, bytes(b)))", 2)
                 self.emit("if tf or o.unknown_tagged_fields:")
-                self.emit("_write_tagged(out, tf, o.unknown_tagged_fields)", 2)
+                self.emit(f"_write_tagged(out, tf, o.unknown_tagged_fields{defined})", 2)
                 self.emit("else:")
                 self.emit("out.append(0)", 2)
         if not self.body:

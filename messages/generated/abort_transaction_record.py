@@ -88,7 +88,7 @@ def _w_AbortTransactionRecord_0(o: AbortTransactionRecord, out: bytearray) -> No
         _wcsn(b, o.reason)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 

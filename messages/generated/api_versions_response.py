@@ -573,7 +573,7 @@ def _w_ApiVersionsResponse_3(o: ApiVersionsResponse, out: bytearray) -> None:
         b += _P7(o.zk_migration_ready)
         tf.append((3, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1, 2, 3})
     else:
         out.append(0)
 
@@ -767,7 +767,7 @@ def _w_ApiVersionsResponse_4(o: ApiVersionsResponse, out: bytearray) -> None:
         b += _P7(o.zk_migration_ready)
         tf.append((3, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1, 2, 3})
     else:
         out.append(0)
 _r_ApiVersionsResponse_4 = _r_ApiVersionsResponse_3
@@ -825,7 +825,7 @@ def _w_ApiVersionsResponse_5(o: ApiVersionsResponse, out: bytearray) -> None:
         b += _P7(o.zk_migration_ready)
         tf.append((3, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1, 2, 3})
     else:
         out.append(0)
 _r_ApiVersionsResponse_5 = _r_ApiVersionsResponse_3

@@ -88,7 +88,7 @@ def _w_BeginTransactionRecord_0(o: BeginTransactionRecord, out: bytearray) -> No
         _wcsn(b, o.name)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 

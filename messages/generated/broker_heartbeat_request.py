@@ -119,7 +119,7 @@ def _w_BrokerHeartbeatRequest_0(o: BrokerHeartbeatRequest, out: bytearray) -> No
     if o.cordoned_log_dirs != None:
         raise EncodeError('attempted to write a non-default CordonedLogDirs at version 0 of BrokerHeartbeatRequest')
     if o.unknown_tagged_fields:
-        _write_tagged(out, [], o.unknown_tagged_fields)
+        _write_tagged(out, [], o.unknown_tagged_fields, {0, 1})
     else:
         out.append(0)
 
@@ -169,7 +169,7 @@ def _w_BrokerHeartbeatRequest_1(o: BrokerHeartbeatRequest, out: bytearray) -> No
                 b += _P2(e1)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1})
     else:
         out.append(0)
 
@@ -250,7 +250,7 @@ def _w_BrokerHeartbeatRequest_2(o: BrokerHeartbeatRequest, out: bytearray) -> No
                 b += _P2(e1)
         tf.append((1, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1})
     else:
         out.append(0)
 

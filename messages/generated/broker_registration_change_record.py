@@ -125,7 +125,7 @@ def _w_BrokerRegistrationChangeRecord_0(o: BrokerRegistrationChangeRecord, out: 
         b += _P1(o.fenced)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1, 2, 3})
     else:
         out.append(0)
 
@@ -178,7 +178,7 @@ def _w_BrokerRegistrationChangeRecord_1(o: BrokerRegistrationChangeRecord, out: 
         b += _P1(o.in_controlled_shutdown)
         tf.append((1, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1, 2, 3})
     else:
         out.append(0)
 
@@ -248,7 +248,7 @@ def _w_BrokerRegistrationChangeRecord_2(o: BrokerRegistrationChangeRecord, out: 
                 b += _P3(e1)
         tf.append((2, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1, 2, 3})
     else:
         out.append(0)
 
@@ -349,7 +349,7 @@ def _w_BrokerRegistrationChangeRecord_3(o: BrokerRegistrationChangeRecord, out: 
                 b += _P3(e1)
         tf.append((3, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1, 2, 3})
     else:
         out.append(0)
 

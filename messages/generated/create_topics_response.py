@@ -352,7 +352,7 @@ def _w_CreatableTopicResult_5(o: CreatableTopicResult, out: bytearray) -> None:
         b += _P2(o.topic_config_error_code)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 
@@ -482,7 +482,7 @@ def _w_CreatableTopicResult_6(o: CreatableTopicResult, out: bytearray) -> None:
         b += _P2(o.topic_config_error_code)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 _r_CreatableTopicResult_6 = _r_CreatableTopicResult_5
@@ -512,7 +512,7 @@ def _w_CreatableTopicResult_7(o: CreatableTopicResult, out: bytearray) -> None:
         b += _P2(o.topic_config_error_code)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 

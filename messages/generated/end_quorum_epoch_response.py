@@ -504,7 +504,7 @@ def _w_EndQuorumEpochResponse_1(o: EndQuorumEpochResponse, out: bytearray) -> No
                 _w_NodeEndpoint_1(e1, b)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 

@@ -478,7 +478,7 @@ _r_FetchPartition_11 = _r_FetchPartition_9
 def _w_FetchPartition_12(o: FetchPartition, out: bytearray) -> None:
     out += _P9(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
     if o.unknown_tagged_fields:
-        _write_tagged(out, [], o.unknown_tagged_fields)
+        _write_tagged(out, [], o.unknown_tagged_fields, {0, 1})
     else:
         out.append(0)
 
@@ -620,7 +620,7 @@ def _w_FetchPartition_17(o: FetchPartition, out: bytearray) -> None:
         b += _P11(o.replica_directory_id)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1})
     else:
         out.append(0)
 
@@ -668,7 +668,7 @@ def _w_FetchPartition_18(o: FetchPartition, out: bytearray) -> None:
         b += _P3(o.high_watermark)
         tf.append((1, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1})
     else:
         out.append(0)
 
@@ -2334,7 +2334,7 @@ def _w_FetchRequest_12(o: FetchRequest, out: bytearray) -> None:
         _wcsn(b, o.cluster_id)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1})
     else:
         out.append(0)
 
@@ -2552,7 +2552,7 @@ def _w_FetchRequest_13(o: FetchRequest, out: bytearray) -> None:
         _wcsn(b, o.cluster_id)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1})
     else:
         out.append(0)
 
@@ -2752,7 +2752,7 @@ def _w_FetchRequest_14(o: FetchRequest, out: bytearray) -> None:
         _wcsn(b, o.cluster_id)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1})
     else:
         out.append(0)
 
@@ -2955,7 +2955,7 @@ def _w_FetchRequest_15(o: FetchRequest, out: bytearray) -> None:
         _w_ReplicaState_15(o.replica_state, b)
         tf.append((1, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1})
     else:
         out.append(0)
 
@@ -3168,7 +3168,7 @@ def _w_FetchRequest_16(o: FetchRequest, out: bytearray) -> None:
         _w_ReplicaState_16(o.replica_state, b)
         tf.append((1, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1})
     else:
         out.append(0)
 
@@ -3381,7 +3381,7 @@ def _w_FetchRequest_17(o: FetchRequest, out: bytearray) -> None:
         _w_ReplicaState_17(o.replica_state, b)
         tf.append((1, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1})
     else:
         out.append(0)
 
@@ -3600,7 +3600,7 @@ def _w_FetchRequest_18(o: FetchRequest, out: bytearray) -> None:
         _w_ReplicaState_18(o.replica_state, b)
         tf.append((1, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1})
     else:
         out.append(0)
 

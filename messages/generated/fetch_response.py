@@ -893,7 +893,7 @@ def _w_PartitionData_12(o: PartitionData, out: bytearray) -> None:
         _w_SnapshotId_12(o.snapshot_id, b)
         tf.append((2, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1, 2})
     else:
         out.append(0)
 
@@ -1018,7 +1018,7 @@ def _w_PartitionData_13(o: PartitionData, out: bytearray) -> None:
         _w_SnapshotId_13(o.snapshot_id, b)
         tf.append((2, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1, 2})
     else:
         out.append(0)
 _r_PartitionData_13 = _r_PartitionData_12
@@ -1053,7 +1053,7 @@ def _w_PartitionData_14(o: PartitionData, out: bytearray) -> None:
         _w_SnapshotId_14(o.snapshot_id, b)
         tf.append((2, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1, 2})
     else:
         out.append(0)
 _r_PartitionData_14 = _r_PartitionData_12
@@ -1088,7 +1088,7 @@ def _w_PartitionData_15(o: PartitionData, out: bytearray) -> None:
         _w_SnapshotId_15(o.snapshot_id, b)
         tf.append((2, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1, 2})
     else:
         out.append(0)
 _r_PartitionData_15 = _r_PartitionData_12
@@ -1123,7 +1123,7 @@ def _w_PartitionData_16(o: PartitionData, out: bytearray) -> None:
         _w_SnapshotId_16(o.snapshot_id, b)
         tf.append((2, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1, 2})
     else:
         out.append(0)
 _r_PartitionData_16 = _r_PartitionData_12
@@ -1158,7 +1158,7 @@ def _w_PartitionData_17(o: PartitionData, out: bytearray) -> None:
         _w_SnapshotId_17(o.snapshot_id, b)
         tf.append((2, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1, 2})
     else:
         out.append(0)
 _r_PartitionData_17 = _r_PartitionData_12
@@ -1193,7 +1193,7 @@ def _w_PartitionData_18(o: PartitionData, out: bytearray) -> None:
         _w_SnapshotId_18(o.snapshot_id, b)
         tf.append((2, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1, 2})
     else:
         out.append(0)
 _r_PartitionData_18 = _r_PartitionData_12
@@ -2311,7 +2311,7 @@ def _w_FetchResponse_12(o: FetchResponse, out: bytearray) -> None:
     if o.node_endpoints != []:
         raise EncodeError('attempted to write a non-default NodeEndpoints at version 12 of FetchResponse')
     if o.unknown_tagged_fields:
-        _write_tagged(out, [], o.unknown_tagged_fields)
+        _write_tagged(out, [], o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 
@@ -2491,7 +2491,7 @@ def _w_FetchResponse_13(o: FetchResponse, out: bytearray) -> None:
     if o.node_endpoints != []:
         raise EncodeError('attempted to write a non-default NodeEndpoints at version 13 of FetchResponse')
     if o.unknown_tagged_fields:
-        _write_tagged(out, [], o.unknown_tagged_fields)
+        _write_tagged(out, [], o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 
@@ -2661,7 +2661,7 @@ def _w_FetchResponse_14(o: FetchResponse, out: bytearray) -> None:
     if o.node_endpoints != []:
         raise EncodeError('attempted to write a non-default NodeEndpoints at version 14 of FetchResponse')
     if o.unknown_tagged_fields:
-        _write_tagged(out, [], o.unknown_tagged_fields)
+        _write_tagged(out, [], o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 
@@ -2831,7 +2831,7 @@ def _w_FetchResponse_15(o: FetchResponse, out: bytearray) -> None:
     if o.node_endpoints != []:
         raise EncodeError('attempted to write a non-default NodeEndpoints at version 15 of FetchResponse')
     if o.unknown_tagged_fields:
-        _write_tagged(out, [], o.unknown_tagged_fields)
+        _write_tagged(out, [], o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 
@@ -3014,7 +3014,7 @@ def _w_FetchResponse_16(o: FetchResponse, out: bytearray) -> None:
                 _w_NodeEndpoint_16(e1, b)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 
@@ -3247,7 +3247,7 @@ def _w_FetchResponse_17(o: FetchResponse, out: bytearray) -> None:
                 _w_NodeEndpoint_17(e1, b)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 _r_FetchResponse_17 = _r_FetchResponse_16
@@ -3282,7 +3282,7 @@ def _w_FetchResponse_18(o: FetchResponse, out: bytearray) -> None:
                 _w_NodeEndpoint_18(e1, b)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 _r_FetchResponse_18 = _r_FetchResponse_16

@@ -257,7 +257,7 @@ def _w_PartitionSnapshot_0(o: PartitionSnapshot, out: bytearray) -> None:
     _w_SnapshotId_0(o.snapshot_id, out)
     out += _P3(o.position)
     if o.unknown_tagged_fields:
-        _write_tagged(out, [], o.unknown_tagged_fields)
+        _write_tagged(out, [], o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 
@@ -306,7 +306,7 @@ def _w_PartitionSnapshot_1(o: PartitionSnapshot, out: bytearray) -> None:
         b += _P5(o.replica_directory_id)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 
@@ -548,7 +548,7 @@ def _w_FetchSnapshotRequest_0(o: FetchSnapshotRequest, out: bytearray) -> None:
         _wcsn(b, o.cluster_id)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 
@@ -686,7 +686,7 @@ def _w_FetchSnapshotRequest_1(o: FetchSnapshotRequest, out: bytearray) -> None:
         _wcsn(b, o.cluster_id)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 

@@ -380,7 +380,7 @@ def _w_PartitionSnapshot_0(o: PartitionSnapshot, out: bytearray) -> None:
         _w_LeaderIdAndEpoch_0(o.current_leader, b)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 
@@ -444,7 +444,7 @@ def _w_PartitionSnapshot_1(o: PartitionSnapshot, out: bytearray) -> None:
         _w_LeaderIdAndEpoch_1(o.current_leader, b)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 _r_PartitionSnapshot_1 = _r_PartitionSnapshot_0
@@ -627,7 +627,7 @@ def _w_FetchSnapshotResponse_0(o: FetchSnapshotResponse, out: bytearray) -> None
     if o.node_endpoints != []:
         raise EncodeError('attempted to write a non-default NodeEndpoints at version 0 of FetchSnapshotResponse')
     if o.unknown_tagged_fields:
-        _write_tagged(out, [], o.unknown_tagged_fields)
+        _write_tagged(out, [], o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 
@@ -774,7 +774,7 @@ def _w_FetchSnapshotResponse_1(o: FetchSnapshotResponse, out: bytearray) -> None
                 _w_NodeEndpoint_1(e1, b)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 

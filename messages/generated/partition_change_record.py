@@ -204,7 +204,7 @@ def _w_PartitionChangeRecord_0(o: PartitionChangeRecord, out: bytearray) -> None
         b += _P2(o.leader_recovery_state)
         tf.append((5, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1, 2, 3, 4, 5, 6, 7, 8})
     else:
         out.append(0)
 
@@ -394,7 +394,7 @@ def _w_PartitionChangeRecord_1(o: PartitionChangeRecord, out: bytearray) -> None
                 b += _P4(e1)
         tf.append((8, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1, 2, 3, 4, 5, 6, 7, 8})
     else:
         out.append(0)
 
@@ -625,7 +625,7 @@ def _w_PartitionChangeRecord_2(o: PartitionChangeRecord, out: bytearray) -> None
                 b += _P4(e1)
         tf.append((8, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1, 2, 3, 4, 5, 6, 7, 8})
     else:
         out.append(0)
 

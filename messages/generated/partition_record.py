@@ -198,7 +198,7 @@ def _w_PartitionRecord_0(o: PartitionRecord, out: bytearray) -> None:
         b += _P2(o.leader_recovery_state)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1, 2})
     else:
         out.append(0)
 
@@ -350,7 +350,7 @@ def _w_PartitionRecord_1(o: PartitionRecord, out: bytearray) -> None:
         b += _P2(o.leader_recovery_state)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1, 2})
     else:
         out.append(0)
 
@@ -541,7 +541,7 @@ def _w_PartitionRecord_2(o: PartitionRecord, out: bytearray) -> None:
             b += _pack('>%di' % len(a1), *a1)
         tf.append((2, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1, 2})
     else:
         out.append(0)
 

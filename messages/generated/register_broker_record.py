@@ -466,7 +466,7 @@ def _w_RegisterBrokerRecord_0(o: RegisterBrokerRecord, out: bytearray) -> None:
     if o.cordoned_log_dirs != None:
         raise EncodeError('attempted to write a non-default CordonedLogDirs at version 0 of RegisterBrokerRecord')
     if o.unknown_tagged_fields:
-        _write_tagged(out, [], o.unknown_tagged_fields)
+        _write_tagged(out, [], o.unknown_tagged_fields, {0, 1})
     else:
         out.append(0)
 
@@ -624,7 +624,7 @@ def _w_RegisterBrokerRecord_1(o: RegisterBrokerRecord, out: bytearray) -> None:
     if o.cordoned_log_dirs != None:
         raise EncodeError('attempted to write a non-default CordonedLogDirs at version 1 of RegisterBrokerRecord')
     if o.unknown_tagged_fields:
-        _write_tagged(out, [], o.unknown_tagged_fields)
+        _write_tagged(out, [], o.unknown_tagged_fields, {0, 1})
     else:
         out.append(0)
 
@@ -778,7 +778,7 @@ def _w_RegisterBrokerRecord_2(o: RegisterBrokerRecord, out: bytearray) -> None:
     if o.cordoned_log_dirs != None:
         raise EncodeError('attempted to write a non-default CordonedLogDirs at version 2 of RegisterBrokerRecord')
     if o.unknown_tagged_fields:
-        _write_tagged(out, [], o.unknown_tagged_fields)
+        _write_tagged(out, [], o.unknown_tagged_fields, {0, 1})
     else:
         out.append(0)
 
@@ -944,7 +944,7 @@ def _w_RegisterBrokerRecord_3(o: RegisterBrokerRecord, out: bytearray) -> None:
                 b += _P12(e1)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1})
     else:
         out.append(0)
 
@@ -1141,7 +1141,7 @@ def _w_RegisterBrokerRecord_4(o: RegisterBrokerRecord, out: bytearray) -> None:
                 b += _P12(e1)
         tf.append((1, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0, 1})
     else:
         out.append(0)
 

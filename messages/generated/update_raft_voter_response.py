@@ -192,7 +192,7 @@ def _w_UpdateRaftVoterResponse_0(o: UpdateRaftVoterResponse, out: bytearray) -> 
         _w_CurrentLeader_0(o.current_leader, b)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 

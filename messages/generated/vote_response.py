@@ -442,7 +442,7 @@ def _w_VoteResponse_0(o: VoteResponse, out: bytearray) -> None:
     if o.node_endpoints != []:
         raise EncodeError('attempted to write a non-default NodeEndpoints at version 0 of VoteResponse')
     if o.unknown_tagged_fields:
-        _write_tagged(out, [], o.unknown_tagged_fields)
+        _write_tagged(out, [], o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 
@@ -564,7 +564,7 @@ def _w_VoteResponse_1(o: VoteResponse, out: bytearray) -> None:
                 _w_NodeEndpoint_1(e1, b)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 
@@ -721,7 +721,7 @@ def _w_VoteResponse_2(o: VoteResponse, out: bytearray) -> None:
                 _w_NodeEndpoint_2(e1, b)
         tf.append((0, bytes(b)))
     if tf or o.unknown_tagged_fields:
-        _write_tagged(out, tf, o.unknown_tagged_fields)
+        _write_tagged(out, tf, o.unknown_tagged_fields, {0})
     else:
         out.append(0)
 _r_VoteResponse_2 = _r_VoteResponse_1
