@@ -80,18 +80,28 @@ def read_uvarint(buf: bytes | bytearray | memoryview, pos: int, max_bytes: int =
 
 
 def write_varint(out: bytearray, value: int) -> None:
-    """Append a zig-zag varint (a signed 32-bit value)."""
-    write_uvarint(out, ((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
+    """Append a zig-zag varint (a signed 32-bit value; ``ByteUtils.writeVarint``, which takes a
+    Java ``int``). Raises EncodeError for a value outside [-2**31, 2**31) rather than wrapping:
+    the zig-zag form of such a value needs more than 32 bits, so the test replaces the mask."""
+    raw = (value << 1) ^ (value >> 31)
+    if raw > 0xFFFFFFFF:
+        raise EncodeError(f"varint out of 32-bit range: {value}")
+    write_uvarint(out, raw)
 
 
 def write_varlong(out: bytearray, value: int) -> None:
-    """Append a zig-zag varlong (a signed 64-bit value)."""
-    write_uvarint(out, ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
+    """Append a zig-zag varlong (a signed 64-bit value; ``ByteUtils.writeVarlong``). Raises
+    EncodeError for a value outside [-2**63, 2**63) rather than wrapping."""
+    raw = (value << 1) ^ (value >> 63)
+    if raw > 0xFFFFFFFFFFFFFFFF:
+        raise EncodeError(f"varlong out of 64-bit range: {value}")
+    write_uvarint(out, raw)
 
 
 def read_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """Read a zig-zag varint (signed 32-bit, at most 5 bytes; ``ByteUtils.readVarint``);
-    returns ``(value, new_pos)``. Raises DecodeError when truncated or out of 32-bit range."""
+    returns ``(value, new_pos)``. Raises DecodeError when truncated or out of 32-bit range
+    (a 5-byte varint whose last byte has bits beyond bit 31: Kafka drops those bits)."""
     raw, pos = read_uvarint(buf, pos, 5)
     if raw > 0xFFFFFFFF:
         raise DecodeError("varint out of 32-bit range")

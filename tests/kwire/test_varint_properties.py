@@ -203,6 +203,17 @@ def test_varint_truncated_anywhere_is_refused(value: int, data: st.DataObject) -
         read_varint(raw[:cut], 0)
 
 
+@settings(deadline=None)
+@given(value=st.integers(INT32_MAX + 1, 2**70) | st.integers(-(2**70), INT32_MIN - 1))
+@example(value=INT32_MAX + 1)
+@example(value=INT32_MIN - 1)
+def test_varint_out_of_32_bit_range_is_refused_not_wrapped(value: int) -> None:
+    # ByteUtils.writeVarint takes a Java int: such a value cannot reach it. kwire refuses it
+    # rather than writing the varint of a different (wrapped) number.
+    with pytest.raises(EncodeError, match="out of 32-bit range"):
+        encode(write_varint, value)
+
+
 # ---------------------------------------------------------------------------------------------
 # zig-zag varlong (64-bit)
 
@@ -270,3 +281,12 @@ def test_a_run_of_mixed_varints_reads_back_in_order(values: list[tuple[bool, int
         got.append(v)
     assert got == wanted
     assert pos == len(out)
+
+
+@settings(deadline=None)
+@given(value=st.integers(INT64_MAX + 1, 2**140) | st.integers(-(2**140), INT64_MIN - 1))
+@example(value=INT64_MAX + 1)
+@example(value=INT64_MIN - 1)
+def test_varlong_out_of_64_bit_range_is_refused_not_wrapped(value: int) -> None:
+    with pytest.raises(EncodeError, match="out of 64-bit range"):
+        encode(write_varlong, value)
