@@ -21,7 +21,8 @@ the bytes are compared unchanged.
 
 Separately, for every flexible version, messages carrying random unknown tagged fields (what a
 newer peer sends) must come back byte for byte from Kafka's classes, which keep such fields, and
-kwire must decode them with the fields preserved.
+kwire must decode them with the fields preserved; and sections that repeat tags or put unknown
+tags out of order must be read and written back (or refused) as Kafka's classes do.
 
 A failure names the message, version, index and both byte strings; rerun one spec with
 ``pytest compat/test_java_byte_identity.py -k VoteRequest``.
@@ -42,6 +43,8 @@ from compat.jarspecs import ABSENT, jar_specs
 from compat.kafka import PINNED_VERSIONS, require_kafka
 from compat.oracle import JavaOracle, OracleError
 from compat.specdiff import compare_specs, intersect, parse_versions, translate_json
+from kwire.wire import EncodeError
+from messages.generated.fetch_request import FetchRequest
 from messages.spec import MessageSpec, load_all
 from tests.messages.randmsg import message_class, random_messages, with_unknown_tags
 
@@ -197,3 +200,40 @@ def test_oracle_reports_errors_without_dying(java_oracles: dict[str, JavaOracle]
     assert [a["ok"] for a in bad] == [False, False]
     assert oracle.encode("VoteRequest", 1, {"clusterId": None, "voterId": 7, "topics": []}) \
         == bytes.fromhex("00" "00000007" "01" "00")
+
+
+@pytest.mark.parametrize("kafka_version", PINNED_VERSIONS, ids=lambda v: f"kafka-{v}")
+def test_repeated_and_disordered_tags_are_handled_as_kafka_does(
+    kafka_version: str, java_oracles: dict[str, JavaOracle]
+) -> None:
+    """FetchRequest v15 sections mixing its tag 0 (ClusterId), given 0-2 times, with unknown
+    tags 5-8 in any order and number: Kafka's generated reader keeps the last ClusterId and
+    every unknown field in wire order, and its ``RawTaggedFieldWriter`` refuses to write back
+    unknown tags that are repeated or out of order. kwire must write back the same bytes, or
+    refuse (EncodeError) exactly where Kafka throws."""
+    require_kafka(kafka_version)
+    oracle = java_oracles[kafka_version]
+    body = FetchRequest(max_wait_ms=500).encode(15)[:-1]  # all but the empty section's count
+    rng = random.Random("repeated-tags")
+    frames = []
+    for _ in range(150):
+        fields = [(0, bytes([2, rng.choice(b"abc")])) for _ in range(rng.randint(0, 2))]
+        fields += [(rng.randint(5, 8), rng.randbytes(rng.randint(0, 2)))
+                   for _ in range(rng.randint(0, 3))]
+        rng.shuffle(fields)
+        section = bytearray([len(fields)])
+        for tag, data in fields:
+            section += bytes([tag, len(data)]) + data
+        frames.append(body + bytes(section))
+    refused = 0
+    for frame, theirs in zip(frames, oracle.reencode_many(("FetchRequest", 15, f) for f in frames),
+                             strict=True):
+        decoded = FetchRequest.decode(frame, 15)
+        if isinstance(theirs, OracleError):
+            assert "Invalid raw tag field list" in str(theirs), frame.hex()
+            with pytest.raises(EncodeError, match="is not higher than it"):
+                decoded.encode(15)
+            refused += 1
+        else:
+            assert decoded.encode(15) == theirs, frame.hex()
+    assert 0 < refused < len(frames)
