@@ -37,10 +37,12 @@ back to the committed image go through it, in order, to the image and to the par
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kwire.errors import Errors
+from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.no_op_record import NoOpRecord
 from server.controller.admission import Admission
 from server.controller.authorizer import StandardAuthorizer
@@ -59,11 +61,12 @@ from server.controller.offset_control import OffsetControl
 from server.controller.operations import ControllerConfig, ControllerLog
 from server.controller.outbox import ControllerOutbox, OutboxWriter, RaftView
 from server.controller.periodic_tasks import MAX_ELECTIONS_PER_IMBALANCE, PeriodicTasks, may_write
-from server.controller.registry import find
+from server.controller.registry import ControllerApi, find
 from server.controller.request_runner import ControllerRequest, RequestRunner
 from server.controller.result import Record
 from server.controller.snapshots import SnapshotGenerator, SnapshotToWrite
 from server.controller.write_queue import DeferredWriteQueue
+from server.failpoints import Failpoints
 from server.raft.events import AppendResult, CommittedBatch
 from server.raft.types import OffsetAndEpoch
 
@@ -96,7 +99,8 @@ class ControllerHost:
     ``now_ms`` the time it starts at. ``rng`` places replicas and draws topic ids; ``log``
     takes its INFO and ERROR lines; ``logger_levels`` lists the node's loggers for
     DescribeConfigs; ``perf_counter`` (seconds) times each request's processing for the
-    EventQueueProcessingTimeMs metric only (None: not timed).
+    EventQueueProcessingTimeMs metric only (None: not timed). ``failpoints`` holds the points
+    armed on this node (``server.failpoints``; default: none armed, drawing from ``rng``).
     """
 
     def __init__(
@@ -110,8 +114,14 @@ class ControllerHost:
         log: ControllerLog | None = None,
         logger_levels: Callable[[], Mapping[str, str]] = dict,
         perf_counter: Callable[[], float] | None = None,
+        failpoints: Failpoints | None = None,
     ) -> None:
         self.config = config
+        self.failpoints = failpoints if failpoints is not None else Failpoints(rng.random)
+        """The failpoints armed on this node: ``controller.request`` and ``controller.heartbeat``
+        are checked as a request arrives (:meth:`request`)."""
+        self._held: list[tuple[int, int, ControllerRequest]] = []
+        """Requests a ``delay`` failpoint holds: (release time ms, arrival order, request)."""
         self.raft = raft
         self.rng = rng
         self.log: ControllerLog = log if log is not None else _SilentLog()
@@ -307,10 +317,31 @@ class ControllerHost:
         api = find(request.body)
         if api is None:
             raise KeyError(f"not a controller RPC: {type(request.body).__name__}")
+        if self.failpoints.armed and self._failpoint(now_ms, request, api):
+            return
+        self._arrived(now_ms, request, api)
+
+    def _arrived(self, now_ms: int, request: ControllerRequest, api: ControllerApi) -> None:
         if self._loading is not None:
             self._loading.requests.append(request)  # it runs on the whole image
             return
         self._runner.arrived(now_ms, request, api)
+
+    def _failpoint(self, now_ms: int, request: ControllerRequest, api: ControllerApi) -> bool:
+        """Carry out the action of an armed ``controller.request`` or (a BrokerHeartbeat)
+        ``controller.heartbeat`` failpoint: an error answer, no answer, or the request held
+        until its delay passes (:meth:`poll` lets it in then); whether one fired."""
+        action = self.failpoints.hit("controller.request")
+        if action is None and isinstance(request.body, BrokerHeartbeatRequest):
+            action = self.failpoints.hit("controller.heartbeat")
+        if action is None:
+            return False
+        if action.kind == "error":
+            error = ApiError(Errors(action.value), "failpoint")
+            self._writer.reply(request.handle, api.respond(request.body, request.version, error))
+        elif action.kind == "delay":
+            heapq.heappush(self._held, (now_ms + action.value, -self._writer.token(), request))
+        return True  # drop: no answer
 
     def shutdown(self) -> None:
         """The node is stopping: it no longer claims leadership or appends NoOps."""
@@ -336,6 +367,11 @@ class ControllerHost:
         self._follow_leadership(now_ms)
         if not self.authorizer.loaded and 0 < self.raft.high_watermark <= self.replayed_offset:
             self.authorizer.loaded = True  # Kafka's completeInitialLoad: caught up to the high watermark
+        while self._held and self._held[0][0] <= now_ms:
+            held = heapq.heappop(self._held)[2]
+            held_api = find(held.body)
+            assert held_api is not None
+            self._arrived(now_ms, held, held_api)
         self._queue.lower_barrier_if_idle()
         while self._loading is None and (request := self._queue.next_waiting()) is not None:
             api = find(request.body)
@@ -346,6 +382,8 @@ class ControllerHost:
         due = self._tasks.next_deadline_ms()
         if self._loading is not None:
             due = now_ms if due is None else min(due, now_ms)  # the next slice
+        if self._held:
+            due = self._held[0][0] if due is None else min(due, self._held[0][0])
         out.next_deadline_ms = due
         return out
 
