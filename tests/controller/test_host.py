@@ -41,6 +41,7 @@ from server.controller.cluster import ReplayError
 from server.controller.host import ControllerHost, ControllerOutbox, ControllerRequest
 from server.controller.operations import ControllerConfig
 from server.controller.stepping import run_steps, steps
+from server.failpoints import parse_action
 from server.raft.core import RaftCore
 from server.raft.events import (
     AppendResult,
@@ -751,3 +752,60 @@ def test_with_an_authorizer_only_super_users_pass_before_the_acls_are_loaded() -
     node.step()
     assert node.host.authorizer.loaded
     assert node.answer("later").error_code == Errors.NONE  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------------------- failpoints
+
+
+def _unfenced_broker(harness: Harness) -> int:
+    registered = object()
+    harness.request(_registration(5), 4, registered)
+    epoch: int = harness.answer(registered).broker_epoch  # type: ignore[union-attr]
+    return epoch
+
+
+def test_an_armed_heartbeat_error_answers_that_error_and_clearing_restores_the_answer() -> None:
+    harness = _active()
+    epoch = _unfenced_broker(harness)
+    harness.host.failpoints.arm("controller.heartbeat", parse_action("error(41)"))
+    refused = object()
+    harness.request(_heartbeat(5, epoch, harness.core.high_watermark - 1), 1, refused)
+    assert harness.answer(refused).error_code == Errors.NOT_CONTROLLER  # type: ignore[union-attr]
+    other = object()
+    harness.request(_registration(6), 4, other)  # another RPC is not at that point
+    assert harness.answer(other).error_code == 0  # type: ignore[union-attr]
+    harness.host.failpoints.clear()
+    answered = object()
+    harness.request(_heartbeat(5, epoch, harness.core.high_watermark - 1), 1, answered)
+    assert harness.answer(answered).error_code == 0  # type: ignore[union-attr]
+
+
+def test_a_dropped_heartbeat_gets_no_answer_and_counts_as_no_contact() -> None:
+    harness = Harness(config=_config(session_timeout_ms=800))
+    epoch = _unfenced_broker(harness)
+    harness.host.failpoints.arm("controller.heartbeat", parse_action("drop"))
+    harness.now += 700
+    dropped = object()
+    harness.request(_heartbeat(5, epoch, harness.core.high_watermark - 1), 1, dropped)
+    harness.advance(1)
+    assert harness.answer(dropped) is None
+    sessions = harness.host.controller.cluster.heartbeats
+    assert sessions is not None
+    # 1,200 ms after registering: a heartbeat that arrived would have kept the session alive
+    assert not sessions.has_valid_session(5, epoch, harness.now + 500)
+    assert harness.host.failpoints.fired["controller.heartbeat"] == 1
+
+
+def test_a_delayed_heartbeat_is_held_and_let_in_by_deadline() -> None:
+    harness = _active()
+    epoch = _unfenced_broker(harness)
+    harness.host.failpoints.arm("controller.heartbeat", parse_action("delay(300)"))
+    held = object()
+    start = harness.now
+    harness.request(_heartbeat(5, epoch, harness.core.high_watermark - 1), 1, held)
+    assert harness.answer(held) is None
+    assert harness.deadline_ms is not None and harness.deadline_ms <= start + 300
+    harness.advance(299)
+    assert harness.answer(held) is None
+    harness.advance(1)
+    assert harness.answer(held).error_code == 0  # type: ignore[union-attr]
