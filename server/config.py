@@ -172,6 +172,9 @@ class KRaftConfig:
     free one; unset: no metrics server). kwire's own key: Kafka serves JMX only."""
     prometheus_host: str = "0.0.0.0"
     """The address the metrics server binds (``kwire.prometheus.host``)."""
+    unsafe_test_failpoints: bool = False
+    """TEST ONLY: ``kwire.unsafe.test.failpoints`` lets ``/failpoints`` beside ``/metrics`` arm
+    the node's failpoints (``server.failpoints``), halt among them; off, it answers 404."""
     unsafe_test_fsync_interval_ms: int | None = None
     """TEST ONLY, and unsafe: ``kwire.unsafe.test.fsync.interval.ms`` makes the node fsync its
     log at most once per this many ms and take every flush as done at once, so it acknowledges
@@ -370,6 +373,7 @@ class KRaftConfig:
                 else r.integer("kwire.prometheus.port", None, minimum=0)
             ),
             prometheus_host=r.string("kwire.prometheus.host", "0.0.0.0") or "0.0.0.0",
+            unsafe_test_failpoints=r.boolean("kwire.unsafe.test.failpoints", False),
             unsafe_test_fsync_interval_ms=(
                 None if r.get("kwire.unsafe.test.fsync.interval.ms") is None
                 else r.integer("kwire.unsafe.test.fsync.interval.ms", None, minimum=1)

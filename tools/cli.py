@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "tools.raft_server_load",
         "a controller whose leader writes a steady load, as Kafka's TestRaftServer",
     ),
+    "failpoint": ("tools.failpoint_cmd", "arm, list and clear a running node's failpoints (tests only)"),
     "audit": ("tools.audit", "check a cluster's metadata logs (PySpark) and its brokers' replicas"),
 }
 

@@ -264,7 +264,8 @@ class Node:
             self.metrics_port = actual
             log.info("serving metrics on %s:%d", host, actual)
 
-        await serve_metrics(host, port, lambda: host_snapshot(self.core, self.host), on_bound=bound)
+        points = self.host.failpoints if self.host is not None and self.config.unsafe_test_failpoints else None
+        await serve_metrics(host, port, lambda: host_snapshot(self.core, self.host), on_bound=bound, failpoints=points)
 
     async def _forward_requests(self, receive: trio.MemoryReceiveChannel[PendingRequest]) -> None:
         async for pending in receive:

@@ -17,21 +17,36 @@ registers, with ``.``, ``:``, ``=`` and ``-`` as ``_``:
 * ``kafka_server_raft_metrics_<name>`` (``KafkaRaftMetrics``, group ``raft-metrics``):
   current_leader, current_epoch, high_watermark, log_end_offset, and current_state as a
   ``state`` label of value 1 (leader, follower, candidate, prospective, unattached, resigned).
+
+The same server answers ``/failpoints`` (``server.failpoints``) when the node was started with
+``kwire.unsafe.test.failpoints=true`` (404 otherwise), in JSON:
+
+* ``GET /failpoints``: every point, ``{name: {"where", "action", "probability", "fired"}}``;
+* ``PUT`` or ``POST /failpoints/NAME`` with ``{"action": "delay(MS)" | "error(CODE)" | "drop" |
+  "halt", "probability": P}`` (P defaults to 1): arms it, answers its entry (400 on a bad
+  name or action);
+* ``DELETE /failpoints/NAME`` (or ``/failpoints``: all): disarms, ``{"cleared": bool}``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import json
+import socket
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import trio
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from server.controller.event_times import EventTimesSummary
+from server.failpoints import Failpoints, parse_action
 
 __all__ = ["MetricsServer", "Snapshot", "host_snapshot", "serve_metrics", "take_snapshot"]
 
@@ -122,15 +137,64 @@ class _Collector(Collector):
         yield state
 
 
+_Start = Callable[[str, list[tuple[str, str]]], Any]
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+        """No access log."""
+
+
+def _failpoints_app(failpoints: Failpoints | None, environ: dict[str, Any], start: _Start) -> Iterable[bytes]:
+    """``/failpoints`` (module docstring)."""
+
+    def answer(status: str, body: object) -> list[bytes]:
+        start(status, [("Content-Type", "application/json")])
+        return [json.dumps(body, sort_keys=True).encode() + b"\n"]
+
+    if failpoints is None:
+        return answer("404 Not Found", {"error": "failpoints are off (kwire.unsafe.test.failpoints=false)"})
+    method = environ["REQUEST_METHOD"]
+    name = environ.get("PATH_INFO", "")[len("/failpoints"):].strip("/")
+    try:
+        if method == "GET" and not name:
+            return answer("200 OK", failpoints.list())
+        if method == "DELETE":
+            return answer("200 OK", {"cleared": failpoints.clear(name or None)})
+        if method in ("PUT", "POST") and name:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            spec = json.loads(environ["wsgi.input"].read(length) or b"{}")
+            if not isinstance(spec, dict) or not isinstance(spec.get("action"), str):
+                raise ValueError('the body must be {"action": "...", "probability": P}')
+            failpoints.arm(name, parse_action(spec["action"], float(spec.get("probability", 1.0))))
+            return answer("200 OK", {name: failpoints.list()[name]})
+    except (ValueError, TypeError) as exc:
+        return answer("400 Bad Request", {"error": str(exc)})
+    return answer("405 Method Not Allowed", {"error": f"{method} {environ.get('PATH_INFO')}"})
+
+
 class MetricsServer:
     """``/metrics`` on ``host``:``port`` (port 0: any free one; :attr:`port` tells which), serving
-    the latest :attr:`snapshot`."""
+    the latest :attr:`snapshot`, and ``/failpoints`` over ``failpoints`` (None: 404)."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, failpoints: Failpoints | None = None) -> None:
         self.snapshot = Snapshot()
         registry = CollectorRegistry(auto_describe=False)
         registry.register(_Collector(self))
-        self._server, self._thread = start_http_server(port, addr=host, registry=registry)
+        metrics = make_wsgi_app(registry)
+
+        def app(environ: dict[str, Any], start: _Start) -> Iterable[bytes]:
+            path = environ.get("PATH_INFO", "")
+            if path == "/failpoints" or path.startswith("/failpoints/"):
+                return _failpoints_app(failpoints, environ, start)
+            return metrics(environ, start)  # type: ignore[no-any-return]
+
+        class Server(ThreadingWSGIServer):
+            address_family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM)[0][0]
+
+        self._server = make_server(host, port, app, Server, handler_class=_Quiet)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
         self.port: int = self._server.server_address[1]
 
     def update(self, snapshot: Snapshot) -> None:
@@ -144,11 +208,13 @@ class MetricsServer:
 
 
 async def serve_metrics(
-    host: str, port: int, snapshot: Callable[[], Snapshot], *, on_bound: Callable[[int], None] | None = None
+    host: str, port: int, snapshot: Callable[[], Snapshot], *, on_bound: Callable[[int], None] | None = None,
+    failpoints: Failpoints | None = None,
 ) -> None:
     """Serve ``/metrics`` on ``host``:``port`` with a new ``snapshot()`` every second until
-    cancelled; ``on_bound`` hears the bound port first."""
-    server = MetricsServer(host, port)
+    cancelled, and ``/failpoints`` over ``failpoints`` (None: 404); ``on_bound`` hears the
+    bound port first."""
+    server = MetricsServer(host, port, failpoints)
     if on_bound is not None:
         on_bound(server.port)
     try:
