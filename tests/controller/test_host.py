@@ -41,7 +41,7 @@ from server.controller.cluster import ReplayError
 from server.controller.host import ControllerHost, ControllerOutbox, ControllerRequest
 from server.controller.operations import ControllerConfig
 from server.controller.stepping import run_steps, steps
-from server.failpoints import parse_action
+from server.failpoints import FailpointHalt, parse_action
 from server.raft.core import RaftCore
 from server.raft.events import (
     AppendResult,
@@ -809,3 +809,10 @@ def test_a_delayed_heartbeat_is_held_and_let_in_by_deadline() -> None:
     assert harness.answer(held) is None
     harness.advance(1)
     assert harness.answer(held).error_code == 0  # type: ignore[union-attr]
+
+
+def test_a_halt_at_a_point_stops_the_host_with_failpoint_halt() -> None:
+    harness = _active()
+    harness.host.failpoints.arm("controller.request", parse_action("halt"))
+    with pytest.raises(FailpointHalt):
+        harness.host.request(harness.now, ControllerRequest(object(), _registration(5), 4, "CONTROLLER", harness.now))
