@@ -35,6 +35,7 @@ __all__ = ["KINDS", "POINTS", "Action", "FailpointHalt", "Failpoints", "parse_ac
 POINTS: Mapping[str, str] = {
     "controller.request": "any controller RPC as it arrives on the controller (before admission)",
     "controller.heartbeat": "a BrokerHeartbeat request as it arrives on the controller",
+    "raft.fetch": "a raft Fetch request as it arrives, before it is answered (the leader's fetch answer)",
 }
 """Every point name -> where it sits."""
 

@@ -221,7 +221,7 @@ class Node:
                         rng=self.rng,
                         log=logging.getLogger("kwire.controller"),
                         logger_levels=python_logger_levels,
-                        perf_counter=time.perf_counter,
+                        perf_counter=time.perf_counter, failpoints=core.failpoints,
                     )
                     self._most_slice_records = host.load_records_per_poll
                     assert isinstance(core.log, StorageRaftLog)

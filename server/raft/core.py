@@ -17,11 +17,15 @@ wake after the step that appended; the core times out its own requests) is writt
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kwire.api_keys import ApiKey
 from kwire.errors import Errors
+from messages.generated.fetch_request import FetchRequest
+from messages.generated.fetch_response import FetchResponse
+from server.failpoints import Failpoints
 from server.raft import (
     kraft_upgrade,
     leadership,
@@ -88,6 +92,7 @@ class RaftCore:
         config: QuorumConfig | None = None,
         bootstrap_servers: Sequence[Endpoint] = (),
         registry: Registry = DEFAULT,
+        failpoints: Failpoints | None = None,
     ) -> None:
         if voters.size == 0 and not bootstrap_servers:
             raise ValueError("Missing kraft bootstrap servers")  # KafkaRaftClient's ConfigException
@@ -96,6 +101,11 @@ class RaftCore:
         self.config = config or QuorumConfig()
         self.rng = rng
         self.registry = registry
+        self.failpoints = failpoints if failpoints is not None else Failpoints(rng.random)
+        """The failpoints armed on this node (``server.failpoints``): ``raft.fetch`` is checked
+        as a Fetch request arrives (before the leader answers it)."""
+        self._held: list[tuple[int, int, RequestReceived]] = []
+        """Fetches a ``delay`` failpoint holds: (release time ms, arrival order, event)."""
         self.control = ControlRecordStateMachine(voters, kraft_version)
         self._pending_load_snapshot = self.control.load(log)
         self._out = Outbox()
@@ -198,7 +208,11 @@ class RaftCore:
         if self._pending_load_snapshot is not None:
             out.load_snapshot, self._pending_load_snapshot = self._pending_load_snapshot, None
         self._on_log_applied(now_ms)
+        while self._held and self._held[0][0] <= now_ms:
+            self._dispatch(now_ms, heapq.heappop(self._held)[2], out)
         for event in events:
+            if self.failpoints.armed and self._failpoint(now_ms, event):
+                continue
             self._dispatch(now_ms, event, out)
         self._poll(now_ms)
         self._wake_parked(now_ms, None)  # a fetch in this step may have moved the high watermark
@@ -206,6 +220,21 @@ class RaftCore:
         out.election_state = self.quorum.take_unwritten_election()
         out.next_deadline_ms = self._next_deadline(now_ms)
         return out
+
+    def _failpoint(self, now_ms: int, event: Event) -> bool:
+        """Carry out an armed ``raft.fetch`` failpoint on a Fetch request: answer it with the
+        error at the top (``error``), leave it unanswered (``drop``: the fetcher times out), or
+        hold it until its delay passes (``delay``); whether one fired."""
+        if not isinstance(event, RequestReceived) or not isinstance(event.request, FetchRequest):
+            return False
+        action = self.failpoints.hit("raft.fetch")
+        if action is None:
+            return False
+        if action.kind == "error":
+            self.reply(event.request_id, FetchResponse(error_code=action.value))
+        elif action.kind == "delay":
+            heapq.heappush(self._held, (now_ms + action.value, event.request_id, event))
+        return True
 
     def _dispatch(self, now_ms: int, event: Event, out: Outbox) -> None:
         """Hand one event to its handler (:meth:`step_many`)."""
@@ -240,6 +269,8 @@ class RaftCore:
         # Timers at or before now were acted on by _poll, or wait on an in-flight request, a
         # backoff or a flush, each of which brings its own later deadline or event.
         future = [d for d in deadlines if d > now_ms]
+        if self._held:
+            future.append(self._held[0][0])  # a Fetch a failpoint delays
         if self.view.has_staged_changes:
             future.append(now_ms)  # the next Fetch is built once the driver applied them
         if self.view.delivery_pending:
