@@ -32,15 +32,17 @@ from kwire.errors import Errors
 
 __all__ = ["KINDS", "POINTS", "Action", "FailpointHalt", "Failpoints", "parse_action"]
 
-POINTS: Mapping[str, str] = {
-    "controller.request": "any controller RPC as it arrives on the controller (before admission)",
-    "controller.heartbeat": "a BrokerHeartbeat request as it arrives on the controller",
-    "raft.fetch": "a raft Fetch request as it arrives, before it is answered (the leader's fetch answer)",
-}
-"""Every point name -> where it sits."""
-
 KINDS = ("delay", "error", "drop", "halt")
 """The action kinds."""
+
+POINTS: Mapping[str, tuple[str, tuple[str, ...]]] = {
+    "controller.request": ("any controller RPC as it arrives on the controller (before admission)", KINDS),
+    "controller.heartbeat": ("a BrokerHeartbeat request as it arrives on the controller", KINDS),
+    "raft.fetch": ("a raft Fetch request as it arrives, before it is answered (the leader's fetch answer)", KINDS),
+    "raft.append": ("the controller's append to the leader's log (error: the append is refused with that code)",
+                    ("error", "halt")),
+}
+"""Every point name -> (where it sits, the action kinds it takes)."""
 
 _ACTION = re.compile(r"^\s*(delay|error|drop|halt)\s*(?:\(\s*(-?\d+)\s*\))?\s*$")
 
@@ -114,9 +116,13 @@ class Failpoints:
         self._halt = halt
 
     def arm(self, name: str, action: Action) -> None:
-        """Arm point ``name`` (one of :data:`POINTS`, else ValueError) with ``action``."""
+        """Arm point ``name`` (one of :data:`POINTS`, else ValueError) with ``action`` (of a
+        kind the point takes, else ValueError)."""
         if name not in POINTS:
             raise ValueError(f"unknown failpoint {name!r}: one of {', '.join(sorted(POINTS))}")
+        kinds = POINTS[name][1]
+        if action.kind not in kinds:
+            raise ValueError(f"{name} takes {', '.join(kinds)}, not {action.kind}")
         self.armed = {**self.armed, name: action}
         self.fired = {**self.fired, name: 0}
 
@@ -137,7 +143,7 @@ class Failpoints:
         "fired": n}}``."""
         armed, fired = self.armed, self.fired
         out: dict[str, dict[str, object]] = {}
-        for name, where in sorted(POINTS.items()):
+        for name, (where, _) in sorted(POINTS.items()):
             action = armed.get(name)
             entry: dict[str, object] = {"where": where, "action": None}
             if action is not None:

@@ -33,6 +33,7 @@ from server.raft import (
 )
 from server.raft.control_state import ControlRecordStateMachine
 from server.raft.events import (
+    AppendResult,
     ClientAppend,
     Event,
     FailureReason,
@@ -211,7 +212,7 @@ class RaftCore:
         while self._held and self._held[0][0] <= now_ms:
             self._dispatch(now_ms, heapq.heappop(self._held)[2], out)
         for event in events:
-            if self.failpoints.armed and self._failpoint(now_ms, event):
+            if self.failpoints.armed and self._failpoint(now_ms, event, out):
                 continue
             self._dispatch(now_ms, event, out)
         self._poll(now_ms)
@@ -221,10 +222,16 @@ class RaftCore:
         out.next_deadline_ms = self._next_deadline(now_ms)
         return out
 
-    def _failpoint(self, now_ms: int, event: Event) -> bool:
-        """Carry out an armed ``raft.fetch`` failpoint on a Fetch request: answer it with the
-        error at the top (``error``), leave it unanswered (``drop``: the fetcher times out), or
-        hold it until its delay passes (``delay``); whether one fired."""
+    def _failpoint(self, now_ms: int, event: Event, out: Outbox) -> bool:
+        """Carry out an armed ``raft.append`` failpoint on a ClientAppend (refused with the
+        error) or ``raft.fetch`` on a Fetch request: answer it with the error at the top
+        (``error``), leave it unanswered (``drop``: the fetcher times out), or hold it until its
+        delay passes (``delay``); whether one fired."""
+        if isinstance(event, ClientAppend):
+            refused = self.failpoints.hit("raft.append")
+            if refused is not None:
+                out.append_results.append(AppendResult(event.token, -1, -1, self.epoch, refused.value))
+            return refused is not None
         if not isinstance(event, RequestReceived) or not isinstance(event.request, FetchRequest):
             return False
         action = self.failpoints.hit("raft.fetch")

@@ -816,3 +816,18 @@ def test_a_halt_at_a_point_stops_the_host_with_failpoint_halt() -> None:
     harness.host.failpoints.arm("controller.request", parse_action("halt"))
     with pytest.raises(FailpointHalt):
         harness.host.request(harness.now, ControllerRequest(object(), _registration(5), 4, "CONTROLLER", harness.now))
+
+
+def test_an_append_refused_at_a_failpoint_answers_the_write_not_controller_and_clearing_restores_it() -> None:
+    harness = _active()
+    harness.core.failpoints.arm("raft.append", parse_action("error(6)"))
+    refused = object()
+    harness.request(_registration(5), 4, refused)
+    assert harness.answer(refused).error_code == Errors.NOT_CONTROLLER  # type: ignore[union-attr]
+    assert 5 not in harness.host.controller.cluster.registrations  # back to the committed image
+    harness.core.failpoints.clear()
+    harness.advance(1)
+    answered = object()
+    harness.request(_registration(5), 4, answered)
+    assert harness.answer(answered).error_code == Errors.NONE  # type: ignore[union-attr]
+    assert 5 in harness.host.controller.cluster.registrations

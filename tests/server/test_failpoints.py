@@ -23,7 +23,7 @@ def test_an_armed_point_fires_until_cleared_and_only_at_its_name() -> None:
     assert points.hit("controller.request") is None
     assert points.hit("controller.heartbeat") == Action("error", 41)
     assert points.list()["controller.heartbeat"] == {
-        "where": POINTS["controller.heartbeat"], "action": "error(41)", "probability": 1.0, "fired": 1}
+        "where": POINTS["controller.heartbeat"][0], "action": "error(41)", "probability": 1.0, "fired": 1}
     assert points.clear("controller.heartbeat")
     assert not points.clear("controller.heartbeat")
     assert points.hit("controller.heartbeat") is None
@@ -81,3 +81,11 @@ def test_an_unknown_point_or_probability_is_refused() -> None:
         Action("drop", probability=0.0)
     with pytest.raises(ValueError):
         Action("drop", probability=1.5)
+
+
+def test_a_point_refuses_an_action_kind_it_does_not_take() -> None:
+    points = Failpoints(random.Random(1).random)
+    with pytest.raises(ValueError, match="raft.append takes error, halt"):
+        points.arm("raft.append", Action("delay", 10))
+    points.arm("raft.append", Action("error", 6))
+    assert points.armed == {"raft.append": Action("error", 6)}
