@@ -235,7 +235,8 @@ class Node:
                     self._cleaner = LogCleaner(config, core.log, self.now_ms())
                     self._snapshots = SnapshotFiles(
                         config.node_id, core.log, nursery=nursery, post=self._post, blocking=self._blocking,
-                        build_in_child=config.snapshot_build_in_child, stopping=lambda: self._stopping)
+                        build_in_child=config.snapshot_build_in_child, stopping=lambda: self._stopping,
+                        failpoints=core.failpoints)
                     nursery.start_soon(self._forward_requests, request_receive)
                     nursery.start_soon(StallWatch(config.controller_quorum_fetch_timeout_ms / 2000, log=log).run)
                     nursery.start_soon(self._registration.run, core, host)

@@ -24,6 +24,7 @@ from typing import Any
 import trio
 
 from server.controller.host import SnapshotToWrite
+from server.failpoints import Failpoints
 from server.node.forked import BuildFailed, build_in_child, can_fork
 from server.node.heap import age_heap
 from server.raft.types import OffsetAndEpoch
@@ -74,7 +75,8 @@ class SnapshotFiles:
     ``nursery``, its events go to the driving task through ``post``, its log operations run
     through ``blocking`` (the node's one-caller path to the log); ``build_in_child``
     is ``kwire.metadata.snapshot.build.in.child``; ``stopping()`` says the node is stopping (no
-    deferred snapshot is started then)."""
+    deferred snapshot is started then); ``failpoints`` holds the node's armed points
+    (``snapshot.write`` is checked as a built snapshot is about to be written)."""
 
     def __init__(
         self,
@@ -86,6 +88,7 @@ class SnapshotFiles:
         blocking: Callable[[Callable[[], Any]], Awaitable[Any]],
         build_in_child: bool,
         stopping: Callable[[], bool],
+        failpoints: Failpoints | None = None,
     ) -> None:
         self.node_id = node_id
         self.raft_log = raft_log
@@ -94,6 +97,7 @@ class SnapshotFiles:
         self._blocking = blocking
         self.build_in_child = build_in_child
         self._stopping = stopping
+        self._failpoints = failpoints
         self.building: OffsetAndEpoch | None = None
         """The snapshot being built, None when none is."""
         self.deferred: SnapshotToWrite | None = None
@@ -161,8 +165,18 @@ class SnapshotFiles:
         """Open a built snapshot's file on the driving task (the log's one caller), then write
         and freeze it (fsync, rename) on a thread of its own while the node goes on: an fsync
         of 100 MB awaited here would hold up the raft traffic for seconds. The log takes the
-        file once it is frozen (:class:`SnapshotFrozen`); a storage failure stops the node."""
+        file once it is frozen (:class:`SnapshotFrozen`); a storage failure stops the node.
+
+        An armed ``snapshot.write`` failpoint skips the snapshot (``drop``; ``error``, logged
+        at ERROR as a failed write), holds its write back (``delay``) or stops the node before
+        it is written (``halt``)."""
         raft_log, snapshot_id = self.raft_log, built.snapshot_id
+        fault = self._failpoints.hit("snapshot.write") if self._failpoints is not None and self._failpoints.armed else None
+        if fault is not None and fault.kind in ("drop", "error"):
+            log.log(logging.ERROR if fault.kind == "error" else logging.INFO, "node %d: snapshot %s not written: "
+                    "failpoint snapshot.write %s", self.node_id, _stem(snapshot_id), fault.text())
+            self._done()
+            return
         writer = await self._blocking(lambda: raft_log.open_snapshot_writer(snapshot_id))
         if writer is None:  # there already, or the log moved past it
             self._done()
@@ -179,6 +193,8 @@ class SnapshotFiles:
                 writer.freeze()
 
         async def freeze() -> None:
+            if fault is not None and fault.kind == "delay":
+                await trio.sleep(fault.value / 1000)
             await trio.to_thread.run_sync(write_and_freeze)
             self._post(SnapshotFrozen(snapshot_id))
 

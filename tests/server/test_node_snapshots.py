@@ -23,6 +23,7 @@ from messages.metadata import encode_record
 from server.config import KRaftConfig
 from server.controller import stepping
 from server.controller.host import SnapshotToWrite
+from server.failpoints import parse_action
 from server.node import Node, snapshot_files
 from server.node.forked import build_in_child
 from server.raft.roles import Leader
@@ -215,3 +216,25 @@ async def test_a_snapshot_asked_for_during_another_build_is_built_after_it(
     assert second_at - held_until < 5, (second_at, held_until)
     assert 2.5 <= (second - first) * 500 / SNAPSHOT_INTERVAL_MS < 3.5, started
     assert [s.end_offset for s in log.snapshots].count(second) == 1
+
+
+async def test_a_snapshot_write_failpoint_skips_snapshots_until_cleared(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """``snapshot.write`` armed with ``drop`` (``server.failpoints``): the triggers fire and
+    their snapshots are built but none is written; once cleared, the next trigger's is."""
+    config = _config(tmp_path / "data", _free_port(), in_child=False)
+    assert format_standalone(config, out=lambda line: None)
+    node = Node(config, rng=random.Random(5), run_blocking=_inline)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(node.run)
+        assert node.core is not None and node.metadata_log is not None
+        points, log = node.core.failpoints, node.metadata_log
+        points.arm("snapshot.write", parse_action("drop"))
+        written = [s.end_offset for s in log.snapshots]
+        await _until(lambda: points.fired.get("snapshot.write", 0) >= 2, timeout_s=3 * SNAPSHOT_INTERVAL_MS / 1000)
+        assert [s.end_offset for s in log.snapshots] == written
+        points.clear()
+        await _until(lambda: [s.end_offset for s in log.snapshots] != written, timeout_s=2 * SNAPSHOT_INTERVAL_MS / 1000)
+        assert log.snapshots[-1].end_offset > max(written, default=0)
+        node.stop()
