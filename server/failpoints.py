@@ -41,6 +41,8 @@ POINTS: Mapping[str, tuple[str, tuple[str, ...]]] = {
     "raft.fetch": ("a raft Fetch request as it arrives, before it is answered (the leader's fetch answer)", KINDS),
     "raft.append": ("the controller's append to the leader's log (error: the append is refused with that code)",
                     ("error", "halt")),
+    "controller.commit": ("a committed batch handed to the controller (delay: replayed late, in order)",
+                          ("delay", "halt")),
     "snapshot.write": ("a built metadata snapshot about to be written (drop and error skip it)", KINDS),
 }
 """Every point name -> (where it sits, the action kinds it takes)."""

@@ -37,12 +37,10 @@ back to the committed image go through it, in order, to the image and to the par
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kwire.errors import Errors
-from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.generated.no_op_record import NoOpRecord
 from server.controller.admission import Admission
 from server.controller.authorizer import StandardAuthorizer
@@ -50,6 +48,7 @@ from server.controller.cluster import ReplayError
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
 from server.controller.event_times import EventTimes
+from server.controller.faults import HostFaults
 from server.controller.image_loader import (
     SNAPSHOT_LOAD_RECORDS_PER_POLL,
     ImageLoad,
@@ -118,10 +117,8 @@ class ControllerHost:
     ) -> None:
         self.config = config
         self.failpoints = failpoints if failpoints is not None else Failpoints(rng.random)
-        """The failpoints armed on this node: ``controller.request`` and ``controller.heartbeat``
-        are checked as a request arrives (:meth:`request`)."""
-        self._held: list[tuple[int, int, ControllerRequest]] = []
-        """Requests a ``delay`` failpoint holds: (release time ms, arrival order, request)."""
+        """The failpoints armed on this node (``server.controller.faults``)."""
+        self._faults = HostFaults(self.failpoints)
         self.raft = raft
         self.rng = rng
         self.log: ControllerLog = log if log is not None else _SilentLog()
@@ -174,6 +171,11 @@ class ControllerHost:
         record that does not fit the image is logged at ERROR and skipped, as Kafka's controller
         counts a metadata fault), then the snapshot triggers and the writes it completes."""
         self._now_ms = now_ms
+        if (self.failpoints.armed or self._faults.holding) and self._faults.hold_commit(now_ms, batch):
+            return
+        self._deliver(now_ms, batch)
+
+    def _deliver(self, now_ms: int, batch: CommittedBatch) -> None:
         if self._loading is not None:
             self._loading.committed.append(batch)  # after the whole snapshot
             return
@@ -247,6 +249,7 @@ class ControllerHost:
         ``QuorumController``'s queue do). Raises ``ReplayError`` (here or from :meth:`poll`)
         for a snapshot whose records do not form an image."""
         self._now_ms = now_ms
+        self._faults.drop_commits_before(snapshot_id.offset)
         self.controller.reset((), snapshot_id.offset - 1)
         self.replayed_offset = 0
         self._offsets.clear()  # a leader never loads one: nothing was applied ahead
@@ -290,7 +293,7 @@ class ControllerHost:
             return
         self._loading = None
         for request in load.requests:
-            self.request(now_ms, request)
+            self._arrived(now_ms, request, find(request.body))  # type: ignore[arg-type]
 
     def append_result(self, result: AppendResult) -> bool:
         """Where one of the host's appends will land, or why it was refused (its write is then
@@ -317,7 +320,9 @@ class ControllerHost:
         api = find(request.body)
         if api is None:
             raise KeyError(f"not a controller RPC: {type(request.body).__name__}")
-        if self.failpoints.armed and self._failpoint(now_ms, request, api):
+        if self.failpoints.armed and (fault := self._faults.on_request(now_ms, request, api)) is not False:
+            if fault is not True:
+                self._writer.reply(request.handle, fault)
             return
         self._arrived(now_ms, request, api)
 
@@ -326,22 +331,6 @@ class ControllerHost:
             self._loading.requests.append(request)  # it runs on the whole image
             return
         self._runner.arrived(now_ms, request, api)
-
-    def _failpoint(self, now_ms: int, request: ControllerRequest, api: ControllerApi) -> bool:
-        """Carry out the action of an armed ``controller.request`` or (a BrokerHeartbeat)
-        ``controller.heartbeat`` failpoint: an error answer, no answer, or the request held
-        until its delay passes (:meth:`poll` lets it in then); whether one fired."""
-        action = self.failpoints.hit("controller.request")
-        if action is None and isinstance(request.body, BrokerHeartbeatRequest):
-            action = self.failpoints.hit("controller.heartbeat")
-        if action is None:
-            return False
-        if action.kind == "error":
-            error = ApiError(Errors(action.value), "failpoint")
-            self._writer.reply(request.handle, api.respond(request.body, request.version, error))
-        elif action.kind == "delay":
-            heapq.heappush(self._held, (now_ms + action.value, -self._writer.token(), request))
-        return True  # drop: no answer
 
     def shutdown(self) -> None:
         """The node is stopping: it no longer claims leadership or appends NoOps."""
@@ -367,11 +356,11 @@ class ControllerHost:
         self._follow_leadership(now_ms)
         if not self.authorizer.loaded and 0 < self.raft.high_watermark <= self.replayed_offset:
             self.authorizer.loaded = True  # Kafka's completeInitialLoad: caught up to the high watermark
-        while self._held and self._held[0][0] <= now_ms:
-            held = heapq.heappop(self._held)[2]
-            held_api = find(held.body)
-            assert held_api is not None
-            self._arrived(now_ms, held, held_api)
+        if self._faults.holding:
+            for batch in self._faults.due_commits(now_ms):
+                self._deliver(now_ms, batch)
+            for held in self._faults.due_requests(now_ms):
+                self._arrived(now_ms, held, find(held.body))  # type: ignore[arg-type]
         self._queue.lower_barrier_if_idle()
         while self._loading is None and (request := self._queue.next_waiting()) is not None:
             api = find(request.body)
@@ -382,8 +371,8 @@ class ControllerHost:
         due = self._tasks.next_deadline_ms()
         if self._loading is not None:
             due = now_ms if due is None else min(due, now_ms)  # the next slice
-        if self._held:
-            due = self._held[0][0] if due is None else min(due, self._held[0][0])
+        if self._faults.holding:
+            due = self._faults.next_deadline_ms(due)
         out.next_deadline_ms = due
         return out
 

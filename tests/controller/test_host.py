@@ -831,3 +831,21 @@ def test_an_append_refused_at_a_failpoint_answers_the_write_not_controller_and_c
     harness.request(_registration(5), 4, answered)
     assert harness.answer(answered).error_code == Errors.NONE  # type: ignore[union-attr]
     assert 5 in harness.host.controller.cluster.registrations
+
+
+def test_a_delayed_commit_is_replayed_late_and_in_order_with_the_batches_behind_it() -> None:
+    harness = _active()
+    harness.host.failpoints.arm("controller.commit", parse_action("delay(200)"))
+    first, second = object(), object()
+    harness.request(_registration(5), 4, first)
+    harness.host.failpoints.clear()  # the batch after it waits behind it all the same
+    harness.advance(50)
+    harness.request(_registration(6), 4, second)
+    assert harness.answer(first) is None and harness.answer(second) is None
+    assert harness.deadline_ms is not None and harness.deadline_ms <= 200
+    replayed = harness.host.replayed_offset
+    harness.advance(149)
+    assert harness.answer(first) is None and harness.host.replayed_offset == replayed
+    harness.advance(1)
+    assert harness.answer(first).error_code == 0 and harness.answer(second).error_code == 0  # type: ignore[union-attr]
+    assert harness.host.replayed_offset > replayed
