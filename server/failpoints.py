@@ -13,13 +13,14 @@ dict, so a point costs about one method call while off.
 
 Actions (:func:`parse_action` reads their text form):
 
-* ``delay(MS)``: the work at the point waits ``MS`` milliseconds (without blocking the loop:
-  the host holds it and releases it by deadline);
+* ``delay(MS)``: the work at the point waits ``MS`` milliseconds without blocking the loop (the
+  sans-IO host and core hold it and let it in by deadline);
 * ``error(CODE)``: the request is answered with the Kafka error ``CODE`` (e.g. 41,
   NOT_CONTROLLER) instead of being run;
 * ``drop``: the request gets no answer at all (the client times out);
-* ``halt``: the node stops dead at once, as a crash would (``halt``, injected: the node's
-  exits the process without cleanup; the default raises :class:`FailpointHalt`).
+* ``halt``: the node stops at once: the injected ``halt`` runs (by default it raises
+  :class:`FailpointHalt`, which the node does not catch, so its tasks unwind and it stops; a
+  crash without cleanup is a kill -9 of its process).
 """
 
 from __future__ import annotations
