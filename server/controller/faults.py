@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from kwire.errors import Errors
 from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from messages.runtime import Message
 from server.controller.errors import ApiError
-from server.controller.registry import ControllerApi
+from server.controller.registry import ControllerApi, find
 from server.controller.request_runner import ControllerRequest
 from server.failpoints import Failpoints
 from server.raft.events import CommittedBatch
@@ -65,6 +65,18 @@ class HostFaults:
             self.holding = True
         return True  # drop: no answer
 
+    def taken(
+        self, now_ms: int, request: ControllerRequest, api: ControllerApi, reply: Callable[[object, Message], None],
+    ) -> bool:
+        """Whether an armed point took ``request``: answered it by ``reply(handle, answer)`` (an
+        error), dropped it, or holds it (a delay); False to go on as usual."""
+        fault = self.on_request(now_ms, request, api)
+        if fault is False:
+            return False
+        if fault is not True:
+            reply(request.handle, fault)
+        return True
+
     def hold_commit(self, now_ms: int, batch: CommittedBatch) -> bool:
         """Whether ``batch`` is held back: a ``controller.commit`` delay fired, or batches
         before it are held (it then waits behind them)."""
@@ -95,6 +107,19 @@ class HostFaults:
         while self._commits and self._commits[0][0] <= now_ms:
             yield self._commits.popleft()[1]
         self._update_holding()
+
+    def release(
+        self, now_ms: int, deliver: Callable[[int, CommittedBatch], None],
+        arrive: Callable[[int, ControllerRequest, ControllerApi], None],
+    ) -> None:
+        """Hand the held batches whose delay passed to ``deliver``, in offset order, then the
+        held requests whose delay passed to ``arrive`` with their RPC, in release order."""
+        for batch in self.due_commits(now_ms):
+            deliver(now_ms, batch)
+        for request in self.due_requests(now_ms):
+            api = find(request.body)
+            assert api is not None  # it was found as it first arrived
+            arrive(now_ms, request, api)
 
     def next_deadline_ms(self, due: int | None) -> int | None:
         """``due`` or the earliest release time, whichever comes first."""

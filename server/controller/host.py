@@ -110,10 +110,8 @@ class ControllerHost:
         raft: RaftView,
         now_ms: int,
         rng: random.Random,
-        log: ControllerLog | None = None,
-        logger_levels: Callable[[], Mapping[str, str]] = dict,
-        perf_counter: Callable[[], float] | None = None,
-        failpoints: Failpoints | None = None,
+        log: ControllerLog | None = None, logger_levels: Callable[[], Mapping[str, str]] = dict,
+        perf_counter: Callable[[], float] | None = None, failpoints: Failpoints | None = None,
     ) -> None:
         self.config = config
         self.failpoints = failpoints if failpoints is not None else Failpoints(rng.random)
@@ -122,12 +120,8 @@ class ControllerHost:
         self.raft = raft
         self.rng = rng
         self.log: ControllerLog = log if log is not None else _SilentLog()
-        self.controller = QuorumController(
-            bootstrap=bootstrap,
-            min_insync_replicas=config.min_insync_replicas,
-            cluster_id=config.cluster_id,
-            session_timeout_ms=config.session_timeout_ms,
-        )
+        self.controller = QuorumController(bootstrap=bootstrap, min_insync_replicas=config.min_insync_replicas,
+                                           cluster_id=config.cluster_id, session_timeout_ms=config.session_timeout_ms)
         self.replayed_offset = 0
         """The offset after the last committed batch (or snapshot) replayed."""
         self.authorizer = StandardAuthorizer(config.super_users, config.allow_everyone_if_no_acl_found)
@@ -320,9 +314,7 @@ class ControllerHost:
         api = find(request.body)
         if api is None:
             raise KeyError(f"not a controller RPC: {type(request.body).__name__}")
-        if self.failpoints.armed and (fault := self._faults.on_request(now_ms, request, api)) is not False:
-            if fault is not True:
-                self._writer.reply(request.handle, fault)
+        if self.failpoints.armed and self._faults.taken(now_ms, request, api, self._writer.reply):
             return
         self._arrived(now_ms, request, api)
 
@@ -357,10 +349,7 @@ class ControllerHost:
         if not self.authorizer.loaded and 0 < self.raft.high_watermark <= self.replayed_offset:
             self.authorizer.loaded = True  # Kafka's completeInitialLoad: caught up to the high watermark
         if self._faults.holding:
-            for batch in self._faults.due_commits(now_ms):
-                self._deliver(now_ms, batch)
-            for held in self._faults.due_requests(now_ms):
-                self._arrived(now_ms, held, find(held.body))  # type: ignore[arg-type]
+            self._faults.release(now_ms, self._deliver, self._arrived)
         self._queue.lower_barrier_if_idle()
         while self._loading is None and (request := self._queue.next_waiting()) is not None:
             api = find(request.body)
@@ -371,9 +360,7 @@ class ControllerHost:
         due = self._tasks.next_deadline_ms()
         if self._loading is not None:
             due = now_ms if due is None else min(due, now_ms)  # the next slice
-        if self._faults.holding:
-            due = self._faults.next_deadline_ms(due)
-        out.next_deadline_ms = due
+        out.next_deadline_ms = self._faults.next_deadline_ms(due) if self._faults.holding else due
         return out
 
     # ------------------------------------------------------------------ leadership

@@ -217,11 +217,8 @@ class Node:
                         controller_config(config, stored.cluster_id),
                         bootstrap=stored.bootstrap.records,
                         raft=core,
-                        now_ms=self.now_ms(),
-                        rng=self.rng,
-                        log=logging.getLogger("kwire.controller"),
-                        logger_levels=python_logger_levels,
-                        perf_counter=time.perf_counter, failpoints=core.failpoints,
+                        now_ms=self.now_ms(), rng=self.rng, log=logging.getLogger("kwire.controller"),
+                        logger_levels=python_logger_levels, perf_counter=time.perf_counter, failpoints=core.failpoints,
                     )
                     self._most_slice_records = host.load_records_per_poll
                     assert isinstance(core.log, StorageRaftLog)
