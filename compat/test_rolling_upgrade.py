@@ -1,0 +1,283 @@
+"""A rolling upgrade from Kafka 3.6.2 to 4.4.0 under load on kwire controllers (``make nightly``,
+``KWIRE_ROLLING_UPGRADE=1``).
+
+Three kwire controllers (static voters) formatted with ``--release-version 3.6-IV2`` and three
+stock 3.6.2 brokers (:class:`compat.release_cluster.ReleaseCluster`); a topic of 3 partitions,
+replication factor 3, ``min.insync.replicas=2``; an idempotent acks=all kafka-python producer
+(:class:`compat.clients.Load`, which keeps every acknowledged value) and a group-less consumer
+running throughout. Then, with the load on:
+
+1. each broker in turn is stopped with SIGTERM (controlled shutdown) and started on 4.4.0 with
+   the same data directory, node id and port; the next waits until every running broker lists
+   all three and the broker is back in every ISR;
+2. stock 4.4.0 ``kafka-features --bootstrap-server <broker> upgrade --release-version 4.4``
+   (UpdateFeatures forwarded by the broker to the active controller); the finalized
+   metadata.version ``describe`` reports must be 4.4-IV2 (level 33);
+3. for group.version, transaction.version and eligible.leader.replicas.version, any level still
+   below the highest every node supports is upgraded to it with ``upgrade --feature``;
+4. ``downgrade --feature metadata.version=14`` (back to 3.6-IV2, a safe downgrade, no ``--unsafe``) is refused with
+   Kafka's ``FeatureControlManager.updateMetadataVersion`` message: "Unsupported
+   metadata.version downgrade from 33 to 14. Refusing to perform the requested downgrade because
+   it might delete metadata information."
+
+Asserted at the end: no send failed, every acknowledged value was consumed, and no partition
+was without a live leader (leader -1, or a leader its Metadata answer does not list) for longer
+than one broker restart took. The partition leaders are sampled every 250 ms with Metadata
+requests to a running broker; the longest offline window and the leader of each leader epoch
+are printed (run with ``-s``).
+
+Not collected unless ``KWIRE_ROLLING_UPGRADE`` is set (compat/conftest.py). Cost: about 5-8
+minutes and 400-600 CPU-s on a 2-core machine (six broker JVM starts, about ten tool JVMs).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from compat.clients import Load
+from compat.harness import KafkaRelease
+from compat.release_cluster import BROKER_START_TIMEOUT_S, ReleaseCluster
+
+pytestmark = [pytest.mark.compat, pytest.mark.slow]
+
+FROM, TO = "3.6.2", "4.4.0"
+METADATA_VERSION = "3.6-IV2"
+TARGET_RELEASE, TARGET_LEVEL = "4.4", 33
+"""``--release-version 4.4`` is 4.4-IV2, level 33 (``MetadataVersion.LATEST_PRODUCTION`` of 4.4.0)."""
+BROKER_IDS = (101, 102, 103)
+TOPIC = "rolling"
+FEATURES = ("group.version", "transaction.version", "eligible.leader.replicas.version")
+SAMPLE_S = 0.25
+RECORDS_PER_S = 500
+DOWNGRADE_REFUSED = ("Unsupported metadata.version downgrade from 33 to 14. Refusing to perform the "
+                     "requested downgrade because it might delete metadata information.")
+
+
+class LeaderSampler:
+    """Every :data:`SAMPLE_S`, a Metadata request for ``topic`` to the first running broker that
+    answers; per partition the time without a live leader. ``epochs`` maps (partition, leader
+    epoch) to the leader seen at that epoch."""
+
+    def __init__(self, cluster: ReleaseCluster, topic: str) -> None:
+        self.cluster, self.topic = cluster, topic
+        self.offline_since: dict[int, float] = {}
+        self.longest: dict[int, float] = {}
+        self.epochs: dict[tuple[int, int], int] = {}
+        self.samples = self.unanswered = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="leaders", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(SAMPLE_S):
+            self.sample()
+
+    def sample(self) -> None:
+        now = time.monotonic()
+        response = None
+        for broker_id in sorted(self.cluster.broker_ids):
+            node = self.cluster.group_of(broker_id).nodes[broker_id]
+            if not node.running:
+                continue
+            try:
+                response = trio.run(_topic_metadata, self.cluster.broker_address(broker_id), self.topic)
+                break
+            except Exception:  # stopping or starting: ask the next one
+                continue
+        self.samples += 1
+        if response is None:
+            self.unanswered += 1
+            return
+        live = {b.node_id for b in response.brokers}
+        for topic in response.topics:
+            for p in topic.partitions:
+                if p.leader_id >= 0:
+                    self.epochs.setdefault((p.partition_index, p.leader_epoch), p.leader_id)
+                if p.leader_id in live:
+                    since = self.offline_since.pop(p.partition_index, None)
+                    if since is not None:
+                        self._note(p.partition_index, now - since)
+                else:
+                    self.offline_since.setdefault(p.partition_index, now)
+
+    def _note(self, partition: int, seconds: float) -> None:
+        self.longest[partition] = max(self.longest.get(partition, 0.0), seconds)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        now = time.monotonic()
+        for partition, since in self.offline_since.items():
+            self._note(partition, now - since)
+
+    @property
+    def longest_offline_s(self) -> float:
+        return max(self.longest.values(), default=0.0)
+
+
+async def _topic_metadata(address: str, topic: str) -> Any:
+    from messages.generated.metadata_request import MetadataRequest, MetadataRequestTopic
+    from server.net.client import open_connection
+
+    host, _, port = address.rpartition(":")
+    with trio.fail_after(2.0):
+        async with await open_connection(host, int(port), "kwire-rolling", request_timeout_ms=2000) as conn:
+            return await conn.request(MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
+                                                      allow_auto_topic_creation=False))
+
+
+class Consumer:
+    """A group-less kafka-python consumer of ``topic`` from the beginning, in a thread."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        from kafka import KafkaConsumer
+
+        self.consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=None,
+                                      auto_offset_reset="earliest")
+        self.seen: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="consumer", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for batch in self.consumer.poll(timeout_ms=500).values():
+                with self._lock:
+                    self.seen.update(r.value.decode() for r in batch)
+
+    def wait_for(self, values: set[str], timeout_s: float) -> set[str]:
+        """Until every one of ``values`` was consumed or ``timeout_s`` passed; those missing."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                missing = values - set(self.seen)
+            if not missing or time.monotonic() > deadline:
+                return missing
+            time.sleep(0.5)  # poll interval
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self.consumer.close()
+
+
+def _features(kafka: KafkaRelease, bootstrap: str, *args: str, check: bool = True) -> tuple[int, str]:
+    done = kafka.run_tool("features", ["--bootstrap-server", bootstrap, *args], check=False)
+    out = done.stdout + done.stderr
+    assert not check or done.returncode == 0, out
+    return done.returncode, out
+
+
+def _described(kafka: KafkaRelease, bootstrap: str) -> dict[str, tuple[int, int]]:
+    """``kafka-features describe``: feature -> (highest supported, finalized level)."""
+    _, out = _features(kafka, bootstrap, "describe")
+    found = {}
+    for line in out.splitlines():
+        m = re.search(r"Feature: (\S+)\s+SupportedMinVersion: \S+\s+SupportedMaxVersion: (\S+)\s+"
+                      r"FinalizedVersionLevel: (\S+)", line)
+        if m:
+            high = m.group(2)
+            level = m.group(3)
+            found[m.group(1)] = (_level(high), _level(level))
+    return found
+
+
+def _level(text: str) -> int:
+    """A level as ``describe`` prints it: a number, or a metadata.version name whose level the
+    tool does not print (its numeric level is looked up by the caller)."""
+    return int(text) if text.lstrip("-").isdigit() else -1 if text == "-" else _MV_LEVELS.get(text, -2)
+
+
+_MV_LEVELS = {"3.6-IV2": 14, "4.4-IV0": 31, "4.4-IV1": 32, "4.4-IV2": 33}
+
+
+def test_rolling_upgrade_under_load(tmp_path: Path) -> None:
+    started_wall, started_cpu = time.monotonic(), time.process_time()
+    new = KafkaRelease(TO)
+    with ReleaseCluster(tmp_path, METADATA_VERSION, dict.fromkeys(BROKER_IDS, FROM)) as cluster:
+        cluster.start()
+        cluster.wait_listed(set(BROKER_IDS), BROKER_START_TIMEOUT_S)
+        _create(cluster.bootstrap)
+        cluster.wait_in_sync(TOPIC, set(BROKER_IDS), 3)
+        sampler = LeaderSampler(cluster, TOPIC)
+        sampler.start()
+        load = Load(cluster.bootstrap, TOPIC, RECORDS_PER_S)
+        consumer = Consumer(cluster.bootstrap, TOPIC)
+        load.start()
+        consumer.start()
+        restarts: dict[int, float] = {}
+        try:
+            for broker_id in BROKER_IDS:
+                began = time.monotonic()
+                cluster.restart_on(broker_id, TO)
+                cluster.wait_listed(set(BROKER_IDS), BROKER_START_TIMEOUT_S)
+                cluster.wait_in_sync(TOPIC, set(BROKER_IDS), 3)
+                restarts[broker_id] = time.monotonic() - began
+                print(f"broker {broker_id} on {TO}, back in every ISR after {restarts[broker_id]:.1f} s; "
+                      f"{len(load.acked)} acknowledged so far")
+            target = cluster.broker_address(BROKER_IDS[0])
+            _, out = _features(new, target, "upgrade", "--release-version", TARGET_RELEASE)
+            print(out.strip())
+            described = _described(new, target)
+            print(described)
+            assert described["metadata.version"][1] == TARGET_LEVEL, described
+            for feature in FEATURES:
+                high, level = described.get(feature, (0, 0))
+                if level < high:
+                    _, out = _features(new, target, "upgrade", "--feature", f"{feature}={high}")
+                    print(out.strip())
+            described = _described(new, target)
+            print(described)
+            for feature in FEATURES:
+                high, level = described[feature]
+                assert level == high, (feature, described)
+            code, out = _features(new, target, "downgrade", "--feature", "metadata.version=14", check=False)
+            print(f"downgrade --feature metadata.version=14: exit {code}: {out.strip()}")
+            assert code != 0 and DOWNGRADE_REFUSED in out, out
+            assert _described(new, target)["metadata.version"][1] == TARGET_LEVEL
+        except BaseException:
+            load.close()
+            consumer.close()
+            sampler.stop()
+            raise
+        load.stop()
+        acked = set(load.acked)
+        missing = consumer.wait_for(acked, 120.0)
+        consumer.close()
+        sampler.stop()
+    duplicates = sum(n > 1 for n in consumer.seen.values())
+    print(f"acknowledged {len(acked)}, failed {len(load.failed)}, consumed {sum(consumer.seen.values())} "
+          f"({len(set(consumer.seen))} distinct, {duplicates} more than once), missing {len(missing)}")
+    print(f"longest offline window {sampler.longest_offline_s:.2f} s (per partition "
+          f"{ {p: round(s, 2) for p, s in sorted(sampler.longest.items())} }); {sampler.samples} samples, "
+          f"{sampler.unanswered} unanswered")
+    print("leader of each epoch: " + ", ".join(
+        f"p{p}@{e}={leader}" for (p, e), leader in sorted(sampler.epochs.items())))
+    print(f"restarts {restarts}; wall {time.monotonic() - started_wall:.0f} s, "
+          f"test process CPU {time.process_time() - started_cpu:.0f} s")
+    assert not load.failed, load.failed[:5]
+    assert acked and not missing, f"{len(missing)} acknowledged values never consumed, e.g. {sorted(missing)[:3]}"
+    assert sampler.longest_offline_s <= max(restarts.values()), (sampler.longest, restarts)
+
+
+def _create(bootstrap: str) -> None:
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kwire-rolling", request_timeout_ms=30_000)
+    try:
+        admin.create_topics([NewTopic(TOPIC, 3, 3, topic_configs={"min.insync.replicas": "2"})], timeout_ms=30_000)
+    finally:
+        admin.close()
