@@ -66,16 +66,19 @@ class ReleaseCluster:
     """Three kwire controllers (voters 1-3 under ``root/controllers``) formatted at
     ``metadata_version``, and stock brokers ``brokers`` (broker id -> release) under
     ``root/brokers-<release>``; with ``kwire_controllers`` False, stock controllers of the newest
-    of those releases instead (the control of a finding). Requires every release (fetched on demand, see
+    of those releases (or of ``controller_release``) instead (the control of a finding). Requires every release (fetched on demand, see
     :func:`compat.kafka.require_release`). Use as a context manager: everything it started is
     stopped when the block ends, and a failed block prints each node's last output."""
 
     def __init__(self, root: Path, metadata_version: str, brokers: Mapping[int, str], *,
-                 kwire_controllers: bool = True) -> None:
+                 kwire_controllers: bool = True, controller_release: str | None = None) -> None:
         for version in set(brokers.values()):
             require_release(version)
         self.releases = {i: KafkaRelease(v) for i, v in brokers.items()}
         newest = max(self.releases.values(), key=lambda k: tuple(map(int, k.version.split("."))))
+        if controller_release is not None:  # stock controllers of a release no broker starts at
+            require_release(controller_release)
+            newest = KafkaRelease(controller_release)
         self.root = root
         (root / "controllers").mkdir(parents=True)
         # stock controllers (of the newest broker release) only as the control of a finding

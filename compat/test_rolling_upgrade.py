@@ -11,14 +11,22 @@ running throughout. Then, with the load on:
    the same data directory, node id and port; the next waits until every running broker lists
    all three and the broker is back in every ISR;
 2. stock 4.4.0 ``kafka-features --bootstrap-server <broker> upgrade --release-version 4.4``
-   (UpdateFeatures forwarded by the broker to the active controller); the finalized
-   metadata.version ``describe`` reports must be 4.4-IV2 (level 33);
+   (UpdateFeatures forwarded by the broker to the active controller). The 4.4.0 tool refuses
+   that name itself ("Unknown metadata.version '4.4'": its production metadata.version is
+   4.3-IV0, level 30, and 4.4-IV0 its only, unstable, 4.4 level), so the upgrade is then asked
+   with the name ``version-mapping`` gives (``MetadataVersion.LATEST_PRODUCTION``), which also
+   moves every other feature to its default for that level; ``describe`` must report it
+   finalized;
 3. for group.version, transaction.version and eligible.leader.replicas.version, any level still
-   below the highest every node supports is upgraded to it with ``upgrade --feature``;
-4. ``downgrade --feature metadata.version=14`` (back to 3.6-IV2, a safe downgrade, no ``--unsafe``) is refused with
-   Kafka's ``FeatureControlManager.updateMetadataVersion`` message: "Unsupported
-   metadata.version downgrade from 33 to 14. Refusing to perform the requested downgrade because
-   it might delete metadata information."
+   below the highest every node supports is upgraded to it with ``upgrade --feature``; each
+   must end finalized at that level, above 0;
+4. ``downgrade --feature metadata.version=14`` (back to 3.6-IV2, a safe downgrade, no
+   ``--unsafe``) is refused with ``FeatureControlManager.updateMetadataVersion``'s message
+   ("Unsupported metadata.version downgrade from 30 to 14. Refusing to perform the requested
+   downgrade because it might delete metadata information.") and metadata.version stays.
+
+With ``KWIRE_ROLLING_UPGRADE_CONTROLLERS=stock`` the same run goes against three stock 4.4.0
+controllers (the control of a finding).
 
 Asserted at the end: no send failed, every acknowledged value was consumed, and no partition
 was without a live leader (leader -1, or a leader its Metadata answer does not list) for longer
@@ -32,6 +40,7 @@ minutes and 400-600 CPU-s on a 2-core machine (six broker JVM starts, about ten 
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -50,15 +59,18 @@ pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
 FROM, TO = "3.6.2", "4.4.0"
 METADATA_VERSION = "3.6-IV2"
-TARGET_RELEASE, TARGET_LEVEL = "4.4", 33
-"""``--release-version 4.4`` is 4.4-IV2, level 33 (``MetadataVersion.LATEST_PRODUCTION`` of 4.4.0)."""
+START_LEVEL = 14
+ASKED_RELEASE = "4.4"
+"""What the operator asks for first; the 4.4.0 tool refuses it ("Unknown metadata.version
+'4.4'"): its production metadata.version is 4.3-IV0 (level 30; 4.4-IV0 is its unstable
+level), which ``version-mapping`` reports and the upgrade then uses."""
 BROKER_IDS = (101, 102, 103)
 TOPIC = "rolling"
 FEATURES = ("group.version", "transaction.version", "eligible.leader.replicas.version")
 SAMPLE_S = 0.25
+CONTROLLERS_ENV = "KWIRE_ROLLING_UPGRADE_CONTROLLERS"
+"""``stock``: the same run on three stock 4.4.0 controllers, the control of a finding."""
 RECORDS_PER_S = 500
-DOWNGRADE_REFUSED = ("Unsupported metadata.version downgrade from 33 to 14. Refusing to perform the "
-                     "requested downgrade because it might delete metadata information.")
 
 
 class LeaderSampler:
@@ -83,13 +95,10 @@ class LeaderSampler:
         now = time.monotonic()
         response = None
         for broker_id in sorted(self.cluster.broker_ids):
-            node = self.cluster.group_of(broker_id).nodes[broker_id]
-            if not node.running:
-                continue
-            try:
+            try:  # a broker being moved between release groups, stopping or starting: the next
                 response = trio.run(_topic_metadata, self.cluster.broker_address(broker_id), self.topic)
                 break
-            except Exception:  # stopping or starting: ask the next one
+            except Exception:
                 continue
         self.samples += 1
         if response is None:
@@ -181,33 +190,38 @@ def _features(kafka: KafkaRelease, bootstrap: str, *args: str, check: bool = Tru
     return done.returncode, out
 
 
-def _described(kafka: KafkaRelease, bootstrap: str) -> dict[str, tuple[int, int]]:
-    """``kafka-features describe``: feature -> (highest supported, finalized level)."""
+def _described(kafka: KafkaRelease, bootstrap: str) -> dict[str, tuple[str, str]]:
+    """``kafka-features describe``: feature -> (SupportedMaxVersion, FinalizedVersionLevel) as
+    printed (numbers, or names for metadata.version)."""
     _, out = _features(kafka, bootstrap, "describe")
     found = {}
     for line in out.splitlines():
-        m = re.search(r"Feature: (\S+)\s+SupportedMinVersion: \S+\s+SupportedMaxVersion: (\S+)\s+"
-                      r"FinalizedVersionLevel: (\S+)", line)
-        if m:
-            high = m.group(2)
-            level = m.group(3)
-            found[m.group(1)] = (_level(high), _level(level))
+        fields = dict(re.findall(r"(\w+):\s*(\S+)", line))
+        if "Feature" in fields:
+            found[fields["Feature"]] = (fields.get("SupportedMaxVersion", ""), fields.get("FinalizedVersionLevel", ""))
+    assert "metadata.version" in found, out
     return found
 
 
 def _level(text: str) -> int:
-    """A level as ``describe`` prints it: a number, or a metadata.version name whose level the
-    tool does not print (its numeric level is looked up by the caller)."""
-    return int(text) if text.lstrip("-").isdigit() else -1 if text == "-" else _MV_LEVELS.get(text, -2)
+    return int(text) if text.isdigit() else 0
 
 
-_MV_LEVELS = {"3.6-IV2": 14, "4.4-IV0": 31, "4.4-IV1": 32, "4.4-IV2": 33}
+def _production_metadata_version(kafka: KafkaRelease) -> tuple[str, int]:
+    """The metadata.version name and level ``kafka-features version-mapping`` gives by default
+    (the release's ``MetadataVersion.LATEST_PRODUCTION``)."""
+    out = kafka.run_tool("features", ["version-mapping"]).stdout
+    m = re.search(r"metadata\.version=(\d+) \((\S+)\)", out)
+    assert m, out
+    return m.group(2), int(m.group(1))
 
 
 def test_rolling_upgrade_under_load(tmp_path: Path) -> None:
     started_wall, started_cpu = time.monotonic(), time.process_time()
     new = KafkaRelease(TO)
-    with ReleaseCluster(tmp_path, METADATA_VERSION, dict.fromkeys(BROKER_IDS, FROM)) as cluster:
+    stock = os.environ.get(CONTROLLERS_ENV) == "stock"
+    with ReleaseCluster(tmp_path, METADATA_VERSION, dict.fromkeys(BROKER_IDS, FROM), kwire_controllers=not stock,
+                        controller_release=TO if stock else None) as cluster:
         cluster.start()
         cluster.wait_listed(set(BROKER_IDS), BROKER_START_TIMEOUT_S)
         _create(cluster.bootstrap)
@@ -229,25 +243,31 @@ def test_rolling_upgrade_under_load(tmp_path: Path) -> None:
                 print(f"broker {broker_id} on {TO}, back in every ISR after {restarts[broker_id]:.1f} s; "
                       f"{len(load.acked)} acknowledged so far")
             target = cluster.broker_address(BROKER_IDS[0])
-            _, out = _features(new, target, "upgrade", "--release-version", TARGET_RELEASE)
-            print(out.strip())
+            name, level = _production_metadata_version(new)
+            code, out = _features(new, target, "upgrade", "--release-version", ASKED_RELEASE, check=False)
+            print(f"upgrade --release-version {ASKED_RELEASE}: exit {code}: {out.strip()[:300]}")
+            if code != 0:  # the stock tool knows no such release: its own production level instead
+                _, out = _features(new, target, "upgrade", "--release-version", name)
+                print(f"upgrade --release-version {name}: {out.strip()}")
             described = _described(new, target)
-            print(described)
-            assert described["metadata.version"][1] == TARGET_LEVEL, described
+            print(f"after the upgrade: {described}")
+            assert described["metadata.version"][1] == name, (name, described)
             for feature in FEATURES:
-                high, level = described.get(feature, (0, 0))
-                if level < high:
+                high, finalized = described.get(feature, ("0", "0"))
+                if _level(finalized) < _level(high):
                     _, out = _features(new, target, "upgrade", "--feature", f"{feature}={high}")
                     print(out.strip())
             described = _described(new, target)
-            print(described)
+            print(f"after the feature upgrades: {described}")
             for feature in FEATURES:
-                high, level = described[feature]
-                assert level == high, (feature, described)
-            code, out = _features(new, target, "downgrade", "--feature", "metadata.version=14", check=False)
-            print(f"downgrade --feature metadata.version=14: exit {code}: {out.strip()}")
-            assert code != 0 and DOWNGRADE_REFUSED in out, out
-            assert _described(new, target)["metadata.version"][1] == TARGET_LEVEL
+                high, finalized = described[feature]
+                assert _level(finalized) == _level(high) > 0, (feature, described)
+            code, out = _features(new, target, "downgrade", "--feature", f"metadata.version={START_LEVEL}", check=False)
+            print(f"downgrade --feature metadata.version={START_LEVEL}: exit {code}: {out.strip()}")
+            refused = (f"Unsupported metadata.version downgrade from {level} to {START_LEVEL}. Refusing to "
+                       "perform the requested downgrade because it might delete metadata information.")
+            assert code != 0 and refused in out, out
+            assert _described(new, target)["metadata.version"][1] == name
         except BaseException:
             load.close()
             consumer.close()
@@ -268,6 +288,7 @@ def test_rolling_upgrade_under_load(tmp_path: Path) -> None:
         f"p{p}@{e}={leader}" for (p, e), leader in sorted(sampler.epochs.items())))
     print(f"restarts {restarts}; wall {time.monotonic() - started_wall:.0f} s, "
           f"test process CPU {time.process_time() - started_cpu:.0f} s")
+    assert sampler.samples > 0 and sampler.unanswered < sampler.samples / 10, (sampler.samples, sampler.unanswered)
     assert not load.failed, load.failed[:5]
     assert acked and not missing, f"{len(missing)} acknowledged values never consumed, e.g. {sorted(missing)[:3]}"
     assert sampler.longest_offline_s <= max(restarts.values()), (sampler.longest, restarts)
