@@ -25,7 +25,8 @@ running throughout. Then, with the load on:
 4. ``downgrade --feature metadata.version=14`` (back to 3.6-IV2, a safe downgrade, no
    ``--unsafe``) is refused with ``FeatureControlManager.updateMetadataVersion``'s message
    ("Unsupported metadata.version downgrade from <level> to 14. Refusing to perform the requested
-   downgrade because it might delete metadata information.") and metadata.version stays.
+   downgrade because it might delete metadata information."), and the same with ``--unsafe``
+   ("... Unsafe metadata downgrade is not supported in this version."); metadata.version stays.
 
 With ``KWIRE_ROLLING_UPGRADE_CONTROLLERS=stock`` the same run goes against three stock 4.4.0
 controllers (the control of a finding).
@@ -295,6 +296,11 @@ def test_rolling_upgrade_under_load(tmp_path: Path) -> None:
             print(f"downgrade --feature metadata.version={START_LEVEL}: exit {code}: {out.strip()}")
             refused = (f"Unsupported metadata.version downgrade from {level} to {START_LEVEL}. Refusing to "
                        "perform the requested downgrade because it might delete metadata information.")
+            assert code != 0 and refused in out, out
+            code, out = _features(new, target, "downgrade", "--unsafe", "--feature",
+                                  f"metadata.version={START_LEVEL}", check=False)
+            print(f"downgrade --unsafe --feature metadata.version={START_LEVEL}: exit {code}: {out.strip()}")
+            refused = f"Unsupported metadata.version downgrade from {level} to {START_LEVEL}. Unsafe metadata downgrade is not supported in this version."
             assert code != 0 and refused in out, out
             assert _described(new, target)["metadata.version"][1] == name
         except BaseException:
