@@ -149,6 +149,7 @@ nightly: install compat-jars
 	KWIRE_FAILOVERS=20 $(PY) -m pytest -q compat/test_stock_brokers.py
 	KWIRE_RELEASE_MATRIX=all KWIRE_RELEASE_MATRIX_TABLE=release-matrix.md $(PY) -m pytest -q -s \
 		compat/test_release_matrix.py
+	KWIRE_ROLLING_UPGRADE=1 $(PY) -m pytest -q -s compat/test_rolling_upgrade.py
 	rm -f mv-differential.md
 	KWIRE_MV_DIFFERENTIAL=all KWIRE_MV_DIFFERENTIAL_TABLE=mv-differential.md $(PY) -m pytest -q -s \
 		compat/test_metadata_versions.py

@@ -14,11 +14,13 @@ compat/harness.py).
   (compat/oracle.py), started on first use.
 
 Every test under compat/ gets the ``compat`` marker. ``compat/test_release_matrix.py`` is collected
-only when ``$KWIRE_RELEASE_MATRIX`` names releases (:func:`compat.kafka.matrix_releases`).
+only when ``$KWIRE_RELEASE_MATRIX`` names releases (:func:`compat.kafka.matrix_releases`), and
+``compat/test_rolling_upgrade.py`` only when ``$KWIRE_ROLLING_UPGRADE`` is set.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +34,8 @@ from compat.oracle import JavaOracle
 collect_ignore = [] if _kafka.matrix_releases() else ["test_release_matrix.py"]
 """The release matrix runs only when ``$KWIRE_RELEASE_MATRIX`` names releases (``make nightly``):
 ``make test`` neither runs nor skips it."""
+if not os.environ.get("KWIRE_ROLLING_UPGRADE"):
+    collect_ignore.append("test_rolling_upgrade.py")  # the 3.6.2 -> 4.4.0 rolling upgrade: nightly only
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -66,16 +66,20 @@ class ReleaseCluster:
     """Three kwire controllers (voters 1-3 under ``root/controllers``) formatted at
     ``metadata_version``, and stock brokers ``brokers`` (broker id -> release) under
     ``root/brokers-<release>``; with ``kwire_controllers`` False, stock controllers of the newest
-    of those releases instead (the control of a finding). Requires every release (fetched on demand, see
+    of those releases (or of ``controller_release``) instead (the control of a finding). Requires every release (fetched on demand, see
     :func:`compat.kafka.require_release`). Use as a context manager: everything it started is
     stopped when the block ends, and a failed block prints each node's last output."""
 
     def __init__(self, root: Path, metadata_version: str, brokers: Mapping[int, str], *,
-                 kwire_controllers: bool = True) -> None:
+                 kwire_controllers: bool = True, controller_release: str | None = None) -> None:
         for version in set(brokers.values()):
             require_release(version)
         self.releases = {i: KafkaRelease(v) for i, v in brokers.items()}
         newest = max(self.releases.values(), key=lambda k: tuple(map(int, k.version.split("."))))
+        if controller_release is not None:  # stock controllers of a release no broker starts at
+            require_release(controller_release)
+            newest = KafkaRelease(controller_release)
+        self.root = root
         (root / "controllers").mkdir(parents=True)
         # stock controllers (of the newest broker release) only as the control of a finding
         self.quorum = _StaticQuorum(newest, root / "controllers", {1, 2, 3} if kwire_controllers else set(),
@@ -225,6 +229,27 @@ class ReleaseCluster:
                         if port in by_port:
                             found.setdefault(broker_id, []).append(by_port[port])
         return {b: sorted(ids) for b, ids in sorted(found.items())}
+
+    def restart_on(self, broker_id: int, version: str, stop_timeout_s: float = 60.0) -> None:
+        """One step of a rolling upgrade: broker ``broker_id`` is stopped with SIGTERM (a
+        controlled shutdown: its leaderships move first; SIGKILL after ``stop_timeout_s``) and
+        started again on release ``version``, with the same ``server.properties``, data
+        directory, node id and client port. It then moves to that release's group (under
+        ``root/brokers-<version>``). The caller waits for it to be listed and in sync."""
+        from tools.local_cluster import stop_processes
+
+        require_release(version)
+        old = self.group_of(broker_id)
+        node = old.nodes.pop(broker_id)
+        stop_processes([node.process], timeout_s=stop_timeout_s)
+        if not old.nodes:
+            del self.groups[old.version]
+        if version not in self.groups:
+            (self.root / f"brokers-{version}").mkdir(exist_ok=True)
+            self.groups[version] = StockBrokers(self.root / f"brokers-{version}", version, [], old.host)
+        self.groups[version].nodes[broker_id] = node
+        self.releases[broker_id] = KafkaRelease(version)
+        self.groups[version].start([broker_id])
 
     def kill_active_controller(self) -> str:
         """kill -9 of the active controller; until another leads. Returns what happened."""
