@@ -95,7 +95,6 @@ def python_round_trip(bootstrap: str, topic: str, count: int, partitions: int, r
     ``records(topic, count)`` with an idempotent acks=all producer (every send's future must
     succeed), and read them back with a group-less consumer; returns how often each value came
     back. Raises whatever kafka-python raises on a failed creation or send."""
-    from kafka import KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kwire-compat")
@@ -103,6 +102,15 @@ def python_round_trip(bootstrap: str, topic: str, count: int, partitions: int, r
         admin.create_topics([NewTopic(topic, partitions, replication_factor)], timeout_ms=30_000)
     finally:
         admin.close()
+    produce(bootstrap, topic, count)
+    return read_all(bootstrap, topic, count)
+
+
+def produce(bootstrap: str, topic: str, count: int) -> None:
+    """Write ``records(topic, count)`` with kafka-python, idempotent and acks=all; every send's
+    future must succeed (raises what kafka-python raises otherwise)."""
+    from kafka import KafkaProducer
+
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=5)
     try:
         futures = [producer.send(topic, value.encode()) for value in records(topic, count)]
@@ -111,7 +119,6 @@ def python_round_trip(bootstrap: str, topic: str, count: int, partitions: int, r
             future.get(timeout=60)
     finally:
         producer.close()
-    return read_all(bootstrap, topic, count)
 
 
 class Load:

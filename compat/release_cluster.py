@@ -22,7 +22,7 @@ from pathlib import Path
 
 import trio
 
-from compat.clients import partitions_of, read_all, records
+from compat.clients import partitions_of, produce, read_all, records
 from compat.harness import (
     CLUSTER_ID,
     ELECTION_BOUND_S,
@@ -280,21 +280,6 @@ class ReleaseCluster:
             self.wait_in_sync(topic, self.broker_ids, count)
         return (f"broker {victim} killed: fenced after {fenced:.1f} s, out of every ISR after {moved:.1f} s, "
                 f"restarted and back in every ISR after {time.monotonic() - killed:.1f} s")
-
-
-def produce(bootstrap: str, topic: str, count: int) -> None:
-    """Write ``records(topic, count)`` with kafka-python, idempotent and acks=all; every send
-    must be acknowledged."""
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=5)
-    try:
-        futures = [producer.send(topic, value.encode()) for value in records(topic, count)]
-        producer.flush(timeout=120)
-        for future in futures:
-            future.get(timeout=60)
-    finally:
-        producer.close()
 
 
 def consumed_exactly(bootstrap: str, topic: str, count: int) -> None:
