@@ -40,6 +40,8 @@ from compat import kafka as _kafka
 from compat.faults.net import Network
 from compat.kafka import REPO_DIR, logging_config, require_kafka, stop_processes
 from kwire.uuid import Uuid
+from messages.metadata import decode_record
+from messages.runtime import Message
 from storage.records import RecordBatch, scan_batches
 from tools.client_config import PLAINTEXT, ClientSecurity
 from tools.local_cluster import free_ports
@@ -311,6 +313,16 @@ def log_batches(part: Path) -> list[RecordBatch]:
     for segment in segment_files(part):
         batches += scan_batches(segment.read_bytes()).batches
     return batches
+
+
+def metadata_records(data: Path) -> Iterator[tuple[Message, int]]:
+    """Every data record of the metadata log under the log directory ``data``, in offset
+    order, decoded as ``(message, version)`` (control batches left out)."""
+    for batch in log_batches(data / PARTITION):
+        if not batch.is_control:
+            for value in batch.iter_values():
+                assert value is not None
+                yield decode_record(value)
 
 
 def batches_below(data: Path, high_watermark: int) -> list[bytes]:

@@ -44,9 +44,8 @@ from compat.differential import (
     send,
     start_pair,
 )
-from compat.harness import PARTITION, KafkaRelease, log_batches
+from compat.harness import PARTITION, KafkaRelease, metadata_records
 from compat.kafka import MATRIX_RELEASES, release_facts, version_tuple
-from messages.metadata import decode_record
 from messages.runtime import Message
 from storage.features import metadata_version_from_string
 
@@ -159,17 +158,8 @@ def _broker_sequence(level: str, nodes: dict[str, PairNode]) -> Tally:
 def _feature_records(data: Path) -> list[tuple[str, int]]:
     """The FeatureLevelRecords of a node's log (the bootstrap ones its activation wrote, then
     the updates), as (feature, level)."""
-    out = []
-    for batch in log_batches(data / PARTITION):
-        if batch.is_control:
-            continue
-        for value in batch.iter_values():
-            assert value is not None
-            message, version = decode_record(value)
-            if type(message).__name__ == "FeatureLevelRecord":
-                fields = message.to_json(version)
-                out.append((fields["name"], fields["featureLevel"]))
-    return out
+    return [(fields["name"], fields["featureLevel"]) for message, version in metadata_records(data)
+            if type(message).__name__ == "FeatureLevelRecord" for fields in (message.to_json(version),)]
 
 
 def _features_sequence(level: str, nodes: dict[str, PairNode]) -> Tally:
@@ -226,13 +216,8 @@ def _topic_sequence(level: str, nodes: dict[str, PairNode]) -> Tally:
 def _record_versions(data: Path) -> dict[str, set[int]]:
     """The versions of each record type in a node's log."""
     seen: dict[str, set[int]] = {}
-    for batch in log_batches(data / PARTITION):
-        if batch.is_control:
-            continue
-        for value in batch.iter_values():
-            assert value is not None
-            message, version = decode_record(value)
-            seen.setdefault(type(message).__name__, set()).add(version)
+    for message, version in metadata_records(data):
+        seen.setdefault(type(message).__name__, set()).add(version)
     return seen
 
 
