@@ -150,3 +150,16 @@ def partition_record(
     )
     values.update(fields)
     return PartitionRecord(**values)  # type: ignore[arg-type]
+
+
+class RecordingLog:
+    """A ``ControllerLog`` that keeps each line as formatted; ERROR lines start ``"ERROR "``."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def info(self, msg: str, *args: object) -> None:
+        self.lines.append(msg % args)
+
+    def error(self, msg: str, *args: object) -> None:
+        self.lines.append("ERROR " + msg % args)

@@ -41,6 +41,7 @@ from server.controller.admission import (
 from server.controller.admission import served_api_versions as api_versions
 from server.controller.authorizer import CLUSTER_ACTION, DESCRIBE, StandardAuthorizer
 from server.controller.operations import ControllerConfig
+from tests.controller.fixtures import RecordingLog
 
 # DefaultPrincipalData v0 of User:ANONYMOUS, after its int16 version
 PRINCIPAL = b"\x00\x00" + b"\x05User" + b"\x0aANONYMOUS" + b"\x00" + b"\x00"
@@ -122,24 +123,14 @@ def test_an_answer_holding_not_controller_goes_back_as_the_envelopes_error() -> 
 # ---------------------------------------------------------------------------- admission
 
 
-class _Log:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def info(self, msg: str, *args: object) -> None:
-        self.lines.append(msg % args)
-
-    def error(self, msg: str, *args: object) -> None:
-        self.lines.append("ERROR " + msg % args)
-
 
 def _admission(*bindings: AclBinding, authorizer: bool = True, loaded: bool = True,
-               super_users: frozenset[str] = frozenset()) -> tuple[Admission, _Log]:
+               super_users: frozenset[str] = frozenset()) -> tuple[Admission, RecordingLog]:
     config = ControllerConfig(node_id=1, cluster_id="admission-test", static_config={}, authorizer=authorizer,
                               super_users=super_users)
     standard = StandardAuthorizer(config.super_users, config.allow_everyone_if_no_acl_found)
     standard.loaded = loaded
-    log = _Log()
+    log = RecordingLog()
     return Admission(config, standard, lambda: bindings, log), log
 
 

@@ -12,17 +12,7 @@ from server.controller.controller import QuorumController
 from server.controller.operations import ControllerConfig, OperationContext
 from server.controller.periodic_tasks import RETRY_AFTER_WRITE_MS, PeriodicTasks, may_write
 from server.controller.result import Record
-
-
-class Lines:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def info(self, msg: str, *args: Any) -> None:
-        self.lines.append(msg % args)
-
-    def error(self, msg: str, *args: Any) -> None:
-        self.lines.append(msg % args)
+from tests.controller.fixtures import RecordingLog
 
 
 class Fixture:
@@ -39,7 +29,7 @@ class Fixture:
         self.contexts = 0
         self.writes: list[list[Record]] = []
         self.no_ops = 0
-        self.log = Lines()
+        self.log = RecordingLog()
         self.tasks = PeriodicTasks(self.config, self.controller, self.log, gate=lambda: self.open,
                                    context=self.context, write=self.writes.append, write_no_op=self.no_op)
 

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from kwire.uuid import Uuid
@@ -28,6 +26,7 @@ from storage.control import ControlRecordType
 from storage.records import SimpleRecord, build_batch
 from storage.snapshot_format import read_snapshot_content
 from tests.controller.fixtures import (
+    RecordingLog,
     broker_record,
     controller_at,
     controller_record,
@@ -194,16 +193,6 @@ def test_the_image_record_estimate_counts_all_but_feature_levels_and_extra_confi
 # ---------------------------------------------------------------------- the generator
 
 
-class _Lines:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def info(self, msg: str, *args: Any) -> None:
-        self.lines.append(msg % args)
-
-    def error(self, msg: str, *args: Any) -> None:
-        self.lines.append(msg % args)
-
 
 def _committed(base_offset: int, count: int, epoch: int = 2, timestamp: int = 1234) -> CommittedBatch:
     records = [SimpleRecord(value, timestamp=timestamp) for value in values([mv_record(21)] * count)]
@@ -216,7 +205,7 @@ class _Generator:
     committed batches it is shown."""
 
     def __init__(self, level: int | None = 21) -> None:
-        self.lines = _Lines()
+        self.lines = RecordingLog()
         self.generator = SnapshotGenerator(7, 1, 0, now_ms=0, log=self.lines)
         self.controller = controller_at(level, (broker_record(2, 8, fenced=False, log_dirs=[Uuid.from_longs(2, 1)]), 3))
         self.log = MemoryRaftLog()
