@@ -139,7 +139,7 @@ nightly: install compat-jars
 	KWIRE_SIM_FIRST=100 KWIRE_SIM_SEEDS=400 $(PY) -m pytest -q tests/raft/test_simulation.py -k seeds
 	KWIRE_SIM_FIRST=10000 KWIRE_SIM_SEEDS=10000 $(PY) -m pytest -q tests/raft/test_simulation.py
 	KWIRE_MIXED_LEADER_CHANGES=100 $(PY) -m pytest -q compat/test_mixed_quorum.py
-	KWIRE_MIXED_ELECTIONS=30 $(PY) -m pytest -q -s compat/test_mixed_quorum.py -k share_of_elections
+	KWIRE_MIXED_ELECTIONS=30 $(PY) -m pytest -q -s compat/test_election_share.py
 	KWIRE_FAULT_ALL_CONFIGS=1 KWIRE_FAULT_ROUNDS=$(FAULT_ROUNDS) KWIRE_FAULT_SEED=$(FAULT_SEED) \
 		$(PY) -m pytest -q -s compat/test_quorum_faults.py
 	KWIRE_FAULT_ALL_CONFIGS=1 $(PY) -m pytest -q compat/test_disk_faults.py

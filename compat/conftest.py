@@ -36,6 +36,8 @@ collect_ignore = [] if _kafka.matrix_releases() else ["test_release_matrix.py"]
 ``make test`` neither runs nor skips it."""
 if not os.environ.get("KWIRE_ROLLING_UPGRADE"):
     collect_ignore.append("test_rolling_upgrade.py")  # the 3.6.2 -> 4.4.0 rolling upgrade: nightly only
+if not os.environ.get("KWIRE_MIXED_ELECTIONS"):
+    collect_ignore.append("test_election_share.py")  # 30 leader kills per configuration: nightly only
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

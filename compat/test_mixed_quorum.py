@@ -25,13 +25,8 @@ runs 3.9.2 static with two kwire nodes and 4.4.0 dynamic with one; ``make nightl
 modes and both mixes of both releases. Cost:
 three processes (one or two JVMs) for ~20 s per configuration.
 
-:func:`test_share_of_elections` (``make nightly``, ``KWIRE_MIXED_ELECTIONS=30``) measures how
-fair the race is: in a quorum of one kwire node (node 1) and two stock controllers, and in the
-stock-only control with a stock controller in node 1's place, the stock leader is killed with
-SIGKILL until node 1 was one of the two survivors ``KWIRE_MIXED_ELECTIONS`` times; it must win
-at least a third of those elections (one half is fair: the stock control shows what the race
-gives a stock node there). When node 1 itself leads it is stopped with SIGTERM (it resigns,
-and that election does not count) and restarted.
+The share of elections each side wins is measured in ``compat/test_election_share.py``
+(``make nightly``).
 """
 
 from __future__ import annotations
@@ -53,15 +48,6 @@ LEADER_CHANGES = int(os.environ.get("KWIRE_MIXED_LEADER_CHANGES", "3"))
 SOAK_LEADER_CHANGES = 30
 """From this many kills on, kwire and stock nodes must each have led at least 3 times."""
 LOAD_INTERVAL_MS = 100
-ELECTIONS = int(os.environ.get("KWIRE_MIXED_ELECTIONS", "0"))
-"""Counted kills per configuration of :func:`test_share_of_elections`: 30 in ``make nightly``
-(about ten minutes each); 0 leaves it out of ``make test``."""
-SLOT = 1
-"""The node whose share of elections is measured: kwire, or stock in the control."""
-FAIR_SHARE_BOUND = 1 / 3
-"""The least share of its elections node 1 must win over :data:`SOAK_LEADER_CHANGES` kills
-(a fair race gives one half)."""
-
 
 ALL_MODES = os.environ.get("KWIRE_MIXED_ALL_MODES") == "1" or LEADER_CHANGES >= SOAK_LEADER_CHANGES
 """``make test`` runs each release in its own mode: 3.9.2 static (``controller.quorum.voters``),
@@ -104,46 +90,3 @@ def _leaders_killed(kafka: KafkaRelease, tmp_path: Path, kwire_ids: set[int], dy
         kwire_wins = sum(1 for leader, _ in leaders if leader in kwire_ids)
         assert kwire_wins >= 3 and len(leaders) - kwire_wins >= 3, leaders
 
-
-def slot_share(elections: list[tuple[int, int, float]], slot: int = SLOT) -> tuple[int, int]:
-    """(elections ``slot`` won, elections it took part in) of ``elections``, each (the leader
-    killed, the leader elected after it, seconds): it takes part in every election after the
-    kill of another leader."""
-    taken = [winner for killed, winner, _ in elections if killed != slot]
-    return sum(1 for winner in taken if winner == slot), len(taken)
-
-
-@pytest.mark.skipif(ELECTIONS == 0, reason="make nightly (KWIRE_MIXED_ELECTIONS=30): ~10 minutes per configuration")
-@pytest.mark.parametrize("slot_kind", ["kwire", "stock"])
-@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
-def test_share_of_elections(each_kafka: KafkaRelease, tmp_path: Path, dynamic: bool, slot_kind: str) -> None:
-    """Node 1 (kwire, or stock as the control) against two stock controllers: the share of the
-    elections after a stock leader's SIGKILL that node 1 wins."""
-    kwire_ids = {SLOT} if slot_kind == "kwire" else set()
-    quorum = Quorum(each_kafka, tmp_path, kwire_ids, dynamic, extra=f"metadata.max.idle.interval.ms={LOAD_INTERVAL_MS}\n")
-    elections: list[tuple[int, int, float]] = []
-    config = f"{each_kafka.version} {'dynamic' if dynamic else 'static'} node {SLOT} {slot_kind}"
-
-    def show() -> None:
-        won, taken = slot_share(elections)
-        print(f"\nelections {config}: node {SLOT} won {won} of {taken} (killed, elected, seconds): {elections}")
-
-    with quorum.running(then=show):
-        while len(elections) < ELECTIONS:
-            quorum.settled_high_watermark()
-            leader, _, _ = quorum.wait_leader(ELECTION_BOUND_S)
-            if leader == SLOT:  # hand leadership to a stock node; this election does not count
-                quorum.kill(leader, signal.SIGTERM)
-                quorum.wait_leader(ELECTION_BOUND_S, excluded=leader)
-                quorum.start(leader)
-                continue
-            killed_at = time.monotonic()
-            quorum.kill(leader)
-            elected, _, _ = quorum.wait_leader(ELECTION_BOUND_S, excluded=leader)
-            elections.append((leader, elected, round(time.monotonic() - killed_at, 1)))
-            quorum.start(leader)
-        final_hwm, logged = quorum.settle_after_faults()
-    quorum.assert_agreed(final_hwm, logged)
-    won, taken = slot_share(elections)
-    if slot_kind == "kwire" and taken >= SOAK_LEADER_CHANGES:  # the stock control is Kafka's race
-        assert won >= FAIR_SHARE_BOUND * taken, elections
