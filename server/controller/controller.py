@@ -1,10 +1,10 @@
 """The replayed state of the metadata log and the controller's claim on it (the part of Kafka's
 ``QuorumController``, ``FeatureControlManager`` and ``OffsetControlManager`` built so far).
 
-The host feeds every committed data record in log order (:meth:`QuorumController.replay`),
-starting again from a snapshot's records when one is loaded (:meth:`QuorumController.reset`).
+The host feeds every committed data record in log order (:meth:`ControlManagers.replay`),
+starting again from a snapshot's records when one is loaded (:meth:`ControlManagers.reset`).
 When its raft leadership of some epoch has replayed everything before that epoch's start, the
-host calls :meth:`QuorumController.activate` and appends what it returns (Kafka claims
+host calls :meth:`ControlManagers.activate` and appends what it returns (Kafka claims
 leadership at the same point: ``KafkaRaftClient`` tells its listener of its own leadership once
 the listener has read up to the epoch start offset). No I/O and no clock.
 """
@@ -67,7 +67,7 @@ from server.controller.image_writer import image_view
 from server.controller.result import Record
 from server.controller.scram import ScramImage
 
-__all__ = ["REPLAYED_KEY_BYTES", "ControllerRegistration", "QuorumController"]
+__all__ = ["REPLAYED_KEY_BYTES", "ControlManagers", "ControllerRegistration"]
 
 _PARTITION_RECORD_KEY = PartitionRecord.API_KEY
 _REPLAYED_KEYS = frozenset(
@@ -101,7 +101,7 @@ _REPLAYED_KEYS = frozenset(
 )
 REPLAYED_KEY_BYTES = frozenset(_REPLAYED_KEYS | set(range(0x80, 0x100)))
 """The second byte of a framed record value (its api key's first varint byte) that
-:meth:`QuorumController.replay` may replay: each replayed api key below 0x80, and any first
+:meth:`ControlManagers.replay` may replay: each replayed api key below 0x80, and any first
 byte of a longer key. ``replay`` passes over a value whose second byte is not in it (a
 NoOpRecord, a ZkMigrationStateRecord), so the host skips those without the call."""
 _BROKER_RECORDS = (
@@ -161,11 +161,12 @@ class ControllerRegistration:
         )
 
 
-class QuorumController:
-    """The controller of one node: finalized feature levels, metadata-transaction state,
-    controller and broker registrations, topics, partitions, configs, producer ids, client
-    quotas, ACLs, SCRAM credentials and delegation tokens from the committed records, and the
-    epoch it is active in.
+class ControlManagers:
+    """The control managers of one node, driven by replay (the state Kafka's ``QuorumController``
+    keeps in its ``*ControlManager`` objects and ``QuorumController.replay`` dispatches to):
+    finalized feature levels, metadata-transaction state, controller and broker registrations,
+    topics, partitions, configs, producer ids, client quotas, ACLs, SCRAM credentials and
+    delegation tokens from the committed records, and the epoch it is active in.
 
     ``bootstrap`` is the formatted bootstrap metadata (``(record, version)`` pairs, the
     metadata.version FeatureLevelRecord among them); ``min_insync_replicas`` the node's

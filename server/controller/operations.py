@@ -68,7 +68,7 @@ from server.controller.acls import CLUSTER, CLUSTER_NAME, USER, AclBinding, AclF
 from server.controller.activation import ELIGIBLE_LEADER_REPLICAS_FEATURE
 from server.controller.authorizer import CREATE_TOKENS, Authorize
 from server.controller.cluster import ClusterControl
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.delegation_tokens import TokenOutcome, TokenSettings
 from server.controller.errors import ApiError
 from server.controller.features import ClusterSupport, supported_features, update_features
@@ -170,7 +170,7 @@ class OperationContext:
     """What one operation sees: the controller's image, the node's settings, the time, the
     raft layer's facts, and where its own uncommitted appends end."""
 
-    controller: QuorumController
+    controller: ControlManagers
     config: ControllerConfig
     now_ms: int
     raft: RaftFacts
@@ -293,7 +293,7 @@ def register_broker(ctx: OperationContext, request: BrokerRegistrationRequest, v
     return ControllerResult(records, epoch)
 
 
-def track_heartbeat(controller: QuorumController, request: BrokerHeartbeatRequest, now_ms: int) -> None:
+def track_heartbeat(controller: ControlManagers, request: BrokerHeartbeatRequest, now_ms: int) -> None:
     """A heartbeat's contact counts when it arrives, even while it waits behind a write
     (``BrokerHeartbeatManager.trackBrokerHeartbeat``)."""
     controller.cluster.track_heartbeat(request.broker_id, request.broker_epoch, now_ms)

@@ -45,7 +45,7 @@ import trio
 
 from kwire.uuid import Uuid
 from server.config import KRaftConfig
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.features import supported_features
 from server.controller.host import (
     ControllerHost,
@@ -161,7 +161,7 @@ class Node:
     # ------------------------------------------------------------------ public view
 
     @property
-    def controller(self) -> QuorumController | None:
+    def controller(self) -> ControlManagers | None:
         """The quorum controller's replayed state, None before start-up."""
         return None if self.host is None else self.host.controller
 

@@ -21,7 +21,7 @@ from messages.generated.register_controller_record import (
 from messages.metadata import encode_record
 from messages.runtime import Message
 from server.controller.cluster import ClusterControl
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 
@@ -41,18 +41,18 @@ def values(records: Iterable[tuple[Message, int]]) -> list[bytes]:
     return [encode_record(record, version) for record, version in records]
 
 
-def replay_log(controller: QuorumController, records: Sequence[tuple[Message, int]], first_offset: int = 0) -> int:
+def replay_log(controller: ControlManagers, records: Sequence[tuple[Message, int]], first_offset: int = 0) -> int:
     """Replay ``records`` as consecutive log offsets from ``first_offset``; the next offset."""
     for offset, value in enumerate(values(records), first_offset):
         controller.replay(value, offset)
     return first_offset + len(records)
 
 
-def controller_at(level: int | None, *records: tuple[Message, int], cluster_id: str = CLUSTER_ID) -> QuorumController:
+def controller_at(level: int | None, *records: tuple[Message, int], cluster_id: str = CLUSTER_ID) -> ControlManagers:
     """A standby controller whose log held metadata.version ``level`` (none for None) and then
     ``records``, one offset each from 0."""
     bootstrap = [mv_record(level if level is not None else 21)]
-    controller = QuorumController(bootstrap=bootstrap, cluster_id=cluster_id)
+    controller = ControlManagers(bootstrap=bootstrap, cluster_id=cluster_id)
     replay_log(controller, ([mv_record(level)] if level is not None else []) + list(records))
     return controller
 

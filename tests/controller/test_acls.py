@@ -16,7 +16,7 @@ from messages.metadata import encode_record
 from server.controller import acls
 from server.controller.acls import AclBinding, AclFilter, AclImage, host_pattern_error
 from server.controller.cluster import ReplayError
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.errors import ApiError
 from server.controller.features import CONTROLLER_UNREGISTRATION_LEVEL
 
@@ -40,7 +40,7 @@ def test_a_replayed_id_twice_or_a_removal_of_an_unknown_id_is_refused() -> None:
 
 
 def test_a_snapshot_of_the_bindings_replays_to_the_same_image() -> None:
-    controller = QuorumController(bootstrap=())
+    controller = ControlManagers(bootstrap=())
     controller.feature_levels["metadata.version"] = NEWEST
     records, results = controller.acls.create([_binding("a"), _binding("b", host="10.0.0.0/8")], random.Random(1), NEWEST)
     assert results == [None, None]
@@ -48,7 +48,7 @@ def test_a_snapshot_of_the_bindings_replays_to_the_same_image() -> None:
         controller.replay(encode_record(record, version))
     written = [(r, v) for r, v in controller.snapshot_records() if isinstance(r, AccessControlEntryRecord)]
     assert len(written) == 2
-    again = QuorumController(bootstrap=())
+    again = ControlManagers(bootstrap=())
     again.reset([encode_record(r, v) for r, v in controller.snapshot_records()])
     assert again.acls.by_id == controller.acls.by_id
 

@@ -29,7 +29,7 @@ from server.controller.cluster import (
     ReplayError,
     register_broker_record_version,
 )
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.errors import ApiError
 
 CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
@@ -313,7 +313,7 @@ def test_records_that_name_no_registration_are_replay_errors() -> None:
 
 
 def test_the_controller_replays_broker_records_at_their_offsets() -> None:
-    controller = QuorumController(bootstrap=(), cluster_id=CLUSTER)
+    controller = ControlManagers(bootstrap=(), cluster_id=CLUSTER)
     controller.replay(encode_record(RegisterBrokerRecord(broker_id=4, broker_epoch=12), 3), 12)
     controller.replay(encode_record(BrokerRegistrationChangeRecord(broker_id=4, broker_epoch=12, fenced=-1), 0), 13)
     assert controller.cluster.register_offsets == {4: 12} and not controller.cluster.registrations[4].fenced

@@ -19,7 +19,7 @@ from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.topic_record import TopicRecord
 from messages.metadata import encode_record
 from server.controller.cluster import ReplayError
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.errors import ApiError
 from server.controller.image import (
     MIGRATING_DIRECTORY,
@@ -126,7 +126,7 @@ def test_producer_id_blocks_start_at_zero_and_follow_each_other() -> None:
 
 
 def test_the_controller_keeps_the_image_and_a_snapshot_replaces_it() -> None:
-    controller = QuorumController(bootstrap=())
+    controller = ControlManagers(bootstrap=())
     controller.replay(encode_record(TopicRecord(name="orders", topic_id=TOPIC), 0), 10)
     controller.replay(encode_record(PartitionRecord(partition_id=0, topic_id=TOPIC, replicas=[1], isr=[1], leader=1), 0), 11)
     assert set(controller.replication.topics[TOPIC].partitions) == {0}

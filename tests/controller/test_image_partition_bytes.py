@@ -17,7 +17,7 @@ from messages.generated.partition_record import PartitionRecord
 from messages.generated.topic_record import TopicRecord
 from messages.metadata import decode_record, encode_record
 from server.controller.cluster import ReplayError
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.image import ReplicationImage
 
 TOPIC = Uuid.from_longs(0xAB, 0xCD)
@@ -148,7 +148,7 @@ def test_values_outside_the_bytes_form_are_left_to_the_decoder(why: str, value: 
 
 
 def test_the_controller_still_raises_for_what_the_bytes_path_leaves() -> None:
-    controller = QuorumController(bootstrap=[])
+    controller = ControlManagers(bootstrap=[])
     controller.replay(encode_record(FeatureLevelRecord(name="metadata.version", feature_level=21), 0))
     controller.replay(encode_record(TopicRecord(name="orders", topic_id=TOPIC), 0))
     good = encode_record(PartitionRecord(partition_id=0, topic_id=TOPIC, replicas=[1], isr=[1], leader=1,

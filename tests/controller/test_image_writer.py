@@ -18,7 +18,7 @@ from messages.generated.register_controller_record import RegisterControllerReco
 from messages.generated.topic_record import TopicRecord
 from messages.runtime import Message
 from server.controller.cluster import ClusterControl
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.image import ReplicationImage
 from server.controller.image_writer import ImageLossError, image_view
 from tests.controller.fixtures import (
@@ -75,8 +75,8 @@ def _log(level: int, *, elr: int | None = None) -> list[tuple[Message, int]]:
     return records
 
 
-def _controller(level: int, *, elr: int | None = None) -> QuorumController:
-    controller = QuorumController(bootstrap=[])
+def _controller(level: int, *, elr: int | None = None) -> ControlManagers:
+    controller = ControlManagers(bootstrap=[])
     for offset, value in enumerate(values(_log(level, elr=elr))):
         controller.replay(value, offset)
     return controller
@@ -252,8 +252,8 @@ def test_the_controller_registrations_are_written_as_given() -> None:
 # ---------------------------------------------------------------------- written then replayed
 
 
-def _replayed(records: list[tuple[Message, int]], offset: int = 500) -> QuorumController:
-    fresh = QuorumController(bootstrap=[])
+def _replayed(records: list[tuple[Message, int]], offset: int = 500) -> ControlManagers:
+    fresh = ControlManagers(bootstrap=[])
     fresh.reset(values(records), offset)
     return fresh
 

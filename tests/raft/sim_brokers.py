@@ -79,7 +79,7 @@ from messages.generated.unregister_broker_record import UnregisterBrokerRecord
 from messages.metadata import decode_record
 from messages.runtime import Message
 from server.controller.cluster import ReplayError
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.host import ControllerHost, ControllerOutbox, ControllerRequest
 from server.controller.image import PartitionRegistration, TopicImage
 from server.controller.operations import ControllerConfig
@@ -353,7 +353,7 @@ class BrokerCluster(Cluster):
         if holder != message.incarnation_id:
             self.fail(f"UniqueBrokerEpoch: epoch {message.broker_epoch} of broker {message.broker_id} given twice")
 
-    def _check_partitions(self, node: SimNode, controller: QuorumController) -> None:
+    def _check_partitions(self, node: SimNode, controller: ControlManagers) -> None:
         reassigning = {(topic_id, index) for topic_id, indexes in controller.replication.reassigning.items() for index in indexes}
         registrations = controller.cluster.registrations
         for topic in controller.replication.topics.values():
@@ -393,7 +393,7 @@ class BrokerCluster(Cluster):
         self.turn(node, [], load=False)
         return serial
 
-    def active_image(self) -> QuorumController | None:
+    def active_image(self) -> ControlManagers | None:
         """The active controller's state, for the admin to pick its next request from."""
         leader = self.leader()
         return None if leader is None else self.host(self.nodes[leader]).active_controller()
@@ -552,7 +552,7 @@ def _where(node: SimNode, topic: TopicImage, index: int) -> str:
 assert issubclass(PartitionRegistration, tuple)
 
 
-def _image_digest(controller: QuorumController, reprs: dict[int, tuple[Any, str]]) -> bytes:
+def _image_digest(controller: ControlManagers, reprs: dict[int, tuple[Any, str]]) -> bytes:
     """The digest of the image's text: the same text for the same image. ``reprs`` caches
     the reprs of partitions by identity (it holds each partition, so no other object takes
     its id)."""
