@@ -1,18 +1,18 @@
-"""The controller host: the sans-IO object that runs a node's quorum controller beside its KRaft
-core, driven by the node (``server.node.driver``) and by the deterministic simulation alike.
+"""The controller host (:class:`QuorumController`): the sans-IO object that runs a node's quorum
+controller beside its KRaft core, driven by the node (``server.node.driver``) and by the deterministic simulation alike.
 
 It is what Kafka's ``QuorumController`` is around its managers: a facade that wires the jobs
 below to the raft listener's events. It reads no clock and draws no randomness it is not
 handed, opens no socket and touches no file. Events go in as calls; what the driver must do
-comes out of :meth:`ControllerHost.poll` as a :class:`ControllerOutbox`::
+comes out of :meth:`QuorumController.poll` as a :class:`ControllerOutbox`::
 
     driver ── commit(now, batch) ───────────────┐
            ── load_snapshot(now, id, records) ──┤
-           ── append_result(result) ────────────┼──► ControllerHost ── poll(now) ──► ControllerOutbox
-           ── request(now, ControllerRequest) ──┘                                     raft_events, replies,
-                                                                                      snapshot, next_deadline_ms
+           ── append_result(result) ────────────┼──► QuorumController ── poll(now) ──► ControllerOutbox
+           ── request(now, ControllerRequest) ──┘                                       raft_events, replies,
+                                                                                        snapshot, next_deadline_ms
 
-The driver calls :meth:`~ControllerHost.poll` after every core Outbox it carried out (that is
+The driver calls :meth:`~QuorumController.poll` after every core Outbox it carried out (that is
 where the host sees leadership change) and when ``next_deadline_ms`` comes; it steps the core
 with ``raft_events`` in order before it feeds the core anything else, since a write's offsets
 are computed from where those appends land. The jobs, each with its own rules:
@@ -74,7 +74,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_ELECTIONS_PER_IMBALANCE",
-    "ControllerHost",
+    "QuorumController",
     "ControllerOutbox",
     "ControllerRequest",
     "RaftView",
@@ -90,7 +90,7 @@ class _SilentLog:
         pass
 
 
-class ControllerHost:
+class QuorumController:
     """The controller of one node (module docstring).
 
     ``config`` holds the node's settings, ``bootstrap`` the formatted bootstrap records

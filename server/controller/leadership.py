@@ -37,7 +37,7 @@ __all__ = ["Leadership", "LeadershipHost"]
 
 
 class LeadershipHost(Protocol):
-    """What the leadership reads of the host, at each call (``ControllerHost`` fits)."""
+    """What the leadership reads of the host, at each call (``QuorumController`` fits)."""
 
     log: ControllerLog
     stopping: bool

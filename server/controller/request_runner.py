@@ -67,7 +67,7 @@ class ControllerRequest:
 
 
 class RunnerHost(Protocol):
-    """What the runner reads of the host, at each call (``ControllerHost`` fits)."""
+    """What the runner reads of the host, at each call (``QuorumController`` fits)."""
 
     config: ControllerConfig
     raft: RaftView

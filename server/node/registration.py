@@ -26,7 +26,7 @@ from messages.generated.controller_registration_request import (
 from server.config import KRaftConfig
 from server.controller.controller import ControlManagers
 from server.controller.features import CONTROLLER_REGISTRATION_LEVEL, supported_features
-from server.controller.host import ControllerHost
+from server.controller.host import QuorumController
 from server.net.sasl import SaslClient
 from server.node.security import controller_client_context
 from server.raft.core import RaftCore
@@ -117,7 +117,7 @@ class ControllerRegistrationManager:
         if self.needed(controller, epoch):
             self._wakeup.set()
 
-    async def run(self, core: RaftCore, host: ControllerHost) -> None:
+    async def run(self, core: RaftCore, host: QuorumController) -> None:
         """Send registrations whenever woken and still needed, until cancelled."""
         from server.net.client import KafkaConnectionError, open_connection
 

@@ -1,6 +1,6 @@
 """The "brokers" simulation: simulated brokers and an admin send controller RPCs to the simulated
 quorum's leader while leaders crash and the network splits; every node runs the node's own
-controller host (``server.controller.host.ControllerHost``) beside its core.
+controller host (``server.controller.host.QuorumController``) beside its core.
 
 The simulation drives each host with the node's own stepping function
 (``server.controller.stepping.steps``, as ``server.node.driver`` does): every event the core
@@ -80,7 +80,7 @@ from messages.metadata import decode_record
 from messages.runtime import Message
 from server.controller.cluster import ReplayError
 from server.controller.controller import ControlManagers
-from server.controller.host import ControllerHost, ControllerOutbox, ControllerRequest
+from server.controller.host import ControllerOutbox, ControllerRequest, QuorumController
 from server.controller.image import PartitionRegistration, TopicImage
 from server.controller.operations import ControllerConfig
 from server.controller.stepping import run_steps, steps
@@ -147,7 +147,7 @@ class BrokerCluster(Cluster):
         if elr:
             self.bootstrap.append((FeatureLevelRecord(name="eligible.leader.replicas.version", feature_level=1), 0))
         self.snapshot_bytes = snapshot_bytes
-        self.hosts: dict[int, ControllerHost] = {}
+        self.hosts: dict[int, QuorumController] = {}
         self.host_timers: dict[int, int] = {}
         """node id -> when its host wants to be polled next."""
         self.next_serial = 0
@@ -193,12 +193,12 @@ class BrokerCluster(Cluster):
 
     # ------------------------------------------------------------------ driving the hosts
 
-    def host(self, node: SimNode) -> ControllerHost:
+    def host(self, node: SimNode) -> QuorumController:
         """The node's host, new for each incarnation of the node (a restart starts empty)."""
         host = self.hosts.get(node.node_id)
         if host is None or host.raft is not node.core:
             assert node.core is not None
-            host = self.hosts[node.node_id] = ControllerHost(
+            host = self.hosts[node.node_id] = QuorumController(
                 ControllerConfig(
                     node_id=node.node_id,
                     cluster_id=CLUSTER_ID,
