@@ -48,24 +48,24 @@ from messages.generated.unregister_broker_record import UnregisterBrokerRecord
 from messages.generated.unregister_controller_record import UnregisterControllerRecord
 from messages.generated.user_scram_credential_record import UserScramCredentialRecord
 from messages.metadata import decode_record
-from server.controller.acls import AclImage
+from server.controller.acls import AclControlManager
 from server.controller.activation import (
     METADATA_VERSION_FEATURE,
     ActivationRecords,
     activation_records,
 )
-from server.controller.client_quotas import ClientQuotaImage
-from server.controller.cluster import ClusterControl, ReplayError
-from server.controller.delegation_tokens import DelegationTokenImage
+from server.controller.client_quotas import ClientQuotaControlManager
+from server.controller.cluster import ClusterControlManager, ReplayError
+from server.controller.delegation_tokens import DelegationTokenControlManager
 from server.controller.errors import ApiError
 from server.controller.features import (
     CONTROLLER_REGISTRATION_LEVEL,
     CONTROLLER_UNREGISTRATION_LEVEL,
 )
-from server.controller.image import ReplicationImage
+from server.controller.image import ReplicationControlManager
 from server.controller.image_writer import image_view
 from server.controller.result import Record
-from server.controller.scram import ScramImage
+from server.controller.scram import ScramControlManager
 
 __all__ = ["REPLAYED_KEY_BYTES", "ControlManagers", "ControllerRegistration"]
 
@@ -185,9 +185,9 @@ class ControlManagers:
     ) -> None:
         self.bootstrap = tuple(bootstrap)
         self.min_insync_replicas = min_insync_replicas
-        self.cluster = ClusterControl(cluster_id, session_timeout_ms)
+        self.cluster = ClusterControlManager(cluster_id, session_timeout_ms)
         """Broker registrations, and broker sessions while active (``ClusterControlManager``)."""
-        self.replication = ReplicationImage()
+        self.replication = ReplicationControlManager()
         """Topics, partitions, configs and producer ids (``server.controller.image``)."""
         self.feature_levels: dict[str, int] = {}
         """Feature name -> finalized level, from FeatureLevelRecords (0: not finalized)."""
@@ -195,13 +195,13 @@ class ControlManagers:
         """A BeginTransactionRecord was replayed without its End or Abort."""
         self.controllers: dict[int, ControllerRegistration] = {}
         """Controller id -> its latest registration (``ClusterImage.controllers``)."""
-        self.acls = AclImage()
+        self.acls = AclControlManager()
         """ACL bindings by id (``AclControlManager``)."""
-        self.scram = ScramImage()
+        self.scram = ScramControlManager()
         """SCRAM credentials by user and mechanism (``ScramControlManager``)."""
-        self.client_quotas = ClientQuotaImage()
+        self.client_quotas = ClientQuotaControlManager()
         """Client quotas by entity (``ClientQuotaControlManager``)."""
-        self.delegation_tokens = DelegationTokenImage()
+        self.delegation_tokens = DelegationTokenControlManager()
         """Delegation tokens by id (``DelegationTokenControlManager``)."""
         self.active_epoch: int | None = None
         """The leader epoch this controller is active in, None while it is not."""
@@ -221,11 +221,11 @@ class ControlManagers:
         self.transaction_open = False
         self.controllers = {}
         self.cluster.reset()
-        self.replication = ReplicationImage()
-        self.acls = AclImage()
-        self.scram = ScramImage()
-        self.client_quotas = ClientQuotaImage()
-        self.delegation_tokens = DelegationTokenImage()
+        self.replication = ReplicationControlManager()
+        self.acls = AclControlManager()
+        self.scram = ScramControlManager()
+        self.client_quotas = ClientQuotaControlManager()
+        self.delegation_tokens = DelegationTokenControlManager()
         for value in record_values:
             self.replay(value, offset)
 

@@ -74,9 +74,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_ELECTIONS_PER_IMBALANCE",
-    "QuorumController",
     "ControllerOutbox",
     "ControllerRequest",
+    "QuorumController",
     "RaftView",
     "SnapshotToWrite",
 ]

@@ -67,12 +67,12 @@ from server.controller import describe_configs as config_description
 from server.controller.acls import CLUSTER, CLUSTER_NAME, USER, AclBinding, AclFilter
 from server.controller.activation import ELIGIBLE_LEADER_REPLICAS_FEATURE
 from server.controller.authorizer import CREATE_TOKENS, Authorize
-from server.controller.cluster import ClusterControl
+from server.controller.cluster import ClusterControlManager
 from server.controller.controller import ControlManagers
 from server.controller.delegation_tokens import TokenOutcome, TokenSettings
 from server.controller.errors import ApiError
 from server.controller.features import ClusterSupport, supported_features, update_features
-from server.controller.image import ReplicationImage
+from server.controller.image import ReplicationControlManager
 from server.controller.partition_effects import (
     BrokerPartitionEffects,
     TopicConfigLayers,
@@ -194,12 +194,12 @@ class OperationContext:
     ``server.controller.acls``); None without one, when everything is allowed."""
 
     @property
-    def image(self) -> ReplicationImage:
+    def image(self) -> ReplicationControlManager:
         """Topics, partitions, configs and producer ids as replayed."""
         return self.controller.replication
 
     @property
-    def cluster(self) -> ClusterControl:
+    def cluster(self) -> ClusterControlManager:
         """Broker registrations and, on the active controller, their sessions."""
         return self.controller.cluster
 

@@ -20,7 +20,7 @@ from messages.generated.register_controller_record import (
 )
 from messages.metadata import encode_record
 from messages.runtime import Message
-from server.controller.cluster import ClusterControl
+from server.controller.cluster import ClusterControlManager
 from server.controller.controller import ControlManagers
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
@@ -122,11 +122,11 @@ def active_cluster(
     fenced: Iterable[int] = (),
     shutting_down: Iterable[int] = (),
     log_dirs: Mapping[int, Sequence[Uuid]] | None = None,
-) -> ClusterControl:
-    """An active ClusterControl with ``broker_ids`` registered at :func:`broker_epoch`: the
+) -> ClusterControlManager:
+    """An active ClusterControlManager with ``broker_ids`` registered at :func:`broker_epoch`: the
     ``fenced`` ones fenced, the ``shutting_down`` ones in controlled shutdown, each with its
     first :func:`directory` unless ``log_dirs`` names its directories."""
-    cluster = ClusterControl(CLUSTER_ID, 9000)
+    cluster = ClusterControlManager(CLUSTER_ID, 9000)
     fenced, shutting_down = set(fenced), set(shutting_down)
     for broker_id in broker_ids:
         dirs = (directory(broker_id),) if log_dirs is None or broker_id not in log_dirs else log_dirs[broker_id]

@@ -29,7 +29,7 @@ from server.controller.cluster import ReplayError
 from server.controller.controller import ControlManagers
 from server.controller.errors import ApiError
 from server.controller.responses import describe_user_scram_credentials_response
-from server.controller.scram import SCRAM_LEVEL, ScramImage, scram_credential
+from server.controller.scram import SCRAM_LEVEL, ScramControlManager, scram_credential
 from storage.scram_args import parse_scram_argument
 from tests.controller.test_host import Harness
 
@@ -48,15 +48,15 @@ def test_keys_are_derived_as_rfc_5802_and_kafka_derive_them() -> None:
 
 
 def test_below_metadata_version_3_5_iv2_every_user_is_refused() -> None:
-    records, results = ScramImage().alter(_upsert("alice"), SCRAM_LEVEL - 1)
+    records, results = ScramControlManager().alter(_upsert("alice"), SCRAM_LEVEL - 1)
     assert records == []
     assert [(user, error.error) for user, error in results if error is not None] == [("alice", Errors.UNSUPPORTED_VERSION)]
-    records, results = ScramImage().alter(_upsert("alice"), SCRAM_LEVEL)
+    records, results = ScramControlManager().alter(_upsert("alice"), SCRAM_LEVEL)
     assert len(records) == 1 and results == [("alice", None)]
 
 
 def test_removing_a_credential_not_held_fails_replay() -> None:
-    image = ScramImage()
+    image = ScramControlManager()
     try:
         image.replay(RemoveUserScramCredentialRecord(name="nobody", mechanism=1))
     except ReplayError:

@@ -81,7 +81,7 @@ from messages.runtime import Message
 from server.controller.cluster import ReplayError
 from server.controller.controller import ControlManagers
 from server.controller.host import ControllerOutbox, ControllerRequest, QuorumController
-from server.controller.image import PartitionRegistration, TopicImage
+from server.controller.image import PartitionRegistration, TopicControlInfo
 from server.controller.operations import ControllerConfig
 from server.controller.stepping import run_steps, steps
 from server.raft.events import AppendResult, Event, Outbox, Tick
@@ -542,7 +542,7 @@ _KEYS = frozenset(
 """The api keys of the records the checks decode (one-byte varints in the record frame)."""
 
 
-def _where(node: SimNode, topic: TopicImage, index: int) -> str:
+def _where(node: SimNode, topic: TopicControlInfo, index: int) -> str:
     """A partition of a node's image, as a failure names it."""
     return f"node {node.node_id}, {topic.name}-{index}"
 
@@ -563,7 +563,7 @@ def _image_digest(controller: ControlManagers, reprs: dict[int, tuple[Any, str]]
     features = sorted(controller.feature_levels.items())
     image = controller.replication
 
-    def partitions(topic: TopicImage) -> str:
+    def partitions(topic: TopicControlInfo) -> str:
         rows = []
         for index, partition in sorted(topic.partitions.items()):
             cached = reprs.get(id(partition))
