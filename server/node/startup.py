@@ -107,7 +107,7 @@ def controller_config(config: KRaftConfig, cluster_id: str) -> ControllerConfig:
             expiry_time_ms=config.delegation_token_expiry_time_ms,
             expiry_check_interval_ms=config.delegation_token_expiry_check_interval_ms,
         ),
-        plugins=load_plugins(config.raw),
+        plugins=load_plugins(config.raw, guard=True),
     )
 
 
