@@ -25,7 +25,9 @@ logged and dropped. A placer still running after its limit may read the controll
 as later requests change it and draw from the controller's random source: its answer is thrown
 away, but a placement replayed from a seed is no longer the same.
 
-The limit is per call: a CreateTopics of many topics calls the create-topic policy once per
+An exception from the call is raised in the controller's thread as the plug-in raised it (a
+``SystemExit`` or other ``BaseException`` as a RuntimeError, so that a plug-in calling
+``sys.exit()`` fails its request, not the node). The limit is per call: a CreateTopics of many topics calls the create-topic policy once per
 topic, each with the whole limit. ``configure`` runs at start-up without a limit (nothing else
 waits on it then); ``close`` runs with the limit when the node stops, and a plug-in still in a
 call is not closed. kwire's own :class:`~server.controller.placement.StripedReplicaPlacer` is
@@ -124,8 +126,10 @@ class PluginWorker:
                            "call until it returns", self.key, self.name, self.limit_ms, TIMEOUT_KEY)
             raise ApiError(refusal, f"{self.key} {self.name} did not answer within {self.limit_ms} ms "
                                     f"({TIMEOUT_KEY}); refused")
-        if job.error is not None:
+        if isinstance(job.error, Exception):
             raise job.error
+        if job.error is not None:  # SystemExit and kin: the plug-in's failure, not the node's
+            raise RuntimeError(f"{type(job.error).__name__} in {self.name}: {job.error}") from job.error
         return job.result
 
     def close(self, plugin: object) -> None:

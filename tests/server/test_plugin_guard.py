@@ -184,3 +184,19 @@ def test_the_limit_is_a_positive_number_of_ms(value: str, expected: int | None) 
             timeout_ms(configs)
     else:
         assert timeout_ms(configs) == expected
+
+
+class Exits:
+    """A policy that calls ``sys.exit()`` on a topic named "exit"."""
+
+    def validate(self, request: Any) -> None:
+        if request.topic == "exit":
+            raise SystemExit(3)
+
+
+def test_a_policy_calling_sys_exit_fails_its_topic_not_the_node(caplog: pytest.LogCaptureFixture) -> None:
+    harness = _harness(load_plugins({"create.topic.policy.class.name": f"{__name__}:Exits"}, guard=True))
+    with caplog.at_level(logging.ERROR, logger="kwire.controller"):
+        assert _create(harness, _topic("exit"), _topic("fine")) == [
+            ("exit", Errors.UNKNOWN_SERVER_ERROR, None), ("fine", 0, None)]
+    assert any(f"RuntimeError: SystemExit in {__name__}:Exits: 3" in r.getMessage() for r in caplog.records)
