@@ -7,7 +7,8 @@ controlled shutdown against the live quorum, then the controller; nothing is lef
 The controller runs a create-topic policy given with ``--create-topic-policy``
 (``compat.example_policies:StallingMinPartitionsPolicy``, its settings with ``--override``):
 stock ``kafka-topics --create`` of a one-partition topic through the broker, which forwards
-CreateTopics to kwire, is refused with the policy's message; a topic the policy holds longer
+CreateTopics to kwire, is refused with the policy's message; a topic the policy throws on gets
+Kafka's UNKNOWN_SERVER_ERROR; a topic the policy holds longer
 than ``kwire.plugin.timeout.ms`` is refused with POLICY_VIOLATION naming the policy and the
 limit, and once the held call returns the next topic is created: the controller kept serving.
 Cost: one broker JVM and a few tool runs in one tool JVM, a few seconds.
@@ -66,6 +67,11 @@ def test_dev_cluster_runs_stock_brokers_and_stops_them_first(newest_kafka: Kafka
                 ) in refused.stdout + refused.stderr, (refused.stdout, refused.stderr)
         bootstrap = ["--bootstrap-server", f"localhost:{base + 100}"]
         create = [*bootstrap, "--create", "--partitions", "2", "--replication-factor", "1", "--topic"]
+        # a policy that raises: Kafka's answer, UNKNOWN_SERVER_ERROR without a message
+        crashed = newest_kafka.run_tool("topics", [*create, "crash"], check=False)
+        assert crashed.returncode != 0, crashed
+        assert ("org.apache.kafka.common.errors.UnknownServerException: The server experienced an unexpected error "
+                "when processing the request.") in crashed.stdout + crashed.stderr, (crashed.stdout, crashed.stderr)
         stalled = newest_kafka.run_tool("topics", [*create, "stall"], check=False)
         assert stalled.returncode != 0, stalled
         assert (f"org.apache.kafka.common.errors.PolicyViolationException: create.topic.policy.class.name {POLICY} "
