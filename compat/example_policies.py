@@ -10,6 +10,7 @@ exception class named ``PolicyViolationException``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -73,3 +74,23 @@ class NoCompactionPolicy:
 
     def close(self) -> None:
         pass
+
+
+class StallingMinPartitionsPolicy(MinPartitionsPolicy):
+    """:class:`MinPartitionsPolicy`, except that it holds a call for a topic named "stall"
+    ``policy.stall.ms`` (default 1000) before it accepts it: a policy slower than
+    ``kwire.plugin.timeout.ms``, for compat/test_dev_cluster_brokers.py (it has no Java twin)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stall_s = 1.0
+
+    def configure(self, configs: Mapping[str, str]) -> None:
+        super().configure(configs)
+        self.stall_s = int(configs.get("policy.stall.ms", "1000")) / 1000
+
+    def validate(self, request: Any) -> None:
+        if request.topic == "stall":
+            time.sleep(self.stall_s)
+            return
+        super().validate(request)

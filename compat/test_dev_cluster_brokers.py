@@ -4,10 +4,14 @@ One controller and one stock broker of the newest pinned release: the command pr
 brokers' bootstrap servers once every broker runs (the broker answers Metadata listing itself),
 and a Ctrl-C to the whole process group (as a terminal sends it) stops the broker first, with a
 controlled shutdown against the live quorum, then the controller; nothing is left running.
-The controller runs a create-topic policy given with ``--override``
-(``compat.example_policies:MinPartitionsPolicy``): stock ``kafka-topics --create`` of a
-one-partition topic through the broker, which forwards CreateTopics to kwire, is refused with
-the policy's message. Cost: one broker JVM and one tool run, a few seconds.
+The controller runs a create-topic policy given with ``--create-topic-policy``
+(``compat.example_policies:StallingMinPartitionsPolicy``, its settings with ``--override``):
+stock ``kafka-topics --create`` of a one-partition topic through the broker, which forwards
+CreateTopics to kwire, is refused with the policy's message; a topic the policy throws on gets
+Kafka's UNKNOWN_SERVER_ERROR; a topic the policy holds longer
+than ``kwire.plugin.timeout.ms`` is refused with POLICY_VIOLATION naming the policy and the
+limit, and once the held call returns the next topic is created: the controller kept serving.
+Cost: one broker JVM and a few tool runs in one tool JVM, a few seconds.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from tools.stock_brokers import BrokerNode, StockBrokers
 pytestmark = pytest.mark.compat
 
 START_TIMEOUT_S = 150.0
-POLICY = "compat.example_policies:MinPartitionsPolicy"
+POLICY = "compat.example_policies:StallingMinPartitionsPolicy"
+LIMIT_MS = 300
 
 
 def test_dev_cluster_runs_stock_brokers_and_stops_them_first(newest_kafka: KafkaRelease, tmp_path: Path) -> None:
@@ -36,8 +41,8 @@ def test_dev_cluster_runs_stock_brokers_and_stops_them_first(newest_kafka: Kafka
     base = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tools.cli", "dev-cluster", "--nodes", "1", "--brokers", "1", "--dir", str(root),
-         "--base-port", str(base), "--override", f"create.topic.policy.class.name={POLICY}",
-         "--override", "policy.min.partitions=2"],
+         "--base-port", str(base), "--create-topic-policy", POLICY, "--override", "policy.min.partitions=2",
+         "--override", f"kwire.plugin.timeout.ms={LIMIT_MS}", "--override", "policy.stall.ms=1500"],
         cwd=REPO_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
     )
@@ -60,6 +65,26 @@ def test_dev_cluster_runs_stock_brokers_and_stops_them_first(newest_kafka: Kafka
         assert ("org.apache.kafka.common.errors.PolicyViolationException: Topic tiny refused: numPartitions=1, "
                 "replicationFactor=1, replicasAssignments=null, configs={}; at least 2 partitions required."
                 ) in refused.stdout + refused.stderr, (refused.stdout, refused.stderr)
+        bootstrap = ["--bootstrap-server", f"localhost:{base + 100}"]
+        create = [*bootstrap, "--create", "--partitions", "2", "--replication-factor", "1", "--topic"]
+        # a policy that raises: Kafka's answer, UNKNOWN_SERVER_ERROR without a message
+        crashed = newest_kafka.run_tool("topics", [*create, "crash"], check=False)
+        assert crashed.returncode != 0, crashed
+        assert ("org.apache.kafka.common.errors.UnknownServerException: The server experienced an unexpected error "
+                "when processing the request.") in crashed.stdout + crashed.stderr, (crashed.stdout, crashed.stderr)
+        stalled = newest_kafka.run_tool("topics", [*create, "stall"], check=False)
+        assert stalled.returncode != 0, stalled
+        assert (f"org.apache.kafka.common.errors.PolicyViolationException: create.topic.policy.class.name {POLICY} "
+                f"did not answer within {LIMIT_MS} ms (kwire.plugin.timeout.ms); refused"
+                ) in stalled.stdout + stalled.stderr, (stalled.stdout, stalled.stderr)
+        # refused at once while the policy is still held, then created once it returns
+        deadline = time.monotonic() + 30
+        while (after := newest_kafka.run_tool("topics", [*create, "after"], check=False)).returncode != 0:
+            assert "is still in a call that passed its limit" in after.stdout + after.stderr, (after.stdout, after.stderr)
+            assert time.monotonic() < deadline, "the controller did not serve after the stalled policy returned"
+            time.sleep(0.1)
+        listed = newest_kafka.run_tool("topics", [*bootstrap, "--list"]).stdout.split()
+        assert listed == ["after"], listed
     finally:
         os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the whole group
         code = proc.wait(90)

@@ -240,6 +240,9 @@ class DevCluster:
         self.direct_describe = False
         """Whether :meth:`describe` sends DescribeQuorum to each node itself: the controllers of a
         quorum below metadata.version 3.7-IV0 refuse DescribeCluster (KIP-919)."""
+        self.python_path: list[str] = []
+        """Directories the nodes also import from (after kwire's own, on ``PYTHONPATH``): where
+        the plug-ins named in ``overrides`` live."""
 
     # ------------------------------------------------------------------ creation
 
@@ -401,6 +404,14 @@ class DevCluster:
             "--replica-directory-id", node.directory_id, "--json", *interval, *overrides,
         ]
 
+    def _environment(self) -> dict[str, str]:
+        """The nodes' environment: the caller's, unbuffered, with :attr:`python_path` added."""
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        paths = [*filter(None, env.get("PYTHONPATH", "").split(os.pathsep)), *self.python_path]
+        if paths:
+            env["PYTHONPATH"] = os.pathsep.join(paths)
+        return env
+
     def start(self, node_ids: Iterable[int] | None = None, *, wait: bool = True, timeout_s: float = 60.0) -> None:
         """Start the given nodes (default: every node not running); with ``wait``, return once
         each listens. Raises DevClusterError when a node exits or does not listen in time; a
@@ -418,7 +429,7 @@ class DevCluster:
                     # stop(), so that brokers on the quorum can shut down before it does
                     node.process = subprocess.Popen(
                         self.command(node_id), cwd=REPO_DIR, stdout=out, stderr=err,
-                        env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
+                        env=self._environment(), start_new_session=True,
                     )
                 started.append(node.process)
             if wait:

@@ -88,9 +88,10 @@ class StockBrokers:
         properties: Mapping[str, str] | None = None,
         quorum_voters: str | None = None,
         prefix: Sequence[str] = (),
+        broker_properties: Mapping[int, Mapping[str, str]] | None = None,
     ) -> StockBrokers:
         """Write each broker's configuration (broker id -> client port in ``ports``; extra
-        ``properties`` for every broker) and format its directory with the stock tool. With
+        ``properties`` for every broker, then ``broker_properties`` by broker id) and format its directory with the stock tool. With
         ``quorum_voters`` (``id@host:port,...``, a static quorum) the brokers name the voters
         in ``controller.quorum.voters`` instead of ``bootstrap_controllers``. ``prefix`` is a
         command each broker runs under (e.g. ``ip netns exec NS``, with ``host`` an address
@@ -113,6 +114,7 @@ class StockBrokers:
                 f"log.dirs={node.data_dir}",
             ]
             lines += [f"{k}={v}" for k, v in (properties or {}).items()]
+            lines += [f"{k}={v}" for k, v in (broker_properties or {}).get(node.broker_id, {}).items()]
             node.config_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
             stock_kafka.run_tool(version, "storage", ["format", "-t", cluster_id, "-c", node.config_path])
         return cls(root, version, nodes, host, prefix)

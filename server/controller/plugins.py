@@ -30,11 +30,16 @@ Answers: a violation is POLICY_VIOLATION with the exception's message (None for 
 without one); kwire's own ``ApiError`` passes through (Kafka's ``ApiException``); any other
 exception is logged with its traceback and answered UNKNOWN_SERVER_ERROR without a message, as
 ``ApiError.fromThrowable`` answers it, in that resource's or topic's result alone (as Kafka 4.4
-answers it: compat/test_policies.py). A plug-in runs on the controller's one thread, as
-in Kafka, and cannot be interrupted: a slow one delays every request and, in kwire, the node's
-raft traffic too, so a call over :data:`SLOW_CALL_MS` is logged at ERROR with its duration; the
-client of a call slower than its request timeout gets its own timeout (REQUEST_TIMED_OUT through
-a broker), as with Kafka's controller.
+answers it: compat/test_policies.py). ``validate`` returns None: Java's is ``void``, and a
+Python policy that returns something else (``return False`` meant as a refusal, ``return True``
+as a yes) is answered POLICY_VIOLATION "... returned False from validate(): ..." saying how a
+policy refuses -- kwire's own answer, failing closed where Kafka has no such case.
+
+Time: the controller waits for each call (Kafka calls its policies on the controller's one
+thread). A node runs each call on a worker thread under ``kwire.plugin.timeout.ms``
+(``server.node.plugin_guard``): past it, the request is refused with the plug-in's refusal code
+and a message naming the plug-in and the limit, and the controller serves on. A call over
+:data:`SLOW_CALL_MS` is logged at ERROR with its duration.
 
 No I/O here: the plug-ins come in loaded and configured.
 """
@@ -68,8 +73,9 @@ __all__ = [
 ]
 
 POLICY_VIOLATION = "PolicyViolationException"
-SLOW_CALL_MS = 1000
-"""A plug-in call longer than this is logged at ERROR (module docstring)."""
+SLOW_CALL_MS = 250
+"""A plug-in call longer than this (a quarter of ``kwire.plugin.timeout.ms``'s default) is
+logged at ERROR (module docstring)."""
 
 
 class PolicyViolationException(Exception):
@@ -192,7 +198,7 @@ class ControllerPlugins:
     def _validate(self, key: str, policy: Any, request: object) -> None:
         started = self.start()
         try:
-            policy.validate(request)
+            answer = policy.validate(request)
         except ApiError:
             raise
         except Exception as exc:
@@ -202,6 +208,13 @@ class ControllerPlugins:
             raise PluginFailure() from None
         finally:
             self.timed(key, started)
+        if answer is not None:
+            name = self.names.get(key, "?")
+            if self.log is not None:
+                self.log.error("%s %s returned %r from validate(), not None: the change is refused", key, name, answer)
+            raise ApiError(Errors.POLICY_VIOLATION, (
+                f"{key} {name} returned {answer!r} from validate(): a policy returns None to accept and raises "
+                "PolicyViolationException to refuse"))
 
     def validate_create_topic(self, request: CreateTopicRequestMetadata) -> None:
         """Run the create-topic policy, if any. Raises ApiError POLICY_VIOLATION (or the

@@ -214,7 +214,7 @@ class Node:
                         serve, config, dispatcher, sasl=sasl_listeners(config, lambda: self.host), tls=tls_listeners(config)))
                     self.core = core = new_core(config, stored, self.endpoints, self.rng, self.now_ms())
                     self.host = host = QuorumController(
-                        controller_config(config, stored.cluster_id),
+                        controller_config(config, stored.cluster_id, guard_plugins=True),
                         bootstrap=stored.bootstrap.records,
                         raft=core,
                         now_ms=self.now_ms(), rng=self.rng, log=logging.getLogger("kwire.controller"),

@@ -9,6 +9,10 @@ Every problem stops the node with a :class:`~server.config.ConfigError` that nam
 name not of the form ``module:Class`` (a Java class name says so), a module that does not
 import, a missing class, a class without ``validate`` (a policy) or ``place`` (a placer), and an
 exception from the constructor or from ``configure`` (the plug-ins built before it are closed).
+
+A node loads them ``guard``-ed: each call then runs under ``kwire.plugin.timeout.ms``
+(``server.node.plugin_guard``). Unguarded (the default, for tools and the deterministic
+simulation), a call runs on the caller's thread, as Kafka runs its policies.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from server.config import ConfigError
+from server.controller.placement import StripedReplicaPlacer
 from server.controller.plugins import ControllerPlugins
+from server.node.plugin_guard import GuardedPlacer, GuardedPolicy, PluginWorker, timeout_ms
 
 __all__ = ["PLUGIN_KEYS", "check_plugins", "load_plugin", "load_plugins", "plugin_class"]
 
@@ -77,11 +83,14 @@ def load_plugin(key: str, name: str, configs: Mapping[str, str]) -> Any:
     return instance
 
 
-def load_plugins(configs: Mapping[str, str], log: logging.Logger | None = None) -> ControllerPlugins:
+def load_plugins(configs: Mapping[str, str], log: logging.Logger | None = None, *,
+                 guard: bool = False) -> ControllerPlugins:
     """The plug-ins the node's properties ``configs`` name (none: no policy, the striped
-    placer), their unexpected exceptions logged to ``log`` (default ``kwire.controller``).
-    Raises ConfigError."""
+    placer), their unexpected exceptions logged to ``log`` (default ``kwire.controller``);
+    with ``guard``, each call under ``kwire.plugin.timeout.ms`` (module docstring). Raises
+    ConfigError."""
     names = {key: configs[key].strip() for key in PLUGIN_KEYS if configs.get(key, "").strip()}
+    limit_ms = timeout_ms(configs) if guard else None
     loaded: dict[str, Any] = {}
     for key, name in names.items():
         try:
@@ -91,8 +100,17 @@ def load_plugins(configs: Mapping[str, str], log: logging.Logger | None = None) 
             raise
     log = log or logging.getLogger("kwire.controller")
     for key, name in names.items():
-        log.info("%s: loaded %s", key, name)
+        log.info("%s: loaded %s%s", key, name, "" if limit_ms is None else f", each call limited to {limit_ms} ms")
+        if limit_ms is not None:
+            loaded[key] = _guarded(key, name, loaded[key], PluginWorker(key, name, limit_ms, log))
     return ControllerPlugins(names=names, log=log, clock=time.perf_counter, **_fields(loaded))
+
+
+def _guarded(key: str, name: str, plugin: Any, worker: PluginWorker) -> Any:
+    """``plugin`` with its calls run by ``worker`` (kwire's own striped placer as it is)."""
+    if key != REPLICA_PLACER:
+        return GuardedPolicy(plugin, worker)
+    return plugin if type(plugin) is StripedReplicaPlacer else GuardedPlacer(plugin, worker)
 
 
 def _fields(loaded: Mapping[str, Any]) -> dict[str, Any]:

@@ -77,10 +77,12 @@ class StoredState:
     bootstrap: BootstrapMetadata
 
 
-def controller_config(config: KRaftConfig, cluster_id: str) -> ControllerConfig:
+def controller_config(config: KRaftConfig, cluster_id: str, *, guard_plugins: bool = False) -> ControllerConfig:
     """The settings the controller host decides by, from server.properties (``config``) and
     the cluster id meta.properties holds, with the plug-ins it names loaded and configured
-    (``server.node.plugins``; raises ConfigError)."""
+    (``server.node.plugins``; raises ConfigError); ``guard_plugins`` (a running node) puts
+    each plug-in call under ``kwire.plugin.timeout.ms`` (``server.node.plugin_guard``), off
+    for the deterministic simulation, which must not depend on a wall clock."""
     return ControllerConfig(
         node_id=config.node_id,
         cluster_id=cluster_id,
@@ -107,7 +109,7 @@ def controller_config(config: KRaftConfig, cluster_id: str) -> ControllerConfig:
             expiry_time_ms=config.delegation_token_expiry_time_ms,
             expiry_check_interval_ms=config.delegation_token_expiry_check_interval_ms,
         ),
-        plugins=load_plugins(config.raw),
+        plugins=load_plugins(config.raw, guard=guard_plugins),
     )
 
 

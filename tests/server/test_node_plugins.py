@@ -1,6 +1,6 @@
 """A node loads its controller plug-ins at start-up, configures them with its properties and
-closes them when it stops (Kafka's ``ControllerServer`` startup and shutdown), in one Trio
-process as tests/server/test_node.py runs nodes."""
+closes them when it stops (Kafka's ``ControllerServer`` startup and shutdown), each call under
+the node's time limit, in one Trio process as tests/server/test_node.py runs nodes."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 import trio
 
 from server.node import Node
+from server.node.plugin_guard import DEFAULT_TIMEOUT_MS, GuardedPolicy
 from tests.server.test_node import _config, _free_port, _inline, _until
 from tools.storage_format import format_standalone
 
@@ -40,5 +41,9 @@ async def test_a_node_configures_its_plugins_at_start_and_closes_them_as_it_stop
         await nursery.start(node.run)
         await _until(lambda: node.leader_id == 1)
         assert JOURNAL == [("configure", "1")]
+        # a running node calls it under kwire.plugin.timeout.ms (server.node.plugin_guard)
+        policy = node.host.config.plugins.create_topic_policy
+        assert isinstance(policy, GuardedPolicy) and isinstance(policy.policy, Journal)
+        assert policy.worker.limit_ms == DEFAULT_TIMEOUT_MS
         node.stop()
     assert JOURNAL == [("configure", "1"), ("close", None)]

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -137,3 +138,69 @@ def test_create_at_3_9_keeps_a_dynamic_quorum(tmp_path: Path) -> None:
     assert "controller.quorum.bootstrap.servers=" in cluster.nodes[1].config_path.read_text()
     with pytest.raises(DevClusterError, match="Unknown release version"):
         DevCluster.create(tmp_path / "other", 1, base_port=None, release_version="2.8")
+
+
+# ---------------------------------------------------------------- plug-ins and racks (no process)
+
+
+def _args(*argv: str) -> Any:
+    import argparse
+
+    from tools import dev_cluster
+
+    parser = argparse.ArgumentParser()
+    dev_cluster.add_parser(parser.add_subparsers())
+    return parser.parse_args(["dev-cluster", *argv])
+
+
+def test_the_plugin_flags_set_kafkas_keys_and_override_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tools.dev_cluster import controller_overrides
+
+    (tmp_path / "my_placer_here.py").write_text("class P:\n    def place(self, spec, cluster):\n        return []\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    args = _args("--placer", "my_placer_here:P", "--create-topic-policy", "compat.example_policies:MinPartitionsPolicy",
+                 "--override", "kwire.replica.placer.class=tools.examples.placers:LeadersOffRackPlacer")
+    assert controller_overrides(args) == [
+        "kwire.replica.placer.class=my_placer_here:P",
+        "create.topic.policy.class.name=compat.example_policies:MinPartitionsPolicy",
+        "kwire.replica.placer.class=tools.examples.placers:LeadersOffRackPlacer",
+    ]
+
+
+@pytest.mark.parametrize(("flag", "value", "words"), [
+    ("--placer", "org.example.MyPlacer", "kwire.replica.placer.class: 'org.example.MyPlacer' is not a Python class"),
+    ("--alter-config-policy", "no_such_module_here:P", "cannot import module 'no_such_module_here'"),
+    ("--create-topic-policy", "tools.examples.placers:LeadersOffRackPlacer", "has no method validate()"),
+])
+def test_a_wrong_plugin_stops_the_command_before_any_node_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, words: str,
+) -> None:
+    from tools.dev_cluster import run
+
+    root = tmp_path / "cluster"
+    assert run(_args("--nodes", "1", "--dir", str(root), flag, value)) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("kwire dev-cluster: controller plug-in: ") and words in err, err
+    assert not root.exists()
+
+
+def test_the_nodes_import_plugins_from_where_the_command_runs(tmp_path: Path) -> None:
+    (tmp_path / "my_policy_here.py").write_text("WHERE = 'here'\n")
+    cluster = DevCluster(tmp_path, "id", [])
+    cluster.python_path = [str(tmp_path)]
+    env = cluster._environment()
+    assert env["PYTHONPATH"].split(os.pathsep)[-1] == str(tmp_path)
+    found = subprocess.run([sys.executable, "-c", "import my_policy_here, tools; print(my_policy_here.WHERE, "
+                            "tools.__file__)"], cwd=REPO_DIR, env=env, capture_output=True, text=True, check=True)
+    where, tools_file = found.stdout.split()
+    assert where == "here" and tools_file == str(REPO_DIR / "tools" / "__init__.py")
+
+
+def test_racks_are_named_in_turn_and_need_brokers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tools.dev_cluster import rack_of, run
+
+    assert [rack_of(i % 3) for i in range(6)] == ["rack-a", "rack-b", "rack-c", "rack-a", "rack-b", "rack-c"]
+    assert [rack_of(i) for i in (25, 26, 27)] == ["rack-z", "rack-aa", "rack-ab"]
+    assert run(_args("--nodes", "1", "--dir", str(tmp_path / "c"), "--racks", "3")) == 1
+    assert "--racks R needs --brokers N" in capsys.readouterr().err

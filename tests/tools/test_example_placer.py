@@ -81,3 +81,21 @@ def test_a_controller_running_it_creates_topics_and_partitions_with_leaders_off_
     assert all(RACKS[r.leader] != "rack-b" for r in partitions)
     assert Counter(RACKS[b] for r in partitions for b in r.replicas) == {"rack-a": 18, "rack-b": 18, "rack-c": 18}
 
+
+
+def test_the_readme_tutorials_placer_places_as_the_example() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    start = readme.index("    from server.controller.placement import PartitionAssignment")
+    end = readme.index("return TopicAssignment(out)", start) + len("return TopicAssignment(out)")
+    code = "\n".join(line[4:] for line in readme[start:end].splitlines())
+    scope: dict[str, Any] = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    for seed in range(10):
+        for fenced in (frozenset(), frozenset({2, 5, 8})):
+            ours, example = scope["LeadersOffRackPlacer"](), LeadersOffRackPlacer()
+            for placer in (ours, example):
+                placer.configure({RACK_KEY: "rack-b"})
+            spec = PlacementSpec(0, 30, 3)
+            assert ours.place(spec, Describer(seed, fenced)) == example.place(spec, Describer(seed, fenced))
