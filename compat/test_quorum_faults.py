@@ -77,7 +77,7 @@ def test_quorum_under_network_and_process_faults(release: str, kwire_ids: frozen
                                                  request: pytest.FixtureRequest) -> None:
     _kafka.require_kafka(release)
     kafka = KafkaRelease(release)
-    choices = available_nemeses(kafka, brokers=True)
+    choices = available_nemeses(kafka, brokers=True, kwire=bool(kwire_ids))
     draw = random.Random(SEED)
     if ROUNDS:
         nemeses = [draw.choice(choices) for _ in range(ROUNDS)]
