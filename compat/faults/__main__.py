@@ -92,22 +92,35 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown configurations {unknown} or nemeses {bad}; configurations: {', '.join(known)}",
               file=sys.stderr)
         return 2
-    draw = random.Random(args.seed)
-    deadline = None if args.minutes is None else time.monotonic() + args.minutes * 60
     rows: dict[tuple[str, str], dict[str, Any]] = defaultdict(
         lambda: {"rounds": 0, "acknowledged": 0, "lost": 0, "diverged": 0, "failed_rounds": 0, "finished": [],
                  "note": ""})
+
+    def offered(name: str, kwire: bool) -> list[str]:
+        release = known[name][0]
+        return [n for n in nemeses if n in available_nemeses(KafkaRelease(release), name.endswith(BROKERS),
+                                                             kwire=kwire)]
+
+    def not_in_stock(name: str) -> list[str]:
+        return [n for n in offered(name, True) if n in KWIRE_ONLY] if not known[name][1] else []
+
+    takes = {name: offered(name, bool(known[name][1])) for name in names}
+    for name in [n for n in names if not takes[n]]:  # a stock quorum asked for failpoint nemeses alone
+        for n in not_in_stock(name):
+            rows[(name, n)]["note"] = NOT_IN_STOCK
+        print(f"{name} can take none of {', '.join(nemeses)}: not run", flush=True)
+    names = [n for n in names if takes[n]]
+    draw = random.Random(args.seed)
+    deadline = None if args.minutes is None else time.monotonic() + args.minutes * 60
     quorums = 0
     index = 0
-    while (args.quorums is None or quorums < args.quorums) and (deadline is None or time.monotonic() < deadline):
+    while names and (args.quorums is None or quorums < args.quorums) and (deadline is None or time.monotonic() < deadline):
         name = draw.choice(names)
         release, ids = known[name]
         brokers = name.endswith(BROKERS)
-        choices = [n for n in nemeses if n in available_nemeses(KafkaRelease(release), brokers, kwire=bool(ids))]
-        if not ids:  # said in the table, not left out: a stock quorum has no failpoints
-            for n in (n for n in nemeses if n in KWIRE_ONLY and n in available_nemeses(
-                    KafkaRelease(release), brokers, kwire=True)):
-                rows[(name, n)]["note"] = NOT_IN_STOCK
+        choices = takes[name]
+        for n in not_in_stock(name):  # said in the table, not left out: a stock quorum has no failpoints
+            rows[(name, n)]["note"] = NOT_IN_STOCK
         plan = list(choices) if args.each else [draw.choice(choices) for _ in range(args.rounds)]
         index += 1
         if index <= args.skip:
