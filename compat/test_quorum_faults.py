@@ -54,7 +54,7 @@ import pytest
 
 from compat import kafka as _kafka
 from compat.faults import report
-from compat.faults.rounds import Run, available_nemeses, configurations, run_faults
+from compat.faults.rounds import QUORUM_IDS, Run, available_nemeses, configurations, run_faults
 from compat.harness import KafkaRelease, newest_pinned_release
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
@@ -77,7 +77,7 @@ def test_quorum_under_network_and_process_faults(release: str, kwire_ids: frozen
                                                  request: pytest.FixtureRequest) -> None:
     _kafka.require_kafka(release)
     kafka = KafkaRelease(release)
-    choices = available_nemeses(kafka, brokers=True, kwire=bool(kwire_ids))
+    choices = available_nemeses(kafka, brokers=True, kwire=kwire_ids >= QUORUM_IDS)
     draw = random.Random(SEED)
     if ROUNDS:
         nemeses = [draw.choice(choices) for _ in range(ROUNDS)]

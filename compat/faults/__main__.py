@@ -9,7 +9,7 @@ rounds; writes invoked outside every round have a row of their own, ``(between r
 records have a row ``(produced records)``),
 lost and diverged writes, median and max recovery time after the heal, and failed rounds; the
 nemeses built from kwire's failpoints (:mod:`compat.faults.failpoints`) have a row on a stock
-quorum all the same, noted ``n/a (no failpoints in stock Kafka)``. Quorum ``n`` of a run replays
+quorum (or a mixed one) all the same, noted ``n/a (no failpoints in stock Kafka)``. Quorum ``n`` of a run replays
 alone with ``--seed S --skip n-1 --quorums 1``.
 
 Examples::
@@ -40,11 +40,12 @@ from typing import Any
 
 from compat.faults import report
 from compat.faults.cluster import AdminOp, ClusterVerdict
-from compat.faults.failpoints import NOT_IN_STOCK
+from compat.faults.failpoints import NOT_IN_MIXED, NOT_IN_STOCK
 from compat.faults.rounds import (
     BROKER_NEMESES,
     KWIRE_ONLY,
     NEMESES,
+    QUORUM_IDS,
     Run,
     available_nemeses,
     configurations,
@@ -101,13 +102,19 @@ def main(argv: list[str] | None = None) -> int:
         return [n for n in nemeses if n in available_nemeses(KafkaRelease(release), name.endswith(BROKERS),
                                                              kwire=kwire)]
 
-    def not_in_stock(name: str) -> list[str]:
-        return [n for n in offered(name, True) if n in KWIRE_ONLY] if not known[name][1] else []
+    def not_applicable(name: str) -> dict[str, str]:
+        """The failpoint nemeses asked for that ``name``'s quorum cannot take, and why."""
+        ids = known[name][1]
+        why = NOT_IN_STOCK if not ids else NOT_IN_MIXED
+        return {} if ids >= QUORUM_IDS else {n: why for n in offered(name, True) if n in KWIRE_ONLY}
 
-    takes = {name: offered(name, bool(known[name][1])) for name in names}
+    def note(name: str) -> None:  # said in the table, not left out
+        for n, why in not_applicable(name).items():
+            rows[(name, n)]["note"] = why
+
+    takes = {name: offered(name, known[name][1] >= QUORUM_IDS) for name in names}
     for name in [n for n in names if not takes[n]]:  # a stock quorum asked for failpoint nemeses alone
-        for n in not_in_stock(name):
-            rows[(name, n)]["note"] = NOT_IN_STOCK
+        note(name)
         print(f"{name} can take none of {', '.join(nemeses)}: not run", flush=True)
     names = [n for n in names if takes[n]]
     draw = random.Random(args.seed)
@@ -119,8 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         release, ids = known[name]
         brokers = name.endswith(BROKERS)
         choices = takes[name]
-        for n in not_in_stock(name):  # said in the table, not left out: a stock quorum has no failpoints
-            rows[(name, n)]["note"] = NOT_IN_STOCK
+        note(name)
         plan = list(choices) if args.each else [draw.choice(choices) for _ in range(args.rounds)]
         index += 1
         if index <= args.skip:
@@ -138,9 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         run = seen[0] if seen else None
         _account(rows, name, plan, run, error)
         if args.report is not None and run is not None:
-            skipped = {n: NOT_IN_STOCK for n in nemeses if rows.get((name, n), {}).get("note") == NOT_IN_STOCK}
             report.save(report.record(run, name, seed=args.seed, plan=plan, index=index, error=error,
-                                      not_applicable=skipped), args.report)
+                                      not_applicable=not_applicable(name)), args.report)
             print(f"report: {report.write_report(args.report)}", flush=True)
         verdict = "" if run is None or run.verdict is None else run.verdict.summary()
         if run is not None and run.cluster is not None:

@@ -11,8 +11,10 @@ to lead during the round -- through ``/failpoints`` beside ``/metrics``
 node; the round's figure ``fired`` is how many times the points fired (a round whose point never
 fired raises: it tested nothing).
 
-Stock Kafka has no such switch: a quorum without a kwire node cannot take these nemeses, and
-the soak's table says :data:`NOT_IN_STOCK` for them instead of leaving them out.
+Stock Kafka has no such switch: only a quorum of kwire nodes alone takes these nemeses (on a
+mixed one a stock node may lead, and the points armed on its kwire followers would not fire),
+and the soak's table says :data:`NOT_IN_STOCK` (or :data:`NOT_IN_MIXED`) for them instead of
+leaving them out.
 
 The nemeses (:data:`FAILPOINT_NEMESES`):
 
@@ -44,7 +46,7 @@ from compat.faults import cluster as _cluster
 from compat.harness import wait_until
 from tools.failpoint_cmd import call
 
-__all__ = ["BROKER_FAILPOINT_NEMESES", "FAILPOINT_NEMESES", "KWIRE_EXTRA", "METRICS_PORT", "NOT_IN_STOCK",
+__all__ = ["BROKER_FAILPOINT_NEMESES", "FAILPOINT_NEMESES", "KWIRE_EXTRA", "METRICS_PORT", "NOT_IN_MIXED", "NOT_IN_STOCK",
            "FailpointNemesis", "arm"]
 
 METRICS_PORT = 9404
@@ -53,6 +55,9 @@ KWIRE_EXTRA = f"kwire.unsafe.test.failpoints=true\nkwire.prometheus.port={METRIC
 """The kwire nodes' extra properties in a run with failpoint nemeses."""
 NOT_IN_STOCK = "n/a (no failpoints in stock Kafka)"
 """What the table and the report say for a failpoint nemesis on a quorum without kwire nodes."""
+NOT_IN_MIXED = "n/a (no failpoints in stock Kafka, which may lead this quorum)"
+"""... and on a mixed quorum: a stock leader appends, answers the fetches and the brokers, so
+points armed on its kwire followers would not fire."""
 HEARTBEAT_DELAY_MS = _cluster.SESSION_TIMEOUT_MS + 6000
 FENCE_BOUND_S = (HEARTBEAT_DELAY_MS + _cluster.SESSION_TIMEOUT_MS // 8) / 1000 + 10.0
 """From arming ``heartbeat-delay`` until a broker is fenced: a session, one period of the
@@ -116,8 +121,8 @@ def arm(run: _Run, nemesis: str) -> Callable[[], None]:
     never fired. ``heartbeat-delay`` first waits until a broker is fenced (raising after
     :data:`FENCE_BOUND_S`, disarmed)."""
     spec = FAILPOINT_NEMESES.get(nemesis) or BROKER_FAILPOINT_NEMESES[nemesis]
-    if not run.quorum.kwire_ids:
-        raise ValueError(f"{nemesis}: {NOT_IN_STOCK}")
+    if set(run.quorum.ports) - set(run.quorum.kwire_ids):
+        raise ValueError(f"{nemesis}: {NOT_IN_STOCK if not run.quorum.kwire_ids else NOT_IN_MIXED}")
     if nemesis in BROKER_FAILPOINT_NEMESES and run.brokers is None:
         raise ValueError(f"{nemesis} needs a run with brokers")
     this = run.rounds[-1]

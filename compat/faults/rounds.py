@@ -85,8 +85,10 @@ NEMESES = ("pause", "pause-follower", "kill-leader", "isolate-leader", "one-way"
 BROKER_NEMESES = ("pause-broker", *BROKER_FAILPOINT_NEMESES)
 """Nemeses of the runs with stock brokers (:mod:`compat.faults.cluster`)."""
 KWIRE_ONLY = {*FAILPOINT_NEMESES, *BROKER_FAILPOINT_NEMESES}
-"""Nemeses built from kwire's failpoints (:mod:`compat.faults.failpoints`): a quorum needs a
-kwire node to take them."""
+"""Nemeses built from kwire's failpoints (:mod:`compat.faults.failpoints`): only a quorum of
+kwire nodes alone takes them."""
+QUORUM_IDS = frozenset({1, 2, 3})
+"""The voters of a run (:func:`run_faults`)."""
 DYNAMIC_ONLY = {"remove-partitioned"}
 """Nemeses that change the voter set, which a static quorum (``controller.quorum.voters``) cannot."""
 ELECTING = {"pause", "kill-leader", "isolate-leader", "one-way"}
@@ -401,7 +403,7 @@ def configurations(all_configs: bool) -> list[tuple[str, str, frozenset[int]]]:
 def available_nemeses(kafka: KafkaRelease, brokers: bool = False, *, kwire: bool) -> tuple[str, ...]:
     """The nemeses a quorum of ``kafka``'s release can take (:data:`DYNAMIC_ONLY` needs 4.x,
     whose quorums the rounds format dynamic), with :data:`BROKER_NEMESES` when it has
-    ``brokers``, and :data:`KWIRE_ONLY` only when it has a ``kwire`` node."""
+    ``brokers``, and :data:`KWIRE_ONLY` only when every node is ``kwire``'s."""
     own = NEMESES if kafka.at_least(4, 0) else tuple(n for n in NEMESES if n not in DYNAMIC_ONLY)
     return tuple(n for n in own + (BROKER_NEMESES if brokers else ()) if kwire or n not in KWIRE_ONLY)
 
