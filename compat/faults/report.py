@@ -374,7 +374,7 @@ def _quorum_html(rec: dict[str, Any], directory: Path) -> str:
     if rec["controller_workload"]:
         out.append(f"<p>controller workload: {html.escape(rec['controller_workload'])}</p>")
     out.append("<table class=rounds><tr><th>nemesis</th><th>leader (epoch)</th><th>from (s)</th><th>to (s)</th>"
-               "<th>figures (s)</th></tr>")
+               "<th>figures (s; fired: times a failpoint fired)</th></tr>")
     for r in rec["rounds"]:
         figures = ", ".join(f"{k} {v}" for k, v in r["figures"].items()) or "(did not recover)"
         out.append(f"<tr><td>{html.escape(r['nemesis'])}</td><td>{r['leader']} ({r['epoch']})</td>"
