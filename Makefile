@@ -113,7 +113,8 @@ test:
 ## of the eight mixed kwire/Kafka quorum configurations, kwire's share of 30 elections against
 ## two stock controllers (static and dynamic, both releases, a stock-only control beside; at
 ## least a third, printed with -s), 20 rounds of network and process faults
-## (nemeses drawn from FAULT_SEED; `make test` runs five, one of each kind, and the history
+## (nemeses drawn from FAULT_SEED, the failpoint nemeses among them on kwire quorums; `make test`
+## runs five, one of each kind, and the history
 ## checker's positive control, not the controller workload's) on kwire, stock and mixed quorums
 ## of both releases, each with
 ## its release's stock brokers under the controller workload (compat/faults/cluster.py), 10^6

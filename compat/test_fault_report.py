@@ -19,9 +19,11 @@ import pytest
 from PIL import Image, ImageStat
 
 from compat.faults import browser, report
+from compat.faults.failpoints import NOT_IN_STOCK
 from compat.faults.history import Op
-from compat.faults.rounds import Round
+from compat.faults.rounds import KWIRE_ONLY, Round, available_nemeses
 from compat.faults.sampler import Sample
+from compat.harness import KafkaRelease
 
 HISTORY = Path(__file__).parent / "testdata" / "fault-history-kill-leader.json"
 
@@ -101,3 +103,32 @@ def test_a_failed_fault_test_leaves_its_report(tmp_path: Path) -> None:
     assert f"fault report: {index}" in failure.value.__notes__
     _, text = browser.read_page(index)
     assert "FAILED" in text and "the quorum did not recover" in text and "kill-leader" in text
+
+
+def test_a_stock_quorum_says_it_cannot_take_the_failpoint_nemeses(tmp_path: Path) -> None:
+    """kwire under a failpoint nemesis beside stock Kafka of the same seed: the stock quorum,
+    which has no failpoints, sits beside kwire's and says so rather than leaving the nemesis out
+    (the page and the recovery plot's "n/a")."""
+    rec = json.loads(HISTORY.read_text(encoding="utf-8"))
+    directory = tmp_path / "report"
+    directory.mkdir()
+    kwire = dict(rec, plan=["kill-leader", "slow-commit"],
+                 rounds=[*rec["rounds"], dict(rec["rounds"][0], nemesis="slow-commit", figures={"recovered_s": 0.4})])
+    stock = dict(rec, configuration="stock-4.4.0", kwire_ids=[], plan=["kill-leader"],
+                 not_applicable={"slow-commit": NOT_IN_STOCK})
+    report.save(kwire, directory)
+    report.save(stock, directory)
+    index = report.write_report(directory)
+    _, text = browser.read_page(index)
+    assert f"slow-commit: {NOT_IN_STOCK}" in text, text
+    assert text.count("seed 5:") == 1, "the two quorums of one seed are not side by side"
+    assert (directory / "recovery-stock-4.4.0.png").exists() and (directory / "recovery.png").exists()
+
+
+def test_failpoint_nemeses_are_offered_to_quorums_with_kwire_nodes_only() -> None:
+    kafka = KafkaRelease("4.4.0")
+    stock = available_nemeses(kafka, brokers=True, kwire=False)
+    kwire = available_nemeses(kafka, brokers=True, kwire=True)
+    assert KWIRE_ONLY and not KWIRE_ONLY & set(stock), stock
+    assert KWIRE_ONLY <= set(kwire) and set(stock) <= set(kwire), kwire
+    assert "heartbeat-delay" not in available_nemeses(kafka, brokers=False, kwire=True)

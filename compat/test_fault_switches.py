@@ -1,21 +1,35 @@
 """The fault switches the nemeses use, each shown to do what it says and to be undone by its
 heal: a slow link (``compat.faults.net.Network.slow``, ``tc`` ``tbf``) and a slow disk
 (``compat.faults.disk.SlowFsync``, ``fsync_fault.c`` preloaded). Needs root (namespaces) and a
-C compiler, as the fault tests do."""
+C compiler, as the fault tests do. And the failpoint nemeses (``compat.faults.failpoints``)
+against three ``/failpoints`` endpoints served in this process: armed on every kwire node,
+disarmed by the heal, a round failed when its point never fired, and refused on a quorum with
+a stock node."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+import pytest
+
+from compat.faults import failpoints
 from compat.faults.disk import SlowFsync, fsync_fault_library
 from compat.faults.net import Network
+from compat.faults.rounds import Round
+from compat.harness import free_port
+from server.failpoints import Failpoints, parse_action
+from server.node.metrics import MetricsServer
 
 PAYLOAD = 96 * 1024
 """Bytes sent across the link: about 3 s at 256 kbit/s, a few milliseconds on a healthy link."""
@@ -102,3 +116,54 @@ def test_a_slow_disk_delays_each_flush_only_while_set(tmp_path: Path) -> None:
         proc.wait(timeout=30)
     assert slowed >= 0.8, (before, slowed, after)
     assert before < 0.8 and after < 0.8, (before, slowed, after)
+
+
+@pytest.fixture
+def failpoint_run(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[set[int]], tuple[SimpleNamespace, dict[int, Failpoints]]]]:
+    """Makes a run (as :func:`compat.faults.failpoints.arm` sees it) of three nodes, ``kwire_ids``
+    kwire's, whose ``/failpoints`` are real metrics servers, one per loopback address, over
+    registries drawing 0.0 (a point of any probability fires on each hit); closed at the end."""
+    servers: list[MetricsServer] = []
+
+    def make(kwire_ids: set[int]) -> tuple[SimpleNamespace, dict[int, Failpoints]]:
+        port = free_port()
+        monkeypatch.setattr(failpoints, "METRICS_PORT", port)
+        registries = {i: Failpoints(lambda: 0.0) for i in (1, 2, 3)}
+        servers.extend(MetricsServer(f"127.0.0.{i}", port, registries[i]) for i in (1, 2, 3))
+        quorum = SimpleNamespace(ports=dict.fromkeys((1, 2, 3), 0), kwire_ids=kwire_ids,
+                                 hosts={i: f"127.0.0.{i}" for i in (1, 2, 3)})
+        run = SimpleNamespace(quorum=quorum, network=SimpleNamespace(call=lambda host, fn: fn()), brokers=None,
+                              rounds=[Round("not-controller", 1, 1, time.monotonic())])
+        return run, registries
+
+    yield make
+    for server in servers:
+        server.close()
+
+
+def test_a_failpoint_nemesis_arms_every_kwire_node_and_its_heal_disarms_them(failpoint_run: Any) -> None:
+    run, registries = failpoint_run({1, 2, 3})
+    heal = failpoints.arm(run, "not-controller")
+    for registry in registries.values():
+        assert registry.armed == {"controller.request": parse_action("error(41)", 0.5)}
+    for _ in range(3):
+        assert registries[2].hit("controller.request") is not None
+    heal()
+    assert run.rounds[-1].figures["fired"] == 3
+    assert all(not registry.armed for registry in registries.values())
+
+
+def test_a_failpoint_nemesis_that_never_fired_fails_its_round_disarmed(failpoint_run: Any) -> None:
+    run, registries = failpoint_run({1, 2, 3})
+    heal = failpoints.arm(run, "slow-commit")
+    with pytest.raises(AssertionError, match="never fired"):
+        heal()
+    assert all(not registry.armed for registry in registries.values())
+
+
+def test_a_quorum_with_a_stock_node_cannot_take_a_failpoint_nemesis(failpoint_run: Any) -> None:
+    for kwire_ids, why in ((set(), failpoints.NOT_IN_STOCK), ({1, 2}, failpoints.NOT_IN_MIXED)):
+        run, registries = failpoint_run(kwire_ids)
+        with pytest.raises(ValueError, match=re.escape(why)):
+            failpoints.arm(run, "fetch-drop")
+        assert all(not registry.armed for registry in registries.values())

@@ -31,6 +31,8 @@ _LIFECYCLE_LOGGERS = (
     "org.apache.kafka.server.BrokerLifecycleManager",  # 4.x
     "kafka.server.BrokerLifecycleManager",  # 3.9
     "kafka.server.BrokerServer",
+    "org.apache.kafka.server.NodeToControllerRequestThread",  # 4.x: "Recorded new KRaft controller"
+    "kafka.server.NodeToControllerRequestThread",  # 3.x
 )
 
 

@@ -7,7 +7,10 @@ per nemesis and configuration: rounds, acknowledged writes (those invoked during
 rounds; writes invoked outside every round have a row of their own, ``(between rounds)``; with
 ``+brokers``, the controller workload's admin requests count the same way and its produced
 records have a row ``(produced records)``),
-lost and diverged writes, median and max recovery time after the heal, and failed rounds. Quorum ``n`` of a run replays alone with ``--seed S --skip n-1 --quorums 1``.
+lost and diverged writes, median and max recovery time after the heal, and failed rounds; the
+nemeses built from kwire's failpoints (:mod:`compat.faults.failpoints`) have a row on a stock
+quorum (or a mixed one) all the same, noted ``n/a (no failpoints in stock Kafka)``. Quorum ``n`` of a run replays
+alone with ``--seed S --skip n-1 --quorums 1``.
 
 Examples::
 
@@ -37,9 +40,12 @@ from typing import Any
 
 from compat.faults import report
 from compat.faults.cluster import AdminOp, ClusterVerdict
+from compat.faults.failpoints import NOT_IN_MIXED, NOT_IN_STOCK
 from compat.faults.rounds import (
     BROKER_NEMESES,
+    KWIRE_ONLY,
     NEMESES,
+    QUORUM_IDS,
     Run,
     available_nemeses,
     configurations,
@@ -61,7 +67,9 @@ def _parser() -> argparse.ArgumentParser:
                              "each also with '+brokers': stock brokers under the controller workload) "
                              "or 'all' (default)")
     parser.add_argument("--nemeses", default=",".join(NEMESES + BROKER_NEMESES),
-                        help=f"comma-separated, of {', '.join(NEMESES + BROKER_NEMESES)} (the last only with brokers)")
+                        help=f"comma-separated, of {', '.join(NEMESES + BROKER_NEMESES)} "
+                             f"({', '.join(BROKER_NEMESES)} only with brokers; {', '.join(sorted(KWIRE_ONLY))} on "
+                             "kwire nodes only)")
     parser.add_argument("--dir", type=Path, default=None, help="put each quorum's files here (a passing quorum's are removed)")
     parser.add_argument("--each", action="store_true",
                         help="one round of each of --nemeses the configuration can take, in order, instead of "
@@ -85,17 +93,40 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown configurations {unknown} or nemeses {bad}; configurations: {', '.join(known)}",
               file=sys.stderr)
         return 2
+    rows: dict[tuple[str, str], dict[str, Any]] = defaultdict(
+        lambda: {"rounds": 0, "acknowledged": 0, "lost": 0, "diverged": 0, "failed_rounds": 0, "finished": [],
+                 "note": ""})
+
+    def offered(name: str, kwire: bool) -> list[str]:
+        release = known[name][0]
+        return [n for n in nemeses if n in available_nemeses(KafkaRelease(release), name.endswith(BROKERS),
+                                                             kwire=kwire)]
+
+    def not_applicable(name: str) -> dict[str, str]:
+        """The failpoint nemeses asked for that ``name``'s quorum cannot take, and why."""
+        ids = known[name][1]
+        why = NOT_IN_STOCK if not ids else NOT_IN_MIXED
+        return {} if ids >= QUORUM_IDS else {n: why for n in offered(name, True) if n in KWIRE_ONLY}
+
+    def note(name: str) -> None:  # said in the table, not left out
+        for n, why in not_applicable(name).items():
+            rows[(name, n)]["note"] = why
+
+    takes = {name: offered(name, known[name][1] >= QUORUM_IDS) for name in names}
+    for name in [n for n in names if not takes[n]]:  # a stock quorum asked for failpoint nemeses alone
+        note(name)
+        print(f"{name} can take none of {', '.join(nemeses)}: not run", flush=True)
+    names = [n for n in names if takes[n]]
     draw = random.Random(args.seed)
     deadline = None if args.minutes is None else time.monotonic() + args.minutes * 60
-    rows: dict[tuple[str, str], dict[str, Any]] = defaultdict(
-        lambda: {"rounds": 0, "acknowledged": 0, "lost": 0, "diverged": 0, "failed_rounds": 0, "finished": []})
     quorums = 0
     index = 0
-    while (args.quorums is None or quorums < args.quorums) and (deadline is None or time.monotonic() < deadline):
+    while names and (args.quorums is None or quorums < args.quorums) and (deadline is None or time.monotonic() < deadline):
         name = draw.choice(names)
         release, ids = known[name]
         brokers = name.endswith(BROKERS)
-        choices = [n for n in nemeses if n in available_nemeses(KafkaRelease(release), brokers)]
+        choices = takes[name]
+        note(name)
         plan = list(choices) if args.each else [draw.choice(choices) for _ in range(args.rounds)]
         index += 1
         if index <= args.skip:
@@ -113,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         run = seen[0] if seen else None
         _account(rows, name, plan, run, error)
         if args.report is not None and run is not None:
-            report.save(report.record(run, name, seed=args.seed, plan=plan, index=index, error=error), args.report)
+            report.save(report.record(run, name, seed=args.seed, plan=plan, index=index, error=error,
+                                      not_applicable=not_applicable(name)), args.report)
             print(f"report: {report.write_report(args.report)}", flush=True)
         verdict = "" if run is None or run.verdict is None else run.verdict.summary()
         if run is not None and run.cluster is not None:
@@ -200,12 +232,12 @@ def _figures(row: dict[str, Any]) -> dict[str, Any]:
     figures = recovery_figures(row["finished"]) or (None, None)
     return {"rounds": row["rounds"], "acknowledged": row["acknowledged"], "lost": row["lost"],
             "diverged": row["diverged"], "failed_rounds": row["failed_rounds"],
-            "recovery_median_s": figures[0], "recovery_max_s": figures[1]}
+            "recovery_median_s": figures[0], "recovery_max_s": figures[1], "note": row["note"]}
 
 
 def _print_table(table: list[dict[str, Any]]) -> None:
     header = ("configuration", "nemesis", "rounds", "acknowledged", "lost", "diverged", "failed_rounds",
-              "recovery_median_s", "recovery_max_s")
+              "recovery_median_s", "recovery_max_s", "note")
     widths = [max(len(h), *(len(str(r[h])) for r in table)) if table else len(h) for h in header]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     for r in table:

@@ -71,13 +71,15 @@ WIDTH_IN, DPI = 11.0, 90
 
 
 def record(run: Any, configuration: str, *, seed: int | None = None, plan: Sequence[str] = (), index: int = 1,
-           error: str = "") -> dict[str, Any]:
+           error: str = "", not_applicable: dict[str, str] | None = None) -> dict[str, Any]:
     """A quorum's run (:class:`compat.faults.rounds.Run`) as a JSON-able dict: the rounds, the
     client operations as ``[kind, invoked_s, completed_s, outcome]`` and the sampler's samples
     as ``[at_s, node, role, leader, epoch, high_watermark, {node: log_end_offset}]``, times in
     seconds from the run's first event, and each node's logged raft transitions as ``[at_s,
     node, role]`` (:func:`logged_transitions`, while the nodes' output is still under the
-    quorum's root)."""
+    quorum's root). ``not_applicable`` maps each nemesis asked for that the quorum could not
+    take to why (a failpoint nemesis on stock Kafka: ``compat.faults.failpoints.NOT_IN_STOCK``);
+    the page says so beside the quorum."""
     wall_minus_monotonic = time.time() - time.monotonic()
     ops = [["config", op.invoked_s, op.completed_s, op.outcome] for op in run.ops]
     ops += [[f"admin {op.kind}", op.invoked_s, op.completed_s, op.outcome] for op in run.admin_ops]
@@ -89,7 +91,7 @@ def record(run: Any, configuration: str, *, seed: int | None = None, plan: Seque
     cluster = run.cluster.summary() if getattr(run, "cluster", None) is not None else ""
     return {
         "configuration": configuration, "seed": seed, "index": index, "plan": list(plan) or [r.nemesis for r in run.rounds],
-        "error": error, "verdict": verdict, "ok": bool(not error and run.verdict is not None and run.verdict.ok
+        "not_applicable": dict(not_applicable or {}), "error": error, "verdict": verdict, "ok": bool(not error and run.verdict is not None and run.verdict.ok
                    and (getattr(run, "cluster", None) is None or run.cluster.ok)),
         "controller_workload": cluster, "duration_s": round(end - t0, 3),
         "nodes": sorted(run.quorum.ports), "kwire_ids": sorted(run.quorum.kwire_ids),
@@ -267,7 +269,8 @@ def plot_offsets(rec: dict[str, Any], path: Path) -> None:
 
 def plot_recovery(records: Sequence[dict[str, Any]], path: Path) -> None:
     """Recovery and election times per nemesis, one bar group per nemesis, one bar per
-    configuration and figure (each round a dot, the bar its median)."""
+    configuration and figure (each round a dot, the bar its median); "n/a" where a configuration
+    could not take the nemesis (a failpoint nemesis on stock Kafka)."""
     configs = sorted({r["configuration"] for r in records})
     times: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for rec in records:
@@ -275,7 +278,8 @@ def plot_recovery(records: Sequence[dict[str, Any]], path: Path) -> None:
             for figure in ("recovered_s", "election_s"):
                 if figure in r["figures"]:
                     times[(rec["configuration"], r["nemesis"], figure)].append(r["figures"][figure])
-    nemeses = sorted({n for _, n, _ in times})
+    missing = {(rec["configuration"], n): why for rec in records for n, why in rec.get("not_applicable", {}).items()}
+    nemeses = sorted({n for _, n, _ in times} | {n for _, n in missing})
     fig, ax = _figure(3.6)
     slots = [(c, f) for c in configs for f in ("recovered_s", "election_s")]
     width = 0.8 / max(len(slots), 1)
@@ -288,6 +292,9 @@ def plot_recovery(records: Sequence[dict[str, Any]], path: Path) -> None:
                label=f"{config}: {'recovery (heal to caught up)' if figure == 'recovered_s' else 'election'}")
         for x, v in zip(xs, values, strict=True):
             ax.plot([x] * len(v), v, "k.", ms=3)
+        for x, n in zip(xs, nemeses, strict=True):
+            if figure == "recovered_s" and (config, n) in missing:  # no bar: say why
+                ax.text(x, 0, "n/a", rotation=90, ha="center", va="bottom", fontsize=7, color="#555")
     ax.set_xticks(range(len(nemeses)), nemeses, rotation=20, ha="right", fontsize=8)
     ax.set_ylabel("seconds")
     ax.set_title("recovery and election time per nemesis (bar: median, dots: rounds): " + ", ".join(configs),
@@ -308,10 +315,12 @@ def write_report(directory: Path) -> Path:
              f"<p>{len(records)} quorum(s); nemeses run: {html.escape(', '.join(nemeses_run(records)) or 'none')}."
              " Shading: a nemesis window (darker while it held, lighter from the heal until every voter"
              " caught up).</p>"]
-    groups: dict[tuple[Any, tuple[str, ...]], list[dict[str, Any]]] = defaultdict(list)
+    # a stock quorum of the same seed and nemeses, less those it cannot take, sits beside kwire's
+    groups: dict[tuple[Any, frozenset[str]], list[dict[str, Any]]] = defaultdict(list)
     for rec in records:
-        groups[(rec.get("seed"), tuple(rec["plan"]))].append(rec)
-    for (seed, plan), group in groups.items():
+        groups[(rec.get("seed"), frozenset(rec["plan"]) | frozenset(rec.get("not_applicable", {})))].append(rec)
+    for (seed, _), group in groups.items():
+        plan = max((r["plan"] for r in group), key=len)
         parts.append(f"<h2>seed {seed}: {html.escape(', '.join(plan))}</h2><table class=side><tr>")
         longest = max(r["duration_s"] for r in group)
         for rec in group:  # one time axis for the quorums side by side
@@ -365,12 +374,14 @@ def _quorum_html(rec: dict[str, Any], directory: Path) -> str:
     if rec["controller_workload"]:
         out.append(f"<p>controller workload: {html.escape(rec['controller_workload'])}</p>")
     out.append("<table class=rounds><tr><th>nemesis</th><th>leader (epoch)</th><th>from (s)</th><th>to (s)</th>"
-               "<th>figures (s)</th></tr>")
+               "<th>figures (s; fired: times a failpoint fired)</th></tr>")
     for r in rec["rounds"]:
         figures = ", ".join(f"{k} {v}" for k, v in r["figures"].items()) or "(did not recover)"
         out.append(f"<tr><td>{html.escape(r['nemesis'])}</td><td>{r['leader']} ({r['epoch']})</td>"
                    f"<td>{r['started_s']:.1f}</td><td>{r['ended_s']:.1f}</td><td>{html.escape(figures)}</td></tr>")
     out.append("</table>")
+    for nemesis, why in rec.get("not_applicable", {}).items():
+        out.append(f"<p class=na>{html.escape(nemesis)}: {html.escape(why)}</p>")
     for kind, plot in PLOTS:
         name = f"{stem}-{kind}.png"
         plot(rec, directory / name)
@@ -385,7 +396,7 @@ body { font-family: sans-serif; margin: 1em; }
 table.side { border-collapse: collapse; } table.side > tbody > tr > td { vertical-align: top; padding: 0 1em; }
 table.rounds { border-collapse: collapse; font-size: 0.85em; } table.rounds td, table.rounds th { border: 1px solid #ccc; padding: 2px 6px; }
 img { display: block; margin: 0.4em 0; }
-.ok { color: #2a9d4b; } .bad { color: #d62728; }
+.ok { color: #2a9d4b; } .bad { color: #d62728; } .na { color: #555; font-style: italic; }
 </style></head><body>"""
 
 

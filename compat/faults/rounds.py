@@ -24,7 +24,10 @@ The nemeses (:data:`NEMESES`):
 * ``slow-disk``: each fsync of the leader first waits ``SLOW_FSYNC_MS``
   (:class:`compat.faults.disk.SlowFsync`, preloaded into every node of the run);
 * ``pause-broker`` (runs with brokers): SIGSTOP of a stock broker until the others stop
-  listing it (the controller fenced it), then SIGCONT; it must be listed again.
+  listing it (the controller fenced it), then SIGCONT; it must be listed again;
+* on kwire nodes only (:data:`KWIRE_ONLY`), the failpoint nemeses of
+  :mod:`compat.faults.failpoints`: ``slow-commit``, ``append-refused``, ``not-controller``,
+  ``fetch-drop`` and, with brokers, ``heartbeat-delay``.
 
 A run may carry three stock brokers of its release under the controller workload
 (:mod:`compat.faults.cluster`): a producer and an admin through the brokers, with a checker of
@@ -60,6 +63,8 @@ from compat import kafka as _kafka
 from compat.faults import cluster as _cluster
 from compat.faults.cluster import AdminOp, ClusterVerdict
 from compat.faults.disk import SlowFsync, fsync_fault_library
+from compat.faults.failpoints import BROKER_FAILPOINT_NEMESES, FAILPOINT_NEMESES, KWIRE_EXTRA
+from compat.faults.failpoints import arm as arm_failpoint
 from compat.faults.history import ConfigWrites, Op, Verdict, check, committed_values
 from compat.faults.net import Network
 from compat.faults.sampler import QuorumSampler, Sample
@@ -76,9 +81,14 @@ from tools.quorum_client import QuorumToolError, add_raft_voter, remove_raft_vot
 from tools.stock_brokers import StockBrokers
 
 NEMESES = ("pause", "pause-follower", "kill-leader", "isolate-leader", "one-way", "bridge", "remove-partitioned",
-           "slow-link", "slow-disk")
-BROKER_NEMESES = ("pause-broker",)
+           "slow-link", "slow-disk", *FAILPOINT_NEMESES)
+BROKER_NEMESES = ("pause-broker", *BROKER_FAILPOINT_NEMESES)
 """Nemeses of the runs with stock brokers (:mod:`compat.faults.cluster`)."""
+KWIRE_ONLY = {*FAILPOINT_NEMESES, *BROKER_FAILPOINT_NEMESES}
+"""Nemeses built from kwire's failpoints (:mod:`compat.faults.failpoints`): only a quorum of
+kwire nodes alone takes them."""
+QUORUM_IDS = frozenset({1, 2, 3})
+"""The voters of a run (:func:`run_faults`)."""
 DYNAMIC_ONLY = {"remove-partitioned"}
 """Nemeses that change the voter set, which a static quorum (``controller.quorum.voters``) cannot."""
 ELECTING = {"pause", "kill-leader", "isolate-leader", "one-way"}
@@ -194,6 +204,8 @@ def run_round(run: Run, nemesis: str) -> Round:
     elif nemesis == "slow-disk":
         run.slow_disks[leader].slow(SLOW_FSYNC_MS)
         heal = run.slow_disks[leader].heal
+    elif nemesis in KWIRE_ONLY:
+        heal = arm_failpoint(run, nemesis)
     elif nemesis == "pause-broker":
         if run.brokers is None:
             raise ValueError(f"{nemesis} needs a run with brokers")
@@ -309,6 +321,8 @@ def run_faults(kafka: KafkaRelease, kwire_ids: frozenset[int], root: Path, nemes
     holds a write until the writes before it commit, so a positive control of the controller
     workload's checker leaves the admin's requests alone in the quorum. ``seen`` gets the run as soon as it starts, so that
     a caller sees the rounds of a run that raised."""
+    if any(n in KWIRE_ONLY for n in nemeses):
+        kwire_extra = KWIRE_EXTRA + kwire_extra
     library = fsync_fault_library()
     slow_disks = {i: SlowFsync(library, root / f"slow-fsync-{i}") for i in (1, 2, 3)}
     hosts = ["1", "2", "3", "client"] + (["brokers"] if brokers else [])
@@ -386,12 +400,12 @@ def configurations(all_configs: bool) -> list[tuple[str, str, frozenset[int]]]:
     return configs
 
 
-def available_nemeses(kafka: KafkaRelease, brokers: bool = False) -> tuple[str, ...]:
+def available_nemeses(kafka: KafkaRelease, brokers: bool = False, *, kwire: bool) -> tuple[str, ...]:
     """The nemeses a quorum of ``kafka``'s release can take (:data:`DYNAMIC_ONLY` needs 4.x,
     whose quorums the rounds format dynamic), with :data:`BROKER_NEMESES` when it has
-    ``brokers``."""
+    ``brokers``, and :data:`KWIRE_ONLY` only when every node is ``kwire``'s."""
     own = NEMESES if kafka.at_least(4, 0) else tuple(n for n in NEMESES if n not in DYNAMIC_ONLY)
-    return own + (BROKER_NEMESES if brokers else ())
+    return tuple(n for n in own + (BROKER_NEMESES if brokers else ()) if kwire or n not in KWIRE_ONLY)
 
 
 def recovery_figures(rounds: Sequence[Round]) -> tuple[float, float] | None:
