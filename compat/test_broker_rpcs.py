@@ -148,10 +148,13 @@ def _cases(features: list[Feature]) -> list[tuple[str, Callable[[Side], Message]
         # the mixed-version trap: brokers of older lines on a quorum finalized past them. A 3.6
         # broker lists metadata.version alone, up to 3.6-IV2 (14), in BrokerRegistration v1; one
         # of 4.x sending v0-v3 leaves out every feature whose minimum is 0 (KAFKA-17492), so the
-        # controller checks those against the range 0-0 and names the first in its HashMap order
-        ("a broker of 3.6 (metadata.version 1-14, v1)", fixed(registration(5, [old_mv[0]], dirs=())), 1),
-        ("a broker of 4.4 at v3 (features of minimum 0 left out)", fixed(registration(5, mv_only)), 3),
-        ("a broker at kraft.version 0 on a kraft.version 1 quorum", fixed(registration(5, no_kraft)), 4),
+        # controller checks those against the range 0-0 and names the first in its HashMap order.
+        # Broker 8 is registered by none of the other cases; where a level lets it in (the
+        # sequence runs at older metadata.versions too) it is unregistered after
+        ("a broker of 3.6 (metadata.version 1-14, v1)", fixed(registration(8, [old_mv[0]], dirs=())), 1),
+        ("a broker of 4.4 at v3 (features of minimum 0 left out)", fixed(registration(8, mv_only)), 3),
+        ("a broker at kraft.version 0 on a kraft.version 1 quorum", fixed(registration(8, no_kraft)), 4),
+        ("unregister 8", fixed(UnregisterBrokerRequest(broker_id=8)), 0),
         ("heartbeat before registration", _heartbeat(5, 0, epoch=1), 1),
         ("another cluster id", fixed(registration(5, features, cluster_id="AAAAAAAAAAAAAAAAAAAAAA")), 4),
         ("migrating ZooKeeper broker", fixed(registration(5, features, migrating=True)), 4),
