@@ -92,6 +92,10 @@ def _update_cases() -> list[tuple[str, Message, int]]:
                 (f"v{v} transaction.version and group.version down", _features(
                     v, ("transaction.version", 0, 2), ("group.version", 0, 2), validate_only=True), v),
                 (f"v{v} kraft.version unsafe down to 0", _features(v, ("kraft.version", 0, 3)), v),
+                (f"v{v} one feature twice, the second bad", _features(
+                    v, ("group.version", 0, 2), ("group.version", 2, 1), validate_only=True), v),
+                (f"v{v} one feature twice, the first bad", _features(
+                    v, ("group.version", 2, 1), ("group.version", 0, 2), validate_only=True), v),
             ]
     return cases
 
