@@ -44,14 +44,9 @@ from server.controller.heartbeats import (
     BrokerHeartbeatReply,
     BrokerHeartbeats,
 )
-from server.controller.java_order import (
-    java_hash_order,
-    java_string_hash,
-    java_table_size,
-    timeline_hash_map_order,
-)
+from server.controller.java_order import unverified_feature_order
 from server.controller.result import Record
-from storage.features import KRAFT_VERSION_FEATURE, METADATA_VERSION_FEATURE
+from storage.features import METADATA_VERSION_FEATURE
 
 __all__ = [
     "BrokerControlState",
@@ -64,7 +59,6 @@ __all__ = [
     "PartitionEffects",
     "ReplayError",
     "register_broker_record_version",
-    "unverified_feature_order",
 ]
 
 
@@ -561,28 +555,6 @@ class ClusterControl:
         ``end_offset`` (``maybeUpdateControlledShutdownOffset``)."""
         if self.heartbeats is not None and broker_id in self.heartbeats.states:
             self.heartbeats.update_controlled_shutdown_offset(broker_id, end_offset)
-
-
-def unverified_feature_order(names: list[str]) -> list[str]:
-    """The finalized feature names (``names``: metadata.version and the FeatureLevelRecords'
-    features in replay order, kraft.version last) in the order ``registerBroker`` checks those
-    a broker did not list. ``FeatureControlManager.finalizedFeatures`` fills a ``HashMap`` with
-    metadata.version and then the features of its ``TimelineHashMap``;
-    ``QuorumController.registerBroker`` copies it and puts kraft.version in; the check iterates a
-    further copy (``new HashMap<>(featureMap)``). With several unlisted features finalized above
-    0 (a broker sending BrokerRegistration v0-v3 leaves out every feature whose supported
-    minimum is 0, KAFKA-17492), the first in that order is the one the refusal names."""
-    rest = [name for name in names if name not in (METADATA_VERSION_FEATURE, KRAFT_VERSION_FEATURE)]
-    filled = java_hash_order(
-        [METADATA_VERSION_FEATURE, *timeline_hash_map_order(rest)] if METADATA_VERSION_FEATURE in names
-        else timeline_hash_map_order(rest),
-        java_string_hash,
-    )
-    with_kraft = java_hash_order(
-        [*filled, *([KRAFT_VERSION_FEATURE] if KRAFT_VERSION_FEATURE in names else [])],
-        java_string_hash, java_table_size(int(len(filled) / 0.75 + 1)),
-    )
-    return java_hash_order(with_kraft, java_string_hash, java_table_size(int(len(with_kraft) / 0.75 + 1)))
 
 
 def _check_feature(name: str, low: int, high: int, finalized: Mapping[str, int]) -> None:

@@ -28,7 +28,6 @@ from server.controller.cluster import (
     ClusterControl,
     ReplayError,
     register_broker_record_version,
-    unverified_feature_order,
 )
 from server.controller.controller import QuorumController
 from server.controller.errors import ApiError
@@ -1092,24 +1091,3 @@ def test_of_several_unlisted_finalized_features_the_first_in_kafkas_hash_map_ord
     assert refused.value.failure_message("registerBroker") == (
         "registerBroker: event failed with UnsupportedVersionException. Exception message: " + (refused.value.message or "")
     )
-
-
-@pytest.mark.parametrize(
-    ("names", "order"),
-    [
-        # five names: the copies have tables of 8, where group.version, transaction.version,
-        # eligible.leader.replicas.version, kraft.version and metadata.version sit in buckets
-        # 0, 2, 4, 5 and 7
-        (["metadata.version", "eligible.leader.replicas.version", "group.version", "transaction.version", "kraft.version"],
-         ["group.version", "transaction.version", "eligible.leader.replicas.version", "kraft.version", "metadata.version"]),
-        # seven: tables of 16, where metadata.version and share.version share bucket 7 and
-        # metadata.version, put in first, stays ahead
-        (["metadata.version", "share.version", "streams.version", "group.version", "transaction.version",
-          "eligible.leader.replicas.version", "kraft.version"],
-         ["group.version", "kraft.version", "metadata.version", "share.version", "streams.version",
-          "transaction.version", "eligible.leader.replicas.version"]),
-        (["metadata.version", "kraft.version"], ["kraft.version", "metadata.version"]),
-    ],
-)
-def test_unverified_feature_order_follows_kafkas_copies(names: list[str], order: list[str]) -> None:
-    assert unverified_feature_order(names) == order
