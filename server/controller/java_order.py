@@ -3,7 +3,8 @@
 Where Kafka writes records, configs or replicas in the order a ``java.util.HashMap``, a
 ``HashSet<Integer>`` or its own ``TimelineHashMap`` iterates, kwire computes that order, so that
 the same request gives the same log and the same answer as a Kafka controller (the
-differential tests compare them byte for byte).
+differential tests compare them byte for byte); where it checks a request's parts in such an
+order, the same order picks the fault a request is refused for (:func:`unverified_feature_order`).
 """
 
 from __future__ import annotations
