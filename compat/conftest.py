@@ -15,7 +15,8 @@ compat/harness.py).
 
 Every test under compat/ gets the ``compat`` marker. ``compat/test_release_matrix.py`` is collected
 only when ``$KWIRE_RELEASE_MATRIX`` names releases (:func:`compat.kafka.matrix_releases`), and
-``compat/test_rolling_upgrade.py`` only when ``$KWIRE_ROLLING_UPGRADE`` is set.
+``compat/test_rolling_upgrade.py`` only when ``$KWIRE_ROLLING_UPGRADE`` is set,
+``compat/test_old_broker_refused.py`` only when ``$KWIRE_OLD_BROKER_REFUSAL`` is set.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ if not os.environ.get("KWIRE_ROLLING_UPGRADE"):
     collect_ignore.append("test_rolling_upgrade.py")  # the 3.6.2 -> 4.4.0 rolling upgrade: nightly only
 if not os.environ.get("KWIRE_MIXED_ELECTIONS"):
     collect_ignore.append("test_election_share.py")  # 30 leader kills per configuration: nightly only
+if not os.environ.get("KWIRE_OLD_BROKER_REFUSAL"):
+    collect_ignore.append("test_old_broker_refused.py")  # 3.6.2 brokers refused by 4.4 controllers: nightly only
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -9,11 +9,18 @@ the answers must be equal, and so must the broker records each wrote to its log 
 and every field). A broker epoch is the log offset of its registration, which differs between
 the two logs, so an epoch is compared as "the k-th epoch this node gave the broker" and each
 node's heartbeats carry the epoch that node gave.
+
+A BrokerRegistration answer carries no message, so the text of each refusal is compared where
+Kafka writes it, QuorumController's "registerBroker: event failed with ... Exception message:"
+line (the stock node's controller logger is raised to INFO for the run): among them the
+mixed-version refusals of a broker that cannot support a finalized level.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +47,11 @@ from messages.generated.broker_registration_request import Feature
 from messages.generated.describe_quorum_request import DescribeQuorumRequest
 from messages.generated.envelope_request import EnvelopeRequest
 from messages.generated.fetch_request import FetchRequest
+from messages.generated.incremental_alter_configs_request import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.metadata import decode_record
 from messages.protocol import decode_response, encode_request
@@ -129,7 +141,20 @@ def _cases(features: list[Feature]) -> list[tuple[str, Callable[[Side], Message]
     no_mv = [f for f in features if f.name != "metadata.version"]
     old_mv = [Feature(name="metadata.version", min_supported_version=1, max_supported_version=14), *no_mv]
     missing_one = [f for f in features if f.name not in ("kraft.version",)]
+    mv_only = [f for f in features if f.name == "metadata.version"]
+    no_kraft = [f if f.name != "kraft.version" else Feature(name="kraft.version", min_supported_version=0, max_supported_version=0)
+                for f in features]
     return [
+        # the mixed-version trap: brokers of older lines on a quorum finalized past them. A 3.6
+        # broker lists metadata.version alone, up to 3.6-IV2 (14), in BrokerRegistration v1; one
+        # of 4.x sending v0-v3 leaves out every feature whose minimum is 0 (KAFKA-17492), so the
+        # controller checks those against the range 0-0 and names the first in its HashMap order.
+        # Broker 8 is registered by none of the other cases; where a level lets it in (the
+        # sequence runs at older metadata.versions too) it is unregistered after
+        ("a broker of 3.6 (metadata.version 1-14, v1)", fixed(registration(8, [old_mv[0]], dirs=())), 1),
+        ("a broker of 4.4 at v3 (features of minimum 0 left out)", fixed(registration(8, mv_only)), 3),
+        ("a broker at kraft.version 0 on a kraft.version 1 quorum", fixed(registration(8, no_kraft)), 4),
+        ("unregister 8", fixed(UnregisterBrokerRequest(broker_id=8)), 0),
         ("heartbeat before registration", _heartbeat(5, 0, epoch=1), 1),
         ("another cluster id", fixed(registration(5, features, cluster_id="AAAAAAAAAAAAAAAAAAAAAA")), 4),
         ("migrating ZooKeeper broker", fixed(registration(5, features, migrating=True)), 4),
@@ -214,8 +239,37 @@ def _broker_records(data: Path, side: Side) -> list[tuple[str, int, dict[str, An
     return out
 
 
+REFUSAL_LINE = re.compile(
+    r"(?<![A-Za-z])registerBroker: event failed with (\w+)(?: in \d+ microseconds)?\.(?: Exception message: (.*?))?"
+    r"(?: \(org\.apache\.kafka\.controller\.QuorumController\))?$"
+)
+"""QuorumController's INFO line for a refused registration, as stock Kafka (with its processing
+time and its logger's name) and kwire write it."""
+
+
+def _registration_refusals(log: Path) -> list[tuple[str, str | None]]:
+    """Each refused registration a node logged, as (exception name, Kafka's message): a
+    BrokerRegistration answer carries only the error code, so the log is where the text is."""
+    return [
+        (match.group(1), match.group(2))
+        for line in log.read_text(errors="replace").splitlines()
+        if (match := REFUSAL_LINE.search(line))
+    ]
+
+
+def _log_controller_events(port: int) -> Any:
+    """Have the node log its controller's INFO lines: IncrementalAlterConfigs of its
+    broker-logger resource (the stock harness runs Kafka at WARN)."""
+    return trio.run(send, port, IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+        resource_type=8, resource_name="1",
+        configs=[AlterableConfig(name="org.apache.kafka.controller.QuorumController", config_operation=0, value="INFO")],
+    )]), 1)
+
+
 def test_broker_lifecycle_rpcs_answer_alike(newest_leader_pair: dict[str, PairNode]) -> None:
     ports = {name: node.port for name, node in newest_leader_pair.items()}
+    logged = {name: _log_controller_events(port) for name, port in ports.items()}
+    assert [r.error_code for r in logged["stock"].responses] == [0], logged
     finalized = {name: finalized_features(port) for name, port in ports.items()}
     assert finalized["stock"] == finalized["kwire"] and "metadata.version" in finalized["stock"]
     cases = _cases(broker_features(finalized["stock"]))
@@ -251,6 +305,12 @@ def test_broker_lifecycle_rpcs_answer_alike(newest_leader_pair: dict[str, PairNo
     records = {name: _broker_records(node.data, sides[name]) for name, node in newest_leader_pair.items()}
     assert len(records["stock"]) >= 10, records["stock"]
     assert records["kwire"] == records["stock"]
+    # the refusals' texts, from the logs: the same exception and message for each, in order
+    refusals = {name: _registration_refusals(node.data.parent / "logs" / f"{name}.txt")
+                for name, node in newest_leader_pair.items()}
+    assert sum(name == "UnsupportedVersionException" for name, _ in refusals["stock"]) >= 4, refusals["stock"]
+    assert refusals["kwire"] == refusals["stock"], "\n".join(
+        f"stock {s}\nkwire {k}" for s, k in itertools.zip_longest(refusals["stock"], refusals["kwire"]))
 
 
 def test_off_the_active_controller_broker_rpcs_answer_alike(newest_observer_pair: dict[str, PairNode]) -> None:

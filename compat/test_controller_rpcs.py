@@ -5,7 +5,10 @@ DescribeCluster that lists the registrations (KIP-919), and UnregisterController
 one (metadata.version 4.4-IV2).
 
 Each case goes to both nodes in turn; the answers (error codes, messages, per-feature results,
-the registered controllers) must be equal. kwire answers UpdateFeatures as Kafka 4.x does
+the registered controllers) must be equal. The downgrades cover where Kafka 4.4 refuses one:
+metadata.version (safe or unsafe) across a level that changed the metadata records, which at
+4.4-IV2 is every level below, kraft.version, an upgrade type that does not match the direction,
+and requests with two bad updates, of which Kafka names the first in its HashMap order. kwire answers UpdateFeatures as Kafka 4.x does
 (3.9.2 reports each feature's error under a top-level NONE and has no kraft.version upgrade;
 compat/DEVIATIONS.md), so the stock side is the newest release.
 """
@@ -72,6 +75,27 @@ def _update_cases() -> list[tuple[str, Message, int]]:
                 (f"v{v} unknown upgrade type", _features(v, ("group.version", 1, 7)), v),
                 (f"v{v} upgrade to a lower level", _features(v, ("transaction.version", 0, 1)), v),
                 (f"v{v} downgrade to a newer level", _features(v, ("group.version", 1, 2)), v),
+                # downgrades: where Kafka refuses them and with which text. A request is checked
+                # in the HashMap order of its updates, so of two bad updates the one Kafka
+                # names does not depend on the request's order
+                (f"v{v} two bad updates", _features(v, ("transaction.version", 0, 1), ("group.version", 2, 1)), v),
+                (f"v{v} two bad updates, reversed", _features(v, ("group.version", 2, 1), ("transaction.version", 0, 1)), v),
+                (f"v{v} metadata.version down one level, safe", _features(v, ("metadata.version", 32, 2)), v),
+                (f"v{v} metadata.version down one level, unsafe", _features(v, ("metadata.version", 32, 3)), v),
+                (f"v{v} metadata.version down below ELR's dependency, ELR kept",
+                 _features(v, ("eligible.leader.replicas.version", 1, 1), ("metadata.version", 22, 2)), v),
+                (f"v{v} group.version down to 0 and metadata.version down",
+                 _features(v, ("group.version", 0, 2), ("metadata.version", 22, 2)), v),
+                (f"v{v} eligible.leader.replicas.version safe down to 0",
+                 _features(v, ("eligible.leader.replicas.version", 0, 2), validate_only=True), v),
+                (f"v{v} transaction.version unsafe down to 1", _features(v, ("transaction.version", 1, 3), validate_only=True), v),
+                (f"v{v} transaction.version and group.version down", _features(
+                    v, ("transaction.version", 0, 2), ("group.version", 0, 2), validate_only=True), v),
+                (f"v{v} kraft.version unsafe down to 0", _features(v, ("kraft.version", 0, 3)), v),
+                (f"v{v} one feature twice, the second bad", _features(
+                    v, ("group.version", 0, 2), ("group.version", 2, 1), validate_only=True), v),
+                (f"v{v} one feature twice, the first bad", _features(
+                    v, ("group.version", 2, 1), ("group.version", 0, 2), validate_only=True), v),
             ]
     return cases
 

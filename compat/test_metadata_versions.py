@@ -1,7 +1,8 @@
 """The differential request sequences at each release line's newest metadata.version: a stock
 controller of the newest pinned release and a kwire node, both formatted by the stock
 ``kafka-storage format --release-version LEVEL`` at the same level, are sent the broker
-lifecycle sequence of compat/test_broker_rpcs.py followed by the UpdateFeatures cases of
+lifecycle sequence of compat/test_broker_rpcs.py (with the text each node logs for a refused
+registration) followed by the UpdateFeatures cases of
 compat/test_controller_rpcs.py on one pair, and the topic sequence of compat/test_topic_rpcs.py
 on another; their answers must be equal, and so must the records each wrote
 (compared as those tests compare them) and, for the topic sequence, the image in the stock
@@ -135,6 +136,8 @@ def _broker_sequence(level: str, nodes: dict[str, PairNode]) -> Tally:
     through fencing and shutdown, producer ids, unregistration, Envelopes."""
     tally = Tally(level, "broker lifecycle")
     ports = {name: node.port for name, node in nodes.items()}
+    for port in ports.values():
+        broker_rpcs._log_controller_events(port)
     finalized = {name: finalized_features(port) for name, port in ports.items()}
     _compare(tally, "finalized features (ApiVersions)", finalized)
     # both nodes run at the level asked for
@@ -152,6 +155,10 @@ def _broker_sequence(level: str, nodes: dict[str, PairNode]) -> Tally:
     # inside one session timeout: no broker fenced by expiry at a moment each side picks alone
     assert time.monotonic() - started < 9.0
     _compare_records(tally, {name: broker_rpcs._broker_records(node.data, sides[name]) for name, node in nodes.items()})
+    # the refused registrations' texts, which only the logs carry
+    _compare(tally, "registration refusals (logged texts)",
+             {name: broker_rpcs._registration_refusals(node.data.parent / "logs" / f"{name}.txt")
+              for name, node in nodes.items()})
     return tally
 
 

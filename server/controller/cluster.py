@@ -44,6 +44,7 @@ from server.controller.heartbeats import (
     BrokerHeartbeatReply,
     BrokerHeartbeats,
 )
+from server.controller.java_order import unverified_feature_order
 from server.controller.result import Record
 from storage.features import METADATA_VERSION_FEATURE
 
@@ -374,8 +375,8 @@ class ClusterControlManager:
         listed = {f.name for f in request.features}
         if METADATA_VERSION_FEATURE not in listed:
             raise ApiError(Errors.INVALID_REGISTRATION, "Request features do not contain 'metadata.version'")
-        for name, level in finalized.items():
-            if level != 0 and name not in listed:
+        for name in unverified_feature_order(list(finalized)):
+            if finalized[name] != 0 and name not in listed:
                 _check_feature(name, 0, 0, finalized)
         same_incarnation = existing is not None and existing.incarnation_id == request.incarnation_id
         records: list[Record] = []

@@ -2,7 +2,11 @@
 ``QuorumController.updateFeatures``, Kafka 4.4).
 
 :func:`update_features` checks a whole request and returns the records to append (one atomic
-batch) or the first error, which fails every update of the request. Per feature, in order:
+batch) or the first error, which fails every update of the request. The updates are taken in
+the order Kafka iterates them: ``QuorumController.updateFeatures`` puts the request's updates
+into a ``java.util.HashMap``, so the order is that map's (bucket, then request order), not the
+request's; it decides which refusal a request with several bad updates gets and the order of the
+records of one that passes. Per feature, in order:
 
 1. UpgradeType unknown -> INVALID_UPDATE_VERSION "The controller does not support the given
    upgrade type."
@@ -35,6 +39,7 @@ from messages.generated.api_versions_response import SupportedFeatureKey
 from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.no_op_record import NoOpRecord
 from server.controller.errors import ApiError
+from server.controller.java_order import java_hash_map_order
 from server.controller.result import Record
 from storage.features import (
     FEATURES,
@@ -160,13 +165,14 @@ def update_features(
     kraft.version up.
 
     Raises :class:`ApiError` (INVALID_UPDATE_VERSION, or what ``upgrade_kraft``
-    raises) for the first update that fails."""
+    raises) for the first update that fails, in ``java.util.HashMap`` order."""
     metadata_level = finalized[METADATA_VERSION_FEATURE]
     proposed = dict(finalized)
     for name, (level, _) in updates.items():
         proposed[name] = level
     records: list[Record] = []
-    for name, (level, upgrade_type) in updates.items():
+    for name in java_hash_map_order(list(updates)):
+        level, upgrade_type = updates[name]
         if upgrade_type == UpgradeType.UNKNOWN:
             raise _invalid(name, level, "The controller does not support the given upgrade type.")
         if name == KRAFT_VERSION_FEATURE:

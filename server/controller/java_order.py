@@ -3,13 +3,16 @@
 Where Kafka writes records, configs or replicas in the order a ``java.util.HashMap``, a
 ``HashSet<Integer>`` or its own ``TimelineHashMap`` iterates, kwire computes that order, so that
 the same request gives the same log and the same answer as a Kafka controller (the
-differential tests compare them byte for byte).
+differential tests compare them byte for byte); where it checks a request's parts in such an
+order, the same order picks the fault a request is refused for (:func:`unverified_feature_order`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import TypeVar
+
+from storage.features import KRAFT_VERSION_FEATURE, METADATA_VERSION_FEATURE
 
 K = TypeVar("K")
 
@@ -23,6 +26,7 @@ __all__ = [
     "java_string_hash",
     "java_table_size",
     "timeline_hash_map_order",
+    "unverified_feature_order",
 ]
 
 
@@ -156,3 +160,25 @@ class ConcurrentHashMapOrder:
         """The table bin of a key of ``java_hash``."""
         h = java_hash & 0xFFFFFFFF
         return (h ^ (h >> 16)) & 0x7FFFFFFF & (self.capacity - 1)
+
+
+def unverified_feature_order(names: list[str]) -> list[str]:
+    """The finalized feature names (``names``: metadata.version and the FeatureLevelRecords'
+    features in replay order, kraft.version last) in the order ``registerBroker`` checks those
+    a broker did not list. ``FeatureControlManager.finalizedFeatures`` fills a ``HashMap`` with
+    metadata.version and then the features of its ``TimelineHashMap``;
+    ``QuorumController.registerBroker`` copies it and puts kraft.version in; the check iterates a
+    further copy (``new HashMap<>(featureMap)``). With several unlisted features finalized above
+    0 (a broker sending BrokerRegistration v0-v3 leaves out every feature whose supported
+    minimum is 0, KAFKA-17492), the first in that order is the one the refusal names."""
+    rest = [name for name in names if name not in (METADATA_VERSION_FEATURE, KRAFT_VERSION_FEATURE)]
+    filled = java_hash_order(
+        [METADATA_VERSION_FEATURE, *timeline_hash_map_order(rest)] if METADATA_VERSION_FEATURE in names
+        else timeline_hash_map_order(rest),
+        java_string_hash,
+    )
+    with_kraft = java_hash_order(
+        [*filled, *([KRAFT_VERSION_FEATURE] if KRAFT_VERSION_FEATURE in names else [])],
+        java_string_hash, java_table_size(int(len(filled) / 0.75 + 1)),
+    )
+    return java_hash_order(with_kraft, java_string_hash, java_table_size(int(len(with_kraft) / 0.75 + 1)))

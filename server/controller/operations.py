@@ -287,7 +287,7 @@ def register_broker(ctx: OperationContext, request: BrokerRegistrationRequest, v
             partitions=ctx.partition_effects,
         )
     except ApiError as exc:
-        ctx.log.info("broker %d registration refused: %s %s", request.broker_id, exc.error.name, exc.message)
+        ctx.log.info("%s", exc.failure_message("registerBroker"))
         raise
     ctx.log.info("registering broker %d (incarnation %s) with broker epoch %d", request.broker_id, request.incarnation_id, epoch)
     return ControllerResult(records, epoch)

@@ -1072,3 +1072,22 @@ def test_reset_forgets_every_registration() -> None:
     cluster.replay(RegisterBrokerRecord(broker_id=1, broker_epoch=5, log_dirs=[DIR_A]), 5)
     cluster.reset()
     assert (cluster.registrations, cluster.register_offsets, cluster.directory_to_broker) == ({}, {}, {})
+
+
+def test_of_several_unlisted_finalized_features_the_first_in_kafkas_hash_map_order_is_named() -> None:
+    # a broker of 4.x sending BrokerRegistration v0-v3 lists only the features whose minimum is
+    # above 0 (KAFKA-17492): metadata.version alone. Kafka checks the others in the order of a
+    # HashMap copied twice (table 8 for five names): transaction.version (bucket 2) before
+    # eligible.leader.replicas.version (4) and kraft.version (5), whatever the replay order
+    finalized = {"metadata.version": 33, "eligible.leader.replicas.version": 1, "transaction.version": 2, "kraft.version": 1}
+    request = _request(1, features=[Feature(name="metadata.version", min_supported_version=1, max_supported_version=33)])
+    with pytest.raises(ApiError) as refused:
+        _active().register_broker(request, new_epoch=100, finalized=finalized, metadata_version=33, now_ms=0)
+    assert (refused.value.error, refused.value.message) == (
+        Errors.UNSUPPORTED_VERSION,
+        "Unable to register because the broker does not support finalized version 2 of transaction.version. "
+        "The broker wants a version between 0 and 0, inclusive.",
+    )
+    assert refused.value.failure_message("registerBroker") == (
+        "registerBroker: event failed with UnsupportedVersionException. Exception message: " + (refused.value.message or "")
+    )

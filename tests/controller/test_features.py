@@ -75,12 +75,45 @@ def test_a_kraft_version_upgrade_goes_to_the_raft_leader_and_writes_a_no_op() ->
 
 
 def test_metadata_version_and_other_features_write_feature_level_records() -> None:
+    # in java.util.HashMap order: group.version's bucket (0) comes before metadata.version's (7)
     records, calls = _update({"metadata.version": (22, UpgradeType.UPGRADE), "group.version": (1, UpgradeType.UPGRADE)})
     assert calls == []
     assert records == [
-        (FeatureLevelRecord(name="metadata.version", feature_level=22), 0),
         (FeatureLevelRecord(name="group.version", feature_level=1), 0),
+        (FeatureLevelRecord(name="metadata.version", feature_level=22), 0),
     ]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_of_several_bad_updates_the_first_in_hash_map_order_is_reported(reverse: bool) -> None:
+    # QuorumController.updateFeatures iterates a HashMap of the updates: group.version (bucket 0)
+    # before transaction.version (bucket 10), whichever the request lists first
+    updates = [("transaction.version", (0, UpgradeType.UPGRADE)), ("group.version", (2, UpgradeType.UPGRADE))]
+    error = _refused(dict(reversed(updates) if reverse else updates), finalized={"transaction.version": 2})
+    assert error.message == "Invalid update version 2 for feature group.version. Local controller 1 only supports versions 0-1"
+
+
+def test_a_metadata_version_downgrade_that_breaks_a_dependency_names_the_dependent_feature() -> None:
+    # eligible.leader.replicas.version 1 (bucket 12) needs metadata.version 23; metadata.version
+    # (bucket 7) is checked first, and a downgrade across a metadata change is refused before
+    error = _refused(
+        {"eligible.leader.replicas.version": (1, UpgradeType.UPGRADE), "metadata.version": (22, UpgradeType.SAFE_DOWNGRADE)},
+        metadata_level=33, finalized={"eligible.leader.replicas.version": 1},
+    )
+    assert error.message == (
+        "Unsupported metadata.version downgrade from 33 to 22. "
+        "Refusing to perform the requested downgrade because it might delete metadata information."
+    )
+    # with no metadata change between the levels the downgrade itself passes, and the feature
+    # that depends on the level it leaves is refused
+    error = _refused(
+        {"eligible.leader.replicas.version": (1, UpgradeType.UPGRADE), "metadata.version": (22, UpgradeType.SAFE_DOWNGRADE)},
+        metadata_level=22, finalized={"eligible.leader.replicas.version": 0},
+    )
+    assert error.message == (
+        "Invalid update version 1 for feature eligible.leader.replicas.version. "
+        "eligible.leader.replicas.version could not be set to 1 because it depends on metadata.version level 23"
+    )
 
 
 @pytest.mark.parametrize(

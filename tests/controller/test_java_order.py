@@ -15,6 +15,7 @@ from server.controller.java_order import (
     java_record_hash,
     java_string_hash,
     timeline_hash_map_order,
+    unverified_feature_order,
 )
 
 TWELVE = [f"k{i}" for i in range(12)]
@@ -220,3 +221,29 @@ def test_a_concurrent_hash_map_table_doubles_at_three_quarters_and_never_shrinks
     assert order.capacity == 16
     order.added(12)
     assert order.capacity == 32
+
+
+# ---------------------------------------------------------------- registerBroker's unlisted features
+
+
+@pytest.mark.parametrize(
+    ("names", "order"),
+    [
+        # five names: the copies have tables of 8, where group.version, transaction.version,
+        # eligible.leader.replicas.version, kraft.version and metadata.version sit in buckets
+        # 0, 2, 4, 5 and 7
+        (["metadata.version", "eligible.leader.replicas.version", "group.version", "transaction.version", "kraft.version"],
+         ["group.version", "transaction.version", "eligible.leader.replicas.version", "kraft.version", "metadata.version"]),
+        # seven: tables of 16, where metadata.version and share.version share bucket 7 and
+        # metadata.version, put in first, stays ahead
+        (["metadata.version", "share.version", "streams.version", "group.version", "transaction.version",
+          "eligible.leader.replicas.version", "kraft.version"],
+         ["group.version", "kraft.version", "metadata.version", "share.version", "streams.version",
+          "transaction.version", "eligible.leader.replicas.version"]),
+        (["metadata.version", "kraft.version"], ["kraft.version", "metadata.version"]),
+    ],
+)
+def test_unverified_feature_order_follows_kafkas_copies(names: list[str], order: list[str]) -> None:
+    """The orders a JVM (Java 17) gives the keys of ``new HashMap<>(b)``, ``b`` being
+    ``new HashMap<>(a)`` plus kraft.version and ``a`` a ``HashMap`` of the other names."""
+    assert unverified_feature_order(names) == order
