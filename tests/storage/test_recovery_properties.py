@@ -136,8 +136,10 @@ def test_recovery_keeps_exactly_the_valid_prefix_with_contiguous_offsets_and_reb
                 break
             kept_in_victim.append(batch)
             end += batch.size_in_bytes
-        kept = [b for b in written if b.base_offset < base] + kept_in_victim
         damaged = cut < size or bool(tail)
+        kept = [b for b in written if b.base_offset < base] + kept_in_victim
+        if not damaged:  # the segments after the victim stay too
+            kept += [b for b in written if b.base_offset >= base and b not in in_victim]
         later = bases[victim + 1:] if damaged else []
 
         log = MetadataLog.open(root, config=config, clock_ms=lambda: 0)
