@@ -118,7 +118,9 @@ test:
 ## checker's positive control, not the controller workload's) on kwire, stock and mixed quorums
 ## of both releases, each with
 ## its release's stock brokers under the controller workload (compat/faults/cluster.py), 10^6
-## fuzzed inputs for every message decoder, 1,000 random messages per spec version through
+## fuzzed inputs for every message decoder, the property tests of storage and the wire layer with
+## twenty times their examples (Hypothesis profile `nightly`, conftest.py), 1,000 random
+## messages per spec version through
 ## Kafka's own codecs, 50 leader kills of a kwire quorum under load, 20
 ## rounds of active-controller and broker kills under stock brokers on both pinned releases,
 ## the release matrix (three stock brokers of every line since 3.3 on kwire at their line's
@@ -147,6 +149,8 @@ nightly: install compat-jars
 		$(PY) -m pytest -q -s compat/test_quorum_faults.py
 	KWIRE_FAULT_ALL_CONFIGS=1 $(PY) -m pytest -q compat/test_disk_faults.py
 	KWIRE_FUZZ_INPUTS=1000000 $(PY) -m pytest -q tests/messages/test_fuzz.py
+	$(PY) -m pytest -q --hypothesis-profile=nightly tests/storage tests/kwire tests/messages \
+		--ignore=tests/messages/test_fuzz.py
 	KWIRE_CODEC_MESSAGES=1000 $(PY) -m pytest -q compat/test_java_byte_identity.py
 	KWIRE_LEADER_KILLS=50 $(PY) -m pytest -q tests/server/test_failover.py
 	KWIRE_FAILOVERS=20 $(PY) -m pytest -q compat/test_stock_brokers.py

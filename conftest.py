@@ -29,6 +29,12 @@ With ``-n`` (and only then):
 
 The ``pki`` fixture, one test authority and its certificates per session, serves the TLS tests
 under tests/ and compat/.
+
+Hypothesis profiles: the default one runs each property test with the example count its module
+asks for (a modest one, so that ``make test`` stays within its time); ``make nightly`` passes
+``--hypothesis-profile=nightly``, which multiplies every count written as
+``tests.properties.examples(n)`` by :data:`NIGHTLY_EXAMPLES_FACTOR` (and gives tests that name
+no count that many times Hypothesis's 100).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from xdist.scheduler import LoadScopeScheduling
 
 from tools.local_cluster import PORT_SLICE_ENV
@@ -60,6 +67,10 @@ worker."""
 FIRST = (ROOT / "tests" / "raft" / "test_simulation.py",)
 """Modules handed out first as if their tests were ``slow``-marked."""
 TEST_JVM_FLAGS = "-XX:TieredStopAtLevel=1"
+NIGHTLY_EXAMPLES_FACTOR = 20
+"""How many times more examples each property test runs under the ``nightly`` profile."""
+
+settings.register_profile("nightly", max_examples=100 * NIGHTLY_EXAMPLES_FACTOR)
 
 
 @pytest.fixture(scope="session")

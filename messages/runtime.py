@@ -27,6 +27,16 @@ from kwire.wire import DecodeError, EncodeError, ScatterBuffer
 
 Buffer = bytes | bytearray | memoryview
 
+INT_RANGES = {
+    "int8": (-(1 << 7), (1 << 7) - 1),
+    "int16": (-(1 << 15), (1 << 15) - 1),
+    "int32": (-(1 << 31), (1 << 31) - 1),
+    "int64": (-(1 << 63), (1 << 63) - 1),
+    "uint16": (0, (1 << 16) - 1),
+    "uint32": (0, (1 << 32) - 1),
+}
+"""Inclusive ``(low, high)`` bounds of each integer type of the specs."""
+
 
 @dataclass(frozen=True, slots=True)
 class JsonField:
@@ -151,8 +161,9 @@ class Message:
     def from_json(cls, data: dict[str, Any], version: int) -> Self:
         """Build a message from Kafka's JSON form at ``version``.
 
-        Raises ValueError when a field present at that version (and not tagged) is missing, or
-        a value has the wrong JSON type.
+        Raises ValueError (and only ValueError) when a field present at that version (and not
+        tagged) is missing, a value has the wrong JSON type, or an integer does not fit its
+        field's type: whatever it accepts encodes at ``version``.
         """
         return _struct_from_json(cls, data, version)  # type: ignore[return-value]
 
@@ -203,9 +214,13 @@ def _value_from_json(kind: str, element: Any, data: Any, version: int, where: st
             return [_value_from_json(element, None, v, version, where) for v in data]
         return [_struct_from_json(element, v, version) for v in data]
     if kind == "uuid":
+        if not isinstance(data, str):
+            raise ValueError(f"{where}: expected a UUID string")
         return Uuid.from_string(data)
     if kind in ("bytes", "records"):
-        return base64.b64decode(data)
+        if not isinstance(data, str):
+            raise ValueError(f"{where}: expected a base64 string")
+        return base64.b64decode(data)  # binascii.Error, a ValueError, for bad padding
     if kind == "string":
         if not isinstance(data, str):
             raise ValueError(f"{where}: expected a string")
@@ -215,9 +230,16 @@ def _value_from_json(kind: str, element: Any, data: Any, version: int, where: st
             raise ValueError(f"{where}: expected a boolean")
         return data
     if kind == "float64":
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            raise ValueError(f"{where}: expected a number")
         return float(data)
     if isinstance(data, bool) or not isinstance(data, int):
         raise ValueError(f"{where}: expected an integer")
+    low, high = INT_RANGES[kind]
+    if not low <= data <= high:
+        # Kafka's MessageUtil.jsonNodeTo* refuse a value the field's type cannot hold: so does
+        # the reader here, rather than give a message its writer cannot encode
+        raise ValueError(f"{where}: {data} does not fit in {kind}")
     return data
 
 

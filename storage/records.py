@@ -440,6 +440,8 @@ class RecordBatch:
                     value_size, pos = (raw >> 1) ^ -(raw & 1), pos + 2
                 else:
                     value_size, pos = read_varint(data, pos)
+                if pos > end:  # the fields before the value ran past the record's length
+                    raise InvalidRecordError(f"Invalid record size: {body_size} bytes cannot hold the record's fields")
                 if value_size < 0:
                     yield None
                 elif pos + value_size > end:

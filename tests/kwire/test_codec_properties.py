@@ -35,6 +35,7 @@ from messages.protocol import (
     encode_response,
     is_flexible,
 )
+from tests.properties import examples
 
 # ---------------------------------------------------------------------------------------------
 # Uuid
@@ -42,7 +43,7 @@ from messages.protocol import (
 raw16 = st.binary(min_size=16, max_size=16)
 
 
-@settings(deadline=None, max_examples=150)
+@settings(deadline=None, max_examples=examples(150))
 @given(raw=raw16)
 def test_uuid_text_round_trip(raw: bytes) -> None:
     u = Uuid(raw)
@@ -101,7 +102,7 @@ reserved16 = st.integers(0, 99).map(lambda n: n.to_bytes(16, "big"))
 dash16 = raw16.map(lambda b: bytes([0xF8 | (b[0] & 0x03)]) + b[1:])  # base64 of 0b111110.. is '-'
 
 
-@settings(deadline=None, max_examples=80)
+@settings(deadline=None, max_examples=examples(80))
 @given(rejects=st.lists(reserved16 | dash16, max_size=4), good=raw16)
 @example(rejects=[(99).to_bytes(16, "big")], good=(100).to_bytes(16, "big"))  # the bounds
 def test_random_uuid_skips_reserved_and_leading_dash_candidates(rejects: list[bytes], good: bytes) -> None:
@@ -126,7 +127,7 @@ def split_stream(draw: st.DrawFn) -> tuple[list[bytes], list[bytes]]:
     return payloads, pieces
 
 
-@settings(deadline=None, max_examples=150)
+@settings(deadline=None, max_examples=examples(150))
 @given(split=split_stream())
 def test_any_split_of_a_stream_yields_the_same_frames(split: tuple[list[bytes], list[bytes]]) -> None:
     payloads, pieces = split
@@ -146,7 +147,7 @@ def test_any_split_of_a_stream_yields_the_same_frames(split: tuple[list[bytes], 
     assert d.buffered_bytes == 0 and d.missing_bytes == 0
 
 
-@settings(deadline=None, max_examples=100)
+@settings(deadline=None, max_examples=examples(100))
 @given(
     limit=st.integers(0, 1000),
     good=st.lists(st.binary(max_size=10), max_size=3),
@@ -205,7 +206,7 @@ def _request_header_bytes(key: int, version: int, correlation_id: int, client_id
     return out
 
 
-@settings(deadline=None, max_examples=150)
+@settings(deadline=None, max_examples=examples(150))
 @given(
     key_version=st.sampled_from(REQUEST_VERSIONS),
     correlation_id=st.integers(-(2**31), 2**31 - 1),
@@ -235,7 +236,7 @@ def test_request_header_version_follows_flexibility(
     assert request.body == body
 
 
-@settings(deadline=None, max_examples=150)
+@settings(deadline=None, max_examples=examples(150))
 @given(key_version=st.sampled_from(RESPONSE_VERSIONS), correlation_id=st.integers(-(2**31), 2**31 - 1))
 def test_response_header_version_follows_flexibility(
     key_version: tuple[int, int], correlation_id: int
@@ -268,7 +269,7 @@ topic_names = st.none() | st.text(max_size=20)
 topic_lists = st.none() | st.lists(st.builds(MetadataRequestTopic, name=topic_names), max_size=5)
 
 
-@settings(deadline=None, max_examples=120)
+@settings(deadline=None, max_examples=examples(120))
 @given(topics=topic_lists, version=st.integers(0, 13), auto=st.booleans())
 def test_metadata_request_nulls_round_trip_where_the_version_allows_them(
     topics: list[MetadataRequestTopic] | None, version: int, auto: bool
@@ -291,7 +292,7 @@ def test_metadata_request_nulls_round_trip_where_the_version_allows_them(
         assert struct.unpack_from(">i", raw)[0] == (-1 if topics is None else len(topics))
 
 
-@settings(deadline=None, max_examples=80)
+@settings(deadline=None, max_examples=examples(80))
 @given(
     unknown=st.lists(st.tuples(st.integers(0, 1000), st.binary(max_size=10)),
                      max_size=5, unique_by=lambda f: f[0]),
@@ -313,7 +314,7 @@ def test_unknown_tagged_fields_survive_a_generated_codec(
 ranges = st.tuples(st.integers(0, 20), st.integers(0, 20)).map(lambda t: (min(t), max(t)))
 
 
-@settings(deadline=None, max_examples=150)
+@settings(deadline=None, max_examples=examples(150))
 @given(node=st.dictionaries(st.integers(0, 8), ranges, max_size=8),
        client=st.dictionaries(st.integers(0, 8), st.tuples(st.integers(0, 20), st.integers(-1, 20)),
                               max_size=8))

@@ -22,6 +22,7 @@ from kwire.wire import EncodeError, read_unknown_tagged, write_tagged, write_uva
 from messages.generated.fetch_request import FetchRequest
 from messages.spec import MessageSpec, load_all
 from tests.messages.randmsg import message_class, random_messages
+from tests.properties import examples
 
 tags = st.integers(0, 2**31 - 1)
 datas = st.binary(max_size=6)
@@ -41,7 +42,7 @@ def _section(fields: list[tuple[int, bytes]]) -> bytes:
 # kwire.wire.write_tagged
 
 
-@settings(deadline=None, max_examples=80)
+@settings(deadline=None, max_examples=examples(80))
 @given(unknown=st.lists(st.tuples(tags, datas), min_size=1, max_size=6, unique_by=lambda f: f[0]),
        data=st.data())
 def test_an_unknown_tag_given_twice_is_refused(
@@ -55,7 +56,7 @@ def test_an_unknown_tag_given_twice_is_refused(
         write_tagged(bytearray(), [], fields)
 
 
-@settings(deadline=None, max_examples=80)
+@settings(deadline=None, max_examples=examples(80))
 @given(unknown=st.lists(st.tuples(tags, datas), min_size=2, max_size=6, unique_by=lambda f: f[0]),
        seed=st.integers(0, 2**32))
 def test_unknown_tags_out_of_order_are_refused(unknown: list[tuple[int, bytes]], seed: int) -> None:
@@ -66,7 +67,7 @@ def test_unknown_tags_out_of_order_are_refused(unknown: list[tuple[int, bytes]],
         write_tagged(bytearray(), [], unknown)
 
 
-@settings(deadline=None, max_examples=80)
+@settings(deadline=None, max_examples=examples(80))
 @given(defined=st.frozensets(st.integers(0, 40), min_size=1, max_size=6), data=st.data())
 def test_an_unknown_tag_that_a_field_defines_is_refused(
     defined: frozenset[int], data: st.DataObject
@@ -91,7 +92,7 @@ def _flexible_versions(spec: MessageSpec) -> list[int]:
             if spec.flexible_in(n)]
 
 
-@settings(deadline=None, max_examples=60)
+@settings(deadline=None, max_examples=examples(60))
 @given(spec=st.sampled_from(SPECS), data=st.data())
 def test_generated_writer_refuses_an_unknown_tag_that_a_field_defines(
     spec: MessageSpec, data: st.DataObject
@@ -128,7 +129,7 @@ def _compact_string(value: str) -> bytes:
     return bytes(out + raw)
 
 
-@settings(deadline=None, max_examples=100)
+@settings(deadline=None, max_examples=examples(100))
 @given(ids=st.lists(cluster_ids, min_size=1, max_size=3), unknown=st.lists(unknown_fields, max_size=5),
        seed=st.integers(0, 2**32))
 def test_reader_keeps_the_last_known_value_and_every_unknown_field_in_wire_order(
@@ -152,7 +153,7 @@ def test_reader_keeps_the_last_known_value_and_every_unknown_field_in_wire_order
             decoded.encode(_FETCH_VERSION)
 
 
-@settings(deadline=None, max_examples=60)
+@settings(deadline=None, max_examples=examples(60))
 @given(section=st.lists(st.tuples(tags, datas), max_size=6))
 def test_unknown_only_section_is_read_as_it_comes(section: list[tuple[int, bytes]]) -> None:
     # A struct with no tagged field at all keeps every field, repeated tags included.

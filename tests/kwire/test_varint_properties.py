@@ -23,6 +23,7 @@ from kwire.wire import (
     write_varint,
     write_varlong,
 )
+from tests.properties import examples
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -59,7 +60,7 @@ def decode_groups(raw: bytes) -> int:
 # unsigned
 
 
-@settings(deadline=None, max_examples=150)
+@settings(deadline=None, max_examples=examples(150))
 @given(value=uint64s, prefix=st.binary(max_size=3), suffix=st.binary(max_size=3))
 @example(value=0, prefix=b"", suffix=b"")
 @example(value=2**64 - 1, prefix=b"", suffix=b"")
@@ -73,7 +74,7 @@ def test_uvarint_round_trip_layout_and_size(value: int, prefix: bytes, suffix: b
     assert read_uvarint(prefix + raw + suffix, len(prefix), 10) == (value, len(prefix) + len(raw))
 
 
-@settings(deadline=None, max_examples=100)
+@settings(deadline=None, max_examples=examples(100))
 @given(value=uint32s)
 def test_uvarint_of_32_bits_fits_the_5_byte_limit(value: int) -> None:
     raw = encode(write_uvarint, value)
@@ -88,7 +89,7 @@ def test_negative_uvarint_is_refused(value: int) -> None:
         write_uvarint(bytearray(), value)
 
 
-@settings(deadline=None, max_examples=100)
+@settings(deadline=None, max_examples=examples(100))
 @given(value=uint64s, data=st.data())
 def test_uvarint_truncated_anywhere_is_refused(value: int, data: st.DataObject) -> None:
     raw = encode(write_uvarint, value)
@@ -117,7 +118,7 @@ def padded(raw: bytes, total: int) -> bytes:
     return raw[:-1] + bytes([raw[-1] | 0x80]) + b"\x80" * (total - len(raw) - 1) + b"\x00"
 
 
-@settings(deadline=None, max_examples=100)
+@settings(deadline=None, max_examples=examples(100))
 @given(value=int64s, data=st.data())
 def test_padded_varlong_is_read_up_to_10_bytes_and_refused_beyond(value: int, data: st.DataObject) -> None:
     raw = encode(write_varlong, value)
@@ -129,7 +130,7 @@ def test_padded_varlong_is_read_up_to_10_bytes_and_refused_beyond(value: int, da
             read_varlong(padded(raw, total), 0)
 
 
-@settings(deadline=None, max_examples=100)
+@settings(deadline=None, max_examples=examples(100))
 @given(value=int32s, data=st.data())
 def test_padded_varint_is_read_up_to_5_bytes_and_refused_beyond(value: int, data: st.DataObject) -> None:
     raw = encode(write_varint, value)
@@ -157,7 +158,7 @@ def test_varint_known_bytes(value: int, hex_: str) -> None:
     assert read_varint(bytes.fromhex(hex_), 0) == (value, len(hex_) // 2)
 
 
-@settings(deadline=None, max_examples=150)
+@settings(deadline=None, max_examples=examples(150))
 @given(value=int32s)
 @example(value=INT32_MIN)
 @example(value=INT32_MAX)
@@ -194,7 +195,7 @@ def test_5_byte_varint_beyond_32_bits_is_refused(tail: int) -> None:
         read_varint(b"\xff\xff\xff\xff" + bytes([tail]), 0)
 
 
-@settings(deadline=None, max_examples=100)
+@settings(deadline=None, max_examples=examples(100))
 @given(value=int32s, data=st.data())
 def test_varint_truncated_anywhere_is_refused(value: int, data: st.DataObject) -> None:
     raw = encode(write_varint, value)
@@ -218,7 +219,7 @@ def test_varint_out_of_32_bit_range_is_refused_not_wrapped(value: int) -> None:
 # zig-zag varlong (64-bit)
 
 
-@settings(deadline=None, max_examples=150)
+@settings(deadline=None, max_examples=examples(150))
 @given(value=int64s)
 @example(value=INT64_MIN)
 @example(value=INT64_MAX)
@@ -253,7 +254,7 @@ def test_10_byte_varlong_beyond_64_bits_is_refused(tail: int) -> None:
         read_varlong(b"\xff" * 9 + bytes([tail]), 0)
 
 
-@settings(deadline=None, max_examples=100)
+@settings(deadline=None, max_examples=examples(100))
 @given(value=int64s, data=st.data())
 def test_varlong_truncated_anywhere_is_refused(value: int, data: st.DataObject) -> None:
     raw = encode(write_varlong, value)
@@ -262,7 +263,7 @@ def test_varlong_truncated_anywhere_is_refused(value: int, data: st.DataObject) 
         read_varlong(raw[:cut], 0)
 
 
-@settings(deadline=None, max_examples=60)
+@settings(deadline=None, max_examples=examples(60))
 @given(values=st.lists(st.tuples(st.booleans(), int64s), max_size=20))
 def test_a_run_of_mixed_varints_reads_back_in_order(values: list[tuple[bool, int]]) -> None:
     out = bytearray()

@@ -39,6 +39,7 @@ from kwire.wire import (
     write_tagged,
     write_uvarint,
 )
+from tests.properties import examples
 
 
 def uvarint_size(value: int) -> int:
@@ -61,7 +62,7 @@ def read_compact_string(buf: bytes, pos: int) -> tuple[str | None, int]:
 # strings
 
 
-@settings(deadline=None, max_examples=120)
+@settings(deadline=None, max_examples=examples(120))
 @given(text=texts, suffix=st.binary(max_size=4))
 def test_string_round_trip_and_exact_length(text: str, suffix: bytes) -> None:
     raw = text.encode()
@@ -73,7 +74,7 @@ def test_string_round_trip_and_exact_length(text: str, suffix: bytes) -> None:
     assert read_nullable_string(bytes(out) + suffix, 0) == (text, len(out))
 
 
-@settings(deadline=None, max_examples=80)
+@settings(deadline=None, max_examples=examples(80))
 @given(text=st.none() | texts)
 def test_nullable_string_round_trip(text: str | None) -> None:
     out = bytearray()
@@ -83,7 +84,7 @@ def test_nullable_string_round_trip(text: str | None) -> None:
     assert read_nullable_string(bytes(out), 0) == (text, len(out))
 
 
-@settings(deadline=None, max_examples=120)
+@settings(deadline=None, max_examples=examples(120))
 @given(text=st.none() | texts)
 def test_compact_string_length_is_uvarint_of_length_plus_one(text: str | None) -> None:
     out = bytearray()
@@ -103,7 +104,7 @@ def test_compact_string_length_is_uvarint_of_length_plus_one(text: str | None) -
 @pytest.mark.parametrize("writer", [write_string, write_nullable_string, write_compact_string,
                                     write_compact_nullable_string])
 @given(n=st.integers(32760, 32780), wide=st.booleans())
-@settings(deadline=None, max_examples=15)
+@settings(deadline=None, max_examples=examples(15))
 def test_string_limit_is_32767_utf8_bytes(writer, n: int, wide: bool) -> None:  # type: ignore[no-untyped-def]
     # the limit counts UTF-8 bytes, not characters: "é" is two bytes
     text = "é" * (n // 2) + "x" * (n % 2) if wide else "x" * n
@@ -117,7 +118,7 @@ def test_string_limit_is_32767_utf8_bytes(writer, n: int, wide: bool) -> None:  
             writer(out, text)
 
 
-@settings(deadline=None, max_examples=100)
+@settings(deadline=None, max_examples=examples(100))
 @given(text=texts, data=st.data())
 def test_truncated_string_is_a_decode_error(text: str, data: st.DataObject) -> None:
     out = bytearray()
@@ -156,7 +157,7 @@ def test_string_reader_refuses_bytes_that_are_not_utf8(raw: bytes) -> None:
 # bytes
 
 
-@settings(deadline=None, max_examples=120)
+@settings(deadline=None, max_examples=examples(120))
 @given(value=st.none() | blobs, compact=st.booleans(), prefix=st.binary(max_size=3))
 def test_bytes_round_trip_and_exact_length(value: bytes | None, compact: bool, prefix: bytes) -> None:
     out = bytearray(prefix)
@@ -187,7 +188,7 @@ def test_non_nullable_bytes_refuse_null(compact: bool) -> None:
         (read_compact_bytes if compact else read_bytes)(bytes(out), 0)
 
 
-@settings(deadline=None, max_examples=100)
+@settings(deadline=None, max_examples=examples(100))
 @given(value=blobs, compact=st.booleans(), data=st.data())
 def test_truncated_bytes_are_a_decode_error(value: bytes, compact: bool, data: st.DataObject) -> None:
     out = bytearray()
@@ -209,7 +210,7 @@ def test_negative_bytes_length_other_than_minus_one_is_refused(n: int) -> None:
 # records fields
 
 
-@settings(deadline=None, max_examples=60)
+@settings(deadline=None, max_examples=examples(60))
 @given(
     value=st.none() | st.binary(max_size=64) | st.integers(0, 3).map(
         lambda k: bytes([k]) * (RECORDS_BY_REFERENCE_MIN_BYTES - 1 + k)),
@@ -254,7 +255,7 @@ def test_records_null_refused_where_not_nullable(compact: bool) -> None:
         read_records(bytes(out), 0, compact, nullable=False)
 
 
-@settings(deadline=None, max_examples=60)
+@settings(deadline=None, max_examples=examples(60))
 @given(value=st.binary(min_size=1, max_size=64), compact=st.booleans(), data=st.data())
 def test_truncated_records_are_a_decode_error(value: bytes, compact: bool, data: st.DataObject) -> None:
     out = bytearray()
@@ -271,7 +272,7 @@ tags = st.integers(0, 2**31 - 1)
 fields = st.lists(st.tuples(tags, st.binary(max_size=20)), max_size=8, unique_by=lambda f: f[0])
 
 
-@settings(deadline=None, max_examples=120)
+@settings(deadline=None, max_examples=examples(120))
 @given(known=fields, unknown=fields)
 def test_tagged_section_is_sorted_and_round_trips(
     known: list[tuple[int, bytes]], unknown: list[tuple[int, bytes]]
@@ -290,7 +291,7 @@ def test_tagged_section_is_sorted_and_round_trips(
     assert len(out) == wanted_len
 
 
-@settings(deadline=None, max_examples=80)
+@settings(deadline=None, max_examples=examples(80))
 @given(section=fields)
 def test_unknown_tags_read_in_wire_order_and_written_back_unchanged(
     section: list[tuple[int, bytes]],
@@ -309,7 +310,7 @@ def test_unknown_tags_read_in_wire_order_and_written_back_unchanged(
     assert again == out
 
 
-@settings(deadline=None, max_examples=80)
+@settings(deadline=None, max_examples=examples(80))
 @given(section=fields.filter(lambda f: sum(len(d) for _, d in f) > 0), data=st.data())
 def test_truncated_tagged_section_is_a_decode_error(
     section: list[tuple[int, bytes]], data: st.DataObject

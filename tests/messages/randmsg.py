@@ -29,7 +29,8 @@ from typing import Any
 import crc32c
 
 from kwire.uuid import METADATA_TOPIC_ID, ZERO_UUID, Uuid
-from messages.spec import INT_RANGES, FieldSpec, FieldType, MessageSpec
+from messages.runtime import INT_RANGES
+from messages.spec import FieldSpec, FieldType, MessageSpec
 
 _STRING_PIECES = (
     "a", "b", "z", "A", "Q", "0", "7", "_", "-", ".", " ", "/", ":",

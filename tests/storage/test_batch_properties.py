@@ -28,6 +28,7 @@ from storage.records import (
     set_base_offset,
     set_partition_leader_epoch,
 )
+from tests.properties import examples
 
 CRC_AT = 17  # Crc field: bytes 17..20; the CRC covers bytes 21.. (Attributes onwards)
 ATTRIBUTES_AT = 21
@@ -75,7 +76,7 @@ def flip(raw: bytes, bit: int) -> bytearray:
     return out
 
 
-@settings(slow_ok, max_examples=150)
+@settings(slow_ok, max_examples=examples(150))
 @given(raw=batch_st(), data=st.data())
 def test_any_single_flipped_bit_under_the_crc_is_detected(raw: bytes, data: st.DataObject) -> None:
     assert RecordBatch(raw).is_valid()
@@ -86,7 +87,7 @@ def test_any_single_flipped_bit_under_the_crc_is_detected(raw: bytes, data: st.D
         batch.ensure_valid()
 
 
-@settings(slow_ok, max_examples=100)
+@settings(slow_ok, max_examples=examples(100))
 @given(raw=batch_st(), data=st.data())
 def test_any_burst_of_up_to_32_bits_is_detected(raw: bytes, data: st.DataObject) -> None:
     length = data.draw(st.integers(1, 32))
@@ -102,7 +103,7 @@ def test_any_burst_of_up_to_32_bits_is_detected(raw: bytes, data: st.DataObject)
     assert not RecordBatch(damaged).is_valid()
 
 
-@settings(slow_ok, max_examples=80)
+@settings(slow_ok, max_examples=examples(80))
 @given(raw=batch_st(), data=st.data())
 def test_base_offset_and_epoch_lie_outside_the_crc(raw: bytes, data: st.DataObject) -> None:
     bit = data.draw(st.sampled_from([*range(0, 64), *range(96, 128)]))
@@ -117,7 +118,7 @@ def test_base_offset_and_epoch_lie_outside_the_crc(raw: bytes, data: st.DataObje
         assert damaged.partition_leader_epoch != original.partition_leader_epoch
 
 
-@settings(slow_ok, max_examples=60)
+@settings(slow_ok, max_examples=examples(60))
 @given(raw=batch_st(), data=st.data())
 def test_flipped_length_or_magic_is_refused_by_the_framing(raw: bytes, data: st.DataObject) -> None:
     bit = data.draw(st.sampled_from([*range(64, 96), *range(128, 136)]))
@@ -125,7 +126,7 @@ def test_flipped_length_or_magic_is_refused_by_the_framing(raw: bytes, data: st.
         RecordBatch(flip(raw, bit))
 
 
-@settings(slow_ok, max_examples=60)
+@settings(slow_ok, max_examples=examples(60))
 @given(raw=batch_st(), offset=st.integers(0, 2**62), epoch=st.integers(-1, 2**31 - 1))
 def test_stamping_offset_and_epoch_keeps_the_crc(raw: bytes, offset: int, epoch: int) -> None:
     stamped = bytearray(raw)
@@ -139,7 +140,7 @@ def test_stamping_offset_and_epoch_keeps_the_crc(raw: bytes, offset: int, epoch:
     assert [r.value for r in batch.records()] == [r.value for r in RecordBatch(raw).records()]
 
 
-@settings(slow_ok, max_examples=60)
+@settings(slow_ok, max_examples=examples(60))
 @given(run=run_st())
 def test_a_run_of_batches_scans_back_whole(run: list[bytes]) -> None:
     buf = b"".join(run)
@@ -151,7 +152,7 @@ def test_a_run_of_batches_scans_back_whole(run: list[bytes]) -> None:
     assert [b.to_bytes() for b in iter_batches(buf)] == run
 
 
-@settings(slow_ok, max_examples=80)
+@settings(slow_ok, max_examples=examples(80))
 @given(run=run_st(), data=st.data())
 def test_a_cut_run_keeps_exactly_the_whole_batches_before_the_cut(run: list[bytes], data: st.DataObject) -> None:
     buf = b"".join(run)
@@ -170,7 +171,7 @@ def test_a_cut_run_keeps_exactly_the_whole_batches_before_the_cut(run: list[byte
     assert [b.to_bytes() for b in iter_batches(buf[:cut])] == kept
 
 
-@settings(slow_ok, max_examples=80)
+@settings(slow_ok, max_examples=examples(80))
 @given(run=run_st(), data=st.data())
 def test_damage_keeps_exactly_the_batches_before_the_damaged_one(run: list[bytes], data: st.DataObject) -> None:
     buf = b"".join(run)
@@ -187,7 +188,7 @@ def test_damage_keeps_exactly_the_batches_before_the_damaged_one(run: list[bytes
     assert result.error is not None or result.torn
 
 
-@settings(slow_ok, max_examples=40)
+@settings(slow_ok, max_examples=examples(40))
 @given(run=run_st(), data=st.data())
 def test_a_gap_in_offsets_stops_a_contiguous_scan(run: list[bytes], data: st.DataObject) -> None:
     if len(run) < 2:

@@ -36,6 +36,7 @@ from storage.quorum_state import (
     decode_quorum_state,
     encode_quorum_state,
 )
+from tests.properties import examples
 
 # ---------------------------------------------------------------------------------------------
 # leader epoch cache against a model
@@ -160,7 +161,7 @@ class EpochCacheMachine(RuleBasedStateMachine):
 
 TestEpochCacheModel = EpochCacheMachine.TestCase
 TestEpochCacheModel.settings = settings(
-    max_examples=60, stateful_step_count=25, deadline=None,
+    max_examples=examples(60), stateful_step_count=25, deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 
@@ -226,7 +227,7 @@ def kept_at(state: StoredElectionState, version: int) -> StoredElectionState:
     )
 
 
-@settings(deadline=None, max_examples=80)
+@settings(deadline=None, max_examples=examples(80))
 @given(state=states, version=st.sampled_from([0, 1]))
 def test_quorum_state_round_trip(state: StoredElectionState, version: int) -> None:
     raw = encode_quorum_state(state, version)
@@ -238,7 +239,7 @@ def test_quorum_state_round_trip(state: StoredElectionState, version: int) -> No
         assert encode_quorum_state(decode_quorum_state(raw)[0], version) == raw
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(first=states, second=states, version=st.sampled_from([0, 1]))
 def test_quorum_state_store_keeps_the_last_write(
     first: StoredElectionState, second: StoredElectionState, version: int

@@ -21,6 +21,7 @@ from storage.compression import (
     compress,
     decompress,
 )
+from tests.properties import examples
 
 ALL = list(CompressionType)
 
@@ -32,7 +33,7 @@ def test_round_trip_sizes(codec: CompressionType, size: int) -> None:
     assert decompress(codec, compress(codec, data)) == data
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(codec=st.sampled_from(ALL), data=st.binary(max_size=5000))
 def test_round_trip_property(codec: CompressionType, data: bytes) -> None:
     assert decompress(codec, compress(codec, data)) == data
@@ -103,7 +104,7 @@ def test_truncated_input_raises(codec: CompressionType) -> None:
             decompress(codec, encoded[:cut])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(codec=st.sampled_from(ALL[1:]), garbage=st.binary(max_size=200))
 def test_garbage_raises_only_compression_error(codec: CompressionType, garbage: bytes) -> None:
     try:

@@ -32,6 +32,7 @@ from storage.control import (
 )
 from storage.errors import CorruptRecordError, InvalidRecordError
 from storage.records import Header, RecordBatch, SimpleRecord, assemble_batch, build_batch
+from tests.properties import examples
 
 
 def test_control_keys() -> None:
@@ -114,7 +115,7 @@ def test_snapshot_marker_batches() -> None:
     assert read_kraft_batch(RecordBatch(footer)).records[0].type is ControlRecordType.SNAPSHOT_FOOTER  # type: ignore[union-attr]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     values=st.lists(st.binary(min_size=1, max_size=200), min_size=1, max_size=20),
     codec=st.sampled_from(list(CompressionType)),
@@ -151,7 +152,7 @@ def _judged_one_at_a_time(batch: RecordBatch) -> list[bytes] | str:
 _SIZES = st.sampled_from([1, 2, 62, 63, 64, 65, 120, 8180, 8191, 8192, 8200, 20000])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     shapes=st.lists(
         st.tuples(_SIZES, st.sampled_from([None, b"", b"k"]), st.sampled_from([0, 0, 0, 1, 300]),

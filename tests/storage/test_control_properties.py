@@ -29,6 +29,7 @@ from storage.control import (
 )
 from storage.errors import CorruptRecordError, InvalidRecordError
 from storage.records import RecordBatch
+from tests.properties import examples
 
 int32 = st.integers(-(2**31), 2**31 - 1)
 # control values are written at schema version 0, which has no VoterDirectoryId
@@ -66,7 +67,7 @@ def test_control_key_with_a_negative_version_or_too_short_is_refused(
         parse_control_key(struct.pack(">hh", 0, type_id)[:cut])
 
 
-@settings(deadline=None, max_examples=80)
+@settings(deadline=None, max_examples=examples(80))
 @given(messages=st.lists(control_messages, min_size=1, max_size=5),
        base_offset=st.integers(0, 2**40), epoch=st.integers(0, 2**31 - 1),
        append_time=st.integers(0, 2**41))
@@ -86,7 +87,7 @@ def test_control_batch_round_trip(
     assert keys == [control_type_of(m).key_bytes() for m in messages]  # type: ignore[arg-type]
 
 
-@settings(deadline=None, max_examples=60)
+@settings(deadline=None, max_examples=examples(60))
 @given(messages=st.lists(control_messages, min_size=1, max_size=3), data=st.data())
 def test_control_batch_with_a_flipped_bit_is_refused(messages: list[object], data: st.DataObject) -> None:
     raw = bytearray(build_control_batch(messages, base_offset=0, partition_leader_epoch=1,  # type: ignore[arg-type]

@@ -25,6 +25,7 @@ from storage.records import (
     encode_keyless_records,
     encode_record,
 )
+from tests.properties import examples
 
 PURE = bool(os.environ.get("KWIRE_PURE_PYTHON"))
 
@@ -72,7 +73,7 @@ def test_pure_python_is_selectable() -> None:
 values_lists = st.lists(st.binary(min_size=1, max_size=300), min_size=1, max_size=40)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(values=values_lists)
 def test_writer_matches_encode_record(values: list[bytes]) -> None:
     assert encode_keyless_records(values) == _python_body(values)
@@ -90,7 +91,7 @@ def test_writer_takes_other_buffers_through_python() -> None:
     assert encode_keyless_records(values) == _python_body([b"ab", b"cd"])  # type: ignore[arg-type]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     records_=st.lists(
         st.tuples(st.one_of(st.none(), st.binary(max_size=200)), st.one_of(st.none(), st.binary(max_size=300)),
@@ -126,7 +127,7 @@ def _selected_values(batch: RecordBatch, wanted: bytes) -> list[tuple[int, bytes
         return f"InvalidRecordError: {exc}"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     values=st.lists(st.one_of(st.none(), st.binary(max_size=40)), min_size=1, max_size=30),
     wanted=st.binary(min_size=256, max_size=256),
@@ -165,14 +166,14 @@ def test_selected_values_take_a_256_byte_mask() -> None:
             records._crecords.selected_values(_python_body([b"\x00\x02"]), 1, b"\x01" * 255)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(garbage=st.binary(max_size=160), count=st.integers(-2, 8))
 def test_reader_fails_as_python_fails_on_garbage(garbage: bytes, count: int) -> None:
     batch = _batch(garbage, count)
     assert _values(batch) == _python_values(batch)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(values=values_lists, data=st.data())
 def test_reader_fails_as_python_fails_on_cut_or_flipped_records(values: list[bytes], data: st.DataObject) -> None:
     body = bytearray(_python_body(values))
@@ -231,7 +232,7 @@ record_shapes = st.lists(
 
 
 @pytest.mark.skipif(records._crecords is None, reason="the compiled module is not built")
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(shapes=record_shapes, max_delta=st.integers(0, 10), data=st.data())
 def test_check_accepts_what_the_python_reader_accepts(shapes: list, max_delta: int, data: st.DataObject) -> None:
     """``check`` (the deep audit's compiled loop) and the Python reader agree on records with

@@ -36,6 +36,7 @@ from storage.producer_snapshot import (
 from storage.segment import filename_prefix, offset_from_file_name
 from storage.snapshot_format import SnapshotId
 from storage.snapshots import parse_snapshot_path, snapshot_path
+from tests.properties import examples
 
 int16 = st.integers(-(2**15), 2**15 - 1)
 int32 = st.integers(-(2**31), 2**31 - 1)
@@ -51,7 +52,7 @@ producer_entries = st.lists(
 # producer snapshots
 
 
-@settings(deadline=None, max_examples=80)
+@settings(deadline=None, max_examples=examples(80))
 @given(entries=producer_entries)
 def test_producer_snapshot_round_trip_and_size(entries: list[ProducerSnapshotEntry]) -> None:
     raw = encode_producer_snapshot(entries)
@@ -60,7 +61,7 @@ def test_producer_snapshot_round_trip_and_size(entries: list[ProducerSnapshotEnt
     assert decode_producer_snapshot(raw) == entries
 
 
-@settings(deadline=None, max_examples=80)
+@settings(deadline=None, max_examples=examples(80))
 @given(entries=producer_entries, data=st.data())
 def test_producer_snapshot_with_a_flipped_bit_is_refused(
     entries: list[ProducerSnapshotEntry], data: st.DataObject
@@ -72,7 +73,7 @@ def test_producer_snapshot_with_a_flipped_bit_is_refused(
         decode_producer_snapshot(bytes(raw))
 
 
-@settings(deadline=None, max_examples=60)
+@settings(deadline=None, max_examples=examples(60))
 @given(entries=producer_entries, extra=st.binary(min_size=1, max_size=50), data=st.data())
 def test_producer_snapshot_of_the_wrong_length_is_refused(
     entries: list[ProducerSnapshotEntry], extra: bytes, data: st.DataObject
@@ -96,7 +97,7 @@ cluster_ids = st.text(
 ) | st.text(alphabet=string.ascii_letters + string.digits + "-_", min_size=22, max_size=22)
 
 
-@settings(deadline=None, max_examples=80)
+@settings(deadline=None, max_examples=examples(80))
 @given(
     version=st.sampled_from([0, 1]),
     cluster_id=st.none() | cluster_ids,
@@ -170,7 +171,7 @@ def test_producer_snapshot_names_round_trip(offset: int) -> None:
     assert offset_from_snapshot_name(f"{offset:020d}.log") is None
 
 
-@settings(deadline=None, max_examples=80)
+@settings(deadline=None, max_examples=examples(80))
 @given(end=offsets, epoch=st.integers(0, 2**31 - 1),
        suffix=st.sampled_from(["", ".part", ".deleted"]))
 def test_snapshot_names_round_trip(end: int, epoch: int, suffix: str) -> None:
@@ -183,7 +184,7 @@ def test_snapshot_names_round_trip(end: int, epoch: int, suffix: str) -> None:
                                                                       suffix == ".deleted")
 
 
-@settings(deadline=None, max_examples=120)
+@settings(deadline=None, max_examples=examples(120))
 @given(end=offsets, epoch=st.integers(0, 2**31 - 1), suffix=st.sampled_from(["", ".part", ".deleted"]),
        data=st.data())
 def test_a_snapshot_name_with_one_character_changed_is_refused(

@@ -31,6 +31,7 @@ from storage.index import (
     read_offset_index,
     read_time_index,
 )
+from tests.properties import examples
 
 
 def floor(entries: list[tuple[int, int]], key: int) -> tuple[int, int] | None:
@@ -229,12 +230,12 @@ class IndexMachine(RuleBasedStateMachine):
 
 TestIndexModel = IndexMachine.TestCase
 TestIndexModel.settings = settings(
-    max_examples=80, stateful_step_count=30, deadline=None,
+    max_examples=examples(80), stateful_step_count=30, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 
 
-@settings(deadline=None, max_examples=60)
+@settings(deadline=None, max_examples=examples(60))
 @given(
     base=st.integers(0, 2**40),
     entries=st.lists(st.tuples(st.integers(1, 1000), st.integers(0, 2**31 - 1)), max_size=20),

@@ -18,6 +18,7 @@ from storage.log import MetadataLog
 from storage.records import RecordBatch
 from storage.segment import LogConfig
 from storage.snapshots import SnapshotId, build_snapshot_batches
+from tests.properties import examples
 
 CONFIG = LogConfig(segment_bytes=2048, index_interval_bytes=512)
 
@@ -142,6 +143,6 @@ class LogMachine(RuleBasedStateMachine):
 
 TestLogModel = LogMachine.TestCase
 TestLogModel.settings = settings(
-    max_examples=30, stateful_step_count=25, deadline=None,
+    max_examples=examples(30), stateful_step_count=25, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )

@@ -27,6 +27,7 @@ from storage.records import (
     set_base_offset,
     set_partition_leader_epoch,
 )
+from tests.properties import examples
 
 # An independent declaration of the 61-byte header (DefaultRecordBatch.java:35-130).
 HEADER = cs.Struct(
@@ -116,7 +117,7 @@ def test_set_offset_and_epoch_keep_crc() -> None:
     assert (view.base_offset, view.partition_leader_epoch, view.last_offset) == (1000, 9, 1001)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     records=st.lists(record_st, min_size=1, max_size=12),
     codec=codec_st,
@@ -192,7 +193,7 @@ def _kafka_python_build(records: list[SimpleRecord], codec: CompressionType) -> 
     return bytes(builder.build())
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records=st.lists(record_st, min_size=1, max_size=10), codec=codec_st)
 def test_kafka_python_reads_kwire_batches(records: list[SimpleRecord], codec: CompressionType) -> None:
     raw = build_batch(records, base_offset=500, partition_leader_epoch=4, compression=codec)
@@ -213,7 +214,7 @@ def test_kafka_python_reads_kwire_batches(records: list[SimpleRecord], codec: Co
         assert bytes(mine) == raw
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records=st.lists(record_st, min_size=1, max_size=10), codec=codec_st)
 def test_kwire_reads_kafka_python_batches(records: list[SimpleRecord], codec: CompressionType) -> None:
     raw = bytearray(_kafka_python_build(records, codec))
@@ -276,7 +277,7 @@ def test_record_structure_errors() -> None:
         RecordBatch(_batch_with_records_body(bytes(good), -1)).records()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(garbage=st.binary(min_size=0, max_size=120), count=st.integers(-2, 5))
 def test_garbage_records_raise_only_invalid_record(garbage: bytes, count: int) -> None:
     try:

@@ -31,6 +31,7 @@ from storage.control import build_data_batch
 from storage.log import MetadataLog
 from storage.records import RecordBatch
 from storage.segment import LogConfig
+from tests.properties import examples
 
 NO_TIMESTAMP = -1
 
@@ -135,7 +136,7 @@ def check_reads(log: MetadataLog, batches: list[RecordBatch], probes: list[int])
 slow = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-@settings(slow, max_examples=25)
+@settings(slow, max_examples=examples(25))
 @given(config=configs, plan=appends(), data=st.data())
 def test_rolls_and_indexes_follow_the_model_and_survive_recovery(
     config: LogConfig, plan: list[tuple[int, int, int]], data: st.DataObject
@@ -172,7 +173,7 @@ def test_rolls_and_indexes_follow_the_model_and_survive_recovery(
         log.close()
 
 
-@settings(slow, max_examples=40)
+@settings(slow, max_examples=examples(40))
 @given(plan=appends(), data=st.data())
 def test_a_segment_filled_exactly_to_segment_bytes_does_not_roll(
     plan: list[tuple[int, int, int]], data: st.DataObject
@@ -194,7 +195,7 @@ def test_a_segment_filled_exactly_to_segment_bytes_does_not_roll(
         log.close()
 
 
-@settings(slow, max_examples=25)
+@settings(slow, max_examples=examples(25))
 @given(config=configs, plan=appends(), more=appends(), data=st.data())
 def test_truncate_to_any_offset_then_append(
     config: LogConfig, plan: list[tuple[int, int, int]], more: list[tuple[int, int, int]],
@@ -240,7 +241,7 @@ def test_truncate_to_any_offset_then_append(
         log.close()
 
 
-@settings(slow, max_examples=30)
+@settings(slow, max_examples=examples(30))
 @given(config=configs, plan=appends(), data=st.data())
 def test_a_flipped_bit_anywhere_keeps_exactly_the_batches_before_it(
     config: LogConfig, plan: list[tuple[int, int, int]], data: st.DataObject

@@ -27,6 +27,7 @@ from storage.control import ControlRecordType
 from storage.errors import InconsistentStateError
 from storage.snapshot_format import SnapshotId
 from storage.snapshots import read_snapshot, recover_snapshots, write_snapshot
+from tests.properties import examples
 
 slow = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -43,7 +44,7 @@ def partition_dir() -> Iterator[Path]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-@settings(slow, max_examples=40)
+@settings(slow, max_examples=examples(40))
 @given(
     records=st.lists(st.integers(1, 300).map(lambda n: bytes([n % 251 + 1]) * n), max_size=25),
     max_batch_bytes=st.integers(100, 800),
@@ -91,7 +92,7 @@ snapshot_files = st.lists(
 )
 
 
-@settings(slow, max_examples=60)
+@settings(slow, max_examples=examples(60))
 @given(files=snapshot_files, log_start=st.integers(0, 70))
 def test_recovery_keeps_exactly_the_frozen_snapshots_from_the_log_start(
     files: list[tuple[int, int, str]], log_start: int
