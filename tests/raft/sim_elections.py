@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from server.raft.quorum_state import QuorumState
-from tests.raft.sim import Cluster
+from tools.simulate.cluster import Cluster
 
 SLOT = 1
 """The node whose share of wins is counted (kwire in the ``mixed`` mix)."""
