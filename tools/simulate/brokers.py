@@ -150,25 +150,34 @@ class BrokerCluster(Cluster, BrokerClients, BrokerChecks):
         if host is None or host.raft is not node.core:
             assert node.core is not None
             host = self.hosts[node.node_id] = ControllerHost(
-                ControllerConfig(
-                    node_id=node.node_id,
-                    cluster_id=CLUSTER_ID,
-                    static_config={},
-                    session_timeout_ms=SESSION_TIMEOUT_MS,
-                    leader_imbalance_check_interval_ms=BALANCE_INTERVAL_MS,
-                    unclean_leader_election_interval_ms=BALANCE_INTERVAL_MS,
-                    snapshot_max_bytes=self.snapshot_bytes,
-                    snapshot_max_interval_ms=0,
-                ),
+                self.controller_config(node),
                 bootstrap=self.bootstrap,
                 raft=node.core,
                 now_ms=self.now,
                 rng=random.Random(f"controller/{self.seed}/{node.node_id}/{node.incarnation}"),
-                log=_FailingLog(self, node.node_id),
+                log=self.host_log(node),
             )
             self.registrations[node.node_id] = {}
             self.host_timers.pop(node.node_id, None)
         return host
+
+    def controller_config(self, node: SimNode) -> ControllerConfig:
+        """The settings of the node's host: short sessions and rebalance intervals, so that a
+        seeded run of a few simulated seconds sees them act."""
+        return ControllerConfig(
+            node_id=node.node_id,
+            cluster_id=CLUSTER_ID,
+            static_config={},
+            session_timeout_ms=SESSION_TIMEOUT_MS,
+            leader_imbalance_check_interval_ms=BALANCE_INTERVAL_MS,
+            unclean_leader_election_interval_ms=BALANCE_INTERVAL_MS,
+            snapshot_max_bytes=self.snapshot_bytes,
+            snapshot_max_interval_ms=0,
+        )
+
+    def host_log(self, node: SimNode) -> Any:
+        """The host's log: an ERROR line fails the run."""
+        return _FailingLog(self, node.node_id)
 
     def step(self, node_id: int, event: Event, seen_text: str | None = None) -> None:
         """Every event steps the node's core and host together, as the node's driver does
@@ -186,9 +195,10 @@ class BrokerCluster(Cluster, BrokerClients, BrokerChecks):
 
         def apply(out: Outbox) -> bool:
             self.touched.add(node.node_id)
-            texts = self.texts = {}
-            self.trace.update(trace_line(self.now, node.node_id, stepped[-1], out, core, text.pop() if text else None,
-                                         texts))
+            if self.tracing:
+                texts = self.texts = {}
+                self.trace.update(trace_line(self.now, node.node_id, stepped[-1], out, core,
+                                             text.pop() if text else None, texts))
             Cluster.apply(self, node, out)
             return False
 

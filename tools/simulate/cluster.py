@@ -63,6 +63,9 @@ class Cluster(Router, QuorumInvariants):
     """A simulated quorum (module docstring): ``voters`` voters and ``observers`` observers on
     one clock, driven by :meth:`run_until`."""
 
+    tracing = True
+    """Whether steps go into :attr:`trace` (a fleet run, which reports no digest, skips it)."""
+
     def __init__(
         self,
         seed: int,
@@ -264,8 +267,9 @@ class Cluster(Router, QuorumInvariants):
         assert node.core is not None
         self.touched.add(node_id)
         outbox = node.core.step(self.now, event)
-        texts = self.texts = {}
-        self.trace.update(trace_line(self.now, node_id, event, outbox, node.core, seen_text, texts))
+        if self.tracing:
+            texts = self.texts = {}
+            self.trace.update(trace_line(self.now, node_id, event, outbox, node.core, seen_text, texts))
         self.apply(node, outbox)
 
     def apply(self, node: SimNode, out: Outbox) -> None:
