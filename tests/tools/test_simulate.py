@@ -12,8 +12,8 @@ import pytest
 
 from tools.cli import main
 from tools.simulate.command import simulate
-from tools.simulate.fleet import FIRST_BROKER_ID, FleetSpec
 from tools.simulate.fleet_scenarios import SCENARIOS
+from tools.simulate.fleet_spec import FIRST_BROKER_ID, FleetSpec
 
 BROKERS = 9
 TINY = ["--brokers", str(BROKERS), "--partitions", "60", "--racks", "3", "--fault-at-s", "10", "--quiet"]

@@ -1,5 +1,5 @@
 """``kwire simulate``: a what-if run of the node's own controller quorum against a fleet of
-simulated brokers, on one virtual clock from one seed (``tools.simulate.fleet``), reported as
+simulated brokers, on one virtual clock from one seed (``tools.simulate.fleet``, ``fleet_spec``), reported as
 figures and plots (``tools.simulate.report``)::
 
     kwire simulate --brokers 1000 --partitions 100000 --scenario zonal-outage --racks 3 \\
@@ -31,8 +31,9 @@ from typing import Any
 
 from server.config import ConfigError
 from server.node.plugins import REPLICA_PLACER
-from tools.simulate.fleet import FleetCluster, FleetSpec, PlacementFailed
+from tools.simulate.fleet import FleetCluster
 from tools.simulate.fleet_scenarios import SCENARIOS, figures, run_fleet
+from tools.simulate.fleet_spec import FleetSpec, PlacementFailed
 from tools.simulate.report import (
     cpu_record,
     run_record,

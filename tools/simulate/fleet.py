@@ -35,7 +35,6 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from kwire.errors import Errors
@@ -53,88 +52,28 @@ from server.raft.types import OffsetAndEpoch
 from storage.snapshots import read_snapshot_content
 from tools.simulate.broker_clients import CLUSTER_ID, SimBroker
 from tools.simulate.brokers import BrokerCluster
+from tools.simulate.fleet_spec import (
+    FIRST_BROKER_ID,
+    VOTERS,
+    FleetSpec,
+    PlacementFailed,
+    Sample,
+    node_properties,
+    rack_name,
+)
 from tools.simulate.nodes import SimNode
 
-__all__ = ["FIRST_BROKER_ID", "FleetCluster", "FleetSpec", "PlacementFailed", "Sample", "rack_name"]
+__all__ = ["CATCH_UP_MS", "PARTITIONS_PER_TOPIC", "FleetCluster"]
 
-FIRST_BROKER_ID = 1000
 PARTITIONS_PER_TOPIC = 1000
 CATCH_UP_MS = 5000
 """How long a replica that came back takes to catch up before its leader adds it to the ISR."""
 METADATA_VERSION = 26
 """4.1-IV1, the newest level the simulated brokers support."""
-VOTERS = 3
-
 
 _REPLICAS, _ISR, _LEADER = operator.itemgetter(0), operator.itemgetter(2), operator.itemgetter(5)
 """The fields of a ``PartitionRegistration`` (a named tuple) the samples read."""
 assert PartitionRegistration._fields[0:6:] == ("replicas", "directories", "isr", "removing_replicas", "adding_replicas", "leader")
-
-
-def rack_name(index: int) -> str:
-    """``rack-a``, ``rack-b``, ... (``rack-26``, ... past the alphabet)."""
-    return f"rack-{chr(ord('a') + index)}" if index < 26 else f"rack-{index}"
-
-
-class PlacementFailed(Exception):
-    """The controller refused a CreateTopics of the run (its error name and message): the
-    placer raised, answered an invalid assignment, or there were too few brokers."""
-
-
-@dataclass(frozen=True)
-class FleetSpec:
-    """One run: ``brokers`` brokers over ``racks`` racks, ``partitions`` partitions of
-    ``replication_factor`` replicas, ``duration_s`` simulated seconds from ``seed``, the
-    node's ``properties`` (server.properties keys, the placer among them) over the defaults,
-    a sample every ``sample_ms``, the scenario's fault at ``fault_at_s``."""
-
-    brokers: int
-    partitions: int
-    scenario: str
-    seed: int
-    racks: int = 1
-    duration_s: int = 360
-    replication_factor: int = 3
-    properties: Mapping[str, str] = field(default_factory=dict)
-    sample_ms: int = 1000
-    fault_at_s: int = 60
-    """When the scenario's fault starts (the partitions are created by then at 100,000)."""
-
-
-@dataclass
-class Sample:
-    """The fleet at one moment of simulated time (module docstring)."""
-
-    time_s: float
-    leaders: list[int]
-    """Partitions led by each broker, in broker id order."""
-    offline: int
-    led_by_dead: int
-    under_replicated: int
-    leader_moves: int
-    records: int
-    fenced: int
-    alive: int
-    partitions: int
-    controller_s: float
-    """CPU seconds the controllers' steps took since the last sample (measured, so not
-    deterministic)."""
-    process_cpu_s: float
-    """Process CPU seconds since the last sample: the controllers and the simulated brokers."""
-
-
-def node_properties(node_id: int, overrides: Mapping[str, str]) -> dict[str, str]:
-    """server.properties of controller ``node_id`` of the simulated quorum, ``overrides`` on top."""
-    voters = ",".join(f"{i}@node{i}:{9000 + i}" for i in range(1, VOTERS + 1))
-    props = {
-        "process.roles": "controller",
-        "node.id": str(node_id),
-        "controller.listener.names": "CONTROLLER",
-        "listeners": f"CONTROLLER://node{node_id}:{9000 + node_id}",
-        "controller.quorum.voters": voters,
-    }
-    props.update(overrides)
-    return props
 
 
 class _QuietLog:

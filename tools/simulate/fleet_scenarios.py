@@ -28,7 +28,8 @@ from typing import Any
 
 from kwire.uuid import Uuid
 from tools.simulate.broker_clients import SimBroker
-from tools.simulate.fleet import FleetCluster, FleetSpec, rack_name
+from tools.simulate.fleet import FleetCluster
+from tools.simulate.fleet_spec import FleetSpec, rack_name
 
 __all__ = ["SCENARIOS", "check_spec", "figures", "run_fleet"]
 
