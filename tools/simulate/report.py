@@ -68,8 +68,21 @@ def cpu_record(label: str, cluster: FleetCluster, wall_s: float, process_cpu_s: 
 def write_summary(out: Path, spec: dict[str, Any], runs: Sequence[dict[str, Any]]) -> Path:
     """``out/summary.json``: the spec and the runs (:func:`run_record`), keys in a fixed order."""
     path = out / "summary.json"
-    path.write_text(json.dumps({"spec": spec, "runs": list(runs)}, indent=1) + "\n")
+    path.write_text(_json({"spec": spec, "runs": list(runs)}) + "\n")
     return path
+
+
+def _json(value: Any, indent: str = "") -> str:
+    """``value`` as JSON, objects one key a line, lists on one line each (a series of a
+    thousand brokers by 360 samples is 360 lines, not 360,000)."""
+    if isinstance(value, dict) and value:
+        inner = indent + " "
+        items = ",\n".join(f"{inner}{json.dumps(key)}: {_json(item, inner)}" for key, item in value.items())
+        return "{\n" + items + "\n" + indent + "}"
+    if isinstance(value, list) and value and isinstance(value[0], (dict, list)):
+        inner = indent + " "
+        return "[\n" + ",\n".join(inner + _json(item, inner) for item in value) + "\n" + indent + "]"
+    return json.dumps(value, separators=(",", ":"))
 
 
 def write_cpu(out: Path, cpus: Sequence[dict[str, Any]]) -> Path:
