@@ -23,6 +23,7 @@ are printed); 2 for a bad argument, property or plug-in.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -96,7 +97,7 @@ def simulate(
         properties = dict(spec.properties)
         if placer is not None:
             properties[REPLICA_PLACER] = placer
-        run_spec = FleetSpec(**{**spec.__dict__, "properties": properties})
+        run_spec = dataclasses.replace(spec, properties=properties)
         label = placer or DEFAULT_PLACER
         wall, cpu = time.perf_counter(), time.process_time()
 
