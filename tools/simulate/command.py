@@ -53,16 +53,18 @@ def add_parser(subparsers: Any) -> None:
     """``kwire simulate``."""
     parser = subparsers.add_parser(
         "simulate", help="what-if runs of the controller against simulated brokers, with plots",
-        description=__doc__.split("\n\n")[0],
+        description="Run the node's own controller quorum against a fleet of simulated brokers under a "
+                    "scenario, on one virtual clock from one seed; write summary.json (the same for the "
+                    "same arguments), cpu.json, PNG plots and index.html into --out.",
     )
     parser.add_argument("--brokers", type=int, required=True, help="simulated brokers")
-    parser.add_argument("--partitions", type=int, required=True, help="partitions (replication factor 3)")
+    parser.add_argument("--partitions", type=int, required=True, help="partitions, in topics of 1,000")
     parser.add_argument("--scenario", choices=SCENARIOS, required=True)
     parser.add_argument("--seed", type=int, default=0, help="the run's seed (default 0)")
     parser.add_argument("--out", type=Path, required=True, help="directory for summary.json, the plots, index.html")
     parser.add_argument("--racks", type=int, default=1, help="racks the brokers are spread over (default 1)")
     parser.add_argument("--duration-s", type=int, default=360, help="simulated seconds (default 360)")
-    parser.add_argument("--replication-factor", type=int, default=3)
+    parser.add_argument("--replication-factor", type=int, default=3, help="of every partition (default 3)")
     parser.add_argument("--placer", metavar="MODULE:CLASS", help="kwire.replica.placer.class of the run")
     parser.add_argument("--compare", metavar="MODULE:CLASS",
                         help="run again with this placer on the same seed and plot both")
