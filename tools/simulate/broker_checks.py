@@ -16,11 +16,11 @@ from messages.generated.unfence_broker_record import UnfenceBrokerRecord
 from messages.generated.unregister_broker_record import UnregisterBrokerRecord
 from messages.metadata import decode_record
 from messages.runtime import Message
-from server.controller.image import PartitionRegistration, TopicImage
+from server.controller.image import PartitionRegistration, TopicControlInfo
 from storage.records import RecordBatch
 
 if TYPE_CHECKING:
-    from server.controller.controller import QuorumController
+    from server.controller.controller import ControlManagers
     from tools.simulate.nodes import SimNode
 
 __all__ = ["BrokerChecks", "image_digest"]
@@ -81,7 +81,7 @@ class BrokerChecks:
         if holder != message.incarnation_id:
             self.fail(f"UniqueBrokerEpoch: epoch {message.broker_epoch} of broker {message.broker_id} given twice")
 
-    def _check_partitions(self, node: SimNode, controller: QuorumController) -> None:
+    def _check_partitions(self, node: SimNode, controller: ControlManagers) -> None:
         reassigning = {(topic_id, index) for topic_id, indexes in controller.replication.reassigning.items() for index in indexes}
         registrations = controller.cluster.registrations
         for topic in controller.replication.topics.values():
@@ -113,7 +113,7 @@ _KEYS = frozenset(
 """The api keys of the records the checks decode (one-byte varints in the record frame)."""
 
 
-def _where(node: SimNode, topic: TopicImage, index: int) -> str:
+def _where(node: SimNode, topic: TopicControlInfo, index: int) -> str:
     """A partition of a node's image, as a failure names it."""
     return f"node {node.node_id}, {topic.name}-{index}"
 
@@ -123,7 +123,7 @@ def _where(node: SimNode, topic: TopicImage, index: int) -> str:
 assert issubclass(PartitionRegistration, tuple)
 
 
-def image_digest(controller: QuorumController, reprs: dict[int, tuple[Any, str]]) -> bytes:
+def image_digest(controller: ControlManagers, reprs: dict[int, tuple[Any, str]]) -> bytes:
     """The digest of the image's text: the same text for the same image. ``reprs`` caches
     the reprs of partitions by identity (it holds each partition, so no other object takes
     its id)."""
@@ -134,7 +134,7 @@ def image_digest(controller: QuorumController, reprs: dict[int, tuple[Any, str]]
     features = sorted(controller.feature_levels.items())
     image = controller.replication
 
-    def partitions(topic: TopicImage) -> str:
+    def partitions(topic: TopicControlInfo) -> str:
         rows = []
         for index, partition in sorted(topic.partitions.items()):
             cached = reprs.get(id(partition))

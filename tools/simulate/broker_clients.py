@@ -28,10 +28,10 @@ from messages.generated.broker_registration_request import (
 from messages.generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from messages.generated.delete_topics_request import DeleteTopicsRequest
 from messages.runtime import Message
-from server.controller.host import ControllerHost, ControllerRequest
+from server.controller.host import ControllerRequest, QuorumController
 
 if TYPE_CHECKING:
-    from server.controller.controller import QuorumController
+    from server.controller.controller import ControlManagers
     from server.raft.events import Event
     from tools.simulate.nodes import SimNode
 
@@ -84,7 +84,7 @@ class BrokerClients:
 
         def leader(self) -> int | None: ...
 
-        def host(self, node: SimNode) -> ControllerHost: ...
+        def host(self, node: SimNode) -> QuorumController: ...
 
         def turn(self, node: SimNode, events: list[Event], *, load: bool, seen_text: str | None = None) -> None: ...
 
@@ -102,7 +102,7 @@ class BrokerClients:
         self.turn(node, [], load=False)
         return serial
 
-    def active_image(self) -> QuorumController | None:
+    def active_image(self) -> ControlManagers | None:
         """The active controller's state, for the admin to pick its next request from."""
         leader = self.leader()
         return None if leader is None else self.host(self.nodes[leader]).active_controller()

@@ -1,6 +1,6 @@
 """The "brokers" simulation: simulated brokers and an admin send controller RPCs to the simulated
 quorum's leader while leaders crash and the network splits; every node runs the node's own
-controller host (``server.controller.host.ControllerHost``) beside its core.
+controller host (``server.controller.host.QuorumController``) beside its core.
 
 The simulation drives each host with the node's own stepping function
 (``server.controller.stepping.steps``, as ``server.node.driver`` does): every event the core
@@ -53,7 +53,7 @@ from kwire.uuid import Uuid
 from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.runtime import Message
 from server.controller.cluster import ReplayError
-from server.controller.host import ControllerHost, ControllerOutbox
+from server.controller.host import ControllerOutbox, QuorumController
 from server.controller.operations import ControllerConfig
 from server.controller.stepping import run_steps, steps
 from server.raft.events import AppendResult, Event, Outbox, Tick
@@ -98,7 +98,7 @@ class BrokerCluster(Cluster, BrokerClients, BrokerChecks):
         if elr:
             self.bootstrap.append((FeatureLevelRecord(name="eligible.leader.replicas.version", feature_level=1), 0))
         self.snapshot_bytes = snapshot_bytes
-        self.hosts: dict[int, ControllerHost] = {}
+        self.hosts: dict[int, QuorumController] = {}
         self.host_timers: dict[int, int] = {}
         """node id -> when its host wants to be polled next."""
         self.next_serial = 0
@@ -144,12 +144,12 @@ class BrokerCluster(Cluster, BrokerClients, BrokerChecks):
 
     # ------------------------------------------------------------------ driving the hosts
 
-    def host(self, node: SimNode) -> ControllerHost:
+    def host(self, node: SimNode) -> QuorumController:
         """The node's host, new for each incarnation of the node (a restart starts empty)."""
         host = self.hosts.get(node.node_id)
         if host is None or host.raft is not node.core:
             assert node.core is not None
-            host = self.hosts[node.node_id] = ControllerHost(
+            host = self.hosts[node.node_id] = QuorumController(
                 self.controller_config(node),
                 bootstrap=self.bootstrap,
                 raft=node.core,
