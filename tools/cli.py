@@ -41,6 +41,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "a controller whose leader writes a steady load, as Kafka's TestRaftServer",
     ),
     "failpoint": ("tools.failpoint_cmd", "arm, list and clear a running node's failpoints (tests only)"),
+    "simulate": (
+        "tools.simulate.command",
+        "what-if runs of the controller against simulated brokers (placers, faults), with plots",
+    ),
     "audit": ("tools.audit", "check a cluster's metadata logs (PySpark) and its brokers' replicas"),
 }
 

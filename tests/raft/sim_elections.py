@@ -1,5 +1,5 @@
 """Who wins the election after a leader dies, and how long it takes: three voters of the
-seeded simulation (``tests/raft/sim.py``) under a steady load, one leader killed per seed.
+seeded simulation (``tools.simulate``) under a steady load, one leader killed per seed.
 
 Some voters may run Kafka's follower timer in place of kwire's: ``FollowerState`` gives up on
 its leader exactly ``controller.quorum.fetch.timeout.ms`` after the last successful fetch,
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from server.raft.quorum_state import QuorumState
-from tests.raft.sim import Cluster
+from tools.simulate.cluster import Cluster
 
 SLOT = 1
 """The node whose share of wins is counted (kwire in the ``mixed`` mix)."""
@@ -41,7 +41,7 @@ def _kafka_fetch_deadline(quorum: QuorumState, now_ms: int) -> int:
 
 
 class _MixedCluster(Cluster):
-    """A :class:`~tests.raft.sim.Cluster` whose voters in ``kafka_timer_ids`` give up on their
+    """A :class:`~tools.simulate.cluster.Cluster` whose voters in ``kafka_timer_ids`` give up on their
     leader as Kafka's ``FollowerState`` does."""
 
     def __init__(self, seed: int, kafka_timer_ids: frozenset[int]) -> None:

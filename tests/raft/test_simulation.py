@@ -1,4 +1,4 @@
-"""Seeded whole-quorum simulations (``tests/raft/sim.py``) with invariants after every event.
+"""Seeded whole-quorum simulations (``tools.simulate``) with invariants after every event.
 
 ``KWIRE_SIM_SEEDS`` (default 500) sets how many seeds the normal run covers, ``KWIRE_SIM_FIRST``
 the first one (default 0), ``KWIRE_SIM_WORKERS`` the processes each test item uses (default 2,
@@ -6,7 +6,7 @@ the first one (default 0), ``KWIRE_SIM_WORKERS`` the processes each test item us
 ``KWIRE_SIM_WIRE=1`` makes the router encode and decode every message at its API version.
 ``test_stray_request_seeds`` runs the "stray" scenario (the differential probe's request shapes
 from outside the quorum) on a fifth as many seeds, ``test_broker_seeds`` the "brokers" scenario
-(``sim_brokers``: simulated brokers and an admin against the node's own controller host,
+(``tools.simulate.brokers``: simulated brokers and an admin against the node's own controller host,
 ``server.controller.host``) on as many. A
 nightly run: ``KWIRE_SIM_FIRST=10000 KWIRE_SIM_SEEDS=10000 pytest tests/raft/test_simulation.py
 -k seeds``. A failure prints the command that replays its seed alone::
@@ -37,7 +37,9 @@ from pathlib import Path
 import pytest
 
 from server.raft.log import MemoryRaftLog
-from tests.raft.sim import SCENARIOS, Cluster, InvariantViolation, run_scenario
+from tools.simulate.cluster import Cluster
+from tools.simulate.invariants import InvariantViolation
+from tools.simulate.scenarios import SCENARIOS, run_scenario
 
 SEEDS = int(os.environ.get("KWIRE_SIM_SEEDS", "500"))
 FIRST = int(os.environ.get("KWIRE_SIM_FIRST", "0"))
@@ -132,7 +134,7 @@ def test_simulation_seeds(seeds: range) -> None:
 
 @pytest.mark.parametrize("seeds", _chunks(FIRST, max(1, SEEDS // 5)), ids=_chunk_id)
 def test_stray_request_seeds(seeds: range) -> None:
-    """The differential probe's requests (``sim.stray_request``) from a replica outside the
+    """The differential probe's requests (``tools.simulate.stray.stray_request``) from a replica outside the
     quorum, delivered to random nodes of a loaded quorum: every invariant holds after every
     event and the quorum commits afterwards. ``KWIRE_SIM_SEEDS / 5`` seeds from
     ``KWIRE_SIM_FIRST`` (100 by default); replay one with ``KWIRE_SIM_SEED=N
@@ -143,7 +145,7 @@ def test_stray_request_seeds(seeds: range) -> None:
 @pytest.mark.parametrize("seeds", _chunks(FIRST, SEEDS), ids=_chunk_id)
 def test_broker_seeds(seeds: range) -> None:
     """Simulated brokers register and heartbeat with the active controller through leader
-    crashes, isolation and broker deaths (``tests/raft/sim_brokers.py``): broker epochs are the
+    crashes, isolation and broker deaths (``tools.simulate.brokers``): broker epochs are the
     offsets of their registrations, every node holds the same image at the same offset, and
     every broker runs again once the faults end. ``KWIRE_SIM_SEEDS`` seeds from
     ``KWIRE_SIM_FIRST``; replay one with ``KWIRE_SIM_SEED=N KWIRE_SIM_SCENARIO=brokers``."""
@@ -157,7 +159,7 @@ def test_the_broker_scenario_reaches_topics_and_isr_changes() -> None:
     fencing, unfencing and shutdowns move partition leadership, and nodes load controller
     images from snapshots, and active controllers apply writes ahead of their commit and go
     back to the committed image when they lose leadership."""
-    from tests.raft.sim import run_scenario
+    from tools.simulate.scenarios import run_scenario
 
     stats = [run_scenario(seed, "brokers") for seed in range(8)]
     assert sum(s.topics_created for s in stats) >= 8, stats
