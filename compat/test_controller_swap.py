@@ -25,7 +25,8 @@ One swap of controller ``old`` by ``new``, as an operator does it with the stock
 Controllers 1, 2, 3 are swapped for kwire nodes 4, 5, 6, the followers first and the leader
 last, so that the last removal hands leadership from a stock controller to a kwire node; then,
 with only kwire voters, the kwire leader is stopped with SIGTERM (it resigns) and started again,
-so that kwire hands leadership to kwire under stock brokers; then 4, 5, 6 are swapped for stock
+then killed with SIGKILL and started again, so that kwire hands leadership to kwire under stock
+brokers, gracefully and not; then 4, 5, 6 are swapped for stock
 controllers 7, 8, 9 the same way, the last removal handing leadership back to stock.
 
 Watched throughout (:mod:`compat.watch`): the partition leaders and the brokers every broker's
@@ -202,14 +203,15 @@ def _swap(kafka: KafkaRelease, quorum: Quorum, old: int, new: int) -> Swapped:
     return Swapped(line, was_leader, leader)
 
 
-def _resign(quorum: Quorum) -> str:
-    """SIGTERM of the leader (it resigns, EndQuorumEpoch), another voter leads; it is started
-    again and catches up as a voter. Returns what happened."""
+def _stop_leader(quorum: Quorum, sig: signal.Signals) -> str:
+    """``sig`` to the leader (SIGTERM: it resigns and sends EndQuorumEpoch; SIGKILL: the others
+    notice its silence after ``controller.quorum.fetch.timeout.ms``), another voter leads; it is
+    started again and catches up as a voter. Returns what happened."""
     view = _view(quorum)
     assert view is not None
     leader, epoch = view.partition.leader_id, view.partition.leader_epoch
     stopped = time.monotonic()
-    quorum.kill(leader, signal.SIGTERM)
+    quorum.kill(leader, sig)
     new_leader, new_epoch, _ = quorum.wait_leader(ELECTION_BOUND_S, excluded=leader)
     elected = time.monotonic() - stopped
     quorum.start(leader)
@@ -217,7 +219,7 @@ def _resign(quorum: Quorum) -> str:
                lambda v: leader in caught_up_voters(v, time.time_ns() // 1_000_000)
                and any(r.replica_id == leader and r.last_fetch_timestamp > time.time_ns() // 1_000_000 - 2000
                        for r in v.partition.current_voters), leader)
-    return (f"leader {leader} ({_kind(quorum, leader)}, epoch {epoch}) stopped: {new_leader} "
+    return (f"leader {leader} ({_kind(quorum, leader)}, epoch {epoch}) sent {sig.name}: {new_leader} "
             f"({_kind(quorum, new_leader)}) leads epoch {new_epoch} after {elected:.1f} s; {leader} back as a voter")
 
 
@@ -253,7 +255,8 @@ def test_live_controller_swap(tmp_path: Path, release: str) -> None:
 
         try:
             to_kwire = _replace_all(kafka, quorum, STOCK_IDS, KWIRE_IDS, report)
-            report(_resign(quorum))
+            report(_stop_leader(quorum, signal.SIGTERM))
+            report(_stop_leader(quorum, signal.SIGKILL))
             to_stock = _replace_all(kafka, quorum, KWIRE_IDS, BACK_IDS, report)
             final = _wait_view(quorum, "the final voters", lambda v: sorted(_voters(v)) == list(BACK_IDS))
         except BaseException:
