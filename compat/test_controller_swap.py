@@ -51,9 +51,10 @@ Printed (run with ``-s``): acknowledged and consumed counts, the longest offline
 longest time without a quorum leader, each swap's duration, and the leader of each epoch (node
 id, kwire or stock) from DescribeQuorum and from the log's LeaderChange records.
 
-Skipped unless ``KWIRE_CONTROLLER_SWAP`` is set. Cost per release: 65-155 s and 40-60 CPU-s
+Skipped unless ``KWIRE_CONTROLLER_SWAP`` is set. Cost per release: 35-50 s and 35-45 CPU-s
 (the test's process tree: up to four controllers and three brokers at a time, a dozen tool
-JVMs) on a loaded 2-core machine, where a stock controller's JVM took up to 15 s to start.
+JVMs) on a quiet 2-core machine; up to 155 s on a loaded one, where a stock controller's JVM
+took up to 15 s to start.
 """
 
 from __future__ import annotations
