@@ -127,6 +127,9 @@ test:
 ## metadata.version; its table in release-matrix.md; `make test` runs one cluster of mixed releases),
 ## a stock 3.6.2 broker refused alike by a stock 4.4 and a kwire controller finalized past it
 ## (`make test` compares the same refusals request by request),
+## a live controller swap (stock 3.9.2 and 4.4.0 dynamic quorums under three stock brokers, an
+## idempotent producer and a consumer: each controller replaced by a kwire node with
+## add-controller / remove-controller, then back to stock; no broker fenced, nothing lost),
 ## the differential sequences at every line's newest metadata.version against stock 4.4 (its
 ## table in mv-differential.md; `make test` runs 3.6-IV2),
 ## both secured quorums on both releases, every release-and-kind pair of the add, remove and
@@ -158,6 +161,7 @@ nightly: install compat-jars
 		compat/test_release_matrix.py
 	KWIRE_ROLLING_UPGRADE=1 $(PY) -m pytest -q -s compat/test_rolling_upgrade.py
 	KWIRE_OLD_BROKER_REFUSAL=1 $(PY) -m pytest -q compat/test_old_broker_refused.py
+	KWIRE_CONTROLLER_SWAP=3.9.2,4.4.0 $(PY) -m pytest -q -s compat/test_controller_swap.py
 	rm -f mv-differential.md
 	KWIRE_MV_DIFFERENTIAL=all KWIRE_MV_DIFFERENTIAL_TABLE=mv-differential.md $(PY) -m pytest -q -s \
 		compat/test_metadata_versions.py

@@ -13,6 +13,7 @@ from compat.harness import KafkaRelease, wait_until
 from compat.kafka import KafkaCommandError
 
 __all__ = [
+    "Consumer",
     "Load",
     "create_topic",
     "describe_topic",
@@ -171,6 +172,44 @@ class Load:
         self._stop.set()
         self._thread.join(30)
         self.producer.close(timeout=0)
+
+
+class Consumer:
+    """A group-less kafka-python consumer of ``topic`` from the beginning, in a thread."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        from kafka import KafkaConsumer
+
+        self.consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=None,
+                                      auto_offset_reset="earliest")
+        self.seen: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="consumer", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for batch in self.consumer.poll(timeout_ms=500).values():
+                with self._lock:
+                    self.seen.update(r.value.decode() for r in batch)
+
+    def wait_for(self, values: set[str], timeout_s: float) -> set[str]:
+        """Until every one of ``values`` was consumed or ``timeout_s`` passed; those missing."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                missing = values - set(self.seen)
+            if not missing or time.monotonic() > deadline:
+                return missing
+            time.sleep(0.5)  # poll interval
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self.consumer.close()
 
 
 def read_all(bootstrap: str, topic: str, at_least: int, timeout_s: float = 120.0) -> Counter[str]:

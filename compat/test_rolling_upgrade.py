@@ -46,18 +46,16 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 import time
-from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 import trio
 
-from compat.clients import Load
+from compat.clients import Consumer, Load
 from compat.harness import KafkaRelease, wait_until
 from compat.release_cluster import BROKER_START_TIMEOUT_S, ReleaseCluster
+from compat.watch import LeaderSampler
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
@@ -71,120 +69,20 @@ ASKED_RELEASE = "4.4"
 BROKER_IDS = (101, 102, 103)
 TOPIC = "rolling"
 FEATURES = ("group.version", "transaction.version", "eligible.leader.replicas.version")
-SAMPLE_S = 0.25
 CONTROLLERS_ENV = "KWIRE_ROLLING_UPGRADE_CONTROLLERS"
 """``stock``: the same run on three stock 4.4.0 controllers, the control of a finding."""
 RECORDS_PER_S = 500
 
 
-class LeaderSampler:
-    """Every :data:`SAMPLE_S`, a Metadata request for ``topic`` to the first running broker that
-    answers; per partition the time without a live leader. ``epochs`` maps (partition, leader
-    epoch) to the leader seen at that epoch."""
-
-    def __init__(self, cluster: ReleaseCluster, topic: str) -> None:
-        self.cluster, self.topic = cluster, topic
-        self.offline_since: dict[int, float] = {}
-        self.longest: dict[int, float] = {}
-        self.epochs: dict[tuple[int, int], int] = {}
-        self.samples = self.unanswered = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="leaders", daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(SAMPLE_S):
-            self.sample()
-
-    def sample(self) -> None:
-        now = time.monotonic()
-        response = None
-        for broker_id in sorted(self.cluster.broker_ids):
-            try:  # a broker being moved between release groups, stopping or starting: the next
-                response = trio.run(_topic_metadata, self.cluster.broker_address(broker_id), self.topic)
-                break
-            except Exception:
-                continue
-        self.samples += 1
-        if response is None:
-            self.unanswered += 1
-            return
-        live = {b.node_id for b in response.brokers}
-        for topic in response.topics:
-            for p in topic.partitions:
-                if p.leader_id >= 0:
-                    self.epochs.setdefault((p.partition_index, p.leader_epoch), p.leader_id)
-                if p.leader_id in live:
-                    since = self.offline_since.pop(p.partition_index, None)
-                    if since is not None:
-                        self._note(p.partition_index, now - since)
-                else:
-                    self.offline_since.setdefault(p.partition_index, now)
-
-    def _note(self, partition: int, seconds: float) -> None:
-        self.longest[partition] = max(self.longest.get(partition, 0.0), seconds)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        now = time.monotonic()
-        for partition, since in self.offline_since.items():
-            self._note(partition, now - since)
-
-    @property
-    def longest_offline_s(self) -> float:
-        return max(self.longest.values(), default=0.0)
-
-
-async def _topic_metadata(address: str, topic: str) -> Any:
-    from messages.generated.metadata_request import MetadataRequest, MetadataRequestTopic
-    from server.net.client import open_connection
-
-    host, _, port = address.rpartition(":")
-    with trio.fail_after(2.0):
-        async with await open_connection(host, int(port), "kwire-rolling", request_timeout_ms=2000) as conn:
-            return await conn.request(MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
-                                                      allow_auto_topic_creation=False))
-
-
-class Consumer:
-    """A group-less kafka-python consumer of ``topic`` from the beginning, in a thread."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        from kafka import KafkaConsumer
-
-        self.consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=None,
-                                      auto_offset_reset="earliest")
-        self.seen: Counter[str] = Counter()
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="consumer", daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            for batch in self.consumer.poll(timeout_ms=500).values():
-                with self._lock:
-                    self.seen.update(r.value.decode() for r in batch)
-
-    def wait_for(self, values: set[str], timeout_s: float) -> set[str]:
-        """Until every one of ``values`` was consumed or ``timeout_s`` passed; those missing."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            with self._lock:
-                missing = values - set(self.seen)
-            if not missing or time.monotonic() > deadline:
-                return missing
-            time.sleep(0.5)  # poll interval
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        self.consumer.close()
+def _broker_addresses(cluster: ReleaseCluster) -> list[str]:
+    """Every broker's client listener but one being moved between release groups."""
+    found = []
+    for broker_id in sorted(cluster.broker_ids):
+        try:
+            found.append(cluster.broker_address(broker_id))
+        except KeyError:  # restart_on moves it: asked again at the next sample
+            continue
+    return found
 
 
 def _features(kafka: KafkaRelease, bootstrap: str, *args: str, check: bool = True) -> tuple[int, str]:
@@ -243,7 +141,7 @@ def test_rolling_upgrade_under_load(tmp_path: Path) -> None:
         cluster.wait_listed(set(BROKER_IDS), BROKER_START_TIMEOUT_S)
         _create(cluster.bootstrap)
         cluster.wait_in_sync(TOPIC, set(BROKER_IDS), 3)
-        sampler = LeaderSampler(cluster, TOPIC)
+        sampler = LeaderSampler(lambda: _broker_addresses(cluster), TOPIC)
         sampler.start()
         load = Load(cluster.bootstrap, TOPIC, RECORDS_PER_S)
         consumer = Consumer(cluster.bootstrap, TOPIC)

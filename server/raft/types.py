@@ -51,6 +51,12 @@ class ReplicaKey:
         """The directory id as the wire carries it: the zero UUID when unknown."""
         return ZERO_UUID if self.directory_id is None else self.directory_id
 
+    def __str__(self) -> str:
+        """Kafka's ``ReplicaKey.toString``, which the voter-change errors quote:
+        ``ReplicaKey(id=2, directoryId=<base64 uuid>)``, ``<undefined>`` for no directory id."""
+        directory = "<undefined>" if self.directory_id is None else str(self.directory_id)
+        return f"ReplicaKey(id={self.id}, directoryId={directory})"
+
     def matches(self, other: ReplicaKey) -> bool:
         """Same id and, when both sides know one, the same directory id (``VoterSet.isVoter``)."""
         if self.id != other.id:
@@ -152,6 +158,12 @@ class VoterSet:
     def majority_size(self) -> int:
         """Votes (or acknowledged replicas) that make a majority: ``size // 2 + 1``."""
         return len(self.voters) // 2 + 1
+
+    def keys_text(self) -> str:
+        """The voters' replica keys as Kafka's voter-change errors print ``VoterSet.voterKeys()``:
+        ``[ReplicaKey(id=1, directoryId=...), ...]``. Kafka's set is ``Set.of``, whose
+        iteration order is salted anew in every JVM; kwire lists them by id."""
+        return "[" + ", ".join(str(key) for key in sorted((v.key for v in self.voters), key=lambda k: k.id)) + "]"
 
     def get(self, voter_id: int) -> VoterNode | None:
         """The voter with node id ``voter_id`` (whatever its directory id), or None."""

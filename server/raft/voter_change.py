@@ -10,6 +10,7 @@ and none may start while the latest VotersRecord is above the high watermark.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from kwire.errors import Errors
@@ -24,6 +25,30 @@ def uncommitted(ctx: RaftContext) -> bool:
     """True while the latest VotersRecord in the log is at or above the high watermark."""
     offset = ctx.control.latest_voters_offset()
     return offset is not None and offset >= ctx.view.high_watermark
+
+
+def cluster_id_text(given: str | None, cluster_id: str | None) -> str:
+    """INCONSISTENT_CLUSTER_ID's message of AddRaftVoter and RemoveRaftVoter, as
+    ``KafkaRaftClient.handleAddVoterRequest`` / ``handleRemoveVoterRequest`` word it."""
+    return f'The given id "{given}" doesn\'t match the cluster id "{cluster_id}"'
+
+
+def endpoints_text(endpoints: Sequence[tuple[str, str, int]]) -> str:
+    """``(listener, host, port)``s as Kafka prints an ``Endpoints`` built from a request:
+    ``Endpoints(endpoints={ListenerName(CONTROLLER)=host/<unresolved>:9093})`` (the addresses
+    are unresolved ``InetSocketAddress``es). Kafka keeps them in a hash map, so several print in
+    its hash order; kwire prints them in the request's order."""
+    inner = ", ".join(f"ListenerName({name})={host}/<unresolved>:{port}" for name, host, port in endpoints)
+    return f"Endpoints(endpoints={{{inner}}})"
+
+
+def uncommitted_text(ctx: RaftContext) -> str:
+    """REQUEST_TIMED_OUT's message while the latest voter change is uncommitted, as
+    ``AddVoterHandler`` / ``RemoveVoterHandler`` word it: the latest VotersRecord's offset
+    printed as Java prints an ``Optional``, and the high watermark."""
+    offset = ctx.control.latest_voters_offset()
+    at = "Optional.empty" if offset is None else f"Optional[{offset}]"
+    return f"Request timed out waiting for voters to commit the latest voter change at {at} with HWM {ctx.view.high_watermark}"
 
 
 def append_voters_record(ctx: RaftContext, voters: VoterSet, now_ms: int) -> int:

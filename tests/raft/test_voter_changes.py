@@ -71,15 +71,30 @@ def test_add_voter_checks() -> None:
     context, leader = _leader()
     _, response = context.request(_add(2), 0)
     assert response.error_code == Errors.DUPLICATE_VOTER
+    assert response.error_message == (  # AddVoterHandler's text
+        f"The voter id for ReplicaKey(id=2, directoryId={DIRS[2]}) is already part of the set of voters "
+        f"[ReplicaKey(id=1, directoryId={DIRS[1]}), ReplicaKey(id=2, directoryId={DIRS[2]}), "
+        f"ReplicaKey(id=3, directoryId={DIRS[3]})]."
+    )
     _, response = context.request(_add(4, ZERO_UUID), 0)
     assert response.error_code == Errors.INVALID_REQUEST
     assert response.error_message == "Add voter request didn't include a valid voter"
     _, response = context.request(_add(4, listener="OTHER"), 0)
     assert response.error_code == Errors.INVALID_REQUEST
+    assert response.error_message == (  # KafkaRaftClient.handleAddVoterRequest's text
+        "Add voter request didn't include the endpoint (Endpoints(endpoints={ListenerName(OTHER)="
+        "host4/<unresolved>:9004})) for the default listener ListenerName(CONTROLLER)"
+    )
     bad = _add(4)
     bad.cluster_id = "other"
     _, response = context.request(bad, 0)
     assert response.error_code == Errors.INCONSISTENT_CLUSTER_ID
+    assert response.error_message == f'The given id "other" doesn\'t match the cluster id "{CLUSTER_ID}"'
+    bad_removal = _remove(3)
+    bad_removal.cluster_id = "other"
+    _, response = context.request(bad_removal, 0)
+    assert response.error_code == Errors.INCONSISTENT_CLUSTER_ID
+    assert response.error_message == f'The given id "other" doesn\'t match the cluster id "{CLUSTER_ID}"'
 
 
 def test_add_voter_needs_kraft_version_1() -> None:
@@ -94,7 +109,9 @@ def test_add_voter_needs_kraft_version_1() -> None:
 def test_not_leader_and_no_high_watermark() -> None:
     context = make_context(voters=_voters(1, 2, 3), kraft_version=1, directory_id=DIRS[1])
     _, response = context.request(_add(4), 0)
-    assert response.error_code == Errors.NOT_LEADER_OR_FOLLOWER
+    assert (response.error_code, response.error_message) == (Errors.NOT_LEADER_OR_FOLLOWER, "")
+    _, response = context.request(_remove(3), 0)
+    assert (response.error_code, response.error_message) == (Errors.NOT_LEADER_OR_FOLLOWER, "")
     elect_local_leader(context)
     _, response = context.request(_add(4), 0)
     assert response.error_code == Errors.REQUEST_TIMED_OUT
@@ -145,6 +162,33 @@ def test_add_voter_that_cannot_run_the_kraft_version() -> None:
     assert out.replies[0].response.error_code == Errors.INVALID_REQUEST
 
 
+def test_a_change_waits_until_the_last_voters_record_commits() -> None:
+    """An add that timed out after its VotersRecord was appended leaves the record uncommitted:
+    the next change of either kind is refused with the text Kafka's handlers give, the record's
+    offset printed as Java prints an Optional."""
+    context, leader = _leader()
+    end = context.log.log_end_offset
+    context.request(_fetch(4, leader.epoch, end, leader.epoch), 17)
+    out, _ = context.request(_add(4), 0)
+    send = next(s for s in out.sends if type(s.request).__name__ == "ApiVersionsRequest")
+    context.step(ResponseReceived(send.correlation_id, 4, _api_versions()))
+    assert context.log.log_end_offset == end + 1  # the VotersRecord, at offset ``end``
+    out = context.tick(2000)
+    assert [r.response.error_code for r in out.replies] == [Errors.REQUEST_TIMED_OUT]
+    expected = f"Request timed out waiting for voters to commit the latest voter change at Optional[{end}] with HWM {end}"
+    for request in (_remove(3), _add(5)):
+        _, response = context.request(request, 0)
+        assert (response.error_code, response.error_message) == (Errors.REQUEST_TIMED_OUT, expected)
+
+
+def test_replica_keys_print_as_kafka_prints_them() -> None:
+    """``ReplicaKey.toString``; the repr stays Python's, for debugging."""
+    assert str(ReplicaKey(2, DIRS[2])) == f"ReplicaKey(id=2, directoryId={DIRS[2]})"
+    assert str(ReplicaKey(7)) == "ReplicaKey(id=7, directoryId=<undefined>)"
+    assert repr(ReplicaKey(7)) == "ReplicaKey(id=7, directory_id=None)"
+    assert _voters(3, 1).keys_text() == f"[ReplicaKey(id=1, directoryId={DIRS[1]}), ReplicaKey(id=3, directoryId={DIRS[3]})]"
+
+
 def test_voter_change_times_out() -> None:
     context, leader = _leader()
     context.request(_add(4), 0)
@@ -153,10 +197,19 @@ def test_voter_change_times_out() -> None:
     assert replies and replies[0].error_code == Errors.REQUEST_TIMED_OUT
 
 
+def _key_text(voter: int, directory: Uuid | None = None) -> str:
+    return f"ReplicaKey(id={voter}, directoryId={DIRS[voter] if directory is None else directory})"
+
+
 def test_remove_voter() -> None:
     context, leader = _leader()
     _, response = context.request(_remove(3, Uuid.from_longs(1, 1)), 0)
     assert response.error_code == Errors.VOTER_NOT_FOUND
+    # Kafka's text (RemoveVoterHandler), the replica keys as ReplicaKey.toString prints them
+    assert response.error_message == (
+        f"Cannot remove voter {_key_text(3, Uuid.from_longs(1, 1))} from the set of voters "
+        f"[{_key_text(1)}, {_key_text(2)}, {_key_text(3)}]"
+    )
     out, response = context.request(_remove(3), 0)
     assert response is None and leader.voters.ids == frozenset({1, 2})
     end = context.log.log_end_offset

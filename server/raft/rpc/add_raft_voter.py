@@ -8,7 +8,7 @@ The request's TimeoutMs is not used: the operation times out after
 Steps, in order, each with the error it returns (ErrorMessage defaults to the error's text):
 
 1. ClusterId present and different -> INCONSISTENT_CLUSTER_ID.
-2. Not the leader -> NOT_LEADER_OR_FOLLOWER.
+2. Not the leader -> NOT_LEADER_OR_FOLLOWER, with an empty ErrorMessage.
 3. VoterId < 0 or a zero VoterDirectoryId -> INVALID_REQUEST ("Add voter request didn't include
    a valid voter").
 4. No listener named like the leader's default (first) listener -> INVALID_REQUEST.
@@ -65,11 +65,11 @@ def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> Add
     if not ctx.identity.validate_cluster_id(request.cluster_id):
         return response(
             Errors.INCONSISTENT_CLUSTER_ID,
-            f"The cluster id {request.cluster_id} does not match {ctx.identity.cluster_id}",
+            voter_change.cluster_id_text(request.cluster_id, ctx.identity.cluster_id),
         )
     state = ctx.quorum.state
-    if not isinstance(state, Leader):
-        return response(Errors.NOT_LEADER_OR_FOLLOWER)
+    if not isinstance(state, Leader):  # Kafka's leader-only check sets the code alone: an empty message
+        return response(Errors.NOT_LEADER_OR_FOLLOWER, "")
     if request.voter_id < 0 or ReplicaKey.of(request.voter_id, request.voter_directory_id).directory_id is None:
         return response(Errors.INVALID_REQUEST, "Add voter request didn't include a valid voter")
     default_listener = ctx.identity.default_listener
@@ -77,7 +77,9 @@ def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> Add
     if default_listener not in listeners:
         return response(
             Errors.INVALID_REQUEST,
-            f"Add voter request didn't include the endpoint ({default_listener}) for the default listener",
+            "Add voter request didn't include the endpoint ("
+            + voter_change.endpoints_text([(e.name, e.host, e.port) for e in request.listeners])
+            + f") for the default listener ListenerName({default_listener})",
         )
     if state.pending_voter_change is not None:
         return response(Errors.REQUEST_TIMED_OUT, "Request timed out waiting for leader to handle previous voter change request")
@@ -89,10 +91,13 @@ def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> Add
             "Cluster doesn't support adding voter because the kraft.version feature is 0",
         )
     if voter_change.uncommitted(ctx):
-        return response(Errors.REQUEST_TIMED_OUT, "Request timed out waiting for voters to commit the latest voter change")
+        return response(Errors.REQUEST_TIMED_OUT, voter_change.uncommitted_text(ctx))
     new_key = ReplicaKey.of(request.voter_id, request.voter_directory_id)
     if ctx.control.voters.get(new_key.id) is not None:
-        return response(Errors.DUPLICATE_VOTER, f"The voter id for {new_key} is already part of the set of voters")
+        return response(
+            Errors.DUPLICATE_VOTER,
+            f"The voter id for {new_key} is already part of the set of voters {ctx.control.voters.keys_text()}.",
+        )
     endpoints = tuple(Endpoint(e.name, e.host, e.port) for e in request.listeners)
     new_voter = VoterNode(new_key, endpoints, (0, 0))
     new_voters = ctx.control.voters.add_voter(new_voter)

@@ -7,7 +7,7 @@ Version handled: 0. Mirrors ``KafkaRaftClient.handleRemoveVoterRequest`` and
 Steps, in order, each with the error it returns (ErrorMessage defaults to the error's text):
 
 1. ClusterId present and different -> INCONSISTENT_CLUSTER_ID.
-2. Not the leader -> NOT_LEADER_OR_FOLLOWER.
+2. Not the leader -> NOT_LEADER_OR_FOLLOWER, with an empty ErrorMessage.
 3. Another voter change in progress -> REQUEST_TIMED_OUT.
 4. The high watermark of this epoch not known yet -> REQUEST_TIMED_OUT.
 5. kraft.version 0 -> UNSUPPORTED_VERSION.
@@ -50,11 +50,11 @@ def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> Rem
     if not ctx.identity.validate_cluster_id(request.cluster_id):
         return response(
             Errors.INCONSISTENT_CLUSTER_ID,
-            f"The cluster id {request.cluster_id} does not match {ctx.identity.cluster_id}",
+            voter_change.cluster_id_text(request.cluster_id, ctx.identity.cluster_id),
         )
     state = ctx.quorum.state
-    if not isinstance(state, Leader):
-        return response(Errors.NOT_LEADER_OR_FOLLOWER)
+    if not isinstance(state, Leader):  # Kafka's leader-only check sets the code alone: an empty message
+        return response(Errors.NOT_LEADER_OR_FOLLOWER, "")
     if state.pending_voter_change is not None:
         return response(Errors.REQUEST_TIMED_OUT, "Request timed out waiting for leader to handle previous voter change request")
     if state.high_watermark is None:
@@ -65,11 +65,14 @@ def handle_request(ctx: RaftContext, now_ms: int, event: RequestReceived) -> Rem
             "Cluster doesn't support removing voter because the kraft.version feature is 0",
         )
     if voter_change.uncommitted(ctx):
-        return response(Errors.REQUEST_TIMED_OUT, "Request timed out waiting for voters to commit the latest voter change")
+        return response(Errors.REQUEST_TIMED_OUT, voter_change.uncommitted_text(ctx))
     key = ReplicaKey.of(request.voter_id, request.voter_directory_id)
     new_voters = ctx.control.voters.remove_voter(key)
     if new_voters is None:
-        return response(Errors.VOTER_NOT_FOUND, f"Cannot remove voter {key} from the set of voters")
+        return response(
+            Errors.VOTER_NOT_FOUND,
+            f"Cannot remove voter {key} from the set of voters {ctx.control.voters.keys_text()}",
+        )
     state.pending_voter_change = PendingVoterChange(
         kind=VoterChangeKind.REMOVE,
         request_id=event.request_id,
