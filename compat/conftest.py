@@ -41,6 +41,8 @@ if not os.environ.get("KWIRE_MIXED_ELECTIONS"):
     collect_ignore.append("test_election_share.py")  # 30 leader kills per configuration: nightly only
 if not os.environ.get("KWIRE_OLD_BROKER_REFUSAL"):
     collect_ignore.append("test_old_broker_refused.py")  # 3.6.2 brokers refused by 4.4 controllers: nightly only
+if not os.environ.get("KWIRE_CONTROLLER_SWAP"):
+    collect_ignore.append("test_controller_swap.py")  # stock -> kwire -> stock controllers, live: nightly only
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

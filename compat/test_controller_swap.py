@@ -51,7 +51,7 @@ Printed (run with ``-s``): acknowledged and consumed counts, the longest offline
 longest time without a quorum leader, each swap's duration, and the leader of each epoch (node
 id, kwire or stock) from DescribeQuorum and from the log's LeaderChange records.
 
-Skipped unless ``KWIRE_CONTROLLER_SWAP`` is set. Cost per release: 35-50 s and 35-45 CPU-s
+Collected only when ``KWIRE_CONTROLLER_SWAP`` is set (``compat/conftest.py``). Cost per release: 35-50 s and 35-45 CPU-s
 (the test's process tree: up to four controllers and three brokers at a time, a dozen tool
 JVMs) on a quiet 2-core machine; up to 155 s on a loaded one, where a stock controller's JVM
 took up to 15 s to start.
@@ -101,12 +101,7 @@ SWAP_ENV = "KWIRE_CONTROLLER_SWAP"
 comma-separated list of pinned releases to run it on, e.g. ``3.9.2,4.4.0``."""
 RELEASES = ["3.9.2"] if os.environ.get(SWAP_ENV, "1") == "1" else os.environ[SWAP_ENV].split(",")
 
-pytestmark = [
-    pytest.mark.compat,
-    pytest.mark.slow,
-    pytest.mark.skipif(not os.environ.get(SWAP_ENV),
-                       reason="make nightly (KWIRE_CONTROLLER_SWAP=1): a live controller swap, about a minute of seven JVMs"),
-]
+pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
 STOCK_IDS = (1, 2, 3)
 """The stock controllers the cluster starts with (its initial voters)."""
