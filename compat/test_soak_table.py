@@ -4,18 +4,16 @@ counts as failed."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
-from compat.faults.__main__ import BETWEEN, RECORDS, _account, _figures
+from compat.faults.__main__ import BETWEEN, RECORDS, _account, _figures, table_rows
 from compat.faults.cluster import AdminOp, ClusterVerdict
 from compat.faults.history import FIRST_VALUE, Op, check
 from compat.faults.rounds import Round, Run
 
 
 def _rows() -> dict[tuple[str, str], dict[str, Any]]:
-    return defaultdict(lambda: {"rounds": 0, "acknowledged": 0, "lost": 0, "diverged": 0, "failed_rounds": 0,
-                                "finished": []})
+    return table_rows()
 
 
 def _run(rounds: list[Round], ops: list[Op], committed: list[int]) -> Run:
@@ -35,7 +33,7 @@ def test_writes_are_counted_in_the_round_they_were_invoked_in() -> None:
                                                                           FIRST_VALUE + 3]), "")
     assert _figures(rows[("kwire", "pause")]) == {
         "rounds": 1, "acknowledged": 1, "lost": 0, "diverged": 0, "failed_rounds": 0,
-        "recovery_median_s": 0.5, "recovery_max_s": 0.5}
+        "recovery_median_s": 0.5, "recovery_max_s": 0.5, "note": ""}
     one_way = _figures(rows[("kwire", "one-way")])
     assert (one_way["acknowledged"], one_way["lost"], one_way["recovery_max_s"]) == (2, 1, 1.5)
     between = _figures(rows[("kwire", BETWEEN)])  # the write after the last round's recovery

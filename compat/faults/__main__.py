@@ -93,9 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown configurations {unknown} or nemeses {bad}; configurations: {', '.join(known)}",
               file=sys.stderr)
         return 2
-    rows: dict[tuple[str, str], dict[str, Any]] = defaultdict(
-        lambda: {"rounds": 0, "acknowledged": 0, "lost": 0, "diverged": 0, "failed_rounds": 0, "finished": [],
-                 "note": ""})
+    rows = table_rows()
 
     def offered(name: str, kwire: bool) -> list[str]:
         release = known[name][0]
@@ -216,6 +214,14 @@ def _account(rows: dict[tuple[str, str], dict[str, Any]], name: str, plan: list[
     records["lost"] += len(cluster.records)
     if cluster.final or cluster.phantom:  # the state after the rounds is wrong: the last round failed
         rows[(name, done[-1].nemesis)]["failed_rounds"] += 1
+
+
+def table_rows() -> defaultdict[tuple[str, str], dict[str, Any]]:
+    """The table's rows, by (configuration, nemesis), each created empty on first use: counts of
+    rounds, acknowledged, lost and diverged writes and failed rounds, the finished rounds, and a
+    note (why a configuration could not take a nemesis)."""
+    return defaultdict(lambda: {"rounds": 0, "acknowledged": 0, "lost": 0, "diverged": 0, "failed_rounds": 0,
+                                "finished": [], "note": ""})
 
 
 def _named(op: AdminOp, cluster: ClusterVerdict) -> bool:
