@@ -4,7 +4,9 @@ with PySpark.
 * :mod:`tools.audit.scan` -- file discovery and per-file rows (also :func:`scan_rows_python`,
   the single-process baseline),
 * :mod:`tools.audit.datasource` -- the ``kraftlog`` PySpark Python Data Source,
-* :mod:`tools.audit.jobs` -- the invariant checks and the timeline,
+* :mod:`tools.audit.jobs` -- the metadata-log audit: :mod:`tools.audit.log_rows` (the rows as a
+  Spark view, queries run as one action), :mod:`tools.audit.log_checks` (the invariant checks),
+  :mod:`tools.audit.log_timeline` (the timeline),
 * :mod:`tools.audit.broker_dirs`, :mod:`tools.audit.identity`, :mod:`tools.audit.history`,
   :mod:`tools.audit.replica_scan`, :mod:`tools.audit.replica_checks`, :mod:`tools.audit.replicas`,
   :mod:`tools.audit.replica_spark` -- the replica audit of brokers' log directories, in one

@@ -1,0 +1,5 @@
+import sys
+
+from messages.generator import main
+
+sys.exit(main())
