@@ -4,7 +4,12 @@ Synchronous file I/O only (the node runs it off the event loop with ``trio.to_th
 package never imports trio. Modules, one concept each:
 
 * :mod:`storage.compression` -- the five batch codecs (none, gzip, xerial snappy, lz4 frame, zstd)
-* :mod:`storage.records` -- record batch v2: parsing view, CRC32C, records, builder, file scanning
+* :mod:`storage.batch_layout` -- record batch v2 header layout, attribute bits, sentinels
+* :mod:`storage.records` -- record batch v2: the zero-copy view, CRC32C, its records
+* :mod:`storage.record_codec` -- one record: decoding and encoding (``DefaultRecord``)
+* :mod:`storage.record_loops` -- the per-record loops, compiled (``_crecords``) or Python
+* :mod:`storage.batch_builder` -- building batches (``MemoryRecordsBuilder``)
+* :mod:`storage.batch_scan` -- walking a buffer of batches, its longest valid prefix
 * :mod:`storage.control` -- control record keys and values (LeaderChange, Voters, snapshot markers)
 * :mod:`storage.index` -- ``.index`` and ``.timeindex`` files
 * :mod:`storage.segment` -- one ``.log`` segment with its indexes, append and recovery

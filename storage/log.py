@@ -43,7 +43,10 @@ from typing import TypeVar
 
 from kwire.topics import METADATA_PARTITION_DIR
 from kwire.uuid import METADATA_TOPIC_ID, Uuid
+from storage.batch_layout import LOG_OVERHEAD
+from storage.batch_scan import iter_batches
 from storage.errors import (
+    CorruptRecordError,
     InconsistentStateError,
     KafkaStorageError,
     OffsetOutOfRangeError,
@@ -55,7 +58,7 @@ from storage.fileio import DataDirLock, FileRegion, fsync_dir, io_errors
 from storage.leader_epoch import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochCache
 from storage.partition_metadata import PARTITION_METADATA_FILE, ensure_partition_metadata
 from storage.producer_snapshot import ProducerSnapshots
-from storage.records import LOG_OVERHEAD, CorruptRecordError, RecordBatch, iter_batches
+from storage.records import RecordBatch
 from storage.segment import (
     CLEANED_FILE_SUFFIX,
     DELETED_FILE_SUFFIX,
