@@ -18,7 +18,10 @@ package never imports trio. Modules, one concept each:
 * :mod:`storage.offset_checkpoint` -- a broker log directory's four offset checkpoints
 * :mod:`storage.partition_metadata` -- ``partition.metadata``
 * :mod:`storage.producer_snapshot` -- ``<offset>.snapshot`` producer-state files
-* :mod:`storage.log` -- the segmented ``__cluster_metadata-0`` log
+* :mod:`storage.log` -- the segmented ``__cluster_metadata-0`` log: opening, epochs, appends
+* :mod:`storage.segmented_log` -- its segment list: offsets, reads, truncation, flushing
+* :mod:`storage.log_snapshots` -- its KRaft snapshots and their retention
+* :mod:`storage.log_loader` -- its recovery when opened (``LogLoader``)
 * :mod:`storage.quorum_state` -- ``quorum-state``
 * :mod:`storage.snapshots` -- ``<offset>-<epoch>.checkpoint`` KRaft snapshots
 * :mod:`storage.snapshot_format` -- a snapshot's id and contents from and to bytes (no file I/O)
