@@ -19,7 +19,7 @@ DATA   ?= data
 ## modules are first imported (see `test`), which compiles the few hundred modules the tests use
 ## instead of the whole tree (pyspark alone is thousands).
 ## setup.py builds storage._crecords, the commit path's compiled record loops (in place, beside
-## storage/records.py; --reinstall-package builds it again when storage/_crecords.c changed);
+## storage/record_loops.py; --reinstall-package builds it again when storage/_crecords.c changed);
 ## KWIRE_PURE_PYTHON=1 runs without it.
 UV_INSTALL := $(VENV)/bin/uv pip install -q --python $(PY) --reinstall-package kwire -e '.[test,audit]'
 

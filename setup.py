@@ -1,6 +1,6 @@
 """The one compiled module, ``storage._crecords`` (the commit path's per-record loops). It is
 optional: where it cannot be built, the pure-Python readers and writers it mirrors run instead
-(``storage.records.COMPILED`` says which)."""
+(``storage.record_loops.COMPILED`` says which)."""
 
 from setuptools import Extension, setup
 

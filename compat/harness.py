@@ -42,7 +42,8 @@ from compat.kafka import REPO_DIR, logging_config, require_kafka, stop_processes
 from kwire.uuid import Uuid
 from messages.metadata import decode_record
 from messages.runtime import Message
-from storage.records import RecordBatch, scan_batches
+from storage.batch_scan import scan_batches
+from storage.records import RecordBatch
 from tools.client_config import PLAINTEXT, ClientSecurity
 from tools.local_cluster import free_ports
 from tools.quorum_client import QuorumToolError, QuorumView, describe

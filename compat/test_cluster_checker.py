@@ -30,7 +30,8 @@ from messages.generated.partition_record import PartitionRecord
 from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.topic_record import TopicRecord
 from messages.metadata import encode_record
-from storage.records import SimpleRecord, build_batch
+from storage.batch_builder import build_batch
+from storage.record_codec import SimpleRecord
 
 
 def _op(kind: str, topic: str, value: Any, invoked: float, completed: float, outcome: str = "ok",

@@ -57,7 +57,7 @@ from compat.harness import (
     wait_until,
 )
 from kwire.uuid import Uuid
-from storage.records import scan_batches
+from storage.batch_scan import scan_batches
 from tests.quorum_run import read_node_log
 from tools.bench.quorum import kafka_server_properties
 

@@ -22,7 +22,7 @@ import pytest
 
 from compat.harness import CLUSTER_ID, PARTITION, START_TIMEOUT_S, KafkaRelease, Quorum, free_port
 from server.storage_raft_log import REGION_MIN_BYTES
-from storage.records import iter_batches
+from storage.batch_scan import iter_batches
 from tools.stock_brokers import StockBrokers
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]

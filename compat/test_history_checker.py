@@ -19,7 +19,8 @@ from messages.generated.config_record import ConfigRecord
 from messages.generated.no_op_record import NoOpRecord
 from messages.metadata import encode_record
 from messages.runtime import Message
-from storage.records import SimpleRecord, build_batch
+from storage.batch_builder import build_batch
+from storage.record_codec import SimpleRecord
 
 V = FIRST_VALUE
 

@@ -197,7 +197,7 @@ def _check_corrupt_batch(dirs: list[Path], metadata: Path, capsys: pytest.Captur
     does not read back): ``--json`` names that batch, and the plot draws it; then restored."""
     import matplotlib.image
 
-    from storage.records import batch_headers
+    from storage.batch_scan import batch_headers
     from tools.audit.replica_plots import MARKS
 
     segment = dirs[BROKER_IDS.index(13)] / "t1-0" / f"{0:020d}.log"

@@ -49,6 +49,7 @@ from messages.generated.no_op_record import NoOpRecord
 from messages.metadata import decode_record, encode_record
 from messages.runtime import Message
 from server.config import load_config
+from storage.batch_scan import iter_batches
 from storage.bootstrap import (
     decode_bootstrap_checkpoint,
     encode_bootstrap_checkpoint,
@@ -76,7 +77,6 @@ from storage.leader_epoch import decode_checkpoint
 from storage.log import MetadataLog
 from storage.meta_properties import read_meta_properties
 from storage.quorum_state import FileQuorumStateStore, StoredElectionState
-from storage.records import iter_batches
 from storage.segment import LogConfig
 from storage.snapshots import SnapshotId, read_snapshot_content
 from tools import storage_cmd

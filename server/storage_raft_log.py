@@ -27,9 +27,9 @@ import time
 
 from server.raft.log import LogInvariantError
 from server.raft.types import OffsetAndEpoch
+from storage.batch_scan import next_offset_after
 from storage.fileio import FileRegion
 from storage.log import MetadataLog
-from storage.records import next_offset_after
 from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, RawSnapshotWriter, SnapshotId, delete_snapshot
 
 logger = logging.getLogger(__name__)

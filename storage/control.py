@@ -43,16 +43,11 @@ from messages.generated.leader_change_message import LeaderChangeMessage
 from messages.generated.snapshot_footer_record import SnapshotFooterRecord
 from messages.generated.snapshot_header_record import SnapshotHeaderRecord
 from messages.generated.voters_record import VotersRecord
+from storage.batch_builder import assemble_batch, encode_keyless_records
 from storage.compression import CompressionType
 from storage.errors import InvalidRecordError
-from storage.records import (
-    Record,
-    RecordBatch,
-    assemble_batch,
-    encode_keyless_records,
-    encode_record,
-    read_record,
-)
+from storage.record_codec import Record, encode_record, read_record
+from storage.records import RecordBatch
 
 CONTROL_KEY = struct.Struct(">hh")
 END_TXN_MARKER = struct.Struct(">hi")
@@ -296,7 +291,7 @@ def kraft_data_values(batch: RecordBatch) -> tuple[bytes, ...]:
     :func:`read_kraft_batch` checks them, with the same errors. Every record of a loaded
     snapshot passes here, so the usual shape (a size of one or two bytes, timestamp delta 0, a
     null key, a value under 8 KiB, no headers) is read inline, without a
-    :class:`~storage.records.Record`; a record of any other shape is decoded in full and judged
+    :class:`~storage.record_codec.Record`; a record of any other shape is decoded in full and judged
     by the rules one at a time."""
     data = batch.records_section()
     if batch.records_count < 0:

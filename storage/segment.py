@@ -24,16 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from storage.batch_layout import LOG_OVERHEAD, NO_TIMESTAMP, OFFSET_AND_LENGTH
+from storage.batch_scan import scan_batches
 from storage.errors import KafkaStorageError
 from storage.fileio import fsync_fd, io_errors, write_all
 from storage.index import DEFAULT_MAX_INDEX_SIZE, OffsetIndex, TimeIndex
-from storage.records import (
-    LOG_OVERHEAD,
-    NO_TIMESTAMP,
-    OFFSET_AND_LENGTH,
-    RecordBatch,
-    scan_batches,
-)
+from storage.records import RecordBatch
 
 LOG_FILE_SUFFIX = ".log"
 INDEX_FILE_SUFFIX = ".index"

@@ -23,6 +23,7 @@ from messages.generated.kraft_version_record import KRaftVersionRecord
 from messages.generated.snapshot_footer_record import SnapshotFooterRecord
 from messages.generated.snapshot_header_record import SnapshotHeaderRecord
 from messages.generated.voters_record import VotersRecord
+from storage.batch_scan import scan_batches
 from storage.compression import CompressionType
 from storage.control import (
     ControlMessage,
@@ -34,7 +35,7 @@ from storage.control import (
     read_kraft_batch,
 )
 from storage.errors import CorruptRecordError
-from storage.records import RecordBatch, scan_batches
+from storage.records import RecordBatch
 
 OFFSET_WIDTH = 20
 EPOCH_WIDTH = 10

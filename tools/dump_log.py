@@ -36,6 +36,12 @@ from typing import Any, TextIO
 
 from kwire.wire import DecodeError
 from messages.metadata import decode_record, record_type_name
+from storage.batch_layout import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_OVERHEAD,
+    OFFSET_AND_LENGTH,
+    RECORD_OVERHEAD_V0,
+)
 from storage.bootstrap import BOOTSTRAP_FILE
 from storage.control import (
     ControlRecordType,
@@ -45,14 +51,8 @@ from storage.control import (
 from storage.errors import CorruptRecordError
 from storage.index import OFFSET_ENTRY, TIME_ENTRY
 from storage.producer_snapshot import decode_producer_snapshot
-from storage.records import (
-    HEADER_SIZE_UP_TO_MAGIC,
-    LOG_OVERHEAD,
-    OFFSET_AND_LENGTH,
-    RECORD_OVERHEAD_V0,
-    Record,
-    RecordBatch,
-)
+from storage.record_codec import Record
+from storage.records import RecordBatch
 from storage.snapshots import parse_snapshot_path
 
 __all__ = ["add_parser", "dump_files", "run"]

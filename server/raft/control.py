@@ -22,8 +22,9 @@ from messages.generated.voters_record import KRaftVersionFeature, VotersRecord
 from messages.generated.voters_record import Voter as VotersVoter
 from server.raft.types import Endpoint, ReplicaKey, VoterNode, VoterSet
 from storage import control as storage_control
+from storage.batch_scan import iter_batches
 from storage.control import ControlMessage, ControlRecordType
-from storage.records import RecordBatch, iter_batches
+from storage.records import RecordBatch
 from storage.snapshot_format import read_snapshot_content
 
 __all__ = [

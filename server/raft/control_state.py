@@ -21,7 +21,8 @@ from server.raft.types import (
     OffsetAndEpoch,
     VoterSet,
 )
-from storage.records import RecordBatch, iter_batches
+from storage.batch_scan import iter_batches
+from storage.records import RecordBatch
 from storage.snapshot_format import read_snapshot_batches
 
 

@@ -21,7 +21,8 @@ from typing import Protocol
 
 from kwire.wire import RecordsRegion
 from server.raft.types import MAX_FETCH_SIZE_BYTES, OffsetAndEpoch
-from storage.records import RecordBatch, iter_batches
+from storage.batch_scan import iter_batches
+from storage.records import RecordBatch
 
 
 class LogInvariantError(AssertionError):

@@ -18,7 +18,7 @@ from server.raft.log import RaftLog, read_batches
 from server.raft.quorum_state import QuorumState, RaftSafetyError
 from server.raft.roles import Leader
 from server.raft.types import OffsetAndEpoch
-from storage.records import iter_batches
+from storage.batch_scan import iter_batches
 
 MAX_DELIVERED_RECORDS_PER_STEP = 20_000
 """About how many committed records one step hands the state machine (one batch at least).

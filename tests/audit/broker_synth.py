@@ -19,6 +19,7 @@ from messages.generated.partition_record import PartitionRecord
 from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.topic_record import TopicRecord
 from messages.metadata import encode_record
+from storage.batch_builder import build_batch
 from storage.index import OffsetIndex
 from storage.leader_epoch import EpochEntry, encode_checkpoint
 from storage.meta_properties import MetaProperties, write_meta_properties
@@ -29,7 +30,8 @@ from storage.offset_checkpoint import (
     encode_offset_checkpoint,
 )
 from storage.partition_metadata import encode_partition_metadata
-from storage.records import RecordBatch, SimpleRecord, build_batch
+from storage.record_codec import SimpleRecord
+from storage.records import RecordBatch
 
 CLUSTER_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 TOPIC_ID = Uuid(bytes(15) + b"\x42")

@@ -26,9 +26,10 @@ from messages.generated.topic_record import TopicRecord
 from messages.generated.voters_record import Endpoint, KRaftVersionFeature, VotersRecord
 from messages.generated.voters_record import Voter as VrVoter
 from messages.metadata import encode_record
+from storage.batch_builder import build_batch
 from storage.index import OffsetIndex
 from storage.leader_epoch import EpochEntry, encode_checkpoint
-from storage.records import SimpleRecord, build_batch
+from storage.record_codec import SimpleRecord
 
 PARTITION = "__cluster_metadata-0"
 T0_MS = 1_700_000_000_000

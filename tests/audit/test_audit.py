@@ -13,7 +13,7 @@ import pytest
 
 from messages.generated.topic_record import TopicRecord
 from messages.metadata import encode_record
-from storage.records import SimpleRecord
+from storage.record_codec import SimpleRecord
 from tests.audit.synth import (
     PARTITION,
     Batch,

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from storage.records import ATTRIBUTES_OFFSET, CRC_OFFSET, iter_batches
+from storage.batch_layout import ATTRIBUTES_OFFSET, CRC_OFFSET
+from storage.batch_scan import iter_batches
 from tests.quorum_run import FailoverRun
 from tools.audit.jobs import run_audit
 

@@ -14,7 +14,8 @@ from server.controller.snapshots import image_snapshot
 from server.raft.events import CommittedBatch
 from server.raft.log import MemoryRaftLog
 from server.raft.types import OffsetAndEpoch, VoterSet
-from storage.records import SimpleRecord, build_batch
+from storage.batch_builder import build_batch
+from storage.record_codec import SimpleRecord
 
 FENCE = encode_record(FenceBrokerRecord(id=1, epoch=2), 0)
 

@@ -9,7 +9,8 @@ from messages.generated.no_op_record import NoOpRecord
 from messages.metadata import encode_record
 from server.controller.offset_control import AppliedAhead, OffsetControl
 from server.raft.events import AppendResult, CommittedBatch
-from storage.records import SimpleRecord, build_batch
+from storage.batch_builder import build_batch
+from storage.record_codec import SimpleRecord
 
 FENCE = encode_record(FenceBrokerRecord(id=1, epoch=2), 0)
 NO_OP = encode_record(NoOpRecord(), 0)

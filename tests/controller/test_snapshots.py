@@ -22,8 +22,9 @@ from server.raft.control_state import ControlRecordStateMachine
 from server.raft.events import CommittedBatch
 from server.raft.log import MemoryRaftLog
 from server.raft.types import Endpoint, OffsetAndEpoch, ReplicaKey, VoterNode, VoterSet
+from storage.batch_builder import build_batch
 from storage.control import ControlRecordType
-from storage.records import SimpleRecord, build_batch
+from storage.record_codec import SimpleRecord
 from storage.snapshot_format import read_snapshot_content
 from tests.controller.fixtures import (
     RecordingLog,

@@ -8,8 +8,9 @@ from kwire.errors import Errors
 from server.raft.accumulator import MAX_BATCH_SIZE_BYTES, BatchAccumulator
 from server.raft.events import ClientAppend
 from server.raft.roles import Leader, Unattached
+from storage.batch_scan import iter_batches
 from storage.control import read_kraft_batch
-from storage.records import RecordBatch, iter_batches
+from storage.records import RecordBatch
 from tests.raft.helpers import begin_epoch_request, elect_local_leader, make_context
 
 

@@ -28,8 +28,8 @@ from server.raft.log import MemoryRaftLog
 from server.raft.quorum_state import RaftSafetyError
 from server.raft.roles import Follower, Leader, Unattached
 from server.raft.types import ElectionState, Endpoint, ReplicaIdentity, ReplicaKey, VoterSet
+from storage.batch_scan import iter_batches
 from storage.control import parse_control_key
-from storage.records import iter_batches
 from tests.raft.helpers import (
     CLUSTER_ID,
     append_batches,

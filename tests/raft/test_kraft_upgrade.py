@@ -17,8 +17,8 @@ from messages.generated.voters_record import VotersRecord
 from server.raft.events import UpgradeKRaftVersion
 from server.raft.kraft_upgrade import UpgradeRefused
 from server.raft.roles import Leader
+from storage.batch_scan import iter_batches
 from storage.control import read_kraft_batch
-from storage.records import iter_batches
 from tests.raft.helpers import (
     CLUSTER_ID,
     Context,

@@ -18,9 +18,9 @@ from server.raft.events import Resign
 from server.raft.log import MemoryRaftLog
 from server.raft.roles import Leader, Resigned
 from server.raft.types import ElectionState, Endpoint, ReplicaKey, VoterNode, VoterSet
+from storage.batch_scan import iter_batches
 from storage.format import DynamicVoter
 from storage.format import voters_record as format_voters_record
-from storage.records import iter_batches
 from storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, build_snapshot_batches
 from tests.raft.helpers import elect_local_leader, make_context, vote_request
 

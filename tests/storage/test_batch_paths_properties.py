@@ -24,24 +24,17 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from storage import records
+from storage import record_loops
+from storage.batch_builder import assemble_batch, build_batch
+from storage.batch_layout import INT32_MAX, NO_SEQUENCE, TimestampType, increment_sequence
 from storage.compression import CompressionType
 from storage.control import build_data_batch
 from storage.errors import InvalidRecordError
-from storage.records import (
-    INT32_MAX,
-    NO_SEQUENCE,
-    Header,
-    RecordBatch,
-    SimpleRecord,
-    TimestampType,
-    assemble_batch,
-    build_batch,
-    increment_sequence,
-)
+from storage.record_codec import Header, SimpleRecord
+from storage.records import RecordBatch
 from tests.properties import examples
 
-pytestmark = pytest.mark.skipif(not records.COMPILED, reason="compares the compiled loops with Python's")
+pytestmark = pytest.mark.skipif(not record_loops.COMPILED, reason="compares the compiled loops with Python's")
 
 slow = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -60,12 +53,12 @@ codec_st = st.sampled_from(list(CompressionType))
 
 @contextmanager
 def pure_python() -> Iterator[None]:
-    saved = records._crecords
-    records._crecords = None  # type: ignore[assignment]
+    saved = record_loops._crecords
+    record_loops._crecords = None  # type: ignore[assignment]
     try:
         yield
     finally:
-        records._crecords = saved
+        record_loops._crecords = saved
 
 
 def outcome(call: Callable[[], Any]) -> Any:
@@ -91,7 +84,7 @@ def both_paths(batch: RecordBatch, wanted: bytes) -> list[Any]:
     with pure_python():
         python = run()
     assert compiled == python
-    crecords = records._crecords
+    crecords = record_loops._crecords
     section = batch.records_section()
     direct = []
     for call in (lambda: crecords.values(section, batch.records_count),

@@ -16,18 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from storage.batch_builder import build_batch, set_base_offset, set_partition_leader_epoch
+from storage.batch_scan import iter_batches, next_offset_after, scan_batches
 from storage.compression import CompressionType
 from storage.errors import CorruptRecordError
-from storage.records import (
-    RecordBatch,
-    SimpleRecord,
-    build_batch,
-    iter_batches,
-    next_offset_after,
-    scan_batches,
-    set_base_offset,
-    set_partition_leader_epoch,
-)
+from storage.record_codec import SimpleRecord
+from storage.records import RecordBatch
 from tests.properties import examples
 
 CRC_AT = 17  # Crc field: bytes 17..20; the CRC covers bytes 21.. (Attributes onwards)

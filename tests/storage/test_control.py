@@ -16,6 +16,7 @@ from messages.generated.leader_change_message import Voter as LcVoter
 from messages.generated.snapshot_footer_record import SnapshotFooterRecord
 from messages.generated.snapshot_header_record import SnapshotHeaderRecord
 from messages.generated.voters_record import Endpoint, KRaftVersionFeature, Voter, VotersRecord
+from storage.batch_builder import assemble_batch, build_batch
 from storage.compression import CompressionType
 from storage.control import (
     ControlRecord,
@@ -31,7 +32,8 @@ from storage.control import (
     read_kraft_batch,
 )
 from storage.errors import CorruptRecordError, InvalidRecordError
-from storage.records import Header, RecordBatch, SimpleRecord, assemble_batch, build_batch
+from storage.record_codec import Header, SimpleRecord
+from storage.records import RecordBatch
 from tests.properties import examples
 
 

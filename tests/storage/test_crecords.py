@@ -16,15 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage import records
+from storage import record_loops
+from storage.batch_builder import assemble_batch, encode_keyless_records
 from storage.errors import InvalidRecordError
-from storage.records import (
-    Header,
-    RecordBatch,
-    assemble_batch,
-    encode_keyless_records,
-    encode_record,
-)
+from storage.record_codec import Header, encode_record
+from storage.records import RecordBatch
 from tests.properties import examples
 
 PURE = bool(os.environ.get("KWIRE_PURE_PYTHON"))
@@ -59,12 +55,12 @@ def _python_body(values: list[bytes]) -> bytes:
 
 
 def test_the_compiled_loops_are_built_and_chosen() -> None:
-    assert records.COMPILED is not PURE
+    assert record_loops.COMPILED is not PURE
 
 
 def test_pure_python_is_selectable() -> None:
     """``KWIRE_PURE_PYTHON=1`` runs the Python loops, in a process of its own."""
-    code = "from storage import records; print(records.COMPILED)"
+    code = "from storage import record_loops; print(record_loops.COMPILED)"
     env = {**os.environ, "KWIRE_PURE_PYTHON": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -109,8 +105,8 @@ def test_reader_matches_python_on_every_record_shape(
     batch = _batch(bytes(body), len(records_))
     expected = [value for _, value, _, _ in records_]
     assert _values(batch) == _python_values(batch) == expected
-    if records._crecords is not None:  # read by the compiled loop itself, not handed back
-        assert records._crecords.values(bytes(body), len(records_)) == expected
+    if record_loops._crecords is not None:  # read by the compiled loop itself, not handed back
+        assert record_loops._crecords.values(bytes(body), len(records_)) == expected
 
 
 def _selected(values: list[bytes | None] | str, wanted: bytes) -> list[tuple[int, bytes]] | str:
@@ -147,12 +143,12 @@ def test_selected_values_are_the_values_with_a_wanted_second_byte(
     batch = _batch(bytes(body), len(values))
     expected = _selected(_python_values(batch), wanted)
     assert _selected_values(batch, wanted) == expected
-    saved = records._crecords
-    records._crecords = None
+    saved = record_loops._crecords
+    record_loops._crecords = None
     try:
         assert _selected_values(batch, wanted) == expected
     finally:
-        records._crecords = saved
+        record_loops._crecords = saved
     if saved is not None and cut is None:  # read by the compiled loop itself, not handed back
         assert saved.selected_values(bytes(body), len(values), wanted) == expected
 
@@ -161,9 +157,9 @@ def test_selected_values_take_a_256_byte_mask() -> None:
     batch = _batch(_python_body([b"\x00\x02"]), 1)
     with pytest.raises(ValueError):
         batch.iter_selected_values(b"\x01" * 255)
-    if records._crecords is not None:
+    if record_loops._crecords is not None:
         with pytest.raises(TypeError):
-            records._crecords.selected_values(_python_body([b"\x00\x02"]), 1, b"\x01" * 255)
+            record_loops._crecords.selected_values(_python_body([b"\x00\x02"]), 1, b"\x01" * 255)
 
 
 @settings(max_examples=examples(500), deadline=None)
@@ -196,9 +192,9 @@ def test_reader_rejects_a_varint_past_32_bits_as_python_does(last: int, fits: bo
     batch = _batch(body, 1)
     assert _values(batch) == _python_values(batch) == ([b"x"] if fits else
                                                        "InvalidRecordError: Invalid record: varint out of 32-bit range")
-    if records._crecords is not None and not fits:
+    if record_loops._crecords is not None and not fits:
         with pytest.raises(ValueError, match="record header"):
-            records._crecords.values(body, 1)
+            record_loops._crecords.values(body, 1)
 
 
 def _python_validate(body: bytes, count: int, max_delta: int) -> bool:
@@ -215,9 +211,9 @@ def _python_validate(body: bytes, count: int, max_delta: int) -> bool:
 
 
 def _compiled_validate(body: bytes, count: int, max_delta: int) -> bool:
-    assert records._crecords is not None
+    assert record_loops._crecords is not None
     try:
-        records._crecords.check(body, count, max_delta)
+        record_loops._crecords.check(body, count, max_delta)
     except ValueError:
         return False
     return True
@@ -231,7 +227,7 @@ record_shapes = st.lists(
 )
 
 
-@pytest.mark.skipif(records._crecords is None, reason="the compiled module is not built")
+@pytest.mark.skipif(record_loops._crecords is None, reason="the compiled module is not built")
 @settings(max_examples=examples(400), deadline=None)
 @given(shapes=record_shapes, max_delta=st.integers(0, 10), data=st.data())
 def test_check_accepts_what_the_python_reader_accepts(shapes: list, max_delta: int, data: st.DataObject) -> None:

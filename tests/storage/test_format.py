@@ -10,6 +10,7 @@ import pytest
 
 from kwire.uuid import Uuid
 from messages.generated.feature_level_record import FeatureLevelRecord
+from storage.batch_scan import iter_batches
 from storage.bootstrap import decode_bootstrap_checkpoint, read_bootstrap_checkpoint
 from storage.control import ControlRecordType
 from storage.errors import FormatError
@@ -37,7 +38,6 @@ from storage.meta_properties import (
     java17_properties_order,
     read_meta_properties,
 )
-from storage.records import iter_batches
 from storage.snapshots import read_snapshot_content
 
 DIR_ID = Uuid.from_string("J8aAPcfLQt2bqs1JT_rMgQ")

@@ -10,6 +10,7 @@ import pytest
 
 from kwire.uuid import Uuid
 from storage import segment as segment_module
+from storage.batch_scan import iter_batches
 from storage.control import build_control_batch
 from storage.errors import (
     CorruptRecordError,
@@ -24,7 +25,6 @@ from storage.errors import (
 from storage.fileio import FileRegion
 from storage.index import read_offset_index, read_time_index
 from storage.log import MetadataLog
-from storage.records import iter_batches
 from storage.segment import LogConfig
 from tests.storage.helpers import SMALL, all_batches, data_batch, fill
 

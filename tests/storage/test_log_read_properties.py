@@ -17,8 +17,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from storage.batch_scan import iter_batches
 from storage.fileio import FileRegion
-from storage.records import RecordBatch, iter_batches
+from storage.records import RecordBatch
 from storage.segment import LogConfig
 from tests.properties import examples
 from tests.storage.test_segment_properties import appends, build_log, configs, log_dir

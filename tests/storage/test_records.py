@@ -11,22 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
+from storage.batch_builder import build_batch, set_base_offset, set_partition_leader_epoch
+from storage.batch_layout import RECORD_BATCH_OVERHEAD, TimestampType
+from storage.batch_scan import iter_batches, next_offset_after, scan_batches
 from storage.compression import CompressionType
 from storage.errors import CorruptRecordError, InvalidRecordError
-from storage.records import (
-    RECORD_BATCH_OVERHEAD,
-    Header,
-    RecordBatch,
-    SimpleRecord,
-    TimestampType,
-    build_batch,
-    encode_record,
-    iter_batches,
-    next_offset_after,
-    scan_batches,
-    set_base_offset,
-    set_partition_leader_epoch,
-)
+from storage.record_codec import Header, SimpleRecord, encode_record
+from storage.records import RecordBatch
 from tests.properties import examples
 
 # An independent declaration of the 61-byte header (DefaultRecordBatch.java:35-130).
@@ -252,7 +243,7 @@ def test_builder_rejects_bad_input() -> None:
 
 
 def _batch_with_records_body(body: bytes, count: int) -> bytes:
-    from storage.records import assemble_batch
+    from storage.batch_builder import assemble_batch
 
     return assemble_batch(
         body, record_count=count, base_offset=0, last_offset_delta=max(count - 1, 0),

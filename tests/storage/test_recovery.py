@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from storage.batch_scan import iter_batches
 from storage.log import MetadataLog
-from storage.records import iter_batches
 from tests.storage.helpers import SMALL, all_batches, fill
 
 PARTITION = "__cluster_metadata-0"

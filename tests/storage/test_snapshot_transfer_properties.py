@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from kwire.uuid import Uuid
 from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.voters_record import Endpoint, KRaftVersionFeature, Voter, VotersRecord
+from storage.batch_scan import iter_batches
 from storage.bootstrap import (
     bootstrap_records,
     decode_bootstrap_checkpoint,
@@ -30,7 +31,6 @@ from storage.bootstrap import (
 )
 from storage.errors import CorruptRecordError
 from storage.features import KRAFT_VERSION_FEATURE, METADATA_VERSION_FEATURE, METADATA_VERSIONS
-from storage.records import iter_batches
 from storage.snapshot_format import (
     SnapshotId,
     build_snapshot_batches,

@@ -11,6 +11,7 @@ import pytest
 
 from kwire.uuid import Uuid
 from messages.generated.voters_record import Endpoint, KRaftVersionFeature, Voter, VotersRecord
+from storage.batch_scan import iter_batches
 from storage.control import ControlRecordType, build_data_batch, build_kraft_batch
 from storage.errors import (
     CorruptRecordError,
@@ -19,7 +20,7 @@ from storage.errors import (
     StorageError,
 )
 from storage.log import MetadataLog
-from storage.records import RecordBatch, iter_batches
+from storage.records import RecordBatch
 from storage.snapshots import (
     BOOTSTRAP_SNAPSHOT_ID,
     RawSnapshotReader,

@@ -325,8 +325,8 @@ def iter_segment(path: str, last_segment: bool, chunk_bytes: int = READ_CHUNK_BY
     so bad bytes there are its tail. ``deep``: every batch that passes its CRC also has its
     records decoded (:func:`records_error`). ``data``: those bytes, read already
     (:class:`Prefetch`). Never raises for bad content; an unreadable file is one BadBytes."""
+    from storage.batch_scan import batch_headers
     from storage.errors import CorruptRecordError
-    from storage.records import batch_headers
 
     file_name = os.path.basename(path)
     try:
@@ -415,7 +415,7 @@ def read_producer_snapshots(partition_dir: str) -> list[ProducerSnapshotFile]:
 
 def _needed(rest: bytes) -> int:
     """Bytes the batch starting ``rest`` needs in all (its size field, once there)."""
-    from storage.records import LOG_OVERHEAD
+    from storage.batch_layout import LOG_OVERHEAD
 
     if len(rest) < LOG_OVERHEAD:
         return LOG_OVERHEAD

@@ -43,7 +43,7 @@ class MetadataHistory:
 
 
 def _batches(path: str) -> Iterator:  # noqa: ANN401 - storage.records.RecordBatch, imported lazily
-    from storage.records import iter_batches
+    from storage.batch_scan import iter_batches
 
     with open(path, "rb") as f:
         data = f.read()

@@ -2,8 +2,9 @@
 
 This module is the per-file work shared by the Spark data source (:mod:`tools.audit.datasource`,
 one call of :func:`read_rows` per input partition) and by the single-process baseline
-:func:`scan_rows_python`. Batch framing, CRCs and records come from :mod:`storage.records` --
-the one implementation of the v2 batch format in kwire; this module only walks files with it.
+:func:`scan_rows_python`. Batch framing, CRCs and records come from :mod:`storage.records` and
+:mod:`storage.batch_scan` -- the one implementation of the v2 batch format in kwire; this module
+only walks files with it.
 
 Layout read (file names of Kafka's ``LogFileUtils``, ``Snapshots`` and
 ``LeaderEpochCheckpointFile``)::
@@ -366,8 +367,9 @@ def read_rows(part: FilePart) -> Iterator[tuple]:
     """The rows (tuples in :data:`COLUMNS` order) of one file part. Never raises for bad
     content; an unreadable file gives one error row."""
     from messages.metadata import decode_record
+    from storage.batch_scan import next_batch_size
     from storage.errors import CorruptRecordError
-    from storage.records import RecordBatch, next_batch_size
+    from storage.records import RecordBatch
 
     file_name = os.path.basename(part.path)
 

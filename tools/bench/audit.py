@@ -163,8 +163,8 @@ def generate(root: Path, total_bytes: int, seed: int = 7) -> dict[str, Any]:
     """Write about ``total_bytes`` of segments, split evenly over the three node dirs under
     ``root``. Returns ``{"dirs": [...], "bytes": on-disk segment bytes, "rows": records of
     all nodes, "batches": batches per node}``."""
+    from storage.batch_builder import set_base_offset
     from storage.log import MetadataLog
-    from storage.records import set_base_offset
 
     rng = random.Random(seed)
     node_bytes = total_bytes // len(NODES)

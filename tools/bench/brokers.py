@@ -349,7 +349,7 @@ class LogTail:
         """The whole batches appended since the last read, in segment order. A segment whose
         end at creation was not a batch boundary (read mid-write) is read from its start, and
         the batches wholly before that end are left out."""
-        from storage.records import scan_batches
+        from storage.batch_scan import scan_batches
 
         batches: list[Any] = []
         for segment in sorted(self.segment_dir.glob("*.log")):

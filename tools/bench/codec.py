@@ -251,7 +251,8 @@ def record_batch(target_bytes: int = FETCH_RECORDS_TARGET_BYTES) -> tuple[bytes,
     process."""
     from kafka.record.default_records import DefaultRecordBatch
 
-    from storage.records import SimpleRecord, build_batch
+    from storage.batch_builder import build_batch
+    from storage.record_codec import SimpleRecord
 
     ramp = bytes(range(256)) * (RECORD_VALUE_BYTES // 256 + 2)
 

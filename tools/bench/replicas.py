@@ -92,9 +92,10 @@ def _bench_dir() -> Path:
 def templates(rng: random.Random) -> list[tuple[bytes, int]]:
     """``(batch bytes at base offset 0, offsets it spans)``: producer batches of every codec;
     a transactional one is one template with its COMMIT marker batch after it."""
+    from storage.batch_builder import build_batch, set_base_offset
     from storage.compression import CompressionType
     from storage.control import ControlRecordType, EndTransactionMarker
-    from storage.records import SimpleRecord, build_batch, set_base_offset
+    from storage.record_codec import SimpleRecord
 
     codecs = list(CompressionType)
     out = []
@@ -125,7 +126,8 @@ def _metadata_log(root: Path, names: list[tuple[str, int]], ids: dict[str, Any])
     from messages.generated.partition_record import PartitionRecord
     from messages.generated.topic_record import TopicRecord
     from messages.metadata import encode_record
-    from storage.records import SimpleRecord, build_batch
+    from storage.batch_builder import build_batch
+    from storage.record_codec import SimpleRecord
 
     values = [encode_record(TopicRecord(name=t, topic_id=ids[t]), 0) for t in ids]
     for topic, partition in names:
@@ -196,6 +198,8 @@ def generate(root: Path, total_bytes: int, seed: int = 11, partitions: int = PAR
     """Write about ``total_bytes`` of segments (each copy counted) under ``root``; returns
     ``{"dirs", "metadata", "bytes", "batches", "largest_segment"}``."""
     from kwire.uuid import Uuid
+    from storage.batch_builder import set_base_offset, set_partition_leader_epoch
+    from storage.batch_scan import next_batch_size
     from storage.leader_epoch import EpochEntry, encode_checkpoint
     from storage.meta_properties import MetaProperties, write_meta_properties
     from storage.offset_checkpoint import (
@@ -204,7 +208,6 @@ def generate(root: Path, total_bytes: int, seed: int = 11, partitions: int = PAR
         encode_offset_checkpoint,
     )
     from storage.partition_metadata import encode_partition_metadata
-    from storage.records import next_batch_size, set_base_offset, set_partition_leader_epoch
 
     rng = random.Random(seed)
     batches = templates(rng)

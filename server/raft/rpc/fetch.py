@@ -78,8 +78,8 @@ from server.raft.types import (
     OffsetAndEpoch,
     ReplicaKey,
 )
+from storage.batch_scan import iter_batches
 from storage.errors import CorruptRecordError
-from storage.records import iter_batches
 
 if TYPE_CHECKING:
     from server.raft.context import RaftContext
