@@ -67,6 +67,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -646,8 +647,21 @@ def run(args: Any) -> list[Result]:
     print(format_rows(rows), flush=True)
     if failovers:
         print(failover.format_rows(failovers), flush=True)
+    if getattr(args, "report", None) is not None:
+        write_report(Path(args.report), rows, failovers)
     sys.stdout.flush()
     return to_results(rows, timing) + failover_results(failovers)
+
+
+def write_report(directory: Path, rows: Sequence[Row], failovers: Sequence[failover.FailoverRow]) -> None:
+    """``--report DIR``: the rows kept and drawn as ``DIR/index.html`` (:mod:`tools.bench.quorum_report`)."""
+    from tools.bench import quorum_report
+    from tools.bench.core import environment, format_environment
+
+    quorum_report.save(directory, [asdict(r) for r in rows], [asdict(f) for f in failovers],
+                       environment=format_environment(environment()),
+                       command=shlex.join(["python", "-m", "tools.bench", *sys.argv[1:]]))
+    print(f"report: {quorum_report.write_report(directory)}", flush=True)
 
 
 def run_failovers(base: Path, rounds: int, kafka_problem_text: str | None) -> list[failover.FailoverRow]:
