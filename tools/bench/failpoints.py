@@ -1,0 +1,391 @@
+"""Failpoints section: what the failpoints (``server.failpoints``) cost on the commit path while
+none is armed, against the same code built without them, in one run under the same load.
+
+Python has no build flag, so "without" is built here: :func:`without_failpoints` gives a
+subclass of :class:`server.raft.core.RaftCore` and of
+:class:`server.controller.host.ControllerHost` whose methods are compiled again from their own
+source with every ``if`` statement that consults the failpoints (a test naming ``failpoints``
+or ``_faults``: the one truth test of the armed points a step, a request and a committed batch
+each pass) taken out, as a build without the feature would have them. "With" is a subclass of
+each that changes nothing, so that both sides look their methods up through one more class.
+
+Each side is one node as the node process drives it, without its I/O: a single-voter core over
+an in-memory log beside its controller host, stepped by the node's own stepping function
+(``server.controller.stepping``), the log's fsync completing at once. The load, the same on
+both sides:
+
+* ``workload append``: one append of :data:`RECORDS_PER_APPEND` NoOpRecords of 256 B (as
+  ``kwire test-raft-server --record-type no-op`` makes them; 1 ms of TestRaftServer's 20,000
+  records/s), as another writer's append beside the host's, committed and replayed;
+* ``CreateTopics``: one topic of one partition, appended, committed, replayed and answered;
+* ``BrokerHeartbeat``: a registered broker's heartbeat, answered.
+
+The two sides run alternately, run by run (:func:`tools.bench.core.measure_pair`), so that
+both see the same machine; a side's figure is its median run, the best in brackets. The
+overhead is with / without - 1 per pair of neighbouring runs, median and range: a range that
+spans 0 is noise.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import inspect
+import itertools
+import random
+import statistics
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tools.bench.core import Result, SectionError, Settings, calibrate
+
+SECTION = "failpoints"
+RECORDS_PER_APPEND = 20
+RECORD_SIZE = 256
+GUARDS = frozenset({"failpoints", "_faults"})
+"""Attribute names whose mention in an ``if`` test marks a failpoint check."""
+
+
+# ---------------------------------------------------------------------------------------------
+# the build without failpoints
+
+
+def _mentions_guard(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr in GUARDS for n in ast.walk(node))
+
+
+class _StripGuards(ast.NodeTransformer):
+    """Takes out each ``if`` statement or ``x if ... else y`` whose test mentions a failpoint
+    guard (its ``else`` stays in its place) and each statement that is only a call into the
+    failpoints; counts them."""
+
+    def __init__(self) -> None:
+        self.removed = 0
+
+    def visit_If(self, node: ast.If) -> Any:  # noqa: N802 - ast.NodeTransformer's naming
+        self.generic_visit(node)
+        if not _mentions_guard(node.test):
+            return node
+        self.removed += 1
+        return node.orelse or None
+
+    def visit_IfExp(self, node: ast.IfExp) -> Any:  # noqa: N802
+        self.generic_visit(node)
+        if not _mentions_guard(node.test):
+            return node
+        self.removed += 1
+        return node.orelse
+
+    def visit_Expr(self, node: ast.Expr) -> Any:  # noqa: N802
+        if isinstance(node.value, ast.Call) and _mentions_guard(node.value.func):
+            self.removed += 1
+            return None
+        return node
+
+
+def _checks(node: ast.AST) -> bool:
+    """Whether ``node`` holds something :class:`_StripGuards` takes out."""
+    return any((isinstance(n, ast.If | ast.IfExp) and _mentions_guard(n.test))
+               or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and _mentions_guard(n.value.func))
+               for n in ast.walk(node))
+
+
+def strip_failpoint_checks(cls: type) -> tuple[dict[str, Callable[..., Any]], int]:
+    """The methods of ``cls`` (its own, not inherited) that check a failpoint, compiled again
+    from their source without those checks, by name, and how many checks were taken out.
+    Raises SectionError when a method cannot be rebuilt alone (it calls ``super()``, whose
+    class cell would be wrong)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    class_def = tree.body[0]
+    assert isinstance(class_def, ast.ClassDef)
+    stripper = _StripGuards()
+    methods: list[ast.stmt] = []
+    for stmt in class_def.body:
+        if not isinstance(stmt, ast.FunctionDef) or stmt.name == "__init__" or not _checks(stmt):
+            continue
+        if any(isinstance(n, ast.Name) and n.id == "super" for n in ast.walk(stmt)):
+            raise SectionError(f"{cls.__qualname__}.{stmt.name} calls super(): cannot be rebuilt alone")
+        before = stripper.removed
+        new = stripper.visit(stmt)
+        if not new.body:
+            new.body = [ast.Pass()]
+        assert stripper.removed > before
+        methods.append(new)
+    if not methods:
+        return {}, 0
+    # compiled inside a class of the same name, so that private names are mangled alike
+    holder = ast.Module(body=[ast.ClassDef(name=cls.__name__, bases=[], keywords=[], body=methods,
+                                           decorator_list=[])], type_ignores=[])
+    ast.fix_missing_locations(holder)
+    module = sys.modules[cls.__module__]
+    namespace = dict(vars(module))
+    exec(compile(holder, inspect.getsourcefile(cls) or "<stripped>", "exec"), namespace)  # noqa: S102
+    rebuilt = vars(namespace[cls.__name__])
+    return {m.name: rebuilt[m.name] for m in methods if isinstance(m, ast.FunctionDef)}, stripper.removed
+
+
+def without_failpoints(cls: type) -> tuple[type, int]:
+    """A subclass of ``cls`` with its failpoint checks taken out (:func:`strip_failpoint_checks`),
+    and how many were."""
+    methods, removed = strip_failpoint_checks(cls)
+    return type(f"{cls.__name__}WithoutFailpoints", (cls,), {"__slots__": (), **methods}), removed
+
+
+def with_failpoints(cls: type) -> type:
+    """A subclass of ``cls`` that changes nothing: the "with" side's classes are as deep as the
+    "without" side's."""
+    return type(f"{cls.__name__}WithFailpoints", (cls,), {"__slots__": ()})
+
+
+# ---------------------------------------------------------------------------------------------
+# one node without I/O
+
+
+class Node:
+    """A single voter: ``core_cls`` (a RaftCore) over a memory log and ``host_cls`` (a
+    ControllerHost) beside it, stepped by the node's stepping function, the fsync completing at
+    once. The clock stands still after the first turn: no timer fires (no broker session ends, no
+    periodic task runs), so each side takes the same path for every operation of its load."""
+
+    def __init__(self, core_cls: type, host_cls: type) -> None:
+        from server.controller.operations import ControllerConfig
+        from server.raft.events import Tick
+        from server.raft.log import MemoryRaftLog
+        from server.raft.types import Endpoint, QuorumConfig, ReplicaIdentity, VoterSet
+        from storage.bootstrap import default_bootstrap_metadata
+        from tools.raft_server_load import record_template
+
+        self.now = 1
+        self.replies: list[tuple[Any, Any]] = []
+        self.log = MemoryRaftLog()
+        self.core = core_cls(
+            identity=ReplicaIdentity(1, cluster_id="bench", endpoints=(Endpoint("CONTROLLER", "localhost", 9093),)),
+            log=self.log, voters=VoterSet.static({1: ("localhost", 9093)}), rng=random.Random(1), now_ms=0,
+            config=QuorumConfig(append_linger_ms=0),
+        )
+        config = ControllerConfig(node_id=1, cluster_id="bench", static_config={}, max_idle_interval_ms=0)
+        self.host = host_cls(config, bootstrap=default_bootstrap_metadata().records, raft=self.core, now_ms=0,
+                             rng=random.Random(7))
+        self._template = record_template(RECORD_SIZE, "no-op")
+        self._tokens = itertools.count(1 << 40)
+        self._counter = 0
+        self.step([Tick()])
+
+    # -- OutboxTarget (server.raft.outbox): nothing waits
+
+    async def persist_election(self, election: Any) -> None:
+        """Nothing to persist in memory."""
+
+    async def write_log(self, out: Any) -> None:
+        """The core's log changes, to the memory log."""
+        from server.raft.outbox import apply_log_changes
+
+        apply_log_changes(self.log, out)
+
+    def send(self, request: Any) -> None:
+        """A single voter sends nothing."""
+
+    def reply(self, reply: Any) -> None:
+        """Raft answers go nowhere."""
+
+    async def flush(self) -> None:
+        """Done at once, in :meth:`step`."""
+
+    async def load_snapshot(self, snapshot_id: Any) -> None:
+        """A single voter never loads one."""
+        raise AssertionError("a single voter never loads a snapshot")
+
+    def commit(self, batch: Any) -> None:
+        """A committed batch, to the host."""
+        self.host.commit(self.now, batch)
+
+    def append_result(self, result: Any) -> None:
+        """The host's appends' results, to the host; another writer's are dropped."""
+        self.host.append_result(result)
+
+    def schedule(self, deadline_ms: int | None) -> None:
+        """Time moves by hand."""
+
+    # -- driving
+
+    def step(self, events: list[Any], held: tuple[Any, ...] = ()) -> None:
+        """One turn of core and host (``server.controller.stepping``)."""
+        from server.controller.stepping import run_steps, steps
+        from server.raft.outbox import apply_now
+
+        def apply(out: Any) -> bool:
+            apply_now(out, self)
+            if out.flush:
+                self.log.flush()
+                return True
+            return False
+
+        def carry_out(out: Any) -> None:
+            self.replies.extend(out.replies)
+
+        run_steps(steps(self.core, self.host, events, lambda: self.now, held=held), apply, carry_out)
+
+    def request(self, body: Any, version: int) -> Any:
+        """Hand ``body`` to the host and step until it is answered; the answer."""
+        from server.controller.host import ControllerRequest
+
+        handle = object()
+        self.host.request(self.now, ControllerRequest(handle, body, version, "CONTROLLER", self.now))
+        self.step([])
+        reply = next((r for h, r in reversed(self.replies) if h is handle), None)
+        if reply is None:
+            raise SectionError(f"{type(body).__name__} got no answer in one turn")
+        self.replies.clear()
+        return reply
+
+    def workload_append(self) -> None:
+        """One append of :data:`RECORDS_PER_APPEND` workload NoOpRecords beside the host's."""
+        from server.raft.events import ClientAppend
+        from tools.raft_server_load import workload_values
+
+        values = workload_values(self._template, self.core.epoch, self._counter, RECORDS_PER_APPEND, 1)
+        self._counter += RECORDS_PER_APPEND
+        self.step([], held=(ClientAppend(next(self._tokens), values),))
+
+
+def _broker(node: Node) -> Callable[[], Any]:
+    """Register broker 5 and heartbeat it unfenced; a function sending its next heartbeat."""
+    from kwire.uuid import Uuid
+    from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
+    from messages.generated.broker_registration_request import (
+        BrokerRegistrationRequest,
+        Feature,
+        Listener,
+    )
+
+    registered = node.request(BrokerRegistrationRequest(
+        broker_id=5, cluster_id="bench", incarnation_id=Uuid.from_longs(5, 1),
+        listeners=[Listener(name="PLAINTEXT", host="b", port=9092, security_protocol=0)],
+        features=[Feature(name="metadata.version", min_supported_version=1, max_supported_version=100)],
+        rack=None, log_dirs=[Uuid.from_longs(5, 99)]), 4)
+    if registered.error_code:
+        raise SectionError(f"BrokerRegistration answered error {registered.error_code}")
+
+    def heartbeat() -> Any:
+        return node.request(BrokerHeartbeatRequest(
+            broker_id=5, broker_epoch=registered.broker_epoch, want_fence=False,
+            current_metadata_offset=node.core.high_watermark - 1), 1)
+
+    for _ in range(3):
+        if not heartbeat().is_fenced:
+            return heartbeat
+    raise SectionError("broker 5 stayed fenced")
+
+
+def _create_topic(node: Node) -> Callable[[], Any]:
+    """A function creating the next topic ``t<n>`` of one partition; it returns the answer."""
+    from messages.generated.create_topics_request import CreatableTopic, CreateTopicsRequest
+
+    names = itertools.count()
+
+    def create() -> Any:
+        topic = CreatableTopic(name=f"t{next(names)}", num_partitions=1, replication_factor=1)
+        answer = node.request(CreateTopicsRequest(topics=[topic], timeout_ms=1000), 7)
+        if answer.topics[0].error_code:
+            raise SectionError(f"CreateTopics answered error {answer.topics[0].error_code}")
+        return answer
+
+    return create
+
+
+RUNS, QUICK_RUNS = 21, 5
+
+
+def _timed(op: Callable[[], object], loops: int) -> tuple[float, float]:
+    """``(wall ns, CPU ns)`` per call of ``loops`` calls of ``op`` (CPU: this process's, which
+    another process's load on the machine does not inflate)."""
+    gc.collect()
+    c0, t0 = time.process_time_ns(), time.perf_counter_ns()
+    for _ in range(loops):
+        op()
+    return (time.perf_counter_ns() - t0) / loops, (time.process_time_ns() - c0) / loops
+
+
+@dataclass(slots=True)
+class Pair:
+    """Both sides' runs of one load: per-op wall and CPU ns of each run, ``loops`` ops a run
+    (the same on both sides, so that both logs and images grow alike)."""
+
+    loops: int
+    wall: dict[str, list[float]] = field(default_factory=lambda: {"with": [], "without": []})
+    cpu: dict[str, list[float]] = field(default_factory=lambda: {"with": [], "without": []})
+
+    def overheads(self) -> list[float]:
+        """with / without - 1 of the CPU per op of each run's pair."""
+        return [w / wo - 1 for w, wo in zip(self.cpu["with"], self.cpu["without"], strict=True)]
+
+
+def measure(ops: dict[str, Callable[[], object]], runs: int, min_time_s: float) -> Pair:
+    """``runs`` runs of each side, alternating, the side going first swapped every run (ABBA),
+    each run ``loops`` ops long, ``loops`` calibrated once on the "with" side."""
+    loops = calibrate(ops["with"], min_time_s)
+    ops["without"]()  # the same warm-up as calibrate gave the "with" side
+    pair = Pair(loops)
+    for n in range(runs):
+        for side in (("with", "without") if n % 2 == 0 else ("without", "with")):
+            wall, cpu = _timed(ops[side], loops)
+            pair.wall[side].append(wall)
+            pair.cpu[side].append(cpu)
+    return pair
+
+
+def run(args: Any) -> list[Result]:
+    from server.controller.host import ControllerHost
+    from server.raft.core import RaftCore
+
+    settings = Settings.from_args(args)
+    runs = getattr(args, "runs", None) or (QUICK_RUNS if getattr(args, "quick", False) else RUNS)
+    core_without, core_checks = without_failpoints(RaftCore)
+    host_without, host_checks = without_failpoints(ControllerHost)
+    if not core_checks or not host_checks:
+        raise SectionError(f"found {core_checks} failpoint checks in RaftCore and {host_checks} in ControllerHost: "
+                           "the section no longer sees the checks it compares")
+    sides = {"with": Node(with_failpoints(RaftCore), with_failpoints(ControllerHost)),
+             "without": Node(core_without, host_without)}
+    if sides["with"].host.failpoints.armed:
+        raise SectionError("a failpoint is armed: the section measures them off")
+    print(f"failpoints: one single-voter node without I/O per side; without = RaftCore and ControllerHost "
+          f"compiled again with {core_checks} + {host_checks} failpoint checks taken out; "
+          f"{runs} runs per side, alternating; CPU time of this process per op", flush=True)
+    loads: list[tuple[str, Callable[[Node], Callable[[], object]], str]] = [
+        ("workload append", lambda n: n.workload_append,
+         f"{RECORDS_PER_APPEND} NoOpRecords of {RECORD_SIZE} B appended, committed and replayed"),
+        ("CreateTopics", _create_topic, "one topic of one partition appended, committed, replayed and answered"),
+        ("BrokerHeartbeat", _broker, "a registered, unfenced broker's heartbeat answered"),
+    ]
+    heartbeats = {name: _broker(node) for name, node in sides.items()}  # CreateTopics needs a broker
+    loads[2] = (loads[2][0], lambda n: heartbeats["with" if n is sides["with"] else "without"], loads[2][2])
+    results: list[Result] = []
+    lines = []
+    for what, make, conditions in loads:
+        pair = measure({side: make(node) for side, node in sides.items()}, runs, settings.min_time_s)
+        over = pair.overheads()
+        cpu = {side: statistics.median(v) / 1e3 for side, v in pair.cpu.items()}
+        best = {side: min(v) / 1e3 for side, v in pair.cpu.items()}
+        share = statistics.median(c / w for c, w in zip(pair.cpu["with"], pair.wall["with"], strict=True))
+        lines.append(f"  {what}: CPU per op with {cpu['with']:.2f} us ({best['with']:.2f}), without "
+                     f"{cpu['without']:.2f} us ({best['without']:.2f}); with/without - 1 = "
+                     f"{statistics.median(over):+.2%} (quartiles {_quartiles(over)}), CPU share {share:.0%}")
+        results.append(Result(
+            section=SECTION, what=f"{what}: CPU per op, failpoints compiled in and off", unit="us/op",
+            kwire=cpu["with"], kwire_best=best["with"], reference=cpu["without"], reference_best=best["without"],
+            reference_name="the same code without failpoint checks",
+            conditions=f"{conditions}; {runs} runs/side alternating, {pair.loops} ops per run",
+            higher_is_better=False, extra={"overhead_per_pair": over, "cpu_ns": pair.cpu, "wall_ns": pair.wall},
+        ))
+    print("\n".join(lines), flush=True)
+    return results
+
+
+def _quartiles(values: list[float]) -> str:
+    q = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
+    return f"{q[0]:+.2%} .. {q[2]:+.2%}"
