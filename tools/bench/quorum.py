@@ -95,30 +95,16 @@ LINGER_KEY = "controller.quorum.append.linger.ms"
 CURVE = "1000,5000,10000,20000,40000,80000,160000"
 """``--throughput`` without a value: the load curve's offered loads, records/s, from a twentieth
 to eight times TestRaftServer's workload. On the 2-core bench machine neither side keeps up with
-the last in every run.
-
-A whole-curve run (``--throughput``, CPU counted with the nodes' reaped children,
-:func:`cpu_seconds`) gave kwire's CPU per million records as 0.92, 0.86, 0.92, 0.86, 0.79 and
-0.72 of Kafka 4.4.0's at 1,000 to 80,000 (linger 25 ms) and 0.91, 0.78, 0.85, 0.80, 0.75 and
-0.77 (linger 0), both sides keeping up to 80,000. At 160,000 kwire kept up at both lingers
-(7.6 and 7.4 CPU-s per million, none skipped) where Kafka committed 87,000 at linger 0 (15.8)
-and printed no usable line at linger 25. A run of 160,000 alone: kwire 159,100 and 160,000
-committed at 7.2 and 7.5, Kafka 141,300 and 96,700 at 9.9 and 15.1 (linger 25 and 0). On a
-faster machine in earlier runs Kafka committed 119,000-160,000 at 160,000, at 7.4-9.2 CPU-s
-per million (linger 25 ms).
-
-Figures from before the reaped children were counted leave out the forked snapshot builders:
-a node crosses the 20 MiB snapshot trigger twice a second at 160,000 records/s, and until
-images of under 2,000 records were built without a fork
-(``server.node.snapshot_files.FORK_MIN_IMAGE_RECORDS``) those forks cost 0.6-0.8 CPU-s per million
-records, uncounted.
+the last in every run; the curve's figures are in ``BENCHMARKS.md`` and ``--report DIR`` draws
+them.
 
 A saturated kwire run is bimodal: once the followers fall behind they fetch whole 8 MiB reads
 (``MAX_FETCH_SIZE_BYTES``), each written, fsynced and read back for the controller, and stay
-behind; kwire's commit latency nears a second and its generator skips the records it could not
-append (one second of load at most waits uncommitted). At 200,000 offered (``--throughput
-200000``, linger 25 ms) kwire committed 196,300 in one run beside Kafka's 200,500, and of three
-kwire-only runs one kept up (p50 162 ms) and two stayed behind (197,200 and 175,400)."""
+behind; kwire's commit latency then nears a second and its generator skips the records it could
+not append (one second of load at most waits uncommitted). CPU is counted with the nodes'
+reaped children (:func:`cpu_seconds`): a node crosses the 20 MiB snapshot trigger twice a second
+at 160,000 records/s, and images of 2,000 records and more are built in forked processes
+(``server.node.snapshot_files.FORK_MIN_IMAGE_RECORDS``)."""
 FAILOVER_LINGER_MS = 25  # Kafka's default controller.quorum.append.linger.ms
 KEEP_UP_SHARE = 0.97
 """A side keeps up with a load when it skips none and commits at least this share of it."""
