@@ -53,3 +53,11 @@ def test_both_builds_take_the_same_load_to_the_same_state() -> None:
     assert a.core.high_watermark == b.core.high_watermark == a.log.log_end_offset
     assert answers[0] == answers[1]
     assert [name for name, *_ in answers[0]] == ["t0", "t1", "t2"]
+
+
+def test_the_commit_path_passes_a_check_per_operation() -> None:
+    """The counting failpoints see the checks an operation passes: at least the core's per
+    event, and the host's per request."""
+    assert failpoints.checks_per_op(lambda n: n.workload_append, ops=5) >= 1
+    assert failpoints.checks_per_op(failpoints._create_topic, ops=5) > failpoints.checks_per_op(
+        failpoints._broker, ops=5) >= 1

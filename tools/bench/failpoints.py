@@ -20,10 +20,14 @@ both sides:
 * ``CreateTopics``: one topic of one partition, appended, committed, replayed and answered;
 * ``BrokerHeartbeat``: a registered broker's heartbeat, answered.
 
-The two sides run alternately, run by run (:func:`tools.bench.core.measure_pair`), so that
-both see the same machine; a side's figure is its median run, the best in brackets. The
-overhead is with / without - 1 per pair of neighbouring runs, median and range: a range that
-spans 0 is noise.
+A third side, the control, is a second node of the shipped code: with / control - 1 is what
+the measurement gives where there is no difference to find, its noise and bias. The sides run
+in rotation, run by run, each run the same number of operations, timed in this process's CPU
+time (the other processes of a shared machine then stretch a run's wall time, not its figure);
+a side's figure is its median run, the best in brackets; with / without - 1 and with / control -
+1 are taken run by run, their median and quartiles printed. Beside them, the overhead the checks
+can have at most: the checks an operation passes (:func:`checks_per_op`, counted on a node of
+its own) times the CPU of one (:func:`check_ns`), over the operation's CPU.
 """
 
 from __future__ import annotations
@@ -37,10 +41,12 @@ import statistics
 import sys
 import textwrap
 import time
+import timeit
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from server.failpoints import Action, Failpoints
 from tools.bench.core import Result, SectionError, Settings, calibrate
 
 SECTION = "failpoints"
@@ -151,7 +157,7 @@ class Node:
     once. The clock stands still after the first turn: no timer fires (no broker session ends, no
     periodic task runs), so each side takes the same path for every operation of its load."""
 
-    def __init__(self, core_cls: type, host_cls: type) -> None:
+    def __init__(self, core_cls: type, host_cls: type, failpoints: Failpoints | None = None) -> None:
         from server.controller.operations import ControllerConfig
         from server.raft.events import Tick
         from server.raft.log import MemoryRaftLog
@@ -160,16 +166,18 @@ class Node:
         from tools.raft_server_load import record_template
 
         self.now = 1
+        self.heartbeat: Callable[[], Any] | None = None
+        """Broker 5's next heartbeat once :func:`_broker` registered it."""
         self.replies: list[tuple[Any, Any]] = []
         self.log = MemoryRaftLog()
         self.core = core_cls(
             identity=ReplicaIdentity(1, cluster_id="bench", endpoints=(Endpoint("CONTROLLER", "localhost", 9093),)),
             log=self.log, voters=VoterSet.static({1: ("localhost", 9093)}), rng=random.Random(1), now_ms=0,
-            config=QuorumConfig(append_linger_ms=0),
+            config=QuorumConfig(append_linger_ms=0), failpoints=failpoints,
         )
         config = ControllerConfig(node_id=1, cluster_id="bench", static_config={}, max_idle_interval_ms=0)
         self.host = host_cls(config, bootstrap=default_bootstrap_metadata().records, raft=self.core, now_ms=0,
-                             rng=random.Random(7))
+                             rng=random.Random(7), failpoints=failpoints)
         self._template = record_template(RECORD_SIZE, "no-op")
         self._tokens = itertools.count(1 << 40)
         self._counter = 0
@@ -253,7 +261,10 @@ class Node:
 
 
 def _broker(node: Node) -> Callable[[], Any]:
-    """Register broker 5 and heartbeat it unfenced; a function sending its next heartbeat."""
+    """Register broker 5 and heartbeat it unfenced (once per node); a function sending its next
+    heartbeat."""
+    if node.heartbeat is not None:
+        return node.heartbeat
     from kwire.uuid import Uuid
     from messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
     from messages.generated.broker_registration_request import (
@@ -277,6 +288,7 @@ def _broker(node: Node) -> Callable[[], Any]:
 
     for _ in range(3):
         if not heartbeat().is_fenced:
+            node.heartbeat = heartbeat
             return heartbeat
     raise SectionError("broker 5 stayed fenced")
 
@@ -310,32 +322,90 @@ def _timed(op: Callable[[], object], loops: int) -> tuple[float, float]:
     return (time.perf_counter_ns() - t0) / loops, (time.process_time_ns() - c0) / loops
 
 
+SIDES = ("with", "without", "control")
+"""The sides of a run: the shipped code (failpoints compiled in, none armed), the code compiled
+again without the checks, and a second node of the shipped code, whose difference from the
+first is the measurement's own noise and bias (an A/A control)."""
+
+
 @dataclass(slots=True)
-class Pair:
-    """Both sides' runs of one load: per-op wall and CPU ns of each run, ``loops`` ops a run
-    (the same on both sides, so that both logs and images grow alike)."""
+class Runs:
+    """Every side's runs of one load: per-op wall and CPU ns of each run, ``loops`` ops a run
+    (the same on every side, so that their logs and images grow alike)."""
 
     loops: int
-    wall: dict[str, list[float]] = field(default_factory=lambda: {"with": [], "without": []})
-    cpu: dict[str, list[float]] = field(default_factory=lambda: {"with": [], "without": []})
+    wall: dict[str, list[float]] = field(default_factory=lambda: {side: [] for side in SIDES})
+    cpu: dict[str, list[float]] = field(default_factory=lambda: {side: [] for side in SIDES})
 
-    def overheads(self) -> list[float]:
-        """with / without - 1 of the CPU per op of each run's pair."""
-        return [w / wo - 1 for w, wo in zip(self.cpu["with"], self.cpu["without"], strict=True)]
+    def excess(self, side: str, over: str) -> list[float]:
+        """``side`` / ``over`` - 1 of the CPU per op, run by run."""
+        return [a / b - 1 for a, b in zip(self.cpu[side], self.cpu[over], strict=True)]
 
 
-def measure(ops: dict[str, Callable[[], object]], runs: int, min_time_s: float) -> Pair:
-    """``runs`` runs of each side, alternating, the side going first swapped every run (ABBA),
-    each run ``loops`` ops long, ``loops`` calibrated once on the "with" side."""
+def measure(ops: dict[str, Callable[[], object]], runs: int, min_time_s: float) -> Runs:
+    """``runs`` runs of each side of :data:`SIDES`, alternating, the side going first rotated
+    every run, each run ``loops`` ops long, ``loops`` calibrated once on the "with" side (the
+    other sides get the same warm-up)."""
     loops = calibrate(ops["with"], min_time_s)
-    ops["without"]()  # the same warm-up as calibrate gave the "with" side
-    pair = Pair(loops)
+    for side in SIDES[1:]:
+        ops[side]()
+    measured = Runs(loops)
     for n in range(runs):
-        for side in (("with", "without") if n % 2 == 0 else ("without", "with")):
+        for k in range(len(SIDES)):
+            side = SIDES[(n + k) % len(SIDES)]
             wall, cpu = _timed(ops[side], loops)
-            pair.wall[side].append(wall)
-            pair.cpu[side].append(cpu)
-    return pair
+            measured.wall[side].append(wall)
+            measured.cpu[side].append(cpu)
+    return measured
+
+
+class CountingFailpoints(Failpoints):
+    """Failpoints that count how often a path asks whether anything is armed (``armed`` read):
+    the number of checks an operation passes."""
+
+    __slots__ = ("_armed", "reads")
+
+    def __init__(self, draw: Callable[[], float]) -> None:
+        self.reads = 0
+        super().__init__(draw)
+
+    @property  # type: ignore[override]
+    def armed(self) -> dict[str, Action]:
+        """The armed points, counted."""
+        self.reads += 1
+        return self._armed
+
+    @armed.setter
+    def armed(self, value: dict[str, Action]) -> None:
+        self._armed = value
+
+
+def checks_per_op(make: Callable[[Node], Callable[[], object]], ops: int = 50) -> float:
+    """How many failpoint checks (``armed`` reads) one operation of a load passes, on a node of
+    its own with counting failpoints."""
+    from server.controller.host import ControllerHost
+    from server.raft.core import RaftCore
+
+    points = CountingFailpoints(random.Random(1).random)
+    node = Node(RaftCore, ControllerHost, points)
+    _broker(node)
+    op = make(node)
+    op()
+    before = points.reads
+    for _ in range(ops):
+        op()
+    return (points.reads - before) / ops
+
+
+def check_ns() -> float:
+    """CPU ns of one check while nothing is armed (``if points.armed:``) less an empty
+    statement, best of five."""
+    points = Failpoints(random.Random(1).random)
+    n = 1_000_000
+    env = {"points": points}
+    best_check = min(timeit.repeat("if points.armed: pass", globals=env, number=n, repeat=5, timer=time.process_time))
+    best_empty = min(timeit.repeat("pass", globals=env, number=n, repeat=5, timer=time.process_time))
+    return max(0.0, best_check - best_empty) / n * 1e9
 
 
 def run(args: Any) -> list[Result]:
@@ -349,38 +419,48 @@ def run(args: Any) -> list[Result]:
     if not core_checks or not host_checks:
         raise SectionError(f"found {core_checks} failpoint checks in RaftCore and {host_checks} in ControllerHost: "
                            "the section no longer sees the checks it compares")
-    sides = {"with": Node(with_failpoints(RaftCore), with_failpoints(ControllerHost)),
-             "without": Node(core_without, host_without)}
-    if sides["with"].host.failpoints.armed:
+    core_with, host_with = with_failpoints(RaftCore), with_failpoints(ControllerHost)
+    nodes = {"with": Node(core_with, host_with), "without": Node(core_without, host_without),
+             "control": Node(core_with, host_with)}
+    if nodes["with"].host.failpoints.armed or nodes["with"].core.failpoints.armed:
         raise SectionError("a failpoint is armed: the section measures them off")
+    one_check_ns = check_ns()
     print(f"failpoints: one single-voter node without I/O per side; without = RaftCore and ControllerHost "
-          f"compiled again with {core_checks} + {host_checks} failpoint checks taken out; "
-          f"{runs} runs per side, alternating; CPU time of this process per op", flush=True)
+          f"compiled again with {core_checks} + {host_checks} failpoint checks taken out; control = a second "
+          f"node of the shipped code (A/A); {runs} runs per side, in rotation; CPU time of this process per "
+          f"op; one check (`if points.armed:`, nothing armed) {one_check_ns:.1f} ns", flush=True)
+    for node in nodes.values():
+        _broker(node)  # CreateTopics needs a broker
     loads: list[tuple[str, Callable[[Node], Callable[[], object]], str]] = [
         ("workload append", lambda n: n.workload_append,
          f"{RECORDS_PER_APPEND} NoOpRecords of {RECORD_SIZE} B appended, committed and replayed"),
         ("CreateTopics", _create_topic, "one topic of one partition appended, committed, replayed and answered"),
         ("BrokerHeartbeat", _broker, "a registered, unfenced broker's heartbeat answered"),
     ]
-    heartbeats = {name: _broker(node) for name, node in sides.items()}  # CreateTopics needs a broker
-    loads[2] = (loads[2][0], lambda n: heartbeats["with" if n is sides["with"] else "without"], loads[2][2])
     results: list[Result] = []
     lines = []
     for what, make, conditions in loads:
-        pair = measure({side: make(node) for side, node in sides.items()}, runs, settings.min_time_s)
-        over = pair.overheads()
-        cpu = {side: statistics.median(v) / 1e3 for side, v in pair.cpu.items()}
-        best = {side: min(v) / 1e3 for side, v in pair.cpu.items()}
-        share = statistics.median(c / w for c, w in zip(pair.cpu["with"], pair.wall["with"], strict=True))
+        measured = measure({side: make(node) for side, node in nodes.items()}, runs, settings.min_time_s)
+        over, noise = measured.excess("with", "without"), measured.excess("with", "control")
+        cpu = {side: statistics.median(v) / 1e3 for side, v in measured.cpu.items()}
+        best = {side: min(v) / 1e3 for side, v in measured.cpu.items()}
+        share = statistics.median(c / w for c, w in zip(measured.cpu["with"], measured.wall["with"], strict=True))
+        checks = checks_per_op(make)
+        expected = checks * one_check_ns / (cpu["without"] * 1e3)
         lines.append(f"  {what}: CPU per op with {cpu['with']:.2f} us ({best['with']:.2f}), without "
-                     f"{cpu['without']:.2f} us ({best['without']:.2f}); with/without - 1 = "
-                     f"{statistics.median(over):+.2%} (quartiles {_quartiles(over)}), CPU share {share:.0%}")
+                     f"{cpu['without']:.2f} us ({best['without']:.2f}), control {cpu['control']:.2f} us; "
+                     f"with/without - 1 = {statistics.median(over):+.2%} (quartiles {_quartiles(over)}), "
+                     f"with/control - 1 = {statistics.median(noise):+.2%} (quartiles {_quartiles(noise)}); "
+                     f"{checks:.1f} checks per op x {one_check_ns:.1f} ns = {expected:.3%} expected; "
+                     f"CPU share {share:.0%}")
         results.append(Result(
             section=SECTION, what=f"{what}: CPU per op, failpoints compiled in and off", unit="us/op",
             kwire=cpu["with"], kwire_best=best["with"], reference=cpu["without"], reference_best=best["without"],
             reference_name="the same code without failpoint checks",
-            conditions=f"{conditions}; {runs} runs/side alternating, {pair.loops} ops per run",
-            higher_is_better=False, extra={"overhead_per_pair": over, "cpu_ns": pair.cpu, "wall_ns": pair.wall},
+            conditions=f"{conditions}; {runs} runs/side in rotation, {measured.loops} ops per run",
+            higher_is_better=False,
+            extra={"with_over_without": over, "with_over_control": noise, "checks_per_op": checks,
+                   "check_ns": one_check_ns, "cpu_ns": measured.cpu, "wall_ns": measured.wall},
         ))
     print("\n".join(lines), flush=True)
     return results
