@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
                 section = importlib.import_module(SECTIONS[name])
                 section_results = section.run(args)
                 print(format_table(section_results))
-                print(f"({name}: {time.monotonic() - t0:.1f} s)", flush=True)
+                print(f"({name}: {time.monotonic() - t0:.1f} s; load average at its end "
+                      f"{' '.join(f'{x:.2f}' for x in environment()['loadavg'])})", flush=True)
         except SectionError as exc:
             print(f"section {name} stopped: {exc}", file=sys.stderr)
             failed.append(name)
