@@ -345,10 +345,18 @@ class Runs:
 def measure(ops: dict[str, Callable[[], object]], runs: int, min_time_s: float) -> Runs:
     """``runs`` runs of each side of :data:`SIDES`, alternating, the side going first rotated
     every run, each run ``loops`` ops long, ``loops`` calibrated once on the "with" side (the
-    other sides get the same warm-up)."""
-    loops = calibrate(ops["with"], min_time_s)
-    for side in SIDES[1:]:
-        ops[side]()
+    other sides then make as many calls first)."""
+    calls = 0
+
+    def counted() -> object:
+        nonlocal calls
+        calls += 1
+        return ops["with"]()
+
+    loops = calibrate(counted, min_time_s)
+    for side in SIDES[1:]:  # as many calls as calibrating made, so that every side's state grew alike
+        for _ in range(calls):
+            ops[side]()
     measured = Runs(loops)
     for n in range(runs):
         for k in range(len(SIDES)):
