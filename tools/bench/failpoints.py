@@ -4,9 +4,10 @@ none is armed, against the same code built without them, in one run under the sa
 Python has no build flag, so "without" is built here: :func:`without_failpoints` gives a
 subclass of :class:`server.raft.core.RaftCore` and of
 :class:`server.controller.host.ControllerHost` whose methods are compiled again from their own
-source with every ``if`` statement that consults the failpoints (a test naming ``failpoints``
-or ``_faults``: the one truth test of the armed points a step, a request and a committed batch
-each pass) taken out, as a build without the feature would have them. "With" is a subclass of
+source with every check of the failpoints taken out (an ``if`` or a conditional expression
+whose test names ``failpoints`` or ``_faults`` -- the truth test of the armed points that a
+step, a request and a committed batch each pass, and the host's test for held work -- and a
+statement that only calls into them), as a build without the feature would have them. "With" is a subclass of
 each that changes nothing, so that both sides look their methods up through one more class.
 
 Each side is one node as the node process drives it, without its I/O: a single-voter core over
@@ -105,7 +106,9 @@ def strip_failpoint_checks(cls: type) -> tuple[dict[str, Callable[..., Any]], in
     from their source without those checks, by name, and how many checks were taken out.
     Raises SectionError when a method cannot be rebuilt alone (it calls ``super()``, whose
     class cell would be wrong)."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    lines, first_line = inspect.getsourcelines(cls)
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    ast.increment_lineno(tree, first_line - 1)  # tracebacks name the source's own lines
     class_def = tree.body[0]
     assert isinstance(class_def, ast.ClassDef)
     stripper = _StripGuards()
