@@ -74,23 +74,38 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from tools.bench import failover
 from tools.bench.core import Result, Tail, tail_text
-from tools.stock_kafka import PINNED_VERSIONS
 
-SECTION = "quorum"
-THROUGHPUT = 20_000  # records/s: TestRaftServer's hard-coded workload (Oct 2024 source, 3.9.2 jar)
-RECORD_SIZE = 256  # bytes per record value
+# re-exported: the section's rows and table live in tools.bench.quorum_table
+from tools.bench.quorum_table import (  # noqa: F401
+    FULL,
+    KAFKA_SAMPLE_S,
+    KAFKA_VERSION,
+    KEEP_UP_SHARE,
+    LINGERS_MS,
+    NODES,
+    QUICK,
+    RECORD_SIZE,
+    SECTION,
+    THROUGHPUT,
+    Row,
+    Timing,
+    failover_results,
+    format_rows,
+    keeps_up,
+    saturation,
+    to_results,
+)
+
 RECORD_TYPE = "no-op"
 """kwire's workload records (``kwire test-raft-server --record-type``): NoOpRecords carrying the
 payload, which no controller replays -- TestRaftServer's records are opaque bytes that only its
 counting listener sees, so both sides time the commit path alone."""
-NODES = 3
-LINGERS_MS = (25, 0)
 LINGER_KEY = "controller.quorum.append.linger.ms"
 CURVE = "1000,5000,10000,20000,40000,80000,160000"
 """``--throughput`` without a value: the load curve's offered loads, records/s, from a twentieth
@@ -106,14 +121,8 @@ reaped children (:func:`cpu_seconds`): a node crosses the 20 MiB snapshot trigge
 at 160,000 records/s, and images of 2,000 records and more are built in forked processes
 (``server.node.snapshot_files.FORK_MIN_IMAGE_RECORDS``)."""
 FAILOVER_LINGER_MS = 25  # Kafka's default controller.quorum.append.linger.ms
-KEEP_UP_SHARE = 0.97
-"""A side keeps up with a load when it skips none and commits at least this share of it."""
-KAFKA_VERSION = PINNED_VERSIONS[-1] if PINNED_VERSIONS else "(none pinned)"
-"""The newest pinned Kafka release (``compat/kafka-versions.properties``, the one place
-releases are pinned)."""
 KAFKA_MAIN = "kafka.tools.TestRaftServer"
 KAFKA_HEAP = ("-Xmx1G", "-Xms1G")  # KAFKA_HEAP_OPTS of Kafka's raft/bin/test-kraft-server-start.sh
-KAFKA_SAMPLE_S = 30.0  # MetricConfig's default sample window (2 samples)
 POLL_S = 0.05
 
 _KAFKA_LINE = re.compile(
@@ -124,51 +133,6 @@ _KAFKA_LINE = re.compile(
 
 class QuorumRunError(RuntimeError):
     """One side's run could not produce figures (a node exited, no leader, no report in time)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Timing:
-    """``window_s``: kwire's report interval (warm-up = the first interval, measure = the second)
-    and the CPU window of both sides. ``kafka_report_after_s``: seconds after the Kafka leader's
-    first line from which its next line is the one used. ``timeout_s``: give up on a run."""
-
-    window_s: float
-    kafka_report_after_s: float
-    timeout_s: float
-    description: str
-
-
-FULL = Timing(30.0, 2 * KAFKA_SAMPLE_S + 2, 240.0, "30 s warm-up, 30 s measured")
-QUICK = Timing(5.0, KAFKA_SAMPLE_S + 2, 150.0, "quick: 5 s warm-up, 5 s measured")
-
-
-@dataclass(slots=True)
-class Row:
-    """One implementation at one linger. Latencies in ms, rates in records/s; ``error`` set when
-    the run produced no figures (then the figures are None)."""
-
-    implementation: str
-    linger_ms: int
-    load: int = THROUGHPUT
-    """The offered load asked for, records/s."""
-    p50: float | None = None
-    p75: float | None = None
-    p99: float | None = None
-    p999: float | None = None
-    records_per_s: float | None = None
-    offered_per_s: float | None = None
-    skipped: int | None = None
-    cpu_s_per_million: float | None = None
-    window_s: float | None = None
-    note: str = ""
-    error: str | None = None
-    listener: str = "PLAINTEXT"
-    """The controller listener's security protocol: PLAINTEXT or SSL (``--tls``)."""
-
-    @property
-    def label(self) -> str:
-        """The implementation, with ``over TLS`` on an SSL listener."""
-        return self.implementation + (" over TLS" if self.listener == "SSL" else "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -534,14 +498,3 @@ def run_failovers(base: Path, rounds: int, kafka_problem_text: str | None) -> li
 
 def _loadavg() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-# the section's table and results live in a module of their own; tests and other sections use
-# them from here
-from tools.bench.quorum_table import (  # noqa: E402, F401
-    failover_results,
-    format_rows,
-    keeps_up,
-    saturation,
-    to_results,
-)
