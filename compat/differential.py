@@ -59,8 +59,24 @@ from tools.api_versions import describe as api_versions_describe
 from tools.quorum_client import QuorumToolError, describe_node
 
 __all__ = [
-    "CAUGHT_UP", "acl_answer", "forwarded", "newest_snapshot", "Snapshot", "start_secured_pair", "DIR_A", "INCARNATION", "ROLES", "START_TIMEOUT_S", "PairNode", "State", "broker_features",
-    "finalized_features", "registration", "send", "start_pair", "wait_ready",
+    "CAUGHT_UP",
+    "DIR_A",
+    "INCARNATION",
+    "ROLES",
+    "START_TIMEOUT_S",
+    "PairNode",
+    "Snapshot",
+    "State",
+    "acl_answer",
+    "broker_features",
+    "finalized_features",
+    "forwarded",
+    "newest_snapshot",
+    "registration",
+    "send",
+    "start_pair",
+    "start_secured_pair",
+    "wait_ready",
 ]
 
 ROLES = ("leader", "observer")

@@ -71,7 +71,7 @@ from messages.generated.user_scram_credential_record import UserScramCredentialR
 from messages.metadata import decode_record, encode_record
 from messages.protocol import decode_response
 from messages.runtime import Message
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 
 pytestmark = pytest.mark.compat
 
@@ -344,7 +344,7 @@ def _acls(values: list[bytes]) -> dict[Any, Binding]:
 
 def _replayed(data: Path) -> list[bytes]:
     """The snapshot records kwire's controller writes after replaying the log in ``data``."""
-    controller = QuorumController(bootstrap=())
+    controller = ControlManagers(bootstrap=())
     for batch in log_batches(data / PARTITION):
         if not batch.is_control:
             for value in batch.iter_values():

@@ -82,7 +82,7 @@ from compat.harness import (
     free_port,
 )
 from compat.kafka import PINNED_VERSIONS
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from storage.snapshots import (
     BOOTSTRAP_SNAPSHOT_ID,
     SnapshotId,
@@ -483,7 +483,7 @@ def _check_stock_readers(kafka: KafkaRelease, partition: Path, topics: set[str])
     assert snapshots, f"no snapshot in {partition}"
     path = partition / f"{snapshots[-1].file_stem}.checkpoint"
     content = read_snapshot_content(path.read_bytes())
-    controller = QuorumController(bootstrap=())
+    controller = ControlManagers(bootstrap=())
     controller.reset(content.data_records(), snapshots[-1].end_offset - 1)
     registrations = controller.cluster.registrations
     assert set(registrations) == set(BROKER_IDS)
@@ -539,7 +539,7 @@ def _shell_topics(text: str) -> dict[str, dict[int, tuple[object, ...]]]:
     return topics
 
 
-def _check_shell_topics(kafka: KafkaRelease, snapshot: Path, controller: QuorumController, topics: set[str]) -> None:
+def _check_shell_topics(kafka: KafkaRelease, snapshot: Path, controller: ControlManagers, topics: set[str]) -> None:
     """Stock metadata-shell's topics and partitions are kwire's image's."""
     image = controller.replication
     expected = {

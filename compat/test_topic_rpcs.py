@@ -93,7 +93,7 @@ from messages.generated.list_partition_reassignments_request import (
 from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.metadata import decode_record, encode_record
 from messages.runtime import Message
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 
 pytestmark = pytest.mark.compat
 
@@ -829,9 +829,9 @@ def test_topic_rpcs_answer_alike(newest_kafka: KafkaRelease, newest_leader_pair:
 
 
 def _replayed_image(partition: Path, end_offset: int) -> list[bytes]:
-    """The snapshot records (``QuorumController.snapshot_records``) of kwire's controller after
+    """The snapshot records (``ControlManagers.snapshot_records``) of kwire's controller after
     replaying a node's log below ``end_offset``."""
-    controller = QuorumController(bootstrap=())
+    controller = ControlManagers(bootstrap=())
     for batch in log_batches(partition):
         if batch.last_offset >= end_offset:
             break

@@ -55,7 +55,7 @@ from storage.records import (
 )
 from storage.snapshots import parse_snapshot_path
 
-__all__ = ["add_parser", "run", "dump_files"]
+__all__ = ["add_parser", "dump_files", "run"]
 
 INT_MAX = 2**31 - 1
 RECORD_INDENT = "|"

@@ -71,10 +71,10 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "RECORD_TYPES",
     "LatencyHistogram",
     "Workload",
     "add_parser",
-    "RECORD_TYPES",
     "parse_workload_record",
     "parse_workload_value",
     "record_template",

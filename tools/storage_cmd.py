@@ -29,7 +29,7 @@ from storage.features import MetadataVersion, metadata_version_from_string
 from storage.format import DynamicVoter, format_directories, parse_dynamic_voters
 from storage.meta_properties import META_PROPERTIES_FILE, read_meta_properties
 
-__all__ = ["add_parser", "run", "format_command", "info_command"]
+__all__ = ["add_parser", "format_command", "info_command", "run"]
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

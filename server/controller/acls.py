@@ -3,7 +3,7 @@ on them (Kafka's ``AclControlManager`` and the binding and filter rules of
 ``org.apache.kafka.common.acl``; KIP-290 prefixed patterns, KIP-801 ``StandardAuthorizer``).
 
 Every node replays AccessControlEntryRecord (a binding and the id the controller gave it) and
-RemoveAccessControlEntryRecord (that id) into one :class:`AclImage`, so a kwire controller that
+RemoveAccessControlEntryRecord (that id) into one :class:`AclControlManager`, so a kwire controller that
 takes over from a stock one, or starts from a snapshot, holds the same bindings, and its
 authorizer (``server.controller.authorizer``) decides on them.
 
@@ -51,20 +51,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACL_OPERATIONS",
+    "CIDR_LEVEL",
     "CLUSTER",
     "CLUSTER_NAME",
     "GROUP",
+    "MAX_RECORDS_PER_USER_OP",
     "PATTERN_TYPES",
     "PERMISSION_TYPES",
     "RESOURCE_TYPES",
     "TOPIC",
     "USER",
-    "CIDR_LEVEL",
-    "MAX_RECORDS_PER_USER_OP",
     "WILDCARD",
     "AclBinding",
+    "AclControlManager",
     "AclFilter",
-    "AclImage",
     "host_pattern_error",
     "malformed_acl_request",
 ]
@@ -295,7 +295,7 @@ def malformed_acl_request(request: Any, version: int) -> str | None:
     return None
 
 
-class AclImage:
+class AclControlManager:
     """The bindings by id, in the order they were added (``AclControlManager.idToAcl``)."""
 
     def __init__(self) -> None:

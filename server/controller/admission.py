@@ -165,7 +165,7 @@ class Forwarded:
 
 @dataclass(frozen=True, slots=True)
 class ToController:
-    """A controller RPC for the host (``ControllerHost.request``), with the
+    """A controller RPC for the host (``QuorumController.request``), with the
     ``allowTokenRequests`` verdict its ``ControllerRequest`` carries."""
 
     token_requests_allowed: bool

@@ -34,13 +34,13 @@ from messages.generated.assign_replicas_to_dirs_response import AssignReplicasTo
 from messages.generated.assign_replicas_to_dirs_response import DirectoryData as AssignedDirectory
 from messages.generated.assign_replicas_to_dirs_response import PartitionData as AssignedPartition
 from messages.generated.assign_replicas_to_dirs_response import TopicData as AssignedTopic
-from server.controller.cluster import ClusterControl
+from server.controller.cluster import ClusterControlManager
 from server.controller.errors import ApiError
 from server.controller.image import (
     DIRECTORY_ASSIGNMENT_LEVEL,
     NO_LEADER_CHANGE,
     PartitionRegistration,
-    ReplicationImage,
+    ReplicationControlManager,
 )
 from server.controller.partition_change import (
     RECOVERED,
@@ -64,7 +64,7 @@ def _valid_isr(replicas: tuple[int, ...], isr: list[int]) -> bool:
 
 
 def _check(
-    broker_id: int, partition: PartitionRegistration | None, data: RequestPartition, isr: list[BrokerState], cluster: ClusterControl
+    broker_id: int, partition: PartitionRegistration | None, data: RequestPartition, isr: list[BrokerState], cluster: ClusterControlManager
 ) -> Errors:
     """``validateAlterPartitionData``."""
     if partition is None:
@@ -100,8 +100,8 @@ def alter_partition(
     request: AlterPartitionRequest,
     version: int,
     *,
-    image: ReplicationImage,
-    cluster: ClusterControl,
+    image: ReplicationControlManager,
+    cluster: ClusterControlManager,
     configs: TopicConfigLayers,
     metadata_version: int,
     elr_enabled: bool,
@@ -162,8 +162,8 @@ def alter_partition(
 def assign_replicas_to_dirs(
     request: AssignReplicasToDirsRequest,
     *,
-    image: ReplicationImage,
-    cluster: ClusterControl,
+    image: ReplicationControlManager,
+    cluster: ClusterControlManager,
     configs: TopicConfigLayers,
     metadata_version: int,
     elr_enabled: bool,
@@ -223,7 +223,7 @@ def assign_replicas_to_dirs(
     return records, AssignReplicasToDirsResponse(throttle_time_ms=0, error_code=Errors.NONE, directories=directories)
 
 
-def _staged(image: ReplicationImage, records: list[Record]) -> ReplicationImage:
+def _staged(image: ReplicationControlManager, records: list[Record]) -> ReplicationControlManager:
     """A copy of the topics of ``image`` with ``records`` (partition changes) applied."""
     staged = image.staged()
     for record, _ in records:

@@ -3,7 +3,7 @@
 
 An entity is a set of ``(type, name)`` parts: ``user`` and/or ``client-id``, or ``ip`` alone; a
 null name is the type's default entity. Every node replays ClientQuotaRecord (set or remove one
-key of one entity) into one :class:`ClientQuotaImage`; snapshots write a ClientQuotaRecord per
+key of one entity) into one :class:`ClientQuotaControlManager`; snapshots write a ClientQuotaRecord per
 quota.
 
 AlterClientQuotas, as Kafka 4.4's controller decides it, entry by entry in request order:
@@ -38,7 +38,7 @@ from server.controller.errors import ApiError
 from server.controller.java_order import java_hash_order, java_string_hash, java_table_size
 from server.controller.result import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, Record
 
-__all__ = ["ENTITY_KEYS", "ClientQuotaImage", "Entity", "entity_text", "ip_entity_error"]
+__all__ = ["ENTITY_KEYS", "ClientQuotaControlManager", "Entity", "entity_text", "ip_entity_error"]
 
 Entity = tuple[tuple[str, str | None], ...]
 """An entity's parts, in the iteration order of Kafka's map of them."""
@@ -132,7 +132,7 @@ class QuotaAlteration:
     ops: tuple[tuple[str, float, bool], ...]
 
 
-class ClientQuotaImage:
+class ClientQuotaControlManager:
     """Quotas by entity (its parts as a frozenset) -> key -> value, in the order first set."""
 
     def __init__(self) -> None:

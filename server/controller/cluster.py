@@ -2,7 +2,7 @@
 ``ClusterControlManager``, ``BrokerHeartbeatManager``, ``BrokerHeartbeatTracker`` and the broker
 parts of ``ReplicationControlManager``; KIP-631).
 
-:class:`ClusterControl` holds every broker's registration as the committed records left it
+:class:`ClusterControlManager` holds every broker's registration as the committed records left it
 (replayed on every node, standby or active) and, on the active controller only, each broker's
 session: its last contact per broker epoch, whether it is fenced, the metadata offset it last
 reported and its controlled-shutdown offset. The write operations return the records to append
@@ -48,12 +48,12 @@ from server.controller.result import Record
 from storage.features import METADATA_VERSION_FEATURE
 
 __all__ = [
+    "NO_PARTITIONS",
     "BrokerControlState",
     "BrokerHeartbeatReply",
     "BrokerHeartbeats",
     "BrokerRegistration",
-    "NO_PARTITIONS",
-    "ClusterControl",
+    "ClusterControlManager",
     "NoPartitions",
     "PartitionEffects",
     "ReplayError",
@@ -194,7 +194,7 @@ class NoPartitions:
 NO_PARTITIONS = NoPartitions()
 
 
-class ClusterControl:
+class ClusterControlManager:
     """The brokers of the cluster ``cluster_id`` (see the module docstring). Sessions exist
     between :meth:`activate` and :meth:`deactivate`; a write outside them raises
     RuntimeError, as Kafka's does."""

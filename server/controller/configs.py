@@ -44,7 +44,7 @@ from messages.generated.incremental_alter_configs_response import (
 from server.controller.acls import CLUSTER, CLUSTER_NAME, GROUP, TOPIC
 from server.controller.authorizer import ALTER_CONFIGS, CLUSTER_ACTION, DESCRIBE_CONFIGS, Authorize
 from server.controller.errors import ApiError
-from server.controller.image import ReplicationImage, invalid_topic_name
+from server.controller.image import ReplicationControlManager, invalid_topic_name
 from server.controller.java_numbers import java_parse_integer
 from server.controller.java_order import (
     java_hash_map_order,
@@ -128,7 +128,7 @@ class ConfigContext:
     resource may name (registered brokers, registered controllers, voters), this node's
     properties as written, whether eligible leader replicas are enabled, and the plug-ins."""
 
-    image: ReplicationImage
+    image: ReplicationControlManager
     known_node_ids: frozenset[int]
     static_config: Mapping[str, str]
     elr_enabled: bool

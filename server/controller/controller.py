@@ -1,10 +1,10 @@
 """The replayed state of the metadata log and the controller's claim on it (the part of Kafka's
 ``QuorumController``, ``FeatureControlManager`` and ``OffsetControlManager`` built so far).
 
-The host feeds every committed data record in log order (:meth:`QuorumController.replay`),
-starting again from a snapshot's records when one is loaded (:meth:`QuorumController.reset`).
+The host feeds every committed data record in log order (:meth:`ControlManagers.replay`),
+starting again from a snapshot's records when one is loaded (:meth:`ControlManagers.reset`).
 When its raft leadership of some epoch has replayed everything before that epoch's start, the
-host calls :meth:`QuorumController.activate` and appends what it returns (Kafka claims
+host calls :meth:`ControlManagers.activate` and appends what it returns (Kafka claims
 leadership at the same point: ``KafkaRaftClient`` tells its listener of its own leadership once
 the listener has read up to the epoch start offset). No I/O and no clock.
 """
@@ -48,26 +48,26 @@ from messages.generated.unregister_broker_record import UnregisterBrokerRecord
 from messages.generated.unregister_controller_record import UnregisterControllerRecord
 from messages.generated.user_scram_credential_record import UserScramCredentialRecord
 from messages.metadata import decode_record
-from server.controller.acls import AclImage
+from server.controller.acls import AclControlManager
 from server.controller.activation import (
     METADATA_VERSION_FEATURE,
     ActivationRecords,
     activation_records,
 )
-from server.controller.client_quotas import ClientQuotaImage
-from server.controller.cluster import ClusterControl, ReplayError
-from server.controller.delegation_tokens import DelegationTokenImage
+from server.controller.client_quotas import ClientQuotaControlManager
+from server.controller.cluster import ClusterControlManager, ReplayError
+from server.controller.delegation_tokens import DelegationTokenControlManager
 from server.controller.errors import ApiError
 from server.controller.features import (
     CONTROLLER_REGISTRATION_LEVEL,
     CONTROLLER_UNREGISTRATION_LEVEL,
 )
-from server.controller.image import ReplicationImage
+from server.controller.image import ReplicationControlManager
 from server.controller.image_writer import image_view
 from server.controller.result import Record
-from server.controller.scram import ScramImage
+from server.controller.scram import ScramControlManager
 
-__all__ = ["REPLAYED_KEY_BYTES", "ControllerRegistration", "QuorumController"]
+__all__ = ["REPLAYED_KEY_BYTES", "ControlManagers", "ControllerRegistration"]
 
 _PARTITION_RECORD_KEY = PartitionRecord.API_KEY
 _REPLAYED_KEYS = frozenset(
@@ -101,7 +101,7 @@ _REPLAYED_KEYS = frozenset(
 )
 REPLAYED_KEY_BYTES = frozenset(_REPLAYED_KEYS | set(range(0x80, 0x100)))
 """The second byte of a framed record value (its api key's first varint byte) that
-:meth:`QuorumController.replay` may replay: each replayed api key below 0x80, and any first
+:meth:`ControlManagers.replay` may replay: each replayed api key below 0x80, and any first
 byte of a longer key. ``replay`` passes over a value whose second byte is not in it (a
 NoOpRecord, a ZkMigrationStateRecord), so the host skips those without the call."""
 _BROKER_RECORDS = (
@@ -161,7 +161,7 @@ class ControllerRegistration:
         )
 
 
-class QuorumController:
+class ControlManagers:
     """The controller of one node: finalized feature levels, metadata-transaction state,
     controller and broker registrations, topics, partitions, configs, producer ids, client
     quotas, ACLs, SCRAM credentials and delegation tokens from the committed records, and the
@@ -184,9 +184,9 @@ class QuorumController:
     ) -> None:
         self.bootstrap = tuple(bootstrap)
         self.min_insync_replicas = min_insync_replicas
-        self.cluster = ClusterControl(cluster_id, session_timeout_ms)
+        self.cluster = ClusterControlManager(cluster_id, session_timeout_ms)
         """Broker registrations, and broker sessions while active (``ClusterControlManager``)."""
-        self.replication = ReplicationImage()
+        self.replication = ReplicationControlManager()
         """Topics, partitions, configs and producer ids (``server.controller.image``)."""
         self.feature_levels: dict[str, int] = {}
         """Feature name -> finalized level, from FeatureLevelRecords (0: not finalized)."""
@@ -194,13 +194,13 @@ class QuorumController:
         """A BeginTransactionRecord was replayed without its End or Abort."""
         self.controllers: dict[int, ControllerRegistration] = {}
         """Controller id -> its latest registration (``ClusterImage.controllers``)."""
-        self.acls = AclImage()
+        self.acls = AclControlManager()
         """ACL bindings by id (``AclControlManager``)."""
-        self.scram = ScramImage()
+        self.scram = ScramControlManager()
         """SCRAM credentials by user and mechanism (``ScramControlManager``)."""
-        self.client_quotas = ClientQuotaImage()
+        self.client_quotas = ClientQuotaControlManager()
         """Client quotas by entity (``ClientQuotaControlManager``)."""
-        self.delegation_tokens = DelegationTokenImage()
+        self.delegation_tokens = DelegationTokenControlManager()
         """Delegation tokens by id (``DelegationTokenControlManager``)."""
         self.active_epoch: int | None = None
         """The leader epoch this controller is active in, None while it is not."""
@@ -220,11 +220,11 @@ class QuorumController:
         self.transaction_open = False
         self.controllers = {}
         self.cluster.reset()
-        self.replication = ReplicationImage()
-        self.acls = AclImage()
-        self.scram = ScramImage()
-        self.client_quotas = ClientQuotaImage()
-        self.delegation_tokens = DelegationTokenImage()
+        self.replication = ReplicationControlManager()
+        self.acls = AclControlManager()
+        self.scram = ScramControlManager()
+        self.client_quotas = ClientQuotaControlManager()
+        self.delegation_tokens = DelegationTokenControlManager()
         for value in record_values:
             self.replay(value, offset)
 

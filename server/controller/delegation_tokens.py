@@ -4,7 +4,7 @@ KIP-48, in KRaft from metadata.version 3.6-IV2 by KIP-900).
 
 Every node replays DelegationTokenRecord (a token created or renewed: its owner, requester,
 renewers, issue, maximum and expiration times and id) and RemoveDelegationTokenRecord into one
-:class:`DelegationTokenImage`; snapshots write a DelegationTokenRecord per token. A token's
+:class:`DelegationTokenControlManager`; snapshots write a DelegationTokenRecord per token. A token's
 password is its HMAC: HMAC-SHA512 of its id under ``delegation.token.secret.key``; requests
 name a token by it.
 
@@ -48,7 +48,7 @@ from server.controller.result import Record
 if TYPE_CHECKING:
     import random
 
-__all__ = ["DELEGATION_TOKEN_LEVEL", "DelegationTokenImage", "TokenOutcome", "TokenSettings", "token_hmac"]
+__all__ = ["DELEGATION_TOKEN_LEVEL", "DelegationTokenControlManager", "TokenOutcome", "TokenSettings", "token_hmac"]
 
 DELEGATION_TOKEN_LEVEL = 14
 """metadata.version 3.6-IV2: delegation tokens live in the metadata log
@@ -85,7 +85,7 @@ class TokenOutcome:
     """A created token's HMAC."""
 
 
-class DelegationTokenImage:
+class DelegationTokenControlManager:
     """Tokens by id, each as its latest record, in the order first issued."""
 
     def __init__(self) -> None:
@@ -100,7 +100,7 @@ class DelegationTokenImage:
             self.tokens.pop(message.token_id, None)
 
     def snapshot_records(self) -> list[Record]:
-        """Every token as its DelegationTokenRecord (``DelegationTokenImage.write``)."""
+        """Every token as its DelegationTokenRecord (``DelegationTokenControlManager.write``)."""
         return [(record, 0) for record in self.tokens.values()]
 
     # ------------------------------------------------------------------ requests

@@ -61,7 +61,7 @@ from server.controller.broker_config_schema import (
 )
 from server.controller.configs import ResourceType, config_access
 from server.controller.errors import ApiError
-from server.controller.image import ReplicationImage, invalid_topic_name
+from server.controller.image import ReplicationControlManager, invalid_topic_name
 from server.controller.java_numbers import java_parse_integer
 from server.controller.java_order import (
     java_hash_map_order,
@@ -188,7 +188,7 @@ class NodeConfigView:
     given (``static``) and its loggers' levels (logger name -> level)."""
 
     node_id: int
-    image: ReplicationImage
+    image: ReplicationControlManager
     static: Mapping[str, str]
     loggers: Callable[[], Mapping[str, str]]
     """The node's loggers and their effective levels (Python's level names; the node reads

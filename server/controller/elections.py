@@ -34,9 +34,9 @@ from messages.generated.elect_leaders_response import (
     ReplicaElectionResult,
 )
 from messages.runtime import Message
-from server.controller.cluster import ClusterControl
+from server.controller.cluster import ClusterControlManager
 from server.controller.errors import ApiError
-from server.controller.image import ReplicationImage, imbalanced
+from server.controller.image import ReplicationControlManager, imbalanced
 from server.controller.partition_change import Election
 from server.controller.partition_effects import (
     PartitionChanges,
@@ -120,7 +120,7 @@ class _Elector(PartitionChanges):
 
 
 def elect_leaders(
-    request: ElectLeadersRequest, version: int, *, image: ReplicationImage, cluster: ClusterControl,
+    request: ElectLeadersRequest, version: int, *, image: ReplicationControlManager, cluster: ClusterControlManager,
     configs: TopicConfigLayers, metadata_version: int, elr_enabled: bool,
 ) -> tuple[list[Record], ElectLeadersResponse]:
     """ElectLeaders at ``version`` (v0 is always PREFERRED): the records and the answer.
@@ -153,7 +153,7 @@ def _result(index: int, error: ApiError) -> PartitionResult:
 
 
 def elect_unclean_leaders(
-    *, image: ReplicationImage, cluster: ClusterControl, configs: TopicConfigLayers, metadata_version: int,
+    *, image: ReplicationControlManager, cluster: ClusterControlManager, configs: TopicConfigLayers, metadata_version: int,
     elr_enabled: bool, max_elections: int,
 ) -> list[Record]:
     """``maybeElectUncleanLeaders``: an UNCLEAN election for each partition without a leader
@@ -171,7 +171,7 @@ def elect_unclean_leaders(
     return records
 
 
-def imbalanced_partitions(image: ReplicationImage) -> list[tuple[Uuid, int]]:
+def imbalanced_partitions(image: ReplicationControlManager) -> list[tuple[Uuid, int]]:
     """(topic id, partition) of the partitions not led by their first replica
     (``imbalancedPartitions``), in topic creation order, partitions ascending."""
     return image.imbalanced_partitions()
@@ -194,7 +194,7 @@ class BalanceWalk:
 
 
 def balance_partition_leaders(
-    *, image: ReplicationImage, cluster: ClusterControl, configs: TopicConfigLayers, metadata_version: int,
+    *, image: ReplicationControlManager, cluster: ClusterControlManager, configs: TopicConfigLayers, metadata_version: int,
     elr_enabled: bool, max_elections: int, walk: BalanceWalk | None = None,
     max_examined: int = MAX_EXAMINED_PER_SLICE,
 ) -> list[Record]:

@@ -2,7 +2,7 @@
 ``BrokerHeartbeatManager`` with its ``BrokerHeartbeatTracker``): when a broker's session
 expires, which expired session is fenced first, and the state a heartbeat moves a broker to
 (``calculateNextBrokerState``). No I/O; the cluster's registrations
-(``server.controller.cluster.ClusterControl``) own one :class:`BrokerHeartbeats`.
+(``server.controller.cluster.ClusterControlManager``) own one :class:`BrokerHeartbeats`.
 """
 
 from __future__ import annotations

@@ -4,15 +4,15 @@ core, driven by the node (``server.node.driver``) and by the deterministic simul
 It is what Kafka's ``QuorumController`` is around its managers: a facade that wires the jobs
 below to the raft listener's events. It reads no clock and draws no randomness it is not
 handed, opens no socket and touches no file. Events go in as calls; what the driver must do
-comes out of :meth:`ControllerHost.poll` as a :class:`ControllerOutbox`::
+comes out of :meth:`QuorumController.poll` as a :class:`ControllerOutbox`::
 
     driver ── commit(now, batch) ───────────────┐
            ── load_snapshot(now, id, records) ──┤
-           ── append_result(result) ────────────┼──► ControllerHost ── poll(now) ──► ControllerOutbox
+           ── append_result(result) ────────────┼──► QuorumController ── poll(now) ──► ControllerOutbox
            ── request(now, ControllerRequest) ──┘                                     raft_events, replies,
                                                                                       snapshot, next_deadline_ms
 
-The driver calls :meth:`~ControllerHost.poll` after every core Outbox it carried out (that is
+The driver calls :meth:`~QuorumController.poll` after every core Outbox it carried out (that is
 where the host sees leadership change) and when ``next_deadline_ms`` comes; it steps the core
 with ``raft_events`` in order before it feeds the core anything else, since a write's offsets
 are computed from where those appends land. The jobs, each with its own rules:
@@ -27,7 +27,7 @@ are computed from where those appends land. The jobs, each with its own rules:
 * ``snapshots``: when to snapshot the image (``SnapshotGenerator``);
 * ``outbox``: the host's appends and replies for the driver;
 * ``leadership``: claiming the epoch once everything before it is replayed, and renouncing it
-  (``QuorumController.claim`` / ``renounce``); the host appends the activation records;
+  (``ControlManagers.claim`` / ``renounce``); the host appends the activation records;
 * ``request_runner``: a request run on the image, answered at once or after the writes it saw
   (``ControllerReadEvent`` / ``ControllerWriteEvent``).
 
@@ -45,7 +45,7 @@ from messages.generated.no_op_record import NoOpRecord
 from server.controller.admission import Admission
 from server.controller.authorizer import StandardAuthorizer
 from server.controller.cluster import ReplayError
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.errors import ApiError
 from server.controller.event_times import EventTimes
 from server.controller.faults import HostFaults
@@ -74,9 +74,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_ELECTIONS_PER_IMBALANCE",
-    "ControllerHost",
     "ControllerOutbox",
     "ControllerRequest",
+    "QuorumController",
     "RaftView",
     "SnapshotToWrite",
 ]
@@ -90,7 +90,7 @@ class _SilentLog:
         pass
 
 
-class ControllerHost:
+class QuorumController:
     """The controller of one node (module docstring).
 
     ``config`` holds the node's settings, ``bootstrap`` the formatted bootstrap records
@@ -120,7 +120,7 @@ class ControllerHost:
         self.raft = raft
         self.rng = rng
         self.log: ControllerLog = log if log is not None else _SilentLog()
-        self.controller = QuorumController(bootstrap=bootstrap, min_insync_replicas=config.min_insync_replicas,
+        self.controller = ControlManagers(bootstrap=bootstrap, min_insync_replicas=config.min_insync_replicas,
                                            cluster_id=config.cluster_id, session_timeout_ms=config.session_timeout_ms)
         self.replayed_offset = 0
         """The offset after the last committed batch (or snapshot) replayed."""
@@ -211,7 +211,7 @@ class ControllerHost:
 
     def _revert(self, now_ms: int, reason: str) -> None:
         """Go back to the committed image: the records applied ahead of their commit may never
-        commit (Kafka's ``QuorumController.renounce`` reverts its timeline data structures to
+        commit (Kafka's ``ControlManagers.renounce`` reverts its timeline data structures to
         the last committed offset). The image is rebuilt from the latest snapshot and the
         committed log after it, up to ``replayed_offset``, a slice at a time as a loaded
         snapshot is (:meth:`load_snapshot`); sessions start afresh if this node is still the
@@ -365,7 +365,7 @@ class ControllerHost:
 
     # ------------------------------------------------------------------ leadership
 
-    def active_controller(self) -> QuorumController | None:
+    def active_controller(self) -> ControlManagers | None:
         """The controller while this node is the active one and has replayed a
         metadata.version (``Leadership.active_controller``)."""
         return self._leadership.active_controller()

@@ -3,7 +3,7 @@ parts of Kafka's ``ReplicationControlManager``, ``ConfigurationControlManager`` 
 ``ProducerIdControlManager``; KIP-631).
 
 Every node replays TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord,
-ConfigRecord and ProducerIdsRecord into one :class:`ReplicationImage`, so a kwire controller
+ConfigRecord and ProducerIdsRecord into one :class:`ReplicationControlManager`, so a kwire controller
 that takes over from a stock one (or starts from a snapshot) holds the same topics. A change
 to a partition is merged as ``PartitionRegistration.merge`` does: each field the record sets
 replaces the old one, a set leader bumps the leader epoch, and every change bumps the
@@ -46,13 +46,13 @@ __all__ = [
     "LOST_DIRECTORY",
     "MAX_TOPIC_NAME_LENGTH",
     "MIGRATING_DIRECTORY",
-    "UNASSIGNED_DIRECTORY",
     "NO_LEADER",
     "NO_LEADER_CHANGE",
     "PRODUCER_ID_BLOCK_SIZE",
+    "UNASSIGNED_DIRECTORY",
     "PartitionRegistration",
-    "ReplicationImage",
-    "TopicImage",
+    "ReplicationControlManager",
+    "TopicControlInfo",
     "imbalanced",
     "invalid_topic_name",
     "topic_collision_key",
@@ -104,9 +104,9 @@ def topic_collision_key(name: str) -> str | None:
 
 
 @dataclass(slots=True)
-class TopicImage:
+class TopicControlInfo:
     """A topic: its name, id, partitions by index, and ``ordinal``, its place in the order
-    topics were created in (:class:`ReplicationImage` lists partitions in that order)."""
+    topics were created in (:class:`ReplicationControlManager` lists partitions in that order)."""
 
     name: str
     topic_id: Uuid
@@ -137,7 +137,7 @@ biased by 2^31 so that keys sort as the signed int32 indexes do (a negative inde
 invalid record, replayed as it came)."""
 
 
-class ReplicationImage:
+class ReplicationControlManager:
     """Topics (by id and by name), resource configs and the next producer id, with the indexes
     a broker's fencing, unfencing and shutdown look partitions up in (Kafka's ``BrokersToIsrs``
     and ``BrokersToElrs``): the partitions whose ISR or ELR holds a broker, the partitions a
@@ -147,7 +147,7 @@ class ReplicationImage:
     not a walk of the whole image."""
 
     def __init__(self) -> None:
-        self.topics: dict[Uuid, TopicImage] = {}
+        self.topics: dict[Uuid, TopicControlInfo] = {}
         self.topic_ids: dict[str, Uuid] = {}
         """Topic name -> id."""
         self.colliding: dict[str, set[str]] = {}
@@ -207,7 +207,7 @@ class ReplicationImage:
                 ordinal = self._next_ordinal
                 self._next_ordinal += 1
                 self._topic_ordinals[ordinal] = message.topic_id
-            self.topics[message.topic_id] = TopicImage(message.name, message.topic_id, ordinal=ordinal)
+            self.topics[message.topic_id] = TopicControlInfo(message.name, message.topic_id, ordinal=ordinal)
             self.topic_ids[message.name] = message.topic_id
             collision = topic_collision_key(message.name)
             if collision is not None:
@@ -346,7 +346,7 @@ class ReplicationImage:
         return True
 
     def _put(
-        self, topic: TopicImage, index: int, before: PartitionRegistration | None, after: PartitionRegistration | None
+        self, topic: TopicControlInfo, index: int, before: PartitionRegistration | None, after: PartitionRegistration | None
     ) -> None:
         """Make ``after`` partition ``index`` of ``topic`` (None: remove it), ``before`` being
         what the image held, and keep the indexes and :attr:`reassigning` in step."""
@@ -431,14 +431,14 @@ class ReplicationImage:
                     )
                     self._put(topic, index, partition, partition.merge(change, self._ints))
 
-    def staged(self) -> ReplicationImage:
+    def staged(self) -> ReplicationControlManager:
         """A copy of the topics and indexes to replay changes into without touching this image
         (the configs are this image's own)."""
-        copy = ReplicationImage()
+        copy = ReplicationControlManager()
         copy.configs = self.configs
         copy.topic_ids = dict(self.topic_ids)
         copy.topics = {
-            topic_id: TopicImage(topic.name, topic_id, dict(topic.partitions), topic.ordinal)
+            topic_id: TopicControlInfo(topic.name, topic_id, dict(topic.partitions), topic.ordinal)
             for topic_id, topic in self.topics.items()
         }
         copy.reassigning = {topic_id: dict(indexes) for topic_id, indexes in self.reassigning.items()}
@@ -512,7 +512,7 @@ class ReplicationImage:
         record = ProducerIdsRecord(broker_id=broker_id, broker_epoch=broker_epoch, next_producer_id=start + PRODUCER_ID_BLOCK_SIZE)
         return [(record, 0)], start
 
-    def _topic(self, topic_id: Uuid, record: Message) -> TopicImage:
+    def _topic(self, topic_id: Uuid, record: Message) -> TopicControlInfo:
         topic = self.topics.get(topic_id)
         if topic is None:
             raise ReplayError(f"Unable to replay {record}: no topic with that id")
@@ -526,7 +526,7 @@ def imbalanced(partition: PartitionRegistration) -> bool:
     return bool(partition.replicas) and partition.leader != partition.replicas[0]
 
 
-def _key(topic: TopicImage, index: int) -> int:
+def _key(topic: TopicControlInfo, index: int) -> int:
     """A partition's key in the broker indexes: keys sort as topics were created, then by index."""
     return (topic.ordinal << _INDEX_BITS) | ((index + _INDEX_BIAS) & _INDEX_MASK)
 

@@ -13,15 +13,15 @@ metadata.version writes:
    (``ClusterImage.write``, ``BrokerRegistration.toRecord``);
 3. topics: each topic's TopicRecord followed by a PartitionRecord per partition with its
    current leader, epochs, ISR and, when the eligible.leader.replicas.version feature is on,
-   its non-empty ELR and last known ELR (``TopicImage.write``, ``PartitionRegistration
+   its non-empty ELR and last known ELR (``TopicControlInfo.write``, ``PartitionRegistration
    .toRecord``);
 4. configs: a ConfigRecord per config of each resource (``ConfigurationImage.write``);
 5. client quotas: a ClientQuotaRecord per quota of each entity (``ClientQuotasImage.write``);
 6. producer ids: one ProducerIdsRecord with broker id -1 and broker epoch -1 once a block was
    ever handed out (``ProducerIdsImage.write``);
 7. ACLs: an AccessControlEntryRecord per binding (``AclsImage.write``);
-8. SCRAM credentials: a UserScramCredentialRecord per user and mechanism (``ScramImage.write``);
-9. delegation tokens: a DelegationTokenRecord per token (``DelegationTokenImage.write``).
+8. SCRAM credentials: a UserScramCredentialRecord per user and mechanism (``ScramControlManager.write``);
+9. delegation tokens: a DelegationTokenRecord per token (``DelegationTokenControlManager.write``).
 
 Kafka walks hash maps, so its order inside a section is a hash order; here brokers and
 controllers ascend by id, topics come in creation order, partitions ascend, features and
@@ -57,13 +57,13 @@ from server.controller.activation import (
 )
 from server.controller.cluster import (
     BrokerRegistration,
-    ClusterControl,
+    ClusterControlManager,
     register_broker_record_version,
 )
 from server.controller.image import (
     DIRECTORY_ASSIGNMENT_LEVEL,
     PartitionRegistration,
-    ReplicationImage,
+    ReplicationControlManager,
 )
 from server.controller.java_order import java_hash_map_copy_order
 from server.controller.partition_change import partition_change_record_version
@@ -80,9 +80,9 @@ class ImageLossError(Exception):
 def image_view(
     *,
     feature_levels: Mapping[str, int],
-    cluster: ClusterControl,
+    cluster: ClusterControlManager,
     controllers: Iterable[RegisterControllerRecord],
-    replication: ReplicationImage,
+    replication: ReplicationControlManager,
     client_quotas: Iterable[Record] = (),
     security: Iterable[Record] = (),
 ) -> Iterator[Record]:

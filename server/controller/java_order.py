@@ -18,10 +18,10 @@ __all__ = [
     "java_hash_map_copy_order",
     "java_hash_map_order",
     "java_hash_order",
-    "java_table_size",
     "java_int_set_order",
-    "java_string_hash",
     "java_record_hash",
+    "java_string_hash",
+    "java_table_size",
     "timeline_hash_map_order",
 ]
 

@@ -1,5 +1,5 @@
 """Whether this node's controller is the active one, and the moves between active and not:
-Kafka's ``QuorumController.claim`` and ``renounce`` as its ``QuorumMetaLogListener`` calls them
+Kafka's ``ControlManagers.claim`` and ``renounce`` as its ``QuorumMetaLogListener`` calls them
 on ``handleLeaderChange``.
 
 * **Claim.** Once the raft core leads an epoch and the host has replayed everything committed
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from server.controller.activation import ActivationRecords
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.errors import ApiError
 from server.controller.offset_control import OffsetControl
 from server.controller.operations import ControllerLog
@@ -37,7 +37,7 @@ __all__ = ["Leadership", "LeadershipHost"]
 
 
 class LeadershipHost(Protocol):
-    """What the leadership reads of the host, at each call (``ControllerHost`` fits)."""
+    """What the leadership reads of the host, at each call (``QuorumController`` fits)."""
 
     log: ControllerLog
     stopping: bool
@@ -55,7 +55,7 @@ class Leadership:
     docstring). ``offsets`` and ``queue`` are the host's; ``revert(now_ms, reason)`` sends the
     image back to the committed one."""
 
-    def __init__(self, node_id: int, raft: RaftView, controller: QuorumController, host: LeadershipHost,
+    def __init__(self, node_id: int, raft: RaftView, controller: ControlManagers, host: LeadershipHost,
                  offsets: OffsetControl, queue: DeferredWriteQueue[Any], *,
                  revert: Callable[[int, str], None]) -> None:
         self._node_id = node_id
@@ -68,7 +68,7 @@ class Leadership:
         self._elected: tuple[int, int, int] | None = None
         """The epoch this node leads, when it was first seen to lead, and ``replayed_offset`` then."""
 
-    def active_controller(self) -> QuorumController | None:
+    def active_controller(self) -> ControlManagers | None:
         """The controller while this node is the active one and has replayed a
         metadata.version (Kafka's active controller knows it from its first record on)."""
         controller = self._controller

@@ -128,7 +128,7 @@ class OffsetControl:
     def replay_committed(self, batch: CommittedBatch, replay: Callable[[bytes | None, int], None]) -> None:
         """Replay the records of the committed data ``batch`` that were not applied ahead, in
         offset order (``replay(value, offset)``), retiring the ledger entries it completes.
-        Records ``QuorumController.replay`` would pass over (NoOps) are not handed to it."""
+        Records ``ControlManagers.replay`` would pass over (NoOps) are not handed to it."""
         if not self.applied:  # nothing applied ahead: only the replayed records are read out
             base = batch.base_offset
             for index, selected in RecordBatch(batch.data).iter_selected_values(_REPLAYED_TYPE_BYTES):

@@ -67,12 +67,12 @@ from server.controller import describe_configs as config_description
 from server.controller.acls import CLUSTER, CLUSTER_NAME, USER, AclBinding, AclFilter
 from server.controller.activation import ELIGIBLE_LEADER_REPLICAS_FEATURE
 from server.controller.authorizer import CREATE_TOKENS, Authorize
-from server.controller.cluster import ClusterControl
-from server.controller.controller import QuorumController
+from server.controller.cluster import ClusterControlManager
+from server.controller.controller import ControlManagers
 from server.controller.delegation_tokens import TokenOutcome, TokenSettings
 from server.controller.errors import ApiError
 from server.controller.features import ClusterSupport, supported_features, update_features
-from server.controller.image import ReplicationImage
+from server.controller.image import ReplicationControlManager
 from server.controller.partition_effects import (
     BrokerPartitionEffects,
     TopicConfigLayers,
@@ -170,7 +170,7 @@ class OperationContext:
     """What one operation sees: the controller's image, the node's settings, the time, the
     raft layer's facts, and where its own uncommitted appends end."""
 
-    controller: QuorumController
+    controller: ControlManagers
     config: ControllerConfig
     now_ms: int
     raft: RaftFacts
@@ -194,12 +194,12 @@ class OperationContext:
     ``server.controller.acls``); None without one, when everything is allowed."""
 
     @property
-    def image(self) -> ReplicationImage:
+    def image(self) -> ReplicationControlManager:
         """Topics, partitions, configs and producer ids as replayed."""
         return self.controller.replication
 
     @property
-    def cluster(self) -> ClusterControl:
+    def cluster(self) -> ClusterControlManager:
         """Broker registrations and, on the active controller, their sessions."""
         return self.controller.cluster
 
@@ -293,7 +293,7 @@ def register_broker(ctx: OperationContext, request: BrokerRegistrationRequest, v
     return ControllerResult(records, epoch)
 
 
-def track_heartbeat(controller: QuorumController, request: BrokerHeartbeatRequest, now_ms: int) -> None:
+def track_heartbeat(controller: ControlManagers, request: BrokerHeartbeatRequest, now_ms: int) -> None:
     """A heartbeat's contact counts when it arrives, even while it waits behind a write
     (``BrokerHeartbeatManager.trackBrokerHeartbeat``)."""
     controller.cluster.track_heartbeat(request.broker_id, request.broker_epoch, now_ms)

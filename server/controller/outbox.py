@@ -77,7 +77,7 @@ class RaftView(Protocol):
 
 @dataclass(slots=True)
 class ControllerOutbox:
-    """What the driver must do after a ``ControllerHost.poll``, in this order:
+    """What the driver must do after a ``QuorumController.poll``, in this order:
 
     1. ``raft_events``: step the core with each (``ClientAppend`` of the controller's writes,
        activation records and NoOps; ``UpgradeKRaftVersion`` before the write that asked for
@@ -88,7 +88,7 @@ class ControllerOutbox:
        when the log meanwhile starts at or after its offset;
     4. poll again no later than ``next_deadline_ms`` (None: no timer is running).
 
-    ``loaded`` names the snapshot whose load (``ControllerHost.load_snapshot``) ended since
+    ``loaded`` names the snapshot whose load (``QuorumController.load_snapshot``) ended since
     the previous poll: the image is whole and long-lived from there on.
     """
 

@@ -46,10 +46,10 @@ from server.controller.java_order import java_int_set_order
 
 __all__ = [
     "ISR_SHRINK_EPOCH_BUMP_BELOW",
-    "Election",
-    "PartitionChange",
     "RECOVERED",
     "RECOVERING",
+    "Election",
+    "PartitionChange",
     "partition_change_record_version",
 ]
 

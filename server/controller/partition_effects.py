@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from kwire.uuid import Uuid
-from server.controller.cluster import ClusterControl
+from server.controller.cluster import ClusterControlManager
 from server.controller.image import (
     BROKER_RESOURCE,
     LOST_DIRECTORY,
@@ -23,8 +23,8 @@ from server.controller.image import (
     TOPIC_RESOURCE,
     UNASSIGNED_DIRECTORY,
     PartitionRegistration,
-    ReplicationImage,
-    TopicImage,
+    ReplicationControlManager,
+    TopicControlInfo,
 )
 from server.controller.partition_change import (
     Election,
@@ -49,7 +49,7 @@ class TopicConfigLayers:
     """The configs a topic's effective values come from: the image's topic configs, this node's
     dynamic broker configs, the cluster's default broker configs and the node's properties."""
 
-    def __init__(self, image: ReplicationImage, node_id: int, static_config: Mapping[str, str]) -> None:
+    def __init__(self, image: ReplicationControlManager, node_id: int, static_config: Mapping[str, str]) -> None:
         self.image = image
         self.node_dynamic = image.configs.get((BROKER_RESOURCE, str(node_id)), {})
         self.cluster_dynamic = image.configs.get((BROKER_RESOURCE, ""), {})
@@ -85,7 +85,7 @@ def is_online_dir(directory: Uuid, online: tuple[Uuid, ...]) -> bool:
 
 
 def leader_acceptable(
-    cluster: ClusterControl,
+    cluster: ClusterControlManager,
     partition: PartitionRegistration,
     broker_id: int,
     *,
@@ -107,8 +107,8 @@ def leader_acceptable(
 def leader_and_isr_updates(
     partitions: Iterable[tuple[Uuid, int]],
     *,
-    image: ReplicationImage,
-    cluster: ClusterControl,
+    image: ReplicationControlManager,
+    cluster: ClusterControlManager,
     configs: TopicConfigLayers,
     metadata_version: int,
     elr_enabled: bool,
@@ -147,7 +147,7 @@ class BrokerPartitionEffects:
     partitions whose ISR or ELR holds it, or that have no leader)."""
 
     def __init__(
-        self, image: ReplicationImage, cluster: ClusterControl, configs: TopicConfigLayers, *,
+        self, image: ReplicationControlManager, cluster: ClusterControlManager, configs: TopicConfigLayers, *,
         metadata_version: int, elr_enabled: bool,
     ) -> None:
         self.image = image
@@ -211,7 +211,7 @@ class PartitionChanges:
     metadata.version and whether ELR is enabled."""
 
     def __init__(
-        self, image: ReplicationImage, cluster: ClusterControl, configs: TopicConfigLayers, *,
+        self, image: ReplicationControlManager, cluster: ClusterControlManager, configs: TopicConfigLayers, *,
         metadata_version: int, elr_enabled: bool,
     ) -> None:
         self.image, self.cluster, self.configs = image, cluster, configs
@@ -240,7 +240,7 @@ class PartitionChanges:
         )
 
 
-def effective_min_isr(topic: TopicImage, configs: TopicConfigLayers) -> int:
+def effective_min_isr(topic: TopicControlInfo, configs: TopicConfigLayers) -> int:
     """``getTopicEffectiveMinIsr``: the topic's min.insync.replicas, at most its replication
     factor (partition 0's)."""
     first = topic.partitions.get(0) or next(iter(topic.partitions.values()))

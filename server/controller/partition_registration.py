@@ -29,7 +29,7 @@ class PartitionRegistration(NamedTuple):
     Immutable, and a named tuple rather than a frozen dataclass: a million of them are built
     on a snapshot load, and a tuple is built several times faster. An ISR equal to the
     replicas is the replicas' tuple, and broker ids are the image's own int objects
-    (``ReplicationImage``), so that a partition costs little more than its fields.
+    (``ReplicationControlManager``), so that a partition costs little more than its fields.
     """
 
     replicas: tuple[int, ...]

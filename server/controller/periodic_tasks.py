@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from server.controller import elections
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.operations import ControllerConfig, ControllerLog, OperationContext
 from server.controller.result import Record
 
@@ -84,7 +84,7 @@ class PeriodicTasks:
     def __init__(
         self,
         config: ControllerConfig,
-        controller: QuorumController,
+        controller: ControlManagers,
         log: ControllerLog,
         *,
         gate: Callable[[], bool],

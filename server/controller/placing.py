@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import random
 
     from kwire.uuid import Uuid
-    from server.controller.cluster import BrokerRegistration, ClusterControl
+    from server.controller.cluster import BrokerRegistration, ClusterControlManager
 
 __all__ = ["ControllerClusterDescriber", "default_directory", "has_uncordoned_dirs", "place", "usable_brokers"]
 
@@ -41,7 +41,7 @@ def has_uncordoned_dirs(registration: BrokerRegistration) -> bool:
     return any(directory not in cordoned for directory in registration.log_dirs)
 
 
-def default_directory(cluster: ClusterControl, broker_id: int) -> Uuid:
+def default_directory(cluster: ClusterControlManager, broker_id: int) -> Uuid:
     """``ClusterControlManager.defaultDir``: the broker's one log directory; MIGRATING when it
     registered none, UNASSIGNED when it has several (it assigns them itself)."""
     registration = cluster.registrations.get(broker_id)
@@ -52,7 +52,7 @@ def default_directory(cluster: ClusterControl, broker_id: int) -> Uuid:
     return registration.log_dirs[0] if len(registration.log_dirs) == 1 else UNASSIGNED_DIRECTORY
 
 
-def usable_brokers(cluster: ClusterControl) -> list[UsableBroker]:
+def usable_brokers(cluster: ClusterControlManager) -> list[UsableBroker]:
     """The brokers placement may use (``BrokerHeartbeatManager.usableBrokers``): tracked by the
     active controller, not shutting down, with a log directory that is not cordoned; by id."""
     heartbeats = cluster.heartbeats
@@ -71,7 +71,7 @@ def usable_brokers(cluster: ClusterControl) -> list[UsableBroker]:
 class ControllerClusterDescriber:
     """The active controller's cluster as a placer sees it (``ClusterDescriber``)."""
 
-    cluster: ClusterControl
+    cluster: ClusterControlManager
     random: random.Random
 
     def usable_brokers(self) -> Iterator[UsableBroker]:
@@ -118,7 +118,7 @@ def _checked(plugins: ControllerPlugins, answer: Any, spec: PlacementSpec, usabl
 
 
 def place(
-    plugins: ControllerPlugins, spec: PlacementSpec, cluster: ClusterControl, rng: random.Random
+    plugins: ControllerPlugins, spec: PlacementSpec, cluster: ClusterControlManager, rng: random.Random
 ) -> list[list[int]]:
     """The replicas of each partition of ``spec``, by the configured placer (module
     docstring). Raises ApiError INVALID_REPLICATION_FACTOR or INVALID_REPLICA_ASSIGNMENT."""

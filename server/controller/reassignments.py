@@ -59,9 +59,9 @@ from messages.generated.list_partition_reassignments_response import (
     OngoingTopicReassignment,
 )
 from messages.runtime import Message
-from server.controller.cluster import ClusterControl
+from server.controller.cluster import ClusterControlManager
 from server.controller.errors import ApiError
-from server.controller.image import PartitionRegistration, ReplicationImage
+from server.controller.image import PartitionRegistration, ReplicationControlManager
 from server.controller.partition_change import Election, PartitionChange
 from server.controller.partition_effects import (
     PartitionChanges,
@@ -174,7 +174,7 @@ def _check_replication_factor_unchanged(partition: PartitionRegistration, target
 
 
 def alter_partition_reassignments(
-    request: AlterPartitionReassignmentsRequest, version: int, *, image: ReplicationImage, cluster: ClusterControl,
+    request: AlterPartitionReassignmentsRequest, version: int, *, image: ReplicationControlManager, cluster: ClusterControlManager,
     configs: TopicConfigLayers, metadata_version: int, elr_enabled: bool,
 ) -> tuple[list[Record], AlterPartitionReassignmentsResponse]:
     """AlterPartitionReassignments (45, v0-1) at ``version``: the records (written together)
@@ -204,7 +204,7 @@ def alter_partition_reassignments(
 
 
 def list_partition_reassignments(
-    request: ListPartitionReassignmentsRequest, *, image: ReplicationImage
+    request: ListPartitionReassignmentsRequest, *, image: ReplicationControlManager
 ) -> ListPartitionReassignmentsResponse:
     """ListPartitionReassignments (46, v0) from the image (module docstring): topics in the
     order their first partition started reassigning, or in request order; partitions in the

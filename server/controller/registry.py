@@ -59,7 +59,7 @@ from server.controller import operations as op
 from server.controller import responses as answer
 from server.controller.acls import malformed_acl_request
 from server.controller.authorizer import ALTER, ALTER_CONFIGS, CLUSTER_ACTION, DESCRIBE
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.errors import ApiError
 from server.controller.result import ControllerResult
 
@@ -86,7 +86,7 @@ class ControllerApi:
     operation: Callable[[op.OperationContext, Any, int], ControllerResult]
     respond: Callable[[Any, int, Any], Message] = _whole
     write: bool = True
-    on_arrival: Callable[[QuorumController, Any, int], None] | None = None
+    on_arrival: Callable[[ControlManagers, Any, int], None] | None = None
     check: Callable[[op.ControllerConfig, Any, int], ApiError | None] | None = None
     malformed: Callable[[Any, int], str | None] | None = None
     cluster_operation: int | None = None

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from messages.runtime import Message
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.errors import ApiError
 from server.controller.event_times import EventTimes
 from server.controller.offset_control import OffsetControl
@@ -67,11 +67,11 @@ class ControllerRequest:
 
 
 class RunnerHost(Protocol):
-    """What the runner reads of the host, at each call (``ControllerHost`` fits)."""
+    """What the runner reads of the host, at each call (``QuorumController`` fits)."""
 
     config: ControllerConfig
     raft: RaftView
-    controller: QuorumController
+    controller: ControlManagers
     rng: random.Random
     log: ControllerLog
     admission: Admission
@@ -83,7 +83,7 @@ class ControllerSeat(Protocol):
     """Whether this node is the active controller (``server.controller.leadership.Leadership``
     fits)."""
 
-    def active_controller(self) -> QuorumController | None:
+    def active_controller(self) -> ControlManagers | None:
         """The controller while it is the active one with a metadata.version, else None."""
 
     def not_controller(self) -> ApiError:

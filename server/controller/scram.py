@@ -3,7 +3,7 @@ on them (Kafka's ``ScramControlManager``; KIP-554, SCRAM in KRaft from metadata.
 3.5-IV2).
 
 Every node replays UserScramCredentialRecord (set a user's credential for one mechanism) and
-RemoveUserScramCredentialRecord into one :class:`ScramImage`; snapshots write a
+RemoveUserScramCredentialRecord into one :class:`ScramControlManager`; snapshots write a
 UserScramCredentialRecord per credential. A credential is what a SCRAM server keeps (RFC 5802):
 the salt, the iteration count, ``StoredKey = H(HMAC(SaltedPassword, "Client Key"))`` and
 ``ServerKey = HMAC(SaltedPassword, "Server Key")``; the client sends the salted password
@@ -51,8 +51,8 @@ __all__ = [
     "MECHANISMS",
     "MIN_ITERATIONS",
     "SCRAM_LEVEL",
+    "ScramControlManager",
     "ScramCredential",
-    "ScramImage",
     "scram_credential",
 ]
 
@@ -73,7 +73,7 @@ def scram_credential(mechanism: int, salted_password: bytes, salt: bytes, iterat
     return credential_from_salted(MECHANISMS[mechanism][1], salted_password, salt, iterations)
 
 
-class ScramImage:
+class ScramControlManager:
     """Credentials by (user name, mechanism code), in the order they were first set."""
 
     def __init__(self) -> None:
@@ -91,7 +91,7 @@ class ScramImage:
                 raise ReplayError(f"Unable to find credential to delete: {message.name} {message.mechanism}")
 
     def snapshot_records(self) -> list[Record]:
-        """Every credential as its UserScramCredentialRecord (``ScramImage.write``), by
+        """Every credential as its UserScramCredentialRecord (``ScramControlManager.write``), by
         mechanism, then in the order users were first given one."""
         return [
             (UserScramCredentialRecord(

@@ -27,7 +27,7 @@ from storage.records import RecordBatch
 from storage.snapshot_format import SnapshotId, build_snapshot_batches
 
 if TYPE_CHECKING:
-    from server.controller.controller import QuorumController
+    from server.controller.controller import ControlManagers
     from server.controller.operations import ControllerLog
     from server.raft.control_state import ControlRecordStateMachine
     from server.raft.log import RaftLog
@@ -134,7 +134,7 @@ class SnapshotToWrite:
     was taken (:func:`image_snapshot_steps`). The generator reads nothing the controller changes
     afterwards, so the driver may run it a step at a time between its other work while the
     controller goes on (at a million partitions it takes over ten seconds). ``image_records`` is
-    roughly how many records it holds (``QuorumController.image_record_estimate``), for the
+    roughly how many records it holds (``ControlManagers.image_record_estimate``), for the
     driver to choose where to build it."""
 
     snapshot_id: OffsetAndEpoch
@@ -168,7 +168,7 @@ class SnapshotGenerator:
         self,
         now_ms: int,
         batch: CommittedBatch,
-        controller: QuorumController,
+        controller: ControlManagers,
         raft_log: RaftLog,
         control: ControlRecordStateMachine,
         *,

@@ -10,7 +10,7 @@ queue):
 1. the core takes ``events`` in one step (``RaftCore.step_many``), and its Outbox is carried
    out; while the caller's fsync completes at once, the core takes ``FlushCompleted`` in a
    step of its own, and that Outbox too;
-2. the host is polled (``ControllerHost.poll``): ``load`` lets it replay the next slice of an
+2. the host is polled (``QuorumController.poll``): ``load`` lets it replay the next slice of an
    image being rebuilt, on the first poll only (a driver passes it on the turn of a due
    deadline, not behind each raft message), and its periodic tasks run on the first poll
    only (after its own appends they wait for the next turn, behind what came meanwhile);
@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
 
-from server.controller.host import ControllerHost, ControllerOutbox
+from server.controller.host import ControllerOutbox, QuorumController
 from server.raft.core import RaftCore
 from server.raft.events import ClientAppend, Event, FlushCompleted, Outbox
 
@@ -43,7 +43,7 @@ __all__ = ["LOAD_SLICE_S", "MIN_LOAD_SLICE_RECORDS", "Stepping", "load_slice_rec
 LOAD_SLICE_S = 0.05
 """How long one slice of an image being rebuilt (a snapshot loaded, or the committed image
 gone back to) should hold the event loop. The node sizes the host's slices
-(``ControllerHost.load_records_per_poll``) to it from the time the last slice's step took,
+(``QuorumController.load_records_per_poll``) to it from the time the last slice's step took,
 between :data:`MIN_LOAD_SLICE_RECORDS` and the host's default. At a million partitions that
 default, 20,000 records, holds the loop 0.4 s on an idle core and over a second on a busy
 machine: a loading leader then answers no Fetch, and a loading follower sends none, for that
@@ -67,7 +67,7 @@ def load_slice_records(records: int, took_s: float, most: int) -> int:
 
 
 def steps(
-    core: RaftCore, host: ControllerHost, events: Sequence[Event], now_ms: Callable[[], int], *, load: bool = False,
+    core: RaftCore, host: QuorumController, events: Sequence[Event], now_ms: Callable[[], int], *, load: bool = False,
     on_step: Callable[[Sequence[Event]], None] | None = None, held: Sequence[ClientAppend] = (),
 ) -> Stepping:
     """One turn of ``core`` and ``host`` (module docstring): ``events`` (none: only the host

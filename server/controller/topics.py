@@ -63,12 +63,12 @@ from server.controller.authorizer import (
     DESCRIBE_CONFIGS,
     Authorize,
 )
-from server.controller.cluster import ClusterControl
+from server.controller.cluster import ClusterControlManager
 from server.controller.errors import ApiError
 from server.controller.image import (
     BROKER_RESOURCE,
     TOPIC_RESOURCE,
-    ReplicationImage,
+    ReplicationControlManager,
     invalid_topic_name,
     topic_collision_key,
 )
@@ -127,14 +127,14 @@ class TopicDefaults:
     """The policies and the replica placer (``server.controller.plugins``)."""
 
 
-def _is_active(cluster: ClusterControl, broker_id: int) -> bool:
+def _is_active(cluster: ClusterControlManager, broker_id: int) -> bool:
     """Registered, unfenced and not in controlled shutdown (``ClusterControlManager.isActive``)."""
     registration = cluster.registrations.get(broker_id)
     return registration is not None and not registration.fenced and not registration.in_controlled_shutdown
 
 
 def _partition_record(
-    cluster: ClusterControl, topic_id: Uuid, index: int, replicas: list[int], isr: list[int], version: int
+    cluster: ClusterControlManager, topic_id: Uuid, index: int, replicas: list[int], isr: list[int], version: int
 ) -> Record:
     """A new partition (``buildPartitionRegistration``): led by the first in-sync replica, each
     replica in its broker's default directory, epochs 0."""
@@ -170,7 +170,7 @@ def _total_partitions(topics: list[CreatableTopic], default_partitions: int) -> 
 
 
 def _manual_partitions(
-    topic: CreatableTopic, cluster: ClusterControl
+    topic: CreatableTopic, cluster: ClusterControlManager
 ) -> dict[int, tuple[list[int], list[int]]]:
     """Replicas and ISR of each manually assigned partition (``validateManualPartitionAssignment``)."""
     if topic.replication_factor != -1:
@@ -197,7 +197,7 @@ def _manual_partitions(
     return parts
 
 
-def _manual_isr(replicas: list[int], replication_factor: int | None, index: int, cluster: ClusterControl) -> list[int]:
+def _manual_isr(replicas: list[int], replication_factor: int | None, index: int, cluster: ClusterControlManager) -> list[int]:
     """The ISR of a manually assigned partition ``index``: its replicas on active brokers,
     after ``validateManualPartitionAssignment``'s checks. Raises ApiError
     INVALID_REPLICA_ASSIGNMENT."""
@@ -212,7 +212,7 @@ def _manual_isr(replicas: list[int], replication_factor: int | None, index: int,
     return isr
 
 
-def check_manual_replicas(replicas: list[int], replication_factor: int | None, cluster: ClusterControl) -> None:
+def check_manual_replicas(replicas: list[int], replication_factor: int | None, cluster: ClusterControlManager) -> None:
     """``validateManualPartitionAssignment``: a non-empty list of distinct registered brokers,
     each with a directory that is not cordoned, ``replication_factor`` long when one is given.
     Raises ApiError INVALID_REPLICA_ASSIGNMENT."""
@@ -246,7 +246,7 @@ def check_manual_replicas(replicas: list[int], replication_factor: int | None, c
 
 
 def _placed_partitions(
-    topic: CreatableTopic, cluster: ClusterControl, defaults: TopicDefaults, rng: random.Random
+    topic: CreatableTopic, cluster: ClusterControlManager, defaults: TopicDefaults, rng: random.Random
 ) -> dict[int, tuple[list[int], list[int]]]:
     """Replicas and ISR of each partition the controller places (``defaults.plugins``' placer)."""
     if topic.replication_factor < -1 or topic.replication_factor == 0:
@@ -296,8 +296,8 @@ def _config_errors(topic: CreatableTopic) -> tuple[dict[str, str], ApiError | No
 def create_topics(
     request: CreateTopicsRequest,
     *,
-    image: ReplicationImage,
-    cluster: ClusterControl,
+    image: ReplicationControlManager,
+    cluster: ClusterControlManager,
     metadata_version: int,
     elr_enabled: bool,
     defaults: TopicDefaults,
@@ -443,7 +443,7 @@ def create_topics(
 
 
 def delete_topics(
-    request: DeleteTopicsRequest, version: int, *, image: ReplicationImage, delete_enabled: bool = True,
+    request: DeleteTopicsRequest, version: int, *, image: ReplicationControlManager, delete_enabled: bool = True,
     authorize: Authorize | None = None,
 ) -> tuple[list[Record], list[DeletableTopicResult]]:
     """DeleteTopics at the active controller (module docstring): one RemoveTopicRecord per
@@ -530,7 +530,7 @@ def delete_topics(
 
 
 def _grow_topic(
-    topic: CreatePartitionsTopic, image: ReplicationImage, cluster: ClusterControl, version: int, rng: random.Random,
+    topic: CreatePartitionsTopic, image: ReplicationControlManager, cluster: ClusterControlManager, version: int, rng: random.Random,
     plugins: ControllerPlugins,
 ) -> list[Record]:
     """The PartitionRecords that take ``topic`` to its requested count
@@ -581,8 +581,8 @@ def _grow_topic(
 def create_partitions(
     request: CreatePartitionsRequest,
     *,
-    image: ReplicationImage,
-    cluster: ClusterControl,
+    image: ReplicationControlManager,
+    cluster: ClusterControlManager,
     metadata_version: int,
     rng: random.Random,
     authorize: Authorize | None = None,

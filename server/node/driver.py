@@ -2,7 +2,7 @@
 them and the world: :class:`Node`.
 
 One task (:meth:`Node._drive`) owns the :class:`~server.raft.core.RaftCore` and the
-:class:`~server.controller.host.ControllerHost`. Everything that happens to the node reaches it
+:class:`~server.controller.host.QuorumController`. Everything that happens to the node reaches it
 as an item on one memory channel::
 
     server.net connections ──► ChannelDispatcher ──► PendingRequest ─┐
@@ -45,11 +45,11 @@ import trio
 
 from kwire.uuid import Uuid
 from server.config import KRaftConfig
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.features import supported_features
 from server.controller.host import (
-    ControllerHost,
     ControllerOutbox,
+    QuorumController,
 )
 from server.controller.stepping import load_slice_records, steps
 from server.net import ChannelDispatcher, PendingRequest, RunningServer, serve
@@ -115,7 +115,7 @@ class Node:
         self.rng = rng or random.Random()
         self._blocking = Blocking(config.node_id, config.controller_quorum_fetch_timeout_ms, run_blocking)
         self.core: RaftCore | None = None
-        self.host: ControllerHost | None = None
+        self.host: QuorumController | None = None
         self.running: RunningServer | None = None
         self.cluster_id: str | None = None
         self.directory_id: Uuid | None = None
@@ -161,7 +161,7 @@ class Node:
     # ------------------------------------------------------------------ public view
 
     @property
-    def controller(self) -> QuorumController | None:
+    def controller(self) -> ControlManagers | None:
         """The quorum controller's replayed state, None before start-up."""
         return None if self.host is None else self.host.controller
 
@@ -213,7 +213,7 @@ class Node:
                     self.running = await nursery.start(partial(
                         serve, config, dispatcher, sasl=sasl_listeners(config, lambda: self.host), tls=tls_listeners(config)))
                     self.core = core = new_core(config, stored, self.endpoints, self.rng, self.now_ms())
-                    self.host = host = ControllerHost(
+                    self.host = host = QuorumController(
                         controller_config(config, stored.cluster_id),
                         bootstrap=stored.bootstrap.records,
                         raft=core,

@@ -23,7 +23,7 @@ from typing import Any
 from server.raft.log import LogInvariantError
 from storage.errors import KafkaStorageError
 
-__all__ = ["FATAL_EXIT_STATUS", "FATAL", "halt_message", "name_fatal_level", "run_or_halt", "storage_failure"]
+__all__ = ["FATAL", "FATAL_EXIT_STATUS", "halt_message", "name_fatal_level", "run_or_halt", "storage_failure"]
 
 FATAL_EXIT_STATUS = 1
 """The status of a process that stopped on a storage failure (Kafka's ``Exit.halt(1)``)."""

@@ -2,7 +2,7 @@
 
 A controller's finalized features (``FeaturesImage``) are the levels of the FeatureLevelRecords
 committed to the metadata log, starting from the latest snapshot loaded
-(:class:`server.controller.controller.QuorumController` replays them), plus kraft.version,
+(:class:`server.controller.controller.ControlManagers` replays them), plus kraft.version,
 which lives in the quorum's control records.
 """
 

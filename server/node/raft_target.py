@@ -21,7 +21,7 @@ from typing import Any, Protocol, TypeVar
 
 import trio
 
-from server.controller.host import ControllerHost
+from server.controller.host import QuorumController
 from server.net import ChannelDispatcher, PendingRequest
 from server.node.features import finalized_features
 from server.node.peer import Peers
@@ -75,7 +75,7 @@ class NodeTarget:
         node_id: int,
         *,
         core: RaftCore,
-        host: ControllerHost,
+        host: QuorumController,
         raft_log: StorageRaftLog,
         store: FileQuorumStateStore,
         peers: Peers,
@@ -165,7 +165,7 @@ class NodeTarget:
 
     async def load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
         """The controller starts again from the snapshot's records: it replays them a slice
-        per poll (``ControllerHost.load_snapshot``), and the node goes on meanwhile."""
+        per poll (``QuorumController.load_snapshot``), and the node goes on meanwhile."""
         directory = self.raft_log.log.dir
         snapshot = SnapshotId(snapshot_id.offset, snapshot_id.epoch)
         content = await self._blocking(lambda: load_snapshot_batches(directory, snapshot))

@@ -24,9 +24,9 @@ from messages.generated.controller_registration_request import (
     Listener,
 )
 from server.config import KRaftConfig
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.features import CONTROLLER_REGISTRATION_LEVEL, supported_features
-from server.controller.host import ControllerHost
+from server.controller.host import QuorumController
 from server.net.sasl import SaslClient
 from server.node.security import controller_client_context
 from server.raft.core import RaftCore
@@ -101,7 +101,7 @@ class ControllerRegistrationManager:
         endpoint = None if node is None else node.endpoint(self.config.controller_listener_names[0])
         return None if endpoint is None else (endpoint.host, endpoint.port)
 
-    def needed(self, controller: QuorumController, epoch: int) -> bool:
+    def needed(self, controller: ControlManagers, epoch: int) -> bool:
         """``maybeSendControllerRegistration``: metadata.version 3.7-IV0 or later is known, the
         log lacks this incarnation's registration, and no leader of ``epoch`` accepted one."""
         level = controller.metadata_version
@@ -112,12 +112,12 @@ class ControllerRegistrationManager:
             return False
         return epoch != self._registered_in_epoch
 
-    def maybe_register(self, controller: QuorumController, epoch: int) -> None:
+    def maybe_register(self, controller: ControlManagers, epoch: int) -> None:
         """Wake the task when a registration is needed."""
         if self.needed(controller, epoch):
             self._wakeup.set()
 
-    async def run(self, core: RaftCore, host: ControllerHost) -> None:
+    async def run(self, core: RaftCore, host: QuorumController) -> None:
         """Send registrations whenever woken and still needed, until cancelled."""
         from server.net.client import KafkaConnectionError, open_connection
 

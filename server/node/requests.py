@@ -17,7 +17,7 @@ import trio
 from kwire.wire import DecodeError
 from server.config import KRaftConfig
 from server.controller.admission import Caller, Forwarded, Malformed, Refused, ToController
-from server.controller.host import ControllerHost, ControllerRequest
+from server.controller.host import ControllerRequest, QuorumController
 from server.net import PendingRequest
 from server.node.relay import relay_answer
 from server.raft.events import Event, RequestReceived
@@ -34,7 +34,7 @@ class RequestRouter:
     def __init__(
         self,
         config: KRaftConfig,
-        host: Callable[[], ControllerHost | None],
+        host: Callable[[], QuorumController | None],
         now_ms: Callable[[], int],
         step: Callable[[list[Event]], Awaitable[None]],
         nursery: Callable[[], trio.Nursery | None],

@@ -10,7 +10,7 @@ import ssl
 from collections.abc import Callable
 
 from server.config import KRaftConfig
-from server.controller.host import ControllerHost
+from server.controller.host import QuorumController
 from server.controller.scram import MECHANISMS as SCRAM_MECHANISMS
 from server.net.sasl import SaslServerConfig
 from server.net.server import TlsListener
@@ -42,7 +42,7 @@ def controller_client_context(config: KRaftConfig) -> ssl.SSLContext | None:
     return client_context(tls_settings(config.raw, listener))
 
 
-def sasl_listeners(config: KRaftConfig, host: Callable[[], ControllerHost | None]) -> dict[str, SaslServerConfig]:
+def sasl_listeners(config: KRaftConfig, host: Callable[[], QuorumController | None]) -> dict[str, SaslServerConfig]:
     """The SASL settings of each SASL listener (``server.net.sasl``): its mechanisms, its PLAIN
     users, and SCRAM credentials as the replayed metadata of ``host()`` holds them."""
 

@@ -50,9 +50,9 @@ __all__ = [
     "NodeStartupError",
     "StoredState",
     "controller_config",
-    "new_core",
     "from_stored_election",
     "load_stored_state",
+    "new_core",
     "to_stored_election",
 ]
 

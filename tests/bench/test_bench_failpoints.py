@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from server.controller.host import ControllerHost
+from server.controller.host import QuorumController
 from server.raft.core import RaftCore
 from tools.bench import failpoints
 
@@ -23,7 +23,7 @@ def _names(code: types.CodeType) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("cls", [RaftCore, ControllerHost])
+@pytest.mark.parametrize("cls", [RaftCore, QuorumController])
 def test_the_rebuilt_methods_check_no_failpoint(cls: type) -> None:
     methods, removed = failpoints.strip_failpoint_checks(cls)
     assert methods and removed >= len(methods)
@@ -37,8 +37,8 @@ def test_the_rebuilt_methods_check_no_failpoint(cls: type) -> None:
 
 def test_both_builds_take_the_same_load_to_the_same_state() -> None:
     core_without, _ = failpoints.without_failpoints(RaftCore)
-    host_without, _ = failpoints.without_failpoints(ControllerHost)
-    nodes = [failpoints.Node(failpoints.with_failpoints(RaftCore), failpoints.with_failpoints(ControllerHost)),
+    host_without, _ = failpoints.without_failpoints(QuorumController)
+    nodes = [failpoints.Node(failpoints.with_failpoints(RaftCore), failpoints.with_failpoints(QuorumController)),
              failpoints.Node(core_without, host_without)]
     answers: list[list[tuple[str, object, int, bool]]] = [[], []]
     for node, seen in zip(nodes, answers, strict=True):

@@ -20,8 +20,8 @@ from messages.generated.register_controller_record import (
 )
 from messages.metadata import encode_record
 from messages.runtime import Message
-from server.controller.cluster import ClusterControl
-from server.controller.controller import QuorumController
+from server.controller.cluster import ClusterControlManager
+from server.controller.controller import ControlManagers
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 
@@ -41,18 +41,18 @@ def values(records: Iterable[tuple[Message, int]]) -> list[bytes]:
     return [encode_record(record, version) for record, version in records]
 
 
-def replay_log(controller: QuorumController, records: Sequence[tuple[Message, int]], first_offset: int = 0) -> int:
+def replay_log(controller: ControlManagers, records: Sequence[tuple[Message, int]], first_offset: int = 0) -> int:
     """Replay ``records`` as consecutive log offsets from ``first_offset``; the next offset."""
     for offset, value in enumerate(values(records), first_offset):
         controller.replay(value, offset)
     return first_offset + len(records)
 
 
-def controller_at(level: int | None, *records: tuple[Message, int], cluster_id: str = CLUSTER_ID) -> QuorumController:
+def controller_at(level: int | None, *records: tuple[Message, int], cluster_id: str = CLUSTER_ID) -> ControlManagers:
     """A standby controller whose log held metadata.version ``level`` (none for None) and then
     ``records``, one offset each from 0."""
     bootstrap = [mv_record(level if level is not None else 21)]
-    controller = QuorumController(bootstrap=bootstrap, cluster_id=cluster_id)
+    controller = ControlManagers(bootstrap=bootstrap, cluster_id=cluster_id)
     replay_log(controller, ([mv_record(level)] if level is not None else []) + list(records))
     return controller
 
@@ -122,11 +122,11 @@ def active_cluster(
     fenced: Iterable[int] = (),
     shutting_down: Iterable[int] = (),
     log_dirs: Mapping[int, Sequence[Uuid]] | None = None,
-) -> ClusterControl:
-    """An active ClusterControl with ``broker_ids`` registered at :func:`broker_epoch`: the
+) -> ClusterControlManager:
+    """An active ClusterControlManager with ``broker_ids`` registered at :func:`broker_epoch`: the
     ``fenced`` ones fenced, the ``shutting_down`` ones in controlled shutdown, each with its
     first :func:`directory` unless ``log_dirs`` names its directories."""
-    cluster = ClusterControl(CLUSTER_ID, 9000)
+    cluster = ClusterControlManager(CLUSTER_ID, 9000)
     fenced, shutting_down = set(fenced), set(shutting_down)
     for broker_id in broker_ids:
         dirs = (directory(broker_id),) if log_dirs is None or broker_id not in log_dirs else log_dirs[broker_id]

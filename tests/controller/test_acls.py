@@ -14,9 +14,9 @@ from messages.generated.access_control_entry_record import AccessControlEntryRec
 from messages.generated.remove_access_control_entry_record import RemoveAccessControlEntryRecord
 from messages.metadata import encode_record
 from server.controller import acls
-from server.controller.acls import AclBinding, AclFilter, AclImage, host_pattern_error
+from server.controller.acls import AclBinding, AclControlManager, AclFilter, host_pattern_error
 from server.controller.cluster import ReplayError
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.errors import ApiError
 from server.controller.features import CONTROLLER_UNREGISTRATION_LEVEL
 
@@ -28,7 +28,7 @@ def _binding(name: str, principal: str = "User:a", host: str = "*") -> AclBindin
 
 
 def test_a_replayed_id_twice_or_a_removal_of_an_unknown_id_is_refused() -> None:
-    image = AclImage()
+    image = AclControlManager()
     record = _binding("t").to_record(Uuid.from_longs(1, 1))
     image.replay(record)
     with pytest.raises(ReplayError):
@@ -40,7 +40,7 @@ def test_a_replayed_id_twice_or_a_removal_of_an_unknown_id_is_refused() -> None:
 
 
 def test_a_snapshot_of_the_bindings_replays_to_the_same_image() -> None:
-    controller = QuorumController(bootstrap=())
+    controller = ControlManagers(bootstrap=())
     controller.feature_levels["metadata.version"] = NEWEST
     records, results = controller.acls.create([_binding("a"), _binding("b", host="10.0.0.0/8")], random.Random(1), NEWEST)
     assert results == [None, None]
@@ -48,14 +48,14 @@ def test_a_snapshot_of_the_bindings_replays_to_the_same_image() -> None:
         controller.replay(encode_record(record, version))
     written = [(r, v) for r, v in controller.snapshot_records() if isinstance(r, AccessControlEntryRecord)]
     assert len(written) == 2
-    again = QuorumController(bootstrap=())
+    again = ControlManagers(bootstrap=())
     again.reset([encode_record(r, v) for r, v in controller.snapshot_records()])
     assert again.acls.by_id == controller.acls.by_id
 
 
 def test_more_new_bindings_than_one_request_may_write_is_a_policy_violation(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(acls, "MAX_RECORDS_PER_USER_OP", 3)
-    image = AclImage()
+    image = AclControlManager()
     records, _ = image.create([_binding(n) for n in "abc"], random.Random(1), NEWEST)
     assert len(records) == 3
     with pytest.raises(ApiError) as refused:
@@ -79,7 +79,7 @@ def test_cidr_hosts_need_metadata_version_4_4_iv1() -> None:
 
 
 def test_a_match_filter_finds_the_bindings_that_apply_to_a_name() -> None:
-    image = AclImage()
+    image = AclControlManager()
     held = [AclBinding(2, "*", 3, "User:a", "*", 3, 3), AclBinding(2, "lo", 4, "User:a", "*", 3, 3),
             AclBinding(2, "log", 3, "User:a", "*", 3, 3), AclBinding(2, "lx", 4, "User:a", "*", 3, 3)]
     for i, binding in enumerate(held):

@@ -15,7 +15,7 @@ from messages.generated.no_op_record import NoOpRecord
 from messages.generated.zk_migration_state_record import ZkMigrationStateRecord
 from messages.metadata import encode_record
 from server.controller.activation import activation_records
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 
 
 def _mv(level: int, **features: int) -> list[tuple[FeatureLevelRecord, int]]:
@@ -101,7 +101,7 @@ def test_bootstrap_without_metadata_version_is_refused() -> None:
 
 
 def test_the_controller_replays_levels_and_transactions_and_activates_once_per_epoch() -> None:
-    controller = QuorumController(bootstrap=_mv(21))
+    controller = ControlManagers(bootstrap=_mv(21))
     first = controller.activate(1)
     assert first is not None and _types(first.records)[0] == "BeginTransactionRecord"
     assert controller.activate(1) is None  # already active in epoch 1

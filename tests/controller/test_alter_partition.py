@@ -23,13 +23,13 @@ from messages.generated.config_record import ConfigRecord
 from messages.generated.partition_change_record import PartitionChangeRecord
 from messages.generated.topic_record import TopicRecord
 from server.controller.alter_partition import alter_partition, assign_replicas_to_dirs
-from server.controller.cluster import ClusterControl
+from server.controller.cluster import ClusterControlManager
 from server.controller.errors import ApiError
 from server.controller.image import (
     LOST_DIRECTORY,
     NO_LEADER_CHANGE,
     UNASSIGNED_DIRECTORY,
-    ReplicationImage,
+    ReplicationControlManager,
 )
 from server.controller.partition_change import RECOVERED, RECOVERING
 from server.controller.partition_effects import TopicConfigLayers
@@ -42,11 +42,11 @@ MV = 21  # 3.9-IV0
 LEADER_EPOCH, PARTITION_EPOCH = 5, 9
 
 
-def _image() -> ReplicationImage:
+def _image() -> ReplicationControlManager:
     """Topic "t": partition 0 on 1-3 with ISR [1, 2]; partition 1 on 1, 2 and the
     unregistered 9; partition 2 RECOVERING with ISR [1]; all led by 1 at epochs 5 / 9.
     Topic "r": replicas 1-4 moving from 1 to 4, ISR [1, 2, 3], led by 1."""
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     image.replay(TopicRecord(name="t", topic_id=TOPIC))
     epochs = dict(leader_epoch=LEADER_EPOCH, partition_epoch=PARTITION_EPOCH)
     image.replay(partition_record(TOPIC, 0, [1, 2, 3], [1, 2], 1, **epochs))
@@ -59,7 +59,7 @@ def _image() -> ReplicationImage:
     return image
 
 
-def _cluster(**kw: object) -> ClusterControl:
+def _cluster(**kw: object) -> ClusterControlManager:
     return active_cluster(1, 2, 3, 4, **kw)  # type: ignore[arg-type]
 
 
@@ -79,7 +79,7 @@ def _data(index: int, isr: list[int], *, version: int = 3, leader_epoch: int = L
 
 
 def _alter(*partitions: Data, sender: int = 1, topic: Uuid = TOPIC, version: int = 3, mv: int = MV,
-           image: ReplicationImage | None = None, cluster: ClusterControl | None = None, elr: bool = False,
+           image: ReplicationControlManager | None = None, cluster: ClusterControlManager | None = None, elr: bool = False,
            sender_epoch: int | None = None) -> tuple[list[Record], AlterPartitionResponse]:
     image = _image() if image is None else image
     request = AlterPartitionRequest(
@@ -344,10 +344,10 @@ def test_a_reassignment_stays_while_an_adding_replica_is_out_of_sync() -> None:
 # ---------------------------------------------------------------- AssignReplicasToDirs
 
 
-def _assign_setup() -> tuple[ReplicationImage, ClusterControl]:
+def _assign_setup() -> tuple[ReplicationControlManager, ClusterControlManager]:
     """Broker 1 with two directories; topic "t": partition 0 on [1, 2] with broker 1's replica
     not yet placed, partition 1 on [2, 3]."""
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     image.replay(TopicRecord(name="t", topic_id=TOPIC))
     image.replay(partition_record(TOPIC, 0, [1, 2], [1, 2], 1, directories=[UNASSIGNED_DIRECTORY, directory(2)]))
     image.replay(partition_record(TOPIC, 1, [2, 3], [2, 3], 2))
@@ -357,7 +357,7 @@ def _assign_setup() -> tuple[ReplicationImage, ClusterControl]:
 
 def _assign(
     *assignments: tuple[Uuid, Uuid, list[int]], mv: int = MV, epoch: int | None = None,
-    setup: tuple[ReplicationImage, ClusterControl] | None = None,
+    setup: tuple[ReplicationControlManager, ClusterControlManager] | None = None,
 ) -> tuple[list[Record], AssignReplicasToDirsResponse]:
     """Broker 1 assigns, per (directory, topic id, partitions)."""
     image, cluster = _assign_setup() if setup is None else setup

@@ -1,6 +1,6 @@
 """What a broker's fencing, unfencing, controlled shutdown, new incarnation and unregistration do
 to its partitions (``server.controller.alter_partition.BrokerPartitionEffects`` through
-``server.controller.cluster.ClusterControl``). The same changes are compared with a stock
+``server.controller.cluster.ClusterControlManager``). The same changes are compared with a stock
 controller's records in ``compat/test_topic_rpcs.py`` and run under faults in the "brokers"
 simulation; these pin the rules."""
 
@@ -15,8 +15,8 @@ from messages.generated.register_broker_record import RegisterBrokerRecord
 from messages.generated.topic_record import TopicRecord
 from messages.generated.unregister_broker_record import UnregisterBrokerRecord
 from messages.runtime import Message
-from server.controller.cluster import ClusterControl
-from server.controller.image import ReplicationImage
+from server.controller.cluster import ClusterControlManager
+from server.controller.image import ReplicationControlManager
 from server.controller.partition_effects import (
     BrokerPartitionEffects,
     TopicConfigLayers,
@@ -27,9 +27,9 @@ TOPIC = Uuid.from_longs(1, 1)
 CAUGHT_UP = 1 << 40
 
 
-def _setup(*partitions: tuple[list[int], list[int], int]) -> tuple[ClusterControl, ReplicationImage]:
+def _setup(*partitions: tuple[list[int], list[int], int]) -> tuple[ClusterControlManager, ReplicationControlManager]:
     """Brokers 1-3 registered and unfenced; topic "t" with partitions (replicas, isr, leader)."""
-    cluster = ClusterControl("c", 9000)
+    cluster = ClusterControlManager("c", 9000)
     for broker_id in (1, 2, 3):
         cluster.replay(
             RegisterBrokerRecord(
@@ -39,7 +39,7 @@ def _setup(*partitions: tuple[list[int], list[int], int]) -> tuple[ClusterContro
             broker_id,
         )
     cluster.activate(0)
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     image.replay(TopicRecord(name="t", topic_id=TOPIC))
     for index, (replicas, isr, leader) in enumerate(partitions):
         image.replay(PartitionRecord(
@@ -49,7 +49,7 @@ def _setup(*partitions: tuple[list[int], list[int], int]) -> tuple[ClusterContro
     return cluster, image
 
 
-def _effects(cluster: ClusterControl, image: ReplicationImage) -> BrokerPartitionEffects:
+def _effects(cluster: ClusterControlManager, image: ReplicationControlManager) -> BrokerPartitionEffects:
     return BrokerPartitionEffects(
         image, cluster, TopicConfigLayers(image, 0, {}), metadata_version=METADATA_VERSION, elr_enabled=False
     )
@@ -63,7 +63,7 @@ def _changes(records: list[tuple[Message, int]]) -> list[tuple[int, list[int] | 
     return [(r.partition_id, r.isr, r.leader) for r, _ in records if isinstance(r, PartitionChangeRecord)]
 
 
-def _replay(cluster: ClusterControl, image: ReplicationImage, records: list[tuple[Message, int]]) -> None:
+def _replay(cluster: ClusterControlManager, image: ReplicationControlManager, records: list[tuple[Message, int]]) -> None:
     for offset, (record, _) in enumerate(records, 100):
         if isinstance(record, PartitionChangeRecord):
             image.replay(record)
@@ -122,7 +122,7 @@ def test_unregistration_and_a_new_incarnation_take_the_broker_out_first() -> Non
 def test_an_offline_directory_moves_only_the_partitions_on_it() -> None:
     """``handleDirectoriesOffline``: broker 1's partitions in its reported-offline directory
     lose it as leader and ISR member, then the registration keeps the other directory."""
-    cluster = ClusterControl("c", 9000)
+    cluster = ClusterControlManager("c", 9000)
     dirs = {1: (Uuid.from_longs(1, 1), Uuid.from_longs(1, 2)), 2: (Uuid.from_longs(2, 1),), 3: (Uuid.from_longs(3, 1),)}
     for broker_id, broker_dirs in dirs.items():
         cluster.replay(RegisterBrokerRecord(
@@ -130,7 +130,7 @@ def test_an_offline_directory_moves_only_the_partitions_on_it() -> None:
             fenced=False, log_dirs=list(broker_dirs),
         ), broker_id)
     cluster.activate(0)
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     image.replay(TopicRecord(name="t", topic_id=TOPIC))
     for index, first_dir in enumerate((dirs[1][0], dirs[1][1], dirs[1][0])):
         image.replay(PartitionRecord(

@@ -25,11 +25,11 @@ from server.controller.cluster import (
     BrokerControlState,
     BrokerHeartbeats,
     BrokerRegistration,
-    ClusterControl,
+    ClusterControlManager,
     ReplayError,
     register_broker_record_version,
 )
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.errors import ApiError
 
 CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
@@ -64,14 +64,14 @@ def _heartbeat(broker_id: int, epoch: int, offset: int, **overrides: object) -> 
     return BrokerHeartbeatRequest(**fields)  # type: ignore[arg-type]
 
 
-def _active(now_ms: int = 0) -> ClusterControl:
-    cluster = ClusterControl(CLUSTER, SESSION_MS)
+def _active(now_ms: int = 0) -> ClusterControlManager:
+    cluster = ClusterControlManager(CLUSTER, SESSION_MS)
     cluster.activate(now_ms)
     return cluster
 
 
 def _register(
-    cluster: ClusterControl, request: BrokerRegistrationRequest, epoch: int, *, now_ms: int = 0, mv: int = MV
+    cluster: ClusterControlManager, request: BrokerRegistrationRequest, epoch: int, *, now_ms: int = 0, mv: int = MV
 ) -> int:
     """Register and replay the record at offset ``epoch`` (as the batch would land)."""
     records, answered = cluster.register_broker(
@@ -82,7 +82,7 @@ def _register(
     return answered
 
 
-def _apply(cluster: ClusterControl, records: list[tuple[object, int]], offset: int = 0) -> None:
+def _apply(cluster: ClusterControlManager, records: list[tuple[object, int]], offset: int = 0) -> None:
     for record, _ in records:
         cluster.replay(record, offset)  # type: ignore[arg-type]
 
@@ -172,7 +172,7 @@ def test_a_directory_registered_by_another_broker_is_refused() -> None:
 
 
 def test_writes_need_an_active_controller() -> None:
-    cluster = ClusterControl(CLUSTER, SESSION_MS)
+    cluster = ClusterControlManager(CLUSTER, SESSION_MS)
     with pytest.raises(RuntimeError, match="not active"):
         cluster.register_broker(_request(1), new_epoch=1, finalized={"metadata.version": MV}, metadata_version=MV, now_ms=0)
     assert not cluster.track_heartbeat(1, 1, 0)
@@ -302,7 +302,7 @@ def test_unregistration() -> None:
 
 
 def test_records_that_name_no_registration_are_replay_errors() -> None:
-    cluster = ClusterControl(CLUSTER, SESSION_MS)
+    cluster = ClusterControlManager(CLUSTER, SESSION_MS)
     with pytest.raises(ReplayError, match="no broker registration found"):
         cluster.replay(BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=1, fenced=-1), 0)
     cluster.replay(RegisterBrokerRecord(broker_id=1, broker_epoch=5), 5)
@@ -313,7 +313,7 @@ def test_records_that_name_no_registration_are_replay_errors() -> None:
 
 
 def test_the_controller_replays_broker_records_at_their_offsets() -> None:
-    controller = QuorumController(bootstrap=(), cluster_id=CLUSTER)
+    controller = ControlManagers(bootstrap=(), cluster_id=CLUSTER)
     controller.replay(encode_record(RegisterBrokerRecord(broker_id=4, broker_epoch=12), 3), 12)
     controller.replay(encode_record(BrokerRegistrationChangeRecord(broker_id=4, broker_epoch=12, fenced=-1), 0), 13)
     assert controller.cluster.register_offsets == {4: 12} and not controller.cluster.registrations[4].fenced
@@ -367,14 +367,14 @@ def _kinds(records: list[tuple[object, int]]) -> list[str]:
     ]
 
 
-def _unfenced(cluster: ClusterControl, broker_id: int, epoch: int, *, mv: int = MV) -> None:
+def _unfenced(cluster: ClusterControlManager, broker_id: int, epoch: int, *, mv: int = MV) -> None:
     """Unfence a registered broker by a caught-up heartbeat and replay the change."""
     records, reply = cluster.process_heartbeat(_heartbeat(broker_id, epoch, 1 << 40), metadata_version=mv)
     assert not reply.is_fenced
     _apply(cluster, records)
 
 
-def _refusal(cluster: ClusterControl, request: BrokerRegistrationRequest, *, mv: int = MV, now_ms: int = 0, **finalized: int) -> ApiError:
+def _refusal(cluster: ClusterControlManager, request: BrokerRegistrationRequest, *, mv: int = MV, now_ms: int = 0, **finalized: int) -> ApiError:
     levels = {"metadata.version": mv, "kraft.version": 1, **{k.replace("_", "."): v for k, v in finalized.items()}}
     with pytest.raises(ApiError) as refused:
         cluster.register_broker(request, new_epoch=100, finalized=levels, metadata_version=mv, now_ms=now_ms)
@@ -973,7 +973,7 @@ def test_unregistration_moves_partitions_before_the_record() -> None:
 
 
 def test_a_standby_may_answer_unregistration_from_its_registrations() -> None:
-    cluster = ClusterControl(CLUSTER, SESSION_MS)
+    cluster = ClusterControlManager(CLUSTER, SESSION_MS)
     cluster.replay(RegisterBrokerRecord(broker_id=2, broker_epoch=6), 6)
     assert cluster.unregister_broker(2) == [(UnregisterBrokerRecord(broker_id=2, broker_epoch=6), 0)]
 
@@ -995,7 +995,7 @@ def test_a_registration_record_maps_into_the_registration() -> None:
 
 
 def test_a_new_registration_record_replaces_the_old_one_and_its_directories() -> None:
-    cluster = ClusterControl(CLUSTER, SESSION_MS)
+    cluster = ClusterControlManager(CLUSTER, SESSION_MS)
     cluster.replay(RegisterBrokerRecord(broker_id=1, broker_epoch=5, log_dirs=[DIR_A, DIR_B]), 5)
     cluster.replay(RegisterBrokerRecord(broker_id=1, broker_epoch=9, log_dirs=[DIR_B]), 11)
     assert cluster.registrations[1].epoch == 9 and cluster.register_offsets == {1: 11}
@@ -1018,7 +1018,7 @@ def test_a_new_registration_record_replaces_the_old_one_and_its_directories() ->
 def test_a_registration_change_changes_only_the_fields_it_sets(
     change: dict[str, object], fenced: bool, shutting_down: bool, log_dirs: tuple[Uuid, ...], cordoned: tuple[Uuid, ...] | None
 ) -> None:
-    cluster = ClusterControl(CLUSTER, SESSION_MS)
+    cluster = ClusterControlManager(CLUSTER, SESSION_MS)
     cluster.replay(RegisterBrokerRecord(broker_id=1, broker_epoch=5, log_dirs=[DIR_A, DIR_B], rack="r"), 5)
     cluster.replay(BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=5, **change), 6)  # type: ignore[arg-type]
     registration = cluster.registrations[1]
@@ -1029,7 +1029,7 @@ def test_a_registration_change_changes_only_the_fields_it_sets(
 
 
 def test_the_old_fence_and_unfence_records_replay_by_id_and_epoch() -> None:
-    cluster = ClusterControl(CLUSTER, SESSION_MS)
+    cluster = ClusterControlManager(CLUSTER, SESSION_MS)
     cluster.replay(RegisterBrokerRecord(broker_id=1, broker_epoch=5), 5)
     cluster.replay(UnfenceBrokerRecord(id=1, epoch=5), 6)
     assert not cluster.registrations[1].fenced
@@ -1043,7 +1043,7 @@ def test_the_old_fence_and_unfence_records_replay_by_id_and_epoch() -> None:
 
 @pytest.mark.parametrize("change", [dict(fenced=2), dict(fenced=-2), dict(in_controlled_shutdown=2), dict(in_controlled_shutdown=-1)])
 def test_unknown_change_values_are_replay_errors(change: dict[str, int]) -> None:
-    cluster = ClusterControl(CLUSTER, SESSION_MS)
+    cluster = ClusterControlManager(CLUSTER, SESSION_MS)
     cluster.replay(RegisterBrokerRecord(broker_id=1, broker_epoch=5), 5)
     with pytest.raises(ReplayError, match="unknown value"):
         cluster.replay(BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=5, **change), 6)  # type: ignore[arg-type]
@@ -1051,7 +1051,7 @@ def test_unknown_change_values_are_replay_errors(change: dict[str, int]) -> None
 
 
 def test_an_unregistration_of_an_unknown_broker_is_a_replay_error() -> None:
-    cluster = ClusterControl(CLUSTER, SESSION_MS)
+    cluster = ClusterControlManager(CLUSTER, SESSION_MS)
     with pytest.raises(ReplayError, match="no broker registration found for that id"):
         cluster.replay(UnregisterBrokerRecord(broker_id=3, broker_epoch=1), 0)
 
@@ -1068,7 +1068,7 @@ def test_replay_on_the_active_controller_keeps_the_heartbeat_states() -> None:
 
 
 def test_reset_forgets_every_registration() -> None:
-    cluster = ClusterControl(CLUSTER, SESSION_MS)
+    cluster = ClusterControlManager(CLUSTER, SESSION_MS)
     cluster.replay(RegisterBrokerRecord(broker_id=1, broker_epoch=5, log_dirs=[DIR_A]), 5)
     cluster.reset()
     assert (cluster.registrations, cluster.register_offsets, cluster.directory_to_broker) == ({}, {}, {})

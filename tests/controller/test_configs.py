@@ -20,11 +20,11 @@ from messages.generated.incremental_alter_configs_request import (
 )
 from messages.generated.topic_record import TopicRecord
 from server.controller.configs import ConfigContext, incremental_alter_configs, legacy_alter_configs
-from server.controller.image import ReplicationImage
+from server.controller.image import ReplicationControlManager
 
 
 def _context(elr: bool = False) -> ConfigContext:
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     image.replay(TopicRecord(name="t", topic_id=Uuid.from_longs(1, 1)))
     image.replay(ConfigRecord(resource_type=2, resource_name="t", name="cleanup.policy", value="delete"))
     return ConfigContext(image, frozenset({1, 5}), {}, elr)
@@ -94,7 +94,7 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 def _ctx(*configs: tuple[int, str, str, str], elr: bool = False, topics: tuple[str, ...] = ("t", "u")) -> ConfigContext:
     """Topics ``topics`` (only "t" with cleanup.policy=delete), nodes 1 and 5, and ``configs``
     as (resource type, resource name, name, value)."""
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     for index, name in enumerate(topics):
         image.replay(TopicRecord(name=name, topic_id=Uuid.from_longs(1, index + 1)))
     image.replay(ConfigRecord(resource_type=TOPIC, resource_name="t", name="cleanup.policy", value="delete"))

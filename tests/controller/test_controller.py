@@ -35,7 +35,7 @@ from messages.metadata import encode_record
 from server.controller.controller import (
     REPLAYED_KEY_BYTES,
     ControllerRegistration,
-    QuorumController,
+    ControlManagers,
 )
 from server.controller.errors import ApiError
 from server.controller.image_writer import ImageLossError
@@ -331,7 +331,7 @@ def test_a_registration_s_record_says_zookeeper_migration_is_not_ready() -> None
 
 
 def test_activation_on_an_empty_log_writes_the_bootstrap() -> None:
-    controller = QuorumController(bootstrap=[mv_record(21)], cluster_id=CLUSTER_ID)
+    controller = ControlManagers(bootstrap=[mv_record(21)], cluster_id=CLUSTER_ID)
     activation = controller.activate(1, now_ms=0)
     assert activation is not None and not activation.atomic
     assert [type(r).__name__ for r, _ in activation.records] == [
@@ -346,7 +346,7 @@ def test_activation_after_a_metadata_version_writes_nothing() -> None:
 
 
 def test_a_log_of_only_other_records_is_still_empty_for_activation() -> None:
-    controller = QuorumController(bootstrap=[mv_record(11)])
+    controller = ControlManagers(bootstrap=[mv_record(11)])
     replay_log(controller, [(NoOpRecord(), 0), feature_record("group.version", 1)])
     activation = controller.activate(2)
     assert activation is not None and activation.atomic and activation.records == (mv_record(11),)
@@ -384,7 +384,7 @@ def test_a_standby_has_no_sessions() -> None:
 
 
 def test_the_controller_carries_its_cluster_id_and_session_timeout() -> None:
-    controller = QuorumController(bootstrap=[], cluster_id="abc", session_timeout_ms=1234, min_insync_replicas=3)
+    controller = ControlManagers(bootstrap=[], cluster_id="abc", session_timeout_ms=1234, min_insync_replicas=3)
     assert (controller.cluster.cluster_id, controller.cluster.session_timeout_ms) == ("abc", 1234)
     assert controller.min_insync_replicas == 3 and controller.bootstrap == ()
 
@@ -395,7 +395,7 @@ def test_a_value_outside_the_replayed_key_bytes_is_one_replay_passes_over() -> N
     skipped = [key for key in range(256) if key not in REPLAYED_KEY_BYTES]
     assert NoOpRecord.API_KEY in skipped and ZkMigrationStateRecord.API_KEY in skipped
     assert PartitionRecord.API_KEY not in skipped and ConfigRecord.API_KEY not in skipped
-    controller = QuorumController(bootstrap=[])
+    controller = ControlManagers(bootstrap=[])
     for key in skipped:
         controller.replay(bytes([1, key, 0, 0xFF, 0xFF]), 0)  # a body no decoder accepts
     with pytest.raises(DecodeError):

@@ -26,10 +26,10 @@ from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.remove_user_scram_credential_record import RemoveUserScramCredentialRecord
 from messages.metadata import encode_record
 from server.controller.cluster import ReplayError
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.errors import ApiError
 from server.controller.responses import describe_user_scram_credentials_response
-from server.controller.scram import SCRAM_LEVEL, ScramImage, scram_credential
+from server.controller.scram import SCRAM_LEVEL, ScramControlManager, scram_credential
 from storage.scram_args import parse_scram_argument
 from tests.controller.test_host import Harness
 
@@ -48,15 +48,15 @@ def test_keys_are_derived_as_rfc_5802_and_kafka_derive_them() -> None:
 
 
 def test_below_metadata_version_3_5_iv2_every_user_is_refused() -> None:
-    records, results = ScramImage().alter(_upsert("alice"), SCRAM_LEVEL - 1)
+    records, results = ScramControlManager().alter(_upsert("alice"), SCRAM_LEVEL - 1)
     assert records == []
     assert [(user, error.error) for user, error in results if error is not None] == [("alice", Errors.UNSUPPORTED_VERSION)]
-    records, results = ScramImage().alter(_upsert("alice"), SCRAM_LEVEL)
+    records, results = ScramControlManager().alter(_upsert("alice"), SCRAM_LEVEL)
     assert len(records) == 1 and results == [("alice", None)]
 
 
 def test_removing_a_credential_not_held_fails_replay() -> None:
-    image = ScramImage()
+    image = ScramControlManager()
     try:
         image.replay(RemoveUserScramCredentialRecord(name="nobody", mechanism=1))
     except ReplayError:
@@ -66,7 +66,7 @@ def test_removing_a_credential_not_held_fails_replay() -> None:
 
 
 def test_credentials_and_quotas_survive_a_snapshot() -> None:
-    controller = QuorumController(bootstrap=())
+    controller = ControlManagers(bootstrap=())
     controller.feature_levels["metadata.version"] = SCRAM_LEVEL
     records, _ = controller.scram.alter(_upsert("alice"), SCRAM_LEVEL)
     more, _ = controller.scram.alter(_upsert("alice", 2), SCRAM_LEVEL)
@@ -76,7 +76,7 @@ def test_credentials_and_quotas_survive_a_snapshot() -> None:
     assert results == [((("client-id", None), ("user", "bob")), None)]
     for record, version in [*records, *more, *quota_records]:
         controller.replay(encode_record(record, version))
-    again = QuorumController(bootstrap=())
+    again = ControlManagers(bootstrap=())
     again.reset([encode_record(r, v) for r, v in controller.snapshot_records()])
     assert again.scram.credentials == controller.scram.credentials and len(again.scram.credentials) == 2
     assert again.client_quotas.quotas == controller.client_quotas.quotas

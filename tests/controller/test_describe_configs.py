@@ -23,7 +23,7 @@ from server.controller.describe_configs import (
     describe_configs,
     scala_hash_map_order,
 )
-from server.controller.image import ReplicationImage
+from server.controller.image import ReplicationControlManager
 from server.controller.topic_configs import canonical_value
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
@@ -31,7 +31,7 @@ DYNAMIC_BROKER, DYNAMIC_DEFAULT, STATIC, DEFAULT, TOPIC_SOURCE = 2, 3, 4, 5, 1
 
 
 def _view(*configs: tuple[int, str, str, str], static: dict[str, str] | None = None) -> NodeConfigView:
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     image.replay(TopicRecord(name="t", topic_id=Uuid.from_longs(1, 1)))
     for kind, name, key, value in configs:
         image.replay(ConfigRecord(resource_type=kind, resource_name=name, name=key, value=value))

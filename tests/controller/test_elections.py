@@ -14,7 +14,7 @@ from messages.generated.partition_record import PartitionRecord
 from messages.generated.register_broker_record import RegisterBrokerRecord
 from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.topic_record import TopicRecord
-from server.controller.cluster import ClusterControl
+from server.controller.cluster import ClusterControlManager
 from server.controller.elections import (
     PREFERRED,
     UNCLEAN,
@@ -22,7 +22,7 @@ from server.controller.elections import (
     elect_leaders,
     elect_unclean_leaders,
 )
-from server.controller.image import ReplicationImage
+from server.controller.image import ReplicationControlManager
 from server.controller.partition_effects import (
     TopicConfigLayers,
 )
@@ -30,16 +30,16 @@ from server.controller.partition_effects import (
 TOPIC = Uuid.from_longs(1, 1)
 
 
-def _setup(fenced: tuple[int, ...] = ()) -> tuple[ClusterControl, ReplicationImage]:
+def _setup(fenced: tuple[int, ...] = ()) -> tuple[ClusterControlManager, ReplicationControlManager]:
     """Brokers 1-3 (``fenced`` ones fenced); topic "t": partition 0 led by its preferred
     replica, 1 led by its second, 2 with no leader and only its preferred replica in sync."""
-    cluster = ClusterControl("c", 9000)
+    cluster = ClusterControlManager("c", 9000)
     for broker_id in (1, 2, 3):
         cluster.replay(RegisterBrokerRecord(
             broker_id=broker_id, broker_epoch=broker_id, incarnation_id=Uuid.from_longs(broker_id, 0),
             fenced=broker_id in fenced, log_dirs=[Uuid.from_longs(broker_id, 1)],
         ), broker_id)
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     image.replay(TopicRecord(name="t", topic_id=TOPIC))
     for index, (replicas, isr, leader) in enumerate((([1, 2], [1, 2], 1), ([1, 2], [1, 2], 2), ([3, 2], [3], -1))):
         image.replay(PartitionRecord(
@@ -49,7 +49,7 @@ def _setup(fenced: tuple[int, ...] = ()) -> tuple[ClusterControl, ReplicationIma
     return cluster, image
 
 
-def _elect(cluster: ClusterControl, image: ReplicationImage, kind: int, partitions: list[int] | None) -> tuple[list, list]:
+def _elect(cluster: ClusterControlManager, image: ReplicationControlManager, kind: int, partitions: list[int] | None) -> tuple[list, list]:
     request = ElectLeadersRequest(
         election_type=kind, topic_partitions=None if partitions is None else [TopicPartitions(topic="t", partitions=partitions)]
     )
@@ -130,14 +130,14 @@ def test_a_partition_said_to_keep_its_leader_builds_no_change() -> None:
     rng = random.Random(11)
     held = 0
     for _ in range(300):
-        cluster = ClusterControl("c", 9000)
+        cluster = ClusterControlManager("c", 9000)
         for broker_id in range(1, 6):
             cluster.replay(RegisterBrokerRecord(
                 broker_id=broker_id, broker_epoch=broker_id, incarnation_id=Uuid.from_longs(broker_id, 0),
                 fenced=rng.random() < 0.3, in_controlled_shutdown=rng.random() < 0.1,
                 log_dirs=[Uuid.from_longs(broker_id, 1)],
             ), broker_id)
-        image = ReplicationImage()
+        image = ReplicationControlManager()
         image.replay(TopicRecord(name="t", topic_id=TOPIC))
         image.replay(ConfigRecord(resource_type=2, resource_name="t", name="min.insync.replicas",
                                   value=str(rng.randint(1, 3))))
@@ -170,14 +170,14 @@ def test_a_rebalance_pass_goes_a_slice_at_a_time_and_elects_what_one_walk_would(
     since the pass began is passed over."""
     from server.controller.elections import BalanceWalk, imbalanced_partitions
 
-    def setup() -> tuple[ClusterControl, ReplicationImage]:
-        cluster = ClusterControl("c", 9000)
+    def setup() -> tuple[ClusterControlManager, ReplicationControlManager]:
+        cluster = ClusterControlManager("c", 9000)
         for broker_id in (1, 2, 3):
             cluster.replay(RegisterBrokerRecord(
                 broker_id=broker_id, broker_epoch=broker_id, incarnation_id=Uuid.from_longs(broker_id, 0),
                 fenced=broker_id == 3, log_dirs=[Uuid.from_longs(broker_id, 1)],
             ), broker_id)
-        image = ReplicationImage()
+        image = ReplicationControlManager()
         image.replay(TopicRecord(name="t", topic_id=TOPIC))
         for index in range(60):  # every third led by its second replica while its first (1) may lead
             replicas = [3, 2] if index % 3 else [1, 2]

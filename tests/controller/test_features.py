@@ -1,6 +1,6 @@
 """UpdateFeatures at the active controller (``server.controller.features``), the cases of
 Kafka's ``FeatureControlManagerTest`` that kwire's controller meets, and ControllerRegistration
-(``QuorumController.register_controller``)."""
+(``ControlManagers.register_controller``)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from messages.generated.controller_registration_request import (
 from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.generated.no_op_record import NoOpRecord
 from messages.metadata import encode_record
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.errors import ApiError
 from server.controller.features import ClusterSupport, UpgradeType, update_features
 
@@ -137,7 +137,7 @@ def test_one_refused_update_fails_the_whole_request() -> None:
 
 
 def test_controller_registrations_are_written_replayed_and_refused_before_3_7() -> None:
-    controller = QuorumController(bootstrap=())
+    controller = ControlManagers(bootstrap=())
     request = ControllerRegistrationRequest(
         controller_id=2,
         incarnation_id=Uuid.random(),

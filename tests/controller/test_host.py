@@ -38,7 +38,7 @@ from messages.metadata import decode_record, encode_record
 from messages.runtime import Message
 from server.controller import periodic_tasks
 from server.controller.cluster import ReplayError
-from server.controller.host import ControllerHost, ControllerOutbox, ControllerRequest
+from server.controller.host import ControllerOutbox, ControllerRequest, QuorumController
 from server.controller.operations import ControllerConfig
 from server.controller.stepping import run_steps, steps
 from server.failpoints import FailpointHalt, parse_action
@@ -108,7 +108,7 @@ class Harness:
             now_ms=0,
             config=QuorumConfig(append_linger_ms=0),
         )
-        self.host = ControllerHost(self.config, bootstrap=self.bootstrap, raft=self.core, now_ms=0, rng=random.Random(7))
+        self.host = QuorumController(self.config, bootstrap=self.bootstrap, raft=self.core, now_ms=0, rng=random.Random(7))
         if self.stopping:
             self.host.shutdown()
         self.step(Tick())
@@ -638,7 +638,7 @@ def test_a_snapshot_is_taken_when_the_replayed_bytes_reach_the_trigger() -> None
     content = read_snapshot_content(data)
     values = content.data_records()
     assert [decode_record(v)[0] for v in values if v is not None][0] == BOOTSTRAP[0][0]
-    fresh = ControllerHost(_config(), bootstrap=BOOTSTRAP, raft=harness.core, now_ms=0, rng=random.Random(0))
+    fresh = QuorumController(_config(), bootstrap=BOOTSTRAP, raft=harness.core, now_ms=0, rng=random.Random(0))
     fresh.load_snapshot(harness.now, snapshot_id, values)
     assert fresh.replayed_offset == snapshot_id.offset
     assert fresh.controller.feature_levels == harness.host.controller.feature_levels
@@ -664,7 +664,7 @@ def test_a_snapshot_loads_a_slice_per_poll_and_what_arrives_meanwhile_waits_for_
     after = [b for b in harness.committed if b.base_offset >= snapshot_id.offset]
     assert after, "broker 8's batch committed after the snapshot"
 
-    fresh = ControllerHost(_config(), bootstrap=BOOTSTRAP, raft=harness.core, now_ms=0, rng=random.Random(0))
+    fresh = QuorumController(_config(), bootstrap=BOOTSTRAP, raft=harness.core, now_ms=0, rng=random.Random(0))
     fresh.load_records_per_poll = 1
     fresh.load_snapshot(harness.now, snapshot_id, values)
     assert fresh.loading and fresh.replayed_offset == 0

@@ -19,7 +19,7 @@ from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.topic_record import TopicRecord
 from messages.metadata import encode_record
 from server.controller.cluster import ReplayError
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.errors import ApiError
 from server.controller.image import (
     MIGRATING_DIRECTORY,
@@ -28,7 +28,7 @@ from server.controller.image import (
     PRODUCER_ID_BLOCK_SIZE,
     UNASSIGNED_DIRECTORY,
     PartitionRegistration,
-    ReplicationImage,
+    ReplicationControlManager,
     invalid_topic_name,
     topic_collision_key,
 )
@@ -37,8 +37,8 @@ TOPIC = Uuid.from_longs(0xAB, 0xCD)
 DIRS = [Uuid.from_longs(9, 1), Uuid.from_longs(9, 2), Uuid.from_longs(9, 3)]
 
 
-def _image() -> ReplicationImage:
-    image = ReplicationImage()
+def _image() -> ReplicationControlManager:
+    image = ReplicationControlManager()
     image.replay(TopicRecord(name="orders", topic_id=TOPIC))
     image.replay(
         PartitionRecord(
@@ -105,7 +105,7 @@ def test_records_of_unknown_topics_and_partitions_are_replay_errors() -> None:
 
 
 def test_producer_id_blocks_only_move_forward() -> None:
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     image.replay(ProducerIdsRecord(broker_id=1, broker_epoch=5, next_producer_id=1000))
     image.replay(ProducerIdsRecord(broker_id=2, broker_epoch=6, next_producer_id=2000))
     assert image.next_producer_id == 2000
@@ -114,7 +114,7 @@ def test_producer_id_blocks_only_move_forward() -> None:
 
 
 def test_producer_id_blocks_start_at_zero_and_follow_each_other() -> None:
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     records, start = image.allocate_producer_ids(3, 42)
     assert start == 0 and records == [(ProducerIdsRecord(broker_id=3, broker_epoch=42, next_producer_id=1000), 0)]
     image.replay(records[0][0])
@@ -126,7 +126,7 @@ def test_producer_id_blocks_start_at_zero_and_follow_each_other() -> None:
 
 
 def test_the_controller_keeps_the_image_and_a_snapshot_replaces_it() -> None:
-    controller = QuorumController(bootstrap=())
+    controller = ControlManagers(bootstrap=())
     controller.replay(encode_record(TopicRecord(name="orders", topic_id=TOPIC), 0), 10)
     controller.replay(encode_record(PartitionRecord(partition_id=0, topic_id=TOPIC, replicas=[1], isr=[1], leader=1), 0), 11)
     assert set(controller.replication.topics[TOPIC].partitions) == {0}
@@ -153,7 +153,7 @@ def test_topic_names_as_kafka_validates_them(name: str, reason: str | None) -> N
 
 
 def test_names_that_differ_only_in_dot_and_underscore_collide() -> None:
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     image.replay(TopicRecord(name="a.b", topic_id=TOPIC))
     assert topic_collision_key("a_b") == "a_b" and image.colliding == {"a_b": {"a.b"}}
     assert topic_collision_key("plain") is None
@@ -164,12 +164,12 @@ def test_names_that_differ_only_in_dot_and_underscore_collide() -> None:
 # ---------------------------------------------------------------------- partition records
 
 
-def _partition(image: ReplicationImage, index: int = 0, topic: Uuid = TOPIC) -> PartitionRegistration:
+def _partition(image: ReplicationControlManager, index: int = 0, topic: Uuid = TOPIC) -> PartitionRegistration:
     return image.topics[topic].partitions[index]
 
 
 def test_a_partition_record_keeps_every_field() -> None:
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     image.replay(TopicRecord(name="orders", topic_id=TOPIC))
     image.replay(
         PartitionRecord(
@@ -292,7 +292,7 @@ def test_a_removed_topic_s_name_can_be_used_again() -> None:
 
 
 def test_a_config_value_is_replaced_and_deleting_an_absent_one_does_nothing() -> None:
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     image.replay(ConfigRecord(resource_type=4, resource_name="", name="a", value="1"))
     image.replay(ConfigRecord(resource_type=4, resource_name="", name="b", value="2"))
     image.replay(ConfigRecord(resource_type=4, resource_name="", name="a", value="3"))
@@ -306,13 +306,13 @@ def test_a_config_value_is_replaced_and_deleting_an_absent_one_does_nothing() ->
 
 
 def test_an_empty_config_value_is_a_value() -> None:
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     image.replay(ConfigRecord(resource_type=2, resource_name="t", name="x", value=""))
     assert image.configs == {(2, "t"): {"x": ""}}
 
 
 def test_colliding_names_stay_tracked_until_the_last_one_goes() -> None:
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     first, second = Uuid.from_longs(1, 1), Uuid.from_longs(2, 2)
     image.replay(TopicRecord(name="a.b", topic_id=first))
     image.replay(TopicRecord(name="a_b", topic_id=second))
@@ -325,7 +325,7 @@ def test_colliding_names_stay_tracked_until_the_last_one_goes() -> None:
 
 
 def test_the_first_producer_ids_record_may_carry_any_value() -> None:
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     assert not image.producer_ids_replayed
     image.replay(ProducerIdsRecord(broker_id=-1, broker_epoch=-1, next_producer_id=0))
     assert image.producer_ids_replayed and image.next_producer_id == 0
@@ -336,7 +336,7 @@ def test_the_first_producer_ids_record_may_carry_any_value() -> None:
 
 
 def test_allocating_does_not_move_the_next_id_until_the_record_is_replayed() -> None:
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     image.replay(ProducerIdsRecord(broker_id=1, broker_epoch=1, next_producer_id=7000))
     first = image.allocate_producer_ids(2, 9)
     again = image.allocate_producer_ids(3, 4)
@@ -346,7 +346,7 @@ def test_allocating_does_not_move_the_next_id_until_the_record_is_replayed() -> 
 
 
 def test_the_last_whole_block_below_the_int64_limit_is_still_handed_out() -> None:
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     last = 2**63 - 1 - PRODUCER_ID_BLOCK_SIZE
     image.replay(ProducerIdsRecord(broker_id=1, broker_epoch=1, next_producer_id=last))
     records, start = image.allocate_producer_ids(1, 1)
@@ -367,7 +367,7 @@ def test_the_block_size_is_kafka_s() -> None:
 # ---------------------------------------------------------------------- ClearElrRecord
 
 
-def _elr_image() -> tuple[ReplicationImage, Uuid]:
+def _elr_image() -> tuple[ReplicationControlManager, Uuid]:
     image = _image()
     image.replay(PartitionRecord(partition_id=1, topic_id=TOPIC, replicas=[1, 2], isr=[1], leader=1,
                                  leader_epoch=0, partition_epoch=0, eligible_leader_replicas=[2], last_known_elr=[]))
@@ -403,9 +403,9 @@ def test_clearing_the_elr_of_an_unknown_topic_is_a_replay_error() -> None:
 # ---------------------------------------------------------------------- the indexes
 
 
-def _two_topics() -> tuple[ReplicationImage, Uuid]:
+def _two_topics() -> tuple[ReplicationControlManager, Uuid]:
     """"orders" (partitions replayed 2, 0, 1) then "payments"."""
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     image.replay(TopicRecord(name="orders", topic_id=TOPIC))
     for index, (isr, leader, elr) in {2: ([1, 2], 1, [3]), 0: ([2], 2, []), 1: ([3], -1, [1])}.items():
         image.replay(PartitionRecord(partition_id=index, topic_id=TOPIC, replicas=[1, 2, 3], isr=isr, leader=leader,
@@ -481,13 +481,13 @@ def test_a_partition_s_record_carries_directories_and_elr_only_when_asked() -> N
     assert full.directories == DIRS and full.eligible_leader_replicas == [2]
     assert full.last_known_elr is None  # an empty list is not written
     assert (full.partition_id, full.topic_id, full.leader, full.leader_epoch, full.partition_epoch) == (0, TOPIC, 1, 0, 1)
-    again = ReplicationImage()
+    again = ReplicationControlManager()
     again.replay(TopicRecord(name="orders", topic_id=TOPIC))
     again.replay(full)
     assert _partition(again) == partition
 
 
-def _assert_indexes_match_a_walk(image: ReplicationImage, brokers: range) -> None:
+def _assert_indexes_match_a_walk(image: ReplicationControlManager, brokers: range) -> None:
     for broker in brokers:
         assert image.partitions_with_broker_in_isr(broker) == image.partitions_where(lambda p, b=broker: b in p.isr)
         assert image.partitions_with_broker_in_elr(broker) == image.partitions_where(lambda p, b=broker: b in p.elr)
@@ -505,7 +505,7 @@ def test_the_broker_indexes_agree_with_a_walk_of_every_partition(seed: int) -> N
     copy that changes apart from the image."""
     rng = random.Random(seed)
     brokers = range(1, 7)
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     topic_ids = [Uuid.from_longs(seed, n) for n in range(1, 6)]
 
     def some_brokers(low: int = 0) -> list[int]:
@@ -572,7 +572,7 @@ def test_imbalanced_partitions_follow_every_change_and_match_a_walk() -> None:
     partition finds, in its order, after random records of every kind that move leaders,
     replicas or whole topics; a staged copy keeps its own."""
     rng = random.Random(7)
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     topics = [Uuid.from_longs(9, t) for t in range(4)]
     for name, topic_id in enumerate(topics):
         image.replay(TopicRecord(name=f"t{name}", topic_id=topic_id))

@@ -1,4 +1,4 @@
-"""PartitionRecords replayed from their bytes (``ReplicationImage.replay_partition_value``):
+"""PartitionRecords replayed from their bytes (``ReplicationControlManager.replay_partition_value``):
 the image they leave is the one the decoded record leaves, and every value outside the form
 the bytes path reads is left to the decoder, which raises what it deserves."""
 
@@ -17,21 +17,21 @@ from messages.generated.partition_record import PartitionRecord
 from messages.generated.topic_record import TopicRecord
 from messages.metadata import decode_record, encode_record
 from server.controller.cluster import ReplayError
-from server.controller.controller import QuorumController
-from server.controller.image import ReplicationImage
+from server.controller.controller import ControlManagers
+from server.controller.image import ReplicationControlManager
 
 TOPIC = Uuid.from_longs(0xAB, 0xCD)
 OTHER_TOPIC = Uuid.from_longs(0xAB, 0xCE)
 BROKERS = st.integers(min_value=0, max_value=2000)
 
 
-def _image() -> ReplicationImage:
-    image = ReplicationImage()
+def _image() -> ReplicationControlManager:
+    image = ReplicationControlManager()
     image.replay(TopicRecord(name="orders", topic_id=TOPIC))
     return image
 
 
-def _state(image: ReplicationImage, brokers: set[int]) -> dict[str, Any]:
+def _state(image: ReplicationControlManager, brokers: set[int]) -> dict[str, Any]:
     """Everything the image holds about partitions, through what it answers of ``brokers``."""
     return {
         "partitions": {topic_id: dict(topic.partitions) for topic_id, topic in image.topics.items()},
@@ -45,7 +45,7 @@ def _state(image: ReplicationImage, brokers: set[int]) -> dict[str, Any]:
     }
 
 
-def _decoded(value: bytes) -> ReplicationImage:
+def _decoded(value: bytes) -> ReplicationControlManager:
     image = _image()
     image.replay(decode_record(value)[0])
     return image
@@ -148,7 +148,7 @@ def test_values_outside_the_bytes_form_are_left_to_the_decoder(why: str, value: 
 
 
 def test_the_controller_still_raises_for_what_the_bytes_path_leaves() -> None:
-    controller = QuorumController(bootstrap=[])
+    controller = ControlManagers(bootstrap=[])
     controller.replay(encode_record(FeatureLevelRecord(name="metadata.version", feature_level=21), 0))
     controller.replay(encode_record(TopicRecord(name="orders", topic_id=TOPIC), 0))
     good = encode_record(PartitionRecord(partition_id=0, topic_id=TOPIC, replicas=[1], isr=[1], leader=1,

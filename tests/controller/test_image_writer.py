@@ -17,9 +17,9 @@ from messages.generated.register_broker_record import RegisterBrokerRecord
 from messages.generated.register_controller_record import RegisterControllerRecord
 from messages.generated.topic_record import TopicRecord
 from messages.runtime import Message
-from server.controller.cluster import ClusterControl
-from server.controller.controller import QuorumController
-from server.controller.image import ReplicationImage
+from server.controller.cluster import ClusterControlManager
+from server.controller.controller import ControlManagers
+from server.controller.image import ReplicationControlManager
 from server.controller.image_writer import ImageLossError, image_view
 from tests.controller.fixtures import (
     broker_record,
@@ -75,8 +75,8 @@ def _log(level: int, *, elr: int | None = None) -> list[tuple[Message, int]]:
     return records
 
 
-def _controller(level: int, *, elr: int | None = None) -> QuorumController:
-    controller = QuorumController(bootstrap=[])
+def _controller(level: int, *, elr: int | None = None) -> ControlManagers:
+    controller = ControlManagers(bootstrap=[])
     for offset, value in enumerate(values(_log(level, elr=elr))):
         controller.replay(value, offset)
     return controller
@@ -95,11 +95,11 @@ def _of(records: list[tuple[Message, int]], kind: type) -> list[tuple[Message, i
 
 def test_no_image_is_written_without_a_metadata_version() -> None:
     with pytest.raises(ImageLossError, match="no metadata.version"):
-        image_view(feature_levels={"group.version": 1}, cluster=ClusterControl("c", 9000), controllers=[],
-                      replication=ReplicationImage())
+        image_view(feature_levels={"group.version": 1}, cluster=ClusterControlManager("c", 9000), controllers=[],
+                      replication=ReplicationControlManager())
     with pytest.raises(ImageLossError):
-        image_view(feature_levels={"metadata.version": 0}, cluster=ClusterControl("c", 9000), controllers=[],
-                      replication=ReplicationImage())
+        image_view(feature_levels={"metadata.version": 0}, cluster=ClusterControlManager("c", 9000), controllers=[],
+                      replication=ReplicationControlManager())
 
 
 def test_the_sections_come_in_kafka_s_order() -> None:
@@ -252,8 +252,8 @@ def test_the_controller_registrations_are_written_as_given() -> None:
 # ---------------------------------------------------------------------- written then replayed
 
 
-def _replayed(records: list[tuple[Message, int]], offset: int = 500) -> QuorumController:
-    fresh = QuorumController(bootstrap=[])
+def _replayed(records: list[tuple[Message, int]], offset: int = 500) -> ControlManagers:
+    fresh = ControlManagers(bootstrap=[])
     fresh.reset(values(records), offset)
     return fresh
 

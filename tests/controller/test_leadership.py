@@ -10,7 +10,7 @@ from typing import Any, cast
 from kwire.errors import Errors
 from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.metadata import encode_record
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.errors import ApiError
 from server.controller.leadership import Leadership
 from server.controller.offset_control import OffsetControl
@@ -69,7 +69,7 @@ def _leader(epoch: int, epoch_start_offset: int) -> Leader:
 class Fixture:
     def __init__(self, state: EpochState, *, metadata_version: bool = True) -> None:
         self.raft = _Raft(state, 1 if isinstance(state, Leader) else 2)
-        self.controller = QuorumController(bootstrap=[METADATA_VERSION])
+        self.controller = ControlManagers(bootstrap=[METADATA_VERSION])
         if metadata_version:
             self.controller.replay(encode_record(*METADATA_VERSION), 0)
         self.host = _Host()

@@ -12,7 +12,7 @@ from kwire.uuid import Uuid
 from messages.generated.config_record import ConfigRecord
 from messages.generated.partition_change_record import PartitionChangeRecord
 from messages.generated.topic_record import TopicRecord
-from server.controller.cluster import ClusterControl
+from server.controller.cluster import ClusterControlManager
 from server.controller.image import (
     LOST_DIRECTORY,
     MIGRATING_DIRECTORY,
@@ -20,7 +20,7 @@ from server.controller.image import (
     NO_LEADER_CHANGE,
     UNASSIGNED_DIRECTORY,
     PartitionRegistration,
-    ReplicationImage,
+    ReplicationControlManager,
 )
 from server.controller.partition_change import RECOVERING, Election
 from server.controller.partition_effects import (
@@ -43,25 +43,25 @@ TOPIC_CONFIG, BROKER_CONFIG = 2, 4
 Partition = tuple[list[int], list[int], int]
 
 
-def _image(*partitions: Partition, name: str = "t", topic_id: Uuid = TOPIC, **fields: object) -> ReplicationImage:
+def _image(*partitions: Partition, name: str = "t", topic_id: Uuid = TOPIC, **fields: object) -> ReplicationControlManager:
     """Topic ``name`` with ``partitions`` as (replicas, ISR, leader); ``fields`` go to every
     PartitionRecord."""
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     _add_topic(image, name, topic_id, *partitions, **fields)
     return image
 
 
-def _add_topic(image: ReplicationImage, name: str, topic_id: Uuid, *partitions: Partition, **fields: object) -> None:
+def _add_topic(image: ReplicationControlManager, name: str, topic_id: Uuid, *partitions: Partition, **fields: object) -> None:
     image.replay(TopicRecord(name=name, topic_id=topic_id))
     for index, (replicas, isr, leader) in enumerate(partitions):
         image.replay(partition_record(topic_id, index, replicas, isr, leader, **fields))
 
 
-def _config(image: ReplicationImage, kind: int, resource: str, name: str, value: str) -> None:
+def _config(image: ReplicationControlManager, kind: int, resource: str, name: str, value: str) -> None:
     image.replay(ConfigRecord(resource_type=kind, resource_name=resource, name=name, value=value))
 
 
-def _effects(image: ReplicationImage, cluster: ClusterControl, *, elr: bool = False) -> BrokerPartitionEffects:
+def _effects(image: ReplicationControlManager, cluster: ClusterControlManager, *, elr: bool = False) -> BrokerPartitionEffects:
     return BrokerPartitionEffects(
         image, cluster, TopicConfigLayers(image, 0, {}), metadata_version=ELR_MV if elr else MV, elr_enabled=elr
     )
@@ -204,7 +204,7 @@ def test_directory_online(dir_: Uuid, online: tuple[Uuid, ...], expected: bool) 
 # ---------------------------------------------------------------- leader_acceptable
 
 
-def _acceptor_cluster() -> ClusterControl:
+def _acceptor_cluster() -> ClusterControlManager:
     """1 active, 2 fenced, 3 in controlled shutdown, 4 with two directories, 6 with none."""
     return active_cluster(
         1, 2, 3, 4, 6, fenced=(2,), shutting_down=(3,),
@@ -272,7 +272,7 @@ def test_a_broker_that_registered_no_directories_has_every_directory_online() ->
 # ---------------------------------------------------------------- leader_and_isr_updates
 
 
-def _updates(image: ReplicationImage, cluster: ClusterControl, partitions: list[tuple[Uuid, int]], *,
+def _updates(image: ReplicationControlManager, cluster: ClusterControlManager, partitions: list[tuple[Uuid, int]], *,
              mv: int = MV, elr: bool = False, **brokers: int) -> list[Record]:
     return leader_and_isr_updates(
         partitions, image=image, cluster=cluster, configs=TopicConfigLayers(image, 0, {}),
@@ -352,7 +352,7 @@ def test_partitions_are_changed_in_the_order_given() -> None:
 # ---------------------------------------------------------------- BrokerPartitionEffects
 
 
-def _two_topics() -> ReplicationImage:
+def _two_topics() -> ReplicationControlManager:
     """Topic "b" (created first), then "a"; broker 3 is in some ISRs."""
     image = _image(([1, 3], [1, 3], 3), ([1, 2], [1, 2], 1), name="b", topic_id=OTHER)
     _add_topic(image, "a", TOPIC, ([3, 2], [2, 3], 2), ([2, 3], [2, 3], 3))

@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from messages.generated.no_op_record import NoOpRecord
 from server.controller import periodic_tasks
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.operations import ControllerConfig, OperationContext
 from server.controller.periodic_tasks import RETRY_AFTER_WRITE_MS, PeriodicTasks, may_write
 from server.controller.result import Record
@@ -23,7 +23,7 @@ class Fixture:
                                   "session_timeout_ms": 8000, "max_idle_interval_ms": 500}
         values.update(overrides)
         self.config = ControllerConfig(**values)
-        self.controller = QuorumController(bootstrap=(), min_insync_replicas=1, cluster_id="tasks-test",
+        self.controller = ControlManagers(bootstrap=(), min_insync_replicas=1, cluster_id="tasks-test",
                                            session_timeout_ms=self.config.session_timeout_ms)
         self.open = True
         self.contexts = 0

@@ -21,8 +21,8 @@ from messages.generated.partition_change_record import PartitionChangeRecord
 from messages.generated.partition_record import PartitionRecord
 from messages.generated.register_broker_record import RegisterBrokerRecord
 from messages.generated.topic_record import TopicRecord
-from server.controller.cluster import ClusterControl
-from server.controller.image import ReplicationImage
+from server.controller.cluster import ClusterControlManager
+from server.controller.image import ReplicationControlManager
 from server.controller.partition_change import PartitionChange
 from server.controller.partition_effects import (
     TopicConfigLayers,
@@ -43,17 +43,17 @@ def _directory(broker_id: int) -> Uuid:
 
 
 def _setup(partitions: tuple[tuple[list[int], list[int], int], ...] = (([1, 2, 3], [1, 2, 3], 1),)) -> tuple[
-    ClusterControl, ReplicationImage
+    ClusterControlManager, ReplicationControlManager
 ]:
     """Brokers 1-5, each with one directory; topic "t" with ``partitions`` as (replicas, ISR,
     leader)."""
-    cluster = ClusterControl("c", 9000)
+    cluster = ClusterControlManager("c", 9000)
     for broker_id in range(1, 6):
         cluster.replay(RegisterBrokerRecord(
             broker_id=broker_id, broker_epoch=broker_id, incarnation_id=Uuid.from_longs(broker_id, 0),
             fenced=False, log_dirs=[_directory(broker_id)],
         ), broker_id)
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     image.replay(TopicRecord(name="t", topic_id=TOPIC))
     for index, (replicas, isr, leader) in enumerate(partitions):
         image.replay(PartitionRecord(
@@ -64,7 +64,7 @@ def _setup(partitions: tuple[tuple[list[int], list[int], int], ...] = (([1, 2, 3
 
 
 def _alter(
-    cluster: ClusterControl, image: ReplicationImage, targets: dict[int, list[int] | None], *,
+    cluster: ClusterControlManager, image: ReplicationControlManager, targets: dict[int, list[int] | None], *,
     version: int = 1, allow_rf_change: bool = True, topic: str = "t",
 ) -> tuple[list[PartitionChangeRecord], list[tuple[int, int, str | None]]]:
     """Run a request and replay its records; (records, [(partition, error, message)])."""
@@ -85,7 +85,7 @@ def _alter(
     return [record for record, _ in records], results
 
 
-def _listed(image: ReplicationImage, topics: list[ListPartitionReassignmentsTopics] | None = None) -> list[tuple]:
+def _listed(image: ReplicationControlManager, topics: list[ListPartitionReassignmentsTopics] | None = None) -> list[tuple]:
     response = list_partition_reassignments(ListPartitionReassignmentsRequest(topics=topics), image=image)
     assert response.error_code == Errors.NONE and response.error_message is None
     return [
@@ -94,7 +94,7 @@ def _listed(image: ReplicationImage, topics: list[ListPartitionReassignmentsTopi
     ]
 
 
-def _isr_change(cluster: ClusterControl, image: ReplicationImage, index: int, isr: list[int]) -> PartitionChangeRecord | None:
+def _isr_change(cluster: ClusterControlManager, image: ReplicationControlManager, index: int, isr: list[int]) -> PartitionChangeRecord | None:
     """What an AlterPartition to ``isr`` writes for partition ``index``."""
     partition = image.topics[TOPIC].partitions[index]
     change = PartitionChange(

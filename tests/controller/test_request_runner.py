@@ -16,7 +16,7 @@ from messages.generated.fence_broker_record import FenceBrokerRecord
 from messages.generated.unregister_controller_request import UnregisterControllerRequest
 from messages.generated.unregister_controller_response import UnregisterControllerResponse
 from messages.metadata import encode_record
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.errors import ApiError
 from server.controller.offset_control import OffsetControl
 from server.controller.operations import ControllerConfig, OperationContext
@@ -62,10 +62,10 @@ class _Admission:
 
 @dataclass
 class _Seat:
-    controller: QuorumController
+    controller: ControlManagers
     active: bool = True
 
-    def active_controller(self) -> QuorumController | None:
+    def active_controller(self) -> ControlManagers | None:
         return self.controller if self.active else None
 
     def not_controller(self) -> ApiError:
@@ -79,7 +79,7 @@ class Fixture:
         self.admission = _Admission()
         self.host = SimpleNamespace(
             config=ControllerConfig(node_id=1, cluster_id="runner-test", static_config={}), raft=self.raft,
-            controller=QuorumController(bootstrap=()), rng=random.Random(3), log=_Silent(), admission=self.admission,
+            controller=ControlManagers(bootstrap=()), rng=random.Random(3), log=_Silent(), admission=self.admission,
             replayed_offset=40,
         )
         self.seat = _Seat(self.host.controller)

@@ -10,7 +10,7 @@ from messages.generated.config_record import ConfigRecord
 from messages.generated.topic_record import TopicRecord
 from messages.metadata import decode_record
 from messages.runtime import Message
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.snapshots import (
     SnapshotGenerator,
     SnapshotToWrite,
@@ -167,7 +167,7 @@ def test_a_controller_s_snapshot_loads_into_a_fresh_controller() -> None:
                              (controller_record(3001), 0))
     data = image_snapshot(OffsetAndEpoch(3, 2), original.snapshot_records(), last_contained_log_timestamp=0,
                           append_time_ms=0, kraft_version=1, voters=VOTERS)
-    copy = QuorumController(bootstrap=[])
+    copy = ControlManagers(bootstrap=[])
     copy.reset(read_snapshot_content(data).data_records(), 2)
     assert copy.feature_levels == original.feature_levels and copy.controllers == original.controllers
     assert copy.cluster.registrations == original.cluster.registrations

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from server.controller import stepping
-from server.controller.host import ControllerHost, ControllerOutbox
+from server.controller.host import ControllerOutbox, QuorumController
 from server.raft.core import RaftCore
 from server.raft.events import (
     ClientAppend,
@@ -65,7 +65,7 @@ def _turn(core: _Core, host: _Host, events: list[Event], *, load: bool, flushes:
 
     stepped: list[Sequence[Event]] = []
     stepping.run_steps(
-        stepping.steps(cast(RaftCore, core), cast(ControllerHost, host), events, lambda: 5, load=load,
+        stepping.steps(cast(RaftCore, core), cast(QuorumController, host), events, lambda: 5, load=load,
                        on_step=stepped.append),
         apply, carry_out,
     )

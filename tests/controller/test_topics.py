@@ -24,9 +24,9 @@ from messages.generated.partition_record import PartitionRecord
 from messages.generated.register_broker_record import RegisterBrokerRecord
 from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.topic_record import TopicRecord
-from server.controller.cluster import ClusterControl
+from server.controller.cluster import ClusterControlManager
 from server.controller.errors import ApiError
-from server.controller.image import ReplicationImage
+from server.controller.image import ReplicationControlManager
 from server.controller.java_order import (
     java_hash_map_order,
     timeline_hash_map_order,
@@ -50,9 +50,9 @@ DEFAULTS = TopicDefaults(num_partitions=1, replication_factor=1, node_id=1, stat
 TOPIC_ID = Uuid.from_longs(42, 42)
 
 
-def _cluster(*brokers: tuple[int, bool], dirs: int = 1) -> ClusterControl:
+def _cluster(*brokers: tuple[int, bool], dirs: int = 1) -> ClusterControlManager:
     """Active, with ``(broker id, fenced)`` registered, each with ``dirs`` log directories."""
-    cluster = ClusterControl("c", 9000)
+    cluster = ClusterControlManager("c", 9000)
     for broker_id, fenced in brokers:
         cluster.replay(
             RegisterBrokerRecord(
@@ -73,7 +73,7 @@ def _topic(name: str, partitions: int = 1, rf: int = 1, **kw: object) -> Creatab
 
 
 def _create(
-    cluster: ClusterControl, image: ReplicationImage, *topics: CreatableTopic, validate_only: bool = False, elr: bool = True
+    cluster: ClusterControlManager, image: ReplicationControlManager, *topics: CreatableTopic, validate_only: bool = False, elr: bool = True
 ) -> tuple[list[tuple[object, int]], dict[str, tuple[int, str | None]]]:
     records, results = create_topics(
         CreateTopicsRequest(topics=list(topics), validate_only=validate_only),
@@ -88,13 +88,13 @@ def _create(
     return records, {r.name: (r.error_code, r.error_message) for r in results}  # type: ignore[return-value]
 
 
-def _replay(image: ReplicationImage, records: list[tuple[object, int]]) -> None:
+def _replay(image: ReplicationControlManager, records: list[tuple[object, int]]) -> None:
     for record, _ in records:
         image.replay(record)  # type: ignore[arg-type]
 
 
 def test_a_topic_is_one_batch_of_topic_config_and_partition_records() -> None:
-    cluster, image = _cluster((1, False), (2, False), (3, False)), ReplicationImage()
+    cluster, image = _cluster((1, False), (2, False), (3, False)), ReplicationControlManager()
     configs = [CreatableTopicConfig(name="min.insync.replicas", value="2")]
     records, results = _create(cluster, image, _topic("t", 4, 3, configs=configs))
     assert results == {"t": (Errors.NONE, None)}
@@ -113,7 +113,7 @@ def test_a_topic_is_one_batch_of_topic_config_and_partition_records() -> None:
 
 
 def test_fenced_replicas_are_left_out_of_the_isr_and_never_lead() -> None:
-    cluster, image = _cluster((1, False), (2, True)), ReplicationImage()
+    cluster, image = _cluster((1, False), (2, True)), ReplicationControlManager()
     records, results = _create(cluster, image, _topic("t", 3, 2))
     assert results["t"][0] == Errors.NONE
     for record, _ in records:
@@ -122,14 +122,14 @@ def test_fenced_replicas_are_left_out_of_the_isr_and_never_lead() -> None:
 
 
 def test_a_broker_with_several_directories_leaves_the_choice_to_itself() -> None:
-    cluster, image = _cluster((1, False), dirs=2), ReplicationImage()
+    cluster, image = _cluster((1, False), dirs=2), ReplicationControlManager()
     records, _ = _create(cluster, image, _topic("t"))
     partition = next(r for r, _ in records if isinstance(r, PartitionRecord))
     assert partition.directories == [Uuid.from_longs(0, 1)]  # DirectoryId.UNASSIGNED
 
 
 def test_every_broker_fenced_refuses_placement() -> None:
-    cluster, image = _cluster((1, True)), ReplicationImage()
+    cluster, image = _cluster((1, True)), ReplicationControlManager()
     records, results = _create(cluster, image, _topic("t"))
     assert records == []
     assert results["t"] == (
@@ -140,25 +140,25 @@ def test_every_broker_fenced_refuses_placement() -> None:
 
 
 def test_placement_needs_an_active_controller() -> None:
-    cluster = ClusterControl("c", 9000)
+    cluster = ClusterControlManager("c", 9000)
     with pytest.raises(RuntimeError):
-        _create(cluster, ReplicationImage(), _topic("t"))
+        _create(cluster, ReplicationControlManager(), _topic("t"))
 
 
 def test_validate_only_writes_nothing_and_answers_as_a_creation() -> None:
-    cluster, image = _cluster((1, False)), ReplicationImage()
+    cluster, image = _cluster((1, False)), ReplicationControlManager()
     records, results = _create(cluster, image, _topic("t"), validate_only=True)
     assert records == [] and results == {"t": (Errors.NONE, None)}
 
 
 def test_too_many_partitions_fail_the_whole_request() -> None:
     with pytest.raises(ApiError) as raised:
-        _create(_cluster((1, False)), ReplicationImage(), _topic("a", 6000), _topic("b", 4001))
+        _create(_cluster((1, False)), ReplicationControlManager(), _topic("a", 6000), _topic("b", 4001))
     assert raised.value.error == Errors.POLICY_VIOLATION
 
 
 def test_manual_assignments_keep_their_order() -> None:
-    cluster, image = _cluster((1, False), (2, False), (3, True)), ReplicationImage()
+    cluster, image = _cluster((1, False), (2, False), (3, True)), ReplicationControlManager()
     assignments = [
         CreatableReplicaAssignment(partition_index=0, broker_ids=[3, 2]),
         CreatableReplicaAssignment(partition_index=1, broker_ids=[2, 1]),
@@ -170,7 +170,7 @@ def test_manual_assignments_keep_their_order() -> None:
 
 
 def test_a_collision_and_an_existing_topic() -> None:
-    cluster, image = _cluster((1, False)), ReplicationImage()
+    cluster, image = _cluster((1, False)), ReplicationControlManager()
     image.replay(TopicRecord(name="a.b", topic_id=Uuid.from_longs(1, 1)))
     _, results = _create(cluster, image, _topic("a_b"), _topic("a.b"))
     assert results["a_b"] == (Errors.INVALID_TOPIC_EXCEPTION, "Topic 'a_b' collides with existing topic: a.b")
@@ -179,12 +179,12 @@ def test_a_collision_and_an_existing_topic() -> None:
 
 def test_without_eligible_leader_replicas_no_clear_elr_record() -> None:
     configs = [CreatableTopicConfig(name="min.insync.replicas", value="1")]
-    records, _ = _create(_cluster((1, False)), ReplicationImage(), _topic("t", configs=configs), elr=False)
+    records, _ = _create(_cluster((1, False)), ReplicationControlManager(), _topic("t", configs=configs), elr=False)
     assert not any(isinstance(r, ClearElrRecord) for r, _ in records)
 
 
 def test_deletion_by_name_and_by_id() -> None:
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     image.replay(TopicRecord(name="a", topic_id=Uuid.from_longs(1, 1)))
     image.replay(TopicRecord(name="b", topic_id=Uuid.from_longs(2, 2)))
     request = DeleteTopicsRequest(
@@ -206,12 +206,12 @@ def test_deletion_by_name_and_by_id() -> None:
 def test_deletion_disabled() -> None:
     request = DeleteTopicsRequest(topic_names=["a"])
     with pytest.raises(ApiError) as raised:
-        delete_topics(request, 5, image=ReplicationImage(), delete_enabled=False)
+        delete_topics(request, 5, image=ReplicationControlManager(), delete_enabled=False)
     assert raised.value.error == Errors.TOPIC_DELETION_DISABLED
 
 
 def test_clear_elr_replay_empties_eligible_replicas_and_bumps_the_partition_epoch() -> None:
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     image.replay(TopicRecord(name="t", topic_id=TOPIC_ID))
     image.replay(
         PartitionRecord(
@@ -280,7 +280,7 @@ def test_java_formats() -> None:
 
 
 def test_config_records_of_a_topic_replay_into_its_configs() -> None:
-    image = ReplicationImage()
+    image = ReplicationControlManager()
     image.replay(ConfigRecord(resource_type=2, resource_name="t", name="retention.ms", value="5"))
     image.replay(ConfigRecord(resource_type=2, resource_name="t", name="retention.ms", value=None))
     assert (2, "t") not in image.configs
@@ -304,7 +304,7 @@ def test_a_request_of_more_than_ten_thousand_records_fails_whole(
 ) -> None:
     """``MAX_RECORDS_PER_USER_OP`` bounds the records, not only the partitions: past it Kafka
     answers POLICY_VIOLATION for the whole request, validateOnly or not."""
-    cluster, image = _cluster((1, False)), ReplicationImage()
+    cluster, image = _cluster((1, False)), ReplicationControlManager()
     topic = _topic("t", partitions, 1, configs=[CreatableTopicConfig(name=k, value=v) for k, v in configs.items()])
     for validate_only in (False, True):
         if refused:

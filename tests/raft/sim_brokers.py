@@ -1,6 +1,6 @@
 """The "brokers" simulation: simulated brokers and an admin send controller RPCs to the simulated
 quorum's leader while leaders crash and the network splits; every node runs the node's own
-controller host (``server.controller.host.ControllerHost``) beside its core.
+controller host (``server.controller.host.QuorumController``) beside its core.
 
 The simulation drives each host with the node's own stepping function
 (``server.controller.stepping.steps``, as ``server.node.driver`` does): every event the core
@@ -79,9 +79,9 @@ from messages.generated.unregister_broker_record import UnregisterBrokerRecord
 from messages.metadata import decode_record
 from messages.runtime import Message
 from server.controller.cluster import ReplayError
-from server.controller.controller import QuorumController
-from server.controller.host import ControllerHost, ControllerOutbox, ControllerRequest
-from server.controller.image import PartitionRegistration, TopicImage
+from server.controller.controller import ControlManagers
+from server.controller.host import ControllerOutbox, ControllerRequest, QuorumController
+from server.controller.image import PartitionRegistration, TopicControlInfo
 from server.controller.operations import ControllerConfig
 from server.controller.stepping import run_steps, steps
 from server.raft.events import AppendResult, Event, Outbox, Tick
@@ -147,7 +147,7 @@ class BrokerCluster(Cluster):
         if elr:
             self.bootstrap.append((FeatureLevelRecord(name="eligible.leader.replicas.version", feature_level=1), 0))
         self.snapshot_bytes = snapshot_bytes
-        self.hosts: dict[int, ControllerHost] = {}
+        self.hosts: dict[int, QuorumController] = {}
         self.host_timers: dict[int, int] = {}
         """node id -> when its host wants to be polled next."""
         self.next_serial = 0
@@ -193,12 +193,12 @@ class BrokerCluster(Cluster):
 
     # ------------------------------------------------------------------ driving the hosts
 
-    def host(self, node: SimNode) -> ControllerHost:
+    def host(self, node: SimNode) -> QuorumController:
         """The node's host, new for each incarnation of the node (a restart starts empty)."""
         host = self.hosts.get(node.node_id)
         if host is None or host.raft is not node.core:
             assert node.core is not None
-            host = self.hosts[node.node_id] = ControllerHost(
+            host = self.hosts[node.node_id] = QuorumController(
                 ControllerConfig(
                     node_id=node.node_id,
                     cluster_id=CLUSTER_ID,
@@ -353,7 +353,7 @@ class BrokerCluster(Cluster):
         if holder != message.incarnation_id:
             self.fail(f"UniqueBrokerEpoch: epoch {message.broker_epoch} of broker {message.broker_id} given twice")
 
-    def _check_partitions(self, node: SimNode, controller: QuorumController) -> None:
+    def _check_partitions(self, node: SimNode, controller: ControlManagers) -> None:
         reassigning = {(topic_id, index) for topic_id, indexes in controller.replication.reassigning.items() for index in indexes}
         registrations = controller.cluster.registrations
         for topic in controller.replication.topics.values():
@@ -393,7 +393,7 @@ class BrokerCluster(Cluster):
         self.turn(node, [], load=False)
         return serial
 
-    def active_image(self) -> QuorumController | None:
+    def active_image(self) -> ControlManagers | None:
         """The active controller's state, for the admin to pick its next request from."""
         leader = self.leader()
         return None if leader is None else self.host(self.nodes[leader]).active_controller()
@@ -542,7 +542,7 @@ _KEYS = frozenset(
 """The api keys of the records the checks decode (one-byte varints in the record frame)."""
 
 
-def _where(node: SimNode, topic: TopicImage, index: int) -> str:
+def _where(node: SimNode, topic: TopicControlInfo, index: int) -> str:
     """A partition of a node's image, as a failure names it."""
     return f"node {node.node_id}, {topic.name}-{index}"
 
@@ -552,7 +552,7 @@ def _where(node: SimNode, topic: TopicImage, index: int) -> str:
 assert issubclass(PartitionRegistration, tuple)
 
 
-def _image_digest(controller: QuorumController, reprs: dict[int, tuple[Any, str]]) -> bytes:
+def _image_digest(controller: ControlManagers, reprs: dict[int, tuple[Any, str]]) -> bytes:
     """The digest of the image's text: the same text for the same image. ``reprs`` caches
     the reprs of partitions by identity (it holds each partition, so no other object takes
     its id)."""
@@ -563,7 +563,7 @@ def _image_digest(controller: QuorumController, reprs: dict[int, tuple[Any, str]
     features = sorted(controller.feature_levels.items())
     image = controller.replication
 
-    def partitions(topic: TopicImage) -> str:
+    def partitions(topic: TopicControlInfo) -> str:
         rows = []
         for index, partition in sorted(topic.partitions.items()):
             cached = reprs.get(id(partition))

@@ -17,7 +17,7 @@ from messages.generated.partition_record import PartitionRecord
 from messages.generated.register_broker_record import RegisterBrokerRecord
 from messages.generated.topic_record import TopicRecord
 from server.config import KRaftConfig
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.controller.event_times import RESERVOIR, EventTimes, EventTimesSummary
 from server.node import Node
 from server.node.metrics import take_snapshot
@@ -71,7 +71,7 @@ async def test_a_standalone_node_serves_its_metrics(tmp_path: Path) -> None:
 
 
 def test_the_snapshot_counts_topics_partitions_and_brokers() -> None:
-    controller = QuorumController(bootstrap=(), min_insync_replicas=1, cluster_id="c", session_timeout_ms=9000)
+    controller = ControlManagers(bootstrap=(), min_insync_replicas=1, cluster_id="c", session_timeout_ms=9000)
     for broker_id, fenced in ((1, False), (2, True)):
         controller.cluster.replay(RegisterBrokerRecord(
             broker_id=broker_id, broker_epoch=broker_id, incarnation_id=Uuid.from_longs(broker_id, 0), fenced=fenced,

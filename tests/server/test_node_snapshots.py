@@ -6,7 +6,7 @@ A standalone node runs ten minutes of virtual time with the active controller's 
 bounded (a few minutes of records at most, while an unbounded log would hold all 1,200 NoOps),
 older snapshots and the bootstrap checkpoint go, and a restarted node loads the newest snapshot
 into the same image and keeps leading. The snapshot's content is the controller's image
-(``QuorumController.snapshot_records``) behind the kraft.version and voters of the log.
+(``ControlManagers.snapshot_records``) behind the kraft.version and voters of the log.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from messages.generated.config_record import ConfigRecord
 from messages.generated.no_op_record import NoOpRecord
 from messages.metadata import decode_record
-from server.controller.controller import QuorumController
+from server.controller.controller import ControlManagers
 from server.raft.events import AppendResult, CommittedBatch
 from server.raft.types import LeaderAndEpoch
 from tools.raft_server_load import (
@@ -62,7 +62,7 @@ def test_bad_arguments_are_refused() -> None:
 
 
 def test_the_controller_replays_config_records_and_skips_no_op_ones() -> None:
-    controller = QuorumController(bootstrap=[])
+    controller = ControlManagers(bootstrap=[])
     controller.replay(workload_value(record_template(256, "no-op"), 1, 0, 1), 5)
     assert controller.replication.configs == {}
     controller.replay(workload_value(record_template(256, "config"), 1, 0, 1), 6)

@@ -3,7 +3,7 @@ none is armed, against the same code built without them, in one run under the sa
 
 Python has no build flag, so "without" is built here: :func:`without_failpoints` gives a
 subclass of :class:`server.raft.core.RaftCore` and of
-:class:`server.controller.host.ControllerHost` whose methods are compiled again from their own
+:class:`server.controller.host.QuorumController` whose methods are compiled again from their own
 source with every check of the failpoints taken out (an ``if`` or a conditional expression
 whose test names ``failpoints`` or ``_faults`` -- the truth test of the armed points that a
 step, a request and a committed batch each pass, and the host's test for held work -- and a
@@ -156,7 +156,7 @@ def with_failpoints(cls: type) -> type:
 
 class Node:
     """A single voter: ``core_cls`` (a RaftCore) over a memory log and ``host_cls`` (a
-    ControllerHost) beside it, stepped by the node's stepping function, the fsync completing at
+    QuorumController) beside it, stepped by the node's stepping function, the fsync completing at
     once. The clock stands still after the first turn: no timer fires (no broker session ends, no
     periodic task runs), so each side takes the same path for every operation of its load."""
 
@@ -394,11 +394,11 @@ class CountingFailpoints(Failpoints):
 def checks_per_op(make: Callable[[Node], Callable[[], object]], ops: int = 50) -> float:
     """How many failpoint checks (``armed`` reads) one operation of a load passes, on a node of
     its own with counting failpoints."""
-    from server.controller.host import ControllerHost
+    from server.controller.host import QuorumController
     from server.raft.core import RaftCore
 
     points = CountingFailpoints(random.Random(1).random)
-    node = Node(RaftCore, ControllerHost, points)
+    node = Node(RaftCore, QuorumController, points)
     _broker(node)
     op = make(node)
     op()
@@ -420,23 +420,23 @@ def check_ns() -> float:
 
 
 def run(args: Any) -> list[Result]:
-    from server.controller.host import ControllerHost
+    from server.controller.host import QuorumController
     from server.raft.core import RaftCore
 
     settings = Settings.from_args(args)
     runs = getattr(args, "runs", None) or (QUICK_RUNS if getattr(args, "quick", False) else RUNS)
     core_without, core_checks = without_failpoints(RaftCore)
-    host_without, host_checks = without_failpoints(ControllerHost)
+    host_without, host_checks = without_failpoints(QuorumController)
     if not core_checks or not host_checks:
-        raise SectionError(f"found {core_checks} failpoint checks in RaftCore and {host_checks} in ControllerHost: "
+        raise SectionError(f"found {core_checks} failpoint checks in RaftCore and {host_checks} in QuorumController: "
                            "the section no longer sees the checks it compares")
-    core_with, host_with = with_failpoints(RaftCore), with_failpoints(ControllerHost)
+    core_with, host_with = with_failpoints(RaftCore), with_failpoints(QuorumController)
     nodes = {"with": Node(core_with, host_with), "without": Node(core_without, host_without),
              "control": Node(core_with, host_with)}
     if nodes["with"].host.failpoints.armed or nodes["with"].core.failpoints.armed:
         raise SectionError("a failpoint is armed: the section measures them off")
     one_check_ns = check_ns()
-    print(f"failpoints: one single-voter node without I/O per side; without = RaftCore and ControllerHost "
+    print(f"failpoints: one single-voter node without I/O per side; without = RaftCore and QuorumController "
           f"compiled again with {core_checks} + {host_checks} failpoint checks taken out; control = a second "
           f"node of the shipped code (A/A); {runs} runs per side, in rotation; CPU time of this process per "
           f"op; one check (`if points.armed:`, nothing armed) {one_check_ns:.1f} ns", flush=True)

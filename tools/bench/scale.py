@@ -13,9 +13,9 @@ controller does, and measures:
   replayed from their framed values, per second;
 * image bytes a partition: resident memory after the replay less resident memory before the
   first TopicRecord, over N (the image with its broker indexes);
-* snapshot: the view taken on the event loop (``QuorumController.snapshot_view``, ms), the
+* snapshot: the view taken on the event loop (``ControlManagers.snapshot_view``, ms), the
   ``.checkpoint`` built from it off the event loop (s), its size;
-* load: a standby starting again from the snapshot's bytes (``QuorumController.reset`` over
+* load: a standby starting again from the snapshot's bytes (``ControlManagers.reset`` over
   its data records, s);
 * fencing: the PartitionChangeRecords one broker's fencing writes, computed
   (``BrokerPartitionEffects.broker_removed``: the broker-index lookup and one change per
@@ -107,7 +107,7 @@ def measure_point(partitions: int, brokers: int, directory: Path) -> dict[str, A
     )
     from messages.generated.topic_record import TopicRecord
     from messages.metadata import encode_record
-    from server.controller.controller import QuorumController
+    from server.controller.controller import ControlManagers
     from server.controller.partition_effects import BrokerPartitionEffects, TopicConfigLayers
     from server.controller.placement import UsableBroker, place_replicas
     from server.controller.snapshots import image_snapshot
@@ -116,7 +116,7 @@ def measure_point(partitions: int, brokers: int, directory: Path) -> dict[str, A
 
     level = 21  # metadata.version 3.9-IV0: directories in partition records
     feature = FeatureLevelRecord(name="metadata.version", feature_level=level)
-    controller = QuorumController(bootstrap=[(feature, 0)], cluster_id="scale-bench")
+    controller = ControlManagers(bootstrap=[(feature, 0)], cluster_id="scale-bench")
     offset = 0
 
     def replay(value: bytes) -> None:
@@ -201,11 +201,11 @@ def measure_load(snapshot: Path) -> dict[str, Any]:
     """Load the ``.checkpoint`` file ``snapshot`` (written by either side) into a fresh
     controller, in this process: the seconds it took, and the partitions and topics the image
     then holds."""
-    from server.controller.controller import QuorumController
+    from server.controller.controller import ControlManagers
     from storage.snapshot_format import read_snapshot_batches
 
     data = snapshot.read_bytes()
-    controller = QuorumController(bootstrap=[], cluster_id="scale-bench")
+    controller = ControlManagers(bootstrap=[], cluster_id="scale-bench")
     started = time.perf_counter()
     controller.reset(read_snapshot_batches(data).iter_data_records())
     load_s = time.perf_counter() - started

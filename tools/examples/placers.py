@@ -28,7 +28,7 @@ from server.controller.placement import (
     TopicAssignment,
 )
 
-__all__ = ["LeadersOffRackPlacer", "RACK_KEY"]
+__all__ = ["RACK_KEY", "LeadersOffRackPlacer"]
 
 RACK_KEY = "kwire.placer.leaders.off.rack"
 """The rack no preferred leader goes to (default: none, the striped placement as it is)."""
