@@ -11,8 +11,8 @@ DATA   ?= data
 .PHONY: install run test nightly soak lint lint-imports typecheck generate check-generated bench compat-jars browser clean
 
 ## The packages are installed by uv (itself from PyPI): it resolves and fetches in parallel and
-## links files from its cache, where pip fetched index pages one at a time (about 30 s of the
-## 40 s pip took on a warm cache, against 3 s). It first tries its cache alone (--offline), and
+## links files from its cache, where pip fetched index pages one at a time (most of the time pip
+## took on a warm cache). It first tries its cache alone (--offline), and
 ## goes to the network only when that lacks a package: a proxy that answers every revalidation
 ## as modified would otherwise make it download and build pyspark's sdist again on each run.
 ## Site-packages are installed without bytecode (uv's default): the test run writes it as
@@ -67,14 +67,12 @@ run: install
 ## other on Maven). Then two pytest-xdist runs go at once, two workers each (the 2-core
 ## machines' count): the tests, and the simulation seeds (marker `simulation`) with the checks
 ## at idle CPU priority (SCHED_IDLE, or nice 19 where `chrt --idle` cannot run). The tests spend
-## about a fifth of their time waiting on servers and JVMs; the seeds, pure CPU, run in exactly
-## those waits and take no CPU from a test that has work. The seeds' and the checks' output is printed
-## after the tests'. `make test` runs the first 100 seeds of each scenario (20 stray ones): on a
-## fresh clone at 9372999 the 500 default seeds took 346 CPU-s and ran 80 s past the other
-## tests, at fca327b 300 seeds still ran 18 s past them (make test 649 s), at b903233 200
-## seeds took 554 s beside the tests' 623 s with the whole run at 630 s, and at 263c62e, on a
-## machine where the tests alone took 594 s, 150 seeds slowed them to 631 s (make test 669 s);
-## `make nightly` runs seeds 100-499 (their recorded traces) and 10,000 more.
+## part of their time waiting on servers and JVMs; the seeds, pure CPU, run in exactly those
+## waits and take no CPU from a test that has work. The seeds' and the checks' output is printed
+## after the tests'. `make test` runs the first 100 seeds of each scenario (20 stray ones): more
+## seeds ran past the other tests or slowed them, and made the whole run longer (the timings
+## that chose the count are in BENCHMARKS.md); `make nightly` runs seeds 100-499 (their
+## recorded traces) and 10,000 more.
 ## Tests that share a cluster, a JVM or the Spark session run on one worker
 ## (conftest.py); the 15 slowest of each run are printed.
 ## Bytecode is written as modules are first imported, whatever PYTHONDONTWRITEBYTECODE says:

@@ -1,6 +1,6 @@
 """Command line of the benchmarks: ``python -m tools.bench [SECTION...] [--json OUT]
-[--record FILE] [--quick]`` (the quorum section also takes ``--throughput [RATES]`` and
-``--no-failover``).
+[--record FILE] [--quick]`` (the quorum section also takes ``--throughput [RATES]``,
+``--no-failover`` and ``--report DIR``).
 
 With no section, every registered section runs. Exit status 1 when a section fails (for
 instance when a precondition such as byte identity with the reference does not hold). With
@@ -77,6 +77,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="quorum: run each load on SSL controller listeners too, both sides")
     parser.add_argument("--no-failover", action="store_true",
                         help="quorum: skip the failover rounds (SIGTERM and SIGKILL of the leader)")
+    parser.add_argument("--report", metavar="DIR", type=Path,
+                        help="quorum: write DIR/index.html with PNG plots of latency, CPU and committed rate "
+                             "along the load curve, kwire beside Kafka (tools.bench.quorum_report)")
     parser.add_argument("--replica-sizes", metavar="SIZES",
                         help="replicas: data sizes to audit, comma-separated, e.g. 1G,10G (default 1G,10G,50G; "
                              "quick 8M)")
@@ -112,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
                 section = importlib.import_module(SECTIONS[name])
                 section_results = section.run(args)
                 print(format_table(section_results))
-                print(f"({name}: {time.monotonic() - t0:.1f} s)", flush=True)
+                print(f"({name}: {time.monotonic() - t0:.1f} s; load average at its end "
+                      f"{' '.join(f'{x:.2f}' for x in environment()['loadavg'])})", flush=True)
         except SectionError as exc:
             print(f"section {name} stopped: {exc}", file=sys.stderr)
             failed.append(name)

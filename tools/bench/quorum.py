@@ -67,66 +67,62 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from tools.bench import failover
 from tools.bench.core import Result, Tail, tail_text
-from tools.stock_kafka import PINNED_VERSIONS
 
-SECTION = "quorum"
-THROUGHPUT = 20_000  # records/s: TestRaftServer's hard-coded workload (Oct 2024 source, 3.9.2 jar)
-RECORD_SIZE = 256  # bytes per record value
+# re-exported: the section's rows and table live in tools.bench.quorum_table
+from tools.bench.quorum_table import (  # noqa: F401
+    FULL,
+    KAFKA_SAMPLE_S,
+    KAFKA_VERSION,
+    KEEP_UP_SHARE,
+    LINGERS_MS,
+    NODES,
+    QUICK,
+    RECORD_SIZE,
+    SECTION,
+    THROUGHPUT,
+    Row,
+    Timing,
+    failover_results,
+    format_rows,
+    keeps_up,
+    saturation,
+    to_results,
+)
+
 RECORD_TYPE = "no-op"
 """kwire's workload records (``kwire test-raft-server --record-type``): NoOpRecords carrying the
 payload, which no controller replays -- TestRaftServer's records are opaque bytes that only its
 counting listener sees, so both sides time the commit path alone."""
-NODES = 3
-LINGERS_MS = (25, 0)
 LINGER_KEY = "controller.quorum.append.linger.ms"
 CURVE = "1000,5000,10000,20000,40000,80000,160000"
 """``--throughput`` without a value: the load curve's offered loads, records/s, from a twentieth
 to eight times TestRaftServer's workload. On the 2-core bench machine neither side keeps up with
-the last in every run.
-
-A whole-curve run (``--throughput``, CPU counted with the nodes' reaped children,
-:func:`cpu_seconds`) gave kwire's CPU per million records as 0.92, 0.86, 0.92, 0.86, 0.79 and
-0.72 of Kafka 4.4.0's at 1,000 to 80,000 (linger 25 ms) and 0.91, 0.78, 0.85, 0.80, 0.75 and
-0.77 (linger 0), both sides keeping up to 80,000. At 160,000 kwire kept up at both lingers
-(7.6 and 7.4 CPU-s per million, none skipped) where Kafka committed 87,000 at linger 0 (15.8)
-and printed no usable line at linger 25. A run of 160,000 alone: kwire 159,100 and 160,000
-committed at 7.2 and 7.5, Kafka 141,300 and 96,700 at 9.9 and 15.1 (linger 25 and 0). On a
-faster machine in earlier runs Kafka committed 119,000-160,000 at 160,000, at 7.4-9.2 CPU-s
-per million (linger 25 ms).
-
-Figures from before the reaped children were counted leave out the forked snapshot builders:
-a node crosses the 20 MiB snapshot trigger twice a second at 160,000 records/s, and until
-images of under 2,000 records were built without a fork
-(``server.node.snapshot_files.FORK_MIN_IMAGE_RECORDS``) those forks cost 0.6-0.8 CPU-s per million
-records, uncounted.
+the last in every run; the curve's figures are in ``BENCHMARKS.md`` and ``--report DIR`` draws
+them.
 
 A saturated kwire run is bimodal: once the followers fall behind they fetch whole 8 MiB reads
 (``MAX_FETCH_SIZE_BYTES``), each written, fsynced and read back for the controller, and stay
-behind; kwire's commit latency nears a second and its generator skips the records it could not
-append (one second of load at most waits uncommitted). At 200,000 offered (``--throughput
-200000``, linger 25 ms) kwire committed 196,300 in one run beside Kafka's 200,500, and of three
-kwire-only runs one kept up (p50 162 ms) and two stayed behind (197,200 and 175,400)."""
+behind; kwire's commit latency then nears a second and its generator skips the records it could
+not append (one second of load at most waits uncommitted). CPU is counted with the nodes'
+reaped children (:func:`cpu_seconds`): a node crosses the 20 MiB snapshot trigger twice a second
+at 160,000 records/s, and images of 2,000 records and more are built in forked processes
+(``server.node.snapshot_files.FORK_MIN_IMAGE_RECORDS``)."""
 FAILOVER_LINGER_MS = 25  # Kafka's default controller.quorum.append.linger.ms
-KEEP_UP_SHARE = 0.97
-"""A side keeps up with a load when it skips none and commits at least this share of it."""
-KAFKA_VERSION = PINNED_VERSIONS[-1] if PINNED_VERSIONS else "(none pinned)"
-"""The newest pinned Kafka release (``compat/kafka-versions.properties``, the one place
-releases are pinned)."""
 KAFKA_MAIN = "kafka.tools.TestRaftServer"
 KAFKA_HEAP = ("-Xmx1G", "-Xms1G")  # KAFKA_HEAP_OPTS of Kafka's raft/bin/test-kraft-server-start.sh
-KAFKA_SAMPLE_S = 30.0  # MetricConfig's default sample window (2 samples)
 POLL_S = 0.05
 
 _KAFKA_LINE = re.compile(
@@ -137,51 +133,6 @@ _KAFKA_LINE = re.compile(
 
 class QuorumRunError(RuntimeError):
     """One side's run could not produce figures (a node exited, no leader, no report in time)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Timing:
-    """``window_s``: kwire's report interval (warm-up = the first interval, measure = the second)
-    and the CPU window of both sides. ``kafka_report_after_s``: seconds after the Kafka leader's
-    first line from which its next line is the one used. ``timeout_s``: give up on a run."""
-
-    window_s: float
-    kafka_report_after_s: float
-    timeout_s: float
-    description: str
-
-
-FULL = Timing(30.0, 2 * KAFKA_SAMPLE_S + 2, 240.0, "30 s warm-up, 30 s measured")
-QUICK = Timing(5.0, KAFKA_SAMPLE_S + 2, 150.0, "quick: 5 s warm-up, 5 s measured")
-
-
-@dataclass(slots=True)
-class Row:
-    """One implementation at one linger. Latencies in ms, rates in records/s; ``error`` set when
-    the run produced no figures (then the figures are None)."""
-
-    implementation: str
-    linger_ms: int
-    load: int = THROUGHPUT
-    """The offered load asked for, records/s."""
-    p50: float | None = None
-    p75: float | None = None
-    p99: float | None = None
-    p999: float | None = None
-    records_per_s: float | None = None
-    offered_per_s: float | None = None
-    skipped: int | None = None
-    cpu_s_per_million: float | None = None
-    window_s: float | None = None
-    note: str = ""
-    error: str | None = None
-    listener: str = "PLAINTEXT"
-    """The controller listener's security protocol: PLAINTEXT or SSL (``--tls``)."""
-
-    @property
-    def label(self) -> str:
-        """The implementation, with ``over TLS`` on an SSL listener."""
-        return self.implementation + (" over TLS" if self.listener == "SSL" else "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -446,150 +397,6 @@ def run_kafka(linger_ms: int, timing: Timing, base: Path, load: int = THROUGHPUT
 
 
 # ---------------------------------------------------------------------------------------------
-# table
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
-
-
-def _rate(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.0f}"
-
-
-def keeps_up(row: Row) -> bool:
-    """Whether ``row``'s side kept up with its offered load: no record skipped and at least
-    :data:`KEEP_UP_SHARE` of the offered records/s committed in the window."""
-    return (row.error is None and not row.skipped and row.records_per_s is not None
-            and row.records_per_s >= KEEP_UP_SHARE * row.load)
-
-
-def saturation(rows: Sequence[Row], label: str, linger_ms: int) -> int | None:
-    """The highest offered load (records/s) up to which the rows of ``label`` (``Row.label``:
-    the implementation, and its listener when TLS) kept up at ``linger_ms`` at every measured
-    load (:func:`keeps_up`); None when they kept up at none."""
-    best: int | None = None
-    for row in sorted((r for r in rows if r.label == label and r.linger_ms == linger_ms),
-                      key=lambda r: r.load):
-        if not keeps_up(row):
-            break
-        best = row.load
-    return best
-
-
-def format_rows(rows: Sequence[Row]) -> str:
-    """The section's own table: one line per implementation, offered load and linger."""
-    header = ["implementation", "linger", "load rec/s", "p50 ms", "p75 ms", "p99 ms", "p999 ms",
-              "committed rec/s", "offered rec/s", "skipped", "CPU-s/M rec", "window s"]
-    lines = [header]
-    for r in rows:
-        if r.error is not None:
-            lines.append([r.label, f"{r.linger_ms} ms", f"{r.load:,}"] + ["-"] * (len(header) - 3))
-            continue
-        lines.append([
-            r.label, f"{r.linger_ms} ms", f"{r.load:,}",
-            "n/a" if r.p50 is None else _ms(r.p50), _ms(r.p75), _ms(r.p99), _ms(r.p999),
-            _rate(r.records_per_s), _rate(r.offered_per_s),
-            "-" if r.skipped is None else f"{r.skipped:,}",
-            "-" if r.cpu_s_per_million is None else f"{r.cpu_s_per_million:.1f}",
-            "-" if r.window_s is None else f"{r.window_s:.1f}",
-        ])
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    out = ["  ".join(cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i])
-                     for i, cell in enumerate(line)) for line in lines]
-    out.insert(1, "-" * len(out[0]))
-    for r in rows:
-        text = f"error: {r.error}" if r.error is not None else r.note
-        if text:
-            out.append(f"  {r.label}, {r.load:,} rec/s, linger {r.linger_ms} ms: {text}")
-    if len({r.load for r in rows}) > 1:
-        for implementation in dict.fromkeys(r.label for r in rows):
-            for linger in LINGERS_MS:
-                point = saturation(rows, implementation, linger)
-                measured = max((r.load for r in rows if (r.label, r.linger_ms) == (implementation, linger)),
-                               default=None)
-                if point is None:
-                    text = "no measured load"
-                elif point == measured:
-                    text = f"{point:,} rec/s, the highest measured (its saturation point lies above)"
-                else:
-                    text = f"{point:,} rec/s (not at the next measured load)"
-                out.append(f"  {implementation}, linger {linger} ms: keeps up (no skipped records, "
-                           f">= {KEEP_UP_SHARE:.0%} committed) up to {text}")
-    return "\n".join(out)
-
-
-def to_results(rows: Sequence[Row], timing: Timing) -> list[Result]:
-    """The rows as the runner's kwire-vs-reference results (one per figure, load and linger)."""
-    results: list[Result] = []
-    kafka_name = f"Kafka {KAFKA_VERSION} TestRaftServer"
-    for load, linger, listener in dict.fromkeys((r.load, r.linger_ms, r.listener) for r in rows):
-        same = [r for r in rows if (r.load, r.linger_ms, r.listener) == (load, linger, listener)]
-        k = next((r for r in same if r.implementation == "kwire"), None)
-        ref = next((r for r in same if r.implementation != "kwire"), None)
-        if k is None or k.error is not None:
-            continue
-        ok_ref = ref if ref is not None and ref.error is None else None
-        conditions = (f"{NODES} nodes, {load} rec/s x {RECORD_SIZE} B offered, linger {linger} ms, "
-                      f"{timing.description}" + ("" if ok_ref else "; no reference figures (see above)"))
-        at = ("" if load == THROUGHPUT else f" at {load:,} rec/s") + (" over TLS" if listener == "SSL" else "")
-        figures: list[tuple[str, str, float | None, float | None, bool]] = [
-            ("commit latency p50", "ms", k.p50, None, False),
-            ("commit latency p75", "ms", k.p75, ok_ref.p75 if ok_ref else None, False),
-            ("commit latency p99", "ms", k.p99, ok_ref.p99 if ok_ref else None, False),
-            ("committed records/s", "rec/s", k.records_per_s,
-             ok_ref.records_per_s if ok_ref else None, True),
-            ("CPU-s per million records", "s", k.cpu_s_per_million,
-             ok_ref.cpu_s_per_million if ok_ref else None, False),
-        ]
-        for what, unit, kv, rv, higher in figures:
-            if kv is None:
-                continue
-            results.append(Result(
-                section=SECTION, what=f"{what}, linger {linger} ms{at}", unit=unit, kwire=float(kv),
-                reference=None if rv is None else float(rv), reference_name=kafka_name,
-                conditions=conditions, higher_is_better=higher,
-                extra={"kwire_row": _row_dict(k), "reference_row": _row_dict(ref)},
-            ))
-    return results
-
-
-def failover_results(rows: Sequence[failover.FailoverRow]) -> list[Result]:
-    """The failover medians as kwire-vs-Kafka results (ms from the signal to the new leader's
-    first commit; for SIGKILL also the excess over the fetch timeout)."""
-    k = next((r for r in rows if r.implementation == "kwire" and r.error is None), None)
-    ref = next((r for r in rows if r.implementation != "kwire" and r.error is None), None)
-    if k is None:
-        return []
-    conditions = (f"{failover.NODES} nodes, {failover.THROUGHPUT} rec/s, fetch timeout "
-                  f"{failover.FETCH_TIMEOUT_MS} ms, median of {len(k.recoveries('SIGTERM'))} rounds")
-    results = []
-    for name, _sig in failover.SIGNALS:
-        kv, rv = k.median(name), ref.median(name) if ref is not None else None
-        if kv is None:
-            continue
-        extra = {"kwire_ms": k.recoveries(name), "reference_ms": ref.recoveries(name) if ref else None}
-        results.append(Result(
-            section=SECTION, what=f"failover after {name}: signal to first commit", unit="ms", kwire=kv,
-            reference=rv, reference_name=f"Kafka {KAFKA_VERSION} TestRaftServer",
-            conditions=conditions, higher_is_better=False, extra=extra,
-        ))
-        if name == "SIGKILL":
-            results.append(Result(
-                section=SECTION, what="failover after SIGKILL: excess over the fetch timeout", unit="ms",
-                kwire=kv - failover.FETCH_TIMEOUT_MS,
-                reference=None if rv is None else rv - failover.FETCH_TIMEOUT_MS,
-                reference_name=f"Kafka {KAFKA_VERSION} TestRaftServer",
-                conditions=conditions, higher_is_better=False, extra=extra,
-            ))
-    return results
-
-
-def _row_dict(row: Row | None) -> dict[str, Any] | None:
-    return None if row is None else asdict(row)
-
-
-# ---------------------------------------------------------------------------------------------
 # entry point
 
 
@@ -646,8 +453,21 @@ def run(args: Any) -> list[Result]:
     print(format_rows(rows), flush=True)
     if failovers:
         print(failover.format_rows(failovers), flush=True)
+    if getattr(args, "report", None) is not None:
+        write_report(Path(args.report), rows, failovers)
     sys.stdout.flush()
     return to_results(rows, timing) + failover_results(failovers)
+
+
+def write_report(directory: Path, rows: Sequence[Row], failovers: Sequence[failover.FailoverRow]) -> None:
+    """``--report DIR``: the rows kept and drawn as ``DIR/index.html`` (:mod:`tools.bench.quorum_report`)."""
+    from tools.bench import quorum_report
+    from tools.bench.core import environment, format_environment
+
+    quorum_report.save(directory, [asdict(r) for r in rows], [asdict(f) for f in failovers],
+                       environment=format_environment(environment()),
+                       command=shlex.join(["python", "-m", "tools.bench", *sys.argv[1:]]))
+    print(f"report: {quorum_report.write_report(directory)}", flush=True)
 
 
 def run_failovers(base: Path, rounds: int, kafka_problem_text: str | None) -> list[failover.FailoverRow]:

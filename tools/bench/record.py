@@ -25,10 +25,12 @@ from pathlib import Path
 PREAMBLE = """# kwire benchmarks
 
 Each section below is the output of one run of `python -m tools.bench SECTION` (`make bench`
-runs them all and writes this file), headed by when it ran, the commit it measured and the
-machine. A section is replaced only when it runs again, so each block is as old as its own
-run: read the date and the commit before quoting a figure. Figures are medians with the best
-run in brackets; ratios are kwire over the reference, measured in the same run.
+runs them all and writes this file), headed by when it ran, the commit it measured, the command
+and the machine with its load average as the section started (newer blocks end with it as the
+section ended). A section is replaced only when it runs again, so each block is as old as its own run: read the
+date, the commit and the load average before quoting a figure. The bench machine has 2 cores
+shared with other work: prefer the ratios, kwire over the reference measured in the same run,
+to the absolute figures. Figures are medians with the best run in brackets.
 """
 
 _BLOCK = re.compile(r"<!-- bench:(?P<name>[\w-]+) -->\n.*?<!-- /bench:(?P=name) -->\n?", re.S)

@@ -14,6 +14,7 @@ SECTIONS: dict[str, str] = {
     "audit": "tools.bench.audit",  # kraftlog scan on Spark local[2] vs one Python process
     "replicas": "tools.bench.replicas",  # brokers' replica audit, 1-50 GiB: Spark local and standalone vs one process
     "quorum": "tools.bench.quorum",  # 3-node TestRaftServer workload vs Kafka's TestRaftServer
+    "failpoints": "tools.bench.failpoints",  # the commit path with failpoints compiled in and off vs without
     "brokers": "tools.bench.brokers",  # simulated brokers heartbeating: kwire vs Kafka's controller
     "topics": "tools.bench.topics",  # one admin client creating topics: kwire vs Kafka's controller
     "scale": "tools.bench.scale",  # the image at 10^4-10^6 partitions; stock metadata-shell loading its snapshot
