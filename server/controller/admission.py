@@ -84,7 +84,7 @@ from server.controller.authorizer import (
     audit_line,
 )
 from server.controller.errors import ApiError
-from server.controller.operations import ControllerConfig, ControllerLog
+from server.controller.operation_context import ControllerConfig, ControllerLog
 from server.raft import registry as raft_registry
 
 if TYPE_CHECKING:

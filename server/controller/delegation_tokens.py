@@ -9,7 +9,7 @@ password is its HMAC: HMAC-SHA512 of its id under ``delegation.token.secret.key`
 name a token by it.
 
 The rules, as Kafka's controller applies them (the request layer's checks, which principal may
-ask at all, are ``server.controller.operations``'):
+ask at all, are ``server.controller.security_operations``'):
 
 * create: the owner is the requester unless the request names one; the token lives until
   ``now + min(delegation.token.max.lifetime.ms, the request's MaxLifetimeMs when above 0)`` and

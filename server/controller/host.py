@@ -57,7 +57,7 @@ from server.controller.image_loader import (
 )
 from server.controller.leadership import Leadership
 from server.controller.offset_control import OffsetControl
-from server.controller.operations import ControllerConfig, ControllerLog
+from server.controller.operation_context import ControllerConfig, ControllerLog
 from server.controller.outbox import ControllerOutbox, OutboxWriter, RaftView
 from server.controller.periodic_tasks import MAX_ELECTIONS_PER_IMBALANCE, PeriodicTasks, may_write
 from server.controller.registry import ControllerApi, find

@@ -27,7 +27,7 @@ from server.controller.activation import ActivationRecords
 from server.controller.controller import ControlManagers
 from server.controller.errors import ApiError
 from server.controller.offset_control import OffsetControl
-from server.controller.operations import ControllerLog
+from server.controller.operation_context import ControllerLog
 from server.controller.outbox import RaftView
 from server.controller.responses import not_controller
 from server.controller.write_queue import DeferredWriteQueue

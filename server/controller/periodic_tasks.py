@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from server.controller import elections
 from server.controller.controller import ControlManagers
-from server.controller.operations import ControllerConfig, ControllerLog, OperationContext
+from server.controller.operation_context import ControllerConfig, ControllerLog, OperationContext
 from server.controller.result import Record
 
 __all__ = [

@@ -1,5 +1,6 @@
 """The one table of controller RPCs: for each, its request class (api key and versions), its
-operation (``server.controller.operations``) and its answer builder
+operation (``server.controller.cluster_operations``, ``topic_operations``,
+``security_operations``) and its answer builder
 (``server.controller.responses``). It drives the host's dispatch
 (``server.controller.host``) and the controller part of the ApiVersions table the node
 advertises, as ``server.raft.registry`` does for the raft RPCs.
@@ -55,12 +56,15 @@ from messages.generated.unregister_broker_request import UnregisterBrokerRequest
 from messages.generated.unregister_controller_request import UnregisterControllerRequest
 from messages.generated.update_features_request import UpdateFeaturesRequest
 from messages.runtime import Message
-from server.controller import operations as op
+from server.controller import cluster_operations as cluster_ops
 from server.controller import responses as answer
+from server.controller import security_operations as security_ops
+from server.controller import topic_operations as topic_ops
 from server.controller.acls import malformed_acl_request
 from server.controller.authorizer import ALTER, ALTER_CONFIGS, CLUSTER_ACTION, DESCRIBE
 from server.controller.controller import ControlManagers
 from server.controller.errors import ApiError
+from server.controller.operation_context import ControllerConfig, OperationContext
 from server.controller.result import ControllerResult
 
 __all__ = ["CONTROLLER_APIS", "ControllerApi", "advertised_versions", "find"]
@@ -83,11 +87,11 @@ class ControllerApi:
     as Kafka does), None when it parses."""
 
     request: type[Message]
-    operation: Callable[[op.OperationContext, Any, int], ControllerResult]
+    operation: Callable[[OperationContext, Any, int], ControllerResult]
     respond: Callable[[Any, int, Any], Message] = _whole
     write: bool = True
     on_arrival: Callable[[ControlManagers, Any, int], None] | None = None
-    check: Callable[[op.ControllerConfig, Any, int], ApiError | None] | None = None
+    check: Callable[[ControllerConfig, Any, int], ApiError | None] | None = None
     malformed: Callable[[Any, int], str | None] | None = None
     cluster_operation: int | None = None
 
@@ -105,50 +109,50 @@ class ControllerApi:
 
 
 CONTROLLER_APIS: tuple[ControllerApi, ...] = (
-    ControllerApi(ControllerRegistrationRequest, op.register_controller, answer.registration_response,
+    ControllerApi(ControllerRegistrationRequest, cluster_ops.register_controller, answer.registration_response,
                   cluster_operation=CLUSTER_ACTION),
-    ControllerApi(UnregisterControllerRequest, op.unregister_controller, answer.unregister_controller_response,
+    ControllerApi(UnregisterControllerRequest, cluster_ops.unregister_controller, answer.unregister_controller_response,
                   cluster_operation=ALTER),
-    ControllerApi(UpdateFeaturesRequest, op.update_features_op, answer.update_features_response, cluster_operation=ALTER),
-    ControllerApi(BrokerRegistrationRequest, op.register_broker, answer.broker_registration_response,
+    ControllerApi(UpdateFeaturesRequest, cluster_ops.update_features_op, answer.update_features_response, cluster_operation=ALTER),
+    ControllerApi(BrokerRegistrationRequest, cluster_ops.register_broker, answer.broker_registration_response,
                   cluster_operation=CLUSTER_ACTION),
-    ControllerApi(BrokerHeartbeatRequest, op.broker_heartbeat, answer.broker_heartbeat_response, on_arrival=op.track_heartbeat,
+    ControllerApi(BrokerHeartbeatRequest, cluster_ops.broker_heartbeat, answer.broker_heartbeat_response, on_arrival=cluster_ops.track_heartbeat,
                   cluster_operation=CLUSTER_ACTION),
-    ControllerApi(UnregisterBrokerRequest, op.unregister_broker, answer.unregister_broker_response, cluster_operation=ALTER),
-    ControllerApi(AllocateProducerIdsRequest, op.allocate_producer_ids, answer.allocate_producer_ids_response,
+    ControllerApi(UnregisterBrokerRequest, cluster_ops.unregister_broker, answer.unregister_broker_response, cluster_operation=ALTER),
+    ControllerApi(AllocateProducerIdsRequest, cluster_ops.allocate_producer_ids, answer.allocate_producer_ids_response,
                   cluster_operation=CLUSTER_ACTION),
-    ControllerApi(CreateTopicsRequest, op.create_topics, answer.create_topics_response),
-    ControllerApi(DeleteTopicsRequest, op.delete_topics, answer.delete_topics_response),
-    ControllerApi(CreatePartitionsRequest, op.create_partitions, answer.create_partitions_response),
-    ControllerApi(AlterPartitionRequest, op.alter_partition, answer.alter_partition_response, cluster_operation=CLUSTER_ACTION),
-    ControllerApi(IncrementalAlterConfigsRequest, op.incremental_alter_configs, answer.incremental_alter_configs_response),
-    ControllerApi(AlterConfigsRequest, op.alter_configs, answer.alter_configs_response),
-    ControllerApi(AssignReplicasToDirsRequest, op.assign_replicas_to_dirs, answer.assign_replicas_to_dirs_response,
+    ControllerApi(CreateTopicsRequest, topic_ops.create_topics, answer.create_topics_response),
+    ControllerApi(DeleteTopicsRequest, topic_ops.delete_topics, answer.delete_topics_response),
+    ControllerApi(CreatePartitionsRequest, topic_ops.create_partitions, answer.create_partitions_response),
+    ControllerApi(AlterPartitionRequest, topic_ops.alter_partition, answer.alter_partition_response, cluster_operation=CLUSTER_ACTION),
+    ControllerApi(IncrementalAlterConfigsRequest, topic_ops.incremental_alter_configs, answer.incremental_alter_configs_response),
+    ControllerApi(AlterConfigsRequest, topic_ops.alter_configs, answer.alter_configs_response),
+    ControllerApi(AssignReplicasToDirsRequest, topic_ops.assign_replicas_to_dirs, answer.assign_replicas_to_dirs_response,
                   cluster_operation=CLUSTER_ACTION),
-    ControllerApi(ElectLeadersRequest, op.elect_leaders, answer.elect_leaders_response, cluster_operation=ALTER),
-    ControllerApi(AlterPartitionReassignmentsRequest, op.alter_partition_reassignments,
+    ControllerApi(ElectLeadersRequest, topic_ops.elect_leaders, answer.elect_leaders_response, cluster_operation=ALTER),
+    ControllerApi(AlterPartitionReassignmentsRequest, topic_ops.alter_partition_reassignments,
                   answer.alter_partition_reassignments_response, cluster_operation=ALTER),
-    ControllerApi(ListPartitionReassignmentsRequest, op.list_partition_reassignments,
+    ControllerApi(ListPartitionReassignmentsRequest, topic_ops.list_partition_reassignments,
                   answer.list_partition_reassignments_response, cluster_operation=DESCRIBE),
-    ControllerApi(DescribeClusterRequest, op.describe_cluster, answer.describe_cluster_response, write=False,
+    ControllerApi(DescribeClusterRequest, cluster_ops.describe_cluster, answer.describe_cluster_response, write=False,
                   cluster_operation=ALTER),
-    ControllerApi(DescribeConfigsRequest, op.describe_configs, answer.describe_configs_response, write=False),
-    ControllerApi(CreateAclsRequest, op.create_acls, answer.create_acls_response, check=op.check_acl_request,
+    ControllerApi(DescribeConfigsRequest, topic_ops.describe_configs, answer.describe_configs_response, write=False),
+    ControllerApi(CreateAclsRequest, security_ops.create_acls, answer.create_acls_response, check=security_ops.check_acl_request,
                   malformed=malformed_acl_request, cluster_operation=ALTER),
-    ControllerApi(DeleteAclsRequest, op.delete_acls, answer.delete_acls_response, check=op.check_acl_request,
+    ControllerApi(DeleteAclsRequest, security_ops.delete_acls, answer.delete_acls_response, check=security_ops.check_acl_request,
                   malformed=malformed_acl_request, cluster_operation=ALTER),
-    ControllerApi(DescribeAclsRequest, op.describe_acls, answer.describe_acls_response, write=False,
-                  check=op.check_acl_request, malformed=malformed_acl_request, cluster_operation=DESCRIBE),
-    ControllerApi(AlterUserScramCredentialsRequest, op.alter_user_scram_credentials, answer.alter_user_scram_credentials_response,
+    ControllerApi(DescribeAclsRequest, security_ops.describe_acls, answer.describe_acls_response, write=False,
+                  check=security_ops.check_acl_request, malformed=malformed_acl_request, cluster_operation=DESCRIBE),
+    ControllerApi(AlterUserScramCredentialsRequest, security_ops.alter_user_scram_credentials, answer.alter_user_scram_credentials_response,
                   cluster_operation=ALTER),
-    ControllerApi(DescribeUserScramCredentialsRequest, op.describe_user_scram_credentials,
+    ControllerApi(DescribeUserScramCredentialsRequest, security_ops.describe_user_scram_credentials,
                   answer.describe_user_scram_credentials_response, write=False),
-    ControllerApi(AlterClientQuotasRequest, op.alter_client_quotas, answer.alter_client_quotas_response,
+    ControllerApi(AlterClientQuotasRequest, topic_ops.alter_client_quotas, answer.alter_client_quotas_response,
                   cluster_operation=ALTER_CONFIGS),
-    ControllerApi(CreateDelegationTokenRequest, op.create_delegation_token, answer.create_delegation_token_response),
-    ControllerApi(RenewDelegationTokenRequest, op.renew_delegation_token, answer.renew_delegation_token_response),
-    ControllerApi(ExpireDelegationTokenRequest, op.expire_delegation_token, answer.expire_delegation_token_response),
-    ControllerApi(DescribeDelegationTokenRequest, op.describe_delegation_token, answer.describe_delegation_token_response,
+    ControllerApi(CreateDelegationTokenRequest, security_ops.create_delegation_token, answer.create_delegation_token_response),
+    ControllerApi(RenewDelegationTokenRequest, security_ops.renew_delegation_token, answer.renew_delegation_token_response),
+    ControllerApi(ExpireDelegationTokenRequest, security_ops.expire_delegation_token, answer.expire_delegation_token_response),
+    ControllerApi(DescribeDelegationTokenRequest, security_ops.describe_delegation_token, answer.describe_delegation_token_response,
                   write=False),
 )
 """Every controller RPC (module docstring)."""

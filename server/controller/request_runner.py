@@ -33,7 +33,7 @@ from server.controller.controller import ControlManagers
 from server.controller.errors import ApiError
 from server.controller.event_times import EventTimes
 from server.controller.offset_control import OffsetControl
-from server.controller.operations import ControllerConfig, ControllerLog, OperationContext
+from server.controller.operation_context import ControllerConfig, ControllerLog, OperationContext
 from server.controller.outbox import OutboxWriter, RaftView
 from server.controller.registry import ControllerApi
 from server.controller.write_queue import DeferredWriteQueue

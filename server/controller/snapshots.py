@@ -28,7 +28,7 @@ from storage.snapshot_format import SnapshotId, build_snapshot_batches
 
 if TYPE_CHECKING:
     from server.controller.controller import ControlManagers
-    from server.controller.operations import ControllerLog
+    from server.controller.operation_context import ControllerLog
     from server.raft.control_state import ControlRecordStateMachine
     from server.raft.log import RaftLog
 

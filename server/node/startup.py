@@ -23,7 +23,7 @@ from pathlib import Path
 from kwire.uuid import Uuid
 from server.config import KRaftConfig
 from server.controller.delegation_tokens import TokenSettings
-from server.controller.operations import ControllerConfig
+from server.controller.operation_context import ControllerConfig
 from server.node.plugins import load_plugins
 from server.raft.control import voter_set_from_record
 from server.raft.core import RaftCore

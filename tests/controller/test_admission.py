@@ -40,7 +40,7 @@ from server.controller.admission import (
 )
 from server.controller.admission import served_api_versions as api_versions
 from server.controller.authorizer import CLUSTER_ACTION, DESCRIBE, StandardAuthorizer
-from server.controller.operations import ControllerConfig
+from server.controller.operation_context import ControllerConfig
 from tests.controller.fixtures import RecordingLog
 
 # DefaultPrincipalData v0 of User:ANONYMOUS, after its int16 version

@@ -39,7 +39,7 @@ from messages.runtime import Message
 from server.controller import periodic_tasks
 from server.controller.cluster import ReplayError
 from server.controller.host import ControllerOutbox, ControllerRequest, QuorumController
-from server.controller.operations import ControllerConfig
+from server.controller.operation_context import ControllerConfig
 from server.controller.stepping import run_steps, steps
 from server.failpoints import FailpointHalt, parse_action
 from server.raft.core import RaftCore

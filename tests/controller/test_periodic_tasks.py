@@ -9,7 +9,7 @@ from typing import Any, cast
 from messages.generated.no_op_record import NoOpRecord
 from server.controller import periodic_tasks
 from server.controller.controller import ControlManagers
-from server.controller.operations import ControllerConfig, OperationContext
+from server.controller.operation_context import ControllerConfig, OperationContext
 from server.controller.periodic_tasks import RETRY_AFTER_WRITE_MS, PeriodicTasks, may_write
 from server.controller.result import Record
 from tests.controller.fixtures import RecordingLog

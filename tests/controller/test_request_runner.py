@@ -19,7 +19,7 @@ from messages.metadata import encode_record
 from server.controller.controller import ControlManagers
 from server.controller.errors import ApiError
 from server.controller.offset_control import OffsetControl
-from server.controller.operations import ControllerConfig, OperationContext
+from server.controller.operation_context import ControllerConfig, OperationContext
 from server.controller.outbox import OutboxWriter, RaftView
 from server.controller.registry import ControllerApi
 from server.controller.request_runner import ControllerRequest, RequestRunner, RunnerHost

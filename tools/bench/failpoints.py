@@ -161,7 +161,7 @@ class Node:
     periodic task runs), so each side takes the same path for every operation of its load."""
 
     def __init__(self, core_cls: type, host_cls: type, failpoints: Failpoints | None = None) -> None:
-        from server.controller.operations import ControllerConfig
+        from server.controller.operation_context import ControllerConfig
         from server.raft.events import Tick
         from server.raft.log import MemoryRaftLog
         from server.raft.types import Endpoint, QuorumConfig, ReplicaIdentity, VoterSet

@@ -54,7 +54,7 @@ from messages.generated.feature_level_record import FeatureLevelRecord
 from messages.runtime import Message
 from server.controller.cluster import ReplayError
 from server.controller.host import ControllerOutbox, QuorumController
-from server.controller.operations import ControllerConfig
+from server.controller.operation_context import ControllerConfig
 from server.controller.stepping import run_steps, steps
 from server.raft.events import AppendResult, Event, Outbox, Tick
 from server.raft.types import OffsetAndEpoch

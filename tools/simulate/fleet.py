@@ -44,7 +44,7 @@ from messages.generated.alter_partition_request import PartitionData as AlterDat
 from messages.generated.alter_partition_request import TopicData as AlterTopic
 from messages.generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from server.config import KRaftConfig
-from server.controller.operations import ControllerConfig
+from server.controller.operation_context import ControllerConfig
 from server.controller.partition_registration import PartitionRegistration
 from server.node.startup import controller_config
 from server.raft.events import Event
