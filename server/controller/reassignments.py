@@ -62,13 +62,14 @@ from messages.runtime import Message
 from server.controller.cluster import ClusterControlManager
 from server.controller.errors import ApiError
 from server.controller.image import PartitionRegistration, ReplicationControlManager
+from server.controller.new_partitions import check_manual_replicas
 from server.controller.partition_change import Election, PartitionChange
 from server.controller.partition_effects import (
     PartitionChanges,
     TopicConfigLayers,
 )
+from server.controller.placing import default_directory
 from server.controller.result import Record
-from server.controller.topics import check_manual_replicas, default_directory
 
 __all__ = [
     "alter_partition_reassignments",

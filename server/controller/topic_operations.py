@@ -26,7 +26,14 @@ from messages.generated.list_partition_reassignments_request import (
     ListPartitionReassignmentsRequest,
 )
 from server.controller import alter_partition as partitions
-from server.controller import configs, elections, reassignments, topics
+from server.controller import (
+    configs,
+    elections,
+    partition_creation,
+    reassignments,
+    topic_deletion,
+    topics,
+)
 from server.controller import describe_configs as config_description
 from server.controller.operation_context import OperationContext
 from server.controller.result import ControllerResult
@@ -60,15 +67,15 @@ def create_topics(ctx: OperationContext, request: CreateTopicsRequest, version: 
 
 
 def delete_topics(ctx: OperationContext, request: DeleteTopicsRequest, version: int) -> ControllerResult:
-    """DeleteTopics (``server.controller.topics.delete_topics``), under ``delete.topic.enable``."""
-    return ControllerResult(*topics.delete_topics(
+    """DeleteTopics (``server.controller.topic_deletion.delete_topics``), under ``delete.topic.enable``."""
+    return ControllerResult(*topic_deletion.delete_topics(
         request, version, image=ctx.image, delete_enabled=ctx.config.delete_topic_enable, authorize=ctx.authorize
     ))
 
 
 def create_partitions(ctx: OperationContext, request: CreatePartitionsRequest, version: int) -> ControllerResult:
-    """CreatePartitions (``server.controller.topics.create_partitions``)."""
-    return ControllerResult(*topics.create_partitions(
+    """CreatePartitions (``server.controller.partition_creation.create_partitions``)."""
+    return ControllerResult(*partition_creation.create_partitions(
         request, image=ctx.image, cluster=ctx.cluster, metadata_version=ctx.metadata_version, rng=ctx.rng,
         authorize=ctx.authorize, plugins=ctx.config.plugins,
     ))

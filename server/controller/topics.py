@@ -1,6 +1,5 @@
-"""Creating and deleting topics at the active controller (KIP-631): CreateTopics and
-DeleteTopics as Kafka 4.4's ``ControllerApis`` checks them and ``ReplicationControlManager``
-writes them.
+"""Creating topics at the active controller (KIP-631): CreateTopics as Kafka 4.4's
+``ControllerApis`` checks it and ``ReplicationControlManager`` writes it.
 
 CreateTopics
     Names given twice answer INVALID_REQUEST "Duplicate topic name."; ``__cluster_metadata``
@@ -17,18 +16,10 @@ CreateTopics
     first of them), all in one batch; its result carries the new topic id, the partition count,
     the replication factor and every effective topic config.
 
-CreatePartitions
-    More partitions for existing topics, placed as new topics' are (from the next partition
-    index on) or given, with the topic's replication factor; fewer or as many partitions answer
-    INVALID_PARTITIONS, an unknown topic UNKNOWN_TOPIC_OR_PARTITION, more than 10,000 new
-    partitions in one request POLICY_VIOLATION for every topic.
-
-DeleteTopics
-    Topics named or given by id (v6), each deleted with one RemoveTopicRecord; unknown names
-    answer UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID, and with
-    ``delete.topic.enable=false`` the whole request fails with TOPIC_DELETION_DISABLED (v3+).
-
-No I/O: randomness (placement, topic ids) comes from the caller.
+DeleteTopics is ``server.controller.topic_deletion``, CreatePartitions
+``server.controller.partition_creation``; what CreateTopics and CreatePartitions share is
+``server.controller.new_partitions``. No I/O: randomness (placement, topic ids) comes from the
+caller.
 """
 
 from __future__ import annotations
@@ -42,24 +33,12 @@ from kwire.topics import METADATA_TOPIC_NAME
 from kwire.uuid import Uuid
 from messages.generated.clear_elr_record import ClearElrRecord
 from messages.generated.config_record import ConfigRecord
-from messages.generated.create_partitions_request import (
-    CreatePartitionsRequest,
-    CreatePartitionsTopic,
-)
-from messages.generated.create_partitions_response import CreatePartitionsTopicResult
 from messages.generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from messages.generated.create_topics_response import CreatableTopicConfigs, CreatableTopicResult
-from messages.generated.delete_topics_request import DeleteTopicsRequest
-from messages.generated.delete_topics_response import DeletableTopicResult
-from messages.generated.partition_record import PartitionRecord
-from messages.generated.remove_topic_record import RemoveTopicRecord
 from messages.generated.topic_record import TopicRecord
 from server.controller.acls import CLUSTER, CLUSTER_NAME, TOPIC
 from server.controller.authorizer import (
-    ALTER,
     CREATE,
-    DELETE,
-    DESCRIBE,
     DESCRIBE_CONFIGS,
     Authorize,
 )
@@ -75,11 +54,17 @@ from server.controller.image import (
 from server.controller.java_order import (
     java_hash_map_order,
 )
+from server.controller.new_partitions import (
+    MAX_PARTITIONS_PER_REQUEST,
+    is_active,
+    manual_isr,
+    partition_record,
+)
 from server.controller.partition_change import (
     partition_change_record_version as partition_record_version,
 )
 from server.controller.placement import PlacementSpec
-from server.controller.placing import default_directory, has_uncordoned_dirs, place
+from server.controller.placing import place
 from server.controller.plugins import (
     NO_PLUGINS,
     ControllerPlugins,
@@ -94,23 +79,16 @@ from server.controller.topic_configs import (
 if TYPE_CHECKING:
     import random
 
+
 __all__ = [
-    "MAX_PARTITIONS_PER_REQUEST",
     "MIN_INSYNC_REPLICAS",
     "TopicDefaults",
-    "check_manual_replicas",
-    "create_partitions",
     "create_topics",
-    "default_directory",
-    "delete_topics",
 ]
 
 
-MAX_PARTITIONS_PER_REQUEST = 10_000
-"""Partitions one CreateTopics may create (``ReplicationControlManager``'s bound)."""
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
-_UNKNOWN_TOPIC = "This server does not host this topic-partition."
-_UNKNOWN_TOPIC_ID = "This server does not host this topic ID."
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,34 +103,6 @@ class TopicDefaults:
     static_config: Mapping[str, str]
     plugins: ControllerPlugins = NO_PLUGINS
     """The policies and the replica placer (``server.controller.plugins``)."""
-
-
-def _is_active(cluster: ClusterControlManager, broker_id: int) -> bool:
-    """Registered, unfenced and not in controlled shutdown (``ClusterControlManager.isActive``)."""
-    registration = cluster.registrations.get(broker_id)
-    return registration is not None and not registration.fenced and not registration.in_controlled_shutdown
-
-
-def _partition_record(
-    cluster: ClusterControlManager, topic_id: Uuid, index: int, replicas: list[int], isr: list[int], version: int
-) -> Record:
-    """A new partition (``buildPartitionRegistration``): led by the first in-sync replica, each
-    replica in its broker's default directory, epochs 0."""
-    directories = [default_directory(cluster, broker) for broker in replicas]
-    record = PartitionRecord(
-        partition_id=index,
-        topic_id=topic_id,
-        replicas=replicas,
-        isr=isr,
-        removing_replicas=[],
-        adding_replicas=[],
-        leader=isr[0],
-        leader_recovery_state=0,
-        leader_epoch=0,
-        partition_epoch=0,
-        directories=directories if version >= 1 else [],
-    )
-    return record, version
 
 
 def _total_partitions(topics: list[CreatableTopic], default_partitions: int) -> None:
@@ -190,59 +140,12 @@ def _manual_partitions(
                 Errors.INVALID_REPLICA_ASSIGNMENT, f"Found multiple manual partition assignments for partition {index}"
             )
         replicas = list(assignment.broker_ids)
-        parts[index] = (replicas, _manual_isr(replicas, replication_factor, index, cluster))
+        parts[index] = (replicas, manual_isr(replicas, replication_factor, index, cluster))
         replication_factor = len(replicas)
     if any(index not in parts for index in range(len(parts))):
         raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT, "partitions should be a consecutive 0-based integer sequence")
     return parts
 
-
-def _manual_isr(replicas: list[int], replication_factor: int | None, index: int, cluster: ClusterControlManager) -> list[int]:
-    """The ISR of a manually assigned partition ``index``: its replicas on active brokers,
-    after ``validateManualPartitionAssignment``'s checks. Raises ApiError
-    INVALID_REPLICA_ASSIGNMENT."""
-    check_manual_replicas(replicas, replication_factor, cluster)
-    isr = [broker for broker in replicas if _is_active(cluster, broker)]
-    if not isr:
-        raise ApiError(
-            Errors.INVALID_REPLICA_ASSIGNMENT,
-            f"All brokers specified in the manual partition assignment for partition {index} "
-            "are fenced or in controlled shutdown.",
-        )
-    return isr
-
-
-def check_manual_replicas(replicas: list[int], replication_factor: int | None, cluster: ClusterControlManager) -> None:
-    """``validateManualPartitionAssignment``: a non-empty list of distinct registered brokers,
-    each with a directory that is not cordoned, ``replication_factor`` long when one is given.
-    Raises ApiError INVALID_REPLICA_ASSIGNMENT."""
-    if not replicas:
-        raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list.")
-    previous: int | None = None
-    for broker in sorted(replicas):
-        registration = cluster.registrations.get(broker)
-        if registration is None:
-            raise ApiError(
-                Errors.INVALID_REPLICA_ASSIGNMENT,
-                f"The manual partition assignment includes broker {broker}, but no such broker is registered.",
-            )
-        if not has_uncordoned_dirs(registration):
-            raise ApiError(
-                Errors.INVALID_REPLICA_ASSIGNMENT,
-                f"The manual partition assignment includes broker {broker}, but all its log directories are cordoned.",
-            )
-        if broker == previous:
-            raise ApiError(
-                Errors.INVALID_REPLICA_ASSIGNMENT,
-                f"The manual partition assignment includes the broker {previous} more than once.",
-            )
-        previous = broker
-    if replication_factor is not None and len(replicas) != replication_factor:
-        raise ApiError(
-            Errors.INVALID_REPLICA_ASSIGNMENT,
-            f"The manual partition assignment includes a partition with {len(replicas)} replica(s), but this is not "
-            f"consistent with previous partitions, which have {replication_factor} replica(s).",
-        )
 
 
 def _placed_partitions(
@@ -267,7 +170,7 @@ def _placed_partitions(
         ) from None
     parts = {}
     for index, replicas in enumerate(placed):
-        isr = [broker for broker in replicas if _is_active(cluster, broker)]
+        isr = [broker for broker in replicas if is_active(cluster, broker)]
         if not isr:
             raise ApiError(
                 Errors.INVALID_REPLICATION_FACTOR,
@@ -411,7 +314,7 @@ def create_topics(
             records.append((ClearElrRecord(topic_name=topic.name), 0))
         for index in sorted(parts):
             replicas, isr = parts[index]
-            records.append(_partition_record(cluster, topic_id, index, replicas, isr, version))
+            records.append(partition_record(cluster, topic_id, index, replicas, isr, version))
         if len(records) > MAX_RECORDS_PER_USER_OP:  # the BoundedList of createTopics overflows
             raise ApiError(Errors.POLICY_VIOLATION, EXCESSIVE_BATCH)
 
@@ -440,189 +343,3 @@ def create_topics(
         for name in refused
     ]
     return ([] if request.validate_only else records), answers
-
-
-def delete_topics(
-    request: DeleteTopicsRequest, version: int, *, image: ReplicationControlManager, delete_enabled: bool = True,
-    authorize: Authorize | None = None,
-) -> tuple[list[Record], list[DeletableTopicResult]]:
-    """DeleteTopics at the active controller (module docstring): one RemoveTopicRecord per
-    deleted topic and one result per requested topic (Kafka shuffles them; these follow the
-    request). Raises ApiError TOPIC_DELETION_DISABLED (INVALID_REQUEST before v3) when
-    ``delete.topic.enable`` is false.
-
-    With ``authorize`` (``ControllerApis.deleteTopics``): DELETE on the cluster allows every
-    topic, else a topic needs DESCRIBE and DELETE on it; a name without DESCRIBE is refused
-    whether or not the topic exists, and an id whose topic the principal may not describe is
-    answered without the name (TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")."""
-    everything = authorize is None or authorize(DELETE, CLUSTER, CLUSTER_NAME, False)
-
-    def describable(name: str) -> bool:
-        return everything or authorize is not None and authorize(DESCRIBE, TOPIC, name, True)
-
-    def deletable(name: str) -> bool:
-        return everything or authorize is not None and authorize(DELETE, TOPIC, name, True)
-
-    refused = "Topic authorization failed."
-    if not delete_enabled:
-        if version < 3:
-            raise ApiError(Errors.INVALID_REQUEST, "This version does not support topic deletion.")
-        raise ApiError(Errors.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
-    results: list[DeletableTopicResult] = []
-
-    def answer(name: str | None, topic_id: Uuid, error: Errors = Errors.NONE, message: str | None = None) -> None:
-        results.append(DeletableTopicResult(name=name, topic_id=topic_id, error_code=error, error_message=message))
-
-    zero = Uuid()
-    names: dict[str, int] = {}
-    ids: dict[Uuid, int] = {}
-    for name in request.topic_names or ():
-        names[name] = names.get(name, 0) + 1
-    for state in request.topics or ():
-        if state.name is None:
-            if state.topic_id == zero:
-                answer(None, zero, Errors.INVALID_REQUEST, "Neither topic name nor id were specified.")
-            else:
-                ids[state.topic_id] = ids.get(state.topic_id, 0) + 1
-        elif state.topic_id == zero:
-            names[state.name] = names.get(state.name, 0) + 1
-        else:
-            answer(state.name, state.topic_id, Errors.INVALID_REQUEST, "You may not specify both topic name and topic id.")
-    for name, count in names.items():
-        if count > 1:
-            answer(name, zero, Errors.INVALID_REQUEST, "Duplicate topic name.")
-    duplicate_ids = {topic_id for topic_id, count in ids.items() if count > 1}
-    for topic_id in ids:
-        if topic_id in duplicate_ids:
-            answer(None, topic_id, Errors.INVALID_REQUEST, "Duplicate topic id.")
-    to_delete: dict[Uuid, str] = {}
-    for topic_id, count in ids.items():
-        if count > 1:
-            continue
-        topic = image.topics.get(topic_id)
-        if topic is None:
-            answer(None, topic_id, Errors.UNKNOWN_TOPIC_ID, _UNKNOWN_TOPIC_ID)
-        elif not deletable(topic.name):
-            answer(topic.name if describable(topic.name) else None, topic_id, Errors.TOPIC_AUTHORIZATION_FAILED, refused)
-        else:
-            to_delete[topic_id] = topic.name
-    for name, count in names.items():
-        if count > 1:
-            continue
-        found = image.topic_ids.get(name)
-        if not describable(name):
-            answer(name, zero, Errors.TOPIC_AUTHORIZATION_FAILED, refused)
-        elif found is None:
-            answer(name, zero, Errors.UNKNOWN_TOPIC_OR_PARTITION, _UNKNOWN_TOPIC)
-        elif not deletable(name):
-            answer(name, zero, Errors.TOPIC_AUTHORIZATION_FAILED, refused)
-        elif found in duplicate_ids or found in to_delete:
-            duplicate_ids.add(found)
-            to_delete.pop(found, None)
-            answer(name, found, Errors.INVALID_REQUEST, "The provided topic name maps to an ID that was already supplied.")
-        else:
-            to_delete[found] = name
-    records: list[Record] = []
-    for topic_id, name in to_delete.items():
-        records.append((RemoveTopicRecord(topic_id=topic_id), 0))
-        answer(name, topic_id)
-    return records, results
-
-
-def _grow_topic(
-    topic: CreatePartitionsTopic, image: ReplicationControlManager, cluster: ClusterControlManager, version: int, rng: random.Random,
-    plugins: ControllerPlugins,
-) -> list[Record]:
-    """The PartitionRecords that take ``topic`` to its requested count
-    (``ReplicationControlManager.createPartitions``). Raises ApiError."""
-    topic_id = image.topic_ids.get(topic.name)
-    if topic_id is None:
-        raise ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION)
-    existing = image.topics[topic_id].partitions
-    if topic.count == len(existing):
-        raise ApiError(Errors.INVALID_PARTITIONS, f"Topic already has {len(existing)} partition(s).")
-    if topic.count < len(existing):
-        raise ApiError(
-            Errors.INVALID_PARTITIONS,
-            f"The topic {topic.name} currently has {len(existing)} partition(s); {topic.count} would not be an increase.",
-        )
-    additional = topic.count - len(existing)
-    if topic.assignments is not None and len(topic.assignments) != additional:
-        raise ApiError(
-            Errors.INVALID_REPLICA_ASSIGNMENT,
-            f"Attempted to add {additional} additional partition(s), but only {len(topic.assignments)} "
-            "assignment(s) were specified.",
-        )
-    if not existing:
-        raise ApiError(Errors.UNKNOWN_SERVER_ERROR, f"Invalid state: topic {topic.name} appears to have no partitions.")
-    replication_factor = len(next(iter(existing.values())).replicas)
-    start = len(existing)
-    if topic.assignments is not None:
-        placed = []
-        for i, assignment in enumerate(topic.assignments):
-            replicas = list(assignment.broker_ids)
-            _manual_isr(replicas, replication_factor, start + i, cluster)
-            placed.append(replicas)
-    else:
-        placed = place(plugins, PlacementSpec(start, additional, replication_factor), cluster, rng)
-    records = []
-    for i, replicas in enumerate(placed):
-        isr = [broker for broker in replicas if _is_active(cluster, broker)]
-        if not isr:
-            raise ApiError(
-                Errors.INVALID_REPLICATION_FACTOR,
-                f"Unable to replicate the partition {replication_factor} time(s): All brokers are currently fenced "
-                "or in controlled shutdown.",
-            )
-        records.append(_partition_record(cluster, topic_id, start + i, replicas, isr, version))
-    return records
-
-
-def create_partitions(
-    request: CreatePartitionsRequest,
-    *,
-    image: ReplicationControlManager,
-    cluster: ClusterControlManager,
-    metadata_version: int,
-    rng: random.Random,
-    authorize: Authorize | None = None,
-    plugins: ControllerPlugins = NO_PLUGINS,
-) -> tuple[list[Record], list[CreatePartitionsTopicResult]]:
-    """CreatePartitions at the active controller (module docstring): the records to append as
-    one batch (none when ``ValidateOnly``) and one result per topic: the names given twice
-    first, then those ``authorize`` refuses ALTER on (TOPIC_AUTHORIZATION_FAILED, no message),
-    then the others, each group in the order of Kafka's hash set of the names
-    (``ControllerApis.createPartitions``). Raises ApiError
-    POLICY_VIOLATION for more than 10,000 new partitions (every topic fails with it)."""
-    counts: dict[str, int] = {}
-    for topic in request.topics:
-        counts[topic.name] = counts.get(topic.name, 0) + 1
-    # ControllerApis.createPartitions walks hash sets of the names
-    duplicates = java_hash_map_order([name for name, count in counts.items() if count > 1])
-    results = [
-        CreatePartitionsTopicResult(name=name, error_code=Errors.INVALID_REQUEST, error_message="Duplicate topic name.")
-        for name in duplicates
-    ]
-    by_name = {t.name: t for t in request.topics}
-    topics = [by_name[name] for name in java_hash_map_order(list(counts)) if counts[name] == 1]
-    if authorize is not None:
-        refused = [t.name for t in topics if not authorize(ALTER, TOPIC, t.name, True)]
-        results += [CreatePartitionsTopicResult(name=name, error_code=Errors.TOPIC_AUTHORIZATION_FAILED) for name in refused]
-        topics = [t for t in topics if t.name not in refused]
-    total = 0
-    for topic in topics:
-        topic_id = image.topic_ids.get(topic.name)
-        if topic.count >= 0 and topic_id is not None:
-            total += max(0, topic.count - len(image.topics[topic_id].partitions))
-            if total > MAX_PARTITIONS_PER_REQUEST:
-                raise ApiError(Errors.POLICY_VIOLATION, "Excessively large number of additional partitions per request.")
-    version = partition_record_version(metadata_version)
-    records: list[Record] = []
-    for topic in topics:
-        try:
-            records.extend(_grow_topic(topic, image, cluster, version, rng, plugins))
-        except ApiError as exc:
-            results.append(CreatePartitionsTopicResult(name=topic.name, error_code=exc.error, error_message=exc.message))
-        else:
-            results.append(CreatePartitionsTopicResult(name=topic.name, error_code=Errors.NONE, error_message=None))
-    return ([] if request.validate_only else records), results

@@ -1,5 +1,6 @@
-"""CreateTopics and DeleteTopics at the controller (``server.controller.topics``) and the topic
-config schema they check (``server.controller.topic_configs``). The answers are compared with a
+"""CreateTopics and DeleteTopics at the controller (``server.controller.topics``,
+``server.controller.topic_deletion``) and the topic config schema they check
+(``server.controller.topic_configs``). The answers are compared with a
 stock controller's in ``compat/test_topic_rpcs.py``; these tests pin the parts that test
 cannot see (a controller that is not active, placement over fenced brokers, replay)."""
 
@@ -39,11 +40,8 @@ from server.controller.topic_configs import (
     java_double_string,
     validate_topic_configs,
 )
-from server.controller.topics import (
-    TopicDefaults,
-    create_topics,
-    delete_topics,
-)
+from server.controller.topic_deletion import delete_topics
+from server.controller.topics import TopicDefaults, create_topics
 
 MV = 33  # 4.4-IV2
 DEFAULTS = TopicDefaults(num_partitions=1, replication_factor=1, node_id=1, static_config={})
