@@ -15,13 +15,18 @@ Every problem raises :class:`ConfigError` whose message starts with the key at f
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import javaproperties
 
+from server.config_security import (
+    SaslListenerSettings,
+    check_authorizer,
+    listener_sasl_settings,
+    security_protocol_map,
+)
 from server.config_values import (
     BootstrapServer,
     ConfigError,
@@ -48,11 +53,6 @@ __all__ = [
     "parse_quorum_voters",
 ]
 
-SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL"})
-KNOWN_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
-DEFAULT_LISTENER_SECURITY_PROTOCOL_MAP = (
-    "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
-)
 PROCESS_ROLES = ("broker", "controller")
 
 
@@ -188,7 +188,7 @@ class KRaftConfig:
     positive control); never set it anywhere else."""
     authorizer_class_name: str = ""
     """``authorizer.class.name``: empty (no authorizer: the ACL RPCs answer SECURITY_DISABLED and
-    every request is allowed) or Kafka's :data:`STANDARD_AUTHORIZER`, the only one kwire has."""
+    every request is allowed) or Kafka's :data:`~server.config_security.STANDARD_AUTHORIZER`, the only one kwire has."""
     super_users: tuple[str, ...] = ()
     """``super.users``: principals (``Type:name``, separated by ``;``) allowed every operation."""
     allow_everyone_if_no_acl_found: bool = False
@@ -260,7 +260,9 @@ class KRaftConfig:
                         "node may only have controller listeners",
                     )
 
-        protocol_map = _security_protocol_map(r, listeners, controller_names)
+        protocol_map = security_protocol_map(
+            r.get("listener.security.protocol.map"), listeners, controller_names
+        )
 
         log_dirs_text = r.get("log.dirs") or r.get("log.dir") or "/tmp/kafka-logs"
         log_dirs = tuple(_split_list(log_dirs_text))
@@ -379,7 +381,7 @@ class KRaftConfig:
                 else r.integer("kwire.unsafe.test.fsync.interval.ms", None, minimum=1)
             ),
             unsafe_test_ack_on_append=r.boolean("kwire.unsafe.test.ack.on.append", False),
-            authorizer_class_name=_authorizer(r.string("authorizer.class.name", "") or ""),
+            authorizer_class_name=check_authorizer(r.string("authorizer.class.name", "") or ""),
             super_users=tuple(u.strip() for u in (r.string("super.users", "") or "").split(";") if u.strip()),
             allow_everyone_if_no_acl_found=r.boolean("allow.everyone.if.no.acl.found", False),
             delegation_token_secret_key=r.string("delegation.token.secret.key") or None,
@@ -422,39 +424,9 @@ class KRaftConfig:
     def sasl_settings(self, listener_name: str) -> SaslListenerSettings | None:
         """The SASL settings of a SASL_PLAINTEXT or SASL_SSL listener, None for another; raises ConfigError
         for a mechanism kwire does not serve or one without its JAAS configuration (Kafka's
-        ``listener.name.<listener>.<mechanism>.sasl.jaas.config``, or ``sasl.jaas.config``)."""
-        name = listener_name.upper()
-        if self.listener_security_protocol_map.get(name) not in ("SASL_PLAINTEXT", "SASL_SSL"):
-            return None
-        prefix = f"listener.name.{name.lower()}."
-        key = prefix + "sasl.enabled.mechanisms"
-        if key not in self.raw:
-            key = "sasl.enabled.mechanisms"
-        mechanisms = tuple(m.strip() for m in self.raw.get(key, "GSSAPI").split(",") if m.strip())
-        if not mechanisms:
-            raise ConfigError(key, f"listener {name} enables no SASL mechanism")
-        jaas: dict[str, JaasEntry] = {}
-        max_reauth_ms: dict[str, int] = {}
-        for mechanism in mechanisms:
-            if mechanism not in SASL_MECHANISMS:
-                raise ConfigError(key, f"SASL mechanism {mechanism} is not supported by kwire "
-                                       f"(it serves {', '.join(SASL_MECHANISMS)})")
-            jaas_key = f"{prefix}{mechanism.lower()}.sasl.jaas.config"
-            text = self.raw.get(jaas_key, self.raw.get("sasl.jaas.config"))
-            if text is None:
-                raise ConfigError(jaas_key, f"listener {name} enables {mechanism} but has no JAAS configuration for it")
-            jaas[mechanism] = parse_jaas_config(jaas_key, text)
-            # SaslChannelBuilder.createConnectionsMaxReauthMsMap: the mechanism's key, then the
-            # listener's, each listener-prefixed or not
-            for reauth_key in (f"{prefix}{mechanism.lower()}.connections.max.reauth.ms",
-                               f"{prefix}connections.max.reauth.ms", "connections.max.reauth.ms"):
-                if reauth_key in self.raw:
-                    try:
-                        max_reauth_ms[mechanism] = int(self.raw[reauth_key].strip())
-                    except ValueError:
-                        raise ConfigError(reauth_key, f"{self.raw[reauth_key]!r} is not a number of ms") from None
-                    break
-        return SaslListenerSettings(name, mechanisms, jaas, max_reauth_ms)
+        ``listener.name.<listener>.<mechanism>.sasl.jaas.config``, or ``sasl.jaas.config``;
+        :func:`~server.config_security.listener_sasl_settings`)."""
+        return listener_sasl_settings(self.listener_security_protocol_map, self.raw, listener_name)
 
     def controller_sasl_client(self) -> tuple[str, str, str] | None:
         """``(mechanism, username, password)`` this node logs in with on the controller listener
@@ -499,129 +471,6 @@ _FIELD_DEFAULTS: dict[str, int] = {
     f.name: f.default for f in fields(KRaftConfig) if isinstance(f.default, int)
 }
 """The integer settings' defaults, read from the fields of :class:`KRaftConfig`."""
-
-
-STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-"""The ``authorizer.class.name`` of Kafka's KRaft authorizer (KIP-801), whose ACLs live in the
-metadata log."""
-
-
-def _authorizer(name: str) -> str:
-    """``authorizer.class.name`` checked: empty or :data:`STANDARD_AUTHORIZER`."""
-    name = name.strip()
-    if name not in ("", STANDARD_AUTHORIZER):
-        raise ConfigError(
-            "authorizer.class.name",
-            f"{name} is not supported: kwire has one authorizer, {STANDARD_AUTHORIZER} (or leave it unset)",
-        )
-    return name
-
-
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-"""The SASL mechanisms kwire serves."""
-
-
-@dataclass(frozen=True, slots=True)
-class JaasEntry:
-    """One JAAS login module entry: its class, its control flag and its options."""
-
-    login_module: str
-    flag: str
-    options: Mapping[str, str]
-
-
-@dataclass(frozen=True, slots=True)
-class SaslListenerSettings:
-    """A SASL listener's mechanisms (``sasl.enabled.mechanisms``) and, per mechanism, its JAAS
-    entry. PLAIN's ``user_<name>="<password>"`` options are the users the listener accepts."""
-
-    listener: str
-    mechanisms: tuple[str, ...]
-    jaas: Mapping[str, JaasEntry]
-    max_reauth_ms: Mapping[str, int] = field(default_factory=dict)
-    """``connections.max.reauth.ms`` per mechanism where set (KIP-368): how long a session lasts
-    before the client must re-authenticate; 0 or less, or unset, for ever."""
-
-    @property
-    def plain_users(self) -> dict[str, str]:
-        """PLAIN's users and passwords (``PlainServerCallbackHandler``)."""
-        entry = self.jaas.get("PLAIN")
-        if entry is None:
-            return {}
-        return {key[5:]: value for key, value in entry.options.items() if key.startswith("user_")}
-
-
-_JAAS_TOKEN = re.compile(r'\s*(?:("(?:[^"\\]|\\.)*")|([^\s=;"]+)|(=)|(;))')
-
-
-def parse_jaas_config(key: str, text: str) -> JaasEntry:
-    """A ``sasl.jaas.config`` value (Kafka's ``JaasConfig``): ``LoginModuleClass flag
-    key=value ...;`` with quoted or bare values. Raises ConfigError."""
-    tokens: list[tuple[str, str]] = []
-    pos = 0
-    text = text.strip()
-    while pos < len(text):
-        found = _JAAS_TOKEN.match(text, pos)
-        if found is None or found.end() == pos:
-            raise ConfigError(key, f"cannot parse the JAAS configuration at {text[pos:pos + 20]!r}")
-        quoted, word, equals, semicolon = found.groups()
-        if quoted is not None:
-            tokens.append(("value", re.sub(r"\\(.)", r"\1", quoted[1:-1])))
-        elif word is not None:
-            tokens.append(("word", word))
-        elif equals is not None:
-            tokens.append(("=", "="))
-        else:
-            tokens.append((";", ";"))
-        pos = found.end()
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-    if len(tokens) < 3 or tokens[0][0] != "word" or tokens[1][0] != "word" or tokens[-1][0] != ";":
-        raise ConfigError(key, "a JAAS configuration is 'LoginModule flag key=value ...;'")
-    flag = tokens[1][1].lower()
-    if flag not in ("required", "requisite", "sufficient", "optional"):
-        raise ConfigError(key, f"invalid JAAS control flag {tokens[1][1]!r}")
-    options: dict[str, str] = {}
-    body = tokens[2:-1]
-    if len(body) % 3:
-        raise ConfigError(key, "JAAS options must be key=value pairs")
-    for i in range(0, len(body), 3):
-        (kind, name), (eq, _), (_, value) = body[i], body[i + 1], body[i + 2]
-        if kind != "word" or eq != "=":
-            raise ConfigError(key, f"invalid JAAS option near {name!r}")
-        options[name] = value
-    return JaasEntry(tokens[0][1], flag, options)
-
-
-def _security_protocol_map(
-    r: _Reader, listeners: tuple[Listener, ...], controller_names: tuple[str, ...]
-) -> dict[str, str]:
-    key = "listener.security.protocol.map"
-    explicit = r.get(key)
-    mapping: dict[str, str] = {}
-    for item in _split_list(explicit or DEFAULT_LISTENER_SECURITY_PROTOCOL_MAP):
-        name, colon, protocol = item.partition(":")
-        name, protocol = name.strip().upper(), protocol.strip().upper()
-        if not colon or not name or not protocol:
-            raise ConfigError(key, f"{item!r} is not of the form NAME:PROTOCOL")
-        if protocol not in KNOWN_SECURITY_PROTOCOLS:
-            raise ConfigError(key, f"unknown security protocol {protocol!r} for {name}")
-        mapping[name] = protocol
-    # Kafka (KafkaConfig.effectiveListenerSecurityProtocolMap): when the map is not set, a
-    # controller listener with a non-protocol name defaults to PLAINTEXT.
-    if explicit is None:
-        for name in controller_names:
-            mapping.setdefault(name, "PLAINTEXT")
-    for listener in listeners:
-        used = mapping.get(listener.name)
-        if used is None:
-            raise ConfigError(key, f"no security protocol for listener {listener.name}")
-        if used not in SUPPORTED_SECURITY_PROTOCOLS:
-            raise ConfigError(
-                key,
-                f"listener {listener.name} uses {used}; kwire supports {', '.join(sorted(SUPPORTED_SECURITY_PROTOCOLS))} listeners",
-            )
-    return mapping
 
 
 def load_config(

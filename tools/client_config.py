@@ -26,7 +26,8 @@ from pathlib import Path
 
 import javaproperties
 
-from server.config import SASL_MECHANISMS, ConfigError, parse_jaas_config
+from server.config import ConfigError
+from server.config_security import SASL_MECHANISMS, parse_jaas_config
 from server.net.sasl import SaslClient
 from server.net.tls import client_context, tls_settings
 

@@ -15,7 +15,8 @@ from scramp import ScramMechanism
 from kwire.errors import Errors
 from messages.generated.sasl_authenticate_request import SaslAuthenticateRequest
 from messages.generated.sasl_handshake_request import SaslHandshakeRequest
-from server.config import ConfigError, KRaftConfig, Listener, parse_jaas_config
+from server.config import ConfigError, KRaftConfig, Listener
+from server.config_security import parse_jaas_config
 from server.net.client import KafkaConnectionError, open_connection
 from server.net.sasl import SaslClient, SaslServerConfig, SaslSession
 from server.net.scram import ScramClient, ScramFailure, ScramServer, credential_of
