@@ -1,5 +1,5 @@
-"""What every controller operation is given, as the public methods of Kafka's
-``QuorumController`` are: :class:`ControllerConfig` (the node's settings),
+"""What every controller operation (one per RPC, as Kafka's ``QuorumController`` has one
+public method per RPC) is given: :class:`ControllerConfig` (the node's settings),
 :class:`OperationContext` (the image, the time, the raft layer's facts) and the injected
 :class:`ControllerLog`.
 
@@ -11,7 +11,7 @@ result the answer is built from) or raises :class:`~server.controller.errors.Api
 fails the request whole; ``server.controller.registry`` pairs each with its answer builder in
 one line. The operations decide nothing about timing: the host (``server.controller.host``)
 runs a write only on the active controller and after the writes before it committed, and
-answers once its batch commits. Reads (DescribeCluster, DescribeConfigs, DescribeAcls) any
+answers once its batch commits. Reads (the Describe RPCs: ``write=False`` in the registry) any
 controller answers from its own image at once.
 """
 
