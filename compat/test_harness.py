@@ -17,7 +17,7 @@ import pytest
 
 from compat import kafka as k
 from compat.harness import KafkaRelease
-from tools import stock_kafka
+from tools import stock_fetch, stock_kafka
 
 pytestmark = pytest.mark.compat
 
@@ -72,11 +72,11 @@ def test_a_release_not_fetched_is_fetched_on_demand(monkeypatch: pytest.MonkeyPa
     the script's words when it fails; require_release skips (fails under CI) on that."""
     script = tmp_path / "fetch-kafka.sh"
     script.write_text('echo "fetch-kafka: fetched $1" >&2; mkdir -p "$CACHE/kafka-$1/lib"; exit 3\n')
-    monkeypatch.setattr(stock_kafka, "CACHE_DIR", tmp_path / "cache")
-    monkeypatch.setattr(stock_kafka, "FETCH_SCRIPT", script)
+    monkeypatch.setattr(stock_fetch, "CACHE_DIR", tmp_path / "cache")
+    monkeypatch.setattr(stock_fetch, "FETCH_SCRIPT", script)
     monkeypatch.setenv("CACHE", str(tmp_path / "cache"))
     version = k.MATRIX_RELEASES[0]
-    assert not stock_kafka.is_fetched(version)
+    assert not stock_fetch.is_fetched(version)
     with pytest.raises(k.KafkaUnavailable, match=f"fetch-kafka: fetched {version}"):
         k.ensure_fetched(version)
     assert (tmp_path / "cache" / f"kafka-{version}" / "lib").is_dir()  # the script did run
@@ -90,7 +90,7 @@ def test_a_release_not_fetched_is_fetched_on_demand(monkeypatch: pytest.MonkeyPa
 
 def test_require_kafka_fails_in_ci_when_jars_are_missing(monkeypatch: pytest.MonkeyPatch,
                                                          tmp_path: Path) -> None:
-    monkeypatch.setattr(stock_kafka, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(stock_fetch, "CACHE_DIR", tmp_path)
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="must run in CI"):
         k.require_kafka(k.PINNED_VERSIONS[0])

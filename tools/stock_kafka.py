@@ -36,6 +36,11 @@ Errors: every function taking a ``version`` raises ValueError for a release that
 :func:`run_tool` and :func:`tool_class` look a tool up on the release's own classpath first and
 then on its tools classpath; :func:`tool_release` says which release actually runs it.
 
+The module is in three: what the releases are (pins, :func:`release_facts`) is
+:mod:`tools.stock_releases`, fetching them and locating their jars and tool classes is
+:mod:`tools.stock_fetch`, and this module runs them (JVM flags, class data sharing archives,
+:func:`run_kafka_class`). It re-exports the other two's public names (``__all__``).
+
 Typical use::
 
     from tools.stock_kafka import run_tool, start_kafka_class
@@ -46,232 +51,96 @@ Typical use::
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import subprocess
-import zipfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-import javaproperties
-
 from tools import tool_runner
-from tools.stock_kafka_cds import CDS_QUIET_FLAGS, Training, make_class_data_archive
-
-COMPAT_DIR_ENV = "KWIRE_COMPAT_DIR"
-"""The environment variable that names the ``compat/`` directory (pins and jar cache)."""
-
-
-def _compat_dir() -> Path:
-    override = os.environ.get(COMPAT_DIR_ENV, "").strip()
-    if override:
-        return Path(override).expanduser().resolve()
-    return Path(__file__).resolve().parent.parent / "compat"
-
-
-COMPAT_DIR = _compat_dir()
-"""The ``compat/`` directory this module reads: ``$KWIRE_COMPAT_DIR``, else the repository's."""
-VERSIONS_FILE = COMPAT_DIR / "kafka-versions.properties"
-CACHE_DIR = COMPAT_DIR / ".cache"
-FETCH_HINT = "run `make compat-jars` (bash compat/fetch-kafka.sh)"
-
-
-def _properties() -> dict[str, str]:
-    with VERSIONS_FILE.open(encoding="utf-8") as fh:
-        return dict(javaproperties.load(fh))
-
-
-def _pinned() -> tuple[str, ...]:
-    raw = _properties().get("kafka.versions", "")
-    versions = tuple(v.strip() for v in raw.split(",") if v.strip())
-    if not versions:
-        raise RuntimeError(f"kafka.versions is empty in {VERSIONS_FILE}")
-    return versions
-
-
-PINNED_VERSIONS: tuple[str, ...] = _pinned() if VERSIONS_FILE.is_file() else ()
-"""The Kafka releases ``make test`` fetches and the compat tests run against by default, oldest
-first (``kafka.versions``); empty when there is no ``kafka-versions.properties`` (see the module
-docstring)."""
-
-
-def _matrix() -> tuple[str, ...]:
-    raw = _properties().get("kafka.releases", "")
-    listed = tuple(v.strip() for v in raw.split(",") if v.strip())
-    return tuple(sorted(set(listed) | set(PINNED_VERSIONS), key=version_tuple))
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    """``"4.4.0"`` -> ``(4, 4, 0)``, for comparisons such as ``version_tuple(v) >= (4, 3)``."""
-    return tuple(int(part) for part in version.split("."))
-
-
-MATRIX_RELEASES: tuple[str, ...] = _matrix() if VERSIONS_FILE.is_file() else ()
-"""The release matrix (``kafka.releases``, with :data:`PINNED_VERSIONS`): the newest patch of
-every Kafka line since 3.3, oldest first. A release outside :data:`PINNED_VERSIONS` is fetched on
-demand (:func:`ensure_fetched`)."""
-
-
-COVER_RELEASES: tuple[str, ...] = tuple(
-    v.strip() for v in (_properties().get("kafka.cover.releases", "") if VERSIONS_FILE.is_file() else "").split(",")
-    if v.strip()
+from tools.stock_fetch import (  # re-exported below
+    FETCH_SCRIPT,
+    TOOL_CLASSES,
+    _locate_tool,
+    classpath,
+    dump_log_segments_class,
+    ensure_fetched,
+    has_class,
+    is_fetched,
+    jars,
+    kafka_home,
+    kafka_jar,
+    lib_dir,
+    logging_config,
+    logging_flags,
+    tool_class,
+    tool_release,
 )
-"""The releases of the matrix outside :data:`PINNED_VERSIONS` that ``make test`` uses
-(``kafka.cover.releases``): ``make compat-jars`` fetches them, and their class data sharing
-archives are made up front with the pinned releases'."""
+from tools.stock_kafka_cds import CDS_QUIET_FLAGS, Training, make_class_data_archive
+from tools.stock_releases import (  # re-exported below
+    CACHE_DIR,
+    COMPAT_DIR,
+    COMPAT_DIR_ENV,
+    COVER_RELEASES,
+    FETCH_HINT,
+    MATRIX_RELEASES,
+    PINNED_VERSIONS,
+    VERSIONS_FILE,
+    KafkaUnavailable,
+    ReleaseFacts,
+    release_facts,
+    tools_version,
+    version_tuple,
+)
 
-
-@dataclass(frozen=True)
-class ReleaseFacts:
-    """What a stock release of the matrix needs from a quorum and the harness.
-
-    ``metadata_version``: the newest metadata.version of its line (``MetadataVersion`` at the
-    release's tag), the ``--release-version`` its quorum is formatted at. ``dynamic_quorum``:
-    KIP-853 (kraft.version 1, ``controller.quorum.bootstrap.servers``, ``--standalone`` and
-    ``--initial-controllers``) from 3.9; before it a quorum is static
-    (``controller.quorum.voters``). ``bootstrap_controller``: its admin tools talk to controllers
-    directly (``--bootstrap-controller``, KIP-919) from 3.7; before, only through a broker.
-    ``log4j2``: Log4j 2 (KIP-653) from 4.0, configured by ``log4j2.properties``; before, Log4j
-    1.x / reload4j with ``log4j.properties``. ``tools_version``: the release whose kafka-tools
-    stand in (see :func:`tools_version`)."""
-
-    version: str
-    metadata_version: str
-    dynamic_quorum: bool
-    bootstrap_controller: bool
-    log4j2: bool
-    tools_version: str
-
-    @property
-    def release_version(self) -> str:
-        """The ``--release-version`` of its line, ``"3.6"`` for 3.6.2."""
-        return ".".join(self.version.split(".")[:2])
-
-
-def release_facts(version: str) -> ReleaseFacts:
-    """The :class:`ReleaseFacts` of a release of the matrix. Raises ValueError for a release
-    that is not pinned or has no ``kafka.<version>.metadata.version``."""
-    _check_pinned(version)
-    level = _properties().get(f"kafka.{version}.metadata.version", "").strip()
-    if not level:
-        raise ValueError(f"kafka.{version}.metadata.version is missing from {VERSIONS_FILE}")
-    v = version_tuple(version)
-    return ReleaseFacts(version, level, dynamic_quorum=v >= (3, 9), bootstrap_controller=v >= (3, 7),
-                        log4j2=v >= (4,), tools_version=tools_version(version))
-
-
-def _check_pinned(version: str) -> None:
-    if not VERSIONS_FILE.is_file():
-        raise KafkaUnavailable(
-            f"no Kafka versions are pinned here: {VERSIONS_FILE} is missing (set "
-            f"{COMPAT_DIR_ENV} to the compat/ directory of a kwire checkout)"
-        )
-    if version not in MATRIX_RELEASES:
-        raise ValueError(f"Kafka {version} is not pinned in {VERSIONS_FILE} ({MATRIX_RELEASES})")
-
-
-FETCH_SCRIPT = COMPAT_DIR / "fetch-kafka.sh"
-
-
-def is_fetched(version: str) -> bool:
-    """Whether ``version``'s jars (and, for a stand-in, its tools' jars) are in the cache."""
-    home = kafka_home(version)
-    if not (home / "lib.stamp").is_file() or not jars(version):
-        return False
-    if tools_version(version) != version and not (home / "tools-lib.stamp").is_file():
-        return False
-    return logging_config(version).is_file()
-
-
-def ensure_fetched(version: str, *, timeout_s: float = 1800.0) -> Path:
-    """Fetch ``version`` (a release of :data:`MATRIX_RELEASES`) from Maven Central into the cache
-    with ``compat/fetch-kafka.sh VERSION`` unless it is there; returns :func:`kafka_home`. One
-    fetch runs at a time (the script's lock); its output is kept for the error.
-    Raises ValueError for a release that is not pinned, KafkaUnavailable when the fetch fails
-    (Java, javac, mvn or the network missing: the script's words)."""
-    home = kafka_home(version)
-    if is_fetched(version):
-        return home
-    if not FETCH_SCRIPT.is_file():
-        raise KafkaUnavailable(f"Kafka {version} is not fetched and {FETCH_SCRIPT} is missing")
-    done = subprocess.run(["bash", str(FETCH_SCRIPT), version], capture_output=True, text=True, timeout=timeout_s,
-                          check=False)
-    if done.returncode != 0 or not is_fetched(version):
-        raise KafkaUnavailable(f"fetching Kafka {version} failed: {done.stderr.strip()[-3000:]}")
-    return home
-
-
-def tools_version(version: str) -> str:
-    """The release whose kafka-tools classes run for ``version``: ``version`` itself unless
-    kafka-versions.properties names a stand-in (``kafka.<version>.tools.version``). Raises
-    ValueError for a release that is not pinned (in :data:`MATRIX_RELEASES`)."""
-    _check_pinned(version)
-    return _properties().get(f"kafka.{version}.tools.version", version).strip() or version
-
-
-def kafka_home(version: str) -> Path:
-    """``compat/.cache/kafka-<version>`` (under :data:`CACHE_DIR`): holds ``lib/``, ``config/``
-    and ``oracle/``. Raises ValueError for a release that is not pinned."""
-    _check_pinned(version)
-    return CACHE_DIR / f"kafka-{version}"
-
-
-def lib_dir(version: str, *, tools: bool = False) -> Path:
-    """``version``'s classpath directory; with ``tools``, the one its kafka-tools classes run
-    from (``tools-lib/`` when the tools are a stand-in release's, else ``lib/``)."""
-    if tools and tools_version(version) != version:
-        return kafka_home(version) / "tools-lib"
-    return kafka_home(version) / "lib"
-
-
-def jars(version: str, *, tools: bool = False) -> list[Path]:
-    """Every jar of ``version``'s runtime classpath (see :func:`lib_dir`), sorted by name;
-    empty when the jars have not been fetched."""
-    return sorted(lib_dir(version, tools=tools).glob("*.jar"))
-
-
-def classpath(version: str, extra: Iterable[str | os.PathLike[str]] = (), *,
-              tools: bool = False) -> str:
-    """``version``'s runtime classpath (see :func:`lib_dir`) as one ``java -cp`` argument
-    (entries joined by ``os.pathsep``); ``extra`` entries go first. Raises KafkaUnavailable when
-    the jars have not been fetched."""
-    found = jars(version, tools=tools)
-    if not found:
-        raise KafkaUnavailable(f"no jars under {lib_dir(version, tools=tools)}; {FETCH_HINT}")
-    return os.pathsep.join([str(e) for e in extra] + [str(j) for j in found])
-
-
-def kafka_jar(version: str, artifact: str) -> Path:
-    """The jar of one Kafka module, e.g. ``kafka_jar("3.9.2", "kafka-clients")``; kafka-tools
-    and kafka-tools-api come from the tools classpath. Raises KafkaUnavailable when it is
-    missing."""
-    tools = artifact.startswith("kafka-tools")
-    wanted = tools_version(version) if tools else version
-    path = lib_dir(version, tools=tools) / f"{artifact}-{wanted}.jar"
-    if not path.is_file():
-        raise KafkaUnavailable(f"{path} is missing; {FETCH_HINT}")
-    return path
-
-
-def logging_config(version: str, *, tools: bool = False) -> Path:
-    """The logging configuration fetch-kafka.sh wrote for ``version``'s classpath (with
-    ``tools``: its tools classpath): WARN and above to stderr."""
-    release = tools_version(version) if tools else version
-    name = "log4j2.properties" if version_tuple(release) >= (4,) else "log4j.properties"
-    return kafka_home(version) / "config" / name
-
-
-def logging_flags(version: str, *, tools: bool = False) -> list[str]:
-    """The JVM flag that points the logging binding of ``version``'s classpath (with ``tools``:
-    its tools classpath) at :func:`logging_config`."""
-    config = logging_config(version, tools=tools)
-    if config.name == "log4j2.properties":
-        # Log4j 2 (KIP-653); a plain path, as a file: URL breaks on Windows-style paths.
-        return [f"-Dlog4j2.configurationFile={config}"]
-    return [f"-Dlog4j.configuration={config.as_uri()}"]
-
+# This module runs stock Kafka (JVM flags, class data sharing archives, tools); what the releases
+# are (tools.stock_releases) and where their jars and classes are (tools.stock_fetch) are
+# re-exported so that the many callers that import them from here keep working.
+__all__ = [
+    "CDS_ENV",
+    "COMMON_JVM_FLAGS",
+    "EXTRA_JVM_FLAGS_ENV",
+    "SERVER_JVM_FLAGS",
+    "SUBPROCESS_ONLY",
+    "TOOL_JVM_FLAGS",
+    "TOOL_RUNNER_ENV",
+    "KafkaCommandError",
+    "class_data_archive",
+    "java_command",
+    "java_executable",
+    "make_class_data_archives",
+    "run_kafka_class",
+    "run_tool",
+    "start_kafka_class",
+    "FETCH_SCRIPT",
+    "TOOL_CLASSES",
+    "classpath",
+    "dump_log_segments_class",
+    "ensure_fetched",
+    "has_class",
+    "is_fetched",
+    "jars",
+    "kafka_home",
+    "kafka_jar",
+    "lib_dir",
+    "logging_config",
+    "logging_flags",
+    "tool_class",
+    "tool_release",
+    "CACHE_DIR",
+    "COMPAT_DIR",
+    "COMPAT_DIR_ENV",
+    "COVER_RELEASES",
+    "FETCH_HINT",
+    "MATRIX_RELEASES",
+    "PINNED_VERSIONS",
+    "VERSIONS_FILE",
+    "KafkaUnavailable",
+    "ReleaseFacts",
+    "release_facts",
+    "tools_version",
+    "version_tuple",
+]
 
 # JVM settings. Tools are short-lived: a small serial-GC heap and the C1 compiler start fastest.
 # A server gets Kafka's own defaults from kafka-run-class.sh / kafka-server-start.sh, scaled to
@@ -320,10 +189,6 @@ SUBPROCESS_ONLY = frozenset({
 which read stdin and end on a signal or their own shutdown hooks; and MetadataShell, whose
 snapshot loader reported a fault on a kwire segment once in a runner that had run other tools
 (in a test run on two workers), which it has not reported in a JVM of its own."""
-
-
-class KafkaUnavailable(RuntimeError):
-    """Java or a pinned release's jars are not available on this machine."""
 
 
 def java_executable() -> str:
@@ -530,77 +395,6 @@ class KafkaCommandError(RuntimeError):
 
 
 # -- classes in the jars --------------------------------------------------------------------
-
-@functools.cache
-def _class_index(version: str, tools: bool) -> frozenset[str]:
-    names: set[str] = set()
-    for jar in jars(version, tools=tools):
-        with zipfile.ZipFile(jar) as zf:
-            for entry in zf.namelist():
-                if entry.endswith(".class") and "$" not in entry:
-                    names.add(entry[: -len(".class")].replace("/", "."))
-    return frozenset(names)
-
-
-def has_class(version: str, class_name: str, *, tools: bool = False) -> bool:
-    """Whether a top-level class ``class_name`` (e.g. ``kafka.tools.TestRaftServer``) is on
-    ``version``'s classpath (with ``tools``: its tools classpath). The jars are indexed once per
-    process; False when they have not been fetched."""
-    return class_name in _class_index(version, tools)
-
-
-# The main class of each Kafka command-line tool, newest location first: the tools moved from
-# core (Scala, kafka.admin / kafka.tools) to the tools module (Java) one by one (KIP-906):
-# MetadataQuorumCommand in 3.5, FeatureCommand in 3.6 (core keeps a copy until 3.7), TopicCommand
-# in 3.7, ConsoleConsumer in 3.8, ConsoleProducer in 4.0, DumpLogSegments in 4.3 (KAFKA-14579).
-TOOL_CLASSES: dict[str, tuple[str, ...]] = {
-    "dump-log": ("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments"),
-    "storage": ("kafka.tools.StorageTool",),
-    "metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand", "kafka.admin.MetadataQuorumCommand"),
-    "metadata-shell": ("org.apache.kafka.shell.MetadataShell",),
-    "features": ("org.apache.kafka.tools.FeatureCommand", "kafka.admin.FeatureCommand"),
-    "server": ("kafka.Kafka",),
-    "test-raft-server": ("kafka.tools.TestRaftServer",),
-    "topics": ("org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand"),
-    "configs": ("kafka.admin.ConfigCommand",),
-    "reassign-partitions": ("org.apache.kafka.tools.reassign.ReassignPartitionsCommand",),
-    "leader-election": ("org.apache.kafka.tools.LeaderElectionCommand", "kafka.admin.LeaderElectionCommand"),
-    "console-producer": ("org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer"),
-    "console-consumer": ("org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka.tools.ConsoleConsumer"),
-    "acls": ("org.apache.kafka.tools.AclCommand", "kafka.admin.AclCommand"),
-    "delegation-tokens": ("org.apache.kafka.tools.DelegationTokenCommand",),
-    "producer-perf-test": ("org.apache.kafka.tools.ProducerPerformance",),
-}
-
-
-def _locate_tool(version: str, tool: str) -> tuple[str, bool]:
-    candidates = TOOL_CLASSES[tool]
-    places = [False] + ([True] if tools_version(version) != version else [])
-    for tools in places:
-        for name in candidates:
-            if has_class(version, name, tools=tools):
-                return name, tools
-    raise KafkaUnavailable(f"none of {candidates} is on Kafka {version}'s classpath")
-
-
-def tool_class(version: str, tool: str) -> str:
-    """The main class that ``kafka-<tool>.sh`` runs for ``version`` (see TOOL_CLASSES), chosen
-    by what the jars actually contain: the release's own classpath first, then its tools
-    classpath. Raises KeyError for an unknown tool, KafkaUnavailable when no candidate exists."""
-    return _locate_tool(version, tool)[0]
-
-
-def tool_release(version: str, tool: str) -> str:
-    """The Kafka release whose code runs ``tool`` for ``version``: ``version`` itself, or the
-    stand-in tools release (for 4.4.0, DumpLogSegments and MetadataQuorumCommand are 4.3.1's)."""
-    return tools_version(version) if _locate_tool(version, tool)[1] else version
-
-
-def dump_log_segments_class(version: str) -> str:
-    """``kafka.tools.DumpLogSegments`` up to 4.2, ``org.apache.kafka.tools.DumpLogSegments``
-    from 4.3 (what ``kafka-dump-log.sh`` runs). Raises KafkaUnavailable as :func:`tool_class`."""
-    return tool_class(version, "dump-log")
-
 
 def run_tool(
     version: str, tool: str, args: Sequence[str | os.PathLike[str]] = (), **kwargs: object
