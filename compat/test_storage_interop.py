@@ -80,7 +80,7 @@ from storage.quorum_state import FileQuorumStateStore, StoredElectionState
 from storage.segment import LogConfig
 from storage.snapshots import SnapshotId, read_snapshot_content
 from tools import storage_cmd
-from tools.raft_server_load import record_template, workload_value
+from tools.raft_load_records import record_template, workload_value
 
 pytestmark = pytest.mark.compat
 

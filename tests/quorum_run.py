@@ -22,7 +22,7 @@ from typing import Any
 from messages.metadata import decode_record
 from storage.log import MetadataLog
 from tools.local_cluster import DevCluster, DevClusterError
-from tools.raft_server_load import parse_workload_record
+from tools.raft_load_records import parse_workload_record
 
 __all__ = ["Failover", "FailoverRun", "LogRecord", "check_logs", "read_node_log", "run_failovers"]
 

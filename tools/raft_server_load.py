@@ -51,17 +51,16 @@ one JSON object per line instead, keyed by ``event``:
 
 All carry ``time_ms`` (wall clock). Exit status as ``kwire server-start``.
 
-The module is named for what it provides (the load generator :class:`Workload` and its record
-format, which tests and ``kwire dev-cluster`` use too); the command keeps Kafka's tool's name.
+The module is named for what it provides (the load generator :class:`Workload`, which tests and
+``kwire dev-cluster`` use too); the command keeps Kafka's tool's name. The records' format is
+:mod:`tools.raft_load_records`, the latency histogram :mod:`tools.latency_histogram`.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import logging
-import math
 import signal
 import sys
 import time
@@ -70,18 +69,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tools.latency_histogram import LatencyHistogram
+from tools.raft_load_records import (
+    RECORD_TYPES,
+    record_template,
+    workload_values,
+)
+
 __all__ = [
-    "RECORD_TYPES",
-    "LatencyHistogram",
     "Workload",
     "add_parser",
-    "parse_workload_record",
-    "parse_workload_value",
-    "record_template",
     "run",
     "tick_seconds",
-    "workload_value",
-    "workload_values",
 ]
 
 APPEND_BYTES = 8 * 1024
@@ -90,11 +89,6 @@ appends in steps of this size rather than in one batch of the leader's 8 MiB lim
 
 log = logging.getLogger("kwire.test_raft_server")
 
-WORKLOAD_CONFIG_NAME = "kwire.test.raft.workload"
-RECORD_TYPES = ("config", "no-op")
-PAYLOAD_TAG = 0
-"""The tag of a ``no-op`` record's payload (NoOpRecord v0 defines no tagged field)."""
-BROKER_RESOURCE_TYPE = 4
 MIN_TICK_S = 0.001
 MAX_TICK_S = 0.005
 COMMITTED_REPORT_MS = 100
@@ -109,178 +103,6 @@ def tick_seconds(linger_ms: int) -> float:
     due, as Kafka's tool appends each record."""
     return min(MAX_TICK_S, max(MIN_TICK_S, linger_ms / 5000))
 
-
-def record_template(record_size: int, record_type: str = "config") -> tuple[bytes, int, int]:
-    """An encoded workload record of ``record_type`` (:data:`RECORD_TYPES`) whose total length is
-    ``record_size`` bytes, and the ``(start, length)`` of its padding, in which a marker may be
-    written in place. Raises ValueError when ``record_size`` is too small to hold the record
-    framing or ``record_type`` is unknown."""
-    from messages.generated.config_record import ConfigRecord
-    from messages.generated.no_op_record import NoOpRecord
-    from messages.metadata import encode_record
-
-    if record_type not in RECORD_TYPES:
-        raise ValueError(f"--record-type {record_type!r} is not one of {', '.join(RECORD_TYPES)}")
-
-    def encoded(length: int) -> bytes:
-        if record_type == "no-op":
-            return encode_record(NoOpRecord(unknown_tagged_fields=((PAYLOAD_TAG, b"x" * length),)), 0)
-        record = ConfigRecord(
-            resource_type=BROKER_RESOURCE_TYPE, resource_name="", name=WORKLOAD_CONFIG_NAME,
-            value="x" * length,
-        )
-        return encode_record(record, 0)
-
-    overhead = len(encoded(0))
-    length = record_size - overhead
-    # the padding's length varint grows with the length: adjust until exact
-    while length >= 0 and len(encoded(length)) > record_size:
-        length -= 1
-    if length < 40 or len(encoded(length)) != record_size:
-        raise ValueError(f"--record-size {record_size} is too small (at least {overhead + 41})")
-    data = encoded(length)
-    # the padding ends the record (a ConfigRecord's value is followed by its empty tagged fields)
-    start = len(data) - length - (1 if record_type == "config" else 0)
-    assert data[start:start + length] == b"x" * length
-    return data, start, length
-
-
-def workload_value(template: tuple[bytes, int, int], epoch: int, counter: int, node_id: int) -> bytes:
-    """The record value for ``(epoch, counter)`` written by ``node_id``."""
-    return workload_values(template, epoch, counter, 1, node_id)[0]
-
-
-def workload_values(
-    template: tuple[bytes, int, int], epoch: int, first: int, count: int, node_id: int
-) -> tuple[bytes, ...]:
-    """The values of counters ``first`` .. ``first + count - 1`` (:func:`workload_value` of each),
-    made together: the generator's share of a leader's CPU at 240,000 records/s."""
-    values: list[bytes] = []
-    counter, end = first, first + count
-    while counter < end:
-        # counters of one digit count share a marker length, so one format makes each value
-        digits = len(str(counter))
-        group_end = min(end, 10 ** digits)
-        form = _value_form(template, epoch, digits, node_id)
-        values += [form % c for c in range(counter, group_end)]
-        counter = group_end
-    return tuple(values)
-
-
-@functools.lru_cache(maxsize=16)
-def _value_form(template: tuple[bytes, int, int], epoch: int, digits: int, node_id: int) -> bytes:
-    """The ``%``-format that makes the value of any counter of ``digits`` digits: the template
-    with the marker ``epoch.<counter>.node_id.`` at its place (computed once per epoch and digit
-    count, not once per append)."""
-    data, start, length = template
-    head, tail = data[:start], data[start:]
-    marker_length = len(b"%d.%s.%d." % (epoch, b"0" * digits, node_id))
-    if marker_length > length:
-        raise ValueError("record too small for its marker")
-    prefix = (head + b"%d." % epoch).replace(b"%", b"%%")
-    suffix = (b".%d." % node_id + tail[marker_length:]).replace(b"%", b"%%")
-    return prefix + b"%d" + suffix
-
-
-def parse_workload_value(value: str) -> tuple[int, int, int]:
-    """``(epoch, counter, node_id)`` from a workload record's marker (a ConfigRecord's value)."""
-    epoch, counter, node_id, _ = value.split(".", 3)
-    return int(epoch), int(counter), int(node_id)
-
-
-def parse_workload_record(record: Any) -> tuple[int, int, int] | None:
-    """``(epoch, counter, node_id)`` of a decoded metadata record written by the workload (either
-    :data:`RECORD_TYPES`), None for any other record."""
-    from messages.generated.config_record import ConfigRecord
-    from messages.generated.no_op_record import NoOpRecord
-
-    if isinstance(record, ConfigRecord) and record.name == WORKLOAD_CONFIG_NAME and record.value is not None:
-        return parse_workload_value(record.value)
-    if isinstance(record, NoOpRecord):
-        payload = dict(record.unknown_tagged_fields).get(PAYLOAD_TAG)
-        if payload is not None:
-            return parse_workload_value(payload.decode("ascii", "replace"))
-    return None
-
-
-_QUANTILES = (("p50", 0.5), ("p75", 0.75), ("p99", 0.99), ("p999", 0.999))
-_NO_PERCENTILES = {"p50": 0.0, "p75": 0.0, "p99": 0.0, "p999": 0.0, "max": 0.0}
-
-
-def _nearest_rank(q: float, n: int) -> int:
-    """The 0-based index of quantile ``q``'s nearest rank among ``n`` sorted values."""
-    return min(n - 1, max(0, int(q * n + 0.999999) - 1))
-
-
-class LatencyHistogram:
-    """Whole-millisecond latencies as a count per millisecond (index: latency in ms).
-
-    :meth:`add_run` records an append's records -- due ``step_ms`` apart and committed at one
-    instant, so their latencies fall by ``step_ms`` from record to record -- with one step per
-    distinct millisecond among them rather than one per record: at 160,000 records/s an append
-    of 30 records spans under a fifth of a millisecond. :meth:`percentiles` gives the nearest-rank
-    percentiles of the recorded latencies, exactly as sorting them one by one would.
-    """
-
-    __slots__ = ("counts", "total")
-
-    def __init__(self) -> None:
-        self.counts: list[int] = []
-        self.total = 0
-
-    def __len__(self) -> int:
-        return self.total
-
-    def add(self, latency_ms: int, count: int = 1) -> None:
-        """``count`` records of ``latency_ms`` (>= 0) each."""
-        counts = self.counts
-        if latency_ms >= len(counts):
-            counts.extend([0] * (latency_ms + 1 - len(counts)))
-        counts[latency_ms] += count
-        self.total += count
-
-    def add_run(self, late_ms: float, count: int, step_ms: float) -> None:
-        """``count`` records, the k-th of latency ``max(0, int(late_ms - k * step_ms))`` ms
-        (``step_ms`` > 0): the first is ``late_ms`` late, each next one was due ``step_ms``
-        later. The bounds between milliseconds are found with that same expression, so each
-        record lands where computing its latency alone would put it."""
-        k = 0
-        while k < count:
-            value = int(late_ms - k * step_ms)
-            if value <= 0:  # this one and every later one: due at or after the commit
-                self.add(0, count - k)
-                return
-            # the first record after k of a lower latency: late_ms - j * step_ms < value
-            end = min(count, max(k + 1, math.ceil((late_ms - value) / step_ms)))
-            while end > k + 1 and int(late_ms - (end - 1) * step_ms) < value:
-                end -= 1
-            while end < count and int(late_ms - end * step_ms) >= value:
-                end += 1
-            self.add(value, end - k)
-            k = end
-
-    def merge(self, other: LatencyHistogram) -> None:
-        """Add every record of ``other``."""
-        for latency_ms, count in enumerate(other.counts):
-            if count:
-                self.add(latency_ms, count)
-
-    def percentiles(self) -> dict[str, float]:
-        """p50/p75/p99/p999/max (nearest rank) of every recorded latency, in ms; zeros when
-        empty."""
-        n = self.total
-        if n == 0:
-            return _NO_PERCENTILES.copy()
-        wanted = sorted((_nearest_rank(q, n), name) for name, q in _QUANTILES)
-        result: dict[str, float] = {}
-        seen = 0
-        for latency_ms, count in enumerate(self.counts):
-            seen += count
-            while wanted and wanted[0][0] < seen:
-                result[wanted.pop(0)[1]] = float(latency_ms)
-            if count:
-                result["max"] = float(latency_ms)
-        return {name: result[name] for name, _q in _QUANTILES} | {"max": result["max"]}
 
 
 class Workload:

@@ -21,16 +21,15 @@ from messages.metadata import decode_record
 from server.controller.controller import ControlManagers
 from server.raft.events import AppendResult, CommittedBatch
 from server.raft.types import LeaderAndEpoch
-from tools.raft_server_load import (
+from tools.latency_histogram import LatencyHistogram
+from tools.raft_load_records import (
     WORKLOAD_CONFIG_NAME,
-    LatencyHistogram,
-    Workload,
     parse_workload_record,
     record_template,
-    tick_seconds,
     workload_value,
     workload_values,
 )
+from tools.raft_server_load import Workload, tick_seconds
 
 
 @pytest.mark.parametrize("record_type", ["config", "no-op"])

@@ -166,7 +166,7 @@ class Node:
         from server.raft.log import MemoryRaftLog
         from server.raft.types import Endpoint, QuorumConfig, ReplicaIdentity, VoterSet
         from storage.bootstrap import default_bootstrap_metadata
-        from tools.raft_server_load import record_template
+        from tools.raft_load_records import record_template
 
         self.now = 1
         self.heartbeat: Callable[[], Any] | None = None
@@ -256,7 +256,7 @@ class Node:
     def workload_append(self) -> None:
         """One append of :data:`RECORDS_PER_APPEND` workload NoOpRecords beside the host's."""
         from server.raft.events import ClientAppend
-        from tools.raft_server_load import workload_values
+        from tools.raft_load_records import workload_values
 
         values = workload_values(self._template, self.core.epoch, self._counter, RECORDS_PER_APPEND, 1)
         self._counter += RECORDS_PER_APPEND
