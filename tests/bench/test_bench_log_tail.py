@@ -1,4 +1,4 @@
-"""``tools.bench.brokers.LogTail``: each read returns the whole batches appended since the one
+"""``tools.bench.log_tail.LogTail``: each read returns the whole batches appended since the one
 before, a segment deleted by retention loses nothing already read, and a tail made while a batch
 was half written starts at the next batch."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from storage.control import build_data_batch
-from tools.bench.brokers import LogTail
+from tools.bench.log_tail import LogTail
 
 
 def _batch(base_offset: int) -> bytes:

@@ -42,12 +42,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tools.bench.core import Result
+from tools.bench.log_tail import LogTail, leader_moves
 from tools.bench.quorum import cpu_seconds
 from tools.local_cluster import stop_processes
 from tools.stock_kafka import PINNED_VERSIONS
@@ -98,6 +99,9 @@ class Row:
     """From the end of the dead broker's session (its last answered heartbeat, as sent, plus
     ``broker.session.timeout.ms``) to its partitions' new leaders: the controller's own delay."""
     errors: int = 0
+    redirects: int = 0
+    """Broker requests that found the leadership moved (NOT_CONTROLLER or a lost connection)
+    and went to the new active controller."""
     error: str | None = None
 
 
@@ -215,7 +219,7 @@ NOT_CONTROLLER = 41
 async def simulated_broker(port: int, broker_id: int, finalized: dict[str, int], window: Window, rng: random.Random,
                            unfenced: Any, interval_ms: int = HEARTBEAT_INTERVAL_MS, *,
                            shutdown: Any = None, shut_down: Any = None, ports: list[int] | None = None,
-                           contact: dict[int, float] | None = None) -> None:
+                           contact: dict[int, float] | None = None, redirected: Any = None) -> None:
     """One broker on its own connection: registers, heartbeats until unfenced (then calls
     ``unfenced``), and heartbeats every interval, recording the latencies inside ``window``,
     until cancelled. Once ``shutdown`` (a ``trio.Event``) is set it shuts down as a broker in
@@ -223,7 +227,9 @@ async def simulated_broker(port: int, broker_id: int, finalized: dict[str, int],
     answers ``ShouldShutDown``, then calls ``shut_down`` with the seconds from the first such
     heartbeat sent, and returns. With ``ports`` (the quorum's), an answer of NOT_CONTROLLER or
     a lost connection sends it to the active controller of the moment, as a broker's
-    controller channel does; without, either ends it (an exception). ``contact`` maps the broker
+    controller channel does (``redirected``, when given, is called each time); without, a lost
+    connection ends it (an exception) and NOT_CONTROLLER is an answer like any other error, which
+    leaves the broker asking the same node for ever. ``contact`` maps the broker
     id to the wall time (``time.time()``, seconds) at which its last answered heartbeat was sent:
     the controller's session for it ends ``broker.session.timeout.ms`` after that at the
     earliest."""
@@ -263,6 +269,8 @@ async def simulated_broker(port: int, broker_id: int, finalized: dict[str, int],
             except OSError:
                 if ports is None:
                     raise
+            if redirected is not None:
+                redirected()
             if conn is not None:
                 await conn.aclose()
                 conn = None
@@ -312,7 +320,9 @@ async def simulated_broker(port: int, broker_id: int, finalized: dict[str, int],
 async def create_led_topic(port: int, leader: int, others: list[int], name: str = KILL_TOPIC) -> Any:
     """Topic ``name``: :data:`KILL_PARTITIONS` partitions whose replicas are ``leader`` first
     and two of ``others``, so that ``leader`` leads them all. Returns its topic id (a
-    ``kwire.uuid.Uuid``) once the controller answered (its records committed)."""
+    ``kwire.uuid.Uuid``) once the controller answered (its records committed). Raises
+    NotController when the node at ``port`` is no longer the active controller, RuntimeError
+    for another error."""
     from messages.generated.create_topics_request import (
         CreatableReplicaAssignment,
         CreatableTopic,
@@ -330,89 +340,52 @@ async def create_led_topic(port: int, leader: int, others: list[int], name: str 
     async with await open_connection("127.0.0.1", port, "bench-admin") as conn:
         response = await conn.request(CreateTopicsRequest(topics=[topic], timeout_ms=30_000), 7)
     errors = [(t.name, t.error_code, t.error_message) for t in response.topics if t.error_code != 0]
+    if errors and all(code == NOT_CONTROLLER for _, code, _ in errors):
+        raise NotController(f"CreateTopics: {errors}")
     if errors:
         raise RuntimeError(f"CreateTopics failed: {errors}")
     return response.topics[0].topic_id
 
 
-class LogTail:
-    """The batches appended to the metadata log under ``segment_dir`` since this was made, a
-    read at a time: each :meth:`read` returns only what was appended since the one before, so
-    nothing is read twice (the log is 100+ MB at 10^6 partitions) and what a caller found stays
-    found after retention deletes its segment."""
+class NotController(RuntimeError):
+    """A request was answered NOT_CONTROLLER: the leadership moved."""
 
-    def __init__(self, segment_dir: Path) -> None:
-        self.segment_dir = segment_dir
-        self._read_to = {segment: segment.stat().st_size for segment in segment_dir.glob("*.log")}
 
-    def read(self) -> list[Any]:
-        """The whole batches appended since the last read, in segment order. A segment whose
-        end at creation was not a batch boundary (read mid-write) is read from its start, and
-        the batches wholly before that end are left out."""
-        from storage.batch_scan import scan_batches
+async def _create_on_active(ports: list[int], leader: int, others: list[int]) -> tuple[int, Any]:
+    """:func:`create_led_topic` on the quorum's active controller, found again while the
+    answer is NOT_CONTROLLER (within :data:`START_TIMEOUT_S`): the port that created it and the
+    topic id."""
+    import trio
 
-        batches: list[Any] = []
-        for segment in sorted(self.segment_dir.glob("*.log")):
-            start = self._read_to.get(segment, 0)
+    with trio.fail_after(START_TIMEOUT_S):
+        while True:
+            port = await active_controller_port(ports)
             try:
-                with segment.open("rb") as log:
-                    log.seek(start)
-                    data = log.read()
-            except FileNotFoundError:  # deleted by retention since the glob
-                continue
-            scan = scan_batches(data)
-            if start and data and not scan.batches:
-                whole = scan_batches(segment.read_bytes())
-                position = 0
-                for batch in whole.batches:
-                    position += batch.size_in_bytes
-                    if position > start:
-                        batches.append(batch)
-                self._read_to[segment] = whole.valid_bytes
-            else:
-                batches.extend(scan.batches)
-                self._read_to[segment] = start + scan.valid_bytes
-        return batches
+                return port, await create_led_topic(port, leader, others)
+            except NotController:
+                await trio.sleep(0.1)
 
 
-def leader_moves(batches: list[Any], topic_id: Any, victim: int) -> tuple[dict[int, int], int | None]:
-    """Of metadata log ``batches`` (:meth:`LogTail.read`): partition of topic ``topic_id`` ->
-    append time, ms, of the first batch that gave it a leader other than ``victim``; and the
-    append time of the last batch that moved any partition's leader to another broker, None
-    when none did."""
-    from messages.generated.partition_change_record import PartitionChangeRecord
-    from messages.metadata import decode_record
-
-    key = PartitionChangeRecord.API_KEY
-    moved: dict[int, int] = {}
-    last_move: int | None = None
-    for batch in batches:
-        if batch.is_control:
-            continue
-        for value in batch.iter_values():
-            if value is None or len(value) < 2 or value[1] != key:
-                continue
-            message, _ = decode_record(value)
-            assert isinstance(message, PartitionChangeRecord)
-            if message.leader in (-2, -1, victim):  # -2: no leader change; -1: none
-                continue
-            last_move = batch.max_timestamp if last_move is None else max(last_move, batch.max_timestamp)
-            if message.topic_id == topic_id:
-                moved.setdefault(message.partition_id, batch.max_timestamp)
-    return moved, last_move
-
-
-async def _drive(port: int, pids: list[int], load: Load, log_dir: Path) -> Row | str:
-    """The run against the active controller at ``port`` (module docstring); ``log_dir`` is
-    its metadata log's partition directory."""
+async def _drive(port: int, ports: list[int], pids: list[int], load: Load,
+                 log_dir_of: Callable[[int], Path]) -> Row | str:
+    """The run against the quorum at ``ports``, whose active controller was at ``port`` when it
+    began (module docstring). The brokers follow the leadership where it moves, as Kafka's
+    brokers do; the topic whose leader dies is created on the active controller of that
+    moment, and ``log_dir_of(port)`` is the metadata log's partition directory of the node at
+    ``port``."""
     import trio
 
     finalized = await wait_finalized(port)
     ready = 0
+    redirects = 0
 
     def unfenced() -> None:
         nonlocal ready
         ready += 1
+
+    def redirected() -> None:
+        nonlocal redirects
+        redirects += 1
 
     window = Window(float("inf"), float("inf"))
     rng = random.Random(5)
@@ -423,7 +396,7 @@ async def _drive(port: int, pids: list[int], load: Load, log_dir: Path) -> Row |
     async def broker(broker_id: int) -> None:
         with scopes[broker_id]:
             await simulated_broker(port, broker_id, finalized, window, rng, unfenced, load.heartbeat_interval_ms,
-                                   contact=contact)
+                                   ports=ports, contact=contact, redirected=redirected)
 
     async with trio.open_nursery() as nursery:
         for broker_id in scopes:
@@ -433,7 +406,8 @@ async def _drive(port: int, pids: list[int], load: Load, log_dir: Path) -> Row |
                 await trio.sleep(0.1)
         if ready < load.brokers:
             nursery.cancel_scope.cancel()
-            return f"only {ready} of {load.brokers} brokers were unfenced within {START_TIMEOUT_S:.0f} s"
+            note = f" ({redirects} requests redirected to a new active controller)" if redirects else ""
+            return f"only {ready} of {load.brokers} brokers were unfenced within {START_TIMEOUT_S:.0f} s{note}"
         all_unfenced_s = time.monotonic() - started
         window.start = time.monotonic() + load.warmup_s
         window.end = window.start + load.window_s
@@ -443,8 +417,8 @@ async def _drive(port: int, pids: list[int], load: Load, log_dir: Path) -> Row |
         cpu_after = cpu_seconds(pids)
         # one broker dies: the partitions it led get other leaders once its session expires
         victim, *others = sorted(scopes)[:4]
-        topic_id = await create_led_topic(port, victim, others)  # answered once its records committed
-        tail = LogTail(log_dir)
+        port, topic_id = await _create_on_active(ports, victim, others)  # answered once its records committed
+        tail = LogTail(log_dir_of(port))
         killed_at_ms = time.time() * 1000
         scopes[victim].cancel()
         expiry_ms = contact[victim] * 1000 + load.session_timeout_ms
@@ -469,6 +443,7 @@ async def _drive(port: int, pids: list[int], load: Load, log_dir: Path) -> Row |
         all_unfenced_s=all_unfenced_s,
         cpu_s_per_1000=(cpu_after - cpu_before) / len(latencies) * 1000,
         errors=window.errors,
+        redirects=redirects,
     )
     if len(moved) == KILL_PARTITIONS:
         row.kill_to_new_leaders_s = (max(moved.values()) - killed_at_ms) / 1000
@@ -480,27 +455,51 @@ async def _drive(port: int, pids: list[int], load: Load, log_dir: Path) -> Row |
 
 def run_side(kind: str, name: str, load: Load, base: Path) -> Row:
     """One side's run (``kind`` "kwire" or "kafka") under ``base``; a Row with ``error`` set
-    when it gave no figures. The controller process is stopped in every case."""
+    when it gave no figures, and then the controllers' output is kept (:func:`keep_output`).
+    The controller processes are stopped in every case."""
     import trio
 
     root = base / kind
     root.mkdir(parents=True)
     procs: list[subprocess.Popen[bytes]] = []
+    row: Row | None = None
     try:
         procs, ports = start_quorum(
             kind, root, load.controllers, f"broker.session.timeout.ms={load.session_timeout_ms}\n"
         )
         port = trio.run(active_controller_port, ports)
-        log_dir = root / f"{kind}-{ports.index(port) + 1}" / "__cluster_metadata-0"
-        outcome = trio.run(_drive, port, [p.pid for p in procs], load, log_dir)
-        if isinstance(outcome, str):
-            return Row(name, error=outcome)
-        outcome.implementation = name
-        return outcome
+
+        def log_dir_of(port: int) -> Path:
+            return root / f"{kind}-{ports.index(port) + 1}" / "__cluster_metadata-0"
+
+        outcome = trio.run(_drive, port, ports, [p.pid for p in procs], load, log_dir_of)
+        row = Row(name, error=outcome) if isinstance(outcome, str) else outcome
+        row.implementation = name
     except Exception as exc:  # noqa: BLE001 - a failed run is a row that says why
-        return Row(name, error=f"{type(exc).__name__}: {exc}")
+        row = Row(name, error=f"{type(exc).__name__}: {exc}")
     finally:
         stop_processes(procs, timeout_s=30)
+    if row.error is not None:
+        kept = keep_output(root, base.parent / f"{base.name}-{kind}-output")
+        if kept is not None:
+            row.error += f" (controller output kept in {kept})"
+    return row
+
+
+def keep_output(root: Path, dest: Path) -> Path | None:
+    """Copy the controllers' output under ``root`` (``*.out``, Kafka's ``logs-*`` directories)
+    to ``dest``, which outlives the run's directories: the evidence of a failed run. None when
+    there was none."""
+    outputs = sorted(root.glob("*.out")) + sorted(p for p in root.glob("logs-*") if p.is_dir())
+    if not outputs:
+        return None
+    dest.mkdir(parents=True, exist_ok=True)
+    for path in outputs:
+        if path.is_dir():
+            shutil.copytree(path, dest / path.name, dirs_exist_ok=True)
+        else:
+            shutil.copy2(path, dest / path.name)
+    return dest
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
@@ -539,6 +538,10 @@ def run(args: Any) -> list[Result]:
         print(f"{row.implementation:<28} {_fmt(row.all_unfenced_s):>10} {_fmt(row.p50, 2):>8} {_fmt(row.p99, 2):>8} {_fmt(row.max_ms, 1):>8} "
               f"{_fmt(row.heartbeats_per_s):>8} {_fmt(row.cpu_s_per_1000, 3):>14} "
               f"{_fmt(row.kill_to_new_leaders_s, 2):>16} {_fmt(row.expiry_to_new_leaders_s, 2):>18} {row.errors:>7}")
+    for row in rows:
+        if row.redirects:
+            print(f"{row.implementation}: the leadership moved during the run; {row.redirects} broker requests went "
+                  "to the new active controller")
     kwire, ref = rows[0], rows[1] if len(rows) > 1 else None
     if kwire.error is not None:
         return []

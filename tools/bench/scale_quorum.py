@@ -60,16 +60,15 @@ from tools.bench.brokers import (
     HEARTBEAT_INTERVAL_MS,
     KILL_PARTITIONS,
     START_TIMEOUT_S,
-    LogTail,
     Window,
     active_controller_port,
     create_led_topic,
-    leader_moves,
     simulated_broker,
     start_node,
     start_quorum,
     wait_finalized,
 )
+from tools.bench.log_tail import LogTail, leader_moves
 from tools.bench.quorum import cpu_seconds
 from tools.local_cluster import stop_processes
 
@@ -148,7 +147,7 @@ def _heap_used_mib(pid: int) -> float | None:
 
 def _fences(batches: list[Any], brokers: set[int]) -> dict[int, int]:
     """Broker id -> append time (ms) of the first of metadata log ``batches``
-    (:meth:`~tools.bench.brokers.LogTail.read`) that fenced it (BrokerRegistrationChangeRecord
+    (:meth:`~tools.bench.log_tail.LogTail.read`) that fenced it (BrokerRegistrationChangeRecord
     Fenced=1, or FenceBrokerRecord), for ``brokers``."""
     from messages.generated.broker_registration_change_record import BrokerRegistrationChangeRecord
     from messages.generated.fence_broker_record import FenceBrokerRecord
