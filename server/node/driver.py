@@ -55,7 +55,7 @@ from server.controller.stepping import load_slice_records, steps
 from server.net import ChannelDispatcher, PendingRequest, RunningServer, serve
 from server.node.apis import api_versions
 from server.node.blocking import Blocking
-from server.node.fairness import Turns
+from server.node.fairness import Turns, forward_requests
 from server.node.heap import AGE_AFTER_RECORDS, age_heap, tune_allocator
 from server.node.linger import AppendLinger, AppendsWaiting
 from server.node.log_cleaner import LogCleaner
@@ -234,7 +234,7 @@ class Node:
                         config.node_id, core.log, nursery=nursery, post=self._post, blocking=self._blocking,
                         build_in_child=config.snapshot_build_in_child, stopping=lambda: self._stopping,
                         failpoints=core.failpoints)
-                    nursery.start_soon(self._forward_requests, request_receive)
+                    nursery.start_soon(forward_requests, request_receive, self._post)
                     nursery.start_soon(StallWatch(config.controller_quorum_fetch_timeout_ms / 2000, log=log).run)
                     nursery.start_soon(self._registration.run, core, host)
                     if config.prometheus_port is not None:
@@ -265,9 +265,6 @@ class Node:
         points = self.host.failpoints if self.host is not None and self.config.unsafe_test_failpoints else None
         await serve_metrics(host, port, lambda: host_snapshot(self.core, self.host), on_bound=bound, failpoints=points)
 
-    async def _forward_requests(self, receive: trio.MemoryReceiveChannel[PendingRequest]) -> None:
-        async for pending in receive:
-            self._post(pending)
     def _post(self, item: Any) -> None:
         try:
             self._events_send.send_nowait(item)

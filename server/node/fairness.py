@@ -8,6 +8,12 @@ goes first, but at most :data:`MAX_EVENTS_BEFORE_DUE_DEADLINE` items in a row wh
 is due. Items of one kind that queued together are taken together (:meth:`Turns.queued`). A
 deadline's step that ran past :data:`BUSY_STEP_S` and will come again at once pauses the task
 (:meth:`Turns.pause_after`).
+
+Requests reach that channel from the connections through :func:`forward_requests`, every one
+waiting at a turn of Trio's loop: a node under a storm of broker requests (a thousand brokers
+registering) must not take a turn of the loop per request, or a follower's Fetch waits behind
+every request that came before it, for seconds, and the followers elect another leader (Kafka
+answers raft RPCs on ``KafkaRaftClient``'s own thread, never behind the controller's queue).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import trio
 from server.node.linger import AppendLinger
 from server.raft.events import Tick
 
-__all__ = ["BUSY_STEP_S", "MAX_BUSY_PAUSE_S", "MAX_EVENTS_BEFORE_DUE_DEADLINE", "Turns"]
+__all__ = ["BUSY_STEP_S", "MAX_BUSY_PAUSE_S", "MAX_EVENTS_BEFORE_DUE_DEADLINE", "Turns", "forward_requests"]
 
 T = TypeVar("T")
 
@@ -36,6 +42,22 @@ MAX_EVENTS_BEFORE_DUE_DEADLINE = 64
 """Events the driving task takes off its channel, while a deadline is already due, before it
 acts on the deadline: what waits goes first, but a steady stream of requests must not hold
 back the next slice of an image being loaded or the core's timers for ever."""
+
+
+async def forward_requests(receive: trio.MemoryReceiveChannel[T], post: Callable[[T], None]) -> None:
+    """Hand every request the connections send on ``receive`` (an unbuffered channel: each
+    connection waits until its request is taken) to ``post`` (onto the driving task's channel),
+    in the order they were sent, until ``receive`` closes. All that wait are taken at once:
+    each ``receive`` of a Trio memory channel ends with a turn of the loop, and one request per
+    turn kept a thousand connections' requests trickling in for seconds (module docstring)."""
+    async for item in receive:
+        post(item)
+        while True:
+            try:
+                item = receive.receive_nowait()
+            except trio.WouldBlock:
+                break
+            post(item)
 
 
 class Turns:
