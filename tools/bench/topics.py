@@ -28,6 +28,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,10 @@ async def _create(ports: list[int], pids: list[int], load: Load) -> Row | str:
     rng = random.Random(7)
     async with trio.open_nursery() as nursery:
         for i in range(BROKERS):
-            nursery.start_soon(simulated_broker, port, FIRST_BROKER_ID + i, finalized, forever, rng, unfenced)
+            # with the quorum's ports a broker follows the leadership if it moves (as in the
+            # brokers section), rather than asking a former leader for ever
+            nursery.start_soon(partial(simulated_broker, port, FIRST_BROKER_ID + i, finalized, forever, rng, unfenced,
+                                       ports=ports))
         with trio.move_on_after(START_TIMEOUT_S):
             while ready < BROKERS:
                 await trio.sleep(0.05)
