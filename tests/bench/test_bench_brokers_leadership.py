@@ -128,3 +128,18 @@ def test_brokers_follow_the_leadership_that_moved_before_they_registered(
     assert log_dirs == [ports[1]]  # and its log is the one read
     # the stand-ins write no log: no partition moves, which the row reports
     assert outcome.error == f"0 of {brokers.KILL_PARTITIONS} partitions got a new leader after the broker died"
+
+
+def test_a_failed_side_keeps_the_controllers_output(tmp_path: Path) -> None:
+    root = tmp_path / "run" / "kwire"
+    (root / "logs-1").mkdir(parents=True)
+    (root / "kwire-1.out").write_text("node 1: Leader in epoch 1\n", encoding="utf-8")
+    (root / "logs-1" / "controller.log").write_text("elected\n", encoding="utf-8")
+    (root / "kwire-1").mkdir()  # a metadata directory: not copied
+    kept = brokers.keep_output(root, tmp_path / "kept")
+    assert kept == tmp_path / "kept"
+    assert (kept / "kwire-1.out").read_text(encoding="utf-8") == "node 1: Leader in epoch 1\n"
+    assert (kept / "logs-1" / "controller.log").read_text(encoding="utf-8") == "elected\n"
+    assert not (kept / "kwire-1").exists()
+    assert brokers.keep_output(tmp_path / "empty", tmp_path / "none") is None
+    assert not (tmp_path / "none").exists()
