@@ -57,6 +57,8 @@ async def forward_requests(receive: trio.MemoryReceiveChannel[T], post: Callable
                 item = receive.receive_nowait()
             except trio.WouldBlock:
                 break
+            except trio.EndOfChannel:  # the last sender closed while the waiting ones were taken
+                return
             post(item)
 
 

@@ -66,3 +66,37 @@ def test_forwarding_ends_when_the_channel_closes() -> None:
         return posted  # the nursery ended: the forwarder returned once the channel closed
 
     assert trio.run(main) == [1, 2]
+
+
+def test_a_channel_closed_while_waiting_requests_are_taken_ends_the_forwarding() -> None:
+    """The sender closes right after its last request was taken by ``receive`` and before the
+    forwarder looks for more with ``receive_nowait``: the forwarder returns, it does not raise
+    EndOfChannel into the node's nursery."""
+
+    class ClosingAfterReceive:
+        def __init__(self, receive: trio.MemoryReceiveChannel[int], send: trio.MemorySendChannel[int]) -> None:
+            self.inner, self.send = receive, send
+
+        def __aiter__(self) -> ClosingAfterReceive:
+            return self
+
+        async def __anext__(self) -> int:
+            try:
+                item = await self.inner.receive()
+            except trio.EndOfChannel:
+                raise StopAsyncIteration from None
+            self.send.close()  # the last sender goes away at once
+            return item
+
+        def receive_nowait(self) -> int:
+            return self.inner.receive_nowait()
+
+    async def main() -> list[int]:
+        posted: list[int] = []
+        send, receive = trio.open_memory_channel[int](1)
+        await send.send(7)
+        with trio.fail_after(10):
+            await forward_requests(ClosingAfterReceive(receive, send), posted.append)  # type: ignore[arg-type]
+        return posted
+
+    assert trio.run(main) == [7]
